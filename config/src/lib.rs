@@ -1,0 +1,245 @@
+//! Typed configuration for a Weft node.
+//!
+//! One tree ([`Config`]) with serde defaults, merged from four sources in a fixed order:
+//! built-in defaults < TOML file < environment (`WEFT_SECTION__KEY`) < command-line flags.
+//! The merge is done by [figment], which tags every value with the source that produced it, so
+//! that an error can say not only *what* is wrong but *where* the offending value came from: a
+//! volunteer who set `WEFT_FETCH__MAX_REDIRECTS=99` months ago in a systemd unit deserves to be
+//! told it is the environment, not their TOML file, that is wrong.
+//!
+//! Unknown keys are rejected (a typo must never silently fall back to a default) and every
+//! numeric key has an allowed range checked by [`Config::validate`].
+//!
+//! The commented example at `config/weft.example.toml` documents every key; a test parses it
+//! and checks that it covers the whole tree.
+
+mod load;
+mod validate;
+
+pub use load::{load, load_file, Overrides, Sources};
+pub use validate::{ConfigError, Source};
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+
+/// The whole configuration of one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Where the node keeps everything: queue, seen-set, robots cache, later the index.
+    pub data_dir: PathBuf,
+    pub crawl: CrawlConfig,
+    pub fetch: FetchConfig,
+    pub politeness: PolitenessConfig,
+    pub frontier: FrontierConfig,
+    pub api: ApiConfig,
+    pub log: LogConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            data_dir: PathBuf::from(".weft"),
+            crawl: CrawlConfig::default(),
+            fetch: FetchConfig::default(),
+            politeness: PolitenessConfig::default(),
+            frontier: FrontierConfig::default(),
+            api: ApiConfig::default(),
+            log: LogConfig::default(),
+        }
+    }
+}
+
+/// What to crawl and how much of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CrawlConfig {
+    /// URLs added to the frontier at start (already-seen ones are ignored, so re-adding the
+    /// same seeds on every restart is harmless).
+    pub seeds: Vec<String>,
+    /// Requests in flight at once across all hosts. Each host still gets at most one.
+    pub concurrency: usize,
+    /// Links more than this many hops from a seed are not followed.
+    pub max_depth: u32,
+    /// Pages fetched from one host before it is considered done.
+    pub max_pages_per_host: u64,
+    /// Read `Sitemap:` lines and `/sitemap.xml` to discover URLs.
+    pub follow_sitemaps: bool,
+    /// Links to other hosts are followed (off: stay on the seeds' hosts).
+    pub follow_external_links: bool,
+}
+
+impl Default for CrawlConfig {
+    fn default() -> Self {
+        CrawlConfig {
+            seeds: Vec::new(),
+            concurrency: 32,
+            max_depth: 16,
+            max_pages_per_host: 100_000,
+            follow_sitemaps: true,
+            follow_external_links: true,
+        }
+    }
+}
+
+/// The HTTP fetcher.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FetchConfig {
+    /// Product token sent as the User-Agent and matched against robots.txt groups.
+    pub user_agent: String,
+    /// Where a site owner can learn about the crawler; appended to the User-Agent as `(+URL)`.
+    pub contact_url: String,
+    pub connect_timeout_ms: u64,
+    /// Longest silence allowed while reading a response (slow-drip guard, per read).
+    pub read_timeout_ms: u64,
+    /// Hard cap on one whole request, headers to last byte.
+    pub total_timeout_ms: u64,
+    pub max_redirects: u32,
+    /// Bodies longer than this are cut off and counted as an error.
+    pub max_body_bytes: u64,
+    /// Allow connecting to loopback, private, link-local, CGNAT and similar addresses.
+    /// Off by default: a crawler that follows links from the open web must not be steered into
+    /// the volunteer's own network (SSRF). Turn on for tests and intranet crawls.
+    pub allow_private_networks: bool,
+    /// Fixed host → IP answers consulted before DNS (tests map virtual hosts to 127.0.0.1).
+    /// The SSRF guard still applies to these addresses.
+    pub resolve: BTreeMap<String, IpAddr>,
+}
+
+impl Default for FetchConfig {
+    fn default() -> Self {
+        FetchConfig {
+            user_agent: "WeftBot/0.1".into(),
+            contact_url: "https://github.com/weft-search/weft".into(),
+            connect_timeout_ms: 10_000,
+            read_timeout_ms: 20_000,
+            total_timeout_ms: 60_000,
+            max_redirects: 10,
+            max_body_bytes: 10 * 1024 * 1024,
+            allow_private_networks: false,
+            resolve: BTreeMap::new(),
+        }
+    }
+}
+
+impl FetchConfig {
+    /// The full User-Agent header: product token plus contact URL.
+    pub fn user_agent_header(&self) -> String {
+        if self.contact_url.is_empty() {
+            self.user_agent.clone()
+        } else {
+            format!("{} (+{})", self.user_agent, self.contact_url)
+        }
+    }
+
+    /// The token robots.txt groups are matched against: the product name without version.
+    pub fn robots_token(&self) -> &str {
+        let product = self.user_agent.split_whitespace().next().unwrap_or("");
+        product.split('/').next().unwrap_or(product)
+    }
+}
+
+/// How gently hosts are treated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PolitenessConfig {
+    /// Minimum time between the end of one request to a host and the start of the next, when
+    /// robots.txt sets no `Crawl-delay`.
+    pub default_delay_ms: u64,
+    /// How long a fetched robots.txt is trusted.
+    pub robots_cache_secs: u64,
+    /// robots.txt bodies are read up to this many bytes (RFC 9309 asks for at least 500 KiB).
+    pub robots_max_bytes: u64,
+    /// After a 5xx or unreachable robots.txt the host is treated as disallowed; retry after this.
+    pub robots_retry_secs: u64,
+    /// First backoff after a 429/503 without `Retry-After`; doubles on each repeat.
+    pub backoff_initial_secs: u64,
+    /// Backoff ceiling, also the cap applied to a `Retry-After` header.
+    pub backoff_max_secs: u64,
+    /// Transient failures (timeouts, connection errors, 5xx) of one URL before giving up on it.
+    pub max_retries: u32,
+}
+
+impl Default for PolitenessConfig {
+    fn default() -> Self {
+        PolitenessConfig {
+            default_delay_ms: 1000,
+            robots_cache_secs: 24 * 3600,
+            robots_max_bytes: 500 * 1024,
+            robots_retry_secs: 600,
+            backoff_initial_secs: 30,
+            backoff_max_secs: 600,
+            max_retries: 3,
+        }
+    }
+}
+
+/// The URL frontier: seen-set sizing, scoring and persistence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FrontierConfig {
+    /// URLs the seen-set is sized for up front. Sizing it right matters: a filter that has to
+    /// grow from a small start ends up ~4× larger for the same false-positive rate.
+    pub seen_capacity: u64,
+    /// Target false-positive rate of the seen-set (a false positive = a new URL skipped).
+    pub seen_fp_rate: f64,
+    /// How often the seen-set is snapshotted to disk (it is also snapshotted at shutdown, and
+    /// a journal covers the time in between).
+    pub snapshot_interval_secs: u64,
+    /// Known inlinks beyond this add nothing to a URL's score.
+    pub inlink_cap: u32,
+}
+
+impl Default for FrontierConfig {
+    fn default() -> Self {
+        FrontierConfig {
+            seen_capacity: 10_000_000,
+            seen_fp_rate: 0.01,
+            snapshot_interval_secs: 30,
+            inlink_cap: 5,
+        }
+    }
+}
+
+/// The local HTTP API (`/health`, `/status`, `/metrics`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApiConfig {
+    pub enabled: bool,
+    /// Bound to loopback by default: the API is for the operator, not the world.
+    pub listen: SocketAddr,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            enabled: true,
+            listen: SocketAddr::from(([127, 0, 0, 1], 7700)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// Logging. The filter comes from `RUST_LOG` (default `info`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    pub format: LogFormat,
+}
+
+impl Config {
+    /// The effective configuration as TOML, as `weft config show` prints it.
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("the config tree always serializes to TOML")
+    }
+}

@@ -1,0 +1,288 @@
+//! Range checks, and errors that name the key, the source and what is allowed.
+
+use crate::load::{CLI_NAME, ENV_PREFIX};
+use crate::Config;
+use figment::Figment;
+use std::fmt;
+use std::path::PathBuf;
+
+/// Where a configuration value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Default,
+    File(PathBuf),
+    /// The environment variable's name, e.g. `WEFT_FETCH__MAX_REDIRECTS`.
+    Env(String),
+    /// The command-line flag for the key.
+    Cli,
+    Unknown,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Default => write!(f, "built-in default"),
+            Source::File(p) => write!(f, "TOML file {}", p.display()),
+            Source::Env(var) => write!(f, "environment variable {var}"),
+            Source::Cli => write!(f, "command-line flag"),
+            Source::Unknown => write!(f, "unknown source"),
+        }
+    }
+}
+
+impl Source {
+    fn from_metadata(meta: Option<&figment::Metadata>, key: &str) -> Source {
+        let Some(meta) = meta else {
+            return Source::Unknown;
+        };
+        if let Some(figment::Source::File(path)) = &meta.source {
+            return Source::File(path.clone());
+        }
+        if meta.name == CLI_NAME {
+            return Source::Cli;
+        }
+        if meta.name.contains("environment") {
+            return Source::Env(env_var_for(key));
+        }
+        if meta.name.contains("Serialized") || meta.name.contains("default") {
+            return Source::Default;
+        }
+        Source::Unknown
+    }
+
+    /// The source that supplied `key` (dotted path) in the merged figment.
+    pub(crate) fn of(figment: &Figment, key: &str) -> Source {
+        Source::from_metadata(figment.find_metadata(key), key)
+    }
+}
+
+/// `fetch.max_redirects` → `WEFT_FETCH__MAX_REDIRECTS`.
+pub fn env_var_for(key: &str) -> String {
+    format!(
+        "{ENV_PREFIX}{}",
+        key.split('.')
+            .map(str::to_ascii_uppercase)
+            .collect::<Vec<_>>()
+            .join("__")
+    )
+}
+
+/// One thing wrong with the configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    /// Dotted key path, e.g. `fetch.max_redirects`.
+    pub key: String,
+    pub source: Source,
+    pub message: String,
+}
+
+impl Problem {
+    pub(crate) fn from_figment(e: &figment::Error) -> Problem {
+        use figment::error::Kind;
+        let mut path = e.path.clone();
+        let message = match &e.kind {
+            Kind::UnknownField(field, expected) => {
+                // figment usually includes the field in the path already.
+                if path.last() != Some(field) {
+                    path.push(field.clone());
+                }
+                format!("unknown key; expected one of: {}", expected.join(", "))
+            }
+            Kind::InvalidType(actual, expected) => {
+                format!("wrong type: found {actual}, expected {expected}")
+            }
+            Kind::InvalidValue(actual, expected) => {
+                format!("invalid value {actual}, expected {expected}")
+            }
+            Kind::UnknownVariant(v, expected) => format!(
+                "unknown value \"{v}\"; expected one of: {}",
+                expected.join(", ")
+            ),
+            other => other.to_string(),
+        };
+        let key = if path.is_empty() {
+            "(root)".to_string()
+        } else {
+            path.join(".")
+        };
+        Problem {
+            source: Source::from_metadata(e.metadata.as_ref(), &key),
+            key,
+            message,
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (from {}): {}", self.key, self.source, self.message)
+    }
+}
+
+/// The configuration could not be loaded; every problem found is listed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError {
+    pub problems: Vec<Problem>,
+}
+
+impl ConfigError {
+    pub(crate) fn single(key: &str, source: Source, message: String) -> ConfigError {
+        ConfigError {
+            problems: vec![Problem {
+                key: key.into(),
+                source,
+                message,
+            }],
+        }
+    }
+
+    pub(crate) fn from_problems(problems: Vec<Problem>) -> ConfigError {
+        ConfigError { problems }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid configuration")?;
+        for p in &self.problems {
+            write!(f, "\n  - {p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Collects range violations while walking the tree.
+struct Checker<'a> {
+    source_of: &'a dyn Fn(&str) -> Source,
+    problems: Vec<Problem>,
+}
+
+impl Checker<'_> {
+    fn range<T: PartialOrd + fmt::Display>(&mut self, key: &str, value: T, lo: T, hi: T) {
+        if !(value >= lo && value <= hi) {
+            self.fail(
+                key,
+                format!("{value} is out of range; allowed {lo} ..= {hi}"),
+            );
+        }
+    }
+
+    fn fail(&mut self, key: &str, message: String) {
+        self.problems.push(Problem {
+            key: key.into(),
+            source: (self.source_of)(key),
+            message,
+        });
+    }
+}
+
+const DAY: u64 = 24 * 3600;
+const MIB: u64 = 1024 * 1024;
+
+impl Config {
+    /// Checks every range; values from defaults alone always pass.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_with(|_| Source::Unknown)
+    }
+
+    pub(crate) fn validate_with(
+        &self,
+        source_of: impl Fn(&str) -> Source,
+    ) -> Result<(), ConfigError> {
+        let mut c = Checker {
+            source_of: &source_of,
+            problems: Vec::new(),
+        };
+        if self.data_dir.as_os_str().is_empty() {
+            c.fail("data_dir", "must not be empty".into());
+        }
+        let cr = &self.crawl;
+        c.range("crawl.concurrency", cr.concurrency, 1, 4096);
+        c.range("crawl.max_depth", cr.max_depth, 0, 1000);
+        c.range(
+            "crawl.max_pages_per_host",
+            cr.max_pages_per_host,
+            1,
+            1_000_000_000,
+        );
+        let f = &self.fetch;
+        let token_ok = !f.user_agent.is_empty()
+            && f.user_agent.is_ascii()
+            && !f.user_agent.chars().any(|ch| ch.is_ascii_control())
+            && !f.robots_token().is_empty();
+        if !token_ok {
+            c.fail(
+                "fetch.user_agent",
+                "must be a non-empty printable ASCII product token such as \"WeftBot/0.1\"".into(),
+            );
+        }
+        if !f.contact_url.is_ascii() || f.contact_url.chars().any(|ch| ch.is_ascii_control()) {
+            c.fail("fetch.contact_url", "must be printable ASCII".into());
+        }
+        c.range(
+            "fetch.connect_timeout_ms",
+            f.connect_timeout_ms,
+            100,
+            300_000,
+        );
+        c.range("fetch.read_timeout_ms", f.read_timeout_ms, 100, 600_000);
+        c.range("fetch.total_timeout_ms", f.total_timeout_ms, 100, 3_600_000);
+        c.range("fetch.max_redirects", f.max_redirects, 0, 20);
+        c.range("fetch.max_body_bytes", f.max_body_bytes, 1024, 1024 * MIB);
+        let p = &self.politeness;
+        c.range(
+            "politeness.default_delay_ms",
+            p.default_delay_ms,
+            0,
+            3_600_000,
+        );
+        c.range(
+            "politeness.robots_cache_secs",
+            p.robots_cache_secs,
+            60,
+            30 * DAY,
+        );
+        c.range(
+            "politeness.robots_max_bytes",
+            p.robots_max_bytes,
+            1024,
+            16 * MIB,
+        );
+        c.range("politeness.robots_retry_secs", p.robots_retry_secs, 1, DAY);
+        c.range(
+            "politeness.backoff_initial_secs",
+            p.backoff_initial_secs,
+            1,
+            3600,
+        );
+        c.range(
+            "politeness.backoff_max_secs",
+            p.backoff_max_secs,
+            p.backoff_initial_secs.max(1),
+            DAY,
+        );
+        c.range("politeness.max_retries", p.max_retries, 0, 20);
+        let fr = &self.frontier;
+        c.range(
+            "frontier.seen_capacity",
+            fr.seen_capacity,
+            1000,
+            10_000_000_000,
+        );
+        c.range("frontier.seen_fp_rate", fr.seen_fp_rate, 1e-6, 0.5);
+        c.range(
+            "frontier.snapshot_interval_secs",
+            fr.snapshot_interval_secs,
+            1,
+            3600,
+        );
+        c.range("frontier.inlink_cap", fr.inlink_cap, 0, 1000);
+        if c.problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError::from_problems(c.problems))
+        }
+    }
+}

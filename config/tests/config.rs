@@ -1,0 +1,200 @@
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use weft_config::{load, load_file, Config, LogFormat, Overrides, Source, Sources};
+
+fn example_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("weft.example.toml")
+}
+
+/// Every leaf key of a TOML table, dotted.
+fn leaf_keys(value: &toml::Value, prefix: &str, out: &mut BTreeSet<String>) {
+    match value {
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                // An empty table is still a documented key (e.g. `[fetch.resolve]`).
+                if matches!(v, toml::Value::Table(inner) if inner.is_empty()) {
+                    out.insert(key);
+                } else {
+                    leaf_keys(v, &key, out);
+                }
+            }
+        }
+        _ => {
+            out.insert(prefix.to_string());
+        }
+    }
+}
+
+#[test]
+fn example_documents_every_key_with_its_default() {
+    let text = std::fs::read_to_string(example_path()).unwrap();
+    let parsed: toml::Value = toml::from_str(&text).unwrap();
+    let defaults = toml::Value::try_from(Config::default()).unwrap();
+    let (mut documented, mut all) = (BTreeSet::new(), BTreeSet::new());
+    leaf_keys(&parsed, "", &mut documented);
+    leaf_keys(&defaults, "", &mut all);
+    assert_eq!(
+        documented, all,
+        "weft.example.toml must list exactly the keys of Config"
+    );
+    assert_eq!(load_file(&example_path()).unwrap(), Config::default());
+}
+
+#[test]
+fn config_show_round_trips() {
+    let shown = Config::default().to_toml();
+    let back: Config = toml::from_str(&shown).unwrap();
+    assert_eq!(back, Config::default());
+}
+
+#[test]
+fn sources_merge_in_order_defaults_file_env_cli() {
+    figment::Jail::expect_with(|jail| {
+        jail.create_file(
+            "weft.toml",
+            r#"
+            [crawl]
+            concurrency = 7
+            max_depth = 3
+            [politeness]
+            default_delay_ms = 250
+            "#,
+        )?;
+        jail.set_env("WEFT_CRAWL__MAX_DEPTH", "5");
+        jail.set_env("WEFT_FETCH__ALLOW_PRIVATE_NETWORKS", "true");
+        jail.set_env("WEFT_DATA_DIR", "from-env");
+        let sources = Sources {
+            config_file: Some("weft.toml".into()),
+            read_env: true,
+            overrides: Overrides {
+                data_dir: Some("from-cli".into()),
+                seeds: vec!["http://a.test/".into()],
+                log_format: Some(LogFormat::Json),
+                api_listen: None,
+            },
+        };
+        let c = load(&sources).unwrap();
+        assert_eq!(c.crawl.concurrency, 7, "file beats default");
+        assert_eq!(c.crawl.max_depth, 5, "env beats file");
+        assert!(c.fetch.allow_private_networks, "env is parsed as bool");
+        assert_eq!(c.politeness.default_delay_ms, 250);
+        assert_eq!(c.data_dir, PathBuf::from("from-cli"), "cli beats env");
+        assert_eq!(c.crawl.seeds, vec!["http://a.test/".to_string()]);
+        assert_eq!(c.log.format, LogFormat::Json);
+        assert_eq!(
+            c.crawl.max_pages_per_host,
+            Config::default().crawl.max_pages_per_host
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn weft_toml_in_data_dir_is_read_when_no_config_flag() {
+    figment::Jail::expect_with(|jail| {
+        std::fs::create_dir_all(jail.directory().join("dd")).unwrap();
+        jail.create_file("dd/weft.toml", "[crawl]\nconcurrency = 3\n")?;
+        let sources = Sources {
+            config_file: None,
+            read_env: false,
+            overrides: Overrides {
+                data_dir: Some("dd".into()),
+                ..Default::default()
+            },
+        };
+        assert_eq!(load(&sources).unwrap().crawl.concurrency, 3);
+        Ok(())
+    });
+}
+
+#[test]
+fn unknown_key_in_file_names_key_and_file() {
+    figment::Jail::expect_with(|jail| {
+        jail.create_file("bad.toml", "[crawl]\nconcurency = 3\n")?;
+        let err = load_file(Path::new("bad.toml")).unwrap_err();
+        let p = &err.problems[0];
+        assert_eq!(p.key, "crawl.concurency");
+        assert!(
+            matches!(&p.source, Source::File(path) if path.ends_with("bad.toml")),
+            "{err}"
+        );
+        assert!(p.message.contains("unknown key"), "{err}");
+        assert!(
+            err.to_string().contains("concurrency"),
+            "lists the expected keys: {err}"
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn out_of_range_env_value_names_variable_and_range() {
+    figment::Jail::expect_with(|jail| {
+        jail.set_env("WEFT_FETCH__MAX_REDIRECTS", "99");
+        let err = load(&Sources::default()).unwrap_err();
+        let p = &err.problems[0];
+        assert_eq!(p.key, "fetch.max_redirects");
+        assert_eq!(p.source, Source::Env("WEFT_FETCH__MAX_REDIRECTS".into()));
+        let text = err.to_string();
+        assert!(text.contains("0 ..= 20") && text.contains("99"), "{text}");
+        Ok(())
+    });
+}
+
+#[test]
+fn unknown_env_variable_is_rejected() {
+    figment::Jail::expect_with(|jail| {
+        jail.set_env("WEFT_CRAWL__MAXDEPTH", "5");
+        let err = load(&Sources::default()).unwrap_err();
+        assert_eq!(err.problems[0].key, "crawl.maxdepth");
+        assert_eq!(
+            err.problems[0].source,
+            Source::Env("WEFT_CRAWL__MAXDEPTH".into())
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn out_of_range_in_file_and_wrong_type_are_all_reported() {
+    figment::Jail::expect_with(|jail| {
+        jail.create_file(
+            "bad.toml",
+            "[frontier]\nseen_fp_rate = 0.9\n[crawl]\nconcurrency = 0\n",
+        )?;
+        let err = load_file(Path::new("bad.toml")).unwrap_err();
+        let keys: Vec<_> = err.problems.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            vec!["crawl.concurrency", "frontier.seen_fp_rate"],
+            "{err}"
+        );
+        assert!(err
+            .problems
+            .iter()
+            .all(|p| matches!(p.source, Source::File(_))));
+        jail.create_file("type.toml", "[crawl]\nconcurrency = \"many\"\n")?;
+        let err = load_file(Path::new("type.toml")).unwrap_err();
+        assert_eq!(err.problems[0].key, "crawl.concurrency");
+        assert!(err.problems[0].message.contains("wrong type"), "{err}");
+        Ok(())
+    });
+}
+
+#[test]
+fn missing_explicit_config_file_is_an_error() {
+    let err = load_file(Path::new("/nonexistent/weft.toml")).unwrap_err();
+    assert!(err.to_string().contains("does not exist"), "{err}");
+}
+
+#[test]
+fn user_agent_header_and_robots_token() {
+    let f = Config::default().fetch;
+    assert_eq!(f.robots_token(), "WeftBot");
+    assert!(f.user_agent_header().starts_with("WeftBot/0.1 (+http"));
+}

@@ -1,0 +1,718 @@
+//! The URL frontier: durable per-host priority queues and a ready-time schedule across hosts.
+//!
+//! # Layout in sled (tree `frontier`)
+//! | key | value |
+//! |---|---|
+//! | `q` + seq (u64 BE) | a [`QueuedUrl`] (postcard) |
+//! | `u` + normalized URL | seq of its queue entry, while queued |
+//! | `j` + jseq (u64 BE) | a URL added to the seen-set since the last snapshot (journal) |
+//! | `m:seq` | next queue seq (never reused) |
+//! | `m:seen` | seen-set snapshot: journal mark + Bloom filter |
+//!
+//! Every push writes its queue entry, URL index and journal entry in one atomic sled batch, and
+//! every completion removes them in one batch, so after a crash (kill -9) the queue is exactly
+//! what was durably acknowledged: nothing queued is lost and nothing completed comes back. The
+//! seen-set is restored from its snapshot plus the journal. Callers make writes durable with
+//! [`Frontier::durability`] before they acknowledge anything (e.g. before a URL batch is acked).
+//!
+//! # In memory
+//! Only what scheduling needs: per host a max-heap of `(score, seq)` (16 bytes per queued URL;
+//! the URL itself stays in sled) and the host's politeness bucket; across hosts a min-heap of
+//! ready times. Scores can rise (inlinks), which pushes a second heap reference; stale ones are
+//! skipped on pop by comparing with the stored entry (lazy deletion).
+
+use crate::normalize::host_key;
+use crate::politeness::{HostPoliteness, PolitenessPolicy};
+use crate::score::{is_binary, score, UrlKind};
+use crate::seen::SeenSet;
+use serde::{Deserialize, Serialize};
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashMap};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use url::Url;
+
+/// Errors of the frontier's storage.
+#[derive(Debug, thiserror::Error)]
+pub enum FrontierError {
+    #[error("frontier store: {0}")]
+    Store(#[from] sled::Error),
+    #[error("frontier record is corrupt: {0}")]
+    Codec(#[from] postcard::Error),
+}
+
+pub type Result<T> = std::result::Result<T, FrontierError>;
+
+/// Frontier settings, usually derived from the node's config.
+#[derive(Debug, Clone)]
+pub struct FrontierSettings {
+    pub max_depth: u32,
+    pub max_pages_per_host: u64,
+    pub inlink_cap: u32,
+    pub seen_capacity: u64,
+    pub seen_fp_rate: f64,
+    pub max_retries: u32,
+    pub politeness: PolitenessPolicy,
+}
+
+impl FrontierSettings {
+    pub fn from_config(c: &weft_config::Config) -> FrontierSettings {
+        FrontierSettings {
+            max_depth: c.crawl.max_depth,
+            max_pages_per_host: c.crawl.max_pages_per_host,
+            inlink_cap: c.frontier.inlink_cap,
+            seen_capacity: c.frontier.seen_capacity,
+            seen_fp_rate: c.frontier.seen_fp_rate,
+            max_retries: c.politeness.max_retries,
+            politeness: PolitenessPolicy {
+                default_delay: Duration::from_millis(c.politeness.default_delay_ms),
+                backoff_initial: Duration::from_secs(c.politeness.backoff_initial_secs),
+                backoff_max: Duration::from_secs(c.politeness.backoff_max_secs),
+            },
+        }
+    }
+}
+
+impl Default for FrontierSettings {
+    fn default() -> Self {
+        FrontierSettings::from_config(&weft_config::Config::default())
+    }
+}
+
+/// A queued URL as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueuedUrl {
+    pub url: String,
+    pub host: String,
+    pub kind: UrlKind,
+    pub depth: u32,
+    pub inlinks: u32,
+    pub score: f32,
+    /// Transient failures so far.
+    pub attempts: u32,
+    /// URLs that redirected to this one, oldest first (hop limit and loop detection).
+    pub redirects: Vec<String>,
+    pub discovered_unix_ms: u64,
+}
+
+/// A URL offered to the frontier. The URL must already be normalized.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub url: Url,
+    pub kind: UrlKind,
+    pub depth: u32,
+    pub redirects: Vec<String>,
+}
+
+impl Candidate {
+    pub fn page(url: Url, depth: u32) -> Candidate {
+        Candidate {
+            url,
+            kind: UrlKind::Page,
+            depth,
+            redirects: Vec::new(),
+        }
+    }
+}
+
+/// What became of a pushed candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PushOutcome {
+    Queued,
+    /// Already queued or fetched (or a Bloom false positive). A still-queued URL gains an inlink.
+    AlreadySeen,
+    TooDeep,
+    Binary,
+    HostBudgetExhausted,
+}
+
+/// A URL handed out for fetching. Its host has no other request in flight until the lease is
+/// completed; an uncompleted lease (crash) leaves the URL queued.
+#[derive(Debug, Clone)]
+pub struct Lease {
+    pub seq: u64,
+    pub entry: QueuedUrl,
+}
+
+/// What [`Frontier::next`] has to offer.
+#[derive(Debug)]
+pub enum Next {
+    Ready(Lease),
+    /// Nothing is ready before this instant.
+    WaitUntil(Instant),
+    /// Everything queued belongs to hosts with a request in flight.
+    Busy,
+    /// Nothing queued and nothing in flight.
+    Empty,
+}
+
+/// How a leased URL ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Completion {
+    /// Handled for good. `page` counts against the host's page budget.
+    Done { page: bool },
+    /// Transient failure: requeue unless the retry budget is spent.
+    Retry,
+    /// 429/503: requeue and back the host off.
+    RateLimited { retry_after: Option<Duration> },
+    /// Not attempted yet for a reason outside the URL (e.g. robots.txt just fetched, or
+    /// unreachable): requeue without counting an attempt; the host waits at least `wait`.
+    Requeue { wait: Duration },
+}
+
+/// What [`Frontier::complete`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completed {
+    Removed,
+    Requeued,
+    /// The retry budget was spent; the URL is dropped.
+    GaveUp,
+}
+
+/// Counters for `/status`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FrontierStats {
+    pub queued: u64,
+    pub in_flight: u64,
+    pub hosts: u64,
+    pub hosts_with_queue: u64,
+    pub seen: u64,
+    pub seen_bytes: u64,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+struct HeapRef {
+    score: f32,
+    seq: u64,
+}
+
+impl Eq for HeapRef {}
+
+impl Ord for HeapRef {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // Higher score first, then older (smaller seq) first.
+        self.score
+            .total_cmp(&other.score)
+            .then_with(|| other.seq.cmp(&self.seq))
+    }
+}
+
+impl PartialOrd for HeapRef {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+struct HostQueue {
+    name: String,
+    heap: BinaryHeap<HeapRef>,
+    /// Live queue entries of this host (the heap may also hold stale references).
+    queued: u64,
+    /// Pages fetched (the budget counter), persisted in the `hosts` tree.
+    fetched: u64,
+    in_flight: bool,
+    politeness: HostPoliteness,
+    /// The schedule entry that is current for this host, if any.
+    scheduled_at: Option<Instant>,
+}
+
+/// Persisted per-host record.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct HostRecord {
+    fetched: u64,
+    /// Wall-clock time before which the host must not be asked (survives restarts).
+    next_allowed_unix_ms: u64,
+    backoff_level: u32,
+}
+
+const SEQ_KEY: &[u8] = b"m:seq";
+const SEEN_KEY: &[u8] = b"m:seen";
+
+fn qkey(seq: u64) -> [u8; 9] {
+    let mut k = [0u8; 9];
+    k[0] = b'q';
+    k[1..].copy_from_slice(&seq.to_be_bytes());
+    k
+}
+
+fn ukey(url: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(url.len() + 1);
+    k.push(b'u');
+    k.extend_from_slice(url.as_bytes());
+    k
+}
+
+fn jkey(seq: u64) -> [u8; 9] {
+    let mut k = [0u8; 9];
+    k[0] = b'j';
+    k[1..].copy_from_slice(&seq.to_be_bytes());
+    k
+}
+
+fn seq_of(key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&key[1..9]);
+    u64::from_be_bytes(b)
+}
+
+pub fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[derive(Serialize, Deserialize)]
+struct SeenSnapshot {
+    /// Journal entries up to and including this jseq are in `seen`.
+    mark: u64,
+    seen: SeenSet,
+}
+
+#[derive(Serialize)]
+struct SeenSnapshotRef<'a> {
+    mark: u64,
+    seen: &'a SeenSet,
+}
+
+/// A seen-set snapshot serialized under the frontier's lock (a memory copy of the filter),
+/// written to disk outside it.
+pub struct SnapshotJob {
+    tree: sled::Tree,
+    mark: u64,
+    bytes: Vec<u8>,
+}
+
+impl SnapshotJob {
+    /// Writes the snapshot and drops the journal entries it covers, atomically.
+    pub fn write(self) -> Result<usize> {
+        let bytes = self.bytes;
+        let mut batch = sled::Batch::default();
+        for item in self.tree.range(jkey(0)..=jkey(self.mark)) {
+            let (k, _) = item?;
+            batch.remove(k);
+        }
+        batch.insert(SEEN_KEY, bytes.as_slice());
+        self.tree.apply_batch(batch)?;
+        self.tree.flush()?;
+        Ok(bytes.len())
+    }
+}
+
+/// Makes frontier writes durable without holding the frontier's lock.
+#[derive(Clone)]
+pub struct Durability(sled::Tree);
+
+impl Durability {
+    pub async fn flush(&self) -> Result<()> {
+        self.0.flush_async().await?;
+        Ok(())
+    }
+
+    pub fn flush_blocking(&self) -> Result<()> {
+        self.0.flush()?;
+        Ok(())
+    }
+}
+
+/// The frontier. Not thread-safe by itself: the node keeps it behind a mutex, and every
+/// method is short (no I/O besides sled).
+pub struct Frontier {
+    tree: sled::Tree,
+    hosts_tree: sled::Tree,
+    settings: FrontierSettings,
+    seen: SeenSet,
+    hosts: Vec<HostQueue>,
+    host_ids: HashMap<String, u32>,
+    schedule: BinaryHeap<Reverse<(Instant, u32)>>,
+    next_seq: u64,
+    next_jseq: u64,
+    queued: u64,
+    in_flight: u64,
+}
+
+impl Frontier {
+    /// Opens (or creates) the frontier in `db`, restoring the queue and the seen-set.
+    pub fn open(db: &sled::Db, settings: FrontierSettings) -> Result<Frontier> {
+        let now = Instant::now();
+        let tree = db.open_tree("frontier")?;
+        let hosts_tree = db.open_tree("hosts")?;
+
+        let (mut seen, mark) = match tree.get(SEEN_KEY)? {
+            Some(bytes) => {
+                let snap: SeenSnapshot = postcard::from_bytes(&bytes)?;
+                (snap.seen, snap.mark)
+            }
+            None => (
+                SeenSet::with_capacity(settings.seen_capacity, settings.seen_fp_rate),
+                0,
+            ),
+        };
+        let mut next_jseq = mark + 1;
+        for item in tree.scan_prefix(b"j") {
+            let (k, v) = item?;
+            seen.insert(&String::from_utf8_lossy(&v));
+            next_jseq = next_jseq.max(seq_of(&k) + 1);
+        }
+
+        let mut next_seq = match tree.get(SEQ_KEY)? {
+            Some(v) if v.len() == 8 => u64::from_be_bytes(v.as_ref().try_into().expect("8 bytes")),
+            _ => 1,
+        };
+        let mut f = Frontier {
+            tree: tree.clone(),
+            hosts_tree,
+            settings,
+            seen,
+            hosts: Vec::new(),
+            host_ids: HashMap::new(),
+            schedule: BinaryHeap::new(),
+            next_seq: 0,
+            next_jseq,
+            queued: 0,
+            in_flight: 0,
+        };
+        for item in tree.scan_prefix(b"q") {
+            let (k, v) = item?;
+            let seq = seq_of(&k);
+            let entry: QueuedUrl = postcard::from_bytes(&v)?;
+            next_seq = next_seq.max(seq + 1);
+            let id = f.host_id(&entry.host, now)?;
+            let h = &mut f.hosts[id as usize];
+            h.heap.push(HeapRef {
+                score: entry.score,
+                seq,
+            });
+            h.queued += 1;
+            f.queued += 1;
+        }
+        f.next_seq = next_seq;
+        for id in 0..f.hosts.len() as u32 {
+            f.reschedule(id);
+        }
+        Ok(f)
+    }
+
+    /// A handle to make writes durable outside the lock.
+    pub fn durability(&self) -> Durability {
+        Durability(self.tree.clone())
+    }
+
+    pub fn settings(&self) -> &FrontierSettings {
+        &self.settings
+    }
+
+    fn host_id(&mut self, host: &str, now: Instant) -> Result<u32> {
+        if let Some(&id) = self.host_ids.get(host) {
+            return Ok(id);
+        }
+        let record: HostRecord = match self.hosts_tree.get(host)? {
+            Some(v) => postcard::from_bytes(&v).unwrap_or_default(),
+            None => HostRecord::default(),
+        };
+        let mut politeness = HostPoliteness::new(now);
+        let wait_ms = record
+            .next_allowed_unix_ms
+            .saturating_sub(unix_ms(SystemTime::now()));
+        politeness.next_allowed = now + Duration::from_millis(wait_ms);
+        politeness.backoff_level = record.backoff_level;
+        let id = self.hosts.len() as u32;
+        self.hosts.push(HostQueue {
+            name: host.to_string(),
+            heap: BinaryHeap::new(),
+            queued: 0,
+            fetched: record.fetched,
+            in_flight: false,
+            politeness,
+            scheduled_at: None,
+        });
+        self.host_ids.insert(host.to_string(), id);
+        Ok(id)
+    }
+
+    /// Puts the host on the schedule if it has work and no request in flight.
+    fn reschedule(&mut self, id: u32) {
+        let h = &mut self.hosts[id as usize];
+        if h.in_flight || h.queued == 0 {
+            h.scheduled_at = None;
+            return;
+        }
+        let at = h.politeness.next_allowed;
+        if h.scheduled_at != Some(at) {
+            h.scheduled_at = Some(at);
+            self.schedule.push(Reverse((at, id)));
+        }
+    }
+
+    /// Offers a URL. Seen URLs are not queued again; a still-queued one gains an inlink.
+    pub fn push(&mut self, c: Candidate) -> Result<PushOutcome> {
+        let s = &self.settings;
+        if c.kind == UrlKind::Page && c.depth > s.max_depth {
+            return Ok(PushOutcome::TooDeep);
+        }
+        if is_binary(&c.url, c.kind) {
+            return Ok(PushOutcome::Binary);
+        }
+        let url = c.url.as_str();
+        if self.seen.contains(url) {
+            self.bump_inlinks(url)?;
+            return Ok(PushOutcome::AlreadySeen);
+        }
+        let now = Instant::now();
+        let host = host_key(&c.url);
+        let id = self.host_id(&host, now)?;
+        {
+            let h = &self.hosts[id as usize];
+            if c.kind == UrlKind::Page && h.fetched + h.queued >= self.settings.max_pages_per_host {
+                return Ok(PushOutcome::HostBudgetExhausted);
+            }
+        }
+        let entry = QueuedUrl {
+            score: score(&c.url, c.kind, c.depth, 0, self.settings.inlink_cap),
+            url: url.to_string(),
+            host,
+            kind: c.kind,
+            depth: c.depth,
+            inlinks: 0,
+            attempts: 0,
+            redirects: c.redirects,
+            discovered_unix_ms: unix_ms(SystemTime::now()),
+        };
+        let seq = self.next_seq;
+        let jseq = self.next_jseq;
+        let mut batch = sled::Batch::default();
+        batch.insert(&qkey(seq), postcard::to_allocvec(&entry)?);
+        batch.insert(ukey(url), &seq.to_be_bytes());
+        batch.insert(&jkey(jseq), url.as_bytes());
+        batch.insert(SEQ_KEY, &(seq + 1).to_be_bytes());
+        self.tree.apply_batch(batch)?;
+        self.next_seq += 1;
+        self.next_jseq += 1;
+        self.seen.insert(url);
+        let h = &mut self.hosts[id as usize];
+        h.heap.push(HeapRef {
+            score: entry.score,
+            seq,
+        });
+        h.queued += 1;
+        self.queued += 1;
+        self.reschedule(id);
+        Ok(PushOutcome::Queued)
+    }
+
+    fn bump_inlinks(&mut self, url: &str) -> Result<()> {
+        let Some(seqv) = self.tree.get(ukey(url))? else {
+            return Ok(());
+        };
+        let Ok(seq_bytes) = <[u8; 8]>::try_from(seqv.as_ref()) else {
+            return Ok(());
+        };
+        let seq = u64::from_be_bytes(seq_bytes);
+        let Some(v) = self.tree.get(qkey(seq))? else {
+            return Ok(());
+        };
+        let mut entry: QueuedUrl = postcard::from_bytes(&v)?;
+        if entry.inlinks >= self.settings.inlink_cap {
+            return Ok(());
+        }
+        entry.inlinks += 1;
+        let parsed = Url::parse(&entry.url).map_err(|_| postcard::Error::DeserializeBadEncoding)?;
+        entry.score = score(
+            &parsed,
+            entry.kind,
+            entry.depth,
+            entry.inlinks,
+            self.settings.inlink_cap,
+        );
+        self.tree
+            .insert(qkey(seq), postcard::to_allocvec(&entry)?)?;
+        if let Some(&id) = self.host_ids.get(&entry.host) {
+            self.hosts[id as usize].heap.push(HeapRef {
+                score: entry.score,
+                seq,
+            });
+        }
+        Ok(())
+    }
+
+    /// The next URL whose host is ready at `now`, if any.
+    pub fn next(&mut self, now: Instant) -> Result<Next> {
+        loop {
+            let Some(&Reverse((at, id))) = self.schedule.peek() else {
+                return Ok(if self.in_flight > 0 {
+                    Next::Busy
+                } else {
+                    Next::Empty
+                });
+            };
+            if self.hosts[id as usize].scheduled_at != Some(at) {
+                self.schedule.pop();
+                continue;
+            }
+            if at > now {
+                return Ok(Next::WaitUntil(at));
+            }
+            self.schedule.pop();
+            self.hosts[id as usize].scheduled_at = None;
+            if let Some(lease) = self.pop_host(id)? {
+                let h = &mut self.hosts[id as usize];
+                h.in_flight = true;
+                self.in_flight += 1;
+                return Ok(Next::Ready(lease));
+            }
+            self.reschedule(id);
+        }
+    }
+
+    /// Pops the host's best live entry, dropping stale references and over-budget pages.
+    fn pop_host(&mut self, id: u32) -> Result<Option<Lease>> {
+        while let Some(r) = self.hosts[id as usize].heap.pop() {
+            let Some(v) = self.tree.get(qkey(r.seq))? else {
+                continue;
+            };
+            let entry: QueuedUrl = postcard::from_bytes(&v)?;
+            if entry.score != r.score {
+                continue;
+            }
+            let h = &self.hosts[id as usize];
+            if entry.kind == UrlKind::Page && h.fetched >= self.settings.max_pages_per_host {
+                self.remove_entry(id, r.seq, &entry.url)?;
+                continue;
+            }
+            return Ok(Some(Lease { seq: r.seq, entry }));
+        }
+        Ok(None)
+    }
+
+    fn remove_entry(&mut self, id: u32, seq: u64, url: &str) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        batch.remove(&qkey(seq));
+        batch.remove(ukey(url));
+        self.tree.apply_batch(batch)?;
+        let h = &mut self.hosts[id as usize];
+        h.queued = h.queued.saturating_sub(1);
+        self.queued = self.queued.saturating_sub(1);
+        Ok(())
+    }
+
+    /// Ends a lease. `requested` says whether a request reached the host (politeness applies).
+    pub fn complete(
+        &mut self,
+        lease: Lease,
+        outcome: Completion,
+        requested: bool,
+        now: Instant,
+    ) -> Result<Completed> {
+        let id = self.host_id(&lease.entry.host, now)?;
+        let policy = self.settings.politeness;
+        {
+            let h = &mut self.hosts[id as usize];
+            if h.in_flight {
+                h.in_flight = false;
+                self.in_flight = self.in_flight.saturating_sub(1);
+            }
+            if requested {
+                policy.on_request_done(&mut h.politeness, now);
+            }
+        }
+        let mut entry = lease.entry;
+        let result = match outcome {
+            Completion::Done { page } => {
+                if page {
+                    self.hosts[id as usize].fetched += 1;
+                }
+                self.remove_entry(id, lease.seq, &entry.url)?;
+                Completed::Removed
+            }
+            Completion::Retry => {
+                entry.attempts += 1;
+                if entry.attempts > self.settings.max_retries {
+                    self.remove_entry(id, lease.seq, &entry.url)?;
+                    Completed::GaveUp
+                } else {
+                    self.requeue(id, lease.seq, &entry)?;
+                    Completed::Requeued
+                }
+            }
+            Completion::RateLimited { retry_after } => {
+                policy.on_rate_limited(&mut self.hosts[id as usize].politeness, now, retry_after);
+                self.requeue(id, lease.seq, &entry)?;
+                Completed::Requeued
+            }
+            Completion::Requeue { wait } => {
+                policy.defer(&mut self.hosts[id as usize].politeness, now + wait);
+                self.requeue(id, lease.seq, &entry)?;
+                Completed::Requeued
+            }
+        };
+        self.save_host(id, now)?;
+        self.reschedule(id);
+        Ok(result)
+    }
+
+    fn requeue(&mut self, id: u32, seq: u64, entry: &QueuedUrl) -> Result<()> {
+        self.tree.insert(qkey(seq), postcard::to_allocvec(entry)?)?;
+        self.hosts[id as usize].heap.push(HeapRef {
+            score: entry.score,
+            seq,
+        });
+        Ok(())
+    }
+
+    fn save_host(&mut self, id: u32, now: Instant) -> Result<()> {
+        let h = &self.hosts[id as usize];
+        let wait = h.politeness.next_allowed.saturating_duration_since(now);
+        let record = HostRecord {
+            fetched: h.fetched,
+            next_allowed_unix_ms: unix_ms(SystemTime::now()) + wait.as_millis() as u64,
+            backoff_level: h.politeness.backoff_level,
+        };
+        self.hosts_tree
+            .insert(h.name.as_bytes(), postcard::to_allocvec(&record)?)?;
+        Ok(())
+    }
+
+    /// Sets a host's `Crawl-delay` from its robots.txt (`None`: the default delay).
+    pub fn set_crawl_delay(&mut self, host: &str, delay: Option<Duration>) -> Result<()> {
+        let id = self.host_id(host, Instant::now())?;
+        self.hosts[id as usize].politeness.crawl_delay = delay;
+        Ok(())
+    }
+
+    /// The delay currently owed to `host` between requests.
+    pub fn host_delay(&mut self, host: &str) -> Result<Duration> {
+        let id = self.host_id(host, Instant::now())?;
+        Ok(self
+            .settings
+            .politeness
+            .delay(&self.hosts[id as usize].politeness))
+    }
+
+    /// Is this URL in the seen-set?
+    pub fn seen(&self, url: &str) -> bool {
+        self.seen.contains(url)
+    }
+
+    pub fn stats(&self) -> FrontierStats {
+        FrontierStats {
+            queued: self.queued,
+            in_flight: self.in_flight,
+            hosts: self.hosts.len() as u64,
+            hosts_with_queue: self.hosts.iter().filter(|h| h.queued > 0).count() as u64,
+            seen: self.seen.len(),
+            seen_bytes: self.seen.memory_bytes() as u64,
+        }
+    }
+
+    /// Takes a seen-set snapshot to write with [`SnapshotJob::write`] outside the lock.
+    pub fn snapshot_job(&self) -> Result<SnapshotJob> {
+        let mark = self.next_jseq - 1;
+        let bytes = postcard::to_allocvec(&SeenSnapshotRef {
+            mark,
+            seen: &self.seen,
+        })?;
+        Ok(SnapshotJob {
+            tree: self.tree.clone(),
+            mark,
+            bytes,
+        })
+    }
+}
