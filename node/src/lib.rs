@@ -1,1 +1,21 @@
-//! placeholder
+//! The Weft node: everything with I/O. The `weft` binary (`main.rs`) is a thin CLI over this.
+//!
+//! - [`guard`]: the SSRF guard (address classes, guarded DNS resolver).
+//! - [`fetcher`]: the HTTP fetch engine.
+//! - [`pipeline`]: the seam where fetched pages flow downstream.
+//! - [`crawler`]: the crawl loop.
+//! - [`metrics`]: counters, `/status` and `/metrics` rendering.
+//! - [`api`]: the local HTTP API.
+//! - [`node`]: wiring it all from a config.
+
+pub mod api;
+pub mod crawler;
+pub mod fetcher;
+pub mod guard;
+pub mod metrics;
+pub mod node;
+pub mod pipeline;
+
+pub use crawler::{CrawlSettings, Crawler};
+pub use metrics::Status;
+pub use node::{Node, RunOptions};

@@ -1,1 +1,203 @@
-fn main() {}
+//! `weft`: the command-line interface of a Weft node.
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use weft_config::{LogFormat, Overrides, Sources};
+use weft_node::{Node, RunOptions, Status};
+
+#[derive(Parser)]
+#[command(name = "weft", version, about = "A peer-to-peer crawling and semantic-search node")]
+struct Cli {
+    /// Log output format (the filter comes from RUST_LOG, default "info").
+    #[arg(long, global = true, value_enum)]
+    log_format: Option<LogFormatArg>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormatArg {
+    Text,
+    Json,
+}
+
+#[derive(Args, Clone, Default)]
+struct ConfigArgs {
+    /// Data directory (default .weft; env WEFT_DATA_DIR).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// TOML config file (default: <data-dir>/weft.toml if it exists).
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start a node: crawl the seeds (and whatever is already queued) and serve the local API.
+    Start {
+        #[command(flatten)]
+        cfg: ConfigArgs,
+        /// Seed URL (repeatable); replaces crawl.seeds.
+        #[arg(long = "seed", value_name = "URL")]
+        seeds: Vec<String>,
+        /// Address of the local API (default 127.0.0.1:7700).
+        #[arg(long, value_name = "ADDR")]
+        api_listen: Option<SocketAddr>,
+        /// Exit once nothing is queued or in flight.
+        #[arg(long)]
+        exit_when_idle: bool,
+    },
+    /// Show a running node's progress (reads its local API).
+    Status {
+        #[command(flatten)]
+        cfg: ConfigArgs,
+        /// API address to ask instead of the configured api.listen.
+        #[arg(long, value_name = "ADDR")]
+        api: Option<SocketAddr>,
+        /// Print the raw JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Inspect configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Print the effective configuration (defaults < file < env < flags) as TOML.
+    Show {
+        #[command(flatten)]
+        cfg: ConfigArgs,
+    },
+    /// Validate one TOML file.
+    Check { file: PathBuf },
+}
+
+fn sources(cfg: &ConfigArgs, overrides: Overrides) -> Sources {
+    Sources {
+        config_file: cfg.config.clone(),
+        read_env: true,
+        overrides: Overrides { data_dir: cfg.data_dir.clone(), ..overrides },
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let log_format = cli.log_format.map(|f| match f {
+        LogFormatArg::Text => LogFormat::Text,
+        LogFormatArg::Json => LogFormat::Json,
+    });
+    match run(cli.command, log_format) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Start { cfg, seeds, api_listen, exit_when_idle } => {
+            let config = weft_config::load(&sources(&cfg, Overrides { seeds, api_listen, log_format, ..Default::default() }))?;
+            init_logging(config.log.format);
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            runtime.block_on(start(config, exit_when_idle))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Status { cfg, api, json } => {
+            let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
+            let addr = api.unwrap_or(config.api.listen);
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            let status = runtime.block_on(fetch_status(addr))?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&status)?);
+            } else {
+                print_status(&status);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Config(ConfigCommand::Show { cfg }) => {
+            let config = weft_config::load(&sources(&cfg, Overrides { log_format, ..Default::default() }))?;
+            print!("{}", config.to_toml());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Config(ConfigCommand::Check { file }) => match weft_config::load_file(&file) {
+            Ok(_) => {
+                println!("{}: ok", file.display());
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => {
+                eprintln!("{}: {e}", file.display());
+                Ok(ExitCode::FAILURE)
+            }
+        },
+    }
+}
+
+async fn start(config: weft_config::Config, exit_when_idle: bool) -> anyhow::Result<()> {
+    tracing::info!(data_dir = %config.data_dir.display(), "starting weft node");
+    let node = Node::open(config)?;
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutdown requested; finishing in-flight work (signal again to force)");
+        let _ = tx.send(true);
+        wait_for_signal().await;
+        tracing::warn!("forced exit; unfinished URLs stay queued");
+        std::process::exit(130);
+    });
+    node.run(RunOptions { exit_when_idle }, rx, |_| {}).await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+async fn fetch_status(addr: SocketAddr) -> anyhow::Result<Status> {
+    let url = format!("http://{addr}/status");
+    let client = reqwest::Client::builder().no_proxy().timeout(std::time::Duration::from_secs(5)).build()?;
+    let resp = client.get(&url).send().await.with_context(|| format!("no weft node answers at {url} (is it running? see api.listen)"))?;
+    let body = resp.error_for_status()?.bytes().await?;
+    Ok(serde_json::from_slice(&body)?)
+}
+
+fn print_status(s: &Status) {
+    println!("state          {}", s.state);
+    println!("uptime         {:.0} s", s.uptime_secs);
+    println!("pages fetched  {} ({:.2}/s)", s.pages_fetched, s.pages_per_sec);
+    println!("requests       {} ({} robots.txt, {} sitemaps, {} redirects)", s.requests, s.robots_fetched, s.sitemaps_fetched, s.redirects);
+    println!("bytes          {}", s.bytes);
+    println!("queued         {} ({} in flight) over {} hosts ({} known)", s.queued, s.in_flight, s.hosts_with_queue, s.hosts);
+    println!("seen URLs      {} ({} KiB filter)", s.seen_urls, s.seen_bytes / 1024);
+    println!("disallowed     {}   rate-limited {}   retries {}   gave up {}", s.robots_disallowed, s.rate_limited, s.retries, s.gave_up);
+    println!("errors         {}", s.errors_total);
+    for (kind, n) in &s.errors {
+        println!("  {kind:<20} {n}");
+    }
+}

@@ -1,1 +1,11 @@
-//! placeholder
+//! Weft's synthetic web and (with the simnet issue) its multi-node simulator.
+//!
+//! [`web`] is an HTTP server on 127.0.0.1 that serves many virtual hosts by `Host` header and
+//! records every request it receives — host, path, arrival and end time, status. That log is
+//! the *server-side truth*: politeness, duplicate fetches and coverage are judged from it, not
+//! from what a crawler says about itself. Tests, benchmarks and the demo all crawl it, with a
+//! resolver override mapping the virtual hosts to 127.0.0.1, so no traffic leaves the machine.
+
+pub mod web;
+
+pub use web::{generated_site, Request, Resource, Site, WebServer};

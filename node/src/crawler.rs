@@ -1,0 +1,494 @@
+//! The crawl loop: lease a ready URL from the frontier, make sure robots.txt allows it, fetch
+//! it, hand the page to the pipeline, queue what it links to, complete the lease.
+//!
+//! Politeness lives in the frontier (one lease per host, ready times); this loop only adds the
+//! global concurrency limit. Every request to a host — robots.txt, sitemaps, redirects, pages —
+//! is its own lease, so each waits its host's delay: when robots.txt is not cached, the lease
+//! fetches only robots.txt and is requeued, and the page follows after the delay.
+//!
+//! A lease is completed (and the frontier flushed to disk) only after everything the page
+//! taught us is queued, so a crash at any point leaves either the page still queued or the
+//! page done *and* its links queued.
+
+use crate::fetcher::{Expect, FetchError, Fetched, Fetcher};
+use crate::metrics::{inc, Metrics, Status};
+use crate::pipeline::{FetchedPage, Pipeline};
+use parking_lot::Mutex;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::{watch, Notify};
+use tokio::task::JoinSet;
+use url::Url;
+use weft_extract::{parse_sitemap, Sitemap};
+use weft_frontier::{
+    host_key, normalize, normalize_url, Candidate, Completed, Completion, Durability, Frontier, Lease, Next,
+    PushOutcome, RobotsCache, RobotsFetch, RobotsOutcome, UrlKind, Verdict,
+};
+
+/// Crawl-loop settings (the rest lives in the frontier and the fetcher).
+#[derive(Debug, Clone)]
+pub struct CrawlSettings {
+    pub concurrency: usize,
+    pub follow_sitemaps: bool,
+    pub follow_external_links: bool,
+    pub max_redirects: u32,
+    /// How long in-flight requests may take to finish at shutdown before they are abandoned
+    /// (abandoned leases stay queued and are fetched after a restart).
+    pub shutdown_grace: Duration,
+}
+
+impl CrawlSettings {
+    pub fn from_config(c: &weft_config::Config) -> CrawlSettings {
+        CrawlSettings {
+            concurrency: c.crawl.concurrency,
+            follow_sitemaps: c.crawl.follow_sitemaps,
+            follow_external_links: c.crawl.follow_external_links,
+            max_redirects: c.fetch.max_redirects,
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+const CRAWLING: u8 = 0;
+const IDLE: u8 = 1;
+const STOPPING: u8 = 2;
+
+/// The crawler of one node. Cheap to share (`Arc` inside).
+#[derive(Clone)]
+pub struct Crawler {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    frontier: Mutex<Frontier>,
+    durability: Durability,
+    robots: Mutex<RobotsCache>,
+    fetcher: Fetcher,
+    pipeline: Arc<dyn Pipeline>,
+    metrics: Arc<Metrics>,
+    settings: CrawlSettings,
+    wake: Notify,
+    seed_hosts: Mutex<HashSet<String>>,
+    state: AtomicU8,
+}
+
+fn now_unix() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+impl Crawler {
+    pub fn new(
+        frontier: Frontier,
+        robots: RobotsCache,
+        fetcher: Fetcher,
+        pipeline: Arc<dyn Pipeline>,
+        metrics: Arc<Metrics>,
+        settings: CrawlSettings,
+    ) -> Crawler {
+        Crawler {
+            inner: Arc::new(Inner {
+                durability: frontier.durability(),
+                frontier: Mutex::new(frontier),
+                robots: Mutex::new(robots),
+                fetcher,
+                pipeline,
+                metrics,
+                settings,
+                wake: Notify::new(),
+                seed_hosts: Mutex::new(HashSet::new()),
+                state: AtomicU8::new(CRAWLING),
+            }),
+        }
+    }
+
+    /// Queues seed URLs at depth 0. Already-seen seeds are ignored; malformed ones are
+    /// reported. Durable when this returns.
+    pub async fn add_seeds(&self, seeds: &[String]) -> Vec<(String, Result<PushOutcome, String>)> {
+        let mut results = Vec::new();
+        for seed in seeds {
+            let r = match normalize(seed, None) {
+                Ok(url) => {
+                    self.inner.seed_hosts.lock().insert(host_key(&url));
+                    self.inner.push(Candidate::page(url, 0)).map_err(|e| e.to_string())
+                }
+                Err(e) => {
+                    self.inner.metrics.error(e.kind(), seed, &e);
+                    Err(e.to_string())
+                }
+            };
+            results.push((seed.clone(), r));
+        }
+        if let Err(e) = self.inner.durability.flush().await {
+            tracing::error!("flushing the frontier failed: {e}");
+        }
+        self.inner.wake.notify_one();
+        results
+    }
+
+    pub fn status(&self) -> Status {
+        let stats = self.inner.frontier.lock().stats();
+        let state = match self.inner.state.load(Ordering::Relaxed) {
+            CRAWLING => "crawling",
+            IDLE => "idle",
+            _ => "stopping",
+        };
+        self.inner.metrics.snapshot(&stats, state)
+    }
+
+    /// Writes a seen-set snapshot (called on a timer and at shutdown).
+    pub fn snapshot(&self) -> anyhow::Result<usize> {
+        let job = self.inner.frontier.lock().snapshot_job()?;
+        Ok(job.write()?)
+    }
+
+    /// Runs until `shutdown` turns true (or, with `exit_when_idle`, until nothing is left to
+    /// crawl), then finishes in-flight requests within the grace period and flushes state.
+    pub async fn run(&self, mut shutdown: watch::Receiver<bool>, exit_when_idle: bool) -> anyhow::Result<()> {
+        let inner = &self.inner;
+        let mut tasks: JoinSet<()> = JoinSet::new();
+        loop {
+            if *shutdown.borrow() {
+                break;
+            }
+            while let Some(done) = tasks.try_join_next() {
+                if let Err(e) = done {
+                    tracing::error!("crawl task failed: {e}");
+                }
+            }
+            if tasks.len() >= inner.settings.concurrency {
+                tokio::select! {
+                    _ = tasks.join_next() => {}
+                    _ = shutdown.changed() => {}
+                }
+                continue;
+            }
+            let next = inner.frontier.lock().next(Instant::now());
+            let wait_until = match next {
+                Ok(Next::Ready(lease)) => {
+                    inner.state.store(CRAWLING, Ordering::Relaxed);
+                    let inner = inner.clone();
+                    tasks.spawn(async move { inner.process(lease).await });
+                    continue;
+                }
+                Ok(Next::WaitUntil(t)) => Some(t),
+                Ok(Next::Busy) => None,
+                Ok(Next::Empty) => {
+                    if tasks.is_empty() {
+                        inner.state.store(IDLE, Ordering::Relaxed);
+                        if exit_when_idle {
+                            break;
+                        }
+                    }
+                    None
+                }
+                Err(e) => {
+                    tracing::error!("frontier error: {e}; retrying in 1 s");
+                    Some(Instant::now() + Duration::from_secs(1))
+                }
+            };
+            let sleep = async {
+                match wait_until {
+                    Some(t) => tokio::time::sleep_until(t.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = sleep => {}
+                _ = inner.wake.notified() => {}
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+
+        inner.state.store(STOPPING, Ordering::Relaxed);
+        let in_flight = tasks.len();
+        if in_flight > 0 {
+            tracing::info!(in_flight, "finishing in-flight requests");
+            let drained = tokio::time::timeout(inner.settings.shutdown_grace, async {
+                while tasks.join_next().await.is_some() {}
+            })
+            .await;
+            if drained.is_err() {
+                tracing::warn!(left = tasks.len(), "grace period over; unfinished URLs stay queued for the next start");
+                tasks.abort_all();
+                while tasks.join_next().await.is_some() {}
+            }
+        }
+        let bytes = tokio::task::spawn_blocking({
+            let me = self.clone();
+            move || me.snapshot()
+        })
+        .await??;
+        inner.durability.flush().await?;
+        tracing::info!(seen_snapshot_bytes = bytes, "crawl state flushed");
+        Ok(())
+    }
+}
+
+impl Inner {
+    fn push(&self, c: Candidate) -> Result<PushOutcome, weft_frontier::FrontierError> {
+        let outcome = self.frontier.lock().push(c)?;
+        if outcome == PushOutcome::Queued {
+            inc(&self.metrics.urls_queued);
+        }
+        Ok(outcome)
+    }
+
+    fn push_all(&self, candidates: Vec<Candidate>) {
+        let mut frontier = self.frontier.lock();
+        for c in candidates {
+            match frontier.push(c) {
+                Ok(PushOutcome::Queued) => inc(&self.metrics.urls_queued),
+                Ok(_) => {}
+                Err(e) => tracing::error!("frontier push failed: {e}"),
+            }
+        }
+    }
+
+    fn may_follow(&self, url: &Url) -> bool {
+        self.settings.follow_external_links || self.seed_hosts.lock().contains(&host_key(url))
+    }
+
+    async fn process(self: Arc<Self>, lease: Lease) {
+        let (completion, requested) = match Url::parse(&lease.entry.url) {
+            Ok(url) => self.handle(&lease, &url).await,
+            Err(e) => {
+                self.metrics.error("url_parse", &lease.entry.url, &e);
+                (Completion::Done { page: false }, false)
+            }
+        };
+        let result = self.frontier.lock().complete(lease, completion, requested, Instant::now());
+        match result {
+            Ok(Completed::GaveUp) => inc(&self.metrics.gave_up),
+            Ok(Completed::Requeued) if completion == Completion::Retry => inc(&self.metrics.retries),
+            Ok(_) => {}
+            Err(e) => tracing::error!("completing a lease failed: {e}"),
+        }
+        if let Err(e) = self.durability.flush().await {
+            tracing::error!("flushing the frontier failed: {e}");
+        }
+        self.wake.notify_one();
+    }
+
+    /// Does the work of one lease; returns how it ended and whether the host was contacted.
+    async fn handle(&self, lease: &Lease, url: &Url) -> (Completion, bool) {
+        let host = &lease.entry.host;
+        let now = now_unix();
+        let cached = self.robots.lock().get(host, now);
+        let Some(rules) = cached else {
+            return self.fetch_robots(lease, url).await;
+        };
+        if let Err(e) = self.frontier.lock().set_crawl_delay(host, rules.crawl_delay()) {
+            tracing::error!("frontier error: {e}");
+        }
+        match rules.check(url.as_str(), now) {
+            Verdict::Allowed => {}
+            Verdict::Disallowed => {
+                inc(&self.metrics.robots_disallowed);
+                return (Completion::Done { page: false }, false);
+            }
+            Verdict::Unavailable { retry_in } => return (Completion::Requeue { wait: retry_in }, false),
+        }
+
+        let kind = lease.entry.kind;
+        let expect = if kind == UrlKind::Sitemap { Expect::Sitemap } else { Expect::Html };
+        inc(&self.metrics.requests);
+        match self.fetcher.fetch(url, expect).await {
+            Ok(Fetched::Body { status, content_type, body }) => {
+                self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+                if kind == UrlKind::Sitemap {
+                    inc(&self.metrics.sitemaps_fetched);
+                    self.process_sitemap(lease, url, &body);
+                    return (Completion::Done { page: false }, true);
+                }
+                inc(&self.metrics.pages_fetched);
+                let page = FetchedPage {
+                    url: url.clone(),
+                    status,
+                    content_type,
+                    body,
+                    depth: lease.entry.depth,
+                    fetched_at: SystemTime::now(),
+                };
+                self.process_page(page).await;
+                (Completion::Done { page: true }, true)
+            }
+            Ok(Fetched::Redirect { location, .. }) => {
+                inc(&self.metrics.redirects);
+                self.follow_redirect(lease, url, &location);
+                (Completion::Done { page: false }, true)
+            }
+            Ok(Fetched::RateLimited { retry_after, .. }) => {
+                inc(&self.metrics.rate_limited);
+                (Completion::RateLimited { retry_after }, true)
+            }
+            Ok(Fetched::Status { status }) => {
+                // A missing speculative /sitemap.xml is normal, not an error.
+                let quiet = kind == UrlKind::Sitemap && (status == 404 || status == 410);
+                if !quiet {
+                    let kind = if status >= 500 { "http_5xx" } else { "http_4xx" };
+                    self.metrics.error(kind, url.as_str(), &format!("HTTP {status}"));
+                }
+                if status >= 500 {
+                    (Completion::Retry, true)
+                } else {
+                    (Completion::Done { page: false }, true)
+                }
+            }
+            Err(e) => {
+                self.metrics.error(e.kind(), url.as_str(), &e);
+                let requested = !matches!(e, FetchError::Blocked(_));
+                if e.is_transient() {
+                    (Completion::Retry, requested)
+                } else {
+                    (Completion::Done { page: false }, requested)
+                }
+            }
+        }
+    }
+
+    /// Fetches and caches robots.txt for the lease's host; the lease itself is requeued so
+    /// the page request waits its politeness delay after this one.
+    async fn fetch_robots(&self, lease: &Lease, url: &Url) -> (Completion, bool) {
+        let host = &lease.entry.host;
+        let Ok(mut target) = url.join("/robots.txt") else {
+            return (Completion::Done { page: false }, false);
+        };
+        inc(&self.metrics.robots_fetched);
+        let mut hops = 0;
+        let fetch = loop {
+            inc(&self.metrics.requests);
+            match self.fetcher.fetch(&target, Expect::Robots).await {
+                Ok(Fetched::Body { status, body, .. }) => {
+                    self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+                    break RobotsFetch::Response { status, body: body.to_vec() };
+                }
+                Ok(Fetched::Redirect { location, .. }) => {
+                    hops += 1;
+                    match target.join(&location) {
+                        Ok(next) if hops <= 5 => target = next,
+                        _ => break RobotsFetch::TooManyRedirects,
+                    }
+                }
+                // Google's choice, and the polite one: a rate-limited robots.txt means "not now".
+                Ok(Fetched::RateLimited { status, .. }) => break RobotsFetch::Unreachable(format!("HTTP {status}")),
+                Ok(Fetched::Status { status }) => break RobotsFetch::Response { status, body: Vec::new() },
+                Err(FetchError::Blocked(b)) => {
+                    // No request was made and none ever will be: drop the URL, cache nothing.
+                    self.metrics.error("ssrf_blocked", url.as_str(), &b);
+                    return (Completion::Done { page: false }, false);
+                }
+                Err(e) => {
+                    self.metrics.error("robots_unreachable", target.as_str(), &e);
+                    break RobotsFetch::Unreachable(e.to_string());
+                }
+            }
+        };
+        let outcome = RobotsOutcome::from_fetch(fetch);
+        let stored = self.robots.lock().put(host, outcome, now_unix());
+        match stored {
+            Ok(rules) => {
+                if rules.parse_failed {
+                    self.metrics.error("robots_unparseable", target.as_str(), &"robots.txt could not be parsed; treated as empty");
+                }
+                if let Err(e) = self.frontier.lock().set_crawl_delay(host, rules.crawl_delay()) {
+                    tracing::error!("frontier error: {e}");
+                }
+                if self.settings.follow_sitemaps && lease.entry.kind == UrlKind::Page {
+                    let mut sitemaps: Vec<String> = rules.sitemaps().to_vec();
+                    sitemaps.push("/sitemap.xml".into());
+                    let candidates = sitemaps
+                        .iter()
+                        .filter_map(|s| normalize(s, Some(url)).ok())
+                        .filter(|u| self.may_follow(u))
+                        .map(|u| Candidate { url: u, kind: UrlKind::Sitemap, depth: lease.entry.depth, redirects: vec![] })
+                        .collect();
+                    self.push_all(candidates);
+                }
+            }
+            Err(e) => tracing::error!("storing robots.txt failed: {e}"),
+        }
+        (Completion::Requeue { wait: Duration::ZERO }, true)
+    }
+
+    async fn process_page(&self, page: FetchedPage) {
+        let depth = page.depth;
+        let page_url = page.url.clone();
+        let pipeline = self.pipeline.clone();
+        let processed = match tokio::task::spawn_blocking(move || pipeline.process(&page)).await {
+            Ok(p) => p,
+            Err(e) => {
+                self.metrics.error("pipeline_panic", page_url.as_str(), &e);
+                return;
+            }
+        };
+        for w in processed.warnings {
+            self.metrics.error(w, page_url.as_str(), &w);
+        }
+        self.metrics.links_found.fetch_add(processed.links.len() as u64, Ordering::Relaxed);
+        let mut candidates = Vec::new();
+        for link in processed.links {
+            if link.nofollow {
+                continue;
+            }
+            match normalize_url(link.url) {
+                Ok(u) if self.may_follow(&u) => candidates.push(Candidate::page(u, depth + 1)),
+                Ok(_) => {}
+                Err(e) => self.metrics.count(e.kind()),
+            }
+        }
+        self.push_all(candidates);
+    }
+
+    fn process_sitemap(&self, lease: &Lease, url: &Url, body: &[u8]) {
+        let depth = lease.entry.depth;
+        let candidates = match parse_sitemap(body, url) {
+            Ok(Sitemap::Index(urls)) => urls
+                .into_iter()
+                .filter_map(|u| normalize_url(u).ok())
+                .filter(|u| self.may_follow(u))
+                .map(|u| Candidate { url: u, kind: UrlKind::Sitemap, depth, redirects: vec![] })
+                .collect(),
+            Ok(Sitemap::Pages(urls)) => urls
+                .into_iter()
+                .filter_map(|u| normalize_url(u).ok())
+                .filter(|u| self.may_follow(u))
+                .map(|u| Candidate::page(u, depth + 1))
+                .collect(),
+            Err(e) => {
+                self.metrics.error(e.kind(), url.as_str(), &e);
+                return;
+            }
+        };
+        self.push_all(candidates);
+    }
+
+    fn follow_redirect(&self, lease: &Lease, url: &Url, location: &str) {
+        let target = match normalize(location, Some(url)) {
+            Ok(t) => t,
+            Err(e) => {
+                self.metrics.error(e.kind(), location, &e);
+                return;
+            }
+        };
+        let mut chain = lease.entry.redirects.clone();
+        chain.push(url.to_string());
+        if chain.iter().any(|u| u == target.as_str()) {
+            self.metrics.error("redirect_loop", url.as_str(), &format!("redirect loop back to {target}"));
+            return;
+        }
+        if chain.len() > self.settings.max_redirects as usize {
+            self.metrics.error("too_many_redirects", url.as_str(), &format!("more than {} redirects", self.settings.max_redirects));
+            return;
+        }
+        if !self.may_follow(&target) {
+            return;
+        }
+        let candidate = Candidate { url: target, kind: lease.entry.kind, depth: lease.entry.depth, redirects: chain };
+        if let Err(e) = self.push(candidate) {
+            tracing::error!("frontier push failed: {e}");
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! Counters of what the node did, and the two views of them: `/status` (JSON, for people and
+//! `weft status`) and `/metrics` (Prometheus text format, for Grafana). Both are rendered from
+//! one [`Status`] snapshot so they can never disagree.
+
+use parking_lot::Mutex;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Instant;
+use weft_frontier::FrontierStats;
+
+/// Live counters, updated by the crawl loop.
+pub struct Metrics {
+    started: Instant,
+    pub pages_fetched: AtomicU64,
+    pub requests: AtomicU64,
+    pub bytes: AtomicU64,
+    pub robots_fetched: AtomicU64,
+    pub sitemaps_fetched: AtomicU64,
+    pub redirects: AtomicU64,
+    pub links_found: AtomicU64,
+    pub urls_queued: AtomicU64,
+    pub robots_disallowed: AtomicU64,
+    pub rate_limited: AtomicU64,
+    pub retries: AtomicU64,
+    pub gave_up: AtomicU64,
+    errors: Mutex<BTreeMap<&'static str, u64>>,
+    warned: Mutex<HashSet<&'static str>>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            started: Instant::now(),
+            pages_fetched: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            robots_fetched: AtomicU64::new(0),
+            sitemaps_fetched: AtomicU64::new(0),
+            redirects: AtomicU64::new(0),
+            links_found: AtomicU64::new(0),
+            urls_queued: AtomicU64::new(0),
+            robots_disallowed: AtomicU64::new(0),
+            rate_limited: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
+            gave_up: AtomicU64::new(0),
+            errors: Mutex::new(BTreeMap::new()),
+            warned: Mutex::new(HashSet::new()),
+        }
+    }
+}
+
+pub fn inc(c: &AtomicU64) {
+    c.fetch_add(1, Relaxed);
+}
+
+impl Metrics {
+    /// Counts an error of `kind` and logs it: the first of each kind at WARN, the rest at
+    /// DEBUG, so a hostile site cannot flood the operator's log.
+    pub fn error(&self, kind: &'static str, url: &str, detail: &dyn std::fmt::Display) {
+        *self.errors.lock().entry(kind).or_insert(0) += 1;
+        if self.warned.lock().insert(kind) {
+            tracing::warn!(kind, url, "{detail} (further `{kind}` errors are logged at debug level)");
+        } else {
+            tracing::debug!(kind, url, "{detail}");
+        }
+    }
+
+    /// Counts an error of `kind` without logging it: for rejections that are routine on the
+    /// open web (a `mailto:` link is not news).
+    pub fn count(&self, kind: &'static str) {
+        *self.errors.lock().entry(kind).or_insert(0) += 1;
+    }
+
+    pub fn snapshot(&self, frontier: &FrontierStats, state: &str) -> Status {
+        let errors: BTreeMap<String, u64> = self.errors.lock().iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        let uptime = self.started.elapsed().as_secs_f64();
+        let pages = self.pages_fetched.load(Relaxed);
+        Status {
+            state: state.to_string(),
+            uptime_secs: uptime,
+            pages_fetched: pages,
+            pages_per_sec: if uptime > 0.0 { pages as f64 / uptime } else { 0.0 },
+            requests: self.requests.load(Relaxed),
+            bytes: self.bytes.load(Relaxed),
+            robots_fetched: self.robots_fetched.load(Relaxed),
+            sitemaps_fetched: self.sitemaps_fetched.load(Relaxed),
+            redirects: self.redirects.load(Relaxed),
+            links_found: self.links_found.load(Relaxed),
+            urls_queued: self.urls_queued.load(Relaxed),
+            robots_disallowed: self.robots_disallowed.load(Relaxed),
+            rate_limited: self.rate_limited.load(Relaxed),
+            retries: self.retries.load(Relaxed),
+            gave_up: self.gave_up.load(Relaxed),
+            errors_total: errors.values().sum(),
+            errors,
+            queued: frontier.queued,
+            in_flight: frontier.in_flight,
+            hosts: frontier.hosts,
+            hosts_with_queue: frontier.hosts_with_queue,
+            seen_urls: frontier.seen,
+            seen_bytes: frontier.seen_bytes,
+        }
+    }
+}
+
+/// `GET /status`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Status {
+    /// `crawling`, `idle` or `stopping`.
+    pub state: String,
+    pub uptime_secs: f64,
+    /// HTML pages fetched with a 2xx status.
+    pub pages_fetched: u64,
+    pub pages_per_sec: f64,
+    /// Every HTTP request made, robots.txt, sitemaps and redirects included.
+    pub requests: u64,
+    /// Body bytes received.
+    pub bytes: u64,
+    pub robots_fetched: u64,
+    pub sitemaps_fetched: u64,
+    pub redirects: u64,
+    pub links_found: u64,
+    /// URLs newly added to the queue since start.
+    pub urls_queued: u64,
+    pub robots_disallowed: u64,
+    pub rate_limited: u64,
+    pub retries: u64,
+    pub gave_up: u64,
+    pub errors_total: u64,
+    /// Errors by kind (`timeout`, `body_too_large`, `url_scheme`, ...).
+    pub errors: BTreeMap<String, u64>,
+    /// URLs waiting in the frontier (in-flight ones included).
+    pub queued: u64,
+    pub in_flight: u64,
+    pub hosts: u64,
+    pub hosts_with_queue: u64,
+    pub seen_urls: u64,
+    pub seen_bytes: u64,
+}
+
+#[derive(Debug)]
+struct StatusCollector(Status);
+
+type Labels = Vec<(&'static str, String)>;
+
+impl prometheus_client::collector::Collector for StatusCollector {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let s = &self.0;
+        let counters: [(&str, &str, u64); 14] = [
+            ("weft_pages_fetched", "HTML pages fetched with a 2xx status", s.pages_fetched),
+            ("weft_requests", "HTTP requests made", s.requests),
+            ("weft_bytes", "Body bytes received", s.bytes),
+            ("weft_robots_fetched", "robots.txt fetches", s.robots_fetched),
+            ("weft_sitemaps_fetched", "Sitemaps fetched", s.sitemaps_fetched),
+            ("weft_redirects", "Redirect responses", s.redirects),
+            ("weft_links_found", "Links found in pages", s.links_found),
+            ("weft_urls_queued", "URLs newly queued", s.urls_queued),
+            ("weft_robots_disallowed", "URLs skipped because robots.txt disallows them", s.robots_disallowed),
+            ("weft_rate_limited", "429/503 responses", s.rate_limited),
+            ("weft_retries", "Transient failures requeued", s.retries),
+            ("weft_gave_up", "URLs dropped after exhausting retries", s.gave_up),
+            ("weft_errors_all", "Errors of every kind", s.errors_total),
+            ("weft_uptime_seconds", "Seconds since start", s.uptime_secs as u64),
+        ];
+        for (name, help, v) in counters {
+            if name == "weft_uptime_seconds" {
+                ConstGauge::new(v as i64).encode(enc.encode_descriptor(name, help, None, MetricType::Gauge)?)?;
+            } else {
+                ConstCounter::new(v).encode(enc.encode_descriptor(name, help, None, MetricType::Counter)?)?;
+            }
+        }
+        let mut m = enc.encode_descriptor("weft_errors", "Errors by kind", None, MetricType::Counter)?;
+        for (kind, v) in &s.errors {
+            let labels: Labels = vec![("kind", kind.clone())];
+            ConstCounter::new(*v).encode(m.encode_family(&labels)?)?;
+        }
+        let gauges: [(&str, &str, u64); 6] = [
+            ("weft_frontier_queued", "URLs queued", s.queued),
+            ("weft_frontier_in_flight", "Requests in flight", s.in_flight),
+            ("weft_frontier_hosts", "Hosts known", s.hosts),
+            ("weft_frontier_hosts_with_queue", "Hosts with queued URLs", s.hosts_with_queue),
+            ("weft_seen_urls", "URLs in the seen-set", s.seen_urls),
+            ("weft_seen_bytes", "Memory of the seen-set", s.seen_bytes),
+        ];
+        for (name, help, v) in gauges {
+            ConstGauge::new(v as i64).encode(enc.encode_descriptor(name, help, None, MetricType::Gauge)?)?;
+        }
+        Ok(())
+    }
+}
+
+/// Renders a status snapshot in the Prometheus text exposition format.
+pub fn render_prometheus(status: &Status) -> String {
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(StatusCollector(status.clone())));
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, &registry).expect("writing to a String cannot fail");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prometheus_text_has_counters_and_labelled_errors() {
+        let m = Metrics::default();
+        inc(&m.pages_fetched);
+        m.error("timeout", "http://a.test/", &"slow");
+        m.error("timeout", "http://a.test/", &"slow");
+        let text = render_prometheus(&m.snapshot(&FrontierStats::default(), "idle"));
+        assert!(text.contains("weft_pages_fetched_total 1"), "{text}");
+        assert!(text.contains("weft_errors_total{kind=\"timeout\"} 2"), "{text}");
+        assert!(text.contains("# TYPE weft_frontier_queued gauge"), "{text}");
+        assert!(text.trim_end().ends_with("# EOF"));
+    }
+}

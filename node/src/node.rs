@@ -1,0 +1,111 @@
+//! Wiring: from a validated [`Config`] to a running node — storage, frontier, robots cache,
+//! fetcher, pipeline, crawl loop, API and the snapshot timer — and an orderly stop.
+
+use crate::api;
+use crate::crawler::{CrawlSettings, Crawler};
+use crate::fetcher::Fetcher;
+use crate::metrics::Metrics;
+use crate::pipeline::{LinkPipeline, Pipeline};
+use anyhow::Context;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use weft_config::Config;
+use weft_frontier::{open_db, Frontier, FrontierSettings, RobotsCache};
+
+/// sled's page cache for the node's database.
+const DB_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// A node that has opened its state but is not crawling yet.
+pub struct Node {
+    config: Config,
+    crawler: Crawler,
+}
+
+/// How `run` should behave.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions {
+    /// Stop when nothing is queued and nothing is in flight (scripts, benchmarks, the demo).
+    pub exit_when_idle: bool,
+}
+
+impl Node {
+    /// Opens the data dir (creating it) and everything stored in it.
+    pub fn open(config: Config) -> anyhow::Result<Node> {
+        Node::open_with_pipeline(config, Arc::new(LinkPipeline))
+    }
+
+    pub fn open_with_pipeline(config: Config, pipeline: Arc<dyn Pipeline>) -> anyhow::Result<Node> {
+        std::fs::create_dir_all(&config.data_dir)
+            .with_context(|| format!("cannot create data dir {}", config.data_dir.display()))?;
+        let db_path = config.data_dir.join("db");
+        let db = open_db(&db_path, DB_CACHE_BYTES).with_context(|| {
+            format!("cannot open {} (is another weft node running on this data dir?)", db_path.display())
+        })?;
+        let frontier = Frontier::open(&db, FrontierSettings::from_config(&config)).context("cannot load the frontier")?;
+        let robots = RobotsCache::open(
+            &db,
+            config.fetch.robots_token(),
+            config.politeness.robots_cache_secs,
+            config.politeness.robots_retry_secs,
+        )?;
+        let fetcher =
+            Fetcher::new(&config.fetch, config.politeness.robots_max_bytes).context("cannot build the HTTP client")?;
+        let crawler =
+            Crawler::new(frontier, robots, fetcher, pipeline, Arc::new(Metrics::default()), CrawlSettings::from_config(&config));
+        Ok(Node { config, crawler })
+    }
+
+    pub fn crawler(&self) -> &Crawler {
+        &self.crawler
+    }
+
+    /// Serves the API (if enabled) and crawls until `shutdown` turns true (or idle, if asked).
+    /// Returns the API's bound address through `on_api` as soon as it listens.
+    pub async fn run(
+        self,
+        opts: RunOptions,
+        shutdown: watch::Receiver<bool>,
+        on_api: impl FnOnce(SocketAddr),
+    ) -> anyhow::Result<()> {
+        let Node { config, crawler } = self;
+        for (seed, result) in crawler.add_seeds(&config.crawl.seeds).await {
+            match result {
+                Ok(outcome) => tracing::info!(seed, ?outcome, "seed"),
+                Err(e) => tracing::warn!(seed, "seed rejected: {e}"),
+            }
+        }
+        let mut background = tokio::task::JoinSet::new();
+        if config.api.enabled {
+            let (addr, serve) = api::bind(config.api.listen, crawler.clone())
+                .await
+                .with_context(|| format!("cannot listen on {} (api.listen)", config.api.listen))?;
+            tracing::info!(%addr, "API listening: /health /status /metrics");
+            on_api(addr);
+            background.spawn(async move {
+                if let Err(e) = serve.await {
+                    tracing::error!("API server stopped: {e}");
+                }
+            });
+        }
+        let every = Duration::from_secs(config.frontier.snapshot_interval_secs);
+        let snapshotter = crawler.clone();
+        background.spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let c = snapshotter.clone();
+                match tokio::task::spawn_blocking(move || c.snapshot()).await {
+                    Ok(Ok(bytes)) => tracing::debug!(bytes, "seen-set snapshot written"),
+                    Ok(Err(e)) => tracing::error!("seen-set snapshot failed: {e}"),
+                    Err(e) => tracing::error!("seen-set snapshot task failed: {e}"),
+                }
+            }
+        });
+        let result = crawler.run(shutdown, opts.exit_when_idle).await;
+        background.abort_all();
+        result
+    }
+}
