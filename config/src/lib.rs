@@ -195,12 +195,7 @@ pub struct FrontierConfig {
 
 impl Default for FrontierConfig {
     fn default() -> Self {
-        FrontierConfig {
-            seen_capacity: 10_000_000,
-            seen_fp_rate: 0.01,
-            snapshot_interval_secs: 30,
-            inlink_cap: 5,
-        }
+        FrontierConfig { seen_capacity: 10_000_000, seen_fp_rate: 0.01, snapshot_interval_secs: 30, inlink_cap: 5 }
     }
 }
 
@@ -215,10 +210,7 @@ pub struct ApiConfig {
 
 impl Default for ApiConfig {
     fn default() -> Self {
-        ApiConfig {
-            enabled: true,
-            listen: SocketAddr::from(([127, 0, 0, 1], 7700)),
-        }
+        ApiConfig { enabled: true, listen: SocketAddr::from(([127, 0, 0, 1], 7700)) }
     }
 }
 

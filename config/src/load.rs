@@ -35,11 +35,7 @@ pub struct Sources {
 
 impl Default for Sources {
     fn default() -> Self {
-        Sources {
-            config_file: None,
-            read_env: true,
-            overrides: Overrides::default(),
-        }
+        Sources { config_file: None, read_env: true, overrides: Overrides::default() }
     }
 }
 
@@ -67,11 +63,7 @@ pub fn load(sources: &Sources) -> Result<Config, ConfigError> {
 
 /// Validates one TOML file on its own (`weft config check FILE`): defaults < that file.
 pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
-    load(&Sources {
-        config_file: Some(path.to_path_buf()),
-        read_env: false,
-        overrides: Overrides::default(),
-    })
+    load(&Sources { config_file: Some(path.to_path_buf()), read_env: false, overrides: Overrides::default() })
 }
 
 /// The data dir as known before any file is read: the file that may live inside it cannot be
@@ -97,9 +89,7 @@ fn build(file: Option<&Path>, sources: &Sources) -> Figment {
         figment = figment.merge(Env::prefixed(ENV_PREFIX).split("__"));
     }
     let o = &sources.overrides;
-    let cli = |key: &'static str, value: figment::value::Value| {
-        Serialized::default(key, value).named_cli()
-    };
+    let cli = |key: &'static str, value: figment::value::Value| Serialized::default(key, value).named_cli();
     if let Some(dir) = &o.data_dir {
         figment = figment.merge(cli("data_dir", dir.display().to_string().into()));
     }
@@ -139,17 +129,15 @@ impl<P: figment::Provider> figment::Provider for NamedProvider<P> {
         figment::Metadata::named(CLI_NAME)
     }
 
-    fn data(
-        &self,
-    ) -> Result<figment::value::Map<figment::Profile, figment::value::Dict>, figment::Error> {
+    fn data(&self) -> Result<figment::value::Map<figment::Profile, figment::value::Dict>, figment::Error> {
         self.0.data()
     }
 }
 
 fn extract(figment: &Figment) -> Result<Config, ConfigError> {
-    let config: Config = figment.extract().map_err(|e| {
-        ConfigError::from_problems(e.into_iter().map(|e| Problem::from_figment(&e)).collect())
-    })?;
+    let config: Config = figment
+        .extract()
+        .map_err(|e| ConfigError::from_problems(e.into_iter().map(|e| Problem::from_figment(&e)).collect()))?;
     config.validate_with(|key| Source::of(figment, key))?;
     Ok(config)
 }

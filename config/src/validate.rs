@@ -58,13 +58,7 @@ impl Source {
 
 /// `fetch.max_redirects` → `WEFT_FETCH__MAX_REDIRECTS`.
 pub fn env_var_for(key: &str) -> String {
-    format!(
-        "{ENV_PREFIX}{}",
-        key.split('.')
-            .map(str::to_ascii_uppercase)
-            .collect::<Vec<_>>()
-            .join("__")
-    )
+    format!("{ENV_PREFIX}{}", key.split('.').map(str::to_ascii_uppercase).collect::<Vec<_>>().join("__"))
 }
 
 /// One thing wrong with the configuration.
@@ -94,22 +88,13 @@ impl Problem {
             Kind::InvalidValue(actual, expected) => {
                 format!("invalid value {actual}, expected {expected}")
             }
-            Kind::UnknownVariant(v, expected) => format!(
-                "unknown value \"{v}\"; expected one of: {}",
-                expected.join(", ")
-            ),
+            Kind::UnknownVariant(v, expected) => {
+                format!("unknown value \"{v}\"; expected one of: {}", expected.join(", "))
+            }
             other => other.to_string(),
         };
-        let key = if path.is_empty() {
-            "(root)".to_string()
-        } else {
-            path.join(".")
-        };
-        Problem {
-            source: Source::from_metadata(e.metadata.as_ref(), &key),
-            key,
-            message,
-        }
+        let key = if path.is_empty() { "(root)".to_string() } else { path.join(".") };
+        Problem { source: Source::from_metadata(e.metadata.as_ref(), &key), key, message }
     }
 }
 
@@ -127,13 +112,7 @@ pub struct ConfigError {
 
 impl ConfigError {
     pub(crate) fn single(key: &str, source: Source, message: String) -> ConfigError {
-        ConfigError {
-            problems: vec![Problem {
-                key: key.into(),
-                source,
-                message,
-            }],
-        }
+        ConfigError { problems: vec![Problem { key: key.into(), source, message }] }
     }
 
     pub(crate) fn from_problems(problems: Vec<Problem>) -> ConfigError {
@@ -162,19 +141,12 @@ struct Checker<'a> {
 impl Checker<'_> {
     fn range<T: PartialOrd + fmt::Display>(&mut self, key: &str, value: T, lo: T, hi: T) {
         if !(value >= lo && value <= hi) {
-            self.fail(
-                key,
-                format!("{value} is out of range; allowed {lo} ..= {hi}"),
-            );
+            self.fail(key, format!("{value} is out of range; allowed {lo} ..= {hi}"));
         }
     }
 
     fn fail(&mut self, key: &str, message: String) {
-        self.problems.push(Problem {
-            key: key.into(),
-            source: (self.source_of)(key),
-            message,
-        });
+        self.problems.push(Problem { key: key.into(), source: (self.source_of)(key), message });
     }
 }
 
@@ -187,26 +159,15 @@ impl Config {
         self.validate_with(|_| Source::Unknown)
     }
 
-    pub(crate) fn validate_with(
-        &self,
-        source_of: impl Fn(&str) -> Source,
-    ) -> Result<(), ConfigError> {
-        let mut c = Checker {
-            source_of: &source_of,
-            problems: Vec::new(),
-        };
+    pub(crate) fn validate_with(&self, source_of: impl Fn(&str) -> Source) -> Result<(), ConfigError> {
+        let mut c = Checker { source_of: &source_of, problems: Vec::new() };
         if self.data_dir.as_os_str().is_empty() {
             c.fail("data_dir", "must not be empty".into());
         }
         let cr = &self.crawl;
         c.range("crawl.concurrency", cr.concurrency, 1, 4096);
         c.range("crawl.max_depth", cr.max_depth, 0, 1000);
-        c.range(
-            "crawl.max_pages_per_host",
-            cr.max_pages_per_host,
-            1,
-            1_000_000_000,
-        );
+        c.range("crawl.max_pages_per_host", cr.max_pages_per_host, 1, 1_000_000_000);
         let f = &self.fetch;
         let token_ok = !f.user_agent.is_empty()
             && f.user_agent.is_ascii()
@@ -221,63 +182,23 @@ impl Config {
         if !f.contact_url.is_ascii() || f.contact_url.chars().any(|ch| ch.is_ascii_control()) {
             c.fail("fetch.contact_url", "must be printable ASCII".into());
         }
-        c.range(
-            "fetch.connect_timeout_ms",
-            f.connect_timeout_ms,
-            100,
-            300_000,
-        );
+        c.range("fetch.connect_timeout_ms", f.connect_timeout_ms, 100, 300_000);
         c.range("fetch.read_timeout_ms", f.read_timeout_ms, 100, 600_000);
         c.range("fetch.total_timeout_ms", f.total_timeout_ms, 100, 3_600_000);
         c.range("fetch.max_redirects", f.max_redirects, 0, 20);
         c.range("fetch.max_body_bytes", f.max_body_bytes, 1024, 1024 * MIB);
         let p = &self.politeness;
-        c.range(
-            "politeness.default_delay_ms",
-            p.default_delay_ms,
-            0,
-            3_600_000,
-        );
-        c.range(
-            "politeness.robots_cache_secs",
-            p.robots_cache_secs,
-            60,
-            30 * DAY,
-        );
-        c.range(
-            "politeness.robots_max_bytes",
-            p.robots_max_bytes,
-            1024,
-            16 * MIB,
-        );
+        c.range("politeness.default_delay_ms", p.default_delay_ms, 0, 3_600_000);
+        c.range("politeness.robots_cache_secs", p.robots_cache_secs, 60, 30 * DAY);
+        c.range("politeness.robots_max_bytes", p.robots_max_bytes, 1024, 16 * MIB);
         c.range("politeness.robots_retry_secs", p.robots_retry_secs, 1, DAY);
-        c.range(
-            "politeness.backoff_initial_secs",
-            p.backoff_initial_secs,
-            1,
-            3600,
-        );
-        c.range(
-            "politeness.backoff_max_secs",
-            p.backoff_max_secs,
-            p.backoff_initial_secs.max(1),
-            DAY,
-        );
+        c.range("politeness.backoff_initial_secs", p.backoff_initial_secs, 1, 3600);
+        c.range("politeness.backoff_max_secs", p.backoff_max_secs, p.backoff_initial_secs.max(1), DAY);
         c.range("politeness.max_retries", p.max_retries, 0, 20);
         let fr = &self.frontier;
-        c.range(
-            "frontier.seen_capacity",
-            fr.seen_capacity,
-            1000,
-            10_000_000_000,
-        );
+        c.range("frontier.seen_capacity", fr.seen_capacity, 1000, 10_000_000_000);
         c.range("frontier.seen_fp_rate", fr.seen_fp_rate, 1e-6, 0.5);
-        c.range(
-            "frontier.snapshot_interval_secs",
-            fr.snapshot_interval_secs,
-            1,
-            3600,
-        );
+        c.range("frontier.snapshot_interval_secs", fr.snapshot_interval_secs, 1, 3600);
         c.range("frontier.inlink_cap", fr.inlink_cap, 0, 1000);
         if c.problems.is_empty() {
             Ok(())

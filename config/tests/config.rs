@@ -11,11 +11,7 @@ fn leaf_keys(value: &toml::Value, prefix: &str, out: &mut BTreeSet<String>) {
     match value {
         toml::Value::Table(t) => {
             for (k, v) in t {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
+                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
                 // An empty table is still a documented key (e.g. `[fetch.resolve]`).
                 if matches!(v, toml::Value::Table(inner) if inner.is_empty()) {
                     out.insert(key);
@@ -38,10 +34,7 @@ fn example_documents_every_key_with_its_default() {
     let (mut documented, mut all) = (BTreeSet::new(), BTreeSet::new());
     leaf_keys(&parsed, "", &mut documented);
     leaf_keys(&defaults, "", &mut all);
-    assert_eq!(
-        documented, all,
-        "weft.example.toml must list exactly the keys of Config"
-    );
+    assert_eq!(documented, all, "weft.example.toml must list exactly the keys of Config");
     assert_eq!(load_file(&example_path()).unwrap(), Config::default());
 }
 
@@ -86,10 +79,7 @@ fn sources_merge_in_order_defaults_file_env_cli() {
         assert_eq!(c.data_dir, PathBuf::from("from-cli"), "cli beats env");
         assert_eq!(c.crawl.seeds, vec!["http://a.test/".to_string()]);
         assert_eq!(c.log.format, LogFormat::Json);
-        assert_eq!(
-            c.crawl.max_pages_per_host,
-            Config::default().crawl.max_pages_per_host
-        );
+        assert_eq!(c.crawl.max_pages_per_host, Config::default().crawl.max_pages_per_host);
         Ok(())
     });
 }
@@ -102,10 +92,7 @@ fn weft_toml_in_data_dir_is_read_when_no_config_flag() {
         let sources = Sources {
             config_file: None,
             read_env: false,
-            overrides: Overrides {
-                data_dir: Some("dd".into()),
-                ..Default::default()
-            },
+            overrides: Overrides { data_dir: Some("dd".into()), ..Default::default() },
         };
         assert_eq!(load(&sources).unwrap().crawl.concurrency, 3);
         Ok(())
@@ -119,15 +106,9 @@ fn unknown_key_in_file_names_key_and_file() {
         let err = load_file(Path::new("bad.toml")).unwrap_err();
         let p = &err.problems[0];
         assert_eq!(p.key, "crawl.concurency");
-        assert!(
-            matches!(&p.source, Source::File(path) if path.ends_with("bad.toml")),
-            "{err}"
-        );
+        assert!(matches!(&p.source, Source::File(path) if path.ends_with("bad.toml")), "{err}");
         assert!(p.message.contains("unknown key"), "{err}");
-        assert!(
-            err.to_string().contains("concurrency"),
-            "lists the expected keys: {err}"
-        );
+        assert!(err.to_string().contains("concurrency"), "lists the expected keys: {err}");
         Ok(())
     });
 }
@@ -152,10 +133,7 @@ fn unknown_env_variable_is_rejected() {
         jail.set_env("WEFT_CRAWL__MAXDEPTH", "5");
         let err = load(&Sources::default()).unwrap_err();
         assert_eq!(err.problems[0].key, "crawl.maxdepth");
-        assert_eq!(
-            err.problems[0].source,
-            Source::Env("WEFT_CRAWL__MAXDEPTH".into())
-        );
+        assert_eq!(err.problems[0].source, Source::Env("WEFT_CRAWL__MAXDEPTH".into()));
         Ok(())
     });
 }
@@ -163,21 +141,11 @@ fn unknown_env_variable_is_rejected() {
 #[test]
 fn out_of_range_in_file_and_wrong_type_are_all_reported() {
     figment::Jail::expect_with(|jail| {
-        jail.create_file(
-            "bad.toml",
-            "[frontier]\nseen_fp_rate = 0.9\n[crawl]\nconcurrency = 0\n",
-        )?;
+        jail.create_file("bad.toml", "[frontier]\nseen_fp_rate = 0.9\n[crawl]\nconcurrency = 0\n")?;
         let err = load_file(Path::new("bad.toml")).unwrap_err();
         let keys: Vec<_> = err.problems.iter().map(|p| p.key.as_str()).collect();
-        assert_eq!(
-            keys,
-            vec!["crawl.concurrency", "frontier.seen_fp_rate"],
-            "{err}"
-        );
-        assert!(err
-            .problems
-            .iter()
-            .all(|p| matches!(p.source, Source::File(_))));
+        assert_eq!(keys, vec!["crawl.concurrency", "frontier.seen_fp_rate"], "{err}");
+        assert!(err.problems.iter().all(|p| matches!(p.source, Source::File(_))));
         jail.create_file("type.toml", "[crawl]\nconcurrency = \"many\"\n")?;
         let err = load_file(Path::new("type.toml")).unwrap_err();
         assert_eq!(err.problems[0].key, "crawl.concurrency");

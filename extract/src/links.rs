@@ -50,7 +50,10 @@ pub fn extract_links(html: &str, page_url: &Url) -> Vec<Link> {
         let nofollow = el
             .value()
             .attr("rel")
-            .map(|rel| rel.split_ascii_whitespace().any(|r| matches!(r.to_ascii_lowercase().as_str(), "nofollow" | "ugc" | "sponsored")))
+            .map(|rel| {
+                rel.split_ascii_whitespace()
+                    .any(|r| matches!(r.to_ascii_lowercase().as_str(), "nofollow" | "ugc" | "sponsored"))
+            })
             .unwrap_or(false);
         let text = el.text().flat_map(|t| t.split_whitespace()).collect::<Vec<_>>().join(" ");
         links.push(Link { url, text, nofollow });
@@ -73,19 +76,31 @@ mod tests {
             <a href=" http://b.test/ ">b</a><a>no href</a><area href="map.html"></body></html>"##;
         let links = extract_links(html, &page());
         let urls: Vec<_> = links.iter().map(|l| l.url.as_str()).collect();
-        assert_eq!(urls, ["http://cdn.test/root/x.html", "http://cdn.test/abs", "http://b.test/", "http://cdn.test/root/map.html"]);
+        assert_eq!(
+            urls,
+            ["http://cdn.test/root/x.html", "http://cdn.test/abs", "http://b.test/", "http://cdn.test/root/map.html"]
+        );
         assert_eq!(links[0].text, "X bold");
     }
 
     #[test]
     fn nofollow_is_flagged() {
-        let links = extract_links(r#"<a rel="NoFollow noopener" href="/a">a</a><a rel="ugc" href="/b">b</a><a href="/c">c</a>"#, &page());
+        let links = extract_links(
+            r#"<a rel="NoFollow noopener" href="/a">a</a><a rel="ugc" href="/b">b</a><a href="/c">c</a>"#,
+            &page(),
+        );
         assert_eq!(links.iter().map(|l| l.nofollow).collect::<Vec<_>>(), [true, true, false]);
     }
 
     #[test]
     fn broken_markup_never_fails() {
-        let nasty = ["<a href=\"/x\"<<p>>", "<a href==/y>y</a>", "\0<a\0 href='/z'>", "</a></div><a href='/w'>", &"<div>".repeat(20_000)];
+        let nasty = [
+            "<a href=\"/x\"<<p>>",
+            "<a href==/y>y</a>",
+            "\0<a\0 href='/z'>",
+            "</a></div><a href='/w'>",
+            &"<div>".repeat(20_000),
+        ];
         for html in nasty {
             let _ = extract_links(html, &page());
         }

@@ -135,7 +135,10 @@ mod tests {
         let urls: Vec<_> = urls.iter().map(Url::as_str).collect();
         assert_eq!(urls, ["http://a.test/1?x=1&y=2", "http://a.test/2", "http://a.test/3"]);
         let idx = br#"<sitemapindex><sitemap><loc>http://a.test/s1.xml.gz</loc></sitemap></sitemapindex>"#;
-        assert_eq!(parse_sitemap(idx, &base()).unwrap(), Sitemap::Index(vec![Url::parse("http://a.test/s1.xml.gz").unwrap()]));
+        assert_eq!(
+            parse_sitemap(idx, &base()).unwrap(),
+            Sitemap::Index(vec![Url::parse("http://a.test/s1.xml.gz").unwrap()])
+        );
     }
 
     #[test]
@@ -143,7 +146,10 @@ mod tests {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(b"<urlset><url><loc>http://a.test/z</loc></url></urlset>").unwrap();
         let body = gz.finish().unwrap();
-        assert_eq!(parse_sitemap(&body, &base()).unwrap(), Sitemap::Pages(vec![Url::parse("http://a.test/z").unwrap()]));
+        assert_eq!(
+            parse_sitemap(&body, &base()).unwrap(),
+            Sitemap::Pages(vec![Url::parse("http://a.test/z").unwrap()])
+        );
     }
 
     #[test]

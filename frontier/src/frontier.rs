@@ -105,12 +105,7 @@ pub struct Candidate {
 
 impl Candidate {
     pub fn page(url: Url, depth: u32) -> Candidate {
-        Candidate {
-            url,
-            kind: UrlKind::Page,
-            depth,
-            redirects: Vec::new(),
-        }
+        Candidate { url, kind: UrlKind::Page, depth, redirects: Vec::new() }
     }
 }
 
@@ -190,9 +185,7 @@ impl Eq for HeapRef {}
 impl Ord for HeapRef {
     fn cmp(&self, other: &Self) -> Ordering {
         // Higher score first, then older (smaller seq) first.
-        self.score
-            .total_cmp(&other.score)
-            .then_with(|| other.seq.cmp(&self.seq))
+        self.score.total_cmp(&other.score).then_with(|| other.seq.cmp(&self.seq))
     }
 }
 
@@ -255,9 +248,7 @@ fn seq_of(key: &[u8]) -> u64 {
 }
 
 pub fn unix_ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    t.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 #[derive(Serialize, Deserialize)]
@@ -341,10 +332,7 @@ impl Frontier {
                 let snap: SeenSnapshot = postcard::from_bytes(&bytes)?;
                 (snap.seen, snap.mark)
             }
-            None => (
-                SeenSet::with_capacity(settings.seen_capacity, settings.seen_fp_rate),
-                0,
-            ),
+            None => (SeenSet::with_capacity(settings.seen_capacity, settings.seen_fp_rate), 0),
         };
         let mut next_jseq = mark + 1;
         for item in tree.scan_prefix(b"j") {
@@ -377,10 +365,7 @@ impl Frontier {
             next_seq = next_seq.max(seq + 1);
             let id = f.host_id(&entry.host, now)?;
             let h = &mut f.hosts[id as usize];
-            h.heap.push(HeapRef {
-                score: entry.score,
-                seq,
-            });
+            h.heap.push(HeapRef { score: entry.score, seq });
             h.queued += 1;
             f.queued += 1;
         }
@@ -409,9 +394,7 @@ impl Frontier {
             None => HostRecord::default(),
         };
         let mut politeness = HostPoliteness::new(now);
-        let wait_ms = record
-            .next_allowed_unix_ms
-            .saturating_sub(unix_ms(SystemTime::now()));
+        let wait_ms = record.next_allowed_unix_ms.saturating_sub(unix_ms(SystemTime::now()));
         politeness.next_allowed = now + Duration::from_millis(wait_ms);
         politeness.backoff_level = record.backoff_level;
         let id = self.hosts.len() as u32;
@@ -488,10 +471,7 @@ impl Frontier {
         self.next_jseq += 1;
         self.seen.insert(url);
         let h = &mut self.hosts[id as usize];
-        h.heap.push(HeapRef {
-            score: entry.score,
-            seq,
-        });
+        h.heap.push(HeapRef { score: entry.score, seq });
         h.queued += 1;
         self.queued += 1;
         self.reschedule(id);
@@ -515,20 +495,10 @@ impl Frontier {
         }
         entry.inlinks += 1;
         let parsed = Url::parse(&entry.url).map_err(|_| postcard::Error::DeserializeBadEncoding)?;
-        entry.score = score(
-            &parsed,
-            entry.kind,
-            entry.depth,
-            entry.inlinks,
-            self.settings.inlink_cap,
-        );
-        self.tree
-            .insert(qkey(seq), postcard::to_allocvec(&entry)?)?;
+        entry.score = score(&parsed, entry.kind, entry.depth, entry.inlinks, self.settings.inlink_cap);
+        self.tree.insert(qkey(seq), postcard::to_allocvec(&entry)?)?;
         if let Some(&id) = self.host_ids.get(&entry.host) {
-            self.hosts[id as usize].heap.push(HeapRef {
-                score: entry.score,
-                seq,
-            });
+            self.hosts[id as usize].heap.push(HeapRef { score: entry.score, seq });
         }
         Ok(())
     }
@@ -537,11 +507,7 @@ impl Frontier {
     pub fn next(&mut self, now: Instant) -> Result<Next> {
         loop {
             let Some(&Reverse((at, id))) = self.schedule.peek() else {
-                return Ok(if self.in_flight > 0 {
-                    Next::Busy
-                } else {
-                    Next::Empty
-                });
+                return Ok(if self.in_flight > 0 { Next::Busy } else { Next::Empty });
             };
             if self.hosts[id as usize].scheduled_at != Some(at) {
                 self.schedule.pop();
@@ -594,13 +560,7 @@ impl Frontier {
     }
 
     /// Ends a lease. `requested` says whether a request reached the host (politeness applies).
-    pub fn complete(
-        &mut self,
-        lease: Lease,
-        outcome: Completion,
-        requested: bool,
-        now: Instant,
-    ) -> Result<Completed> {
+    pub fn complete(&mut self, lease: Lease, outcome: Completion, requested: bool, now: Instant) -> Result<Completed> {
         let id = self.host_id(&lease.entry.host, now)?;
         let policy = self.settings.politeness;
         {
@@ -650,10 +610,7 @@ impl Frontier {
 
     fn requeue(&mut self, id: u32, seq: u64, entry: &QueuedUrl) -> Result<()> {
         self.tree.insert(qkey(seq), postcard::to_allocvec(entry)?)?;
-        self.hosts[id as usize].heap.push(HeapRef {
-            score: entry.score,
-            seq,
-        });
+        self.hosts[id as usize].heap.push(HeapRef { score: entry.score, seq });
         Ok(())
     }
 
@@ -665,8 +622,7 @@ impl Frontier {
             next_allowed_unix_ms: unix_ms(SystemTime::now()) + wait.as_millis() as u64,
             backoff_level: h.politeness.backoff_level,
         };
-        self.hosts_tree
-            .insert(h.name.as_bytes(), postcard::to_allocvec(&record)?)?;
+        self.hosts_tree.insert(h.name.as_bytes(), postcard::to_allocvec(&record)?)?;
         Ok(())
     }
 
@@ -680,10 +636,7 @@ impl Frontier {
     /// The delay currently owed to `host` between requests.
     pub fn host_delay(&mut self, host: &str) -> Result<Duration> {
         let id = self.host_id(host, Instant::now())?;
-        Ok(self
-            .settings
-            .politeness
-            .delay(&self.hosts[id as usize].politeness))
+        Ok(self.settings.politeness.delay(&self.hosts[id as usize].politeness))
     }
 
     /// Is this URL in the seen-set?
@@ -705,14 +658,7 @@ impl Frontier {
     /// Takes a seen-set snapshot to write with [`SnapshotJob::write`] outside the lock.
     pub fn snapshot_job(&self) -> Result<SnapshotJob> {
         let mark = self.next_jseq - 1;
-        let bytes = postcard::to_allocvec(&SeenSnapshotRef {
-            mark,
-            seen: &self.seen,
-        })?;
-        Ok(SnapshotJob {
-            tree: self.tree.clone(),
-            mark,
-            bytes,
-        })
+        let bytes = postcard::to_allocvec(&SeenSnapshotRef { mark, seen: &self.seen })?;
+        Ok(SnapshotJob { tree: self.tree.clone(), mark, bytes })
     }
 }

@@ -18,8 +18,8 @@ pub mod score;
 pub mod seen;
 
 pub use frontier::{
-    Candidate, Completed, Completion, Durability, Frontier, FrontierError, FrontierSettings,
-    FrontierStats, Lease, Next, PushOutcome, QueuedUrl, SnapshotJob,
+    Candidate, Completed, Completion, Durability, Frontier, FrontierError, FrontierSettings, FrontierStats, Lease,
+    Next, PushOutcome, QueuedUrl, SnapshotJob,
 };
 pub use normalize::{host_key, normalize, normalize_url, NormalizeError, MAX_URL_BYTES};
 pub use robots::{HostRobots, RobotsCache, RobotsFetch, RobotsOutcome, Verdict};
@@ -29,9 +29,5 @@ pub use seen::SeenSet;
 /// Opens the node's sled database with a bounded page cache (sled's default is 1 GiB, far
 /// too much for a homelab box that also runs an embedding model).
 pub fn open_db(path: &std::path::Path, cache_bytes: u64) -> Result<sled::Db, sled::Error> {
-    sled::Config::new()
-        .path(path)
-        .cache_capacity(cache_bytes)
-        .flush_every_ms(Some(500))
-        .open()
+    sled::Config::new().path(path).cache_capacity(cache_bytes).flush_every_ms(Some(500)).open()
 }

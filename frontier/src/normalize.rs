@@ -122,8 +122,7 @@ pub fn normalize_url(mut url: Url) -> Result<Url, NormalizeError> {
             return Err(NormalizeError::NoHost);
         }
         let stripped = stripped.to_string();
-        url.set_host(Some(&stripped))
-            .map_err(NormalizeError::Parse)?;
+        url.set_host(Some(&stripped)).map_err(NormalizeError::Parse)?;
     }
     url.set_fragment(None);
 
@@ -224,15 +223,9 @@ mod tests {
 
     #[test]
     fn lowercases_scheme_and_host_and_drops_default_port_and_fragment() {
-        assert_eq!(
-            n("HTTP://Example.COM:80/a/b#frag"),
-            "http://example.com/a/b"
-        );
+        assert_eq!(n("HTTP://Example.COM:80/a/b#frag"), "http://example.com/a/b");
         assert_eq!(n("https://example.com:443"), "https://example.com/");
-        assert_eq!(
-            n("https://example.com:8443/x"),
-            "https://example.com:8443/x"
-        );
+        assert_eq!(n("https://example.com:8443/x"), "https://example.com:8443/x");
     }
 
     #[test]
@@ -249,20 +242,14 @@ mod tests {
 
     #[test]
     fn sorts_query_and_strips_tracking() {
-        assert_eq!(
-            n("http://e.com/p?z=1&utm_source=tw&a=2&fbclid=xyz&UTM_Medium=m&gclid=1"),
-            "http://e.com/p?a=2&z=1"
-        );
+        assert_eq!(n("http://e.com/p?z=1&utm_source=tw&a=2&fbclid=xyz&UTM_Medium=m&gclid=1"), "http://e.com/p?a=2&z=1");
         assert_eq!(n("http://e.com/p?utm_source=x"), "http://e.com/p");
         assert_eq!(n("http://e.com/p?&&b=1&&a"), "http://e.com/p?a&b=1");
     }
 
     #[test]
     fn normalizes_percent_encoding() {
-        assert_eq!(
-            n("http://e.com/%7euser/%2fx%41"),
-            "http://e.com/~user/%2FxA"
-        );
+        assert_eq!(n("http://e.com/%7euser/%2fx%41"), "http://e.com/~user/%2FxA");
         assert_eq!(n("http://e.com/caf%C3%A9"), "http://e.com/caf%C3%A9");
         assert_eq!(n("http://e.com/a%"), "http://e.com/a%");
         assert_eq!(n("http://e.com/a%4"), "http://e.com/a%4");
@@ -271,64 +258,28 @@ mod tests {
     #[test]
     fn resolves_relative_against_base() {
         let base = Url::parse("http://e.com/dir/page.html").unwrap();
-        assert_eq!(
-            normalize("../x?b=2&a=1#f", Some(&base)).unwrap().as_str(),
-            "http://e.com/x?a=1&b=2"
-        );
-        assert_eq!(
-            normalize("//other.org/y", Some(&base)).unwrap().as_str(),
-            "http://other.org/y"
-        );
+        assert_eq!(normalize("../x?b=2&a=1#f", Some(&base)).unwrap().as_str(), "http://e.com/x?a=1&b=2");
+        assert_eq!(normalize("//other.org/y", Some(&base)).unwrap().as_str(), "http://other.org/y");
     }
 
     #[test]
     fn rejects_with_typed_reasons() {
-        assert!(
-            matches!(normalize("ftp://e.com/", None), Err(NormalizeError::UnsupportedScheme(s)) if s == "ftp")
-        );
-        assert!(matches!(
-            normalize("mailto:a@b.c", None),
-            Err(NormalizeError::UnsupportedScheme(_))
-        ));
-        assert!(matches!(
-            normalize("javascript:alert(1)", None),
-            Err(NormalizeError::UnsupportedScheme(_))
-        ));
-        assert_eq!(
-            normalize("http://user:pw@e.com/", None),
-            Err(NormalizeError::UserInfo)
-        );
-        assert_eq!(
-            normalize("http://user@e.com/", None),
-            Err(NormalizeError::UserInfo)
-        );
-        assert!(matches!(
-            normalize("not a url", None),
-            Err(NormalizeError::Parse(_))
-        ));
+        assert!(matches!(normalize("ftp://e.com/", None), Err(NormalizeError::UnsupportedScheme(s)) if s == "ftp"));
+        assert!(matches!(normalize("mailto:a@b.c", None), Err(NormalizeError::UnsupportedScheme(_))));
+        assert!(matches!(normalize("javascript:alert(1)", None), Err(NormalizeError::UnsupportedScheme(_))));
+        assert_eq!(normalize("http://user:pw@e.com/", None), Err(NormalizeError::UserInfo));
+        assert_eq!(normalize("http://user@e.com/", None), Err(NormalizeError::UserInfo));
+        assert!(matches!(normalize("not a url", None), Err(NormalizeError::Parse(_))));
         let long = format!("http://e.com/{}", "a".repeat(3000));
-        assert!(matches!(
-            normalize(&long, None),
-            Err(NormalizeError::TooLong(_))
-        ));
+        assert!(matches!(normalize(&long, None), Err(NormalizeError::TooLong(_))));
         let huge = format!("http://e.com/{}", "a".repeat(100_000));
-        assert!(matches!(
-            normalize(&huge, None),
-            Err(NormalizeError::TooLong(_))
-        ));
-        assert!(matches!(
-            normalize("http://./", None),
-            Err(NormalizeError::NoHost)
-        ));
+        assert!(matches!(normalize(&huge, None), Err(NormalizeError::TooLong(_))));
+        assert!(matches!(normalize("http://./", None), Err(NormalizeError::NoHost)));
     }
 
     #[test]
     fn idempotent() {
-        for s in [
-            "HTTP://E.com:80/%7ea/../b?z=1&a=2#x",
-            "https://bücher.example/x?utm_a=1",
-            "http://e.com",
-        ] {
+        for s in ["HTTP://E.com:80/%7ea/../b?z=1&a=2#x", "https://bücher.example/x?utm_a=1", "http://e.com"] {
             let once = n(s);
             assert_eq!(n(&once), once);
         }
@@ -356,13 +307,7 @@ mod tests {
 
     #[test]
     fn host_key_keeps_explicit_port() {
-        assert_eq!(
-            host_key(&normalize("http://a.test:8080/x", None).unwrap()),
-            "a.test:8080"
-        );
-        assert_eq!(
-            host_key(&normalize("https://a.test/x", None).unwrap()),
-            "a.test"
-        );
+        assert_eq!(host_key(&normalize("http://a.test:8080/x", None).unwrap()), "a.test:8080");
+        assert_eq!(host_key(&normalize("https://a.test/x", None).unwrap()), "a.test");
     }
 }

@@ -39,11 +39,7 @@ pub struct HostPoliteness {
 
 impl HostPoliteness {
     pub fn new(now: Instant) -> HostPoliteness {
-        HostPoliteness {
-            crawl_delay: None,
-            backoff_level: 0,
-            next_allowed: now,
-        }
+        HostPoliteness { crawl_delay: None, backoff_level: 0, next_allowed: now }
     }
 }
 
@@ -61,20 +57,13 @@ impl PolitenessPolicy {
 
     /// The host answered 429 or 503: back off, honouring `Retry-After` up to the ceiling and
     /// never less than the normal delay.
-    pub fn on_rate_limited(
-        &self,
-        host: &mut HostPoliteness,
-        now: Instant,
-        retry_after: Option<Duration>,
-    ) -> Duration {
+    pub fn on_rate_limited(&self, host: &mut HostPoliteness, now: Instant, retry_after: Option<Duration>) -> Duration {
         host.backoff_level = host.backoff_level.saturating_add(1);
         let wait = match retry_after {
             Some(d) => d.min(self.backoff_max),
             None => {
                 let factor = 1u32 << (host.backoff_level - 1).min(16);
-                self.backoff_initial
-                    .saturating_mul(factor)
-                    .min(self.backoff_max)
+                self.backoff_initial.saturating_mul(factor).min(self.backoff_max)
             }
         }
         .max(self.delay(host));
@@ -109,9 +98,7 @@ mod tests {
         let p = PolitenessPolicy::default();
         let now = Instant::now();
         let mut h = HostPoliteness::new(now);
-        let waits: Vec<u64> = (0..7)
-            .map(|_| p.on_rate_limited(&mut h, now, None).as_secs())
-            .collect();
+        let waits: Vec<u64> = (0..7).map(|_| p.on_rate_limited(&mut h, now, None).as_secs()).collect();
         assert_eq!(waits, vec![30, 60, 120, 240, 480, 600, 600]);
         p.on_request_done(&mut h, now);
         assert_eq!(h.backoff_level, 0);
@@ -122,16 +109,8 @@ mod tests {
         let p = PolitenessPolicy::default();
         let now = Instant::now();
         let mut h = HostPoliteness::new(now);
-        assert_eq!(
-            p.on_rate_limited(&mut h, now, Some(Duration::from_secs(7)))
-                .as_secs(),
-            7
-        );
-        assert_eq!(
-            p.on_rate_limited(&mut h, now, Some(Duration::from_secs(99_999)))
-                .as_secs(),
-            600
-        );
+        assert_eq!(p.on_rate_limited(&mut h, now, Some(Duration::from_secs(7))).as_secs(), 7);
+        assert_eq!(p.on_rate_limited(&mut h, now, Some(Duration::from_secs(99_999))).as_secs(), 600);
         assert_eq!(
             p.on_rate_limited(&mut h, now, Some(Duration::ZERO)),
             Duration::from_secs(1),

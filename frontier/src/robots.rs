@@ -38,16 +38,10 @@ pub enum RobotsOutcome {
 impl RobotsOutcome {
     pub fn from_fetch(fetch: RobotsFetch) -> RobotsOutcome {
         match fetch {
-            RobotsFetch::Response { status, body } if (200..300).contains(&status) => {
-                RobotsOutcome::Rules(body)
-            }
-            RobotsFetch::Response { status, .. } if (400..500).contains(&status) => {
-                RobotsOutcome::AllowAll { status }
-            }
+            RobotsFetch::Response { status, body } if (200..300).contains(&status) => RobotsOutcome::Rules(body),
+            RobotsFetch::Response { status, .. } if (400..500).contains(&status) => RobotsOutcome::AllowAll { status },
             RobotsFetch::Response { status, .. } if (500..600).contains(&status) => {
-                RobotsOutcome::Unreachable {
-                    reason: format!("HTTP {status}"),
-                }
+                RobotsOutcome::Unreachable { reason: format!("HTTP {status}") }
             }
             // 1xx/3xx that survived redirect handling, or nonsense codes: treat as unavailable.
             RobotsFetch::Response { status, .. } => RobotsOutcome::AllowAll { status },
@@ -125,10 +119,7 @@ impl HostRobots {
 
     /// `Sitemap:` URLs listed in the file.
     pub fn sitemaps(&self) -> &[String] {
-        self.robot
-            .as_ref()
-            .map(|r| r.sitemaps.as_slice())
-            .unwrap_or(&[])
+        self.robot.as_ref().map(|r| r.sitemaps.as_slice()).unwrap_or(&[])
     }
 
     pub fn fetched_unix(&self) -> u64 {
@@ -152,12 +143,7 @@ pub struct RobotsCache {
 
 impl RobotsCache {
     /// `agent` is the product token matched against `User-agent:` lines.
-    pub fn open(
-        db: &sled::Db,
-        agent: &str,
-        ttl_secs: u64,
-        retry_secs: u64,
-    ) -> Result<RobotsCache, sled::Error> {
+    pub fn open(db: &sled::Db, agent: &str, ttl_secs: u64, retry_secs: u64) -> Result<RobotsCache, sled::Error> {
         Ok(RobotsCache {
             tree: db.open_tree("robots")?,
             agent: agent.to_string(),
@@ -179,12 +165,7 @@ impl RobotsCache {
         }
         let bytes = self.tree.get(host).ok()??;
         let record: RobotsRecord = postcard::from_bytes(&bytes).ok()?;
-        let rules = Arc::new(HostRobots::build(
-            &self.agent,
-            &record,
-            self.ttl_secs,
-            self.retry_secs,
-        ));
+        let rules = Arc::new(HostRobots::build(&self.agent, &record, self.ttl_secs, self.retry_secs));
         if !rules.fresh(now_unix) {
             return None;
         }
@@ -193,24 +174,11 @@ impl RobotsCache {
     }
 
     /// Stores a fetch result and returns the rules it implies.
-    pub fn put(
-        &mut self,
-        host: &str,
-        outcome: RobotsOutcome,
-        now_unix: u64,
-    ) -> Result<Arc<HostRobots>, sled::Error> {
-        let record = RobotsRecord {
-            fetched_unix: now_unix,
-            outcome,
-        };
+    pub fn put(&mut self, host: &str, outcome: RobotsOutcome, now_unix: u64) -> Result<Arc<HostRobots>, sled::Error> {
+        let record = RobotsRecord { fetched_unix: now_unix, outcome };
         let bytes = postcard::to_allocvec(&record).expect("robots record serializes");
         self.tree.insert(host, bytes)?;
-        let rules = Arc::new(HostRobots::build(
-            &self.agent,
-            &record,
-            self.ttl_secs,
-            self.retry_secs,
-        ));
+        let rules = Arc::new(HostRobots::build(&self.agent, &record, self.ttl_secs, self.retry_secs));
         self.remember(host, rules.clone());
         Ok(rules)
     }
@@ -236,10 +204,7 @@ mod tests {
     }
 
     fn outcome(status: u16, body: &str) -> RobotsOutcome {
-        RobotsOutcome::from_fetch(RobotsFetch::Response {
-            status,
-            body: body.as_bytes().to_vec(),
-        })
+        RobotsOutcome::from_fetch(RobotsFetch::Response { status, body: body.as_bytes().to_vec() })
     }
 
     #[test]
@@ -247,18 +212,12 @@ mod tests {
         assert!(matches!(outcome(200, ""), RobotsOutcome::Rules(_)));
         assert_eq!(outcome(404, ""), RobotsOutcome::AllowAll { status: 404 });
         assert_eq!(outcome(403, ""), RobotsOutcome::AllowAll { status: 403 });
-        assert!(matches!(
-            outcome(503, ""),
-            RobotsOutcome::Unreachable { .. }
-        ));
+        assert!(matches!(outcome(503, ""), RobotsOutcome::Unreachable { .. }));
         assert!(matches!(
             RobotsOutcome::from_fetch(RobotsFetch::Unreachable("timeout".into())),
             RobotsOutcome::Unreachable { .. }
         ));
-        assert!(matches!(
-            RobotsOutcome::from_fetch(RobotsFetch::TooManyRedirects),
-            RobotsOutcome::AllowAll { .. }
-        ));
+        assert!(matches!(RobotsOutcome::from_fetch(RobotsFetch::TooManyRedirects), RobotsOutcome::AllowAll { .. }));
     }
 
     #[test]
@@ -266,10 +225,7 @@ mod tests {
         let (_d, mut c) = cache();
         let body = "User-agent: *\nDisallow: /private\nCrawl-delay: 2\nSitemap: http://a.test/sm.xml\n\nUser-agent: OtherBot\nDisallow: /\n";
         let r = c.put("a.test", outcome(200, body), 1000).unwrap();
-        assert_eq!(
-            r.check("http://a.test/private/x", 1000),
-            Verdict::Disallowed
-        );
+        assert_eq!(r.check("http://a.test/private/x", 1000), Verdict::Disallowed);
         assert_eq!(r.check("http://a.test/public", 1000), Verdict::Allowed);
         assert_eq!(r.crawl_delay(), Some(Duration::from_secs(2)));
         assert_eq!(r.sitemaps(), ["http://a.test/sm.xml".to_string()]);
@@ -278,16 +234,8 @@ mod tests {
     #[test]
     fn specific_group_wins_over_star() {
         let (_d, mut c) = cache();
-        let r = c
-            .put(
-                "a.test",
-                outcome(
-                    200,
-                    "User-agent: *\nDisallow: /\n\nUser-agent: weftbot\nAllow: /\n",
-                ),
-                0,
-            )
-            .unwrap();
+        let r =
+            c.put("a.test", outcome(200, "User-agent: *\nDisallow: /\n\nUser-agent: weftbot\nAllow: /\n"), 0).unwrap();
         assert_eq!(r.check("http://a.test/x", 0), Verdict::Allowed);
     }
 
@@ -295,12 +243,7 @@ mod tests {
     fn unreachable_disallows_until_retry_and_then_expires() {
         let (_d, mut c) = cache();
         let r = c.put("a.test", outcome(500, ""), 1000).unwrap();
-        assert_eq!(
-            r.check("http://a.test/x", 1100),
-            Verdict::Unavailable {
-                retry_in: Duration::from_secs(500)
-            }
-        );
+        assert_eq!(r.check("http://a.test/x", 1100), Verdict::Unavailable { retry_in: Duration::from_secs(500) });
         assert!(c.get("a.test", 1500).is_some());
         assert!(c.get("a.test", 1600).is_none(), "retry time reached");
     }
@@ -311,49 +254,27 @@ mod tests {
         {
             let db = sled::Config::new().path(dir.path()).open().unwrap();
             let mut c = RobotsCache::open(&db, "WeftBot", 86_400, 600).unwrap();
-            c.put(
-                "a.test",
-                outcome(200, "User-agent: *\nDisallow: /x\n"),
-                1000,
-            )
-            .unwrap();
+            c.put("a.test", outcome(200, "User-agent: *\nDisallow: /x\n"), 1000).unwrap();
             db.flush().unwrap();
         }
         let db = sled::Config::new().path(dir.path()).open().unwrap();
         let mut c = RobotsCache::open(&db, "WeftBot", 86_400, 600).unwrap();
         let r = c.get("a.test", 2000).expect("cached");
         assert_eq!(r.check("http://a.test/x", 2000), Verdict::Disallowed);
-        assert!(
-            c.get("a.test", 1000 + 86_400).is_none(),
-            "expired after 24 h"
-        );
+        assert!(c.get("a.test", 1000 + 86_400).is_none(), "expired after 24 h");
     }
 
     #[test]
     fn hostile_bodies_never_panic() {
         let (_d, mut c) = cache();
-        let mut garbage: Vec<u8> = (0..200_000u32)
-            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
-            .collect();
+        let mut garbage: Vec<u8> = (0..200_000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
         garbage.extend_from_slice(b"\nDisallow: /\0\xff\xfe");
         let r = c.put("g.test", RobotsOutcome::Rules(garbage), 0).unwrap();
         let _ = r.check("http://g.test/x", 0);
-        let many: String = (0..20_000)
-            .map(|i| format!("Disallow: /p{i}*x$\n"))
-            .collect();
-        let r = c
-            .put("m.test", outcome(200, &format!("User-agent: *\n{many}")), 0)
-            .unwrap();
+        let many: String = (0..20_000).map(|i| format!("Disallow: /p{i}*x$\n")).collect();
+        let r = c.put("m.test", outcome(200, &format!("User-agent: *\n{many}")), 0).unwrap();
         assert_eq!(r.check("http://m.test/p7/yx", 0), Verdict::Disallowed);
-        let r = c
-            .put(
-                "d.test",
-                outcome(200, "User-agent: *\nCrawl-delay: -5\nCrawl-delay: NaN\n"),
-                0,
-            )
-            .unwrap();
-        assert!(
-            r.crawl_delay().is_none() || r.crawl_delay().unwrap() < Duration::from_secs(86_401)
-        );
+        let r = c.put("d.test", outcome(200, "User-agent: *\nCrawl-delay: -5\nCrawl-delay: NaN\n"), 0).unwrap();
+        assert!(r.crawl_delay().is_none() || r.crawl_delay().unwrap() < Duration::from_secs(86_401));
     }
 }

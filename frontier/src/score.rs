@@ -17,24 +17,19 @@ pub enum UrlKind {
 
 /// Extensions of resources that are never HTML pages.
 const BINARY_EXTENSIONS: &[&str] = &[
-    "7z", "aac", "apk", "avi", "avif", "bin", "bmp", "bz2", "css", "csv", "dmg", "doc", "docx",
-    "eot", "epub", "exe", "flac", "flv", "gif", "gz", "heic", "ico", "iso", "jar", "jpeg", "jpg",
-    "js", "json", "m4a", "m4v", "mkv", "mov", "mp3", "mp4", "mpeg", "mpg", "msi", "odp", "ods",
-    "odt", "ogg", "otf", "pdf", "png", "ppt", "pptx", "psd", "rar", "rpm", "rss", "svg", "tar",
-    "tgz", "tif", "tiff", "ttf", "wav", "webm", "webp", "wmv", "woff", "woff2", "xls", "xlsx",
-    "xml", "xz", "zip", "zst", "atom", "deb", "swf", "wasm",
+    "7z", "aac", "apk", "avi", "avif", "bin", "bmp", "bz2", "css", "csv", "dmg", "doc", "docx", "eot", "epub", "exe",
+    "flac", "flv", "gif", "gz", "heic", "ico", "iso", "jar", "jpeg", "jpg", "js", "json", "m4a", "m4v", "mkv", "mov",
+    "mp3", "mp4", "mpeg", "mpg", "msi", "odp", "ods", "odt", "ogg", "otf", "pdf", "png", "ppt", "pptx", "psd", "rar",
+    "rpm", "rss", "svg", "tar", "tgz", "tif", "tiff", "ttf", "wav", "webm", "webp", "wmv", "woff", "woff2", "xls",
+    "xlsx", "xml", "xz", "zip", "zst", "atom", "deb", "swf", "wasm",
 ];
 
 /// Extensions that are HTML pages.
-const HTML_EXTENSIONS: &[&str] = &[
-    "html", "htm", "xhtml", "shtml", "php", "asp", "aspx", "jsp", "cfm", "cgi", "pl",
-];
+const HTML_EXTENSIONS: &[&str] = &["html", "htm", "xhtml", "shtml", "php", "asp", "aspx", "jsp", "cfm", "cgi", "pl"];
 
 /// Path segments that mark time-sensitive content.
-const NEWS_SEGMENTS: &[&str] = &[
-    "news", "blog", "blogs", "article", "articles", "post", "posts", "story", "stories", "press",
-    "updates",
-];
+const NEWS_SEGMENTS: &[&str] =
+    &["news", "blog", "blogs", "article", "articles", "post", "posts", "story", "stories", "press", "updates"];
 
 fn last_segment(url: &Url) -> &str {
     url.path().rsplit('/').next().unwrap_or("")
@@ -69,10 +64,7 @@ pub fn looks_like_html(url: &Url) -> bool {
 /// True for news- and blog-looking URLs: a news-like path segment or a `/yyyy/mm/` date.
 pub fn looks_like_news(url: &Url) -> bool {
     let segments: Vec<&str> = url.path().split('/').filter(|s| !s.is_empty()).collect();
-    if segments
-        .iter()
-        .any(|s| NEWS_SEGMENTS.contains(&s.to_ascii_lowercase().as_str()))
-    {
+    if segments.iter().any(|s| NEWS_SEGMENTS.contains(&s.to_ascii_lowercase().as_str())) {
         return true;
     }
     if let Some(host) = url.host_str() {
@@ -81,12 +73,8 @@ pub fn looks_like_news(url: &Url) -> bool {
         }
     }
     segments.windows(2).any(|w| {
-        let year = w[0].len() == 4
-            && w[0]
-                .parse::<u32>()
-                .is_ok_and(|y| (1990..=2100).contains(&y));
-        let month = (1..=2).contains(&w[1].len())
-            && w[1].parse::<u32>().is_ok_and(|m| (1..=12).contains(&m));
+        let year = w[0].len() == 4 && w[0].parse::<u32>().is_ok_and(|y| (1990..=2100).contains(&y));
+        let month = (1..=2).contains(&w[1].len()) && w[1].parse::<u32>().is_ok_and(|m| (1..=12).contains(&m));
         year && month
     })
 }
@@ -118,10 +106,7 @@ mod tests {
     fn binaries_are_recognised() {
         assert!(is_binary(&u("http://e.com/a/photo.JPG"), UrlKind::Page));
         assert!(is_binary(&u("http://e.com/file.tar.gz"), UrlKind::Page));
-        assert!(!is_binary(
-            &u("http://e.com/sitemap.xml.gz"),
-            UrlKind::Sitemap
-        ));
+        assert!(!is_binary(&u("http://e.com/sitemap.xml.gz"), UrlKind::Sitemap));
         assert!(!is_binary(&u("http://e.com/a/page.html"), UrlKind::Page));
         assert!(!is_binary(&u("http://e.com/v1.2/docs"), UrlKind::Page));
         assert!(!is_binary(&u("http://e.com/.well-known"), UrlKind::Page));
@@ -145,14 +130,8 @@ mod tests {
         let base = score(&plain, UrlKind::Page, 0, 0, 5);
         assert!((score(&plain, UrlKind::Page, 3, 0, 5) - (base - 0.3)).abs() < 1e-6);
         assert!((score(&plain, UrlKind::Page, 0, 2, 5) - (base + 0.4)).abs() < 1e-6);
-        assert_eq!(
-            score(&plain, UrlKind::Page, 0, 50, 5),
-            score(&plain, UrlKind::Page, 0, 5, 5),
-            "inlinks capped"
-        );
-        assert!(
-            (score(&u("http://e.com/news/x"), UrlKind::Page, 0, 0, 5) - (base + 0.5)).abs() < 1e-6
-        );
+        assert_eq!(score(&plain, UrlKind::Page, 0, 50, 5), score(&plain, UrlKind::Page, 0, 5, 5), "inlinks capped");
+        assert!((score(&u("http://e.com/news/x"), UrlKind::Page, 0, 0, 5) - (base + 0.5)).abs() < 1e-6);
         assert!(score(&u("http://e.com/x.pdf"), UrlKind::Page, 0, 0, 5) < base);
         assert!(score(&u("http://e.com/sitemap.xml"), UrlKind::Sitemap, 0, 0, 5) > base + 1.0);
     }

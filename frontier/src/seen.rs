@@ -38,10 +38,7 @@ pub fn bloom_bits(capacity: u64, fp: f64) -> usize {
 impl SeenSet {
     /// A filter sized to hold `capacity` URLs at false-positive rate `fp` before it must grow.
     pub fn with_capacity(capacity: u64, fp: f64) -> SeenSet {
-        SeenSet {
-            bloom: ScalableBloomFilter::new(bloom_bits(capacity, fp), fp, 2.0, 0.5),
-            inserted: 0,
-        }
+        SeenSet { bloom: ScalableBloomFilter::new(bloom_bits(capacity, fp), fp, 2.0, 0.5), inserted: 0 }
     }
 
     pub fn contains(&self, url: &str) -> bool {
@@ -111,15 +108,9 @@ mod tests {
         for i in 0..n {
             s.insert(&format!("http://h{}.test/p/{i}", i % 97));
         }
-        let fps = (0..20_000)
-            .filter(|i| s.contains(&format!("http://other.test/q/{i}")))
-            .count();
+        let fps = (0..20_000).filter(|i| s.contains(&format!("http://other.test/q/{i}"))).count();
         let rate = fps as f64 / 20_000.0;
         assert!(rate < 0.015, "false-positive rate {rate}");
-        assert_eq!(
-            s.memory_bytes(),
-            bloom_bits(n, 0.01) / 8,
-            "the filter did not have to grow"
-        );
+        assert_eq!(s.memory_bytes(), bloom_bits(n, 0.01) / 8, "the filter did not have to grow");
     }
 }

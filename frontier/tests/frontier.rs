@@ -29,39 +29,17 @@ fn take(f: &mut Frontier, now: Instant) -> Lease {
 fn dedups_and_orders_by_score() {
     let dir = tempfile::tempdir().unwrap();
     let (_db, mut f) = open(dir.path(), settings());
-    assert_eq!(
-        f.push(page("http://a.test/about", 2)).unwrap(),
-        PushOutcome::Queued
-    );
-    assert_eq!(
-        f.push(page("http://a.test/news/today", 2)).unwrap(),
-        PushOutcome::Queued
-    );
-    assert_eq!(
-        f.push(page("http://a.test/deep", 5)).unwrap(),
-        PushOutcome::Queued
-    );
-    assert_eq!(
-        f.push(page("http://A.test/about#x", 2)).unwrap(),
-        PushOutcome::AlreadySeen
-    );
-    assert_eq!(
-        f.push(page("http://a.test/photo.jpg", 1)).unwrap(),
-        PushOutcome::Binary
-    );
-    assert_eq!(
-        f.push(page("http://a.test/too-deep", 17)).unwrap(),
-        PushOutcome::TooDeep
-    );
+    assert_eq!(f.push(page("http://a.test/about", 2)).unwrap(), PushOutcome::Queued);
+    assert_eq!(f.push(page("http://a.test/news/today", 2)).unwrap(), PushOutcome::Queued);
+    assert_eq!(f.push(page("http://a.test/deep", 5)).unwrap(), PushOutcome::Queued);
+    assert_eq!(f.push(page("http://A.test/about#x", 2)).unwrap(), PushOutcome::AlreadySeen);
+    assert_eq!(f.push(page("http://a.test/photo.jpg", 1)).unwrap(), PushOutcome::Binary);
+    assert_eq!(f.push(page("http://a.test/too-deep", 17)).unwrap(), PushOutcome::TooDeep);
     let now = Instant::now();
     let first = take(&mut f, now);
     assert_eq!(first.entry.url, "http://a.test/news/today");
-    assert!(
-        matches!(f.next(now).unwrap(), Next::Busy),
-        "one request per host"
-    );
-    f.complete(first, Completion::Done { page: true }, true, now)
-        .unwrap();
+    assert!(matches!(f.next(now).unwrap(), Next::Busy), "one request per host");
+    f.complete(first, Completion::Done { page: true }, true, now).unwrap();
     match f.next(now).unwrap() {
         Next::WaitUntil(t) => assert!(t >= now + Duration::from_millis(100)),
         other => panic!("host must wait its delay, got {other:?}"),
@@ -77,10 +55,7 @@ fn inlinks_raise_priority() {
     f.push(page("http://a.test/x", 1)).unwrap();
     f.push(page("http://a.test/y", 1)).unwrap();
     for _ in 0..3 {
-        assert_eq!(
-            f.push(page("http://a.test/y", 1)).unwrap(),
-            PushOutcome::AlreadySeen
-        );
+        assert_eq!(f.push(page("http://a.test/y", 1)).unwrap(), PushOutcome::AlreadySeen);
     }
     let l = take(&mut f, Instant::now());
     assert_eq!(l.entry.url, "http://a.test/y");
@@ -104,8 +79,7 @@ fn hosts_are_interleaved_by_ready_time() {
     assert_eq!(hosts, ["a.test", "b.test", "c.test"]);
     assert!(matches!(f.next(now).unwrap(), Next::Busy));
     for l in leases {
-        f.complete(l, Completion::Done { page: true }, true, now)
-            .unwrap();
+        f.complete(l, Completion::Done { page: true }, true, now).unwrap();
     }
     assert!(matches!(f.next(now).unwrap(), Next::WaitUntil(_)));
 }
@@ -120,26 +94,18 @@ fn queue_survives_reopen_and_completed_urls_stay_seen() {
         }
         let l = take(&mut f, Instant::now());
         let done_url = l.entry.url.clone();
-        f.complete(l, Completion::Done { page: true }, true, Instant::now())
-            .unwrap();
+        f.complete(l, Completion::Done { page: true }, true, Instant::now()).unwrap();
         let _in_flight = take(&mut f, Instant::now() + Duration::from_secs(1));
         db.flush().unwrap();
         // No snapshot was taken: the seen-set must come back from the journal.
         drop(f);
         drop(db);
         let (_db, f) = open(dir.path(), settings());
-        assert_eq!(
-            f.stats().queued,
-            9,
-            "the in-flight lease was never completed, so it is still queued"
-        );
+        assert_eq!(f.stats().queued, 9, "the in-flight lease was never completed, so it is still queued");
         assert!(f.seen(&done_url));
     }
     let (_db, mut f) = open(dir.path(), settings());
-    assert_eq!(
-        f.push(page("http://a.test/0", 0)).unwrap(),
-        PushOutcome::AlreadySeen
-    );
+    assert_eq!(f.push(page("http://a.test/0", 0)).unwrap(), PushOutcome::AlreadySeen);
 }
 
 #[test]
@@ -153,10 +119,7 @@ fn snapshot_truncates_journal_and_restores() {
         f.snapshot_job().unwrap().write().unwrap();
         f.push(page("http://a.test/after", 0)).unwrap();
         let journal = db.open_tree("frontier").unwrap().scan_prefix(b"j").count();
-        assert_eq!(
-            journal, 1,
-            "only the URL pushed after the snapshot is journaled"
-        );
+        assert_eq!(journal, 1, "only the URL pushed after the snapshot is journaled");
         db.flush().unwrap();
     }
     let (_db, f) = open(dir.path(), settings());
@@ -175,15 +138,9 @@ fn retries_then_gives_up() {
     let mut results = Vec::new();
     for _ in 0..3 {
         let l = take(&mut f, Instant::now());
-        results.push(
-            f.complete(l, Completion::Retry, true, Instant::now())
-                .unwrap(),
-        );
+        results.push(f.complete(l, Completion::Retry, true, Instant::now()).unwrap());
     }
-    assert_eq!(
-        results,
-        [Completed::Requeued, Completed::Requeued, Completed::GaveUp]
-    );
+    assert_eq!(results, [Completed::Requeued, Completed::Requeued, Completed::GaveUp]);
     assert!(matches!(f.next(Instant::now()).unwrap(), Next::Empty));
 }
 
@@ -194,15 +151,7 @@ fn rate_limit_backs_off_and_requeues() {
     f.push(page("http://a.test/x", 0)).unwrap();
     let now = Instant::now();
     let l = take(&mut f, now);
-    f.complete(
-        l,
-        Completion::RateLimited {
-            retry_after: Some(Duration::from_secs(3)),
-        },
-        true,
-        now,
-    )
-    .unwrap();
+    f.complete(l, Completion::RateLimited { retry_after: Some(Duration::from_secs(3)) }, true, now).unwrap();
     match f.next(now).unwrap() {
         Next::WaitUntil(t) => assert_eq!(t, now + Duration::from_secs(3)),
         other => panic!("{other:?}"),
@@ -220,8 +169,7 @@ fn politeness_survives_restart() {
         f.push(page("http://a.test/1", 0)).unwrap();
         f.push(page("http://a.test/2", 0)).unwrap();
         let l = take(&mut f, Instant::now());
-        f.complete(l, Completion::Done { page: true }, true, Instant::now())
-            .unwrap();
+        f.complete(l, Completion::Done { page: true }, true, Instant::now()).unwrap();
         db.flush().unwrap();
     }
     let (_db, mut f) = open(dir.path(), s);
@@ -238,27 +186,14 @@ fn host_page_budget() {
     s.max_pages_per_host = 2;
     s.politeness.default_delay = Duration::ZERO;
     let (_db, mut f) = open(dir.path(), s);
-    assert_eq!(
-        f.push(page("http://a.test/1", 0)).unwrap(),
-        PushOutcome::Queued
-    );
-    assert_eq!(
-        f.push(page("http://a.test/2", 0)).unwrap(),
-        PushOutcome::Queued
-    );
-    assert_eq!(
-        f.push(page("http://a.test/3", 0)).unwrap(),
-        PushOutcome::HostBudgetExhausted
-    );
+    assert_eq!(f.push(page("http://a.test/1", 0)).unwrap(), PushOutcome::Queued);
+    assert_eq!(f.push(page("http://a.test/2", 0)).unwrap(), PushOutcome::Queued);
+    assert_eq!(f.push(page("http://a.test/3", 0)).unwrap(), PushOutcome::HostBudgetExhausted);
     let sitemap = Candidate {
         url: normalize("http://a.test/sitemap.xml", None).unwrap(),
         kind: UrlKind::Sitemap,
         depth: 0,
         redirects: vec![],
     };
-    assert_eq!(
-        f.push(sitemap).unwrap(),
-        PushOutcome::Queued,
-        "sitemaps are not pages"
-    );
+    assert_eq!(f.push(sitemap).unwrap(), PushOutcome::Queued, "sitemaps are not pages");
 }

@@ -391,7 +391,11 @@ impl Inner {
         match stored {
             Ok(rules) => {
                 if rules.parse_failed {
-                    self.metrics.error("robots_unparseable", target.as_str(), &"robots.txt could not be parsed; treated as empty");
+                    self.metrics.error(
+                        "robots_unparseable",
+                        target.as_str(),
+                        &"robots.txt could not be parsed; treated as empty",
+                    );
                 }
                 if let Err(e) = self.frontier.lock().set_crawl_delay(host, rules.crawl_delay()) {
                     tracing::error!("frontier error: {e}");
@@ -403,7 +407,12 @@ impl Inner {
                         .iter()
                         .filter_map(|s| normalize(s, Some(url)).ok())
                         .filter(|u| self.may_follow(u))
-                        .map(|u| Candidate { url: u, kind: UrlKind::Sitemap, depth: lease.entry.depth, redirects: vec![] })
+                        .map(|u| Candidate {
+                            url: u,
+                            kind: UrlKind::Sitemap,
+                            depth: lease.entry.depth,
+                            redirects: vec![],
+                        })
                         .collect();
                     self.push_all(candidates);
                 }
@@ -480,7 +489,11 @@ impl Inner {
             return;
         }
         if chain.len() > self.settings.max_redirects as usize {
-            self.metrics.error("too_many_redirects", url.as_str(), &format!("more than {} redirects", self.settings.max_redirects));
+            self.metrics.error(
+                "too_many_redirects",
+                url.as_str(),
+                &format!("more than {} redirects", self.settings.max_redirects),
+            );
             return;
         }
         if !self.may_follow(&target) {

@@ -143,7 +143,12 @@ impl Fetcher {
             .pool_idle_timeout(Duration::from_secs(60))
             .tcp_nodelay(true)
             .build()?;
-        Ok(Fetcher { client, max_body: cfg.max_body_bytes, robots_max: robots_max_bytes, allow_private: cfg.allow_private_networks })
+        Ok(Fetcher {
+            client,
+            max_body: cfg.max_body_bytes,
+            robots_max: robots_max_bytes,
+            allow_private: cfg.allow_private_networks,
+        })
     }
 
     /// One GET, no redirect following.

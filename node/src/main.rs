@@ -112,7 +112,8 @@ fn main() -> ExitCode {
 fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCode> {
     match command {
         Command::Start { cfg, seeds, api_listen, exit_when_idle } => {
-            let config = weft_config::load(&sources(&cfg, Overrides { seeds, api_listen, log_format, ..Default::default() }))?;
+            let config =
+                weft_config::load(&sources(&cfg, Overrides { seeds, api_listen, log_format, ..Default::default() }))?;
             init_logging(config.log.format);
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             runtime.block_on(start(config, exit_when_idle))?;
@@ -182,7 +183,11 @@ async fn wait_for_signal() {
 async fn fetch_status(addr: SocketAddr) -> anyhow::Result<Status> {
     let url = format!("http://{addr}/status");
     let client = reqwest::Client::builder().no_proxy().timeout(std::time::Duration::from_secs(5)).build()?;
-    let resp = client.get(&url).send().await.with_context(|| format!("no weft node answers at {url} (is it running? see api.listen)"))?;
+    let resp = client
+        .get(&url)
+        .send()
+        .await
+        .with_context(|| format!("no weft node answers at {url} (is it running? see api.listen)"))?;
     let body = resp.error_for_status()?.bytes().await?;
     Ok(serde_json::from_slice(&body)?)
 }
@@ -191,11 +196,20 @@ fn print_status(s: &Status) {
     println!("state          {}", s.state);
     println!("uptime         {:.0} s", s.uptime_secs);
     println!("pages fetched  {} ({:.2}/s)", s.pages_fetched, s.pages_per_sec);
-    println!("requests       {} ({} robots.txt, {} sitemaps, {} redirects)", s.requests, s.robots_fetched, s.sitemaps_fetched, s.redirects);
+    println!(
+        "requests       {} ({} robots.txt, {} sitemaps, {} redirects)",
+        s.requests, s.robots_fetched, s.sitemaps_fetched, s.redirects
+    );
     println!("bytes          {}", s.bytes);
-    println!("queued         {} ({} in flight) over {} hosts ({} known)", s.queued, s.in_flight, s.hosts_with_queue, s.hosts);
+    println!(
+        "queued         {} ({} in flight) over {} hosts ({} known)",
+        s.queued, s.in_flight, s.hosts_with_queue, s.hosts
+    );
     println!("seen URLs      {} ({} KiB filter)", s.seen_urls, s.seen_bytes / 1024);
-    println!("disallowed     {}   rate-limited {}   retries {}   gave up {}", s.robots_disallowed, s.rate_limited, s.retries, s.gave_up);
+    println!(
+        "disallowed     {}   rate-limited {}   retries {}   gave up {}",
+        s.robots_disallowed, s.rate_limited, s.retries, s.gave_up
+    );
     println!("errors         {}", s.errors_total);
     for (kind, n) in &s.errors {
         println!("  {kind:<20} {n}");

@@ -43,7 +43,8 @@ impl Node {
         let db = open_db(&db_path, DB_CACHE_BYTES).with_context(|| {
             format!("cannot open {} (is another weft node running on this data dir?)", db_path.display())
         })?;
-        let frontier = Frontier::open(&db, FrontierSettings::from_config(&config)).context("cannot load the frontier")?;
+        let frontier =
+            Frontier::open(&db, FrontierSettings::from_config(&config)).context("cannot load the frontier")?;
         let robots = RobotsCache::open(
             &db,
             config.fetch.robots_token(),
@@ -52,8 +53,14 @@ impl Node {
         )?;
         let fetcher =
             Fetcher::new(&config.fetch, config.politeness.robots_max_bytes).context("cannot build the HTTP client")?;
-        let crawler =
-            Crawler::new(frontier, robots, fetcher, pipeline, Arc::new(Metrics::default()), CrawlSettings::from_config(&config));
+        let crawler = Crawler::new(
+            frontier,
+            robots,
+            fetcher,
+            pipeline,
+            Arc::new(Metrics::default()),
+            CrawlSettings::from_config(&config),
+        );
         Ok(Node { config, crawler })
     }
 

@@ -88,7 +88,11 @@ pub fn generated_site(host: &str, pages: usize, links_per_page: usize) -> Site {
 }
 
 fn page_path(i: usize) -> String {
-    if i == 0 { "/".to_string() } else { format!("/p/{i}") }
+    if i == 0 {
+        "/".to_string()
+    } else {
+        format!("/p/{i}")
+    }
 }
 
 /// One request as the server saw it.
@@ -206,7 +210,14 @@ async fn handle(State(shared): State<Arc<Shared>>, req: HttpRequest) -> Response
         None => plain(404, vec![], b"not found".to_vec()),
         Some(r) => render(r).await,
     };
-    shared.log.lock().push(Request { host, path, user_agent, started, answered: Instant::now(), status: response.status().as_u16() });
+    shared.log.lock().push(Request {
+        host,
+        path,
+        user_agent,
+        started,
+        answered: Instant::now(),
+        status: response.status().as_u16(),
+    });
     response
 }
 

@@ -1,0 +1,117 @@
+//! Hostile and broken input: each case is a typed error counted in /status, and the crawl goes on.
+
+mod common;
+
+use std::time::Duration;
+use weft_simnet::{Resource, Site, WebServer};
+
+fn redirect(to: &str) -> Resource {
+    Resource::Redirect { status: 301, location: to.into() }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_counted_and_the_crawl_goes_on() {
+    let links = [
+        "/chain/1",
+        "/loop/a",
+        "/huge",
+        "/pdf",
+        "/slow",
+        "/latin1",
+        "/untyped",
+        "/gone",
+        "/err",
+        "javascript:alert(1)",
+        "mailto:x@y.z",
+        "http://user:pw@x.test/",
+        "ftp://x.test/",
+        "/ok",
+    ];
+    let index: String = links.iter().map(|l| format!("<a href=\"{l}\">{l}</a>\n")).collect();
+    let mut site = Site::new("bad.test")
+        .with("/robots.txt", Resource::robots("User-agent: *\nAllow: /\n"))
+        .html("/", &format!("{index}<a href='/many/0'>m</a>"))
+        .with("/chain/1", redirect("/chain/2"))
+        .with("/chain/2", redirect("/chain/3"))
+        .with("/chain/3", redirect("/final"))
+        .html("/final", "<p>landed</p>")
+        .with("/loop/a", redirect("/loop/b"))
+        .with("/loop/b", redirect("/loop/a"))
+        .with("/huge", Resource::Huge { bytes: 3 * 1024 * 1024 })
+        .with("/pdf", Resource::text("application/pdf", b"%PDF-1.4".to_vec()))
+        .with("/slow", Resource::SlowDrip { chunk: 10, interval: Duration::from_millis(1500), chunks: 3 })
+        .with(
+            "/latin1",
+            Resource::Raw {
+                status: 200,
+                headers: vec![("content-type".into(), "text/html".into())],
+                body: b"<p>caf\xe9 \xff\xfe</p><a href='/ok'>ok</a>".to_vec(),
+            },
+        )
+        .with("/untyped", Resource::Raw { status: 200, headers: vec![], body: b"\x00\x01binary".to_vec() })
+        .with("/gone", Resource::status(404))
+        .with("/err", Resource::status(500))
+        .html("/ok", "<p>fine</p>");
+    // 11 hops of redirects: more than max_redirects (10).
+    for i in 0..11 {
+        site = site.with(&format!("/many/{i}"), redirect(&format!("/many/{}", i + 1)));
+    }
+    let garbage = Site::new("garbage.test")
+        .with(
+            "/robots.txt",
+            Resource::text("text/plain", (0..300_000u32).map(|i| (i * 7919 % 251) as u8).collect::<Vec<u8>>()),
+        )
+        .html("/", "<p>garbage robots, still crawled</p>");
+    let server = WebServer::start(vec![site, garbage]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = common::config(&server, dir.path(), 0);
+    cfg.fetch.max_body_bytes = 1024 * 1024;
+    cfg.fetch.read_timeout_ms = 500;
+    cfg.politeness.max_retries = 1;
+    cfg.crawl.seeds = vec![server.url("bad.test", "/"), server.url("garbage.test", "/")];
+    let status = common::crawl_until_idle(cfg, Duration::from_secs(60)).await;
+
+    let e = |k: &str| status.errors.get(k).copied().unwrap_or(0);
+    assert_eq!(e("redirect_loop"), 1, "{status:?}");
+    assert_eq!(e("too_many_redirects"), 1, "{status:?}");
+    assert_eq!(e("body_too_large"), 1, "{status:?}");
+    assert_eq!(e("not_html"), 2, "pdf and untyped binary: {status:?}");
+    assert_eq!(e("timeout"), 2, "slow drip, tried twice: {status:?}");
+    assert_eq!(e("invalid_utf8"), 1, "{status:?}");
+    assert_eq!(e("http_4xx"), 1, "{status:?}");
+    assert_eq!(e("http_5xx"), 2, "500 retried once: {status:?}");
+    assert_eq!(e("url_scheme"), 3, "javascript, mailto, ftp: {status:?}");
+    assert_eq!(e("url_userinfo"), 1, "{status:?}");
+    assert_eq!(status.gave_up, 2, "slow and err: {status:?}");
+
+    let log = server.requests();
+    let count = |p: &str| log.iter().filter(|r| r.path == p).count();
+    assert_eq!(count("/final"), 1, "a redirect chain lands once");
+    assert_eq!(count("/ok"), 1, "pages after bad ones are still crawled, once");
+    assert_eq!(count("/loop/a") + count("/loop/b"), 2, "a loop is cut at the first repeat");
+    assert_eq!(count("/many/10"), 1);
+    assert_eq!(count("/many/11"), 0, "the 11th redirect target is not fetched");
+    assert_eq!(log.iter().filter(|r| r.host == "garbage.test" && r.path == "/").count(), 1);
+    assert_eq!(status.queued, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ssrf_guard_blocks_loopback_unless_allowed() {
+    let site = Site::new("inner.test").with("/robots.txt", Resource::robots("")).html("/", "<p>router admin</p>");
+    let server = WebServer::start(vec![site]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = common::config(&server, dir.path(), 0);
+    cfg.fetch.allow_private_networks = false;
+    // Through the resolver (the override maps inner.test to 127.0.0.1) and as an IP literal.
+    cfg.crawl.seeds = vec![server.url("inner.test", "/"), format!("http://127.0.0.1:{}/", server.port())];
+    let status = common::crawl_until_idle(cfg, Duration::from_secs(30)).await;
+    assert!(server.requests().is_empty(), "nothing may reach a loopback server: {:?}", server.requests());
+    assert_eq!(status.errors.get("ssrf_blocked").copied(), Some(2), "{status:?}");
+    assert_eq!(status.queued, 0);
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = common::config(&server, dir.path(), 0);
+    cfg.crawl.seeds = vec![server.url("inner.test", "/")];
+    let status = common::crawl_until_idle(cfg, Duration::from_secs(30)).await;
+    assert_eq!(status.pages_fetched, 1, "allow_private_networks lifts the guard");
+}
