@@ -1,0 +1,156 @@
+//! The real `weft` binary, killed with SIGKILL mid-crawl and restarted on the same data dir.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use weft_simnet::{generated_site, WebServer};
+
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
+
+fn write_config(server: &WebServer, dir: &Path) -> std::path::PathBuf {
+    let resolve: String = server.hosts().iter().map(|h| format!("\"{h}\" = \"127.0.0.1\"\n")).collect();
+    let seeds: Vec<String> = ["k1.test", "k2.test"].iter().map(|h| format!("\"{}\"", server.url(h, "/"))).collect();
+    let toml = format!(
+        "data_dir = \"{}\"\n[crawl]\nseeds = [{}]\n[fetch]\nallow_private_networks = true\n[fetch.resolve]\n{resolve}\
+         [politeness]\ndefault_delay_ms = 60\n[frontier]\nseen_capacity = 100000\nsnapshot_interval_secs = 3600\n\
+         [api]\nlisten = \"127.0.0.1:0\"\n",
+        dir.join("data").display(),
+        seeds.join(", ")
+    );
+    let path = dir.join("weft.toml");
+    std::fs::write(&path, toml).unwrap();
+    path
+}
+
+/// Starts `weft start --exit-when-idle` and returns it with the API address from its JSON log.
+fn start(config: &Path) -> (Child, String) {
+    let mut child = Command::new(WEFT)
+        .args(["--log-format", "json", "start", "--exit-when-idle", "--config"])
+        .arg(config)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("weft starts");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if !sent {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
+                    if let Some(addr) = v["fields"]["addr"].as_str() {
+                        let _ = tx.send(addr.to_string());
+                        sent = true;
+                    }
+                }
+            }
+        }
+    });
+    let addr = rx.recv_timeout(Duration::from_secs(30)).expect("the node logs its API address");
+    (child, addr)
+}
+
+fn page_fetches(server: &WebServer) -> HashMap<(String, String), usize> {
+    let mut counts = HashMap::new();
+    for r in server.requests() {
+        if r.path == "/" || r.path.starts_with("/p/") {
+            *counts.entry((r.host.clone(), r.path.clone())).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+#[test]
+fn kill_9_and_restart_fetches_every_page_exactly_once() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt
+        .block_on(WebServer::start(vec![generated_site("k1.test", 40, 3), generated_site("k2.test", 40, 3)]))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(&server, dir.path());
+
+    let (mut child, addr) = start(&config);
+    // `weft status` against the running node.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while page_fetches(&server).len() < 25 {
+        assert!(Instant::now() < deadline, "crawl made no progress");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = Command::new(WEFT).args(["status", "--json", "--api", &addr]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(status["pages_fetched"].as_u64().unwrap() >= 20, "{status}");
+    let human = Command::new(WEFT).args(["status", "--api", &addr]).output().unwrap();
+    assert!(String::from_utf8_lossy(&human.stdout).contains("pages fetched"));
+
+    // Kill in a quiet moment: no request being served and the last one answered a little while
+    // ago, so its completion has reached the disk. Then SIGKILL: no chance to clean up.
+    let kill_at = loop {
+        let quiet = server.in_flight() == 0
+            && server.requests().last().is_some_and(|r| r.answered.elapsed() > Duration::from_millis(15));
+        if quiet {
+            child.kill().unwrap();
+            break Instant::now();
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    };
+    child.wait().unwrap();
+    let before = page_fetches(&server);
+    assert!(before.len() < 80, "killed mid-crawl, not after it");
+
+    let (mut child, _) = start(&config);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "restarted node exits cleanly when idle");
+            break;
+        }
+        assert!(Instant::now() < deadline, "restarted node did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let counts = page_fetches(&server);
+    assert_eq!(counts.len(), 80, "every page fetched");
+    // Only a request that was in flight at the kill could legitimately be repeated; the quiet
+    // moment above means there should be none.
+    let in_flight_at_kill: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.started <= kill_at && r.answered + Duration::from_millis(15) >= kill_at)
+        .collect();
+    let repeated: Vec<_> = counts.iter().filter(|(_, &n)| n > 1).collect();
+    assert!(repeated.is_empty(), "fetched more than once: {repeated:?} (in flight at kill: {in_flight_at_kill:?})");
+    let robots = server.requests().iter().filter(|r| r.path == "/robots.txt").count();
+    assert_eq!(robots, 2, "robots.txt is cached in the data dir across the restart (one per host)");
+}
+
+#[test]
+fn config_check_and_show() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[fetch]\nmax_redirects = 50\n").unwrap();
+    let out = Command::new(WEFT).args(["config", "check"]).arg(&bad).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("fetch.max_redirects") && err.contains("0 ..= 20") && err.contains("bad.toml"), "{err}");
+
+    let good = dir.path().join("good.toml");
+    std::fs::write(&good, "[crawl]\nconcurrency = 4\n").unwrap();
+    assert!(Command::new(WEFT).args(["config", "check"]).arg(&good).status().unwrap().success());
+
+    let out = Command::new(WEFT)
+        .args(["config", "show", "--config"])
+        .arg(&good)
+        .env("WEFT_POLITENESS__DEFAULT_DELAY_MS", "2500")
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("concurrency = 4") && shown.contains("default_delay_ms = 2500"), "{shown}");
+
+    let out = Command::new(WEFT).args(["start", "--config"]).arg(&good).env("WEFT_CRAWL__NOPE", "1").output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("WEFT_CRAWL__NOPE"));
+}
