@@ -6,7 +6,6 @@
 //! | `q` + seq (u64 BE) | a [`QueuedUrl`] (postcard) |
 //! | `u` + normalized URL | seq of its queue entry, while queued |
 //! | `j` + jseq (u64 BE) | a URL added to the seen-set since the last snapshot (journal) |
-//! | `m:seq` | next queue seq (never reused) |
 //! | `m:seen` | seen-set snapshot: journal mark + Bloom filter |
 //!
 //! Every push writes its queue entry, URL index and journal entry in one atomic sled batch, and
@@ -217,7 +216,6 @@ struct HostRecord {
     backoff_level: u32,
 }
 
-const SEQ_KEY: &[u8] = b"m:seq";
 const SEEN_KEY: &[u8] = b"m:seen";
 
 fn qkey(seq: u64) -> [u8; 9] {
@@ -293,12 +291,10 @@ impl SnapshotJob {
 pub struct Durability(sled::Tree);
 
 impl Durability {
-    pub async fn flush(&self) -> Result<()> {
-        self.0.flush_async().await?;
-        Ok(())
-    }
-
-    pub fn flush_blocking(&self) -> Result<()> {
+    /// Flushes and fsyncs the frontier's writes. Blocking: async callers run it on a blocking
+    /// thread. (sled's own `flush_async` was seen to hang forever when many tasks awaited it at
+    /// once; the synchronous flush does not, and concurrent callers share the fsync.)
+    pub fn flush(&self) -> Result<()> {
         self.0.flush()?;
         Ok(())
     }
@@ -341,10 +337,9 @@ impl Frontier {
             next_jseq = next_jseq.max(seq_of(&k) + 1);
         }
 
-        let mut next_seq = match tree.get(SEQ_KEY)? {
-            Some(v) if v.len() == 8 => u64::from_be_bytes(v.as_ref().try_into().expect("8 bytes")),
-            _ => 1,
-        };
+        // Sequence numbers only need to be unique among live entries and the in-memory heap
+        // references of this run, so the next one is derived from what is stored.
+        let mut next_seq = 1;
         let mut f = Frontier {
             tree: tree.clone(),
             hosts_tree,
@@ -465,7 +460,6 @@ impl Frontier {
         batch.insert(&qkey(seq), postcard::to_allocvec(&entry)?);
         batch.insert(ukey(url), &seq.to_be_bytes());
         batch.insert(&jkey(jseq), url.as_bytes());
-        batch.insert(SEQ_KEY, &(seq + 1).to_be_bytes());
         self.tree.apply_batch(batch)?;
         self.next_seq += 1;
         self.next_jseq += 1;

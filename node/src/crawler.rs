@@ -74,6 +74,13 @@ struct Inner {
     state: AtomicU8,
 }
 
+/// Makes frontier writes durable without blocking the async runtime.
+async fn flush(d: &Durability) -> anyhow::Result<()> {
+    let d = d.clone();
+    tokio::task::spawn_blocking(move || d.flush()).await??;
+    Ok(())
+}
+
 fn now_unix() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
@@ -120,7 +127,7 @@ impl Crawler {
             };
             results.push((seed.clone(), r));
         }
-        if let Err(e) = self.inner.durability.flush().await {
+        if let Err(e) = flush(&self.inner.durability).await {
             tracing::error!("flushing the frontier failed: {e}");
         }
         self.inner.wake.notify_one();
@@ -221,7 +228,7 @@ impl Crawler {
             move || me.snapshot()
         })
         .await??;
-        inner.durability.flush().await?;
+        flush(&inner.durability).await?;
         tracing::info!(seen_snapshot_bytes = bytes, "crawl state flushed");
         Ok(())
     }
@@ -266,7 +273,7 @@ impl Inner {
             Ok(_) => {}
             Err(e) => tracing::error!("completing a lease failed: {e}"),
         }
-        if let Err(e) = self.durability.flush().await {
+        if let Err(e) = flush(&self.durability).await {
             tracing::error!("flushing the frontier failed: {e}");
         }
         self.wake.notify_one();
