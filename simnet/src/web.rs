@@ -125,8 +125,15 @@ pub struct WebServer {
 impl WebServer {
     /// Starts serving `sites` on 127.0.0.1 with an OS-chosen port. Needs a tokio runtime.
     pub async fn start(sites: Vec<Site>) -> std::io::Result<WebServer> {
+        WebServer::start_with(|_| sites).await
+    }
+
+    /// Like [`WebServer::start`], for sites that need to know the port (absolute URLs in
+    /// sitemaps, robots.txt or redirects).
+    pub async fn start_with(sites: impl FnOnce(u16) -> Vec<Site>) -> std::io::Result<WebServer> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
+        let sites = sites(addr.port());
         let shared = Arc::new(Shared {
             sites: sites.into_iter().map(|s| (s.host.to_ascii_lowercase(), s)).collect(),
             log: Mutex::new(Vec::new()),
