@@ -18,7 +18,7 @@ echo "== synthetic web on loopback:"; cat "$demo/sites"
 {
   echo "data_dir = \"$demo/data\""
   echo "[crawl]"
-  echo "seeds = [$(awk '{printf "%s\"%s\"", NR>1?", ":"", $2}' "$demo/sites")]"
+  echo "seeds = [$(awk '{print "\"" $2 "\""}' "$demo/sites" | paste -sd, -)]"
   echo "[fetch]"
   echo "allow_private_networks = true   # the demo's sites live on 127.0.0.1"
   echo "[fetch.resolve]"
@@ -48,5 +48,7 @@ done
 echo "== final status of the restarted node:"
 "$bin/weft" status --config "$demo/weft.toml"
 kill -TERM $node; wait $node || true
-echo "== pages fetched before the stop and after the restart add up to the 120 pages of the web;"
-echo "   the data dir ($demo/data) kept the queue, the seen-set and the robots.txt cache."
+count() { grep -o 'pages_fetched=[0-9]*' "$1" | tail -1 | cut -d= -f2; }
+first=$(count "$demo/log1"); second=$(count "$demo/log2")
+echo "== pages fetched: $first before the stop + $second after the restart = $((first + second)) of the 120 pages of this web"
+echo "   (the data dir kept the queue, the seen-set and the robots.txt cache: nothing was fetched twice)"

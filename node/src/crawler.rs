@@ -229,7 +229,8 @@ impl Crawler {
         })
         .await??;
         flush(&inner.durability).await?;
-        tracing::info!(seen_snapshot_bytes = bytes, "crawl state flushed");
+        let pages_fetched = inner.metrics.pages_fetched.load(Ordering::Relaxed);
+        tracing::info!(pages_fetched, seen_snapshot_bytes = bytes, "crawl state flushed");
         Ok(())
     }
 }
