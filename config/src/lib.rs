@@ -67,7 +67,7 @@ pub struct CrawlConfig {
     pub max_pages_per_host: u64,
     /// Read `Sitemap:` lines and `/sitemap.xml` to discover URLs.
     pub follow_sitemaps: bool,
-    /// Links to other hosts are followed (off: stay on the seeds' hosts).
+    /// Links to other hosts are followed (off: stay on the hosts of this run's seeds).
     pub follow_external_links: bool,
 }
 
