@@ -487,8 +487,10 @@ impl Frontier {
         if entry.inlinks >= self.settings.inlink_cap {
             return Ok(());
         }
+        // Stored URLs were normalized on the way in, so this parse cannot fail in practice;
+        // if it ever did, the URL simply keeps its score.
+        let Ok(parsed) = Url::parse(&entry.url) else { return Ok(()) };
         entry.inlinks += 1;
-        let parsed = Url::parse(&entry.url).map_err(|_| postcard::Error::DeserializeBadEncoding)?;
         entry.score = score(&parsed, entry.kind, entry.depth, entry.inlinks, self.settings.inlink_cap);
         self.tree.insert(qkey(seq), postcard::to_allocvec(&entry)?)?;
         if let Some(&id) = self.host_ids.get(&entry.host) {
