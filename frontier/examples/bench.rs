@@ -117,7 +117,10 @@ fn seen_bench(n: u64) {
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    let seen_only = std::env::args().any(|a| a == "--seen-only");
     let (urls, seen) = if quick { (100_000, 1_000_000) } else { (1_000_000, 10_000_000) };
-    frontier_bench(urls, 10_000);
+    if !seen_only {
+        frontier_bench(urls, 10_000);
+    }
     seen_bench(seen);
 }
