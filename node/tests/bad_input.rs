@@ -62,13 +62,18 @@ async fn bad_input_is_counted_and_the_crawl_goes_on() {
             Resource::text("text/plain", (0..300_000u32).map(|i| (i * 7919 % 251) as u8).collect::<Vec<u8>>()),
         )
         .html("/", "<p>garbage robots, still crawled</p>");
-    let server = WebServer::start(vec![site, garbage]).await.unwrap();
+    // A 4 MiB robots.txt is read up to the 500 KiB cap and obeyed as far as it goes.
+    let huge_robots = Site::new("hugerobots.test")
+        .with("/robots.txt", Resource::Huge { bytes: 4 * 1024 * 1024 })
+        .html("/", "<p>huge robots, still crawled</p>");
+    let server = WebServer::start(vec![site, garbage, huge_robots]).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = common::config(&server, dir.path(), 0);
     cfg.fetch.max_body_bytes = 1024 * 1024;
     cfg.fetch.read_timeout_ms = 500;
     cfg.politeness.max_retries = 1;
-    cfg.crawl.seeds = vec![server.url("bad.test", "/"), server.url("garbage.test", "/")];
+    cfg.crawl.seeds =
+        vec![server.url("bad.test", "/"), server.url("garbage.test", "/"), server.url("hugerobots.test", "/")];
     let status = common::crawl_until_idle(cfg, Duration::from_secs(60)).await;
 
     let e = |k: &str| status.errors.get(k).copied().unwrap_or(0);
@@ -92,6 +97,8 @@ async fn bad_input_is_counted_and_the_crawl_goes_on() {
     assert_eq!(count("/many/10"), 1);
     assert_eq!(count("/many/11"), 0, "the 11th redirect target is not fetched");
     assert_eq!(log.iter().filter(|r| r.host == "garbage.test" && r.path == "/").count(), 1);
+    assert_eq!(log.iter().filter(|r| r.host == "hugerobots.test" && r.path == "/").count(), 1);
+    assert!(status.bytes < 3 * 1024 * 1024, "the huge robots.txt was cut at the cap: {} bytes read", status.bytes);
     assert_eq!(status.queued, 0);
 }
 
