@@ -77,11 +77,7 @@ pub fn parse_sitemap(body: &[u8], sitemap_url: &Url) -> Result<Sitemap, SitemapE
                     in_loc = true;
                 }
             }
-            Ok(Event::End(e)) => {
-                if e.local_name().as_ref() == b"loc" {
-                    in_loc = false;
-                }
-            }
+            Ok(Event::End(e)) if e.local_name().as_ref() == b"loc" => in_loc = false,
             Ok(Event::Text(t)) if in_loc => {
                 let text = match t.unescape() {
                     Ok(text) => text.into_owned(),

@@ -109,7 +109,7 @@ fn seen_bench(n: u64) {
         "seen-set: {n} URLs sized for {n} at 1%: {:.2} MiB heap ({:.2} MiB bit array; bound at 1% is {:.2} MiB), measured false positives {:.3}% over {probes} non-members, insert {:.0}/s",
         mib(heap),
         mib(s.memory_bytes()),
-        mib((n as f64 * 1.4427 * (1.0f64 / 0.01).log2() / 8.0) as usize),
+        mib((n as f64 * std::f64::consts::LOG2_E * (1.0f64 / 0.01).log2() / 8.0) as usize),
         fp as f64 * 100.0 / probes as f64,
         n as f64 / insert.as_secs_f64(),
     );
