@@ -144,10 +144,11 @@ impl Crawler {
         self.inner.metrics.snapshot(&stats, state)
     }
 
-    /// Writes a seen-set snapshot (called on a timer and at shutdown).
-    pub fn snapshot(&self) -> anyhow::Result<usize> {
+    /// Writes a seen-set snapshot and flushes everything to disk (called on a timer and at
+    /// shutdown). The filter is serialized under the lock; the write runs on the blocking pool.
+    pub async fn snapshot(&self) -> anyhow::Result<usize> {
         let job = self.inner.frontier.lock().snapshot_job()?;
-        Ok(job.write()?)
+        Ok(tokio::task::spawn_blocking(move || job.write()).await??)
     }
 
     /// Runs until `shutdown` turns true (or, with `exit_when_idle`, until nothing is left to
@@ -223,12 +224,8 @@ impl Crawler {
                 while tasks.join_next().await.is_some() {}
             }
         }
-        let bytes = tokio::task::spawn_blocking({
-            let me = self.clone();
-            move || me.snapshot()
-        })
-        .await??;
-        flush(&inner.durability).await?;
+        // Writing the snapshot also flushes every pending frontier write.
+        let bytes = self.snapshot().await?;
         let pages_fetched = inner.metrics.pages_fetched.load(Ordering::Relaxed);
         tracing::info!(pages_fetched, seen_snapshot_bytes = bytes, "crawl state flushed");
         Ok(())
@@ -461,24 +458,21 @@ impl Inner {
 
     fn process_sitemap(&self, lease: &Lease, url: &Url, body: &[u8]) {
         let depth = lease.entry.depth;
-        let candidates = match parse_sitemap(body, url) {
-            Ok(Sitemap::Index(urls)) => urls
-                .into_iter()
-                .filter_map(|u| normalize_url(u).ok())
-                .filter(|u| self.may_follow(u))
-                .map(|u| Candidate { url: u, kind: UrlKind::Sitemap, depth, redirects: vec![] })
-                .collect(),
-            Ok(Sitemap::Pages(urls)) => urls
-                .into_iter()
-                .filter_map(|u| normalize_url(u).ok())
-                .filter(|u| self.may_follow(u))
-                .map(|u| Candidate::page(u, depth + 1))
-                .collect(),
+        // An index lists more sitemaps (same depth); a urlset lists pages (one hop further).
+        let (urls, kind, depth) = match parse_sitemap(body, url) {
+            Ok(Sitemap::Index(urls)) => (urls, UrlKind::Sitemap, depth),
+            Ok(Sitemap::Pages(urls)) => (urls, UrlKind::Page, depth + 1),
             Err(e) => {
                 self.metrics.error(e.kind(), url.as_str(), &e);
                 return;
             }
         };
+        let candidates = urls
+            .into_iter()
+            .filter_map(|u| normalize_url(u).ok())
+            .filter(|u| self.may_follow(u))
+            .map(|u| Candidate { url: u, kind, depth, redirects: vec![] })
+            .collect();
         self.push_all(candidates);
     }
 

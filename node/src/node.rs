@@ -103,11 +103,9 @@ impl Node {
             tick.tick().await;
             loop {
                 tick.tick().await;
-                let c = snapshotter.clone();
-                match tokio::task::spawn_blocking(move || c.snapshot()).await {
-                    Ok(Ok(bytes)) => tracing::debug!(bytes, "seen-set snapshot written"),
-                    Ok(Err(e)) => tracing::error!("seen-set snapshot failed: {e}"),
-                    Err(e) => tracing::error!("seen-set snapshot task failed: {e}"),
+                match snapshotter.snapshot().await {
+                    Ok(bytes) => tracing::debug!(bytes, "seen-set snapshot written"),
+                    Err(e) => tracing::error!("seen-set snapshot failed: {e}"),
                 }
             }
         });
