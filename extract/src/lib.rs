@@ -1,11 +1,202 @@
 //! Pure HTML → structured content for Weft: bytes in, data out, no I/O.
 //!
-//! This crate is the crawler's hot path. So far it provides what the crawl loop needs to
-//! discover URLs — outbound [`links`] of an HTML page and the entries of a [`sitemap`]. Main
-//! text, metadata, page type, JS-need score and fingerprints arrive with the extraction issue.
+//! This crate is the crawler's hot path, so everything is one pass where it can be:
+//!
+//! ```text
+//! bytes ─ decode ─ sanitize ─ html5ever ─ dom::walk ─┬─ content::select → text, blocks
+//!                                                    ├─ metadata        → title, dates, ...
+//!                                                    ├─ links::resolve  → normalized links
+//!                                                    ├─ classify        → page type, template
+//!                                                    ├─ js::score       → JS-need score
+//!                                                    └─ (fingerprints, fed during the walk)
+//! ```
+//!
+//! [`extract`] never fails and never panics on any bytes: bad input yields best-effort output
+//! and [`Warning`]s. Work is bounded: documents are cut at [`sanitize::MAX_HTML_BYTES`] and
+//! nesting at [`sanitize::MAX_DEPTH`], both with a warning.
+//!
+//! The slow reference extractor (Mozilla Readability in QuickJS) lives in [`reference`] behind
+//! the `reference` feature; the node runs it off the hot path.
 
+pub mod classify;
+pub mod content;
+pub mod decode;
+pub mod devset;
+mod dom;
+pub mod fingerprint;
+pub mod js;
 pub mod links;
+pub mod metadata;
+#[cfg(feature = "reference")]
+pub mod reference;
+pub mod sanitize;
 pub mod sitemap;
 
-pub use links::{extract_links, Link};
+pub use classify::{Classification, Hints, PageType};
+pub use fingerprint::Fingerprints;
+pub use js::{JsScore, Recommendation};
+pub use links::Link;
+pub use metadata::Metadata;
 pub use sitemap::{parse_sitemap, Sitemap, SitemapError};
+
+use url::Url;
+
+/// A non-fatal problem met while extracting. The output is still usable.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Warning {
+    /// Bytes that are invalid in the chosen encoding were replaced with U+FFFD.
+    InvalidBytes { encoding: String },
+    /// The declared charset contradicted the bytes; the bytes won.
+    CharsetMismatch { declared: String, used: String },
+    /// Double-decoded UTF-8 ("Ã©") was repaired.
+    MojibakeRepaired,
+    /// The document exceeded the size limit and was cut.
+    Truncated { bytes: usize, kept: usize },
+    /// Nesting exceeded the depth limit; deeper tags were dropped (their text kept).
+    DepthLimited { max_depth: usize, dropped_tags: usize },
+    /// No main content could be identified.
+    NoMainContent,
+}
+
+impl Warning {
+    /// A short, stable name for counting warnings by kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Warning::InvalidBytes { .. } => "invalid_bytes",
+            Warning::CharsetMismatch { .. } => "charset_mismatch",
+            Warning::MojibakeRepaired => "mojibake_repaired",
+            Warning::Truncated { .. } => "truncated",
+            Warning::DepthLimited { .. } => "depth_limited",
+            Warning::NoMainContent => "no_main_content",
+        }
+    }
+}
+
+/// One block of the main content (seed 004's content blocks): a paragraph, heading, list item,
+/// quote... with the links inside it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ContentBlock {
+    pub tag: String,
+    pub text: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<BlockLink>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BlockLink {
+    #[serde(serialize_with = "ser_url")]
+    pub url: Url,
+    pub text: String,
+}
+
+/// Everything extracted from one page.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Extracted {
+    #[serde(serialize_with = "ser_url")]
+    pub url: Url,
+    #[serde(flatten)]
+    pub metadata: Metadata,
+    /// Main text: plain, paragraphs separated by blank lines.
+    pub text: String,
+    pub word_count: usize,
+    pub blocks: Vec<ContentBlock>,
+    pub links: Vec<Link>,
+    /// Links the normalizer rejected (`javascript:`, `mailto:`, over-long...).
+    pub links_rejected: usize,
+    #[serde(flatten)]
+    pub classification: Classification,
+    pub js: JsScore,
+    pub fingerprints: Fingerprints,
+    /// 0–1: how sure the extractor is about the main text. Low confidence is when a second
+    /// opinion (the reference extractor) is worth its cost.
+    pub confidence: f32,
+    /// The encoding the bytes were read with, and why.
+    pub charset: &'static str,
+    pub charset_source: decode::CharsetSource,
+    pub warnings: Vec<Warning>,
+}
+
+/// Response headers as `(name, value)` pairs; names match case-insensitively.
+pub type Headers<'a> = [(&'a str, &'a str)];
+
+fn header<'a>(headers: &'a Headers<'a>, name: &str) -> Option<&'a str> {
+    headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| *v)
+}
+
+/// Extracts everything from one fetched page. `url` is the final URL (after redirects): links
+/// resolve against it unless the page has a valid `<base href>`.
+pub fn extract(body: &[u8], headers: &Headers, url: &Url) -> Extracted {
+    let mut warnings = Vec::new();
+    let tld = url.host_str().and_then(|h| h.rsplit('.').next()).map(str::to_ascii_lowercase);
+    let decoded = decode::decode(body, header(headers, "content-type"), tld.as_deref(), &mut warnings);
+    let html = sanitize::sanitize(&decoded.text, &mut warnings);
+    let doc = scraper::Html::parse_document(&html);
+    let walk = dom::walk(&doc);
+    warnings.extend(walk.warnings.iter().cloned());
+    let base = dom::base_url(&walk.meta, url);
+    let metadata = metadata::metadata(&walk.meta, url, &base, header(headers, "content-language"));
+    let main = content::select(&walk);
+    if main.blocks.is_empty() {
+        warnings.push(Warning::NoMainContent);
+    }
+
+    let in_main: std::collections::HashSet<u32> = main.blocks.iter().map(|&b| b as u32).collect();
+    let (links, links_rejected) = links::resolve(&walk.links, &base, |l| !l.boiler && l.block.is_some_and(|b| in_main.contains(&b)));
+    let mut text = String::new();
+    let mut blocks = Vec::with_capacity(main.blocks.len());
+    for &bi in &main.blocks {
+        let b = &walk.blocks[bi];
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(&b.text);
+        let block_links = b
+            .links
+            .iter()
+            .filter_map(|&l| {
+                let raw = &walk.links[l as usize];
+                let url = weft_frontier::normalize(raw.href.trim(), Some(&base)).ok()?;
+                Some(BlockLink { url, text: raw.text.clone() })
+            })
+            .collect();
+        blocks.push(ContentBlock { tag: b.tag.to_string(), text: b.text.clone(), links: block_links });
+    }
+    let main_chars: usize = main.blocks.iter().map(|&b| walk.blocks[b].chars as usize).sum();
+    let word_count = text.split_whitespace().count();
+    let classification = classify::classify(url, main_chars, &links, metadata.content_type.as_deref());
+    let visible_chars = walk.elems.first().map(|e| e.text_chars as usize).unwrap_or(0);
+    let empty_containers = walk.js.app_containers.iter().filter(|&&e| walk.elems[e as usize].text_chars < 50).count();
+    let js = js::score(&walk.js, html.len(), visible_chars, main_chars, empty_containers);
+    Extracted {
+        url: url.clone(),
+        metadata,
+        text,
+        word_count,
+        blocks,
+        links,
+        links_rejected,
+        classification,
+        js,
+        fingerprints: walk.fingerprints.clone(),
+        confidence: (main.confidence * 100.0).round() / 100.0,
+        charset: decoded.encoding.name(),
+        charset_source: decoded.source,
+        warnings,
+    }
+}
+
+pub(crate) fn ser_url<S: serde::Serializer>(u: &Url, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(u.as_str())
+}
+
+pub(crate) fn ser_opt_url<S: serde::Serializer>(u: &Option<Url>, s: S) -> Result<S::Ok, S::Error> {
+    match u {
+        Some(u) => s.serialize_str(u.as_str()),
+        None => s.serialize_none(),
+    }
+}
+
+pub(crate) fn ser_urls<S: serde::Serializer>(u: &[Url], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(u.iter().map(Url::as_str))
+}

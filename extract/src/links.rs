@@ -1,95 +1,109 @@
-//! Outbound links of an HTML page.
+//! Outbound links of a page, absolute and normalized with the frontier's normalizer, so the
+//! URL a link carries here is byte-for-byte the URL the seen-set will test.
 
-use scraper::{Html, Selector};
-use std::sync::OnceLock;
+use crate::dom::RawLink;
 use url::Url;
 
-/// One outbound link, resolved to an absolute URL (not yet normalized: that is the
-/// frontier's job, so there is exactly one normalizer).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One outbound link.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Link {
+    #[serde(serialize_with = "crate::ser_url")]
     pub url: Url,
     /// Visible anchor text, whitespace collapsed.
     pub text: String,
-    /// `rel="nofollow"` (or `ugc`/`sponsored`): the site asks crawlers not to follow it.
+    /// `rel` tokens, lowercased (`nofollow`, `ugc`, `sponsored`, `next`, ...).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rel: Vec<String>,
+    /// `rel` contains `nofollow`, `ugc` or `sponsored`: the site asks crawlers not to follow it.
     pub nofollow: bool,
+    /// The link sits in the main content (not navigation, sidebars or footers).
+    pub in_content: bool,
 }
 
-fn selectors() -> &'static (Selector, Selector) {
-    static S: OnceLock<(Selector, Selector)> = OnceLock::new();
-    S.get_or_init(|| {
-        (
-            Selector::parse("base[href]").expect("valid selector"),
-            Selector::parse("a[href], area[href]").expect("valid selector"),
-        )
-    })
-}
-
-/// Extracts the links of `html`, resolved against `<base href>` (when valid) or `page_url`.
-///
-/// Parsing never fails: html5ever recovers from any markup, and hrefs that do not resolve to a
-/// URL are skipped. `javascript:`, `mailto:` and other schemes are returned as they are; the
-/// frontier's normalizer rejects them with a typed reason.
-pub fn extract_links(html: &str, page_url: &Url) -> Vec<Link> {
-    let doc = Html::parse_document(html);
-    let (base_sel, link_sel) = selectors();
-    let base = doc
-        .select(base_sel)
-        .next()
-        .and_then(|b| b.value().attr("href"))
-        .and_then(|href| page_url.join(href.trim()).ok())
-        .unwrap_or_else(|| page_url.clone());
-    let mut links = Vec::new();
-    for el in doc.select(link_sel) {
-        let Some(href) = el.value().attr("href") else { continue };
-        let href = href.trim();
+/// Resolves and normalizes the raw links of a walk. Hidden links never reach here (the walk
+/// skips hidden subtrees). Returns the links and how many were rejected by the normalizer
+/// (`javascript:`, `mailto:`, unparseable, over-long...). Duplicate URLs keep their first
+/// occurrence.
+pub fn resolve(raw: &[RawLink], base: &Url, in_content: impl Fn(&RawLink) -> bool) -> (Vec<Link>, usize) {
+    let mut links = Vec::with_capacity(raw.len());
+    let mut seen = std::collections::HashSet::with_capacity(raw.len());
+    let mut rejected = 0;
+    for r in raw {
+        let href = r.href.trim();
         if href.is_empty() || href.starts_with('#') {
             continue;
         }
-        let Ok(url) = base.join(href) else { continue };
-        let nofollow = el
-            .value()
-            .attr("rel")
-            .map(|rel| {
-                rel.split_ascii_whitespace()
-                    .any(|r| matches!(r.to_ascii_lowercase().as_str(), "nofollow" | "ugc" | "sponsored"))
-            })
-            .unwrap_or(false);
-        let text = el.text().flat_map(|t| t.split_whitespace()).collect::<Vec<_>>().join(" ");
-        links.push(Link { url, text, nofollow });
+        let Ok(url) = weft_frontier::normalize(href, Some(base)) else {
+            rejected += 1;
+            continue;
+        };
+        if !seen.insert(url.as_str().to_string()) {
+            continue;
+        }
+        let rel: Vec<String> = r.rel.split_ascii_whitespace().map(|t| t.to_ascii_lowercase()).collect();
+        let nofollow = rel.iter().any(|t| matches!(t.as_str(), "nofollow" | "ugc" | "sponsored"));
+        links.push(Link { url, text: r.text.clone(), rel, nofollow, in_content: in_content(r) });
     }
-    links
+    (links, rejected)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::extract;
+    use url::Url;
 
     fn page() -> Url {
         Url::parse("http://a.test/dir/page.html").unwrap()
     }
 
+    fn links(html: &str) -> Vec<crate::Link> {
+        extract(html.as_bytes(), &[], &page()).links
+    }
+
     #[test]
-    fn resolves_relative_and_base_href() {
+    fn resolves_relative_and_base_href_and_normalizes() {
         let html = r##"<html><head><base href="http://cdn.test/root/"></head><body>
-            <a href="x.html">X <b>bold</b></a><a href="/abs">abs</a><a href="#top">skip</a>
-            <a href=" http://b.test/ ">b</a><a>no href</a><area href="map.html"></body></html>"##;
-        let links = extract_links(html, &page());
+            <a href="x.html#frag">X <b>bold</b></a><a href="/abs?utm_source=x&b=2&a=1">abs</a><a href="#top">skip</a>
+            <a href=" HTTP://B.test:80/ ">b</a><a>no href</a><a href="mailto:x@y.z">mail</a>
+            <area href="map.html"><a href="/abs?a=1&b=2">duplicate</a></body></html>"##;
+        let links = links(html);
         let urls: Vec<_> = links.iter().map(|l| l.url.as_str()).collect();
         assert_eq!(
             urls,
-            ["http://cdn.test/root/x.html", "http://cdn.test/abs", "http://b.test/", "http://cdn.test/root/map.html"]
+            ["http://cdn.test/root/x.html", "http://cdn.test/abs?a=1&b=2", "http://b.test/", "http://cdn.test/root/map.html"]
         );
         assert_eq!(links[0].text, "X bold");
     }
 
     #[test]
-    fn nofollow_is_flagged() {
-        let links = extract_links(
-            r#"<a rel="NoFollow noopener" href="/a">a</a><a rel="ugc" href="/b">b</a><a href="/c">c</a>"#,
-            &page(),
-        );
+    fn nofollow_and_rel_are_reported() {
+        let links = links(r#"<a rel="NoFollow noopener" href="/a">a</a><a rel="ugc" href="/b">b</a><a href="/c">c</a>"#);
         assert_eq!(links.iter().map(|l| l.nofollow).collect::<Vec<_>>(), [true, true, false]);
+        assert_eq!(links[0].rel, ["nofollow", "noopener"]);
+    }
+
+    #[test]
+    fn hidden_links_are_skipped() {
+        let html = r#"<body><p>Text <a href="/seen">seen</a> <a href="/h1" style="display: none">h</a>
+            <span hidden><a href="/h2">h</a></span> <a href="/h3" aria-hidden="true">h</a>
+            <a href="/h4" class="sr-only">h</a></p></body>"#;
+        let urls: Vec<_> = links(html).into_iter().map(|l| l.url.path().to_string()).collect();
+        assert_eq!(urls, ["/seen"]);
+    }
+
+    #[test]
+    fn links_know_whether_they_are_in_the_content() {
+        let para = "This is a long paragraph of article prose, with commas, and enough words to count as content. ";
+        let html = format!(
+            r#"<body><nav><a href="/home">Home</a></nav><article><p>{para}<a href="/cited">a cited source</a> {para}</p>
+            <p>{para}{para}</p></article><footer><a href="/about">About</a></footer></body>"#
+        );
+        let links = links(&html);
+        let flags: Vec<_> = links.iter().map(|l| (l.url.path().to_string(), l.in_content)).collect();
+        assert_eq!(
+            flags,
+            [("/home".to_string(), false), ("/cited".to_string(), true), ("/about".to_string(), false)]
+        );
     }
 
     #[test]
@@ -102,8 +116,8 @@ mod tests {
             &"<div>".repeat(20_000),
         ];
         for html in nasty {
-            let _ = extract_links(html, &page());
+            let _ = links(html);
         }
-        assert_eq!(extract_links("<a href='/z'>z", &page())[0].url.as_str(), "http://a.test/z");
+        assert_eq!(links("<a href='/z'>z")[0].url.as_str(), "http://a.test/z");
     }
 }

@@ -1,0 +1,659 @@
+//! The single walk over the parsed DOM that everything else reads from.
+//!
+//! html5ever builds the tree; this walk visits it once, depth-first, and records plain facts:
+//! an arena of elements (tag, parent, class/id hints, boilerplate and hidden flags), the text
+//! blocks in document order (each the inline content of one block-level element), the links,
+//! the metadata carriers (`<meta>`, `<link>`, JSON-LD, `<time>`, byline candidates), the raw
+//! material of the JS-need score, and the structural fingerprints. The interpreting modules
+//! (`content`, `metadata`, `js`, `links`) never walk the tree again, which is most of why
+//! extraction stays within a few milliseconds.
+//!
+//! Hidden content (`hidden`, `aria-hidden="true"`, inline `display:none`/`visibility:hidden`,
+//! and the common hiding class names) is skipped at every level — blocks, inline runs, links —
+//! because a reader never sees it and it is where spam and cloaked keywords live.
+
+use crate::fingerprint::Fingerprinter;
+use crate::Warning;
+use ego_tree::NodeRef;
+use regex::RegexSet;
+use scraper::{Html, Node};
+use std::sync::OnceLock;
+use url::Url;
+
+/// Index into [`Walk::elems`].
+pub type ElemId = u32;
+pub const NO_PARENT: ElemId = u32::MAX;
+
+/// Recursion guard for the walk. The sanitizer caps nesting at `sanitize::MAX_DEPTH` open
+/// elements, but implicitly closed elements do not count there; this is the hard stop.
+const MAX_WALK_DEPTH: u16 = 1_024;
+
+#[derive(Debug)]
+pub struct Elem<'a> {
+    pub tag: &'a str,
+    pub parent: ElemId,
+    pub depth: u16,
+    /// Readability-style class/id weight: +25 positive, −25 negative.
+    pub weight: i16,
+    /// This element or an ancestor is navigation, header/footer, aside, comments, share bars...
+    pub boiler: bool,
+    /// Strong content hint: `<article>`, `<main>`, `itemprop="articleBody"`, `role="main"`.
+    pub content_hint: bool,
+    /// Visible text characters in the subtree, and how many of them are link text. Filled in
+    /// after the walk from the blocks.
+    pub text_chars: u32,
+    pub link_chars: u32,
+    pub blocks: u32,
+}
+
+#[derive(Debug)]
+pub struct Block<'a> {
+    /// Tag of the block-level element that owns this text.
+    pub tag: &'a str,
+    pub elem: ElemId,
+    /// Whitespace-collapsed text; `<br>` becomes a newline.
+    pub text: String,
+    pub chars: u32,
+    pub link_chars: u32,
+    /// Indices into [`Walk::links`].
+    pub links: Vec<u32>,
+}
+
+#[derive(Debug)]
+pub struct RawLink {
+    pub href: String,
+    pub text: String,
+    pub rel: String,
+    pub block: Option<u32>,
+    pub boiler: bool,
+}
+
+/// Metadata carriers found anywhere in the document.
+#[derive(Debug, Default)]
+pub struct MetaFacts {
+    pub title: Option<String>,
+    pub html_lang: Option<String>,
+    pub base_href: Option<String>,
+    /// `(key, content)`: key is the lowercased `property`, `name`, `itemprop` or `http-equiv`.
+    pub metas: Vec<(String, String)>,
+    /// `(rel, href)` of `<link>` elements with a `rel` we care about.
+    pub link_rels: Vec<(String, String)>,
+    pub json_ld: Vec<String>,
+    /// `datetime` of `<time>` elements with their `itemprop` (if any), in document order.
+    pub times: Vec<(Option<String>, String)>,
+    /// Text of the first element marked as the author (rel/itemprop/class `author`, `byline`).
+    pub byline: Option<String>,
+    pub first_h1: Option<String>,
+}
+
+/// Raw material of the JS-need score.
+#[derive(Debug, Default)]
+pub struct JsFacts {
+    pub script_bytes: usize,
+    pub script_count: usize,
+    /// Marker strings seen in attributes, ids or inline scripts (e.g. `data-reactroot`).
+    pub markers: Vec<&'static str>,
+    /// Elements with an app-container id (`app`, `root`, `__next`, ...).
+    pub app_containers: Vec<ElemId>,
+    pub noscript_text: String,
+}
+
+pub struct Walk<'a> {
+    pub elems: Vec<Elem<'a>>,
+    pub blocks: Vec<Block<'a>>,
+    pub links: Vec<RawLink>,
+    pub meta: MetaFacts,
+    pub js: JsFacts,
+    pub fingerprints: crate::Fingerprints,
+    pub warnings: Vec<Warning>,
+}
+
+/// Class/id patterns, after Mozilla Readability (the widely tested set).
+const UNLIKELY: usize = 0;
+const MAYBE: usize = 1;
+const POSITIVE: usize = 2;
+const NEGATIVE: usize = 3;
+
+fn patterns() -> &'static RegexSet {
+    static SET: OnceLock<RegexSet> = OnceLock::new();
+    SET.get_or_init(|| {
+        RegexSet::new([
+            r"(?i)-ad-|ai2html|banner|breadcrumbs|combx|comment|community|cover-wrap|disqus|extra|footer|gdpr|header|legends|menu|related|remark|replies|rss|shoutbox|sidebar|skyscraper|social|sponsor|supplemental|ad-break|agegate|pagination|pager|popup|yom-remote|newsletter|share|sharing|subscribe|promo|cookie|consent|outbrain|taboola|recirc|trending|most-popular|mostpopular|signup|paywall",
+            r"(?i)and|article|body|column|content|main|mathjax|shadow|story|entry|post",
+            r"(?i)article|body|content|entry|hentry|h-entry|main|page|post|text|blog|story",
+            r"(?i)-ad-|hidden|^hid$| hid$| hid |^hid |banner|combx|comment|com-|contact|footer|gdpr|masthead|media|meta|outbrain|promo|related|scroll|share|shoutbox|sidebar|skyscraper|sponsor|shopping|tags|widget|byline|author|caption|credit|newsletter",
+        ])
+        .expect("valid patterns")
+    })
+}
+
+fn is_block_tag(tag: &str) -> bool {
+    matches!(
+        tag,
+        "address" | "article" | "aside" | "blockquote" | "body" | "center" | "dd" | "details" | "dialog" | "div" | "dl"
+            | "dt" | "fieldset" | "figcaption" | "figure" | "footer" | "form" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6"
+            | "header" | "hgroup" | "hr" | "li" | "main" | "nav" | "ol" | "p" | "pre" | "section" | "table" | "tbody"
+            | "thead" | "tfoot" | "tr" | "td" | "th" | "ul" | "caption" | "summary" | "html" | "menu" | "legend"
+    )
+}
+
+/// Elements whose content is never visible page text.
+fn is_skipped_tag(tag: &str) -> bool {
+    matches!(
+        tag,
+        "script" | "style" | "noscript" | "template" | "svg" | "math" | "canvas" | "iframe" | "object" | "embed"
+            | "video" | "audio" | "select" | "option" | "button" | "input" | "textarea" | "head" | "picture" | "map"
+            | "datalist" | "dialog"
+    )
+}
+
+fn is_boiler_tag(tag: &str) -> bool {
+    matches!(tag, "nav" | "aside" | "footer" | "header" | "menu")
+}
+
+fn is_boiler_role(role: &str) -> bool {
+    matches!(
+        role.trim().to_ascii_lowercase().as_str(),
+        "navigation" | "banner" | "contentinfo" | "complementary" | "menu" | "menubar" | "dialog" | "alertdialog"
+            | "search" | "toolbar" | "tablist" | "tooltip"
+    )
+}
+
+/// Class names that hide content in practically every CSS framework.
+fn is_hiding_class(class: &str) -> bool {
+    class.split_ascii_whitespace().any(|c| {
+        matches!(
+            c.to_ascii_lowercase().as_str(),
+            "hidden" | "d-none" | "is-hidden" | "hide" | "visually-hidden" | "visuallyhidden" | "sr-only"
+                | "screen-reader-text" | "screenreader-only" | "offscreen" | "u-hidden"
+        )
+    })
+}
+
+fn style_hides(style: &str) -> bool {
+    let compact: String = style.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_ascii_lowercase();
+    compact.contains("display:none") || compact.contains("visibility:hidden")
+}
+
+/// The attributes of one element that the walk reads, gathered in one pass over them.
+#[derive(Default)]
+struct Attrs<'a> {
+    id: Option<&'a str>,
+    class: Option<&'a str>,
+    style: Option<&'a str>,
+    role: Option<&'a str>,
+    itemprop: Option<&'a str>,
+    href: Option<&'a str>,
+    rel: Option<&'a str>,
+    hidden: bool,
+    aria_hidden: bool,
+    kind: Option<&'a str>,
+    name: Option<&'a str>,
+    property: Option<&'a str>,
+    content: Option<&'a str>,
+    http_equiv: Option<&'a str>,
+    datetime: Option<&'a str>,
+    lang: Option<&'a str>,
+    charset: bool,
+    marker: Option<&'static str>,
+}
+
+fn read_attrs<'a>(el: &'a scraper::node::Element) -> Attrs<'a> {
+    let mut a = Attrs::default();
+    for (k, v) in el.attrs() {
+        match k {
+            "id" => a.id = Some(v),
+            "class" => a.class = Some(v),
+            "style" => a.style = Some(v),
+            "role" => a.role = Some(v),
+            "itemprop" => a.itemprop = Some(v),
+            "href" => a.href = Some(v),
+            "rel" => a.rel = Some(v),
+            "hidden" => a.hidden = true,
+            "aria-hidden" => a.aria_hidden = v.trim().eq_ignore_ascii_case("true"),
+            "type" => a.kind = Some(v),
+            "name" => a.name = Some(v),
+            "property" => a.property = Some(v),
+            "content" => a.content = Some(v),
+            "http-equiv" => a.http_equiv = Some(v),
+            "datetime" => a.datetime = Some(v),
+            "lang" => a.lang = Some(v),
+            "charset" => a.charset = true,
+            "data-reactroot" | "data-reactid" => a.marker = Some("data-reactroot"),
+            "ng-version" => a.marker = Some("ng-version"),
+            "ng-app" | "data-ng-app" => a.marker = Some("ng-app"),
+            "v-cloak" => a.marker = Some("v-cloak"),
+            "data-server-rendered" => a.marker = Some("data-server-rendered"),
+            _ if k.starts_with("data-v-") => a.marker = Some("data-v-"),
+            _ if k.starts_with("_nghost") || k.starts_with("_ngcontent") => a.marker = Some("_nghost"),
+            _ if k.starts_with("data-svelte") => a.marker = Some("data-svelte"),
+            _ => {}
+        }
+    }
+    a
+}
+
+/// Appends `text` to `buf` with whitespace runs collapsed to one space (none at the start of
+/// the buffer). Returns the number of non-whitespace characters added.
+fn push_collapsed(buf: &mut String, text: &str) -> u32 {
+    let mut added = 0u32;
+    let mut space = false;
+    for c in text.chars() {
+        if c.is_whitespace() {
+            space = true;
+            continue;
+        }
+        if space && !buf.is_empty() && !buf.ends_with([' ', '\n']) {
+            buf.push(' ');
+        }
+        space = false;
+        buf.push(c);
+        added += 1;
+    }
+    if space && !buf.is_empty() && !buf.ends_with([' ', '\n']) {
+        buf.push(' ');
+    }
+    added
+}
+
+struct State<'a> {
+    walk: Walk<'a>,
+    fp: Fingerprinter,
+    buf: String,
+    buf_chars: u32,
+    buf_link_chars: u32,
+    buf_links: Vec<u32>,
+    owner: ElemId,
+    /// The open link, if any: index into links; its text accumulates while it is open.
+    link: Option<u32>,
+    depth_warned: bool,
+}
+
+impl<'a> State<'a> {
+    fn flush(&mut self) {
+        let text = self.buf.trim();
+        if !text.is_empty() && self.owner != NO_PARENT {
+            let index = self.walk.blocks.len() as u32;
+            for &l in &self.buf_links {
+                self.walk.links[l as usize].block = Some(index);
+            }
+            let elem = &self.walk.elems[self.owner as usize];
+            self.walk.blocks.push(Block {
+                tag: elem.tag,
+                elem: self.owner,
+                text: text.to_string(),
+                chars: self.buf_chars,
+                link_chars: self.buf_link_chars.min(self.buf_chars),
+                links: std::mem::take(&mut self.buf_links),
+            });
+        }
+        self.buf.clear();
+        self.buf_links.clear();
+        self.buf_chars = 0;
+        self.buf_link_chars = 0;
+    }
+
+    fn visit(&mut self, node: NodeRef<'a, Node>, parent: ElemId, depth: u16) {
+        if depth >= MAX_WALK_DEPTH {
+            if !self.depth_warned {
+                self.depth_warned = true;
+                self.walk.warnings.push(Warning::DepthLimited { max_depth: MAX_WALK_DEPTH as usize, dropped_tags: 0 });
+            }
+            return;
+        }
+        match node.value() {
+            Node::Text(t) => {
+                if parent == NO_PARENT {
+                    return;
+                }
+                let added = push_collapsed(&mut self.buf, t);
+                self.buf_chars += added;
+                if let Some(l) = self.link {
+                    self.buf_link_chars += added;
+                    push_collapsed(&mut self.walk.links[l as usize].text, t);
+                }
+            }
+            Node::Element(el) => self.element(node, el, parent, depth),
+            Node::Document | Node::Fragment => {
+                for child in node.children() {
+                    self.visit(child, parent, depth + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn element(&mut self, node: NodeRef<'a, Node>, el: &'a scraper::node::Element, parent: ElemId, depth: u16) {
+        let tag = el.name();
+        let a = read_attrs(el);
+        if let Some(m) = a.marker {
+            self.walk.js.markers.push(m);
+        }
+        self.head_facts(node, tag, &a);
+        let pruned = matches!(tag, "script" | "style" | "noscript" | "template");
+        if !pruned {
+            self.fp.open(tag, a.id, a.class);
+        }
+        let hidden = a.hidden
+            || a.aria_hidden
+            || a.style.is_some_and(style_hides)
+            || a.class.is_some_and(is_hiding_class)
+            || (tag == "input" && a.kind.is_some_and(|k| k.eq_ignore_ascii_case("hidden")));
+        if is_skipped_tag(tag) || hidden || parent == NO_PARENT && tag != "html" && tag != "body" {
+            // Skipped subtrees still count toward the fingerprint skeleton (not their text).
+            if !pruned && tag != "head" {
+                self.fingerprint_subtree(node, depth);
+            }
+            if tag == "head" {
+                for child in node.children() {
+                    self.visit(child, NO_PARENT, depth + 1);
+                }
+            }
+            if !pruned {
+                self.fp.close();
+            }
+            return;
+        }
+
+        // Register the element.
+        let parent_elem = (parent != NO_PARENT).then(|| &self.walk.elems[parent as usize]);
+        let mut weight = 0i16;
+        let mut unlikely = false;
+        let class_id = match (a.class, a.id) {
+            (Some(c), Some(i)) => Some(format!("{c} {i}")),
+            (Some(c), None) => Some(c.to_string()),
+            (None, Some(i)) => Some(i.to_string()),
+            (None, None) => None,
+        };
+        if let Some(ci) = &class_id {
+            let m = patterns().matches(ci);
+            if m.matched(POSITIVE) {
+                weight += 25;
+            }
+            if m.matched(NEGATIVE) {
+                weight -= 25;
+            }
+            unlikely = m.matched(UNLIKELY) && !m.matched(MAYBE) && !matches!(tag, "body" | "html" | "article" | "main" | "a");
+        }
+        let itemprop_body = a.itemprop.is_some_and(|p| p.split_ascii_whitespace().any(|p| p == "articleBody" || p == "text" || p == "reviewBody"));
+        let content_hint = matches!(tag, "article" | "main") || itemprop_body || a.role.is_some_and(|r| r.eq_ignore_ascii_case("main"));
+        let boiler = parent_elem.is_some_and(|p| p.boiler)
+            || (!itemprop_body && (is_boiler_tag(tag) || a.role.is_some_and(is_boiler_role) || unlikely));
+        let id = self.walk.elems.len() as ElemId;
+        self.walk.elems.push(Elem {
+            tag,
+            parent,
+            depth,
+            weight,
+            boiler,
+            content_hint,
+            text_chars: 0,
+            link_chars: 0,
+            blocks: 0,
+        });
+        if let Some(elem_id) = a.id {
+            let lower = elem_id.to_ascii_lowercase();
+            if matches!(lower.as_str(), "app" | "root" | "__next" | "__nuxt" | "___gatsby" | "svelte" | "app-root" | "main-app") {
+                self.walk.js.app_containers.push(id);
+            }
+        }
+
+        let block = is_block_tag(tag);
+        let saved_owner = self.owner;
+        if block {
+            self.flush();
+            self.owner = id;
+        }
+        let is_link = (tag == "a" || tag == "area") && a.href.is_some();
+        let saved_link = self.link;
+        if is_link {
+            let l = self.walk.links.len() as u32;
+            self.walk.links.push(RawLink {
+                href: a.href.unwrap_or_default().to_string(),
+                text: String::new(),
+                rel: a.rel.unwrap_or_default().to_string(),
+                block: None,
+                boiler,
+            });
+            self.buf_links.push(l);
+            self.link = Some(l);
+        }
+        if tag == "br" {
+            // Keep the break as a line boundary inside the block.
+            while self.buf.ends_with(' ') {
+                self.buf.pop();
+            }
+            if !self.buf.is_empty() && !self.buf.ends_with('\n') {
+                self.buf.push('\n');
+            }
+        } else if tag == "img" {
+            // Images separate words visually; never glue the words around them.
+            if !self.buf.is_empty() && !self.buf.ends_with([' ', '\n']) {
+                self.buf.push(' ');
+            }
+        }
+        for child in node.children() {
+            self.visit(child, id, depth + 1);
+        }
+        if is_link {
+            let l = &mut self.walk.links[self.link.unwrap_or_default() as usize];
+            l.text.truncate(l.text.trim_end().len());
+            self.link = saved_link;
+        }
+        if block {
+            self.flush();
+            self.owner = saved_owner;
+        }
+        self.fp.close();
+    }
+
+    /// Feeds the skeleton of a skipped subtree (hidden or non-text elements) to the fingerprint.
+    fn fingerprint_subtree(&mut self, node: NodeRef<'a, Node>, depth: u16) {
+        if depth >= MAX_WALK_DEPTH {
+            return;
+        }
+        for child in node.children() {
+            if let Node::Element(el) = child.value() {
+                let tag = el.name();
+                if matches!(tag, "script" | "style" | "noscript" | "template") {
+                    self.script_facts(child, el);
+                    continue;
+                }
+                let a = read_attrs(el);
+                self.head_facts(child, tag, &a);
+                self.fp.open(tag, a.id, a.class);
+                self.fingerprint_subtree(child, depth + 1);
+                self.fp.close();
+            }
+        }
+    }
+
+    fn script_facts(&mut self, node: NodeRef<'a, Node>, el: &'a scraper::node::Element) {
+        let tag = el.name();
+        let a = read_attrs(el);
+        self.head_facts(node, tag, &a);
+    }
+
+    /// Metadata carriers and script facts. Called for every element, wherever it sits (html5ever
+    /// moves stray `<meta>` and `<script>` into the body).
+    fn head_facts(&mut self, node: NodeRef<'a, Node>, tag: &str, a: &Attrs<'a>) {
+        let meta = &mut self.walk.meta;
+        match tag {
+            "html" => meta.html_lang = a.lang.map(|l| l.trim().to_string()).filter(|l| !l.is_empty()),
+            "title" if meta.title.is_none() => meta.title = Some(node_text(node)),
+            "base" if meta.base_href.is_none() => meta.base_href = a.href.map(str::to_string),
+            "meta" => {
+                if let Some(content) = a.content {
+                    let key = a.property.or(a.name).or(a.itemprop).or(a.http_equiv);
+                    if let Some(key) = key {
+                        meta.metas.push((key.trim().to_ascii_lowercase(), content.trim().to_string()));
+                    }
+                }
+                let _ = a.charset;
+            }
+            "link" => {
+                if let (Some(rel), Some(href)) = (a.rel, a.href) {
+                    for r in rel.split_ascii_whitespace() {
+                        let r = r.to_ascii_lowercase();
+                        if matches!(r.as_str(), "canonical" | "next" | "prev" | "author" | "amphtml" | "alternate") {
+                            meta.link_rels.push((r, href.trim().to_string()));
+                        }
+                    }
+                }
+            }
+            "time" => {
+                if let Some(dt) = a.datetime {
+                    meta.times.push((a.itemprop.map(str::to_string), dt.trim().to_string()));
+                }
+            }
+            "h1" if meta.first_h1.is_none() => {
+                let t = node_text(node);
+                if !t.is_empty() {
+                    meta.first_h1 = Some(t);
+                }
+            }
+            "script" => {
+                let text = node_text_raw(node);
+                let js = &mut self.walk.js;
+                js.script_count += 1;
+                js.script_bytes += text.len();
+                let kind = a.kind.map(|k| k.trim().to_ascii_lowercase());
+                if kind.as_deref() == Some("application/ld+json") {
+                    meta.json_ld.push(text);
+                } else {
+                    if a.id == Some("__NEXT_DATA__") {
+                        js.markers.push("__NEXT_DATA__");
+                    }
+                    for (needle, marker) in [
+                        ("__NEXT_DATA__", "__NEXT_DATA__"),
+                        ("__NUXT__", "__NUXT__"),
+                        ("__INITIAL_STATE__", "__INITIAL_STATE__"),
+                        ("__REACT", "__REACT"),
+                        ("__VUE__", "__VUE__"),
+                        ("__svelte", "__svelte"),
+                        ("ng-version", "ng-version"),
+                        ("/_next/", "/_next/"),
+                    ] {
+                        if text.contains(needle) {
+                            js.markers.push(marker);
+                        }
+                    }
+                }
+                if let Some(src) = node.value().as_element().and_then(|e| e.attr("src")) {
+                    if src.contains("/_next/") {
+                        js.markers.push("/_next/");
+                    } else if src.contains("/_nuxt/") {
+                        js.markers.push("__NUXT__");
+                    }
+                }
+            }
+            "noscript" => {
+                let t = node_text_raw(node);
+                let js = &mut self.walk.js;
+                if js.noscript_text.len() < 4_096 {
+                    js.noscript_text.push_str(&t[..t.len().min(4_096)]);
+                }
+            }
+            _ => {}
+        }
+        if self.walk.meta.byline.is_none() && tag != "meta" && tag != "link" {
+            let is_author = a.rel.is_some_and(|r| r.split_ascii_whitespace().any(|r| r.eq_ignore_ascii_case("author")))
+                || a.itemprop.is_some_and(|p| p.split_ascii_whitespace().any(|p| p == "author" || p == "creator"))
+                || a.class.is_some_and(|c| {
+                    c.split_ascii_whitespace().any(|c| {
+                        let c = c.to_ascii_lowercase();
+                        c.contains("byline") || c == "author" || c.ends_with("author-name") || c == "author-name"
+                    })
+                });
+            if is_author {
+                let t = node_text(node);
+                if !t.is_empty() && t.chars().count() <= 120 {
+                    self.walk.meta.byline = Some(t);
+                }
+            }
+        }
+    }
+}
+
+/// Visible text of a subtree, whitespace collapsed (scripts and styles excluded).
+pub fn node_text(node: NodeRef<'_, Node>) -> String {
+    let mut out = String::new();
+    for d in node.descendants() {
+        if let Node::Text(t) = d.value() {
+            let skip = d.ancestors().any(|a| {
+                a.value().as_element().is_some_and(|e| matches!(e.name(), "script" | "style" | "noscript" | "template"))
+            });
+            if !skip {
+                push_collapsed(&mut out, t);
+                if !out.ends_with(' ') {
+                    out.push(' ');
+                }
+            }
+        }
+        if out.len() > 2_000 {
+            break;
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Raw text content of a raw-text element such as `<script>`.
+fn node_text_raw(node: NodeRef<'_, Node>) -> String {
+    let mut out = String::new();
+    for c in node.children() {
+        if let Node::Text(t) = c.value() {
+            out.push_str(t);
+        }
+    }
+    out
+}
+
+/// Walks `doc` once. `base` is only used to report nothing here; links are resolved later.
+pub fn walk(doc: &Html) -> Walk<'_> {
+    let mut state = State {
+        walk: Walk {
+            elems: Vec::with_capacity(2_048),
+            blocks: Vec::with_capacity(512),
+            links: Vec::with_capacity(256),
+            meta: MetaFacts::default(),
+            js: JsFacts::default(),
+            fingerprints: crate::Fingerprints { l1: String::new(), l2: String::new() },
+            warnings: Vec::new(),
+        },
+        fp: Fingerprinter::new(),
+        buf: String::with_capacity(1_024),
+        buf_chars: 0,
+        buf_link_chars: 0,
+        buf_links: Vec::new(),
+        owner: NO_PARENT,
+        link: None,
+        depth_warned: false,
+    };
+    // The root element is <html>; treat its children as content with <html> as parent.
+    let root = doc.tree.root();
+    for child in root.children() {
+        if let Node::Element(el) = child.value() {
+            state.element(child, el, NO_PARENT, 1);
+        }
+    }
+    state.flush();
+    state.walk.fingerprints = state.fp.finish();
+    // Roll text counts up the arena.
+    let mut walk = state.walk;
+    for b in 0..walk.blocks.len() {
+        let (chars, links, mut e) = (walk.blocks[b].chars, walk.blocks[b].link_chars, walk.blocks[b].elem);
+        while e != NO_PARENT {
+            let el = &mut walk.elems[e as usize];
+            el.text_chars += chars;
+            el.link_chars += links;
+            el.blocks += 1;
+            e = el.parent;
+        }
+    }
+    walk
+}
+
+/// Resolves the document base: `<base href>` when it is valid, else the page URL.
+pub fn base_url(meta: &MetaFacts, page: &Url) -> Url {
+    meta.base_href.as_deref().and_then(|h| page.join(h.trim()).ok()).unwrap_or_else(|| page.clone())
+}

@@ -1,0 +1,253 @@
+//! Repairs of broken markup that html5ever would otherwise read "correctly" into nonsense, and
+//! the work limits that keep parsing linear on hostile input.
+//!
+//! One left-to-right scan over the text, no backtracking:
+//! - NULs and C0 control characters other than whitespace are dropped;
+//! - doubled brackets around a tag, `<<p>>`, become `<p>`;
+//! - a doubled equals sign in an attribute, `href=="/x"`, becomes `href="/x"`;
+//! - nesting is capped: start tags deeper than [`MAX_DEPTH`] open elements are dropped (their
+//!   text is kept), with a warning. html5ever's tree builder scans the stack of open elements on
+//!   many tags, so 20 MB of `<div>` would otherwise take quadratic time, and every tree walk
+//!   after it would need a 4-million-frame stack;
+//! - input beyond [`MAX_HTML_BYTES`] is cut at a tag boundary, with a warning.
+//!
+//! Raw-text elements (`script`, `style`, `textarea`, `title`, ...) and comments are copied
+//! verbatim: their content is not markup.
+
+use crate::Warning;
+use std::borrow::Cow;
+
+/// Deepest nesting of open elements kept. Real pages stay under ~60.
+pub const MAX_DEPTH: usize = 256;
+/// Largest document parsed (after decoding). Larger input is truncated with a warning.
+pub const MAX_HTML_BYTES: usize = 8 << 20;
+
+/// Elements that never have content, so never add depth.
+fn is_void(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"area" | b"base" | b"br" | b"col" | b"embed" | b"hr" | b"img" | b"input" | b"link" | b"meta" | b"param"
+            | b"source" | b"track" | b"wbr" | b"keygen" | b"frame" | b"basefont" | b"isindex"
+    )
+}
+
+/// Elements whose end tag is optional: html5ever closes them implicitly, so counting them would
+/// overstate depth on perfectly normal pages (`<p>` after `<p>`, `<li>` after `<li>`).
+fn is_optional_close(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"p" | b"li" | b"dt" | b"dd" | b"option" | b"optgroup" | b"tr" | b"td" | b"th" | b"thead" | b"tbody"
+            | b"tfoot" | b"rb" | b"rt" | b"rp" | b"rtc" | b"colgroup" | b"caption" | b"html" | b"head" | b"body"
+    )
+}
+
+fn is_raw_text(name: &[u8]) -> bool {
+    matches!(name, b"script" | b"style" | b"textarea" | b"title" | b"xmp" | b"iframe" | b"noembed" | b"noframes" | b"plaintext")
+}
+
+/// Returns the repaired document, borrowing when nothing had to change.
+pub fn sanitize<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> Cow<'a, str> {
+    let mut input = input;
+    if input.len() > MAX_HTML_BYTES {
+        let mut cut = MAX_HTML_BYTES;
+        while !input.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let cut = input[..cut].rfind('<').filter(|&p| p > 0).unwrap_or(cut);
+        warnings.push(Warning::Truncated { bytes: input.len(), kept: cut });
+        input = &input[..cut];
+    }
+    let bytes = input.as_bytes();
+    let mut out: Option<String> = None;
+    // Copies input[from..to] to the output if we are rewriting.
+    let mut copied = 0usize; // input bytes before this index are already accounted for
+    let mut depth = 0usize;
+    let mut dropped_tags = 0usize;
+    let mut i = 0usize;
+
+    macro_rules! rewrite {
+        ($upto:expr) => {{
+            let o = out.get_or_insert_with(|| String::with_capacity(input.len()));
+            o.push_str(&input[copied..$upto]);
+        }};
+    }
+
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == 0 || (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c)) || b == 0x7f {
+            rewrite!(i);
+            i += 1;
+            copied = i;
+            continue;
+        }
+        if b != b'<' {
+            i += 1;
+            continue;
+        }
+        // `<<tag` → `<tag`
+        if bytes.get(i + 1) == Some(&b'<') && bytes.get(i + 2).is_some_and(|c| c.is_ascii_alphabetic() || *c == b'/') {
+            rewrite!(i);
+            i += 1;
+            copied = i;
+            continue;
+        }
+        // Comments are skipped whole.
+        if bytes[i..].starts_with(b"<!--") {
+            i = find(bytes, i + 4, b"-->").map(|e| e + 3).unwrap_or(bytes.len());
+            continue;
+        }
+        let closing = bytes.get(i + 1) == Some(&b'/');
+        let name_start = i + 1 + closing as usize;
+        if !bytes.get(name_start).is_some_and(u8::is_ascii_alphabetic) {
+            i += 1;
+            continue;
+        }
+        let mut name_end = name_start;
+        while name_end < bytes.len() && !matches!(bytes[name_end], b' ' | b'\t' | b'\n' | b'\r' | 0x0c | b'/' | b'>') {
+            name_end += 1;
+        }
+        // Lowercased name in a stack buffer; longer names are none of the special ones.
+        let mut name_buf = [0u8; 16];
+        let name_len = (name_end - name_start).min(16);
+        for (k, c) in bytes[name_start..name_start + name_len].iter().enumerate() {
+            name_buf[k] = c.to_ascii_lowercase();
+        }
+        let name: &[u8] = if name_end - name_start <= 16 { &name_buf[..name_len] } else { b"-" };
+        // html5ever ignores `/>` on HTML elements, so self-closing syntax changes nothing here.
+        let counts = !is_void(name) && !is_optional_close(name);
+        let mut drop_tag = false;
+        if closing {
+            if counts && depth > 0 {
+                drop_tag = depth > MAX_DEPTH; // closer of a dropped element
+                depth -= 1;
+            }
+        } else if counts {
+            depth += 1;
+            if depth > MAX_DEPTH {
+                drop_tag = true;
+                dropped_tags += 1;
+            }
+        }
+        if drop_tag {
+            rewrite!(i);
+        }
+        // Find the end of the tag, honouring quoted attribute values; fix `==`.
+        let mut j = name_end;
+        let mut quote = 0u8;
+        while j < bytes.len() {
+            let c = bytes[j];
+            if quote != 0 {
+                if c == quote {
+                    quote = 0;
+                }
+            } else if c == b'"' || c == b'\'' {
+                quote = c;
+            } else if c == b'>' {
+                break;
+            } else if !drop_tag && c == b'=' && bytes.get(j + 1) == Some(&b'=') {
+                rewrite!(j);
+                copied = j + 1; // drop the first '='
+            }
+            j += 1;
+        }
+        let tag_end = (j + 1).min(bytes.len()); // one past '>'
+        if drop_tag {
+            copied = tag_end;
+        }
+        // `<<p>>`: drop a doubled closing bracket right after a tag that began with one.
+        let doubled_close = i > 0 && bytes[i - 1] == b'<' && bytes.get(tag_end) == Some(&b'>');
+        i = tag_end;
+        if doubled_close {
+            rewrite!(i);
+            i += 1;
+            copied = i;
+        }
+        // Raw text: skip to the matching end tag, verbatim.
+        if !closing && is_raw_text(name) {
+            let mut k = i;
+            loop {
+                match find(bytes, k, b"</") {
+                    Some(p) if bytes.len() >= p + 2 + name.len()
+                        && bytes[p + 2..p + 2 + name.len()].eq_ignore_ascii_case(name) =>
+                    {
+                        i = p;
+                        break;
+                    }
+                    Some(p) => k = p + 2,
+                    None => {
+                        i = bytes.len();
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    if dropped_tags > 0 {
+        warnings.push(Warning::DepthLimited { max_depth: MAX_DEPTH, dropped_tags });
+    }
+    match out {
+        Some(mut o) => {
+            o.push_str(&input[copied..]);
+            Cow::Owned(o)
+        }
+        None => Cow::Borrowed(input),
+    }
+}
+
+fn find(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+    hay.get(from..).and_then(|h| memchr::memmem::find(h, needle)).map(|p| p + from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clean(s: &str) -> (String, Vec<Warning>) {
+        let mut w = Vec::new();
+        let out = sanitize(s, &mut w).into_owned();
+        (out, w)
+    }
+
+    #[test]
+    fn clean_markup_is_borrowed_untouched() {
+        let mut w = Vec::new();
+        let html = "<html><body><p class=\"a\">x &lt; y</p><script>if (a<b) {}</script></body></html>";
+        assert!(matches!(sanitize(html, &mut w), Cow::Borrowed(_)));
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn repairs_seed_cases() {
+        assert_eq!(clean("<<p>>hello</p>").0, "<p>hello</p>");
+        assert_eq!(clean("<a href==\"/home\">h</a>").0, "<a href=\"/home\">h</a>");
+        assert_eq!(clean("<p>a\0b\x01c\td</p>").0, "<p>abc\td</p>");
+        // `==` inside a quoted value is content, not a typo.
+        assert_eq!(clean("<a title=\"a==b\">x</a>").0, "<a title=\"a==b\">x</a>");
+    }
+
+    #[test]
+    fn deep_nesting_is_capped_with_a_warning() {
+        let html = format!("{}text{}", "<div>".repeat(10_000), "</div>".repeat(10_000));
+        let (out, w) = clean(&html);
+        assert_eq!(out.matches("<div>").count(), MAX_DEPTH);
+        assert_eq!(out.matches("</div>").count(), MAX_DEPTH);
+        assert!(out.contains("text"));
+        assert!(matches!(w[0], Warning::DepthLimited { dropped_tags: 9_744, .. }));
+    }
+
+    #[test]
+    fn implicit_closers_do_not_count_as_depth() {
+        let html = "<p>x".repeat(1_000);
+        let (out, w) = clean(&html);
+        assert_eq!(out, html);
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn script_content_is_not_scanned_as_markup() {
+        let html = format!("<script>{}</script><p>after</p>", "<div>".repeat(1_000));
+        let (out, w) = clean(&html);
+        assert_eq!(out, html);
+        assert!(w.is_empty());
+    }
+}
