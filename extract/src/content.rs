@@ -103,55 +103,17 @@ pub fn select(walk: &Walk) -> MainContent {
     if n == 0 || walk.blocks.is_empty() {
         return MainContent::default();
     }
-    // Stage 1: good and bad text per element, rolled up the ancestor chain.
-    let mut good = vec![0f32; n];
-    let mut bad = vec![0f32; n];
-    let mut total_good = 0f32;
-    for b in &walk.blocks {
-        if walk.elems[b.elem as usize].boiler {
-            continue;
-        }
-        let ld = link_density(b);
-        let (g, x) = if b.chars >= GOOD_CHARS && ld <= MAX_GOOD_LINK_DENSITY && !is_interface_line(&b.text) {
-            // Prose; punctuation is a cheap signal of sentences rather than labels.
-            let commas = b.text.matches([',', '.', ';']).count() as f32;
-            ((b.chars - b.link_chars) as f32 + 10.0 * commas.min(20.0), b.link_chars as f32)
-        } else {
-            (0.0, b.link_chars as f32 + 0.25 * (b.chars - b.link_chars) as f32)
-        };
-        total_good += g;
-        let mut e = b.elem;
-        while e != NO_PARENT {
-            good[e as usize] += g;
-            bad[e as usize] += x;
-            e = walk.elems[e as usize].parent;
-        }
-    }
-    let mut best: Option<(ElemId, f32)> = None;
-    for (i, el) in walk.elems.iter().enumerate() {
-        if el.boiler || good[i] == 0.0 {
-            continue;
-        }
-        let mut score = good[i] - 0.5 * bad[i];
-        score *= 1.0 + el.weight as f32 / 100.0;
-        if el.content_hint {
-            score *= 1.1;
-        }
-        // `>=`: the arena is in document order, ancestors first, so ties go to the deeper element.
-        if best.is_none_or(|(_, s)| score >= s) {
-            best = Some((i as ElemId, score));
-        }
-    }
-    let Some((container, _)) = best else {
-        return MainContent::default();
+    let (roots, confidence) = match containers(walk) {
+        Some(c) => c,
+        None => return MainContent::default(),
     };
-
+    let container = roots[0];
     // Stage 2: classify the container's blocks and apply the context rule.
     let candidates: Vec<(usize, Class)> = walk
         .blocks
         .iter()
         .enumerate()
-        .filter(|(_, b)| !walk.elems[b.elem as usize].boiler && within(walk, b.elem, container))
+        .filter(|(_, b)| !walk.elems[b.elem as usize].boiler && roots.iter().any(|&r| within(walk, b.elem, r)))
         .map(|(i, b)| (i, classify(b)))
         .collect();
     let first_good = candidates.iter().position(|(_, c)| *c == Class::Good);
@@ -164,11 +126,149 @@ pub fn select(walk: &Walk) -> MainContent {
             .collect(),
         _ => candidates.iter().filter(|(_, c)| *c != Class::Bad).map(|(i, _)| *i).collect(),
     };
-    let chosen_good = good[container as usize];
-    let confidence = if total_good > 0.0 {
-        (chosen_good / total_good) * (chosen_good / 1_500.0).min(1.0)
-    } else {
-        0.0
-    };
     MainContent { blocks, container: Some(container), confidence }
+}
+
+/// Readability's per-tag starting score for a candidate container.
+fn tag_bonus(tag: &str) -> f32 {
+    match tag {
+        "div" | "article" | "section" | "main" => 5.0,
+        "pre" | "td" | "blockquote" => 3.0,
+        "address" | "ol" | "ul" | "dl" | "dd" | "dt" | "li" | "form" => -3.0,
+        "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "th" => -5.0,
+        _ => 0.0,
+    }
+}
+
+/// How many ancestors a paragraph credits, and with what divisor (Readability: parent ×1,
+/// grandparent ×½, then ×1/(3·level)).
+const LEVELS: usize = 5;
+
+/// Stage 1: the container element(s) of the main content, and a confidence.
+///
+/// Paragraph-like blocks score `1 + commas + min(chars/100, 3)` and credit their nearest
+/// ancestors with decaying weight, so the element that directly holds the most prose wins —
+/// not a distant wrapper that also holds teaser lists. The winner moves up to its parent when
+/// the parent scores higher (articles split into several wrappers), and siblings that score
+/// close to it or read as prose join it (Readability's sibling rule).
+fn containers(walk: &Walk) -> Option<(Vec<ElemId>, f32)> {
+    let n = walk.elems.len();
+    let mut score = vec![0f32; n];
+    let mut scored = vec![false; n];
+    let mut prose_total = 0f32;
+    for b in &walk.blocks {
+        let owner = &walk.elems[b.elem as usize];
+        if owner.boiler || b.chars < 25 || is_heading(b.tag) {
+            continue;
+        }
+        let commas = b.text.matches([',', '\u{060C}', '\u{FE50}', '\u{3001}', '\u{FF0C}']).count() as f32;
+        let s = 1.0 + (commas + 1.0) + (b.chars as f32 / 100.0).floor().min(3.0);
+        if b.chars >= GOOD_CHARS && link_density(b) <= MAX_GOOD_LINK_DENSITY {
+            prose_total += (b.chars - b.link_chars) as f32;
+        }
+        // The owner element itself counts as level 0 when it is a plain text container
+        // (a `<div>` with text directly inside); a `<p>` credits its parent first.
+        let mut e = if matches!(b.tag, "p" | "pre" | "li" | "dd" | "dt" | "blockquote" | "figcaption") { owner.parent } else { b.elem };
+        let mut level = 0;
+        while e != NO_PARENT && level < LEVELS {
+            let el = &walk.elems[e as usize];
+            if el.boiler {
+                break;
+            }
+            if !scored[e as usize] {
+                scored[e as usize] = true;
+                score[e as usize] = tag_bonus(el.tag) + el.weight as f32;
+            }
+            let div = match level {
+                0 => 1.0,
+                1 => 2.0,
+                l => l as f32 * 3.0,
+            };
+            score[e as usize] += s / div;
+            e = el.parent;
+            level += 1;
+        }
+    }
+    let final_score = |i: usize| -> f32 {
+        let el = &walk.elems[i];
+        let ld = if el.text_chars > 0 { el.link_chars as f32 / el.text_chars as f32 } else { 0.0 };
+        let hint = if el.content_hint { 1.1 } else { 1.0 };
+        score[i] * (1.0 - ld) * hint
+    };
+    let mut top: Option<(usize, f32)> = None;
+    for i in 0..n {
+        if !scored[i] || matches!(walk.elems[i].tag, "html" | "body") {
+            continue;
+        }
+        let f = final_score(i);
+        if top.is_none_or(|(_, t)| f > t) {
+            top = Some((i, f));
+        }
+    }
+    let (mut top, mut top_score) = match top {
+        Some(t) => t,
+        None => {
+            // No paragraph anywhere: the body, if it has text.
+            let body = walk.elems.iter().position(|e| e.tag == "body")?;
+            return Some((vec![body as ElemId], 0.0));
+        }
+    };
+    // Move up while the parent is at least as good (Readability's parent loop).
+    let threshold = top_score / 3.0;
+    let mut last = top_score;
+    let mut p = walk.elems[top].parent;
+    while p != NO_PARENT && !matches!(walk.elems[p as usize].tag, "body" | "html") {
+        if !scored[p as usize] {
+            p = walk.elems[p as usize].parent;
+            continue;
+        }
+        let ps = final_score(p as usize);
+        if ps < threshold {
+            break;
+        }
+        if ps > last {
+            top = p as usize;
+            top_score = ps;
+            break;
+        }
+        last = ps;
+        p = walk.elems[p as usize].parent;
+    }
+    // An only child moves up to its parent (same content, fuller context).
+    loop {
+        let parent = walk.elems[top].parent;
+        if parent == NO_PARENT || matches!(walk.elems[parent as usize].tag, "body" | "html") {
+            break;
+        }
+        if walk.elems[parent as usize].text_chars != walk.elems[top].text_chars {
+            break;
+        }
+        top = parent as usize;
+    }
+    // Siblings.
+    let mut roots = vec![top as ElemId];
+    let parent = walk.elems[top].parent;
+    if parent != NO_PARENT {
+        let sib_threshold = (top_score * 0.2).max(10.0);
+        for (i, el) in walk.elems.iter().enumerate() {
+            if el.parent != parent || i == top || el.boiler || el.text_chars == 0 {
+                continue;
+            }
+            let ss = if scored[i] { final_score(i) } else { 0.0 };
+            let ld = el.link_chars as f32 / el.text_chars as f32;
+            let prose_sibling = el.tag == "p" && ((el.text_chars > 80 && ld < 0.25) || (el.text_chars <= 80 && ld == 0.0));
+            if ss >= sib_threshold || prose_sibling {
+                roots.push(i as ElemId);
+            }
+        }
+    }
+    let chosen: f32 = walk
+        .blocks
+        .iter()
+        .filter(|b| b.chars >= GOOD_CHARS && link_density(b) <= MAX_GOOD_LINK_DENSITY)
+        .filter(|b| !walk.elems[b.elem as usize].boiler && roots.iter().any(|&r| within(walk, b.elem, r)))
+        .map(|b| (b.chars - b.link_chars) as f32)
+        .sum();
+    let confidence = if prose_total > 0.0 { (chosen / prose_total).min(1.0) * (chosen / 1_500.0).min(1.0) } else { 0.0 };
+    Some((roots, confidence))
 }

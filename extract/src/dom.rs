@@ -36,7 +36,10 @@ pub struct Elem<'a> {
     /// Readability-style class/id weight: +25 positive, −25 negative.
     pub weight: i16,
     /// This element or an ancestor is navigation, header/footer, aside, comments, share bars...
+    /// Decided after the walk (see [`walk`]), from `own_boiler` and the subtree's prose.
     pub boiler: bool,
+    /// The element itself looks like boilerplate: by tag, ARIA role, or class/id pattern.
+    pub own_boiler: Option<BoilerBy>,
     /// Strong content hint: `<article>`, `<main>`, `itemprop="articleBody"`, `role="main"`.
     pub content_hint: bool,
     /// Visible text characters in the subtree, and how many of them are link text. Filled in
@@ -44,6 +47,16 @@ pub struct Elem<'a> {
     pub text_chars: u32,
     pub link_chars: u32,
     pub blocks: u32,
+    /// `#id.class` for debugging output.
+    pub label: String,
+}
+
+/// Why an element looks like boilerplate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoilerBy {
+    Tag,
+    Role,
+    ClassId,
 }
 
 #[derive(Debug)]
@@ -65,7 +78,8 @@ pub struct RawLink {
     pub text: String,
     pub rel: String,
     pub block: Option<u32>,
-    pub boiler: bool,
+    /// The element the link sits in (its parent).
+    pub elem: ElemId,
 }
 
 /// Metadata carriers found anywhere in the document.
@@ -377,19 +391,31 @@ impl<'a> State<'a> {
         }
         let itemprop_body = a.itemprop.is_some_and(|p| p.split_ascii_whitespace().any(|p| p == "articleBody" || p == "text" || p == "reviewBody"));
         let content_hint = matches!(tag, "article" | "main") || itemprop_body || a.role.is_some_and(|r| r.eq_ignore_ascii_case("main"));
-        let boiler = parent_elem.is_some_and(|p| p.boiler)
-            || (!itemprop_body && (is_boiler_tag(tag) || a.role.is_some_and(is_boiler_role) || unlikely));
+        let own_boiler = if itemprop_body {
+            None
+        } else if is_boiler_tag(tag) {
+            Some(BoilerBy::Tag)
+        } else if a.role.is_some_and(is_boiler_role) {
+            Some(BoilerBy::Role)
+        } else if unlikely {
+            Some(BoilerBy::ClassId)
+        } else {
+            None
+        };
+        let _ = parent_elem;
         let id = self.walk.elems.len() as ElemId;
         self.walk.elems.push(Elem {
             tag,
             parent,
             depth,
             weight,
-            boiler,
+            boiler: false,
+            own_boiler,
             content_hint,
             text_chars: 0,
             link_chars: 0,
             blocks: 0,
+            label: if cfg!(debug_assertions) || true { class_id.clone().unwrap_or_default() } else { String::new() },
         });
         if let Some(elem_id) = a.id {
             let lower = elem_id.to_ascii_lowercase();
@@ -413,7 +439,7 @@ impl<'a> State<'a> {
                 text: String::new(),
                 rel: a.rel.unwrap_or_default().to_string(),
                 block: None,
-                boiler,
+                elem: parent,
             });
             self.buf_links.push(l);
             self.link = Some(l);
@@ -638,17 +664,47 @@ pub fn walk(doc: &Html) -> Walk<'_> {
     }
     state.flush();
     state.walk.fingerprints = state.fp.finish();
-    // Roll text counts up the arena.
+    // Roll text counts up the arena, and the prose (long, link-poor blocks) per element.
     let mut walk = state.walk;
+    let mut prose = vec![0u32; walk.elems.len()];
     for b in 0..walk.blocks.len() {
-        let (chars, links, mut e) = (walk.blocks[b].chars, walk.blocks[b].link_chars, walk.blocks[b].elem);
+        let block = &walk.blocks[b];
+        let (chars, links, mut e) = (block.chars, block.link_chars, block.elem);
+        let p = if chars >= 60 && links * 3 < chars { chars - links } else { 0 };
         while e != NO_PARENT {
             let el = &mut walk.elems[e as usize];
             el.text_chars += chars;
             el.link_chars += links;
             el.blocks += 1;
+            prose[e as usize] += p;
             e = el.parent;
         }
+    }
+    // Which elements contain a strong content hint below them.
+    let mut hint_below = vec![false; walk.elems.len()];
+    for i in (0..walk.elems.len()).rev() {
+        let (parent, mine) = (walk.elems[i].parent, hint_below[i] || walk.elems[i].content_hint);
+        if parent != NO_PARENT && mine {
+            hint_below[parent as usize] = true;
+        }
+    }
+    // Boilerplate, top-down (the arena is in document order, parents first). A wrapper whose
+    // class merely looks like boilerplate (`Page-ad-margins`, `site-header-wrapper`) but holds
+    // most of the page's prose, or the marked-up article, is not boilerplate: these wrappers are
+    // the commonest way pattern-based cleaners lose a whole article.
+    let total_prose = prose.first().copied().unwrap_or(0).max(1) as f32;
+    for i in 0..walk.elems.len() {
+        let parent_boiler = match walk.elems[i].parent {
+            NO_PARENT => false,
+            p => walk.elems[p as usize].boiler,
+        };
+        let share = prose[i] as f32 / total_prose;
+        let own = match walk.elems[i].own_boiler {
+            None => false,
+            Some(BoilerBy::ClassId) => !(share >= 0.75 || (hint_below[i] && share >= 0.3)),
+            Some(_) => share < 0.75,
+        };
+        walk.elems[i].boiler = parent_boiler || own;
     }
     walk
 }

@@ -142,7 +142,7 @@ pub fn extract(body: &[u8], headers: &Headers, url: &Url) -> Extracted {
     }
 
     let in_main: std::collections::HashSet<u32> = main.blocks.iter().map(|&b| b as u32).collect();
-    let (links, links_rejected) = links::resolve(&walk.links, &base, |l| !l.boiler && l.block.is_some_and(|b| in_main.contains(&b)));
+    let (links, links_rejected) = links::resolve(&walk.links, &base, |l| !walk.elems[l.elem as usize].boiler && l.block.is_some_and(|b| in_main.contains(&b)));
     let mut text = String::new();
     let mut blocks = Vec::with_capacity(main.blocks.len());
     for &bi in &main.blocks {
@@ -199,4 +199,38 @@ pub(crate) fn ser_opt_url<S: serde::Serializer>(u: &Option<Url>, s: S) -> Result
 
 pub(crate) fn ser_urls<S: serde::Serializer>(u: &[Url], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(u.iter().map(Url::as_str))
+}
+
+/// Development aid for tuning the extractor: an outline of the elements holding more than
+/// `min_chars` of text, with the flags and counts content selection sees.
+#[doc(hidden)]
+pub fn debug_outline(body: &[u8], _url: &Url, min_chars: u32) -> String {
+    let mut warnings = Vec::new();
+    let decoded = decode::decode(body, None, None, &mut warnings);
+    let html = sanitize::sanitize(&decoded.text, &mut warnings);
+    let doc = scraper::Html::parse_document(&html);
+    let walk = dom::walk(&doc);
+    let main = content::select(&walk);
+    let mut out = String::new();
+    for (i, e) in walk.elems.iter().enumerate() {
+        if e.text_chars < min_chars {
+            continue;
+        }
+        let chosen = if main.container == Some(i as u32) { " <== CONTAINER" } else { "" };
+        out.push_str(&format!(
+            "{}{} [{}] text {} links {} blocks {} w {} boiler {} ({:?}) hint {}{}\n",
+            "  ".repeat(e.depth as usize),
+            e.tag,
+            e.label,
+            e.text_chars,
+            e.link_chars,
+            e.blocks,
+            e.weight,
+            e.boiler,
+            e.own_boiler,
+            e.content_hint,
+            chosen
+        ));
+    }
+    out
 }
