@@ -9,7 +9,8 @@
 //! Prints F1, precision, recall and exact-match share (the dev set's own metric, see
 //! `weft_extract::devset`) and the median and p95 milliseconds per page, single-threaded: each
 //! page is extracted `--repeat` times (default 5) and its median kept, because this machine is
-//! noisy. `--predictions` writes the JSON that the dev set's `score.py` reads, to cross-check.
+//! noisy. The fastest reference, dom_smoothie (a Rust port of Readability), runs in the same
+//! loop, alternating with ours page by page, so both see the same machine state. `--predictions` writes the JSON that the dev set's `score.py` reads, to cross-check.
 //!
 //! `--reference` (needs `--features reference`) also runs Mozilla's Readability.js on the pages
 //! whose confidence is below `--below` (default 0.5) and reports what that second opinion costs
@@ -48,40 +49,37 @@ fn main() {
     let pages = devset::load(&dir).expect("load dev set");
     let mut scores = Vec::new();
     let mut times = Vec::new();
+    let mut ref_scores = Vec::new();
+    let mut ref_times = Vec::new();
     let mut out = serde_json::Map::new();
     let mut results = Vec::new();
     for p in &pages {
         let url = Url::parse(&p.url).unwrap_or_else(|_| Url::parse("http://devset.invalid/").unwrap());
         let mut per = Vec::with_capacity(repeat);
+        let mut ref_per = Vec::with_capacity(repeat);
         let mut ex = None;
+        let mut ref_text = String::new();
         for _ in 0..repeat {
             let t = Instant::now();
             let e = weft_extract::extract(&p.html, &[], &url);
             per.push(t.elapsed().as_secs_f64() * 1e3);
             ex = Some(e);
+            let t = Instant::now();
+            ref_text = dom_smoothie_text(&p.html, &p.url);
+            ref_per.push(t.elapsed().as_secs_f64() * 1e3);
         }
         per.sort_by(f64::total_cmp);
         times.push(per[per.len() / 2]);
+        ref_per.sort_by(f64::total_cmp);
+        ref_times.push(ref_per[ref_per.len() / 2]);
+        ref_scores.push(devset::score_page(&p.truth, &ref_text));
         let ex = ex.expect("repeat >= 1");
         scores.push(devset::score_page(&p.truth, &ex.text));
         out.insert(p.id.clone(), serde_json::json!({ "articleBody": ex.text }));
         results.push(ex);
     }
-    let sum = devset::summarize(&scores);
-    let mut sorted = times.clone();
-    sorted.sort_by(f64::total_cmp);
-    let median = sorted[sorted.len() / 2];
-    let p95 = sorted[((sorted.len() as f64 * 0.95) as usize).min(sorted.len() - 1)];
-    println!(
-        "weft-extract  pages {}  F1 {:.3}  precision {:.3}  recall {:.3}  exact {:.3}  median {:.2} ms  p95 {:.2} ms",
-        pages.len(),
-        sum.f1,
-        sum.precision,
-        sum.recall,
-        sum.exact,
-        median,
-        p95
-    );
+    report("weft-extract", &scores, &times);
+    report("dom_smoothie", &ref_scores, &ref_times);
     let mut order: Vec<usize> = (0..pages.len()).collect();
     order.sort_by(|&a, &b| scores[a].f1().total_cmp(&scores[b].f1()));
     let worst_list: Vec<String> = order
@@ -100,6 +98,34 @@ fn main() {
     if reference {
         run_reference(&pages, &results, &scores, below);
     }
+}
+
+/// Reads `html` the way the dev set's reference figure was taken (lossy UTF-8, formatted text).
+fn dom_smoothie_text(html: &[u8], url: &str) -> String {
+    let cfg = dom_smoothie::Config { text_mode: dom_smoothie::TextMode::Formatted, ..Default::default() };
+    let html = String::from_utf8_lossy(html);
+    dom_smoothie::Readability::new(html.as_ref(), Some(url), Some(cfg))
+        .and_then(|mut r| r.parse())
+        .map(|a| a.text_content.to_string())
+        .unwrap_or_default()
+}
+
+fn report(name: &str, scores: &[devset::PageScore], times: &[f64]) {
+    let sum = devset::summarize(scores);
+    let mut sorted = times.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    let p95 = sorted[((sorted.len() as f64 * 0.95) as usize).min(sorted.len() - 1)];
+    println!(
+        "{name:<13} pages {}  F1 {:.3}  precision {:.3}  recall {:.3}  exact {:.3}  median {:.2} ms  p95 {:.2} ms",
+        scores.len(),
+        sum.f1,
+        sum.precision,
+        sum.recall,
+        sum.exact,
+        median,
+        p95
+    );
 }
 
 #[cfg(feature = "reference")]

@@ -140,16 +140,13 @@ fn is_mojibake_lead(c: char) -> bool {
 /// to single windows-1252 bytes and those bytes are valid UTF-8 — genuine Latin-1 text almost
 /// never passes that test.
 pub fn repair_mojibake(text: &str) -> Option<String> {
-    // Cheap gate: the commonest lead characters of mojibake followed by another non-ASCII char.
-    let mut gate = false;
-    let mut prev_lead = false;
-    for c in text.chars() {
-        if prev_lead && !c.is_ascii() {
-            gate = true;
-            break;
-        }
-        prev_lead = is_mojibake_lead(c);
-    }
+    // Cheap gate, on bytes: every lead character is U+00C2..U+00F0, encoded C3 xx, and the
+    // character after it is non-ASCII too (its first byte is at least 0xC2).
+    let bytes = text.as_bytes();
+    let gate = memchr::memchr_iter(0xC3, bytes).any(|i| {
+        let (Some(&b1), Some(&b2)) = (bytes.get(i + 1), bytes.get(i + 2)) else { return false };
+        b2 >= 0xC2 && char::from_u32(0xC0 + (b1 as u32 & 0x3F)).is_some_and(is_mojibake_lead)
+    });
     if !gate {
         return None;
     }

@@ -41,6 +41,10 @@ fn is_optional_close(name: &[u8]) -> bool {
     )
 }
 
+fn is_control(b: u8) -> bool {
+    (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c)) || b == 0x7f
+}
+
 fn is_raw_text(name: &[u8]) -> bool {
     matches!(name, b"script" | b"style" | b"textarea" | b"title" | b"xmp" | b"iframe" | b"noembed" | b"noframes" | b"plaintext")
 }
@@ -73,16 +77,19 @@ pub fn sanitize<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> Cow<'a, str>
     }
 
     while i < bytes.len() {
-        let b = bytes[i];
-        if b == 0 || (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c)) || b == 0x7f {
-            rewrite!(i);
-            i += 1;
-            copied = i;
-            continue;
+        // Jump to the next '<', dropping control characters on the way.
+        let next = memchr::memchr(b'<', &bytes[i..]).map(|p| i + p).unwrap_or(bytes.len());
+        if bytes[i..next].iter().any(|&b| is_control(b)) {
+            for k in i..next {
+                if is_control(bytes[k]) {
+                    rewrite!(k);
+                    copied = k + 1;
+                }
+            }
         }
-        if b != b'<' {
-            i += 1;
-            continue;
+        i = next;
+        if i >= bytes.len() {
+            break;
         }
         // `<<tag` → `<tag`
         if bytes.get(i + 1) == Some(&b'<') && bytes.get(i + 2).is_some_and(|c| c.is_ascii_alphabetic() || *c == b'/') {
@@ -144,6 +151,9 @@ pub fn sanitize<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> Cow<'a, str>
                 quote = c;
             } else if c == b'>' {
                 break;
+            } else if !drop_tag && is_control(c) {
+                rewrite!(j);
+                copied = j + 1;
             } else if !drop_tag && c == b'=' && bytes.get(j + 1) == Some(&b'=') {
                 rewrite!(j);
                 copied = j + 1; // drop the first '='
