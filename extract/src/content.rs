@@ -86,6 +86,11 @@ fn classify(b: &Block) -> Class {
     }
 }
 
+/// A short paragraph that still reads as a sentence: kept even at the edges of the content.
+fn is_sentence(b: &Block) -> bool {
+    b.tag == "p" && b.chars >= 40 && b.link_chars == 0 && b.text.trim_end().ends_with(['.', '!', '?', '"', '”', '…'])
+}
+
 /// Is `elem` inside (or equal to) `ancestor`?
 fn within(walk: &Walk, mut elem: ElemId, ancestor: ElemId) -> bool {
     while elem != NO_PARENT {
@@ -119,10 +124,11 @@ pub fn select(walk: &Walk) -> MainContent {
     let first_good = candidates.iter().position(|(_, c)| *c == Class::Good);
     let last_good = candidates.iter().rposition(|(_, c)| *c == Class::Good);
     let blocks = match (first_good, last_good) {
-        (Some(first), Some(last)) => candidates[first..=last]
+        (Some(first), Some(last)) => candidates
             .iter()
-            .filter(|(_, c)| *c != Class::Bad)
-            .map(|(i, _)| *i)
+            .enumerate()
+            .filter(|(k, (i, c))| *c != Class::Bad && ((first..=last).contains(k) || is_sentence(&walk.blocks[*i])))
+            .map(|(_, (i, _))| *i)
             .collect(),
         _ => candidates.iter().filter(|(_, c)| *c != Class::Bad).map(|(i, _)| *i).collect(),
     };

@@ -14,6 +14,7 @@
 
 use crate::fingerprint::Fingerprinter;
 use crate::Warning;
+use ego_tree::iter::Edge;
 use ego_tree::NodeRef;
 use regex::RegexSet;
 use scraper::{Html, Node};
@@ -270,6 +271,20 @@ fn push_collapsed(buf: &mut String, text: &str) -> u32 {
     added
 }
 
+/// One step of the iterative walk: enter a node, or finish an element entered earlier.
+enum Step<'a> {
+    Enter(NodeRef<'a, Node>, ElemId, u16),
+    Exit(Exit),
+}
+
+/// What to restore when an element's subtree is done.
+struct Exit {
+    /// The element was block-level: flush its text, then restore this owner.
+    block: Option<ElemId>,
+    /// The element was a link: restore this open link.
+    link: Option<Option<u32>>,
+}
+
 struct State<'a> {
     walk: Walk<'a>,
     fp: Fingerprinter,
@@ -307,7 +322,19 @@ impl<'a> State<'a> {
         self.buf_link_chars = 0;
     }
 
-    fn visit(&mut self, node: NodeRef<'a, Node>, parent: ElemId, depth: u16) {
+    /// Runs the walk from `root` with an explicit stack: hostile nesting cannot overflow the
+    /// thread's stack, whatever depth html5ever produced.
+    fn run(&mut self, root: NodeRef<'a, Node>) {
+        let mut stack = vec![Step::Enter(root, NO_PARENT, 0)];
+        while let Some(step) = stack.pop() {
+            match step {
+                Step::Enter(node, parent, depth) => self.enter(node, parent, depth, &mut stack),
+                Step::Exit(exit) => self.exit(exit),
+            }
+        }
+    }
+
+    fn enter(&mut self, node: NodeRef<'a, Node>, parent: ElemId, depth: u16, stack: &mut Vec<Step<'a>>) {
         if depth >= MAX_WALK_DEPTH {
             if !self.depth_warned {
                 self.depth_warned = true;
@@ -327,17 +354,32 @@ impl<'a> State<'a> {
                     push_collapsed(&mut self.walk.links[l as usize].text, t);
                 }
             }
-            Node::Element(el) => self.element(node, el, parent, depth),
+            Node::Element(el) => self.element(node, el, parent, depth, stack),
             Node::Document | Node::Fragment => {
-                for child in node.children() {
-                    self.visit(child, parent, depth + 1);
+                for child in node.children().rev() {
+                    stack.push(Step::Enter(child, parent, depth + 1));
                 }
             }
             _ => {}
         }
     }
 
-    fn element(&mut self, node: NodeRef<'a, Node>, el: &'a scraper::node::Element, parent: ElemId, depth: u16) {
+    fn exit(&mut self, exit: Exit) {
+        if let Some(saved_link) = exit.link {
+            if let Some(l) = self.link {
+                let l = &mut self.walk.links[l as usize];
+                l.text.truncate(l.text.trim_end().len());
+            }
+            self.link = saved_link;
+        }
+        if let Some(saved_owner) = exit.block {
+            self.flush();
+            self.owner = saved_owner;
+        }
+        self.fp.close();
+    }
+
+    fn element(&mut self, node: NodeRef<'a, Node>, el: &'a scraper::node::Element, parent: ElemId, depth: u16, stack: &mut Vec<Step<'a>>) {
         let tag = el.name();
         let a = read_attrs(el);
         if let Some(m) = a.marker {
@@ -355,15 +397,16 @@ impl<'a> State<'a> {
             || (tag == "input" && a.kind.is_some_and(|k| k.eq_ignore_ascii_case("hidden")));
         if is_skipped_tag(tag) || hidden || parent == NO_PARENT && tag != "html" && tag != "body" {
             // Skipped subtrees still count toward the fingerprint skeleton (not their text).
-            if !pruned && tag != "head" {
-                self.fingerprint_subtree(node, depth);
-            }
             if tag == "head" {
-                for child in node.children() {
-                    self.visit(child, NO_PARENT, depth + 1);
+                // Head children are metadata, not content: visit them without a parent.
+                stack.push(Step::Exit(Exit { block: None, link: None }));
+                for child in node.children().rev() {
+                    stack.push(Step::Enter(child, NO_PARENT, depth + 1));
                 }
+                return;
             }
             if !pruned {
+                self.fingerprint_subtree(node);
                 self.fp.close();
             }
             return;
@@ -458,38 +501,45 @@ impl<'a> State<'a> {
                 self.buf.push(' ');
             }
         }
-        for child in node.children() {
-            self.visit(child, id, depth + 1);
+        stack.push(Step::Exit(Exit { block: block.then_some(saved_owner), link: is_link.then_some(saved_link) }));
+        for child in node.children().rev() {
+            stack.push(Step::Enter(child, id, depth + 1));
         }
-        if is_link {
-            let l = &mut self.walk.links[self.link.unwrap_or_default() as usize];
-            l.text.truncate(l.text.trim_end().len());
-            self.link = saved_link;
-        }
-        if block {
-            self.flush();
-            self.owner = saved_owner;
-        }
-        self.fp.close();
     }
 
-    /// Feeds the skeleton of a skipped subtree (hidden or non-text elements) to the fingerprint.
-    fn fingerprint_subtree(&mut self, node: NodeRef<'a, Node>, depth: u16) {
-        if depth >= MAX_WALK_DEPTH {
-            return;
-        }
-        for child in node.children() {
-            if let Node::Element(el) = child.value() {
-                let tag = el.name();
-                if matches!(tag, "script" | "style" | "noscript" | "template") {
-                    self.script_facts(child, el);
-                    continue;
+    /// Feeds the skeleton of a skipped subtree (hidden or non-text elements) to the fingerprint,
+    /// and collects the metadata carriers inside it. Iterative, like the walk.
+    fn fingerprint_subtree(&mut self, node: NodeRef<'a, Node>) {
+        let mut skip_depth = 0usize; // > 0 while inside a pruned element
+        for edge in node.traverse().skip(1) {
+            match edge {
+                Edge::Open(child) => {
+                    let Node::Element(el) = child.value() else { continue };
+                    let tag = el.name();
+                    if skip_depth > 0 || matches!(tag, "script" | "style" | "noscript" | "template") {
+                        if skip_depth == 0 {
+                            self.script_facts(child, el);
+                        }
+                        skip_depth += 1;
+                        continue;
+                    }
+                    let a = read_attrs(el);
+                    self.head_facts(child, tag, &a);
+                    self.fp.open(tag, a.id, a.class);
                 }
-                let a = read_attrs(el);
-                self.head_facts(child, tag, &a);
-                self.fp.open(tag, a.id, a.class);
-                self.fingerprint_subtree(child, depth + 1);
-                self.fp.close();
+                Edge::Close(child) => {
+                    if child == node {
+                        break;
+                    }
+                    if !child.value().is_element() {
+                        continue;
+                    }
+                    if skip_depth > 0 {
+                        skip_depth -= 1;
+                    } else {
+                        self.fp.close();
+                    }
+                }
             }
         }
     }
@@ -656,12 +706,7 @@ pub fn walk(doc: &Html) -> Walk<'_> {
         depth_warned: false,
     };
     // The root element is <html>; treat its children as content with <html> as parent.
-    let root = doc.tree.root();
-    for child in root.children() {
-        if let Node::Element(el) = child.value() {
-            state.element(child, el, NO_PARENT, 1);
-        }
-    }
+    state.run(doc.tree.root());
     state.flush();
     state.walk.fingerprints = state.fp.finish();
     // Roll text counts up the arena, and the prose (long, link-poor blocks) per element.

@@ -162,7 +162,7 @@ pub fn extract(body: &[u8], headers: &Headers, url: &Url) -> Extracted {
             .collect();
         blocks.push(ContentBlock { tag: b.tag.to_string(), text: b.text.clone(), links: block_links });
     }
-    let main_chars: usize = main.blocks.iter().map(|&b| walk.blocks[b].chars as usize).sum();
+    let main_chars = text.chars().count();
     let word_count = text.split_whitespace().count();
     let classification = classify::classify(url, main_chars, &links, metadata.content_type.as_deref());
     let visible_chars = walk.elems.first().map(|e| e.text_chars as usize).unwrap_or(0);

@@ -1,0 +1,247 @@
+//! Small fixtures, one concern each, through the public entry point `extract`.
+
+use url::Url;
+use weft_extract::{extract, Extracted, PageType, Recommendation};
+
+fn run(html: &str, url: &str) -> Extracted {
+    extract(html.as_bytes(), &[], &Url::parse(url).unwrap())
+}
+
+/// A paragraph of plausible prose, `n` times.
+fn prose(n: usize) -> String {
+    "<p>The committee met on Tuesday to discuss the proposal, which had been debated for months. \
+     Members raised concerns about cost, timing and the effect on local businesses, and asked for more data.</p>"
+        .repeat(n)
+}
+
+#[test]
+fn windows_1252_page_with_header_charset() {
+    let mut body = b"<html><body><article>".to_vec();
+    body.extend_from_slice(&b"<p>Caf\xe9 cr\xe8me \x96 \x93quoted\x94, na\xefve r\xe9sum\xe9 of the d\xe9j\xe0 vu. </p>".repeat(3));
+    body.extend_from_slice(b"</article></body></html>");
+    let e = extract(&body, &[("Content-Type", "text/html; charset=ISO-8859-1")], &Url::parse("http://a.test/x").unwrap());
+    assert_eq!(e.charset, "windows-1252");
+    assert!(e.text.contains("Café crème – “quoted”, naïve résumé of the déjà vu."), "{}", e.text);
+}
+
+#[test]
+fn mojibake_in_a_utf8_page_is_repaired() {
+    let html = format!("<article><p>Itâ€™s the cafÃ©â€™s best crÃ¨me brÃ»lÃ©e, everyone agrees on that.</p>{}</article>", prose(3));
+    let e = run(&html, "http://a.test/x");
+    assert!(e.text.starts_with("It’s the café’s best crème brûlée"), "{}", e.text);
+    assert!(e.warnings.iter().any(|w| w.kind() == "mojibake_repaired"));
+}
+
+#[test]
+fn json_ld_graph_wins_over_opengraph_and_meta() {
+    let html = format!(
+        r#"<html lang="en-GB"><head><title>Doc title | Site</title>
+        <meta property="og:title" content="OG title"><meta name="twitter:title" content="Twitter title">
+        <meta name="description" content="meta description"><meta property="og:site_name" content="OG Site">
+        <meta name="author" content="Meta Author"><meta property="article:published_time" content="2001-01-01T00:00:00Z">
+        <script type="application/ld+json">{{"@context":"https://schema.org","@graph":[
+          {{"@type":"WebSite","name":"The Site"}},
+          {{"@type":"Organization","name":"Publisher Inc"}},
+          {{"@type":["NewsArticle"],"headline":"LD headline","author":[{{"@type":"Person","name":"Ann Writer"}},{{"name":"Bo Reporter"}}],
+            "datePublished":"2019-11-19T10:00:00-05:00","dateModified":"2019-11-20","description":"LD description"}}
+        ]}}</script></head><body><article>{}</article></body></html>"#,
+        prose(4)
+    );
+    let e = run(&html, "https://news.test/2019/11/19/some-long-story-slug");
+    let m = &e.metadata;
+    assert_eq!(m.title.as_deref(), Some("LD headline"));
+    assert_eq!(m.byline.as_deref(), Some("Ann Writer, Bo Reporter"));
+    assert_eq!(m.published.as_deref(), Some("2019-11-19T10:00:00-05:00"));
+    assert_eq!(m.modified.as_deref(), Some("2019-11-20T00:00:00+00:00"));
+    assert_eq!(m.description.as_deref(), Some("LD description"));
+    assert_eq!(m.site_name.as_deref(), Some("Publisher Inc"));
+    assert_eq!(m.content_type.as_deref(), Some("NewsArticle"));
+    assert_eq!(m.language.as_deref(), Some("en-GB"));
+}
+
+#[test]
+fn opengraph_wins_over_twitter_and_meta_and_heuristics_fill_the_rest() {
+    let html = format!(
+        r#"<html><head><title>Doc title | Site</title>
+        <meta name="twitter:title" content="Twitter title"><meta property="og:title" content="OG title">
+        <meta name="description" content="meta description"><meta name="twitter:description" content="tw description">
+        <meta property="og:type" content="article"><link rel="canonical" href="/canonical/path?utm_source=x">
+        </head><body><div class="byline">By Jane Doe</div><time datetime="2020-02-03T04:05:06Z">Feb 3</time>
+        <article>{}</article></body></html>"#,
+        prose(4)
+    );
+    let e = run(&html, "https://news.test/story/12345");
+    let m = &e.metadata;
+    assert_eq!(m.title.as_deref(), Some("OG title"));
+    assert_eq!(m.description.as_deref(), Some("tw description"));
+    assert_eq!(m.byline.as_deref(), Some("Jane Doe"));
+    assert_eq!(m.published.as_deref(), Some("2020-02-03T04:05:06+00:00"));
+    assert_eq!(m.canonical.as_deref(), Some("https://news.test/canonical/path"));
+    assert_eq!(m.content_type.as_deref(), Some("Article"));
+    // Without OG/Twitter, the <title> minus its site suffix.
+    let e = run("<title>A plain page title here | Example</title><p>x</p>", "http://a.test/");
+    assert_eq!(e.metadata.title.as_deref(), Some("A plain page title here"));
+    // And the URL gives a date when nothing else does.
+    let e = run("<p>x</p>", "http://a.test/2018/07/04/fireworks");
+    assert_eq!(e.metadata.published.as_deref(), Some("2018-07-04T00:00:00+00:00"));
+}
+
+#[test]
+fn hidden_content_is_excluded_at_block_inline_and_link_level() {
+    let html = format!(
+        r#"<body><article>{}
+        <p>Visible start <span style="display:none">HIDDENINLINE</span> visible end of a long enough sentence, with commas, to be prose.</p>
+        <p hidden>HIDDENBLOCK paragraph that is long enough to be prose if it were visible, with commas, yes.</p>
+        <div style="visibility: hidden"><p>HIDDENVIS paragraph that is long enough to be prose, with commas, yes.</p></div>
+        <p aria-hidden="true">HIDDENARIA paragraph that is long enough to be prose, with commas, yes indeed.</p>
+        <p>Link <a href="/secret" class="visually-hidden">HIDDENLINK</a> and more words in this paragraph, with commas.</p>
+        {}</article></body>"#,
+        prose(2),
+        prose(2)
+    );
+    let e = run(&html, "http://a.test/story/1");
+    assert!(e.text.contains("Visible start visible end"), "{}", e.text);
+    for hidden in ["HIDDENINLINE", "HIDDENBLOCK", "HIDDENVIS", "HIDDENARIA", "HIDDENLINK"] {
+        assert!(!e.text.contains(hidden), "{hidden} leaked: {}", e.text);
+    }
+    assert!(e.links.iter().all(|l| l.url.path() != "/secret"));
+}
+
+#[test]
+fn boilerplate_is_removed() {
+    let html = format!(
+        r#"<body><header><nav><a href="/">Home</a> <a href="/world">World</a></nav></header>
+        <div class="cookie-banner"><p>We use cookies to improve your experience on our website, by continuing you accept them.</p></div>
+        <main><article><h1>Headline</h1>{}<h2>A subheading inside</h2>{}
+        <div class="share-bar"><a href="/s">Share on Facebook</a></div>
+        <section class="related-articles"><p><a href="/r1">Related story one with a long enough title</a></p></section>
+        </article></main>
+        <aside><p>Sidebar text that is long enough to look like prose, with commas, and so on and on.</p></aside>
+        <div id="comments"><p>A reader comment that is long enough to look like prose, with commas, and so on.</p></div>
+        <footer><p>Copyright 2020 The Site. All rights reserved. Contact us, privacy policy, terms of use.</p></footer></body>"#,
+        prose(3),
+        prose(2)
+    );
+    let e = run(&html, "http://a.test/story/123456");
+    assert!(e.text.contains("A subheading inside"));
+    assert_eq!(e.text.matches("The committee met").count(), 5);
+    for junk in ["Home", "cookies", "Share on", "Related story", "Sidebar", "reader comment", "Copyright"] {
+        assert!(!e.text.contains(junk), "{junk} leaked: {}", e.text);
+    }
+    assert!(e.blocks.iter().any(|b| b.tag == "h2"));
+    assert_eq!(e.word_count, e.text.split_whitespace().count());
+}
+
+#[test]
+fn page_types() {
+    let article = run(&format!("<article>{}</article>", prose(3)), "https://n.test/2019/11/19/a-long-story-slug-here");
+    assert_eq!(article.classification.page_type, PageType::Article);
+    assert_eq!(article.classification.template, "/{yyyy}/{mm}/{dd}/{slug}");
+
+    let links: String = (0..30).map(|i| format!("<li><a href=\"/world/story-{i}-about-things\">Story {i} headline</a></li>")).collect();
+    let hub = run(&format!("<body><ul>{links}</ul></body>"), "https://n.test/world/africa");
+    assert_eq!(hub.classification.page_type, PageType::Hub);
+    assert_eq!(hub.classification.template, "/world/{place}");
+
+    let other = run("<body><p>Contact us at the address below.</p></body>", "https://n.test/contact");
+    assert_eq!(other.classification.page_type, PageType::Other);
+
+    let short = run("<article><p>Too short to be an article.</p></article>", "https://n.test/article/12345");
+    assert_eq!(short.classification.page_type, PageType::Other);
+
+    let paged = run(
+        r#"<body><a href="/news?page=3" rel="next">Next</a><a href="/archive/2019">Archive</a></body>"#,
+        "https://n.test/news?page=2",
+    );
+    let hints = &paged.classification.hints;
+    assert_eq!(hints.page_number, Some(2));
+    assert_eq!(hints.next_page.as_ref().map(|u| u.as_str()), Some("https://n.test/news?page=3"));
+    assert_eq!(hints.archives.iter().map(|u| u.as_str()).collect::<Vec<_>>(), ["https://n.test/archive/2019"]);
+}
+
+#[test]
+fn js_framework_markers() {
+    let cases = [
+        (r#"<body><div id="__next"></div><script id="__NEXT_DATA__" type="application/json">{}</script></body>"#, "nextjs"),
+        (r#"<body><div id="root" data-reactroot=""></div></body>"#, "react"),
+        (r#"<body><div id="app" v-cloak></div></body>"#, "vue"),
+        (r#"<body><div id="__nuxt"></div><script>window.__NUXT__={}</script></body>"#, "nuxt"),
+        (r#"<body><app-root ng-version="17.0.0"></app-root></body>"#, "angular"),
+        (r#"<body><div class="svelte-xyz" data-svelte-h="abc"></div></body>"#, "svelte"),
+    ];
+    for (html, fw) in cases {
+        let e = run(html, "http://a.test/");
+        assert_eq!(e.js.framework, Some(fw), "{html}");
+        assert!(e.js.signals.iter().any(|s| s == &format!("framework:{fw}")));
+    }
+}
+
+#[test]
+fn js_score_recommendations() {
+    let spa = format!(
+        r#"<html><body><noscript>You need to enable JavaScript to run this app.</noscript><div id="root"></div>
+        <script>{}</script></body></html>"#,
+        "var x = 1;".repeat(2_000)
+    );
+    let e = run(&spa, "http://a.test/");
+    assert_eq!(e.js.recommendation, Recommendation::JsRequired, "{:?}", e.js);
+    assert!(e.js.score > 0.8);
+
+    let ssr = format!(r#"<body><div id="__next"><article>{}</article></div><script id="__NEXT_DATA__">{{}}</script></body>"#, prose(8));
+    let e = run(&ssr, "http://a.test/a-story-about-something-long");
+    assert_eq!(e.js.framework, Some("nextjs"));
+    assert_eq!(e.js.recommendation, Recommendation::Static, "{:?}", e.js);
+
+    let half = r#"<body><div id="app"></div><p>Some text, but not a lot of it, on this page here, really.</p><p>More text follows here to fill two hundred characters of visible page text, which is not an article at all, but is not empty.</p></body>"#;
+    let e = run(half, "http://a.test/");
+    assert_eq!(e.js.recommendation, Recommendation::TryStaticFirst, "{:?}", e.js);
+}
+
+#[test]
+fn fingerprints_ignore_text_but_see_classes() {
+    let page = |text: &str, class: &str| {
+        format!(
+            r#"<html><head><title>{text}</title><script>var t = "{text}";</script></head>
+            <body><div class="{class} wrap-123"><p>{text}</p><p>{text} again</p></div></body></html>"#
+        )
+    };
+    let a = run(&page("first text", "main content"), "http://a.test/");
+    let b = run(&page("completely different words here", "content main"), "http://a.test/");
+    assert_eq!(a.fingerprints, b.fingerprints, "text, class order and digits must not matter");
+    let renamed = run(&page("first text", "main body"), "http://a.test/");
+    assert_ne!(a.fingerprints.l1, renamed.fingerprints.l1);
+    assert_eq!(a.fingerprints.l2, renamed.fingerprints.l2, "L2 ignores classes");
+    let restructured = run(
+        "<html><head></head><body><div><section><p>first text</p></section></div></body></html>",
+        "http://a.test/",
+    );
+    assert_ne!(a.fingerprints.l2, restructured.fingerprints.l2);
+}
+
+#[test]
+fn base_href_resolves_block_links_too() {
+    let html = format!(
+        r#"<head><base href="https://cdn.test/base/"></head><body><article>{}<p>See <a href="more.html">the details</a> in the report, which explains everything.</p>{}</article></body>"#,
+        prose(2),
+        prose(2)
+    );
+    let e = run(&html, "https://a.test/story/123456");
+    let block = e.blocks.iter().find(|b| !b.links.is_empty()).expect("a block with a link");
+    assert_eq!(block.links[0].url.as_str(), "https://cdn.test/base/more.html");
+    assert_eq!(block.links[0].text, "the details");
+    assert!(e.links.iter().any(|l| l.url.as_str() == "https://cdn.test/base/more.html" && l.in_content));
+}
+
+#[test]
+fn json_output_has_every_contract_field() {
+    let e = run(&format!("<article>{}</article>", prose(3)), "https://n.test/article/12345");
+    let v = serde_json::to_value(&e).unwrap();
+    for key in [
+        "url", "title", "byline", "published", "modified", "language", "canonical", "site_name", "description",
+        "content_type", "text", "word_count", "blocks", "links", "page_type", "template", "hints", "js", "fingerprints",
+        "confidence", "warnings",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    assert!(v["fingerprints"]["l1"].as_str().unwrap().len() == 16);
+}
