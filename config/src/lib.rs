@@ -34,6 +34,7 @@ pub struct Config {
     pub fetch: FetchConfig,
     pub politeness: PolitenessConfig,
     pub frontier: FrontierConfig,
+    pub extract: ExtractConfig,
     pub api: ApiConfig,
     pub log: LogConfig,
 }
@@ -46,6 +47,7 @@ impl Default for Config {
             fetch: FetchConfig::default(),
             politeness: PolitenessConfig::default(),
             frontier: FrontierConfig::default(),
+            extract: ExtractConfig::default(),
             api: ApiConfig::default(),
             log: LogConfig::default(),
         }
@@ -196,6 +198,37 @@ pub struct FrontierConfig {
 impl Default for FrontierConfig {
     fn default() -> Self {
         FrontierConfig { seen_capacity: 10_000_000, seen_fp_rate: 0.01, snapshot_interval_secs: 30, inlink_cap: 5 }
+    }
+}
+
+/// When the slow reference extractor (Readability.js) gives a second opinion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SecondOpinion {
+    /// Never. On the dev set the native extractor beats Readability.js, so this is the default.
+    #[default]
+    Off,
+    /// For low-confidence pages, only while the reference thread is free and the node is not
+    /// busy extracting: second opinions never queue up behind the crawl.
+    Idle,
+    /// For every low-confidence page (queued, within a bounded queue).
+    Always,
+}
+
+/// Main-content extraction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExtractConfig {
+    pub second_opinion: SecondOpinion,
+    /// Pages whose extraction confidence is below this get a second opinion.
+    pub second_opinion_below: f32,
+    /// A second opinion that takes longer than this is discarded.
+    pub second_opinion_budget_ms: u64,
+}
+
+impl Default for ExtractConfig {
+    fn default() -> Self {
+        ExtractConfig { second_opinion: SecondOpinion::Off, second_opinion_below: 0.5, second_opinion_budget_ms: 10_000 }
     }
 }
 

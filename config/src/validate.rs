@@ -200,6 +200,9 @@ impl Config {
         c.range("frontier.seen_fp_rate", fr.seen_fp_rate, 1e-6, 0.5);
         c.range("frontier.snapshot_interval_secs", fr.snapshot_interval_secs, 1, 3600);
         c.range("frontier.inlink_cap", fr.inlink_cap, 0, 1000);
+        let ex = &self.extract;
+        c.range("extract.second_opinion_below", ex.second_opinion_below, 0.0, 1.0);
+        c.range("extract.second_opinion_budget_ms", ex.second_opinion_budget_ms, 100, 600_000);
         if c.problems.is_empty() {
             Ok(())
         } else {

@@ -102,8 +102,9 @@ pub struct Extracted {
     pub word_count: usize,
     pub blocks: Vec<ContentBlock>,
     pub links: Vec<Link>,
-    /// Links the normalizer rejected (`javascript:`, `mailto:`, over-long...).
-    pub links_rejected: usize,
+    /// Links the normalizer rejected, by kind (`url_scheme` for `javascript:` and `mailto:`,
+    /// `url_userinfo`, `url_too_long`, ...).
+    pub links_rejected: std::collections::BTreeMap<&'static str, u32>,
     #[serde(flatten)]
     pub classification: Classification,
     pub js: JsScore,

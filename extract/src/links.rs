@@ -2,6 +2,7 @@
 //! URL a link carries here is byte-for-byte the URL the seen-set will test.
 
 use crate::dom::RawLink;
+use std::collections::BTreeMap;
 use url::Url;
 
 /// One outbound link.
@@ -21,21 +22,28 @@ pub struct Link {
 }
 
 /// Resolves and normalizes the raw links of a walk. Hidden links never reach here (the walk
-/// skips hidden subtrees). Returns the links and how many were rejected by the normalizer
-/// (`javascript:`, `mailto:`, unparseable, over-long...). Duplicate URLs keep their first
-/// occurrence.
-pub fn resolve(raw: &[RawLink], base: &Url, in_content: impl Fn(&RawLink) -> bool) -> (Vec<Link>, usize) {
+/// skips hidden subtrees). Returns the links and how many the normalizer rejected, by kind
+/// (`url_scheme` for `javascript:`/`mailto:`, `url_userinfo`, `url_too_long`, ...). Duplicate
+/// URLs keep their first occurrence.
+pub fn resolve(
+    raw: &[RawLink],
+    base: &Url,
+    in_content: impl Fn(&RawLink) -> bool,
+) -> (Vec<Link>, BTreeMap<&'static str, u32>) {
     let mut links = Vec::with_capacity(raw.len());
     let mut seen = std::collections::HashSet::with_capacity(raw.len());
-    let mut rejected = 0;
+    let mut rejected = BTreeMap::new();
     for r in raw {
         let href = r.href.trim();
         if href.is_empty() || href.starts_with('#') {
             continue;
         }
-        let Ok(url) = weft_frontier::normalize(href, Some(base)) else {
-            rejected += 1;
-            continue;
+        let url = match weft_frontier::normalize(href, Some(base)) {
+            Ok(url) => url,
+            Err(e) => {
+                *rejected.entry(e.kind()).or_insert(0) += 1;
+                continue;
+            }
         };
         if !seen.insert(url.as_str().to_string()) {
             continue;

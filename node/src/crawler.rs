@@ -301,7 +301,7 @@ impl Inner {
         let expect = if kind == UrlKind::Sitemap { Expect::Sitemap } else { Expect::Html };
         inc(&self.metrics.requests);
         match self.fetcher.fetch(url, expect).await {
-            Ok(Fetched::Body { status, content_type, body }) => {
+            Ok(Fetched::Body { status, content_type, content_language, body }) => {
                 self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
                 if kind == UrlKind::Sitemap {
                     inc(&self.metrics.sitemaps_fetched);
@@ -313,6 +313,7 @@ impl Inner {
                     url: url.clone(),
                     status,
                     content_type,
+                    content_language,
                     body,
                     depth: lease.entry.depth,
                     fetched_at: SystemTime::now(),
@@ -438,19 +439,15 @@ impl Inner {
                 return;
             }
         };
-        for w in processed.warnings {
-            self.metrics.error(w, page_url.as_str(), &w);
-        }
         self.metrics.links_found.fetch_add(processed.links.len() as u64, Ordering::Relaxed);
         let mut candidates = Vec::new();
         for link in processed.links {
             if link.nofollow {
                 continue;
             }
-            match normalize_url(link.url) {
-                Ok(u) if self.may_follow(&u) => candidates.push(Candidate::page(u, depth + 1)),
-                Ok(_) => {}
-                Err(e) => self.metrics.count(e.kind()),
+            // Links arrive normalized by the extractor (with the frontier's normalizer).
+            if self.may_follow(&link.url) {
+                candidates.push(Candidate::page(link.url, depth + 1));
             }
         }
         self.push_all(candidates);

@@ -19,7 +19,7 @@ use weft_config::FetchConfig;
 #[derive(Debug)]
 pub enum Fetched {
     /// 2xx with an acceptable content type and a body within the cap.
-    Body { status: u16, content_type: Option<String>, body: Bytes },
+    Body { status: u16, content_type: Option<String>, content_language: Option<String>, body: Bytes },
     /// 3xx with a `Location`.
     Redirect { status: u16, location: String },
     /// 429 or 503: slow down.
@@ -182,6 +182,8 @@ impl Fetcher {
             return Ok(Fetched::Status { status });
         }
         let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(|s| s.to_ascii_lowercase());
+        let content_language =
+            headers.get(reqwest::header::CONTENT_LANGUAGE).and_then(|v| v.to_str().ok()).map(str::to_string);
         if expect == Expect::Html {
             if let Some(ct) = &content_type {
                 let mime = ct.split(';').next().unwrap_or("").trim();
@@ -214,7 +216,7 @@ impl Fetcher {
         if expect == Expect::Html && content_type.is_none() && !looks_like_html(&body) {
             return Err(FetchError::NotHtml("(none, and the body does not look like HTML)".into()));
         }
-        Ok(Fetched::Body { status, content_type, body: Bytes::from(body) })
+        Ok(Fetched::Body { status, content_type, content_language, body: Bytes::from(body) })
     }
 }
 

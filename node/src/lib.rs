@@ -15,6 +15,7 @@ pub mod guard;
 pub mod metrics;
 pub mod node;
 pub mod pipeline;
+pub mod second_opinion;
 
 pub use crawler::{CrawlSettings, Crawler};
 pub use metrics::Status;

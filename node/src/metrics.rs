@@ -30,6 +30,7 @@ pub struct Metrics {
     pub gave_up: AtomicU64,
     errors: Mutex<BTreeMap<&'static str, u64>>,
     warned: Mutex<HashSet<&'static str>>,
+    extraction: Mutex<BTreeMap<String, u64>>,
 }
 
 impl Default for Metrics {
@@ -50,6 +51,7 @@ impl Default for Metrics {
             gave_up: AtomicU64::new(0),
             errors: Mutex::new(BTreeMap::new()),
             warned: Mutex::new(HashSet::new()),
+            extraction: Mutex::new(BTreeMap::new()),
         }
     }
 }
@@ -76,6 +78,16 @@ impl Metrics {
         *self.errors.lock().entry(kind).or_insert(0) += 1;
     }
 
+    /// Counts an extraction outcome: `page_type:article`, `js:static`, `warning:invalid_bytes`,
+    /// `second_opinion:taken`, ...
+    pub fn extraction(&self, group: &str, value: &str) {
+        self.extraction_n(group, value, 1);
+    }
+
+    pub fn extraction_n(&self, group: &str, value: &str, n: u64) {
+        *self.extraction.lock().entry(format!("{group}:{value}")).or_insert(0) += n;
+    }
+
     pub fn snapshot(&self, frontier: &FrontierStats, state: &str) -> Status {
         let errors: BTreeMap<String, u64> = self.errors.lock().iter().map(|(k, v)| (k.to_string(), *v)).collect();
         let uptime = self.started.elapsed().as_secs_f64();
@@ -98,6 +110,7 @@ impl Metrics {
             gave_up: self.gave_up.load(Relaxed),
             errors_total: errors.values().sum(),
             errors,
+            extraction: self.extraction.lock().clone(),
             queued: frontier.queued,
             in_flight: frontier.in_flight,
             hosts: frontier.hosts,
@@ -134,6 +147,9 @@ pub struct Status {
     pub errors_total: u64,
     /// Errors by kind (`timeout`, `body_too_large`, `url_scheme`, ...).
     pub errors: BTreeMap<String, u64>,
+    /// Extraction outcomes: page types, JS recommendations, warnings, second opinions.
+    #[serde(default)]
+    pub extraction: BTreeMap<String, u64>,
     /// URLs waiting in the frontier (in-flight ones included).
     pub queued: u64,
     pub in_flight: u64,
@@ -176,6 +192,11 @@ impl prometheus_client::collector::Collector for StatusCollector {
         }
         let mut m = enc.encode_descriptor("weft_errors", "Errors by kind", None, MetricType::Counter)?;
         for (kind, v) in &s.errors {
+            let labels: Labels = vec![("kind", kind.clone())];
+            ConstCounter::new(*v).encode(m.encode_family(&labels)?)?;
+        }
+        let mut m = enc.encode_descriptor("weft_extraction", "Extraction outcomes by kind", None, MetricType::Counter)?;
+        for (kind, v) in &s.extraction {
             let labels: Labels = vec![("kind", kind.clone())];
             ConstCounter::new(*v).encode(m.encode_family(&labels)?)?;
         }

@@ -5,7 +5,7 @@ use crate::api;
 use crate::crawler::{CrawlSettings, Crawler};
 use crate::fetcher::Fetcher;
 use crate::metrics::Metrics;
-use crate::pipeline::{LinkPipeline, Pipeline};
+use crate::pipeline::{ExtractPipeline, Pipeline};
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -33,10 +33,15 @@ pub struct RunOptions {
 impl Node {
     /// Opens the data dir (creating it) and everything stored in it.
     pub fn open(config: Config) -> anyhow::Result<Node> {
-        Node::open_with_pipeline(config, Arc::new(LinkPipeline))
+        let extract = config.extract.clone();
+        Node::open_with_pipeline(config, move |metrics| Arc::new(ExtractPipeline::new(&extract, metrics)))
     }
 
-    pub fn open_with_pipeline(config: Config, pipeline: Arc<dyn Pipeline>) -> anyhow::Result<Node> {
+    /// Like [`Node::open`] with another pipeline, built with the node's metrics.
+    pub fn open_with_pipeline(
+        config: Config,
+        pipeline: impl FnOnce(Arc<Metrics>) -> Arc<dyn Pipeline>,
+    ) -> anyhow::Result<Node> {
         std::fs::create_dir_all(&config.data_dir)
             .with_context(|| format!("cannot create data dir {}", config.data_dir.display()))?;
         let db_path = config.data_dir.join("db");
@@ -53,12 +58,13 @@ impl Node {
         )?;
         let fetcher =
             Fetcher::new(&config.fetch, config.politeness.robots_max_bytes).context("cannot build the HTTP client")?;
+        let metrics = Arc::new(Metrics::default());
         let crawler = Crawler::new(
             frontier,
             robots,
             fetcher,
-            pipeline,
-            Arc::new(Metrics::default()),
+            pipeline(metrics.clone()),
+            metrics,
             CrawlSettings::from_config(&config),
         );
         Ok(Node { config, crawler })

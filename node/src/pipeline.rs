@@ -1,14 +1,19 @@
 //! What happens to a fetched page: the seam between fetching and everything downstream.
 //!
 //! The crawl loop hands every fetched HTML page to a [`Pipeline`] on a blocking thread and
-//! queues the links it returns. Today the pipeline only discovers links; extraction, dedup,
-//! chunking, embedding and indexing plug in here (fetch → extract → dedup → chunk → embed →
-//! index) without touching the loop.
+//! queues the links it returns. [`ExtractPipeline`] runs the extractor (`weft_extract`): main
+//! text, metadata, normalized links, page type, JS-need score, fingerprints. Deduplication,
+//! chunking, embedding and indexing plug in after it (fetch → extract → dedup → chunk → embed
+//! → index) without touching the loop.
 
+use crate::metrics::Metrics;
+use crate::second_opinion::SecondOpinion;
 use bytes::Bytes;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::SystemTime;
 use url::Url;
-use weft_extract::Link;
+use weft_extract::{Extracted, Link};
 
 /// A page as fetched.
 #[derive(Debug, Clone)]
@@ -16,6 +21,7 @@ pub struct FetchedPage {
     pub url: Url,
     pub status: u16,
     pub content_type: Option<String>,
+    pub content_language: Option<String>,
     pub body: Bytes,
     pub depth: u32,
     pub fetched_at: SystemTime,
@@ -24,10 +30,10 @@ pub struct FetchedPage {
 /// What the pipeline learned from a page.
 #[derive(Debug, Default)]
 pub struct Processed {
-    /// Outbound links, absolute but not yet normalized.
+    /// Outbound links, absolute and normalized.
     pub links: Vec<Link>,
-    /// Non-fatal problems, counted in `/status` (e.g. `invalid_utf8`).
-    pub warnings: Vec<&'static str>,
+    /// The extraction, for the stages after it.
+    pub extracted: Option<Box<Extracted>>,
 }
 
 /// Downstream processing of fetched pages. Runs on a blocking thread: CPU-bound work is fine.
@@ -35,20 +41,66 @@ pub trait Pipeline: Send + Sync + 'static {
     fn process(&self, page: &FetchedPage) -> Processed;
 }
 
-/// The interim pipeline: decode and discover links.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct LinkPipeline;
+/// Extraction: the first stage after fetching.
+pub struct ExtractPipeline {
+    metrics: Arc<Metrics>,
+    second_opinion: SecondOpinion,
+    extracting: AtomicUsize,
+}
 
-impl Pipeline for LinkPipeline {
+impl ExtractPipeline {
+    pub fn new(config: &weft_config::ExtractConfig, metrics: Arc<Metrics>) -> Self {
+        let second_opinion = SecondOpinion::start(config, metrics.clone());
+        ExtractPipeline { metrics, second_opinion, extracting: AtomicUsize::new(0) }
+    }
+
+    /// Pages whose text the reference extractor improved (see `second_opinion`).
+    pub fn improved(&self) -> Option<std::sync::mpsc::Receiver<crate::second_opinion::Improved>> {
+        self.second_opinion.take_improved()
+    }
+}
+
+impl Pipeline for ExtractPipeline {
     fn process(&self, page: &FetchedPage) -> Processed {
-        let mut warnings = Vec::new();
-        let html = match std::str::from_utf8(&page.body) {
-            Ok(s) => std::borrow::Cow::Borrowed(s),
-            Err(_) => {
-                warnings.push("invalid_utf8");
-                String::from_utf8_lossy(&page.body)
+        let extracting = self.extracting.fetch_add(1, Ordering::AcqRel) + 1;
+        let mut headers: Vec<(&str, &str)> = Vec::with_capacity(2);
+        if let Some(ct) = &page.content_type {
+            headers.push(("content-type", ct));
+        }
+        if let Some(cl) = &page.content_language {
+            headers.push(("content-language", cl));
+        }
+        let mut e = weft_extract::extract(&page.body, &headers, &page.url);
+        let m = &self.metrics;
+        m.extraction("page_type", page_type_name(&e));
+        m.extraction("js", recommendation_name(&e));
+        for w in &e.warnings {
+            m.extraction("warning", w.kind());
+        }
+        for (kind, n) in &e.links_rejected {
+            for _ in 0..*n {
+                m.count(kind);
             }
-        };
-        Processed { links: weft_extract::extract_links(&html, &page.url), warnings }
+        }
+        self.second_opinion.offer(&page.url, &page.body, &e, extracting);
+        self.extracting.fetch_sub(1, Ordering::AcqRel);
+        let links = std::mem::take(&mut e.links);
+        Processed { links, extracted: Some(Box::new(e)) }
+    }
+}
+
+fn page_type_name(e: &Extracted) -> &'static str {
+    match e.classification.page_type {
+        weft_extract::PageType::Article => "article",
+        weft_extract::PageType::Hub => "hub",
+        weft_extract::PageType::Other => "other",
+    }
+}
+
+fn recommendation_name(e: &Extracted) -> &'static str {
+    match e.js.recommendation {
+        weft_extract::Recommendation::Static => "static",
+        weft_extract::Recommendation::TryStaticFirst => "try_static_first",
+        weft_extract::Recommendation::JsRequired => "js_required",
     }
 }
