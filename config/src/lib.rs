@@ -228,7 +228,11 @@ pub struct ExtractConfig {
 
 impl Default for ExtractConfig {
     fn default() -> Self {
-        ExtractConfig { second_opinion: SecondOpinion::Off, second_opinion_below: 0.5, second_opinion_budget_ms: 10_000 }
+        ExtractConfig {
+            second_opinion: SecondOpinion::Off,
+            second_opinion_below: 0.5,
+            second_opinion_budget_ms: 10_000,
+        }
     }
 }
 

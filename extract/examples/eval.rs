@@ -87,7 +87,14 @@ fn main() {
         .take(worst)
         .map(|&i| {
             let s = &scores[i];
-            format!("{} {:.2} (p {:.2} r {:.2} conf {:.2})", &pages[i].id[..12], s.f1(), s.tp / (s.tp + s.fp).max(1e-9), s.tp / (s.tp + s.fn_).max(1e-9), results[i].confidence)
+            format!(
+                "{} {:.2} (p {:.2} r {:.2} conf {:.2})",
+                &pages[i].id[..12],
+                s.f1(),
+                s.tp / (s.tp + s.fp).max(1e-9),
+                s.tp / (s.tp + s.fn_).max(1e-9),
+                results[i].confidence
+            )
         })
         .collect();
     println!("lowest page F1: {}", worst_list.join(", "));
@@ -129,7 +136,12 @@ fn report(name: &str, scores: &[devset::PageScore], times: &[f64]) {
 }
 
 #[cfg(feature = "reference")]
-fn run_reference(pages: &[devset::Page], results: &[weft_extract::Extracted], scores: &[devset::PageScore], below: f32) {
+fn run_reference(
+    pages: &[devset::Page],
+    results: &[weft_extract::Extracted],
+    scores: &[devset::PageScore],
+    below: f32,
+) {
     let reader = weft_extract::reference::Reference::new().expect("start Readability.js");
     let mut new_scores = scores.to_vec();
     let mut ref_times = Vec::new();

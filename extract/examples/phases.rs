@@ -1,7 +1,8 @@
 //! Development aid: median milliseconds per dev-set page for each phase of extraction.
 use std::time::Instant;
 fn main() {
-    let dir = weft_extract::devset::locate(std::env::args().nth(1).as_deref().map(std::path::Path::new)).expect("dev set");
+    let dir =
+        weft_extract::devset::locate(std::env::args().nth(1).as_deref().map(std::path::Path::new)).expect("dev set");
     let pages = weft_extract::devset::load(&dir).expect("load");
     let (mut d, mut s, mut p, mut all) = (vec![], vec![], vec![], vec![]);
     for page in &pages {
@@ -25,6 +26,15 @@ fn main() {
             all.push((t5 - t4).as_secs_f64() * 1e3);
         }
     }
-    let med = |v: &mut Vec<f64>| { v.sort_by(f64::total_cmp); v[v.len() / 2] };
-    println!("decode {:.3}  sanitize {:.3}  parse+drop {:.3}  total {:.3} ms (medians)", med(&mut d), med(&mut s), med(&mut p), med(&mut all));
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "decode {:.3}  sanitize {:.3}  parse+drop {:.3}  total {:.3} ms (medians)",
+        med(&mut d),
+        med(&mut s),
+        med(&mut p),
+        med(&mut all)
+    );
 }

@@ -50,21 +50,147 @@ pub struct Classification {
 
 /// Country, continent and region names as they appear in section URLs (lowercase, hyphenated).
 const PLACES: &[&str] = &[
-    "afghanistan", "africa", "albania", "algeria", "americas", "argentina", "armenia", "asia", "asia-pacific",
-    "australia", "austria", "azerbaijan", "bangladesh", "belarus", "belgium", "bolivia", "bosnia", "brazil",
-    "bulgaria", "cambodia", "cameroon", "canada", "caribbean", "chile", "china", "colombia", "congo", "croatia", "cuba",
-    "cyprus", "czech-republic", "czechia", "denmark", "ecuador", "egypt", "england", "estonia", "ethiopia", "europe",
-    "finland", "france", "georgia", "germany", "ghana", "greece", "guatemala", "haiti", "honduras", "hong-kong",
-    "hungary", "iceland", "india", "indonesia", "iran", "iraq", "ireland", "israel", "italy", "jamaica", "japan",
-    "jordan", "kazakhstan", "kenya", "korea", "kosovo", "kuwait", "latin-america", "latvia", "lebanon", "libya",
-    "lithuania", "luxembourg", "malaysia", "mali", "mexico", "middle-east", "moldova", "mongolia", "morocco",
-    "mozambique", "myanmar", "nepal", "netherlands", "new-zealand", "nicaragua", "niger", "nigeria", "north-america",
-    "north-korea", "northern-ireland", "norway", "oceania", "pakistan", "palestine", "panama", "paraguay", "peru",
-    "philippines", "poland", "portugal", "qatar", "romania", "russia", "rwanda", "saudi-arabia", "scotland", "senegal",
-    "serbia", "singapore", "slovakia", "slovenia", "somalia", "south-africa", "south-america", "south-korea",
-    "spain", "sri-lanka", "sudan", "sweden", "switzerland", "syria", "taiwan", "tanzania", "thailand", "tunisia",
-    "turkey", "uganda", "uk", "ukraine", "united-kingdom", "united-states", "uruguay", "us", "usa", "uzbekistan",
-    "venezuela", "vietnam", "wales", "yemen", "zambia", "zimbabwe",
+    "afghanistan",
+    "africa",
+    "albania",
+    "algeria",
+    "americas",
+    "argentina",
+    "armenia",
+    "asia",
+    "asia-pacific",
+    "australia",
+    "austria",
+    "azerbaijan",
+    "bangladesh",
+    "belarus",
+    "belgium",
+    "bolivia",
+    "bosnia",
+    "brazil",
+    "bulgaria",
+    "cambodia",
+    "cameroon",
+    "canada",
+    "caribbean",
+    "chile",
+    "china",
+    "colombia",
+    "congo",
+    "croatia",
+    "cuba",
+    "cyprus",
+    "czech-republic",
+    "czechia",
+    "denmark",
+    "ecuador",
+    "egypt",
+    "england",
+    "estonia",
+    "ethiopia",
+    "europe",
+    "finland",
+    "france",
+    "georgia",
+    "germany",
+    "ghana",
+    "greece",
+    "guatemala",
+    "haiti",
+    "honduras",
+    "hong-kong",
+    "hungary",
+    "iceland",
+    "india",
+    "indonesia",
+    "iran",
+    "iraq",
+    "ireland",
+    "israel",
+    "italy",
+    "jamaica",
+    "japan",
+    "jordan",
+    "kazakhstan",
+    "kenya",
+    "korea",
+    "kosovo",
+    "kuwait",
+    "latin-america",
+    "latvia",
+    "lebanon",
+    "libya",
+    "lithuania",
+    "luxembourg",
+    "malaysia",
+    "mali",
+    "mexico",
+    "middle-east",
+    "moldova",
+    "mongolia",
+    "morocco",
+    "mozambique",
+    "myanmar",
+    "nepal",
+    "netherlands",
+    "new-zealand",
+    "nicaragua",
+    "niger",
+    "nigeria",
+    "north-america",
+    "north-korea",
+    "northern-ireland",
+    "norway",
+    "oceania",
+    "pakistan",
+    "palestine",
+    "panama",
+    "paraguay",
+    "peru",
+    "philippines",
+    "poland",
+    "portugal",
+    "qatar",
+    "romania",
+    "russia",
+    "rwanda",
+    "saudi-arabia",
+    "scotland",
+    "senegal",
+    "serbia",
+    "singapore",
+    "slovakia",
+    "slovenia",
+    "somalia",
+    "south-africa",
+    "south-america",
+    "south-korea",
+    "spain",
+    "sri-lanka",
+    "sudan",
+    "sweden",
+    "switzerland",
+    "syria",
+    "taiwan",
+    "tanzania",
+    "thailand",
+    "tunisia",
+    "turkey",
+    "uganda",
+    "uk",
+    "ukraine",
+    "united-kingdom",
+    "united-states",
+    "uruguay",
+    "us",
+    "usa",
+    "uzbekistan",
+    "venezuela",
+    "vietnam",
+    "wales",
+    "yemen",
+    "zambia",
+    "zimbabwe",
 ];
 
 fn is_place(seg: &str) -> bool {
@@ -78,7 +204,10 @@ fn is_year(seg: &str) -> bool {
 /// Template placeholder for one path segment, or `None` to keep it literally.
 fn placeholder(seg: &str, prev: Option<&str>, index: usize) -> Option<&'static str> {
     let lower = seg.to_ascii_lowercase();
-    let stem = lower.rsplit_once('.').map(|(s, ext)| if matches!(ext, "html" | "htm" | "php" | "aspx" | "asp" | "shtml") { s } else { &lower[..] }).unwrap_or(&lower);
+    let stem = lower
+        .rsplit_once('.')
+        .map(|(s, ext)| if matches!(ext, "html" | "htm" | "php" | "aspx" | "asp" | "shtml") { s } else { &lower[..] })
+        .unwrap_or(&lower);
     if is_year(stem) {
         return Some("{yyyy}");
     }
@@ -150,10 +279,16 @@ fn pagination(url: &Url) -> Option<(u32, Url)> {
         if matches!(k.as_ref(), "page" | "p" | "pg" | "paged" | "pagenum") {
             if let Ok(n) = v.parse::<u32>() {
                 let mut next = url.clone();
-                let pairs: Vec<(String, String)> = url
-                    .query_pairs()
-                    .map(|(a, b)| if a == k { (a.into_owned(), (n + 1).to_string()) } else { (a.into_owned(), b.into_owned()) })
-                    .collect();
+                let pairs: Vec<(String, String)> =
+                    url.query_pairs()
+                        .map(|(a, b)| {
+                            if a == k {
+                                (a.into_owned(), (n + 1).to_string())
+                            } else {
+                                (a.into_owned(), b.into_owned())
+                            }
+                        })
+                        .collect();
                 next.query_pairs_mut().clear().extend_pairs(pairs);
                 return Some((n, next));
             }
@@ -187,7 +322,10 @@ pub fn classify(url: &Url, main_chars: usize, links: &[Link], content_type: Opti
     let link_text: usize = links.iter().map(|l| l.text.chars().count()).sum();
     let page_type = if main_chars > 500 && (is_article_template(&template) || article_markup) {
         PageType::Article
-    } else if is_section_template(&template) && content_links > 10 && main_chars < 20 * content_links.max(1) + link_text / 2 {
+    } else if is_section_template(&template)
+        && content_links > 10
+        && main_chars < 20 * content_links.max(1) + link_text / 2
+    {
         PageType::Hub
     } else {
         PageType::Other
@@ -226,7 +364,10 @@ mod tests {
         assert_eq!(t("https://n.test/news/technology"), "/news/{name}");
         assert_eq!(t("https://n.test/sports"), "/sports");
         assert_eq!(t("https://n.test/"), "/");
-        assert_eq!(t("https://n.test/news/us/article/New-SUVs-and-electric-vehicles-14848164.php"), "/news/{place}/article/{slug}");
+        assert_eq!(
+            t("https://n.test/news/us/article/New-SUVs-and-electric-vehicles-14848164.php"),
+            "/news/{place}/article/{slug}"
+        );
     }
 
     #[test]

@@ -57,20 +57,79 @@ fn is_interface_line(text: &str) -> bool {
         return false;
     }
     const EXACT: &[&str] = &[
-        "advertisement", "advertisment", "ad", "ads", "sponsored", "share", "share this", "share this article",
-        "share this story", "share on facebook", "share on twitter", "tweet", "email", "print", "comments",
-        "read more", "continue reading", "related", "related articles", "related stories", "more stories",
-        "recommended", "you may also like", "skip to content", "skip to main content", "menu", "close", "subscribe",
-        "sign up", "log in", "sign in", "loading", "loading...", "back to top", "top", "next", "previous", "tags",
-        "topics", "follow us", "image", "photo", "video", "listen", "play", "save", "copy link", "link copied",
+        "advertisement",
+        "advertisment",
+        "ad",
+        "ads",
+        "sponsored",
+        "share",
+        "share this",
+        "share this article",
+        "share this story",
+        "share on facebook",
+        "share on twitter",
+        "tweet",
+        "email",
+        "print",
+        "comments",
+        "read more",
+        "continue reading",
+        "related",
+        "related articles",
+        "related stories",
+        "more stories",
+        "recommended",
+        "you may also like",
+        "skip to content",
+        "skip to main content",
+        "menu",
+        "close",
+        "subscribe",
+        "sign up",
+        "log in",
+        "sign in",
+        "loading",
+        "loading...",
+        "back to top",
+        "top",
+        "next",
+        "previous",
+        "tags",
+        "topics",
+        "follow us",
+        "image",
+        "photo",
+        "video",
+        "listen",
+        "play",
+        "save",
+        "copy link",
+        "link copied",
     ];
     if EXACT.contains(&t.as_str()) {
         return true;
     }
     const PREFIX: &[&str] = &[
-        "read more:", "related:", "see also:", "tags:", "topics:", "filed under", "share this", "follow us on",
-        "sign up for", "subscribe to", "click here", "image:", "photo:", "image credit", "photo credit", "getty images",
-        "copyright ©", "©", "all rights reserved", "advertisement",
+        "read more:",
+        "related:",
+        "see also:",
+        "tags:",
+        "topics:",
+        "filed under",
+        "share this",
+        "follow us on",
+        "sign up for",
+        "subscribe to",
+        "click here",
+        "image:",
+        "photo:",
+        "image credit",
+        "photo credit",
+        "getty images",
+        "copyright ©",
+        "©",
+        "all rights reserved",
+        "advertisement",
     ];
     PREFIX.iter().any(|p| t.starts_with(p))
 }
@@ -174,7 +233,11 @@ fn containers(walk: &Walk) -> Option<(Vec<ElemId>, f32)> {
         }
         // The owner element itself counts as level 0 when it is a plain text container
         // (a `<div>` with text directly inside); a `<p>` credits its parent first.
-        let mut e = if matches!(b.tag, "p" | "pre" | "li" | "dd" | "dt" | "blockquote" | "figcaption") { owner.parent } else { b.elem };
+        let mut e = if matches!(b.tag, "p" | "pre" | "li" | "dd" | "dt" | "blockquote" | "figcaption") {
+            owner.parent
+        } else {
+            b.elem
+        };
         let mut level = 0;
         while e != NO_PARENT && level < LEVELS {
             let el = &walk.elems[e as usize];
@@ -262,7 +325,8 @@ fn containers(walk: &Walk) -> Option<(Vec<ElemId>, f32)> {
             }
             let ss = if scored[i] { final_score(i) } else { 0.0 };
             let ld = el.link_chars as f32 / el.text_chars as f32;
-            let prose_sibling = el.tag == "p" && ((el.text_chars > 80 && ld < 0.25) || (el.text_chars <= 80 && ld == 0.0));
+            let prose_sibling =
+                el.tag == "p" && ((el.text_chars > 80 && ld < 0.25) || (el.text_chars <= 80 && ld == 0.0));
             if ss >= sib_threshold || prose_sibling {
                 roots.push(i as ElemId);
             }
@@ -275,6 +339,7 @@ fn containers(walk: &Walk) -> Option<(Vec<ElemId>, f32)> {
         .filter(|b| !walk.elems[b.elem as usize].boiler && roots.iter().any(|&r| within(walk, b.elem, r)))
         .map(|b| (b.chars - b.link_chars) as f32)
         .sum();
-    let confidence = if prose_total > 0.0 { (chosen / prose_total).min(1.0) * (chosen / 1_500.0).min(1.0) } else { 0.0 };
+    let confidence =
+        if prose_total > 0.0 { (chosen / prose_total).min(1.0) * (chosen / 1_500.0).min(1.0) } else { 0.0 };
     Some((roots, confidence))
 }

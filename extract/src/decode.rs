@@ -126,13 +126,35 @@ fn detect(body: &[u8], tld: Option<&str>) -> &'static Encoding {
     let mut detector = chardetng::EncodingDetector::new(chardetng::Iso2022JpDetection::Deny);
     detector.feed(body, true);
     // chardetng asserts the hint is a lowercase ASCII label without dots.
-    let tld = tld.filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
+    let tld =
+        tld.filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
     detector.guess(tld.map(str::as_bytes), chardetng::Utf8Detection::Allow)
 }
 
 /// Characters that begin a UTF-8 sequence when that sequence is misread as windows-1252.
 fn is_mojibake_lead(c: char) -> bool {
-    matches!(c, 'Â' | 'Ã' | 'Ä' | 'Å' | 'Æ' | 'Ç' | 'Ð' | 'Ñ' | 'Ø' | 'Ù' | 'â' | 'ã' | 'ä' | 'å' | 'æ' | 'ç' | 'è' | 'é' | 'ï' | 'ð')
+    matches!(
+        c,
+        'Â' | 'Ã'
+            | 'Ä'
+            | 'Å'
+            | 'Æ'
+            | 'Ç'
+            | 'Ð'
+            | 'Ñ'
+            | 'Ø'
+            | 'Ù'
+            | 'â'
+            | 'ã'
+            | 'ä'
+            | 'å'
+            | 'æ'
+            | 'ç'
+            | 'è'
+            | 'é'
+            | 'ï'
+            | 'ð'
+    )
 }
 
 /// Repairs runs of non-ASCII characters that are UTF-8 bytes misread as windows-1252. Returns

@@ -145,10 +145,52 @@ fn patterns() -> &'static RegexSet {
 fn is_block_tag(tag: &str) -> bool {
     matches!(
         tag,
-        "address" | "article" | "aside" | "blockquote" | "body" | "center" | "dd" | "details" | "dialog" | "div" | "dl"
-            | "dt" | "fieldset" | "figcaption" | "figure" | "footer" | "form" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6"
-            | "header" | "hgroup" | "hr" | "li" | "main" | "nav" | "ol" | "p" | "pre" | "section" | "table" | "tbody"
-            | "thead" | "tfoot" | "tr" | "td" | "th" | "ul" | "caption" | "summary" | "html" | "menu" | "legend"
+        "address"
+            | "article"
+            | "aside"
+            | "blockquote"
+            | "body"
+            | "center"
+            | "dd"
+            | "details"
+            | "dialog"
+            | "div"
+            | "dl"
+            | "dt"
+            | "fieldset"
+            | "figcaption"
+            | "figure"
+            | "footer"
+            | "form"
+            | "h1"
+            | "h2"
+            | "h3"
+            | "h4"
+            | "h5"
+            | "h6"
+            | "header"
+            | "hgroup"
+            | "hr"
+            | "li"
+            | "main"
+            | "nav"
+            | "ol"
+            | "p"
+            | "pre"
+            | "section"
+            | "table"
+            | "tbody"
+            | "thead"
+            | "tfoot"
+            | "tr"
+            | "td"
+            | "th"
+            | "ul"
+            | "caption"
+            | "summary"
+            | "html"
+            | "menu"
+            | "legend"
     )
 }
 
@@ -156,9 +198,28 @@ fn is_block_tag(tag: &str) -> bool {
 fn is_skipped_tag(tag: &str) -> bool {
     matches!(
         tag,
-        "script" | "style" | "noscript" | "template" | "svg" | "math" | "canvas" | "iframe" | "object" | "embed"
-            | "video" | "audio" | "select" | "option" | "button" | "input" | "textarea" | "head" | "picture" | "map"
-            | "datalist" | "dialog"
+        "script"
+            | "style"
+            | "noscript"
+            | "template"
+            | "svg"
+            | "math"
+            | "canvas"
+            | "iframe"
+            | "object"
+            | "embed"
+            | "video"
+            | "audio"
+            | "select"
+            | "option"
+            | "button"
+            | "input"
+            | "textarea"
+            | "head"
+            | "picture"
+            | "map"
+            | "datalist"
+            | "dialog"
     )
 }
 
@@ -169,8 +230,18 @@ fn is_boiler_tag(tag: &str) -> bool {
 fn is_boiler_role(role: &str) -> bool {
     matches!(
         role.trim().to_ascii_lowercase().as_str(),
-        "navigation" | "banner" | "contentinfo" | "complementary" | "menu" | "menubar" | "dialog" | "alertdialog"
-            | "search" | "toolbar" | "tablist" | "tooltip"
+        "navigation"
+            | "banner"
+            | "contentinfo"
+            | "complementary"
+            | "menu"
+            | "menubar"
+            | "dialog"
+            | "alertdialog"
+            | "search"
+            | "toolbar"
+            | "tablist"
+            | "tooltip"
     )
 }
 
@@ -179,8 +250,17 @@ fn is_hiding_class(class: &str) -> bool {
     class.split_ascii_whitespace().any(|c| {
         matches!(
             c.to_ascii_lowercase().as_str(),
-            "hidden" | "d-none" | "is-hidden" | "hide" | "visually-hidden" | "visuallyhidden" | "sr-only"
-                | "screen-reader-text" | "screenreader-only" | "offscreen" | "u-hidden"
+            "hidden"
+                | "d-none"
+                | "is-hidden"
+                | "hide"
+                | "visually-hidden"
+                | "visuallyhidden"
+                | "sr-only"
+                | "screen-reader-text"
+                | "screenreader-only"
+                | "offscreen"
+                | "u-hidden"
         )
     })
 }
@@ -379,7 +459,14 @@ impl<'a> State<'a> {
         self.fp.close();
     }
 
-    fn element(&mut self, node: NodeRef<'a, Node>, el: &'a scraper::node::Element, parent: ElemId, depth: u16, stack: &mut Vec<Step<'a>>) {
+    fn element(
+        &mut self,
+        node: NodeRef<'a, Node>,
+        el: &'a scraper::node::Element,
+        parent: ElemId,
+        depth: u16,
+        stack: &mut Vec<Step<'a>>,
+    ) {
         let tag = el.name();
         let a = read_attrs(el);
         if let Some(m) = a.marker {
@@ -430,10 +517,15 @@ impl<'a> State<'a> {
             if m.matched(NEGATIVE) {
                 weight -= 25;
             }
-            unlikely = m.matched(UNLIKELY) && !m.matched(MAYBE) && !matches!(tag, "body" | "html" | "article" | "main" | "a");
+            unlikely =
+                m.matched(UNLIKELY) && !m.matched(MAYBE) && !matches!(tag, "body" | "html" | "article" | "main" | "a");
         }
-        let itemprop_body = a.itemprop.is_some_and(|p| p.split_ascii_whitespace().any(|p| p == "articleBody" || p == "text" || p == "reviewBody"));
-        let content_hint = matches!(tag, "article" | "main") || itemprop_body || a.role.is_some_and(|r| r.eq_ignore_ascii_case("main"));
+        let itemprop_body = a.itemprop.is_some_and(|p| {
+            p.split_ascii_whitespace().any(|p| p == "articleBody" || p == "text" || p == "reviewBody")
+        });
+        let content_hint = matches!(tag, "article" | "main")
+            || itemprop_body
+            || a.role.is_some_and(|r| r.eq_ignore_ascii_case("main"));
         let own_boiler = if itemprop_body {
             None
         } else if is_boiler_tag(tag) {
@@ -462,7 +554,10 @@ impl<'a> State<'a> {
         });
         if let Some(elem_id) = a.id {
             let lower = elem_id.to_ascii_lowercase();
-            if matches!(lower.as_str(), "app" | "root" | "__next" | "__nuxt" | "___gatsby" | "svelte" | "app-root" | "main-app") {
+            if matches!(
+                lower.as_str(),
+                "app" | "root" | "__next" | "__nuxt" | "___gatsby" | "svelte" | "app-root" | "main-app"
+            ) {
                 self.walk.js.app_containers.push(id);
             }
         }

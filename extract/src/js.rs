@@ -27,7 +27,7 @@ pub enum Recommendation {
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct JsScore {
-    pub score: f32,
+    pub score: f64,
     /// The client-side framework detected, if any (`react`, `nextjs`, `vue`, `nuxt`, `angular`,
     /// `svelte`).
     pub framework: Option<&'static str>,
@@ -59,7 +59,13 @@ fn framework(markers: &[&'static str]) -> Option<&'static str> {
 /// Scores a page. `html_bytes` is the document size, `visible_chars` all visible text,
 /// `main_chars` the main content's, `empty_containers` how many app containers hold almost no
 /// text.
-pub fn score(facts: &JsFacts, html_bytes: usize, visible_chars: usize, main_chars: usize, empty_containers: usize) -> JsScore {
+pub fn score(
+    facts: &JsFacts,
+    html_bytes: usize,
+    visible_chars: usize,
+    main_chars: usize,
+    empty_containers: usize,
+) -> JsScore {
     let mut s = 0f32;
     let mut signals = Vec::new();
     if empty_containers > 0 {
@@ -84,7 +90,11 @@ pub fn score(facts: &JsFacts, html_bytes: usize, visible_chars: usize, main_char
         signals.push("hydration_state".to_string());
     }
     let noscript = facts.noscript_text.to_ascii_lowercase();
-    if noscript.contains("enable javascript") || noscript.contains("javascript is disabled") || noscript.contains("requires javascript") || noscript.contains("need to enable javascript") {
+    if noscript.contains("enable javascript")
+        || noscript.contains("javascript is disabled")
+        || noscript.contains("requires javascript")
+        || noscript.contains("need to enable javascript")
+    {
         s += 0.2;
         signals.push("noscript_enable_js".to_string());
     }
@@ -107,5 +117,5 @@ pub fn score(facts: &JsFacts, html_bytes: usize, visible_chars: usize, main_char
     } else {
         Recommendation::Static
     };
-    JsScore { score: (score * 100.0).round() / 100.0, framework: fw, signals, recommendation }
+    JsScore { score: (f64::from(score) * 100.0).round() / 100.0, framework: fw, signals, recommendation }
 }

@@ -111,7 +111,7 @@ pub struct Extracted {
     pub fingerprints: Fingerprints,
     /// 0–1: how sure the extractor is about the main text. Low confidence is when a second
     /// opinion (the reference extractor) is worth its cost.
-    pub confidence: f32,
+    pub confidence: f64,
     /// The encoding the bytes were read with, and why.
     pub charset: &'static str,
     pub charset_source: decode::CharsetSource,
@@ -143,7 +143,9 @@ pub fn extract(body: &[u8], headers: &Headers, url: &Url) -> Extracted {
     }
 
     let in_main: std::collections::HashSet<u32> = main.blocks.iter().map(|&b| b as u32).collect();
-    let (links, links_rejected) = links::resolve(&walk.links, &base, |l| !walk.elems[l.elem as usize].boiler && l.block.is_some_and(|b| in_main.contains(&b)));
+    let (links, links_rejected) = links::resolve(&walk.links, &base, |l| {
+        !walk.elems[l.elem as usize].boiler && l.block.is_some_and(|b| in_main.contains(&b))
+    });
     let mut text = String::new();
     let mut blocks = Vec::with_capacity(main.blocks.len());
     for &bi in &main.blocks {
@@ -180,7 +182,7 @@ pub fn extract(body: &[u8], headers: &Headers, url: &Url) -> Extracted {
         classification,
         js,
         fingerprints: walk.fingerprints.clone(),
-        confidence: (main.confidence * 100.0).round() / 100.0,
+        confidence: (f64::from(main.confidence) * 100.0).round() / 100.0,
         charset: decoded.encoding.name(),
         charset_source: decoded.source,
         warnings,

@@ -78,14 +78,20 @@ mod tests {
         let urls: Vec<_> = links.iter().map(|l| l.url.as_str()).collect();
         assert_eq!(
             urls,
-            ["http://cdn.test/root/x.html", "http://cdn.test/abs?a=1&b=2", "http://b.test/", "http://cdn.test/root/map.html"]
+            [
+                "http://cdn.test/root/x.html",
+                "http://cdn.test/abs?a=1&b=2",
+                "http://b.test/",
+                "http://cdn.test/root/map.html"
+            ]
         );
         assert_eq!(links[0].text, "X bold");
     }
 
     #[test]
     fn nofollow_and_rel_are_reported() {
-        let links = links(r#"<a rel="NoFollow noopener" href="/a">a</a><a rel="ugc" href="/b">b</a><a href="/c">c</a>"#);
+        let links =
+            links(r#"<a rel="NoFollow noopener" href="/a">a</a><a rel="ugc" href="/b">b</a><a href="/c">c</a>"#);
         assert_eq!(links.iter().map(|l| l.nofollow).collect::<Vec<_>>(), [true, true, false]);
         assert_eq!(links[0].rel, ["nofollow", "noopener"]);
     }
@@ -108,10 +114,7 @@ mod tests {
         );
         let links = links(&html);
         let flags: Vec<_> = links.iter().map(|l| (l.url.path().to_string(), l.in_content)).collect();
-        assert_eq!(
-            flags,
-            [("/home".to_string(), false), ("/cited".to_string(), true), ("/about".to_string(), false)]
-        );
+        assert_eq!(flags, [("/home".to_string(), false), ("/cited".to_string(), true), ("/about".to_string(), false)]);
     }
 
     #[test]

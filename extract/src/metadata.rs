@@ -45,7 +45,8 @@ struct JsonLd {
 }
 
 fn is_article_type(t: &str) -> bool {
-    t.ends_with("Article") || matches!(t, "BlogPosting" | "Report" | "LiveBlogPosting" | "SocialMediaPosting" | "Review")
+    t.ends_with("Article")
+        || matches!(t, "BlogPosting" | "Report" | "LiveBlogPosting" | "SocialMediaPosting" | "Review")
 }
 
 /// Main-entity types worth reporting, in order of preference when a graph holds several.
@@ -54,7 +55,10 @@ fn type_rank(t: &str) -> u8 {
         0
     } else if matches!(t, "Product" | "Recipe" | "Event" | "JobPosting" | "Course" | "Book" | "Movie" | "VideoObject") {
         1
-    } else if matches!(t, "WebPage" | "ItemPage" | "CollectionPage" | "AboutPage" | "ProfilePage" | "QAPage" | "FAQPage") {
+    } else if matches!(
+        t,
+        "WebPage" | "ItemPage" | "CollectionPage" | "AboutPage" | "ProfilePage" | "QAPage" | "FAQPage"
+    ) {
         2
     } else {
         3
@@ -126,7 +130,9 @@ fn json_ld(scripts: &[String]) -> JsonLd {
     };
     let kind = types(main).iter().min_by_key(|t| type_rank(t)).map(|t| t.to_string());
     let publisher = str_of(main.get("publisher")).or_else(|| {
-        all.iter().find(|e| types(e).contains(&"Organization") || types(e).contains(&"NewsMediaOrganization")).and_then(|o| str_of(o.get("name")))
+        all.iter()
+            .find(|e| types(e).contains(&"Organization") || types(e).contains(&"NewsMediaOrganization"))
+            .and_then(|o| str_of(o.get("name")))
     });
     let site_name = all.iter().find(|e| types(e).contains(&"WebSite")).and_then(|w| str_of(w.get("name")));
     JsonLd {
@@ -159,12 +165,25 @@ pub fn normalize_date(raw: &str) -> Option<String> {
     if let Ok(d) = DateTime::parse_from_rfc2822(s) {
         return Some(d.to_rfc3339());
     }
-    for f in ["%Y-%m-%dT%H:%M:%S%.f%z", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M%z", "%Y-%m-%d %H:%M:%S%.f%z", "%Y-%m-%d %H:%M:%S %z"] {
+    for f in [
+        "%Y-%m-%dT%H:%M:%S%.f%z",
+        "%Y-%m-%dT%H:%M:%S%z",
+        "%Y-%m-%dT%H:%M%z",
+        "%Y-%m-%d %H:%M:%S%.f%z",
+        "%Y-%m-%d %H:%M:%S %z",
+    ] {
         if let Ok(d) = DateTime::<FixedOffset>::parse_from_str(s, f) {
             return Some(d.to_rfc3339());
         }
     }
-    for f in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y%m%dT%H%M%S"] {
+    for f in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%d %H:%M",
+        "%Y%m%dT%H%M%S",
+    ] {
         if let Ok(d) = NaiveDateTime::parse_from_str(s, f) {
             return Some(Utc.from_utc_datetime(&d).to_rfc3339());
         }
@@ -249,14 +268,20 @@ pub fn metadata(facts: &MetaFacts, page: &Url, base: &Url, content_language: Opt
     };
     let og_title = meta(&["og:title"]);
     let tw_title = meta(&["twitter:title"]);
-    let site_name = ld.publisher.clone().or_else(|| meta(&["og:site_name"])).or_else(|| meta(&["application-name", "twitter:site"]).map(|s| s.trim_start_matches('@').to_string()));
+    let site_name = ld
+        .publisher
+        .clone()
+        .or_else(|| meta(&["og:site_name"]))
+        .or_else(|| meta(&["application-name", "twitter:site"]).map(|s| s.trim_start_matches('@').to_string()));
     let title = ld
         .headline
         .clone()
         .or(og_title)
         .or(tw_title)
         .or_else(|| meta(&["title", "dc.title", "sailthru.title", "parsely-title"]))
-        .or_else(|| facts.title.as_deref().map(|t| strip_site_suffix(t, site_name.as_deref())).filter(|t| !t.is_empty()))
+        .or_else(|| {
+            facts.title.as_deref().map(|t| strip_site_suffix(t, site_name.as_deref())).filter(|t| !t.is_empty())
+        })
         .or_else(|| facts.first_h1.clone());
     let byline = ld
         .author
@@ -265,13 +290,28 @@ pub fn metadata(facts: &MetaFacts, page: &Url, base: &Url, content_language: Opt
         .or_else(|| meta(&["author", "dc.creator", "dcterms.creator", "byl", "sailthru.author", "parsely-author"]))
         .or_else(|| facts.byline.clone())
         .and_then(|b| clean_byline(&b));
-    let itemprop_time = |prop: &str| facts.times.iter().find(|(p, _)| p.as_deref() == Some(prop)).map(|(_, v)| v.clone());
+    let itemprop_time =
+        |prop: &str| facts.times.iter().find(|(p, _)| p.as_deref() == Some(prop)).map(|(_, v)| v.clone());
     let published = ld
         .published
         .iter()
         .cloned()
         .chain(meta(&["article:published_time", "og:article:published_time"]))
-        .chain(meta(&["datepublished", "date", "pubdate", "publishdate", "publish-date", "dc.date", "dc.date.issued", "dcterms.created", "dcterms.date", "sailthru.date", "parsely-pub-date", "article.published", "published_time"]))
+        .chain(meta(&[
+            "datepublished",
+            "date",
+            "pubdate",
+            "publishdate",
+            "publish-date",
+            "dc.date",
+            "dc.date.issued",
+            "dcterms.created",
+            "dcterms.date",
+            "sailthru.date",
+            "parsely-pub-date",
+            "article.published",
+            "published_time",
+        ]))
         .chain(itemprop_time("datePublished"))
         .chain(facts.times.first().map(|(_, v)| v.clone()))
         .find_map(|d| normalize_date(&d))
@@ -357,7 +397,10 @@ mod tests {
     #[test]
     fn bylines_and_titles_are_cleaned() {
         assert_eq!(clean_byline("  By   Jane Doe ").unwrap(), "Jane Doe");
-        assert_eq!(strip_site_suffix("Big story happens today | The Daily", Some("The Daily")), "Big story happens today");
+        assert_eq!(
+            strip_site_suffix("Big story happens today | The Daily", Some("The Daily")),
+            "Big story happens today"
+        );
         assert_eq!(strip_site_suffix("A - B", None), "A - B");
     }
 }

@@ -29,10 +29,16 @@ impl Reference {
     /// Main text of `html` as Readability.js sees it, paragraphs separated by blank lines.
     pub fn extract(&self, html: &str, url: &str) -> Result<String, ReferenceError> {
         let base = url::Url::parse(url).ok().filter(|u| matches!(u.scheme(), "http" | "https")).map(|_| url);
-        let article = self
-            .inner
-            .parse_with_options(html, base, None)
-            .map_err(|e| ReferenceError(e.to_string()))?;
+        // The wrapper's DOM has no body for a bare fragment, and Readability then finds nothing;
+        // browsers imply <html><body>, so do the same.
+        let wrapped;
+        let html = if html.get(..html.len().min(200_000)).is_some_and(|h| h.to_ascii_lowercase().contains("<body")) {
+            html
+        } else {
+            wrapped = format!("<html><body>{html}</body></html>");
+            &wrapped
+        };
+        let article = self.inner.parse_with_options(html, base, None).map_err(|e| ReferenceError(e.to_string()))?;
         Ok(tidy(&article.text_content))
     }
 }
@@ -91,6 +97,11 @@ mod tests {
         let text = reference.extract(&html, "https://a.test/story").expect("an article");
         assert_eq!(text.matches("The committee met").count(), 5);
         assert!(!text.contains("Home"));
+        // A bare fragment works too.
+        let text = reference
+            .extract(&format!("<article>{}</article>", para.repeat(5)), "https://a.test/s")
+            .expect("an article");
+        assert_eq!(text.matches("The committee met").count(), 5);
     }
 
     #[test]

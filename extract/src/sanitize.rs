@@ -26,8 +26,24 @@ pub const MAX_HTML_BYTES: usize = 8 << 20;
 fn is_void(name: &[u8]) -> bool {
     matches!(
         name,
-        b"area" | b"base" | b"br" | b"col" | b"embed" | b"hr" | b"img" | b"input" | b"link" | b"meta" | b"param"
-            | b"source" | b"track" | b"wbr" | b"keygen" | b"frame" | b"basefont" | b"isindex"
+        b"area"
+            | b"base"
+            | b"br"
+            | b"col"
+            | b"embed"
+            | b"hr"
+            | b"img"
+            | b"input"
+            | b"link"
+            | b"meta"
+            | b"param"
+            | b"source"
+            | b"track"
+            | b"wbr"
+            | b"keygen"
+            | b"frame"
+            | b"basefont"
+            | b"isindex"
     )
 }
 
@@ -36,8 +52,26 @@ fn is_void(name: &[u8]) -> bool {
 fn is_optional_close(name: &[u8]) -> bool {
     matches!(
         name,
-        b"p" | b"li" | b"dt" | b"dd" | b"option" | b"optgroup" | b"tr" | b"td" | b"th" | b"thead" | b"tbody"
-            | b"tfoot" | b"rb" | b"rt" | b"rp" | b"rtc" | b"colgroup" | b"caption" | b"html" | b"head" | b"body"
+        b"p" | b"li"
+            | b"dt"
+            | b"dd"
+            | b"option"
+            | b"optgroup"
+            | b"tr"
+            | b"td"
+            | b"th"
+            | b"thead"
+            | b"tbody"
+            | b"tfoot"
+            | b"rb"
+            | b"rt"
+            | b"rp"
+            | b"rtc"
+            | b"colgroup"
+            | b"caption"
+            | b"html"
+            | b"head"
+            | b"body"
     )
 }
 
@@ -46,7 +80,10 @@ fn is_control(b: u8) -> bool {
 }
 
 fn is_raw_text(name: &[u8]) -> bool {
-    matches!(name, b"script" | b"style" | b"textarea" | b"title" | b"xmp" | b"iframe" | b"noembed" | b"noframes" | b"plaintext")
+    matches!(
+        name,
+        b"script" | b"style" | b"textarea" | b"title" | b"xmp" | b"iframe" | b"noembed" | b"noframes" | b"plaintext"
+    )
 }
 
 /// Returns the repaired document, borrowing when nothing had to change.
@@ -177,8 +214,9 @@ pub fn sanitize<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> Cow<'a, str>
             let mut k = i;
             loop {
                 match find(bytes, k, b"</") {
-                    Some(p) if bytes.len() >= p + 2 + name.len()
-                        && bytes[p + 2..p + 2 + name.len()].eq_ignore_ascii_case(name) =>
+                    Some(p)
+                        if bytes.len() >= p + 2 + name.len()
+                            && bytes[p + 2..p + 2 + name.len()].eq_ignore_ascii_case(name) =>
                     {
                         i = p;
                         break;

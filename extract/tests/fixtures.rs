@@ -17,16 +17,22 @@ fn prose(n: usize) -> String {
 #[test]
 fn windows_1252_page_with_header_charset() {
     let mut body = b"<html><body><article>".to_vec();
-    body.extend_from_slice(&b"<p>Caf\xe9 cr\xe8me \x96 \x93quoted\x94, na\xefve r\xe9sum\xe9 of the d\xe9j\xe0 vu. </p>".repeat(3));
+    body.extend_from_slice(
+        &b"<p>Caf\xe9 cr\xe8me \x96 \x93quoted\x94, na\xefve r\xe9sum\xe9 of the d\xe9j\xe0 vu. </p>".repeat(3),
+    );
     body.extend_from_slice(b"</article></body></html>");
-    let e = extract(&body, &[("Content-Type", "text/html; charset=ISO-8859-1")], &Url::parse("http://a.test/x").unwrap());
+    let e =
+        extract(&body, &[("Content-Type", "text/html; charset=ISO-8859-1")], &Url::parse("http://a.test/x").unwrap());
     assert_eq!(e.charset, "windows-1252");
     assert!(e.text.contains("Café crème – “quoted”, naïve résumé of the déjà vu."), "{}", e.text);
 }
 
 #[test]
 fn mojibake_in_a_utf8_page_is_repaired() {
-    let html = format!("<article><p>Itâ€™s the cafÃ©â€™s best crÃ¨me brÃ»lÃ©e, everyone agrees on that.</p>{}</article>", prose(3));
+    let html = format!(
+        "<article><p>Itâ€™s the cafÃ©â€™s best crÃ¨me brÃ»lÃ©e, everyone agrees on that.</p>{}</article>",
+        prose(3)
+    );
     let e = run(&html, "http://a.test/x");
     assert!(e.text.starts_with("It’s the café’s best crème brûlée"), "{}", e.text);
     assert!(e.warnings.iter().any(|w| w.kind() == "mojibake_repaired"));
@@ -138,7 +144,8 @@ fn page_types() {
     assert_eq!(article.classification.page_type, PageType::Article);
     assert_eq!(article.classification.template, "/{yyyy}/{mm}/{dd}/{slug}");
 
-    let links: String = (0..30).map(|i| format!("<li><a href=\"/world/story-{i}-about-things\">Story {i} headline</a></li>")).collect();
+    let links: String =
+        (0..30).map(|i| format!("<li><a href=\"/world/story-{i}-about-things\">Story {i} headline</a></li>")).collect();
     let hub = run(&format!("<body><ul>{links}</ul></body>"), "https://n.test/world/africa");
     assert_eq!(hub.classification.page_type, PageType::Hub);
     assert_eq!(hub.classification.template, "/world/{place}");
@@ -162,7 +169,10 @@ fn page_types() {
 #[test]
 fn js_framework_markers() {
     let cases = [
-        (r#"<body><div id="__next"></div><script id="__NEXT_DATA__" type="application/json">{}</script></body>"#, "nextjs"),
+        (
+            r#"<body><div id="__next"></div><script id="__NEXT_DATA__" type="application/json">{}</script></body>"#,
+            "nextjs",
+        ),
         (r#"<body><div id="root" data-reactroot=""></div></body>"#, "react"),
         (r#"<body><div id="app" v-cloak></div></body>"#, "vue"),
         (r#"<body><div id="__nuxt"></div><script>window.__NUXT__={}</script></body>"#, "nuxt"),
@@ -187,7 +197,10 @@ fn js_score_recommendations() {
     assert_eq!(e.js.recommendation, Recommendation::JsRequired, "{:?}", e.js);
     assert!(e.js.score > 0.8);
 
-    let ssr = format!(r#"<body><div id="__next"><article>{}</article></div><script id="__NEXT_DATA__">{{}}</script></body>"#, prose(8));
+    let ssr = format!(
+        r#"<body><div id="__next"><article>{}</article></div><script id="__NEXT_DATA__">{{}}</script></body>"#,
+        prose(8)
+    );
     let e = run(&ssr, "http://a.test/a-story-about-something-long");
     assert_eq!(e.js.framework, Some("nextjs"));
     assert_eq!(e.js.recommendation, Recommendation::Static, "{:?}", e.js);
@@ -211,10 +224,8 @@ fn fingerprints_ignore_text_but_see_classes() {
     let renamed = run(&page("first text", "main body"), "http://a.test/");
     assert_ne!(a.fingerprints.l1, renamed.fingerprints.l1);
     assert_eq!(a.fingerprints.l2, renamed.fingerprints.l2, "L2 ignores classes");
-    let restructured = run(
-        "<html><head></head><body><div><section><p>first text</p></section></div></body></html>",
-        "http://a.test/",
-    );
+    let restructured =
+        run("<html><head></head><body><div><section><p>first text</p></section></div></body></html>", "http://a.test/");
     assert_ne!(a.fingerprints.l2, restructured.fingerprints.l2);
 }
 
@@ -237,9 +248,27 @@ fn json_output_has_every_contract_field() {
     let e = run(&format!("<article>{}</article>", prose(3)), "https://n.test/article/12345");
     let v = serde_json::to_value(&e).unwrap();
     for key in [
-        "url", "title", "byline", "published", "modified", "language", "canonical", "site_name", "description",
-        "content_type", "text", "word_count", "blocks", "links", "page_type", "template", "hints", "js", "fingerprints",
-        "confidence", "warnings",
+        "url",
+        "title",
+        "byline",
+        "published",
+        "modified",
+        "language",
+        "canonical",
+        "site_name",
+        "description",
+        "content_type",
+        "text",
+        "word_count",
+        "blocks",
+        "links",
+        "page_type",
+        "template",
+        "hints",
+        "js",
+        "fingerprints",
+        "confidence",
+        "warnings",
     ] {
         assert!(v.get(key).is_some(), "missing {key}");
     }

@@ -30,7 +30,13 @@ fn unclosed_tags_and_orphan_closers() {
 
 #[test]
 fn ten_thousand_deep_nesting_is_capped() {
-    for (open, close) in [("<div>", "</div>"), ("<span>", "</span>"), ("<table><tr><td>", "</td></tr></table>"), ("<ul><li>", "</li></ul>"), ("<b><i><u>", "</u></i></b>")] {
+    for (open, close) in [
+        ("<div>", "</div>"),
+        ("<span>", "</span>"),
+        ("<table><tr><td>", "</td></tr></table>"),
+        ("<ul><li>", "</li></ul>"),
+        ("<b><i><u>", "</u></i></b>"),
+    ] {
         let html = format!("{}deep text{}", open.repeat(10_000), close.repeat(10_000));
         let e = run(&html);
         assert!(e.warnings.iter().any(|w| w.kind() == "depth_limited"), "{open}: {:?}", e.warnings);
@@ -51,7 +57,9 @@ fn twenty_megabytes_of_divs_in_bounded_time() {
 
 #[test]
 fn invalid_utf8_nuls_and_control_bytes() {
-    let mut body = b"<html><head><meta charset=utf-8></head><body><p>good \xff\xfe\xfd bytes and \x00nul\x01 and \x1b escape".to_vec();
+    let mut body =
+        b"<html><head><meta charset=utf-8></head><body><p>good \xff\xfe\xfd bytes and \x00nul\x01 and \x1b escape"
+            .to_vec();
     body.extend_from_slice(b" and a broken sequence \xe2\x82 end</p><a href=\"/x\0y\">link\0</a></body></html>");
     let e = run_on_small_stack(body);
     assert!(e.text.contains("good"), "{}", e.text);

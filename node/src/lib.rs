@@ -10,6 +10,7 @@
 
 pub mod api;
 pub mod crawler;
+pub mod extract_cli;
 pub mod fetcher;
 pub mod guard;
 pub mod metrics;

@@ -61,6 +61,17 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Extract main text, metadata, links, page type and JS score from HTML files.
+    Extract {
+        /// The page's URL: links resolve against it (default: the file's file:// URL).
+        #[arg(long, value_name = "URL")]
+        url: Option<url::Url>,
+        #[arg(long, value_enum, default_value = "jsonl")]
+        format: weft_node::extract_cli::Format,
+        /// Files or directories; .gz files are decompressed.
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+    },
     /// Inspect configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -134,6 +145,14 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
                 print_status(&status);
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Extract { url, format, paths } => {
+            let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            let ok = weft_node::extract_cli::run(&paths, url.as_ref(), format, &mut out, &mut stderr.lock());
+            use std::io::Write;
+            out.flush()?;
+            Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         Command::Config(ConfigCommand::Show { cfg }) => {
             let config = weft_config::load(&sources(&cfg, Overrides { log_format, ..Default::default() }))?;

@@ -195,7 +195,8 @@ impl prometheus_client::collector::Collector for StatusCollector {
             let labels: Labels = vec![("kind", kind.clone())];
             ConstCounter::new(*v).encode(m.encode_family(&labels)?)?;
         }
-        let mut m = enc.encode_descriptor("weft_extraction", "Extraction outcomes by kind", None, MetricType::Counter)?;
+        let mut m =
+            enc.encode_descriptor("weft_extraction", "Extraction outcomes by kind", None, MetricType::Counter)?;
         for (kind, v) in &s.extraction {
             let labels: Labels = vec![("kind", kind.clone())];
             ConstCounter::new(*v).encode(m.encode_family(&labels)?)?;

@@ -68,14 +68,21 @@ impl SecondOpinion {
                 .expect("spawn the reference extractor thread");
             (Some(tx), Some(out_rx))
         };
-        SecondOpinion { policy: config.second_opinion, below: config.second_opinion_below, tx, busy, improved: parking_lot::Mutex::new(improved), metrics }
+        SecondOpinion {
+            policy: config.second_opinion,
+            below: config.second_opinion_below,
+            tx,
+            busy,
+            improved: parking_lot::Mutex::new(improved),
+            metrics,
+        }
     }
 
     /// Offers a page that was just extracted. `extracting` is how many pages are being
     /// extracted right now (this one included).
     pub fn offer(&self, url: &Url, html: &[u8], fast: &weft_extract::Extracted, extracting: usize) {
         let Some(tx) = &self.tx else { return };
-        if fast.confidence >= self.below {
+        if fast.confidence >= f64::from(self.below) {
             return;
         }
         if self.policy == Policy::Idle && (self.busy.load(Ordering::Acquire) || extracting > 1) {
@@ -98,7 +105,13 @@ impl SecondOpinion {
     }
 }
 
-fn worker(rx: Receiver<Job>, out: SyncSender<Improved>, budget: Duration, busy: Arc<AtomicBool>, metrics: Arc<Metrics>) {
+fn worker(
+    rx: Receiver<Job>,
+    out: SyncSender<Improved>,
+    budget: Duration,
+    busy: Arc<AtomicBool>,
+    metrics: Arc<Metrics>,
+) {
     let reference = match weft_extract::reference::Reference::new() {
         Ok(r) => r,
         Err(e) => {
