@@ -27,7 +27,7 @@ fn main() {
     let mut worst = 8usize;
     let mut repeat = 5usize;
     let mut reference = false;
-    let mut below = 0.5f32;
+    let mut below = 0.5f64;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -140,7 +140,7 @@ fn run_reference(
     pages: &[devset::Page],
     results: &[weft_extract::Extracted],
     scores: &[devset::PageScore],
-    below: f32,
+    below: f64,
 ) {
     let reader = weft_extract::reference::Reference::new().expect("start Readability.js");
     let mut new_scores = scores.to_vec();
@@ -179,7 +179,7 @@ fn run_reference(
 }
 
 #[cfg(not(feature = "reference"))]
-fn run_reference(_: &[devset::Page], _: &[weft_extract::Extracted], _: &[devset::PageScore], _: f32) {
+fn run_reference(_: &[devset::Page], _: &[weft_extract::Extracted], _: &[devset::PageScore], _: f64) {
     eprintln!("--reference needs the `reference` feature: add --features reference");
     std::process::exit(2);
 }

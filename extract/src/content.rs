@@ -265,8 +265,8 @@ fn containers(walk: &Walk) -> Option<(Vec<ElemId>, f32)> {
         score[i] * (1.0 - ld) * hint
     };
     let mut top: Option<(usize, f32)> = None;
-    for i in 0..n {
-        if !scored[i] || matches!(walk.elems[i].tag, "html" | "body") {
+    for (i, el) in walk.elems.iter().enumerate() {
+        if !scored[i] || matches!(el.tag, "html" | "body") {
             continue;
         }
         let f = final_score(i);

@@ -48,7 +48,7 @@ pub struct Elem<'a> {
     pub text_chars: u32,
     pub link_chars: u32,
     pub blocks: u32,
-    /// `#id.class` for debugging output.
+    /// `class id` as written, for the development outline.
     pub label: String,
 }
 
@@ -550,7 +550,7 @@ impl<'a> State<'a> {
             text_chars: 0,
             link_chars: 0,
             blocks: 0,
-            label: if cfg!(debug_assertions) || true { class_id.clone().unwrap_or_default() } else { String::new() },
+            label: class_id.unwrap_or_default(),
         });
         if let Some(elem_id) = a.id {
             let lower = elem_id.to_ascii_lowercase();

@@ -30,8 +30,7 @@ async fn crawled_pages_are_extracted_and_low_confidence_ones_get_a_second_opinio
     }
     let server = WebServer::start(vec![site]).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut c = weft_config::Config::default();
-    c.data_dir = dir.path().to_path_buf();
+    let mut c = weft_config::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
     c.fetch.allow_private_networks = true;
     let lo: IpAddr = "127.0.0.1".parse().unwrap();
     c.fetch.resolve = BTreeMap::from([("news.test".to_string(), lo)]);

@@ -38,8 +38,7 @@ async fn sitemaps_feed_the_frontier_and_the_api_reports_it() {
     };
     let server = WebServer::start_with(site).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut c = weft_config::Config::default();
-    c.data_dir = dir.path().to_path_buf();
+    let mut c = weft_config::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
     c.fetch.allow_private_networks = true;
     let lo: IpAddr = "127.0.0.1".parse().unwrap();
     c.fetch.resolve = BTreeMap::from([("maps.test".to_string(), lo)]);
