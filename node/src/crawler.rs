@@ -446,8 +446,20 @@ impl Inner {
                 continue;
             }
             // Links arrive normalized by the extractor (with the frontier's normalizer).
-            if self.may_follow(&link.url) {
-                candidates.push(Candidate::page(link.url, depth + 1));
+            if !self.may_follow(&link.url) {
+                continue;
+            }
+            // A linked sitemap is fetched as one (parsed for its URLs, not extracted).
+            let path = link.url.path().to_ascii_lowercase();
+            let is_sitemap = path.contains("sitemap") && (path.ends_with(".xml") || path.ends_with(".xml.gz"));
+            let kind = if is_sitemap { UrlKind::Sitemap } else { UrlKind::Page };
+            candidates.push(Candidate { url: link.url, kind, depth: depth + 1, redirects: Vec::new() });
+        }
+        // The extractor's pagination hint: the predicted next page of a listing, even when the
+        // page only links it through a script-driven "load more" button.
+        if let Some(next) = processed.extracted.as_ref().and_then(|e| e.classification.hints.next_page.clone()) {
+            if self.may_follow(&next) && !candidates.iter().any(|c| c.url == next) {
+                candidates.push(Candidate::page(next, depth + 1));
             }
         }
         self.push_all(candidates);

@@ -20,8 +20,22 @@ async fn crawled_pages_are_extracted_and_low_confidence_ones_get_a_second_opinio
     let hub_links: String =
         (0..12).map(|i| format!("<li><a href=\"/2019/11/19/story-number-{i}-long-slug\">Story {i}</a></li>")).collect();
     let mut site = Site::new("news.test")
-        .html("/", "<a href='/world/africa'>Africa</a><a href='/app'>App</a><a href='/secret' hidden>s</a>")
-        .html("/world/africa", &format!("<nav><a href='/'>Home</a></nav><ul>{hub_links}</ul>"))
+        .html(
+            "/",
+            "<a href='/world/africa'>Africa</a><a href='/app'>App</a><a href='/secret' hidden>s</a>\
+             <a href='/sitemap-news.xml'>Sitemap</a>",
+        )
+        .with(
+            "/sitemap-news.xml",
+            weft_simnet::Resource::text("application/xml", "<urlset><url><loc>/world/africa</loc></url></urlset>"),
+        )
+        // Listing pages: page 1 is linked, page 2 only predicted from the URL.
+        .html("/list?page=1", &prose(1))
+        .html("/list?page=2", &prose(1))
+        .html(
+            "/world/africa",
+            &format!("<nav><a href='/'>Home</a></nav><a href='/list?page=1'>more</a><ul>{hub_links}</ul>"),
+        )
         .html("/app", "<div id='root'></div><noscript>You need to enable JavaScript to run this app.</noscript>")
         .html("/secret", "<p>never linked visibly</p>");
     for i in 0..12 {
@@ -61,7 +75,7 @@ async fn crawled_pages_are_extracted_and_low_confidence_ones_get_a_second_opinio
             .iter()
             .map(|k| ex[format!("second_opinion:{k}")].as_u64().unwrap_or(0))
             .sum();
-        if s["state"] == "idle" && s["pages_fetched"] == 15 && sent > 0 && done == sent {
+        if s["state"] == "idle" && s["pages_fetched"] == 17 && sent > 0 && done == sent {
             break s;
         }
         assert!(tokio::time::Instant::now() < deadline, "crawl did not finish: {s}");
@@ -71,8 +85,9 @@ async fn crawled_pages_are_extracted_and_low_confidence_ones_get_a_second_opinio
     assert_eq!(ex["page_type:article"], 12, "{status}");
     assert_eq!(ex["page_type:hub"], 1, "{status}");
     assert_eq!(ex["js:js_required"], 1, "the empty React shell: {status}");
-    // Home, hub and app shell have little or no prose: low confidence, second opinion asked.
-    assert_eq!(ex["second_opinion:sent"], 3, "{status}");
+    // Home, hub, app shell and the two short listing pages: low confidence, second opinion asked.
+    assert_eq!(ex["second_opinion:sent"], 5, "{status}");
+    assert_eq!(status["sitemaps_fetched"], 1, "a linked sitemap is fetched as a sitemap: {status}");
     assert!(
         ex["second_opinion:failed"].as_u64().unwrap_or(0) + ex["second_opinion:kept_native"].as_u64().unwrap_or(0) >= 1
     );
@@ -80,6 +95,8 @@ async fn crawled_pages_are_extracted_and_low_confidence_ones_get_a_second_opinio
     assert!(metrics.contains("weft_extraction_total{kind=\"page_type:article\"} 12"), "{metrics}");
     let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
     assert!(!paths.contains(&"/secret".to_string()), "hidden links are not followed: {paths:?}");
+    assert!(paths.contains(&"/list?page=2".to_string()), "the predicted next page is fetched: {paths:?}");
+    assert!(paths.contains(&"/list?page=3".to_string()), "and predicts page 3 (a 404 here): {paths:?}");
     tx.send(true).unwrap();
     run.await.unwrap().unwrap();
 }
