@@ -233,6 +233,15 @@ fn print_status(s: &Status) {
         "disallowed     {}   rate-limited {}   retries {}   gave up {}",
         s.robots_disallowed, s.rate_limited, s.retries, s.gave_up
     );
+    let x = |k: &str| s.extraction.get(k).copied().unwrap_or(0);
+    println!(
+        "extracted      {} articles, {} hubs, {} other; JS needed {}, worth trying {}",
+        x("page_type:article"),
+        x("page_type:hub"),
+        x("page_type:other"),
+        x("js:js_required"),
+        x("js:try_static_first")
+    );
     println!("errors         {}", s.errors_total);
     for (kind, n) in &s.errors {
         println!("  {kind:<20} {n}");
