@@ -48,16 +48,16 @@ pub fn decode(body: &[u8], content_type: Option<&str>, tld: Option<&str>, warnin
         (detect(body, tld), CharsetSource::Detected, body)
     };
     // A legacy label on valid, non-ASCII UTF-8 is a mislabel.
-    let (encoding, source) = if source != CharsetSource::Bom
+    let encoding = if source != CharsetSource::Bom
         && encoding != UTF_8
         && encoding.is_single_byte()
         && !body.is_ascii()
         && std::str::from_utf8(body).is_ok()
     {
         warnings.push(Warning::CharsetMismatch { declared: encoding.name().to_string(), used: "UTF-8".into() });
-        (UTF_8, source)
+        UTF_8
     } else {
-        (encoding, source)
+        encoding
     };
     let (text, had_errors) = encoding.decode_without_bom_handling(body);
     if had_errors {

@@ -289,7 +289,6 @@ struct Attrs<'a> {
     http_equiv: Option<&'a str>,
     datetime: Option<&'a str>,
     lang: Option<&'a str>,
-    charset: bool,
     marker: Option<&'static str>,
 }
 
@@ -313,7 +312,6 @@ fn read_attrs<'a>(el: &'a scraper::node::Element) -> Attrs<'a> {
             "http-equiv" => a.http_equiv = Some(v),
             "datetime" => a.datetime = Some(v),
             "lang" => a.lang = Some(v),
-            "charset" => a.charset = true,
             "data-reactroot" | "data-reactid" => a.marker = Some("data-reactroot"),
             "ng-version" => a.marker = Some("ng-version"),
             "ng-app" | "data-ng-app" => a.marker = Some("ng-app"),
@@ -500,7 +498,6 @@ impl<'a> State<'a> {
         }
 
         // Register the element.
-        let parent_elem = (parent != NO_PARENT).then(|| &self.walk.elems[parent as usize]);
         let mut weight = 0i16;
         let mut unlikely = false;
         let class_id = match (a.class, a.id) {
@@ -537,7 +534,6 @@ impl<'a> State<'a> {
         } else {
             None
         };
-        let _ = parent_elem;
         let id = self.walk.elems.len() as ElemId;
         self.walk.elems.push(Elem {
             tag,
@@ -660,7 +656,6 @@ impl<'a> State<'a> {
                         meta.metas.push((key.trim().to_ascii_lowercase(), content.trim().to_string()));
                     }
                 }
-                let _ = a.charset;
             }
             "link" => {
                 if let (Some(rel), Some(href)) = (a.rel, a.href) {

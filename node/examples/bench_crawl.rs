@@ -17,8 +17,7 @@ fn main() -> anyhow::Result<()> {
         let sites = (0..hosts).map(|h| generated_site(&format!("h{h}.test"), pages, 4)).collect();
         let server = WebServer::start(sites).await?;
         let dir = tempfile::tempdir()?;
-        let mut c = Config::default();
-        c.data_dir = dir.path().to_path_buf();
+        let mut c = Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
         c.api.enabled = false;
         c.fetch.allow_private_networks = true;
         let lo: IpAddr = "127.0.0.1".parse()?;

@@ -75,7 +75,11 @@ impl Metrics {
     /// Counts an error of `kind` without logging it: for rejections that are routine on the
     /// open web (a `mailto:` link is not news).
     pub fn count(&self, kind: &'static str) {
-        *self.errors.lock().entry(kind).or_insert(0) += 1;
+        self.count_n(kind, 1);
+    }
+
+    pub fn count_n(&self, kind: &'static str, n: u64) {
+        *self.errors.lock().entry(kind).or_insert(0) += n;
     }
 
     /// Counts an extraction outcome: `page_type:article`, `js:static`, `warning:invalid_bytes`,

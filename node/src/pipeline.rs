@@ -78,9 +78,7 @@ impl Pipeline for ExtractPipeline {
             m.extraction("warning", w.kind());
         }
         for (kind, n) in &e.links_rejected {
-            for _ in 0..*n {
-                m.count(kind);
-            }
+            m.count_n(kind, u64::from(*n));
         }
         self.second_opinion.offer(&page.url, &page.body, &e, extracting);
         self.extracting.fetch_sub(1, Ordering::AcqRel);

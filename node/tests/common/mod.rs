@@ -11,8 +11,7 @@ use weft_node::{Node, RunOptions, Status};
 use weft_simnet::WebServer;
 
 pub fn config(server: &WebServer, data_dir: &Path, delay_ms: u64) -> Config {
-    let mut c = Config::default();
-    c.data_dir = data_dir.to_path_buf();
+    let mut c = Config { data_dir: data_dir.to_path_buf(), ..Default::default() };
     c.api.enabled = false;
     c.fetch.allow_private_networks = true;
     let lo: IpAddr = "127.0.0.1".parse().unwrap();
