@@ -317,7 +317,7 @@ fn is_archive(url: &Url) -> bool {
 /// Classifies a page from its URL, main-text length, links and markup type.
 pub fn classify(url: &Url, main_chars: usize, links: &[Link], content_type: Option<&str>) -> Classification {
     let template = template(url);
-    let article_markup = content_type.is_some_and(|t| t.ends_with("Article") || t == "BlogPosting" || t == "Report");
+    let article_markup = content_type.is_some_and(crate::metadata::is_article_type);
     let content_links = links.len();
     let link_text: usize = links.iter().map(|l| l.text.chars().count()).sum();
     let page_type = if main_chars > 500 && (is_article_template(&template) || article_markup) {

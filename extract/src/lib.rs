@@ -143,7 +143,7 @@ pub fn extract(body: &[u8], headers: &Headers, url: &Url) -> Extracted {
     }
 
     let in_main: std::collections::HashSet<u32> = main.blocks.iter().map(|&b| b as u32).collect();
-    let (links, links_rejected) = links::resolve(&walk.links, &base, |l| {
+    let links::Resolved { links, rejected: links_rejected, by_raw } = links::resolve(&walk.links, &base, |l| {
         !walk.elems[l.elem as usize].boiler && l.block.is_some_and(|b| in_main.contains(&b))
     });
     let mut text = String::new();
@@ -158,9 +158,8 @@ pub fn extract(body: &[u8], headers: &Headers, url: &Url) -> Extracted {
             .links
             .iter()
             .filter_map(|&l| {
-                let raw = &walk.links[l as usize];
-                let url = weft_frontier::normalize(raw.href.trim(), Some(&base)).ok()?;
-                Some(BlockLink { url, text: raw.text.clone() })
+                let url = by_raw[l as usize].clone()?;
+                Some(BlockLink { url, text: walk.links[l as usize].text.clone() })
             })
             .collect();
         blocks.push(ContentBlock { tag: b.tag.to_string(), text: b.text.clone(), links: block_links });

@@ -21,30 +21,41 @@ pub struct Link {
     pub in_content: bool,
 }
 
+/// The links of a page after resolution.
+pub struct Resolved {
+    /// Unique links in document order.
+    pub links: Vec<Link>,
+    /// How many the normalizer rejected, by kind.
+    pub rejected: BTreeMap<&'static str, u32>,
+    /// The normalized URL of every raw link, by its index (duplicates included), so content
+    /// blocks can name their links without normalizing them again.
+    pub by_raw: Vec<Option<Url>>,
+}
+
 /// Resolves and normalizes the raw links of a walk. Hidden links never reach here (the walk
-/// skips hidden subtrees). Returns the links and how many the normalizer rejected, by kind
-/// (`url_scheme` for `javascript:`/`mailto:`, `url_userinfo`, `url_too_long`, ...). Duplicate
-/// URLs keep their first occurrence.
-pub fn resolve(
-    raw: &[RawLink],
-    base: &Url,
-    in_content: impl Fn(&RawLink) -> bool,
-) -> (Vec<Link>, BTreeMap<&'static str, u32>) {
+/// skips hidden subtrees). Rejections are counted by kind (`url_scheme` for
+/// `javascript:`/`mailto:`, `url_userinfo`, `url_too_long`, ...). Duplicate URLs keep their
+/// first occurrence.
+pub fn resolve(raw: &[RawLink], base: &Url, in_content: impl Fn(&RawLink) -> bool) -> Resolved {
     let mut links = Vec::with_capacity(raw.len());
     let mut seen = std::collections::HashSet::with_capacity(raw.len());
     let mut rejected = BTreeMap::new();
+    let mut by_raw = Vec::with_capacity(raw.len());
     for r in raw {
         let href = r.href.trim();
         if href.is_empty() || href.starts_with('#') {
+            by_raw.push(None);
             continue;
         }
         let url = match weft_frontier::normalize(href, Some(base)) {
             Ok(url) => url,
             Err(e) => {
                 *rejected.entry(e.kind()).or_insert(0) += 1;
+                by_raw.push(None);
                 continue;
             }
         };
+        by_raw.push(Some(url.clone()));
         if !seen.insert(url.as_str().to_string()) {
             continue;
         }
@@ -52,7 +63,7 @@ pub fn resolve(
         let nofollow = rel.iter().any(|t| matches!(t.as_str(), "nofollow" | "ugc" | "sponsored"));
         links.push(Link { url, text: r.text.clone(), rel, nofollow, in_content: in_content(r) });
     }
-    (links, rejected)
+    Resolved { links, rejected, by_raw }
 }
 
 #[cfg(test)]

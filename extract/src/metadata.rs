@@ -44,7 +44,8 @@ struct JsonLd {
     body: Option<String>,
 }
 
-fn is_article_type(t: &str) -> bool {
+/// schema.org types that mean "this page is an article".
+pub(crate) fn is_article_type(t: &str) -> bool {
     t.ends_with("Article")
         || matches!(t, "BlogPosting" | "Report" | "LiveBlogPosting" | "SocialMediaPosting" | "Review")
 }

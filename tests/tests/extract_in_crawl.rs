@@ -2,8 +2,8 @@
 //! warnings reach `/status` and `/metrics`), follows only links the extractor found visible,
 //! and sends low-confidence pages to the real Readability.js second opinion when configured.
 
-use std::collections::BTreeMap;
-use std::net::IpAddr;
+mod common;
+
 use std::time::Duration;
 use weft_config::SecondOpinion;
 use weft_node::{Node, RunOptions};
@@ -44,14 +44,7 @@ async fn crawled_pages_are_extracted_and_low_confidence_ones_get_a_second_opinio
     }
     let server = WebServer::start(vec![site]).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut c = weft_config::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
-    c.fetch.allow_private_networks = true;
-    let lo: IpAddr = "127.0.0.1".parse().unwrap();
-    c.fetch.resolve = BTreeMap::from([("news.test".to_string(), lo)]);
-    c.politeness.default_delay_ms = 0;
-    c.frontier.seen_capacity = 10_000;
-    c.api.listen = "127.0.0.1:0".parse().unwrap();
-    c.crawl.seeds = vec![server.url("news.test", "/")];
+    let mut c = common::loopback_config(&server, "news.test", dir.path(), 0);
     c.extract.second_opinion = SecondOpinion::Always;
     c.extract.second_opinion_below = 0.5;
 

@@ -1,9 +1,9 @@
 //! Across crates: config → node → crawl through robots.txt `Sitemap:` lines and a gzipped
 //! sitemap index → the local API (`/health`, `/status`, `/metrics`) over real HTTP.
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::io::Write;
-use std::net::IpAddr;
 use std::time::Duration;
 use weft_node::{Node, RunOptions};
 use weft_simnet::{Resource, Site, WebServer};
@@ -38,14 +38,7 @@ async fn sitemaps_feed_the_frontier_and_the_api_reports_it() {
     };
     let server = WebServer::start_with(site).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut c = weft_config::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
-    c.fetch.allow_private_networks = true;
-    let lo: IpAddr = "127.0.0.1".parse().unwrap();
-    c.fetch.resolve = BTreeMap::from([("maps.test".to_string(), lo)]);
-    c.politeness.default_delay_ms = 50;
-    c.frontier.seen_capacity = 10_000;
-    c.api.listen = "127.0.0.1:0".parse().unwrap();
-    c.crawl.seeds = vec![server.url("maps.test", "/")];
+    let c = common::loopback_config(&server, "maps.test", dir.path(), 50);
 
     let node = Node::open(c).unwrap();
     let (tx, rx) = tokio::sync::watch::channel(false);
