@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Installs what Weft needs on a fresh Debian machine. Idempotent: safe to run again.
-# Today that is a Rust toolchain and a C compiler (for crates with C parts); the ONNX Runtime,
-# model files and Chromium join this script with the issues that need them.
+# Today that is a Rust toolchain, a C/C++ compiler (USearch is C++), and the embedding model with
+# the ONNX Runtime that runs it (see scripts/models.sh); Chromium joins with the issue that needs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
+command -v c++ >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+command -v unzip >/dev/null 2>&1 || need_apt+=(unzip)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   echo "setup: installing ${need_apt[*]}"
@@ -27,4 +30,5 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 echo "setup: $(cargo --version)"
 cargo fetch --locked -q
+bash scripts/models.sh
 echo "setup: done"
