@@ -35,6 +35,8 @@ pub struct Config {
     pub politeness: PolitenessConfig,
     pub frontier: FrontierConfig,
     pub extract: ExtractConfig,
+    pub embed: EmbedConfig,
+    pub index: IndexConfig,
     pub api: ApiConfig,
     pub log: LogConfig,
 }
@@ -48,6 +50,8 @@ impl Default for Config {
             politeness: PolitenessConfig::default(),
             frontier: FrontierConfig::default(),
             extract: ExtractConfig::default(),
+            embed: EmbedConfig::default(),
+            index: IndexConfig::default(),
             api: ApiConfig::default(),
             log: LogConfig::default(),
         }
@@ -232,6 +236,111 @@ impl Default for ExtractConfig {
             second_opinion: SecondOpinion::Off,
             second_opinion_below: 0.5,
             second_opinion_budget_ms: 10_000,
+        }
+    }
+}
+
+/// How token vectors become one sentence vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Pooling {
+    /// Mean over the tokens the attention mask keeps (sentence-transformers' MiniLM models).
+    #[default]
+    Mean,
+    /// The first token's vector (models trained with CLS pooling).
+    Cls,
+}
+
+/// The sentence-embedding model. Any ONNX model with BERT-style inputs (`input_ids`,
+/// `attention_mask`, optionally `token_type_ids`) and a `[batch, tokens, dims]` output can be
+/// swapped in by pointing these at its files. Relative paths are relative to the working
+/// directory; `scripts/setup.sh` puts the default files in `models/`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmbedConfig {
+    pub model: PathBuf,
+    pub tokenizer: PathBuf,
+    /// `libonnxruntime.so`, loaded at run time.
+    pub ort_library: PathBuf,
+    /// Output dimensions of the model.
+    pub dims: usize,
+    /// Longest input the model reads, special tokens included (MiniLM: 256). Chunks are cut to
+    /// fit it, and the tokenizer's own truncation is overridden to it.
+    pub max_tokens: usize,
+    pub pooling: Pooling,
+    /// ONNX Runtime intra-op threads for indexing (0 = one per core).
+    pub threads: usize,
+    /// Chunks per inference batch.
+    pub batch_size: usize,
+}
+
+impl Default for EmbedConfig {
+    fn default() -> Self {
+        let dir = PathBuf::from("models/all-MiniLM-L6-v2-int8");
+        EmbedConfig {
+            model: dir.join("model.onnx"),
+            tokenizer: dir.join("tokenizer.json"),
+            ort_library: PathBuf::from("models/onnxruntime-1.31.1/libonnxruntime.so"),
+            dims: 384,
+            max_tokens: 256,
+            pooling: Pooling::Mean,
+            threads: 0,
+            batch_size: 32,
+        }
+    }
+}
+
+/// Scalar type of the stored vectors in the HNSW index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Quantization {
+    F32,
+    /// Half the memory of f32 with no measurable recall loss for unit vectors.
+    #[default]
+    F16,
+    Bf16,
+    I8,
+}
+
+/// The local index: chunking, deduplication, vector index and document store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IndexConfig {
+    /// Index what is crawled (off: crawl and extract only).
+    pub enabled: bool,
+    /// Share of each chunk repeated at the start of the next one.
+    pub chunk_overlap: f32,
+    /// Prefix each chunk with the page title before embedding.
+    pub title_prefix: bool,
+    /// Pages whose SimHash is within this many bits of an indexed page are recorded as its
+    /// aliases instead of being indexed again. 0 ..= 3 (the block tables find at most 3).
+    pub dedup_max_distance: u32,
+    pub quantization: Quantization,
+    /// HNSW links per node (USearch "connectivity").
+    pub connectivity: usize,
+    /// HNSW candidate list while inserting.
+    pub expansion_add: usize,
+    /// HNSW candidate list while searching.
+    pub expansion_search: usize,
+    /// Seconds between vector index snapshots (also written at shutdown).
+    pub snapshot_interval_secs: u64,
+    /// Extracted pages waiting for the indexer; when full, fetching waits.
+    pub queue: usize,
+}
+
+impl Default for IndexConfig {
+    fn default() -> Self {
+        IndexConfig {
+            enabled: true,
+            chunk_overlap: 0.15,
+            title_prefix: true,
+            dedup_max_distance: 3,
+            quantization: Quantization::F16,
+            connectivity: 16,
+            expansion_add: 128,
+            expansion_search: 64,
+            snapshot_interval_secs: 60,
+            queue: 64,
         }
     }
 }

@@ -203,6 +203,19 @@ impl Config {
         let ex = &self.extract;
         c.range("extract.second_opinion_below", ex.second_opinion_below, 0.0, 1.0);
         c.range("extract.second_opinion_budget_ms", ex.second_opinion_budget_ms, 100, 600_000);
+        let em = &self.embed;
+        c.range("embed.dims", em.dims, 1, 8192);
+        c.range("embed.max_tokens", em.max_tokens, 16, 8192);
+        c.range("embed.threads", em.threads, 0, 256);
+        c.range("embed.batch_size", em.batch_size, 1, 1024);
+        let ix = &self.index;
+        c.range("index.chunk_overlap", ix.chunk_overlap, 0.0, 0.5);
+        c.range("index.dedup_max_distance", ix.dedup_max_distance, 0, 3);
+        c.range("index.connectivity", ix.connectivity, 4, 128);
+        c.range("index.expansion_add", ix.expansion_add, 8, 4096);
+        c.range("index.expansion_search", ix.expansion_search, 8, 4096);
+        c.range("index.snapshot_interval_secs", ix.snapshot_interval_secs, 1, 86_400);
+        c.range("index.queue", ix.queue, 1, 100_000);
         if c.problems.is_empty() {
             Ok(())
         } else {
