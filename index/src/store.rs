@@ -1,0 +1,274 @@
+//! The document store, in sled: what each document is, what its chunks say, their vectors, and
+//! the SimHash block tables.
+//!
+//! | tree | key | value |
+//! |---|---|---|
+//! | `index.docs` | doc id (16 bytes) | [`DocRecord`]: url, title, metadata, fetched_at, simhash, chunk keys, state |
+//! | `index.chunks` | chunk key (u64 BE) | [`ChunkRecord`]: doc id, position, byte range, LZ4-compressed text |
+//! | `index.vectors` | chunk key (u64 BE) | the chunk's unit vector as little-endian f16 |
+//! | `index.simhash` | block position, block value, doc id | the full fingerprint |
+//!
+//! Replacing a document is one sled transaction over all four trees: its old chunks, vectors
+//! and block entries go in the same step as the new ones arrive, so a crash can never leave
+//! orphans. Vectors are kept here (768 bytes per chunk at f16) so that the HNSW index is a
+//! cache that can always be rebuilt.
+
+use crate::dedup::{self, BLOCKS};
+use crate::{DocId, IndexError};
+use serde::{Deserialize, Serialize};
+use sled::transaction::{ConflictableTransactionError, TransactionError, Transactional};
+use sled::{Db, Tree};
+
+/// What became of a document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DocState {
+    /// Chunked, embedded and searchable.
+    Indexed,
+    /// A near duplicate of `canonical` (within `distance` SimHash bits): recorded, not embedded.
+    Alias { canonical: DocId, distance: u32 },
+    /// Embedding failed twice; the reason is kept for `/status`.
+    Failed { reason: String },
+}
+
+/// A document as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DocRecord {
+    pub url: String,
+    pub title: String,
+    pub description: Option<String>,
+    pub language: Option<String>,
+    pub site_name: Option<String>,
+    pub published: Option<String>,
+    pub page_type: Option<String>,
+    /// Seconds since the Unix epoch.
+    pub fetched_at: u64,
+    pub word_count: u32,
+    pub simhash: Option<u64>,
+    /// Keys of the chunks, in document order (empty unless indexed).
+    pub chunks: Vec<u64>,
+    pub state: DocState,
+    /// URLs recorded as near duplicates of this document.
+    pub aliases: Vec<String>,
+}
+
+/// A chunk as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkRecord {
+    pub doc: DocId,
+    pub position: u32,
+    /// Byte range in the document's main text.
+    pub start: u32,
+    pub end: u32,
+    pub tokens: u32,
+    text_lz4: Vec<u8>,
+}
+
+impl ChunkRecord {
+    pub fn new(doc: DocId, position: u32, start: usize, end: usize, tokens: usize, text: &str) -> ChunkRecord {
+        ChunkRecord {
+            doc,
+            position,
+            start: start as u32,
+            end: end as u32,
+            tokens: tokens as u32,
+            text_lz4: lz4_flex::compress_prepend_size(text.as_bytes()),
+        }
+    }
+
+    pub fn text(&self) -> Result<String, IndexError> {
+        let bytes = lz4_flex::decompress_size_prepended(&self.text_lz4)
+            .map_err(|e| IndexError::Corrupt(format!("chunk text: {e}")))?;
+        String::from_utf8(bytes).map_err(|e| IndexError::Corrupt(format!("chunk text: {e}")))
+    }
+}
+
+/// A chunk ready to be stored: key, record and vector.
+pub struct NewChunk {
+    pub key: u64,
+    pub record: ChunkRecord,
+    pub vector: Vec<f32>,
+}
+
+/// sled trees of the index.
+#[derive(Clone)]
+pub struct DocStore {
+    docs: Tree,
+    chunks: Tree,
+    vectors: Tree,
+    blocks: Tree,
+}
+
+/// What a [`DocStore::put`] replaced.
+#[derive(Debug, Default)]
+pub struct Replaced {
+    /// Chunk keys the document had before and no longer has.
+    pub removed: Vec<u64>,
+    /// The document's state before, if it existed.
+    pub old_state: Option<DocState>,
+}
+
+fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    postcard::to_stdvec(value).expect("records always serialize")
+}
+
+fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8], what: &str) -> Result<T, IndexError> {
+    postcard::from_bytes(bytes).map_err(|e| IndexError::Corrupt(format!("{what}: {e}")))
+}
+
+fn block_key(position: usize, block: u16, doc: &DocId) -> [u8; 19] {
+    let mut k = [0u8; 19];
+    k[0] = position as u8;
+    k[1..3].copy_from_slice(&block.to_be_bytes());
+    k[3..].copy_from_slice(&doc.0);
+    k
+}
+
+/// Little-endian f16 bytes of a vector.
+pub fn vector_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| half::f16::from_f32(*x).to_le_bytes()).collect()
+}
+
+/// The vector stored as [`vector_bytes`].
+pub fn vector_from_bytes(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect()
+}
+
+impl DocStore {
+    pub fn open(db: &Db) -> Result<DocStore, IndexError> {
+        Ok(DocStore {
+            docs: db.open_tree("index.docs")?,
+            chunks: db.open_tree("index.chunks")?,
+            vectors: db.open_tree("index.vectors")?,
+            blocks: db.open_tree("index.simhash")?,
+        })
+    }
+
+    pub fn doc(&self, id: &DocId) -> Result<Option<DocRecord>, IndexError> {
+        self.docs.get(id.0)?.map(|b| decode(&b, "document")).transpose()
+    }
+
+    pub fn chunk(&self, key: u64) -> Result<Option<ChunkRecord>, IndexError> {
+        self.chunks.get(key.to_be_bytes())?.map(|b| decode(&b, "chunk")).transpose()
+    }
+
+    pub fn vector(&self, key: u64) -> Result<Option<Vec<f32>>, IndexError> {
+        Ok(self.vectors.get(key.to_be_bytes())?.map(|b| vector_from_bytes(&b)))
+    }
+
+    /// Every stored vector, for rebuilding the HNSW index.
+    pub fn vectors(&self) -> impl Iterator<Item = Result<(u64, Vec<f32>), IndexError>> + '_ {
+        self.vectors.iter().map(|r| {
+            let (k, v) = r?;
+            let key = u64::from_be_bytes(k.as_ref().try_into().map_err(|_| IndexError::Corrupt("vector key".into()))?);
+            Ok((key, vector_from_bytes(&v)))
+        })
+    }
+
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    pub fn vector_count(&self) -> usize {
+        self.vectors.len()
+    }
+
+    /// Every document record (for statistics).
+    pub fn docs(&self) -> impl Iterator<Item = Result<(DocId, DocRecord), IndexError>> + '_ {
+        self.docs.iter().map(|r| {
+            let (k, v) = r?;
+            let id = DocId(k.as_ref().try_into().map_err(|_| IndexError::Corrupt("document key".into()))?);
+            Ok((id, decode(&v, "document")?))
+        })
+    }
+
+    /// The indexed document nearest to `hash` within `max_distance` bits, other than `except`.
+    pub fn near_duplicate(
+        &self,
+        hash: u64,
+        max_distance: u32,
+        except: &DocId,
+    ) -> Result<Option<(DocId, u32)>, IndexError> {
+        let mut best: Option<(DocId, u32)> = None;
+        for (position, block) in dedup::blocks(hash).into_iter().enumerate() {
+            let mut prefix = [0u8; 3];
+            prefix[0] = position as u8;
+            prefix[1..].copy_from_slice(&block.to_be_bytes());
+            for entry in self.blocks.scan_prefix(prefix) {
+                let (k, v) = entry?;
+                let doc = DocId(k[3..].try_into().map_err(|_| IndexError::Corrupt("simhash key".into()))?);
+                let other =
+                    u64::from_be_bytes(v.as_ref().try_into().map_err(|_| IndexError::Corrupt("simhash".into()))?);
+                let d = dedup::distance(hash, other);
+                if doc != *except && d <= max_distance && best.is_none_or(|(_, bd)| d < bd) {
+                    best = Some((doc, d));
+                }
+            }
+        }
+        Ok(best)
+    }
+
+    /// Stores `record` under `id` with `chunks`, replacing whatever the document had before,
+    /// all in one transaction. An alias is added to its canonical document's alias list.
+    pub fn put(&self, id: DocId, record: &DocRecord, chunks: &[NewChunk]) -> Result<Replaced, IndexError> {
+        let new_keys: std::collections::HashSet<u64> = chunks.iter().map(|c| c.key).collect();
+        let result = (&self.docs, &self.chunks, &self.vectors, &self.blocks).transaction(
+            |(docs, chunk_tree, vector_tree, blocks)| {
+                let abort = |e: IndexError| ConflictableTransactionError::Abort(e);
+                let mut replaced = Replaced::default();
+                let mut record = record.clone();
+                if let Some(old) = docs.get(id.0)? {
+                    let old: DocRecord = decode(&old, "document").map_err(abort)?;
+                    // Aliases recorded against this document stay with it across re-crawls.
+                    for alias in old.aliases {
+                        if !record.aliases.contains(&alias) && alias != record.url {
+                            record.aliases.push(alias);
+                        }
+                    }
+                    replaced.old_state = Some(old.state.clone());
+                    for key in &old.chunks {
+                        chunk_tree.remove(&key.to_be_bytes())?;
+                        vector_tree.remove(&key.to_be_bytes())?;
+                        if !new_keys.contains(key) {
+                            replaced.removed.push(*key);
+                        }
+                    }
+                    if let (Some(hash), DocState::Indexed) = (old.simhash, &old.state) {
+                        for (p, b) in dedup::blocks(hash).into_iter().enumerate() {
+                            blocks.remove(&block_key(p, b, &id)[..])?;
+                        }
+                    }
+                }
+                for c in chunks {
+                    chunk_tree.insert(&c.key.to_be_bytes(), encode(&c.record))?;
+                    vector_tree.insert(&c.key.to_be_bytes(), vector_bytes(&c.vector))?;
+                }
+                if let (Some(hash), DocState::Indexed) = (record.simhash, &record.state) {
+                    for (p, b) in dedup::blocks(hash).into_iter().enumerate().take(BLOCKS) {
+                        blocks.insert(&block_key(p, b, &id)[..], &hash.to_be_bytes())?;
+                    }
+                }
+                if let DocState::Alias { canonical, .. } = &record.state {
+                    if let Some(bytes) = docs.get(canonical.0)? {
+                        let mut c: DocRecord = decode(&bytes, "document").map_err(abort)?;
+                        if !c.aliases.contains(&record.url) {
+                            c.aliases.push(record.url.clone());
+                            docs.insert(&canonical.0, encode(&c))?;
+                        }
+                    }
+                }
+                docs.insert(&id.0, encode(&record))?;
+                Ok(replaced)
+            },
+        );
+        match result {
+            Ok(r) => Ok(r),
+            Err(TransactionError::Abort(e)) => Err(e),
+            Err(TransactionError::Storage(e)) => Err(e.into()),
+        }
+    }
+
+    pub fn flush(&self) -> Result<(), IndexError> {
+        self.docs.flush()?;
+        Ok(())
+    }
+}
