@@ -18,6 +18,7 @@ fn main() -> anyhow::Result<()> {
         let server = WebServer::start(sites).await?;
         let dir = tempfile::tempdir()?;
         let mut c = Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
+        c.index.enabled = false; // the crawl loop alone
         c.api.enabled = false;
         c.fetch.allow_private_networks = true;
         let lo: IpAddr = "127.0.0.1".parse()?;

@@ -1,40 +1,101 @@
-//! The local HTTP API: `GET /health`, `GET /status` (JSON), `GET /metrics` (Prometheus).
-//! Bound to 127.0.0.1 by default — it is the operator's window into the node.
+//! The local HTTP API: `GET /health`, `GET /status` (JSON), `GET /metrics` (Prometheus) and
+//! `GET /search?q=&k=` (the local index). Bound to 127.0.0.1 by default — it is the operator's
+//! window into the node.
 
 use crate::crawler::Crawler;
-use crate::metrics::render_prometheus;
-use axum::extract::State;
-use axum::http::header;
-use axum::response::IntoResponse;
+use crate::indexing::{IndexService, SearchError};
+use crate::metrics::{render_prometheus, Status};
+use axum::extract::{Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+use weft_index::Hit;
 
-pub fn router(crawler: Crawler) -> Router {
+/// Results a search returns at most.
+pub const MAX_K: usize = 100;
+
+/// What the API serves from.
+#[derive(Clone)]
+pub struct AppState {
+    pub crawler: Crawler,
+    pub index: Option<Arc<IndexService>>,
+}
+
+impl AppState {
+    /// The crawler's status with the index's section.
+    pub fn status(&self) -> Status {
+        let mut s = self.crawler.status();
+        s.index = self.index.as_ref().map(|i| i.status());
+        s
+    }
+}
+
+pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/health", get(|| async { "ok\n" }))
         .route("/status", get(status))
         .route("/metrics", get(metrics))
-        .with_state(crawler)
+        .route("/search", get(search))
+        .with_state(state)
 }
 
-async fn status(State(crawler): State<Crawler>) -> impl IntoResponse {
-    Json(crawler.status())
+async fn status(State(state): State<AppState>) -> impl IntoResponse {
+    Json(state.status())
 }
 
-async fn metrics(State(crawler): State<Crawler>) -> impl IntoResponse {
+async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
-        render_prometheus(&crawler.status()),
+        render_prometheus(&state.status()),
     )
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SearchParams {
+    #[serde(default)]
+    pub q: String,
+    pub k: Option<usize>,
+}
+
+/// The body of a `/search` answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SearchResponse {
+    pub query: String,
+    pub k: usize,
+    pub took_ms: f64,
+    pub hits: Vec<Hit>,
+}
+
+fn error(status: StatusCode, message: String) -> Response {
+    (status, Json(serde_json::json!({ "error": message }))).into_response()
+}
+
+async fn search(State(state): State<AppState>, Query(params): Query<SearchParams>) -> Response {
+    let Some(index) = &state.index else {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "this node does not index (index.enabled = false)".into());
+    };
+    let k = params.k.unwrap_or(10).clamp(1, MAX_K);
+    let started = Instant::now();
+    match index.search(&params.q, k).await {
+        Ok(hits) => Json(SearchResponse { query: params.q, k, took_ms: started.elapsed().as_secs_f64() * 1e3, hits })
+            .into_response(),
+        Err(e @ SearchError::EmptyQuery) => error(StatusCode::BAD_REQUEST, format!("{e}: pass ?q=...")),
+        Err(e @ SearchError::Busy) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
 }
 
 /// Binds the API; the caller spawns the returned future.
 pub async fn bind(
     addr: SocketAddr,
-    crawler: Crawler,
+    state: AppState,
 ) -> std::io::Result<(SocketAddr, impl std::future::Future<Output = std::io::Result<()>>)> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
-    Ok((local, async move { axum::serve(listener, router(crawler)).await }))
+    Ok((local, async move { axum::serve(listener, router(state)).await }))
 }

@@ -5,6 +5,7 @@
 //! - [`pipeline`]: the seam where fetched pages flow downstream.
 //! - [`crawler`]: the crawl loop.
 //! - [`metrics`]: counters, `/status` and `/metrics` rendering.
+//! - [`indexing`]: the index stage (indexer and query threads) and `/search`.
 //! - [`api`]: the local HTTP API.
 //! - [`node`]: wiring it all from a config.
 
@@ -13,6 +14,7 @@ pub mod crawler;
 pub mod extract_cli;
 pub mod fetcher;
 pub mod guard;
+pub mod indexing;
 pub mod metrics;
 pub mod node;
 pub mod pipeline;

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use weft_config::{LogFormat, Overrides, Sources};
+use weft_node::api::SearchResponse;
 use weft_node::{Node, RunOptions, Status};
 
 #[derive(Parser)]
@@ -54,6 +55,24 @@ enum Command {
     Status {
         #[command(flatten)]
         cfg: ConfigArgs,
+        /// API address to ask instead of the configured api.listen.
+        #[arg(long, value_name = "ADDR")]
+        api: Option<SocketAddr>,
+        /// Print the raw JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search the local index by meaning: asks the running node's API, or, when no node
+    /// answers, opens the data dir itself.
+    Search {
+        #[command(flatten)]
+        cfg: ConfigArgs,
+        /// What to look for, in plain words.
+        #[arg(required = true, value_name = "QUERY")]
+        query: Vec<String>,
+        /// How many documents to return (1 ..= 100).
+        #[arg(short, default_value_t = 10)]
+        k: usize,
         /// API address to ask instead of the configured api.listen.
         #[arg(long, value_name = "ADDR")]
         api: Option<SocketAddr>,
@@ -146,6 +165,29 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Search { cfg, query, k, api, json } => {
+            let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
+            let addr = api.unwrap_or(config.api.listen);
+            let query = query.join(" ");
+            let k = k.clamp(1, weft_node::api::MAX_K);
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            let answer = match runtime.block_on(search_api(addr, &query, k)) {
+                Ok(answer) => answer,
+                Err(SearchVia::NoNode(e)) => {
+                    tracing::debug!("no node at {addr} ({e}); opening the data dir");
+                    search_offline(&config, &query, k).with_context(|| {
+                        format!("no weft node answers at {addr}, and the data dir could not be searched")
+                    })?
+                }
+                Err(SearchVia::Failed(e)) => return Err(e),
+            };
+            if json {
+                println!("{}", serde_json::to_string_pretty(&answer)?);
+            } else {
+                print_hits(&answer);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Extract { url, format, paths } => {
             let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
             let mut out = std::io::BufWriter::new(stdout.lock());
@@ -215,6 +257,71 @@ async fn fetch_status(addr: SocketAddr) -> anyhow::Result<Status> {
     Ok(serde_json::from_slice(&body)?)
 }
 
+enum SearchVia {
+    /// Nothing listens: search the data dir directly.
+    NoNode(reqwest::Error),
+    /// A node answered with an error.
+    Failed(anyhow::Error),
+}
+
+async fn search_api(addr: SocketAddr, query: &str, k: usize) -> Result<SearchResponse, SearchVia> {
+    let url = format!("http://{addr}/search");
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .map_err(|e| SearchVia::Failed(e.into()))?;
+    let resp = client.get(&url).query(&[("q", query), ("k", &k.to_string())]).send().await.map_err(|e| {
+        if e.is_connect() {
+            SearchVia::NoNode(e)
+        } else {
+            SearchVia::Failed(anyhow::Error::new(e).context(format!("asking {url}")))
+        }
+    })?;
+    let status = resp.status();
+    let body = resp.bytes().await.map_err(|e| SearchVia::Failed(e.into()))?;
+    if !status.is_success() {
+        let message = serde_json::from_slice::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v["error"].as_str().map(str::to_string))
+            .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
+        return Err(SearchVia::Failed(anyhow::anyhow!("the node at {addr} answered {status}: {message}")));
+    }
+    serde_json::from_slice(&body).map_err(|e| SearchVia::Failed(e.into()))
+}
+
+/// Searches the data dir without a running node (sled allows one process per database).
+fn search_offline(config: &weft_config::Config, query: &str, k: usize) -> anyhow::Result<SearchResponse> {
+    let started = std::time::Instant::now();
+    let db_path = config.data_dir.join("db");
+    anyhow::ensure!(db_path.exists(), "no index at {} (start a node first)", config.data_dir.display());
+    let db = weft_frontier::open_db(&db_path, 16 << 20)
+        .with_context(|| format!("cannot open {} (is a node running with its API off?)", db_path.display()))?;
+    let index = weft_index::LocalIndex::open(&db, &config.data_dir, config.embed.dims, &config.index)?;
+    let mut embedder = weft_index::Embedder::open(&config.embed, 1)?;
+    let vector = embedder.embed(&[query])?.pop().unwrap_or_default();
+    let hits = index.search(&vector, k)?;
+    Ok(SearchResponse { query: query.to_string(), k, took_ms: started.elapsed().as_secs_f64() * 1e3, hits })
+}
+
+fn print_hits(answer: &SearchResponse) {
+    if answer.hits.is_empty() {
+        println!("no results for {:?}", answer.query);
+        return;
+    }
+    for (i, hit) in answer.hits.iter().enumerate() {
+        let title = if hit.title.is_empty() { "(untitled)" } else { hit.title.as_str() };
+        println!("{:>2}. {:.3}  {title}", i + 1, hit.score);
+        println!("    {}", hit.url);
+        let snippet: String = hit.snippet.split_whitespace().collect::<Vec<_>>().join(" ");
+        println!("    {snippet}");
+        if !hit.aliases.is_empty() {
+            println!("    also at: {}", hit.aliases.join(", "));
+        }
+    }
+    println!("({} results in {:.0} ms)", answer.hits.len(), answer.took_ms);
+}
+
 fn print_status(s: &Status) {
     println!("state          {}", s.state);
     println!("uptime         {:.0} s", s.uptime_secs);
@@ -242,6 +349,29 @@ fn print_status(s: &Status) {
         x("js:js_required"),
         x("js:try_static_first")
     );
+    if let Some(i) = &s.index {
+        println!(
+            "index          {} documents, {} chunks, {} aliases, {} failed; {} KiB of vectors",
+            i.stored.documents,
+            i.stored.chunks,
+            i.stored.aliases,
+            i.stored.failed,
+            i.stored.vector_memory_bytes / 1024
+        );
+        println!(
+            "  this run     {} pages indexed ({} replaced), {} aliased, {} failed; {} chunks at {:.1}/s; {} waiting",
+            i.pages_indexed,
+            i.pages_replaced,
+            i.pages_aliased,
+            i.pages_failed,
+            i.chunks_embedded,
+            i.chunks_per_sec,
+            i.queue
+        );
+        for (url, reason) in &i.stored.recent_failures {
+            println!("  failed       {url}: {reason}");
+        }
+    }
     println!("errors         {}", s.errors_total);
     for (kind, n) in &s.errors {
         println!("  {kind:<20} {n}");

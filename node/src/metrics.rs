@@ -121,6 +121,7 @@ impl Metrics {
             hosts_with_queue: frontier.hosts_with_queue,
             seen_urls: frontier.seen,
             seen_bytes: frontier.seen_bytes,
+            index: None,
         }
     }
 }
@@ -161,6 +162,9 @@ pub struct Status {
     pub hosts_with_queue: u64,
     pub seen_urls: u64,
     pub seen_bytes: u64,
+    /// The local index (absent when `index.enabled = false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<crate::indexing::IndexStatus>,
 }
 
 #[derive(Debug)]
@@ -215,6 +219,31 @@ impl prometheus_client::collector::Collector for StatusCollector {
         ];
         for (name, help, v) in gauges {
             ConstGauge::new(v as i64).encode(enc.encode_descriptor(name, help, None, MetricType::Gauge)?)?;
+        }
+        if let Some(i) = &s.index {
+            let counters: [(&str, &str, u64); 6] = [
+                ("weft_index_pages_indexed", "Pages indexed in this run", i.pages_indexed),
+                ("weft_index_pages_aliased", "Pages recorded as near duplicates in this run", i.pages_aliased),
+                ("weft_index_pages_failed", "Pages that could not be indexed in this run", i.pages_failed),
+                ("weft_index_chunks_embedded", "Chunks embedded in this run", i.chunks_embedded),
+                ("weft_index_queries", "Search queries answered", i.queries),
+                ("weft_index_pages_improved", "Pages re-indexed with the reference extractor's text", i.pages_improved),
+            ];
+            for (name, help, v) in counters {
+                ConstCounter::new(v).encode(enc.encode_descriptor(name, help, None, MetricType::Counter)?)?;
+            }
+            let gauges: [(&str, &str, u64); 7] = [
+                ("weft_index_documents", "Documents in the index", i.stored.documents),
+                ("weft_index_aliases", "Near-duplicate URLs recorded as aliases", i.stored.aliases),
+                ("weft_index_failed", "Documents recorded as failed", i.stored.failed),
+                ("weft_index_chunks", "Chunks stored", i.stored.chunks),
+                ("weft_index_vectors", "Vectors in the HNSW index", i.stored.vectors),
+                ("weft_index_vector_memory_bytes", "Memory of the HNSW index", i.stored.vector_memory_bytes),
+                ("weft_index_queue", "Pages waiting for the indexer", i.queue),
+            ];
+            for (name, help, v) in gauges {
+                ConstGauge::new(v as i64).encode(enc.encode_descriptor(name, help, None, MetricType::Gauge)?)?;
+            }
         }
         Ok(())
     }

@@ -1,9 +1,11 @@
 //! Wiring: from a validated [`Config`] to a running node — storage, frontier, robots cache,
-//! fetcher, pipeline, crawl loop, API and the snapshot timer — and an orderly stop.
+//! fetcher, pipeline (extract, then the index), crawl loop, API and the snapshot timers — and
+//! an orderly stop.
 
-use crate::api;
+use crate::api::{self, AppState};
 use crate::crawler::{CrawlSettings, Crawler};
 use crate::fetcher::Fetcher;
+use crate::indexing::{IndexPipeline, IndexService};
 use crate::metrics::Metrics;
 use crate::pipeline::{ExtractPipeline, Pipeline};
 use anyhow::Context;
@@ -13,6 +15,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use weft_config::Config;
 use weft_frontier::{open_db, Frontier, FrontierSettings, RobotsCache};
+use weft_index::LocalIndex;
 
 /// sled's page cache for the node's database.
 const DB_CACHE_BYTES: u64 = 64 * 1024 * 1024;
@@ -21,6 +24,7 @@ const DB_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 pub struct Node {
     config: Config,
     crawler: Crawler,
+    index: Option<Arc<IndexService>>,
 }
 
 /// How `run` should behave.
@@ -31,16 +35,33 @@ pub struct RunOptions {
 }
 
 impl Node {
-    /// Opens the data dir (creating it) and everything stored in it.
+    /// Opens the data dir (creating it) and everything stored in it; with `index.enabled`,
+    /// loads the embedding model and the local index too.
     pub fn open(config: Config) -> anyhow::Result<Node> {
-        let extract = config.extract.clone();
-        Node::open_with_pipeline(config, move |metrics| Arc::new(ExtractPipeline::new(&extract, metrics)))
+        let mut service = None;
+        let slot = &mut service;
+        let mut node = Node::open_with_pipeline(config, |config, db, metrics| {
+            let extract = ExtractPipeline::new(&config.extract, metrics.clone());
+            if !config.index.enabled {
+                return Ok(Arc::new(extract) as Arc<dyn Pipeline>);
+            }
+            let local = LocalIndex::open(db, &config.data_dir, config.embed.dims, &config.index)
+                .context("cannot open the local index")?;
+            tracing::info!(opened = ?local.opened(), stats = ?local.stats(), "local index opened");
+            let improved = extract.improved();
+            let started = IndexService::start(config, Arc::new(local), metrics, improved)?;
+            *slot = Some(started.clone());
+            Ok(Arc::new(IndexPipeline::new(extract, started)))
+        })?;
+        node.index = service;
+        Ok(node)
     }
 
-    /// Like [`Node::open`] with another pipeline, built with the node's metrics.
+    /// Like [`Node::open`] with another pipeline, built from the config, the node's database
+    /// and its metrics.
     pub fn open_with_pipeline(
         config: Config,
-        pipeline: impl FnOnce(Arc<Metrics>) -> Arc<dyn Pipeline>,
+        pipeline: impl FnOnce(&Config, &sled::Db, Arc<Metrics>) -> anyhow::Result<Arc<dyn Pipeline>>,
     ) -> anyhow::Result<Node> {
         std::fs::create_dir_all(&config.data_dir)
             .with_context(|| format!("cannot create data dir {}", config.data_dir.display()))?;
@@ -59,19 +80,18 @@ impl Node {
         let fetcher =
             Fetcher::new(&config.fetch, config.politeness.robots_max_bytes).context("cannot build the HTTP client")?;
         let metrics = Arc::new(Metrics::default());
-        let crawler = Crawler::new(
-            frontier,
-            robots,
-            fetcher,
-            pipeline(metrics.clone()),
-            metrics,
-            CrawlSettings::from_config(&config),
-        );
-        Ok(Node { config, crawler })
+        let pipeline = pipeline(&config, &db, metrics.clone())?;
+        let crawler = Crawler::new(frontier, robots, fetcher, pipeline, metrics, CrawlSettings::from_config(&config));
+        Ok(Node { config, crawler, index: None })
     }
 
     pub fn crawler(&self) -> &Crawler {
         &self.crawler
+    }
+
+    /// The local index, when `index.enabled`.
+    pub fn index(&self) -> Option<&Arc<IndexService>> {
+        self.index.as_ref()
     }
 
     /// Serves the API (if enabled) and crawls until `shutdown` turns true (or idle, if asked).
@@ -82,7 +102,7 @@ impl Node {
         shutdown: watch::Receiver<bool>,
         on_api: impl FnOnce(SocketAddr),
     ) -> anyhow::Result<()> {
-        let Node { config, crawler } = self;
+        let Node { config, crawler, index } = self;
         for (seed, result) in crawler.add_seeds(&config.crawl.seeds).await {
             match result {
                 Ok(outcome) => tracing::info!(seed, ?outcome, "seed"),
@@ -91,10 +111,11 @@ impl Node {
         }
         let mut background = tokio::task::JoinSet::new();
         if config.api.enabled {
-            let (addr, serve) = api::bind(config.api.listen, crawler.clone())
+            let state = AppState { crawler: crawler.clone(), index: index.clone() };
+            let (addr, serve) = api::bind(config.api.listen, state)
                 .await
                 .with_context(|| format!("cannot listen on {} (api.listen)", config.api.listen))?;
-            tracing::info!(%addr, "API listening: /health /status /metrics");
+            tracing::info!(%addr, "API listening: /health /status /metrics /search");
             on_api(addr);
             background.spawn(async move {
                 if let Err(e) = serve.await {
@@ -115,8 +136,37 @@ impl Node {
                 }
             }
         });
+        if let Some(index) = index.clone() {
+            let every = Duration::from_secs(config.index.snapshot_interval_secs);
+            background.spawn(async move {
+                let mut tick = tokio::time::interval(every);
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    if let Err(e) = snapshot_index(index.clone()).await {
+                        tracing::error!("vector index snapshot failed: {e}");
+                    }
+                }
+            });
+        }
         let result = crawler.run(shutdown, opts.exit_when_idle).await;
         background.abort_all();
+        // Wait for the API and the timers to be gone: they hold the state a restart reopens.
+        while background.join_next().await.is_some() {}
+        if let Some(index) = index {
+            snapshot_index(index.clone()).await.context("writing the vector index at shutdown")?;
+            tracing::info!(index = ?index.status().stored, "index flushed");
+            tokio::task::spawn_blocking(move || index.stop()).await?;
+        }
         result
     }
+}
+
+/// Flushes the document store and writes the vector snapshot, on the blocking pool.
+async fn snapshot_index(index: Arc<IndexService>) -> anyhow::Result<()> {
+    let wrote = tokio::task::spawn_blocking(move || index.snapshot()).await??;
+    if wrote {
+        tracing::debug!("vector index snapshot written");
+    }
+    Ok(())
 }

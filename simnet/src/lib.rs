@@ -3,9 +3,13 @@
 //! [`web`] is an HTTP server on 127.0.0.1 that serves many virtual hosts by `Host` header and
 //! records every request it receives — host, path, arrival and end time, status. That log is
 //! the *server-side truth*: politeness, duplicate fetches and coverage are judged from it, not
-//! from what a crawler says about itself. Tests, benchmarks and the demo all crawl it, with a
+//! from what a crawler says about itself.
+//! [`topics`] is a web of thirty pages on distinct subjects with a question for each, on which
+//! semantic search is judged. Tests, benchmarks and the demo all crawl it, with a
 //! resolver override mapping the virtual hosts to 127.0.0.1, so no traffic leaves the machine.
 
+pub mod topics;
 pub mod web;
 
+pub use topics::{topic_site, Topic, TOPICS};
 pub use web::{generated_site, Request, Resource, Site, WebServer};

@@ -13,6 +13,8 @@ use weft_simnet::WebServer;
 pub fn config(server: &WebServer, data_dir: &Path, delay_ms: u64) -> Config {
     let mut c = Config { data_dir: data_dir.to_path_buf(), ..Default::default() };
     c.api.enabled = false;
+    // These tests are about crawling; the index has its own (tests/tests/search.rs).
+    c.index.enabled = false;
     c.fetch.allow_private_networks = true;
     let lo: IpAddr = "127.0.0.1".parse().unwrap();
     c.fetch.resolve = server.hosts().into_iter().map(|h| (h, lo)).collect::<BTreeMap<_, _>>();

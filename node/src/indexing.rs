@@ -1,0 +1,391 @@
+//! The index stage of the node: extracted pages go to the indexer thread, queries to the query
+//! thread, and neither ever runs on the async runtime.
+//!
+//! ```text
+//! crawl task ──spawn_blocking──▶ IndexPipeline::process
+//!                                  extract ─▶ Job ─(bounded channel)─▶ indexer thread
+//!                                  (waits for the outcome)             dedup → chunk → embed → commit
+//! /search, weft search ──▶ Query ─(bounded channel)─▶ query thread: embed query → kNN → group
+//! ```
+//!
+//! The crawl task waits for its page's outcome before it completes the lease, for two reasons:
+//! a slow embedder slows fetching instead of growing a queue in memory (back-pressure through
+//! the bounded channel and the waiting tasks), and a page whose lease is completed is already
+//! committed to the index — the lease completion's flush makes both durable together, so a crash
+//! cannot lose a page the frontier considers done. While one batch is embedded, the next pages
+//! queue up and are embedded together: batches fill themselves as the crawl speeds up.
+//!
+//! Indexing and queries each own an ONNX Runtime session, so a long indexing batch never makes
+//! a search wait.
+
+use crate::metrics::Metrics;
+use crate::pipeline::{ExtractPipeline, FetchedPage, Pipeline, Processed};
+use crate::second_opinion::Improved;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, UNIX_EPOCH};
+use weft_config::Config;
+use weft_index::{Document, Embedder, Hit, IndexError, IndexStats, Indexer, LocalIndex, Outcome};
+
+/// Documents the indexer takes into one call at most (their chunks are embedded together).
+const MAX_BATCH_DOCS: usize = 32;
+/// Queries waiting for the query thread; beyond this `/search` answers 503.
+const QUERY_QUEUE: usize = 64;
+/// The longest query text embedded (the model reads at most 256 tokens anyway).
+pub const MAX_QUERY_BYTES: usize = 2048;
+
+struct Job {
+    doc: Document,
+    reply: SyncSender<Result<Outcome, String>>,
+}
+
+struct Query {
+    text: String,
+    k: usize,
+    reply: tokio::sync::oneshot::Sender<Result<Vec<Hit>, IndexError>>,
+}
+
+/// Counters of this run.
+#[derive(Default)]
+struct Counters {
+    indexed: AtomicU64,
+    replaced: AtomicU64,
+    aliases: AtomicU64,
+    failed: AtomicU64,
+    improved: AtomicU64,
+    chunks: AtomicU64,
+    embed_micros: AtomicU64,
+    queries: AtomicU64,
+    queued: AtomicU64,
+}
+
+/// The index section of `/status`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IndexStatus {
+    /// What the index holds (all runs).
+    #[serde(flatten)]
+    pub stored: IndexStats,
+    /// Pages indexed in this run (re-indexed ones included), and how many replaced a version.
+    pub pages_indexed: u64,
+    pub pages_replaced: u64,
+    pub pages_aliased: u64,
+    pub pages_failed: u64,
+    /// Pages re-indexed with the reference extractor's better text.
+    pub pages_improved: u64,
+    pub chunks_embedded: u64,
+    /// Chunks per second of indexing-thread time (dedup, chunking, embedding, commit).
+    pub chunks_per_sec: f64,
+    /// Pages waiting for the indexer.
+    pub queue: u64,
+    pub queries: u64,
+}
+
+/// The index of a running node: the indexer and query threads and the shared [`LocalIndex`].
+pub struct IndexService {
+    index: Arc<LocalIndex>,
+    /// `None` once stopped.
+    jobs: Mutex<Option<SyncSender<Job>>>,
+    queries: Mutex<Option<SyncSender<Query>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    counters: Arc<Counters>,
+    metrics: Arc<Metrics>,
+}
+
+impl IndexService {
+    /// Loads the models (one session for indexing, one for queries) and starts both threads.
+    /// `improved` carries the reference extractor's better texts, if it runs.
+    pub fn start(
+        config: &Config,
+        index: Arc<LocalIndex>,
+        metrics: Arc<Metrics>,
+        improved: Option<Receiver<Improved>>,
+    ) -> Result<Arc<IndexService>, IndexError> {
+        let indexer = Indexer::new(index.clone(), &config.embed, &config.index)?;
+        let query_embedder = Embedder::open(&config.embed, 1)?;
+        let counters = Arc::new(Counters::default());
+        let (jobs, job_rx) = sync_channel::<Job>(config.index.queue);
+        let (queries, query_rx) = sync_channel::<Query>(QUERY_QUEUE);
+        let (c, m) = (counters.clone(), metrics.clone());
+        let indexing = std::thread::Builder::new()
+            .name("weft-indexer".into())
+            .spawn(move || indexer_loop(indexer, job_rx, improved, c, m))?;
+        let local = index.clone();
+        let querying = std::thread::Builder::new()
+            .name("weft-query".into())
+            .spawn(move || query_loop(query_embedder, local, query_rx))?;
+        Ok(Arc::new(IndexService {
+            index,
+            jobs: Mutex::new(Some(jobs)),
+            queries: Mutex::new(Some(queries)),
+            threads: Mutex::new(vec![indexing, querying]),
+            counters,
+            metrics,
+        }))
+    }
+
+    /// Stops both threads once they have finished what they hold (blocking). Pages and queries
+    /// that arrive later are answered with an error.
+    pub fn stop(&self) {
+        self.jobs.lock().take();
+        self.queries.lock().take();
+        for thread in std::mem::take(&mut *self.threads.lock()) {
+            if thread.join().is_err() {
+                tracing::error!("an index thread panicked");
+            }
+        }
+    }
+
+    pub fn index(&self) -> &Arc<LocalIndex> {
+        &self.index
+    }
+
+    /// Indexes one document and waits for the outcome. Blocking: call it from a blocking
+    /// thread. Waits while the indexer's queue is full.
+    pub fn index_blocking(&self, doc: Document) -> Result<Outcome, String> {
+        let (reply, outcome) = sync_channel(1);
+        self.counters.queued.fetch_add(1, Relaxed);
+        let url = doc.url.clone();
+        let jobs = self.jobs.lock().clone();
+        let sent = jobs.is_some_and(|jobs| jobs.send(Job { doc, reply }).is_ok());
+        let result = if sent { outcome.recv().ok() } else { None };
+        self.counters.queued.fetch_sub(1, Relaxed);
+        // The indexer thread counts what it answers; a page it never saw is counted here.
+        result.unwrap_or_else(|| {
+            let stopped = Err("the indexer stopped".to_string());
+            count_outcome(&self.counters, &self.metrics, &stopped, &url);
+            stopped
+        })
+    }
+
+    /// Embeds `text` and returns the `k` best documents.
+    pub async fn search(&self, text: &str, k: usize) -> Result<Vec<Hit>, SearchError> {
+        let text = truncate_at_char(text.trim(), MAX_QUERY_BYTES).to_string();
+        if text.is_empty() {
+            return Err(SearchError::EmptyQuery);
+        }
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let queries = self.queries.lock().clone().ok_or(SearchError::Stopped)?;
+        match queries.try_send(Query { text, k, reply }) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => return Err(SearchError::Busy),
+            Err(TrySendError::Disconnected(_)) => return Err(SearchError::Stopped),
+        }
+        self.counters.queries.fetch_add(1, Relaxed);
+        answer.await.map_err(|_| SearchError::Stopped)?.map_err(SearchError::Index)
+    }
+
+    /// Flushes the document store and writes the vector snapshot if it changed. Blocking.
+    pub fn snapshot(&self) -> Result<bool, IndexError> {
+        self.index.snapshot()
+    }
+
+    pub fn status(&self) -> IndexStatus {
+        let c = &self.counters;
+        let chunks = c.chunks.load(Relaxed);
+        let secs = c.embed_micros.load(Relaxed) as f64 / 1e6;
+        IndexStatus {
+            stored: self.index.stats(),
+            pages_indexed: c.indexed.load(Relaxed),
+            pages_replaced: c.replaced.load(Relaxed),
+            pages_aliased: c.aliases.load(Relaxed),
+            pages_failed: c.failed.load(Relaxed),
+            pages_improved: c.improved.load(Relaxed),
+            chunks_embedded: chunks,
+            chunks_per_sec: if secs > 0.0 { chunks as f64 / secs } else { 0.0 },
+            queue: c.queued.load(Relaxed),
+            queries: c.queries.load(Relaxed),
+        }
+    }
+}
+
+/// Why a search could not be answered.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error("empty query")]
+    EmptyQuery,
+    #[error("too many queries waiting; try again")]
+    Busy,
+    #[error("the query thread stopped")]
+    Stopped,
+    #[error("{0}")]
+    Index(IndexError),
+}
+
+fn truncate_at_char(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+fn count_outcome(counters: &Counters, metrics: &Metrics, outcome: &Result<Outcome, String>, url: &str) {
+    match outcome {
+        Ok(Outcome::Indexed { replaced, .. }) => {
+            counters.indexed.fetch_add(1, Relaxed);
+            if *replaced {
+                counters.replaced.fetch_add(1, Relaxed);
+            }
+        }
+        Ok(Outcome::Alias { .. }) => {
+            counters.aliases.fetch_add(1, Relaxed);
+        }
+        Ok(Outcome::Failed { reason }) => {
+            counters.failed.fetch_add(1, Relaxed);
+            metrics.error("index_failed", url, reason);
+        }
+        Err(e) => {
+            counters.failed.fetch_add(1, Relaxed);
+            metrics.error("index_store", url, e);
+        }
+    }
+}
+
+fn indexer_loop(
+    mut indexer: Indexer,
+    jobs: Receiver<Job>,
+    improved: Option<Receiver<Improved>>,
+    counters: Arc<Counters>,
+    metrics: Arc<Metrics>,
+) {
+    loop {
+        // With a second opinion running, wake up now and then to take its better texts.
+        let first = match &improved {
+            None => jobs.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(_) => jobs.recv_timeout(Duration::from_millis(500)),
+        };
+        let mut batch = match first {
+            Ok(job) => vec![job],
+            Err(RecvTimeoutError::Timeout) => Vec::new(),
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        while batch.len() < MAX_BATCH_DOCS {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let mut docs: Vec<Document> = Vec::with_capacity(batch.len());
+        let mut replies = Vec::with_capacity(batch.len());
+        for job in batch {
+            docs.push(job.doc);
+            replies.push(Some(job.reply));
+        }
+        if let Some(rx) = &improved {
+            while docs.len() < MAX_BATCH_DOCS {
+                let Ok(better) = rx.try_recv() else { break };
+                if let Some(doc) = improved_document(indexer.index_handle(), better) {
+                    counters.improved.fetch_add(1, Relaxed);
+                    docs.push(doc);
+                    replies.push(None);
+                }
+            }
+        }
+        if docs.is_empty() {
+            continue;
+        }
+        let urls: Vec<String> = docs.iter().map(|d| d.url.clone()).collect();
+        let started = Instant::now();
+        let outcomes = indexer.index(docs);
+        counters.embed_micros.fetch_add(started.elapsed().as_micros() as u64, Relaxed);
+        match outcomes {
+            Ok(outcomes) => {
+                for ((outcome, reply), url) in outcomes.into_iter().zip(replies).zip(&urls) {
+                    if let Outcome::Indexed { chunks, .. } = outcome {
+                        counters.chunks.fetch_add(chunks as u64, Relaxed);
+                    }
+                    let outcome = Ok(outcome);
+                    count_outcome(&counters, &metrics, &outcome, url);
+                    if let Some(reply) = reply {
+                        let _ = reply.send(outcome);
+                    }
+                }
+            }
+            Err(e) => {
+                // The store itself failed: every page of the batch is reported, none dropped.
+                let reason = e.to_string();
+                for (reply, url) in replies.into_iter().zip(&urls) {
+                    let outcome = Err(reason.clone());
+                    count_outcome(&counters, &metrics, &outcome, url);
+                    if let Some(reply) = reply {
+                        let _ = reply.send(outcome);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The stored document of `better.url`, with the reference extractor's text.
+fn improved_document(index: &LocalIndex, better: Improved) -> Option<Document> {
+    let record = index.document(better.url.as_str()).ok().flatten()?;
+    Some(Document {
+        url: record.url,
+        title: record.title,
+        text: better.text,
+        description: record.description,
+        language: record.language,
+        site_name: record.site_name,
+        published: record.published,
+        page_type: record.page_type,
+        fetched_at: record.fetched_at,
+    })
+}
+
+fn query_loop(mut embedder: Embedder, index: Arc<LocalIndex>, queries: Receiver<Query>) {
+    while let Ok(q) = queries.recv() {
+        let result =
+            embedder.embed(&[q.text.as_str()]).and_then(|mut v| index.search(&v.pop().unwrap_or_default(), q.k));
+        let _ = q.reply.send(result);
+    }
+}
+
+/// The document the index stores for an extracted page.
+pub fn document_of(page: &FetchedPage, e: &weft_extract::Extracted) -> Document {
+    let page_type = match e.classification.page_type {
+        weft_extract::PageType::Article => "article",
+        weft_extract::PageType::Hub => "hub",
+        weft_extract::PageType::Other => "other",
+    };
+    Document {
+        url: page.url.to_string(),
+        title: e.metadata.title.clone().unwrap_or_default(),
+        text: e.text.clone(),
+        description: e.metadata.description.clone(),
+        language: e.metadata.language.clone(),
+        site_name: e.metadata.site_name.clone(),
+        published: e.metadata.published.clone(),
+        page_type: Some(page_type.to_string()),
+        fetched_at: page.fetched_at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+    }
+}
+
+/// The full pipeline: extract, then index (dedup → chunk → embed → commit).
+pub struct IndexPipeline {
+    extract: ExtractPipeline,
+    service: Arc<IndexService>,
+}
+
+impl IndexPipeline {
+    pub fn new(extract: ExtractPipeline, service: Arc<IndexService>) -> IndexPipeline {
+        IndexPipeline { extract, service }
+    }
+}
+
+impl Pipeline for IndexPipeline {
+    fn process(&self, page: &FetchedPage) -> Processed {
+        let processed = self.extract.process(page);
+        if let Some(e) = &processed.extracted {
+            // Counted by the service; the crawl goes on whatever the outcome.
+            let _ = self.service.index_blocking(document_of(page, e));
+        }
+        processed
+    }
+}

@@ -1,0 +1,126 @@
+//! Crawl → extract → dedup → chunk → embed → index → search, with the real model, over real
+//! HTTP on loopback: the topic web's thirty pages, one near-duplicate copy, a restart.
+
+mod common;
+
+use std::time::Duration;
+use weft_node::{Node, RunOptions};
+use weft_simnet::{topic_site, topics::topic_page, WebServer, TOPICS};
+
+/// The topic web plus a print view of one article: the same main text under another URL with
+/// other chrome around it.
+fn site() -> weft_simnet::Site {
+    let sourdough = &TOPICS[0];
+    let print = topic_page(sourdough)
+        .replace("<nav><a href=\"/\">All topics</a></nav>", "<header>Print view</header>")
+        .replace("Topic web, a test site of Weft.", "Printed from the topic web.");
+    let site = topic_site("topics.test").html("/print/sourdough", &print);
+    // The index page links the print view too.
+    let weft_simnet::Resource::Html(index) = site.routes["/"].clone() else { unreachable!() };
+    let index = index.replace("</ul>", "<li><a href=\"/print/sourdough\">Print: sourdough</a></li></ul>");
+    site.html("/", &index)
+}
+
+async fn get_json(client: &reqwest::Client, url: String) -> serde_json::Value {
+    let resp = client.get(&url).send().await.unwrap();
+    serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_topic_question_finds_its_page_first_and_survives_a_restart() {
+    let server = WebServer::start(vec![site()]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let c = common::loopback_config(&server, "topics.test", dir.path(), 0);
+    let pages = TOPICS.len() + 2; // the topics, the index page, the print view
+
+    let node = Node::open(c.clone()).unwrap();
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+    let run = tokio::spawn(node.run(RunOptions::default(), rx, move |addr| {
+        let _ = addr_tx.send(addr);
+    }));
+    let api = addr_rx.await.unwrap();
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
+    let status = loop {
+        let s = get_json(&client, format!("http://{api}/status")).await;
+        let index = &s["index"];
+        let done = index["pages_indexed"].as_u64().unwrap_or(0) + index["pages_aliased"].as_u64().unwrap_or(0);
+        if s["state"] == "idle" && done == pages as u64 {
+            break s;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "indexing did not finish: {s}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let index = &status["index"];
+    assert_eq!(index["pages_aliased"], 1, "the print view is a near duplicate: {status}");
+    assert_eq!(index["aliases"], 1, "{status}");
+    assert_eq!(index["documents"], pages as u64 - 1, "{status}");
+    assert_eq!(index["pages_failed"], 0, "{status}");
+    assert!(index["chunks"].as_u64().unwrap() >= TOPICS.len() as u64, "{status}");
+    assert_eq!(index["chunks"], index["vectors"], "{status}");
+    let metrics = client.get(format!("http://{api}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("weft_index_aliases 1"), "{metrics}");
+
+    // Every question finds its own page first.
+    let mut misses = Vec::new();
+    for t in TOPICS {
+        let q: String = url_encode(t.question);
+        let answer = get_json(&client, format!("http://{api}/search?q={q}&k=3")).await;
+        let hits = answer["hits"].as_array().unwrap();
+        let top = hits[0]["url"].as_str().unwrap();
+        let want = format!("/t/{}", t.slug);
+        let is_print = t.slug == "sourdough" && top.ends_with("/print/sourdough");
+        if !top.ends_with(&want) && !is_print {
+            misses.push(format!("{:?} → {top} (score {})", t.question, hits[0]["score"]));
+        }
+        if t.slug == "sourdough" {
+            // One document for both URLs: the canonical one names the other as an alias.
+            let aliases: Vec<&str> =
+                hits[0]["aliases"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+            assert_eq!(aliases.len(), 1, "{answer}");
+            assert!(hits.iter().skip(1).all(|h| !h["url"].as_str().unwrap().contains("sourdough")), "{answer}");
+        }
+    }
+    assert!(
+        misses.is_empty(),
+        "{} of {} questions missed their page:\n{}",
+        misses.len(),
+        TOPICS.len(),
+        misses.join("\n")
+    );
+
+    // Bad requests are typed errors.
+    let resp = client.get(format!("http://{api}/search?q=")).send().await.unwrap();
+    assert_eq!(resp.status(), 400);
+
+    let before: Vec<serde_json::Value> = {
+        let q = url_encode(TOPICS[5].question);
+        get_json(&client, format!("http://{api}/search?q={q}&k=5")).await["hits"].as_array().unwrap().clone()
+    };
+    tx.send(true).unwrap();
+    run.await.unwrap().unwrap();
+
+    // Restart on the same data dir: the vector snapshot written at shutdown is loaded as is,
+    // and the same question gets the same answer.
+    let node = Node::open(c).unwrap();
+    let service = node.index().unwrap().clone();
+    assert_eq!(*service.index().opened(), weft_index::vectors::Opened::Loaded);
+    let after = service.search(TOPICS[5].question, 5).await.unwrap();
+    let urls =
+        |hits: &[serde_json::Value]| hits.iter().map(|h| h["url"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(after.iter().map(|h| h.url.clone()).collect::<Vec<_>>(), urls(&before));
+    let stats = service.index().stats();
+    assert_eq!((stats.documents, stats.aliases), (pages as u64 - 1, 1));
+}
+
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            b' ' => "+".to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
