@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Sets everything up and runs the main job on loopback: a synthetic web of three sites, a Weft
-# node crawling it politely, `weft status` while it works, a graceful stop and a restart that
-# resumes where it stopped. No traffic leaves 127.0.0.1.
+# Sets everything up and runs the main job on loopback: a synthetic web of three sites plus a
+# thirty-page topic web, a Weft node crawling and indexing it politely, `weft status` while it
+# works, a graceful stop and a restart that resumes where it stopped, then searches by meaning
+# through the node's API and, with the node stopped, straight from its data dir.
+# No traffic leaves 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -11,8 +13,8 @@ bin=target/release
 demo=$(mktemp -d -t weft-demo-XXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$demo"' EXIT
 
-"$bin/weft-simnet" serve --hosts 3 --pages 40 > "$demo/sites" &
-for _ in $(seq 50); do [ -s "$demo/sites" ] && [ "$(wc -l < "$demo/sites")" -ge 3 ] && break; sleep 0.1; done
+"$bin/weft-simnet" serve --hosts 3 --pages 40 --topics > "$demo/sites" &
+for _ in $(seq 50); do [ -s "$demo/sites" ] && [ "$(wc -l < "$demo/sites")" -ge 4 ] && break; sleep 0.1; done
 echo "== synthetic web on loopback:"; cat "$demo/sites"
 
 {
@@ -27,6 +29,10 @@ echo "== synthetic web on loopback:"; cat "$demo/sites"
   echo "default_delay_ms = 150"
   echo "[api]"
   echo "listen = \"127.0.0.1:7790\""
+  echo "[embed]   # the model files scripts/setup.sh installed"
+  echo "model = \"$PWD/models/all-MiniLM-L6-v2-int8/model.onnx\""
+  echo "tokenizer = \"$PWD/models/all-MiniLM-L6-v2-int8/tokenizer.json\""
+  echo "ort_library = \"$PWD/models/onnxruntime-1.31.1/libonnxruntime.so\""
 } > "$demo/weft.toml"
 echo "== config check:"; "$bin/weft" config check "$demo/weft.toml"
 
@@ -47,8 +53,15 @@ for _ in $(seq 120); do
 done
 echo "== final status of the restarted node:"
 "$bin/weft" status --config "$demo/weft.toml"
+for q in "how do green leaves turn sunshine into food" "keeping my online accounts safe from hackers"; do
+  echo "== weft search \"$q\" -k 3   (through the running node's API)"
+  "$bin/weft" search --config "$demo/weft.toml" -k 3 "$q"
+done
 kill -TERM $node; wait $node || true
+q="why does the sea rise and fall twice a day"
+echo "== weft search \"$q\" -k 3   (node stopped: read from the data dir)"
+"$bin/weft" search --config "$demo/weft.toml" -k 3 "$q"
 count() { grep -o 'pages_fetched=[0-9]*' "$1" | tail -1 | cut -d= -f2; }
 first=$(count "$demo/log1"); second=$(count "$demo/log2")
-echo "== pages fetched: $first before the stop + $second after the restart = $((first + second)) of the 120 pages of this web"
+echo "== pages fetched: $first before the stop + $second after the restart = $((first + second)) of the 151 pages of this web"
 echo "   (the data dir kept the queue, the seen-set and the robots.txt cache: nothing was fetched twice)"

@@ -10,14 +10,19 @@ use weft_simnet::{generated_site, WebServer};
 const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
 fn write_config(server: &WebServer, dir: &Path) -> std::path::PathBuf {
+    // The node indexes what it crawls, with the real model from `scripts/setup.sh`.
+    let models = weft_index::testing::model_files();
     let resolve: String = server.hosts().iter().map(|h| format!("\"{h}\" = \"127.0.0.1\"\n")).collect();
     let seeds: Vec<String> = ["k1.test", "k2.test"].iter().map(|h| format!("\"{}\"", server.url(h, "/"))).collect();
     let toml = format!(
         "data_dir = \"{}\"\n[crawl]\nseeds = [{}]\n[fetch]\nallow_private_networks = true\n[fetch.resolve]\n{resolve}\
          [politeness]\ndefault_delay_ms = 60\n[frontier]\nseen_capacity = 100000\nsnapshot_interval_secs = 3600\n\
-         [api]\nlisten = \"127.0.0.1:0\"\n",
+         [api]\nlisten = \"127.0.0.1:0\"\n[embed]\nmodel = \"{}\"\ntokenizer = \"{}\"\nort_library = \"{}\"\n",
         dir.join("data").display(),
-        seeds.join(", ")
+        seeds.join(", "),
+        models.model.display(),
+        models.tokenizer.display(),
+        models.ort_library.display(),
     );
     let path = dir.join("weft.toml");
     std::fs::write(&path, toml).unwrap();
@@ -88,10 +93,21 @@ fn kill_9_and_restart_fetches_every_page_exactly_once() {
 
     // Kill in a quiet moment: no request being served and the last one answered a little while
     // ago, so its completion has reached the disk. Then SIGKILL: no chance to clean up.
+    // With the index on, a page's lease completes only after it is indexed: wait until every
+    // fetched page has an index outcome too.
+    let indexed_all = || {
+        let out = Command::new(WEFT).args(["status", "--json", "--api", &addr]).output().unwrap();
+        let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let i = &s["index"];
+        let done: u64 = ["pages_indexed", "pages_aliased", "pages_failed"].iter().filter_map(|k| i[k].as_u64()).sum();
+        s["pages_fetched"].as_u64().is_some_and(|p| p == done)
+    };
     let kill_at = loop {
-        let quiet = server.in_flight() == 0
-            && server.requests().last().is_some_and(|r| r.answered.elapsed() > Duration::from_millis(15));
-        if quiet {
+        let quiet = || {
+            server.in_flight() == 0
+                && server.requests().last().is_some_and(|r| r.answered.elapsed() > Duration::from_millis(15))
+        };
+        if quiet() && indexed_all() && quiet() {
             child.kill().unwrap();
             break Instant::now();
         }
@@ -114,6 +130,21 @@ fn kill_9_and_restart_fetches_every_page_exactly_once() {
 
     let counts = page_fetches(&server);
     assert_eq!(counts.len(), 80, "every page fetched");
+    // And every page is in the index once, its vectors consistent with the store.
+    {
+        let db = sled::open(dir.path().join("data/db")).unwrap();
+        let index = weft_index::LocalIndex::open(&db, &dir.path().join("data"), 384, &Default::default()).unwrap();
+        let stats = index.stats();
+        // Page i of k1.test and of k2.test differ only in the host name: near duplicates.
+        assert_eq!((stats.documents, stats.aliases, stats.failed), (40, 40, 0), "{stats:?}");
+        assert_eq!(stats.vectors, stats.chunks, "{stats:?}");
+    }
+    // `weft search` with no node running reads the data dir.
+    let out =
+        Command::new(WEFT).args(["search", "--json", "--config"]).arg(&config).arg("synthetic page").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["hits"].as_array().unwrap().len(), 10, "{answer}");
     // Only a request that was in flight at the kill could legitimately be repeated; the quiet
     // moment above means there should be none.
     let in_flight_at_kill: Vec<_> = server
