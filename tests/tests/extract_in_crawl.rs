@@ -6,7 +6,6 @@ mod common;
 
 use std::time::Duration;
 use weft_config::SecondOpinion;
-use weft_node::{Node, RunOptions};
 use weft_simnet::{Site, WebServer};
 
 fn prose(n: usize) -> String {
@@ -48,13 +47,8 @@ async fn crawled_pages_are_extracted_and_low_confidence_ones_get_a_second_opinio
     c.extract.second_opinion = SecondOpinion::Always;
     c.extract.second_opinion_below = 0.5;
 
-    let node = Node::open(c).unwrap();
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
-    let run = tokio::spawn(node.run(RunOptions::default(), rx, move |addr| {
-        let _ = addr_tx.send(addr);
-    }));
-    let api = addr_rx.await.unwrap();
+    let node = common::Running::start(c).await;
+    let api = node.api;
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     let status = loop {
@@ -90,6 +84,5 @@ async fn crawled_pages_are_extracted_and_low_confidence_ones_get_a_second_opinio
     assert!(!paths.contains(&"/secret".to_string()), "hidden links are not followed: {paths:?}");
     assert!(paths.contains(&"/list?page=2".to_string()), "the predicted next page is fetched: {paths:?}");
     assert!(paths.contains(&"/list?page=3".to_string()), "and predicts page 3 (a 404 here): {paths:?}");
-    tx.send(true).unwrap();
-    run.await.unwrap().unwrap();
+    node.shutdown().await;
 }

@@ -4,7 +4,7 @@
 mod common;
 
 use std::time::Duration;
-use weft_node::{Node, RunOptions};
+use weft_node::Node;
 use weft_simnet::{topic_site, topics::topic_page, WebServer, TOPICS};
 
 /// The topic web plus a print view of one article: the same main text under another URL with
@@ -33,13 +33,8 @@ async fn each_topic_question_finds_its_page_first_and_survives_a_restart() {
     let c = common::loopback_config(&server, "topics.test", dir.path(), 0);
     let pages = TOPICS.len() + 2; // the topics, the index page, the print view
 
-    let node = Node::open(c.clone()).unwrap();
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
-    let run = tokio::spawn(node.run(RunOptions::default(), rx, move |addr| {
-        let _ = addr_tx.send(addr);
-    }));
-    let api = addr_rx.await.unwrap();
+    let node = common::Running::start(c.clone()).await;
+    let api = node.api;
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
@@ -99,8 +94,7 @@ async fn each_topic_question_finds_its_page_first_and_survives_a_restart() {
         let q = url_encode(TOPICS[5].question);
         get_json(&client, format!("http://{api}/search?q={q}&k=5")).await["hits"].as_array().unwrap().clone()
     };
-    tx.send(true).unwrap();
-    run.await.unwrap().unwrap();
+    node.shutdown().await;
 
     // Restart on the same data dir: the vector snapshot written at shutdown is loaded as is,
     // and the same question gets the same answer.

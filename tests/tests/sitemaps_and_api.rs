@@ -5,7 +5,6 @@ mod common;
 
 use std::io::Write;
 use std::time::Duration;
-use weft_node::{Node, RunOptions};
 use weft_simnet::{Resource, Site, WebServer};
 
 fn gzip(data: &str) -> Vec<u8> {
@@ -40,13 +39,8 @@ async fn sitemaps_feed_the_frontier_and_the_api_reports_it() {
     let dir = tempfile::tempdir().unwrap();
     let c = common::loopback_config(&server, "maps.test", dir.path(), 50);
 
-    let node = Node::open(c).unwrap();
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
-    let run = tokio::spawn(node.run(RunOptions::default(), rx, move |addr| {
-        let _ = addr_tx.send(addr);
-    }));
-    let api = addr_rx.await.unwrap();
+    let node = common::Running::start(c).await;
+    let api = node.api;
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     assert_eq!(client.get(format!("http://{api}/health")).send().await.unwrap().text().await.unwrap(), "ok\n");
 
@@ -71,6 +65,5 @@ async fn sitemaps_feed_the_frontier_and_the_api_reports_it() {
     for i in 0..5 {
         assert_eq!(paths.iter().filter(|p| **p == format!("/hidden/{i}")).count(), 1, "{paths:?}");
     }
-    tx.send(true).unwrap();
-    run.await.unwrap().unwrap();
+    node.shutdown().await;
 }

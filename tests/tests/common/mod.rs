@@ -1,3 +1,4 @@
+#![allow(dead_code)]
 //! Shared setup of the cross-crate tests.
 
 use std::collections::BTreeMap;
@@ -20,4 +21,30 @@ pub fn loopback_config(server: &WebServer, host: &str, data_dir: &Path, delay_ms
     c.crawl.seeds = vec![server.url(host, "/")];
     c.embed = weft_index::testing::embed_config();
     c
+}
+
+/// A node started on its own task with its API on an ephemeral port.
+pub struct Running {
+    pub api: std::net::SocketAddr,
+    pub stop: tokio::sync::watch::Sender<bool>,
+    pub task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Running {
+    /// Opens and runs a node on `config`; returns once its API listens.
+    pub async fn start(config: Config) -> Running {
+        let node = weft_node::Node::open(config).expect("node opens");
+        let (stop, rx) = tokio::sync::watch::channel(false);
+        let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, move |addr| {
+            let _ = addr_tx.send(addr);
+        }));
+        Running { api: addr_rx.await.expect("the API listens"), stop, task }
+    }
+
+    /// Stops the node gracefully and waits until it has flushed everything.
+    pub async fn shutdown(self) {
+        self.stop.send(true).expect("node still running");
+        self.task.await.expect("node task").expect("node stops cleanly");
+    }
 }
