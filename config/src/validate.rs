@@ -208,6 +208,7 @@ impl Config {
         c.range("embed.max_tokens", em.max_tokens, 16, 8192);
         c.range("embed.threads", em.threads, 0, 256);
         c.range("embed.batch_size", em.batch_size, 1, 1024);
+        c.range("embed.batch_tokens", em.batch_tokens, 64, 1 << 20);
         let ix = &self.index;
         c.range("index.chunk_overlap", ix.chunk_overlap, 0.0, 0.5);
         c.range("index.dedup_max_distance", ix.dedup_max_distance, 0, 3);

@@ -1,11 +1,12 @@
 //! Embedding throughput: chunks/s and tokens/s of the index's embedder at 1 and 2 threads,
-//! batch 32 (runs capped at `BATCH_TOKENS` padded tokens, one session per thread), against the same int8 model through Python onnxruntime (`embed_reference.py`),
+//! batch 32 (runs capped at `embed.batch_tokens` padded tokens, one session per thread), against the same int8 model through Python onnxruntime (`embed_reference.py`),
 //! run alternately in the same process so a noisy machine affects both alike; medians of the
 //! rounds are printed.
 //!
 //! ```sh
 //! bash scripts/bench-reference.sh            # once: a venv with onnxruntime, tokenizers, numpy
 //! cargo run --release -p weft-index --example bench_embed -- [--devset DIR] [--rounds 3] [--chunks 256]
+//!     [--batch 32] [--batch-tokens 1024]
 //! ```
 //!
 //! Two corpora: `full` — chunks of exactly the model's 256 tokens (the issue's setting), cut
@@ -26,6 +27,7 @@ struct Args {
     rounds: usize,
     chunks: usize,
     batch: usize,
+    batch_tokens: usize,
 }
 
 fn args() -> Args {
@@ -39,6 +41,7 @@ fn args() -> Args {
         rounds: 3,
         chunks: 256,
         batch: 32,
+        batch_tokens: weft_config::EmbedConfig::default().batch_tokens,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -49,6 +52,7 @@ fn args() -> Args {
             "--rounds" => a.rounds = value.parse().expect("--rounds N"),
             "--chunks" => a.chunks = value.parse().expect("--chunks N"),
             "--batch" => a.batch = value.parse().expect("--batch N"),
+            "--batch-tokens" => a.batch_tokens = value.parse().expect("--batch-tokens N"),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -141,6 +145,7 @@ fn main() {
     let a = args();
     let mut files = weft_index::testing::model_files();
     files.batch_size = a.batch;
+    files.batch_tokens = a.batch_tokens;
     let chunker = Chunker::new(load(&files.tokenizer, Purpose::Chunking).unwrap(), files.max_tokens, 0.15);
     let texts = texts(a.devset.as_deref());
     let mut full: Vec<String> = Vec::new();

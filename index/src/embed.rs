@@ -10,7 +10,7 @@
 //!
 //! An [`Embedder`] is synchronous and owns its sessions — one single-threaded ONNX Runtime
 //! session per thread, each taking the next run when free — and runs of at most
-//! [`BATCH_TOKENS`] padded tokens. Both choices were measured (`bench_embed`, README): on this
+//! `embed.batch_tokens` padded tokens (rows × longest row; 1024 = four full chunks). Both choices were measured (`bench_embed`, README): on this
 //! model they beat one session with several intra-op threads and 32 full-length rows per run.
 //! Callers run it on threads of their own (the node gives indexing and queries one embedder
 //! each) so inference never blocks an async runtime.
@@ -50,12 +50,6 @@ fn environment(library: &Path) -> Result<Environment, IndexError> {
     }
 }
 
-/// Padded tokens one inference run holds at most (rows × longest row). Measured on this
-/// 2-core machine with full 256-token chunks: 4 rows per run embed ~15% more tokens per second
-/// than 32 rows (the activations of a small run stay in cache); short chunks still go 32 at a
-/// time, since `embed.batch_size` caps the rows.
-pub const BATCH_TOKENS: usize = 1024;
-
 /// What every inference run needs to know besides its session.
 #[derive(Debug, Clone, Copy)]
 struct Shape {
@@ -73,6 +67,7 @@ pub struct Embedder {
     tokenizer: Tokenizer,
     shape: Shape,
     batch_size: usize,
+    batch_tokens: usize,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -124,6 +119,7 @@ impl Embedder {
             tokenizer,
             shape: Shape { dims: config.dims, max_tokens: config.max_tokens, pooling: config.pooling, token_type_ids },
             batch_size: config.batch_size.max(1),
+            batch_tokens: config.batch_tokens.max(1),
         })
     }
 
@@ -160,10 +156,10 @@ impl Embedder {
     }
 
     /// Embeds already tokenized inputs (as [`Embedder::tokenize`] makes them): sorted by
-    /// length, cut into runs of at most `embed.batch_size` texts and [`BATCH_TOKENS`] padded
-    /// tokens, the runs shared out to the sessions.
+    /// length, cut into runs of at most `embed.batch_size` texts and `embed.batch_tokens`
+    /// padded tokens, the runs shared out to the sessions.
     pub fn embed_tokens(&mut self, ids: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, IndexError> {
-        let batches = batches(ids, self.batch_size, self.shape.max_tokens);
+        let batches = batches(ids, self.batch_size, self.batch_tokens, self.shape.max_tokens);
         let shape = self.shape;
         let results: Vec<(usize, Result<Vec<Vec<f32>>, IndexError>)> = if self.sessions.len() == 1 || batches.len() == 1
         {
@@ -203,8 +199,8 @@ impl Embedder {
 }
 
 /// Indices of `ids` grouped into inference runs: longest first, at most `rows` per run and at
-/// most [`BATCH_TOKENS`] padded tokens (a run always holds at least one text).
-fn batches(ids: &[Vec<u32>], rows: usize, max_tokens: usize) -> Vec<Vec<usize>> {
+/// most `budget` padded tokens (a run always holds at least one text).
+fn batches(ids: &[Vec<u32>], rows: usize, budget: usize, max_tokens: usize) -> Vec<Vec<usize>> {
     let mut order: Vec<usize> = (0..ids.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(ids[i].len()));
     let mut batches: Vec<Vec<usize>> = Vec::new();
@@ -215,7 +211,7 @@ fn batches(ids: &[Vec<u32>], rows: usize, max_tokens: usize) -> Vec<Vec<usize>> 
         if current.is_empty() {
             longest = len;
         }
-        if !current.is_empty() && (current.len() == rows || (current.len() + 1) * longest > BATCH_TOKENS) {
+        if !current.is_empty() && (current.len() == rows || (current.len() + 1) * longest > budget) {
             batches.push(std::mem::take(&mut current));
             longest = len;
         }
@@ -345,10 +341,10 @@ mod tests {
     #[test]
     fn runs_are_sorted_by_length_and_capped_in_rows_and_tokens() {
         let ids: Vec<Vec<u32>> = [3usize, 256, 10, 256, 256, 256, 256, 5].iter().map(|&n| vec![1; n]).collect();
-        let b = batches(&ids, 32, 256);
+        let b = batches(&ids, 32, 1024, 256);
         // Four 256-token rows fill the 1024-token budget; the short ones go together.
         assert_eq!(b, vec![vec![1, 3, 4, 5], vec![6, 2, 7, 0]]);
-        let b = batches(&ids, 2, 256);
+        let b = batches(&ids, 2, 1024, 256);
         assert!(b.iter().all(|r| r.len() <= 2));
         assert_eq!(b.iter().map(Vec::len).sum::<usize>(), ids.len());
     }

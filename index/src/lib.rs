@@ -93,7 +93,8 @@ pub enum IndexError {
 impl IndexError {
     pub(crate) fn missing(what: &str, key: &str, path: &Path) -> IndexError {
         IndexError::Missing(format!(
-            "{what} not found at {}: run scripts/setup.sh (it fetches the model files into models/) or set {key}",
+            "{what} not found at {}: run scripts/setup.sh (it fetches the model files into models/), set {key}, \
+             or set index.enabled = false to crawl without indexing",
             path.display()
         ))
     }
