@@ -224,6 +224,10 @@ impl Indexer {
             new.push(NewChunk { key, record: ChunkRecord::new(id, position, start, end, tokens, &text), vector });
         }
         record.chunks = new.iter().map(|c| c.key).collect();
+        for (i, c) in new.iter_mut().enumerate() {
+            c.record.prev = i.checked_sub(1).map(|p| record.chunks[p]);
+            c.record.next = record.chunks.get(i + 1).copied();
+        }
         record.state = DocState::Indexed;
         let n = new.len();
         let replaced = self.index.store().doc(&id)?.is_some();

@@ -4,7 +4,7 @@
 //! | tree | key | value |
 //! |---|---|---|
 //! | `index.docs` | doc id (16 bytes) | [`DocRecord`]: url, title, metadata, fetched_at, simhash, chunk keys, state |
-//! | `index.chunks` | chunk key (u64 BE) | [`ChunkRecord`]: doc id, position, byte range, LZ4-compressed text |
+//! | `index.chunks` | chunk key (u64 BE) | [`ChunkRecord`]: doc id, position, previous/next chunk keys, byte range, LZ4-compressed text |
 //! | `index.vectors` | chunk key (u64 BE) | the chunk's unit vector as little-endian f16 |
 //! | `index.simhash` | block position, block value, doc id | the full fingerprint |
 //!
@@ -56,6 +56,9 @@ pub struct DocRecord {
 pub struct ChunkRecord {
     pub doc: DocId,
     pub position: u32,
+    /// Keys of the chunks before and after this one in the document (context for a hit).
+    pub prev: Option<u64>,
+    pub next: Option<u64>,
     /// Byte range in the document's main text.
     pub start: u32,
     pub end: u32,
@@ -68,6 +71,8 @@ impl ChunkRecord {
         ChunkRecord {
             doc,
             position,
+            prev: None,
+            next: None,
             start: start as u32,
             end: end as u32,
             tokens: tokens as u32,

@@ -49,6 +49,13 @@ fn a_recrawl_replaces_the_old_chunks_and_leaves_no_orphans() {
     assert!(before >= 4, "{before} chunks");
     let old = index.document(url).unwrap().unwrap().chunks;
     assert_eq!(index.vectors().len(), before);
+    // Chunks link to their neighbours, in document order.
+    for (i, key) in old.iter().enumerate() {
+        let chunk = index.store().chunk(*key).unwrap().unwrap();
+        assert_eq!(chunk.position as usize, i);
+        assert_eq!(chunk.prev, i.checked_sub(1).map(|p| old[p]));
+        assert_eq!(chunk.next, old.get(i + 1).copied());
+    }
 
     let out =
         ix.index(vec![doc(url, "Roses", "A short note: the roses were all replaced by tulips this year.")]).unwrap();
