@@ -161,8 +161,7 @@ impl Embedder {
     pub fn embed_tokens(&mut self, ids: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, IndexError> {
         let batches = batches(ids, self.batch_size, self.batch_tokens, self.shape.max_tokens);
         let shape = self.shape;
-        let results: Vec<(usize, Result<Vec<Vec<f32>>, IndexError>)> = if self.sessions.len() == 1 || batches.len() == 1
-        {
+        let results: Vec<(usize, Vectors)> = if self.sessions.len() == 1 || batches.len() == 1 {
             let session = &mut self.sessions[0];
             batches.iter().enumerate().map(|(b, rows)| (b, run(session, shape, ids, rows))).collect()
         } else {
@@ -197,6 +196,9 @@ impl Embedder {
         Ok(out)
     }
 }
+
+/// The vectors of one run (or why it failed).
+type Vectors = Result<Vec<Vec<f32>>, IndexError>;
 
 /// Indices of `ids` grouped into inference runs: longest first, at most `rows` per run and at
 /// most `budget` padded tokens (a run always holds at least one text).
