@@ -1,0 +1,187 @@
+//! Who crawls which host: a consistent hash ring over the network's members.
+//!
+//! Every member is placed on a 64-bit ring at `vnodes` points, the first 8 bytes of
+//! `blake3("<peer id>:<i>")` for `i` in `0..vnodes`; a host belongs to the member of the first
+//! point clockwise from `blake3(host)`. Nothing but the member set goes in, so every node that
+//! knows the same members computes the same owner for every host — no coordination needed. When
+//! a member joins it takes over the arcs just before its points (about 1/N of all hosts); when
+//! one leaves, its arcs fall to the next points clockwise, spread over many members thanks to
+//! the virtual nodes.
+
+use std::collections::BTreeSet;
+
+/// Virtual nodes per member unless configured otherwise.
+pub const DEFAULT_VNODES: usize = 150;
+
+/// The ring of one member set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ring {
+    /// (point, index into `members`), sorted by point.
+    points: Vec<(u64, u32)>,
+    /// Members, sorted (so the ring does not depend on the order they were learned in).
+    members: Vec<String>,
+    vnodes: usize,
+}
+
+fn point(bytes: &[u8]) -> u64 {
+    let hash = blake3::hash(bytes);
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&hash.as_bytes()[..8]);
+    u64::from_be_bytes(first)
+}
+
+/// Where `host` sits on the ring.
+pub fn host_point(host: &str) -> u64 {
+    point(host.as_bytes())
+}
+
+impl Ring {
+    /// The ring of `members` (peer ids as strings) with `vnodes` points each.
+    pub fn new<I, S>(members: I, vnodes: usize) -> Ring
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let members: Vec<String> = members.into_iter().map(Into::into).collect::<BTreeSet<_>>().into_iter().collect();
+        let vnodes = vnodes.max(1);
+        let mut points = Vec::with_capacity(members.len() * vnodes);
+        for (m, member) in members.iter().enumerate() {
+            for i in 0..vnodes {
+                points.push((point(format!("{member}:{i}").as_bytes()), m as u32));
+            }
+        }
+        // Ties (astronomically unlikely) are broken by member order, the same everywhere.
+        points.sort_unstable();
+        Ring { points, members, vnodes }
+    }
+
+    pub fn members(&self) -> &[String] {
+        &self.members
+    }
+
+    pub fn vnodes(&self) -> usize {
+        self.vnodes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    pub fn contains(&self, member: &str) -> bool {
+        self.members.binary_search_by(|m| m.as_str().cmp(member)).is_ok()
+    }
+
+    /// The member that owns `host` (`None` on an empty ring).
+    pub fn owner(&self, host: &str) -> Option<&str> {
+        self.owner_of_point(host_point(host))
+    }
+
+    /// The member owning position `p`: the first point at or after it, wrapping around.
+    pub fn owner_of_point(&self, p: u64) -> Option<&str> {
+        if self.points.is_empty() {
+            return None;
+        }
+        let i = self.points.partition_point(|&(q, _)| q < p);
+        let (_, m) = self.points[if i == self.points.len() { 0 } else { i }];
+        Some(&self.members[m as usize])
+    }
+
+    /// The fraction of the ring's hash space `member` owns (0 if it is not a member).
+    pub fn share(&self, member: &str) -> f64 {
+        let Ok(m) = self.members.binary_search_by(|x| x.as_str().cmp(member)) else { return 0.0 };
+        let n = self.points.len();
+        let mut owned: u128 = 0;
+        for (i, &(q, owner)) in self.points.iter().enumerate() {
+            if owner as usize != m {
+                continue;
+            }
+            // The arc ending at this point starts just after the previous point.
+            let prev = if i == 0 { self.points[n - 1].0 } else { self.points[i - 1].0 };
+            owned += u128::from(q.wrapping_sub(prev));
+        }
+        if n == 1 {
+            return 1.0;
+        }
+        owned as f64 / (u64::MAX as f64 + 1.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("12D3KooWmember{i:04}")).collect()
+    }
+
+    #[test]
+    fn an_empty_ring_owns_nothing_and_one_member_owns_everything() {
+        assert_eq!(Ring::new(Vec::<String>::new(), 150).owner("a.test"), None);
+        let r = Ring::new(["solo"], 150);
+        assert_eq!(r.owner("a.test"), Some("solo"));
+        assert!((r.share("solo") - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_owner_does_not_depend_on_the_order_members_were_learned_in() {
+        let m = members(7);
+        let mut reversed = m.clone();
+        reversed.reverse();
+        let (a, b) = (Ring::new(m, 150), Ring::new(reversed, 150));
+        assert_eq!(a, b);
+        for h in 0..1000 {
+            let host = format!("host{h}.test");
+            assert_eq!(a.owner(&host), b.owner(&host));
+        }
+    }
+
+    #[test]
+    fn shares_sum_to_one_and_match_the_hosts_owned() {
+        let r = Ring::new(members(10), 150);
+        let total: f64 = r.members().iter().map(|m| r.share(m)).sum();
+        assert!((total - 1.0).abs() < 1e-9, "{total}");
+        let mut counts = std::collections::HashMap::new();
+        for h in 0..20_000 {
+            *counts.entry(r.owner(&format!("h{h}.test")).unwrap().to_string()).or_insert(0usize) += 1;
+        }
+        for m in r.members() {
+            let observed = counts[m] as f64 / 20_000.0;
+            assert!((observed - r.share(m)).abs() < 0.02, "{m}: {observed} vs {}", r.share(m));
+        }
+    }
+
+    #[test]
+    fn a_join_moves_hosts_only_to_the_newcomer_and_a_leave_only_from_the_leaver() {
+        let before = Ring::new(members(10), 150);
+        let mut more = members(10);
+        more.push("12D3KooWnewcomer".into());
+        let after = Ring::new(more, 150);
+        let mut moved = 0;
+        for h in 0..10_000 {
+            let host = format!("h{h}.test");
+            let (a, b) = (before.owner(&host).unwrap(), after.owner(&host).unwrap());
+            if a != b {
+                assert_eq!(b, "12D3KooWnewcomer");
+                moved += 1;
+            }
+        }
+        let share = moved as f64 / 10_000.0;
+        assert!((share - 1.0 / 11.0).abs() < 0.03, "{share}");
+        // Leaving is the same move backwards.
+        for h in 0..10_000 {
+            let host = format!("h{h}.test");
+            let (a, b) = (after.owner(&host).unwrap(), before.owner(&host).unwrap());
+            assert!(a == b || a == "12D3KooWnewcomer");
+        }
+    }
+
+    #[test]
+    fn the_point_is_blake3_of_peer_and_index() {
+        let r = Ring::new(["p"], 1);
+        let expected = u64::from_be_bytes(blake3::hash(b"p:0").as_bytes()[..8].try_into().unwrap());
+        assert_eq!(r.points, vec![(expected, 0)]);
+        // A host just at or before the point is owned by it; the ring wraps after the last point.
+        assert_eq!(r.owner_of_point(expected), Some("p"));
+        assert_eq!(r.owner_of_point(expected.wrapping_add(1)), Some("p"));
+    }
+}
