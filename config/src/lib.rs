@@ -37,6 +37,7 @@ pub struct Config {
     pub extract: ExtractConfig,
     pub embed: EmbedConfig,
     pub index: IndexConfig,
+    pub p2p: P2pConfig,
     pub api: ApiConfig,
     pub log: LogConfig,
 }
@@ -52,6 +53,7 @@ impl Default for Config {
             extract: ExtractConfig::default(),
             embed: EmbedConfig::default(),
             index: IndexConfig::default(),
+            p2p: P2pConfig::default(),
             api: ApiConfig::default(),
             log: LogConfig::default(),
         }
@@ -346,6 +348,48 @@ impl Default for IndexConfig {
             expansion_search: 64,
             snapshot_interval_secs: 60,
             queue: 64,
+        }
+    }
+}
+
+/// The peer-to-peer network. Multiaddrs are kept as strings here (this crate knows nothing of
+/// libp2p); the p2p layer parses them and says which one is wrong.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct P2pConfig {
+    /// Join a network (implied by `--bootstrap`); off: a standalone node.
+    pub enabled: bool,
+    /// Multiaddrs to listen on (TCP and QUIC).
+    pub listen: Vec<String>,
+    /// Peers to join through: multiaddrs ending in `/p2p/<peer id>`.
+    pub bootstrap: Vec<String>,
+    /// Virtual nodes per member on the hash ring.
+    pub vnodes: usize,
+    /// Seconds between membership heartbeats.
+    pub heartbeat_secs: u64,
+    /// A member is dropped after this many heartbeats were missed.
+    pub missed_heartbeats: u32,
+    /// Seconds between Kademlia bootstraps (routing-table refresh), also the first retry
+    /// delay when no bootstrap peer answers (doubling up to ten times that).
+    pub bootstrap_interval_secs: u64,
+    /// Established connections at most.
+    pub max_connections: u32,
+    /// Pages per second this node offers to crawl (announced to the other members).
+    pub capacity: u32,
+}
+
+impl Default for P2pConfig {
+    fn default() -> Self {
+        P2pConfig {
+            enabled: false,
+            listen: vec!["/ip4/0.0.0.0/tcp/7701".into(), "/ip4/0.0.0.0/udp/7701/quic-v1".into()],
+            bootstrap: Vec::new(),
+            vnodes: 150,
+            heartbeat_secs: 5,
+            missed_heartbeats: 4,
+            bootstrap_interval_secs: 300,
+            max_connections: 256,
+            capacity: 10,
         }
     }
 }

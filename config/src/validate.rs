@@ -209,6 +209,13 @@ impl Config {
         c.range("embed.threads", em.threads, 0, 256);
         c.range("embed.batch_size", em.batch_size, 1, 1024);
         c.range("embed.batch_tokens", em.batch_tokens, 64, 1 << 20);
+        let p2p = &self.p2p;
+        c.range("p2p.vnodes", p2p.vnodes, 1, 10_000);
+        c.range("p2p.heartbeat_secs", p2p.heartbeat_secs, 1, 3600);
+        c.range("p2p.missed_heartbeats", p2p.missed_heartbeats, 1, 100);
+        c.range("p2p.bootstrap_interval_secs", p2p.bootstrap_interval_secs, 1, 86_400);
+        c.range("p2p.max_connections", p2p.max_connections, 1, 100_000);
+        c.range("p2p.capacity", p2p.capacity, 1, 1_000_000);
         let ix = &self.index;
         c.range("index.chunk_overlap", ix.chunk_overlap, 0.0, 0.5);
         c.range("index.dedup_max_distance", ix.dedup_max_distance, 0, 3);

@@ -1,7 +1,20 @@
-//! Weft's peer-to-peer layer. So far: [`ring`], the consistent hash ring that decides which
-//! member crawls which host. The libp2p behaviour (Kademlia, membership, URL exchange, DHT
-//! records) is being built on it (issue 5).
+//! Weft's peer-to-peer layer: libp2p with one composed behaviour, and the logic that turns a
+//! set of volunteers' nodes into one crawler.
+//!
+//! - [`ring`]: the consistent hash ring that decides which member crawls which host (pure).
+//! - [`membership`]: heartbeats and the member table the ring is built from (pure).
+//! - [`identity`]: the persistent ed25519 key in the data dir.
+//! - [`behaviour`]: the composed `NetworkBehaviour` (identify, ping, Kademlia, gossipsub,
+//!   connection limits).
+//! - [`network`]: the swarm, its event loop, and the handle the node talks to.
+//!
+//! Still to come with issue 5: URL exchange, handoff, DHT near-duplicate records, bans.
 
+pub mod behaviour;
+pub mod identity;
+pub mod membership;
+pub mod network;
 pub mod ring;
 
+pub use network::{start, Joining, NetworkConfig, NetworkHandle, NetworkStatus, P2pError};
 pub use ring::{Ring, DEFAULT_VNODES};

@@ -1,0 +1,53 @@
+//! The one composed `NetworkBehaviour` of a Weft node. Transports (TCP and QUIC, Noise, Yamux)
+//! are set up by the swarm builder in [`crate::network`]; this is what runs over them.
+
+use libp2p::identity::Keypair;
+use libp2p::swarm::NetworkBehaviour;
+use libp2p::{connection_limits, gossipsub, identify, kad, ping, StreamProtocol};
+use std::time::Duration;
+
+/// Weft's Kademlia protocol: a network of its own, not the public IPFS DHT.
+pub const KAD_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/kad/1.0.0");
+/// What identify announces.
+pub const PROTOCOL_VERSION: &str = "/weft/0.1.0";
+/// Largest gossipsub message (membership heartbeats are a few hundred bytes).
+pub const MAX_GOSSIP_BYTES: usize = 16 * 1024;
+
+#[derive(NetworkBehaviour)]
+pub struct Behaviour {
+    pub limits: connection_limits::Behaviour,
+    pub identify: identify::Behaviour,
+    pub ping: ping::Behaviour,
+    pub kad: kad::Behaviour<kad::store::MemoryStore>,
+    pub gossipsub: gossipsub::Behaviour,
+}
+
+impl Behaviour {
+    pub fn new(key: &Keypair, max_connections: u32, refresh: Duration) -> Result<Behaviour, String> {
+        let peer = key.public().to_peer_id();
+        let mut kad_config = kad::Config::new(KAD_PROTOCOL);
+        kad_config.set_periodic_bootstrap_interval(Some(refresh));
+        kad_config.set_query_timeout(Duration::from_secs(30));
+        let mut kad = kad::Behaviour::with_config(peer, kad::store::MemoryStore::new(peer), kad_config);
+        // Every Weft node serves the DHT: volunteers' boxes are reachable by design.
+        kad.set_mode(Some(kad::Mode::Server));
+        let gossip_config = gossipsub::ConfigBuilder::default()
+            .heartbeat_interval(Duration::from_secs(1))
+            .validation_mode(gossipsub::ValidationMode::Strict)
+            .max_transmit_size(MAX_GOSSIP_BYTES)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let gossipsub = gossipsub::Behaviour::new(gossipsub::MessageAuthenticity::Signed(key.clone()), gossip_config)?;
+        let limits = connection_limits::ConnectionLimits::default()
+            .with_max_established(Some(max_connections))
+            .with_max_established_per_peer(Some(2))
+            .with_max_pending_incoming(Some(max_connections.min(64)));
+        Ok(Behaviour {
+            limits: connection_limits::Behaviour::new(limits),
+            identify: identify::Behaviour::new(identify::Config::new(PROTOCOL_VERSION.into(), key.public())),
+            ping: ping::Behaviour::default(),
+            kad,
+            gossipsub,
+        })
+    }
+}
