@@ -20,6 +20,10 @@ pub struct Overrides {
     pub seeds: Vec<String>,
     pub api_listen: Option<SocketAddr>,
     pub log_format: Option<LogFormat>,
+    /// `--bootstrap`: when given, they replace `p2p.bootstrap` and turn `p2p.enabled` on.
+    pub bootstrap: Vec<String>,
+    /// `--p2p`: join a network (as its first node when no bootstrap peer is given).
+    pub p2p: bool,
 }
 
 /// Where to read configuration from.
@@ -95,6 +99,12 @@ fn build(file: Option<&Path>, sources: &Sources) -> Figment {
     }
     if !o.seeds.is_empty() {
         figment = figment.merge(cli("crawl.seeds", o.seeds.clone().into()));
+    }
+    if !o.bootstrap.is_empty() {
+        figment = figment.merge(cli("p2p.bootstrap", o.bootstrap.clone().into()));
+    }
+    if o.p2p || !o.bootstrap.is_empty() {
+        figment = figment.merge(cli("p2p.enabled", true.into()));
     }
     if let Some(listen) = o.api_listen {
         figment = figment.merge(cli("api.listen", listen.to_string().into()));

@@ -69,9 +69,13 @@ fn sources_merge_in_order_defaults_file_env_cli() {
                 seeds: vec!["http://a.test/".into()],
                 log_format: Some(LogFormat::Json),
                 api_listen: None,
+                bootstrap: vec!["/ip4/10.0.0.1/tcp/7701/p2p/12D3KooWxyz".into()],
+                p2p: false,
             },
         };
         let c = load(&sources).unwrap();
+        assert_eq!(c.p2p.bootstrap, ["/ip4/10.0.0.1/tcp/7701/p2p/12D3KooWxyz"], "--bootstrap sets the peers");
+        assert!(c.p2p.enabled, "--bootstrap implies p2p.enabled");
         assert_eq!(c.crawl.concurrency, 7, "file beats default");
         assert_eq!(c.crawl.max_depth, 5, "env beats file");
         assert!(c.fetch.allow_private_networks, "env is parsed as bool");

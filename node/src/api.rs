@@ -24,6 +24,7 @@ pub const MAX_K: usize = 100;
 pub struct AppState {
     pub crawler: Crawler,
     pub index: Option<Arc<IndexService>>,
+    pub network: Option<weft_p2p::NetworkHandle>,
 }
 
 impl AppState {
@@ -31,6 +32,7 @@ impl AppState {
     pub fn status(&self) -> Status {
         let mut s = self.crawler.status();
         s.index = self.index.as_ref().map(|i| i.status());
+        s.network = self.network.as_ref().map(|n| n.status());
         s
     }
 }

@@ -47,6 +47,13 @@ enum Command {
         /// Address of the local API (default 127.0.0.1:7700).
         #[arg(long, value_name = "ADDR")]
         api_listen: Option<SocketAddr>,
+        /// Join the network through this peer (repeatable): a multiaddr ending in
+        /// /p2p/<peer id>, as a running node logs it. Implies --p2p.
+        #[arg(long, value_name = "MULTIADDR")]
+        bootstrap: Vec<String>,
+        /// Join a network, as its first node when no --bootstrap is given (p2p.enabled).
+        #[arg(long)]
+        p2p: bool,
         /// Exit once nothing is queued or in flight.
         #[arg(long)]
         exit_when_idle: bool,
@@ -145,9 +152,9 @@ fn main() -> ExitCode {
 
 fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Start { cfg, seeds, api_listen, exit_when_idle } => {
-            let config =
-                weft_config::load(&sources(&cfg, Overrides { seeds, api_listen, log_format, ..Default::default() }))?;
+        Command::Start { cfg, seeds, api_listen, bootstrap, p2p, exit_when_idle } => {
+            let overrides = Overrides { seeds, api_listen, log_format, bootstrap, p2p, ..Default::default() };
+            let config = weft_config::load(&sources(&cfg, overrides))?;
             init_logging(config.log.format);
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             runtime.block_on(start(config, exit_when_idle))?;
@@ -370,6 +377,26 @@ fn print_status(s: &Status) {
         );
         for (url, reason) in &i.stored.recent_failures {
             println!("  failed       {url}: {reason}");
+        }
+    }
+    if let Some(n) = &s.network {
+        let joining = match &n.joining {
+            weft_p2p::Joining::First => "first node (others bootstrap from it)".to_string(),
+            weft_p2p::Joining::Connecting => "connecting to bootstrap peers".to_string(),
+            weft_p2p::Joining::Joined => "joined".to_string(),
+            weft_p2p::Joining::Retrying { attempt, next_in_secs, last_error } => {
+                format!("no bootstrap peer answers (attempt {attempt}, next in {next_in_secs} s): {last_error}")
+            }
+        };
+        println!("network        {joining}; peer id {}", n.peer_id);
+        println!(
+            "  peers        {} connected, {} members; this node owns {:.1}% of the ring",
+            n.connected_peers,
+            n.members.len(),
+            n.ring_share * 100.0
+        );
+        for addr in &n.listen_addrs {
+            println!("  listening    {addr}");
         }
     }
     println!("errors         {}", s.errors_total);

@@ -122,6 +122,7 @@ impl Metrics {
             seen_urls: frontier.seen,
             seen_bytes: frontier.seen_bytes,
             index: None,
+            network: None,
         }
     }
 }
@@ -165,6 +166,9 @@ pub struct Status {
     /// The local index (absent when `index.enabled = false`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<crate::indexing::IndexStatus>,
+    /// The peer-to-peer network (absent for a standalone node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<weft_p2p::NetworkStatus>,
 }
 
 #[derive(Debug)]
@@ -219,6 +223,20 @@ impl prometheus_client::collector::Collector for StatusCollector {
         ];
         for (name, help, v) in gauges {
             ConstGauge::new(v as i64).encode(enc.encode_descriptor(name, help, None, MetricType::Gauge)?)?;
+        }
+        if let Some(n) = &s.network {
+            let gauges: [(&str, &str, u64); 3] = [
+                ("weft_p2p_connected_peers", "Peers with an open connection", n.connected_peers as u64),
+                ("weft_p2p_members", "Members of the network, this node included", n.members.len() as u64),
+                (
+                    "weft_p2p_ring_share_permille",
+                    "This node's share of the hash ring, per mille",
+                    (n.ring_share * 1000.0) as u64,
+                ),
+            ];
+            for (name, help, v) in gauges {
+                ConstGauge::new(v as i64).encode(enc.encode_descriptor(name, help, None, MetricType::Gauge)?)?;
+            }
         }
         if let Some(i) = &s.index {
             let counters: [(&str, &str, u64); 6] = [

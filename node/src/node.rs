@@ -103,6 +103,15 @@ impl Node {
         on_api: impl FnOnce(SocketAddr),
     ) -> anyhow::Result<()> {
         let Node { config, crawler, index } = self;
+        let network = if config.p2p.enabled {
+            let key = weft_p2p::identity::load_or_create(&config.data_dir)?;
+            let settings = weft_p2p::NetworkConfig::from_config(&config.p2p)?;
+            let (handle, task) = weft_p2p::start(key, settings).await?;
+            tracing::info!(peer_id = %handle.peer_id(), "p2p started");
+            Some((handle, task))
+        } else {
+            None
+        };
         for (seed, result) in crawler.add_seeds(&config.crawl.seeds).await {
             match result {
                 Ok(outcome) => tracing::info!(seed, ?outcome, "seed"),
@@ -111,7 +120,11 @@ impl Node {
         }
         let mut background = tokio::task::JoinSet::new();
         if config.api.enabled {
-            let state = AppState { crawler: crawler.clone(), index: index.clone() };
+            let state = AppState {
+                crawler: crawler.clone(),
+                index: index.clone(),
+                network: network.as_ref().map(|(h, _)| h.clone()),
+            };
             let (addr, serve) = api::bind(config.api.listen, state)
                 .await
                 .with_context(|| format!("cannot listen on {} (api.listen)", config.api.listen))?;
@@ -153,6 +166,10 @@ impl Node {
         background.abort_all();
         // Wait for the API and the timers to be gone: they hold the state a restart reopens.
         while background.join_next().await.is_some() {}
+        if let Some((handle, task)) = network {
+            handle.stop();
+            let _ = task.await;
+        }
         if let Some(index) = index {
             snapshot_index(index.clone()).await.context("writing the vector index at shutdown")?;
             tracing::info!(index = ?index.status().stored, "index flushed");
