@@ -11,6 +11,7 @@
 //! Still to come with issue 5: URL exchange, handoff, DHT near-duplicate records, bans.
 
 pub mod behaviour;
+pub mod exchange;
 pub mod identity;
 pub mod membership;
 pub mod network;

@@ -1,0 +1,358 @@
+//! URL exchange (`/weft/urls/1`): URLs a node discovers for hosts another member owns travel to
+//! that owner in batches; the owner validates them, queues them through its seen-set and
+//! acknowledges. This file is the pure part — the wire types, their validation, the per-owner
+//! outbox with its flush and retry policy, and the per-peer rate limit; the event loop in
+//! [`crate::network`] moves the bytes.
+
+use crate::ring::Ring;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+/// A batch is sent once it holds this many URLs...
+pub const BATCH_URLS: usize = 1000;
+/// ...or its oldest URL has waited this long.
+pub const BATCH_WAIT: Duration = Duration::from_secs(5);
+/// Longest URL accepted (the frontier's own limit).
+pub const MAX_URL_BYTES: usize = 2048;
+/// Largest encoded batch accepted: 1000 URLs of the longest kind, with room to spare.
+pub const MAX_BATCH_BYTES: u64 = 4 * 1024 * 1024;
+/// A URL is forwarded at most this many times (the sender's ring was stale, then ours).
+pub const MAX_HOPS: u8 = 2;
+/// First retry of an unacknowledged batch; doubles up to [`MAX_RETRY_DELAY`].
+pub const FIRST_RETRY_DELAY: Duration = Duration::from_secs(2);
+pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(120);
+/// Batches a peer may send per second on average (burst of twice that).
+pub const BATCHES_PER_SEC: f64 = 20.0;
+
+/// What a URL is for the crawler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum UrlKind {
+    Page,
+    Sitemap,
+}
+
+/// One URL on the wire, with what the crawl needs to keep its limits across nodes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct WireUrl {
+    pub url: String,
+    pub depth: u32,
+    pub kind: UrlKind,
+}
+
+/// `/weft/urls/1` request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UrlBatch {
+    pub urls: Vec<WireUrl>,
+    /// How many times these URLs were forwarded already.
+    pub hops: u8,
+}
+
+/// `/weft/urls/1` response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BatchReply {
+    /// Queued (or already seen) `accepted` URLs, forwarded `forwarded`, dropped `rejected`.
+    Ack { accepted: u32, forwarded: u32, rejected: u32 },
+    /// Not now (rate limit, shutting down): the sender retries later.
+    Busy,
+}
+
+/// Why a batch is refused outright (and its sender banned for a while).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidBatch {
+    #[error("{0} URLs in one batch (at most {BATCH_URLS})")]
+    TooMany(usize),
+    #[error("an empty batch")]
+    Empty,
+    #[error("hop count {0} over the limit of {MAX_HOPS}")]
+    TooManyHops(u8),
+}
+
+/// Why one URL of a valid batch is dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadUrl {
+    TooLong,
+    Unparseable,
+    Scheme,
+    NoHost,
+    /// An IP literal in a loopback/private/link-local range, from a node that does not allow
+    /// private networks.
+    Private,
+}
+
+/// Checks a batch's shape. Individual URLs are checked with [`check_url`].
+pub fn check_batch(batch: &UrlBatch) -> Result<(), InvalidBatch> {
+    if batch.urls.is_empty() {
+        return Err(InvalidBatch::Empty);
+    }
+    if batch.urls.len() > BATCH_URLS {
+        return Err(InvalidBatch::TooMany(batch.urls.len()));
+    }
+    if batch.hops > MAX_HOPS {
+        return Err(InvalidBatch::TooManyHops(batch.hops));
+    }
+    Ok(())
+}
+
+/// Parses one received URL: http(s), with a host, at most [`MAX_URL_BYTES`]; IP literals in
+/// private ranges are refused unless `allow_private`. (Hostnames that *resolve* to private
+/// addresses are caught by the fetcher's SSRF guard at connect time.)
+pub fn check_url(u: &WireUrl, allow_private: bool) -> Result<url::Url, BadUrl> {
+    if u.url.len() > MAX_URL_BYTES {
+        return Err(BadUrl::TooLong);
+    }
+    let url = url::Url::parse(&u.url).map_err(|_| BadUrl::Unparseable)?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(BadUrl::Scheme);
+    }
+    let private = match url.host() {
+        None => return Err(BadUrl::NoHost),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local() || ip.is_unspecified(),
+        Some(url::Host::Ipv6(ip)) => {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || (ip.segments()[0] & 0xfe00) == 0xfc00
+                || (ip.segments()[0] & 0xffc0) == 0xfe80
+        }
+        Some(url::Host::Domain(d)) => d == "localhost" || d.ends_with(".localhost"),
+    };
+    if private && !allow_private {
+        return Err(BadUrl::Private);
+    }
+    Ok(url)
+}
+
+/// The host a URL belongs to on the ring: its host name (the port does not change the owner).
+pub fn ring_host(url: &str) -> Option<String> {
+    url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+}
+
+/// A batch that was sent and awaits its acknowledgement.
+#[derive(Debug, Clone)]
+pub struct InFlight {
+    pub owner: String,
+    pub batch: UrlBatch,
+    pub attempts: u32,
+}
+
+/// URLs waiting to be sent to their owners, and batches waiting to be retried.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    /// Owner → URLs not sent yet, and when the oldest arrived.
+    waiting: BTreeMap<String, (Vec<WireUrl>, Instant, u8)>,
+    /// Batches to send again once their time comes: (due, owner-agnostic batch, attempts).
+    retries: Vec<(Instant, UrlBatch, u32)>,
+}
+
+impl Outbox {
+    /// Adds URLs for their owners on `ring`; URLs of hosts `me` owns are returned instead.
+    pub fn route(&mut self, urls: Vec<WireUrl>, hops: u8, ring: &Ring, me: &str, now: Instant) -> Vec<WireUrl> {
+        let mut mine = Vec::new();
+        for u in urls {
+            let Some(owner) = ring_host(&u.url).and_then(|h| ring.owner(&h).map(str::to_string)) else { continue };
+            if owner == me {
+                mine.push(u);
+            } else {
+                let entry = self.waiting.entry(owner).or_insert_with(|| (Vec::new(), now, hops));
+                entry.2 = entry.2.max(hops);
+                entry.0.push(u);
+            }
+        }
+        mine
+    }
+
+    /// URLs waiting (not in flight).
+    pub fn waiting(&self) -> usize {
+        self.waiting.values().map(|(v, _, _)| v.len()).sum::<usize>()
+            + self.retries.iter().map(|(_, b, _)| b.urls.len()).sum::<usize>()
+    }
+
+    /// Batches due at `now`: full ones, ones whose oldest URL waited [`BATCH_WAIT`] (or all
+    /// of them with `flush_all`), and retries whose time has come — re-routed on `ring`, so a
+    /// batch whose owner left goes to the new owner. URLs `me` now owns come back in `mine`.
+    pub fn due(&mut self, ring: &Ring, me: &str, now: Instant, flush_all: bool) -> Due {
+        let mut due = Due::default();
+        // Retries first: their URLs are re-routed like new ones, keeping their attempt count.
+        let (ready, later): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.retries).into_iter().partition(|(t, _, _)| *t <= now);
+        self.retries = later;
+        let mut attempts: HashMap<String, u32> = HashMap::new();
+        for (_, batch, n) in ready {
+            for u in batch.urls {
+                let Some(owner) = ring_host(&u.url).and_then(|h| ring.owner(&h).map(str::to_string)) else { continue };
+                if owner == me {
+                    due.mine.push(u);
+                } else {
+                    let a = attempts.entry(owner.clone()).or_insert(0);
+                    *a = (*a).max(n);
+                    let entry = self.waiting.entry(owner).or_insert_with(|| (Vec::new(), now - BATCH_WAIT, batch.hops));
+                    entry.0.push(u);
+                    entry.1 = now - BATCH_WAIT; // send it now
+                }
+            }
+        }
+        let owners: Vec<String> = self.waiting.keys().cloned().collect();
+        for owner in owners {
+            let (urls, since, _) = &self.waiting[&owner];
+            if !(flush_all || urls.len() >= BATCH_URLS || now.saturating_duration_since(*since) >= BATCH_WAIT) {
+                continue;
+            }
+            let (mut urls, _, hops) = self.waiting.remove(&owner).expect("owner is waiting");
+            // A ring change may have made some of them ours, or someone else's.
+            let mut rest = Vec::new();
+            for u in urls.drain(..) {
+                match ring_host(&u.url).and_then(|h| ring.owner(&h).map(str::to_string)) {
+                    Some(o) if o == me => due.mine.push(u),
+                    Some(o) if o == owner => rest.push(u),
+                    Some(o) => self.waiting.entry(o).or_insert_with(|| (Vec::new(), now, hops)).0.push(u),
+                    None => {}
+                }
+            }
+            for chunk in rest.chunks(BATCH_URLS) {
+                due.batches.push(InFlight {
+                    owner: owner.clone(),
+                    batch: UrlBatch { urls: chunk.to_vec(), hops },
+                    attempts: attempts.get(&owner).copied().unwrap_or(0),
+                });
+            }
+        }
+        due
+    }
+
+    /// A sent batch failed or was refused: it is retried after a backoff (re-routed then).
+    pub fn retry(&mut self, failed: InFlight, now: Instant) {
+        let delay = FIRST_RETRY_DELAY.saturating_mul(1 << failed.attempts.min(10)).min(MAX_RETRY_DELAY);
+        self.retries.push((now + delay, failed.batch, failed.attempts + 1));
+    }
+
+    /// When [`Outbox::due`] should next be asked (None: nothing waits).
+    pub fn next_due(&self) -> Option<Instant> {
+        let waiting = self.waiting.values().map(|(_, since, _)| *since + BATCH_WAIT);
+        let retries = self.retries.iter().map(|(t, _, _)| *t);
+        waiting.chain(retries).min()
+    }
+}
+
+/// What [`Outbox::due`] hands out.
+#[derive(Debug, Default)]
+pub struct Due {
+    pub batches: Vec<InFlight>,
+    /// URLs that turned out to be this node's own.
+    pub mine: Vec<WireUrl>,
+}
+
+/// A token bucket per peer: [`BATCHES_PER_SEC`] on average, bursts of twice that.
+#[derive(Debug, Default)]
+pub struct RateLimit {
+    buckets: HashMap<String, (f64, Instant)>,
+}
+
+impl RateLimit {
+    /// Takes a token for `peer`; false when it is over its rate.
+    pub fn allow(&mut self, peer: &str, now: Instant) -> bool {
+        let burst = BATCHES_PER_SEC * 2.0;
+        let (tokens, last) = self.buckets.entry(peer.to_string()).or_insert((burst, now));
+        *tokens = (*tokens + now.saturating_duration_since(*last).as_secs_f64() * BATCHES_PER_SEC).min(burst);
+        *last = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(url: &str) -> WireUrl {
+        WireUrl { url: url.into(), depth: 1, kind: UrlKind::Page }
+    }
+
+    fn ring() -> Ring {
+        Ring::new(["a", "b", "c"], 150)
+    }
+
+    /// A host owned by `owner` on [`ring`].
+    fn host_of(ring: &Ring, owner: &str, n: usize) -> String {
+        (0..).map(|i| format!("h{i}.test")).filter(|h| ring.owner(h) == Some(owner)).nth(n).unwrap()
+    }
+
+    #[test]
+    fn own_urls_stay_and_others_wait_for_a_full_batch_or_five_seconds() {
+        let (r, t0) = (ring(), Instant::now());
+        let mut out = Outbox::default();
+        let (mine, theirs) = (host_of(&r, "a", 0), host_of(&r, "b", 0));
+        let kept =
+            out.route(vec![page(&format!("http://{mine}/x")), page(&format!("http://{theirs}/y"))], 0, &r, "a", t0);
+        assert_eq!(kept, vec![page(&format!("http://{mine}/x"))]);
+        assert!(out.due(&r, "a", t0 + Duration::from_secs(1), false).batches.is_empty());
+        assert_eq!(out.next_due(), Some(t0 + BATCH_WAIT));
+        let due = out.due(&r, "a", t0 + BATCH_WAIT, false);
+        assert_eq!(due.batches.len(), 1);
+        assert_eq!(due.batches[0].owner, "b");
+        assert_eq!(out.waiting(), 0);
+
+        let urls: Vec<WireUrl> = (0..BATCH_URLS + 5).map(|i| page(&format!("http://{theirs}/{i}"))).collect();
+        out.route(urls, 0, &r, "a", t0);
+        let due = out.due(&r, "a", t0, false);
+        assert_eq!(due.batches.iter().map(|b| b.batch.urls.len()).collect::<Vec<_>>(), vec![BATCH_URLS, 5]);
+    }
+
+    #[test]
+    fn failed_batches_are_retried_with_backoff_and_rerouted_when_the_owner_leaves() {
+        let (r, t0) = (ring(), Instant::now());
+        let mut out = Outbox::default();
+        let theirs = host_of(&r, "b", 0);
+        out.route(vec![page(&format!("http://{theirs}/y"))], 0, &r, "a", t0);
+        let failed = out.due(&r, "a", t0, true).batches.remove(0);
+        out.retry(failed, t0);
+        assert!(out.due(&r, "a", t0 + Duration::from_secs(1), false).batches.is_empty(), "not before the backoff");
+        let again = out.due(&r, "a", t0 + FIRST_RETRY_DELAY, false).batches.remove(0);
+        assert_eq!((again.owner.as_str(), again.attempts), ("b", 1));
+        out.retry(again, t0 + FIRST_RETRY_DELAY);
+        assert_eq!(out.next_due(), Some(t0 + FIRST_RETRY_DELAY * 3), "doubled");
+        // b leaves: the retry goes to whoever owns the host now.
+        let smaller = Ring::new(["a", "c"], 150);
+        let due = out.due(&smaller, "a", t0 + FIRST_RETRY_DELAY * 3, false);
+        let owner = smaller.owner(&theirs).unwrap();
+        if owner == "a" {
+            assert_eq!(due.mine.len(), 1);
+        } else {
+            assert_eq!(due.batches[0].owner, "c");
+        }
+    }
+
+    #[test]
+    fn batches_and_urls_are_validated() {
+        assert_eq!(check_batch(&UrlBatch { urls: vec![], hops: 0 }), Err(InvalidBatch::Empty));
+        let many = UrlBatch { urls: vec![page("http://a.test/"); BATCH_URLS + 1], hops: 0 };
+        assert_eq!(check_batch(&many), Err(InvalidBatch::TooMany(BATCH_URLS + 1)));
+        assert_eq!(
+            check_batch(&UrlBatch { urls: vec![page("http://a.test/")], hops: 3 }),
+            Err(InvalidBatch::TooManyHops(3))
+        );
+        assert!(check_url(&page("https://a.test/x"), false).is_ok());
+        assert_eq!(check_url(&page("ftp://a.test/"), false), Err(BadUrl::Scheme));
+        assert_eq!(check_url(&page("not a url"), false), Err(BadUrl::Unparseable));
+        assert_eq!(check_url(&page(&format!("http://a.test/{}", "x".repeat(3000))), false), Err(BadUrl::TooLong));
+        for private in
+            ["http://127.0.0.1/", "http://10.1.2.3/", "http://192.168.0.1/", "http://[::1]/", "http://localhost/"]
+        {
+            assert_eq!(check_url(&page(private), false), Err(BadUrl::Private), "{private}");
+            assert!(check_url(&page(private), true).is_ok());
+        }
+    }
+
+    #[test]
+    fn the_rate_limit_allows_a_burst_then_the_average() {
+        let (mut rl, t0) = (RateLimit::default(), Instant::now());
+        let burst = (0..100).filter(|_| rl.allow("p", t0)).count();
+        assert_eq!(burst, (BATCHES_PER_SEC * 2.0) as usize);
+        assert!(!rl.allow("p", t0));
+        assert!(rl.allow("q", t0), "per peer");
+        assert!(rl.allow("p", t0 + Duration::from_millis(100)), "refilled");
+    }
+}
