@@ -72,6 +72,8 @@ struct Inner {
     wake: Notify,
     seed_hosts: Mutex<HashSet<String>>,
     state: AtomicU8,
+    /// In a network: sends URLs of hosts other members own to them.
+    router: Mutex<Option<crate::routing::Router>>,
 }
 
 /// Makes frontier writes durable without blocking the async runtime.
@@ -106,6 +108,7 @@ impl Crawler {
                 wake: Notify::new(),
                 seed_hosts: Mutex::new(HashSet::new()),
                 state: AtomicU8::new(CRAWLING),
+                router: Mutex::new(None),
             }),
         }
     }
@@ -132,6 +135,37 @@ impl Crawler {
         }
         self.inner.wake.notify_one();
         results
+    }
+
+    /// Routes discovered URLs through `router`: from now on this node queues only URLs of
+    /// hosts it owns and sends the rest to their owners.
+    pub fn set_router(&self, router: crate::routing::Router) {
+        *self.inner.router.lock() = Some(router);
+    }
+
+    /// Queues URLs whose hosts this node owns (sent by other members): not routed again, not
+    /// filtered by this run's seed hosts. Returns how many are queued or were already known;
+    /// durable when this returns.
+    pub async fn add_owned(&self, candidates: Vec<Candidate>) -> u32 {
+        let mut accepted = 0;
+        {
+            let mut frontier = self.inner.frontier.lock();
+            for c in candidates {
+                match frontier.push(c) {
+                    Ok(PushOutcome::Queued) => {
+                        inc(&self.inner.metrics.urls_queued);
+                        accepted += 1;
+                    }
+                    Ok(_) => accepted += 1,
+                    Err(e) => tracing::error!("frontier push failed: {e}"),
+                }
+            }
+        }
+        if let Err(e) = flush(&self.inner.durability).await {
+            tracing::error!("flushing the frontier failed: {e}");
+        }
+        self.inner.wake.notify_one();
+        accepted
     }
 
     pub fn status(&self) -> Status {
@@ -233,7 +267,19 @@ impl Crawler {
 }
 
 impl Inner {
+    /// Candidates this node should queue itself (all of them, outside a network).
+    fn routed(&self, candidates: Vec<Candidate>) -> Vec<Candidate> {
+        match &*self.router.lock() {
+            Some(router) => router.route(candidates),
+            None => candidates,
+        }
+    }
+
     fn push(&self, c: Candidate) -> Result<PushOutcome, weft_frontier::FrontierError> {
+        let Some(c) = self.routed(vec![c]).pop() else {
+            // Another member owns the host: sent there.
+            return Ok(PushOutcome::AlreadySeen);
+        };
         let outcome = self.frontier.lock().push(c)?;
         if outcome == PushOutcome::Queued {
             inc(&self.metrics.urls_queued);
@@ -242,6 +288,7 @@ impl Inner {
     }
 
     fn push_all(&self, candidates: Vec<Candidate>) {
+        let candidates = self.routed(candidates);
         let mut frontier = self.frontier.lock();
         for c in candidates {
             match frontier.push(c) {

@@ -6,6 +6,7 @@
 //! - [`crawler`]: the crawl loop.
 //! - [`metrics`]: counters, `/status` and `/metrics` rendering.
 //! - [`indexing`]: the index stage (indexer and query threads) and `/search`.
+//! - [`routing`]: in a network, discovered URLs to their owners and received ones in.
 //! - [`api`]: the local HTTP API.
 //! - [`node`]: wiring it all from a config.
 
@@ -18,6 +19,7 @@ pub mod indexing;
 pub mod metrics;
 pub mod node;
 pub mod pipeline;
+pub mod routing;
 pub mod second_opinion;
 
 pub use crawler::{CrawlSettings, Crawler};

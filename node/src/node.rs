@@ -25,6 +25,8 @@ pub struct Node {
     config: Config,
     crawler: Crawler,
     index: Option<Arc<IndexService>>,
+    /// The p2p network, when `p2p.enabled`.
+    network: Option<weft_p2p::Started>,
 }
 
 /// How `run` should behave.
@@ -82,11 +84,30 @@ impl Node {
         let metrics = Arc::new(Metrics::default());
         let pipeline = pipeline(&config, &db, metrics.clone())?;
         let crawler = Crawler::new(frontier, robots, fetcher, pipeline, metrics, CrawlSettings::from_config(&config));
-        Ok(Node { config, crawler, index: None })
+        let network = if config.p2p.enabled {
+            anyhow::ensure!(
+                tokio::runtime::Handle::try_current().is_ok(),
+                "a node with p2p.enabled must be opened inside a tokio runtime"
+            );
+            let key = weft_p2p::identity::load_or_create(&config.data_dir)?;
+            let mut settings = weft_p2p::NetworkConfig::from_config(&config.p2p)?;
+            settings.allow_private = config.fetch.allow_private_networks;
+            let started = weft_p2p::start(key, settings)?;
+            tracing::info!(peer_id = %started.handle.peer_id(), "p2p started");
+            Some(started)
+        } else {
+            None
+        };
+        Ok(Node { config, crawler, index: None, network })
     }
 
     pub fn crawler(&self) -> &Crawler {
         &self.crawler
+    }
+
+    /// The p2p network, when `p2p.enabled`.
+    pub fn network(&self) -> Option<&weft_p2p::NetworkHandle> {
+        self.network.as_ref().map(|s| &s.handle)
     }
 
     /// The local index, when `index.enabled`.
@@ -102,16 +123,23 @@ impl Node {
         shutdown: watch::Receiver<bool>,
         on_api: impl FnOnce(SocketAddr),
     ) -> anyhow::Result<()> {
-        let Node { config, crawler, index } = self;
-        let network = if config.p2p.enabled {
-            let key = weft_p2p::identity::load_or_create(&config.data_dir)?;
-            let settings = weft_p2p::NetworkConfig::from_config(&config.p2p)?;
-            let (handle, task) = weft_p2p::start(key, settings).await?;
-            tracing::info!(peer_id = %handle.peer_id(), "p2p started");
-            Some((handle, task))
-        } else {
-            None
-        };
+        let Node { config, crawler, index, network } = self;
+        let network = network.map(|started| {
+            crawler.set_router(crate::routing::Router::new(started.handle.clone()));
+            let receiver = tokio::spawn(crate::routing::receive(crawler.clone(), started.inbound));
+            (started.handle, started.task, receiver)
+        });
+        if let Some((handle, _, _)) = &network {
+            if !config.p2p.bootstrap.is_empty() {
+                // Learn the members before crawling, so this node does not take hosts that are
+                // another's: wait to be joined and to hear a heartbeat (bounded by the expiry).
+                let wait = Duration::from_secs(config.p2p.heartbeat_secs * u64::from(config.p2p.missed_heartbeats));
+                let joined = handle.wait_for(|s| s.joining == weft_p2p::Joining::Joined && s.members.len() > 1);
+                if tokio::time::timeout(wait, joined).await.is_err() {
+                    tracing::warn!("no other member heard yet; crawling with the members known so far");
+                }
+            }
+        }
         for (seed, result) in crawler.add_seeds(&config.crawl.seeds).await {
             match result {
                 Ok(outcome) => tracing::info!(seed, ?outcome, "seed"),
@@ -123,7 +151,7 @@ impl Node {
             let state = AppState {
                 crawler: crawler.clone(),
                 index: index.clone(),
-                network: network.as_ref().map(|(h, _)| h.clone()),
+                network: network.as_ref().map(|(h, _, _)| h.clone()),
             };
             let (addr, serve) = api::bind(config.api.listen, state)
                 .await
@@ -166,9 +194,10 @@ impl Node {
         background.abort_all();
         // Wait for the API and the timers to be gone: they hold the state a restart reopens.
         while background.join_next().await.is_some() {}
-        if let Some((handle, task)) = network {
+        if let Some((handle, task, receiver)) = network {
             handle.stop();
             let _ = task.await;
+            let _ = receiver.await;
         }
         if let Some(index) = index {
             snapshot_index(index.clone()).await.context("writing the vector index at shutdown")?;

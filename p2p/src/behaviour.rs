@@ -1,13 +1,17 @@
 //! The one composed `NetworkBehaviour` of a Weft node. Transports (TCP and QUIC, Noise, Yamux)
 //! are set up by the swarm builder in [`crate::network`]; this is what runs over them.
 
+use crate::codec::UrlCodec;
 use libp2p::identity::Keypair;
+use libp2p::request_response::{self, ProtocolSupport};
 use libp2p::swarm::NetworkBehaviour;
-use libp2p::{connection_limits, gossipsub, identify, kad, ping, StreamProtocol};
+use libp2p::{allow_block_list, connection_limits, gossipsub, identify, kad, ping, StreamProtocol};
 use std::time::Duration;
 
 /// Weft's Kademlia protocol: a network of its own, not the public IPFS DHT.
 pub const KAD_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/kad/1.0.0");
+/// URL exchange: batches of URLs to the member that owns their hosts.
+pub const URLS_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/urls/1");
 /// What identify announces.
 pub const PROTOCOL_VERSION: &str = "/weft/0.1.0";
 /// Largest gossipsub message (membership heartbeats are a few hundred bytes).
@@ -15,11 +19,14 @@ pub const MAX_GOSSIP_BYTES: usize = 16 * 1024;
 
 #[derive(NetworkBehaviour)]
 pub struct Behaviour {
+    /// Peers banned for sending invalid data: their connections are closed and refused.
+    pub blocked: allow_block_list::Behaviour<allow_block_list::BlockedPeers>,
     pub limits: connection_limits::Behaviour,
     pub identify: identify::Behaviour,
     pub ping: ping::Behaviour,
     pub kad: kad::Behaviour<kad::store::MemoryStore>,
     pub gossipsub: gossipsub::Behaviour,
+    pub urls: request_response::Behaviour<UrlCodec>,
 }
 
 impl Behaviour {
@@ -42,12 +49,19 @@ impl Behaviour {
             .with_max_established(Some(max_connections))
             .with_max_established_per_peer(Some(2))
             .with_max_pending_incoming(Some(max_connections.min(64)));
+        let urls = request_response::Behaviour::with_codec(
+            UrlCodec,
+            [(URLS_PROTOCOL, ProtocolSupport::Full)],
+            request_response::Config::default().with_request_timeout(Duration::from_secs(30)),
+        );
         Ok(Behaviour {
+            blocked: allow_block_list::Behaviour::default(),
             limits: connection_limits::Behaviour::new(limits),
             identify: identify::Behaviour::new(identify::Config::new(PROTOCOL_VERSION.into(), key.public())),
             ping: ping::Behaviour::default(),
             kad,
             gossipsub,
+            urls,
         })
     }
 }

@@ -6,16 +6,20 @@
 //! - [`identity`]: the persistent ed25519 key in the data dir.
 //! - [`behaviour`]: the composed `NetworkBehaviour` (identify, ping, Kademlia, gossipsub,
 //!   connection limits).
+//! - [`codec`]: the CBOR wire codec of the URL exchange, which lets bad input reach the ban.
+//! - [`exchange`]: URL exchange — wire types, validation, the per-owner outbox, rate limits.
 //! - [`network`]: the swarm, its event loop, and the handle the node talks to.
 //!
-//! Still to come with issue 5: URL exchange, handoff, DHT near-duplicate records, bans.
+//! Still to come with issue 5: handoff of queued URLs, DHT near-duplicate records.
 
 pub mod behaviour;
+pub mod codec;
 pub mod exchange;
 pub mod identity;
 pub mod membership;
 pub mod network;
 pub mod ring;
 
-pub use network::{start, Joining, NetworkConfig, NetworkHandle, NetworkStatus, P2pError};
+pub use exchange::{UrlKind, WireUrl};
+pub use network::{start, Inbound, Joining, NetworkConfig, NetworkHandle, NetworkStatus, P2pError, Started};
 pub use ring::{Ring, DEFAULT_VNODES};

@@ -1,23 +1,30 @@
 //! The swarm and its event loop: listen, join through bootstrap peers (retrying with backoff
 //! while none answers), keep Kademlia's routing table fresh, announce this node on the
-//! membership topic and listen to the others, and publish what it knows as a
+//! membership topic and listen to the others, send URLs to the members that own their hosts
+//! and take the ones sent to this node (validated, rate-limited, acknowledged once the node has
+//! queued them; a peer that sends invalid data is banned), and publish what it knows as a
 //! [`NetworkStatus`] and the current [`Ring`].
 //!
 //! One task owns the swarm; everything else talks to it through [`NetworkHandle`].
 
 use crate::behaviour::{Behaviour, BehaviourEvent};
+use crate::codec::Frame;
+use crate::exchange::{check_batch, check_url, BatchReply, InFlight, Outbox, RateLimit, UrlBatch, WireUrl, MAX_HOPS};
 use crate::membership::{Change, Heartbeat, Members, TOPIC};
 use crate::ring::Ring;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use libp2p::identity::Keypair;
 use libp2p::multiaddr::Protocol;
+use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
 use libp2p::swarm::SwarmEvent;
 use libp2p::{gossipsub, identify, kad, noise, tcp, yamux, Multiaddr, PeerId, Swarm};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use weft_config::P2pConfig;
 
@@ -25,6 +32,10 @@ use weft_config::P2pConfig;
 /// [`MAX_RETRY`].
 const FIRST_RETRY: Duration = Duration::from_secs(1);
 const MAX_RETRY: Duration = Duration::from_secs(60);
+/// How long a peer that sent invalid data stays banned.
+pub const BAN: Duration = Duration::from_secs(600);
+/// URL deliveries to the node that may wait for it.
+const INBOUND_QUEUE: usize = 64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum P2pError {
@@ -49,6 +60,9 @@ pub struct NetworkConfig {
     pub refresh: Duration,
     pub max_connections: u32,
     pub capacity: u32,
+    /// Accept URLs whose host is a private IP literal (tests, intranets); mirrors
+    /// `fetch.allow_private_networks`.
+    pub allow_private: bool,
 }
 
 impl NetworkConfig {
@@ -74,6 +88,7 @@ impl NetworkConfig {
             refresh: Duration::from_secs(c.bootstrap_interval_secs),
             max_connections: c.max_connections,
             capacity: c.capacity,
+            allow_private: false,
         })
     }
 }
@@ -110,6 +125,31 @@ pub struct NetworkStatus {
     pub joining: Joining,
     /// Heartbeats rejected (too large, undecodable, signed by another peer).
     pub rejected_heartbeats: u64,
+    /// URLs other members acknowledged from this node.
+    pub urls_sent: u64,
+    /// URLs received for this node's hosts and queued (or already seen).
+    pub urls_received: u64,
+    /// URLs received for another member's hosts and passed on.
+    pub urls_forwarded: u64,
+    /// URLs received and dropped (bad scheme, too long, private address, hop limit).
+    pub urls_rejected: u64,
+    /// URLs waiting to be sent or retried.
+    pub urls_waiting: u64,
+    /// Batches refused outright (malformed, oversized, too many URLs); each bans its sender.
+    pub batches_refused: u64,
+    /// Batches answered `Busy` because their sender was over its rate.
+    pub batches_rate_limited: u64,
+    pub banned_peers: usize,
+}
+
+/// URLs for this node to queue: from another member (with a reply to acknowledge them once
+/// queued) or handed back by this node's own outbox after a ring change.
+#[derive(Debug)]
+pub struct Inbound {
+    pub urls: Vec<WireUrl>,
+    pub from: Option<PeerId>,
+    /// Send how many were queued; the sender's batch is acknowledged then.
+    pub reply: Option<oneshot::Sender<u32>>,
 }
 
 /// Talks to the running network task.
@@ -119,6 +159,7 @@ pub struct NetworkHandle {
     status: watch::Receiver<NetworkStatus>,
     ring: watch::Receiver<Arc<Ring>>,
     stop: Arc<watch::Sender<bool>>,
+    urls: mpsc::UnboundedSender<(Vec<WireUrl>, u8)>,
 }
 
 impl NetworkHandle {
@@ -141,17 +182,30 @@ impl NetworkHandle {
         let _ = rx.wait_for(|s| check(s)).await;
     }
 
+    /// Sends URLs of hosts other members own to them (batched, retried, re-routed). Call it
+    /// with the URLs this node does not own on [`NetworkHandle::ring`].
+    pub fn send_urls(&self, urls: Vec<WireUrl>) {
+        if !urls.is_empty() {
+            let _ = self.urls.send((urls, 0));
+        }
+    }
+
     /// Stops the network task.
     pub fn stop(&self) {
         let _ = self.stop.send(true);
     }
 }
 
-/// Starts listening and joining; the returned task runs until [`NetworkHandle::stop`].
-pub async fn start(
-    key: Keypair,
-    config: NetworkConfig,
-) -> Result<(NetworkHandle, tokio::task::JoinHandle<()>), P2pError> {
+/// A started network: the handle, the task that owns the swarm, and the URLs for this node.
+pub struct Started {
+    pub handle: NetworkHandle,
+    pub task: tokio::task::JoinHandle<()>,
+    pub inbound: mpsc::Receiver<Inbound>,
+}
+
+/// Starts listening and joining (inside a tokio runtime); the task runs until
+/// [`NetworkHandle::stop`].
+pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let peer_id = key.public().to_peer_id();
     let (max, refresh) = (config.max_connections, config.refresh);
     let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
@@ -177,6 +231,8 @@ pub async fn start(
     let (status_tx, status) = watch::channel(NetworkStatus { peer_id: peer_id.to_string(), ..Default::default() });
     let (ring_tx, ring) = watch::channel(Arc::new(members.ring().clone()));
     let (stop_tx, stop_rx) = watch::channel(false);
+    let (urls_tx, urls_rx) = mpsc::unbounded_channel();
+    let (inbound_tx, inbound) = mpsc::channel(INBOUND_QUEUE);
     let mut event_loop = EventLoop {
         swarm,
         config,
@@ -190,11 +246,33 @@ pub async fn start(
         rejected: 0,
         status: status_tx,
         ring: ring_tx,
+        outbox: Outbox::default(),
+        in_flight: HashMap::new(),
+        replies: FuturesUnordered::new(),
+        inbound: inbound_tx,
+        rate: RateLimit::default(),
+        banned: HashMap::new(),
+        counts: Counts::default(),
     };
     event_loop.dial_bootstrap();
-    let task = tokio::spawn(event_loop.run(stop_rx));
-    Ok((NetworkHandle { peer_id, status, ring, stop: Arc::new(stop_tx) }, task))
+    let task = tokio::spawn(event_loop.run(stop_rx, urls_rx));
+    let handle = NetworkHandle { peer_id, status, ring, stop: Arc::new(stop_tx), urls: urls_tx };
+    Ok(Started { handle, task, inbound })
 }
+
+/// Counters for the status.
+#[derive(Debug, Default)]
+struct Counts {
+    sent: u64,
+    received: u64,
+    forwarded: u64,
+    rejected: u64,
+    refused: u64,
+    rate_limited: u64,
+}
+
+/// A received batch waiting for the node to queue its URLs: the answer goes out when it has.
+type PendingReply = BoxFuture<'static, (ResponseChannel<BatchReply>, u32, u32, Option<u32>)>;
 
 struct EventLoop {
     swarm: Swarm<Behaviour>,
@@ -209,10 +287,17 @@ struct EventLoop {
     rejected: u64,
     status: watch::Sender<NetworkStatus>,
     ring: watch::Sender<Arc<Ring>>,
+    outbox: Outbox,
+    in_flight: HashMap<OutboundRequestId, InFlight>,
+    replies: FuturesUnordered<PendingReply>,
+    inbound: mpsc::Sender<Inbound>,
+    rate: RateLimit,
+    banned: HashMap<PeerId, std::time::Instant>,
+    counts: Counts,
 }
 
 impl EventLoop {
-    async fn run(mut self, mut stop: watch::Receiver<bool>) {
+    async fn run(mut self, mut stop: watch::Receiver<bool>, mut urls: mpsc::UnboundedReceiver<(Vec<WireUrl>, u8)>) {
         let mut heartbeat = tokio::time::interval(self.config.heartbeat);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -222,12 +307,36 @@ impl EventLoop {
                     None => std::future::pending().await,
                 }
             };
+            let next_due = self.outbox.next_due();
+            let flush = async {
+                match next_due {
+                    Some(t) => tokio::time::sleep_until(t.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 event = self.swarm.select_next_some() => self.on_event(event),
                 _ = heartbeat.tick() => self.on_heartbeat(),
                 _ = retry => {
                     self.retry_at = None;
                     self.dial_bootstrap();
+                }
+                Some((batch, hops)) = urls.recv() => {
+                    let me = self.swarm.local_peer_id().to_string();
+                    let mine = self.outbox.route(batch, hops, self.members.ring(), &me, std::time::Instant::now());
+                    self.deliver(mine, None, None);
+                    self.flush(false);
+                }
+                _ = flush => self.flush(false),
+                Some((channel, forwarded, rejected, queued)) = self.replies.next(), if !self.replies.is_empty() => {
+                    let reply = match queued {
+                        Some(accepted) => {
+                            self.counts.received += u64::from(accepted);
+                            BatchReply::Ack { accepted, forwarded, rejected }
+                        }
+                        None => BatchReply::Busy,
+                    };
+                    let _ = self.swarm.behaviour_mut().urls.send_response(channel, reply);
                 }
                 _ = stop.changed() => break,
             }
@@ -287,6 +396,10 @@ impl EventLoop {
             }
             SwarmEvent::ConnectionEstablished { peer_id, endpoint, .. } => {
                 self.connected.insert(peer_id);
+                // A URL batch waiting for this peer can go now.
+                if self.outbox.next_due().is_some() {
+                    self.flush(false);
+                }
                 if self.is_bootstrap(&peer_id) && !matches!(self.joining, Joining::Joined) {
                     tracing::info!(peer = %peer_id, addr = %endpoint.get_remote_address(), "joined the network");
                     self.joining = Joining::Joined;
@@ -317,6 +430,7 @@ impl EventLoop {
             SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(gossipsub::Event::Message { message, .. })) => {
                 self.on_gossip(message);
             }
+            SwarmEvent::Behaviour(BehaviourEvent::Urls(event)) => self.on_urls(event),
             SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::OutboundQueryProgressed {
                 result: kad::QueryResult::Bootstrap(result),
                 ..
@@ -335,6 +449,10 @@ impl EventLoop {
         let Some(source) = message.source else { return };
         match Heartbeat::decode(&message.data, &source.to_string()) {
             Ok(hb) => {
+                // Members must be reachable for URL batches: their addresses go to Kademlia.
+                for addr in hb.addrs.iter().take(8).filter_map(|a| a.parse::<Multiaddr>().ok()) {
+                    self.swarm.behaviour_mut().kad.add_address(&source, addr);
+                }
                 if let Some(change) = self.members.observe(hb, std::time::Instant::now()) {
                     self.on_change(change);
                 }
@@ -355,6 +473,145 @@ impl EventLoop {
         for change in self.members.expire(std::time::Instant::now()) {
             self.on_change(change);
         }
+        let now = std::time::Instant::now();
+        let expired: Vec<PeerId> = self.banned.iter().filter(|(_, until)| **until <= now).map(|(p, _)| *p).collect();
+        for peer in expired {
+            self.banned.remove(&peer);
+            self.swarm.behaviour_mut().blocked.unblock_peer(peer);
+            tracing::info!(%peer, "ban lifted");
+        }
+    }
+
+    /// Bans `peer` for [`BAN`]: its connections close and new ones are refused.
+    fn ban(&mut self, peer: PeerId, why: &str) {
+        tracing::warn!(%peer, "peer banned for {} s: {why}", BAN.as_secs());
+        self.banned.insert(peer, std::time::Instant::now() + BAN);
+        self.swarm.behaviour_mut().blocked.block_peer(peer);
+        if let Some(change) = self.members.remove(&peer.to_string()) {
+            self.on_change(change);
+        }
+    }
+
+    /// Hands URLs to the node; a received batch is answered once they are queued.
+    fn deliver(
+        &mut self,
+        urls: Vec<WireUrl>,
+        from: Option<(PeerId, ResponseChannel<BatchReply>)>,
+        counts: Option<(u32, u32)>,
+    ) {
+        let (forwarded, rejected) = counts.unwrap_or((0, 0));
+        let (reply_tx, reply_rx) = oneshot::channel();
+        let (peer, channel) = match from {
+            Some((p, c)) => (Some(p), Some(c)),
+            None => (None, None),
+        };
+        if urls.is_empty() {
+            if let Some(channel) = channel {
+                let ack = BatchReply::Ack { accepted: 0, forwarded, rejected };
+                let _ = self.swarm.behaviour_mut().urls.send_response(channel, ack);
+            }
+            return;
+        }
+        let wants_reply = channel.is_some();
+        let inbound = Inbound { urls, from: peer, reply: wants_reply.then_some(reply_tx) };
+        match self.inbound.try_send(inbound) {
+            Ok(()) => {
+                if let Some(channel) = channel {
+                    self.replies.push(Box::pin(async move { (channel, forwarded, rejected, reply_rx.await.ok()) }));
+                }
+            }
+            Err(e) => {
+                // The node is behind (or gone): the sender keeps the batch and retries.
+                tracing::debug!("URLs not delivered to the node: {e}");
+                if let Some(channel) = channel {
+                    let _ = self.swarm.behaviour_mut().urls.send_response(channel, BatchReply::Busy);
+                }
+            }
+        }
+    }
+
+    /// Sends the batches that are due.
+    fn flush(&mut self, all: bool) {
+        let me = self.swarm.local_peer_id().to_string();
+        let due = self.outbox.due(self.members.ring(), &me, std::time::Instant::now(), all);
+        self.deliver(due.mine, None, None);
+        for f in due.batches {
+            let Ok(peer) = f.owner.parse::<PeerId>() else { continue };
+            let id = self.swarm.behaviour_mut().urls.send_request(&peer, Frame::Batch(f.batch.clone()));
+            self.in_flight.insert(id, f);
+        }
+    }
+
+    fn on_urls(&mut self, event: request_response::Event<Frame, BatchReply>) {
+        match event {
+            request_response::Event::Message { peer, message, .. } => match message {
+                request_response::Message::Request { request: Frame::Batch(batch), channel, .. } => {
+                    self.on_batch(peer, batch, channel)
+                }
+                request_response::Message::Request { request: Frame::Refused(why), channel, .. } => {
+                    self.counts.refused += 1;
+                    drop(channel);
+                    self.ban(peer, &why.to_string());
+                }
+                request_response::Message::Response { request_id, response } => {
+                    let Some(f) = self.in_flight.remove(&request_id) else { return };
+                    match response {
+                        BatchReply::Ack { accepted, forwarded, .. } => {
+                            self.counts.sent += u64::from(accepted + forwarded);
+                        }
+                        BatchReply::Busy => self.outbox.retry(f, std::time::Instant::now()),
+                    }
+                }
+            },
+            request_response::Event::OutboundFailure { request_id, error, peer, .. } => {
+                if let Some(f) = self.in_flight.remove(&request_id) {
+                    tracing::debug!(%peer, "URL batch not delivered ({error}); retrying");
+                    self.outbox.retry(f, std::time::Instant::now());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_batch(&mut self, peer: PeerId, batch: UrlBatch, channel: ResponseChannel<BatchReply>) {
+        if !self.rate.allow(&peer.to_string(), std::time::Instant::now()) {
+            self.counts.rate_limited += 1;
+            let _ = self.swarm.behaviour_mut().urls.send_response(channel, BatchReply::Busy);
+            return;
+        }
+        if let Err(e) = check_batch(&batch) {
+            self.counts.refused += 1;
+            drop(channel);
+            self.ban(peer, &e.to_string());
+            return;
+        }
+        let mut valid = Vec::with_capacity(batch.urls.len());
+        let mut rejected = 0u32;
+        for u in batch.urls {
+            match check_url(&u, self.config.allow_private) {
+                Ok(_) => valid.push(u),
+                Err(_) => rejected += 1,
+            }
+        }
+        // Hosts this node does not own (the sender's ring was stale) go on, within the hop limit.
+        let me = self.swarm.local_peer_id().to_string();
+        let now = std::time::Instant::now();
+        let (mine, others): (Vec<WireUrl>, Vec<WireUrl>) = valid.into_iter().partition(|u| {
+            crate::exchange::ring_host(&u.url)
+                .and_then(|h| self.members.ring().owner(&h).map(|o| o == me))
+                .unwrap_or(false)
+        });
+        let mut forwarded = 0u32;
+        if batch.hops < MAX_HOPS {
+            forwarded = others.len() as u32;
+            let back = self.outbox.route(others, batch.hops + 1, self.members.ring(), &me, now);
+            debug_assert!(back.is_empty());
+        } else {
+            rejected += others.len() as u32;
+        }
+        self.counts.forwarded += u64::from(forwarded);
+        self.counts.rejected += u64::from(rejected);
+        self.deliver(mine, Some((peer, channel)), Some((forwarded, rejected)));
     }
 
     fn on_change(&mut self, change: Change) {
@@ -385,6 +642,14 @@ impl EventLoop {
             ring_share: self.members.ring().share(&local.to_string()),
             joining: self.joining.clone(),
             rejected_heartbeats: self.rejected,
+            urls_sent: self.counts.sent,
+            urls_received: self.counts.received,
+            urls_forwarded: self.counts.forwarded,
+            urls_rejected: self.counts.rejected,
+            urls_waiting: self.outbox.waiting() as u64,
+            batches_refused: self.counts.refused,
+            batches_rate_limited: self.counts.rate_limited,
+            banned_peers: self.banned.len(),
         };
         self.status.send_if_modified(|s| {
             if *s == status {

@@ -20,7 +20,8 @@ fn config(bootstrap: Vec<String>) -> NetworkConfig {
 
 async fn node(bootstrap: Vec<String>) -> (NetworkHandle, tokio::task::JoinHandle<()>) {
     let key = libp2p::identity::Keypair::generate_ed25519();
-    weft_p2p::start(key, config(bootstrap)).await.unwrap()
+    let started = weft_p2p::start(key, config(bootstrap)).unwrap();
+    (started.handle, started.task)
 }
 
 async fn within<T>(secs: u64, what: &str, f: impl std::future::Future<Output = T>) -> T {
@@ -104,4 +105,147 @@ fn bad_addresses_are_typed_errors() {
     assert!(NetworkConfig::from_config(&bad).unwrap_err().to_string().contains("p2p.listen"));
     let no_id = P2pConfig { bootstrap: vec!["/ip4/127.0.0.1/tcp/7701".into()], ..P2pConfig::default() };
     assert!(NetworkConfig::from_config(&no_id).unwrap_err().to_string().contains("/p2p/<peer id>"));
+}
+
+/// Writes raw bytes as a `/weft/urls/1` request: what a buggy or hostile peer can send.
+#[derive(Clone, Default)]
+struct RawCodec;
+
+impl libp2p::request_response::Codec for RawCodec {
+    type Protocol = libp2p::StreamProtocol;
+    type Request = Vec<u8>;
+    type Response = weft_p2p::exchange::BatchReply;
+
+    async fn read_request<T>(&mut self, _: &Self::Protocol, _: &mut T) -> std::io::Result<Vec<u8>>
+    where
+        T: futures::AsyncRead + Unpin + Send,
+    {
+        Err(std::io::Error::other("this peer only sends"))
+    }
+
+    async fn read_response<T>(&mut self, _: &Self::Protocol, io: &mut T) -> std::io::Result<Self::Response>
+    where
+        T: futures::AsyncRead + Unpin + Send,
+    {
+        use futures::AsyncReadExt;
+        let mut bytes = Vec::new();
+        io.take(1024).read_to_end(&mut bytes).await?;
+        cbor4ii::serde::from_slice(&bytes).map_err(|e| std::io::Error::other(e.to_string()))
+    }
+
+    async fn write_request<T>(&mut self, _: &Self::Protocol, io: &mut T, bytes: Vec<u8>) -> std::io::Result<()>
+    where
+        T: futures::AsyncWrite + Unpin + Send,
+    {
+        use futures::AsyncWriteExt;
+        io.write_all(&bytes).await?;
+        io.close().await
+    }
+
+    async fn write_response<T>(&mut self, _: &Self::Protocol, _: &mut T, _: Self::Response) -> std::io::Result<()>
+    where
+        T: futures::AsyncWrite + Unpin + Send,
+    {
+        Err(std::io::Error::other("this peer only sends"))
+    }
+}
+
+fn cbor(batch: &weft_p2p::exchange::UrlBatch) -> Vec<u8> {
+    cbor4ii::serde::to_vec(Vec::new(), batch).unwrap()
+}
+
+/// A bare libp2p peer that speaks only `/weft/urls/1`: it sends one request of raw bytes and
+/// reports the reply, if any, and whether its connection was closed.
+async fn raw_send(target: &str, bytes: Vec<u8>) -> (Option<weft_p2p::exchange::BatchReply>, bool) {
+    use futures::StreamExt;
+    use libp2p::request_response::{self, ProtocolSupport};
+    use libp2p::swarm::SwarmEvent;
+    let mut swarm = libp2p::SwarmBuilder::with_new_identity()
+        .with_tokio()
+        .with_tcp(libp2p::tcp::Config::default(), libp2p::noise::Config::new, libp2p::yamux::Config::default)
+        .unwrap()
+        .with_behaviour(|_| {
+            request_response::Behaviour::with_codec(
+                RawCodec,
+                [(weft_p2p::behaviour::URLS_PROTOCOL, ProtocolSupport::Outbound)],
+                request_response::Config::default(),
+            )
+        })
+        .unwrap()
+        // Stay connected after the request, so a close is the node's doing.
+        .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(60)))
+        .build();
+    let addr: libp2p::Multiaddr = target.parse().unwrap();
+    let Some(libp2p::multiaddr::Protocol::P2p(peer)) = addr.iter().last() else { panic!("{target}") };
+    swarm.dial(addr).unwrap();
+    let mut bytes = Some(bytes);
+    let (mut reply, mut closed) = (None, false);
+    let _ = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match swarm.select_next_some().await {
+                SwarmEvent::ConnectionEstablished { .. } => {
+                    if let Some(b) = bytes.take() {
+                        swarm.behaviour_mut().send_request(&peer, b);
+                    }
+                }
+                SwarmEvent::Behaviour(request_response::Event::Message {
+                    message: request_response::Message::Response { response, .. },
+                    ..
+                }) => {
+                    reply = Some(response);
+                    break;
+                }
+                SwarmEvent::ConnectionClosed { num_established: 0, .. } => {
+                    closed = true;
+                    break;
+                }
+                _ => {}
+            }
+        }
+    })
+    .await;
+    (reply, closed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_and_oversized_batches_get_their_sender_banned_and_the_node_goes_on() {
+    use weft_p2p::exchange::{BatchReply, UrlBatch, UrlKind, WireUrl, MAX_BATCH_BYTES};
+    let key = libp2p::identity::Keypair::generate_ed25519();
+    let started = weft_p2p::start(key, config(vec![])).unwrap();
+    let (n, task, mut inbound) = (started.handle, started.task, started.inbound);
+    // Play the node's part: acknowledge what arrives.
+    tokio::spawn(async move {
+        while let Some(i) = inbound.recv().await {
+            if let Some(reply) = i.reply {
+                let _ = reply.send(i.urls.len() as u32);
+            }
+        }
+    });
+    within(10, "listening", n.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
+    let addr = n.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
+    let url = |u: &str| WireUrl { url: u.into(), depth: 1, kind: UrlKind::Page };
+
+    let too_many = cbor(&UrlBatch { urls: (0..1001).map(|i| url(&format!("http://a.test/{i}"))).collect(), hops: 0 });
+    let oversized = vec![0x61; MAX_BATCH_BYTES as usize + 10];
+    let garbage = b"\xff\xfe definitely not CBOR".to_vec();
+    for (i, bad) in [too_many, oversized, garbage].into_iter().enumerate() {
+        let (reply, closed) = raw_send(&addr, bad).await;
+        assert!(reply.is_none() && closed, "bad request {i}: {reply:?}, closed {closed}");
+        let _ = tokio::time::timeout(Duration::from_secs(5), n.wait_for(|s| s.batches_refused == i as u64 + 1)).await;
+        let s = n.status();
+        assert_eq!((s.batches_refused, s.banned_peers), (i as u64 + 1, i + 1), "{s:?}");
+    }
+
+    // The node goes on: a well-formed batch from another peer is acknowledged; its bad URLs
+    // (ftp, a private IP literal) are dropped and counted.
+    let good = UrlBatch {
+        urls: vec![url("http://a.test/1"), url("ftp://a.test/"), url("http://10.0.0.1/"), url("https://b.test/x")],
+        hops: 0,
+    };
+    let (reply, _) = raw_send(&addr, cbor(&good)).await;
+    assert_eq!(reply, Some(BatchReply::Ack { accepted: 2, forwarded: 0, rejected: 2 }));
+    let s = n.status();
+    assert_eq!((s.urls_received, s.urls_rejected), (2, 2), "{s:?}");
+    n.stop();
+    task.await.unwrap();
 }
