@@ -555,6 +555,37 @@ impl Frontier {
         Ok(())
     }
 
+    /// Removes every queued URL of the hosts for which `keep(host)` is false and returns them:
+    /// in a network, the hosts this node no longer owns hand their queues to the new owner.
+    /// A URL leased right now is not touched (its fetch finishes here); the removed URLs stay in
+    /// the seen-set. One sled batch: durable with the next flush.
+    pub fn hand_off(&mut self, mut keep: impl FnMut(&str) -> bool) -> Result<Vec<QueuedUrl>> {
+        let mut out = Vec::new();
+        let mut batch = sled::Batch::default();
+        for id in 0..self.hosts.len() {
+            if self.hosts[id].queued == 0 || keep(&self.hosts[id].name) {
+                continue;
+            }
+            let refs = std::mem::take(&mut self.hosts[id].heap).into_vec();
+            let mut seqs: Vec<u64> = refs.into_iter().map(|r| r.seq).collect();
+            seqs.sort_unstable();
+            seqs.dedup();
+            for seq in seqs {
+                let Some(v) = self.tree.get(qkey(seq))? else { continue };
+                let entry: QueuedUrl = postcard::from_bytes(&v)?;
+                batch.remove(&qkey(seq));
+                batch.remove(ukey(&entry.url));
+                out.push(entry);
+                let h = &mut self.hosts[id];
+                h.queued = h.queued.saturating_sub(1);
+                self.queued = self.queued.saturating_sub(1);
+            }
+            self.reschedule(id as u32);
+        }
+        self.tree.apply_batch(batch)?;
+        Ok(out)
+    }
+
     /// Ends a lease. `requested` says whether a request reached the host (politeness applies).
     pub fn complete(&mut self, lease: Lease, outcome: Completion, requested: bool, now: Instant) -> Result<Completed> {
         let id = self.host_id(&lease.entry.host, now)?;

@@ -197,3 +197,43 @@ fn host_page_budget() {
     };
     assert_eq!(f.push(sitemap).unwrap(), PushOutcome::Queued, "sitemaps are not pages");
 }
+
+#[test]
+fn hand_off_removes_the_queues_of_hosts_given_away_but_not_a_leased_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut f) = open(dir.path(), settings());
+    for u in
+        ["http://keep.test/1", "http://keep.test/2", "http://away.test/1", "http://away.test/2", "http://away.test/3"]
+    {
+        f.push(page(u, 1)).unwrap();
+    }
+    // One URL of away.test is being fetched.
+    let now = Instant::now();
+    let mut leased = None;
+    for _ in 0..2 {
+        let l = take(&mut f, now);
+        if l.entry.host == "away.test" {
+            leased = Some(l);
+            break;
+        }
+        f.complete(l, Completion::Requeue { wait: Duration::ZERO }, false, now).unwrap();
+    }
+    let leased = leased.expect("an away.test lease");
+    let given = f.hand_off(|host| host == "keep.test").unwrap();
+    let mut urls: Vec<String> = given.iter().map(|q| q.url.clone()).collect();
+    urls.sort();
+    let mut expected = vec!["http://away.test/1", "http://away.test/2", "http://away.test/3"];
+    expected.retain(|u| *u != leased.entry.url);
+    assert_eq!(urls, expected);
+    assert_eq!(f.stats().queued, 3, "keep.test's two and the leased one");
+    assert!(f.seen("http://away.test/1"), "handed-off URLs stay seen");
+    f.complete(leased, Completion::Done { page: true }, true, now).unwrap();
+    // Only keep.test is left to crawl.
+    for i in 1..=2 {
+        let later = now + Duration::from_secs(5 * i);
+        let l = take(&mut f, later);
+        assert_eq!(l.entry.host, "keep.test");
+        f.complete(l, Completion::Done { page: true }, true, later).unwrap();
+    }
+    assert!(matches!(f.next(now + Duration::from_secs(20)).unwrap(), Next::Empty));
+}

@@ -168,6 +168,22 @@ impl Crawler {
         accepted
     }
 
+    /// Removes the queued URLs of hosts for which `keep(host)` is false (see
+    /// [`Frontier::hand_off`]) and returns them; durable when this returns.
+    pub async fn hand_off(&self, keep: impl FnMut(&str) -> bool) -> Vec<weft_frontier::QueuedUrl> {
+        let given = match self.inner.frontier.lock().hand_off(keep) {
+            Ok(given) => given,
+            Err(e) => {
+                tracing::error!("handing off queued URLs failed: {e}");
+                return Vec::new();
+            }
+        };
+        if let Err(e) = flush(&self.inner.durability).await {
+            tracing::error!("flushing the frontier failed: {e}");
+        }
+        given
+    }
+
     pub fn status(&self) -> Status {
         let stats = self.inner.frontier.lock().stats();
         let state = match self.inner.state.load(Ordering::Relaxed) {

@@ -124,9 +124,11 @@ impl Node {
         on_api: impl FnOnce(SocketAddr),
     ) -> anyhow::Result<()> {
         let Node { config, crawler, index, network } = self;
+        let mut background = tokio::task::JoinSet::new();
         let network = network.map(|started| {
             crawler.set_router(crate::routing::Router::new(started.handle.clone()));
             let receiver = tokio::spawn(crate::routing::receive(crawler.clone(), started.inbound));
+            background.spawn(crate::routing::hand_off_on_changes(crawler.clone(), started.handle.clone()));
             (started.handle, started.task, receiver)
         });
         if let Some((handle, _, _)) = &network {
@@ -146,7 +148,6 @@ impl Node {
                 Err(e) => tracing::warn!(seed, "seed rejected: {e}"),
             }
         }
-        let mut background = tokio::task::JoinSet::new();
         if config.api.enabled {
             let state = AppState {
                 crawler: crawler.clone(),

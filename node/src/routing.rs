@@ -43,6 +43,51 @@ impl Router {
     }
 }
 
+/// Whenever the member set changes, moves the queued URLs of hosts this node no longer owns to
+/// their new owners, so that politeness and the robots.txt cache of a host stay on one node.
+/// A fetch in flight finishes here. Runs until the network stops.
+pub async fn hand_off_on_changes(crawler: Crawler, network: NetworkHandle) {
+    let me = network.peer_id().to_string();
+    let mut rings = network.ring_changes();
+    while rings.changed().await.is_ok() {
+        let ring = rings.borrow_and_update().clone();
+        let mut hosts = 0usize;
+        let given = crawler
+            .hand_off(|host| {
+                // Frontier hosts carry their port; the ring knows host names.
+                let name =
+                    url::Url::parse(&format!("http://{host}/")).ok().and_then(|u| u.host_str().map(str::to_string));
+                let keep = name.and_then(|n| ring.owner(&n).map(|o| o == me)).unwrap_or(true);
+                if !keep {
+                    hosts += 1;
+                }
+                keep
+            })
+            .await;
+        if given.is_empty() {
+            continue;
+        }
+        tracing::info!(
+            urls = given.len(),
+            hosts,
+            members = ring.members().len(),
+            "handed queued URLs to their new owners"
+        );
+        let urls = given
+            .into_iter()
+            .map(|q| WireUrl {
+                url: q.url,
+                depth: q.depth,
+                kind: match q.kind {
+                    UrlKind::Page => weft_p2p::UrlKind::Page,
+                    UrlKind::Sitemap => weft_p2p::UrlKind::Sitemap,
+                },
+            })
+            .collect();
+        network.send_urls(urls);
+    }
+}
+
 /// Queues URLs other members sent (their hosts are this node's) and acknowledges them once
 /// the frontier has them on disk. Runs until the network stops.
 pub async fn receive(crawler: Crawler, mut inbound: tokio::sync::mpsc::Receiver<Inbound>) {

@@ -176,6 +176,11 @@ impl NetworkHandle {
         self.ring.borrow().clone()
     }
 
+    /// A receiver that sees every new ring (a member joined or left).
+    pub fn ring_changes(&self) -> watch::Receiver<Arc<Ring>> {
+        self.ring.clone()
+    }
+
     /// Waits until `check` holds for the status (or the network stops).
     pub async fn wait_for(&self, mut check: impl FnMut(&NetworkStatus) -> bool) {
         let mut rx = self.status.clone();

@@ -1,0 +1,158 @@
+//! Membership changes on a crawling network, over real libp2p on loopback, judged from the
+//! test web server's log (each node fetches with its own User-Agent):
+//! - a node joins mid-crawl: the first node hands over the queued URLs of the hosts the
+//!   newcomer now owns and stops requesting them; the newcomer crawls them; nothing is lost;
+//! - a node leaves: URLs sent to it are re-routed once it is dropped, and the survivors crawl
+//!   everything.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+use weft_node::{Crawler, Node};
+use weft_p2p::NetworkHandle;
+use weft_simnet::{Site, WebServer};
+
+const HOSTS: usize = 10;
+
+/// `hub{h}.test` links hosts `{prefix}{i}.test`, each with three pages.
+fn web(port: u16, hubs: &[(&str, &str)]) -> Vec<Site> {
+    let mut sites = Vec::new();
+    for (hub, prefix) in hubs {
+        let links: String =
+            (0..HOSTS).map(|i| format!("<li><a href=\"http://{prefix}{i}.test:{port}/\">{i}</a></li>")).collect();
+        sites.push(Site::new(hub).html("/", &format!("<html><body><ul>{links}</ul></body></html>")));
+        for i in 0..HOSTS {
+            let page = |p: &str| {
+                format!("<html><body><p>{prefix}{i}{p}</p><a href=\"/a\">a</a> <a href=\"/b\">b</a></body></html>")
+            };
+            let host = format!("{prefix}{i}.test");
+            sites.push(Site::new(&host).html("/", &page("/")).html("/a", &page("/a")).html("/b", &page("/b")));
+        }
+    }
+    sites
+}
+
+struct Running {
+    network: NetworkHandle,
+    crawler: Crawler,
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+    _dir: tempfile::TempDir,
+}
+
+async fn start(server: &WebServer, n: usize, bootstrap: Vec<String>, delay_ms: u64) -> Running {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = common::loopback_config(server, "hub0.test", dir.path(), delay_ms);
+    c.crawl.seeds.clear();
+    c.crawl.follow_external_links = true;
+    c.index.enabled = false;
+    let lo: IpAddr = "127.0.0.1".parse().unwrap();
+    c.fetch.resolve = server.hosts().into_iter().map(|h| (h, lo)).collect::<BTreeMap<_, _>>();
+    c.fetch.user_agent = format!("WeftTestNode{n}");
+    c.p2p.enabled = true;
+    c.p2p.listen = vec!["/ip4/127.0.0.1/tcp/0".into()];
+    c.p2p.bootstrap = bootstrap;
+    c.p2p.heartbeat_secs = 1;
+    c.p2p.missed_heartbeats = 3;
+    let node = Node::open(c).unwrap();
+    let network = node.network().unwrap().clone();
+    let crawler = node.crawler().clone();
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, |_| {}));
+    tokio::time::timeout(Duration::from_secs(10), network.wait_for(|s| !s.listen_addrs.is_empty())).await.unwrap();
+    Running { network, crawler, stop, task, _dir: dir }
+}
+
+async fn members(nodes: &[&Running], n: usize) {
+    for r in nodes {
+        tokio::time::timeout(Duration::from_secs(60), r.network.wait_for(|s| s.members.len() == n))
+            .await
+            .unwrap_or_else(|_| panic!("members: {:?}", r.network.status()));
+    }
+}
+
+/// Pages (not robots.txt or sitemaps) of the hosts with `prefix` fetched so far.
+fn pages(server: &WebServer, prefix: &str) -> HashSet<(String, String)> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.host.starts_with(prefix) && r.path != "/robots.txt" && r.path != "/sitemap.xml")
+        .map(|r| (r.host, r.path))
+        .collect()
+}
+
+async fn until_all_fetched(server: &WebServer, prefix: &str, secs: u64) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while pages(server, prefix).len() < HOSTS * 3 {
+        assert!(Instant::now() < deadline, "{} of {} pages of {prefix}*", pages(server, prefix).len(), HOSTS * 3);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn node_of(r: &weft_simnet::Request) -> usize {
+    (0..3).find(|n| r.user_agent.contains(&format!("WeftTestNode{n}"))).expect("a node's request")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_joining_node_takes_over_its_hosts_and_a_leaving_node_is_routed_around() {
+    let server = WebServer::start_with(|port| web(port, &[("hub0.test", "j"), ("hub1.test", "k")])).await.unwrap();
+
+    // Node 0 alone, slow (2 s between requests to a host): it owns everything and queues it.
+    let first = start(&server, 0, vec![], 2000).await;
+    let boot = first.network.status().listen_addrs[0].clone();
+    first.crawler.add_seeds(&[server.url("hub0.test", "/")]).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pages(&server, "j").len() < 3 {
+        assert!(Instant::now() < deadline, "node 0 does not crawl");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // Node 1 joins mid-crawl.
+    let second = start(&server, 1, vec![boot.clone()], 2000).await;
+    members(&[&first, &second], 2).await;
+    let joined = Instant::now();
+    until_all_fetched(&server, "j", 60).await;
+    let ring = second.network.ring();
+    let ids: HashMap<String, usize> =
+        [(&first, 0), (&second, 1)].iter().map(|(r, n)| (r.network.peer_id().to_string(), *n)).collect();
+    let owner = |host: &str| ids[ring.owner(host).unwrap()];
+    let newcomer_hosts: Vec<String> = (0..HOSTS).map(|i| format!("j{i}.test")).filter(|h| owner(h) == 1).collect();
+    assert!(!newcomer_hosts.is_empty(), "node 1 owns some j-hosts");
+    let grace = joined + Duration::from_secs(1); // a fetch in flight at the change finishes
+    for r in server.requests().into_iter().filter(|r| r.host.starts_with('j')) {
+        let n = node_of(&r);
+        if n == 1 {
+            assert_eq!(owner(&r.host), 1, "node 1 requested {} which it does not own", r.host);
+        } else if owner(&r.host) == 1 {
+            assert!(r.started < grace, "node 0 requested {}{} after handing the host over", r.host, r.path);
+        }
+    }
+    let by_newcomer: HashSet<String> =
+        server.requests().into_iter().filter(|r| node_of(r) == 1).map(|r| r.host).collect();
+    assert!(newcomer_hosts.iter().any(|h| by_newcomer.contains(h)), "node 1 crawled hosts handed to it");
+
+    // Node 2 joins, then leaves right after node 0 finds links to its hosts: they are re-routed.
+    let third = start(&server, 2, vec![boot], 0).await;
+    members(&[&first, &second, &third], 3).await;
+    let ring3 = first.network.ring();
+    let gone = third.network.peer_id().to_string();
+    assert!((0..HOSTS).any(|i| ring3.owner(&format!("k{i}.test")) == Some(gone.as_str())), "node 2 owns some k-hosts");
+    third.network.stop();
+    third.stop.send(true).unwrap();
+    third.task.await.unwrap().unwrap();
+    first.crawler.add_seeds(&[server.url("hub1.test", "/")]).await;
+    members(&[&first, &second], 2).await;
+    until_all_fetched(&server, "k", 90).await;
+    let late: HashSet<usize> =
+        server.requests().into_iter().filter(|r| r.host.starts_with('k')).map(|r| node_of(&r)).collect();
+    assert!(!late.contains(&2), "the stopped node fetched nothing of hub1's hosts");
+    let waiting: u64 = [&first, &second].iter().map(|r| r.network.status().urls_waiting).sum();
+    assert_eq!(waiting, 0, "no URL is left waiting for the departed member");
+
+    for r in [first, second] {
+        r.stop.send(true).unwrap();
+        r.task.await.unwrap().unwrap();
+    }
+}
