@@ -148,6 +148,21 @@ impl Indexer {
         Ok(outcomes.into_iter().map(|o| o.expect("every document has an outcome")).collect())
     }
 
+    /// Records `doc` as a near duplicate of `canonical_url`, a document indexed elsewhere
+    /// (another node, found through the DHT): stored as an alias, not embedded.
+    pub fn record_alias(&mut self, doc: &Document, canonical_url: &str, distance: u32) -> Result<Outcome, IndexError> {
+        let id = DocId::of_url(&doc.url);
+        let mut record = record_of(doc, dedup::simhash(&doc.text));
+        record.state = DocState::Alias { canonical: DocId::of_url(canonical_url), distance };
+        self.index.commit(id, &record, Vec::new())?;
+        Ok(Outcome::Alias { canonical: canonical_url.to_string(), distance })
+    }
+
+    /// The SimHash distance within which documents are near duplicates (0: dedup off).
+    pub fn max_distance(&self) -> u32 {
+        self.max_distance
+    }
+
     fn duplicate_of(
         &self,
         hash: u64,

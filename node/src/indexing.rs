@@ -35,11 +35,15 @@ use weft_index::{Document, Embedder, Hit, IndexError, IndexStats, Indexer, Local
 const MAX_BATCH_DOCS: usize = 32;
 /// Queries waiting for the query thread; beyond this `/search` answers 503.
 const QUERY_QUEUE: usize = 64;
+/// How long indexing waits for the DHT's near-duplicate answer before indexing anyway.
+const DHT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest query text embedded (the model reads at most 256 tokens anyway).
 pub const MAX_QUERY_BYTES: usize = 2048;
 
 struct Job {
     doc: Document,
+    /// A near duplicate indexed by another node (url, distance), found in the DHT.
+    remote: Option<(String, u32)>,
     reply: SyncSender<Result<Outcome, String>>,
 }
 
@@ -93,6 +97,9 @@ pub struct IndexService {
     threads: Mutex<Vec<JoinHandle<()>>>,
     counters: Arc<Counters>,
     metrics: Arc<Metrics>,
+    /// In a network: where fingerprints are looked up and published.
+    network: std::sync::OnceLock<weft_p2p::NetworkHandle>,
+    max_distance: u32,
 }
 
 impl IndexService {
@@ -124,7 +131,15 @@ impl IndexService {
             threads: Mutex::new(vec![indexing, querying]),
             counters,
             metrics,
+            network: std::sync::OnceLock::new(),
+            max_distance: config.index.dedup_max_distance,
         }))
+    }
+
+    /// Checks new documents against the whole network's fingerprints (DHT) and publishes the
+    /// fingerprints of those indexed here.
+    pub fn set_network(&self, network: weft_p2p::NetworkHandle) {
+        let _ = self.network.set(network);
     }
 
     /// Stops both threads once they have finished what they hold (blocking). Pages and queries
@@ -146,11 +161,29 @@ impl IndexService {
     /// Indexes one document and waits for the outcome. Blocking: call it from a blocking
     /// thread. Waits while the indexer's queue is full.
     pub fn index_blocking(&self, doc: Document) -> Result<Outcome, String> {
+        let fingerprint = weft_index::dedup::simhash(&doc.text).filter(|_| self.max_distance > 0);
+        let network = self.network.get().zip(fingerprint);
+        let remote = network.and_then(|(net, hash)| {
+            let me = net.peer_id().to_string();
+            net.find_duplicate_blocking(hash, self.max_distance, &doc.url, DHT_TIMEOUT)
+                .filter(|(entry, _)| entry.peer != me) // this node's own documents: the local tables
+                .map(|(entry, distance)| (entry.url, distance))
+        });
+        let published = network.map(|(net, hash)| (net.clone(), hash, doc.url.clone(), doc.fetched_at));
+        let outcome = self.index_job(doc, remote);
+        if let (Ok(Outcome::Indexed { .. }), Some((net, simhash, url, time))) = (&outcome, published) {
+            let peer = net.peer_id().to_string();
+            net.publish_fingerprint(weft_p2p::records::DupEntry { simhash, url, peer, time });
+        }
+        outcome
+    }
+
+    fn index_job(&self, doc: Document, remote: Option<(String, u32)>) -> Result<Outcome, String> {
         let (reply, outcome) = sync_channel(1);
         self.counters.queued.fetch_add(1, Relaxed);
         let url = doc.url.clone();
         let jobs = self.jobs.lock().clone();
-        let sent = jobs.is_some_and(|jobs| jobs.send(Job { doc, reply }).is_ok());
+        let sent = jobs.is_some_and(|jobs| jobs.send(Job { doc, remote, reply }).is_ok());
         let result = if sent { outcome.recv().ok() } else { None };
         self.counters.queued.fetch_sub(1, Relaxed);
         // The indexer thread counts what it answers; a page it never saw is counted here.
@@ -275,6 +308,13 @@ fn indexer_loop(
         let mut docs: Vec<Document> = Vec::with_capacity(batch.len());
         let mut replies = Vec::with_capacity(batch.len());
         for job in batch {
+            if let Some((canonical, distance)) = job.remote {
+                // A near duplicate of a page another node indexed: recorded, not embedded.
+                let outcome = indexer.record_alias(&job.doc, &canonical, distance).map_err(|e| e.to_string());
+                count_outcome(&counters, &metrics, &outcome, &job.doc.url);
+                let _ = job.reply.send(outcome);
+                continue;
+            }
             docs.push(job.doc);
             replies.push(Some(job.reply));
         }

@@ -56,6 +56,9 @@ impl Node {
             Ok(Arc::new(IndexPipeline::new(extract, started)))
         })?;
         node.index = service;
+        if let (Some(index), Some(network)) = (&node.index, node.network()) {
+            index.set_network(network.clone());
+        }
         Ok(node)
     }
 

@@ -35,7 +35,13 @@ impl Behaviour {
         let mut kad_config = kad::Config::new(KAD_PROTOCOL);
         kad_config.set_periodic_bootstrap_interval(Some(refresh));
         kad_config.set_query_timeout(Duration::from_secs(30));
-        let mut kad = kad::Behaviour::with_config(peer, kad::store::MemoryStore::new(peer), kad_config);
+        let store_config = kad::store::MemoryStoreConfig {
+            max_records: 1 << 20,
+            max_value_bytes: crate::records::MAX_RECORD_BYTES,
+            ..Default::default()
+        };
+        let store = kad::store::MemoryStore::with_config(peer, store_config);
+        let mut kad = kad::Behaviour::with_config(peer, store, kad_config);
         // Every Weft node serves the DHT: volunteers' boxes are reachable by design.
         kad.set_mode(Some(kad::Mode::Server));
         let gossip_config = gossipsub::ConfigBuilder::default()

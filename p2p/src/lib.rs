@@ -18,6 +18,7 @@ pub mod exchange;
 pub mod identity;
 pub mod membership;
 pub mod network;
+pub mod records;
 pub mod ring;
 
 pub use exchange::{UrlKind, WireUrl};

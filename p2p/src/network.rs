@@ -11,6 +11,7 @@ use crate::behaviour::{Behaviour, BehaviourEvent};
 use crate::codec::Frame;
 use crate::exchange::{check_batch, check_url, BatchReply, InFlight, Outbox, RateLimit, UrlBatch, WireUrl, MAX_HOPS};
 use crate::membership::{Change, Heartbeat, Members, TOPIC};
+use crate::records::{self, DupEntry};
 use crate::ring::Ring;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
@@ -140,6 +141,36 @@ pub struct NetworkStatus {
     /// Batches answered `Busy` because their sender was over its rate.
     pub batches_rate_limited: u64,
     pub banned_peers: usize,
+    /// Near-duplicate lookups in the DHT (four record queries each), and how many found one.
+    pub dht_lookups: u64,
+    pub dht_duplicates_found: u64,
+    /// Fingerprints published (four records each).
+    pub dht_published: u64,
+    /// Latency of the recent lookups, milliseconds.
+    pub dht_lookup_ms_p50: f64,
+    pub dht_lookup_ms_p99: f64,
+}
+
+/// Requests to the network task besides URLs.
+enum Command {
+    FindDuplicate {
+        hash: u64,
+        max_distance: u32,
+        url: String,
+        reply: std::sync::mpsc::SyncSender<Option<(DupEntry, u32)>>,
+    },
+    Publish(DupEntry),
+}
+
+/// A near-duplicate lookup waiting for its four record queries.
+struct Lookup {
+    hash: u64,
+    max_distance: u32,
+    url: String,
+    left: usize,
+    entries: Vec<DupEntry>,
+    reply: std::sync::mpsc::SyncSender<Option<(DupEntry, u32)>>,
+    started: std::time::Instant,
 }
 
 /// URLs for this node to queue: from another member (with a reply to acknowledge them once
@@ -160,6 +191,7 @@ pub struct NetworkHandle {
     ring: watch::Receiver<Arc<Ring>>,
     stop: Arc<watch::Sender<bool>>,
     urls: mpsc::UnboundedSender<(Vec<WireUrl>, u8)>,
+    commands: mpsc::UnboundedSender<Command>,
 }
 
 impl NetworkHandle {
@@ -193,6 +225,27 @@ impl NetworkHandle {
         if !urls.is_empty() {
             let _ = self.urls.send((urls, 0));
         }
+    }
+
+    /// Asks the DHT for an indexed document within `max_distance` bits of `hash` (other than
+    /// `url`); blocking, for the indexing thread. `None` when there is none, or no answer within
+    /// `timeout`.
+    pub fn find_duplicate_blocking(
+        &self,
+        hash: u64,
+        max_distance: u32,
+        url: &str,
+        timeout: Duration,
+    ) -> Option<(DupEntry, u32)> {
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        let command = Command::FindDuplicate { hash, max_distance, url: url.to_string(), reply };
+        self.commands.send(command).ok()?;
+        answer.recv_timeout(timeout).ok().flatten()
+    }
+
+    /// Publishes an indexed document's fingerprint under its four block keys.
+    pub fn publish_fingerprint(&self, entry: DupEntry) {
+        let _ = self.commands.send(Command::Publish(entry));
     }
 
     /// Stops the network task.
@@ -237,6 +290,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let (ring_tx, ring) = watch::channel(Arc::new(members.ring().clone()));
     let (stop_tx, stop_rx) = watch::channel(false);
     let (urls_tx, urls_rx) = mpsc::unbounded_channel();
+    let (commands_tx, commands_rx) = mpsc::unbounded_channel();
     let (inbound_tx, inbound) = mpsc::channel(INBOUND_QUEUE);
     let mut event_loop = EventLoop {
         swarm,
@@ -258,10 +312,15 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         rate: RateLimit::default(),
         banned: HashMap::new(),
         counts: Counts::default(),
+        lookup_queries: HashMap::new(),
+        lookups: HashMap::new(),
+        next_lookup: 0,
+        publishing: HashMap::new(),
+        latencies: std::collections::VecDeque::new(),
     };
     event_loop.dial_bootstrap();
-    let task = tokio::spawn(event_loop.run(stop_rx, urls_rx));
-    let handle = NetworkHandle { peer_id, status, ring, stop: Arc::new(stop_tx), urls: urls_tx };
+    let task = tokio::spawn(event_loop.run(stop_rx, urls_rx, commands_rx));
+    let handle = NetworkHandle { peer_id, status, ring, stop: Arc::new(stop_tx), urls: urls_tx, commands: commands_tx };
     Ok(Started { handle, task, inbound })
 }
 
@@ -274,7 +333,13 @@ struct Counts {
     rejected: u64,
     refused: u64,
     rate_limited: u64,
+    dht_lookups: u64,
+    dht_found: u64,
+    dht_published: u64,
 }
+
+/// Recent lookup latencies kept for the status percentiles.
+const LATENCIES: usize = 1000;
 
 /// A received batch waiting for the node to queue its URLs: the answer goes out when it has.
 type PendingReply = BoxFuture<'static, (ResponseChannel<BatchReply>, u32, u32, Option<u32>)>;
@@ -299,10 +364,22 @@ struct EventLoop {
     rate: RateLimit,
     banned: HashMap<PeerId, std::time::Instant>,
     counts: Counts,
+    /// Record query → the lookup it belongs to.
+    lookup_queries: HashMap<kad::QueryId, u64>,
+    lookups: HashMap<u64, Lookup>,
+    next_lookup: u64,
+    /// Record query → (key, the entry to add, entries found so far) of a publication.
+    publishing: HashMap<kad::QueryId, (Vec<u8>, DupEntry, Vec<DupEntry>)>,
+    latencies: std::collections::VecDeque<f64>,
 }
 
 impl EventLoop {
-    async fn run(mut self, mut stop: watch::Receiver<bool>, mut urls: mpsc::UnboundedReceiver<(Vec<WireUrl>, u8)>) {
+    async fn run(
+        mut self,
+        mut stop: watch::Receiver<bool>,
+        mut urls: mpsc::UnboundedReceiver<(Vec<WireUrl>, u8)>,
+        mut commands: mpsc::UnboundedReceiver<Command>,
+    ) {
         let mut heartbeat = tokio::time::interval(self.config.heartbeat);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -333,6 +410,7 @@ impl EventLoop {
                     self.flush(false);
                 }
                 _ = flush => self.flush(false),
+                Some(command) = commands.recv() => self.on_command(command),
                 Some((channel, forwarded, rejected, queued)) = self.replies.next(), if !self.replies.is_empty() => {
                     let reply = match queued {
                         Some(accepted) => {
@@ -437,6 +515,19 @@ impl EventLoop {
             }
             SwarmEvent::Behaviour(BehaviourEvent::Urls(event)) => self.on_urls(event),
             SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::OutboundQueryProgressed {
+                id,
+                result: kad::QueryResult::GetRecord(result),
+                step,
+                ..
+            })) => {
+                let (found, done) = match result {
+                    Ok(kad::GetRecordOk::FoundRecord(r)) => (records::decode(&r.record.value), step.last),
+                    Ok(kad::GetRecordOk::FinishedWithNoAdditionalRecord { .. }) => (Vec::new(), true),
+                    Err(_) => (Vec::new(), true),
+                };
+                self.on_records(id, found, done);
+            }
+            SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::OutboundQueryProgressed {
                 result: kad::QueryResult::Bootstrap(result),
                 ..
             })) => match result {
@@ -485,6 +576,76 @@ impl EventLoop {
             self.swarm.behaviour_mut().blocked.unblock_peer(peer);
             tracing::info!(%peer, "ban lifted");
         }
+    }
+
+    fn on_command(&mut self, command: Command) {
+        match command {
+            Command::FindDuplicate { hash, max_distance, url, reply } => {
+                self.counts.dht_lookups += 1;
+                let id = self.next_lookup;
+                self.next_lookup += 1;
+                for key in records::keys(hash) {
+                    let q = self.swarm.behaviour_mut().kad.get_record(kad::RecordKey::new(&key));
+                    self.lookup_queries.insert(q, id);
+                }
+                let started = std::time::Instant::now();
+                self.lookups
+                    .insert(id, Lookup { hash, max_distance, url, left: 4, entries: Vec::new(), reply, started });
+            }
+            Command::Publish(entry) => {
+                self.counts.dht_published += 1;
+                // Read, merge, write: other documents may share a block.
+                for key in records::keys(entry.simhash) {
+                    let q = self.swarm.behaviour_mut().kad.get_record(kad::RecordKey::new(&key));
+                    self.publishing.insert(q, (key, entry.clone(), Vec::new()));
+                }
+            }
+        }
+    }
+
+    fn on_records(&mut self, query: kad::QueryId, found: Vec<DupEntry>, done: bool) {
+        if let Some(&id) = self.lookup_queries.get(&query) {
+            if let Some(lookup) = self.lookups.get_mut(&id) {
+                lookup.entries.extend(found);
+                if done {
+                    lookup.left -= 1;
+                }
+            }
+            if done {
+                self.lookup_queries.remove(&query);
+                if self.lookups.get(&id).is_some_and(|l| l.left == 0) {
+                    let l = self.lookups.remove(&id).expect("lookup present");
+                    let best = records::nearest(&l.entries, l.hash, l.max_distance, &l.url);
+                    if best.is_some() {
+                        self.counts.dht_found += 1;
+                    }
+                    if self.latencies.len() == LATENCIES {
+                        self.latencies.pop_front();
+                    }
+                    self.latencies.push_back(l.started.elapsed().as_secs_f64() * 1e3);
+                    let _ = l.reply.send(best);
+                }
+            }
+        } else if let Some((_, _, entries)) = self.publishing.get_mut(&query) {
+            entries.extend(found);
+            if done {
+                let (key, entry, entries) = self.publishing.remove(&query).expect("publication present");
+                let value = records::encode(&records::merge(entries, entry));
+                let record = kad::Record::new(kad::RecordKey::new(&key), value);
+                if let Err(e) = self.swarm.behaviour_mut().kad.put_record(record, kad::Quorum::One) {
+                    tracing::debug!("fingerprint record not stored: {e}");
+                }
+            }
+        }
+    }
+
+    fn percentile(&self, p: f64) -> f64 {
+        if self.latencies.is_empty() {
+            return 0.0;
+        }
+        let mut v: Vec<f64> = self.latencies.iter().copied().collect();
+        v.sort_by(f64::total_cmp);
+        v[((v.len() as f64 * p) as usize).min(v.len() - 1)]
     }
 
     /// Bans `peer` for [`BAN`]: its connections close and new ones are refused.
@@ -655,6 +816,11 @@ impl EventLoop {
             batches_refused: self.counts.refused,
             batches_rate_limited: self.counts.rate_limited,
             banned_peers: self.banned.len(),
+            dht_lookups: self.counts.dht_lookups,
+            dht_duplicates_found: self.counts.dht_found,
+            dht_published: self.counts.dht_published,
+            dht_lookup_ms_p50: self.percentile(0.5),
+            dht_lookup_ms_p99: self.percentile(0.99),
         };
         self.status.send_if_modified(|s| {
             if *s == status {
