@@ -22,6 +22,8 @@ pub const MAX_HOPS: u8 = 2;
 /// First retry of an unacknowledged batch; doubles up to [`MAX_RETRY_DELAY`].
 pub const FIRST_RETRY_DELAY: Duration = Duration::from_secs(2);
 pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(120);
+/// How long a batch answered `Busy` waits before it is sent again.
+pub const BUSY_DELAY: Duration = Duration::from_millis(250);
 /// Batches a peer may send per second on average (burst of twice that).
 pub const BATCHES_PER_SEC: f64 = 20.0;
 
@@ -223,6 +225,12 @@ impl Outbox {
     pub fn retry(&mut self, failed: InFlight, now: Instant) {
         let delay = FIRST_RETRY_DELAY.saturating_mul(1 << failed.attempts.min(10)).min(MAX_RETRY_DELAY);
         self.retries.push((now + delay, failed.batch, failed.attempts + 1));
+    }
+
+    /// The owner answered `Busy` (over its rate limit, or its node is behind): the batch goes
+    /// again after [`BUSY_DELAY`], without counting as a failure.
+    pub fn retry_busy(&mut self, busy: InFlight, now: Instant) {
+        self.retries.push((now + BUSY_DELAY, busy.batch, busy.attempts));
     }
 
     /// When [`Outbox::due`] should next be asked (None: nothing waits).

@@ -725,7 +725,7 @@ impl EventLoop {
                         BatchReply::Ack { accepted, forwarded, .. } => {
                             self.counts.sent += u64::from(accepted + forwarded);
                         }
-                        BatchReply::Busy => self.outbox.retry(f, std::time::Instant::now()),
+                        BatchReply::Busy => self.outbox.retry_busy(f, std::time::Instant::now()),
                     }
                 }
             },
