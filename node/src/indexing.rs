@@ -163,7 +163,13 @@ impl IndexService {
     pub fn index_blocking(&self, doc: Document) -> Result<Outcome, String> {
         let fingerprint = weft_index::dedup::simhash(&doc.text).filter(|_| self.max_distance > 0);
         let network = self.network.get().zip(fingerprint);
-        let remote = network.and_then(|(net, hash)| {
+        // Local tables first: a near duplicate indexed here needs no network round trip (the
+        // indexer finds it again when it commits).
+        let local = fingerprint.is_some_and(|hash| {
+            let id = weft_index::DocId::of_url(&doc.url);
+            matches!(self.index.store().near_duplicate(hash, self.max_distance, &id), Ok(Some(_)))
+        });
+        let remote = network.filter(|_| !local).and_then(|(net, hash)| {
             let me = net.peer_id().to_string();
             net.find_duplicate_blocking(hash, self.max_distance, &doc.url, DHT_TIMEOUT)
                 .filter(|(entry, _)| entry.peer != me) // this node's own documents: the local tables
