@@ -5,8 +5,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::net::IpAddr;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 use weft_node::Node;
 use weft_simnet::{Site, WebServer};
@@ -29,18 +28,8 @@ fn sites(port: u16) -> Vec<Site> {
 }
 
 fn config(server: &WebServer, dir: &std::path::Path, n: usize, bootstrap: Vec<String>) -> weft_config::Config {
-    let mut c = common::loopback_config(server, "hub.test", dir, 0);
-    c.crawl.seeds.clear();
-    c.crawl.follow_external_links = true;
+    let mut c = common::member_config(server, dir, n, bootstrap, 0);
     c.index.enabled = false;
-    let lo: IpAddr = "127.0.0.1".parse().unwrap();
-    c.fetch.resolve = server.hosts().into_iter().map(|h| (h, lo)).collect::<BTreeMap<_, _>>();
-    c.fetch.user_agent = format!("WeftTestNode{n}");
-    c.p2p.enabled = true;
-    c.p2p.listen = vec!["/ip4/127.0.0.1/tcp/0".into()];
-    c.p2p.bootstrap = bootstrap;
-    c.p2p.heartbeat_secs = 1;
-    c.p2p.missed_heartbeats = 3;
     c
 }
 

@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::time::Duration;
 use weft_node::Node;
 use weft_simnet::{Site, WebServer, TOPICS};
@@ -15,17 +13,8 @@ fn story(chrome: &str) -> String {
     format!("<html><head><title>A syndicated story</title></head><body><nav>{chrome}</nav><article><h1>A syndicated story</h1>{text}</article></body></html>")
 }
 
-fn config(server: &WebServer, dir: &std::path::Path, bootstrap: Vec<String>) -> weft_config::Config {
-    let mut c = common::loopback_config(server, "s0.test", dir, 0);
-    c.crawl.seeds.clear();
-    let lo: IpAddr = "127.0.0.1".parse().unwrap();
-    c.fetch.resolve = server.hosts().into_iter().map(|h| (h, lo)).collect::<BTreeMap<_, _>>();
-    c.crawl.follow_external_links = true;
-    c.p2p.enabled = true;
-    c.p2p.listen = vec!["/ip4/127.0.0.1/tcp/0".into()];
-    c.p2p.bootstrap = bootstrap;
-    c.p2p.heartbeat_secs = 1;
-    c
+fn config(server: &WebServer, dir: &std::path::Path, n: usize, bootstrap: Vec<String>) -> weft_config::Config {
+    common::member_config(server, dir, n, bootstrap, 0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -34,10 +23,10 @@ async fn a_syndicated_story_is_indexed_once_in_the_network() {
         (0..16).map(|i| Site::new(&format!("s{i}.test")).html("/story", &story(&format!("Site {i}")))).collect();
     let server = WebServer::start(sites).await.unwrap();
     let (d0, d1) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let first = Node::open(config(&server, d0.path(), vec![])).unwrap();
+    let first = Node::open(config(&server, d0.path(), 0, vec![])).unwrap();
     let net0 = first.network().unwrap().clone();
     tokio::time::timeout(Duration::from_secs(10), net0.wait_for(|s| !s.listen_addrs.is_empty())).await.unwrap();
-    let second = Node::open(config(&server, d1.path(), vec![net0.status().listen_addrs[0].clone()])).unwrap();
+    let second = Node::open(config(&server, d1.path(), 1, vec![net0.status().listen_addrs[0].clone()])).unwrap();
     let net1 = second.network().unwrap().clone();
     let (index0, index1) = (first.index().unwrap().clone(), second.index().unwrap().clone());
     let crawler = first.crawler().clone();

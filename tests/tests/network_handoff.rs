@@ -7,8 +7,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::net::IpAddr;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 use weft_node::{Crawler, Node};
 use weft_p2p::NetworkHandle;
@@ -44,18 +43,8 @@ struct Running {
 
 async fn start(server: &WebServer, n: usize, bootstrap: Vec<String>, delay_ms: u64) -> Running {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = common::loopback_config(server, "hub0.test", dir.path(), delay_ms);
-    c.crawl.seeds.clear();
-    c.crawl.follow_external_links = true;
+    let mut c = common::member_config(server, dir.path(), n, bootstrap, delay_ms);
     c.index.enabled = false;
-    let lo: IpAddr = "127.0.0.1".parse().unwrap();
-    c.fetch.resolve = server.hosts().into_iter().map(|h| (h, lo)).collect::<BTreeMap<_, _>>();
-    c.fetch.user_agent = format!("WeftTestNode{n}");
-    c.p2p.enabled = true;
-    c.p2p.listen = vec!["/ip4/127.0.0.1/tcp/0".into()];
-    c.p2p.bootstrap = bootstrap;
-    c.p2p.heartbeat_secs = 1;
-    c.p2p.missed_heartbeats = 3;
     let node = Node::open(c).unwrap();
     let network = node.network().unwrap().clone();
     let crawler = node.crawler().clone();

@@ -23,6 +23,24 @@ pub fn loopback_config(server: &WebServer, host: &str, data_dir: &Path, delay_ms
     c
 }
 
+/// A network member's config for crawling every host of the loopback server: no seeds of its
+/// own, external links followed, fetches signed `WeftTestNode{n}` (so the server's log tells the
+/// nodes apart), p2p on loopback with one-second heartbeats (dropped after three missed).
+pub fn member_config(server: &WebServer, data_dir: &Path, n: usize, bootstrap: Vec<String>, delay_ms: u64) -> Config {
+    let mut c = loopback_config(server, "unused.test", data_dir, delay_ms);
+    c.crawl.seeds.clear();
+    c.crawl.follow_external_links = true;
+    let lo: IpAddr = "127.0.0.1".parse().expect("loopback address");
+    c.fetch.resolve = server.hosts().into_iter().map(|h| (h, lo)).collect();
+    c.fetch.user_agent = format!("WeftTestNode{n}");
+    c.p2p.enabled = true;
+    c.p2p.listen = vec!["/ip4/127.0.0.1/tcp/0".into()];
+    c.p2p.bootstrap = bootstrap;
+    c.p2p.heartbeat_secs = 1;
+    c.p2p.missed_heartbeats = 3;
+    c
+}
+
 /// A node started on its own task with its API on an ephemeral port.
 pub struct Running {
     pub api: std::net::SocketAddr,
