@@ -2,13 +2,12 @@
 //! second joins with `--bootstrap <multiaddr>`; `weft status` shows peers, members and the
 //! ring share.
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::Receiver;
-use std::time::{Duration, Instant};
+mod common;
 
-const WEFT: &str = env!("CARGO_BIN_EXE_weft");
+use common::{spawn_weft, WEFT};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 fn write_config(dir: &Path) -> std::path::PathBuf {
     let toml = format!(
@@ -21,57 +20,6 @@ fn write_config(dir: &Path) -> std::path::PathBuf {
     path
 }
 
-/// Starts `weft start` with JSON logs; returns the child and a channel of its log lines.
-fn start(config: &Path, extra: &[&str]) -> (Child, Logs) {
-    let mut child = Command::new(WEFT)
-        .args(["--log-format", "json", "start", "--config"])
-        .arg(config)
-        .args(extra)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("weft starts");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
-                let _ = tx.send(v);
-            }
-        }
-    });
-    (child, Logs { rx, seen: Vec::new() })
-}
-
-/// The log lines of a node, kept so a search never loses a line another search skipped.
-struct Logs {
-    rx: Receiver<serde_json::Value>,
-    seen: Vec<serde_json::Value>,
-}
-
-impl Logs {
-    /// The first `fields.<field>` containing `contains`, waiting for it if needed.
-    fn field(&mut self, field: &str, contains: &str) -> String {
-        let matches = |line: &serde_json::Value| {
-            line["fields"][field].as_str().filter(|v| v.contains(contains)).map(str::to_string)
-        };
-        if let Some(v) = self.seen.iter().find_map(matches) {
-            return v;
-        }
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = self.rx.recv_timeout(left).unwrap_or_else(|_| panic!("no log line with {field} ~ {contains}"));
-            let found = matches(&line);
-            self.seen.push(line);
-            if let Some(v) = found {
-                return v;
-            }
-        }
-    }
-}
-
 fn status(api: &str) -> serde_json::Value {
     let out = Command::new(WEFT).args(["status", "--json", "--api", api]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -81,12 +29,12 @@ fn status(api: &str) -> serde_json::Value {
 #[test]
 fn a_second_node_joins_the_first_with_bootstrap() {
     let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (mut a, mut a_logs) = start(&write_config(a_dir.path()), &["--p2p"]);
+    let (mut a, mut a_logs) = spawn_weft(&write_config(a_dir.path()), &["--p2p"]);
     let boot = a_logs.field("addr", "/p2p/");
     let a_api = a_logs.field("addr", "127.0.0.1:");
     assert!(boot.starts_with("/ip4/127.0.0.1/tcp/"), "{boot}");
 
-    let (mut b, mut b_logs) = start(&write_config(b_dir.path()), &["--bootstrap", &boot]);
+    let (mut b, mut b_logs) = spawn_weft(&write_config(b_dir.path()), &["--bootstrap", &boot]);
     let b_api = b_logs.field("addr", "127.0.0.1:");
     let deadline = Instant::now() + Duration::from_secs(60);
     let (sa, sb) = loop {
@@ -112,7 +60,7 @@ fn a_second_node_joins_the_first_with_bootstrap() {
     let peer = sb["network"]["peer_id"].as_str().unwrap().to_string();
     b.kill().unwrap();
     b.wait().unwrap();
-    let (mut b, mut b_logs) = start(&write_config(b_dir.path()), &["--bootstrap", &boot]);
+    let (mut b, mut b_logs) = spawn_weft(&write_config(b_dir.path()), &["--bootstrap", &boot]);
     assert_eq!(b_logs.field("peer_id", "12D3KooW"), peer);
     for child in [&mut a, &mut b] {
         child.kill().unwrap();

@@ -1,13 +1,14 @@
 //! The real `weft` binary, killed with SIGKILL mid-crawl and restarted on the same data dir.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 use weft_simnet::{generated_site, WebServer};
 
-const WEFT: &str = env!("CARGO_BIN_EXE_weft");
+mod common;
+
+use common::WEFT;
 
 fn write_config(server: &WebServer, dir: &Path) -> std::path::PathBuf {
     // The node indexes what it crawls, with the real model from `scripts/setup.sh`.
@@ -31,31 +32,9 @@ fn write_config(server: &WebServer, dir: &Path) -> std::path::PathBuf {
 
 /// Starts `weft start --exit-when-idle` and returns it with the API address from its JSON log.
 fn start(config: &Path) -> (Child, String) {
-    let mut child = Command::new(WEFT)
-        .args(["--log-format", "json", "start", "--exit-when-idle", "--config"])
-        .arg(config)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("weft starts");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut sent = false;
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if !sent {
-                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
-                    if let Some(addr) = v["fields"]["addr"].as_str() {
-                        let _ = tx.send(addr.to_string());
-                        sent = true;
-                    }
-                }
-            }
-        }
-    });
-    let addr = rx.recv_timeout(Duration::from_secs(30)).expect("the node logs its API address");
-    (child, addr)
+    let (child, mut logs) = common::spawn_weft(config, &["--exit-when-idle"]);
+    // (A thread keeps reading the log into a channel, so the child never blocks on a full pipe.)
+    (child, logs.field("addr", "127.0.0.1:"))
 }
 
 fn page_fetches(server: &WebServer) -> HashMap<(String, String), usize> {

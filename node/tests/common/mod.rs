@@ -3,12 +3,19 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
 use std::net::IpAddr;
 use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
 use std::time::Duration;
+use std::time::Instant;
 use weft_config::Config;
 use weft_node::{Node, RunOptions, Status};
 use weft_simnet::WebServer;
+
+/// The `weft` binary Cargo built for these tests.
+pub const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
 pub fn config(server: &WebServer, data_dir: &Path, delay_ms: u64) -> Config {
     let mut c = Config { data_dir: data_dir.to_path_buf(), ..Default::default() };
@@ -38,4 +45,56 @@ pub async fn crawl_until_idle(config: Config, timeout: Duration) -> Status {
         }
     }
     crawler.status()
+}
+
+/// Starts `weft start --config CONFIG EXTRA...` with JSON logs at info level; returns the child
+/// and its log lines.
+pub fn spawn_weft(config: &Path, extra: &[&str]) -> (Child, Logs) {
+    let mut child = Command::new(WEFT)
+        .args(["--log-format", "json", "start", "--config"])
+        .arg(config)
+        .args(extra)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("weft starts");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    (child, Logs { rx, seen: Vec::new() })
+}
+
+/// The log lines of a node, kept so a search never loses a line another search skipped.
+pub struct Logs {
+    rx: Receiver<serde_json::Value>,
+    seen: Vec<serde_json::Value>,
+}
+
+impl Logs {
+    /// The first `fields.<field>` containing `contains`, waiting for it if needed.
+    pub fn field(&mut self, field: &str, contains: &str) -> String {
+        let matches = |line: &serde_json::Value| {
+            line["fields"][field].as_str().filter(|v| v.contains(contains)).map(str::to_string)
+        };
+        if let Some(v) = self.seen.iter().find_map(matches) {
+            return v;
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.rx.recv_timeout(left).unwrap_or_else(|_| panic!("no log line with {field} ~ {contains}"));
+            let found = matches(&line);
+            self.seen.push(line);
+            if let Some(v) = found {
+                return v;
+            }
+        }
+    }
 }
