@@ -2,7 +2,8 @@
 # Sets everything up and runs the main job on loopback: a synthetic web of three sites plus a
 # thirty-page topic web, a Weft node crawling and indexing it politely, `weft status` while it
 # works, a graceful stop and a restart that resumes where it stopped, then searches by meaning
-# through the node's API and, with the node stopped, straight from its data dir.
+# through the node's API and, with the node stopped, straight from its data dir; then two nodes
+# form a network (the second joins with --bootstrap) and share the crawl by the hash ring.
 # No traffic leaves 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,3 +66,55 @@ count() { grep -o 'pages_fetched=[0-9]*' "$1" | tail -1 | cut -d= -f2; }
 first=$(count "$demo/log1"); second=$(count "$demo/log2")
 echo "== pages fetched: $first before the stop + $second after the restart = $((first + second)) of the 151 pages of this web"
 echo "   (the data dir kept the queue, the seen-set and the robots.txt cache: nothing was fetched twice)"
+
+echo
+echo "== a network of two nodes: B joins A with --bootstrap; each host is crawled by its owner on the ring"
+member_config() { # name api-port p2p-port
+  sed -e "s|^data_dir = .*|data_dir = \"$demo/$1\"|" -e "s|^listen = \"127.0.0.1:7790\"|listen = \"127.0.0.1:$2\"|" "$demo/weft.toml"
+  echo "[p2p]"
+  echo "listen = [\"/ip4/127.0.0.1/tcp/$3\"]"
+  echo "heartbeat_secs = 1"
+}
+# A starts with no seeds; B is given them and, once it has heard the members, sends each to
+# the member that owns its host (B's own included).
+member_config a 7791 7801 | sed -e 's|^seeds = .*|seeds = []|' > "$demo/a.toml"
+member_config b 7792 7802 > "$demo/b.toml"
+"$bin/weft" start --config "$demo/a.toml" --p2p 2> "$demo/log-a" &
+node_a=$!
+boot=""
+for _ in $(seq 100); do
+  boot=$("$bin/weft" status --json --config "$demo/a.toml" 2>/dev/null \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["network"]["listen_addrs"][0])' 2>/dev/null || true)
+  [ -n "$boot" ] && break; sleep 0.2
+done
+echo "   A listens at $boot"
+"$bin/weft" start --config "$demo/b.toml" --bootstrap "$boot" 2> "$demo/log-b" &
+node_b=$!
+for _ in $(seq 60); do
+  sleep 1
+  idle=0
+  for c in a b; do
+    "$bin/weft" status --json --config "$demo/$c.toml" 2>/dev/null | python3 -c '
+import json,sys
+s=json.load(sys.stdin); n=s["network"]
+sys.exit(0 if s["state"]=="idle" and len(n["members"])==2 and n["urls_waiting"]==0 and s["pages_fetched"]>0 else 1)' && idle=$((idle+1))
+  done
+  [ $idle -eq 2 ] && break
+done
+total=0
+for c in a b; do
+  echo "== node ${c^^}:"
+  "$bin/weft" status --config "$demo/$c.toml" | grep -E "^(pages fetched|index |network|  peers|  listening)"
+  "$bin/weft" status --json --config "$demo/$c.toml" | python3 -c '
+import json,sys
+n=json.load(sys.stdin)["network"]
+print("  exchange     sent %d URLs to their owners, received %d" % (n["urls_sent"], n["urls_received"]))'
+  pages=$("$bin/weft" status --json --config "$demo/$c.toml" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pages_fetched"])')
+  total=$((total + pages))
+done
+echo "== pages fetched by A and B together: $total of the 151 pages of this web"
+q="filing my yearly income declaration"
+echo "== weft search \"$q\" -k 1 on A and on B (each searches the hosts it crawled; network search is next)"
+"$bin/weft" search --config "$demo/a.toml" -k 1 "$q" | head -2
+"$bin/weft" search --config "$demo/b.toml" -k 1 "$q" | head -2
+kill -TERM $node_a $node_b; wait $node_a $node_b || true

@@ -150,7 +150,21 @@ fn main() -> ExitCode {
     }
 }
 
+/// For the commands that print and exit: a closed stdout (`weft search ... | head`) ends the
+/// process quietly, as for any Unix filter, instead of a panic in `println!`. Not for `weft
+/// start`: a long-running server must get EPIPE on a dead socket, not be killed by the signal.
+fn die_quietly_on_broken_pipe() {
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCode> {
+    if !matches!(command, Command::Start { .. }) {
+        die_quietly_on_broken_pipe();
+    }
     match command {
         Command::Start { cfg, seeds, api_listen, bootstrap, p2p, exit_when_idle } => {
             let overrides = Overrides { seeds, api_listen, log_format, bootstrap, p2p, ..Default::default() };
