@@ -114,8 +114,9 @@ impl Crawler {
     }
 
     /// Queues seed URLs at depth 0. Already-seen seeds are ignored; malformed ones are
-    /// reported. Durable when this returns.
-    pub async fn add_seeds(&self, seeds: &[String]) -> Vec<(String, Result<PushOutcome, String>)> {
+    /// reported; in a network, seeds of hosts another member owns are sent to it (`Ok(None)`).
+    /// Durable when this returns.
+    pub async fn add_seeds(&self, seeds: &[String]) -> Vec<(String, Result<Option<PushOutcome>, String>)> {
         let mut results = Vec::new();
         for seed in seeds {
             let r = match normalize(seed, None) {
@@ -291,16 +292,14 @@ impl Inner {
         }
     }
 
-    fn push(&self, c: Candidate) -> Result<PushOutcome, weft_frontier::FrontierError> {
-        let Some(c) = self.routed(vec![c]).pop() else {
-            // Another member owns the host: sent there.
-            return Ok(PushOutcome::AlreadySeen);
-        };
+    /// Queues `c` here, or sends it to the member that owns its host (`None`).
+    fn push(&self, c: Candidate) -> Result<Option<PushOutcome>, weft_frontier::FrontierError> {
+        let Some(c) = self.routed(vec![c]).pop() else { return Ok(None) };
         let outcome = self.frontier.lock().push(c)?;
         if outcome == PushOutcome::Queued {
             inc(&self.metrics.urls_queued);
         }
-        Ok(outcome)
+        Ok(Some(outcome))
     }
 
     fn push_all(&self, candidates: Vec<Candidate>) {

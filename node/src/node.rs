@@ -147,7 +147,8 @@ impl Node {
         }
         for (seed, result) in crawler.add_seeds(&config.crawl.seeds).await {
             match result {
-                Ok(outcome) => tracing::info!(seed, ?outcome, "seed"),
+                Ok(Some(outcome)) => tracing::info!(seed, ?outcome, "seed"),
+                Ok(None) => tracing::info!(seed, "seed sent to the member that owns its host"),
                 Err(e) => tracing::warn!(seed, "seed rejected: {e}"),
             }
         }
