@@ -165,7 +165,7 @@ impl IndexService {
         let network = self.network.get().zip(fingerprint);
         // Local tables first: a near duplicate indexed here needs no network round trip (the
         // indexer finds it again when it commits).
-        let local = fingerprint.is_some_and(|hash| {
+        let local = network.is_some_and(|(_, hash)| {
             let id = weft_index::DocId::of_url(&doc.url);
             matches!(self.index.store().near_duplicate(hash, self.max_distance, &id), Ok(Some(_)))
         });
