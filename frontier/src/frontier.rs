@@ -557,33 +557,53 @@ impl Frontier {
 
     /// Removes every queued URL of the hosts for which `keep(host)` is false and returns them:
     /// in a network, the hosts this node no longer owns hand their queues to the new owner.
-    /// A URL leased right now is not touched (its fetch finishes here); the removed URLs stay in
-    /// the seen-set. One sled batch: durable with the next flush.
-    pub fn hand_off(&mut self, mut keep: impl FnMut(&str) -> bool) -> Result<Vec<QueuedUrl>> {
-        let mut out = Vec::new();
+    /// `persist` sees them first and must store them elsewhere (the node's outbox) before they
+    /// leave the queue, so a crash in between can repeat a URL but never lose it. A URL leased
+    /// right now is not touched (its fetch finishes here); the removed URLs stay in the
+    /// seen-set. One sled batch: durable with the next flush.
+    pub fn hand_off(
+        &mut self,
+        mut keep: impl FnMut(&str) -> bool,
+        persist: impl FnOnce(&[QueuedUrl]) -> std::result::Result<(), sled::Error>,
+    ) -> Result<Vec<QueuedUrl>> {
+        let mut entries = Vec::new();
+        // (host, its heap as it was, live entries taken)
+        let mut taken: Vec<(usize, BinaryHeap<HeapRef>, u64)> = Vec::new();
         let mut batch = sled::Batch::default();
         for id in 0..self.hosts.len() {
             if self.hosts[id].queued == 0 || keep(&self.hosts[id].name) {
                 continue;
             }
-            let refs = std::mem::take(&mut self.hosts[id].heap).into_vec();
-            let mut seqs: Vec<u64> = refs.into_iter().map(|r| r.seq).collect();
+            let heap = std::mem::take(&mut self.hosts[id].heap);
+            let mut seqs: Vec<u64> = heap.iter().map(|r| r.seq).collect();
             seqs.sort_unstable();
             seqs.dedup();
+            let mut live = 0;
             for seq in seqs {
                 let Some(v) = self.tree.get(qkey(seq))? else { continue };
                 let entry: QueuedUrl = postcard::from_bytes(&v)?;
                 batch.remove(&qkey(seq));
                 batch.remove(ukey(&entry.url));
-                out.push(entry);
-                let h = &mut self.hosts[id];
-                h.queued = h.queued.saturating_sub(1);
-                self.queued = self.queued.saturating_sub(1);
+                entries.push(entry);
+                live += 1;
             }
-            self.reschedule(id as u32);
+            taken.push((id, heap, live));
+        }
+        if let Err(e) = persist(&entries) {
+            // Nothing leaves the queue: the heaps go back as they were.
+            for (id, heap, _) in taken {
+                self.hosts[id].heap = heap;
+            }
+            return Err(e.into());
         }
         self.tree.apply_batch(batch)?;
-        Ok(out)
+        for (id, _, live) in taken {
+            let h = &mut self.hosts[id];
+            h.queued = h.queued.saturating_sub(live);
+            self.queued = self.queued.saturating_sub(live);
+            self.reschedule(id as u32);
+        }
+        Ok(entries)
     }
 
     /// Ends a lease. `requested` says whether a request reached the host (politeness applies).

@@ -219,7 +219,21 @@ fn hand_off_removes_the_queues_of_hosts_given_away_but_not_a_leased_url() {
         f.complete(l, Completion::Requeue { wait: Duration::ZERO }, false, now).unwrap();
     }
     let leased = leased.expect("an away.test lease");
-    let given = f.hand_off(|host| host == "keep.test").unwrap();
+    // A failing store elsewhere leaves the queue as it was.
+    let refused = f.hand_off(|host| host == "keep.test", |_| Err(sled::Error::Unsupported("full".into())));
+    assert!(refused.is_err());
+    assert_eq!(f.stats().queued, 5);
+    let mut persisted = Vec::new();
+    let given = f
+        .hand_off(
+            |host| host == "keep.test",
+            |e| {
+                persisted = e.iter().map(|q| q.url.clone()).collect();
+                Ok(())
+            },
+        )
+        .unwrap();
+    assert_eq!(persisted.len(), given.len(), "persisted before removal");
     let mut urls: Vec<String> = given.iter().map(|q| q.url.clone()).collect();
     urls.sort();
     let mut expected = vec!["http://away.test/1", "http://away.test/2", "http://away.test/3"];

@@ -169,10 +169,14 @@ impl Crawler {
         accepted
     }
 
-    /// Removes the queued URLs of hosts for which `keep(host)` is false (see
-    /// [`Frontier::hand_off`]) and returns them; durable when this returns.
-    pub async fn hand_off(&self, keep: impl FnMut(&str) -> bool) -> Vec<weft_frontier::QueuedUrl> {
-        let given = match self.inner.frontier.lock().hand_off(keep) {
+    /// Removes the queued URLs of hosts for which `keep(host)` is false, after `persist` has
+    /// stored them (see [`Frontier::hand_off`]), and returns them; durable when this returns.
+    pub async fn hand_off(
+        &self,
+        keep: impl FnMut(&str) -> bool,
+        persist: impl FnOnce(&[weft_frontier::QueuedUrl]) -> Result<(), sled::Error>,
+    ) -> Vec<weft_frontier::QueuedUrl> {
+        let given = match self.inner.frontier.lock().hand_off(keep, persist) {
             Ok(given) => given,
             Err(e) => {
                 tracing::error!("handing off queued URLs failed: {e}");

@@ -25,8 +25,8 @@ pub struct Node {
     config: Config,
     crawler: Crawler,
     index: Option<Arc<IndexService>>,
-    /// The p2p network, when `p2p.enabled`.
-    network: Option<weft_p2p::Started>,
+    /// The p2p network and the journal of URLs sent to other members, when `p2p.enabled`.
+    network: Option<(weft_p2p::Started, crate::routing::Journal)>,
 }
 
 /// How `run` should behave.
@@ -95,9 +95,10 @@ impl Node {
             let key = weft_p2p::identity::load_or_create(&config.data_dir)?;
             let mut settings = weft_p2p::NetworkConfig::from_config(&config.p2p)?;
             settings.allow_private = config.fetch.allow_private_networks;
+            let journal = crate::routing::Journal::open(&db)?;
             let started = weft_p2p::start(key, settings)?;
             tracing::info!(peer_id = %started.handle.peer_id(), "p2p started");
-            Some(started)
+            Some((started, journal))
         } else {
             None
         };
@@ -110,7 +111,7 @@ impl Node {
 
     /// The p2p network, when `p2p.enabled`.
     pub fn network(&self) -> Option<&weft_p2p::NetworkHandle> {
-        self.network.as_ref().map(|s| &s.handle)
+        self.network.as_ref().map(|(s, _)| &s.handle)
     }
 
     /// The local index, when `index.enabled`.
@@ -128,13 +129,18 @@ impl Node {
     ) -> anyhow::Result<()> {
         let Node { config, crawler, index, network } = self;
         let mut background = tokio::task::JoinSet::new();
-        let network = network.map(|started| {
-            crawler.set_router(crate::routing::Router::new(started.handle.clone()));
-            let receiver = tokio::spawn(crate::routing::receive(crawler.clone(), started.inbound));
-            background.spawn(crate::routing::hand_off_on_changes(crawler.clone(), started.handle.clone()));
-            (started.handle, started.task, receiver)
+        let network = network.map(|(started, journal)| {
+            crawler.set_router(crate::routing::Router::new(started.handle.clone(), journal.clone()));
+            let receiver = tokio::spawn(crate::routing::receive(crawler.clone(), journal.clone(), started.inbound));
+            background.spawn(crate::routing::forget_acknowledged(journal.clone(), started.acked));
+            background.spawn(crate::routing::hand_off_on_changes(
+                crawler.clone(),
+                started.handle.clone(),
+                journal.clone(),
+            ));
+            (started.handle, started.task, receiver, journal)
         });
-        if let Some((handle, _, _)) = &network {
+        if let Some((handle, _, _, journal)) = &network {
             if !config.p2p.bootstrap.is_empty() {
                 // Learn the members before crawling, so this node does not take hosts that are
                 // another's: wait to be joined and to hear a heartbeat (bounded by the expiry).
@@ -143,6 +149,12 @@ impl Node {
                 if tokio::time::timeout(wait, joined).await.is_err() {
                     tracing::warn!("no other member heard yet; crawling with the members known so far");
                 }
+            }
+            // URLs sent before a crash or stop and never acknowledged go out again.
+            let unsent = journal.all();
+            if !unsent.is_empty() {
+                tracing::info!(urls = unsent.len(), "sending URLs their owners had not acknowledged");
+                handle.send_urls(unsent);
             }
         }
         for (seed, result) in crawler.add_seeds(&config.crawl.seeds).await {
@@ -156,7 +168,7 @@ impl Node {
             let state = AppState {
                 crawler: crawler.clone(),
                 index: index.clone(),
-                network: network.as_ref().map(|(h, _, _)| h.clone()),
+                network: network.as_ref().map(|(h, _, _, _)| h.clone()),
             };
             let (addr, serve) = api::bind(config.api.listen, state)
                 .await
@@ -199,7 +211,7 @@ impl Node {
         background.abort_all();
         // Wait for the API and the timers to be gone: they hold the state a restart reopens.
         while background.join_next().await.is_some() {}
-        if let Some((handle, task, receiver)) = network {
+        if let Some((handle, task, receiver, _)) = network {
             handle.stop();
             let _ = task.await;
             let _ = receiver.await;

@@ -1,22 +1,99 @@
 //! Where discovered URLs go in a network: to this node's frontier when it owns their host on
 //! the ring, else to the owner through the URL exchange; and URLs other members send here go
 //! into the frontier, acknowledged once they are durable.
+//!
+//! URLs on their way to another member are kept in the [`Journal`] (a sled tree) until their
+//! owner acknowledges them, and sent again after a restart: a crash of the sending node repeats
+//! a URL at worst, never loses it.
 
 use crate::crawler::Crawler;
 use weft_frontier::{normalize, Candidate, UrlKind};
 use weft_p2p::{Inbound, NetworkHandle, WireUrl};
 
+/// URLs sent to other members and not acknowledged yet: url → (depth, kind).
+#[derive(Clone)]
+pub struct Journal {
+    tree: sled::Tree,
+}
+
+impl Journal {
+    pub fn open(db: &sled::Db) -> Result<Journal, sled::Error> {
+        Ok(Journal { tree: db.open_tree("p2p.outbox")? })
+    }
+
+    /// Records URLs about to be sent. Durable with the next flush of the database (the crawl
+    /// flushes after every page, the handoff right away).
+    pub fn insert(&self, urls: &[WireUrl]) -> Result<(), sled::Error> {
+        let mut batch = sled::Batch::default();
+        for u in urls {
+            let kind = match u.kind {
+                weft_p2p::UrlKind::Page => 0u8,
+                weft_p2p::UrlKind::Sitemap => 1u8,
+            };
+            let mut value = u.depth.to_be_bytes().to_vec();
+            value.push(kind);
+            batch.insert(u.url.as_bytes(), value);
+        }
+        self.tree.apply_batch(batch)
+    }
+
+    /// Forgets URLs their owner (or this node) has queued.
+    pub fn remove<'a>(&self, urls: impl IntoIterator<Item = &'a str>) {
+        let mut batch = sled::Batch::default();
+        for u in urls {
+            batch.remove(u.as_bytes());
+        }
+        if let Err(e) = self.tree.apply_batch(batch) {
+            tracing::error!("outbox journal: {e}");
+        }
+    }
+
+    /// Everything still unacknowledged (sent again after a restart).
+    pub fn all(&self) -> Vec<WireUrl> {
+        self.tree
+            .iter()
+            .filter_map(Result::ok)
+            .filter_map(|(k, v)| {
+                let url = String::from_utf8(k.to_vec()).ok()?;
+                let depth = u32::from_be_bytes(v.get(..4)?.try_into().ok()?);
+                let kind = if v.get(4) == Some(&1) { weft_p2p::UrlKind::Sitemap } else { weft_p2p::UrlKind::Page };
+                Some(WireUrl { url, depth, kind })
+            })
+            .collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.tree.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tree.is_empty()
+    }
+}
+
+fn wire(q: &weft_frontier::QueuedUrl) -> WireUrl {
+    WireUrl {
+        url: q.url.clone(),
+        depth: q.depth,
+        kind: match q.kind {
+            UrlKind::Page => weft_p2p::UrlKind::Page,
+            UrlKind::Sitemap => weft_p2p::UrlKind::Sitemap,
+        },
+    }
+}
+
 /// Sends the URLs this node does not own to their owners.
 #[derive(Clone)]
 pub struct Router {
     network: NetworkHandle,
+    journal: Journal,
     me: String,
 }
 
 impl Router {
-    pub fn new(network: NetworkHandle) -> Router {
+    pub fn new(network: NetworkHandle, journal: Journal) -> Router {
         let me = network.peer_id().to_string();
-        Router { network, me }
+        Router { network, journal, me }
     }
 
     /// Keeps the candidates whose host this node owns and sends the rest to their owners.
@@ -38,32 +115,43 @@ impl Router {
                 _ => mine.push(c),
             }
         }
-        self.network.send_urls(theirs);
+        if !theirs.is_empty() {
+            if let Err(e) = self.journal.insert(&theirs) {
+                tracing::error!("outbox journal: {e}");
+            }
+            self.network.send_urls(theirs);
+        }
         mine
+    }
+}
+
+/// Forgets the URLs their owners acknowledged. Runs until the network stops.
+pub async fn forget_acknowledged(journal: Journal, mut acked: tokio::sync::mpsc::UnboundedReceiver<Vec<String>>) {
+    while let Some(urls) = acked.recv().await {
+        journal.remove(urls.iter().map(String::as_str));
     }
 }
 
 /// Whenever the member set changes, moves the queued URLs of hosts this node no longer owns to
 /// their new owners, so that politeness and the robots.txt cache of a host stay on one node.
 /// A fetch in flight finishes here. Runs until the network stops.
-pub async fn hand_off_on_changes(crawler: Crawler, network: NetworkHandle) {
+pub async fn hand_off_on_changes(crawler: Crawler, network: NetworkHandle, journal: Journal) {
     let me = network.peer_id().to_string();
     let mut rings = network.ring_changes();
     while rings.changed().await.is_ok() {
         let ring = rings.borrow_and_update().clone();
         let mut hosts = 0usize;
-        let given = crawler
-            .hand_off(|host| {
-                // Frontier hosts carry their port; the ring knows host names.
-                let name =
-                    url::Url::parse(&format!("http://{host}/")).ok().and_then(|u| u.host_str().map(str::to_string));
-                let keep = name.and_then(|n| ring.owner(&n).map(|o| o == me)).unwrap_or(true);
-                if !keep {
-                    hosts += 1;
-                }
-                keep
-            })
-            .await;
+        let keep = |host: &str| {
+            // Frontier hosts carry their port; the ring knows host names.
+            let name = url::Url::parse(&format!("http://{host}/")).ok().and_then(|u| u.host_str().map(str::to_string));
+            let keep = name.and_then(|n| ring.owner(&n).map(|o| o == me)).unwrap_or(true);
+            if !keep {
+                hosts += 1;
+            }
+            keep
+        };
+        let persist = |given: &[weft_frontier::QueuedUrl]| journal.insert(&given.iter().map(wire).collect::<Vec<_>>());
+        let given = crawler.hand_off(keep, persist).await;
         if given.is_empty() {
             continue;
         }
@@ -73,25 +161,16 @@ pub async fn hand_off_on_changes(crawler: Crawler, network: NetworkHandle) {
             members = ring.members().len(),
             "handed queued URLs to their new owners"
         );
-        let urls = given
-            .into_iter()
-            .map(|q| WireUrl {
-                url: q.url,
-                depth: q.depth,
-                kind: match q.kind {
-                    UrlKind::Page => weft_p2p::UrlKind::Page,
-                    UrlKind::Sitemap => weft_p2p::UrlKind::Sitemap,
-                },
-            })
-            .collect();
-        network.send_urls(urls);
+        network.send_urls(given.iter().map(wire).collect());
     }
 }
 
 /// Queues URLs other members sent (their hosts are this node's) and acknowledges them once
 /// the frontier has them on disk. Runs until the network stops.
-pub async fn receive(crawler: Crawler, mut inbound: tokio::sync::mpsc::Receiver<Inbound>) {
+pub async fn receive(crawler: Crawler, journal: Journal, mut inbound: tokio::sync::mpsc::Receiver<Inbound>) {
     while let Some(Inbound { urls, reply, .. }) = inbound.recv().await {
+        // URLs of this node's own outbox that came back (the ring changed) are queued here now.
+        let returned: Vec<String> = urls.iter().map(|u| u.url.clone()).collect();
         let candidates: Vec<Candidate> = urls
             .into_iter()
             .filter_map(|u| {
@@ -104,8 +183,45 @@ pub async fn receive(crawler: Crawler, mut inbound: tokio::sync::mpsc::Receiver<
             })
             .collect();
         let accepted = crawler.add_owned(candidates).await;
+        journal.remove(returned.iter().map(String::as_str));
         if let Some(reply) = reply {
             let _ = reply.send(accepted);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_journal_keeps_unacknowledged_urls_across_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = |u: &str, kind| WireUrl { url: u.into(), depth: 3, kind };
+        {
+            let db = sled::open(dir.path()).unwrap();
+            let j = Journal::open(&db).unwrap();
+            j.insert(&[
+                url("http://a.test/1", weft_p2p::UrlKind::Page),
+                url("http://a.test/map.xml", weft_p2p::UrlKind::Sitemap),
+            ])
+            .unwrap();
+            j.insert(&[url("http://b.test/2", weft_p2p::UrlKind::Page)]).unwrap();
+            j.remove(["http://b.test/2"]);
+            db.flush().unwrap();
+        }
+        let db = sled::open(dir.path()).unwrap();
+        let j = Journal::open(&db).unwrap();
+        let mut all = j.all();
+        all.sort_by(|a, b| a.url.cmp(&b.url));
+        assert_eq!(
+            all,
+            vec![
+                url("http://a.test/1", weft_p2p::UrlKind::Page),
+                url("http://a.test/map.xml", weft_p2p::UrlKind::Sitemap)
+            ]
+        );
+        j.remove(all.iter().map(|u| u.url.as_str()));
+        assert!(j.is_empty());
     }
 }

@@ -259,6 +259,8 @@ pub struct Started {
     pub handle: NetworkHandle,
     pub task: tokio::task::JoinHandle<()>,
     pub inbound: mpsc::Receiver<Inbound>,
+    /// URLs their owner acknowledged: the node may forget them (see its outbox journal).
+    pub acked: mpsc::UnboundedReceiver<Vec<String>>,
 }
 
 /// Starts listening and joining (inside a tokio runtime); the task runs until
@@ -292,6 +294,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let (urls_tx, urls_rx) = mpsc::unbounded_channel();
     let (commands_tx, commands_rx) = mpsc::unbounded_channel();
     let (inbound_tx, inbound) = mpsc::channel(INBOUND_QUEUE);
+    let (acked_tx, acked) = mpsc::unbounded_channel();
     let mut event_loop = EventLoop {
         swarm,
         config,
@@ -309,6 +312,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         in_flight: HashMap::new(),
         replies: FuturesUnordered::new(),
         inbound: inbound_tx,
+        acked: acked_tx,
         rate: RateLimit::default(),
         banned: HashMap::new(),
         counts: Counts::default(),
@@ -321,7 +325,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     event_loop.dial_bootstrap();
     let task = tokio::spawn(event_loop.run(stop_rx, urls_rx, commands_rx));
     let handle = NetworkHandle { peer_id, status, ring, stop: Arc::new(stop_tx), urls: urls_tx, commands: commands_tx };
-    Ok(Started { handle, task, inbound })
+    Ok(Started { handle, task, inbound, acked })
 }
 
 /// Counters for the status.
@@ -361,6 +365,7 @@ struct EventLoop {
     in_flight: HashMap<OutboundRequestId, InFlight>,
     replies: FuturesUnordered<PendingReply>,
     inbound: mpsc::Sender<Inbound>,
+    acked: mpsc::UnboundedSender<Vec<String>>,
     rate: RateLimit,
     banned: HashMap<PeerId, std::time::Instant>,
     counts: Counts,
@@ -724,6 +729,7 @@ impl EventLoop {
                     match response {
                         BatchReply::Ack { accepted, forwarded, .. } => {
                             self.counts.sent += u64::from(accepted + forwarded);
+                            let _ = self.acked.send(f.batch.urls.into_iter().map(|u| u.url).collect());
                         }
                         BatchReply::Busy => self.outbox.retry_busy(f, std::time::Instant::now()),
                     }

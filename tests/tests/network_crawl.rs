@@ -107,4 +107,10 @@ async fn each_host_is_crawled_by_its_owner_alone() {
     for run in runs {
         run.await.unwrap().unwrap();
     }
+    // Every URL sent to another member was acknowledged: no node's outbox journal holds any.
+    drop(crawlers); // they hold the databases open
+    for dir in &dirs {
+        let db = sled::open(dir.path().join("db")).unwrap();
+        assert_eq!(db.open_tree("p2p.outbox").unwrap().len(), 0, "unacknowledged URLs left");
+    }
 }
