@@ -3,11 +3,16 @@
 //! [`web`] is an HTTP server on 127.0.0.1 that serves many virtual hosts by `Host` header and
 //! records every request it receives — host, path, arrival and end time, status. That log is
 //! the *server-side truth*: politeness, duplicate fetches and coverage are judged from it, not
-//! from what a crawler says about itself.
-//! [`topics`] is a web of thirty pages on distinct subjects with a question for each, on which
-//! semantic search is judged. Tests, benchmarks and the demo all crawl it, with a
+//! from what a crawler says about itself. Tests, benchmarks and the demo all crawl it, with a
 //! resolver override mapping the virtual hosts to 127.0.0.1, so no traffic leaves the machine.
+//!
+//! [`topics`] is a web of thirty pages on distinct subjects with a question for each, on which
+//! semantic search is judged. [`churn`] parses the simulator's churn specs and [`report`] judges
+//! a run from the server's log alone (coverage over time, duplicates, lost URLs, politeness):
+//! the first pieces of the multi-node simulator (issue 6).
 
+pub mod churn;
+pub mod report;
 pub mod topics;
 pub mod web;
 

@@ -1,0 +1,157 @@
+//! The server-side truth of a run, judged from the web server's request log alone (never from
+//! what the nodes say about themselves): coverage over time, duplicate fetches, lost URLs and
+//! politeness violations.
+
+use crate::web::Request;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+/// What the crawl should have achieved and how politely.
+pub struct Expectations<'a> {
+    /// Every page reachable from the seeds: (host, path).
+    pub reachable: &'a HashSet<(String, String)>,
+    /// The least time between the end of one response and the start of the next request to a
+    /// host (its delay, or its robots.txt Crawl-delay), per host; `default_gap` otherwise.
+    pub gaps: &'a HashMap<String, Duration>,
+    pub default_gap: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub reachable: usize,
+    /// Reachable pages fetched at least once.
+    pub covered: usize,
+    pub coverage: f64,
+    /// Requests for a page that had been fetched already (robots.txt and sitemaps excluded).
+    pub duplicate_fetches: usize,
+    pub duplicate_rate: f64,
+    /// Reachable pages never fetched, sorted.
+    pub lost: Vec<String>,
+    /// Requests that came sooner than their host's gap after its previous response, and two
+    /// requests to one host in flight at once.
+    pub politeness_violations: Vec<String>,
+    /// (seconds since the first request, pages covered by then), one point per second.
+    pub coverage_over_time: Vec<(u64, usize)>,
+}
+
+fn is_page(r: &Request) -> bool {
+    r.path != "/robots.txt" && !r.path.contains("sitemap")
+}
+
+/// Judges `log` against `expect`.
+pub fn judge(log: &[Request], expect: &Expectations) -> Report {
+    let mut log: Vec<&Request> = log.iter().collect();
+    log.sort_by_key(|r| r.started);
+    let start = log.first().map_or_else(Instant::now, |r| r.started);
+
+    let mut seen: HashSet<(String, String)> = HashSet::new();
+    let mut duplicate_fetches = 0;
+    let mut covered_so_far = 0;
+    let mut points: BTreeMap<u64, usize> = BTreeMap::new();
+    for r in log.iter().filter(|r| is_page(r)) {
+        let key = (r.host.clone(), r.path.clone());
+        let reachable = expect.reachable.contains(&key);
+        if !seen.insert(key) {
+            duplicate_fetches += 1;
+        } else if reachable {
+            covered_so_far += 1;
+            points.insert(r.started.duration_since(start).as_secs(), covered_so_far);
+        }
+    }
+    let covered = expect.reachable.iter().filter(|k| seen.contains(*k)).count();
+    let mut lost: Vec<String> =
+        expect.reachable.iter().filter(|k| !seen.contains(*k)).map(|(h, p)| format!("{h}{p}")).collect();
+    lost.sort();
+
+    // Politeness: per host, each request starts no sooner than `gap` after the previous one
+    // was answered, and never while it is still being answered.
+    let mut violations = Vec::new();
+    let mut by_host: HashMap<&str, Vec<&Request>> = HashMap::new();
+    for r in &log {
+        by_host.entry(r.host.as_str()).or_default().push(r);
+    }
+    for (host, requests) in by_host {
+        let gap = expect.gaps.get(host).copied().unwrap_or(expect.default_gap);
+        for w in requests.windows(2) {
+            let (prev, next) = (w[0], w[1]);
+            if next.started < prev.answered {
+                violations.push(format!("{host}: {} started before {} was answered", next.path, prev.path));
+            } else if next.started.duration_since(prev.answered) < gap {
+                let ms = next.started.duration_since(prev.answered).as_millis();
+                violations.push(format!(
+                    "{host}: {} {ms} ms after {} (at least {} ms)",
+                    next.path,
+                    prev.path,
+                    gap.as_millis()
+                ));
+            }
+        }
+    }
+    violations.sort();
+
+    // One point per second, carrying the last value forward.
+    let last = log.last().map_or(0, |r| r.started.duration_since(start).as_secs());
+    let mut coverage_over_time = Vec::new();
+    let mut value = 0;
+    for s in 0..=last {
+        if let Some(v) = points.range(..=s).next_back() {
+            value = *v.1;
+        }
+        coverage_over_time.push((s, value));
+    }
+    let reachable = expect.reachable.len();
+    let pages = seen.len() + duplicate_fetches;
+    Report {
+        reachable,
+        covered,
+        coverage: if reachable == 0 { 1.0 } else { covered as f64 / reachable as f64 },
+        duplicate_fetches,
+        duplicate_rate: if pages == 0 { 0.0 } else { duplicate_fetches as f64 / pages as f64 },
+        lost,
+        politeness_violations: violations,
+        coverage_over_time,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(t0: Instant, host: &str, path: &str, start_ms: u64, end_ms: u64) -> Request {
+        Request {
+            host: host.into(),
+            path: path.into(),
+            user_agent: "test".into(),
+            started: t0 + Duration::from_millis(start_ms),
+            answered: t0 + Duration::from_millis(end_ms),
+            status: 200,
+        }
+    }
+
+    #[test]
+    fn coverage_duplicates_lost_and_politeness_from_the_log() {
+        let t0 = Instant::now();
+        let reachable: HashSet<(String, String)> =
+            ["/", "/a", "/b", "/c"].iter().map(|p| ("h.test".to_string(), p.to_string())).collect();
+        let gaps = HashMap::from([("slow.test".to_string(), Duration::from_secs(2))]);
+        let expect = Expectations { reachable: &reachable, gaps: &gaps, default_gap: Duration::from_millis(100) };
+        let log = vec![
+            req(t0, "h.test", "/robots.txt", 0, 10),
+            req(t0, "h.test", "/", 200, 210),
+            req(t0, "h.test", "/a", 1500, 1510),
+            req(t0, "h.test", "/a", 1650, 1660), // duplicate
+            req(t0, "h.test", "/b", 1700, 1710), // 40 ms after: too soon
+            req(t0, "slow.test", "/", 0, 10),
+            req(t0, "slow.test", "/x", 5, 20), // overlapping
+        ];
+        let r = judge(&log, &expect);
+        assert_eq!((r.reachable, r.covered), (4, 3));
+        assert_eq!(r.lost, vec!["h.test/c"]);
+        assert_eq!(r.duplicate_fetches, 1);
+        assert_eq!(r.politeness_violations.len(), 2, "{:?}", r.politeness_violations);
+        assert!(r.politeness_violations.iter().any(|v| v.contains("/b 40 ms after /a")));
+        assert!(r.politeness_violations.iter().any(|v| v.contains("started before")));
+        assert_eq!(r.coverage_over_time, vec![(0, 1), (1, 3)], "/ in the first second, /a and /b in the next");
+    }
+}
