@@ -395,11 +395,7 @@ fn query_loop(mut embedder: Embedder, index: Arc<LocalIndex>, queries: Receiver<
 
 /// The document the index stores for an extracted page.
 pub fn document_of(page: &FetchedPage, e: &weft_extract::Extracted) -> Document {
-    let page_type = match e.classification.page_type {
-        weft_extract::PageType::Article => "article",
-        weft_extract::PageType::Hub => "hub",
-        weft_extract::PageType::Other => "other",
-    };
+    let page_type = crate::pipeline::page_type_name(e);
     Document {
         url: page.url.to_string(),
         title: e.metadata.title.clone().unwrap_or_default(),

@@ -87,7 +87,7 @@ impl Pipeline for ExtractPipeline {
     }
 }
 
-fn page_type_name(e: &Extracted) -> &'static str {
+pub(crate) fn page_type_name(e: &Extracted) -> &'static str {
     match e.classification.page_type {
         weft_extract::PageType::Article => "article",
         weft_extract::PageType::Hub => "hub",

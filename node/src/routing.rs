@@ -71,15 +71,22 @@ impl Journal {
     }
 }
 
-fn wire(q: &weft_frontier::QueuedUrl) -> WireUrl {
-    WireUrl {
-        url: q.url.clone(),
-        depth: q.depth,
-        kind: match q.kind {
-            UrlKind::Page => weft_p2p::UrlKind::Page,
-            UrlKind::Sitemap => weft_p2p::UrlKind::Sitemap,
-        },
+fn to_wire(kind: UrlKind) -> weft_p2p::UrlKind {
+    match kind {
+        UrlKind::Page => weft_p2p::UrlKind::Page,
+        UrlKind::Sitemap => weft_p2p::UrlKind::Sitemap,
     }
+}
+
+fn from_wire(kind: weft_p2p::UrlKind) -> UrlKind {
+    match kind {
+        weft_p2p::UrlKind::Page => UrlKind::Page,
+        weft_p2p::UrlKind::Sitemap => UrlKind::Sitemap,
+    }
+}
+
+fn wire(q: &weft_frontier::QueuedUrl) -> WireUrl {
+    WireUrl { url: q.url.clone(), depth: q.depth, kind: to_wire(q.kind) }
 }
 
 /// Sends the URLs this node does not own to their owners.
@@ -104,14 +111,9 @@ impl Router {
         for c in candidates {
             let owner = c.url.host_str().map(str::to_ascii_lowercase).and_then(|h| ring.owner(&h).map(str::to_string));
             match owner {
-                Some(owner) if owner != self.me => theirs.push(WireUrl {
-                    url: c.url.to_string(),
-                    depth: c.depth,
-                    kind: match c.kind {
-                        UrlKind::Page => weft_p2p::UrlKind::Page,
-                        UrlKind::Sitemap => weft_p2p::UrlKind::Sitemap,
-                    },
-                }),
+                Some(owner) if owner != self.me => {
+                    theirs.push(WireUrl { url: c.url.to_string(), depth: c.depth, kind: to_wire(c.kind) })
+                }
                 _ => mine.push(c),
             }
         }
@@ -175,11 +177,7 @@ pub async fn receive(crawler: Crawler, journal: Journal, mut inbound: tokio::syn
             .into_iter()
             .filter_map(|u| {
                 let url = normalize(&u.url, None).ok()?;
-                let kind = match u.kind {
-                    weft_p2p::UrlKind::Page => UrlKind::Page,
-                    weft_p2p::UrlKind::Sitemap => UrlKind::Sitemap,
-                };
-                Some(Candidate { url, kind, depth: u.depth, redirects: Vec::new() })
+                Some(Candidate { url, kind: from_wire(u.kind), depth: u.depth, redirects: Vec::new() })
             })
             .collect();
         let accepted = crawler.add_owned(candidates).await;
