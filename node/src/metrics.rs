@@ -221,9 +221,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
             ("weft_seen_urls", "URLs in the seen-set", s.seen_urls),
             ("weft_seen_bytes", "Memory of the seen-set", s.seen_bytes),
         ];
-        for (name, help, v) in gauges {
-            ConstGauge::new(v as i64).encode(enc.encode_descriptor(name, help, None, MetricType::Gauge)?)?;
-        }
+        encode_gauges(&mut enc, &gauges)?;
         if let Some(n) = &s.network {
             let gauges: [(&str, &str, u64); 3] = [
                 ("weft_p2p_connected_peers", "Peers with an open connection", n.connected_peers as u64),
@@ -234,9 +232,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
                     (n.ring_share * 1000.0) as u64,
                 ),
             ];
-            for (name, help, v) in gauges {
-                ConstGauge::new(v as i64).encode(enc.encode_descriptor(name, help, None, MetricType::Gauge)?)?;
-            }
+            encode_gauges(&mut enc, &gauges)?;
         }
         if let Some(i) = &s.index {
             let counters: [(&str, &str, u64); 6] = [
@@ -247,9 +243,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ("weft_index_queries", "Search queries answered", i.queries),
                 ("weft_index_pages_improved", "Pages re-indexed with the reference extractor's text", i.pages_improved),
             ];
-            for (name, help, v) in counters {
-                ConstCounter::new(v).encode(enc.encode_descriptor(name, help, None, MetricType::Counter)?)?;
-            }
+            encode_counters(&mut enc, &counters)?;
             let gauges: [(&str, &str, u64); 7] = [
                 ("weft_index_documents", "Documents in the index", i.stored.documents),
                 ("weft_index_aliases", "Near-duplicate URLs recorded as aliases", i.stored.aliases),
@@ -259,12 +253,27 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ("weft_index_vector_memory_bytes", "Memory of the HNSW index", i.stored.vector_memory_bytes),
                 ("weft_index_queue", "Pages waiting for the indexer", i.queue),
             ];
-            for (name, help, v) in gauges {
-                ConstGauge::new(v as i64).encode(enc.encode_descriptor(name, help, None, MetricType::Gauge)?)?;
-            }
+            encode_gauges(&mut enc, &gauges)?;
         }
         Ok(())
     }
+}
+
+/// (name, help, value) of plain metrics.
+type Plain<'a> = (&'a str, &'a str, u64);
+
+fn encode_gauges(enc: &mut DescriptorEncoder, gauges: &[Plain]) -> Result<(), std::fmt::Error> {
+    for &(name, help, v) in gauges {
+        ConstGauge::new(v as i64).encode(enc.encode_descriptor(name, help, None, MetricType::Gauge)?)?;
+    }
+    Ok(())
+}
+
+fn encode_counters(enc: &mut DescriptorEncoder, counters: &[Plain]) -> Result<(), std::fmt::Error> {
+    for &(name, help, v) in counters {
+        ConstCounter::new(v).encode(enc.encode_descriptor(name, help, None, MetricType::Counter)?)?;
+    }
+    Ok(())
 }
 
 /// Renders a status snapshot in the Prometheus text exposition format.
