@@ -198,7 +198,7 @@ mod tests {
 
     fn cache() -> (tempfile::TempDir, RobotsCache) {
         let dir = tempfile::tempdir().unwrap();
-        let db = sled::Config::new().path(dir.path()).open().unwrap();
+        let db = crate::open_db(dir.path(), 8 << 20).unwrap();
         let c = RobotsCache::open(&db, "WeftBot", 86_400, 600).unwrap();
         (dir, c)
     }
@@ -252,12 +252,12 @@ mod tests {
     fn cached_in_sled_for_ttl() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let db = sled::Config::new().path(dir.path()).open().unwrap();
+            let db = crate::open_db(dir.path(), 8 << 20).unwrap();
             let mut c = RobotsCache::open(&db, "WeftBot", 86_400, 600).unwrap();
             c.put("a.test", outcome(200, "User-agent: *\nDisallow: /x\n"), 1000).unwrap();
             db.flush().unwrap();
         }
-        let db = sled::Config::new().path(dir.path()).open().unwrap();
+        let db = crate::open_db(dir.path(), 8 << 20).unwrap();
         let mut c = RobotsCache::open(&db, "WeftBot", 86_400, 600).unwrap();
         let r = c.get("a.test", 2000).expect("cached");
         assert_eq!(r.check("http://a.test/x", 2000), Verdict::Disallowed);

@@ -197,7 +197,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let url = |u: &str, kind| WireUrl { url: u.into(), depth: 3, kind };
         {
-            let db = sled::open(dir.path()).unwrap();
+            let db = weft_frontier::open_db(dir.path(), 8 << 20).unwrap();
             let j = Journal::open(&db).unwrap();
             j.insert(&[
                 url("http://a.test/1", weft_p2p::UrlKind::Page),
@@ -208,7 +208,7 @@ mod tests {
             j.remove(["http://b.test/2"]);
             db.flush().unwrap();
         }
-        let db = sled::open(dir.path()).unwrap();
+        let db = weft_frontier::open_db(dir.path(), 8 << 20).unwrap();
         let j = Journal::open(&db).unwrap();
         let mut all = j.all();
         all.sort_by(|a, b| a.url.cmp(&b.url));

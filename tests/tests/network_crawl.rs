@@ -110,7 +110,7 @@ async fn each_host_is_crawled_by_its_owner_alone() {
     // Every URL sent to another member was acknowledged: no node's outbox journal holds any.
     drop(crawlers); // they hold the databases open
     for dir in &dirs {
-        let db = sled::open(dir.path().join("db")).unwrap();
+        let db = weft_frontier::open_db(&dir.path().join("db"), 8 << 20).unwrap();
         assert_eq!(db.open_tree("p2p.outbox").unwrap().len(), 0, "unacknowledged URLs left");
     }
 }
