@@ -376,6 +376,10 @@ pub struct P2pConfig {
     pub max_connections: u32,
     /// Pages per second this node offers to crawl (announced to the other members).
     pub capacity: u32,
+    /// At a graceful stop (SIGTERM, Ctrl-C) the node leaves the network and hands its queued
+    /// URLs to their new owners; it waits at most this long for them to be acknowledged.
+    /// Whatever is not acknowledged stays in the outbox journal and goes out at the next start.
+    pub leave_timeout_secs: u64,
 }
 
 impl Default for P2pConfig {
@@ -390,6 +394,7 @@ impl Default for P2pConfig {
             bootstrap_interval_secs: 300,
             max_connections: 256,
             capacity: 10,
+            leave_timeout_secs: 30,
         }
     }
 }

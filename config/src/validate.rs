@@ -215,6 +215,7 @@ impl Config {
         c.range("p2p.missed_heartbeats", p2p.missed_heartbeats, 1, 100);
         c.range("p2p.bootstrap_interval_secs", p2p.bootstrap_interval_secs, 1, 86_400);
         c.range("p2p.max_connections", p2p.max_connections, 1, 100_000);
+        c.range("p2p.leave_timeout_secs", p2p.leave_timeout_secs, 0, 3600);
         c.range("p2p.capacity", p2p.capacity, 1, 1_000_000);
         let ix = &self.index;
         c.range("index.chunk_overlap", ix.chunk_overlap, 0.0, 0.5);

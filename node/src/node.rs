@@ -208,6 +208,10 @@ impl Node {
             });
         }
         let result = crawler.run(shutdown, opts.exit_when_idle).await;
+        if let Some((handle, _, _, journal)) = &network {
+            let wait = Duration::from_secs(config.p2p.leave_timeout_secs);
+            crate::routing::leave(&crawler, handle, journal, wait).await;
+        }
         background.abort_all();
         // Wait for the API and the timers to be gone: they hold the state a restart reopens.
         while background.join_next().await.is_some() {}

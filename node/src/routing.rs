@@ -167,6 +167,37 @@ pub async fn hand_off_on_changes(crawler: Crawler, network: NetworkHandle, journ
     }
 }
 
+/// Leaves the network after the crawl stopped: announces it, hands every queued URL to the
+/// members that own its host without this node (journaled first, like any hand-off), and waits
+/// up to `wait` until they — and batches forwarded meanwhile — are acknowledged. Alone, the
+/// node keeps its queue: there is nobody to give it to.
+pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal, wait: std::time::Duration) {
+    if network.ring().members().len() < 2 {
+        return;
+    }
+    network.leave();
+    let persist = |given: &[weft_frontier::QueuedUrl]| journal.insert(&given.iter().map(wire).collect::<Vec<_>>());
+    let given = crawler.hand_off(|_| false, persist).await;
+    tracing::info!(urls = given.len(), "handing the queue to the remaining members");
+    network.send_urls(given.iter().map(wire).collect());
+    let done = async {
+        loop {
+            let s = network.status();
+            if journal.is_empty() && s.urls_waiting == 0 && s.urls_in_flight == 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    match tokio::time::timeout(wait, done).await {
+        Ok(()) => tracing::info!("left the network; every handed-off URL was acknowledged"),
+        Err(_) => tracing::warn!(
+            unacknowledged = journal.len(),
+            "left the network with URLs unacknowledged; they stay journaled and go out at the next start"
+        ),
+    }
+}
+
 /// Queues URLs other members sent (their hosts are this node's) and acknowledges them once
 /// the frontier has them on disk. Runs until the network stops.
 pub async fn receive(crawler: Crawler, journal: Journal, mut inbound: tokio::sync::mpsc::Receiver<Inbound>) {

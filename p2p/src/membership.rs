@@ -23,6 +23,10 @@ pub struct Heartbeat {
     pub addrs: Vec<String>,
     /// Pages per second it offers to crawl.
     pub capacity: u32,
+    /// Its last word: it is leaving for good, so drop it now rather than after missed
+    /// heartbeats (its queued URLs are on their way to their new owners).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub leaving: bool,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -100,6 +104,9 @@ impl Members {
         if hb.peer == self.me.peer {
             return None;
         }
+        if hb.leaving {
+            return self.remove(&hb.peer);
+        }
         let peer = hb.peer.clone();
         let joined = self.others.insert(peer.clone(), Member { heartbeat: hb, last_seen: now }).is_none();
         joined.then(|| {
@@ -133,8 +140,16 @@ impl Members {
         gone.into_iter().map(Change::Left).collect()
     }
 
+    /// This node leaves: its heartbeat says so from now on and the ring no longer holds it,
+    /// so every host it owned has another owner (none if it was alone).
+    pub fn leave(&mut self) {
+        self.me.leaving = true;
+        self.rebuild();
+    }
+
     fn rebuild(&mut self) {
-        let peers = std::iter::once(self.me.peer.clone()).chain(self.others.keys().cloned());
+        let me = (!self.me.leaving).then(|| self.me.peer.clone());
+        let peers = me.into_iter().chain(self.others.keys().cloned());
         self.ring = Ring::new(peers, self.vnodes);
     }
 
@@ -143,7 +158,7 @@ impl Members {
         &self.ring
     }
 
-    /// Peer ids of every member, this node included, sorted.
+    /// Peer ids of every member, this node included (until it leaves), sorted.
     pub fn peers(&self) -> Vec<String> {
         self.ring.members().to_vec()
     }
@@ -154,7 +169,7 @@ impl Members {
     }
 
     pub fn len(&self) -> usize {
-        self.others.len() + 1
+        self.ring.members().len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -167,7 +182,23 @@ mod tests {
     use super::*;
 
     fn hb(peer: &str) -> Heartbeat {
-        Heartbeat { peer: peer.into(), addrs: vec!["/ip4/127.0.0.1/tcp/1".into()], capacity: 10 }
+        Heartbeat { peer: peer.into(), addrs: vec!["/ip4/127.0.0.1/tcp/1".into()], capacity: 10, leaving: false }
+    }
+
+    #[test]
+    fn a_leaving_member_is_dropped_at_once_and_a_leaver_owns_nothing() {
+        let t0 = Instant::now();
+        let mut m = Members::new(hb("me"), Duration::from_secs(20), 150);
+        m.observe(hb("b"), t0);
+        m.observe(hb("c"), t0);
+        let bye = Heartbeat { leaving: true, ..hb("b") };
+        assert_eq!(Heartbeat::decode(&bye.encode(), "b").unwrap(), bye);
+        assert_eq!(m.observe(bye, t0), Some(Change::Left("b".into())));
+        assert_eq!(m.peers(), ["c", "me"]);
+        m.leave();
+        assert_eq!(m.peers(), ["c"], "the leaver's ring gives its hosts to the others");
+        assert!(m.me().leaving);
+        assert_eq!(m.ring().owner("any.test"), Some("c"));
     }
 
     #[test]

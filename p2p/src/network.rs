@@ -136,6 +136,8 @@ pub struct NetworkStatus {
     pub urls_rejected: u64,
     /// URLs waiting to be sent or retried.
     pub urls_waiting: u64,
+    /// URLs sent and not yet acknowledged.
+    pub urls_in_flight: u64,
     /// Batches refused outright (malformed, oversized, too many URLs); each bans its sender.
     pub batches_refused: u64,
     /// Batches answered `Busy` because their sender was over its rate.
@@ -160,6 +162,7 @@ enum Command {
         reply: std::sync::mpsc::SyncSender<Option<(DupEntry, u32)>>,
     },
     Publish(DupEntry),
+    Leave,
 }
 
 /// A near-duplicate lookup waiting for its four record queries.
@@ -248,6 +251,15 @@ impl NetworkHandle {
         let _ = self.commands.send(Command::Publish(entry));
     }
 
+    /// Leaves the network for good: announces it at once (members drop this node without
+    /// waiting for missed heartbeats) and takes this node off its own ring, so every URL sent
+    /// from now on — the node's handed-off queue, batches still arriving — goes to the new
+    /// owners. Keep the network running until [`NetworkStatus::urls_waiting`] and
+    /// [`NetworkStatus::urls_in_flight`] are zero, then [`NetworkHandle::stop`].
+    pub fn leave(&self) {
+        let _ = self.commands.send(Command::Leave);
+    }
+
     /// Stops the network task.
     pub fn stop(&self) {
         let _ = self.stop.send(true);
@@ -285,7 +297,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let topic = gossipsub::IdentTopic::new(TOPIC);
     swarm.behaviour_mut().gossipsub.subscribe(&topic).map_err(|e| P2pError::Build(e.to_string()))?;
 
-    let me = Heartbeat { peer: peer_id.to_string(), addrs: Vec::new(), capacity: config.capacity };
+    let me = Heartbeat { peer: peer_id.to_string(), addrs: Vec::new(), capacity: config.capacity, leaving: false };
     let ttl = config.heartbeat * config.missed_heartbeats;
     let members = Members::new(me, ttl, config.vnodes);
     let (status_tx, status) = watch::channel(NetworkStatus { peer_id: peer_id.to_string(), ..Default::default() });
@@ -597,6 +609,14 @@ impl EventLoop {
                 self.lookups
                     .insert(id, Lookup { hash, max_distance, url, left: 4, entries: Vec::new(), reply, started });
             }
+            Command::Leave => {
+                tracing::info!(members = self.members.len().saturating_sub(1), "leaving the network");
+                self.members.leave();
+                self.on_heartbeat();
+                self.ring.send_replace(Arc::new(self.members.ring().clone()));
+                // Batches already waiting go to the new owners now.
+                self.flush(true);
+            }
             Command::Publish(entry) => {
                 self.counts.dht_published += 1;
                 // Read, merge, write: other documents may share a block.
@@ -819,6 +839,7 @@ impl EventLoop {
             urls_forwarded: self.counts.forwarded,
             urls_rejected: self.counts.rejected,
             urls_waiting: self.outbox.waiting() as u64,
+            urls_in_flight: self.in_flight.values().map(|f| f.batch.urls.len() as u64).sum(),
             batches_refused: self.counts.refused,
             batches_rate_limited: self.counts.rate_limited,
             banned_peers: self.banned.len(),
