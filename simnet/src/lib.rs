@@ -12,6 +12,7 @@
 //! the first pieces of the multi-node simulator (issue 6).
 
 pub mod churn;
+pub mod docs;
 pub mod report;
 pub mod topics;
 pub mod web;

@@ -27,6 +27,8 @@ pub enum Resource {
     Huge { bytes: usize },
     /// The n-th request gets the n-th resource; the last one repeats.
     Sequence(Vec<Resource>),
+    /// `inner`, answered after `delay`.
+    Delayed { delay: Duration, inner: Box<Resource> },
 }
 
 impl Resource {
@@ -248,6 +250,13 @@ fn html_headers() -> Vec<(String, String)> {
 }
 
 async fn render(r: Resource) -> Response {
+    let r = match r {
+        Resource::Delayed { delay, inner } => {
+            tokio::time::sleep(delay).await;
+            *inner
+        }
+        other => other,
+    };
     match r {
         Resource::Html(html) => plain(200, html_headers(), html.into_bytes()),
         Resource::Raw { status, headers, body } => plain(status, headers, body),
@@ -277,6 +286,6 @@ async fn render(r: Resource) -> Response {
             set_headers(res.headers_mut(), html_headers());
             res
         }
-        Resource::Sequence(_) => plain(500, vec![], b"nested sequence".to_vec()),
+        Resource::Sequence(_) | Resource::Delayed { .. } => plain(500, vec![], b"nested resource".to_vec()),
     }
 }
