@@ -15,6 +15,10 @@ pub struct Expectations<'a> {
     /// host (its delay, or its robots.txt Crawl-delay), per host; `default_gap` otherwise.
     pub gaps: &'a HashMap<String, Duration>,
     pub default_gap: Duration,
+    /// (host, path prefix) robots.txt forbids: any request there is a violation.
+    pub disallowed: &'a [(String, String)],
+    /// After a 429, the host's `Retry-After`: the next request must not come sooner.
+    pub retry_after: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -23,14 +27,19 @@ pub struct Report {
     /// Reachable pages fetched at least once.
     pub covered: usize,
     pub coverage: f64,
-    /// Requests for a page that had been fetched already (robots.txt and sitemaps excluded).
+    /// Successful fetches of a page that had been fetched successfully already (robots.txt
+    /// and sitemaps excluded; a retry after a 429 or 5xx is not a duplicate).
     pub duplicate_fetches: usize,
     pub duplicate_rate: f64,
     /// Reachable pages never fetched, sorted.
     pub lost: Vec<String>,
-    /// Requests that came sooner than their host's gap after its previous response, and two
-    /// requests to one host in flight at once.
+    /// Requests that came sooner than their host's gap after its previous response (or its
+    /// Retry-After after a 429), two requests to one host in flight at once, and requests
+    /// for paths robots.txt disallows.
     pub politeness_violations: Vec<String>,
+    /// Requests in all, and those answered 2xx.
+    pub requests: usize,
+    pub ok_responses: usize,
     /// (seconds since the first request, pages covered by then), one point per second.
     pub coverage_over_time: Vec<(u64, usize)>,
 }
@@ -49,7 +58,7 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
     let mut duplicate_fetches = 0;
     let mut covered_so_far = 0;
     let mut points: BTreeMap<u64, usize> = BTreeMap::new();
-    for r in log.iter().filter(|r| is_page(r)) {
+    for r in log.iter().filter(|r| is_page(r) && (200..300).contains(&r.status)) {
         let key = (r.host.clone(), r.path.clone());
         let reachable = expect.reachable.contains(&key);
         if !seen.insert(key) {
@@ -72,9 +81,10 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
         by_host.entry(r.host.as_str()).or_default().push(r);
     }
     for (host, requests) in by_host {
-        let gap = expect.gaps.get(host).copied().unwrap_or(expect.default_gap);
+        let host_gap = expect.gaps.get(host).copied().unwrap_or(expect.default_gap);
         for w in requests.windows(2) {
             let (prev, next) = (w[0], w[1]);
+            let gap = if prev.status == 429 { host_gap.max(expect.retry_after) } else { host_gap };
             if next.started < prev.answered {
                 violations.push(format!("{host}: {} started before {} was answered", next.path, prev.path));
             } else if next.started.duration_since(prev.answered) < gap {
@@ -86,6 +96,11 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
                     gap.as_millis()
                 ));
             }
+        }
+    }
+    for r in &log {
+        if expect.disallowed.iter().any(|(h, prefix)| *h == r.host && r.path.starts_with(prefix.as_str())) {
+            violations.push(format!("{}: {} is disallowed by robots.txt", r.host, r.path));
         }
     }
     violations.sort();
@@ -110,6 +125,8 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
         duplicate_rate: if pages == 0 { 0.0 } else { duplicate_fetches as f64 / pages as f64 },
         lost,
         politeness_violations: violations,
+        requests: log.len(),
+        ok_responses: log.iter().filter(|r| (200..300).contains(&r.status)).count(),
         coverage_over_time,
     }
 }
@@ -119,13 +136,17 @@ mod tests {
     use super::*;
 
     fn req(t0: Instant, host: &str, path: &str, start_ms: u64, end_ms: u64) -> Request {
+        status(t0, host, path, start_ms, end_ms, 200)
+    }
+
+    fn status(t0: Instant, host: &str, path: &str, start_ms: u64, end_ms: u64, status: u16) -> Request {
         Request {
             host: host.into(),
             path: path.into(),
             user_agent: "test".into(),
             started: t0 + Duration::from_millis(start_ms),
             answered: t0 + Duration::from_millis(end_ms),
-            status: 200,
+            status,
         }
     }
 
@@ -135,13 +156,23 @@ mod tests {
         let reachable: HashSet<(String, String)> =
             ["/", "/a", "/b", "/c"].iter().map(|p| ("h.test".to_string(), p.to_string())).collect();
         let gaps = HashMap::from([("slow.test".to_string(), Duration::from_secs(2))]);
-        let expect = Expectations { reachable: &reachable, gaps: &gaps, default_gap: Duration::from_millis(100) };
+        let disallowed = vec![("h.test".to_string(), "/private/".to_string())];
+        let expect = Expectations {
+            reachable: &reachable,
+            gaps: &gaps,
+            default_gap: Duration::from_millis(100),
+            disallowed: &disallowed,
+            retry_after: Duration::from_secs(2),
+        };
         let log = vec![
             req(t0, "h.test", "/robots.txt", 0, 10),
             req(t0, "h.test", "/", 200, 210),
             req(t0, "h.test", "/a", 1500, 1510),
             req(t0, "h.test", "/a", 1650, 1660), // duplicate
             req(t0, "h.test", "/b", 1700, 1710), // 40 ms after: too soon
+            status(t0, "h.test", "/c", 1900, 1910, 429),
+            status(t0, "h.test", "/c", 3000, 3010, 429), // within Retry-After: too soon
+            req(t0, "h.test", "/private/x", 9000, 9010), // disallowed
             req(t0, "slow.test", "/", 0, 10),
             req(t0, "slow.test", "/x", 5, 20), // overlapping
         ];
@@ -149,9 +180,13 @@ mod tests {
         assert_eq!((r.reachable, r.covered), (4, 3));
         assert_eq!(r.lost, vec!["h.test/c"]);
         assert_eq!(r.duplicate_fetches, 1);
-        assert_eq!(r.politeness_violations.len(), 2, "{:?}", r.politeness_violations);
+        assert_eq!(r.politeness_violations.len(), 4, "{:?}", r.politeness_violations);
+        assert!(r.politeness_violations.iter().any(|v| v.contains("/c 1090 ms after /c (at least 2000 ms)")));
+        assert!(r.politeness_violations.iter().any(|v| v.contains("/private/x is disallowed")));
+        assert_eq!((r.requests, r.ok_responses), (10, 8));
         assert!(r.politeness_violations.iter().any(|v| v.contains("/b 40 ms after /a")));
         assert!(r.politeness_violations.iter().any(|v| v.contains("started before")));
-        assert_eq!(r.coverage_over_time, vec![(0, 1), (1, 3)], "/ in the first second, /a and /b in the next");
+        assert_eq!(r.coverage_over_time[..2], [(0, 1), (1, 3)], "/ in the first second, /a and /b in the next");
+        assert_eq!(r.lost, vec!["h.test/c"], "429s do not cover a page");
     }
 }
