@@ -169,6 +169,9 @@ pub struct PolitenessConfig {
     pub backoff_max_secs: u64,
     /// Transient failures (timeouts, connection errors, 5xx) of one URL before giving up on it.
     pub max_retries: u32,
+    /// In a network (p2p on): a host new to this node, or handed back to it, waits this long
+    /// before its first request, because the member that owned it may have just asked it.
+    pub handover_grace_ms: u64,
 }
 
 impl Default for PolitenessConfig {
@@ -181,6 +184,7 @@ impl Default for PolitenessConfig {
             backoff_initial_secs: 30,
             backoff_max_secs: 600,
             max_retries: 3,
+            handover_grace_ms: 2000,
         }
     }
 }

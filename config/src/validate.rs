@@ -195,6 +195,7 @@ impl Config {
         c.range("politeness.backoff_initial_secs", p.backoff_initial_secs, 1, 3600);
         c.range("politeness.backoff_max_secs", p.backoff_max_secs, p.backoff_initial_secs.max(1), DAY);
         c.range("politeness.max_retries", p.max_retries, 0, 20);
+        c.range("politeness.handover_grace_ms", p.handover_grace_ms, 0, 600_000);
         let fr = &self.frontier;
         c.range("frontier.seen_capacity", fr.seen_capacity, 1000, 10_000_000_000);
         c.range("frontier.seen_fp_rate", fr.seen_fp_rate, 1e-6, 0.5);

@@ -6,6 +6,7 @@
 //! | `q` + seq (u64 BE) | a [`QueuedUrl`] (postcard) |
 //! | `u` + normalized URL | seq of its queue entry, while queued |
 //! | `j` + jseq (u64 BE) | a URL added to the seen-set since the last snapshot (journal) |
+//! | `d` + host + `0` + URL | a URL this node is done with (fetched or given up on), per host |
 //! | `m:seen` | seen-set snapshot: journal mark + Bloom filter |
 //!
 //! Every push writes its queue entry, URL index and journal entry in one atomic sled batch, and
@@ -66,6 +67,11 @@ impl FrontierSettings {
                 default_delay: Duration::from_millis(c.politeness.default_delay_ms),
                 backoff_initial: Duration::from_secs(c.politeness.backoff_initial_secs),
                 backoff_max: Duration::from_secs(c.politeness.backoff_max_secs),
+                handover_grace: if c.p2p.enabled {
+                    Duration::from_millis(c.politeness.handover_grace_ms)
+                } else {
+                    Duration::ZERO
+                },
             },
         }
     }
@@ -74,6 +80,21 @@ impl FrontierSettings {
 impl Default for FrontierSettings {
     fn default() -> Self {
         FrontierSettings::from_config(&weft_config::Config::default())
+    }
+}
+
+/// What [`Frontier::hand_off`] gives away.
+#[derive(Debug, Default)]
+pub struct HandOff {
+    /// Queued URLs, for the new owners to queue.
+    pub queued: Vec<QueuedUrl>,
+    /// URLs this node fetched or gave up on, for the new owners to mark seen.
+    pub done: Vec<String>,
+}
+
+impl HandOff {
+    pub fn is_empty(&self) -> bool {
+        self.queued.is_empty() && self.done.is_empty()
     }
 }
 
@@ -202,9 +223,13 @@ struct HostQueue {
     /// Pages fetched (the budget counter), persisted in the `hosts` tree.
     fetched: u64,
     in_flight: bool,
+    /// The queue entry being fetched, while `in_flight`.
+    leased: Option<u64>,
     politeness: HostPoliteness,
     /// The schedule entry that is current for this host, if any.
     scheduled_at: Option<Instant>,
+    /// Handed to another member; if it comes back, its first request waits the hand-over grace.
+    given_away: bool,
 }
 
 /// Persisted per-host record.
@@ -229,6 +254,20 @@ fn ukey(url: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(url.len() + 1);
     k.push(b'u');
     k.extend_from_slice(url.as_bytes());
+    k
+}
+
+fn dkey(host: &str, url: &str) -> Vec<u8> {
+    let mut k = dprefix(host);
+    k.extend_from_slice(url.as_bytes());
+    k
+}
+
+fn dprefix(host: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(host.len() + 2);
+    k.push(b'd');
+    k.extend_from_slice(host.as_bytes());
+    k.push(0);
     k
 }
 
@@ -390,7 +429,8 @@ impl Frontier {
         };
         let mut politeness = HostPoliteness::new(now);
         let wait_ms = record.next_allowed_unix_ms.saturating_sub(unix_ms(SystemTime::now()));
-        politeness.next_allowed = now + Duration::from_millis(wait_ms);
+        // A host new to this process may have been crawled by another member a moment ago.
+        politeness.next_allowed = now + Duration::from_millis(wait_ms).max(self.settings.politeness.handover_grace);
         politeness.backoff_level = record.backoff_level;
         let id = self.hosts.len() as u32;
         self.hosts.push(HostQueue {
@@ -399,8 +439,10 @@ impl Frontier {
             queued: 0,
             fetched: record.fetched,
             in_flight: false,
+            leased: None,
             politeness,
             scheduled_at: None,
+            given_away: false,
         });
         self.host_ids.insert(host.to_string(), id);
         Ok(id)
@@ -442,6 +484,12 @@ impl Frontier {
             if c.kind == UrlKind::Page && h.fetched + h.queued >= self.settings.max_pages_per_host {
                 return Ok(PushOutcome::HostBudgetExhausted);
             }
+        }
+        let grace = self.settings.politeness.handover_grace;
+        let h = &mut self.hosts[id as usize];
+        if std::mem::take(&mut h.given_away) {
+            // The host is back from another member, which may have just requested it.
+            h.politeness.next_allowed = h.politeness.next_allowed.max(now + grace);
         }
         let entry = QueuedUrl {
             score: score(&c.url, c.kind, c.depth, 0, self.settings.inlink_cap),
@@ -517,6 +565,7 @@ impl Frontier {
             if let Some(lease) = self.pop_host(id)? {
                 let h = &mut self.hosts[id as usize];
                 h.in_flight = true;
+                h.leased = Some(lease.seq);
                 self.in_flight += 1;
                 return Ok(Next::Ready(lease));
             }
@@ -536,7 +585,7 @@ impl Frontier {
             }
             let h = &self.hosts[id as usize];
             if entry.kind == UrlKind::Page && h.fetched >= self.settings.max_pages_per_host {
-                self.remove_entry(id, r.seq, &entry.url)?;
+                self.remove_entry(id, r.seq, &entry.url, true)?;
                 continue;
             }
             return Ok(Some(Lease { seq: r.seq, entry }));
@@ -544,10 +593,15 @@ impl Frontier {
         Ok(None)
     }
 
-    fn remove_entry(&mut self, id: u32, seq: u64, url: &str) -> Result<()> {
+    /// Removes a queue entry; `done`: this node will not fetch the URL again, which is
+    /// recorded per host for the next owner of the host (see [`Frontier::hand_off`]).
+    fn remove_entry(&mut self, id: u32, seq: u64, url: &str, done: bool) -> Result<()> {
         let mut batch = sled::Batch::default();
         batch.remove(&qkey(seq));
         batch.remove(ukey(url));
+        if done {
+            batch.insert(dkey(&self.hosts[id as usize].name, url), &[]);
+        }
         self.tree.apply_batch(batch)?;
         let h = &mut self.hosts[id as usize];
         h.queued = h.queued.saturating_sub(1);
@@ -555,23 +609,38 @@ impl Frontier {
         Ok(())
     }
 
-    /// Removes every queued URL of the hosts for which `keep(host)` is false and returns them:
-    /// in a network, the hosts this node no longer owns hand their queues to the new owner.
-    /// `persist` sees them first and must store them elsewhere (the node's outbox) before they
-    /// leave the queue, so a crash in between can repeat a URL but never lose it. A URL leased
-    /// right now is not touched (its fetch finishes here); the removed URLs stay in the
-    /// seen-set. One sled batch: durable with the next flush.
+    /// Gives away the hosts for which `keep(host)` is false: in a network, the hosts this node
+    /// no longer owns go to their new owner. Their queued URLs leave the queue and come back in
+    /// [`HandOff::queued`]; `persist` sees them (and the done ones) first and must store them
+    /// elsewhere (the node's
+    /// outbox) before they leave, so a crash in between can repeat a URL but never lose it. The
+    /// URLs this node is done with on those hosts come back in [`HandOff::done`], so the new
+    /// owner does not fetch them again. A URL leased right now is not touched (its fetch
+    /// finishes here); everything handed off stays in this node's seen-set, and a host that
+    /// comes back waits the hand-over grace before its first request. One sled batch: durable
+    /// with the next flush.
     pub fn hand_off(
         &mut self,
         mut keep: impl FnMut(&str) -> bool,
-        persist: impl FnOnce(&[QueuedUrl]) -> std::result::Result<(), sled::Error>,
-    ) -> Result<Vec<QueuedUrl>> {
+        persist: impl FnOnce(&HandOff) -> std::result::Result<(), sled::Error>,
+    ) -> Result<HandOff> {
         let mut entries = Vec::new();
+        let mut done = Vec::new();
         // (host, its heap as it was, live entries taken)
         let mut taken: Vec<(usize, BinaryHeap<HeapRef>, u64)> = Vec::new();
+        let mut given = Vec::new();
         let mut batch = sled::Batch::default();
         for id in 0..self.hosts.len() {
-            if self.hosts[id].queued == 0 || keep(&self.hosts[id].name) {
+            if self.hosts[id].given_away || keep(&self.hosts[id].name) {
+                continue;
+            }
+            given.push(id);
+            for kv in self.tree.scan_prefix(dprefix(&self.hosts[id].name)) {
+                let (k, _) = kv?;
+                let url = &k[dprefix(&self.hosts[id].name).len()..];
+                done.push(String::from_utf8_lossy(url).into_owned());
+            }
+            if self.hosts[id].queued == 0 {
                 continue;
             }
             let heap = std::mem::take(&mut self.hosts[id].heap);
@@ -589,7 +658,8 @@ impl Frontier {
             }
             taken.push((id, heap, live));
         }
-        if let Err(e) = persist(&entries) {
+        let given_away = HandOff { queued: entries, done };
+        if let Err(e) = persist(&given_away) {
             // Nothing leaves the queue: the heaps go back as they were.
             for (id, heap, _) in taken {
                 self.hosts[id].heap = heap;
@@ -597,13 +667,48 @@ impl Frontier {
             return Err(e.into());
         }
         self.tree.apply_batch(batch)?;
+        for id in given {
+            self.hosts[id].given_away = true;
+        }
         for (id, _, live) in taken {
             let h = &mut self.hosts[id];
             h.queued = h.queued.saturating_sub(live);
             self.queued = self.queued.saturating_sub(live);
             self.reschedule(id as u32);
         }
-        Ok(entries)
+        Ok(given_away)
+    }
+
+    /// Records that another member already fetched `url` (it owned the host before): the URL
+    /// joins the seen-set, so links to it are not queued again, and leaves the queue if a link
+    /// got it there first (unless it is being fetched right now). Returns whether anything
+    /// changed.
+    pub fn mark_done(&mut self, url: &Url) -> Result<bool> {
+        let u = url.as_str();
+        let host = host_key(url);
+        // Known from now on, so a later hand-off passes the URL on.
+        let id = self.host_id(&host, Instant::now())?;
+        if let Some(seqv) = self.tree.get(ukey(u))? {
+            if let Ok(seq) = <[u8; 8]>::try_from(seqv.as_ref()).map(u64::from_be_bytes) {
+                if self.hosts[id as usize].leased != Some(seq) {
+                    self.remove_entry(id, seq, u, true)?;
+                    self.reschedule(id);
+                    return Ok(true);
+                }
+            }
+        }
+        if self.seen.contains(u) {
+            return Ok(false);
+        }
+        let jseq = self.next_jseq;
+        let mut batch = sled::Batch::default();
+        batch.insert(&jkey(jseq), u.as_bytes());
+        // Passed on again should the host move on.
+        batch.insert(dkey(&host, u), &[]);
+        self.tree.apply_batch(batch)?;
+        self.next_jseq += 1;
+        self.seen.insert(u);
+        Ok(true)
     }
 
     /// Ends a lease. `requested` says whether a request reached the host (politeness applies).
@@ -612,6 +717,7 @@ impl Frontier {
         let policy = self.settings.politeness;
         {
             let h = &mut self.hosts[id as usize];
+            h.leased = None;
             if h.in_flight {
                 h.in_flight = false;
                 self.in_flight = self.in_flight.saturating_sub(1);
@@ -626,13 +732,13 @@ impl Frontier {
                 if page {
                     self.hosts[id as usize].fetched += 1;
                 }
-                self.remove_entry(id, lease.seq, &entry.url)?;
+                self.remove_entry(id, lease.seq, &entry.url, true)?;
                 Completed::Removed
             }
             Completion::Retry => {
                 entry.attempts += 1;
                 if entry.attempts > self.settings.max_retries {
-                    self.remove_entry(id, lease.seq, &entry.url)?;
+                    self.remove_entry(id, lease.seq, &entry.url, true)?;
                     Completed::GaveUp
                 } else {
                     self.requeue(id, lease.seq, &entry)?;

@@ -14,6 +14,9 @@ pub struct PolitenessPolicy {
     pub default_delay: Duration,
     pub backoff_initial: Duration,
     pub backoff_max: Duration,
+    /// How long a host new to this node (or back from another member) waits before its first
+    /// request: in a network the previous owner may have asked it a moment ago. Zero alone.
+    pub handover_grace: Duration,
 }
 
 impl Default for PolitenessPolicy {
@@ -22,6 +25,7 @@ impl Default for PolitenessPolicy {
             default_delay: Duration::from_millis(1000),
             backoff_initial: Duration::from_secs(30),
             backoff_max: Duration::from_secs(600),
+            handover_grace: Duration::ZERO,
         }
     }
 }

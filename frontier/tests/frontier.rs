@@ -228,13 +228,14 @@ fn hand_off_removes_the_queues_of_hosts_given_away_but_not_a_leased_url() {
         .hand_off(
             |host| host == "keep.test",
             |e| {
-                persisted = e.iter().map(|q| q.url.clone()).collect();
+                persisted = e.queued.iter().map(|q| q.url.clone()).collect();
                 Ok(())
             },
         )
         .unwrap();
-    assert_eq!(persisted.len(), given.len(), "persisted before removal");
-    let mut urls: Vec<String> = given.iter().map(|q| q.url.clone()).collect();
+    assert_eq!(persisted.len(), given.queued.len(), "persisted before removal");
+    assert!(given.done.is_empty(), "nothing of away.test was fetched yet");
+    let mut urls: Vec<String> = given.queued.iter().map(|q| q.url.clone()).collect();
     urls.sort();
     let mut expected = vec!["http://away.test/1", "http://away.test/2", "http://away.test/3"];
     expected.retain(|u| *u != leased.entry.url);
@@ -250,4 +251,50 @@ fn hand_off_removes_the_queues_of_hosts_given_away_but_not_a_leased_url() {
         f.complete(l, Completion::Done { page: true }, true, later).unwrap();
     }
     assert!(matches!(f.next(now + Duration::from_secs(20)).unwrap(), Next::Empty));
+}
+
+#[test]
+fn a_host_handed_off_carries_what_was_fetched_and_waits_the_grace_when_it_comes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = settings();
+    s.politeness.handover_grace = Duration::from_secs(2);
+    let (_db, mut f) = open(dir.path(), s);
+    let t0 = Instant::now();
+    f.push(page("http://h.test/1", 1)).unwrap();
+    f.push(page("http://h.test/2", 1)).unwrap();
+    let first = f.next(t0).unwrap();
+    assert!(
+        matches!(first, Next::WaitUntil(t) if t >= t0 + Duration::from_millis(1900)),
+        "a new host waits the grace: {first:?}"
+    );
+    let later = t0 + Duration::from_secs(3);
+    let l = take(&mut f, later);
+    let fetched = l.entry.url.clone();
+    f.complete(l, Completion::Done { page: true }, true, later).unwrap();
+
+    let given = f.hand_off(|_| false, |_| Ok(())).unwrap();
+    assert_eq!(given.done, vec![fetched.clone()], "the next owner learns what was fetched");
+    assert_eq!(given.queued.len(), 1);
+    assert!(f.hand_off(|_| false, |_| Ok(())).unwrap().is_empty(), "a host is given away once");
+
+    // Another node (the new owner) marks the fetched URL seen and queues the rest.
+    let dir2 = tempfile::tempdir().unwrap();
+    let (_db2, mut other) = open(dir2.path(), settings());
+    // A link got the URL queued there before the hint arrived: the hint takes it out.
+    assert_eq!(other.push(page(&fetched, 1)).unwrap(), PushOutcome::Queued);
+    assert!(other.mark_done(&normalize(&fetched, None).unwrap()).unwrap());
+    assert_eq!(other.stats().queued, 0);
+    assert!(!other.mark_done(&normalize(&fetched, None).unwrap()).unwrap(), "once");
+    assert_eq!(other.push(page(&fetched, 1)).unwrap(), PushOutcome::AlreadySeen);
+    // ... and passes it on should the host move again.
+    assert_eq!(other.hand_off(|_| false, |_| Ok(())).unwrap().done, vec![fetched]);
+
+    // The host comes back to the first node: its first request waits the grace again.
+    f.push(page("http://h.test/3", 1)).unwrap();
+    let back = Instant::now();
+    match f.next(back).unwrap() {
+        Next::WaitUntil(t) => assert!(t > back + Duration::from_millis(1500), "waits the grace"),
+        Next::Ready(l) => panic!("{} was ready at once", l.entry.url),
+        other => panic!("{other:?}"),
+    }
 }

@@ -169,18 +169,40 @@ impl Crawler {
         accepted
     }
 
-    /// Removes the queued URLs of hosts for which `keep(host)` is false, after `persist` has
-    /// stored them (see [`Frontier::hand_off`]), and returns them; durable when this returns.
+    /// Marks URLs the previous owner of their host already fetched as seen (see
+    /// [`Frontier::mark_done`]); returns how many; durable when this returns.
+    pub async fn mark_done(&self, urls: Vec<url::Url>) -> u32 {
+        if urls.is_empty() {
+            return 0;
+        }
+        let n = urls.len() as u32;
+        {
+            let mut frontier = self.inner.frontier.lock();
+            for u in &urls {
+                if let Err(e) = frontier.mark_done(u) {
+                    tracing::error!("frontier: {e}");
+                }
+            }
+        }
+        if let Err(e) = flush(&self.inner.durability).await {
+            tracing::error!("flushing the frontier failed: {e}");
+        }
+        n
+    }
+
+    /// Gives away the hosts for which `keep(host)` is false: their queued URLs, after `persist`
+    /// has stored them, and the URLs done on them (see [`Frontier::hand_off`]); durable when
+    /// this returns.
     pub async fn hand_off(
         &self,
         keep: impl FnMut(&str) -> bool,
-        persist: impl FnOnce(&[weft_frontier::QueuedUrl]) -> Result<(), sled::Error>,
-    ) -> Vec<weft_frontier::QueuedUrl> {
+        persist: impl FnOnce(&weft_frontier::HandOff) -> Result<(), sled::Error>,
+    ) -> weft_frontier::HandOff {
         let given = match self.inner.frontier.lock().hand_off(keep, persist) {
             Ok(given) => given,
             Err(e) => {
                 tracing::error!("handing off queued URLs failed: {e}");
-                return Vec::new();
+                return weft_frontier::HandOff::default();
             }
         };
         if let Err(e) = flush(&self.inner.durability).await {

@@ -148,6 +148,25 @@ impl Node {
                 let joined = handle.wait_for(|s| s.joining == weft_p2p::Joining::Joined && s.members.len() > 1);
                 if tokio::time::timeout(wait, joined).await.is_err() {
                     tracing::warn!("no other member heard yet; crawling with the members known so far");
+                } else {
+                    // The other members' heartbeats arrive over the next interval or two: wait
+                    // until the member set stops growing, so the first URLs are routed on the
+                    // whole ring rather than on the first member heard.
+                    let beat = Duration::from_secs(config.p2p.heartbeat_secs);
+                    let settled = async {
+                        let mut last = handle.status().members.len();
+                        loop {
+                            tokio::time::sleep(beat).await;
+                            let now = handle.status().members.len();
+                            if now == last {
+                                break now;
+                            }
+                            last = now;
+                        }
+                    };
+                    if let Ok(members) = tokio::time::timeout(wait, settled).await {
+                        tracing::info!(members, "member set settled; crawling");
+                    }
                 }
             }
             // URLs sent before a crash or stop and never acknowledged go out again.

@@ -29,6 +29,7 @@ impl Journal {
             let kind = match u.kind {
                 weft_p2p::UrlKind::Page => 0u8,
                 weft_p2p::UrlKind::Sitemap => 1u8,
+                weft_p2p::UrlKind::Done => 2u8,
             };
             let mut value = u.depth.to_be_bytes().to_vec();
             value.push(kind);
@@ -56,7 +57,11 @@ impl Journal {
             .filter_map(|(k, v)| {
                 let url = String::from_utf8(k.to_vec()).ok()?;
                 let depth = u32::from_be_bytes(v.get(..4)?.try_into().ok()?);
-                let kind = if v.get(4) == Some(&1) { weft_p2p::UrlKind::Sitemap } else { weft_p2p::UrlKind::Page };
+                let kind = match v.get(4) {
+                    Some(1) => weft_p2p::UrlKind::Sitemap,
+                    Some(2) => weft_p2p::UrlKind::Done,
+                    _ => weft_p2p::UrlKind::Page,
+                };
                 Some(WireUrl { url, depth, kind })
             })
             .collect()
@@ -78,15 +83,35 @@ fn to_wire(kind: UrlKind) -> weft_p2p::UrlKind {
     }
 }
 
-fn from_wire(kind: weft_p2p::UrlKind) -> UrlKind {
+/// The frontier's kind of a URL to queue; `None` for one the previous owner is done with.
+fn from_wire(kind: weft_p2p::UrlKind) -> Option<UrlKind> {
     match kind {
-        weft_p2p::UrlKind::Page => UrlKind::Page,
-        weft_p2p::UrlKind::Sitemap => UrlKind::Sitemap,
+        weft_p2p::UrlKind::Page => Some(UrlKind::Page),
+        weft_p2p::UrlKind::Sitemap => Some(UrlKind::Sitemap),
+        weft_p2p::UrlKind::Done => None,
     }
 }
 
 fn wire(q: &weft_frontier::QueuedUrl) -> WireUrl {
     WireUrl { url: q.url.clone(), depth: q.depth, kind: to_wire(q.kind) }
+}
+
+/// Hands the hosts `keep` rejects to their owners: the queued URLs, and the URLs this node is
+/// done with (so the new owners do not fetch them again), journaled before they leave the
+/// frontier and sent at once. Returns how many queued URLs went.
+async fn give_away(
+    crawler: &Crawler,
+    network: &NetworkHandle,
+    journal: &Journal,
+    keep: impl FnMut(&str) -> bool,
+) -> usize {
+    let to_wire = |given: &weft_frontier::HandOff| -> Vec<WireUrl> {
+        let done = given.done.iter().map(|url| WireUrl { url: url.clone(), depth: 0, kind: weft_p2p::UrlKind::Done });
+        given.queued.iter().map(wire).chain(done).collect()
+    };
+    let given = crawler.hand_off(keep, |given| journal.insert(&to_wire(given))).await;
+    network.send_urls_now(to_wire(&given));
+    given.queued.len()
 }
 
 /// Sends the URLs this node does not own to their owners.
@@ -152,18 +177,10 @@ pub async fn hand_off_on_changes(crawler: Crawler, network: NetworkHandle, journ
             }
             keep
         };
-        let persist = |given: &[weft_frontier::QueuedUrl]| journal.insert(&given.iter().map(wire).collect::<Vec<_>>());
-        let given = crawler.hand_off(keep, persist).await;
-        if given.is_empty() {
-            continue;
+        let urls = give_away(&crawler, &network, &journal, keep).await;
+        if hosts > 0 {
+            tracing::info!(urls, hosts, members = ring.members().len(), "handed hosts to their new owners");
         }
-        tracing::info!(
-            urls = given.len(),
-            hosts,
-            members = ring.members().len(),
-            "handed queued URLs to their new owners"
-        );
-        network.send_urls(given.iter().map(wire).collect());
     }
 }
 
@@ -176,10 +193,16 @@ pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal
         return;
     }
     network.leave();
-    let persist = |given: &[weft_frontier::QueuedUrl]| journal.insert(&given.iter().map(wire).collect::<Vec<_>>());
-    let given = crawler.hand_off(|_| false, persist).await;
-    tracing::info!(urls = given.len(), "handing the queue to the remaining members");
-    network.send_urls(given.iter().map(wire).collect());
+    // Hand off only once this node is off its own ring, or URLs would be routed back to it.
+    let me = network.peer_id().to_string();
+    let mut rings = network.ring_changes();
+    let off = rings.wait_for(|ring| !ring.contains(&me));
+    if tokio::time::timeout(std::time::Duration::from_secs(5), off).await.is_err() {
+        tracing::warn!("the network task did not take this node off the ring; staying");
+        return;
+    }
+    let urls = give_away(crawler, network, journal, |_| false).await;
+    tracing::info!(urls, "handing the queue to the remaining members");
     let done = async {
         loop {
             let s = network.status();
@@ -204,14 +227,16 @@ pub async fn receive(crawler: Crawler, journal: Journal, mut inbound: tokio::syn
     while let Some(Inbound { urls, reply, .. }) = inbound.recv().await {
         // URLs of this node's own outbox that came back (the ring changed) are queued here now.
         let returned: Vec<String> = urls.iter().map(|u| u.url.clone()).collect();
-        let candidates: Vec<Candidate> = urls
-            .into_iter()
-            .filter_map(|u| {
-                let url = normalize(&u.url, None).ok()?;
-                Some(Candidate { url, kind: from_wire(u.kind), depth: u.depth, redirects: Vec::new() })
-            })
-            .collect();
-        let accepted = crawler.add_owned(candidates).await;
+        let mut done = Vec::new();
+        let mut candidates = Vec::new();
+        for u in urls {
+            let Ok(url) = normalize(&u.url, None) else { continue };
+            match from_wire(u.kind) {
+                Some(kind) => candidates.push(Candidate { url, kind, depth: u.depth, redirects: Vec::new() }),
+                None => done.push(url),
+            }
+        }
+        let accepted = crawler.mark_done(done).await + crawler.add_owned(candidates).await;
         journal.remove(returned.iter().map(String::as_str));
         if let Some(reply) = reply {
             let _ = reply.send(accepted);

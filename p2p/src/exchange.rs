@@ -32,6 +32,9 @@ pub const BATCHES_PER_SEC: f64 = 20.0;
 pub enum UrlKind {
     Page,
     Sitemap,
+    /// Already fetched (or given up on) by the previous owner of its host: the new owner marks
+    /// it seen and does not fetch it. Sent when hosts change hands.
+    Done,
 }
 
 /// One URL on the wire, with what the crawl needs to keep its limits across nodes.

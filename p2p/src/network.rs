@@ -193,7 +193,7 @@ pub struct NetworkHandle {
     status: watch::Receiver<NetworkStatus>,
     ring: watch::Receiver<Arc<Ring>>,
     stop: Arc<watch::Sender<bool>>,
-    urls: mpsc::UnboundedSender<(Vec<WireUrl>, u8)>,
+    urls: mpsc::UnboundedSender<(Vec<WireUrl>, bool)>,
     commands: mpsc::UnboundedSender<Command>,
 }
 
@@ -226,7 +226,15 @@ impl NetworkHandle {
     /// with the URLs this node does not own on [`NetworkHandle::ring`].
     pub fn send_urls(&self, urls: Vec<WireUrl>) {
         if !urls.is_empty() {
-            let _ = self.urls.send((urls, 0));
+            let _ = self.urls.send((urls, false));
+        }
+    }
+
+    /// Like [`NetworkHandle::send_urls`], without waiting to fill batches: for hosts changing
+    /// hands, whose new owners should know at once what is queued and what is done.
+    pub fn send_urls_now(&self, urls: Vec<WireUrl>) {
+        if !urls.is_empty() {
+            let _ = self.urls.send((urls, true));
         }
     }
 
@@ -394,7 +402,7 @@ impl EventLoop {
     async fn run(
         mut self,
         mut stop: watch::Receiver<bool>,
-        mut urls: mpsc::UnboundedReceiver<(Vec<WireUrl>, u8)>,
+        mut urls: mpsc::UnboundedReceiver<(Vec<WireUrl>, bool)>,
         mut commands: mpsc::UnboundedReceiver<Command>,
     ) {
         let mut heartbeat = tokio::time::interval(self.config.heartbeat);
@@ -420,11 +428,11 @@ impl EventLoop {
                     self.retry_at = None;
                     self.dial_bootstrap();
                 }
-                Some((batch, hops)) = urls.recv() => {
+                Some((batch, now)) = urls.recv() => {
                     let me = self.swarm.local_peer_id().to_string();
-                    let mine = self.outbox.route(batch, hops, self.members.ring(), &me, std::time::Instant::now());
+                    let mine = self.outbox.route(batch, 0, self.members.ring(), &me, std::time::Instant::now());
                     self.deliver(mine, None, None);
-                    self.flush(false);
+                    self.flush(now);
                 }
                 _ = flush => self.flush(false),
                 Some(command) = commands.recv() => self.on_command(command),

@@ -40,6 +40,11 @@ pub enum ChurnError {
     NotDown(String, usize),
 }
 
+/// Parses a duration as the churn spec writes them: `90s`, `90` or `2m`.
+pub fn parse_time(s: &str) -> Result<Duration, ChurnError> {
+    time(s, s)
+}
+
 fn time(event: &str, s: &str) -> Result<Duration, ChurnError> {
     let bad = || ChurnError::Time(event.to_string(), s.to_string());
     let (number, unit) = match s.strip_suffix('m') {

@@ -12,8 +12,11 @@
 //! the first pieces of the multi-node simulator (issue 6).
 
 pub mod churn;
+pub mod demo;
 pub mod docs;
+pub mod plot;
 pub mod report;
+pub mod runner;
 pub mod topics;
 pub mod web;
 

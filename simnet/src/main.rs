@@ -1,8 +1,17 @@
-//! `weft-simnet serve`: the synthetic web on loopback, for the demo and for manual crawls.
-//! (The multi-node runner arrives with the simnet issue.)
+//! `weft-simnet`: the synthetic web and the network simulator.
+//!
+//! - `serve`: the small generated web on loopback, for manual crawls;
+//! - `run`: many real `weft` nodes crawling the PostgreSQL-manual web under churn, judged from
+//!   the server's log, with a JSON report and an SVG chart;
+//! - `demo`: three nodes, a minute of crawling with a progress bar, then searches (what
+//!   `weft demo` and the README's main command run).
 
 use clap::{Parser, Subcommand};
-use weft_simnet::{generated_site, topic_site, WebServer};
+use std::path::PathBuf;
+use std::time::Duration;
+use weft_simnet::docs::{self, WebSpec};
+use weft_simnet::runner::{self, RunReport, RunSpec};
+use weft_simnet::{churn, demo, generated_site, plot, topic_site, WebServer};
 
 #[derive(Parser)]
 #[command(name = "weft-simnet", about = "Weft's synthetic web and network simulator")]
@@ -11,10 +20,36 @@ struct Cli {
     command: Command,
 }
 
+#[derive(clap::Args)]
+struct Common {
+    /// The weft binary; default: `weft` beside this program.
+    #[arg(long)]
+    weft: Option<PathBuf>,
+    /// Where node data dirs, configs and logs go; default: a fresh temporary directory
+    /// (removed afterwards unless --keep).
+    #[arg(long)]
+    work_dir: Option<PathBuf>,
+    /// Keep the work dir (node logs, data) after the run.
+    #[arg(long)]
+    keep: bool,
+    /// The documentation HTML the web is built from (env WEFT_SIMNET_DOCS).
+    #[arg(long)]
+    docs: Option<PathBuf>,
+    /// The directory scripts/setup.sh filled with the model files.
+    #[arg(long, default_value = "models")]
+    models: PathBuf,
+    /// The web's seed: which pages are served and how they link.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Each node's politeness delay between requests to one host.
+    #[arg(long, default_value_t = 250)]
+    delay_ms: u64,
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Serve generated sites `site0.test` … (and, with --topics, `topics.test`) on 127.0.0.1 (virtual hosts by Host header) until
-    /// interrupted. Prints one line per host: `<host> <seed URL>`.
+    /// Serve generated sites `site0.test` … (and, with --topics, `topics.test`) on 127.0.0.1
+    /// (virtual hosts by Host header) until interrupted. Prints `<host> <seed URL>` per host.
     Serve {
         #[arg(long, default_value_t = 3)]
         hosts: usize,
@@ -24,23 +59,201 @@ enum Command {
         #[arg(long)]
         topics: bool,
     },
+    /// Run N weft nodes against the synthetic web with churn, and report.
+    Run {
+        #[arg(long, default_value_t = 5)]
+        nodes: usize,
+        #[arg(long, default_value_t = 20)]
+        hosts: usize,
+        #[arg(long, default_value_t = 500)]
+        pages: usize,
+        /// Longest run, e.g. 300s or 5m.
+        #[arg(long, default_value = "300s")]
+        duration: String,
+        /// e.g. kill:3@60s,restart:3@90s,join:2@120s,leave:1@150s
+        #[arg(long, default_value = "")]
+        churn: String,
+        #[arg(long)]
+        report: Option<PathBuf>,
+        #[arg(long)]
+        plot: Option<PathBuf>,
+        /// Run without the index (crawl and network only; no model needed).
+        #[arg(long)]
+        no_index: bool,
+        /// Stop as soon as every churn event happened and every reachable page was fetched.
+        #[arg(long)]
+        until_covered: bool,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Three nodes on loopback crawl the synthetic web for about a minute, then answer searches.
+    Demo {
+        /// Seconds of crawling at most (it stops earlier when everything is fetched).
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        #[command(flatten)]
+        common: Common,
+    },
 }
 
-fn main() -> std::io::Result<()> {
-    let Command::Serve { hosts, pages, topics } = Cli::parse().command;
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    rt.block_on(async {
-        let mut sites: Vec<_> = (0..hosts).map(|h| generated_site(&format!("site{h}.test"), pages, 3)).collect();
-        if topics {
-            sites.push(topic_site("topics.test"));
+fn main() {
+    let cli = Cli::parse();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let result = rt.block_on(async {
+        match cli.command {
+            Command::Serve { hosts, pages, topics } => serve(hosts, pages, topics).await,
+            Command::Run { nodes, hosts, pages, duration, churn, report, plot, no_index, until_covered, common } => {
+                let duration = churn::parse_time(&duration).map_err(|e| e.to_string())?;
+                let events = churn::parse(&churn, nodes).map_err(|e| e.to_string())?;
+                let web = WebSpec { hosts, pages, seed: common.seed, ..WebSpec::default() };
+                let (spec, _tmp) = spec(&common, nodes, web, duration, events, !no_index, until_covered)?;
+                let result = runner::run(&spec, |p| {
+                    for e in &p.events {
+                        eprintln!("[{:>4}s] {e}", p.elapsed.as_secs());
+                    }
+                    if p.elapsed.as_secs() % 10 == 0 {
+                        eprintln!(
+                            "[{:>4}s] {}/{} pages fetched, {} nodes up",
+                            p.elapsed.as_secs(),
+                            p.covered,
+                            p.reachable,
+                            p.alive
+                        );
+                    }
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+                write_outputs(&result, report, plot)?;
+                print_summary(&result);
+                keep_note(&common, &spec);
+                Ok(())
+            }
+            Command::Demo { seconds, common } => {
+                let web = WebSpec { hosts: 6, pages: 90, seed: common.seed, ..WebSpec::default() };
+                let (spec, _tmp) = spec(&common, 3, web, Duration::from_secs(seconds), Vec::new(), true, true)?;
+                demo::run(&spec).await.map_err(|e| e.to_string())?;
+                keep_note(&common, &spec);
+                Ok(())
+            }
         }
-        let server = WebServer::start(sites).await?;
-        for host in (0..hosts).map(|h| format!("site{h}.test")).chain(topics.then(|| "topics.test".to_string())) {
-            println!("{host} {}", server.url(&host, "/"));
+    });
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn spec(
+    common: &Common,
+    nodes: usize,
+    web: WebSpec,
+    duration: Duration,
+    churn: Vec<churn::Event>,
+    index: bool,
+    until_covered: bool,
+) -> Result<(RunSpec, Option<tempfile::TempDir>), String> {
+    let weft = match &common.weft {
+        Some(w) => w.clone(),
+        None => std::env::current_exe().map_err(|e| e.to_string())?.with_file_name("weft"),
+    };
+    let (work_dir, tmp) = match &common.work_dir {
+        Some(d) => (d.clone(), None),
+        None => {
+            let t = tempfile::Builder::new().prefix("weft-simnet-").tempdir().map_err(|e| e.to_string())?;
+            let path = t.path().to_path_buf();
+            (
+                path,
+                if common.keep {
+                    std::mem::forget(t);
+                    None
+                } else {
+                    Some(t)
+                },
+            )
         }
-        tokio::signal::ctrl_c().await?;
-        let requests = server.requests();
-        eprintln!("served {} requests", requests.len());
-        Ok(())
-    })
+    };
+    let models = std::path::absolute(&common.models).map_err(|e| e.to_string())?;
+    let docs = common.docs.clone().unwrap_or_else(docs::docs_dir);
+    let spec = RunSpec {
+        weft,
+        work_dir,
+        nodes,
+        web,
+        docs,
+        duration,
+        churn,
+        delay_ms: common.delay_ms,
+        index,
+        models,
+        until_covered,
+    };
+    Ok((spec, tmp))
+}
+
+fn keep_note(common: &Common, spec: &RunSpec) {
+    if common.keep || common.work_dir.is_some() {
+        eprintln!("node logs and data: {}", spec.work_dir.display());
+    }
+}
+
+fn write_outputs(r: &RunReport, report: Option<PathBuf>, plot: Option<PathBuf>) -> Result<(), String> {
+    if let Some(path) = report {
+        let json = serde_json::to_string_pretty(r).map_err(|e| e.to_string())?;
+        std::fs::write(&path, json).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    }
+    if let Some(path) = plot {
+        std::fs::write(&path, plot::svg(r)?).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn print_summary(r: &RunReport) {
+    let w = &r.web;
+    println!(
+        "{} nodes ({} at the end), {} hosts, {:.0} s",
+        r.nodes.len(),
+        r.nodes.iter().filter(|n| n.state == "up").count(),
+        r.spec.hosts,
+        r.elapsed_secs
+    );
+    println!("coverage          {}/{} reachable pages ({:.2}%)", w.covered, w.reachable, w.coverage * 100.0);
+    println!("duplicate fetches {} ({:.2}%)", w.duplicate_fetches, w.duplicate_rate * 100.0);
+    println!("lost URLs         {}", w.lost.len());
+    println!("politeness        {} violations", w.politeness_violations.len());
+    for v in w.politeness_violations.iter().take(10) {
+        println!("                  {v}");
+    }
+    println!("dedup hits        {}", r.dedup_hits);
+    println!("URLs exchanged    {}   DHT messages {}", r.urls_exchanged, r.dht_messages);
+    println!(
+        "memory per node   {:.0} MiB mean RSS at the end, {:.0} MiB highest peak",
+        r.mean_rss_mib, r.max_peak_rss_mib
+    );
+    println!("node  state   fetches  ring share  dedup  URLs sent  RSS MiB");
+    for n in &r.nodes {
+        println!(
+            "{:>4}  {:<6} {:>8}  {:>9.1}%  {:>5}  {:>9}  {:>7.0}",
+            n.node,
+            n.state,
+            n.fetches,
+            n.ring_share * 100.0,
+            n.dedup_hits,
+            n.urls_sent,
+            n.rss_mib
+        );
+    }
+}
+
+async fn serve(hosts: usize, pages: usize, topics: bool) -> Result<(), String> {
+    let mut sites: Vec<_> = (0..hosts).map(|h| generated_site(&format!("site{h}.test"), pages, 3)).collect();
+    if topics {
+        sites.push(topic_site("topics.test"));
+    }
+    let server = WebServer::start(sites).await.map_err(|e| e.to_string())?;
+    for host in (0..hosts).map(|h| format!("site{h}.test")).chain(topics.then(|| "topics.test".to_string())) {
+        println!("{host} {}", server.url(&host, "/"));
+    }
+    tokio::signal::ctrl_c().await.map_err(|e| e.to_string())?;
+    eprintln!("served {} requests", server.requests().len());
+    Ok(())
 }

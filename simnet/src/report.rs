@@ -19,6 +19,8 @@ pub struct Expectations<'a> {
     pub disallowed: &'a [(String, String)],
     /// After a 429, the host's `Retry-After`: the next request must not come sooner.
     pub retry_after: Duration,
+    /// Time zero of `coverage_over_time` (the start of the run); the first request if `None`.
+    pub start: Option<Instant>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -44,7 +46,8 @@ pub struct Report {
     pub coverage_over_time: Vec<(u64, usize)>,
 }
 
-fn is_page(r: &Request) -> bool {
+/// A page request: not robots.txt, not a sitemap.
+pub fn is_page(r: &Request) -> bool {
     r.path != "/robots.txt" && !r.path.contains("sitemap")
 }
 
@@ -52,7 +55,7 @@ fn is_page(r: &Request) -> bool {
 pub fn judge(log: &[Request], expect: &Expectations) -> Report {
     let mut log: Vec<&Request> = log.iter().collect();
     log.sort_by_key(|r| r.started);
-    let start = log.first().map_or_else(Instant::now, |r| r.started);
+    let start = expect.start.or(log.first().map(|r| r.started)).unwrap_or_else(Instant::now);
 
     let mut seen: HashSet<(String, String)> = HashSet::new();
     let mut duplicate_fetches = 0;
@@ -65,7 +68,7 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
             duplicate_fetches += 1;
         } else if reachable {
             covered_so_far += 1;
-            points.insert(r.started.duration_since(start).as_secs(), covered_so_far);
+            points.insert(r.started.saturating_duration_since(start).as_secs(), covered_so_far);
         }
     }
     let covered = expect.reachable.iter().filter(|k| seen.contains(*k)).count();
@@ -106,7 +109,7 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
     violations.sort();
 
     // One point per second, carrying the last value forward.
-    let last = log.last().map_or(0, |r| r.started.duration_since(start).as_secs());
+    let last = log.last().map_or(0, |r| r.started.saturating_duration_since(start).as_secs());
     let mut coverage_over_time = Vec::new();
     let mut value = 0;
     for s in 0..=last {
@@ -163,6 +166,7 @@ mod tests {
             default_gap: Duration::from_millis(100),
             disallowed: &disallowed,
             retry_after: Duration::from_secs(2),
+            start: None,
         };
         let log = vec![
             req(t0, "h.test", "/robots.txt", 0, 10),

@@ -1,0 +1,585 @@
+//! The simulator proper: real `weft` processes on loopback crawling the synthetic web while
+//! nodes crash, come back, join and leave; judged from the web server's log.
+//!
+//! Each node is one `weft start` process with its own data dir, API port and p2p port (kept
+//! across restarts, so node 0's bootstrap address stays valid), fetching with the User-Agent
+//! `WeftSim<n>/1.0` so the server's log tells the nodes apart. Node 0 starts first; every
+//! other node bootstraps from it. Every initial node is given every host's root as a seed:
+//! seeds of hosts a node does not own travel to their owner like any discovered URL.
+//!
+//! Churn (see [`crate::churn`]): `kill` is SIGKILL (no goodbye: the others notice missed
+//! heartbeats), `restart` starts the same node on the same data dir, `join` adds fresh nodes,
+//! `leave` is SIGTERM — the node leaves the network gracefully and never comes back.
+
+use crate::churn::{Action, Event};
+use crate::docs::{self, DocsError, DocsWeb, WebSpec};
+use crate::report::{self, Expectations, Report};
+use crate::web::WebServer;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    /// The `weft` binary.
+    pub weft: PathBuf,
+    /// Where the nodes' data dirs, configs and logs go.
+    pub work_dir: PathBuf,
+    /// Nodes at the start.
+    pub nodes: usize,
+    pub web: WebSpec,
+    /// Directory of the documentation HTML the web is built from.
+    pub docs: PathBuf,
+    /// The run stops after this long at the latest.
+    pub duration: Duration,
+    pub churn: Vec<Event>,
+    /// Each node's politeness delay per host.
+    pub delay_ms: u64,
+    /// Run the index (chunk, embed, store) on every node; needs the model files.
+    pub index: bool,
+    /// The directory `scripts/setup.sh` fills: model, tokenizer, ONNX Runtime.
+    pub models: PathBuf,
+    /// Stop early once every churn event happened and every reachable page was fetched
+    /// (after a few seconds more, to catch late duplicates).
+    pub until_covered: bool,
+}
+
+/// How the run is going, once a second.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    pub elapsed: Duration,
+    pub covered: usize,
+    pub reachable: usize,
+    pub alive: usize,
+    /// Churn events that happened since the last tick.
+    pub events: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Docs(#[from] DocsError),
+    #[error("{0}")]
+    Io(String),
+    #[error("the weft binary {0} does not exist; build it with `cargo build --release -p weft-node` or pass --weft")]
+    NoWeft(PathBuf),
+    #[error("the model files are not in {0} (index on); run scripts/setup.sh, pass --models, or run with --no-index")]
+    NoModels(PathBuf),
+    #[error("node {node} did not {what} within {secs} s; its log: {log}")]
+    NodeStuck { node: usize, what: &'static str, secs: u64, log: PathBuf },
+}
+
+fn io(what: &str, e: impl std::fmt::Display) -> RunError {
+    RunError::Io(format!("{what}: {e}"))
+}
+
+/// One node as the report shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeReport {
+    pub node: usize,
+    pub peer_id: String,
+    /// `up`, `killed` or `left` at the end of the run.
+    pub state: String,
+    /// Successful page fetches in the server's log with this node's User-Agent.
+    pub fetches: usize,
+    /// Requests of any kind (robots.txt, sitemaps, retries) in the server's log.
+    pub requests: usize,
+    /// Its share of the hash ring when last seen.
+    pub ring_share: f64,
+    /// Pages its index recorded as near duplicates (locally or through the DHT).
+    pub dedup_hits: u64,
+    /// URLs it sent to other members and had acknowledged.
+    pub urls_sent: u64,
+    pub urls_received: u64,
+    /// DHT lookups and publications (near-duplicate records).
+    pub dht_lookups: u64,
+    pub dht_published: u64,
+    /// Resident memory when last seen, and the peak of its last process, in MiB.
+    pub rss_mib: f64,
+    pub peak_rss_mib: f64,
+}
+
+/// A churn event as it happened.
+#[derive(Debug, Clone, Serialize)]
+pub struct Mark {
+    pub at_secs: f64,
+    pub event: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SpecSummary {
+    pub nodes: usize,
+    pub hosts: usize,
+    pub pages: usize,
+    pub seed: u64,
+    pub duration_secs: u64,
+    pub churn: Vec<String>,
+    pub delay_ms: u64,
+    pub index: bool,
+}
+
+/// Everything a run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    pub spec: SpecSummary,
+    pub elapsed_secs: f64,
+    /// The server-side truth: coverage, duplicates, lost URLs, politeness.
+    pub web: Report,
+    pub nodes: Vec<NodeReport>,
+    pub churn: Vec<Mark>,
+    /// Per node: (second of the run, successful page fetches in that second).
+    pub fetch_rate: BTreeMap<usize, Vec<(u64, usize)>>,
+    /// Messages between nodes: URLs exchanged, DHT lookups and publications, in all.
+    pub urls_exchanged: u64,
+    pub dht_messages: u64,
+    pub dedup_hits: u64,
+    pub mean_rss_mib: f64,
+    pub max_peak_rss_mib: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Up,
+    Killed,
+    Leaving,
+    Left,
+}
+
+struct Node {
+    n: usize,
+    dir: PathBuf,
+    api_port: u16,
+    child: Option<tokio::process::Child>,
+    state: State,
+    status: Option<serde_json::Value>,
+    rss_kib: u64,
+    peak_kib: u64,
+}
+
+impl Node {
+    fn log(&self) -> PathBuf {
+        self.dir.join("weft.log")
+    }
+}
+
+fn free_port() -> Result<u16, RunError> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| io("picking a port", e))?;
+    Ok(l.local_addr().map_err(|e| io("picking a port", e))?.port())
+}
+
+fn user_agent(n: usize) -> String {
+    format!("WeftSim{n}/1.0")
+}
+
+/// The node's config: loopback everything, the web's hosts pinned to 127.0.0.1.
+fn node_config(
+    spec: &RunSpec,
+    web: &DocsWeb,
+    n: usize,
+    dir: &Path,
+    ports: (u16, u16),
+    bootstrap: Option<&str>,
+    seeds: bool,
+) -> weft_config::Config {
+    let mut c = weft_config::Config { data_dir: dir.join("data"), ..Default::default() };
+    let lo: IpAddr = IpAddr::from([127, 0, 0, 1]);
+    c.fetch.allow_private_networks = true;
+    c.fetch.resolve = web.hosts.iter().map(|h| (h.clone(), lo)).collect();
+    c.fetch.user_agent = user_agent(n);
+    c.crawl.follow_external_links = true;
+    if seeds {
+        c.crawl.seeds = web.seeds.clone();
+    }
+    c.politeness.default_delay_ms = spec.delay_ms;
+    // The web's error bursts are short: back off seconds, not the production minutes.
+    c.politeness.backoff_initial_secs = 2;
+    c.politeness.backoff_max_secs = 16;
+    c.frontier.seen_capacity = 100_000;
+    c.api.listen = std::net::SocketAddr::from((lo, ports.0));
+    c.p2p.enabled = true;
+    c.p2p.listen = vec![format!("/ip4/127.0.0.1/tcp/{}", ports.1)];
+    c.p2p.bootstrap = bootstrap.map(|b| vec![b.to_string()]).unwrap_or_default();
+    c.p2p.heartbeat_secs = 1;
+    c.p2p.missed_heartbeats = 3;
+    c.p2p.leave_timeout_secs = 20;
+    c.index.enabled = spec.index;
+    // Many nodes share two cores: one embedding thread each.
+    c.embed.threads = 1;
+    c.embed.model = spec.models.join("all-MiniLM-L6-v2-int8/model.onnx");
+    c.embed.tokenizer = spec.models.join("all-MiniLM-L6-v2-int8/tokenizer.json");
+    c.embed.ort_library = spec.models.join("onnxruntime-1.31.1/libonnxruntime.so");
+    c
+}
+
+fn spawn(spec: &RunSpec, node: &mut Node) -> Result<(), RunError> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(node.log())
+        .map_err(|e| io("opening a node log", e))?;
+    let child = tokio::process::Command::new(&spec.weft)
+        .args(["--log-format", "json", "start", "--config"])
+        .arg(node.dir.join("weft.toml"))
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| io("starting weft", e))?;
+    node.child = Some(child);
+    node.state = State::Up;
+    Ok(())
+}
+
+/// Waits for a log line of `node` whose `fields.addr` contains `needle`.
+async fn logged_addr(node: &Node, needle: &str, timeout: Duration) -> Result<String, RunError> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(node.log()) {
+            for line in text.lines().rev() {
+                let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+                if let Some(addr) = v["fields"]["addr"].as_str().filter(|a| a.contains(needle)) {
+                    return Ok(addr.to_string());
+                }
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(RunError::NodeStuck { node: node.n, what: "listen", secs: timeout.as_secs(), log: node.log() });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// (VmRSS, VmHWM) of a process, in KiB.
+fn memory(pid: u32) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+struct Sim<'a> {
+    spec: &'a RunSpec,
+    web: &'a DocsWeb,
+    nodes: Vec<Node>,
+    bootstrap: String,
+    http: reqwest::Client,
+}
+
+impl Sim<'_> {
+    fn add_node(&mut self, seeds: bool) -> Result<usize, RunError> {
+        let n = self.nodes.len();
+        let dir = self.spec.work_dir.join(format!("node{n}"));
+        std::fs::create_dir_all(&dir).map_err(|e| io("creating a node dir", e))?;
+        let ports = (free_port()?, free_port()?);
+        let boot = (n > 0).then_some(self.bootstrap.as_str());
+        let config = node_config(self.spec, self.web, n, &dir, ports, boot, seeds);
+        std::fs::write(dir.join("weft.toml"), config.to_toml()).map_err(|e| io("writing a node config", e))?;
+        let mut node =
+            Node { n, dir, api_port: ports.0, child: None, state: State::Up, status: None, rss_kib: 0, peak_kib: 0 };
+        spawn(self.spec, &mut node)?;
+        self.nodes.push(node);
+        Ok(n)
+    }
+
+    async fn apply(&mut self, action: Action) -> Result<String, RunError> {
+        Ok(match action {
+            Action::Kill(n) => {
+                let node = &mut self.nodes[n];
+                if let Some(mut child) = node.child.take() {
+                    let _ = child.start_kill();
+                    let _ = child.wait().await;
+                }
+                node.state = State::Killed;
+                format!("kill {n}")
+            }
+            Action::Restart(n) => {
+                spawn(self.spec, &mut self.nodes[n])?;
+                format!("restart {n}")
+            }
+            Action::Join(k) => {
+                let mut added = Vec::new();
+                for _ in 0..k {
+                    added.push(self.add_node(false)?.to_string());
+                }
+                format!("join {}", added.join(","))
+            }
+            Action::Leave(n) => {
+                let node = &mut self.nodes[n];
+                if let Some(pid) = node.child.as_ref().and_then(|c| c.id()) {
+                    // SAFETY: kill(2) with a pid this process spawned and has not reaped.
+                    unsafe {
+                        libc::kill(pid as libc::pid_t, libc::SIGTERM);
+                    }
+                }
+                node.state = State::Leaving;
+                format!("leave {n}")
+            }
+        })
+    }
+
+    /// Waits until node 0 counts `n` members.
+    async fn members(&mut self, n: usize, timeout: Duration) -> Result<(), RunError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.observe().await;
+            let members = self.nodes[0].status.as_ref().and_then(|s| s["network"]["members"].as_array().map(Vec::len));
+            if members == Some(n) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let log = self.nodes[0].log();
+                return Err(RunError::NodeStuck { node: 0, what: "see every member", secs: timeout.as_secs(), log });
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Reaps nodes that finished leaving, samples memory and polls every live node's status.
+    async fn observe(&mut self) {
+        let polls = self.nodes.iter().filter(|n| n.state == State::Up).map(|n| {
+            let url = format!("http://127.0.0.1:{}/status", n.api_port);
+            let http = self.http.clone();
+            async move {
+                let r = http.get(url).timeout(Duration::from_secs(2)).send().await.ok()?;
+                r.json::<serde_json::Value>().await.ok()
+            }
+        });
+        let statuses = futures_util::future::join_all(polls).await;
+        let up: Vec<usize> = self.nodes.iter().filter(|n| n.state == State::Up).map(|n| n.n).collect();
+        for (n, status) in up.into_iter().zip(statuses) {
+            if status.is_some() {
+                self.nodes[n].status = status;
+            }
+        }
+        for node in &mut self.nodes {
+            if let Some(child) = node.child.as_mut() {
+                if let Some((rss, peak)) = child.id().and_then(memory) {
+                    node.rss_kib = rss;
+                    node.peak_kib = peak;
+                }
+                if node.state == State::Leaving && matches!(child.try_wait(), Ok(Some(_))) {
+                    node.state = State::Left;
+                    node.child = None;
+                }
+            }
+        }
+    }
+}
+
+/// The server's log as a table: start and answer time (seconds into the run), host, path,
+/// status, User-Agent.
+fn write_log(path: &Path, log: &[crate::web::Request], started: Instant) -> Result<(), RunError> {
+    use std::fmt::Write as _;
+    let mut out = String::from("started\tanswered\thost\tpath\tstatus\tuser_agent\n");
+    for r in log {
+        let at = |t: Instant| t.saturating_duration_since(started).as_secs_f64();
+        let _ = writeln!(
+            out,
+            "{:.3}\t{:.3}\t{}\t{}\t{}\t{}",
+            at(r.started),
+            at(r.answered),
+            r.host,
+            r.path,
+            r.status,
+            r.user_agent
+        );
+    }
+    std::fs::write(path, out).map_err(|e| io("writing the request log", e))
+}
+
+/// Page requests answered 2xx, from the log.
+fn covered(log: &[crate::web::Request], web: &DocsWeb) -> usize {
+    let ok: std::collections::HashSet<(&str, &str)> =
+        log.iter().filter(|r| (200..300).contains(&r.status)).map(|r| (r.host.as_str(), r.path.as_str())).collect();
+    web.reachable.iter().filter(|(h, p)| ok.contains(&(h.as_str(), p.as_str()))).count()
+}
+
+/// A node still up when the crawl ends: its number and API address.
+#[derive(Debug, Clone, Copy)]
+pub struct LiveNode {
+    pub node: usize,
+    pub api: std::net::SocketAddr,
+}
+
+/// Runs the simulation: serves the web, starts the nodes, applies the churn, and judges.
+pub async fn run(spec: &RunSpec, on_tick: impl FnMut(&Progress)) -> Result<RunReport, RunError> {
+    run_with(spec, on_tick, async |_: &[LiveNode]| {}).await
+}
+
+/// [`run`], calling `finish` with the nodes still up once the crawl has ended and before they
+/// are stopped (the demo searches them there).
+pub async fn run_with(
+    spec: &RunSpec,
+    mut on_tick: impl FnMut(&Progress),
+    finish: impl AsyncFnOnce(&[LiveNode]),
+) -> Result<RunReport, RunError> {
+    if !spec.weft.is_file() {
+        return Err(RunError::NoWeft(spec.weft.clone()));
+    }
+    if spec.index && !spec.models.join("all-MiniLM-L6-v2-int8/model.onnx").is_file() {
+        return Err(RunError::NoModels(spec.models.clone()));
+    }
+    let pages = docs::load(&spec.docs)?;
+    let mut built = None;
+    let server = WebServer::start_with(|port| match docs::build(&pages, &spec.web, port) {
+        Ok(web) => {
+            let sites = web.sites.clone();
+            built = Some(Ok(web));
+            sites
+        }
+        Err(e) => {
+            built = Some(Err(e));
+            Vec::new()
+        }
+    })
+    .await
+    .map_err(|e| io("starting the web server", e))?;
+    let web = built.expect("the web was built")?;
+    drop(pages);
+    std::fs::create_dir_all(&spec.work_dir).map_err(|e| io("creating the work dir", e))?;
+
+    let started = Instant::now();
+    let http = reqwest::Client::builder().no_proxy().build().map_err(|e| io("HTTP client", e))?;
+    let mut sim = Sim { spec, web: &web, nodes: Vec::new(), bootstrap: String::new(), http };
+    // The seeds go to the last initial node, started once the others formed a network: a
+    // crawl that starts while members are still arriving moves hosts around needlessly.
+    sim.add_node(spec.nodes == 1)?;
+    sim.bootstrap = logged_addr(&sim.nodes[0], "/p2p/", Duration::from_secs(60)).await?;
+    for _ in 1..spec.nodes.saturating_sub(1) {
+        sim.add_node(false)?;
+    }
+    if spec.nodes > 1 {
+        sim.members(spec.nodes - 1, Duration::from_secs(60)).await?;
+        sim.add_node(true)?;
+    }
+
+    let mut marks = Vec::new();
+    let mut pending: std::collections::VecDeque<Event> = spec.churn.iter().copied().collect();
+    let mut covered_since: Option<Instant> = None;
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let elapsed = started.elapsed();
+        let mut events = Vec::new();
+        while pending.front().is_some_and(|e| e.at <= elapsed) {
+            let event = pending.pop_front().expect("an event");
+            let what = sim.apply(event.action).await?;
+            marks.push(Mark { at_secs: started.elapsed().as_secs_f64(), event: what.clone() });
+            events.push(what);
+        }
+        sim.observe().await;
+        let log = server.requests();
+        let covered = covered(&log, &web);
+        let alive = sim.nodes.iter().filter(|n| n.state == State::Up).count();
+        on_tick(&Progress { elapsed, covered, reachable: web.reachable.len(), alive, events });
+        if covered == web.reachable.len() && pending.is_empty() {
+            let since = *covered_since.get_or_insert_with(Instant::now);
+            if spec.until_covered && since.elapsed() >= Duration::from_secs(5) {
+                break;
+            }
+        } else {
+            covered_since = None;
+        }
+        if elapsed >= spec.duration {
+            break;
+        }
+    }
+    let elapsed = started.elapsed();
+    let log = server.requests();
+    write_log(&spec.work_dir.join("requests.tsv"), &log, started)?;
+    let live: Vec<LiveNode> = sim
+        .nodes
+        .iter()
+        .filter(|n| n.state == State::Up)
+        .map(|n| LiveNode { node: n.n, api: std::net::SocketAddr::from(([127, 0, 0, 1], n.api_port)) })
+        .collect();
+    finish(&live).await;
+    for node in &mut sim.nodes {
+        if let Some(mut child) = node.child.take() {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+        }
+    }
+
+    let default_gap = Duration::from_millis(spec.delay_ms);
+    let retry_after = Duration::from_secs(docs::RETRY_AFTER_SECS);
+    let expect = Expectations {
+        reachable: &web.reachable,
+        gaps: &web.gaps,
+        default_gap,
+        disallowed: &web.disallowed,
+        retry_after,
+        start: Some(started),
+    };
+    let judged = report::judge(&log, &expect);
+    let mut fetch_rate: BTreeMap<usize, Vec<(u64, usize)>> = BTreeMap::new();
+    let mut nodes = Vec::new();
+    for node in &sim.nodes {
+        let agent = user_agent(node.n);
+        let mine: Vec<&crate::web::Request> = log.iter().filter(|r| r.user_agent.starts_with(&agent)).collect();
+        let ok: Vec<&&crate::web::Request> =
+            mine.iter().filter(|r| (200..300).contains(&r.status) && report::is_page(r)).collect();
+        let mut per_sec: BTreeMap<u64, usize> = BTreeMap::new();
+        for r in &ok {
+            *per_sec.entry(r.started.saturating_duration_since(started).as_secs()).or_default() += 1;
+        }
+        let last = elapsed.as_secs();
+        fetch_rate.insert(node.n, (0..=last).map(|s| (s, per_sec.get(&s).copied().unwrap_or(0))).collect());
+        let s = node.status.clone().unwrap_or_default();
+        let net = &s["network"];
+        let u = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+        nodes.push(NodeReport {
+            node: node.n,
+            peer_id: net["peer_id"].as_str().unwrap_or_default().to_string(),
+            state: match node.state {
+                State::Up => "up",
+                State::Killed => "killed",
+                State::Leaving | State::Left => "left",
+            }
+            .to_string(),
+            fetches: ok.len(),
+            requests: mine.len(),
+            ring_share: if node.state == State::Up { net["ring_share"].as_f64().unwrap_or(0.0) } else { 0.0 },
+            dedup_hits: u(&s["index"]["pages_aliased"]),
+            urls_sent: u(&net["urls_sent"]),
+            urls_received: u(&net["urls_received"]),
+            dht_lookups: u(&net["dht_lookups"]),
+            dht_published: u(&net["dht_published"]),
+            rss_mib: node.rss_kib as f64 / 1024.0,
+            peak_rss_mib: node.peak_kib as f64 / 1024.0,
+        });
+    }
+    let up: Vec<&NodeReport> = nodes.iter().filter(|n| n.rss_mib > 0.0).collect();
+    Ok(RunReport {
+        spec: SpecSummary {
+            nodes: spec.nodes,
+            hosts: spec.web.hosts,
+            pages: spec.web.pages,
+            seed: spec.web.seed,
+            duration_secs: spec.duration.as_secs(),
+            churn: spec.churn.iter().map(|e| format!("{:?}@{}s", e.action, e.at.as_secs())).collect(),
+            delay_ms: spec.delay_ms,
+            index: spec.index,
+        },
+        elapsed_secs: elapsed.as_secs_f64(),
+        web: judged,
+        urls_exchanged: nodes.iter().map(|n| n.urls_sent).sum(),
+        dht_messages: nodes.iter().map(|n| n.dht_lookups + n.dht_published).sum(),
+        dedup_hits: nodes.iter().map(|n| n.dedup_hits).sum(),
+        mean_rss_mib: if up.is_empty() { 0.0 } else { up.iter().map(|n| n.rss_mib).sum::<f64>() / up.len() as f64 },
+        max_peak_rss_mib: nodes.iter().map(|n| n.peak_rss_mib).fold(0.0, f64::max),
+        nodes,
+        churn: marks,
+        fetch_rate,
+    })
+}
