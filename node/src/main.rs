@@ -101,6 +101,14 @@ enum Command {
     /// Inspect configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Three nodes on loopback crawl a synthetic web built from the PostgreSQL manual for
+    /// about a minute, then answer searches. Runs `weft-simnet demo` (installed beside
+    /// `weft`); the simulator is a separate program so the node never depends on it.
+    Demo {
+        /// Further arguments for `weft-simnet demo` (see `weft-simnet demo --help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -221,6 +229,24 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
             let config = weft_config::load(&sources(&cfg, Overrides { log_format, ..Default::default() }))?;
             print!("{}", config.to_toml());
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Demo { args } => {
+            let me = std::env::current_exe()?;
+            let simnet = me.with_file_name("weft-simnet");
+            if !simnet.is_file() {
+                anyhow::bail!(
+                    "`weft demo` runs {}, which is not there; build it with `cargo build --release -p weft-simnet`",
+                    simnet.display()
+                );
+            }
+            let status = std::process::Command::new(&simnet)
+                .arg("demo")
+                .arg("--weft")
+                .arg(&me)
+                .args(&args)
+                .status()
+                .with_context(|| format!("running {}", simnet.display()))?;
+            Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         Command::Config(ConfigCommand::Check { file }) => match weft_config::load_file(&file) {
             Ok(_) => {

@@ -1,0 +1,65 @@
+//! The simulator's CI scenario: five real `weft` processes (index on, real model) crawl the
+//! PostgreSQL-manual web (20 hosts, 500 pages, one pathology per host) while node 3 is killed
+//! with SIGKILL and restarted, a sixth node joins and node 1 leaves for good. Judged from the
+//! web server's own log: coverage, politeness, lost URLs, duplicate fetches.
+
+use std::time::Duration;
+use weft_simnet::churn;
+use weft_simnet::docs::{docs_dir, WebSpec};
+use weft_simnet::runner::{run, RunSpec};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_nodes_with_a_crash_a_join_and_a_leave_crawl_everything_politely_once() {
+    let work = tempfile::tempdir().unwrap();
+    let models = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
+    let spec = RunSpec {
+        weft: env!("CARGO_BIN_EXE_weft").into(),
+        work_dir: work.path().to_path_buf(),
+        nodes: 5,
+        web: WebSpec { hosts: 20, pages: 500, seed: 1, ..WebSpec::default() },
+        docs: docs_dir(),
+        duration: Duration::from_secs(270),
+        churn: churn::parse("kill:3@15s,restart:3@25s,join:1@30s,leave:1@40s", 5).unwrap(),
+        delay_ms: 250,
+        index: true,
+        models,
+        until_covered: true,
+    };
+    let report = run(&spec, |p| {
+        for e in &p.events {
+            eprintln!("[{:>3}s] {e}", p.elapsed.as_secs());
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let w = &report.web;
+    let summary = serde_json::to_string_pretty(&report).unwrap();
+    eprintln!(
+        "coverage {}/{}, duplicates {} ({:.2}%), lost {}, violations {}, {:.0} s",
+        w.covered,
+        w.reachable,
+        w.duplicate_fetches,
+        w.duplicate_rate * 100.0,
+        w.lost.len(),
+        w.politeness_violations.len(),
+        report.elapsed_secs
+    );
+
+    let events: Vec<&str> = report.churn.iter().map(|m| m.event.as_str()).collect();
+    assert_eq!(events, ["kill 3", "restart 3", "join 5", "leave 1"]);
+    assert_eq!(report.nodes.len(), 6);
+    assert_eq!(report.nodes[1].state, "left");
+    assert!(report.nodes.iter().filter(|n| n.state == "up").all(|n| n.fetches > 0), "every node crawled: {summary}");
+
+    assert_eq!(w.reachable, 530, "500 pages, 20 tables of contents, 10 mirrors");
+    assert!(w.coverage >= 0.99, "coverage {:.3}: {:?}", w.coverage, w.lost);
+    assert!(w.lost.is_empty(), "lost: {:?}", w.lost);
+    assert!(w.politeness_violations.is_empty(), "{:?}", w.politeness_violations);
+    assert!(w.duplicate_rate <= 0.05, "{} duplicate fetches ({:.2}%)", w.duplicate_fetches, w.duplicate_rate * 100.0);
+    assert!(report.elapsed_secs < 300.0, "took {:.0} s", report.elapsed_secs);
+    // The mirrors are near duplicates of host 0's pages: the network recognised some of them.
+    assert!(report.dedup_hits > 0, "{summary}");
+
+    let svg = weft_simnet::plot::svg(&report).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("kill 3") && svg.contains("leave 1"));
+}
