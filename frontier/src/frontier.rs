@@ -679,6 +679,24 @@ impl Frontier {
         Ok(given_away)
     }
 
+    /// Holds back the hosts `pick` selects until at least `until`: in a network, hosts this node
+    /// just became the owner of (their previous owner may be requesting them right now).
+    pub fn hold_hosts(&mut self, mut pick: impl FnMut(&str) -> bool, until: Instant) -> usize {
+        let mut held = 0;
+        for id in 0..self.hosts.len() {
+            if !pick(&self.hosts[id].name) {
+                continue;
+            }
+            let p = &mut self.hosts[id].politeness;
+            if p.next_allowed < until {
+                p.next_allowed = until;
+                held += 1;
+                self.reschedule(id as u32);
+            }
+        }
+        held
+    }
+
     /// Records that another member already fetched `url` (it owned the host before): the URL
     /// joins the seen-set, so links to it are not queued again, and leaves the queue if a link
     /// got it there first (unless it is being fetched right now). Returns whether anything

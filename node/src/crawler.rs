@@ -169,6 +169,13 @@ impl Crawler {
         accepted
     }
 
+    /// Holds back the hosts `pick` selects for `grace` (see [`Frontier::hold_hosts`]).
+    pub fn hold_hosts(&self, pick: impl FnMut(&str) -> bool, grace: std::time::Duration) -> usize {
+        let held = self.inner.frontier.lock().hold_hosts(pick, std::time::Instant::now() + grace);
+        self.inner.wake.notify_one();
+        held
+    }
+
     /// Marks URLs the previous owner of their host already fetched as seen (see
     /// [`Frontier::mark_done`]); returns how many; durable when this returns.
     pub async fn mark_done(&self, urls: Vec<url::Url>) -> u32 {

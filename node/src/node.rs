@@ -137,6 +137,7 @@ impl Node {
                 crawler.clone(),
                 started.handle.clone(),
                 journal.clone(),
+                Duration::from_millis(config.politeness.handover_grace_ms),
             ));
             (started.handle, started.task, receiver, journal)
         });
@@ -169,6 +170,10 @@ impl Node {
                     }
                 }
             }
+            // While this node was away other members owned its hosts and may be asking them
+            // right now: every host waits the hand-over grace from here, not from the start.
+            let grace = Duration::from_millis(config.politeness.handover_grace_ms);
+            crawler.hold_hosts(|_| true, grace);
             // URLs sent before a crash or stop and never acknowledged go out again.
             let unsent = journal.all();
             if !unsent.is_empty() {

@@ -162,11 +162,27 @@ pub async fn forget_acknowledged(journal: Journal, mut acked: tokio::sync::mpsc:
 /// Whenever the member set changes, moves the queued URLs of hosts this node no longer owns to
 /// their new owners, so that politeness and the robots.txt cache of a host stay on one node.
 /// A fetch in flight finishes here. Runs until the network stops.
-pub async fn hand_off_on_changes(crawler: Crawler, network: NetworkHandle, journal: Journal) {
+pub async fn hand_off_on_changes(
+    crawler: Crawler,
+    network: NetworkHandle,
+    journal: Journal,
+    grace: std::time::Duration,
+) {
     let me = network.peer_id().to_string();
     let mut rings = network.ring_changes();
+    let mut previous = rings.borrow_and_update().clone();
     while rings.changed().await.is_ok() {
         let ring = rings.borrow_and_update().clone();
+        // Hosts that became this node's: their previous owner may be asking them right now.
+        let gained = |host: &str| {
+            let name = url::Url::parse(&format!("http://{host}/")).ok().and_then(|u| u.host_str().map(str::to_string));
+            name.is_some_and(|n| ring.owner(&n).is_some_and(|o| o == me) && previous.owner(&n).is_some_and(|o| o != me))
+        };
+        let held = crawler.hold_hosts(gained, grace);
+        if held > 0 {
+            tracing::debug!(hosts = held, "hosts gained from another member wait the hand-over grace");
+        }
+        previous = ring.clone();
         let mut hosts = 0usize;
         let keep = |host: &str| {
             // Frontier hosts carry their port; the ring knows host names.

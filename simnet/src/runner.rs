@@ -203,8 +203,11 @@ fn node_config(
     c.p2p.enabled = true;
     c.p2p.listen = vec![format!("/ip4/127.0.0.1/tcp/{}", ports.1)];
     c.p2p.bootstrap = bootstrap.map(|b| vec![b.to_string()]).unwrap_or_default();
-    c.p2p.heartbeat_secs = 1;
-    c.p2p.missed_heartbeats = 3;
+    // Quick membership for small runs; for many nodes on two cores, one-second heartbeats from
+    // every node flood gossipsub and starved nodes miss beats and flap: slow them down.
+    let many = spec.nodes > 25;
+    c.p2p.heartbeat_secs = if many { 3 } else { 1 };
+    c.p2p.missed_heartbeats = if many { 5 } else { 3 };
     c.p2p.leave_timeout_secs = 20;
     c.index.enabled = spec.index;
     // Many nodes share two cores: one embedding thread each.
@@ -459,7 +462,9 @@ pub async fn run_with(
         sim.add_node(false)?;
     }
     if spec.nodes > 1 {
-        sim.members(spec.nodes - 1, Duration::from_secs(60)).await?;
+        // Starting many nodes on few cores takes a while: a minute, plus two seconds a node.
+        let patience = Duration::from_secs(60 + 2 * spec.nodes as u64);
+        sim.members(spec.nodes - 1, patience).await?;
         sim.add_node(true)?;
     }
 
