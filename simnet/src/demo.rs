@@ -79,6 +79,7 @@ pub async fn run(spec: &RunSpec) -> Result<(), RunError> {
          politely ({} ms between requests to a host, robots.txt obeyed), and index them by meaning.",
         spec.nodes, spec.web.pages, spec.web.hosts, spec.delay_ms
     );
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let bar = ProgressBar::new(1);
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:40.cyan/blue}] {pos}/{len} pages  {msg}")
@@ -89,6 +90,16 @@ pub async fn run(spec: &RunSpec) -> Result<(), RunError> {
     let report = runner::run_with(
         spec,
         |p| {
+            if !tty && p.elapsed.as_secs() % 10 == 0 {
+                // No progress bar without a terminal: a line every ten seconds instead.
+                eprintln!(
+                    "[{:>3}s] {}/{} pages fetched, {} nodes crawling",
+                    p.elapsed.as_secs(),
+                    p.covered,
+                    p.reachable,
+                    p.alive
+                );
+            }
             bar.set_length(p.reachable as u64);
             bar.set_position(p.covered as u64);
             bar.set_message(format!("{} nodes crawling", p.alive));
@@ -121,7 +132,7 @@ pub async fn run(spec: &RunSpec) -> Result<(), RunError> {
     println!("  politeness violations    {}", w.politeness_violations.len());
     for n in &report.nodes {
         println!(
-            "  node {}: {} pages fetched, {:.0}% of the hosts by the ring, {} near-duplicates recognised, {:.0} MiB",
+            "  node {}: {} pages fetched, owns {:.0}% of the ring, {} near-duplicates recognised, {:.0} MiB resident",
             n.node,
             n.fetches,
             n.ring_share * 100.0,

@@ -129,7 +129,7 @@ fn main() {
                 Ok(())
             }
             Command::Demo { seconds, common } => {
-                let web = WebSpec { hosts: 8, pages: 160, seed: common.seed, ..WebSpec::default() };
+                let web = WebSpec { hosts: 12, pages: 180, seed: common.seed, ..WebSpec::default() };
                 let (spec, _tmp) = spec(&common, 3, web, Duration::from_secs(seconds), Vec::new(), true, true)?;
                 demo::run(&spec).await.map_err(|e| e.to_string())?;
                 keep_note(&common, &spec);
