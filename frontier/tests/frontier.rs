@@ -298,3 +298,20 @@ fn a_host_handed_off_carries_what_was_fetched_and_waits_the_grace_when_it_comes_
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn held_hosts_wait_and_the_others_do_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut f) = open(dir.path(), settings());
+    f.push(page("http://held.test/1", 1)).unwrap();
+    f.push(page("http://free.test/1", 1)).unwrap();
+    let now = Instant::now();
+    assert_eq!(f.hold_hosts(|h| h == "held.test", now + Duration::from_secs(2)), 1);
+    let l = take(&mut f, now);
+    assert_eq!(l.entry.host, "free.test", "the held host is not ready");
+    match f.next(now).unwrap() {
+        Next::WaitUntil(t) => assert_eq!(t, now + Duration::from_secs(2)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(take(&mut f, now + Duration::from_secs(2)).entry.host, "held.test");
+}

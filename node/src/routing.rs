@@ -159,9 +159,15 @@ pub async fn forget_acknowledged(journal: Journal, mut acked: tokio::sync::mpsc:
     }
 }
 
-/// Whenever the member set changes, moves the queued URLs of hosts this node no longer owns to
-/// their new owners, so that politeness and the robots.txt cache of a host stay on one node.
-/// A fetch in flight finishes here. Runs until the network stops.
+/// The ring's name for a frontier host: frontier hosts carry their port, the ring knows names.
+fn ring_name(host: &str) -> Option<String> {
+    url::Url::parse(&format!("http://{host}/")).ok().and_then(|u| u.host_str().map(str::to_string))
+}
+
+/// Whenever the member set changes, moves the queued and done URLs of hosts this node no longer
+/// owns to their new owners, so that politeness and the robots.txt cache of a host stay on one
+/// node, and holds back the hosts it gained for `grace`. A fetch in flight finishes here. Runs
+/// until the network stops.
 pub async fn hand_off_on_changes(
     crawler: Crawler,
     network: NetworkHandle,
@@ -175,8 +181,8 @@ pub async fn hand_off_on_changes(
         let ring = rings.borrow_and_update().clone();
         // Hosts that became this node's: their previous owner may be asking them right now.
         let gained = |host: &str| {
-            let name = url::Url::parse(&format!("http://{host}/")).ok().and_then(|u| u.host_str().map(str::to_string));
-            name.is_some_and(|n| ring.owner(&n).is_some_and(|o| o == me) && previous.owner(&n).is_some_and(|o| o != me))
+            ring_name(host)
+                .is_some_and(|n| ring.owner(&n).is_some_and(|o| o == me) && previous.owner(&n).is_some_and(|o| o != me))
         };
         let held = crawler.hold_hosts(gained, grace);
         if held > 0 {
@@ -185,9 +191,7 @@ pub async fn hand_off_on_changes(
         previous = ring.clone();
         let mut hosts = 0usize;
         let keep = |host: &str| {
-            // Frontier hosts carry their port; the ring knows host names.
-            let name = url::Url::parse(&format!("http://{host}/")).ok().and_then(|u| u.host_str().map(str::to_string));
-            let keep = name.and_then(|n| ring.owner(&n).map(|o| o == me)).unwrap_or(true);
+            let keep = ring_name(host).and_then(|n| ring.owner(&n).map(|o| o == me)).unwrap_or(true);
             if !keep {
                 hosts += 1;
             }

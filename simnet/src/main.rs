@@ -160,16 +160,11 @@ fn spec(
         Some(d) => (d.clone(), None),
         None => {
             let t = tempfile::Builder::new().prefix("weft-simnet-").tempdir().map_err(|e| e.to_string())?;
-            let path = t.path().to_path_buf();
-            (
-                path,
-                if common.keep {
-                    std::mem::forget(t);
-                    None
-                } else {
-                    Some(t)
-                },
-            )
+            if common.keep {
+                (t.keep(), None)
+            } else {
+                (t.path().to_path_buf(), Some(t))
+            }
         }
     };
     let models = std::path::absolute(&common.models).map_err(|e| e.to_string())?;
