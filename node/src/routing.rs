@@ -227,14 +227,18 @@ pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal
         loop {
             let s = network.status();
             if journal.is_empty() && s.urls_waiting == 0 && s.urls_in_flight == 0 {
-                break;
+                break true;
+            }
+            if network.ring().is_empty() {
+                // Every other member left too (a whole network stopping): nobody to wait for.
+                break false;
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
     };
     match tokio::time::timeout(wait, done).await {
-        Ok(()) => tracing::info!("left the network; every handed-off URL was acknowledged"),
-        Err(_) => tracing::warn!(
+        Ok(true) => tracing::info!("left the network; every handed-off URL was acknowledged"),
+        Ok(false) | Err(_) => tracing::warn!(
             unacknowledged = journal.len(),
             "left the network with URLs unacknowledged; they stay journaled and go out at the next start"
         ),

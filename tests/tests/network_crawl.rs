@@ -101,13 +101,14 @@ async fn each_host_is_crawled_by_its_owner_alone() {
     let received: u64 = handles[1..].iter().map(|h| h.status().urls_received).sum();
     assert!(sent > 0 && received > 0, "URLs crossed the network: sent {sent}, received {received}");
 
-    for tx in stops {
+    // One at a time: each leaves the network and hands its hosts to the members still there
+    // (the last one, alone, keeps its own).
+    for (tx, run) in stops.into_iter().zip(runs) {
         tx.send(true).unwrap();
-    }
-    for run in runs {
         run.await.unwrap().unwrap();
     }
-    // Every URL sent to another member was acknowledged: no node's outbox journal holds any.
+    // Every URL sent to another member, while crawling or when leaving, was acknowledged: no
+    // node's outbox journal holds any.
     drop(crawlers); // they hold the databases open
     for dir in &dirs {
         let db = weft_frontier::open_db(&dir.path().join("db"), 8 << 20).unwrap();
