@@ -635,10 +635,10 @@ impl Frontier {
                 continue;
             }
             given.push(id);
-            for kv in self.tree.scan_prefix(dprefix(&self.hosts[id].name)) {
+            let prefix = dprefix(&self.hosts[id].name);
+            for kv in self.tree.scan_prefix(&prefix) {
                 let (k, _) = kv?;
-                let url = &k[dprefix(&self.hosts[id].name).len()..];
-                done.push(String::from_utf8_lossy(url).into_owned());
+                done.push(String::from_utf8_lossy(&k[prefix.len()..]).into_owned());
             }
             if self.hosts[id].queued == 0 {
                 continue;

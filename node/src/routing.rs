@@ -109,8 +109,17 @@ async fn give_away(
         let done = given.done.iter().map(|url| WireUrl { url: url.clone(), depth: 0, kind: weft_p2p::UrlKind::Done });
         given.queued.iter().map(wire).chain(done).collect()
     };
-    let given = crawler.hand_off(keep, |given| journal.insert(&to_wire(given))).await;
-    network.send_urls_now(to_wire(&given));
+    let mut urls = Vec::new();
+    let given = crawler
+        .hand_off(keep, |given| {
+            urls = to_wire(given);
+            journal.insert(&urls)
+        })
+        .await;
+    // `urls` is what was journaled; a failed hand-off left everything queued and sends nothing.
+    if !given.is_empty() {
+        network.send_urls_now(urls);
+    }
     given.queued.len()
 }
 
