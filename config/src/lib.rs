@@ -38,6 +38,7 @@ pub struct Config {
     pub embed: EmbedConfig,
     pub index: IndexConfig,
     pub p2p: P2pConfig,
+    pub search: SearchConfig,
     pub api: ApiConfig,
     pub log: LogConfig,
 }
@@ -54,6 +55,7 @@ impl Default for Config {
             embed: EmbedConfig::default(),
             index: IndexConfig::default(),
             p2p: P2pConfig::default(),
+            search: SearchConfig::default(),
             api: ApiConfig::default(),
             log: LogConfig::default(),
         }
@@ -400,6 +402,58 @@ impl Default for P2pConfig {
             capacity: 10,
             leave_timeout_secs: 30,
         }
+    }
+}
+
+/// Searching the network: routing summaries, which peers a query goes to, and how long it
+/// waits for them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SearchConfig {
+    /// Peers a network query is sent to at most (not counting hedges for failed peers).
+    pub fanout: usize,
+    /// ... but never fewer than this many (when there are that many) ...
+    pub min_fanout: usize,
+    /// ... and otherwise this share of the members: small networks are not flooded, large
+    /// ones are searched in proportion.
+    pub fanout_share: f64,
+    /// A network query returns what has arrived by then (marked partial if a peer is missing).
+    pub deadline_ms: u64,
+    /// A peer that has not answered after this long is hedged: the next candidate is asked too.
+    pub hedge_ms: u64,
+    /// Centroids in this node's routing summary (k-means over its chunk vectors). 1 ..= 64
+    pub centroids: usize,
+    /// Seconds between recomputing the routing summary (only when the index changed).
+    pub summary_interval_secs: u64,
+    /// LSH multi-probe: bucket keys with this many least-confident bits flipped are asked for
+    /// providers too, per table.
+    pub probes: usize,
+    /// Queries per second one peer may send this node (burst twice that); beyond: busy.
+    pub peer_queries_per_sec: f64,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        SearchConfig {
+            fanout: 8,
+            min_fanout: 4,
+            fanout_share: 0.2,
+            deadline_ms: 800,
+            hedge_ms: 300,
+            centroids: 16,
+            summary_interval_secs: 30,
+            probes: 2,
+            peer_queries_per_sec: 20.0,
+        }
+    }
+}
+
+impl SearchConfig {
+    /// Peers a query goes to in a network of `members` (this node included).
+    pub fn fanout_for(&self, members: usize) -> usize {
+        let others = members.saturating_sub(1);
+        let share = (self.fanout_share * members as f64).ceil() as usize;
+        share.max(self.min_fanout).min(self.fanout).min(others)
     }
 }
 

@@ -218,6 +218,16 @@ impl Config {
         c.range("p2p.max_connections", p2p.max_connections, 1, 100_000);
         c.range("p2p.leave_timeout_secs", p2p.leave_timeout_secs, 0, 3600);
         c.range("p2p.capacity", p2p.capacity, 1, 1_000_000);
+        let se = &self.search;
+        c.range("search.fanout", se.fanout, 1, 1000);
+        c.range("search.min_fanout", se.min_fanout, 1, se.fanout.max(1));
+        c.range("search.fanout_share", se.fanout_share, 0.0, 1.0);
+        c.range("search.deadline_ms", se.deadline_ms, 50, 60_000);
+        c.range("search.hedge_ms", se.hedge_ms, 10, se.deadline_ms.max(10));
+        c.range("search.centroids", se.centroids, 1, 64);
+        c.range("search.summary_interval_secs", se.summary_interval_secs, 1, 86_400);
+        c.range("search.probes", se.probes, 0, 8);
+        c.range("search.peer_queries_per_sec", se.peer_queries_per_sec, 0.1, 10_000.0);
         let ix = &self.index;
         c.range("index.chunk_overlap", ix.chunk_overlap, 0.0, 0.5);
         c.range("index.dedup_max_distance", ix.dedup_max_distance, 0, 3);

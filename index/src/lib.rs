@@ -19,6 +19,7 @@ pub mod embed;
 mod indexer;
 mod local;
 pub mod store;
+pub mod summary;
 pub mod tokenizer;
 pub mod vectors;
 

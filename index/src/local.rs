@@ -28,6 +28,9 @@ pub struct Hit {
     /// Other URLs with (nearly) the same text.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aliases: Vec<String>,
+    /// The document's SimHash (merging results across nodes folds near duplicates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simhash: Option<u64>,
 }
 
 /// What the index holds.
@@ -154,6 +157,7 @@ impl LocalIndex {
                 score,
                 chunk: chunk.position,
                 aliases: record.aliases,
+                simhash: record.simhash,
             });
         }
         Ok(hits)

@@ -1,20 +1,20 @@
 //! The local HTTP API: `GET /health`, `GET /status` (JSON), `GET /metrics` (Prometheus) and
-//! `GET /search?q=&k=` (the local index). Bound to 127.0.0.1 by default — it is the operator's
+//! `GET /search?q=&k=&scope=network|local` (the network's best documents, or this node's). Bound to 127.0.0.1 by default — it is the operator's
 //! window into the node.
 
 use crate::crawler::Crawler;
 use crate::indexing::{IndexService, SearchError};
+pub use crate::search::{ApiHit, Scope, SearchResponse};
+use crate::search::Searcher;
 use crate::metrics::{render_prometheus, Status};
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
-use weft_index::Hit;
 
 /// Results a search returns at most.
 pub const MAX_K: usize = 100;
@@ -25,6 +25,8 @@ pub struct AppState {
     pub crawler: Crawler,
     pub index: Option<Arc<IndexService>>,
     pub network: Option<weft_p2p::NetworkHandle>,
+    /// `None` when the node does not index.
+    pub searcher: Option<Arc<Searcher>>,
 }
 
 impl AppState {
@@ -62,15 +64,8 @@ pub struct SearchParams {
     #[serde(default)]
     pub q: String,
     pub k: Option<usize>,
-}
-
-/// The body of a `/search` answer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SearchResponse {
-    pub query: String,
-    pub k: usize,
-    pub took_ms: f64,
-    pub hits: Vec<Hit>,
+    /// `network` (the default in a network) or `local`.
+    pub scope: Option<Scope>,
 }
 
 fn error(status: StatusCode, message: String) -> Response {
@@ -78,14 +73,12 @@ fn error(status: StatusCode, message: String) -> Response {
 }
 
 async fn search(State(state): State<AppState>, Query(params): Query<SearchParams>) -> Response {
-    let Some(index) = &state.index else {
+    let Some(searcher) = &state.searcher else {
         return error(StatusCode::SERVICE_UNAVAILABLE, "this node does not index (index.enabled = false)".into());
     };
     let k = params.k.unwrap_or(10).clamp(1, MAX_K);
-    let started = Instant::now();
-    match index.search(&params.q, k).await {
-        Ok(hits) => Json(SearchResponse { query: params.q, k, took_ms: started.elapsed().as_secs_f64() * 1e3, hits })
-            .into_response(),
+    match searcher.search(&params.q, k, params.scope).await {
+        Ok(answer) => Json(answer).into_response(),
         Err(e @ SearchError::EmptyQuery) => error(StatusCode::BAD_REQUEST, format!("{e}: pass ?q=...")),
         Err(e @ SearchError::Busy) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),

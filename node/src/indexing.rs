@@ -47,10 +47,12 @@ struct Job {
     reply: SyncSender<Result<Outcome, String>>,
 }
 
-struct Query {
-    text: String,
-    k: usize,
-    reply: tokio::sync::oneshot::Sender<Result<Vec<Hit>, IndexError>>,
+/// Work for the query thread.
+enum Query {
+    /// Embed the text: for a network search, whose vector goes to other nodes.
+    Embed { text: String, reply: tokio::sync::oneshot::Sender<Result<Vec<f32>, IndexError>> },
+    /// The `k` best local documents for a query vector (this node's, or another node's).
+    Vector { vector: Vec<f32>, k: usize, reply: tokio::sync::oneshot::Sender<Result<Vec<Hit>, IndexError>> },
 }
 
 /// Counters of this run.
@@ -100,6 +102,8 @@ pub struct IndexService {
     /// In a network: where fingerprints are looked up and published.
     network: std::sync::OnceLock<weft_p2p::NetworkHandle>,
     max_distance: u32,
+    model: String,
+    dims: usize,
 }
 
 impl IndexService {
@@ -113,6 +117,7 @@ impl IndexService {
     ) -> Result<Arc<IndexService>, IndexError> {
         let indexer = Indexer::new(index.clone(), &config.embed, &config.index)?;
         let query_embedder = Embedder::open(&config.embed, 1)?;
+        let model = model_id(&config.embed.model)?;
         let counters = Arc::new(Counters::default());
         let (jobs, job_rx) = sync_channel::<Job>(config.index.queue);
         let (queries, query_rx) = sync_channel::<Query>(QUERY_QUEUE);
@@ -133,6 +138,8 @@ impl IndexService {
             metrics,
             network: std::sync::OnceLock::new(),
             max_distance: config.index.dedup_max_distance,
+            model,
+            dims: config.embed.dims,
         }))
     }
 
@@ -200,21 +207,52 @@ impl IndexService {
         })
     }
 
-    /// Embeds `text` and returns the `k` best documents.
-    pub async fn search(&self, text: &str, k: usize) -> Result<Vec<Hit>, SearchError> {
+    /// Which embedding model this node uses: the first 16 hex digits of blake3 of the model
+    /// file. Vectors are only comparable between nodes with the same model.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    fn submit<T>(&self, make: impl FnOnce(tokio::sync::oneshot::Sender<T>) -> Query) -> Result<tokio::sync::oneshot::Receiver<T>, SearchError> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let queries = self.queries.lock().clone().ok_or(SearchError::Stopped)?;
+        match queries.try_send(make(reply)) {
+            Ok(()) => Ok(answer),
+            Err(TrySendError::Full(_)) => Err(SearchError::Busy),
+            Err(TrySendError::Disconnected(_)) => Err(SearchError::Stopped),
+        }
+    }
+
+    /// The query's unit vector.
+    pub async fn embed_query(&self, text: &str) -> Result<Vec<f32>, SearchError> {
         let text = truncate_at_char(text.trim(), MAX_QUERY_BYTES).to_string();
         if text.is_empty() {
             return Err(SearchError::EmptyQuery);
         }
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        let queries = self.queries.lock().clone().ok_or(SearchError::Stopped)?;
-        match queries.try_send(Query { text, k, reply }) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) => return Err(SearchError::Busy),
-            Err(TrySendError::Disconnected(_)) => return Err(SearchError::Stopped),
-        }
+        let answer = self.submit(|reply| Query::Embed { text, reply })?;
+        answer.await.map_err(|_| SearchError::Stopped)?.map_err(SearchError::Index)
+    }
+
+    /// The `k` best local documents for a query vector.
+    pub async fn search_vector(&self, vector: Vec<f32>, k: usize) -> Result<Vec<Hit>, SearchError> {
+        let answer = self.submit(|reply| Query::Vector { vector, k, reply })?;
         self.counters.queries.fetch_add(1, Relaxed);
         answer.await.map_err(|_| SearchError::Stopped)?.map_err(SearchError::Index)
+    }
+
+    /// Embeds `text` and returns the `k` best local documents.
+    pub async fn search(&self, text: &str, k: usize) -> Result<Vec<Hit>, SearchError> {
+        let vector = self.embed_query(text).await?;
+        self.search_vector(vector, k).await
+    }
+
+    /// This node's routing summary: `k` centroids of its chunk vectors. Blocking.
+    pub fn summarize(&self, k: usize) -> Result<weft_index::summary::Centroids, IndexError> {
+        weft_index::summary::summarize(self.index.store(), k)
     }
 
     /// Flushes the document store and writes the vector snapshot if it changed. Blocking.
@@ -387,10 +425,22 @@ fn improved_document(index: &LocalIndex, better: Improved) -> Option<Document> {
 
 fn query_loop(mut embedder: Embedder, index: Arc<LocalIndex>, queries: Receiver<Query>) {
     while let Ok(q) = queries.recv() {
-        let result =
-            embedder.embed(&[q.text.as_str()]).and_then(|mut v| index.search(&v.pop().unwrap_or_default(), q.k));
-        let _ = q.reply.send(result);
+        match q {
+            Query::Embed { text, reply } => {
+                let _ = reply.send(embedder.embed(&[text.as_str()]).map(|mut v| v.pop().unwrap_or_default()));
+            }
+            Query::Vector { vector, k, reply } => {
+                let _ = reply.send(index.search(&vector, k));
+            }
+        }
     }
+}
+
+/// The model's identity: blake3 of the model file, 16 hex digits.
+fn model_id(path: &std::path::Path) -> Result<String, IndexError> {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update_reader(std::fs::File::open(path)?)?;
+    Ok(hasher.finalize().to_hex()[..16].to_string())
 }
 
 /// The document the index stores for an extracted page.

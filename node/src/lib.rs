@@ -5,8 +5,10 @@
 //! - [`pipeline`]: the seam where fetched pages flow downstream.
 //! - [`crawler`]: the crawl loop.
 //! - [`metrics`]: counters, `/status` and `/metrics` rendering.
-//! - [`indexing`]: the index stage (indexer and query threads) and `/search`.
+//! - [`indexing`]: the index stage (indexer and query threads).
 //! - [`routing`]: in a network, discovered URLs to their owners and received ones in.
+//! - [`search`]: searching this node or the network, answering other nodes' queries, and
+//!   publishing this node's routing summary.
 //! - [`api`]: the local HTTP API.
 //! - [`node`]: wiring it all from a config.
 
@@ -20,6 +22,7 @@ pub mod metrics;
 pub mod node;
 pub mod pipeline;
 pub mod routing;
+pub mod search;
 pub mod second_opinion;
 
 pub use crawler::{CrawlSettings, Crawler};

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use weft_config::{LogFormat, Overrides, Sources};
-use weft_node::api::SearchResponse;
+use weft_node::api::{ApiHit, Scope, SearchResponse};
 use weft_node::{Node, RunOptions, Status};
 
 #[derive(Parser)]
@@ -69,8 +69,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Search the local index by meaning: asks the running node's API, or, when no node
-    /// answers, opens the data dir itself.
+    /// Search by meaning: asks the running node's API — the whole network when the node is in
+    /// one (`--local` for this node only) — or, when no node answers, opens the data dir itself.
     Search {
         #[command(flatten)]
         cfg: ConfigArgs,
@@ -80,6 +80,9 @@ enum Command {
         /// How many documents to return (1 ..= 100).
         #[arg(short, default_value_t = 10)]
         k: usize,
+        /// This node's index only, not the network's.
+        #[arg(long)]
+        local: bool,
         /// API address to ask instead of the configured api.listen.
         #[arg(long, value_name = "ADDR")]
         api: Option<SocketAddr>,
@@ -194,13 +197,14 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Search { cfg, query, k, api, json } => {
+        Command::Search { cfg, query, k, local, api, json } => {
             let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
             let addr = api.unwrap_or(config.api.listen);
             let query = query.join(" ");
             let k = k.clamp(1, weft_node::api::MAX_K);
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            let answer = match runtime.block_on(search_api(addr, &query, k)) {
+            let scope = if local { Scope::Local } else { Scope::Network };
+            let answer = match runtime.block_on(search_api(addr, &query, k, scope)) {
                 Ok(answer) => answer,
                 Err(SearchVia::NoNode(e)) => {
                     tracing::debug!("no node at {addr} ({e}); opening the data dir");
@@ -311,14 +315,18 @@ enum SearchVia {
     Failed(anyhow::Error),
 }
 
-async fn search_api(addr: SocketAddr, query: &str, k: usize) -> Result<SearchResponse, SearchVia> {
+async fn search_api(addr: SocketAddr, query: &str, k: usize, scope: Scope) -> Result<SearchResponse, SearchVia> {
     let url = format!("http://{addr}/search");
     let client = reqwest::Client::builder()
         .no_proxy()
         .timeout(std::time::Duration::from_secs(30))
         .build()
         .map_err(|e| SearchVia::Failed(e.into()))?;
-    let resp = client.get(&url).query(&[("q", query), ("k", &k.to_string())]).send().await.map_err(|e| {
+    let scope = match scope {
+        Scope::Local => "local",
+        Scope::Network => "network",
+    };
+    let resp = client.get(&url).query(&[("q", query), ("k", &k.to_string()), ("scope", scope)]).send().await.map_err(|e| {
         if e.is_connect() {
             SearchVia::NoNode(e)
         } else {
@@ -347,8 +355,16 @@ fn search_offline(config: &weft_config::Config, query: &str, k: usize) -> anyhow
     let index = weft_index::LocalIndex::open(&db, &config.data_dir, config.embed.dims, &config.index)?;
     let mut embedder = weft_index::Embedder::open(&config.embed, 1)?;
     let vector = embedder.embed(&[query])?.pop().unwrap_or_default();
-    let hits = index.search(&vector, k)?;
-    Ok(SearchResponse { query: query.to_string(), k, took_ms: started.elapsed().as_secs_f64() * 1e3, hits })
+    let hits = index.search(&vector, k)?.into_iter().map(|hit| ApiHit { hit, peer: None }).collect();
+    Ok(SearchResponse {
+        query: query.to_string(),
+        k,
+        took_ms: started.elapsed().as_secs_f64() * 1e3,
+        scope: Scope::Local,
+        partial: false,
+        hits,
+        network: None,
+    })
 }
 
 fn print_hits(answer: &SearchResponse) {
@@ -356,7 +372,9 @@ fn print_hits(answer: &SearchResponse) {
         println!("no results for {:?}", answer.query);
         return;
     }
-    for (i, hit) in answer.hits.iter().enumerate() {
+    let me = answer.network.as_ref().map(|n| n.peer_id.as_str());
+    for (i, api_hit) in answer.hits.iter().enumerate() {
+        let hit = &api_hit.hit;
         let title = if hit.title.is_empty() { "(untitled)" } else { hit.title.as_str() };
         println!("{:>2}. {:.3}  {title}", i + 1, hit.score);
         println!("    {}", hit.url);
@@ -365,8 +383,34 @@ fn print_hits(answer: &SearchResponse) {
         if !hit.aliases.is_empty() {
             println!("    also at: {}", hit.aliases.join(", "));
         }
+        match api_hit.peer.as_deref() {
+            Some(p) if Some(p) == me => println!("    from this node"),
+            Some(p) if me.is_some() => println!("    from peer {}", short_peer(p)),
+            _ => {}
+        }
     }
-    println!("({} results in {:.0} ms)", answer.hits.len(), answer.took_ms);
+    match &answer.network {
+        Some(n) => {
+            println!(
+                "({} results in {:.0} ms from this node and {} of {} peers asked; {} members{})",
+                answer.hits.len(),
+                answer.took_ms,
+                n.answered.len(),
+                n.contacted.len(),
+                n.members,
+                if answer.partial { "; partial: some peers did not answer" } else { "" }
+            );
+            for (peer, why) in &n.failed {
+                println!("  no answer from {}: {why}", short_peer(peer));
+            }
+        }
+        None => println!("({} results in {:.0} ms, this node's index)", answer.hits.len(), answer.took_ms),
+    }
+}
+
+/// The last characters of a peer id: enough to tell members apart.
+fn short_peer(p: &str) -> &str {
+    &p[p.len().saturating_sub(8)..]
 }
 
 fn print_status(s: &Status) {
@@ -438,6 +482,11 @@ fn print_status(s: &Status) {
         for addr in &n.listen_addrs {
             println!("  listening    {addr}");
         }
+        let q = &n.search;
+        println!(
+            "  search       {} summaries known, {} buckets provided; {} queries sent (p50 {:.0} ms, p95 {:.0} ms, {} partial), {} answered, {} busy, {} bad answers",
+            q.summaries_known, q.buckets_provided, q.queries, q.ms_p50, q.ms_p95, q.partial, q.answered, q.busy, q.bad_replies
+        );
     }
     println!("errors         {}", s.errors_total);
     for (kind, n) in &s.errors {

@@ -95,6 +95,7 @@ impl Node {
             let key = weft_p2p::identity::load_or_create(&config.data_dir)?;
             let mut settings = weft_p2p::NetworkConfig::from_config(&config.p2p)?;
             settings.allow_private = config.fetch.allow_private_networks;
+            settings.search = config.search.clone();
             let journal = crate::routing::Journal::open(&db)?;
             let started = weft_p2p::start(key, settings)?;
             tracing::info!(peer_id = %started.handle.peer_id(), "p2p started");
@@ -131,6 +132,14 @@ impl Node {
         let mut background = tokio::task::JoinSet::new();
         let network = network.map(|(started, journal)| {
             crawler.set_router(crate::routing::Router::new(started.handle.clone(), journal.clone()));
+            background.spawn(crate::search::answer_queries(index.clone(), started.queries));
+            if let Some(index) = &index {
+                background.spawn(crate::search::publish_summaries(
+                    index.clone(),
+                    started.handle.clone(),
+                    config.search.clone(),
+                ));
+            }
             let receiver = tokio::spawn(crate::routing::receive(crawler.clone(), journal.clone(), started.inbound));
             background.spawn(crate::routing::forget_acknowledged(journal.clone(), started.acked));
             background.spawn(crate::routing::hand_off_on_changes(
@@ -189,11 +198,12 @@ impl Node {
             }
         }
         if config.api.enabled {
-            let state = AppState {
-                crawler: crawler.clone(),
-                index: index.clone(),
-                network: network.as_ref().map(|(h, _, _, _)| h.clone()),
-            };
+            let network = network.as_ref().map(|(h, _, _, _)| h.clone());
+            let searcher = index.as_ref().map(|i| {
+                let (config, distance) = (config.search.clone(), config.index.dedup_max_distance);
+                Arc::new(crate::search::Searcher::new(i.clone(), network.clone(), config, distance))
+            });
+            let state = AppState { crawler: crawler.clone(), index: index.clone(), network, searcher };
             let (addr, serve) = api::bind(config.api.listen, state)
                 .await
                 .with_context(|| format!("cannot listen on {} (api.listen)", config.api.listen))?;

@@ -1,7 +1,9 @@
 //! The one composed `NetworkBehaviour` of a Weft node. Transports (TCP and QUIC, Noise, Yamux)
 //! are set up by the swarm builder in [`crate::network`]; this is what runs over them.
 
-use crate::codec::UrlCodec;
+use crate::codec::Codec;
+use crate::exchange::UrlWire;
+use crate::search::SearchWire;
 use libp2p::identity::Keypair;
 use libp2p::request_response::{self, ProtocolSupport};
 use libp2p::swarm::NetworkBehaviour;
@@ -12,10 +14,13 @@ use std::time::Duration;
 pub const KAD_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/kad/1.0.0");
 /// URL exchange: batches of URLs to the member that owns their hosts.
 pub const URLS_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/urls/1");
+/// Network search: a query vector to a peer, its best chunks back.
+pub const SEARCH_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/search/1");
 /// What identify announces.
 pub const PROTOCOL_VERSION: &str = "/weft/0.1.0";
-/// Largest gossipsub message (membership heartbeats are a few hundred bytes).
-pub const MAX_GOSSIP_BYTES: usize = 16 * 1024;
+/// Largest gossipsub message: a routing summary of 64 centroids of 384 dimensions in f16 is
+/// 48 KiB; membership heartbeats are a few hundred bytes (and checked for that).
+pub const MAX_GOSSIP_BYTES: usize = 64 * 1024;
 
 #[derive(NetworkBehaviour)]
 pub struct Behaviour {
@@ -26,7 +31,8 @@ pub struct Behaviour {
     pub ping: ping::Behaviour,
     pub kad: kad::Behaviour<kad::store::MemoryStore>,
     pub gossipsub: gossipsub::Behaviour,
-    pub urls: request_response::Behaviour<UrlCodec>,
+    pub urls: request_response::Behaviour<Codec<UrlWire>>,
+    pub search: request_response::Behaviour<Codec<SearchWire>>,
 }
 
 impl Behaviour {
@@ -35,6 +41,10 @@ impl Behaviour {
         let mut kad_config = kad::Config::new(KAD_PROTOCOL);
         kad_config.set_periodic_bootstrap_interval(Some(refresh));
         kad_config.set_query_timeout(Duration::from_secs(30));
+        // Provider records announce semantic buckets (see `summaries`); they change as the
+        // index grows, so they are short-lived and republished often.
+        kad_config.set_provider_record_ttl(Some(Duration::from_secs(30 * 60)));
+        kad_config.set_provider_publication_interval(Some(Duration::from_secs(10 * 60)));
         let store_config = kad::store::MemoryStoreConfig {
             max_records: 1 << 20,
             max_value_bytes: crate::records::MAX_RECORD_BYTES,
@@ -56,9 +66,14 @@ impl Behaviour {
             .with_max_established_per_peer(Some(2))
             .with_max_pending_incoming(Some(max_connections.min(64)));
         let urls = request_response::Behaviour::with_codec(
-            UrlCodec,
+            Codec::default(),
             [(URLS_PROTOCOL, ProtocolSupport::Full)],
             request_response::Config::default().with_request_timeout(Duration::from_secs(30)),
+        );
+        let search = request_response::Behaviour::with_codec(
+            Codec::default(),
+            [(SEARCH_PROTOCOL, ProtocolSupport::Full)],
+            request_response::Config::default().with_request_timeout(Duration::from_secs(10)),
         );
         Ok(Behaviour {
             blocked: allow_block_list::Behaviour::default(),
@@ -68,6 +83,7 @@ impl Behaviour {
             kad,
             gossipsub,
             urls,
+            search,
         })
     }
 }

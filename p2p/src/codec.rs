@@ -1,102 +1,135 @@
-//! The wire codec of `/weft/urls/1`: CBOR, with a size cap — written so that a malformed or
-//! oversized request still *arrives* (as [`Frame::Refused`]) instead of vanishing inside the
-//! protocol stack. libp2p's stock CBOR codec turns both into a read error that the
-//! request-response behaviour only logs, which would leave the sender unpunished.
+//! The wire codec of Weft's request-response protocols (`/weft/urls/1`, `/weft/search/1`):
+//! CBOR, with size caps — written so that a malformed or oversized request still *arrives*
+//! (as [`Frame::Refused`]) instead of vanishing inside the protocol stack. libp2p's stock CBOR
+//! codec turns both into a read error that the request-response behaviour only logs, which
+//! would leave the sender unpunished. A malformed *reply* is a read error
+//! ([`std::io::ErrorKind::InvalidData`]) that reaches the asker as an outbound failure.
 
-use crate::exchange::{BatchReply, UrlBatch, MAX_BATCH_BYTES};
 use futures::prelude::*;
 use libp2p::StreamProtocol;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::io;
+use std::marker::PhantomData;
 
-/// Largest reply read (replies are a few bytes).
-const MAX_REPLY_BYTES: u64 = 1024;
+/// One protocol's message types and size caps.
+pub trait Wire: Send + Sync + 'static {
+    type Request: Serialize + DeserializeOwned + Clone + Send + Sync + std::fmt::Debug + 'static;
+    type Response: Serialize + DeserializeOwned + Send + Sync + std::fmt::Debug + 'static;
+    /// What a request is called in refusals ("URL batch").
+    const NAME: &'static str;
+    const MAX_REQUEST_BYTES: u64;
+    const MAX_RESPONSE_BYTES: u64;
+}
 
 /// A request as read from the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Frame {
-    Batch(UrlBatch),
-    /// What arrived was not a batch; never sent, only read.
+pub enum Frame<R> {
+    Request(R),
+    /// What arrived was not a request; never sent, only read.
     Refused(Refusal),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
-    Oversized,
-    Malformed(String),
+    Oversized { what: &'static str, max: u64 },
+    Malformed { what: &'static str, error: String },
 }
 
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Refusal::Oversized => write!(f, "a URL batch over {MAX_BATCH_BYTES} bytes"),
-            Refusal::Malformed(e) => write!(f, "an undecodable URL batch ({e})"),
+            Refusal::Oversized { what, max } => write!(f, "a {what} over {max} bytes"),
+            Refusal::Malformed { what, error } => write!(f, "an undecodable {what} ({error})"),
         }
     }
 }
 
-/// Decodes a request body (at most [`MAX_BATCH_BYTES`] + 1 bytes were read).
-pub fn decode_request(bytes: &[u8]) -> Frame {
-    if bytes.len() as u64 > MAX_BATCH_BYTES {
-        return Frame::Refused(Refusal::Oversized);
+/// Decodes a request body (at most `W::MAX_REQUEST_BYTES` + 1 bytes were read).
+pub fn decode_request<W: Wire>(bytes: &[u8]) -> Frame<W::Request> {
+    if bytes.len() as u64 > W::MAX_REQUEST_BYTES {
+        return Frame::Refused(Refusal::Oversized { what: W::NAME, max: W::MAX_REQUEST_BYTES });
     }
-    match cbor4ii::serde::from_slice::<UrlBatch>(bytes) {
-        Ok(batch) => Frame::Batch(batch),
-        Err(e) => Frame::Refused(Refusal::Malformed(e.to_string())),
+    match cbor4ii::serde::from_slice::<W::Request>(bytes) {
+        Ok(r) => Frame::Request(r),
+        Err(e) => Frame::Refused(Refusal::Malformed { what: W::NAME, error: e.to_string() }),
     }
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-pub struct UrlCodec;
+/// The CBOR codec of protocol `W`.
+pub struct Codec<W>(PhantomData<W>);
 
-impl libp2p::request_response::Codec for UrlCodec {
+impl<W> Default for Codec<W> {
+    fn default() -> Self {
+        Codec(PhantomData)
+    }
+}
+
+impl<W> Clone for Codec<W> {
+    fn clone(&self) -> Self {
+        Codec(PhantomData)
+    }
+}
+
+async fn write_cbor<T, V>(io: &mut T, value: &V) -> io::Result<()>
+where
+    T: AsyncWrite + Unpin + Send,
+    V: Serialize,
+{
+    let bytes = cbor4ii::serde::to_vec(Vec::new(), value).map_err(|e| io::Error::other(e.to_string()))?;
+    io.write_all(&bytes).await?;
+    io.close().await
+}
+
+impl<W: Wire> libp2p::request_response::Codec for Codec<W> {
     type Protocol = StreamProtocol;
-    type Request = Frame;
-    type Response = BatchReply;
+    type Request = Frame<W::Request>;
+    type Response = W::Response;
 
-    async fn read_request<T>(&mut self, _: &StreamProtocol, io: &mut T) -> io::Result<Frame>
+    async fn read_request<T>(&mut self, _: &StreamProtocol, io: &mut T) -> io::Result<Self::Request>
     where
         T: AsyncRead + Unpin + Send,
     {
         let mut bytes = Vec::new();
-        io.take(MAX_BATCH_BYTES + 1).read_to_end(&mut bytes).await?;
-        Ok(decode_request(&bytes))
+        io.take(W::MAX_REQUEST_BYTES + 1).read_to_end(&mut bytes).await?;
+        Ok(decode_request::<W>(&bytes))
     }
 
-    async fn read_response<T>(&mut self, _: &StreamProtocol, io: &mut T) -> io::Result<BatchReply>
+    async fn read_response<T>(&mut self, _: &StreamProtocol, io: &mut T) -> io::Result<W::Response>
     where
         T: AsyncRead + Unpin + Send,
     {
         let mut bytes = Vec::new();
-        io.take(MAX_REPLY_BYTES).read_to_end(&mut bytes).await?;
+        io.take(W::MAX_RESPONSE_BYTES + 1).read_to_end(&mut bytes).await?;
+        if bytes.len() as u64 > W::MAX_RESPONSE_BYTES {
+            let why = format!("a {} reply over {} bytes", W::NAME, W::MAX_RESPONSE_BYTES);
+            return Err(io::Error::new(io::ErrorKind::InvalidData, why));
+        }
         cbor4ii::serde::from_slice(&bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
     }
 
-    async fn write_request<T>(&mut self, _: &StreamProtocol, io: &mut T, frame: Frame) -> io::Result<()>
+    async fn write_request<T>(&mut self, _: &StreamProtocol, io: &mut T, frame: Self::Request) -> io::Result<()>
     where
         T: AsyncWrite + Unpin + Send,
     {
-        let Frame::Batch(batch) = frame else {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "only batches are sent"));
+        let Frame::Request(request) = frame else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "refusals are never sent"));
         };
-        let bytes = cbor4ii::serde::to_vec(Vec::new(), &batch).map_err(|e| io::Error::other(e.to_string()))?;
-        io.write_all(&bytes).await?;
-        io.close().await
+        write_cbor(io, &request).await
     }
 
-    async fn write_response<T>(&mut self, _: &StreamProtocol, io: &mut T, reply: BatchReply) -> io::Result<()>
+    async fn write_response<T>(&mut self, _: &StreamProtocol, io: &mut T, reply: W::Response) -> io::Result<()>
     where
         T: AsyncWrite + Unpin + Send,
     {
-        let bytes = cbor4ii::serde::to_vec(Vec::new(), &reply).map_err(|e| io::Error::other(e.to_string()))?;
-        io.write_all(&bytes).await?;
-        io.close().await
+        write_cbor(io, &reply).await
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exchange::{UrlKind, WireUrl};
+    use crate::exchange::{UrlBatch, UrlKind, UrlWire, WireUrl, MAX_BATCH_BYTES};
 
     #[test]
     fn batches_round_trip_and_garbage_or_size_is_refused_not_an_error() {
@@ -105,10 +138,11 @@ mod tests {
             hops: 1,
         };
         let bytes = cbor4ii::serde::to_vec(Vec::new(), &batch).unwrap();
-        assert_eq!(decode_request(&bytes), Frame::Batch(batch));
-        assert!(matches!(decode_request(b"\xff\xfe garbage"), Frame::Refused(Refusal::Malformed(_))));
-        assert!(matches!(decode_request(&bytes[..bytes.len() - 3]), Frame::Refused(Refusal::Malformed(_))));
+        assert_eq!(decode_request::<UrlWire>(&bytes), Frame::Request(batch));
+        assert!(matches!(decode_request::<UrlWire>(b"\xff\xfe garbage"), Frame::Refused(Refusal::Malformed { .. })));
+        let cut = decode_request::<UrlWire>(&bytes[..bytes.len() - 3]);
+        assert!(matches!(cut, Frame::Refused(Refusal::Malformed { .. })));
         let big = vec![0u8; MAX_BATCH_BYTES as usize + 1];
-        assert_eq!(decode_request(&big), Frame::Refused(Refusal::Oversized));
+        assert!(matches!(decode_request::<UrlWire>(&big), Frame::Refused(Refusal::Oversized { .. })));
     }
 }

@@ -53,6 +53,18 @@ pub struct UrlBatch {
     pub hops: u8,
 }
 
+/// `/weft/urls/1` on the wire (see [`crate::codec`]).
+pub struct UrlWire;
+
+impl crate::codec::Wire for UrlWire {
+    type Request = UrlBatch;
+    type Response = BatchReply;
+    const NAME: &'static str = "URL batch";
+    const MAX_REQUEST_BYTES: u64 = MAX_BATCH_BYTES;
+    /// Replies are a few bytes.
+    const MAX_RESPONSE_BYTES: u64 = 1024;
+}
+
 /// `/weft/urls/1` response.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BatchReply {
@@ -252,18 +264,30 @@ pub struct Due {
     pub mine: Vec<WireUrl>,
 }
 
-/// A token bucket per peer: [`BATCHES_PER_SEC`] on average, bursts of twice that.
-#[derive(Debug, Default)]
+/// A token bucket per peer: `per_sec` requests on average, bursts of twice that
+/// ([`BATCHES_PER_SEC`] by default).
+#[derive(Debug)]
 pub struct RateLimit {
+    per_sec: f64,
     buckets: HashMap<String, (f64, Instant)>,
 }
 
+impl Default for RateLimit {
+    fn default() -> Self {
+        RateLimit::new(BATCHES_PER_SEC)
+    }
+}
+
 impl RateLimit {
+    pub fn new(per_sec: f64) -> RateLimit {
+        RateLimit { per_sec, buckets: HashMap::new() }
+    }
+
     /// Takes a token for `peer`; false when it is over its rate.
     pub fn allow(&mut self, peer: &str, now: Instant) -> bool {
-        let burst = BATCHES_PER_SEC * 2.0;
+        let burst = self.per_sec * 2.0;
         let (tokens, last) = self.buckets.entry(peer.to_string()).or_insert((burst, now));
-        *tokens = (*tokens + now.saturating_duration_since(*last).as_secs_f64() * BATCHES_PER_SEC).min(burst);
+        *tokens = (*tokens + now.saturating_duration_since(*last).as_secs_f64() * self.per_sec).min(burst);
         *last = now;
         if *tokens >= 1.0 {
             *tokens -= 1.0;

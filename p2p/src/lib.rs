@@ -8,9 +8,11 @@
 //!   connection limits).
 //! - [`codec`]: the CBOR wire codec of the URL exchange, which lets bad input reach the ban.
 //! - [`exchange`]: URL exchange — wire types, validation, the per-owner outbox, rate limits.
+//! - [`records`]: near-duplicate fingerprints as DHT records.
+//! - [`summaries`]: routing summaries (centroids, LSH buckets) and the ranking of peers for a
+//!   query (pure).
+//! - [`search`]: `/weft/search/1` — wire types, checks, and merging peers' answers (pure).
 //! - [`network`]: the swarm, its event loop, and the handle the node talks to.
-//!
-//! Still to come with issue 5: handoff of queued URLs, DHT near-duplicate records.
 
 pub mod behaviour;
 pub mod codec;
@@ -20,7 +22,9 @@ pub mod membership;
 pub mod network;
 pub mod records;
 pub mod ring;
+pub mod search;
+pub mod summaries;
 
 pub use exchange::{UrlKind, WireUrl};
-pub use network::{start, Inbound, Joining, NetworkConfig, NetworkHandle, NetworkStatus, P2pError, Started};
+pub use network::{start, Inbound, NetworkAnswer, PeerAnswer, SearchInbound, SearchStatus, Joining, NetworkConfig, NetworkHandle, NetworkStatus, P2pError, Started};
 pub use ring::{Ring, DEFAULT_VNODES};

@@ -9,6 +9,7 @@
 
 use crate::behaviour::{Behaviour, BehaviourEvent};
 use crate::codec::Frame;
+use crate::search::SearchRequest;
 use crate::exchange::{check_batch, check_url, BatchReply, InFlight, Outbox, RateLimit, UrlBatch, WireUrl, MAX_HOPS};
 use crate::membership::{Change, Heartbeat, Members, TOPIC};
 use crate::records::{self, DupEntry};
@@ -64,6 +65,8 @@ pub struct NetworkConfig {
     /// Accept URLs whose host is a private IP literal (tests, intranets); mirrors
     /// `fetch.allow_private_networks`.
     pub allow_private: bool,
+    /// Network search: deadline, hedging, multi-probe, per-peer query rate.
+    pub search: weft_config::SearchConfig,
 }
 
 impl NetworkConfig {
@@ -90,6 +93,7 @@ impl NetworkConfig {
             max_connections: c.max_connections,
             capacity: c.capacity,
             allow_private: false,
+            search: weft_config::SearchConfig::default(),
         })
     }
 }
@@ -151,6 +155,7 @@ pub struct NetworkStatus {
     /// Latency of the recent lookups, milliseconds.
     pub dht_lookup_ms_p50: f64,
     pub dht_lookup_ms_p99: f64,
+    pub search: SearchStatus,
 }
 
 /// Requests to the network task besides URLs.
@@ -163,6 +168,18 @@ enum Command {
     },
     Publish(DupEntry),
     Leave,
+    /// Ask the peers most likely to hold content like the query.
+    Search {
+        request: SearchRequest,
+        fanout: usize,
+        reply: oneshot::Sender<NetworkAnswer>,
+    },
+    /// This node's routing summary changed.
+    SetSummary {
+        model: String,
+        centroids: Vec<Vec<f32>>,
+        weights: Vec<u32>,
+    },
 }
 
 /// A near-duplicate lookup waiting for its four record queries.
@@ -198,6 +215,23 @@ pub struct NetworkHandle {
 }
 
 impl NetworkHandle {
+    /// Sends `request` to at most `fanout` peers chosen by their routing summaries and the
+    /// DHT's semantic buckets (more only to replace peers that fail or stay silent), and
+    /// returns what they answered by the deadline (`search.deadline_ms`).
+    pub async fn search(&self, request: SearchRequest, fanout: usize) -> NetworkAnswer {
+        let (reply, answer) = oneshot::channel();
+        if self.commands.send(Command::Search { request, fanout, reply }).is_err() {
+            return NetworkAnswer { partial: true, ..Default::default() };
+        }
+        answer.await.unwrap_or(NetworkAnswer { partial: true, ..Default::default() })
+    }
+
+    /// Publishes this node's routing summary (gossip) and provides its centroids' LSH buckets
+    /// in the DHT; republished for members that join later.
+    pub fn set_summary(&self, model: String, centroids: Vec<Vec<f32>>, weights: Vec<u32>) {
+        let _ = self.commands.send(Command::SetSummary { model, centroids, weights });
+    }
+
     pub fn peer_id(&self) -> PeerId {
         self.peer_id
     }
@@ -281,6 +315,8 @@ pub struct Started {
     pub inbound: mpsc::Receiver<Inbound>,
     /// URLs their owner acknowledged: the node may forget them (see its outbox journal).
     pub acked: mpsc::UnboundedReceiver<Vec<String>>,
+    /// Queries from other nodes for this node's index.
+    pub queries: mpsc::Receiver<SearchInbound>,
 }
 
 /// Starts listening and joining (inside a tokio runtime); the task runs until
@@ -304,6 +340,8 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     }
     let topic = gossipsub::IdentTopic::new(TOPIC);
     swarm.behaviour_mut().gossipsub.subscribe(&topic).map_err(|e| P2pError::Build(e.to_string()))?;
+    let summary_topic = gossipsub::IdentTopic::new(crate::summaries::TOPIC);
+    swarm.behaviour_mut().gossipsub.subscribe(&summary_topic).map_err(|e| P2pError::Build(e.to_string()))?;
 
     let me = Heartbeat { peer: peer_id.to_string(), addrs: Vec::new(), capacity: config.capacity, leaving: false };
     let ttl = config.heartbeat * config.missed_heartbeats;
@@ -315,7 +353,10 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let (commands_tx, commands_rx) = mpsc::unbounded_channel();
     let (inbound_tx, inbound) = mpsc::channel(INBOUND_QUEUE);
     let (acked_tx, acked) = mpsc::unbounded_channel();
+    let (queries_tx, queries) = mpsc::channel(querying::INBOUND_QUERIES);
+    let query_rate = RateLimit::new(config.search.peer_queries_per_sec);
     let mut event_loop = EventLoop {
+        querying: querying::State::new(summary_topic, queries_tx, query_rate),
         swarm,
         config,
         topic,
@@ -345,7 +386,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     event_loop.dial_bootstrap();
     let task = tokio::spawn(event_loop.run(stop_rx, urls_rx, commands_rx));
     let handle = NetworkHandle { peer_id, status, ring, stop: Arc::new(stop_tx), urls: urls_tx, commands: commands_tx };
-    Ok(Started { handle, task, inbound, acked })
+    Ok(Started { handle, task, inbound, acked, queries })
 }
 
 /// Counters for the status.
@@ -365,11 +406,26 @@ struct Counts {
 /// Recent lookup latencies kept for the status percentiles.
 const LATENCIES: usize = 1000;
 
+/// The `p` quantile of recent latencies (0 when there are none).
+fn percentile(latencies: &std::collections::VecDeque<f64>, p: f64) -> f64 {
+    if latencies.is_empty() {
+        return 0.0;
+    }
+    let mut v: Vec<f64> = latencies.iter().copied().collect();
+    v.sort_by(f64::total_cmp);
+    v[((v.len() as f64 * p) as usize).min(v.len() - 1)]
+}
+
+mod querying;
+pub use querying::{NetworkAnswer, PeerAnswer, SearchInbound, SearchStatus};
+
 /// A received batch waiting for the node to queue its URLs: the answer goes out when it has.
 type PendingReply = BoxFuture<'static, (ResponseChannel<BatchReply>, u32, u32, Option<u32>)>;
 
 struct EventLoop {
     swarm: Swarm<Behaviour>,
+    /// Network search: summaries, queries in flight, answers to others' queries.
+    querying: querying::State,
     config: NetworkConfig,
     topic: gossipsub::IdentTopic,
     members: Members,
@@ -421,8 +477,19 @@ impl EventLoop {
                     None => std::future::pending().await,
                 }
             };
+            let search_due = self.querying.next_due();
+            let search_timer = async {
+                match search_due {
+                    Some(t) => tokio::time::sleep_until(t.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 event = self.swarm.select_next_some() => self.on_event(event),
+                _ = search_timer => self.on_search_timer(),
+                Some((channel, reply)) = self.querying.replies.next(), if !self.querying.replies.is_empty() => {
+                    let _ = self.swarm.behaviour_mut().search.send_response(channel, reply);
+                }
                 _ = heartbeat.tick() => self.on_heartbeat(),
                 _ = retry => {
                     self.retry_at = None;
@@ -539,6 +606,13 @@ impl EventLoop {
                 self.on_gossip(message);
             }
             SwarmEvent::Behaviour(BehaviourEvent::Urls(event)) => self.on_urls(event),
+            SwarmEvent::Behaviour(BehaviourEvent::Search(event)) => self.on_search(event),
+            SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::OutboundQueryProgressed {
+                id,
+                result: kad::QueryResult::GetProviders(result),
+                step,
+                ..
+            })) => self.on_providers(id, result, step.last),
             SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::OutboundQueryProgressed {
                 id,
                 result: kad::QueryResult::GetRecord(result),
@@ -564,10 +638,14 @@ impl EventLoop {
     }
 
     fn on_gossip(&mut self, message: gossipsub::Message) {
+        let Some(source) = message.source else { return };
+        if message.topic == self.querying.topic.hash() {
+            self.on_summary(source, &message.data);
+            return;
+        }
         if message.topic != self.topic.hash() {
             return;
         }
-        let Some(source) = message.source else { return };
         match Heartbeat::decode(&message.data, &source.to_string()) {
             Ok(hb) => {
                 // Members must be reachable for URL batches: their addresses go to Kademlia.
@@ -594,6 +672,7 @@ impl EventLoop {
         for change in self.members.expire(std::time::Instant::now()) {
             self.on_change(change);
         }
+        self.republish_summary();
         let now = std::time::Instant::now();
         let expired: Vec<PeerId> = self.banned.iter().filter(|(_, until)| **until <= now).map(|(p, _)| *p).collect();
         for peer in expired {
@@ -625,6 +704,8 @@ impl EventLoop {
                 // Batches already waiting go to the new owners now.
                 self.flush(true);
             }
+            Command::Search { request, fanout, reply } => self.start_search(request, fanout, reply),
+            Command::SetSummary { model, centroids, weights } => self.set_summary(model, centroids, weights),
             Command::Publish(entry) => {
                 self.counts.dht_published += 1;
                 // Read, merge, write: other documents may share a block.
@@ -672,14 +753,6 @@ impl EventLoop {
         }
     }
 
-    fn percentile(&self, p: f64) -> f64 {
-        if self.latencies.is_empty() {
-            return 0.0;
-        }
-        let mut v: Vec<f64> = self.latencies.iter().copied().collect();
-        v.sort_by(f64::total_cmp);
-        v[((v.len() as f64 * p) as usize).min(v.len() - 1)]
-    }
 
     /// Bans `peer` for [`BAN`]: its connections close and new ones are refused.
     fn ban(&mut self, peer: PeerId, why: &str) {
@@ -736,15 +809,15 @@ impl EventLoop {
         self.deliver(due.mine, None, None);
         for f in due.batches {
             let Ok(peer) = f.owner.parse::<PeerId>() else { continue };
-            let id = self.swarm.behaviour_mut().urls.send_request(&peer, Frame::Batch(f.batch.clone()));
+            let id = self.swarm.behaviour_mut().urls.send_request(&peer, Frame::Request(f.batch.clone()));
             self.in_flight.insert(id, f);
         }
     }
 
-    fn on_urls(&mut self, event: request_response::Event<Frame, BatchReply>) {
+    fn on_urls(&mut self, event: request_response::Event<Frame<UrlBatch>, BatchReply>) {
         match event {
             request_response::Event::Message { peer, message, .. } => match message {
-                request_response::Message::Request { request: Frame::Batch(batch), channel, .. } => {
+                request_response::Message::Request { request: Frame::Request(batch), channel, .. } => {
                     self.on_batch(peer, batch, channel)
                 }
                 request_response::Message::Request { request: Frame::Refused(why), channel, .. } => {
@@ -816,9 +889,15 @@ impl EventLoop {
 
     fn on_change(&mut self, change: Change) {
         match &change {
-            Change::Joined(peer) => tracing::info!(peer, members = self.members.len(), "member joined"),
+            Change::Joined(peer) => {
+                tracing::info!(peer, members = self.members.len(), "member joined");
+                // The newcomer has not heard this node's summary: send it again soon.
+                self.querying.member_joined();
+            }
             Change::Left(peer) => tracing::info!(peer, members = self.members.len(), "member left"),
         }
+        let members = self.members.peers();
+        self.querying.summaries.retain(|p| members.iter().any(|m| m == p));
         self.ring.send_replace(Arc::new(self.members.ring().clone()));
     }
 
@@ -854,8 +933,9 @@ impl EventLoop {
             dht_lookups: self.counts.dht_lookups,
             dht_duplicates_found: self.counts.dht_found,
             dht_published: self.counts.dht_published,
-            dht_lookup_ms_p50: self.percentile(0.5),
-            dht_lookup_ms_p99: self.percentile(0.99),
+            dht_lookup_ms_p50: percentile(&self.latencies, 0.5),
+            dht_lookup_ms_p99: percentile(&self.latencies, 0.99),
+            search: self.querying.status(),
         };
         self.status.send_if_modified(|s| {
             if *s == status {

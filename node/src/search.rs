@@ -1,0 +1,233 @@
+//! Search, as the user and the other nodes see it.
+//!
+//! - [`Searcher::search`]: a query in plain words. The query thread embeds it once; with
+//!   `scope = local` only this node's index answers; with `scope = network` (the default in a
+//!   network) the vector also goes to the peers most likely to hold similar content
+//!   (`weft_p2p` picks them from routing summaries and the DHT, asks them in parallel, hedges
+//!   and stops at the deadline), and their answers are merged with this node's own: by score,
+//!   one result per URL, near duplicates folded by SimHash.
+//! - [`answer_queries`]: other nodes' queries, checked and answered from the local index.
+//! - [`publish_summaries`]: this node's routing summary (k-means centroids of its chunk
+//!   vectors), recomputed when the index has changed.
+
+use crate::indexing::{IndexService, SearchError};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use weft_config::SearchConfig;
+use weft_index::Hit;
+use weft_p2p::search::{check_request, merge, RemoteHit, SearchReply, SearchRequest, MAX_K};
+use weft_p2p::{NetworkHandle, SearchInbound};
+
+/// Titles and snippets sent to other nodes are cut to these sizes (the receiver's limits).
+const MAX_TITLE_BYTES: usize = 1000;
+const MAX_SNIPPET_BYTES: usize = 4000;
+const MAX_ALIASES: usize = 32;
+
+/// Which index answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// This node's index only.
+    Local,
+    /// This node's and the peers' most likely to hold similar content.
+    #[default]
+    Network,
+}
+
+/// One result, and the node that holds it (`None` for a node outside any network).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiHit {
+    #[serde(flatten)]
+    pub hit: Hit,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
+}
+
+/// How a network search went.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetworkReport {
+    /// This node's peer id (its own results carry it).
+    pub peer_id: String,
+    pub members: usize,
+    /// Peers worth asking, ranked; how many only the DHT's semantic buckets named.
+    pub candidates: usize,
+    pub from_providers: usize,
+    /// Peers asked, in order (hedges included).
+    pub contacted: Vec<String>,
+    /// Peers that answered: id, results, milliseconds.
+    pub answered: Vec<(String, usize, f64)>,
+    /// Peers that did not, and why.
+    pub failed: Vec<(String, String)>,
+}
+
+/// The body of a `/search` answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SearchResponse {
+    pub query: String,
+    pub k: usize,
+    pub took_ms: f64,
+    #[serde(default)]
+    pub scope: Scope,
+    /// A peer that was asked did not answer in time (or at all): results may be missing.
+    #[serde(default)]
+    pub partial: bool,
+    pub hits: Vec<ApiHit>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkReport>,
+}
+
+/// Answers searches for the API.
+pub struct Searcher {
+    index: Arc<IndexService>,
+    network: Option<NetworkHandle>,
+    config: SearchConfig,
+    max_distance: u32,
+}
+
+fn cut(s: &str, max: usize) -> String {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// A local hit as sent to another node (cut to the receiver's limits).
+pub fn to_remote(h: Hit) -> RemoteHit {
+    RemoteHit {
+        title: cut(&h.title, MAX_TITLE_BYTES),
+        snippet: cut(&h.snippet, MAX_SNIPPET_BYTES),
+        url: h.url,
+        score: h.score,
+        chunk: h.chunk,
+        simhash: h.simhash,
+        aliases: h.aliases.into_iter().filter(|a| a.len() <= 2048).take(MAX_ALIASES).collect(),
+    }
+}
+
+fn from_remote(r: RemoteHit) -> Hit {
+    Hit {
+        url: r.url,
+        title: r.title,
+        snippet: r.snippet,
+        score: r.score,
+        chunk: r.chunk,
+        aliases: r.aliases,
+        simhash: r.simhash,
+    }
+}
+
+impl Searcher {
+    pub fn new(
+        index: Arc<IndexService>,
+        network: Option<NetworkHandle>,
+        config: SearchConfig,
+        max_distance: u32,
+    ) -> Searcher {
+        Searcher { index, network, config, max_distance }
+    }
+
+    /// The `k` best documents for `text`; `scope` defaults to the network when there is one.
+    pub async fn search(&self, text: &str, k: usize, scope: Option<Scope>) -> Result<SearchResponse, SearchError> {
+        let started = Instant::now();
+        let vector = self.index.embed_query(text).await?;
+        let network = self.network.as_ref().filter(|_| scope != Some(Scope::Local));
+        let Some(network) = network else {
+            let me = self.network.as_ref().map(|n| n.peer_id().to_string());
+            let hits = self.index.search_vector(vector, k).await?;
+            return Ok(SearchResponse {
+                query: text.to_string(),
+                k,
+                took_ms: started.elapsed().as_secs_f64() * 1e3,
+                scope: Scope::Local,
+                partial: false,
+                hits: hits.into_iter().map(|hit| ApiHit { hit, peer: me.clone() }).collect(),
+                network: None,
+            });
+        };
+        let me = network.peer_id().to_string();
+        let members = network.status().members.len();
+        let request =
+            SearchRequest { model: self.index.model().to_string(), vector: vector.clone(), k: k.min(MAX_K as usize) as u32 };
+        let fanout = self.config.fanout_for(members);
+        let (local, remote) = tokio::join!(self.index.search_vector(vector, k), network.search(request, fanout));
+        let mut answers = vec![(me.clone(), local?.into_iter().map(to_remote).collect::<Vec<_>>())];
+        answers.extend(remote.answers.iter().map(|a| (a.peer.clone(), a.hits.clone())));
+        let hits = merge(answers, k, self.max_distance)
+            .into_iter()
+            .map(|m| ApiHit { hit: from_remote(m.hit), peer: Some(m.peer) })
+            .collect();
+        Ok(SearchResponse {
+            query: text.to_string(),
+            k,
+            took_ms: started.elapsed().as_secs_f64() * 1e3,
+            scope: Scope::Network,
+            partial: remote.partial,
+            hits,
+            network: Some(NetworkReport {
+                peer_id: me,
+                members,
+                candidates: remote.candidates,
+                from_providers: remote.from_providers,
+                contacted: remote.contacted,
+                answered: remote.answers.iter().map(|a| (a.peer.clone(), a.hits.len(), a.ms)).collect(),
+                failed: remote.failed,
+            }),
+        })
+    }
+}
+
+/// Answers other nodes' queries from the local index (`None`: this node does not index) until
+/// the network stops.
+pub async fn answer_queries(index: Option<Arc<IndexService>>, mut queries: tokio::sync::mpsc::Receiver<SearchInbound>) {
+    while let Some(q) = queries.recv().await {
+        let Some(index) = index.clone() else {
+            let _ = q.reply.send(SearchReply::Refused("this node does not index".into()));
+            continue;
+        };
+        if let Err(why) = check_request(&q.request, index.dims(), index.model()) {
+            tracing::debug!(peer = %q.from, "query refused: {why}");
+            let _ = q.reply.send(SearchReply::Refused(why));
+            continue;
+        }
+        tokio::spawn(async move {
+            let SearchRequest { vector, k, .. } = q.request;
+            let reply = match index.search_vector(vector, k as usize).await {
+                Ok(hits) => SearchReply::Hits(hits.into_iter().map(to_remote).collect()),
+                Err(e) => {
+                    tracing::debug!("query from {} not answered: {e}", q.from);
+                    SearchReply::Busy
+                }
+            };
+            let _ = q.reply.send(reply);
+        });
+    }
+}
+
+/// Recomputes this node's routing summary every `search.summary_interval_secs` when the
+/// index has changed, and hands it to the network (gossip + DHT buckets).
+pub async fn publish_summaries(index: Arc<IndexService>, network: NetworkHandle, config: SearchConfig) {
+    let mut tick = tokio::time::interval(Duration::from_secs(config.summary_interval_secs));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut summarized = 0u64;
+    loop {
+        tick.tick().await;
+        let chunks = index.status().stored.chunks;
+        if chunks == 0 || chunks == summarized {
+            continue;
+        }
+        let (i, k) = (index.clone(), config.centroids);
+        let started = Instant::now();
+        match tokio::task::spawn_blocking(move || i.summarize(k)).await {
+            Ok(Ok(c)) if !c.centroids.is_empty() => {
+                tracing::debug!(chunks, centroids = c.centroids.len(), ms = started.elapsed().as_millis() as u64, "routing summary computed");
+                network.set_summary(index.model().to_string(), c.centroids, c.weights);
+                summarized = chunks;
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!("routing summary failed: {e}"),
+            Err(e) => tracing::warn!("routing summary task failed: {e}"),
+        }
+    }
+}

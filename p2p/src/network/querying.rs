@@ -1,0 +1,555 @@
+//! The event loop's part of network search: routing summaries in and out, queries this node
+//! sends (candidate discovery, fan-out, hedging, deadline) and queries it answers.
+//!
+//! A query goes through three steps:
+//!
+//! 1. **discover** — ask the DHT for the providers of the query's LSH buckets (cached for
+//!    [`PROVIDER_TTL`]; at most [`DISCOVERY`] or a quarter of the deadline);
+//! 2. **rank and send** — [`crate::summaries::rank`] orders members by centroid similarity (and
+//!    providers without a known summary by their bucket matches); the first `fanout` get the
+//!    query;
+//! 3. **collect** — answers are checked; a peer that fails, is busy, or has not answered after
+//!    `search.hedge_ms` is replaced by the next candidate (at most `fanout` replacements);
+//!    at `search.deadline_ms` whatever arrived is returned, marked partial if a peer is missing.
+//!
+//! A peer whose answer does not pass [`crate::search::check_reply`] (or cannot be decoded) is
+//! penalised: left out of rankings for [`PENALTY`], banned after [`MAX_STRIKES`].
+
+use super::{percentile, EventLoop, LATENCIES};
+use crate::codec::Frame;
+use crate::exchange::RateLimit;
+use crate::search::{check_reply, RemoteHit, SearchReply, SearchRequest};
+use crate::summaries::{rank, Candidate, Lsh, Summaries, Summary};
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use libp2p::request_response::{self, OutboundFailure, OutboundRequestId, ResponseChannel};
+use libp2p::{gossipsub, kad, PeerId};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot};
+
+/// Queries from other nodes waiting for this node's index.
+pub(super) const INBOUND_QUERIES: usize = 64;
+/// Providers found for a bucket are reused this long.
+const PROVIDER_TTL: Duration = Duration::from_secs(30);
+/// Longest wait for the DHT's providers before the query goes out anyway.
+const DISCOVERY: Duration = Duration::from_millis(150);
+/// How long this node's own answer to another's query may take before it says busy.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+/// A peer that answered garbage is not asked again for this long...
+const PENALTY: Duration = Duration::from_secs(600);
+/// ... and banned at this many strikes.
+const MAX_STRIKES: u32 = 3;
+/// A routing summary is gossiped again this often (for members that missed it).
+const REPUBLISH: Duration = Duration::from_secs(20);
+
+/// A query from another node, for the node to answer from its index.
+#[derive(Debug)]
+pub struct SearchInbound {
+    pub from: PeerId,
+    pub request: SearchRequest,
+    /// The answer; dropping it answers [`SearchReply::Busy`].
+    pub reply: oneshot::Sender<SearchReply>,
+}
+
+/// One peer's answer to a query.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeerAnswer {
+    pub peer: String,
+    pub hits: Vec<RemoteHit>,
+    pub ms: f64,
+}
+
+/// What the network answered a query.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetworkAnswer {
+    pub answers: Vec<PeerAnswer>,
+    /// Peers the query was sent to, in order.
+    pub contacted: Vec<String>,
+    /// Peers that failed, were busy, refused, answered garbage, or were still silent at the
+    /// deadline — and why.
+    pub failed: Vec<(String, String)>,
+    /// Some peer that was asked did not contribute.
+    pub partial: bool,
+    /// Peers that were worth asking (ranked), and how many of them only the DHT's buckets named.
+    pub candidates: usize,
+    pub from_providers: usize,
+    pub ms: f64,
+}
+
+/// Network search in `/status`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchStatus {
+    /// Members whose routing summary this node holds.
+    pub summaries_known: usize,
+    /// Summaries rejected (undecodable, wrong author, bad shape).
+    pub summaries_rejected: u64,
+    /// This node's own summary version (0: none yet) and the LSH buckets it provides.
+    pub summary_version: u64,
+    pub buckets_provided: usize,
+    /// Network queries this node sent, and peers asked in total.
+    pub queries: u64,
+    pub peers_contacted: u64,
+    pub partial: u64,
+    /// Queries from others answered, and refused as busy (rate or queue).
+    pub answered: u64,
+    pub busy: u64,
+    /// Answers that failed the checks; peers currently penalised for them.
+    pub bad_replies: u64,
+    pub penalised_peers: usize,
+    pub ms_p50: f64,
+    pub ms_p95: f64,
+}
+
+/// A query this node is running.
+struct Query {
+    request: SearchRequest,
+    fanout: usize,
+    /// A silent peer is replaced after this long.
+    hedge: Duration,
+    reply: Option<oneshot::Sender<NetworkAnswer>>,
+    started: Instant,
+    deadline: Instant,
+    /// `Some` while providers are being looked up: when to stop waiting.
+    discovering: Option<Instant>,
+    lookups_left: usize,
+    /// Provider → bucket matches (1 per exact bucket, ½ per neighbour).
+    providers: HashMap<String, f32>,
+    ranked: Vec<Candidate>,
+    next: usize,
+    /// Replacements sent so far.
+    hedges: usize,
+    pending: HashMap<OutboundRequestId, (PeerId, Instant, bool)>,
+    answer: NetworkAnswer,
+}
+
+type Answering = BoxFuture<'static, (ResponseChannel<SearchReply>, SearchReply)>;
+
+/// Network-search state of the event loop.
+pub(super) struct State {
+    pub(super) topic: gossipsub::IdentTopic,
+    pub(super) summaries: Summaries,
+    pub(super) replies: FuturesUnordered<Answering>,
+    inbound: mpsc::Sender<SearchInbound>,
+    rate: RateLimit,
+    lsh: Option<Lsh>,
+    mine: Option<Summary>,
+    published_at: Option<Instant>,
+    republish: bool,
+    provided: HashSet<Vec<u8>>,
+    queries: HashMap<u64, Query>,
+    next_query: u64,
+    requests: HashMap<OutboundRequestId, u64>,
+    lookups: HashMap<kad::QueryId, (u64, f32)>,
+    cache: HashMap<Vec<u8>, (Instant, HashSet<PeerId>)>,
+    strikes: HashMap<PeerId, (u32, Instant)>,
+    counts: SearchStatus,
+    latencies: VecDeque<f64>,
+}
+
+impl State {
+    pub(super) fn new(topic: gossipsub::IdentTopic, inbound: mpsc::Sender<SearchInbound>, rate: RateLimit) -> State {
+        State {
+            topic,
+            summaries: Summaries::default(),
+            replies: FuturesUnordered::new(),
+            inbound,
+            rate,
+            lsh: None,
+            mine: None,
+            published_at: None,
+            republish: false,
+            provided: HashSet::new(),
+            queries: HashMap::new(),
+            next_query: 0,
+            requests: HashMap::new(),
+            lookups: HashMap::new(),
+            cache: HashMap::new(),
+            strikes: HashMap::new(),
+            counts: SearchStatus::default(),
+            latencies: VecDeque::new(),
+        }
+    }
+
+    /// When the event loop must wake up for a query (discovery over, hedge, deadline).
+    pub(super) fn next_due(&self) -> Option<Instant> {
+        self.queries.values().map(Query::next_due).min()
+    }
+
+    pub(super) fn member_joined(&mut self) {
+        self.republish = true;
+    }
+
+    fn lsh(&mut self, dims: usize) -> &Lsh {
+        if self.lsh.as_ref().is_none_or(|l| l.keys(&vec![0.0; dims]).is_empty()) {
+            self.lsh = Some(Lsh::network(dims));
+        }
+        self.lsh.as_ref().expect("just set")
+    }
+
+    fn penalised(&self, peer: &str, now: Instant) -> bool {
+        peer.parse::<PeerId>().ok().and_then(|p| self.strikes.get(&p)).is_some_and(|(_, until)| *until > now)
+    }
+
+    pub(super) fn status(&self) -> SearchStatus {
+        let now = Instant::now();
+        SearchStatus {
+            summaries_known: self.summaries.len(),
+            summary_version: self.mine.as_ref().map_or(0, |s| s.version),
+            buckets_provided: self.provided.len(),
+            penalised_peers: self.strikes.values().filter(|(_, until)| *until > now).count(),
+            ms_p50: percentile(&self.latencies, 0.5),
+            ms_p95: percentile(&self.latencies, 0.95),
+            ..self.counts.clone()
+        }
+    }
+}
+
+impl Query {
+    fn next_due(&self) -> Instant {
+        let mut due = self.deadline;
+        if let Some(d) = self.discovering {
+            due = due.min(d);
+        }
+        for (_, sent, hedged) in self.pending.values() {
+            if !hedged {
+                due = due.min(*sent + self.hedge);
+            }
+        }
+        due
+    }
+}
+
+impl EventLoop {
+    pub(super) fn on_summary(&mut self, source: PeerId, data: &[u8]) {
+        match Summary::decode(data, &source.to_string()) {
+            Ok(summary) => {
+                if self.querying.summaries.observe(&summary) {
+                    tracing::debug!(peer = %source, version = summary.version, "routing summary");
+                }
+            }
+            Err(e) => {
+                self.querying.counts.summaries_rejected += 1;
+                tracing::debug!(peer = %source, "routing summary rejected: {e}");
+            }
+        }
+    }
+
+    pub(super) fn set_summary(&mut self, model: String, centroids: Vec<Vec<f32>>, weights: Vec<u32>) {
+        let Some(dims) = centroids.first().map(Vec::len) else { return };
+        // Versions are milliseconds since the epoch: they keep growing across restarts.
+        let version = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_millis() as u64)
+            .max(self.querying.mine.as_ref().map_or(0, |s| s.version + 1));
+        let me = self.swarm.local_peer_id().to_string();
+        let keys: HashSet<Vec<u8>> = {
+            let lsh = self.querying.lsh(dims);
+            centroids.iter().zip(&weights).filter(|(_, w)| **w > 0).flat_map(|(c, _)| lsh.keys(c)).collect()
+        };
+        let summary = Summary::new(me, version, model, &centroids, weights);
+        self.querying.mine = Some(summary);
+        let kad = &mut self.swarm.behaviour_mut().kad;
+        for gone in self.querying.provided.difference(&keys) {
+            kad.stop_providing(&kad::RecordKey::new(gone));
+        }
+        for new in keys.difference(&self.querying.provided) {
+            if let Err(e) = kad.start_providing(kad::RecordKey::new(new)) {
+                tracing::debug!("bucket not provided: {e}");
+            }
+        }
+        tracing::info!(version, buckets = keys.len(), "routing summary published");
+        self.querying.provided = keys;
+        self.querying.republish = true;
+        self.republish_summary();
+    }
+
+    /// Gossips this node's summary when it changed, a member joined, or [`REPUBLISH`] passed.
+    pub(super) fn republish_summary(&mut self) {
+        let q = &mut self.querying;
+        let Some(summary) = &q.mine else { return };
+        let due = q.republish || q.published_at.is_none_or(|t| t.elapsed() >= REPUBLISH);
+        if !due {
+            return;
+        }
+        let (topic, bytes) = (q.topic.clone(), summary.encode());
+        match self.swarm.behaviour_mut().gossipsub.publish(topic, bytes) {
+            Ok(_) => {
+                self.querying.republish = false;
+                self.querying.published_at = Some(Instant::now());
+            }
+            Err(e) => tracing::trace!("summary not published: {e}"),
+        }
+    }
+
+    pub(super) fn start_search(&mut self, request: SearchRequest, fanout: usize, reply: oneshot::Sender<NetworkAnswer>) {
+        let now = Instant::now();
+        let id = self.querying.next_query;
+        self.querying.next_query += 1;
+        self.querying.counts.queries += 1;
+        let deadline_after = Duration::from_millis(self.config.search.deadline_ms);
+        let probes = self.querying.lsh(request.vector.len()).probes(&request.vector, self.config.search.probes);
+        let mut query = Query {
+            request,
+            fanout,
+            hedge: Duration::from_millis(self.config.search.hedge_ms),
+            reply: Some(reply),
+            started: now,
+            deadline: now + deadline_after,
+            discovering: Some(now + DISCOVERY.min(deadline_after / 4)),
+            lookups_left: 0,
+            providers: HashMap::new(),
+            ranked: Vec::new(),
+            next: 0,
+            hedges: 0,
+            pending: HashMap::new(),
+            answer: NetworkAnswer::default(),
+        };
+        for probe in probes {
+            let weight = if probe.exact { 1.0 } else { 0.5 };
+            match self.querying.cache.get(&probe.key).filter(|(at, _)| at.elapsed() < PROVIDER_TTL) {
+                Some((_, peers)) => {
+                    for p in peers {
+                        *query.providers.entry(p.to_string()).or_default() += weight;
+                    }
+                }
+                None => {
+                    self.querying.cache.remove(&probe.key);
+                    let qid = self.swarm.behaviour_mut().kad.get_providers(kad::RecordKey::new(&probe.key));
+                    self.querying.lookups.insert(qid, (id, weight));
+                    query.lookups_left += 1;
+                }
+            }
+        }
+        self.querying.queries.insert(id, query);
+        if self.querying.queries[&id].lookups_left == 0 {
+            self.dispatch(id);
+        }
+    }
+
+    pub(super) fn on_providers(&mut self, qid: kad::QueryId, result: kad::GetProvidersResult, last: bool) {
+        let Some(&(id, weight)) = self.querying.lookups.get(&qid) else { return };
+        let (found, done) = match result {
+            Ok(kad::GetProvidersOk::FoundProviders { key, providers }) => {
+                let entry = self.querying.cache.entry(key.to_vec()).or_insert_with(|| (Instant::now(), HashSet::new()));
+                entry.1.extend(providers.iter().copied());
+                (providers, last)
+            }
+            Ok(kad::GetProvidersOk::FinishedWithNoAdditionalRecord { .. }) => (HashSet::new(), true),
+            Err(e) => {
+                tracing::debug!("provider lookup: {e:?}");
+                (HashSet::new(), true)
+            }
+        };
+        if let Some(q) = self.querying.queries.get_mut(&id) {
+            for p in found {
+                *q.providers.entry(p.to_string()).or_default() += weight;
+            }
+        }
+        if done {
+            self.querying.lookups.remove(&qid);
+            let ready = self.querying.queries.get_mut(&id).is_some_and(|q| {
+                q.lookups_left = q.lookups_left.saturating_sub(1);
+                q.lookups_left == 0 && q.discovering.is_some()
+            });
+            if ready {
+                self.dispatch(id);
+            }
+        }
+    }
+
+    /// Discovery is over: rank the candidates and send the query to the first `fanout`.
+    fn dispatch(&mut self, id: u64) {
+        let now = Instant::now();
+        let me = self.swarm.local_peer_id().to_string();
+        let members = self.members.peers();
+        let Some(q) = self.querying.queries.get(&id) else { return };
+        let model = q.request.model.clone();
+        let ranked = rank(&q.request.vector, &model, &self.querying.summaries, &members, &q.providers, |p| {
+            p == me || self.querying.penalised(p, now)
+        });
+        let q = self.querying.queries.get_mut(&id).expect("query present");
+        q.discovering = None;
+        q.answer.candidates = ranked.len();
+        q.answer.from_providers = ranked.iter().filter(|c| !c.from_summary).count();
+        q.ranked = ranked;
+        for _ in 0..q.fanout {
+            if !self.send_next(id) {
+                break;
+            }
+        }
+        self.finish_if_done(id);
+    }
+
+    /// Sends the query to its next candidate; false when there is none.
+    fn send_next(&mut self, id: u64) -> bool {
+        let Some(q) = self.querying.queries.get_mut(&id) else { return false };
+        let Some(candidate) = q.ranked.get(q.next) else { return false };
+        q.next += 1;
+        let Ok(peer) = candidate.peer.parse::<PeerId>() else { return false };
+        let request = Frame::Request(q.request.clone());
+        q.answer.contacted.push(candidate.peer.clone());
+        let rid = self.swarm.behaviour_mut().search.send_request(&peer, request);
+        let q = self.querying.queries.get_mut(&id).expect("query present");
+        q.pending.insert(rid, (peer, Instant::now(), false));
+        self.querying.requests.insert(rid, id);
+        self.querying.counts.peers_contacted += 1;
+        true
+    }
+
+    /// Replaces a peer that did not answer usefully, within the query's hedge budget.
+    fn hedge(&mut self, id: u64) {
+        let more = self.querying.queries.get_mut(&id).is_some_and(|q| {
+            let ok = q.hedges < q.fanout && q.next < q.ranked.len();
+            if ok {
+                q.hedges += 1;
+            }
+            ok
+        });
+        if more {
+            self.send_next(id);
+        }
+    }
+
+    fn strike(&mut self, peer: PeerId, why: &str) {
+        self.querying.counts.bad_replies += 1;
+        let entry = self.querying.strikes.entry(peer).or_insert((0, Instant::now()));
+        entry.0 += 1;
+        entry.1 = Instant::now() + PENALTY;
+        tracing::warn!(%peer, strikes = entry.0, "bad search answer, peer penalised: {why}");
+        if entry.0 >= MAX_STRIKES {
+            self.ban(peer, "repeated bad search answers");
+        }
+    }
+
+    pub(super) fn on_search(&mut self, event: request_response::Event<Frame<SearchRequest>, SearchReply>) {
+        match event {
+            request_response::Event::Message { peer, message, .. } => match message {
+                request_response::Message::Request { request: Frame::Request(request), channel, .. } => {
+                    self.answer_query(peer, request, channel)
+                }
+                request_response::Message::Request { request: Frame::Refused(why), channel, .. } => {
+                    drop(channel);
+                    self.ban(peer, &why.to_string());
+                }
+                request_response::Message::Response { request_id, response } => {
+                    let outcome = match response {
+                        SearchReply::Hits(hits) => Ok(hits),
+                        SearchReply::Busy => Err("busy".to_string()),
+                        SearchReply::Refused(why) => Err(format!("refused: {why}")),
+                    };
+                    self.on_answer(request_id, outcome);
+                }
+            },
+            request_response::Event::OutboundFailure { request_id, error, .. } => {
+                let garbage = matches!(&error, OutboundFailure::Io(e) if e.kind() == std::io::ErrorKind::InvalidData);
+                self.on_answer(request_id, Err(if garbage { format!("garbage: {error}") } else { error.to_string() }));
+            }
+            _ => {}
+        }
+    }
+
+    fn on_answer(&mut self, rid: OutboundRequestId, outcome: Result<Vec<RemoteHit>, String>) {
+        let Some(id) = self.querying.requests.remove(&rid) else { return };
+        let Some(q) = self.querying.queries.get_mut(&id) else { return };
+        let Some((peer, sent, _)) = q.pending.remove(&rid) else { return };
+        let k = q.request.k;
+        let outcome = outcome.and_then(|hits| match check_reply(&hits, k) {
+            Ok(()) => Ok(hits),
+            Err(e) => Err(format!("garbage: {e}")),
+        });
+        match outcome {
+            Ok(hits) => {
+                let ms = sent.elapsed().as_secs_f64() * 1e3;
+                q.answer.answers.push(PeerAnswer { peer: peer.to_string(), hits, ms });
+            }
+            Err(why) => {
+                q.answer.failed.push((peer.to_string(), why.clone()));
+                if why.starts_with("garbage") {
+                    self.strike(peer, &why);
+                }
+                self.hedge(id);
+            }
+        }
+        self.finish_if_done(id);
+    }
+
+    pub(super) fn on_search_timer(&mut self) {
+        let now = Instant::now();
+        let ids: Vec<u64> = self.querying.queries.keys().copied().collect();
+        for id in ids {
+            let Some(q) = self.querying.queries.get_mut(&id) else { continue };
+            if now >= q.deadline {
+                self.finish(id);
+                continue;
+            }
+            if q.discovering.is_some_and(|d| now >= d) {
+                self.dispatch(id);
+                continue;
+            }
+            let slow: Vec<OutboundRequestId> = q
+                .pending
+                .iter_mut()
+                .filter(|(_, (_, sent, hedged))| !*hedged && now >= *sent + q.hedge)
+                .map(|(rid, (_, _, hedged))| {
+                    *hedged = true;
+                    *rid
+                })
+                .collect();
+            for _ in slow {
+                self.hedge(id);
+            }
+        }
+    }
+
+    fn finish_if_done(&mut self, id: u64) {
+        if self.querying.queries.get(&id).is_some_and(|q| q.discovering.is_none() && q.pending.is_empty()) {
+            self.finish(id);
+        }
+    }
+
+    fn finish(&mut self, id: u64) {
+        let Some(mut q) = self.querying.queries.remove(&id) else { return };
+        for (rid, (peer, _, _)) in q.pending.drain() {
+            self.querying.requests.remove(&rid);
+            q.answer.failed.push((peer.to_string(), "no answer by the deadline".into()));
+        }
+        self.querying.lookups.retain(|_, (query, _)| *query != id);
+        q.answer.partial = !q.answer.failed.is_empty();
+        q.answer.ms = q.started.elapsed().as_secs_f64() * 1e3;
+        if q.answer.partial {
+            self.querying.counts.partial += 1;
+        }
+        if self.querying.latencies.len() == LATENCIES {
+            self.querying.latencies.pop_front();
+        }
+        self.querying.latencies.push_back(q.answer.ms);
+        if let Some(reply) = q.reply.take() {
+            let _ = reply.send(q.answer);
+        }
+    }
+
+    /// Another node's query: rate-limited, then handed to the node, answered when it has.
+    fn answer_query(&mut self, peer: PeerId, request: SearchRequest, channel: ResponseChannel<SearchReply>) {
+        if !self.querying.rate.allow(&peer.to_string(), std::time::Instant::now()) {
+            self.querying.counts.busy += 1;
+            let _ = self.swarm.behaviour_mut().search.send_response(channel, SearchReply::Busy);
+            return;
+        }
+        let (reply, answer) = oneshot::channel();
+        match self.querying.inbound.try_send(SearchInbound { from: peer, request, reply }) {
+            Ok(()) => {
+                self.querying.counts.answered += 1;
+                self.querying.replies.push(Box::pin(async move {
+                    let reply = tokio::time::timeout(ANSWER_TIMEOUT, answer).await;
+                    (channel, reply.ok().and_then(Result::ok).unwrap_or(SearchReply::Busy))
+                }));
+            }
+            Err(_) => {
+                self.querying.counts.busy += 1;
+                let _ = self.swarm.behaviour_mut().search.send_response(channel, SearchReply::Busy);
+            }
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! `/weft/search/1`: one node asks another for its best chunks for a query vector.
+//!
+//! The asker embeds the query itself and sends the vector (a few KiB), so a peer's answer
+//! costs it one kNN lookup, not a model run. A peer answers from its own index only: queries
+//! are never forwarded, so one query costs the network exactly the peers the asker chose.
+//! Everything that arrives is checked ([`check_request`], [`check_reply`]) before it is used;
+//! [`merge`] turns the answers of several peers into one ranked list.
+
+use serde::{Deserialize, Serialize};
+
+/// Results a peer is asked for at most.
+pub const MAX_K: u32 = 50;
+const MAX_TITLE_BYTES: usize = 1024;
+const MAX_SNIPPET_BYTES: usize = 4096;
+const MAX_ALIASES: usize = 32;
+
+/// A query.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchRequest {
+    /// The asker's embedding model (see [`crate::summaries::Summary::model`]).
+    pub model: String,
+    /// The query's unit vector.
+    pub vector: Vec<f32>,
+    pub k: u32,
+}
+
+/// One document from a peer's index: its best chunk for the query.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RemoteHit {
+    pub url: String,
+    pub title: String,
+    pub snippet: String,
+    /// Cosine similarity of the query and the chunk.
+    pub score: f32,
+    pub chunk: u32,
+    /// The document's SimHash: near duplicates on different peers are merged.
+    pub simhash: Option<u64>,
+    #[serde(default)]
+    pub aliases: Vec<String>,
+}
+
+/// The answer to a [`SearchRequest`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum SearchReply {
+    Hits(Vec<RemoteHit>),
+    /// Over its rate, or its query queue is full: ask someone else.
+    Busy,
+    /// The request was well formed but cannot be answered (another model, bad vector).
+    Refused(String),
+}
+
+/// `/weft/search/1` on the wire (see [`crate::codec`]).
+pub struct SearchWire;
+
+impl crate::codec::Wire for SearchWire {
+    type Request = SearchRequest;
+    type Response = SearchReply;
+    const NAME: &'static str = "search request";
+    /// A 4096-dimension vector in CBOR fits with room to spare.
+    const MAX_REQUEST_BYTES: u64 = 64 * 1024;
+    /// [`MAX_K`] hits of the largest size allowed.
+    const MAX_RESPONSE_BYTES: u64 = 1024 * 1024;
+}
+
+/// Checks a query before answering it; the error is sent back as [`SearchReply::Refused`].
+pub fn check_request(r: &SearchRequest, dims: usize, model: &str) -> Result<(), String> {
+    if r.model != model {
+        return Err(format!("this node embeds with model {model}, the query with {}", r.model));
+    }
+    if r.vector.len() != dims {
+        return Err(format!("a {}-dimension vector; this node's are {dims}", r.vector.len()));
+    }
+    if r.vector.iter().any(|x| !x.is_finite()) {
+        return Err("a vector with non-finite components".into());
+    }
+    let norm = r.vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if !(0.9..=1.1).contains(&norm) {
+        return Err(format!("a vector of norm {norm}, not a unit vector"));
+    }
+    if r.k == 0 || r.k > MAX_K {
+        return Err(format!("k = {}; allowed 1 ..= {MAX_K}", r.k));
+    }
+    Ok(())
+}
+
+/// Why a peer's answer was not used (the peer is penalised).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BadReply {
+    #[error("{got} hits for k = {k}")]
+    TooMany { got: usize, k: u32 },
+    #[error("score {0} is not a cosine similarity")]
+    Score(f32),
+    #[error("bad url {0:?}")]
+    Url(String),
+    #[error("{0} over its size limit")]
+    TooLarge(&'static str),
+}
+
+fn check_url(u: &str) -> Result<(), BadReply> {
+    let ok = u.len() <= crate::exchange::MAX_URL_BYTES
+        && url::Url::parse(u).is_ok_and(|p| matches!(p.scheme(), "http" | "https") && p.host().is_some());
+    if ok {
+        Ok(())
+    } else {
+        Err(BadReply::Url(u.chars().take(100).collect()))
+    }
+}
+
+/// Checks a peer's hits for a query of `k`.
+pub fn check_reply(hits: &[RemoteHit], k: u32) -> Result<(), BadReply> {
+    if hits.len() > k as usize {
+        return Err(BadReply::TooMany { got: hits.len(), k });
+    }
+    for h in hits {
+        if !h.score.is_finite() || !(-1.01..=1.01).contains(&h.score) {
+            return Err(BadReply::Score(h.score));
+        }
+        check_url(&h.url)?;
+        if h.title.len() > MAX_TITLE_BYTES {
+            return Err(BadReply::TooLarge("title"));
+        }
+        if h.snippet.len() > MAX_SNIPPET_BYTES {
+            return Err(BadReply::TooLarge("snippet"));
+        }
+        if h.aliases.len() > MAX_ALIASES {
+            return Err(BadReply::TooLarge("alias list"));
+        }
+        h.aliases.iter().try_for_each(|a| check_url(a))?;
+    }
+    Ok(())
+}
+
+/// One merged result: the hit and the peer that holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergedHit {
+    pub peer: String,
+    #[serde(flatten)]
+    pub hit: RemoteHit,
+}
+
+/// Merges the answers of several peers: best score first, one result per URL, and documents
+/// whose SimHashes are within `max_distance` bits folded into the better one as aliases.
+pub fn merge(answers: Vec<(String, Vec<RemoteHit>)>, k: usize, max_distance: u32) -> Vec<MergedHit> {
+    let mut all: Vec<MergedHit> =
+        answers.into_iter().flat_map(|(peer, hits)| hits.into_iter().map(move |hit| MergedHit { peer: peer.clone(), hit })).collect();
+    all.sort_by(|a, b| b.hit.score.total_cmp(&a.hit.score).then_with(|| a.hit.url.cmp(&b.hit.url)));
+    let mut out: Vec<MergedHit> = Vec::new();
+    for m in all {
+        if out.iter().any(|o| o.hit.url == m.hit.url || o.hit.aliases.contains(&m.hit.url)) {
+            continue;
+        }
+        let twin = m.hit.simhash.and_then(|h| {
+            out.iter().position(|o| o.hit.simhash.is_some_and(|g| (g ^ h).count_ones() <= max_distance))
+        });
+        match twin {
+            Some(i) => {
+                let o = &mut out[i];
+                o.hit.aliases.push(m.hit.url);
+                o.hit.aliases.extend(m.hit.aliases);
+                o.hit.aliases.dedup();
+            }
+            None if out.len() < k => out.push(m),
+            None => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(url: &str, score: f32, simhash: Option<u64>) -> RemoteHit {
+        RemoteHit {
+            url: url.into(),
+            title: "t".into(),
+            snippet: "s".into(),
+            score,
+            chunk: 0,
+            simhash,
+            aliases: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn requests_are_checked() {
+        let mut v = vec![0.0f32; 8];
+        v[0] = 1.0;
+        let good = SearchRequest { model: "m".into(), vector: v.clone(), k: 10 };
+        assert!(check_request(&good, 8, "m").is_ok());
+        assert!(check_request(&good, 8, "other").unwrap_err().contains("model"));
+        assert!(check_request(&good, 16, "m").is_err());
+        let mut nan = good.clone();
+        nan.vector[1] = f32::NAN;
+        assert!(check_request(&nan, 8, "m").is_err());
+        let mut long = good.clone();
+        long.vector[1] = 3.0;
+        assert!(check_request(&long, 8, "m").unwrap_err().contains("norm"));
+        assert!(check_request(&SearchRequest { k: 51, ..good.clone() }, 8, "m").is_err());
+        assert!(check_request(&SearchRequest { k: 0, ..good }, 8, "m").is_err());
+    }
+
+    #[test]
+    fn replies_are_checked() {
+        let ok = vec![hit("http://a.test/1", 0.8, None), hit("https://b.test/", -0.2, Some(1))];
+        assert!(check_reply(&ok, 2).is_ok());
+        assert_eq!(check_reply(&ok, 1), Err(BadReply::TooMany { got: 2, k: 1 }));
+        assert!(matches!(check_reply(&[hit("http://a.test/", f32::NAN, None)], 5), Err(BadReply::Score(_))));
+        assert!(matches!(check_reply(&[hit("http://a.test/", 7.0, None)], 5), Err(BadReply::Score(_))));
+        assert!(matches!(check_reply(&[hit("ftp://a.test/", 0.5, None)], 5), Err(BadReply::Url(_))));
+        assert!(matches!(check_reply(&[hit("not a url", 0.5, None)], 5), Err(BadReply::Url(_))));
+        let mut big = hit("http://a.test/", 0.5, None);
+        big.snippet = "x".repeat(MAX_SNIPPET_BYTES + 1);
+        assert_eq!(check_reply(&[big], 5), Err(BadReply::TooLarge("snippet")));
+        let mut aliased = hit("http://a.test/", 0.5, None);
+        aliased.aliases = vec!["javascript:alert(1)".into()];
+        assert!(check_reply(&[aliased], 5).is_err());
+    }
+
+    #[test]
+    fn merging_ranks_by_score_and_folds_duplicates() {
+        let a = vec![hit("http://a.test/1", 0.9, Some(0b1111)), hit("http://a.test/2", 0.5, Some(0xff00))];
+        let b = vec![
+            hit("http://a.test/1", 0.9, Some(0b1111)),   // the same URL from another peer
+            hit("http://b.test/copy", 0.85, Some(0b0111)), // one bit from a.test/1: a near duplicate
+            hit("http://b.test/3", 0.7, None),
+        ];
+        let merged = merge(vec![("pa".into(), a), ("pb".into(), b)], 10, 3);
+        let urls: Vec<&str> = merged.iter().map(|m| m.hit.url.as_str()).collect();
+        assert_eq!(urls, ["http://a.test/1", "http://b.test/3", "http://a.test/2"]);
+        assert_eq!(merged[0].hit.aliases, ["http://b.test/copy"]);
+        assert_eq!(merged[0].peer, "pa");
+        assert_eq!(merged[1].peer, "pb");
+        assert_eq!(merge(vec![("pa".into(), vec![hit("http://x.test/", 0.1, None)])], 0, 3).len(), 0);
+        let top2 = merge(vec![("p".into(), (0..5).map(|i| hit(&format!("http://h.test/{i}"), i as f32 / 10.0, None)).collect())], 2, 3);
+        assert_eq!(top2.iter().map(|m| m.hit.score).collect::<Vec<_>>(), [0.4, 0.3]);
+    }
+}
