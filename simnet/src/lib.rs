@@ -20,5 +20,5 @@ pub mod runner;
 pub mod topics;
 pub mod web;
 
-pub use topics::{topic_site, Topic, TOPICS};
+pub use topics::{topic_page, topic_site, Topic, TOPICS};
 pub use web::{generated_site, Request, Resource, Site, WebServer};
