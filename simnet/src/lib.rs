@@ -1,4 +1,4 @@
-//! Weft's synthetic web and (with the simnet issue) its multi-node simulator.
+//! Weft's synthetic web and its multi-node simulator.
 //!
 //! [`web`] is an HTTP server on 127.0.0.1 that serves many virtual hosts by `Host` header and
 //! records every request it receives — host, path, arrival and end time, status. That log is
@@ -8,8 +8,11 @@
 //!
 //! [`topics`] is a web of thirty pages on distinct subjects with a question for each, on which
 //! semantic search is judged. [`churn`] parses the simulator's churn specs and [`report`] judges
-//! a run from the server's log alone (coverage over time, duplicates, lost URLs, politeness):
-//! the first pieces of the multi-node simulator (issue 6).
+//! a run from the server's log alone (coverage over time, duplicates, lost URLs, politeness).
+//! [`docs`] builds the simulator's web from the PostgreSQL manual, [`runner`] runs real `weft`
+//! processes against it under churn, [`search_eval`] judges the network's search answers
+//! against an exact index over every node's chunks, [`plot`] draws the run and [`demo`] is
+//! `weft demo`.
 
 pub mod churn;
 pub mod demo;
@@ -17,6 +20,7 @@ pub mod docs;
 pub mod plot;
 pub mod report;
 pub mod runner;
+pub mod search_eval;
 pub mod topics;
 pub mod web;
 

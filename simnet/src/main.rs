@@ -83,6 +83,20 @@ enum Command {
         /// Stop as soon as every churn event happened and every reachable page was fetched.
         #[arg(long)]
         until_covered: bool,
+        /// After the crawl, ask the network this many questions (page titles) and judge the
+        /// answers against an exact index over every node's chunks (recall@10).
+        #[arg(long, default_value_t = 0)]
+        queries: usize,
+        /// Milliseconds between questions.
+        #[arg(long, default_value_t = 100)]
+        query_interval_ms: u64,
+        /// Churn while the questions are asked, timed from the first question, e.g.
+        /// kill:2@5s,restart:2@20s.
+        #[arg(long, default_value = "")]
+        search_churn: String,
+        /// Peers every question goes to (default: the nodes' budget, max(4, 20% of N) ≤ 8).
+        #[arg(long)]
+        fanout: Option<usize>,
         #[command(flatten)]
         common: Common,
     },
@@ -102,11 +116,34 @@ fn main() {
     let result = rt.block_on(async {
         match cli.command {
             Command::Serve { hosts, pages, topics } => serve(hosts, pages, topics).await,
-            Command::Run { nodes, hosts, pages, duration, churn, report, plot, no_index, until_covered, common } => {
+            Command::Run {
+                nodes,
+                hosts,
+                pages,
+                duration,
+                churn,
+                report,
+                plot,
+                no_index,
+                until_covered,
+                queries,
+                query_interval_ms,
+                search_churn,
+                fanout,
+                common,
+            } => {
                 let duration = churn::parse_time(&duration).map_err(|e| e.to_string())?;
                 let events = churn::parse(&churn, nodes).map_err(|e| e.to_string())?;
                 let web = WebSpec { hosts, pages, seed: common.seed, ..WebSpec::default() };
-                let (spec, _tmp) = spec(&common, nodes, web, duration, events, !no_index, until_covered)?;
+                let (mut spec, _tmp) = spec(&common, nodes, web, duration, events, !no_index, until_covered)?;
+                if queries > 0 {
+                    if no_index {
+                        return Err("--queries needs the index (drop --no-index)".to_string());
+                    }
+                    let churn = churn::parse(&search_churn, nodes).map_err(|e| e.to_string())?;
+                    let interval = Duration::from_millis(query_interval_ms);
+                    spec.search = Some(weft_simnet::search_eval::SearchSpec { queries, interval, churn, fanout });
+                }
                 let result = runner::run(&spec, |p| {
                     for e in &p.events {
                         eprintln!("[{:>4}s] {e}", p.elapsed.as_secs());
@@ -181,6 +218,7 @@ fn spec(
         index,
         models,
         until_covered,
+        search: None,
     };
     Ok((spec, tmp))
 }
@@ -224,6 +262,29 @@ fn print_summary(r: &RunReport) {
         "memory per node   {:.0} MiB mean RSS at the end, {:.0} MiB highest peak",
         r.mean_rss_mib, r.max_peak_rss_mib
     );
+    if let Some(s) = &r.search {
+        println!(
+            "search            {} questions: recall@10 {:.3} ({:.0}% of questions ≥ 0.9), {:.1} peers contacted on average (at most {}, budget {}: {:.0}% within), p50 {:.0} ms, p95 {:.0} ms, {} partial, {} failed",
+            s.queries,
+            s.recall_at_10,
+            s.queries_recall_over_0_9 * 100.0,
+            s.peers_contacted_mean,
+            s.peers_contacted_max,
+            s.peer_budget,
+            s.within_budget * 100.0,
+            s.ms_p50,
+            s.ms_p95,
+            s.partial,
+            s.failed
+        );
+        println!(
+            "                  ceiling: {:.3} had the best {} peers been asked (a question's top 10 lies on {:.1} nodes on average)",
+            s.oracle_recall_at_budget, s.peer_budget, s.nodes_holding_top_10
+        );
+        if let Some(down) = s.recall_at_10_while_down {
+            println!("                  recall@10 {down:.3} over the {} questions asked while a node was down", s.queries_while_down);
+        }
+    }
     println!("node  state   fetches  ring share  dedup  URLs sent  RSS MiB");
     for n in &r.nodes {
         println!(

@@ -14,6 +14,7 @@
 use crate::churn::{Action, Event};
 use crate::docs::{self, DocsError, DocsWeb, WebSpec};
 use crate::report::{self, Expectations, Report};
+use crate::search_eval::{self, Asked, SearchReport, SearchSpec};
 use crate::web::WebServer;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -46,6 +47,8 @@ pub struct RunSpec {
     /// Stop early once every churn event happened and every reachable page was fetched
     /// (after a few seconds more, to catch late duplicates).
     pub until_covered: bool,
+    /// After the crawl: ask the network questions and judge its answers (needs the index).
+    pub search: Option<SearchSpec>,
 }
 
 /// How the run is going, once a second.
@@ -139,6 +142,9 @@ pub struct RunReport {
     pub dedup_hits: u64,
     pub mean_rss_mib: f64,
     pub max_peak_rss_mib: f64,
+    /// The search phase, when asked for: recall@10 against an exact index, peers contacted,
+    /// latency (every question's record is in `search.json` in the work dir).
+    pub search: Option<SearchReport>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,6 +216,12 @@ fn node_config(
     c.p2p.missed_heartbeats = if many { 5 } else { 3 };
     c.p2p.leave_timeout_secs = 20;
     c.index.enabled = spec.index;
+    // Routing summaries follow the index within seconds (the default is half a minute).
+    c.search.summary_interval_secs = 5;
+    if let Some(f) = spec.search.as_ref().and_then(|s| s.fanout) {
+        c.search.fanout = f;
+        c.search.min_fanout = f;
+    }
     // Many nodes share two cores: one embedding thread each.
     c.embed.threads = 1;
     c.embed.model = spec.models.join("all-MiniLM-L6-v2-int8/model.onnx");
@@ -345,6 +357,77 @@ impl Sim<'_> {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+    }
+
+    fn up(&self) -> Vec<usize> {
+        self.nodes.iter().filter(|n| n.state == State::Up).map(|n| n.n).collect()
+    }
+
+    /// Waits until the index queues are empty and every live node holds the routing summary
+    /// of every other live node with an index (at most `limit`).
+    async fn search_ready(&mut self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        let mut settled_at: Option<Instant> = None;
+        while Instant::now() < deadline {
+            self.observe().await;
+            let statuses: Vec<&serde_json::Value> =
+                self.nodes.iter().filter(|n| n.state == State::Up).filter_map(|n| n.status.as_ref()).collect();
+            let queued: u64 = statuses.iter().map(|s| s["index"]["queue"].as_u64().unwrap_or(0)).sum();
+            let holders = statuses.iter().filter(|s| s["index"]["chunks"].as_u64().unwrap_or(0) > 0).count();
+            if queued > 0 {
+                settled_at = None;
+            } else {
+                // The last pages' chunks reach the summaries at the next summary interval.
+                let since = *settled_at.get_or_insert_with(Instant::now);
+                let known = statuses.iter().all(|s| {
+                    let mine = usize::from(s["index"]["chunks"].as_u64().unwrap_or(0) > 0);
+                    s["network"]["search"]["summaries_known"].as_u64().unwrap_or(0) as usize + mine >= holders
+                });
+                if known && since.elapsed() >= Duration::from_secs(8) {
+                    return true;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        false
+    }
+
+    /// Asks the questions, round-robin over the live nodes, applying the search phase's churn.
+    async fn search_phase(
+        &mut self,
+        search: &SearchSpec,
+        web: &DocsWeb,
+        marks: &mut Vec<Mark>,
+        run_started: Instant,
+    ) -> Result<Vec<Asked>, RunError> {
+        if !self.search_ready(Duration::from_secs(120)).await {
+            eprintln!("search: the routing summaries did not settle within 120 s; asking anyway");
+        }
+        let questions = search_eval::questions(&web.titles, search.queries, self.spec.web.seed);
+        let mut pending: std::collections::VecDeque<Event> = search.churn.iter().copied().collect();
+        let started = Instant::now();
+        let mut asked = Vec::with_capacity(questions.len());
+        for (i, q) in questions.iter().enumerate() {
+            while pending.front().is_some_and(|e| e.at <= started.elapsed()) {
+                let event = pending.pop_front().expect("an event");
+                let what = self.apply(event.action).await?;
+                eprintln!("[search {:>3}s] {what}", started.elapsed().as_secs());
+                marks.push(Mark { at_secs: run_started.elapsed().as_secs_f64(), event: format!("search: {what}") });
+            }
+            self.observe().await;
+            let up = self.up();
+            let down: Vec<usize> = self.nodes.iter().filter(|n| n.state == State::Killed).map(|n| n.n).collect();
+            let Some(&node) = up.get(i % up.len().max(1)) else { break };
+            let api = std::net::SocketAddr::from(([127, 0, 0, 1], self.nodes[node].api_port));
+            let at = started.elapsed();
+            let answer = search_eval::ask(&self.http, api, q, 10).await;
+            asked.push(search_eval::record(q, node, at, (up, down), answer));
+            if (i + 1) % 50 == 0 {
+                eprintln!("[search {:>3}s] {} questions asked", started.elapsed().as_secs(), i + 1);
+            }
+            tokio::time::sleep(search.interval).await;
+        }
+        Ok(asked)
     }
 
     /// Reaps nodes that finished leaving, samples memory and polls every live node's status.
@@ -502,6 +585,10 @@ pub async fn run_with(
     let elapsed = started.elapsed();
     let log = server.requests();
     write_log(&spec.work_dir.join("requests.tsv"), &log, started)?;
+    let asked = match &spec.search {
+        Some(search) => Some(sim.search_phase(search, &web, &mut marks, started).await?),
+        None => None,
+    };
     let live: Vec<LiveNode> = sim
         .nodes
         .iter()
@@ -516,6 +603,21 @@ pub async fn run_with(
         }
     }
 
+    let search = match asked {
+        Some(asked) => {
+            let json = serde_json::to_string_pretty(&asked).map_err(|e| io("encoding the questions", e))?;
+            std::fs::write(spec.work_dir.join("search.json"), json).map_err(|e| io("writing search.json", e))?;
+            let dirs: Vec<PathBuf> = sim.nodes.iter().map(|n| n.dir.join("data")).collect();
+            let total = sim.nodes.len();
+            let models = spec.models.clone();
+            let judged = tokio::task::spawn_blocking(move || search_eval::judge(&asked, &dirs, &models, total))
+                .await
+                .map_err(|e| io("judging the searches", e))?
+                .map_err(|e| io("judging the searches", e))?;
+            Some(judged)
+        }
+        None => None,
+    };
     let default_gap = Duration::from_millis(spec.delay_ms);
     let retry_after = Duration::from_secs(docs::RETRY_AFTER_SECS);
     let expect = Expectations {
@@ -586,5 +688,6 @@ pub async fn run_with(
         nodes,
         churn: marks,
         fetch_rate,
+        search,
     })
 }

@@ -41,8 +41,9 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 const PENALTY: Duration = Duration::from_secs(600);
 /// ... and banned at this many strikes.
 const MAX_STRIKES: u32 = 3;
-/// A routing summary is gossiped again this often (for members that missed it).
-const REPUBLISH: Duration = Duration::from_secs(20);
+/// A routing summary is gossiped again this often for members that missed it (a member that
+/// joins gets it at once; a changed summary goes out at once).
+const REPUBLISH: Duration = Duration::from_secs(60);
 
 /// A query from another node, for the node to answer from its index.
 #[derive(Debug)]
