@@ -24,27 +24,32 @@ pub struct Answer {
     pub snippet: String,
 }
 
-/// Asks every node and merges their answers by score (the network-wide search protocol
-/// comes with its own issue; until then each node answers from its own index).
+/// Asks the first node to search the network (`scope=network`): it routes the question to the
+/// peers whose routing summaries are closest and merges their answers with its own. Each
+/// result is labelled with the node that holds it.
 pub async fn ask(http: &reqwest::Client, nodes: &[LiveNode], question: &str, k: usize) -> Vec<Answer> {
-    let mut answers = Vec::new();
+    let mut node_of = std::collections::HashMap::new();
     for n in nodes {
-        let url = format!("http://{}/search", n.api);
-        let Ok(r) = http.get(url).query(&[("q", question), ("k", &k.to_string())]).send().await else { continue };
+        let Ok(r) = http.get(format!("http://{}/status", n.api)).send().await else { continue };
         let Ok(v) = r.json::<serde_json::Value>().await else { continue };
-        for hit in v["hits"].as_array().into_iter().flatten() {
-            answers.push(Answer {
-                node: n.node,
-                score: hit["score"].as_f64().unwrap_or(0.0),
-                title: hit["title"].as_str().unwrap_or_default().to_string(),
-                url: hit["url"].as_str().unwrap_or_default().to_string(),
-                snippet: hit["snippet"].as_str().unwrap_or_default().to_string(),
-            });
+        if let Some(id) = v["network"]["peer_id"].as_str() {
+            node_of.insert(id.to_string(), n.node);
         }
     }
-    answers.sort_by(|a, b| b.score.total_cmp(&a.score));
-    answers.truncate(k);
-    answers
+    let Some(first) = nodes.first() else { return Vec::new() };
+    let Ok(v) = crate::search_eval::ask(http, first.api, question, k).await else { return Vec::new() };
+    v["hits"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|hit| Answer {
+            node: hit["peer"].as_str().and_then(|p| node_of.get(p).copied()).unwrap_or(first.node),
+            score: hit["score"].as_f64().unwrap_or(0.0),
+            title: hit["title"].as_str().unwrap_or_default().to_string(),
+            url: hit["url"].as_str().unwrap_or_default().to_string(),
+            snippet: hit["snippet"].as_str().unwrap_or_default().to_string(),
+        })
+        .collect()
 }
 
 /// Waits until no node has pages waiting for the embedder (at most `limit`).
@@ -112,7 +117,7 @@ pub async fn run(spec: &RunSpec) -> Result<(), RunError> {
             indexed(&http, nodes, Duration::from_secs(90)).await;
             spinner.finish_and_clear();
             for question in QUESTIONS {
-                println!("\nweft search \"{question}\"");
+                println!("\nweft search \"{question}\"   (asked at node {}, answered by the network)", nodes[0].node);
                 let answers = ask(&http, nodes, question, 3).await;
                 if answers.is_empty() {
                     println!("  (no answers yet)");
