@@ -1,12 +1,14 @@
 //! The simulator's CI scenario: five real `weft` processes (index on, real model) crawl the
 //! PostgreSQL-manual web (20 hosts, 500 pages, one pathology per host) while node 3 is killed
 //! with SIGKILL and restarted, a sixth node joins and node 1 leaves for good. Judged from the
-//! web server's own log: coverage, politeness, lost URLs, duplicate fetches.
+//! web server's own log: coverage, politeness, lost URLs, duplicate fetches. Then sixty
+//! questions are asked of the network and judged against exact kNN over every node's chunks.
 
 use std::time::Duration;
 use weft_simnet::churn;
 use weft_simnet::docs::{docs_dir, WebSpec};
 use weft_simnet::runner::{run, RunSpec};
+use weft_simnet::search_eval::SearchSpec;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_nodes_with_a_crash_a_join_and_a_leave_crawl_everything_politely_once() {
@@ -24,7 +26,7 @@ async fn five_nodes_with_a_crash_a_join_and_a_leave_crawl_everything_politely_on
         index: true,
         models,
         until_covered: true,
-        search: None,
+        search: Some(SearchSpec { queries: 60, interval: Duration::from_millis(50), churn: Vec::new(), fanout: None }),
     };
     let report = run(&spec, |p| {
         for e in &p.events {
@@ -60,6 +62,13 @@ async fn five_nodes_with_a_crash_a_join_and_a_leave_crawl_everything_politely_on
     assert!(report.elapsed_secs < 300.0, "took {:.0} s", report.elapsed_secs);
     // The mirrors are near duplicates of host 0's pages: the network recognised some of them.
     assert!(report.dedup_hits > 0, "{summary}");
+
+    // Network search: five members, so the budget (four peers) reaches every other node.
+    let s = report.search.as_ref().expect("the search phase ran");
+    eprintln!("search: {s:?}");
+    assert_eq!((s.queries, s.failed), (60, 0), "{s:?}");
+    assert!(s.recall_at_10 >= 0.9, "{s:?}");
+    assert!(s.peers_contacted_max <= s.peer_budget + 1 && s.within_budget >= 0.95, "{s:?}");
 
     let svg = weft_simnet::plot::svg(&report).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("kill 3") && svg.contains("leave 1"));

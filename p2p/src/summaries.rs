@@ -164,6 +164,11 @@ impl Summaries {
         self.peers.len()
     }
 
+    /// Whether a summary of `peer` is known (whatever its model or size).
+    pub fn knows(&self, peer: &str) -> bool {
+        self.peers.contains_key(peer)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.peers.is_empty()
     }
@@ -305,10 +310,11 @@ fn similarity_for_collision(p: f64) -> f32 {
     (std::f64::consts::PI * (1.0 - per_bit)).cos() as f32
 }
 
-/// Orders the peers worth asking for `query`: members with a summary by their best centroid
-/// similarity; providers of the query's buckets whose summary is unknown by the similarity
-/// their bucket matches suggest (an exact match counts one, a neighbour half, out of
-/// [`TABLES`]). `skip` (this node, penalised peers) is left out.
+/// Orders the peers worth asking for `query`: members with a summary by [`Summaries::score`];
+/// providers of the query's buckets whose summary is unknown by the similarity their bucket
+/// matches suggest (an exact match counts one, a neighbour half, out of [`TABLES`]). Members
+/// whose summary says they cannot answer (another model, nothing indexed) and `skip` (this
+/// node, penalised peers) are left out.
 pub fn rank(
     query: &[f32],
     model: &str,
@@ -319,8 +325,10 @@ pub fn rank(
 ) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = Vec::new();
     for peer in members.iter().filter(|p| !skip(p)) {
-        if let Some(score) = summaries.score(peer, model, query) {
-            out.push(Candidate { peer: peer.clone(), score, from_summary: true });
+        if summaries.knows(peer) {
+            if let Some(score) = summaries.score(peer, model, query) {
+                out.push(Candidate { peer: peer.clone(), score, from_summary: true });
+            }
         } else if let Some(matches) = providers.get(peer) {
             let score = similarity_for_collision(f64::from(*matches) / TABLES as f64);
             out.push(Candidate { peer: peer.clone(), score, from_summary: false });
@@ -388,7 +396,8 @@ mod tests {
         assert!(sums.observe(&Summary::new("px".into(), 1, "other".into(), std::slice::from_ref(&a), vec![5])));
         let members: Vec<String> = ["me", "pa", "pb", "pc", "pe", "px"].iter().map(|s| s.to_string()).collect();
         let q = near(&a, 99, 0.3);
-        let providers = HashMap::from([("pc".to_string(), 1.0), ("pb".to_string(), 4.0)]);
+        let providers =
+            HashMap::from([("pc".to_string(), 1.0), ("pb".to_string(), 4.0), ("px".to_string(), 4.0)]);
         let ranked = rank(&q, "m", &sums, &members, &providers, |p| p == "me");
         let order: Vec<&str> = ranked.iter().map(|c| c.peer.as_str()).collect();
         assert_eq!(order[0], "pa");

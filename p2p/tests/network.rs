@@ -249,3 +249,70 @@ async fn malformed_and_oversized_batches_get_their_sender_banned_and_the_node_go
     n.stop();
     task.await.unwrap();
 }
+
+/// A member whose gossiped summary this node could not take (here: more centroids than a
+/// summary may carry, so it is rejected) is still found through the DHT: it provides the LSH
+/// buckets of its centroids, the asker looks up the providers of the query's buckets, ranks the
+/// member by its bucket matches and asks it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_is_found_through_its_semantic_buckets_when_its_summary_is_unknown() {
+    let key = libp2p::identity::Keypair::generate_ed25519();
+    let asker = weft_p2p::start(key, config(vec![])).unwrap();
+    within(10, "listens", asker.handle.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
+    let boot = asker.handle.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
+    let key = libp2p::identity::Keypair::generate_ed25519();
+    let holder = weft_p2p::start(key, config(vec![boot])).unwrap();
+    let (a, h) = (asker.handle.clone(), holder.handle.clone());
+    for n in [&a, &h] {
+        within(30, "two members", n.wait_for(|s| s.members.len() == 2)).await;
+    }
+    let dims = 16;
+    let unit = |i: usize| {
+        let mut v = vec![0f32; dims];
+        v[i % dims] = 0.6;
+        v[(i * 7 + 3) % dims] = 0.8;
+        v
+    };
+    let centroids: Vec<Vec<f32>> = (0..weft_p2p::summaries::MAX_CENTROIDS + 1).map(unit).collect();
+    h.set_summary("m".into(), centroids.clone(), vec![1; centroids.len()]);
+    within(30, "the summary is rejected", a.wait_for(|s| s.search.summaries_rejected >= 1)).await;
+    within(30, "the buckets are provided", h.wait_for(|s| s.search.buckets_provided > 0)).await;
+    assert_eq!(a.status().search.summaries_known, 0);
+
+    let mut queries = holder.queries;
+    let answering = tokio::spawn(async move {
+        let q = queries.recv().await.expect("the holder is asked");
+        let hit = weft_p2p::search::RemoteHit {
+            url: "http://found.test/".into(),
+            title: "found".into(),
+            snippet: "through the DHT".into(),
+            score: 0.9,
+            chunk: 0,
+            simhash: None,
+            aliases: Vec::new(),
+        };
+        let _ = q.reply.send(weft_p2p::search::SearchReply::Hits(vec![hit]));
+        queries
+    });
+    // Kademlia's provider records need a moment to land; ask until the holder is a candidate.
+    let request = weft_p2p::search::SearchRequest { model: "m".into(), vector: centroids[5].clone(), k: 5 };
+    let answer = within(30, "the holder is found", async {
+        loop {
+            let answer = a.search(request.clone(), 4).await;
+            if answer.from_providers == 1 {
+                return answer;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    })
+    .await;
+    assert_eq!(answer.contacted, [h.peer_id().to_string()]);
+    assert_eq!(answer.answers.len(), 1, "{answer:?}");
+    assert_eq!(answer.answers[0].hits[0].url, "http://found.test/");
+    assert!(!answer.partial);
+    let _ = answering.await.unwrap();
+    for (n, task) in [(a, asker.task), (h, holder.task)] {
+        n.stop();
+        task.await.unwrap();
+    }
+}

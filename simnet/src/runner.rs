@@ -162,6 +162,8 @@ struct Node {
     child: Option<tokio::process::Child>,
     state: State,
     status: Option<serde_json::Value>,
+    /// Whether its API has answered since its current process started.
+    ready: bool,
     rss_kib: u64,
     peak_kib: u64,
 }
@@ -253,6 +255,7 @@ fn spawn(spec: &RunSpec, node: &mut Node) -> Result<(), RunError> {
         .map_err(|e| io("starting weft", e))?;
     node.child = Some(child);
     node.state = State::Up;
+    node.ready = false;
     Ok(())
 }
 
@@ -304,8 +307,17 @@ impl Sim<'_> {
         let boot = (n > 0).then_some(self.bootstrap.as_str());
         let config = node_config(self.spec, self.web, n, &dir, ports, boot, seeds);
         std::fs::write(dir.join("weft.toml"), config.to_toml()).map_err(|e| io("writing a node config", e))?;
-        let mut node =
-            Node { n, dir, api_port: ports.0, child: None, state: State::Up, status: None, rss_kib: 0, peak_kib: 0 };
+        let mut node = Node {
+            n,
+            dir,
+            api_port: ports.0,
+            child: None,
+            state: State::Up,
+            status: None,
+            ready: false,
+            rss_kib: 0,
+            peak_kib: 0,
+        };
         spawn(self.spec, &mut node)?;
         self.nodes.push(node);
         Ok(n)
@@ -364,8 +376,9 @@ impl Sim<'_> {
         }
     }
 
+    /// Nodes up whose API has answered since their process started.
     fn up(&self) -> Vec<usize> {
-        self.nodes.iter().filter(|n| n.state == State::Up).map(|n| n.n).collect()
+        self.nodes.iter().filter(|n| n.state == State::Up && n.ready).map(|n| n.n).collect()
     }
 
     /// Waits until the index queues are empty and every live node holds the routing summary
@@ -450,6 +463,7 @@ impl Sim<'_> {
         for (n, status) in up.into_iter().zip(statuses) {
             if status.is_some() {
                 self.nodes[n].status = status;
+                self.nodes[n].ready = true;
             }
         }
         for node in &mut self.nodes {
