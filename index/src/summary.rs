@@ -46,12 +46,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 fn nearest(v: &[f32], centroids: &[Vec<f32>]) -> (usize, f32) {
-    centroids
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (i, dot(v, c)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .unwrap_or((0, 0.0))
+    centroids.iter().enumerate().map(|(i, c)| (i, dot(v, c))).max_by(|a, b| a.1.total_cmp(&b.1)).unwrap_or((0, 0.0))
 }
 
 /// Spherical k-means of unit `vectors` into at most `k` centroids.
@@ -62,21 +57,23 @@ pub fn kmeans(vectors: &[Vec<f32>], k: usize) -> Centroids {
     }
     let dims = vectors[0].len();
     let mut rng = Rng(0x5745_4654); // "WEFT"
-    // k-means++: each next seed is drawn with probability growing with its distance to the
-    // seeds so far (cosine distance 1 − similarity, squared).
+                                    // k-means++: each next seed is drawn with probability growing with its distance to the
+                                    // seeds so far (cosine distance 1 − similarity, squared).
     let mut centroids = vec![vectors[rng.below(vectors.len())].clone()];
-    let mut dist: Vec<f64> = vectors.iter().map(|v| f64::from((1.0 - dot(v, &centroids[0])).max(0.0)).powi(2)).collect();
+    let mut dist: Vec<f64> =
+        vectors.iter().map(|v| f64::from((1.0 - dot(v, &centroids[0])).max(0.0)).powi(2)).collect();
     while centroids.len() < k {
         let total: f64 = dist.iter().sum();
         let pick = if total <= 0.0 {
             rng.below(vectors.len())
         } else {
             let mut target = rng.unit() * total;
-            dist.iter().position(|d| {
-                target -= d;
-                target <= 0.0
-            })
-            .unwrap_or(vectors.len() - 1)
+            dist.iter()
+                .position(|d| {
+                    target -= d;
+                    target <= 0.0
+                })
+                .unwrap_or(vectors.len() - 1)
         };
         let c = vectors[pick].clone();
         for (d, v) in dist.iter_mut().zip(vectors) {

@@ -4,9 +4,9 @@
 
 use crate::crawler::Crawler;
 use crate::indexing::{IndexService, SearchError};
-pub use crate::search::{ApiHit, Scope, SearchResponse};
-use crate::search::Searcher;
 use crate::metrics::{render_prometheus, Status};
+use crate::search::Searcher;
+pub use crate::search::{ApiHit, Scope, SearchResponse};
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};

@@ -217,7 +217,10 @@ impl IndexService {
         self.dims
     }
 
-    fn submit<T>(&self, make: impl FnOnce(tokio::sync::oneshot::Sender<T>) -> Query) -> Result<tokio::sync::oneshot::Receiver<T>, SearchError> {
+    fn submit<T>(
+        &self,
+        make: impl FnOnce(tokio::sync::oneshot::Sender<T>) -> Query,
+    ) -> Result<tokio::sync::oneshot::Receiver<T>, SearchError> {
         let (reply, answer) = tokio::sync::oneshot::channel();
         let queries = self.queries.lock().clone().ok_or(SearchError::Stopped)?;
         match queries.try_send(make(reply)) {

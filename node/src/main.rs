@@ -326,13 +326,14 @@ async fn search_api(addr: SocketAddr, query: &str, k: usize, scope: Scope) -> Re
         Scope::Local => "local",
         Scope::Network => "network",
     };
-    let resp = client.get(&url).query(&[("q", query), ("k", &k.to_string()), ("scope", scope)]).send().await.map_err(|e| {
-        if e.is_connect() {
-            SearchVia::NoNode(e)
-        } else {
-            SearchVia::Failed(anyhow::Error::new(e).context(format!("asking {url}")))
-        }
-    })?;
+    let resp =
+        client.get(&url).query(&[("q", query), ("k", &k.to_string()), ("scope", scope)]).send().await.map_err(|e| {
+            if e.is_connect() {
+                SearchVia::NoNode(e)
+            } else {
+                SearchVia::Failed(anyhow::Error::new(e).context(format!("asking {url}")))
+            }
+        })?;
     let status = resp.status();
     let body = resp.bytes().await.map_err(|e| SearchVia::Failed(e.into()))?;
     if !status.is_success() {

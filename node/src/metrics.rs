@@ -244,8 +244,16 @@ impl prometheus_client::collector::Collector for StatusCollector {
             ];
             encode_counters(&mut enc, &counters)?;
             let gauges: [Plain; 4] = [
-                ("weft_search_summaries_known", "Members whose routing summary this node holds", q.summaries_known as u64),
-                ("weft_search_buckets_provided", "LSH buckets this node provides in the DHT", q.buckets_provided as u64),
+                (
+                    "weft_search_summaries_known",
+                    "Members whose routing summary this node holds",
+                    q.summaries_known as u64,
+                ),
+                (
+                    "weft_search_buckets_provided",
+                    "LSH buckets this node provides in the DHT",
+                    q.buckets_provided as u64,
+                ),
                 ("weft_search_ms_p50", "Median network query time, milliseconds", q.ms_p50 as u64),
                 ("weft_search_ms_p95", "95th percentile network query time, milliseconds", q.ms_p95 as u64),
             ];

@@ -148,8 +148,11 @@ impl Searcher {
         };
         let me = network.peer_id().to_string();
         let members = network.status().members.len();
-        let request =
-            SearchRequest { model: self.index.model().to_string(), vector: vector.clone(), k: k.min(MAX_K as usize) as u32 };
+        let request = SearchRequest {
+            model: self.index.model().to_string(),
+            vector: vector.clone(),
+            k: k.min(MAX_K as usize) as u32,
+        };
         let fanout = self.config.fanout_for(members);
         let (local, remote) = tokio::join!(self.index.search_vector(vector, k), network.search(request, fanout));
         let mut answers = vec![(me.clone(), local?.into_iter().map(to_remote).collect::<Vec<_>>())];
@@ -221,7 +224,12 @@ pub async fn publish_summaries(index: Arc<IndexService>, network: NetworkHandle,
         let started = Instant::now();
         match tokio::task::spawn_blocking(move || i.summarize(k)).await {
             Ok(Ok(c)) if !c.centroids.is_empty() => {
-                tracing::debug!(chunks, centroids = c.centroids.len(), ms = started.elapsed().as_millis() as u64, "routing summary computed");
+                tracing::debug!(
+                    chunks,
+                    centroids = c.centroids.len(),
+                    ms = started.elapsed().as_millis() as u64,
+                    "routing summary computed"
+                );
                 network.set_summary(index.model().to_string(), c.centroids, c.weights);
                 summarized = chunks;
             }

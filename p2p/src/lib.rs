@@ -26,5 +26,8 @@ pub mod search;
 pub mod summaries;
 
 pub use exchange::{UrlKind, WireUrl};
-pub use network::{start, Inbound, NetworkAnswer, PeerAnswer, SearchInbound, SearchStatus, Joining, NetworkConfig, NetworkHandle, NetworkStatus, P2pError, Started};
+pub use network::{
+    start, Inbound, Joining, NetworkAnswer, NetworkConfig, NetworkHandle, NetworkStatus, P2pError, PeerAnswer,
+    SearchInbound, SearchStatus, Started,
+};
 pub use ring::{Ring, DEFAULT_VNODES};

@@ -9,11 +9,11 @@
 
 use crate::behaviour::{Behaviour, BehaviourEvent};
 use crate::codec::Frame;
-use crate::search::SearchRequest;
 use crate::exchange::{check_batch, check_url, BatchReply, InFlight, Outbox, RateLimit, UrlBatch, WireUrl, MAX_HOPS};
 use crate::membership::{Change, Heartbeat, Members, TOPIC};
 use crate::records::{self, DupEntry};
 use crate::ring::Ring;
+use crate::search::SearchRequest;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
@@ -752,7 +752,6 @@ impl EventLoop {
             }
         }
     }
-
 
     /// Bans `peer` for [`BAN`]: its connections close and new ones are refused.
     fn ban(&mut self, peer: PeerId, why: &str) {

@@ -141,17 +141,20 @@ pub struct MergedHit {
 /// Merges the answers of several peers: best score first, one result per URL, and documents
 /// whose SimHashes are within `max_distance` bits folded into the better one as aliases.
 pub fn merge(answers: Vec<(String, Vec<RemoteHit>)>, k: usize, max_distance: u32) -> Vec<MergedHit> {
-    let mut all: Vec<MergedHit> =
-        answers.into_iter().flat_map(|(peer, hits)| hits.into_iter().map(move |hit| MergedHit { peer: peer.clone(), hit })).collect();
+    let mut all: Vec<MergedHit> = answers
+        .into_iter()
+        .flat_map(|(peer, hits)| hits.into_iter().map(move |hit| MergedHit { peer: peer.clone(), hit }))
+        .collect();
     all.sort_by(|a, b| b.hit.score.total_cmp(&a.hit.score).then_with(|| a.hit.url.cmp(&b.hit.url)));
     let mut out: Vec<MergedHit> = Vec::new();
     for m in all {
         if out.iter().any(|o| o.hit.url == m.hit.url || o.hit.aliases.contains(&m.hit.url)) {
             continue;
         }
-        let twin = m.hit.simhash.and_then(|h| {
-            out.iter().position(|o| o.hit.simhash.is_some_and(|g| (g ^ h).count_ones() <= max_distance))
-        });
+        let twin = m
+            .hit
+            .simhash
+            .and_then(|h| out.iter().position(|o| o.hit.simhash.is_some_and(|g| (g ^ h).count_ones() <= max_distance)));
         match twin {
             Some(i) => {
                 let o = &mut out[i];
@@ -221,7 +224,7 @@ mod tests {
     fn merging_ranks_by_score_and_folds_duplicates() {
         let a = vec![hit("http://a.test/1", 0.9, Some(0b1111)), hit("http://a.test/2", 0.5, Some(0xff00))];
         let b = vec![
-            hit("http://a.test/1", 0.9, Some(0b1111)),   // the same URL from another peer
+            hit("http://a.test/1", 0.9, Some(0b1111)),     // the same URL from another peer
             hit("http://b.test/copy", 0.85, Some(0b0111)), // one bit from a.test/1: a near duplicate
             hit("http://b.test/3", 0.7, None),
         ];
@@ -232,7 +235,11 @@ mod tests {
         assert_eq!(merged[0].peer, "pa");
         assert_eq!(merged[1].peer, "pb");
         assert_eq!(merge(vec![("pa".into(), vec![hit("http://x.test/", 0.1, None)])], 0, 3).len(), 0);
-        let top2 = merge(vec![("p".into(), (0..5).map(|i| hit(&format!("http://h.test/{i}"), i as f32 / 10.0, None)).collect())], 2, 3);
+        let top2 = merge(
+            vec![("p".into(), (0..5).map(|i| hit(&format!("http://h.test/{i}"), i as f32 / 10.0, None)).collect())],
+            2,
+            3,
+        );
         assert_eq!(top2.iter().map(|m| m.hit.score).collect::<Vec<_>>(), [0.4, 0.3]);
     }
 }

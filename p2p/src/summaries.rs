@@ -396,8 +396,7 @@ mod tests {
         assert!(sums.observe(&Summary::new("px".into(), 1, "other".into(), std::slice::from_ref(&a), vec![5])));
         let members: Vec<String> = ["me", "pa", "pb", "pc", "pe", "px"].iter().map(|s| s.to_string()).collect();
         let q = near(&a, 99, 0.3);
-        let providers =
-            HashMap::from([("pc".to_string(), 1.0), ("pb".to_string(), 4.0), ("px".to_string(), 4.0)]);
+        let providers = HashMap::from([("pc".to_string(), 1.0), ("pb".to_string(), 4.0), ("px".to_string(), 4.0)]);
         let ranked = rank(&q, "m", &sums, &members, &providers, |p| p == "me");
         let order: Vec<&str> = ranked.iter().map(|c| c.peer.as_str()).collect();
         assert_eq!(order[0], "pa");

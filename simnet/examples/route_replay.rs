@@ -8,6 +8,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use weft_index::summary::kmeans;
 
+/// A ranking rule: a peer's score for a query.
+type Policy<'a> = Box<dyn Fn(&[f32], usize) -> f32 + 'a>;
+
 struct Doc {
     node: usize,
     url: String,
@@ -60,8 +63,13 @@ fn main() {
     println!("{nodes} nodes, {} documents, {} questions", docs.len(), queries.len());
     for k in [16usize, 32, 64] {
         let summaries: Vec<_> = per_node.iter().map(|v| kmeans(v, k)).collect();
-        let policies: Vec<(String, Box<dyn Fn(&[f32], usize) -> f32>)> = vec![
-            ("max".into(), Box::new(|q: &[f32], i: usize| summaries[i].centroids.iter().map(|c| dot(q, c)).fold(f32::MIN, f32::max))),
+        let policies: Vec<(String, Policy)> = vec![
+            (
+                "max".into(),
+                Box::new(|q: &[f32], i: usize| {
+                    summaries[i].centroids.iter().map(|c| dot(q, c)).fold(f32::MIN, f32::max)
+                }),
+            ),
             ("soft0.02".into(), Box::new(|q: &[f32], i: usize| soft(q, &summaries[i], 0.02))),
             ("soft0.05".into(), Box::new(|q: &[f32], i: usize| soft(q, &summaries[i], 0.05))),
             ("soft0.1".into(), Box::new(|q: &[f32], i: usize| soft(q, &summaries[i], 0.1))),
@@ -76,7 +84,8 @@ fn main() {
                     let mut ranked: Vec<usize> = (0..nodes).filter(|i| *i != me && !per_node[*i].is_empty()).collect();
                     ranked.sort_by(|x, y| score(q, *y).total_cmp(&score(q, *x)));
                     let chosen: HashSet<usize> = ranked.into_iter().take(fanout).chain([me]).collect();
-                    total += truth.iter().filter(|d| chosen.contains(&d.node)).count() as f64 / truth.len().max(1) as f64;
+                    total +=
+                        truth.iter().filter(|d| chosen.contains(&d.node)).count() as f64 / truth.len().max(1) as f64;
                 }
                 line += &format!("  F={fanout}: {:.3}", total / queries.len() as f64);
             }
@@ -102,7 +111,10 @@ fn main() {
         line += &format!("  F={fanout}: {:.3}", total / queries.len() as f64);
     }
     println!("{line}");
-    let spread: f64 = queries.iter().map(|q| top10(q, &docs).iter().map(|d| d.node).collect::<HashSet<_>>().len() as f64).sum::<f64>()
+    let spread: f64 = queries
+        .iter()
+        .map(|q| top10(q, &docs).iter().map(|d| d.node).collect::<HashSet<_>>().len() as f64)
+        .sum::<f64>()
         / queries.len() as f64;
     println!("nodes holding a question's exact top 10, on average: {spread:.2}");
 }

@@ -282,7 +282,10 @@ fn print_summary(r: &RunReport) {
             s.oracle_recall_at_budget, s.peer_budget, s.nodes_holding_top_10
         );
         if let Some(down) = s.recall_at_10_while_down {
-            println!("                  recall@10 {down:.3} over the {} questions asked while a node was down", s.queries_while_down);
+            println!(
+                "                  recall@10 {down:.3} over the {} questions asked while a node was down",
+                s.queries_while_down
+            );
         }
     }
     println!("node  state   fetches  ring share  dedup  URLs sent  RSS MiB");

@@ -118,7 +118,12 @@ pub fn questions(titles: &BTreeMap<(String, String), String>, n: usize, seed: u6
 }
 
 /// Asks node `api` a question over the network.
-pub async fn ask(http: &reqwest::Client, api: std::net::SocketAddr, q: &str, k: usize) -> Result<serde_json::Value, String> {
+pub async fn ask(
+    http: &reqwest::Client,
+    api: std::net::SocketAddr,
+    q: &str,
+    k: usize,
+) -> Result<serde_json::Value, String> {
     let r = http
         .get(format!("http://{api}/search"))
         .query(&[("q", q), ("k", &k.to_string()), ("scope", "network")])
@@ -166,7 +171,9 @@ pub fn record(
             a.answered = net["answered"].as_array().map_or(0, Vec::len);
             for h in v["hits"].as_array().into_iter().flatten() {
                 let mut urls = vec![h["url"].as_str().unwrap_or_default().to_string()];
-                urls.extend(h["aliases"].as_array().into_iter().flatten().filter_map(|u| u.as_str().map(str::to_string)));
+                urls.extend(
+                    h["aliases"].as_array().into_iter().flatten().filter_map(|u| u.as_str().map(str::to_string)),
+                );
                 a.results.push(urls);
             }
         }
@@ -257,9 +264,13 @@ fn percentile(v: &[f64], p: f64) -> f64 {
 
 /// Judges the asked questions once every node has stopped: `data_dirs[n]` is node n's data
 /// dir; the questions are embedded with the model files in `models`.
-pub fn judge(asked: &[Asked], data_dirs: &[PathBuf], models: &Path, total_nodes: usize) -> Result<SearchReport, String> {
-    let nodes: Vec<Vec<Doc>> =
-        data_dirs.iter().enumerate().map(|(n, d)| read_node(d, n)).collect::<Result<_, _>>()?;
+pub fn judge(
+    asked: &[Asked],
+    data_dirs: &[PathBuf],
+    models: &Path,
+    total_nodes: usize,
+) -> Result<SearchReport, String> {
+    let nodes: Vec<Vec<Doc>> = data_dirs.iter().enumerate().map(|(n, d)| read_node(d, n)).collect::<Result<_, _>>()?;
     let embed = weft_config::EmbedConfig {
         model: models.join("all-MiniLM-L6-v2-int8/model.onnx"),
         tokenizer: models.join("all-MiniLM-L6-v2-int8/tokenizer.json"),
@@ -334,7 +345,12 @@ mod tests {
 
     #[test]
     fn exact_top_folds_near_duplicates_and_ranks_by_best_chunk() {
-        let d = |url: &str, simhash: u64, v: Vec<Vec<f32>>| Doc { node: 0, url: url.into(), simhash: Some(simhash), vectors: v };
+        let d = |url: &str, simhash: u64, v: Vec<Vec<f32>>| Doc {
+            node: 0,
+            url: url.into(),
+            simhash: Some(simhash),
+            vectors: v,
+        };
         let docs = [
             d("http://a/", 0b1111, vec![vec![1.0, 0.0], vec![0.0, 1.0]]),
             d("http://a-copy/", 0b0111, vec![vec![1.0, 0.0]]),

@@ -108,7 +108,9 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
         nets.push(net);
     }
     for net in &nets {
-        tokio::time::timeout(Duration::from_secs(60), net.wait_for(|s| s.members.len() == NODES)).await.expect("members");
+        tokio::time::timeout(Duration::from_secs(60), net.wait_for(|s| s.members.len() == NODES))
+            .await
+            .expect("members");
     }
 
     // Topic t lives on node t % 5, on a host that node owns.
@@ -141,7 +143,8 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
         assert_eq!(top["peer"].as_str(), Some(ids[*owner].as_str()), "{}: answered by its node", topic.slug);
         assert_eq!(v["scope"], "network");
         assert_eq!(v["partial"], false, "{v:#}");
-        let contacted: Vec<&str> = v["network"]["contacted"].as_array().unwrap().iter().filter_map(|p| p.as_str()).collect();
+        let contacted: Vec<&str> =
+            v["network"]["contacted"].as_array().unwrap().iter().filter_map(|p| p.as_str()).collect();
         assert!(contacted.len() <= 2, "{}: contacted {contacted:?}", topic.slug);
         if *owner != 0 {
             assert_eq!(contacted.first(), Some(&ids[*owner].as_str()), "{}: its node is asked first", topic.slug);

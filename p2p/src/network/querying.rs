@@ -284,7 +284,12 @@ impl EventLoop {
         }
     }
 
-    pub(super) fn start_search(&mut self, request: SearchRequest, fanout: usize, reply: oneshot::Sender<NetworkAnswer>) {
+    pub(super) fn start_search(
+        &mut self,
+        request: SearchRequest,
+        fanout: usize,
+        reply: oneshot::Sender<NetworkAnswer>,
+    ) {
         let now = Instant::now();
         let id = self.querying.next_query;
         self.querying.next_query += 1;
