@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what Weft needs on a fresh Debian machine. Idempotent: safe to run again.
 # Today that is a Rust toolchain, a C/C++ compiler (USearch is C++), and the embedding model with
-# the ONNX Runtime that runs it (see scripts/models.sh), and the PostgreSQL manual the simulator
-# serves; Chromium joins with the issue that needs it.
+# the ONNX Runtime that runs it (see scripts/models.sh), the PostgreSQL manual the simulator
+# serves, and Debian's Chromium for the layout teacher and JavaScript rendering (driven over
+# CDP; no browser is downloaded at run time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,8 @@ command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 # The simulator's synthetic web is built from the PostgreSQL manual's HTML.
 [ -f /usr/share/doc/postgresql-doc-15/html/index.html ] || need_apt+=(postgresql-doc-15)
+# Headless Chromium: the teacher renders pages to learn their layout.
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   echo "setup: installing ${need_apt[*]}"

@@ -13,6 +13,7 @@
 //! - [`node`]: wiring it all from a config.
 
 pub mod api;
+pub mod browser;
 pub mod crawler;
 pub mod extract_cli;
 pub mod fetcher;

@@ -1,0 +1,380 @@
+//! The browser pool: headless Chromium from Debian's `chromium` package, driven over the
+//! DevTools protocol (`chromiumoxide`), for the layout teacher and for pages that need
+//! JavaScript.
+//!
+//! **Chromium never touches the network itself.** Every request a page makes — the document,
+//! its scripts, its XHRs — is paused by the CDP `Fetch` domain and answered by a function the
+//! caller supplies ([`Fetch`]), which is where Weft's own fetcher, robots.txt, politeness and
+//! SSRF guard apply, exactly as for static fetches; a request the caller does not answer fails
+//! as blocked. As a second wall, Chromium is started with its DNS resolver mapped to nowhere and
+//! a proxy on a closed loopback port, and with its background services (updates, safe
+//! browsing, metrics, sync) off: nothing it might send on its own gets out.
+//!
+//! Each instance renders one page at a time in a fresh tab; [`BrowserPool::render`] waits for a
+//! free instance.
+
+use base64::Engine as _;
+use chromiumoxide::browser::{Browser, BrowserConfig};
+use chromiumoxide::cdp::browser_protocol::fetch::{
+    EnableParams, EventRequestPaused, FailRequestParams, FulfillRequestParams, HeaderEntry, RequestPattern,
+};
+use chromiumoxide::cdp::browser_protocol::network::ErrorReason;
+use futures::future::BoxFuture;
+use futures_util::StreamExt;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+
+/// Where Debian's package puts the real binary (`/usr/bin/chromium` is a wrapper script).
+const DEBIAN_CHROMIUM: &str = "/usr/lib/chromium/chromium";
+/// The window pages are laid out in: a common laptop screen.
+pub const VIEWPORT: (u32, u32) = (1280, 900);
+
+#[derive(Debug, thiserror::Error)]
+pub enum BrowserError {
+    #[error("Chromium not found at {0}: run scripts/setup.sh (it installs Debian's chromium package)")]
+    NotFound(PathBuf),
+    #[error("Chromium did not start: {0}")]
+    Launch(String),
+    #[error("rendering {url}: {reason}")]
+    Render { url: String, reason: String },
+    #[error("rendering {url} took longer than {secs} s")]
+    Timeout { url: String, secs: u64 },
+}
+
+/// A request a page made.
+#[derive(Debug, Clone)]
+pub struct PageRequest {
+    pub url: String,
+    pub method: String,
+    /// `Document`, `Script`, `XHR`, `Fetch`, `Image`, ...
+    pub resource_type: String,
+}
+
+/// The answer to a [`PageRequest`].
+#[derive(Debug, Clone)]
+pub struct PageResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// Answers a page's requests; `None` blocks the request.
+pub type Fetch = Arc<dyn Fn(PageRequest) -> BoxFuture<'static, Option<PageResponse>> + Send + Sync>;
+
+/// An element of the rendered page as the teacher sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ElementBox {
+    /// A CSS path that finds this element in the rendered HTML (`html > body > div:nth-child(2)`).
+    pub path: String,
+    pub tag: String,
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub classes: Vec<String>,
+    pub x: f64,
+    pub y: f64,
+    pub width: f64,
+    pub height: f64,
+    pub font_size: f64,
+    pub visible: bool,
+    /// Characters of text directly inside this element and in its descendants.
+    pub text_chars: usize,
+    /// The first 200 characters of its text.
+    pub text: String,
+}
+
+/// A rendered page.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    pub url: String,
+    /// The DOM after scripts ran, serialized.
+    pub html: String,
+    /// Visible elements with text or size, in document order.
+    pub elements: Vec<ElementBox>,
+    /// Requests the page made and whether each was answered.
+    pub requests: Vec<(PageRequest, bool)>,
+    pub took: Duration,
+}
+
+/// How the pool runs Chromium.
+#[derive(Debug, Clone)]
+pub struct BrowserSettings {
+    pub executable: PathBuf,
+    pub instances: usize,
+    /// Longest a page may take to load and settle.
+    pub timeout: Duration,
+    /// After the load event, how long the page may keep fetching before it is read.
+    pub settle: Duration,
+}
+
+impl Default for BrowserSettings {
+    fn default() -> Self {
+        BrowserSettings {
+            executable: PathBuf::from(DEBIAN_CHROMIUM),
+            instances: 2,
+            timeout: Duration::from_secs(20),
+            settle: Duration::from_millis(300),
+        }
+    }
+}
+
+/// Collects the boxes, font sizes, visibility and text of the rendered elements. Runs in the
+/// page; returns JSON.
+const BOXES: &str = r#"(() => {
+  const out = [];
+  const skip = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "HEAD", "META", "LINK", "TITLE", "SVG", "PATH"]);
+  const pathOf = (el) => {
+    const parts = [];
+    for (let e = el; e && e.nodeType === 1; e = e.parentElement) {
+      const tag = e.tagName.toLowerCase();
+      if (!e.parentElement) { parts.unshift(tag); break; }
+      const i = Array.prototype.indexOf.call(e.parentElement.children, e) + 1;
+      parts.unshift(tag + ":nth-child(" + i + ")");
+    }
+    return parts.join(" > ");
+  };
+  for (const el of document.body ? document.body.querySelectorAll("*") : []) {
+    if (skip.has(el.tagName)) continue;
+    const r = el.getBoundingClientRect();
+    const cs = getComputedStyle(el);
+    const visible = cs.display !== "none" && cs.visibility !== "hidden" && parseFloat(cs.opacity) > 0 && r.width > 0 && r.height > 0;
+    const text = (el.innerText || "").trim();
+    if (!visible && text.length === 0) continue;
+    out.push({
+      path: pathOf(el), tag: el.tagName.toLowerCase(), id: el.id || "",
+      classes: Array.from(el.classList),
+      x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height,
+      font_size: parseFloat(cs.fontSize) || 0, visible,
+      text_chars: text.length, text: text.slice(0, 200),
+    });
+  }
+  return JSON.stringify(out);
+})()"#;
+
+/// The Chromium binary: `path` if given, else Debian's.
+pub fn find_chromium(path: Option<&Path>) -> Result<PathBuf, BrowserError> {
+    let p = path.map_or_else(|| PathBuf::from(DEBIAN_CHROMIUM), Path::to_path_buf);
+    if p.is_file() {
+        Ok(p)
+    } else {
+        Err(BrowserError::NotFound(p))
+    }
+}
+
+struct Instance {
+    browser: Browser,
+    handler: tokio::task::JoinHandle<()>,
+    _profile: tempfile::TempDir,
+}
+
+/// A fixed number of headless Chromium instances.
+pub struct BrowserPool {
+    free: Mutex<Vec<Instance>>,
+    permits: Semaphore,
+    settings: BrowserSettings,
+    pids: Vec<u32>,
+}
+
+fn launch_err(e: impl std::fmt::Display) -> BrowserError {
+    BrowserError::Launch(e.to_string())
+}
+
+impl BrowserPool {
+    /// Starts `settings.instances` browsers (inside a tokio runtime).
+    pub async fn launch(settings: BrowserSettings) -> Result<BrowserPool, BrowserError> {
+        let executable = find_chromium(Some(&settings.executable))?;
+        let mut free = Vec::new();
+        let mut pids = Vec::new();
+        for _ in 0..settings.instances.max(1) {
+            let profile = tempfile::Builder::new().prefix("weft-chromium-").tempdir().map_err(launch_err)?;
+            let config = BrowserConfig::builder()
+                .chrome_executable(&executable)
+                .new_headless_mode()
+                // Containers and root run without the setuid sandbox; the page never reaches a
+                // network anyway (see the module docs).
+                .no_sandbox()
+                .user_data_dir(profile.path())
+                .window_size(VIEWPORT.0, VIEWPORT.1)
+                .viewport(None)
+                .launch_timeout(Duration::from_secs(30))
+                .request_timeout(settings.timeout)
+                .args([
+                    "--host-resolver-rules=MAP * ~NOTFOUND",
+                    "--proxy-server=http://127.0.0.1:9",
+                    "--no-first-run",
+                    "--no-default-browser-check",
+                    "--disable-sync",
+                    "--disable-component-update",
+                    "--disable-domain-reliability",
+                    "--disable-client-side-phishing-detection",
+                    "--safebrowsing-disable-auto-update",
+                    "--metrics-recording-only",
+                    "--no-pings",
+                    "--disable-gpu",
+                    "--disable-dev-shm-usage",
+                ])
+                .build()
+                .map_err(launch_err)?;
+            let (mut browser, mut handler) = Browser::launch(config).await.map_err(launch_err)?;
+            if let Some(pid) = browser.get_mut_child().and_then(|c| c.inner.id()) {
+                pids.push(pid);
+            }
+            let handler = tokio::spawn(async move {
+                while let Some(event) = handler.next().await {
+                    if event.is_err() {
+                        break;
+                    }
+                }
+            });
+            free.push(Instance { browser, handler, _profile: profile });
+        }
+        let permits = Semaphore::new(free.len());
+        Ok(BrowserPool { free: Mutex::new(free), permits, settings, pids })
+    }
+
+    pub fn instances(&self) -> usize {
+        self.pids.len()
+    }
+
+    /// Resident memory of each instance: its process and every process it started (renderers,
+    /// GPU and network services), in bytes.
+    pub fn memory(&self) -> Vec<u64> {
+        self.pids.iter().map(|pid| tree_rss(*pid)).collect()
+    }
+
+    /// Loads `url` in a fresh tab, every request answered by `fetch`, waits for the load event
+    /// and `settings.settle` more, and reads the DOM and the element boxes.
+    pub async fn render(&self, url: &str, fetch: Fetch) -> Result<Rendered, BrowserError> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|e| BrowserError::Render { url: url.to_string(), reason: e.to_string() })?;
+        let instance = self.free.lock().pop().expect("a permit means a free instance");
+        let result = tokio::time::timeout(self.settings.timeout, self.render_on(&instance.browser, url, fetch)).await;
+        self.free.lock().push(instance);
+        match result {
+            Ok(r) => r,
+            Err(_) => Err(BrowserError::Timeout { url: url.to_string(), secs: self.settings.timeout.as_secs() }),
+        }
+    }
+
+    async fn render_on(&self, browser: &Browser, url: &str, fetch: Fetch) -> Result<Rendered, BrowserError> {
+        let started = Instant::now();
+        let err = |e: &dyn std::fmt::Display| BrowserError::Render { url: url.to_string(), reason: e.to_string() };
+        let page = browser.new_page("about:blank").await.map_err(|e| err(&e))?;
+        let mut paused = page.event_listener::<EventRequestPaused>().await.map_err(|e| err(&e))?;
+        let pattern = RequestPattern { url_pattern: Some("*".into()), resource_type: None, request_stage: None };
+        page.execute(EnableParams { patterns: Some(vec![pattern]), handle_auth_requests: None })
+            .await
+            .map_err(|e| err(&e))?;
+        let requests: Arc<Mutex<Vec<(PageRequest, bool)>>> = Arc::default();
+        let answering = {
+            let (page, requests) = (page.clone(), requests.clone());
+            tokio::spawn(async move {
+                while let Some(event) = paused.next().await {
+                    let request = PageRequest {
+                        url: event.request.url.clone(),
+                        method: event.request.method.clone(),
+                        resource_type: format!("{:?}", event.resource_type),
+                    };
+                    let (page, fetch, requests) = (page.clone(), fetch.clone(), requests.clone());
+                    // Each request is answered on its own task: a slow one does not hold the rest.
+                    tokio::spawn(async move {
+                        let answer = fetch(request.clone()).await;
+                        requests.lock().push((request, answer.is_some()));
+                        let id = event.request_id.clone();
+                        let _ = match answer {
+                            Some(r) => {
+                                let headers =
+                                    r.headers.into_iter().map(|(name, value)| HeaderEntry { name, value }).collect();
+                                let body = base64::engine::general_purpose::STANDARD.encode(&r.body);
+                                let mut fulfil = FulfillRequestParams::new(id, i64::from(r.status));
+                                fulfil.response_headers = Some(headers);
+                                fulfil.body = Some(body.into());
+                                page.execute(fulfil).await.map(|_| ())
+                            }
+                            None => page
+                                .execute(FailRequestParams {
+                                    request_id: id,
+                                    error_reason: ErrorReason::BlockedByClient,
+                                })
+                                .await
+                                .map(|_| ()),
+                        };
+                    });
+                }
+            })
+        };
+        let loaded = page.goto(url).await;
+        let result = match loaded {
+            Ok(_) => {
+                tokio::time::sleep(self.settings.settle).await;
+                let boxes: Result<String, _> = match page.evaluate(BOXES).await {
+                    Ok(v) => v.into_value().map_err(|e| err(&e)),
+                    Err(e) => Err(err(&e)),
+                };
+                let html = page.content().await.map_err(|e| err(&e));
+                match (boxes, html) {
+                    (Ok(boxes), Ok(html)) => {
+                        let elements: Vec<ElementBox> = serde_json::from_str(&boxes).map_err(|e| err(&e))?;
+                        Ok(Rendered {
+                            url: url.to_string(),
+                            html,
+                            elements,
+                            requests: requests.lock().clone(),
+                            took: started.elapsed(),
+                        })
+                    }
+                    (Err(e), _) | (_, Err(e)) => Err(e),
+                }
+            }
+            Err(e) => Err(err(&e)),
+        };
+        answering.abort();
+        let _ = page.close().await;
+        result
+    }
+
+    /// Closes every browser and waits for its processes to exit.
+    pub async fn close(self) {
+        let instances = std::mem::take(&mut *self.free.lock());
+        for mut i in instances {
+            let _ = i.browser.close().await;
+            let _ = i.browser.wait().await;
+            i.handler.abort();
+        }
+    }
+}
+
+/// RSS of `pid` and its descendants, in bytes (Linux /proc).
+fn tree_rss(pid: u32) -> u64 {
+    let mut children: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
+    let mut rss: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return 0 };
+    for entry in entries.flatten() {
+        let Some(p) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{p}/status")) else { continue };
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        };
+        if let Some(ppid) = field("PPid:") {
+            children.entry(ppid as u32).or_default().push(p);
+        }
+        rss.insert(p, field("VmRSS:").unwrap_or(0) * 1024);
+    }
+    let mut total = 0;
+    let mut stack = vec![pid];
+    while let Some(p) = stack.pop() {
+        total += rss.get(&p).copied().unwrap_or(0);
+        stack.extend(children.get(&p).into_iter().flatten());
+    }
+    total
+}

@@ -1,0 +1,119 @@
+//! The browser pool with Debian's real Chromium: pages from a loopback web server, every request
+//! answered through the pool's fetch function (here: plain HTTP to 127.0.0.1 for `.test`
+//! hosts, nothing else), element boxes read from the rendered layout, and a single-page app's
+//! text that only exists after its script fetched it.
+
+use std::sync::Arc;
+use std::time::Duration;
+use weft_node::browser::{BrowserPool, BrowserSettings, Fetch, PageRequest, PageResponse};
+use weft_simnet::{Resource, Site, WebServer};
+
+const PARAGRAPH: &str = "The tide rises and falls twice a day because the moon pulls the oceans toward it while the earth turns beneath that bulge of water.";
+
+fn article() -> String {
+    let body: String = (0..5).map(|i| format!("<p>{PARAGRAPH} ({i})</p>")).collect();
+    format!(
+        "<!doctype html><html><head><title>Tides | News</title>\
+         <style>h1 {{ font-size: 40px }} .sidebar {{ float: right; width: 200px; font-size: 12px }} \
+         .post-body {{ width: 700px; font-size: 18px }}</style></head><body>\
+         <nav class=\"menu\"><a href=\"/\">Home</a> <a href=\"/about\">About</a></nav>\
+         <aside class=\"sidebar\"><h2>Related</h2><p>Other stories you may like</p></aside>\
+         <article class=\"post\"><h1 class=\"post-title\">Why the tide turns</h1>\
+         <div class=\"post-body\">{body}</div></article>\
+         <img src=\"http://tracker.example/pixel.gif\"><div hidden>hidden words</div></body></html>"
+    )
+}
+
+const SPA: &str = "<!doctype html><html><head><title>App</title></head><body><div id=\"app\"></div>\
+                   <script src=\"/app.js\"></script></body></html>";
+const APP_JS: &str = "fetch('/data.json').then(r => r.json()).then(d => {\
+    const h = document.createElement('h1'); h.textContent = d.title; document.getElementById('app').appendChild(h);\
+    for (const p of d.paragraphs) { const e = document.createElement('p'); e.textContent = p; document.getElementById('app').appendChild(e); }\
+  });";
+
+fn data_json() -> String {
+    let paragraphs: Vec<String> = (0..4).map(|i| format!("{PARAGRAPH} [{i}]")).collect();
+    serde_json::json!({ "title": "Tides, rendered by a script", "paragraphs": paragraphs }).to_string()
+}
+
+/// Answers `.test` hosts from the loopback server over real HTTP; blocks everything else.
+fn fetch_from(server: &WebServer) -> Fetch {
+    let port = server.port();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    Arc::new(move |req: PageRequest| {
+        let http = http.clone();
+        Box::pin(async move {
+            let url = url::Url::parse(&req.url).ok()?;
+            let host = url.host_str()?.to_string();
+            if !host.ends_with(".test") {
+                return None;
+            }
+            let local = format!("http://127.0.0.1:{port}{}", &url[url::Position::BeforePath..]);
+            let resp = http.get(local).header("host", host).send().await.ok()?;
+            let status = resp.status().as_u16();
+            let headers = resp
+                .headers()
+                .iter()
+                .filter_map(|(k, v)| Some((k.to_string(), v.to_str().ok()?.to_string())))
+                .collect();
+            let body = resp.bytes().await.ok()?.to_vec();
+            Some(PageResponse { status, headers, body })
+        })
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chromium_renders_through_weft_and_reports_the_layout() {
+    let site = Site::new("news.test")
+        .html("/article", &article())
+        .html("/spa", SPA)
+        .with("/app.js", Resource::text("application/javascript", APP_JS))
+        .with("/data.json", Resource::text("application/json", data_json()));
+    let server = WebServer::start(vec![site]).await.unwrap();
+    let settings = BrowserSettings { instances: 2, timeout: Duration::from_secs(30), ..Default::default() };
+    let pool = BrowserPool::launch(settings).await.expect("Debian's chromium starts (scripts/setup.sh)");
+    assert_eq!(pool.instances(), 2);
+    let fetch = fetch_from(&server);
+
+    // Both instances at once.
+    let (a, b) = tokio::join!(
+        pool.render("http://news.test/article", fetch.clone()),
+        pool.render("http://news.test/spa", fetch.clone())
+    );
+    let (article, spa) = (a.unwrap(), b.unwrap());
+
+    // The layout as rendered: the title is the largest text, the body the largest text block,
+    // the hidden element is not visible, the sidebar is narrow.
+    let by_class = |c: &str| article.elements.iter().find(|e| e.classes.iter().any(|x| x == c)).unwrap();
+    let h1 = article.elements.iter().find(|e| e.tag == "h1").unwrap();
+    assert_eq!(h1.font_size, 40.0);
+    assert!(article.elements.iter().filter(|e| e.visible).all(|e| e.font_size <= h1.font_size));
+    let body = by_class("post-body");
+    assert!(body.text_chars > 600 && body.width >= 700.0 && body.font_size == 18.0, "{body:?}");
+    assert!(by_class("sidebar").width <= 200.0);
+    assert!(h1.y < body.y, "the title is above the text");
+    let hidden = article.elements.iter().find(|e| e.text == "hidden words");
+    assert!(hidden.is_none_or(|e| !e.visible));
+    // The path finds the element in the rendered HTML.
+    let doc = scraper::Html::parse_document(&article.html);
+    let found = doc.select(&scraper::Selector::parse(&body.path).unwrap()).next().unwrap();
+    assert_eq!(found.value().attr("class"), Some("post-body"));
+
+    // Every request went through the fetch function; the tracker was blocked, not fetched.
+    let asked: Vec<(&str, bool)> = article.requests.iter().map(|(r, ok)| (r.url.as_str(), *ok)).collect();
+    assert!(asked.contains(&("http://news.test/article", true)), "{asked:?}");
+    assert!(asked.contains(&("http://tracker.example/pixel.gif", false)), "{asked:?}");
+
+    // The single-page app: its text exists only after the script fetched the data.
+    assert!(spa.html.contains("Tides, rendered by a script") && spa.html.contains("[3]"), "{}", spa.html);
+    let app = spa.elements.iter().find(|e| e.id == "app").unwrap();
+    assert!(app.text_chars > 400, "{app:?}");
+    let paths: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
+    for p in ["/article", "/spa", "/app.js", "/data.json"] {
+        assert!(paths.iter().any(|x| x == p), "{p} in {paths:?}");
+    }
+
+    let memory = pool.memory();
+    assert!(memory.iter().all(|m| *m > 10 << 20), "{memory:?}");
+    pool.close().await;
+}
