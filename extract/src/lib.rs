@@ -31,6 +31,7 @@ pub mod metadata;
 pub mod reference;
 pub mod sanitize;
 pub mod sitemap;
+pub mod teacher;
 pub mod template;
 
 pub use classify::{Classification, Hints, PageType};

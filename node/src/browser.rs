@@ -22,7 +22,6 @@ use chromiumoxide::cdp::browser_protocol::network::ErrorReason;
 use futures::future::BoxFuture;
 use futures_util::StreamExt;
 use parking_lot::Mutex;
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -65,27 +64,7 @@ pub struct PageResponse {
 /// Answers a page's requests; `None` blocks the request.
 pub type Fetch = Arc<dyn Fn(PageRequest) -> BoxFuture<'static, Option<PageResponse>> + Send + Sync>;
 
-/// An element of the rendered page as the teacher sees it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ElementBox {
-    /// A CSS path that finds this element in the rendered HTML (`html > body > div:nth-child(2)`).
-    pub path: String,
-    pub tag: String,
-    #[serde(default)]
-    pub id: String,
-    #[serde(default)]
-    pub classes: Vec<String>,
-    pub x: f64,
-    pub y: f64,
-    pub width: f64,
-    pub height: f64,
-    pub font_size: f64,
-    pub visible: bool,
-    /// Characters of text directly inside this element and in its descendants.
-    pub text_chars: usize,
-    /// The first 200 characters of its text.
-    pub text: String,
-}
+pub use weft_extract::teacher::ElementBox;
 
 /// A rendered page.
 #[derive(Debug, Clone)]
@@ -144,12 +123,15 @@ const BOXES: &str = r#"(() => {
     const visible = cs.display !== "none" && cs.visibility !== "hidden" && parseFloat(cs.opacity) > 0 && r.width > 0 && r.height > 0;
     const text = (el.innerText || "").trim();
     if (!visible && text.length === 0) continue;
+    let links = 0;
+    for (const a of el.querySelectorAll("a")) links += (a.innerText || "").trim().length;
+    if (el.tagName === "A") links = text.length;
     out.push({
       path: pathOf(el), tag: el.tagName.toLowerCase(), id: el.id || "",
       classes: Array.from(el.classList),
       x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height,
       font_size: parseFloat(cs.fontSize) || 0, visible,
-      text_chars: text.length, text: text.slice(0, 200),
+      text_chars: text.length, link_chars: links, text: text.slice(0, 200),
     });
   }
   return JSON.stringify(out);
