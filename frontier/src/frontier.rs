@@ -160,6 +160,28 @@ pub enum Next {
     Empty,
 }
 
+/// What [`Frontier::borrow_host`] says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Borrow {
+    /// The host is this caller's until [`Frontier::return_host`].
+    Granted,
+    /// Its politeness delay (or a hold) runs until then.
+    WaitUntil(Instant),
+    /// A request to it is in flight; ask again shortly.
+    Busy,
+}
+
+/// How a borrowed host's request ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Returned {
+    /// A request reached the host (the delay counts from now).
+    Requested,
+    /// The host answered 429 or 503, maybe with Retry-After: back off as for a queued URL.
+    RateLimited { retry_after: Option<Duration> },
+    /// No request was made after all.
+    Unused,
+}
+
 /// How a leased URL ended.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Completion {
@@ -794,6 +816,45 @@ impl Frontier {
             backoff_level: h.politeness.backoff_level,
         };
         self.hosts_tree.insert(h.name.as_bytes(), postcard::to_allocvec(&record)?)?;
+        Ok(())
+    }
+
+    /// Takes `host` for one request outside the queue — a browser's page or subresource — under
+    /// the same rules as a lease: one request in flight per host, its delay, Crawl-delay,
+    /// backoff and hand-over hold. Give it back with [`Frontier::return_host`].
+    pub fn borrow_host(&mut self, host: &str, now: Instant) -> Result<Borrow> {
+        let id = self.host_id(host, now)?;
+        let h = &mut self.hosts[id as usize];
+        if h.in_flight {
+            return Ok(Borrow::Busy);
+        }
+        if h.politeness.next_allowed > now {
+            return Ok(Borrow::WaitUntil(h.politeness.next_allowed));
+        }
+        h.in_flight = true;
+        h.scheduled_at = None;
+        self.in_flight += 1;
+        Ok(Borrow::Granted)
+    }
+
+    /// Gives back a host taken with [`Frontier::borrow_host`]; its queue is scheduled again.
+    pub fn return_host(&mut self, host: &str, how: Returned, now: Instant) -> Result<()> {
+        let id = self.host_id(host, now)?;
+        let policy = self.settings.politeness;
+        let h = &mut self.hosts[id as usize];
+        if h.in_flight && h.leased.is_none() {
+            h.in_flight = false;
+            self.in_flight = self.in_flight.saturating_sub(1);
+        }
+        match how {
+            Returned::Requested => policy.on_request_done(&mut h.politeness, now),
+            Returned::RateLimited { retry_after } => {
+                policy.on_rate_limited(&mut h.politeness, now, retry_after);
+            }
+            Returned::Unused => {}
+        }
+        self.save_host(id, now)?;
+        self.reschedule(id);
         Ok(())
     }
 

@@ -18,8 +18,8 @@ pub mod score;
 pub mod seen;
 
 pub use frontier::{
-    Candidate, Completed, Completion, Durability, Frontier, FrontierError, FrontierSettings, FrontierStats, HandOff,
-    Lease, Next, PushOutcome, QueuedUrl, SnapshotJob,
+    Borrow, Candidate, Completed, Completion, Durability, Frontier, FrontierError, FrontierSettings, FrontierStats,
+    HandOff, Lease, Next, PushOutcome, QueuedUrl, Returned, SnapshotJob,
 };
 pub use normalize::{host_key, normalize, normalize_url, NormalizeError, MAX_URL_BYTES};
 pub use robots::{HostRobots, RobotsCache, RobotsFetch, RobotsOutcome, Verdict};

@@ -315,3 +315,29 @@ fn held_hosts_wait_and_the_others_do_not() {
     }
     assert_eq!(take(&mut f, now + Duration::from_secs(2)).entry.host, "held.test");
 }
+
+#[test]
+fn a_borrowed_host_obeys_the_same_delays_as_a_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut f) = open(dir.path(), settings());
+    let delay = settings().politeness.default_delay;
+    let t0 = Instant::now();
+    assert_eq!(f.borrow_host("a.test", t0).unwrap(), Borrow::Granted);
+    assert_eq!(f.borrow_host("a.test", t0).unwrap(), Borrow::Busy, "one request at a time");
+    // A queued URL of the host waits too.
+    f.push(page("http://a.test/x", 0)).unwrap();
+    assert!(matches!(f.next(t0).unwrap(), Next::Busy));
+    f.return_host("a.test", Returned::Requested, t0).unwrap();
+    assert_eq!(f.borrow_host("a.test", t0).unwrap(), Borrow::WaitUntil(t0 + delay));
+    let lease = take(&mut f, t0 + delay);
+    assert_eq!(f.borrow_host("a.test", t0 + delay).unwrap(), Borrow::Busy, "a lease holds the host");
+    f.complete(lease, Completion::Done { page: true }, true, t0 + delay).unwrap();
+    let t1 = t0 + delay * 2;
+    assert_eq!(f.borrow_host("a.test", t1).unwrap(), Borrow::Granted);
+    // 429 with Retry-After: the host waits that long.
+    f.return_host("a.test", Returned::RateLimited { retry_after: Some(Duration::from_secs(30)) }, t1).unwrap();
+    assert!(matches!(f.borrow_host("a.test", t1 + Duration::from_secs(29)).unwrap(), Borrow::WaitUntil(_)));
+    assert_eq!(f.borrow_host("a.test", t1 + Duration::from_secs(31)).unwrap(), Borrow::Granted);
+    // Other hosts are not affected.
+    assert_eq!(f.borrow_host("b.test", t0).unwrap(), Borrow::Granted);
+}

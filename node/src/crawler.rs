@@ -23,8 +23,8 @@ use tokio::task::JoinSet;
 use url::Url;
 use weft_extract::{parse_sitemap, Sitemap};
 use weft_frontier::{
-    host_key, normalize, normalize_url, Candidate, Completed, Completion, Durability, Frontier, Lease, Next,
-    PushOutcome, RobotsCache, RobotsFetch, RobotsOutcome, UrlKind, Verdict,
+    host_key, normalize, normalize_url, Borrow, Candidate, Completed, Completion, Durability, Frontier, Lease, Next,
+    PushOutcome, Returned, RobotsCache, RobotsFetch, RobotsOutcome, UrlKind, Verdict,
 };
 
 /// Crawl-loop settings (the rest lives in the frontier and the fetcher).
@@ -216,6 +216,41 @@ impl Crawler {
             tracing::error!("flushing the frontier failed: {e}");
         }
         given
+    }
+
+    /// The fetch function for the browser pool: every request a rendered page makes goes out
+    /// under the crawl's rules (robots.txt, the host's delay and backoff, the SSRF guard, waiting
+    /// at most `patience` for a host); what they refuse fails in the browser. GET only.
+    pub fn browser_fetch(&self, patience: Duration) -> crate::browser::Fetch {
+        use crate::browser::PageResponse;
+        let inner = self.inner.clone();
+        Arc::new(move |req: crate::browser::PageRequest| {
+            let inner = inner.clone();
+            Box::pin(async move {
+                if req.method != "GET" {
+                    return None;
+                }
+                let url = Url::parse(&req.url).ok()?;
+                let empty = |status: u16| PageResponse { status, headers: Vec::new(), body: Vec::new() };
+                match inner.fetch_for_browser(&url, patience).await {
+                    Ok(Fetched::Body { status, content_type, body, .. }) => Some(PageResponse {
+                        status,
+                        headers: content_type.map(|c| vec![("content-type".to_string(), c)]).unwrap_or_default(),
+                        body: body.to_vec(),
+                    }),
+                    Ok(Fetched::Redirect { status, location }) => Some(PageResponse {
+                        status,
+                        headers: vec![("location".to_string(), location)],
+                        body: Vec::new(),
+                    }),
+                    Ok(Fetched::RateLimited { status, .. }) | Ok(Fetched::Status { status }) => Some(empty(status)),
+                    Err(e) => {
+                        tracing::debug!(url = %url, "browser request refused: {e}");
+                        None
+                    }
+                }
+            })
+        })
     }
 
     pub fn status(&self) -> Status {
@@ -457,35 +492,9 @@ impl Inner {
         let Ok(mut target) = url.join("/robots.txt") else {
             return (Completion::Done { page: false }, false);
         };
-        inc(&self.metrics.robots_fetched);
-        let mut hops = 0;
-        let fetch = loop {
-            inc(&self.metrics.requests);
-            match self.fetcher.fetch(&target, Expect::Robots).await {
-                Ok(Fetched::Body { status, body, .. }) => {
-                    self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
-                    break RobotsFetch::Response { status, body: body.to_vec() };
-                }
-                Ok(Fetched::Redirect { location, .. }) => {
-                    hops += 1;
-                    match target.join(&location) {
-                        Ok(next) if hops <= 5 => target = next,
-                        _ => break RobotsFetch::TooManyRedirects,
-                    }
-                }
-                // Google's choice, and the polite one: a rate-limited robots.txt means "not now".
-                Ok(Fetched::RateLimited { status, .. }) => break RobotsFetch::Unreachable(format!("HTTP {status}")),
-                Ok(Fetched::Status { status }) => break RobotsFetch::Response { status, body: Vec::new() },
-                Err(FetchError::Blocked(b)) => {
-                    // No request was made and none ever will be: drop the URL, cache nothing.
-                    self.metrics.error("ssrf_blocked", url.as_str(), &b);
-                    return (Completion::Done { page: false }, false);
-                }
-                Err(e) => {
-                    self.metrics.error("robots_unreachable", target.as_str(), &e);
-                    break RobotsFetch::Unreachable(e.to_string());
-                }
-            }
+        let fetch = match self.download_robots(url, &mut target).await {
+            Some(f) => f,
+            None => return (Completion::Done { page: false }, false),
         };
         let outcome = RobotsOutcome::from_fetch(fetch);
         let stored = self.robots.lock().put(host, outcome, now_unix());
@@ -521,6 +530,102 @@ impl Inner {
             Err(e) => tracing::error!("storing robots.txt failed: {e}"),
         }
         (Completion::Requeue { wait: Duration::ZERO }, true)
+    }
+
+    /// Downloads robots.txt from `target` (following up to five redirects); `None` when the
+    /// SSRF guard blocks the host (no request was made, and none ever will be).
+    async fn download_robots(&self, url: &Url, target: &mut Url) -> Option<RobotsFetch> {
+        inc(&self.metrics.robots_fetched);
+        let mut hops = 0;
+        Some(loop {
+            inc(&self.metrics.requests);
+            match self.fetcher.fetch(target, Expect::Robots).await {
+                Ok(Fetched::Body { status, body, .. }) => {
+                    self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+                    break RobotsFetch::Response { status, body: body.to_vec() };
+                }
+                Ok(Fetched::Redirect { location, .. }) => {
+                    hops += 1;
+                    match target.join(&location) {
+                        Ok(next) if hops <= 5 => *target = next,
+                        _ => break RobotsFetch::TooManyRedirects,
+                    }
+                }
+                // Google's choice, and the polite one: a rate-limited robots.txt means "not now".
+                Ok(Fetched::RateLimited { status, .. }) => break RobotsFetch::Unreachable(format!("HTTP {status}")),
+                Ok(Fetched::Status { status }) => break RobotsFetch::Response { status, body: Vec::new() },
+                Err(FetchError::Blocked(b)) => {
+                    self.metrics.error("ssrf_blocked", url.as_str(), &b);
+                    return None;
+                }
+                Err(e) => {
+                    self.metrics.error("robots_unreachable", target.as_str(), &e);
+                    break RobotsFetch::Unreachable(e.to_string());
+                }
+            }
+        })
+    }
+
+    /// One request for a browser — a page or a subresource it asked for — under the crawl's
+    /// rules: robots.txt (fetched first if not cached, itself a polite request), one request at
+    /// a time per host and the host's delay, Crawl-delay and backoff (waited out, up to
+    /// `patience`), the SSRF guard. Redirects come back as such for the browser to follow.
+    pub async fn fetch_for_browser(&self, url: &Url, patience: Duration) -> Result<Fetched, BrowserFetchError> {
+        let deadline = tokio::time::Instant::now() + patience;
+        let host = weft_frontier::host_key(url);
+        let rules = loop {
+            if let Some(rules) = self.robots.lock().get(&host, now_unix()) {
+                break rules;
+            }
+            self.borrow(&host, deadline).await?;
+            let mut target = url.join("/robots.txt").map_err(|_| BrowserFetchError::NoHost)?;
+            let fetched = self.download_robots(url, &mut target).await;
+            let returned = if fetched.is_some() { Returned::Requested } else { Returned::Unused };
+            let _ = self.frontier.lock().return_host(&host, returned, Instant::now());
+            let fetched = fetched.ok_or(BrowserFetchError::Blocked)?;
+            let stored = self.robots.lock().put(&host, RobotsOutcome::from_fetch(fetched), now_unix());
+            if let Ok(rules) = &stored {
+                let _ = self.frontier.lock().set_crawl_delay(&host, rules.crawl_delay());
+            }
+        };
+        match rules.check(url.as_str(), now_unix()) {
+            Verdict::Allowed => {}
+            Verdict::Disallowed => {
+                inc(&self.metrics.robots_disallowed);
+                return Err(BrowserFetchError::Disallowed);
+            }
+            Verdict::Unavailable { .. } => return Err(BrowserFetchError::RobotsUnavailable),
+        }
+        self.borrow(&host, deadline).await?;
+        inc(&self.metrics.requests);
+        let result = self.fetcher.fetch(url, Expect::Resource).await;
+        let returned = match &result {
+            Ok(Fetched::RateLimited { retry_after, .. }) => Returned::RateLimited { retry_after: *retry_after },
+            Err(FetchError::Blocked(_)) => Returned::Unused,
+            _ => Returned::Requested,
+        };
+        if let Ok(Fetched::Body { body, .. }) = &result {
+            self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+        }
+        let _ = self.frontier.lock().return_host(&host, returned, Instant::now());
+        result.map_err(|e| BrowserFetchError::Fetch(e.to_string()))
+    }
+
+    /// Waits until `host` is free and its delay has passed, then takes it.
+    async fn borrow(&self, host: &str, deadline: tokio::time::Instant) -> Result<(), BrowserFetchError> {
+        loop {
+            let answer = self.frontier.lock().borrow_host(host, Instant::now());
+            let wait = match answer {
+                Ok(Borrow::Granted) => return Ok(()),
+                Ok(Borrow::WaitUntil(t)) => tokio::time::Instant::from_std(t),
+                Ok(Borrow::Busy) => tokio::time::Instant::now() + Duration::from_millis(20),
+                Err(e) => return Err(BrowserFetchError::Fetch(e.to_string())),
+            };
+            if wait > deadline {
+                return Err(BrowserFetchError::Impatient);
+            }
+            tokio::time::sleep_until(wait).await;
+        }
     }
 
     async fn process_page(&self, page: FetchedPage) {
@@ -610,4 +715,21 @@ impl Inner {
             tracing::error!("frontier push failed: {e}");
         }
     }
+}
+
+/// Why a browser's request was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum BrowserFetchError {
+    #[error("the URL has no host")]
+    NoHost,
+    #[error("robots.txt disallows it")]
+    Disallowed,
+    #[error("robots.txt is unavailable for now")]
+    RobotsUnavailable,
+    #[error("the SSRF guard blocks the host")]
+    Blocked,
+    #[error("the host's politeness delay runs past the render's patience")]
+    Impatient,
+    #[error("{0}")]
+    Fetch(String),
 }

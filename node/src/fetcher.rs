@@ -117,6 +117,8 @@ pub enum Expect {
     Sitemap,
     /// robots.txt: anything; the body is truncated at the robots cap instead of failing.
     Robots,
+    /// A browser's subresource (script, stylesheet, data): any content type.
+    Resource,
 }
 
 /// The node's HTTP client.
@@ -158,6 +160,7 @@ impl Fetcher {
             Expect::Html => "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1",
             Expect::Sitemap => "application/xml,text/xml;q=0.9,*/*;q=0.5",
             Expect::Robots => "text/plain,*/*;q=0.5",
+            Expect::Resource => "*/*",
         };
         let mut resp = self
             .client

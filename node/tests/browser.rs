@@ -117,3 +117,55 @@ async fn chromium_renders_through_weft_and_reports_the_layout() {
     assert!(memory.iter().all(|m| *m > 10 << 20), "{memory:?}");
     pool.close().await;
 }
+
+/// A page rendered through the crawler obeys the crawl's rules for every request it makes:
+/// robots.txt first, nothing under a Disallow, one request at a time and the host's delay
+/// between them — judged from the web server's log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rendering_through_the_crawler_is_polite_and_obeys_robots() {
+    let page = "<!doctype html><html><head><title>P</title><link rel=\"stylesheet\" href=\"/c.css\"></head>\
+                <body><p id=\"out\">static</p><img src=\"/private/secret.png\">\
+                <script src=\"/a.js\"></script><script src=\"/b.js\"></script></body></html>";
+    let a_js = "fetch('/private/data.json').catch(() => {}); document.getElementById('out').textContent = 'scripted';";
+    let site = Site::new("polite.test")
+        .with("/robots.txt", Resource::robots("User-agent: *\nDisallow: /private/\n"))
+        .html("/page", page)
+        .with("/a.js", Resource::text("application/javascript", a_js))
+        .with("/b.js", Resource::text("application/javascript", "window.b = 1;"))
+        .with("/c.css", Resource::text("text/css", "p { color: black }"))
+        .with("/private/secret.png", Resource::text("image/png", "x"))
+        .with("/private/data.json", Resource::text("application/json", "{}"));
+    let server = WebServer::start(vec![site]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = weft_config::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
+    config.fetch.allow_private_networks = true;
+    config.fetch.resolve = [("polite.test".to_string(), "127.0.0.1".parse().unwrap())].into();
+    config.politeness.default_delay_ms = 300;
+    config.index.enabled = false;
+    config.api.enabled = false;
+    let node = weft_node::Node::open(config).unwrap();
+    let fetch = node.crawler().browser_fetch(Duration::from_secs(20));
+    let pool =
+        BrowserPool::launch(BrowserSettings { instances: 1, timeout: Duration::from_secs(30), ..Default::default() })
+            .await
+            .unwrap();
+    let url = format!("http://polite.test:{}/page", server.port());
+    let rendered = pool.render(&url, fetch).await.unwrap();
+    pool.close().await;
+    assert!(rendered.html.contains("scripted"), "the scripts ran");
+
+    let log = server.requests();
+    let paths: Vec<&str> = log.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths.first(), Some(&"/robots.txt"), "{paths:?}");
+    for p in ["/page", "/a.js", "/b.js", "/c.css"] {
+        assert_eq!(paths.iter().filter(|x| **x == p).count(), 1, "{p} once in {paths:?}");
+    }
+    assert!(paths.iter().all(|p| !p.starts_with("/private/")), "{paths:?}");
+    let refused: Vec<&str> = rendered.requests.iter().filter(|(_, ok)| !ok).map(|(r, _)| r.url.as_str()).collect();
+    assert!(refused.iter().any(|u| u.ends_with("/private/secret.png")), "{refused:?}");
+    for w in log.windows(2) {
+        assert!(w[1].started >= w[0].answered, "one request at a time: {paths:?}");
+        let gap = w[1].started.duration_since(w[0].answered);
+        assert!(gap >= Duration::from_millis(295), "{gap:?} between {} and {}", w[0].path, w[1].path);
+    }
+}
