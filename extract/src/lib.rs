@@ -18,6 +18,7 @@
 //! The slow reference extractor (Mozilla Readability in QuickJS) lives in [`reference`] behind
 //! the `reference` feature; the node runs it off the hot path.
 
+pub mod changes;
 pub mod classify;
 pub mod content;
 pub mod decode;

@@ -194,6 +194,11 @@ impl Summaries {
     pub fn peers(&self) -> impl Iterator<Item = &str> {
         self.peers.keys().map(String::as_str)
     }
+
+    /// Each known peer's summary version.
+    pub fn versions(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.peers.iter().map(|(p, k)| (p.as_str(), k.version))
+    }
 }
 
 /// Random-hyperplane LSH with the network-wide hyperplanes.

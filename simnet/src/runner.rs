@@ -391,17 +391,25 @@ impl Sim<'_> {
             let statuses: Vec<&serde_json::Value> =
                 self.nodes.iter().filter(|n| n.state == State::Up).filter_map(|n| n.status.as_ref()).collect();
             let queued: u64 = statuses.iter().map(|s| s["index"]["queue"].as_u64().unwrap_or(0)).sum();
-            let holders = statuses.iter().filter(|s| s["index"]["chunks"].as_u64().unwrap_or(0) > 0).count();
             if queued > 0 {
                 settled_at = None;
             } else {
-                // The last pages' chunks reach the summaries at the next summary interval.
+                // Each node's summary covers its whole index, and every node holds every other
+                // indexing node's latest summary version.
                 let since = *settled_at.get_or_insert_with(Instant::now);
-                let known = statuses.iter().all(|s| {
-                    let mine = usize::from(s["index"]["chunks"].as_u64().unwrap_or(0) > 0);
-                    s["network"]["search"]["summaries_known"].as_u64().unwrap_or(0) as usize + mine >= holders
+                let u = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+                let complete =
+                    statuses.iter().all(|s| u(&s["network"]["search"]["summary_chunks"]) == u(&s["index"]["chunks"]));
+                let current = statuses.iter().all(|s| {
+                    statuses
+                        .iter()
+                        .filter(|o| o["network"]["peer_id"] != s["network"]["peer_id"] && u(&o["index"]["chunks"]) > 0)
+                        .all(|o| {
+                            let peer = o["network"]["peer_id"].as_str().unwrap_or_default();
+                            u(&s["network"]["search"]["known"][peer]) == u(&o["network"]["search"]["summary_version"])
+                        })
                 });
-                if known && since.elapsed() >= Duration::from_secs(8) {
+                if complete && current && since.elapsed() >= Duration::from_secs(2) {
                     return true;
                 }
             }

@@ -88,7 +88,8 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
         if n == 0 {
             // The asking node contacts at most two peers: the routing has to pick the right one.
             c.search.fanout = 2;
-            c.search.min_fanout = 1;
+            c.search.min_fanout = 2;
+            c.search.fanout_share = 1.0;
         }
         let node = Node::open(c).unwrap();
         let net = node.network().unwrap().clone();
@@ -128,8 +129,17 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
         indexes.iter().all(|i| i.status().stored.documents == (TOPICS.len() / NODES) as u64)
     })
     .await;
-    until("every node holds every other node's summary", Duration::from_secs(60), || {
-        nets.iter().all(|n| n.status().search.summaries_known == NODES - 1)
+    // Every node's summary covers its whole index, and every node holds those latest versions.
+    until("every node holds every other node's latest summary", Duration::from_secs(60), || {
+        let statuses: Vec<_> = nets.iter().map(|n| n.status()).collect();
+        let complete = statuses.iter().zip(&indexes).all(|(s, i)| s.search.summary_chunks == i.status().stored.chunks);
+        complete
+            && statuses.iter().all(|s| {
+                statuses
+                    .iter()
+                    .filter(|o| o.peer_id != s.peer_id)
+                    .all(|o| s.search.known.get(&o.peer_id) == Some(&o.search.summary_version))
+            })
     })
     .await;
 

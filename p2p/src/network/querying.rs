@@ -86,9 +86,13 @@ pub struct SearchStatus {
     pub summaries_known: usize,
     /// Summaries rejected (undecodable, wrong author, bad shape).
     pub summaries_rejected: u64,
-    /// This node's own summary version (0: none yet) and the LSH buckets it provides.
+    /// This node's own summary version (0: none yet), the chunks it stands for, and the LSH
+    /// buckets it provides.
     pub summary_version: u64,
+    pub summary_chunks: u64,
     pub buckets_provided: usize,
+    /// The version of each member's summary this node holds.
+    pub known: std::collections::BTreeMap<String, u64>,
     /// Network queries this node sent, and peers asked in total.
     pub queries: u64,
     pub peers_contacted: u64,
@@ -198,6 +202,8 @@ impl State {
         SearchStatus {
             summaries_known: self.summaries.len(),
             summary_version: self.mine.as_ref().map_or(0, |s| s.version),
+            summary_chunks: self.mine.as_ref().map_or(0, |s| s.weights.iter().map(|w| u64::from(*w)).sum()),
+            known: self.summaries.versions().map(|(p, v)| (p.to_string(), v)).collect(),
             buckets_provided: self.provided.len(),
             penalised_peers: self.strikes.values().filter(|(_, until)| *until > now).count(),
             ms_p50: percentile(&self.latencies, 0.5),
