@@ -19,6 +19,7 @@ pub mod extract_cli;
 pub mod fetcher;
 pub mod guard;
 pub mod indexing;
+pub mod layouts;
 pub mod metrics;
 pub mod node;
 pub mod pipeline;
