@@ -3,9 +3,10 @@
 //! hosts, nothing else), element boxes read from the rendered layout, and a single-page app's
 //! text that only exists after its script fetched it.
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
-use weft_node::browser::{BrowserPool, BrowserSettings, Fetch, PageRequest, PageResponse};
+use weft_node::browser::{BrowserPool, BrowserSettings};
 use weft_simnet::{Resource, Site, WebServer};
 
 const PARAGRAPH: &str = "The tide rises and falls twice a day because the moon pulls the oceans toward it while the earth turns beneath that bulge of water.";
@@ -36,32 +37,6 @@ fn data_json() -> String {
     serde_json::json!({ "title": "Tides, rendered by a script", "paragraphs": paragraphs }).to_string()
 }
 
-/// Answers `.test` hosts from the loopback server over real HTTP; blocks everything else.
-fn fetch_from(server: &WebServer) -> Fetch {
-    let port = server.port();
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    Arc::new(move |req: PageRequest| {
-        let http = http.clone();
-        Box::pin(async move {
-            let url = url::Url::parse(&req.url).ok()?;
-            let host = url.host_str()?.to_string();
-            if !host.ends_with(".test") {
-                return None;
-            }
-            let local = format!("http://127.0.0.1:{port}{}", &url[url::Position::BeforePath..]);
-            let resp = http.get(local).header("host", host).send().await.ok()?;
-            let status = resp.status().as_u16();
-            let headers = resp
-                .headers()
-                .iter()
-                .filter_map(|(k, v)| Some((k.to_string(), v.to_str().ok()?.to_string())))
-                .collect();
-            let body = resp.bytes().await.ok()?.to_vec();
-            Some(PageResponse { status, headers, body })
-        })
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chromium_renders_through_weft_and_reports_the_layout() {
     let site = Site::new("news.test")
@@ -73,7 +48,7 @@ async fn chromium_renders_through_weft_and_reports_the_layout() {
     let settings = BrowserSettings { instances: 2, timeout: Duration::from_secs(30), ..Default::default() };
     let pool = BrowserPool::launch(settings).await.expect("Debian's chromium starts (scripts/setup.sh)");
     assert_eq!(pool.instances(), 2);
-    let fetch = fetch_from(&server);
+    let fetch = common::loopback_fetch(&server);
 
     // Both instances at once.
     let (a, b) = tokio::join!(

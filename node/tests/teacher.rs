@@ -4,11 +4,12 @@
 //! classes the template stops validating and the teacher learns the new layout; a single-page
 //! app whose text a script writes is recognised as needing JavaScript.
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 use weft_extract::teacher::{learn, LearnError};
 use weft_extract::template::{apply, Level, TemplateError};
-use weft_node::browser::{BrowserPool, BrowserSettings, Fetch, PageRequest, PageResponse, VIEWPORT};
+use weft_node::browser::{BrowserPool, BrowserSettings, VIEWPORT};
 use weft_simnet::{Resource, Site, WebServer};
 
 const WORDS: [&str; 12] =
@@ -58,23 +59,6 @@ fn app_js() -> String {
     )
 }
 
-fn fetch_from(server: &WebServer) -> Fetch {
-    let port = server.port();
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    Arc::new(move |req: PageRequest| {
-        let http = http.clone();
-        Box::pin(async move {
-            let url = url::Url::parse(&req.url).ok()?;
-            let host = url.host_str().filter(|h| h.ends_with(".test"))?.to_string();
-            let local = format!("http://127.0.0.1:{port}{}", &url[url::Position::BeforePath..]);
-            let resp = http.get(local).header("host", host).send().await.ok()?;
-            let status = resp.status().as_u16();
-            let body = resp.bytes().await.ok()?.to_vec();
-            Some(PageResponse { status, headers: vec![("content-type".into(), "text/html".into())], body })
-        })
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_teacher_learns_a_layout_the_worker_uses_it_and_a_redesign_is_relearned() {
     let mut site =
@@ -88,7 +72,7 @@ async fn the_teacher_learns_a_layout_the_worker_uses_it_and_a_redesign_is_relear
         BrowserPool::launch(BrowserSettings { instances: 1, timeout: Duration::from_secs(30), ..Default::default() })
             .await
             .expect("Debian's chromium starts (scripts/setup.sh)");
-    let fetch = fetch_from(&server);
+    let fetch = common::loopback_fetch(&server);
     let viewport = f64::from(VIEWPORT.0);
 
     // v1: render one page, learn, validate on two more pages of the layout.

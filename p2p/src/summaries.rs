@@ -244,6 +244,11 @@ impl Lsh {
         Lsh { dims, planes }
     }
 
+    /// The vector dimension these hyperplanes hash.
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
     /// Per table: the signature's bits, and each bit's projection (its confidence).
     fn project(&self, v: &[f32]) -> Vec<(u8, [f32; BITS])> {
         (0..TABLES)

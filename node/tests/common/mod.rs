@@ -98,3 +98,29 @@ impl Logs {
         }
     }
 }
+
+/// A browser fetch function that answers `.test` hosts from the loopback server over real
+/// HTTP (status, content type and body) and blocks everything else — no politeness: for
+/// tests of the browser itself.
+pub fn loopback_fetch(server: &WebServer) -> weft_node::browser::Fetch {
+    use weft_node::browser::{PageRequest, PageResponse};
+    let port = server.port();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    std::sync::Arc::new(move |req: PageRequest| {
+        let http = http.clone();
+        Box::pin(async move {
+            let url = url::Url::parse(&req.url).ok()?;
+            let host = url.host_str().filter(|h| h.ends_with(".test"))?.to_string();
+            let local = format!("http://127.0.0.1:{port}{}", &url[url::Position::BeforePath..]);
+            let resp = http.get(local).header("host", host).send().await.ok()?;
+            let status = resp.status().as_u16();
+            let headers = resp
+                .headers()
+                .iter()
+                .filter_map(|(k, v)| Some((k.to_string(), v.to_str().ok()?.to_string())))
+                .collect();
+            let body = resp.bytes().await.ok()?.to_vec();
+            Some(PageResponse { status, headers, body })
+        })
+    })
+}

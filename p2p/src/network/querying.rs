@@ -187,7 +187,7 @@ impl State {
     }
 
     fn lsh(&mut self, dims: usize) -> &Lsh {
-        if self.lsh.as_ref().is_none_or(|l| l.keys(&vec![0.0; dims]).is_empty()) {
+        if self.lsh.as_ref().is_none_or(|l| l.dims() != dims) {
             self.lsh = Some(Lsh::network(dims));
         }
         self.lsh.as_ref().expect("just set")
