@@ -14,7 +14,7 @@
 //! [`repair`] applies class renames to the template's selectors; the node validates the result
 //! on the page before using it, and the teacher re-learns the layout anyway.
 
-use crate::template::{Template, TemplateError};
+use crate::template::{generated, Template, TemplateError};
 use scraper::{ElementRef, Html, Selector};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -54,10 +54,6 @@ pub struct Change {
     pub url: String,
     /// Seconds since the Unix epoch.
     pub at: u64,
-}
-
-fn generated(name: &str) -> bool {
-    name.chars().filter(char::is_ascii_digit).count() >= 3 || name.len() > 40
 }
 
 /// Takes the layout's snapshot from a page (static HTML) and its content selector.

@@ -225,7 +225,7 @@ pub fn apply(doc: &Html, t: &Template) -> Result<TemplateText, TemplateError> {
 
 /// Whether an id or class looks generated (long digit runs, hashes): such names change
 /// between pages or deploys and make brittle selectors.
-fn generated(name: &str) -> bool {
+pub(crate) fn generated(name: &str) -> bool {
     let digits = name.chars().filter(char::is_ascii_digit).count();
     digits >= 3 || name.len() > 40 || (name.len() >= 8 && digits * 4 >= name.len())
 }
