@@ -39,6 +39,7 @@ pub struct Config {
     pub index: IndexConfig,
     pub p2p: P2pConfig,
     pub search: SearchConfig,
+    pub layouts: LayoutsConfig,
     pub api: ApiConfig,
     pub log: LogConfig,
 }
@@ -56,6 +57,7 @@ impl Default for Config {
             index: IndexConfig::default(),
             p2p: P2pConfig::default(),
             search: SearchConfig::default(),
+            layouts: LayoutsConfig::default(),
             api: ApiConfig::default(),
             log: LogConfig::default(),
         }
@@ -456,6 +458,48 @@ impl SearchConfig {
         let others = members.saturating_sub(1);
         let share = (self.fanout_share * members as f64).ceil() as usize;
         share.max(self.min_fanout).min(self.fanout).min(others)
+    }
+}
+
+/// Layout learning (the teacher/worker design) and rendering pages that need JavaScript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LayoutsConfig {
+    /// Count layout signatures, extract with learned templates, teach new layouts.
+    pub enabled: bool,
+    /// A layout seen this many times without a template is taught (rendered once, learned).
+    pub teach_after: u64,
+    /// Headless Chromium instances in the browser pool (started on first use).
+    pub browsers: usize,
+    /// The Chromium binary (Debian's `chromium` package); when missing, layouts are still
+    /// counted and templates from the override file used, but nothing is taught or rendered.
+    pub chromium: PathBuf,
+    /// Longest one page may take to render.
+    pub render_timeout_secs: u64,
+    /// Longest a rendered page's request waits for its host's politeness delay.
+    pub render_patience_secs: u64,
+    /// Pages whose JavaScript score is above this are rendered in the browser ...
+    pub render_js_above: f64,
+    /// ... and those above this whose static extraction is not valid (too little text).
+    pub render_js_maybe_above: f64,
+    /// The operator's templates (TOML, `[[template]]` per host); relative to the data dir.
+    /// They win over learned ones.
+    pub overrides: PathBuf,
+}
+
+impl Default for LayoutsConfig {
+    fn default() -> Self {
+        LayoutsConfig {
+            enabled: true,
+            teach_after: 5,
+            browsers: 2,
+            chromium: PathBuf::from("/usr/lib/chromium/chromium"),
+            render_timeout_secs: 20,
+            render_patience_secs: 30,
+            render_js_above: 0.8,
+            render_js_maybe_above: 0.4,
+            overrides: PathBuf::from("templates.toml"),
+        }
     }
 }
 

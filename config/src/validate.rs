@@ -201,6 +201,13 @@ impl Config {
         c.range("frontier.seen_fp_rate", fr.seen_fp_rate, 1e-6, 0.5);
         c.range("frontier.snapshot_interval_secs", fr.snapshot_interval_secs, 1, 3600);
         c.range("frontier.inlink_cap", fr.inlink_cap, 0, 1000);
+        let la = &self.layouts;
+        c.range("layouts.teach_after", la.teach_after, 1, 1_000_000);
+        c.range("layouts.browsers", la.browsers, 1, 64);
+        c.range("layouts.render_timeout_secs", la.render_timeout_secs, 1, 600);
+        c.range("layouts.render_patience_secs", la.render_patience_secs, 1, 3600);
+        c.range("layouts.render_js_above", la.render_js_above, 0.0, 1.0);
+        c.range("layouts.render_js_maybe_above", la.render_js_maybe_above, 0.0, la.render_js_above);
         let ex = &self.extract;
         c.range("extract.second_opinion_below", ex.second_opinion_below, 0.0, 1.0);
         c.range("extract.second_opinion_budget_ms", ex.second_opinion_budget_ms, 100, 600_000);

@@ -27,6 +27,9 @@ pub struct Snapshot {
     /// Tags from `body` down to the content element, e.g. `body>main>article>div`.
     pub content_path: String,
     pub iframes: u32,
+    /// Where the iframes are: each one's tag path (`body>main>article>iframe`).
+    #[serde(default)]
+    pub iframe_paths: Vec<String>,
     pub js_score: f32,
 }
 
@@ -34,9 +37,18 @@ pub struct Snapshot {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ChangeKind {
-    ClassRename { renames: Vec<(String, String)> },
-    Relocated { from: String, to: String },
-    Iframes { before: u32, after: u32 },
+    ClassRename {
+        renames: Vec<(String, String)>,
+    },
+    Relocated {
+        from: String,
+        to: String,
+    },
+    /// Frames appeared or vanished (`before` ≠ `after`), or moved (same count, other places).
+    Iframes {
+        before: u32,
+        after: u32,
+    },
     SpaMigration,
     Unknown,
 }
@@ -60,10 +72,12 @@ pub struct Change {
 pub fn snapshot(doc: &Html, content_selector: &str, js_score: f32) -> Snapshot {
     let mut classes = BTreeMap::new();
     let mut iframes = 0;
+    let mut iframe_paths = Vec::new();
     for node in doc.tree.nodes() {
         let Some(el) = ElementRef::wrap(node) else { continue };
         if el.value().name() == "iframe" {
             iframes += 1;
+            iframe_paths.push(tag_path(el));
         }
         for c in el.value().classes().filter(|c| !generated(c)) {
             *classes.entry(format!("{}.{c}", el.value().name())).or_insert(0) += 1;
@@ -74,7 +88,7 @@ pub fn snapshot(doc: &Html, content_selector: &str, js_score: f32) -> Snapshot {
         .and_then(|s| doc.select(&s).next())
         .map(|el| tag_path(el))
         .unwrap_or_default();
-    Snapshot { classes, content_path, iframes, js_score }
+    Snapshot { classes, content_path, iframes, iframe_paths, js_score }
 }
 
 fn tag_path(el: ElementRef<'_>) -> String {
@@ -161,6 +175,9 @@ pub fn diagnose(
     if now.iframes != before.iframes {
         evidence.push(format!("iframes: {} before, {} now", before.iframes, now.iframes));
         kinds.push(ChangeKind::Iframes { before: before.iframes, after: now.iframes });
+    } else if now.iframe_paths != before.iframe_paths && !before.iframe_paths.is_empty() {
+        evidence.push(format!("iframes moved: {:?} before, {:?} now", before.iframe_paths, now.iframe_paths));
+        kinds.push(ChangeKind::Iframes { before: before.iframes, after: now.iframes });
     }
     let text_gone = matches!(failure, Some(TemplateError::Missing { .. } | TemplateError::TooShort { .. }));
     if js_score - before.js_score >= 0.4 && text_gone && renames.is_empty() {
@@ -170,18 +187,37 @@ pub fn diagnose(
     if kinds.is_empty() {
         kinds.push(ChangeKind::Unknown);
     }
-    let reason = match &kinds[0] {
+    // The most telling kind explains the change.
+    let rank = |k: &ChangeKind| match k {
+        ChangeKind::SpaMigration => 0,
+        ChangeKind::ClassRename { .. } => 1,
+        ChangeKind::Relocated { .. } => 2,
+        ChangeKind::Iframes { .. } => 3,
+        ChangeKind::Unknown => 4,
+    };
+    let main = kinds.iter().min_by_key(|k| rank(k)).unwrap_or(&ChangeKind::Unknown);
+    let reason = match main {
         ChangeKind::ClassRename { renames } => format!(
             "the site renamed classes ({}); the template's selectors were updated and the layout will be re-learned",
             renames.iter().map(|(a, b)| format!("{a} → {b}")).collect::<Vec<_>>().join(", ")
         ),
         ChangeKind::Relocated { to, .. } => format!("the article text moved to {to}; the layout will be re-learned"),
+        ChangeKind::Iframes { before, after } if before == after => {
+            format!("embedded frames moved ({after} in other places)")
+        }
         ChangeKind::Iframes { before, after } => format!("embedded frames changed ({before} → {after})"),
         ChangeKind::SpaMigration => {
             "the site became a single-page app: its text is written by scripts, so its pages are rendered in the browser"
                 .to_string()
         }
         ChangeKind::Unknown => "the layout changed in a way not recognised; it will be re-learned".to_string(),
+    };
+    let reason = if failure.is_none() {
+        // A drift: the template still works, nothing is re-learned.
+        let head = reason.split("; ").next().unwrap_or(&reason).to_string();
+        format!("{head}; the template still extracts the page")
+    } else {
+        reason
     };
     Change { kinds, evidence, reason, breaking: failure.is_some(), url: url.to_string(), at }
 }

@@ -1,13 +1,14 @@
-//! The local HTTP API: `GET /health`, `GET /status` (JSON), `GET /metrics` (Prometheus) and
-//! `GET /search?q=&k=&scope=network|local` (the network's best documents, or this node's). Bound to 127.0.0.1 by default — it is the operator's
-//! window into the node.
+//! The local HTTP API: `GET /health`, `GET /status` (JSON), `GET /metrics` (Prometheus),
+//! `GET /search?q=&k=&scope=network|local` (the network's best documents, or this node's) and
+//! the layout store: `GET /templates`, `/templates/{host}`, `/templates/{host}/changes`. Bound
+//! to 127.0.0.1 by default — it is the operator's window into the node.
 
 use crate::crawler::Crawler;
 use crate::indexing::{IndexService, SearchError};
 use crate::metrics::{render_prometheus, Status};
 use crate::search::Searcher;
 pub use crate::search::{ApiHit, Scope, SearchResponse};
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -27,6 +28,8 @@ pub struct AppState {
     pub network: Option<weft_p2p::NetworkHandle>,
     /// `None` when the node does not index.
     pub searcher: Option<Arc<Searcher>>,
+    /// `None` when `layouts.enabled = false`.
+    pub layouts: Option<crate::node::Layouts>,
 }
 
 impl AppState {
@@ -35,6 +38,15 @@ impl AppState {
         let mut s = self.crawler.status();
         s.index = self.index.as_ref().map(|i| i.status());
         s.network = self.network.as_ref().map(|n| n.status());
+        s.layouts = self.layouts.as_ref().map(|l| {
+            let mut status = l.store.status();
+            status.browser_available = l.pool.available().load(std::sync::atomic::Ordering::Acquire);
+            if let Some(pool) = l.pool.started() {
+                status.browsers_running = pool.instances() as u64;
+                status.browser_memory_bytes = pool.memory();
+            }
+            status
+        });
         s
     }
 }
@@ -45,6 +57,9 @@ pub fn router(state: AppState) -> Router {
         .route("/status", get(status))
         .route("/metrics", get(metrics))
         .route("/search", get(search))
+        .route("/templates", get(templates))
+        .route("/templates/{host}", get(templates_of))
+        .route("/templates/{host}/changes", get(changes_of))
         .with_state(state)
 }
 
@@ -83,6 +98,33 @@ async fn search(State(state): State<AppState>, Query(params): Query<SearchParams
         Err(e @ SearchError::Busy) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
+}
+
+/// Runs a layout-store read on the blocking pool and answers it as JSON.
+async fn layout_read<T: serde::Serialize + Send + 'static>(
+    state: &AppState,
+    read: impl FnOnce(&crate::layouts::LayoutStore) -> Result<T, crate::layouts::LayoutError> + Send + 'static,
+) -> Response {
+    let Some(store) = state.layouts.as_ref().map(|l| l.store.clone()) else {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "layout learning is off (layouts.enabled = false)".into());
+    };
+    match tokio::task::spawn_blocking(move || read(&store)).await {
+        Ok(Ok(v)) => Json(v).into_response(),
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+async fn templates(State(state): State<AppState>) -> Response {
+    layout_read(&state, |s| s.overview()).await
+}
+
+async fn templates_of(State(state): State<AppState>, Path(host): Path<String>) -> Response {
+    layout_read(&state, move |s| s.detail(&host)).await
+}
+
+async fn changes_of(State(state): State<AppState>, Path(host): Path<String>) -> Response {
+    layout_read(&state, move |s| s.changes(&host)).await
 }
 
 /// Binds the API; the caller spawns the returned future.

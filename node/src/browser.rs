@@ -322,13 +322,74 @@ impl BrowserPool {
         result
     }
 
-    /// Closes every browser and waits for its processes to exit.
-    pub async fn close(self) {
+    /// Closes every browser and waits for its processes to exit (waits for renders in
+    /// progress first).
+    pub async fn close(&self) {
+        let _all = self.permits.acquire_many(self.pids.len().max(1) as u32).await;
         let instances = std::mem::take(&mut *self.free.lock());
         for mut i in instances {
             let _ = i.browser.close().await;
             let _ = i.browser.wait().await;
             i.handler.abort();
+        }
+    }
+}
+
+/// A pool started on first use: a node that never meets a page needing the browser never
+/// starts one. When Chromium is missing or fails to start, [`LazyPool::available`] turns false
+/// and the layout worker stops asking for renders.
+pub struct LazyPool {
+    settings: BrowserSettings,
+    cell: tokio::sync::OnceCell<Option<Arc<BrowserPool>>>,
+    available: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl LazyPool {
+    pub fn new(settings: BrowserSettings) -> LazyPool {
+        let found = find_chromium(Some(&settings.executable));
+        if let Err(e) = &found {
+            tracing::warn!("{e}; layouts are counted and override templates used, but nothing is taught or rendered");
+        }
+        let available = Arc::new(std::sync::atomic::AtomicBool::new(found.is_ok()));
+        LazyPool { settings, cell: tokio::sync::OnceCell::new(), available }
+    }
+
+    /// Whether a browser can be had (shared with the worker).
+    pub fn available(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.available.clone()
+    }
+
+    /// The pool, started now if it was not yet; `None` if Chromium cannot run.
+    pub async fn get(&self) -> Option<Arc<BrowserPool>> {
+        if !self.available.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
+        self.cell
+            .get_or_init(|| async {
+                match BrowserPool::launch(self.settings.clone()).await {
+                    Ok(p) => {
+                        tracing::info!(instances = p.instances(), "browser pool started");
+                        Some(Arc::new(p))
+                    }
+                    Err(e) => {
+                        tracing::error!("{e}; nothing will be taught or rendered");
+                        self.available.store(false, std::sync::atomic::Ordering::Release);
+                        None
+                    }
+                }
+            })
+            .await
+            .clone()
+    }
+
+    /// The pool if it was started.
+    pub fn started(&self) -> Option<Arc<BrowserPool>> {
+        self.cell.get().cloned().flatten()
+    }
+
+    pub async fn close(&self) {
+        if let Some(p) = self.started() {
+            p.close().await;
         }
     }
 }

@@ -74,6 +74,8 @@ struct Inner {
     state: AtomicU8,
     /// In a network: sends URLs of hosts other members own to them.
     router: Mutex<Option<crate::routing::Router>>,
+    /// The JavaScript tier: pages for the browser.
+    rendering: Mutex<Option<crate::rendering::RenderQueue>>,
 }
 
 /// Makes frontier writes durable without blocking the async runtime.
@@ -109,6 +111,7 @@ impl Crawler {
                 seed_hosts: Mutex::new(HashSet::new()),
                 state: AtomicU8::new(CRAWLING),
                 router: Mutex::new(None),
+                rendering: Mutex::new(None),
             }),
         }
     }
@@ -142,6 +145,32 @@ impl Crawler {
     /// hosts it owns and sends the rest to their owners.
     pub fn set_router(&self, router: crate::routing::Router) {
         *self.inner.router.lock() = Some(router);
+    }
+
+    /// Sends pages that need JavaScript to `queue` (and, for hosts known to need it, skips the
+    /// static fetch). While pages wait there the crawl is not idle.
+    pub fn set_rendering(&self, queue: crate::rendering::RenderQueue) {
+        *self.inner.rendering.lock() = Some(queue);
+    }
+
+    /// One request outside the crawl's queue (the teacher's static pages, a page the browser
+    /// failed on), under the crawl's rules; see `Inner::fetch_for_browser`.
+    pub async fn fetch_for_browser(&self, url: &Url, patience: Duration) -> Result<Fetched, BrowserFetchError> {
+        self.inner.fetch_for_browser(url, patience).await
+    }
+
+    /// Wakes the crawl loop (new URLs, or work finished elsewhere).
+    pub fn wake(&self) {
+        self.inner.wake.notify_one();
+    }
+
+    /// A page the browser rendered (or fetched again after the browser failed on it) goes
+    /// down the pipeline; its links are queued and durable when this returns.
+    pub async fn process_rendered(&self, page: FetchedPage) {
+        self.inner.process_page(page).await;
+        if let Err(e) = flush(&self.inner.durability).await {
+            tracing::error!("flushing the frontier failed: {e}");
+        }
     }
 
     /// Queues URLs whose hosts this node owns (sent by other members): not routed again, not
@@ -253,6 +282,10 @@ impl Crawler {
         })
     }
 
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.inner.metrics.clone()
+    }
+
     pub fn status(&self) -> Status {
         let stats = self.inner.frontier.lock().stats();
         let state = match self.inner.state.load(Ordering::Relaxed) {
@@ -302,7 +335,8 @@ impl Crawler {
                 Ok(Next::WaitUntil(t)) => Some(t),
                 Ok(Next::Busy) => None,
                 Ok(Next::Empty) => {
-                    if tasks.is_empty() {
+                    let rendering = inner.rendering.lock().as_ref().map_or(0, |q| q.pending());
+                    if tasks.is_empty() && rendering == 0 {
                         inner.state.store(IDLE, Ordering::Relaxed);
                         if exit_when_idle {
                             break;
@@ -428,6 +462,17 @@ impl Inner {
         }
 
         let kind = lease.entry.kind;
+        if kind == UrlKind::Page {
+            let queue = self.rendering.lock().clone();
+            if let Some(reason) = queue.as_ref().and_then(|q| q.host_renders(host)) {
+                // Known to need the browser: it fetches the page itself, under the same rules.
+                match queue.map(|q| q.push(url, lease.entry.depth, &reason)) {
+                    Some(Ok(())) => return (Completion::Done { page: false }, false),
+                    Some(Err(e)) => tracing::error!("render queue: {e}"),
+                    None => {}
+                }
+            }
+        }
         let expect = if kind == UrlKind::Sitemap { Expect::Sitemap } else { Expect::Html };
         inc(&self.metrics.requests);
         match self.fetcher.fetch(url, expect).await {
@@ -447,6 +492,7 @@ impl Inner {
                     body,
                     depth: lease.entry.depth,
                     fetched_at: SystemTime::now(),
+                    rendered: false,
                 };
                 self.process_page(page).await;
                 (Completion::Done { page: true }, true)
@@ -631,6 +677,7 @@ impl Inner {
     async fn process_page(&self, page: FetchedPage) {
         let depth = page.depth;
         let page_url = page.url.clone();
+        let rendered = page.rendered;
         let pipeline = self.pipeline.clone();
         let processed = match tokio::task::spawn_blocking(move || pipeline.process(&page)).await {
             Ok(p) => p,
@@ -639,6 +686,14 @@ impl Inner {
                 return;
             }
         };
+        if let Some(reason) = processed.render.as_ref().filter(|_| !rendered) {
+            let queue = self.rendering.lock().clone();
+            match queue.map(|q| q.push(&page_url, depth, reason)) {
+                Some(Ok(())) => self.metrics.extraction("render", "queued"),
+                Some(Err(e)) => tracing::error!("render queue: {e}"),
+                None => {}
+            }
+        }
         self.metrics.links_found.fetch_add(processed.links.len() as u64, Ordering::Relaxed);
         let mut candidates = Vec::new();
         for link in processed.links {

@@ -477,7 +477,8 @@ impl IndexPipeline {
 impl Pipeline for IndexPipeline {
     fn process(&self, page: &FetchedPage) -> Processed {
         let processed = self.extract.process(page);
-        if let Some(e) = &processed.extracted {
+        // A page waiting for the browser is indexed in its rendered form.
+        if let Some(e) = processed.extracted.as_ref().filter(|_| processed.render.is_none()) {
             // Counted by the service; the crawl goes on whatever the outcome.
             let _ = self.service.index_blocking(document_of(page, e));
         }

@@ -8,16 +8,21 @@
 //! | `layout.templates` | host, level, signature | [`Learned`]: the template and the snapshot of the layout it was learned on |
 //! | `layout.changes` | host, time, sequence | [`Change`] |
 //! | `layout.jobs` | sequence | [`TeacherJob`] |
+//! | `layout.hosts` | host | [`HostRendering`]: whether the host's pages are rendered, and why |
+//! | `layout.renders` | sequence | [`RenderJob`]: a page waiting for the browser |
 //!
 //! A signature seen [`LayoutStore::threshold`] times without a template queues one teacher
 //! job (one at a time per signature); so does a template that fails validation. Manual
-//! templates (the operator's override file) are looked up before learned ones and never
-//! replaced by the teacher.
+//! templates (the operator's override file, [`load_overrides`]) are looked up before learned
+//! ones and never replaced by the teacher.
 
 use serde::{Deserialize, Serialize};
 use sled::Tree;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
 use weft_extract::changes::{Change, Snapshot};
-use weft_extract::template::{Level, Origin, Template};
+use weft_extract::template::{Level, Origin, Selectors, Template};
 
 /// Sample URLs kept per signature: the teacher validates on them.
 const SAMPLES: usize = 3;
@@ -34,6 +39,38 @@ pub struct SignatureRecord {
     pub queued: bool,
     /// The teacher found its text only in the rendered page.
     pub js_required: bool,
+    /// Pages of it a template extracted.
+    #[serde(default)]
+    pub by_template: u64,
+    /// Times the host's other templates were tried on it and none fit.
+    #[serde(default)]
+    pub misses: u32,
+    /// Teacher jobs that learned nothing: each doubles the sightings before the next.
+    #[serde(default)]
+    pub failures: u32,
+}
+
+/// Whether a host's pages go through the browser, and the signals that decided it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostRendering {
+    pub render: bool,
+    /// The JavaScript score of the page that decided it.
+    pub score: f64,
+    pub signals: Vec<String>,
+    pub reason: String,
+    pub url: String,
+    pub decided_at: u64,
+    /// Pages rendered since.
+    pub rendered: u64,
+}
+
+/// A page waiting for the browser.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RenderJob {
+    pub url: String,
+    pub depth: u32,
+    pub reason: String,
+    pub at: u64,
 }
 
 /// A template with the layout snapshot it was learned on.
@@ -41,6 +78,19 @@ pub struct SignatureRecord {
 pub struct Learned {
     pub template: Template,
     pub snapshot: Snapshot,
+    /// The teacher's reasons, for `weft templates show`.
+    #[serde(default)]
+    pub evidence: Vec<String>,
+}
+
+/// How a teacher job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobOutcome {
+    Learned,
+    /// The layout's text is only in the rendered page.
+    JsRequired,
+    /// Nothing learned: the layout is taught again only after twice as many more sightings.
+    Failed,
 }
 
 /// Work for the teacher.
@@ -56,11 +106,47 @@ pub struct TeacherJob {
     pub at: u64,
 }
 
+/// One host in `weft templates list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostSummary {
+    pub host: String,
+    /// Templates stored for it (per signature and level), the operator's included.
+    pub templates: usize,
+    pub manual: bool,
+    pub signatures: usize,
+    pub pages_seen: u64,
+    pub pages_by_template: u64,
+    pub changes: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rendering: Option<HostRendering>,
+}
+
+/// One host in `weft templates show HOST`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostDetail {
+    pub host: String,
+    pub templates: Vec<Learned>,
+    pub signatures: Vec<SignatureView>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rendering: Option<HostRendering>,
+}
+
+/// A signature and what is known of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SignatureView {
+    pub level: Level,
+    pub signature: String,
+    #[serde(flatten)]
+    pub record: SignatureRecord,
+}
+
 /// What the worker should do with a page.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observed {
-    /// The template for its layout (L1 first, then L2), if any.
+    /// The template for its layout (the override, then L1, then L2), if any.
     pub template: Option<Learned>,
+    /// No template, but the host has templates of other layouts worth trying.
+    pub try_host_templates: bool,
     /// A teacher job this page queued.
     pub queued: Option<TeacherJob>,
     pub js_required: bool,
@@ -74,6 +160,84 @@ pub enum LayoutError {
     Corrupt(#[from] serde_json::Error),
 }
 
+/// A problem with the operator's override file.
+#[derive(Debug, thiserror::Error)]
+pub enum OverrideError {
+    #[error("cannot read {path}: {error}")]
+    Read { path: String, error: std::io::Error },
+    #[error("{path}: {error}")]
+    Parse { path: String, error: toml::de::Error },
+    #[error("{path}: template {index} (host {host:?}): the {field} selector {selector:?} does not parse")]
+    Selector { path: String, index: usize, host: String, field: &'static str, selector: String },
+}
+
+/// One `[[template]]` of the override file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OverrideEntry {
+    host: String,
+    title: String,
+    content: String,
+    date: Option<String>,
+    author: Option<String>,
+    #[serde(default)]
+    exclusions: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OverrideFile {
+    #[serde(default)]
+    template: Vec<OverrideEntry>,
+}
+
+/// Reads the operator's templates: `[[template]]` tables with `host`, `title`, `content` and
+/// optionally `date`, `author`, `exclusions`. A missing file is no templates; every selector
+/// must parse, so a typo is reported at start, not as silent misses.
+pub fn load_overrides(path: &Path) -> Result<Vec<Template>, OverrideError> {
+    let shown = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(OverrideError::Read { path: shown, error }),
+    };
+    let file: OverrideFile =
+        toml::from_str(&text).map_err(|error| OverrideError::Parse { path: shown.clone(), error })?;
+    let mut out = Vec::new();
+    for (index, e) in file.template.into_iter().enumerate() {
+        let fields = [
+            ("title", Some(&e.title)),
+            ("content", Some(&e.content)),
+            ("date", e.date.as_ref()),
+            ("author", e.author.as_ref()),
+        ];
+        let exclusions = e.exclusions.iter().map(|x| ("exclusions", Some(x)));
+        for (field, selector) in fields.into_iter().chain(exclusions) {
+            if let Some(sel) = selector.filter(|s| scraper::Selector::parse(s).is_err()) {
+                return Err(OverrideError::Selector {
+                    path: shown,
+                    index: index + 1,
+                    host: e.host,
+                    field,
+                    selector: sel.clone(),
+                });
+            }
+        }
+        out.push(Template {
+            host: e.host.trim().to_ascii_lowercase(),
+            signature: "*".into(),
+            level: Level::L1,
+            selectors: Selectors { title: e.title, content: e.content, date: e.date, author: e.author },
+            exclusions: e.exclusions,
+            confidence: 1.0,
+            version: 1,
+            origin: Origin::Manual,
+            learned_at: 0,
+        });
+    }
+    Ok(out)
+}
+
 /// The layout memory.
 #[derive(Clone)]
 pub struct LayoutStore {
@@ -83,7 +247,11 @@ pub struct LayoutStore {
     templates: Tree,
     changes: Tree,
     jobs: Tree,
+    hosts: Tree,
+    renders: Tree,
     threshold: u64,
+    /// The operator's templates by host.
+    overrides: Arc<HashMap<String, Learned>>,
 }
 
 fn key(host: &str, level: Level, signature: &str) -> Vec<u8> {
@@ -116,8 +284,34 @@ impl LayoutStore {
             templates: db.open_tree("layout.templates")?,
             changes: db.open_tree("layout.changes")?,
             jobs: db.open_tree("layout.jobs")?,
+            hosts: db.open_tree("layout.hosts")?,
+            renders: db.open_tree("layout.renders")?,
             threshold: threshold.max(1),
+            overrides: Arc::default(),
         })
+    }
+
+    /// The operator's templates (see [`load_overrides`]): for their hosts they win over every
+    /// learned template.
+    pub fn with_overrides(mut self, templates: Vec<Template>) -> LayoutStore {
+        let map = templates
+            .into_iter()
+            .map(|t| (t.host.clone(), Learned { template: t, snapshot: Snapshot::default(), evidence: Vec::new() }));
+        self.overrides = Arc::new(map.collect());
+        self
+    }
+
+    /// The operator's template for `host` (a host key: `name` or `name:port`; the file names
+    /// hosts without ports).
+    fn override_for(&self, host: &str) -> Option<&Learned> {
+        self.overrides.get(host).or_else(|| self.overrides.get(host.rsplit_once(':').map_or(host, |(h, _)| h)))
+    }
+
+    /// The operator's templates.
+    pub fn overrides(&self) -> Vec<Template> {
+        let mut v: Vec<Template> = self.overrides.values().map(|l| l.template.clone()).collect();
+        v.sort_by(|a, b| a.host.cmp(&b.host));
+        v
     }
 
     pub fn threshold(&self) -> u64 {
@@ -136,6 +330,9 @@ impl LayoutStore {
     /// The template for a page of `host` with fingerprints `l1`/`l2`: a manual one first, then
     /// learned by L1, then by L2.
     pub fn template(&self, host: &str, l1: &str, l2: &str) -> Result<Option<Learned>, LayoutError> {
+        if let Some(o) = self.override_for(host) {
+            return Ok(Some(o.clone()));
+        }
         let l1_t: Option<Learned> = Self::get(&self.templates, &key(host, Level::L1, l1))?;
         let l2_t: Option<Learned> = Self::get(&self.templates, &key(host, Level::L2, l2))?;
         let manual = |t: &Option<Learned>| t.as_ref().is_some_and(|l| l.template.origin == Origin::Manual);
@@ -154,8 +351,10 @@ impl LayoutStore {
         if record.samples.len() < SAMPLES && !record.samples.iter().any(|s| s == url) {
             record.samples.push(url.to_string());
         }
+        let try_host_templates = template.is_none() && record.misses < 3 && self.has_templates(host);
         let mut queued = None;
-        if template.is_none() && !record.queued && !record.js_required && record.seen >= self.threshold {
+        let due = self.threshold.saturating_mul(1 << record.failures.min(30));
+        if template.is_none() && !record.queued && !record.js_required && record.seen >= due {
             let job = TeacherJob {
                 host: host.to_string(),
                 level: Level::L1,
@@ -169,7 +368,68 @@ impl LayoutStore {
             queued = Some(job);
         }
         Self::put(&self.signatures, &k, &record)?;
-        Ok(Observed { template, queued, js_required: record.js_required })
+        Ok(Observed { template, try_host_templates, queued, js_required: record.js_required })
+    }
+
+    fn has_templates(&self, host: &str) -> bool {
+        self.templates.scan_prefix(host_prefix(host)).next().is_some()
+    }
+
+    /// Counts a page of the L1 signature that a template extracted.
+    pub fn extracted_by_template(&self, host: &str, l1: &str) -> Result<(), LayoutError> {
+        let k = key(host, Level::L1, l1);
+        let mut record: SignatureRecord = Self::get(&self.signatures, &k)?.unwrap_or_default();
+        record.by_template += 1;
+        Self::put(&self.signatures, &k, &record)
+    }
+
+    /// The host's learned templates, newest first, one per distinct set of selectors: what a
+    /// page of a new layout of the host is tried with before anything is taught.
+    pub fn host_templates(&self, host: &str) -> Result<Vec<Learned>, LayoutError> {
+        let mut all = self.templates(Some(host))?;
+        all.sort_by(|a, b| {
+            b.template.learned_at.cmp(&a.template.learned_at).then(b.template.version.cmp(&a.template.version))
+        });
+        let mut seen = Vec::new();
+        all.retain(|l| {
+            let key = (l.template.selectors.clone(), l.template.exclusions.clone());
+            let fresh = !seen.contains(&key);
+            seen.push(key);
+            fresh
+        });
+        Ok(all)
+    }
+
+    /// A template of another layout of the host fitted a page of the new signature `l1`: it is
+    /// kept for that signature too (same version), so its pages skip the search next time.
+    pub fn adopt(&self, from: &Learned, host: &str, l1: &str) -> Result<(), LayoutError> {
+        let mut copy = from.clone();
+        copy.template.host = host.to_string();
+        copy.template.level = Level::L1;
+        copy.template.signature = l1.to_string();
+        Self::put(&self.templates, &key(host, Level::L1, l1), &copy)?;
+        let k = key(host, Level::L1, l1);
+        let mut record: SignatureRecord = Self::get(&self.signatures, &k)?.unwrap_or_default();
+        record.template_version = Some(copy.template.version);
+        Self::put(&self.signatures, &k, &record)
+    }
+
+    /// Counts a page of `l1` that none of the host's templates fitted; after three the host's
+    /// templates are no longer tried on it.
+    pub fn missed(&self, host: &str, l1: &str) -> Result<(), LayoutError> {
+        let k = key(host, Level::L1, l1);
+        let mut record: SignatureRecord = Self::get(&self.signatures, &k)?.unwrap_or_default();
+        record.misses += 1;
+        Self::put(&self.signatures, &k, &record)
+    }
+
+    /// Records a change of `host`'s layout (one that broke no template: a drift, a migration
+    /// seen by other means).
+    pub fn record_change(&self, host: &str, change: &Change) -> Result<(), LayoutError> {
+        let mut ck = host_prefix(host);
+        ck.extend_from_slice(&change.at.to_be_bytes());
+        ck.extend_from_slice(&self.db.generate_id()?.to_be_bytes());
+        Self::put(&self.changes, &ck, change)
     }
 
     fn enqueue(&self, job: &TeacherJob) -> Result<(), LayoutError> {
@@ -178,16 +438,19 @@ impl LayoutStore {
     }
 
     /// Records that `learned`'s template failed on a page (with what changed) and queues the
-    /// layout for the teacher, once.
+    /// layout for the teacher — once: until it is re-learned, further failures add nothing.
+    /// A manual template's failures are recorded (the operator should know) but not taught.
     pub fn failed(&self, learned: &Learned, change: &Change) -> Result<Option<TeacherJob>, LayoutError> {
         let t = &learned.template;
-        let mut ck = host_prefix(&t.host);
-        ck.extend_from_slice(&change.at.to_be_bytes());
-        ck.extend_from_slice(&self.db.generate_id()?.to_be_bytes());
-        Self::put(&self.changes, &ck, change)?;
         let k = key(&t.host, t.level, &t.signature);
         let mut record: SignatureRecord = Self::get(&self.signatures, &k)?.unwrap_or_default();
-        if record.queued || t.origin == Origin::Manual {
+        if record.queued {
+            // Already recorded and being re-learned: every page of a broken layout fails
+            // until then, and one entry says it.
+            return Ok(None);
+        }
+        self.record_change(&t.host, change)?;
+        if t.origin == Origin::Manual {
             return Ok(None);
         }
         let mut urls = vec![change.url.clone()];
@@ -206,38 +469,202 @@ impl LayoutStore {
         Ok(Some(job))
     }
 
-    /// Stores what the teacher learned (version = the previous one's + 1); the signature's job
-    /// is done.
-    pub fn learned(&self, mut learned: Learned) -> Result<u32, LayoutError> {
+    /// Stores what the teacher learned (version = the previous one's + 1), under its own
+    /// signature and, with `also_l2`, under the page's L2 signature too — so a page whose
+    /// classes changed still finds it, fails it, and says what changed. The signature's job is
+    /// done.
+    pub fn learned(&self, mut learned: Learned, also_l2: Option<&str>) -> Result<u32, LayoutError> {
         let t = &learned.template;
-        let k = key(&t.host, t.level, &t.signature);
-        let previous: Option<Learned> = Self::get(&self.templates, &k)?;
-        if previous.as_ref().is_some_and(|p| p.template.origin == Origin::Manual) {
-            return Ok(previous.map_or(0, |p| p.template.version));
+        let mut keys = vec![key(&t.host, t.level, &t.signature)];
+        if let Some(l2) = also_l2.filter(|_| t.level == Level::L1) {
+            keys.push(key(&t.host, Level::L2, l2));
         }
-        learned.template.version = previous.map_or(1, |p| p.template.version + 1);
+        let mut previous = Vec::new();
+        for k in &keys {
+            previous.push(Self::get::<Learned>(&self.templates, k)?);
+        }
+        if let Some(Some(manual)) =
+            previous.first().filter(|p| p.as_ref().is_some_and(|p| p.template.origin == Origin::Manual))
+        {
+            return Ok(manual.template.version);
+        }
+        learned.template.version = previous.iter().flatten().map(|p| p.template.version).max().map_or(1, |v| v + 1);
         let version = learned.template.version;
-        Self::put(&self.templates, &k, &learned)?;
-        self.job_done(&learned.template.host, learned.template.level, &learned.template.signature, false)?;
+        for (k, p) in keys.iter().zip(&previous) {
+            if p.as_ref().is_some_and(|p| p.template.origin == Origin::Manual) {
+                continue;
+            }
+            let mut copy = learned.clone();
+            if k != &keys[0] {
+                copy.template.level = Level::L2;
+                copy.template.signature = also_l2.unwrap_or_default().to_string();
+            }
+            Self::put(&self.templates, k, &copy)?;
+        }
+        self.job_done(
+            &learned.template.host,
+            learned.template.level,
+            &learned.template.signature,
+            JobOutcome::Learned,
+        )?;
         Ok(version)
     }
 
-    /// Marks a signature's job finished; `js_required`: its pages need the browser.
-    pub fn job_done(&self, host: &str, level: Level, signature: &str, js_required: bool) -> Result<(), LayoutError> {
+    /// Marks a signature's job finished.
+    pub fn job_done(&self, host: &str, level: Level, signature: &str, outcome: JobOutcome) -> Result<(), LayoutError> {
         let k = key(host, level, signature);
         let mut record: SignatureRecord = Self::get(&self.signatures, &k)?.unwrap_or_default();
         record.queued = false;
-        record.js_required |= js_required;
+        match outcome {
+            JobOutcome::Learned => record.failures = 0,
+            JobOutcome::JsRequired => record.js_required = true,
+            JobOutcome::Failed => record.failures += 1,
+        }
         Self::put(&self.signatures, &k, &record)
     }
 
-    /// Takes the oldest teacher job off the queue.
-    pub fn next_job(&self) -> Result<Option<TeacherJob>, LayoutError> {
-        Ok(self.jobs.pop_min()?.map(|(_, v)| serde_json::from_slice(&v)).transpose()?)
+    /// The oldest teacher job, with its queue key. It stays queued until
+    /// [`LayoutStore::job_finished`], so a crash in the middle teaches it again.
+    pub fn next_job(&self) -> Result<Option<(Vec<u8>, TeacherJob)>, LayoutError> {
+        match self.jobs.first()? {
+            Some((k, v)) => Ok(Some((k.to_vec(), serde_json::from_slice(&v)?))),
+            None => Ok(None),
+        }
+    }
+
+    /// Takes a finished job off the queue.
+    pub fn job_finished(&self, key: &[u8]) -> Result<(), LayoutError> {
+        self.jobs.remove(key)?;
+        Ok(())
+    }
+
+    /// Teacher jobs and renders queued or running: while there are any, the crawl is not idle.
+    pub fn pending_work(&self) -> usize {
+        self.jobs.len() + self.renders.len()
     }
 
     pub fn queue_len(&self) -> usize {
         self.jobs.len()
+    }
+
+    /// Whether `host`'s pages are rendered, and why.
+    pub fn host_rendering(&self, host: &str) -> Result<Option<HostRendering>, LayoutError> {
+        Self::get(&self.hosts, host.as_bytes())
+    }
+
+    /// Remembers that `host`'s pages need the browser; the first decision is kept. Says
+    /// whether this one was the first.
+    pub fn decide_rendering(&self, host: &str, decision: HostRendering) -> Result<bool, LayoutError> {
+        let value = serde_json::to_vec(&decision)?;
+        Ok(self.hosts.compare_and_swap(host.as_bytes(), None as Option<&[u8]>, Some(value))?.is_ok())
+    }
+
+    /// Counts a rendered page of `host`.
+    pub fn rendered(&self, host: &str) -> Result<(), LayoutError> {
+        let mut h: HostRendering = Self::get(&self.hosts, host.as_bytes())?.unwrap_or_default();
+        h.rendered += 1;
+        Self::put(&self.hosts, host.as_bytes(), &h)
+    }
+
+    /// Every host with a rendering decision.
+    pub fn rendering_hosts(&self) -> Result<Vec<(String, HostRendering)>, LayoutError> {
+        self.hosts
+            .iter()
+            .map(|r| {
+                let (k, v) = r?;
+                Ok((String::from_utf8_lossy(&k).into_owned(), serde_json::from_slice(&v)?))
+            })
+            .collect()
+    }
+
+    /// Queues a page for the browser; kept in sled, so a page the crawl finished with is
+    /// rendered even across a restart.
+    pub fn queue_render(&self, job: &RenderJob) -> Result<(), LayoutError> {
+        let seq = self.db.generate_id()?;
+        Self::put(&self.renders, &seq.to_be_bytes(), job)
+    }
+
+    /// The oldest page waiting for the browser, with its queue key (remove it with
+    /// [`LayoutStore::render_done`] once rendered, so a crash renders it again).
+    pub fn next_render(&self, after: Option<&[u8]>) -> Result<Option<(Vec<u8>, RenderJob)>, LayoutError> {
+        let next = match after {
+            Some(a) => {
+                self.renders.range::<&[u8], _>((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded)).next()
+            }
+            None => self.renders.iter().next(),
+        };
+        Ok(next.transpose()?.map(|(k, v)| serde_json::from_slice(&v).map(|j| (k.to_vec(), j))).transpose()?)
+    }
+
+    pub fn render_done(&self, k: &[u8]) -> Result<(), LayoutError> {
+        self.renders.remove(k)?;
+        Ok(())
+    }
+
+    pub fn renders_queued(&self) -> usize {
+        self.renders.len()
+    }
+
+    /// Every host with signatures, templates or a rendering decision, and what is known of it.
+    pub fn overview(&self) -> Result<Vec<HostSummary>, LayoutError> {
+        let mut hosts: std::collections::BTreeSet<String> = self.overrides.keys().cloned().collect();
+        for tree in [&self.signatures, &self.templates] {
+            for k in tree.iter().keys() {
+                let k = k?;
+                let end = k.iter().position(|b| *b == 0).unwrap_or(k.len());
+                hosts.insert(String::from_utf8_lossy(&k[..end]).into_owned());
+            }
+        }
+        for (h, _) in self.rendering_hosts()? {
+            hosts.insert(h);
+        }
+        hosts
+            .into_iter()
+            .map(|host| {
+                let signatures = self.signatures(&host)?;
+                Ok(HostSummary {
+                    templates: self.templates(Some(&host))?.len() + usize::from(self.overrides.contains_key(&host)),
+                    manual: self.overrides.contains_key(&host),
+                    signatures: signatures.len(),
+                    pages_seen: signatures.iter().map(|s| s.2.seen).sum(),
+                    pages_by_template: signatures.iter().map(|s| s.2.by_template).sum(),
+                    changes: self.changes.scan_prefix(host_prefix(&host)).count(),
+                    rendering: self.host_rendering(&host)?,
+                    host,
+                })
+            })
+            .collect()
+    }
+
+    /// Everything known of `host`'s layouts: its templates (the operator's first), signatures
+    /// (most seen first) and rendering decision.
+    pub fn detail(&self, host: &str) -> Result<HostDetail, LayoutError> {
+        let mut templates: Vec<Learned> = self.overrides.get(host).cloned().into_iter().collect();
+        templates.extend(self.templates(Some(host))?);
+        let mut signatures: Vec<SignatureView> = self
+            .signatures(host)?
+            .into_iter()
+            .map(|(level, signature, record)| SignatureView { level, signature, record })
+            .collect();
+        signatures.sort_by_key(|s| std::cmp::Reverse(s.record.seen));
+        Ok(HostDetail { host: host.to_string(), templates, signatures, rendering: self.host_rendering(host)? })
+    }
+
+    /// What `/status` shows.
+    pub fn status(&self) -> crate::metrics::LayoutsStatus {
+        let rendering = self
+            .hosts
+            .iter()
+            .values()
+            .flatten()
+            .filter(|v| serde_json::from_slice::<HostRendering>(v).is_ok_and(|h| h.render));
+        crate::metrics::LayoutsStatus {
+            templates: self.templates.len() as u64 + self.overrides.len() as u64,
+            hosts_rendering: rendering.count() as u64,
+            teacher_queue: self.jobs.len() as u64,
+            render_queue: self.renders.len() as u64,
+            ..Default::default()
+        }
     }
 
     /// Every template (of `host`, or of all hosts).
@@ -293,6 +720,7 @@ mod tests {
                 learned_at: 0,
             },
             snapshot: Snapshot::default(),
+            evidence: Vec::new(),
         }
     }
 
@@ -307,9 +735,12 @@ mod tests {
         let job = o.queued.expect("the fifth sighting queues the teacher");
         assert_eq!(job.urls, ["http://h.test/0", "http://h.test/1", "http://h.test/2"]);
         assert!(s.observe("h.test", "a1", "b2", "http://h.test/5", 5).unwrap().queued.is_none(), "once");
-        assert_eq!(s.next_job().unwrap(), Some(job));
+        let (k, next) = s.next_job().unwrap().unwrap();
+        assert_eq!(next, job);
+        assert_eq!(s.pending_work(), 1, "a job being taught is still pending");
+        s.job_finished(&k).unwrap();
         assert_eq!(s.next_job().unwrap(), None);
-        assert_eq!(s.learned(template(Origin::Learned, Level::L1, "a1")).unwrap(), 1);
+        assert_eq!(s.learned(template(Origin::Learned, Level::L1, "a1"), None).unwrap(), 1);
         let o = s.observe("h.test", "a1", "b2", "http://h.test/6", 6).unwrap();
         assert_eq!(o.template.unwrap().template.version, 1);
         let sigs = s.signatures("h.test").unwrap();
@@ -321,7 +752,7 @@ mod tests {
     #[test]
     fn failures_record_changes_queue_relearning_and_manual_templates_win() {
         let (_d, s) = store(5);
-        s.learned(template(Origin::Learned, Level::L1, "a1")).unwrap();
+        s.learned(template(Origin::Learned, Level::L1, "a1"), None).unwrap();
         let learned = s.template("h.test", "a1", "zz").unwrap().unwrap();
         let change = Change {
             kinds: vec![ChangeKind::Unknown],
@@ -334,16 +765,16 @@ mod tests {
         let job = s.failed(&learned, &change).unwrap().expect("queued");
         assert_eq!(job.urls[0], "http://h.test/9");
         assert!(s.failed(&learned, &change).unwrap().is_none(), "one job per layout");
-        assert_eq!(s.changes("h.test").unwrap(), [change.clone(), change]);
-        assert_eq!(s.learned(template(Origin::Learned, Level::L1, "a1")).unwrap(), 2, "re-learned: version 2");
+        assert_eq!(s.changes("h.test").unwrap(), std::slice::from_ref(&change), "and one entry while it is re-learned");
+        assert_eq!(s.learned(template(Origin::Learned, Level::L1, "a1"), None).unwrap(), 2, "re-learned: version 2");
         // A manual template by L2 wins over the learned L1 one, and the teacher cannot replace it.
-        s.learned(template(Origin::Manual, Level::L2, "b2")).unwrap();
+        s.learned(template(Origin::Manual, Level::L2, "b2"), None).unwrap();
         assert_eq!(s.template("h.test", "a1", "b2").unwrap().unwrap().template.origin, Origin::Manual);
-        let v = s.learned(template(Origin::Learned, Level::L2, "b2")).unwrap();
+        let v = s.learned(template(Origin::Learned, Level::L2, "b2"), None).unwrap();
         assert_eq!(s.template("h.test", "a1", "b2").unwrap().unwrap().template.origin, Origin::Manual);
         assert_eq!(v, 1);
         // A layout found to need JavaScript is not taught again.
-        s.job_done("h.test", Level::L1, "c3", true).unwrap();
+        s.job_done("h.test", Level::L1, "c3", JobOutcome::JsRequired).unwrap();
         for i in 0..10 {
             let o = s.observe("h.test", "c3", "zz", &format!("http://h.test/c{i}"), i).unwrap();
             assert!(o.queued.is_none() && o.js_required);

@@ -4,6 +4,9 @@
 //! - [`fetcher`]: the HTTP fetch engine.
 //! - [`pipeline`]: the seam where fetched pages flow downstream.
 //! - [`crawler`]: the crawl loop.
+//! - [`layouts`], [`worker`], [`teacher`], [`browser`], [`rendering`]: layout learning — the
+//!   store, the fast path on every page, the slow path with the browser, the Chromium pool,
+//!   and rendering pages that need JavaScript.
 //! - [`metrics`]: counters, `/status` and `/metrics` rendering.
 //! - [`indexing`]: the index stage (indexer and query threads).
 //! - [`routing`]: in a network, discovered URLs to their owners and received ones in.
@@ -23,9 +26,13 @@ pub mod layouts;
 pub mod metrics;
 pub mod node;
 pub mod pipeline;
+pub mod rendering;
 pub mod routing;
 pub mod search;
 pub mod second_opinion;
+pub mod teacher;
+pub mod templates_cli;
+pub mod worker;
 
 pub use crawler::{CrawlSettings, Crawler};
 pub use metrics::Status;

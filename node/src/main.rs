@@ -28,10 +28,10 @@ enum LogFormatArg {
 #[derive(Args, Clone, Default)]
 struct ConfigArgs {
     /// Data directory (default .weft; env WEFT_DATA_DIR).
-    #[arg(long)]
+    #[arg(long, global = true)]
     data_dir: Option<PathBuf>,
     /// TOML config file (default: <data-dir>/weft.toml if it exists).
-    #[arg(long)]
+    #[arg(long, global = true)]
     config: Option<PathBuf>,
 }
 
@@ -101,6 +101,20 @@ enum Command {
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,
     },
+    /// What the node learned about the layouts of the hosts it crawls: templates, signatures,
+    /// recorded changes, which hosts are rendered in the browser.
+    Templates {
+        #[command(subcommand)]
+        what: TemplatesCommand,
+        #[command(flatten)]
+        cfg: ConfigArgs,
+        /// API address to ask instead of the configured api.listen.
+        #[arg(long, value_name = "ADDR", global = true)]
+        api: Option<SocketAddr>,
+        /// Print the raw JSON.
+        #[arg(long, global = true)]
+        json: bool,
+    },
     /// Inspect configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -112,6 +126,16 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+}
+
+#[derive(Subcommand)]
+enum TemplatesCommand {
+    /// Every host: templates, signatures, pages extracted by template, changes, rendering.
+    List,
+    /// One host's templates (selectors, confidence, the teacher's evidence) and signatures.
+    Show { host: String },
+    /// The layout changes recorded for a host, oldest first.
+    Changes { host: String },
 }
 
 #[derive(Subcommand)]
@@ -219,6 +243,18 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
             } else {
                 print_hits(&answer);
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Templates { what, cfg, api, json } => {
+            let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
+            let addr = api.unwrap_or(config.api.listen);
+            let what = match what {
+                TemplatesCommand::List => weft_node::templates_cli::What::List,
+                TemplatesCommand::Show { host } => weft_node::templates_cli::What::Show(host),
+                TemplatesCommand::Changes { host } => weft_node::templates_cli::What::Changes(host),
+            };
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            runtime.block_on(weft_node::templates_cli::run(&config, addr, what, json, &mut std::io::stdout()))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Extract { url, format, paths } => {

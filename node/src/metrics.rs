@@ -123,6 +123,7 @@ impl Metrics {
             seen_bytes: frontier.seen_bytes,
             index: None,
             network: None,
+            layouts: None,
         }
     }
 }
@@ -169,6 +170,26 @@ pub struct Status {
     /// The peer-to-peer network (absent for a standalone node).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<weft_p2p::NetworkStatus>,
+    /// Layout learning and the browser (absent when `layouts.enabled = false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layouts: Option<LayoutsStatus>,
+}
+
+/// `/status` `layouts`: the worker's and the teacher's state. Counters of what they did are in
+/// `extraction` (`layout:template`, `layout:generic`, `teacher:runs`, `render:rendered`, ...).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct LayoutsStatus {
+    /// Templates stored (one per signature and level).
+    pub templates: u64,
+    /// Hosts whose pages go through the browser.
+    pub hosts_rendering: u64,
+    pub teacher_queue: u64,
+    pub render_queue: u64,
+    /// Whether Chromium can be used, and how many instances run now.
+    pub browser_available: bool,
+    pub browsers_running: u64,
+    /// Resident memory of each running instance (all its processes), bytes.
+    pub browser_memory_bytes: Vec<u64>,
 }
 
 #[derive(Debug)]
@@ -256,6 +277,21 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ),
                 ("weft_search_ms_p50", "Median network query time, milliseconds", q.ms_p50 as u64),
                 ("weft_search_ms_p95", "95th percentile network query time, milliseconds", q.ms_p95 as u64),
+            ];
+            encode_gauges(&mut enc, &gauges)?;
+        }
+        if let Some(l) = &s.layouts {
+            let gauges: [Plain; 6] = [
+                ("weft_layout_templates", "Layout templates stored", l.templates),
+                ("weft_layout_hosts_rendering", "Hosts whose pages are rendered in the browser", l.hosts_rendering),
+                ("weft_layout_teacher_queue", "Layouts waiting for the teacher", l.teacher_queue),
+                ("weft_layout_render_queue", "Pages waiting for the browser", l.render_queue),
+                ("weft_browsers_running", "Headless Chromium instances running", l.browsers_running),
+                (
+                    "weft_browser_memory_bytes",
+                    "Resident memory of the browser pool",
+                    l.browser_memory_bytes.iter().sum(),
+                ),
             ];
             encode_gauges(&mut enc, &gauges)?;
         }

@@ -3,11 +3,14 @@
 //! an orderly stop.
 
 use crate::api::{self, AppState};
+use crate::browser::{BrowserSettings, LazyPool};
 use crate::crawler::{CrawlSettings, Crawler};
 use crate::fetcher::Fetcher;
 use crate::indexing::{IndexPipeline, IndexService};
+use crate::layouts::{load_overrides, LayoutStore};
 use crate::metrics::Metrics;
 use crate::pipeline::{ExtractPipeline, Pipeline};
+use crate::worker::Worker;
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -27,6 +30,41 @@ pub struct Node {
     index: Option<Arc<IndexService>>,
     /// The p2p network and the journal of URLs sent to other members, when `p2p.enabled`.
     network: Option<(weft_p2p::Started, crate::routing::Journal)>,
+    /// Layout learning and the JavaScript tier, when `layouts.enabled`.
+    layouts: Option<Layouts>,
+}
+
+/// The parts of layout learning the node runs beside the crawl.
+#[derive(Clone)]
+pub struct Layouts {
+    pub store: LayoutStore,
+    pub pool: Arc<LazyPool>,
+    teacher_wake: Arc<tokio::sync::Notify>,
+}
+
+impl Layouts {
+    /// Opens the layout store with the operator's overrides and prepares (does not start) the
+    /// browser pool.
+    fn open(config: &Config, db: &sled::Db) -> anyhow::Result<Layouts> {
+        let la = &config.layouts;
+        let path = config.data_dir.join(&la.overrides);
+        let overrides = load_overrides(&path)?;
+        if !overrides.is_empty() {
+            tracing::info!(templates = overrides.len(), file = %path.display(), "override templates loaded");
+        }
+        let store = LayoutStore::open(db, la.teach_after)?.with_overrides(overrides);
+        let pool = Arc::new(LazyPool::new(BrowserSettings {
+            executable: la.chromium.clone(),
+            instances: la.browsers,
+            timeout: Duration::from_secs(la.render_timeout_secs),
+            ..BrowserSettings::default()
+        }));
+        Ok(Layouts { store, pool, teacher_wake: Arc::default() })
+    }
+
+    fn worker(&self, config: &Config, metrics: Arc<Metrics>) -> Worker {
+        Worker::new(self.store.clone(), &config.layouts, metrics, self.pool.available(), self.teacher_wake.clone())
+    }
 }
 
 /// How `run` should behave.
@@ -41,9 +79,15 @@ impl Node {
     /// loads the embedding model and the local index too.
     pub fn open(config: Config) -> anyhow::Result<Node> {
         let mut service = None;
-        let slot = &mut service;
+        let mut layouts = None;
+        let (slot, layouts_slot) = (&mut service, &mut layouts);
         let mut node = Node::open_with_pipeline(config, |config, db, metrics| {
-            let extract = ExtractPipeline::new(&config.extract, metrics.clone());
+            let mut extract = ExtractPipeline::new(&config.extract, metrics.clone());
+            if config.layouts.enabled {
+                let l = Layouts::open(config, db)?;
+                extract = extract.with_worker(l.worker(config, metrics.clone()));
+                *layouts_slot = Some(l);
+            }
             if !config.index.enabled {
                 return Ok(Arc::new(extract) as Arc<dyn Pipeline>);
             }
@@ -56,6 +100,7 @@ impl Node {
             Ok(Arc::new(IndexPipeline::new(extract, started)))
         })?;
         node.index = service;
+        node.layouts = layouts;
         if let (Some(index), Some(network)) = (&node.index, node.network()) {
             index.set_network(network.clone());
         }
@@ -103,7 +148,7 @@ impl Node {
         } else {
             None
         };
-        Ok(Node { config, crawler, index: None, network })
+        Ok(Node { config, crawler, index: None, network, layouts: None })
     }
 
     pub fn crawler(&self) -> &Crawler {
@@ -113,6 +158,11 @@ impl Node {
     /// The p2p network, when `p2p.enabled`.
     pub fn network(&self) -> Option<&weft_p2p::NetworkHandle> {
         self.network.as_ref().map(|(s, _)| &s.handle)
+    }
+
+    /// Layout learning, when `layouts.enabled`.
+    pub fn layouts(&self) -> Option<&Layouts> {
+        self.layouts.as_ref()
     }
 
     /// The local index, when `index.enabled`.
@@ -128,8 +178,31 @@ impl Node {
         shutdown: watch::Receiver<bool>,
         on_api: impl FnOnce(SocketAddr),
     ) -> anyhow::Result<()> {
-        let Node { config, crawler, index, network } = self;
+        let Node { config, crawler, index, network, layouts } = self;
         let mut background = tokio::task::JoinSet::new();
+        if let Some(l) = &layouts {
+            let renders = crate::rendering::RenderQueue::new(l.store.clone());
+            crawler.set_rendering(renders.clone());
+            let patience = Duration::from_secs(config.layouts.render_patience_secs);
+            let metrics = crawler.metrics();
+            background.spawn(crate::rendering::run(
+                renders.clone(),
+                crawler.clone(),
+                l.pool.clone(),
+                patience,
+                metrics.clone(),
+            ));
+            let teacher = crate::teacher::Teacher {
+                store: l.store.clone(),
+                crawler: crawler.clone(),
+                pool: l.pool.clone(),
+                renders,
+                metrics,
+                patience,
+                wake: l.teacher_wake.clone(),
+            };
+            background.spawn(teacher.run());
+        }
         let network = network.map(|(started, journal)| {
             crawler.set_router(crate::routing::Router::new(started.handle.clone(), journal.clone()));
             background.spawn(crate::search::answer_queries(index.clone(), started.queries));
@@ -203,7 +276,13 @@ impl Node {
                 let (config, distance) = (config.search.clone(), config.index.dedup_max_distance);
                 Arc::new(crate::search::Searcher::new(i.clone(), network.clone(), config, distance))
             });
-            let state = AppState { crawler: crawler.clone(), index: index.clone(), network, searcher };
+            let state = AppState {
+                crawler: crawler.clone(),
+                index: index.clone(),
+                network,
+                searcher,
+                layouts: layouts.clone(),
+            };
             let (addr, serve) = api::bind(config.api.listen, state)
                 .await
                 .with_context(|| format!("cannot listen on {} (api.listen)", config.api.listen))?;
@@ -249,6 +328,9 @@ impl Node {
         background.abort_all();
         // Wait for the API and the timers to be gone: they hold the state a restart reopens.
         while background.join_next().await.is_some() {}
+        if let Some(l) = &layouts {
+            l.pool.close().await;
+        }
         if let Some((handle, task, receiver, _)) = network {
             handle.stop();
             let _ = task.await;

@@ -8,6 +8,7 @@
 
 use crate::metrics::Metrics;
 use crate::second_opinion::SecondOpinion;
+use crate::worker::Worker;
 use bytes::Bytes;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -25,6 +26,9 @@ pub struct FetchedPage {
     pub body: Bytes,
     pub depth: u32,
     pub fetched_at: SystemTime,
+    /// The DOM of a rendered page (or a page the browser failed on): it is not sent to the
+    /// browser again and its layout is not learned.
+    pub rendered: bool,
 }
 
 /// What the pipeline learned from a page.
@@ -34,6 +38,8 @@ pub struct Processed {
     pub links: Vec<Link>,
     /// The extraction, for the stages after it.
     pub extracted: Option<Box<Extracted>>,
+    /// Why the page should be rendered in the browser (JavaScript tier) before it is indexed.
+    pub render: Option<String>,
 }
 
 /// Downstream processing of fetched pages. Runs on a blocking thread: CPU-bound work is fine.
@@ -46,12 +52,20 @@ pub struct ExtractPipeline {
     metrics: Arc<Metrics>,
     second_opinion: SecondOpinion,
     extracting: AtomicUsize,
+    /// Layout templates and the JavaScript tier's decision (`layouts.enabled`).
+    worker: Option<Worker>,
 }
 
 impl ExtractPipeline {
     pub fn new(config: &weft_config::ExtractConfig, metrics: Arc<Metrics>) -> Self {
         let second_opinion = SecondOpinion::start(config, metrics.clone());
-        ExtractPipeline { metrics, second_opinion, extracting: AtomicUsize::new(0) }
+        ExtractPipeline { metrics, second_opinion, extracting: AtomicUsize::new(0), worker: None }
+    }
+
+    /// With the layout worker after the generic extractor.
+    pub fn with_worker(mut self, worker: Worker) -> Self {
+        self.worker = Some(worker);
+        self
     }
 
     /// Pages whose text the reference extractor improved (see `second_opinion`).
@@ -71,6 +85,7 @@ impl Pipeline for ExtractPipeline {
             headers.push(("content-language", cl));
         }
         let mut e = weft_extract::extract(&page.body, &headers, &page.url);
+        let worked = self.worker.as_ref().map(|w| w.work(page, &mut e)).unwrap_or_default();
         let m = &self.metrics;
         m.extraction("page_type", page_type_name(&e));
         m.extraction("js", recommendation_name(&e));
@@ -80,10 +95,12 @@ impl Pipeline for ExtractPipeline {
         for (kind, n) in &e.links_rejected {
             m.count_n(kind, u64::from(*n));
         }
-        self.second_opinion.offer(&page.url, &page.body, &e, extracting);
+        if worked.template.is_none() && worked.render.is_none() {
+            self.second_opinion.offer(&page.url, &page.body, &e, extracting);
+        }
         self.extracting.fetch_sub(1, Ordering::AcqRel);
         let links = std::mem::take(&mut e.links);
-        Processed { links, extracted: Some(Box::new(e)) }
+        Processed { links, extracted: Some(Box::new(e)), render: worked.render }
     }
 }
 

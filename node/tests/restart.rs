@@ -18,7 +18,7 @@ fn write_config(server: &WebServer, dir: &Path) -> std::path::PathBuf {
     let toml = format!(
         "data_dir = \"{}\"\n[crawl]\nseeds = [{}]\n[fetch]\nallow_private_networks = true\n[fetch.resolve]\n{resolve}\
          [politeness]\ndefault_delay_ms = 60\n[frontier]\nseen_capacity = 100000\nsnapshot_interval_secs = 3600\n\
-         [api]\nlisten = \"127.0.0.1:0\"\n[embed]\nmodel = \"{}\"\ntokenizer = \"{}\"\nort_library = \"{}\"\n",
+         [api]\nlisten = \"127.0.0.1:0\"\n[layouts]\nenabled = false\n[embed]\nmodel = \"{}\"\ntokenizer = \"{}\"\nort_library = \"{}\"\n",
         dir.join("data").display(),
         seeds.join(", "),
         models.model.display(),

@@ -218,6 +218,9 @@ fn node_config(
     c.p2p.missed_heartbeats = if many { 5 } else { 3 };
     c.p2p.leave_timeout_secs = 20;
     c.index.enabled = spec.index;
+    // The simulator measures crawling and search across nodes; a browser per node would not
+    // fit dozens of nodes on two cores. Layout learning is measured by node/examples/layouts.rs.
+    c.layouts.enabled = false;
     // Routing summaries follow the index within seconds (the default is half a minute).
     c.search.summary_interval_secs = 5;
     if let Some(f) = spec.search.as_ref().and_then(|s| s.fanout) {

@@ -111,7 +111,7 @@ pub struct Request {
 }
 
 struct Shared {
-    sites: HashMap<String, Site>,
+    sites: parking_lot::RwLock<HashMap<String, Site>>,
     log: Mutex<Vec<Request>>,
     counters: Mutex<HashMap<(String, String), usize>>,
     in_flight: AtomicUsize,
@@ -137,7 +137,7 @@ impl WebServer {
         let addr = listener.local_addr()?;
         let sites = sites(addr.port());
         let shared = Arc::new(Shared {
-            sites: sites.into_iter().map(|s| (s.host.to_ascii_lowercase(), s)).collect(),
+            sites: parking_lot::RwLock::new(sites.into_iter().map(|s| (s.host.to_ascii_lowercase(), s)).collect()),
             log: Mutex::new(Vec::new()),
             counters: Mutex::new(HashMap::new()),
             in_flight: AtomicUsize::new(0),
@@ -175,7 +175,13 @@ impl WebServer {
 
     /// The virtual host names, for a resolver override.
     pub fn hosts(&self) -> Vec<String> {
-        self.shared.sites.keys().cloned().collect()
+        self.shared.sites.read().keys().cloned().collect()
+    }
+
+    /// Serves `site` from now on in place of the site of the same host (a redesign, a
+    /// migration): same host, same port, new pages.
+    pub fn replace_site(&self, site: Site) {
+        self.shared.sites.write().insert(site.host.to_ascii_lowercase(), site);
     }
 }
 
@@ -204,7 +210,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: HttpRequest) -> Response
     let path = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
     let user_agent = req.headers().get(header::USER_AGENT).and_then(|h| h.to_str().ok()).unwrap_or("").to_string();
 
-    let resource = shared.sites.get(&host).and_then(|s| s.routes.get(&path)).cloned();
+    let resource = shared.sites.read().get(&host).and_then(|s| s.routes.get(&path)).cloned();
     let resource = match resource {
         Some(Resource::Sequence(seq)) => {
             let mut counters = shared.counters.lock();

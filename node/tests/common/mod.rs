@@ -2,6 +2,8 @@
 //! the loopback test server at 127.0.0.1.
 #![allow(dead_code)]
 
+pub mod coast;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::net::IpAddr;
@@ -20,8 +22,10 @@ pub const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 pub fn config(server: &WebServer, data_dir: &Path, delay_ms: u64) -> Config {
     let mut c = Config { data_dir: data_dir.to_path_buf(), ..Default::default() };
     c.api.enabled = false;
-    // These tests are about crawling; the index has its own (tests/tests/search.rs).
+    // These tests are about crawling; the index has its own (tests/tests/search.rs), layout
+    // learning too (tests/layouts.rs).
     c.index.enabled = false;
+    c.layouts.enabled = false;
     c.fetch.allow_private_networks = true;
     let lo: IpAddr = "127.0.0.1".parse().unwrap();
     c.fetch.resolve = server.hosts().into_iter().map(|h| (h, lo)).collect::<BTreeMap<_, _>>();

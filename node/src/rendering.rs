@@ -1,0 +1,158 @@
+//! The JavaScript tier: pages that need a browser to show their text are rendered in the pool
+//! and go down the pipeline in their rendered form.
+//!
+//! The worker decides (see `worker.rs`) and the crawl loop queues: a page whose static
+//! extraction asked for rendering, and — once a host is known to need the browser — every page
+//! of that host, without a static fetch first. The queue is in sled ([`LayoutStore`]), and an
+//! entry leaves it only after the rendered page's extraction and links are stored, so a crash
+//! renders it again rather than losing it. Every request the page makes goes through the
+//! crawler (`Crawler::browser_fetch`): robots.txt, the host's delay, the SSRF guard. A page the
+//! browser cannot render is fetched statically once more and indexed as it is.
+
+use crate::browser::LazyPool;
+use crate::crawler::Crawler;
+use crate::layouts::{LayoutStore, RenderJob};
+use crate::metrics::Metrics;
+use crate::pipeline::FetchedPage;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::sync::Notify;
+use url::Url;
+
+/// The crawl loop's side of the tier.
+#[derive(Clone)]
+pub struct RenderQueue {
+    store: LayoutStore,
+    wake: Arc<Notify>,
+    in_flight: Arc<parking_lot::Mutex<HashSet<Vec<u8>>>>,
+}
+
+impl RenderQueue {
+    pub fn new(store: LayoutStore) -> RenderQueue {
+        RenderQueue { store, wake: Arc::new(Notify::new()), in_flight: Arc::default() }
+    }
+
+    /// Queues a page for the browser.
+    pub fn push(&self, url: &Url, depth: u32, reason: &str) -> Result<(), crate::layouts::LayoutError> {
+        let at = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        self.store.queue_render(&RenderJob { url: url.to_string(), depth, reason: reason.to_string(), at })?;
+        self.wake.notify_one();
+        Ok(())
+    }
+
+    /// Why `host`'s pages go straight to the browser, if they do.
+    pub fn host_renders(&self, host: &str) -> Option<String> {
+        self.store.host_rendering(host).ok().flatten().filter(|h| h.render).map(|h| h.reason)
+    }
+
+    /// Pages queued or being rendered, and teacher jobs (which may queue renders).
+    pub fn pending(&self) -> usize {
+        self.store.pending_work()
+    }
+}
+
+/// Renders queued pages until the task is dropped, `pool.instances` at a time.
+pub async fn run(queue: RenderQueue, crawler: Crawler, pool: Arc<LazyPool>, patience: Duration, metrics: Arc<Metrics>) {
+    let limit = Arc::new(tokio::sync::Semaphore::new(0));
+    let mut started = false;
+    let mut tasks = tokio::task::JoinSet::new();
+    loop {
+        while tasks.try_join_next().is_some() {}
+        let next = {
+            let in_flight = queue.in_flight.lock();
+            let mut after: Option<Vec<u8>> = None;
+            loop {
+                match queue.store.next_render(after.as_deref()) {
+                    Ok(Some((k, _))) if in_flight.contains(&k) => after = Some(k),
+                    Ok(found) => break found,
+                    Err(e) => {
+                        tracing::error!("render queue: {e}");
+                        break None;
+                    }
+                }
+            }
+        };
+        let Some((key, job)) = next else {
+            tokio::select! {
+                _ = queue.wake.notified() => {}
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            }
+            continue;
+        };
+        let browser = pool.get().await;
+        if !started {
+            let n = browser.as_ref().map_or(1, |b| b.instances());
+            limit.add_permits(n);
+            started = true;
+        }
+        let permit = limit.clone().acquire_owned().await.expect("never closed");
+        queue.in_flight.lock().insert(key.clone());
+        let (queue, crawler, metrics) = (queue.clone(), crawler.clone(), metrics.clone());
+        tasks.spawn(async move {
+            render_one(&queue, &crawler, browser, &job, patience, &metrics).await;
+            if let Err(e) = queue.store.render_done(&key) {
+                tracing::error!("render queue: {e}");
+            }
+            queue.in_flight.lock().remove(&key);
+            crawler.wake();
+            drop(permit);
+        });
+    }
+}
+
+async fn render_one(
+    queue: &RenderQueue,
+    crawler: &Crawler,
+    browser: Option<Arc<crate::browser::BrowserPool>>,
+    job: &RenderJob,
+    patience: Duration,
+    metrics: &Metrics,
+) {
+    let Ok(url) = Url::parse(&job.url) else { return };
+    let host = weft_frontier::host_key(&url);
+    let rendered = match &browser {
+        Some(b) => b.render(url.as_str(), crawler.browser_fetch(patience)).await.map_err(|e| e.to_string()),
+        None => Err("no browser".to_string()),
+    };
+    let page = match rendered {
+        Ok(r) => {
+            metrics.extraction("render", "rendered");
+            let _ = queue.store.rendered(&host);
+            tracing::debug!(url = %url, took_ms = r.took.as_millis() as u64, reason = job.reason, "rendered");
+            FetchedPage {
+                url: url.clone(),
+                status: 200,
+                content_type: Some("text/html; charset=utf-8".into()),
+                content_language: None,
+                body: r.html.into_bytes().into(),
+                depth: job.depth,
+                fetched_at: SystemTime::now(),
+                rendered: true,
+            }
+        }
+        Err(e) => {
+            metrics.error("render_failed", url.as_str(), &e);
+            // Indexed as it is rather than lost.
+            match crawler.fetch_for_browser(&url, patience).await {
+                Ok(crate::fetcher::Fetched::Body { status, content_type, content_language, body }) => FetchedPage {
+                    url: url.clone(),
+                    status,
+                    content_type,
+                    content_language,
+                    body,
+                    depth: job.depth,
+                    fetched_at: SystemTime::now(),
+                    rendered: true,
+                },
+                Ok(_) => return,
+                Err(e) => {
+                    metrics.error("render_fallback_failed", url.as_str(), &e);
+                    return;
+                }
+            }
+        }
+    };
+    crawler.process_rendered(page).await;
+}

@@ -1,0 +1,219 @@
+//! The teacher service: the slow path of layout learning. It drains the layout store's queue,
+//! one job at a time, in the background of the crawl:
+//!
+//! 1. fetch the static HTML of the job's pages (up to three of the layout) through the
+//!    crawler — robots.txt, the host's delay and the SSRF guard apply, as to every request;
+//! 2. render the first in the browser pool (its requests go through the crawler too);
+//! 3. reason about the rendered boxes ([`weft_extract::teacher::learn`]) and validate the
+//!    template on the static pages;
+//! 4. cross-check with Readability.js on the rendered DOM: how much of its text the template's
+//!    text covers goes into the template's confidence and evidence;
+//! 5. store the template under the page's L1 and L2 signatures with the layout's snapshot — or,
+//!    when the text is only in the rendered page, remember that the layout and its host need
+//!    the browser and queue its pages for rendering.
+
+use crate::browser::{LazyPool, VIEWPORT};
+use crate::crawler::Crawler;
+use crate::fetcher::Fetched;
+use crate::layouts::{JobOutcome, LayoutStore, Learned, TeacherJob};
+use crate::metrics::Metrics;
+use crate::rendering::RenderQueue;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+use url::Url;
+use weft_extract::teacher::{learn, LearnError};
+
+/// Everything the teacher works with.
+pub struct Teacher {
+    pub store: LayoutStore,
+    pub crawler: Crawler,
+    pub pool: Arc<LazyPool>,
+    pub renders: RenderQueue,
+    pub metrics: Arc<Metrics>,
+    /// Longest a request waits for its host's politeness delay.
+    pub patience: Duration,
+    pub wake: Arc<Notify>,
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+impl Teacher {
+    /// Takes jobs off the queue until the task is dropped.
+    pub async fn run(self) {
+        loop {
+            let job = match self.store.next_job() {
+                Ok(j) => j,
+                Err(e) => {
+                    tracing::error!("teacher queue: {e}");
+                    None
+                }
+            };
+            let Some((key, job)) = job else {
+                tokio::select! {
+                    _ = self.wake.notified() => {}
+                    _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+                }
+                continue;
+            };
+            self.metrics.extraction("teacher", "runs");
+            let outcome = self.teach(&job).await;
+            let name = match &outcome {
+                JobOutcome::Learned => "learned",
+                JobOutcome::JsRequired => "js_required",
+                JobOutcome::Failed => "failed",
+            };
+            self.metrics.extraction("teacher", name);
+            if let Err(e) = self.store.job_done(&job.host, job.level, &job.signature, outcome) {
+                tracing::error!("teacher: {e}");
+            }
+            if let Err(e) = self.store.job_finished(&key) {
+                tracing::error!("teacher: {e}");
+            }
+            self.crawler.wake();
+        }
+    }
+
+    /// One job, start to finish; says how it ended.
+    async fn teach(&self, job: &TeacherJob) -> JobOutcome {
+        let Some(pool) = self.pool.get().await else {
+            return JobOutcome::Failed;
+        };
+        // The static pages, in the job's order; the first that answers is rendered.
+        let mut statics: Vec<(Url, String)> = Vec::new();
+        for u in &job.urls {
+            let Ok(url) = Url::parse(u) else { continue };
+            match self.crawler.fetch_for_browser(&url, self.patience).await {
+                Ok(Fetched::Body { body, content_type, .. }) => {
+                    let tld = url.host_str().and_then(|h| h.rsplit('.').next()).map(str::to_string);
+                    let text =
+                        weft_extract::decode::decode(&body, content_type.as_deref(), tld.as_deref(), &mut Vec::new())
+                            .text;
+                    statics.push((url, text));
+                }
+                Ok(_) => {}
+                Err(e) => tracing::debug!(url = %url, "teacher: static fetch refused: {e}"),
+            }
+        }
+        let Some((first, first_html)) = statics.first().cloned() else {
+            tracing::info!(host = job.host, "teacher: none of the layout's pages could be fetched");
+            return JobOutcome::Failed;
+        };
+        let rendered = match pool.render(first.as_str(), self.crawler.browser_fetch(self.patience)).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.metrics.error("teacher_render", first.as_str(), &e);
+                return JobOutcome::Failed;
+            }
+        };
+        let static_refs: Vec<&str> = statics.iter().map(|(_, h)| h.as_str()).collect();
+        // The page's own signatures: the job may have come from an L2 match or an older layout.
+        let page = weft_extract::extract(first_html.as_bytes(), &[], &first);
+        let (l1, l2, js) = (page.fingerprints.l1.clone(), page.fingerprints.l2.clone(), page.js.score as f32);
+        let html = rendered.html.clone();
+        let boxes = rendered.elements.clone();
+        let host = job.host.clone();
+        let statics_owned: Vec<String> = static_refs.iter().map(|s| s.to_string()).collect();
+        let l1_for = l1.clone();
+        let lesson = tokio::task::spawn_blocking(move || {
+            let refs: Vec<&str> = statics_owned.iter().map(String::as_str).collect();
+            let signature = (l1_for.as_str(), weft_extract::template::Level::L1);
+            learn(&host, signature, &html, &boxes, &refs, f64::from(VIEWPORT.0), now_unix())
+        })
+        .await;
+        let lesson = match lesson {
+            Ok(Ok(l)) => l,
+            Ok(Err(LearnError::NotInStaticHtml(why))) => {
+                tracing::info!(host = job.host, url = %first, "the layout's text is only in the rendered page ({why}): rendering its pages");
+                let decision = crate::layouts::HostRendering {
+                    render: true,
+                    score: f64::from(js),
+                    signals: page.js.signals.clone(),
+                    reason: format!("the teacher found the text only in the rendered page ({why})"),
+                    url: first.to_string(),
+                    decided_at: now_unix(),
+                    rendered: 0,
+                };
+                if let Err(e) = self.store.decide_rendering(&job.host, decision) {
+                    tracing::error!("teacher: {e}");
+                }
+                let _ = self.store.job_done(&job.host, weft_extract::template::Level::L1, &l1, JobOutcome::JsRequired);
+                for (url, _) in &statics {
+                    if let Err(e) = self.renders.push(url, 0, "its layout needs JavaScript") {
+                        tracing::error!("render queue: {e}");
+                    }
+                }
+                return JobOutcome::JsRequired;
+            }
+            Ok(Err(e)) => {
+                tracing::info!(host = job.host, url = %first, "teacher learned nothing: {e}");
+                return JobOutcome::Failed;
+            }
+            Err(e) => {
+                tracing::error!("teacher thread: {e}");
+                return JobOutcome::Failed;
+            }
+        };
+        let mut template = lesson.template;
+        let mut evidence = lesson.evidence;
+        evidence.push(format!("validated on {} of {} static pages of the layout", lesson.validated, lesson.pages));
+        // Cross-check with Readability.js on the rendered DOM (seconds: its own thread).
+        let ours = weft_extract::template::apply(&scraper::Html::parse_document(&first_html), &template)
+            .map(|t| t.text)
+            .unwrap_or_default();
+        match cross_check(rendered.html.clone(), first.to_string(), ours).await {
+            Some(agreement) => {
+                evidence.push(format!(
+                    "Readability.js on the rendered page: word F1 {:.2} with the template's text",
+                    agreement
+                ));
+                template.confidence = (0.8 * template.confidence + 0.2 * agreement as f32).clamp(0.0, 1.0);
+            }
+            None => evidence.push("Readability.js found no article on the rendered page".into()),
+        }
+        let snapshot = weft_extract::changes::snapshot(
+            &scraper::Html::parse_document(&first_html),
+            &template.selectors.content,
+            js,
+        );
+        let learned = Learned { template, snapshot, evidence };
+        match self.store.learned(learned, Some(&l2)) {
+            Ok(version) => {
+                tracing::info!(host = job.host, signature = l1, version, reason = job.reason, "layout learned");
+                if job.signature != l1 {
+                    let _ = self.store.job_done(&job.host, job.level, &job.signature, JobOutcome::Learned);
+                }
+                JobOutcome::Learned
+            }
+            Err(e) => {
+                tracing::error!("teacher: {e}");
+                JobOutcome::Failed
+            }
+        }
+    }
+}
+
+/// How far Readability.js on the rendered page agrees with the template's text: the F1 of
+/// their word sets (`None`: it found nothing). Runs on its own thread: the JavaScript engine is `!Send`
+/// and needs a big stack.
+async fn cross_check(rendered_html: String, url: String, ours: String) -> Option<f64> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("weft-teacher-reference".into())
+        .stack_size(16 << 20)
+        .spawn(move || {
+            let text = weft_extract::reference::Reference::new().and_then(|r| r.extract(&rendered_html, &url));
+            let _ = tx.send(text.ok());
+        })
+        .ok()?;
+    let reference = rx.await.ok().flatten().filter(|t| !t.trim().is_empty())?;
+    let words = |t: &str| -> std::collections::HashSet<String> {
+        t.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+    };
+    let (theirs, ours) = (words(&reference), words(&ours));
+    let common = theirs.intersection(&ours).count() as f64;
+    let (precision, recall) = (common / ours.len().max(1) as f64, common / theirs.len().max(1) as f64);
+    Some(if common == 0.0 { 0.0 } else { 2.0 * precision * recall / (precision + recall) })
+}

@@ -1,0 +1,272 @@
+//! The worker: the fast path of layout learning (seed 000's teacher/worker design), run on
+//! every fetched page right after the generic extractor.
+//!
+//! 1. Count the page's layout signature ([`LayoutStore::observe`]); a layout seen often enough
+//!    without a template queues the teacher.
+//! 2. With a template for the layout (the operator's, then by L1, then by L2), extract with its
+//!    selectors ([`weft_extract::template::apply`], which validates). When it fails, find out
+//!    what changed ([`weft_extract::changes::diagnose`]), record it, try the class-rename
+//!    repair on this page, and queue the layout for re-learning.
+//! 3. Without one, try the host's templates of other layouts: sites have many signatures of
+//!    one article layout (with or without comments, an embed moved). One that fits is adopted
+//!    for the new signature, and what drifted is recorded.
+//! 4. Decide whether the page needs the browser (tier 2): a JavaScript score above
+//!    `layouts.render_js_above`, or above `render_js_maybe_above` with too little static text,
+//!    or a host or layout already known to need it. The decision is remembered per host.
+//!
+//! A template's fields replace the generic extraction's text, title, date and author; the rest
+//! (links, metadata, classification) stays the generic extractor's.
+
+use crate::layouts::{HostRendering, LayoutStore, Learned};
+use crate::metrics::Metrics;
+use crate::pipeline::FetchedPage;
+use scraper::Html;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::sync::Notify;
+use weft_extract::changes::{diagnose, repair, ChangeKind};
+use weft_extract::template::{apply, TemplateText, MIN_WORDS};
+use weft_extract::{ContentBlock, Extracted};
+
+/// Host templates tried on a page of a new layout, newest first.
+const HOST_TEMPLATES_TRIED: usize = 4;
+
+/// What the worker did with a page.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Worked {
+    /// The version of the template that extracted it.
+    pub template: Option<u32>,
+    /// Why the page should be rendered in the browser.
+    pub render: Option<String>,
+}
+
+/// The worker, shared by the crawl's blocking threads.
+pub struct Worker {
+    store: LayoutStore,
+    metrics: Arc<Metrics>,
+    render_above: f64,
+    render_maybe_above: f64,
+    /// Whether a browser can render (false when Chromium is missing or failed to start).
+    can_render: Arc<AtomicBool>,
+    /// Wakes the teacher when a job was queued.
+    teacher: Arc<Notify>,
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+impl Worker {
+    pub fn new(
+        store: LayoutStore,
+        config: &weft_config::LayoutsConfig,
+        metrics: Arc<Metrics>,
+        can_render: Arc<AtomicBool>,
+        teacher: Arc<Notify>,
+    ) -> Worker {
+        Worker {
+            store,
+            metrics,
+            render_above: config.render_js_above,
+            render_maybe_above: config.render_js_maybe_above,
+            can_render,
+            teacher,
+        }
+    }
+
+    pub fn store(&self) -> &LayoutStore {
+        &self.store
+    }
+
+    /// Runs the worker on a page the generic extractor has read into `e`, replacing its text
+    /// when a template fits.
+    pub fn work(&self, page: &FetchedPage, e: &mut Extracted) -> Worked {
+        if page.rendered {
+            // A rendered DOM is not the static HTML templates are learned for.
+            return Worked::default();
+        }
+        match self.try_work(page, e) {
+            Ok(w) => w,
+            Err(err) => {
+                self.metrics.error("layout_store", page.url.as_str(), &err);
+                Worked::default()
+            }
+        }
+    }
+
+    fn try_work(&self, page: &FetchedPage, e: &mut Extracted) -> Result<Worked, crate::layouts::LayoutError> {
+        let m = &self.metrics;
+        let host = weft_frontier::host_key(&page.url);
+        let (l1, l2) = (e.fingerprints.l1.clone(), e.fingerprints.l2.clone());
+        let url = page.url.as_str();
+        let now = now_unix();
+        let observed = self.store.observe(&host, &l1, &l2, url, now)?;
+        if observed.queued.is_some() {
+            m.extraction("layout", "teacher_queued");
+            self.teacher.notify_one();
+        }
+        let mut used: Option<(TemplateText, u32)> = None;
+        if observed.template.is_some() || observed.try_host_templates {
+            let doc = parse(page);
+            let js = e.js.score as f32;
+            if let Some(learned) = &observed.template {
+                match apply(&doc, &learned.template) {
+                    Ok(t) => used = Some((t, learned.template.version)),
+                    Err(failure) => {
+                        m.extraction("layout", "template_failed");
+                        let change = diagnose(&learned.template, &learned.snapshot, Some(&failure), &doc, js, url, now);
+                        tracing::info!(host, url, reason = %change.reason, "template v{} failed: {failure}", learned.template.version);
+                        // A rename is repaired on the spot; the teacher re-learns anyway.
+                        for kind in &change.kinds {
+                            if let ChangeKind::ClassRename { renames } = kind {
+                                let repaired = repair(&learned.template, renames);
+                                if let Ok(t) = apply(&doc, &repaired) {
+                                    m.extraction("layout", "repaired");
+                                    used = Some((t, learned.template.version));
+                                }
+                            }
+                        }
+                        if self.store.failed(learned, &change)?.is_some() {
+                            m.extraction("layout", "teacher_queued");
+                            self.teacher.notify_one();
+                        }
+                    }
+                }
+            } else {
+                used = self.adopt(&doc, &host, &l1, js, url, now)?;
+            }
+        }
+        let worked = match used {
+            Some((t, version)) => {
+                m.extraction("layout", "template");
+                self.store.extracted_by_template(&host, &l1)?;
+                replace(e, t);
+                Worked { template: Some(version), render: None }
+            }
+            None => {
+                m.extraction("layout", "generic");
+                Worked::default()
+            }
+        };
+        let render = self.needs_browser(page, &host, e, worked.template.is_some(), observed.js_required)?;
+        Ok(Worked { render, ..worked })
+    }
+
+    /// Tries the host's templates of other layouts on a page of a new one.
+    fn adopt(
+        &self,
+        doc: &Html,
+        host: &str,
+        l1: &str,
+        js: f32,
+        url: &str,
+        now: u64,
+    ) -> Result<Option<(TemplateText, u32)>, crate::layouts::LayoutError> {
+        let candidates: Vec<Learned> =
+            self.store.host_templates(host)?.into_iter().take(HOST_TEMPLATES_TRIED).collect();
+        for learned in candidates {
+            let Ok(t) = apply(doc, &learned.template) else { continue };
+            let change = diagnose(&learned.template, &learned.snapshot, None, doc, js, url, now);
+            if !matches!(change.kinds.as_slice(), [ChangeKind::Unknown]) {
+                tracing::info!(host, url, reason = %change.reason, "layout drifted; template v{} still fits", learned.template.version);
+                self.store.record_change(host, &change)?;
+            }
+            self.store.adopt(&learned, host, l1)?;
+            self.metrics.extraction("layout", "adopted");
+            return Ok(Some((t, learned.template.version)));
+        }
+        self.store.missed(host, l1)?;
+        Ok(None)
+    }
+
+    /// Whether the page should go through the browser, and why; the first decision for a host
+    /// is remembered with its signals.
+    fn needs_browser(
+        &self,
+        page: &FetchedPage,
+        host: &str,
+        e: &Extracted,
+        by_template: bool,
+        layout_needs_js: bool,
+    ) -> Result<Option<String>, crate::layouts::LayoutError> {
+        if !self.can_render.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        if let Some(h) = self.store.host_rendering(host)?.filter(|h| h.render) {
+            return Ok(Some(format!("host renders: {}", h.reason)));
+        }
+        let score = e.js.score;
+        let valid = by_template || e.word_count >= MIN_WORDS;
+        let reason = if layout_needs_js {
+            "the teacher found this layout's text only in the rendered page".to_string()
+        } else if score > self.render_above {
+            format!("JavaScript score {score:.2} > {:.2}", self.render_above)
+        } else if score > self.render_maybe_above && !valid {
+            format!(
+                "JavaScript score {score:.2} > {:.2} and the static page has {} words (< {MIN_WORDS})",
+                self.render_maybe_above, e.word_count
+            )
+        } else {
+            return Ok(None);
+        };
+        let decision = HostRendering {
+            render: true,
+            score,
+            signals: e.js.signals.clone(),
+            reason: reason.clone(),
+            url: e.url.to_string(),
+            decided_at: now_unix(),
+            rendered: 0,
+        };
+        if self.store.decide_rendering(host, decision)? {
+            self.metrics.extraction("render", "host_decided");
+            tracing::info!(host, url = %e.url, "rendering the host's pages in the browser: {reason}");
+            // A host that had static templates and now needs the browser migrated to a
+            // single-page app: say so in its change log.
+            if let Some(newest) = self.store.host_templates(host)?.first() {
+                let doc = parse(page);
+                let failure = apply(&doc, &newest.template).err();
+                let change = diagnose(
+                    &newest.template,
+                    &newest.snapshot,
+                    failure.as_ref(),
+                    &doc,
+                    score as f32,
+                    page.url.as_str(),
+                    now_unix(),
+                );
+                if change.kinds.contains(&ChangeKind::SpaMigration) {
+                    self.store.record_change(host, &change)?;
+                }
+            }
+        }
+        Ok(Some(reason))
+    }
+}
+
+/// The page's static HTML, parsed (decoded the way the extractor decodes it).
+fn parse(page: &FetchedPage) -> Html {
+    let tld = page.url.host_str().and_then(|h| h.rsplit('.').next());
+    let decoded = weft_extract::decode::decode(&page.body, page.content_type.as_deref(), tld, &mut Vec::new());
+    Html::parse_document(&decoded.text)
+}
+
+/// A template's fields over the generic extraction.
+fn replace(e: &mut Extracted, t: TemplateText) {
+    e.blocks = t
+        .text
+        .split("\n\n")
+        .map(|p| ContentBlock { tag: "p".into(), text: p.to_string(), links: Vec::new() })
+        .collect();
+    e.text = t.text;
+    e.word_count = t.word_count;
+    e.metadata.title = Some(t.title);
+    if let Some(d) = t.date {
+        e.metadata.published = Some(weft_extract::metadata::normalize_date(&d).unwrap_or(d));
+    }
+    if let Some(a) = t.author {
+        e.metadata.byline = Some(a);
+    }
+    // The template was validated: as sure as the teacher was.
+    e.confidence = e.confidence.max(0.9);
+}
