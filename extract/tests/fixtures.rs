@@ -227,6 +227,18 @@ fn fingerprints_ignore_text_but_see_classes() {
     let restructured =
         run("<html><head></head><body><div><section><p>first text</p></section></div></body></html>", "http://a.test/");
     assert_ne!(a.fingerprints.l2, restructured.fingerprints.l2);
+    // Longer articles, links and emphasis in the text: the same layout.
+    let long = run(
+        r#"<html><head><title>x</title></head><body><div class="content main wrap-9"><p>One <a href="/a">link</a>.</p>
+        <p>Two <em>stressed</em>.</p><p>Three.</p><p>Four <strong><a href="/b">both</a></strong>.</p></div></body></html>"#,
+        "http://a.test/",
+    );
+    assert_eq!(a.fingerprints, long.fingerprints, "paragraph count and inline markup must not matter");
+    let with_figure = run(
+        r#"<html><head><title>x</title></head><body><div class="content main"><p>One.</p><figure>f</figure><p>Two.</p></div></body></html>"#,
+        "http://a.test/",
+    );
+    assert_ne!(a.fingerprints.l1, with_figure.fingerprints.l1, "a figure in the text is another layout");
 }
 
 #[test]
