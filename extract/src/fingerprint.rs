@@ -26,8 +26,10 @@ pub struct Fingerprints {
 
 /// Phrasing elements without an id or class: part of a paragraph's text, not of the layout.
 /// Their children count as their parent's.
-const INLINE: [&str; 18] =
-    ["a", "em", "strong", "b", "i", "u", "s", "code", "small", "sub", "sup", "mark", "abbr", "cite", "q", "br", "wbr", "span"];
+const INLINE: [&str; 18] = [
+    "a", "em", "strong", "b", "i", "u", "s", "code", "small", "sub", "sup", "mark", "abbr", "cite", "q", "br", "wbr",
+    "span",
+];
 
 /// An element being hashed: its own tag (and names), and its children's hashes so far.
 struct Frame {

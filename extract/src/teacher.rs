@@ -81,6 +81,9 @@ pub enum LearnError {
     NoTitle,
     #[error("the rendered element {0:?} is not in the rendered HTML")]
     Lost(String),
+    /// The template fails on the static HTML although the text is there.
+    #[error("the template does not work on the static HTML ({0}), whose text is there")]
+    Unusable(TemplateError),
     /// The static HTML does not hold what the browser showed: a script wrote it.
     #[error("the template does not work on the static HTML ({0}): the page needs JavaScript")]
     NotInStaticHtml(TemplateError),
@@ -117,6 +120,18 @@ fn boilerplate(names: &str) -> bool {
     WORDS.iter().any(|w| names.contains(w))
 }
 
+/// Whether the static HTML holds `rendered` (the start of an element's visible text), compared
+/// without whitespace: the browser's `innerText` breaks lines where the source has none.
+fn in_static_html(html: &str, rendered: &str) -> bool {
+    let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    let probe: String = squeeze(rendered).chars().take(80).collect();
+    if probe.is_empty() {
+        return true;
+    }
+    let doc = Html::parse_document(html);
+    squeeze(&doc.root_element().text().collect::<String>()).contains(&probe)
+}
+
 /// Learns the template of a layout from one rendered page: `rendered_html` and `boxes` as the
 /// browser saw them, `statics` the static HTML of this page and of other pages with the same
 /// signature (this page first), `viewport_width` the window it was laid out in.
@@ -139,7 +154,7 @@ pub fn learn(
     };
     let mut content = *visible
         .iter()
-        .filter(|b| b.text_chars >= MIN_CONTENT_CHARS)
+        .filter(|b| b.text_chars.saturating_sub(b.link_chars) >= MIN_CONTENT_CHARS)
         .max_by(|a, b| (a.own_text() * centrality(a)).total_cmp(&(b.own_text() * centrality(b))))
         .ok_or(LearnError::NoContent)?;
     loop {
@@ -191,9 +206,25 @@ pub fn learn(
     // An element named for the author beats the byline around it (which often holds the date).
     let named = |words: &[&str]| visible.iter().filter(near_top).find(|b| words.iter().any(|w| b.names().contains(w)));
     let author = named(&["author", "writer"]).or_else(|| named(&["byline"]));
-    // Exclusions: the outermost boilerplate blocks inside the content.
+    // Exclusions: the outermost boilerplate blocks inside the content. Containers only: a
+    // link inside a paragraph is text, and a paragraph is never boilerplate by itself.
+    const CONTAINERS: [&str; 13] = [
+        "div",
+        "section",
+        "aside",
+        "nav",
+        "ul",
+        "ol",
+        "dl",
+        "figure",
+        "form",
+        "table",
+        "header",
+        "footer",
+        "blockquote",
+    ];
     let mut excluded: Vec<&ElementBox> = Vec::new();
-    for b in visible.iter().filter(|b| content.contains(b)) {
+    for b in visible.iter().filter(|b| content.contains(b) && CONTAINERS.contains(&b.tag.as_str())) {
         let links = b.text_chars >= 20 && b.link_chars as f64 >= 0.6 * b.text_chars as f64;
         if (links || boilerplate(&b.names())) && !excluded.iter().any(|e| e.contains(b)) {
             excluded.push(b);
@@ -212,7 +243,16 @@ pub fn learn(
         date: date.map(|b| selector_of(b)).transpose()?,
         author: author.map(|b| selector_of(b)).transpose()?,
     };
-    let exclusions: Vec<String> = excluded.iter().map(|b| selector_of(b)).collect::<Result<_, _>>()?;
+    // An exclusion found by position would remove whatever sits there on other pages.
+    let mut exclusions: Vec<String> = Vec::new();
+    for b in &excluded {
+        let s = selector_of(b)?;
+        if s.contains(":nth-of-type") {
+            evidence.push(format!("not excluded (no stable name): <{}> {:?}", b.tag, b.text));
+        } else if !exclusions.contains(&s) {
+            exclusions.push(s);
+        }
+    }
     evidence.push(format!("selectors: {selectors:?}, exclusions {exclusions:?}"));
     let mut template = Template {
         host: host.to_string(),
@@ -245,7 +285,15 @@ pub fn learn(
                     template.confidence = ratio as f32;
                 }
             }
-            Err(e) if i == 0 => return Err(LearnError::NotInStaticHtml(e)),
+            Err(e) if i == 0 => {
+                // Only a script can explain text the browser showed and the HTML lacks; text
+                // that is there but escaped the selectors is a failed lesson, not JavaScript.
+                return Err(if in_static_html(html, &content.text) {
+                    LearnError::Unusable(e)
+                } else {
+                    LearnError::NotInStaticHtml(e)
+                });
+            }
             Err(e) => evidence.push(format!("page {} of the layout: {e}", i + 1)),
         }
     }

@@ -148,6 +148,12 @@ const BLOCKS: [&str; 24] = [
     "h6",
 ];
 
+/// Phrasing elements: their text runs on with their neighbours'.
+const INLINE: [&str; 20] = [
+    "a", "em", "strong", "b", "i", "u", "s", "code", "small", "sub", "sup", "mark", "abbr", "cite", "q", "span",
+    "time", "kbd", "var", "del",
+];
+
 /// The text under `root` without the `excluded` subtrees: paragraphs at block boundaries,
 /// whitespace collapsed inside them. Iterative, so no nesting depth overflows the stack.
 pub fn text_of(root: ElementRef<'_>, excluded: &[Selector]) -> String {
@@ -160,7 +166,8 @@ pub fn text_of(root: ElementRef<'_>, excluded: &[Selector]) -> String {
         }
         current.clear();
     };
-    // (node, entering): a block's exit flushes its paragraph.
+    // (node, entering): a block's exit flushes its paragraph; another element's exit (a table
+    // cell, a label) separates words. Text is taken as written: `<a>word</a>.` stays `word.`.
     let mut stack = vec![(*root, true)];
     while let Some((node, entering)) = stack.pop() {
         if let Some(el) = ElementRef::wrap(node) {
@@ -172,18 +179,24 @@ pub fn text_of(root: ElementRef<'_>, excluded: &[Selector]) -> String {
                 if name == "br" {
                     current.push('\n');
                 }
+                let inline = INLINE.contains(&name);
                 if BLOCKS.contains(&name) {
                     flush(&mut current, &mut paragraphs);
+                } else if !inline {
+                    current.push(' ');
+                }
+                if !inline {
                     stack.push((node, false));
                 }
                 let children: Vec<_> = node.children().collect();
                 stack.extend(children.into_iter().rev().map(|c| (c, true)));
-            } else {
+            } else if BLOCKS.contains(&name) {
                 flush(&mut current, &mut paragraphs);
+            } else {
+                current.push(' ');
             }
         } else if let Some(t) = node.value().as_text() {
             current.push_str(t);
-            current.push(' ');
         }
     }
     flush(&mut current, &mut paragraphs);
@@ -368,6 +381,10 @@ mod tests {
         assert_eq!(got.text.split("\n\n").count(), 4, "{}", got.text);
         assert!(got.text.starts_with("Lorem ipsum") && !got.text.contains("Mastodon") && !got.text.contains("Related"));
         assert!(got.word_count >= MIN_WORDS);
+        // Inline markup does not split words or punctuation.
+        let doc = Html::parse_document("<div class=\"b\"><p><a href=\"/\">Linked</a>. Then <em>st</em>ress, x<br>y</p><table><tr><td>a</td><td>b</td></tr></table></div>");
+        let el = doc.select(&Selector::parse("div.b").unwrap()).next().unwrap();
+        assert_eq!(text_of(el, &[]), "Linked. Then stress, x y\n\na b");
     }
 
     #[test]

@@ -222,10 +222,12 @@ impl BrowserPool {
         self.pids.len()
     }
 
-    /// Resident memory of each instance: its process and every process it started (renderers,
-    /// GPU and network services), in bytes.
+    /// Memory of each instance: the proportional set size (shared pages divided among the
+    /// processes sharing them) of its process and every process it started (renderers, GPU
+    /// and network services), in bytes. Summing RSS instead would count Chromium's shared
+    /// libraries and zygote once per process.
     pub fn memory(&self) -> Vec<u64> {
-        self.pids.iter().map(|pid| tree_rss(*pid)).collect()
+        self.pids.iter().map(|pid| tree_pss(*pid)).collect()
     }
 
     /// Loads `url` in a fresh tab, every request answered by `fetch`, waits for the load event
@@ -394,8 +396,9 @@ impl LazyPool {
     }
 }
 
-/// RSS of `pid` and its descendants, in bytes (Linux /proc).
-fn tree_rss(pid: u32) -> u64 {
+/// PSS of `pid` and its descendants, in bytes (Linux /proc; RSS where smaps_rollup is not
+/// readable).
+fn tree_pss(pid: u32) -> u64 {
     let mut children: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
     let mut rss: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
     let Ok(entries) = std::fs::read_dir("/proc") else { return 0 };
@@ -411,7 +414,12 @@ fn tree_rss(pid: u32) -> u64 {
         if let Some(ppid) = field("PPid:") {
             children.entry(ppid as u32).or_default().push(p);
         }
-        rss.insert(p, field("VmRSS:").unwrap_or(0) * 1024);
+        let pss = std::fs::read_to_string(format!("/proc/{p}/smaps_rollup")).ok().and_then(|r| {
+            r.lines()
+                .find_map(|l| l.strip_prefix("Pss:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        });
+        rss.insert(p, pss.or_else(|| field("VmRSS:")).unwrap_or(0) * 1024);
     }
     let mut total = 0;
     let mut stack = vec![pid];

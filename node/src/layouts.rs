@@ -354,7 +354,9 @@ impl LayoutStore {
         let try_host_templates = template.is_none() && record.misses < 3 && self.has_templates(host);
         let mut queued = None;
         let due = self.threshold.saturating_mul(1 << record.failures.min(30));
-        if template.is_none() && !record.queued && !record.js_required && record.seen >= due {
+        // While the host's other templates may still fit this layout, the worker tries them
+        // first (see `try_host_templates`); only a layout none fits is taught.
+        if template.is_none() && !try_host_templates && !record.queued && !record.js_required && record.seen >= due {
             let job = TeacherJob {
                 host: host.to_string(),
                 level: Level::L1,

@@ -2,7 +2,8 @@
 //! one job at a time, in the background of the crawl:
 //!
 //! 1. fetch the static HTML of the job's pages (up to three of the layout) through the
-//!    crawler — robots.txt, the host's delay and the SSRF guard apply, as to every request;
+//!    crawler — robots.txt, the host's delay and the SSRF guard apply, as to every request; if
+//!    one of the host's templates (of another layout) extracts them all, adopt it and stop;
 //! 2. render the first in the browser pool (its requests go through the crawler too);
 //! 3. reason about the rendered boxes ([`weft_extract::teacher::learn`]) and validate the
 //!    template on the static pages;
@@ -101,6 +102,27 @@ impl Teacher {
             tracing::info!(host = job.host, "teacher: none of the layout's pages could be fetched");
             return JobOutcome::Failed;
         };
+        // The page's own signatures: the job may have come from an L2 match or an older layout.
+        let page = weft_extract::extract(first_html.as_bytes(), &[], &first);
+        let (l1, l2, js) = (page.fingerprints.l1.clone(), page.fingerprints.l2.clone(), page.js.score as f32);
+        // A template of another layout of the host may fit these pages already (the layout
+        // was queued before the host had one): no browser needed.
+        if let Some(fits) = self.fitting_host_template(&job.host, &statics) {
+            tracing::info!(
+                host = job.host,
+                signature = l1,
+                version = fits.template.version,
+                "a template of the host fits the layout"
+            );
+            self.metrics.extraction("teacher", "adopted");
+            return match self.store.adopt(&fits, &job.host, &l1) {
+                Ok(()) => JobOutcome::Learned,
+                Err(e) => {
+                    tracing::error!("teacher: {e}");
+                    JobOutcome::Failed
+                }
+            };
+        }
         let rendered = match pool.render(first.as_str(), self.crawler.browser_fetch(self.patience)).await {
             Ok(r) => r,
             Err(e) => {
@@ -109,9 +131,6 @@ impl Teacher {
             }
         };
         let static_refs: Vec<&str> = statics.iter().map(|(_, h)| h.as_str()).collect();
-        // The page's own signatures: the job may have come from an L2 match or an older layout.
-        let page = weft_extract::extract(first_html.as_bytes(), &[], &first);
-        let (l1, l2, js) = (page.fingerprints.l1.clone(), page.fingerprints.l2.clone(), page.js.score as f32);
         let html = rendered.html.clone();
         let boxes = rendered.elements.clone();
         let host = job.host.clone();
@@ -192,6 +211,15 @@ impl Teacher {
                 JobOutcome::Failed
             }
         }
+    }
+}
+
+impl Teacher {
+    /// The host's newest template that extracts every one of `statics`, if any.
+    fn fitting_host_template(&self, host: &str, statics: &[(Url, String)]) -> Option<Learned> {
+        let candidates = self.store.host_templates(host).ok()?;
+        let docs: Vec<scraper::Html> = statics.iter().map(|(_, h)| scraper::Html::parse_document(h)).collect();
+        candidates.into_iter().find(|l| docs.iter().all(|d| weft_extract::template::apply(d, &l.template).is_ok()))
     }
 }
 

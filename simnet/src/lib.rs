@@ -17,6 +17,7 @@
 pub mod churn;
 pub mod demo;
 pub mod docs;
+pub mod news;
 pub mod plot;
 pub mod report;
 pub mod runner;
