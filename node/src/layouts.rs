@@ -784,4 +784,76 @@ mod tests {
         assert_eq!(s.templates(Some("h.test")).unwrap().len(), 2);
         assert_eq!(s.templates(Some("other.test")).unwrap().len(), 0);
     }
+
+    #[test]
+    fn the_override_file_is_read_checked_and_wins_for_its_host_with_any_port() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("templates.toml");
+        assert!(load_overrides(&path).unwrap().is_empty(), "no file, no templates");
+        std::fs::write(
+            &path,
+            "[[template]]\nhost = \"News.Test\"\ntitle = \"h1\"\ncontent = \"div.body\"\nexclusions = [\".ad\"]\n",
+        )
+        .unwrap();
+        let t = load_overrides(&path).unwrap();
+        assert_eq!((t[0].host.as_str(), t[0].origin, t[0].exclusions.len()), ("news.test", Origin::Manual, 1));
+        let (_d, s) = store(5);
+        let s = s.with_overrides(t);
+        s.learned(template(Origin::Learned, Level::L1, "a1"), None).unwrap();
+        let got = s.template("news.test:8080", "a1", "b2").unwrap().unwrap();
+        assert_eq!(got.template.origin, Origin::Manual);
+        assert!(s.template("h.test", "a1", "b2").unwrap().is_some_and(|l| l.template.origin == Origin::Learned));
+        // A selector that does not parse is named with its place in the file.
+        std::fs::write(&path, "[[template]]\nhost = \"a.test\"\ntitle = \"h1\"\ncontent = \"div[\"\n").unwrap();
+        let err = load_overrides(&path).unwrap_err().to_string();
+        assert!(err.contains("template 1") && err.contains("content") && err.contains("div["), "{err}");
+        std::fs::write(&path, "[[template]]\nhost = \"a.test\"\ntitel = \"h1\"\n").unwrap();
+        assert!(matches!(load_overrides(&path), Err(OverrideError::Parse { .. })));
+    }
+
+    #[test]
+    fn host_rendering_is_decided_once_and_renders_stay_queued_until_done() {
+        let (_d, s) = store(5);
+        let decision = |reason: &str| HostRendering { render: true, reason: reason.into(), ..Default::default() };
+        assert!(s.decide_rendering("h.test", decision("first")).unwrap());
+        assert!(!s.decide_rendering("h.test", decision("second")).unwrap(), "the first decision stands");
+        s.rendered("h.test").unwrap();
+        let h = s.host_rendering("h.test").unwrap().unwrap();
+        assert_eq!((h.reason.as_str(), h.rendered), ("first", 1));
+        assert_eq!(s.status().hosts_rendering, 1);
+        for i in 0..3 {
+            s.queue_render(&RenderJob { url: format!("http://h.test/{i}"), depth: 1, reason: "js".into(), at: i })
+                .unwrap();
+        }
+        let (k0, j0) = s.next_render(None).unwrap().unwrap();
+        let (k1, j1) = s.next_render(Some(&k0)).unwrap().unwrap();
+        assert_eq!((j0.url.as_str(), j1.url.as_str()), ("http://h.test/0", "http://h.test/1"));
+        assert_eq!(s.pending_work(), 3, "taken is not done");
+        s.render_done(&k1).unwrap();
+        s.render_done(&k0).unwrap();
+        assert_eq!(s.next_render(None).unwrap().unwrap().1.url, "http://h.test/2");
+    }
+
+    #[test]
+    fn hosts_templates_are_tried_before_teaching_and_an_adopted_one_is_kept() {
+        let (_d, s) = store(2);
+        s.learned(template(Origin::Learned, Level::L1, "a1"), Some("b2")).unwrap();
+        assert_eq!(s.templates(Some("h.test")).unwrap().len(), 2, "under L1 and L2");
+        // A new layout of the host: the worker tries the host's templates; nothing is taught
+        // while they might fit (three misses).
+        for i in 0..3 {
+            let o = s.observe("h.test", "new", "other", &format!("http://h.test/n{i}"), i).unwrap();
+            assert!(o.template.is_none() && o.try_host_templates && o.queued.is_none(), "{i}");
+            s.missed("h.test", "new").unwrap();
+        }
+        let o = s.observe("h.test", "new", "other", "http://h.test/n3", 3).unwrap();
+        assert!(!o.try_host_templates && o.queued.is_some(), "none fitted: taught");
+        // Another new layout that a host template fits is adopted, with its version.
+        let from = s.host_templates("h.test").unwrap().remove(0);
+        s.adopt(&from, "h.test", "third").unwrap();
+        let got = s.template("h.test", "third", "zz").unwrap().unwrap();
+        assert_eq!((got.template.signature.as_str(), got.template.version), ("third", 1));
+        assert_eq!(s.host_templates("h.test").unwrap().len(), 1, "one per distinct set of selectors");
+        assert_eq!(s.overview().unwrap()[0].templates, 3);
+    }
 }
