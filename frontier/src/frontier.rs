@@ -27,7 +27,7 @@ use crate::score::{is_binary, score, UrlKind};
 use crate::seen::SeenSet;
 use serde::{Deserialize, Serialize};
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use url::Url;
 
@@ -138,6 +138,8 @@ pub enum PushOutcome {
     TooDeep,
     Binary,
     HostBudgetExhausted,
+    /// The operator blocked its host.
+    Blocked,
 }
 
 /// A URL handed out for fetching. Its host has no other request in flight until the lease is
@@ -375,6 +377,15 @@ pub struct Frontier {
     next_jseq: u64,
     queued: u64,
     in_flight: u64,
+    /// Hosts the operator blocked (persisted as `b` + host).
+    blocked: HashSet<String>,
+}
+
+fn bkey(host: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(host.len() + 1);
+    k.push(b'b');
+    k.extend_from_slice(host.as_bytes());
+    k
 }
 
 impl Frontier {
@@ -413,7 +424,12 @@ impl Frontier {
             next_jseq,
             queued: 0,
             in_flight: 0,
+            blocked: HashSet::new(),
         };
+        for item in tree.scan_prefix(b"b") {
+            let (k, _) = item?;
+            f.blocked.insert(String::from_utf8_lossy(&k[1..]).into_owned());
+        }
         for item in tree.scan_prefix(b"q") {
             let (k, v) = item?;
             let seq = seq_of(&k);
@@ -500,6 +516,9 @@ impl Frontier {
         }
         let now = Instant::now();
         let host = host_key(&c.url);
+        if self.blocked.contains(&host) {
+            return Ok(PushOutcome::Blocked);
+        }
         let id = self.host_id(&host, now)?;
         {
             let h = &self.hosts[id as usize];
@@ -699,6 +718,35 @@ impl Frontier {
             self.reschedule(id as u32);
         }
         Ok(given_away)
+    }
+
+    /// Blocks `host` (a host key, `name` or `name:port`) for good: its queued URLs are dropped
+    /// (they stay in the seen-set), and nothing of it is queued again until
+    /// [`Frontier::unblock_host`]. A request in flight finishes. Returns how many queued URLs
+    /// were dropped. Durable with the next flush.
+    pub fn block_host(&mut self, host: &str) -> Result<u64> {
+        self.tree.insert(bkey(host), &[])?;
+        self.blocked.insert(host.to_string());
+        let dropped = self.hand_off(|h| h != host, |_| Ok(()))?;
+        Ok(dropped.queued.len() as u64)
+    }
+
+    /// Lifts a block; says whether the host was blocked. URLs dropped by the block are not
+    /// coming back (they are seen); new links to the host are queued again.
+    pub fn unblock_host(&mut self, host: &str) -> Result<bool> {
+        self.tree.remove(bkey(host))?;
+        Ok(self.blocked.remove(host))
+    }
+
+    pub fn is_blocked(&self, host: &str) -> bool {
+        self.blocked.contains(host)
+    }
+
+    /// The blocked hosts, sorted.
+    pub fn blocked_hosts(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.blocked.iter().cloned().collect();
+        v.sort();
+        v
     }
 
     /// Holds back the hosts `pick` selects until at least `until`: in a network, hosts this node

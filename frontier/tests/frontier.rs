@@ -341,3 +341,26 @@ fn a_borrowed_host_obeys_the_same_delays_as_a_lease() {
     // Other hosts are not affected.
     assert_eq!(f.borrow_host("b.test", t0).unwrap(), Borrow::Granted);
 }
+
+#[test]
+fn a_blocked_host_loses_its_queue_takes_nothing_new_and_stays_blocked_after_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, mut f) = open(dir.path(), settings());
+    for i in 0..5 {
+        f.push(page(&format!("http://bad.test/{i}"), 0)).unwrap();
+    }
+    f.push(page("http://good.test/", 0)).unwrap();
+    assert_eq!(f.block_host("bad.test").unwrap(), 5);
+    assert_eq!(f.stats().queued, 1);
+    assert_eq!(f.push(page("http://bad.test/new", 0)).unwrap(), PushOutcome::Blocked);
+    let lease = take(&mut f, Instant::now());
+    assert_eq!(lease.entry.host, "good.test");
+    f.durability().flush().unwrap();
+    drop(f);
+    let mut f = Frontier::open(&db, settings()).unwrap();
+    assert_eq!(f.blocked_hosts(), ["bad.test"]);
+    assert_eq!(f.push(page("http://bad.test/other", 0)).unwrap(), PushOutcome::Blocked);
+    assert!(f.unblock_host("bad.test").unwrap());
+    assert_eq!(f.push(page("http://bad.test/other", 0)).unwrap(), PushOutcome::Queued);
+    assert_eq!(f.push(page("http://bad.test/1", 0)).unwrap(), PushOutcome::AlreadySeen, "dropped URLs stay seen");
+}

@@ -1,7 +1,9 @@
-//! The local HTTP API: `GET /health`, `GET /status` (JSON), `GET /metrics` (Prometheus),
-//! `GET /search?q=&k=&scope=network|local` (the network's best documents, or this node's) and
-//! the layout store: `GET /templates`, `/templates/{host}`, `/templates/{host}/changes`. Bound
-//! to 127.0.0.1 by default — it is the operator's window into the node.
+//! The local HTTP API, documented route by route in `docs/openapi.json` (a test holds the two
+//! together): health, status (JSON) and metrics (Prometheus), search (the network's or this
+//! node's), the layout store, and the operator's controls — seeds, pause/resume, host blocks —
+//! which want the data dir's token ([`crate::token`]). Every error is JSON with a stable code:
+//! `{"error": {"code": "empty_query", "message": "..."}}`. Bound to 127.0.0.1 by default — it
+//! is the operator's window into the node.
 
 use crate::crawler::Crawler;
 use crate::indexing::{IndexService, SearchError};
@@ -11,7 +13,7 @@ pub use crate::search::{ApiHit, Scope, SearchResponse};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -30,6 +32,54 @@ pub struct AppState {
     pub searcher: Option<Arc<Searcher>>,
     /// `None` when `layouts.enabled = false`.
     pub layouts: Option<crate::node::Layouts>,
+    /// The write endpoints' token.
+    pub token: crate::token::ApiToken,
+}
+
+/// Every route, as `(method, path)` — what `docs/openapi.json` must document.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/health"),
+    ("GET", "/status"),
+    ("GET", "/metrics"),
+    ("GET", "/search"),
+    ("GET", "/templates"),
+    ("GET", "/templates/{host}"),
+    ("GET", "/templates/{host}/changes"),
+    ("POST", "/seeds"),
+    ("POST", "/crawl/pause"),
+    ("POST", "/crawl/resume"),
+    ("GET", "/hosts/blocked"),
+    ("PUT", "/hosts/{host}/block"),
+    ("DELETE", "/hosts/{host}/block"),
+];
+
+/// An error answer: an HTTP status, a stable code for programs and a message for people.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { status, code, message: message.into() }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({ "error": { "code": self.code, "message": self.message } });
+        (self.status, Json(body)).into_response()
+    }
+}
+
+/// The `message` of an API error body (or the body itself), for clients.
+pub fn error_message(body: &[u8]) -> String {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
+        .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned())
 }
 
 impl AppState {
@@ -52,6 +102,12 @@ impl AppState {
 }
 
 pub fn router(state: AppState) -> Router {
+    let writes = Router::new()
+        .route("/seeds", post(add_seeds))
+        .route("/crawl/pause", post(pause))
+        .route("/crawl/resume", post(resume))
+        .route("/hosts/{host}/block", put(block).delete(unblock))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
         .route("/health", get(|| async { "ok\n" }))
         .route("/status", get(status))
@@ -60,7 +116,137 @@ pub fn router(state: AppState) -> Router {
         .route("/templates", get(templates))
         .route("/templates/{host}", get(templates_of))
         .route("/templates/{host}/changes", get(changes_of))
+        .route("/hosts/blocked", get(blocked))
+        .merge(writes)
+        .fallback(|| async {
+            ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route (see docs/openapi.json)")
+        })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take that method")
+        })
         .with_state(state)
+}
+
+/// Write endpoints want `Authorization: Bearer <token>` (the data dir's `api.token`).
+async fn require_token(
+    State(state): State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let given = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    if state.token.accepts(given) {
+        next.run(request).await
+    } else {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "this endpoint wants Authorization: Bearer <token>, the token being in the data dir's api.token",
+        )
+        .into_response()
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SeedsRequest {
+    pub urls: Vec<String>,
+}
+
+/// One seed's fate: `queued`, `already_seen`, `sent_to_owner`, or a rejection with its reason.
+#[derive(Debug, serde::Serialize, Deserialize)]
+pub struct SeedResult {
+    pub url: String,
+    pub outcome: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+async fn add_seeds(
+    State(state): State<AppState>,
+    body: Result<Json<SeedsRequest>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let Ok(Json(req)) = body else {
+        return ApiError::new(StatusCode::BAD_REQUEST, "bad_body", "expected JSON {\"urls\": [\"https://...\"]}")
+            .into_response();
+    };
+    if req.urls.is_empty() || req.urls.len() > 1000 {
+        return ApiError::new(StatusCode::BAD_REQUEST, "bad_body", "between 1 and 1000 URLs").into_response();
+    }
+    let results: Vec<SeedResult> = state
+        .crawler
+        .add_seeds(&req.urls)
+        .await
+        .into_iter()
+        .map(|(url, r)| match r {
+            Ok(Some(o)) => {
+                let outcome = match o {
+                    weft_frontier::PushOutcome::Queued => "queued",
+                    weft_frontier::PushOutcome::AlreadySeen => "already_seen",
+                    weft_frontier::PushOutcome::TooDeep => "too_deep",
+                    weft_frontier::PushOutcome::Binary => "binary",
+                    weft_frontier::PushOutcome::HostBudgetExhausted => "host_budget_exhausted",
+                    weft_frontier::PushOutcome::Blocked => "host_blocked",
+                };
+                SeedResult { url, outcome: outcome.into(), error: None }
+            }
+            Ok(None) => SeedResult { url, outcome: "sent_to_owner".into(), error: None },
+            Err(e) => SeedResult { url, outcome: "rejected".into(), error: Some(e) },
+        })
+        .collect();
+    state.crawler.wake();
+    Json(serde_json::json!({ "results": results })).into_response()
+}
+
+async fn pause(State(state): State<AppState>) -> Response {
+    state.crawler.pause();
+    Json(serde_json::json!({ "paused": true })).into_response()
+}
+
+async fn resume(State(state): State<AppState>) -> Response {
+    state.crawler.resume();
+    Json(serde_json::json!({ "paused": false })).into_response()
+}
+
+/// A host key as the frontier keeps it: lower case, `name` or `name:port`.
+fn host_param(host: &str) -> Result<String, ApiError> {
+    let h = host.trim().to_ascii_lowercase();
+    let ok = !h.is_empty()
+        && h.len() <= 260
+        && h.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']' | '_'));
+    if ok {
+        Ok(h)
+    } else {
+        Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_host",
+            format!("{host:?} is not a host name (name or name:port)"),
+        ))
+    }
+}
+
+async fn block(State(state): State<AppState>, Path(host): Path<String>) -> Response {
+    let host = match host_param(&host) {
+        Ok(h) => h,
+        Err(e) => return e.into_response(),
+    };
+    match state.crawler.block_host(&host).await {
+        Ok(dropped) => Json(serde_json::json!({ "host": host, "blocked": true, "dropped": dropped })).into_response(),
+        Err(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()).into_response(),
+    }
+}
+
+async fn unblock(State(state): State<AppState>, Path(host): Path<String>) -> Response {
+    let host = match host_param(&host) {
+        Ok(h) => h,
+        Err(e) => return e.into_response(),
+    };
+    match state.crawler.unblock_host(&host).await {
+        Ok(was) => Json(serde_json::json!({ "host": host, "blocked": false, "was_blocked": was })).into_response(),
+        Err(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()).into_response(),
+    }
+}
+
+async fn blocked(State(state): State<AppState>) -> Response {
+    Json(serde_json::json!({ "hosts": state.crawler.blocked_hosts() })).into_response()
 }
 
 async fn status(State(state): State<AppState>) -> impl IntoResponse {
@@ -83,20 +269,25 @@ pub struct SearchParams {
     pub scope: Option<Scope>,
 }
 
-fn error(status: StatusCode, message: String) -> Response {
-    (status, Json(serde_json::json!({ "error": message }))).into_response()
-}
-
 async fn search(State(state): State<AppState>, Query(params): Query<SearchParams>) -> Response {
     let Some(searcher) = &state.searcher else {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "this node does not index (index.enabled = false)".into());
+        return ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "index_disabled",
+            "this node does not index (index.enabled = false)",
+        )
+        .into_response();
     };
     let k = params.k.unwrap_or(10).clamp(1, MAX_K);
     match searcher.search(&params.q, k, params.scope).await {
         Ok(answer) => Json(answer).into_response(),
-        Err(e @ SearchError::EmptyQuery) => error(StatusCode::BAD_REQUEST, format!("{e}: pass ?q=...")),
-        Err(e @ SearchError::Busy) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e @ SearchError::EmptyQuery) => {
+            ApiError::new(StatusCode::BAD_REQUEST, "empty_query", format!("{e}: pass ?q=...")).into_response()
+        }
+        Err(e @ SearchError::Busy) => {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", e.to_string()).into_response()
+        }
+        Err(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()).into_response(),
     }
 }
 
@@ -106,12 +297,17 @@ async fn layout_read<T: serde::Serialize + Send + 'static>(
     read: impl FnOnce(&crate::layouts::LayoutStore) -> Result<T, crate::layouts::LayoutError> + Send + 'static,
 ) -> Response {
     let Some(store) = state.layouts.as_ref().map(|l| l.store.clone()) else {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "layout learning is off (layouts.enabled = false)".into());
+        return ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "layouts_disabled",
+            "layout learning is off (layouts.enabled = false)",
+        )
+        .into_response();
     };
     match tokio::task::spawn_blocking(move || read(&store)).await {
         Ok(Ok(v)) => Json(v).into_response(),
-        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Ok(Err(e)) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()).into_response(),
+        Err(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()).into_response(),
     }
 }
 

@@ -54,6 +54,7 @@ impl CrawlSettings {
 const CRAWLING: u8 = 0;
 const IDLE: u8 = 1;
 const STOPPING: u8 = 2;
+const PAUSED: u8 = 3;
 
 /// The crawler of one node. Cheap to share (`Arc` inside).
 #[derive(Clone)]
@@ -76,6 +77,8 @@ struct Inner {
     router: Mutex<Option<crate::routing::Router>>,
     /// The JavaScript tier: pages for the browser.
     rendering: Mutex<Option<crate::rendering::RenderQueue>>,
+    /// The operator paused the crawl: no new requests start (in-flight ones finish).
+    paused: std::sync::atomic::AtomicBool,
 }
 
 /// Makes frontier writes durable without blocking the async runtime.
@@ -112,6 +115,7 @@ impl Crawler {
                 state: AtomicU8::new(CRAWLING),
                 router: Mutex::new(None),
                 rendering: Mutex::new(None),
+                paused: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -157,6 +161,37 @@ impl Crawler {
     /// failed on), under the crawl's rules; see `Inner::fetch_for_browser`.
     pub async fn fetch_for_browser(&self, url: &Url, patience: Duration) -> Result<Fetched, BrowserFetchError> {
         self.inner.fetch_for_browser(url, patience).await
+    }
+
+    /// Stops starting requests (in-flight ones finish); `resume` starts again. Not persisted:
+    /// a restarted node crawls.
+    pub fn pause(&self) {
+        self.inner.paused.store(true, Ordering::Release);
+        self.inner.wake.notify_one();
+    }
+
+    pub fn resume(&self) {
+        self.inner.paused.store(false, Ordering::Release);
+        self.inner.wake.notify_one();
+    }
+
+    /// Blocks a host for good (see [`Frontier::block_host`]); returns the queued URLs dropped.
+    /// Durable when this returns.
+    pub async fn block_host(&self, host: &str) -> anyhow::Result<u64> {
+        let dropped = self.inner.frontier.lock().block_host(host)?;
+        flush(&self.inner.durability).await?;
+        Ok(dropped)
+    }
+
+    /// Lifts a block; says whether the host was blocked. Durable when this returns.
+    pub async fn unblock_host(&self, host: &str) -> anyhow::Result<bool> {
+        let was = self.inner.frontier.lock().unblock_host(host)?;
+        flush(&self.inner.durability).await?;
+        Ok(was)
+    }
+
+    pub fn blocked_hosts(&self) -> Vec<String> {
+        self.inner.frontier.lock().blocked_hosts()
     }
 
     /// Wakes the crawl loop (new URLs, or work finished elsewhere).
@@ -291,6 +326,7 @@ impl Crawler {
         let state = match self.inner.state.load(Ordering::Relaxed) {
             CRAWLING => "crawling",
             IDLE => "idle",
+            PAUSED => "paused",
             _ => "stopping",
         };
         self.inner.metrics.snapshot(&stats, state)
@@ -316,6 +352,15 @@ impl Crawler {
                 if let Err(e) = done {
                     tracing::error!("crawl task failed: {e}");
                 }
+            }
+            if inner.paused.load(Ordering::Acquire) {
+                inner.state.store(PAUSED, Ordering::Relaxed);
+                tokio::select! {
+                    _ = inner.wake.notified() => {}
+                    Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+                    _ = shutdown.changed() => {}
+                }
+                continue;
             }
             if tasks.len() >= inner.settings.concurrency {
                 tokio::select! {
@@ -444,6 +489,10 @@ impl Inner {
     /// Does the work of one lease; returns how it ended and whether the host was contacted.
     async fn handle(&self, lease: &Lease, url: &Url) -> (Completion, bool) {
         let host = &lease.entry.host;
+        if self.frontier.lock().is_blocked(host) {
+            // Leased just before the operator blocked its host.
+            return (Completion::Done { page: false }, false);
+        }
         let now = now_unix();
         let cached = self.robots.lock().get(host, now);
         let Some(rules) = cached else {

@@ -32,6 +32,7 @@ pub mod search;
 pub mod second_opinion;
 pub mod teacher;
 pub mod templates_cli;
+pub mod token;
 pub mod worker;
 
 pub use crawler::{CrawlSettings, Crawler};

@@ -373,10 +373,7 @@ async fn search_api(addr: SocketAddr, query: &str, k: usize, scope: Scope) -> Re
     let status = resp.status();
     let body = resp.bytes().await.map_err(|e| SearchVia::Failed(e.into()))?;
     if !status.is_success() {
-        let message = serde_json::from_slice::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|v| v["error"].as_str().map(str::to_string))
-            .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
+        let message = weft_node::api::error_message(&body);
         return Err(SearchVia::Failed(anyhow::anyhow!("the node at {addr} answered {status}: {message}")));
     }
     serde_json::from_slice(&body).map_err(|e| SearchVia::Failed(e.into()))

@@ -131,7 +131,7 @@ impl Metrics {
 /// `GET /status`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Status {
-    /// `crawling`, `idle` or `stopping`.
+    /// `crawling`, `idle`, `paused` or `stopping`.
     pub state: String,
     pub uptime_secs: f64,
     /// HTML pages fetched with a 2xx status.

@@ -282,6 +282,8 @@ impl Node {
                 network,
                 searcher,
                 layouts: layouts.clone(),
+                token: crate::token::ApiToken::load_or_create(&config.data_dir)
+                    .context("cannot read or create the API token")?,
             };
             let (addr, serve) = api::bind(config.api.listen, state)
                 .await

@@ -73,10 +73,7 @@ async fn ask(api: SocketAddr, path: &str) -> anyhow::Result<Option<Vec<u8>>> {
     let status = resp.status();
     let body = resp.bytes().await?.to_vec();
     if !status.is_success() {
-        let message = serde_json::from_slice::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|v| v["error"].as_str().map(str::to_string))
-            .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
+        let message = crate::api::error_message(&body);
         anyhow::bail!("the node at {api} answered {status}: {message}");
     }
     Ok(Some(body))

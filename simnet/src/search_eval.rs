@@ -134,7 +134,7 @@ pub async fn ask(
     let status = r.status();
     let v: serde_json::Value = r.json().await.map_err(|e| e.to_string())?;
     if !status.is_success() {
-        return Err(format!("{status}: {}", v["error"]));
+        return Err(format!("{status}: {}", v["error"]["message"]));
     }
     Ok(v)
 }
