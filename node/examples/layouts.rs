@@ -44,6 +44,19 @@ fn config(server: &WebServer, dir: &std::path::Path, delay_ms: u64) -> Config {
     c
 }
 
+/// One design's articles and their scores.
+#[derive(Default)]
+struct DesignScores {
+    articles: usize,
+    by_template: usize,
+    /// The template path's scores, on the pages a template extracted...
+    template: Vec<PageScore>,
+    /// ... the generic extractor's on the same pages ...
+    generic_same: Vec<PageScore>,
+    /// ... and on every article.
+    generic_all: Vec<PageScore>,
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     if v.is_empty() {
@@ -108,7 +121,7 @@ fn main() -> anyhow::Result<()> {
         let store = LayoutStore::open(&db, c.layouts.teach_after)?;
         let metrics = Arc::new(weft_node::metrics::Metrics::default());
         let worker = Worker::new(store, &c.layouts, metrics, Arc::new(AtomicBool::new(false)), Arc::default());
-        let mut by_design: BTreeMap<&str, (usize, usize, Vec<PageScore>, Vec<PageScore>, Vec<PageScore>)> = BTreeMap::new();
+        let mut by_design: BTreeMap<&str, DesignScores> = BTreeMap::new();
         for (i, (host, site)) in news.iter().enumerate() {
             for Article { path, text, .. } in &site.articles {
                 let Resource::Html(html) = &site.site.routes[path] else { continue };
@@ -127,24 +140,24 @@ fn main() -> anyhow::Result<()> {
                 let mut e = generic.clone();
                 let worked = worker.work(&page, &mut e);
                 let entry = by_design.entry(DESIGNS[i % 4]).or_default();
-                entry.0 += 1;
+                entry.articles += 1;
                 let g = score_page(text, &generic.text);
-                entry.3.push(g);
+                entry.generic_all.push(g);
                 if worked.template.is_some() {
-                    entry.1 += 1;
+                    entry.by_template += 1;
                     let t = score_page(text, &e.text);
                     if std::env::var_os("WEFT_SHOW_MISSES").is_some() && t.f1() < 0.95 {
                         eprintln!("{url}: template F1 {:.3} (generic {:.3})\n  got:   {:?}\n  truth: {:?}", t.f1(), g.f1(), e.text, text);
                     }
-                    entry.2.push(t);
-                    entry.4.push(g);
+                    entry.template.push(t);
+                    entry.generic_same.push(g);
                 }
             }
         }
         println!("warmed up (every article through the worker again):");
         println!("  {:<9} {:>8} {:>12} {:>14} {:>16} {:>14}", "design", "articles", "by template", "F1 template", "F1 generic (same)", "F1 generic (all)");
         let (mut all_t, mut all_g_same, mut all_g, mut total, mut templ) = (Vec::new(), Vec::new(), Vec::new(), 0, 0);
-        for (design, (count, by, t, g_all, g_same)) in &by_design {
+        for (design, DesignScores { articles: count, by_template: by, template: t, generic_all: g_all, generic_same: g_same }) in &by_design {
             println!(
                 "  {design:<9} {count:>8} {:>11.1}% {:>14.3} {:>16.3} {:>14.3}",
                 100.0 * *by as f64 / *count as f64,

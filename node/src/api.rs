@@ -256,7 +256,7 @@ async fn status(State(state): State<AppState>) -> impl IntoResponse {
 async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
-        render_prometheus(&state.status()),
+        render_prometheus(&state.status(), &state.crawler.metrics().histograms),
     )
 }
 
@@ -279,8 +279,14 @@ async fn search(State(state): State<AppState>, Query(params): Query<SearchParams
         .into_response();
     };
     let k = params.k.unwrap_or(10).clamp(1, MAX_K);
+    let started = std::time::Instant::now();
     match searcher.search(&params.q, k, params.scope).await {
-        Ok(answer) => Json(answer).into_response(),
+        Ok(answer) => {
+            let h = &state.crawler.metrics().histograms;
+            let h = if answer.scope == Scope::Local { &h.search_local } else { &h.search_network };
+            h.observe(started.elapsed().as_secs_f64());
+            Json(answer).into_response()
+        }
         Err(e @ SearchError::EmptyQuery) => {
             ApiError::new(StatusCode::BAD_REQUEST, "empty_query", format!("{e}: pass ?q=...")).into_response()
         }

@@ -377,7 +377,14 @@ impl Crawler {
                     tasks.spawn(async move { inner.process(lease).await });
                     continue;
                 }
-                Ok(Next::WaitUntil(t)) => Some(t),
+                Ok(Next::WaitUntil(t)) => {
+                    if tasks.is_empty() {
+                        // Nothing in flight: the crawl waits on politeness alone.
+                        let wait = t.saturating_duration_since(Instant::now());
+                        inner.metrics.histograms.politeness_wait.observe(wait.as_secs_f64());
+                    }
+                    Some(t)
+                }
                 Ok(Next::Busy) => None,
                 Ok(Next::Empty) => {
                     let rendering = inner.rendering.lock().as_ref().map_or(0, |q| q.pending());
@@ -524,7 +531,10 @@ impl Inner {
         }
         let expect = if kind == UrlKind::Sitemap { Expect::Sitemap } else { Expect::Html };
         inc(&self.metrics.requests);
-        match self.fetcher.fetch(url, expect).await {
+        let started = Instant::now();
+        let fetched = self.fetcher.fetch(url, expect).await;
+        self.metrics.histograms.fetch.observe(started.elapsed().as_secs_f64());
+        match fetched {
             Ok(Fetched::Body { status, content_type, content_language, body }) => {
                 self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
                 if kind == UrlKind::Sitemap {

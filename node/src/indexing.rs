@@ -236,8 +236,11 @@ impl IndexService {
         if text.is_empty() {
             return Err(SearchError::EmptyQuery);
         }
+        let started = Instant::now();
         let answer = self.submit(|reply| Query::Embed { text, reply })?;
-        answer.await.map_err(|_| SearchError::Stopped)?.map_err(SearchError::Index)
+        let vector = answer.await.map_err(|_| SearchError::Stopped)?.map_err(SearchError::Index);
+        self.metrics.histograms.embed_query.observe(started.elapsed().as_secs_f64());
+        vector
     }
 
     /// The `k` best local documents for a query vector.
@@ -382,6 +385,7 @@ fn indexer_loop(
         let started = Instant::now();
         let outcomes = indexer.index(docs);
         counters.embed_micros.fetch_add(started.elapsed().as_micros() as u64, Relaxed);
+        metrics.histograms.index_batch.observe(started.elapsed().as_secs_f64());
         match outcomes {
             Ok(outcomes) => {
                 for ((outcome, reply), url) in outcomes.into_iter().zip(replies).zip(&urls) {

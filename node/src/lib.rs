@@ -18,6 +18,7 @@
 pub mod api;
 pub mod browser;
 pub mod crawler;
+pub mod doctor;
 pub mod extract_cli;
 pub mod fetcher;
 pub mod guard;

@@ -115,6 +115,15 @@ enum Command {
         #[arg(long, global = true)]
         json: bool,
     },
+    /// Check what a node needs — data dir, disk, model files and ONNX Runtime, Chromium, listen
+    /// ports, bootstrap peers — and say how to fix each problem. Exits 1 if any check fails.
+    Doctor {
+        #[command(flatten)]
+        cfg: ConfigArgs,
+        /// Print the checks as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Inspect configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -244,6 +253,18 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
                 print_hits(&answer);
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Doctor { cfg, json } => {
+            let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
+            let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+            let checks = runtime.block_on(weft_node::doctor::run(&config));
+            let ok = if json {
+                println!("{}", serde_json::to_string_pretty(&checks)?);
+                !checks.iter().any(|c| c.verdict == weft_node::doctor::Verdict::Fail)
+            } else {
+                weft_node::doctor::print(&checks, &mut std::io::stdout())?
+            };
+            Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         Command::Templates { what, cfg, api, json } => {
             let config = weft_config::load(&sources(&cfg, Overrides::default()))?;

@@ -6,6 +6,7 @@ use parking_lot::Mutex;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::MetricType;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
@@ -13,8 +14,63 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 use weft_frontier::FrontierStats;
 
+/// Latency distributions, observed where the work happens (Prometheus histograms; seconds).
+#[derive(Debug, Clone)]
+pub struct Histograms {
+    /// One HTTP fetch by the crawl loop, response body included.
+    pub fetch: Histogram,
+    /// The crawl loop waiting because every host with work is inside its politeness delay.
+    pub politeness_wait: Histogram,
+    /// One indexing batch: dedup, chunking, embedding (most of it) and the commit.
+    pub index_batch: Histogram,
+    /// Embedding one query.
+    pub embed_query: Histogram,
+    /// A search through the API, by scope.
+    pub search_local: Histogram,
+    pub search_network: Histogram,
+}
+
+impl Default for Histograms {
+    fn default() -> Self {
+        let h = |start: f64, factor: f64, n: u16| Histogram::new(exponential_buckets(start, factor, n));
+        Histograms {
+            fetch: h(0.005, 2.0, 14),
+            politeness_wait: h(0.01, 2.0, 14),
+            index_batch: h(0.01, 2.0, 14),
+            embed_query: h(0.001, 2.0, 12),
+            search_local: h(0.001, 2.0, 14),
+            search_network: h(0.001, 2.0, 14),
+        }
+    }
+}
+
+impl Histograms {
+    fn register(&self, registry: &mut prometheus_client::registry::Registry) {
+        let all: [(&str, &str, &Histogram); 6] = [
+            ("weft_fetch_seconds", "One HTTP fetch of the crawl loop, body included", &self.fetch),
+            (
+                "weft_politeness_wait_seconds",
+                "Crawl-loop waits because every host with work is inside its politeness delay",
+                &self.politeness_wait,
+            ),
+            (
+                "weft_index_batch_seconds",
+                "One indexing batch: dedup, chunking, embedding and commit",
+                &self.index_batch,
+            ),
+            ("weft_embed_query_seconds", "Embedding one search query", &self.embed_query),
+            ("weft_search_local_seconds", "A local search through the API", &self.search_local),
+            ("weft_search_network_seconds", "A network search through the API", &self.search_network),
+        ];
+        for (name, help, h) in all {
+            registry.register(name, help, h.clone());
+        }
+    }
+}
+
 /// Live counters, updated by the crawl loop.
 pub struct Metrics {
+    pub histograms: Histograms,
     started: Instant,
     pub pages_fetched: AtomicU64,
     pub requests: AtomicU64,
@@ -36,6 +92,7 @@ pub struct Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         Metrics {
+            histograms: Histograms::default(),
             started: Instant::now(),
             pages_fetched: AtomicU64::new(0),
             requests: AtomicU64::new(0),
@@ -337,10 +394,12 @@ fn encode_counters(enc: &mut DescriptorEncoder, counters: &[Plain]) -> Result<()
     Ok(())
 }
 
-/// Renders a status snapshot in the Prometheus text exposition format.
-pub fn render_prometheus(status: &Status) -> String {
+/// Renders a status snapshot and the latency histograms in the Prometheus text exposition
+/// format.
+pub fn render_prometheus(status: &Status, histograms: &Histograms) -> String {
     let mut registry = prometheus_client::registry::Registry::default();
     registry.register_collector(Box::new(StatusCollector(status.clone())));
+    histograms.register(&mut registry);
     let mut out = String::new();
     prometheus_client::encoding::text::encode(&mut out, &registry).expect("writing to a String cannot fail");
     out
@@ -356,10 +415,67 @@ mod tests {
         inc(&m.pages_fetched);
         m.error("timeout", "http://a.test/", &"slow");
         m.error("timeout", "http://a.test/", &"slow");
-        let text = render_prometheus(&m.snapshot(&FrontierStats::default(), "idle"));
+        m.histograms.fetch.observe(0.02);
+        let text = render_prometheus(&m.snapshot(&FrontierStats::default(), "idle"), &m.histograms);
+        assert!(text.contains("weft_fetch_seconds_count 1"), "{text}");
+        assert!(text.contains("weft_fetch_seconds_bucket{le=\"0.02\"} 1"), "{text}");
         assert!(text.contains("weft_pages_fetched_total 1"), "{text}");
         assert!(text.contains("weft_errors_total{kind=\"timeout\"} 2"), "{text}");
         assert!(text.contains("# TYPE weft_frontier_queued gauge"), "{text}");
         assert!(text.trim_end().ends_with("# EOF"));
+    }
+
+    /// Every metric the Grafana dashboard (`docs/grafana-dashboard.json`) queries is one the
+    /// node exposes — checked against a status with every section present.
+    #[test]
+    fn the_grafana_dashboard_queries_only_exposed_metrics() {
+        let m = Metrics::default();
+        let mut status = m.snapshot(&FrontierStats::default(), "idle");
+        status.index = Some(Default::default());
+        status.network = Some(Default::default());
+        status.layouts = Some(Default::default());
+        let text = render_prometheus(&status, &m.histograms);
+        let mut exposed = HashSet::new();
+        for line in text.lines() {
+            let mut parts = line.split_whitespace();
+            if let (Some("#"), Some("TYPE"), Some(name), Some(kind)) =
+                (parts.next(), parts.next(), parts.next(), parts.next())
+            {
+                match kind {
+                    "counter" => {
+                        exposed.insert(format!("{name}_total"));
+                    }
+                    "histogram" => {
+                        for s in ["_bucket", "_sum", "_count"] {
+                            exposed.insert(format!("{name}{s}"));
+                        }
+                    }
+                    _ => {
+                        exposed.insert(name.to_string());
+                    }
+                }
+            }
+        }
+        let dashboard: serde_json::Value =
+            serde_json::from_str(include_str!("../../docs/grafana-dashboard.json")).expect("the dashboard is JSON");
+        let re = regex_lite_names(&dashboard.to_string());
+        assert!(re.len() > 20, "{re:?}");
+        let missing: Vec<&String> = re.iter().filter(|n| !exposed.contains(*n)).collect();
+        assert!(missing.is_empty(), "the dashboard queries metrics the node does not expose: {missing:?}");
+    }
+
+    /// The `weft_*` metric names in a text.
+    fn regex_lite_names(text: &str) -> std::collections::BTreeSet<String> {
+        let mut out = std::collections::BTreeSet::new();
+        let mut rest = text;
+        while let Some(i) = rest.find("weft_") {
+            let name: String =
+                rest[i..].chars().take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_').collect();
+            rest = &rest[i + name.len()..];
+            if name != "weft_" && !name.starts_with("weft_node") {
+                out.insert(name);
+            }
+        }
+        out
     }
 }

