@@ -83,6 +83,15 @@ impl Default for FrontierSettings {
     }
 }
 
+/// One host's load, for the dashboard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostLoad {
+    pub host: String,
+    pub queued: u64,
+    pub fetched: u64,
+    pub in_flight: bool,
+}
+
 /// What [`Frontier::hand_off`] gives away.
 #[derive(Debug, Default)]
 pub struct HandOff {
@@ -933,6 +942,19 @@ impl Frontier {
             seen: self.seen.len(),
             seen_bytes: self.seen.memory_bytes() as u64,
         }
+    }
+
+    /// The `n` hosts with the most URLs queued (ties: most fetched), for the dashboard.
+    pub fn top_hosts(&self, n: usize) -> Vec<HostLoad> {
+        let mut v: Vec<HostLoad> = self
+            .hosts
+            .iter()
+            .filter(|h| h.queued > 0 || h.fetched > 0)
+            .map(|h| HostLoad { host: h.name.clone(), queued: h.queued, fetched: h.fetched, in_flight: h.in_flight })
+            .collect();
+        v.sort_by(|a, b| b.queued.cmp(&a.queued).then(b.fetched.cmp(&a.fetched)).then(a.host.cmp(&b.host)));
+        v.truncate(n);
+        v
     }
 
     /// Takes a seen-set snapshot to write with [`SnapshotJob::write`] outside the lock.

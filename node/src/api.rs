@@ -38,7 +38,11 @@ pub struct AppState {
 
 /// Every route, as `(method, path)` — what `docs/openapi.json` must document.
 pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/"),
     ("GET", "/health"),
+    ("GET", "/history"),
+    ("GET", "/hosts/top"),
+    ("GET", "/documents/recent"),
     ("GET", "/status"),
     ("GET", "/metrics"),
     ("GET", "/search"),
@@ -109,7 +113,11 @@ pub fn router(state: AppState) -> Router {
         .route("/hosts/{host}/block", put(block).delete(unblock))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
+        .route("/", get(dashboard))
         .route("/health", get(|| async { "ok\n" }))
+        .route("/history", get(history))
+        .route("/hosts/top", get(top_hosts))
+        .route("/documents/recent", get(recent_documents))
         .route("/status", get(status))
         .route("/metrics", get(metrics))
         .route("/search", get(search))
@@ -126,6 +134,47 @@ pub fn router(state: AppState) -> Router {
         })
         .with_state(state)
 }
+
+/// The dashboard: one page, its script and style inline — no CDN, nothing fetched but this
+/// API.
+const DASHBOARD: &str = include_str!("../assets/dashboard.html");
+
+async fn dashboard() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:",
+            ),
+        ],
+        DASHBOARD,
+    )
+        .into_response()
+}
+
+async fn history(State(state): State<AppState>) -> Response {
+    Json(serde_json::json!({ "interval_secs": HISTORY_SECS, "samples": state.crawler.metrics().history() }))
+        .into_response()
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TopParams {
+    pub n: Option<usize>,
+}
+
+async fn top_hosts(State(state): State<AppState>, Query(p): Query<TopParams>) -> Response {
+    let n = p.n.unwrap_or(10).clamp(1, 100);
+    Json(serde_json::json!({ "hosts": state.crawler.top_hosts(n) })).into_response()
+}
+
+async fn recent_documents(State(state): State<AppState>) -> Response {
+    let documents = state.index.as_ref().map(|i| i.recent()).unwrap_or_default();
+    Json(serde_json::json!({ "documents": documents })).into_response()
+}
+
+/// Seconds between the samples behind `/history`.
+pub const HISTORY_SECS: u64 = 5;
 
 /// Write endpoints want `Authorization: Bearer <token>` (the data dir's `api.token`).
 async fn require_token(

@@ -250,52 +250,9 @@ impl BrowserPool {
     async fn render_on(&self, browser: &Browser, url: &str, fetch: Fetch) -> Result<Rendered, BrowserError> {
         let started = Instant::now();
         let err = |e: &dyn std::fmt::Display| BrowserError::Render { url: url.to_string(), reason: e.to_string() };
-        let page = browser.new_page("about:blank").await.map_err(|e| err(&e))?;
-        let mut paused = page.event_listener::<EventRequestPaused>().await.map_err(|e| err(&e))?;
-        let pattern = RequestPattern { url_pattern: Some("*".into()), resource_type: None, request_stage: None };
-        page.execute(EnableParams { patterns: Some(vec![pattern]), handle_auth_requests: None })
-            .await
-            .map_err(|e| err(&e))?;
-        let requests: Arc<Mutex<Vec<(PageRequest, bool)>>> = Arc::default();
-        let answering = {
-            let (page, requests) = (page.clone(), requests.clone());
-            tokio::spawn(async move {
-                while let Some(event) = paused.next().await {
-                    let request = PageRequest {
-                        url: event.request.url.clone(),
-                        method: event.request.method.clone(),
-                        resource_type: format!("{:?}", event.resource_type),
-                    };
-                    let (page, fetch, requests) = (page.clone(), fetch.clone(), requests.clone());
-                    // Each request is answered on its own task: a slow one does not hold the rest.
-                    tokio::spawn(async move {
-                        let answer = fetch(request.clone()).await;
-                        requests.lock().push((request, answer.is_some()));
-                        let id = event.request_id.clone();
-                        let _ = match answer {
-                            Some(r) => {
-                                let headers =
-                                    r.headers.into_iter().map(|(name, value)| HeaderEntry { name, value }).collect();
-                                let body = base64::engine::general_purpose::STANDARD.encode(&r.body);
-                                let mut fulfil = FulfillRequestParams::new(id, i64::from(r.status));
-                                fulfil.response_headers = Some(headers);
-                                fulfil.body = Some(body.into());
-                                page.execute(fulfil).await.map(|_| ())
-                            }
-                            None => page
-                                .execute(FailRequestParams {
-                                    request_id: id,
-                                    error_reason: ErrorReason::BlockedByClient,
-                                })
-                                .await
-                                .map(|_| ()),
-                        };
-                    });
-                }
-            })
-        };
-        let loaded = page.goto(url).await;
-        let result = match loaded {
+        let open = open_page(browser, url, fetch).await?;
+        let page = &open.page;
+        let result = match page.goto(url).await {
             Ok(_) => {
                 tokio::time::sleep(self.settings.settle).await;
                 let boxes: Result<String, _> = match page.evaluate(BOXES).await {
@@ -310,7 +267,7 @@ impl BrowserPool {
                             url: url.to_string(),
                             html,
                             elements,
-                            requests: requests.lock().clone(),
+                            requests: open.requests.lock().clone(),
                             took: started.elapsed(),
                         })
                     }
@@ -319,8 +276,37 @@ impl BrowserPool {
             }
             Err(e) => Err(err(&e)),
         };
-        answering.abort();
-        let _ = page.close().await;
+        open.close().await;
+        result
+    }
+
+    /// Loads `url` in a fresh tab (every request answered by `fetch`), waits for the load
+    /// event and hands the page to `drive` — to click, type, evaluate scripts, take
+    /// screenshots — then closes the tab. For tests of pages the node serves (the dashboard).
+    pub async fn with_page<T>(
+        &self,
+        url: &str,
+        fetch: Fetch,
+        drive: impl for<'p> FnOnce(&'p chromiumoxide::Page) -> BoxFuture<'p, Result<T, BrowserError>>,
+    ) -> Result<T, BrowserError> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|e| BrowserError::Render { url: url.to_string(), reason: e.to_string() })?;
+        let instance = self.free.lock().pop().expect("a permit means a free instance");
+        let result = async {
+            let open = open_page(&instance.browser, url, fetch).await?;
+            let loaded = open.page.goto(url).await;
+            let result = match loaded {
+                Ok(_) => drive(&open.page).await,
+                Err(e) => Err(BrowserError::Render { url: url.to_string(), reason: e.to_string() }),
+            };
+            open.close().await;
+            result
+        }
+        .await;
+        self.free.lock().push(instance);
         result
     }
 
@@ -335,6 +321,68 @@ impl BrowserPool {
             i.handler.abort();
         }
     }
+}
+
+/// A tab whose requests are all paused and answered by a [`Fetch`].
+struct OpenPage {
+    page: chromiumoxide::Page,
+    answering: tokio::task::JoinHandle<()>,
+    requests: Arc<Mutex<Vec<(PageRequest, bool)>>>,
+}
+
+impl OpenPage {
+    async fn close(self) {
+        self.answering.abort();
+        let _ = self.page.close().await;
+    }
+}
+
+/// Opens a blank tab on `browser` with every request intercepted (CDP `Fetch`) and answered by
+/// `fetch`, each on its own task; a request `fetch` does not answer fails as blocked.
+async fn open_page(browser: &Browser, url: &str, fetch: Fetch) -> Result<OpenPage, BrowserError> {
+    let err = |e: &dyn std::fmt::Display| BrowserError::Render { url: url.to_string(), reason: e.to_string() };
+    let page = browser.new_page("about:blank").await.map_err(|e| err(&e))?;
+    let mut paused = page.event_listener::<EventRequestPaused>().await.map_err(|e| err(&e))?;
+    let pattern = RequestPattern { url_pattern: Some("*".into()), resource_type: None, request_stage: None };
+    page.execute(EnableParams { patterns: Some(vec![pattern]), handle_auth_requests: None })
+        .await
+        .map_err(|e| err(&e))?;
+    let requests: Arc<Mutex<Vec<(PageRequest, bool)>>> = Arc::default();
+    let answering = {
+        let (page, requests) = (page.clone(), requests.clone());
+        tokio::spawn(async move {
+            while let Some(event) = paused.next().await {
+                let request = PageRequest {
+                    url: event.request.url.clone(),
+                    method: event.request.method.clone(),
+                    resource_type: format!("{:?}", event.resource_type),
+                };
+                let (page, fetch, requests) = (page.clone(), fetch.clone(), requests.clone());
+                // Each request is answered on its own task: a slow one does not hold the rest.
+                tokio::spawn(async move {
+                    let answer = fetch(request.clone()).await;
+                    requests.lock().push((request, answer.is_some()));
+                    let id = event.request_id.clone();
+                    let _ = match answer {
+                        Some(r) => {
+                            let headers =
+                                r.headers.into_iter().map(|(name, value)| HeaderEntry { name, value }).collect();
+                            let body = base64::engine::general_purpose::STANDARD.encode(&r.body);
+                            let mut fulfil = FulfillRequestParams::new(id, i64::from(r.status));
+                            fulfil.response_headers = Some(headers);
+                            fulfil.body = Some(body.into());
+                            page.execute(fulfil).await.map(|_| ())
+                        }
+                        None => page
+                            .execute(FailRequestParams { request_id: id, error_reason: ErrorReason::BlockedByClient })
+                            .await
+                            .map(|_| ()),
+                    };
+                });
+            }
+        })
+    };
+    Ok(OpenPage { page, answering, requests })
 }
 
 /// A pool started on first use: a node that never meets a page needing the browser never

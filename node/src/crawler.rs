@@ -190,6 +190,11 @@ impl Crawler {
         Ok(was)
     }
 
+    /// The hosts with the most work queued.
+    pub fn top_hosts(&self, n: usize) -> Vec<weft_frontier::HostLoad> {
+        self.inner.frontier.lock().top_hosts(n)
+    }
+
     pub fn blocked_hosts(&self) -> Vec<String> {
         self.inner.frontier.lock().blocked_hosts()
     }

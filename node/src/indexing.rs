@@ -67,6 +67,20 @@ struct Counters {
     embed_micros: AtomicU64,
     queries: AtomicU64,
     queued: AtomicU64,
+    /// The latest documents indexed, newest last.
+    recent: parking_lot::Mutex<std::collections::VecDeque<RecentDocument>>,
+}
+
+/// Documents kept for the dashboard's "recently indexed".
+const RECENT: usize = 20;
+
+/// A document just indexed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecentDocument {
+    pub url: String,
+    pub title: String,
+    pub chunks: usize,
+    pub unix_ms: u64,
 }
 
 /// The index section of `/status`.
@@ -266,6 +280,11 @@ impl IndexService {
         self.index.snapshot()
     }
 
+    /// The latest documents indexed, newest first.
+    pub fn recent(&self) -> Vec<RecentDocument> {
+        self.counters.recent.lock().iter().rev().cloned().collect()
+    }
+
     pub fn status(&self) -> IndexStatus {
         let c = &self.counters;
         let chunks = c.chunks.load(Relaxed);
@@ -382,15 +401,23 @@ fn indexer_loop(
             continue;
         }
         let urls: Vec<String> = docs.iter().map(|d| d.url.clone()).collect();
+        let titles: Vec<String> = docs.iter().map(|d| d.title.clone()).collect();
         let started = Instant::now();
         let outcomes = indexer.index(docs);
         counters.embed_micros.fetch_add(started.elapsed().as_micros() as u64, Relaxed);
         metrics.histograms.index_batch.observe(started.elapsed().as_secs_f64());
         match outcomes {
             Ok(outcomes) => {
-                for ((outcome, reply), url) in outcomes.into_iter().zip(replies).zip(&urls) {
+                for (((outcome, reply), url), title) in outcomes.into_iter().zip(replies).zip(&urls).zip(&titles) {
                     if let Outcome::Indexed { chunks, .. } = outcome {
                         counters.chunks.fetch_add(chunks as u64, Relaxed);
+                        let unix_ms =
+                            std::time::SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+                        let mut recent = counters.recent.lock();
+                        if recent.len() == RECENT {
+                            recent.pop_front();
+                        }
+                        recent.push_back(RecentDocument { url: url.clone(), title: title.clone(), chunks, unix_ms });
                     }
                     let outcome = Ok(outcome);
                     count_outcome(&counters, &metrics, &outcome, url);

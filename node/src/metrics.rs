@@ -68,9 +68,23 @@ impl Histograms {
     }
 }
 
+/// How many samples of the counters are kept for the dashboard's charts (an hour at 5 s).
+pub const HISTORY_SAMPLES: usize = 720;
+
+/// The counters at one moment, for charts over time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub unix_ms: u64,
+    pub pages_fetched: u64,
+    pub requests: u64,
+    pub errors: u64,
+    pub bytes: u64,
+}
+
 /// Live counters, updated by the crawl loop.
 pub struct Metrics {
     pub histograms: Histograms,
+    history: Mutex<std::collections::VecDeque<Sample>>,
     started: Instant,
     pub pages_fetched: AtomicU64,
     pub requests: AtomicU64,
@@ -93,6 +107,7 @@ impl Default for Metrics {
     fn default() -> Self {
         Metrics {
             histograms: Histograms::default(),
+            history: Mutex::new(std::collections::VecDeque::with_capacity(HISTORY_SAMPLES)),
             started: Instant::now(),
             pages_fetched: AtomicU64::new(0),
             requests: AtomicU64::new(0),
@@ -147,6 +162,29 @@ impl Metrics {
 
     pub fn extraction_n(&self, group: &str, value: &str, n: u64) {
         *self.extraction.lock().entry(format!("{group}:{value}")).or_insert(0) += n;
+    }
+
+    /// Records the counters now (called every few seconds by the node).
+    pub fn sample(&self) {
+        let unix_ms =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let sample = Sample {
+            unix_ms,
+            pages_fetched: self.pages_fetched.load(Relaxed),
+            requests: self.requests.load(Relaxed),
+            errors: self.errors.lock().values().sum(),
+            bytes: self.bytes.load(Relaxed),
+        };
+        let mut h = self.history.lock();
+        if h.len() == HISTORY_SAMPLES {
+            h.pop_front();
+        }
+        h.push_back(sample);
+    }
+
+    /// The samples kept, oldest first.
+    pub fn history(&self) -> Vec<Sample> {
+        self.history.lock().iter().copied().collect()
     }
 
     pub fn snapshot(&self, frontier: &FrontierStats, state: &str) -> Status {

@@ -296,6 +296,15 @@ impl Node {
                 }
             });
         }
+        // The dashboard's charts: the counters every few seconds.
+        let metrics = crawler.metrics();
+        background.spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(crate::api::HISTORY_SECS));
+            loop {
+                tick.tick().await;
+                metrics.sample();
+            }
+        });
         let every = Duration::from_secs(config.frontier.snapshot_interval_secs);
         let snapshotter = crawler.clone();
         background.spawn(async move {
