@@ -341,6 +341,12 @@ pub struct IndexConfig {
     pub snapshot_interval_secs: u64,
     /// Extracted pages waiting for the indexer; when full, fetching waits.
     pub queue: usize,
+    /// Disk the node's database and vector snapshot may use, MiB (0: no limit). Over it, the
+    /// documents fetched longest ago are evicted until the use is back under 90%.
+    pub disk_quota_mb: u64,
+    /// Seconds between disk-quota checks (sled reclaims freed space lazily, so checks are
+    /// spaced to let it catch up).
+    pub quota_check_secs: u64,
 }
 
 impl Default for IndexConfig {
@@ -356,6 +362,8 @@ impl Default for IndexConfig {
             expansion_search: 64,
             snapshot_interval_secs: 60,
             queue: 64,
+            disk_quota_mb: 0,
+            quota_check_secs: 300,
         }
     }
 }

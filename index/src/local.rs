@@ -124,6 +124,34 @@ impl LocalIndex {
         Ok(())
     }
 
+    /// Removes a document everywhere (sled and the HNSW index); says whether it was there.
+    pub fn remove(&self, id: DocId) -> Result<bool, IndexError> {
+        let mut counts = self.counts.lock();
+        let Some(old) = self.store.remove(id)? else { return Ok(false) };
+        for key in &old.chunks {
+            self.vectors.remove(*key)?;
+        }
+        counts.add(&old.state, -1);
+        Ok(true)
+    }
+
+    /// The `n` documents fetched longest ago, oldest first: what a disk quota evicts.
+    pub fn oldest(&self, n: usize) -> Result<Vec<(DocId, DocRecord)>, IndexError> {
+        let mut all: Vec<(u64, DocId)> = Vec::new();
+        for entry in self.store.docs() {
+            let (id, record) = entry?;
+            all.push((record.fetched_at, id));
+        }
+        all.sort_by_key(|(at, id)| (*at, id.0));
+        let mut out = Vec::with_capacity(n.min(all.len()));
+        for (_, id) in all.into_iter().take(n) {
+            if let Some(record) = self.store.doc(&id)? {
+                out.push((id, record));
+            }
+        }
+        Ok(out)
+    }
+
     /// The stored record of `url`.
     pub fn document(&self, url: &str) -> Result<Option<DocRecord>, IndexError> {
         self.store.doc(&DocId::of_url(url))

@@ -272,6 +272,34 @@ impl DocStore {
         }
     }
 
+    /// Removes a document with its chunks, vectors and SimHash blocks in one transaction;
+    /// returns its record (`None` if there was none). Aliases recorded against it stay (as
+    /// records without chunks).
+    pub fn remove(&self, id: DocId) -> Result<Option<DocRecord>, IndexError> {
+        let result = (&self.docs, &self.chunks, &self.vectors, &self.blocks).transaction(
+            |(docs, chunk_tree, vector_tree, blocks)| {
+                let abort = |e: IndexError| ConflictableTransactionError::Abort(e);
+                let Some(old) = docs.remove(&id.0)? else { return Ok(None) };
+                let old: DocRecord = decode(&old, "document").map_err(abort)?;
+                for key in &old.chunks {
+                    chunk_tree.remove(&key.to_be_bytes())?;
+                    vector_tree.remove(&key.to_be_bytes())?;
+                }
+                if let (Some(hash), DocState::Indexed) = (old.simhash, &old.state) {
+                    for (p, b) in dedup::blocks(hash).into_iter().enumerate() {
+                        blocks.remove(&block_key(p, b, &id)[..])?;
+                    }
+                }
+                Ok(Some(old))
+            },
+        );
+        match result {
+            Ok(r) => Ok(r),
+            Err(TransactionError::Abort(e)) => Err(e),
+            Err(TransactionError::Storage(e)) => Err(e.into()),
+        }
+    }
+
     pub fn flush(&self) -> Result<(), IndexError> {
         self.docs.flush()?;
         Ok(())

@@ -203,3 +203,38 @@ fn empty_huge_non_latin_and_emoji_texts_index() {
     );
     assert_eq!(index.vectors().len(), index.store().chunk_count());
 }
+
+#[test]
+fn the_oldest_documents_are_found_and_removed_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, index) = open(dir.path());
+    let mut ix = indexer(&index);
+    let topics = ["roses", "tulips", "ferns", "mosses"];
+    let docs: Vec<Document> = topics
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Document {
+            fetched_at: 100 + i as u64,
+            ..doc(&format!("https://garden.test/{t}"), t, &paragraphs(t, 8))
+        })
+        .collect();
+    ix.index(docs).unwrap();
+    let oldest = index.oldest(2).unwrap();
+    let urls: Vec<&str> = oldest.iter().map(|(_, r)| r.url.as_str()).collect();
+    assert_eq!(urls, ["https://garden.test/roses", "https://garden.test/tulips"]);
+    let chunks = oldest[0].1.chunks.clone();
+    assert!(index.remove(oldest[0].0).unwrap());
+    assert!(!index.remove(oldest[0].0).unwrap(), "already gone");
+    assert!(index.document("https://garden.test/roses").unwrap().is_none());
+    for key in &chunks {
+        assert!(index.store().chunk(*key).unwrap().is_none() && !index.vectors().contains(*key));
+        assert!(index.store().vector(*key).unwrap().is_none());
+    }
+    assert_eq!(index.stats().documents, 3);
+    assert_eq!(index.stats().vectors, index.stats().chunks, "no orphans");
+    // The removed page no longer answers.
+    let query = weft_index::Embedder::open(&weft_index::testing::embed_config(), 1).unwrap().embed(&["roses"]).unwrap();
+    let hits = index.search(&query[0], 10).unwrap();
+    assert!(hits.iter().all(|h| !h.url.ends_with("/roses")), "{hits:?}");
+    assert_eq!(hits.len(), 3);
+}

@@ -67,6 +67,7 @@ struct Counters {
     embed_micros: AtomicU64,
     queries: AtomicU64,
     queued: AtomicU64,
+    evicted: AtomicU64,
     /// The latest documents indexed, newest last.
     recent: parking_lot::Mutex<std::collections::VecDeque<RecentDocument>>,
 }
@@ -101,6 +102,9 @@ pub struct IndexStatus {
     pub chunks_per_sec: f64,
     /// Pages waiting for the indexer.
     pub queue: u64,
+    /// Documents evicted by the disk quota in this run.
+    #[serde(default)]
+    pub evicted: u64,
     pub queries: u64,
 }
 
@@ -280,6 +284,19 @@ impl IndexService {
         self.index.snapshot()
     }
 
+    /// Evicts the `n` documents fetched longest ago (blocking); returns how many went.
+    pub fn evict_oldest(&self, n: usize) -> Result<usize, IndexError> {
+        let mut gone = 0;
+        for (id, record) in self.index.oldest(n)? {
+            if self.index.remove(id)? {
+                tracing::debug!(url = record.url, "evicted by the disk quota");
+                gone += 1;
+            }
+        }
+        self.counters.evicted.fetch_add(gone as u64, Relaxed);
+        Ok(gone)
+    }
+
     /// The latest documents indexed, newest first.
     pub fn recent(&self) -> Vec<RecentDocument> {
         self.counters.recent.lock().iter().rev().cloned().collect()
@@ -300,6 +317,7 @@ impl IndexService {
             chunks_per_sec: if secs > 0.0 { chunks as f64 / secs } else { 0.0 },
             queue: c.queued.load(Relaxed),
             queries: c.queries.load(Relaxed),
+            evicted: c.evicted.load(Relaxed),
         }
     }
 }

@@ -27,6 +27,7 @@ pub mod layouts;
 pub mod metrics;
 pub mod node;
 pub mod pipeline;
+pub mod quota;
 pub mod rendering;
 pub mod routing;
 pub mod search;

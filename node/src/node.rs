@@ -32,6 +32,8 @@ pub struct Node {
     network: Option<(weft_p2p::Started, crate::routing::Journal)>,
     /// Layout learning and the JavaScript tier, when `layouts.enabled`.
     layouts: Option<Layouts>,
+    /// The node's database (for the disk quota).
+    db: sled::Db,
 }
 
 /// The parts of layout learning the node runs beside the crawl.
@@ -148,7 +150,7 @@ impl Node {
         } else {
             None
         };
-        Ok(Node { config, crawler, index: None, network, layouts: None })
+        Ok(Node { config, crawler, index: None, network, layouts: None, db })
     }
 
     pub fn crawler(&self) -> &Crawler {
@@ -178,7 +180,7 @@ impl Node {
         shutdown: watch::Receiver<bool>,
         on_api: impl FnOnce(SocketAddr),
     ) -> anyhow::Result<()> {
-        let Node { config, crawler, index, network, layouts } = self;
+        let Node { config, crawler, index, network, layouts, db } = self;
         let mut background = tokio::task::JoinSet::new();
         if let Some(l) = &layouts {
             let renders = crate::rendering::RenderQueue::new(l.store.clone());
@@ -295,6 +297,17 @@ impl Node {
                     tracing::error!("API server stopped: {e}");
                 }
             });
+        }
+        if let (Some(index), quota) = (&index, config.index.disk_quota_mb) {
+            if quota > 0 {
+                background.spawn(crate::quota::enforce(
+                    index.clone(),
+                    db.clone(),
+                    config.data_dir.clone(),
+                    quota << 20,
+                    Duration::from_secs(config.index.quota_check_secs),
+                ));
+            }
         }
         // The dashboard's charts: the counters every few seconds.
         let metrics = crawler.metrics();

@@ -1,0 +1,70 @@
+//! The disk quota (`index.disk_quota_mb`): a node left running for months must not fill its
+//! disk. Every `index.quota_check_secs` the database's size on disk plus the vector snapshot is
+//! compared with the quota; over it, the documents fetched longest ago are evicted — as many as
+//! the overage is worth at the current average cost per document, to 90% of the quota. sled
+//! frees the space of removed entries lazily (segments are reclaimed as they are rewritten), so
+//! a check evicts once and the next check, an interval later, sees what was reclaimed.
+
+use crate::indexing::IndexService;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What one check found and did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checked {
+    pub used_bytes: u64,
+    pub quota_bytes: u64,
+    pub evicted: usize,
+}
+
+/// Bytes the node's storage takes: the sled database and the vector snapshot.
+pub fn used_bytes(db: &sled::Db, data_dir: &std::path::Path) -> u64 {
+    let vectors = std::fs::metadata(data_dir.join("vectors.usearch")).map_or(0, |m| m.len());
+    db.size_on_disk().unwrap_or(0) + vectors
+}
+
+/// One check (blocking).
+pub fn check(
+    index: &IndexService,
+    db: &sled::Db,
+    data_dir: &std::path::Path,
+    quota_bytes: u64,
+) -> anyhow::Result<Checked> {
+    let used = used_bytes(db, data_dir);
+    if used <= quota_bytes {
+        return Ok(Checked { used_bytes: used, quota_bytes, evicted: 0 });
+    }
+    let stats = index.status().stored;
+    let documents = stats.documents + stats.aliases + stats.failed;
+    if documents == 0 {
+        return Ok(Checked { used_bytes: used, quota_bytes, evicted: 0 });
+    }
+    let per_document = (used / documents).max(1);
+    let target = quota_bytes / 10 * 9;
+    let n = (used - target).div_ceil(per_document).clamp(1, documents) as usize;
+    let evicted = index.evict_oldest(n)?;
+    db.flush()?;
+    tracing::warn!(
+        used_mb = used >> 20,
+        quota_mb = quota_bytes >> 20,
+        evicted,
+        "over the disk quota: evicted the oldest documents"
+    );
+    Ok(Checked { used_bytes: used, quota_bytes, evicted })
+}
+
+/// Checks every `every` until the task is dropped.
+pub async fn enforce(index: Arc<IndexService>, db: sled::Db, data_dir: PathBuf, quota_bytes: u64, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let (index, db, dir) = (index.clone(), db.clone(), data_dir.clone());
+        match tokio::task::spawn_blocking(move || check(&index, &db, &dir, quota_bytes)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::error!("disk quota check failed: {e}"),
+            Err(e) => tracing::error!("disk quota check crashed: {e}"),
+        }
+    }
+}
