@@ -81,6 +81,9 @@ pub struct CrawlConfig {
     pub follow_sitemaps: bool,
     /// Links to other hosts are followed (off: stay on the hosts of this run's seeds).
     pub follow_external_links: bool,
+    /// Resident memory the node aims to stay under, MiB, browsers included (0: no target).
+    /// Over it, no new request starts until use is back under 90% (`/status` says `throttled`).
+    pub memory_target_mb: u64,
 }
 
 impl Default for CrawlConfig {
@@ -92,6 +95,7 @@ impl Default for CrawlConfig {
             max_pages_per_host: 100_000,
             follow_sitemaps: true,
             follow_external_links: true,
+            memory_target_mb: 0,
         }
     }
 }

@@ -201,6 +201,7 @@ impl Config {
         c.range("frontier.seen_fp_rate", fr.seen_fp_rate, 1e-6, 0.5);
         c.range("frontier.snapshot_interval_secs", fr.snapshot_interval_secs, 1, 3600);
         c.range("frontier.inlink_cap", fr.inlink_cap, 0, 1000);
+        c.range("crawl.memory_target_mb", self.crawl.memory_target_mb, 0, 1 << 30);
         let la = &self.layouts;
         c.range("layouts.teach_after", la.teach_after, 1, 1_000_000);
         c.range("layouts.browsers", la.browsers, 1, 64);

@@ -55,6 +55,7 @@ const CRAWLING: u8 = 0;
 const IDLE: u8 = 1;
 const STOPPING: u8 = 2;
 const PAUSED: u8 = 3;
+const THROTTLED: u8 = 4;
 
 /// The crawler of one node. Cheap to share (`Arc` inside).
 #[derive(Clone)]
@@ -79,6 +80,8 @@ struct Inner {
     rendering: Mutex<Option<crate::rendering::RenderQueue>>,
     /// The operator paused the crawl: no new requests start (in-flight ones finish).
     paused: std::sync::atomic::AtomicBool,
+    /// Over the memory target: no new requests start until memory is back down.
+    throttled: std::sync::atomic::AtomicBool,
 }
 
 /// Makes frontier writes durable without blocking the async runtime.
@@ -116,6 +119,7 @@ impl Crawler {
                 router: Mutex::new(None),
                 rendering: Mutex::new(None),
                 paused: std::sync::atomic::AtomicBool::new(false),
+                throttled: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -167,6 +171,12 @@ impl Crawler {
     /// a restarted node crawls.
     pub fn pause(&self) {
         self.inner.paused.store(true, Ordering::Release);
+        self.inner.wake.notify_one();
+    }
+
+    /// Holds back (or releases) new requests because of memory (see `memory.rs`).
+    pub fn throttle(&self, on: bool) {
+        self.inner.throttled.store(on, Ordering::Release);
         self.inner.wake.notify_one();
     }
 
@@ -332,6 +342,7 @@ impl Crawler {
             CRAWLING => "crawling",
             IDLE => "idle",
             PAUSED => "paused",
+            THROTTLED => "throttled",
             _ => "stopping",
         };
         self.inner.metrics.snapshot(&stats, state)
@@ -358,8 +369,9 @@ impl Crawler {
                     tracing::error!("crawl task failed: {e}");
                 }
             }
-            if inner.paused.load(Ordering::Acquire) {
-                inner.state.store(PAUSED, Ordering::Relaxed);
+            let paused = inner.paused.load(Ordering::Acquire);
+            if paused || inner.throttled.load(Ordering::Acquire) {
+                inner.state.store(if paused { PAUSED } else { THROTTLED }, Ordering::Relaxed);
                 tokio::select! {
                     _ = inner.wake.notified() => {}
                     Some(_) = tasks.join_next(), if !tasks.is_empty() => {}

@@ -24,6 +24,7 @@ pub mod fetcher;
 pub mod guard;
 pub mod indexing;
 pub mod layouts;
+pub mod memory;
 pub mod metrics;
 pub mod node;
 pub mod pipeline;

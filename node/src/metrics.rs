@@ -84,6 +84,9 @@ pub struct Sample {
 /// Live counters, updated by the crawl loop.
 pub struct Metrics {
     pub histograms: Histograms,
+    /// Set by the memory watch.
+    pub memory_bytes: AtomicU64,
+    pub memory_target_bytes: AtomicU64,
     history: Mutex<std::collections::VecDeque<Sample>>,
     started: Instant,
     pub pages_fetched: AtomicU64,
@@ -107,6 +110,8 @@ impl Default for Metrics {
     fn default() -> Self {
         Metrics {
             histograms: Histograms::default(),
+            memory_bytes: AtomicU64::new(0),
+            memory_target_bytes: AtomicU64::new(0),
             history: Mutex::new(std::collections::VecDeque::with_capacity(HISTORY_SAMPLES)),
             started: Instant::now(),
             pages_fetched: AtomicU64::new(0),
@@ -219,6 +224,8 @@ impl Metrics {
             index: None,
             network: None,
             layouts: None,
+            memory_bytes: self.memory_bytes.load(Relaxed),
+            memory_target_bytes: self.memory_target_bytes.load(Relaxed),
         }
     }
 }
@@ -226,7 +233,7 @@ impl Metrics {
 /// `GET /status`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Status {
-    /// `crawling`, `idle`, `paused` or `stopping`.
+    /// `crawling`, `idle`, `paused`, `throttled` (over the memory target) or `stopping`.
     pub state: String,
     pub uptime_secs: f64,
     /// HTML pages fetched with a 2xx status.
@@ -265,6 +272,11 @@ pub struct Status {
     /// The peer-to-peer network (absent for a standalone node).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<weft_p2p::NetworkStatus>,
+    /// Resident memory of the node and its browsers, bytes, and the target (0: none).
+    #[serde(default)]
+    pub memory_bytes: u64,
+    #[serde(default)]
+    pub memory_target_bytes: u64,
     /// Layout learning and the browser (absent when `layouts.enabled = false`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layouts: Option<LayoutsStatus>,
@@ -329,7 +341,9 @@ impl prometheus_client::collector::Collector for StatusCollector {
             let labels: Labels = vec![("kind", kind.clone())];
             ConstCounter::new(*v).encode(m.encode_family(&labels)?)?;
         }
-        let gauges: [(&str, &str, u64); 6] = [
+        let gauges: [(&str, &str, u64); 8] = [
+            ("weft_memory_bytes", "Resident memory of the node and its browsers", s.memory_bytes),
+            ("weft_memory_target_bytes", "The memory target (0: none)", s.memory_target_bytes),
             ("weft_frontier_queued", "URLs queued", s.queued),
             ("weft_frontier_in_flight", "Requests in flight", s.in_flight),
             ("weft_frontier_hosts", "Hosts known", s.hosts),

@@ -309,6 +309,12 @@ impl Node {
                 ));
             }
         }
+        background.spawn(crate::memory::watch(
+            crawler.clone(),
+            layouts.as_ref().map(|l| l.pool.clone()),
+            config.crawl.memory_target_mb << 20,
+            Duration::from_secs(2),
+        ));
         // The dashboard's charts: the counters every few seconds.
         let metrics = crawler.metrics();
         background.spawn(async move {

@@ -1,0 +1,54 @@
+//! The memory target (`crawl.memory_target_mb`): a node on a shared box should not grow without
+//! bound. Every two seconds the node's resident memory — its own process plus its browsers'
+//! process trees — is measured; over the target the crawl starts no new request (in-flight ones
+//! finish, queues drain, the indexer catches up) until the use is back under 90% of the target.
+//! `/status` shows `throttled` and the figures (`weft_memory_bytes` in `/metrics`).
+
+use crate::browser::LazyPool;
+use crate::crawler::Crawler;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// This process's resident set, bytes (Linux /proc; 0 elsewhere).
+pub fn own_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Measures every `every`, publishing the figures and throttling the crawl around
+/// `target_bytes` (0: measure only).
+pub async fn watch(crawler: Crawler, browsers: Option<Arc<LazyPool>>, target_bytes: u64, every: Duration) {
+    let metrics = crawler.metrics();
+    metrics.memory_target_bytes.store(target_bytes, Relaxed);
+    let mut throttled = false;
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        let browsers = browsers.as_ref().and_then(|b| b.started()).map_or(0, |p| p.memory().iter().sum::<u64>());
+        let used = own_rss() + browsers;
+        metrics.memory_bytes.store(used, Relaxed);
+        if target_bytes == 0 {
+            continue;
+        }
+        if !throttled && used > target_bytes {
+            throttled = true;
+            tracing::warn!(
+                used_mb = used >> 20,
+                target_mb = target_bytes >> 20,
+                "over the memory target: no new requests until it is back under 90%"
+            );
+            crawler.throttle(true);
+        } else if throttled && used < target_bytes / 10 * 9 {
+            throttled = false;
+            tracing::info!(used_mb = used >> 20, "back under the memory target: crawling");
+            crawler.throttle(false);
+        }
+    }
+}
