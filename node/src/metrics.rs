@@ -363,6 +363,31 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ),
             ];
             encode_gauges(&mut enc, &gauges)?;
+            let counters: [Plain; 11] = [
+                ("weft_p2p_dht_lookups", "Near-duplicate lookups in the DHT", n.dht_lookups),
+                ("weft_p2p_dht_duplicates_found", "DHT lookups that found a near duplicate", n.dht_duplicates_found),
+                ("weft_p2p_dht_published", "Fingerprints published in the DHT", n.dht_published),
+                ("weft_p2p_urls_sent", "URLs other members acknowledged from this node", n.urls_sent),
+                ("weft_p2p_urls_received", "URLs received for this node's hosts", n.urls_received),
+                ("weft_p2p_urls_forwarded", "URLs received for other members' hosts and passed on", n.urls_forwarded),
+                ("weft_p2p_urls_rejected", "URLs received and dropped", n.urls_rejected),
+                ("weft_p2p_batches_refused", "URL batches refused (their senders banned)", n.batches_refused),
+                ("weft_p2p_batches_rate_limited", "URL batches answered busy", n.batches_rate_limited),
+                ("weft_p2p_heartbeats_rejected", "Heartbeats rejected", n.rejected_heartbeats),
+                ("weft_p2p_bans", "Peers banned now", n.banned_peers as u64),
+            ];
+            encode_counters(&mut enc, &counters[..10])?;
+            let gauges: [Plain; 4] = [
+                counters[10],
+                ("weft_p2p_dht_lookup_ms_p50", "Median DHT lookup time, milliseconds", n.dht_lookup_ms_p50 as u64),
+                (
+                    "weft_p2p_dht_lookup_ms_p99",
+                    "99th percentile DHT lookup time, milliseconds",
+                    n.dht_lookup_ms_p99 as u64,
+                ),
+                ("weft_p2p_urls_waiting", "URLs waiting to be sent or retried", n.urls_waiting),
+            ];
+            encode_gauges(&mut enc, &gauges)?;
             let q = &n.search;
             let counters: [Plain; 6] = [
                 ("weft_search_queries", "Network queries this node sent", q.queries),
