@@ -272,26 +272,20 @@ fn host_param(host: &str) -> Result<String, ApiError> {
     }
 }
 
-async fn block(State(state): State<AppState>, Path(host): Path<String>) -> Response {
-    let host = match host_param(&host) {
-        Ok(h) => h,
-        Err(e) => return e.into_response(),
-    };
-    match state.crawler.block_host(&host).await {
-        Ok(dropped) => Json(serde_json::json!({ "host": host, "blocked": true, "dropped": dropped })).into_response(),
-        Err(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()).into_response(),
-    }
+async fn block(State(state): State<AppState>, Path(host): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+    let host = host_param(&host)?;
+    let dropped = state.crawler.block_host(&host).await.map_err(internal)?;
+    Ok(Json(serde_json::json!({ "host": host, "blocked": true, "dropped": dropped })))
 }
 
-async fn unblock(State(state): State<AppState>, Path(host): Path<String>) -> Response {
-    let host = match host_param(&host) {
-        Ok(h) => h,
-        Err(e) => return e.into_response(),
-    };
-    match state.crawler.unblock_host(&host).await {
-        Ok(was) => Json(serde_json::json!({ "host": host, "blocked": false, "was_blocked": was })).into_response(),
-        Err(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()).into_response(),
-    }
+async fn unblock(State(state): State<AppState>, Path(host): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+    let host = host_param(&host)?;
+    let was = state.crawler.unblock_host(&host).await.map_err(internal)?;
+    Ok(Json(serde_json::json!({ "host": host, "blocked": false, "was_blocked": was })))
+}
+
+fn internal(e: impl std::fmt::Display) -> ApiError {
+    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
 }
 
 async fn blocked(State(state): State<AppState>) -> Response {
@@ -342,7 +336,7 @@ async fn search(State(state): State<AppState>, Query(params): Query<SearchParams
         Err(e @ SearchError::Busy) => {
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", e.to_string()).into_response()
         }
-        Err(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()).into_response(),
+        Err(e) => internal(e).into_response(),
     }
 }
 
@@ -361,8 +355,8 @@ async fn layout_read<T: serde::Serialize + Send + 'static>(
     };
     match tokio::task::spawn_blocking(move || read(&store)).await {
         Ok(Ok(v)) => Json(v).into_response(),
-        Ok(Err(e)) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()).into_response(),
-        Err(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()).into_response(),
+        Ok(Err(e)) => internal(e).into_response(),
+        Err(e) => internal(e).into_response(),
     }
 }
 

@@ -233,14 +233,8 @@ impl BrowserPool {
     /// Loads `url` in a fresh tab, every request answered by `fetch`, waits for the load event
     /// and `settings.settle` more, and reads the DOM and the element boxes.
     pub async fn render(&self, url: &str, fetch: Fetch) -> Result<Rendered, BrowserError> {
-        let _permit = self
-            .permits
-            .acquire()
-            .await
-            .map_err(|e| BrowserError::Render { url: url.to_string(), reason: e.to_string() })?;
-        let instance = self.free.lock().pop().expect("a permit means a free instance");
-        let result = tokio::time::timeout(self.settings.timeout, self.render_on(&instance.browser, url, fetch)).await;
-        self.free.lock().push(instance);
+        let checkout = self.checkout(url).await?;
+        let result = tokio::time::timeout(self.settings.timeout, self.render_on(checkout.browser(), url, fetch)).await;
         match result {
             Ok(r) => r,
             Err(_) => Err(BrowserError::Timeout { url: url.to_string(), secs: self.settings.timeout.as_secs() }),
@@ -289,14 +283,9 @@ impl BrowserPool {
         fetch: Fetch,
         drive: impl for<'p> FnOnce(&'p chromiumoxide::Page) -> BoxFuture<'p, Result<T, BrowserError>>,
     ) -> Result<T, BrowserError> {
-        let _permit = self
-            .permits
-            .acquire()
-            .await
-            .map_err(|e| BrowserError::Render { url: url.to_string(), reason: e.to_string() })?;
-        let instance = self.free.lock().pop().expect("a permit means a free instance");
+        let checkout = self.checkout(url).await?;
         let result = async {
-            let open = open_page(&instance.browser, url, fetch).await?;
+            let open = open_page(checkout.browser(), url, fetch).await?;
             let loaded = open.page.goto(url).await;
             let result = match loaded {
                 Ok(_) => drive(&open.page).await,
@@ -306,8 +295,18 @@ impl BrowserPool {
             result
         }
         .await;
-        self.free.lock().push(instance);
         result
+    }
+
+    /// Waits for a free instance; it goes back to the pool when the checkout is dropped.
+    async fn checkout(&self, url: &str) -> Result<Checkout<'_>, BrowserError> {
+        let permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|e| BrowserError::Render { url: url.to_string(), reason: e.to_string() })?;
+        let instance = self.free.lock().pop().expect("a permit means a free instance");
+        Ok(Checkout { pool: self, instance: Some(instance), _permit: permit })
     }
 
     /// Closes every browser and waits for its processes to exit (waits for renders in
@@ -319,6 +318,27 @@ impl BrowserPool {
             let _ = i.browser.close().await;
             let _ = i.browser.wait().await;
             i.handler.abort();
+        }
+    }
+}
+
+/// An instance taken from the pool; returned (before its permit) when dropped.
+struct Checkout<'a> {
+    pool: &'a BrowserPool,
+    instance: Option<Instance>,
+    _permit: tokio::sync::SemaphorePermit<'a>,
+}
+
+impl Checkout<'_> {
+    fn browser(&self) -> &Browser {
+        &self.instance.as_ref().expect("held until dropped").browser
+    }
+}
+
+impl Drop for Checkout<'_> {
+    fn drop(&mut self) {
+        if let Some(instance) = self.instance.take() {
+            self.pool.free.lock().push(instance);
         }
     }
 }

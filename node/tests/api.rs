@@ -11,7 +11,6 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use weft_node::api::ROUTES;
-use weft_node::{Node, RunOptions};
 use weft_simnet::{generated_site, WebServer};
 
 fn spec() -> Value {
@@ -63,19 +62,11 @@ async fn the_api_matches_its_spec_and_write_endpoints_want_the_token() {
         WebServer::start(vec![generated_site("a.test", 30, 3), generated_site("b.test", 30, 3)]).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut c = common::config(&server, dir.path(), 150);
-    c.api.enabled = true;
     c.api.listen = "127.0.0.1:0".parse().unwrap();
     c.crawl.concurrency = 2;
-    let node = Node::open(c).unwrap();
-    let (stop, rx) = tokio::sync::watch::channel(false);
-    let (tx, addr) = tokio::sync::oneshot::channel();
-    let task = tokio::spawn(node.run(RunOptions::default(), rx, move |a| {
-        let _ = tx.send(a);
-    }));
-    let api = Api {
-        base: format!("http://{}", addr.await.unwrap()),
-        client: reqwest::Client::builder().no_proxy().build().unwrap(),
-    };
+    let node = common::Running::start(c).await;
+    let api =
+        Api { base: format!("http://{}", node.api), client: reqwest::Client::builder().no_proxy().build().unwrap() };
     let token = std::fs::read_to_string(dir.path().join(weft_node::token::FILE)).unwrap().trim().to_string();
     assert_eq!(token.len(), 64);
 
@@ -186,6 +177,5 @@ async fn the_api_matches_its_spec_and_write_endpoints_want_the_token() {
     let (status, v) = api.call(Method::DELETE, &format!("/hosts/{b_host}/block"), Some(&token), None).await;
     assert_eq!((status, v["was_blocked"].as_bool()), (StatusCode::OK, Some(true)), "{v}");
 
-    stop.send(true).unwrap();
-    task.await.unwrap().unwrap();
+    node.shutdown().await;
 }

@@ -4,36 +4,24 @@
 //! into its box renders the right page first. A screenshot is saved as a test artefact
 //! (`target/tmp/dashboard.png`).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use weft_node::browser::{BrowserError, BrowserPool, BrowserSettings, Fetch, PageRequest, PageResponse};
-use weft_node::{Node, RunOptions};
+use weft_node::browser::{BrowserError, BrowserPool, BrowserSettings, Fetch};
 use weft_simnet::{topic_site, WebServer, TOPICS};
 
-/// Answers the page's requests from the node's API over HTTP; anything else is refused and
-/// remembered.
+/// Answers the page's requests from the node's API; anything else is refused and remembered.
 fn api_fetch(api: std::net::SocketAddr, foreign: Arc<Mutex<Vec<String>>>) -> Fetch {
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    Arc::new(move |req: PageRequest| {
-        let (http, foreign) = (http.clone(), foreign.clone());
-        Box::pin(async move {
-            let url = url::Url::parse(&req.url).ok()?;
-            if url.host_str() != Some("127.0.0.1") || url.port() != Some(api.port()) || req.method != "GET" {
-                foreign.lock().unwrap().push(req.url.clone());
-                return None;
-            }
-            let resp = http.get(url.as_str()).send().await.ok()?;
-            let status = resp.status().as_u16();
-            let headers = resp
-                .headers()
-                .iter()
-                .filter_map(|(k, v)| Some((k.to_string(), v.to_str().ok()?.to_string())))
-                .collect();
-            let body = resp.bytes().await.ok()?.to_vec();
-            Some(PageResponse { status, headers, body })
-        })
+    common::forward_fetch(move |url| {
+        let ours = url.host_str() == Some("127.0.0.1") && url.port() == Some(api.port());
+        if !ours {
+            foreign.lock().unwrap().push(url.to_string());
+            return None;
+        }
+        Some((url.to_string(), format!("127.0.0.1:{}", api.port())))
     })
 }
 
@@ -74,18 +62,11 @@ async fn the_dashboard_shows_the_node_and_answers_a_search_in_chromium() {
     c.crawl.seeds = vec![server.url("topics.test", "/")];
     c.embed = weft_index::testing::embed_config();
     c.layouts.enabled = false; // the generic extractor's text: the question→page pairs are known for it
-    let node = Node::open(c).unwrap();
-    let (stop, rx) = tokio::sync::watch::channel(false);
-    let (tx, addr) = tokio::sync::oneshot::channel();
-    let task = tokio::spawn(node.run(RunOptions::default(), rx, move |a| {
-        let _ = tx.send(a);
-    }));
-    let api = addr.await.unwrap();
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let node = common::Running::start(c).await;
+    let api = node.api;
     let deadline = Instant::now() + Duration::from_secs(240);
     loop {
-        let s: serde_json::Value =
-            client.get(format!("http://{api}/status")).send().await.unwrap().json().await.unwrap();
+        let s = node.get("/status").await;
         if s["state"] == "idle" && s["index"]["documents"].as_u64().unwrap_or(0) >= TOPICS.len() as u64 {
             break;
         }
@@ -145,6 +126,5 @@ async fn the_dashboard_shows_the_node_and_answers_a_search_in_chromium() {
     std::fs::write(&artefact, &png).unwrap();
     eprintln!("screenshot: {}", artefact.display());
 
-    stop.send(true).unwrap();
-    task.await.unwrap().unwrap();
+    node.shutdown().await;
 }

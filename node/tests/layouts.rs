@@ -227,20 +227,11 @@ async fn templates_are_learned_used_repaired_relearned_and_a_spa_is_rendered() {
     // Phase 3: the site became a single-page app.
     server.replace_site(site_after());
     let c = config(&server, dir.path(), &[&url("/app")]);
-    let node = Node::open(c.clone()).unwrap();
-    let (stop, rx) = tokio::sync::watch::channel(false);
-    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
-    let task = tokio::spawn(node.run(RunOptions::default(), rx, move |a| {
-        let _ = addr_tx.send(a);
-    }));
-    let api = addr_rx.await.unwrap();
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let node = common::Running::start(c.clone()).await;
+    let api = node.api;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
     let status: Status = loop {
-        let s: Status = serde_json::from_slice(
-            &client.get(format!("http://{api}/status")).send().await.unwrap().bytes().await.unwrap(),
-        )
-        .unwrap();
+        let s: Status = serde_json::from_value(node.get("/status").await).unwrap();
         let l = s.layouts.clone().unwrap();
         if s.state == "idle" && l.render_queue == 0 && l.teacher_queue == 0 && count(&s, "render:rendered") == 6 {
             break s;
@@ -265,8 +256,7 @@ async fn templates_are_learned_used_repaired_relearned_and_a_spa_is_rendered() {
     weft_node::templates_cli::run(&c, api, what, false, &mut out).await.unwrap();
     let printed = String::from_utf8(out).unwrap();
     assert!(printed.contains("single-page app") && printed.contains("class rename"), "{printed}");
-    stop.send(true).unwrap();
-    task.await.unwrap().unwrap();
+    node.shutdown().await;
 
     // The first v4 page was fetched statically and then rendered; the others went straight to
     // the browser (one request each).

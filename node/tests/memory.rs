@@ -5,7 +5,6 @@
 mod common;
 
 use std::time::{Duration, Instant};
-use weft_node::{Node, RunOptions};
 use weft_simnet::{generated_site, WebServer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -13,23 +12,14 @@ async fn over_its_memory_target_a_node_starts_no_new_request() {
     let server = WebServer::start(vec![generated_site("m.test", 200, 3)]).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut c = common::config(&server, dir.path(), 100);
-    c.api.enabled = true;
     c.api.listen = "127.0.0.1:0".parse().unwrap();
     c.crawl.seeds = vec![server.url("m.test", "/")];
     // Any process is bigger than 1 MiB.
     c.crawl.memory_target_mb = 1;
-    let node = Node::open(c).unwrap();
-    let (stop, rx) = tokio::sync::watch::channel(false);
-    let (tx, addr) = tokio::sync::oneshot::channel();
-    let task = tokio::spawn(node.run(RunOptions::default(), rx, move |a| {
-        let _ = tx.send(a);
-    }));
-    let api = addr.await.unwrap();
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let node = common::Running::start(c).await;
     let deadline = Instant::now() + Duration::from_secs(20);
     let status = loop {
-        let s: serde_json::Value =
-            client.get(format!("http://{api}/status")).send().await.unwrap().json().await.unwrap();
+        let s = node.get("/status").await;
         if s["state"] == "throttled" && server.in_flight() == 0 {
             break s;
         }
@@ -41,10 +31,9 @@ async fn over_its_memory_target_a_node_starts_no_new_request() {
     let before = server.requests().len();
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(server.requests().len(), before, "a request started while throttled");
-    let s: serde_json::Value = client.get(format!("http://{api}/status")).send().await.unwrap().json().await.unwrap();
+    let s = node.get("/status").await;
     assert!(s["queued"].as_u64().unwrap() > 0, "the work waits: {s}");
-    let metrics = client.get(format!("http://{api}/metrics")).send().await.unwrap().text().await.unwrap();
+    let metrics = node.text("/metrics").await;
     assert!(metrics.contains("weft_memory_target_bytes 1048576"), "{metrics}");
-    stop.send(true).unwrap();
-    task.await.unwrap().unwrap();
+    node.shutdown().await;
 }

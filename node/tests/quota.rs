@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
+mod common;
+
 use weft_node::{Node, RunOptions};
 use weft_simnet::news::news_site;
 use weft_simnet::WebServer;
@@ -52,18 +54,10 @@ async fn over_its_disk_quota_a_node_evicts_its_oldest_documents() {
     c.index.disk_quota_mb = ((used >> 20) * 6 / 10).max(1);
     assert!(c.index.disk_quota_mb << 20 < used, "the fixture must be over the quota: {used} bytes");
     c.index.quota_check_secs = 1;
-    let node = Node::open(c.clone()).unwrap();
-    let (stop, rx) = tokio::sync::watch::channel(false);
-    let (tx, addr) = tokio::sync::oneshot::channel();
-    let task = tokio::spawn(node.run(RunOptions::default(), rx, move |a| {
-        let _ = tx.send(a);
-    }));
-    let api = addr.await.unwrap();
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let node = common::Running::start(c).await;
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
-        let s: serde_json::Value =
-            client.get(format!("http://{api}/status")).send().await.unwrap().json().await.unwrap();
+        let s = node.get("/status").await;
         if s["index"]["evicted"].as_u64().unwrap_or(0) > 0 {
             break s;
         }
@@ -80,15 +74,7 @@ async fn over_its_disk_quota_a_node_evicts_its_oldest_documents() {
     );
     assert_eq!(index["chunks"], index["vectors"], "no orphans: {status}");
     // What is left still answers.
-    let answer: serde_json::Value = client
-        .get(format!("http://{api}/search?q=the%20harbour%20council&k=3"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let answer = node.get("/search?q=the%20harbour%20council&k=3").await;
     assert!(!answer["hits"].as_array().unwrap().is_empty(), "{answer}");
-    stop.send(true).unwrap();
-    task.await.unwrap().unwrap();
+    node.shutdown().await;
 }

@@ -103,19 +103,20 @@ impl Logs {
     }
 }
 
-/// A browser fetch function that answers `.test` hosts from the loopback server over real
-/// HTTP (status, content type and body) and blocks everything else — no politeness: for
-/// tests of the browser itself.
-pub fn loopback_fetch(server: &WebServer) -> weft_node::browser::Fetch {
+/// A browser fetch function that sends each GET `route` accepts — as `(local URL, Host header)`
+/// — over real HTTP and answers with the response (status, headers, body); what `route` refuses
+/// is blocked. No politeness: for tests of the browser itself and of pages the node serves.
+pub fn forward_fetch(
+    route: impl Fn(&url::Url) -> Option<(String, String)> + Send + Sync + 'static,
+) -> weft_node::browser::Fetch {
     use weft_node::browser::{PageRequest, PageResponse};
-    let port = server.port();
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let route = std::sync::Arc::new(route);
     std::sync::Arc::new(move |req: PageRequest| {
-        let http = http.clone();
+        let (http, route) = (http.clone(), route.clone());
         Box::pin(async move {
-            let url = url::Url::parse(&req.url).ok()?;
-            let host = url.host_str().filter(|h| h.ends_with(".test"))?.to_string();
-            let local = format!("http://127.0.0.1:{port}{}", &url[url::Position::BeforePath..]);
+            let url = url::Url::parse(&req.url).ok().filter(|_| req.method == "GET")?;
+            let (local, host) = route(&url)?;
             let resp = http.get(local).header("host", host).send().await.ok()?;
             let status = resp.status().as_u16();
             let headers = resp
@@ -127,4 +128,53 @@ pub fn loopback_fetch(server: &WebServer) -> weft_node::browser::Fetch {
             Some(PageResponse { status, headers, body })
         })
     })
+}
+
+/// Answers `.test` hosts from the loopback server and blocks everything else.
+pub fn loopback_fetch(server: &WebServer) -> weft_node::browser::Fetch {
+    let port = server.port();
+    forward_fetch(move |url| {
+        let host = url.host_str().filter(|h| h.ends_with(".test"))?.to_string();
+        Some((format!("http://127.0.0.1:{port}{}", &url[url::Position::BeforePath..]), host))
+    })
+}
+
+/// A node run on its own task with its API on an ephemeral port.
+pub struct Running {
+    pub api: std::net::SocketAddr,
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+    client: reqwest::Client,
+}
+
+impl Running {
+    /// Opens and runs a node on `config` (its API on); returns once the API listens.
+    pub async fn start(mut config: Config) -> Running {
+        config.api.enabled = true;
+        let node = Node::open(config).expect("node opens");
+        let (stop, rx) = tokio::sync::watch::channel(false);
+        let (tx, addr) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(node.run(RunOptions::default(), rx, move |a| {
+            let _ = tx.send(a);
+        }));
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        Running { api: addr.await.expect("the API listens"), stop, task, client }
+    }
+
+    /// `GET path` on the node's API, as JSON.
+    pub async fn get(&self, path: &str) -> serde_json::Value {
+        let resp = self.client.get(format!("http://{}{path}", self.api)).send().await.unwrap();
+        resp.json().await.unwrap()
+    }
+
+    /// `GET path` on the node's API, as text.
+    pub async fn text(&self, path: &str) -> String {
+        self.client.get(format!("http://{}{path}", self.api)).send().await.unwrap().text().await.unwrap()
+    }
+
+    /// Stops the node and waits until it has flushed everything.
+    pub async fn shutdown(self) {
+        self.stop.send(true).expect("node still running");
+        self.task.await.expect("node task").expect("node stops cleanly");
+    }
 }
