@@ -244,6 +244,8 @@ async fn malformed_and_oversized_batches_get_their_sender_banned_and_the_node_go
     };
     let (reply, _) = raw_send(&addr, cbor(&good)).await;
     assert_eq!(reply, Some(BatchReply::Ack { accepted: 2, forwarded: 0, rejected: 2 }));
+    // The published status follows the acknowledgement by a moment.
+    let _ = tokio::time::timeout(Duration::from_secs(5), n.wait_for(|s| s.urls_received == 2)).await;
     let s = n.status();
     assert_eq!((s.urls_received, s.urls_rejected), (2, 2), "{s:?}");
     n.stop();
