@@ -307,17 +307,6 @@ impl LayoutStore {
         self.overrides.get(host).or_else(|| self.overrides.get(host.rsplit_once(':').map_or(host, |(h, _)| h)))
     }
 
-    /// The operator's templates.
-    pub fn overrides(&self) -> Vec<Template> {
-        let mut v: Vec<Template> = self.overrides.values().map(|l| l.template.clone()).collect();
-        v.sort_by(|a, b| a.host.cmp(&b.host));
-        v
-    }
-
-    pub fn threshold(&self) -> u64 {
-        self.threshold
-    }
-
     fn get<T: for<'de> Deserialize<'de>>(tree: &Tree, k: &[u8]) -> Result<Option<T>, LayoutError> {
         Ok(tree.get(k)?.map(|v| serde_json::from_slice(&v)).transpose()?)
     }
@@ -545,10 +534,6 @@ impl LayoutStore {
         self.jobs.len() + self.renders.len()
     }
 
-    pub fn queue_len(&self) -> usize {
-        self.jobs.len()
-    }
-
     /// Whether `host`'s pages are rendered, and why.
     pub fn host_rendering(&self, host: &str) -> Result<Option<HostRendering>, LayoutError> {
         Self::get(&self.hosts, host.as_bytes())
@@ -601,10 +586,6 @@ impl LayoutStore {
     pub fn render_done(&self, k: &[u8]) -> Result<(), LayoutError> {
         self.renders.remove(k)?;
         Ok(())
-    }
-
-    pub fn renders_queued(&self) -> usize {
-        self.renders.len()
     }
 
     /// Every host with signatures, templates or a rendering decision, and what is known of it.

@@ -74,10 +74,6 @@ impl Worker {
         }
     }
 
-    pub fn store(&self) -> &LayoutStore {
-        &self.store
-    }
-
     /// Runs the worker on a page the generic extractor has read into `e`, replacing its text
     /// when a template fits.
     pub fn work(&self, page: &FetchedPage, e: &mut Extracted) -> Worked {
