@@ -40,6 +40,7 @@ pub struct Config {
     pub p2p: P2pConfig,
     pub search: SearchConfig,
     pub layouts: LayoutsConfig,
+    pub storage: StorageConfig,
     pub api: ApiConfig,
     pub log: LogConfig,
 }
@@ -58,6 +59,7 @@ impl Default for Config {
             p2p: P2pConfig::default(),
             search: SearchConfig::default(),
             layouts: LayoutsConfig::default(),
+            storage: StorageConfig::default(),
             api: ApiConfig::default(),
             log: LogConfig::default(),
         }
@@ -497,6 +499,12 @@ pub struct LayoutsConfig {
     /// The operator's templates (TOML, `[[template]]` per host); relative to the data dir.
     /// They win over learned ones.
     pub overrides: PathBuf,
+    /// Browsers are stopped after this many seconds without a render (and started again on
+    /// the next need): a node whose hosts are static holds no Chromium.
+    pub browser_idle_secs: u64,
+    /// Subresource requests (scripts, stylesheets, XHRs) answered per render; the rest fail
+    /// in the browser. Images, fonts, media and favicons are always refused.
+    pub max_subresources: usize,
 }
 
 impl Default for LayoutsConfig {
@@ -511,7 +519,27 @@ impl Default for LayoutsConfig {
             render_js_above: 0.8,
             render_js_maybe_above: 0.4,
             overrides: PathBuf::from("templates.toml"),
+            browser_idle_secs: 120,
+            max_subresources: 30,
         }
+    }
+}
+
+/// The node's storage (the sled database in the data dir) and what happens when it fails.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageConfig {
+    /// Longest one flush to disk may take. A flush that fails or takes longer (data dir
+    /// removed, disk full, read-only, I/O errors) stops the node with a non-zero exit: nothing
+    /// it acknowledged was lost, since acknowledgements follow flushes.
+    pub flush_timeout_secs: u64,
+    /// How often the data dir is checked (still there, still the same directory, writable).
+    pub check_interval_secs: u64,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig { flush_timeout_secs: 10, check_interval_secs: 2 }
     }
 }
 

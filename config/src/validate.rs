@@ -209,6 +209,10 @@ impl Config {
         c.range("layouts.render_patience_secs", la.render_patience_secs, 1, 3600);
         c.range("layouts.render_js_above", la.render_js_above, 0.0, 1.0);
         c.range("layouts.render_js_maybe_above", la.render_js_maybe_above, 0.0, la.render_js_above);
+        c.range("layouts.browser_idle_secs", la.browser_idle_secs, 1, 86_400);
+        c.range("layouts.max_subresources", la.max_subresources, 0, 10_000);
+        c.range("storage.flush_timeout_secs", self.storage.flush_timeout_secs, 1, 3600);
+        c.range("storage.check_interval_secs", self.storage.check_interval_secs, 1, 3600);
         let ex = &self.extract;
         c.range("extract.second_opinion_below", ex.second_opinion_below, 0.0, 1.0);
         c.range("extract.second_opinion_budget_ms", ex.second_opinion_budget_ms, 100, 600_000);

@@ -661,8 +661,8 @@ impl Frontier {
 
     /// Gives away the hosts for which `keep(host)` is false: in a network, the hosts this node
     /// no longer owns go to their new owner. Their queued URLs leave the queue and come back in
-    /// [`HandOff::queued`]; `persist` sees them (and the done ones) first and must store them
-    /// elsewhere (the node's
+    /// [`HandOff::queued`]; `persist` sees them (and the done ones, the URL leased right now
+    /// among them) first and must store them elsewhere (the node's
     /// outbox) before they leave, so a crash in between can repeat a URL but never lose it. The
     /// URLs this node is done with on those hosts come back in [`HandOff::done`], so the new
     /// owner does not fetch them again. A URL leased right now is not touched (its fetch
@@ -689,6 +689,14 @@ impl Frontier {
             for kv in self.tree.scan_prefix(&prefix) {
                 let (k, _) = kv?;
                 done.push(String::from_utf8_lossy(&k[prefix.len()..]).into_owned());
+            }
+            // The URL leased right now is this node's to finish: the new owner is told it is
+            // done, or it would fetch it again while this node is still indexing it.
+            if let Some(seq) = self.hosts[id].leased {
+                if let Some(v) = self.tree.get(qkey(seq))? {
+                    let entry: QueuedUrl = postcard::from_bytes(&v)?;
+                    done.push(entry.url);
+                }
             }
             if self.hosts[id].queued == 0 {
                 continue;
@@ -874,6 +882,28 @@ impl Frontier {
         };
         self.hosts_tree.insert(h.name.as_bytes(), postcard::to_allocvec(&record)?)?;
         Ok(())
+    }
+
+    /// Puts back in the queue the URLs whose leases will never be completed (their tasks were
+    /// abandoned at a stop), so that a hand-off that follows gives them to the host's next
+    /// owner as queued URLs rather than as done. Returns how many.
+    pub fn abandon_leases(&mut self) -> Result<usize> {
+        let mut n = 0;
+        for id in 0..self.hosts.len() {
+            let Some(seq) = self.hosts[id].leased.take() else { continue };
+            let h = &mut self.hosts[id];
+            if h.in_flight {
+                h.in_flight = false;
+                self.in_flight = self.in_flight.saturating_sub(1);
+            }
+            if let Some(v) = self.tree.get(qkey(seq))? {
+                let entry: QueuedUrl = postcard::from_bytes(&v)?;
+                self.hosts[id].heap.push(HeapRef { score: entry.score, seq });
+                n += 1;
+            }
+            self.reschedule(id as u32);
+        }
+        Ok(n)
     }
 
     /// Takes `host` for one request outside the queue — a browser's page or subresource — under

@@ -199,7 +199,7 @@ fn host_page_budget() {
 }
 
 #[test]
-fn hand_off_removes_the_queues_of_hosts_given_away_but_not_a_leased_url() {
+fn hand_off_removes_the_queues_of_hosts_given_away_and_reports_a_leased_url_done() {
     let dir = tempfile::tempdir().unwrap();
     let (_db, mut f) = open(dir.path(), settings());
     for u in
@@ -234,7 +234,11 @@ fn hand_off_removes_the_queues_of_hosts_given_away_but_not_a_leased_url() {
         )
         .unwrap();
     assert_eq!(persisted.len(), given.queued.len(), "persisted before removal");
-    assert!(given.done.is_empty(), "nothing of away.test was fetched yet");
+    assert_eq!(
+        given.done,
+        vec![leased.entry.url.clone()],
+        "the leased URL is this node's to finish: done for the next owner"
+    );
     let mut urls: Vec<String> = given.queued.iter().map(|q| q.url.clone()).collect();
     urls.sort();
     let mut expected = vec!["http://away.test/1", "http://away.test/2", "http://away.test/3"];
@@ -363,4 +367,22 @@ fn a_blocked_host_loses_its_queue_takes_nothing_new_and_stays_blocked_after_reop
     assert!(f.unblock_host("bad.test").unwrap());
     assert_eq!(f.push(page("http://bad.test/other", 0)).unwrap(), PushOutcome::Queued);
     assert_eq!(f.push(page("http://bad.test/1", 0)).unwrap(), PushOutcome::AlreadySeen, "dropped URLs stay seen");
+}
+
+#[test]
+fn abandoned_leases_go_back_to_the_queue_and_to_the_next_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut f) = open(dir.path(), settings());
+    f.push(page("http://away.test/1", 1)).unwrap();
+    f.push(page("http://away.test/2", 1)).unwrap();
+    let now = Instant::now();
+    let leased = take(&mut f, now);
+    // The task holding the lease was abandoned at a stop: the lease is never completed.
+    assert_eq!(f.abandon_leases().unwrap(), 1);
+    assert_eq!(f.stats().in_flight, 0);
+    let given = f.hand_off(|_| false, |_| Ok(())).unwrap();
+    let mut urls: Vec<String> = given.queued.iter().map(|q| q.url.clone()).collect();
+    urls.sort();
+    assert_eq!(urls, vec!["http://away.test/1", "http://away.test/2"], "queued, not done");
+    assert!(given.done.is_empty() && urls.contains(&leased.entry.url));
 }

@@ -19,7 +19,7 @@ fn main() -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
         let mut c = Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
         c.index.enabled = false; // the crawl loop alone
-        c.layouts.enabled = false;
+        c.layouts.enabled = false; // the crawl loop alone, as the reference crawler measures it
         c.api.enabled = false;
         c.fetch.allow_private_networks = true;
         let lo: IpAddr = "127.0.0.1".parse()?;

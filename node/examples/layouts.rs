@@ -187,7 +187,8 @@ fn main() -> anyhow::Result<()> {
         // instances.
         let dir2 = tempfile::tempdir()?;
         let node = Node::open(config(&server, dir2.path(), 0))?;
-        let fetch = node.crawler().browser_fetch(Duration::from_secs(30));
+        let crawler = node.crawler().clone();
+        let fetch_for = move |u: &str| crawler.render_fetch(&url::Url::parse(u).unwrap(), None, Duration::from_secs(30)).0;
         let urls: Vec<String> = news
             .iter()
             .flat_map(|(h, s)| s.articles.iter().map(move |a| (h.clone(), a.path.clone())))
@@ -202,13 +203,13 @@ fn main() -> anyhow::Result<()> {
             );
             // One warm-up render per instance.
             for u in urls.iter().take(instances) {
-                pool.render(u, fetch.clone()).await?;
+                pool.render(u, fetch_for(u)).await?;
             }
             let t = Instant::now();
             let mut tasks = tokio::task::JoinSet::new();
             let mut took = Vec::new();
             for u in &urls {
-                let (pool, fetch, u) = (pool.clone(), fetch.clone(), u.clone());
+                let (pool, fetch, u) = (pool.clone(), fetch_for(u), u.clone());
                 tasks.spawn(async move { pool.render(&u, fetch).await.map(|r| r.took.as_secs_f64() * 1000.0) });
             }
             let mut peak: Vec<u64> = vec![0; instances];

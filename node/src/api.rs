@@ -65,6 +65,14 @@ pub struct ApiError {
     pub message: String,
 }
 
+/// `ok`, until the storage fails.
+async fn health(State(state): State<AppState>) -> Result<&'static str, ApiError> {
+    match state.crawler.storage().fault() {
+        None => Ok("ok\n"),
+        Some(f) => Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "storage_fault", f.to_string())),
+    }
+}
+
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
         ApiError { status, code, message: message.into() }
@@ -95,6 +103,7 @@ impl AppState {
         s.layouts = self.layouts.as_ref().map(|l| {
             let mut status = l.store.status();
             status.browser_available = l.pool.available().load(std::sync::atomic::Ordering::Acquire);
+            status.browser_starts = l.pool.starts();
             if let Some(pool) = l.pool.started() {
                 status.browsers_running = pool.instances() as u64;
                 status.browser_memory_bytes = pool.memory();
@@ -114,7 +123,7 @@ pub fn router(state: AppState) -> Router {
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
         .route("/", get(dashboard))
-        .route("/health", get(|| async { "ok\n" }))
+        .route("/health", get(health))
         .route("/history", get(history))
         .route("/hosts/top", get(top_hosts))
         .route("/documents/recent", get(recent_documents))
@@ -293,13 +302,13 @@ async fn blocked(State(state): State<AppState>) -> Response {
 }
 
 async fn status(State(state): State<AppState>) -> impl IntoResponse {
-    Json(state.status())
+    Json(crate::storage::blocking(|| state.status()))
 }
 
 async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
-        render_prometheus(&state.status(), &state.crawler.metrics().histograms),
+        render_prometheus(&crate::storage::blocking(|| state.status()), &state.crawler.metrics().histograms),
     )
 }
 

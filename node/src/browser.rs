@@ -14,7 +14,7 @@
 //! free instance.
 
 use base64::Engine as _;
-use chromiumoxide::browser::{Browser, BrowserConfig};
+use chromiumoxide::browser::Browser;
 use chromiumoxide::cdp::browser_protocol::fetch::{
     EnableParams, EventRequestPaused, FailRequestParams, FulfillRequestParams, HeaderEntry, RequestPattern,
 };
@@ -54,7 +54,7 @@ pub struct PageRequest {
 }
 
 /// The answer to a [`PageRequest`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PageResponse {
     pub status: u16,
     pub headers: Vec<(String, String)>,
@@ -150,6 +150,8 @@ pub fn find_chromium(path: Option<&Path>) -> Result<PathBuf, BrowserError> {
 struct Instance {
     browser: Browser,
     handler: tokio::task::JoinHandle<()>,
+    /// Chromium's main process (its own process group; killed by the kernel with the node).
+    child: std::process::Child,
     _profile: tempfile::TempDir,
 }
 
@@ -165,46 +167,88 @@ fn launch_err(e: impl std::fmt::Display) -> BrowserError {
     BrowserError::Launch(e.to_string())
 }
 
+/// Chromium's flags: puppeteer's defaults for automation, headless with Weft's window, and the
+/// walls that keep it off the network (see the module docs).
+fn chromium_args(profile: &Path) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--headless=new",
+        "--hide-scrollbars",
+        "--mute-audio",
+        // Containers and root run without the setuid sandbox; the page never reaches a
+        // network anyway.
+        "--no-sandbox",
+        "--disable-setuid-sandbox",
+        "--disable-background-networking",
+        "--disable-background-timer-throttling",
+        "--disable-backgrounding-occluded-windows",
+        "--disable-breakpad",
+        "--disable-component-extensions-with-background-pages",
+        "--disable-default-apps",
+        "--disable-extensions",
+        "--disable-features=TranslateUI",
+        "--disable-hang-monitor",
+        "--disable-ipc-flooding-protection",
+        "--disable-popup-blocking",
+        "--disable-prompt-on-repost",
+        "--disable-renderer-backgrounding",
+        "--force-color-profile=srgb",
+        "--enable-automation",
+        "--password-store=basic",
+        "--use-mock-keychain",
+        "--lang=en_US",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--proxy-server=http://127.0.0.1:9",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-sync",
+        "--disable-component-update",
+        "--disable-domain-reliability",
+        "--disable-client-side-phishing-detection",
+        "--safebrowsing-disable-auto-update",
+        "--metrics-recording-only",
+        "--no-pings",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+    ]
+    .into_iter()
+    .map(str::to_string)
+    .collect();
+    args.push(format!("--window-size={},{}", VIEWPORT.0, VIEWPORT.1));
+    args.push(format!("--user-data-dir={}", profile.display()));
+    args.push("about:blank".into());
+    args
+}
+
 impl BrowserPool {
-    /// Starts `settings.instances` browsers (inside a tokio runtime).
+    /// Starts `settings.instances` browsers (inside a tokio runtime). Each is killed by the
+    /// kernel if the node dies (see `chromium.rs`).
     pub async fn launch(settings: BrowserSettings) -> Result<BrowserPool, BrowserError> {
         let executable = find_chromium(Some(&settings.executable))?;
         let mut free = Vec::new();
         let mut pids = Vec::new();
         for _ in 0..settings.instances.max(1) {
-            let profile = tempfile::Builder::new().prefix("weft-chromium-").tempdir().map_err(launch_err)?;
-            let config = BrowserConfig::builder()
-                .chrome_executable(&executable)
-                .new_headless_mode()
-                // Containers and root run without the setuid sandbox; the page never reaches a
-                // network anyway (see the module docs).
-                .no_sandbox()
-                .user_data_dir(profile.path())
-                .window_size(VIEWPORT.0, VIEWPORT.1)
-                .viewport(None)
-                .launch_timeout(Duration::from_secs(30))
-                .request_timeout(settings.timeout)
-                .args([
-                    "--host-resolver-rules=MAP * ~NOTFOUND",
-                    "--proxy-server=http://127.0.0.1:9",
-                    "--no-first-run",
-                    "--no-default-browser-check",
-                    "--disable-sync",
-                    "--disable-component-update",
-                    "--disable-domain-reliability",
-                    "--disable-client-side-phishing-detection",
-                    "--safebrowsing-disable-auto-update",
-                    "--metrics-recording-only",
-                    "--no-pings",
-                    "--disable-gpu",
-                    "--disable-dev-shm-usage",
-                ])
-                .build()
-                .map_err(launch_err)?;
-            let (mut browser, mut handler) = Browser::launch(config).await.map_err(launch_err)?;
-            if let Some(pid) = browser.get_mut_child().and_then(|c| c.inner.id()) {
-                pids.push(pid);
-            }
+            let profile = crate::chromium::profile_dir().map_err(launch_err)?;
+            let args = chromium_args(profile.path());
+            let exe = executable.clone();
+            let launched =
+                tokio::task::spawn_blocking(move || crate::chromium::launch(&exe, &args, Duration::from_secs(30)))
+                    .await
+                    .map_err(launch_err)?
+                    .map_err(launch_err)?;
+            let mut child = launched.child;
+            let handler_config = chromiumoxide::handler::HandlerConfig {
+                viewport: None,
+                request_timeout: settings.timeout,
+                ..Default::default()
+            };
+            let (browser, mut handler) = match Browser::connect_with_config(launched.ws_url, handler_config).await {
+                Ok(b) => b,
+                Err(e) => {
+                    let _ = crate::chromium::kill_group(&mut child);
+                    return Err(launch_err(e));
+                }
+            };
+            pids.push(child.id());
             let handler = tokio::spawn(async move {
                 while let Some(event) = handler.next().await {
                     if event.is_err() {
@@ -212,7 +256,7 @@ impl BrowserPool {
                     }
                 }
             });
-            free.push(Instance { browser, handler, _profile: profile });
+            free.push(Instance { browser, handler, child, _profile: profile });
         }
         let permits = Semaphore::new(free.len());
         Ok(BrowserPool { free: Mutex::new(free), permits, settings, pids })
@@ -310,14 +354,25 @@ impl BrowserPool {
     }
 
     /// Closes every browser and waits for its processes to exit (waits for renders in
-    /// progress first).
+    /// progress first). A browser that does not close within 5 s is killed with its group.
     pub async fn close(&self) {
         let _all = self.permits.acquire_many(self.pids.len().max(1) as u32).await;
         let instances = std::mem::take(&mut *self.free.lock());
         for mut i in instances {
-            let _ = i.browser.close().await;
-            let _ = i.browser.wait().await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), i.browser.close()).await;
             i.handler.abort();
+            let mut child = i.child;
+            let _ = tokio::task::spawn_blocking(move || {
+                for _ in 0..50 {
+                    if matches!(child.try_wait(), Ok(Some(_))) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                // Helpers of the group may linger after the main process: end them all.
+                let _ = crate::chromium::kill_group(&mut child);
+            })
+            .await;
         }
     }
 }
@@ -405,23 +460,37 @@ async fn open_page(browser: &Browser, url: &str, fetch: Fetch) -> Result<OpenPag
     Ok(OpenPage { page, answering, requests })
 }
 
-/// A pool started on first use: a node that never meets a page needing the browser never
-/// starts one. When Chromium is missing or fails to start, [`LazyPool::available`] turns false
-/// and the layout worker stops asking for renders.
+/// A pool started on first use and stopped when idle: a node that never meets a page needing
+/// the browser never starts one, and one whose renders are over gives the memory back after
+/// `idle` (`layouts.browser_idle_secs`). When Chromium is missing or fails to start,
+/// [`LazyPool::available`] turns false and the layout worker stops asking for renders.
 pub struct LazyPool {
     settings: BrowserSettings,
-    cell: tokio::sync::OnceCell<Option<Arc<BrowserPool>>>,
+    idle: Duration,
+    running: Mutex<Option<Arc<BrowserPool>>>,
+    /// Held while starting or stopping the pool, so the two never overlap.
+    lifecycle: tokio::sync::Mutex<()>,
+    last_used: Mutex<Instant>,
     available: Arc<std::sync::atomic::AtomicBool>,
+    starts: std::sync::atomic::AtomicU64,
 }
 
 impl LazyPool {
-    pub fn new(settings: BrowserSettings) -> LazyPool {
+    pub fn new(settings: BrowserSettings, idle: Duration) -> LazyPool {
         let found = find_chromium(Some(&settings.executable));
         if let Err(e) = &found {
             tracing::warn!("{e}; layouts are counted and override templates used, but nothing is taught or rendered");
         }
         let available = Arc::new(std::sync::atomic::AtomicBool::new(found.is_ok()));
-        LazyPool { settings, cell: tokio::sync::OnceCell::new(), available }
+        LazyPool {
+            settings,
+            idle,
+            running: Mutex::new(None),
+            lifecycle: tokio::sync::Mutex::new(()),
+            last_used: Mutex::new(Instant::now()),
+            available,
+            starts: std::sync::atomic::AtomicU64::new(0),
+        }
     }
 
     /// Whether a browser can be had (shared with the worker).
@@ -429,36 +498,78 @@ impl LazyPool {
         self.available.clone()
     }
 
-    /// The pool, started now if it was not yet; `None` if Chromium cannot run.
+    /// The pool, started now if it is not running; `None` if Chromium cannot run. The pool is
+    /// not stopped while the returned handle is held.
     pub async fn get(&self) -> Option<Arc<BrowserPool>> {
         if !self.available.load(std::sync::atomic::Ordering::Acquire) {
             return None;
         }
-        self.cell
-            .get_or_init(|| async {
-                match BrowserPool::launch(self.settings.clone()).await {
-                    Ok(p) => {
-                        tracing::info!(instances = p.instances(), "browser pool started");
-                        Some(Arc::new(p))
-                    }
-                    Err(e) => {
-                        tracing::error!("{e}; nothing will be taught or rendered");
-                        self.available.store(false, std::sync::atomic::Ordering::Release);
-                        None
-                    }
-                }
-            })
-            .await
-            .clone()
+        *self.last_used.lock() = Instant::now();
+        if let Some(p) = self.running.lock().clone() {
+            return Some(p);
+        }
+        let _starting = self.lifecycle.lock().await;
+        if let Some(p) = self.running.lock().clone() {
+            return Some(p);
+        }
+        match BrowserPool::launch(self.settings.clone()).await {
+            Ok(p) => {
+                tracing::info!(instances = p.instances(), "browser pool started");
+                self.starts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let p = Arc::new(p);
+                *self.running.lock() = Some(p.clone());
+                *self.last_used.lock() = Instant::now();
+                Some(p)
+            }
+            Err(e) => {
+                tracing::error!("{e}; nothing will be taught or rendered");
+                self.available.store(false, std::sync::atomic::Ordering::Release);
+                None
+            }
+        }
     }
 
-    /// The pool if it was started.
+    /// The pool if it is running.
     pub fn started(&self) -> Option<Arc<BrowserPool>> {
-        self.cell.get().cloned().flatten()
+        self.running.lock().clone()
+    }
+
+    /// How many times the pool was started (it is stopped when idle).
+    pub fn starts(&self) -> u64 {
+        self.starts.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Stops the pool if nobody holds it and it was last asked for more than `idle` ago; says
+    /// whether it stopped it.
+    pub async fn stop_if_idle(&self) -> bool {
+        let Ok(_stopping) = self.lifecycle.try_lock() else { return false };
+        let pool = {
+            let mut running = self.running.lock();
+            let idle = self.last_used.lock().elapsed() >= self.idle;
+            match &*running {
+                Some(p) if idle && Arc::strong_count(p) == 1 => running.take(),
+                _ => None,
+            }
+        };
+        let Some(pool) = pool else { return false };
+        tracing::info!(idle_secs = self.idle.as_secs(), "browser pool idle: stopping it");
+        pool.close().await;
+        true
+    }
+
+    /// Stops idle browsers until the task is dropped.
+    pub async fn run_idle_stop(self: Arc<Self>) {
+        let every = (self.idle / 4).clamp(Duration::from_millis(250), Duration::from_secs(10));
+        loop {
+            tokio::time::sleep(every).await;
+            self.stop_if_idle().await;
+        }
     }
 
     pub async fn close(&self) {
-        if let Some(p) = self.started() {
+        let _stopping = self.lifecycle.lock().await;
+        let pool = self.running.lock().take();
+        if let Some(p) = pool {
             p.close().await;
         }
     }

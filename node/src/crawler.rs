@@ -13,6 +13,7 @@
 use crate::fetcher::{Expect, FetchError, Fetched, Fetcher};
 use crate::metrics::{inc, Metrics, Status};
 use crate::pipeline::{FetchedPage, Pipeline};
+use crate::storage::{blocking, Storage, StorageFault};
 use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -37,6 +38,8 @@ pub struct CrawlSettings {
     /// How long in-flight requests may take to finish at shutdown before they are abandoned
     /// (abandoned leases stay queued and are fetched after a restart).
     pub shutdown_grace: Duration,
+    /// Subresource fetches one render may make (`layouts.max_subresources`).
+    pub render_subresources: usize,
 }
 
 impl CrawlSettings {
@@ -46,10 +49,17 @@ impl CrawlSettings {
             follow_sitemaps: c.crawl.follow_sitemaps,
             follow_external_links: c.crawl.follow_external_links,
             max_redirects: c.fetch.max_redirects,
-            shutdown_grace: Duration::from_secs(10),
+            // Long enough for the pages in flight to be indexed on a busy box (a lease completes
+            // once its page is indexed); a lease abandoned at a stop is fetched again — by this
+            // node after a restart, or by the host's next owner when this node leaves.
+            shutdown_grace: Duration::from_secs(20),
+            render_subresources: c.layouts.max_subresources,
         }
     }
 }
+
+/// Memory for rendered pages' subresources kept for the run.
+const SUBRESOURCE_CACHE_BYTES: usize = 32 << 20;
 
 const CRAWLING: u8 = 0;
 const IDLE: u8 = 1;
@@ -66,6 +76,8 @@ pub struct Crawler {
 struct Inner {
     frontier: Mutex<Frontier>,
     durability: Durability,
+    /// Flushes go through it: bounded, and a failure stops the node (see `storage.rs`).
+    storage: Storage,
     robots: Mutex<RobotsCache>,
     fetcher: Fetcher,
     pipeline: Arc<dyn Pipeline>,
@@ -82,13 +94,8 @@ struct Inner {
     paused: std::sync::atomic::AtomicBool,
     /// Over the memory target: no new requests start until memory is back down.
     throttled: std::sync::atomic::AtomicBool,
-}
-
-/// Makes frontier writes durable without blocking the async runtime.
-async fn flush(d: &Durability) -> anyhow::Result<()> {
-    let d = d.clone();
-    tokio::task::spawn_blocking(move || d.flush()).await??;
-    Ok(())
+    /// Rendered pages' subresources, fetched once per run (see `render_fetch.rs`).
+    subresources: Mutex<crate::render_fetch::SubresourceCache>,
 }
 
 fn now_unix() -> u64 {
@@ -103,10 +110,12 @@ impl Crawler {
         pipeline: Arc<dyn Pipeline>,
         metrics: Arc<Metrics>,
         settings: CrawlSettings,
+        storage: Storage,
     ) -> Crawler {
         Crawler {
             inner: Arc::new(Inner {
                 durability: frontier.durability(),
+                storage,
                 frontier: Mutex::new(frontier),
                 robots: Mutex::new(robots),
                 fetcher,
@@ -120,6 +129,7 @@ impl Crawler {
                 rendering: Mutex::new(None),
                 paused: std::sync::atomic::AtomicBool::new(false),
                 throttled: std::sync::atomic::AtomicBool::new(false),
+                subresources: Mutex::new(crate::render_fetch::SubresourceCache::new(SUBRESOURCE_CACHE_BYTES)),
             }),
         }
     }
@@ -142,8 +152,11 @@ impl Crawler {
             };
             results.push((seed.clone(), r));
         }
-        if let Err(e) = flush(&self.inner.durability).await {
-            tracing::error!("flushing the frontier failed: {e}");
+        if let Err(fault) = self.inner.flush().await {
+            // Not durable, so not acknowledged.
+            for (_, r) in &mut results {
+                *r = Err(fault.to_string());
+            }
         }
         self.inner.wake.notify_one();
         results
@@ -174,6 +187,14 @@ impl Crawler {
         self.inner.wake.notify_one();
     }
 
+    /// Returns once the crawl is neither paused nor throttled: the browser's work (renders,
+    /// lessons) starts no request while the crawl's does not either.
+    pub async fn until_running(&self) {
+        while self.inner.paused.load(Ordering::Acquire) || self.inner.throttled.load(Ordering::Acquire) {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     /// Holds back (or releases) new requests because of memory (see `memory.rs`).
     pub fn throttle(&self, on: bool) {
         self.inner.throttled.store(on, Ordering::Release);
@@ -188,15 +209,22 @@ impl Crawler {
     /// Blocks a host for good (see [`Frontier::block_host`]); returns the queued URLs dropped.
     /// Durable when this returns.
     pub async fn block_host(&self, host: &str) -> anyhow::Result<u64> {
-        let dropped = self.inner.frontier.lock().block_host(host)?;
-        flush(&self.inner.durability).await?;
+        let mut dropped = blocking(|| self.inner.frontier.lock().block_host(host))?;
+        // Its pages waiting for the browser go too.
+        let queue = self.inner.rendering.lock().clone();
+        if let Some(q) = queue {
+            let renders = q.waiting_for(|h| h == host);
+            q.forget(&renders);
+            dropped += renders.len() as u64;
+        }
+        self.inner.flush().await?;
         Ok(dropped)
     }
 
     /// Lifts a block; says whether the host was blocked. Durable when this returns.
     pub async fn unblock_host(&self, host: &str) -> anyhow::Result<bool> {
-        let was = self.inner.frontier.lock().unblock_host(host)?;
-        flush(&self.inner.durability).await?;
+        let was = blocking(|| self.inner.frontier.lock().unblock_host(host))?;
+        self.inner.flush().await?;
         Ok(was)
     }
 
@@ -218,105 +246,171 @@ impl Crawler {
     /// down the pipeline; its links are queued and durable when this returns.
     pub async fn process_rendered(&self, page: FetchedPage) {
         self.inner.process_page(page).await;
-        if let Err(e) = flush(&self.inner.durability).await {
-            tracing::error!("flushing the frontier failed: {e}");
-        }
+        let _ = self.inner.flush().await;
     }
 
     /// Queues URLs whose hosts this node owns (sent by other members): not routed again, not
-    /// filtered by this run's seed hosts. Returns how many are queued or were already known;
-    /// durable when this returns.
-    pub async fn add_owned(&self, candidates: Vec<Candidate>) -> u32 {
-        let mut accepted = 0;
-        {
+    /// filtered by this run's seed hosts. Returns how many are queued or were already known,
+    /// once they are durable; an error means they are not (do not acknowledge them).
+    pub async fn add_owned(&self, candidates: Vec<Candidate>) -> Result<u32, StorageFault> {
+        let metrics = self.inner.metrics.clone();
+        let accepted = blocking(|| {
+            let mut accepted = 0;
             let mut frontier = self.inner.frontier.lock();
             for c in candidates {
                 match frontier.push(c) {
                     Ok(PushOutcome::Queued) => {
-                        inc(&self.inner.metrics.urls_queued);
+                        inc(&metrics.urls_queued);
                         accepted += 1;
                     }
                     Ok(_) => accepted += 1,
                     Err(e) => tracing::error!("frontier push failed: {e}"),
                 }
             }
-        }
-        if let Err(e) = flush(&self.inner.durability).await {
-            tracing::error!("flushing the frontier failed: {e}");
-        }
+            accepted
+        });
+        self.inner.flush().await?;
         self.inner.wake.notify_one();
-        accepted
+        Ok(accepted)
     }
 
     /// Holds back the hosts `pick` selects for `grace` (see [`Frontier::hold_hosts`]).
     pub fn hold_hosts(&self, pick: impl FnMut(&str) -> bool, grace: std::time::Duration) -> usize {
-        let held = self.inner.frontier.lock().hold_hosts(pick, std::time::Instant::now() + grace);
+        let held = blocking(|| self.inner.frontier.lock().hold_hosts(pick, std::time::Instant::now() + grace));
         self.inner.wake.notify_one();
         held
     }
 
     /// Marks URLs the previous owner of their host already fetched as seen (see
-    /// [`Frontier::mark_done`]); returns how many; durable when this returns.
-    pub async fn mark_done(&self, urls: Vec<url::Url>) -> u32 {
+    /// [`Frontier::mark_done`]); returns how many, once durable.
+    pub async fn mark_done(&self, urls: Vec<url::Url>) -> Result<u32, StorageFault> {
         if urls.is_empty() {
-            return 0;
+            return Ok(0);
         }
         let n = urls.len() as u32;
-        {
+        blocking(|| {
             let mut frontier = self.inner.frontier.lock();
             for u in &urls {
                 if let Err(e) = frontier.mark_done(u) {
                     tracing::error!("frontier: {e}");
                 }
             }
-        }
-        if let Err(e) = flush(&self.inner.durability).await {
-            tracing::error!("flushing the frontier failed: {e}");
-        }
-        n
+        });
+        self.inner.flush().await?;
+        Ok(n)
     }
 
     /// Gives away the hosts for which `keep(host)` is false: their queued URLs, after `persist`
     /// has stored them, and the URLs done on them (see [`Frontier::hand_off`]); durable when
-    /// this returns.
+    /// this returns. Pages of those hosts waiting for the browser are part of their queue:
+    /// they go as queued URLs (the new owner fetches and decides for itself), not as done.
     pub async fn hand_off(
         &self,
-        keep: impl FnMut(&str) -> bool,
+        mut keep: impl FnMut(&str) -> bool,
         persist: impl FnOnce(&weft_frontier::HandOff) -> Result<(), sled::Error>,
     ) -> weft_frontier::HandOff {
-        let given = match self.inner.frontier.lock().hand_off(keep, persist) {
-            Ok(given) => given,
-            Err(e) => {
-                tracing::error!("handing off queued URLs failed: {e}");
-                return weft_frontier::HandOff::default();
-            }
-        };
-        if let Err(e) = flush(&self.inner.durability).await {
-            tracing::error!("flushing the frontier failed: {e}");
+        let queue = self.inner.rendering.lock().clone();
+        let renders = queue.as_ref().map(|q| q.waiting_for(|h| !keep(h))).unwrap_or_default();
+        let mut handed: Option<weft_frontier::HandOff> = None;
+        let result = blocking(|| {
+            self.inner.frontier.lock().hand_off(keep, |given| {
+                let rendering: HashSet<&str> = renders.iter().map(|(_, j)| j.url.as_str()).collect();
+                let mut all = weft_frontier::HandOff {
+                    queued: given.queued.clone(),
+                    done: given.done.iter().filter(|u| !rendering.contains(u.as_str())).cloned().collect(),
+                };
+                for (_, j) in &renders {
+                    let Ok(url) = Url::parse(&j.url) else { continue };
+                    all.queued.push(weft_frontier::QueuedUrl {
+                        host: host_key(&url),
+                        url: j.url.clone(),
+                        kind: UrlKind::Page,
+                        depth: j.depth,
+                        inlinks: 0,
+                        score: 0.0,
+                        attempts: 0,
+                        redirects: Vec::new(),
+                        discovered_unix_ms: j.at * 1000,
+                    });
+                }
+                persist(&all)?;
+                handed = Some(all);
+                Ok(())
+            })
+        });
+        if let Err(e) = result {
+            tracing::error!("handing off queued URLs failed: {e}");
+            return weft_frontier::HandOff::default();
         }
-        given
+        let _ = self.inner.flush().await;
+        if let Some(q) = queue.filter(|_| handed.is_some()) {
+            q.forget(&renders);
+        }
+        handed.unwrap_or_default()
     }
 
-    /// The fetch function for the browser pool: every request a rendered page makes goes out
-    /// under the crawl's rules (robots.txt, the host's delay and backoff, the SSRF guard, waiting
-    /// at most `patience` for a host); what they refuse fails in the browser. GET only.
-    pub fn browser_fetch(&self, patience: Duration) -> crate::browser::Fetch {
+    /// The fetch function for one render of `page` (see `render_fetch.rs`): the document is
+    /// answered from `document`, the body the crawl already has (fetched once under the
+    /// crawl's rules only when there is none); images, fonts, media and favicons are refused;
+    /// other subresources come from the node's cache or go out under the crawl's rules
+    /// (robots.txt, the host's delay and backoff, the SSRF guard, waiting at most `patience`
+    /// for a host), at most `layouts.max_subresources` per render. What they refuse fails in
+    /// the browser. The session tells afterwards which document the page was rendered from.
+    pub fn render_fetch(
+        &self,
+        page: &Url,
+        document: Option<crate::layouts::StoredPage>,
+        patience: Duration,
+    ) -> (crate::browser::Fetch, Arc<crate::render_fetch::RenderSession>) {
         use crate::browser::PageResponse;
+        use crate::render_fetch::{decide, document_response, Decision, RenderSession};
+        let session = Arc::new(RenderSession::new(page.clone(), document, self.inner.settings.render_subresources));
         let inner = self.inner.clone();
-        Arc::new(move |req: crate::browser::PageRequest| {
-            let inner = inner.clone();
+        let s = session.clone();
+        let fetch: crate::browser::Fetch = Arc::new(move |req: crate::browser::PageRequest| {
+            let (inner, session) = (inner.clone(), s.clone());
             Box::pin(async move {
-                if req.method != "GET" {
-                    return None;
-                }
+                let m = &inner.metrics;
+                let decision = decide(&req, &session.page);
                 let url = Url::parse(&req.url).ok()?;
+                match decision {
+                    Decision::Refuse(why) => {
+                        m.extraction("render_requests", &format!("refused_{why}"));
+                        return None;
+                    }
+                    Decision::Document => {
+                        if let Some(d) = session.document() {
+                            m.extraction("render_requests", "document_from_crawl");
+                            return Some(document_response(&d));
+                        }
+                    }
+                    Decision::Subresource => {
+                        if let Some(cached) = inner.subresources.lock().get(url.as_str()) {
+                            m.extraction("render_requests", "subresource_cached");
+                            return cached;
+                        }
+                        if !session.take_subresource() {
+                            m.extraction("render_requests", "subresource_over_cap");
+                            return None;
+                        }
+                    }
+                }
                 let empty = |status: u16| PageResponse { status, headers: Vec::new(), body: Vec::new() };
-                match inner.fetch_for_browser(&url, patience).await {
-                    Ok(Fetched::Body { status, content_type, body, .. }) => Some(PageResponse {
-                        status,
-                        headers: content_type.map(|c| vec![("content-type".to_string(), c)]).unwrap_or_default(),
-                        body: body.to_vec(),
-                    }),
+                let answer = match inner.fetch_for_browser(&url, patience).await {
+                    Ok(Fetched::Body { status, content_type, body, .. }) => {
+                        if decision == Decision::Document {
+                            session.set_document(crate::layouts::StoredPage {
+                                status,
+                                content_type: content_type.clone(),
+                                body: body.to_vec(),
+                            });
+                        }
+                        Some(PageResponse {
+                            status,
+                            headers: content_type.map(|c| vec![("content-type".to_string(), c)]).unwrap_or_default(),
+                            body: body.to_vec(),
+                        })
+                    }
                     Ok(Fetched::Redirect { status, location }) => Some(PageResponse {
                         status,
                         headers: vec![("location".to_string(), location)],
@@ -327,9 +421,17 @@ impl Crawler {
                         tracing::debug!(url = %url, "browser request refused: {e}");
                         None
                     }
+                };
+                if decision == Decision::Subresource {
+                    m.extraction("render_requests", "subresource_fetched");
+                    inner.subresources.lock().put(url.as_str(), answer.clone());
+                } else {
+                    m.extraction("render_requests", "document_fetched");
                 }
+                answer
             })
-        })
+        });
+        (fetch, session)
     }
 
     pub fn metrics(&self) -> Arc<Metrics> {
@@ -351,8 +453,13 @@ impl Crawler {
     /// Writes a seen-set snapshot and flushes everything to disk (called on a timer and at
     /// shutdown). The filter is serialized under the lock; the write runs on the blocking pool.
     pub async fn snapshot(&self) -> anyhow::Result<usize> {
-        let job = self.inner.frontier.lock().snapshot_job()?;
-        Ok(tokio::task::spawn_blocking(move || job.write()).await??)
+        let job = blocking(|| self.inner.frontier.lock().snapshot_job())?;
+        Ok(self.inner.storage.bounded("writing the seen-set snapshot", move || job.write()).await?)
+    }
+
+    /// The node's storage guard.
+    pub fn storage(&self) -> &Storage {
+        &self.inner.storage
     }
 
     /// Runs until `shutdown` turns true (or, with `exit_when_idle`, until nothing is left to
@@ -360,8 +467,9 @@ impl Crawler {
     pub async fn run(&self, mut shutdown: watch::Receiver<bool>, exit_when_idle: bool) -> anyhow::Result<()> {
         let inner = &self.inner;
         let mut tasks: JoinSet<()> = JoinSet::new();
+        let mut fault = inner.storage.subscribe();
         loop {
-            if *shutdown.borrow() {
+            if *shutdown.borrow() || *fault.borrow_and_update() {
                 break;
             }
             while let Some(done) = tasks.try_join_next() {
@@ -376,6 +484,7 @@ impl Crawler {
                     _ = inner.wake.notified() => {}
                     Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
                     _ = shutdown.changed() => {}
+                    _ = fault.changed() => {}
                 }
                 continue;
             }
@@ -383,10 +492,11 @@ impl Crawler {
                 tokio::select! {
                     _ = tasks.join_next() => {}
                     _ = shutdown.changed() => {}
+                    _ = fault.changed() => {}
                 }
                 continue;
             }
-            let next = inner.frontier.lock().next(Instant::now());
+            let next = blocking(|| inner.frontier.lock().next(Instant::now()));
             let wait_until = match next {
                 Ok(Next::Ready(lease)) => {
                     inner.state.store(CRAWLING, Ordering::Relaxed);
@@ -429,10 +539,16 @@ impl Crawler {
                 _ = inner.wake.notified() => {}
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
                 _ = shutdown.changed() => {}
+                _ = fault.changed() => {}
             }
         }
 
         inner.state.store(STOPPING, Ordering::Relaxed);
+        if let Some(fault) = inner.storage.fault() {
+            // Nothing more can be made durable; what was acknowledged already is.
+            tasks.abort_all();
+            return Err(fault.into());
+        }
         let in_flight = tasks.len();
         if in_flight > 0 {
             tracing::info!(in_flight, "finishing in-flight requests");
@@ -444,6 +560,10 @@ impl Crawler {
                 tracing::warn!(left = tasks.len(), "grace period over; unfinished URLs stay queued for the next start");
                 tasks.abort_all();
                 while tasks.join_next().await.is_some() {}
+                // Back in the queue: a leave hands them to the host's next owner as queued.
+                if let Err(e) = blocking(|| inner.frontier.lock().abandon_leases()) {
+                    tracing::error!("frontier error: {e}");
+                }
             }
         }
         // Writing the snapshot also flushes every pending frontier write.
@@ -465,8 +585,8 @@ impl Inner {
 
     /// Queues `c` here, or sends it to the member that owns its host (`None`).
     fn push(&self, c: Candidate) -> Result<Option<PushOutcome>, weft_frontier::FrontierError> {
-        let Some(c) = self.routed(vec![c]).pop() else { return Ok(None) };
-        let outcome = self.frontier.lock().push(c)?;
+        let Some(c) = blocking(|| self.routed(vec![c])).pop() else { return Ok(None) };
+        let outcome = blocking(|| self.frontier.lock().push(c))?;
         if outcome == PushOutcome::Queued {
             inc(&self.metrics.urls_queued);
         }
@@ -474,15 +594,24 @@ impl Inner {
     }
 
     fn push_all(&self, candidates: Vec<Candidate>) {
-        let candidates = self.routed(candidates);
-        let mut frontier = self.frontier.lock();
-        for c in candidates {
-            match frontier.push(c) {
-                Ok(PushOutcome::Queued) => inc(&self.metrics.urls_queued),
-                Ok(_) => {}
-                Err(e) => tracing::error!("frontier push failed: {e}"),
+        blocking(|| {
+            let candidates = self.routed(candidates);
+            let mut frontier = self.frontier.lock();
+            for c in candidates {
+                match frontier.push(c) {
+                    Ok(PushOutcome::Queued) => inc(&self.metrics.urls_queued),
+                    Ok(_) => {}
+                    Err(e) => tracing::error!("frontier push failed: {e}"),
+                }
             }
-        }
+        })
+    }
+
+    /// Makes frontier writes durable: on the blocking pool, bounded; a failure is a storage
+    /// fault (it stops the node).
+    async fn flush(&self) -> Result<(), StorageFault> {
+        let d = self.durability.clone();
+        self.storage.bounded("flushing the frontier", move || d.flush()).await
     }
 
     fn may_follow(&self, url: &Url) -> bool {
@@ -497,16 +626,22 @@ impl Inner {
                 (Completion::Done { page: false }, false)
             }
         };
-        let result = self.frontier.lock().complete(lease, completion, requested, Instant::now());
+        let url = Url::parse(&lease.entry.url).ok();
+        let result = blocking(|| self.frontier.lock().complete(lease, completion, requested, Instant::now()));
+        if matches!(result, Ok(Completed::Removed | Completed::GaveUp)) {
+            // The host may have changed hands while this lease was out: its new owner learns
+            // that this URL is done (nothing happens for a host still this node's).
+            if let (Some(router), Some(url)) = (self.router.lock().clone(), url) {
+                blocking(|| router.forward_done(&url));
+            }
+        }
         match result {
             Ok(Completed::GaveUp) => inc(&self.metrics.gave_up),
             Ok(Completed::Requeued) if completion == Completion::Retry => inc(&self.metrics.retries),
             Ok(_) => {}
             Err(e) => tracing::error!("completing a lease failed: {e}"),
         }
-        if let Err(e) = flush(&self.durability).await {
-            tracing::error!("flushing the frontier failed: {e}");
-        }
+        let _ = self.flush().await;
         self.wake.notify_one();
     }
 
@@ -518,11 +653,11 @@ impl Inner {
             return (Completion::Done { page: false }, false);
         }
         let now = now_unix();
-        let cached = self.robots.lock().get(host, now);
+        let cached = blocking(|| self.robots.lock().get(host, now));
         let Some(rules) = cached else {
             return self.fetch_robots(lease, url).await;
         };
-        if let Err(e) = self.frontier.lock().set_crawl_delay(host, rules.crawl_delay()) {
+        if let Err(e) = blocking(|| self.frontier.lock().set_crawl_delay(host, rules.crawl_delay())) {
             tracing::error!("frontier error: {e}");
         }
         match rules.check(url.as_str(), now) {
@@ -539,7 +674,7 @@ impl Inner {
             let queue = self.rendering.lock().clone();
             if let Some(reason) = queue.as_ref().and_then(|q| q.host_renders(host)) {
                 // Known to need the browser: it fetches the page itself, under the same rules.
-                match queue.map(|q| q.push(url, lease.entry.depth, &reason)) {
+                match queue.map(|q| q.push(url, lease.entry.depth, &reason, None)) {
                     Some(Ok(())) => return (Completion::Done { page: false }, false),
                     Some(Err(e)) => tracing::error!("render queue: {e}"),
                     None => {}
@@ -619,7 +754,7 @@ impl Inner {
             None => return (Completion::Done { page: false }, false),
         };
         let outcome = RobotsOutcome::from_fetch(fetch);
-        let stored = self.robots.lock().put(host, outcome, now_unix());
+        let stored = blocking(|| self.robots.lock().put(host, outcome, now_unix()));
         match stored {
             Ok(rules) => {
                 if rules.parse_failed {
@@ -629,7 +764,7 @@ impl Inner {
                         &"robots.txt could not be parsed; treated as empty",
                     );
                 }
-                if let Err(e) = self.frontier.lock().set_crawl_delay(host, rules.crawl_delay()) {
+                if let Err(e) = blocking(|| self.frontier.lock().set_crawl_delay(host, rules.crawl_delay())) {
                     tracing::error!("frontier error: {e}");
                 }
                 if self.settings.follow_sitemaps && lease.entry.kind == UrlKind::Page {
@@ -696,18 +831,18 @@ impl Inner {
         let deadline = tokio::time::Instant::now() + patience;
         let host = weft_frontier::host_key(url);
         let rules = loop {
-            if let Some(rules) = self.robots.lock().get(&host, now_unix()) {
+            if let Some(rules) = blocking(|| self.robots.lock().get(&host, now_unix())) {
                 break rules;
             }
             self.borrow(&host, deadline).await?;
             let mut target = url.join("/robots.txt").map_err(|_| BrowserFetchError::NoHost)?;
             let fetched = self.download_robots(url, &mut target).await;
             let returned = if fetched.is_some() { Returned::Requested } else { Returned::Unused };
-            let _ = self.frontier.lock().return_host(&host, returned, Instant::now());
+            self.give_back(&host, returned);
             let fetched = fetched.ok_or(BrowserFetchError::Blocked)?;
-            let stored = self.robots.lock().put(&host, RobotsOutcome::from_fetch(fetched), now_unix());
+            let stored = blocking(|| self.robots.lock().put(&host, RobotsOutcome::from_fetch(fetched), now_unix()));
             if let Ok(rules) = &stored {
-                let _ = self.frontier.lock().set_crawl_delay(&host, rules.crawl_delay());
+                let _ = blocking(|| self.frontier.lock().set_crawl_delay(&host, rules.crawl_delay()));
             }
         };
         match rules.check(url.as_str(), now_unix()) {
@@ -729,14 +864,25 @@ impl Inner {
         if let Ok(Fetched::Body { body, .. }) = &result {
             self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
         }
-        let _ = self.frontier.lock().return_host(&host, returned, Instant::now());
+        self.give_back(&host, returned);
         result.map_err(|e| BrowserFetchError::Fetch(e.to_string()))
+    }
+
+    /// Returns a host taken with [`Inner::borrow`] and wakes the crawl loop: it may be waiting
+    /// on this very host (`Next::Busy`), and nothing else would tell it the host is free.
+    /// (Before this wake, a favicon request answered after the teacher's job had ended left
+    /// the crawl asleep for good with URLs queued.)
+    fn give_back(&self, host: &str, returned: Returned) {
+        if let Err(e) = blocking(|| self.frontier.lock().return_host(host, returned, Instant::now())) {
+            tracing::error!("frontier error: {e}");
+        }
+        self.wake.notify_one();
     }
 
     /// Waits until `host` is free and its delay has passed, then takes it.
     async fn borrow(&self, host: &str, deadline: tokio::time::Instant) -> Result<(), BrowserFetchError> {
         loop {
-            let answer = self.frontier.lock().borrow_host(host, Instant::now());
+            let answer = blocking(|| self.frontier.lock().borrow_host(host, Instant::now()));
             let wait = match answer {
                 Ok(Borrow::Granted) => return Ok(()),
                 Ok(Borrow::WaitUntil(t)) => tokio::time::Instant::from_std(t),
@@ -754,6 +900,8 @@ impl Inner {
         let depth = page.depth;
         let page_url = page.url.clone();
         let rendered = page.rendered;
+        // Kept for the browser if the page goes there: it never fetches a page twice.
+        let (status, content_type, body) = (page.status, page.content_type.clone(), page.body.clone());
         let pipeline = self.pipeline.clone();
         let processed = match tokio::task::spawn_blocking(move || pipeline.process(&page)).await {
             Ok(p) => p,
@@ -764,7 +912,8 @@ impl Inner {
         };
         if let Some(reason) = processed.render.as_ref().filter(|_| !rendered) {
             let queue = self.rendering.lock().clone();
-            match queue.map(|q| q.push(&page_url, depth, reason)) {
+            let html = crate::layouts::StoredPage { status, content_type, body: body.to_vec() };
+            match queue.map(|q| q.push(&page_url, depth, reason, Some(&html))) {
                 Some(Ok(())) => self.metrics.extraction("render", "queued"),
                 Some(Err(e)) => tracing::error!("render queue: {e}"),
                 None => {}

@@ -10,6 +10,11 @@
 //! | `layout.jobs` | sequence | [`TeacherJob`] |
 //! | `layout.hosts` | host | [`HostRendering`]: whether the host's pages are rendered, and why |
 //! | `layout.renders` | sequence | [`RenderJob`]: a page waiting for the browser |
+//! | `layout.js_needs` | host | whether each of its last eight static pages needed the browser (a bit each) and how many were seen |
+//! | `layout.pages` | `s`/`r`, URL | the static HTML of a sample page (`s`, for the teacher) or of a page waiting for the browser (`r`): [`StoredPage`] |
+//!
+//! The browser never fetches a page the crawl already has: the teacher's samples and the pages
+//! queued for rendering keep their HTML here, and the browser is answered from it.
 //!
 //! A signature seen [`LayoutStore::threshold`] times without a template queues one teacher
 //! job (one at a time per signature); so does a template that fails validation. Manual
@@ -23,6 +28,11 @@ use std::path::Path;
 use std::sync::Arc;
 use weft_extract::changes::{Change, Snapshot};
 use weft_extract::template::{Level, Origin, Selectors, Template};
+
+/// A host's pages all go to the browser once this many of its last [`HOST_RENDER_WINDOW`]
+/// statically fetched pages needed it.
+pub const HOST_RENDER_MIN: u32 = 3;
+pub const HOST_RENDER_WINDOW: u32 = 5;
 
 /// Sample URLs kept per signature: the teacher validates on them.
 const SAMPLES: usize = 3;
@@ -71,6 +81,55 @@ pub struct RenderJob {
     pub depth: u32,
     pub reason: String,
     pub at: u64,
+}
+
+/// A page's HTML as the crawl fetched it, kept for the browser.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredPage {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
+}
+
+impl StoredPage {
+    /// `status` (2 bytes, big-endian), content type length (2 bytes) and bytes, body.
+    fn encode(&self) -> Vec<u8> {
+        let ct = self.content_type.as_deref().unwrap_or("").as_bytes();
+        let ct = &ct[..ct.len().min(u16::MAX as usize)];
+        let mut v = Vec::with_capacity(4 + ct.len() + self.body.len());
+        v.extend_from_slice(&self.status.to_be_bytes());
+        v.extend_from_slice(&(ct.len() as u16).to_be_bytes());
+        v.extend_from_slice(ct);
+        v.extend_from_slice(&self.body);
+        v
+    }
+
+    fn decode(v: &[u8]) -> Option<StoredPage> {
+        let status = u16::from_be_bytes(v.get(0..2)?.try_into().ok()?);
+        let n = u16::from_be_bytes(v.get(2..4)?.try_into().ok()?) as usize;
+        let ct = std::str::from_utf8(v.get(4..4 + n)?).ok()?;
+        Some(StoredPage {
+            status,
+            content_type: (!ct.is_empty()).then(|| ct.to_string()),
+            body: v.get(4 + n..)?.to_vec(),
+        })
+    }
+}
+
+/// Which of the kept pages: a teacher's sample or a page waiting for the browser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageRole {
+    Sample,
+    Render,
+}
+
+fn page_key(role: PageRole, url: &str) -> Vec<u8> {
+    let mut k = vec![match role {
+        PageRole::Sample => b's',
+        PageRole::Render => b'r',
+    }];
+    k.extend_from_slice(url.as_bytes());
+    k
 }
 
 /// A template with the layout snapshot it was learned on.
@@ -149,6 +208,8 @@ pub struct Observed {
     pub try_host_templates: bool,
     /// A teacher job this page queued.
     pub queued: Option<TeacherJob>,
+    /// The page became one of its layout's samples: keep its HTML for the teacher.
+    pub sampled: bool,
     pub js_required: bool,
 }
 
@@ -249,6 +310,8 @@ pub struct LayoutStore {
     jobs: Tree,
     hosts: Tree,
     renders: Tree,
+    pages: Tree,
+    js_needs: Tree,
     threshold: u64,
     /// The operator's templates by host.
     overrides: Arc<HashMap<String, Learned>>,
@@ -286,6 +349,8 @@ impl LayoutStore {
             jobs: db.open_tree("layout.jobs")?,
             hosts: db.open_tree("layout.hosts")?,
             renders: db.open_tree("layout.renders")?,
+            pages: db.open_tree("layout.pages")?,
+            js_needs: db.open_tree("layout.js_needs")?,
             threshold: threshold.max(1),
             overrides: Arc::default(),
         })
@@ -337,8 +402,10 @@ impl LayoutStore {
         record.seen += 1;
         record.last_seen = now;
         record.template_version = template.as_ref().map(|t| t.template.version);
+        let mut sampled = false;
         if record.samples.len() < SAMPLES && !record.samples.iter().any(|s| s == url) {
             record.samples.push(url.to_string());
+            sampled = true;
         }
         let try_host_templates = template.is_none() && record.misses < 3 && self.has_templates(host);
         let mut queued = None;
@@ -359,7 +426,7 @@ impl LayoutStore {
             queued = Some(job);
         }
         Self::put(&self.signatures, &k, &record)?;
-        Ok(Observed { template, try_host_templates, queued, js_required: record.js_required })
+        Ok(Observed { template, try_host_templates, queued, sampled, js_required: record.js_required })
     }
 
     fn has_templates(&self, host: &str) -> bool {
@@ -541,9 +608,51 @@ impl LayoutStore {
 
     /// Remembers that `host`'s pages need the browser; the first decision is kept. Says
     /// whether this one was the first.
+    /// Records whether a statically fetched page of `host` needed the browser, and says
+    /// whether the host as a whole does now: at least [`HOST_RENDER_MIN`] of its last
+    /// [`HOST_RENDER_WINDOW`] pages did. One app shell on a site of static articles is rendered
+    /// alone; a site that became a single-page app goes to the browser page after page, without
+    /// a static fetch first.
+    pub fn note_js_need(&self, host: &str, needed: bool) -> Result<bool, LayoutError> {
+        let old = self.js_needs.get(host.as_bytes())?;
+        let (bits, n) =
+            old.as_deref().map_or((0u8, 0u8), |v| (v.first().copied().unwrap_or(0), v.get(1).copied().unwrap_or(0)));
+        let bits = (bits << 1) | u8::from(needed);
+        let n = n.saturating_add(1);
+        self.js_needs.insert(host.as_bytes(), &[bits, n])?;
+        let window = (1u16 << HOST_RENDER_WINDOW.min(8)) - 1;
+        Ok((u16::from(bits) & window).count_ones() >= HOST_RENDER_MIN)
+    }
+
     pub fn decide_rendering(&self, host: &str, decision: HostRendering) -> Result<bool, LayoutError> {
         let value = serde_json::to_vec(&decision)?;
         Ok(self.hosts.compare_and_swap(host.as_bytes(), None as Option<&[u8]>, Some(value))?.is_ok())
+    }
+
+    /// Keeps a page's HTML for the browser (see [`StoredPage`]).
+    pub fn keep_page(&self, role: PageRole, url: &str, page: &StoredPage) -> Result<(), LayoutError> {
+        self.pages.insert(page_key(role, url), page.encode())?;
+        Ok(())
+    }
+
+    /// A kept page's HTML.
+    pub fn page(&self, role: PageRole, url: &str) -> Result<Option<StoredPage>, LayoutError> {
+        Ok(self.pages.get(page_key(role, url))?.and_then(|v| StoredPage::decode(&v)))
+    }
+
+    pub fn drop_page(&self, role: PageRole, url: &str) -> Result<(), LayoutError> {
+        self.pages.remove(page_key(role, url))?;
+        Ok(())
+    }
+
+    /// Forgets the samples of a layout the teacher is done with (learned, or known to need
+    /// JavaScript); a layout it failed on keeps them for its next try.
+    pub fn drop_samples(&self, host: &str, level: Level, signature: &str) -> Result<(), LayoutError> {
+        let record: Option<SignatureRecord> = Self::get(&self.signatures, &key(host, level, signature))?;
+        for url in record.map(|r| r.samples).unwrap_or_default() {
+            self.drop_page(PageRole::Sample, &url)?;
+        }
+        Ok(())
     }
 
     /// Counts a rendered page of `host`.
@@ -581,6 +690,16 @@ impl LayoutStore {
             None => self.renders.iter().next(),
         };
         Ok(next.transpose()?.map(|(k, v)| serde_json::from_slice(&v).map(|j| (k.to_vec(), j))).transpose()?)
+    }
+
+    /// Every page waiting for the browser, with its queue key.
+    pub fn renders(&self) -> Result<Vec<(Vec<u8>, RenderJob)>, LayoutError> {
+        let mut out = Vec::new();
+        for item in self.renders.iter() {
+            let (k, v) = item?;
+            out.push((k.to_vec(), serde_json::from_slice(&v)?));
+        }
+        Ok(out)
     }
 
     pub fn render_done(&self, k: &[u8]) -> Result<(), LayoutError> {
@@ -836,5 +955,27 @@ mod tests {
         assert_eq!((got.template.signature.as_str(), got.template.version), ("third", 1));
         assert_eq!(s.host_templates("h.test").unwrap().len(), 1, "one per distinct set of selectors");
         assert_eq!(s.overview().unwrap()[0].templates, 3);
+    }
+
+    #[test]
+    fn a_host_goes_to_the_browser_only_when_most_of_its_recent_pages_need_it() {
+        let (_d, s) = store(5);
+        // One app shell among static articles: the host stays static.
+        for needed in [false, false, true, false, false, false, false, false] {
+            assert!(!s.note_js_need("news.test", needed).unwrap());
+        }
+        // A site that became a single-page app: the third of its last five pages flips it.
+        assert!(!s.note_js_need("spa.test", false).unwrap());
+        assert!(!s.note_js_need("spa.test", true).unwrap());
+        assert!(!s.note_js_need("spa.test", true).unwrap());
+        assert!(s.note_js_need("spa.test", true).unwrap());
+        // Older pages fall out of the window.
+        for _ in 0..5 {
+            s.note_js_need("mixed.test", true).unwrap();
+        }
+        for _ in 0..3 {
+            s.note_js_need("mixed.test", false).unwrap();
+        }
+        assert!(!s.note_js_need("mixed.test", false).unwrap(), "two of the last five");
     }
 }

@@ -17,6 +17,7 @@
 
 pub mod api;
 pub mod browser;
+pub mod chromium;
 pub mod crawler;
 pub mod doctor;
 pub mod extract_cli;
@@ -29,10 +30,12 @@ pub mod metrics;
 pub mod node;
 pub mod pipeline;
 pub mod quota;
+pub mod render_fetch;
 pub mod rendering;
 pub mod routing;
 pub mod search;
 pub mod second_opinion;
+pub mod storage;
 pub mod teacher;
 pub mod templates_cli;
 pub mod token;

@@ -5,6 +5,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 use weft_config::{LogFormat, Overrides, Sources};
 use weft_node::api::{ApiHit, Scope, SearchResponse};
 use weft_node::{Node, RunOptions, Status};
@@ -169,9 +170,14 @@ fn sources(cfg: &ConfigArgs, overrides: Overrides) -> Sources {
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
     use std::io::IsTerminal;
+    // A log pipe that goes away (a supervisor restarted, a terminal closed) must not take the
+    // node with it: by default the subscriber reports a failed write with `eprintln!`, which
+    // panics on a closed stderr — in whatever thread logged (the signal thread, the crawl
+    // loop). Lines that cannot be written are dropped instead.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .log_internal_errors(false)
         .with_ansi(std::io::stderr().is_terminal());
     match format {
         LogFormat::Json => builder.json().init(),
@@ -214,8 +220,12 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
             let overrides = Overrides { seeds, api_listen, log_format, bootstrap, p2p, ..Default::default() };
             let config = weft_config::load(&sources(&cfg, overrides))?;
             init_logging(config.log.format);
+            block_signals();
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-            runtime.block_on(start(config, exit_when_idle))?;
+            let result = runtime.block_on(start(config, exit_when_idle));
+            // Threads of the blocking pool (a slow disk) must not keep a stopped node alive.
+            runtime.shutdown_timeout(Duration::from_secs(5));
+            result?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Status { cfg, api, json } => {
@@ -322,35 +332,112 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
     }
 }
 
+/// Exit code of a node stopped by a storage fault (`EX_IOERR`).
+const EXIT_STORAGE: i32 = 74;
+/// Exit code of a node whose graceful stop outlasted its bound, or that was stopped by a
+/// second signal.
+const EXIT_FORCED: i32 = 130;
+
 async fn start(config: weft_config::Config, exit_when_idle: bool) -> anyhow::Result<()> {
     tracing::info!(data_dir = %config.data_dir.display(), "starting weft node");
+    let stop_bound = Duration::from_secs(config.p2p.leave_timeout_secs + 15);
     let node = Node::open(config)?;
     let (tx, rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        wait_for_signal().await;
-        tracing::info!("shutdown requested; finishing in-flight work (signal again to force)");
-        let _ = tx.send(true);
-        wait_for_signal().await;
-        tracing::warn!("forced exit; unfinished URLs stay queued");
-        std::process::exit(130);
-    });
-    node.run(RunOptions { exit_when_idle }, rx, |_| {}).await?;
-    tracing::info!("stopped");
-    Ok(())
+    let storage = node.crawler().storage().clone();
+    watch_signals(tx, stop_bound);
+    watch_storage(storage.clone());
+    match node.run(RunOptions { exit_when_idle }, rx, |_| {}).await {
+        Ok(()) => {
+            tracing::info!("stopped");
+            Ok(())
+        }
+        Err(e) if storage.fault().is_some() => {
+            // The runtime may hold threads stuck in the failed storage: leave now.
+            say(&format!("error: {e:#}"));
+            std::process::exit(EXIT_STORAGE);
+        }
+        Err(e) => Err(e),
+    }
 }
 
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
+/// SIGTERM and SIGINT are taken by a thread of their own (blocked everywhere else), so they
+/// are answered even when every runtime thread is busy: the first asks for a graceful stop and
+/// arms a deadline (`p2p.leave_timeout_secs` + 15 s), after which the process exits; a second
+/// signal exits at once. Unfinished URLs stay queued either way.
+fn watch_signals(shutdown: tokio::sync::watch::Sender<bool>, bound: Duration) {
+    // SAFETY: sigset manipulation and sigwait on a set every thread blocks (see `block_signals`).
+    let set = signal_set();
+    std::thread::Builder::new()
+        .name("weft-signals".into())
+        .spawn(move || {
+            let wait = || {
+                let mut sig: libc::c_int = 0;
+                // SAFETY: `set` is a valid, initialised signal set.
+                unsafe { libc::sigwait(&set, &mut sig) };
+                sig
+            };
+            wait();
+            tracing::info!(
+                bound_secs = bound.as_secs(),
+                "shutdown requested; finishing in-flight work (signal again to force)"
+            );
+            let _ = shutdown.send(true);
+            std::thread::spawn(move || {
+                std::thread::sleep(bound);
+                eprintln!(
+                    "error: the node did not stop within {} s; exiting (unfinished URLs stay queued)",
+                    bound.as_secs()
+                );
+                std::process::exit(EXIT_FORCED);
+            });
+            wait();
+            say("forced exit; unfinished URLs stay queued");
+            std::process::exit(EXIT_FORCED);
+        })
+        .expect("the signal thread starts");
+}
+
+/// A line on stderr that cannot panic (`eprintln!` does when stderr is closed).
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+fn signal_set() -> libc::sigset_t {
+    // SAFETY: initialising a sigset_t on the stack with the libc calls made for it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        set
     }
-    #[cfg(not(unix))]
-    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// Blocks SIGTERM and SIGINT in this thread and every thread it starts from now on (call it
+/// before the runtime exists): they are delivered to the signal thread's `sigwait` only.
+fn block_signals() {
+    let set = signal_set();
+    // SAFETY: changes this thread's signal mask only.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// After a storage fault the node stops by itself; if anything keeps it from finishing (a
+/// thread stuck in the failed storage), this exits the process a few seconds later.
+fn watch_storage(storage: weft_node::storage::Storage) {
+    std::thread::Builder::new()
+        .name("weft-storage-watchdog".into())
+        .spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(200));
+            if let Some(fault) = storage.fault() {
+                std::thread::sleep(Duration::from_secs(5));
+                say(&format!("error: {fault}; exiting"));
+                std::process::exit(EXIT_STORAGE);
+            }
+        })
+        .expect("the storage watchdog starts");
 }
 
 async fn fetch_status(addr: SocketAddr) -> anyhow::Result<Status> {

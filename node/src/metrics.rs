@@ -295,6 +295,9 @@ pub struct LayoutsStatus {
     /// Whether Chromium can be used, and how many instances run now.
     pub browser_available: bool,
     pub browsers_running: u64,
+    /// Times the pool was started (it stops after `layouts.browser_idle_secs` without work).
+    #[serde(default)]
+    pub browser_starts: u64,
     /// Resident memory of each running instance (all its processes), bytes.
     pub browser_memory_bytes: Vec<u64>,
 }

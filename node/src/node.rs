@@ -55,12 +55,18 @@ impl Layouts {
             tracing::info!(templates = overrides.len(), file = %path.display(), "override templates loaded");
         }
         let store = LayoutStore::open(db, la.teach_after)?.with_overrides(overrides);
-        let pool = Arc::new(LazyPool::new(BrowserSettings {
-            executable: la.chromium.clone(),
-            instances: la.browsers,
-            timeout: Duration::from_secs(la.render_timeout_secs),
-            ..BrowserSettings::default()
-        }));
+        // Browsers a killed node left behind (the kernel's parent-death signal should have
+        // ended them; this is the second wall).
+        crate::chromium::reap_orphans(&std::env::temp_dir());
+        let pool = Arc::new(LazyPool::new(
+            BrowserSettings {
+                executable: la.chromium.clone(),
+                instances: la.browsers,
+                timeout: Duration::from_secs(la.render_timeout_secs),
+                ..BrowserSettings::default()
+            },
+            Duration::from_secs(la.browser_idle_secs),
+        ));
         Ok(Layouts { store, pool, teacher_wake: Arc::default() })
     }
 
@@ -133,7 +139,10 @@ impl Node {
             Fetcher::new(&config.fetch, config.politeness.robots_max_bytes).context("cannot build the HTTP client")?;
         let metrics = Arc::new(Metrics::default());
         let pipeline = pipeline(&config, &db, metrics.clone())?;
-        let crawler = Crawler::new(frontier, robots, fetcher, pipeline, metrics, CrawlSettings::from_config(&config));
+        let storage =
+            crate::storage::Storage::new(&config.data_dir, Duration::from_secs(config.storage.flush_timeout_secs));
+        let crawler =
+            Crawler::new(frontier, robots, fetcher, pipeline, metrics, CrawlSettings::from_config(&config), storage);
         let network = if config.p2p.enabled {
             anyhow::ensure!(
                 tokio::runtime::Handle::try_current().is_ok(),
@@ -204,6 +213,7 @@ impl Node {
                 wake: l.teacher_wake.clone(),
             };
             background.spawn(teacher.run());
+            background.spawn(l.pool.clone().run_idle_stop());
         }
         let network = network.map(|(started, journal)| {
             crawler.set_router(crate::routing::Router::new(started.handle.clone(), journal.clone()));
@@ -259,7 +269,7 @@ impl Node {
             let grace = Duration::from_millis(config.politeness.handover_grace_ms);
             crawler.hold_hosts(|_| true, grace);
             // URLs sent before a crash or stop and never acknowledged go out again.
-            let unsent = journal.all();
+            let unsent = crate::storage::blocking(|| journal.all());
             if !unsent.is_empty() {
                 tracing::info!(urls = unsent.len(), "sending URLs their owners had not acknowledged");
                 handle.send_urls(unsent);
@@ -309,6 +319,7 @@ impl Node {
                 ));
             }
         }
+        background.spawn(crawler.storage().clone().watch(Duration::from_secs(config.storage.check_interval_secs)));
         background.spawn(crate::memory::watch(
             crawler.clone(),
             layouts.as_ref().map(|l| l.pool.clone()),
@@ -339,18 +350,33 @@ impl Node {
         });
         if let Some(index) = index.clone() {
             let every = Duration::from_secs(config.index.snapshot_interval_secs);
+            let storage = crawler.storage().clone();
             background.spawn(async move {
                 let mut tick = tokio::time::interval(every);
                 tick.tick().await;
                 loop {
                     tick.tick().await;
-                    if let Err(e) = snapshot_index(index.clone()).await {
+                    if let Err(e) = snapshot_index(&storage, index.clone()).await {
                         tracing::error!("vector index snapshot failed: {e}");
                     }
                 }
             });
         }
         let result = crawler.run(shutdown, opts.exit_when_idle).await;
+        let storage = crawler.storage().clone();
+        if let Some(fault) = storage.fault() {
+            // Nothing can be made durable any more: no hand-off (the other members take the
+            // hosts over when this node's heartbeats stop), no snapshots. What was acknowledged
+            // is on disk already.
+            background.abort_all();
+            if let Some(l) = &layouts {
+                let _ = tokio::time::timeout(Duration::from_secs(5), l.pool.close()).await;
+            }
+            if let Some((handle, _, _, _)) = &network {
+                handle.stop();
+            }
+            return Err(anyhow::Error::new(fault));
+        }
         if let Some((handle, _, _, journal)) = &network {
             let wait = Duration::from_secs(config.p2p.leave_timeout_secs);
             crate::routing::leave(&crawler, handle, journal, wait).await;
@@ -367,17 +393,22 @@ impl Node {
             let _ = receiver.await;
         }
         if let Some(index) = index {
-            snapshot_index(index.clone()).await.context("writing the vector index at shutdown")?;
+            snapshot_index(&storage, index.clone()).await.context("writing the vector index at shutdown")?;
             tracing::info!(index = ?index.status().stored, "index flushed");
-            tokio::task::spawn_blocking(move || index.stop()).await?;
+            storage
+                .bounded("stopping the index", move || {
+                    index.stop();
+                    Ok::<_, String>(())
+                })
+                .await?;
         }
         result
     }
 }
 
-/// Flushes the document store and writes the vector snapshot, on the blocking pool.
-async fn snapshot_index(index: Arc<IndexService>) -> anyhow::Result<()> {
-    let wrote = tokio::task::spawn_blocking(move || index.snapshot()).await??;
+/// Flushes the document store and writes the vector snapshot, on the blocking pool, bounded.
+async fn snapshot_index(storage: &crate::storage::Storage, index: Arc<IndexService>) -> anyhow::Result<()> {
+    let wrote = storage.bounded("writing the vector index", move || index.snapshot()).await?;
     if wrote {
         tracing::debug!("vector index snapshot written");
     }

@@ -88,7 +88,11 @@ impl Pipeline for ExtractPipeline {
         let worked = self.worker.as_ref().map(|w| w.work(page, &mut e)).unwrap_or_default();
         let m = &self.metrics;
         m.extraction("page_type", page_type_name(&e));
-        m.extraction("js", recommendation_name(&e));
+        if !page.rendered {
+            // What the static HTML says about the need for JavaScript; a rendered DOM's answer
+            // would count the page twice.
+            m.extraction("js", recommendation_name(&e));
+        }
         for w in &e.warnings {
             m.extraction("warning", w.kind());
         }

@@ -11,9 +11,10 @@
 
 use crate::browser::LazyPool;
 use crate::crawler::Crawler;
-use crate::layouts::{LayoutStore, RenderJob};
+use crate::layouts::{LayoutStore, PageRole, RenderJob, StoredPage};
 use crate::metrics::Metrics;
 use crate::pipeline::FetchedPage;
+use crate::storage::blocking;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -33,22 +34,53 @@ impl RenderQueue {
         RenderQueue { store, wake: Arc::new(Notify::new()), in_flight: Arc::default() }
     }
 
-    /// Queues a page for the browser.
-    pub fn push(&self, url: &Url, depth: u32, reason: &str) -> Result<(), crate::layouts::LayoutError> {
+    /// Queues a page for the browser, with its HTML when the crawl already fetched it (the
+    /// browser is answered from it rather than fetching the page again).
+    pub fn push(
+        &self,
+        url: &Url,
+        depth: u32,
+        reason: &str,
+        page: Option<&StoredPage>,
+    ) -> Result<(), crate::layouts::LayoutError> {
         let at = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        self.store.queue_render(&RenderJob { url: url.to_string(), depth, reason: reason.to_string(), at })?;
+        if let Some(p) = page {
+            blocking(|| self.store.keep_page(PageRole::Render, url.as_str(), p))?;
+        }
+        blocking(|| {
+            self.store.queue_render(&RenderJob { url: url.to_string(), depth, reason: reason.to_string(), at })
+        })?;
         self.wake.notify_one();
         Ok(())
     }
 
     /// Why `host`'s pages go straight to the browser, if they do.
     pub fn host_renders(&self, host: &str) -> Option<String> {
-        self.store.host_rendering(host).ok().flatten().filter(|h| h.render).map(|h| h.reason)
+        blocking(|| self.store.host_rendering(host)).ok().flatten().filter(|h| h.render).map(|h| h.reason)
+    }
+
+    /// Pages waiting for the browser (not being rendered now) whose host `gone` selects: they
+    /// belong to their host's queue, and go with it when the host changes hands.
+    pub fn waiting_for(&self, mut gone: impl FnMut(&str) -> bool) -> Vec<(Vec<u8>, RenderJob)> {
+        let all = blocking(|| self.store.renders()).unwrap_or_default();
+        let in_flight = self.in_flight.lock().clone();
+        all.into_iter()
+            .filter(|(k, _)| !in_flight.contains(k))
+            .filter(|(_, j)| Url::parse(&j.url).is_ok_and(|u| gone(&weft_frontier::host_key(&u))))
+            .collect()
+    }
+
+    /// Takes handed-over pages off the queue.
+    pub fn forget(&self, jobs: &[(Vec<u8>, RenderJob)]) {
+        for (k, j) in jobs {
+            let _ = blocking(|| self.store.render_done(k));
+            let _ = blocking(|| self.store.drop_page(PageRole::Render, &j.url));
+        }
     }
 
     /// Pages queued or being rendered, and teacher jobs (which may queue renders).
     pub fn pending(&self) -> usize {
-        self.store.pending_work()
+        blocking(|| self.store.pending_work())
     }
 }
 
@@ -63,7 +95,7 @@ pub async fn run(queue: RenderQueue, crawler: Crawler, pool: Arc<LazyPool>, pati
             let in_flight = queue.in_flight.lock();
             let mut after: Option<Vec<u8>> = None;
             loop {
-                match queue.store.next_render(after.as_deref()) {
+                match blocking(|| queue.store.next_render(after.as_deref())) {
                     Ok(Some((k, _))) if in_flight.contains(&k) => after = Some(k),
                     Ok(found) => break found,
                     Err(e) => {
@@ -81,6 +113,7 @@ pub async fn run(queue: RenderQueue, crawler: Crawler, pool: Arc<LazyPool>, pati
             }
             continue;
         };
+        crawler.until_running().await;
         let browser = pool.get().await;
         if !started {
             let n = browser.as_ref().map_or(1, |b| b.instances());
@@ -92,9 +125,10 @@ pub async fn run(queue: RenderQueue, crawler: Crawler, pool: Arc<LazyPool>, pati
         let (queue, crawler, metrics) = (queue.clone(), crawler.clone(), metrics.clone());
         tasks.spawn(async move {
             render_one(&queue, &crawler, browser, &job, patience, &metrics).await;
-            if let Err(e) = queue.store.render_done(&key) {
+            if let Err(e) = blocking(|| queue.store.render_done(&key)) {
                 tracing::error!("render queue: {e}");
             }
+            let _ = blocking(|| queue.store.drop_page(PageRole::Render, &job.url));
             queue.in_flight.lock().remove(&key);
             crawler.wake();
             drop(permit);
@@ -112,14 +146,16 @@ async fn render_one(
 ) {
     let Ok(url) = Url::parse(&job.url) else { return };
     let host = weft_frontier::host_key(&url);
+    let document = blocking(|| queue.store.page(PageRole::Render, url.as_str())).ok().flatten();
+    let (fetch, session) = crawler.render_fetch(&url, document, patience);
     let rendered = match &browser {
-        Some(b) => b.render(url.as_str(), crawler.browser_fetch(patience)).await.map_err(|e| e.to_string()),
+        Some(b) => b.render(url.as_str(), fetch).await.map_err(|e| e.to_string()),
         None => Err("no browser".to_string()),
     };
     let page = match rendered {
         Ok(r) => {
             metrics.extraction("render", "rendered");
-            let _ = queue.store.rendered(&host);
+            let _ = blocking(|| queue.store.rendered(&host));
             tracing::debug!(url = %url, took_ms = r.took.as_millis() as u64, reason = job.reason, "rendered");
             FetchedPage {
                 url: url.clone(),
@@ -134,8 +170,18 @@ async fn render_one(
         }
         Err(e) => {
             metrics.error("render_failed", url.as_str(), &e);
-            // Indexed as it is rather than lost.
-            match crawler.fetch_for_browser(&url, patience).await {
+            // Indexed as it is rather than lost: from the HTML the crawl (or the browser's
+            // document request) already has, fetched again only if there is none.
+            let static_page = match session.document() {
+                Some(d) => Ok(crate::fetcher::Fetched::Body {
+                    status: d.status,
+                    content_type: d.content_type,
+                    content_language: None,
+                    body: d.body.into(),
+                }),
+                None => crawler.fetch_for_browser(&url, patience).await.map_err(|e| e.to_string()),
+            };
+            match static_page {
                 Ok(crate::fetcher::Fetched::Body { status, content_type, content_language, body }) => FetchedPage {
                     url: url.clone(),
                     status,

@@ -161,10 +161,27 @@ impl Router {
     }
 }
 
+impl Router {
+    /// A URL this node is done with, on a host it no longer owns (it was leased when the host
+    /// changed hands, so the hand-off could not list it as done): its new owner is told, so
+    /// it does not fetch the page again. Nothing to do for a host still this node's.
+    pub fn forward_done(&self, url: &url::Url) {
+        let ring = self.network.ring();
+        let owner = url.host_str().map(str::to_ascii_lowercase).and_then(|h| ring.owner(&h).map(str::to_string));
+        if owner.is_some_and(|o| o != self.me) {
+            let done = vec![WireUrl { url: url.to_string(), depth: 0, kind: weft_p2p::UrlKind::Done }];
+            if let Err(e) = self.journal.insert(&done) {
+                tracing::error!("outbox journal: {e}");
+            }
+            self.network.send_urls(done);
+        }
+    }
+}
+
 /// Forgets the URLs their owners acknowledged. Runs until the network stops.
 pub async fn forget_acknowledged(journal: Journal, mut acked: tokio::sync::mpsc::UnboundedReceiver<Vec<String>>) {
     while let Some(urls) = acked.recv().await {
-        journal.remove(urls.iter().map(String::as_str));
+        crate::storage::blocking(|| journal.remove(urls.iter().map(String::as_str)));
     }
 }
 
@@ -235,7 +252,7 @@ pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal
     let done = async {
         loop {
             let s = network.status();
-            if journal.is_empty() && s.urls_waiting == 0 && s.urls_in_flight == 0 {
+            if crate::storage::blocking(|| journal.is_empty()) && s.urls_waiting == 0 && s.urls_in_flight == 0 {
                 break true;
             }
             if network.ring().is_empty() {
@@ -248,7 +265,7 @@ pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal
     match tokio::time::timeout(wait, done).await {
         Ok(true) => tracing::info!("left the network; every handed-off URL was acknowledged"),
         Ok(false) | Err(_) => tracing::warn!(
-            unacknowledged = journal.len(),
+            unacknowledged = crate::storage::blocking(|| journal.len()),
             "left the network with URLs unacknowledged; they stay journaled and go out at the next start"
         ),
     }
@@ -269,8 +286,12 @@ pub async fn receive(crawler: Crawler, journal: Journal, mut inbound: tokio::syn
                 None => done.push(url),
             }
         }
-        let accepted = crawler.mark_done(done).await + crawler.add_owned(candidates).await;
-        journal.remove(returned.iter().map(String::as_str));
+        let accepted = match (crawler.mark_done(done).await, crawler.add_owned(candidates).await) {
+            (Ok(d), Ok(q)) => d + q,
+            // Not on disk: no acknowledgement (the sender keeps the URLs and sends them again).
+            _ => continue,
+        };
+        crate::storage::blocking(|| journal.remove(returned.iter().map(String::as_str)));
         if let Some(reply) = reply {
             let _ = reply.send(accepted);
         }

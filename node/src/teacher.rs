@@ -16,9 +16,10 @@
 use crate::browser::{LazyPool, VIEWPORT};
 use crate::crawler::Crawler;
 use crate::fetcher::Fetched;
-use crate::layouts::{JobOutcome, LayoutStore, Learned, TeacherJob};
+use crate::layouts::{JobOutcome, LayoutStore, Learned, PageRole, StoredPage, TeacherJob};
 use crate::metrics::Metrics;
 use crate::rendering::RenderQueue;
+use crate::storage::blocking;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -45,7 +46,7 @@ impl Teacher {
     /// Takes jobs off the queue until the task is dropped.
     pub async fn run(self) {
         loop {
-            let job = match self.store.next_job() {
+            let job = match blocking(|| self.store.next_job()) {
                 Ok(j) => j,
                 Err(e) => {
                     tracing::error!("teacher queue: {e}");
@@ -59,6 +60,7 @@ impl Teacher {
                 }
                 continue;
             };
+            self.crawler.until_running().await;
             self.metrics.extraction("teacher", "runs");
             let outcome = self.teach(&job).await;
             let name = match &outcome {
@@ -67,10 +69,16 @@ impl Teacher {
                 JobOutcome::Failed => "failed",
             };
             self.metrics.extraction("teacher", name);
-            if let Err(e) = self.store.job_done(&job.host, job.level, &job.signature, outcome) {
+            if let Err(e) = blocking(|| self.store.job_done(&job.host, job.level, &job.signature, outcome)) {
                 tracing::error!("teacher: {e}");
             }
-            if let Err(e) = self.store.job_finished(&key) {
+            if outcome != JobOutcome::Failed {
+                let _ = blocking(|| self.store.drop_samples(&job.host, job.level, &job.signature));
+                for u in &job.urls {
+                    let _ = blocking(|| self.store.drop_page(PageRole::Sample, u));
+                }
+            }
+            if let Err(e) = blocking(|| self.store.job_finished(&key)) {
                 tracing::error!("teacher: {e}");
             }
             self.crawler.wake();
@@ -82,21 +90,36 @@ impl Teacher {
         let Some(pool) = self.pool.get().await else {
             return JobOutcome::Failed;
         };
-        // The static pages, in the job's order; the first that answers is rendered.
+        // The static pages, in the job's order, as the crawl fetched them (kept by the
+        // worker); only a sample whose HTML is not kept (a store from an older version) is
+        // fetched again. The first is rendered.
         let mut statics: Vec<(Url, String)> = Vec::new();
+        let mut first_page: Option<StoredPage> = None;
         for u in &job.urls {
             let Ok(url) = Url::parse(u) else { continue };
-            match self.crawler.fetch_for_browser(&url, self.patience).await {
-                Ok(Fetched::Body { body, content_type, .. }) => {
-                    let tld = url.host_str().and_then(|h| h.rsplit('.').next()).map(str::to_string);
-                    let text =
-                        weft_extract::decode::decode(&body, content_type.as_deref(), tld.as_deref(), &mut Vec::new())
-                            .text;
-                    statics.push((url, text));
-                }
-                Ok(_) => {}
-                Err(e) => tracing::debug!(url = %url, "teacher: static fetch refused: {e}"),
+            let kept = blocking(|| self.store.page(PageRole::Sample, u)).ok().flatten();
+            let page = match kept {
+                Some(p) => p,
+                None => match self.crawler.fetch_for_browser(&url, self.patience).await {
+                    Ok(Fetched::Body { status, body, content_type, .. }) => {
+                        self.metrics.extraction("teacher", "sample_fetched");
+                        StoredPage { status, content_type, body: body.to_vec() }
+                    }
+                    Ok(_) => continue,
+                    Err(e) => {
+                        tracing::debug!(url = %url, "teacher: static fetch refused: {e}");
+                        continue;
+                    }
+                },
+            };
+            let tld = url.host_str().and_then(|h| h.rsplit('.').next()).map(str::to_string);
+            let text =
+                weft_extract::decode::decode(&page.body, page.content_type.as_deref(), tld.as_deref(), &mut Vec::new())
+                    .text;
+            if first_page.is_none() {
+                first_page = Some(page);
             }
+            statics.push((url, text));
         }
         let Some((first, first_html)) = statics.first().cloned() else {
             tracing::info!(host = job.host, "teacher: none of the layout's pages could be fetched");
@@ -115,7 +138,7 @@ impl Teacher {
                 "a template of the host fits the layout"
             );
             self.metrics.extraction("teacher", "adopted");
-            return match self.store.adopt(&fits, &job.host, &l1) {
+            return match blocking(|| self.store.adopt(&fits, &job.host, &l1)) {
                 Ok(()) => JobOutcome::Learned,
                 Err(e) => {
                     tracing::error!("teacher: {e}");
@@ -123,7 +146,8 @@ impl Teacher {
                 }
             };
         }
-        let rendered = match pool.render(first.as_str(), self.crawler.browser_fetch(self.patience)).await {
+        let (fetch, _) = self.crawler.render_fetch(&first, first_page, self.patience);
+        let rendered = match pool.render(first.as_str(), fetch).await {
             Ok(r) => r,
             Err(e) => {
                 self.metrics.error("teacher_render", first.as_str(), &e);
@@ -155,12 +179,15 @@ impl Teacher {
                     decided_at: now_unix(),
                     rendered: 0,
                 };
-                if let Err(e) = self.store.decide_rendering(&job.host, decision) {
+                if let Err(e) = blocking(|| self.store.decide_rendering(&job.host, decision)) {
                     tracing::error!("teacher: {e}");
                 }
-                let _ = self.store.job_done(&job.host, weft_extract::template::Level::L1, &l1, JobOutcome::JsRequired);
+                let _ = blocking(|| {
+                    self.store.job_done(&job.host, weft_extract::template::Level::L1, &l1, JobOutcome::JsRequired)
+                });
                 for (url, _) in &statics {
-                    if let Err(e) = self.renders.push(url, 0, "its layout needs JavaScript") {
+                    let page = blocking(|| self.store.page(PageRole::Sample, url.as_str())).ok().flatten();
+                    if let Err(e) = self.renders.push(url, 0, "its layout needs JavaScript", page.as_ref()) {
                         tracing::error!("render queue: {e}");
                     }
                 }
@@ -198,11 +225,11 @@ impl Teacher {
             js,
         );
         let learned = Learned { template, snapshot, evidence };
-        match self.store.learned(learned, Some(&l2)) {
+        match blocking(|| self.store.learned(learned, Some(&l2))) {
             Ok(version) => {
                 tracing::info!(host = job.host, signature = l1, version, reason = job.reason, "layout learned");
                 if job.signature != l1 {
-                    let _ = self.store.job_done(&job.host, job.level, &job.signature, JobOutcome::Learned);
+                    let _ = blocking(|| self.store.job_done(&job.host, job.level, &job.signature, JobOutcome::Learned));
                 }
                 JobOutcome::Learned
             }
@@ -217,7 +244,7 @@ impl Teacher {
 impl Teacher {
     /// The host's newest template that extracts every one of `statics`, if any.
     fn fitting_host_template(&self, host: &str, statics: &[(Url, String)]) -> Option<Learned> {
-        let candidates = self.store.host_templates(host).ok()?;
+        let candidates = blocking(|| self.store.host_templates(host)).ok()?;
         let docs: Vec<scraper::Html> = statics.iter().map(|(_, h)| scraper::Html::parse_document(h)).collect();
         candidates.into_iter().find(|l| docs.iter().all(|d| weft_extract::template::apply(d, &l.template).is_ok()))
     }

@@ -12,12 +12,14 @@
 //!    for the new signature, and what drifted is recorded.
 //! 4. Decide whether the page needs the browser (tier 2): a JavaScript score above
 //!    `layouts.render_js_above`, or above `render_js_maybe_above` with too little static text,
-//!    or a host or layout already known to need it. The decision is remembered per host.
+//!    or a host or layout already known to need it. Only when most of a host's recent pages
+//!    needed it (three of its last five) are all its pages sent to the browser without a
+//!    static fetch first; that decision is remembered.
 //!
 //! A template's fields replace the generic extraction's text, title, date and author; the rest
 //! (links, metadata, classification) stays the generic extractor's.
 
-use crate::layouts::{HostRendering, LayoutStore, Learned};
+use crate::layouts::{HostRendering, LayoutStore, Learned, PageRole, StoredPage};
 use crate::metrics::Metrics;
 use crate::pipeline::FetchedPage;
 use scraper::Html;
@@ -50,6 +52,11 @@ pub struct Worker {
     can_render: Arc<AtomicBool>,
     /// Wakes the teacher when a job was queued.
     teacher: Arc<Notify>,
+}
+
+/// A page's HTML as it is kept for the browser.
+pub fn stored(page: &FetchedPage) -> StoredPage {
+    StoredPage { status: page.status, content_type: page.content_type.clone(), body: page.body.to_vec() }
 }
 
 fn now_unix() -> u64 {
@@ -97,6 +104,10 @@ impl Worker {
         let url = page.url.as_str();
         let now = now_unix();
         let observed = self.store.observe(&host, &l1, &l2, url, now)?;
+        if observed.sampled {
+            // The teacher works on the samples' HTML as fetched now, never fetching them again.
+            self.store.keep_page(PageRole::Sample, url, &stored(page))?;
+        }
         if observed.queued.is_some() {
             m.extraction("layout", "teacher_queued");
             self.teacher.notify_one();
@@ -123,6 +134,7 @@ impl Worker {
                             }
                         }
                         if self.store.failed(learned, &change)?.is_some() {
+                            self.store.keep_page(PageRole::Sample, url, &stored(page))?;
                             m.extraction("layout", "teacher_queued");
                             self.teacher.notify_one();
                         }
@@ -194,17 +206,24 @@ impl Worker {
         let score = e.js.score;
         let valid = by_template || e.word_count >= MIN_WORDS;
         let reason = if layout_needs_js {
-            "the teacher found this layout's text only in the rendered page".to_string()
+            Some("the teacher found this layout's text only in the rendered page".to_string())
         } else if score > self.render_above {
-            format!("JavaScript score {score:.2} > {:.2}", self.render_above)
+            Some(format!("JavaScript score {score:.2} > {:.2}", self.render_above))
         } else if score > self.render_maybe_above && !valid {
-            format!(
+            Some(format!(
                 "JavaScript score {score:.2} > {:.2} and the static page has {} words (< {MIN_WORDS})",
                 self.render_maybe_above, e.word_count
-            )
+            ))
         } else {
-            return Ok(None);
+            None
         };
+        // The page itself is rendered if it needs it; the whole host only once most of its
+        // recent pages did.
+        let whole_host = self.store.note_js_need(host, reason.is_some())?;
+        let Some(reason) = reason else { return Ok(None) };
+        if !whole_host {
+            return Ok(Some(reason));
+        }
         let decision = HostRendering {
             render: true,
             score,

@@ -119,7 +119,8 @@ async fn rendering_through_the_crawler_is_polite_and_obeys_robots() {
     config.index.enabled = false;
     config.api.enabled = false;
     let node = weft_node::Node::open(config).unwrap();
-    let fetch = node.crawler().browser_fetch(Duration::from_secs(20));
+    let page_url = url::Url::parse(&format!("http://polite.test:{}/page", server.port())).unwrap();
+    let (fetch, _) = node.crawler().render_fetch(&page_url, None, Duration::from_secs(20));
     let pool =
         BrowserPool::launch(BrowserSettings { instances: 1, timeout: Duration::from_secs(30), ..Default::default() })
             .await

@@ -24,6 +24,8 @@ fn config(server: &WebServer, dir: &std::path::Path) -> weft_config::Config {
     c.api.listen = "127.0.0.1:0".parse().unwrap();
     c.crawl.seeds = vec![server.url(HOST, "/")];
     c.embed = weft_index::testing::embed_config();
+    // About the index's disk quota: the sizes it measures must be the index's alone, not the
+    // layout store's samples and templates growing beside them.
     c.layouts.enabled = false;
     c
 }

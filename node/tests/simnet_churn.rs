@@ -1,5 +1,7 @@
-//! The simulator's CI scenario: five real `weft` processes (index on, real model) crawl the
-//! PostgreSQL-manual web (20 hosts, 500 pages, one pathology per host) while node 3 is killed
+//! The simulator's CI scenario: five real `weft` processes (the default configuration: index
+//! on with the real model, layout learning on with Chromium) crawl the PostgreSQL-manual web
+//! (20 hosts, 500 pages, one pathology per host, JavaScript shells on one) and four news sites
+//! in four designs while node 3 is killed
 //! with SIGKILL and restarted, a sixth node joins and node 1 leaves for good. Judged from the
 //! web server's own log: coverage, politeness, lost URLs, duplicate fetches. Then sixty
 //! questions are asked of the network and judged against exact kNN over every node's chunks.
@@ -20,7 +22,7 @@ async fn five_nodes_with_a_crash_a_join_and_a_leave_crawl_everything_politely_on
         nodes: 5,
         web: WebSpec { hosts: 20, pages: 500, seed: 1, ..WebSpec::default() },
         docs: docs_dir(),
-        duration: Duration::from_secs(270),
+        duration: Duration::from_secs(400),
         churn: churn::parse("kill:3@15s,restart:3@25s,join:1@30s,leave:1@40s", 5).unwrap(),
         delay_ms: 250,
         index: true,
@@ -38,11 +40,12 @@ async fn five_nodes_with_a_crash_a_join_and_a_leave_crawl_everything_politely_on
     let w = &report.web;
     let summary = serde_json::to_string_pretty(&report).unwrap();
     eprintln!(
-        "coverage {}/{}, duplicates {} ({:.2}%), lost {}, violations {}, {:.0} s",
+        "coverage {}/{}, duplicates {} ({:.2}%) + {} after kills, lost {}, violations {}, {:.0} s",
         w.covered,
         w.reachable,
         w.duplicate_fetches,
         w.duplicate_rate * 100.0,
+        w.duplicates_after_kill,
         w.lost.len(),
         w.politeness_violations.len(),
         report.elapsed_secs
@@ -54,12 +57,30 @@ async fn five_nodes_with_a_crash_a_join_and_a_leave_crawl_everything_politely_on
     assert_eq!(report.nodes[1].state, "left");
     assert!(report.nodes.iter().filter(|n| n.state == "up").all(|n| n.fetches > 0), "every node crawled: {summary}");
 
-    assert_eq!(w.reachable, 530, "500 pages, 20 tables of contents, 10 mirrors");
+    assert_eq!(w.reachable, 658, "500 pages, 20 tables of contents, 10 mirrors, 4 news sites of 32 pages");
     assert!(w.coverage >= 0.99, "coverage {:.3}: {:?}", w.coverage, w.lost);
     assert!(w.lost.is_empty(), "lost: {:?}", w.lost);
     assert!(w.politeness_violations.is_empty(), "{:?}", w.politeness_violations);
-    assert!(w.duplicate_rate <= 0.05, "{} duplicate fetches ({:.2}%)", w.duplicate_fetches, w.duplicate_rate * 100.0);
-    assert!(report.elapsed_secs < 300.0, "took {:.0} s", report.elapsed_secs);
+    // No page is fetched twice — not by a render, not by the teacher, not by a hand-off —
+    // except pages a SIGKILLed node had fetched without acknowledging (the known gap).
+    assert_eq!(w.duplicate_fetches, 0, "fetched twice: {:?}", w.repeated_pages);
+    assert!(
+        w.duplicates_after_kill <= 30,
+        "{} repeats after the kill: {:?}",
+        w.duplicates_after_kill,
+        w.repeated_pages
+    );
+    assert_eq!(w.subresource_repeats_by_a_node, 0, "a node's subresource cache answers repeats");
+    // The defaults ran: layouts were taught, used and pages rendered during the churn.
+    let sum = |f: fn(&weft_simnet::runner::NodeReport) -> u64| report.nodes.iter().map(f).sum::<u64>();
+    eprintln!(
+        "layouts: {}; {} subresource requests",
+        weft_simnet::runner::layouts_line(&report),
+        w.subresource_requests
+    );
+    assert!(sum(|n| n.teacher_runs) > 0 && sum(|n| n.pages_by_template) > 0, "{summary}");
+    assert!(sum(|n| n.pages_rendered) > 0, "{summary}");
+    assert!(report.elapsed_secs < 420.0, "took {:.0} s", report.elapsed_secs);
     // The mirrors are near duplicates of host 0's pages: the network recognised some of them.
     assert!(report.dedup_hits > 0, "{summary}");
 

@@ -135,6 +135,11 @@ pub async fn run(spec: &RunSpec) -> Result<(), RunError> {
     println!("  reachable pages fetched  {}/{} ({:.1}%)", w.covered, w.reachable, w.coverage * 100.0);
     println!("  fetched twice            {} ({:.1}%)", w.duplicate_fetches, w.duplicate_rate * 100.0);
     println!("  politeness violations    {}", w.politeness_violations.len());
+    println!(
+        "  other requests           {} robots.txt, {} sitemaps, {} scripts of rendered pages",
+        w.robots_requests, w.sitemap_requests, w.subresource_requests
+    );
+    println!("  layouts                  {}", crate::runner::layouts_line(&report));
     for n in &report.nodes {
         println!(
             "  node {}: {} pages fetched, owns {:.0}% of the ring, {} near-duplicates recognised, {:.0} MiB resident",

@@ -54,13 +54,25 @@ pub struct WebSpec {
     /// Pages with more words than this are left out (a few reference pages run to 19,000
     /// words; they make the embedder, not the network, the subject of a run).
     pub max_words: usize,
+    /// News sites beside the manual (`news{i}.test`, the designs of [`crate::news`] in turn),
+    /// each with `news_articles` articles: layouts for the teacher to learn during a run.
+    pub news_sites: usize,
+    pub news_articles: usize,
 }
 
 impl Default for WebSpec {
     fn default() -> Self {
-        WebSpec { hosts: 20, pages: 500, seed: 1, max_words: 1500 }
+        WebSpec { hosts: 20, pages: 500, seed: 1, max_words: 1500, news_sites: 4, news_articles: 30 }
     }
 }
+
+/// The name of news site `i`.
+pub fn news_host(i: usize) -> String {
+    format!("news{i}.test")
+}
+
+/// The script the application shells of host 8 share (fetched once per node, then cached).
+const APP_JS: &str = "function render(html) { document.getElementById('app').innerHTML = html; }";
 
 /// One documentation page as shipped.
 #[derive(Debug, Clone)]
@@ -188,8 +200,11 @@ pub fn build(docs: &[DocPage], spec: &WebSpec, port: u16) -> Result<DocsWeb, Doc
         let related: Vec<&DocPage> =
             (0..2).map(|j| pool[(mix(spec.seed ^ j, &doc.name) % pool.len() as u64) as usize]).collect();
         let html = rewrite(doc, &related, h, &home, &url);
-        let resource =
-            if has(8) && h == 8 && nth % 3 == 1 { needs_javascript(doc, &html) } else { Resource::Html(html.clone()) };
+        let resource = if has(8) && h == 8 && nth % 3 == 1 {
+            needs_javascript(doc, &html, nth % 2 == 1)
+        } else {
+            Resource::Html(html.clone())
+        };
         let resource = match h {
             3 if nth % 3 == 1 => Resource::Sequence(vec![too_many(), too_many(), resource]),
             4 if nth % 3 == 1 => Resource::Sequence(vec![Resource::status(503), Resource::status(500), resource]),
@@ -269,7 +284,19 @@ pub fn build(docs: &[DocPage], spec: &WebSpec, port: u16) -> Result<DocsWeb, Doc
         }
         site.routes.insert("/robots.txt".into(), Resource::robots(&robots));
     }
-    let seeds: Vec<String> = (0..spec.hosts).map(|h| url(h, "/")).collect();
+    if has(8) {
+        sites[8].routes.insert("/static/app.js".into(), Resource::text("application/javascript", APP_JS));
+    }
+    let mut seeds: Vec<String> = (0..spec.hosts).map(|h| url(h, "/")).collect();
+    let mut hosts = hosts.clone();
+    for i in 0..spec.news_sites {
+        let host = news_host(i);
+        let news = crate::news::news_site(&host, i, spec.news_articles.max(1));
+        let site = news.site.with("/robots.txt", Resource::robots("User-agent: *\nAllow: /\n"));
+        seeds.push(format!("http://{host}:{port}/"));
+        sites.push(site);
+        hosts.push(host);
+    }
     let reachable = reachable(&sites, &seeds, &disallowed);
     let titles = pool
         .iter()
@@ -326,16 +353,21 @@ fn rewrite(
 }
 
 /// The page as an application shell: the text arrives in a script that writes it into the
-/// document, so a crawler that does not run JavaScript sees an empty page.
-fn needs_javascript(doc: &DocPage, html: &str) -> Resource {
+/// document, so a crawler that does not run JavaScript sees an empty page. With `shared`, the
+/// writing function comes from the host's `/static/app.js` (a subresource every such page
+/// asks for).
+fn needs_javascript(doc: &DocPage, html: &str, shared: bool) -> Resource {
     let body = BODY.captures(html).map_or(html, |c| c.get(1).expect("group").as_str());
-    let payload = serde_json::to_string(body).expect("strings serialize");
+    let payload = serde_json::to_string(body).expect("strings serialize").replace("</", "<\\/");
+    let script = if shared {
+        format!("<script src=\"/static/app.js\"></script><script>render({payload});</script>")
+    } else {
+        format!("<script>document.getElementById('app').innerHTML = {payload};</script>")
+    };
     Resource::Html(format!(
         "<!doctype html><html><head><title>{}</title></head><body><div id=\"app\">Loading…</div>\
-         <noscript>This documentation needs JavaScript.</noscript>\
-         <script>document.getElementById('app').innerHTML = {};</script></body></html>",
+         <noscript>This documentation needs JavaScript.</noscript>{script}</body></html>",
         escape(&doc.title),
-        payload.replace("</", "<\\/")
     ))
 }
 
@@ -425,7 +457,7 @@ mod tests {
 
     #[test]
     fn pages_are_split_over_hosts_with_pathologies_and_nothing_points_off_the_machine() {
-        let spec = WebSpec { hosts: 10, pages: 100, seed: 7, max_words: 100 };
+        let spec = WebSpec { hosts: 10, pages: 100, seed: 7, max_words: 100, news_sites: 0, news_articles: 0 };
         let web = build(&corpus(), &spec, 8080).unwrap();
         assert_eq!(web.hosts.len(), 10);
         let served: usize = web.titles.len();
@@ -434,7 +466,8 @@ mod tests {
             for r in site.routes.values() {
                 let Resource::Html(html) = r else { continue };
                 assert!(!html.contains("postgresql.org") && !html.contains("stylesheet.css"), "{html}");
-                assert!(!html.contains(" src=\""), "images are not served");
+                let scripts = html.matches(" src=\"").count();
+                assert_eq!(scripts, html.matches("<script src=\"/static/app.js\"").count(), "images are not served");
             }
         }
         // The chosen sample depends on the seed, the same seed gives the same web.
@@ -479,11 +512,11 @@ mod tests {
     fn too_few_pages_or_hosts_is_a_typed_error() {
         let docs = corpus();
         assert!(matches!(
-            build(&docs, &WebSpec { hosts: 2, pages: 500, seed: 1, max_words: 100 }, 1),
+            build(&docs, &WebSpec { hosts: 2, pages: 500, seed: 1, max_words: 100, ..WebSpec::default() }, 1),
             Err(DocsError::TooFew { have: 120, .. })
         ));
         assert!(matches!(
-            build(&docs, &WebSpec { hosts: 0, pages: 10, seed: 1, max_words: 100 }, 1),
+            build(&docs, &WebSpec { hosts: 0, pages: 10, seed: 1, max_words: 100, ..WebSpec::default() }, 1),
             Err(DocsError::Empty)
         ));
         assert!(matches!(load(Path::new("/nonexistent/docs")), Err(DocsError::Missing(_))));
@@ -501,7 +534,17 @@ mod real {
         let docs = load(&docs_dir()).unwrap_or_else(|e| panic!("{e}"));
         let web = build(&docs, &WebSpec::default(), 1234).unwrap();
         assert_eq!(web.titles.len(), 500);
-        // 500 pages, 20 tables of contents, 10 mirrors.
-        assert_eq!(web.reachable.len(), 530, "{}", web.reachable.len());
+        // 500 pages, 20 tables of contents, 10 mirrors; four news sites of 30 articles and 2
+        // hub pages each.
+        assert_eq!(web.reachable.len(), 530 + 4 * 32, "{}", web.reachable.len());
+        assert_eq!(web.hosts.len(), 24);
+        let shells = |shared: bool| {
+            web.sites[8]
+                .routes
+                .values()
+                .filter(|r| matches!(r, Resource::Html(h) if h.contains("Loading") && h.contains("/static/app.js") == shared))
+                .count()
+        };
+        assert!(shells(true) > 0 && shells(false) > 0, "shells with the shared script and without");
     }
 }

@@ -103,7 +103,7 @@ enum Command {
     /// Three nodes on loopback crawl the synthetic web for about a minute, then answer searches.
     Demo {
         /// Seconds of crawling at most (it stops earlier when everything is fetched).
-        #[arg(long, default_value_t = 60)]
+        #[arg(long, default_value_t = 90)]
         seconds: u64,
         #[command(flatten)]
         common: Common,
@@ -166,7 +166,9 @@ fn main() {
                 Ok(())
             }
             Command::Demo { seconds, common } => {
-                let web = WebSpec { hosts: 12, pages: 180, seed: common.seed, ..WebSpec::default() };
+                // Four news sites of twelve articles: enough for the teacher to learn each design
+                // within the minute.
+                let web = WebSpec { hosts: 12, pages: 180, seed: common.seed, news_articles: 12, ..WebSpec::default() };
                 let (spec, _tmp) = spec(&common, 3, web, Duration::from_secs(seconds), Vec::new(), true, true)?;
                 demo::run(&spec).await.map_err(|e| e.to_string())?;
                 keep_note(&common, &spec);
@@ -251,6 +253,15 @@ fn print_summary(r: &RunReport) {
     );
     println!("coverage          {}/{} reachable pages ({:.2}%)", w.covered, w.reachable, w.coverage * 100.0);
     println!("duplicate fetches {} ({:.2}%)", w.duplicate_fetches, w.duplicate_rate * 100.0);
+    println!(
+        "after a SIGKILL   {} pages fetched again (the killed node had not acknowledged them)",
+        w.duplicates_after_kill
+    );
+    println!(
+        "other requests    {} robots.txt, {} sitemaps, {} subresources of rendered pages ({} repeated by one node, at most {} for one URL)",
+        w.robots_requests, w.sitemap_requests, w.subresource_requests, w.subresource_repeats_by_a_node, w.subresource_max_requests
+    );
+    println!("layouts           {}", runner::layouts_line(r));
     println!("lost URLs         {}", w.lost.len());
     println!("politeness        {} violations", w.politeness_violations.len());
     for v in w.politeness_violations.iter().take(10) {

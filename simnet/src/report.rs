@@ -21,6 +21,10 @@ pub struct Expectations<'a> {
     pub retry_after: Duration,
     /// Time zero of `coverage_over_time` (the start of the run); the first request if `None`.
     pub start: Option<Instant>,
+    /// Nodes killed with SIGKILL: (the User-Agent their requests carry, when). A page such a
+    /// node fetched before its kill may be fetched again after it — the fetch was never
+    /// acknowledged — and that repeat is counted apart from the duplicates that must not be.
+    pub kills: &'a [(String, Instant)],
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -29,10 +33,25 @@ pub struct Report {
     /// Reachable pages fetched at least once.
     pub covered: usize,
     pub coverage: f64,
-    /// Successful fetches of a page that had been fetched successfully already (robots.txt
-    /// and sitemaps excluded; a retry after a 429 or 5xx is not a duplicate).
+    /// Successful fetches of a page that had been fetched successfully already (robots.txt,
+    /// sitemaps and rendered pages' subresources excluded; a retry after a 429 or 5xx is not a
+    /// duplicate), other than those a crash explains: these must be 0.
     pub duplicate_fetches: usize,
     pub duplicate_rate: f64,
+    /// Repeats of a page whose earlier fetch was made by a node killed with SIGKILL before the
+    /// repeat (its fetch was in flight or not yet acknowledged when it died).
+    pub duplicates_after_kill: usize,
+    /// The pages fetched more than once and how often, for either kind of duplicate.
+    pub repeated_pages: BTreeMap<String, usize>,
+    /// Requests for robots.txt, sitemaps and subresources (scripts, stylesheets, data that
+    /// rendered pages asked for).
+    pub robots_requests: usize,
+    pub sitemap_requests: usize,
+    pub subresource_requests: usize,
+    /// Subresource URLs requested more than once by the same node (its cache should have
+    /// answered), and the most requests any one subresource URL got from all nodes together.
+    pub subresource_repeats_by_a_node: usize,
+    pub subresource_max_requests: usize,
     /// Reachable pages never fetched, sorted.
     pub lost: Vec<String>,
     /// Requests that came sooner than their host's gap after its previous response (or its
@@ -46,9 +65,16 @@ pub struct Report {
     pub coverage_over_time: Vec<(u64, usize)>,
 }
 
-/// A page request: not robots.txt, not a sitemap.
+/// A page request: not robots.txt, not a sitemap, not a subresource.
 pub fn is_page(r: &Request) -> bool {
-    r.path != "/robots.txt" && !r.path.contains("sitemap")
+    r.path != "/robots.txt" && !r.path.contains("sitemap") && !is_subresource(&r.path)
+}
+
+/// A script, stylesheet or data file a rendered page asks for (the simulator's web serves
+/// them under these extensions).
+pub fn is_subresource(path: &str) -> bool {
+    let p = path.split('?').next().unwrap_or(path);
+    [".js", ".css", ".json"].iter().any(|ext| p.ends_with(ext))
 }
 
 /// Judges `log` against `expect`.
@@ -58,14 +84,30 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
     let start = expect.start.or(log.first().map(|r| r.started)).unwrap_or_else(Instant::now);
 
     let mut seen: HashSet<(String, String)> = HashSet::new();
+    // Who fetched each page, and when: a repeat is explained by a kill of an earlier fetcher.
+    let mut fetchers: HashMap<(String, String), Vec<(&str, Instant)>> = HashMap::new();
+    let killed_between = |agent: &str, from: Instant, to: Instant| {
+        expect.kills.iter().any(|(a, at)| agent.starts_with(a.as_str()) && *at >= from && *at <= to)
+    };
     let mut duplicate_fetches = 0;
+    let mut duplicates_after_kill = 0;
+    let mut repeated_pages: BTreeMap<String, usize> = BTreeMap::new();
     let mut covered_so_far = 0;
     let mut points: BTreeMap<u64, usize> = BTreeMap::new();
     for r in log.iter().filter(|r| is_page(r) && (200..300).contains(&r.status)) {
         let key = (r.host.clone(), r.path.clone());
         let reachable = expect.reachable.contains(&key);
+        let before = fetchers.entry(key.clone()).or_default();
+        // Explained only by the latest earlier fetch: its node died before acknowledging it.
+        let explained = before.last().is_some_and(|(agent, at)| killed_between(agent, *at, r.started));
+        before.push((r.user_agent.as_str(), r.started));
         if !seen.insert(key) {
-            duplicate_fetches += 1;
+            if explained {
+                duplicates_after_kill += 1;
+            } else {
+                duplicate_fetches += 1;
+            }
+            *repeated_pages.entry(format!("{}{}", r.host, r.path)).or_insert(1) += 1;
         } else if reachable {
             covered_so_far += 1;
             points.insert(r.started.saturating_duration_since(start).as_secs(), covered_so_far);
@@ -118,14 +160,27 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
         }
         coverage_over_time.push((s, value));
     }
+    let mut by_node: HashMap<(&str, &str, &str), usize> = HashMap::new();
+    let mut by_url: HashMap<(&str, &str), usize> = HashMap::new();
+    for r in log.iter().filter(|r| is_subresource(&r.path)) {
+        *by_node.entry((r.user_agent.as_str(), r.host.as_str(), r.path.as_str())).or_default() += 1;
+        *by_url.entry((r.host.as_str(), r.path.as_str())).or_default() += 1;
+    }
     let reachable = expect.reachable.len();
-    let pages = seen.len() + duplicate_fetches;
+    let pages = seen.len() + duplicate_fetches + duplicates_after_kill;
     Report {
         reachable,
         covered,
         coverage: if reachable == 0 { 1.0 } else { covered as f64 / reachable as f64 },
         duplicate_fetches,
         duplicate_rate: if pages == 0 { 0.0 } else { duplicate_fetches as f64 / pages as f64 },
+        duplicates_after_kill,
+        repeated_pages,
+        robots_requests: log.iter().filter(|r| r.path == "/robots.txt").count(),
+        sitemap_requests: log.iter().filter(|r| r.path.contains("sitemap")).count(),
+        subresource_requests: by_url.values().sum(),
+        subresource_repeats_by_a_node: by_node.values().filter(|n| **n > 1).count(),
+        subresource_max_requests: by_url.values().copied().max().unwrap_or(0),
         lost,
         politeness_violations: violations,
         requests: log.len(),
@@ -167,6 +222,7 @@ mod tests {
             disallowed: &disallowed,
             retry_after: Duration::from_secs(2),
             start: None,
+            kills: &[],
         };
         let log = vec![
             req(t0, "h.test", "/robots.txt", 0, 10),
@@ -192,5 +248,41 @@ mod tests {
         assert!(r.politeness_violations.iter().any(|v| v.contains("started before")));
         assert_eq!(r.coverage_over_time[..2], [(0, 1), (1, 3)], "/ in the first second, /a and /b in the next");
         assert_eq!(r.lost, vec!["h.test/c"], "429s do not cover a page");
+    }
+
+    #[test]
+    fn repeats_after_a_kill_and_subresources_are_counted_apart() {
+        let t0 = Instant::now();
+        let reachable: HashSet<(String, String)> =
+            ["/", "/a", "/b"].iter().map(|p| ("h.test".to_string(), p.to_string())).collect();
+        let by = |agent: &str, path: &str, at: u64| Request {
+            user_agent: agent.into(),
+            ..req(t0, "h.test", path, at, at + 5)
+        };
+        let log = vec![
+            by("Node1", "/", 0),
+            by("Node1", "/a", 100),
+            by("Node2", "/a", 900), // Node1 was killed at 500: explained
+            by("Node2", "/b", 1000),
+            by("Node3", "/b", 1100), // nobody was killed: a real duplicate
+            by("Node2", "/app.js", 1200),
+            by("Node2", "/app.js", 1300), // the node's cache should have answered
+            by("Node3", "/app.js", 1400),
+            by("Node3", "/data/x.json?v=1", 1500),
+        ];
+        let kills = vec![("Node1".to_string(), t0 + Duration::from_millis(500))];
+        let expect = Expectations {
+            reachable: &reachable,
+            gaps: &HashMap::new(),
+            default_gap: Duration::ZERO,
+            disallowed: &[],
+            retry_after: Duration::ZERO,
+            start: None,
+            kills: &kills,
+        };
+        let r = judge(&log, &expect);
+        assert_eq!((r.covered, r.duplicate_fetches, r.duplicates_after_kill), (3, 1, 1));
+        assert_eq!(r.repeated_pages.get("h.test/b"), Some(&2));
+        assert_eq!((r.subresource_requests, r.subresource_repeats_by_a_node, r.subresource_max_requests), (4, 1, 3));
     }
 }

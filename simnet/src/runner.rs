@@ -104,6 +104,27 @@ pub struct NodeReport {
     /// Resident memory when last seen, and the peak of its last process, in MiB.
     pub rss_mib: f64,
     pub peak_rss_mib: f64,
+    /// Layout learning when last seen: teacher jobs run, templates stored, pages extracted by
+    /// a template, pages rendered in the browser, times its browsers were started.
+    pub teacher_runs: u64,
+    pub templates: u64,
+    pub pages_by_template: u64,
+    pub pages_rendered: u64,
+    pub browser_starts: u64,
+}
+
+/// Layout learning across the nodes, in a line: teacher runs, templates, pages extracted by
+/// a template, pages rendered, browser starts.
+pub fn layouts_line(r: &RunReport) -> String {
+    let sum = |f: fn(&NodeReport) -> u64| r.nodes.iter().map(f).sum::<u64>();
+    format!(
+        "{} teacher runs, {} templates, {} pages extracted by a template, {} pages rendered, browsers started {} times",
+        sum(|n| n.teacher_runs),
+        sum(|n| n.templates),
+        sum(|n| n.pages_by_template),
+        sum(|n| n.pages_rendered),
+        sum(|n| n.browser_starts)
+    )
 }
 
 /// A churn event as it happened.
@@ -218,9 +239,12 @@ fn node_config(
     c.p2p.missed_heartbeats = if many { 5 } else { 3 };
     c.p2p.leave_timeout_secs = 20;
     c.index.enabled = spec.index;
-    // The simulator measures crawling and search across nodes; a browser per node would not
-    // fit dozens of nodes on two cores. Layout learning is measured by node/examples/layouts.rs.
-    c.layouts.enabled = false;
+    // Layout learning is on, as shipped: the web has news sites in several designs and
+    // JavaScript shells, so teachers and renderers work during churn. Browsers start only on
+    // nodes that meet such pages and stop when idle; with many nodes on two cores, one each.
+    if many {
+        c.layouts.browsers = 1;
+    }
     // Routing summaries follow the index within seconds (the default is half a minute).
     c.search.summary_interval_secs = 5;
     if let Some(f) = spec.search.as_ref().and_then(|s| s.fanout) {
@@ -299,6 +323,8 @@ struct Sim<'a> {
     nodes: Vec<Node>,
     bootstrap: String,
     http: reqwest::Client,
+    /// Nodes killed with SIGKILL: (their User-Agent, when).
+    kills: Vec<(String, Instant)>,
 }
 
 impl Sim<'_> {
@@ -332,6 +358,7 @@ impl Sim<'_> {
                 let node = &mut self.nodes[n];
                 if let Some(mut child) = node.child.take() {
                     let _ = child.start_kill();
+                    self.kills.push((user_agent(n), Instant::now()));
                     let _ = child.wait().await;
                 }
                 node.state = State::Killed;
@@ -566,7 +593,7 @@ pub async fn run_with(
 
     let started = Instant::now();
     let http = reqwest::Client::builder().no_proxy().build().map_err(|e| io("HTTP client", e))?;
-    let mut sim = Sim { spec, web: &web, nodes: Vec::new(), bootstrap: String::new(), http };
+    let mut sim = Sim { spec, web: &web, nodes: Vec::new(), bootstrap: String::new(), http, kills: Vec::new() };
     // The seeds go to the last initial node, started once the others formed a network: a
     // crawl that starts while members are still arriving moves hosts around needlessly.
     sim.add_node(spec.nodes == 1)?;
@@ -657,6 +684,7 @@ pub async fn run_with(
         disallowed: &web.disallowed,
         retry_after,
         start: Some(started),
+        kills: &sim.kills,
     };
     let judged = report::judge(&log, &expect);
     let mut fetch_rate: BTreeMap<usize, Vec<(u64, usize)>> = BTreeMap::new();
@@ -694,6 +722,11 @@ pub async fn run_with(
             dht_published: u(&net["dht_published"]),
             rss_mib: node.rss_kib as f64 / 1024.0,
             peak_rss_mib: node.peak_kib as f64 / 1024.0,
+            teacher_runs: u(&s["extraction"]["teacher:runs"]),
+            templates: u(&s["layouts"]["templates"]),
+            pages_by_template: u(&s["extraction"]["layout:template"]),
+            pages_rendered: u(&s["extraction"]["render:rendered"]),
+            browser_starts: u(&s["layouts"]["browser_starts"]),
         });
     }
     let up: Vec<&NodeReport> = nodes.iter().filter(|n| n.rss_mib > 0.0).collect();

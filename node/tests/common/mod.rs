@@ -22,10 +22,10 @@ pub const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 pub fn config(server: &WebServer, data_dir: &Path, delay_ms: u64) -> Config {
     let mut c = Config { data_dir: data_dir.to_path_buf(), ..Default::default() };
     c.api.enabled = false;
-    // These tests are about crawling; the index has its own (tests/tests/search.rs), layout
-    // learning too (tests/layouts.rs).
+    // These tests are about crawling: the index (with its model) has its own end-to-end tests
+    // (tests/tests/search.rs and the default-node tests). Layout learning stays on, as shipped:
+    // the teacher's and the browser's requests are crawl requests too.
     c.index.enabled = false;
-    c.layouts.enabled = false;
     c.fetch.allow_private_networks = true;
     let lo: IpAddr = "127.0.0.1".parse().unwrap();
     c.fetch.resolve = server.hosts().into_iter().map(|h| (h, lo)).collect::<BTreeMap<_, _>>();
@@ -51,24 +51,48 @@ pub async fn crawl_until_idle(config: Config, timeout: Duration) -> Status {
     crawler.status()
 }
 
+/// Writes `dir/weft.toml`: `body` (the test's own settings) and an `[embed]` table naming the
+/// real model files `scripts/setup.sh` installs, so the node indexes what it crawls. Returns
+/// the file's path.
+pub fn write_config_with_model(dir: &Path, body: &str) -> std::path::PathBuf {
+    let m = weft_index::testing::model_files();
+    let toml = format!(
+        "{body}[embed]\nmodel = \"{}\"\ntokenizer = \"{}\"\nort_library = \"{}\"\n",
+        m.model.display(),
+        m.tokenizer.display(),
+        m.ort_library.display()
+    );
+    let path = dir.join("weft.toml");
+    std::fs::write(&path, toml).unwrap();
+    path
+}
+
 /// Starts `weft start --config CONFIG EXTRA...` with JSON logs at info level; returns the child
 /// and its log lines.
 pub fn spawn_weft(config: &Path, extra: &[&str]) -> (Child, Logs) {
-    let mut child = Command::new(WEFT)
+    let child = Command::new(WEFT)
         .args(["--log-format", "json", "start", "--config"])
         .arg(config)
         .args(extra)
-        .env("RUST_LOG", "info")
+        .env("RUST_LOG", std::env::var("TEST_NODE_LOG").unwrap_or_else(|_| "info".into()))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("weft starts");
-    let stderr = child.stderr.take().unwrap();
+    logs_of(child)
+}
+
+/// Reads a node's JSON log lines (its stderr, piped) on a thread into [`Logs`].
+pub fn logs_of(mut child: Child) -> (Child, Logs) {
+    let stderr = child.stderr.take().expect("stderr piped");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
                 let _ = tx.send(v);
+            } else {
+                // Plain lines (a fatal error printed before exit) are kept as messages.
+                let _ = tx.send(serde_json::json!({ "fields": { "message": line } }));
             }
         }
     });
@@ -82,6 +106,14 @@ pub struct Logs {
 }
 
 impl Logs {
+    /// Every line received so far whose text contains `needle` (for a failing test's message).
+    pub fn lines_with(&mut self, needle: &str) -> Vec<String> {
+        while let Ok(line) = self.rx.try_recv() {
+            self.seen.push(line);
+        }
+        self.seen.iter().map(|l| l.to_string()).filter(|l| l.contains(needle)).collect()
+    }
+
     /// The first `fields.<field>` containing `contains`, waiting for it if needed.
     pub fn field(&mut self, field: &str, contains: &str) -> String {
         let matches = |line: &serde_json::Value| {
@@ -93,7 +125,10 @@ impl Logs {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let line = self.rx.recv_timeout(left).unwrap_or_else(|_| panic!("no log line with {field} ~ {contains}"));
+            let Ok(line) = self.rx.recv_timeout(left) else {
+                let last: Vec<String> = self.seen.iter().rev().take(5).map(|l| l.to_string()).collect();
+                panic!("no log line with {field} ~ {contains}; the last lines: {last:#?}");
+            };
             let found = matches(&line);
             self.seen.push(line);
             if let Some(v) = found {

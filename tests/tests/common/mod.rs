@@ -20,9 +20,6 @@ pub fn loopback_config(server: &WebServer, host: &str, data_dir: &Path, delay_ms
     c.api.listen = "127.0.0.1:0".parse().expect("socket address");
     c.crawl.seeds = vec![server.url(host, "/")];
     c.embed = weft_index::testing::embed_config();
-    // The assertions here expect the generic extractor's text; layout learning (a browser
-    // teacher, templates) has its own end-to-end test (node/tests/layouts.rs).
-    c.layouts.enabled = false;
     c
 }
 

@@ -1,0 +1,212 @@
+//! What a rendered page may ask of the web, and what it costs.
+//!
+//! A page goes to the browser only after the crawler (or the teacher's sample store) already
+//! holds its HTML, so its document is answered from that body: rendering never fetches a page
+//! a second time. What the page then asks for — scripts, stylesheets, XHRs, iframes — goes
+//! through the crawl's rules (`Crawler::render_fetch`), and is made cheap here:
+//!
+//! - images, fonts, media, favicons, pings, prefetches and the like are refused outright: the
+//!   teacher reasons over boxes and text, which none of them change;
+//! - the same subresource URL is fetched at most once per node run ([`SubresourceCache`]; the
+//!   cache is bounded in bytes, and a refusal is remembered too);
+//! - one render answers at most `layouts.max_subresources` subresource fetches; the rest fail
+//!   in the browser like blocked requests.
+
+use crate::browser::{PageRequest, PageResponse};
+use crate::layouts::StoredPage;
+use parking_lot::Mutex;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use url::Url;
+
+/// The browser's answer for a page's own document: the HTML the crawl already fetched.
+pub fn document_response(page: &StoredPage) -> PageResponse {
+    PageResponse {
+        status: page.status,
+        headers: vec![(
+            "content-type".to_string(),
+            page.content_type.clone().unwrap_or_else(|| "text/html; charset=utf-8".to_string()),
+        )],
+        body: page.body.clone(),
+    }
+}
+
+/// What to do with one of a rendered page's requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// The page itself: answered from the crawled body (or fetched once if there is none).
+    Document,
+    /// Never fetched: it cannot change the page's text or layout enough to matter.
+    Refuse(&'static str),
+    /// A subresource worth fetching (cache first, within the render's cap).
+    Subresource,
+}
+
+/// Resource types (CDP `Network.ResourceType`, as the browser pool spells them) refused
+/// outright.
+const REFUSED_TYPES: [&str; 12] = [
+    "Image",
+    "Font",
+    "Media",
+    "TextTrack",
+    "Ping",
+    "Prefetch",
+    "Manifest",
+    "CspViolationReport",
+    "SignedExchange",
+    "WebSocket",
+    "EventSource",
+    "Preflight",
+];
+
+/// Decides what to do with `request`, made while rendering `page`.
+pub fn decide(request: &PageRequest, page: &Url) -> Decision {
+    if request.method != "GET" {
+        return Decision::Refuse("method");
+    }
+    let Ok(url) = Url::parse(&request.url) else { return Decision::Refuse("unparsable") };
+    if !matches!(url.scheme(), "http" | "https") {
+        return Decision::Refuse("scheme");
+    }
+    if same_page(&url, page) && request.resource_type == "Document" {
+        return Decision::Document;
+    }
+    if REFUSED_TYPES.contains(&request.resource_type.as_str()) {
+        return Decision::Refuse("type");
+    }
+    let path = url.path().to_ascii_lowercase();
+    if path.ends_with("/favicon.ico") || path.ends_with("/apple-touch-icon.png") {
+        return Decision::Refuse("favicon");
+    }
+    const MEDIA: [&str; 14] = [
+        ".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif", ".svg", ".ico", ".woff", ".woff2", ".ttf", ".otf", ".mp4",
+        ".webm",
+    ];
+    if MEDIA.iter().any(|ext| path.ends_with(ext)) {
+        return Decision::Refuse("media");
+    }
+    Decision::Subresource
+}
+
+/// The page and the URL Chromium asked for are the same document (fragments aside).
+fn same_page(a: &Url, b: &Url) -> bool {
+    let strip = |u: &Url| {
+        let mut u = u.clone();
+        u.set_fragment(None);
+        u
+    };
+    strip(a) == strip(b)
+}
+
+/// Subresource answers by URL, for the node's run: a script every page of a site includes is
+/// fetched once. Bounded in bytes; the oldest entries go first.
+pub struct SubresourceCache {
+    entries: HashMap<String, Option<PageResponse>>,
+    order: VecDeque<String>,
+    bytes: usize,
+    budget: usize,
+}
+
+impl SubresourceCache {
+    pub fn new(budget: usize) -> SubresourceCache {
+        SubresourceCache { entries: HashMap::new(), order: VecDeque::new(), bytes: 0, budget }
+    }
+
+    /// `Some(answer)` if the URL was asked before (`answer` `None`: it was refused then).
+    pub fn get(&self, url: &str) -> Option<Option<PageResponse>> {
+        self.entries.get(url).cloned()
+    }
+
+    pub fn put(&mut self, url: &str, answer: Option<PageResponse>) {
+        let size = answer.as_ref().map_or(0, |a| a.body.len()) + url.len();
+        if size > self.budget || self.entries.contains_key(url) {
+            return;
+        }
+        while self.bytes + size > self.budget {
+            let Some(old) = self.order.pop_front() else { break };
+            if let Some(a) = self.entries.remove(&old) {
+                self.bytes -= a.as_ref().map_or(0, |a| a.body.len()) + old.len();
+            }
+        }
+        self.bytes += size;
+        self.order.push_back(url.to_string());
+        self.entries.insert(url.to_string(), answer);
+    }
+}
+
+/// One render's requests: its document and how many subresources it has used.
+pub struct RenderSession {
+    pub page: Url,
+    document: Mutex<Option<StoredPage>>,
+    subresources: AtomicUsize,
+    cap: usize,
+}
+
+impl RenderSession {
+    pub fn new(page: Url, document: Option<StoredPage>, cap: usize) -> RenderSession {
+        RenderSession { page, document: Mutex::new(document), subresources: AtomicUsize::new(0), cap }
+    }
+
+    /// The page's HTML: the one given, or the one fetched during the render.
+    pub fn document(&self) -> Option<StoredPage> {
+        self.document.lock().clone()
+    }
+
+    pub fn set_document(&self, d: StoredPage) {
+        *self.document.lock() = Some(d);
+    }
+
+    /// Takes one of the render's subresource fetches; false once the cap is reached.
+    pub fn take_subresource(&self) -> bool {
+        self.subresources.fetch_add(1, Ordering::Relaxed) < self.cap
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(url: &str, kind: &str) -> PageRequest {
+        PageRequest { url: url.into(), method: "GET".into(), resource_type: kind.into() }
+    }
+
+    #[test]
+    fn decisions() {
+        let page = Url::parse("http://a.test/x/").unwrap();
+        assert_eq!(decide(&req("http://a.test/x/", "Document"), &page), Decision::Document);
+        assert_eq!(decide(&req("http://a.test/x/#top", "Document"), &page), Decision::Document);
+        assert_eq!(decide(&req("http://a.test/frame.html", "Document"), &page), Decision::Subresource);
+        assert_eq!(decide(&req("http://a.test/app.js", "Script"), &page), Decision::Subresource);
+        assert_eq!(decide(&req("http://a.test/data.json", "Fetch"), &page), Decision::Subresource);
+        assert_eq!(decide(&req("http://a.test/site.css", "Stylesheet"), &page), Decision::Subresource);
+        assert_eq!(decide(&req("http://a.test/favicon.ico", "Other"), &page), Decision::Refuse("favicon"));
+        assert_eq!(decide(&req("http://a.test/logo.png", "Image"), &page), Decision::Refuse("type"));
+        assert_eq!(decide(&req("http://a.test/logo.png", "Other"), &page), Decision::Refuse("media"));
+        assert_eq!(decide(&req("http://a.test/f.woff2", "Font"), &page), Decision::Refuse("type"));
+        assert_eq!(decide(&req("data:text/plain,x", "Other"), &page), Decision::Refuse("scheme"));
+        let post = PageRequest { method: "POST".into(), ..req("http://a.test/api", "XHR") };
+        assert_eq!(decide(&post, &page), Decision::Refuse("method"));
+    }
+
+    #[test]
+    fn the_cache_is_bounded_and_remembers_refusals() {
+        let mut c = SubresourceCache::new(100);
+        let body = |n: usize| Some(PageResponse { status: 200, headers: vec![], body: vec![b'x'; n] });
+        c.put("u1", body(40));
+        c.put("u2", None);
+        assert_eq!(c.get("u2"), Some(None));
+        assert_eq!(c.get("u1").unwrap().unwrap().body.len(), 40);
+        c.put("u3", body(60));
+        assert!(c.get("u1").is_none(), "the oldest went to make room");
+        assert!(c.get("u3").is_some());
+        c.put("big", body(1000));
+        assert!(c.get("big").is_none(), "larger than the budget: not kept");
+    }
+
+    #[test]
+    fn a_render_has_a_subresource_cap() {
+        let s = RenderSession::new(Url::parse("http://a.test/").unwrap(), None, 2);
+        assert!(s.take_subresource() && s.take_subresource());
+        assert!(!s.take_subresource());
+    }
+}

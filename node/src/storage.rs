@@ -1,0 +1,208 @@
+//! Storage faults end the node cleanly: a clear message, `/health` unhealthy, a non-zero exit
+//! within a bound — never a hang, and never an acknowledgement for something not on disk.
+//!
+//! sled can block for good when its files fail under it (seen with the data dir removed:
+//! `flush` never returned, and every other writer then waited on sled's lock). So:
+//!
+//! - **Nothing touches sled on an async worker thread.** Flushes run on the blocking pool
+//!   ([`Storage::bounded`]); the other calls — frontier, robots cache, layout store, outbox
+//!   journal, all of them in-memory most of the time but able to block on sled's log — run
+//!   inside [`blocking`], which hands the worker's other tasks to another thread first. A
+//!   stuck storage call can therefore never starve the runtime: timers, signals, the API and
+//!   the shutdown path keep running.
+//! - **Every flush has a bound** (`storage.flush_timeout_secs`). One that fails or outlasts it
+//!   is a fault.
+//! - **The data dir is watched** ([`Storage::watch`]): still there, still the same directory,
+//!   and a small probe file can be written and synced (read-only mounts, a full disk and I/O
+//!   errors fail it).
+//! - **A fault is final.** It is logged once with the path and the OS error, `/health` turns
+//!   unhealthy, the crawl stops and `Node::run` returns the error; the `weft` binary also arms
+//!   a watchdog that exits the process shortly after, whatever is still stuck.
+//!   Acknowledgements (a URL batch from another member, seeds over the API) follow a flush
+//!   that succeeded, so a fault loses nothing that was acknowledged.
+
+use parking_lot::Mutex;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Why the node's storage can no longer be trusted.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("storage fault in {path}: {what}: {error}")]
+pub struct StorageFault {
+    pub path: PathBuf,
+    /// What was being done: `flush`, `probe`, ...
+    pub what: String,
+    /// The OS's (or sled's) words, or how long it hung.
+    pub error: String,
+}
+
+/// The node's storage guard. Cheap to clone.
+#[derive(Clone)]
+pub struct Storage {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    data_dir: PathBuf,
+    /// (device, inode) of the data dir when the node started.
+    identity: Option<(u64, u64)>,
+    timeout: Duration,
+    fault: Mutex<Option<StorageFault>>,
+    faulted: watch::Sender<bool>,
+}
+
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Runs a storage call that may block (sled) without holding up the async runtime: on a
+/// multi-threaded runtime the worker hands its other tasks to another thread first; elsewhere
+/// (a current-thread runtime, a plain thread) it simply runs.
+pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
+impl Storage {
+    /// A guard for the data dir `data_dir`, with flushes bounded by `timeout`.
+    pub fn new(data_dir: &Path, timeout: Duration) -> Storage {
+        let (faulted, _) = watch::channel(false);
+        Storage {
+            inner: Arc::new(Inner {
+                data_dir: data_dir.to_path_buf(),
+                identity: identity(data_dir),
+                timeout,
+                fault: Mutex::new(None),
+                faulted,
+            }),
+        }
+    }
+
+    /// The fault, once there is one.
+    pub fn fault(&self) -> Option<StorageFault> {
+        self.inner.fault.lock().clone()
+    }
+
+    /// Turns true at the first fault.
+    pub fn subscribe(&self) -> watch::Receiver<bool> {
+        self.inner.faulted.subscribe()
+    }
+
+    /// Records a fault (the first one wins and is logged).
+    pub fn report(&self, what: &str, error: impl std::fmt::Display) -> StorageFault {
+        let mut slot = self.inner.fault.lock();
+        if let Some(f) = &*slot {
+            return f.clone();
+        }
+        let fault =
+            StorageFault { path: self.inner.data_dir.clone(), what: what.to_string(), error: error.to_string() };
+        tracing::error!(path = %fault.path.display(), what = fault.what, error = fault.error, "storage failed: stopping the node");
+        *slot = Some(fault.clone());
+        self.inner.faulted.send_replace(true);
+        fault
+    }
+
+    /// Runs `op` (a flush, a snapshot) on the blocking pool, waiting at most the flush bound. A
+    /// failure or a timeout is a fault.
+    pub async fn bounded<T: Send + 'static, E: std::fmt::Display + Send + 'static>(
+        &self,
+        what: &str,
+        op: impl FnOnce() -> Result<T, E> + Send + 'static,
+    ) -> Result<T, StorageFault> {
+        if let Some(f) = self.fault() {
+            return Err(f);
+        }
+        let task = tokio::task::spawn_blocking(op);
+        match tokio::time::timeout(self.inner.timeout, task).await {
+            Ok(Ok(Ok(v))) => Ok(v),
+            Ok(Ok(Err(e))) => Err(self.report(what, e)),
+            Ok(Err(join)) => Err(self.report(what, join)),
+            Err(_) => Err(self.report(what, format!("no answer within {} s", self.inner.timeout.as_secs()))),
+        }
+    }
+
+    /// One check of the data dir: there, the same directory, and writable to the disk.
+    pub fn check(&self) -> Result<(), String> {
+        let dir = &self.inner.data_dir;
+        match (identity(dir), self.inner.identity) {
+            (None, _) => return Err("the data dir is gone".into()),
+            (Some(now), Some(then)) if now != then => {
+                return Err("the data dir was replaced by another directory".into())
+            }
+            _ => {}
+        }
+        let probe = dir.join(".weft-probe");
+        let write = || -> std::io::Result<()> {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&probe)?;
+            f.write_all(&[0u8; 4096])?;
+            f.sync_all()?;
+            std::fs::remove_file(&probe)
+        };
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&probe);
+            format!("cannot write {}: {e}", probe.display())
+        })
+    }
+
+    /// Checks the data dir every `every` (each check bounded like a flush) until a fault.
+    pub async fn watch(self, every: Duration) {
+        let mut faulted = self.subscribe();
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(every) => {}
+                _ = faulted.wait_for(|f| *f) => return,
+            }
+            let me = self.clone();
+            if let Err(fault) = self.bounded("check", move || me.check()).await {
+                tracing::debug!("data dir check: {fault}");
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_or_hung_flush_is_a_fault_and_the_first_one_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::new(dir.path(), Duration::from_millis(200));
+        s.bounded("flush", || Ok::<(), String>(())).await.unwrap();
+        assert!(s.check().is_ok());
+        let mut rx = s.subscribe();
+        let e = s.bounded("flush", || Err::<(), _>("No space left on device (os error 28)")).await.unwrap_err();
+        assert!(e.to_string().contains("os error 28"), "{e}");
+        assert!(*rx.borrow_and_update());
+        let later = s.bounded("flush", || Ok::<(), String>(())).await.unwrap_err();
+        assert_eq!(later.error, e.error, "a fault is final");
+
+        let s = Storage::new(dir.path(), Duration::from_millis(100));
+        let hung = s
+            .bounded("flush", || {
+                std::thread::sleep(Duration::from_millis(500));
+                Ok::<(), String>(())
+            })
+            .await
+            .unwrap_err();
+        assert!(hung.error.contains("no answer within"), "{hung}");
+    }
+
+    #[test]
+    fn a_removed_data_dir_fails_the_check() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("data");
+        std::fs::create_dir(&dir).unwrap();
+        let s = Storage::new(&dir, Duration::from_secs(1));
+        assert!(s.check().is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(s.check().unwrap_err().contains("gone"));
+    }
+}

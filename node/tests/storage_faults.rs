@@ -1,0 +1,195 @@
+//! Faults of the machine under a running `weft` (the real binary, the default configuration,
+//! the real model): the data dir removed, a full disk (a 30 MiB tmpfs), a read-only data dir.
+//! Each ends with a clear message naming the path and the OS error and a non-zero exit within
+//! a bound — never a hang — and a restart on a good dir resumes the crawl, having lost nothing
+//! it had acknowledged.
+//!
+//! The disk-full and read-only cases mount things (tmpfs, a read-only bind mount), which needs
+//! root; where that is refused they say so and skip.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+use weft_simnet::{generated_site, WebServer};
+
+mod common;
+
+const HOST: &str = "faults.test";
+const PAGES: usize = 40;
+/// `storage.flush_timeout_secs` and `storage.check_interval_secs` in these tests.
+const FLUSH_TIMEOUT: u64 = 5;
+const CHECK_EVERY: u64 = 1;
+/// Detection (a check or a flush bound) plus the watchdog's grace, with room for a slow CI.
+const EXIT_BOUND: Duration = Duration::from_secs(FLUSH_TIMEOUT + CHECK_EVERY + 5 + 9);
+
+fn write_config(server: &WebServer, dir: &Path, data: &Path) -> PathBuf {
+    let body = format!(
+        "data_dir = \"{}\"\n[crawl]\nseeds = [\"{}\"]\n[fetch]\nallow_private_networks = true\n[fetch.resolve]\n\"{HOST}\" = \"127.0.0.1\"\n\
+         [politeness]\ndefault_delay_ms = 250\n[api]\nlisten = \"127.0.0.1:0\"\n\
+         [storage]\nflush_timeout_secs = {FLUSH_TIMEOUT}\ncheck_interval_secs = {CHECK_EVERY}\n",
+        data.display(),
+        server.url(HOST, "/"),
+    );
+    common::write_config_with_model(dir, &body)
+}
+
+fn fetched(server: &WebServer) -> Vec<String> {
+    server.requests().into_iter().filter(|r| r.path == "/" || r.path.starts_with("/p/")).map(|r| r.path).collect()
+}
+
+/// Runs the node until `pages` pages were requested; returns it with its log.
+fn start_until(server: &WebServer, config: &Path, pages: usize) -> (Child, common::Logs) {
+    let (child, logs) = common::spawn_weft(config, &[]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while fetched(server).len() < pages {
+        assert!(Instant::now() < deadline, "the node did not start crawling");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child, logs)
+}
+
+/// Waits for the node to exit; panics if it outlives `bound`. Returns its exit code.
+fn exit_within(child: &mut Child, bound: Duration) -> (i32, Duration) {
+    let t = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return (status.code().unwrap_or(-1), t.elapsed());
+        }
+        if t.elapsed() > bound {
+            let _ = child.kill();
+            panic!("the node was still running {bound:?} after the fault");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A restart on a good data dir finishes the crawl: every page fetched, and none more than
+/// once except those in flight when the fault hit (their outcome was never acknowledged).
+fn restart_resumes(server: &WebServer, config: &Path) {
+    let (mut child, mut logs) = common::spawn_weft(config, &["--exit-when-idle"]);
+    let (code, _) = exit_within(&mut child, Duration::from_secs(180));
+    if code != 0 {
+        panic!("the restarted node failed ({code}): {}", logs.field("message", "error"));
+    }
+    let all = fetched(server);
+    let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+    for p in &all {
+        *counts.entry(p.as_str()).or_default() += 1;
+    }
+    assert_eq!(counts.len(), PAGES, "every page fetched: {counts:?}");
+    let twice = counts.values().filter(|n| **n > 1).count();
+    assert!(twice <= 8, "at most the in-flight pages again (crawl.concurrency): {counts:?}");
+}
+
+fn run(cmd: &str, args: &[&str]) -> Result<(), String> {
+    let out = Command::new(cmd).args(args).output().map_err(|e| format!("{cmd}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("{cmd} {args:?}: {}", String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
+
+/// Unmounts on drop, whatever happens to the test.
+struct Mounted(PathBuf);
+
+impl Mounted {
+    fn new(args: &[&str], at: &Path) -> Option<Mounted> {
+        let mut all: Vec<&str> = args.to_vec();
+        all.push(at.to_str().unwrap());
+        match run("mount", &all) {
+            Ok(()) => Some(Mounted(at.to_path_buf())),
+            Err(e) => {
+                eprintln!("SKIPPED: cannot mount ({e}); this test needs root and mount(8)");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = run("umount", &["-l", self.0.to_str().unwrap()]);
+    }
+}
+
+fn server() -> (tokio::runtime::Runtime, WebServer) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(WebServer::start(vec![generated_site(HOST, PAGES, 3)])).unwrap();
+    (rt, server)
+}
+
+#[test]
+fn the_data_dir_removed_under_a_running_node() {
+    let (_rt, server) = server();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = write_config(&server, dir.path(), &data);
+    let (mut child, mut logs) = start_until(&server, &config, 5);
+    std::fs::remove_dir_all(&data).unwrap();
+    let (code, took) = exit_within(&mut child, EXIT_BOUND);
+    assert_eq!(code, 74, "a storage fault exits with EX_IOERR");
+    let path = logs.field("path", "data");
+    assert_eq!(Path::new(&path), data, "the log names the data dir");
+    let error = logs.field("error", "");
+    assert!(error.contains("gone") || error.contains("No such file"), "{error}");
+    println!("data dir removed: exit {code} after {:.1} s ({error})", took.as_secs_f64());
+    restart_resumes(&server, &config);
+}
+
+#[test]
+fn a_full_disk_under_a_running_node() {
+    let (_rt, server) = server();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let Some(_mount) = Mounted::new(&["-t", "tmpfs", "-o", "size=30m", "tmpfs"], &data) else { return };
+    let config = write_config(&server, dir.path(), &data);
+    let (mut child, mut logs) = start_until(&server, &config, 5);
+    // Fill the rest of the 30 MiB.
+    let filler = data.join("filler");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&filler).unwrap();
+        let block = vec![0xa5u8; 1 << 20];
+        while f.write_all(&block).is_ok() {}
+        let _ = f.sync_all();
+    }
+    let (code, took) = exit_within(&mut child, EXIT_BOUND);
+    assert_eq!(code, 74, "a storage fault exits with EX_IOERR");
+    let error = logs.field("error", "");
+    assert!(error.contains("No space left on device") || error.contains("os error 28"), "{error}");
+    println!("disk full: exit {code} after {:.1} s ({error})", took.as_secs_f64());
+    // The operator frees space: the filler goes and the volume grows (the seen-set snapshot
+    // alone, at the default capacity, is a good part of 30 MiB).
+    std::fs::remove_file(&filler).unwrap();
+    run("mount", &["-o", "remount,size=256m", data.to_str().unwrap()]).unwrap();
+    restart_resumes(&server, &config);
+}
+
+#[test]
+fn a_read_only_data_dir_under_a_running_node() {
+    let (_rt, server) = server();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = write_config(&server, dir.path(), &data);
+    let (mut child, mut logs) = start_until(&server, &config, 5);
+    // The data dir's path becomes a read-only view of itself (what a remount read-only after
+    // an I/O error looks like to a process).
+    let Some(bind) = Mounted::new(&["--bind", data.to_str().unwrap()], &data) else {
+        let _ = child.kill();
+        return;
+    };
+    if let Err(e) = run("mount", &["-o", "remount,bind,ro", data.to_str().unwrap()]) {
+        eprintln!("SKIPPED: cannot remount read-only ({e})");
+        let _ = child.kill();
+        return;
+    }
+    let (code, took) = exit_within(&mut child, EXIT_BOUND);
+    assert_eq!(code, 74, "a storage fault exits with EX_IOERR");
+    let error = logs.field("error", "");
+    assert!(error.contains("Read-only file system") || error.contains("os error 30"), "{error}");
+    println!("read-only: exit {code} after {:.1} s ({error})", took.as_secs_f64());
+    drop(bind);
+    restart_resumes(&server, &config);
+}
