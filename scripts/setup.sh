@@ -18,6 +18,9 @@ python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 [ -f /usr/share/doc/postgresql-doc-15/html/index.html ] || need_apt+=(postgresql-doc-15)
 # Headless Chromium: the teacher renders pages to learn their layout.
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+# The NAT lab test builds network namespaces (ip) with masquerading routers (nft).
+command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+command -v nft >/dev/null 2>&1 || need_apt+=(nftables)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   echo "setup: installing ${need_apt[*]}"

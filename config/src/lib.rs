@@ -402,6 +402,49 @@ pub struct P2pConfig {
     /// URLs to their new owners; it waits at most this long for them to be acknowledged.
     /// Whatever is not acknowledged stays in the outbox journal and goes out at the next start.
     pub leave_timeout_secs: u64,
+    /// Advertise private and loopback addresses (heartbeats, identify, hence the DHT) even on
+    /// a network with public members. Off: they go out only when every peer is reached over a
+    /// private address (a LAN, a test on 127.0.0.1).
+    pub private_addrs: bool,
+    /// Ask the home router for a port mapping (UPnP IGD), so a volunteer whose router allows it
+    /// becomes directly reachable.
+    pub upnp: bool,
+    /// Relays a node behind NAT reserves a slot on (among the public members).
+    pub relays: usize,
+    /// Without any AutoNAT verdict after this long, a node calls itself behind NAT.
+    pub autonat_timeout_secs: u64,
+    /// The Circuit Relay v2 every publicly reachable node offers the others.
+    pub relay: RelayConfig,
+}
+
+/// Limits of the relay a public node offers: relayed traffic is small (URL batches, queries,
+/// heartbeats) and only until hole punching makes the connection direct.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RelayConfig {
+    /// Slots held for nodes behind NAT, in all and per peer.
+    pub max_reservations: usize,
+    pub max_reservations_per_peer: usize,
+    /// Circuits open at once, in all and per peer.
+    pub max_circuits: usize,
+    pub max_circuits_per_peer: usize,
+    /// A circuit closes after this long or this many bytes (each way); the next request opens
+    /// another.
+    pub max_circuit_secs: u64,
+    pub max_circuit_bytes: u64,
+}
+
+impl Default for RelayConfig {
+    fn default() -> Self {
+        RelayConfig {
+            max_reservations: 128,
+            max_reservations_per_peer: 4,
+            max_circuits: 64,
+            max_circuits_per_peer: 8,
+            max_circuit_secs: 600,
+            max_circuit_bytes: 8 << 20,
+        }
+    }
 }
 
 impl Default for P2pConfig {
@@ -417,6 +460,11 @@ impl Default for P2pConfig {
             max_connections: 256,
             capacity: 10,
             leave_timeout_secs: 30,
+            private_addrs: false,
+            upnp: true,
+            relays: 2,
+            autonat_timeout_secs: 30,
+            relay: RelayConfig::default(),
         }
     }
 }

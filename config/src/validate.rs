@@ -230,6 +230,15 @@ impl Config {
         c.range("p2p.max_connections", p2p.max_connections, 1, 100_000);
         c.range("p2p.leave_timeout_secs", p2p.leave_timeout_secs, 0, 3600);
         c.range("p2p.capacity", p2p.capacity, 1, 1_000_000);
+        c.range("p2p.relays", p2p.relays, 0, 8);
+        c.range("p2p.autonat_timeout_secs", p2p.autonat_timeout_secs, 1, 3600);
+        let r = &p2p.relay;
+        c.range("p2p.relay.max_reservations", r.max_reservations, 0, 100_000);
+        c.range("p2p.relay.max_reservations_per_peer", r.max_reservations_per_peer, 1, 1000);
+        c.range("p2p.relay.max_circuits", r.max_circuits, 0, 100_000);
+        c.range("p2p.relay.max_circuits_per_peer", r.max_circuits_per_peer, 1, 1000);
+        c.range("p2p.relay.max_circuit_secs", r.max_circuit_secs, 10, 86_400);
+        c.range("p2p.relay.max_circuit_bytes", r.max_circuit_bytes, 64 << 10, 1 << 34);
         let se = &self.search;
         c.range("search.fanout", se.fanout, 1, 1000);
         c.range("search.min_fanout", se.min_fanout, 1, se.fanout.max(1));

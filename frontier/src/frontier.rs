@@ -263,6 +263,16 @@ struct HostQueue {
     scheduled_at: Option<Instant>,
     /// Handed to another member; if it comes back, its first request waits the hand-over grace.
     given_away: bool,
+    /// Held apart from politeness, until the member that held it before has handed it over
+    /// (see [`Frontier::hold_hosts`], [`Frontier::release_hosts`]).
+    hold_until: Option<Instant>,
+}
+
+impl HostQueue {
+    /// When the host may be requested next: its politeness, and any hand-over hold.
+    fn ready_at(&self) -> Instant {
+        self.politeness.next_allowed.max(self.hold_until.unwrap_or(self.politeness.next_allowed))
+    }
 }
 
 /// Persisted per-host record.
@@ -388,7 +398,14 @@ pub struct Frontier {
     in_flight: u64,
     /// Hosts the operator blocked (persisted as `b` + host).
     blocked: HashSet<String>,
+    /// Hosts first seen before this instant wait until then: in a network, right after this
+    /// node (re)joined, until the members that held its hosts have said what they did with them
+    /// (see [`Frontier::hold_new_hosts`]).
+    new_host_hold: Option<(Instant, HostFilter)>,
 }
+
+/// Picks hosts by name (see [`Frontier::hold_new_hosts`]).
+pub type HostFilter = Box<dyn Fn(&str) -> bool + Send>;
 
 fn bkey(host: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(host.len() + 1);
@@ -434,6 +451,7 @@ impl Frontier {
             queued: 0,
             in_flight: 0,
             blocked: HashSet::new(),
+            new_host_hold: None,
         };
         for item in tree.scan_prefix(b"b") {
             let (k, _) = item?;
@@ -478,6 +496,10 @@ impl Frontier {
         let wait_ms = record.next_allowed_unix_ms.saturating_sub(unix_ms(SystemTime::now()));
         // A host new to this process may have been crawled by another member a moment ago.
         politeness.next_allowed = now + Duration::from_millis(wait_ms).max(self.settings.politeness.handover_grace);
+        let hold_until = match &self.new_host_hold {
+            Some((until, pick)) if *until > now && pick(host) => Some(*until),
+            _ => None,
+        };
         politeness.backoff_level = record.backoff_level;
         let id = self.hosts.len() as u32;
         self.hosts.push(HostQueue {
@@ -490,6 +512,7 @@ impl Frontier {
             politeness,
             scheduled_at: None,
             given_away: false,
+            hold_until,
         });
         self.host_ids.insert(host.to_string(), id);
         Ok(id)
@@ -502,7 +525,7 @@ impl Frontier {
             h.scheduled_at = None;
             return;
         }
-        let at = h.politeness.next_allowed;
+        let at = h.ready_at();
         if h.scheduled_at != Some(at) {
             h.scheduled_at = Some(at);
             self.schedule.push(Reverse((at, id)));
@@ -774,14 +797,40 @@ impl Frontier {
             if !pick(&self.hosts[id].name) {
                 continue;
             }
-            let p = &mut self.hosts[id].politeness;
-            if p.next_allowed < until {
-                p.next_allowed = until;
+            let h = &mut self.hosts[id];
+            if h.ready_at() < until {
+                h.hold_until = Some(until);
                 held += 1;
                 self.reschedule(id as u32);
             }
         }
         held
+    }
+
+    /// Holds the hosts `pick` selects among those this node meets from now on until `until`
+    /// too (`None`: no longer): hosts it has not heard of yet may have been crawled by the
+    /// members that held them while it was away. `pick` runs under the frontier's lock.
+    pub fn hold_new_hosts(&mut self, hold: Option<(Instant, HostFilter)>) {
+        self.new_host_hold = hold;
+    }
+
+    /// Ends early a hold of the hosts `pick` selects (by [`Frontier::hold_hosts`] or
+    /// [`Frontier::hold_new_hosts`]): they may be requested from `at` on, their politeness —
+    /// delay, backoff, Retry-After — still applying. Holds only ever move earlier here.
+    pub fn release_hosts(&mut self, mut pick: impl FnMut(&str) -> bool, at: Instant) -> usize {
+        let mut released = 0;
+        for id in 0..self.hosts.len() {
+            if !pick(&self.hosts[id].name) {
+                continue;
+            }
+            let h = &mut self.hosts[id];
+            if h.hold_until.is_some_and(|until| until > at) {
+                h.hold_until = Some(at);
+                released += 1;
+                self.reschedule(id as u32);
+            }
+        }
+        released
     }
 
     /// Records that another member already fetched `url` (it owned the host before): the URL
@@ -915,8 +964,8 @@ impl Frontier {
         if h.in_flight {
             return Ok(Borrow::Busy);
         }
-        if h.politeness.next_allowed > now {
-            return Ok(Borrow::WaitUntil(h.politeness.next_allowed));
+        if h.ready_at() > now {
+            return Ok(Borrow::WaitUntil(h.ready_at()));
         }
         h.in_flight = true;
         h.scheduled_at = None;

@@ -19,7 +19,7 @@ pub mod seen;
 
 pub use frontier::{
     Borrow, Candidate, Completed, Completion, Durability, Frontier, FrontierError, FrontierSettings, FrontierStats,
-    HandOff, HostLoad, Lease, Next, PushOutcome, QueuedUrl, Returned, SnapshotJob,
+    HandOff, HostFilter, HostLoad, Lease, Next, PushOutcome, QueuedUrl, Returned, SnapshotJob,
 };
 pub use normalize::{host_key, normalize, normalize_url, NormalizeError, MAX_URL_BYTES};
 pub use robots::{HostRobots, RobotsCache, RobotsFetch, RobotsOutcome, Verdict};

@@ -321,6 +321,35 @@ fn held_hosts_wait_and_the_others_do_not() {
 }
 
 #[test]
+fn a_released_hold_keeps_politeness_and_new_hosts_can_be_held_by_a_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut f) = open(dir.path(), settings());
+    f.push(page("http://a.test/1", 1)).unwrap();
+    f.push(page("http://a.test/2", 1)).unwrap();
+    let now = Instant::now();
+    // A request: a.test may go again after its 100 ms delay.
+    let l = take(&mut f, now);
+    f.complete(l, Completion::Done { page: true }, true, now).unwrap();
+    f.hold_hosts(|_| true, now + Duration::from_secs(10));
+    assert_eq!(f.release_hosts(|h| h == "a.test", now), 1);
+    match f.next(now).unwrap() {
+        Next::WaitUntil(t) => assert!(t >= now + Duration::from_millis(100), "the delay still applies"),
+        other => panic!("{other:?}"),
+    }
+    // Hosts met from now on: the filter says which wait.
+    let until = now + Duration::from_secs(10);
+    f.hold_new_hosts(Some((until, Box::new(|h: &str| h == "held.test"))));
+    f.push(page("http://held.test/1", 1)).unwrap();
+    f.push(page("http://free.test/1", 1)).unwrap();
+    f.hold_new_hosts(None);
+    let later = now + Duration::from_secs(1);
+    let hosts: Vec<String> = (0..2).map(|_| take(&mut f, later).entry.host).collect();
+    assert!(hosts.contains(&"free.test".to_string()) && !hosts.contains(&"held.test".to_string()), "{hosts:?}");
+    assert_eq!(f.release_hosts(|h| h == "held.test", later), 1);
+    assert_eq!(take(&mut f, later).entry.host, "held.test");
+}
+
+#[test]
 fn a_borrowed_host_obeys_the_same_delays_as_a_lease() {
     let dir = tempfile::tempdir().unwrap();
     let (_db, mut f) = open(dir.path(), settings());

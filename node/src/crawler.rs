@@ -281,6 +281,21 @@ impl Crawler {
         held
     }
 
+    /// Ends the hand-over hold of the hosts `pick` selects from `at` on (see
+    /// [`Frontier::release_hosts`]).
+    pub fn release_hosts(&self, pick: impl FnMut(&str) -> bool, at: std::time::Instant) -> usize {
+        let released = blocking(|| self.inner.frontier.lock().release_hosts(pick, at));
+        self.inner.wake.notify_one();
+        released
+    }
+
+    /// Holds the hosts this node meets from now on until `until` too (see
+    /// [`Frontier::hold_new_hosts`]).
+    pub fn hold_new_hosts(&self, hold: Option<(std::time::Instant, weft_frontier::HostFilter)>) {
+        blocking(|| self.inner.frontier.lock().hold_new_hosts(hold));
+        self.inner.wake.notify_one();
+    }
+
     /// Marks URLs the previous owner of their host already fetched as seen (see
     /// [`Frontier::mark_done`]); returns how many, once durable.
     pub async fn mark_done(&self, urls: Vec<url::Url>) -> Result<u32, StorageFault> {

@@ -42,6 +42,7 @@ pub async fn run(config: &Config) -> Vec<Check> {
     out.push(api_port(config).await);
     out.extend(p2p_ports(config));
     out.extend(bootstrap(config).await);
+    out.push(reachability(config).await);
     out
 }
 
@@ -297,6 +298,54 @@ async fn bootstrap(config: &Config) -> Vec<Check> {
         }
     }
     out
+}
+
+/// How the other members reach the node running on `api.listen` (AutoNAT's verdict, relays,
+/// hole punching), with what to do when it is only relayed. Needs the node running: nothing
+/// else can be asked to dial this box back.
+async fn reachability(config: &Config) -> Check {
+    let name = "reachability";
+    if !config.p2p.enabled && config.p2p.bootstrap.is_empty() {
+        return check(name, Verdict::Skip, "p2p.enabled = false", None);
+    }
+    let url = format!("http://{}/status", config.api.listen);
+    let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(3)).build();
+    let status = match client {
+        Ok(c) => match c.get(&url).send().await {
+            Ok(r) if r.status().is_success() => r.json::<serde_json::Value>().await.ok(),
+            _ => None,
+        },
+        Err(_) => None,
+    };
+    let Some(reach) = status.as_ref().and_then(|s| s.pointer("/network/reachability")) else {
+        return check(
+            name,
+            Verdict::Skip,
+            format!("no node answers on {url}: start it, give it a minute, then run weft doctor again"),
+            None,
+        );
+    };
+    let kind = reach["kind"].as_str().unwrap_or("unknown");
+    let summary = reach["summary"].as_str().unwrap_or(kind).to_string();
+    let upnp = reach["upnp"].as_str().unwrap_or("off");
+    let port = config.p2p.listen.iter().find_map(|a| a.split("/tcp/").nth(1)).unwrap_or("7701");
+    match kind {
+        "public" | "private_network" => check(name, Verdict::Ok, summary, None),
+        "unknown" => check(
+            name,
+            Verdict::Warn,
+            format!("{summary}: no other member has dialled this node back yet"),
+            Some("wait a minute after the start (AutoNAT needs a connected member) and run weft doctor again"),
+        ),
+        _ => {
+            let fix = format!(
+                "this node works through relays, but direct connections are faster and spare the relays: forward \
+                 TCP and UDP port {port} on your router to this box, or enable UPnP on the router (p2p.upnp = true; \
+                 UPnP now: {upnp})"
+            );
+            check(name, Verdict::Warn, summary, Some(&fix))
+        }
+    }
 }
 
 /// Prints the checks; says whether none failed.

@@ -624,6 +624,20 @@ fn print_status(s: &Status) {
         for addr in &n.listen_addrs {
             println!("  listening    {addr}");
         }
+        let r = &n.reachability;
+        println!(
+            "  reachable    {} ({} peers direct, {} relayed only; {} hole punches, {} failed)",
+            r.summary, r.direct_peers, r.relayed_peers, r.hole_punches, r.hole_punch_failures
+        );
+        for addr in &r.advertised {
+            println!("  advertised   {addr}");
+        }
+        if r.relay_reservations + r.relay_circuits > 0 || r.relay_circuits_served > 0 {
+            println!(
+                "  relay        holding {} slots for nodes behind NAT, {} circuits open, {} served",
+                r.relay_reservations, r.relay_circuits, r.relay_circuits_served
+            );
+        }
         let q = &n.search;
         println!(
             "  search       {} summaries known, {} buckets provided; {} queries sent (p50 {:.0} ms, p95 {:.0} ms, {} partial), {} answered, {} busy, {} bad answers",

@@ -215,6 +215,7 @@ impl Node {
             background.spawn(teacher.run());
             background.spawn(l.pool.clone().run_idle_stop());
         }
+        let handover = crate::routing::Handover::default();
         let network = network.map(|(started, journal)| {
             crawler.set_router(crate::routing::Router::new(started.handle.clone(), journal.clone()));
             background.spawn(crate::search::answer_queries(index.clone(), started.queries));
@@ -225,7 +226,12 @@ impl Node {
                     config.search.clone(),
                 ));
             }
-            let receiver = tokio::spawn(crate::routing::receive(crawler.clone(), journal.clone(), started.inbound));
+            let receiver = tokio::spawn(crate::routing::receive(
+                crawler.clone(),
+                journal.clone(),
+                handover.clone(),
+                started.inbound,
+            ));
             background.spawn(crate::routing::forget_acknowledged(journal.clone(), started.acked));
             background.spawn(crate::routing::hand_off_on_changes(
                 crawler.clone(),
@@ -265,9 +271,11 @@ impl Node {
                 }
             }
             // While this node was away other members owned its hosts and may be asking them
-            // right now: every host waits the hand-over grace from here, not from the start.
+            // right now: every host waits the hand-over grace from here, not from the start,
+            // and until the member that held it said what it fetched (bounded).
             let grace = Duration::from_millis(config.politeness.handover_grace_ms);
-            crawler.hold_hosts(|_| true, grace);
+            let bound = (grace * 5).max(Duration::from_secs(10));
+            handover.start(&handle.peer_id().to_string(), &handle.ring(), grace, bound, &crawler);
             // URLs sent before a crash or stop and never acknowledged go out again.
             let unsent = crate::storage::blocking(|| journal.all());
             if !unsent.is_empty() {

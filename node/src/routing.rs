@@ -6,6 +6,10 @@
 //! owner acknowledges them, and sent again after a restart: a crash of the sending node repeats
 //! a URL at worst, never loses it.
 
+use parking_lot::Mutex;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use crate::crawler::Crawler;
 use weft_frontier::{normalize, Candidate, UrlKind};
 use weft_p2p::{Inbound, NetworkHandle, WireUrl};
@@ -104,6 +108,7 @@ async fn give_away(
     network: &NetworkHandle,
     journal: &Journal,
     keep: impl FnMut(&str) -> bool,
+    joined: Vec<String>,
 ) -> usize {
     let to_wire = |given: &weft_frontier::HandOff| -> Vec<WireUrl> {
         let done = given.done.iter().map(|url| WireUrl { url: url.clone(), depth: 0, kind: weft_p2p::UrlKind::Done });
@@ -116,10 +121,12 @@ async fn give_away(
             journal.insert(&urls)
         })
         .await;
-    // `urls` is what was journaled; a failed hand-off left everything queued and sends nothing.
-    if !given.is_empty() {
-        network.send_urls_now(urls);
+    // `urls` is what was journaled; a failed hand-off left everything queued and sends nothing
+    // but the markers (the members that joined then wait out their bound).
+    if given.is_empty() {
+        urls.clear();
     }
+    network.hand_off(urls, joined);
     given.queued.len()
 }
 
@@ -214,6 +221,9 @@ pub async fn hand_off_on_changes(
         if held > 0 {
             tracing::debug!(hosts = held, "hosts gained from another member wait the hand-over grace");
         }
+        // Members that just joined gained hosts from this node: they wait for its word.
+        let joined: Vec<String> =
+            ring.members().iter().filter(|m| **m != me && !previous.contains(m)).cloned().collect();
         previous = ring.clone();
         let mut hosts = 0usize;
         let keep = |host: &str| {
@@ -223,7 +233,7 @@ pub async fn hand_off_on_changes(
             }
             keep
         };
-        let urls = give_away(&crawler, &network, &journal, keep).await;
+        let urls = give_away(&crawler, &network, &journal, keep, joined).await;
         if hosts > 0 {
             tracing::info!(urls, hosts, members = ring.members().len(), "handed hosts to their new owners");
         }
@@ -247,7 +257,7 @@ pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal
         tracing::warn!("the network task did not take this node off the ring; staying");
         return;
     }
-    let urls = give_away(crawler, network, journal, |_| false).await;
+    let urls = give_away(crawler, network, journal, |_| false, Vec::new()).await;
     tracing::info!(urls, "handing the queue to the remaining members");
     let done = async {
         loop {
@@ -273,8 +283,13 @@ pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal
 
 /// Queues URLs other members sent (their hosts are this node's) and acknowledges them once
 /// the frontier has them on disk. Runs until the network stops.
-pub async fn receive(crawler: Crawler, journal: Journal, mut inbound: tokio::sync::mpsc::Receiver<Inbound>) {
-    while let Some(Inbound { urls, reply, .. }) = inbound.recv().await {
+pub async fn receive(
+    crawler: Crawler,
+    journal: Journal,
+    handover: Handover,
+    mut inbound: tokio::sync::mpsc::Receiver<Inbound>,
+) {
+    while let Some(Inbound { urls, reply, from, handoff }) = inbound.recv().await {
         // URLs of this node's own outbox that came back (the ring changed) are queued here now.
         let returned: Vec<String> = urls.iter().map(|u| u.url.clone()).collect();
         let mut done = Vec::new();
@@ -294,6 +309,81 @@ pub async fn receive(crawler: Crawler, journal: Journal, mut inbound: tokio::syn
         crate::storage::blocking(|| journal.remove(returned.iter().map(String::as_str)));
         if let Some(reply) = reply {
             let _ = reply.send(accepted);
+        }
+        if let (true, Some(peer)) = (handoff, from) {
+            handover.arrived(peer.to_string(), &crawler);
+        }
+    }
+}
+
+/// When this node (re)joins, the members that held its hosts meanwhile hand them over: what
+/// they queued, and what they fetched. Until a member's hand-over (its marker, see
+/// `UrlBatch::handoff`) has arrived, the hosts it held wait — or a page it fetched would be
+/// fetched again from this node's queue, or from a link that got here first. Bounded: a member
+/// that never answers delays its hosts by the bound, no more. Hosts are released no sooner
+/// than the hand-over grace after the join (a member's last request may still be in flight).
+#[derive(Clone, Default)]
+pub struct Handover {
+    /// Members whose marker arrived since the start (markers can come before the wait starts).
+    arrived: Arc<Mutex<HashSet<String>>>,
+    waiting: Arc<Mutex<Option<Waiting>>>,
+}
+
+#[derive(Clone)]
+struct Waiting {
+    /// The ring as the others used it while this node was away.
+    away: Arc<weft_p2p::Ring>,
+    /// Members not heard from yet (also read under the frontier's lock: never held across a
+    /// call into the crawler).
+    pending: Arc<Mutex<HashSet<String>>>,
+    /// Hosts are released no sooner than this.
+    not_before: Instant,
+}
+
+/// Does `host` belong to `member` on `ring`?
+fn held_by(ring: &weft_p2p::Ring, host: &str, member: &str) -> bool {
+    ring_name(host).and_then(|n| ring.owner(&n).map(|o| o == member)).unwrap_or(false)
+}
+
+impl Handover {
+    /// Starts waiting for the hand-over of the other members of `ring` (this node is `me`):
+    /// every host waits until the member that held it has handed it over, at most `bound`,
+    /// and at least `grace`.
+    pub fn start(&self, me: &str, ring: &weft_p2p::Ring, grace: Duration, bound: Duration, crawler: &Crawler) {
+        let now = Instant::now();
+        let away = Arc::new(ring.without(me));
+        let heard: HashSet<String> = self.arrived.lock().clone();
+        let pending: HashSet<String> =
+            ring.members().iter().filter(|m| *m != me && !heard.contains(*m)).cloned().collect();
+        let not_before = now + grace;
+        crawler.hold_hosts(|_| true, bound.max(grace));
+        crawler.release_hosts(|host| heard.iter().any(|m| held_by(&away, host, m)), not_before);
+        if pending.is_empty() {
+            crawler.release_hosts(|_| true, not_before);
+            return;
+        }
+        tracing::info!(members = pending.len(), "waiting for the members' hand-over of this node's hosts");
+        let pending = Arc::new(Mutex::new(pending));
+        let (p, a) = (pending.clone(), away.clone());
+        let filter: weft_frontier::HostFilter =
+            Box::new(move |host: &str| ring_name(host).and_then(|n| a.owner(&n).map(|o| p.lock().contains(o))).unwrap_or(false));
+        crawler.hold_new_hosts(Some((now + bound.max(grace), filter)));
+        *self.waiting.lock() = Some(Waiting { away, pending, not_before });
+    }
+
+    /// `peer`'s hand-over marker arrived (its URLs are queued): the hosts it held may go.
+    pub fn arrived(&self, peer: String, crawler: &Crawler) {
+        self.arrived.lock().insert(peer.clone());
+        let Some(w) = self.waiting.lock().clone() else { return };
+        if !w.pending.lock().remove(&peer) {
+            return;
+        }
+        let released = crawler.release_hosts(|host| held_by(&w.away, host, &peer), w.not_before);
+        tracing::debug!(%peer, hosts = released, "hand-over received");
+        if w.pending.lock().is_empty() {
+            crawler.hold_new_hosts(None);
+            *self.waiting.lock() = None;
+            tracing::info!("every member handed this node's hosts over");
         }
     }
 }

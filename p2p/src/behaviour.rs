@@ -6,8 +6,10 @@ use crate::exchange::UrlWire;
 use crate::search::SearchWire;
 use libp2p::identity::Keypair;
 use libp2p::request_response::{self, ProtocolSupport};
+use libp2p::swarm::behaviour::toggle::Toggle;
 use libp2p::swarm::NetworkBehaviour;
-use libp2p::{allow_block_list, connection_limits, gossipsub, identify, kad, ping, StreamProtocol};
+use libp2p::{allow_block_list, autonat, connection_limits, dcutr, gossipsub, identify, kad, ping, relay, upnp, StreamProtocol};
+use weft_config::RelayConfig;
 use std::time::Duration;
 
 /// Weft's Kademlia protocol: a network of its own, not the public IPFS DHT.
@@ -33,10 +35,31 @@ pub struct Behaviour {
     pub gossipsub: gossipsub::Behaviour,
     pub urls: request_response::Behaviour<Codec<UrlWire>>,
     pub search: request_response::Behaviour<Codec<SearchWire>>,
+    /// Reachability: AutoNAT v2 asks other members to dial this node's candidate addresses
+    /// back, and answers their requests in turn.
+    pub autonat: autonat::v2::client::Behaviour,
+    pub autonat_server: autonat::v2::server::Behaviour,
+    /// Circuit Relay v2: the relay this node offers while it is public (see
+    /// [`crate::reachability`]), and the client that reserves slots on others' while behind NAT.
+    pub relay: relay::Behaviour,
+    pub relay_client: relay::client::Behaviour,
+    /// Hole punching: turns a relayed connection into a direct one where both NATs allow it.
+    pub dcutr: dcutr::Behaviour,
+    /// Port mapping on the home router (`p2p.upnp`).
+    pub upnp: Toggle<upnp::tokio::Behaviour>,
+}
+
+/// The settings the behaviour is built from.
+pub struct Settings {
+    pub max_connections: u32,
+    pub refresh: Duration,
+    pub relay: RelayConfig,
+    pub upnp: bool,
 }
 
 impl Behaviour {
-    pub fn new(key: &Keypair, max_connections: u32, refresh: Duration) -> Result<Behaviour, String> {
+    pub fn new(key: &Keypair, relay_client: relay::client::Behaviour, settings: Settings) -> Result<Behaviour, String> {
+        let Settings { max_connections, refresh, relay: relay_limits, upnp } = settings;
         let peer = key.public().to_peer_id();
         let mut kad_config = kad::Config::new(KAD_PROTOCOL);
         kad_config.set_periodic_bootstrap_interval(Some(refresh));
@@ -52,8 +75,9 @@ impl Behaviour {
         };
         let store = kad::store::MemoryStore::with_config(peer, store_config);
         let mut kad = kad::Behaviour::with_config(peer, store, kad_config);
-        // Every Weft node serves the DHT: volunteers' boxes are reachable by design.
-        kad.set_mode(Some(kad::Mode::Server));
+        // Client until this node knows others can reach it (`crate::reachability`): a node
+        // behind NAT in the routing tables would only make queries wait for dials that fail.
+        kad.set_mode(Some(kad::Mode::Client));
         let gossip_config = gossipsub::ConfigBuilder::default()
             .heartbeat_interval(Duration::from_secs(1))
             .validation_mode(gossipsub::ValidationMode::Strict)
@@ -63,7 +87,8 @@ impl Behaviour {
         let gossipsub = gossipsub::Behaviour::new(gossipsub::MessageAuthenticity::Signed(key.clone()), gossip_config)?;
         let limits = connection_limits::ConnectionLimits::default()
             .with_max_established(Some(max_connections))
-            .with_max_established_per_peer(Some(2))
+            // A direct connection, a relayed one, and an AutoNAT dial-back.
+            .with_max_established_per_peer(Some(3))
             .with_max_pending_incoming(Some(max_connections.min(64)));
         let urls = request_response::Behaviour::with_codec(
             Codec::default(),
@@ -78,12 +103,35 @@ impl Behaviour {
         Ok(Behaviour {
             blocked: allow_block_list::Behaviour::default(),
             limits: connection_limits::Behaviour::new(limits),
-            identify: identify::Behaviour::new(identify::Config::new(PROTOCOL_VERSION.into(), key.public())),
+            // Only the addresses `crate::reachability` confirmed go out (a NATed node's LAN
+            // addresses are of no use to anyone else).
+            identify: identify::Behaviour::new(
+                identify::Config::new(PROTOCOL_VERSION.into(), key.public()).with_hide_listen_addrs(true),
+            ),
             ping: ping::Behaviour::default(),
             kad,
             gossipsub,
             urls,
             search,
+            autonat: autonat::v2::client::Behaviour::default(),
+            autonat_server: autonat::v2::server::Behaviour::default(),
+            relay: relay::Behaviour::new(peer, relay_config(&relay_limits)),
+            relay_client,
+            dcutr: dcutr::Behaviour::new(peer),
+            upnp: Toggle::from(upnp.then(upnp::tokio::Behaviour::default)),
         })
+    }
+}
+
+/// The relay's limits from the configuration (libp2p's rate limiters stay at their defaults).
+fn relay_config(c: &RelayConfig) -> relay::Config {
+    relay::Config {
+        max_reservations: c.max_reservations,
+        max_reservations_per_peer: c.max_reservations_per_peer,
+        max_circuits: c.max_circuits,
+        max_circuits_per_peer: c.max_circuits_per_peer,
+        max_circuit_duration: Duration::from_secs(c.max_circuit_secs),
+        max_circuit_bytes: c.max_circuit_bytes,
+        ..relay::Config::default()
     }
 }

@@ -136,6 +136,7 @@ mod tests {
         let batch = UrlBatch {
             urls: vec![WireUrl { url: "http://a.test/".into(), depth: 2, kind: UrlKind::Sitemap }],
             hops: 1,
+            handoff: false,
         };
         let bytes = cbor4ii::serde::to_vec(Vec::new(), &batch).unwrap();
         assert_eq!(decode_request::<UrlWire>(&bytes), Frame::Request(batch));

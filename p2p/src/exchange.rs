@@ -6,7 +6,7 @@
 
 use crate::ring::Ring;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 /// A batch is sent once it holds this many URLs...
@@ -51,6 +51,11 @@ pub struct UrlBatch {
     pub urls: Vec<WireUrl>,
     /// How many times these URLs were forwarded already.
     pub hops: u8,
+    /// The sender's hand-over after the receiver joined: what it queued and did for the hosts
+    /// the receiver now owns is in this batch (possibly nothing). The receiver waits for it
+    /// before requesting those hosts (see the node's `routing`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub handoff: bool,
 }
 
 /// `/weft/urls/1` on the wire (see [`crate::codec`]).
@@ -99,7 +104,7 @@ pub enum BadUrl {
 
 /// Checks a batch's shape. Individual URLs are checked with [`check_url`].
 pub fn check_batch(batch: &UrlBatch) -> Result<(), InvalidBatch> {
-    if batch.urls.is_empty() {
+    if batch.urls.is_empty() && !batch.handoff {
         return Err(InvalidBatch::Empty);
     }
     if batch.urls.len() > BATCH_URLS {
@@ -159,6 +164,9 @@ pub struct Outbox {
     waiting: BTreeMap<String, (Vec<WireUrl>, Instant, u8)>,
     /// Batches to send again once their time comes: (due, owner-agnostic batch, attempts).
     retries: Vec<(Instant, UrlBatch, u32)>,
+    /// Members owed a hand-over marker: the next batch to each carries it, or an empty one
+    /// does at the next full flush.
+    markers: BTreeSet<String>,
 }
 
 impl Outbox {
@@ -225,19 +233,44 @@ impl Outbox {
                     None => {}
                 }
             }
-            for chunk in rest.chunks(BATCH_URLS) {
+            let chunks: Vec<&[WireUrl]> = rest.chunks(BATCH_URLS).collect();
+            let last = chunks.len().saturating_sub(1);
+            for (i, chunk) in chunks.into_iter().enumerate() {
+                // The marker rides on the last batch of the hand-over.
+                let handoff = i == last && self.markers.remove(&owner);
                 due.batches.push(InFlight {
                     owner: owner.clone(),
-                    batch: UrlBatch { urls: chunk.to_vec(), hops },
+                    batch: UrlBatch { urls: chunk.to_vec(), hops, handoff },
                     attempts: attempts.get(&owner).copied().unwrap_or(0),
                 });
+            }
+        }
+        if flush_all {
+            // Markers for members this node had nothing for go alone.
+            for owner in std::mem::take(&mut self.markers) {
+                if owner != me && ring.members().iter().any(|m| *m == owner) {
+                    due.batches.push(InFlight {
+                        owner,
+                        batch: UrlBatch { urls: Vec::new(), hops: 0, handoff: true },
+                        attempts: 0,
+                    });
+                }
             }
         }
         due
     }
 
+    /// `owners` are owed a hand-over marker with the next batch sent to them (see
+    /// [`UrlBatch::handoff`]); send it with a full flush.
+    pub fn mark_handoff(&mut self, owners: impl IntoIterator<Item = String>) {
+        self.markers.extend(owners);
+    }
+
     /// A sent batch failed or was refused: it is retried after a backoff (re-routed then).
     pub fn retry(&mut self, failed: InFlight, now: Instant) {
+        if failed.batch.handoff {
+            self.markers.insert(failed.owner.clone());
+        }
         let delay = FIRST_RETRY_DELAY.saturating_mul(1 << failed.attempts.min(10)).min(MAX_RETRY_DELAY);
         self.retries.push((now + delay, failed.batch, failed.attempts + 1));
     }
@@ -245,6 +278,9 @@ impl Outbox {
     /// The owner answered `Busy` (over its rate limit, or its node is behind): the batch goes
     /// again after [`BUSY_DELAY`], without counting as a failure.
     pub fn retry_busy(&mut self, busy: InFlight, now: Instant) {
+        if busy.batch.handoff {
+            self.markers.insert(busy.owner.clone());
+        }
         self.retries.push((now + BUSY_DELAY, busy.batch, busy.attempts));
     }
 
@@ -337,6 +373,26 @@ mod tests {
     }
 
     #[test]
+    fn hand_over_markers_ride_on_the_last_batch_or_go_alone() {
+        let (r, t0) = (ring(), Instant::now());
+        let mut out = Outbox::default();
+        let to_b = host_of(&r, "b", 0);
+        out.mark_handoff(["b".to_string(), "c".to_string()]);
+        out.route(vec![page(&format!("http://{to_b}/1")), page(&format!("http://{to_b}/2"))], 0, &r, "a", t0);
+        let mut due = out.due(&r, "a", t0, true).batches;
+        due.sort_by(|x, y| x.owner.cmp(&y.owner));
+        assert_eq!(due.len(), 2);
+        assert_eq!((due[0].owner.as_str(), due[0].batch.urls.len(), due[0].batch.handoff), ("b", 2, true));
+        assert_eq!((due[1].owner.as_str(), due[1].batch.urls.len(), due[1].batch.handoff), ("c", 0, true));
+        assert_eq!(check_batch(&due[1].batch), Ok(()), "an empty marker is a valid batch");
+        // A marker whose batch failed goes again with the retry.
+        let failed = due.remove(0);
+        out.retry(failed, t0);
+        let again = out.due(&r, "a", t0 + FIRST_RETRY_DELAY, false).batches;
+        assert!(again.iter().any(|f| f.owner == "b" && f.batch.handoff && f.batch.urls.len() == 2), "{again:?}");
+    }
+
+    #[test]
     fn failed_batches_are_retried_with_backoff_and_rerouted_when_the_owner_leaves() {
         let (r, t0) = (ring(), Instant::now());
         let mut out = Outbox::default();
@@ -362,11 +418,11 @@ mod tests {
 
     #[test]
     fn batches_and_urls_are_validated() {
-        assert_eq!(check_batch(&UrlBatch { urls: vec![], hops: 0 }), Err(InvalidBatch::Empty));
-        let many = UrlBatch { urls: vec![page("http://a.test/"); BATCH_URLS + 1], hops: 0 };
+        assert_eq!(check_batch(&UrlBatch { urls: vec![], hops: 0, handoff: false }), Err(InvalidBatch::Empty));
+        let many = UrlBatch { urls: vec![page("http://a.test/"); BATCH_URLS + 1], hops: 0, handoff: false };
         assert_eq!(check_batch(&many), Err(InvalidBatch::TooMany(BATCH_URLS + 1)));
         assert_eq!(
-            check_batch(&UrlBatch { urls: vec![page("http://a.test/")], hops: 3 }),
+            check_batch(&UrlBatch { urls: vec![page("http://a.test/")], hops: 3, handoff: false }),
             Err(InvalidBatch::TooManyHops(3))
         );
         assert!(check_url(&page("https://a.test/x"), false).is_ok());

@@ -5,7 +5,9 @@
 //! - [`membership`]: heartbeats and the member table the ring is built from (pure).
 //! - [`identity`]: the persistent ed25519 key in the data dir.
 //! - [`behaviour`]: the composed `NetworkBehaviour` (identify, ping, Kademlia, gossipsub,
-//!   connection limits).
+//!   connection limits, AutoNAT, relay, hole punching, UPnP).
+//! - [`reachability`]: whether others can reach this node, and what follows — addresses
+//!   advertised, DHT and relay roles, relay slots behind NAT (pure).
 //! - [`codec`]: the CBOR wire codec of the URL exchange, which lets bad input reach the ban.
 //! - [`exchange`]: URL exchange — wire types, validation, the per-owner outbox, rate limits.
 //! - [`records`]: near-duplicate fingerprints as DHT records.
@@ -20,6 +22,7 @@ pub mod exchange;
 pub mod identity;
 pub mod membership;
 pub mod network;
+pub mod reachability;
 pub mod records;
 pub mod ring;
 pub mod search;

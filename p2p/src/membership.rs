@@ -27,6 +27,10 @@ pub struct Heartbeat {
     /// heartbeats (its queued URLs are on their way to their new owners).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub leaving: bool,
+    /// It is publicly reachable and offers a Circuit Relay v2: members behind NAT may reserve a
+    /// slot on it (see `crate::reachability`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub relay: bool,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -168,6 +172,11 @@ impl Members {
         self.others.get(peer).map(|m| &m.heartbeat)
     }
 
+    /// The other members that offer a relay, with the addresses they advertise.
+    pub fn relays(&self) -> impl Iterator<Item = &Heartbeat> {
+        self.others.values().map(|m| &m.heartbeat).filter(|hb| hb.relay && !hb.leaving)
+    }
+
     pub fn len(&self) -> usize {
         self.ring.members().len()
     }
@@ -182,7 +191,7 @@ mod tests {
     use super::*;
 
     fn hb(peer: &str) -> Heartbeat {
-        Heartbeat { peer: peer.into(), addrs: vec!["/ip4/127.0.0.1/tcp/1".into()], capacity: 10, leaving: false }
+        Heartbeat { peer: peer.into(), addrs: vec!["/ip4/127.0.0.1/tcp/1".into()], capacity: 10, leaving: false, relay: false }
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::behaviour::{Behaviour, BehaviourEvent};
 use crate::codec::Frame;
 use crate::exchange::{check_batch, check_url, BatchReply, InFlight, Outbox, RateLimit, UrlBatch, WireUrl, MAX_HOPS};
 use crate::membership::{Change, Heartbeat, Members, TOPIC};
+use crate::reachability::{self, Reachability, ReachabilityStatus};
 use crate::records::{self, DupEntry};
 use crate::ring::Ring;
 use crate::search::SearchRequest;
@@ -20,8 +21,9 @@ use futures::StreamExt;
 use libp2p::identity::Keypair;
 use libp2p::multiaddr::Protocol;
 use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
+use libp2p::core::transport::ListenerId;
 use libp2p::swarm::SwarmEvent;
-use libp2p::{gossipsub, identify, kad, noise, tcp, yamux, Multiaddr, PeerId, Swarm};
+use libp2p::{autonat, dcutr, gossipsub, identify, kad, noise, relay, tcp, upnp, yamux, Multiaddr, PeerId, Swarm};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -67,6 +69,14 @@ pub struct NetworkConfig {
     pub allow_private: bool,
     /// Network search: deadline, hedging, multi-probe, per-peer query rate.
     pub search: weft_config::SearchConfig,
+    /// Reachability (see [`crate::reachability`]): advertise private addresses anyway, map a
+    /// port with UPnP, how many relays to reserve behind NAT, how long to wait for AutoNAT, and
+    /// the limits of the relay this node offers while public.
+    pub private_addrs: bool,
+    pub upnp: bool,
+    pub relays: usize,
+    pub autonat_timeout: Duration,
+    pub relay: weft_config::RelayConfig,
 }
 
 impl NetworkConfig {
@@ -94,6 +104,11 @@ impl NetworkConfig {
             capacity: c.capacity,
             allow_private: false,
             search: weft_config::SearchConfig::default(),
+            private_addrs: c.private_addrs,
+            upnp: c.upnp,
+            relays: c.relays,
+            autonat_timeout: Duration::from_secs(c.autonat_timeout_secs),
+            relay: c.relay.clone(),
         })
     }
 }
@@ -172,6 +187,8 @@ pub struct NetworkStatus {
     pub dht_lookup_ms_p50: f64,
     pub dht_lookup_ms_p99: f64,
     pub search: SearchStatus,
+    /// Public, behind NAT or relayed; what is advertised; direct and relayed peers.
+    pub reachability: ReachabilityStatus,
 }
 
 /// Requests to the network task besides URLs.
@@ -217,6 +234,9 @@ pub struct Inbound {
     pub from: Option<PeerId>,
     /// Send how many were queued; the sender's batch is acknowledged then.
     pub reply: Option<oneshot::Sender<u32>>,
+    /// The sender's hand-over marker ([`crate::exchange::UrlBatch::handoff`]): with these
+    /// URLs, it has said what it had for this node's hosts.
+    pub handoff: bool,
 }
 
 /// Talks to the running network task.
@@ -226,7 +246,7 @@ pub struct NetworkHandle {
     status: watch::Receiver<NetworkStatus>,
     ring: watch::Receiver<Arc<Ring>>,
     stop: Arc<watch::Sender<bool>>,
-    urls: mpsc::UnboundedSender<(Vec<WireUrl>, bool)>,
+    urls: mpsc::UnboundedSender<(Vec<WireUrl>, bool, Vec<String>)>,
     commands: mpsc::UnboundedSender<Command>,
 }
 
@@ -276,15 +296,17 @@ impl NetworkHandle {
     /// with the URLs this node does not own on [`NetworkHandle::ring`].
     pub fn send_urls(&self, urls: Vec<WireUrl>) {
         if !urls.is_empty() {
-            let _ = self.urls.send((urls, false));
+            let _ = self.urls.send((urls, false, Vec::new()));
         }
     }
 
     /// Like [`NetworkHandle::send_urls`], without waiting to fill batches: for hosts changing
-    /// hands, whose new owners should know at once what is queued and what is done.
-    pub fn send_urls_now(&self, urls: Vec<WireUrl>) {
-        if !urls.is_empty() {
-            let _ = self.urls.send((urls, true));
+    /// hands, whose new owners should know at once what is queued and what is done. `joined`
+    /// (members that just joined, and gained hosts from this node) get a hand-over marker with
+    /// it, or alone when this node had nothing for them.
+    pub fn hand_off(&self, urls: Vec<WireUrl>, joined: Vec<String>) {
+        if !urls.is_empty() || !joined.is_empty() {
+            let _ = self.urls.send((urls, true, joined));
         }
     }
 
@@ -339,13 +361,20 @@ pub struct Started {
 /// [`NetworkHandle::stop`].
 pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let peer_id = key.public().to_peer_id();
-    let (max, refresh) = (config.max_connections, config.refresh);
+    let settings = crate::behaviour::Settings {
+        max_connections: config.max_connections,
+        refresh: config.refresh,
+        relay: config.relay.clone(),
+        upnp: config.upnp,
+    };
     let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
         .with_tokio()
         .with_tcp(tcp::Config::default().nodelay(true), noise::Config::new, yamux::Config::default)
         .map_err(|e| P2pError::Build(e.to_string()))?
         .with_quic()
-        .with_behaviour(|key| Behaviour::new(key, max, refresh).map_err(Into::into))
+        .with_relay_client(noise::Config::new, yamux::Config::default)
+        .map_err(|e| P2pError::Build(e.to_string()))?
+        .with_behaviour(|key, relay_client| Behaviour::new(key, relay_client, settings).map_err(Into::into))
         .map_err(|e| P2pError::Build(e.to_string()))?
         .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(300)))
         .build();
@@ -359,7 +388,9 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let summary_topic = gossipsub::IdentTopic::new(crate::summaries::TOPIC);
     swarm.behaviour_mut().gossipsub.subscribe(&summary_topic).map_err(|e| P2pError::Build(e.to_string()))?;
 
-    let me = Heartbeat { peer: peer_id.to_string(), addrs: Vec::new(), capacity: config.capacity, leaving: false };
+    let me =
+        Heartbeat { peer: peer_id.to_string(), addrs: Vec::new(), capacity: config.capacity, leaving: false, relay: false };
+    let reach = Reachability::new(config.private_addrs, config.upnp, std::time::Instant::now());
     let ttl = config.heartbeat * config.missed_heartbeats;
     let members = Members::new(me, ttl, config.vnodes);
     let (status_tx, status) = watch::channel(NetworkStatus { peer_id: peer_id.to_string(), ..Default::default() });
@@ -378,6 +409,10 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         topic,
         members,
         listen: BTreeSet::new(),
+        reach,
+        relay_listeners: HashMap::new(),
+        relay_served: RelayServed::default(),
+        applied_dht: None,
         connected: HashSet::new(),
         joining: Joining::First,
         retry_at: None,
@@ -419,6 +454,14 @@ struct Counts {
     dht_published: u64,
 }
 
+/// What the relay this node offers is doing.
+#[derive(Debug, Default)]
+struct RelayServed {
+    reservations: HashSet<PeerId>,
+    circuits: usize,
+    circuits_served: u64,
+}
+
 /// Recent lookup latencies kept for the status percentiles.
 const LATENCIES: usize = 1000;
 
@@ -446,6 +489,13 @@ struct EventLoop {
     topic: gossipsub::IdentTopic,
     members: Members,
     listen: BTreeSet<Multiaddr>,
+    /// Reachability: what this node advertises, DHT and relay roles, relay slots it needs.
+    reach: Reachability,
+    /// Relay → the `/p2p-circuit` listener reserving a slot on it.
+    relay_listeners: HashMap<PeerId, ListenerId>,
+    relay_served: RelayServed,
+    /// The DHT mode last applied (server: true).
+    applied_dht: Option<bool>,
     connected: HashSet<PeerId>,
     joining: Joining,
     retry_at: Option<Instant>,
@@ -474,7 +524,7 @@ impl EventLoop {
     async fn run(
         mut self,
         mut stop: watch::Receiver<bool>,
-        mut urls: mpsc::UnboundedReceiver<(Vec<WireUrl>, bool)>,
+        mut urls: mpsc::UnboundedReceiver<(Vec<WireUrl>, bool, Vec<String>)>,
         mut commands: mpsc::UnboundedReceiver<Command>,
     ) {
         let mut heartbeat = tokio::time::interval(self.config.heartbeat);
@@ -511,10 +561,11 @@ impl EventLoop {
                     self.retry_at = None;
                     self.dial_bootstrap();
                 }
-                Some((batch, now)) = urls.recv() => {
+                Some((batch, now, joined)) = urls.recv() => {
                     let me = self.swarm.local_peer_id().to_string();
+                    self.outbox.mark_handoff(joined);
                     let mine = self.outbox.route(batch, 0, self.members.ring(), &me, std::time::Instant::now());
-                    self.deliver(mine, None, None);
+                    self.deliver(mine, None, None, false);
                     self.flush(now);
                 }
                 _ = flush => self.flush(false),
@@ -531,6 +582,7 @@ impl EventLoop {
                 }
                 _ = stop.changed() => break,
             }
+            self.apply_reachability();
             self.publish_status();
         }
         tracing::info!("p2p stopped");
@@ -575,17 +627,36 @@ impl EventLoop {
 
     fn on_event(&mut self, event: SwarmEvent<BehaviourEvent>) {
         match event {
+            SwarmEvent::NewListenAddr { address, .. } if reachability::is_relayed(&address) => {
+                tracing::info!(addr = %address, "reachable through a relay");
+            }
             SwarmEvent::NewListenAddr { address, .. } => {
                 let full = address.clone().with_p2p(*self.swarm.local_peer_id()).unwrap_or(address.clone());
                 tracing::info!(addr = %full, "p2p listening (bootstrap other nodes from this address)");
-                self.listen.insert(address);
-                self.update_me();
+                self.listen.insert(address.clone());
+                self.reach.listen_addr(address, true);
             }
             SwarmEvent::ExpiredListenAddr { address, .. } => {
                 self.listen.remove(&address);
-                self.update_me();
+                self.reach.listen_addr(address, false);
             }
-            SwarmEvent::ConnectionEstablished { peer_id, endpoint, .. } => {
+            SwarmEvent::ListenerClosed { listener_id, reason, .. } => {
+                let relay = self.relay_listeners.iter().find(|(_, l)| **l == listener_id).map(|(p, _)| *p);
+                if let Some(relay) = relay {
+                    tracing::info!(%relay, "relay slot closed: {reason:?}");
+                    self.relay_listeners.remove(&relay);
+                    self.reach.reservation(relay, false, std::time::Instant::now());
+                }
+            }
+            SwarmEvent::ExternalAddrConfirmed { address } => {
+                tracing::info!(addr = %address, "external address confirmed");
+                self.reach.external(address, true, std::time::Instant::now());
+            }
+            SwarmEvent::ExternalAddrExpired { address } => {
+                self.reach.external(address, false, std::time::Instant::now());
+            }
+            SwarmEvent::ConnectionEstablished { peer_id, endpoint, connection_id, .. } => {
+                self.reach.connected(connection_id, peer_id, endpoint.get_remote_address().clone());
                 self.connected.insert(peer_id);
                 // A URL batch waiting for this peer can go now.
                 if self.outbox.next_due().is_some() {
@@ -601,22 +672,67 @@ impl EventLoop {
                     }
                 }
             }
-            SwarmEvent::ConnectionClosed { peer_id, num_established: 0, .. } => {
-                self.connected.remove(&peer_id);
-                if self.connected.is_empty() && !self.config.bootstrap.is_empty() {
-                    self.joining = Joining::Connecting;
-                    self.schedule_retry("every connection closed".into());
+            SwarmEvent::ConnectionClosed { peer_id, num_established, connection_id, .. } => {
+                self.reach.disconnected(connection_id);
+                if num_established == 0 {
+                    self.connected.remove(&peer_id);
+                    if self.connected.is_empty() && !self.config.bootstrap.is_empty() {
+                        self.joining = Joining::Connecting;
+                        self.schedule_retry("every connection closed".into());
+                    }
                 }
             }
             SwarmEvent::OutgoingConnectionError { peer_id: Some(peer), error, .. } if self.is_bootstrap(&peer) => {
                 self.schedule_retry(error.to_string());
             }
             SwarmEvent::Behaviour(BehaviourEvent::Identify(identify::Event::Received { peer_id, info, .. })) => {
-                // What a peer says it listens on goes into the routing table, so Kademlia
-                // queries can reach it.
+                // What a peer says it can be reached at goes into the routing table, so
+                // Kademlia queries can reach it (private addresses only from the same network).
                 for addr in info.listen_addrs.into_iter().take(16) {
-                    self.swarm.behaviour_mut().kad.add_address(&peer_id, addr);
+                    self.add_peer_address(peer_id, addr);
                 }
+            }
+            SwarmEvent::Behaviour(BehaviourEvent::Autonat(autonat::v2::client::Event {
+                tested_addr,
+                server,
+                result,
+                ..
+            })) => {
+                match &result {
+                    Ok(()) => tracing::info!(addr = %tested_addr, %server, "AutoNAT: reachable at this address"),
+                    Err(e) => tracing::info!(addr = %tested_addr, %server, "AutoNAT: not reachable at this address: {e}"),
+                }
+                self.reach.probe(result.is_ok());
+            }
+            SwarmEvent::Behaviour(BehaviourEvent::RelayClient(relay::client::Event::ReservationReqAccepted {
+                relay_peer_id,
+                renewal,
+                ..
+            })) => {
+                if !renewal {
+                    tracing::info!(relay = %relay_peer_id, "relay slot reserved");
+                }
+                self.reach.reservation(relay_peer_id, true, std::time::Instant::now());
+            }
+            SwarmEvent::Behaviour(BehaviourEvent::Relay(event)) => self.on_relay_served(event),
+            SwarmEvent::Behaviour(BehaviourEvent::Dcutr(dcutr::Event { remote_peer_id, result })) => {
+                match &result {
+                    Ok(_) => tracing::info!(peer = %remote_peer_id, "hole punched: direct connection"),
+                    Err(e) => tracing::info!(peer = %remote_peer_id, "hole punching failed, staying relayed: {e}"),
+                }
+                self.reach.hole_punch(remote_peer_id, result.is_ok(), std::time::Instant::now());
+            }
+            SwarmEvent::Behaviour(BehaviourEvent::Upnp(event)) => {
+                let state = match event {
+                    upnp::Event::NewExternalAddr { external_addr, .. } => {
+                        tracing::info!(addr = %external_addr, "UPnP: the router maps a port to this node");
+                        "mapped"
+                    }
+                    upnp::Event::ExpiredExternalAddr { .. } => "expired",
+                    upnp::Event::GatewayNotFound => "no gateway",
+                    upnp::Event::NonRoutableGateway => "gateway not public",
+                };
+                self.reach.upnp(state);
             }
             SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(gossipsub::Event::Message { message, .. })) => {
                 self.on_gossip(message);
@@ -666,7 +782,7 @@ impl EventLoop {
             Ok(hb) => {
                 // Members must be reachable for URL batches: their addresses go to Kademlia.
                 for addr in hb.addrs.iter().take(8).filter_map(|a| a.parse::<Multiaddr>().ok()) {
-                    self.swarm.behaviour_mut().kad.add_address(&source, addr);
+                    self.add_peer_address(source, addr);
                 }
                 if let Some(change) = self.members.observe(hb, std::time::Instant::now()) {
                     self.on_change(change);
@@ -680,6 +796,9 @@ impl EventLoop {
     }
 
     fn on_heartbeat(&mut self) {
+        self.reach.give_up_waiting(self.config.autonat_timeout, std::time::Instant::now());
+        self.apply_reachability();
+        self.manage_relays();
         let me = self.members.me().encode();
         if let Err(e) = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), me) {
             // Alone in the network (InsufficientPeers) is normal for the first node.
@@ -785,6 +904,7 @@ impl EventLoop {
         urls: Vec<WireUrl>,
         from: Option<(PeerId, ResponseChannel<BatchReply>)>,
         counts: Option<(u32, u32)>,
+        handoff: bool,
     ) {
         let (forwarded, rejected) = counts.unwrap_or((0, 0));
         let (reply_tx, reply_rx) = oneshot::channel();
@@ -792,7 +912,7 @@ impl EventLoop {
             Some((p, c)) => (Some(p), Some(c)),
             None => (None, None),
         };
-        if urls.is_empty() {
+        if urls.is_empty() && !handoff {
             if let Some(channel) = channel {
                 let ack = BatchReply::Ack { accepted: 0, forwarded, rejected };
                 let _ = self.swarm.behaviour_mut().urls.send_response(channel, ack);
@@ -800,7 +920,7 @@ impl EventLoop {
             return;
         }
         let wants_reply = channel.is_some();
-        let inbound = Inbound { urls, from: peer, reply: wants_reply.then_some(reply_tx) };
+        let inbound = Inbound { urls, from: peer, reply: wants_reply.then_some(reply_tx), handoff };
         match self.inbound.try_send(inbound) {
             Ok(()) => {
                 if let Some(channel) = channel {
@@ -821,7 +941,7 @@ impl EventLoop {
     fn flush(&mut self, all: bool) {
         let me = self.swarm.local_peer_id().to_string();
         let due = self.outbox.due(self.members.ring(), &me, std::time::Instant::now(), all);
-        self.deliver(due.mine, None, None);
+        self.deliver(due.mine, None, None, false);
         for f in due.batches {
             let Ok(peer) = f.owner.parse::<PeerId>() else { continue };
             let id = self.swarm.behaviour_mut().urls.send_request(&peer, Frame::Request(f.batch.clone()));
@@ -899,7 +1019,7 @@ impl EventLoop {
         }
         self.counts.forwarded += u64::from(forwarded);
         self.counts.rejected += u64::from(rejected);
-        self.deliver(mine, Some((peer, channel)), Some((forwarded, rejected)));
+        self.deliver(mine, Some((peer, channel)), Some((forwarded, rejected)), batch.handoff);
     }
 
     fn on_change(&mut self, change: Change) {
@@ -916,10 +1036,114 @@ impl EventLoop {
         self.ring.send_replace(Arc::new(self.members.ring().clone()));
     }
 
-    fn update_me(&mut self) {
+    /// Puts a peer's address in the routing table if it is of use from here (see
+    /// [`reachability::usable`]).
+    fn add_peer_address(&mut self, peer: PeerId, addr: Multiaddr) {
+        if peer == *self.swarm.local_peer_id() {
+            return;
+        }
+        let via = self.reach.remote_of(&peer);
+        if reachability::usable(&addr, via.as_ref(), self.config.private_addrs) {
+            self.swarm.behaviour_mut().kad.add_address(&peer, addr);
+        }
+    }
+
+    fn on_relay_served(&mut self, event: relay::Event) {
+        let served = &mut self.relay_served;
+        match event {
+            relay::Event::ReservationReqAccepted { src_peer_id, renewed, .. } => {
+                if !renewed {
+                    tracing::info!(peer = %src_peer_id, "relay: slot reserved for a member behind NAT");
+                }
+                served.reservations.insert(src_peer_id);
+            }
+            relay::Event::ReservationClosed { src_peer_id } | relay::Event::ReservationTimedOut { src_peer_id } => {
+                served.reservations.remove(&src_peer_id);
+            }
+            relay::Event::CircuitReqAccepted { src_peer_id, dst_peer_id } => {
+                tracing::debug!(src = %src_peer_id, dst = %dst_peer_id, "relay: circuit opened");
+                served.circuits += 1;
+                served.circuits_served += 1;
+            }
+            relay::Event::CircuitClosed { .. } => served.circuits = served.circuits.saturating_sub(1),
+            _ => {}
+        }
+    }
+
+    /// Applies what reachability decided: the DHT mode, the relay offered, what this node
+    /// advertises (heartbeat and identify) and the relay slots it holds. Cheap when nothing
+    /// changed.
+    fn apply_reachability(&mut self) {
+        let advertised = self.reach.advertised();
+        let dht_server = self.reach.dht_server();
+        let relay_server = self.reach.relay_server();
+        let me = self.members.me();
+        let addrs: Vec<String> = advertised.iter().map(ToString::to_string).collect();
+        if me.addrs == addrs && me.relay == relay_server && self.applied_dht == Some(dht_server) {
+            return;
+        }
+        if self.applied_dht != Some(dht_server) {
+            tracing::info!(kind = ?self.reach.kind(), "reachability: DHT {}", if dht_server { "server" } else { "client" });
+            let mode = if dht_server { kad::Mode::Server } else { kad::Mode::Client };
+            self.swarm.behaviour_mut().kad.set_mode(Some(mode));
+            self.applied_dht = Some(dht_server);
+        }
+        let status = if relay_server { relay::Status::Enable } else { relay::Status::Disable };
+        self.swarm.behaviour_mut().relay.set_status(Some(status));
+        // Identify announces the swarm's external addresses only: private ones are added
+        // there while this node is on a private network, and taken back after.
+        let external: Vec<Multiaddr> = self.swarm.external_addresses().cloned().collect();
+        for a in &advertised {
+            if !external.contains(a) {
+                self.swarm.add_external_address(a.clone());
+            }
+        }
+        for a in external.iter().filter(|a| reachability::is_private(a) && !advertised.contains(a)) {
+            self.swarm.remove_external_address(a);
+        }
         let mut me = self.members.me().clone();
-        me.addrs = self.listen.iter().map(ToString::to_string).collect();
+        me.addrs = addrs;
+        me.relay = relay_server;
         self.members.set_me(me);
+        self.manage_relays();
+    }
+
+    /// Behind NAT: holds slots on up to `p2p.relays` public members' relays (chosen by
+    /// [`reachability::pick_relays`]); otherwise holds none.
+    fn manage_relays(&mut self) {
+        let me = *self.swarm.local_peer_id();
+        let wanted: Vec<PeerId> = if self.reach.needs_relay() && self.config.relays > 0 {
+            let candidates: Vec<PeerId> = self.members.relays().filter_map(|hb| hb.peer.parse().ok()).collect();
+            reachability::pick_relays(&me, &candidates, self.config.relays)
+        } else {
+            Vec::new()
+        };
+        let gone: Vec<PeerId> = self.relay_listeners.keys().filter(|p| !wanted.contains(p)).copied().collect();
+        for relay in gone {
+            if let Some(id) = self.relay_listeners.remove(&relay) {
+                self.swarm.remove_listener(id);
+                self.reach.reservation(relay, false, std::time::Instant::now());
+            }
+        }
+        for relay in wanted {
+            if self.relay_listeners.contains_key(&relay) {
+                continue;
+            }
+            let Some(hb) = self.members.get(&relay.to_string()) else { continue };
+            let Some(addr) = hb.addrs.iter().filter_map(|a| a.parse::<Multiaddr>().ok()).find(|a| {
+                !reachability::is_relayed(a) && reachability::usable(a, None, self.config.private_addrs)
+            }) else {
+                continue;
+            };
+            let circuit = addr.with_p2p(relay).unwrap_or_else(|a| a).with(Protocol::P2pCircuit);
+            match self.swarm.listen_on(circuit.clone()) {
+                Ok(id) => {
+                    tracing::info!(%relay, addr = %circuit, "behind NAT: reserving a relay slot");
+                    self.relay_listeners.insert(relay, id);
+                }
+                Err(e) => tracing::warn!(%relay, "cannot reserve a relay slot: {e}"),
+            }
+        }
     }
 
     fn publish_status(&mut self) {
@@ -951,6 +1175,11 @@ impl EventLoop {
             dht_lookup_ms_p50: percentile(&self.latencies, 0.5),
             dht_lookup_ms_p99: percentile(&self.latencies, 0.99),
             search: self.querying.status(),
+            reachability: self.reach.status(
+                self.relay_served.reservations.len(),
+                self.relay_served.circuits,
+                self.relay_served.circuits_served,
+            ),
         };
         self.status.send_if_modified(|s| {
             if *s == status {

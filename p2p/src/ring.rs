@@ -36,6 +36,11 @@ pub fn host_point(host: &str) -> u64 {
 }
 
 impl Ring {
+    /// This ring without `member` (what the others use while it is away).
+    pub fn without(&self, member: &str) -> Ring {
+        Ring::new(self.members().iter().filter(|m| *m != member), self.vnodes)
+    }
+
     /// The ring of `members` (peer ids as strings) with `vnodes` points each.
     pub fn new<I, S>(members: I, vnodes: usize) -> Ring
     where

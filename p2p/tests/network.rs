@@ -225,7 +225,7 @@ async fn malformed_and_oversized_batches_get_their_sender_banned_and_the_node_go
     let addr = n.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
     let url = |u: &str| WireUrl { url: u.into(), depth: 1, kind: UrlKind::Page };
 
-    let too_many = cbor(&UrlBatch { urls: (0..1001).map(|i| url(&format!("http://a.test/{i}"))).collect(), hops: 0 });
+    let too_many = cbor(&UrlBatch { urls: (0..1001).map(|i| url(&format!("http://a.test/{i}"))).collect(), hops: 0, handoff: false });
     let oversized = vec![0x61; MAX_BATCH_BYTES as usize + 10];
     let garbage = b"\xff\xfe definitely not CBOR".to_vec();
     for (i, bad) in [too_many, oversized, garbage].into_iter().enumerate() {
@@ -241,6 +241,7 @@ async fn malformed_and_oversized_batches_get_their_sender_banned_and_the_node_go
     let good = UrlBatch {
         urls: vec![url("http://a.test/1"), url("ftp://a.test/"), url("http://10.0.0.1/"), url("https://b.test/x")],
         hops: 0,
+        handoff: false,
     };
     let (reply, _) = raw_send(&addr, cbor(&good)).await;
     assert_eq!(reply, Some(BatchReply::Ack { accepted: 2, forwarded: 0, rejected: 2 }));

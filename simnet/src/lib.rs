@@ -12,11 +12,13 @@
 //! [`docs`] builds the simulator's web from the PostgreSQL manual, [`runner`] runs real `weft`
 //! processes against it under churn, [`search_eval`] judges the network's search answers
 //! against an exact index over every node's chunks, [`plot`] draws the run and [`demo`] is
-//! `weft demo`.
+//! `weft demo`. [`natlab`] builds a small internet of Linux network namespaces with home
+//! routers that masquerade (cone and symmetric NAT) and runs real nodes behind them.
 
 pub mod churn;
 pub mod demo;
 pub mod docs;
+pub mod natlab;
 pub mod news;
 pub mod plot;
 pub mod report;

@@ -43,6 +43,9 @@ pub struct Report {
     pub duplicates_after_kill: usize,
     /// The pages fetched more than once and how often, for either kind of duplicate.
     pub repeated_pages: BTreeMap<String, usize>,
+    /// Each duplicate no kill explains, with every fetch of its page: `host/path: agent at
+    /// seconds into the run, …` — what to read first when one shows up.
+    pub unexplained: Vec<String>,
     /// Requests for robots.txt, sitemaps and subresources (scripts, stylesheets, data that
     /// rendered pages asked for).
     pub robots_requests: usize,
@@ -92,6 +95,7 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
     let mut duplicate_fetches = 0;
     let mut duplicates_after_kill = 0;
     let mut repeated_pages: BTreeMap<String, usize> = BTreeMap::new();
+    let mut unexplained = Vec::new();
     let mut covered_so_far = 0;
     let mut points: BTreeMap<u64, usize> = BTreeMap::new();
     for r in log.iter().filter(|r| is_page(r) && (200..300).contains(&r.status)) {
@@ -106,6 +110,11 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
                 duplicates_after_kill += 1;
             } else {
                 duplicate_fetches += 1;
+                let fetches: Vec<String> = before
+                    .iter()
+                    .map(|(agent, at)| format!("{agent} at {:.1} s", at.saturating_duration_since(start).as_secs_f64()))
+                    .collect();
+                unexplained.push(format!("{}{}: {}", r.host, r.path, fetches.join(", ")));
             }
             *repeated_pages.entry(format!("{}{}", r.host, r.path)).or_insert(1) += 1;
         } else if reachable {
@@ -176,6 +185,7 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
         duplicate_rate: if pages == 0 { 0.0 } else { duplicate_fetches as f64 / pages as f64 },
         duplicates_after_kill,
         repeated_pages,
+        unexplained,
         robots_requests: log.iter().filter(|r| r.path == "/robots.txt").count(),
         sitemap_requests: log.iter().filter(|r| r.path.contains("sitemap")).count(),
         subresource_requests: by_url.values().sum(),
@@ -283,6 +293,7 @@ mod tests {
         let r = judge(&log, &expect);
         assert_eq!((r.covered, r.duplicate_fetches, r.duplicates_after_kill), (3, 1, 1));
         assert_eq!(r.repeated_pages.get("h.test/b"), Some(&2));
+        assert_eq!(r.unexplained.len(), 1, "{:?}", r.unexplained);
         assert_eq!((r.subresource_requests, r.subresource_repeats_by_a_node, r.subresource_max_requests), (4, 1, 3));
     }
 }

@@ -200,7 +200,7 @@ fn free_port() -> Result<u16, RunError> {
     Ok(l.local_addr().map_err(|e| io("picking a port", e))?.port())
 }
 
-fn user_agent(n: usize) -> String {
+pub(crate) fn user_agent(n: usize) -> String {
     format!("WeftSim{n}/1.0")
 }
 
@@ -521,7 +521,7 @@ impl Sim<'_> {
 
 /// The server's log as a table: start and answer time (seconds into the run), host, path,
 /// status, User-Agent.
-fn write_log(path: &Path, log: &[crate::web::Request], started: Instant) -> Result<(), RunError> {
+pub(crate) fn write_log(path: &Path, log: &[crate::web::Request], started: Instant) -> Result<(), RunError> {
     use std::fmt::Write as _;
     let mut out = String::from("started\tanswered\thost\tpath\tstatus\tuser_agent\n");
     for r in log {

@@ -134,6 +134,17 @@ impl WebServer {
     /// sitemaps, robots.txt or redirects).
     pub async fn start_with(sites: impl FnOnce(u16) -> Vec<Site>) -> std::io::Result<WebServer> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        WebServer::serve(listener, sites)
+    }
+
+    /// Serves on a listener made elsewhere — inside a network namespace of the NAT lab
+    /// ([`crate::natlab`]), where this process's own sockets cannot bind.
+    pub fn start_on(listener: std::net::TcpListener, sites: impl FnOnce(u16) -> Vec<Site>) -> std::io::Result<WebServer> {
+        listener.set_nonblocking(true)?;
+        WebServer::serve(tokio::net::TcpListener::from_std(listener)?, sites)
+    }
+
+    fn serve(listener: tokio::net::TcpListener, sites: impl FnOnce(u16) -> Vec<Site>) -> std::io::Result<WebServer> {
         let addr = listener.local_addr()?;
         let sites = sites(addr.port());
         let shared = Arc::new(Shared {
