@@ -21,13 +21,16 @@ async fn nodes_behind_cone_and_symmetric_nat_get_their_urls_and_answer_searches(
         return;
     }
     let work = tempfile::tempdir().unwrap();
+    // SIMNET_KEEP=1 keeps the nodes' logs and the server's request log for reading afterwards.
+    let work_path = if std::env::var_os("SIMNET_KEEP").is_some() { work.keep() } else { work.path().to_path_buf() };
+    eprintln!("work dir: {}", work_path.display());
     let spec = LabSpec {
         weft: env!("CARGO_BIN_EXE_weft").into(),
         models: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../models"),
         docs: docs_dir(),
-        work_dir: work.path().to_path_buf(),
+        work_dir: work_path.clone(),
         homes: vec![Nat::Cone, Nat::Symmetric],
-        web: WebSpec { hosts: 12, pages: 120, seed: 7, news_sites: 1, news_articles: 8, ..WebSpec::default() },
+        web: WebSpec { hosts: 18, pages: 144, seed: 7, news_sites: 1, news_articles: 8, ..WebSpec::default() },
         timeout: Duration::from_secs(300),
         searches: 3,
     };

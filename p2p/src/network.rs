@@ -657,6 +657,19 @@ impl EventLoop {
             }
             SwarmEvent::ConnectionEstablished { peer_id, endpoint, connection_id, .. } => {
                 self.reach.connected(connection_id, peer_id, endpoint.get_remote_address().clone());
+                // A connection accepted from outside on a public address of this node proves
+                // it reachable there (AutoNAT v2 only probes over connections this node
+                // dialled, and a public node that others join through may dial nobody).
+                if let libp2p::core::ConnectedPoint::Listener { local_addr, send_back_addr } = &endpoint {
+                    if reachability::proves_reachable(local_addr, send_back_addr)
+                        && !self.swarm.external_addresses().any(|a| a == local_addr)
+                    {
+                        tracing::info!(addr = %local_addr, from = %send_back_addr, "reachable: a peer connected in from outside");
+                        // (The swarm tells the behaviours, not this loop.)
+                        self.swarm.add_external_address(local_addr.clone());
+                        self.reach.external(local_addr.clone(), true, std::time::Instant::now());
+                    }
+                }
                 self.connected.insert(peer_id);
                 // A URL batch waiting for this peer can go now.
                 if self.outbox.next_due().is_some() {

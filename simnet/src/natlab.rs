@@ -343,6 +343,7 @@ fn lab_config(spec: &LabSpec, web: &crate::docs::DocsWeb, n: usize, dir: &std::p
     c.embed.threads = 1;
     c.embed.model = spec.models.join("all-MiniLM-L6-v2-int8/model.onnx");
     c.embed.tokenizer = spec.models.join("all-MiniLM-L6-v2-int8/tokenizer.json");
+    c.embed.ort_library = spec.models.join("onnxruntime-1.31.1/libonnxruntime.so");
     c
 }
 
@@ -397,6 +398,11 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
         let status = loop {
             if let Some(s) = status(&lab, name) {
                 break s;
+            }
+            if let Ok(Some(exit)) = children.last_mut().expect("just spawned").try_wait() {
+                let log = std::fs::read_to_string(dir.join("weft.log")).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(3).collect();
+                return Err(LabError::Command { command: format!("weft start in {name} ({exit})"), stderr: tail.join("\n") });
             }
             if std::time::Instant::now() > deadline {
                 return Err(LabError::Command {
