@@ -33,6 +33,7 @@ async fn nodes_behind_cone_and_symmetric_nat_get_their_urls_and_answer_searches(
         web: WebSpec { hosts: 18, pages: 144, seed: 7, news_sites: 1, news_articles: 8, ..WebSpec::default() },
         timeout: Duration::from_secs(300),
         searches: 3,
+        exchange_urls: 0,
     };
     let report = run_lab(&spec).await.unwrap_or_else(|e| panic!("{e}"));
     let summary = serde_json::to_string_pretty(&report).unwrap();

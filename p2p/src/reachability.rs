@@ -56,6 +56,8 @@ pub struct ReachabilityStatus {
     /// Peers connected directly / only through a relay.
     pub direct_peers: usize,
     pub relayed_peers: usize,
+    /// The peers reached only through a relay now.
+    pub relayed_only: Vec<String>,
     /// Relayed connections upgraded to direct ones by hole punching, and attempts that failed.
     pub hole_punches: u64,
     pub hole_punch_failures: u64,
@@ -330,7 +332,7 @@ impl Reachability {
                 direct.insert(*peer);
             }
         }
-        let relayed_only = relayed.difference(&direct).count();
+        let relayed_only: Vec<String> = relayed.difference(&direct).map(ToString::to_string).collect();
         let kind = self.kind();
         let summary = match kind {
             Kind::Public => "public".to_string(),
@@ -353,7 +355,8 @@ impl Reachability {
             advertised: self.advertised().iter().map(ToString::to_string).collect(),
             relays: self.relays.keys().map(ToString::to_string).collect(),
             direct_peers: direct.len(),
-            relayed_peers: relayed_only,
+            relayed_peers: relayed_only.len(),
+            relayed_only,
             hole_punches: self.hole_punches,
             hole_punch_failures: self.hole_punch_failures,
             probes_ok: self.probes_ok,

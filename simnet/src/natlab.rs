@@ -222,7 +222,22 @@ impl Lab {
 
     /// `GET path` (HTTP/1.0) from inside namespace `short`: the status and the body.
     pub fn get(&self, short: &str, addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
-        let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+        self.http(short, addr, format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n"))
+    }
+
+    /// `POST path` with a JSON body and a bearer token, from inside namespace `short`.
+    pub fn post(&self, short: &str, addr: SocketAddr, path: &str, token: &str, json: &str) -> std::io::Result<(u16, String)> {
+        self.http(
+            short,
+            addr,
+            format!(
+                "POST {path} HTTP/1.0\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{json}",
+                json.len()
+            ),
+        )
+    }
+
+    fn http(&self, short: &str, addr: SocketAddr, request: String) -> std::io::Result<(u16, String)> {
         self.within(short, move || -> std::io::Result<(u16, String)> {
             let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
             stream.set_read_timeout(Some(Duration::from_secs(20)))?;
@@ -269,6 +284,9 @@ pub struct LabSpec {
     pub timeout: Duration,
     /// Network searches each node makes at the end.
     pub searches: usize,
+    /// URLs the first home node sends to each other node for the URL-exchange figures (0:
+    /// none); at most 1000.
+    pub exchange_urls: usize,
 }
 
 /// One node of a lab run, as its `/status` told at the end.
@@ -299,8 +317,20 @@ pub struct LabSearch {
     pub took_ms: f64,
 }
 
+/// URLs one node sent another through the exchange: how long until all were acknowledged.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LabExchange {
+    pub from: String,
+    pub to: String,
+    /// Whether `from` reached `to` only through a relay then.
+    pub relayed: bool,
+    pub urls: usize,
+    pub secs: f64,
+}
+
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct LabReport {
+    pub exchanges: Vec<LabExchange>,
     pub web: crate::report::Report,
     pub nodes: Vec<LabNode>,
     pub searches: Vec<LabSearch>,
@@ -491,6 +521,12 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
         }
     }
 
+    let exchanges = if spec.exchange_urls > 0 && names.len() > 2 {
+        exchange_figures(&lab, spec, &names, &server.requests(), &web.seeds).await
+    } else {
+        Vec::new()
+    };
+
     let mut nodes = Vec::new();
     for (n, name) in names.iter().enumerate() {
         let s = status(&lab, name).unwrap_or_default();
@@ -515,7 +551,63 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
         let _ = child.start_kill();
         let _ = child.wait().await;
     }
-    Ok(LabReport { web: web_report, nodes, searches, settled_secs, elapsed_secs: started.elapsed().as_secs_f64() })
+    Ok(LabReport { exchanges, web: web_report, nodes, searches, settled_secs, elapsed_secs: started.elapsed().as_secs_f64() })
+}
+
+/// From the first home node, `spec.exchange_urls` new URLs on a host each other node owns
+/// (the one whose pages it fetched, from the server's log), timed until every one was
+/// acknowledged — the URL exchange direct (to the public node) and through a relay or a
+/// punched hole (to the other home nodes).
+async fn exchange_figures(
+    lab: &Lab,
+    spec: &LabSpec,
+    names: &[String],
+    log: &[crate::web::Request],
+    seeds: &[String],
+) -> Vec<LabExchange> {
+    let from = &names[1];
+    let token = std::fs::read_to_string(spec.work_dir.join(from).join("data/api.token")).unwrap_or_default();
+    let mut out = Vec::new();
+    for (n, to) in names.iter().enumerate() {
+        if to == from {
+            continue;
+        }
+        let agent = crate::runner::user_agent(n);
+        let Some(host) = log.iter().find(|r| r.user_agent == agent && r.status == 200).map(|r| r.host.clone()) else {
+            continue;
+        };
+        let Some(base) = seeds.iter().find(|s| s.contains(&format!("//{host}:"))) else { continue };
+        let base = base.trim_end_matches('/');
+        let to_id = status(lab, to).and_then(|s| s.pointer("/network/peer_id").and_then(|v| v.as_str().map(String::from)));
+        let urls: Vec<String> =
+            (0..spec.exchange_urls.min(1000)).map(|i| format!("{base}/exchange-bench/{from}/{i}")).collect();
+        let before = status(lab, from).and_then(|s| s.pointer("/network/urls_sent").and_then(|v| v.as_u64())).unwrap_or(0);
+        let relayed = status(lab, from)
+            .and_then(|s| s.pointer("/network/reachability/relayed_only").cloned())
+            .and_then(|v| v.as_array().cloned())
+            .is_some_and(|peers| peers.iter().any(|p| p.as_str() == to_id.as_deref()));
+        let body = serde_json::json!({ "urls": urls }).to_string();
+        let t0 = std::time::Instant::now();
+        if !matches!(lab.post(from, api(WEB), "/seeds", token.trim(), &body), Ok((200, _))) {
+            continue;
+        }
+        let deadline = t0 + Duration::from_secs(60);
+        while std::time::Instant::now() < deadline {
+            let sent = status(lab, from).and_then(|s| s.pointer("/network/urls_sent").and_then(|v| v.as_u64())).unwrap_or(0);
+            if sent >= before + urls.len() as u64 {
+                out.push(LabExchange {
+                    from: from.clone(),
+                    to: to.clone(),
+                    relayed,
+                    urls: urls.len(),
+                    secs: t0.elapsed().as_secs_f64(),
+                });
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    out
 }
 
 /// Percent-encodes a query string value.
