@@ -81,6 +81,13 @@ async fn nodes_behind_cone_and_symmetric_nat_get_their_urls_and_answer_searches(
         assert!(!a.contains("/ip4/127.") && !a.contains("/ip4/10."), "private address advertised: {a}");
     }
     assert!(public.reachability["relay_circuits_served"].as_u64().unwrap() > 0, "{summary}");
+    // `weft doctor`, run beside each node: fine for the public one, a fix for the relayed ones.
+    assert_eq!(public.doctor["verdict"], "ok", "{summary}");
+    for home in [cone, symmetric] {
+        assert_eq!(home.doctor["verdict"], "warn", "{summary}");
+        let fix = home.doctor["fix"].as_str().unwrap_or_default();
+        assert!(fix.contains("forward") && fix.contains("UPnP"), "{fix}");
+    }
 
     // Every node's searches reach both others, directly or through the relay.
     for n in &report.nodes {

@@ -304,6 +304,8 @@ pub struct LabNode {
     pub urls_in_flight: u64,
     pub members: usize,
     pub fetched: u64,
+    /// `weft doctor --json`'s reachability check, run in the node's namespace while it runs.
+    pub doctor: serde_json::Value,
 }
 
 /// One network search and who answered it.
@@ -529,6 +531,14 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
 
     let mut nodes = Vec::new();
     for (n, name) in names.iter().enumerate() {
+        let config = spec.work_dir.join(name).join("weft.toml");
+        let doctor = match lab.command(name, &spec.weft).args(["doctor", "--json", "--config"]).arg(&config).output().await {
+            Ok(out) => serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout)
+                .ok()
+                .and_then(|checks| checks.into_iter().find(|c| c["name"] == "reachability"))
+                .unwrap_or_default(),
+            Err(_) => serde_json::Value::Null,
+        };
         let s = status(&lab, name).unwrap_or_default();
         let num = |p: &str| s.pointer(p).and_then(|v| v.as_u64()).unwrap_or(0);
         nodes.push(LabNode {
@@ -542,6 +552,7 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
             urls_in_flight: num("/network/urls_in_flight"),
             members: s.pointer("/network/members").and_then(|m| m.as_array()).map_or(0, Vec::len),
             fetched: num("/pages_fetched"),
+            doctor,
         });
     }
     let web_report = expect_judge(&server.requests());
