@@ -361,8 +361,16 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ("weft_p2p_connected_peers", "Peers with an open connection", n.connected_peers as u64),
                 ("weft_p2p_direct_peers", "Peers connected directly", r.direct_peers as u64),
                 ("weft_p2p_relayed_peers", "Peers connected only through a relay", r.relayed_peers as u64),
-                ("weft_p2p_relay_slots_held", "Relays holding a slot for this node (behind NAT)", r.relays.len() as u64),
-                ("weft_p2p_relay_reservations", "Slots this node's relay holds for others", r.relay_reservations as u64),
+                (
+                    "weft_p2p_relay_slots_held",
+                    "Relays holding a slot for this node (behind NAT)",
+                    r.relays.len() as u64,
+                ),
+                (
+                    "weft_p2p_relay_reservations",
+                    "Slots this node's relay holds for others",
+                    r.relay_reservations as u64,
+                ),
                 ("weft_p2p_relay_circuits", "Circuits open through this node's relay", r.relay_circuits as u64),
                 ("weft_p2p_members", "Members of the network, this node included", n.members.len() as u64),
                 (
@@ -375,7 +383,11 @@ impl prometheus_client::collector::Collector for StatusCollector {
             let reach: [Plain; 3] = [
                 ("weft_p2p_hole_punches", "Relayed connections made direct by hole punching", r.hole_punches),
                 ("weft_p2p_hole_punch_failures", "Hole punching attempts that failed", r.hole_punch_failures),
-                ("weft_p2p_relay_circuits_served", "Circuits this node's relay opened for others", r.relay_circuits_served),
+                (
+                    "weft_p2p_relay_circuits_served",
+                    "Circuits this node's relay opened for others",
+                    r.relay_circuits_served,
+                ),
             ];
             encode_counters(&mut enc, &reach)?;
             let counters: [Plain; 11] = [

@@ -6,11 +6,11 @@
 //! owner acknowledges them, and sent again after a restart: a crash of the sending node repeats
 //! a URL at worst, never loses it.
 
+use crate::crawler::Crawler;
 use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use crate::crawler::Crawler;
 use weft_frontier::{normalize, Candidate, UrlKind};
 use weft_p2p::{Inbound, NetworkHandle, WireUrl};
 
@@ -365,8 +365,9 @@ impl Handover {
         tracing::info!(members = pending.len(), "waiting for the members' hand-over of this node's hosts");
         let pending = Arc::new(Mutex::new(pending));
         let (p, a) = (pending.clone(), away.clone());
-        let filter: weft_frontier::HostFilter =
-            Box::new(move |host: &str| ring_name(host).and_then(|n| a.owner(&n).map(|o| p.lock().contains(o))).unwrap_or(false));
+        let filter: weft_frontier::HostFilter = Box::new(move |host: &str| {
+            ring_name(host).and_then(|n| a.owner(&n).map(|o| p.lock().contains(o))).unwrap_or(false)
+        });
         crawler.hold_new_hosts(Some((now + bound.max(grace), filter)));
         *self.waiting.lock() = Some(Waiting { away, pending, not_before });
     }

@@ -67,7 +67,11 @@ async fn nodes_behind_cone_and_symmetric_nat_get_their_urls_and_answer_searches(
     assert_eq!(public.reachability["kind"], "public", "{summary}");
     for home in [cone, symmetric] {
         assert_eq!(home.reachability["kind"], "behind_nat", "{summary}");
-        assert!(!home.reachability["relays"].as_array().unwrap().is_empty(), "{} holds no relay slot: {summary}", home.name);
+        assert!(
+            !home.reachability["relays"].as_array().unwrap().is_empty(),
+            "{} holds no relay slot: {summary}",
+            home.name
+        );
         let advertised = home.reachability["advertised"].as_array().unwrap();
         assert!(
             !advertised.is_empty() && advertised.iter().all(|a| a.as_str().unwrap().contains("/p2p-circuit")),
@@ -92,9 +96,11 @@ async fn nodes_behind_cone_and_symmetric_nat_get_their_urls_and_answer_searches(
     // Every node's searches reach both others, directly or through the relay.
     for n in &report.nodes {
         let others: Vec<&str> = report.nodes.iter().filter(|o| o.name != n.name).map(|o| o.name.as_str()).collect();
-        let reached = report.searches.iter().filter(|s| s.from == n.name).any(|s| {
-            others.iter().all(|o| s.answered.iter().any(|(peer, _)| peer == o))
-        });
+        let reached = report
+            .searches
+            .iter()
+            .filter(|s| s.from == n.name)
+            .any(|s| others.iter().all(|o| s.answered.iter().any(|(peer, _)| peer == o)));
         assert!(reached, "{}'s searches were not answered by {:?}: {summary}", n.name, others);
     }
 }

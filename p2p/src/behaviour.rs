@@ -8,9 +8,11 @@ use libp2p::identity::Keypair;
 use libp2p::request_response::{self, ProtocolSupport};
 use libp2p::swarm::behaviour::toggle::Toggle;
 use libp2p::swarm::NetworkBehaviour;
-use libp2p::{allow_block_list, autonat, connection_limits, dcutr, gossipsub, identify, kad, ping, relay, upnp, StreamProtocol};
-use weft_config::RelayConfig;
+use libp2p::{
+    allow_block_list, autonat, connection_limits, dcutr, gossipsub, identify, kad, ping, relay, upnp, StreamProtocol,
+};
 use std::time::Duration;
+use weft_config::RelayConfig;
 
 /// Weft's Kademlia protocol: a network of its own, not the public IPFS DHT.
 pub const KAD_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/kad/1.0.0");

@@ -191,7 +191,13 @@ mod tests {
     use super::*;
 
     fn hb(peer: &str) -> Heartbeat {
-        Heartbeat { peer: peer.into(), addrs: vec!["/ip4/127.0.0.1/tcp/1".into()], capacity: 10, leaving: false, relay: false }
+        Heartbeat {
+            peer: peer.into(),
+            addrs: vec!["/ip4/127.0.0.1/tcp/1".into()],
+            capacity: 10,
+            leaving: false,
+            relay: false,
+        }
     }
 
     #[test]

@@ -18,10 +18,10 @@ use crate::search::SearchRequest;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
+use libp2p::core::transport::ListenerId;
 use libp2p::identity::Keypair;
 use libp2p::multiaddr::Protocol;
 use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
-use libp2p::core::transport::ListenerId;
 use libp2p::swarm::SwarmEvent;
 use libp2p::{autonat, dcutr, gossipsub, identify, kad, noise, relay, tcp, upnp, yamux, Multiaddr, PeerId, Swarm};
 use serde::{Deserialize, Serialize};
@@ -388,8 +388,13 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let summary_topic = gossipsub::IdentTopic::new(crate::summaries::TOPIC);
     swarm.behaviour_mut().gossipsub.subscribe(&summary_topic).map_err(|e| P2pError::Build(e.to_string()))?;
 
-    let me =
-        Heartbeat { peer: peer_id.to_string(), addrs: Vec::new(), capacity: config.capacity, leaving: false, relay: false };
+    let me = Heartbeat {
+        peer: peer_id.to_string(),
+        addrs: Vec::new(),
+        capacity: config.capacity,
+        leaving: false,
+        relay: false,
+    };
     let reach = Reachability::new(config.private_addrs, config.upnp, std::time::Instant::now());
     let ttl = config.heartbeat * config.missed_heartbeats;
     let members = Members::new(me, ttl, config.vnodes);
@@ -713,7 +718,9 @@ impl EventLoop {
             })) => {
                 match &result {
                     Ok(()) => tracing::info!(addr = %tested_addr, %server, "AutoNAT: reachable at this address"),
-                    Err(e) => tracing::info!(addr = %tested_addr, %server, "AutoNAT: not reachable at this address: {e}"),
+                    Err(e) => {
+                        tracing::info!(addr = %tested_addr, %server, "AutoNAT: not reachable at this address: {e}")
+                    }
                 }
                 self.reach.probe(result.is_ok());
             }
@@ -1143,9 +1150,12 @@ impl EventLoop {
                 continue;
             }
             let Some(hb) = self.members.get(&relay.to_string()) else { continue };
-            let Some(addr) = hb.addrs.iter().filter_map(|a| a.parse::<Multiaddr>().ok()).find(|a| {
-                !reachability::is_relayed(a) && reachability::usable(a, None, self.config.private_addrs)
-            }) else {
+            let Some(addr) = hb
+                .addrs
+                .iter()
+                .filter_map(|a| a.parse::<Multiaddr>().ok())
+                .find(|a| !reachability::is_relayed(a) && reachability::usable(a, None, self.config.private_addrs))
+            else {
                 continue;
             };
             let circuit = addr.with_p2p(relay).unwrap_or_else(|a| a).with(Protocol::P2pCircuit);

@@ -418,10 +418,12 @@ mod tests {
         ] {
             assert!(is_private(&addr(a)), "{a}");
         }
-        for a in ["/ip4/198.51.100.10/tcp/1", "/ip4/8.8.8.8/tcp/1", "/dns4/example.org/tcp/1", "/ip6/2001:db8::1/tcp/1"] {
+        for a in ["/ip4/198.51.100.10/tcp/1", "/ip4/8.8.8.8/tcp/1", "/dns4/example.org/tcp/1", "/ip6/2001:db8::1/tcp/1"]
+        {
             assert!(!is_private(&addr(a)), "{a}");
         }
-        let circuit = addr("/ip4/198.51.100.10/tcp/1/p2p/12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN/p2p-circuit");
+        let circuit =
+            addr("/ip4/198.51.100.10/tcp/1/p2p/12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN/p2p-circuit");
         assert!(is_relayed(&circuit) && !is_private(&circuit));
     }
 

@@ -225,7 +225,11 @@ async fn malformed_and_oversized_batches_get_their_sender_banned_and_the_node_go
     let addr = n.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
     let url = |u: &str| WireUrl { url: u.into(), depth: 1, kind: UrlKind::Page };
 
-    let too_many = cbor(&UrlBatch { urls: (0..1001).map(|i| url(&format!("http://a.test/{i}"))).collect(), hops: 0, handoff: false });
+    let too_many = cbor(&UrlBatch {
+        urls: (0..1001).map(|i| url(&format!("http://a.test/{i}"))).collect(),
+        hops: 0,
+        handoff: false,
+    });
     let oversized = vec![0x61; MAX_BATCH_BYTES as usize + 10];
     let garbage = b"\xff\xfe definitely not CBOR".to_vec();
     for (i, bad) in [too_many, oversized, garbage].into_iter().enumerate() {

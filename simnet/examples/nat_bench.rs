@@ -46,7 +46,14 @@ async fn main() {
             docs: docs_dir(),
             work_dir: work.path().to_path_buf(),
             homes: vec![Nat::Cone, Nat::Cone, Nat::Symmetric],
-            web: WebSpec { hosts: 12, pages: 96, seed: round as u64 + 1, news_sites: 1, news_articles: 6, ..WebSpec::default() },
+            web: WebSpec {
+                hosts: 12,
+                pages: 96,
+                seed: round as u64 + 1,
+                news_sites: 1,
+                news_articles: 6,
+                ..WebSpec::default()
+            },
             timeout: Duration::from_secs(240),
             searches: 10,
             exchange_urls: 500,

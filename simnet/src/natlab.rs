@@ -226,7 +226,14 @@ impl Lab {
     }
 
     /// `POST path` with a JSON body and a bearer token, from inside namespace `short`.
-    pub fn post(&self, short: &str, addr: SocketAddr, path: &str, token: &str, json: &str) -> std::io::Result<(u16, String)> {
+    pub fn post(
+        &self,
+        short: &str,
+        addr: SocketAddr,
+        path: &str,
+        token: &str,
+        json: &str,
+    ) -> std::io::Result<(u16, String)> {
         self.http(
             short,
             addr,
@@ -434,7 +441,10 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
             if let Ok(Some(exit)) = children.last_mut().expect("just spawned").try_wait() {
                 let log = std::fs::read_to_string(dir.join("weft.log")).unwrap_or_default();
                 let tail: Vec<&str> = log.lines().rev().take(3).collect();
-                return Err(LabError::Command { command: format!("weft start in {name} ({exit})"), stderr: tail.join("\n") });
+                return Err(LabError::Command {
+                    command: format!("weft start in {name} ({exit})"),
+                    stderr: tail.join("\n"),
+                });
             }
             if std::time::Instant::now() > deadline {
                 return Err(LabError::Command {
@@ -488,7 +498,9 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
     let titles: Vec<&String> = web.titles.values().collect();
     let mut peer_names = std::collections::HashMap::new();
     for name in &names {
-        if let Some(id) = status(&lab, name).and_then(|s| s.pointer("/network/peer_id").and_then(|p| p.as_str().map(String::from))) {
+        if let Some(id) =
+            status(&lab, name).and_then(|s| s.pointer("/network/peer_id").and_then(|p| p.as_str().map(String::from)))
+        {
             peer_names.insert(id, name.clone());
         }
     }
@@ -503,11 +515,7 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
             let answered = v
                 .pointer("/network/answered")
                 .and_then(|a| a.as_array())
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| Some((label(x.get(0)?.as_str()?), x.get(2)?.as_f64()?)))
-                        .collect()
-                })
+                .map(|a| a.iter().filter_map(|x| Some((label(x.get(0)?.as_str()?), x.get(2)?.as_f64()?))).collect())
                 .unwrap_or_default();
             let failed = v
                 .pointer("/network/failed")
@@ -532,13 +540,14 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
     let mut nodes = Vec::new();
     for (n, name) in names.iter().enumerate() {
         let config = spec.work_dir.join(name).join("weft.toml");
-        let doctor = match lab.command(name, &spec.weft).args(["doctor", "--json", "--config"]).arg(&config).output().await {
-            Ok(out) => serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout)
-                .ok()
-                .and_then(|checks| checks.into_iter().find(|c| c["name"] == "reachability"))
-                .unwrap_or_default(),
-            Err(_) => serde_json::Value::Null,
-        };
+        let doctor =
+            match lab.command(name, &spec.weft).args(["doctor", "--json", "--config"]).arg(&config).output().await {
+                Ok(out) => serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout)
+                    .ok()
+                    .and_then(|checks| checks.into_iter().find(|c| c["name"] == "reachability"))
+                    .unwrap_or_default(),
+                Err(_) => serde_json::Value::Null,
+            };
         let s = status(&lab, name).unwrap_or_default();
         let num = |p: &str| s.pointer(p).and_then(|v| v.as_u64()).unwrap_or(0);
         nodes.push(LabNode {
@@ -562,7 +571,14 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
         let _ = child.start_kill();
         let _ = child.wait().await;
     }
-    Ok(LabReport { exchanges, web: web_report, nodes, searches, settled_secs, elapsed_secs: started.elapsed().as_secs_f64() })
+    Ok(LabReport {
+        exchanges,
+        web: web_report,
+        nodes,
+        searches,
+        settled_secs,
+        elapsed_secs: started.elapsed().as_secs_f64(),
+    })
 }
 
 /// From the first home node, `spec.exchange_urls` new URLs on a host each other node owns
@@ -589,10 +605,12 @@ async fn exchange_figures(
         };
         let Some(base) = seeds.iter().find(|s| s.contains(&format!("//{host}:"))) else { continue };
         let base = base.trim_end_matches('/');
-        let to_id = status(lab, to).and_then(|s| s.pointer("/network/peer_id").and_then(|v| v.as_str().map(String::from)));
+        let to_id =
+            status(lab, to).and_then(|s| s.pointer("/network/peer_id").and_then(|v| v.as_str().map(String::from)));
         let urls: Vec<String> =
             (0..spec.exchange_urls.min(1000)).map(|i| format!("{base}/exchange-bench/{from}/{i}")).collect();
-        let before = status(lab, from).and_then(|s| s.pointer("/network/urls_sent").and_then(|v| v.as_u64())).unwrap_or(0);
+        let before =
+            status(lab, from).and_then(|s| s.pointer("/network/urls_sent").and_then(|v| v.as_u64())).unwrap_or(0);
         let relayed = status(lab, from)
             .and_then(|s| s.pointer("/network/reachability/relayed_only").cloned())
             .and_then(|v| v.as_array().cloned())
@@ -604,7 +622,8 @@ async fn exchange_figures(
         }
         let deadline = t0 + Duration::from_secs(60);
         while std::time::Instant::now() < deadline {
-            let sent = status(lab, from).and_then(|s| s.pointer("/network/urls_sent").and_then(|v| v.as_u64())).unwrap_or(0);
+            let sent =
+                status(lab, from).and_then(|s| s.pointer("/network/urls_sent").and_then(|v| v.as_u64())).unwrap_or(0);
             if sent >= before + urls.len() as u64 {
                 out.push(LabExchange {
                     from: from.clone(),

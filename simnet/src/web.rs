@@ -139,7 +139,10 @@ impl WebServer {
 
     /// Serves on a listener made elsewhere — inside a network namespace of the NAT lab
     /// ([`crate::natlab`]), where this process's own sockets cannot bind.
-    pub fn start_on(listener: std::net::TcpListener, sites: impl FnOnce(u16) -> Vec<Site>) -> std::io::Result<WebServer> {
+    pub fn start_on(
+        listener: std::net::TcpListener,
+        sites: impl FnOnce(u16) -> Vec<Site>,
+    ) -> std::io::Result<WebServer> {
         listener.set_nonblocking(true)?;
         WebServer::serve(tokio::net::TcpListener::from_std(listener)?, sites)
     }
