@@ -248,7 +248,7 @@ impl Outbox {
         if flush_all {
             // Markers for members this node had nothing for go alone.
             for owner in std::mem::take(&mut self.markers) {
-                if owner != me && ring.members().iter().any(|m| *m == owner) {
+                if owner != me && ring.members().contains(&owner) {
                     due.batches.push(InFlight {
                         owner,
                         batch: UrlBatch { urls: Vec::new(), hops: 0, handoff: true },
