@@ -361,11 +361,14 @@ pub struct Started {
 /// [`NetworkHandle::stop`].
 pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let peer_id = key.public().to_peer_id();
+    // A node that listens on loopback only has nothing for a router to map: no gateway search
+    // (it would send SSDP multicast out of the machine from a test on 127.0.0.1).
+    let upnp = config.upnp && config.listen.iter().any(|a| !reachability::is_loopback(a));
     let settings = crate::behaviour::Settings {
         max_connections: config.max_connections,
         refresh: config.refresh,
         relay: config.relay.clone(),
-        upnp: config.upnp,
+        upnp,
     };
     let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
         .with_tokio()
@@ -395,7 +398,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         leaving: false,
         relay: false,
     };
-    let reach = Reachability::new(config.private_addrs, config.upnp, std::time::Instant::now());
+    let reach = Reachability::new(config.private_addrs, upnp, std::time::Instant::now());
     let ttl = config.heartbeat * config.missed_heartbeats;
     let members = Members::new(me, ttl, config.vnodes);
     let (status_tx, status) = watch::channel(NetworkStatus { peer_id: peer_id.to_string(), ..Default::default() });

@@ -118,6 +118,15 @@ pub fn is_private(addr: &Multiaddr) -> bool {
     }) == Some(true)
 }
 
+/// Is `addr` a loopback address?
+pub fn is_loopback(addr: &Multiaddr) -> bool {
+    addr.iter().any(|p| match p {
+        Protocol::Ip4(ip) => ip.is_loopback(),
+        Protocol::Ip6(ip) => ip.is_loopback(),
+        _ => false,
+    })
+}
+
 /// Does `addr` go through a relay (`…/p2p-circuit…`)?
 pub fn is_relayed(addr: &Multiaddr) -> bool {
     addr.iter().any(|p| matches!(p, Protocol::P2pCircuit))
@@ -425,6 +434,7 @@ mod tests {
         let circuit =
             addr("/ip4/198.51.100.10/tcp/1/p2p/12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN/p2p-circuit");
         assert!(is_relayed(&circuit) && !is_private(&circuit));
+        assert!(is_loopback(&addr("/ip4/127.0.0.1/tcp/7")) && !is_loopback(&addr("/ip4/0.0.0.0/tcp/7")));
     }
 
     #[test]
