@@ -56,7 +56,7 @@ async fn main() {
             },
             timeout: Duration::from_secs(240),
             searches: 10,
-            exchange_urls: 500,
+            exchange_urls: 1000,
         };
         let report: LabReport = match run_lab(&spec).await {
             Ok(r) => r,
@@ -143,7 +143,7 @@ async fn main() {
         show(median(search_relayed), "ms")
     );
     println!(
-        "  URL exchange (500 URLs): direct {}, relayed {}",
+        "  URL exchange (1000 URLs, one full batch): direct {}, relayed {}",
         show(median(ex_direct), "URLs/s"),
         show(median(ex_relayed), "URLs/s")
     );

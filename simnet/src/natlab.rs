@@ -409,13 +409,13 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
     let names: Vec<String> =
         std::iter::once("pub".to_string()).chain((1..=spec.homes.len()).map(|i| format!("h{i}"))).collect();
     let mut children = Vec::new();
-    let mut bootstrap: Option<String> = None;
+    let mut bootstrap: Option<Vec<String>> = None;
     for (n, name) in names.iter().enumerate() {
         let dir = spec.work_dir.join(name);
         std::fs::create_dir_all(&dir)?;
         let mut config = lab_config(spec, &web, n, &dir);
         if let Some(b) = &bootstrap {
-            config.p2p.bootstrap = vec![b.clone()];
+            config.p2p.bootstrap = b.clone();
         }
         if n == 1 {
             config.crawl.seeds = web.seeds.clone();
@@ -456,7 +456,12 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
         };
         if n == 0 {
             let peer = status.pointer("/network/peer_id").and_then(|p| p.as_str()).unwrap_or_default();
-            bootstrap = Some(format!("/ip4/{PUBLIC}/tcp/{P2P_PORT}/p2p/{peer}"));
+            // Both addresses the public node logs, as a volunteer would copy them: over QUIC the
+            // home routers keep the port, which hole punching needs.
+            bootstrap = Some(vec![
+                format!("/ip4/{PUBLIC}/tcp/{P2P_PORT}/p2p/{peer}"),
+                format!("/ip4/{PUBLIC}/udp/{P2P_PORT}/quic-v1/p2p/{peer}"),
+            ]);
         }
     }
 
@@ -600,7 +605,9 @@ async fn exchange_figures(
             continue;
         }
         let agent = crate::runner::user_agent(n);
-        let Some(host) = log.iter().find(|r| r.user_agent == agent && r.status == 200).map(|r| r.host.clone()) else {
+        let Some(host) =
+            log.iter().find(|r| r.user_agent.starts_with(&agent) && r.status == 200).map(|r| r.host.clone())
+        else {
             continue;
         };
         let Some(base) = seeds.iter().find(|s| s.contains(&format!("//{host}:"))) else { continue };
@@ -611,10 +618,14 @@ async fn exchange_figures(
             (0..spec.exchange_urls.min(1000)).map(|i| format!("{base}/exchange-bench/{from}/{i}")).collect();
         let before =
             status(lab, from).and_then(|s| s.pointer("/network/urls_sent").and_then(|v| v.as_u64())).unwrap_or(0);
-        let relayed = status(lab, from)
-            .and_then(|s| s.pointer("/network/reachability/relayed_only").cloned())
-            .and_then(|v| v.as_array().cloned())
-            .is_some_and(|peers| peers.iter().any(|p| p.as_str() == to_id.as_deref()));
+        // Relayed: `from` reaches `to` only through a relay once the URLs went (the connection
+        // they took is open then).
+        let relayed = || {
+            status(lab, from)
+                .and_then(|s| s.pointer("/network/reachability/relayed_only").cloned())
+                .and_then(|v| v.as_array().cloned())
+                .is_some_and(|peers| peers.iter().any(|p| p.as_str() == to_id.as_deref()))
+        };
         let body = serde_json::json!({ "urls": urls }).to_string();
         let t0 = std::time::Instant::now();
         if !matches!(lab.post(from, api(WEB), "/seeds", token.trim(), &body), Ok((200, _))) {
@@ -625,12 +636,13 @@ async fn exchange_figures(
             let sent =
                 status(lab, from).and_then(|s| s.pointer("/network/urls_sent").and_then(|v| v.as_u64())).unwrap_or(0);
             if sent >= before + urls.len() as u64 {
+                let secs = t0.elapsed().as_secs_f64();
                 out.push(LabExchange {
                     from: from.clone(),
                     to: to.clone(),
-                    relayed,
+                    relayed: relayed(),
                     urls: urls.len(),
-                    secs: t0.elapsed().as_secs_f64(),
+                    secs,
                 });
                 break;
             }
