@@ -98,7 +98,7 @@ async fn main() {
         }
         for e in &report.exchanges {
             let rate = e.urls as f64 / e.secs;
-            if e.relayed {
+            if e.relayed || relayed_between(&e.from, &e.to) {
                 ex_relayed.push(rate);
             } else {
                 ex_direct.push(rate);
@@ -123,7 +123,7 @@ async fn main() {
                 e.urls,
                 e.from,
                 e.to,
-                if e.relayed { "relayed" } else { "direct" },
+                if e.relayed || relayed_between(&e.from, &e.to) { "relayed" } else { "direct" },
                 e.secs
             );
         }
