@@ -164,8 +164,8 @@ pub struct Outbox {
     waiting: BTreeMap<String, (Vec<WireUrl>, Instant, u8)>,
     /// Batches to send again once their time comes: (due, owner-agnostic batch, attempts).
     retries: Vec<(Instant, UrlBatch, u32)>,
-    /// Members owed a hand-over marker: the next batch to each carries it, or an empty one
-    /// does at the next full flush.
+    /// Members owed a hand-over marker: the batch to each that goes with it carries it, or an
+    /// empty one goes alone.
     markers: BTreeSet<String>,
 }
 
@@ -245,16 +245,14 @@ impl Outbox {
                 });
             }
         }
-        if flush_all {
-            // Markers for members this node had nothing for go alone.
-            for owner in std::mem::take(&mut self.markers) {
-                if owner != me && ring.members().contains(&owner) {
-                    due.batches.push(InFlight {
-                        owner,
-                        batch: UrlBatch { urls: Vec::new(), hops: 0, handoff: true },
-                        attempts: 0,
-                    });
-                }
+        // Markers for members this node had nothing for go alone (a retried one too).
+        for owner in std::mem::take(&mut self.markers) {
+            if owner != me && ring.members().contains(&owner) {
+                due.batches.push(InFlight {
+                    owner,
+                    batch: UrlBatch { urls: Vec::new(), hops: 0, handoff: true },
+                    attempts: 0,
+                });
             }
         }
         due
