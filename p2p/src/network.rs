@@ -1097,9 +1097,6 @@ impl EventLoop {
     /// advertises (heartbeat and identify) and the relay slots it holds. Cheap when nothing
     /// changed.
     fn apply_reachability(&mut self) {
-        if !self.reach.take_changed() {
-            return;
-        }
         let advertised = self.reach.advertised();
         let dht_server = self.reach.dht_server();
         let relay_server = self.reach.relay_server();

@@ -168,17 +168,9 @@ pub struct Reachability {
     upnp: String,
     reachable_at: Option<Instant>,
     direct_at: Option<Instant>,
-    /// Something changed since [`Reachability::take_changed`] was last asked.
-    changed: bool,
 }
 
 impl Reachability {
-    /// Whether anything changed since the last call (the event loop re-applies the decisions
-    /// only then).
-    pub fn take_changed(&mut self) -> bool {
-        std::mem::take(&mut self.changed)
-    }
-
     pub fn new(allow_private: bool, upnp: bool, now: Instant) -> Reachability {
         Reachability {
             started: now,
@@ -195,12 +187,10 @@ impl Reachability {
             upnp: if upnp { "searching" } else { "off" }.into(),
             reachable_at: None,
             direct_at: None,
-            changed: true,
         }
     }
 
     pub fn listen_addr(&mut self, addr: Multiaddr, added: bool) {
-        self.changed = true;
         if added {
             self.listen.insert(addr);
         } else {
@@ -211,7 +201,6 @@ impl Reachability {
     /// An external address was confirmed (AutoNAT dial-back, UPnP mapping, relay reservation)
     /// or expired.
     pub fn external(&mut self, addr: Multiaddr, confirmed: bool, now: Instant) {
-        self.changed = true;
         if confirmed {
             self.confirmed.insert(addr);
             if self.reachable_at.is_none() && self.kind() != Kind::BehindNat {
@@ -224,7 +213,6 @@ impl Reachability {
 
     /// An AutoNAT probe of one of this node's addresses answered.
     pub fn probe(&mut self, ok: bool) {
-        self.changed = true;
         if ok {
             self.probes_ok += 1;
         } else {
@@ -233,7 +221,6 @@ impl Reachability {
     }
 
     pub fn connected(&mut self, id: libp2p::swarm::ConnectionId, peer: PeerId, remote: Multiaddr) {
-        self.changed = true;
         self.connections.insert(id, (peer, remote));
     }
 
@@ -246,12 +233,10 @@ impl Reachability {
     }
 
     pub fn disconnected(&mut self, id: libp2p::swarm::ConnectionId) {
-        self.changed = true;
         self.connections.remove(&id);
     }
 
     pub fn reservation(&mut self, relay: PeerId, accepted: bool, now: Instant) {
-        self.changed = true;
         if accepted {
             self.relays.entry(relay).or_insert(now);
             self.reachable_at.get_or_insert(now);
@@ -261,7 +246,6 @@ impl Reachability {
     }
 
     pub fn hole_punch(&mut self, peer: PeerId, ok: bool, now: Instant) {
-        self.changed = true;
         if ok {
             self.hole_punches += 1;
             self.hole_punched.insert(peer);
@@ -272,7 +256,6 @@ impl Reachability {
     }
 
     pub fn upnp(&mut self, state: &str) {
-        self.changed = true;
         self.upnp = state.to_string();
     }
 
@@ -308,7 +291,6 @@ impl Reachability {
     pub fn give_up_waiting(&mut self, timeout: Duration, now: Instant) {
         if self.kind() == Kind::Unknown && now.duration_since(self.started) >= timeout {
             self.probes_failed = self.probes_failed.max(u64::from(FAILED_PROBES_FOR_PRIVATE));
-            self.changed = true;
         }
     }
 

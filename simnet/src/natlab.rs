@@ -352,14 +352,14 @@ pub struct LabReport {
 const API_PORT: u16 = 7700;
 const P2P_PORT: u16 = 7701;
 
-/// Every node's API, inside its own namespace.
-fn api() -> SocketAddr {
+fn api(ns_ip: Ipv4Addr) -> SocketAddr {
+    let _ = ns_ip;
     SocketAddr::from(([127, 0, 0, 1], API_PORT))
 }
 
 /// A node's status, or `None` while its API does not answer.
 fn status(lab: &Lab, short: &str) -> Option<serde_json::Value> {
-    match lab.get(short, api(), "/status") {
+    match lab.get(short, api(WEB), "/status") {
         Ok((200, body)) => serde_json::from_str(&body).ok(),
         _ => None,
     }
@@ -373,7 +373,7 @@ fn lab_config(spec: &LabSpec, web: &crate::docs::DocsWeb, n: usize, dir: &std::p
     c.fetch.user_agent = crate::runner::user_agent(n);
     c.crawl.follow_external_links = true;
     c.politeness.default_delay_ms = 250;
-    c.api.listen = api();
+    c.api.listen = SocketAddr::from(([127, 0, 0, 1], API_PORT));
     c.p2p.enabled = true;
     c.p2p.heartbeat_secs = 1;
     c.p2p.missed_heartbeats = 5;
@@ -514,7 +514,7 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
         for j in 0..spec.searches {
             let query = titles[(i * 31 + j * 7) % titles.len().max(1)].clone();
             let path = format!("/search?scope=network&k=5&q={}", encode(&query));
-            let Ok((200, body)) = lab.get(name, api(), &path) else { continue };
+            let Ok((200, body)) = lab.get(name, api(WEB), &path) else { continue };
             let Ok(v) = serde_json::from_str::<serde_json::Value>(&body) else { continue };
             let label = |id: &str| peer_names.get(id).cloned().unwrap_or_else(|| id.to_string());
             let answered = v
@@ -628,7 +628,7 @@ async fn exchange_figures(
         };
         let body = serde_json::json!({ "urls": urls }).to_string();
         let t0 = std::time::Instant::now();
-        if !matches!(lab.post(from, api(), "/seeds", token.trim(), &body), Ok((200, _))) {
+        if !matches!(lab.post(from, api(WEB), "/seeds", token.trim(), &body), Ok((200, _))) {
             continue;
         }
         let deadline = t0 + Duration::from_secs(60);
