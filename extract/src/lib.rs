@@ -131,6 +131,22 @@ fn header<'a>(headers: &'a Headers<'a>, name: &str) -> Option<&'a str> {
 /// Extracts everything from one fetched page. `url` is the final URL (after redirects): links
 /// resolve against it unless the page has a valid `<base href>`.
 pub fn extract(body: &[u8], headers: &Headers, url: &Url) -> Extracted {
+    extract_with_dom(body, headers, url).0
+}
+
+/// Decodes, sanitizes and parses a page the way [`extract`] does, without extracting: the DOM
+/// templates and the teacher's checks run on, identical to the one the extractor read.
+pub fn parse(body: &[u8], content_type: Option<&str>, url: &Url) -> scraper::Html {
+    let mut warnings = Vec::new();
+    let tld = url.host_str().and_then(|h| h.rsplit('.').next()).map(str::to_ascii_lowercase);
+    let decoded = decode::decode(body, content_type, tld.as_deref(), &mut warnings);
+    scraper::Html::parse_document(&sanitize::sanitize(&decoded.text, &mut warnings))
+}
+
+/// [`extract`], also returning the parsed document, so the stages after it (layout templates)
+/// work on the same DOM instead of parsing the page again: html5ever's parse is most of an
+/// extraction's cost.
+pub fn extract_with_dom(body: &[u8], headers: &Headers, url: &Url) -> (Extracted, scraper::Html) {
     let mut warnings = Vec::new();
     let tld = url.host_str().and_then(|h| h.rsplit('.').next()).map(str::to_ascii_lowercase);
     let decoded = decode::decode(body, header(headers, "content-type"), tld.as_deref(), &mut warnings);
@@ -173,7 +189,7 @@ pub fn extract(body: &[u8], headers: &Headers, url: &Url) -> Extracted {
     let visible_chars = walk.elems.first().map(|e| e.text_chars as usize).unwrap_or(0);
     let empty_containers = walk.js.app_containers.iter().filter(|&&e| walk.elems[e as usize].text_chars < 50).count();
     let js = js::score(&walk.js, html.len(), visible_chars, main_chars, empty_containers);
-    Extracted {
+    let extracted = Extracted {
         url: url.clone(),
         metadata,
         text,
@@ -188,7 +204,8 @@ pub fn extract(body: &[u8], headers: &Headers, url: &Url) -> Extracted {
         charset: decoded.encoding.name(),
         charset_source: decoded.source,
         warnings,
-    }
+    };
+    (extracted, doc)
 }
 
 pub(crate) fn ser_url<S: serde::Serializer>(u: &Url, s: S) -> Result<S::Ok, S::Error> {

@@ -18,9 +18,8 @@ use std::time::{Duration, Instant};
 use weft_config::Config;
 use weft_extract::devset::{score_page, summarize, PageScore};
 use weft_node::browser::{BrowserPool, BrowserSettings};
-use weft_node::layouts::LayoutStore;
-use weft_node::pipeline::FetchedPage;
-use weft_node::worker::Worker;
+use weft_node::layouts::{LayoutStore, RenderFetcher, Worker};
+use weft_node::page::FetchedPage;
 use weft_node::{Node, RunOptions};
 use weft_simnet::news::{news_site, Article, DESIGNS};
 use weft_simnet::{Resource, WebServer};
@@ -136,9 +135,9 @@ fn main() -> anyhow::Result<()> {
                     fetched_at: std::time::SystemTime::now(),
                     rendered: false,
                 };
-                let generic = weft_extract::extract(html.as_bytes(), &[], &url);
+                let (generic, dom) = weft_extract::extract_with_dom(html.as_bytes(), &[], &url);
                 let mut e = generic.clone();
-                let worked = worker.work(&page, &mut e);
+                let worked = worker.work(&page, &mut e, &dom);
                 let entry = by_design.entry(DESIGNS[i % 4]).or_default();
                 entry.articles += 1;
                 let g = score_page(text, &generic.text);
@@ -187,8 +186,8 @@ fn main() -> anyhow::Result<()> {
         // instances.
         let dir2 = tempfile::tempdir()?;
         let node = Node::open(config(&server, dir2.path(), 0))?;
-        let crawler = node.crawler().clone();
-        let fetch_for = move |u: &str| crawler.render_fetch(&url::Url::parse(u).unwrap(), None, Duration::from_secs(30)).0;
+        let fetcher = RenderFetcher::new(node.crawler().clone(), c.layouts.max_subresources);
+        let fetch_for = move |u: &str| fetcher.for_page(&url::Url::parse(u).unwrap(), None, Duration::from_secs(30)).0;
         let urls: Vec<String> = news
             .iter()
             .flat_map(|(h, s)| s.articles.iter().map(move |a| (h.clone(), a.path.clone())))

@@ -5,11 +5,11 @@
 //! `{"error": {"code": "empty_query", "message": "..."}}`. Bound to 127.0.0.1 by default — it
 //! is the operator's window into the node.
 
-use crate::crawler::Crawler;
+use crate::crawl::Crawler;
 use crate::indexing::{IndexService, SearchError};
-use crate::metrics::{render_prometheus, Status};
 use crate::search::Searcher;
 pub use crate::search::{ApiHit, Scope, SearchResponse};
+use crate::status::{render_prometheus, Status};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -31,7 +31,7 @@ pub struct AppState {
     /// `None` when the node does not index.
     pub searcher: Option<Arc<Searcher>>,
     /// `None` when `layouts.enabled = false`.
-    pub layouts: Option<crate::node::Layouts>,
+    pub layouts: Option<crate::layouts::Layouts>,
     /// The write endpoints' token.
     pub token: crate::token::ApiToken,
 }
@@ -95,22 +95,9 @@ pub fn error_message(body: &[u8]) -> String {
 }
 
 impl AppState {
-    /// The crawler's status with the index's section.
+    /// The node's status: the crawl's and each part's section.
     pub fn status(&self) -> Status {
-        let mut s = self.crawler.status();
-        s.index = self.index.as_ref().map(|i| i.status());
-        s.network = self.network.as_ref().map(|n| n.status());
-        s.layouts = self.layouts.as_ref().map(|l| {
-            let mut status = l.store.status();
-            status.browser_available = l.pool.available().load(std::sync::atomic::Ordering::Acquire);
-            status.browser_starts = l.pool.starts();
-            if let Some(pool) = l.pool.started() {
-                status.browsers_running = pool.instances() as u64;
-                status.browser_memory_bytes = pool.memory();
-            }
-            status
-        });
-        s
+        Status::gather(&self.crawler, self.index.as_ref(), self.network.as_ref(), self.layouts.as_ref())
     }
 }
 

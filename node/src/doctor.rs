@@ -169,7 +169,7 @@ async fn chromium(config: &Config) -> Check {
     if !config.layouts.enabled {
         return check(name, Verdict::Skip, "layouts.enabled = false", None);
     }
-    let path = match crate::browser::find_chromium(Some(&config.layouts.chromium)) {
+    let path = match crate::layouts::browser::find_chromium(Some(&config.layouts.chromium)) {
         Ok(p) => p,
         Err(e) => {
             return check(
@@ -180,14 +180,14 @@ async fn chromium(config: &Config) -> Check {
             )
         }
     };
-    let settings = crate::browser::BrowserSettings {
+    let settings = crate::layouts::browser::BrowserSettings {
         executable: path.clone(),
         instances: 1,
         timeout: Duration::from_secs(20),
         ..Default::default()
     };
     let started = Instant::now();
-    match tokio::time::timeout(Duration::from_secs(40), crate::browser::BrowserPool::launch(settings)).await {
+    match tokio::time::timeout(Duration::from_secs(40), crate::layouts::browser::BrowserPool::launch(settings)).await {
         Ok(Ok(pool)) => {
             pool.close().await;
             check(name, Verdict::Ok, format!("{} starts headless in {} ms", path.display(), started.elapsed().as_millis()), None)
@@ -312,7 +312,9 @@ async fn reachability(config: &Config) -> Check {
     let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(3)).build();
     let status = match client {
         Ok(c) => match c.get(&url).send().await {
-            Ok(r) if r.status().is_success() => r.json::<serde_json::Value>().await.ok(),
+            Ok(r) if r.status().is_success() => {
+                r.bytes().await.ok().and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            }
             _ => None,
         },
         Err(_) => None,

@@ -19,7 +19,8 @@
 //! a search wait.
 
 use crate::metrics::Metrics;
-use crate::pipeline::{ExtractPipeline, FetchedPage, Pipeline, Processed};
+use crate::page::{FetchedPage, Pipeline, Processed};
+use crate::pipeline::ExtractPipeline;
 use crate::second_opinion::Improved;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};

@@ -1,46 +1,42 @@
 //! The Weft node: everything with I/O. The `weft` binary (`main.rs`) is a thin CLI over this.
 //!
-//! - [`guard`]: the SSRF guard (address classes, guarded DNS resolver).
-//! - [`fetcher`]: the HTTP fetch engine.
-//! - [`pipeline`]: the seam where fetched pages flow downstream.
-//! - [`crawler`]: the crawl loop.
-//! - [`layouts`], [`worker`], [`teacher`], [`browser`], [`rendering`]: layout learning — the
-//!   store, the fast path on every page, the slow path with the browser, the Chromium pool,
-//!   and rendering pages that need JavaScript.
-//! - [`metrics`]: counters, `/status` and `/metrics` rendering.
-//! - [`indexing`]: the index stage (indexer and query threads).
-//! - [`routing`]: in a network, discovered URLs to their owners and received ones in.
-//! - [`search`]: searching this node or the network, answering other nodes' queries, and
-//!   publishing this node's routing summary.
-//! - [`api`]: the local HTTP API.
-//! - [`node`]: wiring it all from a config.
+//! The modules depend on each other one way, in this order (a module uses only those above
+//! it; `tests/module_graph.rs` checks it):
+//!
+//! 1. [`page`] (the page and the [`page::Pipeline`] seam), [`metrics`] (counters),
+//!    [`storage`] (bounded durable writes), `guard` → [`fetcher`], [`token`].
+//! 2. [`crawl`]: the crawl loop and its pure decisions; it reaches the network and the browser
+//!    through the [`crawl::Route`] and [`crawl::Renders`] traits it is given.
+//! 3. [`layouts`]: layout learning and the JavaScript tier (store, worker, teacher, rendering,
+//!    browser); [`pipeline`] (extraction + the worker) and `second_opinion`; [`indexing`]
+//!    (the index stage) and [`search`]; [`routing`] (URLs between members).
+//! 4. [`status`] (`/status` and `/metrics`), [`api`] (the local HTTP API), then [`node`],
+//!    which wires everything from a config; the CLI's helpers (`doctor`, `extract_cli`,
+//!    `templates_cli`) use what they need.
 
 pub mod api;
-pub mod browser;
-pub mod chromium;
-pub mod crawler;
+pub mod crawl;
 pub mod doctor;
 pub mod extract_cli;
 pub mod fetcher;
-pub mod guard;
+mod guard;
 pub mod indexing;
 pub mod layouts;
-pub mod memory;
+mod memory;
 pub mod metrics;
 pub mod node;
+pub mod page;
 pub mod pipeline;
 pub mod quota;
-pub mod render_fetch;
-pub mod rendering;
 pub mod routing;
 pub mod search;
-pub mod second_opinion;
+mod second_opinion;
+pub mod status;
 pub mod storage;
-pub mod teacher;
 pub mod templates_cli;
 pub mod token;
-pub mod worker;
 
-pub use crawler::{CrawlSettings, Crawler};
-pub use metrics::Status;
+pub use crawl::{CrawlSettings, CrawlStatus, Crawler};
+pub use layouts::browser;
 pub use node::{Node, RunOptions};
+pub use status::Status;

@@ -555,7 +555,8 @@ fn short_peer(p: &str) -> &str {
     &p[p.len().saturating_sub(8)..]
 }
 
-fn print_status(s: &Status) {
+fn print_status(status: &Status) {
+    let s = &status.crawl;
     println!("state          {}", s.state);
     println!("uptime         {:.0} s", s.uptime_secs);
     println!("pages fetched  {} ({:.2}/s)", s.pages_fetched, s.pages_per_sec);
@@ -582,7 +583,7 @@ fn print_status(s: &Status) {
         x("js:js_required"),
         x("js:try_static_first")
     );
-    if let Some(i) = &s.index {
+    if let Some(i) = &status.index {
         println!(
             "index          {} documents, {} chunks, {} aliases, {} failed; {} KiB of vectors",
             i.stored.documents,
@@ -605,7 +606,7 @@ fn print_status(s: &Status) {
             println!("  failed       {url}: {reason}");
         }
     }
-    if let Some(n) = &s.network {
+    if let Some(n) = &status.network {
         let joining = match &n.joining {
             weft_p2p::Joining::First => "first node (others bootstrap from it)".to_string(),
             weft_p2p::Joining::Connecting => "connecting to bootstrap peers".to_string(),

@@ -4,8 +4,8 @@
 //! finish, queues drain, the indexer catches up) until the use is back under 90% of the target.
 //! `/status` shows `throttled` and the figures (`weft_memory_bytes` in `/metrics`).
 
-use crate::browser::LazyPool;
-use crate::crawler::Crawler;
+use crate::crawl::Crawler;
+use crate::layouts::browser::LazyPool;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;

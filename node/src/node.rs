@@ -1,21 +1,27 @@
-//! Wiring: from a validated [`Config`] to a running node — storage, frontier, robots cache,
-//! fetcher, pipeline (extract, then the index), crawl loop, API and the snapshot timers — and
-//! an orderly stop.
+//! Wiring: from a validated [`Config`] to a running node, and an orderly stop.
+//!
+//! [`Node::open`] builds the parts in dependency order — storage, layouts, the pipeline
+//! (extract, then the index), the network, then the crawler with its collaborators — so
+//! nothing is completed after construction. [`Node::run`] starts each subsystem's tasks by
+//! name (`spawn_network`, `Layouts::spawn`, `spawn_api`, `spawn_timers`), crawls, then stops
+//! them in the reverse order.
 
 use crate::api::{self, AppState};
-use crate::browser::{BrowserSettings, LazyPool};
-use crate::crawler::{CrawlSettings, Crawler};
+use crate::crawl::{CrawlSettings, Crawler, Parts, Renders, Route};
 use crate::fetcher::Fetcher;
 use crate::indexing::{IndexPipeline, IndexService};
-use crate::layouts::{load_overrides, LayoutStore};
+use crate::layouts::Layouts;
 use crate::metrics::Metrics;
-use crate::pipeline::{ExtractPipeline, Pipeline};
-use crate::worker::Worker;
+use crate::page::Pipeline;
+use crate::pipeline::ExtractPipeline;
+use crate::routing::{Handover, Journal, Router};
+use crate::storage::Storage;
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
 use weft_config::Config;
 use weft_frontier::{open_db, Frontier, FrontierSettings, RobotsCache};
 use weft_index::LocalIndex;
@@ -29,50 +35,11 @@ pub struct Node {
     crawler: Crawler,
     index: Option<Arc<IndexService>>,
     /// The p2p network and the journal of URLs sent to other members, when `p2p.enabled`.
-    network: Option<(weft_p2p::Started, crate::routing::Journal)>,
+    network: Option<(weft_p2p::Started, Journal)>,
     /// Layout learning and the JavaScript tier, when `layouts.enabled`.
     layouts: Option<Layouts>,
     /// The node's database (for the disk quota).
     db: sled::Db,
-}
-
-/// The parts of layout learning the node runs beside the crawl.
-#[derive(Clone)]
-pub struct Layouts {
-    pub store: LayoutStore,
-    pub pool: Arc<LazyPool>,
-    teacher_wake: Arc<tokio::sync::Notify>,
-}
-
-impl Layouts {
-    /// Opens the layout store with the operator's overrides and prepares (does not start) the
-    /// browser pool.
-    fn open(config: &Config, db: &sled::Db) -> anyhow::Result<Layouts> {
-        let la = &config.layouts;
-        let path = config.data_dir.join(&la.overrides);
-        let overrides = load_overrides(&path)?;
-        if !overrides.is_empty() {
-            tracing::info!(templates = overrides.len(), file = %path.display(), "override templates loaded");
-        }
-        let store = LayoutStore::open(db, la.teach_after)?.with_overrides(overrides);
-        // Browsers a killed node left behind (the kernel's parent-death signal should have
-        // ended them; this is the second wall).
-        crate::chromium::reap_orphans(&std::env::temp_dir());
-        let pool = Arc::new(LazyPool::new(
-            BrowserSettings {
-                executable: la.chromium.clone(),
-                instances: la.browsers,
-                timeout: Duration::from_secs(la.render_timeout_secs),
-                ..BrowserSettings::default()
-            },
-            Duration::from_secs(la.browser_idle_secs),
-        ));
-        Ok(Layouts { store, pool, teacher_wake: Arc::default() })
-    }
-
-    fn worker(&self, config: &Config, metrics: Arc<Metrics>) -> Worker {
-        Worker::new(self.store.clone(), &config.layouts, metrics, self.pool.available(), self.teacher_wake.clone())
-    }
 }
 
 /// How `run` should behave.
@@ -84,43 +51,9 @@ pub struct RunOptions {
 
 impl Node {
     /// Opens the data dir (creating it) and everything stored in it; with `index.enabled`,
-    /// loads the embedding model and the local index too.
+    /// loads the embedding model and the local index too; with `p2p.enabled`, starts the
+    /// network (inside a tokio runtime).
     pub fn open(config: Config) -> anyhow::Result<Node> {
-        let mut service = None;
-        let mut layouts = None;
-        let (slot, layouts_slot) = (&mut service, &mut layouts);
-        let mut node = Node::open_with_pipeline(config, |config, db, metrics| {
-            let mut extract = ExtractPipeline::new(&config.extract, metrics.clone());
-            if config.layouts.enabled {
-                let l = Layouts::open(config, db)?;
-                extract = extract.with_worker(l.worker(config, metrics.clone()));
-                *layouts_slot = Some(l);
-            }
-            if !config.index.enabled {
-                return Ok(Arc::new(extract) as Arc<dyn Pipeline>);
-            }
-            let local = LocalIndex::open(db, &config.data_dir, config.embed.dims, &config.index)
-                .context("cannot open the local index")?;
-            tracing::info!(opened = ?local.opened(), stats = ?local.stats(), "local index opened");
-            let improved = extract.improved();
-            let started = IndexService::start(config, Arc::new(local), metrics, improved)?;
-            *slot = Some(started.clone());
-            Ok(Arc::new(IndexPipeline::new(extract, started)))
-        })?;
-        node.index = service;
-        node.layouts = layouts;
-        if let (Some(index), Some(network)) = (&node.index, node.network()) {
-            index.set_network(network.clone());
-        }
-        Ok(node)
-    }
-
-    /// Like [`Node::open`] with another pipeline, built from the config, the node's database
-    /// and its metrics.
-    pub fn open_with_pipeline(
-        config: Config,
-        pipeline: impl FnOnce(&Config, &sled::Db, Arc<Metrics>) -> anyhow::Result<Arc<dyn Pipeline>>,
-    ) -> anyhow::Result<Node> {
         std::fs::create_dir_all(&config.data_dir)
             .with_context(|| format!("cannot create data dir {}", config.data_dir.display()))?;
         let db_path = config.data_dir.join("db");
@@ -138,28 +71,29 @@ impl Node {
         let fetcher =
             Fetcher::new(&config.fetch, config.politeness.robots_max_bytes).context("cannot build the HTTP client")?;
         let metrics = Arc::new(Metrics::default());
-        let pipeline = pipeline(&config, &db, metrics.clone())?;
-        let storage =
-            crate::storage::Storage::new(&config.data_dir, Duration::from_secs(config.storage.flush_timeout_secs));
-        let crawler =
-            Crawler::new(frontier, robots, fetcher, pipeline, metrics, CrawlSettings::from_config(&config), storage);
-        let network = if config.p2p.enabled {
-            anyhow::ensure!(
-                tokio::runtime::Handle::try_current().is_ok(),
-                "a node with p2p.enabled must be opened inside a tokio runtime"
-            );
-            let key = weft_p2p::identity::load_or_create(&config.data_dir)?;
-            let mut settings = weft_p2p::NetworkConfig::from_config(&config.p2p)?;
-            settings.allow_private = config.fetch.allow_private_networks;
-            settings.search = config.search.clone();
-            let journal = crate::routing::Journal::open(&db)?;
-            let started = weft_p2p::start(key, settings)?;
-            tracing::info!(peer_id = %started.handle.peer_id(), "p2p started");
-            Some((started, journal))
-        } else {
-            None
-        };
-        Ok(Node { config, crawler, index: None, network, layouts: None, db })
+        let layouts = if config.layouts.enabled { Some(Layouts::open(&config, &db)?) } else { None };
+        let (pipeline, index) = open_pipeline(&config, &db, &metrics, layouts.as_ref())?;
+        let network = if config.p2p.enabled { Some(start_network(&config, &db)?) } else { None };
+        if let (Some(index), Some((started, _))) = (&index, &network) {
+            index.set_network(started.handle.clone());
+        }
+        let route = network
+            .as_ref()
+            .map(|(started, journal)| Arc::new(Router::new(started.handle.clone(), journal.clone())) as Arc<dyn Route>);
+        let renders = layouts.as_ref().map(|l| Arc::new(l.renders.clone()) as Arc<dyn Renders>);
+        let storage = Storage::new(&config.data_dir, Duration::from_secs(config.storage.flush_timeout_secs));
+        let crawler = Crawler::new(Parts {
+            frontier,
+            robots,
+            fetcher,
+            pipeline,
+            metrics,
+            settings: CrawlSettings::from_config(&config),
+            storage,
+            route,
+            renders,
+        });
+        Ok(Node { config, crawler, index, network, layouts, db })
     }
 
     pub fn crawler(&self) -> &Crawler {
@@ -190,99 +124,16 @@ impl Node {
         on_api: impl FnOnce(SocketAddr),
     ) -> anyhow::Result<()> {
         let Node { config, crawler, index, network, layouts, db } = self;
-        let mut background = tokio::task::JoinSet::new();
+        let mut background = JoinSet::new();
         if let Some(l) = &layouts {
-            let renders = crate::rendering::RenderQueue::new(l.store.clone());
-            crawler.set_rendering(renders.clone());
-            let patience = Duration::from_secs(config.layouts.render_patience_secs);
-            let metrics = crawler.metrics();
-            background.spawn(crate::rendering::run(
-                renders.clone(),
-                crawler.clone(),
-                l.pool.clone(),
-                patience,
-                metrics.clone(),
-            ));
-            let teacher = crate::teacher::Teacher {
-                store: l.store.clone(),
-                crawler: crawler.clone(),
-                pool: l.pool.clone(),
-                renders,
-                metrics,
-                patience,
-                wake: l.teacher_wake.clone(),
-            };
-            background.spawn(teacher.run());
-            background.spawn(l.pool.clone().run_idle_stop());
+            l.spawn(&config, &crawler, &mut background);
         }
-        let handover = crate::routing::Handover::default();
-        let network = network.map(|(started, journal)| {
-            crawler.set_router(crate::routing::Router::new(started.handle.clone(), journal.clone()));
-            background.spawn(crate::search::answer_queries(index.clone(), started.queries));
-            if let Some(index) = &index {
-                background.spawn(crate::search::publish_summaries(
-                    index.clone(),
-                    started.handle.clone(),
-                    config.search.clone(),
-                ));
+        let network = match network {
+            Some((started, journal)) => {
+                Some(spawn_network(&config, &crawler, index.as_ref(), started, journal, &mut background).await)
             }
-            let receiver = tokio::spawn(crate::routing::receive(
-                crawler.clone(),
-                journal.clone(),
-                handover.clone(),
-                started.inbound,
-            ));
-            background.spawn(crate::routing::forget_acknowledged(journal.clone(), started.acked));
-            background.spawn(crate::routing::hand_off_on_changes(
-                crawler.clone(),
-                started.handle.clone(),
-                journal.clone(),
-                Duration::from_millis(config.politeness.handover_grace_ms),
-            ));
-            (started.handle, started.task, receiver, journal)
-        });
-        if let Some((handle, _, _, journal)) = &network {
-            if !config.p2p.bootstrap.is_empty() {
-                // Learn the members before crawling, so this node does not take hosts that are
-                // another's: wait to be joined and to hear a heartbeat (bounded by the expiry).
-                let wait = Duration::from_secs(config.p2p.heartbeat_secs * u64::from(config.p2p.missed_heartbeats));
-                let joined = handle.wait_for(|s| s.joining == weft_p2p::Joining::Joined && s.members.len() > 1);
-                if tokio::time::timeout(wait, joined).await.is_err() {
-                    tracing::warn!("no other member heard yet; crawling with the members known so far");
-                } else {
-                    // The other members' heartbeats arrive over the next interval or two: wait
-                    // until the member set stops growing, so the first URLs are routed on the
-                    // whole ring rather than on the first member heard.
-                    let beat = Duration::from_secs(config.p2p.heartbeat_secs);
-                    let settled = async {
-                        let mut last = handle.status().members.len();
-                        loop {
-                            tokio::time::sleep(beat).await;
-                            let now = handle.status().members.len();
-                            if now == last {
-                                break now;
-                            }
-                            last = now;
-                        }
-                    };
-                    if let Ok(members) = tokio::time::timeout(wait, settled).await {
-                        tracing::info!(members, "member set settled; crawling");
-                    }
-                }
-            }
-            // While this node was away other members owned its hosts and may be asking them
-            // right now: every host waits the hand-over grace from here, not from the start,
-            // and until the member that held it said what it fetched (bounded).
-            let grace = Duration::from_millis(config.politeness.handover_grace_ms);
-            let bound = (grace * 5).max(Duration::from_secs(10));
-            handover.start(&handle.peer_id().to_string(), &handle.ring(), grace, bound, &crawler);
-            // URLs sent before a crash or stop and never acknowledged go out again.
-            let unsent = crate::storage::blocking(|| journal.all());
-            if !unsent.is_empty() {
-                tracing::info!(urls = unsent.len(), "sending URLs their owners had not acknowledged");
-                handle.send_urls(unsent);
-            }
-        }
+            None => None,
+        };
         for (seed, result) in crawler.add_seeds(&config.crawl.seeds).await {
             match result {
                 Ok(Some(outcome)) => tracing::info!(seed, ?outcome, "seed"),
@@ -291,86 +142,14 @@ impl Node {
             }
         }
         if config.api.enabled {
-            let network = network.as_ref().map(|(h, _, _, _)| h.clone());
-            let searcher = index.as_ref().map(|i| {
-                let (config, distance) = (config.search.clone(), config.index.dedup_max_distance);
-                Arc::new(crate::search::Searcher::new(i.clone(), network.clone(), config, distance))
-            });
-            let state = AppState {
-                crawler: crawler.clone(),
-                index: index.clone(),
-                network,
-                searcher,
-                layouts: layouts.clone(),
-                token: crate::token::ApiToken::load_or_create(&config.data_dir)
-                    .context("cannot read or create the API token")?,
-            };
-            let (addr, serve) = api::bind(config.api.listen, state)
-                .await
-                .with_context(|| format!("cannot listen on {} (api.listen)", config.api.listen))?;
-            tracing::info!(%addr, "API listening: /health /status /metrics /search");
+            let handle = network.as_ref().map(|n| n.handle.clone());
+            let addr = spawn_api(&config, &crawler, index.as_ref(), handle, layouts.as_ref(), &mut background).await?;
             on_api(addr);
-            background.spawn(async move {
-                if let Err(e) = serve.await {
-                    tracing::error!("API server stopped: {e}");
-                }
-            });
         }
-        if let (Some(index), quota) = (&index, config.index.disk_quota_mb) {
-            if quota > 0 {
-                background.spawn(crate::quota::enforce(
-                    index.clone(),
-                    db.clone(),
-                    config.data_dir.clone(),
-                    quota << 20,
-                    Duration::from_secs(config.index.quota_check_secs),
-                ));
-            }
-        }
-        background.spawn(crawler.storage().clone().watch(Duration::from_secs(config.storage.check_interval_secs)));
-        background.spawn(crate::memory::watch(
-            crawler.clone(),
-            layouts.as_ref().map(|l| l.pool.clone()),
-            config.crawl.memory_target_mb << 20,
-            Duration::from_secs(2),
-        ));
-        // The dashboard's charts: the counters every few seconds.
-        let metrics = crawler.metrics();
-        background.spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(crate::api::HISTORY_SECS));
-            loop {
-                tick.tick().await;
-                metrics.sample();
-            }
-        });
-        let every = Duration::from_secs(config.frontier.snapshot_interval_secs);
-        let snapshotter = crawler.clone();
-        background.spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                match snapshotter.snapshot().await {
-                    Ok(bytes) => tracing::debug!(bytes, "seen-set snapshot written"),
-                    Err(e) => tracing::error!("seen-set snapshot failed: {e}"),
-                }
-            }
-        });
-        if let Some(index) = index.clone() {
-            let every = Duration::from_secs(config.index.snapshot_interval_secs);
-            let storage = crawler.storage().clone();
-            background.spawn(async move {
-                let mut tick = tokio::time::interval(every);
-                tick.tick().await;
-                loop {
-                    tick.tick().await;
-                    if let Err(e) = snapshot_index(&storage, index.clone()).await {
-                        tracing::error!("vector index snapshot failed: {e}");
-                    }
-                }
-            });
-        }
+        spawn_timers(&config, &crawler, index.as_ref(), layouts.as_ref(), db, &mut background);
+
         let result = crawler.run(shutdown, opts.exit_when_idle).await;
+
         let storage = crawler.storage().clone();
         if let Some(fault) = storage.fault() {
             // Nothing can be made durable any more: no hand-off (the other members take the
@@ -380,14 +159,14 @@ impl Node {
             if let Some(l) = &layouts {
                 let _ = tokio::time::timeout(Duration::from_secs(5), l.pool.close()).await;
             }
-            if let Some((handle, _, _, _)) = &network {
-                handle.stop();
+            if let Some(n) = &network {
+                n.handle.stop();
             }
             return Err(anyhow::Error::new(fault));
         }
-        if let Some((handle, _, _, journal)) = &network {
+        if let Some(n) = &network {
             let wait = Duration::from_secs(config.p2p.leave_timeout_secs);
-            crate::routing::leave(&crawler, handle, journal, wait).await;
+            crate::routing::leave(&crawler, &n.handle, &n.journal, wait).await;
         }
         background.abort_all();
         // Wait for the API and the timers to be gone: they hold the state a restart reopens.
@@ -395,10 +174,10 @@ impl Node {
         if let Some(l) = &layouts {
             l.pool.close().await;
         }
-        if let Some((handle, task, receiver, _)) = network {
-            handle.stop();
-            let _ = task.await;
-            let _ = receiver.await;
+        if let Some(n) = network {
+            n.handle.stop();
+            let _ = n.task.await;
+            let _ = n.receiver.await;
         }
         if let Some(index) = index {
             snapshot_index(&storage, index.clone()).await.context("writing the vector index at shutdown")?;
@@ -414,8 +193,228 @@ impl Node {
     }
 }
 
+/// The index service, when `index.enabled`.
+type IndexPart = Option<Arc<IndexService>>;
+
+/// The pipeline a page goes down: extraction (with the layout worker), then the index when
+/// `index.enabled`.
+fn open_pipeline(
+    config: &Config,
+    db: &sled::Db,
+    metrics: &Arc<Metrics>,
+    layouts: Option<&Layouts>,
+) -> anyhow::Result<(Arc<dyn Pipeline>, IndexPart)> {
+    let mut extract = ExtractPipeline::new(&config.extract, metrics.clone());
+    if let Some(l) = layouts {
+        extract = extract.with_worker(l.worker(config, metrics.clone()));
+    }
+    if !config.index.enabled {
+        return Ok((Arc::new(extract), None));
+    }
+    let local = LocalIndex::open(db, &config.data_dir, config.embed.dims, &config.index)
+        .context("cannot open the local index")?;
+    tracing::info!(opened = ?local.opened(), stats = ?local.stats(), "local index opened");
+    let improved = extract.improved();
+    let service = IndexService::start(config, Arc::new(local), metrics.clone(), improved)?;
+    Ok((Arc::new(IndexPipeline::new(extract, service.clone())), Some(service)))
+}
+
+/// Starts the p2p network with this node's identity, and opens the journal of URLs sent to
+/// other members.
+fn start_network(config: &Config, db: &sled::Db) -> anyhow::Result<(weft_p2p::Started, Journal)> {
+    anyhow::ensure!(
+        tokio::runtime::Handle::try_current().is_ok(),
+        "a node with p2p.enabled must be opened inside a tokio runtime"
+    );
+    let key = weft_p2p::identity::load_or_create(&config.data_dir)?;
+    let mut settings = weft_p2p::NetworkConfig::from_config(&config.p2p)?;
+    settings.allow_private = config.fetch.allow_private_networks;
+    settings.search = config.search.clone();
+    let journal = Journal::open(db)?;
+    let started = weft_p2p::start(key, settings)?;
+    tracing::info!(peer_id = %started.handle.peer_id(), "p2p started");
+    Ok((started, journal))
+}
+
+/// The network's running parts, kept for the stop.
+struct Network {
+    handle: weft_p2p::NetworkHandle,
+    task: JoinHandle<()>,
+    /// Queues received URLs: awaited at the stop so nothing acknowledged is cut short.
+    receiver: JoinHandle<()>,
+    journal: Journal,
+}
+
+/// Starts the network's tasks (answering queries, publishing summaries, receiving URLs,
+/// handing hosts over on ring changes), waits to learn the members when bootstrapping, and
+/// starts the hand-over wait and the resending of unacknowledged URLs.
+async fn spawn_network(
+    config: &Config,
+    crawler: &Crawler,
+    index: Option<&Arc<IndexService>>,
+    started: weft_p2p::Started,
+    journal: Journal,
+    tasks: &mut JoinSet<()>,
+) -> Network {
+    let handover = Handover::default();
+    let handle = started.handle.clone();
+    tasks.spawn(crate::search::answer_queries(index.cloned(), started.queries));
+    if let Some(index) = index {
+        tasks.spawn(crate::search::publish_summaries(index.clone(), handle.clone(), config.search.clone()));
+    }
+    let receiver =
+        tokio::spawn(crate::routing::receive(crawler.clone(), journal.clone(), handover.clone(), started.inbound));
+    tasks.spawn(crate::routing::forget_acknowledged(journal.clone(), started.acked));
+    let grace = Duration::from_millis(config.politeness.handover_grace_ms);
+    tasks.spawn(crate::routing::hand_off_on_changes(crawler.clone(), handle.clone(), journal.clone(), grace));
+    if !config.p2p.bootstrap.is_empty() {
+        wait_for_members(config, &handle).await;
+    }
+    // While this node was away other members owned its hosts and may be asking them right
+    // now: every host waits the hand-over grace from here, not from the start, and until the
+    // member that held it said what it fetched (bounded).
+    let bound = (grace * 5).max(Duration::from_secs(10));
+    handover.start(&handle.peer_id().to_string(), &handle.ring(), grace, bound, crawler);
+    // URLs sent before a crash or stop and never acknowledged go out again.
+    let unsent = crate::storage::blocking(|| journal.all());
+    if !unsent.is_empty() {
+        tracing::info!(urls = unsent.len(), "sending URLs their owners had not acknowledged");
+        handle.send_urls(unsent);
+    }
+    Network { handle, task: started.task, receiver, journal }
+}
+
+/// Learns the members before crawling, so this node does not take hosts that are another's:
+/// waits to be joined and to hear a heartbeat, then until the member set stops growing
+/// (bounded by the heartbeat expiry each).
+async fn wait_for_members(config: &Config, handle: &weft_p2p::NetworkHandle) {
+    let wait = Duration::from_secs(config.p2p.heartbeat_secs * u64::from(config.p2p.missed_heartbeats));
+    let joined = handle.wait_for(|s| s.joining == weft_p2p::Joining::Joined && s.members.len() > 1);
+    if tokio::time::timeout(wait, joined).await.is_err() {
+        tracing::warn!("no other member heard yet; crawling with the members known so far");
+        return;
+    }
+    // The other members' heartbeats arrive over the next interval or two: the first URLs are
+    // routed on the whole ring rather than on the first member heard.
+    let beat = Duration::from_secs(config.p2p.heartbeat_secs);
+    let settled = async {
+        let mut last = handle.status().members.len();
+        loop {
+            tokio::time::sleep(beat).await;
+            let now = handle.status().members.len();
+            if now == last {
+                break now;
+            }
+            last = now;
+        }
+    };
+    if let Ok(members) = tokio::time::timeout(wait, settled).await {
+        tracing::info!(members, "member set settled; crawling");
+    }
+}
+
+/// Binds the API and serves it on `tasks`; returns its address.
+async fn spawn_api(
+    config: &Config,
+    crawler: &Crawler,
+    index: Option<&Arc<IndexService>>,
+    network: Option<weft_p2p::NetworkHandle>,
+    layouts: Option<&Layouts>,
+    tasks: &mut JoinSet<()>,
+) -> anyhow::Result<SocketAddr> {
+    let searcher = index.map(|i| {
+        let (search, distance) = (config.search.clone(), config.index.dedup_max_distance);
+        Arc::new(crate::search::Searcher::new(i.clone(), network.clone(), search, distance))
+    });
+    let state = AppState {
+        crawler: crawler.clone(),
+        index: index.cloned(),
+        network,
+        searcher,
+        layouts: layouts.cloned(),
+        token: crate::token::ApiToken::load_or_create(&config.data_dir)
+            .context("cannot read or create the API token")?,
+    };
+    let (addr, serve) = api::bind(config.api.listen, state)
+        .await
+        .with_context(|| format!("cannot listen on {} (api.listen)", config.api.listen))?;
+    tracing::info!(%addr, "API listening: /health /status /metrics /search");
+    tasks.spawn(async move {
+        if let Err(e) = serve.await {
+            tracing::error!("API server stopped: {e}");
+        }
+    });
+    Ok(addr)
+}
+
+/// The node's timers: disk quota, storage health, memory, the dashboard's samples, and the
+/// seen-set and vector snapshots.
+fn spawn_timers(
+    config: &Config,
+    crawler: &Crawler,
+    index: Option<&Arc<IndexService>>,
+    layouts: Option<&Layouts>,
+    db: sled::Db,
+    tasks: &mut JoinSet<()>,
+) {
+    if let (Some(index), quota) = (index, config.index.disk_quota_mb) {
+        if quota > 0 {
+            tasks.spawn(crate::quota::enforce(
+                index.clone(),
+                db,
+                config.data_dir.clone(),
+                quota << 20,
+                Duration::from_secs(config.index.quota_check_secs),
+            ));
+        }
+    }
+    tasks.spawn(crawler.storage().clone().watch(Duration::from_secs(config.storage.check_interval_secs)));
+    tasks.spawn(crate::memory::watch(
+        crawler.clone(),
+        layouts.map(|l| l.pool.clone()),
+        config.crawl.memory_target_mb << 20,
+        Duration::from_secs(2),
+    ));
+    // The dashboard's charts: the counters every few seconds.
+    let metrics = crawler.metrics();
+    tasks.spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(crate::api::HISTORY_SECS));
+        loop {
+            tick.tick().await;
+            metrics.sample();
+        }
+    });
+    let every = Duration::from_secs(config.frontier.snapshot_interval_secs);
+    let snapshotter = crawler.clone();
+    tasks.spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            match snapshotter.snapshot().await {
+                Ok(bytes) => tracing::debug!(bytes, "seen-set snapshot written"),
+                Err(e) => tracing::error!("seen-set snapshot failed: {e}"),
+            }
+        }
+    });
+    if let Some(index) = index.cloned() {
+        let every = Duration::from_secs(config.index.snapshot_interval_secs);
+        let storage = crawler.storage().clone();
+        tasks.spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                if let Err(e) = snapshot_index(&storage, index.clone()).await {
+                    tracing::error!("vector index snapshot failed: {e}");
+                }
+            }
+        });
+    }
+}
+
 /// Flushes the document store and writes the vector snapshot, on the blocking pool, bounded.
-async fn snapshot_index(storage: &crate::storage::Storage, index: Arc<IndexService>) -> anyhow::Result<()> {
+async fn snapshot_index(storage: &Storage, index: Arc<IndexService>) -> anyhow::Result<()> {
     let wrote = storage.bounded("writing the vector index", move || index.snapshot()).await?;
     if wrote {
         tracing::debug!("vector index snapshot written");

@@ -1,51 +1,17 @@
-//! What happens to a fetched page: the seam between fetching and everything downstream.
-//!
-//! The crawl loop hands every fetched HTML page to a [`Pipeline`] on a blocking thread and
-//! queues the links it returns. [`ExtractPipeline`] runs the extractor (`weft_extract`): main
-//! text, metadata, normalized links, page type, JS-need score, fingerprints. Deduplication,
-//! chunking, embedding and indexing plug in after it (fetch → extract → dedup → chunk → embed
-//! → index) without touching the loop.
+//! The first stage after fetching: extraction. The crawl loop hands every fetched HTML page to
+//! a [`Pipeline`] on a blocking thread and queues the links it returns. [`ExtractPipeline`]
+//! runs the extractor (`weft_extract`): main text, metadata, normalized links, page type,
+//! JS-need score, fingerprints; then the layout worker on the same DOM (the page is parsed
+//! once). Deduplication, chunking, embedding and indexing plug in after it (fetch → extract →
+//! dedup → chunk → embed → index, see `indexing.rs`) without touching the loop.
 
+use crate::layouts::Worker;
 use crate::metrics::Metrics;
+use crate::page::{FetchedPage, Pipeline, Processed};
 use crate::second_opinion::SecondOpinion;
-use crate::worker::Worker;
-use bytes::Bytes;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::SystemTime;
-use url::Url;
-use weft_extract::{Extracted, Link};
-
-/// A page as fetched.
-#[derive(Debug, Clone)]
-pub struct FetchedPage {
-    pub url: Url,
-    pub status: u16,
-    pub content_type: Option<String>,
-    pub content_language: Option<String>,
-    pub body: Bytes,
-    pub depth: u32,
-    pub fetched_at: SystemTime,
-    /// The DOM of a rendered page (or a page the browser failed on): it is not sent to the
-    /// browser again and its layout is not learned.
-    pub rendered: bool,
-}
-
-/// What the pipeline learned from a page.
-#[derive(Debug, Default)]
-pub struct Processed {
-    /// Outbound links, absolute and normalized.
-    pub links: Vec<Link>,
-    /// The extraction, for the stages after it.
-    pub extracted: Option<Box<Extracted>>,
-    /// Why the page should be rendered in the browser (JavaScript tier) before it is indexed.
-    pub render: Option<String>,
-}
-
-/// Downstream processing of fetched pages. Runs on a blocking thread: CPU-bound work is fine.
-pub trait Pipeline: Send + Sync + 'static {
-    fn process(&self, page: &FetchedPage) -> Processed;
-}
+use weft_extract::Extracted;
 
 /// Extraction: the first stage after fetching.
 pub struct ExtractPipeline {
@@ -84,8 +50,8 @@ impl Pipeline for ExtractPipeline {
         if let Some(cl) = &page.content_language {
             headers.push(("content-language", cl));
         }
-        let mut e = weft_extract::extract(&page.body, &headers, &page.url);
-        let worked = self.worker.as_ref().map(|w| w.work(page, &mut e)).unwrap_or_default();
+        let (mut e, dom) = weft_extract::extract_with_dom(&page.body, &headers, &page.url);
+        let worked = self.worker.as_ref().map(|w| w.work(page, &mut e, &dom)).unwrap_or_default();
         let m = &self.metrics;
         m.extraction("page_type", page_type_name(&e));
         if !page.rendered {

@@ -6,7 +6,7 @@
 //! owner acknowledges them, and sent again after a restart: a crash of the sending node repeats
 //! a URL at worst, never loses it.
 
-use crate::crawler::Crawler;
+use crate::crawl::{Crawler, Route};
 use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -143,9 +143,11 @@ impl Router {
         let me = network.peer_id().to_string();
         Router { network, journal, me }
     }
+}
 
+impl Route for Router {
     /// Keeps the candidates whose host this node owns and sends the rest to their owners.
-    pub fn route(&self, candidates: Vec<Candidate>) -> Vec<Candidate> {
+    fn route(&self, candidates: Vec<Candidate>) -> Vec<Candidate> {
         let ring = self.network.ring();
         let mut mine = Vec::with_capacity(candidates.len());
         let mut theirs = Vec::new();
@@ -166,13 +168,11 @@ impl Router {
         }
         mine
     }
-}
 
-impl Router {
     /// A URL this node is done with, on a host it no longer owns (it was leased when the host
     /// changed hands, so the hand-off could not list it as done): its new owner is told, so
     /// it does not fetch the page again. Nothing to do for a host still this node's.
-    pub fn forward_done(&self, url: &url::Url) {
+    fn forward_done(&self, url: &url::Url) {
         let ring = self.network.ring();
         let owner = url.host_str().map(str::to_ascii_lowercase).and_then(|h| ring.owner(&h).map(str::to_string));
         if owner.is_some_and(|o| o != self.me) {

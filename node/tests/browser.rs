@@ -118,9 +118,11 @@ async fn rendering_through_the_crawler_is_polite_and_obeys_robots() {
     config.politeness.default_delay_ms = 300;
     config.index.enabled = false;
     config.api.enabled = false;
+    let max_subresources = config.layouts.max_subresources;
     let node = weft_node::Node::open(config).unwrap();
     let page_url = url::Url::parse(&format!("http://polite.test:{}/page", server.port())).unwrap();
-    let (fetch, _) = node.crawler().render_fetch(&page_url, None, Duration::from_secs(20));
+    let fetcher = weft_node::layouts::RenderFetcher::new(node.crawler().clone(), max_subresources);
+    let (fetch, _) = fetcher.for_page(&page_url, None, Duration::from_secs(20));
     let pool =
         BrowserPool::launch(BrowserSettings { instances: 1, timeout: Duration::from_secs(30), ..Default::default() })
             .await

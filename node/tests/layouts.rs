@@ -22,7 +22,7 @@ use std::time::Duration;
 use weft_config::Config;
 use weft_extract::changes::ChangeKind;
 use weft_node::layouts::{HostDetail, HostSummary, LayoutStore};
-use weft_node::{Node, RunOptions, Status};
+use weft_node::{CrawlStatus, Node, RunOptions, Status};
 use weft_simnet::{Resource, Site, WebServer};
 
 const HOST: &str = "coast.test";
@@ -90,7 +90,7 @@ fn config(server: &WebServer, data_dir: &Path, seeds: &[&str]) -> Config {
 }
 
 /// Runs a node until it is idle (crawl, teacher and renders done) and returns its status.
-async fn run_until_idle(config: Config) -> Status {
+async fn run_until_idle(config: Config) -> CrawlStatus {
     let node = Node::open(config).expect("node opens");
     let crawler = node.crawler().clone();
     let (_tx, rx) = tokio::sync::watch::channel(false);
@@ -99,7 +99,7 @@ async fn run_until_idle(config: Config) -> Status {
     crawler.status()
 }
 
-fn count(status: &Status, key: &str) -> u64 {
+fn count(status: &CrawlStatus, key: &str) -> u64 {
     status.extraction.get(key).copied().unwrap_or(0)
 }
 
@@ -233,7 +233,11 @@ async fn templates_are_learned_used_repaired_relearned_and_a_spa_is_rendered() {
     let status: Status = loop {
         let s: Status = serde_json::from_value(node.get("/status").await).unwrap();
         let l = s.layouts.clone().unwrap();
-        if s.state == "idle" && l.render_queue == 0 && l.teacher_queue == 0 && count(&s, "render:rendered") == 6 {
+        if s.crawl.state == "idle"
+            && l.render_queue == 0
+            && l.teacher_queue == 0
+            && count(&s.crawl, "render:rendered") == 6
+        {
             break s;
         }
         assert!(tokio::time::Instant::now() < deadline, "phase 3 did not finish: {s:?}");
@@ -242,7 +246,7 @@ async fn templates_are_learned_used_repaired_relearned_and_a_spa_is_rendered() {
     let l = status.layouts.clone().unwrap();
     assert_eq!((l.hosts_rendering, l.browsers_running), (1, 1), "{l:?}");
     assert!(l.browser_memory_bytes[0] > 10 << 20, "{l:?}");
-    assert_eq!(count(&status, "render:rendered"), 6, "{:?}", status.extraction);
+    assert_eq!(count(&status.crawl, "render:rendered"), 6, "{:?}", status.crawl.extraction);
     // `weft templates` through the API.
     let mut out = Vec::new();
     weft_node::templates_cli::run(&c, api, weft_node::templates_cli::What::List, true, &mut out).await.unwrap();

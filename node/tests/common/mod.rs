@@ -13,7 +13,7 @@ use std::sync::mpsc::Receiver;
 use std::time::Duration;
 use std::time::Instant;
 use weft_config::Config;
-use weft_node::{Node, RunOptions, Status};
+use weft_node::{CrawlStatus, Node, RunOptions};
 use weft_simnet::WebServer;
 
 /// The `weft` binary Cargo built for these tests.
@@ -36,7 +36,7 @@ pub fn config(server: &WebServer, data_dir: &Path, delay_ms: u64) -> Config {
 }
 
 /// Crawls until idle (or the timeout) and returns the final status.
-pub async fn crawl_until_idle(config: Config, timeout: Duration) -> Status {
+pub async fn crawl_until_idle(config: Config, timeout: Duration) -> CrawlStatus {
     let node = Node::open(config).expect("node opens");
     let crawler = node.crawler().clone();
     let (tx, rx) = tokio::sync::watch::channel(false);

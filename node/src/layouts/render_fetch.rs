@@ -3,7 +3,8 @@
 //! A page goes to the browser only after the crawler (or the teacher's sample store) already
 //! holds its HTML, so its document is answered from that body: rendering never fetches a page
 //! a second time. What the page then asks for — scripts, stylesheets, XHRs, iframes — goes
-//! through the crawl's rules (`Crawler::render_fetch`), and is made cheap here:
+//! through the crawl's rules ([`RenderFetcher`], over `Crawler::fetch_for_browser`), and is
+//! made cheap here:
 //!
 //! - images, fonts, media, favicons, pings, prefetches and the like are refused outright: the
 //!   teacher reasons over boxes and text, which none of them change;
@@ -12,12 +13,122 @@
 //! - one render answers at most `layouts.max_subresources` subresource fetches; the rest fail
 //!   in the browser like blocked requests.
 
-use crate::browser::{PageRequest, PageResponse};
-use crate::layouts::StoredPage;
+use super::browser::{Fetch, PageRequest, PageResponse};
+use super::store::StoredPage;
+use crate::crawl::Crawler;
+use crate::fetcher::Fetched;
+use crate::metrics::Metrics;
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 use url::Url;
+
+/// Memory for rendered pages' subresources kept for the run.
+const SUBRESOURCE_CACHE_BYTES: usize = 32 << 20;
+
+/// Makes the fetch function of each render (for the render queue and the teacher), sharing
+/// one subresource cache for the node's run.
+#[derive(Clone)]
+pub struct RenderFetcher {
+    crawler: Crawler,
+    metrics: Arc<Metrics>,
+    cache: Arc<Mutex<SubresourceCache>>,
+    /// Subresource fetches one render may make (`layouts.max_subresources`).
+    max_subresources: usize,
+}
+
+impl RenderFetcher {
+    pub fn new(crawler: Crawler, max_subresources: usize) -> RenderFetcher {
+        let metrics = crawler.metrics();
+        let cache = Arc::new(Mutex::new(SubresourceCache::new(SUBRESOURCE_CACHE_BYTES)));
+        RenderFetcher { crawler, metrics, cache, max_subresources }
+    }
+
+    /// The fetch function for one render of `page`: the document is answered from
+    /// `document`, the body the crawl already has (fetched once under the crawl's rules only
+    /// when there is none); images, fonts, media and favicons are refused; other subresources
+    /// come from the node's cache or go out under the crawl's rules (robots.txt, the host's
+    /// delay and backoff, the SSRF guard, waiting at most `patience` for a host), at most
+    /// `layouts.max_subresources` per render. What they refuse fails in the browser. The
+    /// session tells afterwards which document the page was rendered from.
+    pub fn for_page(
+        &self,
+        page: &Url,
+        document: Option<StoredPage>,
+        patience: Duration,
+    ) -> (Fetch, Arc<RenderSession>) {
+        let session = Arc::new(RenderSession::new(page.clone(), document, self.max_subresources));
+        let this = self.clone();
+        let s = session.clone();
+        let fetch: Fetch = Arc::new(move |req: PageRequest| {
+            let (this, session) = (this.clone(), s.clone());
+            Box::pin(async move { this.answer(req, &session, patience).await })
+        });
+        (fetch, session)
+    }
+
+    async fn answer(&self, req: PageRequest, session: &RenderSession, patience: Duration) -> Option<PageResponse> {
+        let m = &self.metrics;
+        let decision = decide(&req, &session.page);
+        let url = Url::parse(&req.url).ok()?;
+        match decision {
+            Decision::Refuse(why) => {
+                m.extraction("render_requests", &format!("refused_{why}"));
+                return None;
+            }
+            Decision::Document => {
+                if let Some(d) = session.document() {
+                    m.extraction("render_requests", "document_from_crawl");
+                    return Some(document_response(&d));
+                }
+            }
+            Decision::Subresource => {
+                if let Some(cached) = self.cache.lock().get(url.as_str()) {
+                    m.extraction("render_requests", "subresource_cached");
+                    return cached;
+                }
+                if !session.take_subresource() {
+                    m.extraction("render_requests", "subresource_over_cap");
+                    return None;
+                }
+            }
+        }
+        let empty = |status: u16| PageResponse { status, headers: Vec::new(), body: Vec::new() };
+        let answer = match self.crawler.fetch_for_browser(&url, patience).await {
+            Ok(Fetched::Body { status, content_type, body, .. }) => {
+                if decision == Decision::Document {
+                    session.set_document(StoredPage {
+                        status,
+                        content_type: content_type.clone(),
+                        body: body.to_vec(),
+                    });
+                }
+                Some(PageResponse {
+                    status,
+                    headers: content_type.map(|c| vec![("content-type".to_string(), c)]).unwrap_or_default(),
+                    body: body.to_vec(),
+                })
+            }
+            Ok(Fetched::Redirect { status, location }) => {
+                Some(PageResponse { status, headers: vec![("location".to_string(), location)], body: Vec::new() })
+            }
+            Ok(Fetched::RateLimited { status, .. }) | Ok(Fetched::Status { status }) => Some(empty(status)),
+            Err(e) => {
+                tracing::debug!(url = %url, "browser request refused: {e}");
+                None
+            }
+        };
+        if decision == Decision::Subresource {
+            m.extraction("render_requests", "subresource_fetched");
+            self.cache.lock().put(url.as_str(), answer.clone());
+        } else {
+            m.extraction("render_requests", "document_fetched");
+        }
+        answer
+    }
+}
 
 /// The browser's answer for a page's own document: the HTML the crawl already fetched.
 pub fn document_response(page: &StoredPage) -> PageResponse {

@@ -6,14 +6,19 @@
 //! of that host, without a static fetch first. The queue is in sled ([`LayoutStore`]), and an
 //! entry leaves it only after the rendered page's extraction and links are stored, so a crash
 //! renders it again rather than losing it. Every request the page makes goes through the
-//! crawler (`Crawler::browser_fetch`): robots.txt, the host's delay, the SSRF guard. A page the
-//! browser cannot render is fetched statically once more and indexed as it is.
+//! crawler ([`RenderFetcher`]): robots.txt, the host's delay, the SSRF guard. A page the browser
+//! cannot render is indexed from the HTML already held (fetched statically once more only if
+//! there is none).
+//!
+//! The crawl loop reaches the queue through [`crate::crawl::Renders`], which [`RenderQueue`]
+//! implements: this module depends on the crawl, not the other way round.
 
-use crate::browser::LazyPool;
-use crate::crawler::Crawler;
-use crate::layouts::{LayoutStore, PageRole, RenderJob, StoredPage};
+use super::browser::{BrowserPool, LazyPool};
+use super::render_fetch::RenderFetcher;
+use super::store::{LayoutStore, PageRole, RenderJob, StoredPage};
+use crate::crawl::{Crawler, Renders, WaitingPage};
 use crate::metrics::Metrics;
-use crate::pipeline::FetchedPage;
+use crate::page::{FetchedPage, RenderReason};
 use crate::storage::blocking;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -21,7 +26,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::Notify;
 use url::Url;
 
-/// The crawl loop's side of the tier.
+/// The queue of pages for the browser (in the layout store).
 #[derive(Clone)]
 pub struct RenderQueue {
     store: LayoutStore,
@@ -36,13 +41,13 @@ impl RenderQueue {
 
     /// Queues a page for the browser, with its HTML when the crawl already fetched it (the
     /// browser is answered from it rather than fetching the page again).
-    pub fn push(
+    pub fn push_stored(
         &self,
         url: &Url,
         depth: u32,
-        reason: &str,
+        reason: &RenderReason,
         page: Option<&StoredPage>,
-    ) -> Result<(), crate::layouts::LayoutError> {
+    ) -> Result<(), super::LayoutError> {
         let at = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         if let Some(p) = page {
             blocking(|| self.store.keep_page(PageRole::Render, url.as_str(), p))?;
@@ -53,39 +58,64 @@ impl RenderQueue {
         self.wake.notify_one();
         Ok(())
     }
+}
 
-    /// Why `host`'s pages go straight to the browser, if they do.
-    pub fn host_renders(&self, host: &str) -> Option<String> {
-        blocking(|| self.store.host_rendering(host)).ok().flatten().filter(|h| h.render).map(|h| h.reason)
+impl Renders for RenderQueue {
+    fn push(&self, url: &Url, depth: u32, reason: &RenderReason, fetched: Option<&FetchedPage>) -> anyhow::Result<()> {
+        let stored = fetched.map(|p| StoredPage {
+            status: p.status,
+            content_type: p.content_type.clone(),
+            body: p.body.to_vec(),
+        });
+        Ok(self.push_stored(url, depth, reason, stored.as_ref())?)
     }
 
-    /// Pages waiting for the browser (not being rendered now) whose host `gone` selects: they
+    fn host_renders(&self, host: &str) -> Option<RenderReason> {
+        let decided = blocking(|| self.store.host_rendering(host)).ok().flatten();
+        decided.filter(|h| h.render).map(|h| RenderReason::HostRenders(h.reason))
+    }
+
+    /// Pages waiting for the browser (not being rendered now) whose host `pick` selects: they
     /// belong to their host's queue, and go with it when the host changes hands.
-    pub fn waiting_for(&self, mut gone: impl FnMut(&str) -> bool) -> Vec<(Vec<u8>, RenderJob)> {
+    fn waiting(&self, pick: &mut dyn FnMut(&str) -> bool) -> Vec<WaitingPage> {
         let all = blocking(|| self.store.renders()).unwrap_or_default();
         let in_flight = self.in_flight.lock().clone();
         all.into_iter()
             .filter(|(k, _)| !in_flight.contains(k))
-            .filter(|(_, j)| Url::parse(&j.url).is_ok_and(|u| gone(&weft_frontier::host_key(&u))))
+            .filter_map(|(key, j)| {
+                let url = Url::parse(&j.url).ok()?;
+                pick(&weft_frontier::host_key(&url)).then_some(WaitingPage {
+                    key,
+                    url,
+                    depth: j.depth,
+                    queued_unix: j.at,
+                })
+            })
             .collect()
     }
 
-    /// Takes handed-over pages off the queue.
-    pub fn forget(&self, jobs: &[(Vec<u8>, RenderJob)]) {
-        for (k, j) in jobs {
-            let _ = blocking(|| self.store.render_done(k));
-            let _ = blocking(|| self.store.drop_page(PageRole::Render, &j.url));
+    fn forget(&self, pages: &[WaitingPage]) {
+        for p in pages {
+            let _ = blocking(|| self.store.render_done(&p.key));
+            let _ = blocking(|| self.store.drop_page(PageRole::Render, p.url.as_str()));
         }
     }
 
     /// Pages queued or being rendered, and teacher jobs (which may queue renders).
-    pub fn pending(&self) -> usize {
+    fn pending(&self) -> usize {
         blocking(|| self.store.pending_work())
     }
 }
 
 /// Renders queued pages until the task is dropped, `pool.instances` at a time.
-pub async fn run(queue: RenderQueue, crawler: Crawler, pool: Arc<LazyPool>, patience: Duration, metrics: Arc<Metrics>) {
+pub async fn run(
+    queue: RenderQueue,
+    crawler: Crawler,
+    fetcher: RenderFetcher,
+    pool: Arc<LazyPool>,
+    patience: Duration,
+    metrics: Arc<Metrics>,
+) {
     let limit = Arc::new(tokio::sync::Semaphore::new(0));
     let mut started = false;
     let mut tasks = tokio::task::JoinSet::new();
@@ -122,9 +152,9 @@ pub async fn run(queue: RenderQueue, crawler: Crawler, pool: Arc<LazyPool>, pati
         }
         let permit = limit.clone().acquire_owned().await.expect("never closed");
         queue.in_flight.lock().insert(key.clone());
-        let (queue, crawler, metrics) = (queue.clone(), crawler.clone(), metrics.clone());
+        let (queue, crawler, fetcher, metrics) = (queue.clone(), crawler.clone(), fetcher.clone(), metrics.clone());
         tasks.spawn(async move {
-            render_one(&queue, &crawler, browser, &job, patience, &metrics).await;
+            render_one(&queue, &crawler, &fetcher, browser, &job, patience, &metrics).await;
             if let Err(e) = blocking(|| queue.store.render_done(&key)) {
                 tracing::error!("render queue: {e}");
             }
@@ -139,7 +169,8 @@ pub async fn run(queue: RenderQueue, crawler: Crawler, pool: Arc<LazyPool>, pati
 async fn render_one(
     queue: &RenderQueue,
     crawler: &Crawler,
-    browser: Option<Arc<crate::browser::BrowserPool>>,
+    fetcher: &RenderFetcher,
+    browser: Option<Arc<BrowserPool>>,
     job: &RenderJob,
     patience: Duration,
     metrics: &Metrics,
@@ -147,7 +178,7 @@ async fn render_one(
     let Ok(url) = Url::parse(&job.url) else { return };
     let host = weft_frontier::host_key(&url);
     let document = blocking(|| queue.store.page(PageRole::Render, url.as_str())).ok().flatten();
-    let (fetch, session) = crawler.render_fetch(&url, document, patience);
+    let (fetch, session) = fetcher.for_page(&url, document, patience);
     let rendered = match &browser {
         Some(b) => b.render(url.as_str(), fetch).await.map_err(|e| e.to_string()),
         None => Err("no browser".to_string()),

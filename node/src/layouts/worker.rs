@@ -19,9 +19,9 @@
 //! A template's fields replace the generic extraction's text, title, date and author; the rest
 //! (links, metadata, classification) stays the generic extractor's.
 
-use crate::layouts::{HostRendering, LayoutStore, Learned, PageRole, StoredPage};
+use super::store::{HostRendering, LayoutError, LayoutStore, Learned, PageRole, StoredPage};
 use crate::metrics::Metrics;
-use crate::pipeline::FetchedPage;
+use crate::page::{FetchedPage, RenderReason};
 use scraper::Html;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -39,7 +39,7 @@ pub struct Worked {
     /// The version of the template that extracted it.
     pub template: Option<u32>,
     /// Why the page should be rendered in the browser.
-    pub render: Option<String>,
+    pub render: Option<RenderReason>,
 }
 
 /// The worker, shared by the crawl's blocking threads.
@@ -81,14 +81,15 @@ impl Worker {
         }
     }
 
-    /// Runs the worker on a page the generic extractor has read into `e`, replacing its text
-    /// when a template fits.
-    pub fn work(&self, page: &FetchedPage, e: &mut Extracted) -> Worked {
+    /// Runs the worker on a page the generic extractor has read into `e` from `doc` (the DOM it
+    /// parsed: templates run on it, the page is not parsed again), replacing its text when a
+    /// template fits.
+    pub fn work(&self, page: &FetchedPage, e: &mut Extracted, doc: &Html) -> Worked {
         if page.rendered {
             // A rendered DOM is not the static HTML templates are learned for.
             return Worked::default();
         }
-        match self.try_work(page, e) {
+        match self.try_work(page, e, doc) {
             Ok(w) => w,
             Err(err) => {
                 self.metrics.error("layout_store", page.url.as_str(), &err);
@@ -97,7 +98,7 @@ impl Worker {
         }
     }
 
-    fn try_work(&self, page: &FetchedPage, e: &mut Extracted) -> Result<Worked, crate::layouts::LayoutError> {
+    fn try_work(&self, page: &FetchedPage, e: &mut Extracted, doc: &Html) -> Result<Worked, LayoutError> {
         let m = &self.metrics;
         let host = weft_frontier::host_key(&page.url);
         let (l1, l2) = (e.fingerprints.l1.clone(), e.fingerprints.l2.clone());
@@ -114,20 +115,19 @@ impl Worker {
         }
         let mut used: Option<(TemplateText, u32)> = None;
         if observed.template.is_some() || observed.try_host_templates {
-            let doc = parse(page);
             let js = e.js.score as f32;
             if let Some(learned) = &observed.template {
-                match apply(&doc, &learned.template) {
+                match apply(doc, &learned.template) {
                     Ok(t) => used = Some((t, learned.template.version)),
                     Err(failure) => {
                         m.extraction("layout", "template_failed");
-                        let change = diagnose(&learned.template, &learned.snapshot, Some(&failure), &doc, js, url, now);
+                        let change = diagnose(&learned.template, &learned.snapshot, Some(&failure), doc, js, url, now);
                         tracing::info!(host, url, reason = %change.reason, "template v{} failed: {failure}", learned.template.version);
                         // A rename is repaired on the spot; the teacher re-learns anyway.
                         for kind in &change.kinds {
                             if let ChangeKind::ClassRename { renames } = kind {
                                 let repaired = repair(&learned.template, renames);
-                                if let Ok(t) = apply(&doc, &repaired) {
+                                if let Ok(t) = apply(doc, &repaired) {
                                     m.extraction("layout", "repaired");
                                     used = Some((t, learned.template.version));
                                 }
@@ -141,7 +141,7 @@ impl Worker {
                     }
                 }
             } else {
-                used = self.adopt(&doc, &host, &l1, js, url, now)?;
+                used = self.adopt(doc, &host, &l1, js, url, now)?;
             }
         }
         let worked = match used {
@@ -156,7 +156,7 @@ impl Worker {
                 Worked::default()
             }
         };
-        let render = self.needs_browser(page, &host, e, worked.template.is_some(), observed.js_required)?;
+        let render = self.needs_browser(page, doc, &host, e, worked.template.is_some(), observed.js_required)?;
         Ok(Worked { render, ..worked })
     }
 
@@ -169,7 +169,7 @@ impl Worker {
         js: f32,
         url: &str,
         now: u64,
-    ) -> Result<Option<(TemplateText, u32)>, crate::layouts::LayoutError> {
+    ) -> Result<Option<(TemplateText, u32)>, LayoutError> {
         let candidates: Vec<Learned> =
             self.store.host_templates(host)?.into_iter().take(HOST_TEMPLATES_TRIED).collect();
         for learned in candidates {
@@ -192,28 +192,31 @@ impl Worker {
     fn needs_browser(
         &self,
         page: &FetchedPage,
+        doc: &Html,
         host: &str,
         e: &Extracted,
         by_template: bool,
         layout_needs_js: bool,
-    ) -> Result<Option<String>, crate::layouts::LayoutError> {
+    ) -> Result<Option<RenderReason>, LayoutError> {
         if !self.can_render.load(Ordering::Acquire) {
             return Ok(None);
         }
         if let Some(h) = self.store.host_rendering(host)?.filter(|h| h.render) {
-            return Ok(Some(format!("host renders: {}", h.reason)));
+            return Ok(Some(RenderReason::HostRenders(h.reason)));
         }
         let score = e.js.score;
         let valid = by_template || e.word_count >= MIN_WORDS;
         let reason = if layout_needs_js {
-            Some("the teacher found this layout's text only in the rendered page".to_string())
+            Some(RenderReason::LayoutNeedsJs)
         } else if score > self.render_above {
-            Some(format!("JavaScript score {score:.2} > {:.2}", self.render_above))
+            Some(RenderReason::JsScore { score, above: self.render_above })
         } else if score > self.render_maybe_above && !valid {
-            Some(format!(
-                "JavaScript score {score:.2} > {:.2} and the static page has {} words (< {MIN_WORDS})",
-                self.render_maybe_above, e.word_count
-            ))
+            Some(RenderReason::ThinStatic {
+                score,
+                above: self.render_maybe_above,
+                words: e.word_count,
+                min_words: MIN_WORDS,
+            })
         } else {
             None
         };
@@ -228,7 +231,7 @@ impl Worker {
             render: true,
             score,
             signals: e.js.signals.clone(),
-            reason: reason.clone(),
+            reason: reason.to_string(),
             url: e.url.to_string(),
             decided_at: now_unix(),
             rendered: 0,
@@ -239,13 +242,12 @@ impl Worker {
             // A host that had static templates and now needs the browser migrated to a
             // single-page app: say so in its change log.
             if let Some(newest) = self.store.host_templates(host)?.first() {
-                let doc = parse(page);
-                let failure = apply(&doc, &newest.template).err();
+                let failure = apply(doc, &newest.template).err();
                 let change = diagnose(
                     &newest.template,
                     &newest.snapshot,
                     failure.as_ref(),
-                    &doc,
+                    doc,
                     score as f32,
                     page.url.as_str(),
                     now_unix(),
@@ -257,13 +259,6 @@ impl Worker {
         }
         Ok(Some(reason))
     }
-}
-
-/// The page's static HTML, parsed (decoded the way the extractor decodes it).
-fn parse(page: &FetchedPage) -> Html {
-    let tld = page.url.host_str().and_then(|h| h.rsplit('.').next());
-    let decoded = weft_extract::decode::decode(&page.body, page.content_type.as_deref(), tld, &mut Vec::new());
-    Html::parse_document(&decoded.text)
 }
 
 /// A template's fields over the generic extraction.

@@ -753,14 +753,14 @@ impl LayoutStore {
     }
 
     /// What `/status` shows.
-    pub fn status(&self) -> crate::metrics::LayoutsStatus {
+    pub fn status(&self) -> super::LayoutsStatus {
         let rendering = self
             .hosts
             .iter()
             .values()
             .flatten()
             .filter(|v| serde_json::from_slice::<HostRendering>(v).is_ok_and(|h| h.render));
-        crate::metrics::LayoutsStatus {
+        super::LayoutsStatus {
             templates: self.templates.len() as u64 + self.overrides.len() as u64,
             hosts_rendering: rendering.count() as u64,
             teacher_queue: self.jobs.len() as u64,

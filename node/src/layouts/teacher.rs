@@ -13,12 +13,14 @@
 //!    when the text is only in the rendered page, remember that the layout and its host need
 //!    the browser and queue its pages for rendering.
 
-use crate::browser::{LazyPool, VIEWPORT};
-use crate::crawler::Crawler;
+use super::browser::{LazyPool, VIEWPORT};
+use super::render_fetch::RenderFetcher;
+use super::rendering::RenderQueue;
+use super::store::{HostRendering, JobOutcome, LayoutStore, Learned, PageRole, StoredPage, TeacherJob};
+use crate::crawl::Crawler;
 use crate::fetcher::Fetched;
-use crate::layouts::{JobOutcome, LayoutStore, Learned, PageRole, StoredPage, TeacherJob};
 use crate::metrics::Metrics;
-use crate::rendering::RenderQueue;
+use crate::page::RenderReason;
 use crate::storage::blocking;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +32,8 @@ use weft_extract::teacher::{learn, LearnError};
 pub struct Teacher {
     pub store: LayoutStore,
     pub crawler: Crawler,
+    /// The fetch function of its renders (requests under the crawl's rules).
+    pub fetcher: RenderFetcher,
     pub pool: Arc<LazyPool>,
     pub renders: RenderQueue,
     pub metrics: Arc<Metrics>,
@@ -146,7 +150,7 @@ impl Teacher {
                 }
             };
         }
-        let (fetch, _) = self.crawler.render_fetch(&first, first_page, self.patience);
+        let (fetch, _) = self.fetcher.for_page(&first, first_page, self.patience);
         let rendered = match pool.render(first.as_str(), fetch).await {
             Ok(r) => r,
             Err(e) => {
@@ -170,7 +174,7 @@ impl Teacher {
             Ok(Ok(l)) => l,
             Ok(Err(LearnError::NotInStaticHtml(why))) => {
                 tracing::info!(host = job.host, url = %first, "the layout's text is only in the rendered page ({why}): rendering its pages");
-                let decision = crate::layouts::HostRendering {
+                let decision = HostRendering {
                     render: true,
                     score: f64::from(js),
                     signals: page.js.signals.clone(),
@@ -187,7 +191,7 @@ impl Teacher {
                 });
                 for (url, _) in &statics {
                     let page = blocking(|| self.store.page(PageRole::Sample, url.as_str())).ok().flatten();
-                    if let Err(e) = self.renders.push(url, 0, "its layout needs JavaScript", page.as_ref()) {
+                    if let Err(e) = self.renders.push_stored(url, 0, &RenderReason::LayoutNeedsJs, page.as_ref()) {
                         tracing::error!("render queue: {e}");
                     }
                 }

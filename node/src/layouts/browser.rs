@@ -227,11 +227,11 @@ impl BrowserPool {
         let mut free = Vec::new();
         let mut pids = Vec::new();
         for _ in 0..settings.instances.max(1) {
-            let profile = crate::chromium::profile_dir().map_err(launch_err)?;
+            let profile = super::chromium::profile_dir().map_err(launch_err)?;
             let args = chromium_args(profile.path());
             let exe = executable.clone();
             let launched =
-                tokio::task::spawn_blocking(move || crate::chromium::launch(&exe, &args, Duration::from_secs(30)))
+                tokio::task::spawn_blocking(move || super::chromium::launch(&exe, &args, Duration::from_secs(30)))
                     .await
                     .map_err(launch_err)?
                     .map_err(launch_err)?;
@@ -244,7 +244,7 @@ impl BrowserPool {
             let (browser, mut handler) = match Browser::connect_with_config(launched.ws_url, handler_config).await {
                 Ok(b) => b,
                 Err(e) => {
-                    let _ = crate::chromium::kill_group(&mut child);
+                    let _ = super::chromium::kill_group(&mut child);
                     return Err(launch_err(e));
                 }
             };
@@ -370,7 +370,7 @@ impl BrowserPool {
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 // Helpers of the group may linger after the main process: end them all.
-                let _ = crate::chromium::kill_group(&mut child);
+                let _ = super::chromium::kill_group(&mut child);
             })
             .await;
         }

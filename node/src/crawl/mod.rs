@@ -9,24 +9,76 @@
 //! A lease is completed (and the frontier flushed to disk) only after everything the page
 //! taught us is queued, so a crash at any point leaves either the page still queued or the
 //! page done *and* its links queued.
+//!
+//! - `outcome.rs`: the decisions, pure: how a response ends a lease, redirects, candidates.
+//! - `robots.rs`: fetching robots.txt (a lease of its own) and the sitemaps it names.
+//! - `borrowed.rs`: requests made for the browser under the crawl's rules.
+//!
+//! What the crawl does not own it reaches through two small traits given at construction:
+//! [`Route`] (in a network, URLs of hosts another member owns go to it: `routing.rs`) and
+//! [`Renders`] (pages that need JavaScript go to the browser: `layouts/rendering.rs`). Both
+//! depend on this module, never the other way round.
 
-use crate::fetcher::{Expect, FetchError, Fetched, Fetcher};
-use crate::metrics::{inc, Metrics, Status};
-use crate::pipeline::{FetchedPage, Pipeline};
+mod borrowed;
+pub mod outcome;
+mod robots;
+
+pub use borrowed::BrowserFetchError;
+
+use crate::fetcher::{Expect, Fetched, Fetcher};
+use crate::metrics::{inc, Metrics};
+use crate::page::{FetchedPage, Pipeline, RenderReason};
 use crate::storage::{blocking, Storage, StorageFault};
+use outcome::Action;
 use parking_lot::Mutex;
-use std::collections::HashSet;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
 use url::Url;
-use weft_extract::{parse_sitemap, Sitemap};
+use weft_extract::parse_sitemap;
 use weft_frontier::{
-    host_key, normalize, normalize_url, Borrow, Candidate, Completed, Completion, Durability, Frontier, Lease, Next,
-    PushOutcome, Returned, RobotsCache, RobotsFetch, RobotsOutcome, UrlKind, Verdict,
+    host_key, normalize, Candidate, Completed, Completion, Durability, Frontier, FrontierStats, Lease, Next,
+    PushOutcome, RobotsCache, UrlKind, Verdict,
 };
+
+/// Where discovered URLs go in a network (see `routing.rs`).
+pub trait Route: Send + Sync + 'static {
+    /// Keeps the candidates whose host this node owns; sends the rest to their owners.
+    fn route(&self, candidates: Vec<Candidate>) -> Vec<Candidate>;
+    /// A URL this node is done with, on a host that may have changed hands while it was
+    /// leased: its owner learns it is done. Nothing to do for a host still this node's.
+    fn forward_done(&self, url: &Url);
+}
+
+/// The browser tier's queue, as the crawl sees it (see `layouts/rendering.rs`).
+pub trait Renders: Send + Sync + 'static {
+    /// Queues a page for the browser, with the page the crawl fetched when it has one (the
+    /// browser is answered from it rather than fetching the page again).
+    fn push(&self, url: &Url, depth: u32, reason: &RenderReason, fetched: Option<&FetchedPage>) -> anyhow::Result<()>;
+    /// Why every page of `host` goes straight to the browser, if it does.
+    fn host_renders(&self, host: &str) -> Option<RenderReason>;
+    /// Pages waiting for the browser (not being rendered) whose host `pick` selects.
+    fn waiting(&self, pick: &mut dyn FnMut(&str) -> bool) -> Vec<WaitingPage>;
+    /// Takes pages off the queue (handed over with their host, or their host blocked).
+    fn forget(&self, pages: &[WaitingPage]);
+    /// Pages queued or being rendered, and work that may queue more: the crawl is not idle.
+    fn pending(&self) -> usize;
+}
+
+/// A page waiting for the browser: part of its host's queue.
+#[derive(Debug, Clone)]
+pub struct WaitingPage {
+    /// The queue's key for it.
+    pub key: Vec<u8>,
+    pub url: Url,
+    pub depth: u32,
+    /// When it was queued, seconds since the Unix epoch.
+    pub queued_unix: u64,
+}
 
 /// Crawl-loop settings (the rest lives in the frontier and the fetcher).
 #[derive(Debug, Clone)]
@@ -58,14 +110,59 @@ impl CrawlSettings {
     }
 }
 
-/// Memory for rendered pages' subresources kept for the run.
-const SUBRESOURCE_CACHE_BYTES: usize = 32 << 20;
+/// What the crawl loop is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum CrawlState {
+    Crawling = 0,
+    /// Nothing queued and nothing in flight.
+    Idle = 1,
+    Stopping = 2,
+    /// The operator paused it.
+    Paused = 3,
+    /// Over the memory target: no new requests until memory is back down.
+    Throttled = 4,
+}
 
-const CRAWLING: u8 = 0;
-const IDLE: u8 = 1;
-const STOPPING: u8 = 2;
-const PAUSED: u8 = 3;
-const THROTTLED: u8 = 4;
+impl CrawlState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CrawlState::Crawling => "crawling",
+            CrawlState::Idle => "idle",
+            CrawlState::Stopping => "stopping",
+            CrawlState::Paused => "paused",
+            CrawlState::Throttled => "throttled",
+        }
+    }
+
+    fn from_u8(v: u8) -> CrawlState {
+        match v {
+            0 => CrawlState::Crawling,
+            1 => CrawlState::Idle,
+            3 => CrawlState::Paused,
+            4 => CrawlState::Throttled,
+            _ => CrawlState::Stopping,
+        }
+    }
+}
+
+/// What a crawler is made of. The collaborators it calls out to are given here, once: none is
+/// filled in after construction.
+pub struct Parts {
+    pub frontier: Frontier,
+    pub robots: RobotsCache,
+    pub fetcher: Fetcher,
+    pub pipeline: Arc<dyn Pipeline>,
+    pub metrics: Arc<Metrics>,
+    pub settings: CrawlSettings,
+    /// Flushes go through it: bounded, and a failure stops the node (see `storage.rs`).
+    pub storage: Storage,
+    /// In a network: sends URLs of hosts other members own to them. Alone: everything is this
+    /// node's.
+    pub route: Option<Arc<dyn Route>>,
+    /// The JavaScript tier, when layouts are enabled.
+    pub renders: Option<Arc<dyn Renders>>,
+}
 
 /// The crawler of one node. Cheap to share (`Arc` inside).
 #[derive(Clone)]
@@ -85,17 +182,14 @@ struct Inner {
     settings: CrawlSettings,
     wake: Notify,
     seed_hosts: Mutex<HashSet<String>>,
+    /// A [`CrawlState`].
     state: AtomicU8,
-    /// In a network: sends URLs of hosts other members own to them.
-    router: Mutex<Option<crate::routing::Router>>,
-    /// The JavaScript tier: pages for the browser.
-    rendering: Mutex<Option<crate::rendering::RenderQueue>>,
+    route: Option<Arc<dyn Route>>,
+    renders: Option<Arc<dyn Renders>>,
     /// The operator paused the crawl: no new requests start (in-flight ones finish).
     paused: std::sync::atomic::AtomicBool,
     /// Over the memory target: no new requests start until memory is back down.
     throttled: std::sync::atomic::AtomicBool,
-    /// Rendered pages' subresources, fetched once per run (see `render_fetch.rs`).
-    subresources: Mutex<crate::render_fetch::SubresourceCache>,
 }
 
 fn now_unix() -> u64 {
@@ -103,15 +197,8 @@ fn now_unix() -> u64 {
 }
 
 impl Crawler {
-    pub fn new(
-        frontier: Frontier,
-        robots: RobotsCache,
-        fetcher: Fetcher,
-        pipeline: Arc<dyn Pipeline>,
-        metrics: Arc<Metrics>,
-        settings: CrawlSettings,
-        storage: Storage,
-    ) -> Crawler {
+    pub fn new(parts: Parts) -> Crawler {
+        let Parts { frontier, robots, fetcher, pipeline, metrics, settings, storage, route, renders } = parts;
         Crawler {
             inner: Arc::new(Inner {
                 durability: frontier.durability(),
@@ -124,12 +211,11 @@ impl Crawler {
                 settings,
                 wake: Notify::new(),
                 seed_hosts: Mutex::new(HashSet::new()),
-                state: AtomicU8::new(CRAWLING),
-                router: Mutex::new(None),
-                rendering: Mutex::new(None),
+                state: AtomicU8::new(CrawlState::Crawling as u8),
+                route,
+                renders,
                 paused: std::sync::atomic::AtomicBool::new(false),
                 throttled: std::sync::atomic::AtomicBool::new(false),
-                subresources: Mutex::new(crate::render_fetch::SubresourceCache::new(SUBRESOURCE_CACHE_BYTES)),
             }),
         }
     }
@@ -160,18 +246,6 @@ impl Crawler {
         }
         self.inner.wake.notify_one();
         results
-    }
-
-    /// Routes discovered URLs through `router`: from now on this node queues only URLs of
-    /// hosts it owns and sends the rest to their owners.
-    pub fn set_router(&self, router: crate::routing::Router) {
-        *self.inner.router.lock() = Some(router);
-    }
-
-    /// Sends pages that need JavaScript to `queue` (and, for hosts known to need it, skips the
-    /// static fetch). While pages wait there the crawl is not idle.
-    pub fn set_rendering(&self, queue: crate::rendering::RenderQueue) {
-        *self.inner.rendering.lock() = Some(queue);
     }
 
     /// One request outside the crawl's queue (the teacher's static pages, a page the browser
@@ -211,11 +285,10 @@ impl Crawler {
     pub async fn block_host(&self, host: &str) -> anyhow::Result<u64> {
         let mut dropped = blocking(|| self.inner.frontier.lock().block_host(host))?;
         // Its pages waiting for the browser go too.
-        let queue = self.inner.rendering.lock().clone();
-        if let Some(q) = queue {
-            let renders = q.waiting_for(|h| h == host);
-            q.forget(&renders);
-            dropped += renders.len() as u64;
+        if let Some(r) = &self.inner.renders {
+            let waiting = r.waiting(&mut |h| h == host);
+            r.forget(&waiting);
+            dropped += waiting.len() as u64;
         }
         self.inner.flush().await?;
         Ok(dropped)
@@ -324,28 +397,26 @@ impl Crawler {
         mut keep: impl FnMut(&str) -> bool,
         persist: impl FnOnce(&weft_frontier::HandOff) -> Result<(), sled::Error>,
     ) -> weft_frontier::HandOff {
-        let queue = self.inner.rendering.lock().clone();
-        let renders = queue.as_ref().map(|q| q.waiting_for(|h| !keep(h))).unwrap_or_default();
+        let renders = self.inner.renders.as_ref().map(|r| r.waiting(&mut |h| !keep(h))).unwrap_or_default();
         let mut handed: Option<weft_frontier::HandOff> = None;
         let result = blocking(|| {
             self.inner.frontier.lock().hand_off(keep, |given| {
-                let rendering: HashSet<&str> = renders.iter().map(|(_, j)| j.url.as_str()).collect();
+                let rendering: HashSet<&str> = renders.iter().map(|w| w.url.as_str()).collect();
                 let mut all = weft_frontier::HandOff {
                     queued: given.queued.clone(),
                     done: given.done.iter().filter(|u| !rendering.contains(u.as_str())).cloned().collect(),
                 };
-                for (_, j) in &renders {
-                    let Ok(url) = Url::parse(&j.url) else { continue };
+                for w in &renders {
                     all.queued.push(weft_frontier::QueuedUrl {
-                        host: host_key(&url),
-                        url: j.url.clone(),
+                        host: host_key(&w.url),
+                        url: w.url.to_string(),
                         kind: UrlKind::Page,
-                        depth: j.depth,
+                        depth: w.depth,
                         inlinks: 0,
                         score: 0.0,
                         attempts: 0,
                         redirects: Vec::new(),
-                        discovered_unix_ms: j.at * 1000,
+                        discovered_unix_ms: w.queued_unix * 1000,
                     });
                 }
                 persist(&all)?;
@@ -358,111 +429,24 @@ impl Crawler {
             return weft_frontier::HandOff::default();
         }
         let _ = self.inner.flush().await;
-        if let Some(q) = queue.filter(|_| handed.is_some()) {
-            q.forget(&renders);
+        if let (Some(r), Some(_)) = (&self.inner.renders, &handed) {
+            r.forget(&renders);
         }
         handed.unwrap_or_default()
-    }
-
-    /// The fetch function for one render of `page` (see `render_fetch.rs`): the document is
-    /// answered from `document`, the body the crawl already has (fetched once under the
-    /// crawl's rules only when there is none); images, fonts, media and favicons are refused;
-    /// other subresources come from the node's cache or go out under the crawl's rules
-    /// (robots.txt, the host's delay and backoff, the SSRF guard, waiting at most `patience`
-    /// for a host), at most `layouts.max_subresources` per render. What they refuse fails in
-    /// the browser. The session tells afterwards which document the page was rendered from.
-    pub fn render_fetch(
-        &self,
-        page: &Url,
-        document: Option<crate::layouts::StoredPage>,
-        patience: Duration,
-    ) -> (crate::browser::Fetch, Arc<crate::render_fetch::RenderSession>) {
-        use crate::browser::PageResponse;
-        use crate::render_fetch::{decide, document_response, Decision, RenderSession};
-        let session = Arc::new(RenderSession::new(page.clone(), document, self.inner.settings.render_subresources));
-        let inner = self.inner.clone();
-        let s = session.clone();
-        let fetch: crate::browser::Fetch = Arc::new(move |req: crate::browser::PageRequest| {
-            let (inner, session) = (inner.clone(), s.clone());
-            Box::pin(async move {
-                let m = &inner.metrics;
-                let decision = decide(&req, &session.page);
-                let url = Url::parse(&req.url).ok()?;
-                match decision {
-                    Decision::Refuse(why) => {
-                        m.extraction("render_requests", &format!("refused_{why}"));
-                        return None;
-                    }
-                    Decision::Document => {
-                        if let Some(d) = session.document() {
-                            m.extraction("render_requests", "document_from_crawl");
-                            return Some(document_response(&d));
-                        }
-                    }
-                    Decision::Subresource => {
-                        if let Some(cached) = inner.subresources.lock().get(url.as_str()) {
-                            m.extraction("render_requests", "subresource_cached");
-                            return cached;
-                        }
-                        if !session.take_subresource() {
-                            m.extraction("render_requests", "subresource_over_cap");
-                            return None;
-                        }
-                    }
-                }
-                let empty = |status: u16| PageResponse { status, headers: Vec::new(), body: Vec::new() };
-                let answer = match inner.fetch_for_browser(&url, patience).await {
-                    Ok(Fetched::Body { status, content_type, body, .. }) => {
-                        if decision == Decision::Document {
-                            session.set_document(crate::layouts::StoredPage {
-                                status,
-                                content_type: content_type.clone(),
-                                body: body.to_vec(),
-                            });
-                        }
-                        Some(PageResponse {
-                            status,
-                            headers: content_type.map(|c| vec![("content-type".to_string(), c)]).unwrap_or_default(),
-                            body: body.to_vec(),
-                        })
-                    }
-                    Ok(Fetched::Redirect { status, location }) => Some(PageResponse {
-                        status,
-                        headers: vec![("location".to_string(), location)],
-                        body: Vec::new(),
-                    }),
-                    Ok(Fetched::RateLimited { status, .. }) | Ok(Fetched::Status { status }) => Some(empty(status)),
-                    Err(e) => {
-                        tracing::debug!(url = %url, "browser request refused: {e}");
-                        None
-                    }
-                };
-                if decision == Decision::Subresource {
-                    m.extraction("render_requests", "subresource_fetched");
-                    inner.subresources.lock().put(url.as_str(), answer.clone());
-                } else {
-                    m.extraction("render_requests", "document_fetched");
-                }
-                answer
-            })
-        });
-        (fetch, session)
     }
 
     pub fn metrics(&self) -> Arc<Metrics> {
         self.inner.metrics.clone()
     }
 
-    pub fn status(&self) -> Status {
+    pub fn state(&self) -> CrawlState {
+        CrawlState::from_u8(self.inner.state.load(Ordering::Relaxed))
+    }
+
+    /// The crawl's part of `/status`.
+    pub fn status(&self) -> CrawlStatus {
         let stats = self.inner.frontier.lock().stats();
-        let state = match self.inner.state.load(Ordering::Relaxed) {
-            CRAWLING => "crawling",
-            IDLE => "idle",
-            PAUSED => "paused",
-            THROTTLED => "throttled",
-            _ => "stopping",
-        };
-        self.inner.metrics.snapshot(&stats, state)
+        CrawlStatus::of(&self.inner.metrics, &stats, self.state())
     }
 
     /// Writes a seen-set snapshot and flushes everything to disk (called on a timer and at
@@ -494,7 +478,7 @@ impl Crawler {
             }
             let paused = inner.paused.load(Ordering::Acquire);
             if paused || inner.throttled.load(Ordering::Acquire) {
-                inner.state.store(if paused { PAUSED } else { THROTTLED }, Ordering::Relaxed);
+                inner.set_state(if paused { CrawlState::Paused } else { CrawlState::Throttled });
                 tokio::select! {
                     _ = inner.wake.notified() => {}
                     Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
@@ -514,7 +498,7 @@ impl Crawler {
             let next = blocking(|| inner.frontier.lock().next(Instant::now()));
             let wait_until = match next {
                 Ok(Next::Ready(lease)) => {
-                    inner.state.store(CRAWLING, Ordering::Relaxed);
+                    inner.set_state(CrawlState::Crawling);
                     let inner = inner.clone();
                     tasks.spawn(async move { inner.process(lease).await });
                     continue;
@@ -529,9 +513,9 @@ impl Crawler {
                 }
                 Ok(Next::Busy) => None,
                 Ok(Next::Empty) => {
-                    let rendering = inner.rendering.lock().as_ref().map_or(0, |q| q.pending());
+                    let rendering = inner.renders.as_ref().map_or(0, |r| r.pending());
                     if tasks.is_empty() && rendering == 0 {
-                        inner.state.store(IDLE, Ordering::Relaxed);
+                        inner.set_state(CrawlState::Idle);
                         if exit_when_idle {
                             break;
                         }
@@ -558,7 +542,7 @@ impl Crawler {
             }
         }
 
-        inner.state.store(STOPPING, Ordering::Relaxed);
+        inner.set_state(CrawlState::Stopping);
         if let Some(fault) = inner.storage.fault() {
             // Nothing more can be made durable; what was acknowledged already is.
             tasks.abort_all();
@@ -590,10 +574,14 @@ impl Crawler {
 }
 
 impl Inner {
+    fn set_state(&self, state: CrawlState) {
+        self.state.store(state as u8, Ordering::Relaxed);
+    }
+
     /// Candidates this node should queue itself (all of them, outside a network).
     fn routed(&self, candidates: Vec<Candidate>) -> Vec<Candidate> {
-        match &*self.router.lock() {
-            Some(router) => router.route(candidates),
+        match &self.route {
+            Some(route) => route.route(candidates),
             None => candidates,
         }
     }
@@ -646,8 +634,8 @@ impl Inner {
         if matches!(result, Ok(Completed::Removed | Completed::GaveUp)) {
             // The host may have changed hands while this lease was out: its new owner learns
             // that this URL is done (nothing happens for a host still this node's).
-            if let (Some(router), Some(url)) = (self.router.lock().clone(), url) {
-                blocking(|| router.forward_done(&url));
+            if let (Some(route), Some(url)) = (&self.route, url) {
+                blocking(|| route.forward_done(&url));
             }
         }
         match result {
@@ -686,13 +674,13 @@ impl Inner {
 
         let kind = lease.entry.kind;
         if kind == UrlKind::Page {
-            let queue = self.rendering.lock().clone();
-            if let Some(reason) = queue.as_ref().and_then(|q| q.host_renders(host)) {
-                // Known to need the browser: it fetches the page itself, under the same rules.
-                match queue.map(|q| q.push(url, lease.entry.depth, &reason, None)) {
-                    Some(Ok(())) => return (Completion::Done { page: false }, false),
-                    Some(Err(e)) => tracing::error!("render queue: {e}"),
-                    None => {}
+            if let Some(r) = &self.renders {
+                if let Some(reason) = r.host_renders(host) {
+                    // Known to need the browser: it fetches the page itself, under the same rules.
+                    match r.push(url, lease.entry.depth, &reason, None) {
+                        Ok(()) => return (Completion::Done { page: false }, false),
+                        Err(e) => tracing::error!("render queue: {e}"),
+                    }
                 }
             }
         }
@@ -701,14 +689,13 @@ impl Inner {
         let started = Instant::now();
         let fetched = self.fetcher.fetch(url, expect).await;
         self.metrics.histograms.fetch.observe(started.elapsed().as_secs_f64());
-        match fetched {
-            Ok(Fetched::Body { status, content_type, content_language, body }) => {
+        let outcome = outcome::of_fetch(kind, &fetched);
+        if let Some((kind, detail)) = &outcome.error {
+            self.metrics.error(kind, url.as_str(), detail);
+        }
+        match (outcome.action, fetched) {
+            (Action::ProcessPage, Ok(Fetched::Body { status, content_type, content_language, body })) => {
                 self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
-                if kind == UrlKind::Sitemap {
-                    inc(&self.metrics.sitemaps_fetched);
-                    self.process_sitemap(lease, url, &body);
-                    return (Completion::Done { page: false }, true);
-                }
                 inc(&self.metrics.pages_fetched);
                 let page = FetchedPage {
                     url: url.clone(),
@@ -721,310 +708,142 @@ impl Inner {
                     rendered: false,
                 };
                 self.process_page(page).await;
-                (Completion::Done { page: true }, true)
             }
-            Ok(Fetched::Redirect { location, .. }) => {
+            (Action::ParseSitemap, Ok(Fetched::Body { body, .. })) => {
+                self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+                inc(&self.metrics.sitemaps_fetched);
+                let parsed = parse_sitemap(&body, url);
+                match outcome::sitemap_candidates(parsed, lease.entry.depth, |u| self.may_follow(u)) {
+                    Ok(candidates) => self.push_all(candidates),
+                    Err(e) => self.metrics.error(e.kind(), url.as_str(), &e),
+                }
+            }
+            (Action::Follow(location), _) => {
                 inc(&self.metrics.redirects);
                 self.follow_redirect(lease, url, &location);
-                (Completion::Done { page: false }, true)
             }
-            Ok(Fetched::RateLimited { retry_after, .. }) => {
-                inc(&self.metrics.rate_limited);
-                (Completion::RateLimited { retry_after }, true)
-            }
-            Ok(Fetched::Status { status }) => {
-                // A missing speculative /sitemap.xml is normal, not an error.
-                let quiet = kind == UrlKind::Sitemap && (status == 404 || status == 410);
-                if !quiet {
-                    let kind = if status >= 500 { "http_5xx" } else { "http_4xx" };
-                    self.metrics.error(kind, url.as_str(), &format!("HTTP {status}"));
-                }
-                if status >= 500 {
-                    (Completion::Retry, true)
-                } else {
-                    (Completion::Done { page: false }, true)
-                }
-            }
-            Err(e) => {
-                self.metrics.error(e.kind(), url.as_str(), &e);
-                let requested = !matches!(e, FetchError::Blocked(_));
-                if e.is_transient() {
-                    (Completion::Retry, requested)
-                } else {
-                    (Completion::Done { page: false }, requested)
-                }
-            }
+            (_, Ok(Fetched::RateLimited { .. })) => inc(&self.metrics.rate_limited),
+            _ => {}
         }
-    }
-
-    /// Fetches and caches robots.txt for the lease's host; the lease itself is requeued so
-    /// the page request waits its politeness delay after this one.
-    async fn fetch_robots(&self, lease: &Lease, url: &Url) -> (Completion, bool) {
-        let host = &lease.entry.host;
-        let Ok(mut target) = url.join("/robots.txt") else {
-            return (Completion::Done { page: false }, false);
-        };
-        let fetch = match self.download_robots(url, &mut target).await {
-            Some(f) => f,
-            None => return (Completion::Done { page: false }, false),
-        };
-        let outcome = RobotsOutcome::from_fetch(fetch);
-        let stored = blocking(|| self.robots.lock().put(host, outcome, now_unix()));
-        match stored {
-            Ok(rules) => {
-                if rules.parse_failed {
-                    self.metrics.error(
-                        "robots_unparseable",
-                        target.as_str(),
-                        &"robots.txt could not be parsed; treated as empty",
-                    );
-                }
-                if let Err(e) = blocking(|| self.frontier.lock().set_crawl_delay(host, rules.crawl_delay())) {
-                    tracing::error!("frontier error: {e}");
-                }
-                if self.settings.follow_sitemaps && lease.entry.kind == UrlKind::Page {
-                    let mut sitemaps: Vec<String> = rules.sitemaps().to_vec();
-                    sitemaps.push("/sitemap.xml".into());
-                    let candidates = sitemaps
-                        .iter()
-                        .filter_map(|s| normalize(s, Some(url)).ok())
-                        .filter(|u| self.may_follow(u))
-                        .map(|u| Candidate {
-                            url: u,
-                            kind: UrlKind::Sitemap,
-                            depth: lease.entry.depth,
-                            redirects: vec![],
-                        })
-                        .collect();
-                    self.push_all(candidates);
-                }
-            }
-            Err(e) => tracing::error!("storing robots.txt failed: {e}"),
-        }
-        (Completion::Requeue { wait: Duration::ZERO }, true)
-    }
-
-    /// Downloads robots.txt from `target` (following up to five redirects); `None` when the
-    /// SSRF guard blocks the host (no request was made, and none ever will be).
-    async fn download_robots(&self, url: &Url, target: &mut Url) -> Option<RobotsFetch> {
-        inc(&self.metrics.robots_fetched);
-        let mut hops = 0;
-        Some(loop {
-            inc(&self.metrics.requests);
-            match self.fetcher.fetch(target, Expect::Robots).await {
-                Ok(Fetched::Body { status, body, .. }) => {
-                    self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
-                    break RobotsFetch::Response { status, body: body.to_vec() };
-                }
-                Ok(Fetched::Redirect { location, .. }) => {
-                    hops += 1;
-                    match target.join(&location) {
-                        Ok(next) if hops <= 5 => *target = next,
-                        _ => break RobotsFetch::TooManyRedirects,
-                    }
-                }
-                // Google's choice, and the polite one: a rate-limited robots.txt means "not now".
-                Ok(Fetched::RateLimited { status, .. }) => break RobotsFetch::Unreachable(format!("HTTP {status}")),
-                Ok(Fetched::Status { status }) => break RobotsFetch::Response { status, body: Vec::new() },
-                Err(FetchError::Blocked(b)) => {
-                    self.metrics.error("ssrf_blocked", url.as_str(), &b);
-                    return None;
-                }
-                Err(e) => {
-                    self.metrics.error("robots_unreachable", target.as_str(), &e);
-                    break RobotsFetch::Unreachable(e.to_string());
-                }
-            }
-        })
-    }
-
-    /// One request for a browser — a page or a subresource it asked for — under the crawl's
-    /// rules: robots.txt (fetched first if not cached, itself a polite request), one request at
-    /// a time per host and the host's delay, Crawl-delay and backoff (waited out, up to
-    /// `patience`), the SSRF guard. Redirects come back as such for the browser to follow.
-    pub async fn fetch_for_browser(&self, url: &Url, patience: Duration) -> Result<Fetched, BrowserFetchError> {
-        let deadline = tokio::time::Instant::now() + patience;
-        let host = weft_frontier::host_key(url);
-        let rules = loop {
-            if let Some(rules) = blocking(|| self.robots.lock().get(&host, now_unix())) {
-                break rules;
-            }
-            self.borrow(&host, deadline).await?;
-            let mut target = url.join("/robots.txt").map_err(|_| BrowserFetchError::NoHost)?;
-            let fetched = self.download_robots(url, &mut target).await;
-            let returned = if fetched.is_some() { Returned::Requested } else { Returned::Unused };
-            self.give_back(&host, returned);
-            let fetched = fetched.ok_or(BrowserFetchError::Blocked)?;
-            let stored = blocking(|| self.robots.lock().put(&host, RobotsOutcome::from_fetch(fetched), now_unix()));
-            if let Ok(rules) = &stored {
-                let _ = blocking(|| self.frontier.lock().set_crawl_delay(&host, rules.crawl_delay()));
-            }
-        };
-        match rules.check(url.as_str(), now_unix()) {
-            Verdict::Allowed => {}
-            Verdict::Disallowed => {
-                inc(&self.metrics.robots_disallowed);
-                return Err(BrowserFetchError::Disallowed);
-            }
-            Verdict::Unavailable { .. } => return Err(BrowserFetchError::RobotsUnavailable),
-        }
-        self.borrow(&host, deadline).await?;
-        inc(&self.metrics.requests);
-        let result = self.fetcher.fetch(url, Expect::Resource).await;
-        let returned = match &result {
-            Ok(Fetched::RateLimited { retry_after, .. }) => Returned::RateLimited { retry_after: *retry_after },
-            Err(FetchError::Blocked(_)) => Returned::Unused,
-            _ => Returned::Requested,
-        };
-        if let Ok(Fetched::Body { body, .. }) = &result {
-            self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
-        }
-        self.give_back(&host, returned);
-        result.map_err(|e| BrowserFetchError::Fetch(e.to_string()))
-    }
-
-    /// Returns a host taken with [`Inner::borrow`] and wakes the crawl loop: it may be waiting
-    /// on this very host (`Next::Busy`), and nothing else would tell it the host is free.
-    /// (Before this wake, a favicon request answered after the teacher's job had ended left
-    /// the crawl asleep for good with URLs queued.)
-    fn give_back(&self, host: &str, returned: Returned) {
-        if let Err(e) = blocking(|| self.frontier.lock().return_host(host, returned, Instant::now())) {
-            tracing::error!("frontier error: {e}");
-        }
-        self.wake.notify_one();
-    }
-
-    /// Waits until `host` is free and its delay has passed, then takes it.
-    async fn borrow(&self, host: &str, deadline: tokio::time::Instant) -> Result<(), BrowserFetchError> {
-        loop {
-            let answer = blocking(|| self.frontier.lock().borrow_host(host, Instant::now()));
-            let wait = match answer {
-                Ok(Borrow::Granted) => return Ok(()),
-                Ok(Borrow::WaitUntil(t)) => tokio::time::Instant::from_std(t),
-                Ok(Borrow::Busy) => tokio::time::Instant::now() + Duration::from_millis(20),
-                Err(e) => return Err(BrowserFetchError::Fetch(e.to_string())),
-            };
-            if wait > deadline {
-                return Err(BrowserFetchError::Impatient);
-            }
-            tokio::time::sleep_until(wait).await;
-        }
+        (outcome.completion, outcome.requested)
     }
 
     async fn process_page(&self, page: FetchedPage) {
         let depth = page.depth;
         let page_url = page.url.clone();
         let rendered = page.rendered;
-        // Kept for the browser if the page goes there: it never fetches a page twice.
-        let (status, content_type, body) = (page.status, page.content_type.clone(), page.body.clone());
         let pipeline = self.pipeline.clone();
-        let processed = match tokio::task::spawn_blocking(move || pipeline.process(&page)).await {
+        // The page stays here (the pipeline borrows it): if it goes to the browser, its HTML
+        // goes with it and the browser never fetches it again.
+        let (page, processed) = match tokio::task::spawn_blocking(move || {
+            let processed = pipeline.process(&page);
+            (page, processed)
+        })
+        .await
+        {
             Ok(p) => p,
             Err(e) => {
                 self.metrics.error("pipeline_panic", page_url.as_str(), &e);
                 return;
             }
         };
-        if let Some(reason) = processed.render.as_ref().filter(|_| !rendered) {
-            let queue = self.rendering.lock().clone();
-            let html = crate::layouts::StoredPage { status, content_type, body: body.to_vec() };
-            match queue.map(|q| q.push(&page_url, depth, reason, Some(&html))) {
-                Some(Ok(())) => self.metrics.extraction("render", "queued"),
-                Some(Err(e)) => tracing::error!("render queue: {e}"),
-                None => {}
+        if let (Some(reason), Some(r), false) = (&processed.render, &self.renders, rendered) {
+            match r.push(&page_url, depth, reason, Some(&page)) {
+                Ok(()) => self.metrics.extraction("render", "queued"),
+                Err(e) => tracing::error!("render queue: {e}"),
             }
         }
         self.metrics.links_found.fetch_add(processed.links.len() as u64, Ordering::Relaxed);
-        let mut candidates = Vec::new();
-        for link in processed.links {
-            if link.nofollow {
-                continue;
-            }
-            // Links arrive normalized by the extractor (with the frontier's normalizer).
-            if !self.may_follow(&link.url) {
-                continue;
-            }
-            // A linked sitemap is fetched as one (parsed for its URLs, not extracted).
-            let path = link.url.path().to_ascii_lowercase();
-            let is_sitemap = path.contains("sitemap") && (path.ends_with(".xml") || path.ends_with(".xml.gz"));
-            let kind = if is_sitemap { UrlKind::Sitemap } else { UrlKind::Page };
-            candidates.push(Candidate { url: link.url, kind, depth: depth + 1, redirects: Vec::new() });
-        }
-        // The extractor's pagination hint: the predicted next page of a listing, even when the
-        // page only links it through a script-driven "load more" button.
-        if let Some(next) = processed.extracted.as_ref().and_then(|e| e.classification.hints.next_page.clone()) {
-            if self.may_follow(&next) && !candidates.iter().any(|c| c.url == next) {
-                candidates.push(Candidate::page(next, depth + 1));
-            }
-        }
-        self.push_all(candidates);
-    }
-
-    fn process_sitemap(&self, lease: &Lease, url: &Url, body: &[u8]) {
-        let depth = lease.entry.depth;
-        // An index lists more sitemaps (same depth); a urlset lists pages (one hop further).
-        let (urls, kind, depth) = match parse_sitemap(body, url) {
-            Ok(Sitemap::Index(urls)) => (urls, UrlKind::Sitemap, depth),
-            Ok(Sitemap::Pages(urls)) => (urls, UrlKind::Page, depth + 1),
-            Err(e) => {
-                self.metrics.error(e.kind(), url.as_str(), &e);
-                return;
-            }
-        };
-        let candidates = urls
-            .into_iter()
-            .filter_map(|u| normalize_url(u).ok())
-            .filter(|u| self.may_follow(u))
-            .map(|u| Candidate { url: u, kind, depth, redirects: vec![] })
-            .collect();
+        let next = processed.extracted.as_ref().and_then(|e| e.classification.hints.next_page.clone());
+        let candidates = outcome::page_candidates(processed.links, next, depth, |u| self.may_follow(u));
         self.push_all(candidates);
     }
 
     fn follow_redirect(&self, lease: &Lease, url: &Url, location: &str) {
-        let target = match normalize(location, Some(url)) {
-            Ok(t) => t,
-            Err(e) => {
-                self.metrics.error(e.kind(), location, &e);
-                return;
+        let e = &lease.entry;
+        let max = self.settings.max_redirects;
+        match outcome::redirect(e.kind, e.depth, &e.redirects, url, location, max) {
+            Ok(target) if self.may_follow(&target.url) => {
+                if let Err(e) = self.push(target) {
+                    tracing::error!("frontier push failed: {e}");
+                }
             }
-        };
-        let mut chain = lease.entry.redirects.clone();
-        chain.push(url.to_string());
-        if chain.iter().any(|u| u == target.as_str()) {
-            self.metrics.error("redirect_loop", url.as_str(), &format!("redirect loop back to {target}"));
-            return;
-        }
-        if chain.len() > self.settings.max_redirects as usize {
-            self.metrics.error(
-                "too_many_redirects",
-                url.as_str(),
-                &format!("more than {} redirects", self.settings.max_redirects),
-            );
-            return;
-        }
-        if !self.may_follow(&target) {
-            return;
-        }
-        let candidate = Candidate { url: target, kind: lease.entry.kind, depth: lease.entry.depth, redirects: chain };
-        if let Err(e) = self.push(candidate) {
-            tracing::error!("frontier push failed: {e}");
+            Ok(_) => {}
+            Err(err @ outcome::RedirectError::Location(_)) => self.metrics.error(err.kind(), location, &err),
+            Err(err) => self.metrics.error(err.kind(), url.as_str(), &err),
         }
     }
 }
 
-/// Why a browser's request was not made.
-#[derive(Debug, thiserror::Error)]
-pub enum BrowserFetchError {
-    #[error("the URL has no host")]
-    NoHost,
-    #[error("robots.txt disallows it")]
-    Disallowed,
-    #[error("robots.txt is unavailable for now")]
-    RobotsUnavailable,
-    #[error("the SSRF guard blocks the host")]
-    Blocked,
-    #[error("the host's politeness delay runs past the render's patience")]
-    Impatient,
-    #[error("{0}")]
-    Fetch(String),
+/// The crawl's part of `/status`: its counters and the frontier's.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CrawlStatus {
+    /// `crawling`, `idle`, `paused`, `throttled` (over the memory target) or `stopping`.
+    pub state: String,
+    pub uptime_secs: f64,
+    /// HTML pages fetched with a 2xx status.
+    pub pages_fetched: u64,
+    pub pages_per_sec: f64,
+    /// Every HTTP request made, robots.txt, sitemaps and redirects included.
+    pub requests: u64,
+    /// Body bytes received.
+    pub bytes: u64,
+    pub robots_fetched: u64,
+    pub sitemaps_fetched: u64,
+    pub redirects: u64,
+    pub links_found: u64,
+    /// URLs newly added to the queue since start.
+    pub urls_queued: u64,
+    pub robots_disallowed: u64,
+    pub rate_limited: u64,
+    pub retries: u64,
+    pub gave_up: u64,
+    pub errors_total: u64,
+    /// Errors by kind (`timeout`, `body_too_large`, `url_scheme`, ...).
+    pub errors: BTreeMap<String, u64>,
+    /// Extraction outcomes: page types, JS recommendations, warnings, second opinions.
+    #[serde(default)]
+    pub extraction: BTreeMap<String, u64>,
+    /// URLs waiting in the frontier (in-flight ones included).
+    pub queued: u64,
+    pub in_flight: u64,
+    pub hosts: u64,
+    pub hosts_with_queue: u64,
+    pub seen_urls: u64,
+    pub seen_bytes: u64,
+}
+
+impl CrawlStatus {
+    pub fn of(m: &Metrics, frontier: &FrontierStats, state: CrawlState) -> CrawlStatus {
+        use std::sync::atomic::Ordering::Relaxed;
+        let errors: BTreeMap<String, u64> = m.errors().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let uptime = m.uptime().as_secs_f64();
+        let pages = m.pages_fetched.load(Relaxed);
+        CrawlStatus {
+            state: state.as_str().to_string(),
+            uptime_secs: uptime,
+            pages_fetched: pages,
+            pages_per_sec: if uptime > 0.0 { pages as f64 / uptime } else { 0.0 },
+            requests: m.requests.load(Relaxed),
+            bytes: m.bytes.load(Relaxed),
+            robots_fetched: m.robots_fetched.load(Relaxed),
+            sitemaps_fetched: m.sitemaps_fetched.load(Relaxed),
+            redirects: m.redirects.load(Relaxed),
+            links_found: m.links_found.load(Relaxed),
+            urls_queued: m.urls_queued.load(Relaxed),
+            robots_disallowed: m.robots_disallowed.load(Relaxed),
+            rate_limited: m.rate_limited.load(Relaxed),
+            retries: m.retries.load(Relaxed),
+            gave_up: m.gave_up.load(Relaxed),
+            errors_total: errors.values().sum(),
+            errors,
+            extraction: m.extractions(),
+            queued: frontier.queued,
+            in_flight: frontier.in_flight,
+            hosts: frontier.hosts,
+            hosts_with_queue: frontier.hosts_with_queue,
+            seen_urls: frontier.seen,
+            seen_bytes: frontier.seen_bytes,
+        }
+    }
 }

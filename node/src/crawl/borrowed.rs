@@ -1,0 +1,105 @@
+//! Requests made for the browser — a page the teacher samples, a rendered page's
+//! subresources — under the crawl's rules: the host is borrowed from the frontier like a
+//! lease (one request at a time per host, its delay and backoff), robots.txt is checked
+//! (fetched first if not cached), and the SSRF guard applies.
+
+use super::{now_unix, Inner};
+use crate::fetcher::{Expect, FetchError, Fetched};
+use crate::metrics::inc;
+use crate::storage::blocking;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use url::Url;
+use weft_frontier::{Borrow, Returned, RobotsOutcome, Verdict};
+
+impl Inner {
+    /// One request for a browser — a page or a subresource it asked for — under the crawl's
+    /// rules: robots.txt (fetched first if not cached, itself a polite request), one request at
+    /// a time per host and the host's delay, Crawl-delay and backoff (waited out, up to
+    /// `patience`), the SSRF guard. Redirects come back as such for the browser to follow.
+    pub(super) async fn fetch_for_browser(&self, url: &Url, patience: Duration) -> Result<Fetched, BrowserFetchError> {
+        let deadline = tokio::time::Instant::now() + patience;
+        let host = weft_frontier::host_key(url);
+        let rules = loop {
+            if let Some(rules) = blocking(|| self.robots.lock().get(&host, now_unix())) {
+                break rules;
+            }
+            self.borrow(&host, deadline).await?;
+            let mut target = url.join("/robots.txt").map_err(|_| BrowserFetchError::NoHost)?;
+            let fetched = self.download_robots(url, &mut target).await;
+            let returned = if fetched.is_some() { Returned::Requested } else { Returned::Unused };
+            self.give_back(&host, returned);
+            let fetched = fetched.ok_or(BrowserFetchError::Blocked)?;
+            let stored = blocking(|| self.robots.lock().put(&host, RobotsOutcome::from_fetch(fetched), now_unix()));
+            if let Ok(rules) = &stored {
+                let _ = blocking(|| self.frontier.lock().set_crawl_delay(&host, rules.crawl_delay()));
+            }
+        };
+        match rules.check(url.as_str(), now_unix()) {
+            Verdict::Allowed => {}
+            Verdict::Disallowed => {
+                inc(&self.metrics.robots_disallowed);
+                return Err(BrowserFetchError::Disallowed);
+            }
+            Verdict::Unavailable { .. } => return Err(BrowserFetchError::RobotsUnavailable),
+        }
+        self.borrow(&host, deadline).await?;
+        inc(&self.metrics.requests);
+        let result = self.fetcher.fetch(url, Expect::Resource).await;
+        let returned = match &result {
+            Ok(Fetched::RateLimited { retry_after, .. }) => Returned::RateLimited { retry_after: *retry_after },
+            Err(FetchError::Blocked(_)) => Returned::Unused,
+            _ => Returned::Requested,
+        };
+        if let Ok(Fetched::Body { body, .. }) = &result {
+            self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+        }
+        self.give_back(&host, returned);
+        result.map_err(|e| BrowserFetchError::Fetch(e.to_string()))
+    }
+
+    /// Returns a host taken with [`Inner::borrow`] and wakes the crawl loop: it may be waiting
+    /// on this very host (`Next::Busy`), and nothing else would tell it the host is free.
+    /// (Before this wake, a favicon request answered after the teacher's job had ended left
+    /// the crawl asleep for good with URLs queued.)
+    fn give_back(&self, host: &str, returned: Returned) {
+        if let Err(e) = blocking(|| self.frontier.lock().return_host(host, returned, Instant::now())) {
+            tracing::error!("frontier error: {e}");
+        }
+        self.wake.notify_one();
+    }
+
+    /// Waits until `host` is free and its delay has passed, then takes it.
+    async fn borrow(&self, host: &str, deadline: tokio::time::Instant) -> Result<(), BrowserFetchError> {
+        loop {
+            let answer = blocking(|| self.frontier.lock().borrow_host(host, Instant::now()));
+            let wait = match answer {
+                Ok(Borrow::Granted) => return Ok(()),
+                Ok(Borrow::WaitUntil(t)) => tokio::time::Instant::from_std(t),
+                Ok(Borrow::Busy) => tokio::time::Instant::now() + Duration::from_millis(20),
+                Err(e) => return Err(BrowserFetchError::Fetch(e.to_string())),
+            };
+            if wait > deadline {
+                return Err(BrowserFetchError::Impatient);
+            }
+            tokio::time::sleep_until(wait).await;
+        }
+    }
+}
+
+/// Why a browser's request was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum BrowserFetchError {
+    #[error("the URL has no host")]
+    NoHost,
+    #[error("robots.txt disallows it")]
+    Disallowed,
+    #[error("robots.txt is unavailable for now")]
+    RobotsUnavailable,
+    #[error("the SSRF guard blocks the host")]
+    Blocked,
+    #[error("the host's politeness delay runs past the render's patience")]
+    Impatient,
+    #[error("{0}")]
+    Fetch(String),
+}

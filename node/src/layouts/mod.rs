@@ -1,0 +1,142 @@
+//! Layout learning and the JavaScript tier (seed 000's teacher/worker design): everything the
+//! node does with page layouts and the browser, together.
+//!
+//! - `store.rs`: the layout store in sled — signatures, templates, changes, the teacher's and
+//!   the browser's queues, the pages they work on.
+//! - `worker.rs`: the fast path, on every fetched page, on the DOM the extractor parsed.
+//! - `teacher.rs`: the slow path, with the browser, in the background.
+//! - `rendering.rs`: pages that need JavaScript, rendered and sent down the pipeline; the crawl
+//!   reaches it through [`crate::crawl::Renders`].
+//! - `render_fetch.rs`: what a rendered page may fetch, under the crawl's rules.
+//! - `browser.rs`, `chromium.rs`: the Chromium pool and the process it runs.
+//!
+//! This module uses the crawl (requests for the browser go through it); the crawl does not use
+//! this module.
+
+pub mod browser;
+pub(crate) mod chromium;
+mod render_fetch;
+mod rendering;
+mod store;
+mod teacher;
+mod worker;
+
+pub use render_fetch::{decide, Decision, RenderFetcher, RenderSession};
+pub use rendering::RenderQueue;
+pub use store::{
+    load_overrides, HostDetail, HostRendering, HostSummary, LayoutError, LayoutStore, Learned, OverrideError,
+    SignatureRecord, SignatureView, StoredPage,
+};
+pub use teacher::Teacher;
+pub use worker::{Worked, Worker};
+
+use crate::crawl::Crawler;
+use crate::metrics::Metrics;
+use browser::{BrowserSettings, LazyPool};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinSet;
+use weft_config::Config;
+
+/// `/status` `layouts`: the worker's and the teacher's state. Counters of what they did are in
+/// `extraction` (`layout:template`, `layout:generic`, `teacher:runs`, `render:rendered`, ...).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct LayoutsStatus {
+    /// Templates stored (one per signature and level).
+    pub templates: u64,
+    /// Hosts whose pages go through the browser.
+    pub hosts_rendering: u64,
+    pub teacher_queue: u64,
+    pub render_queue: u64,
+    /// Whether Chromium can be used, and how many instances run now.
+    pub browser_available: bool,
+    pub browsers_running: u64,
+    /// Times the pool was started (it stops after `layouts.browser_idle_secs` without work).
+    #[serde(default)]
+    pub browser_starts: u64,
+    /// Resident memory of each running instance (all its processes), bytes.
+    pub browser_memory_bytes: Vec<u64>,
+}
+
+/// The parts of layout learning a node runs beside the crawl.
+#[derive(Clone)]
+pub struct Layouts {
+    pub store: LayoutStore,
+    pub pool: Arc<LazyPool>,
+    /// Pages for the browser; given to the crawler as its [`crate::crawl::Renders`].
+    pub renders: RenderQueue,
+    teacher_wake: Arc<tokio::sync::Notify>,
+}
+
+impl Layouts {
+    /// Opens the layout store with the operator's overrides and prepares (does not start) the
+    /// browser pool.
+    pub fn open(config: &Config, db: &sled::Db) -> anyhow::Result<Layouts> {
+        let la = &config.layouts;
+        let path = config.data_dir.join(&la.overrides);
+        let overrides = load_overrides(&path)?;
+        if !overrides.is_empty() {
+            tracing::info!(templates = overrides.len(), file = %path.display(), "override templates loaded");
+        }
+        let store = LayoutStore::open(db, la.teach_after)?.with_overrides(overrides);
+        // Browsers a killed node left behind (the kernel's parent-death signal should have
+        // ended them; this is the second wall).
+        chromium::reap_orphans(&std::env::temp_dir());
+        let pool = Arc::new(LazyPool::new(
+            BrowserSettings {
+                executable: la.chromium.clone(),
+                instances: la.browsers,
+                timeout: Duration::from_secs(la.render_timeout_secs),
+                ..BrowserSettings::default()
+            },
+            Duration::from_secs(la.browser_idle_secs),
+        ));
+        let renders = RenderQueue::new(store.clone());
+        Ok(Layouts { store, pool, renders, teacher_wake: Arc::default() })
+    }
+
+    /// The worker for the extraction pipeline.
+    pub fn worker(&self, config: &Config, metrics: Arc<Metrics>) -> Worker {
+        Worker::new(self.store.clone(), &config.layouts, metrics, self.pool.available(), self.teacher_wake.clone())
+    }
+
+    /// Starts the renderer, the teacher and the browser's idle stop on `tasks`.
+    pub fn spawn(&self, config: &Config, crawler: &Crawler, tasks: &mut JoinSet<()>) {
+        let patience = Duration::from_secs(config.layouts.render_patience_secs);
+        let metrics = crawler.metrics();
+        let fetcher = RenderFetcher::new(crawler.clone(), config.layouts.max_subresources);
+        tasks.spawn(rendering::run(
+            self.renders.clone(),
+            crawler.clone(),
+            fetcher.clone(),
+            self.pool.clone(),
+            patience,
+            metrics.clone(),
+        ));
+        let teacher = Teacher {
+            store: self.store.clone(),
+            crawler: crawler.clone(),
+            fetcher,
+            pool: self.pool.clone(),
+            renders: self.renders.clone(),
+            metrics,
+            patience,
+            wake: self.teacher_wake.clone(),
+        };
+        tasks.spawn(teacher.run());
+        tasks.spawn(self.pool.clone().run_idle_stop());
+    }
+
+    /// The `layouts` section of `/status`.
+    pub fn status(&self) -> LayoutsStatus {
+        let mut status = self.store.status();
+        status.browser_available = self.pool.available().load(std::sync::atomic::Ordering::Acquire);
+        status.browser_starts = self.pool.starts();
+        if let Some(pool) = self.pool.started() {
+            status.browsers_running = pool.instances() as u64;
+            status.browser_memory_bytes = pool.memory();
+        }
+        status
+    }
+}

@@ -1,0 +1,89 @@
+//! A page on its way from the fetcher to the index, and the seam it crosses: the crawl loop
+//! hands every fetched HTML page to a [`Pipeline`] and queues the links it returns.
+//!
+//! This module imports nothing else of the node: the crawl loop, the pipeline's stages and the
+//! browser tier all speak these types, and none of them needs another to do so.
+
+use bytes::Bytes;
+use std::fmt;
+use std::time::SystemTime;
+use url::Url;
+use weft_extract::{Extracted, Link};
+
+/// A page as fetched (or as the browser rendered it).
+#[derive(Debug, Clone)]
+pub struct FetchedPage {
+    pub url: Url,
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub content_language: Option<String>,
+    pub body: Bytes,
+    pub depth: u32,
+    pub fetched_at: SystemTime,
+    /// The DOM of a rendered page (or a page the browser failed on): it is not sent to the
+    /// browser again and its layout is not learned.
+    pub rendered: bool,
+}
+
+/// What the pipeline learned from a page.
+#[derive(Debug, Default)]
+pub struct Processed {
+    /// Outbound links, absolute and normalized.
+    pub links: Vec<Link>,
+    /// The extraction, for the stages after it.
+    pub extracted: Option<Box<Extracted>>,
+    /// Why the page should be rendered in the browser (JavaScript tier) before it is indexed.
+    pub render: Option<RenderReason>,
+}
+
+/// Downstream processing of fetched pages. Runs on a blocking thread: CPU-bound work is fine.
+pub trait Pipeline: Send + Sync + 'static {
+    fn process(&self, page: &FetchedPage) -> Processed;
+}
+
+/// Why a page goes to the browser. Stored (in the render queue and a host's decision) as its
+/// text, which is what the operator reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RenderReason {
+    /// Most of the host's recent pages needed the browser: all of them go there now (the
+    /// remembered decision's reason inside).
+    HostRenders(String),
+    /// The teacher found this layout's text only in the rendered page.
+    LayoutNeedsJs,
+    /// The page's JavaScript score is above `layouts.render_js_above`.
+    JsScore { score: f64, above: f64 },
+    /// The score is above `layouts.render_js_maybe_above` and the static page has too little
+    /// text to be the page.
+    ThinStatic { score: f64, above: f64, words: usize, min_words: usize },
+}
+
+impl fmt::Display for RenderReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RenderReason::HostRenders(why) => write!(f, "host renders: {why}"),
+            RenderReason::LayoutNeedsJs => {
+                f.write_str("the teacher found this layout's text only in the rendered page")
+            }
+            RenderReason::JsScore { score, above } => write!(f, "JavaScript score {score:.2} > {above:.2}"),
+            RenderReason::ThinStatic { score, above, words, min_words } => write!(
+                f,
+                "JavaScript score {score:.2} > {above:.2} and the static page has {words} words (< {min_words})"
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn render_reasons_read_as_before() {
+        assert_eq!(RenderReason::JsScore { score: 0.91, above: 0.8 }.to_string(), "JavaScript score 0.91 > 0.80");
+        assert_eq!(
+            RenderReason::ThinStatic { score: 0.5, above: 0.4, words: 12, min_words: 40 }.to_string(),
+            "JavaScript score 0.50 > 0.40 and the static page has 12 words (< 40)"
+        );
+        assert_eq!(RenderReason::HostRenders("x".into()).to_string(), "host renders: x");
+    }
+}

@@ -1,0 +1,354 @@
+//! The `/status` tree — the crawl's counters and each subsystem's section — and its
+//! Prometheus encoding for `/metrics`. Counters are kept where the work happens
+//! (`metrics.rs`, the crawl, the index, the network); this module only reads them.
+
+use crate::crawl::{CrawlStatus, Crawler};
+use crate::indexing::{IndexService, IndexStatus};
+use crate::layouts::{Layouts, LayoutsStatus};
+use crate::metrics::Histograms;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+/// `GET /status`: the crawl's counters and every subsystem's section.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Status {
+    #[serde(flatten)]
+    pub crawl: CrawlStatus,
+    /// The local index (absent when `index.enabled = false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<IndexStatus>,
+    /// The peer-to-peer network (absent for a standalone node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<weft_p2p::NetworkStatus>,
+    /// Resident memory of the node and its browsers, bytes, and the target (0: none).
+    #[serde(default)]
+    pub memory_bytes: u64,
+    #[serde(default)]
+    pub memory_target_bytes: u64,
+    /// Layout learning and the browser (absent when `layouts.enabled = false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layouts: Option<LayoutsStatus>,
+}
+
+impl Status {
+    /// The node's status now: the crawl's, and the sections of the parts it runs.
+    pub fn gather(
+        crawler: &Crawler,
+        index: Option<&Arc<IndexService>>,
+        network: Option<&weft_p2p::NetworkHandle>,
+        layouts: Option<&Layouts>,
+    ) -> Status {
+        let metrics = crawler.metrics();
+        Status {
+            crawl: crawler.status(),
+            index: index.map(|i| i.status()),
+            network: network.map(|n| n.status()),
+            memory_bytes: metrics.memory_bytes.load(Relaxed),
+            memory_target_bytes: metrics.memory_target_bytes.load(Relaxed),
+            layouts: layouts.map(Layouts::status),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct StatusCollector(Status);
+
+type Labels = Vec<(&'static str, String)>;
+
+impl prometheus_client::collector::Collector for StatusCollector {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let s = &self.0.crawl;
+        let (network, layouts, index) = (&self.0.network, &self.0.layouts, &self.0.index);
+        let counters: [(&str, &str, u64); 14] = [
+            ("weft_pages_fetched", "HTML pages fetched with a 2xx status", s.pages_fetched),
+            ("weft_requests", "HTTP requests made", s.requests),
+            ("weft_bytes", "Body bytes received", s.bytes),
+            ("weft_robots_fetched", "robots.txt fetches", s.robots_fetched),
+            ("weft_sitemaps_fetched", "Sitemaps fetched", s.sitemaps_fetched),
+            ("weft_redirects", "Redirect responses", s.redirects),
+            ("weft_links_found", "Links found in pages", s.links_found),
+            ("weft_urls_queued", "URLs newly queued", s.urls_queued),
+            ("weft_robots_disallowed", "URLs skipped because robots.txt disallows them", s.robots_disallowed),
+            ("weft_rate_limited", "429/503 responses", s.rate_limited),
+            ("weft_retries", "Transient failures requeued", s.retries),
+            ("weft_gave_up", "URLs dropped after exhausting retries", s.gave_up),
+            ("weft_errors_all", "Errors of every kind", s.errors_total),
+            ("weft_uptime_seconds", "Seconds since start", s.uptime_secs as u64),
+        ];
+        for (name, help, v) in counters {
+            if name == "weft_uptime_seconds" {
+                ConstGauge::new(v as i64).encode(enc.encode_descriptor(name, help, None, MetricType::Gauge)?)?;
+            } else {
+                ConstCounter::new(v).encode(enc.encode_descriptor(name, help, None, MetricType::Counter)?)?;
+            }
+        }
+        let mut m = enc.encode_descriptor("weft_errors", "Errors by kind", None, MetricType::Counter)?;
+        for (kind, v) in &s.errors {
+            let labels: Labels = vec![("kind", kind.clone())];
+            ConstCounter::new(*v).encode(m.encode_family(&labels)?)?;
+        }
+        let mut m =
+            enc.encode_descriptor("weft_extraction", "Extraction outcomes by kind", None, MetricType::Counter)?;
+        for (kind, v) in &s.extraction {
+            let labels: Labels = vec![("kind", kind.clone())];
+            ConstCounter::new(*v).encode(m.encode_family(&labels)?)?;
+        }
+        let gauges: [(&str, &str, u64); 8] = [
+            ("weft_memory_bytes", "Resident memory of the node and its browsers", self.0.memory_bytes),
+            ("weft_memory_target_bytes", "The memory target (0: none)", self.0.memory_target_bytes),
+            ("weft_frontier_queued", "URLs queued", s.queued),
+            ("weft_frontier_in_flight", "Requests in flight", s.in_flight),
+            ("weft_frontier_hosts", "Hosts known", s.hosts),
+            ("weft_frontier_hosts_with_queue", "Hosts with queued URLs", s.hosts_with_queue),
+            ("weft_seen_urls", "URLs in the seen-set", s.seen_urls),
+            ("weft_seen_bytes", "Memory of the seen-set", s.seen_bytes),
+        ];
+        encode_gauges(&mut enc, &gauges)?;
+        if let Some(n) = network {
+            let r = &n.reachability;
+            let gauges: [(&str, &str, u64); 8] = [
+                ("weft_p2p_connected_peers", "Peers with an open connection", n.connected_peers as u64),
+                ("weft_p2p_direct_peers", "Peers connected directly", r.direct_peers as u64),
+                ("weft_p2p_relayed_peers", "Peers connected only through a relay", r.relayed_peers as u64),
+                (
+                    "weft_p2p_relay_slots_held",
+                    "Relays holding a slot for this node (behind NAT)",
+                    r.relays.len() as u64,
+                ),
+                (
+                    "weft_p2p_relay_reservations",
+                    "Slots this node's relay holds for others",
+                    r.relay_reservations as u64,
+                ),
+                ("weft_p2p_relay_circuits", "Circuits open through this node's relay", r.relay_circuits as u64),
+                ("weft_p2p_members", "Members of the network, this node included", n.members.len() as u64),
+                (
+                    "weft_p2p_ring_share_permille",
+                    "This node's share of the hash ring, per mille",
+                    (n.ring_share * 1000.0) as u64,
+                ),
+            ];
+            encode_gauges(&mut enc, &gauges)?;
+            let reach: [Plain; 3] = [
+                ("weft_p2p_hole_punches", "Relayed connections made direct by hole punching", r.hole_punches),
+                ("weft_p2p_hole_punch_failures", "Hole punching attempts that failed", r.hole_punch_failures),
+                (
+                    "weft_p2p_relay_circuits_served",
+                    "Circuits this node's relay opened for others",
+                    r.relay_circuits_served,
+                ),
+            ];
+            encode_counters(&mut enc, &reach)?;
+            let counters: [Plain; 11] = [
+                ("weft_p2p_dht_lookups", "Near-duplicate lookups in the DHT", n.dht_lookups),
+                ("weft_p2p_dht_duplicates_found", "DHT lookups that found a near duplicate", n.dht_duplicates_found),
+                ("weft_p2p_dht_published", "Fingerprints published in the DHT", n.dht_published),
+                ("weft_p2p_urls_sent", "URLs other members acknowledged from this node", n.urls_sent),
+                ("weft_p2p_urls_received", "URLs received for this node's hosts", n.urls_received),
+                ("weft_p2p_urls_forwarded", "URLs received for other members' hosts and passed on", n.urls_forwarded),
+                ("weft_p2p_urls_rejected", "URLs received and dropped", n.urls_rejected),
+                ("weft_p2p_batches_refused", "URL batches refused (their senders banned)", n.batches_refused),
+                ("weft_p2p_batches_rate_limited", "URL batches answered busy", n.batches_rate_limited),
+                ("weft_p2p_heartbeats_rejected", "Heartbeats rejected", n.rejected_heartbeats),
+                ("weft_p2p_bans", "Peers banned now", n.banned_peers as u64),
+            ];
+            encode_counters(&mut enc, &counters[..10])?;
+            let gauges: [Plain; 4] = [
+                counters[10],
+                ("weft_p2p_dht_lookup_ms_p50", "Median DHT lookup time, milliseconds", n.dht_lookup_ms_p50 as u64),
+                (
+                    "weft_p2p_dht_lookup_ms_p99",
+                    "99th percentile DHT lookup time, milliseconds",
+                    n.dht_lookup_ms_p99 as u64,
+                ),
+                ("weft_p2p_urls_waiting", "URLs waiting to be sent or retried", n.urls_waiting),
+            ];
+            encode_gauges(&mut enc, &gauges)?;
+            let q = &n.search;
+            let counters: [Plain; 6] = [
+                ("weft_search_queries", "Network queries this node sent", q.queries),
+                ("weft_search_peers_contacted", "Peers asked by this node's network queries", q.peers_contacted),
+                ("weft_search_partial", "Network queries returned with a peer missing", q.partial),
+                ("weft_search_answered", "Other nodes' queries answered", q.answered),
+                ("weft_search_busy", "Other nodes' queries refused as busy", q.busy),
+                ("weft_search_bad_replies", "Peers' answers that failed the checks", q.bad_replies),
+            ];
+            encode_counters(&mut enc, &counters)?;
+            let gauges: [Plain; 4] = [
+                (
+                    "weft_search_summaries_known",
+                    "Members whose routing summary this node holds",
+                    q.summaries_known as u64,
+                ),
+                (
+                    "weft_search_buckets_provided",
+                    "LSH buckets this node provides in the DHT",
+                    q.buckets_provided as u64,
+                ),
+                ("weft_search_ms_p50", "Median network query time, milliseconds", q.ms_p50 as u64),
+                ("weft_search_ms_p95", "95th percentile network query time, milliseconds", q.ms_p95 as u64),
+            ];
+            encode_gauges(&mut enc, &gauges)?;
+        }
+        if let Some(l) = layouts {
+            let gauges: [Plain; 6] = [
+                ("weft_layout_templates", "Layout templates stored", l.templates),
+                ("weft_layout_hosts_rendering", "Hosts whose pages are rendered in the browser", l.hosts_rendering),
+                ("weft_layout_teacher_queue", "Layouts waiting for the teacher", l.teacher_queue),
+                ("weft_layout_render_queue", "Pages waiting for the browser", l.render_queue),
+                ("weft_browsers_running", "Headless Chromium instances running", l.browsers_running),
+                (
+                    "weft_browser_memory_bytes",
+                    "Resident memory of the browser pool",
+                    l.browser_memory_bytes.iter().sum(),
+                ),
+            ];
+            encode_gauges(&mut enc, &gauges)?;
+        }
+        if let Some(i) = index {
+            let counters: [(&str, &str, u64); 6] = [
+                ("weft_index_pages_indexed", "Pages indexed in this run", i.pages_indexed),
+                ("weft_index_pages_aliased", "Pages recorded as near duplicates in this run", i.pages_aliased),
+                ("weft_index_pages_failed", "Pages that could not be indexed in this run", i.pages_failed),
+                ("weft_index_chunks_embedded", "Chunks embedded in this run", i.chunks_embedded),
+                ("weft_index_queries", "Search queries answered", i.queries),
+                ("weft_index_pages_improved", "Pages re-indexed with the reference extractor's text", i.pages_improved),
+            ];
+            encode_counters(&mut enc, &counters)?;
+            let gauges: [(&str, &str, u64); 7] = [
+                ("weft_index_documents", "Documents in the index", i.stored.documents),
+                ("weft_index_aliases", "Near-duplicate URLs recorded as aliases", i.stored.aliases),
+                ("weft_index_failed", "Documents recorded as failed", i.stored.failed),
+                ("weft_index_chunks", "Chunks stored", i.stored.chunks),
+                ("weft_index_vectors", "Vectors in the HNSW index", i.stored.vectors),
+                ("weft_index_vector_memory_bytes", "Memory of the HNSW index", i.stored.vector_memory_bytes),
+                ("weft_index_queue", "Pages waiting for the indexer", i.queue),
+            ];
+            encode_gauges(&mut enc, &gauges)?;
+        }
+        Ok(())
+    }
+}
+
+/// (name, help, value) of plain metrics.
+type Plain<'a> = (&'a str, &'a str, u64);
+
+fn encode_gauges(enc: &mut DescriptorEncoder, gauges: &[Plain]) -> Result<(), std::fmt::Error> {
+    for &(name, help, v) in gauges {
+        ConstGauge::new(v as i64).encode(enc.encode_descriptor(name, help, None, MetricType::Gauge)?)?;
+    }
+    Ok(())
+}
+
+fn encode_counters(enc: &mut DescriptorEncoder, counters: &[Plain]) -> Result<(), std::fmt::Error> {
+    for &(name, help, v) in counters {
+        ConstCounter::new(v).encode(enc.encode_descriptor(name, help, None, MetricType::Counter)?)?;
+    }
+    Ok(())
+}
+
+/// Renders a status snapshot and the latency histograms in the Prometheus text exposition
+/// format.
+pub fn render_prometheus(status: &Status, histograms: &Histograms) -> String {
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(StatusCollector(status.clone())));
+    histograms.register(&mut registry);
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, &registry).expect("writing to a String cannot fail");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crawl::CrawlState;
+    use crate::metrics::{inc, Metrics};
+    use std::collections::HashSet;
+    use weft_frontier::FrontierStats;
+
+    fn status_of(m: &Metrics) -> Status {
+        Status {
+            crawl: CrawlStatus::of(m, &FrontierStats::default(), CrawlState::Idle),
+            index: None,
+            network: None,
+            memory_bytes: 0,
+            memory_target_bytes: 0,
+            layouts: None,
+        }
+    }
+
+    #[test]
+    fn prometheus_text_has_counters_and_labelled_errors() {
+        let m = Metrics::default();
+        inc(&m.pages_fetched);
+        m.error("timeout", "http://a.test/", &"slow");
+        m.error("timeout", "http://a.test/", &"slow");
+        m.histograms.fetch.observe(0.02);
+        let text = render_prometheus(&status_of(&m), &m.histograms);
+        assert!(text.contains("weft_fetch_seconds_count 1"), "{text}");
+        assert!(text.contains("weft_fetch_seconds_bucket{le=\"0.02\"} 1"), "{text}");
+        assert!(text.contains("weft_pages_fetched_total 1"), "{text}");
+        assert!(text.contains("weft_errors_total{kind=\"timeout\"} 2"), "{text}");
+        assert!(text.contains("# TYPE weft_frontier_queued gauge"), "{text}");
+        assert!(text.trim_end().ends_with("# EOF"));
+    }
+
+    /// Every metric the Grafana dashboard (`docs/grafana-dashboard.json`) queries is one the
+    /// node exposes — checked against a status with every section present.
+    #[test]
+    fn the_grafana_dashboard_queries_only_exposed_metrics() {
+        let m = Metrics::default();
+        let mut status = status_of(&m);
+        status.index = Some(Default::default());
+        status.network = Some(Default::default());
+        status.layouts = Some(Default::default());
+        let text = render_prometheus(&status, &m.histograms);
+        let mut exposed = HashSet::new();
+        for line in text.lines() {
+            let mut parts = line.split_whitespace();
+            if let (Some("#"), Some("TYPE"), Some(name), Some(kind)) =
+                (parts.next(), parts.next(), parts.next(), parts.next())
+            {
+                match kind {
+                    "counter" => {
+                        exposed.insert(format!("{name}_total"));
+                    }
+                    "histogram" => {
+                        for s in ["_bucket", "_sum", "_count"] {
+                            exposed.insert(format!("{name}{s}"));
+                        }
+                    }
+                    _ => {
+                        exposed.insert(name.to_string());
+                    }
+                }
+            }
+        }
+        let dashboard: serde_json::Value =
+            serde_json::from_str(include_str!("../../docs/grafana-dashboard.json")).expect("the dashboard is JSON");
+        let re = regex_lite_names(&dashboard.to_string());
+        assert!(re.len() > 20, "{re:?}");
+        let missing: Vec<&String> = re.iter().filter(|n| !exposed.contains(*n)).collect();
+        assert!(missing.is_empty(), "the dashboard queries metrics the node does not expose: {missing:?}");
+    }
+
+    /// The `weft_*` metric names in a text.
+    fn regex_lite_names(text: &str) -> std::collections::BTreeSet<String> {
+        let mut out = std::collections::BTreeSet::new();
+        let mut rest = text;
+        while let Some(i) = rest.find("weft_") {
+            let name: String =
+                rest[i..].chars().take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_').collect();
+            rest = &rest[i + name.len()..];
+            if name != "weft_" && !name.starts_with("weft_node") {
+                out.insert(name);
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,137 @@
+//! The node's modules depend on each other one way (see `src/lib.rs`): read from the source,
+//! every `crate::module` a module names is an edge, and the graph has no cycle. A cycle is how
+//! a crate turns into a hub where every change touches everything; this keeps it from coming
+//! back.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Top-level module → the top-level modules it names (`crate::x`, `crate::{x, y::z}`).
+fn graph() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let rel = path.strip_prefix(&src).unwrap();
+            let first = rel.components().next().unwrap().as_os_str().to_string_lossy().to_string();
+            let module = first.trim_end_matches(".rs").to_string();
+            if module == "lib" || module == "main" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let deps = graph.entry(module.clone()).or_default();
+            for name in named_modules(&text) {
+                if name != module {
+                    deps.insert(name);
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// The top-level modules a source text names through `crate::`, comments left out.
+fn named_modules(text: &str) -> BTreeSet<String> {
+    let code: String = text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
+    let mut out = BTreeSet::new();
+    let ident = |s: &str| -> String { s.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect() };
+    let mut rest = code.as_str();
+    while let Some(i) = rest.find("crate::") {
+        rest = &rest[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // `crate::{a::B, c, d::{e, f}}`: the first segment of each top-level item.
+            let mut depth = 0;
+            let mut at_item = true;
+            for (j, ch) in group.char_indices() {
+                match ch {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => at_item = true,
+                    c if at_item && (c.is_ascii_alphanumeric() || c == '_') => {
+                        out.insert(ident(&group[j..]));
+                        at_item = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            let name = ident(rest);
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+/// A cycle in `graph`, if there is one.
+fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(node.to_string());
+            return Some(cycle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if graph.contains_key(next) {
+                if let Some(c) = visit(next, graph, path, done) {
+                    return Some(c);
+                }
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph.keys().find_map(|n| visit(n, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_parser_reads_grouped_and_nested_imports() {
+    let text = "use crate::{a::B, c, d::{e, f}};\nuse crate::g::H; // crate::not_this\nlet x = crate::i::j();";
+    let got: Vec<String> = named_modules(text).into_iter().collect();
+    assert_eq!(got, ["a", "c", "d", "g", "i"]);
+    let mut g = BTreeMap::new();
+    g.insert("x".to_string(), BTreeSet::from(["y".to_string()]));
+    g.insert("y".to_string(), BTreeSet::from(["x".to_string()]));
+    assert_eq!(find_cycle(&g), Some(vec!["x".into(), "y".into(), "x".into()]));
+}
+
+#[test]
+fn the_node_modules_depend_on_each_other_one_way() {
+    let g = graph();
+    assert!(g.len() > 15, "the source was not found: {g:?}");
+    if let Some(cycle) = find_cycle(&g) {
+        panic!("circular imports among node's modules: {}", cycle.join(" → "));
+    }
+}
+
+#[test]
+fn the_page_seam_and_the_crawl_stand_on_their_own() {
+    let g = graph();
+    assert_eq!(g["page"], BTreeSet::new(), "page.rs imports nothing else of the node");
+    for kept_out in ["layouts", "routing", "indexing", "pipeline", "status", "api", "node", "search"] {
+        assert!(!g["crawl"].contains(kept_out), "the crawl reaches {kept_out} only through a trait it is given");
+    }
+    assert!(!g["metrics"].contains("indexing") && !g["metrics"].contains("layouts"), "metrics: counters only");
+}
