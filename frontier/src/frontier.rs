@@ -21,7 +21,7 @@
 //! ready times. Scores can rise (inlinks), which pushes a second heap reference; stale ones are
 //! skipped on pop by comparing with the stored entry (lazy deletion).
 
-use crate::normalize::host_key;
+use crate::host::HostKey;
 use crate::politeness::{HostPoliteness, PolitenessPolicy};
 use crate::score::{is_binary, score, UrlKind};
 use crate::seen::SeenSet;
@@ -42,8 +42,9 @@ pub enum FrontierError {
 
 pub type Result<T> = std::result::Result<T, FrontierError>;
 
-/// Frontier settings, usually derived from the node's config.
-#[derive(Debug, Clone)]
+/// Frontier settings. The node derives them from its config (`weft_config` is not a
+/// dependency of this crate); the defaults here are the config's defaults for a node alone.
+#[derive(Debug, Clone, PartialEq)]
 pub struct FrontierSettings {
     pub max_depth: u32,
     pub max_pages_per_host: u64,
@@ -54,32 +55,17 @@ pub struct FrontierSettings {
     pub politeness: PolitenessPolicy,
 }
 
-impl FrontierSettings {
-    pub fn from_config(c: &weft_config::Config) -> FrontierSettings {
-        FrontierSettings {
-            max_depth: c.crawl.max_depth,
-            max_pages_per_host: c.crawl.max_pages_per_host,
-            inlink_cap: c.frontier.inlink_cap,
-            seen_capacity: c.frontier.seen_capacity,
-            seen_fp_rate: c.frontier.seen_fp_rate,
-            max_retries: c.politeness.max_retries,
-            politeness: PolitenessPolicy {
-                default_delay: Duration::from_millis(c.politeness.default_delay_ms),
-                backoff_initial: Duration::from_secs(c.politeness.backoff_initial_secs),
-                backoff_max: Duration::from_secs(c.politeness.backoff_max_secs),
-                handover_grace: if c.p2p.enabled {
-                    Duration::from_millis(c.politeness.handover_grace_ms)
-                } else {
-                    Duration::ZERO
-                },
-            },
-        }
-    }
-}
-
 impl Default for FrontierSettings {
     fn default() -> Self {
-        FrontierSettings::from_config(&weft_config::Config::default())
+        FrontierSettings {
+            max_depth: 16,
+            max_pages_per_host: 100_000,
+            inlink_cap: 5,
+            seen_capacity: 10_000_000,
+            seen_fp_rate: 0.01,
+            max_retries: 3,
+            politeness: PolitenessPolicy::default(),
+        }
     }
 }
 
@@ -547,7 +533,7 @@ impl Frontier {
             return Ok(PushOutcome::AlreadySeen);
         }
         let now = Instant::now();
-        let host = host_key(&c.url);
+        let host = HostKey::of(&c.url).into_string();
         if self.blocked.contains(&host) {
             return Ok(PushOutcome::Blocked);
         }
@@ -839,7 +825,7 @@ impl Frontier {
     /// changed.
     pub fn mark_done(&mut self, url: &Url) -> Result<bool> {
         let u = url.as_str();
-        let host = host_key(url);
+        let host = HostKey::of(url).into_string();
         // Known from now on, so a later hand-off passes the URL on.
         let id = self.host_id(&host, Instant::now())?;
         if let Some(seqv) = self.tree.get(ukey(u))? {

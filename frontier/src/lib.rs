@@ -11,6 +11,7 @@
 //! decides. That keeps the rules unit-testable and the crate free of async runtimes.
 
 pub mod frontier;
+pub mod host;
 pub mod normalize;
 pub mod politeness;
 pub mod robots;
@@ -21,7 +22,9 @@ pub use frontier::{
     Borrow, Candidate, Completed, Completion, Durability, Frontier, FrontierError, FrontierSettings, FrontierStats,
     HandOff, HostFilter, HostLoad, Lease, Next, PushOutcome, QueuedUrl, Returned, SnapshotJob,
 };
-pub use normalize::{host_key, normalize, normalize_url, NormalizeError, MAX_URL_BYTES};
+pub use host::HostKey;
+pub use normalize::{normalize, normalize_url, NormalizeError, MAX_URL_BYTES};
+pub use politeness::PolitenessPolicy;
 pub use robots::{HostRobots, RobotsCache, RobotsFetch, RobotsOutcome, Verdict};
 pub use score::UrlKind;
 pub use seen::SeenSet;

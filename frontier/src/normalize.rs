@@ -201,18 +201,6 @@ fn utf8_len(first: u8) -> usize {
     }
 }
 
-/// The politeness and robots.txt unit: host plus explicit port (`example.com`,
-/// `site-a.test:8080`). robots.txt is defined per scheme, host and port (RFC 9309); we key by
-/// host and port and treat http and https of one host as one server, which is the polite
-/// choice since they almost always are.
-pub fn host_key(url: &Url) -> String {
-    let host = url.host_str().unwrap_or_default();
-    match url.port() {
-        Some(port) => format!("{host}:{port}"),
-        None => host.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,11 +291,5 @@ mod tests {
             let s = format!("http://e.com/{}", b as char);
             let _ = normalize(&s, None);
         }
-    }
-
-    #[test]
-    fn host_key_keeps_explicit_port() {
-        assert_eq!(host_key(&normalize("http://a.test:8080/x", None).unwrap()), "a.test:8080");
-        assert_eq!(host_key(&normalize("https://a.test/x", None).unwrap()), "a.test");
     }
 }

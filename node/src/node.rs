@@ -60,8 +60,7 @@ impl Node {
         let db = open_db(&db_path, DB_CACHE_BYTES).with_context(|| {
             format!("cannot open {} (is another weft node running on this data dir?)", db_path.display())
         })?;
-        let frontier =
-            Frontier::open(&db, FrontierSettings::from_config(&config)).context("cannot load the frontier")?;
+        let frontier = Frontier::open(&db, frontier_settings(&config)).context("cannot load the frontier")?;
         let robots = RobotsCache::open(
             &db,
             config.fetch.robots_token(),
@@ -190,6 +189,29 @@ impl Node {
                 .await?;
         }
         result
+    }
+}
+
+/// The frontier's settings from the node's config.
+pub fn frontier_settings(c: &Config) -> FrontierSettings {
+    FrontierSettings {
+        max_depth: c.crawl.max_depth,
+        max_pages_per_host: c.crawl.max_pages_per_host,
+        inlink_cap: c.frontier.inlink_cap,
+        seen_capacity: c.frontier.seen_capacity,
+        seen_fp_rate: c.frontier.seen_fp_rate,
+        max_retries: c.politeness.max_retries,
+        politeness: weft_frontier::PolitenessPolicy {
+            default_delay: Duration::from_millis(c.politeness.default_delay_ms),
+            backoff_initial: Duration::from_secs(c.politeness.backoff_initial_secs),
+            backoff_max: Duration::from_secs(c.politeness.backoff_max_secs),
+            // Alone, nobody else asked a host a moment ago.
+            handover_grace: if c.p2p.enabled {
+                Duration::from_millis(c.politeness.handover_grace_ms)
+            } else {
+                Duration::ZERO
+            },
+        },
     }
 }
 
@@ -420,4 +442,16 @@ async fn snapshot_index(storage: &Storage, index: Arc<IndexService>) -> anyhow::
         tracing::debug!("vector index snapshot written");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_frontiers_defaults_are_the_configs() {
+        let alone =
+            Config { p2p: weft_config::P2pConfig { enabled: false, ..Default::default() }, ..Default::default() };
+        assert_eq!(frontier_settings(&alone), FrontierSettings::default());
+    }
 }

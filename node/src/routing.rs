@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use weft_frontier::{normalize, Candidate, UrlKind};
+use weft_frontier::{normalize_url, Candidate, HostKey, UrlKind};
 use weft_p2p::{Inbound, NetworkHandle, WireUrl};
 
 /// URLs sent to other members and not acknowledged yet: url → (depth, kind).
@@ -66,7 +66,7 @@ impl Journal {
                     Some(2) => weft_p2p::UrlKind::Done,
                     _ => weft_p2p::UrlKind::Page,
                 };
-                Some(WireUrl { url, depth, kind })
+                Some(WireUrl::new(url, depth, kind))
             })
             .collect()
     }
@@ -97,7 +97,7 @@ fn from_wire(kind: weft_p2p::UrlKind) -> Option<UrlKind> {
 }
 
 fn wire(q: &weft_frontier::QueuedUrl) -> WireUrl {
-    WireUrl { url: q.url.clone(), depth: q.depth, kind: to_wire(q.kind) }
+    WireUrl::new(q.url.clone(), q.depth, to_wire(q.kind))
 }
 
 /// Hands the hosts `keep` rejects to their owners: the queued URLs, and the URLs this node is
@@ -111,7 +111,7 @@ async fn give_away(
     joined: Vec<String>,
 ) -> usize {
     let to_wire = |given: &weft_frontier::HandOff| -> Vec<WireUrl> {
-        let done = given.done.iter().map(|url| WireUrl { url: url.clone(), depth: 0, kind: weft_p2p::UrlKind::Done });
+        let done = given.done.iter().map(|url| WireUrl::new(url.clone(), 0, weft_p2p::UrlKind::Done));
         given.queued.iter().map(wire).chain(done).collect()
     };
     let mut urls = Vec::new();
@@ -152,11 +152,8 @@ impl Route for Router {
         let mut mine = Vec::with_capacity(candidates.len());
         let mut theirs = Vec::new();
         for c in candidates {
-            let owner = c.url.host_str().map(str::to_ascii_lowercase).and_then(|h| ring.owner(&h).map(str::to_string));
-            match owner {
-                Some(owner) if owner != self.me => {
-                    theirs.push(WireUrl { url: c.url.to_string(), depth: c.depth, kind: to_wire(c.kind) })
-                }
+            match ring.owner(HostKey::of(&c.url).name()) {
+                Some(owner) if owner != self.me => theirs.push(WireUrl::parsed(c.url, c.depth, to_wire(c.kind))),
                 _ => mine.push(c),
             }
         }
@@ -174,9 +171,8 @@ impl Route for Router {
     /// it does not fetch the page again. Nothing to do for a host still this node's.
     fn forward_done(&self, url: &url::Url) {
         let ring = self.network.ring();
-        let owner = url.host_str().map(str::to_ascii_lowercase).and_then(|h| ring.owner(&h).map(str::to_string));
-        if owner.is_some_and(|o| o != self.me) {
-            let done = vec![WireUrl { url: url.to_string(), depth: 0, kind: weft_p2p::UrlKind::Done }];
+        if ring.owner(HostKey::of(url).name()).is_some_and(|o| o != self.me) {
+            let done = vec![WireUrl::parsed(url.clone(), 0, weft_p2p::UrlKind::Done)];
             if let Err(e) = self.journal.insert(&done) {
                 tracing::error!("outbox journal: {e}");
             }
@@ -192,9 +188,10 @@ pub async fn forget_acknowledged(journal: Journal, mut acked: tokio::sync::mpsc:
     }
 }
 
-/// The ring's name for a frontier host: frontier hosts carry their port, the ring knows names.
-fn ring_name(host: &str) -> Option<String> {
-    url::Url::parse(&format!("http://{host}/")).ok().and_then(|u| u.host_str().map(str::to_string))
+/// The member that owns a frontier host (frontier hosts carry their port, the ring knows
+/// names: [`HostKey::name`]).
+fn owner<'r>(ring: &'r weft_p2p::Ring, host: &str) -> Option<&'r str> {
+    ring.owner(HostKey::from_stored(host).name())
 }
 
 /// Whenever the member set changes, moves the queued and done URLs of hosts this node no longer
@@ -213,10 +210,8 @@ pub async fn hand_off_on_changes(
     while rings.changed().await.is_ok() {
         let ring = rings.borrow_and_update().clone();
         // Hosts that became this node's: their previous owner may be asking them right now.
-        let gained = |host: &str| {
-            ring_name(host)
-                .is_some_and(|n| ring.owner(&n).is_some_and(|o| o == me) && previous.owner(&n).is_some_and(|o| o != me))
-        };
+        let gained =
+            |host: &str| owner(&ring, host).is_some_and(|o| o == me) && owner(&previous, host).is_some_and(|o| o != me);
         let held = crawler.hold_hosts(gained, grace);
         if held > 0 {
             tracing::debug!(hosts = held, "hosts gained from another member wait the hand-over grace");
@@ -227,7 +222,7 @@ pub async fn hand_off_on_changes(
         previous = ring.clone();
         let mut hosts = 0usize;
         let keep = |host: &str| {
-            let keep = ring_name(host).and_then(|n| ring.owner(&n).map(|o| o == me)).unwrap_or(true);
+            let keep = owner(&ring, host).map(|o| o == me).unwrap_or(true);
             if !keep {
                 hosts += 1;
             }
@@ -295,9 +290,16 @@ pub async fn receive(
         let mut done = Vec::new();
         let mut candidates = Vec::new();
         for u in urls {
-            let Ok(url) = normalize(&u.url, None) else { continue };
-            match from_wire(u.kind) {
-                Some(kind) => candidates.push(Candidate { url, kind, depth: u.depth, redirects: Vec::new() }),
+            let (depth, kind) = (u.depth, u.kind);
+            // Parsed once, by the network's check; normalized here (the sender is not trusted
+            // to have done it).
+            let normalized = match u.into_url() {
+                Some(url) => normalize_url(url),
+                None => continue,
+            };
+            let Ok(url) = normalized else { continue };
+            match from_wire(kind) {
+                Some(kind) => candidates.push(Candidate { url, kind, depth, redirects: Vec::new() }),
                 None => done.push(url),
             }
         }
@@ -342,7 +344,7 @@ struct Waiting {
 
 /// Does `host` belong to `member` on `ring`?
 fn held_by(ring: &weft_p2p::Ring, host: &str, member: &str) -> bool {
-    ring_name(host).and_then(|n| ring.owner(&n).map(|o| o == member)).unwrap_or(false)
+    owner(ring, host).is_some_and(|o| o == member)
 }
 
 impl Handover {
@@ -365,9 +367,8 @@ impl Handover {
         tracing::info!(members = pending.len(), "waiting for the members' hand-over of this node's hosts");
         let pending = Arc::new(Mutex::new(pending));
         let (p, a) = (pending.clone(), away.clone());
-        let filter: weft_frontier::HostFilter = Box::new(move |host: &str| {
-            ring_name(host).and_then(|n| a.owner(&n).map(|o| p.lock().contains(o))).unwrap_or(false)
-        });
+        let filter: weft_frontier::HostFilter =
+            Box::new(move |host: &str| owner(&a, host).is_some_and(|o| p.lock().contains(o)));
         crawler.hold_new_hosts(Some((now + bound.max(grace), filter)));
         *self.waiting.lock() = Some(Waiting { away, pending, not_before });
     }
@@ -396,7 +397,7 @@ mod tests {
     #[test]
     fn the_journal_keeps_unacknowledged_urls_across_a_restart() {
         let dir = tempfile::tempdir().unwrap();
-        let url = |u: &str, kind| WireUrl { url: u.into(), depth: 3, kind };
+        let url = |u: &str, kind| WireUrl::new(u, 3, kind);
         {
             let db = weft_frontier::open_db(dir.path(), 8 << 20).unwrap();
             let j = Journal::open(&db).unwrap();

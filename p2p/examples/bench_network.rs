@@ -70,10 +70,9 @@ fn main() {
         let hosts: Vec<String> =
             (0..).map(|i| format!("www.site{i}.example")).filter(|h| ring.owner(h) == Some(b_id.as_str())).take(500).collect();
         let batch: Vec<WireUrl> = (0..urls)
-            .map(|i| WireUrl {
-                url: format!("https://{}/articles/{}/some-readable-slug-{i}", hosts[i % hosts.len()], i / hosts.len()),
-                depth: 2,
-                kind: UrlKind::Page,
+            .map(|i| {
+                let url = format!("https://{}/articles/{}/some-readable-slug-{i}", hosts[i % hosts.len()], i / hosts.len());
+                WireUrl::new(url, 2, UrlKind::Page)
             })
             .collect();
         let _da = drain(a.inbound);

@@ -133,11 +133,8 @@ mod tests {
 
     #[test]
     fn batches_round_trip_and_garbage_or_size_is_refused_not_an_error() {
-        let batch = UrlBatch {
-            urls: vec![WireUrl { url: "http://a.test/".into(), depth: 2, kind: UrlKind::Sitemap }],
-            hops: 1,
-            handoff: false,
-        };
+        let batch =
+            UrlBatch { urls: vec![WireUrl::new("http://a.test/", 2, UrlKind::Sitemap)], hops: 1, handoff: false };
         let bytes = cbor4ii::serde::to_vec(Vec::new(), &batch).unwrap();
         assert_eq!(decode_request::<UrlWire>(&bytes), Frame::Request(batch));
         assert!(matches!(decode_request::<UrlWire>(b"\xff\xfe garbage"), Frame::Refused(Refusal::Malformed { .. })));

@@ -38,11 +38,66 @@ pub enum UrlKind {
 }
 
 /// One URL on the wire, with what the crawl needs to keep its limits across nodes.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+///
+/// A URL is parsed once per node on its way: the sender's crawl built it parsed
+/// ([`WireUrl::parsed`] keeps that), the receiver's [`check_url`] parses it once and keeps the
+/// result; routing on the ring and queueing use the kept URL. Equality and hashing are over
+/// what goes on the wire.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WireUrl {
     pub url: String,
     pub depth: u32,
     pub kind: UrlKind,
+    /// The URL parsed, when this node has parsed it already (never on the wire).
+    #[serde(skip)]
+    parsed: Option<url::Url>,
+}
+
+impl WireUrl {
+    /// A URL as read from storage or a peer: parsed when first needed.
+    pub fn new(url: impl Into<String>, depth: u32, kind: UrlKind) -> WireUrl {
+        WireUrl { url: url.into(), depth, kind, parsed: None }
+    }
+
+    /// A URL this node has parsed already.
+    pub fn parsed(url: url::Url, depth: u32, kind: UrlKind) -> WireUrl {
+        WireUrl { url: url.to_string(), depth, kind, parsed: Some(url) }
+    }
+
+    /// The parsed URL, parsing it only if this node has not yet.
+    pub fn url(&self) -> Option<std::borrow::Cow<'_, url::Url>> {
+        match &self.parsed {
+            Some(u) => Some(std::borrow::Cow::Borrowed(u)),
+            None => url::Url::parse(&self.url).ok().map(std::borrow::Cow::Owned),
+        }
+    }
+
+    /// Takes the parsed URL out (parsing it if needed).
+    pub fn into_url(self) -> Option<url::Url> {
+        match self.parsed {
+            Some(u) => Some(u),
+            None => url::Url::parse(&self.url).ok(),
+        }
+    }
+
+    /// The host this URL belongs to on the ring (see [`weft_frontier::HostKey::name`]).
+    pub fn ring_host(&self) -> Option<String> {
+        self.url().map(|u| weft_frontier::HostKey::of(&u).name().to_string())
+    }
+}
+
+impl PartialEq for WireUrl {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.url, self.depth, self.kind) == (&other.url, other.depth, other.kind)
+    }
+}
+
+impl Eq for WireUrl {}
+
+impl std::hash::Hash for WireUrl {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (&self.url, self.depth, self.kind).hash(state);
+    }
 }
 
 /// `/weft/urls/1` request.
@@ -119,7 +174,7 @@ pub fn check_batch(batch: &UrlBatch) -> Result<(), InvalidBatch> {
 /// Parses one received URL: http(s), with a host, at most [`MAX_URL_BYTES`]; IP literals in
 /// private ranges are refused unless `allow_private`. (Hostnames that *resolve* to private
 /// addresses are caught by the fetcher's SSRF guard at connect time.)
-pub fn check_url(u: &WireUrl, allow_private: bool) -> Result<url::Url, BadUrl> {
+pub fn check_url(u: &mut WireUrl, allow_private: bool) -> Result<(), BadUrl> {
     if u.url.len() > MAX_URL_BYTES {
         return Err(BadUrl::TooLong);
     }
@@ -141,12 +196,8 @@ pub fn check_url(u: &WireUrl, allow_private: bool) -> Result<url::Url, BadUrl> {
     if private && !allow_private {
         return Err(BadUrl::Private);
     }
-    Ok(url)
-}
-
-/// The host a URL belongs to on the ring: its host name (the port does not change the owner).
-pub fn ring_host(url: &str) -> Option<String> {
-    url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+    u.parsed = Some(url);
+    Ok(())
 }
 
 /// A batch that was sent and awaits its acknowledgement.
@@ -174,7 +225,7 @@ impl Outbox {
     pub fn route(&mut self, urls: Vec<WireUrl>, hops: u8, ring: &Ring, me: &str, now: Instant) -> Vec<WireUrl> {
         let mut mine = Vec::new();
         for u in urls {
-            let Some(owner) = ring_host(&u.url).and_then(|h| ring.owner(&h).map(str::to_string)) else { continue };
+            let Some(owner) = u.ring_host().and_then(|h| ring.owner(&h).map(str::to_string)) else { continue };
             if owner == me {
                 mine.push(u);
             } else {
@@ -204,7 +255,7 @@ impl Outbox {
         let mut attempts: HashMap<String, u32> = HashMap::new();
         for (_, batch, n) in ready {
             for u in batch.urls {
-                let Some(owner) = ring_host(&u.url).and_then(|h| ring.owner(&h).map(str::to_string)) else { continue };
+                let Some(owner) = u.ring_host().and_then(|h| ring.owner(&h).map(str::to_string)) else { continue };
                 if owner == me {
                     due.mine.push(u);
                 } else {
@@ -226,7 +277,7 @@ impl Outbox {
             // A ring change may have made some of them ours, or someone else's.
             let mut rest = Vec::new();
             for u in urls.drain(..) {
-                match ring_host(&u.url).and_then(|h| ring.owner(&h).map(str::to_string)) {
+                match u.ring_host().and_then(|h| ring.owner(&h).map(str::to_string)) {
                     Some(o) if o == me => due.mine.push(u),
                     Some(o) if o == owner => rest.push(u),
                     Some(o) => self.waiting.entry(o).or_insert_with(|| (Vec::new(), now, hops)).0.push(u),
@@ -337,7 +388,7 @@ mod tests {
     use super::*;
 
     fn page(url: &str) -> WireUrl {
-        WireUrl { url: url.into(), depth: 1, kind: UrlKind::Page }
+        WireUrl::new(url, 1, UrlKind::Page)
     }
 
     fn ring() -> Ring {
@@ -423,15 +474,15 @@ mod tests {
             check_batch(&UrlBatch { urls: vec![page("http://a.test/")], hops: 3, handoff: false }),
             Err(InvalidBatch::TooManyHops(3))
         );
-        assert!(check_url(&page("https://a.test/x"), false).is_ok());
-        assert_eq!(check_url(&page("ftp://a.test/"), false), Err(BadUrl::Scheme));
-        assert_eq!(check_url(&page("not a url"), false), Err(BadUrl::Unparseable));
-        assert_eq!(check_url(&page(&format!("http://a.test/{}", "x".repeat(3000))), false), Err(BadUrl::TooLong));
+        assert!(check_url(&mut page("https://a.test/x"), false).is_ok());
+        assert_eq!(check_url(&mut page("ftp://a.test/"), false), Err(BadUrl::Scheme));
+        assert_eq!(check_url(&mut page("not a url"), false), Err(BadUrl::Unparseable));
+        assert_eq!(check_url(&mut page(&format!("http://a.test/{}", "x".repeat(3000))), false), Err(BadUrl::TooLong));
         for private in
             ["http://127.0.0.1/", "http://10.1.2.3/", "http://192.168.0.1/", "http://[::1]/", "http://localhost/"]
         {
-            assert_eq!(check_url(&page(private), false), Err(BadUrl::Private), "{private}");
-            assert!(check_url(&page(private), true).is_ok());
+            assert_eq!(check_url(&mut page(private), false), Err(BadUrl::Private), "{private}");
+            assert!(check_url(&mut page(private), true).is_ok());
         }
     }
 

@@ -1018,8 +1018,8 @@ impl EventLoop {
         }
         let mut valid = Vec::with_capacity(batch.urls.len());
         let mut rejected = 0u32;
-        for u in batch.urls {
-            match check_url(&u, self.config.allow_private) {
+        for mut u in batch.urls {
+            match check_url(&mut u, self.config.allow_private) {
                 Ok(_) => valid.push(u),
                 Err(_) => rejected += 1,
             }
@@ -1027,11 +1027,9 @@ impl EventLoop {
         // Hosts this node does not own (the sender's ring was stale) go on, within the hop limit.
         let me = self.swarm.local_peer_id().to_string();
         let now = std::time::Instant::now();
-        let (mine, others): (Vec<WireUrl>, Vec<WireUrl>) = valid.into_iter().partition(|u| {
-            crate::exchange::ring_host(&u.url)
-                .and_then(|h| self.members.ring().owner(&h).map(|o| o == me))
-                .unwrap_or(false)
-        });
+        let (mine, others): (Vec<WireUrl>, Vec<WireUrl>) = valid
+            .into_iter()
+            .partition(|u| u.ring_host().and_then(|h| self.members.ring().owner(&h).map(|o| o == me)).unwrap_or(false));
         let mut forwarded = 0u32;
         if batch.hops < MAX_HOPS {
             forwarded = others.len() as u32;

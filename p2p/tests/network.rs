@@ -223,7 +223,7 @@ async fn malformed_and_oversized_batches_get_their_sender_banned_and_the_node_go
     });
     within(10, "listening", n.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
     let addr = n.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
-    let url = |u: &str| WireUrl { url: u.into(), depth: 1, kind: UrlKind::Page };
+    let url = |u: &str| WireUrl::new(u, 1, UrlKind::Page);
 
     let too_many = cbor(&UrlBatch {
         urls: (0..1001).map(|i| url(&format!("http://a.test/{i}"))).collect(),

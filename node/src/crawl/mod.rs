@@ -41,7 +41,7 @@ use tokio::task::JoinSet;
 use url::Url;
 use weft_extract::parse_sitemap;
 use weft_frontier::{
-    host_key, normalize, Candidate, Completed, Completion, Durability, Frontier, FrontierStats, Lease, Next,
+    normalize, Candidate, Completed, Completion, Durability, Frontier, FrontierStats, HostKey, Lease, Next,
     PushOutcome, RobotsCache, UrlKind, Verdict,
 };
 
@@ -181,7 +181,7 @@ struct Inner {
     metrics: Arc<Metrics>,
     settings: CrawlSettings,
     wake: Notify,
-    seed_hosts: Mutex<HashSet<String>>,
+    seed_hosts: Mutex<HashSet<HostKey>>,
     /// A [`CrawlState`].
     state: AtomicU8,
     route: Option<Arc<dyn Route>>,
@@ -228,7 +228,7 @@ impl Crawler {
         for seed in seeds {
             let r = match normalize(seed, None) {
                 Ok(url) => {
-                    self.inner.seed_hosts.lock().insert(host_key(&url));
+                    self.inner.seed_hosts.lock().insert(HostKey::of(&url));
                     self.inner.push(Candidate::page(url, 0)).map_err(|e| e.to_string())
                 }
                 Err(e) => {
@@ -408,7 +408,7 @@ impl Crawler {
                 };
                 for w in &renders {
                     all.queued.push(weft_frontier::QueuedUrl {
-                        host: host_key(&w.url),
+                        host: HostKey::of(&w.url).into_string(),
                         url: w.url.to_string(),
                         kind: UrlKind::Page,
                         depth: w.depth,
@@ -618,7 +618,7 @@ impl Inner {
     }
 
     fn may_follow(&self, url: &Url) -> bool {
-        self.settings.follow_external_links || self.seed_hosts.lock().contains(&host_key(url))
+        self.settings.follow_external_links || self.seed_hosts.lock().contains(&HostKey::of(url))
     }
 
     async fn process(self: Arc<Self>, lease: Lease) {

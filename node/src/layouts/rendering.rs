@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::Notify;
 use url::Url;
+use weft_frontier::HostKey;
 
 /// The queue of pages for the browser (in the layout store).
 #[derive(Clone)]
@@ -84,12 +85,7 @@ impl Renders for RenderQueue {
             .filter(|(k, _)| !in_flight.contains(k))
             .filter_map(|(key, j)| {
                 let url = Url::parse(&j.url).ok()?;
-                pick(&weft_frontier::host_key(&url)).then_some(WaitingPage {
-                    key,
-                    url,
-                    depth: j.depth,
-                    queued_unix: j.at,
-                })
+                pick(HostKey::of(&url).as_str()).then_some(WaitingPage { key, url, depth: j.depth, queued_unix: j.at })
             })
             .collect()
     }
@@ -176,7 +172,7 @@ async fn render_one(
     metrics: &Metrics,
 ) {
     let Ok(url) = Url::parse(&job.url) else { return };
-    let host = weft_frontier::host_key(&url);
+    let host = HostKey::of(&url);
     let document = blocking(|| queue.store.page(PageRole::Render, url.as_str())).ok().flatten();
     let (fetch, session) = fetcher.for_page(&url, document, patience);
     let rendered = match &browser {
@@ -186,7 +182,7 @@ async fn render_one(
     let page = match rendered {
         Ok(r) => {
             metrics.extraction("render", "rendered");
-            let _ = blocking(|| queue.store.rendered(&host));
+            let _ = blocking(|| queue.store.rendered(host.as_str()));
             tracing::debug!(url = %url, took_ms = r.took.as_millis() as u64, reason = job.reason, "rendered");
             FetchedPage {
                 url: url.clone(),
