@@ -154,14 +154,10 @@ impl Metrics {
         *self.errors.lock().entry(kind).or_insert(0) += n;
     }
 
-    /// Counts an extraction outcome: `page_type:article`, `js:static`, `warning:invalid_bytes`,
-    /// `second_opinion:taken`, ...
-    pub fn extraction(&self, group: &str, value: &str) {
-        self.extraction_n(group, value, 1);
-    }
-
-    pub fn extraction_n(&self, group: &str, value: &str, n: u64) {
-        *self.extraction.lock().entry(format!("{group}:{value}")).or_insert(0) += n;
+    /// Counts an extraction or layout outcome (`/status` `extraction`, `/metrics`
+    /// `weft_extraction_total{kind}`).
+    pub fn count_event(&self, event: Event) {
+        *self.extraction.lock().entry(event.key()).or_insert(0) += 1;
     }
 
     /// Records the counters now (called every few seconds by the node).
@@ -200,5 +196,167 @@ impl Metrics {
     /// Extraction outcomes counted, by `group:value`.
     pub fn extractions(&self) -> BTreeMap<String, u64> {
         self.extraction.lock().clone()
+    }
+}
+
+/// An outcome the extraction stages count, keyed `group:value` in `/status` `extraction`. One
+/// variant per group and one per value: a name is checked by the compiler, not discovered as
+/// a counter nobody reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// The page type the extractor decided (`article`, `hub`, `other`).
+    PageType(&'static str),
+    /// What the static HTML says about the need for JavaScript.
+    Js(&'static str),
+    /// An extractor warning, by kind.
+    Warning(&'static str),
+    Layout(Layout),
+    Render(Render),
+    RenderRequest(RenderRequest),
+    Teacher(Teacher),
+    SecondOpinion(SecondOpinion),
+}
+
+impl Event {
+    /// `group:value`.
+    pub fn key(&self) -> String {
+        let (group, value): (&str, &str) = match self {
+            Event::PageType(v) => ("page_type", v),
+            Event::Js(v) => ("js", v),
+            Event::Warning(v) => ("warning", v),
+            Event::Layout(l) => ("layout", l.as_str()),
+            Event::Render(r) => ("render", r.as_str()),
+            Event::RenderRequest(RenderRequest::Refused(why)) => return format!("render_requests:refused_{why}"),
+            Event::RenderRequest(r) => ("render_requests", r.as_str()),
+            Event::Teacher(t) => ("teacher", t.as_str()),
+            Event::SecondOpinion(o) => ("second_opinion", o.as_str()),
+        };
+        format!("{group}:{value}")
+    }
+}
+
+/// Defines a counted group: an enum of unit variants and their names.
+macro_rules! counted {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $name { $($(#[$vdoc])* $variant),+ }
+        impl $name {
+            pub fn as_str(&self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+    };
+}
+
+counted!(
+    /// What the layout worker did with a page.
+    Layout {
+        /// A template extracted it.
+        Template => "template",
+        /// The generic extraction stands.
+        Generic => "generic",
+        /// The layout's template did not validate.
+        TemplateFailed => "template_failed",
+        /// A class rename was repaired on the spot.
+        Repaired => "repaired",
+        /// A template of another layout of the host fitted a new signature.
+        Adopted => "adopted",
+        /// The layout went to the teacher.
+        TeacherQueued => "teacher_queued",
+    }
+);
+
+counted!(
+    /// The JavaScript tier.
+    Render {
+        Queued => "queued",
+        Rendered => "rendered",
+        /// A host's pages now all go to the browser.
+        HostDecided => "host_decided",
+    }
+);
+
+counted!(
+    /// What the teacher did.
+    Teacher {
+        Runs => "runs",
+        Learned => "learned",
+        JsRequired => "js_required",
+        Failed => "failed",
+        Adopted => "adopted",
+        /// A sample's HTML was not kept and was fetched again (stores of older versions).
+        SampleFetched => "sample_fetched",
+    }
+);
+
+counted!(
+    /// The Readability.js second opinion.
+    SecondOpinion {
+        Sent => "sent",
+        Taken => "taken",
+        KeptNative => "kept_native",
+        Failed => "failed",
+        Unavailable => "unavailable",
+        OverBudget => "over_budget",
+        SkippedBusy => "skipped_busy",
+        SkippedQueueFull => "skipped_queue_full",
+        DroppedUnconsumed => "dropped_unconsumed",
+    }
+);
+
+/// A rendered page's request (see `layouts/render_fetch.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RenderRequest {
+    DocumentFromCrawl,
+    DocumentFetched,
+    SubresourceCached,
+    SubresourceFetched,
+    SubresourceOverCap,
+    /// Refused outright, and why (the resource type).
+    Refused(&'static str),
+}
+
+impl RenderRequest {
+    fn as_str(&self) -> &'static str {
+        match self {
+            RenderRequest::DocumentFromCrawl => "document_from_crawl",
+            RenderRequest::DocumentFetched => "document_fetched",
+            RenderRequest::SubresourceCached => "subresource_cached",
+            RenderRequest::SubresourceFetched => "subresource_fetched",
+            RenderRequest::SubresourceOverCap => "subresource_over_cap",
+            RenderRequest::Refused(_) => "refused",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The keys are what `/status`, the dashboard and the tests read: they keep their names.
+    #[test]
+    fn events_keep_their_group_value_keys() {
+        let m = Metrics::default();
+        m.count_event(Event::Layout(Layout::Template));
+        m.count_event(Event::Layout(Layout::Template));
+        m.count_event(Event::RenderRequest(RenderRequest::Refused("Image")));
+        m.count_event(Event::RenderRequest(RenderRequest::SubresourceOverCap));
+        m.count_event(Event::SecondOpinion(SecondOpinion::KeptNative));
+        m.count_event(Event::Teacher(Teacher::JsRequired));
+        m.count_event(Event::PageType("article"));
+        let got = m.extractions();
+        let want: BTreeMap<String, u64> = [
+            ("layout:template", 2),
+            ("page_type:article", 1),
+            ("render_requests:refused_Image", 1),
+            ("render_requests:subresource_over_cap", 1),
+            ("second_opinion:kept_native", 1),
+            ("teacher:js_required", 1),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        assert_eq!(got, want);
     }
 }

@@ -6,7 +6,7 @@
 //! dedup → chunk → embed → index, see `indexing.rs`) without touching the loop.
 
 use crate::layouts::Worker;
-use crate::metrics::Metrics;
+use crate::metrics::{Event, Metrics};
 use crate::page::{FetchedPage, Pipeline, Processed};
 use crate::second_opinion::SecondOpinion;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -53,14 +53,14 @@ impl Pipeline for ExtractPipeline {
         let (mut e, dom) = weft_extract::extract_with_dom(&page.body, &headers, &page.url);
         let worked = self.worker.as_ref().map(|w| w.work(page, &mut e, &dom)).unwrap_or_default();
         let m = &self.metrics;
-        m.extraction("page_type", page_type_name(&e));
+        m.count_event(Event::PageType(page_type_name(&e)));
         if !page.rendered {
             // What the static HTML says about the need for JavaScript; a rendered DOM's answer
             // would count the page twice.
-            m.extraction("js", recommendation_name(&e));
+            m.count_event(Event::Js(recommendation_name(&e)));
         }
         for w in &e.warnings {
-            m.extraction("warning", w.kind());
+            m.count_event(Event::Warning(w.kind()));
         }
         for (kind, n) in &e.links_rejected {
             m.count_n(kind, u64::from(*n));

@@ -14,7 +14,7 @@
 //! counted. Taken opinions are delivered on [`SecondOpinion::take_improved`]'s channel for the
 //! index to use.
 
-use crate::metrics::Metrics;
+use crate::metrics::{Event, Metrics, SecondOpinion as Opinion};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
@@ -86,16 +86,16 @@ impl SecondOpinion {
             return;
         }
         if self.policy == Policy::Idle && (self.busy.load(Ordering::Acquire) || extracting > 1) {
-            self.metrics.extraction("second_opinion", "skipped_busy");
+            self.metrics.count_event(Event::SecondOpinion(Opinion::SkippedBusy));
             return;
         }
         // The reference reads a string; give it the text our decoder produced.
         let html = String::from_utf8_lossy(html).into_owned();
         let job = Job { url: url.clone(), html, fast_text: fast.text.clone(), queued: Instant::now() };
         match tx.try_send(job) {
-            Ok(()) => self.metrics.extraction("second_opinion", "sent"),
-            Err(TrySendError::Full(_)) => self.metrics.extraction("second_opinion", "skipped_queue_full"),
-            Err(TrySendError::Disconnected(_)) => self.metrics.extraction("second_opinion", "unavailable"),
+            Ok(()) => self.metrics.count_event(Event::SecondOpinion(Opinion::Sent)),
+            Err(TrySendError::Full(_)) => self.metrics.count_event(Event::SecondOpinion(Opinion::SkippedQueueFull)),
+            Err(TrySendError::Disconnected(_)) => self.metrics.count_event(Event::SecondOpinion(Opinion::Unavailable)),
         }
     }
 
@@ -121,7 +121,7 @@ fn worker(
     };
     while let Ok(job) = rx.recv() {
         if job.queued.elapsed() > budget {
-            metrics.extraction("second_opinion", "over_budget");
+            metrics.count_event(Event::SecondOpinion(Opinion::OverBudget));
             continue;
         }
         busy.store(true, Ordering::Release);
@@ -131,18 +131,18 @@ fn worker(
         let took = started.elapsed();
         match result {
             Err(e) => {
-                metrics.extraction("second_opinion", "failed");
+                metrics.count_event(Event::SecondOpinion(Opinion::Failed));
                 tracing::debug!(url = %job.url, "second opinion failed: {e}");
             }
-            Ok(_) if job.queued.elapsed() > budget => metrics.extraction("second_opinion", "over_budget"),
+            Ok(_) if job.queued.elapsed() > budget => metrics.count_event(Event::SecondOpinion(Opinion::OverBudget)),
             Ok(text) if weft_extract::reference::prefer_reference(&job.fast_text, &text) => {
-                metrics.extraction("second_opinion", "taken");
+                metrics.count_event(Event::SecondOpinion(Opinion::Taken));
                 tracing::debug!(url = %job.url, ms = took.as_millis() as u64, "second opinion taken");
                 if out.try_send(Improved { url: job.url, text }).is_err() {
-                    metrics.extraction("second_opinion", "dropped_unconsumed");
+                    metrics.count_event(Event::SecondOpinion(Opinion::DroppedUnconsumed));
                 }
             }
-            Ok(_) => metrics.extraction("second_opinion", "kept_native"),
+            Ok(_) => metrics.count_event(Event::SecondOpinion(Opinion::KeptNative)),
         }
     }
 }

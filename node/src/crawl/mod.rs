@@ -26,7 +26,7 @@ mod robots;
 pub use borrowed::BrowserFetchError;
 
 use crate::fetcher::{Expect, Fetched, Fetcher};
-use crate::metrics::{inc, Metrics};
+use crate::metrics::{inc, Event, Metrics, Render};
 use crate::page::{FetchedPage, Pipeline, RenderReason};
 use crate::storage::{blocking, Storage, StorageFault};
 use outcome::Action;
@@ -749,7 +749,7 @@ impl Inner {
         };
         if let (Some(reason), Some(r), false) = (&processed.render, &self.renders, rendered) {
             match r.push(&page_url, depth, reason, Some(&page)) {
-                Ok(()) => self.metrics.extraction("render", "queued"),
+                Ok(()) => self.metrics.count_event(Event::Render(Render::Queued)),
                 Err(e) => tracing::error!("render queue: {e}"),
             }
         }

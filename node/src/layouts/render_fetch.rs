@@ -17,7 +17,7 @@ use super::browser::{Fetch, PageRequest, PageResponse};
 use super::store::StoredPage;
 use crate::crawl::Crawler;
 use crate::fetcher::Fetched;
-use crate::metrics::Metrics;
+use crate::metrics::{Event, Metrics, RenderRequest};
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -75,22 +75,22 @@ impl RenderFetcher {
         let url = Url::parse(&req.url).ok()?;
         match decision {
             Decision::Refuse(why) => {
-                m.extraction("render_requests", &format!("refused_{why}"));
+                m.count_event(Event::RenderRequest(RenderRequest::Refused(why)));
                 return None;
             }
             Decision::Document => {
                 if let Some(d) = session.document() {
-                    m.extraction("render_requests", "document_from_crawl");
+                    m.count_event(Event::RenderRequest(RenderRequest::DocumentFromCrawl));
                     return Some(document_response(&d));
                 }
             }
             Decision::Subresource => {
                 if let Some(cached) = self.cache.lock().get(url.as_str()) {
-                    m.extraction("render_requests", "subresource_cached");
+                    m.count_event(Event::RenderRequest(RenderRequest::SubresourceCached));
                     return cached;
                 }
                 if !session.take_subresource() {
-                    m.extraction("render_requests", "subresource_over_cap");
+                    m.count_event(Event::RenderRequest(RenderRequest::SubresourceOverCap));
                     return None;
                 }
             }
@@ -121,10 +121,10 @@ impl RenderFetcher {
             }
         };
         if decision == Decision::Subresource {
-            m.extraction("render_requests", "subresource_fetched");
+            m.count_event(Event::RenderRequest(RenderRequest::SubresourceFetched));
             self.cache.lock().put(url.as_str(), answer.clone());
         } else {
-            m.extraction("render_requests", "document_fetched");
+            m.count_event(Event::RenderRequest(RenderRequest::DocumentFetched));
         }
         answer
     }

@@ -17,7 +17,7 @@ use super::browser::{BrowserPool, LazyPool};
 use super::render_fetch::RenderFetcher;
 use super::store::{LayoutStore, PageRole, RenderJob, StoredPage};
 use crate::crawl::{Crawler, Renders, WaitingPage};
-use crate::metrics::Metrics;
+use crate::metrics::{Event, Metrics, Render};
 use crate::page::{FetchedPage, RenderReason};
 use crate::storage::blocking;
 use std::collections::HashSet;
@@ -181,7 +181,7 @@ async fn render_one(
     };
     let page = match rendered {
         Ok(r) => {
-            metrics.extraction("render", "rendered");
+            metrics.count_event(Event::Render(Render::Rendered));
             let _ = blocking(|| queue.store.rendered(host.as_str()));
             tracing::debug!(url = %url, took_ms = r.took.as_millis() as u64, reason = job.reason, "rendered");
             FetchedPage {

@@ -19,7 +19,7 @@ use super::rendering::RenderQueue;
 use super::store::{HostRendering, JobOutcome, LayoutStore, Learned, PageRole, StoredPage, TeacherJob};
 use crate::crawl::Crawler;
 use crate::fetcher::Fetched;
-use crate::metrics::Metrics;
+use crate::metrics::{Event, Metrics, Teacher as Taught};
 use crate::page::RenderReason;
 use crate::storage::blocking;
 use std::sync::Arc;
@@ -65,14 +65,14 @@ impl Teacher {
                 continue;
             };
             self.crawler.until_running().await;
-            self.metrics.extraction("teacher", "runs");
+            self.metrics.count_event(Event::Teacher(Taught::Runs));
             let outcome = self.teach(&job).await;
-            let name = match &outcome {
-                JobOutcome::Learned => "learned",
-                JobOutcome::JsRequired => "js_required",
-                JobOutcome::Failed => "failed",
+            let counted = match &outcome {
+                JobOutcome::Learned => Taught::Learned,
+                JobOutcome::JsRequired => Taught::JsRequired,
+                JobOutcome::Failed => Taught::Failed,
             };
-            self.metrics.extraction("teacher", name);
+            self.metrics.count_event(Event::Teacher(counted));
             if let Err(e) = blocking(|| self.store.job_done(&job.host, job.level, &job.signature, outcome)) {
                 tracing::error!("teacher: {e}");
             }
@@ -106,7 +106,7 @@ impl Teacher {
                 Some(p) => p,
                 None => match self.crawler.fetch_for_browser(&url, self.patience).await {
                     Ok(Fetched::Body { status, body, content_type, .. }) => {
-                        self.metrics.extraction("teacher", "sample_fetched");
+                        self.metrics.count_event(Event::Teacher(Taught::SampleFetched));
                         StoredPage { status, content_type, body: body.to_vec() }
                     }
                     Ok(_) => continue,
@@ -141,7 +141,7 @@ impl Teacher {
                 version = fits.template.version,
                 "a template of the host fits the layout"
             );
-            self.metrics.extraction("teacher", "adopted");
+            self.metrics.count_event(Event::Teacher(Taught::Adopted));
             return match blocking(|| self.store.adopt(&fits, &job.host, &l1)) {
                 Ok(()) => JobOutcome::Learned,
                 Err(e) => {

@@ -20,7 +20,7 @@
 //! (links, metadata, classification) stays the generic extractor's.
 
 use super::store::{HostRendering, LayoutError, LayoutStore, Learned, PageRole, StoredPage};
-use crate::metrics::Metrics;
+use crate::metrics::{Event, Layout, Metrics, Render};
 use crate::page::{FetchedPage, RenderReason};
 use scraper::Html;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -110,7 +110,7 @@ impl Worker {
             self.store.keep_page(PageRole::Sample, url, &stored(page))?;
         }
         if observed.queued.is_some() {
-            m.extraction("layout", "teacher_queued");
+            m.count_event(Event::Layout(Layout::TeacherQueued));
             self.teacher.notify_one();
         }
         let mut used: Option<(TemplateText, u32)> = None;
@@ -120,7 +120,7 @@ impl Worker {
                 match apply(doc, &learned.template) {
                     Ok(t) => used = Some((t, learned.template.version)),
                     Err(failure) => {
-                        m.extraction("layout", "template_failed");
+                        m.count_event(Event::Layout(Layout::TemplateFailed));
                         let change = diagnose(&learned.template, &learned.snapshot, Some(&failure), doc, js, url, now);
                         tracing::info!(host, url, reason = %change.reason, "template v{} failed: {failure}", learned.template.version);
                         // A rename is repaired on the spot; the teacher re-learns anyway.
@@ -128,14 +128,14 @@ impl Worker {
                             if let ChangeKind::ClassRename { renames } = kind {
                                 let repaired = repair(&learned.template, renames);
                                 if let Ok(t) = apply(doc, &repaired) {
-                                    m.extraction("layout", "repaired");
+                                    m.count_event(Event::Layout(Layout::Repaired));
                                     used = Some((t, learned.template.version));
                                 }
                             }
                         }
                         if self.store.failed(learned, &change)?.is_some() {
                             self.store.keep_page(PageRole::Sample, url, &stored(page))?;
-                            m.extraction("layout", "teacher_queued");
+                            m.count_event(Event::Layout(Layout::TeacherQueued));
                             self.teacher.notify_one();
                         }
                     }
@@ -146,13 +146,13 @@ impl Worker {
         }
         let worked = match used {
             Some((t, version)) => {
-                m.extraction("layout", "template");
+                m.count_event(Event::Layout(Layout::Template));
                 self.store.extracted_by_template(&host, &l1)?;
                 replace(e, t);
                 Worked { template: Some(version), render: None }
             }
             None => {
-                m.extraction("layout", "generic");
+                m.count_event(Event::Layout(Layout::Generic));
                 Worked::default()
             }
         };
@@ -180,7 +180,7 @@ impl Worker {
                 self.store.record_change(host, &change)?;
             }
             self.store.adopt(&learned, host, l1)?;
-            self.metrics.extraction("layout", "adopted");
+            self.metrics.count_event(Event::Layout(Layout::Adopted));
             return Ok(Some((t, learned.template.version)));
         }
         self.store.missed(host, l1)?;
@@ -237,7 +237,7 @@ impl Worker {
             rendered: 0,
         };
         if self.store.decide_rendering(host, decision)? {
-            self.metrics.extraction("render", "host_decided");
+            self.metrics.count_event(Event::Render(Render::HostDecided));
             tracing::info!(host, url = %e.url, "rendering the host's pages in the browser: {reason}");
             // A host that had static templates and now needs the browser migrated to a
             // single-page app: say so in its change log.
