@@ -296,7 +296,7 @@ async fn spawn_network(
     // now: every host waits the hand-over grace from here, not from the start, and until the
     // member that held it said what it fetched (bounded).
     let bound = (grace * 5).max(Duration::from_secs(10));
-    handover.start(&handle.peer_id().to_string(), &handle.ring(), grace, bound, crawler);
+    handover.start(&handle.peer_id(), &handle.ring(), grace, bound, crawler);
     // URLs sent before a crash or stop and never acknowledged go out again.
     let unsent = crate::storage::blocking(|| journal.all());
     if !unsent.is_empty() {

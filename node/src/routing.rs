@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft_frontier::{normalize_url, Candidate, HostKey, UrlKind};
-use weft_p2p::{Inbound, NetworkHandle, WireUrl};
+use weft_p2p::{Inbound, NetworkHandle, PeerId, WireUrl};
 
 /// URLs sent to other members and not acknowledged yet: url → (depth, kind).
 #[derive(Clone)]
@@ -108,7 +108,7 @@ async fn give_away(
     network: &NetworkHandle,
     journal: &Journal,
     keep: impl FnMut(&str) -> bool,
-    joined: Vec<String>,
+    joined: Vec<PeerId>,
 ) -> usize {
     let to_wire = |given: &weft_frontier::HandOff| -> Vec<WireUrl> {
         let done = given.done.iter().map(|url| WireUrl::new(url.clone(), 0, weft_p2p::UrlKind::Done));
@@ -135,12 +135,12 @@ async fn give_away(
 pub struct Router {
     network: NetworkHandle,
     journal: Journal,
-    me: String,
+    me: PeerId,
 }
 
 impl Router {
     pub fn new(network: NetworkHandle, journal: Journal) -> Router {
-        let me = network.peer_id().to_string();
+        let me = network.peer_id();
         Router { network, journal, me }
     }
 }
@@ -153,7 +153,7 @@ impl Route for Router {
         let mut theirs = Vec::new();
         for c in candidates {
             match ring.owner(HostKey::of(&c.url).name()) {
-                Some(owner) if owner != self.me => theirs.push(WireUrl::parsed(c.url, c.depth, to_wire(c.kind))),
+                Some(owner) if *owner != self.me => theirs.push(WireUrl::parsed(c.url, c.depth, to_wire(c.kind))),
                 _ => mine.push(c),
             }
         }
@@ -171,7 +171,7 @@ impl Route for Router {
     /// it does not fetch the page again. Nothing to do for a host still this node's.
     fn forward_done(&self, url: &url::Url) {
         let ring = self.network.ring();
-        if ring.owner(HostKey::of(url).name()).is_some_and(|o| o != self.me) {
+        if ring.owner(HostKey::of(url).name()).is_some_and(|o| *o != self.me) {
             let done = vec![WireUrl::parsed(url.clone(), 0, weft_p2p::UrlKind::Done)];
             if let Err(e) = self.journal.insert(&done) {
                 tracing::error!("outbox journal: {e}");
@@ -190,7 +190,7 @@ pub async fn forget_acknowledged(journal: Journal, mut acked: tokio::sync::mpsc:
 
 /// The member that owns a frontier host (frontier hosts carry their port, the ring knows
 /// names: [`HostKey::name`]).
-fn owner<'r>(ring: &'r weft_p2p::Ring, host: &str) -> Option<&'r str> {
+fn owner<'r>(ring: &'r weft_p2p::Ring, host: &str) -> Option<&'r PeerId> {
     ring.owner(HostKey::from_stored(host).name())
 }
 
@@ -204,25 +204,26 @@ pub async fn hand_off_on_changes(
     journal: Journal,
     grace: std::time::Duration,
 ) {
-    let me = network.peer_id().to_string();
+    let me = network.peer_id();
     let mut rings = network.ring_changes();
     let mut previous = rings.borrow_and_update().clone();
     while rings.changed().await.is_ok() {
         let ring = rings.borrow_and_update().clone();
         // Hosts that became this node's: their previous owner may be asking them right now.
-        let gained =
-            |host: &str| owner(&ring, host).is_some_and(|o| o == me) && owner(&previous, host).is_some_and(|o| o != me);
+        let gained = |host: &str| {
+            owner(&ring, host).is_some_and(|o| *o == me) && owner(&previous, host).is_some_and(|o| *o != me)
+        };
         let held = crawler.hold_hosts(gained, grace);
         if held > 0 {
             tracing::debug!(hosts = held, "hosts gained from another member wait the hand-over grace");
         }
         // Members that just joined gained hosts from this node: they wait for its word.
-        let joined: Vec<String> =
-            ring.members().iter().filter(|m| **m != me && !previous.contains(m)).cloned().collect();
+        let joined: Vec<PeerId> =
+            ring.members().iter().filter(|m| **m != me && !previous.contains(m)).copied().collect();
         previous = ring.clone();
         let mut hosts = 0usize;
         let keep = |host: &str| {
-            let keep = owner(&ring, host).map(|o| o == me).unwrap_or(true);
+            let keep = owner(&ring, host).map(|o| *o == me).unwrap_or(true);
             if !keep {
                 hosts += 1;
             }
@@ -245,7 +246,7 @@ pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal
     }
     network.leave();
     // Hand off only once this node is off its own ring, or URLs would be routed back to it.
-    let me = network.peer_id().to_string();
+    let me = network.peer_id();
     let mut rings = network.ring_changes();
     let off = rings.wait_for(|ring| !ring.contains(&me));
     if tokio::time::timeout(std::time::Duration::from_secs(5), off).await.is_err() {
@@ -313,7 +314,7 @@ pub async fn receive(
             let _ = reply.send(accepted);
         }
         if let (true, Some(peer)) = (handoff, from) {
-            handover.arrived(peer.to_string(), &crawler);
+            handover.arrived(peer, &crawler);
         }
     }
 }
@@ -327,7 +328,7 @@ pub async fn receive(
 #[derive(Clone, Default)]
 pub struct Handover {
     /// Members whose marker arrived since the start (markers can come before the wait starts).
-    arrived: Arc<Mutex<HashSet<String>>>,
+    arrived: Arc<Mutex<HashSet<PeerId>>>,
     waiting: Arc<Mutex<Option<Waiting>>>,
 }
 
@@ -337,13 +338,13 @@ struct Waiting {
     away: Arc<weft_p2p::Ring>,
     /// Members not heard from yet (also read under the frontier's lock: never held across a
     /// call into the crawler).
-    pending: Arc<Mutex<HashSet<String>>>,
+    pending: Arc<Mutex<HashSet<PeerId>>>,
     /// Hosts are released no sooner than this.
     not_before: Instant,
 }
 
 /// Does `host` belong to `member` on `ring`?
-fn held_by(ring: &weft_p2p::Ring, host: &str, member: &str) -> bool {
+fn held_by(ring: &weft_p2p::Ring, host: &str, member: &PeerId) -> bool {
     owner(ring, host).is_some_and(|o| o == member)
 }
 
@@ -351,12 +352,12 @@ impl Handover {
     /// Starts waiting for the hand-over of the other members of `ring` (this node is `me`):
     /// every host waits until the member that held it has handed it over, at most `bound`,
     /// and at least `grace`.
-    pub fn start(&self, me: &str, ring: &weft_p2p::Ring, grace: Duration, bound: Duration, crawler: &Crawler) {
+    pub fn start(&self, me: &PeerId, ring: &weft_p2p::Ring, grace: Duration, bound: Duration, crawler: &Crawler) {
         let now = Instant::now();
         let away = Arc::new(ring.without(me));
-        let heard: HashSet<String> = self.arrived.lock().clone();
-        let pending: HashSet<String> =
-            ring.members().iter().filter(|m| *m != me && !heard.contains(*m)).cloned().collect();
+        let heard: HashSet<PeerId> = self.arrived.lock().clone();
+        let pending: HashSet<PeerId> =
+            ring.members().iter().filter(|m| *m != me && !heard.contains(*m)).copied().collect();
         let not_before = now + grace;
         crawler.hold_hosts(|_| true, bound.max(grace));
         crawler.release_hosts(|host| heard.iter().any(|m| held_by(&away, host, m)), not_before);
@@ -374,8 +375,8 @@ impl Handover {
     }
 
     /// `peer`'s hand-over marker arrived (its URLs are queued): the hosts it held may go.
-    pub fn arrived(&self, peer: String, crawler: &Crawler) {
-        self.arrived.lock().insert(peer.clone());
+    pub fn arrived(&self, peer: PeerId, crawler: &Crawler) {
+        self.arrived.lock().insert(peer);
         let Some(w) = self.waiting.lock().clone() else { return };
         if !w.pending.lock().remove(&peer) {
             return;

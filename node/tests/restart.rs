@@ -72,9 +72,10 @@ fn kill_9_and_restart_fetches_every_page_exactly_once() {
         let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
         let i = &s["index"];
         let done: u64 = ["pages_indexed", "pages_aliased", "pages_failed"].iter().filter_map(|k| i[k].as_u64()).sum();
-        // ... and every lease completed (and so flushed): a page indexed but not yet completed
-        // is still in flight for the frontier, and is fetched again after a crash.
-        s["pages_fetched"].as_u64().is_some_and(|p| p == done) && s["in_flight"] == 0
+        // ... and every lease completed and its completion on disk: a page indexed but not yet
+        // completed is still in flight for the frontier, and one completed but not flushed is
+        // still queued on disk; either is fetched again after a crash.
+        s["pages_fetched"].as_u64().is_some_and(|p| p == done) && s["in_flight"] == 0 && s["unflushed"] == 0
     };
     let kill_at = loop {
         let quiet = || {

@@ -66,9 +66,9 @@ fn main() {
             s.handle.wait_for(|s| s.members.len() == 2).await;
         }
         let ring = a.handle.ring();
-        let b_id = b.handle.peer_id().to_string();
+        let b_id = b.handle.peer_id();
         let hosts: Vec<String> =
-            (0..).map(|i| format!("www.site{i}.example")).filter(|h| ring.owner(h) == Some(b_id.as_str())).take(500).collect();
+            (0..).map(|i| format!("www.site{i}.example")).filter(|h| ring.owner(h) == Some(&b_id)).take(500).collect();
         let batch: Vec<WireUrl> = (0..urls)
             .map(|i| {
                 let url = format!("https://{}/articles/{}/some-readable-slug-{i}", hosts[i % hosts.len()], i / hosts.len());

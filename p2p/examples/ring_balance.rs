@@ -6,6 +6,8 @@
 //! cargo run --release -p weft-p2p --example ring_balance
 //! ```
 
+use libp2p::identity::Keypair;
+use libp2p::PeerId;
 use std::collections::HashMap;
 use weft_p2p::Ring;
 
@@ -13,8 +15,14 @@ const HOSTS: usize = 100_000;
 const TRIALS: u64 = 9;
 
 /// Peer-id-like strings (libp2p ed25519 ids start with 12D3KooW), distinct per trial.
-fn members(n: usize, trial: u64) -> Vec<String> {
-    (0..n).map(|i| format!("12D3KooW{}", &blake3::hash(format!("{trial}/{i}").as_bytes()).to_hex()[..44])).collect()
+/// Member ids, the same for a trial on every run: ed25519 keys from seeded bytes.
+fn members(n: usize, trial: u64) -> Vec<PeerId> {
+    (0..n)
+        .map(|i| {
+            let seed = *blake3::hash(format!("{trial}/{i}").as_bytes()).as_bytes();
+            Keypair::ed25519_from_bytes(seed).expect("32 bytes").public().to_peer_id()
+        })
+        .collect()
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -33,7 +41,7 @@ fn main() {
                 let m = members(n + 1, trial);
                 let ring = Ring::new(m[..n].iter().cloned(), vnodes);
                 let grown = Ring::new(m.iter().cloned(), vnodes);
-                let mut counts: HashMap<&str, usize> = HashMap::new();
+                let mut counts: HashMap<&PeerId, usize> = HashMap::new();
                 let mut changed = 0;
                 for h in &hosts {
                     let owner = ring.owner(h).unwrap();

@@ -5,6 +5,7 @@
 //! [`crate::network`] moves the bytes.
 
 use crate::ring::Ring;
+use libp2p::PeerId;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -203,7 +204,7 @@ pub fn check_url(u: &mut WireUrl, allow_private: bool) -> Result<(), BadUrl> {
 /// A batch that was sent and awaits its acknowledgement.
 #[derive(Debug, Clone)]
 pub struct InFlight {
-    pub owner: String,
+    pub owner: PeerId,
     pub batch: UrlBatch,
     pub attempts: u32,
 }
@@ -212,21 +213,21 @@ pub struct InFlight {
 #[derive(Debug, Default)]
 pub struct Outbox {
     /// Owner → URLs not sent yet, and when the oldest arrived.
-    waiting: BTreeMap<String, (Vec<WireUrl>, Instant, u8)>,
+    waiting: BTreeMap<PeerId, (Vec<WireUrl>, Instant, u8)>,
     /// Batches to send again once their time comes: (due, owner-agnostic batch, attempts).
     retries: Vec<(Instant, UrlBatch, u32)>,
     /// Members owed a hand-over marker: the batch to each that goes with it carries it, or an
     /// empty one goes alone.
-    markers: BTreeSet<String>,
+    markers: BTreeSet<PeerId>,
 }
 
 impl Outbox {
     /// Adds URLs for their owners on `ring`; URLs of hosts `me` owns are returned instead.
-    pub fn route(&mut self, urls: Vec<WireUrl>, hops: u8, ring: &Ring, me: &str, now: Instant) -> Vec<WireUrl> {
+    pub fn route(&mut self, urls: Vec<WireUrl>, hops: u8, ring: &Ring, me: &PeerId, now: Instant) -> Vec<WireUrl> {
         let mut mine = Vec::new();
         for u in urls {
-            let Some(owner) = u.ring_host().and_then(|h| ring.owner(&h).map(str::to_string)) else { continue };
-            if owner == me {
+            let Some(owner) = u.ring_host().and_then(|h| ring.owner(&h).copied()) else { continue };
+            if owner == *me {
                 mine.push(u);
             } else {
                 let entry = self.waiting.entry(owner).or_insert_with(|| (Vec::new(), now, hops));
@@ -246,20 +247,20 @@ impl Outbox {
     /// Batches due at `now`: full ones, ones whose oldest URL waited [`BATCH_WAIT`] (or all
     /// of them with `flush_all`), and retries whose time has come — re-routed on `ring`, so a
     /// batch whose owner left goes to the new owner. URLs `me` now owns come back in `mine`.
-    pub fn due(&mut self, ring: &Ring, me: &str, now: Instant, flush_all: bool) -> Due {
+    pub fn due(&mut self, ring: &Ring, me: &PeerId, now: Instant, flush_all: bool) -> Due {
         let mut due = Due::default();
         // Retries first: their URLs are re-routed like new ones, keeping their attempt count.
         let (ready, later): (Vec<_>, Vec<_>) =
             std::mem::take(&mut self.retries).into_iter().partition(|(t, _, _)| *t <= now);
         self.retries = later;
-        let mut attempts: HashMap<String, u32> = HashMap::new();
+        let mut attempts: HashMap<PeerId, u32> = HashMap::new();
         for (_, batch, n) in ready {
             for u in batch.urls {
-                let Some(owner) = u.ring_host().and_then(|h| ring.owner(&h).map(str::to_string)) else { continue };
-                if owner == me {
+                let Some(owner) = u.ring_host().and_then(|h| ring.owner(&h).copied()) else { continue };
+                if owner == *me {
                     due.mine.push(u);
                 } else {
-                    let a = attempts.entry(owner.clone()).or_insert(0);
+                    let a = attempts.entry(owner).or_insert(0);
                     *a = (*a).max(n);
                     let entry = self.waiting.entry(owner).or_insert_with(|| (Vec::new(), now - BATCH_WAIT, batch.hops));
                     entry.0.push(u);
@@ -267,7 +268,7 @@ impl Outbox {
                 }
             }
         }
-        let owners: Vec<String> = self.waiting.keys().cloned().collect();
+        let owners: Vec<PeerId> = self.waiting.keys().copied().collect();
         for owner in owners {
             let (urls, since, _) = &self.waiting[&owner];
             if !(flush_all || urls.len() >= BATCH_URLS || now.saturating_duration_since(*since) >= BATCH_WAIT) {
@@ -277,8 +278,8 @@ impl Outbox {
             // A ring change may have made some of them ours, or someone else's.
             let mut rest = Vec::new();
             for u in urls.drain(..) {
-                match u.ring_host().and_then(|h| ring.owner(&h).map(str::to_string)) {
-                    Some(o) if o == me => due.mine.push(u),
+                match u.ring_host().and_then(|h| ring.owner(&h).copied()) {
+                    Some(o) if o == *me => due.mine.push(u),
                     Some(o) if o == owner => rest.push(u),
                     Some(o) => self.waiting.entry(o).or_insert_with(|| (Vec::new(), now, hops)).0.push(u),
                     None => {}
@@ -290,7 +291,7 @@ impl Outbox {
                 // The marker rides on the last batch of the hand-over.
                 let handoff = i == last && self.markers.remove(&owner);
                 due.batches.push(InFlight {
-                    owner: owner.clone(),
+                    owner,
                     batch: UrlBatch { urls: chunk.to_vec(), hops, handoff },
                     attempts: attempts.get(&owner).copied().unwrap_or(0),
                 });
@@ -298,7 +299,7 @@ impl Outbox {
         }
         // Markers for members this node had nothing for go alone (a retried one too).
         for owner in std::mem::take(&mut self.markers) {
-            if owner != me && ring.members().contains(&owner) {
+            if owner != *me && ring.contains(&owner) {
                 due.batches.push(InFlight {
                     owner,
                     batch: UrlBatch { urls: Vec::new(), hops: 0, handoff: true },
@@ -311,14 +312,14 @@ impl Outbox {
 
     /// `owners` are owed a hand-over marker with the next batch sent to them (see
     /// [`UrlBatch::handoff`]); send it with a full flush.
-    pub fn mark_handoff(&mut self, owners: impl IntoIterator<Item = String>) {
+    pub fn mark_handoff(&mut self, owners: impl IntoIterator<Item = PeerId>) {
         self.markers.extend(owners);
     }
 
     /// A sent batch failed or was refused: it is retried after a backoff (re-routed then).
     pub fn retry(&mut self, failed: InFlight, now: Instant) {
         if failed.batch.handoff {
-            self.markers.insert(failed.owner.clone());
+            self.markers.insert(failed.owner);
         }
         let delay = FIRST_RETRY_DELAY.saturating_mul(1 << failed.attempts.min(10)).min(MAX_RETRY_DELAY);
         self.retries.push((now + delay, failed.batch, failed.attempts + 1));
@@ -328,7 +329,7 @@ impl Outbox {
     /// again after [`BUSY_DELAY`], without counting as a failure.
     pub fn retry_busy(&mut self, busy: InFlight, now: Instant) {
         if busy.batch.handoff {
-            self.markers.insert(busy.owner.clone());
+            self.markers.insert(busy.owner);
         }
         self.retries.push((now + BUSY_DELAY, busy.batch, busy.attempts));
     }
@@ -391,77 +392,80 @@ mod tests {
         WireUrl::new(url, 1, UrlKind::Page)
     }
 
-    fn ring() -> Ring {
-        Ring::new(["a", "b", "c"], 150)
+    /// Three members, `a` < `b` < `c`, and their ring.
+    fn ring() -> (Ring, PeerId, PeerId, PeerId) {
+        let mut p: Vec<PeerId> = (0..3).map(|_| PeerId::random()).collect();
+        p.sort();
+        (Ring::new(p.clone(), 150), p[0], p[1], p[2])
     }
 
     /// A host owned by `owner` on [`ring`].
-    fn host_of(ring: &Ring, owner: &str, n: usize) -> String {
+    fn host_of(ring: &Ring, owner: &PeerId, n: usize) -> String {
         (0..).map(|i| format!("h{i}.test")).filter(|h| ring.owner(h) == Some(owner)).nth(n).unwrap()
     }
 
     #[test]
     fn own_urls_stay_and_others_wait_for_a_full_batch_or_five_seconds() {
-        let (r, t0) = (ring(), Instant::now());
+        let ((r, a, b, _), t0) = (ring(), Instant::now());
         let mut out = Outbox::default();
-        let (mine, theirs) = (host_of(&r, "a", 0), host_of(&r, "b", 0));
+        let (mine, theirs) = (host_of(&r, &a, 0), host_of(&r, &b, 0));
         let kept =
-            out.route(vec![page(&format!("http://{mine}/x")), page(&format!("http://{theirs}/y"))], 0, &r, "a", t0);
+            out.route(vec![page(&format!("http://{mine}/x")), page(&format!("http://{theirs}/y"))], 0, &r, &a, t0);
         assert_eq!(kept, vec![page(&format!("http://{mine}/x"))]);
-        assert!(out.due(&r, "a", t0 + Duration::from_secs(1), false).batches.is_empty());
+        assert!(out.due(&r, &a, t0 + Duration::from_secs(1), false).batches.is_empty());
         assert_eq!(out.next_due(), Some(t0 + BATCH_WAIT));
-        let due = out.due(&r, "a", t0 + BATCH_WAIT, false);
+        let due = out.due(&r, &a, t0 + BATCH_WAIT, false);
         assert_eq!(due.batches.len(), 1);
-        assert_eq!(due.batches[0].owner, "b");
+        assert_eq!(due.batches[0].owner, b);
         assert_eq!(out.waiting(), 0);
 
         let urls: Vec<WireUrl> = (0..BATCH_URLS + 5).map(|i| page(&format!("http://{theirs}/{i}"))).collect();
-        out.route(urls, 0, &r, "a", t0);
-        let due = out.due(&r, "a", t0, false);
+        out.route(urls, 0, &r, &a, t0);
+        let due = out.due(&r, &a, t0, false);
         assert_eq!(due.batches.iter().map(|b| b.batch.urls.len()).collect::<Vec<_>>(), vec![BATCH_URLS, 5]);
     }
 
     #[test]
     fn hand_over_markers_ride_on_the_last_batch_or_go_alone() {
-        let (r, t0) = (ring(), Instant::now());
+        let ((r, a, b, c), t0) = (ring(), Instant::now());
         let mut out = Outbox::default();
-        let to_b = host_of(&r, "b", 0);
-        out.mark_handoff(["b".to_string(), "c".to_string()]);
-        out.route(vec![page(&format!("http://{to_b}/1")), page(&format!("http://{to_b}/2"))], 0, &r, "a", t0);
-        let mut due = out.due(&r, "a", t0, true).batches;
-        due.sort_by(|x, y| x.owner.cmp(&y.owner));
+        let to_b = host_of(&r, &b, 0);
+        out.mark_handoff([b, c]);
+        out.route(vec![page(&format!("http://{to_b}/1")), page(&format!("http://{to_b}/2"))], 0, &r, &a, t0);
+        let mut due = out.due(&r, &a, t0, true).batches;
+        due.sort_by_key(|x| x.owner);
         assert_eq!(due.len(), 2);
-        assert_eq!((due[0].owner.as_str(), due[0].batch.urls.len(), due[0].batch.handoff), ("b", 2, true));
-        assert_eq!((due[1].owner.as_str(), due[1].batch.urls.len(), due[1].batch.handoff), ("c", 0, true));
+        assert_eq!((due[0].owner, due[0].batch.urls.len(), due[0].batch.handoff), (b, 2, true));
+        assert_eq!((due[1].owner, due[1].batch.urls.len(), due[1].batch.handoff), (c, 0, true));
         assert_eq!(check_batch(&due[1].batch), Ok(()), "an empty marker is a valid batch");
         // A marker whose batch failed goes again with the retry.
         let failed = due.remove(0);
         out.retry(failed, t0);
-        let again = out.due(&r, "a", t0 + FIRST_RETRY_DELAY, false).batches;
-        assert!(again.iter().any(|f| f.owner == "b" && f.batch.handoff && f.batch.urls.len() == 2), "{again:?}");
+        let again = out.due(&r, &a, t0 + FIRST_RETRY_DELAY, false).batches;
+        assert!(again.iter().any(|f| f.owner == b && f.batch.handoff && f.batch.urls.len() == 2), "{again:?}");
     }
 
     #[test]
     fn failed_batches_are_retried_with_backoff_and_rerouted_when_the_owner_leaves() {
-        let (r, t0) = (ring(), Instant::now());
+        let ((r, a, b, c), t0) = (ring(), Instant::now());
         let mut out = Outbox::default();
-        let theirs = host_of(&r, "b", 0);
-        out.route(vec![page(&format!("http://{theirs}/y"))], 0, &r, "a", t0);
-        let failed = out.due(&r, "a", t0, true).batches.remove(0);
+        let theirs = host_of(&r, &b, 0);
+        out.route(vec![page(&format!("http://{theirs}/y"))], 0, &r, &a, t0);
+        let failed = out.due(&r, &a, t0, true).batches.remove(0);
         out.retry(failed, t0);
-        assert!(out.due(&r, "a", t0 + Duration::from_secs(1), false).batches.is_empty(), "not before the backoff");
-        let again = out.due(&r, "a", t0 + FIRST_RETRY_DELAY, false).batches.remove(0);
-        assert_eq!((again.owner.as_str(), again.attempts), ("b", 1));
+        assert!(out.due(&r, &a, t0 + Duration::from_secs(1), false).batches.is_empty(), "not before the backoff");
+        let again = out.due(&r, &a, t0 + FIRST_RETRY_DELAY, false).batches.remove(0);
+        assert_eq!((again.owner, again.attempts), (b, 1));
         out.retry(again, t0 + FIRST_RETRY_DELAY);
         assert_eq!(out.next_due(), Some(t0 + FIRST_RETRY_DELAY * 3), "doubled");
         // b leaves: the retry goes to whoever owns the host now.
-        let smaller = Ring::new(["a", "c"], 150);
-        let due = out.due(&smaller, "a", t0 + FIRST_RETRY_DELAY * 3, false);
+        let smaller = Ring::new([a, c], 150);
+        let due = out.due(&smaller, &a, t0 + FIRST_RETRY_DELAY * 3, false);
         let owner = smaller.owner(&theirs).unwrap();
-        if owner == "a" {
+        if *owner == a {
             assert_eq!(due.mine.len(), 1);
         } else {
-            assert_eq!(due.batches[0].owner, "c");
+            assert_eq!(due.batches[0].owner, c);
         }
     }
 

@@ -29,6 +29,7 @@ pub mod search;
 pub mod summaries;
 
 pub use exchange::{UrlKind, WireUrl};
+pub use libp2p::PeerId;
 pub use network::{
     start, Inbound, Joining, NetworkAnswer, NetworkConfig, NetworkHandle, NetworkStatus, P2pError, PeerAnswer,
     SearchInbound, SearchStatus, Started,

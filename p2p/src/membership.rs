@@ -4,6 +4,7 @@
 //! the same member.
 
 use crate::ring::Ring;
+use libp2p::PeerId;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -57,6 +58,9 @@ impl Heartbeat {
         if hb.peer != source {
             return Err(HeartbeatError::Impostor { claimed: hb.peer, source_peer: source.to_string() });
         }
+        if hb.peer.parse::<PeerId>().is_err() {
+            return Err(HeartbeatError::Decode(format!("{:?} is not a peer id", hb.peer)));
+        }
         if hb.addrs.len() > 32 || hb.addrs.iter().any(|a| a.len() > 256) {
             return Err(HeartbeatError::Decode("too many or too long addresses".into()));
         }
@@ -74,7 +78,8 @@ struct Member {
 #[derive(Debug)]
 pub struct Members {
     me: Heartbeat,
-    others: BTreeMap<String, Member>,
+    me_id: PeerId,
+    others: BTreeMap<PeerId, Member>,
     ttl: Duration,
     vnodes: usize,
     ring: Ring,
@@ -83,15 +88,16 @@ pub struct Members {
 /// What a heartbeat or an expiry did to the member set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
-    Joined(String),
-    Left(String),
+    Joined(PeerId),
+    Left(PeerId),
 }
 
 impl Members {
-    /// A table with only this node in it; members expire after `ttl` without a heartbeat.
-    pub fn new(me: Heartbeat, ttl: Duration, vnodes: usize) -> Members {
-        let ring = Ring::new([me.peer.clone()], vnodes);
-        Members { me, others: BTreeMap::new(), ttl, vnodes, ring }
+    /// A table with only this node (`me_id`, announcing `me`) in it; members expire after
+    /// `ttl` without a heartbeat.
+    pub fn new(me_id: PeerId, me: Heartbeat, ttl: Duration, vnodes: usize) -> Members {
+        let ring = Ring::new([me_id], vnodes);
+        Members { me, me_id, others: BTreeMap::new(), ttl, vnodes, ring }
     }
 
     pub fn me(&self) -> &Heartbeat {
@@ -103,16 +109,17 @@ impl Members {
         self.me = me;
     }
 
-    /// Records a heartbeat seen at `now`.
+    /// Records a heartbeat seen at `now` (one that does not name a peer id is ignored:
+    /// [`Heartbeat::decode`] refuses those).
     pub fn observe(&mut self, hb: Heartbeat, now: Instant) -> Option<Change> {
-        if hb.peer == self.me.peer {
+        let peer: PeerId = hb.peer.parse().ok()?;
+        if peer == self.me_id {
             return None;
         }
         if hb.leaving {
-            return self.remove(&hb.peer);
+            return self.remove(&peer);
         }
-        let peer = hb.peer.clone();
-        let joined = self.others.insert(peer.clone(), Member { heartbeat: hb, last_seen: now }).is_none();
+        let joined = self.others.insert(peer, Member { heartbeat: hb, last_seen: now }).is_none();
         joined.then(|| {
             self.rebuild();
             Change::Joined(peer)
@@ -120,20 +127,20 @@ impl Members {
     }
 
     /// Drops a member at once (its connection closed for good, or it was banned).
-    pub fn remove(&mut self, peer: &str) -> Option<Change> {
+    pub fn remove(&mut self, peer: &PeerId) -> Option<Change> {
         self.others.remove(peer).map(|_| {
             self.rebuild();
-            Change::Left(peer.to_string())
+            Change::Left(*peer)
         })
     }
 
     /// Drops members not heard from within the ttl.
     pub fn expire(&mut self, now: Instant) -> Vec<Change> {
-        let gone: Vec<String> = self
+        let gone: Vec<PeerId> = self
             .others
             .iter()
             .filter(|(_, m)| now.saturating_duration_since(m.last_seen) > self.ttl)
-            .map(|(p, _)| p.clone())
+            .map(|(p, _)| *p)
             .collect();
         for p in &gone {
             self.others.remove(p);
@@ -152,8 +159,8 @@ impl Members {
     }
 
     fn rebuild(&mut self) {
-        let me = (!self.me.leaving).then(|| self.me.peer.clone());
-        let peers = me.into_iter().chain(self.others.keys().cloned());
+        let me = (!self.me.leaving).then_some(self.me_id);
+        let peers = me.into_iter().chain(self.others.keys().copied());
         self.ring = Ring::new(peers, self.vnodes);
     }
 
@@ -163,12 +170,12 @@ impl Members {
     }
 
     /// Peer ids of every member, this node included (until it leaves), sorted.
-    pub fn peers(&self) -> Vec<String> {
+    pub fn peers(&self) -> Vec<PeerId> {
         self.ring.members().to_vec()
     }
 
     /// The heartbeat last heard from `peer`.
-    pub fn get(&self, peer: &str) -> Option<&Heartbeat> {
+    pub fn get(&self, peer: &PeerId) -> Option<&Heartbeat> {
         self.others.get(peer).map(|m| &m.heartbeat)
     }
 
@@ -190,9 +197,16 @@ impl Members {
 mod tests {
     use super::*;
 
-    fn hb(peer: &str) -> Heartbeat {
+    /// Three peers, `me` < `b` < `c` in the ring's order.
+    fn peers() -> (PeerId, PeerId, PeerId) {
+        let mut p: Vec<PeerId> = (0..3).map(|_| PeerId::random()).collect();
+        p.sort();
+        (p[0], p[1], p[2])
+    }
+
+    fn hb(peer: &PeerId) -> Heartbeat {
         Heartbeat {
-            peer: peer.into(),
+            peer: peer.to_string(),
             addrs: vec!["/ip4/127.0.0.1/tcp/1".into()],
             capacity: 10,
             leaving: false,
@@ -202,45 +216,51 @@ mod tests {
 
     #[test]
     fn a_leaving_member_is_dropped_at_once_and_a_leaver_owns_nothing() {
+        let (me, b, c) = peers();
         let t0 = Instant::now();
-        let mut m = Members::new(hb("me"), Duration::from_secs(20), 150);
-        m.observe(hb("b"), t0);
-        m.observe(hb("c"), t0);
-        let bye = Heartbeat { leaving: true, ..hb("b") };
-        assert_eq!(Heartbeat::decode(&bye.encode(), "b").unwrap(), bye);
-        assert_eq!(m.observe(bye, t0), Some(Change::Left("b".into())));
-        assert_eq!(m.peers(), ["c", "me"]);
+        let mut m = Members::new(me, hb(&me), Duration::from_secs(20), 150);
+        m.observe(hb(&b), t0);
+        m.observe(hb(&c), t0);
+        let bye = Heartbeat { leaving: true, ..hb(&b) };
+        assert_eq!(Heartbeat::decode(&bye.encode(), &b.to_string()).unwrap(), bye);
+        assert_eq!(m.observe(bye, t0), Some(Change::Left(b)));
+        assert_eq!(m.peers(), [me, c]);
         m.leave();
-        assert_eq!(m.peers(), ["c"], "the leaver's ring gives its hosts to the others");
+        assert_eq!(m.peers(), [c], "the leaver's ring gives its hosts to the others");
         assert!(m.me().leaving);
-        assert_eq!(m.ring().owner("any.test"), Some("c"));
+        assert_eq!(m.ring().owner("any.test"), Some(&c));
     }
 
     #[test]
     fn members_join_expire_and_the_ring_follows() {
+        let (me, b, c) = peers();
         let t0 = Instant::now();
-        let mut m = Members::new(hb("me"), Duration::from_secs(20), 150);
-        assert_eq!(m.ring().members(), ["me"]);
-        assert_eq!(m.observe(hb("b"), t0), Some(Change::Joined("b".into())));
-        assert_eq!(m.observe(hb("b"), t0), None, "a repeated heartbeat is no change");
-        assert_eq!(m.observe(hb("me"), t0), None, "our own heartbeat echoes are ignored");
-        m.observe(hb("c"), t0 + Duration::from_secs(15));
-        assert_eq!(m.peers(), ["b", "c", "me"]);
-        assert_eq!(m.expire(t0 + Duration::from_secs(21)), vec![Change::Left("b".into())]);
-        assert_eq!(m.ring().members(), ["c", "me"]);
-        assert_eq!(m.remove("c"), Some(Change::Left("c".into())));
+        let mut m = Members::new(me, hb(&me), Duration::from_secs(20), 150);
+        assert_eq!(m.ring().members(), [me]);
+        assert_eq!(m.observe(hb(&b), t0), Some(Change::Joined(b)));
+        assert_eq!(m.observe(hb(&b), t0), None, "a repeated heartbeat is no change");
+        assert_eq!(m.observe(hb(&me), t0), None, "our own heartbeat echoes are ignored");
+        m.observe(hb(&c), t0 + Duration::from_secs(15));
+        assert_eq!(m.peers(), [me, b, c]);
+        assert_eq!(m.expire(t0 + Duration::from_secs(21)), vec![Change::Left(b)]);
+        assert_eq!(m.ring().members(), [me, c]);
+        assert_eq!(m.remove(&c), Some(Change::Left(c)));
         assert_eq!(m.len(), 1);
     }
 
     #[test]
     fn heartbeats_are_capped_validated_and_bound_to_their_signer() {
-        let bytes = hb("peer-a").encode();
-        assert_eq!(Heartbeat::decode(&bytes, "peer-a").unwrap(), hb("peer-a"));
-        assert!(matches!(Heartbeat::decode(&bytes, "peer-b"), Err(HeartbeatError::Impostor { .. })));
-        assert!(matches!(Heartbeat::decode(b"\xff\x00{", "peer-a"), Err(HeartbeatError::Decode(_))));
+        let (a, b, _) = peers();
+        let (a_s, b_s) = (a.to_string(), b.to_string());
+        let bytes = hb(&a).encode();
+        assert_eq!(Heartbeat::decode(&bytes, &a_s).unwrap(), hb(&a));
+        assert!(matches!(Heartbeat::decode(&bytes, &b_s), Err(HeartbeatError::Impostor { .. })));
+        assert!(matches!(Heartbeat::decode(b"\xff\x00{", &a_s), Err(HeartbeatError::Decode(_))));
         let big = vec![b' '; MAX_HEARTBEAT_BYTES + 1];
-        assert!(matches!(Heartbeat::decode(&big, "peer-a"), Err(HeartbeatError::TooLarge(_))));
-        let many = Heartbeat { addrs: vec!["/ip4/1.2.3.4/tcp/1".into(); 100], ..hb("peer-a") };
-        assert!(Heartbeat::decode(&many.encode(), "peer-a").is_err());
+        assert!(matches!(Heartbeat::decode(&big, &a_s), Err(HeartbeatError::TooLarge(_))));
+        let many = Heartbeat { addrs: vec!["/ip4/1.2.3.4/tcp/1".into(); 100], ..hb(&a) };
+        assert!(Heartbeat::decode(&many.encode(), &a_s).is_err());
+        let not_a_peer = Heartbeat { peer: "peer-a".into(), ..hb(&a) };
+        assert!(matches!(Heartbeat::decode(&not_a_peer.encode(), "peer-a"), Err(HeartbeatError::Decode(_))));
     }
 }

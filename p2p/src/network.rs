@@ -246,7 +246,7 @@ pub struct NetworkHandle {
     status: watch::Receiver<NetworkStatus>,
     ring: watch::Receiver<Arc<Ring>>,
     stop: Arc<watch::Sender<bool>>,
-    urls: mpsc::UnboundedSender<(Vec<WireUrl>, bool, Vec<String>)>,
+    urls: mpsc::UnboundedSender<(Vec<WireUrl>, bool, Vec<PeerId>)>,
     commands: mpsc::UnboundedSender<Command>,
 }
 
@@ -304,7 +304,7 @@ impl NetworkHandle {
     /// hands, whose new owners should know at once what is queued and what is done. `joined`
     /// (members that just joined, and gained hosts from this node) get a hand-over marker with
     /// it, or alone when this node had nothing for them.
-    pub fn hand_off(&self, urls: Vec<WireUrl>, joined: Vec<String>) {
+    pub fn hand_off(&self, urls: Vec<WireUrl>, joined: Vec<PeerId>) {
         if !urls.is_empty() || !joined.is_empty() {
             let _ = self.urls.send((urls, true, joined));
         }
@@ -400,7 +400,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     };
     let reach = Reachability::new(config.private_addrs, upnp, std::time::Instant::now());
     let ttl = config.heartbeat * config.missed_heartbeats;
-    let members = Members::new(me, ttl, config.vnodes);
+    let members = Members::new(peer_id, me, ttl, config.vnodes);
     let (status_tx, status) = watch::channel(NetworkStatus { peer_id: peer_id.to_string(), ..Default::default() });
     let (ring_tx, ring) = watch::channel(Arc::new(members.ring().clone()));
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -532,7 +532,7 @@ impl EventLoop {
     async fn run(
         mut self,
         mut stop: watch::Receiver<bool>,
-        mut urls: mpsc::UnboundedReceiver<(Vec<WireUrl>, bool, Vec<String>)>,
+        mut urls: mpsc::UnboundedReceiver<(Vec<WireUrl>, bool, Vec<PeerId>)>,
         mut commands: mpsc::UnboundedReceiver<Command>,
     ) {
         let mut heartbeat = tokio::time::interval(self.config.heartbeat);
@@ -570,7 +570,7 @@ impl EventLoop {
                     self.dial_bootstrap();
                 }
                 Some((batch, now, joined)) = urls.recv() => {
-                    let me = self.swarm.local_peer_id().to_string();
+                    let me = *self.swarm.local_peer_id();
                     self.outbox.mark_handoff(joined);
                     let mine = self.outbox.route(batch, 0, self.members.ring(), &me, std::time::Instant::now());
                     self.deliver(mine, None, None, false);
@@ -916,7 +916,7 @@ impl EventLoop {
         tracing::warn!(%peer, "peer banned for {} s: {why}", BAN.as_secs());
         self.banned.insert(peer, std::time::Instant::now() + BAN);
         self.swarm.behaviour_mut().blocked.block_peer(peer);
-        if let Some(change) = self.members.remove(&peer.to_string()) {
+        if let Some(change) = self.members.remove(&peer) {
             self.on_change(change);
         }
     }
@@ -962,12 +962,11 @@ impl EventLoop {
 
     /// Sends the batches that are due.
     fn flush(&mut self, all: bool) {
-        let me = self.swarm.local_peer_id().to_string();
+        let me = *self.swarm.local_peer_id();
         let due = self.outbox.due(self.members.ring(), &me, std::time::Instant::now(), all);
         self.deliver(due.mine, None, None, false);
         for f in due.batches {
-            let Ok(peer) = f.owner.parse::<PeerId>() else { continue };
-            let id = self.swarm.behaviour_mut().urls.send_request(&peer, Frame::Request(f.batch.clone()));
+            let id = self.swarm.behaviour_mut().urls.send_request(&f.owner, Frame::Request(f.batch.clone()));
             self.in_flight.insert(id, f);
         }
     }
@@ -1025,11 +1024,11 @@ impl EventLoop {
             }
         }
         // Hosts this node does not own (the sender's ring was stale) go on, within the hop limit.
-        let me = self.swarm.local_peer_id().to_string();
+        let me = *self.swarm.local_peer_id();
         let now = std::time::Instant::now();
-        let (mine, others): (Vec<WireUrl>, Vec<WireUrl>) = valid
-            .into_iter()
-            .partition(|u| u.ring_host().and_then(|h| self.members.ring().owner(&h).map(|o| o == me)).unwrap_or(false));
+        let (mine, others): (Vec<WireUrl>, Vec<WireUrl>) = valid.into_iter().partition(|u| {
+            u.ring_host().and_then(|h| self.members.ring().owner(&h).map(|o| *o == me)).unwrap_or(false)
+        });
         let mut forwarded = 0u32;
         if batch.hops < MAX_HOPS {
             forwarded = others.len() as u32;
@@ -1046,13 +1045,13 @@ impl EventLoop {
     fn on_change(&mut self, change: Change) {
         match &change {
             Change::Joined(peer) => {
-                tracing::info!(peer, members = self.members.len(), "member joined");
+                tracing::info!(%peer, members = self.members.len(), "member joined");
                 // The newcomer has not heard this node's summary: send it again soon.
                 self.querying.member_joined();
             }
-            Change::Left(peer) => tracing::info!(peer, members = self.members.len(), "member left"),
+            Change::Left(peer) => tracing::info!(%peer, members = self.members.len(), "member left"),
         }
-        let members = self.members.peers();
+        let members: Vec<String> = self.members.peers().iter().map(PeerId::to_string).collect();
         self.querying.summaries.retain(|p| members.iter().any(|m| m == p));
         self.ring.send_replace(Arc::new(self.members.ring().clone()));
     }
@@ -1150,7 +1149,7 @@ impl EventLoop {
             if self.relay_listeners.contains_key(&relay) {
                 continue;
             }
-            let Some(hb) = self.members.get(&relay.to_string()) else { continue };
+            let Some(hb) = self.members.get(&relay) else { continue };
             let Some(addr) = hb
                 .addrs
                 .iter()
@@ -1180,8 +1179,8 @@ impl EventLoop {
                 .map(|a| a.clone().with_p2p(local).unwrap_or_else(|a| a).to_string())
                 .collect(),
             connected_peers: self.connected.len(),
-            members: self.members.peers(),
-            ring_share: self.members.ring().share(&local.to_string()),
+            members: self.members.peers().iter().map(PeerId::to_string).collect(),
+            ring_share: self.members.ring().share(&local),
             joining: self.joining.clone(),
             rejected_heartbeats: self.rejected,
             urls_sent: self.counts.sent,

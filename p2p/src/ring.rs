@@ -8,6 +8,7 @@
 //! one leaves, its arcs fall to the next points clockwise, spread over many members thanks to
 //! the virtual nodes.
 
+use libp2p::PeerId;
 use std::collections::BTreeSet;
 
 /// Virtual nodes per member unless configured otherwise.
@@ -19,7 +20,7 @@ pub struct Ring {
     /// (point, index into `members`), sorted by point.
     points: Vec<(u64, u32)>,
     /// Members, sorted (so the ring does not depend on the order they were learned in).
-    members: Vec<String>,
+    members: Vec<PeerId>,
     vnodes: usize,
 }
 
@@ -37,17 +38,13 @@ pub fn host_point(host: &str) -> u64 {
 
 impl Ring {
     /// This ring without `member` (what the others use while it is away).
-    pub fn without(&self, member: &str) -> Ring {
-        Ring::new(self.members().iter().filter(|m| *m != member), self.vnodes)
+    pub fn without(&self, member: &PeerId) -> Ring {
+        Ring::new(self.members().iter().filter(|m| *m != member).copied(), self.vnodes)
     }
 
-    /// The ring of `members` (peer ids as strings) with `vnodes` points each.
-    pub fn new<I, S>(members: I, vnodes: usize) -> Ring
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        let members: Vec<String> = members.into_iter().map(Into::into).collect::<BTreeSet<_>>().into_iter().collect();
+    /// The ring of `members` with `vnodes` points each. A member's points hash its base58 form.
+    pub fn new(members: impl IntoIterator<Item = PeerId>, vnodes: usize) -> Ring {
+        let members: Vec<PeerId> = members.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
         let vnodes = vnodes.max(1);
         let mut points = Vec::with_capacity(members.len() * vnodes);
         for (m, member) in members.iter().enumerate() {
@@ -60,7 +57,7 @@ impl Ring {
         Ring { points, members, vnodes }
     }
 
-    pub fn members(&self) -> &[String] {
+    pub fn members(&self) -> &[PeerId] {
         &self.members
     }
 
@@ -72,17 +69,18 @@ impl Ring {
         self.members.is_empty()
     }
 
-    pub fn contains(&self, member: &str) -> bool {
-        self.members.binary_search_by(|m| m.as_str().cmp(member)).is_ok()
+    pub fn contains(&self, member: &PeerId) -> bool {
+        self.members.binary_search(member).is_ok()
     }
 
-    /// The member that owns `host` (`None` on an empty ring).
-    pub fn owner(&self, host: &str) -> Option<&str> {
+    /// The member that owns `host`, a host name ([`weft_frontier::HostKey::name`]); `None` on
+    /// an empty ring.
+    pub fn owner(&self, host: &str) -> Option<&PeerId> {
         self.owner_of_point(host_point(host))
     }
 
     /// The member owning position `p`: the first point at or after it, wrapping around.
-    pub fn owner_of_point(&self, p: u64) -> Option<&str> {
+    pub fn owner_of_point(&self, p: u64) -> Option<&PeerId> {
         if self.points.is_empty() {
             return None;
         }
@@ -92,8 +90,8 @@ impl Ring {
     }
 
     /// The fraction of the ring's hash space `member` owns (0 if it is not a member).
-    pub fn share(&self, member: &str) -> f64 {
-        let Ok(m) = self.members.binary_search_by(|x| x.as_str().cmp(member)) else { return 0.0 };
+    pub fn share(&self, member: &PeerId) -> f64 {
+        let Ok(m) = self.members.binary_search(member) else { return 0.0 };
         let n = self.points.len();
         let mut owned: u128 = 0;
         for (i, &(q, owner)) in self.points.iter().enumerate() {
@@ -115,16 +113,17 @@ impl Ring {
 mod tests {
     use super::*;
 
-    fn members(n: usize) -> Vec<String> {
-        (0..n).map(|i| format!("12D3KooWmember{i:04}")).collect()
+    fn members(n: usize) -> Vec<PeerId> {
+        (0..n).map(|_| PeerId::random()).collect()
     }
 
     #[test]
     fn an_empty_ring_owns_nothing_and_one_member_owns_everything() {
-        assert_eq!(Ring::new(Vec::<String>::new(), 150).owner("a.test"), None);
-        let r = Ring::new(["solo"], 150);
-        assert_eq!(r.owner("a.test"), Some("solo"));
-        assert!((r.share("solo") - 1.0).abs() < 1e-9);
+        assert_eq!(Ring::new([], 150).owner("a.test"), None);
+        let solo = PeerId::random();
+        let r = Ring::new([solo], 150);
+        assert_eq!(r.owner("a.test"), Some(&solo));
+        assert!((r.share(&solo) - 1.0).abs() < 1e-9);
     }
 
     #[test]
@@ -147,7 +146,7 @@ mod tests {
         assert!((total - 1.0).abs() < 1e-9, "{total}");
         let mut counts = std::collections::HashMap::new();
         for h in 0..20_000 {
-            *counts.entry(r.owner(&format!("h{h}.test")).unwrap().to_string()).or_insert(0usize) += 1;
+            *counts.entry(*r.owner(&format!("h{h}.test")).unwrap()).or_insert(0usize) += 1;
         }
         for m in r.members() {
             let observed = counts[m] as f64 / 20_000.0;
@@ -157,16 +156,16 @@ mod tests {
 
     #[test]
     fn a_join_moves_hosts_only_to_the_newcomer_and_a_leave_only_from_the_leaver() {
-        let before = Ring::new(members(10), 150);
-        let mut more = members(10);
-        more.push("12D3KooWnewcomer".into());
-        let after = Ring::new(more, 150);
+        let ten = members(10);
+        let before = Ring::new(ten.clone(), 150);
+        let newcomer = PeerId::random();
+        let after = Ring::new(ten.into_iter().chain([newcomer]), 150);
         let mut moved = 0;
         for h in 0..10_000 {
             let host = format!("h{h}.test");
             let (a, b) = (before.owner(&host).unwrap(), after.owner(&host).unwrap());
             if a != b {
-                assert_eq!(b, "12D3KooWnewcomer");
+                assert_eq!(b, &newcomer);
                 moved += 1;
             }
         }
@@ -176,17 +175,20 @@ mod tests {
         for h in 0..10_000 {
             let host = format!("h{h}.test");
             let (a, b) = (after.owner(&host).unwrap(), before.owner(&host).unwrap());
-            assert!(a == b || a == "12D3KooWnewcomer");
+            assert!(a == b || a == &newcomer);
         }
+        assert_eq!(after.without(&newcomer), before);
     }
 
     #[test]
     fn the_point_is_blake3_of_peer_and_index() {
-        let r = Ring::new(["p"], 1);
-        let expected = u64::from_be_bytes(blake3::hash(b"p:0").as_bytes()[..8].try_into().unwrap());
+        let p = PeerId::random();
+        let r = Ring::new([p], 1);
+        let expected =
+            u64::from_be_bytes(blake3::hash(format!("{p}:0").as_bytes()).as_bytes()[..8].try_into().unwrap());
         assert_eq!(r.points, vec![(expected, 0)]);
         // A host just at or before the point is owned by it; the ring wraps after the last point.
-        assert_eq!(r.owner_of_point(expected), Some("p"));
-        assert_eq!(r.owner_of_point(expected.wrapping_add(1)), Some("p"));
+        assert_eq!(r.owner_of_point(expected), Some(&p));
+        assert_eq!(r.owner_of_point(expected.wrapping_add(1)), Some(&p));
     }
 }

@@ -59,8 +59,7 @@ async fn each_host_is_crawled_by_its_owner_alone() {
         tokio::time::timeout(Duration::from_secs(60), h.wait_for(|s| s.members.len() == 3)).await.expect("members");
     }
     // Peer id → node number, through the User-Agent each node fetches with.
-    let node_of: HashMap<String, usize> =
-        handles.iter().enumerate().map(|(i, h)| (h.peer_id().to_string(), i)).collect();
+    let node_of: HashMap<weft_p2p::PeerId, usize> = handles.iter().enumerate().map(|(i, h)| (h.peer_id(), i)).collect();
     let ring = handles[0].ring();
     let owners: HashSet<usize> = (0..HOSTS).map(|i| node_of[ring.owner(&format!("h{i}.test")).unwrap()]).collect();
     assert!(owners.len() >= 2, "the test needs hosts owned by more than one node: {owners:?}");

@@ -41,8 +41,10 @@ async fn a_syndicated_story_is_indexed_once_in_the_network() {
         tokio::time::timeout(Duration::from_secs(60), net.wait_for(|s| s.members.len() == 2)).await.expect("members");
     }
     let ring = net0.ring();
-    let (id0, id1) = (net0.peer_id().to_string(), net1.peer_id().to_string());
-    let host_of = |owner: &str| (0..16).map(|i| format!("s{i}.test")).find(|h| ring.owner(h) == Some(owner)).unwrap();
+    let (id0, id1) = (net0.peer_id(), net1.peer_id());
+    let host_of = |owner: &weft_p2p::PeerId| {
+        (0..16).map(|i| format!("s{i}.test")).find(|h| ring.owner(h) == Some(owner)).unwrap()
+    };
     let (a, b) = (host_of(&id0), host_of(&id1));
 
     // The copy on node 0's host is crawled and indexed first, and its fingerprint published.

@@ -120,7 +120,10 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
     let mut page_of: HashMap<usize, (String, usize)> = HashMap::new();
     for t in 0..TOPICS.len() {
         let owner = t % NODES;
-        let h = (0..CANDIDATES).map(|j| host(t, j)).find(|h| ring.owner(h) == Some(ids[owner].as_str())).unwrap();
+        let h = (0..CANDIDATES)
+            .map(|j| host(t, j))
+            .find(|h| ring.owner(h).is_some_and(|o| o.to_string() == ids[owner]))
+            .unwrap();
         page_of.insert(t, (server.url(&h, "/"), owner));
     }
     let seeds: Vec<String> = page_of.values().map(|(u, _)| u.clone()).collect();

@@ -190,6 +190,9 @@ struct Inner {
     paused: std::sync::atomic::AtomicBool,
     /// Over the memory target: no new requests start until memory is back down.
     throttled: std::sync::atomic::AtomicBool,
+    /// Leases completed in memory whose completion is not on disk yet: a crash now would
+    /// fetch them again (`/status` `unflushed`).
+    unflushed: std::sync::atomic::AtomicU64,
 }
 
 fn now_unix() -> u64 {
@@ -216,6 +219,7 @@ impl Crawler {
                 renders,
                 paused: std::sync::atomic::AtomicBool::new(false),
                 throttled: std::sync::atomic::AtomicBool::new(false),
+                unflushed: std::sync::atomic::AtomicU64::new(0),
             }),
         }
     }
@@ -446,7 +450,9 @@ impl Crawler {
     /// The crawl's part of `/status`.
     pub fn status(&self) -> CrawlStatus {
         let stats = self.inner.frontier.lock().stats();
-        CrawlStatus::of(&self.inner.metrics, &stats, self.state())
+        let mut status = CrawlStatus::of(&self.inner.metrics, &stats, self.state());
+        status.unflushed = self.inner.unflushed.load(Ordering::Acquire);
+        status
     }
 
     /// Writes a seen-set snapshot and flushes everything to disk (called on a timer and at
@@ -630,6 +636,7 @@ impl Inner {
             }
         };
         let url = Url::parse(&lease.entry.url).ok();
+        self.unflushed.fetch_add(1, Ordering::AcqRel);
         let result = blocking(|| self.frontier.lock().complete(lease, completion, requested, Instant::now()));
         if matches!(result, Ok(Completed::Removed | Completed::GaveUp)) {
             // The host may have changed hands while this lease was out: its new owner learns
@@ -645,6 +652,7 @@ impl Inner {
             Err(e) => tracing::error!("completing a lease failed: {e}"),
         }
         let _ = self.flush().await;
+        self.unflushed.fetch_sub(1, Ordering::AcqRel);
         self.wake.notify_one();
     }
 
@@ -807,6 +815,10 @@ pub struct CrawlStatus {
     /// URLs waiting in the frontier (in-flight ones included).
     pub queued: u64,
     pub in_flight: u64,
+    /// Leases completed whose completion is not on disk yet (a crash now would fetch those
+    /// pages again); 0 when everything done is durable.
+    #[serde(default)]
+    pub unflushed: u64,
     pub hosts: u64,
     pub hosts_with_queue: u64,
     pub seen_urls: u64,
@@ -840,6 +852,7 @@ impl CrawlStatus {
             extraction: m.extractions(),
             queued: frontier.queued,
             in_flight: frontier.in_flight,
+            unflushed: 0,
             hosts: frontier.hosts,
             hosts_with_queue: frontier.hosts_with_queue,
             seen_urls: frontier.seen,

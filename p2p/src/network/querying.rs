@@ -375,7 +375,8 @@ impl EventLoop {
     fn dispatch(&mut self, id: u64) {
         let now = Instant::now();
         let me = self.swarm.local_peer_id().to_string();
-        let members = self.members.peers();
+        // Summaries and the DHT name peers by their base58 form (it is what they carry).
+        let members: Vec<String> = self.members.peers().iter().map(PeerId::to_string).collect();
         let Some(q) = self.querying.queries.get(&id) else { return };
         let model = q.request.model.clone();
         let ranked = rank(&q.request.vector, &model, &self.querying.summaries, &members, &q.providers, |p| {
