@@ -6,7 +6,7 @@
 //! - `worker.rs`: the fast path, on every fetched page, on the DOM the extractor parsed.
 //! - `teacher.rs`: the slow path, with the browser, in the background.
 //! - `rendering.rs`: pages that need JavaScript, rendered and sent down the pipeline; the crawl
-//!   reaches it through [`crate::crawl::Renders`].
+//!   reaches it through [`crate::Renders`].
 //! - `render_fetch.rs`: what a rendered page may fetch, under the crawl's rules.
 //! - `browser.rs`, `chromium.rs`: the Chromium pool and the process it runs.
 //!
@@ -64,7 +64,7 @@ pub struct LayoutsStatus {
 pub struct Layouts {
     pub store: LayoutStore,
     pub pool: Arc<LazyPool>,
-    /// Pages for the browser; given to the crawler as its [`crate::crawl::Renders`].
+    /// Pages for the browser; given to the crawler as its [`crate::Renders`].
     pub renders: RenderQueue,
     teacher_wake: Arc<tokio::sync::Notify>,
 }

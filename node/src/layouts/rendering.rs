@@ -10,7 +10,7 @@
 //! cannot render is indexed from the HTML already held (fetched statically once more only if
 //! there is none).
 //!
-//! The crawl loop reaches the queue through [`crate::crawl::Renders`], which [`RenderQueue`]
+//! The crawl loop reaches the queue through [`crate::Renders`], which [`RenderQueue`]
 //! implements: this module depends on the crawl, not the other way round.
 
 use super::browser::{BrowserPool, LazyPool};

@@ -609,8 +609,8 @@ impl LayoutStore {
     /// Remembers that `host`'s pages need the browser; the first decision is kept. Says
     /// whether this one was the first.
     /// Records whether a statically fetched page of `host` needed the browser, and says
-    /// whether the host as a whole does now: at least [`HOST_RENDER_MIN`] of its last
-    /// [`HOST_RENDER_WINDOW`] pages did. One app shell on a site of static articles is rendered
+    /// whether the host as a whole does now: at least `HOST_RENDER_MIN` of its last
+    /// `HOST_RENDER_WINDOW` pages did. One app shell on a site of static articles is rendered
     /// alone; a site that became a single-page app goes to the browser page after page, without
     /// a static fetch first.
     pub fn note_js_need(&self, host: &str, needed: bool) -> Result<bool, LayoutError> {
