@@ -119,7 +119,7 @@ pub struct IndexService {
     counters: Arc<Counters>,
     metrics: Arc<Metrics>,
     /// In a network: where fingerprints are looked up and published.
-    network: std::sync::OnceLock<weft_p2p::NetworkHandle>,
+    network: Option<weft_p2p::NetworkHandle>,
     max_distance: u32,
     model: String,
     dims: usize,
@@ -127,12 +127,15 @@ pub struct IndexService {
 
 impl IndexService {
     /// Loads the models (one session for indexing, one for queries) and starts both threads.
-    /// `improved` carries the reference extractor's better texts, if it runs.
+    /// `improved` carries the reference extractor's better texts, if it runs; with `network`,
+    /// new documents are checked against the whole network's fingerprints (DHT) and the
+    /// fingerprints of those indexed here are published.
     pub fn start(
         config: &Config,
         index: Arc<LocalIndex>,
         metrics: Arc<Metrics>,
         improved: Option<Receiver<Improved>>,
+        network: Option<weft_p2p::NetworkHandle>,
     ) -> Result<Arc<IndexService>, IndexError> {
         let indexer = Indexer::new(index.clone(), &config.embed, &config.index)?;
         let query_embedder = Embedder::open(&config.embed, 1)?;
@@ -155,17 +158,11 @@ impl IndexService {
             threads: Mutex::new(vec![indexing, querying]),
             counters,
             metrics,
-            network: std::sync::OnceLock::new(),
+            network,
             max_distance: config.index.dedup_max_distance,
             model,
             dims: config.embed.dims,
         }))
-    }
-
-    /// Checks new documents against the whole network's fingerprints (DHT) and publishes the
-    /// fingerprints of those indexed here.
-    pub fn set_network(&self, network: weft_p2p::NetworkHandle) {
-        let _ = self.network.set(network);
     }
 
     /// Stops both threads once they have finished what they hold (blocking). Pages and queries
@@ -188,7 +185,7 @@ impl IndexService {
     /// thread. Waits while the indexer's queue is full.
     pub fn index_blocking(&self, doc: Document) -> Result<Outcome, String> {
         let fingerprint = weft_index::dedup::simhash(&doc.text).filter(|_| self.max_distance > 0);
-        let network = self.network.get().zip(fingerprint);
+        let network = self.network.as_ref().zip(fingerprint);
         // Local tables first: a near duplicate indexed here needs no network round trip (the
         // indexer finds it again when it commits).
         let local = network.is_some_and(|(_, hash)| {

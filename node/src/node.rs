@@ -1,8 +1,8 @@
 //! Wiring: from a validated [`Config`] to a running node, and an orderly stop.
 //!
-//! [`Node::open`] builds the parts in dependency order — storage, layouts, the pipeline
-//! (extract, then the index), the network, then the crawler with its collaborators — so
-//! nothing is completed after construction. [`Node::run`] starts each subsystem's tasks by
+//! [`Node::open`] builds the parts in dependency order — storage, layouts, the network, the
+//! pipeline (extract, then the index, which asks the network for near duplicates), then the
+//! crawler with its collaborators — so nothing is completed after construction. [`Node::run`] starts each subsystem's tasks by
 //! name (`spawn_network`, `Layouts::spawn`, `spawn_api`, `spawn_timers`), crawls, then stops
 //! them in the reverse order.
 
@@ -71,11 +71,9 @@ impl Node {
             Fetcher::new(&config.fetch, config.politeness.robots_max_bytes).context("cannot build the HTTP client")?;
         let metrics = Arc::new(Metrics::default());
         let layouts = if config.layouts.enabled { Some(Layouts::open(&config, &db)?) } else { None };
-        let (pipeline, index) = open_pipeline(&config, &db, &metrics, layouts.as_ref())?;
         let network = if config.p2p.enabled { Some(start_network(&config, &db)?) } else { None };
-        if let (Some(index), Some((started, _))) = (&index, &network) {
-            index.set_network(started.handle.clone());
-        }
+        let handle = network.as_ref().map(|(started, _)| started.handle.clone());
+        let (pipeline, index) = open_pipeline(&config, &db, &metrics, layouts.as_ref(), handle)?;
         let route = network
             .as_ref()
             .map(|(started, journal)| Arc::new(Router::new(started.handle.clone(), journal.clone())) as Arc<dyn Route>);
@@ -219,12 +217,13 @@ pub fn frontier_settings(c: &Config) -> FrontierSettings {
 type IndexPart = Option<Arc<IndexService>>;
 
 /// The pipeline a page goes down: extraction (with the layout worker), then the index when
-/// `index.enabled`.
+/// `index.enabled` (with the network's near-duplicate records when there is a network).
 fn open_pipeline(
     config: &Config,
     db: &sled::Db,
     metrics: &Arc<Metrics>,
     layouts: Option<&Layouts>,
+    network: Option<weft_p2p::NetworkHandle>,
 ) -> anyhow::Result<(Arc<dyn Pipeline>, IndexPart)> {
     let mut extract = ExtractPipeline::new(&config.extract, metrics.clone());
     if let Some(l) = layouts {
@@ -237,7 +236,7 @@ fn open_pipeline(
         .context("cannot open the local index")?;
     tracing::info!(opened = ?local.opened(), stats = ?local.stats(), "local index opened");
     let improved = extract.improved();
-    let service = IndexService::start(config, Arc::new(local), metrics.clone(), improved)?;
+    let service = IndexService::start(config, Arc::new(local), metrics.clone(), improved, network)?;
     Ok((Arc::new(IndexPipeline::new(extract, service.clone())), Some(service)))
 }
 
