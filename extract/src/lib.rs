@@ -134,15 +134,6 @@ pub fn extract(body: &[u8], headers: &Headers, url: &Url) -> Extracted {
     extract_with_dom(body, headers, url).0
 }
 
-/// Decodes, sanitizes and parses a page the way [`extract`] does, without extracting: the DOM
-/// templates and the teacher's checks run on, identical to the one the extractor read.
-pub fn parse(body: &[u8], content_type: Option<&str>, url: &Url) -> scraper::Html {
-    let mut warnings = Vec::new();
-    let tld = url.host_str().and_then(|h| h.rsplit('.').next()).map(str::to_ascii_lowercase);
-    let decoded = decode::decode(body, content_type, tld.as_deref(), &mut warnings);
-    scraper::Html::parse_document(&sanitize::sanitize(&decoded.text, &mut warnings))
-}
-
 /// [`extract`], also returning the parsed document, so the stages after it (layout templates)
 /// work on the same DOM instead of parsing the page again: html5ever's parse is most of an
 /// extraction's cost.

@@ -19,7 +19,8 @@ use std::sync::Arc;
 pub struct Status {
     #[serde(flatten)]
     pub crawl: CrawlStatus,
-    /// The local index (absent when `index.enabled = false`).
+    /// The local index. On by default; absent only for an operator who turned the index off
+    /// (`index.enabled = false`, a crawl-only node), so `/status` never shows an empty section.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<IndexStatus>,
     /// The peer-to-peer network (absent for a standalone node).
@@ -30,7 +31,8 @@ pub struct Status {
     pub memory_bytes: u64,
     #[serde(default)]
     pub memory_target_bytes: u64,
-    /// Layout learning and the browser (absent when `layouts.enabled = false`).
+    /// Layout learning and the browser. On by default; absent only for an operator who turned
+    /// layouts off (`layouts.enabled = false`), so `/status` never shows an empty section.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layouts: Option<LayoutsStatus>,
 }
@@ -273,7 +275,7 @@ mod tests {
 
     fn status_of(m: &Metrics) -> Status {
         Status {
-            crawl: CrawlStatus::of(m, &FrontierStats::default(), CrawlState::Idle),
+            crawl: CrawlStatus::of(m, &FrontierStats::default(), CrawlState::Idle, 0),
             index: None,
             network: None,
             memory_bytes: 0,

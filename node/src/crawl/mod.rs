@@ -450,9 +450,8 @@ impl Crawler {
     /// The crawl's part of `/status`.
     pub fn status(&self) -> CrawlStatus {
         let stats = self.inner.frontier.lock().stats();
-        let mut status = CrawlStatus::of(&self.inner.metrics, &stats, self.state());
-        status.unflushed = self.inner.unflushed.load(Ordering::Acquire);
-        status
+        let unflushed = self.inner.unflushed.load(Ordering::Acquire);
+        CrawlStatus::of(&self.inner.metrics, &stats, self.state(), unflushed)
     }
 
     /// Writes a seen-set snapshot and flushes everything to disk (called on a timer and at
@@ -826,7 +825,7 @@ pub struct CrawlStatus {
 }
 
 impl CrawlStatus {
-    pub fn of(m: &Metrics, frontier: &FrontierStats, state: CrawlState) -> CrawlStatus {
+    pub fn of(m: &Metrics, frontier: &FrontierStats, state: CrawlState, unflushed: u64) -> CrawlStatus {
         use std::sync::atomic::Ordering::Relaxed;
         let errors: BTreeMap<String, u64> = m.errors().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
         let uptime = m.uptime().as_secs_f64();
@@ -852,7 +851,7 @@ impl CrawlStatus {
             extraction: m.extractions(),
             queued: frontier.queued,
             in_flight: frontier.in_flight,
-            unflushed: 0,
+            unflushed,
             hosts: frontier.hosts,
             hosts_with_queue: frontier.hosts_with_queue,
             seen_urls: frontier.seen,
