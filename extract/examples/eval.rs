@@ -1,65 +1,120 @@
-//! Extraction quality and speed on the dev set.
+//! Extraction quality and speed on the dev sets, side by side with dom_smoothie.
 //!
 //! ```text
-//! cargo run --release -p weft-extract --example eval -- ../shared/extraction-devset
-//! cargo run --release -p weft-extract --example eval -- DIR --predictions out.json --worst 10
+//! cargo run --release -p weft-extract --example eval                 # both sets from ../shared
+//! cargo run --release -p weft-extract --example eval -- ../shared/extraction-devset-2 --half odd
+//! cargo run --release -p weft-extract --example eval -- DIR --kind forum --worst 20 --predictions out.json
 //! cargo run --release -p weft-extract --features reference --example eval -- DIR --reference
 //! ```
 //!
-//! Prints F1, precision, recall and exact-match share (the dev set's own metric, see
-//! `weft_extract::devset`) and the median and p95 milliseconds per page, single-threaded: each
-//! page is extracted `--repeat` times (default 5) and its median kept, because this machine is
-//! noisy. The fastest reference, dom_smoothie (a Rust port of Readability), runs in the same
-//! loop, alternating with ours page by page, so both see the same machine state. `--predictions` writes the JSON that the dev set's `score.py` reads, to cross-check.
+//! For each set: F1, precision, recall and exact-match share (the sets' own metric, see
+//! `weft_extract::devset`), the median and p95 milliseconds per page single-threaded, then F1 per
+//! half (even and odd ids: tune on one, check on the other) and per page type. Each page is
+//! extracted `--repeat` times (default 5) and its median kept, because this machine is noisy.
+//! dom_smoothie (a Rust port of Readability) runs in the same loop, alternating with ours page by
+//! page, so both see the same machine state. `--predictions` writes the JSON that the sets'
+//! `score.py` reads, to cross-check (prefixed with the set's name when there are two).
 //!
 //! `--reference` (needs `--features reference`) also runs Mozilla's Readability.js on the pages
 //! whose confidence is below `--below` (default 0.5) and reports what that second opinion costs
 //! and buys under the node's policy: take it when it is longer and overlaps the fast result.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 use url::Url;
-use weft_extract::devset;
+use weft_extract::devset::{self, DevSet, Half, PageScore};
+
+struct Options {
+    dirs: Vec<PathBuf>,
+    predictions: Option<PathBuf>,
+    worst: usize,
+    repeat: usize,
+    reference: bool,
+    below: f64,
+    only: Option<Half>,
+    kind: Option<String>,
+}
 
 fn main() {
-    let mut dir = None;
-    let mut predictions = None;
-    let mut worst = 8usize;
-    let mut repeat = 5usize;
-    let mut reference = false;
-    let mut below = 0.5f64;
+    let mut o = Options {
+        dirs: Vec::new(),
+        predictions: None,
+        worst: 8,
+        repeat: 5,
+        reference: false,
+        below: 0.5,
+        only: None,
+        kind: None,
+    };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--predictions" => predictions = args.next().map(PathBuf::from),
-            "--worst" => worst = args.next().and_then(|v| v.parse().ok()).unwrap_or(worst),
-            "--repeat" => repeat = args.next().and_then(|v| v.parse().ok()).unwrap_or(repeat).max(1),
-            "--reference" => reference = true,
-            "--below" => below = args.next().and_then(|v| v.parse().ok()).unwrap_or(below),
-            other => dir = Some(PathBuf::from(other)),
+            "--predictions" => o.predictions = args.next().map(PathBuf::from),
+            "--worst" => o.worst = args.next().and_then(|v| v.parse().ok()).unwrap_or(o.worst),
+            "--repeat" => o.repeat = args.next().and_then(|v| v.parse().ok()).unwrap_or(o.repeat).max(1),
+            "--reference" => o.reference = true,
+            "--below" => o.below = args.next().and_then(|v| v.parse().ok()).unwrap_or(o.below),
+            "--half" => {
+                o.only = match args.next().as_deref() {
+                    Some("even") => Some(Half::Even),
+                    Some("odd") => Some(Half::Odd),
+                    other => {
+                        eprintln!("--half takes even or odd, not {other:?}");
+                        std::process::exit(2);
+                    }
+                }
+            }
+            "--kind" => o.kind = args.next(),
+            other => o.dirs.push(PathBuf::from(other)),
         }
     }
-    let Some(dir) = devset::locate(dir.as_deref()) else {
-        eprintln!(
-            "dev set not found: pass its directory (e.g. ../shared/extraction-devset) or set {}",
-            devset::ENV_VAR
-        );
-        std::process::exit(2);
+    // Without directories: both sets, each found beside the workspace or through its variable.
+    let dirs: Vec<PathBuf> = if o.dirs.is_empty() {
+        [devset::NEWS, devset::MODERN]
+            .iter()
+            .filter_map(|set: &DevSet| {
+                let found = set.locate(None);
+                if found.is_none() {
+                    println!("{}: not found (set {} to its directory, or keep it in ../shared)", set.name, set.env_var);
+                }
+                found
+            })
+            .collect()
+    } else {
+        o.dirs.clone()
     };
-    let pages = devset::load(&dir).expect("load dev set");
+    if dirs.is_empty() {
+        eprintln!("no dev set found: pass a directory (e.g. ../shared/extraction-devset-2)");
+        std::process::exit(2);
+    }
+    for dir in &dirs {
+        evaluate(dir, &o, dirs.len() > 1);
+    }
+}
+
+fn evaluate(dir: &std::path::Path, o: &Options, several: bool) {
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let pages: Vec<(usize, devset::Page)> = devset::load(dir)
+        .expect("load dev set")
+        .into_iter()
+        .enumerate()
+        .filter(|(i, p)| o.only.is_none_or(|h| p.half(*i) == h) && o.kind.as_ref().is_none_or(|k| &p.kind == k))
+        .collect();
+    println!("\n{name} ({} pages)", pages.len());
     let mut scores = Vec::new();
     let mut times = Vec::new();
     let mut ref_scores = Vec::new();
     let mut ref_times = Vec::new();
     let mut out = serde_json::Map::new();
     let mut results = Vec::new();
-    for p in &pages {
+    for (_, p) in &pages {
         let url = Url::parse(&p.url).unwrap_or_else(|_| Url::parse("http://devset.invalid/").unwrap());
-        let mut per = Vec::with_capacity(repeat);
-        let mut ref_per = Vec::with_capacity(repeat);
+        let mut per = Vec::with_capacity(o.repeat);
+        let mut ref_per = Vec::with_capacity(o.repeat);
         let mut ex = None;
         let mut ref_text = String::new();
-        for _ in 0..repeat {
+        for _ in 0..o.repeat {
             let t = Instant::now();
             let e = weft_extract::extract(&p.html, &[], &url);
             per.push(t.elapsed().as_secs_f64() * 1e3);
@@ -78,18 +133,57 @@ fn main() {
         out.insert(p.id.clone(), serde_json::json!({ "articleBody": ex.text }));
         results.push(ex);
     }
+    println!("{:<13} {:>6} {:>6} {:>6} {:>6} {:>9} {:>9}", "", "F1", "prec", "recall", "exact", "median", "p95");
     report("weft-extract", &scores, &times);
     report("dom_smoothie", &ref_scores, &ref_times);
+    // The halves: tune on one, check on the other.
+    let half = |h: Half, s: &[PageScore]| -> (usize, f64) {
+        let picked: Vec<PageScore> =
+            pages.iter().zip(s).filter(|((i, p), _)| p.half(*i) == h).map(|(_, s)| *s).collect();
+        (picked.len(), devset::summarize(&picked).f1)
+    };
+    for h in [Half::Even, Half::Odd] {
+        let (n, f) = half(h, &scores);
+        let (_, rf) = half(h, &ref_scores);
+        if n > 0 {
+            println!("  {:?} half: {n} pages, F1 weft-extract {f:.3}, dom_smoothie {rf:.3}", h);
+        }
+    }
+    // By page type (the modern set says each page's type).
+    let mut kinds: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (k, (_, p)) in pages.iter().enumerate() {
+        kinds.entry(p.kind.as_str()).or_default().push(k);
+    }
+    if kinds.len() > 1 {
+        println!("  {:<14} {:>5}  {:>20}  {:>12}", "page type", "pages", "weft F1 (P / R)", "dom_smoothie");
+        let mut rows: Vec<_> = kinds.into_iter().collect();
+        rows.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
+        for (kind, idx) in rows {
+            let w: Vec<PageScore> = idx.iter().map(|&k| scores[k]).collect();
+            let r: Vec<PageScore> = idx.iter().map(|&k| ref_scores[k]).collect();
+            let (w, r) = (devset::summarize(&w), devset::summarize(&r));
+            println!(
+                "  {kind:<14} {:>5}  {:>6.3} ({:.3} / {:.3})  {:>12.3}",
+                idx.len(),
+                w.f1,
+                w.precision,
+                w.recall,
+                r.f1
+            );
+        }
+    }
     let mut order: Vec<usize> = (0..pages.len()).collect();
     order.sort_by(|&a, &b| scores[a].f1().total_cmp(&scores[b].f1()));
     let worst_list: Vec<String> = order
         .iter()
-        .take(worst)
+        .take(o.worst)
         .map(|&i| {
             let s = &scores[i];
+            let p = &pages[i].1;
             format!(
-                "{} {:.2} (p {:.2} r {:.2} conf {:.2})",
-                &pages[i].id[..12],
+                "{} {} {:.2} (p {:.2} r {:.2} conf {:.2})",
+                &p.id[..p.id.len().min(12)],
+                p.kind,
                 s.f1(),
                 s.tp / (s.tp + s.fp).max(1e-9),
                 s.tp / (s.tp + s.fn_).max(1e-9),
@@ -97,13 +191,17 @@ fn main() {
             )
         })
         .collect();
-    println!("lowest page F1: {}", worst_list.join(", "));
-    if let Some(path) = predictions {
-        std::fs::write(&path, serde_json::to_vec_pretty(&out).expect("json")).expect("write predictions");
-        println!("predictions written to {}", path.display());
+    if !worst_list.is_empty() {
+        println!("  lowest page F1: {}", worst_list.join(", "));
     }
-    if reference {
-        run_reference(&pages, &results, &scores, below);
+    if let Some(path) = &o.predictions {
+        let path = if several { path.with_file_name(format!("{name}-{}", path.file_name().unwrap_or_default().to_string_lossy())) } else { path.clone() };
+        std::fs::write(&path, serde_json::to_vec_pretty(&out).expect("json")).expect("write predictions");
+        println!("  predictions written to {}", path.display());
+    }
+    if o.reference {
+        let pages: Vec<devset::Page> = pages.into_iter().map(|(_, p)| p).collect();
+        run_reference(&pages, &results, &scores, o.below);
     }
 }
 
@@ -124,8 +222,7 @@ fn report(name: &str, scores: &[devset::PageScore], times: &[f64]) {
     let median = sorted[sorted.len() / 2];
     let p95 = sorted[((sorted.len() as f64 * 0.95) as usize).min(sorted.len() - 1)];
     println!(
-        "{name:<13} pages {}  F1 {:.3}  precision {:.3}  recall {:.3}  exact {:.3}  median {:.2} ms  p95 {:.2} ms",
-        scores.len(),
+        "{name:<13} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.2} ms {:>6.2} ms",
         sum.f1,
         sum.precision,
         sum.recall,

@@ -16,26 +16,74 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// Environment variable naming the dev set directory.
-pub const ENV_VAR: &str = "EXTRACTION_DEVSET";
+/// Environment variable naming the news dev set's directory (kept for callers of [`locate`]).
+pub const ENV_VAR: &str = NEWS.env_var;
 
-/// One page of the dev set.
+/// One of the dev sets that live in `../shared`, beside the workspace.
+#[derive(Debug, Clone, Copy)]
+pub struct DevSet {
+    /// Directory name under `../shared`.
+    pub name: &'static str,
+    /// Environment variable that names its directory explicitly.
+    pub env_var: &'static str,
+    /// How many pages it holds (a sanity check that the right set was found).
+    pub pages: usize,
+}
+
+/// 88 news pages, mostly of the 2010s.
+pub const NEWS: DevSet = DevSet { name: "extraction-devset", env_var: "EXTRACTION_DEVSET", pages: 88 };
+/// 720 pages of the 2025–2026 web: articles, forums, service pages, products, documentation,
+/// collections and listings, each with its `page_type`.
+pub const MODERN: DevSet = DevSet { name: "extraction-devset-2", env_var: "EXTRACTION_DEVSET_2", pages: 720 };
+
+impl DevSet {
+    /// Finds the set: an explicit path, else its environment variable, else `../shared/<name>`
+    /// relative to the workspace root. `None` if none of them holds `ground-truth.json`.
+    pub fn locate(&self, explicit: Option<&Path>) -> Option<PathBuf> {
+        let candidates = [
+            explicit.map(Path::to_path_buf),
+            std::env::var_os(self.env_var).map(PathBuf::from),
+            Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared").join(self.name)),
+        ];
+        candidates.into_iter().flatten().find(|p| p.join("ground-truth.json").is_file())
+    }
+}
+
+/// One page of a dev set.
 pub struct Page {
     pub id: String,
     pub url: String,
     pub html: Vec<u8>,
     pub truth: String,
+    /// `article`, `forum`, `documentation`... (the modern set's `page_type`; `article` when the
+    /// set does not say).
+    pub kind: String,
 }
 
-/// Finds the dev set: an explicit path, else `$EXTRACTION_DEVSET`, else `../shared/extraction-devset`
-/// relative to the workspace root. `None` if none of them holds `ground-truth.json`.
+impl Page {
+    /// Which half of the set the page falls in: the numeric id's parity, or (for ids that are
+    /// not numbers) the parity of the id's position in the sorted set. Tune on one half, check
+    /// on the other.
+    pub fn half(&self, position: usize) -> Half {
+        let n = self.id.parse::<u64>().unwrap_or(position as u64);
+        if n % 2 == 0 {
+            Half::Even
+        } else {
+            Half::Odd
+        }
+    }
+}
+
+/// The two halves of a dev set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Half {
+    Even,
+    Odd,
+}
+
+/// Finds the news dev set (see [`DevSet::locate`]).
 pub fn locate(explicit: Option<&Path>) -> Option<PathBuf> {
-    let candidates = [
-        explicit.map(Path::to_path_buf),
-        std::env::var_os(ENV_VAR).map(PathBuf::from),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/extraction-devset")),
-    ];
-    candidates.into_iter().flatten().find(|p| p.join("ground-truth.json").is_file())
+    NEWS.locate(explicit)
 }
 
 /// Loads every page (decompressing `html/<id>.html.gz`), sorted by id.
@@ -52,6 +100,7 @@ pub fn load(dir: &Path) -> std::io::Result<Vec<Page>> {
             url: item["url"].as_str().unwrap_or_default().to_string(),
             html,
             truth: item["articleBody"].as_str().unwrap_or_default().to_string(),
+            kind: item["page_type"].as_str().unwrap_or("article").to_string(),
         });
     }
     pages.sort_by(|a, b| a.id.cmp(&b.id));
