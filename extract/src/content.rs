@@ -314,6 +314,7 @@ fn containers(walk: &Walk) -> Option<(Vec<ElemId>, f32)> {
         }
         top = parent as usize;
     }
+    let top = grow(walk, top);
     // Siblings.
     let mut roots = vec![top as ElemId];
     let parent = walk.elems[top].parent;
@@ -342,4 +343,60 @@ fn containers(walk: &Walk) -> Option<(Vec<ElemId>, f32)> {
     let confidence =
         if prose_total > 0.0 { (chosen / prose_total).min(1.0) * (chosen / 1_500.0).min(1.0) } else { 0.0 };
     Some((roots, confidence))
+}
+
+/// What an element holds: the prose of its non-boilerplate blocks (good blocks' text outside
+/// links); all its text and link text, boilerplate included (from the walk).
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    chars: u32,
+    link_chars: u32,
+    good: u32,
+}
+
+/// Tallies every element.
+fn tallies(walk: &Walk) -> Vec<Tally> {
+    let mut t: Vec<Tally> =
+        walk.elems.iter().map(|e| Tally { chars: e.text_chars, link_chars: e.link_chars, good: 0 }).collect();
+    for b in &walk.blocks {
+        if walk.elems[b.elem as usize].boiler || classify(b) != Class::Good {
+            continue;
+        }
+        let good = b.chars - b.link_chars;
+        let mut e = b.elem;
+        while e != NO_PARENT {
+            t[e as usize].good += good;
+            e = walk.elems[e as usize].parent;
+        }
+    }
+    t
+}
+
+/// Grows the container up its ancestors while what each adds reads as more of the same text.
+///
+/// Modern pages cut one article, service description or thread into many sibling sections,
+/// each wrapped a few levels deep (`row > col > wrapper > text`): the best-scoring element is
+/// then one section, and its siblings are too far up for the sibling rule. An ancestor is taken
+/// when the text it adds is mostly prose and poor in links — which a list of teasers, a
+/// navigation block or a footer is not.
+fn grow(walk: &Walk, top: usize) -> usize {
+    const FRAME_CHARS: u32 = 120;
+    let t = tallies(walk);
+    let base = t[top];
+    let mut best = top;
+    let mut p = walk.elems[top].parent;
+    while p != NO_PARENT && !matches!(walk.elems[p as usize].tag, "html") {
+        let a = t[p as usize];
+        let chars = a.chars - base.chars;
+        let links = a.link_chars - base.link_chars;
+        let good = a.good - base.good;
+        // A few words around the text (a post's author and date, a section's heading) are
+        // its frame, not something else.
+        let frame = chars <= FRAME_CHARS.max(base.chars / 10);
+        if (frame || good as f32 >= 0.6 * chars as f32) && (links as f32) <= 0.2 * chars as f32 {
+            best = p as usize;
+        }
+        p = walk.elems[p as usize].parent;
+    }
+    best
 }

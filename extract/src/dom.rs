@@ -121,6 +121,9 @@ pub struct Walk<'a> {
     pub js: JsFacts,
     pub fingerprints: crate::Fingerprints,
     pub warnings: Vec<Warning>,
+    /// The markup inside a `<noscript>` that holds the page's text: far more than everything
+    /// visible outside it (see [`walk`]). The caller parses and walks it as the page's body.
+    pub noscript_body: Option<String>,
 }
 
 /// Class/id patterns, after Mozilla Readability (the widely tested set).
@@ -373,6 +376,8 @@ struct State<'a> {
     owner: ElemId,
     /// The open link, if any: index into links; its text accumulates while it is open.
     link: Option<u32>,
+    /// The `<noscript>` with the most text (its characters, its markup).
+    noscript: Option<(u32, String)>,
     depth_warned: bool,
 }
 
@@ -717,7 +722,13 @@ impl<'a> State<'a> {
                 let t = node_text_raw(node);
                 let js = &mut self.walk.js;
                 if js.noscript_text.len() < 4_096 {
-                    js.noscript_text.push_str(&t[..t.len().min(4_096)]);
+                    js.noscript_text.push_str(&t[..t.floor_char_boundary(4_096)]);
+                }
+                // A page that serves its content to readers without JavaScript inside
+                // `<noscript>` (forum engines do): a candidate for the text, decided after the walk.
+                let chars = markup_text_chars(&t);
+                if chars >= NOSCRIPT_MIN_CHARS && self.noscript.as_ref().is_none_or(|(c, _)| chars > *c) {
+                    self.noscript = Some((chars, t));
                 }
             }
             _ => {}
@@ -763,6 +774,40 @@ pub fn node_text(node: NodeRef<'_, Node>) -> String {
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A `<noscript>` is a candidate for the page's text from this many characters...
+const NOSCRIPT_MIN_CHARS: u32 = 200;
+/// ... and is taken when it holds this many times the text visible outside it.
+const NOSCRIPT_OVER_VISIBLE: u32 = 2;
+
+/// Characters of text in a piece of markup (what is not whitespace, tags, or script and style
+/// bodies): a cheap estimate, to decide whether it is worth parsing.
+fn markup_text_chars(markup: &str) -> u32 {
+    let lower_starts = |rest: &str, p: &str| rest.len() >= p.len() && rest.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes());
+    let mut chars = 0u32;
+    let mut rest = markup;
+    while let Some(c) = rest.chars().next() {
+        if c == '<' {
+            let skip_to = if lower_starts(rest, "<script") {
+                "</script"
+            } else if lower_starts(rest, "<style") {
+                "</style"
+            } else {
+                ">"
+            };
+            match rest.find(skip_to) {
+                Some(i) => rest = &rest[i + skip_to.len()..],
+                None => break,
+            }
+            continue;
+        }
+        if !c.is_whitespace() {
+            chars += 1;
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    chars
+}
+
 /// Raw text content of a raw-text element such as `<script>`.
 fn node_text_raw(node: NodeRef<'_, Node>) -> String {
     let mut out = String::new();
@@ -785,6 +830,7 @@ pub fn walk(doc: &Html) -> Walk<'_> {
             js: JsFacts::default(),
             fingerprints: crate::Fingerprints { l1: String::new(), l2: String::new() },
             warnings: Vec::new(),
+            noscript_body: None,
         },
         fp: Fingerprinter::new(),
         buf: String::with_capacity(1_024),
@@ -793,6 +839,7 @@ pub fn walk(doc: &Html) -> Walk<'_> {
         buf_links: Vec::new(),
         owner: NO_PARENT,
         link: None,
+        noscript: None,
         depth_warned: false,
     };
     // The root element is <html>; treat its children as content with <html> as parent.
@@ -801,6 +848,12 @@ pub fn walk(doc: &Html) -> Walk<'_> {
     state.walk.fingerprints = state.fp.finish();
     // Roll text counts up the arena, and the prose (long, link-poor blocks) per element.
     let mut walk = state.walk;
+    let visible: u32 = walk.blocks.iter().map(|b| b.chars).sum();
+    if let Some((chars, markup)) = state.noscript {
+        if chars > NOSCRIPT_OVER_VISIBLE * visible {
+            walk.noscript_body = Some(markup);
+        }
+    }
     let mut prose = vec![0u32; walk.elems.len()];
     for b in 0..walk.blocks.len() {
         let block = &walk.blocks[b];
@@ -842,6 +895,37 @@ pub fn walk(doc: &Html) -> Walk<'_> {
         walk.elems[i].boiler = parent_boiler || own;
     }
     walk
+}
+
+/// Walks `doc`; when its text sits in a `<noscript>` (see [`Walk::noscript_body`]), parses that
+/// markup into `noscript_doc` and walks it as the page's body instead, keeping the document's
+/// metadata, script facts and fingerprints. A reader without JavaScript sees that markup, and
+/// so does a crawler: forum engines serve every post there.
+pub fn walk_document<'a>(doc: &'a Html, noscript_doc: &'a mut Option<Html>) -> Walk<'a> {
+    let mut outer = walk(doc);
+    let Some(markup) = outer.noscript_body.take() else { return outer };
+    let inner_doc = noscript_doc.insert(Html::parse_document(&format!("<body>{markup}</body>")));
+    let mut inner = walk(inner_doc);
+    let mut meta = outer.meta;
+    if meta.byline.is_none() {
+        meta.byline = inner.meta.byline.take();
+    }
+    if meta.first_h1.is_none() {
+        meta.first_h1 = inner.meta.first_h1.take();
+    }
+    meta.times.append(&mut inner.meta.times);
+    meta.json_ld.append(&mut inner.meta.json_ld);
+    outer.warnings.append(&mut inner.warnings);
+    Walk {
+        elems: inner.elems,
+        blocks: inner.blocks,
+        links: inner.links,
+        meta,
+        js: outer.js,
+        fingerprints: outer.fingerprints,
+        warnings: outer.warnings,
+        noscript_body: None,
+    }
 }
 
 /// Resolves the document base: `<base href>` when it is valid, else the page URL.

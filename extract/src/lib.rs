@@ -143,7 +143,8 @@ pub fn extract_with_dom(body: &[u8], headers: &Headers, url: &Url) -> (Extracted
     let decoded = decode::decode(body, header(headers, "content-type"), tld.as_deref(), &mut warnings);
     let html = sanitize::sanitize(&decoded.text, &mut warnings);
     let doc = scraper::Html::parse_document(&html);
-    let walk = dom::walk(&doc);
+    let mut noscript_doc = None;
+    let walk = dom::walk_document(&doc, &mut noscript_doc);
     warnings.extend(walk.warnings.iter().cloned());
     let base = dom::base_url(&walk.meta, url);
     let metadata = metadata::metadata(&walk.meta, url, &base, header(headers, "content-language"));
@@ -222,7 +223,8 @@ pub fn debug_outline(body: &[u8], _url: &Url, min_chars: u32) -> String {
     let decoded = decode::decode(body, None, None, &mut warnings);
     let html = sanitize::sanitize(&decoded.text, &mut warnings);
     let doc = scraper::Html::parse_document(&html);
-    let walk = dom::walk(&doc);
+    let mut noscript_doc = None;
+    let walk = dom::walk_document(&doc, &mut noscript_doc);
     let main = content::select(&walk);
     let mut out = String::new();
     for (i, e) in walk.elems.iter().enumerate() {
