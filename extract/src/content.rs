@@ -396,6 +396,10 @@ fn grow(walk: &Walk, top: usize) -> usize {
         if (frame || good as f32 >= 0.6 * chars as f32) && (links as f32) <= 0.2 * chars as f32 {
             best = p as usize;
         }
+        // `<main>` is what the page's author calls its content: taken unless links fill it.
+        if walk.elems[p as usize].tag == "main" && (a.link_chars as f32) < 0.4 * a.chars as f32 {
+            best = p as usize;
+        }
         p = walk.elems[p as usize].parent;
     }
     best

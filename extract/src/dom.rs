@@ -43,6 +43,10 @@ pub struct Elem<'a> {
     pub own_boiler: Option<BoilerBy>,
     /// Strong content hint: `<article>`, `<main>`, `itemprop="articleBody"`, `role="main"`.
     pub content_hint: bool,
+    /// This element or an ancestor is hidden (see `drop_hidden` for the one exception).
+    pub hidden: bool,
+    /// The element itself is hidden (attribute, ARIA, inline style or hiding class).
+    pub own_hidden: bool,
     /// Visible text characters in the subtree, and how many of them are link text. Filled in
     /// after the walk from the blocks.
     pub text_chars: u32,
@@ -485,7 +489,10 @@ impl<'a> State<'a> {
             || a.style.is_some_and(style_hides)
             || a.class.is_some_and(is_hiding_class)
             || (tag == "input" && a.kind.is_some_and(|k| k.eq_ignore_ascii_case("hidden")));
-        if is_skipped_tag(tag) || hidden || parent == NO_PARENT && tag != "html" && tag != "body" {
+        // A hidden block is walked and dropped after the walk (it may be the whole page, hidden
+        // until a script reveals it); hidden inline text is skipped here, inside its block.
+        let block = is_block_tag(tag);
+        if is_skipped_tag(tag) || (hidden && !block) || parent == NO_PARENT && tag != "html" && tag != "body" {
             // Skipped subtrees still count toward the fingerprint skeleton (not their text).
             if tag == "head" {
                 // Head children are metadata, not content: visit them without a parent.
@@ -548,6 +555,8 @@ impl<'a> State<'a> {
             boiler: false,
             own_boiler,
             content_hint,
+            hidden: hidden || (parent != NO_PARENT && self.walk.elems[parent as usize].hidden),
+            own_hidden: hidden,
             text_chars: 0,
             link_chars: 0,
             blocks: 0,
@@ -563,7 +572,6 @@ impl<'a> State<'a> {
             }
         }
 
-        let block = is_block_tag(tag);
         let saved_owner = self.owner;
         if block {
             self.flush();
@@ -848,6 +856,7 @@ pub fn walk(doc: &Html) -> Walk<'_> {
     state.walk.fingerprints = state.fp.finish();
     // Roll text counts up the arena, and the prose (long, link-poor blocks) per element.
     let mut walk = state.walk;
+    drop_hidden(&mut walk);
     let visible: u32 = walk.blocks.iter().map(|b| b.chars).sum();
     if let Some((chars, markup)) = state.noscript {
         if chars > NOSCRIPT_OVER_VISIBLE * visible {
@@ -895,6 +904,67 @@ pub fn walk(doc: &Html) -> Walk<'_> {
         walk.elems[i].boiler = parent_boiler || own;
     }
     walk
+}
+
+/// Drops the blocks of hidden elements, and the links in them — except a hidden element that
+/// holds most of the page's text: that is a page hidden until its scripts run (a preloader's
+/// `class="hide"` on the root, `aria-hidden` set on the page behind an open dialog), and a
+/// reader sees it.
+fn drop_hidden(walk: &mut Walk) {
+    if !walk.elems.iter().any(|e| e.hidden) {
+        return;
+    }
+    let n = walk.elems.len();
+    let mut chars = vec![0u32; n];
+    for b in &walk.blocks {
+        let mut e = b.elem;
+        while e != NO_PARENT {
+            chars[e as usize] += b.chars;
+            e = walk.elems[e as usize].parent;
+        }
+    }
+    let total = chars.first().copied().unwrap_or(0);
+    // Parents come before children in the arena: one pass settles every element.
+    for i in 0..n {
+        let parent = walk.elems[i].parent;
+        let parent_hidden = parent != NO_PARENT && walk.elems[parent as usize].hidden;
+        let own = walk.elems[i].own_hidden;
+        // The revealed page: a hidden root holding most of the text.
+        let revealed = own && !parent_hidden && chars[i] * 2 > total;
+        walk.elems[i].hidden = parent_hidden || (own && !revealed);
+    }
+    retain_blocks(walk, |e| !e.hidden);
+}
+
+/// Keeps the blocks, and the links, whose element passes `keep`; indices between them follow.
+fn retain_blocks(walk: &mut Walk, keep: impl Fn(&Elem) -> bool) {
+    let kept_link: Vec<bool> = walk.links.iter().map(|l| l.elem == NO_PARENT || keep(&walk.elems[l.elem as usize])).collect();
+    let mut link_index = vec![u32::MAX; walk.links.len()];
+    let mut next = 0u32;
+    for (i, k) in kept_link.iter().enumerate() {
+        if *k {
+            link_index[i] = next;
+            next += 1;
+        }
+    }
+    let mut block_index = vec![u32::MAX; walk.blocks.len()];
+    let mut blocks = Vec::with_capacity(walk.blocks.len());
+    for (i, mut b) in std::mem::take(&mut walk.blocks).into_iter().enumerate() {
+        if keep(&walk.elems[b.elem as usize]) {
+            block_index[i] = blocks.len() as u32;
+            b.links.retain(|&l| kept_link[l as usize]);
+            for l in &mut b.links {
+                *l = link_index[*l as usize];
+            }
+            blocks.push(b);
+        }
+    }
+    walk.blocks = blocks;
+    let mut k = kept_link.iter();
+    walk.links.retain(|_| *k.next().unwrap_or(&false));
+    for l in &mut walk.links {
+        l.block = l.block.and_then(|b| Some(block_index[b as usize]).filter(|&b| b != u32::MAX));
+    }
 }
 
 /// Walks `doc`; when its text sits in a `<noscript>` (see [`Walk::noscript_body`]), parses that
