@@ -161,37 +161,68 @@ fn within(walk: &Walk, mut elem: ElemId, ancestor: ElemId) -> bool {
     false
 }
 
+/// What became of one block of the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Part of the main content.
+    Kept,
+    /// Inside the content but navigation or interface (links, "Share this").
+    Bad,
+    /// Inside the content but a short line at its edges.
+    Edge,
+    /// In boilerplate (navigation, header, footer, aside, comments...).
+    Boiler,
+    /// Outside the content's container.
+    Outside,
+}
+
 /// Selects the main content of a walked page.
 pub fn select(walk: &Walk) -> MainContent {
-    let n = walk.elems.len();
-    if n == 0 || walk.blocks.is_empty() {
-        return MainContent::default();
+    let Some((verdicts, container, confidence)) = judge(walk) else { return MainContent::default() };
+    let blocks = verdicts.iter().enumerate().filter(|(_, v)| **v == Verdict::Kept).map(|(i, _)| i).collect();
+    MainContent { blocks, container: Some(container), confidence }
+}
+
+/// Every block's verdict, the container and the confidence; `None` for a page without text.
+pub(crate) fn judge(walk: &Walk) -> Option<(Vec<Verdict>, ElemId, f32)> {
+    if walk.elems.is_empty() || walk.blocks.is_empty() {
+        return None;
     }
-    let (roots, confidence) = match containers(walk) {
-        Some(c) => c,
-        None => return MainContent::default(),
-    };
-    let container = roots[0];
-    // Stage 2: classify the container's blocks and apply the context rule.
-    let candidates: Vec<(usize, Class)> = walk
+    let (roots, confidence) = containers(walk)?;
+    let mut verdicts: Vec<Verdict> = walk
         .blocks
         .iter()
+        .map(|b| {
+            if walk.elems[b.elem as usize].boiler {
+                Verdict::Boiler
+            } else if roots.iter().any(|&r| within(walk, b.elem, r)) {
+                Verdict::Kept
+            } else {
+                Verdict::Outside
+            }
+        })
+        .collect();
+    // Stage 2: classify the container's blocks and apply the context rule.
+    let candidates: Vec<(usize, Class)> = verdicts
+        .iter()
         .enumerate()
-        .filter(|(_, b)| !walk.elems[b.elem as usize].boiler && roots.iter().any(|&r| within(walk, b.elem, r)))
-        .map(|(i, b)| (i, classify(b)))
+        .filter(|(_, v)| **v == Verdict::Kept)
+        .map(|(i, _)| (i, classify(&walk.blocks[i])))
         .collect();
     let first_good = candidates.iter().position(|(_, c)| *c == Class::Good);
     let last_good = candidates.iter().rposition(|(_, c)| *c == Class::Good);
-    let blocks = match (first_good, last_good) {
-        (Some(first), Some(last)) => candidates
-            .iter()
-            .enumerate()
-            .filter(|(k, (i, c))| *c != Class::Bad && ((first..=last).contains(k) || is_sentence(&walk.blocks[*i])))
-            .map(|(_, (i, _))| *i)
-            .collect(),
-        _ => candidates.iter().filter(|(_, c)| *c != Class::Bad).map(|(i, _)| *i).collect(),
-    };
-    MainContent { blocks, container: Some(container), confidence }
+    for (k, &(i, c)) in candidates.iter().enumerate() {
+        let inside = match (first_good, last_good) {
+            (Some(first), Some(last)) => (first..=last).contains(&k) || is_sentence(&walk.blocks[i]),
+            _ => true,
+        };
+        verdicts[i] = match (c, inside) {
+            (Class::Bad, _) => Verdict::Bad,
+            (_, false) => Verdict::Edge,
+            _ => Verdict::Kept,
+        };
+    }
+    Some((verdicts, roots[0], confidence))
 }
 
 /// Readability's per-tag starting score for a candidate container.

@@ -249,3 +249,17 @@ pub fn debug_outline(body: &[u8], _url: &Url, min_chars: u32) -> String {
     }
     out
 }
+
+/// Development aid for tuning the extractor: every block of the page's text with what became
+/// of it (see [`content::Verdict`]).
+#[doc(hidden)]
+pub fn debug_blocks(body: &[u8]) -> Vec<(String, content::Verdict)> {
+    let mut warnings = Vec::new();
+    let decoded = decode::decode(body, None, None, &mut warnings);
+    let html = sanitize::sanitize(&decoded.text, &mut warnings);
+    let doc = scraper::Html::parse_document(&html);
+    let mut noscript_doc = None;
+    let walk = dom::walk_document(&doc, &mut noscript_doc);
+    let Some((verdicts, _, _)) = content::judge(&walk) else { return Vec::new() };
+    walk.blocks.iter().zip(verdicts).map(|(b, v)| (b.text.clone(), v)).collect()
+}

@@ -22,6 +22,25 @@ pub const MAX_DEPTH: usize = 256;
 /// Largest document parsed (after decoding). Larger input is truncated with a warning.
 pub const MAX_HTML_BYTES: usize = 8 << 20;
 
+/// Does the tag whose name ends at `from` end with `/>`? (Quoted attribute values honoured.)
+fn tag_self_closes(bytes: &[u8], from: usize) -> bool {
+    let mut quote = 0u8;
+    let mut prev = 0u8;
+    for &c in &bytes[from.min(bytes.len())..] {
+        if quote != 0 {
+            if c == quote {
+                quote = 0;
+            }
+        } else if c == b'"' || c == b'\'' {
+            quote = c;
+        } else if c == b'>' {
+            return prev == b'/';
+        }
+        prev = c;
+    }
+    false
+}
+
 /// Elements that never have content, so never add depth.
 fn is_void(name: &[u8]) -> bool {
     matches!(
@@ -103,6 +122,8 @@ pub fn sanitize<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> Cow<'a, str>
     // Copies input[from..to] to the output if we are rewriting.
     let mut copied = 0usize; // input bytes before this index are already accounted for
     let mut depth = 0usize;
+    // Open `<svg>`/`<math>` elements: inside them `/>` closes an element.
+    let mut foreign = 0usize;
     let mut dropped_tags = 0usize;
     let mut i = 0usize;
 
@@ -157,8 +178,20 @@ pub fn sanitize<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> Cow<'a, str>
             name_buf[k] = c.to_ascii_lowercase();
         }
         let name: &[u8] = if name_end - name_start <= 16 { &name_buf[..name_len] } else { b"-" };
-        // html5ever ignores `/>` on HTML elements, so self-closing syntax changes nothing here.
-        let counts = !is_void(name) && !is_optional_close(name);
+        // html5ever ignores `/>` on HTML elements, so self-closing syntax changes nothing there;
+        // inside `<svg>` and `<math>` it closes the element (below, once the tag's end is
+        // found). Raw-text elements hold no markup: never dropped (their text would show),
+        // never counted.
+        let counts = !is_void(name) && !is_optional_close(name) && !is_raw_text(name);
+        let self_closing = (foreign > 0 || matches!(name, b"svg" | b"math")) && tag_self_closes(bytes, name_end);
+        let counts = counts && !(self_closing && !closing);
+        if matches!(name, b"svg" | b"math") {
+            if closing {
+                foreign = foreign.saturating_sub(1);
+            } else if !self_closing {
+                foreign += 1;
+            }
+        }
         let mut drop_tag = false;
         if closing {
             if counts && depth > 0 {
@@ -297,5 +330,23 @@ mod tests {
         let (out, w) = clean(&html);
         assert_eq!(out, html);
         assert!(w.is_empty());
+    }
+
+    #[test]
+    fn self_closed_svg_shapes_do_not_count_as_depth() {
+        // Icons: `<path/>` closes itself inside `<svg>`; counted, a page of icons would look
+        // 300 deep and lose its later tags (a real page did: its styles showed as text).
+        let icon = "<svg viewBox=\"0 0 1 1\"><path d=\"M0 0/>\"/><circle r=\"1\" /></svg><svg/>";
+        let html = format!("{}<div><style>p {{ color: red }}</style>text</div>", icon.repeat(1_000));
+        let (out, w) = clean(&html);
+        assert_eq!(out, html);
+        assert!(w.is_empty(), "{w:?}");
+    }
+
+    #[test]
+    fn raw_text_elements_are_never_dropped() {
+        let html = format!("{}<style>p {{ color: red }}</style>{}", "<div>".repeat(300), "</div>".repeat(300));
+        let (out, _) = clean(&html);
+        assert!(out.contains("<style>p { color: red }</style>"), "{}", &out[out.len() - 200..]);
     }
 }
