@@ -889,18 +889,28 @@ pub fn walk(doc: &Html) -> Walk<'_> {
     // class merely looks like boilerplate (`Page-ad-margins`, `site-header-wrapper`) but holds
     // most of the page's prose, or the marked-up article, is not boilerplate: these wrappers are
     // the commonest way pattern-based cleaners lose a whole article.
+    // A discussion's wrapper cleared that way clears the class names below it too: on a
+    // discussion page the `comments` wrapper holding the text holds a `comment` per post, each
+    // small. (Only a discussion's: a `header-style` wrapper around the whole page clears
+    // nothing below it.)
     let total_prose = prose.first().copied().unwrap_or(0).max(1) as f32;
+    let mut cleared = vec![false; walk.elems.len()];
     for i in 0..walk.elems.len() {
-        let parent_boiler = match walk.elems[i].parent {
-            NO_PARENT => false,
-            p => walk.elems[p as usize].boiler,
+        let (parent_boiler, parent_cleared) = match walk.elems[i].parent {
+            NO_PARENT => (false, false),
+            p => (walk.elems[p as usize].boiler, cleared[p as usize]),
         };
         let share = prose[i] as f32 / total_prose;
         let own = match walk.elems[i].own_boiler {
             None => false,
-            Some(BoilerBy::ClassId) => !(share >= 0.75 || (hint_below[i] && share >= 0.3)),
+            Some(BoilerBy::ClassId) => {
+                let clear = share >= 0.75 || (hint_below[i] && share >= 0.3);
+                cleared[i] = clear && is_discussion(&walk.elems[i].label);
+                !(clear || parent_cleared)
+            }
             Some(_) => share < 0.75,
         };
+        cleared[i] |= parent_cleared;
         walk.elems[i].boiler = parent_boiler || own;
     }
     walk
@@ -996,6 +1006,12 @@ pub fn walk_document<'a>(doc: &'a Html, noscript_doc: &'a mut Option<Html>) -> W
         warnings: outer.warnings,
         noscript_body: None,
     }
+}
+
+/// Does a class/id label name a discussion (comments, replies)?
+fn is_discussion(label: &str) -> bool {
+    let l = label.to_ascii_lowercase();
+    ["comment", "repl", "discuss"].iter().any(|w| l.contains(w))
 }
 
 /// Resolves the document base: `<base href>` when it is valid, else the page URL.
