@@ -277,6 +277,22 @@ fn style_hides(style: &str) -> bool {
     compact.contains("display:none") || compact.contains("visibility:hidden")
 }
 
+/// Is the element hidden from a reader: the `hidden` attribute, `aria-hidden="true"`, an inline
+/// `display:none` or `visibility:hidden`, a hiding class, a hidden input.
+fn is_hidden(tag: &str, a: &Attrs) -> bool {
+    a.hidden
+        || a.aria_hidden
+        || a.style.is_some_and(style_hides)
+        || a.class.is_some_and(is_hiding_class)
+        || (tag == "input" && a.kind.is_some_and(|k| k.eq_ignore_ascii_case("hidden")))
+}
+
+/// [`is_hidden`] for an element of a parsed document: the one rule every path that reads
+/// text applies (the generic walk here, layout templates in `template::text_of`).
+pub(crate) fn hides(el: &scraper::node::Element) -> bool {
+    is_hidden(el.name(), &read_attrs(el))
+}
+
 /// The attributes of one element that the walk reads, gathered in one pass over them.
 #[derive(Default)]
 struct Attrs<'a> {
@@ -484,11 +500,7 @@ impl<'a> State<'a> {
         if !pruned {
             self.fp.open(tag, a.id, a.class);
         }
-        let hidden = a.hidden
-            || a.aria_hidden
-            || a.style.is_some_and(style_hides)
-            || a.class.is_some_and(is_hiding_class)
-            || (tag == "input" && a.kind.is_some_and(|k| k.eq_ignore_ascii_case("hidden")));
+        let hidden = is_hidden(tag, &a);
         // A hidden block is walked and dropped after the walk (it may be the whole page, hidden
         // until a script reveals it); hidden inline text is skipped here, inside its block.
         let block = is_block_tag(tag);

@@ -173,7 +173,11 @@ pub fn text_of(root: ElementRef<'_>, excluded: &[Selector]) -> String {
         if let Some(el) = ElementRef::wrap(node) {
             let name = el.value().name();
             if entering {
-                if SKIPPED.contains(&name) || (node.id() != root.id() && excluded.iter().any(|s| s.matches(&el))) {
+                // Hidden elements by the generic walk's rules (`dom::hides`): what a reader does
+                // not see is not content on any path, and is where cloaked text lives.
+                if SKIPPED.contains(&name)
+                    || (node.id() != root.id() && (crate::dom::hides(el.value()) || excluded.iter().any(|s| s.matches(&el))))
+                {
                     continue;
                 }
                 if name == "br" {
@@ -435,5 +439,32 @@ mod tests {
         assert_eq!(text_of(el, &[]).split_whitespace().count(), 50);
         let json = serde_json::to_string(&template()).unwrap();
         assert_eq!(serde_json::from_str::<Template>(&json).unwrap(), template());
+    }
+
+    #[test]
+    fn hidden_content_is_dropped_on_the_template_path_as_on_the_generic_path() {
+        // Every hiding rule of the generic walk, inside a template's content element.
+        let hidden = [
+            "<p hidden>CLOAK-ATTR buy cheap pills now</p>",
+            "<p aria-hidden=\"true\">CLOAK-ARIA buy cheap pills now</p>",
+            "<div style=\"display: none\">CLOAK-DISPLAY buy cheap pills now</div>",
+            "<div style=\"visibility:hidden\">CLOAK-VISIBILITY buy cheap pills now</div>",
+            "<p class=\"note sr-only\">CLOAK-CLASS buy cheap pills now</p>",
+            "<p>Visible words around a hidden one, in a paragraph long enough to be <span class=\"d-none\">CLOAK-INLINE</span>kept.</p>",
+        ];
+        let body: String = (0..8)
+            .map(|i| format!("<p>Paragraph {i} of the article about tides, long enough to read as prose for sure.</p>"))
+            .chain(hidden.iter().map(|h| h.to_string()))
+            .collect();
+        let html = format!(
+            "<html><body><h1 class=\"post-title\">Tides explained</h1><div class=\"post-body\">{body}</div></body></html>"
+        );
+        let via_template = apply(&Html::parse_document(&html), &template()).unwrap().text;
+        let url = url::Url::parse("https://news.test/tides").unwrap();
+        let generic = crate::extract(html.as_bytes(), &[], &url).text;
+        for text in [&via_template, &generic] {
+            assert!(!text.contains("CLOAK"), "{text}");
+            assert!(text.contains("Paragraph 7") && text.contains("long enough to be kept."), "{text}");
+        }
     }
 }
