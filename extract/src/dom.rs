@@ -478,8 +478,20 @@ impl<'a> State<'a> {
         if let Some(saved_owner) = exit.block {
             self.flush();
             self.owner = saved_owner;
+            self.separate_link_text();
         }
         self.fp.close();
+    }
+
+    /// A block, line break or image inside an open link separates its words: `<a><div>Title
+    /// </div><div>Summary</div></a>` reads "Title Summary", not "TitleSummary".
+    fn separate_link_text(&mut self) {
+        if let Some(l) = self.link {
+            let text = &mut self.walk.links[l as usize].text;
+            if !text.is_empty() && !text.ends_with(' ') {
+                text.push(' ');
+            }
+        }
     }
 
     fn element(
@@ -588,6 +600,7 @@ impl<'a> State<'a> {
         if block {
             self.flush();
             self.owner = id;
+            self.separate_link_text();
         }
         let is_link = (tag == "a" || tag == "area") && a.href.is_some();
         let saved_link = self.link;
@@ -602,6 +615,9 @@ impl<'a> State<'a> {
             });
             self.buf_links.push(l);
             self.link = Some(l);
+        }
+        if matches!(tag, "br" | "img") {
+            self.separate_link_text();
         }
         if tag == "br" {
             // Keep the break as a line boundary inside the block.

@@ -286,3 +286,25 @@ fn json_output_has_every_contract_field() {
     }
     assert!(v["fingerprints"]["l1"].as_str().unwrap().len() == 16);
 }
+
+#[test]
+fn link_text_keeps_word_boundaries_across_blocks_and_line_breaks() {
+    // Cards whose link wraps several blocks, a `<br>`, an image: each boundary separates words
+    // (a link text of "TidesExplainedWhy the moon" is no anchor text anyone wrote).
+    let html = format!(
+        "<article>{}<p>Read on:</p>\
+         <a href=\"/tides\"><div>Tides explained</div><div>Why the moon pulls</div></a>\
+         <a href=\"/waves\"><h3>Waves</h3><p>How wind builds them</p></a>\
+         <a href=\"/storms\">Storm<br>surges</a>\
+         <a href=\"/reefs\">Coral<img src=\"r.png\">reefs</a>\
+         <a href=\"/inline\">in<b>line</b> words stay whole</a></article>",
+        prose(3)
+    );
+    let e = run(&html, "http://a.test/x");
+    let text = |path: &str| e.links.iter().find(|l| l.url.path() == path).map(|l| l.text.clone()).unwrap_or_default();
+    assert_eq!(text("/tides"), "Tides explained Why the moon pulls");
+    assert_eq!(text("/waves"), "Waves How wind builds them");
+    assert_eq!(text("/storms"), "Storm surges");
+    assert_eq!(text("/reefs"), "Coral reefs");
+    assert_eq!(text("/inline"), "inline words stay whole");
+}
