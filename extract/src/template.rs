@@ -221,7 +221,11 @@ pub fn apply(doc: &Html, t: &Template) -> Result<TemplateText, TemplateError> {
         return Err(TemplateError::Missing { field: "title".into(), selector: t.selectors.title.clone() });
     }
     let content = first(doc, "content", &t.selectors.content)?;
-    let excluded: Vec<Selector> = t.exclusions.iter().map(|s| selector("exclusion", s)).collect::<Result<_, _>>()?;
+    let mut excluded: Vec<Selector> =
+        t.exclusions.iter().map(|s| selector("exclusion", s)).collect::<Result<_, _>>()?;
+    // The title is its own field, not the text's first line (the generic path leaves it out
+    // too: a page read both ways must give the same text, or it is not found as a duplicate).
+    excluded.push(selector("title", &t.selectors.title)?);
     let text = text_of(content, &excluded);
     let word_count = text.split_whitespace().count();
     if word_count < MIN_WORDS {

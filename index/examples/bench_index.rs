@@ -138,6 +138,9 @@ fn main() {
             chunks: chunks.iter().map(|c| c.key).collect(),
             state: DocState::Indexed,
             aliases: vec![],
+            modified: None,
+            author: None,
+            canonical: None,
         };
         index.commit(id, &record, chunks).unwrap();
     }

@@ -28,7 +28,13 @@ pub struct Document {
     pub description: Option<String>,
     pub language: Option<String>,
     pub site_name: Option<String>,
+    /// When the page says it was first published and last modified, RFC 3339.
     pub published: Option<String>,
+    pub modified: Option<String>,
+    /// Who wrote it, as the page names them.
+    pub author: Option<String>,
+    /// The URL the page names as its canonical one (normalized), when it names one.
+    pub canonical: Option<String>,
     pub page_type: Option<String>,
     /// Seconds since the Unix epoch.
     pub fetched_at: u64,
@@ -275,5 +281,8 @@ fn record_of(doc: &Document, simhash: Option<u64>) -> DocRecord {
         chunks: Vec::new(),
         state: DocState::Indexed,
         aliases: Vec::new(),
+        modified: doc.modified.clone(),
+        author: doc.author.clone(),
+        canonical: doc.canonical.clone(),
     }
 }

@@ -31,6 +31,15 @@ pub struct Hit {
     /// The document's SimHash (merging results across nodes folds near duplicates).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simhash: Option<u64>,
+    /// What the page says of itself: who wrote it, when (RFC 3339), its canonical URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical: Option<String>,
 }
 
 /// What the index holds.
@@ -186,6 +195,10 @@ impl LocalIndex {
                 chunk: chunk.position,
                 aliases: record.aliases,
                 simhash: record.simhash,
+                author: record.author,
+                published: record.published,
+                modified: record.modified,
+                canonical: record.canonical,
             });
         }
         Ok(hits)

@@ -49,6 +49,57 @@ pub struct DocRecord {
     pub state: DocState,
     /// URLs recorded as near duplicates of this document.
     pub aliases: Vec<String>,
+    // Added after the first release: records written before have none (see `decode_doc`).
+    /// Last modified, RFC 3339.
+    pub modified: Option<String>,
+    pub author: Option<String>,
+    /// The URL the page names as canonical.
+    pub canonical: Option<String>,
+}
+
+/// A document as the first release stored it: read, never written.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+struct DocRecordV1 {
+    url: String,
+    title: String,
+    description: Option<String>,
+    language: Option<String>,
+    site_name: Option<String>,
+    published: Option<String>,
+    page_type: Option<String>,
+    fetched_at: u64,
+    word_count: u32,
+    simhash: Option<u64>,
+    chunks: Vec<u64>,
+    state: DocState,
+    aliases: Vec<String>,
+}
+
+/// Decodes a stored document, of this release or of the first (postcard has no optional
+/// trailing fields: a first-release record is too short for this layout, so it fails first).
+fn decode_doc(bytes: &[u8]) -> Result<DocRecord, IndexError> {
+    decode::<DocRecord>(bytes, "document").or_else(|e| {
+        let Ok(v1) = postcard::from_bytes::<DocRecordV1>(bytes) else { return Err(e) };
+        Ok(DocRecord {
+            url: v1.url,
+            title: v1.title,
+            description: v1.description,
+            language: v1.language,
+            site_name: v1.site_name,
+            published: v1.published,
+            page_type: v1.page_type,
+            fetched_at: v1.fetched_at,
+            word_count: v1.word_count,
+            simhash: v1.simhash,
+            chunks: v1.chunks,
+            state: v1.state,
+            aliases: v1.aliases,
+            modified: None,
+            author: None,
+            canonical: None,
+        })
+    })
 }
 
 /// A chunk as stored.
@@ -149,7 +200,7 @@ impl DocStore {
     }
 
     pub fn doc(&self, id: &DocId) -> Result<Option<DocRecord>, IndexError> {
-        self.docs.get(id.0)?.map(|b| decode(&b, "document")).transpose()
+        self.docs.get(id.0)?.map(|b| decode_doc(&b)).transpose()
     }
 
     pub fn chunk(&self, key: u64) -> Result<Option<ChunkRecord>, IndexError> {
@@ -182,7 +233,7 @@ impl DocStore {
         self.docs.iter().map(|r| {
             let (k, v) = r?;
             let id = DocId(k.as_ref().try_into().map_err(|_| IndexError::Corrupt("document key".into()))?);
-            Ok((id, decode(&v, "document")?))
+            Ok((id, decode_doc(&v)?))
         })
     }
 
@@ -222,7 +273,7 @@ impl DocStore {
                 let mut replaced = Replaced::default();
                 let mut record = record.clone();
                 if let Some(old) = docs.get(id.0)? {
-                    let old: DocRecord = decode(&old, "document").map_err(abort)?;
+                    let old: DocRecord = decode_doc(&old).map_err(abort)?;
                     // Aliases recorded against this document stay with it across re-crawls.
                     for alias in old.aliases {
                         if !record.aliases.contains(&alias) && alias != record.url {
@@ -254,7 +305,7 @@ impl DocStore {
                 }
                 if let DocState::Alias { canonical, .. } = &record.state {
                     if let Some(bytes) = docs.get(canonical.0)? {
-                        let mut c: DocRecord = decode(&bytes, "document").map_err(abort)?;
+                        let mut c: DocRecord = decode_doc(&bytes).map_err(abort)?;
                         if !c.aliases.contains(&record.url) {
                             c.aliases.push(record.url.clone());
                             docs.insert(&canonical.0, encode(&c))?;
@@ -280,7 +331,7 @@ impl DocStore {
             |(docs, chunk_tree, vector_tree, blocks)| {
                 let abort = |e: IndexError| ConflictableTransactionError::Abort(e);
                 let Some(old) = docs.remove(&id.0)? else { return Ok(None) };
-                let old: DocRecord = decode(&old, "document").map_err(abort)?;
+                let old: DocRecord = decode_doc(&old).map_err(abort)?;
                 for key in &old.chunks {
                     chunk_tree.remove(&key.to_be_bytes())?;
                     vector_tree.remove(&key.to_be_bytes())?;
@@ -303,5 +354,45 @@ impl DocStore {
     pub fn flush(&self) -> Result<(), IndexError> {
         self.docs.flush()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v1() -> DocRecordV1 {
+        DocRecordV1 {
+            url: "https://a.test/x".into(),
+            title: "X".into(),
+            description: None,
+            language: Some("en".into()),
+            site_name: None,
+            published: Some("2026-03-01T09:00:00+00:00".into()),
+            page_type: Some("article".into()),
+            fetched_at: 7,
+            word_count: 300,
+            simhash: Some(42),
+            chunks: vec![1, 2],
+            state: DocState::Alias { canonical: DocId([3; 16]), distance: 2 },
+            aliases: vec!["https://a.test/y".into()],
+        }
+    }
+
+    #[test]
+    fn documents_written_by_the_first_release_still_read() {
+        let old = decode_doc(&encode(&v1())).unwrap();
+        assert_eq!((old.url.as_str(), old.word_count, old.chunks.len()), ("https://a.test/x", 300, 2));
+        assert_eq!(old.state, DocState::Alias { canonical: DocId([3; 16]), distance: 2 });
+        assert_eq!((old.modified, old.author, old.canonical), (None, None, None));
+        // And this release's records read back whole.
+        let new = DocRecord {
+            modified: Some("2026-04-02T10:30:00+00:00".into()),
+            author: Some("Ada Lovelace".into()),
+            canonical: Some("https://a.test/x".into()),
+            ..decode_doc(&encode(&v1())).unwrap()
+        };
+        assert_eq!(decode_doc(&encode(&new)).unwrap(), new);
+        assert!(matches!(decode_doc(b"\xff\xff"), Err(IndexError::Corrupt(_))));
     }
 }

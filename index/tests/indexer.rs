@@ -89,7 +89,14 @@ fn a_near_duplicate_is_recorded_as_an_alias_and_not_embedded() {
     let a = "https://news.test/2024/lighthouses";
     let b = "https://news.test/print/lighthouses";
     let c = "https://mirror.test/lighthouses";
-    let out = ix.index(vec![doc(a, "Lighthouses", ARTICLE)]).unwrap();
+    let described = Document {
+        author: Some("Ada Lovelace".into()),
+        published: Some("2024-05-01T08:00:00+00:00".into()),
+        modified: Some("2024-05-04T12:00:00+02:00".into()),
+        canonical: Some(a.into()),
+        ..doc(a, "Lighthouses", ARTICLE)
+    };
+    let out = ix.index(vec![described]).unwrap();
     assert!(matches!(out[0], Outcome::Indexed { .. }));
     let chunks = index.store().chunk_count();
     // Another batch, and two copies in one batch (the second is caught within the batch).
@@ -116,6 +123,11 @@ fn a_near_duplicate_is_recorded_as_an_alias_and_not_embedded() {
     assert_eq!(hits[0].url, a);
     assert_eq!(hits[0].aliases, vec![b.to_string(), c.to_string()]);
     assert_eq!(hits.iter().filter(|h| h.url.contains("lighthouses")).count(), 1);
+    // What the page said of itself is stored with it and comes back with the hit.
+    assert_eq!(hits[0].author.as_deref(), Some("Ada Lovelace"));
+    assert_eq!(hits[0].published.as_deref(), Some("2024-05-01T08:00:00+00:00"));
+    assert_eq!(hits[0].modified.as_deref(), Some("2024-05-04T12:00:00+02:00"));
+    assert_eq!(hits[0].canonical.as_deref(), Some(a));
 
     // Re-crawling the canonical page keeps its aliases.
     ix.index(vec![doc(a, "Lighthouses", ARTICLE)]).unwrap();

@@ -468,6 +468,9 @@ fn improved_document(index: &LocalIndex, better: Improved) -> Option<Document> {
         language: record.language,
         site_name: record.site_name,
         published: record.published,
+        modified: record.modified,
+        author: record.author,
+        canonical: record.canonical,
         page_type: record.page_type,
         fetched_at: record.fetched_at,
     })
@@ -503,7 +506,11 @@ pub fn document_of(page: &FetchedPage, e: &weft_extract::Extracted) -> Document 
         description: e.metadata.description.clone(),
         language: e.metadata.language.clone(),
         site_name: e.metadata.site_name.clone(),
-        published: e.metadata.published.clone(),
+        // Dates as RFC 3339 or not at all (a template's date may be any text).
+        published: e.metadata.published.as_deref().and_then(weft_extract::metadata::normalize_date),
+        modified: e.metadata.modified.as_deref().and_then(weft_extract::metadata::normalize_date),
+        author: e.metadata.byline.clone(),
+        canonical: e.metadata.canonical.clone(),
         page_type: Some(page_type.to_string()),
         fetched_at: page.fetched_at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
     }

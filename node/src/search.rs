@@ -23,6 +23,7 @@ use weft_p2p::{NetworkHandle, SearchInbound};
 const MAX_TITLE_BYTES: usize = 1000;
 const MAX_SNIPPET_BYTES: usize = 4000;
 const MAX_ALIASES: usize = 32;
+const MAX_AUTHOR_BYTES: usize = weft_p2p::search::MAX_AUTHOR_BYTES;
 
 /// Which index answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -103,6 +104,10 @@ pub fn to_remote(h: Hit) -> RemoteHit {
         chunk: h.chunk,
         simhash: h.simhash,
         aliases: h.aliases.into_iter().filter(|a| a.len() <= 2048).take(MAX_ALIASES).collect(),
+        author: h.author.map(|a| cut(&a, MAX_AUTHOR_BYTES)),
+        published: h.published,
+        modified: h.modified,
+        canonical: h.canonical.filter(|c| c.len() <= 2048),
     }
 }
 
@@ -115,6 +120,10 @@ fn from_remote(r: RemoteHit) -> Hit {
         chunk: r.chunk,
         aliases: r.aliases,
         simhash: r.simhash,
+        author: r.author,
+        published: r.published,
+        modified: r.modified,
+        canonical: r.canonical,
     }
 }
 

@@ -13,6 +13,8 @@ pub const MAX_K: u32 = 50;
 const MAX_TITLE_BYTES: usize = 1024;
 const MAX_SNIPPET_BYTES: usize = 4096;
 const MAX_ALIASES: usize = 32;
+/// An author's name a peer may send, at most.
+pub const MAX_AUTHOR_BYTES: usize = 256;
 
 /// A query.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,7 +27,7 @@ pub struct SearchRequest {
 }
 
 /// One document from a peer's index: its best chunk for the query.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RemoteHit {
     pub url: String,
     pub title: String,
@@ -37,6 +39,17 @@ pub struct RemoteHit {
     pub simhash: Option<u64>,
     #[serde(default)]
     pub aliases: Vec<String>,
+    /// What the page says of itself (peers of earlier releases send none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    /// RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published: Option<String>,
+    /// RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical: Option<String>,
 }
 
 /// The answer to a [`SearchRequest`].
@@ -94,6 +107,8 @@ pub enum BadReply {
     Url(String),
     #[error("{0} over its size limit")]
     TooLarge(&'static str),
+    #[error("date {0:?} is not RFC 3339")]
+    Date(String),
 }
 
 fn check_url(u: &str) -> Result<(), BadReply> {
@@ -126,6 +141,17 @@ pub fn check_reply(hits: &[RemoteHit], k: u32) -> Result<(), BadReply> {
             return Err(BadReply::TooLarge("alias list"));
         }
         h.aliases.iter().try_for_each(|a| check_url(a))?;
+        if h.author.as_ref().is_some_and(|a| a.len() > MAX_AUTHOR_BYTES) {
+            return Err(BadReply::TooLarge("author"));
+        }
+        for d in [&h.published, &h.modified].into_iter().flatten() {
+            if chrono::DateTime::parse_from_rfc3339(d).is_err() {
+                return Err(BadReply::Date(d.chars().take(40).collect()));
+            }
+        }
+        if let Some(c) = &h.canonical {
+            check_url(c)?;
+        }
     }
     Ok(())
 }
@@ -182,6 +208,7 @@ mod tests {
             chunk: 0,
             simhash,
             aliases: Vec::new(),
+            ..Default::default()
         }
     }
 
@@ -218,6 +245,22 @@ mod tests {
         let mut aliased = hit("http://a.test/", 0.5, None);
         aliased.aliases = vec!["javascript:alert(1)".into()];
         assert!(check_reply(&[aliased], 5).is_err());
+        // What a page says of itself: RFC 3339 dates, a bounded author, a web canonical URL.
+        let mut described = hit("http://a.test/", 0.5, None);
+        described.author = Some("Ada Lovelace".into());
+        described.published = Some("2026-03-01T09:00:00+00:00".into());
+        described.modified = Some("2026-04-02T10:30:00-05:00".into());
+        described.canonical = Some("https://a.test/article".into());
+        assert!(check_reply(std::slice::from_ref(&described), 5).is_ok());
+        let mut bad = described.clone();
+        bad.published = Some("last Tuesday".into());
+        assert_eq!(check_reply(&[bad], 5), Err(BadReply::Date("last Tuesday".into())));
+        let mut bad = described.clone();
+        bad.author = Some("x".repeat(MAX_AUTHOR_BYTES + 1));
+        assert_eq!(check_reply(&[bad], 5), Err(BadReply::TooLarge("author")));
+        let mut bad = described;
+        bad.canonical = Some("javascript:alert(1)".into());
+        assert!(matches!(check_reply(&[bad], 5), Err(BadReply::Url(_))));
     }
 
     #[test]

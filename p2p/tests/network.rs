@@ -297,6 +297,7 @@ async fn a_peer_is_found_through_its_semantic_buckets_when_its_summary_is_unknow
             chunk: 0,
             simhash: None,
             aliases: Vec::new(),
+            ..Default::default()
         };
         let _ = q.reply.send(weft_p2p::search::SearchReply::Hits(vec![hit]));
         queries

@@ -338,11 +338,16 @@ pub fn topic_page(t: &Topic) -> String {
     let body: String = t.paragraphs.iter().map(|p| format!("<p>{p}</p>")).collect();
     format!(
         "<!doctype html><html lang=\"en\"><head><title>{title}</title>\
-         <meta name=\"description\" content=\"{first}\"></head><body>\
+         <meta name=\"description\" content=\"{first}\">\
+         <meta name=\"author\" content=\"Topic Web Editors\">\
+         <meta property=\"article:published_time\" content=\"2026-03-01T09:00:00Z\">\
+         <meta property=\"article:modified_time\" content=\"2026-04-02 10:30:00\">\
+         <link rel=\"canonical\" href=\"/t/{slug}\"></head><body>\
          <nav><a href=\"/\">All topics</a></nav>\
          <article><h1>{title}</h1>{body}</article>\
          <footer>Topic web, a test site of Weft.</footer></body></html>",
         title = t.title,
         first = t.paragraphs[0],
+        slug = t.slug,
     )
 }

@@ -154,6 +154,9 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
         let top = &v["hits"][0];
         assert_eq!(top["url"].as_str(), Some(url.as_str()), "{}: {v:#}", topic.slug);
         assert_eq!(top["peer"].as_str(), Some(ids[*owner].as_str()), "{}: answered by its node", topic.slug);
+        // What the page says of itself crosses the network with it.
+        assert_eq!(top["author"], "Topic Web Editors", "{v:#}");
+        assert_eq!(top["published"], "2026-03-01T09:00:00+00:00", "{v:#}");
         assert_eq!(v["scope"], "network");
         assert_eq!(v["partial"], false, "{v:#}");
         let contacted: Vec<&str> =
@@ -246,6 +249,7 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
             chunk: 0,
             simhash: None,
             aliases: Vec::new(),
+            ..Default::default()
         };
         let _ = q.reply.send(SearchReply::Hits(vec![bad]));
         garbage

@@ -70,6 +70,12 @@ async fn each_topic_question_finds_its_page_first_and_survives_a_restart() {
         if !top.ends_with(&want) && !is_print {
             misses.push(format!("{:?} → {top} (score {})", t.question, hits[0]["score"]));
         }
+        // What the page says of itself comes back with it, dates in RFC 3339 (the modified
+        // time is written `2026-04-02 10:30:00` in the page).
+        assert_eq!(hits[0]["author"], "Topic Web Editors", "{answer}");
+        assert_eq!(hits[0]["published"], "2026-03-01T09:00:00+00:00", "{answer}");
+        assert_eq!(hits[0]["modified"], "2026-04-02T10:30:00+00:00", "{answer}");
+        assert!(hits[0]["canonical"].as_str().unwrap().ends_with(&format!("/t/{}", t.slug)), "{answer}");
         if t.slug == "sourdough" {
             // One document for both URLs: the canonical one names the other as an alias.
             let aliases: Vec<&str> =
