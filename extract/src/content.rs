@@ -25,11 +25,13 @@ pub struct MainContent {
     pub confidence: f32,
 }
 
-/// Minimum characters for a block to count as prose on its own.
-const GOOD_CHARS: u32 = 60;
+/// Minimum characters for a block to count as prose on its own (modern pages write in short
+/// lines: a product's specs, a service's feature list, a forum's one-line replies).
+const GOOD_CHARS: u32 = 40;
 /// Link-text share above which a block is navigation.
 const MAX_GOOD_LINK_DENSITY: f32 = 0.3;
-const MAX_KEPT_LINK_DENSITY: f32 = 0.5;
+/// Above it, a block inside the content is navigation; below it, a listing's linked items stay.
+const MAX_KEPT_LINK_DENSITY: f32 = 0.7;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Class {
