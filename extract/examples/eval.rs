@@ -195,7 +195,11 @@ fn evaluate(dir: &std::path::Path, o: &Options, several: bool) {
         println!("  lowest page F1: {}", worst_list.join(", "));
     }
     if let Some(path) = &o.predictions {
-        let path = if several { path.with_file_name(format!("{name}-{}", path.file_name().unwrap_or_default().to_string_lossy())) } else { path.clone() };
+        let path = if several {
+            path.with_file_name(format!("{name}-{}", path.file_name().unwrap_or_default().to_string_lossy()))
+        } else {
+            path.clone()
+        };
         std::fs::write(&path, serde_json::to_vec_pretty(&out).expect("json")).expect("write predictions");
         println!("  predictions written to {}", path.display());
     }
@@ -223,12 +227,7 @@ fn report(name: &str, scores: &[devset::PageScore], times: &[f64]) {
     let p95 = sorted[((sorted.len() as f64 * 0.95) as usize).min(sorted.len() - 1)];
     println!(
         "{name:<13} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.2} ms {:>6.2} ms",
-        sum.f1,
-        sum.precision,
-        sum.recall,
-        sum.exact,
-        median,
-        p95
+        sum.f1, sum.precision, sum.recall, sum.exact, median, p95
     );
 }
 

@@ -818,7 +818,8 @@ const NOSCRIPT_OVER_VISIBLE: u32 = 2;
 /// Characters of text in a piece of markup (what is not whitespace, tags, or script and style
 /// bodies): a cheap estimate, to decide whether it is worth parsing.
 fn markup_text_chars(markup: &str) -> u32 {
-    let lower_starts = |rest: &str, p: &str| rest.len() >= p.len() && rest.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes());
+    let lower_starts =
+        |rest: &str, p: &str| rest.len() >= p.len() && rest.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes());
     let mut chars = 0u32;
     let mut rest = markup;
     while let Some(c) = rest.chars().next() {
@@ -976,7 +977,8 @@ fn drop_hidden(walk: &mut Walk) {
 
 /// Keeps the blocks, and the links, whose element passes `keep`; indices between them follow.
 fn retain_blocks(walk: &mut Walk, keep: impl Fn(&Elem) -> bool) {
-    let kept_link: Vec<bool> = walk.links.iter().map(|l| l.elem == NO_PARENT || keep(&walk.elems[l.elem as usize])).collect();
+    let kept_link: Vec<bool> =
+        walk.links.iter().map(|l| l.elem == NO_PARENT || keep(&walk.elems[l.elem as usize])).collect();
     let mut link_index = vec![u32::MAX; walk.links.len()];
     let mut next = 0u32;
     for (i, k) in kept_link.iter().enumerate() {

@@ -176,7 +176,8 @@ pub fn text_of(root: ElementRef<'_>, excluded: &[Selector]) -> String {
                 // Hidden elements by the generic walk's rules (`dom::hides`): what a reader does
                 // not see is not content on any path, and is where cloaked text lives.
                 if SKIPPED.contains(&name)
-                    || (node.id() != root.id() && (crate::dom::hides(el.value()) || excluded.iter().any(|s| s.matches(&el))))
+                    || (node.id() != root.id()
+                        && (crate::dom::hides(el.value()) || excluded.iter().any(|s| s.matches(&el))))
                 {
                     continue;
                 }

@@ -13,10 +13,7 @@ use weft_extract::devset::{self, DevSet, Half, PageScore, Summary};
 
 fn scores(set: &DevSet) -> Option<Vec<(Half, PageScore)>> {
     let Some(dir) = set.locate(None) else {
-        eprintln!(
-            "SKIPPED: {} not found (set {} to its directory, or keep it in ../shared)",
-            set.name, set.env_var
-        );
+        eprintln!("SKIPPED: {} not found (set {} to its directory, or keep it in ../shared)", set.name, set.env_var);
         return None;
     };
     let pages = devset::load(&dir).expect("load dev set");
