@@ -105,8 +105,9 @@ pub fn to_remote(h: Hit) -> RemoteHit {
         simhash: h.simhash,
         aliases: h.aliases.into_iter().filter(|a| a.len() <= 2048).take(MAX_ALIASES).collect(),
         author: h.author.map(|a| cut(&a, MAX_AUTHOR_BYTES)),
-        published: h.published,
-        modified: h.modified,
+        // Documents stored before dates were checked may hold any text: a peer refuses that.
+        published: h.published.as_deref().and_then(weft_extract::metadata::normalize_date),
+        modified: h.modified.as_deref().and_then(weft_extract::metadata::normalize_date),
         canonical: h.canonical.filter(|c| c.len() <= 2048),
     }
 }
