@@ -964,12 +964,12 @@ fn drop_hidden(walk: &mut Walk) {
     }
     let total = chars.first().copied().unwrap_or(0);
     // Parents come before children in the arena: one pass settles every element.
-    for i in 0..n {
+    for (i, &held) in chars.iter().enumerate() {
         let parent = walk.elems[i].parent;
         let parent_hidden = parent != NO_PARENT && walk.elems[parent as usize].hidden;
         let own = walk.elems[i].own_hidden;
         // The revealed page: a hidden root holding most of the text.
-        let revealed = own && !parent_hidden && chars[i] * 2 > total;
+        let revealed = own && !parent_hidden && held * 2 > total;
         walk.elems[i].hidden = parent_hidden || (own && !revealed);
     }
     retain_blocks(walk, |e| !e.hidden);

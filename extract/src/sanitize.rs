@@ -181,10 +181,9 @@ pub fn sanitize<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> Cow<'a, str>
         // html5ever ignores `/>` on HTML elements, so self-closing syntax changes nothing there;
         // inside `<svg>` and `<math>` it closes the element (below, once the tag's end is
         // found). Raw-text elements hold no markup: never dropped (their text would show),
-        // never counted.
-        let counts = !is_void(name) && !is_optional_close(name) && !is_raw_text(name);
+        // never counted. A self-closed start tag opens nothing.
         let self_closing = (foreign > 0 || matches!(name, b"svg" | b"math")) && tag_self_closes(bytes, name_end);
-        let counts = counts && !(self_closing && !closing);
+        let counts = !is_void(name) && !is_optional_close(name) && !is_raw_text(name) && (closing || !self_closing);
         if matches!(name, b"svg" | b"math") {
             if closing {
                 foreign = foreign.saturating_sub(1);
