@@ -219,13 +219,21 @@ pub(crate) fn ser_urls<S: serde::Serializer>(u: &[Url], s: S) -> Result<S::Ok, S
 /// `min_chars` of text, with the flags and counts content selection sees.
 #[doc(hidden)]
 pub fn debug_outline(body: &[u8], _url: &Url, min_chars: u32) -> String {
+    debug_walk(body, |walk| outline(walk, min_chars))
+}
+
+/// The page walked as [`extract`] walks it (no headers, no URL), for the development aids.
+fn debug_walk<R>(body: &[u8], f: impl FnOnce(&dom::Walk) -> R) -> R {
     let mut warnings = Vec::new();
     let decoded = decode::decode(body, None, None, &mut warnings);
     let html = sanitize::sanitize(&decoded.text, &mut warnings);
     let doc = scraper::Html::parse_document(&html);
     let mut noscript_doc = None;
-    let walk = dom::walk_document(&doc, &mut noscript_doc);
-    let main = content::select(&walk);
+    f(&dom::walk_document(&doc, &mut noscript_doc))
+}
+
+fn outline(walk: &dom::Walk, min_chars: u32) -> String {
+    let main = content::select(walk);
     let mut out = String::new();
     for (i, e) in walk.elems.iter().enumerate() {
         if e.text_chars < min_chars {
@@ -254,12 +262,8 @@ pub fn debug_outline(body: &[u8], _url: &Url, min_chars: u32) -> String {
 /// of it (see [`content::Verdict`]).
 #[doc(hidden)]
 pub fn debug_blocks(body: &[u8]) -> Vec<(String, content::Verdict)> {
-    let mut warnings = Vec::new();
-    let decoded = decode::decode(body, None, None, &mut warnings);
-    let html = sanitize::sanitize(&decoded.text, &mut warnings);
-    let doc = scraper::Html::parse_document(&html);
-    let mut noscript_doc = None;
-    let walk = dom::walk_document(&doc, &mut noscript_doc);
-    let Some((verdicts, _, _)) = content::judge(&walk) else { return Vec::new() };
-    walk.blocks.iter().zip(verdicts).map(|(b, v)| (b.text.clone(), v)).collect()
+    debug_walk(body, |walk| {
+        let Some((verdicts, _, _)) = content::judge(walk) else { return Vec::new() };
+        walk.blocks.iter().zip(verdicts).map(|(b, v)| (b.text.clone(), v)).collect()
+    })
 }
