@@ -238,6 +238,9 @@ fn tag_bonus(tag: &str) -> f32 {
     }
 }
 
+/// Prose (characters) an element must hold for its class/id hint to weigh in full.
+const HINT_FULL_PROSE: f32 = 1_000.0;
+
 /// How many ancestors a paragraph credits, and with what divisor (Readability: parent ×1,
 /// grandparent ×½, then ×1/(3·level)).
 const LEVELS: usize = 5;
@@ -254,6 +257,7 @@ fn containers(walk: &Walk) -> Option<(Vec<ElemId>, f32)> {
     let mut score = vec![0f32; n];
     let mut scored = vec![false; n];
     let mut prose_total = 0f32;
+    let tally = tallies(walk);
     for b in &walk.blocks {
         let owner = &walk.elems[b.elem as usize];
         if owner.boiler || b.chars < 25 || is_heading(b.tag) {
@@ -279,7 +283,11 @@ fn containers(walk: &Walk) -> Option<(Vec<ElemId>, f32)> {
             }
             if !scored[e as usize] {
                 scored[e as usize] = true;
-                score[e as usize] = tag_bonus(el.tag) + el.weight as f32;
+                // A class name's hint weighs in full only on an element holding a page of
+                // prose: a 100-character box called `modal-content` must not outscore the
+                // article beside it.
+                let hinted = (tally[e as usize].good as f32 / HINT_FULL_PROSE).min(1.0);
+                score[e as usize] = tag_bonus(el.tag) + el.weight as f32 * hinted;
             }
             let div = match level {
                 0 => 1.0,

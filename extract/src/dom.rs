@@ -924,16 +924,26 @@ pub fn walk(doc: &Html) -> Walk<'_> {
     // nothing below it.)
     let total_prose = prose.first().copied().unwrap_or(0).max(1) as f32;
     let mut cleared = vec![false; walk.elems.len()];
+    // The nearest marked-up content (`<article>`, `<main>`, `itemprop=articleBody`) above each
+    // element.
+    let mut hint_above = vec![NO_PARENT; walk.elems.len()];
     for i in 0..walk.elems.len() {
         let (parent_boiler, parent_cleared) = match walk.elems[i].parent {
             NO_PARENT => (false, false),
-            p => (walk.elems[p as usize].boiler, cleared[p as usize]),
+            p => {
+                let pe = &walk.elems[p as usize];
+                hint_above[i] = if pe.content_hint { p } else { hint_above[p as usize] };
+                (pe.boiler, cleared[p as usize])
+            }
         };
         let share = prose[i] as f32 / total_prose;
+        // Most of the marked-up article's prose: its body (`rich-text-newsletter-cms`).
+        let article_body =
+            hint_above[i] != NO_PARENT && prose[i] as f32 >= 0.75 * prose[hint_above[i] as usize] as f32;
         let own = match walk.elems[i].own_boiler {
             None => false,
             Some(BoilerBy::ClassId) => {
-                let clear = share >= 0.75 || (hint_below[i] && share >= 0.3);
+                let clear = share >= 0.75 || ((hint_below[i] || article_body) && share >= 0.3);
                 cleared[i] = clear && is_discussion(&walk.elems[i].label);
                 !(clear || parent_cleared)
             }
