@@ -7,7 +7,10 @@
 //!    element scores the good text under it minus a share of the bad, scaled by its class/id
 //!    hints; the best element is the container. This is Readability's idea (score paragraphs,
 //!    credit their ancestors) with the whole subtree credited, so an article split across
-//!    sibling `<div>`s by an ad slot is still found whole.
+//!    sibling `<div>`s by an ad slot is still found whole. The winner then grows up its
+//!    ancestors while they add more of the same prose ([`grow`]), and when it is one of several
+//!    posts of its kind (a thread, a Q&A page's answers) the content is all of them
+//!    ([`repeated`]).
 //! 2. **Blocks.** Inside the container, blocks are classified as good, short or bad and short
 //!    ones are kept only between good ones (jusText's context rule): a subheading or a one-line
 //!    paragraph inside the article stays, while the "Share this" and "Tags:" lines at its edges
@@ -355,7 +358,8 @@ fn containers(walk: &Walk) -> Option<(Vec<ElemId>, f32)> {
         }
         top = parent as usize;
     }
-    let top = grow(walk, top);
+    let top = grow(walk, top, &tally);
+    let top = repeated(walk, top, &tally).unwrap_or(top);
     // Siblings.
     let mut roots = vec![top as ElemId];
     let parent = walk.elems[top].parent;
@@ -420,9 +424,8 @@ fn tallies(walk: &Walk) -> Vec<Tally> {
 /// then one section, and its siblings are too far up for the sibling rule. An ancestor is taken
 /// when the text it adds is mostly prose and poor in links — which a list of teasers, a
 /// navigation block or a footer is not.
-fn grow(walk: &Walk, top: usize) -> usize {
+fn grow(walk: &Walk, top: usize, t: &[Tally]) -> usize {
     const FRAME_CHARS: u32 = 120;
-    let t = tallies(walk);
     let base = t[top];
     let mut best = top;
     let mut p = walk.elems[top].parent;
@@ -444,4 +447,70 @@ fn grow(walk: &Walk, top: usize) -> usize {
         p = walk.elems[p as usize].parent;
     }
     best
+}
+
+/// Same kind of element, for spotting repeated items: same tag, same class/id but for numbers
+/// (`answer-7811`, `answer-81112`).
+fn same_kind(walk: &Walk, a: usize, b: usize) -> bool {
+    let (a, b) = (&walk.elems[a], &walk.elems[b]);
+    a.tag == b.tag
+        && a.label.chars().filter(|c| !c.is_ascii_digit()).eq(b.label.chars().filter(|c| !c.is_ascii_digit()))
+}
+
+/// A thread's posts or a Q&A page's answers: when the container is one of several elements of
+/// its kind that hold prose, the content is all of them — their nearest common ancestor, when
+/// they are most of its prose and links do not fill it.
+fn repeated(walk: &Walk, top: usize, t: &[Tally]) -> Option<usize> {
+    if walk.elems[top].label.is_empty() {
+        return None;
+    }
+    // The last block of each element: a teaser (an excerpt of another page) ends cut short.
+    let mut last = vec![usize::MAX; walk.elems.len()];
+    for (b, block) in walk.blocks.iter().enumerate() {
+        let mut e = block.elem;
+        while e != NO_PARENT {
+            last[e as usize] = b;
+            e = walk.elems[e as usize].parent;
+        }
+    }
+    let teaser = |i: usize| {
+        walk.blocks.get(last[i]).is_some_and(|b| {
+            let end = b.text.trim_end();
+            end.ends_with("...") || end.ends_with('…') || end.ends_with("[…]") || end.ends_with("[...]")
+        })
+    };
+    let items: Vec<usize> = (0..walk.elems.len())
+        .filter(|&i| !walk.elems[i].boiler && t[i].good >= GOOD_CHARS && same_kind(walk, i, top) && !teaser(i))
+        .collect();
+    if items.len() < 2 {
+        return None;
+    }
+    // Ancestors of the container, nearest first.
+    let mut chain = Vec::new();
+    let mut e = top as ElemId;
+    while e != NO_PARENT {
+        chain.push(e);
+        e = walk.elems[e as usize].parent;
+    }
+    let mut lca_pos = 0;
+    for &i in &items {
+        let mut e = i as ElemId;
+        while e != NO_PARENT {
+            if let Some(pos) = chain.iter().position(|&c| c == e) {
+                lca_pos = lca_pos.max(pos);
+                break;
+            }
+            e = walk.elems[e as usize].parent;
+        }
+    }
+    let lca = chain[lca_pos] as usize;
+    if lca == top || matches!(walk.elems[lca].tag, "html" | "body") {
+        return None;
+    }
+    let items_good: u32 = items.iter().map(|&i| t[i].good).sum();
+    let a = t[lca];
+    if (items_good as f32) < 0.5 * a.good as f32 || a.link_chars as f32 > 0.3 * a.chars as f32 {
+        return None;
+    }
+    Some(lca)
 }

@@ -938,8 +938,7 @@ pub fn walk(doc: &Html) -> Walk<'_> {
         };
         let share = prose[i] as f32 / total_prose;
         // Most of the marked-up article's prose: its body (`rich-text-newsletter-cms`).
-        let article_body =
-            hint_above[i] != NO_PARENT && prose[i] as f32 >= 0.75 * prose[hint_above[i] as usize] as f32;
+        let article_body = hint_above[i] != NO_PARENT && prose[i] as f32 >= 0.75 * prose[hint_above[i] as usize] as f32;
         let own = match walk.elems[i].own_boiler {
             None => false,
             Some(BoilerBy::ClassId) => {

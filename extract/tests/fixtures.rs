@@ -308,3 +308,97 @@ fn link_text_keeps_word_boundaries_across_blocks_and_line_breaks() {
     assert_eq!(text("/reefs"), "Coral reefs");
     assert_eq!(text("/inline"), "inline words stay whole");
 }
+
+/// A Q&A page: the question and every answer are content, each answer's comments are not.
+/// The best-scoring element is one answer's body; its kind (`post-body`, numbered ids aside)
+/// repeats, so the content is the thread that holds them all.
+#[test]
+fn every_post_of_a_thread_is_content_not_only_the_best_one() {
+    let post = |id: u32, text: &str| {
+        format!(
+            "<div class=\"answer\" id=\"answer-{id}\"><div class=\"post-layout\"><div class=\"answercell\">\
+             <div class=\"post-body\" id=\"body-{id}\">{text}</div></div>\
+             <div class=\"comments\">{}</div></div></div>",
+            "<p>Nice answer, thanks a lot for writing this all up so carefully. It did not work for me on \
+             version two of the tool though, any ideas what could be different there?</p>"
+                .repeat(4)
+        )
+    };
+    let html = format!(
+        "<html><body><nav><a href=/a>Home</a> <a href=/b>Questions</a></nav><div id=\"mainbar\">\
+         <div class=\"question\"><h1>How do I back up a whole system?</h1>{}</div>{}{}{}</div>\
+         <footer><p>Site design by the company, all rights reserved, every year since it began.</p></footer></body></html>",
+        post(1, "<p>I want to back up everything, the operating system included, and restore it after a crash.</p>"),
+        post(2, &format!("<p>Use an image of the disk: it copies the boot loader too.</p>{}", prose(4))),
+        post(3, "<p>A file-level copy with rsync works as well, as long as you exclude /proc and /sys.</p>"),
+        post(4, "<p>Whatever you do, test the restore on a spare disk before you need it for real.</p>"),
+    );
+    let e = run(&html, "http://qa.test/questions/1");
+    for line in [
+        "I want to back up everything",
+        "Use an image of the disk",
+        "A file-level copy with rsync",
+        "test the restore on a spare disk",
+    ] {
+        assert!(e.text.contains(line), "missing {line:?} in {}", e.text);
+    }
+    assert!(!e.text.contains("Nice answer"), "comments are not content: {}", e.text);
+    assert!(!e.text.contains("Site design"), "{}", e.text);
+}
+
+/// An article whose body shares its class with the teasers below it: the teasers (excerpts
+/// cut short with an ellipsis) are not posts of a thread, and stay out.
+#[test]
+fn teasers_of_the_same_kind_as_the_article_stay_out() {
+    let teaser = |n: u32| {
+        format!(
+            "<div class=\"entry-content\"><h4><a href=\"/news/{n}\">Council approves the budget for road {n}</a></h4>\
+             <p>Front page</p><p>THE TOWN council approved the budget for road number {n} on Tuesday after a long \
+             debate about the cost of repairs and...</p></div>"
+        )
+    };
+    let html = format!(
+        "<html><body><div class=\"wrap\"><div class=\"entry-content\">{}</div><h3>Also in the news</h3>{}{}{}</div>\
+         </body></html>",
+        prose(6),
+        teaser(1),
+        teaser(2),
+        teaser(3)
+    );
+    let e = run(&html, "http://news.test/story");
+    assert!(e.text.contains("The committee met on Tuesday"), "{}", e.text);
+    assert!(!e.text.contains("approved the budget"), "teasers are not content: {}", e.text);
+}
+
+/// A class name's hint weighs in proportion to the prose under it: a short box called
+/// `modal-content` must not win over the article, whose wrapper is called `widget`.
+#[test]
+fn a_small_box_with_a_content_class_does_not_outscore_the_article() {
+    let html = format!(
+        "<html><body><div class=\"elementor-widget-container\">{}</div>\
+         <footer><a href=/a>About the practice</a> <a href=/b>Our services</a> <a href=/c>Contact us</a> \
+         <a href=/d>Book an appointment</a></footer>\
+         <div class=\"subscription-modal\"><div class=\"modal-content\"><p>Discover more from us, now.</p>\
+         <p>Subscribe now to keep reading and get access to the full archive.</p></div></div></body></html>",
+        "<p>Dentistry is evolving quickly and this year is shaping up to be a most innovative one for the patients and for \
+         all the dentists alike.</p>"
+            .repeat(14)
+    );
+    let e = run(&html, "http://dentist.test/blog/trends");
+    assert_eq!(e.text.matches("Dentistry is evolving quickly").count(), 14, "{}", e.text);
+    assert!(!e.text.contains("Subscribe now"), "{}", e.text);
+}
+
+/// The body of a marked-up `<article>` whose class happens to look like boilerplate
+/// (`rich-text-newsletter`) is the article, not boilerplate.
+#[test]
+fn the_body_of_the_marked_up_article_is_not_boilerplate_by_its_class() {
+    let html = format!(
+        "<html><body><main><article class=\"newsletter-content\"><div class=\"rich-text-newsletter\">{}</div>\
+         </article><section class=\"testimonials\">{}</section></main></body></html>",
+        prose(8),
+        "<p>What a wonderful newsletter, I read every issue and learn something new each month.</p>".repeat(12)
+    );
+    let e = run(&html, "http://lab.test/newsletter/fitness");
+    assert!(e.text.contains("The committee met on Tuesday"), "{}", e.text);
+}
