@@ -8,9 +8,9 @@
 //!    hints; the best element is the container. This is Readability's idea (score paragraphs,
 //!    credit their ancestors) with the whole subtree credited, so an article split across
 //!    sibling `<div>`s by an ad slot is still found whole. The winner then grows up its
-//!    ancestors while they add more of the same prose ([`grow`]), and when it is one of several
+//!    ancestors while they add more of the same prose (`grow`), and when it is one of several
 //!    posts of its kind (a thread, a Q&A page's answers) the content is all of them
-//!    ([`repeated`]).
+//!    (`repeated`).
 //! 2. **Blocks.** Inside the container, blocks are classified as good, short or bad and short
 //!    ones are kept only between good ones (jusText's context rule): a subheading or a one-line
 //!    paragraph inside the article stays, while the "Share this" and "Tags:" lines at its edges
