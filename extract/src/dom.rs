@@ -946,13 +946,35 @@ pub fn walk(doc: &Html) -> Walk<'_> {
                 cleared[i] = clear && is_discussion(&walk.elems[i].label);
                 !(clear || parent_cleared)
             }
-            Some(_) => share < 0.75,
+            // A `<footer>` holding most of the prose (a long legal notice under a short page)
+            // is still the footer when the page marks its content elsewhere.
+            Some(_) => share < 0.75 || marked_elsewhere(&walk.elems, &prose, i),
         };
         cleared[i] |= parent_cleared;
         walk.elems[i].boiler = parent_boiler || own;
     }
     walk
 }
+
+/// Is there marked-up content (`<main>`, `<article>`) with some prose outside element `i`?
+fn marked_elsewhere(elems: &[Elem], prose: &[u32], i: usize) -> bool {
+    let inside = |mut e: usize, ancestor: usize| loop {
+        if e == ancestor {
+            return true;
+        }
+        match elems[e].parent {
+            NO_PARENT => return false,
+            p => e = p as usize,
+        }
+    };
+    elems
+        .iter()
+        .enumerate()
+        .any(|(h, el)| el.content_hint && prose[h] >= MARKED_PROSE && !inside(h, i) && !inside(i, h))
+}
+
+/// Prose (characters) that marked-up content must hold to count as the page's content.
+const MARKED_PROSE: u32 = 200;
 
 /// Drops the blocks of hidden elements, and the links in them — except a hidden element that
 /// holds most of the page's text: that is a page hidden until its scripts run (a preloader's

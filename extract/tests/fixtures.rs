@@ -402,3 +402,22 @@ fn the_body_of_the_marked_up_article_is_not_boilerplate_by_its_class() {
     let e = run(&html, "http://lab.test/newsletter/fitness");
     assert!(e.text.contains("The committee met on Tuesday"), "{}", e.text);
 }
+
+/// A short page over a long legal notice: the `<footer>` holds most of the prose, but the page
+/// marks its content with `<main>`, so the footer stays the footer.
+#[test]
+fn a_footer_with_most_of_the_prose_is_still_the_footer_when_main_is_marked() {
+    let html = format!(
+        "<html><body><main><h1>Rental fleet safety</h1>\
+         <p>A good risk management program requires proper screening of prospective renters.</p>\
+         <p>Implementing sound practices at the rental counter is the first step in keeping the fleet safe.</p>\
+         <p>Key topics discussed include driver screening, vehicle inspection and incident reporting.</p>\
+         </main><footer>{}</footer></body></html>",
+        "<p>This material is not intended to replace the advice of a qualified advisor, and information has \
+         been obtained from sources believed to be reliable, but it is not guaranteed as to accuracy.</p>"
+            .repeat(8)
+    );
+    let e = run(&html, "http://insure.test/programs/rental");
+    assert!(e.text.contains("proper screening of prospective renters"), "{}", e.text);
+    assert!(!e.text.contains("qualified advisor"), "{}", e.text);
+}
