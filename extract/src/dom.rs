@@ -922,7 +922,19 @@ pub fn walk(doc: &Html) -> Walk<'_> {
     // discussion page the `comments` wrapper holding the text holds a `comment` per post, each
     // small. (Only a discussion's: a `header-style` wrapper around the whole page clears
     // nothing below it.)
-    let total_prose = prose.first().copied().unwrap_or(0).max(1) as f32;
+    let mut in_frame = vec![false; walk.elems.len()];
+    // The page's prose outside its header, footer, navigation and asides (by tag or role): a
+    // cookie notice in the `<header>` must not make the article's `headerWrapper` look small.
+    let mut framed = 0u32;
+    for (i, el) in walk.elems.iter().enumerate() {
+        let outer = el.parent == NO_PARENT || !in_frame[el.parent as usize];
+        let own = matches!(el.own_boiler, Some(BoilerBy::Tag | BoilerBy::Role));
+        in_frame[i] = own || (el.parent != NO_PARENT && in_frame[el.parent as usize]);
+        if own && outer {
+            framed += prose[i];
+        }
+    }
+    let total_prose = prose.first().copied().unwrap_or(0).saturating_sub(framed).max(1) as f32;
     let mut cleared = vec![false; walk.elems.len()];
     // The nearest marked-up content (`<article>`, `<main>`, `itemprop=articleBody`) above each
     // element.

@@ -421,3 +421,23 @@ fn a_footer_with_most_of_the_prose_is_still_the_footer_when_main_is_marked() {
     assert!(e.text.contains("proper screening of prospective renters"), "{}", e.text);
     assert!(!e.text.contains("qualified advisor"), "{}", e.text);
 }
+
+/// The service described in a `headerWrapper` section (a class that reads as boilerplate) is
+/// the page, even though a long cookie notice inside the page's `<header>` holds prose too:
+/// the share of prose that clears a class name is counted outside header and footer tags.
+#[test]
+fn prose_in_the_header_tag_does_not_hide_the_content_behind_a_boilerplate_class() {
+    let html = format!(
+        "<html><body><header><div class=\"cookie-faq\">{}</div><ul><li><a href=/a>Services</a></li></ul></header>\
+         <div class=\"content-wrapper\"><section class=\"headerWrapper\"><h1>Quality engineering</h1>{}</section>\
+         <div class=\"contact\"><p>Write to us about your project, a reply comes within a day or two.</p></div></div>\
+         </body></html>",
+        "<p>We use cookies to improve the experience of the site, to measure its audience and to remember \
+         what you chose on your last visit, as the law requires us to explain.</p>"
+            .repeat(6),
+        prose(8)
+    );
+    let e = run(&html, "http://qa.test/services/testing");
+    assert!(e.text.contains("The committee met on Tuesday"), "{}", e.text);
+    assert!(!e.text.contains("We use cookies"), "{}", e.text);
+}
