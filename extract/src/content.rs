@@ -141,13 +141,20 @@ fn is_interface_line(text: &str) -> bool {
 
 fn classify(b: &Block) -> Class {
     let ld = link_density(b);
-    if ld > MAX_KEPT_LINK_DENSITY || is_interface_line(&b.text) {
+    if ld > MAX_KEPT_LINK_DENSITY || is_interface_line(&b.text) || b.tag == "figcaption" {
         Class::Bad
-    } else if b.chars >= GOOD_CHARS && ld <= MAX_GOOD_LINK_DENSITY && !is_heading(b.tag) {
+    } else if b.chars >= GOOD_CHARS && ld <= MAX_GOOD_LINK_DENSITY && !is_heading(b.tag) && !is_teaser(b) {
         Class::Good
     } else {
         Class::Short
     }
+}
+
+/// A short excerpt cut off with an ellipsis: a teaser for another page. Not prose on its own
+/// (kept between prose, dropped at the content's edges, where "related posts" lists sit).
+fn is_teaser(b: &Block) -> bool {
+    let end = b.text.trim_end();
+    b.chars < 250 && (end.ends_with("...") || end.ends_with('…'))
 }
 
 /// A short paragraph that still reads as a sentence: kept even at the edges of the content.
@@ -216,9 +223,14 @@ pub(crate) fn judge(walk: &Walk) -> Option<(Vec<Verdict>, ElemId, f32)> {
         .collect();
     let first_good = candidates.iter().position(|(_, c)| *c == Class::Good);
     let last_good = candidates.iter().rposition(|(_, c)| *c == Class::Good);
+    // After the last prose, a heading starts something else ("Recommended", "About the
+    // author"): sentences below it no longer count as the text's last lines.
+    let mut tail_heading = false;
     for (k, &(i, c)) in candidates.iter().enumerate() {
+        let b = &walk.blocks[i];
+        tail_heading |= last_good.is_some_and(|last| k > last) && is_heading(b.tag);
         let inside = match (first_good, last_good) {
-            (Some(first), Some(last)) => (first..=last).contains(&k) || is_sentence(&walk.blocks[i]),
+            (Some(first), Some(last)) => (first..=last).contains(&k) || (!tail_heading && is_sentence(b)),
             _ => true,
         };
         verdicts[i] = match (c, inside) {
@@ -473,12 +485,7 @@ fn repeated(walk: &Walk, top: usize, t: &[Tally]) -> Option<usize> {
             e = walk.elems[e as usize].parent;
         }
     }
-    let teaser = |i: usize| {
-        walk.blocks.get(last[i]).is_some_and(|b| {
-            let end = b.text.trim_end();
-            end.ends_with("...") || end.ends_with('…') || end.ends_with("[…]") || end.ends_with("[...]")
-        })
-    };
+    let teaser = |i: usize| walk.blocks.get(last[i]).is_some_and(is_teaser);
     let items: Vec<usize> = (0..walk.elems.len())
         .filter(|&i| !walk.elems[i].boiler && t[i].good >= GOOD_CHARS && same_kind(walk, i, top) && !teaser(i))
         .collect();

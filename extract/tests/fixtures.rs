@@ -441,3 +441,22 @@ fn prose_in_the_header_tag_does_not_hide_the_content_behind_a_boilerplate_class(
     assert!(e.text.contains("The committee met on Tuesday"), "{}", e.text);
     assert!(!e.text.contains("We use cookies"), "{}", e.text);
 }
+
+/// Captions are not the article's text, and a "related posts" list of excerpts cut short
+/// after the article is not either.
+#[test]
+fn captions_and_trailing_teasers_are_not_content() {
+    let html = format!(
+        "<html><body><article>{}<figure><img src=a.jpg><figcaption>Above: the committee room on Tuesday, \
+         photographed from the public gallery.</figcaption></figure>{}<h3>Recommended</h3>\
+         <p>Imagine slipping on your earbuds not just to drown out the world, but to invite in a gentle wave...</p>\
+         <p>In 2025, earbuds come in every flavor, from cheap steals to flagships. But does more money alw...</p>\
+         </article></body></html>",
+        prose(3),
+        prose(3)
+    );
+    let e = run(&html, "http://news.test/story");
+    assert_eq!(e.text.matches("The committee met on Tuesday").count(), 6, "{}", e.text);
+    assert!(!e.text.contains("public gallery"), "{}", e.text);
+    assert!(!e.text.contains("earbuds"), "{}", e.text);
+}
