@@ -253,6 +253,9 @@ fn tag_bonus(tag: &str) -> f32 {
     }
 }
 
+/// Below this share of the page's prose in the container, the content is scattered.
+const SCATTERED: f32 = 0.5;
+
 /// Prose (characters) an element must hold for its class/id hint to weigh in full.
 const HINT_FULL_PROSE: f32 = 1_000.0;
 
@@ -399,6 +402,22 @@ fn containers(walk: &Walk) -> Option<(Vec<ElemId>, f32)> {
         .sum();
     let confidence =
         if prose_total > 0.0 { (chosen / prose_total).min(1.0) * (chosen / 1_500.0).min(1.0) } else { 0.0 };
+    // The container holds too little of the page's prose: the text is scattered over many
+    // sections (a service page, a listing) that no one wrapper scores for. Widen it to the
+    // nearest ancestor that holds half of the prose; stage 2 drops what is not text in it.
+    if prose_total > 0.0 && chosen < SCATTERED * prose_total {
+        let total_good = tally.first().map_or(0, |t| t.good) as f32;
+        let mut e = roots[0];
+        while (tally[e as usize].good as f32) < SCATTERED * total_good && walk.elems[e as usize].tag != "body" {
+            match walk.elems[e as usize].parent {
+                NO_PARENT => break,
+                p => e = p,
+            }
+        }
+        if e != roots[0] {
+            roots = vec![e];
+        }
+    }
     Some((roots, confidence))
 }
 
@@ -516,7 +535,7 @@ fn repeated(walk: &Walk, top: usize, t: &[Tally]) -> Option<usize> {
     }
     let items_good: u32 = items.iter().map(|&i| t[i].good).sum();
     let a = t[lca];
-    if (items_good as f32) < 0.5 * a.good as f32 || a.link_chars as f32 > 0.3 * a.chars as f32 {
+    if (items_good as f32) < 0.5 * a.good as f32 || a.link_chars as f32 > 0.4 * a.chars as f32 {
         return None;
     }
     Some(lca)

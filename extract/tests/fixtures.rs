@@ -460,3 +460,37 @@ fn captions_and_trailing_teasers_are_not_content() {
     assert!(!e.text.contains("public gallery"), "{}", e.text);
     assert!(!e.text.contains("earbuds"), "{}", e.text);
 }
+
+/// A service page: its text is scattered over sections that no one wrapper scores for, with
+/// link sliders between them. The content is all the sections, not the best one.
+#[test]
+fn a_service_page_scattered_over_sections_is_taken_whole() {
+    let section = |class: &str, heading: &str, text: &str| {
+        format!(
+            "<div class=\"{class}\"><div class=\"container\"><div class=\"rich-text\"><h2>{heading}</h2>\
+             <p>{text}</p></div></div></div>"
+        )
+    };
+    let slider: String =
+        (0..30).map(|i| format!("<div class=\"slide\"><a href=\"/pests/{i}\">Pest number {i}</a></div>")).collect();
+    let html = format!(
+        "<html><body><header><a href=/>Home</a> <a href=/services>Services</a></header><div>{}<div class=\"slider\">{slider}</div>{}{}{}{}</div>\
+         <footer><a href=/privacy>Privacy</a> <a href=/terms>Terms</a></footer></body></html>",
+        section("intro", "Pest control in Queen Creek", &"If you are looking for protection from ants, spiders and termites, we are here to help you keep them out. ".repeat(3)),
+        section("why-us", "Why choose us", "Your home deserves the best protection, and with a reputation for reliability and results we go beyond."),
+        section("eco", "Eco-friendly treatments", "Tough on pests but gentle on your family, our treatments use products that are safe around children."),
+        section("guarantee", "Our guarantee", "If pests come back between scheduled visits, so do we, at no extra cost to you, for as long as needed."),
+        section("areas", "Areas we serve", "Besides Queen Creek we serve the whole valley, from the east side towns to the far west of the county."),
+    );
+    let e = run(&html, "http://pest.test/queen-creek");
+    for line in [
+        "protection from ants",
+        "reputation for reliability",
+        "gentle on your family",
+        "at no extra cost",
+        "the whole valley",
+    ] {
+        assert!(e.text.contains(line), "missing {line:?} in {}", e.text);
+    }
+    assert!(!e.text.contains("Pest number"), "{}", e.text);
+}
