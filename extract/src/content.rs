@@ -239,7 +239,77 @@ pub(crate) fn judge(walk: &Walk) -> Option<(Vec<Verdict>, ElemId, f32)> {
             _ => Verdict::Kept,
         };
     }
+    // Near the end of the text, a line that announces something else ("About the author",
+    // "Related articles", "Was this helpful?") ends it: what follows is the site's, not the
+    // article's, however much it reads like prose (a bio, teasers, testimonials).
+    let total: u32 = candidates.iter().filter(|(_, c)| *c == Class::Good).map(|&(i, _)| walk.blocks[i].chars).sum();
+    let mut seen = 0u32;
+    let mut ended = false;
+    for &(i, c) in &candidates {
+        let b = &walk.blocks[i];
+        ended |= seen as f32 >= TAIL * total as f32 && (is_heading(b.tag) || b.chars < 60) && ends_text(&b.text);
+        if ended {
+            if verdicts[i] == Verdict::Kept {
+                verdicts[i] = Verdict::Edge;
+            }
+        } else if c == Class::Good {
+            seen += b.chars;
+        }
+    }
     Some((verdicts, roots[0], confidence))
+}
+
+/// Where the text's tail starts: the share of its prose above.
+const TAIL: f32 = 0.8;
+
+/// A line that announces the end of an article's text (matched whole; a few as prefixes).
+fn ends_text(text: &str) -> bool {
+    let t = text.trim().trim_end_matches([':', '.', '»', '›', '→', '!', '?']).trim().to_lowercase();
+    const WHOLE: &[&str] = &[
+        "about the author",
+        "about the authors",
+        "the author",
+        "author",
+        "authors",
+        "written by",
+        "related",
+        "other articles",
+        "more articles",
+        "read next",
+        "what to read next",
+        "more from",
+        "you may also like",
+        "you might also like",
+        "recommended",
+        "recommended for you",
+        "sources",
+        "article sources",
+        "did you find this",
+        "was this article helpful",
+        "was this helpful",
+        "was this page helpful",
+        "leave a reply",
+        "leave a comment",
+        "join the discussion",
+        "popular posts",
+        "latest posts",
+        "recent posts",
+        "more stories",
+        "keep reading",
+        "up next",
+        "similar articles",
+        "other articles you may find interesting",
+        "related articles",
+        "related posts",
+        "related content",
+        "related reading",
+        "further reading",
+        "more like this",
+        "explore more",
+        "check out other",
+    ];
+    WHOLE.contains(&t.as_str())
+        || ["about the author", "written by", "more from", "did you find this"].iter().any(|p| t.starts_with(p))
 }
 
 /// Readability's per-tag starting score for a candidate container.

@@ -494,3 +494,19 @@ fn a_service_page_scattered_over_sections_is_taken_whole() {
     }
     assert!(!e.text.contains("Pest number"), "{}", e.text);
 }
+
+/// Near the end of an article, "About the author" starts the site's part of the page: the
+/// author's bio reads like prose but is not the article's text.
+#[test]
+fn the_author_box_after_the_article_is_not_its_text() {
+    let html = format!(
+        "<html><body><div class=\"post\">{}<h3>About the Author</h3>\
+         <p>Jane Doe is an experienced journalist who has been covering local politics for the past ten years.</p>\
+         <p>She lives in the city with her two children and writes about council meetings and budgets.</p></div>\
+         </body></html>",
+        prose(8)
+    );
+    let e = run(&html, "http://news.test/story");
+    assert_eq!(e.text.matches("The committee met on Tuesday").count(), 8, "{}", e.text);
+    assert!(!e.text.contains("experienced journalist"), "{}", e.text);
+}
