@@ -149,9 +149,6 @@ pub fn extract_with_dom(body: &[u8], headers: &Headers, url: &Url) -> (Extracted
     let base = dom::base_url(&walk.meta, url);
     let metadata = metadata::metadata(&walk.meta, url, &base, header(headers, "content-language"));
     let main = content::select(&walk);
-    if main.blocks.is_empty() {
-        warnings.push(Warning::NoMainContent);
-    }
 
     let in_main: std::collections::HashSet<u32> = main.blocks.iter().map(|&b| b as u32).collect();
     let links::Resolved { links, rejected: links_rejected, by_raw } = links::resolve(&walk.links, &base, |l| {
@@ -174,6 +171,18 @@ pub fn extract_with_dom(body: &[u8], headers: &Headers, url: &Url) -> (Extracted
             })
             .collect();
         blocks.push(ContentBlock { tag: b.tag.to_string(), text: b.text.clone(), links: block_links });
+    }
+    // The body the page publishes as data (JSON-LD `articleBody`, a product's description)
+    // when the visible text misses most of it: the page renders it with scripts.
+    if let Some(body) = metadata.article_body.as_deref().and_then(|b| published_body(b, &text)) {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(&body);
+        blocks.push(ContentBlock { tag: "p".to_string(), text: body, links: Vec::new() });
+    }
+    if text.is_empty() {
+        warnings.push(Warning::NoMainContent);
     }
     let main_chars = text.chars().count();
     let word_count = text.split_whitespace().count();
@@ -198,6 +207,33 @@ pub fn extract_with_dom(body: &[u8], headers: &Headers, url: &Url) -> (Extracted
         warnings,
     };
     (extracted, doc)
+}
+
+/// A published body of at least this many characters is worth adding.
+const PUBLISHED_BODY_CHARS: usize = 200;
+
+/// The published body, as plain text, when it is long enough and `text` holds under half of
+/// its word 4-grams.
+fn published_body(body: &str, text: &str) -> Option<String> {
+    let body = if body.contains('<') {
+        let frag = scraper::Html::parse_fragment(body);
+        frag.root_element().text().collect::<Vec<_>>().join(" ")
+    } else {
+        body.to_string()
+    };
+    let body = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    if body.chars().count() < PUBLISHED_BODY_CHARS {
+        return None;
+    }
+    let grams = |t: &str| -> std::collections::HashSet<String> {
+        let words: Vec<String> =
+            t.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
+        words.windows(4).map(|w| w.join(" ")).collect()
+    };
+    let wanted = grams(&body);
+    let have = grams(text);
+    let covered = wanted.iter().filter(|g| have.contains(*g)).count();
+    (!wanted.is_empty() && covered * 2 < wanted.len()).then_some(body)
 }
 
 pub(crate) fn ser_url<S: serde::Serializer>(u: &Url, s: S) -> Result<S::Ok, S::Error> {

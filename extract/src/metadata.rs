@@ -23,8 +23,8 @@ pub struct Metadata {
     /// schema.org type of the page's main entity (`NewsArticle`, `Product`, ...) or the
     /// OpenGraph type, capitalised (`Article`, `Website`, ...).
     pub content_type: Option<String>,
-    /// The JSON-LD `articleBody`, when the page publishes one (not part of the output: used as
-    /// a hint by content selection).
+    /// The JSON-LD `articleBody` (a `Product`'s `description`), when the page publishes one:
+    /// the text when the visible page lacks it (not part of the metadata output).
     #[serde(skip)]
     pub article_body: Option<String>,
 }
@@ -150,7 +150,9 @@ fn json_ld(scripts: &[String]) -> JsonLd {
             Some(o @ Value::Object(_)) => str_of(o.get("@id")),
             _ => None,
         }),
-        body: str_of(main.get("articleBody")),
+        // A product's description is its body: shops render it with scripts from this data.
+        body: str_of(main.get("articleBody"))
+            .or_else(|| str_of(main.get("description")).filter(|_| types(main).contains(&"Product"))),
     }
 }
 

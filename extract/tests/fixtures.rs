@@ -510,3 +510,24 @@ fn the_author_box_after_the_article_is_not_its_text() {
     assert_eq!(e.text.matches("The committee met on Tuesday").count(), 8, "{}", e.text);
     assert!(!e.text.contains("experienced journalist"), "{}", e.text);
 }
+
+/// A shop renders the product's description with scripts from the JSON-LD it ships: the
+/// description is the text. When the visible page already has it, it is not added twice.
+#[test]
+fn a_products_published_description_is_its_text_when_the_page_lacks_it() {
+    let description = "Our signature dark roast, bold and smooth, with notes of dark chocolate and black cherry. \
+                       Fair trade beans, roasted in small batches and packed the same day so that every cup tastes as fresh as it can.";
+    let ld = format!(
+        r#"<script type="application/ld+json">{{"@context":"https://schema.org","@type":"Product","name":"Dark Roast","description":"{description}"}}</script>"#
+    );
+    let bare = format!("<html><head>{ld}</head><body><h1>Dark Roast</h1><div id=app></div></body></html>");
+    let e = run(&bare, "http://shop.test/products/dark-roast");
+    assert!(e.text.contains("notes of dark chocolate"), "{}", e.text);
+    assert!(!e.warnings.iter().any(|w| w.kind() == "no_main_content"), "{:?}", e.warnings);
+
+    let shown = format!(
+        "<html><head>{ld}</head><body><h1>Dark Roast</h1><div class=product><p>{description}</p></div></body></html>"
+    );
+    let e = run(&shown, "http://shop.test/products/dark-roast");
+    assert_eq!(e.text.matches("notes of dark chocolate").count(), 1, "{}", e.text);
+}
