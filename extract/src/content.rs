@@ -141,7 +141,10 @@ fn is_interface_line(text: &str) -> bool {
 
 fn classify(b: &Block) -> Class {
     let ld = link_density(b);
-    if ld > MAX_KEPT_LINK_DENSITY || is_interface_line(&b.text) || b.tag == "figcaption" {
+    // A heading that is a link is an item's title (a listing's articles, a course catalogue),
+    // not navigation: kept between prose like any short line, dropped at the edges.
+    let navigation = ld > MAX_KEPT_LINK_DENSITY && !is_heading(b.tag);
+    if navigation || is_interface_line(&b.text) || b.tag == "figcaption" {
         Class::Bad
     } else if b.chars >= GOOD_CHARS && ld <= MAX_GOOD_LINK_DENSITY && !is_heading(b.tag) && !is_teaser(b) {
         Class::Good
@@ -230,7 +233,13 @@ pub(crate) fn judge(walk: &Walk) -> Option<(Vec<Verdict>, ElemId, f32)> {
         let b = &walk.blocks[i];
         tail_heading |= last_good.is_some_and(|last| k > last) && is_heading(b.tag);
         let inside = match (first_good, last_good) {
-            (Some(first), Some(last)) => (first..=last).contains(&k) || (!tail_heading && is_sentence(b)),
+            (Some(first), Some(last)) => {
+                (first..=last).contains(&k)
+                    || (!tail_heading && is_sentence(b))
+                    // The heading right above the first prose is its heading (not the page's
+                    // `<h1>` title, which is metadata).
+                    || (k + 1 == first && is_heading(b.tag) && b.tag != "h1")
+            }
             _ => true,
         };
         verdicts[i] = match (c, inside) {

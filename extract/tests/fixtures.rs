@@ -531,3 +531,22 @@ fn a_products_published_description_is_its_text_when_the_page_lacks_it() {
     let e = run(&shown, "http://shop.test/products/dark-roast");
     assert_eq!(e.text.matches("notes of dark chocolate").count(), 1, "{}", e.text);
 }
+
+/// A listing's content is its items: each linked title with its summary.
+#[test]
+fn a_listings_linked_titles_are_content() {
+    let item = |n: u32| {
+        format!(
+            "<div class=\"card\"><h3><a href=\"/news/{n}\">Council approves the budget for road {n}</a></h3>\
+             <p>The town council approved the budget for road number {n} after a long debate about repairs.</p></div>"
+        )
+    };
+    let items: String = (1..=6).map(item).collect();
+    let html = format!(
+        "<html><body><nav><a href=/>Home</a> <a href=/news>News</a></nav><main><h1>Latest news</h1>{items}</main></body></html>"
+    );
+    let e = run(&html, "http://news.test/news");
+    for n in 1..=6 {
+        assert!(e.text.contains(&format!("Council approves the budget for road {n}")), "{}", e.text);
+    }
+}
