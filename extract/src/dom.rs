@@ -278,13 +278,32 @@ fn style_hides(style: &str) -> bool {
 }
 
 /// Is the element hidden from a reader: the `hidden` attribute, `aria-hidden="true"`, an inline
-/// `display:none` or `visibility:hidden`, a hiding class, a hidden input.
+/// `display:none` or `visibility:hidden`, a hiding class, a hidden input — unless it is only
+/// collapsed ([`is_collapsed`]).
 fn is_hidden(tag: &str, a: &Attrs) -> bool {
+    if is_collapsed(a) {
+        return false;
+    }
     a.hidden
         || a.aria_hidden
         || a.style.is_some_and(style_hides)
         || a.class.is_some_and(is_hiding_class)
         || (tag == "input" && a.kind.is_some_and(|k| k.eq_ignore_ascii_case("hidden")))
+}
+
+/// Collapsed is not hidden: content a reader opens with a click on the page — a tab panel, an
+/// accordion's or FAQ's answer, a "read more" wrapper, `hidden="until-found"` (which the
+/// browser's find-in-page opens) — is the page's text, whatever hides it until then.
+fn is_collapsed(a: &Attrs) -> bool {
+    a.until_found
+        || a.role.is_some_and(|r| r.trim().eq_ignore_ascii_case("tabpanel"))
+        || a.class.is_some_and(|c| {
+            c.split_ascii_whitespace().any(|t| {
+                let t = t.to_ascii_lowercase();
+                matches!(t.as_str(), "tab-pane" | "tabpanel" | "read-more" | "readmore" | "more-content")
+                    || ["accordion", "tab-", "collaps", "faq", "expand"].iter().any(|w| t.contains(w))
+            })
+        })
 }
 
 /// [`is_hidden`] for an element of a parsed document: the one rule every path that reads
@@ -304,6 +323,7 @@ struct Attrs<'a> {
     href: Option<&'a str>,
     rel: Option<&'a str>,
     hidden: bool,
+    until_found: bool,
     aria_hidden: bool,
     kind: Option<&'a str>,
     name: Option<&'a str>,
@@ -326,7 +346,10 @@ fn read_attrs<'a>(el: &'a scraper::node::Element) -> Attrs<'a> {
             "itemprop" => a.itemprop = Some(v),
             "href" => a.href = Some(v),
             "rel" => a.rel = Some(v),
-            "hidden" => a.hidden = true,
+            "hidden" => {
+                a.hidden = true;
+                a.until_found = v.trim().eq_ignore_ascii_case("until-found");
+            }
             "aria-hidden" => a.aria_hidden = v.trim().eq_ignore_ascii_case("true"),
             "type" => a.kind = Some(v),
             "name" => a.name = Some(v),

@@ -447,7 +447,7 @@ mod tests {
     }
 
     #[test]
-    fn hidden_content_is_dropped_on_the_template_path_as_on_the_generic_path() {
+    fn hidden_content_is_dropped_and_collapsed_content_kept_on_the_template_path_as_on_the_generic_path() {
         // Every hiding rule of the generic walk, inside a template's content element.
         let hidden = [
             "<p hidden>CLOAK-ATTR buy cheap pills now</p>",
@@ -457,9 +457,15 @@ mod tests {
             "<p class=\"note sr-only\">CLOAK-CLASS buy cheap pills now</p>",
             "<p>Visible words around a hidden one, in a paragraph long enough to be <span class=\"d-none\">CLOAK-INLINE</span>kept.</p>",
         ];
+        // Collapsed is not hidden: a tab panel, an accordion's answer, `hidden="until-found"`.
+        let collapsed = [
+            "<div role=\"tabpanel\" hidden><p>TAB-PANEL the second tab tells how the moon pulls the sea twice a day.</p></div>",
+            "<div class=\"accordion-body\" style=\"display:none\"><p>ACCORDION spring tides come with the full and the new moon.</p></div>",
+            "<div hidden=\"until-found\"><p>UNTIL-FOUND neap tides come when the sun and the moon pull at right angles.</p></div>",
+        ];
         let body: String = (0..8)
             .map(|i| format!("<p>Paragraph {i} of the article about tides, long enough to read as prose for sure.</p>"))
-            .chain(hidden.iter().map(|h| h.to_string()))
+            .chain(hidden.iter().chain(collapsed.iter()).map(|h| h.to_string()))
             .collect();
         let html = format!(
             "<html><body><h1 class=\"post-title\">Tides explained</h1><div class=\"post-body\">{body}</div></body></html>"
@@ -470,6 +476,9 @@ mod tests {
         for text in [&via_template, &generic] {
             assert!(!text.contains("CLOAK"), "{text}");
             assert!(text.contains("Paragraph 7") && text.contains("long enough to be kept."), "{text}");
+            for shown in ["TAB-PANEL", "ACCORDION", "UNTIL-FOUND"] {
+                assert!(text.contains(shown), "collapsed {shown} missing: {text}");
+            }
         }
     }
 }
