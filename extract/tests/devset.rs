@@ -35,8 +35,8 @@ fn summary(scores: &[(Half, PageScore)], half: Option<Half>) -> Summary {
     devset::summarize(&picked)
 }
 
-/// Measured F1 0.967 (README); the floor leaves 0.01 for legitimate trade-offs.
-const NEWS_F1_FLOOR: f64 = 0.957;
+/// The target (issue 20): F1 ≥ 0.97 on the news set; measured 0.972 (README).
+const NEWS_F1_FLOOR: f64 = 0.97;
 
 #[test]
 fn news_dev_set_f1_stays_above_the_floor() {
@@ -46,9 +46,10 @@ fn news_dev_set_f1_stays_above_the_floor() {
     assert!(s.f1 >= NEWS_F1_FLOOR, "F1 {:.3} fell below the floor {NEWS_F1_FLOOR}", s.f1);
 }
 
-/// Measured F1 on the whole set and on its odd half (README); floors 0.01 below.
-const MODERN_F1_FLOOR: f64 = 0.823;
-const MODERN_ODD_F1_FLOOR: f64 = 0.815;
+/// The target (issue 20): F1 ≥ 0.86 on the modern set, on the whole and on its odd half (the
+/// pages no rule was tuned on); measured 0.867 and 0.864 (README).
+const MODERN_F1_FLOOR: f64 = 0.86;
+const MODERN_ODD_F1_FLOOR: f64 = 0.86;
 
 #[test]
 fn modern_dev_set_f1_stays_above_the_floor() {
