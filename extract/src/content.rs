@@ -412,13 +412,6 @@ fn containers(walk: &Walk) -> Option<(Vec<ElemId>, f32)> {
             top = Some((i, f));
         }
     }
-    if std::env::var("WEFT_DEBUG_SCORES").is_ok() {
-        let mut v: Vec<(usize, f32)> = (0..n).filter(|&i| scored[i]).map(|i| (i, final_score(i))).collect();
-        v.sort_by(|a, b| b.1.total_cmp(&a.1));
-        for (i, f) in v.iter().take(12) {
-            eprintln!("DBG {i} {} [{}] score {f:.1} raw {:.1} text {}", walk.elems[*i].tag, walk.elems[*i].label.chars().take(60).collect::<String>(), score[*i], walk.elems[*i].text_chars);
-        }
-    }
     let (mut top, mut top_score) = match top {
         Some(t) => t,
         None => {
