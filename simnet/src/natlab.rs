@@ -365,6 +365,16 @@ fn status(lab: &Lab, short: &str) -> Option<serde_json::Value> {
     }
 }
 
+/// Every node answers and has no URL waiting or in flight to another.
+fn outboxes_empty(lab: &Lab, names: &[String]) -> bool {
+    names.iter().all(|n| {
+        status(lab, n).is_some_and(|s| {
+            s.pointer("/network/urls_waiting").and_then(|v| v.as_u64()) == Some(0)
+                && s.pointer("/network/urls_in_flight").and_then(|v| v.as_u64()) == Some(0)
+        })
+    })
+}
+
 fn lab_config(spec: &LabSpec, web: &crate::docs::DocsWeb, n: usize, dir: &std::path::Path) -> weft_config::Config {
     let mut c = weft_config::Config { data_dir: dir.join("data"), ..Default::default() };
     // The lab's web server sits at a documentation-range address.
@@ -486,14 +496,7 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
         if report.covered < report.reachable {
             continue;
         }
-        let statuses: Vec<Option<serde_json::Value>> = names.iter().map(|n| status(&lab, n)).collect();
-        let empty = statuses.iter().all(|s| {
-            s.as_ref().is_some_and(|s| {
-                s.pointer("/network/urls_waiting").and_then(|v| v.as_u64()) == Some(0)
-                    && s.pointer("/network/urls_in_flight").and_then(|v| v.as_u64()) == Some(0)
-            })
-        });
-        if empty {
+        if outboxes_empty(&lab, &names) {
             settled_secs = Some(started.elapsed().as_secs_f64());
             break;
         }
@@ -541,6 +544,14 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
     } else {
         Vec::new()
     };
+
+    // Pages fetched before the settling moment may still be in the pipeline (a render, an
+    // index batch) and send the links they hold after it: a URL in an outbox now is stuck only
+    // if it is still there after a bound.
+    let drain_until = std::time::Instant::now() + Duration::from_secs(60);
+    while std::time::Instant::now() < drain_until && !outboxes_empty(&lab, &names) {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
 
     let mut nodes = Vec::new();
     for (n, name) in names.iter().enumerate() {
