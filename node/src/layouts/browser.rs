@@ -161,6 +161,8 @@ pub struct BrowserPool {
     permits: Semaphore,
     settings: BrowserSettings,
     pids: Vec<u32>,
+    /// The last measured memory of each instance's process tree.
+    memory: Mutex<Vec<u64>>,
 }
 
 fn launch_err(e: impl std::fmt::Display) -> BrowserError {
@@ -259,7 +261,7 @@ impl BrowserPool {
             free.push(Instance { browser, handler, child, _profile: profile });
         }
         let permits = Semaphore::new(free.len());
-        Ok(BrowserPool { free: Mutex::new(free), permits, settings, pids })
+        Ok(BrowserPool { free: Mutex::new(free), permits, settings, pids, memory: Mutex::new(Vec::new()) })
     }
 
     pub fn instances(&self) -> usize {
@@ -270,8 +272,19 @@ impl BrowserPool {
     /// processes sharing them) of its process and every process it started (renderers, GPU
     /// and network services), in bytes. Summing RSS instead would count Chromium's shared
     /// libraries and zygote once per process.
+    ///
+    /// The figures of the last [`BrowserPool::measure_memory`] (empty before the first): reading
+    /// them costs nothing, so `/status` may be asked as often as anyone likes.
     pub fn memory(&self) -> Vec<u64> {
-        self.pids.iter().map(|pid| tree_pss(*pid)).collect()
+        self.memory.lock().clone()
+    }
+
+    /// Measures [`BrowserPool::memory`] anew. Blocking (it reads `/proc`): call it from the
+    /// blocking pool.
+    pub fn measure_memory(&self) -> Vec<u64> {
+        let figures = crate::memory::tree_pss(&self.pids);
+        *self.memory.lock() = figures.clone();
+        figures
     }
 
     /// Loads `url` in a fresh tab, every request answered by `fetch`, waits for the load event
@@ -573,38 +586,4 @@ impl LazyPool {
             p.close().await;
         }
     }
-}
-
-/// PSS of `pid` and its descendants, in bytes (Linux /proc; RSS where smaps_rollup is not
-/// readable).
-fn tree_pss(pid: u32) -> u64 {
-    let mut children: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
-    let mut rss: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return 0 };
-    for entry in entries.flatten() {
-        let Some(p) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-        let Ok(status) = std::fs::read_to_string(format!("/proc/{p}/status")) else { continue };
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        };
-        if let Some(ppid) = field("PPid:") {
-            children.entry(ppid as u32).or_default().push(p);
-        }
-        let pss = std::fs::read_to_string(format!("/proc/{p}/smaps_rollup")).ok().and_then(|r| {
-            r.lines()
-                .find_map(|l| l.strip_prefix("Pss:"))
-                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        });
-        rss.insert(p, pss.or_else(|| field("VmRSS:")).unwrap_or(0) * 1024);
-    }
-    let mut total = 0;
-    let mut stack = vec![pid];
-    while let Some(p) = stack.pop() {
-        total += rss.get(&p).copied().unwrap_or(0);
-        stack.extend(children.get(&p).into_iter().flatten());
-    }
-    total
 }
