@@ -61,10 +61,13 @@ pub trait Renders: Send + Sync + 'static {
     fn push(&self, url: &Url, depth: u32, reason: &RenderReason, fetched: Option<&FetchedPage>) -> anyhow::Result<()>;
     /// Why every page of `host` goes straight to the browser, if it does.
     fn host_renders(&self, host: &str) -> Option<RenderReason>;
-    /// Pages waiting for the browser (not being rendered) whose host `pick` selects.
+    /// Pages waiting for the browser (not being rendered) whose host `pick` selects, claimed
+    /// until [`Renders::forget`] or [`Renders::release`]: the renderer will not take them.
     fn waiting(&self, pick: &mut dyn FnMut(&str) -> bool) -> Vec<WaitingPage>;
     /// Takes pages off the queue (handed over with their host, or their host blocked).
     fn forget(&self, pages: &[WaitingPage]);
+    /// Gives back pages [`Renders::waiting`] returned and that stay (a hand-off failed).
+    fn release(&self, pages: &[WaitingPage]);
     /// Pages queued or being rendered, and work that may queue more: the crawl is not idle.
     fn pending(&self) -> usize;
 }
@@ -430,6 +433,9 @@ impl Crawler {
         });
         if let Err(e) = result {
             tracing::error!("handing off queued URLs failed: {e}");
+            if let Some(r) = &self.inner.renders {
+                r.release(&renders);
+            }
             return weft_frontier::HandOff::default();
         }
         let _ = self.inner.flush().await;

@@ -32,6 +32,8 @@ use weft_frontier::HostKey;
 pub struct RenderQueue {
     store: LayoutStore,
     wake: Arc<Notify>,
+    /// Queue keys claimed: being rendered (or about to be), or being given away with their
+    /// host.
     in_flight: Arc<parking_lot::Mutex<HashSet<Vec<u8>>>>,
 }
 
@@ -61,6 +63,31 @@ impl RenderQueue {
     }
 }
 
+impl RenderQueue {
+    /// The oldest page waiting for the browser that nobody has claimed; claimed for the
+    /// caller when `claim` (see [`Renders::waiting`] for the other claimant).
+    fn next_unclaimed(&self, claim: bool) -> Option<(Vec<u8>, RenderJob)> {
+        let mut claimed = self.in_flight.lock();
+        let mut after: Option<Vec<u8>> = None;
+        let found = loop {
+            match blocking(|| self.store.next_render(after.as_deref())) {
+                Ok(Some((k, _))) if claimed.contains(&k) => after = Some(k),
+                Ok(found) => break found,
+                Err(e) => {
+                    tracing::error!("render queue: {e}");
+                    break None;
+                }
+            }
+        };
+        if claim {
+            if let Some((k, _)) = &found {
+                claimed.insert(k.clone());
+            }
+        }
+        found
+    }
+}
+
 impl Renders for RenderQueue {
     fn push(&self, url: &Url, depth: u32, reason: &RenderReason, fetched: Option<&FetchedPage>) -> anyhow::Result<()> {
         let stored = fetched.map(|p| StoredPage {
@@ -77,23 +104,37 @@ impl Renders for RenderQueue {
     }
 
     /// Pages waiting for the browser (not being rendered now) whose host `pick` selects: they
-    /// belong to their host's queue, and go with it when the host changes hands.
+    /// belong to their host's queue, and go with it when the host changes hands. They are
+    /// claimed under the same lock the renderer claims its next page with, so a page is either
+    /// rendered here or given away, never both; [`Renders::forget`] or [`Renders::release`]
+    /// ends the claim.
     fn waiting(&self, pick: &mut dyn FnMut(&str) -> bool) -> Vec<WaitingPage> {
+        let mut claimed = self.in_flight.lock();
         let all = blocking(|| self.store.renders()).unwrap_or_default();
-        let in_flight = self.in_flight.lock().clone();
-        all.into_iter()
-            .filter(|(k, _)| !in_flight.contains(k))
+        let pages: Vec<WaitingPage> = all
+            .into_iter()
+            .filter(|(k, _)| !claimed.contains(k))
             .filter_map(|(key, j)| {
                 let url = Url::parse(&j.url).ok()?;
                 pick(HostKey::of(&url).as_str()).then_some(WaitingPage { key, url, depth: j.depth, queued_unix: j.at })
             })
-            .collect()
+            .collect();
+        claimed.extend(pages.iter().map(|p| p.key.clone()));
+        pages
     }
 
     fn forget(&self, pages: &[WaitingPage]) {
         for p in pages {
             let _ = blocking(|| self.store.render_done(&p.key));
             let _ = blocking(|| self.store.drop_page(PageRole::Render, p.url.as_str()));
+        }
+        self.release(pages);
+    }
+
+    fn release(&self, pages: &[WaitingPage]) {
+        let mut claimed = self.in_flight.lock();
+        for p in pages {
+            claimed.remove(&p.key);
         }
     }
 
@@ -117,28 +158,14 @@ pub async fn run(
     let mut tasks = tokio::task::JoinSet::new();
     loop {
         while tasks.try_join_next().is_some() {}
-        let next = {
-            let in_flight = queue.in_flight.lock();
-            let mut after: Option<Vec<u8>> = None;
-            loop {
-                match blocking(|| queue.store.next_render(after.as_deref())) {
-                    Ok(Some((k, _))) if in_flight.contains(&k) => after = Some(k),
-                    Ok(found) => break found,
-                    Err(e) => {
-                        tracing::error!("render queue: {e}");
-                        break None;
-                    }
-                }
-            }
-        };
-        let Some((key, job)) = next else {
+        if queue.next_unclaimed(false).is_none() {
             tokio::select! {
                 _ = queue.wake.notified() => {}
                 _ = tokio::time::sleep(Duration::from_secs(1)) => {}
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             }
             continue;
-        };
+        }
         crawler.until_running().await;
         let browser = pool.get().await;
         if !started {
@@ -147,7 +174,9 @@ pub async fn run(
             started = true;
         }
         let permit = limit.clone().acquire_owned().await.expect("never closed");
-        queue.in_flight.lock().insert(key.clone());
+        // Claimed only now, with a browser free: while waiting for one, the page may have gone
+        // with its host to another member (and its HTML with it).
+        let Some((key, job)) = queue.next_unclaimed(true) else { continue };
         let (queue, crawler, fetcher, metrics) = (queue.clone(), crawler.clone(), fetcher.clone(), metrics.clone());
         tasks.spawn(async move {
             render_one(&queue, &crawler, &fetcher, browser, &job, patience, &metrics).await;
@@ -228,4 +257,41 @@ async fn render_one(
         }
     };
     crawler.process_rendered(page).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue_with(urls: &[&str]) -> (tempfile::TempDir, RenderQueue) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::open(dir.path()).unwrap();
+        let queue = RenderQueue::new(LayoutStore::open(&db, 5).unwrap());
+        for u in urls {
+            let page = StoredPage { status: 200, content_type: None, body: b"<p>held</p>".to_vec() };
+            queue.push_stored(&Url::parse(u).unwrap(), 1, &RenderReason::LayoutNeedsJs, Some(&page)).unwrap();
+        }
+        (dir, queue)
+    }
+
+    #[test]
+    fn a_page_given_away_is_not_rendered_and_a_page_being_rendered_is_not_given_away() {
+        let (_dir, q) = queue_with(&["http://a.test/1", "http://b.test/1"]);
+        // The renderer claims a.test's page first.
+        let (_, job) = q.next_unclaimed(true).unwrap();
+        assert_eq!(job.url, "http://a.test/1");
+        // A hand-off of every host: only b.test's page is waiting, and it is now claimed.
+        let given = q.waiting(&mut |_| true);
+        assert_eq!(given.iter().map(|w| w.url.as_str()).collect::<Vec<_>>(), ["http://b.test/1"]);
+        assert!(q.next_unclaimed(true).is_none(), "the renderer cannot take a page being handed over");
+        // The hand-off failed: the page stays and may be rendered.
+        q.release(&given);
+        assert_eq!(q.next_unclaimed(false).unwrap().1.url, "http://b.test/1");
+        // It succeeded this time: gone, HTML and all.
+        let given = q.waiting(&mut |h| h == "b.test");
+        q.forget(&given);
+        assert!(q.next_unclaimed(false).is_none());
+        assert!(q.store.page(PageRole::Render, "http://b.test/1").unwrap().is_none());
+        assert!(q.store.page(PageRole::Render, "http://a.test/1").unwrap().is_some(), "a.test's is being rendered");
+    }
 }
