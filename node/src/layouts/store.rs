@@ -10,6 +10,7 @@
 //! | `layout.jobs` | sequence | [`TeacherJob`] |
 //! | `layout.hosts` | host | [`HostRendering`]: whether the host's pages are rendered, and why |
 //! | `layout.renders` | sequence | [`RenderJob`]: a page waiting for the browser |
+//! | `layout.render_urls` | URL | the sequence of its job in `layout.renders` (one job per page) |
 //! | `layout.js_needs` | host | whether each of its last eight static pages needed the browser (a bit each) and how many were seen |
 //! | `layout.pages` | `s`/`r`, URL | the static HTML of a sample page (`s`, for the teacher) or of a page waiting for the browser (`r`): [`StoredPage`] |
 //!
@@ -310,6 +311,7 @@ pub struct LayoutStore {
     jobs: Tree,
     hosts: Tree,
     renders: Tree,
+    render_urls: Tree,
     pages: Tree,
     js_needs: Tree,
     threshold: u64,
@@ -349,6 +351,7 @@ impl LayoutStore {
             jobs: db.open_tree("layout.jobs")?,
             hosts: db.open_tree("layout.hosts")?,
             renders: db.open_tree("layout.renders")?,
+            render_urls: db.open_tree("layout.render_urls")?,
             pages: db.open_tree("layout.pages")?,
             js_needs: db.open_tree("layout.js_needs")?,
             threshold: threshold.max(1),
@@ -674,10 +677,20 @@ impl LayoutStore {
     }
 
     /// Queues a page for the browser; kept in sled, so a page the crawl finished with is
-    /// rendered even across a restart.
-    pub fn queue_render(&self, job: &RenderJob) -> Result<(), LayoutError> {
-        let seq = self.db.generate_id()?;
-        Self::put(&self.renders, &seq.to_be_bytes(), job)
+    /// rendered even across a restart. A page already waiting (the crawl and the teacher may
+    /// both send it) is not queued twice: says whether this call queued it.
+    pub fn queue_render(&self, job: &RenderJob) -> Result<bool, LayoutError> {
+        // The URL index may point at a job that is gone (a crash between the two writes of
+        // `render_done`): only a job that exists counts.
+        if let Some(k) = self.render_urls.get(job.url.as_bytes())? {
+            if self.renders.contains_key(&k)? {
+                return Ok(false);
+            }
+        }
+        let seq = self.db.generate_id()?.to_be_bytes();
+        Self::put(&self.renders, &seq, job)?;
+        self.render_urls.insert(job.url.as_bytes(), &seq)?;
+        Ok(true)
     }
 
     /// The oldest page waiting for the browser, with its queue key (remove it with
@@ -703,7 +716,10 @@ impl LayoutStore {
     }
 
     pub fn render_done(&self, k: &[u8]) -> Result<(), LayoutError> {
-        self.renders.remove(k)?;
+        let Some(v) = self.renders.remove(k)? else { return Ok(()) };
+        let job: RenderJob = serde_json::from_slice(&v)?;
+        // Only if it still names this job.
+        let _ = self.render_urls.compare_and_swap(job.url.as_bytes(), Some(k), None::<&[u8]>)?;
         Ok(())
     }
 
@@ -921,10 +937,14 @@ mod tests {
         let h = s.host_rendering("h.test").unwrap().unwrap();
         assert_eq!((h.reason.as_str(), h.rendered), ("first", 1));
         assert_eq!(s.status().hosts_rendering, 1);
+        let job = |i: u64| RenderJob { url: format!("http://h.test/{i}"), depth: 1, reason: "js".into(), at: i };
         for i in 0..3 {
-            s.queue_render(&RenderJob { url: format!("http://h.test/{i}"), depth: 1, reason: "js".into(), at: i })
-                .unwrap();
+            assert!(s.queue_render(&job(i)).unwrap());
         }
+        // The crawl and the teacher may both send a page: it waits once (a second job would
+        // find its HTML gone with the first one's render and fetch the page again).
+        assert!(!s.queue_render(&job(1)).unwrap());
+        assert_eq!(s.renders().unwrap().len(), 3);
         let (k0, j0) = s.next_render(None).unwrap().unwrap();
         let (k1, j1) = s.next_render(Some(&k0)).unwrap().unwrap();
         assert_eq!((j0.url.as_str(), j1.url.as_str()), ("http://h.test/0", "http://h.test/1"));
@@ -932,6 +952,7 @@ mod tests {
         s.render_done(&k1).unwrap();
         s.render_done(&k0).unwrap();
         assert_eq!(s.next_render(None).unwrap().unwrap().1.url, "http://h.test/2");
+        assert!(s.queue_render(&job(1)).unwrap(), "rendered: it may be queued again");
     }
 
     #[test]

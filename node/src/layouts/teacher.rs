@@ -98,7 +98,9 @@ impl Teacher {
         // worker); only a sample whose HTML is not kept (a store from an older version) is
         // fetched again. The first is rendered.
         let mut statics: Vec<(Url, String)> = Vec::new();
-        let mut first_page: Option<StoredPage> = None;
+        // Their HTML, in the same order: a page queued for rendering takes it along, whether
+        // it was kept or fetched here (the browser is answered from it).
+        let mut held: Vec<StoredPage> = Vec::new();
         for u in &job.urls {
             let Ok(url) = Url::parse(u) else { continue };
             let kept = blocking(|| self.store.page(PageRole::Sample, u)).ok().flatten();
@@ -120,9 +122,7 @@ impl Teacher {
             let text =
                 weft_extract::decode::decode(&page.body, page.content_type.as_deref(), tld.as_deref(), &mut Vec::new())
                     .text;
-            if first_page.is_none() {
-                first_page = Some(page);
-            }
+            held.push(page);
             statics.push((url, text));
         }
         let Some((first, first_html)) = statics.first().cloned() else {
@@ -150,7 +150,7 @@ impl Teacher {
                 }
             };
         }
-        let (fetch, _) = self.fetcher.for_page(&first, first_page, self.patience);
+        let (fetch, _) = self.fetcher.for_page(&first, held.first().cloned(), self.patience);
         let rendered = match pool.render(first.as_str(), fetch).await {
             Ok(r) => r,
             Err(e) => {
@@ -189,9 +189,8 @@ impl Teacher {
                 let _ = blocking(|| {
                     self.store.job_done(&job.host, weft_extract::template::Level::L1, &l1, JobOutcome::JsRequired)
                 });
-                for (url, _) in &statics {
-                    let page = blocking(|| self.store.page(PageRole::Sample, url.as_str())).ok().flatten();
-                    if let Err(e) = self.renders.push_stored(url, 0, &RenderReason::LayoutNeedsJs, page.as_ref()) {
+                for ((url, _), page) in statics.iter().zip(&held) {
+                    if let Err(e) = self.renders.push_stored(url, 0, &RenderReason::LayoutNeedsJs, Some(page)) {
                         tracing::error!("render queue: {e}");
                     }
                 }
