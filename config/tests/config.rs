@@ -1,3 +1,6 @@
+// figment::Jail closures return figment::Error, which is large: its API, not ours.
+#![allow(clippy::result_large_err)]
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use weft_config::{load, load_file, Config, LogFormat, Overrides, Source, Sources};
