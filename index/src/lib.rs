@@ -15,6 +15,7 @@
 
 pub mod chunk;
 pub mod dedup;
+pub mod documents;
 pub mod embed;
 mod indexer;
 mod local;
@@ -27,6 +28,7 @@ pub mod vectors;
 pub mod testing;
 
 pub use chunk::{Chunker, Span};
+pub use documents::{DocumentMeta, DocumentPage, DocumentView, Listing};
 pub use embed::Embedder;
 pub use indexer::{Document, Indexer, Outcome};
 pub use local::{Hit, IndexStats, LocalIndex};

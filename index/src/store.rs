@@ -230,7 +230,19 @@ impl DocStore {
 
     /// Every document record (for statistics).
     pub fn docs(&self) -> impl Iterator<Item = Result<(DocId, DocRecord), IndexError>> + '_ {
-        self.docs.iter().map(|r| {
+        self.docs_after(None)
+    }
+
+    /// The document records in key order, after `after` when given (paging a listing).
+    pub fn docs_after(
+        &self,
+        after: Option<&DocId>,
+    ) -> impl Iterator<Item = Result<(DocId, DocRecord), IndexError>> + '_ {
+        let items = match after {
+            Some(a) => self.docs.range::<&[u8], _>((std::ops::Bound::Excluded(&a.0[..]), std::ops::Bound::Unbounded)),
+            None => self.docs.iter(),
+        };
+        items.map(|r| {
             let (k, v) = r?;
             let id = DocId(k.as_ref().try_into().map_err(|_| IndexError::Corrupt("document key".into()))?);
             Ok((id, decode_doc(&v)?))

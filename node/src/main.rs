@@ -497,7 +497,7 @@ fn search_offline(config: &weft_config::Config, query: &str, k: usize) -> anyhow
     let index = weft_index::LocalIndex::open(&db, &config.data_dir, config.embed.dims, &config.index)?;
     let mut embedder = weft_index::Embedder::open(&config.embed, 1)?;
     let vector = embedder.embed(&[query])?.pop().unwrap_or_default();
-    let hits = index.search(&vector, k)?.into_iter().map(|hit| ApiHit { hit, peer: None }).collect();
+    let hits = index.search(&vector, k)?.into_iter().map(|hit| ApiHit::new(hit, None)).collect();
     Ok(SearchResponse {
         query: query.to_string(),
         k,

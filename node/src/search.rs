@@ -36,13 +36,23 @@ pub enum Scope {
     Network,
 }
 
-/// One result, and the node that holds it (`None` for a node outside any network).
+/// One result, its document's id and the node that holds it (`None` for a node outside any
+/// network).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApiHit {
+    /// The document's id (`GET /documents/{id}` on the node that holds it): a hash of the
+    /// URL, the same on every node.
+    pub id: String,
     #[serde(flatten)]
     pub hit: Hit,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<String>,
+}
+
+impl ApiHit {
+    pub fn new(hit: Hit, peer: Option<String>) -> ApiHit {
+        ApiHit { id: weft_index::DocId::of_url(&hit.url).hex(), hit, peer }
+    }
 }
 
 /// How a network search went.
@@ -152,7 +162,7 @@ impl Searcher {
                 took_ms: started.elapsed().as_secs_f64() * 1e3,
                 scope: Scope::Local,
                 partial: false,
-                hits: hits.into_iter().map(|hit| ApiHit { hit, peer: me.clone() }).collect(),
+                hits: hits.into_iter().map(|hit| ApiHit::new(hit, me.clone())).collect(),
                 network: None,
             });
         };
@@ -169,7 +179,7 @@ impl Searcher {
         answers.extend(remote.answers.iter().map(|a| (a.peer.clone(), a.hits.clone())));
         let hits = merge(answers, k, self.max_distance)
             .into_iter()
-            .map(|m| ApiHit { hit: from_remote(m.hit), peer: Some(m.peer) })
+            .map(|m| ApiHit::new(from_remote(m.hit), Some(m.peer)))
             .collect();
         Ok(SearchResponse {
             query: text.to_string(),
