@@ -31,6 +31,16 @@ use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use url::Url;
 
+/// Where a URL stands in the frontier (see [`Frontier::url_state`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UrlState {
+    Queued,
+    Done,
+    Seen,
+    Unseen,
+}
+
 /// Errors of the frontier's storage.
 #[derive(Debug, thiserror::Error)]
 pub enum FrontierError {
@@ -996,6 +1006,20 @@ impl Frontier {
     /// Is this URL in the seen-set?
     pub fn seen(&self, url: &str) -> bool {
         self.seen.contains(url)
+    }
+
+    /// Where a normalized URL stands here: queued, done (fetched or given up on), only seen
+    /// (met and not queued: refused, or sent to its host's owner), or never met. The seen-set
+    /// is a Bloom filter: `Seen` may, rarely, be a URL never met.
+    pub fn url_state(&self, url: &Url) -> Result<UrlState> {
+        let u = url.as_str();
+        if self.tree.contains_key(ukey(u))? {
+            return Ok(UrlState::Queued);
+        }
+        if self.tree.contains_key(dkey(HostKey::of(url).as_str(), u))? {
+            return Ok(UrlState::Done);
+        }
+        Ok(if self.seen.contains(u) { UrlState::Seen } else { UrlState::Unseen })
     }
 
     pub fn stats(&self) -> FrontierStats {

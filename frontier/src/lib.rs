@@ -6,6 +6,7 @@
 //! - [`politeness`]: per-host token bucket, `Crawl-delay`, 429/503 backoff.
 //! - [`robots`]: RFC 9309 semantics of a robots.txt fetch and a 24 h cache in sled.
 //! - [`frontier`]: durable per-host queues in sled with a ready-time schedule across hosts.
+//! - [`outcomes`]: what happened to each URL tried (fetched, redirected, disallowed, failed…).
 //!
 //! Everything here is synchronous and does no network I/O: the node fetches, this crate
 //! decides. That keeps the rules unit-testable and the crate free of async runtimes.
@@ -13,6 +14,7 @@
 pub mod frontier;
 pub mod host;
 pub mod normalize;
+pub mod outcomes;
 pub mod politeness;
 pub mod robots;
 pub mod score;
@@ -20,10 +22,11 @@ pub mod seen;
 
 pub use frontier::{
     Borrow, Candidate, Completed, Completion, Durability, Frontier, FrontierError, FrontierSettings, FrontierStats,
-    HandOff, HostFilter, HostLoad, Lease, Next, PushOutcome, QueuedUrl, Returned, SnapshotJob,
+    HandOff, HostFilter, HostLoad, Lease, Next, PushOutcome, QueuedUrl, Returned, SnapshotJob, UrlState,
 };
 pub use host::HostKey;
 pub use normalize::{normalize, normalize_url, NormalizeError, MAX_URL_BYTES};
+pub use outcomes::{Fate, Outcomes, UrlOutcome};
 pub use politeness::PolitenessPolicy;
 pub use robots::{HostRobots, RobotsCache, RobotsFetch, RobotsOutcome, Verdict};
 pub use score::UrlKind;

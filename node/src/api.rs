@@ -42,7 +42,10 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/health"),
     ("GET", "/history"),
     ("GET", "/hosts/top"),
+    ("GET", "/documents"),
     ("GET", "/documents/recent"),
+    ("GET", "/documents/{id}"),
+    ("GET", "/urls"),
     ("GET", "/status"),
     ("GET", "/metrics"),
     ("GET", "/search"),
@@ -113,7 +116,10 @@ pub fn router(state: AppState) -> Router {
         .route("/health", get(health))
         .route("/history", get(history))
         .route("/hosts/top", get(top_hosts))
+        .route("/documents", get(list_documents))
         .route("/documents/recent", get(recent_documents))
+        .route("/documents/{id}", get(get_document))
+        .route("/urls", get(url_report))
         .route("/status", get(status))
         .route("/metrics", get(metrics))
         .route("/search", get(search))
@@ -167,6 +173,108 @@ async fn top_hosts(State(state): State<AppState>, Query(p): Query<TopParams>) ->
 async fn recent_documents(State(state): State<AppState>) -> Response {
     let documents = state.index.as_ref().map(|i| i.recent()).unwrap_or_default();
     Json(serde_json::json!({ "documents": documents })).into_response()
+}
+
+#[derive(Debug, Deserialize)]
+pub struct DocumentsParams {
+    pub host: Option<String>,
+    /// RFC 3339, or seconds since the Unix epoch.
+    pub since: Option<String>,
+    pub cursor: Option<String>,
+    pub limit: Option<usize>,
+}
+
+/// Documents a listing page holds unless `limit` says otherwise.
+pub const DEFAULT_PAGE: usize = 100;
+
+/// Runs a read of the document store on the blocking pool.
+async fn index_read<T: Send + 'static>(
+    state: &AppState,
+    read: impl FnOnce(&weft_index::store::DocStore) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let Some(index) = state.index.as_ref().map(|i| i.index().clone()) else {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "index_disabled",
+            "this node does not index (index.enabled = false)",
+        ));
+    };
+    tokio::task::spawn_blocking(move || read(index.store())).await.map_err(internal)?
+}
+
+/// A moment as the API takes it: RFC 3339 or Unix seconds.
+fn moment(s: &str) -> Result<u64, ApiError> {
+    if let Ok(secs) = s.trim().parse::<u64>() {
+        return Ok(secs);
+    }
+    chrono::DateTime::parse_from_rfc3339(s.trim()).map(|t| t.timestamp().max(0) as u64).map_err(|_| {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_since", format!("{s:?} is not RFC 3339 nor Unix seconds"))
+    })
+}
+
+async fn list_documents(
+    State(state): State<AppState>,
+    Query(p): Query<DocumentsParams>,
+) -> Result<Json<weft_index::DocumentPage>, ApiError> {
+    let listing = weft_index::Listing {
+        host: p.host.map(|h| host_param(&h)).transpose()?,
+        since: p.since.as_deref().map(moment).transpose()?,
+        cursor: p.cursor,
+        limit: p.limit.unwrap_or(DEFAULT_PAGE).clamp(1, weft_index::documents::MAX_PAGE),
+    };
+    if let Some(c) = &listing.cursor {
+        weft_index::DocId::parse_hex(c)
+            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_cursor", e.to_string()))?;
+    }
+    let page = index_read(&state, move |store| weft_index::documents::list(store, &listing).map_err(internal)).await?;
+    Ok(Json(page))
+}
+
+async fn get_document(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<weft_index::DocumentView>, ApiError> {
+    let id = weft_index::DocId::parse_hex(&id)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_id", e.to_string()))?;
+    let found = index_read(&state, move |store| weft_index::documents::document(store, &id).map_err(internal)).await?;
+    found
+        .map(Json)
+        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "no_document", "this node holds no document with that id"))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct UrlParams {
+    pub url: Option<String>,
+}
+
+/// What this node knows of one URL: frontier, outcome, document, owner, in one sentence.
+async fn url_report(
+    State(state): State<AppState>,
+    Query(p): Query<UrlParams>,
+) -> Result<Json<crate::urls::UrlReport>, ApiError> {
+    let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, "bad_url", m);
+    let raw = p.url.filter(|u| !u.trim().is_empty()).ok_or_else(|| bad("pass ?url=https://...".into()))?;
+    let url = weft_frontier::normalize(raw.trim(), None).map_err(|e| bad(format!("{raw:?}: {e}")))?;
+    let crawler = state.crawler.clone();
+    let index = state.index.as_ref().map(|i| i.index().clone());
+    let report = tokio::task::spawn_blocking(move || {
+        let crawl = crawler.url_report(&url)?;
+        let document = match index {
+            Some(index) => {
+                let id = weft_index::DocId::of_url(url.as_str());
+                match index.store().doc(&id)? {
+                    Some(r) => Some(weft_index::documents::meta(index.store(), &id, &r)?.into()),
+                    None => None,
+                }
+            }
+            None => None,
+        };
+        anyhow::Ok(crate::urls::UrlReport::new(url.to_string(), crawl, document))
+    })
+    .await
+    .map_err(internal)?
+    .map_err(internal)?;
+    Ok(Json(report))
 }
 
 /// Seconds between the samples behind `/history`.

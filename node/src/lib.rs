@@ -36,6 +36,7 @@ mod status;
 pub mod storage;
 pub mod templates_cli;
 pub mod token;
+pub mod urls;
 
 pub use crawl::{CrawlSettings, CrawlState, CrawlStatus, Crawler, Renders, Route};
 pub use indexing::{IndexService, IndexStatus};

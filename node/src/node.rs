@@ -79,8 +79,10 @@ impl Node {
             .map(|(started, journal)| Arc::new(Router::new(started.handle.clone(), journal.clone())) as Arc<dyn Route>);
         let renders = layouts.as_ref().map(|l| Arc::new(l.renders.clone()) as Arc<dyn Renders>);
         let storage = Storage::new(&config.data_dir, Duration::from_secs(config.storage.flush_timeout_secs));
+        let outcomes = weft_frontier::Outcomes::open(&db)?;
         let crawler = Crawler::new(Parts {
             frontier,
+            outcomes,
             robots,
             fetcher,
             pipeline,

@@ -169,6 +169,11 @@ impl Route for Router {
     /// A URL this node is done with, on a host it no longer owns (it was leased when the host
     /// changed hands, so the hand-off could not list it as done): its new owner is told, so
     /// it does not fetch the page again. Nothing to do for a host still this node's.
+    fn owner(&self, host: &str) -> Option<String> {
+        let ring = self.network.ring();
+        owner(&ring, host).filter(|o| **o != self.me).map(|o| o.to_string())
+    }
+
     fn forward_done(&self, url: &url::Url) {
         let ring = self.network.ring();
         if ring.owner(HostKey::of(url).name()).is_some_and(|o| *o != self.me) {

@@ -87,8 +87,12 @@ async fn the_api_matches_its_spec_and_write_endpoints_want_the_token() {
         .map(|c| c.as_str().unwrap().to_string())
         .collect();
     for (method, path, documented, secured) in &ops {
-        let concrete = path.replace("{host}", "nothing.test");
-        let concrete = if concrete == "/search" { "/search?q=tides".to_string() } else { concrete };
+        let concrete = path.replace("{host}", "nothing.test").replace("{id}", &"0".repeat(32));
+        let concrete = match concrete.as_str() {
+            "/search" => "/search?q=tides".to_string(),
+            "/urls" => "/urls?url=http://nothing.test/".to_string(),
+            _ => concrete,
+        };
         let method = Method::from_bytes(method.as_bytes()).unwrap();
         let body = (path == "/seeds").then(|| serde_json::json!({ "urls": ["http://nothing.test/"] }));
         if *secured {

@@ -96,6 +96,8 @@ async fn each_topic_question_finds_its_page_first_and_survives_a_restart() {
     let resp = client.get(format!("http://{api}/search?q=")).send().await.unwrap();
     assert_eq!(resp.status(), 400);
 
+    documents_read_back(&client, &api.to_string(), &format!("topics.test:{}", server.port()), pages).await;
+
     let before: Vec<serde_json::Value> = {
         let q = url_encode(TOPICS[5].question);
         get_json(&client, format!("http://{api}/search?q={q}&k=5")).await["hits"].as_array().unwrap().clone()
@@ -113,6 +115,76 @@ async fn each_topic_question_finds_its_page_first_and_survives_a_restart() {
     assert_eq!(after.iter().map(|h| h.url.clone()).collect::<Vec<_>>(), urls(&before));
     let stats = service.index().stats();
     assert_eq!((stats.documents, stats.aliases), (pages as u64 - 1, 1));
+}
+
+/// The documents API: every document listed once across pages, filters, each topic's full
+/// text and chunks read back through the id its search hit carries, the alias, typed errors.
+async fn documents_read_back(client: &reqwest::Client, api: &str, host: &str, pages: usize) {
+    let mut listed = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let page = get_json(client, format!("http://{api}/documents?limit=7{cursor}")).await;
+        let docs = page["documents"].as_array().unwrap();
+        assert!(docs.len() <= 7, "{page}");
+        listed.extend(docs.iter().cloned());
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = format!("&cursor={c}"),
+            None => break,
+        }
+    }
+    let mut ids: Vec<&str> = listed.iter().map(|d| d["id"].as_str().unwrap()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!((listed.len(), ids.len()), (pages, pages), "each document once: {listed:?}");
+    let count = |query: String| async move {
+        get_json(client, format!("http://{api}/documents?limit=1000&{query}")).await["documents"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(count(format!("host={host}")).await, pages);
+    assert_eq!(count("host=elsewhere.test".into()).await, 0);
+    assert_eq!(count("since=2000-01-01T00:00:00Z".into()).await, pages);
+    assert_eq!(count("since=4102444800".into()).await, 0, "nothing fetched after 2100");
+
+    for t in TOPICS {
+        let q = url_encode(t.question);
+        let hit = get_json(client, format!("http://{api}/search?q={q}&k=1&scope=local")).await["hits"][0].clone();
+        let doc = get_json(client, format!("http://{api}/documents/{}", hit["id"].as_str().unwrap())).await;
+        assert_eq!((&doc["url"], &doc["title"], &doc["state"]), (&hit["url"], &hit["title"], &"indexed".into()));
+        assert_eq!(doc["author"], "Topic Web Editors");
+        assert!(doc["fetched_at"].as_str().unwrap().ends_with('Z'), "{doc}");
+        let text = doc["text"].as_str().unwrap();
+        for p in t.paragraphs {
+            assert!(text.contains(p), "{:?} lacks a paragraph of its page: {text:?}", t.slug);
+        }
+        let chunks = doc["chunks"].as_array().unwrap();
+        assert_eq!(chunks.len() as u64, doc["chunk_count"].as_u64().unwrap());
+        for (i, c) in chunks.iter().enumerate() {
+            assert_eq!(c["position"], i as u64);
+            let (start, end) = (c["start"].as_u64().unwrap() as usize, c["end"].as_u64().unwrap() as usize);
+            assert_eq!(&text[start..end], c["text"].as_str().unwrap(), "chunk {i} is its range of the text");
+            assert_eq!(c["prev"], if i == 0 { serde_json::Value::Null } else { chunks[i - 1]["key"].clone() });
+            assert_eq!(c["next"], chunks.get(i + 1).map_or(serde_json::Value::Null, |n| n["key"].clone()));
+        }
+    }
+    let alias = listed.iter().find(|d| d["state"] == "alias").expect("the print view");
+    // One of the two sourdough URLs, naming the other.
+    assert!(alias["url"].as_str().unwrap().contains("sourdough"), "{alias}");
+    assert!(alias["alias_of"].as_str().unwrap().contains("sourdough"), "{alias}");
+    assert_ne!(alias["url"], alias["alias_of"], "{alias}");
+
+    for (path, status, code) in [
+        ("/documents/xyz".to_string(), 400, "bad_id"),
+        (format!("/documents/{}", "0".repeat(32)), 404, "no_document"),
+        ("/documents?cursor=nope".to_string(), 400, "bad_cursor"),
+        ("/documents?since=yesterday".to_string(), 400, "bad_since"),
+    ] {
+        let resp = client.get(format!("http://{api}{path}")).send().await.unwrap();
+        assert_eq!(resp.status(), status, "{path}");
+        let v: serde_json::Value = resp.json().await.unwrap();
+        assert_eq!(v["error"]["code"], code, "{path}: {v}");
+    }
 }
 
 fn url_encode(s: &str) -> String {

@@ -41,7 +41,7 @@ use tokio::task::JoinSet;
 use url::Url;
 use weft_extract::parse_sitemap;
 use weft_frontier::{
-    normalize, Candidate, Completed, Completion, Durability, Frontier, FrontierStats, HostKey, Lease, Next,
+    normalize, Candidate, Completed, Completion, Durability, Fate, Frontier, FrontierStats, HostKey, Lease, Next,
     PushOutcome, RobotsCache, UrlKind, Verdict,
 };
 
@@ -52,6 +52,8 @@ pub trait Route: Send + Sync + 'static {
     /// A URL this node is done with, on a host that may have changed hands while it was
     /// leased: its owner learns it is done. Nothing to do for a host still this node's.
     fn forward_done(&self, url: &Url);
+    /// The member that owns `host` when it is not this node.
+    fn owner(&self, host: &str) -> Option<String>;
 }
 
 /// The browser tier's queue, as the crawl sees it (see `layouts/rendering.rs`).
@@ -153,6 +155,8 @@ impl CrawlState {
 /// filled in after construction.
 pub struct Parts {
     pub frontier: Frontier,
+    /// What happened to each URL (for `/urls` and the export).
+    pub outcomes: weft_frontier::Outcomes,
     pub robots: RobotsCache,
     pub fetcher: Fetcher,
     pub pipeline: Arc<dyn Pipeline>,
@@ -175,6 +179,7 @@ pub struct Crawler {
 
 struct Inner {
     frontier: Mutex<Frontier>,
+    outcomes: weft_frontier::Outcomes,
     durability: Durability,
     /// Flushes go through it: bounded, and a failure stops the node (see `storage.rs`).
     storage: Storage,
@@ -204,9 +209,10 @@ fn now_unix() -> u64 {
 
 impl Crawler {
     pub fn new(parts: Parts) -> Crawler {
-        let Parts { frontier, robots, fetcher, pipeline, metrics, settings, storage, route, renders } = parts;
+        let Parts { frontier, outcomes, robots, fetcher, pipeline, metrics, settings, storage, route, renders } = parts;
         Crawler {
             inner: Arc::new(Inner {
+                outcomes,
                 durability: frontier.durability(),
                 storage,
                 frontier: Mutex::new(frontier),
@@ -309,6 +315,22 @@ impl Crawler {
     }
 
     /// The hosts with the most work queued.
+    /// What this node's crawl knows of a normalized URL: where it stands in the frontier, what
+    /// happened when it was tried, and who owns its host when another member does. Blocking
+    /// (sled reads): call it from the blocking pool.
+    pub fn url_report(&self, url: &Url) -> anyhow::Result<crate::urls::CrawlView> {
+        let host = HostKey::of(url);
+        let state = self.inner.frontier.lock().url_state(url)?;
+        let outcome = self.inner.outcomes.get(url.as_str())?;
+        let owner = self.inner.route.as_ref().and_then(|r| r.owner(host.as_str()));
+        Ok(crate::urls::CrawlView { host: host.into_string(), frontier: state, outcome, owner })
+    }
+
+    /// The recorded outcomes, in URL order after `after` (for the export).
+    pub fn outcomes(&self) -> weft_frontier::Outcomes {
+        self.inner.outcomes.clone()
+    }
+
     pub fn top_hosts(&self, n: usize) -> Vec<weft_frontier::HostLoad> {
         self.inner.frontier.lock().top_hosts(n)
     }
@@ -600,23 +622,32 @@ impl Inner {
     /// Queues `c` here, or sends it to the member that owns its host (`None`).
     fn push(&self, c: Candidate) -> Result<Option<PushOutcome>, weft_frontier::FrontierError> {
         let Some(c) = blocking(|| self.routed(vec![c])).pop() else { return Ok(None) };
+        let url = c.url.to_string();
         let outcome = blocking(|| self.frontier.lock().push(c))?;
         if outcome == PushOutcome::Queued {
             inc(&self.metrics.urls_queued);
         }
+        blocking(|| self.note_refused(&url, outcome));
         Ok(Some(outcome))
     }
 
     fn push_all(&self, candidates: Vec<Candidate>) {
         blocking(|| {
             let candidates = self.routed(candidates);
+            let mut refused = Vec::new();
             let mut frontier = self.frontier.lock();
             for c in candidates {
+                let url = c.url.to_string();
                 match frontier.push(c) {
                     Ok(PushOutcome::Queued) => inc(&self.metrics.urls_queued),
-                    Ok(_) => {}
+                    Ok(PushOutcome::AlreadySeen) => {}
+                    Ok(other) => refused.push((url, other)),
                     Err(e) => tracing::error!("frontier push failed: {e}"),
                 }
+            }
+            drop(frontier);
+            for (url, outcome) in refused {
+                self.note_refused(&url, outcome);
             }
         })
     }
@@ -626,6 +657,40 @@ impl Inner {
     async fn flush(&self) -> Result<(), StorageFault> {
         let d = self.durability.clone();
         self.storage.bounded("flushing the frontier", move || d.flush()).await
+    }
+
+    /// Records what happened to `url` (for `/urls`); a failure to record is logged, not fatal:
+    /// the crawl's own state is the frontier's.
+    fn note(&self, url: &str, fate: Fate) {
+        if let Err(e) = blocking(|| self.outcomes.record(url, fate)) {
+            tracing::warn!(url, "recording a URL's outcome failed: {e}");
+        }
+    }
+
+    /// The retries of `url` ran out: its last failure is final.
+    fn gave_up(&self, url: &str) {
+        let Ok(Some(last)) = blocking(|| self.outcomes.get(url)) else { return };
+        let fate = match last.fate {
+            Fate::Status { status, .. } => Fate::Status { status, retrying: false },
+            Fate::Failed { error, detail, .. } => Fate::Failed { error, detail, retrying: false },
+            other => other,
+        };
+        // Not an attempt of its own: written as is.
+        let _ = blocking(|| self.outcomes.settle(url, fate));
+    }
+
+    /// Records why a candidate was not queued, when it was refused outright.
+    fn note_refused(&self, url: &str, outcome: PushOutcome) {
+        let reason = match outcome {
+            PushOutcome::Binary => "binary",
+            PushOutcome::TooDeep => "too_deep",
+            PushOutcome::HostBudgetExhausted => "host_budget_exhausted",
+            PushOutcome::Blocked => "host_blocked",
+            PushOutcome::Queued | PushOutcome::AlreadySeen => return,
+        };
+        if let Err(e) = self.outcomes.record_skip(url, reason) {
+            tracing::warn!(url, "recording a URL's outcome failed: {e}");
+        }
     }
 
     fn may_follow(&self, url: &Url) -> bool {
@@ -641,6 +706,7 @@ impl Inner {
             }
         };
         let url = Url::parse(&lease.entry.url).ok();
+        let url_string = url.as_ref().map(Url::to_string);
         self.unflushed.fetch_add(1, Ordering::AcqRel);
         let result = blocking(|| self.frontier.lock().complete(lease, completion, requested, Instant::now()));
         if matches!(result, Ok(Completed::Removed | Completed::GaveUp)) {
@@ -651,7 +717,12 @@ impl Inner {
             }
         }
         match result {
-            Ok(Completed::GaveUp) => inc(&self.metrics.gave_up),
+            Ok(Completed::GaveUp) => {
+                inc(&self.metrics.gave_up);
+                if let Some(url) = &url_string {
+                    self.gave_up(url);
+                }
+            }
             Ok(Completed::Requeued) if completion == Completion::Retry => inc(&self.metrics.retries),
             Ok(_) => {}
             Err(e) => tracing::error!("completing a lease failed: {e}"),
@@ -680,6 +751,7 @@ impl Inner {
             Verdict::Allowed => {}
             Verdict::Disallowed => {
                 inc(&self.metrics.robots_disallowed);
+                self.note(url.as_str(), Fate::Disallowed);
                 return (Completion::Done { page: false }, false);
             }
             Verdict::Unavailable { retry_in } => return (Completion::Requeue { wait: retry_in }, false),
@@ -691,7 +763,10 @@ impl Inner {
                 if let Some(reason) = r.host_renders(host) {
                     // Known to need the browser: it fetches the page itself, under the same rules.
                     match r.push(url, lease.entry.depth, &reason, None) {
-                        Ok(()) => return (Completion::Done { page: false }, false),
+                        Ok(()) => {
+                            self.note(url.as_str(), Fate::Rendering);
+                            return (Completion::Done { page: false }, false);
+                        }
                         Err(e) => tracing::error!("render queue: {e}"),
                     }
                 }
@@ -703,6 +778,7 @@ impl Inner {
         let fetched = self.fetcher.fetch(url, expect).await;
         self.metrics.histograms.fetch.observe(started.elapsed().as_secs_f64());
         let outcome = outcome::of_fetch(kind, &fetched);
+        self.note(url.as_str(), outcome::fate(url, &fetched, &outcome.completion));
         if let Some((kind, detail)) = &outcome.error {
             self.metrics.error(kind, url.as_str(), detail);
         }

@@ -7,7 +7,7 @@
 use crate::fetcher::{FetchError, Fetched};
 use url::Url;
 use weft_extract::{Link, Sitemap, SitemapError};
-use weft_frontier::{normalize, normalize_url, Candidate, Completion, NormalizeError, UrlKind};
+use weft_frontier::{normalize, normalize_url, Candidate, Completion, Fate, NormalizeError, UrlKind};
 
 /// What the crawl does with a response, besides completing the lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +67,22 @@ pub fn of_fetch(kind: UrlKind, fetched: &Result<Fetched, FetchError>) -> Outcome
             action: Action::Nothing,
             error: Some((e.kind(), e.to_string())),
         },
+    }
+}
+
+/// What to tell an operator about the URL fetched: `url` answered `fetched`, and the lease
+/// ends with `completion`.
+pub fn fate(url: &Url, fetched: &Result<Fetched, FetchError>, completion: &Completion) -> Fate {
+    let retrying = *completion == Completion::Retry;
+    match fetched {
+        Ok(Fetched::Body { status, .. }) => Fate::Fetched { status: *status },
+        Ok(Fetched::Redirect { status, location }) => Fate::Redirected {
+            status: *status,
+            to: url.join(location).map_or_else(|_| location.clone(), |u| u.to_string()),
+        },
+        Ok(Fetched::RateLimited { status, .. }) => Fate::RateLimited { status: *status },
+        Ok(Fetched::Status { status }) => Fate::Status { status: *status, retrying },
+        Err(e) => Fate::Failed { error: e.kind().to_string(), detail: e.to_string(), retrying },
     }
 }
 
