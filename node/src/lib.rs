@@ -18,6 +18,7 @@
 pub mod api;
 mod crawl;
 pub mod doctor;
+pub mod export;
 pub mod extract_cli;
 mod fetcher;
 mod guard;
@@ -28,6 +29,7 @@ pub mod metrics;
 mod node;
 pub mod page;
 mod pipeline;
+mod procmem;
 pub mod quota;
 mod routing;
 mod search;

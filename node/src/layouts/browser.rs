@@ -282,7 +282,7 @@ impl BrowserPool {
     /// Measures [`BrowserPool::memory`] anew. Blocking (it reads `/proc`): call it from the
     /// blocking pool.
     pub fn measure_memory(&self) -> Vec<u64> {
-        let figures = crate::memory::tree_pss(&self.pids);
+        let figures = crate::procmem::tree_pss(&self.pids);
         *self.memory.lock() = figures.clone();
         figures
     }
