@@ -128,6 +128,15 @@ impl DocId {
     }
 }
 
+/// A moment as listings take it: RFC 3339 or Unix seconds.
+pub fn parse_moment(s: &str) -> Option<u64> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<u64>() {
+        return Some(secs);
+    }
+    chrono::DateTime::parse_from_rfc3339(s).ok().map(|t| t.timestamp().max(0) as u64)
+}
+
 /// RFC 3339 (UTC, seconds) of a Unix time.
 pub fn rfc3339(unix_secs: u64) -> String {
     chrono::DateTime::from_timestamp(unix_secs as i64, 0)
@@ -288,5 +297,8 @@ mod tests {
         assert_eq!(host_of("https://a.test:8080/x?y"), "a.test:8080");
         assert_eq!(host_of("http://u:p@b.test#f"), "b.test");
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(parse_moment("1970-01-01T00:01:00+00:00"), Some(60));
+        assert_eq!(parse_moment(" 42 "), Some(42));
+        assert_eq!(parse_moment("yesterday"), None);
     }
 }

@@ -220,6 +220,11 @@ impl DocStore {
         })
     }
 
+    /// Documents stored (indexed, aliases and failed alike).
+    pub fn doc_count(&self) -> usize {
+        self.docs.len()
+    }
+
     pub fn chunk_count(&self) -> usize {
         self.chunks.len()
     }

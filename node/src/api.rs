@@ -204,10 +204,7 @@ async fn index_read<T: Send + 'static>(
 
 /// A moment as the API takes it: RFC 3339 or Unix seconds.
 fn moment(s: &str) -> Result<u64, ApiError> {
-    if let Ok(secs) = s.trim().parse::<u64>() {
-        return Ok(secs);
-    }
-    chrono::DateTime::parse_from_rfc3339(s.trim()).map(|t| t.timestamp().max(0) as u64).map_err(|_| {
+    weft_index::documents::parse_moment(s).ok_or_else(|| {
         ApiError::new(StatusCode::BAD_REQUEST, "bad_since", format!("{s:?} is not RFC 3339 nor Unix seconds"))
     })
 }

@@ -107,6 +107,10 @@ pub struct IndexStatus {
     #[serde(default)]
     pub evicted: u64,
     pub queries: u64,
+    /// The embedding model's id (16 hex digits of blake3 of the model file): vectors compare
+    /// only between nodes with the same one.
+    #[serde(default)]
+    pub model: String,
 }
 
 /// The index of a running node: the indexer and query threads and the shared [`LocalIndex`].
@@ -316,6 +320,7 @@ impl IndexService {
             queue: c.queued.load(Relaxed),
             queries: c.queries.load(Relaxed),
             evicted: c.evicted.load(Relaxed),
+            model: self.model.clone(),
         }
     }
 }
@@ -490,7 +495,7 @@ fn query_loop(mut embedder: Embedder, index: Arc<LocalIndex>, queries: Receiver<
 }
 
 /// The model's identity: blake3 of the model file, 16 hex digits.
-fn model_id(path: &std::path::Path) -> Result<String, IndexError> {
+pub(crate) fn model_id(path: &std::path::Path) -> Result<String, IndexError> {
     let mut hasher = blake3::Hasher::new();
     hasher.update_reader(std::fs::File::open(path)?)?;
     Ok(hasher.finalize().to_hex()[..16].to_string())

@@ -91,6 +91,36 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Export the documents (metadata and main text) or chunks this node holds, with their
+    /// provenance, as JSON lines or Parquet: from the running node's API, or from the data dir
+    /// when no node runs on it. Resumable with --cursor.
+    Export {
+        #[command(flatten)]
+        cfg: ConfigArgs,
+        /// One record per document, or per chunk.
+        #[arg(long, value_enum, default_value = "documents")]
+        what: weft_node::export::What,
+        #[arg(long, value_enum, default_value = "jsonl")]
+        format: weft_node::export::Format,
+        /// Where to write (`-`: standard output; Parquet needs a file).
+        #[arg(short, long, default_value = "-", value_name = "FILE")]
+        output: PathBuf,
+        /// Start after this document id (an interrupted export prints it).
+        #[arg(long, value_name = "ID")]
+        cursor: Option<String>,
+        /// Only this host (name or name:port).
+        #[arg(long, value_name = "HOST")]
+        host: Option<String>,
+        /// Only documents fetched since then (RFC 3339 or Unix seconds).
+        #[arg(long, value_name = "WHEN")]
+        since: Option<String>,
+        /// API address to ask instead of the configured api.listen.
+        #[arg(long, value_name = "ADDR")]
+        api: Option<SocketAddr>,
+        /// No progress bar.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Extract main text, metadata, links, page type and JS score from HTML files.
     Extract {
         /// The page's URL: links resolve against it (default: the file's file:// URL).
@@ -262,6 +292,24 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
             } else {
                 print_hits(&answer);
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Export { cfg, what, format, output, cursor, host, since, api, quiet } => {
+            let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
+            let request = weft_node::export::Request {
+                what,
+                format,
+                output,
+                cursor,
+                host,
+                since,
+                api: api.unwrap_or(config.api.listen),
+                progress: !quiet,
+            };
+            let done = weft_node::export::command(&config, request)?;
+            let resume =
+                done.cursor.map(|c| format!("; the last was {c} (--cursor resumes after it)")).unwrap_or_default();
+            eprintln!("exported {} documents ({} chunks){resume}", done.documents, done.chunks);
             Ok(ExitCode::SUCCESS)
         }
         Command::Doctor { cfg, json } => {

@@ -1,0 +1,435 @@
+//! `weft export`: what this node crawled, out — one JSON line (or Parquet row) per document or
+//! per chunk, with metadata and provenance (the node's peer id, when it fetched the page, the
+//! embedding model), for RAG pipelines and anything else that wants the text.
+//!
+//! It reads the data dir directly when no node holds it, or the running node's API
+//! (`/documents`) when one does (sled allows one process per database). Either way it walks
+//! the same stable listing: documents in key order, a page at a time, each page written and
+//! flushed before the next is read. The last document written is the cursor: an interrupted
+//! export prints it, and `--cursor` resumes right after it.
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use weft_index::{DocumentMeta, DocumentPage, DocumentView, Listing};
+
+mod to_parquet;
+
+/// Documents read per listing page.
+const PAGE: usize = 200;
+
+/// One line per document, or per chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum What {
+    Documents,
+    Chunks,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Jsonl,
+    Parquet,
+}
+
+/// Where an exported record comes from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The peer id of the node that crawled and indexed it (absent for a node that never had
+    /// an identity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The embedding model's id (16 hex digits of blake3 of the model file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// When the node fetched the page, RFC 3339.
+    pub fetched_at: String,
+}
+
+/// A document as exported: its metadata, its main text, where it comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DocumentLine {
+    #[serde(flatten)]
+    pub meta: DocumentMeta,
+    pub text: String,
+    pub provenance: Provenance,
+}
+
+/// A chunk as exported, with what a retriever wants of its document beside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkLine {
+    pub doc_id: String,
+    pub url: String,
+    pub title: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_type: Option<String>,
+    pub key: String,
+    pub position: u32,
+    pub start: u32,
+    pub end: u32,
+    pub tokens: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+    pub text: String,
+    pub provenance: Provenance,
+}
+
+/// Where the documents are read from.
+pub trait Source {
+    /// One page of the listing.
+    fn page(&mut self, listing: &Listing) -> anyhow::Result<DocumentPage>;
+    /// A document with its text and chunks (`None`: gone since it was listed).
+    fn document(&mut self, id: &str) -> anyhow::Result<Option<DocumentView>>;
+    /// Who crawled it and with which model.
+    fn provenance(&self) -> (Option<String>, Option<String>);
+    /// How many documents there are in all, when known (for the progress bar).
+    fn total(&mut self) -> Option<u64>;
+}
+
+/// The data dir, opened directly (no node may be running on it).
+pub struct DataDir {
+    store: weft_index::store::DocStore,
+    node: Option<String>,
+    model: Option<String>,
+    _db: sled::Db,
+}
+
+impl DataDir {
+    /// Opens the data dir's database; fails when a running node holds it.
+    pub fn open(config: &weft_config::Config) -> anyhow::Result<DataDir> {
+        let path = config.data_dir.join("db");
+        anyhow::ensure!(path.exists(), "no index at {} (start a node first)", config.data_dir.display());
+        let db = sled::Config::new()
+            .path(&path)
+            .cache_capacity(16 << 20)
+            .open()
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        let store = weft_index::store::DocStore::open(&db)?;
+        let node = config
+            .data_dir
+            .join(weft_p2p::identity::FILE)
+            .exists()
+            .then(|| weft_p2p::identity::load_or_create(&config.data_dir).ok())
+            .flatten()
+            .map(|k| k.public().to_peer_id().to_string());
+        let model = crate::indexing::model_id(&config.embed.model).ok();
+        Ok(DataDir { store, node, model, _db: db })
+    }
+}
+
+impl Source for DataDir {
+    fn page(&mut self, listing: &Listing) -> anyhow::Result<DocumentPage> {
+        Ok(weft_index::documents::list(&self.store, listing)?)
+    }
+
+    fn document(&mut self, id: &str) -> anyhow::Result<Option<DocumentView>> {
+        let id = weft_index::DocId::parse_hex(id)?;
+        Ok(weft_index::documents::document(&self.store, &id)?)
+    }
+
+    fn provenance(&self) -> (Option<String>, Option<String>) {
+        (self.node.clone(), self.model.clone())
+    }
+
+    fn total(&mut self) -> Option<u64> {
+        Some(self.store.doc_count() as u64)
+    }
+}
+
+/// A running node, through its API.
+pub struct Api {
+    base: String,
+    client: reqwest::Client,
+    runtime: Arc<tokio::runtime::Runtime>,
+    node: Option<String>,
+    model: Option<String>,
+    total: Option<u64>,
+}
+
+impl Api {
+    /// Connects to the node at `addr`; fails when nothing answers there.
+    pub fn connect(addr: std::net::SocketAddr) -> anyhow::Result<Api> {
+        let runtime = Arc::new(tokio::runtime::Builder::new_current_thread().enable_all().build()?);
+        let client = reqwest::Client::builder().no_proxy().timeout(std::time::Duration::from_secs(60)).build()?;
+        let base = format!("http://{addr}");
+        let status: crate::status::Status = runtime
+            .block_on(async { client.get(format!("{base}/status")).send().await?.error_for_status()?.json().await })
+            .with_context(|| format!("no weft node answers at {addr}"))?;
+        let index = status.index.as_ref();
+        Ok(Api {
+            node: status.network.as_ref().map(|n| n.peer_id.clone()),
+            model: index.map(|i| i.model.clone()).filter(|m| !m.is_empty()),
+            total: index.map(|i| i.stored.documents + i.stored.aliases + i.stored.failed),
+            base,
+            client,
+            runtime,
+        })
+    }
+
+    fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> anyhow::Result<Option<T>> {
+        let url = format!("{}{path}", self.base);
+        self.runtime.block_on(async {
+            let resp = self.client.get(&url).send().await?;
+            if resp.status() == reqwest::StatusCode::NOT_FOUND {
+                return Ok(None);
+            }
+            if !resp.status().is_success() {
+                let status = resp.status();
+                let body = resp.bytes().await.unwrap_or_default();
+                anyhow::bail!("{url}: HTTP {status}: {}", crate::api::error_message(&body));
+            }
+            Ok(Some(resp.json().await?))
+        })
+    }
+}
+
+impl Source for Api {
+    fn page(&mut self, listing: &Listing) -> anyhow::Result<DocumentPage> {
+        let mut query = format!("/documents?limit={}", listing.limit);
+        if let Some(h) = &listing.host {
+            query.push_str(&format!("&host={h}"));
+        }
+        if let Some(s) = listing.since {
+            query.push_str(&format!("&since={s}"));
+        }
+        if let Some(c) = &listing.cursor {
+            query.push_str(&format!("&cursor={c}"));
+        }
+        self.get(&query)?.context("the node has no /documents (an older version?)")
+    }
+
+    fn document(&mut self, id: &str) -> anyhow::Result<Option<DocumentView>> {
+        self.get(&format!("/documents/{id}"))
+    }
+
+    fn provenance(&self) -> (Option<String>, Option<String>) {
+        (self.node.clone(), self.model.clone())
+    }
+
+    fn total(&mut self) -> Option<u64> {
+        self.total
+    }
+}
+
+/// Where the records go.
+pub trait Sink {
+    fn documents(&mut self, lines: &[DocumentLine]) -> anyhow::Result<()>;
+    fn chunks(&mut self, lines: &[ChunkLine]) -> anyhow::Result<()>;
+    /// Makes everything written so far durable (the cursor printed after it is safe to resume
+    /// from).
+    fn flush(&mut self) -> anyhow::Result<()>;
+    fn finish(self: Box<Self>) -> anyhow::Result<()>;
+}
+
+/// JSON lines.
+pub struct Jsonl<W: Write> {
+    out: W,
+}
+
+impl<W: Write> Jsonl<W> {
+    pub fn new(out: W) -> Jsonl<W> {
+        Jsonl { out }
+    }
+
+    fn line<T: Serialize>(&mut self, v: &T) -> anyhow::Result<()> {
+        serde_json::to_writer(&mut self.out, v)?;
+        self.out.write_all(b"\n")?;
+        Ok(())
+    }
+}
+
+impl<W: Write> Sink for Jsonl<W> {
+    fn documents(&mut self, lines: &[DocumentLine]) -> anyhow::Result<()> {
+        lines.iter().try_for_each(|l| self.line(l))
+    }
+
+    fn chunks(&mut self, lines: &[ChunkLine]) -> anyhow::Result<()> {
+        lines.iter().try_for_each(|l| self.line(l))
+    }
+
+    fn flush(&mut self) -> anyhow::Result<()> {
+        Ok(self.out.flush()?)
+    }
+
+    fn finish(mut self: Box<Self>) -> anyhow::Result<()> {
+        Ok(self.out.flush()?)
+    }
+}
+
+/// What an export did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Exported {
+    pub documents: u64,
+    pub chunks: u64,
+    /// The last document written: `--cursor` resumes after it.
+    pub cursor: Option<String>,
+}
+
+/// Exports what `listing` selects from `source` into `sink`, a page at a time. `progress` is
+/// told of each document written.
+pub fn run(
+    source: &mut dyn Source,
+    sink: &mut dyn Sink,
+    what: What,
+    mut listing: Listing,
+    progress: &mut dyn FnMut(&Exported),
+) -> anyhow::Result<Exported> {
+    let (node, model) = source.provenance();
+    let provenance =
+        |fetched_at: &str| Provenance { node: node.clone(), model: model.clone(), fetched_at: fetched_at.into() };
+    let mut done = Exported { cursor: listing.cursor.clone(), ..Exported::default() };
+    listing.limit = PAGE;
+    loop {
+        let page = source.page(&listing)?;
+        let mut documents = Vec::new();
+        let mut chunks = Vec::new();
+        for meta in &page.documents {
+            // Listed, then replaced or evicted before it was read: skipped.
+            let Some(view) = source.document(&meta.id)? else { continue };
+            match what {
+                What::Documents => documents.push(DocumentLine {
+                    provenance: provenance(&view.meta.fetched_at),
+                    meta: view.meta,
+                    text: view.text,
+                }),
+                What::Chunks => {
+                    for c in view.chunks {
+                        chunks.push(chunk_line(&view.meta, c, provenance(&view.meta.fetched_at)));
+                    }
+                }
+            }
+        }
+        sink.documents(&documents)?;
+        done.chunks += chunks.len() as u64;
+        sink.chunks(&chunks)?;
+        sink.flush()?;
+        for meta in &page.documents {
+            done.documents += 1;
+            done.cursor = Some(meta.id.clone());
+            progress(&done);
+        }
+        match page.next_cursor {
+            Some(c) => listing.cursor = Some(c),
+            None => return Ok(done),
+        }
+    }
+}
+
+fn chunk_line(m: &DocumentMeta, c: weft_index::documents::ChunkView, provenance: Provenance) -> ChunkLine {
+    ChunkLine {
+        doc_id: m.id.clone(),
+        url: m.url.clone(),
+        title: m.title.clone(),
+        canonical: m.canonical.clone(),
+        author: m.author.clone(),
+        published: m.published.clone(),
+        modified: m.modified.clone(),
+        language: m.language.clone(),
+        page_type: m.page_type.clone(),
+        key: c.key,
+        position: c.position,
+        start: c.start,
+        end: c.end,
+        tokens: c.tokens,
+        prev: c.prev,
+        next: c.next,
+        text: c.text,
+        provenance,
+    }
+}
+
+/// Opens the sink `format` writes to `output` (`-`: standard output; Parquet wants a file).
+pub fn sink(format: Format, what: What, output: &Path) -> anyhow::Result<Box<dyn Sink>> {
+    let stdout = output == Path::new("-");
+    match format {
+        Format::Jsonl if stdout => Ok(Box::new(Jsonl::new(std::io::BufWriter::new(std::io::stdout().lock())))),
+        Format::Jsonl => {
+            let file = std::fs::File::create(output).with_context(|| format!("cannot create {}", output.display()))?;
+            Ok(Box::new(Jsonl::new(std::io::BufWriter::new(file))))
+        }
+        Format::Parquet => {
+            anyhow::ensure!(!stdout, "Parquet is written to a file: pass --output FILE.parquet");
+            let file = std::fs::File::create(output).with_context(|| format!("cannot create {}", output.display()))?;
+            Ok(Box::new(to_parquet::Parquet::new(file, what)?))
+        }
+    }
+}
+
+/// What `weft export` was asked for.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub what: What,
+    pub format: Format,
+    pub output: std::path::PathBuf,
+    pub cursor: Option<String>,
+    pub host: Option<String>,
+    pub since: Option<String>,
+    /// The running node's API address to try first.
+    pub api: std::net::SocketAddr,
+    pub progress: bool,
+}
+
+/// `weft export`: from the running node when one answers at `request.api`, else from the data
+/// dir. A failure part-way says where to resume.
+pub fn command(config: &weft_config::Config, request: Request) -> anyhow::Result<Exported> {
+    if let Some(c) = &request.cursor {
+        weft_index::DocId::parse_hex(c).map_err(|e| anyhow::anyhow!("--cursor: {e}"))?;
+    }
+    let since = match &request.since {
+        Some(s) => Some(
+            weft_index::documents::parse_moment(s)
+                .ok_or_else(|| anyhow::anyhow!("--since {s:?}: not RFC 3339 nor Unix seconds"))?,
+        ),
+        None => None,
+    };
+    let mut source: Box<dyn Source> = match Api::connect(request.api) {
+        Ok(api) => Box::new(api),
+        Err(e) => {
+            tracing::debug!("{e:#}; reading the data dir");
+            Box::new(DataDir::open(config).with_context(|| {
+                format!("no weft node answers at {}, and the data dir could not be read", request.api)
+            })?)
+        }
+    };
+    let mut sink = sink(request.format, request.what, &request.output)?;
+    let bar = if request.progress {
+        indicatif::ProgressBar::with_draw_target(source.total(), indicatif::ProgressDrawTarget::stderr())
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} documents, {msg} {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let listing = Listing { host: request.host.clone(), since, cursor: request.cursor.clone(), limit: PAGE };
+    let mut last = Exported { cursor: request.cursor.clone(), ..Exported::default() };
+    let result = run(source.as_mut(), sink.as_mut(), request.what, listing, &mut |done| {
+        bar.set_position(done.documents);
+        bar.set_message(format!("{} chunks", done.chunks));
+        last = done.clone();
+    });
+    bar.finish_and_clear();
+    match result {
+        Ok(done) => {
+            sink.finish()?;
+            Ok(done)
+        }
+        Err(e) => {
+            let resume = last.cursor.map(|c| format!("; resume with --cursor {c}")).unwrap_or_default();
+            Err(e.context(format!("export stopped after {} documents{resume}", last.documents)))
+        }
+    }
+}
