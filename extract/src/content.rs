@@ -237,8 +237,9 @@ pub(crate) fn judge(walk: &Walk) -> Option<(Vec<Verdict>, ElemId, f32)> {
                 (first..=last).contains(&k)
                     || (!tail_heading && is_sentence(b))
                     // The heading right above the first prose is its heading (not the page's
-                    // `<h1>` title, which is metadata).
-                    || (k + 1 == first && is_heading(b.tag) && b.tag != "h1")
+                    // `<h1>` title, which is metadata); a definition list's first term is
+                    // the heading of the definition below it (a manual's first setting).
+                    || (k + 1 == first && (is_heading(b.tag) && b.tag != "h1" || b.tag == "dt"))
             }
             _ => true,
         };

@@ -550,3 +550,19 @@ fn a_listings_linked_titles_are_content() {
         assert!(e.text.contains(&format!("Council approves the budget for road {n}")), "{}", e.text);
     }
 }
+
+#[test]
+fn a_definition_lists_first_term_is_kept_with_its_definition() {
+    // A manual's settings page: every term names a setting; the first used to be dropped as
+    // a short line before the prose, and with it the name people search for.
+    let html = r#"<html><head><title>Error Handling</title></head><body><nav><a href="/">Home</a></nav>
+        <div class="sect1"><h2>Error Handling</h2><dl>
+        <dt><code>exit_on_error</code> (boolean)</dt><dd><p>If on, any error will terminate the current
+        session. By default, this is set to off, so that only FATAL errors will terminate the session.</p></dd>
+        <dt><code>restart_after_crash</code> (boolean)</dt><dd><p>When set to on, which is the default, the
+        server will automatically reinitialize after a backend crash. Leaving it on is normally best.</p></dd>
+        </dl></div></body></html>"#;
+    let e = run(html, "https://docs.test/runtime-config-error-handling.html");
+    assert!(e.text.starts_with("exit_on_error (boolean)"), "{}", e.text);
+    assert!(e.text.contains("restart_after_crash (boolean)"), "{}", e.text);
+}
