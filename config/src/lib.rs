@@ -333,6 +333,10 @@ pub struct IndexConfig {
     pub chunk_overlap: f32,
     /// Prefix each chunk with the page title before embedding.
     pub title_prefix: bool,
+    /// Searches fuse a lexical (BM25) ranking of the query's words with the vector ranking
+    /// (the cosine plus a reciprocal-rank bonus for the words' rank): names, identifiers and
+    /// rare words are what small dense models miss. The lexical index is kept either way.
+    pub hybrid: bool,
     /// Pages whose SimHash is within this many bits of an indexed page are recorded as its
     /// aliases instead of being indexed again. 0 ..= 3 (the block tables find at most 3).
     pub dedup_max_distance: u32,
@@ -361,6 +365,7 @@ impl Default for IndexConfig {
             enabled: true,
             chunk_overlap: 0.15,
             title_prefix: true,
+            hybrid: true,
             dedup_max_distance: 3,
             quantization: Quantization::F16,
             connectivity: 16,

@@ -151,6 +151,7 @@ impl Indexer {
                 Err(e) => self.fail(plan.id, plan.record, &e)?,
             });
         }
+        self.index.sync()?;
         Ok(outcomes.into_iter().map(|o| o.expect("every document has an outcome")).collect())
     }
 
@@ -161,6 +162,7 @@ impl Indexer {
         let mut record = record_of(doc, dedup::simhash(&doc.text));
         record.state = DocState::Alias { canonical: DocId::of_url(canonical_url), distance };
         self.index.commit(id, &record, Vec::new())?;
+        self.index.sync()?;
         Ok(Outcome::Alias { canonical: canonical_url.to_string(), distance })
     }
 

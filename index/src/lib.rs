@@ -5,19 +5,21 @@
 //! duplicates ([`dedup`]: SimHash over word 3-grams, pigeonhole block tables), cuts the rest
 //! into model-sized chunks ([`chunk`]), embeds them ([`embed`]: all-MiniLM-L6-v2 through ONNX
 //! Runtime) and commits documents, chunks and vectors ([`store`]: sled; [`vectors`]: USearch
-//! HNSW). [`LocalIndex::search`] embeds nothing itself: it takes a query vector and returns
-//! documents, best chunk first.
+//! HNSW; [`lexical`]: tantivy BM25 over the same chunks). [`LocalIndex::search`] embeds nothing
+//! itself: it takes a query vector — and, for [`LocalIndex::search_hybrid`], the query's words —
+//! and returns documents, best chunk first.
 //!
 //! sled is the source of truth — it holds every chunk's text *and* vector — and the USearch
 //! file is a snapshot of an index that can always be rebuilt from it. That is what makes the
 //! vector index crash-safe without a journal: on open, a snapshot that does not match sled is
-//! rebuilt.
+//! rebuilt. The lexical index is a cache of sled in the same way.
 
 pub mod chunk;
 pub mod dedup;
 pub mod documents;
 pub mod embed;
 mod indexer;
+pub mod lexical;
 mod local;
 pub mod store;
 pub mod summary;
@@ -31,7 +33,7 @@ pub use chunk::{Chunker, Span};
 pub use documents::{DocumentMeta, DocumentPage, DocumentView, Listing};
 pub use embed::Embedder;
 pub use indexer::{Document, Indexer, Outcome};
-pub use local::{Hit, IndexStats, LocalIndex};
+pub use local::{fuse, Fusion, Hit, IndexStats, LocalIndex};
 pub use store::{DocRecord, DocState};
 
 use std::fmt;
@@ -85,6 +87,8 @@ pub enum IndexError {
     Inference(String),
     #[error("vector index: {0}")]
     Vectors(String),
+    #[error("lexical index: {0}")]
+    Lexical(String),
     #[error("document store: {0}")]
     Store(#[from] sled::Error),
     #[error("corrupt record in the document store: {0}")]
@@ -110,6 +114,7 @@ impl IndexError {
             IndexError::Tokenize(_) => "tokenize",
             IndexError::Inference(_) => "inference",
             IndexError::Vectors(_) => "vectors",
+            IndexError::Lexical(_) => "lexical",
             IndexError::Store(_) => "store",
             IndexError::Corrupt(_) => "corrupt",
             IndexError::Io(_) => "io",

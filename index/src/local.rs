@@ -1,6 +1,7 @@
 //! [`LocalIndex`]: the document store and the vector index as one thing that commits
 //! documents and answers queries.
 
+use crate::lexical::{LexicalIndex, Rebuilt};
 use crate::store::{DocStore, NewChunk};
 use crate::vectors::{Opened, VectorIndex};
 use crate::{DocId, DocRecord, DocState, IndexError};
@@ -40,6 +41,53 @@ pub struct Hit {
     pub modified: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canonical: Option<String>,
+    /// The document's rank (1 = best) by BM25 on the node that holds it, when the query's words
+    /// matched it: with `score`, what [`fuse`] orders by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lexical_rank: Option<u32>,
+}
+
+/// How a ranking by meaning (cosine) and a ranking by words (BM25 rank) become one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fusion {
+    /// Textbook reciprocal rank fusion: 1 / (k + rank) in each list, summed. Blind to how far
+    /// apart the cosines are, so a page the words rank first overtakes a page the meaning
+    /// puts far ahead (measured: a sixth of the topic web's paraphrased questions lost).
+    Rrf { k: f32 },
+    /// The cosine plus `weight` / lexical rank: the words' first place is worth `weight` of
+    /// cosine, their second half that. It settles near-ties in meaning — where identifiers
+    /// and names live, the dense model seeing `work_mem` and `maintenance_work_mem` alike —
+    /// and cannot overturn a clear lead in meaning.
+    CosinePlusRank { weight: f32 },
+}
+
+impl Fusion {
+    /// What searches use: see `index/examples/hybrid.rs` for the measurements behind it.
+    pub const DEFAULT: Fusion = Fusion::CosinePlusRank { weight: 0.1 };
+}
+
+/// Orders hits by fusing two rankings — by `score` (cosine: comparable across nodes) and by
+/// `lexical_rank` (each node's BM25 rank for the query's words) — best first. Without
+/// lexical ranks this is the cosine order.
+pub fn fuse<T>(
+    hits: Vec<T>,
+    fusion: Fusion,
+    score: impl Fn(&T) -> f32,
+    lexical_rank: impl Fn(&T) -> Option<u32>,
+) -> Vec<T> {
+    let mut by_score: Vec<usize> = (0..hits.len()).collect();
+    by_score.sort_by(|&a, &b| score(&hits[b]).total_cmp(&score(&hits[a])));
+    let mut fused = vec![0f32; hits.len()];
+    for (rank, &i) in by_score.iter().enumerate() {
+        let lexical = lexical_rank(&hits[i]).map(|r| r.max(1) as f32);
+        fused[i] = match fusion {
+            Fusion::Rrf { k } => 1.0 / (k + rank as f32 + 1.0) + lexical.map_or(0.0, |r| 1.0 / (k + r)),
+            Fusion::CosinePlusRank { weight } => score(&hits[i]) + lexical.map_or(0.0, |r| weight / r),
+        };
+    }
+    let mut ranked: Vec<(f32, f32, T)> = hits.into_iter().zip(fused).map(|(h, f)| (f, score(&h), h)).collect();
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| b.1.total_cmp(&a.1)));
+    ranked.into_iter().map(|(_, _, h)| h).collect()
 }
 
 /// What the index holds.
@@ -51,6 +99,11 @@ pub struct IndexStats {
     pub chunks: u64,
     pub vectors: u64,
     pub vector_memory_bytes: u64,
+    /// Chunks in the lexical (BM25) index, and its size on disk.
+    #[serde(default)]
+    pub lexical_chunks: u64,
+    #[serde(default)]
+    pub lexical_bytes: u64,
     /// The latest failures: url and reason.
     pub recent_failures: Vec<(String, String)>,
 }
@@ -79,6 +132,8 @@ pub struct LocalIndex {
     store: DocStore,
     vectors: VectorIndex,
     opened: Opened,
+    lexical: LexicalIndex,
+    lexical_rebuilt: Option<Rebuilt>,
     /// Serializes commits: replacing a document touches sled and the HNSW index in turn.
     counts: Mutex<Counts>,
 }
@@ -89,12 +144,16 @@ impl LocalIndex {
     pub fn open(db: &sled::Db, dir: &Path, dims: usize, config: &IndexConfig) -> Result<LocalIndex, IndexError> {
         let store = DocStore::open(db)?;
         let (vectors, opened) = VectorIndex::open(dir, dims, config, &store)?;
+        let (lexical, lexical_rebuilt) = LexicalIndex::open(dir, &store)?;
+        if let Some(why) = &lexical_rebuilt {
+            tracing::info!(chunks = lexical.len(), "lexical index rebuilt from the store: {why:?}");
+        }
         let mut counts = Counts::default();
         for entry in store.docs() {
             let (_, record) = entry?;
             counts.add(&record.state, 1);
         }
-        Ok(LocalIndex { store, vectors, opened, counts: Mutex::new(counts) })
+        Ok(LocalIndex { store, vectors, opened, lexical, lexical_rebuilt, counts: Mutex::new(counts) })
     }
 
     pub fn store(&self) -> &DocStore {
@@ -110,6 +169,21 @@ impl LocalIndex {
         &self.opened
     }
 
+    pub fn lexical(&self) -> &LexicalIndex {
+        &self.lexical
+    }
+
+    /// Why the lexical index was rebuilt when opened (`None`: loaded as it was).
+    pub fn lexical_rebuilt(&self) -> Option<&Rebuilt> {
+        self.lexical_rebuilt.as_ref()
+    }
+
+    /// Makes the lexical index's writes since the last call searchable and durable (the
+    /// indexer calls it after each batch: a tantivy commit per document would be slow).
+    pub fn sync(&self) -> Result<(), IndexError> {
+        self.lexical.commit()
+    }
+
     /// Stores a document and its chunks, replacing its previous version everywhere.
     pub fn commit(&self, id: DocId, record: &DocRecord, chunks: Vec<NewChunk>) -> Result<(), IndexError> {
         let mut counts = self.counts.lock();
@@ -120,6 +194,9 @@ impl LocalIndex {
         for c in &chunks {
             self.vectors.add(c.key, &c.vector)?;
         }
+        let texts = chunks.iter().map(|c| Ok((c.key, c.record.text()?))).collect::<Result<Vec<_>, IndexError>>()?;
+        let texts: Vec<(u64, &str)> = texts.iter().map(|(k, t)| (*k, t.as_str())).collect();
+        self.lexical.replace(&id, &record.title, &texts)?;
         if let Some(old) = &replaced.old_state {
             counts.add(old, -1);
         }
@@ -140,6 +217,7 @@ impl LocalIndex {
         for key in &old.chunks {
             self.vectors.remove(*key)?;
         }
+        self.lexical.remove(&id);
         counts.add(&old.state, -1);
         Ok(true)
     }
@@ -186,27 +264,77 @@ impl LocalIndex {
         }
         let mut hits = Vec::with_capacity(best.len());
         for (doc, key, score) in best {
-            let (Some(record), Some(chunk)) = (self.store.doc(&doc)?, self.store.chunk(key)?) else { continue };
-            hits.push(Hit {
-                url: record.url,
-                title: record.title,
-                snippet: snippet(&chunk.text()?),
-                score,
-                chunk: chunk.position,
-                aliases: record.aliases,
-                simhash: record.simhash,
-                author: record.author,
-                published: record.published,
-                modified: record.modified,
-                canonical: record.canonical,
-            });
+            hits.extend(self.hit(&doc, key, score)?);
         }
         Ok(hits)
+    }
+
+    /// A result: document `doc`, its chunk `key` as the snippet.
+    fn hit(&self, doc: &DocId, key: u64, score: f32) -> Result<Option<Hit>, IndexError> {
+        let (Some(record), Some(chunk)) = (self.store.doc(doc)?, self.store.chunk(key)?) else { return Ok(None) };
+        Ok(Some(Hit {
+            url: record.url,
+            title: record.title,
+            snippet: snippet(&chunk.text()?),
+            score,
+            chunk: chunk.position,
+            aliases: record.aliases,
+            simhash: record.simhash,
+            author: record.author,
+            published: record.published,
+            modified: record.modified,
+            canonical: record.canonical,
+            lexical_rank: None,
+        }))
+    }
+
+    /// The `k` best documents for a query by meaning (`vector`, a unit vector) and by its words
+    /// (`text`, BM25), fused ([`Fusion::DEFAULT`]). A document only the words found gets the
+    /// cosine of its best word-matching chunk as its score, so scores stay comparable across
+    /// nodes.
+    pub fn search_hybrid(&self, text: &str, vector: &[f32], k: usize) -> Result<Vec<Hit>, IndexError> {
+        self.search_fused(text, vector, k, Fusion::DEFAULT)
+    }
+
+    /// [`LocalIndex::search_hybrid`] with another [`Fusion`] (to compare them).
+    pub fn search_fused(&self, text: &str, vector: &[f32], k: usize, fusion: Fusion) -> Result<Vec<Hit>, IndexError> {
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        let depth = (2 * k).max(10);
+        let mut hits = self.search(vector, depth)?;
+        let mut ranked_docs: Vec<DocId> = Vec::new();
+        for (key, _) in self.lexical.search(text, depth * 3)? {
+            let Some(chunk) = self.store.chunk(key)? else { continue };
+            if ranked_docs.contains(&chunk.doc) {
+                continue;
+            }
+            ranked_docs.push(chunk.doc);
+            let rank = ranked_docs.len() as u32;
+            let url = self.store.doc(&chunk.doc)?.map(|r| r.url);
+            match hits.iter_mut().find(|h| Some(&h.url) == url.as_ref()) {
+                Some(h) => h.lexical_rank = Some(rank),
+                None => {
+                    let cosine = self.store.vector(key)?.map_or(0.0, |v| dot(&v, vector));
+                    if let Some(mut h) = self.hit(&chunk.doc, key, cosine)? {
+                        h.lexical_rank = Some(rank);
+                        hits.push(h);
+                    }
+                }
+            }
+            if ranked_docs.len() == depth {
+                break;
+            }
+        }
+        let mut fused = fuse(hits, fusion, |h| h.score, |h| h.lexical_rank);
+        fused.truncate(k);
+        Ok(fused)
     }
 
     /// Writes the vector snapshot if anything changed; returns whether it wrote.
     pub fn snapshot(&self) -> Result<bool, IndexError> {
         self.store.flush()?;
+        self.lexical.commit()?;
         self.vectors.snapshot()
     }
 
@@ -219,9 +347,15 @@ impl LocalIndex {
             chunks: self.store.chunk_count() as u64,
             vectors: self.vectors.len() as u64,
             vector_memory_bytes: self.vectors.memory_usage() as u64,
+            lexical_chunks: self.lexical.len(),
+            lexical_bytes: self.lexical.disk_bytes(),
             recent_failures: counts.recent_failures.iter().cloned().collect(),
         }
     }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// The first ~320 characters of a chunk, cut at a word.
@@ -244,5 +378,24 @@ mod tests {
         assert!(s.ends_with("beta…") || s.ends_with("alpha…"), "{s}");
         assert!(s.chars().count() <= 321);
         assert_eq!(super::snippet("  short  "), "short");
+    }
+
+    #[test]
+    fn words_settle_near_ties_in_meaning_and_cannot_overturn_a_clear_lead() {
+        use super::{fuse, Fusion};
+        let order = |hits: &[(&'static str, f32, Option<u32>)], fusion| -> Vec<&'static str> {
+            fuse(hits.to_vec(), fusion, |h| h.1, |h| h.2).into_iter().map(|h| h.0).collect()
+        };
+        // `work_mem` and `maintenance_work_mem` alike to the model; the words tell them apart.
+        let near_tie = [("maintenance_work_mem", 0.593, Some(2)), ("work_mem", 0.572, Some(1)), ("other", 0.55, None)];
+        assert_eq!(order(&near_tie, Fusion::DEFAULT), ["work_mem", "maintenance_work_mem", "other"]);
+        // The meaning far ahead, the words matching a function word elsewhere: kept first by
+        // default, overturned by textbook RRF.
+        let lead = [("tides", 0.61, None), ("kayaking", 0.25, Some(1)), ("sql-do", 0.12, Some(2))];
+        assert_eq!(order(&lead, Fusion::DEFAULT), ["tides", "kayaking", "sql-do"]);
+        assert_eq!(order(&lead, Fusion::Rrf { k: 60.0 })[0], "kayaking");
+        // No words matched: the cosine order.
+        let plain = [("b", 0.2, None), ("a", 0.9, None), ("c", 0.5, None)];
+        assert_eq!(order(&plain, Fusion::DEFAULT), ["a", "c", "b"]);
     }
 }

@@ -52,8 +52,14 @@ struct Job {
 enum Query {
     /// Embed the text: for a network search, whose vector goes to other nodes.
     Embed { text: String, reply: tokio::sync::oneshot::Sender<Result<Vec<f32>, IndexError>> },
-    /// The `k` best local documents for a query vector (this node's, or another node's).
-    Vector { vector: Vec<f32>, k: usize, reply: tokio::sync::oneshot::Sender<Result<Vec<Hit>, IndexError>> },
+    /// The `k` best local documents for a query vector (this node's, or another node's), and
+    /// its words when known (hybrid search).
+    Vector {
+        vector: Vec<f32>,
+        text: Option<String>,
+        k: usize,
+        reply: tokio::sync::oneshot::Sender<Result<Vec<Hit>, IndexError>>,
+    },
 }
 
 /// Counters of this run.
@@ -127,6 +133,8 @@ pub struct IndexService {
     max_distance: u32,
     model: String,
     dims: usize,
+    /// `index.hybrid`: searches fuse BM25 with the vectors.
+    hybrid: bool,
 }
 
 impl IndexService {
@@ -166,6 +174,7 @@ impl IndexService {
             max_distance: config.index.dedup_max_distance,
             model,
             dims: config.embed.dims,
+            hybrid: config.index.hybrid,
         }))
     }
 
@@ -263,9 +272,16 @@ impl IndexService {
         vector
     }
 
-    /// The `k` best local documents for a query vector.
-    pub async fn search_vector(&self, vector: Vec<f32>, k: usize) -> Result<Vec<Hit>, SearchError> {
-        let answer = self.submit(|reply| Query::Vector { vector, k, reply })?;
+    /// The `k` best local documents for a query: by meaning (`vector`) and, given its words
+    /// (`text`) and `index.hybrid`, by BM25 too, fused ([`weft_index::Fusion::DEFAULT`]).
+    pub async fn search_query(
+        &self,
+        vector: Vec<f32>,
+        text: Option<String>,
+        k: usize,
+    ) -> Result<Vec<Hit>, SearchError> {
+        let text = text.filter(|t| self.hybrid && !t.trim().is_empty());
+        let answer = self.submit(|reply| Query::Vector { vector, text, k, reply })?;
         self.counters.queries.fetch_add(1, Relaxed);
         answer.await.map_err(|_| SearchError::Stopped)?.map_err(SearchError::Index)
     }
@@ -273,7 +289,7 @@ impl IndexService {
     /// Embeds `text` and returns the `k` best local documents.
     pub async fn search(&self, text: &str, k: usize) -> Result<Vec<Hit>, SearchError> {
         let vector = self.embed_query(text).await?;
-        self.search_vector(vector, k).await
+        self.search_query(vector, Some(text.to_string()), k).await
     }
 
     /// This node's routing summary: `k` centroids of its chunk vectors. Blocking.
@@ -487,8 +503,12 @@ fn query_loop(mut embedder: Embedder, index: Arc<LocalIndex>, queries: Receiver<
             Query::Embed { text, reply } => {
                 let _ = reply.send(embedder.embed(&[text.as_str()]).map(|mut v| v.pop().unwrap_or_default()));
             }
-            Query::Vector { vector, k, reply } => {
-                let _ = reply.send(index.search(&vector, k));
+            Query::Vector { vector, text, k, reply } => {
+                let hits = match text {
+                    Some(text) => index.search_hybrid(&text, &vector, k),
+                    None => index.search(&vector, k),
+                };
+                let _ = reply.send(hits);
             }
         }
     }

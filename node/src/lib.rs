@@ -24,6 +24,7 @@ mod fetcher;
 mod guard;
 mod indexing;
 pub mod layouts;
+pub mod mcp;
 mod memory;
 pub mod metrics;
 mod node;

@@ -121,6 +121,15 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Serve the Model Context Protocol on stdin/stdout for LLM tools: `search`, `get_document`
+    /// and `crawl_status`, answered by the running node's API.
+    Mcp {
+        #[command(flatten)]
+        cfg: ConfigArgs,
+        /// API address of the node to use instead of the configured api.listen.
+        #[arg(long, value_name = "ADDR")]
+        api: Option<SocketAddr>,
+    },
     /// Extract main text, metadata, links, page type and JS score from HTML files.
     Extract {
         /// The page's URL: links resolve against it (default: the file's file:// URL).
@@ -310,6 +319,12 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
             let resume =
                 done.cursor.map(|c| format!("; the last was {c} (--cursor resumes after it)")).unwrap_or_default();
             eprintln!("exported {} documents ({} chunks){resume}", done.documents, done.chunks);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Mcp { cfg, api } => {
+            let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
+            let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+            runtime.block_on(weft_node::mcp::serve(api.unwrap_or(config.api.listen)))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Doctor { cfg, json } => {
@@ -545,7 +560,8 @@ fn search_offline(config: &weft_config::Config, query: &str, k: usize) -> anyhow
     let index = weft_index::LocalIndex::open(&db, &config.data_dir, config.embed.dims, &config.index)?;
     let mut embedder = weft_index::Embedder::open(&config.embed, 1)?;
     let vector = embedder.embed(&[query])?.pop().unwrap_or_default();
-    let hits = index.search(&vector, k)?.into_iter().map(|hit| ApiHit::new(hit, None)).collect();
+    let hits = if config.index.hybrid { index.search_hybrid(query, &vector, k)? } else { index.search(&vector, k)? };
+    let hits = hits.into_iter().map(|hit| ApiHit::new(hit, None)).collect();
     Ok(SearchResponse {
         query: query.to_string(),
         k,

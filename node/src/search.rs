@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft_config::SearchConfig;
 use weft_index::Hit;
-use weft_p2p::search::{check_request, merge, RemoteHit, SearchReply, SearchRequest, MAX_K};
+use weft_p2p::search::{check_request, flatten, merge_ranked, RemoteHit, SearchReply, SearchRequest, MAX_K};
 use weft_p2p::{NetworkHandle, SearchInbound};
 
 /// Titles and snippets sent to other nodes are cut to these sizes (the receiver's limits).
@@ -119,6 +119,7 @@ pub fn to_remote(h: Hit) -> RemoteHit {
         published: h.published.as_deref().and_then(weft_extract::metadata::normalize_date),
         modified: h.modified.as_deref().and_then(weft_extract::metadata::normalize_date),
         canonical: h.canonical.filter(|c| c.len() <= 2048),
+        lexical_rank: h.lexical_rank,
     }
 }
 
@@ -135,6 +136,7 @@ fn from_remote(r: RemoteHit) -> Hit {
         published: r.published,
         modified: r.modified,
         canonical: r.canonical,
+        lexical_rank: r.lexical_rank,
     }
 }
 
@@ -155,7 +157,7 @@ impl Searcher {
         let network = self.network.as_ref().filter(|_| scope != Some(Scope::Local));
         let Some(network) = network else {
             let me = self.network.as_ref().map(|n| n.peer_id().to_string());
-            let hits = self.index.search_vector(vector, k).await?;
+            let hits = self.index.search_query(vector, Some(text.to_string()), k).await?;
             return Ok(SearchResponse {
                 query: text.to_string(),
                 k,
@@ -172,12 +174,18 @@ impl Searcher {
             model: self.index.model().to_string(),
             vector: vector.clone(),
             k: k.min(MAX_K as usize) as u32,
+            text: Some(cut(text, weft_p2p::search::MAX_QUERY_TEXT_BYTES)),
         };
         let fanout = self.config.fanout_for(members);
-        let (local, remote) = tokio::join!(self.index.search_vector(vector, k), network.search(request, fanout));
+        let (local, remote) =
+            tokio::join!(self.index.search_query(vector, Some(text.to_string()), k), network.search(request, fanout));
         let mut answers = vec![(me.clone(), local?.into_iter().map(to_remote).collect::<Vec<_>>())];
         answers.extend(remote.answers.iter().map(|a| (a.peer.clone(), a.hits.clone())));
-        let hits = merge(answers, k, self.max_distance)
+        // Every node fused its own words and meaning; across nodes the cosines are comparable,
+        // and each node's BM25 ranks count as they are.
+        let ranked =
+            weft_index::fuse(flatten(answers), weft_index::Fusion::DEFAULT, |m| m.hit.score, |m| m.hit.lexical_rank);
+        let hits = merge_ranked(ranked, k, self.max_distance)
             .into_iter()
             .map(|m| ApiHit::new(from_remote(m.hit), Some(m.peer)))
             .collect();
@@ -215,8 +223,8 @@ pub async fn answer_queries(index: Option<Arc<IndexService>>, mut queries: tokio
             continue;
         }
         tokio::spawn(async move {
-            let SearchRequest { vector, k, .. } = q.request;
-            let reply = match index.search_vector(vector, k as usize).await {
+            let SearchRequest { vector, k, text, .. } = q.request;
+            let reply = match index.search_query(vector, text, k as usize).await {
                 Ok(hits) => SearchReply::Hits(hits.into_iter().map(to_remote).collect()),
                 Err(e) => {
                     tracing::debug!("query from {} not answered: {e}", q.from);

@@ -24,7 +24,14 @@ pub struct SearchRequest {
     /// The query's unit vector.
     pub vector: Vec<f32>,
     pub k: u32,
+    /// The query's words, for the peer's lexical (BM25) index; peers of earlier releases
+    /// neither send nor read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
+
+/// The longest query text a peer reads.
+pub const MAX_QUERY_TEXT_BYTES: usize = 1024;
 
 /// One document from a peer's index: its best chunk for the query.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -50,6 +57,10 @@ pub struct RemoteHit {
     pub modified: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canonical: Option<String>,
+    /// The document's BM25 rank on the answering peer (1 = best) when the query's words
+    /// matched it: the asker fuses it with the cosine ranking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lexical_rank: Option<u32>,
 }
 
 /// The answer to a [`SearchRequest`].
@@ -93,6 +104,9 @@ pub fn check_request(r: &SearchRequest, dims: usize, model: &str) -> Result<(), 
     if r.k == 0 || r.k > MAX_K {
         return Err(format!("k = {}; allowed 1 ..= {MAX_K}", r.k));
     }
+    if r.text.as_ref().is_some_and(|t| t.len() > MAX_QUERY_TEXT_BYTES) {
+        return Err(format!("a query text over {MAX_QUERY_TEXT_BYTES} bytes"));
+    }
     Ok(())
 }
 
@@ -109,6 +123,8 @@ pub enum BadReply {
     TooLarge(&'static str),
     #[error("date {0:?} is not RFC 3339")]
     Date(String),
+    #[error("lexical rank {0} for k = {1}")]
+    LexicalRank(u32, u32),
 }
 
 fn check_url(u: &str) -> Result<(), BadReply> {
@@ -152,6 +168,10 @@ pub fn check_reply(hits: &[RemoteHit], k: u32) -> Result<(), BadReply> {
         if let Some(c) = &h.canonical {
             check_url(c)?;
         }
+        // A peer ranks at most a few times k documents by their words.
+        if let Some(r) = h.lexical_rank.filter(|&r| r == 0 || r > k.saturating_mul(4).max(40)) {
+            return Err(BadReply::LexicalRank(r, k));
+        }
     }
     Ok(())
 }
@@ -167,11 +187,22 @@ pub struct MergedHit {
 /// Merges the answers of several peers: best score first, one result per URL, and documents
 /// whose SimHashes are within `max_distance` bits folded into the better one as aliases.
 pub fn merge(answers: Vec<(String, Vec<RemoteHit>)>, k: usize, max_distance: u32) -> Vec<MergedHit> {
-    let mut all: Vec<MergedHit> = answers
+    let mut all = flatten(answers);
+    all.sort_by(|a, b| b.hit.score.total_cmp(&a.hit.score).then_with(|| a.hit.url.cmp(&b.hit.url)));
+    merge_ranked(all, k, max_distance)
+}
+
+/// Every peer's hits in one list, each with its peer.
+pub fn flatten(answers: Vec<(String, Vec<RemoteHit>)>) -> Vec<MergedHit> {
+    answers
         .into_iter()
         .flat_map(|(peer, hits)| hits.into_iter().map(move |hit| MergedHit { peer: peer.clone(), hit }))
-        .collect();
-    all.sort_by(|a, b| b.hit.score.total_cmp(&a.hit.score).then_with(|| a.hit.url.cmp(&b.hit.url)));
+        .collect()
+}
+
+/// [`merge`] for hits the caller has ranked already (best first; e.g. fused with their
+/// lexical ranks): one result per URL, near duplicates folded, the first `k` kept.
+pub fn merge_ranked(all: Vec<MergedHit>, k: usize, max_distance: u32) -> Vec<MergedHit> {
     let mut out: Vec<MergedHit> = Vec::new();
     for m in all {
         if out.iter().any(|o| o.hit.url == m.hit.url || o.hit.aliases.contains(&m.hit.url)) {
@@ -216,7 +247,7 @@ mod tests {
     fn requests_are_checked() {
         let mut v = vec![0.0f32; 8];
         v[0] = 1.0;
-        let good = SearchRequest { model: "m".into(), vector: v.clone(), k: 10 };
+        let good = SearchRequest { model: "m".into(), vector: v.clone(), k: 10, text: Some("a query".into()) };
         assert!(check_request(&good, 8, "m").is_ok());
         assert!(check_request(&good, 8, "other").unwrap_err().contains("model"));
         assert!(check_request(&good, 16, "m").is_err());
@@ -227,7 +258,8 @@ mod tests {
         long.vector[1] = 3.0;
         assert!(check_request(&long, 8, "m").unwrap_err().contains("norm"));
         assert!(check_request(&SearchRequest { k: 51, ..good.clone() }, 8, "m").is_err());
-        assert!(check_request(&SearchRequest { k: 0, ..good }, 8, "m").is_err());
+        assert!(check_request(&SearchRequest { k: 0, ..good.clone() }, 8, "m").is_err());
+        assert!(check_request(&SearchRequest { text: Some("x".repeat(2000)), ..good }, 8, "m").is_err());
     }
 
     #[test]
@@ -258,9 +290,17 @@ mod tests {
         let mut bad = described.clone();
         bad.author = Some("x".repeat(MAX_AUTHOR_BYTES + 1));
         assert_eq!(check_reply(&[bad], 5), Err(BadReply::TooLarge("author")));
-        let mut bad = described;
+        let mut bad = described.clone();
         bad.canonical = Some("javascript:alert(1)".into());
         assert!(matches!(check_reply(&[bad], 5), Err(BadReply::Url(_))));
+        // A BM25 rank: from 1, within a few times k.
+        let mut ranked = described;
+        ranked.lexical_rank = Some(3);
+        assert!(check_reply(std::slice::from_ref(&ranked), 5).is_ok());
+        ranked.lexical_rank = Some(0);
+        assert_eq!(check_reply(std::slice::from_ref(&ranked), 5), Err(BadReply::LexicalRank(0, 5)));
+        ranked.lexical_rank = Some(1_000_000);
+        assert!(check_reply(&[ranked], 5).is_err());
     }
 
     #[test]

@@ -303,7 +303,7 @@ async fn a_peer_is_found_through_its_semantic_buckets_when_its_summary_is_unknow
         queries
     });
     // Kademlia's provider records need a moment to land; ask until the holder is a candidate.
-    let request = weft_p2p::search::SearchRequest { model: "m".into(), vector: centroids[5].clone(), k: 5 };
+    let request = weft_p2p::search::SearchRequest { model: "m".into(), vector: centroids[5].clone(), k: 5, text: None };
     let answer = within(30, "the holder is found", async {
         loop {
             let answer = a.search(request.clone(), 4).await;
