@@ -46,6 +46,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/documents/recent"),
     ("GET", "/documents/{id}"),
     ("GET", "/urls"),
+    ("GET", "/outcomes"),
     ("GET", "/status"),
     ("GET", "/metrics"),
     ("GET", "/search"),
@@ -120,6 +121,7 @@ pub fn router(state: AppState) -> Router {
         .route("/documents/recent", get(recent_documents))
         .route("/documents/{id}", get(get_document))
         .route("/urls", get(url_report))
+        .route("/outcomes", get(list_outcomes))
         .route("/status", get(status))
         .route("/metrics", get(metrics))
         .route("/search", get(search))
@@ -242,6 +244,27 @@ async fn get_document(
 #[derive(Debug, Deserialize)]
 pub struct UrlParams {
     pub url: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct OutcomesParams {
+    /// The last URL of the previous page.
+    pub cursor: Option<String>,
+    pub limit: Option<usize>,
+}
+
+/// Every URL's latest crawl outcome on this node, a page at a time in URL order.
+async fn list_outcomes(
+    State(state): State<AppState>,
+    Query(p): Query<OutcomesParams>,
+) -> Result<Json<crate::urls::OutcomePage>, ApiError> {
+    let limit = p.limit.unwrap_or(DEFAULT_PAGE).clamp(1, crate::urls::MAX_OUTCOMES_PAGE);
+    let outcomes = state.crawler.outcomes();
+    let page = tokio::task::spawn_blocking(move || crate::urls::outcomes_page(&outcomes, p.cursor.as_deref(), limit))
+        .await
+        .map_err(internal)?
+        .map_err(internal)?;
+    Ok(Json(page))
 }
 
 /// What this node knows of one URL: frontier, outcome, document, owner, in one sentence.
@@ -411,6 +434,9 @@ pub struct SearchParams {
     pub k: Option<usize>,
     /// `network` (the default in a network) or `local`.
     pub scope: Option<Scope>,
+    /// `hybrid` (meaning and words, the default) or `dense` (meaning alone).
+    #[serde(default)]
+    pub mode: crate::search::Mode,
 }
 
 async fn search(State(state): State<AppState>, Query(params): Query<SearchParams>) -> Response {
@@ -424,7 +450,7 @@ async fn search(State(state): State<AppState>, Query(params): Query<SearchParams
     };
     let k = params.k.unwrap_or(10).clamp(1, MAX_K);
     let started = std::time::Instant::now();
-    match searcher.search(&params.q, k, params.scope).await {
+    match searcher.search(&params.q, k, params.scope, params.mode).await {
         Ok(answer) => {
             let h = &state.crawler.metrics().histograms;
             let h = if answer.scope == Scope::Local { &h.search_local } else { &h.search_network };

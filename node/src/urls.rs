@@ -1,7 +1,8 @@
 //! "Why is this page not in the index?" — one URL's story on this node (`GET /urls?url=`):
 //! where it stands in the frontier, what happened when it was tried (see
 //! [`weft_frontier::outcomes`]), the document the index holds for it, whether another member
-//! owns its host, and one sentence that puts them together.
+//! owns its host, and one sentence that puts them together. And every URL's latest outcome,
+//! a page at a time (`GET /outcomes`, `weft export --what urls`).
 
 use serde::{Deserialize, Serialize};
 use weft_frontier::{Fate, UrlOutcome, UrlState};
@@ -46,6 +47,43 @@ impl From<weft_index::DocumentMeta> for IndexView {
             fetched_at: m.fetched_at,
         }
     }
+}
+
+/// One URL's latest outcome, as `/outcomes` lists it and the export writes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutcomeLine {
+    pub url: String,
+    pub outcome: UrlOutcome,
+}
+
+/// A page of `/outcomes`, in URL order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OutcomePage {
+    pub outcomes: Vec<OutcomeLine>,
+    /// The last URL of the page, when more may follow: pass it as `cursor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// Most outcomes one page holds.
+pub const MAX_OUTCOMES_PAGE: usize = 1000;
+
+/// Up to `limit` outcomes after the URL `cursor`, in URL order.
+pub fn outcomes_page(
+    outcomes: &weft_frontier::Outcomes,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<OutcomePage, sled::Error> {
+    let mut page = OutcomePage::default();
+    for entry in outcomes.after(cursor) {
+        let (url, outcome) = entry?;
+        if page.outcomes.len() == limit {
+            page.next_cursor = page.outcomes.last().map(|l| l.url.clone());
+            break;
+        }
+        page.outcomes.push(OutcomeLine { url, outcome });
+    }
+    Ok(page)
 }
 
 /// The answer of `/urls`.

@@ -1,7 +1,7 @@
 //! `weft export`, the real binary: a node (the real model, a one-node network so it has a
 //! peer id) crawls the topic web; the export reads it through the running node's API as JSON
-//! lines of documents and of chunks and as Parquet, resumes from a cursor, and — once the node
-//! has stopped — reads the same documents from the data dir.
+//! lines of documents, of chunks and of URL outcomes and as Parquet, resumes from a cursor,
+//! and — once the node has stopped — reads the same documents and outcomes from the data dir.
 
 mod common;
 
@@ -109,6 +109,45 @@ async fn documents_and_chunks_go_out_as_jsonl_and_parquet_from_the_node_or_its_d
     let (ok, err) = export(&["--api", &api, "--format", "parquet"]);
     assert!(!ok && err.contains("--output"), "Parquet to a terminal is refused: {err}");
 
+    // Every URL's crawl outcome: the pages fetched, as /outcomes lists them.
+    let (ok, err) = export(&["--api", &api, "--quiet", "--what", "urls", "-o", &out("urls.jsonl")]);
+    assert!(ok, "{err}");
+    let urls = jsonl(&dir.path().join("urls.jsonl"));
+    let listed = node.get("/outcomes?limit=1000").await;
+    let listed: Vec<&str> = listed["outcomes"].as_array().unwrap().iter().map(|o| o["url"].as_str().unwrap()).collect();
+    assert_eq!(urls.iter().map(|u| u["url"].as_str().unwrap()).collect::<Vec<_>>(), listed);
+    assert!(err.contains(&format!("exported {} URL outcomes", urls.len())), "{err}");
+    for t in TOPICS {
+        let u = urls.iter().find(|u| u["url"].as_str().unwrap().ends_with(&format!("/t/{}", t.slug))).unwrap();
+        assert_eq!(
+            (u["outcome"]["outcome"].as_str(), u["outcome"]["status"].as_u64()),
+            (Some("fetched"), Some(200)),
+            "{u}"
+        );
+        assert_eq!(u["provenance"]["node"], peer.as_str(), "{u}");
+        assert!(u["provenance"]["fetched_at"].as_str().unwrap().ends_with('Z'), "{u}");
+    }
+    // Paged through the API three at a time, and resumed after the fifth URL.
+    let page = node.get("/outcomes?limit=3").await;
+    assert_eq!(page["outcomes"].as_array().unwrap().len(), 3);
+    assert_eq!(page["next_cursor"], urls[2]["url"]);
+    let fifth = urls[4]["url"].as_str().unwrap();
+    let (ok, err) =
+        export(&["--api", &api, "--quiet", "--what", "urls", "--cursor", fifth, "-o", &out("urls-rest.jsonl")]);
+    assert!(ok, "{err}");
+    assert_eq!(jsonl(&dir.path().join("urls-rest.jsonl")), urls[5..].to_vec());
+    let (ok, err) =
+        export(&["--api", &api, "--quiet", "--what", "urls", "--format", "parquet", "-o", &out("urls.parquet")]);
+    assert!(ok, "{err}");
+    let file = std::fs::File::open(dir.path().join("urls.parquet")).unwrap();
+    let rows: usize = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap()
+        .map(|b| b.unwrap().num_rows())
+        .sum();
+    assert_eq!(rows, urls.len());
+
     // The node stops; the data dir is read directly, with the same provenance.
     node.shutdown().await;
     let config = dir.path().join("weft.toml");
@@ -125,6 +164,10 @@ async fn documents_and_chunks_go_out_as_jsonl_and_parquet_from_the_node_or_its_d
     assert!(ok, "{err}");
     let offline = jsonl(&dir.path().join("offline.jsonl"));
     assert_eq!(offline, docs, "the same documents, the same provenance, from the data dir");
+    let (ok, err) =
+        export(&["--config", &config.to_string_lossy(), "--quiet", "--what", "urls", "-o", &out("offline-urls.jsonl")]);
+    assert!(ok, "{err}");
+    assert_eq!(jsonl(&dir.path().join("offline-urls.jsonl")), urls, "the same URL outcomes from the data dir");
     let (ok, err) = export(&["--data-dir", &dir.path().join("nothing").to_string_lossy(), "--api", "127.0.0.1:1"]);
     assert!(!ok && err.contains("no index"), "{err}");
 }

@@ -1,6 +1,7 @@
 //! `weft export`: what this node crawled, out — one JSON line (or Parquet row) per document or
 //! per chunk, with metadata and provenance (the node's peer id, when it fetched the page, the
-//! embedding model), for RAG pipelines and anything else that wants the text.
+//! embedding model), for RAG pipelines and anything else that wants the text; or per URL met,
+//! with its latest crawl outcome (`--what urls`), for an operator's "why is it not in there?".
 //!
 //! It reads the data dir directly when no node holds it, or the running node's API
 //! (`/documents`) when one does (sled allows one process per database). Either way it walks
@@ -20,11 +21,16 @@ mod to_parquet;
 /// Documents read per listing page.
 const PAGE: usize = 200;
 
-/// One line per document, or per chunk.
+/// One line per document, per chunk, or per URL met.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum What {
+    /// Documents: metadata and main text.
     Documents,
+    /// Chunks, with their document's metadata.
     Chunks,
+    /// Every URL's latest crawl outcome (fetched, redirected, failed, disallowed, skipped…),
+    /// indexed or not: why a page is or is not in the index.
+    Urls,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -87,6 +93,15 @@ pub struct ChunkLine {
     pub provenance: Provenance,
 }
 
+/// A URL's latest crawl outcome as exported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UrlLine {
+    pub url: String,
+    pub outcome: weft_frontier::UrlOutcome,
+    /// `fetched_at` is when the outcome was recorded; there is no model.
+    pub provenance: Provenance,
+}
+
 /// Where the documents are read from.
 pub trait Source {
     /// One page of the listing.
@@ -97,11 +112,14 @@ pub trait Source {
     fn provenance(&self) -> (Option<String>, Option<String>);
     /// How many documents there are in all, when known (for the progress bar).
     fn total(&mut self) -> Option<u64>;
+    /// Up to `limit` URL outcomes after the URL `cursor`, in URL order.
+    fn outcomes(&mut self, cursor: Option<&str>, limit: usize) -> anyhow::Result<crate::urls::OutcomePage>;
 }
 
 /// The data dir, opened directly (no node may be running on it).
 pub struct DataDir {
     store: weft_index::store::DocStore,
+    outcomes: weft_frontier::Outcomes,
     node: Option<String>,
     model: Option<String>,
     _db: sled::Db,
@@ -118,6 +136,7 @@ impl DataDir {
             .open()
             .with_context(|| format!("cannot open {}", path.display()))?;
         let store = weft_index::store::DocStore::open(&db)?;
+        let outcomes = weft_frontier::Outcomes::open(&db)?;
         let node = config
             .data_dir
             .join(weft_p2p::identity::FILE)
@@ -126,7 +145,7 @@ impl DataDir {
             .flatten()
             .map(|k| k.public().to_peer_id().to_string());
         let model = crate::indexing::model_id(&config.embed.model).ok();
-        Ok(DataDir { store, node, model, _db: db })
+        Ok(DataDir { store, outcomes, node, model, _db: db })
     }
 }
 
@@ -146,6 +165,10 @@ impl Source for DataDir {
 
     fn total(&mut self) -> Option<u64> {
         Some(self.store.doc_count() as u64)
+    }
+
+    fn outcomes(&mut self, cursor: Option<&str>, limit: usize) -> anyhow::Result<crate::urls::OutcomePage> {
+        Ok(crate::urls::outcomes_page(&self.outcomes, cursor, limit)?)
     }
 }
 
@@ -222,12 +245,22 @@ impl Source for Api {
     fn total(&mut self) -> Option<u64> {
         self.total
     }
+
+    fn outcomes(&mut self, cursor: Option<&str>, limit: usize) -> anyhow::Result<crate::urls::OutcomePage> {
+        let mut query = format!("/outcomes?limit={limit}");
+        if let Some(c) = cursor {
+            query.push_str("&cursor=");
+            query.extend(url::form_urlencoded::byte_serialize(c.as_bytes()));
+        }
+        self.get(&query)?.context("the node has no /outcomes (an older version?)")
+    }
 }
 
 /// Where the records go.
 pub trait Sink {
     fn documents(&mut self, lines: &[DocumentLine]) -> anyhow::Result<()>;
     fn chunks(&mut self, lines: &[ChunkLine]) -> anyhow::Result<()>;
+    fn urls(&mut self, lines: &[UrlLine]) -> anyhow::Result<()>;
     /// Makes everything written so far durable (the cursor printed after it is safe to resume
     /// from).
     fn flush(&mut self) -> anyhow::Result<()>;
@@ -260,6 +293,10 @@ impl<W: Write> Sink for Jsonl<W> {
         lines.iter().try_for_each(|l| self.line(l))
     }
 
+    fn urls(&mut self, lines: &[UrlLine]) -> anyhow::Result<()> {
+        lines.iter().try_for_each(|l| self.line(l))
+    }
+
     fn flush(&mut self) -> anyhow::Result<()> {
         Ok(self.out.flush()?)
     }
@@ -274,7 +311,8 @@ impl<W: Write> Sink for Jsonl<W> {
 pub struct Exported {
     pub documents: u64,
     pub chunks: u64,
-    /// The last document written: `--cursor` resumes after it.
+    pub urls: u64,
+    /// The last document (or URL) written: `--cursor` resumes after it.
     pub cursor: Option<String>,
 }
 
@@ -290,6 +328,9 @@ pub fn run(
     let (node, model) = source.provenance();
     let provenance =
         |fetched_at: &str| Provenance { node: node.clone(), model: model.clone(), fetched_at: fetched_at.into() };
+    if what == What::Urls {
+        return run_urls(source, sink, &listing, node, progress);
+    }
     let mut done = Exported { cursor: listing.cursor.clone(), ..Exported::default() };
     listing.limit = PAGE;
     loop {
@@ -310,6 +351,7 @@ pub fn run(
                         chunks.push(chunk_line(&view.meta, c, provenance(&view.meta.fetched_at)));
                     }
                 }
+                What::Urls => unreachable!("exported by run_urls"),
             }
         }
         sink.documents(&documents)?;
@@ -324,6 +366,54 @@ pub fn run(
         match page.next_cursor {
             Some(c) => listing.cursor = Some(c),
             None => return Ok(done),
+        }
+    }
+}
+
+/// The URL outcomes after `listing.cursor` (a URL), of `listing.host` and since
+/// `listing.since` when given.
+fn run_urls(
+    source: &mut dyn Source,
+    sink: &mut dyn Sink,
+    listing: &Listing,
+    node: Option<String>,
+    progress: &mut dyn FnMut(&Exported),
+) -> anyhow::Result<Exported> {
+    let mut done = Exported { cursor: listing.cursor.clone(), ..Exported::default() };
+    let wanted = |line: &crate::urls::OutcomeLine| {
+        let host_ok = listing.host.as_deref().is_none_or(|h| {
+            url::Url::parse(&line.url).is_ok_and(|u| {
+                let host = u.host_str().unwrap_or_default();
+                h == host || u.port().is_some_and(|p| h == format!("{host}:{p}"))
+            })
+        });
+        host_ok && listing.since.is_none_or(|s| line.outcome.at >= s)
+    };
+    loop {
+        let page = source.outcomes(done.cursor.as_deref(), PAGE)?;
+        let lines: Vec<UrlLine> = page
+            .outcomes
+            .iter()
+            .filter(|l| wanted(l))
+            .map(|l| UrlLine {
+                url: l.url.clone(),
+                outcome: l.outcome.clone(),
+                provenance: Provenance {
+                    node: node.clone(),
+                    model: None,
+                    fetched_at: weft_index::documents::rfc3339(l.outcome.at),
+                },
+            })
+            .collect();
+        sink.urls(&lines)?;
+        sink.flush()?;
+        done.urls += lines.len() as u64;
+        if let Some(last) = page.outcomes.last() {
+            done.cursor = Some(last.url.clone());
+        }
+        progress(&done);
+        if page.next_cursor.is_none() {
+            return Ok(done);
         }
     }
 }
@@ -385,7 +475,7 @@ pub struct Request {
 /// `weft export`: from the running node when one answers at `request.api`, else from the data
 /// dir. A failure part-way says where to resume.
 pub fn command(config: &weft_config::Config, request: Request) -> anyhow::Result<Exported> {
-    if let Some(c) = &request.cursor {
+    if let Some(c) = request.cursor.as_deref().filter(|_| request.what != What::Urls) {
         weft_index::DocId::parse_hex(c).map_err(|e| anyhow::anyhow!("--cursor: {e}"))?;
     }
     let since = match &request.since {
@@ -405,19 +495,22 @@ pub fn command(config: &weft_config::Config, request: Request) -> anyhow::Result
         }
     };
     let mut sink = sink(request.format, request.what, &request.output)?;
+    let urls = request.what == What::Urls;
+    let total = if urls { None } else { source.total() };
     let bar = if request.progress {
-        indicatif::ProgressBar::with_draw_target(source.total(), indicatif::ProgressDrawTarget::stderr())
+        indicatif::ProgressBar::with_draw_target(total, indicatif::ProgressDrawTarget::stderr())
     } else {
         indicatif::ProgressBar::hidden()
     };
+    let template =
+        if urls { "{spinner} {pos} URLs {elapsed}" } else { "{bar:40} {pos}/{len} documents, {msg} {elapsed}" };
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} documents, {msg} {elapsed}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template(template).unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let listing = Listing { host: request.host.clone(), since, cursor: request.cursor.clone(), limit: PAGE };
     let mut last = Exported { cursor: request.cursor.clone(), ..Exported::default() };
     let result = run(source.as_mut(), sink.as_mut(), request.what, listing, &mut |done| {
-        bar.set_position(done.documents);
+        bar.set_position(if urls { done.urls } else { done.documents });
         bar.set_message(format!("{} chunks", done.chunks));
         last = done.clone();
     });
@@ -429,7 +522,8 @@ pub fn command(config: &weft_config::Config, request: Request) -> anyhow::Result
         }
         Err(e) => {
             let resume = last.cursor.map(|c| format!("; resume with --cursor {c}")).unwrap_or_default();
-            Err(e.context(format!("export stopped after {} documents{resume}", last.documents)))
+            let (n, of) = if urls { (last.urls, "URLs") } else { (last.documents, "documents") };
+            Err(e.context(format!("export stopped after {n} {of}{resume}")))
         }
     }
 }

@@ -1,8 +1,8 @@
-//! The export's Parquet sink: one row per document or chunk, the same fields as the JSON lines
-//! (provenance flattened into `node`, `model`, `fetched_at`), one row group per page the export
-//! reads, Snappy-compressed.
+//! The export's Parquet sink: one row per document, chunk or URL, the same fields as the JSON
+//! lines (provenance flattened into `node`, `model`, `fetched_at`; a URL's outcome as its kind
+//! and its details in JSON), one row group per page the export reads, Snappy-compressed.
 
-use super::{ChunkLine, DocumentLine, Sink, What};
+use super::{ChunkLine, DocumentLine, Sink, UrlLine, What};
 use arrow_array::{ArrayRef, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
@@ -64,6 +64,20 @@ pub fn chunk_schema() -> Schema {
     Schema::new(fields)
 }
 
+/// The columns of a URL row.
+pub fn url_schema() -> Schema {
+    Schema::new(vec![
+        text("url", false),
+        // fetched, redirected, status, rate_limited, failed, disallowed, rendering, skipped
+        text("outcome", false),
+        // The whole outcome as JSON (status, to, error, detail, retrying, reason, at, attempts).
+        text("detail", false),
+        text("at", false),
+        Field::new("attempts", DataType::UInt32, false),
+        text("node", true),
+    ])
+}
+
 fn strings<'a>(values: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
     Arc::new(values.collect::<StringArray>())
 }
@@ -77,6 +91,7 @@ impl Parquet {
         let schema = Arc::new(match what {
             What::Documents => document_schema(),
             What::Chunks => chunk_schema(),
+            What::Urls => url_schema(),
         });
         let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
         let writer = ArrowWriter::try_new(file, schema.clone(), Some(props))?;
@@ -150,6 +165,24 @@ impl Sink for Parquet {
             m(|l| l.provenance.node.as_deref()),
             m(|l| l.provenance.model.as_deref()),
             m(|l| Some(l.provenance.fetched_at.as_str())),
+        ])
+    }
+
+    fn urls(&mut self, lines: &[UrlLine]) -> anyhow::Result<()> {
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let detail: Vec<serde_json::Value> =
+            lines.iter().map(|l| serde_json::to_value(&l.outcome)).collect::<Result<_, _>>()?;
+        let kinds: Vec<Option<&str>> = detail.iter().map(|d| d["outcome"].as_str()).collect();
+        let detail: Vec<String> = detail.iter().map(|d| d.to_string()).collect();
+        self.write(vec![
+            strings(lines.iter().map(|l| Some(l.url.as_str()))),
+            strings(kinds.into_iter()),
+            strings(detail.iter().map(|d| Some(d.as_str()))),
+            strings(lines.iter().map(|l| Some(l.provenance.fetched_at.as_str()))),
+            u32s(lines.iter().map(|l| l.outcome.attempts)),
+            strings(lines.iter().map(|l| l.provenance.node.as_deref())),
         ])
     }
 
