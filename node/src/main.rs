@@ -92,12 +92,12 @@ enum Command {
         json: bool,
     },
     /// Export the documents (metadata and main text) or chunks this node holds, with their
-    /// provenance, as JSON lines or Parquet: from the running node's API, or from the data dir
-    /// when no node runs on it. Resumable with --cursor.
+    /// provenance, or every URL's latest crawl outcome, as JSON lines or Parquet: from the
+    /// running node's API, or from the data dir when no node runs on it. Resumable with --cursor.
     Export {
         #[command(flatten)]
         cfg: ConfigArgs,
-        /// One record per document, or per chunk.
+        /// One record per document, per chunk, or per URL met (its latest crawl outcome).
         #[arg(long, value_enum, default_value = "documents")]
         what: weft_node::export::What,
         #[arg(long, value_enum, default_value = "jsonl")]
@@ -105,13 +105,13 @@ enum Command {
         /// Where to write (`-`: standard output; Parquet needs a file).
         #[arg(short, long, default_value = "-", value_name = "FILE")]
         output: PathBuf,
-        /// Start after this document id (an interrupted export prints it).
+        /// Start after this document id, or URL with --what urls (an interrupted export prints it).
         #[arg(long, value_name = "ID")]
         cursor: Option<String>,
         /// Only this host (name or name:port).
         #[arg(long, value_name = "HOST")]
         host: Option<String>,
-        /// Only documents fetched since then (RFC 3339 or Unix seconds).
+        /// Only documents fetched (or URL outcomes recorded) since then (RFC 3339 or Unix seconds).
         #[arg(long, value_name = "WHEN")]
         since: Option<String>,
         /// API address to ask instead of the configured api.listen.
@@ -318,7 +318,11 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
             let done = weft_node::export::command(&config, request)?;
             let resume =
                 done.cursor.map(|c| format!("; the last was {c} (--cursor resumes after it)")).unwrap_or_default();
-            eprintln!("exported {} documents ({} chunks){resume}", done.documents, done.chunks);
+            if what == weft_node::export::What::Urls {
+                eprintln!("exported {} URL outcomes{resume}", done.urls);
+            } else {
+                eprintln!("exported {} documents ({} chunks){resume}", done.documents, done.chunks);
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Mcp { cfg, api } => {

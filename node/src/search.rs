@@ -36,6 +36,17 @@ pub enum Scope {
     Network,
 }
 
+/// How results are ranked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// By meaning and by the query's words, fused (`index.hybrid`, the default).
+    #[default]
+    Hybrid,
+    /// By meaning alone: the cosine order, on every node asked.
+    Dense,
+}
+
 /// One result, its document's id and the node that holds it (`None` for a node outside any
 /// network).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -151,13 +162,22 @@ impl Searcher {
     }
 
     /// The `k` best documents for `text`; `scope` defaults to the network when there is one.
-    pub async fn search(&self, text: &str, k: usize, scope: Option<Scope>) -> Result<SearchResponse, SearchError> {
+    pub async fn search(
+        &self,
+        text: &str,
+        k: usize,
+        scope: Option<Scope>,
+        mode: Mode,
+    ) -> Result<SearchResponse, SearchError> {
         let started = Instant::now();
+        // The words go along unless the asker wants meaning alone (each node still fuses
+        // only if its `index.hybrid` is on).
+        let words = (mode == Mode::Hybrid).then(|| text.to_string());
         let vector = self.index.embed_query(text).await?;
         let network = self.network.as_ref().filter(|_| scope != Some(Scope::Local));
         let Some(network) = network else {
             let me = self.network.as_ref().map(|n| n.peer_id().to_string());
-            let hits = self.index.search_query(vector, Some(text.to_string()), k).await?;
+            let hits = self.index.search_query(vector, words, k).await?;
             return Ok(SearchResponse {
                 query: text.to_string(),
                 k,
@@ -174,11 +194,10 @@ impl Searcher {
             model: self.index.model().to_string(),
             vector: vector.clone(),
             k: k.min(MAX_K as usize) as u32,
-            text: Some(cut(text, weft_p2p::search::MAX_QUERY_TEXT_BYTES)),
+            text: words.as_deref().map(|w| cut(w, weft_p2p::search::MAX_QUERY_TEXT_BYTES)),
         };
         let fanout = self.config.fanout_for(members);
-        let (local, remote) =
-            tokio::join!(self.index.search_query(vector, Some(text.to_string()), k), network.search(request, fanout));
+        let (local, remote) = tokio::join!(self.index.search_query(vector, words, k), network.search(request, fanout));
         let mut answers = vec![(me.clone(), local?.into_iter().map(to_remote).collect::<Vec<_>>())];
         answers.extend(remote.answers.iter().map(|a| (a.peer.clone(), a.hits.clone())));
         // Every node fused its own words and meaning; across nodes the cosines are comparable,

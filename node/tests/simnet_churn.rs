@@ -95,6 +95,8 @@ async fn five_nodes_with_a_crash_a_join_and_a_leave_crawl_everything_politely_on
     let s = report.search.as_ref().expect("the search phase ran");
     eprintln!("search: {s:?}");
     assert_eq!((s.queries, s.failed), (60, 0), "{s:?}");
+    // The same questions as users ask them (meaning and words fused on every node).
+    assert_eq!((s.hybrid_queries, s.hybrid_failed), (60, 0), "{s:?}");
     assert!(s.recall_at_10 >= 0.9, "{s:?}");
     assert!(s.peers_contacted_max <= s.peer_budget + 1 && s.within_budget >= 0.95, "{s:?}");
 

@@ -37,7 +37,7 @@ pub async fn ask(http: &reqwest::Client, nodes: &[LiveNode], question: &str, k: 
         }
     }
     let Some(first) = nodes.first() else { return Vec::new() };
-    let Ok(v) = crate::search_eval::ask(http, first.api, question, k).await else { return Vec::new() };
+    let Ok(v) = crate::search_eval::ask(http, first.api, question, k, false).await else { return Vec::new() };
     v["hits"]
         .as_array()
         .into_iter()

@@ -292,6 +292,10 @@ fn print_summary(r: &RunReport) {
             "                  ceiling: {:.3} had the best {} peers been asked (a question's top 10 lies on {:.1} nodes on average)",
             s.oracle_recall_at_budget, s.peer_budget, s.nodes_holding_top_10
         );
+        println!(
+            "                  as users ask (meaning and words fused): {} questions, {} failed, p50 {:.0} ms; they keep {:.3} of the exact top 10 by meaning",
+            s.hybrid_queries, s.hybrid_failed, s.hybrid_ms_p50, s.hybrid_overlap_at_10
+        );
         if let Some(down) = s.recall_at_10_while_down {
             println!(
                 "                  recall@10 {down:.3} over the {} questions asked while a node was down",

@@ -475,9 +475,12 @@ impl Sim<'_> {
             let down: Vec<usize> = self.nodes.iter().filter(|n| n.state == State::Killed).map(|n| n.n).collect();
             let Some(&node) = up.get(i % up.len().max(1)) else { break };
             let api = std::net::SocketAddr::from(([127, 0, 0, 1], self.nodes[node].api_port));
-            let at = started.elapsed();
-            let answer = search_eval::ask(&self.http, api, q, 10).await;
-            asked.push(search_eval::record(q, node, at, (up, down), answer));
+            // By meaning alone (judged for recall), then as a user asks (hybrid).
+            for dense in [true, false] {
+                let at = started.elapsed();
+                let answer = search_eval::ask(&self.http, api, q, 10, dense).await;
+                asked.push(search_eval::record(q, dense, node, at, (up.clone(), down.clone()), answer));
+            }
             if (i + 1) % 50 == 0 {
                 eprintln!("[search {:>3}s] {} questions asked", started.elapsed().as_secs(), i + 1);
             }
