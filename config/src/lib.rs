@@ -86,6 +86,16 @@ pub struct CrawlConfig {
     /// Resident memory the node aims to stay under, MiB, browsers included (0: no target).
     /// Over it, no new request starts until use is back under 90% (`/status` says `throttled`).
     pub memory_target_mb: u64,
+    /// No page fetched for this long while work is queued: `/status` says `stalled`, and why.
+    pub stall_secs: u64,
+    /// Hub pages of a known template are fetched again this often (conditional requests; an
+    /// unchanged hub waits twice as long each time, up to 8×) to find new articles; 0: never.
+    pub hub_revisit_secs: u64,
+    /// A host that refuses most requests (401/403/451, bot checks) is paused this long, then
+    /// probed; each refused probe doubles the pause.
+    pub blocked_pause_secs: u64,
+    /// The longest pause of a blocked host.
+    pub blocked_pause_max_secs: u64,
 }
 
 impl Default for CrawlConfig {
@@ -98,6 +108,10 @@ impl Default for CrawlConfig {
             follow_sitemaps: true,
             follow_external_links: true,
             memory_target_mb: 0,
+            stall_secs: 300,
+            hub_revisit_secs: 3600,
+            blocked_pause_secs: 600,
+            blocked_pause_max_secs: 6 * 3600,
         }
     }
 }
@@ -558,6 +572,15 @@ pub struct LayoutsConfig {
     /// Subresource requests (scripts, stylesheets, XHRs) answered per render; the rest fail
     /// in the browser. Images, fonts, media and favicons are always refused.
     pub max_subresources: usize,
+    /// Learned templates and "this host needs JavaScript" decisions are checked again after
+    /// this many days (the teacher re-learns a template; one static fetch decides whether the
+    /// host still needs the browser).
+    pub decision_ttl_days: u64,
+    /// Entries of a host's change log (layout and URL-scheme changes) are kept this many days.
+    pub change_log_days: u64,
+    /// A page whose generic extraction is less sure than this (0–1) queues its layout for the
+    /// teacher at once, before `teach_after` sightings.
+    pub teach_below_confidence: f64,
 }
 
 impl Default for LayoutsConfig {
@@ -574,6 +597,9 @@ impl Default for LayoutsConfig {
             overrides: PathBuf::from("templates.toml"),
             browser_idle_secs: 120,
             max_subresources: 30,
+            decision_ttl_days: 7,
+            change_log_days: 90,
+            teach_below_confidence: 0.3,
         }
     }
 }

@@ -202,6 +202,15 @@ impl Config {
         c.range("frontier.snapshot_interval_secs", fr.snapshot_interval_secs, 1, 3600);
         c.range("frontier.inlink_cap", fr.inlink_cap, 0, 1000);
         c.range("crawl.memory_target_mb", self.crawl.memory_target_mb, 0, 1 << 30);
+        c.range("crawl.stall_secs", self.crawl.stall_secs, 1, 86_400);
+        c.range("crawl.hub_revisit_secs", self.crawl.hub_revisit_secs, 0, 30 * 86_400);
+        c.range("crawl.blocked_pause_secs", self.crawl.blocked_pause_secs, 1, 86_400);
+        c.range(
+            "crawl.blocked_pause_max_secs",
+            self.crawl.blocked_pause_max_secs,
+            self.crawl.blocked_pause_secs,
+            30 * 86_400,
+        );
         let la = &self.layouts;
         c.range("layouts.teach_after", la.teach_after, 1, 1_000_000);
         c.range("layouts.browsers", la.browsers, 1, 64);
@@ -211,6 +220,9 @@ impl Config {
         c.range("layouts.render_js_maybe_above", la.render_js_maybe_above, 0.0, la.render_js_above);
         c.range("layouts.browser_idle_secs", la.browser_idle_secs, 1, 86_400);
         c.range("layouts.max_subresources", la.max_subresources, 0, 10_000);
+        c.range("layouts.decision_ttl_days", la.decision_ttl_days, 1, 3650);
+        c.range("layouts.change_log_days", la.change_log_days, 1, 36_500);
+        c.range("layouts.teach_below_confidence", la.teach_below_confidence, 0.0, 1.0);
         c.range("storage.flush_timeout_secs", self.storage.flush_timeout_secs, 1, 3600);
         c.range("storage.check_interval_secs", self.storage.check_interval_secs, 1, 3600);
         let ex = &self.extract;

@@ -50,6 +50,13 @@ pub enum ChangeKind {
         after: u32,
     },
     SpaMigration,
+    /// The host moved its pages to another URL scheme (`/blog/{slug}` → `/articles/{yyyy}/{slug}`),
+    /// seen by the crawl — by counts of URL templates or by redirects (`detected`).
+    UrlScheme {
+        from: String,
+        to: String,
+        detected: String,
+    },
     Unknown,
 }
 
@@ -193,7 +200,8 @@ pub fn diagnose(
         ChangeKind::ClassRename { .. } => 1,
         ChangeKind::Relocated { .. } => 2,
         ChangeKind::Iframes { .. } => 3,
-        ChangeKind::Unknown => 4,
+        ChangeKind::UrlScheme { .. } => 4,
+        ChangeKind::Unknown => 5,
     };
     let main = kinds.iter().min_by_key(|k| rank(k)).unwrap_or(&ChangeKind::Unknown);
     let reason = match main {
@@ -210,6 +218,7 @@ pub fn diagnose(
             "the site became a single-page app: its text is written by scripts, so its pages are rendered in the browser"
                 .to_string()
         }
+        ChangeKind::UrlScheme { from, to, .. } => format!("the site moved its pages from {from} to {to}"),
         ChangeKind::Unknown => "the layout changed in a way not recognised; it will be re-learned".to_string(),
     };
     let reason = if failure.is_none() {

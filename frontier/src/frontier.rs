@@ -23,7 +23,7 @@
 
 use crate::host::HostKey;
 use crate::politeness::{HostPoliteness, PolitenessPolicy};
-use crate::score::{is_binary, score, UrlKind};
+use crate::score::{is_binary, score, UrlKind, HUB_BOOST, INLINK_WEIGHT};
 use crate::seen::SeenSet;
 use serde::{Deserialize, Serialize};
 use std::cmp::{Ordering, Reverse};
@@ -126,11 +126,17 @@ pub struct Candidate {
     pub kind: UrlKind,
     pub depth: u32,
     pub redirects: Vec<String>,
+    /// Linked from a hub page: its priority gains [`crate::score::HUB_BOOST`].
+    pub from_hub: bool,
 }
 
 impl Candidate {
     pub fn page(url: Url, depth: u32) -> Candidate {
-        Candidate { url, kind: UrlKind::Page, depth, redirects: Vec::new() }
+        Candidate::of(url, UrlKind::Page, depth)
+    }
+
+    pub fn of(url: Url, kind: UrlKind, depth: u32) -> Candidate {
+        Candidate { url, kind, depth, redirects: Vec::new(), from_hub: false }
     }
 }
 
@@ -538,7 +544,12 @@ impl Frontier {
             return Ok(PushOutcome::Binary);
         }
         let url = c.url.as_str();
-        if self.seen.contains(url) {
+        if c.kind == UrlKind::Revisit {
+            // Seen by definition: queued again unless it is queued already.
+            if self.tree.get(ukey(url))?.is_some() {
+                return Ok(PushOutcome::AlreadySeen);
+            }
+        } else if self.seen.contains(url) {
             self.bump_inlinks(url)?;
             return Ok(PushOutcome::AlreadySeen);
         }
@@ -560,8 +571,9 @@ impl Frontier {
             // The host is back from another member, which may have just requested it.
             h.politeness.next_allowed = h.politeness.next_allowed.max(now + grace);
         }
+        let boost = if c.from_hub && c.kind == UrlKind::Page { HUB_BOOST } else { 0.0 };
         let entry = QueuedUrl {
-            score: score(&c.url, c.kind, c.depth, 0, self.settings.inlink_cap),
+            score: score(&c.url, c.kind, c.depth, 0, self.settings.inlink_cap) + boost,
             url: url.to_string(),
             host,
             kind: c.kind,
@@ -601,14 +613,13 @@ impl Frontier {
             return Ok(());
         };
         let mut entry: QueuedUrl = postcard::from_bytes(&v)?;
-        if entry.inlinks >= self.settings.inlink_cap {
+        if entry.inlinks >= self.settings.inlink_cap || entry.kind != UrlKind::Page {
             return Ok(());
         }
-        // Stored URLs were normalized on the way in, so this parse cannot fail in practice;
-        // if it ever did, the URL simply keeps its score.
-        let Ok(parsed) = Url::parse(&entry.url) else { return Ok(()) };
+        // The score is linear in the inlinks: adding one link's worth keeps whatever else it
+        // was given (a hub's boost) without storing it.
         entry.inlinks += 1;
-        entry.score = score(&parsed, entry.kind, entry.depth, entry.inlinks, self.settings.inlink_cap);
+        entry.score += INLINK_WEIGHT;
         self.tree.insert(qkey(seq), postcard::to_allocvec(&entry)?)?;
         if let Some(&id) = self.host_ids.get(&entry.host) {
             self.hosts[id as usize].heap.push(HeapRef { score: entry.score, seq });
@@ -1020,6 +1031,20 @@ impl Frontier {
             return Ok(UrlState::Done);
         }
         Ok(if self.seen.contains(u) { UrlState::Seen } else { UrlState::Unseen })
+    }
+
+    /// Whether `host` has work: URLs queued, or a request in flight.
+    pub fn host_has_work(&self, host: &str) -> bool {
+        self.host_ids.get(host).is_some_and(|&id| {
+            let h = &self.hosts[id as usize];
+            h.queued > 0 || h.in_flight
+        })
+    }
+
+    /// When the first host with work may be asked, if none may be now (for the stall check).
+    pub fn next_ready(&self, now: Instant) -> Option<Instant> {
+        let ready = self.hosts.iter().filter(|h| h.queued > 0 && !h.in_flight).map(HostQueue::ready_at).min()?;
+        (ready > now).then_some(ready)
     }
 
     pub fn stats(&self) -> FrontierStats {

@@ -7,15 +7,23 @@
 //! - [`robots`]: RFC 9309 semantics of a robots.txt fetch and a 24 h cache in sled.
 //! - [`frontier`]: durable per-host queues in sled with a ready-time schedule across hosts.
 //! - [`outcomes`]: what happened to each URL tried (fetched, redirected, disallowed, failed…).
+//! - [`patterns`]: URL templates per host and URL-scheme changes (by counts and by redirects).
+//! - [`health`]: hosts refusing the crawler (401/403/451, bot checks): blocked, paused, probed.
+//! - [`discovery`]: archive links and `/sitemap.xml`, offered when a host's queue runs dry.
+//! - [`revisits`]: the freshness loop's schedule (hubs revisited, conditional requests).
 //!
 //! Everything here is synchronous and does no network I/O: the node fetches, this crate
 //! decides. That keeps the rules unit-testable and the crate free of async runtimes.
 
+pub mod discovery;
 pub mod frontier;
+pub mod health;
 pub mod host;
 pub mod normalize;
 pub mod outcomes;
+pub mod patterns;
 pub mod politeness;
+pub mod revisits;
 pub mod robots;
 pub mod score;
 pub mod seen;

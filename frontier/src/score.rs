@@ -2,7 +2,9 @@
 //!
 //! The weights are the seed design's: breadth-first bias (−0.1 per hop), popularity (+0.2 per
 //! known inlink, capped), freshness (+0.5 for news/blog-looking URLs) and +0.2 for paths that
-//! look like HTML pages. Sitemaps are fetched before pages because they feed the queue.
+//! look like HTML pages. Sitemaps are fetched before pages because they feed the queue, and
+//! revisits (due hubs) before new pages for the same reason; links found on a hub gain
+//! [`HUB_BOOST`] (seed 001: hubs lead to the articles).
 //! Binary resources are never queued: a text search engine has nothing to gain from them.
 
 use url::Url;
@@ -13,6 +15,9 @@ pub enum UrlKind {
     Page,
     /// A sitemap or sitemap index (XML, possibly gzipped).
     Sitemap,
+    /// A page fetched again on the freshness loop's schedule (a hub, see `revisits`): queued
+    /// although the seen-set has it, fetched with a conditional request.
+    Revisit,
 }
 
 /// Extensions of resources that are never HTML pages.
@@ -47,7 +52,7 @@ fn extension(url: &Url) -> Option<String> {
 /// True for URLs of binary or non-page resources (images, archives, media, documents, feeds).
 pub fn is_binary(url: &Url, kind: UrlKind) -> bool {
     match (kind, extension(url)) {
-        (UrlKind::Sitemap, _) => false,
+        (UrlKind::Sitemap | UrlKind::Revisit, _) => false,
         (UrlKind::Page, Some(ext)) => BINARY_EXTENSIONS.contains(&ext.as_str()),
         (UrlKind::Page, None) => false,
     }
@@ -79,12 +84,20 @@ pub fn looks_like_news(url: &Url) -> bool {
     })
 }
 
+/// What each known inlink adds to a page's priority (up to the cap).
+pub const INLINK_WEIGHT: f32 = 0.2;
+
+/// What a link found on a hub page adds to its priority.
+pub const HUB_BOOST: f32 = 0.5;
+
 /// Priority of a URL: higher is fetched sooner.
 pub fn score(url: &Url, kind: UrlKind, depth: u32, inlinks: u32, inlink_cap: u32) -> f32 {
-    if kind == UrlKind::Sitemap {
-        return 10.0;
+    match kind {
+        UrlKind::Sitemap => return 10.0,
+        UrlKind::Revisit => return 5.0,
+        UrlKind::Page => {}
     }
-    let mut s = 1.0 - 0.1 * depth as f32 + 0.2 * inlinks.min(inlink_cap) as f32;
+    let mut s = 1.0 - 0.1 * depth as f32 + INLINK_WEIGHT * inlinks.min(inlink_cap) as f32;
     if looks_like_news(url) {
         s += 0.5;
     }

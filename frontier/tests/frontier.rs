@@ -189,12 +189,7 @@ fn host_page_budget() {
     assert_eq!(f.push(page("http://a.test/1", 0)).unwrap(), PushOutcome::Queued);
     assert_eq!(f.push(page("http://a.test/2", 0)).unwrap(), PushOutcome::Queued);
     assert_eq!(f.push(page("http://a.test/3", 0)).unwrap(), PushOutcome::HostBudgetExhausted);
-    let sitemap = Candidate {
-        url: normalize("http://a.test/sitemap.xml", None).unwrap(),
-        kind: UrlKind::Sitemap,
-        depth: 0,
-        redirects: vec![],
-    };
+    let sitemap = Candidate::of(normalize("http://a.test/sitemap.xml", None).unwrap(), UrlKind::Sitemap, 0);
     assert_eq!(f.push(sitemap).unwrap(), PushOutcome::Queued, "sitemaps are not pages");
 }
 
@@ -414,4 +409,46 @@ fn abandoned_leases_go_back_to_the_queue_and_to_the_next_owner() {
     urls.sort();
     assert_eq!(urls, vec!["http://away.test/1", "http://away.test/2"], "queued, not done");
     assert!(given.done.is_empty() && urls.contains(&leased.entry.url));
+}
+
+#[test]
+fn a_hubs_links_go_first_and_keep_their_boost_as_inlinks_arrive() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut f) = open(dir.path(), settings());
+    f.push(page("http://a.test/x", 1)).unwrap();
+    f.push(page("http://a.test/y", 1)).unwrap();
+    f.push(Candidate { from_hub: true, ..page("http://a.test/z", 1) }).unwrap();
+    f.push(page("http://a.test/x", 1)).unwrap();
+    // z: 1.1 + 0.5 (hub); x: 1.1 + 0.2 (one inlink); y: 1.1.
+    f.push(page("http://a.test/z", 1)).unwrap();
+    let mut now = Instant::now() + Duration::from_millis(1);
+    let mut order = Vec::new();
+    for _ in 0..3 {
+        let l = take(&mut f, now);
+        order.push(l.entry.url.clone());
+        f.complete(l, Completion::Done { page: true }, true, now).unwrap();
+        now += Duration::from_millis(101);
+    }
+    assert_eq!(order, ["http://a.test/z", "http://a.test/x", "http://a.test/y"]);
+}
+
+#[test]
+fn a_revisit_is_queued_although_seen_once_at_a_time_and_outside_the_page_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = settings();
+    s.max_pages_per_host = 1;
+    let (_db, mut f) = open(dir.path(), s);
+    f.push(page("http://a.test/", 0)).unwrap();
+    let now = Instant::now();
+    let l = take(&mut f, now);
+    f.complete(l, Completion::Done { page: true }, true, now).unwrap();
+    assert_eq!(f.push(page("http://a.test/", 0)).unwrap(), PushOutcome::AlreadySeen);
+    assert!(!f.host_has_work("a.test"));
+    let revisit = Candidate::of(normalize("http://a.test/", None).unwrap(), UrlKind::Revisit, 0);
+    assert_eq!(f.push(revisit.clone()).unwrap(), PushOutcome::Queued, "seen, and the budget is spent: still queued");
+    assert_eq!(f.push(revisit).unwrap(), PushOutcome::AlreadySeen, "once");
+    assert!(f.host_has_work("a.test"));
+    let later = now + Duration::from_millis(101);
+    let l = take(&mut f, later);
+    assert_eq!((l.entry.url.as_str(), l.entry.kind), ("http://a.test/", UrlKind::Revisit));
 }

@@ -53,6 +53,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/templates"),
     ("GET", "/templates/{host}"),
     ("GET", "/templates/{host}/changes"),
+    ("POST", "/templates/{host}/relearn"),
     ("POST", "/seeds"),
     ("POST", "/crawl/pause"),
     ("POST", "/crawl/resume"),
@@ -111,6 +112,7 @@ pub fn router(state: AppState) -> Router {
         .route("/crawl/pause", post(pause))
         .route("/crawl/resume", post(resume))
         .route("/hosts/{host}/block", put(block).delete(unblock))
+        .route("/templates/{host}/relearn", post(relearn))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
         .route("/", get(dashboard))
@@ -492,11 +494,34 @@ async fn templates(State(state): State<AppState>) -> Response {
 }
 
 async fn templates_of(State(state): State<AppState>, Path(host): Path<String>) -> Response {
-    layout_read(&state, move |s| s.detail(&host)).await
+    let patterns = state.crawler.patterns().clone();
+    layout_read(&state, move |s| {
+        let mut detail = s.detail(&host)?;
+        detail.url_patterns = patterns.host(&host)?;
+        Ok(detail)
+    })
+    .await
 }
 
+/// The host's change log: layout changes and URL-scheme changes (the latter also with layout
+/// learning off).
 async fn changes_of(State(state): State<AppState>, Path(host): Path<String>) -> Response {
-    layout_read(&state, move |s| s.changes(&host)).await
+    let patterns = state.crawler.patterns().clone();
+    let store = state.layouts.as_ref().map(|l| l.store.clone());
+    let read = move || crate::layouts::change_log(store.as_ref(), patterns.changes(&host)?, &host);
+    match tokio::task::spawn_blocking(read).await {
+        Ok(Ok(v)) => Json(v).into_response(),
+        Ok(Err(e)) => internal(e).into_response(),
+        Err(e) => internal(e).into_response(),
+    }
+}
+
+/// Forgets what was learned of a host (templates, signatures, the browser decision, URL
+/// patterns): its layouts are learned again from its next pages.
+async fn relearn(State(state): State<AppState>, Path(host): Path<String>) -> Response {
+    let host = host.trim().to_ascii_lowercase();
+    let patterns = state.crawler.patterns().clone();
+    layout_read(&state, move |s| crate::layouts::relearn(s, &patterns, &host)).await
 }
 
 /// Binds the API; the caller spawns the returned future.

@@ -1,6 +1,7 @@
 //! `weft doctor`: checks what a node needs before it is left running unattended — the data
 //! dir, the model files and ONNX Runtime, Chromium, the listen ports, disk space, the bootstrap
-//! peers — and says, for each problem, the fix to apply. Nothing here changes anything.
+//! peers — and, of a node running, its reachability and whether its crawl is stalled or refused
+//! by hosts — and says, for each problem, the fix to apply. Nothing here changes anything.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
@@ -42,8 +43,53 @@ pub async fn run(config: &Config) -> Vec<Check> {
     out.push(api_port(config).await);
     out.extend(p2p_ports(config));
     out.extend(bootstrap(config).await);
-    out.push(reachability(config).await);
+    let status = running_status(config).await;
+    out.push(reachability(config, status.as_ref()));
+    out.push(crawl(config, status.as_ref()));
     out
+}
+
+/// The `/status` of the node running on `api.listen`, if one answers.
+async fn running_status(config: &Config) -> Option<serde_json::Value> {
+    let url = format!("http://{}/status", config.api.listen);
+    let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(3)).build().ok()?;
+    match client.get(&url).send().await {
+        Ok(r) if r.status().is_success() => r.bytes().await.ok().and_then(|b| serde_json::from_slice(&b).ok()),
+        _ => None,
+    }
+}
+
+/// Whether the running node's crawl gets anywhere: stalled (and why), hosts refusing it.
+fn crawl(config: &Config, status: Option<&serde_json::Value>) -> Check {
+    let name = "crawl progress";
+    let Some(s) = status else {
+        return check(name, Verdict::Skip, format!("no node answers on http://{}/status", config.api.listen), None);
+    };
+    let blocked: Vec<String> = s["blocked_by_hosts"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|b| b["host"].as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    if let Some(stall) = s.get("stalled").filter(|v| !v.is_null()) {
+        let reason = stall["reason"].as_str().unwrap_or("no progress").to_string();
+        let fix = match stall["cause"].as_str().unwrap_or("") {
+            "dns" => "check the resolver this box uses (/etc/resolv.conf) and that it answers: getent hosts example.org",
+            "network" | "timeouts" => "check the box's network connection and any firewall on outgoing HTTP(S)",
+            "blocked" => "the hosts refuse this crawler (see /status blocked_by_hosts); check fetch.user_agent and                           fetch.contact_url, or block the hosts (PUT /hosts/{host}/block)",
+            "backing_off" => "the hosts asked to slow down (429/503, robots.txt unreachable): nothing to do but wait",
+            _ => "look at /status errors and the node's log",
+        };
+        return check(name, Verdict::Warn, reason, Some(fix));
+    }
+    if !blocked.is_empty() {
+        return check(
+            name,
+            Verdict::Warn,
+            format!("crawling; {} host(s) refuse the crawler and are paused: {}", blocked.len(), blocked.join(", ")),
+            Some("see /status blocked_by_hosts for the evidence; they are probed again after the pause"),
+        );
+    }
+    let state = s["state"].as_str().unwrap_or("unknown");
+    check(name, Verdict::Ok, format!("{state}, {} pages fetched", s["pages_fetched"].as_u64().unwrap_or(0)), None)
 }
 
 fn data_dir(dir: &Path) -> Check {
@@ -303,23 +349,13 @@ async fn bootstrap(config: &Config) -> Vec<Check> {
 /// How the other members reach the node running on `api.listen` (AutoNAT's verdict, relays,
 /// hole punching), with what to do when it is only relayed. Needs the node running: nothing
 /// else can be asked to dial this box back.
-async fn reachability(config: &Config) -> Check {
+fn reachability(config: &Config, status: Option<&serde_json::Value>) -> Check {
     let name = "reachability";
     if !config.p2p.enabled && config.p2p.bootstrap.is_empty() {
         return check(name, Verdict::Skip, "p2p.enabled = false", None);
     }
     let url = format!("http://{}/status", config.api.listen);
-    let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(3)).build();
-    let status = match client {
-        Ok(c) => match c.get(&url).send().await {
-            Ok(r) if r.status().is_success() => {
-                r.bytes().await.ok().and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            }
-            _ => None,
-        },
-        Err(_) => None,
-    };
-    let Some(reach) = status.as_ref().and_then(|s| s.pointer("/network/reachability")) else {
+    let Some(reach) = status.and_then(|s| s.pointer("/network/reachability")) else {
         return check(
             name,
             Verdict::Skip,

@@ -5,7 +5,9 @@
 //! client never follows redirects itself: each hop goes back through the frontier so that its
 //! target is normalized, deduplicated, checked against its own host's robots.txt and waits its
 //! host's politeness delay like any other URL. Bodies are streamed and cut off at the cap
-//! instead of being buffered whole.
+//! instead of being buffered whole. A revisit is a conditional request (`If-None-Match`,
+//! `If-Modified-Since`); a 304 comes back as [`Fetched::NotModified`]. A refusal whose body is a
+//! bot check comes back as [`Fetched::Challenge`], so the crawl can tell a blocked host.
 
 use crate::guard::{check_literal, Blocked, GuardedResolver};
 use bytes::Bytes;
@@ -14,12 +16,26 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use url::Url;
 use weft_config::FetchConfig;
+use weft_frontier::health::is_challenge;
+pub use weft_frontier::revisits::Validators;
 
 /// A response the crawler can act on.
 #[derive(Debug)]
 pub enum Fetched {
-    /// 2xx with an acceptable content type and a body within the cap.
-    Body { status: u16, content_type: Option<String>, content_language: Option<String>, body: Bytes },
+    /// 2xx with an acceptable content type and a body within the cap; `validators` are its
+    /// `ETag` and `Last-Modified`, for a conditional request next time.
+    Body {
+        status: u16,
+        content_type: Option<String>,
+        content_language: Option<String>,
+        body: Bytes,
+        validators: Validators,
+    },
+    /// 304: the page did not change since the validators sent.
+    NotModified,
+    /// A bot-check page (a captcha, a "checking your browser" challenge) instead of the page,
+    /// with a 4xx or 5xx status (one with 2xx is a [`Fetched::Body`] the crawl recognizes).
+    Challenge { status: u16 },
     /// 3xx with a `Location`.
     Redirect { status: u16, location: String },
     /// 429 or 503: slow down.
@@ -155,6 +171,17 @@ impl Fetcher {
 
     /// One GET, no redirect following.
     pub async fn fetch(&self, url: &Url, expect: Expect) -> Result<Fetched, FetchError> {
+        self.fetch_if_changed(url, expect, None).await
+    }
+
+    /// One GET, conditional on the page having changed since it was served with `validators`
+    /// (`If-None-Match`, `If-Modified-Since`): [`Fetched::NotModified`] if it did not.
+    pub async fn fetch_if_changed(
+        &self,
+        url: &Url,
+        expect: Expect,
+        validators: Option<&Validators>,
+    ) -> Result<Fetched, FetchError> {
         check_literal(url, self.allow_private)?;
         let accept = match expect {
             Expect::Html => "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1",
@@ -162,15 +189,34 @@ impl Fetcher {
             Expect::Robots => "text/plain,*/*;q=0.5",
             Expect::Resource => "*/*",
         };
-        let mut resp = self
-            .client
-            .get(url.clone())
-            .header(reqwest::header::ACCEPT, accept)
-            .send()
-            .await
-            .map_err(FetchError::from_reqwest)?;
+        let mut request = self.client.get(url.clone()).header(reqwest::header::ACCEPT, accept);
+        if let Some(v) = validators {
+            if let Some(etag) = &v.etag {
+                request = request.header(reqwest::header::IF_NONE_MATCH, etag);
+            }
+            if let Some(date) = &v.last_modified {
+                request = request.header(reqwest::header::IF_MODIFIED_SINCE, date);
+            }
+        }
+        let mut resp = request.send().await.map_err(FetchError::from_reqwest)?;
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
+        if status == 304 {
+            return Ok(Fetched::NotModified);
+        }
+        if matches!(status, 401 | 403 | 429 | 451 | 503) {
+            // Bot checks answer with these: a look at the start of the body tells them apart.
+            let mut head = Vec::new();
+            while head.len() < CHALLENGE_HEAD {
+                match resp.chunk().await {
+                    Ok(Some(chunk)) => head.extend_from_slice(&chunk[..chunk.len().min(CHALLENGE_HEAD - head.len())]),
+                    _ => break,
+                }
+            }
+            if is_challenge(status, &head) {
+                return Ok(Fetched::Challenge { status });
+            }
+        }
         if (300..400).contains(&status) && status != 304 {
             let location = headers.get(LOCATION).and_then(|v| v.to_str().ok()).map(str::trim).unwrap_or("");
             if location.is_empty() {
@@ -219,9 +265,16 @@ impl Fetcher {
         if expect == Expect::Html && content_type.is_none() && !looks_like_html(&body) {
             return Err(FetchError::NotHtml("(none, and the body does not look like HTML)".into()));
         }
-        Ok(Fetched::Body { status, content_type, content_language, body: Bytes::from(body) })
+        let header =
+            |name| headers.get(name).and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok()).map(str::to_string);
+        let validators =
+            Validators { etag: header(reqwest::header::ETAG), last_modified: header(reqwest::header::LAST_MODIFIED) };
+        Ok(Fetched::Body { status, content_type, content_language, body: Bytes::from(body), validators })
     }
 }
+
+/// How much of a refusal's body is read to recognize a bot check.
+const CHALLENGE_HEAD: usize = 16 * 1024;
 
 /// `Retry-After` as seconds or an HTTP date.
 pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {

@@ -183,8 +183,13 @@ enum TemplatesCommand {
     List,
     /// One host's templates (selectors, confidence, the teacher's evidence) and signatures.
     Show { host: String },
-    /// The layout changes recorded for a host, oldest first.
+    /// The layout and URL-scheme changes recorded for a host, oldest first.
     Changes { host: String },
+    /// Forget what was learned of a host — templates, signature counts, the "needs
+    /// JavaScript" decision, URL patterns — so its layouts are learned again from its next
+    /// pages (the change log stays). Asks the running node (with the API token in the data
+    /// dir), or changes the data dir when no node runs.
+    Relearn { host: String },
 }
 
 #[derive(Subcommand)]
@@ -350,6 +355,7 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
                 TemplatesCommand::List => weft_node::templates_cli::What::List,
                 TemplatesCommand::Show { host } => weft_node::templates_cli::What::Show(host),
                 TemplatesCommand::Changes { host } => weft_node::templates_cli::What::Changes(host),
+                TemplatesCommand::Relearn { host } => weft_node::templates_cli::What::Relearn(host),
             };
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             runtime.block_on(weft_node::templates_cli::run(&config, addr, what, json, &mut std::io::stdout()))?;

@@ -96,6 +96,16 @@ pub struct Metrics {
     pub rate_limited: AtomicU64,
     pub retries: AtomicU64,
     pub gave_up: AtomicU64,
+    /// Revisits of hub pages queued (the freshness loop).
+    pub revisits: AtomicU64,
+    /// Conditional requests answered 304 Not Modified.
+    pub not_modified: AtomicU64,
+    /// URL-scheme changes recorded.
+    pub scheme_changes: AtomicU64,
+    /// URLs queued from archive hints and sitemap probes when a host's queue ran dry.
+    pub found_when_idle: AtomicU64,
+    /// Times a host was found refusing the crawler and paused.
+    pub hosts_blocked: AtomicU64,
     errors: Mutex<BTreeMap<&'static str, u64>>,
     warned: Mutex<HashSet<&'static str>>,
     extraction: Mutex<BTreeMap<String, u64>>,
@@ -121,6 +131,11 @@ impl Default for Metrics {
             rate_limited: AtomicU64::new(0),
             retries: AtomicU64::new(0),
             gave_up: AtomicU64::new(0),
+            revisits: AtomicU64::new(0),
+            not_modified: AtomicU64::new(0),
+            scheme_changes: AtomicU64::new(0),
+            found_when_idle: AtomicU64::new(0),
+            hosts_blocked: AtomicU64::new(0),
             errors: Mutex::new(BTreeMap::new()),
             warned: Mutex::new(HashSet::new()),
             extraction: Mutex::new(BTreeMap::new()),
@@ -274,6 +289,8 @@ counted!(
         Rendered => "rendered",
         /// A host's pages now all go to the browser.
         HostDecided => "host_decided",
+        /// A host's expired decision was checked again and its pages are static again.
+        HostStatic => "host_static_again",
     }
 );
 

@@ -80,9 +80,11 @@ impl Node {
         let renders = layouts.as_ref().map(|l| Arc::new(l.renders.clone()) as Arc<dyn Renders>);
         let storage = Storage::new(&config.data_dir, Duration::from_secs(config.storage.flush_timeout_secs));
         let outcomes = weft_frontier::Outcomes::open(&db)?;
+        let adapt = crate::crawl::Adapt::open(&db, crate::crawl::AdaptSettings::from_config(&config))?;
         let crawler = Crawler::new(Parts {
             frontier,
             outcomes,
+            adapt,
             robots,
             fetcher,
             pipeline,
@@ -398,6 +400,31 @@ fn spawn_timers(
         config.crawl.memory_target_mb << 20,
         Duration::from_secs(2),
     ));
+    // The change log keeps `layouts.change_log_days`: pruned at start and hourly.
+    let keep = Duration::from_secs(config.layouts.change_log_days.saturating_mul(86_400));
+    let (pruner, store) = (crawler.clone(), layouts.map(|l| l.store.clone()));
+    tasks.spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(3600));
+        loop {
+            tick.tick().await;
+            let (pruner, store) = (pruner.clone(), store.clone());
+            let pruned = tokio::task::spawn_blocking(move || {
+                let before = std::time::SystemTime::now()
+                    .checked_sub(keep)
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_secs());
+                let layout = store.map_or(Ok(0), |s| s.prune_changes(before).map_err(anyhow::Error::from))?;
+                Ok::<_, anyhow::Error>(layout + pruner.patterns().prune_changes(before)?)
+            })
+            .await;
+            match pruned {
+                Ok(Ok(0)) => {}
+                Ok(Ok(n)) => tracing::info!(entries = n, "old change-log entries dropped"),
+                Ok(Err(e)) => tracing::warn!("pruning the change log failed: {e}"),
+                Err(e) => tracing::warn!("pruning the change log failed: {e}"),
+            }
+        }
+    });
     // The dashboard's charts: the counters every few seconds.
     let metrics = crawler.metrics();
     tasks.spawn(async move {

@@ -84,6 +84,8 @@ fn to_wire(kind: UrlKind) -> weft_p2p::UrlKind {
     match kind {
         UrlKind::Page => weft_p2p::UrlKind::Page,
         UrlKind::Sitemap => weft_p2p::UrlKind::Sitemap,
+        // A revisit belongs to its host's owner, which decides for itself whether to fetch it.
+        UrlKind::Revisit => weft_p2p::UrlKind::Page,
     }
 }
 
@@ -305,7 +307,7 @@ pub async fn receive(
             };
             let Ok(url) = normalized else { continue };
             match from_wire(kind) {
-                Some(kind) => candidates.push(Candidate { url, kind, depth, redirects: Vec::new() }),
+                Some(kind) => candidates.push(Candidate::of(url, kind, depth)),
                 None => done.push(url),
             }
         }

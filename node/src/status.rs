@@ -66,7 +66,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let s = &self.0.crawl;
         let (network, layouts, index) = (&self.0.network, &self.0.layouts, &self.0.index);
-        let counters: [(&str, &str, u64); 14] = [
+        let counters: [(&str, &str, u64); 19] = [
             ("weft_pages_fetched", "HTML pages fetched with a 2xx status", s.pages_fetched),
             ("weft_requests", "HTTP requests made", s.requests),
             ("weft_bytes", "Body bytes received", s.bytes),
@@ -79,6 +79,11 @@ impl prometheus_client::collector::Collector for StatusCollector {
             ("weft_rate_limited", "429/503 responses", s.rate_limited),
             ("weft_retries", "Transient failures requeued", s.retries),
             ("weft_gave_up", "URLs dropped after exhausting retries", s.gave_up),
+            ("weft_revisits", "Hub pages queued again by the freshness loop", s.revisits),
+            ("weft_not_modified", "Conditional requests answered 304 Not Modified", s.not_modified),
+            ("weft_scheme_changes", "URL-scheme changes recorded", s.scheme_changes),
+            ("weft_found_when_idle", "URLs queued from archive hints when a host's queue ran dry", s.found_when_idle),
+            ("weft_hosts_blocked", "Times a host refusing the crawler was paused", s.hosts_blocked),
             ("weft_errors_all", "Errors of every kind", s.errors_total),
             ("weft_uptime_seconds", "Seconds since start", s.uptime_secs as u64),
         ];
@@ -100,7 +105,13 @@ impl prometheus_client::collector::Collector for StatusCollector {
             let labels: Labels = vec![("kind", kind.clone())];
             ConstCounter::new(*v).encode(m.encode_family(&labels)?)?;
         }
-        let gauges: [(&str, &str, u64); 8] = [
+        let gauges: [(&str, &str, u64); 10] = [
+            (
+                "weft_crawl_stalled",
+                "1 while the crawl makes no progress with work queued",
+                u64::from(s.stalled.is_some()),
+            ),
+            ("weft_hosts_blocking", "Hosts refusing the crawler right now (paused)", s.blocked_by_hosts.len() as u64),
             ("weft_memory_bytes", "Resident memory of the node and its browsers", self.0.memory_bytes),
             ("weft_memory_target_bytes", "The memory target (0: none)", self.0.memory_target_bytes),
             ("weft_frontier_queued", "URLs queued", s.queued),
@@ -275,7 +286,7 @@ mod tests {
 
     fn status_of(m: &Metrics) -> Status {
         Status {
-            crawl: CrawlStatus::of(m, &FrontierStats::default(), CrawlState::Idle, 0),
+            crawl: CrawlStatus::of(m, &FrontierStats::default(), CrawlState::Idle, 0, Vec::new(), None),
             index: None,
             network: None,
             memory_bytes: 0,

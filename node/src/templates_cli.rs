@@ -1,8 +1,9 @@
-//! `weft templates list | show HOST | changes HOST`: what the node learned about the layouts of
-//! the hosts it crawls. Asks the running node's API; when no node answers, opens the data dir
+//! `weft templates list | show HOST | changes HOST | relearn HOST`: what the node learned about
+//! the layouts and URLs of the hosts it crawls, and forgetting it. Asks the running node's API
+//! (`relearn` with the write token from the data dir); when no node answers, opens the data dir
 //! itself (sled allows one process per database).
 
-use crate::layouts::{load_overrides, HostDetail, HostSummary, LayoutStore};
+use crate::layouts::{change_log, load_overrides, relearn, HostDetail, HostSummary, LayoutStore};
 use anyhow::Context;
 use serde::de::DeserializeOwned;
 use std::io::Write;
@@ -15,6 +16,7 @@ pub enum What {
     List,
     Show(String),
     Changes(String),
+    Relearn(String),
 }
 
 impl What {
@@ -23,6 +25,7 @@ impl What {
             What::List => "/templates".into(),
             What::Show(h) => format!("/templates/{h}"),
             What::Changes(h) => format!("/templates/{h}/changes"),
+            What::Relearn(h) => format!("/templates/{h}/relearn"),
         }
     }
 }
@@ -39,9 +42,14 @@ pub async fn run(
     let what = match what {
         What::Show(h) => What::Show(host(&h)),
         What::Changes(h) => What::Changes(host(&h)),
+        What::Relearn(h) => What::Relearn(host(&h)),
         w => w,
     };
-    let body = match ask(api, &what.path()).await? {
+    let token = match &what {
+        What::Relearn(_) => Some(crate::token::ApiToken::load_or_create(&config.data_dir)?),
+        _ => None,
+    };
+    let body = match ask(api, &what.path(), token.as_ref().map(|t| t.as_str())).await? {
         Some(body) => body,
         None => offline(config, &what)?,
     };
@@ -53,6 +61,16 @@ pub async fn run(
         What::List => print_list(&parse::<Vec<HostSummary>>(&body)?, out)?,
         What::Show(_) => print_detail(&parse::<HostDetail>(&body)?, out)?,
         What::Changes(h) => print_changes(&h, &parse::<Vec<Change>>(&body)?, out)?,
+        What::Relearn(h) => {
+            let r: serde_json::Value = parse(&body)?;
+            writeln!(
+                out,
+                "{h}: forgot {} templates, {} signatures, {} teacher jobs{}{}; its layouts are learned again from its next pages",
+                r["templates"], r["signatures"], r["jobs"],
+                if r["rendering"].as_bool() == Some(true) { ", the browser decision" } else { "" },
+                if r["url_patterns"].as_bool() == Some(true) { ", its URL patterns" } else { "" },
+            )?;
+        }
     }
     Ok(())
 }
@@ -61,11 +79,16 @@ fn parse<T: DeserializeOwned>(body: &[u8]) -> anyhow::Result<T> {
     serde_json::from_slice(body).context("unexpected answer from the node")
 }
 
-/// The API's answer; `None` when nothing listens.
-async fn ask(api: SocketAddr, path: &str) -> anyhow::Result<Option<Vec<u8>>> {
+/// The API's answer (a `POST` with the write token when `token` is given); `None` when nothing
+/// listens.
+async fn ask(api: SocketAddr, path: &str, token: Option<&str>) -> anyhow::Result<Option<Vec<u8>>> {
     let url = format!("http://{api}{path}");
     let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(10)).build()?;
-    let resp = match client.get(&url).send().await {
+    let request = match token {
+        Some(t) => client.post(&url).bearer_auth(t),
+        None => client.get(&url),
+    };
+    let resp = match request.send().await {
         Ok(r) => r,
         Err(e) if e.is_connect() => return Ok(None),
         Err(e) => return Err(anyhow::Error::new(e).context(format!("asking {url}"))),
@@ -89,11 +112,19 @@ fn offline(config: &weft_config::Config, what: &What) -> anyhow::Result<Vec<u8>>
     let db = weft_frontier::open_db(&db_path, 16 << 20)
         .with_context(|| format!("cannot open {} (is a node running with its API off?)", db_path.display()))?;
     let overrides = load_overrides(&config.data_dir.join(&config.layouts.overrides))?;
-    let store = LayoutStore::open(&db, config.layouts.teach_after)?.with_overrides(overrides);
+    let store = LayoutStore::open(&db, config.layouts.teach_after)?
+        .with_overrides(overrides)
+        .with_decision_ttl(config.layouts.decision_ttl_days);
+    let patterns = weft_frontier::patterns::Patterns::open(&db)?;
     Ok(match what {
         What::List => serde_json::to_vec(&store.overview()?)?,
-        What::Show(h) => serde_json::to_vec(&store.detail(h)?)?,
-        What::Changes(h) => serde_json::to_vec(&store.changes(h)?)?,
+        What::Show(h) => {
+            let mut detail = store.detail(h)?;
+            detail.url_patterns = patterns.host(h)?;
+            serde_json::to_vec(&detail)?
+        }
+        What::Changes(h) => serde_json::to_vec(&change_log(Some(&store), patterns.changes(h)?, h)?)?,
+        What::Relearn(h) => serde_json::to_vec(&relearn(&store, &patterns, h)?)?,
     })
 }
 
@@ -169,6 +200,25 @@ fn print_detail(d: &HostDetail, out: &mut dyn Write) -> std::io::Result<()> {
             writeln!(out, "    · {e}")?;
         }
     }
+    if let Some(p) = &d.url_patterns {
+        writeln!(out, "  URL templates ({} pages counted):", p.pages())?;
+        let mut templates: Vec<_> = p.templates.iter().collect();
+        templates.sort_by_key(|t| std::cmp::Reverse(t.count));
+        for t in templates.iter().take(20) {
+            writeln!(
+                out,
+                "    {:<40} {:>6} pages, {:<7} first {}, last {}",
+                t.template,
+                t.count,
+                t.page_type().unwrap_or("other"),
+                when(t.first_seen),
+                when(t.last_seen)
+            )?;
+        }
+        for r in &p.redirects {
+            writeln!(out, "    redirects {} → {}: {}", r.from, r.to, r.count)?;
+        }
+    }
     writeln!(out, "  signatures (most seen first):")?;
     for s in d.signatures.iter().take(20) {
         let r = &s.record;
@@ -193,7 +243,7 @@ fn print_detail(d: &HostDetail, out: &mut dyn Write) -> std::io::Result<()> {
 
 fn print_changes(host: &str, changes: &[Change], out: &mut dyn Write) -> std::io::Result<()> {
     if changes.is_empty() {
-        return writeln!(out, "no layout changes recorded for {host}");
+        return writeln!(out, "no layout or URL-scheme changes recorded for {host}");
     }
     for c in changes {
         let kinds: Vec<&str> = c
@@ -204,6 +254,7 @@ fn print_changes(host: &str, changes: &[Change], out: &mut dyn Write) -> std::io
                 ChangeKind::Relocated { .. } => "relocated content",
                 ChangeKind::Iframes { .. } => "iframes",
                 ChangeKind::SpaMigration => "single-page app",
+                ChangeKind::UrlScheme { .. } => "URL scheme",
                 ChangeKind::Unknown => "unknown",
             })
             .collect();

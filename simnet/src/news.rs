@@ -152,8 +152,18 @@ fn links(paths: &[String], titles: &[String]) -> String {
 /// A news site on `host` in design `design` (an index into [`DESIGNS`]) with `pages` articles
 /// at `/{design}/{n}`, linked from hub pages (`/`, `/page/2`, ...) of twenty-five.
 pub fn news_site(host: &str, design: usize, pages: usize) -> NewsSite {
+    let name = DESIGNS[design % DESIGNS.len()];
+    let paths: Vec<String> = (0..pages).map(|n| format!("/{name}/{n}")).collect();
+    news_site_at(host, design, &paths)
+}
+
+/// A news site whose articles live at `paths` (one article each, in order; newest first on
+/// the hubs): a site's URL scheme is the caller's choice — `/blog/{slug}` before a move,
+/// `/articles/{yyyy}/{mm}/{slug}` after it. The texts depend on the host and the number of
+/// articles, not on the paths: the same site can be served again under another scheme.
+pub fn news_site_at(host: &str, design: usize, paths: &[String]) -> NewsSite {
     let design = design % DESIGNS.len();
-    let name = DESIGNS[design];
+    let pages = paths.len();
     let seed = blake3::hash(host.as_bytes());
     let mut r = Rng(u64::from_le_bytes(seed.as_bytes()[..8].try_into().expect("8 bytes")));
     let mut titles = Vec::new();
@@ -161,7 +171,7 @@ pub fn news_site(host: &str, design: usize, pages: usize) -> NewsSite {
         let t = format!("The {} {} {}", r.pick(&ADJECTIVES), r.pick(&NOUNS), r.pick(&VERBS));
         titles.push(t);
     }
-    let paths: Vec<String> = (0..pages).map(|n| format!("/{name}/{n}")).collect();
+    let paths: Vec<String> = paths.to_vec();
     let mut site = Site::new(host);
     let mut articles = Vec::new();
     for n in 0..pages {

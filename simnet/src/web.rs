@@ -223,6 +223,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: HttpRequest) -> Response
     let host = host_header.rsplit_once(':').map(|(h, _)| h.to_string()).unwrap_or(host_header);
     let path = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
     let user_agent = req.headers().get(header::USER_AGENT).and_then(|h| h.to_str().ok()).unwrap_or("").to_string();
+    let if_none_match = req.headers().get(header::IF_NONE_MATCH).and_then(|h| h.to_str().ok()).map(str::to_string);
 
     let resource = shared.sites.read().get(&host).and_then(|s| s.routes.get(&path)).cloned();
     let resource = match resource {
@@ -237,7 +238,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: HttpRequest) -> Response
     };
     let response = match resource {
         None => plain(404, vec![], b"not found".to_vec()),
-        Some(r) => render(r).await,
+        Some(r) => render(r, if_none_match.as_deref()).await,
     };
     shared.log.lock().push(Request {
         host,
@@ -269,7 +270,14 @@ fn html_headers() -> Vec<(String, String)> {
     vec![("content-type".into(), "text/html; charset=utf-8".into())]
 }
 
-async fn render(r: Resource) -> Response {
+/// The entity tag of an HTML page: a hash of its bytes, so a changed page has a new one.
+pub fn etag(html: &str) -> String {
+    format!("\"{}\"", &blake3::hash(html.as_bytes()).to_hex()[..16])
+}
+
+/// Serves `r`; an HTML page carries an `ETag` and answers `304 Not Modified` to a request
+/// whose `If-None-Match` names it (what the crawler's revisits send).
+async fn render(r: Resource, if_none_match: Option<&str>) -> Response {
     let r = match r {
         Resource::Delayed { delay, inner } => {
             tokio::time::sleep(delay).await;
@@ -278,7 +286,15 @@ async fn render(r: Resource) -> Response {
         other => other,
     };
     match r {
-        Resource::Html(html) => plain(200, html_headers(), html.into_bytes()),
+        Resource::Html(html) => {
+            let tag = etag(&html);
+            if if_none_match.is_some_and(|v| v.split(',').any(|t| t.trim() == tag)) {
+                return plain(304, vec![("etag".into(), tag)], Vec::new());
+            }
+            let mut headers = html_headers();
+            headers.push(("etag".into(), tag));
+            plain(200, headers, html.into_bytes())
+        }
         Resource::Raw { status, headers, body } => plain(status, headers, body),
         Resource::Redirect { status, location } => plain(status, vec![("location".into(), location)], vec![]),
         Resource::SlowDrip { chunk, interval, chunks } => {

@@ -13,17 +13,24 @@
 //! - `outcome.rs`: the decisions, pure: how a response ends a lease, redirects, candidates.
 //! - `robots.rs`: fetching robots.txt (a lease of its own) and the sitemaps it names.
 //! - `borrowed.rs`: requests made for the browser under the crawl's rules.
+//! - `adapt.rs`: what the crawl learns about its hosts and acts on — URL patterns and scheme
+//!   changes, hosts refusing the crawler, archive hints for hosts whose queue ran dry, hubs
+//!   revisited on a schedule — and `stall.rs`, whether the crawl as a whole is stuck.
 //!
 //! What the crawl does not own it reaches through two small traits given at construction:
 //! [`Route`] (in a network, URLs of hosts another member owns go to it: `routing.rs`) and
 //! [`Renders`] (pages that need JavaScript go to the browser: `layouts/rendering.rs`). Both
 //! depend on this module, never the other way round.
 
+mod adapt;
 mod borrowed;
 pub mod outcome;
 mod robots;
+mod stall;
 
+pub use adapt::{Adapt, AdaptSettings, BlockedHost};
 pub use borrowed::BrowserFetchError;
+pub use stall::Stall;
 
 use crate::fetcher::{Expect, Fetched, Fetcher};
 use crate::metrics::{inc, Event, Metrics, Render};
@@ -39,7 +46,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
 use url::Url;
-use weft_extract::parse_sitemap;
+use weft_extract::{parse_sitemap, PageType};
+use weft_frontier::health;
 use weft_frontier::{
     normalize, Candidate, Completed, Completion, Durability, Fate, Frontier, FrontierStats, HostKey, Lease, Next,
     PushOutcome, RobotsCache, UrlKind, Verdict,
@@ -157,6 +165,8 @@ pub struct Parts {
     pub frontier: Frontier,
     /// What happened to each URL (for `/urls` and the export).
     pub outcomes: weft_frontier::Outcomes,
+    /// What the crawl learns about its hosts (patterns, refusals, hints, revisits, stalls).
+    pub adapt: Adapt,
     pub robots: RobotsCache,
     pub fetcher: Fetcher,
     pub pipeline: Arc<dyn Pipeline>,
@@ -180,6 +190,7 @@ pub struct Crawler {
 struct Inner {
     frontier: Mutex<Frontier>,
     outcomes: weft_frontier::Outcomes,
+    adapt: Adapt,
     durability: Durability,
     /// Flushes go through it: bounded, and a failure stops the node (see `storage.rs`).
     storage: Storage,
@@ -209,10 +220,12 @@ fn now_unix() -> u64 {
 
 impl Crawler {
     pub fn new(parts: Parts) -> Crawler {
-        let Parts { frontier, outcomes, robots, fetcher, pipeline, metrics, settings, storage, route, renders } = parts;
+        let Parts { frontier, outcomes, adapt, robots, fetcher, pipeline, metrics, settings, storage, route, renders } =
+            parts;
         Crawler {
             inner: Arc::new(Inner {
                 outcomes,
+                adapt,
                 durability: frontier.durability(),
                 storage,
                 frontier: Mutex::new(frontier),
@@ -477,9 +490,30 @@ impl Crawler {
 
     /// The crawl's part of `/status`.
     pub fn status(&self) -> CrawlStatus {
-        let stats = self.inner.frontier.lock().stats();
+        let now = Instant::now();
+        let (stats, next_ready) = {
+            let f = self.inner.frontier.lock();
+            (f.stats(), f.next_ready(now))
+        };
         let unflushed = self.inner.unflushed.load(Ordering::Acquire);
-        CrawlStatus::of(&self.inner.metrics, &stats, self.state(), unflushed)
+        let backlog = stall::Backlog {
+            queued: stats.queued,
+            hosts_with_queue: stats.hosts_with_queue,
+            blocked: 0,
+            next_ready_in: next_ready.map(|t| t.saturating_duration_since(now)),
+        };
+        let state = self.state();
+        let stalled = match state {
+            CrawlState::Crawling | CrawlState::Idle => self.inner.adapt.stall(backlog),
+            _ => None,
+        };
+        let blocked = self.inner.adapt.blocked();
+        CrawlStatus::of(&self.inner.metrics, &stats, state, unflushed, blocked, stalled)
+    }
+
+    /// What the crawl learned of its hosts' URLs: templates, counts, page types, scheme changes.
+    pub fn patterns(&self) -> &weft_frontier::patterns::Patterns {
+        &self.inner.adapt.patterns
     }
 
     /// Writes a seen-set snapshot and flushes everything to disk (called on a timer and at
@@ -500,9 +534,18 @@ impl Crawler {
         let inner = &self.inner;
         let mut tasks: JoinSet<()> = JoinSet::new();
         let mut fault = inner.storage.subscribe();
+        // The freshness loop: due revisits are queued once a second.
+        let revisiting = inner.adapt.settings.hub_revisit.is_some();
+        let mut revisit_tick = tokio::time::interval(Duration::from_secs(1));
+        revisit_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut revisits_checked = Instant::now();
         loop {
             if *shutdown.borrow() || *fault.borrow_and_update() {
                 break;
+            }
+            if revisiting && revisits_checked.elapsed() >= Duration::from_secs(1) {
+                revisits_checked = Instant::now();
+                inner.queue_revisits();
             }
             while let Some(done) = tasks.try_join_next() {
                 if let Err(e) = done {
@@ -549,6 +592,7 @@ impl Crawler {
                     let rendering = inner.renders.as_ref().map_or(0, |r| r.pending());
                     if tasks.is_empty() && rendering == 0 {
                         inner.set_state(CrawlState::Idle);
+                        inner.adapt.idle_crawl();
                         if exit_when_idle {
                             break;
                         }
@@ -570,6 +614,7 @@ impl Crawler {
                 _ = sleep => {}
                 _ = inner.wake.notified() => {}
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+                _ = revisit_tick.tick(), if revisiting => {}
                 _ = shutdown.changed() => {}
                 _ = fault.changed() => {}
             }
@@ -631,15 +676,21 @@ impl Inner {
         Ok(Some(outcome))
     }
 
-    fn push_all(&self, candidates: Vec<Candidate>) {
+    /// Queues the candidates this node owns (sending the rest to their owners); returns how
+    /// many were newly queued here.
+    fn push_all(&self, candidates: Vec<Candidate>) -> usize {
         blocking(|| {
             let candidates = self.routed(candidates);
             let mut refused = Vec::new();
+            let mut queued = 0;
             let mut frontier = self.frontier.lock();
             for c in candidates {
                 let url = c.url.to_string();
                 match frontier.push(c) {
-                    Ok(PushOutcome::Queued) => inc(&self.metrics.urls_queued),
+                    Ok(PushOutcome::Queued) => {
+                        inc(&self.metrics.urls_queued);
+                        queued += 1;
+                    }
                     Ok(PushOutcome::AlreadySeen) => {}
                     Ok(other) => refused.push((url, other)),
                     Err(e) => tracing::error!("frontier push failed: {e}"),
@@ -649,7 +700,53 @@ impl Inner {
             for (url, outcome) in refused {
                 self.note_refused(&url, outcome);
             }
+            queued
         })
+    }
+
+    /// Queues the revisits that are due (the freshness loop).
+    fn queue_revisits(&self) {
+        let due = blocking(|| self.adapt.due(256));
+        if due.is_empty() {
+            return;
+        }
+        let candidates: Vec<Candidate> = due
+            .iter()
+            .filter_map(|r| Url::parse(&r.url).ok().map(|u| Candidate::of(u, UrlKind::Revisit, r.depth)))
+            .collect();
+        let queued = self.push_all(candidates);
+        self.metrics.revisits.fetch_add(queued as u64, Ordering::Relaxed);
+        self.wake.notify_one();
+    }
+
+    /// `host`'s queue ran dry: its archive hints, and `/sitemap.xml` if never tried, are queued.
+    fn host_ran_dry(&self, host: &str, scheme: &str) {
+        if blocking(|| self.frontier.lock().host_has_work(host)) {
+            return;
+        }
+        let found = blocking(|| self.adapt.idle(host, scheme));
+        if found.is_empty() {
+            return;
+        }
+        let mut candidates: Vec<Candidate> = found
+            .archives
+            .iter()
+            .filter_map(|u| normalize(u, None).ok())
+            .map(|u| {
+                let kind = outcome::link_kind(&u);
+                Candidate::of(u, kind, 1)
+            })
+            .collect();
+        if self.settings.follow_sitemaps {
+            candidates.extend(
+                found.sitemap.and_then(|u| normalize(&u, None).ok()).map(|u| Candidate::of(u, UrlKind::Sitemap, 0)),
+            );
+        }
+        let queued = self.push_all(candidates);
+        if queued > 0 {
+            tracing::debug!(host, queued, "queue ran dry: archive hints and sitemap queued");
+            self.metrics.found_when_idle.fetch_add(queued as u64, Ordering::Relaxed);
+        }
     }
 
     /// Makes frontier writes durable: on the blocking pool, bounded; a failure is a storage
@@ -707,6 +804,7 @@ impl Inner {
         };
         let url = Url::parse(&lease.entry.url).ok();
         let url_string = url.as_ref().map(Url::to_string);
+        let (host, scheme) = (lease.entry.host.clone(), url.as_ref().map(|u| u.scheme().to_string()));
         self.unflushed.fetch_add(1, Ordering::AcqRel);
         let result = blocking(|| self.frontier.lock().complete(lease, completion, requested, Instant::now()));
         if matches!(result, Ok(Completed::Removed | Completed::GaveUp)) {
@@ -726,6 +824,9 @@ impl Inner {
             Ok(Completed::Requeued) if completion == Completion::Retry => inc(&self.metrics.retries),
             Ok(_) => {}
             Err(e) => tracing::error!("completing a lease failed: {e}"),
+        }
+        if let Some(scheme) = &scheme {
+            self.host_ran_dry(&host, scheme);
         }
         let _ = self.flush().await;
         self.unflushed.fetch_sub(1, Ordering::AcqRel);
@@ -773,17 +874,52 @@ impl Inner {
             }
         }
         let expect = if kind == UrlKind::Sitemap { Expect::Sitemap } else { Expect::Html };
+        // A revisit asks for the page only if it changed since it was last served.
+        let validators = if kind == UrlKind::Revisit { blocking(|| self.adapt.validators(url.as_str())) } else { None };
         inc(&self.metrics.requests);
         let started = Instant::now();
-        let fetched = self.fetcher.fetch(url, expect).await;
+        let fetched = self.fetcher.fetch_if_changed(url, expect, validators.as_ref()).await;
         self.metrics.histograms.fetch.observe(started.elapsed().as_secs_f64());
-        let outcome = outcome::of_fetch(kind, &fetched);
+        let mut outcome = outcome::of_fetch(kind, &fetched);
+        match blocking(|| self.adapt.answer(host, url.as_str(), outcome::answer(&fetched))) {
+            health::Verdict::Continue => {}
+            health::Verdict::Pause { pause, newly } => {
+                if newly {
+                    inc(&self.metrics.hosts_blocked);
+                    let reason = self.adapt.blocked().into_iter().find(|b| b.host == *host).map(|b| b.blocked.reason);
+                    tracing::warn!(
+                        host,
+                        reason = reason.as_deref().unwrap_or(""),
+                        "host refuses the crawler; queue paused"
+                    );
+                }
+                // Not this URL's fault: it waits with its host and is tried again after the pause.
+                outcome.completion = Completion::Requeue { wait: pause };
+                outcome.action = Action::Nothing;
+            }
+            health::Verdict::Unblocked { retry } => {
+                tracing::info!(host, again = retry.len(), "host answers again; its queue resumes");
+                // What it refused before it was judged blocked is fetched again (the seen-set
+                // has those URLs: they go back as revisits, plain requests without validators).
+                let candidates = retry
+                    .iter()
+                    .filter_map(|u| Url::parse(u).ok())
+                    .map(|u| Candidate::of(u, UrlKind::Revisit, lease.entry.depth))
+                    .collect();
+                self.push_all(candidates);
+            }
+        }
+        match (&fetched, outcome.action == Action::Nothing && outcome.error.is_some()) {
+            (Ok(Fetched::Body { .. } | Fetched::NotModified), false) => self.adapt.progress(),
+            (Err(e), _) => self.adapt.no_progress(Some(e.kind())),
+            _ => self.adapt.no_progress(None),
+        }
         self.note(url.as_str(), outcome::fate(url, &fetched, &outcome.completion));
         if let Some((kind, detail)) = &outcome.error {
             self.metrics.error(kind, url.as_str(), detail);
         }
         match (outcome.action, fetched) {
-            (Action::ProcessPage, Ok(Fetched::Body { status, content_type, content_language, body })) => {
+            (Action::ProcessPage, Ok(Fetched::Body { status, content_type, content_language, body, validators })) => {
                 self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
                 inc(&self.metrics.pages_fetched);
                 let page = FetchedPage {
@@ -796,14 +932,31 @@ impl Inner {
                     fetched_at: SystemTime::now(),
                     rendered: false,
                 };
-                self.process_page(page).await;
+                let learned = self.process_page(page).await;
+                let scheduled = kind == UrlKind::Revisit && blocking(|| self.adapt.is_scheduled(url.as_str()));
+                if learned.hub || scheduled {
+                    // The freshness loop: a hub comes back after the base interval if it brought
+                    // new links (or is new), later and later while it brings none.
+                    let changed = kind != UrlKind::Revisit || learned.queued > 0;
+                    blocking(|| self.adapt.visited(url.as_str(), lease.entry.depth, changed, Some(validators)));
+                }
+            }
+            (_, Ok(Fetched::NotModified)) => {
+                inc(&self.metrics.not_modified);
+                blocking(|| self.adapt.visited(url.as_str(), lease.entry.depth, false, None));
+            }
+            (_, Ok(Fetched::Status { status: 404 | 410 })) if kind == UrlKind::Revisit => {
+                // The hub is gone: it leaves the freshness loop.
+                blocking(|| self.adapt.forget_revisit(url.as_str()));
             }
             (Action::ParseSitemap, Ok(Fetched::Body { body, .. })) => {
                 self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
                 inc(&self.metrics.sitemaps_fetched);
                 let parsed = parse_sitemap(&body, url);
                 match outcome::sitemap_candidates(parsed, lease.entry.depth, |u| self.may_follow(u)) {
-                    Ok(candidates) => self.push_all(candidates),
+                    Ok(candidates) => {
+                        self.push_all(candidates);
+                    }
                     Err(e) => self.metrics.error(e.kind(), url.as_str(), &e),
                 }
             }
@@ -817,7 +970,7 @@ impl Inner {
         (outcome.completion, outcome.requested)
     }
 
-    async fn process_page(&self, page: FetchedPage) {
+    async fn process_page(&self, page: FetchedPage) -> PageLearned {
         let depth = page.depth;
         let page_url = page.url.clone();
         let rendered = page.rendered;
@@ -833,7 +986,7 @@ impl Inner {
             Ok(p) => p,
             Err(e) => {
                 self.metrics.error("pipeline_panic", page_url.as_str(), &e);
-                return;
+                return PageLearned::default();
             }
         };
         if let (Some(reason), Some(r), false) = (&processed.render, &self.renders, rendered) {
@@ -843,9 +996,40 @@ impl Inner {
             }
         }
         self.metrics.links_found.fetch_add(processed.links.len() as u64, Ordering::Relaxed);
+        let mut learned = PageLearned::default();
+        if let Some(e) = &processed.extracted {
+            learned.hub = self.learn_from_page(&page_url, e, rendered);
+        }
         let next = processed.extracted.as_ref().and_then(|e| e.classification.hints.next_page.clone());
-        let candidates = outcome::page_candidates(processed.links, next, depth, |u| self.may_follow(u));
-        self.push_all(candidates);
+        let from_hub = processed.extracted.as_ref().is_some_and(|e| e.classification.page_type == PageType::Hub);
+        let candidates = outcome::page_candidates(processed.links, next, depth, from_hub, |u| self.may_follow(u));
+        learned.queued = self.push_all(candidates);
+        learned
+    }
+
+    /// Counts the page's URL template (a scheme change it completes is logged and counted),
+    /// remembers its archive links; says whether it is a hub to revisit.
+    fn learn_from_page(&self, url: &Url, e: &weft_extract::Extracted, rendered: bool) -> bool {
+        let host = HostKey::of(url).into_string();
+        let c = &e.classification;
+        let page_type = match c.page_type {
+            PageType::Article => "article",
+            PageType::Hub => "hub",
+            PageType::Other => "other",
+        };
+        let archives: Vec<&str> =
+            c.hints.archives.iter().filter(|a| HostKey::of(a).as_str() == host).map(Url::as_str).collect();
+        blocking(|| self.adapt.archives(&host, archives));
+        if rendered {
+            // Counted when it was fetched.
+            return false;
+        }
+        let lesson = blocking(|| self.adapt.page(&host, url.as_str(), &c.template, page_type));
+        if let Some(change) = &lesson.change {
+            inc(&self.metrics.scheme_changes);
+            tracing::info!(host, from = %change.from, to = %change.to, "URL scheme changed: {}", change.reason);
+        }
+        lesson.revisit
     }
 
     fn follow_redirect(&self, lease: &Lease, url: &Url, location: &str) {
@@ -853,6 +1037,19 @@ impl Inner {
         let max = self.settings.max_redirects;
         match outcome::redirect(e.kind, e.depth, &e.redirects, url, location, max) {
             Ok(target) if self.may_follow(&target.url) => {
+                let host = HostKey::of(url);
+                if HostKey::of(&target.url) == host && e.kind != UrlKind::Sitemap {
+                    // Old URLs redirecting to another template: the host moved its scheme.
+                    let (from, to) =
+                        (weft_extract::classify::template(url), weft_extract::classify::template(&target.url));
+                    let change = blocking(|| {
+                        self.adapt.redirected(host.as_str(), (&from, url.as_str()), (&to, target.url.as_str()))
+                    });
+                    if let Some(change) = change {
+                        inc(&self.metrics.scheme_changes);
+                        tracing::info!(host = %host, from = %change.from, to = %change.to, "URL scheme changed: {}", change.reason);
+                    }
+                }
                 if let Err(e) = self.push(target) {
                     tracing::error!("frontier push failed: {e}");
                 }
@@ -864,10 +1061,20 @@ impl Inner {
     }
 }
 
+/// What a processed page brought.
+#[derive(Debug, Default)]
+struct PageLearned {
+    /// Links newly queued.
+    queued: usize,
+    /// A hub of a known template: revisit it.
+    hub: bool,
+}
+
 /// The crawl's part of `/status`: its counters and the frontier's.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CrawlStatus {
-    /// `crawling`, `idle`, `paused`, `throttled` (over the memory target) or `stopping`.
+    /// `crawling`, `stalled` (no progress with work queued, see `stalled`), `idle`, `paused`,
+    /// `throttled` (over the memory target) or `stopping`.
     pub state: String,
     pub uptime_secs: f64,
     /// HTML pages fetched with a 2xx status.
@@ -887,6 +1094,28 @@ pub struct CrawlStatus {
     pub rate_limited: u64,
     pub retries: u64,
     pub gave_up: u64,
+    /// Hub pages queued again by the freshness loop.
+    #[serde(default)]
+    pub revisits: u64,
+    /// Conditional requests answered 304 Not Modified.
+    #[serde(default)]
+    pub not_modified: u64,
+    /// URL-scheme changes recorded (see `weft templates changes HOST`).
+    #[serde(default)]
+    pub scheme_changes: u64,
+    /// URLs queued from archive hints and sitemap probes when a host's queue ran dry.
+    #[serde(default)]
+    pub found_when_idle: u64,
+    /// Times a host refusing the crawler was paused.
+    #[serde(default)]
+    pub hosts_blocked: u64,
+    /// Hosts refusing the crawler right now (401/403/451, bot checks), with the evidence;
+    /// their queues are paused and probed again later.
+    #[serde(default)]
+    pub blocked_by_hosts: Vec<BlockedHost>,
+    /// Set while the crawl makes no progress with work queued (`state` is then `stalled`).
+    #[serde(default)]
+    pub stalled: Option<Stall>,
     pub errors_total: u64,
     /// Errors by kind (`timeout`, `body_too_large`, `url_scheme`, ...).
     pub errors: BTreeMap<String, u64>,
@@ -907,13 +1136,24 @@ pub struct CrawlStatus {
 }
 
 impl CrawlStatus {
-    pub fn of(m: &Metrics, frontier: &FrontierStats, state: CrawlState, unflushed: u64) -> CrawlStatus {
+    pub fn of(
+        m: &Metrics,
+        frontier: &FrontierStats,
+        state: CrawlState,
+        unflushed: u64,
+        blocked_by_hosts: Vec<BlockedHost>,
+        stalled: Option<Stall>,
+    ) -> CrawlStatus {
         use std::sync::atomic::Ordering::Relaxed;
         let errors: BTreeMap<String, u64> = m.errors().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
         let uptime = m.uptime().as_secs_f64();
         let pages = m.pages_fetched.load(Relaxed);
+        let state = match (&stalled, state) {
+            (Some(_), CrawlState::Crawling) => "stalled",
+            _ => state.as_str(),
+        };
         CrawlStatus {
-            state: state.as_str().to_string(),
+            state: state.to_string(),
             uptime_secs: uptime,
             pages_fetched: pages,
             pages_per_sec: if uptime > 0.0 { pages as f64 / uptime } else { 0.0 },
@@ -928,6 +1168,13 @@ impl CrawlStatus {
             rate_limited: m.rate_limited.load(Relaxed),
             retries: m.retries.load(Relaxed),
             gave_up: m.gave_up.load(Relaxed),
+            revisits: m.revisits.load(Relaxed),
+            not_modified: m.not_modified.load(Relaxed),
+            scheme_changes: m.scheme_changes.load(Relaxed),
+            found_when_idle: m.found_when_idle.load(Relaxed),
+            hosts_blocked: m.hosts_blocked.load(Relaxed),
+            blocked_by_hosts,
+            stalled,
             errors_total: errors.values().sum(),
             errors,
             extraction: m.extractions(),

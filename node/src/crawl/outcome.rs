@@ -7,6 +7,7 @@
 use crate::fetcher::{FetchError, Fetched};
 use url::Url;
 use weft_extract::{Link, Sitemap, SitemapError};
+use weft_frontier::health::Answer;
 use weft_frontier::{normalize, normalize_url, Candidate, Completion, Fate, NormalizeError, UrlKind};
 
 /// What the crawl does with a response, besides completing the lease.
@@ -39,13 +40,54 @@ impl Outcome {
     }
 }
 
+/// Whether a response is a bot-check page rather than what was asked for.
+pub fn is_challenge(fetched: &Result<Fetched, FetchError>) -> bool {
+    match fetched {
+        Ok(Fetched::Challenge { .. }) => true,
+        Ok(Fetched::Body { status, body, .. }) => weft_frontier::health::is_challenge(*status, body),
+        _ => false,
+    }
+}
+
+/// How a response counts toward judging whether its host refuses the crawler.
+pub fn answer(fetched: &Result<Fetched, FetchError>) -> Answer {
+    match fetched {
+        _ if is_challenge(fetched) => {
+            let status = match fetched {
+                Ok(Fetched::Challenge { status } | Fetched::Body { status, .. }) => *status,
+                _ => 0,
+            };
+            Answer::Challenge { status }
+        }
+        Ok(Fetched::Body { .. } | Fetched::NotModified | Fetched::Redirect { .. }) => Answer::Served,
+        Ok(Fetched::Status { status }) => Answer::of(*status, b""),
+        _ => Answer::Other,
+    }
+}
+
 /// The outcome of fetching a URL of `kind`.
 pub fn of_fetch(kind: UrlKind, fetched: &Result<Fetched, FetchError>) -> Outcome {
+    if is_challenge(fetched) {
+        // Not the page: tried again later (and, if the host keeps doing it, it is blocked).
+        let status = match fetched {
+            Ok(Fetched::Challenge { status } | Fetched::Body { status, .. }) => *status,
+            _ => 0,
+        };
+        return Outcome {
+            completion: Completion::Retry,
+            error: Some(("challenge", format!("HTTP {status} bot-check page"))),
+            ..Outcome::done(Action::Nothing)
+        };
+    }
     match fetched {
         Ok(Fetched::Body { .. }) if kind == UrlKind::Sitemap => Outcome::done(Action::ParseSitemap),
+        // A revisit does not count against the host's page budget: the page was counted once.
+        Ok(Fetched::Body { .. }) if kind == UrlKind::Revisit => Outcome::done(Action::ProcessPage),
         Ok(Fetched::Body { .. }) => {
             Outcome { completion: Completion::Done { page: true }, ..Outcome::done(Action::ProcessPage) }
         }
+        Ok(Fetched::NotModified) => Outcome::done(Action::Nothing),
+        Ok(Fetched::Challenge { .. }) => Outcome::done(Action::Nothing),
         Ok(Fetched::Redirect { location, .. }) => Outcome::done(Action::Follow(location.clone())),
         Ok(Fetched::RateLimited { retry_after, .. }) => Outcome {
             completion: Completion::RateLimited { retry_after: *retry_after },
@@ -75,7 +117,12 @@ pub fn of_fetch(kind: UrlKind, fetched: &Result<Fetched, FetchError>) -> Outcome
 pub fn fate(url: &Url, fetched: &Result<Fetched, FetchError>, completion: &Completion) -> Fate {
     let retrying = *completion == Completion::Retry;
     match fetched {
+        _ if is_challenge(fetched) => {
+            Fate::Failed { error: "challenge".into(), detail: "a bot-check page instead of the page".into(), retrying }
+        }
         Ok(Fetched::Body { status, .. }) => Fate::Fetched { status: *status },
+        Ok(Fetched::NotModified) => Fate::Fetched { status: 304 },
+        Ok(Fetched::Challenge { status }) => Fate::Status { status: *status, retrying },
         Ok(Fetched::Redirect { status, location }) => Fate::Redirected {
             status: *status,
             to: url.join(location).map_or_else(|_| location.clone(), |u| u.to_string()),
@@ -128,7 +175,7 @@ pub fn redirect(
     if redirects.len() > max as usize {
         return Err(RedirectError::TooMany(max));
     }
-    Ok(Candidate { url: target, kind, depth, redirects })
+    Ok(Candidate { redirects, ..Candidate::of(target, kind, depth) })
 }
 
 /// The kind of a linked URL: a linked sitemap is fetched as one (parsed for its URLs, not
@@ -144,18 +191,20 @@ pub fn link_kind(url: &Url) -> UrlKind {
 
 /// The candidates of a page at `depth`: its followable links one hop further, and the
 /// extractor's predicted next page of a listing (`next_page`, which a script-driven "load
-/// more" button may be the only link to). `may_follow` is the crawl's host filter.
+/// more" button may be the only link to). `may_follow` is the crawl's host filter. A hub's
+/// links carry `from_hub`: the frontier fetches them sooner.
 pub fn page_candidates(
     links: Vec<Link>,
     next_page: Option<Url>,
     depth: u32,
+    from_hub: bool,
     may_follow: impl Fn(&Url) -> bool,
 ) -> Vec<Candidate> {
     let mut candidates: Vec<Candidate> = links
         .into_iter()
         // Links arrive normalized by the extractor (with the frontier's normalizer).
         .filter(|l| !l.nofollow && may_follow(&l.url))
-        .map(|l| Candidate { kind: link_kind(&l.url), url: l.url, depth: depth + 1, redirects: Vec::new() })
+        .map(|l| Candidate { from_hub, ..Candidate::of(l.url.clone(), link_kind(&l.url), depth + 1) })
         .collect();
     if let Some(next) = next_page {
         if may_follow(&next) && !candidates.iter().any(|c| c.url == next) {
@@ -180,7 +229,7 @@ pub fn sitemap_candidates(
         .into_iter()
         .filter_map(|u| normalize_url(u).ok())
         .filter(|u| may_follow(u))
-        .map(|u| Candidate { url: u, kind, depth, redirects: Vec::new() })
+        .map(|u| Candidate::of(u, kind, depth))
         .collect())
 }
 
@@ -198,7 +247,7 @@ pub fn robots_sitemaps(
         .chain(["/sitemap.xml"])
         .filter_map(|s| normalize(s, Some(page)).ok())
         .filter(|u| may_follow(u))
-        .map(|u| Candidate { url: u, kind: UrlKind::Sitemap, depth, redirects: Vec::new() })
+        .map(|u| Candidate::of(u, UrlKind::Sitemap, depth))
         .collect()
 }
 
@@ -212,7 +261,43 @@ mod tests {
     }
 
     fn body() -> Fetched {
-        Fetched::Body { status: 200, content_type: Some("text/html".into()), content_language: None, body: "x".into() }
+        page_body("x")
+    }
+
+    fn page_body(html: &str) -> Fetched {
+        Fetched::Body {
+            status: 200,
+            content_type: Some("text/html".into()),
+            content_language: None,
+            body: html.to_string().into(),
+            validators: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_revisit_is_processed_without_counting_again_and_a_304_ends_it() {
+        let o = of_fetch(UrlKind::Revisit, &Ok(body()));
+        assert_eq!((o.completion, o.action), (Completion::Done { page: false }, Action::ProcessPage));
+        let o = of_fetch(UrlKind::Revisit, &Ok(Fetched::NotModified));
+        assert_eq!((o.completion, o.action, o.error), (Completion::Done { page: false }, Action::Nothing, None));
+        let u = url("http://a.test/");
+        assert_eq!(fate(&u, &Ok(Fetched::NotModified), &o.completion), Fate::Fetched { status: 304 });
+    }
+
+    #[test]
+    fn a_bot_check_page_is_not_the_page_and_is_tried_again() {
+        for fetched in [
+            Ok(Fetched::Challenge { status: 403 }),
+            Ok(page_body("<html><head><title>Just a moment...</title></head><body><div id=\"cf-chl-widget\"></div>")),
+        ] {
+            assert!(is_challenge(&fetched));
+            let o = of_fetch(UrlKind::Page, &fetched);
+            assert_eq!((o.completion, o.action), (Completion::Retry, Action::Nothing));
+            assert_eq!(o.error.as_ref().map(|e| e.0), Some("challenge"));
+            let f = fate(&url("http://a.test/x"), &fetched, &o.completion);
+            assert!(matches!(f, Fate::Failed { ref error, retrying: true, .. } if error == "challenge"), "{f:?}");
+        }
+        assert!(!is_challenge(&Ok(page_body("<title>Council news</title><p>The bridge reopened.</p>"))));
     }
 
     #[test]
@@ -321,7 +406,7 @@ mod tests {
             link("http://a.test/page/2", false),
         ];
         let ours = |u: &Url| u.host_str() == Some("a.test");
-        let c = page_candidates(links, Some(url("http://a.test/page/2")), 4, ours);
+        let c = page_candidates(links, Some(url("http://a.test/page/2")), 4, false, ours);
         let got: Vec<(&str, UrlKind, u32)> = c.iter().map(|c| (c.url.as_str(), c.kind, c.depth)).collect();
         assert_eq!(
             got,
@@ -331,9 +416,9 @@ mod tests {
                 ("http://a.test/page/2", UrlKind::Page, 5),
             ]
         );
-        let c = page_candidates(Vec::new(), Some(url("http://a.test/page/3")), 0, ours);
+        let c = page_candidates(Vec::new(), Some(url("http://a.test/page/3")), 0, false, ours);
         assert_eq!(c.len(), 1, "the predicted next page is queued even when nothing links it");
-        assert!(page_candidates(Vec::new(), Some(url("http://b.test/page/3")), 0, ours).is_empty());
+        assert!(page_candidates(Vec::new(), Some(url("http://b.test/page/3")), 0, false, ours).is_empty());
     }
 
     #[test]

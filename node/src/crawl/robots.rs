@@ -56,6 +56,7 @@ impl Inner {
             inc(&self.metrics.requests);
             match self.fetcher.fetch(target, Expect::Robots).await {
                 Ok(Fetched::Body { status, body, .. }) => {
+                    self.adapt.no_progress(None);
                     self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
                     break RobotsFetch::Response { status, body: body.to_vec() };
                 }
@@ -68,12 +69,18 @@ impl Inner {
                 }
                 // Google's choice, and the polite one: a rate-limited robots.txt means "not now".
                 Ok(Fetched::RateLimited { status, .. }) => break RobotsFetch::Unreachable(format!("HTTP {status}")),
-                Ok(Fetched::Status { status }) => break RobotsFetch::Response { status, body: Vec::new() },
+                Ok(Fetched::Status { status } | Fetched::Challenge { status }) => {
+                    break RobotsFetch::Response { status, body: Vec::new() }
+                }
+                // No validators were sent: a 304 here is the server's mistake; try again later.
+                Ok(Fetched::NotModified) => break RobotsFetch::Unreachable("HTTP 304 to a plain request".into()),
                 Err(FetchError::Blocked(b)) => {
                     self.metrics.error("ssrf_blocked", url.as_str(), &b);
                     return None;
                 }
                 Err(e) => {
+                    // What the stall check reads: robots.txt is every host's first request.
+                    self.adapt.no_progress(Some(e.kind()));
                     self.metrics.error("robots_unreachable", target.as_str(), &e);
                     break RobotsFetch::Unreachable(e.to_string());
                 }

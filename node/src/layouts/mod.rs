@@ -25,7 +25,7 @@ pub use render_fetch::{decide, Decision, RenderFetcher, RenderSession};
 pub use rendering::RenderQueue;
 pub use store::{
     load_overrides, HostDetail, HostRendering, HostSummary, LayoutError, LayoutStore, Learned, OverrideError,
-    SignatureRecord, SignatureView, StoredPage,
+    Relearned, SignatureRecord, SignatureView, StoredPage,
 };
 pub use teacher::Teacher;
 pub use worker::{Worked, Worker};
@@ -59,6 +59,57 @@ pub struct LayoutsStatus {
     pub browser_memory_bytes: Vec<u64>,
 }
 
+/// A host's change log: the layout changes the worker recorded (when `store` is there) and the
+/// URL-scheme changes the crawl recorded (`scheme`), oldest first.
+pub fn change_log(
+    store: Option<&LayoutStore>,
+    scheme: Vec<weft_frontier::patterns::SchemeChange>,
+    host: &str,
+) -> Result<Vec<weft_extract::changes::Change>, LayoutError> {
+    let mut log = match store {
+        Some(s) => s.changes(host)?,
+        None => Vec::new(),
+    };
+    log.extend(scheme.into_iter().map(scheme_entry));
+    log.sort_by_key(|c| c.at);
+    Ok(log)
+}
+
+/// Forgets what was learned of `host`: its layouts (see [`LayoutStore::relearn`]) and its URL
+/// patterns. The answer of `POST /templates/{host}/relearn`.
+pub fn relearn(
+    store: &LayoutStore,
+    patterns: &weft_frontier::patterns::Patterns,
+    host: &str,
+) -> Result<serde_json::Value, LayoutError> {
+    let r = store.relearn(host)?;
+    let url_patterns = patterns.forget(host)?;
+    Ok(serde_json::json!({
+        "host": host,
+        "templates": r.templates,
+        "signatures": r.signatures,
+        "jobs": r.jobs,
+        "rendering": r.rendering,
+        "url_patterns": url_patterns,
+    }))
+}
+
+/// A URL-scheme change as an entry of the change log.
+fn scheme_entry(c: weft_frontier::patterns::SchemeChange) -> weft_extract::changes::Change {
+    let detected = match c.detected {
+        weft_frontier::patterns::Detected::Counts => "counts",
+        weft_frontier::patterns::Detected::Redirects => "redirects",
+    };
+    weft_extract::changes::Change {
+        kinds: vec![weft_extract::changes::ChangeKind::UrlScheme { from: c.from, to: c.to, detected: detected.into() }],
+        evidence: c.evidence,
+        reason: c.reason,
+        breaking: false,
+        url: c.url,
+        at: c.at,
+    }
+}
+
 /// The parts of layout learning a node runs beside the crawl.
 #[derive(Clone)]
 pub struct Layouts {
@@ -79,7 +130,8 @@ impl Layouts {
         if !overrides.is_empty() {
             tracing::info!(templates = overrides.len(), file = %path.display(), "override templates loaded");
         }
-        let store = LayoutStore::open(db, la.teach_after)?.with_overrides(overrides);
+        let store =
+            LayoutStore::open(db, la.teach_after)?.with_overrides(overrides).with_decision_ttl(la.decision_ttl_days);
         // Browsers a killed node left behind (the kernel's parent-death signal should have
         // ended them; this is the second wall).
         chromium::reap_orphans(&std::env::temp_dir());

@@ -114,7 +114,10 @@ impl RenderFetcher {
             Ok(Fetched::Redirect { status, location }) => {
                 Some(PageResponse { status, headers: vec![("location".to_string(), location)], body: Vec::new() })
             }
-            Ok(Fetched::RateLimited { status, .. }) | Ok(Fetched::Status { status }) => Some(empty(status)),
+            Ok(Fetched::RateLimited { status, .. } | Fetched::Status { status } | Fetched::Challenge { status }) => {
+                Some(empty(status))
+            }
+            Ok(Fetched::NotModified) => Some(empty(304)),
             Err(e) => {
                 tracing::debug!(url = %url, "browser request refused: {e}");
                 None

@@ -99,8 +99,10 @@ impl Renders for RenderQueue {
     }
 
     fn host_renders(&self, host: &str) -> Option<RenderReason> {
-        let decided = blocking(|| self.store.host_rendering(host)).ok().flatten();
-        decided.filter(|h| h.render).map(|h| RenderReason::HostRenders(h.reason))
+        // An expired decision lets one page through statically to be re-checked.
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let decided = blocking(|| self.store.rendering_due(host, now)).ok().flatten();
+        decided.map(|h| RenderReason::HostRenders(h.reason))
     }
 
     /// Pages waiting for the browser (not being rendered now) whose host `pick` selects: they
@@ -234,11 +236,12 @@ async fn render_one(
                     content_type: d.content_type,
                     content_language: None,
                     body: d.body.into(),
+                    validators: Default::default(),
                 }),
                 None => crawler.fetch_for_browser(&url, patience).await.map_err(|e| e.to_string()),
             };
             match static_page {
-                Ok(crate::fetcher::Fetched::Body { status, content_type, content_language, body }) => FetchedPage {
+                Ok(crate::fetcher::Fetched::Body { status, content_type, content_language, body, .. }) => FetchedPage {
                     url: url.clone(),
                     status,
                     content_type,

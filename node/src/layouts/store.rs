@@ -73,6 +73,10 @@ pub struct HostRendering {
     pub decided_at: u64,
     /// Pages rendered since.
     pub rendered: u64,
+    /// The decision outlived `layouts.decision_ttl_days`: the next page is fetched statically
+    /// to see whether the host still needs the browser.
+    #[serde(default)]
+    pub rechecking: bool,
 }
 
 /// A page waiting for the browser.
@@ -189,6 +193,19 @@ pub struct HostDetail {
     pub signatures: Vec<SignatureView>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rendering: Option<HostRendering>,
+    /// The host's URL templates as the crawl counted them (filled in by the API).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_patterns: Option<weft_frontier::patterns::HostPatterns>,
+}
+
+/// What [`LayoutStore::relearn`] forgot.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Relearned {
+    pub templates: usize,
+    pub signatures: usize,
+    pub jobs: usize,
+    /// The host's "needs JavaScript" decision was dropped.
+    pub rendering: bool,
 }
 
 /// A signature and what is known of it.
@@ -315,6 +332,9 @@ pub struct LayoutStore {
     pages: Tree,
     js_needs: Tree,
     threshold: u64,
+    /// Learned templates and rendering decisions are checked again after this many seconds
+    /// (`layouts.decision_ttl_days`).
+    ttl_secs: u64,
     /// The operator's templates by host.
     overrides: Arc<HashMap<String, Learned>>,
 }
@@ -355,8 +375,16 @@ impl LayoutStore {
             pages: db.open_tree("layout.pages")?,
             js_needs: db.open_tree("layout.js_needs")?,
             threshold: threshold.max(1),
+            ttl_secs: 7 * 86_400,
             overrides: Arc::default(),
         })
+    }
+
+    /// Decisions (learned templates, "the host needs JavaScript") older than `days` are
+    /// checked again (see [`LayoutStore::observe`] and [`LayoutStore::rendering_due`]).
+    pub fn with_decision_ttl(mut self, days: u64) -> LayoutStore {
+        self.ttl_secs = days.saturating_mul(86_400).max(1);
+        self
     }
 
     /// The operator's templates (see [`load_overrides`]): for their hosts they win over every
@@ -398,7 +426,19 @@ impl LayoutStore {
 
     /// Counts one page of `host` (seen at `now`) and says which template to use; queues a
     /// teacher job when the L1 signature reached the threshold without one.
-    pub fn observe(&self, host: &str, l1: &str, l2: &str, url: &str, now: u64) -> Result<Observed, LayoutError> {
+    ///
+    /// A learned template older than the decision TTL is queued for the teacher again (reason
+    /// `expired`) and used meanwhile; a page the generic extractor was unsure of
+    /// (`low_confidence`) queues its layout at once, before the threshold.
+    pub fn observe(
+        &self,
+        host: &str,
+        l1: &str,
+        l2: &str,
+        url: &str,
+        now: u64,
+        low_confidence: bool,
+    ) -> Result<Observed, LayoutError> {
         let template = self.template(host, l1, l2)?;
         let k = key(host, Level::L1, l1);
         let mut record: SignatureRecord = Self::get(&self.signatures, &k)?.unwrap_or_default();
@@ -412,16 +452,30 @@ impl LayoutStore {
         }
         let try_host_templates = template.is_none() && record.misses < 3 && self.has_templates(host);
         let mut queued = None;
-        let due = self.threshold.saturating_mul(1 << record.failures.min(30));
+        let due = if low_confidence && record.failures == 0 {
+            1
+        } else {
+            self.threshold.saturating_mul(1 << record.failures.min(30))
+        };
+        let expired = template.as_ref().filter(|t| {
+            t.template.origin != Origin::Manual && now.saturating_sub(t.template.learned_at) > self.ttl_secs
+        });
         // While the host's other templates may still fit this layout, the worker tries them
         // first (see `try_host_templates`); only a layout none fits is taught.
-        if template.is_none() && !try_host_templates && !record.queued && !record.js_required && record.seen >= due {
+        let unseen = template.is_none() && !try_host_templates && !record.js_required && record.seen >= due;
+        if !record.queued && (unseen || expired.is_some()) {
+            let reason = match expired {
+                Some(t) => format!("expired: learned {} days ago", now.saturating_sub(t.template.learned_at) / 86_400),
+                None if low_confidence && record.seen < self.threshold => "low confidence".to_string(),
+                None => "unseen".to_string(),
+            };
+            // The page's layout is taught (again): its L1 signature, whichever template served it.
             let job = TeacherJob {
                 host: host.to_string(),
                 level: Level::L1,
                 signature: l1.to_string(),
                 urls: record.samples.clone(),
-                reason: "unseen".into(),
+                reason,
                 at: now,
             };
             self.enqueue(&job)?;
@@ -632,6 +686,79 @@ impl LayoutStore {
         Ok(self.hosts.compare_and_swap(host.as_bytes(), None as Option<&[u8]>, Some(value))?.is_ok())
     }
 
+    /// Whether `host`'s pages go straight to the browser now. A decision older than the TTL is
+    /// checked again: it is marked `rechecking` and `None` is returned — pages are fetched
+    /// statically (and still rendered if they need it) until the worker has decided anew on
+    /// one of them ([`LayoutStore::recheck_done`]).
+    pub fn rendering_due(&self, host: &str, now: u64) -> Result<Option<HostRendering>, LayoutError> {
+        let Some(mut h) = self.host_rendering(host)?.filter(|h| h.render) else { return Ok(None) };
+        if !h.rechecking && now.saturating_sub(h.decided_at) <= self.ttl_secs {
+            return Ok(Some(h));
+        }
+        if !h.rechecking {
+            h.rechecking = true;
+            Self::put(&self.hosts, host.as_bytes(), &h)?;
+        }
+        Ok(None)
+    }
+
+    /// The re-check of `host`'s rendering decision ended: `still_needed` renews it from `now`;
+    /// otherwise the decision and the recent JavaScript needs are dropped (the host is static
+    /// again). Says whether the host changed.
+    pub fn recheck_done(&self, host: &str, still_needed: bool, now: u64) -> Result<bool, LayoutError> {
+        let Some(mut h) = self.host_rendering(host)? else { return Ok(false) };
+        if still_needed {
+            h.rechecking = false;
+            h.decided_at = now;
+            Self::put(&self.hosts, host.as_bytes(), &h)?;
+            return Ok(false);
+        }
+        self.hosts.remove(host.as_bytes())?;
+        self.js_needs.remove(host.as_bytes())?;
+        Ok(true)
+    }
+
+    /// Forgets what was learned of `host` (the operator asked for it): learned templates (not
+    /// the operator's), signature counts, queued teacher jobs, the rendering decision and the
+    /// recent JavaScript needs. Its pages are counted and taught again from scratch; the change
+    /// log stays.
+    pub fn relearn(&self, host: &str) -> Result<Relearned, LayoutError> {
+        let prefix = host_prefix(host);
+        let mut out = Relearned::default();
+        for k in self.templates.scan_prefix(&prefix).keys() {
+            self.templates.remove(k?)?;
+            out.templates += 1;
+        }
+        for k in self.signatures.scan_prefix(&prefix).keys() {
+            self.signatures.remove(k?)?;
+            out.signatures += 1;
+        }
+        for item in self.jobs.iter() {
+            let (k, v) = item?;
+            if serde_json::from_slice::<TeacherJob>(&v).is_ok_and(|j| j.host == host) {
+                self.jobs.remove(k)?;
+                out.jobs += 1;
+            }
+        }
+        out.rendering = self.hosts.remove(host.as_bytes())?.is_some();
+        self.js_needs.remove(host.as_bytes())?;
+        Ok(out)
+    }
+
+    /// Drops change-log entries recorded before `before` (seconds since the Unix epoch);
+    /// returns how many.
+    pub fn prune_changes(&self, before: u64) -> Result<usize, LayoutError> {
+        let mut n = 0;
+        for item in self.changes.iter() {
+            let (k, v) = item?;
+            if serde_json::from_slice::<Change>(&v).map_or(true, |c| c.at < before) {
+                self.changes.remove(k)?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
     /// Keeps a page's HTML for the browser (see [`StoredPage`]).
     pub fn keep_page(&self, role: PageRole, url: &str, page: &StoredPage) -> Result<(), LayoutError> {
         self.pages.insert(page_key(role, url), page.encode())?;
@@ -765,7 +892,13 @@ impl LayoutStore {
             .map(|(level, signature, record)| SignatureView { level, signature, record })
             .collect();
         signatures.sort_by_key(|s| std::cmp::Reverse(s.record.seen));
-        Ok(HostDetail { host: host.to_string(), templates, signatures, rendering: self.host_rendering(host)? })
+        Ok(HostDetail {
+            host: host.to_string(),
+            templates,
+            signatures,
+            rendering: self.host_rendering(host)?,
+            url_patterns: None,
+        })
     }
 
     /// What `/status` shows.
@@ -846,20 +979,20 @@ mod tests {
     fn a_signature_seen_often_enough_is_queued_once_and_a_template_ends_it() {
         let (_d, s) = store(5);
         for i in 0..4 {
-            let o = s.observe("h.test", "a1", "b2", &format!("http://h.test/{i}"), i).unwrap();
+            let o = s.observe("h.test", "a1", "b2", &format!("http://h.test/{i}"), i, false).unwrap();
             assert!(o.template.is_none() && o.queued.is_none());
         }
-        let o = s.observe("h.test", "a1", "b2", "http://h.test/4", 4).unwrap();
+        let o = s.observe("h.test", "a1", "b2", "http://h.test/4", 4, false).unwrap();
         let job = o.queued.expect("the fifth sighting queues the teacher");
         assert_eq!(job.urls, ["http://h.test/0", "http://h.test/1", "http://h.test/2"]);
-        assert!(s.observe("h.test", "a1", "b2", "http://h.test/5", 5).unwrap().queued.is_none(), "once");
+        assert!(s.observe("h.test", "a1", "b2", "http://h.test/5", 5, false).unwrap().queued.is_none(), "once");
         let (k, next) = s.next_job().unwrap().unwrap();
         assert_eq!(next, job);
         assert_eq!(s.pending_work(), 1, "a job being taught is still pending");
         s.job_finished(&k).unwrap();
         assert_eq!(s.next_job().unwrap(), None);
         assert_eq!(s.learned(template(Origin::Learned, Level::L1, "a1"), None).unwrap(), 1);
-        let o = s.observe("h.test", "a1", "b2", "http://h.test/6", 6).unwrap();
+        let o = s.observe("h.test", "a1", "b2", "http://h.test/6", 6, false).unwrap();
         assert_eq!(o.template.unwrap().template.version, 1);
         let sigs = s.signatures("h.test").unwrap();
         assert_eq!(sigs.len(), 1);
@@ -894,11 +1027,82 @@ mod tests {
         // A layout found to need JavaScript is not taught again.
         s.job_done("h.test", Level::L1, "c3", JobOutcome::JsRequired).unwrap();
         for i in 0..10 {
-            let o = s.observe("h.test", "c3", "zz", &format!("http://h.test/c{i}"), i).unwrap();
+            let o = s.observe("h.test", "c3", "zz", &format!("http://h.test/c{i}"), i, false).unwrap();
             assert!(o.queued.is_none() && o.js_required);
         }
         assert_eq!(s.templates(Some("h.test")).unwrap().len(), 2);
         assert_eq!(s.templates(Some("other.test")).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn decisions_expire_templates_are_taught_again_and_a_js_host_is_rechecked() {
+        const DAY: u64 = 86_400;
+        let (_d, s) = store(5);
+        let s = s.with_decision_ttl(7);
+        let mut t = template(Origin::Learned, Level::L1, "a1");
+        t.template.learned_at = 10 * DAY;
+        s.learned(t, None).unwrap();
+        let o = s.observe("h.test", "a1", "zz", "http://h.test/1", 16 * DAY, false).unwrap();
+        assert!(o.template.is_some() && o.queued.is_none(), "six days: still fresh");
+        let o = s.observe("h.test", "a1", "zz", "http://h.test/2", 18 * DAY, false).unwrap();
+        let job = o.queued.expect("eight days: taught again");
+        assert_eq!((job.reason.as_str(), job.signature.as_str()), ("expired: learned 8 days ago", "a1"));
+        assert!(o.template.is_some(), "and used meanwhile");
+        assert!(s.observe("h.test", "a1", "zz", "http://h.test/3", 18 * DAY, false).unwrap().queued.is_none(), "once");
+        // A manual template never expires.
+        let mut m = template(Origin::Manual, Level::L1, "m1");
+        m.template.learned_at = 0;
+        s.learned(m, None).unwrap();
+        assert!(s.observe("h.test", "m1", "zz", "http://h.test/m", 400 * DAY, false).unwrap().queued.is_none());
+
+        // The browser decision: used while fresh, re-checked once expired.
+        let decision = HostRendering { render: true, decided_at: 10 * DAY, ..HostRendering::default() };
+        assert!(s.decide_rendering("js.test", decision).unwrap());
+        assert!(s.rendering_due("js.test", 12 * DAY).unwrap().is_some());
+        assert!(s.rendering_due("js.test", 18 * DAY).unwrap().is_none(), "expired: a static fetch decides");
+        assert!(s.host_rendering("js.test").unwrap().unwrap().rechecking);
+        assert!(s.rendering_due("js.test", 18 * DAY).unwrap().is_none(), "static until decided");
+        assert!(!s.recheck_done("js.test", true, 18 * DAY).unwrap(), "still needed: renewed");
+        assert!(s.rendering_due("js.test", 20 * DAY).unwrap().is_some());
+        assert!(s.rendering_due("js.test", 26 * DAY).unwrap().is_none());
+        assert!(s.recheck_done("js.test", false, 26 * DAY).unwrap(), "not needed any more: static again");
+        assert!(s.host_rendering("js.test").unwrap().is_none());
+    }
+
+    #[test]
+    fn a_page_the_extractor_was_unsure_of_queues_its_layout_at_once() {
+        let (_d, s) = store(5);
+        let o = s.observe("h.test", "u1", "zz", "http://h.test/u", 1, true).unwrap();
+        assert_eq!(o.queued.expect("queued before five sightings").reason, "low confidence");
+        let o = s.observe("h.test", "s1", "zz", "http://h.test/s", 1, false).unwrap();
+        assert!(o.queued.is_none(), "a sure page waits for the threshold");
+    }
+
+    #[test]
+    fn relearning_forgets_a_hosts_layouts_and_old_changes_are_pruned() {
+        let (_d, s) = store(5);
+        assert!(s.observe("h.test", "q1", "zz", "http://h.test/2", 1, true).unwrap().queued.is_some());
+        s.learned(template(Origin::Learned, Level::L1, "a1"), None).unwrap();
+        s.observe("h.test", "a1", "zz", "http://h.test/1", 1, false).unwrap();
+        s.decide_rendering("h.test", HostRendering { render: true, ..HostRendering::default() }).unwrap();
+        s.observe("other.test", "a1", "zz", "http://other.test/1", 1, false).unwrap();
+        let r = s.relearn("h.test").unwrap();
+        assert_eq!(r, Relearned { templates: 1, signatures: 2, jobs: 1, rendering: true });
+        assert!(s.template("h.test", "a1", "zz").unwrap().is_none());
+        assert!(s.signatures("h.test").unwrap().is_empty());
+        assert_eq!(s.signatures("other.test").unwrap().len(), 1, "other hosts keep theirs");
+        let change = |at| Change {
+            kinds: vec![ChangeKind::Unknown],
+            evidence: vec![],
+            reason: "x".into(),
+            breaking: false,
+            url: "http://h.test/".into(),
+            at,
+        };
+        s.record_change("h.test", &change(100)).unwrap();
+        s.record_change("h.test", &change(200)).unwrap();
+        assert_eq!(s.prune_changes(150).unwrap(), 1);
+        assert_eq!(s.changes("h.test").unwrap(), [change(200)]);
     }
 
     #[test]
@@ -963,11 +1167,11 @@ mod tests {
         // A new layout of the host: the worker tries the host's templates; nothing is taught
         // while they might fit (three misses).
         for i in 0..3 {
-            let o = s.observe("h.test", "new", "other", &format!("http://h.test/n{i}"), i).unwrap();
+            let o = s.observe("h.test", "new", "other", &format!("http://h.test/n{i}"), i, false).unwrap();
             assert!(o.template.is_none() && o.try_host_templates && o.queued.is_none(), "{i}");
             s.missed("h.test", "new").unwrap();
         }
-        let o = s.observe("h.test", "new", "other", "http://h.test/n3", 3).unwrap();
+        let o = s.observe("h.test", "new", "other", "http://h.test/n3", 3, false).unwrap();
         assert!(!o.try_host_templates && o.queued.is_some(), "none fitted: taught");
         // Another new layout that a host template fits is adopted, with its version.
         let from = s.host_templates("h.test").unwrap().remove(0);

@@ -182,6 +182,7 @@ impl Teacher {
                     url: first.to_string(),
                     decided_at: now_unix(),
                     rendered: 0,
+                    rechecking: false,
                 };
                 if let Err(e) = blocking(|| self.store.decide_rendering(&job.host, decision)) {
                     tracing::error!("teacher: {e}");

@@ -48,6 +48,8 @@ pub struct Worker {
     metrics: Arc<Metrics>,
     render_above: f64,
     render_maybe_above: f64,
+    /// A page extracted with less confidence than this queues its layout at once.
+    teach_below: f64,
     /// Whether a browser can render (false when Chromium is missing or failed to start).
     can_render: Arc<AtomicBool>,
     /// Wakes the teacher when a job was queued.
@@ -76,6 +78,7 @@ impl Worker {
             metrics,
             render_above: config.render_js_above,
             render_maybe_above: config.render_js_maybe_above,
+            teach_below: config.teach_below_confidence,
             can_render,
             teacher,
         }
@@ -104,7 +107,8 @@ impl Worker {
         let (l1, l2) = (e.fingerprints.l1.clone(), e.fingerprints.l2.clone());
         let url = page.url.as_str();
         let now = now_unix();
-        let observed = self.store.observe(&host, &l1, &l2, url, now)?;
+        let unsure = e.confidence < self.teach_below;
+        let observed = self.store.observe(&host, &l1, &l2, url, now, unsure)?;
         if observed.sampled {
             // The teacher works on the samples' HTML as fetched now, never fetching them again.
             self.store.keep_page(PageRole::Sample, url, &stored(page))?;
@@ -201,9 +205,12 @@ impl Worker {
         if !self.can_render.load(Ordering::Acquire) {
             return Ok(None);
         }
-        if let Some(h) = self.store.host_rendering(host)?.filter(|h| h.render) {
-            return Ok(Some(RenderReason::HostRenders(h.reason)));
-        }
+        let recheck = match self.store.host_rendering(host)?.filter(|h| h.render) {
+            // The decision outlived its TTL: this static page decides whether it still holds.
+            Some(h) if h.rechecking => true,
+            Some(h) => return Ok(Some(RenderReason::HostRenders(h.reason))),
+            None => false,
+        };
         let score = e.js.score;
         let valid = by_template || e.word_count >= MIN_WORDS;
         let reason = if layout_needs_js {
@@ -220,6 +227,14 @@ impl Worker {
         } else {
             None
         };
+        if recheck {
+            let still = reason.is_some();
+            if self.store.recheck_done(host, still, now_unix())? {
+                tracing::info!(host, url = %e.url, "the host's pages no longer need the browser: fetched statically again");
+                self.metrics.count_event(Event::Render(Render::HostStatic));
+            }
+            return Ok(reason);
+        }
         // The page itself is rendered if it needs it; the whole host only once most of its
         // recent pages did.
         let whole_host = self.store.note_js_need(host, reason.is_some())?;
@@ -235,6 +250,7 @@ impl Worker {
             url: e.url.to_string(),
             decided_at: now_unix(),
             rendered: 0,
+            rechecking: false,
         };
         if self.store.decide_rendering(host, decision)? {
             self.metrics.count_event(Event::Render(Render::HostDecided));
