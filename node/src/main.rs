@@ -648,6 +648,19 @@ fn print_status(status: &Status) {
         "disallowed     {}   rate-limited {}   retries {}   gave up {}",
         s.robots_disallowed, s.rate_limited, s.retries, s.gave_up
     );
+    if let Some(stall) = &s.stalled {
+        println!("stalled        {}", stall.reason);
+    }
+    println!(
+        "adaptive       {} hub revisits ({} not modified), {} URL-scheme changes, {} URLs found when hosts ran dry",
+        s.revisits, s.not_modified, s.scheme_changes, s.found_when_idle
+    );
+    for b in &s.blocked_by_hosts {
+        println!("refusing us    {}: {}", b.host, b.blocked.reason);
+        for e in &b.blocked.evidence {
+            println!("  · {e}");
+        }
+    }
     let x = |k: &str| s.extraction.get(k).copied().unwrap_or(0);
     println!(
         "extracted      {} articles, {} hubs, {} other; JS needed {}, worth trying {}",

@@ -825,8 +825,11 @@ impl Inner {
             Ok(_) => {}
             Err(e) => tracing::error!("completing a lease failed: {e}"),
         }
-        if let Some(scheme) = &scheme {
-            self.host_ran_dry(&host, scheme);
+        match &scheme {
+            // Only a host that was reached: one the guard refuses or robots.txt could not reach
+            // has nothing to discover.
+            Some(scheme) if requested => self.host_ran_dry(&host, scheme),
+            _ => {}
         }
         let _ = self.flush().await;
         self.unflushed.fetch_sub(1, Ordering::AcqRel);
