@@ -107,7 +107,11 @@ impl Worker {
         let (l1, l2) = (e.fingerprints.l1.clone(), e.fingerprints.l2.clone());
         let url = page.url.as_str();
         let now = now_unix();
-        let unsure = e.confidence < self.teach_below;
+        // Unsure of a page that has text to teach from: a hub or an empty page is not a layout
+        // the teacher can learn (the JavaScript tier sees to pages whose text is missing).
+        let unsure = e.confidence < self.teach_below
+            && e.classification.page_type != weft_extract::PageType::Hub
+            && e.word_count >= MIN_WORDS;
         let observed = self.store.observe(&host, &l1, &l2, url, now, unsure)?;
         if observed.sampled {
             // The teacher works on the samples' HTML as fetched now, never fetching them again.
