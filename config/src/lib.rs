@@ -579,7 +579,7 @@ pub struct LayoutsConfig {
     /// Entries of a host's change log (layout and URL-scheme changes) are kept this many days.
     pub change_log_days: u64,
     /// A page whose generic extraction is less sure than this (0–1) queues its layout for the
-    /// teacher at once, before `teach_after` sightings.
+    /// teacher at the layout's second sighting, before `teach_after`.
     pub teach_below_confidence: f64,
 }
 

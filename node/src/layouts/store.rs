@@ -35,6 +35,10 @@ use weft_extract::template::{Level, Origin, Selectors, Template};
 pub const HOST_RENDER_MIN: u32 = 3;
 pub const HOST_RENDER_WINDOW: u32 = 5;
 
+/// Sightings of a layout before an unsure page of it queues the teacher (`teach_after` for the
+/// others).
+pub const LOW_CONFIDENCE_DUE: u64 = 2;
+
 /// Sample URLs kept per signature: the teacher validates on them.
 const SAMPLES: usize = 3;
 
@@ -429,7 +433,7 @@ impl LayoutStore {
     ///
     /// A learned template older than the decision TTL is queued for the teacher again (reason
     /// `expired`) and used meanwhile; a page the generic extractor was unsure of
-    /// (`low_confidence`) queues its layout at once, before the threshold.
+    /// (`low_confidence`) queues its layout at its second sighting, before the threshold.
     pub fn observe(
         &self,
         host: &str,
@@ -452,8 +456,10 @@ impl LayoutStore {
         }
         let try_host_templates = template.is_none() && record.misses < 3 && self.has_templates(host);
         let mut queued = None;
+        // A layout is something seen twice: a one-off page is not worth a render, however
+        // unsure the extractor was of it (a crawl meets many hosts of one page).
         let due = if low_confidence && record.failures == 0 {
-            1
+            LOW_CONFIDENCE_DUE.min(self.threshold)
         } else {
             self.threshold.saturating_mul(1 << record.failures.min(30))
         };
@@ -1073,7 +1079,9 @@ mod tests {
     fn a_page_the_extractor_was_unsure_of_queues_its_layout_at_once() {
         let (_d, s) = store(5);
         let o = s.observe("h.test", "u1", "zz", "http://h.test/u", 1, true).unwrap();
-        assert_eq!(o.queued.expect("queued before five sightings").reason, "low confidence");
+        assert!(o.queued.is_none(), "a one-off page is not taught");
+        let o = s.observe("h.test", "u1", "zz", "http://h.test/v", 2, true).unwrap();
+        assert_eq!(o.queued.expect("queued at the second sighting, not the fifth").reason, "low confidence");
         let o = s.observe("h.test", "s1", "zz", "http://h.test/s", 1, false).unwrap();
         assert!(o.queued.is_none(), "a sure page waits for the threshold");
     }
@@ -1081,7 +1089,8 @@ mod tests {
     #[test]
     fn relearning_forgets_a_hosts_layouts_and_old_changes_are_pruned() {
         let (_d, s) = store(5);
-        assert!(s.observe("h.test", "q1", "zz", "http://h.test/2", 1, true).unwrap().queued.is_some());
+        s.observe("h.test", "q1", "zz", "http://h.test/2", 1, true).unwrap();
+        assert!(s.observe("h.test", "q1", "zz", "http://h.test/3", 1, true).unwrap().queued.is_some());
         s.learned(template(Origin::Learned, Level::L1, "a1"), None).unwrap();
         s.observe("h.test", "a1", "zz", "http://h.test/1", 1, false).unwrap();
         s.decide_rendering("h.test", HostRendering { render: true, ..HostRendering::default() }).unwrap();
