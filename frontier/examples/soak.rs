@@ -1,0 +1,201 @@
+//! Frontier soak benchmark (issue 23): many URLs over many hosts with Zipf-distributed sizes,
+//! pushed while URLs are leased and completed, then drained — the shape of a real crawl, whose
+//! frontier grows far faster than it drains.
+//!
+//! Run: `cargo run --release -p weft-frontier --example soak -- [--urls N] [--hosts H]`
+//! (defaults: 10,000,000 URLs over 100,000 hosts, Zipf exponent 1).
+//!
+//! Every round pushes 1,000 URLs, then leases and completes 250 (host delays 0), and makes the
+//! writes durable (one flush per round, as the node flushes per batch it acknowledges). At each
+//! million URLs pushed it prints the queue, the process's resident memory (`VmRSS`), the live
+//! heap (a counting allocator; sled's page cache, bounded to 64 MiB, is in it) and the sled
+//! files on disk; at the end the drain rate and the disk left after draining.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+use weft_frontier::*;
+
+struct Counting;
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        LIVE.fetch_add(l.size(), Relaxed);
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size(), Relaxed);
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+fn mib(b: u64) -> f64 {
+    b as f64 / 1024.0 / 1024.0
+}
+
+fn dir_size(p: &std::path::Path) -> u64 {
+    std::fs::read_dir(p)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => dir_size(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// The process's resident set, from `/proc/self/status`.
+fn rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// A small deterministic generator (splitmix64).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Host ranks drawn with probability ∝ 1 / rank (Zipf, exponent 1), by inverse CDF.
+struct Zipf {
+    cdf: Vec<f64>,
+}
+
+impl Zipf {
+    fn new(n: usize) -> Zipf {
+        let mut cdf = Vec::with_capacity(n);
+        let mut sum = 0.0;
+        for k in 1..=n {
+            sum += 1.0 / k as f64;
+            cdf.push(sum);
+        }
+        for c in &mut cdf {
+            *c /= sum;
+        }
+        Zipf { cdf }
+    }
+
+    fn sample(&self, r: &mut Rng) -> usize {
+        let u = r.unit();
+        self.cdf.partition_point(|&c| c < u).min(self.cdf.len() - 1)
+    }
+}
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.replace('_', "").parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let urls = arg("--urls", 10_000_000);
+    let hosts = arg("--hosts", 100_000);
+    let round = 1_000;
+    let drain_per_round = 250;
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(dir.path(), 64 << 20).unwrap();
+    let mut s = FrontierSettings::default();
+    s.politeness.default_delay = Duration::ZERO;
+    s.max_pages_per_host = u64::MAX / 2;
+    s.seen_capacity = urls as u64;
+    let mut f = Frontier::open(&db, s).unwrap();
+    let zipf = Zipf::new(hosts);
+    let mut rng = Rng(7);
+    println!("soak: {urls} URLs over {hosts} hosts (Zipf 1), rounds of {round} pushed and {drain_per_round} leased + completed");
+    println!(
+        "{:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>12}",
+        "pushed", "queued", "completed", "RSS MiB", "heap MiB", "disk MiB", "ops/s"
+    );
+    let started = Instant::now();
+    let (mut pushed, mut completed, mut next_report) = (0usize, 0usize, 1_000_000usize.min(urls));
+    let mut window = (Instant::now(), 0usize);
+    while pushed < urls {
+        for _ in 0..round.min(urls - pushed) {
+            let h = zipf.sample(&mut rng);
+            let u = format!("http://h{h}.example/news/{}/story-{pushed}.html", pushed % 97);
+            let _ = f.push(Candidate::page(normalize(&u, None).unwrap(), 1)).unwrap();
+            pushed += 1;
+        }
+        let now = Instant::now();
+        for _ in 0..drain_per_round {
+            match f.next(now).unwrap() {
+                Next::Ready(lease) => {
+                    f.complete(lease, Completion::Done { page: true }, false, now).unwrap();
+                    completed += 1;
+                }
+                _ => break,
+            }
+        }
+        f.durability().flush().unwrap();
+        if pushed >= next_report {
+            let ops = pushed + completed - window.1;
+            let rate = ops as f64 / window.0.elapsed().as_secs_f64();
+            window = (Instant::now(), pushed + completed);
+            let st = f.stats();
+            println!(
+                "{pushed:>10} {:>10} {completed:>10} {:>9.0} {:>9.0} {:>9.0} {rate:>12.0}",
+                st.queued,
+                mib(rss()),
+                mib(LIVE.load(Relaxed) as u64),
+                mib(dir_size(dir.path())),
+            );
+            next_report += 1_000_000;
+        }
+    }
+    let push_phase = started.elapsed();
+    let t = Instant::now();
+    let now = Instant::now();
+    let mut drained = 0usize;
+    loop {
+        match f.next(now).unwrap() {
+            Next::Ready(lease) => {
+                f.complete(lease, Completion::Done { page: true }, false, now).unwrap();
+                drained += 1;
+                if drained % 1000 == 0 {
+                    f.durability().flush().unwrap();
+                }
+            }
+            _ => break,
+        }
+    }
+    f.durability().flush().unwrap();
+    let drain = t.elapsed();
+    println!(
+        "push phase {:.0} s: {:.0} pushes + leases + completions /s ({pushed} pushed, {completed} completed); drain {drained} in {:.0} s: {:.0} leases + completions /s; RSS {:.0} MiB, heap {:.0} MiB; disk after drain {:.0} MiB",
+        push_phase.as_secs_f64(),
+        (pushed + completed) as f64 / push_phase.as_secs_f64(),
+        drain.as_secs_f64(),
+        drained as f64 / drain.as_secs_f64(),
+        mib(rss()),
+        mib(LIVE.load(Relaxed) as u64),
+        mib(dir_size(dir.path())),
+    );
+}
