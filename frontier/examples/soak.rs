@@ -174,16 +174,11 @@ fn main() {
     let t = Instant::now();
     let now = Instant::now();
     let mut drained = 0usize;
-    loop {
-        match f.next(now).unwrap() {
-            Next::Ready(lease) => {
-                f.complete(lease, Completion::Done { page: true }, false, now).unwrap();
-                drained += 1;
-                if drained % 1000 == 0 {
-                    f.durability().flush().unwrap();
-                }
-            }
-            _ => break,
+    while let Next::Ready(lease) = f.next(now).unwrap() {
+        f.complete(lease, Completion::Done { page: true }, false, now).unwrap();
+        drained += 1;
+        if drained.is_multiple_of(1000) {
+            f.durability().flush().unwrap();
         }
     }
     f.durability().flush().unwrap();
