@@ -7,49 +7,15 @@
 //! Heap figures come from a counting global allocator (live bytes, exact); sled's page cache
 //! is bounded to 64 MiB and counted in them.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+mod support;
+
 use std::time::{Duration, Instant};
+use support::{dir_size, heap, mib};
 use weft_frontier::*;
-
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size(), Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size(), Relaxed);
-        unsafe { System.dealloc(p, l) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
-
-fn mib(b: usize) -> f64 {
-    b as f64 / 1024.0 / 1024.0
-}
-
-fn dir_size(p: &std::path::Path) -> u64 {
-    std::fs::read_dir(p)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| match e.metadata() {
-                    Ok(m) if m.is_dir() => dir_size(&e.path()),
-                    Ok(m) => m.len(),
-                    Err(_) => 0,
-                })
-                .sum()
-        })
-        .unwrap_or(0)
-}
 
 fn frontier_bench(urls: usize, hosts: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let base = LIVE.load(Relaxed);
+    let base = heap();
     let db = open_db(dir.path(), 64 << 20).unwrap();
     let mut s = FrontierSettings::default();
     s.politeness.default_delay = Duration::ZERO;
@@ -70,7 +36,7 @@ fn frontier_bench(urls: usize, hosts: usize) {
     }
     f.durability().flush().unwrap();
     let push = t.elapsed();
-    let heap = LIVE.load(Relaxed) - base;
+    let heap = heap() - base;
     let now = Instant::now();
     let t = Instant::now();
     let mut popped = 0;
@@ -88,28 +54,28 @@ fn frontier_bench(urls: usize, hosts: usize) {
         push.as_secs_f64(),
         urls as f64 / pop.as_secs_f64(),
         pop.as_secs_f64(),
-        mib(heap),
+        mib(heap as u64),
         heap as f64 / urls as f64,
-        mib(dir_size(dir.path()) as usize),
+        mib(dir_size(dir.path())),
     );
 }
 
 fn seen_bench(n: u64) {
-    let base = LIVE.load(Relaxed);
+    let base = heap();
     let mut s = SeenSet::with_capacity(n, 0.01);
     let t = Instant::now();
     for i in 0..n {
         s.insert(&format!("http://h{}.example/a/{i}", i % 100_003));
     }
     let insert = t.elapsed();
-    let heap = LIVE.load(Relaxed) - base;
+    let heap = heap() - base;
     let probes = 1_000_000u64;
     let fp = (0..probes).filter(|i| s.contains(&format!("https://other{}.example/b/{i}", i % 997))).count();
     println!(
         "seen-set: {n} URLs sized for {n} at 1%: {:.2} MiB heap ({:.2} MiB bit array; bound at 1% is {:.2} MiB), measured false positives {:.3}% over {probes} non-members, insert {:.0}/s",
-        mib(heap),
-        mib(s.memory_bytes()),
-        mib((n as f64 * std::f64::consts::LOG2_E * (1.0f64 / 0.01).log2() / 8.0) as usize),
+        mib(heap as u64),
+        mib(s.memory_bytes() as u64),
+        mib((n as f64 * std::f64::consts::LOG2_E * (1.0f64 / 0.01).log2() / 8.0) as u64),
         fp as f64 * 100.0 / probes as f64,
         n as f64 / insert.as_secs_f64(),
     );

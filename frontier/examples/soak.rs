@@ -11,58 +11,11 @@
 //! heap (a counting allocator; sled's page cache, bounded to 64 MiB, is in it) and the sled
 //! files on disk; at the end the drain rate and the disk left after draining.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+mod support;
+
 use std::time::{Duration, Instant};
+use support::{dir_size, heap, mib, rss};
 use weft_frontier::*;
-
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size(), Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size(), Relaxed);
-        unsafe { System.dealloc(p, l) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
-
-fn mib(b: u64) -> f64 {
-    b as f64 / 1024.0 / 1024.0
-}
-
-fn dir_size(p: &std::path::Path) -> u64 {
-    std::fs::read_dir(p)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| match e.metadata() {
-                    Ok(m) if m.is_dir() => dir_size(&e.path()),
-                    Ok(m) => m.len(),
-                    Err(_) => 0,
-                })
-                .sum()
-        })
-        .unwrap_or(0)
-}
-
-/// The process's resident set, from `/proc/self/status`.
-fn rss() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
-}
 
 /// A small deterministic generator (splitmix64).
 struct Rng(u64);
@@ -164,7 +117,7 @@ fn main() {
                 "{pushed:>10} {:>10} {completed:>10} {:>9.0} {:>9.0} {:>9.0} {rate:>12.0}",
                 st.queued,
                 mib(rss()),
-                mib(LIVE.load(Relaxed) as u64),
+                mib(heap() as u64),
                 mib(dir_size(dir.path())),
             );
             next_report += 1_000_000;
@@ -190,7 +143,7 @@ fn main() {
         drain.as_secs_f64(),
         drained as f64 / drain.as_secs_f64(),
         mib(rss()),
-        mib(LIVE.load(Relaxed) as u64),
+        mib(heap() as u64),
         mib(dir_size(dir.path())),
     );
 }
