@@ -1,5 +1,6 @@
 //! Paths of the real model files for this crate's tests, examples and benchmarks (and the
-//! node's): `models/` at the workspace root, where `scripts/setup.sh` puts them.
+//! node's): `models/` at the workspace root, where `scripts/setup.sh` puts them; and opening an
+//! index in a directory the way those tests do.
 
 use std::path::PathBuf;
 use weft_config::EmbedConfig;
@@ -25,4 +26,21 @@ pub fn model_files() -> EmbedConfig {
 /// The default embedding config with the installed model files.
 pub fn embed_config() -> EmbedConfig {
     model_files()
+}
+
+/// Opens (or creates) a local index of 384 dimensions with default settings in `dir`, its sled
+/// database in `dir/db`. A reopen right after a drop can find sled's file lock still held by
+/// its background writer for a moment (see `weft_frontier::open_db`, which the node uses), so
+/// the open is retried for up to three seconds.
+pub fn open_index(dir: &std::path::Path) -> (sled::Db, std::sync::Arc<crate::LocalIndex>) {
+    let db = (0..150)
+        .find_map(|_| {
+            sled::open(dir.join("db")).ok().or_else(|| {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                None
+            })
+        })
+        .unwrap_or_else(|| sled::open(dir.join("db")).expect("the index's sled database opens"));
+    let index = crate::LocalIndex::open(&db, dir, 384, &weft_config::IndexConfig::default()).expect("the index opens");
+    (db, std::sync::Arc::new(index))
 }

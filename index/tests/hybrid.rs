@@ -11,16 +11,7 @@ use weft_index::lexical::Rebuilt;
 use weft_index::{DocId, Document, Indexer, LocalIndex};
 
 fn open(dir: &Path) -> (sled::Db, Arc<LocalIndex>) {
-    let db = (0..150)
-        .find_map(|_| {
-            sled::open(dir.join("db")).ok().or_else(|| {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                None
-            })
-        })
-        .unwrap_or_else(|| sled::open(dir.join("db")).unwrap());
-    let index = LocalIndex::open(&db, dir, 384, &IndexConfig::default()).unwrap();
-    (db, Arc::new(index))
+    weft_index::testing::open_index(dir)
 }
 
 fn doc(url: &str, title: &str, text: &str) -> Document {

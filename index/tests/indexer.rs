@@ -9,18 +9,7 @@ use weft_index::vectors::{Opened, FILE};
 use weft_index::{DocId, DocState, Document, Indexer, LocalIndex, Outcome};
 
 fn open(dir: &Path) -> (sled::Db, Arc<LocalIndex>) {
-    // A reopen right after a drop can find sled's file lock still held by its background
-    // writer for a moment (see `weft_frontier::open_db`, which the node uses).
-    let db = (0..150)
-        .find_map(|_| {
-            sled::open(dir.join("db")).ok().or_else(|| {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                None
-            })
-        })
-        .unwrap_or_else(|| sled::open(dir.join("db")).unwrap());
-    let index = LocalIndex::open(&db, dir, 384, &IndexConfig::default()).unwrap();
-    (db, Arc::new(index))
+    weft_index::testing::open_index(dir)
 }
 
 fn indexer(index: &Arc<LocalIndex>) -> Indexer {
