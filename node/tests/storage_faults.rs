@@ -119,6 +119,21 @@ fn server() -> (tokio::runtime::Runtime, WebServer) {
     (rt, server)
 }
 
+/// `rm -rf` of a directory a running node is writing into: the node may create a file (a sled
+/// segment, a tantivy segment of the lexical index) between the listing and the last `rmdir`,
+/// so the removal is tried again, as an operator would, until the directory is gone.
+fn remove_while_written(dir: &Path) {
+    for _ in 0..50 {
+        match std::fs::remove_dir_all(dir) {
+            Ok(()) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => continue,
+            Err(e) => panic!("removing {}: {e}", dir.display()),
+        }
+    }
+    panic!("{} keeps being written into", dir.display());
+}
+
 #[test]
 fn the_data_dir_removed_under_a_running_node() {
     let (_rt, server) = server();
@@ -126,7 +141,7 @@ fn the_data_dir_removed_under_a_running_node() {
     let data = dir.path().join("data");
     let config = write_config(&server, dir.path(), &data);
     let (mut child, mut logs) = start_until(&server, &config, 5);
-    std::fs::remove_dir_all(&data).unwrap();
+    remove_while_written(&data);
     let (code, took) = exit_within(&mut child, EXIT_BOUND);
     assert_eq!(code, 74, "a storage fault exits with EX_IOERR");
     let path = logs.field("path", "data");
