@@ -16,12 +16,12 @@ use weft_frontier::*;
 fn frontier_bench(urls: usize, hosts: usize) {
     let dir = tempfile::tempdir().unwrap();
     let base = heap();
-    let db = open_db(dir.path(), 64 << 20).unwrap();
+    let db = open_db(&dir.path().join("db"), 64 << 20).unwrap();
     let mut s = FrontierSettings::default();
     s.politeness.default_delay = Duration::ZERO;
     s.max_pages_per_host = u64::MAX / 2;
     s.seen_capacity = urls as u64;
-    let mut f = Frontier::open(&db, s).unwrap();
+    let mut f = Frontier::open(&db, &dir.path().join("frontier"), s).unwrap();
     let candidates: Vec<Candidate> = (0..urls)
         .map(|i| {
             let u = format!("http://host{}.example/section/{}/page-{i}.html", i % hosts, i / hosts % 50);

@@ -2,14 +2,17 @@
 //! pushed while URLs are leased and completed, then drained — the shape of a real crawl, whose
 //! frontier grows far faster than it drains.
 //!
-//! Run: `cargo run --release -p weft-frontier --example soak -- [--urls N] [--hosts H]`
-//! (defaults: 10,000,000 URLs over 100,000 hosts, Zipf exponent 1).
+//! Run: `cargo run --release -p weft-frontier --example soak -- [--queued N] [--hosts H]`
+//! (defaults: until 10,000,000 URLs are queued, over 100,000 hosts, Zipf exponent 1; about
+//! 13.3M pushed and 3.3M completed on the way).
 //!
 //! Every round pushes 1,000 URLs, then leases and completes 250 (host delays 0), and makes the
-//! writes durable (one flush per round, as the node flushes per batch it acknowledges). At each
-//! million URLs pushed it prints the queue, the process's resident memory (`VmRSS`), the live
-//! heap (a counting allocator; sled's page cache, bounded to 64 MiB, is in it) and the sled
-//! files on disk; at the end the drain rate and the disk left after draining.
+//! writes durable (one flush per round, as the node flushes per batch it acknowledges); every
+//! 30 s the seen-set is snapshotted, as the node does by default. At each
+//! million URLs queued it prints the queue, the process's resident memory (`VmRSS`), the live
+//! heap (a counting allocator: the LSM tree's block cache and memtables are in it) and the
+//! frontier's files on disk, then the store's own figures; at the end the drain rate and the
+//! disk left after draining.
 
 mod support;
 
@@ -59,6 +62,10 @@ impl Zipf {
     }
 }
 
+/// The node's default `frontier.snapshot_interval_secs`: the seen-set is saved this often and
+/// its journal truncated.
+const SNAPSHOT_EVERY: Duration = Duration::from_secs(30);
+
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
     args.iter()
@@ -69,29 +76,33 @@ fn arg(name: &str, default: usize) -> usize {
 }
 
 fn main() {
-    let urls = arg("--urls", 10_000_000);
+    let target = arg("--queued", 10_000_000);
     let hosts = arg("--hosts", 100_000);
     let round = 1_000;
     let drain_per_round = 250;
     let dir = tempfile::tempdir().unwrap();
-    let db = open_db(dir.path(), 64 << 20).unwrap();
+    let db = open_db(&dir.path().join("db"), 64 << 20).unwrap();
     let mut s = FrontierSettings::default();
     s.politeness.default_delay = Duration::ZERO;
     s.max_pages_per_host = u64::MAX / 2;
-    s.seen_capacity = urls as u64;
-    let mut f = Frontier::open(&db, s).unwrap();
+    // Sized as a node is (`frontier.seen_capacity`) for what it will have seen.
+    s.seen_capacity = (target as u64 * 4 / 3).max(10_000_000);
+    let mut f = Frontier::open(&db, &dir.path().join("frontier"), s).unwrap();
     let zipf = Zipf::new(hosts);
     let mut rng = Rng(7);
-    println!("soak: {urls} URLs over {hosts} hosts (Zipf 1), rounds of {round} pushed and {drain_per_round} leased + completed");
+    println!(
+        "soak: until {target} URLs are queued, over {hosts} hosts (Zipf 1), rounds of {round} pushed and {drain_per_round} leased + completed"
+    );
     println!(
         "{:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>12}",
         "pushed", "queued", "completed", "RSS MiB", "heap MiB", "disk MiB", "ops/s"
     );
     let started = Instant::now();
-    let (mut pushed, mut completed, mut next_report) = (0usize, 0usize, 1_000_000usize.min(urls));
+    let (mut pushed, mut completed, mut next_report) = (0usize, 0usize, 1_000_000u64.min(target as u64));
     let mut window = (Instant::now(), 0usize);
-    while pushed < urls {
-        for _ in 0..round.min(urls - pushed) {
+    let mut last_snapshot = Instant::now();
+    while f.stats().queued < target as u64 {
+        for _ in 0..round {
             let h = zipf.sample(&mut rng);
             let u = format!("http://h{h}.example/news/{}/story-{pushed}.html", pushed % 97);
             let _ = f.push(Candidate::page(normalize(&u, None).unwrap(), 1)).unwrap();
@@ -108,7 +119,11 @@ fn main() {
             }
         }
         f.durability().flush().unwrap();
-        if pushed >= next_report {
+        if last_snapshot.elapsed() >= SNAPSHOT_EVERY {
+            f.snapshot_job().unwrap().write().unwrap();
+            last_snapshot = Instant::now();
+        }
+        if f.stats().queued >= next_report {
             let ops = pushed + completed - window.1;
             let rate = ops as f64 / window.0.elapsed().as_secs_f64();
             window = (Instant::now(), pushed + completed);
@@ -120,6 +135,7 @@ fn main() {
                 mib(heap() as u64),
                 mib(dir_size(dir.path())),
             );
+            println!("           {}", f.store_diagnostics());
             next_report += 1_000_000;
         }
     }

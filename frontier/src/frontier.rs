@@ -1,33 +1,30 @@
 //! The URL frontier: durable per-host priority queues and a ready-time schedule across hosts.
 //!
-//! # Layout in sled (tree `frontier`)
-//! | key | value |
-//! |---|---|
-//! | `q` + seq (u64 BE) | a [`QueuedUrl`] (postcard) |
-//! | `u` + normalized URL | seq of its queue entry, while queued |
-//! | `j` + jseq (u64 BE) | a URL added to the seen-set since the last snapshot (journal) |
-//! | `d` + host + `0` + URL | a URL this node is done with (fetched or given up on), per host |
-//! | `m:seen` | seen-set snapshot: journal mark + Bloom filter |
+//! The queue lives on disk ([`crate::store`]): each host's URLs sorted by priority under the
+//! host's id, so the next URL of a host is one range read and nothing per URL is held in
+//! memory. What memory holds is per host: its name, counts, politeness bucket, lease and the
+//! floor below which its keys are known to be gone; across hosts a min-heap of ready times.
+//! That makes the frontier's memory O(hosts) — 10 million queued URLs cost what their hosts
+//! cost, plus the seen-set.
 //!
-//! Every push writes its queue entry, URL index and journal entry in one atomic sled batch, and
-//! every completion removes them in one batch, so after a crash (kill -9) the queue is exactly
-//! what was durably acknowledged: nothing queued is lost and nothing completed comes back. The
-//! seen-set is restored from its snapshot plus the journal. Callers make writes durable with
-//! [`Frontier::durability`] before they acknowledge anything (e.g. before a URL batch is acked).
-//!
-//! # In memory
-//! Only what scheduling needs: per host a max-heap of `(score, seq)` (16 bytes per queued URL;
-//! the URL itself stays in sled) and the host's politeness bucket; across hosts a min-heap of
-//! ready times. Scores can rise (inlinks), which pushes a second heap reference; stale ones are
-//! skipped on pop by comparing with the stored entry (lazy deletion).
+//! Every push writes its queue entry, URL index, seen-set journal entry and the host's count
+//! in one atomic batch, and every completion removes them in one batch, so after a crash
+//! (kill -9) the queue is exactly what was durably acknowledged: nothing queued is lost and
+//! nothing completed comes back. Callers make writes durable with [`Frontier::durability`]
+//! before they acknowledge anything (e.g. before a URL batch is acked). A lease is memory
+//! only: an uncompleted lease leaves its URL queued.
 
 use crate::host::HostKey;
 use crate::politeness::{HostPoliteness, PolitenessPolicy};
 use crate::score::{is_binary, score, UrlKind, HUB_BOOST, INLINK_WEIGHT};
+use crate::migrate::OldLayout;
 use crate::seen::SeenSet;
+use crate::store::{self, HostRecord, QKey, Store, Stored};
+pub use crate::store::{FrontierError, Result, SnapshotJob};
 use serde::{Deserialize, Serialize};
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use url::Url;
 
@@ -40,17 +37,6 @@ pub enum UrlState {
     Seen,
     Unseen,
 }
-
-/// Errors of the frontier's storage.
-#[derive(Debug, thiserror::Error)]
-pub enum FrontierError {
-    #[error("frontier store: {0}")]
-    Store(#[from] sled::Error),
-    #[error("frontier record is corrupt: {0}")]
-    Codec(#[from] postcard::Error),
-}
-
-pub type Result<T> = std::result::Result<T, FrontierError>;
 
 /// Frontier settings. The node derives them from its config (`weft_config` is not a
 /// dependency of this crate); the defaults here are the config's defaults for a node alone.
@@ -157,7 +143,8 @@ pub enum PushOutcome {
 /// completed; an uncompleted lease (crash) leaves the URL queued.
 #[derive(Debug, Clone)]
 pub struct Lease {
-    pub seq: u64,
+    /// Its queue entry's key.
+    pub key: QKey,
     pub entry: QueuedUrl,
 }
 
@@ -229,37 +216,16 @@ pub struct FrontierStats {
     pub seen_bytes: u64,
 }
 
-#[derive(Clone, Copy, PartialEq)]
-struct HeapRef {
-    score: f32,
-    seq: u64,
-}
-
-impl Eq for HeapRef {}
-
-impl Ord for HeapRef {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // Higher score first, then older (smaller seq) first.
-        self.score.total_cmp(&other.score).then_with(|| other.seq.cmp(&self.seq))
-    }
-}
-
-impl PartialOrd for HeapRef {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
 
 struct HostQueue {
     name: String,
-    heap: BinaryHeap<HeapRef>,
-    /// Live queue entries of this host (the heap may also hold stale references).
+    /// Live queue entries of this host (persisted in its record).
     queued: u64,
-    /// Pages fetched (the budget counter), persisted in the `hosts` tree.
+    /// Pages fetched (the budget counter), persisted in its record.
     fetched: u64,
     in_flight: bool,
     /// The queue entry being fetched, while `in_flight`.
-    leased: Option<u64>,
+    leased: Option<QKey>,
     politeness: HostPoliteness,
     /// The schedule entry that is current for this host, if any.
     scheduled_at: Option<Instant>,
@@ -268,6 +234,9 @@ struct HostQueue {
     /// Held apart from politeness, until the member that held it before has handed it over
     /// (see [`Frontier::hold_hosts`], [`Frontier::release_hosts`]).
     hold_until: Option<Instant>,
+    /// Every queued key of this host is at or after this one: the front of a drained queue is
+    /// deletions, which reads skip by starting here.
+    floor: QKey,
 }
 
 impl HostQueue {
@@ -277,128 +246,48 @@ impl HostQueue {
     }
 }
 
-/// Persisted per-host record.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct HostRecord {
-    fetched: u64,
-    /// Wall-clock time before which the host must not be asked (survives restarts).
-    next_allowed_unix_ms: u64,
-    backoff_level: u32,
-}
-
-const SEEN_KEY: &[u8] = b"m:seen";
-
-fn qkey(seq: u64) -> [u8; 9] {
-    let mut k = [0u8; 9];
-    k[0] = b'q';
-    k[1..].copy_from_slice(&seq.to_be_bytes());
-    k
-}
-
-fn ukey(url: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(url.len() + 1);
-    k.push(b'u');
-    k.extend_from_slice(url.as_bytes());
-    k
-}
-
-fn dkey(host: &str, url: &str) -> Vec<u8> {
-    let mut k = dprefix(host);
-    k.extend_from_slice(url.as_bytes());
-    k
-}
-
-fn dprefix(host: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(host.len() + 2);
-    k.push(b'd');
-    k.extend_from_slice(host.as_bytes());
-    k.push(0);
-    k
-}
-
-fn jkey(seq: u64) -> [u8; 9] {
-    let mut k = [0u8; 9];
-    k[0] = b'j';
-    k[1..].copy_from_slice(&seq.to_be_bytes());
-    k
-}
-
-fn seq_of(key: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&key[1..9]);
-    u64::from_be_bytes(b)
-}
-
 pub fn unix_ms(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
-#[derive(Serialize, Deserialize)]
-struct SeenSnapshot {
-    /// Journal entries up to and including this jseq are in `seen`.
-    mark: u64,
-    seen: SeenSet,
-}
-
-#[derive(Serialize)]
-struct SeenSnapshotRef<'a> {
-    mark: u64,
-    seen: &'a SeenSet,
-}
-
-/// A seen-set snapshot serialized under the frontier's lock (a memory copy of the filter),
-/// written to disk outside it.
-pub struct SnapshotJob {
-    tree: sled::Tree,
-    mark: u64,
-    bytes: Vec<u8>,
-}
-
-impl SnapshotJob {
-    /// Writes the snapshot and drops the journal entries it covers, atomically.
-    pub fn write(self) -> Result<usize> {
-        let bytes = self.bytes;
-        let mut batch = sled::Batch::default();
-        for item in self.tree.range(jkey(0)..=jkey(self.mark)) {
-            let (k, _) = item?;
-            batch.remove(k);
-        }
-        batch.insert(SEEN_KEY, bytes.as_slice());
-        self.tree.apply_batch(batch)?;
-        self.tree.flush()?;
-        Ok(bytes.len())
-    }
-}
-
 /// Makes frontier writes durable without holding the frontier's lock.
 #[derive(Clone)]
-pub struct Durability(sled::Tree);
+pub struct Durability {
+    store: Store,
+    db: sled::Db,
+}
 
 impl Durability {
-    /// Flushes and fsyncs the frontier's writes. Blocking: async callers run it on a blocking
-    /// thread. (sled's own `flush_async` was seen to hang forever when many tasks awaited it at
-    /// once; the synchronous flush does not, and concurrent callers share the fsync.)
+    /// Syncs the frontier's writes, then the node's sled database (a hand-off writes its
+    /// outbox there and counts on this one call covering both). Blocking: async callers run it
+    /// on a blocking thread. (sled's own `flush_async` was seen to hang forever when many tasks
+    /// awaited it at once; the synchronous flush does not, and concurrent callers share the
+    /// fsync.)
     pub fn flush(&self) -> Result<()> {
-        self.0.flush()?;
+        self.store.persist()?;
+        self.db.flush()?;
         Ok(())
     }
 }
 
 /// The frontier. Not thread-safe by itself: the node keeps it behind a mutex, and every
-/// method is short (no I/O besides sled).
+/// method is short (no I/O besides its store).
 pub struct Frontier {
-    tree: sled::Tree,
-    hosts_tree: sled::Tree,
+    store: Store,
+    db: sled::Db,
     settings: FrontierSettings,
     seen: SeenSet,
+    /// Indexed by host id.
     hosts: Vec<HostQueue>,
     host_ids: HashMap<String, u32>,
     schedule: BinaryHeap<Reverse<(Instant, u32)>>,
     next_seq: u64,
+    /// Sequence numbers below this are reserved on disk.
+    reserved_seq: u64,
     next_jseq: u64,
     queued: u64,
     in_flight: u64,
-    /// Hosts the operator blocked (persisted as `b` + host).
+    /// Hosts the operator blocked (persisted).
     blocked: HashSet<String>,
     /// Hosts first seen before this instant wait until then: in a network, right after this
     /// node (re)joined, until the members that held its hosts have said what they did with them
@@ -409,105 +298,130 @@ pub struct Frontier {
 /// Picks hosts by name (see [`Frontier::hold_new_hosts`]).
 pub type HostFilter = Box<dyn Fn(&str) -> bool + Send>;
 
-fn bkey(host: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(host.len() + 1);
-    k.push(b'b');
-    k.extend_from_slice(host.as_bytes());
-    k
-}
-
 impl Frontier {
-    /// Opens (or creates) the frontier in `db`, restoring the queue and the seen-set.
-    pub fn open(db: &sled::Db, settings: FrontierSettings) -> Result<Frontier> {
+    /// Opens (or creates) the frontier's store in `dir`, restoring the hosts, their queue
+    /// counts and politeness, and the seen-set. `db` is the node's sled database, flushed with
+    /// the frontier by [`Durability::flush`].
+    pub fn open(db: &sled::Db, dir: &Path, settings: FrontierSettings) -> Result<Frontier> {
         let now = Instant::now();
-        let tree = db.open_tree("frontier")?;
-        let hosts_tree = db.open_tree("hosts")?;
-
-        let (mut seen, mark) = match tree.get(SEEN_KEY)? {
-            Some(bytes) => {
-                let snap: SeenSnapshot = postcard::from_bytes(&bytes)?;
-                (snap.seen, snap.mark)
-            }
-            None => (SeenSet::with_capacity(settings.seen_capacity, settings.seen_fp_rate), 0),
-        };
-        let mut next_jseq = mark + 1;
-        for item in tree.scan_prefix(b"j") {
-            let (k, v) = item?;
-            seen.insert(&String::from_utf8_lossy(&v));
-            next_jseq = next_jseq.max(seq_of(&k) + 1);
-        }
-
-        // Sequence numbers only need to be unique among live entries and the in-memory heap
-        // references of this run, so the next one is derived from what is stored.
-        let mut next_seq = 1;
+        let store = Store::open(dir)?;
+        let (seen, next_jseq) =
+            store.load_seen(|| SeenSet::with_capacity(settings.seen_capacity, settings.seen_fp_rate))?;
+        let reserved_seq = store.reserved_seq()?;
         let mut f = Frontier {
-            tree: tree.clone(),
-            hosts_tree,
+            store: store.clone(),
+            db: db.clone(),
             settings,
             seen,
             hosts: Vec::new(),
             host_ids: HashMap::new(),
             schedule: BinaryHeap::new(),
-            next_seq: 0,
+            next_seq: reserved_seq,
+            reserved_seq,
             next_jseq,
             queued: 0,
             in_flight: 0,
-            blocked: HashSet::new(),
+            blocked: store.blocked()?.into_iter().collect(),
             new_host_hold: None,
         };
-        for item in tree.scan_prefix(b"b") {
-            let (k, _) = item?;
-            f.blocked.insert(String::from_utf8_lossy(&k[1..]).into_owned());
+        let mut records = store.host_records()?;
+        records.sort_by_key(|(_, r)| r.id);
+        for (name, record) in records {
+            // Ids are dense; a gap (never expected) is filled with an unnamed, empty host.
+            while f.hosts.len() < record.id as usize {
+                let id = f.hosts.len() as u32;
+                f.hosts.push(f.new_queue(id, String::new(), &HostRecord::default(), now));
+            }
+            let id = record.id;
+            f.queued += record.queued;
+            f.host_ids.insert(name.clone(), id);
+            let h = f.new_queue(id, name, &record, now);
+            f.hosts.push(h);
         }
-        for item in tree.scan_prefix(b"q") {
-            let (k, v) = item?;
-            let seq = seq_of(&k);
-            let entry: QueuedUrl = postcard::from_bytes(&v)?;
-            next_seq = next_seq.max(seq + 1);
-            let id = f.host_id(&entry.host, now)?;
-            let h = &mut f.hosts[id as usize];
-            h.heap.push(HeapRef { score: entry.score, seq });
-            h.queued += 1;
-            f.queued += 1;
+        if let Some(old) = OldLayout::find(db)? {
+            f.import(old, now)?;
         }
-        f.next_seq = next_seq;
         for id in 0..f.hosts.len() as u32 {
             f.reschedule(id);
         }
         Ok(f)
     }
 
-    /// A handle to make writes durable outside the lock.
-    pub fn durability(&self) -> Durability {
-        Durability(self.tree.clone())
-    }
-
-    pub fn settings(&self) -> &FrontierSettings {
-        &self.settings
-    }
-
-    fn host_id(&mut self, host: &str, now: Instant) -> Result<u32> {
-        if let Some(&id) = self.host_ids.get(host) {
-            return Ok(id);
+    /// Imports the frontier a node kept in sled before (see [`crate::migrate`]), then drops it.
+    fn import(&mut self, old: OldLayout, now: Instant) -> Result<()> {
+        let wall = unix_ms(SystemTime::now());
+        match old.seen()? {
+            Some(seen) => self.seen = seen,
+            None => {
+                for url in old.journal() {
+                    self.seen.insert(&url?);
+                }
+            }
         }
-        let record: HostRecord = match self.hosts_tree.get(host)? {
-            Some(v) => postcard::from_bytes(&v).unwrap_or_default(),
-            None => HostRecord::default(),
-        };
+        for host in old.blocked() {
+            let host = host?;
+            self.store.set_blocked(&host, true)?;
+            self.blocked.insert(host);
+        }
+        for item in old.hosts() {
+            let (name, record) = item?;
+            let id = self.host_id(&name, now)?;
+            let h = &mut self.hosts[id as usize];
+            h.fetched = h.fetched.max(record.fetched);
+            h.politeness.backoff_level = record.backoff_level;
+            let wait = Duration::from_millis(record.next_allowed_unix_ms.saturating_sub(wall));
+            h.politeness.next_allowed = h.politeness.next_allowed.max(now + wait);
+        }
+        let mut imported = 0u64;
+        for q in old.queued() {
+            let q = q?;
+            if self.store.queued_key(&q.url, &q.host)?.is_some() {
+                continue;
+            }
+            let id = self.host_id(&q.host, now)?;
+            let mut entry = Stored::new(&q.url, &q.host, q.kind, q.depth, q.redirects, q.discovered_unix_ms);
+            entry.inlinks = q.inlinks;
+            entry.attempts = q.attempts;
+            let mut batch = self.store.batch();
+            let key = store::qkey(id, q.score, self.take_seq(&mut batch));
+            self.store.put_entry(&mut batch, &key, &entry, &q.url)?;
+            self.hosts[id as usize].queued += 1;
+            self.put_record(&mut batch, id, now)?;
+            self.store.commit(batch)?;
+            self.queued += 1;
+            imported += 1;
+        }
+        for item in old.done() {
+            let (host, url) = item?;
+            let id = self.host_id(&host, now)?;
+            let mut batch = self.store.batch();
+            self.store.put_done(&mut batch, id, &url, &host);
+            self.store.commit(batch)?;
+        }
+        let mut batch = self.store.batch();
+        for id in 0..self.hosts.len() as u32 {
+            self.put_record(&mut batch, id, now)?;
+        }
+        self.store.commit(batch)?;
+        self.snapshot_job()?.write()?;
+        old.finish()?;
+        tracing::info!(queued = imported, seen = self.seen.len(), "frontier: imported the queue kept in sled");
+        Ok(())
+    }
+
+    fn new_queue(&self, id: u32, name: String, record: &HostRecord, now: Instant) -> HostQueue {
         let mut politeness = HostPoliteness::new(now);
         let wait_ms = record.next_allowed_unix_ms.saturating_sub(unix_ms(SystemTime::now()));
         // A host new to this process may have been crawled by another member a moment ago.
         politeness.next_allowed = now + Duration::from_millis(wait_ms).max(self.settings.politeness.handover_grace);
+        politeness.backoff_level = record.backoff_level;
         let hold_until = match &self.new_host_hold {
-            Some((until, pick)) if *until > now && pick(host) => Some(*until),
+            Some((until, pick)) if *until > now && pick(&name) => Some(*until),
             _ => None,
         };
-        politeness.backoff_level = record.backoff_level;
-        let id = self.hosts.len() as u32;
-        self.hosts.push(HostQueue {
-            name: host.to_string(),
-            heap: BinaryHeap::new(),
-            queued: 0,
+        HostQueue {
+            name,
+            queued: record.queued,
             fetched: record.fetched,
             in_flight: false,
             leased: None,
@@ -515,9 +429,72 @@ impl Frontier {
             scheduled_at: None,
             given_away: false,
             hold_until,
-        });
+            floor: store::host_start(id),
+        }
+    }
+
+    /// A handle to make writes durable outside the lock.
+    pub fn durability(&self) -> Durability {
+        Durability { store: self.store.clone(), db: self.db.clone() }
+    }
+
+    pub fn settings(&self) -> &FrontierSettings {
+        &self.settings
+    }
+
+    /// The store's memory and journal figures (benchmarks, `weft doctor`).
+    pub fn store_diagnostics(&self) -> String {
+        self.store.diagnostics()
+    }
+
+    /// Bytes the frontier's store holds on disk.
+    pub fn disk_bytes(&self) -> u64 {
+        self.store.disk_bytes()
+    }
+
+    /// The id of `host`, creating (and recording) the host if it is new.
+    fn host_id(&mut self, host: &str, now: Instant) -> Result<u32> {
+        if let Some(&id) = self.host_ids.get(host) {
+            return Ok(id);
+        }
+        let id = self.hosts.len() as u32;
+        let record = HostRecord { id, ..HostRecord::default() };
+        // Recorded at once: everything stored for the host is keyed by this id.
+        let mut batch = self.store.batch();
+        self.store.put_host(&mut batch, host, &record)?;
+        self.store.commit(batch)?;
+        let h = self.new_queue(id, host.to_string(), &record, now);
+        self.hosts.push(h);
         self.host_ids.insert(host.to_string(), id);
         Ok(id)
+    }
+
+    /// The host's record as it stands in memory, to write in a batch.
+    fn record(&self, id: u32, now: Instant) -> HostRecord {
+        let h = &self.hosts[id as usize];
+        let wait = h.politeness.next_allowed.saturating_duration_since(now);
+        HostRecord {
+            id,
+            fetched: h.fetched,
+            queued: h.queued,
+            next_allowed_unix_ms: unix_ms(SystemTime::now()) + wait.as_millis() as u64,
+            backoff_level: h.politeness.backoff_level,
+        }
+    }
+
+    fn put_record(&self, batch: &mut store::Batch, id: u32, now: Instant) -> Result<()> {
+        let record = self.record(id, now);
+        self.store.put_host(batch, &self.hosts[id as usize].name, &record)
+    }
+
+    /// The next sequence number, reserving a block on disk when the last one is used up.
+    fn take_seq(&mut self, batch: &mut store::Batch) -> u64 {
+        if self.next_seq >= self.reserved_seq {
+            self.reserved_seq = self.next_seq + store::seq_block();
+            self.store.reserve_seq(batch, self.reserved_seq);
+        }
+        self.next_seq += 1;
+        self.next_seq - 1
     }
 
     /// Puts the host on the schedule if it has work and no request in flight.
@@ -544,20 +521,20 @@ impl Frontier {
             return Ok(PushOutcome::Binary);
         }
         let url = c.url.as_str();
+        let host = HostKey::of(&c.url).into_string();
         if c.kind == UrlKind::Revisit {
             // Seen by definition: queued again unless it is queued already.
-            if self.tree.get(ukey(url))?.is_some() {
+            if self.store.queued_key(url, &host)?.is_some() {
                 return Ok(PushOutcome::AlreadySeen);
             }
         } else if self.seen.contains(url) {
-            self.bump_inlinks(url)?;
+            self.bump_inlinks(url, &host)?;
             return Ok(PushOutcome::AlreadySeen);
         }
-        let now = Instant::now();
-        let host = HostKey::of(&c.url).into_string();
         if self.blocked.contains(&host) {
             return Ok(PushOutcome::Blocked);
         }
+        let now = Instant::now();
         let id = self.host_id(&host, now)?;
         {
             let h = &self.hosts[id as usize];
@@ -572,58 +549,50 @@ impl Frontier {
             h.politeness.next_allowed = h.politeness.next_allowed.max(now + grace);
         }
         let boost = if c.from_hub && c.kind == UrlKind::Page { HUB_BOOST } else { 0.0 };
-        let entry = QueuedUrl {
-            score: score(&c.url, c.kind, c.depth, 0, self.settings.inlink_cap) + boost,
-            url: url.to_string(),
-            host,
-            kind: c.kind,
-            depth: c.depth,
-            inlinks: 0,
-            attempts: 0,
-            redirects: c.redirects,
-            discovered_unix_ms: unix_ms(SystemTime::now()),
-        };
-        let seq = self.next_seq;
-        let jseq = self.next_jseq;
-        let mut batch = sled::Batch::default();
-        batch.insert(&qkey(seq), postcard::to_allocvec(&entry)?);
-        batch.insert(ukey(url), &seq.to_be_bytes());
-        batch.insert(&jkey(jseq), url.as_bytes());
-        self.tree.apply_batch(batch)?;
-        self.next_seq += 1;
+        let priority = score(&c.url, c.kind, c.depth, 0, self.settings.inlink_cap) + boost;
+        let entry = Stored::new(url, &host, c.kind, c.depth, c.redirects, unix_ms(SystemTime::now()));
+        let mut batch = self.store.batch();
+        let seq = self.take_seq(&mut batch);
+        let key = store::qkey(id, priority, seq);
+        self.store.put_entry(&mut batch, &key, &entry, url)?;
+        self.store.journal(&mut batch, self.next_jseq, url);
+        self.hosts[id as usize].queued += 1;
+        self.put_record(&mut batch, id, now)?;
+        if let Err(e) = self.store.commit(batch) {
+            self.hosts[id as usize].queued -= 1;
+            return Err(e);
+        }
         self.next_jseq += 1;
         self.seen.insert(url);
         let h = &mut self.hosts[id as usize];
-        h.heap.push(HeapRef { score: entry.score, seq });
-        h.queued += 1;
+        h.floor = h.floor.min(key);
         self.queued += 1;
         self.reschedule(id);
         Ok(PushOutcome::Queued)
     }
 
-    fn bump_inlinks(&mut self, url: &str) -> Result<()> {
-        let Some(seqv) = self.tree.get(ukey(url))? else {
-            return Ok(());
-        };
-        let Ok(seq_bytes) = <[u8; 8]>::try_from(seqv.as_ref()) else {
-            return Ok(());
-        };
-        let seq = u64::from_be_bytes(seq_bytes);
-        let Some(v) = self.tree.get(qkey(seq))? else {
-            return Ok(());
-        };
-        let mut entry: QueuedUrl = postcard::from_bytes(&v)?;
-        if entry.inlinks >= self.settings.inlink_cap || entry.kind != UrlKind::Page {
+    /// A link to a still-queued page raises its priority (up to the inlink cap): its entry
+    /// moves to the key of its new priority.
+    fn bump_inlinks(&mut self, url: &str, host: &str) -> Result<()> {
+        let Some(&id) = self.host_ids.get(host) else { return Ok(()) };
+        let Some((key, mut entry)) = self.store.queued_key(url, host)? else { return Ok(()) };
+        if entry.inlinks >= self.settings.inlink_cap
+            || entry.kind != UrlKind::Page
+            || self.hosts[id as usize].leased == Some(key)
+        {
             return Ok(());
         }
         // The score is linear in the inlinks: adding one link's worth keeps whatever else it
         // was given (a hub's boost) without storing it.
         entry.inlinks += 1;
-        entry.score += INLINK_WEIGHT;
-        self.tree.insert(qkey(seq), postcard::to_allocvec(&entry)?)?;
-        if let Some(&id) = self.host_ids.get(&entry.host) {
-            self.hosts[id as usize].heap.push(HeapRef { score: entry.score, seq });
-        }
+        let seq = u64::from_be_bytes(key[8..].try_into().expect("16-byte key"));
+        let moved = store::qkey(id, store::key_score(&key) + INLINK_WEIGHT, seq);
+        let mut batch = self.store.batch();
+        self.store.remove_entry(&mut batch, &key, url);
+        self.store.put_entry(&mut batch, &moved, &entry, url)?;
+        self.store.commit(batch)?;
+        let h = &mut self.hosts[id as usize];
+        h.floor = h.floor.min(moved);
         Ok(())
     }
 
@@ -642,10 +611,10 @@ impl Frontier {
             }
             self.schedule.pop();
             self.hosts[id as usize].scheduled_at = None;
-            if let Some(lease) = self.pop_host(id)? {
+            if let Some(lease) = self.pop_host(id, now)? {
                 let h = &mut self.hosts[id as usize];
                 h.in_flight = true;
-                h.leased = Some(lease.seq);
+                h.leased = Some(lease.key);
                 self.in_flight += 1;
                 return Ok(Next::Ready(lease));
             }
@@ -653,38 +622,70 @@ impl Frontier {
         }
     }
 
-    /// Pops the host's best live entry, dropping stale references and over-budget pages.
-    fn pop_host(&mut self, id: u32) -> Result<Option<Lease>> {
-        while let Some(r) = self.hosts[id as usize].heap.pop() {
-            let Some(v) = self.tree.get(qkey(r.seq))? else {
-                continue;
+    fn queued_url(&self, id: u32, key: &QKey, entry: Stored) -> QueuedUrl {
+        let host = &self.hosts[id as usize].name;
+        QueuedUrl {
+            url: entry.url(host),
+            host: host.clone(),
+            kind: entry.kind,
+            depth: entry.depth,
+            inlinks: entry.inlinks,
+            score: store::key_score(key),
+            attempts: entry.attempts,
+            redirects: entry.redirects,
+            discovered_unix_ms: entry.discovered_unix_ms,
+        }
+    }
+
+    /// The host's best entry, dropping over-budget pages. The entry stays on disk until the
+    /// lease is completed.
+    fn pop_host(&mut self, id: u32, now: Instant) -> Result<Option<Lease>> {
+        loop {
+            let floor = self.hosts[id as usize].floor;
+            let Some((key, entry)) = self.store.first_of_host(id, &floor)? else {
+                // The count said there was more (it never should): trust the disk.
+                let h = &mut self.hosts[id as usize];
+                if h.queued > 0 {
+                    tracing::warn!(host = %h.name, counted = h.queued, "frontier: host queue count corrected to 0");
+                    self.queued = self.queued.saturating_sub(h.queued);
+                    h.queued = 0;
+                    let mut batch = self.store.batch();
+                    self.put_record(&mut batch, id, now)?;
+                    self.store.commit(batch)?;
+                }
+                return Ok(None);
             };
-            let entry: QueuedUrl = postcard::from_bytes(&v)?;
-            if entry.score != r.score {
-                continue;
-            }
+            self.hosts[id as usize].floor = key;
             let h = &self.hosts[id as usize];
             if entry.kind == UrlKind::Page && h.fetched >= self.settings.max_pages_per_host {
-                self.remove_entry(id, r.seq, &entry.url, true)?;
+                let url = entry.url(&h.name);
+                self.remove_entry(id, &key, &url, true, now)?;
                 continue;
             }
-            return Ok(Some(Lease { seq: r.seq, entry }));
+            let entry = self.queued_url(id, &key, entry);
+            return Ok(Some(Lease { key, entry }));
         }
-        Ok(None)
     }
 
     /// Removes a queue entry; `done`: this node will not fetch the URL again, which is
     /// recorded per host for the next owner of the host (see [`Frontier::hand_off`]).
-    fn remove_entry(&mut self, id: u32, seq: u64, url: &str, done: bool) -> Result<()> {
-        let mut batch = sled::Batch::default();
-        batch.remove(&qkey(seq));
-        batch.remove(ukey(url));
+    fn remove_entry(&mut self, id: u32, key: &QKey, url: &str, done: bool, now: Instant) -> Result<()> {
+        let mut batch = self.store.batch();
+        self.store.remove_entry(&mut batch, key, url);
         if done {
-            batch.insert(dkey(&self.hosts[id as usize].name, url), &[]);
+            self.store.put_done(&mut batch, id, url, &self.hosts[id as usize].name);
         }
-        self.tree.apply_batch(batch)?;
         let h = &mut self.hosts[id as usize];
         h.queued = h.queued.saturating_sub(1);
+        self.put_record(&mut batch, id, now)?;
+        if let Err(e) = self.store.commit(batch) {
+            self.hosts[id as usize].queued += 1;
+            return Err(e);
+        }
+        let h = &mut self.hosts[id as usize];
+        if h.floor == *key {
+            h.floor = store::after(key);
+        }
         self.queued = self.queued.saturating_sub(1);
         Ok(())
     }
@@ -697,72 +698,69 @@ impl Frontier {
     /// URLs this node is done with on those hosts come back in [`HandOff::done`], so the new
     /// owner does not fetch them again. A URL leased right now is not touched (its fetch
     /// finishes here); everything handed off stays in this node's seen-set, and a host that
-    /// comes back waits the hand-over grace before its first request. One sled batch: durable
+    /// comes back waits the hand-over grace before its first request. One batch: durable
     /// with the next flush.
     pub fn hand_off(
         &mut self,
         mut keep: impl FnMut(&str) -> bool,
         persist: impl FnOnce(&HandOff) -> std::result::Result<(), sled::Error>,
     ) -> Result<HandOff> {
+        let now = Instant::now();
         let mut entries = Vec::new();
         let mut done = Vec::new();
-        // (host, its heap as it was, live entries taken)
-        let mut taken: Vec<(usize, BinaryHeap<HeapRef>, u64)> = Vec::new();
+        // (host, live entries taken)
+        let mut taken: Vec<(u32, u64)> = Vec::new();
         let mut given = Vec::new();
-        let mut batch = sled::Batch::default();
-        for id in 0..self.hosts.len() {
-            if self.hosts[id].given_away || keep(&self.hosts[id].name) {
+        let mut batch = self.store.batch();
+        for id in 0..self.hosts.len() as u32 {
+            let h = &self.hosts[id as usize];
+            if h.given_away || keep(&h.name) {
                 continue;
             }
             given.push(id);
-            let prefix = dprefix(&self.hosts[id].name);
-            for kv in self.tree.scan_prefix(&prefix) {
-                let (k, _) = kv?;
-                done.push(String::from_utf8_lossy(&k[prefix.len()..]).into_owned());
-            }
+            done.extend(self.store.done_of_host(id, &h.name)?);
+            let leased = h.leased;
             // The URL leased right now is this node's to finish: the new owner is told it is
             // done, or it would fetch it again while this node is still indexing it.
-            if let Some(seq) = self.hosts[id].leased {
-                if let Some(v) = self.tree.get(qkey(seq))? {
-                    let entry: QueuedUrl = postcard::from_bytes(&v)?;
-                    done.push(entry.url);
+            if let Some(key) = leased {
+                if let Some(entry) = self.store.entry(&key)? {
+                    done.push(entry.url(&h.name));
                 }
             }
-            if self.hosts[id].queued == 0 {
+            if h.queued == 0 {
                 continue;
             }
-            let heap = std::mem::take(&mut self.hosts[id].heap);
-            let mut seqs: Vec<u64> = heap.iter().map(|r| r.seq).collect();
-            seqs.sort_unstable();
-            seqs.dedup();
             let mut live = 0;
-            for seq in seqs {
-                let Some(v) = self.tree.get(qkey(seq))? else { continue };
-                let entry: QueuedUrl = postcard::from_bytes(&v)?;
-                batch.remove(&qkey(seq));
-                batch.remove(ukey(&entry.url));
-                entries.push(entry);
+            for (key, entry) in self.store.entries_of_host(id)? {
+                if Some(key) == leased {
+                    continue;
+                }
+                let q = self.queued_url(id, &key, entry);
+                self.store.remove_entry(&mut batch, &key, &q.url);
+                entries.push(q);
                 live += 1;
             }
-            taken.push((id, heap, live));
+            taken.push((id, live));
         }
         let given_away = HandOff { queued: entries, done };
-        if let Err(e) = persist(&given_away) {
-            // Nothing leaves the queue: the heaps go back as they were.
-            for (id, heap, _) in taken {
-                self.hosts[id].heap = heap;
-            }
-            return Err(e.into());
-        }
-        self.tree.apply_batch(batch)?;
-        for id in given {
-            self.hosts[id].given_away = true;
-        }
-        for (id, _, live) in taken {
-            let h = &mut self.hosts[id];
+        persist(&given_away)?;
+        for &(id, live) in &taken {
+            let h = &mut self.hosts[id as usize];
             h.queued = h.queued.saturating_sub(live);
+            self.put_record(&mut batch, id, now)?;
+        }
+        if let Err(e) = self.store.commit(batch) {
+            for &(id, live) in &taken {
+                self.hosts[id as usize].queued += live;
+            }
+            return Err(e);
+        }
+        for id in given {
+            self.hosts[id as usize].given_away = true;
+        }
+        for (id, live) in taken {
             self.queued = self.queued.saturating_sub(live);
-            self.reschedule(id as u32);
+            self.reschedule(id);
         }
         Ok(given_away)
     }
@@ -772,7 +770,7 @@ impl Frontier {
     /// [`Frontier::unblock_host`]. A request in flight finishes. Returns how many queued URLs
     /// were dropped. Durable with the next flush.
     pub fn block_host(&mut self, host: &str) -> Result<u64> {
-        self.tree.insert(bkey(host), &[])?;
+        self.store.set_blocked(host, true)?;
         self.blocked.insert(host.to_string());
         let dropped = self.hand_off(|h| h != host, |_| Ok(()))?;
         Ok(dropped.queued.len() as u64)
@@ -781,7 +779,7 @@ impl Frontier {
     /// Lifts a block; says whether the host was blocked. URLs dropped by the block are not
     /// coming back (they are seen); new links to the host are queued again.
     pub fn unblock_host(&mut self, host: &str) -> Result<bool> {
-        self.tree.remove(bkey(host))?;
+        self.store.set_blocked(host, false)?;
         Ok(self.blocked.remove(host))
     }
 
@@ -848,25 +846,23 @@ impl Frontier {
         let u = url.as_str();
         let host = HostKey::of(url).into_string();
         // Known from now on, so a later hand-off passes the URL on.
-        let id = self.host_id(&host, Instant::now())?;
-        if let Some(seqv) = self.tree.get(ukey(u))? {
-            if let Ok(seq) = <[u8; 8]>::try_from(seqv.as_ref()).map(u64::from_be_bytes) {
-                if self.hosts[id as usize].leased != Some(seq) {
-                    self.remove_entry(id, seq, u, true)?;
-                    self.reschedule(id);
-                    return Ok(true);
-                }
+        let now = Instant::now();
+        let id = self.host_id(&host, now)?;
+        if let Some((key, _)) = self.store.queued_key(u, &host)? {
+            if self.hosts[id as usize].leased != Some(key) {
+                self.remove_entry(id, &key, u, true, now)?;
+                self.reschedule(id);
+                return Ok(true);
             }
         }
         if self.seen.contains(u) {
             return Ok(false);
         }
-        let jseq = self.next_jseq;
-        let mut batch = sled::Batch::default();
-        batch.insert(&jkey(jseq), u.as_bytes());
+        let mut batch = self.store.batch();
+        self.store.journal(&mut batch, self.next_jseq, u);
         // Passed on again should the host move on.
-        batch.insert(dkey(&host, u), &[]);
-        self.tree.apply_batch(batch)?;
+        self.store.put_done(&mut batch, id, u, &host);
+        self.store.commit(batch)?;
         self.next_jseq += 1;
         self.seen.insert(u);
         Ok(true)
@@ -888,56 +884,66 @@ impl Frontier {
             }
         }
         let mut entry = lease.entry;
+        // Removal and requeueing write the host's record (politeness, counts) with the entry.
         let result = match outcome {
             Completion::Done { page } => {
                 if page {
                     self.hosts[id as usize].fetched += 1;
                 }
-                self.remove_entry(id, lease.seq, &entry.url, true)?;
+                self.remove_entry(id, &lease.key, &entry.url, true, now)?;
                 Completed::Removed
             }
             Completion::Retry => {
                 entry.attempts += 1;
                 if entry.attempts > self.settings.max_retries {
-                    self.remove_entry(id, lease.seq, &entry.url, true)?;
+                    self.remove_entry(id, &lease.key, &entry.url, true, now)?;
                     Completed::GaveUp
                 } else {
-                    self.requeue(id, lease.seq, &entry)?;
+                    self.requeue(id, &lease.key, &entry, now)?;
                     Completed::Requeued
                 }
             }
             Completion::RateLimited { retry_after } => {
                 policy.on_rate_limited(&mut self.hosts[id as usize].politeness, now, retry_after);
-                self.requeue(id, lease.seq, &entry)?;
+                self.requeue(id, &lease.key, &entry, now)?;
                 Completed::Requeued
             }
             Completion::Requeue { wait } => {
                 policy.defer(&mut self.hosts[id as usize].politeness, now + wait);
-                self.requeue(id, lease.seq, &entry)?;
+                self.requeue(id, &lease.key, &entry, now)?;
                 Completed::Requeued
             }
         };
-        self.save_host(id, now)?;
         self.reschedule(id);
         Ok(result)
     }
 
-    fn requeue(&mut self, id: u32, seq: u64, entry: &QueuedUrl) -> Result<()> {
-        self.tree.insert(qkey(seq), postcard::to_allocvec(entry)?)?;
-        self.hosts[id as usize].heap.push(HeapRef { score: entry.score, seq });
+    /// Writes a leased entry back under its key (its attempts changed).
+    fn requeue(&mut self, id: u32, key: &QKey, entry: &QueuedUrl, now: Instant) -> Result<()> {
+        let mut stored = Stored::new(
+            &entry.url,
+            &entry.host,
+            entry.kind,
+            entry.depth,
+            entry.redirects.clone(),
+            entry.discovered_unix_ms,
+        );
+        stored.inlinks = entry.inlinks;
+        stored.attempts = entry.attempts;
+        let mut batch = self.store.batch();
+        self.store.update_entry(&mut batch, key, &stored)?;
+        self.put_record(&mut batch, id, now)?;
+        self.store.commit(batch)?;
+        let h = &mut self.hosts[id as usize];
+        h.floor = h.floor.min(*key);
         Ok(())
     }
 
+    /// Writes the host's record (politeness, budget).
     fn save_host(&mut self, id: u32, now: Instant) -> Result<()> {
-        let h = &self.hosts[id as usize];
-        let wait = h.politeness.next_allowed.saturating_duration_since(now);
-        let record = HostRecord {
-            fetched: h.fetched,
-            next_allowed_unix_ms: unix_ms(SystemTime::now()) + wait.as_millis() as u64,
-            backoff_level: h.politeness.backoff_level,
-        };
-        self.hosts_tree.insert(h.name.as_bytes(), postcard::to_allocvec(&record)?)?;
-        Ok(())
+        let mut batch = self.store.batch();
+        self.put_record(&mut batch, id, now)?;
+        self.store.commit(batch)
     }
 
     /// Puts back in the queue the URLs whose leases will never be completed (their tasks were
@@ -946,15 +952,15 @@ impl Frontier {
     pub fn abandon_leases(&mut self) -> Result<usize> {
         let mut n = 0;
         for id in 0..self.hosts.len() {
-            let Some(seq) = self.hosts[id].leased.take() else { continue };
+            let Some(key) = self.hosts[id].leased.take() else { continue };
             let h = &mut self.hosts[id];
             if h.in_flight {
                 h.in_flight = false;
                 self.in_flight = self.in_flight.saturating_sub(1);
             }
-            if let Some(v) = self.tree.get(qkey(seq))? {
-                let entry: QueuedUrl = postcard::from_bytes(&v)?;
-                self.hosts[id].heap.push(HeapRef { score: entry.score, seq });
+            // The entry never left the disk; the floor only has to let it be read again.
+            if self.store.entry(&key)?.is_some() {
+                h.floor = h.floor.min(key);
                 n += 1;
             }
             self.reschedule(id as u32);
@@ -1024,11 +1030,14 @@ impl Frontier {
     /// is a Bloom filter: `Seen` may, rarely, be a URL never met.
     pub fn url_state(&self, url: &Url) -> Result<UrlState> {
         let u = url.as_str();
-        if self.tree.contains_key(ukey(u))? {
+        let host = HostKey::of(url);
+        if self.store.queued_key(u, host.as_str())?.is_some() {
             return Ok(UrlState::Queued);
         }
-        if self.tree.contains_key(dkey(HostKey::of(url).as_str(), u))? {
-            return Ok(UrlState::Done);
+        if let Some(&id) = self.host_ids.get(host.as_str()) {
+            if self.store.is_done(id, u, host.as_str())? {
+                return Ok(UrlState::Done);
+            }
         }
         Ok(if self.seen.contains(u) { UrlState::Seen } else { UrlState::Unseen })
     }
@@ -1071,10 +1080,13 @@ impl Frontier {
         v
     }
 
+    /// URLs added to the seen-set since its last snapshot (replayed on open).
+    pub fn journal_len(&self) -> Result<u64> {
+        self.store.journal_len()
+    }
+
     /// Takes a seen-set snapshot to write with [`SnapshotJob::write`] outside the lock.
     pub fn snapshot_job(&self) -> Result<SnapshotJob> {
-        let mark = self.next_jseq - 1;
-        let bytes = postcard::to_allocvec(&SeenSnapshotRef { mark, seen: &self.seen })?;
-        Ok(SnapshotJob { tree: self.tree.clone(), mark, bytes })
+        self.store.snapshot_job(&self.seen, self.next_jseq - 1)
     }
 }

@@ -5,7 +5,10 @@
 //! - [`score`]: URL priority (depth, inlinks, news-likeness, HTML-likeness; binaries skipped).
 //! - [`politeness`]: per-host token bucket, `Crawl-delay`, 429/503 backoff.
 //! - [`robots`]: RFC 9309 semantics of a robots.txt fetch and a 24 h cache in sled.
-//! - [`frontier`]: durable per-host queues in sled with a ready-time schedule across hosts.
+//! - [`frontier`]: durable per-host queues with a ready-time schedule across hosts.
+//! - [`store`]: the frontier's files: an LSM tree (fjall) keyed by host and priority, so
+//!   memory grows with hosts, not URLs; the seen-set snapshot.
+//! - [`migrate`]: the frontier as kept in sled before, imported once.
 //! - [`outcomes`]: what happened to each URL tried (fetched, redirected, disallowed, failed…).
 //! - [`patterns`]: URL templates per host and URL-scheme changes (by counts and by redirects).
 //! - [`health`]: hosts refusing the crawler (401/403/451, bot checks): blocked, paused, probed.
@@ -19,6 +22,7 @@ pub mod discovery;
 pub mod frontier;
 pub mod health;
 pub mod host;
+pub mod migrate;
 pub mod normalize;
 pub mod outcomes;
 pub mod patterns;
@@ -27,6 +31,7 @@ pub mod revisits;
 pub mod robots;
 pub mod score;
 pub mod seen;
+pub mod store;
 
 pub use frontier::{
     Borrow, Candidate, Completed, Completion, Durability, Frontier, FrontierError, FrontierSettings, FrontierStats,

@@ -13,8 +13,8 @@ fn page(u: &str, depth: u32) -> Candidate {
 }
 
 fn open(dir: &std::path::Path, s: FrontierSettings) -> (sled::Db, Frontier) {
-    let db = open_db(dir, 8 << 20).unwrap();
-    let f = Frontier::open(&db, s).unwrap();
+    let db = open_db(&dir.join("db"), 8 << 20).unwrap();
+    let f = Frontier::open(&db, &dir.join("frontier"), s).unwrap();
     (db, f)
 }
 
@@ -96,7 +96,7 @@ fn queue_survives_reopen_and_completed_urls_stay_seen() {
         let done_url = l.entry.url.clone();
         f.complete(l, Completion::Done { page: true }, true, Instant::now()).unwrap();
         let _in_flight = take(&mut f, Instant::now() + Duration::from_secs(1));
-        db.flush().unwrap();
+        f.durability().flush().unwrap();
         // No snapshot was taken: the seen-set must come back from the journal.
         drop(f);
         drop(db);
@@ -118,9 +118,9 @@ fn snapshot_truncates_journal_and_restores() {
         }
         f.snapshot_job().unwrap().write().unwrap();
         f.push(page("http://a.test/after", 0)).unwrap();
-        let journal = db.open_tree("frontier").unwrap().scan_prefix(b"j").count();
-        assert_eq!(journal, 1, "only the URL pushed after the snapshot is journaled");
-        db.flush().unwrap();
+        assert_eq!(f.journal_len().unwrap(), 1, "only the URL pushed after the snapshot is journaled");
+        f.durability().flush().unwrap();
+        drop(db);
     }
     let (_db, f) = open(dir.path(), settings());
     assert!(f.seen("http://a.test/42") && f.seen("http://a.test/after"));
@@ -170,7 +170,8 @@ fn politeness_survives_restart() {
         f.push(page("http://a.test/2", 0)).unwrap();
         let l = take(&mut f, Instant::now());
         f.complete(l, Completion::Done { page: true }, true, Instant::now()).unwrap();
-        db.flush().unwrap();
+        f.durability().flush().unwrap();
+        drop(db);
     }
     let (_db, mut f) = open(dir.path(), s);
     match f.next(Instant::now()).unwrap() {
@@ -385,7 +386,7 @@ fn a_blocked_host_loses_its_queue_takes_nothing_new_and_stays_blocked_after_reop
     assert_eq!(lease.entry.host, "good.test");
     f.durability().flush().unwrap();
     drop(f);
-    let mut f = Frontier::open(&db, settings()).unwrap();
+    let mut f = Frontier::open(&db, &dir.path().join("frontier"), settings()).unwrap();
     assert_eq!(f.blocked_hosts(), ["bad.test"]);
     assert_eq!(f.push(page("http://bad.test/other", 0)).unwrap(), PushOutcome::Blocked);
     assert!(f.unblock_host("bad.test").unwrap());
@@ -451,4 +452,77 @@ fn a_revisit_is_queued_although_seen_once_at_a_time_and_outside_the_page_budget(
     let later = now + Duration::from_millis(101);
     let l = take(&mut f, later);
     assert_eq!((l.entry.url.as_str(), l.entry.kind), ("http://a.test/", UrlKind::Revisit));
+}
+
+#[test]
+fn a_frontier_kept_in_sled_before_is_imported_once() {
+    use serde::Serialize;
+    #[derive(Serialize)]
+    struct OldSnapshot<'a> {
+        mark: u64,
+        seen: &'a SeenSet,
+    }
+    #[derive(Serialize)]
+    struct OldHost {
+        fetched: u64,
+        next_allowed_unix_ms: u64,
+        backoff_level: u32,
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_db(&dir.path().join("db"), 8 << 20).unwrap();
+    {
+        // The old layout, written as the old frontier wrote it.
+        let old = db.open_tree("frontier").unwrap();
+        let mut seen = SeenSet::with_capacity(1000, 0.01);
+        seen.insert("http://a.test/fetched");
+        old.insert(b"m:seen", postcard::to_allocvec(&OldSnapshot { mark: 3, seen: &seen }).unwrap()).unwrap();
+        old.insert(b"j\0\0\0\0\0\0\0\x04", &b"http://a.test/journaled"[..]).unwrap();
+        for (seq, url, score) in [(1u64, "http://a.test/low", 0.5f32), (2, "http://a.test/high", 2.0)] {
+            let q = QueuedUrl {
+                url: url.into(),
+                host: "a.test".into(),
+                kind: UrlKind::Page,
+                depth: 1,
+                inlinks: 2,
+                score,
+                attempts: 1,
+                redirects: vec![],
+                discovered_unix_ms: 7,
+            };
+            let mut k = vec![b'q'];
+            k.extend_from_slice(&seq.to_be_bytes());
+            old.insert(k, postcard::to_allocvec(&q).unwrap()).unwrap();
+            old.insert([&b"u"[..], url.as_bytes()].concat(), &seq.to_be_bytes()).unwrap();
+        }
+        old.insert(&b"da.test\0http://a.test/fetched"[..], &[]).unwrap();
+        old.insert(&b"bbad.test"[..], &[]).unwrap();
+        let hosts = db.open_tree("hosts").unwrap();
+        let later = weft_frontier::frontier::unix_ms(std::time::SystemTime::now()) + 120_000;
+        let rec = OldHost { fetched: 4, next_allowed_unix_ms: later, backoff_level: 1 };
+        hosts.insert("a.test", postcard::to_allocvec(&rec).unwrap()).unwrap();
+        db.flush().unwrap();
+    }
+    let check = |f: &mut Frontier| {
+        assert_eq!(f.stats().queued, 2);
+        assert!(f.seen("http://a.test/fetched") && f.seen("http://a.test/journaled"));
+        assert_eq!(f.blocked_hosts(), ["bad.test"]);
+        let state = |f: &Frontier, u: &str| f.url_state(&normalize(u, None).unwrap()).unwrap();
+        assert_eq!(state(f, "http://a.test/fetched"), UrlState::Done);
+        assert_eq!(state(f, "http://a.test/high"), UrlState::Queued);
+        assert_eq!(f.top_hosts(1)[0].fetched, 4);
+        match f.next(Instant::now()).unwrap() {
+            Next::WaitUntil(t) => assert!(t > Instant::now() + Duration::from_secs(100), "its delay came along"),
+            other => panic!("expected the host to wait, got {other:?}"),
+        }
+    };
+    let mut f = Frontier::open(&db, &dir.path().join("frontier"), settings()).unwrap();
+    check(&mut f);
+    assert!(!db.tree_names().iter().any(|t| t.as_ref() == b"frontier"), "the old tree is dropped");
+    let l = take(&mut f, Instant::now() + Duration::from_secs(200));
+    assert_eq!((l.entry.url.as_str(), l.entry.score, l.entry.attempts, l.entry.inlinks), ("http://a.test/high", 2.0, 1, 2));
+    f.abandon_leases().unwrap();
+    f.durability().flush().unwrap();
+    drop(f);
+    let mut f = Frontier::open(&db, &dir.path().join("frontier"), settings()).unwrap();
+    check(&mut f);
 }

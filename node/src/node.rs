@@ -60,7 +60,8 @@ impl Node {
         let db = open_db(&db_path, DB_CACHE_BYTES).with_context(|| {
             format!("cannot open {} (is another weft node running on this data dir?)", db_path.display())
         })?;
-        let frontier = Frontier::open(&db, frontier_settings(&config)).context("cannot load the frontier")?;
+        let frontier = Frontier::open(&db, &config.data_dir.join("frontier"), frontier_settings(&config))
+            .context("cannot load the frontier")?;
         let robots = RobotsCache::open(
             &db,
             config.fetch.robots_token(),
