@@ -121,6 +121,9 @@ fn main() {
         f.durability().flush().unwrap();
         if last_snapshot.elapsed() >= SNAPSHOT_EVERY {
             f.snapshot_job().unwrap().write().unwrap();
+            if let Some(job) = f.compaction_due() {
+                job.run().unwrap();
+            }
             last_snapshot = Instant::now();
         }
         if f.stats().queued >= next_report {
@@ -152,14 +155,21 @@ fn main() {
     }
     f.durability().flush().unwrap();
     let drain = t.elapsed();
+    let disk_drained = dir_size(dir.path());
+    // As the node does after its next snapshot: the drained queue's deletions are compacted.
+    let t = Instant::now();
+    let compacted = f.compaction_due().map(|job| job.run().unwrap()).is_some();
+    let compaction = t.elapsed();
     println!(
-        "push phase {:.0} s: {:.0} pushes + leases + completions /s ({pushed} pushed, {completed} completed); drain {drained} in {:.0} s: {:.0} leases + completions /s; RSS {:.0} MiB, heap {:.0} MiB; disk after drain {:.0} MiB",
+        "push phase {:.0} s: {:.0} pushes + leases + completions /s ({pushed} pushed, {completed} completed); drain {drained} in {:.0} s: {:.0} leases + completions /s; RSS {:.0} MiB, heap {:.0} MiB; disk after drain {:.0} MiB, after {} {:.0} MiB",
         push_phase.as_secs_f64(),
         (pushed + completed) as f64 / push_phase.as_secs_f64(),
         drain.as_secs_f64(),
         drained as f64 / drain.as_secs_f64(),
         mib(rss()),
         mib(heap() as u64),
+        mib(disk_drained),
+        if compacted { format!("the compaction ({:.0} s)", compaction.as_secs_f64()) } else { "no compaction".into() },
         mib(dir_size(dir.path())),
     );
 }

@@ -15,12 +15,12 @@
 //! only: an uncompleted lease leaves its URL queued.
 
 use crate::host::HostKey;
+use crate::migrate::OldLayout;
 use crate::politeness::{HostPoliteness, PolitenessPolicy};
 use crate::score::{is_binary, score, UrlKind, HUB_BOOST, INLINK_WEIGHT};
-use crate::migrate::OldLayout;
 use crate::seen::SeenSet;
 use crate::store::{self, HostRecord, QKey, Store, Stored};
-pub use crate::store::{FrontierError, Result, SnapshotJob};
+pub use crate::store::{CompactJob, FrontierError, Result, SnapshotJob};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -216,7 +216,6 @@ pub struct FrontierStats {
     pub seen_bytes: u64,
 }
 
-
 struct HostQueue {
     name: String,
     /// Live queue entries of this host (persisted in its record).
@@ -287,6 +286,9 @@ pub struct Frontier {
     next_jseq: u64,
     queued: u64,
     in_flight: u64,
+    /// Queue entries removed since the store was last compacted (see
+    /// [`Frontier::compaction_due`]).
+    removed_since_compact: u64,
     /// Hosts the operator blocked (persisted).
     blocked: HashSet<String>,
     /// Hosts first seen before this instant wait until then: in a network, right after this
@@ -294,6 +296,9 @@ pub struct Frontier {
     /// (see [`Frontier::hold_new_hosts`]).
     new_host_hold: Option<(Instant, HostFilter)>,
 }
+
+/// Queue entries removed before a compaction is considered (see [`Frontier::compaction_due`]).
+pub const COMPACT_AFTER: u64 = 1_000_000;
 
 /// Picks hosts by name (see [`Frontier::hold_new_hosts`]).
 pub type HostFilter = Box<dyn Fn(&str) -> bool + Send>;
@@ -321,6 +326,7 @@ impl Frontier {
             next_jseq,
             queued: 0,
             in_flight: 0,
+            removed_since_compact: 0,
             blocked: store.blocked()?.into_iter().collect(),
             new_host_hold: None,
         };
@@ -591,6 +597,7 @@ impl Frontier {
         self.store.remove_entry(&mut batch, &key, url);
         self.store.put_entry(&mut batch, &moved, &entry, url)?;
         self.store.commit(batch)?;
+        self.removed_since_compact += 1;
         let h = &mut self.hosts[id as usize];
         h.floor = h.floor.min(moved);
         Ok(())
@@ -687,6 +694,7 @@ impl Frontier {
             h.floor = store::after(key);
         }
         self.queued = self.queued.saturating_sub(1);
+        self.removed_since_compact += 1;
         Ok(())
     }
 
@@ -760,6 +768,7 @@ impl Frontier {
         }
         for (id, live) in taken {
             self.queued = self.queued.saturating_sub(live);
+            self.removed_since_compact += live;
             self.reschedule(id);
         }
         Ok(given_away)
@@ -1078,6 +1087,17 @@ impl Frontier {
         v.sort_by(|a, b| b.queued.cmp(&a.queued).then(b.fetched.cmp(&a.fetched)).then(a.host.cmp(&b.host)));
         v.truncate(n);
         v
+    }
+
+    /// A compaction of the store, when the entries removed since the last one number at least
+    /// [`COMPACT_AFTER`] and as many as are still queued (the queue's files are then mostly
+    /// deletions). Run it outside the lock with [`CompactJob::run`].
+    pub fn compaction_due(&mut self) -> Option<CompactJob> {
+        if self.removed_since_compact >= COMPACT_AFTER && self.removed_since_compact >= self.queued {
+            self.removed_since_compact = 0;
+            return Some(self.store.compact_job());
+        }
+        None
     }
 
     /// URLs added to the seen-set since its last snapshot (replayed on open).

@@ -34,8 +34,8 @@ pub mod seen;
 pub mod store;
 
 pub use frontier::{
-    Borrow, Candidate, Completed, Completion, Durability, Frontier, FrontierError, FrontierSettings, FrontierStats,
-    HandOff, HostFilter, HostLoad, Lease, Next, PushOutcome, QueuedUrl, Returned, SnapshotJob, UrlState,
+    Borrow, Candidate, CompactJob, Completed, Completion, Durability, Frontier, FrontierError, FrontierSettings,
+    FrontierStats, HandOff, HostFilter, HostLoad, Lease, Next, PushOutcome, QueuedUrl, Returned, SnapshotJob, UrlState,
 };
 pub use host::HostKey;
 pub use normalize::{normalize, normalize_url, NormalizeError, MAX_URL_BYTES};

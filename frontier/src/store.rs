@@ -56,7 +56,7 @@ pub type Result<T> = std::result::Result<T, FrontierError>;
 /// Memory the LSM tree may use: its block cache, and each keyspace's write buffer (memtable).
 /// Together with the journal bound, these are what keep the frontier's footprint flat however
 /// many URLs are queued.
-const CACHE_BYTES: u64 = 24 << 20;
+const CACHE_BYTES: u64 = 16 << 20;
 const MEMTABLE_BYTES: u64 = 8 << 20;
 const JOURNAL_BYTES: u64 = 96 << 20;
 /// Journal entries removed per batch after a snapshot.
@@ -242,10 +242,8 @@ impl Store {
     /// Opens (or creates) the store in `dir`.
     pub fn open(dir: &Path) -> Result<Store> {
         std::fs::create_dir_all(dir).map_err(|error| FrontierError::Snapshot { path: dir.to_path_buf(), error })?;
-        let db = Database::builder(dir.join("lsm"))
-            .cache_size(CACHE_BYTES)
-            .max_journaling_size(JOURNAL_BYTES)
-            .open()?;
+        let db =
+            Database::builder(dir.join("lsm")).cache_size(CACHE_BYTES).max_journaling_size(JOURNAL_BYTES).open()?;
         let ks = |name: &str| db.keyspace(name, || KeyspaceCreateOptions::default().max_memtable_size(MEMTABLE_BYTES));
         Ok(Store {
             queue: ks("queue")?,
@@ -424,6 +422,10 @@ impl Store {
         Ok(self.journal.len()? as u64)
     }
 
+    pub fn compact_job(&self) -> CompactJob {
+        CompactJob { store: self.clone() }
+    }
+
     /// Serializes a snapshot of `seen` covering the journal up to `mark` (in memory; written
     /// by [`SnapshotJob::write`] outside the frontier's lock).
     pub fn snapshot_job(&self, seen: &SeenSet, mark: u64) -> Result<SnapshotJob> {
@@ -440,12 +442,7 @@ impl Store {
 
     /// The first sequence number never handed out before.
     pub fn reserved_seq(&self) -> Result<u64> {
-        Ok(self
-            .meta
-            .get("seq")?
-            .and_then(|v| <[u8; 8]>::try_from(&v[..]).ok())
-            .map(u64::from_be_bytes)
-            .unwrap_or(1))
+        Ok(self.meta.get("seq")?.and_then(|v| <[u8; 8]>::try_from(&v[..]).ok()).map(u64::from_be_bytes).unwrap_or(1))
     }
 
     pub fn set_blocked(&self, host: &str, blocked: bool) -> Result<()> {
@@ -464,6 +461,24 @@ impl Store {
             v.push(String::from_utf8_lossy(&k[1..]).into_owned());
         }
         Ok(v)
+    }
+}
+
+/// A major compaction of the queue's keyspaces, run outside the frontier's lock (see
+/// [`crate::Frontier::compaction_due`]).
+pub struct CompactJob {
+    store: Store,
+}
+
+impl CompactJob {
+    /// Rewrites the queue, its URL index and the seen-set journal without the entries deleted
+    /// since: a drained queue's tombstones otherwise wait for compactions that only new writes
+    /// would trigger. Blocking, seconds to minutes; writes go on meanwhile.
+    pub fn run(self) -> Result<()> {
+        for ks in [&self.store.queue, &self.store.urls, &self.store.journal] {
+            ks.major_compact()?;
+        }
+        Ok(())
     }
 }
 
@@ -533,10 +548,8 @@ mod tests {
             qkey(1, 0.0, 2),
         ];
         keys.sort();
-        let got: Vec<(u32, f32, u64)> = keys
-            .iter()
-            .map(|k| (key_host(k), key_score(k), u64::from_be_bytes(k[8..].try_into().unwrap())))
-            .collect();
+        let got: Vec<(u32, f32, u64)> =
+            keys.iter().map(|k| (key_host(k), key_score(k), u64::from_be_bytes(k[8..].try_into().unwrap()))).collect();
         assert_eq!(got, vec![(1, 10.0, 9), (1, 1.2, 4), (1, 1.2, 5), (1, 0.0, 2), (1, -0.5, 3), (2, 1.0, 1)]);
         for s in [0.0f32, -0.0, 1.7, -3.25, 1e9, -1e-9] {
             assert_eq!(key_score(&qkey(7, s, 1)).to_bits(), s.to_bits());

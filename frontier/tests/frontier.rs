@@ -519,7 +519,10 @@ fn a_frontier_kept_in_sled_before_is_imported_once() {
     check(&mut f);
     assert!(!db.tree_names().iter().any(|t| t.as_ref() == b"frontier"), "the old tree is dropped");
     let l = take(&mut f, Instant::now() + Duration::from_secs(200));
-    assert_eq!((l.entry.url.as_str(), l.entry.score, l.entry.attempts, l.entry.inlinks), ("http://a.test/high", 2.0, 1, 2));
+    assert_eq!(
+        (l.entry.url.as_str(), l.entry.score, l.entry.attempts, l.entry.inlinks),
+        ("http://a.test/high", 2.0, 1, 2)
+    );
     f.abandon_leases().unwrap();
     f.durability().flush().unwrap();
     drop(f);

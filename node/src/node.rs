@@ -446,6 +446,11 @@ fn spawn_timers(
                 Ok(bytes) => tracing::debug!(bytes, "seen-set snapshot written"),
                 Err(e) => tracing::error!("seen-set snapshot failed: {e}"),
             }
+            match snapshotter.compact_frontier().await {
+                Ok(true) => tracing::info!("frontier files compacted: the drained queue's space is reclaimed"),
+                Ok(false) => {}
+                Err(e) => tracing::warn!("compacting the frontier's files failed: {e}"),
+            }
         }
     });
     if let Some(index) = index.cloned() {

@@ -28,4 +28,4 @@ pub mod topics;
 pub mod web;
 
 pub use topics::{topic_page, topic_site, Topic, TOPICS};
-pub use web::{generated_site, Request, Resource, Site, WebServer};
+pub use web::{generated_site, LinkFarm, Request, Resource, Site, WebServer};

@@ -50,11 +50,60 @@ impl Resource {
 pub struct Site {
     pub host: String,
     pub routes: HashMap<String, Resource>,
+    /// Answers every `/p/{n}` path no route names, when set.
+    pub farm: Option<LinkFarm>,
+}
+
+/// An endless site of link-heavy pages, made up on request: the shape of the real web, where
+/// every page brings dozens of URLs never seen before, so a crawl's frontier grows far faster
+/// than it drains. Page `/p/{n}` of a host links to `links` pages: most on the same host, every
+/// fifth on another host of `hosts`, all numbered by a hash of (host, n, k) — new URLs almost
+/// every time, and the same page always has the same links.
+#[derive(Debug, Clone)]
+pub struct LinkFarm {
+    pub links: usize,
+    /// The hosts of the farm, as `name:port`.
+    pub hosts: Arc<Vec<String>>,
+}
+
+impl LinkFarm {
+    /// The HTML of page `n` of `host` (~120 words of text and the links).
+    pub fn page(&self, host: &str, n: u64) -> String {
+        let h = |k: u64| {
+            let x = blake3::hash(format!("{host}/{n}/{k}").as_bytes());
+            u64::from_le_bytes(x.as_bytes()[..8].try_into().expect("8 bytes"))
+        };
+        let mut links = String::new();
+        for k in 0..self.links as u64 {
+            let v = h(k);
+            let target = v % (1 << 40);
+            if k % 5 == 4 && !self.hosts.is_empty() {
+                let other = &self.hosts[(v >> 40) as usize % self.hosts.len()];
+                links.push_str(&format!("<li><a href=\"http://{other}/p/{target}\">elsewhere {target}</a></li>"));
+            } else {
+                links.push_str(&format!("<li><a href=\"/p/{target}\">page {target}</a></li>"));
+            }
+        }
+        let words = ["crawl", "frontier", "queue", "host", "polite", "index", "search", "vector", "peer", "ring"];
+        let text: Vec<&str> = (0..120).map(|i| words[((h(1000 + i / 10) >> (i % 10 * 4)) % 10) as usize]).collect();
+        format!(
+            "<!doctype html><html><head><title>{host} page {n}</title></head><body><article><h1>Page {n} of {host}</h1>\
+             <p>{}</p></article><nav><ul>{links}</ul></nav></body></html>",
+            text.join(" ")
+        )
+    }
 }
 
 impl Site {
     pub fn new(host: &str) -> Site {
-        Site { host: host.to_string(), routes: HashMap::new() }
+        Site { host: host.to_string(), routes: HashMap::new(), farm: None }
+    }
+
+    /// A [`LinkFarm`] host: robots.txt allows everything, `/` is page 0.
+    pub fn link_farm(host: &str, farm: LinkFarm) -> Site {
+        let mut site = Site::new(host).with("/robots.txt", Resource::robots("User-agent: *\nAllow: /\n"));
+        site.farm = Some(farm);
+        site
     }
 
     pub fn with(mut self, path: &str, r: Resource) -> Site {
@@ -225,7 +274,13 @@ async fn handle(State(shared): State<Arc<Shared>>, req: HttpRequest) -> Response
     let user_agent = req.headers().get(header::USER_AGENT).and_then(|h| h.to_str().ok()).unwrap_or("").to_string();
     let if_none_match = req.headers().get(header::IF_NONE_MATCH).and_then(|h| h.to_str().ok()).map(str::to_string);
 
-    let resource = shared.sites.read().get(&host).and_then(|s| s.routes.get(&path)).cloned();
+    let resource = shared.sites.read().get(&host).and_then(|s| {
+        s.routes.get(&path).cloned().or_else(|| {
+            let farm = s.farm.as_ref()?;
+            let n = if path == "/" { 0 } else { path.strip_prefix("/p/")?.parse().ok()? };
+            Some(Resource::Html(farm.page(&host, n)))
+        })
+    });
     let resource = match resource {
         Some(Resource::Sequence(seq)) => {
             let mut counters = shared.counters.lock();

@@ -523,6 +523,15 @@ impl Crawler {
         Ok(self.inner.storage.bounded("writing the seen-set snapshot", move || job.write()).await?)
     }
 
+    /// Compacts the frontier's files when a drained queue has left them mostly deletions (see
+    /// `Frontier::compaction_due`); on the blocking pool, not bounded like a flush (it may take
+    /// minutes on a large queue, and writes go on meanwhile). Returns whether it ran.
+    pub async fn compact_frontier(&self) -> anyhow::Result<bool> {
+        let Some(job) = blocking(|| self.inner.frontier.lock().compaction_due()) else { return Ok(false) };
+        tokio::task::spawn_blocking(move || job.run()).await??;
+        Ok(true)
+    }
+
     /// The node's storage guard.
     pub fn storage(&self) -> &Storage {
         &self.inner.storage

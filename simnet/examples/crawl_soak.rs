@@ -1,0 +1,172 @@
+//! A node crawling a link-heavy web for an hour (issue 23): one release `weft start` process,
+//! default configuration (index, layouts and Chromium on, as shipped) except what loopback
+//! needs and the network (one node alone), crawling an endless [`LinkFarm`] web on 127.0.0.1 where every page links to dozens of
+//! URLs never seen before — so its frontier grows far faster than it drains, as a real crawl's
+//! does. Every 30 s it prints the node's pages fetched, URLs queued, the weft process's
+//! resident memory (`VmRSS`, browsers not included), the frontier's files and the whole data
+//! dir; at the end the same figures at the start and end of the last half of the run, to show
+//! whether memory stays flat while the queue grows.
+//!
+//! `cargo build --release -p weft-node && cargo run --release -p weft-simnet --example crawl_soak -- [--minutes 60] [--hosts 500] [--links 60]`
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use weft_simnet::{LinkFarm, Site, WebServer};
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn dir_size(p: &Path) -> u64 {
+    std::fs::read_dir(p)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => dir_size(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn rss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .map_or(0.0, |kb: f64| kb / 1024.0)
+}
+
+/// `name value` lines of the node's `/metrics`.
+async fn metrics(client: &reqwest::Client, api: &str) -> BTreeMap<String, f64> {
+    let Ok(r) = client.get(format!("{api}/metrics")).send().await else { return BTreeMap::new() };
+    let text = r.text().await.unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (k, v) = l.rsplit_once(' ')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    minutes: f64,
+    pages: f64,
+    queued: f64,
+    rss: f64,
+    frontier_mib: f64,
+    data_mib: f64,
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let minutes = arg("--minutes", 60);
+    let hosts = arg("--hosts", 500) as usize;
+    let links = arg("--links", 60) as usize;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let weft = std::env::var_os("WEFT_BIN").map(PathBuf::from).unwrap_or(root.join("target/release/weft"));
+    let models = std::env::var_os("WEFT_MODELS").map(PathBuf::from).unwrap_or(root.join("models"));
+    if !weft.exists() {
+        return Err(format!("{} is missing: cargo build --release -p weft-node", weft.display()).into());
+    }
+    if !models.join("all-MiniLM-L6-v2-int8/model.onnx").exists() {
+        return Err(format!("the model files are not in {}: run scripts/setup.sh", models.display()).into());
+    }
+    let names: Vec<String> = (0..hosts).map(|h| format!("farm{h}.test")).collect();
+    let server = WebServer::start_with(|port| {
+        let farm = LinkFarm { links, hosts: Arc::new(names.iter().map(|n| format!("{n}:{port}")).collect()) };
+        names.iter().map(|n| Site::link_farm(n, farm.clone())).collect()
+    })
+    .await?;
+    let work = tempfile::tempdir()?;
+    let data = work.path().join("data");
+    let api_port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let mut c = weft_config::Config { data_dir: data.clone(), ..Default::default() };
+    let lo: IpAddr = IpAddr::from([127, 0, 0, 1]);
+    c.fetch.allow_private_networks = true;
+    c.fetch.resolve = server.hosts().into_iter().map(|h| (h, lo)).collect();
+    c.crawl.follow_external_links = true;
+    c.crawl.seeds = names.iter().map(|n| server.url(n, "/")).collect();
+    c.api.listen = std::net::SocketAddr::from((lo, api_port));
+    // One node alone: the network has nothing to do here (the frontier's growth is what is
+    // measured), and off it sends nothing anywhere.
+    c.p2p.enabled = false;
+    c.embed.model = models.join("all-MiniLM-L6-v2-int8/model.onnx");
+    c.embed.tokenizer = models.join("all-MiniLM-L6-v2-int8/tokenizer.json");
+    c.embed.ort_library = models.join("onnxruntime-1.31.1/libonnxruntime.so");
+    let config = work.path().join("weft.toml");
+    std::fs::write(&config, c.to_toml())?;
+    let log = std::fs::File::create(work.path().join("weft.log"))?;
+    let mut child = tokio::process::Command::new(&weft)
+        .args(["start", "--config"])
+        .arg(&config)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()?;
+    let pid = child.id().unwrap_or(0);
+    let api = format!("http://127.0.0.1:{api_port}");
+    let client = reqwest::Client::new();
+    println!(
+        "crawl soak: {minutes} min, {hosts} link-farm hosts, {links} links per page (every fifth to another host), default config"
+    );
+    println!(
+        "{:>7} {:>9} {:>10} {:>9} {:>13} {:>10}",
+        "minutes", "pages", "queued", "RSS MiB", "frontier MiB", "data MiB"
+    );
+    let started = Instant::now();
+    let mut samples: Vec<Sample> = Vec::new();
+    while started.elapsed() < Duration::from_secs(minutes * 60) {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("weft exited early ({status}); see {}", work.path().join("weft.log").display()).into());
+        }
+        let m = metrics(&client, &api).await;
+        let s = Sample {
+            minutes: started.elapsed().as_secs_f64() / 60.0,
+            pages: m.get("weft_pages_fetched_total").copied().unwrap_or(0.0),
+            queued: m.get("weft_frontier_queued").copied().unwrap_or(0.0),
+            rss: rss_mib(pid),
+            frontier_mib: dir_size(&data.join("frontier")) as f64 / 1048576.0,
+            data_mib: dir_size(&data) as f64 / 1048576.0,
+        };
+        println!(
+            "{:>7.1} {:>9.0} {:>10.0} {:>9.0} {:>13.0} {:>10.0}",
+            s.minutes, s.pages, s.queued, s.rss, s.frontier_mib, s.data_mib
+        );
+        samples.push(s);
+    }
+    let _ = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+    let _ = tokio::time::timeout(Duration::from_secs(60), child.wait()).await;
+    if let (Some(first), Some(mid), Some(last)) = (samples.first(), samples.get(samples.len() / 2), samples.last()) {
+        println!(
+            "after {:.0} min: {:.0} pages fetched ({:.1}/s), {:.0} URLs queued ({:.0} per page fetched); weft RSS {:.0} MiB at {:.0} queued (min {:.1}), {:.0} MiB at {:.0} queued (min {:.1}), {:.0} MiB at the end; frontier {:.0} MiB on disk, data dir {:.0} MiB (first sample: RSS {:.0} MiB)",
+            last.minutes,
+            last.pages,
+            last.pages / (last.minutes * 60.0),
+            last.queued,
+            last.queued / last.pages.max(1.0),
+            mid.rss,
+            mid.queued,
+            mid.minutes,
+            last.rss,
+            last.queued,
+            last.minutes,
+            last.rss,
+            last.frontier_mib,
+            last.data_mib,
+            first.rss,
+        );
+    }
+    Ok(())
+}
