@@ -541,14 +541,8 @@ mod tests {
 
     #[test]
     fn keys_sort_by_host_then_higher_score_then_age() {
-        let mut keys = vec![
-            qkey(2, 1.0, 1),
-            qkey(1, -0.5, 3),
-            qkey(1, 10.0, 9),
-            qkey(1, 1.2, 5),
-            qkey(1, 1.2, 4),
-            qkey(1, 0.0, 2),
-        ];
+        let mut keys =
+            [qkey(2, 1.0, 1), qkey(1, -0.5, 3), qkey(1, 10.0, 9), qkey(1, 1.2, 5), qkey(1, 1.2, 4), qkey(1, 0.0, 2)];
         keys.sort();
         let got: Vec<(u32, f32, u64)> =
             keys.iter().map(|k| (key_host(k), key_score(k), u64::from_be_bytes(k[8..].try_into().unwrap()))).collect();
