@@ -385,9 +385,7 @@ impl Frontier {
                 continue;
             }
             let id = self.host_id(&q.host, now)?;
-            let mut entry = Stored::new(&q.url, &q.host, q.kind, q.depth, q.redirects, q.discovered_unix_ms);
-            entry.inlinks = q.inlinks;
-            entry.attempts = q.attempts;
+            let entry = Stored::of(&q);
             let mut batch = self.store.batch();
             let key = store::qkey(id, q.score, self.take_seq(&mut batch));
             self.store.put_entry(&mut batch, &key, &entry, &q.url)?;
@@ -929,16 +927,7 @@ impl Frontier {
 
     /// Writes a leased entry back under its key (its attempts changed).
     fn requeue(&mut self, id: u32, key: &QKey, entry: &QueuedUrl, now: Instant) -> Result<()> {
-        let mut stored = Stored::new(
-            &entry.url,
-            &entry.host,
-            entry.kind,
-            entry.depth,
-            entry.redirects.clone(),
-            entry.discovered_unix_ms,
-        );
-        stored.inlinks = entry.inlinks;
-        stored.attempts = entry.attempts;
+        let stored = Stored::of(entry);
         let mut batch = self.store.batch();
         self.store.update_entry(&mut batch, key, &stored)?;
         self.put_record(&mut batch, id, now)?;

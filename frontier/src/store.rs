@@ -177,6 +177,15 @@ impl Stored {
         }
     }
 
+    /// The stored form of a queued URL as handed out (requeued, or imported).
+    pub fn of(q: &crate::frontier::QueuedUrl) -> Stored {
+        Stored {
+            inlinks: q.inlinks,
+            attempts: q.attempts,
+            ..Stored::new(&q.url, &q.host, q.kind, q.depth, q.redirects.clone(), q.discovered_unix_ms)
+        }
+    }
+
     pub fn url(&self, host: &str) -> String {
         url_from_tail(&self.tail, host)
     }
