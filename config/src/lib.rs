@@ -418,7 +418,8 @@ pub struct P2pConfig {
     /// Pages per second this node offers to crawl (announced to the other members).
     pub capacity: u32,
     /// At a graceful stop (SIGTERM, Ctrl-C) the node leaves the network and hands its queued
-    /// URLs to their new owners; it waits at most this long for them to be acknowledged.
+    /// URLs to their new owners; it spends at most this long rendering the pages waiting for
+    /// its browser (half of it at most) and waiting for the hand-off to be acknowledged.
     /// Whatever is not acknowledged stays in the outbox journal and goes out at the next start.
     pub leave_timeout_secs: u64,
     /// Advertise private and loopback addresses (heartbeats, identify, hence the DHT) even on

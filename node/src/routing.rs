@@ -243,14 +243,26 @@ pub async fn hand_off_on_changes(
     }
 }
 
-/// Leaves the network after the crawl stopped: announces it, hands every queued URL to the
-/// members that own its host without this node (journaled first, like any hand-off), and waits
-/// up to `wait` until they — and batches forwarded meanwhile — are acknowledged. Alone, the
-/// node keeps its queue: there is nobody to give it to.
+/// Leaves the network after the crawl stopped: renders the pages waiting for the browser
+/// (for up to half of `wait`: their HTML is here, and a page handed off would be fetched again
+/// by its host's new owner), announces the leave, hands every queued URL to the members that
+/// own its host without this node (journaled first, like any hand-off), and waits for the rest
+/// of `wait` until they — and batches forwarded meanwhile — are acknowledged and the renders
+/// in flight are done. Alone, the node keeps its queue: there is nobody to give it to.
 pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal, wait: std::time::Duration) {
     if network.ring().members().len() < 2 {
         return;
     }
+    let started = tokio::time::Instant::now();
+    // While this node still owns its hosts: the links the renders find are routed as usual.
+    let unrendered = crawler.finish_renders(wait / 2).await;
+    if unrendered > 0 {
+        tracing::warn!(
+            pages = unrendered,
+            "pages still waiting for the browser go to their hosts' new owners, who fetch them again"
+        );
+    }
+    let wait = wait.saturating_sub(started.elapsed());
     network.leave();
     // Hand off only once this node is off its own ring, or URLs would be routed back to it.
     let me = network.peer_id();
@@ -265,7 +277,10 @@ pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal
     let done = async {
         loop {
             let s = network.status();
-            if crate::storage::blocking(|| journal.is_empty()) && s.urls_waiting == 0 && s.urls_in_flight == 0 {
+            let sent = crate::storage::blocking(|| journal.is_empty()) && s.urls_waiting == 0 && s.urls_in_flight == 0;
+            // A render that was running when the queue closed: its page and links are this
+            // node's to finish (the links then go out like any other).
+            if sent && crawler.rendering() == 0 {
                 break true;
             }
             if network.ring().is_empty() {

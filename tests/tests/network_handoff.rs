@@ -145,3 +145,66 @@ async fn a_joining_node_takes_over_its_hosts_and_a_leaving_node_is_routed_around
         r.task.await.unwrap().unwrap();
     }
 }
+
+/// A leaving node renders the pages waiting for its browser before it goes: it holds their
+/// HTML, and handed off they would be fetched a second time by their hosts' new owner (the
+/// churn scenario caught six such repeats on a slow machine, where renders queued up).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaving_node_renders_the_pages_waiting_for_its_browser_instead_of_handing_them_off() {
+    let server = WebServer::start_with(|port| web(port, &[("hub2.test", "r")])).await.unwrap();
+    let first = start(&server, 0, vec![], 0).await;
+    let boot = first.network.status().listen_addrs[0].clone();
+
+    // Node 1 (the defaults: layouts on, Chromium) with its crawl paused, so its renderer waits.
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = common::member_config(&server, dir.path(), 1, vec![boot], 0);
+    c.index.enabled = false; // about the hand-off, not the index
+    let node = Node::open(c).unwrap();
+    let (network, crawler) = (node.network().unwrap().clone(), node.crawler().clone());
+    let renders = node.layouts().expect("layouts are on by default").renders.clone();
+    crawler.pause();
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, |_| {}));
+    let second = Running { network, crawler, stop, task, _dir: dir };
+    members(&[&first, &second], 2).await;
+
+    // Pages of node 1's hosts whose HTML its crawl fetched and that wait for the browser.
+    let ring = second.network.ring();
+    let mine: Vec<String> =
+        (0..HOSTS).map(|i| format!("r{i}.test")).filter(|h| ring.owner(h) == Some(&second.network.peer_id())).collect();
+    assert!(!mine.is_empty(), "node 1 owns some r-hosts");
+    // More pages than its browser renders at once: some are still waiting when it leaves.
+    let urls: Vec<url::Url> =
+        mine.iter().flat_map(|h| ["/", "/a", "/b"].map(|p| url::Url::parse(&server.url(h, p)).unwrap())).collect();
+    for u in &urls {
+        let body = format!("<html><body><p>{} waits for the browser</p></body></html>", u.host_str().unwrap());
+        let page = weft_node::layouts::StoredPage { status: 200, content_type: None, body: body.into_bytes() };
+        let reason = weft_node::page::RenderReason::LayoutNeedsJs;
+        renders.push_stored(u, 1, &reason, Some(&page)).unwrap();
+    }
+
+    // It resumes and is stopped at once: its browser is still starting when the crawl ends.
+    second.crawler.resume();
+    second.stop.send(true).unwrap();
+    second.task.await.unwrap().unwrap();
+    let rendered = second.crawler.metrics().extractions().get("render:rendered").copied().unwrap_or(0);
+    assert_eq!(rendered, urls.len() as u64, "node 1 rendered its waiting pages before leaving");
+
+    // Node 0 owns the hosts now; past the hand-over grace, it has nothing of them to fetch.
+    tokio::time::timeout(Duration::from_secs(30), first.network.wait_for(|s| s.members.len() == 1)).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    for u in &urls {
+        let report = tokio::task::block_in_place(|| first.crawler.url_report(u)).unwrap();
+        assert_ne!(report.frontier, weft_frontier::UrlState::Queued, "{u} was handed to node 0 to fetch again");
+    }
+    let fetched: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.host.starts_with('r'))
+        .map(|r| format!("{}{}", r.host, r.path))
+        .collect();
+    assert!(fetched.is_empty(), "fetched although rendered from the HTML held: {fetched:?}");
+
+    first.stop.send(true).unwrap();
+    first.task.await.unwrap().unwrap();
+}

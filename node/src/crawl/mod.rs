@@ -80,6 +80,11 @@ pub trait Renders: Send + Sync + 'static {
     fn release(&self, pages: &[WaitingPage]);
     /// Pages queued or being rendered, and work that may queue more: the crawl is not idle.
     fn pending(&self) -> usize;
+    /// Pages queued for the browser or being rendered now.
+    fn rendering(&self) -> usize;
+    /// The renderer takes no further page: the node is leaving, and what still waits goes
+    /// with its host ([`Renders::waiting`]).
+    fn close(&self);
 }
 
 /// A page waiting for the browser: part of its host's queue.
@@ -327,7 +332,6 @@ impl Crawler {
         Ok(was)
     }
 
-    /// The hosts with the most work queued.
     /// What this node's crawl knows of a normalized URL: where it stands in the frontier, what
     /// happened when it was tried, and who owns its host when another member does. Blocking
     /// (sled reads): call it from the blocking pool.
@@ -350,6 +354,40 @@ impl Crawler {
 
     pub fn blocked_hosts(&self) -> Vec<String> {
         self.inner.frontier.lock().blocked_hosts()
+    }
+
+    /// Whether the crawl loop has stopped (or is stopping): no new work should start.
+    pub fn stopping(&self) -> bool {
+        self.state() == CrawlState::Stopping
+    }
+
+    /// Before this node leaves the network: gives the browser up to `bound` to render the
+    /// pages waiting for it, then closes the render queue. Their HTML is held here; handed
+    /// off, each would be fetched a second time by its host's new owner. Returns how many were
+    /// still queued or being rendered at the end (the waiting ones go with their hosts).
+    pub async fn finish_renders(&self, bound: Duration) -> usize {
+        let Some(r) = &self.inner.renders else { return 0 };
+        if self.inner.paused.load(Ordering::Acquire) {
+            // The operator paused the crawl: the browser starts no request either.
+            r.close();
+            return blocking(|| r.rendering());
+        }
+        let deadline = tokio::time::Instant::now() + bound;
+        let mut left = blocking(|| r.rendering());
+        if left > 0 {
+            tracing::info!(pages = left, "rendering the pages waiting for the browser before leaving");
+        }
+        while left > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            left = blocking(|| r.rendering());
+        }
+        r.close();
+        left
+    }
+
+    /// Pages queued for the browser or being rendered.
+    pub fn rendering(&self) -> usize {
+        self.inner.renders.as_ref().map_or(0, |r| blocking(|| r.rendering()))
     }
 
     /// Wakes the crawl loop (new URLs, or work finished elsewhere).

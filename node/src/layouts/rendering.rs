@@ -21,6 +21,7 @@ use crate::metrics::{Event, Metrics, Render};
 use crate::page::{FetchedPage, RenderReason};
 use crate::storage::blocking;
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::Notify;
@@ -35,11 +36,13 @@ pub struct RenderQueue {
     /// Queue keys claimed: being rendered (or about to be), or being given away with their
     /// host.
     in_flight: Arc<parking_lot::Mutex<HashSet<Vec<u8>>>>,
+    /// Closed when the node leaves: the renderer takes no further page.
+    closed: Arc<AtomicBool>,
 }
 
 impl RenderQueue {
     pub fn new(store: LayoutStore) -> RenderQueue {
-        RenderQueue { store, wake: Arc::new(Notify::new()), in_flight: Arc::default() }
+        RenderQueue { store, wake: Arc::new(Notify::new()), in_flight: Arc::default(), closed: Arc::default() }
     }
 
     /// Queues a page for the browser, with its HTML when the crawl already fetched it (the
@@ -68,6 +71,9 @@ impl RenderQueue {
     /// caller when `claim` (see [`Renders::waiting`] for the other claimant).
     fn next_unclaimed(&self, claim: bool) -> Option<(Vec<u8>, RenderJob)> {
         let mut claimed = self.in_flight.lock();
+        if self.closed.load(Ordering::Acquire) {
+            return None;
+        }
         let mut after: Option<Vec<u8>> = None;
         let found = loop {
             match blocking(|| self.store.next_render(after.as_deref())) {
@@ -143,6 +149,17 @@ impl Renders for RenderQueue {
     /// Pages queued or being rendered, and teacher jobs (which may queue renders).
     fn pending(&self) -> usize {
         blocking(|| self.store.pending_work())
+    }
+
+    fn rendering(&self) -> usize {
+        blocking(|| self.store.render_jobs())
+    }
+
+    fn close(&self) {
+        // Under the claim lock: a page the renderer is claiming right now is claimed before
+        // the queue closes, or not at all.
+        let _claimed = self.in_flight.lock();
+        self.closed.store(true, Ordering::Release);
     }
 }
 
@@ -296,5 +313,18 @@ mod tests {
         assert!(q.next_unclaimed(false).is_none());
         assert!(q.store.page(PageRole::Render, "http://b.test/1").unwrap().is_none());
         assert!(q.store.page(PageRole::Render, "http://a.test/1").unwrap().is_some(), "a.test's is being rendered");
+    }
+
+    #[test]
+    fn a_closed_queue_gives_the_renderer_nothing_and_its_pages_go_with_their_hosts() {
+        let (_dir, q) = queue_with(&["http://a.test/1", "http://b.test/1"]);
+        let (_, first) = q.next_unclaimed(true).unwrap();
+        assert_eq!(q.rendering(), 2, "queued and being rendered alike");
+        q.close();
+        assert!(q.next_unclaimed(true).is_none() && q.next_unclaimed(false).is_none());
+        let given = q.waiting(&mut |_| true);
+        assert_eq!(given.iter().map(|w| w.url.as_str()).collect::<Vec<_>>(), ["http://b.test/1"]);
+        q.forget(&given);
+        assert_eq!(q.rendering(), 1, "{} is still being rendered", first.url);
     }
 }

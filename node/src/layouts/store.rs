@@ -664,6 +664,11 @@ impl LayoutStore {
         self.jobs.len() + self.renders.len()
     }
 
+    /// Pages queued for the browser or being rendered.
+    pub fn render_jobs(&self) -> usize {
+        self.renders.len()
+    }
+
     /// Whether `host`'s pages are rendered, and why.
     pub fn host_rendering(&self, host: &str) -> Result<Option<HostRendering>, LayoutError> {
         Self::get(&self.hosts, host.as_bytes())

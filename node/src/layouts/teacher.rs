@@ -65,6 +65,12 @@ impl Teacher {
                 continue;
             };
             self.crawler.until_running().await;
+            if self.crawler.stopping() {
+                // The node is stopping: the browser is for the pages waiting to be rendered
+                // (see `Crawler::finish_renders`); lessons wait for the next start.
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
             self.metrics.count_event(Event::Teacher(Taught::Runs));
             let outcome = self.teach(&job).await;
             let counted = match &outcome {
