@@ -1,6 +1,7 @@
 //! The crawl frontier of a Weft node: which URL to fetch next, and whether it may be fetched.
 //!
 //! - [`normalize`]: one spelling per URL, typed rejection reasons.
+//! - [`address`]: the addresses a crawler is never sent to (the SSRF guard's table).
 //! - [`seen`]: the Bloom-filter seen-set, sized from config.
 //! - [`score`]: URL priority (depth, inlinks, news-likeness, HTML-likeness; binaries skipped).
 //! - [`politeness`]: per-host token bucket, `Crawl-delay`, 429/503 backoff.
@@ -18,6 +19,7 @@
 //! Everything here is synchronous and does no network I/O: the node fetches, this crate
 //! decides. That keeps the rules unit-testable and the crate free of async runtimes.
 
+pub mod address;
 pub mod discovery;
 pub mod frontier;
 pub mod health;

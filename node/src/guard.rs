@@ -9,63 +9,12 @@
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-/// Why an address is not public.
-pub fn non_public_reason(ip: IpAddr) -> Option<&'static str> {
-    match ip {
-        IpAddr::V4(v4) => v4_reason(v4),
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return v4_reason(v4);
-            }
-            let seg0 = v6.segments()[0];
-            if v6.is_loopback() {
-                Some("loopback")
-            } else if v6.is_unspecified() {
-                Some("unspecified")
-            } else if v6.is_multicast() {
-                Some("multicast")
-            } else if seg0 & 0xfe00 == 0xfc00 {
-                Some("unique-local")
-            } else if seg0 & 0xffc0 == 0xfe80 {
-                Some("link-local")
-            } else if seg0 == 0x0064 && v6.segments()[1] == 0xff9b {
-                // NAT64 (64:ff9b::/96) embeds an IPv4 address: judge that address.
-                let s = v6.segments();
-                v4_reason(Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8))
-            } else if seg0 == 0x2001 && v6.segments()[1] == 0x0db8 {
-                Some("documentation")
-            } else {
-                None
-            }
-        }
-    }
-}
-
-fn v4_reason(ip: Ipv4Addr) -> Option<&'static str> {
-    let o = ip.octets();
-    if ip.is_loopback() {
-        Some("loopback")
-    } else if ip.is_private() {
-        Some("private")
-    } else if ip.is_link_local() {
-        Some("link-local")
-    } else if o[0] == 100 && (o[1] & 0xc0) == 64 {
-        Some("CGNAT")
-    } else if ip.is_multicast() {
-        Some("multicast")
-    } else if ip.is_unspecified() || o[0] == 0 {
-        Some("unspecified")
-    } else if ip.is_broadcast() || o[0] >= 240 {
-        Some("reserved")
-    } else if ip.is_documentation() || (o[0] == 198 && (o[1] & 0xfe) == 18) || (o[0] == 192 && o[1] == 0 && o[2] == 0) {
-        Some("special-purpose")
-    } else {
-        None
-    }
-}
+/// Why an address is not public: the table the URL batches of other members are checked
+/// against too (see [`weft_frontier::address`]).
+pub use weft_frontier::address::non_public_reason;
 
 /// The URL's host is an IP literal that the guard refuses.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -148,45 +97,14 @@ impl Resolve for GuardedResolver {
 mod tests {
     use super::*;
 
-    fn reason(s: &str) -> Option<&'static str> {
-        non_public_reason(s.parse().unwrap())
-    }
-
-    #[test]
-    fn classifies_addresses() {
-        for (ip, want) in [
-            ("127.0.0.1", Some("loopback")),
-            ("10.1.2.3", Some("private")),
-            ("172.16.0.1", Some("private")),
-            ("192.168.1.1", Some("private")),
-            ("169.254.169.254", Some("link-local")),
-            ("100.64.0.1", Some("CGNAT")),
-            ("100.127.255.255", Some("CGNAT")),
-            ("224.0.0.1", Some("multicast")),
-            ("0.0.0.0", Some("unspecified")),
-            ("255.255.255.255", Some("reserved")),
-            ("::1", Some("loopback")),
-            ("::", Some("unspecified")),
-            ("fd00::1", Some("unique-local")),
-            ("fe80::1", Some("link-local")),
-            ("ff02::1", Some("multicast")),
-            ("::ffff:127.0.0.1", Some("loopback")),
-            ("::ffff:10.0.0.1", Some("private")),
-            ("64:ff9b::a00:1", Some("private")),
-        ] {
-            assert_eq!(reason(ip), want, "{ip}");
-        }
-        for ip in ["93.184.216.34", "1.1.1.1", "100.128.0.1", "2606:4700::1111", "172.32.0.1"] {
-            assert_eq!(reason(ip), None, "{ip}");
-        }
-    }
-
     #[test]
     fn literal_hosts_are_checked() {
         let u = url::Url::parse("http://127.0.0.1:8080/").unwrap();
         assert!(check_literal(&u, false).is_err());
         assert!(check_literal(&u, true).is_ok());
         assert!(check_literal(&url::Url::parse("http://[::1]/").unwrap(), false).is_err());
+        let sixtofour = check_literal(&url::Url::parse("http://[2002:a00:1::]/").unwrap(), false).unwrap_err();
+        assert_eq!(sixtofour.reason, "private", "6to4 around 10.0.0.1");
         assert!(check_literal(&url::Url::parse("http://example.com/").unwrap(), false).is_ok());
     }
 
