@@ -312,8 +312,11 @@ pub async fn receive(
         let returned: Vec<String> = urls.iter().map(|u| u.url.clone()).collect();
         let mut done = Vec::new();
         let mut candidates = Vec::new();
+        let max_depth = crawler.max_depth();
         for u in urls {
-            let (depth, kind) = (u.depth, u.kind);
+            // The sender's depth orders the queue but cannot keep a page out of it: a peer
+            // saying 4294967295 gets the deepest depth queued, not a refusal.
+            let (depth, kind) = (u.depth.min(max_depth), u.kind);
             // Parsed once, by the network's check; normalized here (the sender is not trusted
             // to have done it).
             let normalized = match u.into_url() {

@@ -6,8 +6,15 @@
 use crate::ring::Ring;
 use libp2p::PeerId;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
+
+/// How long a replaced ring is remembered: a member that just left (or lost a host to a
+/// newcomer) is still handing its URLs over for this long.
+pub const FORMER_RINGS_FOR: Duration = Duration::from_secs(600);
+/// At most this many replaced rings are remembered (a flapping network must not grow it:
+/// 16 rings of 100 members are ~4 MB).
+const FORMER_RINGS: usize = 16;
 
 /// The gossipsub topic of membership heartbeats.
 pub const TOPIC: &str = "/weft/members/1";
@@ -83,6 +90,14 @@ pub struct Members {
     ttl: Duration,
     vnodes: usize,
     ring: Ring,
+    /// The ring of the other members: whom this node's hosts belonged to before it joined
+    /// (or came back), and will belong to when it leaves.
+    apart: Ring,
+    /// Rings replaced within [`FORMER_RINGS_FOR`], newest last, with when they were replaced.
+    former: VecDeque<(Instant, Ring)>,
+    /// When this table was made (the node started): the members that held its hosts while it
+    /// was away hand them over in the first [`FORMER_RINGS_FOR`].
+    started: Instant,
 }
 
 /// What a heartbeat or an expiry did to the member set.
@@ -97,7 +112,9 @@ impl Members {
     /// `ttl` without a heartbeat.
     pub fn new(me_id: PeerId, me: Heartbeat, ttl: Duration, vnodes: usize) -> Members {
         let ring = Ring::new([me_id], vnodes);
-        Members { me, me_id, others: BTreeMap::new(), ttl, vnodes, ring }
+        let apart = Ring::new([], vnodes);
+        let (others, former, started) = (BTreeMap::new(), VecDeque::new(), Instant::now());
+        Members { me, me_id, others, ttl, vnodes, ring, apart, former, started }
     }
 
     pub fn me(&self) -> &Heartbeat {
@@ -161,7 +178,43 @@ impl Members {
     fn rebuild(&mut self) {
         let me = (!self.me.leaving).then_some(self.me_id);
         let peers = me.into_iter().chain(self.others.keys().copied());
-        self.ring = Ring::new(peers, self.vnodes);
+        let old = std::mem::replace(&mut self.ring, Ring::new(peers, self.vnodes));
+        self.apart = Ring::new(self.others.keys().copied(), self.vnodes);
+        let now = Instant::now();
+        while self.former.len() >= FORMER_RINGS
+            || self.former.front().is_some_and(|(at, _)| now.saturating_duration_since(*at) > FORMER_RINGS_FOR)
+        {
+            self.former.pop_front();
+        }
+        self.former.push_back((now, old));
+    }
+
+    /// Rings current within [`FORMER_RINGS_FOR`] of `now`, the current one first.
+    fn recent_rings(&self, now: Instant) -> impl Iterator<Item = &Ring> {
+        let former = self
+            .former
+            .iter()
+            .rev()
+            .take_while(move |(at, _)| now.saturating_duration_since(*at) <= FORMER_RINGS_FOR)
+            .map(|(_, r)| r);
+        std::iter::once(&self.ring).chain(former)
+    }
+
+    /// Whether `peer` is a member, or was one within [`FORMER_RINGS_FOR`] (a member that left
+    /// hands its URLs over after it is gone). Strangers are not: URL batches are taken only
+    /// from these.
+    pub fn knows(&self, peer: &PeerId, now: Instant) -> bool {
+        self.recent_rings(now).any(|r| r.contains(peer))
+    }
+
+    /// Whether `peer` owns `host` (a ring host name) now or did within [`FORMER_RINGS_FOR`],
+    /// or — in this node's first [`FORMER_RINGS_FOR`] — does on the ring without this node (it
+    /// held this node's hosts before it joined, or while it was away): only the owner, or the
+    /// owner before a membership change, can say it is done with a URL of the host.
+    pub fn owned_recently(&self, peer: &PeerId, host: &str, now: Instant) -> bool {
+        let starting = now.saturating_duration_since(self.started) <= FORMER_RINGS_FOR;
+        (starting && self.apart.owner(host) == Some(peer))
+            || self.recent_rings(now).any(|r| r.owner(host) == Some(peer))
     }
 
     /// The ring of the current member set, this node included.
@@ -246,6 +299,34 @@ mod tests {
         assert_eq!(m.ring().members(), [me, c]);
         assert_eq!(m.remove(&c), Some(Change::Left(c)));
         assert_eq!(m.len(), 1);
+    }
+
+    #[test]
+    fn a_member_that_left_is_known_for_a_while_with_the_hosts_it_owned_and_a_stranger_never() {
+        let (me, b, c) = peers();
+        let stranger = PeerId::random();
+        let t0 = Instant::now();
+        let mut m = Members::new(me, hb(&me), Duration::from_secs(20), 150);
+        m.observe(hb(&b), t0);
+        m.observe(hb(&c), t0);
+        let of_b: Vec<String> =
+            (0..200).map(|i| format!("h{i}.test")).filter(|h| m.ring().owner(h) == Some(&b)).collect();
+        assert!(!of_b.is_empty());
+        m.observe(Heartbeat { leaving: true, ..hb(&b) }, t0);
+        let now = Instant::now();
+        assert!(m.knows(&b, now) && m.knows(&c, now) && m.knows(&me, now));
+        assert!(!m.knows(&stranger, now), "a peer never a member");
+        assert!(of_b.iter().all(|h| m.owned_recently(&b, h, now)), "b owned these before it left");
+        assert!(of_b.iter().all(|h| !m.owned_recently(&stranger, h, now)), "a stranger owned nothing");
+        let later = now + FORMER_RINGS_FOR + Duration::from_secs(1);
+        assert!(!m.knows(&b, later) && !m.owned_recently(&b, &of_b[0], later), "forgotten after a while");
+        assert!(m.knows(&c, later), "a current member stays known");
+        // A flapping member does not grow the memory without bound.
+        for _ in 0..100 {
+            m.observe(hb(&stranger), t0);
+            m.remove(&stranger);
+        }
+        assert!(m.former.len() <= FORMER_RINGS);
     }
 
     #[test]

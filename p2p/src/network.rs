@@ -9,7 +9,9 @@
 
 use crate::behaviour::{Behaviour, BehaviourEvent};
 use crate::codec::Frame;
-use crate::exchange::{check_batch, check_url, BatchReply, InFlight, Outbox, RateLimit, UrlBatch, WireUrl, MAX_HOPS};
+use crate::exchange::{
+    check_batch, check_url, BatchReply, InFlight, Outbox, RateLimit, UrlBatch, UrlKind, WireUrl, MAX_HOPS,
+};
 use crate::membership::{Change, Heartbeat, Members, TOPIC};
 use crate::reachability::{self, Reachability, ReachabilityStatus};
 use crate::records::{self, DupEntry};
@@ -177,6 +179,12 @@ pub struct NetworkStatus {
     pub batches_refused: u64,
     /// Batches answered `Busy` because their sender was over its rate.
     pub batches_rate_limited: u64,
+    /// Batches answered `Busy` because their sender is not a member (nor was one lately): a
+    /// member this node has not heard from yet sends again, a stranger queues nothing.
+    pub batches_from_strangers: u64,
+    /// URLs sent as done by a peer that did not own their host, now or before the last
+    /// membership changes: refused, so a peer cannot keep pages from being fetched.
+    pub done_refused: u64,
     pub banned_peers: usize,
     /// Near-duplicate lookups in the DHT (four record queries each), and how many found one.
     pub dht_lookups: u64,
@@ -457,6 +465,8 @@ struct Counts {
     rejected: u64,
     refused: u64,
     rate_limited: u64,
+    from_strangers: u64,
+    done_refused: u64,
     dht_lookups: u64,
     dht_found: u64,
     dht_published: u64,
@@ -1015,17 +1025,30 @@ impl EventLoop {
             self.ban(peer, &e.to_string());
             return;
         }
+        let now = std::time::Instant::now();
+        if !self.members.knows(&peer, now) {
+            self.counts.from_strangers += 1;
+            let _ = self.swarm.behaviour_mut().urls.send_response(channel, BatchReply::Busy);
+            return;
+        }
         let mut valid = Vec::with_capacity(batch.urls.len());
         let mut rejected = 0u32;
         for mut u in batch.urls {
-            match check_url(&mut u, self.config.allow_private) {
-                Ok(_) => valid.push(u),
-                Err(_) => rejected += 1,
+            if check_url(&mut u, self.config.allow_private).is_err() {
+                rejected += 1;
+                continue;
             }
+            // "Done" keeps a page from being fetched: only its host's owner, or its owner
+            // before the latest membership changes (handing the host over), may say so.
+            if u.kind == UrlKind::Done && !u.ring_host().is_some_and(|h| self.members.owned_recently(&peer, &h, now)) {
+                self.counts.done_refused += 1;
+                rejected += 1;
+                continue;
+            }
+            valid.push(u);
         }
         // Hosts this node does not own (the sender's ring was stale) go on, within the hop limit.
         let me = *self.swarm.local_peer_id();
-        let now = std::time::Instant::now();
         let (mine, others): (Vec<WireUrl>, Vec<WireUrl>) = valid.into_iter().partition(|u| {
             u.ring_host().and_then(|h| self.members.ring().owner(&h).map(|o| *o == me)).unwrap_or(false)
         });
@@ -1191,6 +1214,8 @@ impl EventLoop {
             urls_in_flight: self.in_flight.values().map(|f| f.batch.urls.len() as u64).sum(),
             batches_refused: self.counts.refused,
             batches_rate_limited: self.counts.rate_limited,
+            batches_from_strangers: self.counts.from_strangers,
+            done_refused: self.counts.done_refused,
             banned_peers: self.banned.len(),
             dht_lookups: self.counts.dht_lookups,
             dht_duplicates_found: self.counts.dht_found,

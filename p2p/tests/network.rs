@@ -240,21 +240,105 @@ async fn malformed_and_oversized_batches_get_their_sender_banned_and_the_node_go
         assert_eq!((s.batches_refused, s.banned_peers), (i as u64 + 1, i + 1), "{s:?}");
     }
 
-    // The node goes on: a well-formed batch from another peer is acknowledged; its bad URLs
-    // (ftp, a private IP literal) are dropped and counted.
+    // The node goes on: a well-formed batch from a stranger (a peer that is not a member)
+    // is answered `Busy` — a member not heard from yet sends again, a stranger queues nothing.
     let good = UrlBatch {
         urls: vec![url("http://a.test/1"), url("ftp://a.test/"), url("http://10.0.0.1/"), url("https://b.test/x")],
         hops: 0,
         handoff: false,
     };
     let (reply, _) = raw_send(&addr, cbor(&good)).await;
-    assert_eq!(reply, Some(BatchReply::Ack { accepted: 2, forwarded: 0, rejected: 2 }));
-    // The published status follows the acknowledgement by a moment.
-    let _ = tokio::time::timeout(Duration::from_secs(5), n.wait_for(|s| s.urls_received == 2)).await;
+    assert_eq!(reply, Some(BatchReply::Busy));
+    let _ = tokio::time::timeout(Duration::from_secs(5), n.wait_for(|s| s.batches_from_strangers == 1)).await;
     let s = n.status();
-    assert_eq!((s.urls_received, s.urls_rejected), (2, 2), "{s:?}");
+    assert_eq!((s.batches_from_strangers, s.urls_received), (1, 0), "{s:?}");
     n.stop();
     task.await.unwrap();
+}
+
+/// A node that records what reaches it through `/weft/urls/1` and acknowledges it.
+async fn recording_node(
+    bootstrap: Vec<String>,
+) -> (NetworkHandle, tokio::task::JoinHandle<()>, std::sync::Arc<std::sync::Mutex<Vec<weft_p2p::WireUrl>>>) {
+    let key = libp2p::identity::Keypair::generate_ed25519();
+    let started = weft_p2p::start(key, config(bootstrap)).unwrap();
+    let (n, task, mut inbound) = (started.handle, started.task, started.inbound);
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = got.clone();
+    tokio::spawn(async move {
+        while let Some(i) = inbound.recv().await {
+            let count = i.urls.len() as u32;
+            seen.lock().unwrap().extend(i.urls);
+            if let Some(reply) = i.reply {
+                let _ = reply.send(count);
+            }
+        }
+    });
+    (n, task, got)
+}
+
+/// The page-suppression attack: URLs sent as done are marked seen by their receiver and never
+/// fetched. A stranger's batch of them is not taken at all; a member's "done" counts only for
+/// hosts it owned (now, before a membership change, or while the receiver was away).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_hosts_previous_owner_can_say_its_pages_are_done() {
+    use weft_p2p::exchange::{BatchReply, UrlBatch, UrlKind, WireUrl};
+    let (n, n_task, got) = recording_node(vec![]).await;
+    within(10, "listening", n.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
+    let addr = n.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
+
+    // A stranger's twenty "done" pages.
+    let done: Vec<WireUrl> =
+        (0..20).map(|i| WireUrl::new(format!("http://victim{i}.test/"), 0, UrlKind::Done)).collect();
+    let (reply, _) = raw_send(&addr, cbor(&UrlBatch { urls: done, hops: 0, handoff: true })).await;
+    assert_eq!(reply, Some(BatchReply::Busy));
+    assert!(got.lock().unwrap().is_empty(), "nothing of a stranger's reaches the node");
+
+    // Two members, a and b.
+    let (a, a_task) = node(vec![addr.clone()]).await;
+    let (b, b_task) = node(vec![addr.clone()]).await;
+    for m in [&n, &a, &b] {
+        within(60, "three members", m.wait_for(|s| s.members.len() == 3)).await;
+    }
+    let (nid, aid, bid) = (n.peer_id(), a.peer_id(), b.peer_id());
+    let ring = |ms: &[weft_p2p::PeerId]| weft_p2p::Ring::new(ms.iter().copied(), weft_p2p::DEFAULT_VNODES);
+    // Every ring n went through on the way to three members, and the ring without n.
+    let rings = [ring(&[nid]), ring(&[nid, aid]), ring(&[nid, bid]), ring(&[nid, aid, bid])];
+    let apart = ring(&[aid, bid]);
+    let hosts: Vec<String> = (0..2000).map(|i| format!("h{i}.test")).collect();
+    let now_n = |h: &&String| rings[3].owner(h) == Some(&nid);
+    // Hosts n owns that a never owned on any of those rings: a cannot be done with them.
+    let never_a: Vec<&String> = hosts
+        .iter()
+        .filter(now_n)
+        .filter(|h| rings.iter().chain([&apart]).all(|r| r.owner(h) != Some(&aid)))
+        .take(5)
+        .collect();
+    // Hosts n owns that were a's before n was there (n just started): a hands them over.
+    let a_before_n: Vec<&String> =
+        hosts.iter().filter(now_n).filter(|h| apart.owner(h) == Some(&aid)).take(5).collect();
+    assert!(never_a.len() == 5 && a_before_n.len() == 5);
+    let urls: Vec<WireUrl> =
+        never_a.iter().chain(&a_before_n).map(|h| WireUrl::new(format!("http://{h}/page"), 0, UrlKind::Done)).collect();
+    a.send_urls(urls);
+    within(30, "a's batch taken", n.wait_for(|s| s.done_refused == 5)).await;
+    within(10, "the rest delivered", async {
+        while got.lock().unwrap().len() < 5 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    let delivered: Vec<String> = got.lock().unwrap().iter().map(|u| u.url.clone()).collect();
+    for h in &a_before_n {
+        assert!(delivered.contains(&format!("http://{h}/page")), "{h}: {delivered:?}");
+    }
+    for h in &never_a {
+        assert!(!delivered.contains(&format!("http://{h}/page")), "{h} was never a's: {delivered:?}");
+    }
+    for (m, t) in [(a, a_task), (b, b_task), (n, n_task)] {
+        m.stop();
+        t.await.unwrap();
+    }
 }
 
 /// A member whose gossiped summary this node could not take (here: more centroids than a

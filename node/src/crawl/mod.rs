@@ -356,6 +356,11 @@ impl Crawler {
         self.inner.frontier.lock().blocked_hosts()
     }
 
+    /// The deepest a page may be queued (`frontier.max_depth`).
+    pub fn max_depth(&self) -> u32 {
+        self.inner.frontier.lock().settings().max_depth
+    }
+
     /// Whether the crawl loop has stopped (or is stopping): no new work should start.
     pub fn stopping(&self) -> bool {
         self.state() == CrawlState::Stopping
@@ -705,10 +710,15 @@ impl Inner {
 
     /// Candidates this node should queue itself (all of them, outside a network).
     fn routed(&self, candidates: Vec<Candidate>) -> Vec<Candidate> {
-        match &self.route {
-            Some(route) => route.route(candidates),
-            None => candidates,
-        }
+        let Some(route) = &self.route else { return candidates };
+        // Pages past the depth limit stay here to be refused as too deep: their owner caps
+        // the depth a peer sends rather than refusing on its word.
+        let max_depth = self.frontier.lock().settings().max_depth;
+        let (deep, to_route): (Vec<Candidate>, Vec<Candidate>) =
+            candidates.into_iter().partition(|c| c.kind == UrlKind::Page && c.depth > max_depth);
+        let mut mine = route.route(to_route);
+        mine.extend(deep);
+        mine
     }
 
     /// Queues `c` here, or sends it to the member that owns its host (`None`).
