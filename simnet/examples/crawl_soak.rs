@@ -129,7 +129,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     while started.elapsed() < Duration::from_secs(minutes * 60) {
         tokio::time::sleep(Duration::from_secs(30)).await;
         if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("weft exited early ({status}); see {}", work.path().join("weft.log").display()).into());
+            // Kept for reading: the log says why.
+            let kept = work.keep();
+            let log = std::fs::read_to_string(kept.join("weft.log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().filter(|l| !l.contains("\"INFO\"")).take(20).collect();
+            for l in tail.iter().rev() {
+                eprintln!("{l}");
+            }
+            return Err(format!("weft exited early ({status}); see {}", kept.join("weft.log").display()).into());
         }
         let m = metrics(&client, &api).await;
         let s = Sample {
