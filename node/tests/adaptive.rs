@@ -68,13 +68,14 @@ fn refusing() -> Site {
     news_site_at("refusing.test", 2, &paths).site.with("/robots.txt", Resource::robots(REFUSING_ROBOTS))
 }
 
-/// Every page refused: a plain 403 or a bot check, in turn.
+/// Every page refused: a plain 403 or a bot check, in turn — the front page (revisited as a
+/// hub, so asked again in every run whatever else is left in the queue) a plain 403.
 fn refusing_blocked() -> Site {
     let mut site = Site::new("refusing.test").with("/robots.txt", Resource::robots(REFUSING_ROBOTS));
     let challenge = "<!doctype html><html><head><title>Just a moment...</title></head><body>\
                      <div id=\"cf-chl-widget\">Checking your browser before accessing the site.</div></body></html>";
     for (n, path) in refusing().routes.keys().filter(|p| *p != "/robots.txt").enumerate() {
-        let r = if n % 2 == 0 {
+        let r = if n % 2 == 0 || path.as_str() == "/" {
             Resource::status(403)
         } else {
             Resource::Raw {
