@@ -382,13 +382,23 @@ async fn resume(State(state): State<AppState>) -> Response {
 }
 
 /// A host key as the frontier keeps it: lower case, `name` or `name:port`.
+/// A host key from a path (`name` or `name:port`), as the frontier spells it: a name of
+/// non-empty labels, an IPv4 address or a bracketed IPv6 one, a numeric port. `..`, `::::` or
+/// `a..b` name no host and are refused rather than blocked.
 fn host_param(host: &str) -> Result<String, ApiError> {
     let h = host.trim().to_ascii_lowercase();
-    let ok = !h.is_empty()
+    let chars_ok = !h.is_empty()
         && h.len() <= 260
         && h.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']' | '_'));
-    if ok {
-        Ok(h)
+    let parsed = chars_ok.then(|| url::Url::parse(&format!("http://{h}/")).ok()).flatten();
+    let key = parsed.filter(|u| match u.host() {
+        Some(url::Host::Domain(d)) => d.split('.').all(|l| !l.is_empty() && l.len() <= 63),
+        Some(_) => true,
+        None => false,
+    });
+    if let Some(u) = key {
+        // The frontier's spelling (a default port dropped, IPv4 canonical).
+        Ok(weft_frontier::HostKey::of(&u).into_string())
     } else {
         Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -532,4 +542,26 @@ pub async fn bind(
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     Ok((local, async move { axum::serve(listener, router(state)).await }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_param;
+
+    #[test]
+    fn a_block_names_a_host_as_the_frontier_spells_it_or_nothing() {
+        for (given, key) in [
+            ("Example.COM", "example.com"),
+            ("a.test:8080", "a.test:8080"),
+            ("a.test:80", "a.test"),
+            ("127.0.0.1:9", "127.0.0.1:9"),
+            ("[::1]:8080", "[::1]:8080"),
+        ] {
+            assert_eq!(host_param(given).ok().as_deref(), Some(key), "{given}");
+        }
+        // `..` arrives only from a client that does not normalize paths (curl --path-as-is).
+        for bad in ["..", ".", "::::", "a..b", ".a.test", "a.test:99999", "[zz]", "", "a/b", "a b"] {
+            assert!(host_param(bad).is_err(), "{bad:?}");
+        }
+    }
 }

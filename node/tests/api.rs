@@ -120,8 +120,10 @@ async fn the_api_matches_its_spec_and_write_endpoints_want_the_token() {
     assert_eq!((status, v["error"]["code"].as_str()), (StatusCode::METHOD_NOT_ALLOWED, Some("method_not_allowed")));
     let (status, v) = api.call(Method::POST, "/seeds", Some(&token), Some(serde_json::json!({"url": 1}))).await;
     assert_eq!((status, v["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("bad_body")));
-    let (status, v) = api.call(Method::PUT, "/hosts/bad%20host/block", Some(&token), None).await;
-    assert_eq!((status, v["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("bad_host")));
+    for bad in ["bad%20host", "::::", "a..b", ".a.test", "a.test:99999", "[zz]"] {
+        let (status, v) = api.call(Method::PUT, &format!("/hosts/{bad}/block"), Some(&token), None).await;
+        assert_eq!((status, v["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("bad_host")), "{bad}");
+    }
 
     // With the token: seeds, a block, pause and resume.
     let b_host = format!("b.test:{}", server.port());
