@@ -70,7 +70,9 @@ pub fn open_db(path: &std::path::Path, cache_bytes: u64) -> Result<sled::Db, sle
 /// How long [`open_db`] waits for a lock left by this process's own closing handle.
 pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
-fn is_lock_held(e: &sled::Error) -> bool {
+/// Whether `e` says another process holds the database's lock (another node on the same data
+/// dir), as opposed to damaged files or an I/O error.
+pub fn is_lock_held(e: &sled::Error) -> bool {
     match e {
         sled::Error::Io(io) => {
             io.kind() == std::io::ErrorKind::WouldBlock || io.to_string().contains("could not acquire lock")

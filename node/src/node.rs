@@ -57,8 +57,14 @@ impl Node {
         std::fs::create_dir_all(&config.data_dir)
             .with_context(|| format!("cannot create data dir {}", config.data_dir.display()))?;
         let db_path = config.data_dir.join("db");
-        let db = open_db(&db_path, DB_CACHE_BYTES).with_context(|| {
-            format!("cannot open {} (is another weft node running on this data dir?)", db_path.display())
+        // Only a held lock means another node: damaged files or an I/O error say so instead.
+        let db = open_db(&db_path, DB_CACHE_BYTES).map_err(|e| {
+            let why = if weft_frontier::is_lock_held(&e) {
+                "another weft node is running on this data dir (its lock is held)"
+            } else {
+                "the database files could not be read (`weft doctor` checks them)"
+            };
+            anyhow::Error::new(e).context(format!("cannot open {}: {why}", db_path.display()))
         })?;
         let frontier = Frontier::open(&db, &config.data_dir.join("frontier"), frontier_settings(&config))
             .context("cannot load the frontier")?;

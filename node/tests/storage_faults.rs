@@ -208,3 +208,27 @@ fn a_read_only_data_dir_under_a_running_node() {
     drop(bind);
     restart_resumes(&server, &config);
 }
+
+/// The open error names another node only when another node holds the lock: a damaged
+/// database said "is another weft node running?" and sent the operator looking for one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_lock_is_named_as_another_node_and_unreadable_files_are_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = weft_config::Config { data_dir: dir.path().join("data"), ..Default::default() };
+    // About opening the data dir: nothing is crawled, so the model, the browser and the
+    // network stay out.
+    c.index.enabled = false;
+    c.layouts.enabled = false;
+    c.p2p.enabled = false;
+    let first = weft_node::Node::open(c.clone()).unwrap();
+    let err = format!("{:#}", weft_node::Node::open(c.clone()).err().expect("the lock is held"));
+    assert!(err.contains("another weft node is running on this data dir"), "{err}");
+    drop(first);
+
+    let unreadable = dir.path().join("unreadable");
+    std::fs::create_dir_all(&unreadable).unwrap();
+    std::fs::write(unreadable.join("db"), b"not a database directory").unwrap();
+    c.data_dir = unreadable;
+    let err = format!("{:#}", weft_node::Node::open(c).err().expect("db is a file"));
+    assert!(!err.contains("another weft node") && err.contains("could not be read"), "{err}");
+}
