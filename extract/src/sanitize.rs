@@ -113,7 +113,13 @@ pub fn sanitize<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> Cow<'a, str>
         while !input.is_char_boundary(cut) {
             cut -= 1;
         }
-        let cut = input[..cut].rfind('<').filter(|&p| p > 0).unwrap_or(cut);
+        // Inside an unfinished tag, cut before it; in text (a page whose tail is one large
+        // text node), keep the text up to the cut rather than going back to its opening tag.
+        let head = &input[..cut];
+        let cut = match (head.rfind('<'), head.rfind('>')) {
+            (Some(lt), gt) if lt > 0 && gt.is_none_or(|gt| gt < lt) => lt,
+            _ => cut,
+        };
         warnings.push(Warning::Truncated { bytes: input.len(), kept: cut });
         input = &input[..cut];
     }

@@ -46,15 +46,22 @@ fn inputs(paths: &[PathBuf], err: &mut dyn Write, ok: &mut bool) -> Vec<PathBuf>
     out
 }
 
+/// Most bytes read from one input, after decompression: twice what the extractor parses
+/// ([`weft_extract::sanitize::MAX_HTML_BYTES`]), so the extractor still sees and reports the
+/// cut, while a small `.gz` that inflates to gigabytes (or a huge file) cannot take the
+/// machine's memory — as the fetcher caps a compressed body.
+pub const MAX_INPUT_BYTES: u64 = 2 * weft_extract::sanitize::MAX_HTML_BYTES as u64;
+
 fn read(path: &Path) -> std::io::Result<Vec<u8>> {
-    let raw = std::fs::read(path)?;
+    let file = std::fs::File::open(path)?;
+    let mut out = Vec::new();
     if path.extension().is_some_and(|e| e == "gz") {
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(&raw[..]).read_to_end(&mut out)?;
-        Ok(out)
+        let raw = std::io::BufReader::new(file);
+        flate2::read::GzDecoder::new(raw).take(MAX_INPUT_BYTES).read_to_end(&mut out)?;
     } else {
-        Ok(raw)
+        file.take(MAX_INPUT_BYTES).read_to_end(&mut out)?;
     }
+    Ok(out)
 }
 
 /// The page URL for a file: `--url` if given, else the file's `file://` URL (relative links
@@ -153,5 +160,28 @@ mod tests {
         assert!(run(&[dir.path().to_path_buf()], None, Format::Json, &mut out, &mut err));
         let arr: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(arr.as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_gzip_bomb_is_read_only_up_to_the_cap_and_a_large_text_tail_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        // 1 GiB of text in ~1 MB of gzip: read up to the cap, not into memory whole.
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(b"<html><body><p>").unwrap();
+        let chunk = "many words of one long paragraph ".repeat(32 << 10);
+        for _ in 0..(1usize << 30) / chunk.len() {
+            gz.write_all(chunk.as_bytes()).unwrap();
+        }
+        let bomb = dir.path().join("bomb.html.gz");
+        std::fs::write(&bomb, gz.finish().unwrap()).unwrap();
+        assert!(std::fs::metadata(&bomb).unwrap().len() < 8 << 20);
+        assert_eq!(read(&bomb).unwrap().len() as u64, MAX_INPUT_BYTES);
+
+        // The extractor cuts it at 8 MiB inside the paragraph and keeps the text before the cut.
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        assert!(run(&[bomb], None, Format::Jsonl, &mut out, &mut err));
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert!(v["word_count"].as_u64().unwrap() > 1_000_000, "{}", v["word_count"]);
+        assert!(v["warnings"].to_string().contains("truncated"), "{}", v["warnings"]);
     }
 }
