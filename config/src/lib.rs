@@ -611,7 +611,10 @@ impl Default for LayoutsConfig {
 pub struct StorageConfig {
     /// Longest one flush to disk may take. A flush that fails or takes longer (data dir
     /// removed, disk full, read-only, I/O errors) stops the node with a non-zero exit: nothing
-    /// it acknowledged was lost, since acknowledgements follow flushes.
+    /// it acknowledged was lost, since acknowledgements follow flushes. Generous on purpose: a
+    /// failing flush, a removed or read-only data dir and a full disk are caught at once (an
+    /// error, or the data-dir check), so the bound only ends true hangs — while an `fsync` on
+    /// a disk busy with another program's writes can take tens of seconds and is no fault.
     pub flush_timeout_secs: u64,
     /// How often the data dir is checked (still there, still the same directory, writable).
     pub check_interval_secs: u64,
@@ -619,7 +622,7 @@ pub struct StorageConfig {
 
 impl Default for StorageConfig {
     fn default() -> Self {
-        StorageConfig { flush_timeout_secs: 10, check_interval_secs: 2 }
+        StorageConfig { flush_timeout_secs: 60, check_interval_secs: 2 }
     }
 }
 
