@@ -179,9 +179,6 @@ pub struct NetworkStatus {
     pub batches_refused: u64,
     /// Batches answered `Busy` because their sender was over its rate.
     pub batches_rate_limited: u64,
-    /// Batches answered `Busy` because their sender is not a member (nor was one lately): a
-    /// member this node has not heard from yet sends again, a stranger queues nothing.
-    pub batches_from_strangers: u64,
     /// URLs sent as done by a peer that did not own their host, now or before the last
     /// membership changes: refused, so a peer cannot keep pages from being fetched.
     pub done_refused: u64,
@@ -465,7 +462,6 @@ struct Counts {
     rejected: u64,
     refused: u64,
     rate_limited: u64,
-    from_strangers: u64,
     done_refused: u64,
     dht_lookups: u64,
     dht_found: u64,
@@ -1026,11 +1022,6 @@ impl EventLoop {
             return;
         }
         let now = std::time::Instant::now();
-        if !self.members.knows(&peer, now) {
-            self.counts.from_strangers += 1;
-            let _ = self.swarm.behaviour_mut().urls.send_response(channel, BatchReply::Busy);
-            return;
-        }
         let mut valid = Vec::with_capacity(batch.urls.len());
         let mut rejected = 0u32;
         for mut u in batch.urls {
@@ -1214,7 +1205,6 @@ impl EventLoop {
             urls_in_flight: self.in_flight.values().map(|f| f.batch.urls.len() as u64).sum(),
             batches_refused: self.counts.refused,
             batches_rate_limited: self.counts.rate_limited,
-            batches_from_strangers: self.counts.from_strangers,
             done_refused: self.counts.done_refused,
             banned_peers: self.banned.len(),
             dht_lookups: self.counts.dht_lookups,
