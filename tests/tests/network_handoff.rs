@@ -3,7 +3,9 @@
 //! - a node joins mid-crawl: the first node hands over the queued URLs of the hosts the
 //!   newcomer now owns and stops requesting them; the newcomer crawls them; nothing is lost;
 //! - a node leaves: URLs sent to it are re-routed once it is dropped, and the survivors crawl
-//!   everything.
+//!   everything;
+//! - pages whose HTML a node fetched and that wait for its browser are rendered there, whether
+//!   their host goes to a newcomer or the node leaves: never fetched a second time.
 
 mod common;
 
@@ -207,4 +209,85 @@ async fn a_leaving_node_renders_the_pages_waiting_for_its_browser_instead_of_han
 
     first.stop.send(true).unwrap();
     first.task.await.unwrap().unwrap();
+}
+
+/// Pages waiting for the browser whose HTML this node fetched stay here when a newcomer takes
+/// their hosts: they are rendered here (like a fetch in flight finishes here) and the newcomer
+/// learns they are done. Handed over as queued they were fetched a second time (the churn
+/// scenario caught one such repeat after a join).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_waiting_for_the_browser_are_rendered_where_they_were_fetched_when_a_node_joins() {
+    let server = WebServer::start_with(|port| web(port, &[("hub3.test", "q")])).await.unwrap();
+
+    // Node 0 (the defaults: layouts on, Chromium), paused so that its renderer waits.
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = common::member_config(&server, dir.path(), 0, vec![], 0);
+    c.index.enabled = false; // about the hand-off, not the index
+    let node = Node::open(c).unwrap();
+    let (network, crawler) = (node.network().unwrap().clone(), node.crawler().clone());
+    let renders = node.layouts().expect("layouts are on by default").renders.clone();
+    crawler.pause();
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, |_| {}));
+    tokio::time::timeout(Duration::from_secs(10), network.wait_for(|s| !s.listen_addrs.is_empty())).await.unwrap();
+    let first = Running { network, crawler, stop, task, _dir: dir };
+    let boot = first.network.status().listen_addrs[0].clone();
+
+    // What node 0's crawl leaves when it fetched a page the browser must show: the URL done,
+    // its HTML held in the render queue.
+    let urls: Vec<url::Url> = (0..HOSTS)
+        .flat_map(|i| ["/", "/a", "/b"].map(|p| url::Url::parse(&server.url(&format!("q{i}.test"), p)).unwrap()))
+        .collect();
+    for u in &urls {
+        let body = format!("<html><body><p>{} waits for the browser</p></body></html>", u.host_str().unwrap());
+        let page = weft_node::layouts::StoredPage { status: 200, content_type: None, body: body.into_bytes() };
+        let reason = weft_node::page::RenderReason::LayoutNeedsJs;
+        renders.push_stored(u, 1, &reason, Some(&page)).unwrap();
+    }
+    first.crawler.mark_done(urls.clone()).await.unwrap();
+
+    // Node 1 joins and takes some of the hosts.
+    let second = start(&server, 1, vec![boot], 0).await;
+    members(&[&first, &second], 2).await;
+    let ring = second.network.ring();
+    let taken: Vec<&url::Url> =
+        urls.iter().filter(|u| ring.owner(u.host_str().unwrap()) == Some(&second.network.peer_id())).collect();
+    assert!(!taken.is_empty(), "node 1 owns some q-hosts");
+    // The hand-over reached node 1: it knows their pages are done.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let states: Vec<weft_frontier::UrlState> = taken
+            .iter()
+            .map(|u| tokio::task::block_in_place(|| second.crawler.url_report(u)).unwrap().frontier)
+            .collect();
+        if states.iter().all(|s| *s == weft_frontier::UrlState::Done) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "node 1 was not told the pages are done: {states:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Node 0 resumes: its browser renders every waiting page from the HTML it holds.
+    first.crawler.resume();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while tokio::task::block_in_place(|| first.crawler.rendering()) > 0 {
+        assert!(Instant::now() < deadline, "node 0's browser did not finish its queue");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Past node 1's hand-over grace: nobody fetched the pages again.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let fetched: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.host.starts_with('q') && r.path != "/robots.txt")
+        .map(|r| format!("{}{} by node {}", r.host, r.path, node_of(&r)))
+        .collect();
+    assert!(fetched.is_empty(), "fetched although rendered from the HTML held: {fetched:?}");
+    let rendered = first.crawler.metrics().extractions().get("render:rendered").copied().unwrap_or(0);
+    assert_eq!(rendered, urls.len() as u64, "node 0 rendered every page it holds");
+
+    for r in [first, second] {
+        r.stop.send(true).unwrap();
+        r.task.await.unwrap().unwrap();
+    }
 }

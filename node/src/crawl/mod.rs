@@ -73,7 +73,7 @@ pub trait Renders: Send + Sync + 'static {
     fn host_renders(&self, host: &str) -> Option<RenderReason>;
     /// Pages waiting for the browser (not being rendered) whose host `pick` selects, claimed
     /// until [`Renders::forget`] or [`Renders::release`]: the renderer will not take them.
-    fn waiting(&self, pick: &mut dyn FnMut(&str) -> bool) -> Vec<WaitingPage>;
+    fn waiting(&self, why: Taking, pick: &mut dyn FnMut(&str) -> bool) -> Vec<WaitingPage>;
     /// Takes pages off the queue (handed over with their host, or their host blocked).
     fn forget(&self, pages: &[WaitingPage]);
     /// Gives back pages [`Renders::waiting`] returned and that stay (a hand-off failed).
@@ -85,6 +85,16 @@ pub trait Renders: Send + Sync + 'static {
     /// The renderer takes no further page: the node is leaving, and what still waits goes
     /// with its host ([`Renders::waiting`]).
     fn close(&self);
+}
+
+/// Why pages waiting for the browser are taken off its queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taking {
+    /// Their host was blocked: every one goes.
+    Blocked,
+    /// Their host changed hands: the pages not fetched yet go to its new owner; while the
+    /// queue is open, those whose HTML this node holds stay and are rendered here.
+    HandOff,
 }
 
 /// A page waiting for the browser: part of its host's queue.
@@ -317,7 +327,7 @@ impl Crawler {
         let mut dropped = blocking(|| self.inner.frontier.lock().block_host(host))?;
         // Its pages waiting for the browser go too.
         if let Some(r) = &self.inner.renders {
-            let waiting = r.waiting(&mut |h| h == host);
+            let waiting = r.waiting(Taking::Blocked, &mut |h| h == host);
             r.forget(&waiting);
             dropped += waiting.len() as u64;
         }
@@ -476,13 +486,16 @@ impl Crawler {
     /// Gives away the hosts for which `keep(host)` is false: their queued URLs, after `persist`
     /// has stored them, and the URLs done on them (see [`Frontier::hand_off`]); durable when
     /// this returns. Pages of those hosts waiting for the browser are part of their queue:
-    /// they go as queued URLs (the new owner fetches and decides for itself), not as done.
+    /// those not fetched yet go as queued URLs (the new owner fetches and decides for itself),
+    /// not as done; those whose HTML is here are rendered here (see [`Taking::HandOff`]) and
+    /// go as done, unless the render queue is closed (the node is leaving).
     pub async fn hand_off(
         &self,
         mut keep: impl FnMut(&str) -> bool,
         persist: impl FnOnce(&weft_frontier::HandOff) -> Result<(), sled::Error>,
     ) -> weft_frontier::HandOff {
-        let renders = self.inner.renders.as_ref().map(|r| r.waiting(&mut |h| !keep(h))).unwrap_or_default();
+        let renders =
+            self.inner.renders.as_ref().map(|r| r.waiting(Taking::HandOff, &mut |h| !keep(h))).unwrap_or_default();
         let mut handed: Option<weft_frontier::HandOff> = None;
         let result = blocking(|| {
             self.inner.frontier.lock().hand_off(keep, |given| {
