@@ -171,8 +171,13 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ("weft_p2p_bans", "Peers banned now", n.banned_peers as u64),
             ];
             encode_counters(&mut enc, &counters[..10])?;
-            let gauges: [Plain; 4] = [
+            let gauges: [Plain; 5] = [
                 counters[10],
+                (
+                    "weft_p2p_member_candidates",
+                    "Peers heard of that this node has not met yet (not members)",
+                    n.member_candidates as u64,
+                ),
                 ("weft_p2p_dht_lookup_ms_p50", "Median DHT lookup time, milliseconds", n.dht_lookup_ms_p50 as u64),
                 (
                     "weft_p2p_dht_lookup_ms_p99",

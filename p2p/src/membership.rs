@@ -2,11 +2,21 @@
 //! and are dropped after missing a few. The member set — this node included — is what the
 //! hash ring is built from, so two nodes that heard the same heartbeats assign every host to
 //! the same member.
+//!
+//! A heartbeat alone does not make a member: it is signed, but keys cost nothing, and one
+//! connection can relay the heartbeats of a hundred made-up identities (which then own most of
+//! the ring, and every URL sent to them is lost). A peer heard of becomes a *candidate*; it is
+//! counted only once this node has had an authenticated connection with it (the network dials
+//! it at the addresses it announces), and stays counted only while that happens again within
+//! [`PRESENCE_FOR`]. Candidates are capped in all and per peer that relayed them, a candidate
+//! that cannot be reached is ignored for a while, and at most [`MAX_MEMBERS_PER_PREFIX`]
+//! members may come from one public address block.
 
 use crate::ring::Ring;
-use libp2p::PeerId;
+use libp2p::multiaddr::Protocol;
+use libp2p::{Multiaddr, PeerId};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// How long a replaced ring is remembered: a member that just left (or lost a host to a
@@ -15,6 +25,26 @@ pub const FORMER_RINGS_FOR: Duration = Duration::from_secs(600);
 /// At most this many replaced rings are remembered (a flapping network must not grow it:
 /// 16 rings of 100 members are ~4 MB).
 const FORMER_RINGS: usize = 16;
+
+/// A member counts while this node had a connection with it within this long (idle
+/// connections close after a few minutes; the network dials a member again before this ends).
+pub const PRESENCE_FOR: Duration = Duration::from_secs(600);
+/// Peers heard of but not yet reached, in all ...
+pub const MAX_CANDIDATES: usize = 256;
+/// ... and relayed by one peer: a newcomer hears the whole network through its bootstrap peer
+/// at first, and takes it in over a few heartbeats; a peer relaying made-up identities fills
+/// its own share and no more.
+pub const MAX_CANDIDATES_PER_SOURCE: usize = 16;
+/// A candidate not reached within this long is ignored for [`UNREACHED_FOR`].
+pub const REACH_WITHIN: Duration = Duration::from_secs(30);
+pub const UNREACHED_FOR: Duration = Duration::from_secs(600);
+/// At most this many unreachable candidates are remembered (the oldest go first).
+const MAX_UNREACHED: usize = 4096;
+/// Members reached from one public IPv4 /24 or IPv6 /48. Private, loopback and relayed
+/// connections are not counted (a homelab's LAN; a relay limits its own reservations).
+pub const MAX_MEMBERS_PER_PREFIX: usize = 8;
+/// A candidate is dialled again after this long without an answer.
+const REDIAL_AFTER: Duration = Duration::from_secs(5);
 
 /// The gossipsub topic of membership heartbeats.
 pub const TOPIC: &str = "/weft/members/1";
@@ -79,6 +109,23 @@ impl Heartbeat {
 struct Member {
     heartbeat: Heartbeat,
     last_seen: Instant,
+    /// When this node last had a connection with it.
+    present_at: Instant,
+    /// Its public address block, if it was reached on one (see [`prefix`]).
+    prefix: Option<String>,
+    /// When it was last dialled to prove it is still there.
+    dialled: Option<Instant>,
+}
+
+/// A peer heard of, not yet reached.
+#[derive(Debug, Clone)]
+struct Candidate {
+    heartbeat: Heartbeat,
+    last_seen: Instant,
+    since: Instant,
+    /// The peer whose connection its heartbeat came over.
+    via: PeerId,
+    dialled: Option<Instant>,
 }
 
 /// The member table of one node.
@@ -87,6 +134,9 @@ pub struct Members {
     me: Heartbeat,
     me_id: PeerId,
     others: BTreeMap<PeerId, Member>,
+    candidates: BTreeMap<PeerId, Candidate>,
+    /// Candidates that were not reached, until when they are ignored.
+    unreached: HashMap<PeerId, Instant>,
     ttl: Duration,
     vnodes: usize,
     ring: Ring,
@@ -107,6 +157,32 @@ pub enum Change {
     Left(PeerId),
 }
 
+/// The public address block a connection came from: an IPv4 /24 or an IPv6 /48, or `None`
+/// for private, loopback and other non-public addresses and for relayed connections.
+pub fn prefix(remote: &Multiaddr) -> Option<String> {
+    if remote.iter().any(|p| matches!(p, Protocol::P2pCircuit)) {
+        return None;
+    }
+    let ip: std::net::IpAddr = remote.iter().find_map(|p| match p {
+        Protocol::Ip4(a) => Some(a.into()),
+        Protocol::Ip6(a) => Some(a.into()),
+        _ => None,
+    })?;
+    if weft_frontier::address::non_public_reason(ip).is_some() {
+        return None;
+    }
+    Some(match ip {
+        std::net::IpAddr::V4(a) => {
+            let [x, y, z, _] = a.octets();
+            format!("{x}.{y}.{z}.0/24")
+        }
+        std::net::IpAddr::V6(a) => {
+            let s = a.segments();
+            format!("{:x}:{:x}:{:x}::/48", s[0], s[1], s[2])
+        }
+    })
+}
+
 impl Members {
     /// A table with only this node (`me_id`, announcing `me`) in it; members expire after
     /// `ttl` without a heartbeat.
@@ -114,7 +190,8 @@ impl Members {
         let ring = Ring::new([me_id], vnodes);
         let apart = Ring::new([], vnodes);
         let (others, former, started) = (BTreeMap::new(), VecDeque::new(), Instant::now());
-        Members { me, me_id, others, ttl, vnodes, ring, apart, former, started }
+        let (candidates, unreached) = (BTreeMap::new(), HashMap::new());
+        Members { me, me_id, others, candidates, unreached, ttl, vnodes, ring, apart, former, started }
     }
 
     pub fn me(&self) -> &Heartbeat {
@@ -126,37 +203,141 @@ impl Members {
         self.me = me;
     }
 
-    /// Records a heartbeat seen at `now` (one that does not name a peer id is ignored:
-    /// [`Heartbeat::decode`] refuses those).
-    pub fn observe(&mut self, hb: Heartbeat, now: Instant) -> Option<Change> {
+    /// Records a heartbeat seen at `now`, relayed by `via`. `remote` is where this node is
+    /// connected to its author, if it is: a peer never reached becomes a candidate, not a
+    /// member (see the module doc). A heartbeat that does not name a peer id is ignored
+    /// ([`Heartbeat::decode`] refuses those).
+    pub fn observe(&mut self, hb: Heartbeat, via: PeerId, remote: Option<&Multiaddr>, now: Instant) -> Option<Change> {
         let peer: PeerId = hb.peer.parse().ok()?;
         if peer == self.me_id {
             return None;
         }
         if hb.leaving {
+            self.candidates.remove(&peer);
             return self.remove(&peer);
         }
-        let joined = self.others.insert(peer, Member { heartbeat: hb, last_seen: now }).is_none();
-        joined.then(|| {
-            self.rebuild();
-            Change::Joined(peer)
-        })
+        if let Some(m) = self.others.get_mut(&peer) {
+            m.heartbeat = hb;
+            m.last_seen = now;
+            if remote.is_some() {
+                m.present_at = now;
+            }
+            return None;
+        }
+        if self.unreached.get(&peer).is_some_and(|until| *until > now) {
+            return None;
+        }
+        if let Some(remote) = remote {
+            self.candidates.remove(&peer);
+            return self.admit(peer, hb, remote, now);
+        }
+        if let Some(c) = self.candidates.get_mut(&peer) {
+            c.heartbeat = hb;
+            c.last_seen = now;
+            return None;
+        }
+        let from_via = self.candidates.values().filter(|c| c.via == via).count();
+        if self.candidates.len() < MAX_CANDIDATES && from_via < MAX_CANDIDATES_PER_SOURCE {
+            self.candidates.insert(peer, Candidate { heartbeat: hb, last_seen: now, since: now, via, dialled: None });
+        }
+        None
+    }
+
+    /// This node has a connection with `peer`, from `remote`: a candidate it was becomes a
+    /// member, a member is present.
+    pub fn present(&mut self, peer: &PeerId, remote: &Multiaddr, now: Instant) -> Option<Change> {
+        if let Some(m) = self.others.get_mut(peer) {
+            m.present_at = now;
+            return None;
+        }
+        let c = self.candidates.remove(peer)?;
+        if now.saturating_duration_since(c.last_seen) > self.ttl {
+            return None;
+        }
+        self.admit(*peer, c.heartbeat, remote, now)
+    }
+
+    fn admit(&mut self, peer: PeerId, heartbeat: Heartbeat, remote: &Multiaddr, now: Instant) -> Option<Change> {
+        let prefix = prefix(remote);
+        if let Some(p) = &prefix {
+            if self.others.values().filter(|m| m.prefix.as_ref() == Some(p)).count() >= MAX_MEMBERS_PER_PREFIX {
+                tracing::debug!(%peer, prefix = p, "not a member: its address block has enough members");
+                self.refuse(peer, now);
+                return None;
+            }
+        }
+        let member = Member { heartbeat, last_seen: now, present_at: now, prefix, dialled: None };
+        self.others.insert(peer, member);
+        self.rebuild();
+        Some(Change::Joined(peer))
+    }
+
+    fn refuse(&mut self, peer: PeerId, now: Instant) {
+        if self.unreached.len() >= MAX_UNREACHED {
+            self.unreached.retain(|_, until| *until > now);
+            if self.unreached.len() >= MAX_UNREACHED {
+                let oldest = self.unreached.iter().min_by_key(|(_, until)| **until).map(|(p, _)| *p);
+                if let Some(p) = oldest {
+                    self.unreached.remove(&p);
+                }
+            }
+        }
+        self.unreached.insert(peer, now + UNREACHED_FOR);
+    }
+
+    /// Peers to dial now: candidates (again every few seconds until [`REACH_WITHIN`]), and
+    /// members not met within half of [`PRESENCE_FOR`], with the addresses they announce.
+    /// Candidates past their time are given up here.
+    pub fn to_dial(&mut self, now: Instant) -> Vec<(PeerId, Vec<String>)> {
+        let late: Vec<PeerId> = self
+            .candidates
+            .iter()
+            .filter(|(_, c)| now.saturating_duration_since(c.since) > REACH_WITHIN)
+            .map(|(p, _)| *p)
+            .collect();
+        for p in late {
+            self.candidates.remove(&p);
+            tracing::debug!(peer = %p, "a peer heard of was not reached: not a member");
+            self.refuse(p, now);
+        }
+        let due = |dialled: Option<Instant>| dialled.is_none_or(|d| now.saturating_duration_since(d) >= REDIAL_AFTER);
+        let mut dial = Vec::new();
+        for (p, c) in self.candidates.iter_mut().filter(|(_, c)| due(c.dialled)) {
+            c.dialled = Some(now);
+            dial.push((*p, c.heartbeat.addrs.clone()));
+        }
+        for (p, m) in self.others.iter_mut() {
+            if now.saturating_duration_since(m.present_at) > PRESENCE_FOR / 2 && due(m.dialled) {
+                m.dialled = Some(now);
+                dial.push((*p, m.heartbeat.addrs.clone()));
+            }
+        }
+        dial
+    }
+
+    /// Candidates waiting to be reached.
+    pub fn candidates(&self) -> usize {
+        self.candidates.len()
     }
 
     /// Drops a member at once (its connection closed for good, or it was banned).
     pub fn remove(&mut self, peer: &PeerId) -> Option<Change> {
+        self.candidates.remove(peer);
         self.others.remove(peer).map(|_| {
             self.rebuild();
             Change::Left(*peer)
         })
     }
 
-    /// Drops members not heard from within the ttl.
+    /// Drops members not heard from within the ttl, or not met within [`PRESENCE_FOR`].
     pub fn expire(&mut self, now: Instant) -> Vec<Change> {
         let gone: Vec<PeerId> = self
             .others
             .iter()
-            .filter(|(_, m)| now.saturating_duration_since(m.last_seen) > self.ttl)
+            .filter(|(_, m)| {
+                now.saturating_duration_since(m.last_seen) > self.ttl
+                    || now.saturating_duration_since(m.present_at) > PRESENCE_FOR
+            })
             .map(|(p, _)| *p)
             .collect();
         for p in &gone {
@@ -165,6 +346,7 @@ impl Members {
         if !gone.is_empty() {
             self.rebuild();
         }
+        self.candidates.retain(|_, c| now.saturating_duration_since(c.last_seen) <= self.ttl);
         gone.into_iter().map(Change::Left).collect()
     }
 
@@ -257,6 +439,11 @@ mod tests {
         (p[0], p[1], p[2])
     }
 
+    /// Where a member is connected from in these tests.
+    fn lo() -> Multiaddr {
+        "/ip4/127.0.0.1/tcp/4001".parse().unwrap()
+    }
+
     fn hb(peer: &PeerId) -> Heartbeat {
         Heartbeat {
             peer: peer.to_string(),
@@ -272,11 +459,11 @@ mod tests {
         let (me, b, c) = peers();
         let t0 = Instant::now();
         let mut m = Members::new(me, hb(&me), Duration::from_secs(20), 150);
-        m.observe(hb(&b), t0);
-        m.observe(hb(&c), t0);
+        m.observe(hb(&b), b, Some(&lo()), t0);
+        m.observe(hb(&c), c, Some(&lo()), t0);
         let bye = Heartbeat { leaving: true, ..hb(&b) };
         assert_eq!(Heartbeat::decode(&bye.encode(), &b.to_string()).unwrap(), bye);
-        assert_eq!(m.observe(bye, t0), Some(Change::Left(b)));
+        assert_eq!(m.observe(bye, b, Some(&lo()), t0), Some(Change::Left(b)));
         assert_eq!(m.peers(), [me, c]);
         m.leave();
         assert_eq!(m.peers(), [c], "the leaver's ring gives its hosts to the others");
@@ -290,10 +477,10 @@ mod tests {
         let t0 = Instant::now();
         let mut m = Members::new(me, hb(&me), Duration::from_secs(20), 150);
         assert_eq!(m.ring().members(), [me]);
-        assert_eq!(m.observe(hb(&b), t0), Some(Change::Joined(b)));
-        assert_eq!(m.observe(hb(&b), t0), None, "a repeated heartbeat is no change");
-        assert_eq!(m.observe(hb(&me), t0), None, "our own heartbeat echoes are ignored");
-        m.observe(hb(&c), t0 + Duration::from_secs(15));
+        assert_eq!(m.observe(hb(&b), b, Some(&lo()), t0), Some(Change::Joined(b)));
+        assert_eq!(m.observe(hb(&b), b, Some(&lo()), t0), None, "a repeated heartbeat is no change");
+        assert_eq!(m.observe(hb(&me), me, Some(&lo()), t0), None, "our own heartbeat echoes are ignored");
+        m.observe(hb(&c), c, Some(&lo()), t0 + Duration::from_secs(15));
         assert_eq!(m.peers(), [me, b, c]);
         assert_eq!(m.expire(t0 + Duration::from_secs(21)), vec![Change::Left(b)]);
         assert_eq!(m.ring().members(), [me, c]);
@@ -307,12 +494,12 @@ mod tests {
         let stranger = PeerId::random();
         let t0 = Instant::now();
         let mut m = Members::new(me, hb(&me), Duration::from_secs(20), 150);
-        m.observe(hb(&b), t0);
-        m.observe(hb(&c), t0);
+        m.observe(hb(&b), b, Some(&lo()), t0);
+        m.observe(hb(&c), c, Some(&lo()), t0);
         let of_b: Vec<String> =
             (0..200).map(|i| format!("h{i}.test")).filter(|h| m.ring().owner(h) == Some(&b)).collect();
         assert!(!of_b.is_empty());
-        m.observe(Heartbeat { leaving: true, ..hb(&b) }, t0);
+        m.observe(Heartbeat { leaving: true, ..hb(&b) }, b, Some(&lo()), t0);
         let now = Instant::now();
         assert!(m.knows(&b, now) && m.knows(&c, now) && m.knows(&me, now));
         assert!(!m.knows(&stranger, now), "a peer never a member");
@@ -323,7 +510,7 @@ mod tests {
         assert!(m.knows(&c, later), "a current member stays known");
         // A flapping member does not grow the memory without bound.
         for _ in 0..100 {
-            m.observe(hb(&stranger), t0);
+            m.observe(hb(&stranger), stranger, Some(&lo()), t0);
             m.remove(&stranger);
         }
         assert!(m.former.len() <= FORMER_RINGS);
@@ -343,5 +530,104 @@ mod tests {
         assert!(Heartbeat::decode(&many.encode(), &a_s).is_err());
         let not_a_peer = Heartbeat { peer: "peer-a".into(), ..hb(&a) };
         assert!(matches!(Heartbeat::decode(&not_a_peer.encode(), "peer-a"), Err(HeartbeatError::Decode(_))));
+    }
+
+    #[test]
+    fn a_hundred_identities_behind_one_connection_stay_candidates_and_are_given_up() {
+        let (me, honest, _) = peers();
+        let gateway = PeerId::random();
+        let t0 = Instant::now();
+        let mut m = Members::new(me, hb(&me), Duration::from_secs(20), 150);
+        let sybils: Vec<PeerId> = (0..100).map(|_| PeerId::random()).collect();
+        for s in &sybils {
+            assert_eq!(m.observe(hb(s), gateway, None, t0), None);
+        }
+        assert_eq!(m.len(), 1, "nobody reached, nobody counted");
+        assert_eq!(m.candidates(), MAX_CANDIDATES_PER_SOURCE, "one relaying peer fills its own share");
+        let dial = m.to_dial(t0);
+        assert_eq!(dial.len(), MAX_CANDIDATES_PER_SOURCE);
+        assert!(m.to_dial(t0 + Duration::from_secs(1)).is_empty(), "not dialled again at once");
+        assert_eq!(m.to_dial(t0 + REDIAL_AFTER).len(), MAX_CANDIDATES_PER_SOURCE, "dialled again");
+        // An honest peer heard over the same connection and reached joins.
+        m.observe(hb(&honest), gateway, None, t0);
+        assert_eq!(m.candidates(), MAX_CANDIDATES_PER_SOURCE, "the gateway's share is full");
+        assert_eq!(m.observe(hb(&honest), honest, Some(&lo()), t0), Some(Change::Joined(honest)));
+        // The unreached are given up and ignored for a while, making room for others.
+        let later = t0 + REACH_WITHIN + Duration::from_secs(1);
+        for s in &sybils {
+            m.observe(hb(s), gateway, None, later);
+        }
+        m.to_dial(later);
+        assert_eq!(m.candidates(), 0, "the unreached are given up");
+        for s in &sybils[..MAX_CANDIDATES_PER_SOURCE] {
+            m.observe(hb(s), gateway, None, later);
+        }
+        assert_eq!(m.candidates(), 0, "and ignored when heard of again");
+        m.observe(hb(&sybils[50]), gateway, None, later);
+        assert_eq!(m.candidates(), 1, "one not tried yet takes a free place");
+        assert_eq!(m.peers().len(), 2);
+        // Reached later (it was real after all): a member.
+        assert_eq!(m.present(&sybils[50], &lo(), later), Some(Change::Joined(sybils[50])));
+        assert!(m.present(&sybils[0], &lo(), later).is_none(), "a given-up peer must be heard again");
+    }
+
+    #[test]
+    fn a_member_counts_while_it_is_met_and_is_dialled_before_its_presence_runs_out() {
+        let (me, b, _) = peers();
+        let t0 = Instant::now();
+        let mut m = Members::new(me, hb(&me), Duration::from_secs(20), 150);
+        m.observe(hb(&b), me, None, t0);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m.present(&b, &lo(), t0), Some(Change::Joined(b)), "reached: a member");
+        // Heartbeats keep coming through others, but the connection is gone.
+        let mut t = t0;
+        while t < t0 + PRESENCE_FOR / 2 {
+            t += Duration::from_secs(10);
+            m.observe(hb(&b), me, None, t);
+            assert!(m.expire(t).is_empty());
+        }
+        t += Duration::from_secs(10);
+        m.observe(hb(&b), me, None, t);
+        assert_eq!(m.to_dial(t).iter().map(|(p, _)| *p).collect::<Vec<_>>(), [b], "time to meet it again");
+        let end = t0 + PRESENCE_FOR + Duration::from_secs(1);
+        m.observe(hb(&b), me, None, end);
+        assert_eq!(m.expire(end), vec![Change::Left(b)], "not met within PRESENCE_FOR: dropped");
+    }
+
+    #[test]
+    fn one_public_address_block_brings_at_most_a_few_members() {
+        let t0 = Instant::now();
+        let me = PeerId::random();
+        let mut m = Members::new(me, hb(&me), Duration::from_secs(20), 150);
+        let at = |a: &str| -> Multiaddr { a.parse().unwrap() };
+        let joined = (0..MAX_MEMBERS_PER_PREFIX + 3)
+            .filter(|i| {
+                let p = PeerId::random();
+                m.observe(hb(&p), p, Some(&at(&format!("/ip4/8.8.4.{i}/tcp/4001"))), t0).is_some()
+            })
+            .count();
+        assert_eq!(joined, MAX_MEMBERS_PER_PREFIX);
+        let p = PeerId::random();
+        assert!(m.observe(hb(&p), p, Some(&at("/ip4/8.8.5.1/tcp/4001")), t0).is_some(), "another block");
+        for i in 0..20 {
+            let p = PeerId::random();
+            assert!(m.observe(hb(&p), p, Some(&at(&format!("/ip4/192.168.1.{i}/tcp/4001"))), t0).is_some());
+        }
+        let relayed =
+            at("/ip4/8.8.4.200/tcp/4001/p2p/12D3KooWGzBXD7mGH3XUAtBGLjZP3P7eR7yXH7mfh3hLqv1UkQnm/p2p-circuit");
+        let p = PeerId::random();
+        assert!(m.observe(hb(&p), p, Some(&relayed), t0).is_some(), "relayed: the relay limits its slots");
+        assert_eq!(m.len(), 1 + MAX_MEMBERS_PER_PREFIX + 1 + 20 + 1);
+    }
+
+    #[test]
+    fn address_blocks_are_public_slash_24_and_slash_48() {
+        let p = |a: &str| prefix(&a.parse().unwrap());
+        assert_eq!(p("/ip4/8.8.4.4/tcp/1").as_deref(), Some("8.8.4.0/24"));
+        assert_eq!(p("/ip6/2a01:4f8:1c1c:42::1/udp/1/quic-v1").as_deref(), Some("2a01:4f8:1c1c::/48"));
+        for private in ["/ip4/127.0.0.1/tcp/1", "/ip4/10.1.2.3/tcp/1", "/ip6/::1/tcp/1", "/ip6/fd00::1/tcp/1"] {
+            assert_eq!(p(private), None, "{private}");
+        }
+        assert_eq!(p("/dns4/example.com/tcp/1"), None);
     }
 }

@@ -163,6 +163,9 @@ pub struct NetworkStatus {
     pub joining: Joining,
     /// Heartbeats rejected (too large, undecodable, signed by another peer).
     pub rejected_heartbeats: u64,
+    /// Peers heard of (their heartbeats arrived) that this node has not met yet: not members
+    /// until it has had a connection with them.
+    pub member_candidates: usize,
     /// URLs other members acknowledged from this node.
     pub urls_sent: u64,
     /// URLs received for this node's hosts and queued (or already seen).
@@ -685,6 +688,10 @@ impl EventLoop {
                     }
                 }
                 self.connected.insert(peer_id);
+                let now = std::time::Instant::now();
+                if let Some(change) = self.members.present(&peer_id, endpoint.get_remote_address(), now) {
+                    self.on_change(change);
+                }
                 // A URL batch waiting for this peer can go now.
                 if self.outbox.next_due().is_some() {
                     self.flush(false);
@@ -763,8 +770,12 @@ impl EventLoop {
                 };
                 self.reach.upnp(state);
             }
-            SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(gossipsub::Event::Message { message, .. })) => {
-                self.on_gossip(message);
+            SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(gossipsub::Event::Message {
+                message,
+                propagation_source,
+                ..
+            })) => {
+                self.on_gossip(message, propagation_source);
             }
             SwarmEvent::Behaviour(BehaviourEvent::Urls(event)) => self.on_urls(event),
             SwarmEvent::Behaviour(BehaviourEvent::Search(event)) => self.on_search(event),
@@ -798,7 +809,7 @@ impl EventLoop {
         }
     }
 
-    fn on_gossip(&mut self, message: gossipsub::Message) {
+    fn on_gossip(&mut self, message: gossipsub::Message, via: PeerId) {
         let Some(source) = message.source else { return };
         if message.topic == self.querying.topic.hash() {
             self.on_summary(source, &message.data);
@@ -813,9 +824,12 @@ impl EventLoop {
                 for addr in hb.addrs.iter().take(8).filter_map(|a| a.parse::<Multiaddr>().ok()) {
                     self.add_peer_address(source, addr);
                 }
-                if let Some(change) = self.members.observe(hb, std::time::Instant::now()) {
+                // A member only once this node has met it (see `membership`).
+                let remote = if self.connected.contains(&source) { self.reach.remote_of(&source) } else { None };
+                if let Some(change) = self.members.observe(hb, via, remote.as_ref(), std::time::Instant::now()) {
                     self.on_change(change);
                 }
+                self.dial_members();
             }
             Err(e) => {
                 self.rejected += 1;
@@ -833,9 +847,20 @@ impl EventLoop {
             // Alone in the network (InsufficientPeers) is normal for the first node.
             tracing::trace!("heartbeat not published: {e}");
         }
-        for change in self.members.expire(std::time::Instant::now()) {
+        // Members this node is connected to are present; candidates it is connected to join.
+        let now = std::time::Instant::now();
+        let connected: Vec<PeerId> = self.connected.iter().copied().collect();
+        for peer in connected {
+            if let Some(remote) = self.reach.remote_of(&peer) {
+                if let Some(change) = self.members.present(&peer, &remote, now) {
+                    self.on_change(change);
+                }
+            }
+        }
+        for change in self.members.expire(now) {
             self.on_change(change);
         }
+        self.dial_members();
         self.republish_summary();
         let now = std::time::Instant::now();
         let expired: Vec<PeerId> = self.banned.iter().filter(|(_, until)| **until <= now).map(|(p, _)| *p).collect();
@@ -1072,6 +1097,22 @@ impl EventLoop {
 
     /// Puts a peer's address in the routing table if it is of use from here (see
     /// [`reachability::usable`]).
+    /// Dials the peers heard of that this node has not met, and the members it has not met for
+    /// a while (see [`Members::to_dial`]): a connection is their proof of presence.
+    fn dial_members(&mut self) {
+        use libp2p::swarm::dial_opts::{DialOpts, PeerCondition};
+        for (peer, addrs) in self.members.to_dial(std::time::Instant::now()) {
+            if self.connected.contains(&peer) || self.banned.contains_key(&peer) {
+                continue;
+            }
+            let addrs: Vec<Multiaddr> = addrs.iter().take(8).filter_map(|a| a.parse().ok()).collect();
+            let opts = DialOpts::peer_id(peer).addresses(addrs).condition(PeerCondition::DisconnectedAndNotDialing);
+            if let Err(e) = self.swarm.dial(opts.build()) {
+                tracing::debug!(%peer, "dialling a member: {e}");
+            }
+        }
+    }
+
     fn add_peer_address(&mut self, peer: PeerId, addr: Multiaddr) {
         if peer == *self.swarm.local_peer_id() {
             return;
@@ -1197,6 +1238,7 @@ impl EventLoop {
             ring_share: self.members.ring().share(&local),
             joining: self.joining.clone(),
             rejected_heartbeats: self.rejected,
+            member_candidates: self.members.candidates(),
             urls_sent: self.counts.sent,
             urls_received: self.counts.received,
             urls_forwarded: self.counts.forwarded,
