@@ -58,6 +58,10 @@ pub enum Warning {
     Truncated { bytes: usize, kept: usize },
     /// Nesting exceeded the depth limit; deeper tags were dropped (their text kept).
     DepthLimited { max_depth: usize, dropped_tags: usize },
+    /// An element had more attributes than the limit; the rest were dropped.
+    AttributesLimited { max_attributes: usize, elements: usize },
+    /// Parsing ran past the time budget; the document was read up to where it got.
+    TimeBudget { budget_ms: u64, parsed_bytes: usize, bytes: usize },
     /// No main content could be identified.
     NoMainContent,
 }
@@ -71,6 +75,8 @@ impl Warning {
             Warning::MojibakeRepaired => "mojibake_repaired",
             Warning::Truncated { .. } => "truncated",
             Warning::DepthLimited { .. } => "depth_limited",
+            Warning::AttributesLimited { .. } => "attributes_limited",
+            Warning::TimeBudget { .. } => "time_budget",
             Warning::NoMainContent => "no_main_content",
         }
     }
@@ -142,7 +148,7 @@ pub fn extract_with_dom(body: &[u8], headers: &Headers, url: &Url) -> (Extracted
     let tld = url.host_str().and_then(|h| h.rsplit('.').next()).map(str::to_ascii_lowercase);
     let decoded = decode::decode(body, header(headers, "content-type"), tld.as_deref(), &mut warnings);
     let html = sanitize::sanitize(&decoded.text, &mut warnings);
-    let doc = scraper::Html::parse_document(&html);
+    let doc = parse(&html, PARSE_BUDGET, &mut warnings);
     let mut noscript_doc = None;
     let walk = dom::walk_document(&doc, &mut noscript_doc);
     warnings.extend(walk.warnings.iter().cloned());
@@ -209,6 +215,40 @@ pub fn extract_with_dom(body: &[u8], headers: &Headers, url: &Url) -> (Extracted
     (extracted, doc)
 }
 
+/// The longest html5ever may take over one page. The sanitizer keeps parsing linear on every
+/// hostile input known (`sanitize.rs`); this bounds the ones not known yet, so that one page
+/// cannot hold a crawl slot for minutes: what was parsed by then is the document. A page at the
+/// 8 MiB cap parses in well under a second in a release build.
+pub const PARSE_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
+/// The parser is fed this much at a time, and the budget checked in between.
+const PARSE_CHUNK: usize = 128 << 10;
+
+/// Parses `html` as a document, within `budget` (see [`PARSE_BUDGET`]).
+pub fn parse(html: &str, budget: std::time::Duration, warnings: &mut Vec<Warning>) -> scraper::Html {
+    use html5ever::tendril::TendrilSink;
+    let started = std::time::Instant::now();
+    let sink = scraper::HtmlTreeSink::new(scraper::Html::new_document());
+    let mut parser = html5ever::driver::parse_document(sink, Default::default());
+    let mut at = 0;
+    while at < html.len() {
+        let mut end = (at + PARSE_CHUNK).min(html.len());
+        while !html.is_char_boundary(end) {
+            end += 1;
+        }
+        parser.process(html[at..end].into());
+        at = end;
+        if at < html.len() && started.elapsed() > budget {
+            warnings.push(Warning::TimeBudget {
+                budget_ms: budget.as_millis() as u64,
+                parsed_bytes: at,
+                bytes: html.len(),
+            });
+            break;
+        }
+    }
+    parser.finish()
+}
+
 /// A published body of at least this many characters is worth adding.
 const PUBLISHED_BODY_CHARS: usize = 200;
 
@@ -263,7 +303,7 @@ fn debug_walk<R>(body: &[u8], f: impl FnOnce(&dom::Walk) -> R) -> R {
     let mut warnings = Vec::new();
     let decoded = decode::decode(body, None, None, &mut warnings);
     let html = sanitize::sanitize(&decoded.text, &mut warnings);
-    let doc = scraper::Html::parse_document(&html);
+    let doc = parse(&html, PARSE_BUDGET, &mut warnings);
     let mut noscript_doc = None;
     f(&dom::walk_document(&doc, &mut noscript_doc))
 }

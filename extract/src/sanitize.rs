@@ -9,6 +9,11 @@
 //!   text is kept), with a warning. html5ever's tree builder scans the stack of open elements on
 //!   many tags, so 20 MB of `<div>` would otherwise take quadratic time, and every tree walk
 //!   after it would need a 4-million-frame stack;
+//!   Ruby annotations (`rb`, `rt`, `rtc`, `rp`) and `optgroup` close implicitly only inside
+//!   `<ruby>` and `<select>`; elsewhere they nest (and html5ever scans the stack for a ruby or
+//!   select in scope on each one), so there they count toward the cap;
+//! - an element keeps at most [`MAX_ATTRIBUTES`] attributes (html5ever compares each new one
+//!   with those before it: 200,000 on one element took 8 s), with a warning;
 //! - input beyond [`MAX_HTML_BYTES`] is cut at a tag boundary, with a warning.
 //!
 //! Raw-text elements (`script`, `style`, `textarea`, `title`, ...) and comments are copied
@@ -21,6 +26,8 @@ use std::borrow::Cow;
 pub const MAX_DEPTH: usize = 256;
 /// Largest document parsed (after decoding). Larger input is truncated with a warning.
 pub const MAX_HTML_BYTES: usize = 8 << 20;
+/// Attributes kept on one element. Real elements carry a few dozen at most.
+pub const MAX_ATTRIBUTES: usize = 256;
 
 /// Does the tag whose name ends at `from` end with `/>`? (Quoted attribute values honoured.)
 fn tag_self_closes(bytes: &[u8], from: usize) -> bool {
@@ -130,7 +137,11 @@ pub fn sanitize<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> Cow<'a, str>
     let mut depth = 0usize;
     // Open `<svg>`/`<math>` elements: inside them `/>` closes an element.
     let mut foreign = 0usize;
+    // Open `<ruby>` and `<select>`/`<datalist>` elements: inside them, ruby annotations and
+    // option groups close one another.
+    let (mut ruby, mut select) = (0usize, 0usize);
     let mut dropped_tags = 0usize;
+    let mut limited_elements = 0usize;
     let mut i = 0usize;
 
     macro_rules! rewrite {
@@ -189,12 +200,26 @@ pub fn sanitize<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> Cow<'a, str>
         // found). Raw-text elements hold no markup: never dropped (their text would show),
         // never counted. A self-closed start tag opens nothing.
         let self_closing = (foreign > 0 || matches!(name, b"svg" | b"math")) && tag_self_closes(bytes, name_end);
-        let counts = !is_void(name) && !is_optional_close(name) && !is_raw_text(name) && (closing || !self_closing);
-        if matches!(name, b"svg" | b"math") {
+        let nests_here = match name {
+            b"rb" | b"rt" | b"rtc" | b"rp" => ruby == 0,
+            b"optgroup" => select == 0,
+            _ => false,
+        };
+        let counts = !is_void(name)
+            && (nests_here || !is_optional_close(name))
+            && !is_raw_text(name)
+            && (closing || !self_closing);
+        let open = match name {
+            b"svg" | b"math" => Some(&mut foreign),
+            b"ruby" => Some(&mut ruby),
+            b"select" | b"datalist" => Some(&mut select),
+            _ => None,
+        };
+        if let Some(open) = open {
             if closing {
-                foreign = foreign.saturating_sub(1);
+                *open = open.saturating_sub(1);
             } else if !self_closing {
-                foreign += 1;
+                *open += 1;
             }
         }
         let mut drop_tag = false;
@@ -213,27 +238,64 @@ pub fn sanitize<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> Cow<'a, str>
         if drop_tag {
             rewrite!(i);
         }
-        // Find the end of the tag, honouring quoted attribute values; fix `==`.
+        // Find the end of the tag, honouring quoted attribute values; fix `==`; count the
+        // attributes (a name starts after whitespace, or after a value, outside quotes) and
+        // drop those past the cap.
         let mut j = name_end;
         let mut quote = 0u8;
+        let mut attributes = 0usize;
+        // Between attributes (after whitespace, a value, or the name): the next name starts one.
+        let mut between = true;
+        // After `=`: the next non-space is a value, not a name.
+        let mut value_next = false;
+        let mut cut_from: Option<usize> = None;
         while j < bytes.len() {
             let c = bytes[j];
             if quote != 0 {
                 if c == quote {
                     quote = 0;
+                    between = true;
+                }
+            } else if is_control(c) {
+                if !drop_tag && cut_from.is_none() {
+                    rewrite!(j);
+                    copied = j + 1;
                 }
             } else if c == b'"' || c == b'\'' {
                 quote = c;
+                value_next = false;
             } else if c == b'>' {
                 break;
-            } else if !drop_tag && is_control(c) {
-                rewrite!(j);
-                copied = j + 1;
-            } else if !drop_tag && c == b'=' && bytes.get(j + 1) == Some(&b'=') {
-                rewrite!(j);
-                copied = j + 1; // drop the first '='
+            } else if matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0c) {
+                if !value_next {
+                    between = true;
+                }
+            } else if c == b'=' {
+                value_next = true;
+                between = false;
+                if !drop_tag && cut_from.is_none() && bytes.get(j + 1) == Some(&b'=') {
+                    rewrite!(j);
+                    copied = j + 1; // drop the first '='
+                }
+            } else if c == b'/' {
+                between = true;
+                value_next = false;
+            } else if value_next {
+                value_next = false; // an unquoted value; whitespace ends it
+            } else if between {
+                between = false;
+                attributes += 1;
+                if attributes > MAX_ATTRIBUTES && cut_from.is_none() && !drop_tag {
+                    cut_from = Some(j);
+                }
             }
             j += 1;
+        }
+        if let Some(from) = cut_from {
+            // Keep the tag up to the first attribute past the cap, then its end.
+            rewrite!(from);
+            copied = j.min(bytes.len());
+            limited_elements += 1;
         }
         let tag_end = (j + 1).min(bytes.len()); // one past '>'
         if drop_tag {
@@ -270,6 +332,9 @@ pub fn sanitize<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> Cow<'a, str>
     }
     if dropped_tags > 0 {
         warnings.push(Warning::DepthLimited { max_depth: MAX_DEPTH, dropped_tags });
+    }
+    if limited_elements > 0 {
+        warnings.push(Warning::AttributesLimited { max_attributes: MAX_ATTRIBUTES, elements: limited_elements });
     }
     match out {
         Some(mut o) => {
@@ -309,6 +374,38 @@ mod tests {
         assert_eq!(clean("<p>a\0b\x01c\td</p>").0, "<p>abc\td</p>");
         // `==` inside a quoted value is content, not a typo.
         assert_eq!(clean("<a title=\"a==b\">x</a>").0, "<a title=\"a==b\">x</a>");
+    }
+
+    #[test]
+    fn ruby_annotations_and_option_groups_nest_outside_their_parent_and_count_there() {
+        // Outside <ruby>/<select> they nest: capped like any element.
+        for tag in ["rt", "rb", "rtc", "rp", "optgroup"] {
+            let (out, w) = clean(&format!("<body>{}x</body>", format!("<{tag}>").repeat(1000)));
+            assert_eq!(out.matches(&format!("<{tag}>")).count(), MAX_DEPTH, "{tag}");
+            assert!(matches!(w[..], [Warning::DepthLimited { .. }]), "{tag}: {w:?}");
+        }
+        // Inside them they close one another: nothing to cap, the page is left as it is.
+        let ruby = format!("<body><ruby>{}</ruby></body>", "漢<rb>k<rt>kan<rtc>x<rp>(".repeat(1000));
+        let select = format!("<body><select>{}</select></body>", "<optgroup label=g><option>o".repeat(1000));
+        for page in [ruby, select] {
+            let mut w = Vec::new();
+            assert!(matches!(sanitize(&page, &mut w), Cow::Borrowed(_)));
+            assert!(w.is_empty(), "{w:?}");
+        }
+    }
+
+    #[test]
+    fn an_element_keeps_at_most_max_attributes() {
+        let attrs: String = (0..10_000).map(|i| format!(" a{i}=\"v {i}\"")).collect();
+        let (out, w) = clean(&format!("<p{attrs}>text</p><i b=1>more</i>"));
+        assert!(out.contains(&format!("a{}=", MAX_ATTRIBUTES - 1)) && !out.contains(&format!("a{}=", MAX_ATTRIBUTES)));
+        assert!(out.ends_with(">text</p><i b=1>more</i>"), "{}", &out[out.len() - 40..]);
+        assert!(matches!(w[..], [Warning::AttributesLimited { elements: 1, .. }]), "{w:?}");
+        // Values with spaces, unquoted values, spaces around `=`, `/`: counted as attributes.
+        let mixed: String =
+            (0..MAX_ATTRIBUTES / 4).map(|i| format!(" t{i}=\"a b c\" u{i} = x v{i}=y w{i} /")).collect();
+        let mut w = Vec::new();
+        assert!(matches!(sanitize(&format!("<p{mixed}>x</p>"), &mut w), Cow::Borrowed(_)), "{w:?}");
     }
 
     #[test]

@@ -55,6 +55,42 @@ fn twenty_megabytes_of_divs_in_bounded_time() {
     assert!(kinds.contains(&"truncated") && kinds.contains(&"depth_limited"), "{kinds:?}");
 }
 
+/// The inputs that were quadratic in html5ever (100k `<rt>`: 11.4 s; 200k attributes on one
+/// element: 8.2 s) are capped like any nesting, with their text kept. The benchmark over three
+/// sizes is `examples/hostile.rs`.
+#[test]
+fn ruby_option_groups_and_attribute_floods_are_capped() {
+    for unit in ["<rt>", "<rb>", "<rtc>", "<optgroup>"] {
+        let e = run(&format!("<body><p>before</p>{}after</body>", unit.repeat(100_000)));
+        assert!(e.warnings.iter().any(|w| w.kind() == "depth_limited"), "{unit}: {:?}", e.warnings);
+        assert!(e.text.contains("before"), "{unit}: {}", e.text);
+    }
+    let attrs: String = (0..200_000).map(|i| format!(" a{i}=x")).collect();
+    let e = run(&format!("<body><p{attrs}>the paragraph's text</p></body>"));
+    assert!(e.warnings.iter().any(|w| w.kind() == "attributes_limited"), "{:?}", e.warnings);
+    assert_eq!(e.text, "the paragraph's text");
+}
+
+/// Parsing stops at the time budget with what it read by then, and says so.
+#[test]
+fn parsing_past_its_time_budget_keeps_what_it_read() {
+    let html = format!("<body><p>first words</p>{}</body>", "<p>more words here</p>".repeat(100_000));
+    let mut warnings = Vec::new();
+    let doc = weft_extract::parse(&html, std::time::Duration::ZERO, &mut warnings);
+    let text: String = doc.root_element().text().collect();
+    assert!(text.starts_with("first words"), "{}", &text[..40]);
+    assert!(text.len() < html.len() / 2, "stopped early");
+    match &warnings[..] {
+        [weft_extract::Warning::TimeBudget { parsed_bytes, bytes, .. }] => {
+            assert!(parsed_bytes < bytes, "{parsed_bytes} of {bytes}")
+        }
+        w => panic!("{w:?}"),
+    }
+    let mut warnings = Vec::new();
+    let doc = weft_extract::parse(&html, weft_extract::PARSE_BUDGET, &mut warnings);
+    assert!(warnings.is_empty() && doc.root_element().text().count() > 100_000);
+}
+
 #[test]
 fn invalid_utf8_nuls_and_control_bytes() {
     let mut body =
