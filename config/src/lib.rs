@@ -633,11 +633,16 @@ pub struct ApiConfig {
     pub enabled: bool,
     /// Bound to loopback by default: the API is for the operator, not the world.
     pub listen: SocketAddr,
+    /// Host names the API answers to besides IP addresses and `localhost` (a name the operator
+    /// reaches it by, e.g. through a reverse proxy). A request naming any other host is
+    /// refused: a web page whose name is made to resolve to 127.0.0.1 (DNS rebinding) cannot
+    /// read the API from the operator's browser.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for ApiConfig {
     fn default() -> Self {
-        ApiConfig { enabled: true, listen: SocketAddr::from(([127, 0, 0, 1], 7700)) }
+        ApiConfig { enabled: true, listen: SocketAddr::from(([127, 0, 0, 1], 7700)), allowed_hosts: Vec::new() }
     }
 }
 

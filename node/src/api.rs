@@ -34,6 +34,8 @@ pub struct AppState {
     pub layouts: Option<crate::layouts::Layouts>,
     /// The write endpoints' token.
     pub token: crate::token::ApiToken,
+    /// Host names requests may name besides IP addresses and `localhost` (`api.allowed_hosts`).
+    pub allowed_hosts: Arc<Vec<String>>,
 }
 
 /// Every route, as `(method, path)` — what `docs/openapi.json` must document.
@@ -138,7 +140,75 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(|| async {
             ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take that method")
         })
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)
+}
+
+/// Longest request target answered (a longer one is `414`).
+pub const MAX_URI_BYTES: usize = 8 << 10;
+/// Most header bytes answered (more is `431`; hyper closes the connection past 64 KiB).
+pub const MAX_HEADER_BYTES: usize = 16 << 10;
+
+/// Every request passes here first: a request target or headers over the limits, or a `Host`
+/// this API does not answer to, are refused; the errors axum's extractors answer in plain text
+/// (a bad query string, a bad JSON body) become the documented JSON.
+async fn guard(
+    State(state): State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if request.uri().to_string().len() > MAX_URI_BYTES {
+        let msg = format!("the request target is over {MAX_URI_BYTES} bytes");
+        return ApiError::new(StatusCode::URI_TOO_LONG, "uri_too_long", msg).into_response();
+    }
+    let header_bytes: usize = request.headers().iter().map(|(k, v)| k.as_str().len() + v.len() + 4).sum();
+    if header_bytes > MAX_HEADER_BYTES {
+        let msg = format!("the request's headers are over {MAX_HEADER_BYTES} bytes");
+        return ApiError::new(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large", msg).into_response();
+    }
+    if let Some(host) = request.headers().get(header::HOST) {
+        if !host_allowed(host.to_str().unwrap_or(""), &state.allowed_hosts) {
+            let msg = "this API answers to IP addresses, localhost and api.allowed_hosts only";
+            return ApiError::new(StatusCode::FORBIDDEN, "host_not_allowed", msg).into_response();
+        }
+    }
+    json_errors(next.run(request).await).await
+}
+
+/// Whether a `Host` header names this API: an IP address, `localhost`, or a listed name (any
+/// port: the port a client dialled is the one it reached).
+fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(v6) => return v6.split(']').next().is_some_and(|a| a.parse::<std::net::Ipv6Addr>().is_ok()),
+        None => host.rsplit_once(':').filter(|(_, p)| p.parse::<u16>().is_ok()).map_or(host, |(n, _)| n),
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    name.parse::<std::net::Ipv4Addr>().is_ok()
+        || name == "localhost"
+        || allowed.iter().any(|a| a.trim_end_matches('.').eq_ignore_ascii_case(&name))
+}
+
+/// A client error answered in plain text by an extractor becomes `{"error": {...}}`.
+async fn json_errors(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !status.is_client_error() || is_json {
+        return response;
+    }
+    let code = match status {
+        StatusCode::BAD_REQUEST => "bad_request",
+        StatusCode::PAYLOAD_TOO_LARGE => "too_large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        StatusCode::UNPROCESSABLE_ENTITY => "unprocessable",
+        _ => "client_error",
+    };
+    let body = axum::body::to_bytes(response.into_body(), 4096).await.unwrap_or_default();
+    let message = String::from_utf8_lossy(&body).trim().to_string();
+    ApiError::new(status, code, message).into_response()
 }
 
 /// The dashboard: one page, its script and style inline — no CDN, nothing fetched but this
@@ -534,6 +604,15 @@ async fn relearn(State(state): State<AppState>, Path(host): Path<String>) -> Res
     layout_read(&state, move |s| crate::layouts::relearn(s, &patterns, &host)).await
 }
 
+/// Connections served at once; more wait in the kernel's backlog (no descriptor, no memory
+/// here) until one closes. The operator's dashboard, scripts and `weft` commands need a few.
+pub const MAX_CONNECTIONS: usize = 256;
+/// A client has this long to send a request's headers (the first, and each next one on a
+/// kept-alive connection); then its connection closes. Half-sent requests cannot hold slots.
+pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// A connection is asked to close after this long (it finishes the request in progress).
+pub const CONNECTION_LIFETIME: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Binds the API; the caller spawns the returned future.
 pub async fn bind(
     addr: SocketAddr,
@@ -541,12 +620,58 @@ pub async fn bind(
 ) -> std::io::Result<(SocketAddr, impl std::future::Future<Output = std::io::Result<()>>)> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
-    Ok((local, async move { axum::serve(listener, router(state)).await }))
+    Ok((local, serve(listener, router(state))))
+}
+
+/// The accept loop: at most [`MAX_CONNECTIONS`] at once, each with [`HEADER_READ_TIMEOUT`]
+/// and [`CONNECTION_LIFETIME`]. (`axum::serve` has neither bound: 20,000 half-sent requests
+/// once held 20,000 descriptors and 850 MB.)
+async fn serve(listener: tokio::net::TcpListener, app: Router) -> std::io::Result<()> {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT).max_buf_size(64 << 10);
+    let http = Arc::new(http);
+    loop {
+        let slot = slots.clone().acquire_owned().await.expect("the semaphore is never closed");
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of descriptors, or a connection reset before it was accepted: go on.
+                tracing::debug!("API accept: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let (app, http) = (app.clone(), http.clone());
+        tokio::spawn(async move {
+            let _slot = slot;
+            let service = hyper_util::service::TowerToHyperService::new(app);
+            let conn = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => return,
+                _ = tokio::time::sleep(CONNECTION_LIFETIME) => {}
+            }
+            conn.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(HEADER_READ_TIMEOUT, conn).await;
+        });
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::host_param;
+    use super::{host_allowed, host_param};
+
+    #[test]
+    fn the_api_answers_to_ip_addresses_localhost_and_listed_names_only() {
+        let listed = vec!["weft.home.arpa".to_string()];
+        for ok in ["127.0.0.1:7700", "127.0.0.1", "[::1]:7700", "localhost:7700", "LOCALHOST", "weft.home.arpa:80"] {
+            assert!(host_allowed(ok, &listed), "{ok}");
+        }
+        for refused in ["evil.example:7700", "127.0.0.1.evil.example", "localhost.evil.example", "[evil]:1", ""] {
+            assert!(!host_allowed(refused, &listed), "{refused}");
+        }
+    }
 
     #[test]
     fn a_block_names_a_host_as_the_frontier_spells_it_or_nothing() {

@@ -366,6 +366,7 @@ async fn spawn_api(
         layouts: layouts.cloned(),
         token: crate::token::ApiToken::load_or_create(&config.data_dir)
             .context("cannot read or create the API token")?,
+        allowed_hosts: Arc::new(config.api.allowed_hosts.clone()),
     };
     let (addr, serve) = api::bind(config.api.listen, state)
         .await

@@ -186,3 +186,91 @@ async fn the_api_matches_its_spec_and_write_endpoints_want_the_token() {
 
     node.shutdown().await;
 }
+
+/// The API's own defences, on a real node over real TCP: requests naming a foreign host (DNS
+/// rebinding) are refused, no CORS header invites other origins, over-long targets and
+/// headers and bad query strings answer the documented JSON, and half-sent requests neither
+/// hold the server (each is closed after the header-read timeout) nor keep `/health` from
+/// answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_refuses_foreign_hosts_and_bounds_slow_and_oversized_requests() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = WebServer::start(vec![generated_site("a.test", 5, 2)]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = common::config(&server, dir.path(), 150);
+    c.api.listen = "127.0.0.1:0".parse().unwrap();
+    c.api.allowed_hosts = vec!["weft.home.arpa".into()];
+    let node = common::Running::start(c).await;
+    let base = format!("http://{}", node.api);
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let error_code = |v: &Value| v["error"]["code"].as_str().unwrap_or("").to_string();
+    let get = |path: &str, headers: &[(&str, String)]| {
+        let mut req = client.get(format!("{base}{path}"));
+        for (k, v) in headers {
+            req = req.header(*k, v);
+        }
+        async move {
+            let resp = req.send().await.unwrap();
+            let (status, headers) = (resp.status(), resp.headers().clone());
+            let body: Value = serde_json::from_str(&resp.text().await.unwrap()).unwrap_or(Value::Null);
+            (status, headers, body)
+        }
+    };
+    let port = node.api.port();
+
+    // DNS rebinding: a page at evil.example (resolving to 127.0.0.1) asking from the browser.
+    let origin = ("origin", "http://evil.example".to_string());
+    let (status, headers, body) = get("/status", &[("host", format!("evil.example:{port}")), origin.clone()]).await;
+    assert_eq!((status, error_code(&body).as_str()), (StatusCode::FORBIDDEN, "host_not_allowed"), "{body}");
+    assert!(headers.get("access-control-allow-origin").is_none());
+    let (status, headers, _) = get("/status", &[origin]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(headers.get("access-control-allow-origin").is_none(), "no CORS: {headers:?}");
+    for host in [format!("localhost:{port}"), format!("weft.home.arpa:{port}"), format!("[::1]:{port}")] {
+        assert_eq!(get("/health", &[("host", host.clone())]).await.0, StatusCode::OK, "{host}");
+    }
+
+    // Oversized target and headers, a bad query string: the documented JSON.
+    let long = format!("/search?q={}", "a".repeat(weft_node::api::MAX_URI_BYTES));
+    let (status, _, body) = get(&long, &[]).await;
+    assert_eq!((status, error_code(&body).as_str()), (StatusCode::URI_TOO_LONG, "uri_too_long"));
+    let big = ("x-big", "b".repeat(weft_node::api::MAX_HEADER_BYTES));
+    let (status, _, body) = get("/health", &[big]).await;
+    assert_eq!(
+        (status, error_code(&body).as_str()),
+        (StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large")
+    );
+    let (status, _, body) = get("/hosts/top?n=many", &[]).await;
+    assert_eq!((status, error_code(&body).as_str()), (StatusCode::BAD_REQUEST, "bad_request"), "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("query"), "{body}");
+
+    // More half-sent requests than the API serves at once.
+    let slow = weft_node::api::MAX_CONNECTIONS + 144;
+    let mut sockets = Vec::new();
+    for _ in 0..slow {
+        let mut s = tokio::net::TcpStream::connect(node.api).await.unwrap();
+        s.write_all(b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ").await.unwrap();
+        sockets.push(s);
+    }
+    let opened = Instant::now();
+    // /health gets through: at worst it waits for the first slots to time out.
+    let (status, _, _) = get("/health", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let waited = opened.elapsed();
+    assert!(waited < weft_node::api::HEADER_READ_TIMEOUT + Duration::from_secs(10), "/health took {waited:?}");
+    // Every half-sent request is closed by the server (those waiting in the backlog once they
+    // get a slot): end of stream, within two timeouts.
+    let deadline = opened + 2 * weft_node::api::HEADER_READ_TIMEOUT + Duration::from_secs(15);
+    for (i, s) in sockets.iter_mut().enumerate() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut buf = [0u8; 512];
+        let read = tokio::time::timeout(left, s.read(&mut buf)).await;
+        assert!(
+            matches!(read, Ok(Ok(_)) | Ok(Err(_))),
+            "half-sent request {i} of {slow} still open after {:?}",
+            opened.elapsed()
+        );
+    }
+    assert_eq!(get("/health", &[]).await.0, StatusCode::OK, "the API serves on");
+    node.shutdown().await;
+}
