@@ -35,6 +35,18 @@ pub struct Status {
     /// layouts off (`layouts.enabled = false`), so `/status` never shows an empty section.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layouts: Option<LayoutsStatus>,
+    /// The node's storage: failed storage calls, and the fault that stops the node, if any.
+    #[serde(default)]
+    pub storage: StorageStatus,
+}
+
+/// The storage section of `/status`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StorageStatus {
+    /// Storage calls that failed (a write the crawl went on without, or the fault).
+    pub errors: u64,
+    /// Why the storage can no longer be trusted (`/health` is 503 and the node is stopping).
+    pub fault: Option<String>,
 }
 
 impl Status {
@@ -53,6 +65,10 @@ impl Status {
             memory_bytes: metrics.memory_bytes.load(Relaxed),
             memory_target_bytes: metrics.memory_target_bytes.load(Relaxed),
             layouts: layouts.map(Layouts::status),
+            storage: StorageStatus {
+                errors: crawler.storage().errors(),
+                fault: crawler.storage().fault().map(|f| f.to_string()),
+            },
         }
     }
 }
@@ -105,7 +121,20 @@ impl prometheus_client::collector::Collector for StatusCollector {
             let labels: Labels = vec![("kind", kind.clone())];
             ConstCounter::new(*v).encode(m.encode_family(&labels)?)?;
         }
-        let gauges: [(&str, &str, u64); 10] = [
+        let storage = &self.0.storage;
+        let errors = ConstCounter::new(storage.errors);
+        errors.encode(enc.encode_descriptor(
+            "weft_storage_errors",
+            "Storage calls that failed",
+            None,
+            MetricType::Counter,
+        )?)?;
+        let gauges: [(&str, &str, u64); 11] = [
+            (
+                "weft_storage_fault",
+                "1 once the storage failed (the node is stopping)",
+                u64::from(storage.fault.is_some()),
+            ),
             (
                 "weft_crawl_stalled",
                 "1 while the crawl makes no progress with work queued",
@@ -297,6 +326,7 @@ mod tests {
             memory_bytes: 0,
             memory_target_bytes: 0,
             layouts: None,
+            storage: StorageStatus::default(),
         }
     }
 
@@ -313,7 +343,12 @@ mod tests {
         assert!(text.contains("weft_pages_fetched_total 1"), "{text}");
         assert!(text.contains("weft_errors_total{kind=\"timeout\"} 2"), "{text}");
         assert!(text.contains("# TYPE weft_frontier_queued gauge"), "{text}");
+        assert!(text.contains("weft_storage_fault 0") && text.contains("weft_storage_errors_total 0"), "{text}");
         assert!(text.trim_end().ends_with("# EOF"));
+        let mut faulted = status_of(&m);
+        faulted.storage = StorageStatus { errors: 3, fault: Some("storage fault in /d: flush: os error 28".into()) };
+        let text = render_prometheus(&faulted, &m.histograms);
+        assert!(text.contains("weft_storage_fault 1") && text.contains("weft_storage_errors_total 3"), "{text}");
     }
 
     /// Every metric the Grafana dashboard (`docs/grafana-dashboard.json`) queries is one the

@@ -24,6 +24,7 @@
 use parking_lot::Mutex;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -52,6 +53,9 @@ struct Inner {
     timeout: Duration,
     fault: Mutex<Option<StorageFault>>,
     faulted: watch::Sender<bool>,
+    /// Storage calls that failed without ending the node (a write the crawl could go on
+    /// without): counted in `/status` and `/metrics`, so a node that is not progressing says why.
+    errors: AtomicU64,
 }
 
 fn identity(path: &Path) -> Option<(u64, u64)> {
@@ -79,6 +83,7 @@ impl Storage {
                 timeout,
                 fault: Mutex::new(None),
                 faulted,
+                errors: AtomicU64::new(0),
             }),
         }
     }
@@ -93,12 +98,24 @@ impl Storage {
         self.inner.faulted.subscribe()
     }
 
+    /// Counts and logs a storage call that failed without being a fault.
+    pub fn error(&self, what: &str, error: impl std::fmt::Display) {
+        self.inner.errors.fetch_add(1, Ordering::Relaxed);
+        tracing::error!(what, "storage: {error}");
+    }
+
+    /// Storage calls failed so far (faults included).
+    pub fn errors(&self) -> u64 {
+        self.inner.errors.load(Ordering::Relaxed)
+    }
+
     /// Records a fault (the first one wins and is logged).
     pub fn report(&self, what: &str, error: impl std::fmt::Display) -> StorageFault {
         let mut slot = self.inner.fault.lock();
         if let Some(f) = &*slot {
             return f.clone();
         }
+        self.inner.errors.fetch_add(1, Ordering::Relaxed);
         let fault =
             StorageFault { path: self.inner.data_dir.clone(), what: what.to_string(), error: error.to_string() };
         tracing::error!(path = %fault.path.display(), what = fault.what, error = fault.error, "storage failed: stopping the node");
@@ -183,6 +200,8 @@ mod tests {
         assert!(*rx.borrow_and_update());
         let later = s.bounded("flush", || Ok::<(), String>(())).await.unwrap_err();
         assert_eq!(later.error, e.error, "a fault is final");
+        s.error("frontier push", "No space left on device (os error 28)");
+        assert_eq!(s.errors(), 2, "the fault and the failed push are counted for /status and /metrics");
 
         let s = Storage::new(dir.path(), Duration::from_millis(100));
         let hung = s

@@ -64,7 +64,7 @@ impl Inner {
     /// the crawl asleep for good with URLs queued.)
     fn give_back(&self, host: &str, returned: Returned) {
         if let Err(e) = blocking(|| self.frontier.lock().return_host(host, returned, Instant::now())) {
-            tracing::error!("frontier error: {e}");
+            self.storage.error("frontier return host", e);
         }
         self.wake.notify_one();
     }

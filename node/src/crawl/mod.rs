@@ -432,7 +432,7 @@ impl Crawler {
                         accepted += 1;
                     }
                     Ok(_) => accepted += 1,
-                    Err(e) => tracing::error!("frontier push failed: {e}"),
+                    Err(e) => self.inner.storage.error("frontier push", e),
                 }
             }
             accepted
@@ -475,7 +475,7 @@ impl Crawler {
             let mut frontier = self.inner.frontier.lock();
             for u in &urls {
                 if let Err(e) = frontier.mark_done(u) {
-                    tracing::error!("frontier: {e}");
+                    self.inner.storage.error("frontier mark done", e);
                 }
             }
         });
@@ -523,7 +523,7 @@ impl Crawler {
             })
         });
         if let Err(e) = result {
-            tracing::error!("handing off queued URLs failed: {e}");
+            self.inner.storage.error("frontier hand-off", e);
             if let Some(r) = &self.inner.renders {
                 r.release(&renders);
             }
@@ -665,7 +665,7 @@ impl Crawler {
                     None
                 }
                 Err(e) => {
-                    tracing::error!("frontier error: {e}; retrying in 1 s");
+                    inner.storage.error("frontier lease (retrying in 1 s)", e);
                     Some(Instant::now() + Duration::from_secs(1))
                 }
             };
@@ -763,7 +763,7 @@ impl Inner {
                     }
                     Ok(PushOutcome::AlreadySeen) => {}
                     Ok(other) => refused.push((url, other)),
-                    Err(e) => tracing::error!("frontier push failed: {e}"),
+                    Err(e) => self.storage.error("frontier push", e),
                 }
             }
             drop(frontier);
@@ -893,7 +893,7 @@ impl Inner {
             }
             Ok(Completed::Requeued) if completion == Completion::Retry => inc(&self.metrics.retries),
             Ok(_) => {}
-            Err(e) => tracing::error!("completing a lease failed: {e}"),
+            Err(e) => self.storage.error("frontier complete", e),
         }
         match &scheme {
             // Only a host that was reached: one the guard refuses or robots.txt could not reach
@@ -919,7 +919,7 @@ impl Inner {
             return self.fetch_robots(lease, url).await;
         };
         if let Err(e) = blocking(|| self.frontier.lock().set_crawl_delay(host, rules.crawl_delay())) {
-            tracing::error!("frontier error: {e}");
+            self.storage.error("frontier crawl delay", e);
         }
         match rules.check(url.as_str(), now) {
             Verdict::Allowed => {}
@@ -1124,7 +1124,7 @@ impl Inner {
                     }
                 }
                 if let Err(e) = self.push(target) {
-                    tracing::error!("frontier push failed: {e}");
+                    self.storage.error("frontier push", e);
                 }
             }
             Ok(_) => {}

@@ -35,14 +35,14 @@ impl Inner {
                     );
                 }
                 if let Err(e) = blocking(|| self.frontier.lock().set_crawl_delay(host, rules.crawl_delay())) {
-                    tracing::error!("frontier error: {e}");
+                    self.storage.error("frontier crawl delay", e);
                 }
                 if self.settings.follow_sitemaps && lease.entry.kind == UrlKind::Page {
                     let sitemaps = robots_sitemaps(rules.sitemaps(), url, lease.entry.depth, |u| self.may_follow(u));
                     self.push_all(sitemaps);
                 }
             }
-            Err(e) => tracing::error!("storing robots.txt failed: {e}"),
+            Err(e) => self.storage.error("storing robots.txt", e),
         }
         (Completion::Requeue { wait: Duration::ZERO }, true)
     }
