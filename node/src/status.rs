@@ -186,7 +186,8 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ),
             ];
             encode_counters(&mut enc, &reach)?;
-            let counters: [Plain; 11] = [
+            let counters: [Plain; 12] = [
+                ("weft_p2p_dht_refused", "DHT records and provider announcements refused", n.dht_refused),
                 ("weft_p2p_dht_lookups", "Near-duplicate lookups in the DHT", n.dht_lookups),
                 ("weft_p2p_dht_duplicates_found", "DHT lookups that found a near duplicate", n.dht_duplicates_found),
                 ("weft_p2p_dht_published", "Fingerprints published in the DHT", n.dht_published),
@@ -199,9 +200,9 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ("weft_p2p_heartbeats_rejected", "Heartbeats rejected", n.rejected_heartbeats),
                 ("weft_p2p_bans", "Peers banned now", n.banned_peers as u64),
             ];
-            encode_counters(&mut enc, &counters[..10])?;
+            encode_counters(&mut enc, &counters[..11])?;
             let gauges: [Plain; 5] = [
-                counters[10],
+                counters[11],
                 (
                     "weft_p2p_member_candidates",
                     "Peers heard of that this node has not met yet (not members)",

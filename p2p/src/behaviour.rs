@@ -70,8 +70,14 @@ impl Behaviour {
         // index grows, so they are short-lived and republished often.
         kad_config.set_provider_record_ttl(Some(Duration::from_secs(30 * 60)));
         kad_config.set_provider_publication_interval(Some(Duration::from_secs(10 * 60)));
+        // Records and provider announcements from others are not stored as they come: the
+        // event loop checks each (Weft's key namespaces, the value's shape, the sender's rate)
+        // and stores it itself (`network.rs`, `on_dht_store`).
+        kad_config.set_record_filtering(kad::StoreInserts::FilterBoth);
+        // The store's bound: 65,536 records of at most 8 KiB (typical records hold a few
+        // entries, ~1 KiB). There are 262,144 record keys in all, spread over the network.
         let store_config = kad::store::MemoryStoreConfig {
-            max_records: 1 << 20,
+            max_records: 1 << 16,
             max_value_bytes: crate::records::MAX_RECORD_BYTES,
             ..Default::default()
         };

@@ -25,14 +25,51 @@ pub struct DupEntry {
     pub time: u64,
 }
 
+/// What every near-duplicate record key starts with: a node stores only records under its
+/// own namespaces, in their own shape ([`is_key`], [`decode_strict`]).
+pub const KEY_PREFIX: &[u8] = b"weft/simhash/1/";
+
 /// The DHT key of block `index` (0..4, most significant first) with value `block`:
-/// `blake3("simhash:" ‖ index ‖ block)`.
+/// [`KEY_PREFIX`] ‖ index ‖ block (big-endian). Kademlia places a key by its SHA-256, so the
+/// key itself need not look random.
 pub fn block_key(index: u8, block: u16) -> Vec<u8> {
-    let mut h = blake3::Hasher::new();
-    h.update(b"simhash:");
-    h.update(&[index]);
-    h.update(&block.to_be_bytes());
-    h.finalize().as_bytes().to_vec()
+    let mut key = KEY_PREFIX.to_vec();
+    key.push(index);
+    key.extend_from_slice(&block.to_be_bytes());
+    key
+}
+
+/// Whether `key` is a near-duplicate record key ([`block_key`]).
+pub fn is_key(key: &[u8]) -> bool {
+    key.len() == KEY_PREFIX.len() + 3 && key.starts_with(KEY_PREFIX) && key[KEY_PREFIX.len()] < 4
+}
+
+/// Why a record a peer asked this node to store was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RecordError {
+    #[error("not a Weft record key")]
+    Key,
+    #[error("record of {0} bytes is over the {MAX_RECORD_BYTES}-byte cap")]
+    TooLarge(usize),
+    #[error("record value is not a list of 1 to {MAX_ENTRIES} entries")]
+    Shape,
+}
+
+/// A record value as a peer sent it to be stored: it must be exactly what [`encode`] makes —
+/// 1 to [`MAX_ENTRIES`] entries, each with a bounded URL and peer id.
+pub fn decode_strict(key: &[u8], bytes: &[u8]) -> Result<Vec<DupEntry>, RecordError> {
+    if !is_key(key) {
+        return Err(RecordError::Key);
+    }
+    if bytes.len() > MAX_RECORD_BYTES {
+        return Err(RecordError::TooLarge(bytes.len()));
+    }
+    let entries: Vec<DupEntry> = cbor4ii::serde::from_slice(bytes).map_err(|_| RecordError::Shape)?;
+    let fits = |e: &DupEntry| e.url.len() <= 2048 && e.peer.len() <= 128;
+    if entries.is_empty() || entries.len() > MAX_ENTRIES || !entries.iter().all(fits) {
+        return Err(RecordError::Shape);
+    }
+    Ok(entries)
 }
 
 /// The four keys of a fingerprint.
@@ -116,6 +153,26 @@ mod tests {
         assert_eq!(decode(&encode(&e2)), e2);
         assert!(decode(b"\xff garbage").is_empty());
         assert!(decode(&vec![0u8; MAX_RECORD_BYTES + 1]).is_empty());
+    }
+
+    #[test]
+    fn only_weft_keys_and_values_of_their_shape_are_stored_for_others() {
+        let key = block_key(2, 0xbeef);
+        assert!(is_key(&key) && !is_key(&block_key(4, 1)) && !is_key(b"weft/simhash/1/\x00\x00"));
+        assert!(!is_key(&[0u8; 32]), "a random 32-byte key (what the flood used)");
+        let good = encode(&[entry("http://a.test/1", 1, 1)]);
+        assert_eq!(decode_strict(&key, &good).unwrap().len(), 1);
+        assert_eq!(decode_strict(&[7u8; 32], &good), Err(RecordError::Key));
+        assert_eq!(
+            decode_strict(&key, &vec![0u8; MAX_RECORD_BYTES + 1]),
+            Err(RecordError::TooLarge(MAX_RECORD_BYTES + 1))
+        );
+        assert_eq!(decode_strict(&key, b"\xff garbage"), Err(RecordError::Shape));
+        assert_eq!(decode_strict(&key, &encode(&[])), Err(RecordError::Shape));
+        let many: Vec<DupEntry> = (0..MAX_ENTRIES + 1).map(|i| entry(&format!("http://a.test/{i}"), 1, 1)).collect();
+        assert_eq!(decode_strict(&key, &encode(&many)), Err(RecordError::Shape));
+        assert!(crate::summaries::is_bucket_key(&crate::summaries::bucket_key(3, 255)));
+        assert!(!crate::summaries::is_bucket_key(&crate::summaries::bucket_key(crate::summaries::TABLES, 0)));
     }
 
     #[test]

@@ -294,12 +294,22 @@ impl Lsh {
     }
 }
 
-/// The DHT key of bucket `bits` of table `table`.
+/// What every bucket key starts with (see [`is_bucket_key`]).
+pub const BUCKET_PREFIX: &[u8] = b"weft/lsh-bucket/1/";
+
+/// The DHT key of bucket `bits` of table `table`: [`BUCKET_PREFIX`] ‖ table ‖ bits.
 pub fn bucket_key(table: usize, bits: u8) -> Vec<u8> {
-    let mut h = blake3::Hasher::new();
-    h.update(b"weft/lsh-bucket/1");
-    h.update(&[table as u8, bits]);
-    h.finalize().as_bytes().to_vec()
+    let mut key = BUCKET_PREFIX.to_vec();
+    key.extend_from_slice(&[table as u8, bits]);
+    key
+}
+
+/// Whether `key` is a bucket key ([`bucket_key`]): the only keys a node lets others announce
+/// themselves as providers of.
+pub fn is_bucket_key(key: &[u8]) -> bool {
+    key.len() == BUCKET_PREFIX.len() + 2
+        && key.starts_with(BUCKET_PREFIX)
+        && usize::from(key[BUCKET_PREFIX.len()]) < TABLES
 }
 
 /// A peer worth asking, and why.

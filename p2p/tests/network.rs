@@ -521,3 +521,96 @@ async fn a_hundred_identities_behind_one_connection_do_not_take_over_the_ring() 
         t.await.unwrap();
     }
 }
+
+/// A bare Kademlia peer that asks `target` to store `records`, as fast as it can; returns when
+/// they are all answered or its connection is closed.
+async fn raw_put(target: &str, records: Vec<libp2p::kad::Record>) {
+    use futures::StreamExt;
+    use libp2p::kad;
+    use libp2p::swarm::SwarmEvent;
+    let mut swarm = libp2p::SwarmBuilder::with_new_identity()
+        .with_tokio()
+        .with_tcp(libp2p::tcp::Config::default(), libp2p::noise::Config::new, libp2p::yamux::Config::default)
+        .unwrap()
+        .with_behaviour(|key| {
+            let peer = key.public().to_peer_id();
+            let config = kad::Config::new(weft_p2p::behaviour::KAD_PROTOCOL);
+            let mut kad = kad::Behaviour::with_config(peer, kad::store::MemoryStore::new(peer), config);
+            kad.set_mode(Some(kad::Mode::Client));
+            kad
+        })
+        .unwrap()
+        .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(60)))
+        .build();
+    let addr: libp2p::Multiaddr = target.parse().unwrap();
+    let Some(libp2p::multiaddr::Protocol::P2p(peer)) = addr.iter().last() else { panic!("{target}") };
+    swarm.behaviour_mut().add_address(&peer, addr.clone());
+    swarm.dial(addr).unwrap();
+    let mut left = records.len();
+    let mut records = Some(records);
+    let _ = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            match swarm.select_next_some().await {
+                SwarmEvent::ConnectionEstablished { .. } => {
+                    for r in records.take().into_iter().flatten() {
+                        swarm.behaviour_mut().put_record_to(r, std::iter::once(peer), kad::Quorum::One);
+                    }
+                }
+                SwarmEvent::Behaviour(kad::Event::OutboundQueryProgressed {
+                    result: kad::QueryResult::PutRecord(_),
+                    ..
+                }) => {
+                    left -= 1;
+                    if left == 0 {
+                        break;
+                    }
+                }
+                SwarmEvent::ConnectionClosed { num_established: 0, .. } => break,
+                _ => {}
+            }
+        }
+    })
+    .await;
+}
+
+/// The DHT memory attack: one peer asked a node to store 50,000 records of 8 KiB (RSS 612 →
+/// 1,002 MB, no ban). Records under keys that are not Weft's get their sender banned at once;
+/// a flood of well-formed records is refused over the sender's rate and banned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dht_stores_take_only_weft_records_at_a_bounded_rate() {
+    use libp2p::kad::{Record, RecordKey};
+    use weft_p2p::records::{self, DupEntry};
+    let (n, n_task, _) = recording_node(vec![]).await;
+    within(10, "listening", n.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
+    let addr = n.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
+
+    // Garbage: random 32-byte keys, 8 KiB values.
+    let garbage: Vec<Record> = (0..200u32)
+        .map(|i| Record::new(RecordKey::new(&blake3::hash(&i.to_be_bytes()).as_bytes().to_vec()), vec![0x5a; 8000]))
+        .collect();
+    raw_put(&addr, garbage).await;
+    within(10, "the sender banned", n.wait_for(|s| s.banned_peers == 1)).await;
+    let refused = n.status().dht_refused;
+    assert!((1..=200).contains(&refused), "{refused}");
+
+    // Well-formed records, as fast as a peer can send them: over the rate, then banned.
+    let entries: Vec<DupEntry> = (0..records::MAX_ENTRIES)
+        .map(|i| DupEntry {
+            simhash: i as u64,
+            url: format!("http://a.test/{}", "x".repeat(400)),
+            peer: "p".into(),
+            time: 1,
+        })
+        .collect();
+    let value = records::encode(&entries);
+    assert!(value.len() > 6000 && value.len() <= records::MAX_RECORD_BYTES);
+    let flood: Vec<Record> = (0..(weft_p2p::network::DHT_FLOOD as u16 + 800))
+        .map(|i| Record::new(RecordKey::new(&records::block_key((i % 4) as u8, i)), value.clone()))
+        .collect();
+    raw_put(&addr, flood).await;
+    within(20, "the flooder banned", n.wait_for(|s| s.banned_peers == 2)).await;
+    let s = n.status();
+    assert!(s.dht_refused >= refused + u64::from(weft_p2p::network::DHT_FLOOD), "{s:?}");
+    n.stop();
+    n_task.await.unwrap();
+}
