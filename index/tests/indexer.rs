@@ -160,6 +160,45 @@ fn the_vector_index_is_loaded_after_a_clean_stop_and_rebuilt_after_a_crash() {
     assert_eq!(index.vectors().len(), n);
 }
 
+/// A flipped byte in the middle of the snapshot's vectors loads without an error and changes
+/// search results; the snapshot's checksum catches it and the index is rebuilt from sled.
+#[test]
+fn a_snapshot_whose_bytes_changed_on_disk_is_rebuilt_not_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs: Vec<Document> = ["whales", "bicycles", "volcanoes", "orchards", "glaciers"]
+        .iter()
+        .map(|t| doc(&format!("https://t.test/{t}"), t, &paragraphs(t, 8)))
+        .collect();
+    let mut e = weft_index::Embedder::open(&weft_index::testing::embed_config(), 1).unwrap();
+    let q = e.embed(&["volcanoes"]).unwrap().remove(0);
+    let before = {
+        let (_db, index) = open(dir.path());
+        indexer(&index).index(docs).unwrap();
+        assert!(index.snapshot().unwrap());
+        index.search(&q, 5).unwrap().iter().map(|h| (h.url.clone(), h.score)).collect::<Vec<_>>()
+    };
+    assert_eq!(weft_index::vectors::verify_snapshot(dir.path()), Ok(true));
+    // Flip 16 bytes in the middle of the file.
+    let path = dir.path().join(FILE);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + 16] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let why = weft_index::vectors::verify_snapshot(dir.path()).unwrap_err();
+    assert!(why.contains("does not match its checksum"), "{why}");
+    let (_db, index) = open(dir.path());
+    let Opened::Rebuilt { reason, .. } = index.opened() else { panic!("{:?}", index.opened()) };
+    assert!(reason.contains("checksum"), "{reason}");
+    let after: Vec<(String, f32)> = index.search(&q, 5).unwrap().iter().map(|h| (h.url.clone(), h.score)).collect();
+    assert_eq!(after, before, "the rebuilt index answers as before the damage");
+    // The next snapshot is sound again.
+    index.vectors().add(u64::MAX, &q).unwrap();
+    assert!(index.snapshot().unwrap());
+    assert_eq!(weft_index::vectors::verify_snapshot(dir.path()), Ok(true));
+}
+
 #[test]
 fn a_failing_model_records_the_document_as_failed() {
     let dir = tempfile::tempdir().unwrap();

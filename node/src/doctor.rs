@@ -37,7 +37,7 @@ fn check(name: impl Into<String>, verdict: Verdict, detail: impl Into<String>, f
 
 /// Runs every check for `config`.
 pub async fn run(config: &Config) -> Vec<Check> {
-    let mut out = vec![data_dir(&config.data_dir), disk(&config.data_dir)];
+    let mut out = vec![data_dir(&config.data_dir), disk(&config.data_dir), vectors(&config.data_dir)];
     out.push(model(config).await);
     out.push(chromium(config).await);
     out.push(api_port(config).await);
@@ -134,6 +134,22 @@ fn data_dir(dir: &Path) -> Check {
         }
     }
     check(name, Verdict::Ok, format!("{} is writable", dir.display()), None)
+}
+
+/// The vector snapshot against its checksum (a damaged one would load and answer wrongly; the
+/// node rebuilds it from the document store at its next start).
+fn vectors(dir: &Path) -> Check {
+    let name = "vector index";
+    match weft_index::vectors::verify_snapshot(dir) {
+        Ok(true) => check(name, Verdict::Ok, "the snapshot matches its checksum", None),
+        Ok(false) => check(name, Verdict::Ok, "no snapshot yet", None),
+        Err(why) => check(
+            name,
+            Verdict::Warn,
+            why,
+            Some("nothing to do: the node rebuilds the vector index from its document store at the next start"),
+        ),
+    }
 }
 
 fn disk(dir: &Path) -> Check {

@@ -243,12 +243,59 @@ fn open_pipeline(
     if !config.index.enabled {
         return Ok((Arc::new(extract), None));
     }
-    let local = LocalIndex::open(db, &config.data_dir, config.embed.dims, &config.index)
+    let (dir, dims, index_config, sled) =
+        (config.data_dir.clone(), config.embed.dims, config.index.clone(), db.clone());
+    let local =
+        within_bound("the local index", &config.data_dir.join("db"), INDEX_OPEN_WARN, INDEX_OPEN_BOUND, move || {
+            LocalIndex::open(&sled, &dir, dims, &index_config)
+        })?
         .context("cannot open the local index")?;
     tracing::info!(opened = ?local.opened(), stats = ?local.stats(), "local index opened");
     let improved = extract.improved();
     let service = IndexService::start(config, Arc::new(local), metrics.clone(), improved, network)?;
     Ok((Arc::new(IndexPipeline::new(extract, service.clone())), Some(service)))
+}
+
+/// Opening the index reads every chunk record (its counts, the lexical and vector indexes'
+/// checks against sled): seconds, minutes when a large index is rebuilt. sled has been seen to
+/// spin forever on a damaged file (16 flipped bytes in `db/db`: 100% CPU, no message), so a
+/// warning names the path after [`INDEX_OPEN_WARN`] and the open fails after
+/// [`INDEX_OPEN_BOUND`].
+const INDEX_OPEN_WARN: std::time::Duration = std::time::Duration::from_secs(30);
+const INDEX_OPEN_BOUND: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// Runs `open` on its own thread and waits at most `bound` for it, warning every `warn`.
+fn within_bound<T: Send + 'static>(
+    what: &str,
+    path: &std::path::Path,
+    warn: std::time::Duration,
+    bound: std::time::Duration,
+    open: impl FnOnce() -> T + Send + 'static,
+) -> anyhow::Result<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new().name("weft-open".into()).spawn(move || {
+        let _ = tx.send(open());
+    })?;
+    let started = std::time::Instant::now();
+    loop {
+        match rx.recv_timeout(warn.min(bound.saturating_sub(started.elapsed()))) {
+            Ok(v) => return Ok(v),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => anyhow::bail!("opening {what} failed (panicked)"),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if started.elapsed() >= bound => anyhow::bail!(
+                "{what} at {} did not open within {} s: its files are most likely damaged. Move {} away to \
+                 start with an empty index (the pages are crawled again) or restore a backup; `weft doctor` \
+                 checks the rest",
+                path.display(),
+                bound.as_secs(),
+                path.display()
+            ),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => tracing::warn!(
+                path = %path.display(),
+                secs = started.elapsed().as_secs(),
+                "still opening {what}: a large index takes a while when it is rebuilt; if this never ends, its files may be damaged"
+            ),
+        }
+    }
 }
 
 /// Starts the p2p network with this node's identity, and opens the journal of URLs sent to
@@ -494,5 +541,22 @@ mod tests {
         let alone =
             Config { p2p: weft_config::P2pConfig { enabled: false, ..Default::default() }, ..Default::default() };
         assert_eq!(frontier_settings(&alone), FrontierSettings::default());
+    }
+
+    /// The bound itself (a damaged sled file that spins is not reproducible on demand; the
+    /// open it guards is the real `LocalIndex::open`).
+    #[test]
+    fn an_open_that_never_ends_is_an_error_naming_the_path_within_the_bound() {
+        let ms = std::time::Duration::from_millis;
+        let path = std::path::Path::new("/data/db");
+        let started = std::time::Instant::now();
+        let never: anyhow::Result<()> = within_bound("the local index", path, ms(50), ms(300), move || loop {
+            std::thread::sleep(ms(1000));
+        });
+        let e = never.unwrap_err();
+        assert!(started.elapsed() < ms(2000), "{:?}", started.elapsed());
+        let e = e.to_string();
+        assert!(e.contains("/data/db") && e.contains("did not open within"), "{e}");
+        assert_eq!(within_bound("x", path, ms(50), ms(300), || 7).unwrap(), 7);
     }
 }

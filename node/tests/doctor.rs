@@ -59,4 +59,15 @@ fn doctor_names_every_problem_with_its_fix_and_passes_a_working_setup() {
     assert!(ok, "{text}");
     assert!(text.contains("ok    model and ONNX Runtime") && text.contains("ok    Chromium"), "{text}");
     assert!(text.contains("all checks passed"), "{text}");
+    assert!(text.contains("ok    vector index"), "{text}");
+
+    // A vector snapshot whose bytes changed since its checksum was written: named, with what
+    // the node does about it.
+    let data = dir.path().join("data");
+    std::fs::write(data.join(weft_index::vectors::FILE), b"snapshot bytes, changed").unwrap();
+    std::fs::write(data.join(weft_index::vectors::CHECKSUM_FILE), blake3::hash(b"the bytes written").to_hex().as_str())
+        .unwrap();
+    let (_, text) = doctor(&good);
+    assert!(text.contains("vector index") && text.contains("does not match its checksum"), "{text}");
+    assert!(text.contains("rebuilds the vector index"), "{text}");
 }
