@@ -43,7 +43,7 @@ pub use host::HostKey;
 pub use normalize::{normalize, normalize_url, NormalizeError, MAX_URL_BYTES};
 pub use outcomes::{Fate, Outcomes, UrlOutcome};
 pub use politeness::PolitenessPolicy;
-pub use robots::{HostRobots, RobotsCache, RobotsFetch, RobotsOutcome, Verdict};
+pub use robots::{HostRobots, RobotsCache, RobotsFetch, RobotsOutcome, Verdict, ROBOTS_TRIES};
 pub use score::UrlKind;
 pub use seen::SeenSet;
 

@@ -30,8 +30,9 @@ pub enum Fate {
     Disallowed,
     /// Sent to the headless browser (its host's pages need JavaScript).
     Rendering,
-    /// Never requested: `reason` is `binary`, `too_deep`, `host_budget_exhausted` or
-    /// `host_blocked`.
+    /// Never requested: `reason` is `binary`, `too_deep`, `host_budget_exhausted`,
+    /// `host_blocked` or `robots_unreachable` (its host's robots.txt could not be reached,
+    /// [`crate::ROBOTS_TRIES`] times in a row).
     Skipped { reason: String },
 }
 

@@ -55,7 +55,15 @@ impl RobotsOutcome {
 struct RobotsRecord {
     fetched_unix: u64,
     outcome: RobotsOutcome,
+    /// Fetches in a row that found robots.txt unreachable (0 after any answer).
+    #[serde(default)]
+    unreachable_in_a_row: u32,
 }
+
+/// A host whose robots.txt was unreachable this many times in a row (each [`RobotsCache`]
+/// retry interval apart) is given up: its URLs are dropped, not retried for ever. A page of
+/// 100,000 links to dead hosts once kept a node re-probing their robots.txt for good.
+pub const ROBOTS_TRIES: u32 = 4;
 
 /// The answer for one URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +74,8 @@ pub enum Verdict {
     Unavailable {
         retry_in: Duration,
     },
+    /// robots.txt was unreachable [`ROBOTS_TRIES`] times in a row: the host is given up.
+    GaveUp,
 }
 
 /// Parsed rules for one host.
@@ -74,6 +84,8 @@ pub struct HostRobots {
     expires_unix: u64,
     robot: Option<Robot>,
     unreachable: bool,
+    /// Unreachable [`ROBOTS_TRIES`] times in a row.
+    gave_up: bool,
     /// The body could not be parsed and was treated as empty.
     pub parse_failed: bool,
 }
@@ -88,18 +100,24 @@ impl HostRobots {
             RobotsOutcome::AllowAll { .. } => (None, false, false),
             RobotsOutcome::Unreachable { .. } => (None, true, false),
         };
-        let life = if unreachable { retry } else { ttl };
+        let gave_up = unreachable && record.unreachable_in_a_row >= ROBOTS_TRIES;
+        // A host given up is asked again after the rules' usual lifetime (a day by default).
+        let life = if unreachable && !gave_up { retry } else { ttl };
         HostRobots {
             fetched_unix: record.fetched_unix,
             expires_unix: record.fetched_unix + life,
             robot,
             unreachable,
+            gave_up,
             parse_failed,
         }
     }
 
     /// May `url` (absolute, on this host) be fetched?
     pub fn check(&self, url: &str, now_unix: u64) -> Verdict {
+        if self.gave_up {
+            return Verdict::GaveUp;
+        }
         if self.unreachable {
             return Verdict::Unavailable {
                 retry_in: Duration::from_secs(self.expires_unix.saturating_sub(now_unix).max(1)),
@@ -175,7 +193,13 @@ impl RobotsCache {
 
     /// Stores a fetch result and returns the rules it implies.
     pub fn put(&mut self, host: &str, outcome: RobotsOutcome, now_unix: u64) -> Result<Arc<HostRobots>, sled::Error> {
-        let record = RobotsRecord { fetched_unix: now_unix, outcome };
+        let unreachable_in_a_row = if matches!(outcome, RobotsOutcome::Unreachable { .. }) {
+            let before = self.tree.get(host)?.and_then(|b| postcard::from_bytes::<RobotsRecord>(&b).ok());
+            before.map_or(0, |r| r.unreachable_in_a_row).saturating_add(1)
+        } else {
+            0
+        };
+        let record = RobotsRecord { fetched_unix: now_unix, outcome, unreachable_in_a_row };
         let bytes = postcard::to_allocvec(&record).expect("robots record serializes");
         self.tree.insert(host, bytes)?;
         let rules = Arc::new(HostRobots::build(&self.agent, &record, self.ttl_secs, self.retry_secs));
@@ -218,6 +242,30 @@ mod tests {
             RobotsOutcome::Unreachable { .. }
         ));
         assert!(matches!(RobotsOutcome::from_fetch(RobotsFetch::TooManyRedirects), RobotsOutcome::AllowAll { .. }));
+    }
+
+    #[test]
+    fn a_host_whose_robots_txt_stays_unreachable_is_given_up_after_a_few_tries() {
+        let (_d, mut c) = cache();
+        let down = || RobotsOutcome::from_fetch(RobotsFetch::Unreachable("connect: refused".into()));
+        let mut t = 1000;
+        for i in 1..ROBOTS_TRIES {
+            let r = c.put("dead.test", down(), t).unwrap();
+            assert_eq!(
+                r.check("http://dead.test/", t),
+                Verdict::Unavailable { retry_in: Duration::from_secs(600) },
+                "{i}"
+            );
+            t += 600;
+        }
+        let r = c.put("dead.test", down(), t).unwrap();
+        assert_eq!(r.check("http://dead.test/", t), Verdict::GaveUp);
+        assert_eq!(c.get("dead.test", t + 3600).unwrap().check("http://dead.test/x", t + 3600), Verdict::GaveUp);
+        assert!(c.get("dead.test", t + 86_400).is_none(), "asked again a day later");
+        // An answer resets the count.
+        c.put("dead.test", outcome(404, ""), t + 86_400).unwrap();
+        let r = c.put("dead.test", down(), t + 90_000).unwrap();
+        assert!(matches!(r.check("http://dead.test/", t + 90_000), Verdict::Unavailable { .. }));
     }
 
     #[test]

@@ -41,7 +41,7 @@ impl Inner {
                 inc(&self.metrics.robots_disallowed);
                 return Err(BrowserFetchError::Disallowed);
             }
-            Verdict::Unavailable { .. } => return Err(BrowserFetchError::RobotsUnavailable),
+            Verdict::Unavailable { .. } | Verdict::GaveUp => return Err(BrowserFetchError::RobotsUnavailable),
         }
         self.borrow(&host, deadline).await?;
         inc(&self.metrics.requests);

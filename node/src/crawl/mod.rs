@@ -929,6 +929,12 @@ impl Inner {
                 return (Completion::Done { page: false }, false);
             }
             Verdict::Unavailable { retry_in } => return (Completion::Requeue { wait: retry_in }, false),
+            Verdict::GaveUp => {
+                let why = format!("robots.txt unreachable {} times in a row", weft_frontier::ROBOTS_TRIES);
+                self.metrics.error("robots_gave_up", url.as_str(), &why);
+                self.note(url.as_str(), Fate::Skipped { reason: "robots_unreachable".into() });
+                return (Completion::Done { page: false }, false);
+            }
         }
 
         let kind = lease.entry.kind;
@@ -1076,6 +1082,11 @@ impl Inner {
         let next = processed.extracted.as_ref().and_then(|e| e.classification.hints.next_page.clone());
         let from_hub = processed.extracted.as_ref().is_some_and(|e| e.classification.page_type == PageType::Hub);
         let candidates = outcome::page_candidates(processed.links, next, depth, from_hub, |u| self.may_follow(u));
+        let (candidates, dropped) = outcome::cap_hosts(candidates, &HostKey::of(&page_url));
+        if dropped > 0 {
+            let why = format!("{dropped} links to hosts past the first {}", outcome::MAX_HOSTS_PER_PAGE);
+            self.metrics.error("hosts_per_page_capped", page_url.as_str(), &why);
+        }
         learned.queued = self.push_all(candidates);
         learned
     }

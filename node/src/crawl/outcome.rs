@@ -8,7 +8,7 @@ use crate::fetcher::{FetchError, Fetched};
 use url::Url;
 use weft_extract::{Link, Sitemap, SitemapError};
 use weft_frontier::health::Answer;
-use weft_frontier::{normalize, normalize_url, Candidate, Completion, Fate, NormalizeError, UrlKind};
+use weft_frontier::{normalize, normalize_url, Candidate, Completion, Fate, HostKey, NormalizeError, UrlKind};
 
 /// What the crawl does with a response, besides completing the lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -212,6 +212,27 @@ pub fn page_candidates(
         }
     }
     candidates
+}
+
+/// A page's links reach at most this many hosts other than its own. A real page links a few
+/// dozen; a page of 100,000 links to distinct (dead) hosts once made 100,017 hosts, 1.9 GB and
+/// minutes of robots.txt probes.
+pub const MAX_HOSTS_PER_PAGE: usize = 100;
+
+/// Keeps the candidates on `page_host` and on the first [`MAX_HOSTS_PER_PAGE`] other hosts the
+/// page links; returns them and how many links were dropped.
+pub fn cap_hosts(candidates: Vec<Candidate>, page_host: &HostKey) -> (Vec<Candidate>, usize) {
+    let mut hosts: std::collections::HashSet<HostKey> = std::collections::HashSet::new();
+    let before = candidates.len();
+    let kept: Vec<Candidate> = candidates
+        .into_iter()
+        .filter(|c| {
+            let host = HostKey::of(&c.url);
+            host == *page_host || hosts.contains(&host) || (hosts.len() < MAX_HOSTS_PER_PAGE && hosts.insert(host))
+        })
+        .collect();
+    let dropped = before - kept.len();
+    (kept, dropped)
 }
 
 /// The candidates a parsed sitemap at `depth` lists: an index lists more sitemaps (same
@@ -419,6 +440,19 @@ mod tests {
         let c = page_candidates(Vec::new(), Some(url("http://a.test/page/3")), 0, false, ours);
         assert_eq!(c.len(), 1, "the predicted next page is queued even when nothing links it");
         assert!(page_candidates(Vec::new(), Some(url("http://b.test/page/3")), 0, false, ours).is_empty());
+    }
+
+    #[test]
+    fn a_page_reaches_at_most_a_hundred_other_hosts_and_all_of_its_own() {
+        let mut links: Vec<Candidate> =
+            (0..100_000).map(|i| Candidate::page(url(&format!("http://dead{i}.test/")), 1)).collect();
+        links.extend((0..500).map(|i| Candidate::page(url(&format!("http://a.test/p{i}")), 1)));
+        links.push(Candidate::page(url("http://dead7.test/again"), 1));
+        let (kept, dropped) = cap_hosts(links, &HostKey::of(&url("http://a.test/")));
+        let hosts: std::collections::HashSet<String> = kept.iter().map(|c| HostKey::of(&c.url).into_string()).collect();
+        assert_eq!(hosts.len(), MAX_HOSTS_PER_PAGE + 1);
+        assert_eq!(kept.len(), MAX_HOSTS_PER_PAGE + 500 + 1, "its own pages, and a second link to a kept host");
+        assert_eq!(dropped, 100_000 - MAX_HOSTS_PER_PAGE);
     }
 
     #[test]
