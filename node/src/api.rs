@@ -613,25 +613,46 @@ pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 /// A connection is asked to close after this long (it finishes the request in progress).
 pub const CONNECTION_LIFETIME: std::time::Duration = std::time::Duration::from_secs(300);
 
-/// Binds the API; the caller spawns the returned future.
+/// The API's open connections: each holds the node's state (the data dir's lock with it), so
+/// a node that stops waits for them to be gone before it returns.
+#[derive(Clone, Default)]
+pub struct Connections(Arc<()>);
+
+impl Connections {
+    /// Waits up to `bound` until no connection task is left (the serve future, dropped, has
+    /// aborted them; an abort completes when the runtime next reaches the task).
+    pub async fn closed(&self, bound: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + bound;
+        while Arc::strong_count(&self.0) > 1 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+}
+
+/// Binds the API; the caller spawns the returned future (dropping it ends every connection:
+/// see [`Connections::closed`]).
 pub async fn bind(
     addr: SocketAddr,
     state: AppState,
-) -> std::io::Result<(SocketAddr, impl std::future::Future<Output = std::io::Result<()>>)> {
+) -> std::io::Result<(SocketAddr, impl std::future::Future<Output = std::io::Result<()>>, Connections)> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
-    Ok((local, serve(listener, router(state))))
+    let connections = Connections::default();
+    Ok((local, serve(listener, router(state), connections.clone()), connections))
 }
 
 /// The accept loop: at most [`MAX_CONNECTIONS`] at once, each with [`HEADER_READ_TIMEOUT`]
 /// and [`CONNECTION_LIFETIME`]. (`axum::serve` has neither bound: 20,000 half-sent requests
 /// once held 20,000 descriptors and 850 MB.)
-async fn serve(listener: tokio::net::TcpListener, app: Router) -> std::io::Result<()> {
+async fn serve(listener: tokio::net::TcpListener, app: Router, live: Connections) -> std::io::Result<()> {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    // Owned here: when the server's task ends, its connections end with it.
+    let mut connections = tokio::task::JoinSet::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT).max_buf_size(64 << 10);
     let http = Arc::new(http);
     loop {
+        while connections.try_join_next().is_some() {}
         let slot = slots.clone().acquire_owned().await.expect("the semaphore is never closed");
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -642,9 +663,9 @@ async fn serve(listener: tokio::net::TcpListener, app: Router) -> std::io::Resul
                 continue;
             }
         };
-        let (app, http) = (app.clone(), http.clone());
-        tokio::spawn(async move {
-            let _slot = slot;
+        let (app, http, live) = (app.clone(), http.clone(), live.clone());
+        connections.spawn(async move {
+            let _held = (slot, live);
             let service = hyper_util::service::TowerToHyperService::new(app);
             let conn = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
             tokio::pin!(conn);

@@ -41,7 +41,7 @@ pub mod templates_cli;
 pub mod token;
 pub mod urls;
 
-pub use crawl::{CrawlSettings, CrawlState, CrawlStatus, Crawler, Renders, Route, Taking};
+pub use crawl::{CrawlSettings, CrawlState, CrawlStatus, Crawler, Renders, Route};
 pub use indexing::{IndexService, IndexStatus};
 pub use layouts::browser;
 pub use node::{Node, RunOptions};

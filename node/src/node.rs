@@ -149,9 +149,12 @@ impl Node {
                 Err(e) => tracing::warn!(seed, "seed rejected: {e}"),
             }
         }
+        let mut api_connections = None;
         if config.api.enabled {
             let handle = network.as_ref().map(|n| n.handle.clone());
-            let addr = spawn_api(&config, &crawler, index.as_ref(), handle, layouts.as_ref(), &mut background).await?;
+            let (addr, connections) =
+                spawn_api(&config, &crawler, index.as_ref(), handle, layouts.as_ref(), &mut background).await?;
+            api_connections = Some(connections);
             on_api(addr);
         }
         spawn_timers(&config, &crawler, index.as_ref(), layouts.as_ref(), db, &mut background);
@@ -177,8 +180,12 @@ impl Node {
             crate::routing::leave(&crawler, &n.handle, &n.journal, wait).await;
         }
         background.abort_all();
-        // Wait for the API and the timers to be gone: they hold the state a restart reopens.
+        // Wait for the API (its connections too) and the timers to be gone: they hold the state
+        // a restart reopens.
         while background.join_next().await.is_some() {}
+        if let Some(c) = api_connections {
+            c.closed(Duration::from_secs(5)).await;
+        }
         if let Some(l) = &layouts {
             l.pool.close().await;
         }
@@ -400,7 +407,7 @@ async fn spawn_api(
     network: Option<weft_p2p::NetworkHandle>,
     layouts: Option<&Layouts>,
     tasks: &mut JoinSet<()>,
-) -> anyhow::Result<SocketAddr> {
+) -> anyhow::Result<(SocketAddr, api::Connections)> {
     let searcher = index.map(|i| {
         let (search, distance) = (config.search.clone(), config.index.dedup_max_distance);
         Arc::new(crate::search::Searcher::new(i.clone(), network.clone(), search, distance))
@@ -415,7 +422,7 @@ async fn spawn_api(
             .context("cannot read or create the API token")?,
         allowed_hosts: Arc::new(config.api.allowed_hosts.clone()),
     };
-    let (addr, serve) = api::bind(config.api.listen, state)
+    let (addr, serve, connections) = api::bind(config.api.listen, state)
         .await
         .with_context(|| format!("cannot listen on {} (api.listen)", config.api.listen))?;
     tracing::info!(%addr, "API listening: /health /status /metrics /search");
@@ -424,7 +431,7 @@ async fn spawn_api(
             tracing::error!("API server stopped: {e}");
         }
     });
-    Ok(addr)
+    Ok((addr, connections))
 }
 
 /// The node's timers: disk quota, storage health, memory, the dashboard's samples, and the

@@ -4,8 +4,9 @@
 //!   newcomer now owns and stops requesting them; the newcomer crawls them; nothing is lost;
 //! - a node leaves: URLs sent to it are re-routed once it is dropped, and the survivors crawl
 //!   everything;
-//! - pages whose HTML a node fetched and that wait for its browser are rendered there, whether
-//!   their host goes to a newcomer or the node leaves: never fetched a second time.
+//! - pages whose HTML a node fetched and that wait for its browser are never fetched a second
+//!   time: a leaving node renders them first; when their host goes to a newcomer they are
+//!   indexed from that HTML, and the browser asks nothing of a host another node now crawls.
 
 mod common;
 
@@ -211,12 +212,13 @@ async fn a_leaving_node_renders_the_pages_waiting_for_its_browser_instead_of_han
     first.task.await.unwrap().unwrap();
 }
 
-/// Pages waiting for the browser whose HTML this node fetched stay here when a newcomer takes
-/// their hosts: they are rendered here (like a fetch in flight finishes here) and the newcomer
-/// learns they are done. Handed over as queued they were fetched a second time (the churn
-/// scenario caught one such repeat after a join).
+/// Pages waiting for the browser whose HTML this node fetched, when a newcomer takes their
+/// hosts: indexed here from that HTML, and the newcomer learns they are done. Handed over as
+/// queued they were fetched a second time; rendered here, the browser's script requests
+/// reached a host the newcomer was crawling, closer than its delay (the churn scenario caught
+/// both).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pages_waiting_for_the_browser_are_rendered_where_they_were_fetched_when_a_node_joins() {
+async fn pages_waiting_for_the_browser_are_indexed_where_they_were_fetched_when_a_node_joins() {
     let server = WebServer::start_with(|port| web(port, &[("hub3.test", "q")])).await.unwrap();
 
     // Node 0 (the defaults: layouts on, Chromium), paused so that its renderer waits.
@@ -239,7 +241,10 @@ async fn pages_waiting_for_the_browser_are_rendered_where_they_were_fetched_when
         .flat_map(|i| ["/", "/a", "/b"].map(|p| url::Url::parse(&server.url(&format!("q{i}.test"), p)).unwrap()))
         .collect();
     for u in &urls {
-        let body = format!("<html><body><p>{} waits for the browser</p></body></html>", u.host_str().unwrap());
+        let body = format!(
+            "<html><body><p>{} waits for the browser</p><script src=\"/static/app.js\"></script></body></html>",
+            u.host_str().unwrap()
+        );
         let page = weft_node::layouts::StoredPage { status: 200, content_type: None, body: body.into_bytes() };
         let reason = weft_node::page::RenderReason::LayoutNeedsJs;
         renders.push_stored(u, 1, &reason, Some(&page)).unwrap();
@@ -267,24 +272,43 @@ async fn pages_waiting_for_the_browser_are_rendered_where_they_were_fetched_when
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    // Node 0 resumes: its browser renders every waiting page from the HTML it holds.
+    // The pages of the hosts node 1 took leave node 0's render queue (indexed from their HTML)
+    // while its crawl is still paused; the rest wait for its browser.
+    let kept = urls.len() - taken.len();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tokio::task::block_in_place(|| first.crawler.rendering()) > kept {
+        assert!(Instant::now() < deadline, "node 0 kept the pages of hosts it gave away");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Node 0 resumes: its browser renders the pages of the hosts it still owns.
     first.crawler.resume();
     let deadline = Instant::now() + Duration::from_secs(120);
     while tokio::task::block_in_place(|| first.crawler.rendering()) > 0 {
         assert!(Instant::now() < deadline, "node 0's browser did not finish its queue");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    // Past node 1's hand-over grace: nobody fetched the pages again.
+    // Past node 1's hand-over grace: nobody fetched the pages again, and node 0's browser asked
+    // nothing of the hosts node 1 now crawls.
     tokio::time::sleep(Duration::from_secs(4)).await;
-    let fetched: Vec<String> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.host.starts_with('q') && r.path != "/robots.txt")
-        .map(|r| format!("{}{} by node {}", r.host, r.path, node_of(&r)))
+    let taken_hosts: HashSet<&str> = taken.iter().map(|u| u.host_str().unwrap()).collect();
+    let requests = server.requests();
+    let page_paths: HashSet<&str> = ["/", "/a", "/b"].into();
+    let fetched: Vec<String> = requests
+        .iter()
+        .filter(|r| r.host.starts_with('q') && page_paths.contains(r.path.as_str()))
+        .map(|r| format!("{}{} by node {}", r.host, r.path, node_of(r)))
         .collect();
-    assert!(fetched.is_empty(), "fetched although rendered from the HTML held: {fetched:?}");
+    assert!(fetched.is_empty(), "fetched although their HTML was held: {fetched:?}");
+    let to_taken: Vec<String> = requests
+        .iter()
+        .filter(|r| taken_hosts.contains(r.host.as_str()) && node_of(r) == 0)
+        .map(|r| format!("{}{}", r.host, r.path))
+        .collect();
+    assert!(to_taken.is_empty(), "node 0 asked hosts it gave away: {to_taken:?}");
     let rendered = first.crawler.metrics().extractions().get("render:rendered").copied().unwrap_or(0);
-    assert_eq!(rendered, urls.len() as u64, "node 0 rendered every page it holds");
+    assert_eq!(rendered, kept as u64, "node 0 rendered the pages of the hosts it kept");
+    let scripts = requests.iter().filter(|r| r.path == "/static/app.js").count();
+    assert!(scripts > 0, "the renders asked for their script (the check above would see one)");
 
     for r in [first, second] {
         r.stop.send(true).unwrap();

@@ -73,7 +73,10 @@ pub trait Renders: Send + Sync + 'static {
     fn host_renders(&self, host: &str) -> Option<RenderReason>;
     /// Pages waiting for the browser (not being rendered) whose host `pick` selects, claimed
     /// until [`Renders::forget`] or [`Renders::release`]: the renderer will not take them.
-    fn waiting(&self, why: Taking, pick: &mut dyn FnMut(&str) -> bool) -> Vec<WaitingPage>;
+    fn waiting(&self, pick: &mut dyn FnMut(&str) -> bool) -> Vec<WaitingPage>;
+    /// The HTML this node fetched for a waiting page, as the page to index when it will not be
+    /// rendered here (its host changed hands); `None` when the crawl never fetched it.
+    fn held_page(&self, page: &WaitingPage) -> Option<FetchedPage>;
     /// Takes pages off the queue (handed over with their host, or their host blocked).
     fn forget(&self, pages: &[WaitingPage]);
     /// Gives back pages [`Renders::waiting`] returned and that stay (a hand-off failed).
@@ -83,18 +86,8 @@ pub trait Renders: Send + Sync + 'static {
     /// Pages queued for the browser or being rendered now.
     fn rendering(&self) -> usize;
     /// The renderer takes no further page: the node is leaving, and what still waits goes
-    /// with its host ([`Renders::waiting`]).
+    /// with its host ([`Renders::waiting`]; a page fetched here is indexed from its HTML).
     fn close(&self);
-}
-
-/// Why pages waiting for the browser are taken off its queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Taking {
-    /// Their host was blocked: every one goes.
-    Blocked,
-    /// Their host changed hands: the pages not fetched yet go to its new owner; while the
-    /// queue is open, those whose HTML this node holds stay and are rendered here.
-    HandOff,
 }
 
 /// A page waiting for the browser: part of its host's queue.
@@ -327,7 +320,7 @@ impl Crawler {
         let mut dropped = blocking(|| self.inner.frontier.lock().block_host(host))?;
         // Its pages waiting for the browser go too.
         if let Some(r) = &self.inner.renders {
-            let waiting = r.waiting(Taking::Blocked, &mut |h| h == host);
+            let waiting = r.waiting(&mut |h| h == host);
             r.forget(&waiting);
             dropped += waiting.len() as u64;
         }
@@ -487,15 +480,25 @@ impl Crawler {
     /// has stored them, and the URLs done on them (see [`Frontier::hand_off`]); durable when
     /// this returns. Pages of those hosts waiting for the browser are part of their queue:
     /// those not fetched yet go as queued URLs (the new owner fetches and decides for itself),
-    /// not as done; those whose HTML is here are rendered here (see [`Taking::HandOff`]) and
-    /// go as done, unless the render queue is closed (the node is leaving).
+    /// not as done. Those whose HTML this node fetched stay done and are indexed here from that
+    /// HTML, without the browser: handed over they were fetched a second time, and rendered
+    /// here the browser's requests (scripts) reached a host another node now crawls, closer
+    /// than its delay (the churn scenario caught both).
     pub async fn hand_off(
         &self,
         mut keep: impl FnMut(&str) -> bool,
         persist: impl FnOnce(&weft_frontier::HandOff) -> Result<(), sled::Error>,
     ) -> weft_frontier::HandOff {
-        let renders =
-            self.inner.renders.as_ref().map(|r| r.waiting(Taking::HandOff, &mut |h| !keep(h))).unwrap_or_default();
+        let waiting = self.inner.renders.as_ref().map(|r| r.waiting(&mut |h| !keep(h))).unwrap_or_default();
+        // Pages whose HTML this node fetched, and pages never fetched.
+        let mut held: Vec<(WaitingPage, FetchedPage)> = Vec::new();
+        let mut renders: Vec<WaitingPage> = Vec::new();
+        for w in waiting {
+            match self.inner.renders.as_ref().and_then(|r| blocking(|| r.held_page(&w))) {
+                Some(page) => held.push((w, page)),
+                None => renders.push(w),
+            }
+        }
         let mut handed: Option<weft_frontier::HandOff> = None;
         let result = blocking(|| {
             self.inner.frontier.lock().hand_off(keep, |given| {
@@ -504,6 +507,11 @@ impl Crawler {
                     queued: given.queued.clone(),
                     done: given.done.iter().filter(|u| !rendering.contains(u.as_str())).cloned().collect(),
                 };
+                for (w, _) in &held {
+                    if !all.done.iter().any(|u| u.as_str() == w.url.as_str()) {
+                        all.done.push(w.url.to_string());
+                    }
+                }
                 for w in &renders {
                     all.queued.push(weft_frontier::QueuedUrl {
                         host: HostKey::of(&w.url).into_string(),
@@ -526,12 +534,26 @@ impl Crawler {
             self.inner.storage.error("frontier hand-off", e);
             if let Some(r) = &self.inner.renders {
                 r.release(&renders);
+                r.release(&held.into_iter().map(|(w, _)| w).collect::<Vec<_>>());
             }
             return weft_frontier::HandOff::default();
         }
         let _ = self.inner.flush().await;
         if let (Some(r), Some(_)) = (&self.inner.renders, &handed) {
             r.forget(&renders);
+            if !held.is_empty() {
+                tracing::debug!(
+                    pages = held.len(),
+                    "pages waiting for the browser, of hosts handed over: indexed from their HTML"
+                );
+                let (crawler, r) = (self.clone(), r.clone());
+                tokio::spawn(async move {
+                    for (w, page) in held {
+                        crawler.process_rendered(page).await;
+                        r.forget(std::slice::from_ref(&w));
+                    }
+                });
+            }
         }
         handed.unwrap_or_default()
     }

@@ -16,7 +16,7 @@
 use super::browser::{BrowserPool, LazyPool};
 use super::render_fetch::RenderFetcher;
 use super::store::{LayoutStore, PageRole, RenderJob, StoredPage};
-use crate::crawl::{Crawler, Renders, Taking, WaitingPage};
+use crate::crawl::{Crawler, Renders, WaitingPage};
 use crate::metrics::{Event, Metrics, Render};
 use crate::page::{FetchedPage, RenderReason};
 use crate::storage::blocking;
@@ -116,31 +116,34 @@ impl Renders for RenderQueue {
     /// claimed under the same lock the renderer claims its next page with, so a page is either
     /// rendered here or given away, never both; [`Renders::forget`] or [`Renders::release`]
     /// ends the claim.
-    ///
-    /// On a hand-off while the queue is open, a page whose HTML this node already fetched
-    /// stays: it is rendered here, like a fetch in flight finishes here, and its host's new
-    /// owner learns it is done. Handed off, it would be fetched a second time — more requests
-    /// to the host than the few a render makes. Only a closed queue (the node is leaving and
-    /// its browser had its time) gives those away too.
-    fn waiting(&self, why: Taking, pick: &mut dyn FnMut(&str) -> bool) -> Vec<WaitingPage> {
+    fn waiting(&self, pick: &mut dyn FnMut(&str) -> bool) -> Vec<WaitingPage> {
         let mut claimed = self.in_flight.lock();
-        let keep_fetched = why == Taking::HandOff && !self.closed.load(Ordering::Acquire);
         let all = blocking(|| self.store.renders()).unwrap_or_default();
         let pages: Vec<WaitingPage> = all
             .into_iter()
             .filter(|(k, _)| !claimed.contains(k))
             .filter_map(|(key, j)| {
                 let url = Url::parse(&j.url).ok()?;
-                if !pick(HostKey::of(&url).as_str()) {
-                    return None;
-                }
-                let held =
-                    keep_fetched && blocking(|| self.store.has_page(PageRole::Render, url.as_str())).unwrap_or(false);
-                (!held).then_some(WaitingPage { key, url, depth: j.depth, queued_unix: j.at })
+                pick(HostKey::of(&url).as_str()).then_some(WaitingPage { key, url, depth: j.depth, queued_unix: j.at })
             })
             .collect();
         claimed.extend(pages.iter().map(|p| p.key.clone()));
         pages
+    }
+
+    fn held_page(&self, page: &WaitingPage) -> Option<FetchedPage> {
+        let held = blocking(|| self.store.page(PageRole::Render, page.url.as_str())).ok().flatten()?;
+        Some(FetchedPage {
+            url: page.url.clone(),
+            status: held.status,
+            content_type: held.content_type,
+            content_language: None,
+            body: held.body.into(),
+            depth: page.depth,
+            fetched_at: SystemTime::now(),
+            // Not to be queued for the browser again: it is indexed as fetched.
+            rendered: true,
+        })
     }
 
     fn forget(&self, pages: &[WaitingPage]) {
@@ -315,33 +318,30 @@ mod tests {
         let (_, job) = q.next_unclaimed(true).unwrap();
         assert_eq!(job.url, "http://a.test/1");
         // A hand-off of every host: only b.test's page is waiting, and it is now claimed.
-        let given = q.waiting(Taking::HandOff, &mut |_| true);
+        let given = q.waiting(&mut |_| true);
         assert_eq!(given.iter().map(|w| w.url.as_str()).collect::<Vec<_>>(), ["http://b.test/1"]);
         assert!(q.next_unclaimed(true).is_none(), "the renderer cannot take a page being handed over");
         // The hand-off failed: the page stays and may be rendered.
         q.release(&given);
         assert_eq!(q.next_unclaimed(false).unwrap().1.url, "http://b.test/1");
         // It succeeded this time: gone.
-        let given = q.waiting(Taking::HandOff, &mut |h| h == "b.test");
+        let given = q.waiting(&mut |h| h == "b.test");
         q.forget(&given);
         assert!(q.next_unclaimed(false).is_none());
     }
 
     #[test]
-    fn a_page_fetched_here_is_rendered_here_when_its_host_changes_hands_but_goes_when_blocked_or_leaving() {
-        let (_dir, q) = queue_with(&["http://a.test/1", "http://b.test/1"], true);
-        // A join took both hosts: their HTML is here, so the pages stay for this browser.
-        assert!(q.waiting(Taking::HandOff, &mut |_| true).is_empty());
-        assert_eq!(q.next_unclaimed(false).unwrap().1.url, "http://a.test/1");
-        // A blocked host's pages go, HTML and all.
-        let blocked = q.waiting(Taking::Blocked, &mut |h| h == "a.test");
-        assert_eq!(blocked.iter().map(|w| w.url.as_str()).collect::<Vec<_>>(), ["http://a.test/1"]);
-        q.forget(&blocked);
-        assert!(q.store.page(PageRole::Render, "http://a.test/1").unwrap().is_none());
-        // Leaving: once the queue is closed, what still waits goes with its host.
-        q.close();
-        let given = q.waiting(Taking::HandOff, &mut |_| true);
-        assert_eq!(given.iter().map(|w| w.url.as_str()).collect::<Vec<_>>(), ["http://b.test/1"]);
+    fn a_page_fetched_here_is_handed_over_with_its_html_and_one_never_fetched_without() {
+        let (_dir, q) = queue_with(&["http://a.test/1"], true);
+        q.push_stored(&Url::parse("http://b.test/1").unwrap(), 2, &RenderReason::LayoutNeedsJs, None).unwrap();
+        let given = q.waiting(&mut |_| true);
+        assert_eq!(given.len(), 2);
+        let a = q.held_page(&given[0]).expect("a.test's HTML is held");
+        assert_eq!(
+            (a.url.as_str(), a.depth, &a.body[..], a.rendered),
+            ("http://a.test/1", 1, &b"<p>held</p>"[..], true)
+        );
+        assert!(q.held_page(&given[1]).is_none(), "b.test's page was never fetched");
     }
 
     #[test]
@@ -351,7 +351,7 @@ mod tests {
         assert_eq!(q.rendering(), 2, "queued and being rendered alike");
         q.close();
         assert!(q.next_unclaimed(true).is_none() && q.next_unclaimed(false).is_none());
-        let given = q.waiting(Taking::HandOff, &mut |_| true);
+        let given = q.waiting(&mut |_| true);
         assert_eq!(given.iter().map(|w| w.url.as_str()).collect::<Vec<_>>(), ["http://b.test/1"]);
         q.forget(&given);
         assert_eq!(q.rendering(), 1, "{} is still being rendered", first.url);

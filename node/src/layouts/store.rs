@@ -781,11 +781,6 @@ impl LayoutStore {
         Ok(self.pages.get(page_key(role, url))?.and_then(|v| StoredPage::decode(&v)))
     }
 
-    /// Whether a page's HTML is kept (without reading it).
-    pub fn has_page(&self, role: PageRole, url: &str) -> Result<bool, LayoutError> {
-        Ok(self.pages.contains_key(page_key(role, url))?)
-    }
-
     pub fn drop_page(&self, role: PageRole, url: &str) -> Result<(), LayoutError> {
         self.pages.remove(page_key(role, url))?;
         Ok(())
