@@ -413,7 +413,8 @@ pub struct P2pConfig {
     /// Seconds between Kademlia bootstraps (routing-table refresh), also the first retry
     /// delay when no bootstrap peer answers (doubling up to ten times that).
     pub bootstrap_interval_secs: u64,
-    /// Established connections at most.
+    /// Established connections at most; an eighth (at least 8) is kept for the connections
+    /// this node dials, so strangers connecting in cannot take them all.
     pub max_connections: u32,
     /// Pages per second this node offers to crawl (announced to the other members).
     pub capacity: u32,

@@ -93,8 +93,13 @@ impl Behaviour {
             .build()
             .map_err(|e| e.to_string())?;
         let gossipsub = gossipsub::Behaviour::new(gossipsub::MessageAuthenticity::Signed(key.clone()), gossip_config)?;
+        // Some slots are kept for the connections this node dials (its bootstrap peers, the
+        // members it must meet): strangers connecting in fill at most the rest, so they cannot
+        // lock a volunteer out of its own network.
+        let incoming = max_connections.saturating_sub(reserved_outgoing(max_connections)).max(1);
         let limits = connection_limits::ConnectionLimits::default()
             .with_max_established(Some(max_connections))
+            .with_max_established_incoming(Some(incoming))
             // A direct connection, a relayed one, and an AutoNAT dial-back.
             .with_max_established_per_peer(Some(3))
             .with_max_pending_incoming(Some(max_connections.min(64)));
@@ -129,6 +134,11 @@ impl Behaviour {
             upnp: Toggle::from(upnp.then(upnp::tokio::Behaviour::default)),
         })
     }
+}
+
+/// Connection slots only this node's own dials may take: an eighth of the total, at least 8.
+pub fn reserved_outgoing(max_connections: u32) -> u32 {
+    (max_connections / 8).max(8).min(max_connections / 2)
 }
 
 /// The relay's limits from the configuration (libp2p's rate limiters stay at their defaults).

@@ -614,3 +614,66 @@ async fn dht_stores_take_only_weft_records_at_a_bounded_rate() {
     n.stop();
     n_task.await.unwrap();
 }
+
+/// Strangers that fill a node's connection slots from outside do not keep it from dialling its
+/// own network: some slots are kept for the connections it makes (here 16 slots, 8 kept).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strangers_filling_the_incoming_slots_do_not_lock_a_node_out_of_its_network() {
+    use futures::StreamExt;
+    let max = 16u32;
+    // The bootstrap peer's address is known before it runs (a volunteer's configured peer).
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let b_key = libp2p::identity::Keypair::generate_ed25519();
+    let b_addr = format!("/ip4/127.0.0.1/tcp/{port}/p2p/{}", b_key.public().to_peer_id());
+    let mut c = P2pConfig {
+        enabled: true,
+        listen: vec!["/ip4/127.0.0.1/tcp/0".into()],
+        bootstrap: vec![b_addr],
+        heartbeat_secs: 1,
+        missed_heartbeats: 3,
+        max_connections: max,
+        ..P2pConfig::default()
+    };
+    let a = weft_p2p::start(libp2p::identity::Keypair::generate_ed25519(), NetworkConfig::from_config(&c).unwrap())
+        .unwrap();
+    within(10, "listening", a.handle.wait_for(|s| !s.listen_addrs.is_empty())).await;
+    let a_addr: libp2p::Multiaddr = a.handle.status().listen_addrs[0].parse().unwrap();
+
+    // As many strangers as the node has slots connect to it and stay.
+    let mut strangers = Vec::new();
+    for _ in 0..max {
+        let mut s = libp2p::SwarmBuilder::with_new_identity()
+            .with_tokio()
+            .with_tcp(libp2p::tcp::Config::default(), libp2p::noise::Config::new, libp2p::yamux::Config::default)
+            .unwrap()
+            .with_behaviour(|_| libp2p::ping::Behaviour::default())
+            .unwrap()
+            .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(120)))
+            .build();
+        s.dial(a_addr.clone()).unwrap();
+        strangers.push(tokio::spawn(async move {
+            loop {
+                s.select_next_some().await;
+            }
+        }));
+    }
+    let reserved = weft_p2p::behaviour::reserved_outgoing(max) as usize;
+    within(20, "strangers connected", a.handle.wait_for(|s| s.connected_peers >= max as usize - reserved)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(a.handle.status().connected_peers, max as usize - reserved, "strangers take the incoming slots only");
+
+    // The bootstrap peer comes up: the node's next retry reaches it and they form a network.
+    c.listen = vec![format!("/ip4/127.0.0.1/tcp/{port}")];
+    c.bootstrap = Vec::new();
+    let b = weft_p2p::start(b_key, NetworkConfig::from_config(&c).unwrap()).unwrap();
+    for n in [&a.handle, &b.handle] {
+        within(60, "two members", n.wait_for(|s| s.members.len() == 2)).await;
+    }
+    for t in strangers {
+        t.abort();
+    }
+    for (n, t) in [(a.handle, a.task), (b.handle, b.task)] {
+        n.stop();
+        t.await.unwrap();
+    }
+}
