@@ -57,6 +57,26 @@ async fn start(server: &WebServer, n: usize, bootstrap: Vec<String>, delay_ms: u
     Running { network, crawler, stop, task, _dir: dir }
 }
 
+/// Node `n` with the default browser tier (layouts on, Chromium), its crawl paused so that its
+/// renderer waits; and its render queue.
+async fn start_paused(
+    server: &WebServer,
+    n: usize,
+    bootstrap: Vec<String>,
+) -> (Running, weft_node::layouts::RenderQueue) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = common::member_config(server, dir.path(), n, bootstrap, 0);
+    c.index.enabled = false; // about the hand-off, not the index
+    let node = Node::open(c).unwrap();
+    let (network, crawler) = (node.network().unwrap().clone(), node.crawler().clone());
+    let renders = node.layouts().expect("layouts are on by default").renders.clone();
+    crawler.pause();
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, |_| {}));
+    tokio::time::timeout(Duration::from_secs(10), network.wait_for(|s| !s.listen_addrs.is_empty())).await.unwrap();
+    (Running { network, crawler, stop, task, _dir: dir }, renders)
+}
+
 async fn members(nodes: &[&Running], n: usize) {
     for r in nodes {
         tokio::time::timeout(Duration::from_secs(60), r.network.wait_for(|s| s.members.len() == n))
@@ -159,16 +179,7 @@ async fn a_leaving_node_renders_the_pages_waiting_for_its_browser_instead_of_han
     let boot = first.network.status().listen_addrs[0].clone();
 
     // Node 1 (the defaults: layouts on, Chromium) with its crawl paused, so its renderer waits.
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = common::member_config(&server, dir.path(), 1, vec![boot], 0);
-    c.index.enabled = false; // about the hand-off, not the index
-    let node = Node::open(c).unwrap();
-    let (network, crawler) = (node.network().unwrap().clone(), node.crawler().clone());
-    let renders = node.layouts().expect("layouts are on by default").renders.clone();
-    crawler.pause();
-    let (stop, rx) = tokio::sync::watch::channel(false);
-    let task = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, |_| {}));
-    let second = Running { network, crawler, stop, task, _dir: dir };
+    let (second, renders) = start_paused(&server, 1, vec![boot]).await;
     members(&[&first, &second], 2).await;
 
     // Pages of node 1's hosts whose HTML its crawl fetched and that wait for the browser.
@@ -222,17 +233,7 @@ async fn pages_waiting_for_the_browser_are_indexed_where_they_were_fetched_when_
     let server = WebServer::start_with(|port| web(port, &[("hub3.test", "q")])).await.unwrap();
 
     // Node 0 (the defaults: layouts on, Chromium), paused so that its renderer waits.
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = common::member_config(&server, dir.path(), 0, vec![], 0);
-    c.index.enabled = false; // about the hand-off, not the index
-    let node = Node::open(c).unwrap();
-    let (network, crawler) = (node.network().unwrap().clone(), node.crawler().clone());
-    let renders = node.layouts().expect("layouts are on by default").renders.clone();
-    crawler.pause();
-    let (stop, rx) = tokio::sync::watch::channel(false);
-    let task = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, |_| {}));
-    tokio::time::timeout(Duration::from_secs(10), network.wait_for(|s| !s.listen_addrs.is_empty())).await.unwrap();
-    let first = Running { network, crawler, stop, task, _dir: dir };
+    let (first, renders) = start_paused(&server, 0, vec![]).await;
     let boot = first.network.status().listen_addrs[0].clone();
 
     // What node 0's crawl leaves when it fetched a page the browser must show: the URL done,
