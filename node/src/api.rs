@@ -157,7 +157,7 @@ async fn guard(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    if request.uri().to_string().len() > MAX_URI_BYTES {
+    if request.uri().path_and_query().map_or(0, |p| p.as_str().len()) > MAX_URI_BYTES {
         let msg = format!("the request target is over {MAX_URI_BYTES} bytes");
         return ApiError::new(StatusCode::URI_TOO_LONG, "uri_too_long", msg).into_response();
     }

@@ -844,10 +844,14 @@ impl EventLoop {
                 }
                 // A member only once this node has met it (see `membership`).
                 let remote = if self.connected.contains(&source) { self.reach.remote_of(&source) } else { None };
+                let candidates = self.members.candidates();
                 if let Some(change) = self.members.observe(hb, via, remote.as_ref(), std::time::Instant::now()) {
                     self.on_change(change);
                 }
-                self.dial_members();
+                // A new candidate is dialled at once; the rest wait for the next heartbeat tick.
+                if self.members.candidates() > candidates {
+                    self.dial_members();
+                }
             }
             Err(e) => {
                 self.rejected += 1;

@@ -546,13 +546,11 @@ impl Crawler {
                     pages = held.len(),
                     "pages waiting for the browser, of hosts handed over: indexed from their HTML"
                 );
-                let (crawler, r) = (self.clone(), r.clone());
-                tokio::spawn(async move {
-                    for (w, page) in held {
-                        crawler.process_rendered(page).await;
-                        r.forget(std::slice::from_ref(&w));
-                    }
-                });
+                // Here, not on a task of their own: nothing of the crawl outlives the node.
+                for (w, page) in held {
+                    self.process_rendered(page).await;
+                    r.forget(std::slice::from_ref(&w));
+                }
             }
         }
         handed.unwrap_or_default()
