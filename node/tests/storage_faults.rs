@@ -217,9 +217,9 @@ async fn a_held_lock_is_named_as_another_node_and_unreadable_files_are_not() {
     let mut c = weft_config::Config { data_dir: dir.path().join("data"), ..Default::default() };
     // About opening the data dir: nothing is crawled, so the model, the browser and the
     // network stay out.
-    c.index.enabled = false;
-    c.layouts.enabled = false;
-    c.p2p.enabled = false;
+    c.index.enabled = false; // no page is indexed: the test only opens the data dir
+    c.layouts.enabled = false; // no page is rendered: the test only opens the data dir
+    c.p2p.enabled = false; // no peer is involved: the test only opens the data dir
     let first = weft_node::Node::open(c.clone()).unwrap();
     let err = format!("{:#}", weft_node::Node::open(c.clone()).err().expect("the lock is held"));
     assert!(err.contains("another weft node is running on this data dir"), "{err}");
