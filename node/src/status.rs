@@ -186,7 +186,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ),
             ];
             encode_counters(&mut enc, &reach)?;
-            let counters: [Plain; 12] = [
+            let counters: [Plain; 13] = [
                 ("weft_p2p_dht_refused", "DHT records and provider announcements refused", n.dht_refused),
                 ("weft_p2p_dht_lookups", "Near-duplicate lookups in the DHT", n.dht_lookups),
                 ("weft_p2p_dht_duplicates_found", "DHT lookups that found a near duplicate", n.dht_duplicates_found),
@@ -197,6 +197,11 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ("weft_p2p_urls_rejected", "URLs received and dropped", n.urls_rejected),
                 ("weft_p2p_batches_refused", "URL batches refused (their senders banned)", n.batches_refused),
                 ("weft_p2p_batches_rate_limited", "URL batches answered busy", n.batches_rate_limited),
+                (
+                    "weft_p2p_batches_not_member",
+                    "URL batches refused because their sender is not a member",
+                    n.batches_not_member,
+                ),
                 ("weft_p2p_heartbeats_rejected", "Heartbeats rejected", n.rejected_heartbeats),
                 ("weft_p2p_bans", "Peers banned now", n.banned_peers as u64),
             ];

@@ -25,6 +25,9 @@ pub const FIRST_RETRY_DELAY: Duration = Duration::from_secs(2);
 pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(120);
 /// How long a batch answered `Busy` waits before it is sent again.
 pub const BUSY_DELAY: Duration = Duration::from_millis(250);
+/// A batch the owner refused because it did not know the sender yet is sent again after this
+/// (the sender's heartbeat, published again at once, should have reached it by then).
+pub const NOT_MEMBER_DELAY: Duration = Duration::from_secs(1);
 /// Batches a peer may send per second on average (burst of twice that).
 pub const BATCHES_PER_SEC: f64 = 20.0;
 
@@ -133,6 +136,10 @@ pub enum BatchReply {
     Ack { accepted: u32, forwarded: u32, rejected: u32 },
     /// Not now (rate limit, shutting down): the sender retries later.
     Busy,
+    /// The sender is not a member here (yet): only members may send URLs, or a stranger could
+    /// queue and steer this node's crawl. A node just met has not been heard from yet: it
+    /// announces itself again and retries after [`NOT_MEMBER_DELAY`].
+    NotMember,
 }
 
 /// Why a batch is refused outright (and its sender banned for a while).
@@ -319,13 +326,14 @@ impl Outbox {
         self.retries.push((now + delay, failed.batch, failed.attempts + 1));
     }
 
-    /// The owner answered `Busy` (over its rate limit, or its node is behind): the batch goes
-    /// again after [`BUSY_DELAY`], without counting as a failure.
-    pub fn retry_busy(&mut self, busy: InFlight, now: Instant) {
+    /// The owner answered `Busy` (over its rate limit, or its node is behind; after
+    /// [`BUSY_DELAY`]) or `NotMember` (after [`NOT_MEMBER_DELAY`]): the batch goes again,
+    /// without counting as a failure.
+    pub fn retry_later(&mut self, busy: InFlight, delay: Duration, now: Instant) {
         if busy.batch.handoff {
             self.markers.insert(busy.owner);
         }
-        self.retries.push((now + BUSY_DELAY, busy.batch, busy.attempts));
+        self.retries.push((now + delay, busy.batch, busy.attempts));
     }
 
     /// When [`Outbox::due`] should next be asked (None: nothing waits).

@@ -383,8 +383,8 @@ impl Members {
     }
 
     /// Whether `peer` is a member, or was one within [`FORMER_RINGS_FOR`] (a member that left
-    /// hands its URLs over after it is gone). Not yet used to refuse URL batches: a restarted
-    /// or joining node has not heard every member at first (see the closing note of issue 24).
+    /// hands its URLs over after it is gone): who may send this node URL batches. A member
+    /// this node has not heard yet (it just started) is told so, announces itself and retries.
     pub fn knows(&self, peer: &PeerId, now: Instant) -> bool {
         self.recent_rings(now).any(|r| r.contains(peer))
     }

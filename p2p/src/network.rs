@@ -10,7 +10,8 @@
 use crate::behaviour::{Behaviour, BehaviourEvent};
 use crate::codec::Frame;
 use crate::exchange::{
-    check_batch, check_url, BatchReply, InFlight, Outbox, RateLimit, UrlBatch, UrlKind, WireUrl, MAX_HOPS,
+    check_batch, check_url, BatchReply, InFlight, Outbox, RateLimit, UrlBatch, UrlKind, WireUrl, BUSY_DELAY, MAX_HOPS,
+    NOT_MEMBER_DELAY,
 };
 use crate::membership::{Change, Heartbeat, Members, TOPIC};
 use crate::reachability::{self, Reachability, ReachabilityStatus};
@@ -187,6 +188,9 @@ pub struct NetworkStatus {
     pub batches_refused: u64,
     /// Batches answered `Busy` because their sender was over its rate.
     pub batches_rate_limited: u64,
+    /// Batches answered `NotMember`: their sender is not a member here (a stranger, or a
+    /// node whose heartbeat has not arrived yet; it announces itself and retries).
+    pub batches_not_member: u64,
     /// URLs sent as done by a peer that did not own their host, now or before the last
     /// membership changes: refused, so a peer cannot keep pages from being fetched.
     pub done_refused: u64,
@@ -459,6 +463,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         next_lookup: 0,
         publishing: HashMap::new(),
         latencies: std::collections::VecDeque::new(),
+        announced_at: None,
     };
     event_loop.dial_bootstrap();
     let task = tokio::spawn(event_loop.run(stop_rx, urls_rx, commands_rx));
@@ -475,6 +480,7 @@ struct Counts {
     rejected: u64,
     refused: u64,
     rate_limited: u64,
+    not_member: u64,
     done_refused: u64,
     dht_lookups: u64,
     dht_found: u64,
@@ -550,6 +556,8 @@ struct EventLoop {
     /// Record query → (key, the entry to add, entries found so far) of a publication.
     publishing: HashMap<kad::QueryId, (Vec<u8>, DupEntry, Vec<DupEntry>)>,
     latencies: std::collections::VecDeque<f64>,
+    /// When this node last published its heartbeat out of turn (an owner did not know it).
+    announced_at: Option<std::time::Instant>,
 }
 
 impl EventLoop {
@@ -864,11 +872,7 @@ impl EventLoop {
         self.reach.give_up_waiting(self.config.autonat_timeout, std::time::Instant::now());
         self.apply_reachability();
         self.manage_relays();
-        let me = self.members.me().encode();
-        if let Err(e) = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), me) {
-            // Alone in the network (InsufficientPeers) is normal for the first node.
-            tracing::trace!("heartbeat not published: {e}");
-        }
+        self.publish_heartbeat();
         // Members this node is connected to are present; candidates it is connected to join.
         let now = std::time::Instant::now();
         let connected: Vec<PeerId> = self.connected.iter().copied().collect();
@@ -890,6 +894,23 @@ impl EventLoop {
             self.banned.remove(&peer);
             self.swarm.behaviour_mut().blocked.unblock_peer(peer);
             tracing::info!(%peer, "ban lifted");
+        }
+    }
+
+    fn publish_heartbeat(&mut self) {
+        let me = self.members.me().encode();
+        if let Err(e) = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), me) {
+            // Alone in the network (InsufficientPeers) is normal for the first node.
+            tracing::trace!("heartbeat not published: {e}");
+        }
+    }
+
+    /// Publishes this node's heartbeat out of turn, at most once per [`NOT_MEMBER_DELAY`].
+    fn announce(&mut self) {
+        let now = std::time::Instant::now();
+        if self.announced_at.is_none_or(|at| now.saturating_duration_since(at) >= NOT_MEMBER_DELAY) {
+            self.announced_at = Some(now);
+            self.publish_heartbeat();
         }
     }
 
@@ -1087,7 +1108,13 @@ impl EventLoop {
                             self.counts.sent += u64::from(accepted + forwarded);
                             let _ = self.acked.send(f.batch.urls.into_iter().map(|u| u.url).collect());
                         }
-                        BatchReply::Busy => self.outbox.retry_busy(f, std::time::Instant::now()),
+                        BatchReply::Busy => self.outbox.retry_later(f, BUSY_DELAY, std::time::Instant::now()),
+                        BatchReply::NotMember => {
+                            // The owner has not heard this node yet (it just joined, or the
+                            // owner restarted): announce at once rather than at the next tick.
+                            self.announce();
+                            self.outbox.retry_later(f, NOT_MEMBER_DELAY, std::time::Instant::now());
+                        }
                     }
                 }
             },
@@ -1114,6 +1141,13 @@ impl EventLoop {
             return;
         }
         let now = std::time::Instant::now();
+        // Only members queue URLs here (or members that just left, handing their hosts over):
+        // a stranger's batch would steer this node's crawl.
+        if !self.members.knows(&peer, now) {
+            self.counts.not_member += 1;
+            let _ = self.swarm.behaviour_mut().urls.send_response(channel, BatchReply::NotMember);
+            return;
+        }
         let mut valid = Vec::with_capacity(batch.urls.len());
         let mut rejected = 0u32;
         for mut u in batch.urls {
@@ -1314,6 +1348,7 @@ impl EventLoop {
             urls_in_flight: self.in_flight.values().map(|f| f.batch.urls.len() as u64).sum(),
             batches_refused: self.counts.refused,
             batches_rate_limited: self.counts.rate_limited,
+            batches_not_member: self.counts.not_member,
             done_refused: self.counts.done_refused,
             banned_peers: self.banned.len(),
             dht_lookups: self.counts.dht_lookups,
