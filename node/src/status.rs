@@ -202,12 +202,21 @@ impl prometheus_client::collector::Collector for StatusCollector {
                     "URL batches refused because their sender is not a member",
                     n.batches_not_member,
                 ),
+                (
+                    "weft_p2p_requests_cut",
+                    "URL batches and search requests dropped while being read (their budget was held)",
+                    n.requests_cut,
+                ),
                 ("weft_p2p_heartbeats_rejected", "Heartbeats rejected", n.rejected_heartbeats),
-                ("weft_p2p_bans", "Peers banned now", n.banned_peers as u64),
             ];
-            encode_counters(&mut enc, &counters[..11])?;
-            let gauges: [Plain; 5] = [
-                counters[11],
+            encode_counters(&mut enc, &counters)?;
+            let gauges: [Plain; 6] = [
+                ("weft_p2p_bans", "Peers banned now", n.banned_peers as u64),
+                (
+                    "weft_p2p_requests_buffered_bytes",
+                    "Bytes held by URL batches and search requests still being read",
+                    n.requests_buffered_bytes,
+                ),
                 (
                     "weft_p2p_member_candidates",
                     "Peers heard of that this node has not met yet (not members)",

@@ -51,17 +51,28 @@ pub struct Behaviour {
     pub upnp: Toggle<upnp::tokio::Behaviour>,
 }
 
+/// Concurrent streams of `/weft/urls/1` on one connection, both ways: an honest peer has a
+/// batch or two on the way to one owner; more are dropped (inbound) or fail and are retried
+/// (outbound), so one connection cannot hold more than this many half-sent batches.
+pub const URL_STREAMS_PER_CONNECTION: usize = 16;
+/// The same for `/weft/search/1` (a query fans out to each peer once).
+pub const SEARCH_STREAMS_PER_CONNECTION: usize = 16;
+
 /// The settings the behaviour is built from.
 pub struct Settings {
     pub max_connections: u32,
     pub refresh: Duration,
     pub relay: RelayConfig,
     pub upnp: bool,
+    /// The codecs of the request-response protocols (made beforehand: the event loop keeps
+    /// their request budgets, see [`crate::codec::RequestBudget`]).
+    pub urls: Codec<UrlWire>,
+    pub search: Codec<SearchWire>,
 }
 
 impl Behaviour {
     pub fn new(key: &Keypair, relay_client: relay::client::Behaviour, settings: Settings) -> Result<Behaviour, String> {
-        let Settings { max_connections, refresh, relay: relay_limits, upnp } = settings;
+        let Settings { max_connections, refresh, relay: relay_limits, upnp, urls, search } = settings;
         let peer = key.public().to_peer_id();
         let mut kad_config = kad::Config::new(KAD_PROTOCOL);
         kad_config.set_periodic_bootstrap_interval(Some(refresh));
@@ -104,14 +115,18 @@ impl Behaviour {
             .with_max_established_per_peer(Some(3))
             .with_max_pending_incoming(Some(max_connections.min(64)));
         let urls = request_response::Behaviour::with_codec(
-            Codec::default(),
+            urls,
             [(URLS_PROTOCOL, ProtocolSupport::Full)],
-            request_response::Config::default().with_request_timeout(Duration::from_secs(30)),
+            request_response::Config::default()
+                .with_request_timeout(Duration::from_secs(30))
+                .with_max_concurrent_streams(URL_STREAMS_PER_CONNECTION),
         );
         let search = request_response::Behaviour::with_codec(
-            Codec::default(),
+            search,
             [(SEARCH_PROTOCOL, ProtocolSupport::Full)],
-            request_response::Config::default().with_request_timeout(Duration::from_secs(10)),
+            request_response::Config::default()
+                .with_request_timeout(Duration::from_secs(10))
+                .with_max_concurrent_streams(SEARCH_STREAMS_PER_CONNECTION),
         );
         Ok(Behaviour {
             blocked: allow_block_list::Behaviour::default(),

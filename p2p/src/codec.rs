@@ -4,6 +4,13 @@
 //! codec turns both into a read error that the request-response behaviour only logs, which
 //! would leave the sender unpunished. A malformed *reply* is a read error
 //! ([`std::io::ErrorKind::InvalidData`]) that reaches the asker as an outbound failure.
+//!
+//! Requests are read under two bounds, because libp2p holds a half-sent request's bytes for
+//! as long as its stream lives (the request timeout): an adversarial review's 90 streams, each
+//! half of a 4 MB URL batch, took +357 MB. A request whose sender goes quiet for
+//! [`STALL_LIMIT`] before finishing arrives as [`Refusal::Stalled`] (and bans its sender),
+//! and all requests of one protocol being read hold at most `W::MAX_BUFFERED_BYTES` between
+//! them ([`RequestBudget`]): one that would go over is dropped — an honest sender retries.
 
 use futures::prelude::*;
 use libp2p::StreamProtocol;
@@ -11,6 +18,16 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::io;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a request may go without a byte before it is finished: honest senders write a
+/// request in one go, so a pause this long mid-request is a stalled link or a peer holding
+/// this node's buffers.
+pub const STALL_LIMIT: Duration = Duration::from_secs(10);
+/// Bytes read from the wire at a time.
+const READ_CHUNK: usize = 16 * 1024;
 
 /// One protocol's message types and size caps.
 pub trait Wire: Send + Sync + 'static {
@@ -20,6 +37,8 @@ pub trait Wire: Send + Sync + 'static {
     const NAME: &'static str;
     const MAX_REQUEST_BYTES: u64;
     const MAX_RESPONSE_BYTES: u64;
+    /// Bytes that requests being read may hold in all, every connection together.
+    const MAX_BUFFERED_BYTES: u64;
 }
 
 /// A request as read from the wire.
@@ -32,8 +51,19 @@ pub enum Frame<R> {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
-    Oversized { what: &'static str, max: u64 },
-    Malformed { what: &'static str, error: String },
+    Oversized {
+        what: &'static str,
+        max: u64,
+    },
+    Malformed {
+        what: &'static str,
+        error: String,
+    },
+    /// The sender went quiet mid-request for [`STALL_LIMIT`], after `bytes`.
+    Stalled {
+        what: &'static str,
+        bytes: u64,
+    },
 }
 
 impl std::fmt::Display for Refusal {
@@ -41,6 +71,9 @@ impl std::fmt::Display for Refusal {
         match self {
             Refusal::Oversized { what, max } => write!(f, "a {what} over {max} bytes"),
             Refusal::Malformed { what, error } => write!(f, "an undecodable {what} ({error})"),
+            Refusal::Stalled { what, bytes } => {
+                write!(f, "a {what} stalled for {} s after {bytes} bytes", STALL_LIMIT.as_secs())
+            }
         }
     }
 }
@@ -56,18 +89,114 @@ pub fn decode_request<W: Wire>(bytes: &[u8]) -> Frame<W::Request> {
     }
 }
 
-/// The CBOR codec of protocol `W`.
-pub struct Codec<W>(PhantomData<W>);
+/// The bytes held by the requests of one protocol being read, across all connections: libp2p
+/// clones a codec for every connection and stream, and all clones share one budget.
+#[derive(Debug)]
+pub struct RequestBudget {
+    max: u64,
+    held: AtomicU64,
+    cut: AtomicU64,
+}
 
-impl<W> Default for Codec<W> {
-    fn default() -> Self {
-        Codec(PhantomData)
+impl RequestBudget {
+    pub fn new(max: u64) -> RequestBudget {
+        RequestBudget { max, held: AtomicU64::new(0), cut: AtomicU64::new(0) }
+    }
+
+    /// Bytes held now by requests being read.
+    pub fn held(&self) -> u64 {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    /// Requests dropped because the budget was spent.
+    pub fn cut(&self) -> u64 {
+        self.cut.load(Ordering::Relaxed)
+    }
+}
+
+/// One request's share of a [`RequestBudget`], given back when the read ends however it ends
+/// (finished, failed, or dropped by a timeout).
+struct Share<'a> {
+    budget: &'a RequestBudget,
+    bytes: u64,
+}
+
+impl Share<'_> {
+    /// Grows the share to `to` bytes; false (and unchanged) when the budget has no room.
+    fn grow(&mut self, to: u64) -> bool {
+        let more = to.saturating_sub(self.bytes);
+        let before = self.budget.held.fetch_add(more, Ordering::Relaxed);
+        if before + more > self.budget.max {
+            self.budget.held.fetch_sub(more, Ordering::Relaxed);
+            return false;
+        }
+        self.bytes = to;
+        true
+    }
+}
+
+impl Drop for Share<'_> {
+    fn drop(&mut self) {
+        self.budget.held.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
+/// Reads one request of at most `max` bytes (+1, to tell an oversized one), its memory counted
+/// against `budget`: `Ok(Err(bytes))` when the sender went quiet for `stall` after `bytes`.
+async fn read_bounded<T>(
+    io: &mut T,
+    max: u64,
+    budget: &RequestBudget,
+    stall: Duration,
+) -> io::Result<Result<Vec<u8>, u64>>
+where
+    T: AsyncRead + Unpin + Send,
+{
+    let limit = max as usize + 1;
+    let mut share = Share { budget, bytes: 0 };
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; READ_CHUNK];
+    while bytes.len() < limit {
+        let want = READ_CHUNK.min(limit - bytes.len());
+        let n = match tokio::time::timeout(stall, io.read(&mut chunk[..want])).await {
+            Ok(read) => read?,
+            Err(_) => return Ok(Err(bytes.len() as u64)),
+        };
+        if n == 0 {
+            break;
+        }
+        if bytes.len() + n > bytes.capacity() {
+            // Capacity is what the allocator holds: count it, not the length.
+            let cap = (bytes.capacity() * 2).max(bytes.len() + n).max(READ_CHUNK).min(limit);
+            if !share.grow(cap as u64) {
+                budget.cut.fetch_add(1, Ordering::Relaxed);
+                return Err(io::Error::other("too many requests being read: this one is dropped"));
+            }
+            bytes.reserve_exact(cap - bytes.len());
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+    }
+    Ok(Ok(bytes))
+}
+
+/// The CBOR codec of protocol `W`.
+pub struct Codec<W> {
+    budget: Arc<RequestBudget>,
+    wire: PhantomData<W>,
+}
+
+impl<W: Wire> Codec<W> {
+    /// A codec whose requests share a budget of `W::MAX_BUFFERED_BYTES`, returned too (for the
+    /// node's status).
+    pub fn new() -> (Codec<W>, Arc<RequestBudget>) {
+        let budget = Arc::new(RequestBudget::new(W::MAX_BUFFERED_BYTES));
+        (Codec { budget: budget.clone(), wire: PhantomData }, budget)
     }
 }
 
 impl<W> Clone for Codec<W> {
     fn clone(&self) -> Self {
-        Codec(PhantomData)
+        Codec { budget: self.budget.clone(), wire: PhantomData }
     }
 }
 
@@ -90,9 +219,10 @@ impl<W: Wire> libp2p::request_response::Codec for Codec<W> {
     where
         T: AsyncRead + Unpin + Send,
     {
-        let mut bytes = Vec::new();
-        io.take(W::MAX_REQUEST_BYTES + 1).read_to_end(&mut bytes).await?;
-        Ok(decode_request::<W>(&bytes))
+        match read_bounded(io, W::MAX_REQUEST_BYTES, &self.budget, STALL_LIMIT).await? {
+            Ok(bytes) => Ok(decode_request::<W>(&bytes)),
+            Err(bytes) => Ok(Frame::Refused(Refusal::Stalled { what: W::NAME, bytes })),
+        }
     }
 
     async fn read_response<T>(&mut self, _: &StreamProtocol, io: &mut T) -> io::Result<W::Response>
@@ -130,6 +260,55 @@ impl<W: Wire> libp2p::request_response::Codec for Codec<W> {
 mod tests {
     use super::*;
     use crate::exchange::{UrlBatch, UrlKind, UrlWire, WireUrl, MAX_BATCH_BYTES};
+
+    /// Bytes, then silence (a sender that never finishes).
+    struct ThenSilent(futures::io::Cursor<Vec<u8>>);
+
+    impl AsyncRead for ThenSilent {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &mut [u8],
+        ) -> std::task::Poll<io::Result<usize>> {
+            match std::pin::Pin::new(&mut self.0).poll_read(cx, buf) {
+                std::task::Poll::Ready(Ok(0)) => std::task::Poll::Pending,
+                other => other,
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn requests_being_read_share_a_budget_and_a_stalled_one_is_told_apart() {
+        const STALL: Duration = Duration::from_millis(200);
+        let budget = RequestBudget::new(256 * 1024);
+        // Finished requests give their share back.
+        let mut done = futures::io::Cursor::new(vec![7u8; 100_000]);
+        assert_eq!(read_bounded(&mut done, 1 << 20, &budget, STALL).await.unwrap().unwrap().len(), 100_000);
+        assert_eq!(budget.held(), 0);
+        // Oversized: one byte past the cap is read, to tell it.
+        let mut big = futures::io::Cursor::new(vec![7u8; 300]);
+        assert_eq!(read_bounded(&mut big, 200, &budget, STALL).await.unwrap().unwrap().len(), 201);
+        // A sender that stops mid-request: told apart after STALL_LIMIT, share given back.
+        let mut stalled = ThenSilent(futures::io::Cursor::new(vec![7u8; 50_000]));
+        assert_eq!(read_bounded(&mut stalled, 1 << 20, &budget, STALL).await.unwrap(), Err(50_000));
+        assert_eq!(budget.held(), 0);
+        // Two requests hold the budget (each read dropped half-way keeps nothing).
+        let mut a = ThenSilent(futures::io::Cursor::new(vec![7u8; 100_000]));
+        let mut b = ThenSilent(futures::io::Cursor::new(vec![7u8; 100_000]));
+        let mut c = futures::io::Cursor::new(vec![7u8; 100_000]);
+        {
+            let ra = read_bounded(&mut a, 1 << 20, &budget, STALL);
+            let rb = read_bounded(&mut b, 1 << 20, &budget, STALL);
+            futures::pin_mut!(ra, rb);
+            assert!(futures::poll!(ra.as_mut()).is_pending() && futures::poll!(rb.as_mut()).is_pending());
+            assert_eq!(budget.held(), 2 * 128 * 1024, "capacity is counted");
+            let third = read_bounded(&mut c, 1 << 20, &budget, STALL).await;
+            assert!(third.is_err(), "no room for a third");
+            assert_eq!(budget.cut(), 1);
+        } // both reads dropped half-way (a stream's timeout)
+        assert_eq!(budget.held(), 0);
+        assert!(read_bounded(&mut futures::io::Cursor::new(vec![1u8; 10]), 100, &budget, STALL).await.unwrap().is_ok());
+    }
 
     #[test]
     fn batches_round_trip_and_garbage_or_size_is_refused_not_an_error() {

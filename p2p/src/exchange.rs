@@ -127,6 +127,8 @@ impl crate::codec::Wire for UrlWire {
     const MAX_REQUEST_BYTES: u64 = MAX_BATCH_BYTES;
     /// Replies are a few bytes.
     const MAX_RESPONSE_BYTES: u64 = 1024;
+    /// Sixteen batches of the largest size (a typical batch of 1000 URLs is ~100 KB).
+    const MAX_BUFFERED_BYTES: u64 = 16 * MAX_BATCH_BYTES;
 }
 
 /// `/weft/urls/1` response.

@@ -8,7 +8,7 @@
 //! One task owns the swarm; everything else talks to it through [`NetworkHandle`].
 
 use crate::behaviour::{Behaviour, BehaviourEvent};
-use crate::codec::Frame;
+use crate::codec::{Codec, Frame, RequestBudget};
 use crate::exchange::{
     check_batch, check_url, BatchReply, InFlight, Outbox, RateLimit, UrlBatch, UrlKind, WireUrl, BUSY_DELAY, MAX_HOPS,
     NOT_MEMBER_DELAY,
@@ -188,6 +188,10 @@ pub struct NetworkStatus {
     pub batches_refused: u64,
     /// Batches answered `Busy` because their sender was over its rate.
     pub batches_rate_limited: u64,
+    /// Bytes held now by requests (URL batches, search requests) still being read.
+    pub requests_buffered_bytes: u64,
+    /// Requests dropped while being read because those being read held their budget.
+    pub requests_cut: u64,
     /// Batches answered `NotMember`: their sender is not a member here (a stranger, or a
     /// node whose heartbeat has not arrived yet; it announces itself and retries).
     pub batches_not_member: u64,
@@ -384,11 +388,15 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     // A node that listens on loopback only has nothing for a router to map: no gateway search
     // (it would send SSDP multicast out of the machine from a test on 127.0.0.1).
     let upnp = config.upnp && config.listen.iter().any(|a| !reachability::is_loopback(a));
+    let (urls_codec, urls_budget) = Codec::new();
+    let (search_codec, search_budget) = Codec::new();
     let settings = crate::behaviour::Settings {
         max_connections: config.max_connections,
         refresh: config.refresh,
         relay: config.relay.clone(),
         upnp,
+        urls: urls_codec,
+        search: search_codec,
     };
     let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
         .with_tokio()
@@ -464,6 +472,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         publishing: HashMap::new(),
         latencies: std::collections::VecDeque::new(),
         announced_at: None,
+        budgets: [urls_budget, search_budget],
     };
     event_loop.dial_bootstrap();
     let task = tokio::spawn(event_loop.run(stop_rx, urls_rx, commands_rx));
@@ -558,6 +567,8 @@ struct EventLoop {
     latencies: std::collections::VecDeque<f64>,
     /// When this node last published its heartbeat out of turn (an owner did not know it).
     announced_at: Option<std::time::Instant>,
+    /// What requests being read hold, URL batches and search requests.
+    budgets: [Arc<RequestBudget>; 2],
 }
 
 impl EventLoop {
@@ -1349,6 +1360,8 @@ impl EventLoop {
             batches_refused: self.counts.refused,
             batches_rate_limited: self.counts.rate_limited,
             batches_not_member: self.counts.not_member,
+            requests_buffered_bytes: self.budgets.iter().map(|b| b.held()).sum(),
+            requests_cut: self.budgets.iter().map(|b| b.cut()).sum(),
             done_refused: self.counts.done_refused,
             banned_peers: self.banned.len(),
             dht_lookups: self.counts.dht_lookups,

@@ -84,6 +84,8 @@ impl crate::codec::Wire for SearchWire {
     const MAX_REQUEST_BYTES: u64 = 64 * 1024;
     /// [`MAX_K`] hits of the largest size allowed.
     const MAX_RESPONSE_BYTES: u64 = 1024 * 1024;
+    /// Sixty-four requests of the largest size (a 384-dimension query is ~2 KB).
+    const MAX_BUFFERED_BYTES: u64 = 64 * 64 * 1024;
 }
 
 /// Checks a query before answering it; the error is sent back as [`SearchReply::Refused`].
