@@ -360,6 +360,8 @@ pub struct Due {
 pub struct RateLimit {
     per_sec: f64,
     buckets: HashMap<String, (f64, Instant)>,
+    /// The map's size at which idle buckets are dropped next (amortized: it doubles).
+    prune_at: usize,
 }
 
 impl Default for RateLimit {
@@ -370,12 +372,19 @@ impl Default for RateLimit {
 
 impl RateLimit {
     pub fn new(per_sec: f64) -> RateLimit {
-        RateLimit { per_sec, buckets: HashMap::new() }
+        RateLimit { per_sec, buckets: HashMap::new(), prune_at: 1024 }
     }
 
     /// Takes a token for `peer`; false when it is over its rate.
     pub fn allow(&mut self, peer: &str, now: Instant) -> bool {
         let burst = self.per_sec * 2.0;
+        if self.buckets.len() >= self.prune_at {
+            // A bucket idle long enough to have filled up is the same as no bucket: dropping
+            // it changes no answer, and peers come and go (so would the map, for ever).
+            let refill = std::time::Duration::from_secs_f64(burst / self.per_sec);
+            self.buckets.retain(|_, (_, last)| now.saturating_duration_since(*last) < refill);
+            self.prune_at = (self.buckets.len() * 2).max(1024);
+        }
         let (tokens, last) = self.buckets.entry(peer.to_string()).or_insert((burst, now));
         *tokens = (*tokens + now.saturating_duration_since(*last).as_secs_f64() * self.per_sec).min(burst);
         *last = now;
@@ -394,6 +403,28 @@ mod tests {
 
     fn page(url: &str) -> WireUrl {
         WireUrl::new(url, 1, UrlKind::Page)
+    }
+
+    #[test]
+    fn rate_limit_buckets_of_peers_gone_quiet_are_dropped() {
+        let mut r = RateLimit::new(10.0);
+        let t0 = Instant::now();
+        for i in 0..1024 {
+            assert!(r.allow(&format!("p{i}"), t0));
+        }
+        // Two seconds later every bucket is full again: the next new peer prunes them all.
+        let t1 = t0 + std::time::Duration::from_secs(2);
+        assert!(r.allow("new", t1));
+        assert_eq!(r.buckets.len(), 1);
+        // A busy peer keeps its (spent) bucket through a prune.
+        for _ in 0..20 {
+            r.allow("busy", t1);
+        }
+        assert!(!r.allow("busy", t1));
+        for i in 0..1100 {
+            r.allow(&format!("q{i}"), t1);
+        }
+        assert!(!r.allow("busy", t1), "still over its rate");
     }
 
     /// Three members, `a` < `b` < `c`, and their ring.
