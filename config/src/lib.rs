@@ -83,6 +83,9 @@ pub struct CrawlConfig {
     pub follow_sitemaps: bool,
     /// Links to other hosts are followed (off: stay on the hosts of this run's seeds).
     pub follow_external_links: bool,
+    /// Distinct other hosts the links of one host's pages may bring into the crawl per day
+    /// (a site of generated pages linking made-up hosts cannot fill the node with hosts).
+    pub max_hosts_per_source: usize,
     /// Resident memory the node aims to stay under, MiB, browsers included (0: no target).
     /// Over it, no new request starts until use is back under 90% (`/status` says `throttled`).
     pub memory_target_mb: u64,
@@ -107,6 +110,7 @@ impl Default for CrawlConfig {
             max_pages_per_host: 100_000,
             follow_sitemaps: true,
             follow_external_links: true,
+            max_hosts_per_source: 1000,
             memory_target_mb: 0,
             stall_secs: 300,
             hub_revisit_secs: 3600,

@@ -167,6 +167,7 @@ impl Config {
         let cr = &self.crawl;
         c.range("crawl.concurrency", cr.concurrency, 1, 4096);
         c.range("crawl.max_depth", cr.max_depth, 0, 1000);
+        c.range("crawl.max_hosts_per_source", cr.max_hosts_per_source, 1, 1_000_000);
         c.range("crawl.max_pages_per_host", cr.max_pages_per_host, 1, 1_000_000_000);
         let f = &self.fetch;
         let token_ok = !f.user_agent.is_empty()

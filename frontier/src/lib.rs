@@ -14,6 +14,7 @@
 //! - [`patterns`]: URL templates per host and URL-scheme changes (by counts and by redirects).
 //! - [`health`]: hosts refusing the crawler (401/403/451, bot checks): blocked, paused, probed.
 //! - [`discovery`]: archive links and `/sitemap.xml`, offered when a host's queue runs dry.
+//! - [`fanout`]: how many other hosts one host's links may bring into the crawl.
 //! - [`revisits`]: the freshness loop's schedule (hubs revisited, conditional requests).
 //!
 //! Everything here is synchronous and does no network I/O: the node fetches, this crate
@@ -21,6 +22,7 @@
 
 pub mod address;
 pub mod discovery;
+pub mod fanout;
 pub mod frontier;
 pub mod health;
 pub mod host;

@@ -107,6 +107,8 @@ pub struct CrawlSettings {
     pub concurrency: usize,
     pub follow_sitemaps: bool,
     pub follow_external_links: bool,
+    /// `crawl.max_hosts_per_source` (see [`weft_frontier::fanout`]).
+    pub max_hosts_per_source: usize,
     pub max_redirects: u32,
     /// How long in-flight requests may take to finish at shutdown before they are abandoned
     /// (abandoned leases stay queued and are fetched after a restart).
@@ -121,6 +123,7 @@ impl CrawlSettings {
             concurrency: c.crawl.concurrency,
             follow_sitemaps: c.crawl.follow_sitemaps,
             follow_external_links: c.crawl.follow_external_links,
+            max_hosts_per_source: c.crawl.max_hosts_per_source,
             max_redirects: c.fetch.max_redirects,
             // Long enough for the pages in flight to be indexed on a busy box (a lease completes
             // once its page is indexed); a lease abandoned at a stop is fetched again — by this
@@ -209,6 +212,8 @@ struct Inner {
     settings: CrawlSettings,
     wake: Notify,
     seed_hosts: Mutex<HashSet<HostKey>>,
+    /// The other hosts each host's links brought in (bounded per source host).
+    fanout: Mutex<weft_frontier::fanout::Fanout>,
     /// A [`CrawlState`].
     state: AtomicU8,
     route: Option<Arc<dyn Route>>,
@@ -230,6 +235,7 @@ impl Crawler {
     pub fn new(parts: Parts) -> Crawler {
         let Parts { frontier, outcomes, adapt, robots, fetcher, pipeline, metrics, settings, storage, route, renders } =
             parts;
+        let max_hosts_per_source = settings.max_hosts_per_source;
         Crawler {
             inner: Arc::new(Inner {
                 outcomes,
@@ -244,6 +250,7 @@ impl Crawler {
                 settings,
                 wake: Notify::new(),
                 seed_hosts: Mutex::new(HashSet::new()),
+                fanout: Mutex::new(weft_frontier::fanout::Fanout::new(max_hosts_per_source)),
                 state: AtomicU8::new(CrawlState::Crawling as u8),
                 route,
                 renders,
@@ -1102,10 +1109,20 @@ impl Inner {
         let next = processed.extracted.as_ref().and_then(|e| e.classification.hints.next_page.clone());
         let from_hub = processed.extracted.as_ref().is_some_and(|e| e.classification.page_type == PageType::Hub);
         let candidates = outcome::page_candidates(processed.links, next, depth, from_hub, |u| self.may_follow(u));
-        let (candidates, dropped) = outcome::cap_hosts(candidates, &HostKey::of(&page_url));
+        let source = HostKey::of(&page_url);
+        let (candidates, dropped) = outcome::cap_hosts(candidates, &source);
         if dropped > 0 {
             let why = format!("{dropped} links to hosts past the first {}", outcome::MAX_HOSTS_PER_PAGE);
             self.metrics.error("hosts_per_page_capped", page_url.as_str(), &why);
+        }
+        let (candidates, dropped) =
+            outcome::cap_source(candidates, &source, &mut self.fanout.lock(), std::time::Instant::now());
+        if dropped > 0 {
+            let why = format!(
+                "{dropped} links to hosts past the {} this host's pages brought in today",
+                self.settings.max_hosts_per_source
+            );
+            self.metrics.error("hosts_per_source_capped", page_url.as_str(), &why);
         }
         learned.queued = self.push_all(candidates);
         learned

@@ -235,6 +235,21 @@ pub fn cap_hosts(candidates: Vec<Candidate>, page_host: &HostKey) -> (Vec<Candid
     (kept, dropped)
 }
 
+/// Keeps the candidates the links of a page on `source` may bring in (see
+/// [`weft_frontier::fanout`]); returns them and how many were dropped.
+pub fn cap_source(
+    candidates: Vec<Candidate>,
+    source: &HostKey,
+    fanout: &mut weft_frontier::fanout::Fanout,
+    now: std::time::Instant,
+) -> (Vec<Candidate>, usize) {
+    let before = candidates.len();
+    let kept: Vec<Candidate> =
+        candidates.into_iter().filter(|c| fanout.admit(source.as_str(), HostKey::of(&c.url).as_str(), now)).collect();
+    let dropped = before - kept.len();
+    (kept, dropped)
+}
+
 /// The candidates a parsed sitemap at `depth` lists: an index lists more sitemaps (same
 /// depth), a urlset lists pages (one hop further).
 pub fn sitemap_candidates(

@@ -1,0 +1,112 @@
+//! How many other hosts one host's pages may bring into the crawl.
+//!
+//! Every new host costs the node memory (its queue, robots record and politeness state) and a
+//! robots.txt request, and a host discovered is a host crawled. A page is already held to a
+//! hundred other hosts by the crawler (`MAX_HOSTS_PER_PAGE` in the node); without a bound per *source*, a
+//! site of a thousand generated pages, each linking a hundred made-up hosts, would still bring
+//! in a hundred thousand — the adversarial review's 100,017 hosts and 1.9 GB, spread over
+//! pages. Real sites link a few hundred distinct hosts at most: a source host may bring
+//! [`MAX_HOSTS_PER_SOURCE`] per [`WINDOW`]; links to hosts it already brought (or to its own)
+//! always pass.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+/// Distinct other hosts one source host's links may bring in per [`WINDOW`], by default
+/// (`crawl.max_hosts_per_source`).
+pub const MAX_HOSTS_PER_SOURCE: usize = 1000;
+/// How long a source host's count lasts before it starts again.
+pub const WINDOW: Duration = Duration::from_secs(24 * 3600);
+/// Source hosts tracked at once; past it the one counted longest ago is forgotten. Bounds
+/// the memory: at most ~8 KiB of hashes per source that reached the cap.
+pub const MAX_SOURCES: usize = 4096;
+
+/// The hosts each source host has brought in this window (as hashes).
+#[derive(Debug)]
+pub struct Fanout {
+    max: usize,
+    sources: HashMap<String, Source>,
+}
+
+impl Default for Fanout {
+    fn default() -> Self {
+        Fanout::new(MAX_HOSTS_PER_SOURCE)
+    }
+}
+
+#[derive(Debug)]
+struct Source {
+    since: Instant,
+    targets: HashSet<u64>,
+}
+
+fn hash(host: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    host.hash(&mut h);
+    h.finish()
+}
+
+impl Fanout {
+    /// A source host may bring `max` other hosts per [`WINDOW`].
+    pub fn new(max: usize) -> Fanout {
+        Fanout { max, sources: HashMap::new() }
+    }
+
+    /// Whether a link on `source` (a host key) to `target` (another host key) may be followed
+    /// at `now`: yes for a target this source already brought in this window, or while it has
+    /// brought fewer than its maximum.
+    pub fn admit(&mut self, source: &str, target: &str, now: Instant) -> bool {
+        if source == target {
+            return true;
+        }
+        if !self.sources.contains_key(source) && self.sources.len() >= MAX_SOURCES {
+            let oldest = self.sources.iter().min_by_key(|(_, s)| s.since).map(|(k, _)| k.clone());
+            if let Some(oldest) = oldest {
+                self.sources.remove(&oldest);
+            }
+        }
+        let s =
+            self.sources.entry(source.to_string()).or_insert_with(|| Source { since: now, targets: HashSet::new() });
+        if now.saturating_duration_since(s.since) >= WINDOW {
+            *s = Source { since: now, targets: HashSet::new() };
+        }
+        let t = hash(target);
+        s.targets.contains(&t) || (s.targets.len() < self.max && s.targets.insert(t))
+    }
+
+    /// Source hosts tracked now.
+    pub fn sources(&self) -> usize {
+        self.sources.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_brings_a_bounded_number_of_hosts_per_window() {
+        let mut f = Fanout::default();
+        let t0 = Instant::now();
+        let brought = (0..5000).filter(|i| f.admit("spam.test", &format!("h{i}.test"), t0)).count();
+        assert_eq!(brought, MAX_HOSTS_PER_SOURCE);
+        // Hosts it already brought, and its own, still pass; another source is not affected.
+        assert!(f.admit("spam.test", "h7.test", t0));
+        assert!(f.admit("spam.test", "spam.test", t0));
+        assert!(f.admit("news.test", "h4000.test", t0));
+        // A new window starts the count again.
+        let later = t0 + WINDOW;
+        assert!(f.admit("spam.test", "h4000.test", later));
+    }
+
+    #[test]
+    fn the_sources_tracked_are_bounded_and_the_oldest_is_forgotten() {
+        let mut f = Fanout::default();
+        let t0 = Instant::now();
+        for i in 0..MAX_SOURCES + 10 {
+            assert!(f.admit(&format!("s{i}.test"), "x.test", t0 + Duration::from_millis(i as u64)));
+        }
+        assert_eq!(f.sources(), MAX_SOURCES);
+    }
+}
