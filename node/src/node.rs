@@ -61,6 +61,8 @@ impl Node {
         let db = open_db(&db_path, DB_CACHE_BYTES).map_err(|e| {
             let why = if weft_frontier::is_lock_held(&e) {
                 "another weft node is running on this data dir (its lock is held)"
+            } else if matches!(e, sled::Error::Corruption { .. }) {
+                "the database is corrupted (restore it from a backup, or move it away to start afresh)"
             } else {
                 "the database files could not be read (`weft doctor` checks them)"
             };
