@@ -174,7 +174,7 @@ async fn half_sent_batches_hold_a_bounded_amount_of_memory_and_ban_their_sender(
             .collect()
     };
     let mut sent = false;
-    while started.elapsed() < Duration::from_secs(25) {
+    while started.elapsed() < Duration::from_secs(45) {
         if !sent && started.elapsed() > Duration::from_secs(3) {
             m.send_urls(urls.clone());
             sent = true;
