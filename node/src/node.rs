@@ -68,6 +68,16 @@ impl Node {
             };
             anyhow::Error::new(e).context(format!("cannot open {}: {why}", db_path.display()))
         })?;
+        // Writes sled dropped while opening damaged files (it takes them for a crash's torn
+        // tail, silently): see `weft_frontier::generation`.
+        match weft_frontier::generation::check(&db, &db_path) {
+            Ok(Ok(_)) => {}
+            Ok(Err(lost)) => anyhow::bail!("cannot open {}: {lost}", db_path.display()),
+            Err(e) => {
+                let why = "the database files could not be read (`weft doctor` checks them)";
+                return Err(anyhow::Error::new(e).context(format!("cannot open {}: {why}", db_path.display())));
+            }
+        }
         let frontier = Frontier::open(&db, &config.data_dir.join("frontier"), frontier_settings(&config))
             .context("cannot load the frontier")?;
         let robots = RobotsCache::open(
@@ -438,6 +448,9 @@ async fn spawn_api(
 
 /// The node's timers: disk quota, storage health, memory, the dashboard's samples, and the
 /// seen-set and vector snapshots.
+/// How often the database's generation is recorded (see `weft_frontier::generation`).
+const GENERATION_EVERY: Duration = Duration::from_secs(10);
+
 fn spawn_timers(
     config: &Config,
     crawler: &Crawler,
@@ -446,6 +459,27 @@ fn spawn_timers(
     db: sled::Db,
     tasks: &mut JoinSet<()>,
 ) {
+    // The database's generation, written and flushed, then recorded beside it: a later open
+    // that finds the database behind the record knows sled dropped writes.
+    let (storage, generation_db, db_dir) = (crawler.storage().clone(), db.clone(), config.data_dir.join("db"));
+    tasks.spawn(async move {
+        let mut tick = tokio::time::interval(GENERATION_EVERY);
+        loop {
+            tick.tick().await;
+            let (db, dir, guard) = (generation_db.clone(), db_dir.clone(), storage.clone());
+            // The data dir checked first: a dir gone or full is named as such, not as a failed
+            // flush of the generation.
+            let record = move || {
+                guard.check()?;
+                weft_frontier::generation::advance(&db, &dir).map_err(|e| e.to_string())
+            };
+            let advanced = storage.bounded("recording the database generation", record).await;
+            if advanced.is_err() {
+                // A storage fault: reported by the guard, which stops the node.
+                return;
+            }
+        }
+    });
     if let (Some(index), quota) = (index, config.index.disk_quota_mb) {
         if quota > 0 {
             tasks.spawn(crate::quota::enforce(

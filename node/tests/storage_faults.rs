@@ -282,3 +282,29 @@ async fn a_corrupted_database_is_named_as_such() {
     assert!(err.contains("the database is corrupted") && err.contains(&db.display().to_string()), "{err}");
     assert!(!err.contains("another weft node"), "{err}");
 }
+
+/// A database behind its generation record (sled dropped writes it had flushed, taking damaged
+/// files for a crash's torn tail — see `weft_frontier::generation`, whose tests make that
+/// happen with flipped bytes): the node refuses to start on it and says why. Here the record
+/// is set ahead by hand, to test the node's side of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_lost_flushed_writes_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = weft_config::Config { data_dir: dir.path().join("data"), ..Default::default() };
+    c.index.enabled = false; // no page is indexed: the test only opens the data dir
+    c.layouts.enabled = false; // no page is rendered: the test only opens the data dir
+    c.p2p.enabled = false; // no peer is involved: the test only opens the data dir
+    drop(weft_node::Node::open(c.clone()).unwrap());
+    let db = c.data_dir.join("db");
+    {
+        let d = weft_frontier::open_db(&db, 8 << 20).unwrap();
+        weft_frontier::generation::advance(&d, &db).unwrap();
+        weft_frontier::generation::advance(&d, &db).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    drop(weft_node::Node::open(c.clone()).expect("a database level with its record opens"));
+    std::thread::sleep(Duration::from_millis(200));
+    std::fs::write(db.join(weft_frontier::generation::FILE), "9").unwrap();
+    let err = format!("{:#}", weft_node::Node::open(c).err().expect("a database that lost writes"));
+    assert!(err.contains("dropped writes") && err.contains("generation 2"), "{err}");
+}
