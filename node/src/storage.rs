@@ -153,7 +153,11 @@ impl Storage {
             }
             _ => {}
         }
-        let probe = dir.join(".weft-probe");
+        // Checks may run at once (the watch, the database's generation): each its own probe,
+        // or one would remove the other's file under it.
+        static PROBES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let probe = dir.join(format!(".weft-probe-{n}"));
         let write = || -> std::io::Result<()> {
             use std::io::Write;
             let mut f = std::fs::File::create(&probe)?;
@@ -212,6 +216,25 @@ mod tests {
             .await
             .unwrap_err();
         assert!(hung.error.contains("no answer within"), "{hung}");
+    }
+
+    /// The watch and the generation task check the data dir at once: neither may fail the
+    /// other (they shared one probe file, and one removed it under the other: a healthy node
+    /// stopped with "cannot write .weft-probe: No such file or directory").
+    #[test]
+    fn checks_at_the_same_time_do_not_fail_each_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::new(dir.path(), Duration::from_secs(1));
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..100 {
+                        s.check().unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no probe left behind");
     }
 
     #[test]
