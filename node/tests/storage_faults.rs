@@ -209,17 +209,22 @@ fn a_read_only_data_dir_under_a_running_node() {
     restart_resumes(&server, &config);
 }
 
+/// A node's configuration for tests that only open its data dir: nothing is crawled, so the
+/// model, the browser and the network stay out.
+fn open_only(dir: &Path) -> weft_config::Config {
+    let mut c = weft_config::Config { data_dir: dir.join("data"), ..Default::default() };
+    c.index.enabled = false; // no page is indexed: the test only opens the data dir
+    c.layouts.enabled = false; // no page is rendered: the test only opens the data dir
+    c.p2p.enabled = false; // no peer is involved: the test only opens the data dir
+    c
+}
+
 /// The open error names another node only when another node holds the lock: a damaged
 /// database said "is another weft node running?" and sent the operator looking for one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_lock_is_named_as_another_node_and_unreadable_files_are_not() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = weft_config::Config { data_dir: dir.path().join("data"), ..Default::default() };
-    // About opening the data dir: nothing is crawled, so the model, the browser and the
-    // network stay out.
-    c.index.enabled = false; // no page is indexed: the test only opens the data dir
-    c.layouts.enabled = false; // no page is rendered: the test only opens the data dir
-    c.p2p.enabled = false; // no peer is involved: the test only opens the data dir
+    let mut c = open_only(dir.path());
     let first = weft_node::Node::open(c.clone()).unwrap();
     let err = format!("{:#}", weft_node::Node::open(c.clone()).err().expect("the lock is held"));
     assert!(err.contains("another weft node is running on this data dir"), "{err}");
@@ -239,10 +244,7 @@ async fn a_held_lock_is_named_as_another_node_and_unreadable_files_are_not() {
 async fn a_corrupted_database_is_named_as_such() {
     use std::io::{Read, Seek, SeekFrom, Write};
     let dir = tempfile::tempdir().unwrap();
-    let mut c = weft_config::Config { data_dir: dir.path().join("data"), ..Default::default() };
-    c.index.enabled = false; // no page is indexed: the test only opens the data dir
-    c.layouts.enabled = false; // no page is rendered: the test only opens the data dir
-    c.p2p.enabled = false; // no peer is involved: the test only opens the data dir
+    let c = open_only(dir.path());
     drop(weft_node::Node::open(c.clone()).unwrap());
     let db = c.data_dir.join("db");
     {
@@ -290,10 +292,7 @@ async fn a_corrupted_database_is_named_as_such() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_that_lost_flushed_writes_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = weft_config::Config { data_dir: dir.path().join("data"), ..Default::default() };
-    c.index.enabled = false; // no page is indexed: the test only opens the data dir
-    c.layouts.enabled = false; // no page is rendered: the test only opens the data dir
-    c.p2p.enabled = false; // no peer is involved: the test only opens the data dir
+    let c = open_only(dir.path());
     drop(weft_node::Node::open(c.clone()).unwrap());
     let db = c.data_dir.join("db");
     {
