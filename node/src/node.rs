@@ -58,7 +58,7 @@ impl Node {
             .with_context(|| format!("cannot create data dir {}", config.data_dir.display()))?;
         let db_path = config.data_dir.join("db");
         // Only a held lock means another node: damaged files or an I/O error say so instead.
-        let db = open_db(&db_path, DB_CACHE_BYTES).map_err(|e| {
+        let db_error = |e: sled::Error| {
             let why = if weft_frontier::is_lock_held(&e) {
                 "another weft node is running on this data dir (its lock is held)"
             } else if matches!(e, sled::Error::Corruption { .. }) {
@@ -67,16 +67,12 @@ impl Node {
                 "the database files could not be read (`weft doctor` checks them)"
             };
             anyhow::Error::new(e).context(format!("cannot open {}: {why}", db_path.display()))
-        })?;
+        };
+        let db = open_db(&db_path, DB_CACHE_BYTES).map_err(db_error)?;
         // Writes sled dropped while opening damaged files (it takes them for a crash's torn
         // tail, silently): see `weft_frontier::generation`.
-        match weft_frontier::generation::check(&db, &db_path) {
-            Ok(Ok(_)) => {}
-            Ok(Err(lost)) => anyhow::bail!("cannot open {}: {lost}", db_path.display()),
-            Err(e) => {
-                let why = "the database files could not be read (`weft doctor` checks them)";
-                return Err(anyhow::Error::new(e).context(format!("cannot open {}: {why}", db_path.display())));
-            }
+        if let Err(lost) = weft_frontier::generation::check(&db, &db_path).map_err(db_error)? {
+            anyhow::bail!("cannot open {}: {lost}", db_path.display());
         }
         let frontier = Frontier::open(&db, &config.data_dir.join("frontier"), frontier_settings(&config))
             .context("cannot load the frontier")?;
