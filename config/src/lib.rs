@@ -83,8 +83,9 @@ pub struct CrawlConfig {
     pub follow_sitemaps: bool,
     /// Links to other hosts are followed (off: stay on the hosts of this run's seeds).
     pub follow_external_links: bool,
-    /// Distinct other hosts the links of one host's pages may bring into the crawl per day
-    /// (a site of generated pages linking made-up hosts cannot fill the node with hosts).
+    /// Distinct other hosts the links of one site's pages (a registrable domain: all its
+    /// subdomains together) may bring into the crawl per day (a site of generated pages
+    /// linking made-up hosts cannot fill the node with hosts).
     pub max_hosts_per_source: usize,
     /// Resident memory the node aims to stay under, MiB, browsers included (0: no target).
     /// Over it, no new request starts until use is back under 90% (`/status` says `throttled`).

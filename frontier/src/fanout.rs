@@ -5,23 +5,29 @@
 //! hundred other hosts by the crawler (`MAX_HOSTS_PER_PAGE` in the node); without a bound per *source*, a
 //! site of a thousand generated pages, each linking a hundred made-up hosts, would still bring
 //! in a hundred thousand — the adversarial review's 100,017 hosts and 1.9 GB, spread over
-//! pages. Real sites link a few hundred distinct hosts at most: a source host may bring
-//! [`MAX_HOSTS_PER_SOURCE`] per [`WINDOW`]; links to hosts it already brought (or to its own)
-//! always pass.
+//! pages. Real sites link a few hundred distinct hosts at most: a source may bring
+//! [`MAX_HOSTS_PER_SOURCE`] per [`WINDOW`]; links to hosts it already brought (or to the
+//! page's own host) always pass.
+//!
+//! A source is a *site* ([`HostKey::site`](crate::host::HostKey::site), the registrable
+//! domain), not a host: subdomains cost nothing to make, so a source counted per host would
+//! let one domain spread its pages over a thousand subdomains and bring a thousand hosts from
+//! each. Its own other subdomains count toward its cap like any other host.
 
+use crate::host::HostKey;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-/// Distinct other hosts one source host's links may bring in per [`WINDOW`], by default
+/// Distinct other hosts one source site's links may bring in per [`WINDOW`], by default
 /// (`crawl.max_hosts_per_source`).
 pub const MAX_HOSTS_PER_SOURCE: usize = 1000;
 /// How long a source host's count lasts before it starts again.
 pub const WINDOW: Duration = Duration::from_secs(24 * 3600);
-/// Source hosts tracked at once; past it the one counted longest ago is forgotten. Bounds
+/// Source sites tracked at once; past it the one counted longest ago is forgotten. Bounds
 /// the memory: at most ~8 KiB of hashes per source that reached the cap.
 pub const MAX_SOURCES: usize = 4096;
 
-/// The hosts each source host has brought in this window (as hashes).
+/// The hosts each source site has brought in this window (as hashes).
 #[derive(Debug)]
 pub struct Fanout {
     max: usize,
@@ -48,18 +54,19 @@ fn hash(host: &str) -> u64 {
 }
 
 impl Fanout {
-    /// A source host may bring `max` other hosts per [`WINDOW`].
+    /// A source site may bring `max` other hosts per [`WINDOW`].
     pub fn new(max: usize) -> Fanout {
         Fanout { max, sources: HashMap::new() }
     }
 
-    /// Whether a link on `source` (a host key) to `target` (another host key) may be followed
-    /// at `now`: yes for a target this source already brought in this window, or while it has
-    /// brought fewer than its maximum.
-    pub fn admit(&mut self, source: &str, target: &str, now: Instant) -> bool {
-        if source == target {
+    /// Whether a link on a page of host `page` to host `target` may be followed at `now`: yes
+    /// to the page's own host, to a host the page's site already brought in this window, or
+    /// while that site has brought fewer than its maximum.
+    pub fn admit(&mut self, page: &HostKey, target: &HostKey, now: Instant) -> bool {
+        if page == target {
             return true;
         }
+        let (source, target) = (page.site(), target.as_str());
         if !self.sources.contains_key(source) && self.sources.len() >= MAX_SOURCES {
             let oldest = self.sources.iter().min_by_key(|(_, s)| s.since).map(|(k, _)| k.clone());
             if let Some(oldest) = oldest {
@@ -75,7 +82,7 @@ impl Fanout {
         s.targets.contains(&t) || (s.targets.len() < self.max && s.targets.insert(t))
     }
 
-    /// Source hosts tracked now.
+    /// Source sites tracked now.
     pub fn sources(&self) -> usize {
         self.sources.len()
     }
@@ -85,19 +92,42 @@ impl Fanout {
 mod tests {
     use super::*;
 
+    fn k(host: &str) -> HostKey {
+        HostKey::from_stored(host)
+    }
+
     #[test]
     fn a_source_brings_a_bounded_number_of_hosts_per_window() {
         let mut f = Fanout::default();
         let t0 = Instant::now();
-        let brought = (0..5000).filter(|i| f.admit("spam.test", &format!("h{i}.test"), t0)).count();
+        let brought = (0..5000).filter(|i| f.admit(&k("spam.test"), &k(&format!("h{i}.test")), t0)).count();
         assert_eq!(brought, MAX_HOSTS_PER_SOURCE);
         // Hosts it already brought, and its own, still pass; another source is not affected.
-        assert!(f.admit("spam.test", "h7.test", t0));
-        assert!(f.admit("spam.test", "spam.test", t0));
-        assert!(f.admit("news.test", "h4000.test", t0));
+        assert!(f.admit(&k("spam.test"), &k("h7.test"), t0));
+        assert!(f.admit(&k("spam.test"), &k("spam.test"), t0));
+        assert!(f.admit(&k("news.test"), &k("h4000.test"), t0));
         // A new window starts the count again.
         let later = t0 + WINDOW;
-        assert!(f.admit("spam.test", "h4000.test", later));
+        assert!(f.admit(&k("spam.test"), &k("h4000.test"), later));
+    }
+
+    #[test]
+    fn a_site_spread_over_subdomains_is_one_source() {
+        let mut f = Fanout::default();
+        let t0 = Instant::now();
+        // A thousand subdomains of one domain, each linking ten made-up hosts: one cap in all.
+        let brought = (0..1000)
+            .flat_map(|s| (0..10).map(move |i| (format!("s{s}.spam.example.co.uk:8080"), format!("h{s}-{i}.test"))))
+            .filter(|(page, target)| f.admit(&k(page), &k(target), t0))
+            .count();
+        assert_eq!(brought, MAX_HOSTS_PER_SOURCE);
+        assert_eq!(f.sources(), 1);
+        // Its own subdomains are hosts like any other; the page's own host always passes.
+        assert!(!f.admit(&k("www.spam.example.co.uk"), &k("new.spam.example.co.uk"), t0));
+        assert!(f.admit(&k("www.spam.example.co.uk"), &k("www.spam.example.co.uk"), t0));
+        // Blogs under a public suffix are sites of their own.
+        assert!(f.admit(&k("alice.github.io"), &k("h1.test"), t0));
+        assert_eq!(f.sources(), 2);
     }
 
     #[test]
@@ -105,7 +135,7 @@ mod tests {
         let mut f = Fanout::default();
         let t0 = Instant::now();
         for i in 0..MAX_SOURCES + 10 {
-            assert!(f.admit(&format!("s{i}.test"), "x.test", t0 + Duration::from_millis(i as u64)));
+            assert!(f.admit(&k(&format!("s{i}.test")), &k("x.test"), t0 + Duration::from_millis(i as u64)));
         }
         assert_eq!(f.sources(), MAX_SOURCES);
     }

@@ -50,6 +50,18 @@ impl HostKey {
             _ => s,
         }
     }
+
+    /// The site the host belongs to: its registrable domain by the Public Suffix List
+    /// (`news.example.co.uk` → `example.co.uk`; each `*.github.io` blog is its own site), or
+    /// the name itself for an IP address, a public suffix or a name the list cannot place.
+    /// One owner's hosts share a site, so caps meant for one source count them together.
+    pub fn site(&self) -> &str {
+        let name = self.name();
+        if name.starts_with('[') || name.parse::<std::net::Ipv4Addr>().is_ok() {
+            return name;
+        }
+        psl::domain_str(name).unwrap_or(name)
+    }
 }
 
 impl fmt::Display for HostKey {
@@ -100,6 +112,25 @@ mod tests {
         assert_eq!(key("http://[::1]:8080/").as_str(), "[::1]:8080");
         assert_eq!(key("http://[::1]:8080/").name(), "[::1]");
         assert_eq!(key("http://127.0.0.1:9/").name(), "127.0.0.1");
+    }
+
+    #[test]
+    fn a_host_belongs_to_its_registrable_domain() {
+        for (url, site) in [
+            ("http://news.example.co.uk/", "example.co.uk"),
+            ("http://example.co.uk:8080/", "example.co.uk"),
+            ("http://a.b.c.example.com/", "example.com"),
+            ("https://alice.github.io/", "alice.github.io"),
+            ("http://s3.spam.test:9/", "spam.test"),
+            ("http://spam.test/", "spam.test"),
+            ("http://co.uk/", "co.uk"),
+            ("http://localhost:7700/", "localhost"),
+            ("http://127.0.0.1:9/", "127.0.0.1"),
+            ("http://10.1.2.3/", "10.1.2.3"),
+            ("http://[::1]:8080/", "[::1]"),
+        ] {
+            assert_eq!(key(url).site(), site, "{url}");
+        }
     }
 
     #[test]

@@ -245,7 +245,7 @@ pub fn cap_source(
 ) -> (Vec<Candidate>, usize) {
     let before = candidates.len();
     let kept: Vec<Candidate> =
-        candidates.into_iter().filter(|c| fanout.admit(source.as_str(), HostKey::of(&c.url).as_str(), now)).collect();
+        candidates.into_iter().filter(|c| fanout.admit(source, &HostKey::of(&c.url), now)).collect();
     let dropped = before - kept.len();
     (kept, dropped)
 }
