@@ -38,6 +38,7 @@ mod second_opinion;
 mod status;
 pub mod storage;
 pub mod templates_cli;
+mod tenure;
 pub mod token;
 pub mod urls;
 

@@ -704,10 +704,18 @@ fn print_status(status: &Status) {
         };
         println!("network        {joining}; peer id {}", n.peer_id);
         println!(
-            "  peers        {} connected, {} members; this node owns {:.1}% of the ring",
+            "  peers        {} connected, {} members; this node owns {:.1}% of the ring{}",
             n.connected_peers,
             n.members.len(),
-            n.ring_share * 100.0
+            n.ring_share * 100.0,
+            if n.admitted < 1.0 {
+                format!(
+                    " (admitted to {:.0}% of its points: a newcomer's share grows over 90 minutes)",
+                    n.admitted * 100.0
+                )
+            } else {
+                String::new()
+            }
         );
         for addr in &n.listen_addrs {
             println!("  listening    {addr}");

@@ -322,6 +322,8 @@ fn start_network(config: &Config, db: &sled::Db) -> anyhow::Result<(weft_p2p::St
     );
     let key = weft_p2p::identity::load_or_create(&config.data_dir)?;
     let mut settings = weft_p2p::NetworkConfig::from_config(&config.p2p)?;
+    let patience = settings.heartbeat * settings.missed_heartbeats;
+    settings.joined = crate::tenure::resume(db, patience, weft_p2p::membership::unix_now())?;
     settings.allow_private = config.fetch.allow_private_networks;
     settings.search = config.search.clone();
     let journal = Journal::open(db)?;
@@ -467,6 +469,8 @@ fn spawn_timers(
             // flush of the generation.
             let record = move || {
                 guard.check()?;
+                // With it, that the node is still a member (kept across a short restart).
+                crate::tenure::alive(&db, weft_p2p::membership::unix_now()).map_err(|e| e.to_string())?;
                 weft_frontier::generation::advance(&db, &dir).map_err(|e| e.to_string())
             };
             let advanced = storage.bounded("recording the database generation", record).await;

@@ -153,7 +153,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
         encode_gauges(&mut enc, &gauges)?;
         if let Some(n) = network {
             let r = &n.reachability;
-            let gauges: [(&str, &str, u64); 8] = [
+            let gauges: [(&str, &str, u64); 9] = [
                 ("weft_p2p_connected_peers", "Peers with an open connection", n.connected_peers as u64),
                 ("weft_p2p_direct_peers", "Peers connected directly", r.direct_peers as u64),
                 ("weft_p2p_relayed_peers", "Peers connected only through a relay", r.relayed_peers as u64),
@@ -173,6 +173,11 @@ impl prometheus_client::collector::Collector for StatusCollector {
                     "weft_p2p_ring_share_permille",
                     "This node's share of the hash ring, per mille",
                     (n.ring_share * 1000.0) as u64,
+                ),
+                (
+                    "weft_p2p_admitted_permille",
+                    "The part of its full ring points this node holds (a newcomer grows to 1000), per mille",
+                    (n.admitted * 1000.0).round() as u64,
                 ),
             ];
             encode_gauges(&mut enc, &gauges)?;

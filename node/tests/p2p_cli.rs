@@ -52,6 +52,10 @@ fn a_second_node_joins_the_first_with_bootstrap() {
     assert_eq!(sb["network"]["joining"]["state"], "joined");
     let share = sa["network"]["ring_share"].as_f64().unwrap() + sb["network"]["ring_share"].as_f64().unwrap();
     assert!((share - 1.0).abs() < 1e-6, "{share}");
+    // Started together: neither is a newcomer to an older network, both hold all their points.
+    for s in [&sa, &sb] {
+        assert_eq!(s["network"]["admitted"].as_f64(), Some(1.0), "{s}");
+    }
     let human = Command::new(WEFT).args(["status", "--api", &b_api]).output().unwrap();
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(text.contains("network        joined") && text.contains("2 members"), "{text}");

@@ -11,6 +11,18 @@
 //! [`PRESENCE_FOR`]. Candidates are capped in all and per peer that relayed them, a candidate
 //! that cannot be reached is ignored for a while, and at most [`MAX_MEMBERS_PER_PREFIX`]
 //! members may come from one public address block.
+//!
+//! A member is also *admitted gradually*: a newcomer holds a quarter of its ring points at
+//! first and its full share after [`ADMISSION_STAGES`] steps of [`ADMISSION_STEP`], so that a
+//! crowd of real nodes arriving together (rented for an hour to swallow URLs) takes a small
+//! part of the ring while it lasts. Every node must compute the same ring, so a member's age
+//! cannot come from when each node happened to hear of it: it comes from the member's own
+//! claim, [`Heartbeat::joined`], which every node reads alike. A claim can be forged to look
+//! old, so a node that *saw* a member arrive holds it to that: the claim counts back at most
+//! [`CLAIM_TOLERANCE`] before this node first met it. Only nodes that started after a forger
+//! arrived believe it, and only until it is as old as it said. Points are relative to the
+//! oldest member's stage, so a network whose members all started together (a fresh network,
+//! a test) has the plain ring from the first second.
 
 use crate::ring::Ring;
 use libp2p::multiaddr::Protocol;
@@ -45,6 +57,26 @@ const MAX_UNREACHED: usize = 4096;
 pub const MAX_MEMBERS_PER_PREFIX: usize = 8;
 /// A candidate is dialled again after this long without an answer.
 const REDIAL_AFTER: Duration = Duration::from_secs(5);
+/// A member's points grow by a step after each of these since it joined ...
+pub const ADMISSION_STEP: Duration = Duration::from_secs(30 * 60);
+/// ... in this many stages: a quarter, half, three quarters, all of its points.
+pub const ADMISSION_STAGES: u64 = 4;
+/// How far before this node first met a member its claim to have joined may go: the time a
+/// member can take to be reached by everyone (a candidate that failed is tried again after
+/// [`UNREACHED_FOR`]), and clocks that are a little off.
+pub const CLAIM_TOLERANCE: Duration = Duration::from_secs(15 * 60);
+/// Members met in this node's first minutes were there before it: their claims are taken as
+/// they are.
+pub const SETTLE: Duration = Duration::from_secs(120);
+/// When this node first met each peer is kept this long after it was last a member ...
+const FIRST_MET_FOR: Duration = Duration::from_secs(24 * 3600);
+/// ... for at most this many peers.
+const MAX_FIRST_MET: usize = 4096;
+
+/// Now, in Unix seconds (what [`Heartbeat::joined`] counts in).
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
 
 /// The gossipsub topic of membership heartbeats.
 pub const TOPIC: &str = "/weft/members/1";
@@ -69,6 +101,10 @@ pub struct Heartbeat {
     /// slot on it (see `crate::reachability`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub relay: bool,
+    /// Unix seconds since it has been a member without a break, as it says (see the module
+    /// doc: those that saw it arrive hold it to when they did). Its ring points grow with it.
+    #[serde(default)]
+    pub joined: u64,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -148,6 +184,15 @@ pub struct Members {
     /// When this table was made (the node started): the members that held its hosts while it
     /// was away hand them over in the first [`FORMER_RINGS_FOR`].
     started: Instant,
+    /// `started` in Unix seconds: claims of having joined are wall-clock times.
+    started_unix: u64,
+    /// The latest `now` this table was given (the ring's stages are computed at it).
+    latest: Instant,
+    /// Unix seconds this node first met each peer as a member (or, in its first [`SETTLE`],
+    /// the peer's claim), and when it last was one.
+    first_met: HashMap<PeerId, (u64, Instant)>,
+    /// See [`Members::settling_for`].
+    settle: Duration,
 }
 
 /// What a heartbeat or an expiry did to the member set.
@@ -155,6 +200,8 @@ pub struct Members {
 pub enum Change {
     Joined(PeerId),
     Left(PeerId),
+    /// Its ring points grew (or, rarely, shrank: it claimed a later join) with its age.
+    Grew(PeerId),
 }
 
 /// The public address block a connection came from: an IPv4 /24 or an IPv6 /48, or `None`
@@ -190,8 +237,66 @@ impl Members {
         let ring = Ring::new([me_id], vnodes);
         let apart = Ring::new([], vnodes);
         let (others, former, started) = (BTreeMap::new(), VecDeque::new(), Instant::now());
-        let (candidates, unreached) = (BTreeMap::new(), HashMap::new());
-        Members { me, me_id, others, candidates, unreached, ttl, vnodes, ring, apart, former, started }
+        let (candidates, unreached, first_met) = (BTreeMap::new(), HashMap::new(), HashMap::new());
+        let (started_unix, latest, settle) = (unix_now(), started, SETTLE);
+        Members {
+            me,
+            me_id,
+            others,
+            candidates,
+            unreached,
+            ttl,
+            vnodes,
+            ring,
+            apart,
+            former,
+            started,
+            started_unix,
+            latest,
+            first_met,
+            settle,
+        }
+    }
+
+    /// Takes the members met in the first `settle` at their word (default [`SETTLE`]).
+    pub fn settling_for(mut self, settle: Duration) -> Members {
+        self.settle = settle;
+        self
+    }
+
+    /// `now` in Unix seconds (on this table's clock: tests move it with the `Instant`s they give).
+    fn unix(&self, now: Instant) -> u64 {
+        self.started_unix + now.saturating_duration_since(self.started).as_secs()
+    }
+
+    /// When `peer`, claiming to have joined at `claim`, counts as having joined: its claim, but
+    /// no earlier than [`CLAIM_TOLERANCE`] before this node first met it.
+    fn joined_at(&self, peer: &PeerId, claim: u64) -> u64 {
+        match self.first_met.get(peer) {
+            Some((first, _)) => claim.max(first.saturating_sub(CLAIM_TOLERANCE.as_secs())),
+            None => claim,
+        }
+    }
+
+    /// The admission stage of a member that joined at `joined` (0 ..= stages − 1).
+    fn stage(&self, joined: u64, now: Instant) -> u64 {
+        (self.unix(now).saturating_sub(joined) / ADMISSION_STEP.as_secs()).min(ADMISSION_STAGES - 1)
+    }
+
+    /// Ring points of each member at `now`: a share of `vnodes` by its stage, relative to the
+    /// oldest member's.
+    fn points(&self, now: Instant) -> Vec<(PeerId, usize)> {
+        let me = (!self.me.leaving).then(|| (self.me_id, self.stage(self.me.joined, now)));
+        let others = self.others.iter().map(|(p, m)| (*p, self.stage(self.joined_at(p, m.heartbeat.joined), now)));
+        let staged: Vec<(PeerId, u64)> = me.into_iter().chain(others).collect();
+        let top = staged.iter().map(|(_, s)| *s).max().unwrap_or(0) + 1;
+        let share = |s: u64| (self.vnodes as u64 * (s + 1)).div_ceil(top) as usize;
+        staged.into_iter().map(|(p, s)| (p, share(s))).collect()
+    }
+
+    /// The points `peer` holds on the ring now (0 if it is not a member).
+    pub fn points_of(&self, peer: &PeerId) -> usize {
+        self.ring.points_of(peer)
     }
 
     pub fn me(&self) -> &Heartbeat {
@@ -266,10 +371,24 @@ impl Members {
                 return None;
             }
         }
+        self.meet(peer, heartbeat.joined, now);
         let member = Member { heartbeat, last_seen: now, present_at: now, prefix, dialled: None };
         self.others.insert(peer, member);
-        self.rebuild();
+        self.rebuild(now);
         Some(Change::Joined(peer))
+    }
+
+    /// Records when this node met `peer` (claiming `claim`) as a member, the first time.
+    fn meet(&mut self, peer: PeerId, claim: u64, now: Instant) {
+        let settled = now.saturating_duration_since(self.started) > self.settle;
+        let at = if settled { self.unix(now) } else { claim.min(self.unix(now)) };
+        if !self.first_met.contains_key(&peer) && self.first_met.len() >= MAX_FIRST_MET {
+            let forgotten = self.first_met.iter().filter(|(p, _)| !self.others.contains_key(*p));
+            if let Some(oldest) = forgotten.min_by_key(|(_, (_, last))| *last).map(|(p, _)| *p) {
+                self.first_met.remove(&oldest);
+            }
+        }
+        self.first_met.entry(peer).or_insert((at, now)).1 = now;
     }
 
     fn refuse(&mut self, peer: PeerId, now: Instant) {
@@ -324,12 +443,13 @@ impl Members {
     pub fn remove(&mut self, peer: &PeerId) -> Option<Change> {
         self.candidates.remove(peer);
         self.others.remove(peer).map(|_| {
-            self.rebuild();
+            self.rebuild(self.latest);
             Change::Left(*peer)
         })
     }
 
-    /// Drops members not heard from within the ttl, or not met within [`PRESENCE_FOR`].
+    /// Drops members not heard from within the ttl, or not met within [`PRESENCE_FOR`], and
+    /// rebuilds the ring when a member's points changed with its age.
     pub fn expire(&mut self, now: Instant) -> Vec<Change> {
         let gone: Vec<PeerId> = self
             .others
@@ -343,25 +463,38 @@ impl Members {
         for p in &gone {
             self.others.remove(p);
         }
-        if !gone.is_empty() {
-            self.rebuild();
+        let grown: Vec<PeerId> = self
+            .points(now)
+            .into_iter()
+            .filter(|(p, points)| !gone.contains(p) && self.ring.points_of(p) != *points)
+            .map(|(p, _)| p)
+            .collect();
+        if !gone.is_empty() || !grown.is_empty() {
+            self.rebuild(now);
         }
         self.candidates.retain(|_, c| now.saturating_duration_since(c.last_seen) <= self.ttl);
-        gone.into_iter().map(Change::Left).collect()
+        for (p, (_, last)) in self.first_met.iter_mut() {
+            if self.others.contains_key(p) {
+                *last = now;
+            }
+        }
+        self.first_met.retain(|_, (_, last)| now.saturating_duration_since(*last) <= FIRST_MET_FOR);
+        gone.into_iter().map(Change::Left).chain(grown.into_iter().map(Change::Grew)).collect()
     }
 
     /// This node leaves: its heartbeat says so from now on and the ring no longer holds it,
     /// so every host it owned has another owner (none if it was alone).
     pub fn leave(&mut self) {
         self.me.leaving = true;
-        self.rebuild();
+        self.rebuild(self.latest);
     }
 
-    fn rebuild(&mut self) {
-        let me = (!self.me.leaving).then_some(self.me_id);
-        let peers = me.into_iter().chain(self.others.keys().copied());
-        let old = std::mem::replace(&mut self.ring, Ring::new(peers, self.vnodes));
-        self.apart = Ring::new(self.others.keys().copied(), self.vnodes);
+    fn rebuild(&mut self, now: Instant) {
+        self.latest = self.latest.max(now);
+        let points = self.points(self.latest);
+        let apart = points.iter().filter(|(p, _)| *p != self.me_id).copied().collect::<Vec<_>>();
+        let old = std::mem::replace(&mut self.ring, Ring::weighted(points, self.vnodes));
+        self.apart = Ring::weighted(apart, self.vnodes);
         let now = Instant::now();
         while self.former.len() >= FORMER_RINGS
             || self.former.front().is_some_and(|(at, _)| now.saturating_duration_since(*at) > FORMER_RINGS_FOR)
@@ -451,6 +584,7 @@ mod tests {
             capacity: 10,
             leaving: false,
             relay: false,
+            joined: 0,
         }
     }
 
@@ -618,6 +752,92 @@ mod tests {
         let p = PeerId::random();
         assert!(m.observe(hb(&p), p, Some(&relayed), t0).is_some(), "relayed: the relay limits its slots");
         assert_eq!(m.len(), 1 + MAX_MEMBERS_PER_PREFIX + 1 + 20 + 1);
+    }
+
+    fn claiming(peer: &PeerId, joined: u64) -> Heartbeat {
+        Heartbeat { joined, ..hb(peer) }
+    }
+
+    const HOUR: u64 = 3600;
+
+    #[test]
+    fn a_newcomer_to_an_older_network_is_admitted_in_stages() {
+        let (me, b, c) = peers();
+        let u0 = unix_now();
+        let mut m = Members::new(me, claiming(&me, u0 - 3 * HOUR), Duration::from_secs(20), 150);
+        let t0 = Instant::now();
+        m.observe(claiming(&c, u0 - 5 * HOUR), c, Some(&lo()), t0);
+        assert_eq!(m.observe(claiming(&b, u0), b, Some(&lo()), t0), Some(Change::Joined(b)));
+        assert_eq!((m.points_of(&me), m.points_of(&c), m.points_of(&b)), (150, 150, 38), "a quarter at first");
+        let alive = |m: &mut Members, t: Instant| {
+            for p in [b, c] {
+                m.observe(claiming(&p, if p == b { u0 } else { u0 - 5 * HOUR }), p, Some(&lo()), t);
+            }
+        };
+        let mut grown = Vec::new();
+        let mut t = t0;
+        while t < t0 + ADMISSION_STEP * ADMISSION_STAGES as u32 {
+            t += Duration::from_secs(10);
+            alive(&mut m, t);
+            if m.expire(t) == [Change::Grew(b)] {
+                grown.push((t.duration_since(t0).as_secs() / 60, m.points_of(&b)));
+            }
+        }
+        assert_eq!(grown, [(30, 75), (60, 113), (90, 150)], "(minutes, points)");
+        let share = m.ring().share(&b);
+        assert!((share - 1.0 / 3.0).abs() < 0.1, "all of its share at the end: {share}");
+    }
+
+    #[test]
+    fn members_that_started_together_make_the_plain_ring() {
+        let (me, b, c) = peers();
+        let u0 = unix_now();
+        let mut m = Members::new(me, claiming(&me, u0), Duration::from_secs(20), 150);
+        let t0 = Instant::now();
+        m.observe(claiming(&b, u0 - 40), b, Some(&lo()), t0);
+        m.observe(claiming(&c, u0 + 3), c, Some(&lo()), t0);
+        assert_eq!(*m.ring(), Ring::new([me, b, c], 150));
+        // Still the plain ring as they all grow old together (a stage apart at most briefly).
+        let later = t0 + ADMISSION_STEP * 5;
+        m.observe(claiming(&b, u0 - 40), b, Some(&lo()), later);
+        m.observe(claiming(&c, u0 + 3), c, Some(&lo()), later);
+        m.expire(later);
+        assert_eq!(*m.ring(), Ring::new([me, b, c], 150));
+    }
+
+    #[test]
+    fn a_claim_to_be_old_counts_from_shortly_before_this_node_met_the_claimant() {
+        let (me, honest, forger) = peers();
+        let u0 = unix_now();
+        let old = u0 - 3 * HOUR;
+        let (forged, late_met) = (u0 - 240 * HOUR, u0 - 14 * 60);
+        let mut m = Members::new(me, claiming(&me, old), Duration::from_secs(20), 150).settling_for(Duration::ZERO);
+        let t = Instant::now() + Duration::from_secs(1);
+        // Arrived now, says it has been here ten days: a newcomer to this node, which saw it
+        // arrive. An honest member this node reached 14 minutes late is a newcomer too.
+        m.observe(claiming(&forger, forged), forger, Some(&lo()), t);
+        m.observe(claiming(&honest, late_met), honest, Some(&lo()), t);
+        assert_eq!((m.points_of(&forger), m.points_of(&honest)), (38, 38));
+        // 17 minutes on: the honest claim stands (31 minutes old: the second stage), and the
+        // forger counts from 15 minutes before this node met it — not ten days.
+        let later = t + Duration::from_secs(17 * 60);
+        for (p, claim) in [(forger, forged), (honest, late_met)] {
+            m.observe(claiming(&p, claim), p, Some(&lo()), later);
+        }
+        m.expire(later);
+        assert_eq!((m.points_of(&honest), m.points_of(&forger)), (75, 75));
+        // Dropped and met again (a lost connection): still held to the first meeting.
+        assert_eq!(m.remove(&forger), Some(Change::Left(forger)));
+        m.observe(claiming(&forger, forged), forger, Some(&lo()), later);
+        assert_eq!(m.points_of(&forger), 75);
+        // A node that started after the forger arrived takes it at its word: the one place a
+        // forged claim pays, until the forger is as old as it said. The honest member looks
+        // the same to it as to the node that saw it arrive.
+        let mut late = Members::new(me, claiming(&me, old), Duration::from_secs(20), 150);
+        let now = Instant::now();
+        late.observe(claiming(&forger, forged), forger, Some(&lo()), now);
+        late.observe(claiming(&honest, late_met - 17 * 60), honest, Some(&lo()), now);
+        assert_eq!((late.points_of(&forger), late.points_of(&honest)), (150, 75));
     }
 
     #[test]

@@ -85,6 +85,13 @@ pub struct NetworkConfig {
     pub relays: usize,
     pub autonat_timeout: Duration,
     pub relay: weft_config::RelayConfig,
+    /// Unix seconds since this node has been a member without a break (its heartbeat says so;
+    /// its ring points grow with it: see [`crate::membership`]). Now, unless the node kept it
+    /// across a short restart.
+    pub joined: u64,
+    /// How long after the start the members met are taken at their word about when they
+    /// joined ([`crate::membership::SETTLE`]; a test of admission shortens it).
+    pub settle: Duration,
 }
 
 impl NetworkConfig {
@@ -117,6 +124,8 @@ impl NetworkConfig {
             relays: c.relays,
             autonat_timeout: Duration::from_secs(c.autonat_timeout_secs),
             relay: c.relay.clone(),
+            joined: crate::membership::unix_now(),
+            settle: crate::membership::SETTLE,
         })
     }
 }
@@ -166,6 +175,9 @@ pub struct NetworkStatus {
     pub members: Vec<String>,
     /// This node's share of the ring's hash space (≈ of all hosts).
     pub ring_share: f64,
+    /// The part of its full ring points this node holds: a newcomer to an older network
+    /// starts at a quarter and grows to all of them (see [`crate::membership`]).
+    pub admitted: f64,
     pub joining: Joining,
     /// Heartbeats rejected (too large, undecodable, signed by another peer).
     pub rejected_heartbeats: u64,
@@ -425,10 +437,11 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         capacity: config.capacity,
         leaving: false,
         relay: false,
+        joined: config.joined,
     };
     let reach = Reachability::new(config.private_addrs, upnp, std::time::Instant::now());
     let ttl = config.heartbeat * config.missed_heartbeats;
-    let members = Members::new(peer_id, me, ttl, config.vnodes);
+    let members = Members::new(peer_id, me, ttl, config.vnodes).settling_for(config.settle);
     let (status_tx, status) = watch::channel(NetworkStatus { peer_id: peer_id.to_string(), ..Default::default() });
     let (ring_tx, ring) = watch::channel(Arc::new(members.ring().clone()));
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -1201,6 +1214,9 @@ impl EventLoop {
                 self.querying.member_joined();
             }
             Change::Left(peer) => tracing::info!(%peer, members = self.members.len(), "member left"),
+            Change::Grew(peer) => {
+                tracing::info!(%peer, points = self.members.points_of(peer), "a member's ring points changed with its age")
+            }
         }
         let members: Vec<String> = self.members.peers().iter().map(PeerId::to_string).collect();
         self.querying.summaries.retain(|p| members.iter().any(|m| m == p));
@@ -1348,6 +1364,7 @@ impl EventLoop {
             connected_peers: self.connected.len(),
             members: self.members.peers().iter().map(PeerId::to_string).collect(),
             ring_share: self.members.ring().share(&local),
+            admitted: self.members.points_of(&local) as f64 / self.members.ring().vnodes().max(1) as f64,
             joining: self.joining.clone(),
             rejected_heartbeats: self.rejected,
             member_candidates: self.members.candidates(),

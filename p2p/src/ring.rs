@@ -7,9 +7,12 @@
 //! a member joins it takes over the arcs just before its points (about 1/N of all hosts); when
 //! one leaves, its arcs fall to the next points clockwise, spread over many members thanks to
 //! the virtual nodes.
+//!
+//! A member may hold fewer than `vnodes` points (a newcomer being admitted gradually: see
+//! `crate::membership`); its points are then the first ones of its full set, so a member
+//! growing only takes arcs over, and every node that agrees on the counts agrees on the ring.
 
 use libp2p::PeerId;
-use std::collections::BTreeSet;
 
 /// Virtual nodes per member unless configured otherwise.
 pub const DEFAULT_VNODES: usize = 150;
@@ -21,6 +24,8 @@ pub struct Ring {
     points: Vec<(u64, u32)>,
     /// Members, sorted (so the ring does not depend on the order they were learned in).
     members: Vec<PeerId>,
+    /// Points of each member (same order), at most `vnodes`.
+    counts: Vec<usize>,
     vnodes: usize,
 }
 
@@ -39,22 +44,38 @@ pub fn host_point(host: &str) -> u64 {
 impl Ring {
     /// This ring without `member` (what the others use while it is away).
     pub fn without(&self, member: &PeerId) -> Ring {
-        Ring::new(self.members().iter().filter(|m| *m != member).copied(), self.vnodes)
+        let rest = self.members.iter().zip(&self.counts).filter(|(m, _)| *m != member);
+        Ring::weighted(rest.map(|(m, c)| (*m, *c)), self.vnodes)
     }
 
     /// The ring of `members` with `vnodes` points each. A member's points hash its base58 form.
     pub fn new(members: impl IntoIterator<Item = PeerId>, vnodes: usize) -> Ring {
-        let members: Vec<PeerId> = members.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
+        Ring::weighted(members.into_iter().map(|m| (m, vnodes)), vnodes)
+    }
+
+    /// The ring of `members`, each with the given number of its points (at least one, at most
+    /// `vnodes`; a member listed twice keeps its first count).
+    pub fn weighted(members: impl IntoIterator<Item = (PeerId, usize)>, vnodes: usize) -> Ring {
         let vnodes = vnodes.max(1);
-        let mut points = Vec::with_capacity(members.len() * vnodes);
-        for (m, member) in members.iter().enumerate() {
-            for i in 0..vnodes {
+        let mut sorted: Vec<(PeerId, usize)> = members.into_iter().collect();
+        sorted.sort_by_key(|a| a.0);
+        sorted.dedup_by(|later, first| later.0 == first.0);
+        let counts: Vec<usize> = sorted.iter().map(|(_, c)| (*c).clamp(1, vnodes)).collect();
+        let members: Vec<PeerId> = sorted.into_iter().map(|(m, _)| m).collect();
+        let mut points = Vec::with_capacity(counts.iter().sum());
+        for (m, (member, count)) in members.iter().zip(&counts).enumerate() {
+            for i in 0..*count {
                 points.push((point(format!("{member}:{i}").as_bytes()), m as u32));
             }
         }
         // Ties (astronomically unlikely) are broken by member order, the same everywhere.
         points.sort_unstable();
-        Ring { points, members, vnodes }
+        Ring { points, members, counts, vnodes }
+    }
+
+    /// The points `member` holds (0 if it is not a member).
+    pub fn points_of(&self, member: &PeerId) -> usize {
+        self.members.binary_search(member).map_or(0, |i| self.counts[i])
     }
 
     pub fn members(&self) -> &[PeerId] {
@@ -124,6 +145,29 @@ mod tests {
         let r = Ring::new([solo], 150);
         assert_eq!(r.owner("a.test"), Some(&solo));
         assert!((r.share(&solo) - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_member_with_fewer_points_holds_a_part_of_its_full_share_and_growing_only_takes_arcs() {
+        let m = members(10);
+        let full = Ring::new(m.iter().copied(), 150);
+        let weighted = |k: usize| Ring::weighted(m.iter().map(|p| (*p, if *p == m[0] { k } else { 150 })), 150);
+        assert_eq!(weighted(150), full, "full counts are the plain ring");
+        let (quarter, half) = (weighted(38), weighted(75));
+        assert_eq!(quarter.points_of(&m[0]), 38);
+        let s = |r: &Ring| r.share(&m[0]);
+        assert!(s(&quarter) < s(&half) && s(&half) < s(&full), "{} {} {}", s(&quarter), s(&half), s(&full));
+        assert!((s(&quarter) / s(&full) - 0.25).abs() < 0.15, "{} of {}", s(&quarter), s(&full));
+        // Growing moves hosts only to the member that grows.
+        for i in 0..5000 {
+            let host = format!("h{i}.test");
+            let (before, after) = (quarter.owner(&host).unwrap(), half.owner(&host).unwrap());
+            assert!(before == after || *after == m[0], "{host} moved between two other members");
+        }
+        // Counts survive `without`, and are bounded.
+        assert_eq!(quarter.without(&m[1]).points_of(&m[0]), 38);
+        assert_eq!(Ring::weighted([(m[0], 0), (m[1], 999)], 150).points_of(&m[0]), 1);
+        assert_eq!(Ring::weighted([(m[0], 0), (m[1], 999)], 150).points_of(&m[1]), 150);
     }
 
     #[test]

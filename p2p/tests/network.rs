@@ -84,6 +84,54 @@ async fn five_nodes_agree_on_members_and_owners_and_notice_one_leaving() {
     }
 }
 
+/// Gradual admission on real nodes: a newcomer to a network whose member has been there for
+/// hours holds a quarter of its ring points, and both nodes agree on it; a newcomer claiming to
+/// have been a member for ten days is held, by the node that saw it arrive, to when it did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn newcomers_to_an_older_network_are_admitted_gradually_and_a_forged_age_is_not_believed() {
+    use weft_p2p::membership::{unix_now, SETTLE};
+    let now = unix_now();
+    let start = |bootstrap: Vec<String>, joined: u64, settle: Duration| {
+        let mut c = config(bootstrap);
+        (c.joined, c.settle) = (joined, settle);
+        let started = weft_p2p::start(libp2p::identity::Keypair::generate_ed25519(), c).unwrap();
+        (started.handle, started.task)
+    };
+    // The network: one node, a member for three hours and past its first minutes (from now on
+    // it judges the members it meets by itself; the default two minutes are cut here).
+    let (old, old_task) = start(vec![], now - 3 * 3600, Duration::ZERO);
+    within(10, "listens", old.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
+    let boot = old.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
+    let (new, new_task) = start(vec![boot.clone()], now, SETTLE);
+    for n in [&old, &new] {
+        within(60, "two members", n.wait_for(|s| s.members.len() == 2)).await;
+    }
+    let (o, n) = (old.peer_id(), new.peer_id());
+    for ring in [old.ring(), new.ring()] {
+        assert_eq!((ring.points_of(&o), ring.points_of(&n)), (150, 38), "a quarter, seen alike");
+    }
+    let admitted = new.status().admitted;
+    assert!((admitted - 38.0 / 150.0).abs() < 1e-9, "{admitted}");
+    assert!(new.status().ring_share < 0.35, "{:?}", new.status().ring_share);
+
+    let (forger, forger_task) = start(vec![boot], now - 240 * 3600, SETTLE);
+    for n in [&old, &new, &forger] {
+        within(60, "three members", n.wait_for(|s| s.members.len() == 3)).await;
+    }
+    let f = forger.peer_id();
+    let share = old.ring().share(&f);
+    assert_eq!(old.ring().points_of(&f), 38, "the node that saw it arrive: a newcomer ({share})");
+    assert!(share < 0.3, "{share}");
+    // A node in its own first minutes takes the members it meets at their word (they were
+    // there before it, as far as it can tell): the one place a forged age pays, for a while.
+    assert_eq!(new.ring().points_of(&f), 150);
+
+    for (h, t) in [(old, old_task), (new, new_task), (forger, forger_task)] {
+        h.stop();
+        t.await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_bootstrap_peer_is_retried_with_backoff() {
     // A port nothing listens on (bound, then released), with a valid peer id.
