@@ -74,6 +74,8 @@ pub enum RunError {
     NoModels(PathBuf),
     #[error("node {node} did not {what} within {secs} s; its log: {log}")]
     NodeStuck { node: usize, what: &'static str, secs: u64, log: PathBuf },
+    #[error("node {node} exited on its own ({exit}) while it was to run; its log: {log}; it ends:\n{tail}")]
+    NodeDied { node: usize, exit: String, log: PathBuf, tail: String },
 }
 
 fn io(what: &str, e: impl std::fmt::Display) -> RunError {
@@ -193,6 +195,15 @@ impl Node {
     fn log(&self) -> PathBuf {
         self.dir.join("weft.log")
     }
+
+    /// The error for this node having exited (`exit`) while it was to run, with its log's end.
+    fn died(&self, exit: String) -> RunError {
+        let log = self.log();
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+        RunError::NodeDied { node: self.n, exit, log, tail }
+    }
 }
 
 fn free_port() -> Result<u16, RunError> {
@@ -286,10 +297,14 @@ fn spawn(spec: &RunSpec, node: &mut Node) -> Result<(), RunError> {
     Ok(())
 }
 
-/// Waits for a log line of `node` whose `fields.addr` contains `needle`.
-async fn logged_addr(node: &Node, needle: &str, timeout: Duration) -> Result<String, RunError> {
+/// Waits for a log line of `node` whose `fields.addr` contains `needle` (an error at once if
+/// the node exits first).
+async fn logged_addr(node: &mut Node, needle: &str, timeout: Duration) -> Result<String, RunError> {
     let deadline = Instant::now() + timeout;
     loop {
+        if let Some(Ok(Some(exit))) = node.child.as_mut().map(|c| c.try_wait()) {
+            return Err(node.died(exit.to_string()));
+        }
         if let Ok(text) = std::fs::read_to_string(node.log()) {
             for line in text.lines().rev() {
                 let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
@@ -325,6 +340,9 @@ struct Sim<'a> {
     http: reqwest::Client,
     /// Nodes killed with SIGKILL: (their User-Agent, when).
     kills: Vec<(String, Instant)>,
+    /// A node that exited while it was to run (its number and exit status): the run ends with
+    /// it at once rather than waiting out its bounds for a node that is gone.
+    died: Option<(usize, String)>,
 }
 
 impl Sim<'_> {
@@ -394,6 +412,7 @@ impl Sim<'_> {
         let deadline = Instant::now() + timeout;
         loop {
             self.observe().await;
+            self.death()?;
             let members = self.nodes[0].status.as_ref().and_then(|s| s["network"]["members"].as_array().map(Vec::len));
             if members == Some(n) {
                 return Ok(());
@@ -416,7 +435,7 @@ impl Sim<'_> {
     async fn search_ready(&mut self, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
         let mut settled_at: Option<Instant> = None;
-        while Instant::now() < deadline {
+        while Instant::now() < deadline && self.died.is_none() {
             self.observe().await;
             let statuses: Vec<&serde_json::Value> =
                 self.nodes.iter().filter(|n| n.state == State::Up).filter_map(|n| n.status.as_ref()).collect();
@@ -457,6 +476,7 @@ impl Sim<'_> {
         run_started: Instant,
     ) -> Result<Vec<Asked>, RunError> {
         if !self.search_ready(Duration::from_secs(120)).await {
+            self.death()?;
             eprintln!("search: the routing summaries did not settle within 120 s; asking anyway");
         }
         let questions = search_eval::questions(&web.titles, search.queries, self.spec.web.seed);
@@ -471,6 +491,7 @@ impl Sim<'_> {
                 marks.push(Mark { at_secs: run_started.elapsed().as_secs_f64(), event: format!("search: {what}") });
             }
             self.observe().await;
+            self.death()?;
             let up = self.up();
             let down: Vec<usize> = self.nodes.iter().filter(|n| n.state == State::Killed).map(|n| n.n).collect();
             let Some(&node) = up.get(i % up.len().max(1)) else { break };
@@ -516,8 +537,20 @@ impl Sim<'_> {
                 if node.state == State::Leaving && matches!(child.try_wait(), Ok(Some(_))) {
                     node.state = State::Left;
                     node.child = None;
+                } else if node.state == State::Up {
+                    if let Ok(Some(exit)) = child.try_wait() {
+                        self.died.get_or_insert((node.n, exit.to_string()));
+                    }
                 }
             }
+        }
+    }
+
+    /// The error for a node that exited while it was to run, if one did.
+    fn death(&self) -> Result<(), RunError> {
+        match &self.died {
+            Some((n, exit)) => Err(self.nodes[*n].died(exit.clone())),
+            None => Ok(()),
         }
     }
 }
@@ -596,11 +629,12 @@ pub async fn run_with(
 
     let started = Instant::now();
     let http = reqwest::Client::builder().no_proxy().build().map_err(|e| io("HTTP client", e))?;
-    let mut sim = Sim { spec, web: &web, nodes: Vec::new(), bootstrap: String::new(), http, kills: Vec::new() };
+    let mut sim =
+        Sim { spec, web: &web, nodes: Vec::new(), bootstrap: String::new(), http, kills: Vec::new(), died: None };
     // The seeds go to the last initial node, started once the others formed a network: a
     // crawl that starts while members are still arriving moves hosts around needlessly.
     sim.add_node(spec.nodes == 1)?;
-    sim.bootstrap = logged_addr(&sim.nodes[0], "/p2p/", Duration::from_secs(60)).await?;
+    sim.bootstrap = logged_addr(&mut sim.nodes[0], "/p2p/", Duration::from_secs(60)).await?;
     for _ in 1..spec.nodes.saturating_sub(1) {
         sim.add_node(false)?;
     }
@@ -626,6 +660,7 @@ pub async fn run_with(
             events.push(what);
         }
         sim.observe().await;
+        sim.death()?;
         let log = server.requests();
         let covered = covered(&log, &web);
         let alive = sim.nodes.iter().filter(|n| n.state == State::Up).count();
@@ -756,4 +791,38 @@ pub async fn run_with(
         fetch_rate,
         search,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A node that dies at its start ends the run at once with its exit status, instead of
+    /// the run waiting out a minute for its address (and the whole duration for its pages).
+    #[tokio::test]
+    async fn a_node_that_exits_at_start_ends_the_run_with_its_exit_status() {
+        let docs = crate::docs::docs_dir();
+        if !docs.is_dir() {
+            panic!("{} is missing: run scripts/setup.sh (it installs postgresql-doc)", docs.display());
+        }
+        let work = tempfile::tempdir().unwrap();
+        let spec = RunSpec {
+            weft: "/bin/false".into(),
+            work_dir: work.path().to_path_buf(),
+            nodes: 3,
+            web: WebSpec { hosts: 2, pages: 20, seed: 1, ..WebSpec::default() },
+            docs,
+            duration: Duration::from_secs(600),
+            churn: Vec::new(),
+            delay_ms: 250,
+            index: false,
+            models: PathBuf::new(),
+            until_covered: true,
+            search: None,
+        };
+        match run(&spec, |_| {}).await {
+            Err(RunError::NodeDied { node: 0, exit, .. }) => assert!(exit.contains("exit status: 1"), "{exit}"),
+            other => panic!("{:?}", other.map(|r| r.elapsed_secs)),
+        }
+    }
 }
