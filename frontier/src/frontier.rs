@@ -5,7 +5,10 @@
 //! memory. What memory holds is per host: its name, counts, politeness bucket, lease and the
 //! floor below which its keys are known to be gone; across hosts a min-heap of ready times.
 //! That makes the frontier's memory O(hosts) — 10 million queued URLs cost what their hosts
-//! cost, plus the seen-set.
+//! cost, plus the seen-set — and only of the hosts in use: a host with nothing queued and no
+//! request for [`IDLE_FOR`] lives in its store record alone ([`Frontier::evict_idle`]) until
+//! a URL of it comes again. A node that has met a million hosts over months holds the few
+//! thousand it is crawling.
 //!
 //! Every push writes its queue entry, URL index, seen-set journal entry and the host's count
 //! in one atomic batch, and every completion removes them in one batch, so after a crash
@@ -24,6 +27,7 @@ pub use crate::store::{CompactJob, FrontierError, Result, SnapshotJob};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::ops::{Index, IndexMut};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use url::Url;
@@ -210,7 +214,10 @@ pub enum Completed {
 pub struct FrontierStats {
     pub queued: u64,
     pub in_flight: u64,
+    /// Hosts known: every host with a record in the store.
     pub hosts: u64,
+    /// Hosts held in memory: those with work, or used within [`IDLE_FOR`].
+    pub hosts_in_memory: u64,
     pub hosts_with_queue: u64,
     pub seen: u64,
     pub seen_bytes: u64,
@@ -249,6 +256,53 @@ pub fn unix_ms(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
+/// A host with nothing queued, no request in flight and none for this long leaves memory (its
+/// store record keeps its counts and politeness).
+pub const IDLE_FOR: Duration = Duration::from_secs(600);
+
+/// The hosts held in memory, by id (indexed like a vector by the id; a host in use — with a
+/// lease, a queue or a schedule entry — is always here).
+#[derive(Default)]
+struct Resident(HashMap<u32, HostQueue>);
+
+impl Resident {
+    fn get(&self, id: u32) -> Option<&HostQueue> {
+        self.0.get(&id)
+    }
+
+    fn insert(&mut self, id: u32, h: HostQueue) {
+        self.0.insert(id, h);
+    }
+
+    /// The ids held, ascending.
+    fn ids(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = self.0.keys().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &HostQueue> {
+        self.0.values()
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl Index<usize> for Resident {
+    type Output = HostQueue;
+    fn index(&self, id: usize) -> &HostQueue {
+        self.0.get(&(id as u32)).expect("a host in use is held in memory")
+    }
+}
+
+impl IndexMut<usize> for Resident {
+    fn index_mut(&mut self, id: usize) -> &mut HostQueue {
+        self.0.get_mut(&(id as u32)).expect("a host in use is held in memory")
+    }
+}
+
 /// Makes frontier writes durable without holding the frontier's lock.
 #[derive(Clone)]
 pub struct Durability {
@@ -276,9 +330,13 @@ pub struct Frontier {
     db: sled::Db,
     settings: FrontierSettings,
     seen: SeenSet,
-    /// Indexed by host id.
-    hosts: Vec<HostQueue>,
+    /// The hosts in memory, by id, and their ids by name (see [`IDLE_FOR`]).
+    hosts: Resident,
     host_ids: HashMap<String, u32>,
+    /// The id the next new host gets.
+    next_id: u32,
+    /// Host records in the store.
+    known: u64,
     schedule: BinaryHeap<Reverse<(Instant, u32)>>,
     next_seq: u64,
     /// Sequence numbers below this are reserved on disk.
@@ -318,8 +376,10 @@ impl Frontier {
             db: db.clone(),
             settings,
             seen,
-            hosts: Vec::new(),
+            hosts: Resident::default(),
             host_ids: HashMap::new(),
+            next_id: 0,
+            known: 0,
             schedule: BinaryHeap::new(),
             next_seq: reserved_seq,
             reserved_seq,
@@ -330,24 +390,23 @@ impl Frontier {
             blocked: store.blocked()?.into_iter().collect(),
             new_host_hold: None,
         };
-        let mut records = store.host_records()?;
-        records.sort_by_key(|(_, r)| r.id);
-        for (name, record) in records {
-            // Ids are dense; a gap (never expected) is filled with an unnamed, empty host.
-            while f.hosts.len() < record.id as usize {
-                let id = f.hosts.len() as u32;
-                f.hosts.push(f.new_queue(id, String::new(), &HostRecord::default(), now));
+        // Only the hosts with work come into memory; the rest wait in their records.
+        for (name, record) in store.host_records()? {
+            f.known += 1;
+            f.next_id = f.next_id.max(record.id + 1);
+            if record.queued == 0 {
+                continue;
             }
             let id = record.id;
             f.queued += record.queued;
             f.host_ids.insert(name.clone(), id);
             let h = f.new_queue(id, name, &record, now);
-            f.hosts.push(h);
+            f.hosts.insert(id, h);
         }
         if let Some(old) = OldLayout::find(db)? {
             f.import(old, now)?;
         }
-        for id in 0..f.hosts.len() as u32 {
+        for id in f.hosts.ids() {
             f.reschedule(id);
         }
         Ok(f)
@@ -403,7 +462,7 @@ impl Frontier {
             self.store.commit(batch)?;
         }
         let mut batch = self.store.batch();
-        for id in 0..self.hosts.len() as u32 {
+        for id in self.hosts.ids() {
             self.put_record(&mut batch, id, now)?;
         }
         self.store.commit(batch)?;
@@ -456,21 +515,88 @@ impl Frontier {
         self.store.disk_bytes()
     }
 
-    /// The id of `host`, creating (and recording) the host if it is new.
+    /// The id of `host`, bringing it into memory from its record, or creating (and recording)
+    /// it if it is new.
     fn host_id(&mut self, host: &str, now: Instant) -> Result<u32> {
         if let Some(&id) = self.host_ids.get(host) {
             return Ok(id);
         }
-        let id = self.hosts.len() as u32;
-        let record = HostRecord { id, ..HostRecord::default() };
-        // Recorded at once: everything stored for the host is keyed by this id.
-        let mut batch = self.store.batch();
-        self.store.put_host(&mut batch, host, &record)?;
-        self.store.commit(batch)?;
+        let record = match self.store.host_record(host)? {
+            Some(record) => record,
+            None => {
+                let record = HostRecord { id: self.next_id, ..HostRecord::default() };
+                // Recorded at once: everything stored for the host is keyed by this id.
+                let mut batch = self.store.batch();
+                self.store.put_host(&mut batch, host, &record)?;
+                self.store.commit(batch)?;
+                self.next_id += 1;
+                self.known += 1;
+                record
+            }
+        };
+        let id = record.id;
         let h = self.new_queue(id, host.to_string(), &record, now);
-        self.hosts.push(h);
+        self.hosts.insert(id, h);
         self.host_ids.insert(host.to_string(), id);
         Ok(id)
+    }
+
+    /// The id of `host` if it has a record, without bringing it into memory.
+    fn known_id(&self, host: &str) -> Result<Option<u32>> {
+        match self.host_ids.get(host) {
+            Some(&id) => Ok(Some(id)),
+            None => Ok(self.store.host_record(host)?.map(|r| r.id)),
+        }
+    }
+
+    /// Lets the hosts idle for [`IDLE_FOR`] at `now` leave memory: nothing queued, no request
+    /// in flight, none since `IDLE_FOR` (nor a wait owed that long), no hold. Their records
+    /// keep their counts and politeness; a host this node gave away to another member leaves
+    /// the store too (its done URLs went with it; durable with the next flush). Returns how
+    /// many left.
+    pub fn evict_idle(&mut self, now: Instant) -> Result<usize> {
+        let idle: Vec<u32> = self
+            .hosts
+            .0
+            .iter()
+            .filter(|(_, h)| {
+                h.queued == 0
+                    && !h.in_flight
+                    && h.leased.is_none()
+                    && h.scheduled_at.is_none()
+                    && h.hold_until.is_none_or(|until| until <= now)
+                    && now >= h.politeness.next_allowed + IDLE_FOR
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        if idle.is_empty() {
+            return Ok(0);
+        }
+        // Their records are current (every change of a count or of politeness writes one).
+        let mut batch = self.store.batch();
+        let mut forgotten = 0;
+        for &id in &idle {
+            let h = &self.hosts[id as usize];
+            if h.given_away {
+                self.store.remove_host(&mut batch, &h.name, id)?;
+                forgotten += 1;
+            }
+        }
+        if forgotten > 0 {
+            self.store.commit(batch)?;
+        }
+        self.known = self.known.saturating_sub(forgotten);
+        for id in &idle {
+            if let Some(h) = self.hosts.0.remove(id) {
+                self.host_ids.remove(&h.name);
+            }
+        }
+        // Maps keep their room after removals: give it back once most of it is empty.
+        if self.hosts.0.len() < self.hosts.0.capacity() / 4 {
+            self.hosts.0.shrink_to_fit();
+            self.host_ids.shrink_to_fit();
+        }
+        Ok(idle.len())
     }
 
     /// The host's record as it stands in memory, to write in a batch.
@@ -607,7 +733,8 @@ impl Frontier {
             let Some(&Reverse((at, id))) = self.schedule.peek() else {
                 return Ok(if self.in_flight > 0 { Next::Busy } else { Next::Empty });
             };
-            if self.hosts[id as usize].scheduled_at != Some(at) {
+            // An entry left behind by a reschedule (or by a host that has left memory since).
+            if self.hosts.get(id).and_then(|h| h.scheduled_at) != Some(at) {
                 self.schedule.pop();
                 continue;
             }
@@ -718,7 +845,17 @@ impl Frontier {
         let mut taken: Vec<(u32, u64)> = Vec::new();
         let mut given = Vec::new();
         let mut batch = self.store.batch();
-        for id in 0..self.hosts.len() as u32 {
+        // Hosts not in memory have nothing queued: their done URLs go, and so do they.
+        let mut forgotten = 0;
+        for (name, record) in self.store.host_records()? {
+            if self.host_ids.contains_key(&name) || keep(&name) {
+                continue;
+            }
+            done.extend(self.store.done_of_host(record.id, &name)?);
+            self.store.remove_host(&mut batch, &name, record.id)?;
+            forgotten += 1;
+        }
+        for id in self.hosts.ids() {
             let h = &self.hosts[id as usize];
             if h.given_away || keep(&h.name) {
                 continue;
@@ -761,6 +898,7 @@ impl Frontier {
             }
             return Err(e);
         }
+        self.known = self.known.saturating_sub(forgotten);
         for id in given {
             self.hosts[id as usize].given_away = true;
         }
@@ -805,15 +943,15 @@ impl Frontier {
     /// just became the owner of (their previous owner may be requesting them right now).
     pub fn hold_hosts(&mut self, mut pick: impl FnMut(&str) -> bool, until: Instant) -> usize {
         let mut held = 0;
-        for id in 0..self.hosts.len() {
-            if !pick(&self.hosts[id].name) {
+        for id in self.hosts.ids() {
+            if !pick(&self.hosts[id as usize].name) {
                 continue;
             }
-            let h = &mut self.hosts[id];
+            let h = &mut self.hosts[id as usize];
             if h.ready_at() < until {
                 h.hold_until = Some(until);
                 held += 1;
-                self.reschedule(id as u32);
+                self.reschedule(id);
             }
         }
         held
@@ -831,15 +969,15 @@ impl Frontier {
     /// delay, backoff, Retry-After — still applying. Holds only ever move earlier here.
     pub fn release_hosts(&mut self, mut pick: impl FnMut(&str) -> bool, at: Instant) -> usize {
         let mut released = 0;
-        for id in 0..self.hosts.len() {
-            if !pick(&self.hosts[id].name) {
+        for id in self.hosts.ids() {
+            if !pick(&self.hosts[id as usize].name) {
                 continue;
             }
-            let h = &mut self.hosts[id];
+            let h = &mut self.hosts[id as usize];
             if h.hold_until.is_some_and(|until| until > at) {
                 h.hold_until = Some(at);
                 released += 1;
-                self.reschedule(id as u32);
+                self.reschedule(id);
             }
         }
         released
@@ -949,9 +1087,9 @@ impl Frontier {
     /// owner as queued URLs rather than as done. Returns how many.
     pub fn abandon_leases(&mut self) -> Result<usize> {
         let mut n = 0;
-        for id in 0..self.hosts.len() {
-            let Some(key) = self.hosts[id].leased.take() else { continue };
-            let h = &mut self.hosts[id];
+        for id in self.hosts.ids() {
+            let Some(key) = self.hosts[id as usize].leased.take() else { continue };
+            let h = &mut self.hosts[id as usize];
             if h.in_flight {
                 h.in_flight = false;
                 self.in_flight = self.in_flight.saturating_sub(1);
@@ -961,7 +1099,7 @@ impl Frontier {
                 h.floor = h.floor.min(key);
                 n += 1;
             }
-            self.reschedule(id as u32);
+            self.reschedule(id);
         }
         Ok(n)
     }
@@ -1032,7 +1170,7 @@ impl Frontier {
         if self.store.queued_key(u, host.as_str())?.is_some() {
             return Ok(UrlState::Queued);
         }
-        if let Some(&id) = self.host_ids.get(host.as_str()) {
+        if let Some(id) = self.known_id(host.as_str())? {
             if self.store.is_done(id, u, host.as_str())? {
                 return Ok(UrlState::Done);
             }
@@ -1058,7 +1196,8 @@ impl Frontier {
         FrontierStats {
             queued: self.queued,
             in_flight: self.in_flight,
-            hosts: self.hosts.len() as u64,
+            hosts: self.known,
+            hosts_in_memory: self.hosts.len() as u64,
             hosts_with_queue: self.hosts.iter().filter(|h| h.queued > 0).count() as u64,
             seen: self.seen.len(),
             seen_bytes: self.seen.memory_bytes() as u64,

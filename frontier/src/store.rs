@@ -323,6 +323,24 @@ impl Store {
         Ok(())
     }
 
+    /// The record of `host`, if it has one.
+    pub fn host_record(&self, host: &str) -> Result<Option<HostRecord>> {
+        match self.hosts.get(host.as_bytes())? {
+            Some(v) => Ok(Some(postcard::from_bytes(&v)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Forgets host `id` (named `host`): its record and its done URLs. Only for a host with
+    /// nothing queued.
+    pub fn remove_host(&self, b: &mut Batch, host: &str, id: u32) -> Result<()> {
+        b.inner.remove(&self.hosts, host.as_bytes());
+        for item in self.done.prefix(id.to_be_bytes()) {
+            b.inner.remove(&self.done, item.key()?);
+        }
+        Ok(())
+    }
+
     // --- queue ---
 
     pub fn put_entry(&self, b: &mut Batch, key: &QKey, entry: &Stored, url: &str) -> Result<()> {

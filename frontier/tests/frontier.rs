@@ -529,3 +529,57 @@ fn a_frontier_kept_in_sled_before_is_imported_once() {
     let mut f = Frontier::open(&db, &dir.path().join("frontier"), settings()).unwrap();
     check(&mut f);
 }
+
+/// A host with nothing queued and no request for `IDLE_FOR` leaves memory; its record keeps
+/// what it needs (fetched count, politeness, done URLs), it comes back with its next URL, a
+/// reopen brings back only the hosts with work, and a hand-off passes on its done URLs and
+/// forgets it. (An adversarial review's page of 100,000 dead hosts once held them all in
+/// memory for good.)
+#[test]
+fn idle_hosts_leave_memory_and_come_back_with_their_counts_and_done_urls() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = settings();
+    s.max_pages_per_host = 3;
+    let (db, mut f) = open(dir.path(), s.clone());
+    for i in 0..100 {
+        f.push(page(&format!("http://h{i}.test/a"), 0)).unwrap();
+    }
+    let t0 = Instant::now();
+    for _ in 0..100 {
+        let l = take(&mut f, t0);
+        f.complete(l, Completion::Done { page: true }, true, t0).unwrap();
+    }
+    f.push(page("http://busy.test/1", 0)).unwrap();
+    f.push(page("http://busy.test/2", 0)).unwrap();
+    assert_eq!(f.stats().hosts_in_memory, 101);
+    assert_eq!(f.evict_idle(t0 + IDLE_FOR / 2).unwrap(), 0, "not idle long enough");
+    let later = t0 + IDLE_FOR + Duration::from_secs(1);
+    assert_eq!(f.evict_idle(later).unwrap(), 100);
+    let st = f.stats();
+    assert_eq!((st.hosts, st.hosts_in_memory, st.hosts_with_queue, st.queued), (101, 1, 1, 2));
+    // What was done stays done; a new URL brings the host back with its count (1 of 3 fetched).
+    assert_eq!(f.url_state(&normalize("http://h7.test/a", None).unwrap()).unwrap(), UrlState::Done);
+    assert_eq!(f.push(page("http://h7.test/a", 0)).unwrap(), PushOutcome::AlreadySeen);
+    assert_eq!(f.push(page("http://h7.test/b", 0)).unwrap(), PushOutcome::Queued);
+    assert_eq!(f.push(page("http://h7.test/c", 0)).unwrap(), PushOutcome::Queued);
+    assert_eq!(f.push(page("http://h7.test/d", 0)).unwrap(), PushOutcome::HostBudgetExhausted);
+    assert_eq!(f.stats().hosts_in_memory, 2);
+    f.durability().flush().unwrap();
+    drop(f);
+    drop(db);
+
+    let (_db, mut f) = open(dir.path(), s);
+    let st = f.stats();
+    assert_eq!((st.hosts, st.hosts_in_memory, st.queued), (101, 2, 4), "only the hosts with work");
+    assert_eq!(f.url_state(&normalize("http://h42.test/a", None).unwrap()).unwrap(), UrlState::Done);
+    // Given away while out of memory: the done URLs go with the hosts, which leave the store.
+    let gone = |h: &str| h == "h1.test" || h.starts_with("h1") && h.len() == "h10.test".len();
+    let handed = f.hand_off(|h| !gone(h), |_| Ok(())).unwrap();
+    let mut done = handed.done.clone();
+    done.sort();
+    assert_eq!(done.len(), 11, "{done:?}");
+    assert_eq!(done[0], "http://h1.test/a");
+    assert_eq!(f.stats().hosts, 90);
+    assert!(f.hand_off(|h| !gone(h), |_| Ok(())).unwrap().done.is_empty(), "passed on once");
+    assert_eq!(f.url_state(&normalize("http://h1.test/a", None).unwrap()).unwrap(), UrlState::Seen);
+}

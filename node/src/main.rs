@@ -640,8 +640,8 @@ fn print_status(status: &Status) {
     );
     println!("bytes          {}", s.bytes);
     println!(
-        "queued         {} ({} in flight) over {} hosts ({} known)",
-        s.queued, s.in_flight, s.hosts_with_queue, s.hosts
+        "queued         {} ({} in flight) over {} hosts ({} known, {} in memory)",
+        s.queued, s.in_flight, s.hosts_with_queue, s.hosts, s.hosts_in_memory
     );
     println!("seen URLs      {} ({} KiB filter)", s.seen_urls, s.seen_bytes / 1024);
     println!(

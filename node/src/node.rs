@@ -543,6 +543,11 @@ fn spawn_timers(
                 Ok(bytes) => tracing::debug!(bytes, "seen-set snapshot written"),
                 Err(e) => tracing::error!("seen-set snapshot failed: {e}"),
             }
+            match snapshotter.evict_idle_hosts().await {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!(hosts = n, "idle hosts left memory (their records stay on disk)"),
+                Err(e) => tracing::warn!("letting idle hosts leave memory failed: {e}"),
+            }
             match snapshotter.compact_frontier().await {
                 Ok(true) => tracing::info!("frontier files compacted: the drained queue's space is reclaimed"),
                 Ok(false) => {}

@@ -31,6 +31,7 @@ pub fn mib(b: u64) -> f64 {
 }
 
 /// Bytes of the files below `p`.
+#[allow(dead_code)]
 pub fn dir_size(p: &std::path::Path) -> u64 {
     std::fs::read_dir(p)
         .map(|rd| {

@@ -606,6 +606,13 @@ impl Crawler {
         Ok(self.inner.storage.bounded("writing the seen-set snapshot", move || job.write()).await?)
     }
 
+    /// Lets the frontier's idle hosts leave memory (see `Frontier::evict_idle`); returns how
+    /// many left.
+    pub async fn evict_idle_hosts(&self) -> anyhow::Result<usize> {
+        let now = Instant::now();
+        Ok(blocking(|| self.inner.frontier.lock().evict_idle(now))?)
+    }
+
     /// Compacts the frontier's files when a drained queue has left them mostly deletions (see
     /// `Frontier::compaction_due`); on the blocking pool, not bounded like a flush (it may take
     /// minutes on a large queue, and writes go on meanwhile). Returns whether it ran.
@@ -1250,7 +1257,11 @@ pub struct CrawlStatus {
     /// pages again); 0 when everything done is durable.
     #[serde(default)]
     pub unflushed: u64,
+    /// Hosts known (each with a record in the frontier's store) ...
     pub hosts: u64,
+    /// ... those held in memory: with work, or used within the last ten minutes.
+    #[serde(default)]
+    pub hosts_in_memory: u64,
     pub hosts_with_queue: u64,
     pub seen_urls: u64,
     pub seen_bytes: u64,
@@ -1303,6 +1314,7 @@ impl CrawlStatus {
             in_flight: frontier.in_flight,
             unflushed,
             hosts: frontier.hosts,
+            hosts_in_memory: frontier.hosts_in_memory,
             hosts_with_queue: frontier.hosts_with_queue,
             seen_urls: frontier.seen,
             seen_bytes: frontier.seen_bytes,
