@@ -1,7 +1,8 @@
 //! `weft doctor`: checks what a node needs before it is left running unattended — the data
 //! dir, the model files and ONNX Runtime, Chromium, the listen ports, disk space, the bootstrap
-//! peers — and, of a node running, its reachability and whether its crawl is stalled or refused
-//! by hosts — and says, for each problem, the fix to apply. Nothing here changes anything.
+//! peers, the database and the vector snapshot (damaged files) — and, of a node running, its
+//! reachability and whether its crawl is stalled or refused by hosts — and says, for each
+//! problem, the fix to apply. Nothing here changes anything.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
@@ -38,6 +39,14 @@ fn check(name: impl Into<String>, verdict: Verdict, detail: impl Into<String>, f
 /// Runs every check for `config`.
 pub async fn run(config: &Config) -> Vec<Check> {
     let mut out = vec![data_dir(&config.data_dir), disk(&config.data_dir), vectors(&config.data_dir)];
+    out.push(
+        tokio::task::spawn_blocking({
+            let dir = config.data_dir.clone();
+            move || database(&dir)
+        })
+        .await
+        .unwrap_or_else(|e| check("database", Verdict::Skip, format!("the check did not finish: {e}"), None)),
+    );
     out.push(model(config).await);
     out.push(chromium(config).await);
     out.push(api_port(config).await);
@@ -150,6 +159,110 @@ fn vectors(dir: &Path) -> Check {
             Some("nothing to do: the node rebuilds the vector index from its document store at the next start"),
         ),
     }
+}
+
+/// The largest database copied for [`database`]'s check.
+const DB_CHECK_MAX_BYTES: u64 = 4 << 30;
+/// How long opening the copy may take before the files are called damaged (sled has been seen
+/// to spin for good on damaged files).
+const DB_CHECK_BOUND: Duration = Duration::from_secs(120);
+
+/// The node's database (sled, `<data dir>/db`), opened from a copy — opening sled's files
+/// writes to them, and doctor changes nothing — as the node opens it: damage shows as an
+/// error, as a panic (`open_db` turns it into "corrupted"), as an open that never ends, or as
+/// flushed writes lost (`weft_frontier::generation`). A database in use by a node is left to
+/// that node, which checked it when it started.
+pub fn database(data_dir: &Path) -> Check {
+    let name = "database";
+    let db = data_dir.join("db");
+    if !db.join("db").is_file() {
+        return check(name, Verdict::Ok, "no database yet", None);
+    }
+    if sled_lock_held(&db.join("db")) {
+        return check(name, Verdict::Skip, "a node is running on it (it checked the files when it started)", None);
+    }
+    let bytes = dir_bytes(&db);
+    if bytes > DB_CHECK_MAX_BYTES {
+        let gib = bytes as f64 / f64::from(1u32 << 30);
+        let why = format!("{gib:.1} GiB: too large to copy for a check here; the node checks it when it starts");
+        return check(name, Verdict::Skip, why, None);
+    }
+    let copy = match tempfile::tempdir().and_then(|t| copy_dir(&db, t.path()).map(|()| t)) {
+        Ok(t) => t,
+        Err(e) => return check(name, Verdict::Skip, format!("cannot copy {} to check it: {e}", db.display()), None),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = copy.path().to_path_buf();
+    std::thread::spawn(move || {
+        let opened = weft_frontier::open_db(&path, 8 << 20).and_then(|d| {
+            let keys: usize = d.tree_names().iter().filter_map(|t| d.open_tree(t).ok()).map(|t| t.len()).sum();
+            Ok((keys, weft_frontier::generation::check(&d, &path)?))
+        });
+        let _ = tx.send(opened);
+    });
+    let fix = Some(
+        "stop the node, then restore db/ from a backup, or move db/ away to start afresh (pages are crawled again)",
+    );
+    match rx.recv_timeout(DB_CHECK_BOUND) {
+        Ok(Ok((keys, Ok(generation)))) => check(
+            name,
+            Verdict::Ok,
+            format!("{}: a copy opens and reads ({keys} entries, generation {generation})", db.display()),
+            None,
+        ),
+        Ok(Ok((_, Err(lost)))) => check(name, Verdict::Fail, format!("{}: {lost}", db.display()), fix),
+        Ok(Err(sled::Error::Corruption { .. })) => {
+            check(name, Verdict::Fail, format!("{}: the database is corrupted", db.display()), fix)
+        }
+        Ok(Err(e)) => check(name, Verdict::Fail, format!("{}: a copy does not open: {e}", db.display()), fix),
+        Err(_) => check(
+            name,
+            Verdict::Fail,
+            format!(
+                "{}: opening a copy did not end within {} s (sled does not end on some damaged files)",
+                db.display(),
+                DB_CHECK_BOUND.as_secs()
+            ),
+            fix,
+        ),
+    }
+}
+
+/// Whether a process holds sled's lock on `file` (sled takes an exclusive `flock` on it).
+fn sled_lock_held(file: &Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(f) = std::fs::File::open(file) else { return false };
+    // SAFETY: flock(2) on a descriptor this function owns; released when `f` closes.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let target = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_dir(&e.path(), &target)?;
+        } else {
+            std::fs::copy(e.path(), target)?;
+        }
+    }
+    Ok(())
 }
 
 fn disk(dir: &Path) -> Check {

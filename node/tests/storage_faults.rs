@@ -280,6 +280,10 @@ async fn a_corrupted_database_is_named_as_such() {
         })
         .expect("a flip sled notices at open");
     flip(&db.join("db"), at);
+    // `weft doctor` says so too, from a copy (the files are left as they are).
+    let doctor = weft_node::doctor::database(&c.data_dir);
+    assert_eq!(doctor.verdict, weft_node::doctor::Verdict::Fail, "{doctor:?}");
+    assert!(doctor.detail.contains(&db.display().to_string()) && doctor.fix.is_some(), "{doctor:?}");
     let err = format!("{:#}", weft_node::Node::open(c).err().expect("a corrupted database"));
     assert!(err.contains("the database is corrupted") && err.contains(&db.display().to_string()), "{err}");
     assert!(!err.contains("another weft node"), "{err}");
@@ -287,8 +291,9 @@ async fn a_corrupted_database_is_named_as_such() {
 
 /// A database behind its generation record (sled dropped writes it had flushed, taking damaged
 /// files for a crash's torn tail — see `weft_frontier::generation`, whose tests make that
-/// happen with flipped bytes): the node refuses to start on it and says why. Here the record
-/// is set ahead by hand, to test the node's side of it.
+/// happen with flipped bytes): the node refuses to start on it and says why, and `weft doctor`
+/// (which leaves a database a node holds to that node) says so beforehand. Here the record is
+/// set ahead by hand, to test the node's side of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_that_lost_flushed_writes_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -301,9 +306,19 @@ async fn a_database_that_lost_flushed_writes_is_refused() {
         weft_frontier::generation::advance(&d, &db).unwrap();
     }
     std::thread::sleep(Duration::from_millis(200));
-    drop(weft_node::Node::open(c.clone()).expect("a database level with its record opens"));
+    let node = weft_node::Node::open(c.clone()).expect("a database level with its record opens");
+    use weft_node::doctor::{database, Verdict};
+    let doctor = database(&c.data_dir);
+    assert_eq!(doctor.verdict, Verdict::Skip, "a node holds it: {doctor:?}");
+    drop(node);
     std::thread::sleep(Duration::from_millis(200));
+    let doctor = database(&c.data_dir);
+    assert_eq!(doctor.verdict, Verdict::Ok, "{doctor:?}");
+    assert!(doctor.detail.contains("generation 2"), "{doctor:?}");
     std::fs::write(db.join(weft_frontier::generation::FILE), "9").unwrap();
+    let doctor = database(&c.data_dir);
+    assert_eq!(doctor.verdict, Verdict::Fail, "{doctor:?}");
+    assert!(doctor.detail.contains("dropped writes"), "{doctor:?}");
     let err = format!("{:#}", weft_node::Node::open(c).err().expect("a database that lost writes"));
     assert!(err.contains("dropped writes") && err.contains("generation 2"), "{err}");
 }
