@@ -181,13 +181,17 @@ pub fn database(data_dir: &Path) -> Check {
     if sled_lock_held(&db.join("db")) {
         return check(name, Verdict::Skip, "a node is running on it (it checked the files when it started)", None);
     }
-    let bytes = dir_bytes(&db);
+    let bytes = fs_extra::dir::get_size(&db).unwrap_or(0);
     if bytes > DB_CHECK_MAX_BYTES {
         let gib = bytes as f64 / f64::from(1u32 << 30);
         let why = format!("{gib:.1} GiB: too large to copy for a check here; the node checks it when it starts");
         return check(name, Verdict::Skip, why, None);
     }
-    let copy = match tempfile::tempdir().and_then(|t| copy_dir(&db, t.path()).map(|()| t)) {
+    let only_content = fs_extra::dir::CopyOptions::new().content_only(true);
+    let copy = match tempfile::tempdir()
+        .map_err(|e| e.to_string())
+        .and_then(|t| fs_extra::dir::copy(&db, t.path(), &only_content).map(|_| t).map_err(|e| e.to_string()))
+    {
         Ok(t) => t,
         Err(e) => return check(name, Verdict::Skip, format!("cannot copy {} to check it: {e}", db.display()), None),
     };
@@ -235,34 +239,6 @@ fn sled_lock_held(file: &Path) -> bool {
     // SAFETY: flock(2) on a descriptor this function owns; released when `f` closes.
     let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
-}
-
-fn dir_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| match e.metadata() {
-                    Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-                    Ok(m) => m.len(),
-                    Err(_) => 0,
-                })
-                .sum()
-        })
-        .unwrap_or(0)
-}
-
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        let target = to.join(e.file_name());
-        if e.file_type()?.is_dir() {
-            copy_dir(&e.path(), &target)?;
-        } else {
-            std::fs::copy(e.path(), target)?;
-        }
-    }
-    Ok(())
 }
 
 fn disk(dir: &Path) -> Check {
