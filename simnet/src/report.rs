@@ -52,7 +52,8 @@ pub struct Report {
     pub sitemap_requests: usize,
     pub subresource_requests: usize,
     /// Subresource URLs requested more than once by the same node (its cache should have
-    /// answered), and the most requests any one subresource URL got from all nodes together.
+    /// answered; not across a kill of the node, whose cache is memory), and the most requests
+    /// any one subresource URL got from all nodes together.
     pub subresource_repeats_by_a_node: usize,
     pub subresource_max_requests: usize,
     /// Reachable pages never fetched, sorted.
@@ -169,12 +170,16 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
         }
         coverage_over_time.push((s, value));
     }
-    let mut by_node: HashMap<(&str, &str, &str), usize> = HashMap::new();
+    let mut by_node: HashMap<(&str, &str, &str), Vec<Instant>> = HashMap::new();
     let mut by_url: HashMap<(&str, &str), usize> = HashMap::new();
     for r in log.iter().filter(|r| is_subresource(&r.path)) {
-        *by_node.entry((r.user_agent.as_str(), r.host.as_str(), r.path.as_str())).or_default() += 1;
+        by_node.entry((r.user_agent.as_str(), r.host.as_str(), r.path.as_str())).or_default().push(r.started);
         *by_url.entry((r.host.as_str(), r.path.as_str())).or_default() += 1;
     }
+    // A node asking again for a subresource its cache holds — unless it was killed in between
+    // (the cache is memory: it died with the process).
+    let subresource_repeats_by_a_node =
+        by_node.iter().filter(|((agent, _, _), at)| at.windows(2).any(|w| !killed_between(agent, w[0], w[1]))).count();
     let reachable = expect.reachable.len();
     let pages = seen.len() + duplicate_fetches + duplicates_after_kill;
     Report {
@@ -189,7 +194,7 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
         robots_requests: log.iter().filter(|r| r.path == "/robots.txt").count(),
         sitemap_requests: log.iter().filter(|r| r.path.contains("sitemap")).count(),
         subresource_requests: by_url.values().sum(),
-        subresource_repeats_by_a_node: by_node.values().filter(|n| **n > 1).count(),
+        subresource_repeats_by_a_node,
         subresource_max_requests: by_url.values().copied().max().unwrap_or(0),
         lost,
         politeness_violations: violations,
@@ -279,6 +284,8 @@ mod tests {
             by("Node2", "/app.js", 1300), // the node's cache should have answered
             by("Node3", "/app.js", 1400),
             by("Node3", "/data/x.json?v=1", 1500),
+            by("Node1", "/app.js", 200),
+            by("Node1", "/app.js", 600), // Node1 was killed at 500: its cache went with it
         ];
         let kills = vec![("Node1".to_string(), t0 + Duration::from_millis(500))];
         let expect = Expectations {
@@ -294,6 +301,6 @@ mod tests {
         assert_eq!((r.covered, r.duplicate_fetches, r.duplicates_after_kill), (3, 1, 1));
         assert_eq!(r.repeated_pages.get("h.test/b"), Some(&2));
         assert_eq!(r.unexplained.len(), 1, "{:?}", r.unexplained);
-        assert_eq!((r.subresource_requests, r.subresource_repeats_by_a_node, r.subresource_max_requests), (4, 1, 3));
+        assert_eq!((r.subresource_requests, r.subresource_repeats_by_a_node, r.subresource_max_requests), (6, 1, 5));
     }
 }
