@@ -35,6 +35,9 @@ pub struct RenderFetcher {
     crawler: Crawler,
     metrics: Arc<Metrics>,
     cache: Arc<Mutex<SubresourceCache>>,
+    /// Subresources being fetched, one gate each: two renders asking for the same one at once
+    /// (pages of one site share their scripts) fetch it once, the second reading the cache.
+    fetching: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
     /// Subresource fetches one render may make (`layouts.max_subresources`).
     max_subresources: usize,
 }
@@ -43,7 +46,7 @@ impl RenderFetcher {
     pub fn new(crawler: Crawler, max_subresources: usize) -> RenderFetcher {
         let metrics = crawler.metrics();
         let cache = Arc::new(Mutex::new(SubresourceCache::new(SUBRESOURCE_CACHE_BYTES)));
-        RenderFetcher { crawler, metrics, cache, max_subresources }
+        RenderFetcher { crawler, metrics, cache, fetching: Arc::default(), max_subresources }
     }
 
     /// The fetch function for one render of `page`: the document is answered from
@@ -67,6 +70,19 @@ impl RenderFetcher {
             Box::pin(async move { this.answer(req, &session, patience).await })
         });
         (fetch, session)
+    }
+
+    /// Drops the gate of `url` once no render holds or awaits it (and the gates a cancelled
+    /// render left behind, when they pile up).
+    fn release(&self, url: &str, gate: Option<Arc<tokio::sync::Mutex<()>>>) {
+        let mut fetching = self.fetching.lock();
+        // Ours and the map's: nobody else is waiting.
+        if gate.is_some_and(|g| Arc::strong_count(&g) <= 2) {
+            fetching.remove(url);
+        }
+        if fetching.len() > 1024 {
+            fetching.retain(|_, g| Arc::strong_count(g) > 1);
+        }
     }
 
     async fn answer(&self, req: PageRequest, session: &RenderSession, patience: Duration) -> Option<PageResponse> {
@@ -93,6 +109,22 @@ impl RenderFetcher {
                     m.count_event(Event::RenderRequest(RenderRequest::SubresourceOverCap));
                     return None;
                 }
+            }
+        }
+        // Held while this subresource is fetched (documents are not shared: no gate).
+        let gate = (decision == Decision::Subresource)
+            .then(|| self.fetching.lock().entry(url.as_str().to_string()).or_default().clone());
+        let turn = match &gate {
+            Some(gate) => Some(gate.clone().lock_owned().await),
+            None => None,
+        };
+        if gate.is_some() {
+            if let Some(cached) = self.cache.lock().get(url.as_str()) {
+                // Fetched by another render while this one waited.
+                drop(turn);
+                self.release(url.as_str(), gate);
+                m.count_event(Event::RenderRequest(RenderRequest::SubresourceCached));
+                return cached;
             }
         }
         let empty = |status: u16| PageResponse { status, headers: Vec::new(), body: Vec::new() };
@@ -126,6 +158,8 @@ impl RenderFetcher {
         if decision == Decision::Subresource {
             m.count_event(Event::RenderRequest(RenderRequest::SubresourceFetched));
             self.cache.lock().put(url.as_str(), answer.clone());
+            drop(turn);
+            self.release(url.as_str(), gate);
         } else {
             m.count_event(Event::RenderRequest(RenderRequest::DocumentFetched));
         }
