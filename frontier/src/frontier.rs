@@ -32,6 +32,9 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use url::Url;
 
+mod handover;
+pub use handover::{HandOff, Received};
+
 /// Where a URL stands in the frontier (see [`Frontier::url_state`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -76,21 +79,6 @@ pub struct HostLoad {
     pub queued: u64,
     pub fetched: u64,
     pub in_flight: bool,
-}
-
-/// What [`Frontier::hand_off`] gives away.
-#[derive(Debug, Default)]
-pub struct HandOff {
-    /// Queued URLs, for the new owners to queue.
-    pub queued: Vec<QueuedUrl>,
-    /// URLs this node fetched or gave up on, for the new owners to mark seen.
-    pub done: Vec<String>,
-}
-
-impl HandOff {
-    pub fn is_empty(&self) -> bool {
-        self.queued.is_empty() && self.done.is_empty()
-    }
 }
 
 /// A queued URL as stored.
@@ -643,6 +631,11 @@ impl Frontier {
 
     /// Offers a URL. Seen URLs are not queued again; a still-queued one gains an inlink.
     pub fn push(&mut self, c: Candidate) -> Result<PushOutcome> {
+        self.push_checked(c, true)
+    }
+
+    /// [`Frontier::push`]; `by_seen`: a URL in the seen-set is not queued again.
+    fn push_checked(&mut self, c: Candidate, by_seen: bool) -> Result<PushOutcome> {
         let s = &self.settings;
         if c.kind == UrlKind::Page && c.depth > s.max_depth {
             return Ok(PushOutcome::TooDeep);
@@ -657,7 +650,7 @@ impl Frontier {
             if self.store.queued_key(url, &host)?.is_some() {
                 return Ok(PushOutcome::AlreadySeen);
             }
-        } else if self.seen.contains(url) {
+        } else if by_seen && self.seen.contains(url) {
             self.bump_inlinks(url, &host)?;
             return Ok(PushOutcome::AlreadySeen);
         }
@@ -823,93 +816,6 @@ impl Frontier {
         Ok(())
     }
 
-    /// Gives away the hosts for which `keep(host)` is false: in a network, the hosts this node
-    /// no longer owns go to their new owner. Their queued URLs leave the queue and come back in
-    /// [`HandOff::queued`]; `persist` sees them (and the done ones, the URL leased right now
-    /// among them) first and must store them elsewhere (the node's
-    /// outbox) before they leave, so a crash in between can repeat a URL but never lose it. The
-    /// URLs this node is done with on those hosts come back in [`HandOff::done`], so the new
-    /// owner does not fetch them again. A URL leased right now is not touched (its fetch
-    /// finishes here); everything handed off stays in this node's seen-set, and a host that
-    /// comes back waits the hand-over grace before its first request. One batch: durable
-    /// with the next flush.
-    pub fn hand_off(
-        &mut self,
-        mut keep: impl FnMut(&str) -> bool,
-        persist: impl FnOnce(&HandOff) -> std::result::Result<(), sled::Error>,
-    ) -> Result<HandOff> {
-        let now = Instant::now();
-        let mut entries = Vec::new();
-        let mut done = Vec::new();
-        // (host, live entries taken)
-        let mut taken: Vec<(u32, u64)> = Vec::new();
-        let mut given = Vec::new();
-        let mut batch = self.store.batch();
-        // Hosts not in memory have nothing queued: their done URLs go, and so do they.
-        let mut forgotten = 0;
-        for (name, record) in self.store.host_records()? {
-            if self.host_ids.contains_key(&name) || keep(&name) {
-                continue;
-            }
-            done.extend(self.store.done_of_host(record.id, &name)?);
-            self.store.remove_host(&mut batch, &name, record.id)?;
-            forgotten += 1;
-        }
-        for id in self.hosts.ids() {
-            let h = &self.hosts[id as usize];
-            if h.given_away || keep(&h.name) {
-                continue;
-            }
-            given.push(id);
-            done.extend(self.store.done_of_host(id, &h.name)?);
-            let leased = h.leased;
-            // The URL leased right now is this node's to finish: the new owner is told it is
-            // done, or it would fetch it again while this node is still indexing it.
-            if let Some(key) = leased {
-                if let Some(entry) = self.store.entry(&key)? {
-                    done.push(entry.url(&h.name));
-                }
-            }
-            if h.queued == 0 {
-                continue;
-            }
-            let mut live = 0;
-            for (key, entry) in self.store.entries_of_host(id)? {
-                if Some(key) == leased {
-                    continue;
-                }
-                let q = self.queued_url(id, &key, entry);
-                self.store.remove_entry(&mut batch, &key, &q.url);
-                entries.push(q);
-                live += 1;
-            }
-            taken.push((id, live));
-        }
-        let given_away = HandOff { queued: entries, done };
-        persist(&given_away)?;
-        for &(id, live) in &taken {
-            let h = &mut self.hosts[id as usize];
-            h.queued = h.queued.saturating_sub(live);
-            self.put_record(&mut batch, id, now)?;
-        }
-        if let Err(e) = self.store.commit(batch) {
-            for &(id, live) in &taken {
-                self.hosts[id as usize].queued += live;
-            }
-            return Err(e);
-        }
-        self.known = self.known.saturating_sub(forgotten);
-        for id in given {
-            self.hosts[id as usize].given_away = true;
-        }
-        for (id, live) in taken {
-            self.queued = self.queued.saturating_sub(live);
-            self.removed_since_compact += live;
-            self.reschedule(id);
-        }
-        Ok(given_away)
-    }
-
     /// Blocks `host` (a host key, `name` or `name:port`) for good: its queued URLs are dropped
     /// (they stay in the seen-set), and nothing of it is queued again until
     /// [`Frontier::unblock_host`]. A request in flight finishes. Returns how many queued URLs
@@ -937,80 +843,6 @@ impl Frontier {
         let mut v: Vec<String> = self.blocked.iter().cloned().collect();
         v.sort();
         v
-    }
-
-    /// Holds back the hosts `pick` selects until at least `until`: in a network, hosts this node
-    /// just became the owner of (their previous owner may be requesting them right now).
-    pub fn hold_hosts(&mut self, mut pick: impl FnMut(&str) -> bool, until: Instant) -> usize {
-        let mut held = 0;
-        for id in self.hosts.ids() {
-            if !pick(&self.hosts[id as usize].name) {
-                continue;
-            }
-            let h = &mut self.hosts[id as usize];
-            if h.ready_at() < until {
-                h.hold_until = Some(until);
-                held += 1;
-                self.reschedule(id);
-            }
-        }
-        held
-    }
-
-    /// Holds the hosts `pick` selects among those this node meets from now on until `until`
-    /// too (`None`: no longer): hosts it has not heard of yet may have been crawled by the
-    /// members that held them while it was away. `pick` runs under the frontier's lock.
-    pub fn hold_new_hosts(&mut self, hold: Option<(Instant, HostFilter)>) {
-        self.new_host_hold = hold;
-    }
-
-    /// Ends early a hold of the hosts `pick` selects (by [`Frontier::hold_hosts`] or
-    /// [`Frontier::hold_new_hosts`]): they may be requested from `at` on, their politeness —
-    /// delay, backoff, Retry-After — still applying. Holds only ever move earlier here.
-    pub fn release_hosts(&mut self, mut pick: impl FnMut(&str) -> bool, at: Instant) -> usize {
-        let mut released = 0;
-        for id in self.hosts.ids() {
-            if !pick(&self.hosts[id as usize].name) {
-                continue;
-            }
-            let h = &mut self.hosts[id as usize];
-            if h.hold_until.is_some_and(|until| until > at) {
-                h.hold_until = Some(at);
-                released += 1;
-                self.reschedule(id);
-            }
-        }
-        released
-    }
-
-    /// Records that another member already fetched `url` (it owned the host before): the URL
-    /// joins the seen-set, so links to it are not queued again, and leaves the queue if a link
-    /// got it there first (unless it is being fetched right now). Returns whether anything
-    /// changed.
-    pub fn mark_done(&mut self, url: &Url) -> Result<bool> {
-        let u = url.as_str();
-        let host = HostKey::of(url).into_string();
-        // Known from now on, so a later hand-off passes the URL on.
-        let now = Instant::now();
-        let id = self.host_id(&host, now)?;
-        if let Some((key, _)) = self.store.queued_key(u, &host)? {
-            if self.hosts[id as usize].leased != Some(key) {
-                self.remove_entry(id, &key, u, true, now)?;
-                self.reschedule(id);
-                return Ok(true);
-            }
-        }
-        if self.seen.contains(u) {
-            return Ok(false);
-        }
-        let mut batch = self.store.batch();
-        self.store.journal(&mut batch, self.next_jseq, u);
-        // Passed on again should the host move on.
-        self.store.put_done(&mut batch, id, u, &host);
-        self.store.commit(batch)?;
-        self.next_jseq += 1;
-        self.seen.insert(u);
-        Ok(true)
     }
 
     /// Ends a lease. `requested` says whether a request reached the host (politeness applies).

@@ -41,7 +41,8 @@ pub mod store;
 
 pub use frontier::{
     Borrow, Candidate, CompactJob, Completed, Completion, Durability, Frontier, FrontierError, FrontierSettings,
-    FrontierStats, HandOff, HostFilter, HostLoad, Lease, Next, PushOutcome, QueuedUrl, Returned, SnapshotJob, UrlState,
+    FrontierStats, HandOff, HostFilter, HostLoad, Lease, Next, PushOutcome, QueuedUrl, Received, Returned, SnapshotJob,
+    UrlState,
     IDLE_FOR,
 };
 pub use host::HostKey;

@@ -299,6 +299,61 @@ fn a_host_handed_off_carries_what_was_fetched_and_waits_the_grace_when_it_comes_
     }
 }
 
+/// The churn simulator's loss: node A owned a host, handed it to B (the URLs stay in A's
+/// seen-set), got it back when B left — and dropped B's hand-over as "seen". What another
+/// member sends is judged by the queue and the done list, not the seen-set.
+#[test]
+fn a_host_handed_back_is_queued_again_although_its_urls_were_seen_here() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut a) = open(dir.path(), settings());
+    // Past a new host's hand-over grace.
+    let t0 = Instant::now() + Duration::from_secs(60);
+    for i in 0..4 {
+        a.push(page(&format!("http://h.test/{i}"), 1)).unwrap();
+    }
+    let l = take(&mut a, t0);
+    let fetched = l.entry.url.clone();
+    a.complete(l, Completion::Done { page: true }, true, t0).unwrap();
+    // A gives the host away: three queued URLs and one done.
+    let given = a.hand_off(|_| false, |_| Ok(())).unwrap();
+    assert_eq!((given.queued.len(), given.done.len()), (3, 1));
+    assert_eq!(a.stats().queued, 0);
+
+    // B fetched one of them and hands the host back with the other two and its done list.
+    let (b_fetched, back) = (given.queued[0].url.clone(), &given.queued[1..]);
+    for d in [&fetched, &b_fetched] {
+        a.mark_done(&normalize(d, None).unwrap()).unwrap();
+    }
+    for q in back {
+        let c = page(&q.url, q.depth);
+        assert_eq!(a.push(c.clone()).unwrap(), PushOutcome::AlreadySeen, "a link is still judged by the seen-set");
+        assert_eq!(a.push_received(c).unwrap(), Received::Queued, "{} handed back", q.url);
+    }
+    assert_eq!(a.stats().queued, 2, "the two URLs B did not fetch are A's to fetch");
+    // Sent again (a retry of the batch, a link from a third member): nothing doubles.
+    for q in back {
+        assert_eq!(a.push_received(page(&q.url, q.depth)).unwrap(), Received::AlreadyQueued);
+    }
+    // What A fetched before, and what B reported done although A had it in its seen-set,
+    // is not queued again by anyone's word.
+    assert_eq!(a.push_received(page(&fetched, 1)).unwrap(), Received::AlreadyDone);
+    assert_eq!(a.push_received(page(&b_fetched, 1)).unwrap(), Received::AlreadyDone);
+    assert_eq!(a.stats().queued, 2);
+    // A URL refused by the rules says why.
+    assert_eq!(
+        a.push_received(page("http://h.test/photo.jpg", 1)).unwrap(),
+        Received::Refused(PushOutcome::Binary)
+    );
+
+    // Across a reopen: the done list and the queue are on disk.
+    drop(a);
+    drop(_db);
+    let (_db, mut a) = open(dir.path(), settings());
+    assert_eq!(a.stats().queued, 2);
+    assert_eq!(a.push_received(page(&b_fetched, 1)).unwrap(), Received::AlreadyDone);
+    assert_eq!(a.push_received(page(&back[0].url, 1)).unwrap(), Received::AlreadyQueued);
+}
+
 #[test]
 fn held_hosts_wait_and_the_others_do_not() {
     let dir = tempfile::tempdir().unwrap();

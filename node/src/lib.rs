@@ -32,6 +32,7 @@ pub mod page;
 mod pipeline;
 mod procmem;
 pub mod quota;
+mod received;
 mod routing;
 mod search;
 mod second_opinion;

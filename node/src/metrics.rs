@@ -106,6 +106,8 @@ pub struct Metrics {
     pub found_when_idle: AtomicU64,
     /// Times a host was found refusing the crawler and paused.
     pub hosts_blocked: AtomicU64,
+    /// What became of the URLs other members sent.
+    pub received: crate::received::ReceivedCounts,
     errors: Mutex<BTreeMap<&'static str, u64>>,
     warned: Mutex<HashSet<&'static str>>,
     extraction: Mutex<BTreeMap<String, u64>>,
@@ -136,6 +138,7 @@ impl Default for Metrics {
             scheme_changes: AtomicU64::new(0),
             found_when_idle: AtomicU64::new(0),
             hosts_blocked: AtomicU64::new(0),
+            received: Default::default(),
             errors: Mutex::new(BTreeMap::new()),
             warned: Mutex::new(HashSet::new()),
             extraction: Mutex::new(BTreeMap::new()),
@@ -273,6 +276,9 @@ counted!(
         Generic => "generic",
         /// The layout's template did not validate.
         TemplateFailed => "template_failed",
+        /// The template's selectors all matched a page too short for it (the generic
+        /// extractor found no more text either): a short page, not a layout change.
+        ShortPage => "short_page",
         /// A class rename was repaired on the spot.
         Repaired => "repaired",
         /// A template of another layout of the host fitted a new signature.
@@ -302,8 +308,9 @@ counted!(
         JsRequired => "js_required",
         Failed => "failed",
         Adopted => "adopted",
-        /// A sample's HTML was not kept and was fetched again (stores of older versions).
-        SampleFetched => "sample_fetched",
+        /// A sample whose HTML is not kept (a store of an older version) was left out: the
+        /// teacher never fetches a page the crawl fetched.
+        SampleMissing => "sample_missing",
     }
 );
 

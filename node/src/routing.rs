@@ -312,6 +312,7 @@ pub async fn receive(
         let returned: Vec<String> = urls.iter().map(|u| u.url.clone()).collect();
         let mut done = Vec::new();
         let mut candidates = Vec::new();
+        let mut invalid = 0;
         let max_depth = crawler.max_depth();
         for u in urls {
             // The sender's depth orders the queue but cannot keep a page out of it: a peer
@@ -321,13 +322,22 @@ pub async fn receive(
             // to have done it).
             let normalized = match u.into_url() {
                 Some(url) => normalize_url(url),
-                None => continue,
+                None => {
+                    invalid += 1;
+                    continue;
+                }
             };
-            let Ok(url) = normalized else { continue };
+            let Ok(url) = normalized else {
+                invalid += 1;
+                continue;
+            };
             match from_wire(kind) {
                 Some(kind) => candidates.push(Candidate::of(url, kind, depth)),
                 None => done.push(url),
             }
+        }
+        if invalid > 0 {
+            crawler.count_received_invalid(invalid);
         }
         let accepted = match (crawler.mark_done(done).await, crawler.add_owned(candidates).await) {
             (Ok(d), Ok(q)) => d + q,

@@ -115,6 +115,26 @@ impl prometheus_client::collector::Collector for StatusCollector {
             let labels: Labels = vec![("kind", kind.clone())];
             ConstCounter::new(*v).encode(m.encode_family(&labels)?)?;
         }
+        let r = &s.received;
+        let mut m = enc.encode_descriptor(
+            "weft_received_urls",
+            "URLs other members sent (hand-overs, links to this node's hosts), by what became of them",
+            None,
+            MetricType::Counter,
+        )?;
+        let fates = [
+            ("queued", r.queued),
+            ("already_queued", r.already_queued),
+            ("already_done", r.already_done),
+            ("done_reported", r.done_reported),
+            ("invalid", r.invalid),
+        ]
+        .map(|(fate, v)| (fate.to_string(), v));
+        let refused = r.refused.iter().map(|(why, v)| (format!("refused_{why}"), *v));
+        for (fate, v) in fates.into_iter().chain(refused) {
+            let labels: Labels = vec![("fate", fate)];
+            ConstCounter::new(v).encode(m.encode_family(&labels)?)?;
+        }
         let mut m =
             enc.encode_descriptor("weft_extraction", "Extraction outcomes by kind", None, MetricType::Counter)?;
         for (kind, v) in &s.extraction {
@@ -362,6 +382,7 @@ mod tests {
         assert!(text.contains("weft_fetch_seconds_bucket{le=\"0.02\"} 1"), "{text}");
         assert!(text.contains("weft_pages_fetched_total 1"), "{text}");
         assert!(text.contains("weft_errors_total{kind=\"timeout\"} 2"), "{text}");
+        assert!(text.contains("weft_received_urls_total{fate=\"queued\"} 0"), "{text}");
         assert!(text.contains("# TYPE weft_frontier_queued gauge"), "{text}");
         assert!(text.contains("weft_storage_fault 0") && text.contains("weft_storage_errors_total 0"), "{text}");
         assert!(text.trim_end().ends_with("# EOF"));

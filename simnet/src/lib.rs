@@ -23,7 +23,9 @@ pub mod news;
 pub mod plot;
 pub mod report;
 pub mod runner;
+pub mod schedule;
 pub mod search_eval;
+pub mod sweep;
 pub mod topics;
 pub mod web;
 

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use weft_simnet::docs::{self, WebSpec};
 use weft_simnet::runner::{self, RunReport, RunSpec};
-use weft_simnet::{churn, demo, generated_site, plot, topic_site, WebServer};
+use weft_simnet::{churn, demo, generated_site, plot, sweep, topic_site, WebServer};
 
 #[derive(Parser)]
 #[command(name = "weft-simnet", about = "Weft's synthetic web and network simulator")]
@@ -67,6 +67,11 @@ enum Command {
         hosts: usize,
         #[arg(long, default_value_t = 500)]
         pages: usize,
+        /// News sites (layouts for the teacher) and articles on each.
+        #[arg(long, default_value_t = 4)]
+        news_sites: usize,
+        #[arg(long, default_value_t = 30)]
+        news_articles: usize,
         /// Longest run, e.g. 300s or 5m.
         #[arg(long, default_value = "300s")]
         duration: String,
@@ -100,6 +105,41 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Churn as a property: one run per seed, each under a random schedule drawn from the
+    /// seed (kills with their restarts, leaves, joins, and always a node killed, restarted and
+    /// then leaving), each judged by the invariant: every reachable page fetched, no
+    /// politeness violation, no repeat a kill does not explain. Prints the seeds that fail
+    /// and how to replay them; exits 1 if any did.
+    Sweep {
+        /// Seeds to run, e.g. `1-30` or `7`.
+        #[arg(long, default_value = "1-5")]
+        seeds: String,
+        #[arg(long, default_value_t = 5)]
+        nodes: usize,
+        #[arg(long, default_value_t = 10)]
+        hosts: usize,
+        #[arg(long, default_value_t = 150)]
+        pages: usize,
+        /// News sites (layouts for the teacher) and articles on each.
+        #[arg(long, default_value_t = 2)]
+        news_sites: usize,
+        #[arg(long, default_value_t = 12)]
+        news_articles: usize,
+        /// The schedules' events start this far into a run ...
+        #[arg(long, default_value = "10s")]
+        from: String,
+        /// ... and by this far (a restart or leave may follow its kill up to 90 s later).
+        #[arg(long, default_value = "60s")]
+        span: String,
+        /// Longest run per seed.
+        #[arg(long, default_value = "400s")]
+        duration: String,
+        /// Every seed's result as JSON.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        #[command(flatten)]
+        common: Common,
+    },
     /// Three nodes on loopback crawl the synthetic web for about a minute, then answer searches.
     Demo {
         /// Seconds of crawling at most (it stops earlier when everything is fetched).
@@ -120,6 +160,8 @@ fn main() {
                 nodes,
                 hosts,
                 pages,
+                news_sites,
+                news_articles,
                 duration,
                 churn,
                 report,
@@ -134,7 +176,7 @@ fn main() {
             } => {
                 let duration = churn::parse_time(&duration).map_err(|e| e.to_string())?;
                 let events = churn::parse(&churn, nodes).map_err(|e| e.to_string())?;
-                let web = WebSpec { hosts, pages, seed: common.seed, ..WebSpec::default() };
+                let web = WebSpec { hosts, pages, seed: common.seed, news_sites, news_articles, ..WebSpec::default() };
                 let (mut spec, _tmp) = spec(&common, nodes, web, duration, events, !no_index, until_covered)?;
                 if queries > 0 {
                     if no_index {
@@ -164,6 +206,50 @@ fn main() {
                 print_summary(&result);
                 keep_note(&common, &spec);
                 Ok(())
+            }
+            Command::Sweep {
+                seeds,
+                nodes,
+                hosts,
+                pages,
+                news_sites,
+                news_articles,
+                from,
+                span,
+                duration,
+                report,
+                common,
+            } => {
+                let seeds = parse_seeds(&seeds)?;
+                let window = sweep::Window {
+                    from: churn::parse_time(&from).map_err(|e| e.to_string())?,
+                    span: churn::parse_time(&span).map_err(|e| e.to_string())?,
+                };
+                let duration = churn::parse_time(&duration).map_err(|e| e.to_string())?;
+                let web = WebSpec { hosts, pages, seed: common.seed, news_sites, news_articles, ..WebSpec::default() };
+                let (base, _tmp) = spec(&common, nodes, web, duration, Vec::new(), true, true)?;
+                let runs = sweep::sweep(&base, seeds, window, |r| println!("{}", sweep::line(r)))
+                    .await
+                    .map_err(|(seed, e)| format!("seed {seed}: {e}"))?;
+                if let Some(path) = report {
+                    let json = serde_json::to_string_pretty(&runs).map_err(|e| e.to_string())?;
+                    std::fs::write(&path, json).map_err(|e| format!("writing {}: {e}", path.display()))?;
+                }
+                keep_note(&common, &base);
+                let failed: Vec<&sweep::SeedRun> = runs.iter().filter(|r| !r.broken.is_empty()).collect();
+                println!("{} seeds, {} held the invariant", runs.len(), runs.len() - failed.len());
+                for r in &failed {
+                    println!("seed {} broke it: {}", r.seed, r.broken.join("; "));
+                    println!(
+                        "  replay: weft-simnet run --nodes {nodes} --hosts {hosts} --pages {pages} --news-sites {news_sites} --news-articles {news_articles} --seed {} --duration {} --until-covered --keep --churn '{}'",
+                        common.seed, duration.as_secs(), r.churn
+                    );
+                }
+                if failed.is_empty() {
+                    Ok(())
+                } else {
+                    Err(format!("{} of {} seeds broke the invariant", failed.len(), runs.len()))
+                }
             }
             Command::Demo { seconds, common } => {
                 // Four news sites of twelve articles: enough for the teacher to learn each design
@@ -223,6 +309,17 @@ fn spec(
         search: None,
     };
     Ok((spec, tmp))
+}
+
+/// `1-30` or `7`.
+fn parse_seeds(s: &str) -> Result<std::ops::RangeInclusive<u64>, String> {
+    let bad = || format!("--seeds {s:?}: expected N or FROM-TO");
+    let (a, b) = s.split_once('-').unwrap_or((s, s));
+    let (a, b): (u64, u64) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+    if a > b {
+        return Err(bad());
+    }
+    Ok(a..=b)
 }
 
 fn keep_note(common: &Common, spec: &RunSpec) {

@@ -366,6 +366,11 @@ impl Crawler {
         self.inner.frontier.lock().blocked_hosts()
     }
 
+    /// Counts URLs other members sent that are not URLs at all (`/status` `received`).
+    pub fn count_received_invalid(&self, n: u64) {
+        self.inner.metrics.received.invalid(n);
+    }
+
     /// The deepest a page may be queued (`frontier.max_depth`).
     pub fn max_depth(&self) -> u32 {
         self.inner.frontier.lock().settings().max_depth
@@ -420,18 +425,24 @@ impl Crawler {
     /// Queues URLs whose hosts this node owns (sent by other members): not routed again, not
     /// filtered by this run's seed hosts. Returns how many are queued or were already known,
     /// once they are durable; an error means they are not (do not acknowledge them).
+    ///
+    /// Judged by the queue and the done list, not the seen-set (see
+    /// [`weft_frontier::Frontier::push_received`]): a URL this node gave away with its host
+    /// and gets back is queued again. Each URL's fate is counted (`/status` `received`).
     pub async fn add_owned(&self, candidates: Vec<Candidate>) -> Result<u32, StorageFault> {
         let metrics = self.inner.metrics.clone();
         let accepted = blocking(|| {
             let mut accepted = 0;
             let mut frontier = self.inner.frontier.lock();
             for c in candidates {
-                match frontier.push(c) {
-                    Ok(PushOutcome::Queued) => {
-                        inc(&metrics.urls_queued);
+                match frontier.push_received(c) {
+                    Ok(fate) => {
+                        if fate == weft_frontier::Received::Queued {
+                            inc(&metrics.urls_queued);
+                        }
+                        metrics.received.pushed(&fate);
                         accepted += 1;
                     }
-                    Ok(_) => accepted += 1,
                     Err(e) => self.inner.storage.error("frontier push", e),
                 }
             }
@@ -471,6 +482,7 @@ impl Crawler {
             return Ok(0);
         }
         let n = urls.len() as u32;
+        self.inner.metrics.received.done_reported(n as u64);
         blocking(|| {
             let mut frontier = self.inner.frontier.lock();
             for u in &urls {
@@ -1244,6 +1256,9 @@ pub struct CrawlStatus {
     /// Set while the crawl makes no progress with work queued (`state` is then `stalled`).
     #[serde(default)]
     pub stalled: Option<Stall>,
+    /// What became of the URLs other members sent (hand-overs, links to this node's hosts).
+    #[serde(default)]
+    pub received: crate::received::ReceivedStatus,
     pub errors_total: u64,
     /// Errors by kind (`timeout`, `body_too_large`, `url_scheme`, ...).
     pub errors: BTreeMap<String, u64>,
@@ -1307,6 +1322,7 @@ impl CrawlStatus {
             hosts_blocked: m.hosts_blocked.load(Relaxed),
             blocked_by_hosts,
             stalled,
+            received: m.received.snapshot(),
             errors_total: errors.values().sum(),
             errors,
             extraction: m.extractions(),

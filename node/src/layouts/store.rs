@@ -574,8 +574,16 @@ impl LayoutStore {
         if t.origin == Origin::Manual {
             return Ok(None);
         }
-        let mut urls = vec![change.url.clone()];
-        urls.extend(record.samples.iter().filter(|u| **u != change.url).cloned());
+        // The layout changed: its samples are pages of the old one. The failing page (kept by
+        // the worker) starts the new samples, and the next pages of the layout join them until
+        // the teacher takes the job.
+        for url in std::mem::take(&mut record.samples) {
+            if url != change.url {
+                self.drop_page(PageRole::Sample, &url)?;
+            }
+        }
+        record.samples.push(change.url.clone());
+        let urls = vec![change.url.clone()];
         let job = TeacherJob {
             host: t.host.clone(),
             level: t.level,
@@ -640,6 +648,13 @@ impl LayoutStore {
             JobOutcome::Learned => record.failures = 0,
             JobOutcome::JsRequired => record.js_required = true,
             JobOutcome::Failed => record.failures += 1,
+        }
+        if outcome != JobOutcome::Failed {
+            // Done with these samples: the layout's next pages are kept in their place, so a
+            // later re-learn (expiry, a change) reads pages the crawl fetched, not fetches them.
+            for url in std::mem::take(&mut record.samples) {
+                self.drop_page(PageRole::Sample, &url)?;
+            }
         }
         Self::put(&self.signatures, &k, &record)
     }
@@ -786,14 +801,10 @@ impl LayoutStore {
         Ok(())
     }
 
-    /// Forgets the samples of a layout the teacher is done with (learned, or known to need
-    /// JavaScript); a layout it failed on keeps them for its next try.
-    pub fn drop_samples(&self, host: &str, level: Level, signature: &str) -> Result<(), LayoutError> {
+    /// The sample URLs a layout's record holds now.
+    pub fn samples(&self, host: &str, level: Level, signature: &str) -> Result<Vec<String>, LayoutError> {
         let record: Option<SignatureRecord> = Self::get(&self.signatures, &key(host, level, signature))?;
-        for url in record.map(|r| r.samples).unwrap_or_default() {
-            self.drop_page(PageRole::Sample, &url)?;
-        }
-        Ok(())
+        Ok(record.map(|r| r.samples).unwrap_or_default())
     }
 
     /// Counts a rendered page of `host`.

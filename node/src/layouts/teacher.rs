@@ -18,7 +18,6 @@ use super::render_fetch::RenderFetcher;
 use super::rendering::RenderQueue;
 use super::store::{HostRendering, JobOutcome, LayoutStore, Learned, PageRole, StoredPage, TeacherJob};
 use crate::crawl::Crawler;
-use crate::fetcher::Fetched;
 use crate::metrics::{Event, Metrics, Teacher as Taught};
 use crate::page::RenderReason;
 use crate::storage::blocking;
@@ -83,7 +82,7 @@ impl Teacher {
                 tracing::error!("teacher: {e}");
             }
             if outcome != JobOutcome::Failed {
-                let _ = blocking(|| self.store.drop_samples(&job.host, job.level, &job.signature));
+                // The layout's samples went with `job_done`; these are the job's own.
                 for u in &job.urls {
                     let _ = blocking(|| self.store.drop_page(PageRole::Sample, u));
                 }
@@ -101,28 +100,23 @@ impl Teacher {
             return JobOutcome::Failed;
         };
         // The static pages, in the job's order, as the crawl fetched them (kept by the
-        // worker); only a sample whose HTML is not kept (a store from an older version) is
-        // fetched again. The first is rendered.
+        // worker), then the layout's samples kept since the job was queued (pages of a changed
+        // layout that failed its template meanwhile). Nothing is fetched again: the crawl
+        // fetched every one of them, and the web server sees a page once. The first is
+        // rendered.
         let mut statics: Vec<(Url, String)> = Vec::new();
-        // Their HTML, in the same order: a page queued for rendering takes it along, whether
-        // it was kept or fetched here (the browser is answered from it).
+        // Their HTML, in the same order: a page queued for rendering takes it along (the
+        // browser is answered from it).
         let mut held: Vec<StoredPage> = Vec::new();
-        for u in &job.urls {
+        let mut urls = job.urls.clone();
+        let later = blocking(|| self.store.samples(&job.host, job.level, &job.signature)).unwrap_or_default();
+        urls.extend(later.into_iter().filter(|u| !job.urls.contains(u)));
+        for u in &urls {
             let Ok(url) = Url::parse(u) else { continue };
             let kept = blocking(|| self.store.page(PageRole::Sample, u)).ok().flatten();
-            let page = match kept {
-                Some(p) => p,
-                None => match self.crawler.fetch_for_browser(&url, self.patience).await {
-                    Ok(Fetched::Body { status, body, content_type, .. }) => {
-                        self.metrics.count_event(Event::Teacher(Taught::SampleFetched));
-                        StoredPage { status, content_type, body: body.to_vec() }
-                    }
-                    Ok(_) => continue,
-                    Err(e) => {
-                        tracing::debug!(url = %url, "teacher: static fetch refused: {e}");
-                        continue;
-                    }
-                },
+            let Some(page) = kept else {
+                self.metrics.count_event(Event::Teacher(Taught::SampleMissing));
+                continue;
             };
             let tld = url.host_str().and_then(|h| h.rsplit('.').next()).map(str::to_string);
             let text =
@@ -132,7 +126,7 @@ impl Teacher {
             statics.push((url, text));
         }
         let Some((first, first_html)) = statics.first().cloned() else {
-            tracing::info!(host = job.host, "teacher: none of the layout's pages could be fetched");
+            tracing::info!(host = job.host, "teacher: none of the layout's pages is kept; it is taught again from the next ones");
             return JobOutcome::Failed;
         };
         // The page's own signatures: the job may have come from an L2 match or an older layout.

@@ -127,6 +127,12 @@ impl Worker {
             if let Some(learned) = &observed.template {
                 match apply(doc, &learned.template) {
                     Ok(t) => used = Some((t, learned.template.version)),
+                    Err(failure) if short_page(&failure, e.word_count) => {
+                        // Every selector matched and the page has no more text than that: the
+                        // generic extraction stands, the layout is fine, nothing to re-learn.
+                        m.count_event(Event::Layout(Layout::ShortPage));
+                        tracing::debug!(host, url, "template v{}: {failure}; a short page", learned.template.version);
+                    }
                     Err(failure) => {
                         m.count_event(Event::Layout(Layout::TemplateFailed));
                         let change = diagnose(&learned.template, &learned.snapshot, Some(&failure), doc, js, url, now);
@@ -281,6 +287,17 @@ impl Worker {
     }
 }
 
+/// Whether a template that failed only for want of words met a short page rather than a
+/// changed layout: its selectors all matched, and the generic extractor (`generic_words`) found
+/// at most twice the text the template did. A redesign that points the content selector at a
+/// small element leaves the generic extractor finding much more; a short article does not.
+fn short_page(failure: &weft_extract::template::TemplateError, generic_words: usize) -> bool {
+    match failure {
+        weft_extract::template::TemplateError::TooShort { words, .. } => generic_words <= 2 * (*words).max(1),
+        _ => false,
+    }
+}
+
 /// A template's fields over the generic extraction.
 fn replace(e: &mut Extracted, t: TemplateText) {
     e.blocks = t
@@ -299,4 +316,21 @@ fn replace(e: &mut Extracted, t: TemplateText) {
     }
     // The template was validated: as sure as the teacher was.
     e.confidence = e.confidence.max(0.9);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_page;
+    use weft_extract::template::TemplateError;
+
+    #[test]
+    fn a_short_page_is_not_a_changed_layout() {
+        let short = |words| TemplateError::TooShort { words, min: 40 };
+        assert!(short_page(&short(26), 30), "a 26-word note read alike both ways");
+        assert!(short_page(&short(39), 70));
+        assert!(!short_page(&short(12), 600), "the selector now points at a small box: a change");
+        assert!(!short_page(&short(0), 300));
+        let missing = TemplateError::Missing { field: "content".into(), selector: "article".into() };
+        assert!(!short_page(&missing, 10), "a selector that matched nothing is a change");
+    }
 }

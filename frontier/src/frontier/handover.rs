@@ -1,0 +1,248 @@
+//! Hosts changing hands between members: giving a host's queue and done list away, taking
+//! URLs other members send (hand-overs and links to this node's hosts), holding a host gained
+//! until its previous owner is done with it.
+//!
+//! The rule that holds it together: a URL leaves a node's responsibility only when its new
+//! owner has it queued or done, durably. The seen-set cannot tell "fetched here" from "given
+//! away with its host" (every URL handed off stays in it), so what another member sends is
+//! judged by the queue and the done list instead ([`Frontier::push_received`]).
+
+use super::{Candidate, Frontier, HostFilter, PushOutcome, QueuedUrl, Result};
+use crate::host::HostKey;
+use crate::score::UrlKind;
+use std::time::Instant;
+use url::Url;
+
+/// What [`Frontier::hand_off`] gives away.
+#[derive(Debug, Default)]
+pub struct HandOff {
+    /// Queued URLs, for the new owners to queue.
+    pub queued: Vec<QueuedUrl>,
+    /// URLs this node fetched or gave up on, for the new owners to mark seen.
+    pub done: Vec<String>,
+}
+
+impl HandOff {
+    pub fn is_empty(&self) -> bool {
+        self.queued.is_empty() && self.done.is_empty()
+    }
+}
+
+/// What became of a URL another member sent this node, the owner of its host
+/// ([`Frontier::push_received`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Received {
+    Queued,
+    /// Queued here already (a still-queued URL gains an inlink).
+    AlreadyQueued,
+    /// Fetched or given up on here, or reported done by a previous owner of its host.
+    AlreadyDone,
+    /// Not queued, and why: [`PushOutcome::TooDeep`], `Binary`, `HostBudgetExhausted`,
+    /// `Blocked`.
+    Refused(PushOutcome),
+}
+
+impl Frontier {
+    /// Offers a URL another member sent: a hand-over of a host this node now owns, or a link
+    /// to one. Here the seen-set does not decide, the queue and the done list do: this node's
+    /// seen-set also holds every URL it gave away with a host it no longer owned (and Bloom
+    /// false positives), and such a URL coming back with its host is this node's to fetch.
+    /// So a seen URL is queued again unless it is queued here or done here (fetched, given up
+    /// on, or reported done by a previous owner: [`Frontier::mark_done`]). Nothing leaves a
+    /// node's responsibility until its new owner has it queued or done (ARCHITECTURE.md).
+    pub fn push_received(&mut self, c: Candidate) -> Result<Received> {
+        if c.kind != UrlKind::Revisit && self.seen.contains(c.url.as_str()) {
+            let url = c.url.as_str();
+            let host = HostKey::of(&c.url).into_string();
+            if self.store.queued_key(url, &host)?.is_some() {
+                self.bump_inlinks(url, &host)?;
+                return Ok(Received::AlreadyQueued);
+            }
+            if self.is_done(url, &host)? {
+                return Ok(Received::AlreadyDone);
+            }
+        }
+        Ok(match self.push_checked(c, false)? {
+            PushOutcome::Queued => Received::Queued,
+            // A revisit already queued.
+            PushOutcome::AlreadySeen => Received::AlreadyQueued,
+            refused => Received::Refused(refused),
+        })
+    }
+
+    /// Whether `url` of `host` is done here (its host record knows it).
+    fn is_done(&self, url: &str, host: &str) -> Result<bool> {
+        match self.known_id(host)? {
+            Some(id) => self.store.is_done(id, url, host),
+            None => Ok(false),
+        }
+    }
+
+    /// Gives away the hosts for which `keep(host)` is false: in a network, the hosts this node
+    /// no longer owns go to their new owner. Their queued URLs leave the queue and come back in
+    /// [`HandOff::queued`]; `persist` sees them (and the done ones, the URL leased right now
+    /// among them) first and must store them elsewhere (the node's
+    /// outbox) before they leave, so a crash in between can repeat a URL but never lose it. The
+    /// URLs this node is done with on those hosts come back in [`HandOff::done`], so the new
+    /// owner does not fetch them again. A URL leased right now is not touched (its fetch
+    /// finishes here); everything handed off stays in this node's seen-set, and a host that
+    /// comes back waits the hand-over grace before its first request. One batch: durable
+    /// with the next flush.
+    pub fn hand_off(
+        &mut self,
+        mut keep: impl FnMut(&str) -> bool,
+        persist: impl FnOnce(&HandOff) -> std::result::Result<(), sled::Error>,
+    ) -> Result<HandOff> {
+        let now = Instant::now();
+        let mut entries = Vec::new();
+        let mut done = Vec::new();
+        // (host, live entries taken)
+        let mut taken: Vec<(u32, u64)> = Vec::new();
+        let mut given = Vec::new();
+        let mut batch = self.store.batch();
+        // Hosts not in memory have nothing queued: their done URLs go, and so do they.
+        let mut forgotten = 0;
+        for (name, record) in self.store.host_records()? {
+            if self.host_ids.contains_key(&name) || keep(&name) {
+                continue;
+            }
+            done.extend(self.store.done_of_host(record.id, &name)?);
+            self.store.remove_host(&mut batch, &name, record.id)?;
+            forgotten += 1;
+        }
+        for id in self.hosts.ids() {
+            let h = &self.hosts[id as usize];
+            if h.given_away || keep(&h.name) {
+                continue;
+            }
+            given.push(id);
+            done.extend(self.store.done_of_host(id, &h.name)?);
+            let leased = h.leased;
+            // The URL leased right now is this node's to finish: the new owner is told it is
+            // done, or it would fetch it again while this node is still indexing it.
+            if let Some(key) = leased {
+                if let Some(entry) = self.store.entry(&key)? {
+                    done.push(entry.url(&h.name));
+                }
+            }
+            if h.queued == 0 {
+                continue;
+            }
+            let mut live = 0;
+            for (key, entry) in self.store.entries_of_host(id)? {
+                if Some(key) == leased {
+                    continue;
+                }
+                let q = self.queued_url(id, &key, entry);
+                self.store.remove_entry(&mut batch, &key, &q.url);
+                entries.push(q);
+                live += 1;
+            }
+            taken.push((id, live));
+        }
+        let given_away = HandOff { queued: entries, done };
+        persist(&given_away)?;
+        for &(id, live) in &taken {
+            let h = &mut self.hosts[id as usize];
+            h.queued = h.queued.saturating_sub(live);
+            self.put_record(&mut batch, id, now)?;
+        }
+        if let Err(e) = self.store.commit(batch) {
+            for &(id, live) in &taken {
+                self.hosts[id as usize].queued += live;
+            }
+            return Err(e);
+        }
+        self.known = self.known.saturating_sub(forgotten);
+        for id in given {
+            self.hosts[id as usize].given_away = true;
+        }
+        for (id, live) in taken {
+            self.queued = self.queued.saturating_sub(live);
+            self.removed_since_compact += live;
+            self.reschedule(id);
+        }
+        Ok(given_away)
+    }
+
+    /// Holds back the hosts `pick` selects until at least `until`: in a network, hosts this node
+    /// just became the owner of (their previous owner may be requesting them right now).
+    pub fn hold_hosts(&mut self, mut pick: impl FnMut(&str) -> bool, until: Instant) -> usize {
+        let mut held = 0;
+        for id in self.hosts.ids() {
+            if !pick(&self.hosts[id as usize].name) {
+                continue;
+            }
+            let h = &mut self.hosts[id as usize];
+            if h.ready_at() < until {
+                h.hold_until = Some(until);
+                held += 1;
+                self.reschedule(id);
+            }
+        }
+        held
+    }
+
+    /// Holds the hosts `pick` selects among those this node meets from now on until `until`
+    /// too (`None`: no longer): hosts it has not heard of yet may have been crawled by the
+    /// members that held them while it was away. `pick` runs under the frontier's lock.
+    pub fn hold_new_hosts(&mut self, hold: Option<(Instant, HostFilter)>) {
+        self.new_host_hold = hold;
+    }
+
+    /// Ends early a hold of the hosts `pick` selects (by [`Frontier::hold_hosts`] or
+    /// [`Frontier::hold_new_hosts`]): they may be requested from `at` on, their politeness —
+    /// delay, backoff, Retry-After — still applying. Holds only ever move earlier here.
+    pub fn release_hosts(&mut self, mut pick: impl FnMut(&str) -> bool, at: Instant) -> usize {
+        let mut released = 0;
+        for id in self.hosts.ids() {
+            if !pick(&self.hosts[id as usize].name) {
+                continue;
+            }
+            let h = &mut self.hosts[id as usize];
+            if h.hold_until.is_some_and(|until| until > at) {
+                h.hold_until = Some(at);
+                released += 1;
+                self.reschedule(id);
+            }
+        }
+        released
+    }
+
+    /// Records that another member already fetched `url` (it owned the host before): the URL
+    /// joins the seen-set and this host's done list, so neither links to it nor a later
+    /// hand-over queue it again, and it leaves the queue if a link got it there first (unless
+    /// it is being fetched right now). Returns whether anything changed.
+    pub fn mark_done(&mut self, url: &Url) -> Result<bool> {
+        let u = url.as_str();
+        let host = HostKey::of(url).into_string();
+        // Known from now on, so a later hand-off passes the URL on.
+        let now = Instant::now();
+        let id = self.host_id(&host, now)?;
+        if let Some((key, _)) = self.store.queued_key(u, &host)? {
+            if self.hosts[id as usize].leased != Some(key) {
+                self.remove_entry(id, &key, u, true, now)?;
+                self.reschedule(id);
+                return Ok(true);
+            }
+        }
+        let seen = self.seen.contains(u);
+        // Seen is not enough: this node may have seen the URL and given it away with its host
+        // (then [`Frontier::push_received`] would queue it again when it comes back).
+        if seen && self.store.is_done(id, u, &host)? {
+            return Ok(false);
+        }
+        let mut batch = self.store.batch();
+        if !seen {
+            self.store.journal(&mut batch, self.next_jseq, u);
+        }
+        // Passed on again should the host move on.
+        self.store.put_done(&mut batch, id, u, &host);
+        self.store.commit(batch)?;
+        if !seen {
+            self.next_jseq += 1;
+            self.seen.insert(u);
+        }
+        Ok(true)
+    }
+}

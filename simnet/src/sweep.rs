@@ -1,0 +1,87 @@
+//! The churn sweep: one real run per seed, each under its own random schedule
+//! ([`crate::schedule::draw`]), each judged by the invariant ([`crate::schedule::verdict`]).
+//! `weft-simnet sweep`, the `churn_sweep` example and the CI test all run this.
+
+use crate::runner::{self, RunError, RunSpec};
+use crate::schedule;
+use serde::Serialize;
+use std::time::Duration;
+
+/// What one seed's run showed.
+#[derive(Debug, Clone, Serialize)]
+pub struct SeedRun {
+    pub seed: u64,
+    /// The schedule, as `--churn` takes it (replay: `weft-simnet run --churn '…'` with the
+    /// same web and nodes).
+    pub churn: String,
+    pub covered: usize,
+    pub reachable: usize,
+    /// Repeats a kill explains (allowed), and those it does not (must be 0).
+    pub repeats_after_kill: usize,
+    pub repeats_unexplained: usize,
+    pub politeness_violations: usize,
+    pub secs: f64,
+    /// What broke the invariant; empty when it held.
+    pub broken: Vec<String>,
+}
+
+/// The schedules' events start `from` into the run and end by `span`.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    pub from: Duration,
+    pub span: Duration,
+}
+
+/// Runs `base` (web, nodes, defaults) once per seed, each in `base.work_dir/seed-N` under the
+/// seed's schedule, calling `done` after each. A run that could not be carried out (a node
+/// that would not start) ends the sweep with its error, naming the seed.
+pub async fn sweep(
+    base: &RunSpec,
+    seeds: impl IntoIterator<Item = u64>,
+    window: Window,
+    mut done: impl FnMut(&SeedRun),
+) -> Result<Vec<SeedRun>, (u64, RunError)> {
+    let mut runs = Vec::new();
+    for seed in seeds {
+        let events = schedule::draw(seed, base.nodes, window.from, window.span);
+        let spec = RunSpec {
+            work_dir: base.work_dir.join(format!("seed-{seed}")),
+            churn: events.clone(),
+            until_covered: true,
+            ..base.clone()
+        };
+        std::fs::create_dir_all(&spec.work_dir).map_err(|e| (seed, RunError::Io(e.to_string())))?;
+        let report = runner::run(&spec, |_| {}).await.map_err(|e| (seed, e))?;
+        let w = &report.web;
+        let run = SeedRun {
+            seed,
+            churn: schedule::spec(&events),
+            covered: w.covered,
+            reachable: w.reachable,
+            repeats_after_kill: w.duplicates_after_kill,
+            repeats_unexplained: w.duplicate_fetches,
+            politeness_violations: w.politeness_violations.len(),
+            secs: report.elapsed_secs,
+            broken: schedule::verdict(w),
+        };
+        done(&run);
+        runs.push(run);
+    }
+    Ok(runs)
+}
+
+/// One line per seed, for a terminal or a log.
+pub fn line(r: &SeedRun) -> String {
+    format!(
+        "seed {:>3}  {}  {}/{} pages  {} repeats after kills, {} unexplained  {} politeness  {:.0} s  [{}]",
+        r.seed,
+        if r.broken.is_empty() { "ok  " } else { "FAIL" },
+        r.covered,
+        r.reachable,
+        r.repeats_after_kill,
+        r.repeats_unexplained,
+        r.politeness_violations,
+        r.secs,
+        r.churn
+    )
+}
