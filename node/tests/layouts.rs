@@ -142,8 +142,12 @@ fn requests_for(server: &WebServer, host: &str, path: &str) -> usize {
     server.requests().iter().filter(|r| r.host.starts_with(host) && r.path == path).count()
 }
 
+/// Each test drives Chromium and the model: one at a time on two cores.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn templates_are_learned_used_repaired_relearned_and_a_spa_is_rendered() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let server = WebServer::start(site_before()).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let url = |path: &str| server.url(HOST, path);
@@ -293,4 +297,57 @@ async fn templates_are_learned_used_repaired_relearned_and_a_spa_is_rendered() {
     weft_node::templates_cli::run(&c, closed, what, true, &mut out).await.unwrap();
     let detail: HostDetail = serde_json::from_slice(&out).unwrap();
     assert!(detail.templates.len() >= 3, "v1 (L1), v3 (L1 and L2), v2's adopted copy: {detail:?}");
+}
+
+/// Issue 32: short pages among long ones of one layout. A brief (~24 words, under a template's
+/// 40-word minimum) that the learned template's selectors fit is a short page, not a layout
+/// change: nothing is recorded, nothing re-learned, and no page is requested twice (a re-learn
+/// used to fetch the layout's first samples again each time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_pages_among_long_ones_are_no_layout_change_and_every_page_is_requested_once() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    const BRIEF: &str = "brief.test";
+    let first: Vec<String> = (0..6).map(|n| format!("/long/{n}")).collect();
+    // Long and short items interleaved, as a news site's feed has them.
+    let mixed: Vec<String> =
+        (6..18).flat_map(|n| [format!("/long/{n}"), format!("/short/{n}")]).collect();
+    let mut site = Site::new(BRIEF).html("/", &coast::hub(&first)).html("/more", &coast::hub(&mixed));
+    for n in 0..18 {
+        site = site.html(&format!("/long/{n}"), &coast::article(500 + n, Version::V1));
+        site = site.html(&format!("/short/{n}"), &coast::short_article(600 + n));
+    }
+    let server = WebServer::start(vec![site]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let key = format!("{BRIEF}:{}", server.port());
+
+    // The layout is learned on long pages ...
+    let c = config(&server, dir.path(), &[&server.url(BRIEF, "/")]);
+    let status = run_until_idle(c).await;
+    assert_eq!(count(&status, "teacher:learned"), 1, "{:?}", status.extraction);
+    // ... then the feed brings long and short items of it.
+    let c = config(&server, dir.path(), &[&server.url(BRIEF, "/more")]);
+    let status = run_until_idle(c.clone()).await;
+    let ex = &status.extraction;
+    assert!(count(&status, "layout:short_page") >= 12, "every brief met the template: {ex:?}");
+    assert_eq!(count(&status, "layout:template_failed"), 0, "{ex:?}");
+    assert_eq!(count(&status, "teacher:runs"), 0, "nothing to re-learn: {ex:?}");
+    assert!(count(&status, "layout:template") >= 12, "the long items by the template: {ex:?}");
+    let mut twice: Vec<String> = Vec::new();
+    for r in server.requests().iter().filter(|r| r.path != "/robots.txt" && !r.path.contains("sitemap")) {
+        if requests_for(&server, BRIEF, &r.path) > 1 {
+            twice.push(r.path.clone());
+        }
+    }
+    assert!(twice.is_empty(), "requested more than once: {twice:?}");
+    let s = open_stored(&c);
+    assert!(s.layouts.changes(&key).unwrap().is_empty(), "no change recorded: {:?}", s.layouts.changes(&key));
+    for n in 6..18 {
+        // The brief is indexed with its text (the generic extraction).
+        let url = server.url(BRIEF, &format!("/short/{n}"));
+        let doc = s.index.document(&url).unwrap().unwrap_or_else(|| panic!("{url} is indexed"));
+        let text: Vec<String> =
+            doc.chunks.iter().map(|k| s.index.store().chunk(*k).unwrap().unwrap().text().unwrap()).collect();
+        let first = coast::paragraphs(600 + n)[0].split(". ").next().unwrap().to_string();
+        assert!(text.join(" ").contains(&first), "{url}: {first:?} missing from {text:?}");
+    }
 }

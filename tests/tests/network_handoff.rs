@@ -169,6 +169,68 @@ async fn a_joining_node_takes_over_its_hosts_and_a_leaving_node_is_routed_around
     }
 }
 
+/// Issue 32's loss on real processes: node 0 crawls alone and queues pages of every host; node
+/// 1 joins and is handed the queues of its hosts (they stay in node 0's seen-set); node 1
+/// leaves without fetching them and hands them back. Node 0 must fetch them: the hand-back is
+/// judged by its queue and done list, not its seen-set (before the fix it dropped every one as
+/// seen, and the network went idle with those pages never fetched).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn urls_handed_back_by_a_leaving_node_are_fetched_by_the_node_that_had_seen_them() {
+    let server = WebServer::start_with(|port| web(port, &[("hub4.test", "b")])).await.unwrap();
+    // Slow (4 s between requests to a host): node 0 holds /a and /b of every host queued.
+    let first = start(&server, 0, vec![], 4000).await;
+    let boot = first.network.status().listen_addrs[0].clone();
+    first.crawler.add_seeds(&[server.url("hub4.test", "/")]).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while first.crawler.status().queued < HOSTS as u64 * 2 {
+        assert!(Instant::now() < deadline, "node 0 did not queue the hosts' pages: {:?}", first.crawler.status().queued);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // Node 1 joins with its crawl paused: it takes its hosts' queues and fetches nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = common::member_config(&server, dir.path(), 1, vec![boot], 4000);
+    c.index.enabled = false; // about the hand-over, not the index
+    let node = Node::open(c).unwrap();
+    let (network, crawler) = (node.network().unwrap().clone(), node.crawler().clone());
+    crawler.pause();
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, |_| {}));
+    let second = Running { network, crawler, stop, task, _dir: dir };
+    members(&[&first, &second], 2).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while second.crawler.status().received.queued == 0 {
+        assert!(Instant::now() < deadline, "node 1 was handed nothing: {:?}", second.crawler.status().received);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Until node 0's hand-over is all in (its outbox empty).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while first.network.status().urls_waiting + first.network.status().urls_in_flight > 0 {
+        assert!(Instant::now() < deadline, "node 0's hand-over is not acknowledged");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let handed = second.crawler.status().received.queued;
+    let mine = second.network.peer_id();
+    let theirs: Vec<String> =
+        (0..HOSTS).map(|i| format!("b{i}.test")).filter(|h| second.network.ring().owner(h) == Some(&mine)).collect();
+    assert!(!theirs.is_empty(), "node 1 owns some b-hosts");
+
+    // Node 1 leaves (a graceful stop) and hands the queues back, unfetched.
+    second.stop.send(true).unwrap();
+    second.task.await.unwrap().unwrap();
+    let by_second = server.requests().into_iter().filter(|r| node_of(r) == 1).count();
+    assert_eq!(by_second, 0, "node 1 was paused");
+    members(&[&first], 1).await;
+
+    // Node 0 takes them back as its own and fetches every page.
+    until_all_fetched(&server, "b", 90).await;
+    let back = first.crawler.status().received;
+    assert!(back.queued >= handed, "node 0 queued what node 1 handed back ({handed}): {back:?}");
+    assert_eq!(back.refused.values().sum::<u64>() + back.invalid, 0, "{back:?}");
+    first.stop.send(true).unwrap();
+    first.task.await.unwrap().unwrap();
+}
+
 /// A leaving node renders the pages waiting for its browser before it goes: it holds their
 /// HTML, and handed off they would be fetched a second time by their hosts' new owner (the
 /// churn scenario caught six such repeats on a slow machine, where renders queued up).

@@ -49,8 +49,20 @@ pub enum Version {
 
 /// Article `n` in layout `v` (static HTML).
 pub fn article(n: usize, v: Version) -> String {
-    let (title_class, body_class) = if v == Version::V3 { ("title", "content") } else { ("post-title", "post-body") };
     let body: String = paragraphs(n).iter().map(|p| format!("<p>{p}</p>")).collect();
+    article_with(n, v, &body)
+}
+
+/// A short item in layout v1: the first two sentences of article `n` (~24 words, under a
+/// template's 40-word minimum) — a brief, not a changed layout.
+pub fn short_article(n: usize) -> String {
+    let first = &paragraphs(n)[0];
+    let two: Vec<&str> = first.split_inclusive(". ").take(2).collect();
+    article_with(n, Version::V1, &format!("<p>{}</p>", two.concat().trim()))
+}
+
+fn article_with(n: usize, v: Version, body: &str) -> String {
+    let (title_class, body_class) = if v == Version::V3 { ("title", "content") } else { ("post-title", "post-body") };
     let iframe = format!("<iframe class=\"video\" src=\"/embed/{n}\" width=\"200\" height=\"120\"></iframe>");
     let (aside_iframe, article_iframe) = if v == Version::V2 { ("", iframe.as_str()) } else { (iframe.as_str(), "") };
     let (open, close) = if v == Version::V2 { ("<section class=\"story\">", "</section>") } else { ("", "") };
