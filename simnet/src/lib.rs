@@ -22,6 +22,7 @@ pub mod natlab;
 pub mod news;
 pub mod plot;
 pub mod report;
+mod rng;
 pub mod runner;
 pub mod schedule;
 pub mod search_eval;

@@ -7,6 +7,7 @@
 //! emphasis in the text, and every fourth one carries a video embed (another layout signature
 //! of the same design).
 
+use crate::rng::Rng;
 use crate::web::Site;
 
 /// One article of a news site.
@@ -86,33 +87,16 @@ const PEOPLE: [&str; 8] = [
     "Barbara Liskov",
 ];
 
-/// A small deterministic generator (splitmix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-        from[(self.next() % from.len() as u64) as usize]
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
+fn pick<'a>(r: &mut Rng, from: &[&'a str]) -> &'a str {
+    from[r.below(from.len())]
 }
 
 fn sentence(r: &mut Rng) -> String {
-    let (a, n, v, a2, n2) = (r.pick(&ADJECTIVES), r.pick(&NOUNS), r.pick(&VERBS), r.pick(&ADJECTIVES), r.pick(&NOUNS));
-    let tail = match r.below(4) {
-        0 => format!(", and the {} said the {} would follow next spring", r.pick(&NOUNS), r.pick(&NOUNS)),
-        1 => format!(" after {} months of debate", 2 + r.below(20)),
-        2 => format!(" while residents of the {} {} watched", r.pick(&ADJECTIVES), r.pick(&NOUNS)),
+    let (a, n, v, a2, n2) = (pick(r, &ADJECTIVES), pick(r, &NOUNS), pick(r, &VERBS), pick(r, &ADJECTIVES), pick(r, &NOUNS));
+    let tail = match r.below_u64(4) {
+        0 => format!(", and the {} said the {} would follow next spring", pick(r, &NOUNS), pick(r, &NOUNS)),
+        1 => format!(" after {} months of debate", 2 + r.below_u64(20)),
+        2 => format!(" while residents of the {} {} watched", pick(r, &ADJECTIVES), pick(r, &NOUNS)),
         _ => String::new(),
     };
     let mut s = format!("The {a} {n} {v} the {a2} {n2}{tail}.");
@@ -124,15 +108,15 @@ fn sentence(r: &mut Rng) -> String {
 
 /// Paragraph text (the truth) and its HTML (with links and emphasis in some paragraphs).
 fn paragraphs(r: &mut Rng) -> Vec<(String, String)> {
-    (0..4 + r.below(6))
+    (0..4 + r.below_u64(6))
         .map(|_| {
-            let sentences: Vec<String> = (0..3 + r.below(3)).map(|_| sentence(r)).collect();
+            let sentences: Vec<String> = (0..3 + r.below_u64(3)).map(|_| sentence(r)).collect();
             let text = sentences.join(" ");
-            let html = match r.below(3) {
+            let html = match r.below_u64(3) {
                 0 => {
                     let first = sentences[0].trim_end_matches('.');
                     let rest = sentences[1..].join(" ");
-                    format!("<p><a href=\"/topic/{}\">{first}</a>. {rest}</p>", r.pick(&NOUNS))
+                    format!("<p><a href=\"/topic/{}\">{first}</a>. {rest}</p>", pick(r, &NOUNS))
                 }
                 1 => {
                     let rest = sentences[1..].join(" ");
@@ -168,7 +152,7 @@ pub fn news_site_at(host: &str, design: usize, paths: &[String]) -> NewsSite {
     let mut r = Rng(u64::from_le_bytes(seed.as_bytes()[..8].try_into().expect("8 bytes")));
     let mut titles = Vec::new();
     for _ in 0..pages {
-        let t = format!("The {} {} {}", r.pick(&ADJECTIVES), r.pick(&NOUNS), r.pick(&VERBS));
+        let t = format!("The {} {} {}", pick(&mut r, &ADJECTIVES), pick(&mut r, &NOUNS), pick(&mut r, &VERBS));
         titles.push(t);
     }
     let paths: Vec<String> = paths.to_vec();
@@ -181,7 +165,7 @@ pub fn news_site_at(host: &str, design: usize, paths: &[String]) -> NewsSite {
         let related: Vec<usize> = (1..4).map(|k| (n + k * 7) % pages).collect();
         let rel_paths: Vec<String> = related.iter().map(|&k| paths[k].clone()).collect();
         let rel_titles: Vec<String> = related.iter().map(|&k| titles[k].clone()).collect();
-        let author = r.pick(&PEOPLE);
+        let author = pick(&mut r, &PEOPLE);
         let date = format!("2026-{:02}-{:02}", 1 + n % 12, 1 + n % 28);
         let video = if n % 4 == 3 {
             format!(

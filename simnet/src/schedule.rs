@@ -11,35 +11,25 @@
 
 use crate::churn::{self, Action, Event};
 use crate::report::Report;
+use crate::rng::Rng;
 use std::time::Duration;
 
-/// splitmix64: small, seedable, and the same on every machine (no crate's stream to change
-/// between versions).
-struct Rng(u64);
-
+/// Draws of a schedule.
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
     /// Uniform in `lo..=hi` (seconds).
     fn secs(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi.saturating_sub(lo) + 1)
-    }
-
-    fn pick(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        lo + self.below_u64(hi.saturating_sub(lo) + 1)
     }
 
     /// A node that may churn: any but node 0, every other node's bootstrap peer (the
     /// simulator gives them no other; a network whose only bootstrap address is gone is a
     /// test of that, not of churn).
     fn node(&mut self, nodes: usize) -> usize {
-        1 + self.pick(nodes - 1)
+        1 + self.below(nodes - 1)
+    }
+
+    fn pick(&mut self, n: usize) -> usize {
+        self.below(n)
     }
 }
 

@@ -34,7 +34,8 @@ pub struct Window {
 
 /// Runs `base` (web, nodes, defaults) once per seed, each in `base.work_dir/seed-N` under the
 /// seed's schedule, calling `done` after each. A run that could not be carried out (a node
-/// that would not start) ends the sweep with its error, naming the seed.
+/// that would not start) counts as a failed seed with its error; only a work dir that cannot
+/// be made ends the sweep.
 pub async fn sweep(
     base: &RunSpec,
     seeds: impl IntoIterator<Item = u64>,
@@ -51,7 +52,27 @@ pub async fn sweep(
             ..base.clone()
         };
         std::fs::create_dir_all(&spec.work_dir).map_err(|e| (seed, RunError::Io(e.to_string())))?;
-        let report = runner::run(&spec, |_| {}).await.map_err(|e| (seed, e))?;
+        let report = match runner::run(&spec, |_| {}).await {
+            Ok(r) => r,
+            // A run the harness could not carry out (a node that would not start) fails its
+            // seed, named, and the sweep goes on with the next.
+            Err(e) => {
+                let run = SeedRun {
+                    seed,
+                    churn: schedule::spec(&events),
+                    covered: 0,
+                    reachable: 0,
+                    repeats_after_kill: 0,
+                    repeats_unexplained: 0,
+                    politeness_violations: 0,
+                    secs: 0.0,
+                    broken: vec![format!("the run could not be carried out: {e}")],
+                };
+                done(&run);
+                runs.push(run);
+                continue;
+            }
+        };
         let w = &report.web;
         let run = SeedRun {
             seed,
