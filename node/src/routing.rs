@@ -214,6 +214,17 @@ pub async fn hand_off_on_changes(
     let me = network.peer_id();
     let mut rings = network.ring_changes();
     let mut previous = rings.borrow_and_update().clone();
+    // The frontier was filled under an older ring (before a restart): the hosts it holds that
+    // another member owns on the ring known now go to it at once. Waiting for a change missed
+    // them when the whole member set was known before this task started — a node restarted as
+    // another joined kept crawling a host the newcomer owned (the churn sweep caught it: two
+    // nodes on one host for thirty seconds).
+    let ring = previous.clone();
+    let keep = |host: &str| owner(&ring, host).map(|o| *o == me).unwrap_or(true);
+    let urls = give_away(&crawler, &network, &journal, keep, Vec::new()).await;
+    if urls > 0 {
+        tracing::info!(urls, members = ring.members().len(), "handed hosts the restored queue held to their owners");
+    }
     while rings.changed().await.is_ok() {
         let ring = rings.borrow_and_update().clone();
         // Hosts that became this node's: their previous owner may be asking them right now.
