@@ -89,7 +89,7 @@ mod tests {
         c.done_reported(3);
         c.invalid(1);
         let s = c.snapshot();
-        assert_eq!(s.urls, 9);
+        assert_eq!(s.urls, 8);
         let fates = s.queued + s.already_queued + s.already_done + s.done_reported + s.invalid;
         assert_eq!(fates + s.refused.values().sum::<u64>(), s.urls);
         assert_eq!(s.refused.get("binary"), Some(&2));
