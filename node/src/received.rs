@@ -32,6 +32,9 @@ pub struct ReceivedStatus {
     pub refused: BTreeMap<String, u64>,
     /// Not a URL this node would fetch: unparsable, not normalizable.
     pub invalid: u64,
+    /// Its host is another member's by now (the sender's ring was older): sent on to it.
+    #[serde(default)]
+    pub forwarded: u64,
 }
 
 /// The stable name of a refusal.
@@ -70,6 +73,12 @@ impl ReceivedCounts {
         s.invalid += n;
     }
 
+    pub fn forwarded(&self, n: u64) {
+        let mut s = self.0.lock();
+        s.urls += n;
+        s.forwarded += n;
+    }
+
     pub fn snapshot(&self) -> ReceivedStatus {
         self.0.lock().clone()
     }
@@ -88,9 +97,10 @@ mod tests {
         c.pushed(&Received::Refused(PushOutcome::Binary));
         c.done_reported(3);
         c.invalid(1);
+        c.forwarded(2);
         let s = c.snapshot();
-        assert_eq!(s.urls, 8);
-        let fates = s.queued + s.already_queued + s.already_done + s.done_reported + s.invalid;
+        assert_eq!(s.urls, 10);
+        let fates = s.queued + s.already_queued + s.already_done + s.done_reported + s.invalid + s.forwarded;
         assert_eq!(fates + s.refused.values().sum::<u64>(), s.urls);
         assert_eq!(s.refused.get("binary"), Some(&2));
     }

@@ -350,12 +350,16 @@ pub async fn receive(
         if invalid > 0 {
             crawler.count_received_invalid(invalid);
         }
-        let accepted = match (crawler.mark_done(done).await, crawler.add_owned(candidates).await) {
-            (Ok(d), Ok(q)) => d + q,
+        let (accepted, sent_on) = match (crawler.mark_done(done).await, crawler.add_owned(candidates).await) {
+            (Ok(d), Ok((q, sent_on))) => (d + q, sent_on),
             // Not on disk: no acknowledgement (the sender keeps the URLs and sends them again).
             _ => continue,
         };
-        crate::storage::blocking(|| journal.remove(returned.iter().map(String::as_str)));
+        // Those sent on to their owner stay journaled until it acknowledges them.
+        let sent_on: HashSet<&str> = sent_on.iter().map(String::as_str).collect();
+        crate::storage::blocking(|| {
+            journal.remove(returned.iter().map(String::as_str).filter(|u| !sent_on.contains(u)))
+        });
         if let Some(reply) = reply {
             let _ = reply.send(accepted);
         }

@@ -128,6 +128,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
             ("already_done", r.already_done),
             ("done_reported", r.done_reported),
             ("invalid", r.invalid),
+            ("forwarded", r.forwarded),
         ]
         .map(|(fate, v)| (fate.to_string(), v));
         let refused = r.refused.iter().map(|(why, v)| (format!("refused_{why}"), *v));

@@ -429,12 +429,29 @@ impl Crawler {
     /// Judged by the queue and the done list, not the seen-set (see
     /// [`weft_frontier::Frontier::push_received`]): a URL this node gave away with its host
     /// and gets back is queued again. Each URL's fate is counted (`/status` `received`).
-    pub async fn add_owned(&self, candidates: Vec<Candidate>) -> Result<u32, StorageFault> {
+    ///
+    /// A URL whose host another member owns by now goes on to it. Ownership is read under the
+    /// frontier's lock, which the hand-off on a ring change takes too: a URL queued before a
+    /// change is handed off by it, one that arrives after goes to its owner — never left with
+    /// a node that no longer owns its host (a batch handed over on a stale ring, queued just
+    /// after the hand-off of the change that made it stale, had two nodes crawl one host).
+    ///
+    /// Returns how many were taken (queued, known, or sent on) and the URLs sent on (journaled
+    /// in the outbox again: the caller must not forget them).
+    pub async fn add_owned(&self, candidates: Vec<Candidate>) -> Result<(u32, Vec<String>), StorageFault> {
         let metrics = self.inner.metrics.clone();
-        let accepted = blocking(|| {
+        let not_mine = |c: &Candidate| {
+            self.inner.route.as_ref().is_some_and(|r| r.owner(&HostKey::of(&c.url).into_string()).is_some())
+        };
+        let (accepted, elsewhere) = blocking(|| {
             let mut accepted = 0;
+            let mut elsewhere = Vec::new();
             let mut frontier = self.inner.frontier.lock();
             for c in candidates {
+                if not_mine(&c) {
+                    elsewhere.push(c);
+                    continue;
+                }
                 match frontier.push_received(c) {
                     Ok(fate) => {
                         if fate == weft_frontier::Received::Queued {
@@ -446,11 +463,28 @@ impl Crawler {
                     Err(e) => self.inner.storage.error("frontier push", e),
                 }
             }
-            accepted
+            (accepted, elsewhere)
         });
+        let mut accepted = accepted;
+        let sent_on: Vec<String> = elsewhere.iter().map(|c| c.url.to_string()).collect();
+        if !elsewhere.is_empty() {
+            // Journaled and sent to their owners (durable with the flush below, before the
+            // sender hears back); any the ring gave back to this node meanwhile are queued.
+            metrics.received.forwarded(elsewhere.len() as u64);
+            accepted += elsewhere.len() as u32;
+            let back = blocking(|| self.inner.routed(elsewhere));
+            blocking(|| {
+                let mut frontier = self.inner.frontier.lock();
+                for c in back {
+                    if let Err(e) = frontier.push_received(c) {
+                        self.inner.storage.error("frontier push", e);
+                    }
+                }
+            });
+        }
         self.inner.flush().await?;
         self.inner.wake.notify_one();
-        Ok(accepted)
+        Ok((accepted, sent_on))
     }
 
     /// Holds back the hosts `pick` selects for `grace` (see [`Frontier::hold_hosts`]).
