@@ -42,8 +42,7 @@ pub mod store;
 pub use frontier::{
     Borrow, Candidate, CompactJob, Completed, Completion, Durability, Frontier, FrontierError, FrontierSettings,
     FrontierStats, HandOff, HostFilter, HostLoad, Lease, Next, PushOutcome, QueuedUrl, Received, Returned, SnapshotJob,
-    UrlState,
-    IDLE_FOR,
+    UrlState, IDLE_FOR,
 };
 pub use host::HostKey;
 pub use normalize::{normalize, normalize_url, NormalizeError, MAX_URL_BYTES};

@@ -340,10 +340,7 @@ fn a_host_handed_back_is_queued_again_although_its_urls_were_seen_here() {
     assert_eq!(a.push_received(page(&b_fetched, 1)).unwrap(), Received::AlreadyDone);
     assert_eq!(a.stats().queued, 2);
     // A URL refused by the rules says why.
-    assert_eq!(
-        a.push_received(page("http://h.test/photo.jpg", 1)).unwrap(),
-        Received::Refused(PushOutcome::Binary)
-    );
+    assert_eq!(a.push_received(page("http://h.test/photo.jpg", 1)).unwrap(), Received::Refused(PushOutcome::Binary));
 
     // Across a reopen: the done list and the queue are on disk.
     drop(a);

@@ -44,8 +44,8 @@ pub mod token;
 pub mod urls;
 
 pub use crawl::{CrawlSettings, CrawlState, CrawlStatus, Crawler, Renders, Route};
-pub use received::ReceivedStatus;
 pub use indexing::{IndexService, IndexStatus};
 pub use layouts::browser;
 pub use node::{Node, RunOptions};
+pub use received::ReceivedStatus;
 pub use status::Status;

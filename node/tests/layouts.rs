@@ -309,8 +309,7 @@ async fn short_pages_among_long_ones_are_no_layout_change_and_every_page_is_requ
     const BRIEF: &str = "brief.test";
     let first: Vec<String> = (0..6).map(|n| format!("/long/{n}")).collect();
     // Long and short items interleaved, as a news site's feed has them.
-    let mixed: Vec<String> =
-        (6..18).flat_map(|n| [format!("/long/{n}"), format!("/short/{n}")]).collect();
+    let mixed: Vec<String> = (6..18).flat_map(|n| [format!("/long/{n}"), format!("/short/{n}")]).collect();
     let mut site = Site::new(BRIEF).html("/", &coast::hub(&first)).html("/more", &coast::hub(&mixed));
     for n in 0..18 {
         site = site.html(&format!("/long/{n}"), &coast::article(500 + n, Version::V1));

@@ -92,7 +92,8 @@ fn pick<'a>(r: &mut Rng, from: &[&'a str]) -> &'a str {
 }
 
 fn sentence(r: &mut Rng) -> String {
-    let (a, n, v, a2, n2) = (pick(r, &ADJECTIVES), pick(r, &NOUNS), pick(r, &VERBS), pick(r, &ADJECTIVES), pick(r, &NOUNS));
+    let (a, n, v, a2, n2) =
+        (pick(r, &ADJECTIVES), pick(r, &NOUNS), pick(r, &VERBS), pick(r, &ADJECTIVES), pick(r, &NOUNS));
     let tail = match r.below_u64(4) {
         0 => format!(", and the {} said the {} would follow next spring", pick(r, &NOUNS), pick(r, &NOUNS)),
         1 => format!(" after {} months of debate", 2 + r.below_u64(20)),

@@ -226,7 +226,10 @@ fn free_port() -> Result<u16, RunError> {
             return Ok(port);
         }
     }
-    Err(io("picking a port", std::io::Error::new(std::io::ErrorKind::AddrInUse, "every port from 20000 to 32000 is taken")))
+    Err(io(
+        "picking a port",
+        std::io::Error::new(std::io::ErrorKind::AddrInUse, "every port from 20000 to 32000 is taken"),
+    ))
 }
 
 pub(crate) fn user_agent(n: usize) -> String {

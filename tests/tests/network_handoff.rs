@@ -183,7 +183,11 @@ async fn urls_handed_back_by_a_leaving_node_are_fetched_by_the_node_that_had_see
     first.crawler.add_seeds(&[server.url("hub4.test", "/")]).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     while first.crawler.status().queued < HOSTS as u64 * 2 {
-        assert!(Instant::now() < deadline, "node 0 did not queue the hosts' pages: {:?}", first.crawler.status().queued);
+        assert!(
+            Instant::now() < deadline,
+            "node 0 did not queue the hosts' pages: {:?}",
+            first.crawler.status().queued
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 

@@ -126,7 +126,10 @@ impl Teacher {
             statics.push((url, text));
         }
         let Some((first, first_html)) = statics.first().cloned() else {
-            tracing::info!(host = job.host, "teacher: none of the layout's pages is kept; it is taught again from the next ones");
+            tracing::info!(
+                host = job.host,
+                "teacher: none of the layout's pages is kept; it is taught again from the next ones"
+            );
             return JobOutcome::Failed;
         };
         // The page's own signatures: the job may have come from an L2 match or an older layout.
