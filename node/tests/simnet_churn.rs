@@ -116,7 +116,7 @@ async fn five_nodes_with_a_crash_a_join_and_a_leave_crawl_everything_politely_on
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_churn_schedules_lose_nothing_and_repeat_only_what_a_kill_explains() {
     let _one = ONE_RUN_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    use weft_simnet::sweep::{line, sweep, Window};
+    use weft_simnet::sweep::{line, standard, sweep};
     let seeds: Vec<u64> = match std::env::var("WEFT_SWEEP_SEEDS") {
         Ok(s) => s.split(',').map(|s| s.trim().parse().expect("WEFT_SWEEP_SEEDS: numbers, comma-separated")).collect(),
         Err(_) => vec![1, 2, 3],
@@ -124,24 +124,8 @@ async fn random_churn_schedules_lose_nothing_and_repeat_only_what_a_kill_explain
     let work = tempfile::tempdir().unwrap();
     let work_path = if std::env::var_os("SIMNET_KEEP").is_some() { work.keep() } else { work.path().to_path_buf() };
     eprintln!("work dir: {}", work_path.display());
-    let base = RunSpec {
-        weft: env!("CARGO_BIN_EXE_weft").into(),
-        work_dir: work_path,
-        nodes: 5,
-        // Ten manual hosts (every pathology but the mirrors' second half) and two news sites:
-        // the churn, not the size, is the question.
-        web: WebSpec { hosts: 10, pages: 150, seed: 1, news_sites: 2, news_articles: 12, ..WebSpec::default() },
-        docs: docs_dir(),
-        // A bound, not a goal: each run ends as soon as everything is fetched.
-        duration: Duration::from_secs(400),
-        churn: Vec::new(),
-        delay_ms: 250,
-        index: true,
-        models: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../models"),
-        until_covered: true,
-        search: None,
-    };
-    let window = Window { from: Duration::from_secs(10), span: Duration::from_secs(60) };
+    let models = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
+    let (base, window) = standard(env!("CARGO_BIN_EXE_weft").into(), work_path, models);
     let runs = sweep(&base, seeds, window, |r| eprintln!("{}", line(r)))
         .await
         .unwrap_or_else(|(seed, e)| panic!("seed {seed} could not run: {e}"));

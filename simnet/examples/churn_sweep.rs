@@ -8,10 +8,7 @@
 //! `cargo build --release -p weft-node -p weft-simnet && cargo run --release -p weft-simnet --example churn_sweep -- [--seeds 30] [--first 1]`
 
 use std::path::PathBuf;
-use std::time::Duration;
-use weft_simnet::docs::{docs_dir, WebSpec};
-use weft_simnet::runner::RunSpec;
-use weft_simnet::sweep::{line, sweep, Window};
+use weft_simnet::sweep::{line, standard, sweep};
 
 fn arg(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();
@@ -25,21 +22,7 @@ async fn main() {
     let weft = root.join("target/release/weft");
     assert!(weft.exists(), "build it first: cargo build --release -p weft-node");
     let work = tempfile::Builder::new().prefix("weft-sweep-").tempdir().unwrap().keep();
-    let base = RunSpec {
-        weft,
-        work_dir: work.clone(),
-        nodes: 5,
-        web: WebSpec { hosts: 10, pages: 150, seed: 1, news_sites: 2, news_articles: 12, ..WebSpec::default() },
-        docs: docs_dir(),
-        duration: Duration::from_secs(400),
-        churn: Vec::new(),
-        delay_ms: 250,
-        index: true,
-        models: root.join("models"),
-        until_covered: true,
-        search: None,
-    };
-    let window = Window { from: Duration::from_secs(10), span: Duration::from_secs(60) };
+    let (base, window) = standard(weft, work.clone(), root.join("models"));
     eprintln!("{seeds} seeds from {first}; nodes' logs and data under {}", work.display());
     let runs = match sweep(&base, first..first + seeds, window, |r| println!("{}", line(r))).await {
         Ok(r) => r,

@@ -2,9 +2,11 @@
 //! ([`crate::schedule::draw`]), each judged by the invariant ([`crate::schedule::verdict`]).
 //! `weft-simnet sweep`, the `churn_sweep` example and the CI test all run this.
 
+use crate::docs::WebSpec;
 use crate::runner::{self, RunError, RunSpec};
 use crate::schedule;
 use serde::Serialize;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// What one seed's run showed.
@@ -30,6 +32,28 @@ pub struct SeedRun {
 pub struct Window {
     pub from: Duration,
     pub span: Duration,
+}
+
+/// The sweep as shipped: five nodes, ten manual hosts (every pathology but the mirrors'
+/// second half) and two news sites (196 reachable pages; the churn, not the size, is the
+/// question), the default node configuration, 400 s at most per run (a bound: a run ends once
+/// everything is fetched); schedules within 10–60 s of the start.
+pub fn standard(weft: PathBuf, work_dir: PathBuf, models: PathBuf) -> (RunSpec, Window) {
+    let spec = RunSpec {
+        weft,
+        work_dir,
+        nodes: 5,
+        web: WebSpec { hosts: 10, pages: 150, seed: 1, news_sites: 2, news_articles: 12, ..WebSpec::default() },
+        docs: crate::docs::docs_dir(),
+        duration: Duration::from_secs(400),
+        churn: Vec::new(),
+        delay_ms: 250,
+        index: true,
+        models,
+        until_covered: true,
+        search: None,
+    };
+    (spec, Window { from: Duration::from_secs(10), span: Duration::from_secs(60) })
 }
 
 /// Runs `base` (web, nodes, defaults) once per seed, each in `base.work_dir/seed-N` under the
