@@ -351,7 +351,10 @@ pub async fn receive(
             crawler.count_received_invalid(invalid);
         }
         let (accepted, sent_on) = match (crawler.mark_done(done).await, crawler.add_owned(candidates).await) {
-            (Ok(d), Ok((q, sent_on))) => (d + q, sent_on),
+            (Ok((d, mut done_on)), Ok((q, sent_on))) => {
+                done_on.extend(sent_on);
+                (d + q, done_on)
+            }
             // Not on disk: no acknowledgement (the sender keeps the URLs and sends them again).
             _ => continue,
         };

@@ -511,22 +511,38 @@ impl Crawler {
 
     /// Marks URLs the previous owner of their host already fetched as seen (see
     /// [`Frontier::mark_done`]); returns how many, once durable.
-    pub async fn mark_done(&self, urls: Vec<url::Url>) -> Result<u32, StorageFault> {
+    ///
+    /// As in [`Crawler::add_owned`], a URL whose host another member owns by now is passed on
+    /// to it (journaled; returned, so the caller does not forget it): recorded here, the owner
+    /// would never learn it was fetched and fetch it again.
+    pub async fn mark_done(&self, urls: Vec<url::Url>) -> Result<(u32, Vec<String>), StorageFault> {
         if urls.is_empty() {
-            return Ok(0);
+            return Ok((0, Vec::new()));
         }
         let n = urls.len() as u32;
-        self.inner.metrics.received.done_reported(n as u64);
-        blocking(|| {
+        let elsewhere = blocking(|| {
+            let mut elsewhere = Vec::new();
             let mut frontier = self.inner.frontier.lock();
-            for u in &urls {
-                if let Err(e) = frontier.mark_done(u) {
+            for u in urls {
+                let owned_elsewhere =
+                    self.inner.route.as_ref().is_some_and(|r| r.owner(&HostKey::of(&u).into_string()).is_some());
+                if owned_elsewhere {
+                    elsewhere.push(u);
+                } else if let Err(e) = frontier.mark_done(&u) {
                     self.inner.storage.error("frontier mark done", e);
                 }
             }
+            elsewhere
         });
+        self.inner.metrics.received.done_reported(u64::from(n) - elsewhere.len() as u64);
+        self.inner.metrics.received.forwarded(elsewhere.len() as u64);
+        if let Some(route) = &self.inner.route {
+            for u in &elsewhere {
+                blocking(|| route.forward_done(u));
+            }
+        }
         self.inner.flush().await?;
-        Ok(n)
+        Ok((n, elsewhere.iter().map(|u| u.to_string()).collect()))
     }
 
     /// Gives away the hosts for which `keep(host)` is false: their queued URLs, after `persist`
