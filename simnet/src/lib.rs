@@ -21,6 +21,7 @@ pub mod docs;
 pub mod natlab;
 pub mod news;
 pub mod plot;
+mod ports;
 pub mod report;
 mod rng;
 pub mod runner;

@@ -13,6 +13,7 @@
 
 use crate::churn::{Action, Event};
 use crate::docs::{self, DocsError, DocsWeb, WebSpec};
+use crate::ports::free_port;
 use crate::report::{self, Expectations, Report};
 use crate::search_eval::{self, Asked, SearchReport, SearchSpec};
 use crate::web::WebServer;
@@ -78,7 +79,7 @@ pub enum RunError {
     NodeDied { node: usize, exit: String, log: PathBuf, tail: String },
 }
 
-fn io(what: &str, e: impl std::fmt::Display) -> RunError {
+pub(crate) fn io(what: &str, e: impl std::fmt::Display) -> RunError {
     RunError::Io(format!("{what}: {e}"))
 }
 
@@ -204,32 +205,6 @@ impl Node {
         let tail = lines[lines.len().saturating_sub(20)..].join("\n");
         RunError::NodeDied { node: self.n, exit, log, tail }
     }
-}
-
-/// Where the simulator's listening ports come from: below Linux's ephemeral range (32768 and
-/// up by default). A port the kernel hands out for port 0 is an ephemeral one, and by the time
-/// a node binds it — a restarted node binds its ports again — an outgoing connection (another
-/// node's fetch or dial) may hold it: a sweep of many runs met `Address already in use` so.
-const PORTS: std::ops::Range<u16> = 20_000..32_000;
-
-/// A port free now in [`PORTS`], each handed out once per process (a killed node's ports stay
-/// its own for its restart).
-fn free_port() -> Result<u16, RunError> {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    // Start where another simulator process on the machine is unlikely to be.
-    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
-    let span = u32::from(PORTS.end - PORTS.start);
-    let _ = NEXT.compare_exchange(u32::MAX, std::process::id() % span, Ordering::Relaxed, Ordering::Relaxed);
-    for _ in 0..span {
-        let port = PORTS.start + (NEXT.fetch_add(1, Ordering::Relaxed) % span) as u16;
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return Ok(port);
-        }
-    }
-    Err(io(
-        "picking a port",
-        std::io::Error::new(std::io::ErrorKind::AddrInUse, "every port from 20000 to 32000 is taken"),
-    ))
 }
 
 pub(crate) fn user_agent(n: usize) -> String {
@@ -817,14 +792,6 @@ pub async fn run_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn listening_ports_come_from_below_the_ephemeral_range_once_each() {
-        let ports: Vec<u16> = (0..50).map(|_| free_port().unwrap()).collect();
-        assert!(ports.iter().all(|p| PORTS.contains(p)), "{ports:?}");
-        let distinct: std::collections::HashSet<&u16> = ports.iter().collect();
-        assert_eq!(distinct.len(), ports.len(), "a port is handed out once");
-    }
 
     /// A node that dies at its start ends the run at once with its exit status, instead of
     /// the run waiting out a minute for its address (and the whole duration for its pages).

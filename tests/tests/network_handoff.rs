@@ -194,7 +194,9 @@ async fn urls_handed_back_by_a_leaving_node_are_fetched_by_the_node_that_had_see
     // Node 1 joins with its crawl paused: it takes its hosts' queues and fetches nothing.
     let dir = tempfile::tempdir().unwrap();
     let mut c = common::member_config(&server, dir.path(), 1, vec![boot], 4000);
-    c.index.enabled = false; // about the hand-over, not the index
+    // Off: this test is about which node fetches what; no page is embedded or searched, and
+    // the model would only slow two nodes sharing two cores.
+    c.index.enabled = false;
     let node = Node::open(c).unwrap();
     let (network, crawler) = (node.network().unwrap().clone(), node.crawler().clone());
     crawler.pause();

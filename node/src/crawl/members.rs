@@ -1,0 +1,210 @@
+//! The crawler's side of hosts changing hands between members: URLs other members send
+//! (queued, done, or sent on to their owner by now), holds on hosts gained, and giving hosts
+//! away with their queues, done URLs and pages waiting for the browser.
+
+use super::*;
+
+impl Crawler {
+    /// Queues URLs whose hosts this node owns (sent by other members): not routed again, not
+    /// filtered by this run's seed hosts. Returns how many are queued or were already known,
+    /// once they are durable; an error means they are not (do not acknowledge them).
+    ///
+    /// Judged by the queue and the done list, not the seen-set (see
+    /// [`weft_frontier::Frontier::push_received`]): a URL this node gave away with its host
+    /// and gets back is queued again. Each URL's fate is counted (`/status` `received`).
+    ///
+    /// A URL whose host another member owns by now goes on to it. Ownership is read under the
+    /// frontier's lock, which the hand-off on a ring change takes too: a URL queued before a
+    /// change is handed off by it, one that arrives after goes to its owner — never left with
+    /// a node that no longer owns its host (a batch handed over on a stale ring, queued just
+    /// after the hand-off of the change that made it stale, had two nodes crawl one host).
+    ///
+    /// Returns how many were taken (queued, known, or sent on) and the URLs sent on (journaled
+    /// in the outbox again: the caller must not forget them).
+    pub async fn add_owned(&self, candidates: Vec<Candidate>) -> Result<(u32, Vec<String>), StorageFault> {
+        let metrics = self.inner.metrics.clone();
+        let not_mine = |c: &Candidate| {
+            self.inner.route.as_ref().is_some_and(|r| r.owner(&HostKey::of(&c.url).into_string()).is_some())
+        };
+        let (accepted, elsewhere) = blocking(|| {
+            let mut accepted = 0;
+            let mut elsewhere = Vec::new();
+            let mut frontier = self.inner.frontier.lock();
+            for c in candidates {
+                if not_mine(&c) {
+                    elsewhere.push(c);
+                    continue;
+                }
+                match frontier.push_received(c) {
+                    Ok(fate) => {
+                        if fate == weft_frontier::Received::Queued {
+                            inc(&metrics.urls_queued);
+                        }
+                        metrics.received.pushed(&fate);
+                        accepted += 1;
+                    }
+                    Err(e) => self.inner.storage.error("frontier push", e),
+                }
+            }
+            (accepted, elsewhere)
+        });
+        let mut accepted = accepted;
+        let sent_on: Vec<String> = elsewhere.iter().map(|c| c.url.to_string()).collect();
+        if !elsewhere.is_empty() {
+            // Journaled and sent to their owners (durable with the flush below, before the
+            // sender hears back); any the ring gave back to this node meanwhile are queued.
+            metrics.received.forwarded(elsewhere.len() as u64);
+            accepted += elsewhere.len() as u32;
+            let back = blocking(|| self.inner.routed(elsewhere));
+            blocking(|| {
+                let mut frontier = self.inner.frontier.lock();
+                for c in back {
+                    if let Err(e) = frontier.push_received(c) {
+                        self.inner.storage.error("frontier push", e);
+                    }
+                }
+            });
+        }
+        self.inner.flush().await?;
+        self.inner.wake.notify_one();
+        Ok((accepted, sent_on))
+    }
+
+    /// Holds back the hosts `pick` selects for `grace` (see [`Frontier::hold_hosts`]).
+    pub fn hold_hosts(&self, pick: impl FnMut(&str) -> bool, grace: std::time::Duration) -> usize {
+        let held = blocking(|| self.inner.frontier.lock().hold_hosts(pick, std::time::Instant::now() + grace));
+        self.inner.wake.notify_one();
+        held
+    }
+
+    /// Ends the hand-over hold of the hosts `pick` selects from `at` on (see
+    /// [`Frontier::release_hosts`]).
+    pub fn release_hosts(&self, pick: impl FnMut(&str) -> bool, at: std::time::Instant) -> usize {
+        let released = blocking(|| self.inner.frontier.lock().release_hosts(pick, at));
+        self.inner.wake.notify_one();
+        released
+    }
+
+    /// Holds the hosts this node meets from now on until `until` too (see
+    /// [`Frontier::hold_new_hosts`]).
+    pub fn hold_new_hosts(&self, hold: Option<(std::time::Instant, weft_frontier::HostFilter)>) {
+        blocking(|| self.inner.frontier.lock().hold_new_hosts(hold));
+        self.inner.wake.notify_one();
+    }
+
+    /// Marks URLs the previous owner of their host already fetched as seen (see
+    /// [`Frontier::mark_done`]); returns how many, once durable.
+    ///
+    /// As in [`Crawler::add_owned`], a URL whose host another member owns by now is passed on
+    /// to it (journaled; returned, so the caller does not forget it): recorded here, the owner
+    /// would never learn it was fetched and fetch it again.
+    pub async fn mark_done(&self, urls: Vec<url::Url>) -> Result<(u32, Vec<String>), StorageFault> {
+        if urls.is_empty() {
+            return Ok((0, Vec::new()));
+        }
+        let n = urls.len() as u32;
+        let elsewhere = blocking(|| {
+            let mut elsewhere = Vec::new();
+            let mut frontier = self.inner.frontier.lock();
+            for u in urls {
+                let owned_elsewhere =
+                    self.inner.route.as_ref().is_some_and(|r| r.owner(&HostKey::of(&u).into_string()).is_some());
+                if owned_elsewhere {
+                    elsewhere.push(u);
+                } else if let Err(e) = frontier.mark_done(&u) {
+                    self.inner.storage.error("frontier mark done", e);
+                }
+            }
+            elsewhere
+        });
+        self.inner.metrics.received.done_reported(u64::from(n) - elsewhere.len() as u64);
+        self.inner.metrics.received.forwarded(elsewhere.len() as u64);
+        if let Some(route) = &self.inner.route {
+            for u in &elsewhere {
+                blocking(|| route.forward_done(u));
+            }
+        }
+        self.inner.flush().await?;
+        Ok((n, elsewhere.iter().map(|u| u.to_string()).collect()))
+    }
+
+    /// Gives away the hosts for which `keep(host)` is false: their queued URLs, after `persist`
+    /// has stored them, and the URLs done on them (see [`Frontier::hand_off`]); durable when
+    /// this returns. Pages of those hosts waiting for the browser are part of their queue:
+    /// those not fetched yet go as queued URLs (the new owner fetches and decides for itself),
+    /// not as done. Those whose HTML this node fetched stay done and are indexed here from that
+    /// HTML, without the browser: handed over they were fetched a second time, and rendered
+    /// here the browser's requests (scripts) reached a host another node now crawls, closer
+    /// than its delay (the churn scenario caught both).
+    pub async fn hand_off(
+        &self,
+        mut keep: impl FnMut(&str) -> bool,
+        persist: impl FnOnce(&weft_frontier::HandOff) -> Result<(), sled::Error>,
+    ) -> weft_frontier::HandOff {
+        let waiting = self.inner.renders.as_ref().map(|r| r.waiting(&mut |h| !keep(h))).unwrap_or_default();
+        // Pages whose HTML this node fetched, and pages never fetched.
+        let mut held: Vec<(WaitingPage, FetchedPage)> = Vec::new();
+        let mut renders: Vec<WaitingPage> = Vec::new();
+        for w in waiting {
+            match self.inner.renders.as_ref().and_then(|r| blocking(|| r.held_page(&w))) {
+                Some(page) => held.push((w, page)),
+                None => renders.push(w),
+            }
+        }
+        let mut handed: Option<weft_frontier::HandOff> = None;
+        let result = blocking(|| {
+            self.inner.frontier.lock().hand_off(keep, |given| {
+                let rendering: HashSet<&str> = renders.iter().map(|w| w.url.as_str()).collect();
+                let mut all = weft_frontier::HandOff {
+                    queued: given.queued.clone(),
+                    done: given.done.iter().filter(|u| !rendering.contains(u.as_str())).cloned().collect(),
+                };
+                for (w, _) in &held {
+                    if !all.done.iter().any(|u| u.as_str() == w.url.as_str()) {
+                        all.done.push(w.url.to_string());
+                    }
+                }
+                for w in &renders {
+                    all.queued.push(weft_frontier::QueuedUrl {
+                        host: HostKey::of(&w.url).into_string(),
+                        url: w.url.to_string(),
+                        kind: UrlKind::Page,
+                        depth: w.depth,
+                        inlinks: 0,
+                        score: 0.0,
+                        attempts: 0,
+                        redirects: Vec::new(),
+                        discovered_unix_ms: w.queued_unix * 1000,
+                    });
+                }
+                persist(&all)?;
+                handed = Some(all);
+                Ok(())
+            })
+        });
+        if let Err(e) = result {
+            self.inner.storage.error("frontier hand-off", e);
+            if let Some(r) = &self.inner.renders {
+                r.release(&renders);
+                r.release(&held.into_iter().map(|(w, _)| w).collect::<Vec<_>>());
+            }
+            return weft_frontier::HandOff::default();
+        }
+        let _ = self.inner.flush().await;
+        if let (Some(r), Some(_)) = (&self.inner.renders, &handed) {
+            r.forget(&renders);
+            if !held.is_empty() {
+                tracing::debug!(
+                    pages = held.len(),
+                    "pages waiting for the browser, of hosts handed over: indexed from their HTML"
+                );
+                // Here, not on a task of their own: nothing of the crawl outlives the node.
+                for (w, page) in held {
+                    self.process_rendered(page).await;
+                    r.forget(std::slice::from_ref(&w));
+                }
+            }
+        }
+        handed.unwrap_or_default()
+    }
+}
