@@ -92,6 +92,10 @@ pub struct CrawlConfig {
     pub memory_target_mb: u64,
     /// No page fetched for this long while work is queued: `/status` says `stalled`, and why.
     pub stall_secs: u64,
+    /// At a stop, requests still unanswered after this long give up (their URLs stay queued:
+    /// for the next start, or for their hosts' next owners when the node leaves). Pages already
+    /// fetched are still indexed and their links queued (for up to 40 s more).
+    pub shutdown_grace_secs: u64,
     /// Hub pages of a known template are fetched again this often (conditional requests; an
     /// unchanged hub waits twice as long each time, up to 8×) to find new articles; 0: never.
     pub hub_revisit_secs: u64,
@@ -114,6 +118,7 @@ impl Default for CrawlConfig {
             max_hosts_per_source: 1000,
             memory_target_mb: 0,
             stall_secs: 300,
+            shutdown_grace_secs: 20,
             hub_revisit_secs: 3600,
             blocked_pause_secs: 600,
             blocked_pause_max_secs: 6 * 3600,

@@ -204,6 +204,7 @@ impl Config {
         c.range("frontier.inlink_cap", fr.inlink_cap, 0, 1000);
         c.range("crawl.memory_target_mb", self.crawl.memory_target_mb, 0, 1 << 30);
         c.range("crawl.stall_secs", self.crawl.stall_secs, 1, 86_400);
+        c.range("crawl.shutdown_grace_secs", self.crawl.shutdown_grace_secs, 0, 600);
         c.range("crawl.hub_revisit_secs", self.crawl.hub_revisit_secs, 0, 30 * 86_400);
         c.range("crawl.blocked_pause_secs", self.crawl.blocked_pause_secs, 1, 86_400);
         c.range(

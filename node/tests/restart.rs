@@ -4,17 +4,22 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-use weft_simnet::{generated_site, WebServer};
+use weft_simnet::{generated_site, Resource, Site, WebServer};
 
 mod common;
 
 use common::WEFT;
 
 fn write_config(server: &WebServer, dir: &Path) -> std::path::PathBuf {
+    write_config_with(server, dir, &["k1.test", "k2.test"], "")
+}
+
+/// The config of these tests: `seed_hosts`' front pages, and `crawl` lines of the test's own.
+fn write_config_with(server: &WebServer, dir: &Path, seed_hosts: &[&str], crawl: &str) -> std::path::PathBuf {
     let resolve: String = server.hosts().iter().map(|h| format!("\"{h}\" = \"127.0.0.1\"\n")).collect();
-    let seeds: Vec<String> = ["k1.test", "k2.test"].iter().map(|h| format!("\"{}\"", server.url(h, "/"))).collect();
+    let seeds: Vec<String> = seed_hosts.iter().map(|h| format!("\"{}\"", server.url(h, "/"))).collect();
     let body = format!(
-        "data_dir = \"{}\"\n[crawl]\nseeds = [{}]\n[fetch]\nallow_private_networks = true\n[fetch.resolve]\n{resolve}\
+        "data_dir = \"{}\"\n[crawl]\nseeds = [{}]\n{crawl}[fetch]\nallow_private_networks = true\n[fetch.resolve]\n{resolve}\
          [politeness]\ndefault_delay_ms = 150\n[frontier]\nseen_capacity = 100000\nsnapshot_interval_secs = 3600\n\
          [api]\nlisten = \"127.0.0.1:0\"\n",
         dir.join("data").display(),
@@ -140,6 +145,108 @@ fn kill_9_and_restart_fetches_every_page_exactly_once() {
     );
     let robots = server.requests().iter().filter(|r| r.path == "/robots.txt").count();
     assert_eq!(robots, 2, "robots.txt is cached in the data dir across the restart (one per host)");
+}
+
+/// A stop cuts short only the requests still unanswered when its grace is over: a page already
+/// fetched is indexed and its links queued before the node exits (the churn scenario caught
+/// a leaving node handing such pages to their hosts' next owners, who fetched them again),
+/// and a request cut short is queued, not lost: fetched after the restart.
+#[test]
+fn a_stop_finishes_the_pages_it_fetched_and_keeps_the_requests_it_cut() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // The first request for hang.test's front page is never answered in time; the next one is.
+    let hanging =
+        Resource::Delayed { delay: Duration::from_secs(600), inner: Box::new(Resource::Html("<p>late</p>".into())) };
+    let late = "<html><head><title>Late front page</title></head><body><article><h1>Late front page</h1><p>This \
+                front page answers only the second time it is asked. Its words are plain on purpose: a lighthouse \
+                keeper writes down the weather every morning, counts the ships that pass the harbour wall, mends \
+                the lamp before the evening tide and sends a letter to the mainland once a week.</p></article>\
+                </body></html>";
+    let front = Resource::Sequence(vec![hanging, Resource::Html(late.into())]);
+    let hang = Site::new("hang.test").with("/robots.txt", Resource::robots("User-agent: *\nAllow: /\n")).with("/", front);
+    let server = rt
+        .block_on(WebServer::start(vec![generated_site("k1.test", 40, 3), generated_site("k2.test", 40, 3), hang]))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // A grace of 0 (default 20 s): the stop cuts every request at once, so each page in
+    // flight at the signal is either one being indexed or one whose answer never came.
+    let config = write_config_with(&server, dir.path(), &["k1.test", "k2.test", "hang.test"], "shutdown_grace_secs = 0\n");
+    let (mut child, mut logs) = common::spawn_weft(&config, &[]);
+    let addr = logs.field("addr", "127.0.0.1:");
+    let client = reqwest::Client::new();
+    let status_url = format!("http://{addr}/status");
+    let status = || -> serde_json::Value {
+        let body = rt.block_on(async { client.get(&status_url).send().await?.text().await }).unwrap_or_default();
+        serde_json::from_str(&body).unwrap_or_default()
+    };
+    // Stop while pages wait for the indexer (the embedder is the slow stage), no request of
+    // the generated sites is being answered, and the hanging one is held.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let (stop_at, waiting) = loop {
+        assert!(Instant::now() < deadline, "never a moment with pages waiting for the indexer: {}", status());
+        let s = status();
+        let i = &s["index"];
+        let processed: u64 = ["pages_indexed", "pages_aliased", "pages_failed"].iter().filter_map(|k| i[k].as_u64()).sum();
+        let waiting = s["pages_fetched"].as_u64().unwrap_or(0).saturating_sub(processed);
+        // The one request held is hang.test's front page: its robots.txt was answered a while
+        // ago (the front page is that host's next request), nothing else is being served.
+        let hang_asked = server
+            .requests()
+            .iter()
+            .any(|r| r.host == "hang.test" && r.path == "/robots.txt" && r.answered.elapsed() > Duration::from_secs(1));
+        let quiet = || {
+            server.in_flight() == 1
+                && server.requests().last().is_some_and(|r| r.answered.elapsed() > Duration::from_millis(15))
+        };
+        let quiet = hang_asked && quiet() && {
+            std::thread::sleep(Duration::from_millis(5));
+            quiet()
+        };
+        if waiting >= 2 && quiet && page_fetches(&server).len() < 60 {
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            break (Instant::now(), waiting);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let exited = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < exited, "the node did not stop within 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(child.wait().unwrap().success());
+    let cut = logs.lines_with("unanswered requests go back to the queue");
+    assert!(!cut.is_empty(), "the hanging request was cut at the stop");
+    let before = page_fetches(&server).len();
+    eprintln!("stopped with {before} pages fetched, {waiting} of them waiting for the indexer");
+
+    let (mut child, _logs) = common::spawn_weft(&config, &["--exit-when-idle"]);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "restarted node exits cleanly when idle");
+            break;
+        }
+        assert!(Instant::now() < deadline, "restarted node did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let counts = page_fetches(&server);
+    let generated = counts.iter().filter(|((h, _), _)| h != "hang.test").count();
+    assert_eq!(generated, 80, "every page fetched");
+    // Requests in flight at the signal may be asked again (the stop cut them); none was.
+    let in_flight_at_stop: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.host != "hang.test" && r.started <= stop_at && r.answered + Duration::from_millis(15) >= stop_at)
+        .collect();
+    let repeated: Vec<_> = counts.iter().filter(|((h, _), &n)| n > 1 && h != "hang.test").collect();
+    assert!(repeated.is_empty(), "fetched twice: {repeated:?} (in flight at the stop: {in_flight_at_stop:?})");
+    // The request the stop cut short was queued again and answered after the restart.
+    let front = server.requests().into_iter().filter(|r| r.host == "hang.test" && r.path == "/").count();
+    assert!(front >= 1, "hang.test's front page, cut at the stop, was fetched after the restart");
+    let db = sled::open(dir.path().join("data/db")).unwrap();
+    let index = weft_index::LocalIndex::open(&db, &dir.path().join("data"), 384, &Default::default()).unwrap();
+    let stats = index.stats();
+    assert_eq!((stats.documents + stats.aliases, stats.failed), (81, 0), "{stats:?}");
 }
 
 #[test]

@@ -111,8 +111,10 @@ pub struct CrawlSettings {
     /// `crawl.max_hosts_per_source` (see [`weft_frontier::fanout`]).
     pub max_hosts_per_source: usize,
     pub max_redirects: u32,
-    /// How long in-flight requests may take to finish at shutdown before they are abandoned
-    /// (abandoned leases stay queued and are fetched after a restart).
+    /// How long in-flight requests may take to finish at shutdown before those still unanswered
+    /// give up (their leases stay queued: fetched after a restart, or by the host's next owner
+    /// when this node leaves). Pages fetched by then are processed to the end, for up to
+    /// [`PROCESSING_GRACE`] more: a page cut short is fetched a second time.
     pub shutdown_grace: Duration,
     /// Subresource fetches one render may make (`layouts.max_subresources`).
     pub render_subresources: usize,
@@ -126,10 +128,7 @@ impl CrawlSettings {
             follow_external_links: c.crawl.follow_external_links,
             max_hosts_per_source: c.crawl.max_hosts_per_source,
             max_redirects: c.fetch.max_redirects,
-            // Long enough for the pages in flight to be indexed on a busy box (a lease completes
-            // once its page is indexed); a lease abandoned at a stop is fetched again — by this
-            // node after a restart, or by the host's next owner when this node leaves.
-            shutdown_grace: Duration::from_secs(20),
+            shutdown_grace: Duration::from_secs(c.crawl.shutdown_grace_secs),
             render_subresources: c.layouts.max_subresources,
         }
     }
@@ -193,6 +192,11 @@ pub struct Parts {
     pub renders: Option<Arc<dyn Renders>>,
 }
 
+/// At a stop, how long pages already fetched may still take to be processed once unanswered
+/// requests gave up. With the default grace a stop stays inside the 90 s a service manager
+/// allows (`docs/weft.service`): 20 s + 40 s, then the leave's hand-off.
+pub const PROCESSING_GRACE: Duration = Duration::from_secs(40);
+
 /// The crawler of one node. Cheap to share (`Arc` inside).
 #[derive(Clone)]
 pub struct Crawler {
@@ -226,6 +230,9 @@ struct Inner {
     /// Leases completed in memory whose completion is not on disk yet: a crash now would
     /// fetch them again (`/status` `unflushed`).
     unflushed: std::sync::atomic::AtomicU64,
+    /// Turns true when a stop's grace is over: requests still waiting for their answer give
+    /// up (their URLs go back to the queue), pages already fetched are still processed.
+    requests_cut: watch::Sender<bool>,
 }
 
 fn now_unix() -> u64 {
@@ -258,6 +265,7 @@ impl Crawler {
                 paused: std::sync::atomic::AtomicBool::new(false),
                 throttled: std::sync::atomic::AtomicBool::new(false),
                 unflushed: std::sync::atomic::AtomicU64::new(0),
+                requests_cut: watch::Sender::new(false),
             }),
         }
     }
@@ -588,10 +596,24 @@ impl Crawler {
         let in_flight = tasks.len();
         if in_flight > 0 {
             tracing::info!(in_flight, "finishing in-flight requests");
-            let drained = tokio::time::timeout(inner.settings.shutdown_grace, async {
+            let grace = inner.settings.shutdown_grace;
+            let mut drained = tokio::time::timeout(grace, async {
                 while tasks.join_next().await.is_some() {}
             })
             .await;
+            if drained.is_err() {
+                // Requests still unanswered give up and go back to the queue; a page already
+                // here is processed to the end (its links queued, its lease done): cut short,
+                // it went to its host's next owner as queued and was fetched a second time
+                // (the churn scenario caught it on a loaded machine: indexing outlasted the
+                // grace). PROCESSING_GRACE bounds a processing that does not end.
+                inner.requests_cut.send_replace(true);
+                tracing::info!(left = tasks.len(), "grace period over; unanswered requests go back to the queue");
+                drained = tokio::time::timeout(PROCESSING_GRACE, async {
+                    while tasks.join_next().await.is_some() {}
+                })
+                .await;
+            }
             if drained.is_err() {
                 tracing::warn!(left = tasks.len(), "grace period over; unfinished URLs stay queued for the next start");
                 tasks.abort_all();
@@ -800,6 +822,15 @@ impl Inner {
         self.wake.notify_one();
     }
 
+    /// Runs a request until it is answered, or `None` once a stop's grace cut requests short.
+    async fn until_cut<F: std::future::Future>(&self, request: F) -> Option<F::Output> {
+        let mut cut = self.requests_cut.subscribe();
+        tokio::select! {
+            answered = request => Some(answered),
+            _ = cut.wait_for(|cut| *cut) => None,
+        }
+    }
+
     /// Does the work of one lease; returns how it ended and whether the host was contacted.
     async fn handle(&self, lease: &Lease, url: &Url) -> (Completion, bool) {
         let host = &lease.entry.host;
@@ -810,7 +841,8 @@ impl Inner {
         let now = now_unix();
         let cached = blocking(|| self.robots.lock().get(host, now));
         let Some(rules) = cached else {
-            return self.fetch_robots(lease, url).await;
+            let cut = (Completion::Requeue { wait: Duration::ZERO }, false);
+            return self.until_cut(self.fetch_robots(lease, url)).await.unwrap_or(cut);
         };
         if let Err(e) = blocking(|| self.frontier.lock().set_crawl_delay(host, rules.crawl_delay())) {
             self.storage.error("frontier crawl delay", e);
@@ -851,7 +883,10 @@ impl Inner {
         let validators = if kind == UrlKind::Revisit { blocking(|| self.adapt.validators(url.as_str())) } else { None };
         inc(&self.metrics.requests);
         let started = Instant::now();
-        let fetched = self.fetcher.fetch_if_changed(url, expect, validators.as_ref()).await;
+        let Some(fetched) = self.until_cut(self.fetcher.fetch_if_changed(url, expect, validators.as_ref())).await
+        else {
+            return (Completion::Requeue { wait: Duration::ZERO }, false);
+        };
         self.metrics.histograms.fetch.observe(started.elapsed().as_secs_f64());
         let mut outcome = outcome::of_fetch(kind, &fetched);
         match blocking(|| self.adapt.answer(host, url.as_str(), outcome::answer(&fetched))) {
