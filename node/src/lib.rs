@@ -2,7 +2,7 @@
 //!
 //! Modules are private unless the CLI, the tests or the examples need them; what others use
 //! is re-exported below. The modules depend on each other one way, in this order (a module
-//! uses only those above it; `tests/module_graph.rs` checks it):
+//! uses only those above it; `tests/it/module_graph.rs` checks it):
 //!
 //! 1. [`page`] (the page and the [`page::Pipeline`] seam), [`metrics`] (counters),
 //!    [`storage`] (bounded durable writes), `guard` → `fetcher`, [`token`].

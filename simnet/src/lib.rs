@@ -18,6 +18,7 @@
 pub mod churn;
 pub mod demo;
 pub mod docs;
+pub mod failures;
 pub mod natlab;
 pub mod news;
 pub mod plot;

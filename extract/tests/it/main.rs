@@ -1,0 +1,6 @@
+//! The crate's integration tests, one module per subject, linked into one binary (one link
+//! of the dependency tree instead of one per file: see the README's "Tests").
+
+mod devset;
+mod fixtures;
+mod malformed;

@@ -1,0 +1,149 @@
+//! The browser pool with Debian's real Chromium: pages from a loopback web server, every request
+//! answered through the pool's fetch function (here: plain HTTP to 127.0.0.1 for `.test`
+//! hosts, nothing else), element boxes read from the rendered layout, and a single-page app's
+//! text that only exists after its script fetched it.
+
+use crate::common;
+
+use std::time::Duration;
+use weft_node::browser::{BrowserPool, BrowserSettings};
+use weft_simnet::{Resource, Site, WebServer};
+
+const PARAGRAPH: &str = "The tide rises and falls twice a day because the moon pulls the oceans toward it while the earth turns beneath that bulge of water.";
+
+fn article() -> String {
+    let body: String = (0..5).map(|i| format!("<p>{PARAGRAPH} ({i})</p>")).collect();
+    format!(
+        "<!doctype html><html><head><title>Tides | News</title>\
+         <style>h1 {{ font-size: 40px }} .sidebar {{ float: right; width: 200px; font-size: 12px }} \
+         .post-body {{ width: 700px; font-size: 18px }}</style></head><body>\
+         <nav class=\"menu\"><a href=\"/\">Home</a> <a href=\"/about\">About</a></nav>\
+         <aside class=\"sidebar\"><h2>Related</h2><p>Other stories you may like</p></aside>\
+         <article class=\"post\"><h1 class=\"post-title\">Why the tide turns</h1>\
+         <div class=\"post-body\">{body}</div></article>\
+         <img src=\"http://tracker.example/pixel.gif\"><div hidden>hidden words</div></body></html>"
+    )
+}
+
+const SPA: &str = "<!doctype html><html><head><title>App</title></head><body><div id=\"app\"></div>\
+                   <script src=\"/app.js\"></script></body></html>";
+const APP_JS: &str = "fetch('/data.json').then(r => r.json()).then(d => {\
+    const h = document.createElement('h1'); h.textContent = d.title; document.getElementById('app').appendChild(h);\
+    for (const p of d.paragraphs) { const e = document.createElement('p'); e.textContent = p; document.getElementById('app').appendChild(e); }\
+  });";
+
+fn data_json() -> String {
+    let paragraphs: Vec<String> = (0..4).map(|i| format!("{PARAGRAPH} [{i}]")).collect();
+    serde_json::json!({ "title": "Tides, rendered by a script", "paragraphs": paragraphs }).to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chromium_renders_through_weft_and_reports_the_layout() {
+    let site = Site::new("news.test")
+        .html("/article", &article())
+        .html("/spa", SPA)
+        .with("/app.js", Resource::text("application/javascript", APP_JS))
+        .with("/data.json", Resource::text("application/json", data_json()));
+    let server = WebServer::start(vec![site]).await.unwrap();
+    let settings = BrowserSettings { instances: 2, timeout: Duration::from_secs(30), ..Default::default() };
+    let pool = BrowserPool::launch(settings).await.expect("Debian's chromium starts (scripts/setup.sh)");
+    assert_eq!(pool.instances(), 2);
+    let fetch = common::loopback_fetch(&server);
+
+    // Both instances at once.
+    let (a, b) = tokio::join!(
+        pool.render("http://news.test/article", fetch.clone()),
+        pool.render("http://news.test/spa", fetch.clone())
+    );
+    let (article, spa) = (a.unwrap(), b.unwrap());
+
+    // The layout as rendered: the title is the largest text, the body the largest text block,
+    // the hidden element is not visible, the sidebar is narrow.
+    let by_class = |c: &str| article.elements.iter().find(|e| e.classes.iter().any(|x| x == c)).unwrap();
+    let h1 = article.elements.iter().find(|e| e.tag == "h1").unwrap();
+    assert_eq!(h1.font_size, 40.0);
+    assert!(article.elements.iter().filter(|e| e.visible).all(|e| e.font_size <= h1.font_size));
+    let body = by_class("post-body");
+    assert!(body.text_chars > 600 && body.width >= 700.0 && body.font_size == 18.0, "{body:?}");
+    assert!(by_class("sidebar").width <= 200.0);
+    assert!(h1.y < body.y, "the title is above the text");
+    let hidden = article.elements.iter().find(|e| e.text == "hidden words");
+    assert!(hidden.is_none_or(|e| !e.visible));
+    // The path finds the element in the rendered HTML.
+    let doc = scraper::Html::parse_document(&article.html);
+    let found = doc.select(&scraper::Selector::parse(&body.path).unwrap()).next().unwrap();
+    assert_eq!(found.value().attr("class"), Some("post-body"));
+
+    // Every request went through the fetch function; the tracker was blocked, not fetched.
+    let asked: Vec<(&str, bool)> = article.requests.iter().map(|(r, ok)| (r.url.as_str(), *ok)).collect();
+    assert!(asked.contains(&("http://news.test/article", true)), "{asked:?}");
+    assert!(asked.contains(&("http://tracker.example/pixel.gif", false)), "{asked:?}");
+
+    // The single-page app: its text exists only after the script fetched the data.
+    assert!(spa.html.contains("Tides, rendered by a script") && spa.html.contains("[3]"), "{}", spa.html);
+    let app = spa.elements.iter().find(|e| e.id == "app").unwrap();
+    assert!(app.text_chars > 400, "{app:?}");
+    let paths: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
+    for p in ["/article", "/spa", "/app.js", "/data.json"] {
+        assert!(paths.iter().any(|x| x == p), "{p} in {paths:?}");
+    }
+
+    let memory = pool.memory();
+    assert!(memory.iter().all(|m| *m > 10 << 20), "{memory:?}");
+    pool.close().await;
+}
+
+/// A page rendered through the crawler obeys the crawl's rules for every request it makes:
+/// robots.txt first, nothing under a Disallow, one request at a time and the host's delay
+/// between them — judged from the web server's log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rendering_through_the_crawler_is_polite_and_obeys_robots() {
+    let page = "<!doctype html><html><head><title>P</title><link rel=\"stylesheet\" href=\"/c.css\"></head>\
+                <body><p id=\"out\">static</p><img src=\"/private/secret.png\">\
+                <script src=\"/a.js\"></script><script src=\"/b.js\"></script></body></html>";
+    let a_js = "fetch('/private/data.json').catch(() => {}); document.getElementById('out').textContent = 'scripted';";
+    let site = Site::new("polite.test")
+        .with("/robots.txt", Resource::robots("User-agent: *\nDisallow: /private/\n"))
+        .html("/page", page)
+        .with("/a.js", Resource::text("application/javascript", a_js))
+        .with("/b.js", Resource::text("application/javascript", "window.b = 1;"))
+        .with("/c.css", Resource::text("text/css", "p { color: black }"))
+        .with("/private/secret.png", Resource::text("image/png", "x"))
+        .with("/private/data.json", Resource::text("application/json", "{}"));
+    let server = WebServer::start(vec![site]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = weft_config::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
+    config.fetch.allow_private_networks = true;
+    config.fetch.resolve = [("polite.test".to_string(), "127.0.0.1".parse().unwrap())].into();
+    config.politeness.default_delay_ms = 300;
+    config.index.enabled = false;
+    config.api.enabled = false;
+    let max_subresources = config.layouts.max_subresources;
+    let node = weft_node::Node::open(config).unwrap();
+    let page_url = url::Url::parse(&format!("http://polite.test:{}/page", server.port())).unwrap();
+    let fetcher = weft_node::layouts::RenderFetcher::new(node.crawler().clone(), max_subresources);
+    let (fetch, _) = fetcher.for_page(&page_url, None, Duration::from_secs(20));
+    let pool =
+        BrowserPool::launch(BrowserSettings { instances: 1, timeout: Duration::from_secs(30), ..Default::default() })
+            .await
+            .unwrap();
+    let url = format!("http://polite.test:{}/page", server.port());
+    let rendered = pool.render(&url, fetch).await.unwrap();
+    pool.close().await;
+    assert!(rendered.html.contains("scripted"), "the scripts ran");
+
+    let log = server.requests();
+    let paths: Vec<&str> = log.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths.first(), Some(&"/robots.txt"), "{paths:?}");
+    for p in ["/page", "/a.js", "/b.js", "/c.css"] {
+        assert_eq!(paths.iter().filter(|x| **x == p).count(), 1, "{p} once in {paths:?}");
+    }
+    assert!(paths.iter().all(|p| !p.starts_with("/private/")), "{paths:?}");
+    let refused: Vec<&str> = rendered.requests.iter().filter(|(_, ok)| !ok).map(|(r, _)| r.url.as_str()).collect();
+    assert!(refused.iter().any(|u| u.ends_with("/private/secret.png")), "{refused:?}");
+    for w in log.windows(2) {
+        assert!(w[1].started >= w[0].answered, "one request at a time: {paths:?}");
+        let gap = w[1].started.duration_since(w[0].answered);
+        assert!(gap >= Duration::from_millis(295), "{gap:?} between {} and {}", w[0].path, w[1].path);
+    }
+}

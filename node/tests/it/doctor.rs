@@ -1,0 +1,73 @@
+//! `weft doctor`, the real binary: on a broken setup it names each problem with its fix and
+//! exits 1; on a working one (the model from `scripts/setup.sh`, Debian's Chromium) it passes.
+
+use crate::common;
+
+use common::WEFT;
+use std::process::Command;
+
+fn doctor(config: &std::path::Path) -> (bool, String) {
+    let out = Command::new(WEFT).args(["doctor", "--config"]).arg(config).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+#[test]
+fn doctor_names_every_problem_with_its_fix_and_passes_a_working_setup() {
+    let dir = tempfile::tempdir().unwrap();
+    // A data dir that is a file, missing model files, no Chromium, a taken API port, a
+    // bootstrap peer nobody listens on.
+    let data = dir.path().join("not-a-dir");
+    std::fs::write(&data, "x").unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let key = weft_p2p::identity::load_or_create(&dir.path().join("peer")).unwrap();
+    let peer = key.public().to_peer_id();
+    let toml = format!(
+        "data_dir = \"{}\"\n[embed]\nmodel = \"/nonexistent/model.onnx\"\n[layouts]\nchromium = \"/nonexistent/chromium\"\n\
+         [api]\nlisten = \"{}\"\n[p2p]\nenabled = true\nlisten = [\"/ip4/127.0.0.1/tcp/0\"]\n\
+         bootstrap = [\"/ip4/127.0.0.1/tcp/{closed}/p2p/{peer}\"]\n",
+        data.display(),
+        taken.local_addr().unwrap()
+    );
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(&broken, toml).unwrap();
+    let (ok, text) = doctor(&broken);
+    assert!(!ok, "{text}");
+    for problem in
+        ["FAIL  data dir", "FAIL  model and ONNX Runtime", "FAIL  Chromium", "FAIL  API port", "FAIL  bootstrap"]
+    {
+        let at = text.find(problem).unwrap_or_else(|| panic!("{problem:?} missing from:\n{text}"));
+        let next = &text[at..].lines().nth(1).unwrap_or_default();
+        assert!(next.trim_start().starts_with("fix: "), "{problem} has no fix:\n{text}");
+    }
+    assert!(text.contains("5 problem(s) to fix"), "{text}");
+    drop(taken);
+
+    // A working setup.
+    let models = weft_index::testing::model_files();
+    let toml = format!(
+        "data_dir = \"{}\"\n[embed]\nmodel = \"{}\"\ntokenizer = \"{}\"\nort_library = \"{}\"\n[api]\nlisten = \"127.0.0.1:0\"\n",
+        dir.path().join("data").display(),
+        models.model.display(),
+        models.tokenizer.display(),
+        models.ort_library.display()
+    );
+    let good = dir.path().join("good.toml");
+    std::fs::write(&good, toml).unwrap();
+    let (ok, text) = doctor(&good);
+    assert!(ok, "{text}");
+    assert!(text.contains("ok    model and ONNX Runtime") && text.contains("ok    Chromium"), "{text}");
+    assert!(text.contains("all checks passed"), "{text}");
+    assert!(text.contains("ok    vector index"), "{text}");
+
+    // A vector snapshot whose bytes changed since its checksum was written: named, with what
+    // the node does about it.
+    let data = dir.path().join("data");
+    std::fs::write(data.join(weft_index::vectors::FILE), b"snapshot bytes, changed").unwrap();
+    std::fs::write(data.join(weft_index::vectors::CHECKSUM_FILE), blake3::hash(b"the bytes written").to_hex().as_str())
+        .unwrap();
+    let (_, text) = doctor(&good);
+    assert!(text.contains("vector index") && text.contains("does not match its checksum"), "{text}");
+    assert!(text.contains("rebuilds the vector index"), "{text}");
+}

@@ -1,0 +1,24 @@
+//! The crate's integration tests, one module per subject, linked into one binary (one link
+//! of the dependency tree instead of one per file: see the README's "Tests").
+
+mod common;
+mod adaptive;
+mod api;
+mod bad_input;
+mod browser;
+mod dashboard;
+mod default_node;
+mod doctor;
+mod export;
+mod layouts;
+mod mcp;
+mod memory;
+mod module_graph;
+mod nat_lab;
+mod p2p_cli;
+mod politeness;
+mod quota;
+mod restart;
+mod simnet_churn;
+mod storage_faults;
+mod teacher;

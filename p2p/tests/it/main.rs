@@ -1,0 +1,26 @@
+//! The crate's integration tests, one module per subject, linked into one binary (one link
+//! of the dependency tree instead of one per file: see the README's "Tests").
+
+mod hostile_streams;
+mod network;
+
+/// Runs the test `name` in a process of its own — this test binary, that test alone — and
+/// says whether the caller is that process (then it runs the test's body). For a test that
+/// measures the whole process, such as its resident memory, which the crate's other tests
+/// (one binary, run side by side) would share.
+pub fn alone(name: &str) -> bool {
+    const ALONE: &str = "WEFT_TEST_ALONE";
+    if std::env::var_os(ALONE).is_some() {
+        return true;
+    }
+    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["--exact", name, "--nocapture", "--test-threads", "1"])
+        .env(ALONE, "1")
+        .output()
+        .expect("the test binary runs");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    println!("{said}");
+    assert!(out.status.success(), "{name}, run alone, failed: {said}");
+    assert!(said.contains("1 passed"), "{name} did not run in its own process: {said}");
+    false
+}

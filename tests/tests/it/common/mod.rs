@@ -1,0 +1,76 @@
+#![allow(dead_code)]
+//! Shared setup of the cross-crate tests.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::Path;
+use weft_config::Config;
+use weft_simnet::WebServer;
+
+/// A node config for crawling `host` on the loopback test server: private networks allowed,
+/// the host pinned to 127.0.0.1, a small seen-set, the API on an ephemeral port, `/` as seed,
+/// and the real embedding model (installed by `scripts/setup.sh`) for the index.
+pub fn loopback_config(server: &WebServer, host: &str, data_dir: &Path, delay_ms: u64) -> Config {
+    let mut c = Config { data_dir: data_dir.to_path_buf(), ..Default::default() };
+    c.fetch.allow_private_networks = true;
+    let lo: IpAddr = "127.0.0.1".parse().expect("loopback address");
+    c.fetch.resolve = BTreeMap::from([(host.to_string(), lo)]);
+    c.politeness.default_delay_ms = delay_ms;
+    c.frontier.seen_capacity = 10_000;
+    c.api.listen = "127.0.0.1:0".parse().expect("socket address");
+    c.crawl.seeds = vec![server.url(host, "/")];
+    c.embed = weft_index::testing::embed_config();
+    c
+}
+
+/// A network member's config for crawling every host of the loopback server: no seeds of its
+/// own, external links followed, fetches signed `WeftTestNode{n}` (so the server's log tells the
+/// nodes apart), p2p on loopback with one-second heartbeats (dropped after three missed).
+pub fn member_config(server: &WebServer, data_dir: &Path, n: usize, bootstrap: Vec<String>, delay_ms: u64) -> Config {
+    let mut c = loopback_config(server, "unused.test", data_dir, delay_ms);
+    c.crawl.seeds.clear();
+    c.crawl.follow_external_links = true;
+    let lo: IpAddr = "127.0.0.1".parse().expect("loopback address");
+    c.fetch.resolve = server.hosts().into_iter().map(|h| (h, lo)).collect();
+    c.fetch.user_agent = format!("WeftTestNode{n}");
+    c.p2p.enabled = true;
+    c.p2p.listen = vec!["/ip4/127.0.0.1/tcp/0".into()];
+    c.p2p.bootstrap = bootstrap;
+    c.p2p.heartbeat_secs = 1;
+    c.p2p.missed_heartbeats = 3;
+    c
+}
+
+/// A node started on its own task with its API on an ephemeral port.
+pub struct Running {
+    pub api: std::net::SocketAddr,
+    pub stop: tokio::sync::watch::Sender<bool>,
+    pub task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Running {
+    /// Opens and runs a node on `config`; returns once its API listens.
+    pub async fn start(config: Config) -> Running {
+        let node = weft_node::Node::open(config).expect("node opens");
+        let (stop, rx) = tokio::sync::watch::channel(false);
+        let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, move |addr| {
+            let _ = addr_tx.send(addr);
+        }));
+        Running { api: addr_rx.await.expect("the API listens"), stop, task }
+    }
+
+    /// Stops the node gracefully and waits until it has flushed everything.
+    pub async fn shutdown(self) {
+        self.stop.send(true).expect("node still running");
+        self.task.await.expect("node task").expect("node stops cleanly");
+    }
+}
+
+/// Tests that run a network of nodes take this first: on two cores, two networks at once slow
+/// each other past their bounds (all tests of the crate share one process and run two at a
+/// time). Lighter tests run beside them.
+pub fn one_network_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,12 @@
+//! The crate's integration tests, one module per subject, linked into one binary (one link
+//! of the dependency tree instead of one per file: see the README's "Tests").
+
+mod common;
+mod extract_in_crawl;
+mod network_crawl;
+mod network_dedup;
+mod network_handoff;
+mod network_search;
+mod search;
+mod sitemaps_and_api;
+mod urls;

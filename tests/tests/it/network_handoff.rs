@@ -1,0 +1,391 @@
+//! Membership changes on a crawling network, over real libp2p on loopback, judged from the
+//! test web server's log (each node fetches with its own User-Agent):
+//! - a node joins mid-crawl: the first node hands over the queued URLs of the hosts the
+//!   newcomer now owns and stops requesting them; the newcomer crawls them; nothing is lost;
+//! - a node leaves: URLs sent to it are re-routed once it is dropped, and the survivors crawl
+//!   everything;
+//! - pages whose HTML a node fetched and that wait for its browser are never fetched a second
+//!   time: a leaving node renders them first; when their host goes to a newcomer they are
+//!   indexed from that HTML, and the browser asks nothing of a host another node now crawls.
+
+use crate::common;
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+use weft_node::{Crawler, Node};
+use weft_p2p::NetworkHandle;
+use weft_simnet::{Site, WebServer};
+
+const HOSTS: usize = 10;
+
+/// `hub{h}.test` links hosts `{prefix}{i}.test`, each with three pages.
+fn web(port: u16, hubs: &[(&str, &str)]) -> Vec<Site> {
+    let mut sites = Vec::new();
+    for (hub, prefix) in hubs {
+        let links: String =
+            (0..HOSTS).map(|i| format!("<li><a href=\"http://{prefix}{i}.test:{port}/\">{i}</a></li>")).collect();
+        sites.push(Site::new(hub).html("/", &format!("<html><body><ul>{links}</ul></body></html>")));
+        for i in 0..HOSTS {
+            let page = |p: &str| {
+                format!("<html><body><p>{prefix}{i}{p}</p><a href=\"/a\">a</a> <a href=\"/b\">b</a></body></html>")
+            };
+            let host = format!("{prefix}{i}.test");
+            sites.push(Site::new(&host).html("/", &page("/")).html("/a", &page("/a")).html("/b", &page("/b")));
+        }
+    }
+    sites
+}
+
+struct Running {
+    network: NetworkHandle,
+    crawler: Crawler,
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+    _dir: tempfile::TempDir,
+}
+
+async fn start(server: &WebServer, n: usize, bootstrap: Vec<String>, delay_ms: u64) -> Running {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = common::member_config(server, dir.path(), n, bootstrap, delay_ms);
+    c.index.enabled = false;
+    let node = Node::open(c).unwrap();
+    let network = node.network().unwrap().clone();
+    let crawler = node.crawler().clone();
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, |_| {}));
+    tokio::time::timeout(Duration::from_secs(10), network.wait_for(|s| !s.listen_addrs.is_empty())).await.unwrap();
+    Running { network, crawler, stop, task, _dir: dir }
+}
+
+/// Node `n` with the default browser tier (layouts on, Chromium), its crawl paused so that its
+/// renderer waits; and its render queue.
+async fn start_paused(
+    server: &WebServer,
+    n: usize,
+    bootstrap: Vec<String>,
+) -> (Running, weft_node::layouts::RenderQueue) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = common::member_config(server, dir.path(), n, bootstrap, 0);
+    c.index.enabled = false; // about the hand-off, not the index
+    let node = Node::open(c).unwrap();
+    let (network, crawler) = (node.network().unwrap().clone(), node.crawler().clone());
+    let renders = node.layouts().expect("layouts are on by default").renders.clone();
+    crawler.pause();
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, |_| {}));
+    tokio::time::timeout(Duration::from_secs(10), network.wait_for(|s| !s.listen_addrs.is_empty())).await.unwrap();
+    (Running { network, crawler, stop, task, _dir: dir }, renders)
+}
+
+async fn members(nodes: &[&Running], n: usize) {
+    for r in nodes {
+        tokio::time::timeout(Duration::from_secs(60), r.network.wait_for(|s| s.members.len() == n))
+            .await
+            .unwrap_or_else(|_| panic!("members: {:?}", r.network.status()));
+    }
+}
+
+/// Pages (not robots.txt or sitemaps) of the hosts with `prefix` fetched so far.
+fn pages(server: &WebServer, prefix: &str) -> HashSet<(String, String)> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.host.starts_with(prefix) && r.path != "/robots.txt" && r.path != "/sitemap.xml")
+        .map(|r| (r.host, r.path))
+        .collect()
+}
+
+async fn until_all_fetched(server: &WebServer, prefix: &str, secs: u64) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while pages(server, prefix).len() < HOSTS * 3 {
+        assert!(Instant::now() < deadline, "{} of {} pages of {prefix}*", pages(server, prefix).len(), HOSTS * 3);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn node_of(r: &weft_simnet::Request) -> usize {
+    (0..3).find(|n| r.user_agent.contains(&format!("WeftTestNode{n}"))).expect("a node's request")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_joining_node_takes_over_its_hosts_and_a_leaving_node_is_routed_around() {
+    let _network = common::one_network_at_a_time();
+    let server = WebServer::start_with(|port| web(port, &[("hub0.test", "j"), ("hub1.test", "k")])).await.unwrap();
+
+    // Node 0 alone, slow (2 s between requests to a host): it owns everything and queues it.
+    let first = start(&server, 0, vec![], 2000).await;
+    let boot = first.network.status().listen_addrs[0].clone();
+    first.crawler.add_seeds(&[server.url("hub0.test", "/")]).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pages(&server, "j").len() < 3 {
+        assert!(Instant::now() < deadline, "node 0 does not crawl");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // Node 1 joins mid-crawl.
+    let second = start(&server, 1, vec![boot.clone()], 2000).await;
+    members(&[&first, &second], 2).await;
+    let joined = Instant::now();
+    until_all_fetched(&server, "j", 60).await;
+    let ring = second.network.ring();
+    let ids: HashMap<weft_p2p::PeerId, usize> =
+        [(&first, 0), (&second, 1)].iter().map(|(r, n)| (r.network.peer_id(), *n)).collect();
+    let owner = |host: &str| ids[ring.owner(host).unwrap()];
+    let newcomer_hosts: Vec<String> = (0..HOSTS).map(|i| format!("j{i}.test")).filter(|h| owner(h) == 1).collect();
+    assert!(!newcomer_hosts.is_empty(), "node 1 owns some j-hosts");
+    let grace = joined + Duration::from_secs(1); // a fetch in flight at the change finishes
+    for r in server.requests().into_iter().filter(|r| r.host.starts_with('j')) {
+        let n = node_of(&r);
+        if n == 1 {
+            assert_eq!(owner(&r.host), 1, "node 1 requested {} which it does not own", r.host);
+        } else if owner(&r.host) == 1 {
+            assert!(r.started < grace, "node 0 requested {}{} after handing the host over", r.host, r.path);
+        }
+    }
+    let by_newcomer: HashSet<String> =
+        server.requests().into_iter().filter(|r| node_of(r) == 1).map(|r| r.host).collect();
+    assert!(newcomer_hosts.iter().any(|h| by_newcomer.contains(h)), "node 1 crawled hosts handed to it");
+
+    // Node 2 joins, then leaves right after node 0 finds links to its hosts: they are re-routed.
+    let third = start(&server, 2, vec![boot], 0).await;
+    members(&[&first, &second, &third], 3).await;
+    let ring3 = first.network.ring();
+    let gone = third.network.peer_id();
+    assert!((0..HOSTS).any(|i| ring3.owner(&format!("k{i}.test")) == Some(&gone)), "node 2 owns some k-hosts");
+    third.network.stop();
+    third.stop.send(true).unwrap();
+    third.task.await.unwrap().unwrap();
+    first.crawler.add_seeds(&[server.url("hub1.test", "/")]).await;
+    members(&[&first, &second], 2).await;
+    until_all_fetched(&server, "k", 90).await;
+    let late: HashSet<usize> =
+        server.requests().into_iter().filter(|r| r.host.starts_with('k')).map(|r| node_of(&r)).collect();
+    assert!(!late.contains(&2), "the stopped node fetched nothing of hub1's hosts");
+    let waiting: u64 = [&first, &second].iter().map(|r| r.network.status().urls_waiting).sum();
+    assert_eq!(waiting, 0, "no URL is left waiting for the departed member");
+
+    for r in [first, second] {
+        r.stop.send(true).unwrap();
+        r.task.await.unwrap().unwrap();
+    }
+}
+
+/// Issue 32's loss on real processes: node 0 crawls alone and queues pages of every host; node
+/// 1 joins and is handed the queues of its hosts (they stay in node 0's seen-set); node 1
+/// leaves without fetching them and hands them back. Node 0 must fetch them: the hand-back is
+/// judged by its queue and done list, not its seen-set (before the fix it dropped every one as
+/// seen, and the network went idle with those pages never fetched).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn urls_handed_back_by_a_leaving_node_are_fetched_by_the_node_that_had_seen_them() {
+    let _network = common::one_network_at_a_time();
+    let server = WebServer::start_with(|port| web(port, &[("hub4.test", "b")])).await.unwrap();
+    // Slow (4 s between requests to a host): node 0 holds /a and /b of every host queued.
+    let first = start(&server, 0, vec![], 4000).await;
+    let boot = first.network.status().listen_addrs[0].clone();
+    first.crawler.add_seeds(&[server.url("hub4.test", "/")]).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while first.crawler.status().queued < HOSTS as u64 * 2 {
+        assert!(
+            Instant::now() < deadline,
+            "node 0 did not queue the hosts' pages: {:?}",
+            first.crawler.status().queued
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // Node 1 joins with its crawl paused: it takes its hosts' queues and fetches nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = common::member_config(&server, dir.path(), 1, vec![boot], 4000);
+    // Off: this test is about which node fetches what; no page is embedded or searched, and
+    // the model would only slow two nodes sharing two cores.
+    c.index.enabled = false;
+    let node = Node::open(c).unwrap();
+    let (network, crawler) = (node.network().unwrap().clone(), node.crawler().clone());
+    crawler.pause();
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, |_| {}));
+    let second = Running { network, crawler, stop, task, _dir: dir };
+    members(&[&first, &second], 2).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while second.crawler.status().received.queued == 0 {
+        assert!(Instant::now() < deadline, "node 1 was handed nothing: {:?}", second.crawler.status().received);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Until node 0's hand-over is all in (its outbox empty).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while first.network.status().urls_waiting + first.network.status().urls_in_flight > 0 {
+        assert!(Instant::now() < deadline, "node 0's hand-over is not acknowledged");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let handed = second.crawler.status().received.queued;
+    let mine = second.network.peer_id();
+    let theirs: Vec<String> =
+        (0..HOSTS).map(|i| format!("b{i}.test")).filter(|h| second.network.ring().owner(h) == Some(&mine)).collect();
+    assert!(!theirs.is_empty(), "node 1 owns some b-hosts");
+
+    // Node 1 leaves (a graceful stop) and hands the queues back, unfetched.
+    second.stop.send(true).unwrap();
+    second.task.await.unwrap().unwrap();
+    let by_second = server.requests().into_iter().filter(|r| node_of(r) == 1).count();
+    assert_eq!(by_second, 0, "node 1 was paused");
+    members(&[&first], 1).await;
+
+    // Node 0 takes them back as its own and fetches every page.
+    until_all_fetched(&server, "b", 90).await;
+    let back = first.crawler.status().received;
+    assert!(back.queued >= handed, "node 0 queued what node 1 handed back ({handed}): {back:?}");
+    assert_eq!(back.refused.values().sum::<u64>() + back.invalid, 0, "{back:?}");
+    first.stop.send(true).unwrap();
+    first.task.await.unwrap().unwrap();
+}
+
+/// A leaving node renders the pages waiting for its browser before it goes: it holds their
+/// HTML, and handed off they would be fetched a second time by their hosts' new owner (the
+/// churn scenario caught six such repeats on a slow machine, where renders queued up).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaving_node_renders_the_pages_waiting_for_its_browser_instead_of_handing_them_off() {
+    let _network = common::one_network_at_a_time();
+    let server = WebServer::start_with(|port| web(port, &[("hub2.test", "r")])).await.unwrap();
+    let first = start(&server, 0, vec![], 0).await;
+    let boot = first.network.status().listen_addrs[0].clone();
+
+    // Node 1 (the defaults: layouts on, Chromium) with its crawl paused, so its renderer waits.
+    let (second, renders) = start_paused(&server, 1, vec![boot]).await;
+    members(&[&first, &second], 2).await;
+
+    // Pages of node 1's hosts whose HTML its crawl fetched and that wait for the browser.
+    let ring = second.network.ring();
+    let mine: Vec<String> =
+        (0..HOSTS).map(|i| format!("r{i}.test")).filter(|h| ring.owner(h) == Some(&second.network.peer_id())).collect();
+    assert!(!mine.is_empty(), "node 1 owns some r-hosts");
+    // More pages than its browser renders at once: some are still waiting when it leaves.
+    let urls: Vec<url::Url> =
+        mine.iter().flat_map(|h| ["/", "/a", "/b"].map(|p| url::Url::parse(&server.url(h, p)).unwrap())).collect();
+    for u in &urls {
+        let body = format!("<html><body><p>{} waits for the browser</p></body></html>", u.host_str().unwrap());
+        let page = weft_node::layouts::StoredPage { status: 200, content_type: None, body: body.into_bytes() };
+        let reason = weft_node::page::RenderReason::LayoutNeedsJs;
+        renders.push_stored(u, 1, &reason, Some(&page)).unwrap();
+    }
+
+    // It resumes and is stopped at once: its browser is still starting when the crawl ends.
+    second.crawler.resume();
+    second.stop.send(true).unwrap();
+    second.task.await.unwrap().unwrap();
+    let rendered = second.crawler.metrics().extractions().get("render:rendered").copied().unwrap_or(0);
+    assert_eq!(rendered, urls.len() as u64, "node 1 rendered its waiting pages before leaving");
+
+    // Node 0 owns the hosts now; past the hand-over grace, it has nothing of them to fetch.
+    tokio::time::timeout(Duration::from_secs(30), first.network.wait_for(|s| s.members.len() == 1)).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    for u in &urls {
+        let report = tokio::task::block_in_place(|| first.crawler.url_report(u)).unwrap();
+        assert_ne!(report.frontier, weft_frontier::UrlState::Queued, "{u} was handed to node 0 to fetch again");
+    }
+    let fetched: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.host.starts_with('r'))
+        .map(|r| format!("{}{}", r.host, r.path))
+        .collect();
+    assert!(fetched.is_empty(), "fetched although rendered from the HTML held: {fetched:?}");
+
+    first.stop.send(true).unwrap();
+    first.task.await.unwrap().unwrap();
+}
+
+/// Pages waiting for the browser whose HTML this node fetched, when a newcomer takes their
+/// hosts: indexed here from that HTML, and the newcomer learns they are done. Handed over as
+/// queued they were fetched a second time; rendered here, the browser's script requests
+/// reached a host the newcomer was crawling, closer than its delay (the churn scenario caught
+/// both).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_waiting_for_the_browser_are_indexed_where_they_were_fetched_when_a_node_joins() {
+    let _network = common::one_network_at_a_time();
+    let server = WebServer::start_with(|port| web(port, &[("hub3.test", "q")])).await.unwrap();
+
+    // Node 0 (the defaults: layouts on, Chromium), paused so that its renderer waits.
+    let (first, renders) = start_paused(&server, 0, vec![]).await;
+    let boot = first.network.status().listen_addrs[0].clone();
+
+    // What node 0's crawl leaves when it fetched a page the browser must show: the URL done,
+    // its HTML held in the render queue.
+    let urls: Vec<url::Url> = (0..HOSTS)
+        .flat_map(|i| ["/", "/a", "/b"].map(|p| url::Url::parse(&server.url(&format!("q{i}.test"), p)).unwrap()))
+        .collect();
+    for u in &urls {
+        let body = format!(
+            "<html><body><p>{} waits for the browser</p><script src=\"/static/app.js\"></script></body></html>",
+            u.host_str().unwrap()
+        );
+        let page = weft_node::layouts::StoredPage { status: 200, content_type: None, body: body.into_bytes() };
+        let reason = weft_node::page::RenderReason::LayoutNeedsJs;
+        renders.push_stored(u, 1, &reason, Some(&page)).unwrap();
+    }
+    first.crawler.mark_done(urls.clone()).await.unwrap();
+
+    // Node 1 joins and takes some of the hosts.
+    let second = start(&server, 1, vec![boot], 0).await;
+    members(&[&first, &second], 2).await;
+    let ring = second.network.ring();
+    let taken: Vec<&url::Url> =
+        urls.iter().filter(|u| ring.owner(u.host_str().unwrap()) == Some(&second.network.peer_id())).collect();
+    assert!(!taken.is_empty(), "node 1 owns some q-hosts");
+    // The hand-over reached node 1: it knows their pages are done.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let states: Vec<weft_frontier::UrlState> = taken
+            .iter()
+            .map(|u| tokio::task::block_in_place(|| second.crawler.url_report(u)).unwrap().frontier)
+            .collect();
+        if states.iter().all(|s| *s == weft_frontier::UrlState::Done) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "node 1 was not told the pages are done: {states:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The pages of the hosts node 1 took leave node 0's render queue (indexed from their HTML)
+    // while its crawl is still paused; the rest wait for its browser.
+    let kept = urls.len() - taken.len();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tokio::task::block_in_place(|| first.crawler.rendering()) > kept {
+        assert!(Instant::now() < deadline, "node 0 kept the pages of hosts it gave away");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Node 0 resumes: its browser renders the pages of the hosts it still owns.
+    first.crawler.resume();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while tokio::task::block_in_place(|| first.crawler.rendering()) > 0 {
+        assert!(Instant::now() < deadline, "node 0's browser did not finish its queue");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Past node 1's hand-over grace: nobody fetched the pages again, and node 0's browser asked
+    // nothing of the hosts node 1 now crawls.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let taken_hosts: HashSet<&str> = taken.iter().map(|u| u.host_str().unwrap()).collect();
+    let requests = server.requests();
+    let page_paths: HashSet<&str> = ["/", "/a", "/b"].into();
+    let fetched: Vec<String> = requests
+        .iter()
+        .filter(|r| r.host.starts_with('q') && page_paths.contains(r.path.as_str()))
+        .map(|r| format!("{}{} by node {}", r.host, r.path, node_of(r)))
+        .collect();
+    assert!(fetched.is_empty(), "fetched although their HTML was held: {fetched:?}");
+    let to_taken: Vec<String> = requests
+        .iter()
+        .filter(|r| taken_hosts.contains(r.host.as_str()) && node_of(r) == 0)
+        .map(|r| format!("{}{}", r.host, r.path))
+        .collect();
+    assert!(to_taken.is_empty(), "node 0 asked hosts it gave away: {to_taken:?}");
+    let rendered = first.crawler.metrics().extractions().get("render:rendered").copied().unwrap_or(0);
+    assert_eq!(rendered, kept as u64, "node 0 rendered the pages of the hosts it kept");
+    let scripts = requests.iter().filter(|r| r.path == "/static/app.js").count();
+    assert!(scripts > 0, "the renders asked for their script (the check above would see one)");
+
+    for r in [first, second] {
+        r.stop.send(true).unwrap();
+        r.task.await.unwrap().unwrap();
+    }
+}
+

@@ -1,0 +1,278 @@
+//! Network search end to end: five real nodes on loopback (real libp2p, the real embedding
+//! model, sled and USearch), thirty topics of which each node crawls and indexes six. A query
+//! asked at node 0 finds the topic's page on the node that holds it through the routing
+//! summaries, contacting only the two best-ranked peers. Then three misbehaving peers (real
+//! libp2p members with summaries that attract particular queries) are asked: one never
+//! answers, one dies mid-query, one answers garbage. The queries still return within the
+//! deadline with the honest node's result, marked partial, and the garbage peer is penalised.
+
+use crate::common;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use weft_node::Node;
+use weft_p2p::search::{RemoteHit, SearchReply};
+use weft_simnet::{topic_page, Site, WebServer, TOPICS};
+
+const NODES: usize = 5;
+/// Candidate hosts per topic: one owned by the topic's node is picked once the ring is known.
+const CANDIDATES: usize = 60;
+
+fn host(topic: usize, j: usize) -> String {
+    format!("t{topic}-{j}.test")
+}
+
+async fn get(http: &reqwest::Client, api: std::net::SocketAddr, q: &str, k: usize) -> serde_json::Value {
+    let r = http.get(format!("http://{api}/search")).query(&[("q", q), ("k", &k.to_string())]).send().await.unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    r.json().await.unwrap()
+}
+
+async fn until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A bare network member (no crawler, no index) whose queries the test answers by hand.
+struct RawPeer {
+    handle: weft_p2p::NetworkHandle,
+    task: tokio::task::JoinHandle<()>,
+    queries: tokio::sync::mpsc::Receiver<weft_p2p::SearchInbound>,
+    _dir: tempfile::TempDir,
+}
+
+fn raw_peer(bootstrap: &str) -> RawPeer {
+    let dir = tempfile::tempdir().unwrap();
+    let key = weft_p2p::identity::load_or_create(dir.path()).unwrap();
+    let p2p = weft_config::P2pConfig {
+        enabled: true,
+        listen: vec!["/ip4/127.0.0.1/tcp/0".into()],
+        bootstrap: vec![bootstrap.to_string()],
+        heartbeat_secs: 1,
+        missed_heartbeats: 3,
+        ..Default::default()
+    };
+    let mut config = weft_p2p::NetworkConfig::from_config(&p2p).unwrap();
+    config.allow_private = true;
+    let started = weft_p2p::start(key, config).unwrap();
+    // URLs handed to this member when the ring changes are acknowledged and forgotten.
+    let mut inbound = started.inbound;
+    tokio::spawn(async move {
+        while let Some(i) = inbound.recv().await {
+            if let Some(reply) = i.reply {
+                let _ = reply.send(i.urls.len() as u32);
+            }
+        }
+    });
+    RawPeer { handle: started.handle, task: started.task, queries: started.queries, _dir: dir }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_them() {
+    let _network = common::one_network_at_a_time();
+    let sites: Vec<Site> = (0..TOPICS.len())
+        .flat_map(|t| (0..CANDIDATES).map(move |j| Site::new(&host(t, j)).html("/", &topic_page(&TOPICS[t]))))
+        .collect();
+    let server = WebServer::start(sites).await.unwrap();
+    let dirs: Vec<tempfile::TempDir> = (0..NODES).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut bootstrap = Vec::new();
+    let (mut nets, mut indexes, mut crawlers, mut apis, mut stops, mut runs) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (n, dir) in dirs.iter().enumerate() {
+        let mut c = common::member_config(&server, dir.path(), n, bootstrap.clone(), 0);
+        c.crawl.max_depth = 0;
+        c.search.summary_interval_secs = 1;
+        c.p2p.leave_timeout_secs = 5;
+        if n == 0 {
+            // The asking node contacts at most two peers: the routing has to pick the right one.
+            c.search.fanout = 2;
+            c.search.min_fanout = 2;
+            c.search.fanout_share = 1.0;
+        }
+        let node = Node::open(c).unwrap();
+        let net = node.network().unwrap().clone();
+        tokio::time::timeout(Duration::from_secs(10), net.wait_for(|s| !s.listen_addrs.is_empty())).await.unwrap();
+        if n == 0 {
+            bootstrap = vec![net.status().listen_addrs[0].clone()];
+        }
+        indexes.push(node.index().unwrap().clone());
+        crawlers.push(node.crawler().clone());
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let (api_tx, api_rx) = tokio::sync::oneshot::channel();
+        runs.push(tokio::spawn(node.run(weft_node::RunOptions::default(), rx, move |a| {
+            let _ = api_tx.send(a);
+        })));
+        apis.push(api_rx.await.unwrap());
+        stops.push(tx);
+        nets.push(net);
+    }
+    for net in &nets {
+        tokio::time::timeout(Duration::from_secs(60), net.wait_for(|s| s.members.len() == NODES))
+            .await
+            .expect("members");
+    }
+
+    // Topic t lives on node t % 5, on a host that node owns.
+    let ring = nets[0].ring();
+    let ids: Vec<String> = nets.iter().map(|n| n.peer_id().to_string()).collect();
+    let mut page_of: HashMap<usize, (String, usize)> = HashMap::new();
+    for t in 0..TOPICS.len() {
+        let owner = t % NODES;
+        let h = (0..CANDIDATES)
+            .map(|j| host(t, j))
+            .find(|h| ring.owner(h).is_some_and(|o| o.to_string() == ids[owner]))
+            .unwrap();
+        page_of.insert(t, (server.url(&h, "/"), owner));
+    }
+    let seeds: Vec<String> = page_of.values().map(|(u, _)| u.clone()).collect();
+    crawlers[0].add_seeds(&seeds).await;
+    until("every node indexes its six topics", Duration::from_secs(120), || {
+        indexes.iter().all(|i| i.status().stored.documents == (TOPICS.len() / NODES) as u64)
+    })
+    .await;
+    // Every node's summary covers its whole index, and every node holds those latest versions.
+    until("every node holds every other node's latest summary", Duration::from_secs(60), || {
+        let statuses: Vec<_> = nets.iter().map(|n| n.status()).collect();
+        let complete = statuses.iter().zip(&indexes).all(|(s, i)| s.search.summary_chunks == i.status().stored.chunks);
+        complete
+            && statuses.iter().all(|s| {
+                statuses
+                    .iter()
+                    .filter(|o| o.peer_id != s.peer_id)
+                    .all(|o| s.search.known.get(&o.peer_id) == Some(&o.search.summary_version))
+            })
+    })
+    .await;
+
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let mut asked = 0;
+    for (t, topic) in TOPICS.iter().enumerate() {
+        let (url, owner) = &page_of[&t];
+        let v = get(&http, apis[0], topic.question, 5).await;
+        let top = &v["hits"][0];
+        assert_eq!(top["url"].as_str(), Some(url.as_str()), "{}: {v:#}", topic.slug);
+        assert_eq!(top["peer"].as_str(), Some(ids[*owner].as_str()), "{}: answered by its node", topic.slug);
+        // What the page says of itself crosses the network with it.
+        assert_eq!(top["author"], "Topic Web Editors", "{v:#}");
+        assert_eq!(top["published"], "2026-03-01T09:00:00+00:00", "{v:#}");
+        assert_eq!(v["scope"], "network");
+        assert_eq!(v["partial"], false, "{v:#}");
+        let contacted: Vec<&str> =
+            v["network"]["contacted"].as_array().unwrap().iter().filter_map(|p| p.as_str()).collect();
+        assert!(contacted.len() <= 2, "{}: contacted {contacted:?}", topic.slug);
+        if *owner != 0 {
+            assert_eq!(contacted.first(), Some(&ids[*owner].as_str()), "{}: its node is asked first", topic.slug);
+            asked += 1;
+        }
+    }
+    assert_eq!(asked, TOPICS.len() * (NODES - 1) / NODES);
+    // scope=local: node 0's own index only.
+    let r = http
+        .get(format!("http://{}/search", apis[0]))
+        .query(&[("q", TOPICS[1].question), ("scope", "local")])
+        .send()
+        .await
+        .unwrap();
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v["scope"], "local");
+    assert!(v["hits"].as_array().unwrap().iter().all(|h| h["peer"] == ids[0].as_str()), "{v:#}");
+    assert_ne!(v["hits"][0]["url"].as_str(), Some(page_of[&1].0.as_str()), "topic 1 is not on node 0");
+
+    // Three misbehaving members, each with a summary that makes it the best candidate for one
+    // question (its centroid is that question's vector).
+    let model = indexes[0].model().to_string();
+    let (silent_q, dying_q, garbage_q) = (TOPICS[1].question, TOPICS[2].question, TOPICS[3].question);
+    let mut peers = Vec::new();
+    for q in [silent_q, dying_q, garbage_q] {
+        let peer = raw_peer(&bootstrap[0]);
+        let vector = indexes[0].embed_query(q).await.unwrap();
+        peer.handle.set_summary(model.clone(), vec![vector], vec![1]);
+        peers.push(peer);
+    }
+    until("node 0 knows the three new members' summaries", Duration::from_secs(60), || {
+        nets[0].status().search.summaries_known == NODES - 1 + 3
+    })
+    .await;
+    let mut garbage = peers.pop().unwrap();
+    let mut dying = peers.pop().unwrap();
+    let mut silent = peers.pop().unwrap();
+    let deadline = Duration::from_millis(weft_config::SearchConfig::default().deadline_ms);
+
+    // Silent: takes the query and never answers. The query returns at the deadline with the
+    // honest node's page, marked partial.
+    let holder = tokio::spawn(async move {
+        let q = silent.queries.recv().await.unwrap();
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        drop(q);
+        silent
+    });
+    let started = Instant::now();
+    let v = get(&http, apis[0], silent_q, 5).await;
+    let took = started.elapsed();
+    assert_eq!(v["hits"][0]["url"].as_str(), Some(page_of[&1].0.as_str()), "{v:#}");
+    assert_eq!(v["partial"], true);
+    assert!(took >= deadline && took < deadline + Duration::from_millis(700), "took {took:?}");
+    let failed = v["network"]["failed"].as_array().unwrap();
+    assert!(failed.iter().any(|f| f[1].as_str().unwrap().contains("deadline")), "{v:#}");
+    let _silent = holder.await.unwrap();
+
+    // Dying: its process goes away with the query in hand. The query does not wait for the
+    // deadline: the closed connection fails the request and the next candidate is asked.
+    let dying_id = dying.handle.peer_id().to_string();
+    let killer = tokio::spawn(async move {
+        let _q = dying.queries.recv().await.unwrap();
+        dying.handle.stop();
+        dying.task.abort();
+    });
+    let started = Instant::now();
+    let v = get(&http, apis[0], dying_q, 5).await;
+    let took = started.elapsed();
+    killer.await.unwrap();
+    assert_eq!(v["hits"][0]["url"].as_str(), Some(page_of[&2].0.as_str()), "{v:#}");
+    assert_eq!(v["partial"], true, "{v:#}");
+    assert!(took < deadline + Duration::from_millis(700), "took {took:?}");
+    let failed = v["network"]["failed"].as_array().unwrap();
+    assert!(failed.iter().any(|f| f[0] == dying_id.as_str()), "{v:#}");
+
+    // Garbage: answers with a non-cosine score and a javascript: URL. Ignored, penalised, and
+    // not asked again.
+    let garbage_id = garbage.handle.peer_id().to_string();
+    let liar = tokio::spawn(async move {
+        let q = garbage.queries.recv().await.unwrap();
+        let bad = RemoteHit {
+            url: "javascript:alert(1)".into(),
+            title: "Best result".into(),
+            snippet: "trust me".into(),
+            score: 7.5,
+            chunk: 0,
+            simhash: None,
+            aliases: Vec::new(),
+            ..Default::default()
+        };
+        let _ = q.reply.send(SearchReply::Hits(vec![bad]));
+        garbage
+    });
+    let v = get(&http, apis[0], garbage_q, 5).await;
+    let _garbage = liar.await.unwrap();
+    assert_eq!(v["hits"][0]["url"].as_str(), Some(page_of[&3].0.as_str()), "{v:#}");
+    assert!(v["hits"].as_array().unwrap().iter().all(|h| h["url"] != "javascript:alert(1)"));
+    let failed = v["network"]["failed"].as_array().unwrap();
+    assert!(failed.iter().any(|f| f[0] == garbage_id.as_str() && f[1].as_str().unwrap().contains("garbage")), "{v:#}");
+    let status = nets[0].status().search;
+    assert_eq!(status.bad_replies, 1);
+    assert_eq!(status.penalised_peers, 1);
+    let v = get(&http, apis[0], garbage_q, 5).await;
+    let contacted = v["network"]["contacted"].as_array().unwrap();
+    assert!(contacted.iter().all(|p| p != garbage_id.as_str()), "a penalised peer is not asked: {v:#}");
+    assert_eq!(v["hits"][0]["url"].as_str(), Some(page_of[&3].0.as_str()));
+
+    for tx in stops.iter().rev() {
+        let _ = tx.send(true);
+    }
+    for run in runs {
+        run.await.unwrap().unwrap();
+    }
+}
