@@ -297,6 +297,8 @@ counted!(
         HostDecided => "host_decided",
         /// A host's expired decision was checked again and its pages are static again.
         HostStatic => "host_static_again",
+        /// A page waiting for the browser that another member reported fetched: not rendered.
+        DoneElsewhere => "done_elsewhere",
     }
 );
 

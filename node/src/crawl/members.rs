@@ -103,20 +103,25 @@ impl Crawler {
             return Ok((0, Vec::new()));
         }
         let n = urls.len() as u32;
-        let elsewhere = blocking(|| {
+        let (elsewhere, here) = blocking(|| {
             let mut elsewhere = Vec::new();
+            let mut here = Vec::new();
             let mut frontier = self.inner.frontier.lock();
             for u in urls {
                 let owned_elsewhere =
                     self.inner.route.as_ref().is_some_and(|r| r.owner(&HostKey::of(&u).into_string()).is_some());
                 if owned_elsewhere {
                     elsewhere.push(u);
-                } else if let Err(e) = frontier.mark_done(&u) {
-                    self.inner.storage.error("frontier mark done", e);
+                } else {
+                    if let Err(e) = frontier.mark_done(&u) {
+                        self.inner.storage.error("frontier mark done", e);
+                    }
+                    here.push(u);
                 }
             }
-            elsewhere
+            (elsewhere, here)
         });
+        self.drop_renders_done_elsewhere(&here);
         self.inner.metrics.received.done_reported(u64::from(n) - elsewhere.len() as u64);
         self.inner.metrics.received.forwarded(elsewhere.len() as u64);
         if let Some(route) = &self.inner.route {
@@ -126,6 +131,32 @@ impl Crawler {
         }
         self.inner.flush().await?;
         Ok((n, elsewhere.iter().map(|u| u.to_string()).collect()))
+    }
+
+    /// Pages waiting for the browser that another member reports fetched leave the render
+    /// queue, unless this node holds their HTML (it fetched them too, and renders from it
+    /// without asking the host again). A page of a host that renders waits there unfetched —
+    /// the browser fetches it — and stays when a done report takes it off the frontier's
+    /// queue: random churn seed 29 caught a restarted node rendering three pages the member
+    /// that had held its host meanwhile had fetched and reported done.
+    fn drop_renders_done_elsewhere(&self, done: &[url::Url]) {
+        let Some(r) = &self.inner.renders else { return };
+        if done.is_empty() {
+            return;
+        }
+        let urls: HashSet<&str> = done.iter().map(url::Url::as_str).collect();
+        let hosts: HashSet<String> = done.iter().map(|u| HostKey::of(u).into_string()).collect();
+        let waiting = r.waiting(&mut |h| hosts.contains(h));
+        let (gone, stay): (Vec<WaitingPage>, Vec<WaitingPage>) =
+            waiting.into_iter().partition(|w| urls.contains(w.url.as_str()) && r.held_page(w).is_none());
+        if !gone.is_empty() {
+            tracing::debug!(pages = gone.len(), "pages waiting for the browser were fetched by another member");
+            for _ in &gone {
+                self.inner.metrics.count_event(Event::Render(Render::DoneElsewhere));
+            }
+        }
+        r.forget(&gone);
+        r.release(&stay);
     }
 
     /// Gives away the hosts for which `keep(host)` is false: their queued URLs, after `persist`

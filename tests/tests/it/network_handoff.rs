@@ -6,7 +6,10 @@
 //!   everything;
 //! - pages whose HTML a node fetched and that wait for its browser are never fetched a second
 //!   time: a leaving node renders them first; when their host goes to a newcomer they are
-//!   indexed from that HTML, and the browser asks nothing of a host another node now crawls.
+//!   indexed from that HTML, and the browser asks nothing of a host another node now crawls;
+//! - pages waiting for the browser unfetched that another member reports fetched (a restarted
+//!   node getting its host back with the done list of the member that held it) leave the
+//!   render queue: the browser would fetch them a second time.
 
 use crate::common;
 
@@ -389,3 +392,51 @@ async fn pages_waiting_for_the_browser_are_indexed_where_they_were_fetched_when_
     }
 }
 
+/// A host that renders queues its pages for the browser unfetched (the browser fetches them).
+/// When the member that held the host meanwhile hands it back with its done list, those pages
+/// leave the render queue; pages it did not report stay and are rendered. Random churn seed 29
+/// caught a restarted node rendering three pages its host's interim owner had fetched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_waiting_for_the_browser_that_another_member_fetched_are_not_rendered() {
+    let _network = common::one_network_at_a_time();
+    let server = WebServer::start_with(|port| web(port, &[("hub4.test", "s")])).await.unwrap();
+    let (node, renders) = start_paused(&server, 0, vec![]).await;
+    // Queued for the browser unfetched, as the crawl does for a host whose pages all render.
+    let urls: Vec<url::Url> =
+        ["/", "/a", "/b"].iter().map(|p| url::Url::parse(&server.url("s0.test", p)).unwrap()).collect();
+    let reason = weft_node::page::RenderReason::HostRenders("test: every page needs the browser".into());
+    for u in &urls {
+        renders.push_stored(u, 1, &reason, None).unwrap();
+    }
+    assert_eq!(tokio::task::block_in_place(|| node.crawler.rendering()), 3);
+    // The previous owner's done list names two of them.
+    node.crawler.mark_done(urls[1..].to_vec()).await.unwrap();
+    assert_eq!(
+        tokio::task::block_in_place(|| node.crawler.rendering()),
+        1,
+        "pages fetched by another member still wait for the browser"
+    );
+    for u in &urls[1..] {
+        let report = tokio::task::block_in_place(|| node.crawler.url_report(u)).unwrap();
+        assert_eq!(report.frontier, weft_frontier::UrlState::Done, "{u}");
+    }
+    let dropped = node.crawler.metrics().extractions().get("render:done_elsewhere").copied().unwrap_or(0);
+    assert_eq!(dropped, 2);
+
+    // The crawl resumes: the browser renders the page nobody fetched, and only that one.
+    node.crawler.resume();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while tokio::task::block_in_place(|| node.crawler.rendering()) > 0 {
+        assert!(Instant::now() < deadline, "the browser did not render the page left");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let asked: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.host == "s0.test" && ["/", "/a", "/b"].contains(&r.path.as_str()))
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(asked, ["/"], "the browser fetched only the page no member had fetched");
+    node.stop.send(true).unwrap();
+    node.task.await.unwrap().unwrap();
+}
