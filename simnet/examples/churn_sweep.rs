@@ -3,7 +3,7 @@
 //! restarted and then leaving), the default node configuration, judged from the web server's
 //! log: every reachable page fetched, no politeness violation, no repeat a kill does not
 //! explain. Prints a line per seed as it ends, then the totals and the seeds that failed with
-//! the command that replays each. The CI test (`node/tests/it/simnet_churn.rs`) runs one (29).
+//! the command that replays each. The CI test (`node/tests/it/simnet_churn.rs`) runs three (1, 2, 29).
 //!
 //! `cargo build --release -p weft-node -p weft-simnet && cargo run --release -p weft-simnet --example churn_sweep -- [--seeds 30] [--first 1]`
 
