@@ -111,8 +111,8 @@ fn stop(mut child: Killed) {
 /// The stall the issue found: with defaults, the teacher's render asked for `/favicon.ico`
 /// after its job had ended; that request borrowed the host while the crawl loop saw the host
 /// busy, and giving it back woke nobody — the crawl slept for good with URLs queued. Now the
-/// site is crawled completely, each page requested once, well within 40 s (≈ 31 requests at the
-/// default 1 s per host).
+/// site is crawled completely, each page requested once (≈ 31 requests at the default 1 s per
+/// host: about 31 s).
 #[test]
 fn a_static_site_is_crawled_completely_with_the_defaults_each_page_once() {
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -128,9 +128,11 @@ fn a_static_site_is_crawled_completely_with_the_defaults_each_page_once() {
         if fetched == 29 && state == "idle" {
             break s.unwrap();
         }
-        if started.elapsed() > Duration::from_secs(40) {
+        // A ceiling for the hang above (the crawl asleep for good), not a speed goal: ~31 s
+        // on a quiet machine, longer beside other tests on two cores.
+        if started.elapsed() > Duration::from_secs(120) {
             stop(child);
-            panic!("not crawled within 40 s: {s:?}\nrequests: {:?}", page_counts(&server));
+            panic!("not crawled within 120 s: {s:?}\nrequests: {:?}", page_counts(&server));
         }
         std::thread::sleep(Duration::from_millis(250));
     };
