@@ -1,6 +1,8 @@
-//! A test's work dir — node data dirs and logs, the web server's request log — removed when
-//! the test passes and kept under `target/test-failures/<test>/` when it fails, in CI too: a
-//! failure whose logs went away with its temporary dir cannot be read, only re-run.
+//! What system tests need to fail readably: a work dir — node data dirs and logs, the web
+//! server's request log — removed when the test passes and kept under
+//! `target/test-failures/<test>/` when it fails, in CI too (a failure whose logs went away with
+//! its temporary dir cannot be read, only re-run); and one network at a time, so a test does
+//! not fail for its neighbour's load.
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +32,14 @@ impl WorkDir {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Tests that run a network of nodes take this first: on two cores, two networks at once slow
+/// each other past their bounds (a crate's tests share one process and run two at a time).
+/// Lighter tests run beside them.
+pub fn one_network_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Where failing tests leave their work dirs: `$CARGO_TARGET_DIR/test-failures`, or the

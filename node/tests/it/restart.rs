@@ -35,6 +35,19 @@ fn start(config: &Path) -> (Child, String) {
     (child, logs.field("addr", "127.0.0.1:"))
 }
 
+/// Waits for a restarted `weft start --exit-when-idle` to crawl what is left and exit cleanly.
+fn finishes(mut child: Child) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "restarted node exits cleanly when idle");
+            return;
+        }
+        assert!(Instant::now() < deadline, "restarted node did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn page_fetches(server: &WebServer) -> HashMap<(String, String), usize> {
     let mut counts = HashMap::new();
     for r in server.requests() {
@@ -102,16 +115,8 @@ fn kill_9_and_restart_fetches_every_page_exactly_once() {
     eprintln!("killed with {} of 80 pages fetched", before.len());
     assert!(before.len() < 80, "killed mid-crawl, not after it ({} pages fetched at the kill)", before.len());
 
-    let (mut child, mut logs) = common::spawn_weft(&config, &["--exit-when-idle"]);
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            assert!(status.success(), "restarted node exits cleanly when idle");
-            break;
-        }
-        assert!(Instant::now() < deadline, "restarted node did not finish");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (child, mut logs) = common::spawn_weft(&config, &["--exit-when-idle"]);
+    finishes(child);
 
     let counts = page_fetches(&server);
     assert_eq!(counts.len(), 80, "every page fetched");
@@ -219,16 +224,8 @@ fn a_stop_finishes_the_pages_it_fetched_and_keeps_the_requests_it_cut() {
     let before = page_fetches(&server).len();
     eprintln!("stopped with {before} pages fetched, {waiting} of them waiting for the indexer");
 
-    let (mut child, _logs) = common::spawn_weft(&config, &["--exit-when-idle"]);
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            assert!(status.success(), "restarted node exits cleanly when idle");
-            break;
-        }
-        assert!(Instant::now() < deadline, "restarted node did not finish");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (child, _logs) = common::spawn_weft(&config, &["--exit-when-idle"]);
+    finishes(child);
     let counts = page_fetches(&server);
     let generated = counts.iter().filter(|((h, _), _)| h != "hang.test").count();
     assert_eq!(generated, 80, "every page fetched");

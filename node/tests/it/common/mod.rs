@@ -214,13 +214,7 @@ impl Running {
     }
 }
 
-/// Tests that run a network of nodes take this first: on two cores, two networks at once slow
-/// each other past their bounds (all tests of the crate share one process and run two at a
-/// time). Lighter tests run beside them.
-pub fn one_network_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
+pub use weft_simnet::failures::one_network_at_a_time;
 
 /// A test whose prerequisite is missing here (root, `mount`, network namespaces) says so and
 /// checks nothing — except under `CI=true`, where the prerequisite is part of the machine and
