@@ -150,11 +150,23 @@ async fn a_joining_node_takes_over_its_hosts_and_a_leaving_node_is_routed_around
     assert!(newcomer_hosts.iter().any(|h| by_newcomer.contains(h)), "node 1 crawled hosts handed to it");
 
     // Node 2 joins, then leaves right after node 0 finds links to its hosts: they are re-routed.
-    let third = start(&server, 2, vec![boot], 0).await;
-    members(&[&first, &second, &third], 3).await;
-    let ring3 = first.network.ring();
-    let gone = third.network.peer_id();
-    assert!((0..HOSTS).any(|i| ring3.owner(&format!("k{i}.test")) == Some(&gone)), "node 2 owns some k-hosts");
+    // A fresh identity owns none of the ten k-hosts about one time in sixty ((2/3)^10): then it
+    // leaves before anything is routed to it and another one joins.
+    let mut attempts = 0;
+    let third = loop {
+        attempts += 1;
+        let third = start(&server, 2, vec![boot.clone()], 0).await;
+        members(&[&first, &second, &third], 3).await;
+        let ring3 = first.network.ring();
+        let id = third.network.peer_id();
+        if (0..HOSTS).any(|i| ring3.owner(&format!("k{i}.test")) == Some(&id)) {
+            break third;
+        }
+        assert!(attempts < 5, "five identities in a row owned no k-host");
+        third.stop.send(true).unwrap();
+        third.task.await.unwrap().unwrap();
+        members(&[&first, &second], 2).await;
+    };
     third.network.stop();
     third.stop.send(true).unwrap();
     third.task.await.unwrap().unwrap();
