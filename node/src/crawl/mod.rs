@@ -597,10 +597,7 @@ impl Crawler {
         if in_flight > 0 {
             tracing::info!(in_flight, "finishing in-flight requests");
             let grace = inner.settings.shutdown_grace;
-            let mut drained = tokio::time::timeout(grace, async {
-                while tasks.join_next().await.is_some() {}
-            })
-            .await;
+            let mut drained = tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
             if drained.is_err() {
                 // Requests still unanswered give up and go back to the queue; a page already
                 // here is processed to the end (its links queued, its lease done): cut short,
@@ -609,10 +606,8 @@ impl Crawler {
                 // grace). PROCESSING_GRACE bounds a processing that does not end.
                 inner.requests_cut.send_replace(true);
                 tracing::info!(left = tasks.len(), "grace period over; unanswered requests go back to the queue");
-                drained = tokio::time::timeout(PROCESSING_GRACE, async {
-                    while tasks.join_next().await.is_some() {}
-                })
-                .await;
+                drained =
+                    tokio::time::timeout(PROCESSING_GRACE, async { while tasks.join_next().await.is_some() {} }).await;
             }
             if drained.is_err() {
                 tracing::warn!(left = tasks.len(), "grace period over; unfinished URLs stay queued for the next start");

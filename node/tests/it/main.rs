@@ -1,11 +1,11 @@
 //! The crate's integration tests, one module per subject, linked into one binary (one link
 //! of the dependency tree instead of one per file: see the README's "Tests").
 
-mod common;
 mod adaptive;
 mod api;
 mod bad_input;
 mod browser;
+mod common;
 mod dashboard;
 mod default_node;
 mod doctor;

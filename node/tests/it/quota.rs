@@ -2,10 +2,10 @@
 //! indexed a news site is restarted with a quota below what its data dir uses; it evicts the
 //! documents fetched longest ago, keeps the rest searchable, and its use goes back down.
 
+use crate::common;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
-use crate::common;
 
 use weft_node::{Node, RunOptions};
 use weft_simnet::news::news_site;

@@ -168,14 +168,16 @@ fn a_stop_finishes_the_pages_it_fetched_and_keeps_the_requests_it_cut() {
                 the lamp before the evening tide and sends a letter to the mainland once a week.</p></article>\
                 </body></html>";
     let front = Resource::Sequence(vec![hanging, Resource::Html(late.into())]);
-    let hang = Site::new("hang.test").with("/robots.txt", Resource::robots("User-agent: *\nAllow: /\n")).with("/", front);
+    let hang =
+        Site::new("hang.test").with("/robots.txt", Resource::robots("User-agent: *\nAllow: /\n")).with("/", front);
     let server = rt
         .block_on(WebServer::start(vec![generated_site("k1.test", 40, 3), generated_site("k2.test", 40, 3), hang]))
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     // A grace of 0 (default 20 s): the stop cuts every request at once, so each page in
     // flight at the signal is either one being indexed or one whose answer never came.
-    let config = write_config_with(&server, dir.path(), &["k1.test", "k2.test", "hang.test"], "shutdown_grace_secs = 0\n");
+    let config =
+        write_config_with(&server, dir.path(), &["k1.test", "k2.test", "hang.test"], "shutdown_grace_secs = 0\n");
     let (mut child, mut logs) = common::spawn_weft(&config, &[]);
     let addr = logs.field("addr", "127.0.0.1:");
     let client = reqwest::Client::new();
@@ -191,7 +193,8 @@ fn a_stop_finishes_the_pages_it_fetched_and_keeps_the_requests_it_cut() {
         assert!(Instant::now() < deadline, "never a moment with pages waiting for the indexer: {}", status());
         let s = status();
         let i = &s["index"];
-        let processed: u64 = ["pages_indexed", "pages_aliased", "pages_failed"].iter().filter_map(|k| i[k].as_u64()).sum();
+        let processed: u64 =
+            ["pages_indexed", "pages_aliased", "pages_failed"].iter().filter_map(|k| i[k].as_u64()).sum();
         let waiting = s["pages_fetched"].as_u64().unwrap_or(0).saturating_sub(processed);
         // The one request held is hang.test's front page: its robots.txt was answered a while
         // ago (the front page is that host's next request), nothing else is being served.

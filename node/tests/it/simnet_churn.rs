@@ -14,7 +14,6 @@ use weft_simnet::failures::WorkDir;
 use weft_simnet::runner::{run, RunSpec};
 use weft_simnet::search_eval::SearchSpec;
 
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_nodes_with_a_crash_a_join_and_a_leave_crawl_everything_politely_once() {
     let _one = common::one_network_at_a_time();
