@@ -50,7 +50,7 @@ struct Running {
 async fn start(server: &WebServer, n: usize, bootstrap: Vec<String>, delay_ms: u64) -> Running {
     let dir = tempfile::tempdir().unwrap();
     let mut c = common::member_config(server, dir.path(), n, bootstrap, delay_ms);
-    c.index.enabled = false;
+    c.index.enabled = false; // these tests judge who fetches what: nothing is embedded or searched
     let node = Node::open(c).unwrap();
     let network = node.network().unwrap().clone();
     let crawler = node.crawler().clone();
@@ -211,9 +211,7 @@ async fn urls_handed_back_by_a_leaving_node_are_fetched_by_the_node_that_had_see
     // Node 1 joins with its crawl paused: it takes its hosts' queues and fetches nothing.
     let dir = tempfile::tempdir().unwrap();
     let mut c = common::member_config(&server, dir.path(), 1, vec![boot], 4000);
-    // Off: this test is about which node fetches what; no page is embedded or searched, and
-    // the model would only slow two nodes sharing two cores.
-    c.index.enabled = false;
+    c.index.enabled = false; // about who fetches what: nothing is embedded or searched here
     let node = Node::open(c).unwrap();
     let (network, crawler) = (node.network().unwrap().clone(), node.crawler().clone());
     crawler.pause();
