@@ -635,3 +635,41 @@ fn idle_hosts_leave_memory_and_come_back_with_their_counts_and_done_urls() {
     assert!(f.hand_off(|h| !gone(h), |_| Ok(())).unwrap().done.is_empty(), "passed on once");
     assert_eq!(f.url_state(&normalize("http://h1.test/a", None).unwrap()).unwrap(), UrlState::Seen);
 }
+
+#[test]
+fn a_leaving_node_can_keep_the_hosts_it_is_requesting_and_knows_which_it_still_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut f) = open(dir.path(), settings());
+    for u in ["http://busy.test/1", "http://busy.test/2", "http://idle.test/1", "http://lent.test/1"] {
+        f.push(page(u, 1)).unwrap();
+    }
+    let now = Instant::now();
+    // A lease on busy.test (whichever host comes first, the others go back).
+    let lease = loop {
+        let l = take(&mut f, now);
+        if l.entry.host == "busy.test" {
+            break l;
+        }
+        f.complete(l, Completion::Requeue { wait: Duration::ZERO }, false, now).unwrap();
+    };
+    // A browser's request on lent.test.
+    assert!(matches!(f.borrow_host("lent.test", now + Duration::from_secs(1)).unwrap(), Borrow::Granted));
+    let mut busy = f.busy_hosts();
+    busy.sort();
+    assert_eq!(busy, ["busy.test", "lent.test"]);
+    let given = f.hand_off(|h| busy.iter().any(|b| b == h), |_| Ok(())).unwrap();
+    assert_eq!(given.queued.iter().map(|q| q.url.as_str()).collect::<Vec<_>>(), ["http://idle.test/1"]);
+    assert!(given.done.is_empty(), "nothing leased was given away: {:?}", given.done);
+    assert!(f.holds("busy.test") && f.holds("lent.test"));
+    assert!(!f.holds("idle.test"), "given away");
+    assert!(!f.holds("never.test"));
+    // The request ends; the second hand-off takes the rest.
+    f.complete(lease, Completion::Done { page: true }, true, now).unwrap();
+    f.return_host("lent.test", Returned::Requested, now).unwrap();
+    assert!(f.busy_hosts().is_empty());
+    let rest = f.hand_off(|_| false, |_| Ok(())).unwrap();
+    let mut queued: Vec<&str> = rest.queued.iter().map(|q| q.url.as_str()).collect();
+    queued.sort();
+    assert_eq!(queued, ["http://busy.test/2", "http://lent.test/1"]);
+    assert!(rest.done.iter().any(|u| u == "http://busy.test/1"), "{:?}", rest.done);
+}

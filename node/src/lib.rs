@@ -43,6 +43,7 @@ mod tenure;
 pub mod token;
 pub mod urls;
 
+pub use crawl::PROCESSING_GRACE;
 pub use crawl::{CrawlSettings, CrawlState, CrawlStatus, Crawler, Renders, Route};
 pub use indexing::{IndexService, IndexStatus};
 pub use layouts::browser;

@@ -413,7 +413,12 @@ const EXIT_FORCED: i32 = 130;
 
 async fn start(config: weft_config::Config, exit_when_idle: bool) -> anyhow::Result<()> {
     tracing::info!(data_dir = %config.data_dir.display(), "starting weft node");
-    let stop_bound = Duration::from_secs(config.p2p.leave_timeout_secs + 15);
+    // Every stage of a graceful stop has its own bound — requests in flight
+    // (`crawl.shutdown_grace_secs`), pages already fetched (`PROCESSING_GRACE`), the hand-off
+    // (`p2p.leave_timeout_secs`) — and the process's bound is their sum and 15 s more: a
+    // smaller one cut a leave on a loaded machine before it handed anything over.
+    let stop_bound = Duration::from_secs(config.crawl.shutdown_grace_secs + config.p2p.leave_timeout_secs + 15)
+        + weft_node::PROCESSING_GRACE;
     let node = Node::open(config)?;
     let (tx, rx) = tokio::sync::watch::channel(false);
     let storage = node.crawler().storage().clone();
@@ -435,7 +440,7 @@ async fn start(config: weft_config::Config, exit_when_idle: bool) -> anyhow::Res
 
 /// SIGTERM and SIGINT are taken by a thread of their own (blocked everywhere else), so they
 /// are answered even when every runtime thread is busy: the first asks for a graceful stop and
-/// arms a deadline (`p2p.leave_timeout_secs` + 15 s), after which the process exits; a second
+/// arms a deadline (the sum of the stop's stages, see `start`), after which the process exits; a second
 /// signal exits at once. Unfinished URLs stay queued either way.
 fn watch_signals(shutdown: tokio::sync::watch::Sender<bool>, bound: Duration) {
     // SAFETY: sigset manipulation and sigwait on a set every thread blocks (see `block_signals`).

@@ -167,7 +167,31 @@ impl Node {
         }
         spawn_timers(&config, &crawler, index.as_ref(), layouts.as_ref(), db, &mut background);
 
+        // Leaving starts when the stop is asked for, beside the crawl's own grace for its
+        // requests in flight (see `routing::leave_early`).
+        let leave_timeout = Duration::from_secs(config.p2p.leave_timeout_secs);
+        let stop_asked = shutdown.clone();
+        let early = network.as_ref().map(|n| {
+            let (crawler, handle, journal, mut asked) =
+                (crawler.clone(), n.handle.clone(), n.journal.clone(), shutdown.clone());
+            tokio::spawn(async move {
+                if asked.wait_for(|stop| *stop).await.is_ok() {
+                    crate::routing::leave_early(&crawler, &handle, &journal, leave_timeout / 2).await;
+                }
+            })
+        });
         let result = crawler.run(shutdown, opts.exit_when_idle).await;
+        let early = match early {
+            // Asked to stop: the first step of the leave ends before the rest begins.
+            Some(task) if *stop_asked.borrow() && crawler.storage().fault().is_none() => {
+                let _ = task.await;
+                None
+            }
+            other => other,
+        };
+        if let Some(task) = early {
+            task.abort();
+        }
 
         let storage = crawler.storage().clone();
         if let Some(fault) = storage.fault() {
@@ -184,8 +208,7 @@ impl Node {
             return Err(anyhow::Error::new(fault));
         }
         if let Some(n) = &network {
-            let wait = Duration::from_secs(config.p2p.leave_timeout_secs);
-            crate::routing::leave(&crawler, &n.handle, &n.journal, wait).await;
+            crate::routing::leave(&crawler, &n.handle, &n.journal, leave_timeout).await;
         }
         background.abort_all();
         // Wait for the API (its connections too) and the timers to be gone: they hold the state

@@ -227,6 +227,12 @@ pub async fn hand_off_on_changes(
     }
     while rings.changed().await.is_ok() {
         let ring = rings.borrow_and_update().clone();
+        if crawler.stopping() {
+            // Leaving: `leave_early` and `leave` hand the hosts over, keeping those with a
+            // request in flight until it ends; this would give those away at once.
+            previous = ring;
+            continue;
+        }
         // Hosts that became this node's: their previous owner may be asking them right now.
         let gained = |host: &str| {
             owner(&ring, host).is_some_and(|o| *o == me) && owner(&previous, host).is_some_and(|o| *o != me)
@@ -254,37 +260,73 @@ pub async fn hand_off_on_changes(
     }
 }
 
-/// Leaves the network after the crawl stopped: renders the pages waiting for the browser
-/// (for up to half of `wait`: their HTML is here, and a page handed off would be fetched again
-/// by its host's new owner), announces the leave, hands every queued URL to the members that
-/// own its host without this node (journaled first, like any hand-off), and waits for the rest
-/// of `wait` until they — and batches forwarded meanwhile — are acknowledged and the renders
-/// in flight are done. Alone, the node keeps its queue: there is nobody to give it to.
-pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal, wait: std::time::Duration) {
-    if network.ring().members().len() < 2 {
+/// The first step of leaving, taken as soon as the crawl stops starting requests — not after
+/// its in-flight work ends: on a loaded machine that work outlasted the whole stop bound once,
+/// and the node exited having handed nothing over (CI's churn scenario here: 29 pages never
+/// fetched, 20 fetched twice by the hosts' next owners). The browser takes no further page
+/// and the pages it is rendering end (for up to `renders`), this node leaves the ring, and
+/// every host it is not requesting right now goes to its new owner (journaled first, like any
+/// hand-off). Hosts with a request in flight follow in [`leave`]. Alone, nothing happens.
+pub async fn leave_early(crawler: &Crawler, network: &NetworkHandle, journal: &Journal, renders: Duration) {
+    if others(network) == 0 {
         return;
     }
-    let started = tokio::time::Instant::now();
-    // While this node still owns its hosts: the links the renders find are routed as usual.
-    let unrendered = crawler.finish_renders(wait / 2).await;
-    if unrendered > 0 {
-        tracing::warn!(
-            pages = unrendered,
-            "pages still waiting for the browser go to their hosts' new owners, who fetch them again"
-        );
+    // The crawl loop answers the stop at once; from then on it leases nothing.
+    let until = Instant::now() + Duration::from_secs(5);
+    while !crawler.stopping() && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let wait = wait.saturating_sub(started.elapsed());
+    crawler.close_renders();
+    // While this node still owns their hosts: a render's many requests (scripts, styles) are
+    // not to meet the host's next owner's. The links they find are routed as usual.
+    let until = Instant::now() + renders;
+    while !crawler.hosts_rendering().is_empty() && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    if !off_the_ring(network).await {
+        return;
+    }
+    let busy = crawler.busy_hosts();
+    let urls = give_away(crawler, network, journal, |host| busy.contains(host), Vec::new()).await;
+    tracing::info!(urls, busy = busy.len(), "left the ring; handed the queue to the remaining members");
+}
+
+/// Members other than this node.
+fn others(network: &NetworkHandle) -> usize {
+    let me = network.peer_id();
+    network.ring().members().iter().filter(|m| **m != me).count()
+}
+
+/// Announces the leave and waits until this node is off its own ring (at most 5 s): handed
+/// off before, URLs would be routed back to it.
+async fn off_the_ring(network: &NetworkHandle) -> bool {
     network.leave();
-    // Hand off only once this node is off its own ring, or URLs would be routed back to it.
     let me = network.peer_id();
     let mut rings = network.ring_changes();
     let off = rings.wait_for(|ring| !ring.contains(&me));
-    if tokio::time::timeout(std::time::Duration::from_secs(5), off).await.is_err() {
+    if tokio::time::timeout(Duration::from_secs(5), off).await.is_err() {
         tracing::warn!("the network task did not take this node off the ring; staying");
+        return false;
+    }
+    true
+}
+
+/// Leaves the network after the crawl stopped ([`leave_early`] did most of it): hands every
+/// URL still queued here — requests the stop cut, hosts that were busy, pages still waiting
+/// for the browser — to the members that own its host without this node (journaled first),
+/// and waits up to `wait` until every hand-off and every batch forwarded meanwhile is
+/// acknowledged and the renders in flight are done. Alone, the node keeps its queue: there is
+/// nobody to give it to.
+pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal, wait: Duration) {
+    if others(network) == 0 {
+        return;
+    }
+    crawler.close_renders();
+    if !off_the_ring(network).await {
         return;
     }
     let urls = give_away(crawler, network, journal, |_| false, Vec::new()).await;
-    tracing::info!(urls, "handing the queue to the remaining members");
+    tracing::info!(urls, "handing the rest of the queue to the remaining members");
     let done = async {
         loop {
             let s = network.status();
@@ -298,7 +340,7 @@ pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal
                 // Every other member left too (a whole network stopping): nobody to wait for.
                 break false;
             }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     };
     match tokio::time::timeout(wait, done).await {

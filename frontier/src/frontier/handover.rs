@@ -165,6 +165,24 @@ impl Frontier {
         Ok(given_away)
     }
 
+    /// Hosts with a request in flight (a lease, or a browser's borrowed request): a node
+    /// leaving keeps them until that request ends, so its host's next owner cannot ask the
+    /// host closer than its delay behind it.
+    pub fn busy_hosts(&self) -> Vec<String> {
+        self.hosts
+            .ids()
+            .into_iter()
+            .map(|id| &self.hosts[id as usize])
+            .filter(|h| h.in_flight || h.leased.is_some())
+            .map(|h| h.name.clone())
+            .collect()
+    }
+
+    /// Whether this node holds `host`'s queue: it knows the host and has not given it away.
+    pub fn holds(&self, host: &str) -> bool {
+        self.host_ids.get(host).is_some_and(|&id| !self.hosts[id as usize].given_away)
+    }
+
     /// Holds back the hosts `pick` selects until at least `until`: in a network, hosts this node
     /// just became the owner of (their previous owner may be requesting them right now).
     pub fn hold_hosts(&mut self, mut pick: impl FnMut(&str) -> bool, until: Instant) -> usize {

@@ -86,6 +86,9 @@ pub trait Renders: Send + Sync + 'static {
     fn pending(&self) -> usize;
     /// Pages queued for the browser or being rendered now.
     fn rendering(&self) -> usize;
+    /// Hosts of the pages the browser is rendering now (or claimed for a hand-off): a node
+    /// leaving keeps them until those renders end.
+    fn hosts_rendering(&self) -> Vec<String>;
     /// The renderer takes no further page: the node is leaving, and what still waits goes
     /// with its host ([`Renders::waiting`]; a page fetched here is indexed from its HTML).
     fn close(&self);
@@ -390,28 +393,31 @@ impl Crawler {
         self.state() == CrawlState::Stopping
     }
 
-    /// Before this node leaves the network: gives the browser up to `bound` to render the
-    /// pages waiting for it, then closes the render queue. Their HTML is held here; handed
-    /// off, each would be fetched a second time by its host's new owner. Returns how many were
-    /// still queued or being rendered at the end (the waiting ones go with their hosts).
-    pub async fn finish_renders(&self, bound: Duration) -> usize {
-        let Some(r) = &self.inner.renders else { return 0 };
-        if self.inner.paused.load(Ordering::Acquire) {
-            // The operator paused the crawl: the browser starts no request either.
+    /// Before this node leaves the network: the browser takes no further page. What still
+    /// waits for it goes with its host ([`Crawler::hand_off`]: a page whose HTML is here is
+    /// indexed from it, one never fetched goes to the host's new owner as queued); the pages
+    /// being rendered now finish.
+    pub fn close_renders(&self) {
+        if let Some(r) = &self.inner.renders {
             r.close();
-            return blocking(|| r.rendering());
         }
-        let deadline = tokio::time::Instant::now() + bound;
-        let mut left = blocking(|| r.rendering());
-        if left > 0 {
-            tracing::info!(pages = left, "rendering the pages waiting for the browser before leaving");
+    }
+
+    /// Hosts this node is requesting right now — a fetch in flight, a browser's request, a
+    /// page being rendered: a leaving node hands them over only once those end, so their next
+    /// owner does not ask them closer than their delay behind this node.
+    pub fn busy_hosts(&self) -> std::collections::HashSet<String> {
+        let mut busy: std::collections::HashSet<String> =
+            blocking(|| self.inner.frontier.lock().busy_hosts()).into_iter().collect();
+        if let Some(r) = &self.inner.renders {
+            busy.extend(r.hosts_rendering());
         }
-        while left > 0 && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            left = blocking(|| r.rendering());
-        }
-        r.close();
-        left
+        busy
+    }
+
+    /// Hosts of the pages the browser is rendering now.
+    pub fn hosts_rendering(&self) -> Vec<String> {
+        self.inner.renders.as_ref().map_or_else(Vec::new, |r| r.hosts_rendering())
     }
 
     /// Pages queued for the browser or being rendered.
@@ -632,17 +638,25 @@ impl Inner {
         self.state.store(state as u8, Ordering::Relaxed);
     }
 
+    fn is_stopping(&self) -> bool {
+        CrawlState::from_u8(self.state.load(Ordering::Relaxed)) == CrawlState::Stopping
+    }
+
     /// Candidates this node should queue itself (all of them, outside a network).
     fn routed(&self, candidates: Vec<Candidate>) -> Vec<Candidate> {
         let Some(route) = &self.route else { return candidates };
         // Pages past the depth limit stay here to be refused as too deep: their owner caps
         // the depth a peer sends rather than refusing on its word.
-        let max_depth = self.frontier.lock().settings().max_depth;
-        let (deep, to_route): (Vec<Candidate>, Vec<Candidate>) =
-            candidates.into_iter().partition(|c| c.kind == UrlKind::Page && c.depth > max_depth);
-        let mut mine = route.route(to_route);
-        mine.extend(deep);
-        mine
+        let (max_depth, stopping) = (self.frontier.lock().settings().max_depth, self.is_stopping());
+        let (mut kept, to_route): (Vec<Candidate>, Vec<Candidate>) = candidates.into_iter().partition(|c| {
+            (c.kind == UrlKind::Page && c.depth > max_depth)
+                // Leaving, off the ring already: a link to a host whose queue this node still
+                // holds (a request in flight) joins that queue and goes over with it, rather
+                // than reaching the host's next owner while this node still asks the host.
+                || (stopping && self.frontier.lock().holds(HostKey::of(&c.url).as_str()))
+        });
+        kept.extend(route.route(to_route));
+        kept
     }
 
     /// Queues `c` here, or sends it to the member that owns its host (`None`).

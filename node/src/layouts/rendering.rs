@@ -170,6 +170,22 @@ impl Renders for RenderQueue {
         blocking(|| self.store.render_jobs())
     }
 
+    fn hosts_rendering(&self) -> Vec<String> {
+        let claimed = self.in_flight.lock().clone();
+        if claimed.is_empty() {
+            return Vec::new();
+        }
+        let all = blocking(|| self.store.renders()).unwrap_or_default();
+        let mut hosts: Vec<String> = all
+            .into_iter()
+            .filter(|(k, _)| claimed.contains(k))
+            .filter_map(|(_, j)| Url::parse(&j.url).ok().map(|u| HostKey::of(&u).into_string()))
+            .collect();
+        hosts.sort();
+        hosts.dedup();
+        hosts
+    }
+
     fn close(&self) {
         // Under the claim lock: a page the renderer is claiming right now is claimed before
         // the queue closes, or not at all.

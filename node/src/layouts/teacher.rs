@@ -65,8 +65,8 @@ impl Teacher {
             };
             self.crawler.until_running().await;
             if self.crawler.stopping() {
-                // The node is stopping: the browser is for the pages waiting to be rendered
-                // (see `Crawler::finish_renders`); lessons wait for the next start.
+                // The node is stopping (see `Crawler::close_renders`): lessons wait for the
+                // next start.
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
