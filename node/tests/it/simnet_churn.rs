@@ -64,7 +64,19 @@ async fn five_nodes_with_a_crash_a_join_and_a_leave_crawl_everything_politely_on
     assert_eq!(events, ["kill 3", "restart 3", "join 5", "leave 1"]);
     assert_eq!(report.nodes.len(), 6);
     assert_eq!(report.nodes[1].state, "left");
-    assert!(report.nodes.iter().filter(|n| n.state == "up").all(|n| n.fetches > 0), "every node crawled: {summary}");
+    // Per node, in one line: the whole summary is too long for a CI log's excerpt.
+    let nodes: Vec<String> = report
+        .nodes
+        .iter()
+        .map(|n| {
+            format!(
+                "{} {} fetches {} requests {} ring {:.2} sent {} received {}",
+                n.node, n.state, n.fetches, n.requests, n.ring_share, n.urls_sent, n.urls_received
+            )
+        })
+        .collect();
+    eprintln!("nodes: {nodes:?}");
+    assert!(report.nodes.iter().filter(|n| n.state == "up").all(|n| n.fetches > 0), "every node crawled: {nodes:?}");
 
     assert_eq!(w.reachable, 658, "500 pages, 20 tables of contents, 10 mirrors, 4 news sites of 32 pages");
     assert!(w.coverage >= 0.99, "coverage {:.3}: {:?}", w.coverage, w.lost);
