@@ -6,12 +6,20 @@ bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 # A clean one-shot build gains nothing from incremental state, which costs gigabytes of disk.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
-# Everything but the two churn scenarios, every failure reported (not only the first crate's)...
+mkdir -p target
+started=$(date +%s)
+# Build every test binary once; the list of binaries comes from cargo's JSON messages.
+cargo test --workspace --locked --no-run --message-format=json-render-diagnostics >target/test-build.json
+built=$(date +%s)
+echo "==> built the test binaries in $((built - started)) s"
+# scripts/run_tests.py runs them as `cargo test` would (each in its package's directory) and
+# prints each test's time, the slowest tests and each binary's wall time; JUnit files land in
+# target/test-results/. Every failure is reported, not only the first binary's.
 failed=0
-cargo test --workspace --locked --no-fail-fast -- --skip simnet_churn:: || failed=1
+# Everything but the two churn scenarios...
+python3 scripts/run_tests.py target/test-build.json --skip simnet_churn:: --name suite --bound 1800 || failed=1
 # ... then those two alone: five and six real nodes each, judged against time bounds that a
-# test beside them on two cores would eat into. `--workspace` again, not `-p weft-node`: the
-# same package selection resolves the same features, so nothing is rebuilt (with `-p` CI spent
-# 7m21s compiling weft-node a second time).
-cargo test --workspace --locked --test it -- simnet_churn:: || failed=1
+# test beside them on two cores would eat into.
+python3 scripts/run_tests.py target/test-build.json --only simnet_churn:: --name churn --bound 1500 || failed=1
+echo "==> the whole run: $(($(date +%s) - started)) s (build $((built - started)) s)"
 exit "$failed"

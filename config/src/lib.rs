@@ -428,9 +428,10 @@ pub struct P2pConfig {
     pub max_connections: u32,
     /// Pages per second this node offers to crawl (announced to the other members).
     pub capacity: u32,
-    /// At a graceful stop (SIGTERM, Ctrl-C) the node leaves the network and hands its queued
-    /// URLs to their new owners; it spends at most this long rendering the pages waiting for
-    /// its browser (half of it at most) and waiting for the hand-off to be acknowledged.
+    /// At a graceful stop (SIGTERM, Ctrl-C) the node leaves the network at once and hands its
+    /// queued URLs to their new owners; once its last requests ended, it waits at most this
+    /// long for the hand-off to be acknowledged (and, when the stop was asked, at most half of
+    /// it for the pages its browser is rendering before it leaves the ring).
     /// Whatever is not acknowledged stays in the outbox journal and goes out at the next start.
     pub leave_timeout_secs: u64,
     /// Advertise private and loopback addresses (heartbeats, identify, hence the DHT) even on

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Runs the workspace's test binaries (built by `cargo test --no-run`) and says where the time
+went: every test's duration, the slowest tests, each binary's wall time, a JUnit file.
+
+Why not `cargo test` alone: it prints no test's duration on stable Rust. libtest can
+(`--report-time`, an unstable option): it is unlocked here for the test binaries only
+(RUSTC_BOOTSTRAP=1 in their environment). Passed to cargo, that variable changes every crate's
+fingerprint and rebuilds the whole tree. Why not cargo-nextest: see README, "How the suite is
+laid out".
+
+Usage: run_tests.py BUILD_JSON [--only FILTER ...] [--skip FILTER ...] [--bound SECS] [--name NAME]
+BUILD_JSON is `cargo test --no-run --message-format=json`'s output. Exit status 1 when any test
+failed or a binary ended badly (it crashed, or outlived --bound and was killed).
+"""
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+RESULT = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored)(?: <([0-9.]+)s>)?")
+
+
+def executables(build_json):
+    """(package name, package dir, executable, binary label) of every test binary."""
+    found = []
+    with open(build_json) as f:
+        for line in f:
+            try:
+                m = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if m.get("reason") != "compiler-artifact" or not m.get("executable") or not m["profile"].get("test"):
+                continue
+            package = m["package_id"]
+            name = m["target"]["name"]
+            kind = m["target"]["kind"][0]
+            pkg_dir = os.path.dirname(m["manifest_path"])
+            pkg_name = os.path.basename(pkg_dir)
+            found.append((pkg_name, pkg_dir, m["executable"], f"{pkg_name}::{kind}:{name}", package))
+    return sorted(set(found))
+
+
+def run(binary, pkg_dir, args, bound):
+    """Runs one test binary, echoing its output; returns (exit code or None if killed, lines, secs)."""
+    env = dict(os.environ, RUSTC_BOOTSTRAP="1", CARGO_MANIFEST_DIR=pkg_dir)
+    cmd = [binary, *args, "-Z", "unstable-options", "--report-time"]
+    started = time.monotonic()
+    p = subprocess.Popen(cmd, cwd=pkg_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         errors="replace", start_new_session=True)
+    lines = []
+    killed = False
+
+    def stop(*_):
+        nonlocal killed
+        killed = True
+        os.killpg(p.pid, signal.SIGKILL)
+
+    signal.signal(signal.SIGALRM, stop)
+    signal.alarm(bound)
+    for line in p.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        lines.append(line.rstrip("\n"))
+    code = p.wait()
+    signal.alarm(0)
+    return (None if killed else code), lines, time.monotonic() - started
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build_json")
+    ap.add_argument("--only", action="append", default=[], help="run only the tests matching (libtest filter)")
+    ap.add_argument("--skip", action="append", default=[], help="skip the tests matching")
+    ap.add_argument("--bound", type=int, default=1800, help="seconds a binary may run before it is killed")
+    ap.add_argument("--name", default="tests", help="names the JUnit file and the summary")
+    ap.add_argument("--out", default="target/test-results")
+    o = ap.parse_args()
+
+    results = []  # (binary label, test, status, secs)
+    binaries = []  # (label, secs, code)
+    failed_binaries = []
+    for pkg_name, pkg_dir, exe, label, _ in executables(o.build_json):
+        args = list(o.only)
+        for s in o.skip:
+            args += ["--skip", s]
+        print(f"\n==> {label} ({os.path.basename(exe)})", flush=True)
+        code, lines, secs = run(exe, pkg_dir, args, o.bound)
+        ran = 0
+        for line in lines:
+            m = RESULT.match(line)
+            if m:
+                ran += 1
+                results.append((label, m.group(1), m.group(2), float(m.group(3) or 0)))
+        binaries.append((label, secs, code, ran))
+        if code != 0:
+            failed_binaries.append(label if code is not None else f"{label} (killed after {o.bound} s)")
+
+    os.makedirs(o.out, exist_ok=True)
+    suite = ET.Element("testsuites", name=o.name)
+    by_binary = {}
+    for label, test, status, secs in results:
+        by_binary.setdefault(label, []).append((test, status, secs))
+    for label, tests in by_binary.items():
+        s = ET.SubElement(suite, "testsuite", name=label, tests=str(len(tests)),
+                          failures=str(sum(1 for t in tests if t[1] == "FAILED")))
+        for test, status, secs in tests:
+            case = ET.SubElement(s, "testcase", classname=label, name=test, time=f"{secs:.3f}")
+            if status == "FAILED":
+                ET.SubElement(case, "failure", message="failed; see the log")
+            elif status == "ignored":
+                ET.SubElement(case, "skipped")
+    junit = os.path.join(o.out, f"{o.name}.junit.xml")
+    ET.ElementTree(suite).write(junit, encoding="utf-8", xml_declaration=True)
+
+    failed = [(l, t) for l, t, s, _ in results if s == "FAILED"]
+    print(f"\n==> {o.name}: {len(results)} tests in {len(binaries)} binaries, "
+          f"{sum(b[1] for b in binaries):.0f} s; JUnit: {junit}")
+    print("slowest tests:")
+    for label, test, _, secs in sorted(results, key=lambda r: -r[3])[:10]:
+        print(f"  {secs:8.1f} s  {label} {test}")
+    print("binaries (wall time):")
+    for label, secs, code, ran in sorted(binaries, key=lambda b: -b[1]):
+        if ran or code != 0:
+            state = "ok" if code == 0 else ("KILLED" if code is None else f"exit {code}")
+            print(f"  {secs:8.1f} s  {label}: {ran} tests, {state}")
+    if failed or failed_binaries:
+        print("FAILED:")
+        for label, test in failed:
+            print(f"  {label} {test}")
+        for b in failed_binaries:
+            print(f"  binary {b}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
