@@ -293,6 +293,8 @@ async fn malformed_and_oversized_batches_get_their_sender_banned_and_the_node_go
     let good = UrlBatch { urls: vec![url("http://a.test/1"), url("https://b.test/x")], hops: 0, handoff: false };
     let (reply, closed) = raw_send(&addr, cbor(&good)).await;
     assert_eq!((reply, closed), (Some(BatchReply::NotMember), false));
+    // The reply may reach the stranger before the node's status says so (a loaded run saw 0).
+    let _ = tokio::time::timeout(Duration::from_secs(5), n.wait_for(|s| s.batches_not_member == 1)).await;
     let s = n.status();
     assert_eq!((s.urls_received, s.batches_not_member, s.banned_peers), (0, 1, 3), "{s:?}");
 
