@@ -657,6 +657,9 @@ fn a_leaving_node_can_keep_the_hosts_it_is_requesting_and_knows_which_it_still_h
     let mut busy = f.busy_hosts();
     busy.sort();
     assert_eq!(busy, ["busy.test", "lent.test"]);
+    // What was fetched on the busy hosts can be told at once (idle.test/1... not fetched yet).
+    let busy_set: std::collections::HashSet<String> = busy.iter().cloned().collect();
+    assert!(f.done_of(&busy_set).unwrap().is_empty(), "nothing completed yet");
     let given = f.hand_off(|h| busy.iter().any(|b| b == h), |_| Ok(())).unwrap();
     assert_eq!(given.queued.iter().map(|q| q.url.as_str()).collect::<Vec<_>>(), ["http://idle.test/1"]);
     assert!(given.done.is_empty(), "nothing leased was given away: {:?}", given.done);
@@ -665,6 +668,7 @@ fn a_leaving_node_can_keep_the_hosts_it_is_requesting_and_knows_which_it_still_h
     assert!(!f.holds("never.test"));
     // The request ends; the second hand-off takes the rest.
     f.complete(lease, Completion::Done { page: true }, true, now).unwrap();
+    assert_eq!(f.done_of(&busy_set).unwrap(), ["http://busy.test/1"]);
     f.return_host("lent.test", Returned::Requested, now).unwrap();
     assert!(f.busy_hosts().is_empty());
     let rest = f.hand_off(|_| false, |_| Ok(())).unwrap();

@@ -288,7 +288,25 @@ pub async fn leave_early(crawler: &Crawler, network: &NetworkHandle, journal: &J
     }
     let busy = crawler.busy_hosts();
     let urls = give_away(crawler, network, journal, |host| busy.contains(host), Vec::new()).await;
-    tracing::info!(urls, busy = busy.len(), "left the ring; handed the queue to the remaining members");
+    // The busy hosts' next owners learn now what is done on them: links other members find
+    // meanwhile reach them, and without it a page fetched here was fetched again (the sweep's
+    // seed 15). Their queues follow in `leave`; pages completed meanwhile are reported done as
+    // they complete (their hosts are another member's on the ring now).
+    let done: Vec<WireUrl> =
+        crawler.done_of(&busy).into_iter().map(|url| WireUrl::new(url, 0, weft_p2p::UrlKind::Done)).collect();
+    let told = done.len();
+    if !done.is_empty() {
+        match crate::storage::blocking(|| journal.insert(&done)) {
+            Ok(()) => network.hand_off(done, Vec::new()),
+            Err(e) => tracing::error!("outbox journal: {e}"),
+        }
+    }
+    tracing::info!(
+        urls,
+        busy = busy.len(),
+        done_told = told,
+        "left the ring; handed the queue to the remaining members"
+    );
 }
 
 /// Members other than this node.

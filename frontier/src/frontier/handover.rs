@@ -178,6 +178,20 @@ impl Frontier {
             .collect()
     }
 
+    /// The URLs done here on `hosts` (fetched or given up on), the hosts staying this node's:
+    /// a leaving node tells their next owner at once what it must not fetch again, while it
+    /// finishes its last requests on them (their queues follow with [`Frontier::hand_off`]).
+    pub fn done_of(&self, hosts: &std::collections::HashSet<String>) -> Result<Vec<String>> {
+        let mut done = Vec::new();
+        for id in self.hosts.ids() {
+            let h = &self.hosts[id as usize];
+            if hosts.contains(&h.name) {
+                done.extend(self.store.done_of_host(id, &h.name)?);
+            }
+        }
+        Ok(done)
+    }
+
     /// Whether this node holds `host`'s queue: it knows the host and has not given it away.
     pub fn holds(&self, host: &str) -> bool {
         self.host_ids.get(host).is_some_and(|&id| !self.hosts[id as usize].given_away)

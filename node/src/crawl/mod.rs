@@ -415,6 +415,17 @@ impl Crawler {
         busy
     }
 
+    /// The URLs done here on `hosts` (see [`weft_frontier::Frontier::done_of`]).
+    pub fn done_of(&self, hosts: &std::collections::HashSet<String>) -> Vec<String> {
+        match blocking(|| self.inner.frontier.lock().done_of(hosts)) {
+            Ok(done) => done,
+            Err(e) => {
+                self.inner.storage.error("frontier done list", e);
+                Vec::new()
+            }
+        }
+    }
+
     /// Hosts of the pages the browser is rendering now.
     pub fn hosts_rendering(&self) -> Vec<String> {
         self.inner.renders.as_ref().map_or_else(Vec::new, |r| r.hosts_rendering())
