@@ -238,4 +238,42 @@ impl Crawler {
         }
         handed.unwrap_or_default()
     }
+
+    /// Before this node leaves the network: the browser takes no further page. What still
+    /// waits for it goes with its host ([`Crawler::hand_off`]: a page whose HTML is here is
+    /// indexed from it, one never fetched goes to the host's new owner as queued); the pages
+    /// being rendered now finish.
+    pub fn close_renders(&self) {
+        if let Some(r) = &self.inner.renders {
+            r.close();
+        }
+    }
+
+    /// Hosts this node is requesting right now — a fetch in flight, a browser's request, a
+    /// page being rendered: a leaving node hands them over only once those end, so their next
+    /// owner does not ask them closer than their delay behind this node.
+    pub fn busy_hosts(&self) -> std::collections::HashSet<String> {
+        let mut busy: std::collections::HashSet<String> =
+            blocking(|| self.inner.frontier.lock().busy_hosts()).into_iter().collect();
+        if let Some(r) = &self.inner.renders {
+            busy.extend(r.hosts_rendering());
+        }
+        busy
+    }
+
+    /// The URLs done here on `hosts` (see [`weft_frontier::Frontier::done_of`]).
+    pub fn done_of(&self, hosts: &std::collections::HashSet<String>) -> Vec<String> {
+        match blocking(|| self.inner.frontier.lock().done_of(hosts)) {
+            Ok(done) => done,
+            Err(e) => {
+                self.inner.storage.error("frontier done list", e);
+                Vec::new()
+            }
+        }
+    }
+
+    /// Hosts of the pages the browser is rendering now.
+    pub fn hosts_rendering(&self) -> Vec<String> {
+        self.inner.renders.as_ref().map_or_else(Vec::new, |r| r.hosts_rendering())
+    }
 }

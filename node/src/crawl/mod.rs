@@ -10,6 +10,9 @@
 //! taught us is queued, so a crash at any point leaves either the page still queued or the
 //! page done *and* its links queued.
 //!
+//! - `run_loop.rs`: the loop itself and the stop's grace; `lease.rs`: one lease from request
+//!   to completion; `status.rs`: the crawl's part of `/status`; `members.rs`: hosts changing
+//!   hands (URLs other members send, hand-offs, what a leaving node keeps until its requests end).
 //! - `outcome.rs`: the decisions, pure: how a response ends a lease, redirects, candidates.
 //! - `robots.rs`: fetching robots.txt (a lease of its own) and the sitemaps it names.
 //! - `borrowed.rs`: requests made for the browser under the crawl's rules.
@@ -24,14 +27,18 @@
 
 mod adapt;
 mod borrowed;
+mod lease;
 mod members;
 pub mod outcome;
 mod robots;
+mod run_loop;
 mod stall;
+mod status;
 
 pub use adapt::{Adapt, AdaptSettings, BlockedHost};
 pub use borrowed::BrowserFetchError;
 pub use stall::Stall;
+pub use status::CrawlStatus;
 
 use crate::fetcher::{Expect, Fetched, Fetcher};
 use crate::metrics::{inc, Event, Metrics, Render};
@@ -393,44 +400,6 @@ impl Crawler {
         self.state() == CrawlState::Stopping
     }
 
-    /// Before this node leaves the network: the browser takes no further page. What still
-    /// waits for it goes with its host ([`Crawler::hand_off`]: a page whose HTML is here is
-    /// indexed from it, one never fetched goes to the host's new owner as queued); the pages
-    /// being rendered now finish.
-    pub fn close_renders(&self) {
-        if let Some(r) = &self.inner.renders {
-            r.close();
-        }
-    }
-
-    /// Hosts this node is requesting right now — a fetch in flight, a browser's request, a
-    /// page being rendered: a leaving node hands them over only once those end, so their next
-    /// owner does not ask them closer than their delay behind this node.
-    pub fn busy_hosts(&self) -> std::collections::HashSet<String> {
-        let mut busy: std::collections::HashSet<String> =
-            blocking(|| self.inner.frontier.lock().busy_hosts()).into_iter().collect();
-        if let Some(r) = &self.inner.renders {
-            busy.extend(r.hosts_rendering());
-        }
-        busy
-    }
-
-    /// The URLs done here on `hosts` (see [`weft_frontier::Frontier::done_of`]).
-    pub fn done_of(&self, hosts: &std::collections::HashSet<String>) -> Vec<String> {
-        match blocking(|| self.inner.frontier.lock().done_of(hosts)) {
-            Ok(done) => done,
-            Err(e) => {
-                self.inner.storage.error("frontier done list", e);
-                Vec::new()
-            }
-        }
-    }
-
-    /// Hosts of the pages the browser is rendering now.
-    pub fn hosts_rendering(&self) -> Vec<String> {
-        self.inner.renders.as_ref().map_or_else(Vec::new, |r| r.hosts_rendering())
-    }
-
     /// Pages queued for the browser or being rendered.
     pub fn rendering(&self) -> usize {
         self.inner.renders.as_ref().map_or(0, |r| blocking(|| r.rendering()))
@@ -510,137 +479,6 @@ impl Crawler {
     /// The node's storage guard.
     pub fn storage(&self) -> &Storage {
         &self.inner.storage
-    }
-
-    /// Runs until `shutdown` turns true (or, with `exit_when_idle`, until nothing is left to
-    /// crawl), then finishes in-flight requests within the grace period and flushes state.
-    pub async fn run(&self, mut shutdown: watch::Receiver<bool>, exit_when_idle: bool) -> anyhow::Result<()> {
-        let inner = &self.inner;
-        let mut tasks: JoinSet<()> = JoinSet::new();
-        let mut fault = inner.storage.subscribe();
-        // The freshness loop: due revisits are queued once a second.
-        let revisiting = inner.adapt.settings.hub_revisit.is_some();
-        let mut revisit_tick = tokio::time::interval(Duration::from_secs(1));
-        revisit_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut revisits_checked = Instant::now();
-        loop {
-            if *shutdown.borrow() || *fault.borrow_and_update() {
-                break;
-            }
-            if revisiting && revisits_checked.elapsed() >= Duration::from_secs(1) {
-                revisits_checked = Instant::now();
-                inner.queue_revisits();
-            }
-            while let Some(done) = tasks.try_join_next() {
-                if let Err(e) = done {
-                    tracing::error!("crawl task failed: {e}");
-                }
-            }
-            let paused = inner.paused.load(Ordering::Acquire);
-            if paused || inner.throttled.load(Ordering::Acquire) {
-                inner.set_state(if paused { CrawlState::Paused } else { CrawlState::Throttled });
-                tokio::select! {
-                    _ = inner.wake.notified() => {}
-                    Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
-                    _ = shutdown.changed() => {}
-                    _ = fault.changed() => {}
-                }
-                continue;
-            }
-            if tasks.len() >= inner.settings.concurrency {
-                tokio::select! {
-                    _ = tasks.join_next() => {}
-                    _ = shutdown.changed() => {}
-                    _ = fault.changed() => {}
-                }
-                continue;
-            }
-            let next = blocking(|| inner.frontier.lock().next(Instant::now()));
-            let wait_until = match next {
-                Ok(Next::Ready(lease)) => {
-                    inner.set_state(CrawlState::Crawling);
-                    let inner = inner.clone();
-                    tasks.spawn(async move { inner.process(lease).await });
-                    continue;
-                }
-                Ok(Next::WaitUntil(t)) => {
-                    if tasks.is_empty() {
-                        // Nothing in flight: the crawl waits on politeness alone.
-                        let wait = t.saturating_duration_since(Instant::now());
-                        inner.metrics.histograms.politeness_wait.observe(wait.as_secs_f64());
-                    }
-                    Some(t)
-                }
-                Ok(Next::Busy) => None,
-                Ok(Next::Empty) => {
-                    let rendering = inner.renders.as_ref().map_or(0, |r| r.pending());
-                    if tasks.is_empty() && rendering == 0 {
-                        inner.set_state(CrawlState::Idle);
-                        inner.adapt.idle_crawl();
-                        if exit_when_idle {
-                            break;
-                        }
-                    }
-                    None
-                }
-                Err(e) => {
-                    inner.storage.error("frontier lease (retrying in 1 s)", e);
-                    Some(Instant::now() + Duration::from_secs(1))
-                }
-            };
-            let sleep = async {
-                match wait_until {
-                    Some(t) => tokio::time::sleep_until(t.into()).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                _ = sleep => {}
-                _ = inner.wake.notified() => {}
-                Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
-                _ = revisit_tick.tick(), if revisiting => {}
-                _ = shutdown.changed() => {}
-                _ = fault.changed() => {}
-            }
-        }
-
-        inner.set_state(CrawlState::Stopping);
-        if let Some(fault) = inner.storage.fault() {
-            // Nothing more can be made durable; what was acknowledged already is.
-            tasks.abort_all();
-            return Err(fault.into());
-        }
-        let in_flight = tasks.len();
-        if in_flight > 0 {
-            tracing::info!(in_flight, "finishing in-flight requests");
-            let grace = inner.settings.shutdown_grace;
-            let mut drained = tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
-            if drained.is_err() {
-                // Requests still unanswered give up and go back to the queue; a page already
-                // here is processed to the end (its links queued, its lease done): cut short,
-                // it went to its host's next owner as queued and was fetched a second time
-                // (the churn scenario caught it on a loaded machine: indexing outlasted the
-                // grace). PROCESSING_GRACE bounds a processing that does not end.
-                inner.requests_cut.send_replace(true);
-                tracing::info!(left = tasks.len(), "grace period over; unanswered requests go back to the queue");
-                drained =
-                    tokio::time::timeout(PROCESSING_GRACE, async { while tasks.join_next().await.is_some() {} }).await;
-            }
-            if drained.is_err() {
-                tracing::warn!(left = tasks.len(), "grace period over; unfinished URLs stay queued for the next start");
-                tasks.abort_all();
-                while tasks.join_next().await.is_some() {}
-                // Back in the queue: a leave hands them to the host's next owner as queued.
-                if let Err(e) = blocking(|| inner.frontier.lock().abandon_leases()) {
-                    tracing::error!("frontier error: {e}");
-                }
-            }
-        }
-        // Writing the snapshot also flushes every pending frontier write.
-        let bytes = self.snapshot().await?;
-        let pages_fetched = inner.metrics.pages_fetched.load(Ordering::Relaxed);
-        tracing::info!(pages_fetched, seen_snapshot_bytes = bytes, "crawl state flushed");
-        Ok(())
     }
 }
 
@@ -800,204 +638,6 @@ impl Inner {
         self.settings.follow_external_links || self.seed_hosts.lock().contains(&HostKey::of(url))
     }
 
-    async fn process(self: Arc<Self>, lease: Lease) {
-        let (completion, requested) = match Url::parse(&lease.entry.url) {
-            Ok(url) => self.handle(&lease, &url).await,
-            Err(e) => {
-                self.metrics.error("url_parse", &lease.entry.url, &e);
-                (Completion::Done { page: false }, false)
-            }
-        };
-        let url = Url::parse(&lease.entry.url).ok();
-        let url_string = url.as_ref().map(Url::to_string);
-        let (host, scheme) = (lease.entry.host.clone(), url.as_ref().map(|u| u.scheme().to_string()));
-        self.unflushed.fetch_add(1, Ordering::AcqRel);
-        let result = blocking(|| self.frontier.lock().complete(lease, completion, requested, Instant::now()));
-        if matches!(result, Ok(Completed::Removed | Completed::GaveUp)) {
-            // The host may have changed hands while this lease was out: its new owner learns
-            // that this URL is done (nothing happens for a host still this node's).
-            if let (Some(route), Some(url)) = (&self.route, url) {
-                blocking(|| route.forward_done(&url));
-            }
-        }
-        match result {
-            Ok(Completed::GaveUp) => {
-                inc(&self.metrics.gave_up);
-                if let Some(url) = &url_string {
-                    self.gave_up(url);
-                }
-            }
-            Ok(Completed::Requeued) if completion == Completion::Retry => inc(&self.metrics.retries),
-            Ok(_) => {}
-            Err(e) => self.storage.error("frontier complete", e),
-        }
-        match &scheme {
-            // Only a host that was reached: one the guard refuses or robots.txt could not reach
-            // has nothing to discover.
-            Some(scheme) if requested => self.host_ran_dry(&host, scheme),
-            _ => {}
-        }
-        let _ = self.flush().await;
-        self.unflushed.fetch_sub(1, Ordering::AcqRel);
-        self.wake.notify_one();
-    }
-
-    /// Runs a request until it is answered, or `None` once a stop's grace cut requests short.
-    async fn until_cut<F: std::future::Future>(&self, request: F) -> Option<F::Output> {
-        let mut cut = self.requests_cut.subscribe();
-        tokio::select! {
-            answered = request => Some(answered),
-            _ = cut.wait_for(|cut| *cut) => None,
-        }
-    }
-
-    /// Does the work of one lease; returns how it ended and whether the host was contacted.
-    async fn handle(&self, lease: &Lease, url: &Url) -> (Completion, bool) {
-        let host = &lease.entry.host;
-        if self.frontier.lock().is_blocked(host) {
-            // Leased just before the operator blocked its host.
-            return (Completion::Done { page: false }, false);
-        }
-        let now = now_unix();
-        let cached = blocking(|| self.robots.lock().get(host, now));
-        let Some(rules) = cached else {
-            let cut = (Completion::Requeue { wait: Duration::ZERO }, false);
-            return self.until_cut(self.fetch_robots(lease, url)).await.unwrap_or(cut);
-        };
-        if let Err(e) = blocking(|| self.frontier.lock().set_crawl_delay(host, rules.crawl_delay())) {
-            self.storage.error("frontier crawl delay", e);
-        }
-        match rules.check(url.as_str(), now) {
-            Verdict::Allowed => {}
-            Verdict::Disallowed => {
-                inc(&self.metrics.robots_disallowed);
-                self.note(url.as_str(), Fate::Disallowed);
-                return (Completion::Done { page: false }, false);
-            }
-            Verdict::Unavailable { retry_in } => return (Completion::Requeue { wait: retry_in }, false),
-            Verdict::GaveUp => {
-                let why = format!("robots.txt unreachable {} times in a row", weft_frontier::ROBOTS_TRIES);
-                self.metrics.error("robots_gave_up", url.as_str(), &why);
-                self.note(url.as_str(), Fate::Skipped { reason: "robots_unreachable".into() });
-                return (Completion::Done { page: false }, false);
-            }
-        }
-
-        let kind = lease.entry.kind;
-        if kind == UrlKind::Page {
-            if let Some(r) = &self.renders {
-                if let Some(reason) = r.host_renders(host) {
-                    // Known to need the browser: it fetches the page itself, under the same rules.
-                    match r.push(url, lease.entry.depth, &reason, None) {
-                        Ok(()) => {
-                            self.note(url.as_str(), Fate::Rendering);
-                            return (Completion::Done { page: false }, false);
-                        }
-                        Err(e) => tracing::error!("render queue: {e}"),
-                    }
-                }
-            }
-        }
-        let expect = if kind == UrlKind::Sitemap { Expect::Sitemap } else { Expect::Html };
-        // A revisit asks for the page only if it changed since it was last served.
-        let validators = if kind == UrlKind::Revisit { blocking(|| self.adapt.validators(url.as_str())) } else { None };
-        inc(&self.metrics.requests);
-        let started = Instant::now();
-        let Some(fetched) = self.until_cut(self.fetcher.fetch_if_changed(url, expect, validators.as_ref())).await
-        else {
-            return (Completion::Requeue { wait: Duration::ZERO }, false);
-        };
-        self.metrics.histograms.fetch.observe(started.elapsed().as_secs_f64());
-        let mut outcome = outcome::of_fetch(kind, &fetched);
-        match blocking(|| self.adapt.answer(host, url.as_str(), outcome::answer(&fetched))) {
-            health::Verdict::Continue => {}
-            health::Verdict::Pause { pause, newly } => {
-                if newly {
-                    inc(&self.metrics.hosts_blocked);
-                    let reason = self.adapt.blocked().into_iter().find(|b| b.host == *host).map(|b| b.blocked.reason);
-                    tracing::warn!(
-                        host,
-                        reason = reason.as_deref().unwrap_or(""),
-                        "host refuses the crawler; queue paused"
-                    );
-                }
-                // Not this URL's fault: it waits with its host and is tried again after the pause.
-                outcome.completion = Completion::Requeue { wait: pause };
-                outcome.action = Action::Nothing;
-            }
-            health::Verdict::Unblocked { retry } => {
-                tracing::info!(host, again = retry.len(), "host answers again; its queue resumes");
-                // What it refused before it was judged blocked is fetched again (the seen-set
-                // has those URLs: they go back as revisits, plain requests without validators).
-                let candidates = retry
-                    .iter()
-                    .filter_map(|u| Url::parse(u).ok())
-                    .map(|u| Candidate::of(u, UrlKind::Revisit, lease.entry.depth))
-                    .collect();
-                self.push_all(candidates);
-            }
-        }
-        match (&fetched, outcome.action == Action::Nothing && outcome.error.is_some()) {
-            (Ok(Fetched::Body { .. } | Fetched::NotModified), false) => self.adapt.progress(),
-            (Err(e), _) => self.adapt.no_progress(Some(e.kind())),
-            _ => self.adapt.no_progress(None),
-        }
-        self.note(url.as_str(), outcome::fate(url, &fetched, &outcome.completion));
-        if let Some((kind, detail)) = &outcome.error {
-            self.metrics.error(kind, url.as_str(), detail);
-        }
-        match (outcome.action, fetched) {
-            (Action::ProcessPage, Ok(Fetched::Body { status, content_type, content_language, body, validators })) => {
-                self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
-                inc(&self.metrics.pages_fetched);
-                let page = FetchedPage {
-                    url: url.clone(),
-                    status,
-                    content_type,
-                    content_language,
-                    body,
-                    depth: lease.entry.depth,
-                    fetched_at: SystemTime::now(),
-                    rendered: false,
-                };
-                let learned = self.process_page(page).await;
-                let scheduled = kind == UrlKind::Revisit && blocking(|| self.adapt.is_scheduled(url.as_str()));
-                if learned.hub || scheduled {
-                    // The freshness loop: a hub comes back after the base interval if it brought
-                    // new links (or is new), later and later while it brings none.
-                    let changed = kind != UrlKind::Revisit || learned.queued > 0;
-                    blocking(|| self.adapt.visited(url.as_str(), lease.entry.depth, changed, Some(validators)));
-                }
-            }
-            (_, Ok(Fetched::NotModified)) => {
-                inc(&self.metrics.not_modified);
-                blocking(|| self.adapt.visited(url.as_str(), lease.entry.depth, false, None));
-            }
-            (_, Ok(Fetched::Status { status: 404 | 410 })) if kind == UrlKind::Revisit => {
-                // The hub is gone: it leaves the freshness loop.
-                blocking(|| self.adapt.forget_revisit(url.as_str()));
-            }
-            (Action::ParseSitemap, Ok(Fetched::Body { body, .. })) => {
-                self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
-                inc(&self.metrics.sitemaps_fetched);
-                let parsed = parse_sitemap(&body, url);
-                match outcome::sitemap_candidates(parsed, lease.entry.depth, |u| self.may_follow(u)) {
-                    Ok(candidates) => {
-                        self.push_all(candidates);
-                    }
-                    Err(e) => self.metrics.error(e.kind(), url.as_str(), &e),
-                }
-            }
-            (Action::Follow(location), _) => {
-                inc(&self.metrics.redirects);
-                self.follow_redirect(lease, url, &location);
-            }
-            (_, Ok(Fetched::RateLimited { .. })) => inc(&self.metrics.rate_limited),
-            _ => {}
-        }
-        (outcome.completion, outcome.requested)
-    }
-
     async fn process_page(&self, page: FetchedPage) -> PageLearned {
         let depth = page.depth;
         let page_url = page.url.clone();
@@ -1111,132 +751,4 @@ struct PageLearned {
     queued: usize,
     /// A hub of a known template: revisit it.
     hub: bool,
-}
-
-/// The crawl's part of `/status`: its counters and the frontier's.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct CrawlStatus {
-    /// `crawling`, `stalled` (no progress with work queued, see `stalled`), `idle`, `paused`,
-    /// `throttled` (over the memory target) or `stopping`.
-    pub state: String,
-    pub uptime_secs: f64,
-    /// HTML pages fetched with a 2xx status.
-    pub pages_fetched: u64,
-    pub pages_per_sec: f64,
-    /// Every HTTP request made, robots.txt, sitemaps and redirects included.
-    pub requests: u64,
-    /// Body bytes received.
-    pub bytes: u64,
-    pub robots_fetched: u64,
-    pub sitemaps_fetched: u64,
-    pub redirects: u64,
-    pub links_found: u64,
-    /// URLs newly added to the queue since start.
-    pub urls_queued: u64,
-    pub robots_disallowed: u64,
-    pub rate_limited: u64,
-    pub retries: u64,
-    pub gave_up: u64,
-    /// Hub pages queued again by the freshness loop.
-    #[serde(default)]
-    pub revisits: u64,
-    /// Conditional requests answered 304 Not Modified.
-    #[serde(default)]
-    pub not_modified: u64,
-    /// URL-scheme changes recorded (see `weft templates changes HOST`).
-    #[serde(default)]
-    pub scheme_changes: u64,
-    /// URLs queued from archive hints and sitemap probes when a host's queue ran dry.
-    #[serde(default)]
-    pub found_when_idle: u64,
-    /// Times a host refusing the crawler was paused.
-    #[serde(default)]
-    pub hosts_blocked: u64,
-    /// Hosts refusing the crawler right now (401/403/451, bot checks), with the evidence;
-    /// their queues are paused and probed again later.
-    #[serde(default)]
-    pub blocked_by_hosts: Vec<BlockedHost>,
-    /// Set while the crawl makes no progress with work queued (`state` is then `stalled`).
-    #[serde(default)]
-    pub stalled: Option<Stall>,
-    /// What became of the URLs other members sent (hand-overs, links to this node's hosts).
-    #[serde(default)]
-    pub received: crate::received::ReceivedStatus,
-    pub errors_total: u64,
-    /// Errors by kind (`timeout`, `body_too_large`, `url_scheme`, ...).
-    pub errors: BTreeMap<String, u64>,
-    /// Extraction outcomes: page types, JS recommendations, warnings, second opinions.
-    #[serde(default)]
-    pub extraction: BTreeMap<String, u64>,
-    /// URLs waiting in the frontier (in-flight ones included).
-    pub queued: u64,
-    pub in_flight: u64,
-    /// Leases completed whose completion is not on disk yet (a crash now would fetch those
-    /// pages again); 0 when everything done is durable.
-    #[serde(default)]
-    pub unflushed: u64,
-    /// Hosts known (each with a record in the frontier's store) ...
-    pub hosts: u64,
-    /// ... those held in memory: with work, or used within the last ten minutes.
-    #[serde(default)]
-    pub hosts_in_memory: u64,
-    pub hosts_with_queue: u64,
-    pub seen_urls: u64,
-    pub seen_bytes: u64,
-}
-
-impl CrawlStatus {
-    pub fn of(
-        m: &Metrics,
-        frontier: &FrontierStats,
-        state: CrawlState,
-        unflushed: u64,
-        blocked_by_hosts: Vec<BlockedHost>,
-        stalled: Option<Stall>,
-    ) -> CrawlStatus {
-        use std::sync::atomic::Ordering::Relaxed;
-        let errors: BTreeMap<String, u64> = m.errors().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        let uptime = m.uptime().as_secs_f64();
-        let pages = m.pages_fetched.load(Relaxed);
-        let state = match (&stalled, state) {
-            (Some(_), CrawlState::Crawling) => "stalled",
-            _ => state.as_str(),
-        };
-        CrawlStatus {
-            state: state.to_string(),
-            uptime_secs: uptime,
-            pages_fetched: pages,
-            pages_per_sec: if uptime > 0.0 { pages as f64 / uptime } else { 0.0 },
-            requests: m.requests.load(Relaxed),
-            bytes: m.bytes.load(Relaxed),
-            robots_fetched: m.robots_fetched.load(Relaxed),
-            sitemaps_fetched: m.sitemaps_fetched.load(Relaxed),
-            redirects: m.redirects.load(Relaxed),
-            links_found: m.links_found.load(Relaxed),
-            urls_queued: m.urls_queued.load(Relaxed),
-            robots_disallowed: m.robots_disallowed.load(Relaxed),
-            rate_limited: m.rate_limited.load(Relaxed),
-            retries: m.retries.load(Relaxed),
-            gave_up: m.gave_up.load(Relaxed),
-            revisits: m.revisits.load(Relaxed),
-            not_modified: m.not_modified.load(Relaxed),
-            scheme_changes: m.scheme_changes.load(Relaxed),
-            found_when_idle: m.found_when_idle.load(Relaxed),
-            hosts_blocked: m.hosts_blocked.load(Relaxed),
-            blocked_by_hosts,
-            stalled,
-            received: m.received.snapshot(),
-            errors_total: errors.values().sum(),
-            errors,
-            extraction: m.extractions(),
-            queued: frontier.queued,
-            in_flight: frontier.in_flight,
-            unflushed,
-            hosts: frontier.hosts,
-            hosts_in_memory: frontier.hosts_in_memory,
-            hosts_with_queue: frontier.hosts_with_queue,
-            seen_urls: frontier.seen,
-            seen_bytes: frontier.seen_bytes,
-        }
-    }
 }

@@ -1,0 +1,204 @@
+//! One lease from request to completion: robots.txt first, the fetch (cut at a stop if still
+//! unanswered), the decision of `outcome.rs`, and the completion that makes it durable.
+
+use super::*;
+
+impl Inner {
+    pub(super) async fn process(self: Arc<Self>, lease: Lease) {
+        let (completion, requested) = match Url::parse(&lease.entry.url) {
+            Ok(url) => self.handle(&lease, &url).await,
+            Err(e) => {
+                self.metrics.error("url_parse", &lease.entry.url, &e);
+                (Completion::Done { page: false }, false)
+            }
+        };
+        let url = Url::parse(&lease.entry.url).ok();
+        let url_string = url.as_ref().map(Url::to_string);
+        let (host, scheme) = (lease.entry.host.clone(), url.as_ref().map(|u| u.scheme().to_string()));
+        self.unflushed.fetch_add(1, Ordering::AcqRel);
+        let result = blocking(|| self.frontier.lock().complete(lease, completion, requested, Instant::now()));
+        if matches!(result, Ok(Completed::Removed | Completed::GaveUp)) {
+            // The host may have changed hands while this lease was out: its new owner learns
+            // that this URL is done (nothing happens for a host still this node's).
+            if let (Some(route), Some(url)) = (&self.route, url) {
+                blocking(|| route.forward_done(&url));
+            }
+        }
+        match result {
+            Ok(Completed::GaveUp) => {
+                inc(&self.metrics.gave_up);
+                if let Some(url) = &url_string {
+                    self.gave_up(url);
+                }
+            }
+            Ok(Completed::Requeued) if completion == Completion::Retry => inc(&self.metrics.retries),
+            Ok(_) => {}
+            Err(e) => self.storage.error("frontier complete", e),
+        }
+        match &scheme {
+            // Only a host that was reached: one the guard refuses or robots.txt could not reach
+            // has nothing to discover.
+            Some(scheme) if requested => self.host_ran_dry(&host, scheme),
+            _ => {}
+        }
+        let _ = self.flush().await;
+        self.unflushed.fetch_sub(1, Ordering::AcqRel);
+        self.wake.notify_one();
+    }
+
+    /// Runs a request until it is answered, or `None` once a stop's grace cut requests short.
+    async fn until_cut<F: std::future::Future>(&self, request: F) -> Option<F::Output> {
+        let mut cut = self.requests_cut.subscribe();
+        tokio::select! {
+            answered = request => Some(answered),
+            _ = cut.wait_for(|cut| *cut) => None,
+        }
+    }
+
+    /// Does the work of one lease; returns how it ended and whether the host was contacted.
+    async fn handle(&self, lease: &Lease, url: &Url) -> (Completion, bool) {
+        let host = &lease.entry.host;
+        if self.frontier.lock().is_blocked(host) {
+            // Leased just before the operator blocked its host.
+            return (Completion::Done { page: false }, false);
+        }
+        let now = now_unix();
+        let cached = blocking(|| self.robots.lock().get(host, now));
+        let Some(rules) = cached else {
+            let cut = (Completion::Requeue { wait: Duration::ZERO }, false);
+            return self.until_cut(self.fetch_robots(lease, url)).await.unwrap_or(cut);
+        };
+        if let Err(e) = blocking(|| self.frontier.lock().set_crawl_delay(host, rules.crawl_delay())) {
+            self.storage.error("frontier crawl delay", e);
+        }
+        match rules.check(url.as_str(), now) {
+            Verdict::Allowed => {}
+            Verdict::Disallowed => {
+                inc(&self.metrics.robots_disallowed);
+                self.note(url.as_str(), Fate::Disallowed);
+                return (Completion::Done { page: false }, false);
+            }
+            Verdict::Unavailable { retry_in } => return (Completion::Requeue { wait: retry_in }, false),
+            Verdict::GaveUp => {
+                let why = format!("robots.txt unreachable {} times in a row", weft_frontier::ROBOTS_TRIES);
+                self.metrics.error("robots_gave_up", url.as_str(), &why);
+                self.note(url.as_str(), Fate::Skipped { reason: "robots_unreachable".into() });
+                return (Completion::Done { page: false }, false);
+            }
+        }
+
+        let kind = lease.entry.kind;
+        if kind == UrlKind::Page {
+            if let Some(r) = &self.renders {
+                if let Some(reason) = r.host_renders(host) {
+                    // Known to need the browser: it fetches the page itself, under the same rules.
+                    match r.push(url, lease.entry.depth, &reason, None) {
+                        Ok(()) => {
+                            self.note(url.as_str(), Fate::Rendering);
+                            return (Completion::Done { page: false }, false);
+                        }
+                        Err(e) => tracing::error!("render queue: {e}"),
+                    }
+                }
+            }
+        }
+        let expect = if kind == UrlKind::Sitemap { Expect::Sitemap } else { Expect::Html };
+        // A revisit asks for the page only if it changed since it was last served.
+        let validators = if kind == UrlKind::Revisit { blocking(|| self.adapt.validators(url.as_str())) } else { None };
+        inc(&self.metrics.requests);
+        let started = Instant::now();
+        let Some(fetched) = self.until_cut(self.fetcher.fetch_if_changed(url, expect, validators.as_ref())).await
+        else {
+            return (Completion::Requeue { wait: Duration::ZERO }, false);
+        };
+        self.metrics.histograms.fetch.observe(started.elapsed().as_secs_f64());
+        let mut outcome = outcome::of_fetch(kind, &fetched);
+        match blocking(|| self.adapt.answer(host, url.as_str(), outcome::answer(&fetched))) {
+            health::Verdict::Continue => {}
+            health::Verdict::Pause { pause, newly } => {
+                if newly {
+                    inc(&self.metrics.hosts_blocked);
+                    let reason = self.adapt.blocked().into_iter().find(|b| b.host == *host).map(|b| b.blocked.reason);
+                    tracing::warn!(
+                        host,
+                        reason = reason.as_deref().unwrap_or(""),
+                        "host refuses the crawler; queue paused"
+                    );
+                }
+                // Not this URL's fault: it waits with its host and is tried again after the pause.
+                outcome.completion = Completion::Requeue { wait: pause };
+                outcome.action = Action::Nothing;
+            }
+            health::Verdict::Unblocked { retry } => {
+                tracing::info!(host, again = retry.len(), "host answers again; its queue resumes");
+                // What it refused before it was judged blocked is fetched again (the seen-set
+                // has those URLs: they go back as revisits, plain requests without validators).
+                let candidates = retry
+                    .iter()
+                    .filter_map(|u| Url::parse(u).ok())
+                    .map(|u| Candidate::of(u, UrlKind::Revisit, lease.entry.depth))
+                    .collect();
+                self.push_all(candidates);
+            }
+        }
+        match (&fetched, outcome.action == Action::Nothing && outcome.error.is_some()) {
+            (Ok(Fetched::Body { .. } | Fetched::NotModified), false) => self.adapt.progress(),
+            (Err(e), _) => self.adapt.no_progress(Some(e.kind())),
+            _ => self.adapt.no_progress(None),
+        }
+        self.note(url.as_str(), outcome::fate(url, &fetched, &outcome.completion));
+        if let Some((kind, detail)) = &outcome.error {
+            self.metrics.error(kind, url.as_str(), detail);
+        }
+        match (outcome.action, fetched) {
+            (Action::ProcessPage, Ok(Fetched::Body { status, content_type, content_language, body, validators })) => {
+                self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+                inc(&self.metrics.pages_fetched);
+                let page = FetchedPage {
+                    url: url.clone(),
+                    status,
+                    content_type,
+                    content_language,
+                    body,
+                    depth: lease.entry.depth,
+                    fetched_at: SystemTime::now(),
+                    rendered: false,
+                };
+                let learned = self.process_page(page).await;
+                let scheduled = kind == UrlKind::Revisit && blocking(|| self.adapt.is_scheduled(url.as_str()));
+                if learned.hub || scheduled {
+                    // The freshness loop: a hub comes back after the base interval if it brought
+                    // new links (or is new), later and later while it brings none.
+                    let changed = kind != UrlKind::Revisit || learned.queued > 0;
+                    blocking(|| self.adapt.visited(url.as_str(), lease.entry.depth, changed, Some(validators)));
+                }
+            }
+            (_, Ok(Fetched::NotModified)) => {
+                inc(&self.metrics.not_modified);
+                blocking(|| self.adapt.visited(url.as_str(), lease.entry.depth, false, None));
+            }
+            (_, Ok(Fetched::Status { status: 404 | 410 })) if kind == UrlKind::Revisit => {
+                // The hub is gone: it leaves the freshness loop.
+                blocking(|| self.adapt.forget_revisit(url.as_str()));
+            }
+            (Action::ParseSitemap, Ok(Fetched::Body { body, .. })) => {
+                self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+                inc(&self.metrics.sitemaps_fetched);
+                let parsed = parse_sitemap(&body, url);
+                match outcome::sitemap_candidates(parsed, lease.entry.depth, |u| self.may_follow(u)) {
+                    Ok(candidates) => {
+                        self.push_all(candidates);
+                    }
+                    Err(e) => self.metrics.error(e.kind(), url.as_str(), &e),
+                }
+            }
+            (Action::Follow(location), _) => {
+                inc(&self.metrics.redirects);
+                self.follow_redirect(lease, url, &location);
+            }
+            (_, Ok(Fetched::RateLimited { .. })) => inc(&self.metrics.rate_limited),
+            _ => {}
+        }
+        (outcome.completion, outcome.requested)
+    }
+}
