@@ -3,6 +3,8 @@
 //!
 //! - [`ring`]: the consistent hash ring that decides which member crawls which host (pure).
 //! - [`membership`]: heartbeats and the member table the ring is built from (pure).
+//! - [`departures`]: members that left, told in heartbeats so that a node that was away
+//!   takes their hand-offs (pure).
 //! - [`identity`]: the persistent ed25519 key in the data dir.
 //! - [`behaviour`]: the composed `NetworkBehaviour` (identify, ping, Kademlia, gossipsub,
 //!   connection limits, AutoNAT, relay, hole punching, UPnP).
@@ -18,6 +20,7 @@
 
 pub mod behaviour;
 pub mod codec;
+pub mod departures;
 pub mod exchange;
 pub mod identity;
 pub mod membership;

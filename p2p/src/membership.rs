@@ -24,6 +24,7 @@
 //! oldest member's stage, so a network whose members all started together (a fresh network,
 //! a test) has the plain ring from the first second.
 
+use crate::departures::{quorum, Departure, Departures};
 use crate::ring::Ring;
 use libp2p::multiaddr::Protocol;
 use libp2p::{Multiaddr, PeerId};
@@ -105,6 +106,10 @@ pub struct Heartbeat {
     /// doc: those that saw it arrive hold it to when they did). Its ring points grow with it.
     #[serde(default)]
     pub joined: u64,
+    /// Members it saw leave lately: a node that was away then takes their hand-offs once
+    /// enough members say so (see [`crate::departures`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left: Vec<Departure>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -136,6 +141,9 @@ impl Heartbeat {
         }
         if hb.addrs.len() > 32 || hb.addrs.iter().any(|a| a.len() > 256) {
             return Err(HeartbeatError::Decode("too many or too long addresses".into()));
+        }
+        if hb.left.len() > crate::departures::MAX_TOLD {
+            return Err(HeartbeatError::Decode(format!("{} departures told", hb.left.len())));
         }
         Ok(hb)
     }
@@ -193,6 +201,11 @@ pub struct Members {
     first_met: HashMap<PeerId, (u64, Instant)>,
     /// See [`Members::settling_for`].
     settle: Duration,
+    /// Members seen leaving, and leavers other members vouch for.
+    departures: Departures,
+    /// The believed leavers this node never had on a ring, each with the rings it would have
+    /// owned its hosts on: the current members and it, with and without this node.
+    leavers: BTreeMap<PeerId, [Ring; 2]>,
 }
 
 /// What a heartbeat or an expiry did to the member set.
@@ -255,6 +268,8 @@ impl Members {
             latest,
             first_met,
             settle,
+            departures: Departures::new(FORMER_RINGS_FOR),
+            leavers: BTreeMap::new(),
         }
     }
 
@@ -303,6 +318,12 @@ impl Members {
         &self.me
     }
 
+    /// The heartbeat to publish at `now`: this node's announcement with the members it saw
+    /// leave lately.
+    pub fn heartbeat(&self, now: Instant) -> Heartbeat {
+        Heartbeat { left: self.departures.told(now), ..self.me.clone() }
+    }
+
     /// Updates this node's own announcement (its addresses change as it learns them).
     pub fn set_me(&mut self, me: Heartbeat) {
         self.me = me;
@@ -319,7 +340,11 @@ impl Members {
         }
         if hb.leaving {
             self.candidates.remove(&peer);
-            return self.remove(&peer);
+            let change = self.remove(&peer);
+            if change.is_some() {
+                self.departures.saw(peer, self.unix(now), now);
+            }
+            return change;
         }
         if let Some(m) = self.others.get_mut(&peer) {
             m.heartbeat = hb;
@@ -327,6 +352,7 @@ impl Members {
             if remote.is_some() {
                 m.present_at = now;
             }
+            self.hear_departures(peer, now);
             return None;
         }
         if self.unreached.get(&peer).is_some_and(|until| *until > now) {
@@ -374,8 +400,44 @@ impl Members {
         self.meet(peer, heartbeat.joined, now);
         let member = Member { heartbeat, last_seen: now, present_at: now, prefix, dialled: None };
         self.others.insert(peer, member);
+        self.departures.forget(&peer);
         self.rebuild(now);
+        self.hear_departures(peer, now);
         Some(Change::Joined(peer))
+    }
+
+    /// Takes the departures member `peer`'s last heartbeat told, and works out the rings of
+    /// the leavers this node believes now.
+    fn hear_departures(&mut self, peer: PeerId, now: Instant) {
+        let Some(m) = self.others.get(&peer) else { return };
+        if m.heartbeat.left.is_empty() {
+            return;
+        }
+        let told = m.heartbeat.left.clone();
+        let unix = self.unix(now);
+        let (others, me) = (&self.others, self.me_id);
+        let known = |p: &PeerId| *p == me || others.contains_key(p);
+        self.departures.hear(peer, &told, unix, now, known);
+        self.refresh_leavers(now);
+    }
+
+    /// The rings of the believed leavers that were never on one of this node's rings.
+    fn refresh_leavers(&mut self, now: Instant) {
+        let others = &self.others;
+        let believed = self.departures.believed(now, |p| others.contains_key(p), quorum(others.len()));
+        let points = self.points(self.latest);
+        let mut leavers = BTreeMap::new();
+        for leaver in believed {
+            if self.recent_rings(now).any(|r| r.contains(&leaver)) {
+                continue;
+            }
+            let with = |me: bool| {
+                let ps = points.iter().filter(|(p, _)| me || *p != self.me_id).copied();
+                Ring::weighted(ps.chain([(leaver, self.vnodes)]), self.vnodes)
+            };
+            leavers.insert(leaver, [with(true), with(false)]);
+        }
+        self.leavers = leavers;
     }
 
     /// Records when this node met `peer` (claiming `claim`) as a member, the first time.
@@ -479,6 +541,10 @@ impl Members {
             }
         }
         self.first_met.retain(|_, (_, last)| now.saturating_duration_since(*last) <= FIRST_MET_FOR);
+        self.departures.expire(now);
+        if !self.leavers.is_empty() {
+            self.refresh_leavers(now);
+        }
         gone.into_iter().map(Change::Left).chain(grown.into_iter().map(Change::Grew)).collect()
     }
 
@@ -502,6 +568,9 @@ impl Members {
             self.former.pop_front();
         }
         self.former.push_back((now, old));
+        if !self.leavers.is_empty() {
+            self.refresh_leavers(now);
+        }
     }
 
     /// Rings current within [`FORMER_RINGS_FOR`] of `now`, the current one first.
@@ -516,20 +585,24 @@ impl Members {
     }
 
     /// Whether `peer` is a member, or was one within [`FORMER_RINGS_FOR`] (a member that left
-    /// hands its URLs over after it is gone): who may send this node URL batches. A member
-    /// this node has not heard yet (it just started) is told so, announces itself and retries.
+    /// hands its URLs over after it is gone), or left within it while this node was away and
+    /// members vouch for it (see [`crate::departures`]): who may send this node URL batches. A
+    /// member this node has not heard yet (it just started) is told so, announces itself and
+    /// retries.
     pub fn knows(&self, peer: &PeerId, now: Instant) -> bool {
-        self.recent_rings(now).any(|r| r.contains(peer))
+        self.recent_rings(now).any(|r| r.contains(peer)) || self.leavers.contains_key(peer)
     }
 
     /// Whether `peer` owns `host` (a ring host name) now or did within [`FORMER_RINGS_FOR`],
     /// or — in this node's first [`FORMER_RINGS_FOR`] — does on the ring without this node (it
     /// held this node's hosts before it joined, or while it was away): only the owner, or the
-    /// owner before a membership change, can say it is done with a URL of the host.
+    /// owner before a membership change, can say it is done with a URL of the host. A leaver
+    /// this node only heard of owned what it would own among the current members.
     pub fn owned_recently(&self, peer: &PeerId, host: &str, now: Instant) -> bool {
         let starting = now.saturating_duration_since(self.started) <= FORMER_RINGS_FOR;
         (starting && self.apart.owner(host) == Some(peer))
             || self.recent_rings(now).any(|r| r.owner(host) == Some(peer))
+            || self.leavers.get(peer).is_some_and(|rings| rings.iter().any(|r| r.owner(host) == Some(peer)))
     }
 
     /// The ring of the current member set, this node included.
@@ -562,292 +635,4 @@ impl Members {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Three peers, `me` < `b` < `c` in the ring's order.
-    fn peers() -> (PeerId, PeerId, PeerId) {
-        let mut p: Vec<PeerId> = (0..3).map(|_| PeerId::random()).collect();
-        p.sort();
-        (p[0], p[1], p[2])
-    }
-
-    /// Where a member is connected from in these tests.
-    fn lo() -> Multiaddr {
-        "/ip4/127.0.0.1/tcp/4001".parse().unwrap()
-    }
-
-    fn hb(peer: &PeerId) -> Heartbeat {
-        Heartbeat {
-            peer: peer.to_string(),
-            addrs: vec!["/ip4/127.0.0.1/tcp/1".into()],
-            capacity: 10,
-            leaving: false,
-            relay: false,
-            joined: 0,
-        }
-    }
-
-    #[test]
-    fn a_leaving_member_is_dropped_at_once_and_a_leaver_owns_nothing() {
-        let (me, b, c) = peers();
-        let t0 = Instant::now();
-        let mut m = Members::new(me, hb(&me), Duration::from_secs(20), 150);
-        m.observe(hb(&b), b, Some(&lo()), t0);
-        m.observe(hb(&c), c, Some(&lo()), t0);
-        let bye = Heartbeat { leaving: true, ..hb(&b) };
-        assert_eq!(Heartbeat::decode(&bye.encode(), &b.to_string()).unwrap(), bye);
-        assert_eq!(m.observe(bye, b, Some(&lo()), t0), Some(Change::Left(b)));
-        assert_eq!(m.peers(), [me, c]);
-        m.leave();
-        assert_eq!(m.peers(), [c], "the leaver's ring gives its hosts to the others");
-        assert!(m.me().leaving);
-        assert_eq!(m.ring().owner("any.test"), Some(&c));
-    }
-
-    #[test]
-    fn members_join_expire_and_the_ring_follows() {
-        let (me, b, c) = peers();
-        let t0 = Instant::now();
-        let mut m = Members::new(me, hb(&me), Duration::from_secs(20), 150);
-        assert_eq!(m.ring().members(), [me]);
-        assert_eq!(m.observe(hb(&b), b, Some(&lo()), t0), Some(Change::Joined(b)));
-        assert_eq!(m.observe(hb(&b), b, Some(&lo()), t0), None, "a repeated heartbeat is no change");
-        assert_eq!(m.observe(hb(&me), me, Some(&lo()), t0), None, "our own heartbeat echoes are ignored");
-        m.observe(hb(&c), c, Some(&lo()), t0 + Duration::from_secs(15));
-        assert_eq!(m.peers(), [me, b, c]);
-        assert_eq!(m.expire(t0 + Duration::from_secs(21)), vec![Change::Left(b)]);
-        assert_eq!(m.ring().members(), [me, c]);
-        assert_eq!(m.remove(&c), Some(Change::Left(c)));
-        assert_eq!(m.len(), 1);
-    }
-
-    #[test]
-    fn a_member_that_left_is_known_for_a_while_with_the_hosts_it_owned_and_a_stranger_never() {
-        let (me, b, c) = peers();
-        let stranger = PeerId::random();
-        let t0 = Instant::now();
-        let mut m = Members::new(me, hb(&me), Duration::from_secs(20), 150);
-        m.observe(hb(&b), b, Some(&lo()), t0);
-        m.observe(hb(&c), c, Some(&lo()), t0);
-        let of_b: Vec<String> =
-            (0..200).map(|i| format!("h{i}.test")).filter(|h| m.ring().owner(h) == Some(&b)).collect();
-        assert!(!of_b.is_empty());
-        m.observe(Heartbeat { leaving: true, ..hb(&b) }, b, Some(&lo()), t0);
-        let now = Instant::now();
-        assert!(m.knows(&b, now) && m.knows(&c, now) && m.knows(&me, now));
-        assert!(!m.knows(&stranger, now), "a peer never a member");
-        assert!(of_b.iter().all(|h| m.owned_recently(&b, h, now)), "b owned these before it left");
-        assert!(of_b.iter().all(|h| !m.owned_recently(&stranger, h, now)), "a stranger owned nothing");
-        let later = now + FORMER_RINGS_FOR + Duration::from_secs(1);
-        assert!(!m.knows(&b, later) && !m.owned_recently(&b, &of_b[0], later), "forgotten after a while");
-        assert!(m.knows(&c, later), "a current member stays known");
-        // A flapping member does not grow the memory without bound.
-        for _ in 0..100 {
-            m.observe(hb(&stranger), stranger, Some(&lo()), t0);
-            m.remove(&stranger);
-        }
-        assert!(m.former.len() <= FORMER_RINGS);
-    }
-
-    #[test]
-    fn heartbeats_are_capped_validated_and_bound_to_their_signer() {
-        let (a, b, _) = peers();
-        let (a_s, b_s) = (a.to_string(), b.to_string());
-        let bytes = hb(&a).encode();
-        assert_eq!(Heartbeat::decode(&bytes, &a_s).unwrap(), hb(&a));
-        assert!(matches!(Heartbeat::decode(&bytes, &b_s), Err(HeartbeatError::Impostor { .. })));
-        assert!(matches!(Heartbeat::decode(b"\xff\x00{", &a_s), Err(HeartbeatError::Decode(_))));
-        let big = vec![b' '; MAX_HEARTBEAT_BYTES + 1];
-        assert!(matches!(Heartbeat::decode(&big, &a_s), Err(HeartbeatError::TooLarge(_))));
-        let many = Heartbeat { addrs: vec!["/ip4/1.2.3.4/tcp/1".into(); 100], ..hb(&a) };
-        assert!(Heartbeat::decode(&many.encode(), &a_s).is_err());
-        let not_a_peer = Heartbeat { peer: "peer-a".into(), ..hb(&a) };
-        assert!(matches!(Heartbeat::decode(&not_a_peer.encode(), "peer-a"), Err(HeartbeatError::Decode(_))));
-    }
-
-    #[test]
-    fn a_hundred_identities_behind_one_connection_stay_candidates_and_are_given_up() {
-        let (me, honest, _) = peers();
-        let gateway = PeerId::random();
-        let t0 = Instant::now();
-        let mut m = Members::new(me, hb(&me), Duration::from_secs(20), 150);
-        let sybils: Vec<PeerId> = (0..100).map(|_| PeerId::random()).collect();
-        for s in &sybils {
-            assert_eq!(m.observe(hb(s), gateway, None, t0), None);
-        }
-        assert_eq!(m.len(), 1, "nobody reached, nobody counted");
-        assert_eq!(m.candidates(), MAX_CANDIDATES_PER_SOURCE, "one relaying peer fills its own share");
-        let dial = m.to_dial(t0);
-        assert_eq!(dial.len(), MAX_CANDIDATES_PER_SOURCE);
-        assert!(m.to_dial(t0 + Duration::from_secs(1)).is_empty(), "not dialled again at once");
-        assert_eq!(m.to_dial(t0 + REDIAL_AFTER).len(), MAX_CANDIDATES_PER_SOURCE, "dialled again");
-        // An honest peer heard over the same connection and reached joins.
-        m.observe(hb(&honest), gateway, None, t0);
-        assert_eq!(m.candidates(), MAX_CANDIDATES_PER_SOURCE, "the gateway's share is full");
-        assert_eq!(m.observe(hb(&honest), honest, Some(&lo()), t0), Some(Change::Joined(honest)));
-        // The unreached are given up and ignored for a while, making room for others.
-        let later = t0 + REACH_WITHIN + Duration::from_secs(1);
-        for s in &sybils {
-            m.observe(hb(s), gateway, None, later);
-        }
-        m.to_dial(later);
-        assert_eq!(m.candidates(), 0, "the unreached are given up");
-        for s in &sybils[..MAX_CANDIDATES_PER_SOURCE] {
-            m.observe(hb(s), gateway, None, later);
-        }
-        assert_eq!(m.candidates(), 0, "and ignored when heard of again");
-        m.observe(hb(&sybils[50]), gateway, None, later);
-        assert_eq!(m.candidates(), 1, "one not tried yet takes a free place");
-        assert_eq!(m.peers().len(), 2);
-        // Reached later (it was real after all): a member.
-        assert_eq!(m.present(&sybils[50], &lo(), later), Some(Change::Joined(sybils[50])));
-        assert!(m.present(&sybils[0], &lo(), later).is_none(), "a given-up peer must be heard again");
-    }
-
-    #[test]
-    fn a_member_counts_while_it_is_met_and_is_dialled_before_its_presence_runs_out() {
-        let (me, b, _) = peers();
-        let t0 = Instant::now();
-        let mut m = Members::new(me, hb(&me), Duration::from_secs(20), 150);
-        m.observe(hb(&b), me, None, t0);
-        assert_eq!(m.len(), 1);
-        assert_eq!(m.present(&b, &lo(), t0), Some(Change::Joined(b)), "reached: a member");
-        // Heartbeats keep coming through others, but the connection is gone.
-        let mut t = t0;
-        while t < t0 + PRESENCE_FOR / 2 {
-            t += Duration::from_secs(10);
-            m.observe(hb(&b), me, None, t);
-            assert!(m.expire(t).is_empty());
-        }
-        t += Duration::from_secs(10);
-        m.observe(hb(&b), me, None, t);
-        assert_eq!(m.to_dial(t).iter().map(|(p, _)| *p).collect::<Vec<_>>(), [b], "time to meet it again");
-        let end = t0 + PRESENCE_FOR + Duration::from_secs(1);
-        m.observe(hb(&b), me, None, end);
-        assert_eq!(m.expire(end), vec![Change::Left(b)], "not met within PRESENCE_FOR: dropped");
-    }
-
-    #[test]
-    fn one_public_address_block_brings_at_most_a_few_members() {
-        let t0 = Instant::now();
-        let me = PeerId::random();
-        let mut m = Members::new(me, hb(&me), Duration::from_secs(20), 150);
-        let at = |a: &str| -> Multiaddr { a.parse().unwrap() };
-        let joined = (0..MAX_MEMBERS_PER_PREFIX + 3)
-            .filter(|i| {
-                let p = PeerId::random();
-                m.observe(hb(&p), p, Some(&at(&format!("/ip4/8.8.4.{i}/tcp/4001"))), t0).is_some()
-            })
-            .count();
-        assert_eq!(joined, MAX_MEMBERS_PER_PREFIX);
-        let p = PeerId::random();
-        assert!(m.observe(hb(&p), p, Some(&at("/ip4/8.8.5.1/tcp/4001")), t0).is_some(), "another block");
-        for i in 0..20 {
-            let p = PeerId::random();
-            assert!(m.observe(hb(&p), p, Some(&at(&format!("/ip4/192.168.1.{i}/tcp/4001"))), t0).is_some());
-        }
-        let relayed =
-            at("/ip4/8.8.4.200/tcp/4001/p2p/12D3KooWGzBXD7mGH3XUAtBGLjZP3P7eR7yXH7mfh3hLqv1UkQnm/p2p-circuit");
-        let p = PeerId::random();
-        assert!(m.observe(hb(&p), p, Some(&relayed), t0).is_some(), "relayed: the relay limits its slots");
-        assert_eq!(m.len(), 1 + MAX_MEMBERS_PER_PREFIX + 1 + 20 + 1);
-    }
-
-    fn claiming(peer: &PeerId, joined: u64) -> Heartbeat {
-        Heartbeat { joined, ..hb(peer) }
-    }
-
-    const HOUR: u64 = 3600;
-
-    #[test]
-    fn a_newcomer_to_an_older_network_is_admitted_in_stages() {
-        let (me, b, c) = peers();
-        let u0 = unix_now();
-        let mut m = Members::new(me, claiming(&me, u0 - 3 * HOUR), Duration::from_secs(20), 150);
-        let t0 = Instant::now();
-        m.observe(claiming(&c, u0 - 5 * HOUR), c, Some(&lo()), t0);
-        assert_eq!(m.observe(claiming(&b, u0), b, Some(&lo()), t0), Some(Change::Joined(b)));
-        assert_eq!((m.points_of(&me), m.points_of(&c), m.points_of(&b)), (150, 150, 38), "a quarter at first");
-        let alive = |m: &mut Members, t: Instant| {
-            for p in [b, c] {
-                m.observe(claiming(&p, if p == b { u0 } else { u0 - 5 * HOUR }), p, Some(&lo()), t);
-            }
-        };
-        let mut grown = Vec::new();
-        let mut t = t0;
-        while t < t0 + ADMISSION_STEP * ADMISSION_STAGES as u32 {
-            t += Duration::from_secs(10);
-            alive(&mut m, t);
-            if m.expire(t) == [Change::Grew(b)] {
-                grown.push((t.duration_since(t0).as_secs() / 60, m.points_of(&b)));
-            }
-        }
-        assert_eq!(grown, [(30, 75), (60, 113), (90, 150)], "(minutes, points)");
-        let share = m.ring().share(&b);
-        assert!((share - 1.0 / 3.0).abs() < 0.1, "all of its share at the end: {share}");
-    }
-
-    #[test]
-    fn members_that_started_together_make_the_plain_ring() {
-        let (me, b, c) = peers();
-        let u0 = unix_now();
-        let mut m = Members::new(me, claiming(&me, u0), Duration::from_secs(20), 150);
-        let t0 = Instant::now();
-        m.observe(claiming(&b, u0 - 40), b, Some(&lo()), t0);
-        m.observe(claiming(&c, u0 + 3), c, Some(&lo()), t0);
-        assert_eq!(*m.ring(), Ring::new([me, b, c], 150));
-        // Still the plain ring as they all grow old together (a stage apart at most briefly).
-        let later = t0 + ADMISSION_STEP * 5;
-        m.observe(claiming(&b, u0 - 40), b, Some(&lo()), later);
-        m.observe(claiming(&c, u0 + 3), c, Some(&lo()), later);
-        m.expire(later);
-        assert_eq!(*m.ring(), Ring::new([me, b, c], 150));
-    }
-
-    #[test]
-    fn a_claim_to_be_old_counts_from_shortly_before_this_node_met_the_claimant() {
-        let (me, honest, forger) = peers();
-        let u0 = unix_now();
-        let old = u0 - 3 * HOUR;
-        let (forged, late_met) = (u0 - 240 * HOUR, u0 - 14 * 60);
-        let mut m = Members::new(me, claiming(&me, old), Duration::from_secs(20), 150).settling_for(Duration::ZERO);
-        let t = Instant::now() + Duration::from_secs(1);
-        // Arrived now, says it has been here ten days: a newcomer to this node, which saw it
-        // arrive. An honest member this node reached 14 minutes late is a newcomer too.
-        m.observe(claiming(&forger, forged), forger, Some(&lo()), t);
-        m.observe(claiming(&honest, late_met), honest, Some(&lo()), t);
-        assert_eq!((m.points_of(&forger), m.points_of(&honest)), (38, 38));
-        // 17 minutes on: the honest claim stands (31 minutes old: the second stage), and the
-        // forger counts from 15 minutes before this node met it — not ten days.
-        let later = t + Duration::from_secs(17 * 60);
-        for (p, claim) in [(forger, forged), (honest, late_met)] {
-            m.observe(claiming(&p, claim), p, Some(&lo()), later);
-        }
-        m.expire(later);
-        assert_eq!((m.points_of(&honest), m.points_of(&forger)), (75, 75));
-        // Dropped and met again (a lost connection): still held to the first meeting.
-        assert_eq!(m.remove(&forger), Some(Change::Left(forger)));
-        m.observe(claiming(&forger, forged), forger, Some(&lo()), later);
-        assert_eq!(m.points_of(&forger), 75);
-        // A node that started after the forger arrived takes it at its word: the one place a
-        // forged claim pays, until the forger is as old as it said. The honest member looks
-        // the same to it as to the node that saw it arrive.
-        let mut late = Members::new(me, claiming(&me, old), Duration::from_secs(20), 150);
-        let now = Instant::now();
-        late.observe(claiming(&forger, forged), forger, Some(&lo()), now);
-        late.observe(claiming(&honest, late_met - 17 * 60), honest, Some(&lo()), now);
-        assert_eq!((late.points_of(&forger), late.points_of(&honest)), (150, 75));
-    }
-
-    #[test]
-    fn address_blocks_are_public_slash_24_and_slash_48() {
-        let p = |a: &str| prefix(&a.parse().unwrap());
-        assert_eq!(p("/ip4/8.8.4.4/tcp/1").as_deref(), Some("8.8.4.0/24"));
-        assert_eq!(p("/ip6/2a01:4f8:1c1c:42::1/udp/1/quic-v1").as_deref(), Some("2a01:4f8:1c1c::/48"));
-        for private in ["/ip4/127.0.0.1/tcp/1", "/ip4/10.1.2.3/tcp/1", "/ip6/::1/tcp/1", "/ip6/fd00::1/tcp/1"] {
-            assert_eq!(p(private), None, "{private}");
-        }
-        assert_eq!(p("/dns4/example.com/tcp/1"), None);
-    }
-}
+mod tests;

@@ -438,6 +438,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         leaving: false,
         relay: false,
         joined: config.joined,
+        left: Vec::new(),
     };
     let reach = Reachability::new(config.private_addrs, upnp, std::time::Instant::now());
     let ttl = config.heartbeat * config.missed_heartbeats;
@@ -922,7 +923,7 @@ impl EventLoop {
     }
 
     fn publish_heartbeat(&mut self) {
-        let me = self.members.me().encode();
+        let me = self.members.heartbeat(std::time::Instant::now()).encode();
         if let Err(e) = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), me) {
             // Alone in the network (InsufficientPeers) is normal for the first node.
             tracing::trace!("heartbeat not published: {e}");

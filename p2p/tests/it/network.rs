@@ -322,12 +322,19 @@ async fn malformed_and_oversized_batches_get_their_sender_banned_and_the_node_go
     }
 }
 
+type Recorded = std::sync::Arc<std::sync::Mutex<Vec<weft_p2p::WireUrl>>>;
+
 /// A node that records what reaches it through `/weft/urls/1` and acknowledges it.
-async fn recording_node(
-    bootstrap: Vec<String>,
-) -> (NetworkHandle, tokio::task::JoinHandle<()>, std::sync::Arc<std::sync::Mutex<Vec<weft_p2p::WireUrl>>>) {
+async fn recording_node(bootstrap: Vec<String>) -> (NetworkHandle, tokio::task::JoinHandle<()>, Recorded) {
     let key = libp2p::identity::Keypair::generate_ed25519();
-    let started = weft_p2p::start(key, config(bootstrap)).unwrap();
+    recording_node_with(key, config(bootstrap)).await
+}
+
+async fn recording_node_with(
+    key: libp2p::identity::Keypair,
+    config: NetworkConfig,
+) -> (NetworkHandle, tokio::task::JoinHandle<()>, Recorded) {
+    let started = weft_p2p::start(key, config).unwrap();
     let (n, task, mut inbound) = (started.handle, started.task, started.inbound);
     let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = got.clone();
@@ -403,6 +410,97 @@ async fn only_a_hosts_previous_owner_can_say_its_pages_are_done() {
     }
     for (m, t) in [(a, a_task), (b, b_task), (n, n_task)] {
         m.stop();
+        t.await.unwrap();
+    }
+}
+
+/// The churn sweep's seeds 25 and 29: a member is killed, another leaves while the first is
+/// down (its ring still holds the killed member, whose hosts it hands URLs to), and the killed
+/// member comes back. The returning node never had the leaver on a ring; it takes the leaver's
+/// batches — its queue and what it is done with — once the members that saw it leave vouch for
+/// it, instead of answering "not a member" until the leaver gives up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_back_from_a_crash_takes_the_hand_off_of_one_that_left_while_it_was_down() {
+    use weft_p2p::exchange::{UrlKind, WireUrl};
+    // Members are dropped after 30 missed heartbeats (1 s each): the crashed one stays on the
+    // others' rings while it is down, as with the default 20 s on a default node.
+    let patient = |bootstrap: Vec<String>| {
+        let c = P2pConfig {
+            enabled: true,
+            listen: vec!["/ip4/127.0.0.1/tcp/0".into()],
+            bootstrap,
+            heartbeat_secs: 1,
+            missed_heartbeats: 30,
+            ..P2pConfig::default()
+        };
+        NetworkConfig::from_config(&c).unwrap()
+    };
+    let start = |bootstrap: Vec<String>| {
+        let started = weft_p2p::start(libp2p::identity::Keypair::generate_ed25519(), patient(bootstrap)).unwrap();
+        (started.handle, started.task)
+    };
+    let (first, first_task) = start(vec![]);
+    within(10, "listening", first.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
+    let boot = first.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
+    let (other, other_task) = start(vec![boot.clone()]);
+    let (leaver, leaver_task) = start(vec![boot.clone()]);
+    let key = libp2p::identity::Keypair::generate_ed25519();
+    let (back, back_task, _) = recording_node_with(key.clone(), patient(vec![boot.clone()])).await;
+    for n in [&first, &other, &leaver, &back] {
+        within(60, "four members", n.wait_for(|s| s.members.len() == 4)).await;
+    }
+    let (lid, bid) = (leaver.peer_id(), back.peer_id());
+    // Hosts the leaver owns that go to the crashed member once the leaver is off the ring.
+    let ring = leaver.ring();
+    let members: Vec<_> = ring.members().iter().copied().filter(|m| *m != lid).collect();
+    let after = weft_p2p::Ring::new(members, weft_p2p::DEFAULT_VNODES);
+    let hosts: Vec<String> = (0..3000)
+        .map(|i| format!("h{i}.test"))
+        .filter(|h| ring.owner(h) == Some(&lid) && after.owner(h) == Some(&bid))
+        .take(6)
+        .collect();
+    assert_eq!(hosts.len(), 6);
+
+    // The member crashes; the leaver hands its queue and its done pages to it and leaves.
+    back_task.abort();
+    let _ = back_task.await;
+    drop(back);
+    leaver.leave();
+    within(10, "off its own ring", async {
+        let mut rings = leaver.ring_changes();
+        rings.wait_for(|r| !r.contains(&lid)).await.unwrap();
+    })
+    .await;
+    let urls: Vec<WireUrl> = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            WireUrl::new(format!("http://{h}/page"), 0, if i % 2 == 0 { UrlKind::Done } else { UrlKind::Page })
+        })
+        .collect();
+    leaver.hand_off(urls.clone(), Vec::new());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    // It comes back, with its key, after the leaver left.
+    let (back, back_task, got) = recording_node_with(key, patient(vec![boot.clone()])).await;
+    within(90, "the leaver's hand-off is taken and acknowledged", async {
+        loop {
+            let s = leaver.status();
+            if got.lock().unwrap().len() >= urls.len() && s.urls_waiting == 0 && s.urls_in_flight == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    let mut taken: Vec<(String, UrlKind)> = got.lock().unwrap().iter().map(|u| (u.url.clone(), u.kind)).collect();
+    taken.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut sent: Vec<(String, UrlKind)> = urls.iter().map(|u| (u.url.clone(), u.kind)).collect();
+    sent.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(taken, sent, "the done pages count as done: they were the leaver's hosts");
+    assert_eq!(back.status().done_refused, 0);
+    for (n, t) in [(leaver, leaver_task), (other, other_task), (first, first_task), (back, back_task)] {
+        n.stop();
         t.await.unwrap();
     }
 }
