@@ -435,6 +435,9 @@ impl Members {
                 let ps = points.iter().filter(|(p, _)| me || *p != self.me_id).copied();
                 Ring::weighted(ps.chain([(leaver, self.vnodes)]), self.vnodes)
             };
+            if !self.leavers.contains_key(&leaver) {
+                tracing::info!(peer = %leaver, "a member that left while this node was away: its hand-off is taken, as members vouch for it");
+            }
             leavers.insert(leaver, [with(true), with(false)]);
         }
         self.leavers = leavers;
