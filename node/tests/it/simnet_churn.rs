@@ -1,6 +1,6 @@
 //! The simulator's CI scenario: five real `weft` processes (the default configuration: index
 //! on with the real model, layout learning on with Chromium) crawl the PostgreSQL-manual web
-//! (20 hosts, 500 pages, one pathology per host, JavaScript shells on one) and four news sites
+//! (20 hosts, 250 pages, one pathology per host, JavaScript shells on one) and four news sites
 //! in four designs while node 3 is killed
 //! with SIGKILL and restarted, a sixth node joins and node 1 leaves for good. Judged from the
 //! web server's own log: coverage, politeness, lost URLs, duplicate fetches. Then sixty
@@ -25,12 +25,13 @@ async fn five_nodes_with_a_crash_a_join_and_a_leave_crawl_everything_politely_on
         weft: env!("CARGO_BIN_EXE_weft").into(),
         work_dir: work_path.clone(),
         nodes: 5,
-        web: WebSpec { hosts: 20, pages: 500, seed: 1, ..WebSpec::default() },
+        web: WebSpec { hosts: 20, pages: 250, seed: 1, ..WebSpec::default() },
         docs: docs_dir(),
-        // A bound, not a goal: the run ends as soon as every reachable page is fetched (234 s
-        // on a quiet day here). Five nodes embedding and rendering on two shared cores have
-        // also needed 375–400+ s, with the code before and after the node's restructuring
-        // alike; pages not fetched by the bound count as lost.
+        // A bound, not a goal: the run ends as soon as every reachable page is fetched. With 500
+        // pages that took 234 s on a quiet day here and 375–400+ s on two shared cores; 250
+        // (every host and its pathology kept, the crawl still running through the last churn
+        // event at 40 s) reach the same assertions in 210 s beside another test. Pages not
+        // fetched by the bound count as lost.
         duration: Duration::from_secs(600),
         churn: churn::parse("kill:3@15s,restart:3@25s,join:1@30s,leave:1@40s", 5).unwrap(),
         delay_ms: 250,
@@ -78,7 +79,7 @@ async fn five_nodes_with_a_crash_a_join_and_a_leave_crawl_everything_politely_on
     eprintln!("nodes: {nodes:?}");
     assert!(report.nodes.iter().filter(|n| n.state == "up").all(|n| n.fetches > 0), "every node crawled: {nodes:?}");
 
-    assert_eq!(w.reachable, 658, "500 pages, 20 tables of contents, 10 mirrors, 4 news sites of 32 pages");
+    assert_eq!(w.reachable, 408, "250 pages, 20 tables of contents, 10 mirrors, 4 news sites of 32 pages");
     assert!(w.coverage >= 0.99, "coverage {:.3}: {:?}", w.coverage, w.lost);
     assert!(w.lost.is_empty(), "lost: {:?}", w.lost);
     assert!(w.politeness_violations.is_empty(), "{:?}", w.politeness_violations);
