@@ -31,7 +31,7 @@ async fn nodes_behind_cone_and_symmetric_nat_get_their_urls_and_answer_searches(
         docs: docs_dir(),
         work_dir: work_path.clone(),
         homes: vec![Nat::Cone, Nat::Symmetric],
-        web: WebSpec { hosts: 18, pages: 144, seed: 7, news_sites: 1, news_articles: 8, ..WebSpec::default() },
+        web: WebSpec { hosts: 12, pages: 72, seed: 7, news_sites: 1, news_articles: 8, ..WebSpec::default() },
         timeout: Duration::from_secs(300),
         searches: 3,
         exchange_urls: 0,
