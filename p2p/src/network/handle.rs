@@ -1,0 +1,158 @@
+//! How the node talks to the network task: the handle, its commands, what `start` returns.
+
+use super::*;
+
+/// Requests to the network task besides URLs.
+pub(super) enum Command {
+    FindDuplicate {
+        hash: u64,
+        max_distance: u32,
+        url: String,
+        reply: std::sync::mpsc::SyncSender<Option<(DupEntry, u32)>>,
+    },
+    Publish(DupEntry),
+    Leave,
+    /// Ask the peers most likely to hold content like the query.
+    Search {
+        request: SearchRequest,
+        fanout: usize,
+        reply: oneshot::Sender<NetworkAnswer>,
+    },
+    /// This node's routing summary changed.
+    SetSummary {
+        model: String,
+        centroids: Vec<Vec<f32>>,
+        weights: Vec<u32>,
+    },
+}
+
+/// URLs for this node to queue: from another member (with a reply to acknowledge them once
+/// queued) or handed back by this node's own outbox after a ring change.
+#[derive(Debug)]
+pub struct Inbound {
+    pub urls: Vec<WireUrl>,
+    pub from: Option<PeerId>,
+    /// Send how many were queued; the sender's batch is acknowledged then.
+    pub reply: Option<oneshot::Sender<u32>>,
+    /// The sender's hand-over marker ([`crate::exchange::UrlBatch::handoff`]): with these
+    /// URLs, it has said what it had for this node's hosts.
+    pub handoff: bool,
+}
+
+/// Talks to the running network task.
+#[derive(Clone)]
+pub struct NetworkHandle {
+    pub(super) peer_id: PeerId,
+    pub(super) status: watch::Receiver<NetworkStatus>,
+    pub(super) ring: watch::Receiver<Arc<Ring>>,
+    pub(super) stop: Arc<watch::Sender<bool>>,
+    pub(super) urls: mpsc::UnboundedSender<(Vec<WireUrl>, bool, Vec<PeerId>)>,
+    pub(super) commands: mpsc::UnboundedSender<Command>,
+}
+
+impl NetworkHandle {
+    /// Sends `request` to at most `fanout` peers chosen by their routing summaries and the
+    /// DHT's semantic buckets (more only to replace peers that fail or stay silent), and
+    /// returns what they answered by the deadline (`search.deadline_ms`).
+    pub async fn search(&self, request: SearchRequest, fanout: usize) -> NetworkAnswer {
+        let (reply, answer) = oneshot::channel();
+        if self.commands.send(Command::Search { request, fanout, reply }).is_err() {
+            return NetworkAnswer { partial: true, ..Default::default() };
+        }
+        answer.await.unwrap_or(NetworkAnswer { partial: true, ..Default::default() })
+    }
+
+    /// Publishes this node's routing summary (gossip) and provides its centroids' LSH buckets
+    /// in the DHT; republished for members that join later.
+    pub fn set_summary(&self, model: String, centroids: Vec<Vec<f32>>, weights: Vec<u32>) {
+        let _ = self.commands.send(Command::SetSummary { model, centroids, weights });
+    }
+
+    pub fn peer_id(&self) -> PeerId {
+        self.peer_id
+    }
+
+    pub fn status(&self) -> NetworkStatus {
+        self.status.borrow().clone()
+    }
+
+    /// The ring of the current member set.
+    pub fn ring(&self) -> Arc<Ring> {
+        self.ring.borrow().clone()
+    }
+
+    /// A receiver that sees every new ring (a member joined or left).
+    pub fn ring_changes(&self) -> watch::Receiver<Arc<Ring>> {
+        self.ring.clone()
+    }
+
+    /// Waits until `check` holds for the status (or the network stops).
+    pub async fn wait_for(&self, mut check: impl FnMut(&NetworkStatus) -> bool) {
+        let mut rx = self.status.clone();
+        let _ = rx.wait_for(|s| check(s)).await;
+    }
+
+    /// Sends URLs of hosts other members own to them (batched, retried, re-routed). Call it
+    /// with the URLs this node does not own on [`NetworkHandle::ring`].
+    pub fn send_urls(&self, urls: Vec<WireUrl>) {
+        if !urls.is_empty() {
+            let _ = self.urls.send((urls, false, Vec::new()));
+        }
+    }
+
+    /// Like [`NetworkHandle::send_urls`], without waiting to fill batches: for hosts changing
+    /// hands, whose new owners should know at once what is queued and what is done. `joined`
+    /// (members that just joined, and gained hosts from this node) get a hand-over marker with
+    /// it, or alone when this node had nothing for them.
+    pub fn hand_off(&self, urls: Vec<WireUrl>, joined: Vec<PeerId>) {
+        if !urls.is_empty() || !joined.is_empty() {
+            let _ = self.urls.send((urls, true, joined));
+        }
+    }
+
+    /// Asks the DHT for an indexed document within `max_distance` bits of `hash` (other than
+    /// `url`); blocking, for the indexing thread. `None` when there is none, or no answer within
+    /// `timeout`.
+    pub fn find_duplicate_blocking(
+        &self,
+        hash: u64,
+        max_distance: u32,
+        url: &str,
+        timeout: Duration,
+    ) -> Option<(DupEntry, u32)> {
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        let command = Command::FindDuplicate { hash, max_distance, url: url.to_string(), reply };
+        self.commands.send(command).ok()?;
+        answer.recv_timeout(timeout).ok().flatten()
+    }
+
+    /// Publishes an indexed document's fingerprint under its four block keys.
+    pub fn publish_fingerprint(&self, entry: DupEntry) {
+        let _ = self.commands.send(Command::Publish(entry));
+    }
+
+    /// Leaves the network for good: announces it at once (members drop this node without
+    /// waiting for missed heartbeats) and takes this node off its own ring, so every URL sent
+    /// from now on — the node's handed-off queue, batches still arriving — goes to the new
+    /// owners. Keep the network running until [`NetworkStatus::urls_waiting`] and
+    /// [`NetworkStatus::urls_in_flight`] are zero, then [`NetworkHandle::stop`].
+    pub fn leave(&self) {
+        let _ = self.commands.send(Command::Leave);
+    }
+
+    /// Stops the network task.
+    pub fn stop(&self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+/// A started network: the handle, the task that owns the swarm, and the URLs for this node.
+pub struct Started {
+    pub handle: NetworkHandle,
+    pub task: tokio::task::JoinHandle<()>,
+    pub inbound: mpsc::Receiver<Inbound>,
+    /// URLs their owner acknowledged: the node may forget them (see its outbox journal).
+    pub acked: mpsc::UnboundedReceiver<Vec<String>>,
+    /// Queries from other nodes for this node's index.
+    pub queries: mpsc::Receiver<SearchInbound>,
+}

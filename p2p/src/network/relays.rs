@@ -1,0 +1,107 @@
+//! The event loop's part of reachability: what the relay this node offers is doing, what it
+//! advertises as it learns whether others can reach it, and the relay slots it holds behind NAT.
+
+use super::*;
+
+impl EventLoop {
+    pub(super) fn on_relay_served(&mut self, event: relay::Event) {
+        let served = &mut self.relay_served;
+        match event {
+            relay::Event::ReservationReqAccepted { src_peer_id, renewed, .. } => {
+                if !renewed {
+                    tracing::info!(peer = %src_peer_id, "relay: slot reserved for a member behind NAT");
+                }
+                served.reservations.insert(src_peer_id);
+            }
+            relay::Event::ReservationClosed { src_peer_id } | relay::Event::ReservationTimedOut { src_peer_id } => {
+                served.reservations.remove(&src_peer_id);
+            }
+            relay::Event::CircuitReqAccepted { src_peer_id, dst_peer_id } => {
+                tracing::debug!(src = %src_peer_id, dst = %dst_peer_id, "relay: circuit opened");
+                served.circuits += 1;
+                served.circuits_served += 1;
+            }
+            relay::Event::CircuitClosed { .. } => served.circuits = served.circuits.saturating_sub(1),
+            _ => {}
+        }
+    }
+
+    /// Applies what reachability decided: the DHT mode, the relay offered, what this node
+    /// advertises (heartbeat and identify) and the relay slots it holds. Cheap when nothing
+    /// changed.
+    pub(super) fn apply_reachability(&mut self) {
+        let advertised = self.reach.advertised();
+        let dht_server = self.reach.dht_server();
+        let relay_server = self.reach.relay_server();
+        let me = self.members.me();
+        let addrs: Vec<String> = advertised.iter().map(ToString::to_string).collect();
+        if me.addrs == addrs && me.relay == relay_server && self.applied_dht == Some(dht_server) {
+            return;
+        }
+        if self.applied_dht != Some(dht_server) {
+            tracing::info!(kind = ?self.reach.kind(), "reachability: DHT {}", if dht_server { "server" } else { "client" });
+            let mode = if dht_server { kad::Mode::Server } else { kad::Mode::Client };
+            self.swarm.behaviour_mut().kad.set_mode(Some(mode));
+            self.applied_dht = Some(dht_server);
+        }
+        let status = if relay_server { relay::Status::Enable } else { relay::Status::Disable };
+        self.swarm.behaviour_mut().relay.set_status(Some(status));
+        // Identify announces the swarm's external addresses only: private ones are added
+        // there while this node is on a private network, and taken back after.
+        let external: Vec<Multiaddr> = self.swarm.external_addresses().cloned().collect();
+        for a in &advertised {
+            if !external.contains(a) {
+                self.swarm.add_external_address(a.clone());
+            }
+        }
+        for a in external.iter().filter(|a| reachability::is_private(a) && !advertised.contains(a)) {
+            self.swarm.remove_external_address(a);
+        }
+        let mut me = self.members.me().clone();
+        me.addrs = addrs;
+        me.relay = relay_server;
+        self.members.set_me(me);
+        self.manage_relays();
+    }
+
+    /// Behind NAT: holds slots on up to `p2p.relays` public members' relays (chosen by
+    /// [`reachability::pick_relays`]); otherwise holds none.
+    pub(super) fn manage_relays(&mut self) {
+        let me = *self.swarm.local_peer_id();
+        let wanted: Vec<PeerId> = if self.reach.needs_relay() && self.config.relays > 0 {
+            let candidates: Vec<PeerId> = self.members.relays().filter_map(|hb| hb.peer.parse().ok()).collect();
+            reachability::pick_relays(&me, &candidates, self.config.relays)
+        } else {
+            Vec::new()
+        };
+        let gone: Vec<PeerId> = self.relay_listeners.keys().filter(|p| !wanted.contains(p)).copied().collect();
+        for relay in gone {
+            if let Some(id) = self.relay_listeners.remove(&relay) {
+                self.swarm.remove_listener(id);
+                self.reach.reservation(relay, false, std::time::Instant::now());
+            }
+        }
+        for relay in wanted {
+            if self.relay_listeners.contains_key(&relay) {
+                continue;
+            }
+            let Some(hb) = self.members.get(&relay) else { continue };
+            let Some(addr) = hb
+                .addrs
+                .iter()
+                .filter_map(|a| a.parse::<Multiaddr>().ok())
+                .find(|a| !reachability::is_relayed(a) && reachability::usable(a, None, self.config.private_addrs))
+            else {
+                continue;
+            };
+            let circuit = addr.with_p2p(relay).unwrap_or_else(|a| a).with(Protocol::P2pCircuit);
+            match self.swarm.listen_on(circuit.clone()) {
+                Ok(id) => {
+                    tracing::info!(%relay, addr = %circuit, "behind NAT: reserving a relay slot");
+                    self.relay_listeners.insert(relay, id);
+                }
+                Err(e) => tracing::warn!(%relay, "cannot reserve a relay slot: {e}"),
+            }
+        }
+    }
+}

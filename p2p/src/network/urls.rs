@@ -1,0 +1,149 @@
+//! The event loop's part of URL exchange: batches out to their hosts' owners (retried, re-routed
+//! on refusal) and batches in (rate-limited, checked, a stranger's refused, "done" only from a
+//! host's owner, the rest forwarded), acknowledged once the node has queued them.
+
+use super::*;
+
+impl EventLoop {
+    /// Hands URLs to the node; a received batch is answered once they are queued.
+    pub(super) fn deliver(
+        &mut self,
+        urls: Vec<WireUrl>,
+        from: Option<(PeerId, ResponseChannel<BatchReply>)>,
+        counts: Option<(u32, u32)>,
+        handoff: bool,
+    ) {
+        let (forwarded, rejected) = counts.unwrap_or((0, 0));
+        let (reply_tx, reply_rx) = oneshot::channel();
+        let (peer, channel) = match from {
+            Some((p, c)) => (Some(p), Some(c)),
+            None => (None, None),
+        };
+        if urls.is_empty() && !handoff {
+            if let Some(channel) = channel {
+                let ack = BatchReply::Ack { accepted: 0, forwarded, rejected };
+                let _ = self.swarm.behaviour_mut().urls.send_response(channel, ack);
+            }
+            return;
+        }
+        let wants_reply = channel.is_some();
+        let inbound = Inbound { urls, from: peer, reply: wants_reply.then_some(reply_tx), handoff };
+        match self.inbound.try_send(inbound) {
+            Ok(()) => {
+                if let Some(channel) = channel {
+                    self.replies.push(Box::pin(async move { (channel, forwarded, rejected, reply_rx.await.ok()) }));
+                }
+            }
+            Err(e) => {
+                // The node is behind (or gone): the sender keeps the batch and retries.
+                tracing::debug!("URLs not delivered to the node: {e}");
+                if let Some(channel) = channel {
+                    let _ = self.swarm.behaviour_mut().urls.send_response(channel, BatchReply::Busy);
+                }
+            }
+        }
+    }
+
+    /// Sends the batches that are due.
+    pub(super) fn flush(&mut self, all: bool) {
+        let me = *self.swarm.local_peer_id();
+        let due = self.outbox.due(self.members.ring(), &me, std::time::Instant::now(), all);
+        self.deliver(due.mine, None, None, false);
+        for f in due.batches {
+            let id = self.swarm.behaviour_mut().urls.send_request(&f.owner, Frame::Request(f.batch.clone()));
+            self.in_flight.insert(id, f);
+        }
+    }
+
+    pub(super) fn on_urls(&mut self, event: request_response::Event<Frame<UrlBatch>, BatchReply>) {
+        match event {
+            request_response::Event::Message { peer, message, .. } => match message {
+                request_response::Message::Request { request: Frame::Request(batch), channel, .. } => {
+                    self.on_batch(peer, batch, channel)
+                }
+                request_response::Message::Request { request: Frame::Refused(why), channel, .. } => {
+                    self.counts.refused += 1;
+                    drop(channel);
+                    self.ban(peer, &why.to_string());
+                }
+                request_response::Message::Response { request_id, response } => {
+                    let Some(f) = self.in_flight.remove(&request_id) else { return };
+                    match response {
+                        BatchReply::Ack { accepted, forwarded, .. } => {
+                            self.counts.sent += u64::from(accepted + forwarded);
+                            let _ = self.acked.send(f.batch.urls.into_iter().map(|u| u.url).collect());
+                        }
+                        BatchReply::Busy => self.outbox.retry_later(f, BUSY_DELAY, std::time::Instant::now()),
+                        BatchReply::NotMember => {
+                            // The owner has not heard this node yet (it just joined, or the
+                            // owner restarted): announce at once rather than at the next tick.
+                            self.announce();
+                            self.outbox.retry_later(f, NOT_MEMBER_DELAY, std::time::Instant::now());
+                        }
+                    }
+                }
+            },
+            request_response::Event::OutboundFailure { request_id, error, peer, .. } => {
+                if let Some(f) = self.in_flight.remove(&request_id) {
+                    tracing::debug!(%peer, "URL batch not delivered ({error}); retrying");
+                    self.outbox.retry(f, std::time::Instant::now());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn on_batch(&mut self, peer: PeerId, batch: UrlBatch, channel: ResponseChannel<BatchReply>) {
+        if !self.rate.allow(&peer.to_string(), std::time::Instant::now()) {
+            self.counts.rate_limited += 1;
+            let _ = self.swarm.behaviour_mut().urls.send_response(channel, BatchReply::Busy);
+            return;
+        }
+        if let Err(e) = check_batch(&batch) {
+            self.counts.refused += 1;
+            drop(channel);
+            self.ban(peer, &e.to_string());
+            return;
+        }
+        let now = std::time::Instant::now();
+        // Only members queue URLs here (or members that just left, handing their hosts over):
+        // a stranger's batch would steer this node's crawl.
+        if !self.members.knows(&peer, now) {
+            self.counts.not_member += 1;
+            let _ = self.swarm.behaviour_mut().urls.send_response(channel, BatchReply::NotMember);
+            return;
+        }
+        let mut valid = Vec::with_capacity(batch.urls.len());
+        let mut rejected = 0u32;
+        for mut u in batch.urls {
+            if check_url(&mut u, self.config.allow_private).is_err() {
+                rejected += 1;
+                continue;
+            }
+            // "Done" keeps a page from being fetched: only its host's owner, or its owner
+            // before the latest membership changes (handing the host over), may say so.
+            if u.kind == UrlKind::Done && !u.ring_host().is_some_and(|h| self.members.owned_recently(&peer, &h, now)) {
+                self.counts.done_refused += 1;
+                rejected += 1;
+                continue;
+            }
+            valid.push(u);
+        }
+        // Hosts this node does not own (the sender's ring was stale) go on, within the hop limit.
+        let me = *self.swarm.local_peer_id();
+        let (mine, others): (Vec<WireUrl>, Vec<WireUrl>) = valid.into_iter().partition(|u| {
+            u.ring_host().and_then(|h| self.members.ring().owner(&h).map(|o| *o == me)).unwrap_or(false)
+        });
+        let mut forwarded = 0u32;
+        if batch.hops < MAX_HOPS {
+            forwarded = others.len() as u32;
+            let back = self.outbox.route(others, batch.hops + 1, self.members.ring(), &me, now);
+            debug_assert!(back.is_empty());
+        } else {
+            rejected += others.len() as u32;
+        }
+        self.counts.forwarded += u64::from(forwarded);
+        self.counts.rejected += u64::from(rejected);
+        self.deliver(mine, Some((peer, channel)), Some((forwarded, rejected)), batch.handoff);
+    }
+}
