@@ -418,19 +418,27 @@ impl Members {
         let (others, me) = (&self.others, self.me_id);
         let known = |p: &PeerId| *p == me || others.contains_key(p);
         self.departures.hear(peer, &told, unix, now, known);
-        self.refresh_leavers(now);
+        self.refresh_leavers(now, false);
     }
 
     /// The rings of the believed leavers that were never on one of this node's rings.
-    fn refresh_leavers(&mut self, now: Instant) {
+    /// `members_changed`: the rings are rebuilt even if the believed leavers are the same (their
+    /// rings hold the current members); otherwise only when those leavers changed — most
+    /// heartbeats repeat what their sender told before.
+    fn refresh_leavers(&mut self, now: Instant, members_changed: bool) {
         let others = &self.others;
-        let believed = self.departures.believed(now, |p| others.contains_key(p), quorum(others.len()));
+        let believed: Vec<PeerId> = self
+            .departures
+            .believed(now, |p| others.contains_key(p), quorum(others.len()))
+            .into_iter()
+            .filter(|leaver| !self.recent_rings(now).any(|r| r.contains(leaver)))
+            .collect();
+        if !members_changed && believed.iter().eq(self.leavers.keys()) {
+            return;
+        }
         let points = self.points(self.latest);
         let mut leavers = BTreeMap::new();
         for leaver in believed {
-            if self.recent_rings(now).any(|r| r.contains(&leaver)) {
-                continue;
-            }
             let with = |me: bool| {
                 let ps = points.iter().filter(|(p, _)| me || *p != self.me_id).copied();
                 Ring::weighted(ps.chain([(leaver, self.vnodes)]), self.vnodes)
@@ -546,7 +554,7 @@ impl Members {
         self.first_met.retain(|_, (_, last)| now.saturating_duration_since(*last) <= FIRST_MET_FOR);
         self.departures.expire(now);
         if !self.leavers.is_empty() {
-            self.refresh_leavers(now);
+            self.refresh_leavers(now, false);
         }
         gone.into_iter().map(Change::Left).chain(grown.into_iter().map(Change::Grew)).collect()
     }
@@ -572,7 +580,7 @@ impl Members {
         }
         self.former.push_back((now, old));
         if !self.leavers.is_empty() {
-            self.refresh_leavers(now);
+            self.refresh_leavers(now, true);
         }
     }
 
