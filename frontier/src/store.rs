@@ -404,6 +404,10 @@ impl Store {
         b.inner.insert(&self.done, done_key(id, url, host), []);
     }
 
+    pub fn remove_done(&self, b: &mut Batch, id: u32, url: &str, host: &str) {
+        b.inner.remove(&self.done, done_key(id, url, host));
+    }
+
     pub fn is_done(&self, id: u32, url: &str, host: &str) -> Result<bool> {
         Ok(self.done.contains_key(done_key(id, url, host))?)
     }

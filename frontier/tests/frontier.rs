@@ -351,6 +351,34 @@ fn a_host_handed_back_is_queued_again_although_its_urls_were_seen_here() {
     assert_eq!(a.push_received(page(&back[0].url, 1)).unwrap(), Received::AlreadyQueued);
 }
 
+/// Churn sweep seed 2: a page the browser was to render left its queue here (done), then went
+/// with its host to the next owner as queued, never fetched. The host came back with it, and
+/// the done list dropped it: five pages nobody fetched. A URL handed over as queued is not
+/// done here.
+#[test]
+fn a_page_handed_over_unfetched_is_queued_again_when_its_host_comes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut a) = open(dir.path(), settings());
+    let t0 = Instant::now() + Duration::from_secs(60);
+    a.push(page("http://r.test/1", 1)).unwrap();
+    // Off the queue to wait for the browser: done as far as the queue knows.
+    let l = take(&mut a, t0);
+    let waiting = l.entry.url.clone();
+    a.complete(l, Completion::Done { page: true }, true, t0).unwrap();
+    let given = a.hand_off(|_| false, |_| Ok(())).unwrap();
+    assert_eq!(given.done, vec![waiting.clone()]);
+    // The crawler sends it as queued, not done, and takes it off the done list here.
+    let url = normalize(&waiting, None).unwrap();
+    assert_eq!(a.undo_done(std::slice::from_ref(&url)).unwrap(), 1);
+    assert_eq!(a.undo_done(std::slice::from_ref(&url)).unwrap(), 0, "once");
+    // Across a reopen, the host comes back with it: this node's to fetch.
+    drop(a);
+    drop(_db);
+    let (_db, mut a) = open(dir.path(), settings());
+    assert_eq!(a.push_received(page(&waiting, 1)).unwrap(), Received::Queued);
+    assert_eq!(a.stats().queued, 1);
+}
+
 #[test]
 fn held_hosts_wait_and_the_others_do_not() {
     let dir = tempfile::tempdir().unwrap();

@@ -192,6 +192,27 @@ impl Frontier {
         Ok(done)
     }
 
+    /// Takes `urls` off their hosts' done lists: pages this node took off its queue but never
+    /// fetched, which left with their host as queued URLs (pages waiting for the browser when
+    /// their host was handed over). Left done here, the host coming back with them later would
+    /// drop them as done ([`Frontier::push_received`]) and nobody would ever fetch them (churn
+    /// sweep seed 2: five pages of a rendered host lost when its owner got it back). Durable
+    /// with the next flush; returns how many were done.
+    pub fn undo_done(&mut self, urls: &[Url]) -> Result<usize> {
+        let mut batch = self.store.batch();
+        let mut undone = 0;
+        for url in urls {
+            let host = HostKey::of(url).into_string();
+            let Some(id) = self.known_id(&host)? else { continue };
+            if self.store.is_done(id, url.as_str(), &host)? {
+                self.store.remove_done(&mut batch, id, url.as_str(), &host);
+                undone += 1;
+            }
+        }
+        self.store.commit(batch)?;
+        Ok(undone)
+    }
+
     /// Whether this node holds `host`'s queue: it knows the host and has not given it away.
     pub fn holds(&self, host: &str) -> bool {
         self.host_ids.get(host).is_some_and(|&id| !self.hosts[id as usize].given_away)

@@ -183,8 +183,10 @@ impl Crawler {
             }
         }
         let mut handed: Option<weft_frontier::HandOff> = None;
+        let unfetched: Vec<url::Url> = renders.iter().map(|w| w.url.clone()).collect();
         let result = blocking(|| {
-            self.inner.frontier.lock().hand_off(keep, |given| {
+            let mut frontier = self.inner.frontier.lock();
+            let given = frontier.hand_off(keep, |given| {
                 let rendering: HashSet<&str> = renders.iter().map(|w| w.url.as_str()).collect();
                 let mut all = weft_frontier::HandOff {
                     queued: given.queued.clone(),
@@ -211,7 +213,11 @@ impl Crawler {
                 persist(&all)?;
                 handed = Some(all);
                 Ok(())
-            })
+            })?;
+            // They went as queued: done here, they would be dropped as done should their host
+            // come back with them.
+            frontier.undo_done(&unfetched)?;
+            Ok::<_, weft_frontier::FrontierError>(given)
         });
         if let Err(e) = result {
             self.inner.storage.error("frontier hand-off", e);
