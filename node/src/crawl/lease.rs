@@ -17,6 +17,10 @@ impl Inner {
         let (host, scheme) = (lease.entry.host.clone(), url.as_ref().map(|u| u.scheme().to_string()));
         self.unflushed.fetch_add(1, Ordering::AcqRel);
         let result = blocking(|| self.frontier.lock().complete(lease, completion, requested, Instant::now()));
+        if let Some(url) = &url_string {
+            // On the done list now (or back in the queue).
+            self.processing.lock().remove(url);
+        }
         if matches!(result, Ok(Completed::Removed | Completed::GaveUp)) {
             // The host may have changed hands while this lease was out: its new owner learns
             // that this URL is done (nothing happens for a host still this node's).
@@ -164,6 +168,8 @@ impl Inner {
                     fetched_at: SystemTime::now(),
                     rendered: false,
                 };
+                // Removed once completed ([`Inner::process`]).
+                self.processing.lock().insert(url.to_string());
                 let learned = self.process_page(page).await;
                 let scheduled = kind == UrlKind::Revisit && blocking(|| self.adapt.is_scheduled(url.as_str()));
                 if learned.hub || scheduled {

@@ -240,6 +240,10 @@ struct Inner {
     /// Leases completed in memory whose completion is not on disk yet: a crash now would
     /// fetch them again (`/status` `unflushed`).
     unflushed: std::sync::atomic::AtomicU64,
+    /// Pages fetched whose lease is still open while they are processed (extraction, the
+    /// indexer's queue): fetched, but not on the done list until their completion. A leaving
+    /// node tells them done with its busy hosts' done lists ([`Crawler::done_of`]).
+    processing: Mutex<HashSet<String>>,
     /// Turns true when a stop's grace is over: requests still waiting for their answer give
     /// up (their URLs go back to the queue), pages already fetched are still processed.
     requests_cut: watch::Sender<bool>,
@@ -275,6 +279,7 @@ impl Crawler {
                 paused: std::sync::atomic::AtomicBool::new(false),
                 throttled: std::sync::atomic::AtomicBool::new(false),
                 unflushed: std::sync::atomic::AtomicU64::new(0),
+                processing: Mutex::new(HashSet::new()),
                 requests_cut: watch::Sender::new(false),
             }),
         }
