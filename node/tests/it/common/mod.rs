@@ -186,6 +186,11 @@ impl Running {
     /// Opens and runs a node on `config` (its API on); returns once the API listens.
     pub async fn start(mut config: Config) -> Running {
         config.api.enabled = true;
+        if config.api.listen == weft_config::ApiConfig::default().listen {
+            // Any free port: two tests on the default port (7700) at once, and one failed to
+            // start (export beside mcp).
+            config.api.listen = "127.0.0.1:0".parse().unwrap();
+        }
         let node = Node::open(config).expect("node opens");
         let (stop, rx) = tokio::sync::watch::channel(false);
         let (tx, addr) = tokio::sync::oneshot::channel();
@@ -193,7 +198,12 @@ impl Running {
             let _ = tx.send(a);
         }));
         let client = reqwest::Client::builder().no_proxy().build().unwrap();
-        Running { api: addr.await.expect("the API listens"), stop, task, client }
+        let api = match addr.await {
+            Ok(api) => api,
+            // The node ended before its API listened: say why.
+            Err(_) => panic!("the node stopped before its API listened: {:?}", task.await),
+        };
+        Running { api, stop, task, client }
     }
 
     /// `GET path` on the node's API, as JSON.
