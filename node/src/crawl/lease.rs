@@ -17,9 +17,9 @@ impl Inner {
         let (host, scheme) = (lease.entry.host.clone(), url.as_ref().map(|u| u.scheme().to_string()));
         self.unflushed.fetch_add(1, Ordering::AcqRel);
         let result = blocking(|| self.frontier.lock().complete(lease, completion, requested, Instant::now()));
-        if let Some(url) = &url_string {
+        if let Some(url) = url_string.clone() {
             // On the done list now (or back in the queue).
-            self.processing.lock().remove(url);
+            self.processing.lock().remove(&(host.clone(), url));
         }
         if matches!(result, Ok(Completed::Removed | Completed::GaveUp)) {
             // The host may have changed hands while this lease was out: its new owner learns
@@ -169,7 +169,7 @@ impl Inner {
                     rendered: false,
                 };
                 // Removed once completed ([`Inner::process`]).
-                self.processing.lock().insert(url.to_string());
+                self.processing.lock().insert((host.clone(), url.to_string()));
                 let learned = self.process_page(page).await;
                 let scheduled = kind == UrlKind::Revisit && blocking(|| self.adapt.is_scheduled(url.as_str()));
                 if learned.hub || scheduled {

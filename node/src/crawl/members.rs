@@ -187,7 +187,7 @@ impl Crawler {
         let result = blocking(|| {
             let mut frontier = self.inner.frontier.lock();
             let given = frontier.hand_off(keep, |given| {
-                let rendering: HashSet<&str> = renders.iter().map(|w| w.url.as_str()).collect();
+                let rendering: HashSet<&str> = unfetched.iter().map(Url::as_str).collect();
                 let mut all = weft_frontier::HandOff {
                     queued: given.queued.clone(),
                     done: given.done.iter().filter(|u| !rendering.contains(u.as_str())).cloned().collect(),
@@ -279,13 +279,15 @@ impl Crawler {
                 Vec::new()
             }
         };
-        let processing: Vec<String> = self.inner.processing.lock().iter().cloned().collect();
-        for u in processing {
-            let on_host = Url::parse(&u).is_ok_and(|url| hosts.contains(HostKey::of(&url).as_str()));
-            if on_host && !done.contains(&u) {
-                done.push(u);
-            }
-        }
+        let processing: Vec<String> = self
+            .inner
+            .processing
+            .lock()
+            .iter()
+            .filter(|(host, url)| hosts.contains(host) && !done.contains(url))
+            .map(|(_, url)| url.clone())
+            .collect();
+        done.extend(processing);
         done
     }
 

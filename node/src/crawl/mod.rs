@@ -242,8 +242,8 @@ struct Inner {
     unflushed: std::sync::atomic::AtomicU64,
     /// Pages fetched whose lease is still open while they are processed (extraction, the
     /// indexer's queue): fetched, but not on the done list until their completion. A leaving
-    /// node tells them done with its busy hosts' done lists ([`Crawler::done_of`]).
-    processing: Mutex<HashSet<String>>,
+    /// node tells them done with its busy hosts' done lists ([`Crawler::done_of`]). (host, URL).
+    processing: Mutex<HashSet<(String, String)>>,
     /// Turns true when a stop's grace is over: requests still waiting for their answer give
     /// up (their URLs go back to the queue), pages already fetched are still processed.
     requests_cut: watch::Sender<bool>,
