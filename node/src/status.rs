@@ -258,9 +258,14 @@ impl prometheus_client::collector::Collector for StatusCollector {
             ];
             encode_gauges(&mut enc, &gauges)?;
             let q = &n.search;
-            let counters: [Plain; 6] = [
+            let counters: [Plain; 7] = [
                 ("weft_search_queries", "Network queries this node sent", q.queries),
                 ("weft_search_peers_contacted", "Peers asked by this node's network queries", q.peers_contacted),
+                (
+                    "weft_search_provider_lookups",
+                    "DHT provider lookups this node's network queries started",
+                    q.provider_lookups,
+                ),
                 ("weft_search_partial", "Network queries returned with a peer missing", q.partial),
                 ("weft_search_answered", "Other nodes' queries answered", q.answered),
                 ("weft_search_busy", "Other nodes' queries refused as busy", q.busy),

@@ -149,11 +149,16 @@ async fn the_api_matches_its_spec_and_write_endpoints_want_the_token() {
     let (status, _) = api.call(Method::POST, "/crawl/pause", Some(&token), None).await;
     assert_eq!(status, StatusCode::OK);
     let deadline = Instant::now() + Duration::from_secs(20);
-    while api.status().await["state"] != "paused" || server.in_flight() > 0 {
-        assert!(Instant::now() < deadline, "not paused: {}", api.status().await);
+    // Paused, and nothing the node started is still on its way: the node reports no fetch in
+    // flight and the server is answering none.
+    loop {
+        let s = api.status().await;
+        if s["state"] == "paused" && s["in_flight"] == 0 && server.in_flight() == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not paused: {s}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
     let before = server.requests().len();
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(server.requests().len(), before, "no request while paused");

@@ -4,7 +4,11 @@
 //! A query goes through three steps:
 //!
 //! 1. **discover** — ask the DHT for the providers of the query's LSH buckets (cached for
-//!    [`PROVIDER_TTL`]; at most [`DISCOVERY`] or a quarter of the deadline);
+//!    [`PROVIDER_TTL`]; at most [`DISCOVERY`] or a quarter of the deadline). Skipped when this
+//!    node holds every member's summary: ranking reads providers only for members without one,
+//!    so the lookups could not change whom the query goes to, and they cost the query up to
+//!    [`DISCOVERY`] and every peer a burst of DHT requests (on a loaded box that burst delayed
+//!    the answers past the hedge);
 //! 2. **rank and send** — [`crate::summaries::rank`] orders members by centroid similarity (and
 //!    providers without a known summary by their bucket matches); the first `fanout` get the
 //!    query;
@@ -96,6 +100,8 @@ pub struct SearchStatus {
     /// Network queries this node sent, and peers asked in total.
     pub queries: u64,
     pub peers_contacted: u64,
+    /// DHT provider lookups the queries started (none while every member's summary is known).
+    pub provider_lookups: u64,
     pub partial: u64,
     /// Queries from others answered, and refused as busy (rate or queue).
     pub answered: u64,
@@ -318,6 +324,14 @@ impl EventLoop {
             pending: HashMap::new(),
             answer: NetworkAnswer::default(),
         };
+        // Providers only rank members whose summary this node lacks (`rank`): with every
+        // member's summary here, the DHT has nothing to add.
+        let me = *self.swarm.local_peer_id();
+        let probes = if self.members.peers().iter().all(|p| *p == me || self.querying.summaries.knows(&p.to_string())) {
+            Vec::new()
+        } else {
+            probes
+        };
         for probe in probes {
             let weight = if probe.exact { 1.0 } else { 0.5 };
             match self.querying.cache.get(&probe.key).filter(|(at, _)| at.elapsed() < PROVIDER_TTL) {
@@ -330,6 +344,7 @@ impl EventLoop {
                     self.querying.cache.remove(&probe.key);
                     let qid = self.swarm.behaviour_mut().kad.get_providers(kad::RecordKey::new(&probe.key));
                     self.querying.lookups.insert(qid, (id, weight));
+                    self.querying.counts.provider_lookups += 1;
                     query.lookups_left += 1;
                 }
             }

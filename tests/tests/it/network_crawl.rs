@@ -82,8 +82,15 @@ async fn each_host_is_crawled_by_its_owner_alone() {
         assert!(tokio::time::Instant::now() < deadline, "only {} of {pages} pages fetched", fetched.len());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    // Let in-flight work settle, then judge from the server's log.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Every page was asked for once; judge from the server's log when every crawler says it
+    // is idle (nothing queued, nothing in flight) and the server is answering nothing, so a
+    // repeat still on its way is counted.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while server.in_flight() > 0 || crawlers.iter().any(|c| c.state() != weft_node::CrawlState::Idle) {
+        let states: Vec<_> = crawlers.iter().map(|c| c.state().as_str()).collect();
+        assert!(tokio::time::Instant::now() < deadline, "the crawlers never went idle: {states:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let mut by_host: HashMap<String, HashSet<usize>> = HashMap::new();
     let mut count: HashMap<(String, String), usize> = HashMap::new();
     for r in server.requests() {
