@@ -9,5 +9,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release --locked -q -p weft-node -p weft-simnet
+mold -run cargo build --release --locked -q -p weft-node -p weft-simnet
 exec target/release/weft demo "$@"

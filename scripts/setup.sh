@@ -21,6 +21,9 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 # The NAT lab test builds network namespaces (ip) with masquerading routers (nft).
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v nft >/dev/null 2>&1 || need_apt+=(nftables)
+# mold links the ~40 test binaries and the release build several times faster than GNU ld;
+# the scripts run cargo under `mold -run`, which leaves cargo's fingerprints as they are.
+command -v mold >/dev/null 2>&1 || need_apt+=(mold)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   echo "setup: installing ${need_apt[*]}"
