@@ -8,7 +8,7 @@ Why not `cargo test` alone: it prints no test's duration on stable Rust. libtest
 fingerprint and rebuilds the whole tree. Why not cargo-nextest: see README, "How the suite is
 laid out".
 
-Usage: run_tests.py BUILD_JSON [--only FILTER ...] [--skip FILTER ...] [--bound SECS] [--name NAME]
+Usage: run_tests.py BUILD_JSON [--only FILTER ...] [--skip FILTER ...] [--bound SECS] [--name NAME] [--jobs N]
 BUILD_JSON is `cargo test --no-run --message-format=json`'s output. Exit status 1 when any test
 failed or a binary ended badly (it crashed, or outlived --bound and was killed).
 """
@@ -20,7 +20,9 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 import xml.etree.ElementTree as ET
 
 RESULT = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored)(?: <([0-9.]+)s>)?")
@@ -46,30 +48,37 @@ def executables(build_json):
     return sorted(set(found))
 
 
-def run(binary, pkg_dir, args, bound):
-    """Runs one test binary, echoing its output; returns (exit code or None if killed, lines, secs)."""
+PRINT = threading.Lock()
+
+
+def run(binary, pkg_dir, args, bound, tag):
+    """Runs one test binary, echoing its output (each line tagged with its binary when binaries
+    run side by side); returns (exit code or None if killed, lines, secs)."""
     env = dict(os.environ, RUSTC_BOOTSTRAP="1", CARGO_MANIFEST_DIR=pkg_dir)
     cmd = [binary, *args, "-Z", "unstable-options", "--report-time"]
     started = time.monotonic()
     p = subprocess.Popen(cmd, cwd=pkg_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          errors="replace", start_new_session=True)
     lines = []
-    killed = False
+    killed = threading.Event()
 
-    def stop(*_):
-        nonlocal killed
-        killed = True
-        os.killpg(p.pid, signal.SIGKILL)
+    def stop():
+        killed.set()
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
-    signal.signal(signal.SIGALRM, stop)
-    signal.alarm(bound)
+    timer = threading.Timer(bound, stop)
+    timer.start()
     for line in p.stdout:
-        sys.stdout.write(line)
-        sys.stdout.flush()
+        with PRINT:
+            sys.stdout.write(f"{tag}{line}")
+            sys.stdout.flush()
         lines.append(line.rstrip("\n"))
     code = p.wait()
-    signal.alarm(0)
-    return (None if killed else code), lines, time.monotonic() - started
+    timer.cancel()
+    return (None if killed.is_set() else code), lines, time.monotonic() - started
 
 
 def main():
@@ -80,26 +89,40 @@ def main():
     ap.add_argument("--bound", type=int, default=1800, help="seconds a binary may run before it is killed")
     ap.add_argument("--name", default="tests", help="names the JUnit file and the summary")
     ap.add_argument("--out", default="target/test-results")
+    ap.add_argument("--jobs", type=int, default=1, help="test binaries run at once")
     o = ap.parse_args()
 
     results = []  # (binary label, test, status, secs)
     binaries = []  # (label, secs, code)
     failed_binaries = []
-    for pkg_name, pkg_dir, exe, label, _ in executables(o.build_json):
-        args = list(o.only)
-        for s in o.skip:
-            args += ["--skip", s]
-        print(f"\n==> {label} ({os.path.basename(exe)})", flush=True)
-        code, lines, secs = run(exe, pkg_dir, args, o.bound)
-        ran = 0
-        for line in lines:
-            m = RESULT.match(line)
-            if m:
-                ran += 1
-                results.append((label, m.group(1), m.group(2), float(m.group(3) or 0)))
-        binaries.append((label, secs, code, ran))
-        if code != 0:
-            failed_binaries.append(label if code is not None else f"{label} (killed after {o.bound} s)")
+    args = list(o.only)
+    for s in o.skip:
+        args += ["--skip", s]
+    # Biggest binaries first: they hold the system tests, the longest runs, so the small ones
+    # fill the gaps beside them. Tests that run a network of nodes take turns across binaries
+    # (weft_simnet::failures::one_network_at_a_time).
+    found = sorted(executables(o.build_json), key=lambda e: -os.path.getsize(e[2]))
+    tagged = o.jobs > 1
+
+    def one(e):
+        pkg_name, pkg_dir, exe, label, _ = e
+        with PRINT:
+            print(f"\n==> {label} ({os.path.basename(exe)})", flush=True)
+        return e, run(exe, pkg_dir, args, o.bound, f"[{label}] " if tagged else "")
+
+    wall = time.monotonic()
+    with ThreadPoolExecutor(max_workers=o.jobs) as pool:
+        for (pkg_name, pkg_dir, exe, label, _), (code, lines, secs) in pool.map(one, found):
+            ran = 0
+            for line in lines:
+                m = RESULT.match(line)
+                if m:
+                    ran += 1
+                    results.append((label, m.group(1), m.group(2), float(m.group(3) or 0)))
+            binaries.append((label, secs, code, ran))
+            if code != 0:
+                failed_binaries.append(label if code is not None else f"{label} (killed after {o.bound} s)")
+    wall = time.monotonic() - wall
 
     os.makedirs(o.out, exist_ok=True)
     suite = ET.Element("testsuites", name=o.name)
@@ -119,8 +142,8 @@ def main():
     ET.ElementTree(suite).write(junit, encoding="utf-8", xml_declaration=True)
 
     failed = [(l, t) for l, t, s, _ in results if s == "FAILED"]
-    print(f"\n==> {o.name}: {len(results)} tests in {len(binaries)} binaries, "
-          f"{sum(b[1] for b in binaries):.0f} s; JUnit: {junit}")
+    print(f"\n==> {o.name}: {len(results)} tests in {len(binaries)} binaries, {wall:.0f} s "
+          f"({sum(b[1] for b in binaries):.0f} s of binaries, {o.jobs} at a time); JUnit: {junit}")
     print("slowest tests:")
     for label, test, _, secs in sorted(results, key=lambda r: -r[3])[:10]:
         print(f"  {secs:8.1f} s  {label} {test}")

@@ -29,17 +29,57 @@ impl WorkDir {
         Ok(WorkDir { dir, path, test: test.to_string() })
     }
 
+    /// A fresh dir for the test running on this thread, named after it (libtest names each
+    /// test's thread after the test): `module-test`, then `module-test-2`, `-3`, ... for the
+    /// test's further dirs. For a system test's data dirs, so a failure keeps them.
+    pub fn for_this_test() -> std::io::Result<WorkDir> {
+        thread_local! {
+            static MADE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+        }
+        let n = MADE.with(|m| {
+            m.set(m.get() + 1);
+            m.get()
+        });
+        let test = std::thread::current().name().unwrap_or("unnamed").replace("::", "-");
+        WorkDir::new(&if n == 1 { test } else { format!("{test}-{n}") })
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
 }
 
 /// Tests that run a network of nodes take this first: on two cores, two networks at once slow
-/// each other past their bounds (a crate's tests share one process and run two at a time).
-/// Lighter tests run beside them.
-pub fn one_network_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+/// each other past their bounds. Lighter tests run beside them. The turn is held across
+/// processes too (an `flock` on `network.lock` in the target dir), because the test runner
+/// runs several test binaries at once and each crate's tests share one process.
+pub fn one_network_at_a_time() -> NetworkTurn {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+    let in_process = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = failures_dir().parent().map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join("network.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("the network lock {}: {e}", path.display()));
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor this function owns; released when `file` closes.
+    while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        let e = std::io::Error::last_os_error();
+        assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "the network lock {}: {e}", path.display());
+    }
+    NetworkTurn { _file: file, _in_process: in_process }
+}
+
+/// A test's turn to run a network (see [`one_network_at_a_time`]); the next test's starts
+/// when it is dropped.
+pub struct NetworkTurn {
+    // Field order is drop order: the file lock goes first, then the in-process one.
+    _file: std::fs::File,
+    _in_process: std::sync::MutexGuard<'static, ()>,
 }
 
 /// Where failing tests leave their work dirs: `$CARGO_TARGET_DIR/test-failures`, or the
@@ -106,5 +146,37 @@ mod tests {
             work.path().to_path_buf()
         };
         assert!(!path.exists() && !kept.exists());
+    }
+
+    #[test]
+    fn a_tests_dirs_are_named_after_it_and_numbered() {
+        let first = failures_dir().join("failures-tests-a_tests_dirs_are_named_after_it_and_numbered");
+        let second = first.with_file_name(format!("{}-2", first.file_name().unwrap().to_string_lossy()));
+        let _ = std::fs::remove_dir_all(&first);
+        let _ = std::fs::remove_dir_all(&second);
+        let outcome = std::panic::catch_unwind(|| {
+            let (a, b) = (WorkDir::for_this_test().unwrap(), WorkDir::for_this_test().unwrap());
+            std::fs::write(a.path().join("a"), "").unwrap();
+            std::fs::write(b.path().join("b"), "").unwrap();
+            panic!("the test fails");
+        });
+        assert!(outcome.is_err());
+        assert!(first.join("a").exists() && second.join("b").exists(), "{first:?} {second:?}");
+        std::fs::remove_dir_all(&first).unwrap();
+        std::fs::remove_dir_all(&second).unwrap();
+    }
+
+    #[test]
+    fn networks_take_turns_across_processes() {
+        use std::os::fd::AsRawFd;
+        let turn = one_network_at_a_time();
+        let path = failures_dir().parent().unwrap().join("network.lock");
+        let other = std::fs::File::open(&path).unwrap();
+        // SAFETY: a non-blocking flock on a descriptor this test owns, as another process would.
+        let try_lock = || unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        assert_ne!(try_lock(), 0, "taken while a test holds its turn");
+        // Not asserted free after `drop(turn)`: a test binary running beside this one may take
+        // its turn in between.
+        drop(turn);
     }
 }

@@ -130,7 +130,7 @@ async fn until(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_follows_a_scheme_move_revisits_hubs_pauses_a_refusing_host_and_finds_a_deep_archive() {
     let server = WebServer::start(vec![moved_before(), growing(12), refusing(), deep()]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let data = dir.path().join("data");
     let mut c = common::config(&server, &data, 20);
     c.api.listen = "127.0.0.1:0".parse().unwrap();
@@ -266,7 +266,7 @@ async fn a_node_follows_a_scheme_move_revisits_hubs_pauses_a_refusing_host_and_f
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crawl_that_cannot_reach_anything_says_it_is_stalled_and_why() {
     let server = WebServer::start(vec![]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut c = common::config(&server, &dir.path().join("data"), 20);
     c.api.listen = "127.0.0.1:0".parse().unwrap();
     c.crawl.stall_secs = 2;

@@ -60,7 +60,7 @@ impl Api {
 async fn the_api_matches_its_spec_and_write_endpoints_want_the_token() {
     let server =
         WebServer::start(vec![generated_site("a.test", 30, 3), generated_site("b.test", 30, 3)]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut c = common::config(&server, dir.path(), 150);
     c.api.listen = "127.0.0.1:0".parse().unwrap();
     c.crawl.concurrency = 2;
@@ -201,7 +201,7 @@ async fn the_api_matches_its_spec_and_write_endpoints_want_the_token() {
 async fn the_api_refuses_foreign_hosts_and_bounds_slow_and_oversized_requests() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let server = WebServer::start(vec![generated_site("a.test", 5, 2)]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut c = common::config(&server, dir.path(), 150);
     c.api.listen = "127.0.0.1:0".parse().unwrap();
     c.api.allowed_hosts = vec!["weft.home.arpa".into()];

@@ -67,7 +67,7 @@ async fn bad_input_is_counted_and_the_crawl_goes_on() {
         .with("/robots.txt", Resource::Huge { bytes: 4 * 1024 * 1024 })
         .html("/", "<p>huge robots, still crawled</p>");
     let server = WebServer::start(vec![site, garbage, huge_robots]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut cfg = common::config(&server, dir.path(), 0);
     cfg.fetch.max_body_bytes = 1024 * 1024;
     cfg.fetch.read_timeout_ms = 500;
@@ -107,7 +107,7 @@ async fn bad_input_is_counted_and_the_crawl_goes_on() {
 async fn ssrf_guard_blocks_loopback_unless_allowed() {
     let site = Site::new("inner.test").with("/robots.txt", Resource::robots("")).html("/", "<p>router admin</p>");
     let server = WebServer::start(vec![site]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut cfg = common::config(&server, dir.path(), 0);
     cfg.fetch.allow_private_networks = false;
     // Through the resolver (the override maps inner.test to 127.0.0.1) and as an IP literal.
@@ -117,7 +117,7 @@ async fn ssrf_guard_blocks_loopback_unless_allowed() {
     assert_eq!(status.errors.get("ssrf_blocked").copied(), Some(2), "{status:?}");
     assert_eq!(status.queued, 0);
 
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut cfg = common::config(&server, dir.path(), 0);
     cfg.crawl.seeds = vec![server.url("inner.test", "/")];
     let status = common::crawl_until_idle(cfg, Duration::from_secs(30)).await;
@@ -153,7 +153,7 @@ async fn a_site_linking_made_up_hosts_brings_a_bounded_number_of_them() {
         let page = (i * 100..(i + 1) * 100).map(link).collect::<String>();
         server.replace_site(Site::new(&sub(i)).with("/robots.txt", robots()).html("/p", &page));
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut cfg = common::config(&server, dir.path(), 0);
     // Every made-up host resolves to the test server (which answers 404 for hosts it does not
     // serve: robots.txt allows all, the page is gone): nothing leaves the machine.

@@ -111,7 +111,7 @@ async fn rendering_through_the_crawler_is_polite_and_obeys_robots() {
         .with("/private/secret.png", Resource::text("image/png", "x"))
         .with("/private/data.json", Resource::text("application/json", "{}"));
     let server = WebServer::start(vec![site]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut config = weft_config::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
     config.fetch.allow_private_networks = true;
     config.fetch.resolve = [("polite.test".to_string(), "127.0.0.1".parse().unwrap())].into();

@@ -51,7 +51,7 @@ async fn until(page: &chromiumoxide::Page, js: &str, what: &str) -> Result<(), B
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_shows_the_node_and_answers_a_search_in_chromium() {
     let server = WebServer::start(vec![topic_site("topics.test")]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut c = weft_config::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
     c.fetch.allow_private_networks = true;
     let lo: IpAddr = "127.0.0.1".parse().unwrap();

@@ -117,7 +117,7 @@ fn stop(mut child: Killed) {
 fn a_static_site_is_crawled_completely_with_the_defaults_each_page_once() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = rt.block_on(WebServer::start(vec![small_static_site()])).unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let seed = format!("http://127.0.0.1:{}/", server.port());
     let started = Instant::now();
     let (child, api) = start_default(&dir.path().join("data"), &seed, &[]);
@@ -168,7 +168,7 @@ async fn a_host_given_back_by_a_browser_request_wakes_the_crawl() {
         Resource::Delayed { delay: Duration::from_secs(2), inner: Box::new(Resource::text("text/javascript", "1")) };
     let site = weft_simnet::generated_site("wake.test", 6, 2).with("/slow.js", slow);
     let server = WebServer::start(vec![site]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     // About the crawl loop and the browser's borrowing of a host; the browser itself is not
     // needed (the request is made the way the browser's requests are).
     let mut c = common::config(&server, dir.path(), 100);
@@ -231,7 +231,7 @@ fn spa_site(host: &str, pages: usize, script_delay: Duration) -> Site {
 fn browsers_stop_when_idle_and_none_outlives_a_killed_node() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = rt.block_on(WebServer::start(vec![spa_site("127.0.0.1", 4, Duration::ZERO)])).unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let seed = format!("http://127.0.0.1:{}/", server.port());
     let idle = [("WEFT_LAYOUTS__BROWSER_IDLE_SECS", "2"), ("WEFT_POLITENESS__DEFAULT_DELAY_MS", "100")];
     let (child, api) = start_default(&dir.path().join("data"), &seed, &idle);
@@ -305,7 +305,7 @@ fn signals_end_the_node_within_their_bounds() {
         // second node's own is one more. (Counting any, the second node was signalled before
         // it had started, exited cleanly at once, and the forced exit was never tested.)
         let busy = server.in_flight();
-        let dir = tempfile::tempdir().unwrap();
+        let dir = common::work_dir();
         let (mut child, _api) =
             start_default(&dir.path().join("data"), &seed, &[("WEFT_POLITENESS__DEFAULT_DELAY_MS", "100")]);
         let deadline = Instant::now() + Duration::from_secs(30);

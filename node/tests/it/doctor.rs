@@ -14,7 +14,7 @@ fn doctor(config: &std::path::Path) -> (bool, String) {
 
 #[test]
 fn doctor_names_every_problem_with_its_fix_and_passes_a_working_setup() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     // A data dir that is a file, missing model files, no Chromium, a taken API port, a
     // bootstrap peer nobody listens on.
     let data = dir.path().join("not-a-dir");

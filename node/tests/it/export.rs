@@ -23,7 +23,7 @@ fn jsonl(path: &Path) -> Vec<serde_json::Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn documents_and_chunks_go_out_as_jsonl_and_parquet_from_the_node_or_its_data_dir() {
     let server = WebServer::start(vec![topic_site("topics.test")]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let data = dir.path().join("data");
     let mut c = common::config(&server, &data, 0);
     c.index.enabled = true;

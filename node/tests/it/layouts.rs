@@ -149,7 +149,7 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 async fn templates_are_learned_used_repaired_relearned_and_a_spa_is_rendered() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let server = WebServer::start(site_before()).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let url = |path: &str| server.url(HOST, path);
     // Layouts are kept per host key (`name:port`).
     let (coast_key, manual_key) = (format!("{HOST}:{}", server.port()), format!("{MANUAL}:{}", server.port()));
@@ -316,7 +316,7 @@ async fn short_pages_among_long_ones_are_no_layout_change_and_every_page_is_requ
         site = site.html(&format!("/short/{n}"), &coast::short_article(600 + n));
     }
     let server = WebServer::start(vec![site]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let key = format!("{BRIEF}:{}", server.port());
 
     // The layout is learned on long pages ...

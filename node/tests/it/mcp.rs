@@ -25,7 +25,7 @@ fn structured(r: &CallToolResult) -> &Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_client_lists_and_calls_every_tool() {
     let server = WebServer::start(vec![topic_site("topics.test")]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut c = common::config(&server, dir.path(), 0);
     c.index.enabled = true;
     c.embed = weft_index::testing::embed_config();

@@ -10,7 +10,7 @@ use weft_simnet::{generated_site, WebServer};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_its_memory_target_a_node_starts_no_new_request() {
     let server = WebServer::start(vec![generated_site("m.test", 200, 3)]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut c = common::config(&server, dir.path(), 100);
     c.api.listen = "127.0.0.1:0".parse().unwrap();
     c.crawl.seeds = vec![server.url("m.test", "/")];

@@ -28,7 +28,7 @@ fn status(api: &str) -> serde_json::Value {
 
 #[test]
 fn a_second_node_joins_the_first_with_bootstrap() {
-    let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a_dir, b_dir) = (common::work_dir(), common::work_dir());
     let (mut a, mut a_logs) = spawn_weft(&write_config(a_dir.path()), &["--p2p"]);
     let boot = a_logs.field("addr", "/p2p/");
     let a_api = a_logs.field("addr", "127.0.0.1:");

@@ -25,7 +25,7 @@ async fn hosts_are_never_hit_faster_than_their_delay() {
         ]),
     );
     let server = WebServer::start(vec![a, b, c]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut cfg = common::config(&server, dir.path(), 300);
     cfg.crawl.seeds = ["a.test", "b.test", "c.test"].iter().map(|h| server.url(h, "/")).collect();
     let status = common::crawl_until_idle(cfg, Duration::from_secs(60)).await;
@@ -74,7 +74,7 @@ async fn robots_5xx_disallows_until_it_recovers() {
         Resource::Sequence(vec![Resource::status(503), Resource::robots("User-agent: *\nAllow: /\n")]),
     );
     let server = WebServer::start(vec![site]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut cfg = common::config(&server, dir.path(), 0);
     cfg.politeness.robots_retry_secs = 1;
     cfg.crawl.seeds = vec![server.url("r.test", "/")];

@@ -34,7 +34,7 @@ fn config(server: &WebServer, dir: &std::path::Path) -> weft_config::Config {
 async fn over_its_disk_quota_a_node_evicts_its_oldest_documents() {
     let news = news_site(HOST, 1, ARTICLES);
     let server = WebServer::start(vec![news.site.clone()]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let c = config(&server, dir.path());
     let (_stop, rx) = tokio::sync::watch::channel(false);
     Node::open(c.clone()).unwrap().run(RunOptions { exit_when_idle: true }, rx, |_| {}).await.unwrap();

@@ -64,7 +64,7 @@ fn kill_9_and_restart_fetches_every_page_exactly_once() {
     let server = rt
         .block_on(WebServer::start(vec![generated_site("k1.test", 40, 3), generated_site("k2.test", 40, 3)]))
         .unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let config = write_config(&server, dir.path());
 
     let (mut child, addr) = start(&config);
@@ -114,6 +114,9 @@ fn kill_9_and_restart_fetches_every_page_exactly_once() {
     let before = page_fetches(&server);
     eprintln!("killed with {} of 80 pages fetched", before.len());
     assert!(before.len() < 80, "killed mid-crawl, not after it ({} pages fetched at the kill)", before.len());
+    // Whatever the server logs from here to the restart was sent by the killed node before it
+    // died (a request still in the server's socket when the node was killed is read later).
+    let restarted_at = Instant::now();
 
     let (child, mut logs) = common::spawn_weft(&config, &["--exit-when-idle"]);
     finishes(child);
@@ -135,18 +138,33 @@ fn kill_9_and_restart_fetches_every_page_exactly_once() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(answer["hits"].as_array().unwrap().len(), 10, "{answer}");
-    // Only a request that was in flight at the kill could legitimately be repeated; the quiet
-    // moment above means there should be none.
+    // Only a request that was in flight at the kill could legitimately be repeated (the known
+    // gap: a SIGKILLed node's unacknowledged fetch is fetched again); the quiet moment above
+    // makes that rare, not impossible: a request the node had just written to its socket
+    // reaches the server's log after the kill (seen once, beside a build).
     let in_flight_at_kill: Vec<_> = server
         .requests()
         .into_iter()
-        .filter(|r| r.started <= kill_at && r.answered + Duration::from_millis(15) >= kill_at)
+        .filter(|r| r.started < restarted_at && r.answered + Duration::from_millis(15) >= kill_at)
         .collect();
     let repeated: Vec<_> = counts.iter().filter(|(_, &n)| n > 1).collect();
     let said: Vec<String> = repeated.iter().flat_map(|((_, p), _)| logs.lines_with(p.as_str())).collect();
+    // Each request of a repeated page, in ms from the kill: (path, started, answered, status).
+    let ms = |t: Instant| if t >= kill_at { (t - kill_at).as_millis() as i64 } else { -((kill_at - t).as_millis() as i64) };
+    let timeline: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| repeated.iter().any(|((h, p), _)| *h == r.host && *p == r.path))
+        .map(|r| (format!("{}{}", r.host, r.path), ms(r.started), ms(r.answered), r.status))
+        .collect();
+    let unexplained: Vec<_> = repeated
+        .iter()
+        .filter(|((h, p), _)| !in_flight_at_kill.iter().any(|r| r.host == *h && r.path == *p))
+        .collect();
     assert!(
-        repeated.is_empty(),
-        "fetched more than once: {repeated:?} (in flight at kill: {in_flight_at_kill:?}); the restarted node said: {said:#?}"
+        unexplained.is_empty() && repeated.len() <= 1,
+        "fetched more than once: {repeated:?}, requests in ms from the kill: {timeline:?} (in flight at \
+         kill: {in_flight_at_kill:?}); the restarted node said: {said:#?}"
     );
     let robots = server.requests().iter().filter(|r| r.path == "/robots.txt").count();
     assert_eq!(robots, 2, "robots.txt is cached in the data dir across the restart (one per host)");
@@ -173,7 +191,7 @@ fn a_stop_finishes_the_pages_it_fetched_and_keeps_the_requests_it_cut() {
     let server = rt
         .block_on(WebServer::start(vec![generated_site("k1.test", 40, 3), generated_site("k2.test", 40, 3), hang]))
         .unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     // A grace of 0 (default 20 s): the stop cuts every request at once, so each page in
     // flight at the signal is either one being indexed or one whose answer never came.
     let config =
@@ -251,7 +269,7 @@ fn a_stop_finishes_the_pages_it_fetched_and_keeps_the_requests_it_cut() {
 
 #[test]
 fn config_check_and_show() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let bad = dir.path().join("bad.toml");
     std::fs::write(&bad, "[fetch]\nmax_redirects = 50\n").unwrap();
     let out = Command::new(WEFT).args(["config", "check"]).arg(&bad).output().unwrap();

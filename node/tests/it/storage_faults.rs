@@ -137,7 +137,7 @@ fn remove_while_written(dir: &Path) {
 #[test]
 fn the_data_dir_removed_under_a_running_node() {
     let (_rt, server) = server();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let data = dir.path().join("data");
     let config = write_config(&server, dir.path(), &data);
     let (mut child, mut logs) = start_until(&server, &config, 5);
@@ -155,7 +155,7 @@ fn the_data_dir_removed_under_a_running_node() {
 #[test]
 fn a_full_disk_under_a_running_node() {
     let (_rt, server) = server();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let data = dir.path().join("data");
     std::fs::create_dir(&data).unwrap();
     let Some(_mount) = Mounted::new(&["-t", "tmpfs", "-o", "size=30m", "tmpfs"], &data) else { return };
@@ -185,7 +185,7 @@ fn a_full_disk_under_a_running_node() {
 #[test]
 fn a_read_only_data_dir_under_a_running_node() {
     let (_rt, server) = server();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let data = dir.path().join("data");
     let config = write_config(&server, dir.path(), &data);
     let (mut child, mut logs) = start_until(&server, &config, 5);
@@ -223,7 +223,7 @@ fn open_only(dir: &Path) -> weft_config::Config {
 /// database said "is another weft node running?" and sent the operator looking for one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_lock_is_named_as_another_node_and_unreadable_files_are_not() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut c = open_only(dir.path());
     let first = weft_node::Node::open(c.clone()).unwrap();
     let err = format!("{:#}", weft_node::Node::open(c.clone()).err().expect("the lock is held"));
@@ -243,7 +243,7 @@ async fn a_held_lock_is_named_as_another_node_and_unreadable_files_are_not() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupted_database_is_named_as_such() {
     use std::io::{Read, Seek, SeekFrom, Write};
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let c = open_only(dir.path());
     drop(weft_node::Node::open(c.clone()).unwrap());
     let db = c.data_dir.join("db");
@@ -296,7 +296,7 @@ async fn a_corrupted_database_is_named_as_such() {
 /// set ahead by hand, to test the node's side of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_that_lost_flushed_writes_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let c = open_only(dir.path());
     drop(weft_node::Node::open(c.clone()).unwrap());
     let db = c.data_dir.join("db");

@@ -44,7 +44,7 @@ async fn crawled_pages_are_extracted_and_low_confidence_ones_get_a_second_opinio
             site.html(&format!("/2019/11/19/story-number-{i}-long-slug"), &format!("<article>{}</article>", prose(10)));
     }
     let server = WebServer::start(vec![site]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut c = common::loopback_config(&server, "news.test", dir.path(), 0);
     c.extract.second_opinion = SecondOpinion::Always;
     c.extract.second_opinion_below = 0.5;

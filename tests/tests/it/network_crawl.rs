@@ -37,7 +37,7 @@ fn config(server: &WebServer, dir: &std::path::Path, n: usize, bootstrap: Vec<St
 async fn each_host_is_crawled_by_its_owner_alone() {
     let _network = common::one_network_at_a_time();
     let server = WebServer::start_with(sites).await.unwrap();
-    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let dirs: Vec<_> = (0..3).map(|_| common::work_dir()).collect();
 
     let first = Node::open(config(&server, dirs[0].path(), 0, vec![])).unwrap();
     let net = first.network().unwrap().clone();

@@ -23,7 +23,7 @@ async fn a_syndicated_story_is_indexed_once_in_the_network() {
     let sites: Vec<Site> =
         (0..16).map(|i| Site::new(&format!("s{i}.test")).html("/story", &story(&format!("Site {i}")))).collect();
     let server = WebServer::start(sites).await.unwrap();
-    let (d0, d1) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (d0, d1) = (common::work_dir(), common::work_dir());
     let first = Node::open(config(&server, d0.path(), 0, vec![])).unwrap();
     let net0 = first.network().unwrap().clone();
     tokio::time::timeout(Duration::from_secs(10), net0.wait_for(|s| !s.listen_addrs.is_empty())).await.unwrap();

@@ -47,11 +47,11 @@ struct Running {
     crawler: Crawler,
     stop: tokio::sync::watch::Sender<bool>,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
-    _dir: tempfile::TempDir,
+    _dir: common::WorkDir,
 }
 
 async fn start(server: &WebServer, n: usize, bootstrap: Vec<String>, delay_ms: u64) -> Running {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut c = common::member_config(server, dir.path(), n, bootstrap, delay_ms);
     c.index.enabled = false; // these tests judge who fetches what: nothing is embedded or searched
     let node = Node::open(c).unwrap();
@@ -70,7 +70,7 @@ async fn start_paused(
     n: usize,
     bootstrap: Vec<String>,
 ) -> (Running, weft_node::layouts::RenderQueue) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut c = common::member_config(server, dir.path(), n, bootstrap, 0);
     c.index.enabled = false; // about the hand-off, not the index
     let node = Node::open(c).unwrap();
@@ -212,7 +212,7 @@ async fn urls_handed_back_by_a_leaving_node_are_fetched_by_the_node_that_had_see
     }
 
     // Node 1 joins with its crawl paused: it takes its hosts' queues and fetches nothing.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut c = common::member_config(&server, dir.path(), 1, vec![boot], 4000);
     c.index.enabled = false; // about who fetches what: nothing is embedded or searched here
     let node = Node::open(c).unwrap();

@@ -41,11 +41,11 @@ struct RawPeer {
     handle: weft_p2p::NetworkHandle,
     task: tokio::task::JoinHandle<()>,
     queries: tokio::sync::mpsc::Receiver<weft_p2p::SearchInbound>,
-    _dir: tempfile::TempDir,
+    _dir: common::WorkDir,
 }
 
 fn raw_peer(bootstrap: &str) -> RawPeer {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let key = weft_p2p::identity::load_or_create(dir.path()).unwrap();
     let p2p = weft_config::P2pConfig {
         enabled: true,
@@ -77,7 +77,7 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
         .flat_map(|t| (0..CANDIDATES).map(move |j| Site::new(&host(t, j)).html("/", &topic_page(&TOPICS[t]))))
         .collect();
     let server = WebServer::start(sites).await.unwrap();
-    let dirs: Vec<tempfile::TempDir> = (0..NODES).map(|_| tempfile::tempdir().unwrap()).collect();
+    let dirs: Vec<common::WorkDir> = (0..NODES).map(|_| common::work_dir()).collect();
     let mut bootstrap = Vec::new();
     let (mut nets, mut indexes, mut crawlers, mut apis, mut stops, mut runs) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());

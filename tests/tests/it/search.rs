@@ -31,7 +31,7 @@ async fn each_topic_question_finds_its_page_first_and_survives_a_restart() {
     // A node with the model: beside a network test it slows that test's 800 ms search deadline.
     let _one = common::one_network_at_a_time();
     let server = WebServer::start(vec![site()]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let c = common::loopback_config(&server, "topics.test", dir.path(), 0);
     let pages = TOPICS.len() + 2; // the topics, the index page, the print view
 

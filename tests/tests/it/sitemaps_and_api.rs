@@ -38,7 +38,7 @@ async fn sitemaps_feed_the_frontier_and_the_api_reports_it() {
             .with("/pages.xml", Resource::text("application/xml", urlset))]
     };
     let server = WebServer::start_with(site).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let c = common::loopback_config(&server, "maps.test", dir.path(), 50);
 
     let node = common::Running::start(c).await;

@@ -42,7 +42,7 @@ async fn every_url_says_why_it_is_or_is_not_in_the_index() {
     // A node with the model: beside a network test it slows that test's 800 ms search deadline.
     let _one = common::one_network_at_a_time();
     let server = WebServer::start(vec![site()]).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::work_dir();
     let mut c = common::loopback_config(&server, HOST, dir.path(), 20);
     // One retry instead of three: the test waits for /broken's retries to run out.
     c.politeness.max_retries = 1;

@@ -67,4 +67,11 @@ impl Running {
     }
 }
 
-pub use weft_simnet::failures::one_network_at_a_time;
+pub use weft_simnet::failures::{one_network_at_a_time, WorkDir};
+
+/// A data dir for this test's node: removed when the test passes, kept under
+/// `target/test-failures/<module>-<test>[-n]/` when it fails (in CI too), with the node's files
+/// and log.
+pub fn work_dir() -> WorkDir {
+    WorkDir::for_this_test().expect("a temporary dir")
+}
