@@ -169,6 +169,13 @@ impl Summaries {
         self.peers.contains_key(peer)
     }
 
+    /// Whether every one of `peers` has its summary here. Then the DHT's providers cannot
+    /// change a query's ranking ([`rank`] reads them only for members without a summary), and a
+    /// query need not look them up.
+    pub fn knows_all<S: AsRef<str>>(&self, peers: impl IntoIterator<Item = S>) -> bool {
+        peers.into_iter().all(|p| self.knows(p.as_ref()))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.peers.is_empty()
     }
@@ -424,6 +431,21 @@ mod tests {
         assert!(ranked.iter().find(|c| c.peer == "pb").unwrap().from_summary, "a known summary wins over buckets");
         sums.retain(|p| p != "pa");
         assert!(sums.score("pa", "m", &q).is_none());
+    }
+
+    #[test]
+    fn with_every_summary_known_providers_change_nothing() {
+        let (a, b) = (unit(10, 64), unit(20, 64));
+        let mut sums = Summaries::default();
+        sums.observe(&Summary::new("pa".into(), 1, "m".into(), std::slice::from_ref(&a), vec![5]));
+        sums.observe(&Summary::new("pb".into(), 1, "m".into(), std::slice::from_ref(&b), vec![5]));
+        let members: Vec<String> = ["pa", "pb"].iter().map(|s| s.to_string()).collect();
+        assert!(sums.knows_all(&members));
+        assert!(!sums.knows_all(["pa", "pc"]));
+        let q = near(&b, 7, 0.3);
+        let none = rank(&q, "m", &sums, &members, &HashMap::new(), |_| false);
+        let providers = HashMap::from([("pa".to_string(), 8.0), ("pb".to_string(), 0.5), ("pz".to_string(), 8.0)]);
+        assert_eq!(rank(&q, "m", &sums, &members, &providers, |_| false), none);
     }
 
     #[test]

@@ -327,11 +327,8 @@ impl EventLoop {
         // Providers only rank members whose summary this node lacks (`rank`): with every
         // member's summary here, the DHT has nothing to add.
         let me = *self.swarm.local_peer_id();
-        let probes = if self.members.peers().iter().all(|p| *p == me || self.querying.summaries.knows(&p.to_string())) {
-            Vec::new()
-        } else {
-            probes
-        };
+        let others = self.members.peers().into_iter().filter(|p| *p != me).map(|p| p.to_string());
+        let probes = if self.querying.summaries.knows_all(others) { Vec::new() } else { probes };
         for probe in probes {
             let weight = if probe.exact { 1.0 } else { 0.5 };
             match self.querying.cache.get(&probe.key).filter(|(at, _)| at.elapsed() < PROVIDER_TTL) {
