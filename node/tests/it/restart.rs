@@ -150,17 +150,16 @@ fn kill_9_and_restart_fetches_every_page_exactly_once() {
     let repeated: Vec<_> = counts.iter().filter(|(_, &n)| n > 1).collect();
     let said: Vec<String> = repeated.iter().flat_map(|((_, p), _)| logs.lines_with(p.as_str())).collect();
     // Each request of a repeated page, in ms from the kill: (path, started, answered, status).
-    let ms = |t: Instant| if t >= kill_at { (t - kill_at).as_millis() as i64 } else { -((kill_at - t).as_millis() as i64) };
+    let ms =
+        |t: Instant| if t >= kill_at { (t - kill_at).as_millis() as i64 } else { -((kill_at - t).as_millis() as i64) };
     let timeline: Vec<_> = server
         .requests()
         .into_iter()
         .filter(|r| repeated.iter().any(|((h, p), _)| *h == r.host && *p == r.path))
         .map(|r| (format!("{}{}", r.host, r.path), ms(r.started), ms(r.answered), r.status))
         .collect();
-    let unexplained: Vec<_> = repeated
-        .iter()
-        .filter(|((h, p), _)| !in_flight_at_kill.iter().any(|r| r.host == *h && r.path == *p))
-        .collect();
+    let unexplained: Vec<_> =
+        repeated.iter().filter(|((h, p), _)| !in_flight_at_kill.iter().any(|r| r.host == *h && r.path == *p)).collect();
     assert!(
         unexplained.is_empty() && repeated.len() <= 1,
         "fetched more than once: {repeated:?}, requests in ms from the kill: {timeline:?} (in flight at \
