@@ -56,9 +56,10 @@ impl WorkDir {
 pub fn one_network_at_a_time() -> NetworkTurn {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let in_process = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = failures_dir().parent().map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
-    let _ = std::fs::create_dir_all(&dir);
-    let path = dir.join("network.lock");
+    let path = network_lock();
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -72,6 +73,11 @@ pub fn one_network_at_a_time() -> NetworkTurn {
         assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "the network lock {}: {e}", path.display());
     }
     NetworkTurn { _file: file, _in_process: in_process }
+}
+
+/// The file whose `flock` is the network's turn: `network.lock` in the target dir.
+fn network_lock() -> PathBuf {
+    failures_dir().parent().map_or_else(std::env::temp_dir, Path::to_path_buf).join("network.lock")
 }
 
 /// A test's turn to run a network (see [`one_network_at_a_time`]); the next test's starts
@@ -170,8 +176,7 @@ mod tests {
     fn networks_take_turns_across_processes() {
         use std::os::fd::AsRawFd;
         let turn = one_network_at_a_time();
-        let path = failures_dir().parent().unwrap().join("network.lock");
-        let other = std::fs::File::open(&path).unwrap();
+        let other = std::fs::File::open(network_lock()).unwrap();
         // SAFETY: a non-blocking flock on a descriptor this test owns, as another process would.
         let try_lock = || unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         assert_ne!(try_lock(), 0, "taken while a test holds its turn");

@@ -307,7 +307,15 @@ impl EventLoop {
         self.querying.next_query += 1;
         self.querying.counts.queries += 1;
         let deadline_after = Duration::from_millis(self.config.search.deadline_ms);
-        let probes = self.querying.lsh(request.vector.len()).probes(&request.vector, self.config.search.probes);
+        // Providers only rank members whose summary this node lacks (`rank`): with every
+        // member's summary here, the DHT has nothing to add and the buckets are not probed.
+        let me = *self.swarm.local_peer_id();
+        let others = self.members.peers().into_iter().filter(|p| *p != me).map(|p| p.to_string());
+        let probes = if self.querying.summaries.knows_all(others) {
+            Vec::new()
+        } else {
+            self.querying.lsh(request.vector.len()).probes(&request.vector, self.config.search.probes)
+        };
         let mut query = Query {
             request,
             fanout,
@@ -324,11 +332,6 @@ impl EventLoop {
             pending: HashMap::new(),
             answer: NetworkAnswer::default(),
         };
-        // Providers only rank members whose summary this node lacks (`rank`): with every
-        // member's summary here, the DHT has nothing to add.
-        let me = *self.swarm.local_peer_id();
-        let others = self.members.peers().into_iter().filter(|p| *p != me).map(|p| p.to_string());
-        let probes = if self.querying.summaries.knows_all(others) { Vec::new() } else { probes };
         for probe in probes {
             let weight = if probe.exact { 1.0 } else { 0.5 };
             match self.querying.cache.get(&probe.key).filter(|(at, _)| at.elapsed() < PROVIDER_TTL) {

@@ -609,7 +609,7 @@ async fn a_hundred_identities_behind_one_connection_do_not_take_over_the_ring() 
     // The honest members wait for each other's heartbeats as long as the defaults do (20 s),
     // not `config`'s 3 s: a hundred swarms share this process, and beside another test on two
     // cores a heartbeat was seen more than 3 s late, so a member dropped out for a moment
-    // ("1 members", once in five such runs).
+    // ("1 members", 2 of 9 such runs).
     let patient = |bootstrap| {
         let mut c = config(bootstrap);
         c.missed_heartbeats = 20;
