@@ -8,6 +8,7 @@ mod browser;
 mod common;
 mod dashboard;
 mod default_node;
+mod docs;
 mod doctor;
 mod export;
 mod layouts;
