@@ -16,279 +16,39 @@
 //! nothing completed comes back. Callers make writes durable with [`Frontier::durability`]
 //! before they acknowledge anything (e.g. before a URL batch is acked). A lease is memory
 //! only: an uncompleted lease leaves its URL queued.
+//!
+//! This file holds the queue and the schedule; beside it: `types` (what goes in and out),
+//! `resident` (the hosts held in memory), `handover` (hosts changing hands), `blocks` (operator
+//! blocks), `borrow` (a host lent for one request outside the queue), `report` (states and
+//! counters) and `import` (the old sled layout).
 
 use crate::host::HostKey;
 use crate::migrate::OldLayout;
-use crate::politeness::{HostPoliteness, PolitenessPolicy};
+use crate::politeness::HostPoliteness;
 use crate::score::{is_binary, score, UrlKind, HUB_BOOST, INLINK_WEIGHT};
 use crate::seen::SeenSet;
 use crate::store::{self, HostRecord, QKey, Store, Stored};
 pub use crate::store::{CompactJob, FrontierError, Result, SnapshotJob};
-use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
-use std::ops::{Index, IndexMut};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use url::Url;
 
+mod blocks;
+mod borrow;
 mod handover;
+mod import;
+mod report;
+mod resident;
+mod types;
 pub use handover::{HandOff, Received};
-
-/// Where a URL stands in the frontier (see [`Frontier::url_state`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UrlState {
-    Queued,
-    Done,
-    Seen,
-    Unseen,
-}
-
-/// Frontier settings. The node derives them from its config (`weft_config` is not a
-/// dependency of this crate); the defaults here are the config's defaults for a node alone.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FrontierSettings {
-    pub max_depth: u32,
-    pub max_pages_per_host: u64,
-    pub inlink_cap: u32,
-    pub seen_capacity: u64,
-    pub seen_fp_rate: f64,
-    pub max_retries: u32,
-    pub politeness: PolitenessPolicy,
-}
-
-impl Default for FrontierSettings {
-    fn default() -> Self {
-        FrontierSettings {
-            max_depth: 16,
-            max_pages_per_host: 100_000,
-            inlink_cap: 5,
-            seen_capacity: 10_000_000,
-            seen_fp_rate: 0.01,
-            max_retries: 3,
-            politeness: PolitenessPolicy::default(),
-        }
-    }
-}
-
-/// One host's load, for the dashboard.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostLoad {
-    pub host: String,
-    pub queued: u64,
-    pub fetched: u64,
-    pub in_flight: bool,
-}
-
-/// A queued URL as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct QueuedUrl {
-    pub url: String,
-    pub host: String,
-    pub kind: UrlKind,
-    pub depth: u32,
-    pub inlinks: u32,
-    pub score: f32,
-    /// Transient failures so far.
-    pub attempts: u32,
-    /// URLs that redirected to this one, oldest first (hop limit and loop detection).
-    pub redirects: Vec<String>,
-    pub discovered_unix_ms: u64,
-}
-
-/// A URL offered to the frontier. The URL must already be normalized.
-#[derive(Debug, Clone)]
-pub struct Candidate {
-    pub url: Url,
-    pub kind: UrlKind,
-    pub depth: u32,
-    pub redirects: Vec<String>,
-    /// Linked from a hub page: its priority gains [`crate::score::HUB_BOOST`].
-    pub from_hub: bool,
-}
-
-impl Candidate {
-    pub fn page(url: Url, depth: u32) -> Candidate {
-        Candidate::of(url, UrlKind::Page, depth)
-    }
-
-    pub fn of(url: Url, kind: UrlKind, depth: u32) -> Candidate {
-        Candidate { url, kind, depth, redirects: Vec::new(), from_hub: false }
-    }
-}
-
-/// What became of a pushed candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PushOutcome {
-    Queued,
-    /// Already queued or fetched (or a Bloom false positive). A still-queued URL gains an inlink.
-    AlreadySeen,
-    TooDeep,
-    Binary,
-    HostBudgetExhausted,
-    /// The operator blocked its host.
-    Blocked,
-}
-
-/// A URL handed out for fetching. Its host has no other request in flight until the lease is
-/// completed; an uncompleted lease (crash) leaves the URL queued.
-#[derive(Debug, Clone)]
-pub struct Lease {
-    /// Its queue entry's key.
-    pub key: QKey,
-    pub entry: QueuedUrl,
-}
-
-/// What [`Frontier::next`] has to offer.
-#[derive(Debug)]
-pub enum Next {
-    Ready(Lease),
-    /// Nothing is ready before this instant.
-    WaitUntil(Instant),
-    /// Everything queued belongs to hosts with a request in flight.
-    Busy,
-    /// Nothing queued and nothing in flight.
-    Empty,
-}
-
-/// What [`Frontier::borrow_host`] says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Borrow {
-    /// The host is this caller's until [`Frontier::return_host`].
-    Granted,
-    /// Its politeness delay (or a hold) runs until then.
-    WaitUntil(Instant),
-    /// A request to it is in flight; ask again shortly.
-    Busy,
-}
-
-/// How a borrowed host's request ended.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Returned {
-    /// A request reached the host (the delay counts from now).
-    Requested,
-    /// The host answered 429 or 503, maybe with Retry-After: back off as for a queued URL.
-    RateLimited { retry_after: Option<Duration> },
-    /// No request was made after all.
-    Unused,
-}
-
-/// How a leased URL ended.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Completion {
-    /// Handled for good. `page` counts against the host's page budget.
-    Done { page: bool },
-    /// Transient failure: requeue unless the retry budget is spent.
-    Retry,
-    /// 429/503: requeue and back the host off.
-    RateLimited { retry_after: Option<Duration> },
-    /// Not attempted yet for a reason outside the URL (e.g. robots.txt just fetched, or
-    /// unreachable): requeue without counting an attempt; the host waits at least `wait`.
-    Requeue { wait: Duration },
-}
-
-/// What [`Frontier::complete`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Completed {
-    Removed,
-    Requeued,
-    /// The retry budget was spent; the URL is dropped.
-    GaveUp,
-}
-
-/// Counters for `/status`.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct FrontierStats {
-    pub queued: u64,
-    pub in_flight: u64,
-    /// Hosts known: every host with a record in the store.
-    pub hosts: u64,
-    /// Hosts held in memory: those with work, or used within [`IDLE_FOR`].
-    pub hosts_in_memory: u64,
-    pub hosts_with_queue: u64,
-    pub seen: u64,
-    pub seen_bytes: u64,
-}
-
-struct HostQueue {
-    name: String,
-    /// Live queue entries of this host (persisted in its record).
-    queued: u64,
-    /// Pages fetched (the budget counter), persisted in its record.
-    fetched: u64,
-    in_flight: bool,
-    /// The queue entry being fetched, while `in_flight`.
-    leased: Option<QKey>,
-    politeness: HostPoliteness,
-    /// The schedule entry that is current for this host, if any.
-    scheduled_at: Option<Instant>,
-    /// Handed to another member; if it comes back, its first request waits the hand-over grace.
-    given_away: bool,
-    /// Held apart from politeness, until the member that held it before has handed it over
-    /// (see [`Frontier::hold_hosts`], [`Frontier::release_hosts`]).
-    hold_until: Option<Instant>,
-    /// Every queued key of this host is at or after this one: the front of a drained queue is
-    /// deletions, which reads skip by starting here.
-    floor: QKey,
-}
-
-impl HostQueue {
-    /// When the host may be requested next: its politeness, and any hand-over hold.
-    fn ready_at(&self) -> Instant {
-        self.politeness.next_allowed.max(self.hold_until.unwrap_or(self.politeness.next_allowed))
-    }
-}
+pub use resident::IDLE_FOR;
+use resident::{HostQueue, Resident};
+pub use types::*;
 
 pub fn unix_ms(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-}
-
-/// A host with nothing queued, no request in flight and none for this long leaves memory (its
-/// store record keeps its counts and politeness).
-pub const IDLE_FOR: Duration = Duration::from_secs(600);
-
-/// The hosts held in memory, by id (indexed like a vector by the id; a host in use — with a
-/// lease, a queue or a schedule entry — is always here).
-#[derive(Default)]
-struct Resident(HashMap<u32, HostQueue>);
-
-impl Resident {
-    fn get(&self, id: u32) -> Option<&HostQueue> {
-        self.0.get(&id)
-    }
-
-    fn insert(&mut self, id: u32, h: HostQueue) {
-        self.0.insert(id, h);
-    }
-
-    /// The ids held, ascending.
-    fn ids(&self) -> Vec<u32> {
-        let mut ids: Vec<u32> = self.0.keys().copied().collect();
-        ids.sort_unstable();
-        ids
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &HostQueue> {
-        self.0.values()
-    }
-
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-}
-
-impl Index<usize> for Resident {
-    type Output = HostQueue;
-    fn index(&self, id: usize) -> &HostQueue {
-        self.0.get(&(id as u32)).expect("a host in use is held in memory")
-    }
-}
-
-impl IndexMut<usize> for Resident {
-    fn index_mut(&mut self, id: usize) -> &mut HostQueue {
-        self.0.get_mut(&(id as u32)).expect("a host in use is held in memory")
-    }
 }
 
 /// Makes frontier writes durable without holding the frontier's lock.
@@ -398,66 +158,6 @@ impl Frontier {
             f.reschedule(id);
         }
         Ok(f)
-    }
-
-    /// Imports the frontier a node kept in sled before (see [`crate::migrate`]), then drops it.
-    fn import(&mut self, old: OldLayout, now: Instant) -> Result<()> {
-        let wall = unix_ms(SystemTime::now());
-        match old.seen()? {
-            Some(seen) => self.seen = seen,
-            None => {
-                for url in old.journal() {
-                    self.seen.insert(&url?);
-                }
-            }
-        }
-        for host in old.blocked() {
-            let host = host?;
-            self.store.set_blocked(&host, true)?;
-            self.blocked.insert(host);
-        }
-        for item in old.hosts() {
-            let (name, record) = item?;
-            let id = self.host_id(&name, now)?;
-            let h = &mut self.hosts[id as usize];
-            h.fetched = h.fetched.max(record.fetched);
-            h.politeness.backoff_level = record.backoff_level;
-            let wait = Duration::from_millis(record.next_allowed_unix_ms.saturating_sub(wall));
-            h.politeness.next_allowed = h.politeness.next_allowed.max(now + wait);
-        }
-        let mut imported = 0u64;
-        for q in old.queued() {
-            let q = q?;
-            if self.store.queued_key(&q.url, &q.host)?.is_some() {
-                continue;
-            }
-            let id = self.host_id(&q.host, now)?;
-            let entry = Stored::of(&q);
-            let mut batch = self.store.batch();
-            let key = store::qkey(id, q.score, self.take_seq(&mut batch));
-            self.store.put_entry(&mut batch, &key, &entry, &q.url)?;
-            self.hosts[id as usize].queued += 1;
-            self.put_record(&mut batch, id, now)?;
-            self.store.commit(batch)?;
-            self.queued += 1;
-            imported += 1;
-        }
-        for item in old.done() {
-            let (host, url) = item?;
-            let id = self.host_id(&host, now)?;
-            let mut batch = self.store.batch();
-            self.store.put_done(&mut batch, id, &url, &host);
-            self.store.commit(batch)?;
-        }
-        let mut batch = self.store.batch();
-        for id in self.hosts.ids() {
-            self.put_record(&mut batch, id, now)?;
-        }
-        self.store.commit(batch)?;
-        self.snapshot_job()?.write()?;
-        old.finish()?;
-        tracing::info!(queued = imported, seen = self.seen.len(), "frontier: imported the queue kept in sled");
-        Ok(())
     }
 
     fn new_queue(&self, id: u32, name: String, record: &HostRecord, now: Instant) -> HostQueue {
@@ -816,35 +516,6 @@ impl Frontier {
         Ok(())
     }
 
-    /// Blocks `host` (a host key, `name` or `name:port`) for good: its queued URLs are dropped
-    /// (they stay in the seen-set), and nothing of it is queued again until
-    /// [`Frontier::unblock_host`]. A request in flight finishes. Returns how many queued URLs
-    /// were dropped. Durable with the next flush.
-    pub fn block_host(&mut self, host: &str) -> Result<u64> {
-        self.store.set_blocked(host, true)?;
-        self.blocked.insert(host.to_string());
-        let dropped = self.hand_off(|h| h != host, |_| Ok(()))?;
-        Ok(dropped.queued.len() as u64)
-    }
-
-    /// Lifts a block; says whether the host was blocked. URLs dropped by the block are not
-    /// coming back (they are seen); new links to the host are queued again.
-    pub fn unblock_host(&mut self, host: &str) -> Result<bool> {
-        self.store.set_blocked(host, false)?;
-        Ok(self.blocked.remove(host))
-    }
-
-    pub fn is_blocked(&self, host: &str) -> bool {
-        self.blocked.contains(host)
-    }
-
-    /// The blocked hosts, sorted.
-    pub fn blocked_hosts(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.blocked.iter().cloned().collect();
-        v.sort();
-        v
-    }
-
     /// Ends a lease. `requested` says whether a request reached the host (politeness applies).
     pub fn complete(&mut self, lease: Lease, outcome: Completion, requested: bool, now: Instant) -> Result<Completed> {
         let id = self.host_id(&lease.entry.host, now)?;
@@ -936,45 +607,6 @@ impl Frontier {
         Ok(n)
     }
 
-    /// Takes `host` for one request outside the queue — a browser's page or subresource — under
-    /// the same rules as a lease: one request in flight per host, its delay, Crawl-delay,
-    /// backoff and hand-over hold. Give it back with [`Frontier::return_host`].
-    pub fn borrow_host(&mut self, host: &str, now: Instant) -> Result<Borrow> {
-        let id = self.host_id(host, now)?;
-        let h = &mut self.hosts[id as usize];
-        if h.in_flight {
-            return Ok(Borrow::Busy);
-        }
-        if h.ready_at() > now {
-            return Ok(Borrow::WaitUntil(h.ready_at()));
-        }
-        h.in_flight = true;
-        h.scheduled_at = None;
-        self.in_flight += 1;
-        Ok(Borrow::Granted)
-    }
-
-    /// Gives back a host taken with [`Frontier::borrow_host`]; its queue is scheduled again.
-    pub fn return_host(&mut self, host: &str, how: Returned, now: Instant) -> Result<()> {
-        let id = self.host_id(host, now)?;
-        let policy = self.settings.politeness;
-        let h = &mut self.hosts[id as usize];
-        if h.in_flight && h.leased.is_none() {
-            h.in_flight = false;
-            self.in_flight = self.in_flight.saturating_sub(1);
-        }
-        match how {
-            Returned::Requested => policy.on_request_done(&mut h.politeness, now),
-            Returned::RateLimited { retry_after } => {
-                policy.on_rate_limited(&mut h.politeness, now, retry_after);
-            }
-            Returned::Unused => {}
-        }
-        self.save_host(id, now)?;
-        self.reschedule(id);
-        Ok(())
-    }
-
     /// Sets a host's `Crawl-delay` from its robots.txt (`None`: the default delay).
     pub fn set_crawl_delay(&mut self, host: &str, delay: Option<Duration>) -> Result<()> {
         let id = self.host_id(host, Instant::now())?;
@@ -986,67 +618,6 @@ impl Frontier {
     pub fn host_delay(&mut self, host: &str) -> Result<Duration> {
         let id = self.host_id(host, Instant::now())?;
         Ok(self.settings.politeness.delay(&self.hosts[id as usize].politeness))
-    }
-
-    /// Is this URL in the seen-set?
-    pub fn seen(&self, url: &str) -> bool {
-        self.seen.contains(url)
-    }
-
-    /// Where a normalized URL stands here: queued, done (fetched or given up on), only seen
-    /// (met and not queued: refused, or sent to its host's owner), or never met. The seen-set
-    /// is a Bloom filter: `Seen` may, rarely, be a URL never met.
-    pub fn url_state(&self, url: &Url) -> Result<UrlState> {
-        let u = url.as_str();
-        let host = HostKey::of(url);
-        if self.store.queued_key(u, host.as_str())?.is_some() {
-            return Ok(UrlState::Queued);
-        }
-        if let Some(id) = self.known_id(host.as_str())? {
-            if self.store.is_done(id, u, host.as_str())? {
-                return Ok(UrlState::Done);
-            }
-        }
-        Ok(if self.seen.contains(u) { UrlState::Seen } else { UrlState::Unseen })
-    }
-
-    /// Whether `host` has work: URLs queued, or a request in flight.
-    pub fn host_has_work(&self, host: &str) -> bool {
-        self.host_ids.get(host).is_some_and(|&id| {
-            let h = &self.hosts[id as usize];
-            h.queued > 0 || h.in_flight
-        })
-    }
-
-    /// When the first host with work may be asked, if none may be now (for the stall check).
-    pub fn next_ready(&self, now: Instant) -> Option<Instant> {
-        let ready = self.hosts.iter().filter(|h| h.queued > 0 && !h.in_flight).map(HostQueue::ready_at).min()?;
-        (ready > now).then_some(ready)
-    }
-
-    pub fn stats(&self) -> FrontierStats {
-        FrontierStats {
-            queued: self.queued,
-            in_flight: self.in_flight,
-            hosts: self.known,
-            hosts_in_memory: self.hosts.len() as u64,
-            hosts_with_queue: self.hosts.iter().filter(|h| h.queued > 0).count() as u64,
-            seen: self.seen.len(),
-            seen_bytes: self.seen.memory_bytes() as u64,
-        }
-    }
-
-    /// The `n` hosts with the most URLs queued (ties: most fetched), for the dashboard.
-    pub fn top_hosts(&self, n: usize) -> Vec<HostLoad> {
-        let mut v: Vec<HostLoad> = self
-            .hosts
-            .iter()
-            .filter(|h| h.queued > 0 || h.fetched > 0)
-            .map(|h| HostLoad { host: h.name.clone(), queued: h.queued, fetched: h.fetched, in_flight: h.in_flight })
-            .collect();
-        v.sort_by(|a, b| b.queued.cmp(&a.queued).then(b.fetched.cmp(&a.fetched)).then(a.host.cmp(&b.host)));
-        v.truncate(n);
-        v
     }
 
     /// A compaction of the store, when the entries removed since the last one number at least

@@ -7,8 +7,8 @@
 //! journal), `d`+host+0+url (done), `m:seen` (seen-set snapshot), `b`+host (blocked). The old
 //! `hosts` tree: host → pages fetched, next allowed time, backoff level.
 
-use crate::frontier::QueuedUrl;
 use crate::seen::SeenSet;
+use crate::store::QueuedUrl;
 use crate::store::Result;
 use serde::Deserialize;
 

@@ -95,7 +95,8 @@ pub fn qkey(id: u32, score: f32, seq: u64) -> QKey {
 }
 
 /// The host id of a key.
-pub fn key_host(k: &QKey) -> u32 {
+#[cfg(test)]
+fn key_host(k: &QKey) -> u32 {
     u32::from_be_bytes([k[0], k[1], k[2], k[3]])
 }
 
@@ -151,6 +152,22 @@ fn url_from_tail(tail: &[u8], host: &str) -> String {
     }
 }
 
+/// A queued URL as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueuedUrl {
+    pub url: String,
+    pub host: String,
+    pub kind: UrlKind,
+    pub depth: u32,
+    pub inlinks: u32,
+    pub score: f32,
+    /// Transient failures so far.
+    pub attempts: u32,
+    /// URLs that redirected to this one, oldest first (hop limit and loop detection).
+    pub redirects: Vec<String>,
+    pub discovered_unix_ms: u64,
+}
+
 /// A queue entry on disk (the key holds host and priority).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stored {
@@ -178,7 +195,7 @@ impl Stored {
     }
 
     /// The stored form of a queued URL as handed out (requeued, or imported).
-    pub fn of(q: &crate::frontier::QueuedUrl) -> Stored {
+    pub fn of(q: &QueuedUrl) -> Stored {
         Stored {
             inlinks: q.inlinks,
             attempts: q.attempts,

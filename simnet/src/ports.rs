@@ -1,7 +1,5 @@
 //! The simulator's listening ports (nodes' API and p2p ports).
 
-use crate::runner::{io, RunError};
-
 /// Where the simulator's listening ports come from: below Linux's ephemeral range (32768 and
 /// up by default). A port the kernel hands out for port 0 is an ephemeral one, and by the time
 /// a node binds it — a restarted node binds its ports again — an outgoing connection (another
@@ -10,7 +8,7 @@ const PORTS: std::ops::Range<u16> = 20_000..32_000;
 
 /// A port free now in [`PORTS`], each handed out once per process (a killed node's ports stay
 /// its own for its restart).
-pub(crate) fn free_port() -> Result<u16, RunError> {
+pub(crate) fn free_port() -> std::io::Result<u16> {
     use std::sync::atomic::{AtomicU32, Ordering};
     // Start where another simulator process on the machine is unlikely to be.
     static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
@@ -22,10 +20,7 @@ pub(crate) fn free_port() -> Result<u16, RunError> {
             return Ok(port);
         }
     }
-    Err(io(
-        "picking a port",
-        std::io::Error::new(std::io::ErrorKind::AddrInUse, "every port from 20000 to 32000 is taken"),
-    ))
+    Err(std::io::Error::new(std::io::ErrorKind::AddrInUse, "every port from 20000 to 32000 is taken"))
 }
 
 #[cfg(test)]

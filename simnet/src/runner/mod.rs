@@ -10,6 +10,8 @@
 //! Churn (see [`crate::churn`]): `kill` is SIGKILL (no goodbye: the others notice missed
 //! heartbeats), `restart` starts the same node on the same data dir, `join` adds fresh nodes,
 //! `leave` is SIGTERM — the node leaves the network gracefully and never comes back.
+//!
+//! `node` holds one node's process, configuration and log; `reports` what a run reports.
 
 use crate::churn::{Action, Event};
 use crate::docs::{self, DocsError, DocsWeb, WebSpec};
@@ -23,6 +25,12 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
+
+mod node;
+mod reports;
+
+pub use node::*;
+pub use reports::*;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -83,251 +91,6 @@ pub(crate) fn io(what: &str, e: impl std::fmt::Display) -> RunError {
     RunError::Io(format!("{what}: {e}"))
 }
 
-/// One node as the report shows it.
-#[derive(Debug, Clone, Serialize)]
-pub struct NodeReport {
-    pub node: usize,
-    pub peer_id: String,
-    /// `up`, `killed` or `left` at the end of the run.
-    pub state: String,
-    /// Successful page fetches in the server's log with this node's User-Agent.
-    pub fetches: usize,
-    /// Requests of any kind (robots.txt, sitemaps, retries) in the server's log.
-    pub requests: usize,
-    /// Its share of the hash ring when last seen.
-    pub ring_share: f64,
-    /// Pages its index recorded as near duplicates (locally or through the DHT).
-    pub dedup_hits: u64,
-    /// URLs it sent to other members and had acknowledged.
-    pub urls_sent: u64,
-    pub urls_received: u64,
-    /// DHT lookups and publications (near-duplicate records).
-    pub dht_lookups: u64,
-    pub dht_published: u64,
-    /// Resident memory when last seen, and the peak of its last process, in MiB.
-    pub rss_mib: f64,
-    pub peak_rss_mib: f64,
-    /// Layout learning when last seen: teacher jobs run, templates stored, pages extracted by
-    /// a template, pages rendered in the browser, times its browsers were started.
-    pub teacher_runs: u64,
-    pub templates: u64,
-    pub pages_by_template: u64,
-    pub pages_rendered: u64,
-    pub browser_starts: u64,
-}
-
-/// Layout learning across the nodes, in a line: teacher runs, templates, pages extracted by
-/// a template, pages rendered, browser starts.
-pub fn layouts_line(r: &RunReport) -> String {
-    let sum = |f: fn(&NodeReport) -> u64| r.nodes.iter().map(f).sum::<u64>();
-    format!(
-        "{} teacher runs, {} templates, {} pages extracted by a template, {} pages rendered, browsers started {} times",
-        sum(|n| n.teacher_runs),
-        sum(|n| n.templates),
-        sum(|n| n.pages_by_template),
-        sum(|n| n.pages_rendered),
-        sum(|n| n.browser_starts)
-    )
-}
-
-/// A churn event as it happened.
-#[derive(Debug, Clone, Serialize)]
-pub struct Mark {
-    pub at_secs: f64,
-    pub event: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct SpecSummary {
-    pub nodes: usize,
-    pub hosts: usize,
-    pub pages: usize,
-    pub seed: u64,
-    pub duration_secs: u64,
-    pub churn: Vec<String>,
-    pub delay_ms: u64,
-    pub index: bool,
-}
-
-/// Everything a run measured.
-#[derive(Debug, Clone, Serialize)]
-pub struct RunReport {
-    pub spec: SpecSummary,
-    pub elapsed_secs: f64,
-    /// The server-side truth: coverage, duplicates, lost URLs, politeness.
-    pub web: Report,
-    pub nodes: Vec<NodeReport>,
-    pub churn: Vec<Mark>,
-    /// Per node: (second of the run, successful page fetches in that second).
-    pub fetch_rate: BTreeMap<usize, Vec<(u64, usize)>>,
-    /// Messages between nodes: URLs exchanged, DHT lookups and publications, in all.
-    pub urls_exchanged: u64,
-    pub dht_messages: u64,
-    pub dedup_hits: u64,
-    pub mean_rss_mib: f64,
-    pub max_peak_rss_mib: f64,
-    /// The search phase, when asked for: recall@10 against an exact index, peers contacted,
-    /// latency (every question's record is in `search.json` in the work dir).
-    pub search: Option<SearchReport>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    Up,
-    Killed,
-    Leaving,
-    Left,
-}
-
-struct Node {
-    n: usize,
-    dir: PathBuf,
-    api_port: u16,
-    child: Option<tokio::process::Child>,
-    state: State,
-    status: Option<serde_json::Value>,
-    /// Whether its API has answered since its current process started.
-    ready: bool,
-    rss_kib: u64,
-    peak_kib: u64,
-}
-
-impl Node {
-    fn log(&self) -> PathBuf {
-        self.dir.join("weft.log")
-    }
-
-    /// The error for this node having exited (`exit`) while it was to run, with its log's end.
-    fn died(&self, exit: String) -> RunError {
-        let log = self.log();
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        let tail = lines[lines.len().saturating_sub(20)..].join("\n");
-        RunError::NodeDied { node: self.n, exit, log, tail }
-    }
-}
-
-pub(crate) fn user_agent(n: usize) -> String {
-    format!("WeftSim{n}/1.0")
-}
-
-/// The node's config: loopback everything, the web's hosts pinned to 127.0.0.1.
-fn node_config(
-    spec: &RunSpec,
-    web: &DocsWeb,
-    n: usize,
-    dir: &Path,
-    ports: (u16, u16),
-    bootstrap: Option<&str>,
-    seeds: bool,
-) -> weft_config::Config {
-    let mut c = weft_config::Config { data_dir: dir.join("data"), ..Default::default() };
-    let lo: IpAddr = IpAddr::from([127, 0, 0, 1]);
-    c.fetch.allow_private_networks = true;
-    c.fetch.resolve = web.hosts.iter().map(|h| (h.clone(), lo)).collect();
-    c.fetch.user_agent = user_agent(n);
-    c.crawl.follow_external_links = true;
-    if seeds {
-        c.crawl.seeds = web.seeds.clone();
-    }
-    c.politeness.default_delay_ms = spec.delay_ms;
-    // The web's error bursts are short: back off seconds, not the production minutes.
-    c.politeness.backoff_initial_secs = 2;
-    c.politeness.backoff_max_secs = 16;
-    c.frontier.seen_capacity = 100_000;
-    c.api.listen = std::net::SocketAddr::from((lo, ports.0));
-    c.p2p.enabled = true;
-    c.p2p.listen = vec![format!("/ip4/127.0.0.1/tcp/{}", ports.1)];
-    c.p2p.bootstrap = bootstrap.map(|b| vec![b.to_string()]).unwrap_or_default();
-    // Quick membership for small runs; for many nodes on two cores, one-second heartbeats from
-    // every node flood gossipsub and starved nodes miss beats and flap: slow them down.
-    let many = spec.nodes > 25;
-    c.p2p.heartbeat_secs = if many { 3 } else { 1 };
-    c.p2p.missed_heartbeats = if many { 5 } else { 3 };
-    c.p2p.leave_timeout_secs = 20;
-    c.index.enabled = spec.index;
-    // Layout learning is on, as shipped: the web has news sites in several designs and
-    // JavaScript shells, so teachers and renderers work during churn. Browsers start only on
-    // nodes that meet such pages and stop when idle; with many nodes on two cores, one each.
-    if many {
-        c.layouts.browsers = 1;
-    }
-    // Routing summaries follow the index within seconds (the default is half a minute).
-    c.search.summary_interval_secs = 5;
-    if let Some(f) = spec.search.as_ref().and_then(|s| s.fanout) {
-        c.search.fanout = f;
-        c.search.min_fanout = f;
-    }
-    // Many nodes share two cores: one embedding thread each. With many nodes, memory is what
-    // runs out first: smaller inference runs keep ONNX Runtime's activation arena small
-    // (throughput is flat from 256 to 1024 tokens per run, see the README).
-    c.embed.threads = 1;
-    if many {
-        c.embed.batch_tokens = 256;
-    }
-    c.embed.model = spec.models.join("all-MiniLM-L6-v2-int8/model.onnx");
-    c.embed.tokenizer = spec.models.join("all-MiniLM-L6-v2-int8/tokenizer.json");
-    c.embed.ort_library = spec.models.join("onnxruntime-1.31.1/libonnxruntime.so");
-    c
-}
-
-fn spawn(spec: &RunSpec, node: &mut Node) -> Result<(), RunError> {
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(node.log())
-        .map_err(|e| io("opening a node log", e))?;
-    let child = tokio::process::Command::new(&spec.weft)
-        .args(["--log-format", "json", "start", "--config"])
-        .arg(node.dir.join("weft.toml"))
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| io("starting weft", e))?;
-    node.child = Some(child);
-    node.state = State::Up;
-    node.ready = false;
-    Ok(())
-}
-
-/// Waits for a log line of `node` whose `fields.addr` contains `needle` (an error at once if
-/// the node exits first).
-async fn logged_addr(node: &mut Node, needle: &str, timeout: Duration) -> Result<String, RunError> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(Ok(Some(exit))) = node.child.as_mut().map(|c| c.try_wait()) {
-            return Err(node.died(exit.to_string()));
-        }
-        if let Ok(text) = std::fs::read_to_string(node.log()) {
-            for line in text.lines().rev() {
-                let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
-                if let Some(addr) = v["fields"]["addr"].as_str().filter(|a| a.contains(needle)) {
-                    return Ok(addr.to_string());
-                }
-            }
-        }
-        if Instant::now() > deadline {
-            return Err(RunError::NodeStuck { node: node.n, what: "listen", secs: timeout.as_secs(), log: node.log() });
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// (VmRSS, VmHWM) of a process, in KiB.
-fn memory(pid: u32) -> Option<(u64, u64)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse::<u64>().ok())
-    };
-    Some((field("VmRSS:")?, field("VmHWM:")?))
-}
-
 struct Sim<'a> {
     spec: &'a RunSpec,
     web: &'a DocsWeb,
@@ -346,7 +109,8 @@ impl Sim<'_> {
         let n = self.nodes.len();
         let dir = self.spec.work_dir.join(format!("node{n}"));
         std::fs::create_dir_all(&dir).map_err(|e| io("creating a node dir", e))?;
-        let ports = (free_port()?, free_port()?);
+        let port = || free_port().map_err(|e| io("picking a port", e));
+        let ports = (port()?, port()?);
         let boot = (n > 0).then_some(self.bootstrap.as_str());
         let config = node_config(self.spec, self.web, n, &dir, ports, boot, seeds);
         std::fs::write(dir.join("weft.toml"), config.to_toml()).map_err(|e| io("writing a node config", e))?;
@@ -577,13 +341,6 @@ fn covered(log: &[crate::web::Request], web: &DocsWeb) -> usize {
     let ok: std::collections::HashSet<(&str, &str)> =
         log.iter().filter(|r| (200..300).contains(&r.status)).map(|r| (r.host.as_str(), r.path.as_str())).collect();
     web.reachable.iter().filter(|(h, p)| ok.contains(&(h.as_str(), p.as_str()))).count()
-}
-
-/// A node still up when the crawl ends: its number and API address.
-#[derive(Debug, Clone, Copy)]
-pub struct LiveNode {
-    pub node: usize,
-    pub api: std::net::SocketAddr,
 }
 
 /// Runs the simulation: serves the web, starts the nodes, applies the churn, and judges.

@@ -1,0 +1,223 @@
+//! `weft`: the command-line interface of a Weft node.
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use weft_config::{LogFormat, Overrides, Sources};
+use weft_node::api::{ApiHit, Scope, SearchResponse};
+use weft_node::{Node, RunOptions, Status};
+
+mod cli;
+mod search;
+mod start;
+mod status;
+
+use cli::*;
+use search::*;
+use start::*;
+use status::*;
+
+fn sources(cfg: &ConfigArgs, overrides: Overrides) -> Sources {
+    Sources {
+        config_file: cfg.config.clone(),
+        read_env: true,
+        overrides: Overrides { data_dir: cfg.data_dir.clone(), ..overrides },
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    use std::io::IsTerminal;
+    // A log pipe that goes away (a supervisor restarted, a terminal closed) must not take the
+    // node with it: by default the subscriber reports a failed write with `eprintln!`, which
+    // panics on a closed stderr — in whatever thread logged (the signal thread, the crawl
+    // loop). Lines that cannot be written are dropped instead.
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .log_internal_errors(false)
+        .with_ansi(std::io::stderr().is_terminal());
+    match format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let log_format = cli.log_format.map(|f| match f {
+        LogFormatArg::Text => LogFormat::Text,
+        LogFormatArg::Json => LogFormat::Json,
+    });
+    match run(cli.command, log_format) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// For the commands that print and exit: a closed stdout (`weft search ... | head`) ends the
+/// process quietly, as for any Unix filter, instead of a panic in `println!`. Not for `weft
+/// start`: a long-running server must get EPIPE on a dead socket, not be killed by the signal.
+fn die_quietly_on_broken_pipe() {
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCode> {
+    if !matches!(command, Command::Start { .. }) {
+        die_quietly_on_broken_pipe();
+    }
+    match command {
+        Command::Start { cfg, seeds, api_listen, bootstrap, p2p, exit_when_idle } => {
+            let overrides = Overrides { seeds, api_listen, log_format, bootstrap, p2p, ..Default::default() };
+            let config = weft_config::load(&sources(&cfg, overrides))?;
+            init_logging(config.log.format);
+            block_signals();
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            let result = runtime.block_on(start(config, exit_when_idle));
+            // Threads of the blocking pool (a slow disk) must not keep a stopped node alive.
+            runtime.shutdown_timeout(Duration::from_secs(5));
+            result?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Status { cfg, api, json } => {
+            let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
+            let addr = api.unwrap_or(config.api.listen);
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            let status = runtime.block_on(fetch_status(addr))?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&status)?);
+            } else {
+                print_status(&status);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Search { cfg, query, k, local, api, json } => {
+            let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
+            let addr = api.unwrap_or(config.api.listen);
+            let query = query.join(" ");
+            let k = k.clamp(1, weft_node::api::MAX_K);
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            let scope = if local { Scope::Local } else { Scope::Network };
+            let answer = match runtime.block_on(search_api(addr, &query, k, scope)) {
+                Ok(answer) => answer,
+                Err(SearchVia::NoNode(e)) => {
+                    tracing::debug!("no node at {addr} ({e}); opening the data dir");
+                    search_offline(&config, &query, k).with_context(|| {
+                        format!("no weft node answers at {addr}, and the data dir could not be searched")
+                    })?
+                }
+                Err(SearchVia::Failed(e)) => return Err(e),
+            };
+            if json {
+                println!("{}", serde_json::to_string_pretty(&answer)?);
+            } else {
+                print_hits(&answer);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Export { cfg, what, format, output, cursor, host, since, api, quiet } => {
+            let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
+            let request = weft_node::export::Request {
+                what,
+                format,
+                output,
+                cursor,
+                host,
+                since,
+                api: api.unwrap_or(config.api.listen),
+                progress: !quiet,
+            };
+            let done = weft_node::export::command(&config, request)?;
+            let resume =
+                done.cursor.map(|c| format!("; the last was {c} (--cursor resumes after it)")).unwrap_or_default();
+            if what == weft_node::export::What::Urls {
+                eprintln!("exported {} URL outcomes{resume}", done.urls);
+            } else {
+                eprintln!("exported {} documents ({} chunks){resume}", done.documents, done.chunks);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Mcp { cfg, api } => {
+            let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
+            let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+            runtime.block_on(weft_node::mcp::serve(api.unwrap_or(config.api.listen)))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Doctor { cfg, json } => {
+            let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
+            let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+            let checks = runtime.block_on(weft_node::doctor::run(&config));
+            let ok = if json {
+                println!("{}", serde_json::to_string_pretty(&checks)?);
+                !checks.iter().any(|c| c.verdict == weft_node::doctor::Verdict::Fail)
+            } else {
+                weft_node::doctor::print(&checks, &mut std::io::stdout())?
+            };
+            Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        Command::Templates { what, cfg, api, json } => {
+            let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
+            let addr = api.unwrap_or(config.api.listen);
+            let what = match what {
+                TemplatesCommand::List => weft_node::templates_cli::What::List,
+                TemplatesCommand::Show { host } => weft_node::templates_cli::What::Show(host),
+                TemplatesCommand::Changes { host } => weft_node::templates_cli::What::Changes(host),
+                TemplatesCommand::Relearn { host } => weft_node::templates_cli::What::Relearn(host),
+            };
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            runtime.block_on(weft_node::templates_cli::run(&config, addr, what, json, &mut std::io::stdout()))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Extract { url, format, paths } => {
+            let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            let ok = weft_node::extract_cli::run(&paths, url.as_ref(), format, &mut out, &mut stderr.lock());
+            use std::io::Write;
+            out.flush()?;
+            Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        Command::Config(ConfigCommand::Show { cfg }) => {
+            let config = weft_config::load(&sources(&cfg, Overrides { log_format, ..Default::default() }))?;
+            print!("{}", config.to_toml());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Demo { args } => {
+            let me = std::env::current_exe()?;
+            let simnet = me.with_file_name("weft-simnet");
+            if !simnet.is_file() {
+                anyhow::bail!(
+                    "`weft demo` runs {}, which is not there; build it with `cargo build --release -p weft-simnet`",
+                    simnet.display()
+                );
+            }
+            let status = std::process::Command::new(&simnet)
+                .arg("demo")
+                .arg("--weft")
+                .arg(&me)
+                .args(&args)
+                .status()
+                .with_context(|| format!("running {}", simnet.display()))?;
+            Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        Command::Config(ConfigCommand::Check { file }) => match weft_config::load_file(&file) {
+            Ok(_) => {
+                println!("{}: ok", file.display());
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => {
+                eprintln!("{}: {e}", file.display());
+                Ok(ExitCode::FAILURE)
+            }
+        },
+    }
+}

@@ -1,0 +1,91 @@
+//! What a run reports: per node, per churn event, and the whole run.
+
+use super::*;
+
+/// One node as the report shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeReport {
+    pub node: usize,
+    pub peer_id: String,
+    /// `up`, `killed` or `left` at the end of the run.
+    pub state: String,
+    /// Successful page fetches in the server's log with this node's User-Agent.
+    pub fetches: usize,
+    /// Requests of any kind (robots.txt, sitemaps, retries) in the server's log.
+    pub requests: usize,
+    /// Its share of the hash ring when last seen.
+    pub ring_share: f64,
+    /// Pages its index recorded as near duplicates (locally or through the DHT).
+    pub dedup_hits: u64,
+    /// URLs it sent to other members and had acknowledged.
+    pub urls_sent: u64,
+    pub urls_received: u64,
+    /// DHT lookups and publications (near-duplicate records).
+    pub dht_lookups: u64,
+    pub dht_published: u64,
+    /// Resident memory when last seen, and the peak of its last process, in MiB.
+    pub rss_mib: f64,
+    pub peak_rss_mib: f64,
+    /// Layout learning when last seen: teacher jobs run, templates stored, pages extracted by
+    /// a template, pages rendered in the browser, times its browsers were started.
+    pub teacher_runs: u64,
+    pub templates: u64,
+    pub pages_by_template: u64,
+    pub pages_rendered: u64,
+    pub browser_starts: u64,
+}
+
+/// Layout learning across the nodes, in a line: teacher runs, templates, pages extracted by
+/// a template, pages rendered, browser starts.
+pub fn layouts_line(r: &RunReport) -> String {
+    let sum = |f: fn(&NodeReport) -> u64| r.nodes.iter().map(f).sum::<u64>();
+    format!(
+        "{} teacher runs, {} templates, {} pages extracted by a template, {} pages rendered, browsers started {} times",
+        sum(|n| n.teacher_runs),
+        sum(|n| n.templates),
+        sum(|n| n.pages_by_template),
+        sum(|n| n.pages_rendered),
+        sum(|n| n.browser_starts)
+    )
+}
+
+/// A churn event as it happened.
+#[derive(Debug, Clone, Serialize)]
+pub struct Mark {
+    pub at_secs: f64,
+    pub event: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SpecSummary {
+    pub nodes: usize,
+    pub hosts: usize,
+    pub pages: usize,
+    pub seed: u64,
+    pub duration_secs: u64,
+    pub churn: Vec<String>,
+    pub delay_ms: u64,
+    pub index: bool,
+}
+
+/// Everything a run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    pub spec: SpecSummary,
+    pub elapsed_secs: f64,
+    /// The server-side truth: coverage, duplicates, lost URLs, politeness.
+    pub web: Report,
+    pub nodes: Vec<NodeReport>,
+    pub churn: Vec<Mark>,
+    /// Per node: (second of the run, successful page fetches in that second).
+    pub fetch_rate: BTreeMap<usize, Vec<(u64, usize)>>,
+    /// Messages between nodes: URLs exchanged, DHT lookups and publications, in all.
+    pub urls_exchanged: u64,
+    pub dht_messages: u64,
+    pub dedup_hits: u64,
+    pub mean_rss_mib: f64,
+    pub max_peak_rss_mib: f64,
+    /// The search phase, when asked for: recall@10 against an exact index, peers contacted,
+    /// latency (every question's record is in `search.json` in the work dir).
+    pub search: Option<SearchReport>,
+}
