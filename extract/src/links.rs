@@ -47,7 +47,7 @@ pub fn resolve(raw: &[RawLink], base: &Url, in_content: impl Fn(&RawLink) -> boo
             by_raw.push(None);
             continue;
         }
-        let url = match weft_frontier::normalize(href, Some(base)) {
+        let url = match weft_url::normalize(href, Some(base)) {
             Ok(url) => url,
             Err(e) => {
                 *rejected.entry(e.kind()).or_insert(0) += 1;

@@ -337,7 +337,7 @@ pub fn metadata(facts: &MetaFacts, page: &Url, base: &Url, content_language: Opt
         .filter(|l| !l.is_empty() && l.len() <= 35);
     let resolve = |href: &str| -> Option<String> {
         let u = base.join(href.trim()).ok()?;
-        weft_frontier::normalize_url(u).ok().map(|u| u.to_string())
+        weft_url::normalize_url(u).ok().map(|u| u.to_string())
     };
     let canonical = facts
         .link_rels

@@ -1,15 +1,14 @@
 //! The crawl frontier of a Weft node: which URL to fetch next, and whether it may be fetched.
 //!
-//! - [`normalize`]: one spelling per URL, typed rejection reasons.
-//! - [`address`]: the addresses a crawler is never sent to (the SSRF guard's table).
-//! - [`seen`]: the Bloom-filter seen-set, sized from config.
-//! - [`score`]: URL priority (depth, inlinks, news-likeness, HTML-likeness; binaries skipped).
-//! - [`politeness`]: per-host token bucket, `Crawl-delay`, 429/503 backoff.
-//! - [`robots`]: RFC 9309 semantics of a robots.txt fetch and a 24 h cache in sled.
-//! - [`frontier`]: durable per-host queues with a ready-time schedule across hosts.
-//! - [`store`]: the frontier's files: an LSM tree (fjall) keyed by host and priority, so
+//! - [`normalize`], [`host`], [`address`]: URLs and hosts, from `weft-url` (re-exported).
+//! - `seen`: the Bloom-filter seen-set, sized from config.
+//! - `score`: URL priority (depth, inlinks, news-likeness, HTML-likeness; binaries skipped).
+//! - `politeness`: per-host token bucket, `Crawl-delay`, 429/503 backoff.
+//! - `robots`: RFC 9309 semantics of a robots.txt fetch and a 24 h cache in sled.
+//! - `frontier`: durable per-host queues with a ready-time schedule across hosts.
+//! - `store`: the frontier's files: an LSM tree (fjall) keyed by host and priority, so
 //!   memory grows with hosts, not URLs; the seen-set snapshot.
-//! - [`migrate`]: the frontier as kept in sled before, imported once.
+//! - `migrate`: the frontier as kept in sled before, imported once.
 //! - [`outcomes`]: what happened to each URL tried (fetched, redirected, disallowed, failed…).
 //! - [`patterns`]: URL templates per host and URL-scheme changes (by counts and by redirects).
 //! - [`health`]: hosts refusing the crawler (401/403/451, bot checks): blocked, paused, probed.
@@ -19,26 +18,32 @@
 //! - [`revisits`]: the freshness loop's schedule (hubs revisited, conditional requests).
 //!
 //! Everything here is synchronous and does no network I/O: the node fetches, this crate
-//! decides. That keeps the rules unit-testable and the crate free of async runtimes.
+//! decides. That keeps the rules unit-testable and the crate free of async runtimes. The modules
+//! named in code spans above are private; what other crates need of them is re-exported here.
+//!
+//! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
+//! checks it): discovery, fanout, generation, health, outcomes, patterns, politeness, revisits,
+//! robots, score, seen → store → migrate → frontier.
 
-pub mod address;
+pub use weft_url::normalize::{self};
+pub use weft_url::{address, host};
+
 pub mod discovery;
 pub mod fanout;
-pub mod frontier;
+mod frontier;
 pub mod generation;
 pub mod health;
-pub mod host;
-pub mod migrate;
-pub mod normalize;
+mod migrate;
 pub mod outcomes;
 pub mod patterns;
-pub mod politeness;
+mod politeness;
 pub mod revisits;
-pub mod robots;
-pub mod score;
-pub mod seen;
-pub mod store;
+mod robots;
+mod score;
+mod seen;
+mod store;
 
+pub use frontier::unix_ms;
 pub use frontier::{
     Borrow, Candidate, CompactJob, Completed, Completion, Durability, Frontier, FrontierError, FrontierSettings,
     FrontierStats, HandOff, HostFilter, HostLoad, Lease, Next, PushOutcome, QueuedUrl, Received, Returned, SnapshotJob,

@@ -62,7 +62,7 @@ pub enum Fusion {
 }
 
 impl Fusion {
-    /// What searches use: see `index/examples/hybrid.rs` for the measurements behind it.
+    /// What searches use: see `simnet/examples/hybrid.rs` for the measurements behind it.
     pub const DEFAULT: Fusion = Fusion::CosinePlusRank { weight: 0.1 };
 }
 

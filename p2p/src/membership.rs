@@ -228,7 +228,7 @@ pub fn prefix(remote: &Multiaddr) -> Option<String> {
         Protocol::Ip6(a) => Some(a.into()),
         _ => None,
     })?;
-    if weft_frontier::address::non_public_reason(ip).is_some() {
+    if weft_url::address::non_public_reason(ip).is_some() {
         return None;
     }
     Some(match ip {

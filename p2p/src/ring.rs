@@ -94,7 +94,7 @@ impl Ring {
         self.members.binary_search(member).is_ok()
     }
 
-    /// The member that owns `host`, a host name ([`weft_frontier::HostKey::name`]); `None` on
+    /// The member that owns `host`, a host name ([`weft_url::HostKey::name`]); `None` on
     /// an empty ring.
     pub fn owner(&self, host: &str) -> Option<&PeerId> {
         self.owner_of_point(host_point(host))

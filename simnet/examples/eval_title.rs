@@ -3,7 +3,7 @@
 //! of the page each question is about.
 //!
 //! ```sh
-//! cargo run --release -p weft-index --example eval_title -- [DEVSET_DIR]
+//! cargo run --release -p weft-simnet --example eval_title -- [DEVSET_DIR]
 //! ```
 //!
 //! Three kinds of question:

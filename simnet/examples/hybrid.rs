@@ -9,8 +9,8 @@
 //! query latency (the same queries, both ways, alternating; medians).
 //!
 //! ```sh
-//! cargo run --release -p weft-index --example hybrid            # the figures
-//! cargo run --release -p weft-index --example hybrid -- --list  # the manual's pages in the set
+//! cargo run --release -p weft-simnet --example hybrid            # the figures
+//! cargo run --release -p weft-simnet --example hybrid -- --list  # the manual's pages in the set
 //! ```
 //!
 //! The manual is the simulator's (`WEFT_SIMNET_DOCS`, default `postgresql-doc-15`'s HTML,
