@@ -782,7 +782,9 @@ async fn dht_stores_take_only_weft_records_at_a_bounded_rate() {
         .map(|i| Record::new(RecordKey::new(&records::block_key((i % 4) as u8, i)), value.clone()))
         .collect();
     raw_put(&addr, flood).await;
-    within(20, "the flooder banned", n.wait_for(|s| s.banned_peers == 2)).await;
+    // A ceiling, not a goal: the records are all sent; the node judges each in turn (20 s ran
+    // out once with two test binaries and a build beside it, load average above 10).
+    within(60, "the flooder banned", n.wait_for(|s| s.banned_peers == 2)).await;
     let s = n.status();
     assert!(s.dht_refused >= refused + u64::from(weft_p2p::network::DHT_FLOOD), "{s:?}");
     n.stop();
