@@ -12,6 +12,9 @@
 //!
 //! The commented example at `config/weft.example.toml` documents every key; a test parses it
 //! and checks that it covers the whole tree.
+//!
+//! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
+//! checks it): validate → load.
 
 mod load;
 mod validate;

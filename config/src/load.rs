@@ -1,16 +1,11 @@
 //! Merging the four sources into one [`Config`].
 
-use crate::validate::{ConfigError, Problem, Source};
+use crate::validate::{ConfigError, Problem, Source, CLI_NAME, ENV_PREFIX};
 use crate::{Config, LogFormat};
 use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-
-/// Name given to the command-line provider, so errors can point at "command-line flag".
-pub(crate) const CLI_NAME: &str = "command-line flags";
-/// Environment variables with this prefix are configuration; `__` separates nesting levels.
-pub const ENV_PREFIX: &str = "WEFT_";
 
 /// Values given as command-line flags: the last and strongest source.
 #[derive(Debug, Clone, Default)]

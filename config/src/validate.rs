@@ -1,10 +1,14 @@
 //! Range checks, and errors that name the key, the source and what is allowed.
 
-use crate::load::{CLI_NAME, ENV_PREFIX};
 use crate::Config;
 use figment::Figment;
 use std::fmt;
 use std::path::PathBuf;
+
+/// Name given to the command-line provider, so errors can point at "command-line flag".
+pub(crate) const CLI_NAME: &str = "command-line flags";
+/// Environment variables with this prefix are configuration; `__` separates nesting levels.
+pub const ENV_PREFIX: &str = "WEFT_";
 
 /// Where a configuration value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,6 +17,10 @@
 //!
 //! The slow reference extractor (Mozilla Readability in QuickJS) lives in [`reference`] behind
 //! the `reference` feature; the node runs it off the hot path.
+//!
+//! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
+//! checks it): decode, devset, fingerprint, reference, sanitize, sitemap → dom → content, js,
+//! links, metadata, template → changes, classify, teacher.
 
 pub mod changes;
 pub mod classify;

@@ -13,6 +13,10 @@
 //! file is a snapshot of an index that can always be rebuilt from it. That is what makes the
 //! vector index crash-safe without a journal: on open, a snapshot that does not match sled is
 //! rebuilt. The lexical index is a cache of sled in the same way.
+//!
+//! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
+//! checks it): dedup, testing, tokenizer → chunk, embed, store → documents, lexical, summary,
+//! vectors → indexer, local.
 
 pub mod chunk;
 pub mod dedup;

@@ -1,19 +1,25 @@
-//! The Weft node: everything with I/O. The `weft` binary (`main.rs`) is a thin CLI over this.
+//! The Weft node: everything with I/O. The `weft` binary (`src/bin/weft/`) is a thin CLI over this.
 //!
 //! Modules are private unless the CLI, the tests or the examples need them; what others use
-//! is re-exported below. The modules depend on each other one way, in this order (a module
-//! uses only those above it; `tests/it/module_graph.rs` checks it):
+//! is re-exported below. The modules depend on each other one way: a module uses only those
+//! before it in this order, and `tests/tests/it/module_graph.rs` checks it.
 //!
-//! 1. [`page`] (the page and the [`page::Pipeline`] seam), [`metrics`] (counters),
-//!    [`storage`] (bounded durable writes), `guard` → `fetcher`, [`token`].
+//! 1. The page and its seams: [`page`] (the page and the [`page::Pipeline`] seam), [`storage`]
+//!    (bounded durable writes), `guard` (the SSRF guard) → `fetcher`, [`token`], `received`
+//!    (URLs from peers), `urls` (why a URL is or is not indexed), `procmem`, `tenure`, the
+//!    pure [`extract_cli`]; [`metrics`] (counters).
 //! 2. `crawl`: the crawl loop and its pure decisions; it reaches the network and the browser
-//!    through the [`Route`] and [`Renders`] traits it is given.
+//!    through the [`Route`] and [`Renders`] traits it is given. `second_opinion` beside it.
 //! 3. [`layouts`]: layout learning and the JavaScript tier (store, worker, teacher, rendering,
-//!    browser); `pipeline` (extraction + the worker) and `second_opinion`; `indexing`
-//!    (the index stage) and `search`; `routing` (URLs between members).
-//! 4. `status` (`/status` and `/metrics`), [`api`] (the local HTTP API), then `node`,
-//!    which wires everything from a config; the CLI's helpers (`doctor`, `extract_cli`,
-//!    `templates_cli`) use what they need.
+//!    browser); `routing` (URLs between members); then `pipeline` (extraction + the worker),
+//!    `memory` (the memory target) and [`doctor`]; `indexing` (the index stage).
+//! 4. `search`, [`quota`] and `status` (`/status` and `/metrics`), then [`api`] (the local HTTP
+//!    API), then `node`, which wires everything from a config, and the CLI's helpers
+//!    ([`export`], [`mcp`], `templates_cli`).
+//!
+//! Module order: extract_cli, guard, page, procmem, received, storage, tenure, token, urls →
+//! fetcher, metrics → crawl, second_opinion → layouts, routing → doctor, memory, pipeline →
+//! indexing → quota, search, status → api → export, mcp, node, templates_cli.
 
 pub mod api;
 mod crawl;

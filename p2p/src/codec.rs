@@ -259,7 +259,6 @@ impl<W: Wire> libp2p::request_response::Codec for Codec<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exchange::{UrlBatch, UrlKind, UrlWire, WireUrl, MAX_BATCH_BYTES};
 
     /// Bytes, then silence (a sender that never finishes).
     struct ThenSilent(futures::io::Cursor<Vec<u8>>);
@@ -308,18 +307,5 @@ mod tests {
         } // both reads dropped half-way (a stream's timeout)
         assert_eq!(budget.held(), 0);
         assert!(read_bounded(&mut futures::io::Cursor::new(vec![1u8; 10]), 100, &budget, STALL).await.unwrap().is_ok());
-    }
-
-    #[test]
-    fn batches_round_trip_and_garbage_or_size_is_refused_not_an_error() {
-        let batch =
-            UrlBatch { urls: vec![WireUrl::new("http://a.test/", 2, UrlKind::Sitemap)], hops: 1, handoff: false };
-        let bytes = cbor4ii::serde::to_vec(Vec::new(), &batch).unwrap();
-        assert_eq!(decode_request::<UrlWire>(&bytes), Frame::Request(batch));
-        assert!(matches!(decode_request::<UrlWire>(b"\xff\xfe garbage"), Frame::Refused(Refusal::Malformed { .. })));
-        let cut = decode_request::<UrlWire>(&bytes[..bytes.len() - 3]);
-        assert!(matches!(cut, Frame::Refused(Refusal::Malformed { .. })));
-        let big = vec![0u8; MAX_BATCH_BYTES as usize + 1];
-        assert!(matches!(decode_request::<UrlWire>(&big), Frame::Refused(Refusal::Oversized { .. })));
     }
 }

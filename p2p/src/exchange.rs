@@ -84,9 +84,9 @@ impl WireUrl {
         }
     }
 
-    /// The host this URL belongs to on the ring (see [`weft_frontier::HostKey::name`]).
+    /// The host this URL belongs to on the ring (see [`weft_url::HostKey::name`]).
     pub fn ring_host(&self) -> Option<String> {
-        self.url().map(|u| weft_frontier::HostKey::of(&u).name().to_string())
+        self.url().map(|u| weft_url::HostKey::of(&u).name().to_string())
     }
 }
 
@@ -195,7 +195,7 @@ pub fn check_url(u: &mut WireUrl, allow_private: bool) -> Result<(), BadUrl> {
     // The fetcher's SSRF table: a peer cannot queue what a link could not.
     let private = match url.host() {
         None => return Err(BadUrl::NoHost),
-        Some(host) => weft_frontier::address::host_reason(&host).is_some(),
+        Some(host) => weft_url::address::host_reason(&host).is_some(),
     };
     if private && !allow_private {
         return Err(BadUrl::Private);
@@ -400,6 +400,7 @@ impl RateLimit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::{decode_request, Frame, Refusal};
 
     fn page(url: &str) -> WireUrl {
         WireUrl::new(url, 1, UrlKind::Page)
@@ -545,5 +546,18 @@ mod tests {
         assert!(!rl.allow("p", t0));
         assert!(rl.allow("q", t0), "per peer");
         assert!(rl.allow("p", t0 + Duration::from_millis(100)), "refilled");
+    }
+
+    #[test]
+    fn batches_round_trip_and_garbage_or_size_is_refused_not_an_error() {
+        let batch =
+            UrlBatch { urls: vec![WireUrl::new("http://a.test/", 2, UrlKind::Sitemap)], hops: 1, handoff: false };
+        let bytes = cbor4ii::serde::to_vec(Vec::new(), &batch).unwrap();
+        assert_eq!(decode_request::<UrlWire>(&bytes), Frame::Request(batch));
+        assert!(matches!(decode_request::<UrlWire>(b"\xff\xfe garbage"), Frame::Refused(Refusal::Malformed { .. })));
+        let cut = decode_request::<UrlWire>(&bytes[..bytes.len() - 3]);
+        assert!(matches!(cut, Frame::Refused(Refusal::Malformed { .. })));
+        let big = vec![0u8; MAX_BATCH_BYTES as usize + 1];
+        assert!(matches!(decode_request::<UrlWire>(&big), Frame::Refused(Refusal::Oversized { .. })));
     }
 }

@@ -17,6 +17,10 @@
 //!   query (pure).
 //! - [`search`]: `/weft/search/1` — wire types, checks, and merging peers' answers (pure).
 //! - [`network`]: the swarm, its event loop, and the handle the node talks to.
+//!
+//! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
+//! checks it): codec, departures, identity, reachability, ring, summaries → exchange,
+//! membership, records → search → behaviour → network.
 
 pub mod behaviour;
 pub mod codec;

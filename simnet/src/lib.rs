@@ -14,6 +14,10 @@
 //! against an exact index over every node's chunks, [`plot`] draws the run and [`demo`] is
 //! `weft demo`. [`natlab`] builds a small internet of Linux network namespaces with home
 //! routers that masquerade (cone and symmetric NAT) and runs real nodes behind them.
+//!
+//! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
+//! checks it): churn, failures, ports, rng, web → news, report, search_eval, topics → docs,
+//! schedule → runner → demo, natlab, plot, sweep.
 
 pub mod churn;
 pub mod demo;

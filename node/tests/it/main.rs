@@ -14,7 +14,6 @@ mod export;
 mod layouts;
 mod mcp;
 mod memory;
-mod module_graph;
 mod nat_lab;
 mod p2p_cli;
 mod politeness;

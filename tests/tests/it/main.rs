@@ -3,6 +3,7 @@
 
 mod common;
 mod extract_in_crawl;
+mod module_graph;
 mod network_crawl;
 mod network_dedup;
 mod network_handoff;

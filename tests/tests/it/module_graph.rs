@@ -1,14 +1,24 @@
-//! The node's modules depend on each other one way (see `src/lib.rs`): read from the source,
-//! every `crate::module` a module names is an edge, and the graph has no cycle. A cycle is how
-//! a crate turns into a hub where every change touches everything; this keeps it from coming
-//! back.
+//! Every crate's modules depend on each other one way, in the order its `lib.rs` documents
+//! ("Module order: a, b → c → d": a module uses only modules of the groups before its own).
+//! Read from the source, every `crate::module` a module names is an edge. A cycle is how a
+//! crate turns into a hub where every change touches everything, and an order that is only
+//! written down drifts; this keeps both from happening. A new module must be placed in the
+//! documented order to pass.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Top-level module → the top-level modules it names (`crate::x`, `crate::{x, y::z}`).
-fn graph() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// The workspace's library crates, by source directory.
+const CRATES: &[&str] = &["config", "frontier/url", "frontier", "extract", "index", "p2p", "simnet", "node"];
+
+fn src_of(krate: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(krate).join("src")
+}
+
+/// Top-level module → the top-level modules it names (`crate::x`, `crate::{x, y::z}`). The
+/// crate root and binaries (`lib.rs`, `main.rs`, `bin/`) are not modules of the library.
+fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let src = src.to_path_buf();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut stack = vec![src.clone()];
     while let Some(dir) = stack.pop() {
@@ -24,7 +34,7 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
             let rel = path.strip_prefix(&src).unwrap();
             let first = rel.components().next().unwrap().as_os_str().to_string_lossy().to_string();
             let module = first.trim_end_matches(".rs").to_string();
-            if module == "lib" || module == "main" {
+            if module == "lib" || module == "main" || module == "bin" {
                 continue;
             }
             let text = std::fs::read_to_string(&path).unwrap();
@@ -117,18 +127,67 @@ fn the_parser_reads_grouped_and_nested_imports() {
     assert_eq!(find_cycle(&g), Some(vec!["x".into(), "y".into(), "x".into()]));
 }
 
-#[test]
-fn the_node_modules_depend_on_each_other_one_way() {
-    let g = graph();
-    assert!(g.len() > 15, "the source was not found: {g:?}");
-    if let Some(cycle) = find_cycle(&g) {
-        panic!("circular imports among node's modules: {}", cycle.join(" → "));
+/// The order a crate's `lib.rs` documents: groups of modules, earliest first.
+fn documented_order(src: &Path) -> Vec<BTreeSet<String>> {
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let doc: Vec<&str> = lib.lines().filter_map(|l| l.strip_prefix("//!")).map(str::trim).collect();
+    let start = doc
+        .iter()
+        .position(|l| l.starts_with("Module order"))
+        .unwrap_or_else(|| panic!("{}: the crate documentation says its \"Module order\"", src.display()));
+    let mut text = String::new();
+    for line in &doc[start..] {
+        text.push_str(line);
+        text.push(' ');
+        if line.ends_with('.') {
+            break;
+        }
     }
+    let order = text.split_once(':').unwrap().1;
+    // "(… checks it): a, b → c." also has a colon: the list is after the last one.
+    let order = order.rsplit_once("):").map_or(order, |(_, o)| o).trim().trim_end_matches('.');
+    order.split('→').map(|group| group.split(',').map(|m| m.trim().to_string()).collect()).collect()
 }
 
 #[test]
-fn the_page_seam_and_the_crawl_stand_on_their_own() {
-    let g = graph();
+fn every_crates_modules_follow_its_documented_order() {
+    let mut problems = Vec::new();
+    for krate in CRATES {
+        let src = src_of(krate);
+        let g = graph(&src);
+        assert!(!g.is_empty(), "{}: the source was not found", src.display());
+        if let Some(cycle) = find_cycle(&g) {
+            problems.push(format!("{krate}: circular imports: {}", cycle.join(" → ")));
+        }
+        let order = documented_order(&src);
+        let group_of: BTreeMap<&str, usize> =
+            order.iter().enumerate().flat_map(|(i, g)| g.iter().map(move |m| (m.as_str(), i))).collect();
+        let listed: BTreeSet<&str> = group_of.keys().copied().collect();
+        let modules: BTreeSet<&str> = g.keys().map(String::as_str).collect();
+        if listed != modules {
+            problems.push(format!(
+                "{krate}: the documented order lists {:?} but not {:?}",
+                listed.difference(&modules).collect::<Vec<_>>(),
+                modules.difference(&listed).collect::<Vec<_>>()
+            ));
+        }
+        for (module, uses) in &g {
+            for used in uses.iter().filter(|u| g.contains_key(*u)) {
+                if let (Some(a), Some(b)) = (group_of.get(module.as_str()), group_of.get(used.as_str())) {
+                    if b >= a {
+                        problems
+                            .push(format!("{krate}: `{module}` uses `{used}`, which its order puts at or after it"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "module order broken:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn the_nodes_page_seam_and_its_crawl_stand_on_their_own() {
+    let g = graph(&src_of("node"));
     assert_eq!(g["page"], BTreeSet::new(), "page.rs imports nothing else of the node");
     for kept_out in ["layouts", "routing", "indexing", "pipeline", "status", "api", "node", "search"] {
         assert!(!g["crawl"].contains(kept_out), "the crawl reaches {kept_out} only through a trait it is given");
