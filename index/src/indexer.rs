@@ -38,6 +38,26 @@ pub struct Document {
     pub page_type: Option<String>,
     /// Seconds since the Unix epoch.
     pub fetched_at: u64,
+    /// The SimHash of `text` ([`dedup::simhash`]), computed once where the document is made
+    /// ([`Document::fingerprinted`]) and carried through the network's duplicate lookup to the
+    /// index. `None`: not computed yet (the indexer computes it then), or a text too short to
+    /// have one.
+    pub simhash: Option<u64>,
+}
+
+impl Document {
+    /// The document with its SimHash computed (once: a document that has one keeps it).
+    pub fn fingerprinted(mut self) -> Document {
+        if self.simhash.is_none() {
+            self.simhash = dedup::simhash(&self.text);
+        }
+        self
+    }
+
+    /// Its SimHash: the carried one, else computed now.
+    pub(crate) fn fingerprint(&self) -> Option<u64> {
+        self.simhash.or_else(|| dedup::simhash(&self.text))
+    }
 }
 
 /// What became of one document.
@@ -107,7 +127,7 @@ impl Indexer {
         let mut fresh: Vec<(DocId, u64, String)> = Vec::new();
         for (i, doc) in docs.into_iter().enumerate() {
             let id = DocId::of_url(&doc.url);
-            let hash = dedup::simhash(&doc.text);
+            let hash = doc.fingerprint();
             let mut record = record_of(&doc, hash);
             if let (Some(h), true) = (hash, self.max_distance > 0) {
                 if let Some((canonical, url, distance)) = self.duplicate_of(h, &id, &fresh)? {
@@ -159,7 +179,7 @@ impl Indexer {
     /// (another node, found through the DHT): stored as an alias, not embedded.
     pub fn record_alias(&mut self, doc: &Document, canonical_url: &str, distance: u32) -> Result<Outcome, IndexError> {
         let id = DocId::of_url(&doc.url);
-        let mut record = record_of(doc, dedup::simhash(&doc.text));
+        let mut record = record_of(doc, doc.fingerprint());
         record.state = DocState::Alias { canonical: DocId::of_url(canonical_url), distance };
         self.index.commit(id, &record, Vec::new())?;
         self.index.sync()?;

@@ -16,11 +16,12 @@
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
 //! checks it): dedup, testing, tokenizer → chunk, embed, store → documents, lexical, summary,
-//! vectors → indexer, local.
+//! vectors → indexer, local → duplicates.
 
 pub mod chunk;
 pub mod dedup;
 pub mod documents;
+pub mod duplicates;
 pub mod embed;
 mod indexer;
 pub mod lexical;

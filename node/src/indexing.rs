@@ -129,7 +129,7 @@ pub struct IndexService {
     counters: Arc<Counters>,
     metrics: Arc<Metrics>,
     /// In a network: where fingerprints are looked up and published.
-    network: Option<weft_p2p::NetworkHandle>,
+    network: Option<DhtDuplicates>,
     max_distance: u32,
     model: String,
     dims: usize,
@@ -170,7 +170,7 @@ impl IndexService {
             threads: Mutex::new(vec![indexing, querying]),
             counters,
             metrics,
-            network,
+            network: network.map(DhtDuplicates),
             max_distance: config.index.dedup_max_distance,
             model,
             dims: config.embed.dims,
@@ -197,25 +197,15 @@ impl IndexService {
     /// Indexes one document and waits for the outcome. Blocking: call it from a blocking
     /// thread. Waits while the indexer's queue is full.
     pub fn index_blocking(&self, doc: Document) -> Result<Outcome, String> {
-        let fingerprint = weft_index::dedup::simhash(&doc.text).filter(|_| self.max_distance > 0);
-        let network = self.network.as_ref().zip(fingerprint);
-        // Local tables first: a near duplicate indexed here needs no network round trip (the
-        // indexer finds it again when it commits).
-        let local = network.is_some_and(|(_, hash)| {
-            let id = weft_index::DocId::of_url(&doc.url);
-            matches!(self.index.store().near_duplicate(hash, self.max_distance, &id), Ok(Some(_)))
-        });
-        let remote = network.filter(|_| !local).and_then(|(net, hash)| {
-            let me = net.peer_id().to_string();
-            net.find_duplicate_blocking(hash, self.max_distance, &doc.url, DHT_TIMEOUT)
-                .filter(|(entry, _)| entry.peer != me) // this node's own documents: the local tables
-                .map(|(entry, distance)| (entry.url, distance))
-        });
-        let published = network.map(|(net, hash)| (net.clone(), hash, doc.url.clone(), doc.fetched_at));
+        let doc = doc.fingerprinted();
+        let Some(network) = &self.network else {
+            return self.index_job(doc, None);
+        };
+        let remote = weft_index::duplicates::remote_duplicate(&self.index, &doc, self.max_distance, network);
+        let (simhash, url, fetched_at) = (doc.simhash, doc.url.clone(), doc.fetched_at);
         let outcome = self.index_job(doc, remote);
-        if let (Ok(Outcome::Indexed { .. }), Some((net, simhash, url, time))) = (&outcome, published) {
-            let peer = net.peer_id().to_string();
-            net.publish_fingerprint(weft_p2p::records::DupEntry { simhash, url, peer, time });
+        if let Ok(outcome) = &outcome {
+            weft_index::duplicates::publish_indexed(network, self.max_distance, outcome, simhash, &url, fetched_at);
         }
         outcome
     }
@@ -494,6 +484,8 @@ fn improved_document(index: &LocalIndex, better: Improved) -> Option<Document> {
         canonical: record.canonical,
         page_type: record.page_type,
         fetched_at: record.fetched_at,
+        // A new text: the indexer fingerprints it.
+        simhash: None,
     })
 }
 
@@ -511,6 +503,30 @@ fn query_loop(mut embedder: Embedder, index: Arc<LocalIndex>, queries: Receiver<
                 let _ = reply.send(hits);
             }
         }
+    }
+}
+
+/// The network's fingerprints, in the DHT: the node's side of the index's near-duplicate
+/// detection (see `weft_index::duplicates`).
+struct DhtDuplicates(weft_p2p::NetworkHandle);
+
+impl weft_index::duplicates::NetworkDuplicates for DhtDuplicates {
+    fn find(&self, simhash: u64, max_distance: u32, url: &str) -> Option<(String, u32)> {
+        let me = self.0.peer_id().to_string();
+        self.0
+            .find_duplicate_blocking(simhash, max_distance, url, DHT_TIMEOUT)
+            .filter(|(entry, _)| entry.peer != me) // this node's own documents: the local tables
+            .map(|(entry, distance)| (entry.url, distance))
+    }
+
+    fn publish(&self, simhash: u64, url: &str, fetched_at: u64) {
+        let peer = self.0.peer_id().to_string();
+        self.0.publish_fingerprint(weft_p2p::records::DupEntry {
+            simhash,
+            url: url.to_string(),
+            peer,
+            time: fetched_at,
+        });
     }
 }
 
@@ -538,6 +554,8 @@ pub fn document_of(page: &FetchedPage, e: &weft_extract::Extracted) -> Document 
         canonical: e.metadata.canonical.clone(),
         page_type: Some(page_type.to_string()),
         fetched_at: page.fetched_at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        // Computed once, by `IndexService::index_blocking` (`Document::fingerprinted`).
+        simhash: None,
     }
 }
 
