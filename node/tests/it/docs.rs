@@ -30,7 +30,9 @@ fn documents() -> Vec<PathBuf> {
 /// Markdown link targets: `[text](target)`, outside code.
 fn links(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for line in prose(text) {
+    for line in prose_and_code(text).0 {
+        // A link inside inline code is not a link.
+        let line: String = line.split('`').step_by(2).collect();
         let mut rest = line.as_str();
         while let Some(i) = rest.find("](") {
             rest = &rest[i + 2..];
@@ -43,38 +45,22 @@ fn links(text: &str) -> Vec<String> {
     out
 }
 
-/// Lines outside fenced code blocks, with inline code spans removed.
-fn prose(text: &str) -> Vec<String> {
+/// A Markdown text's prose (lines outside fenced code blocks) and its code (fenced lines, and
+/// each inline code span).
+fn prose_and_code(text: &str) -> (Vec<String>, Vec<String>) {
+    let (mut prose, mut code) = (Vec::new(), Vec::new());
     let mut fenced = false;
-    let mut out = Vec::new();
     for line in text.lines() {
         if line.trim_start().starts_with("```") {
             fenced = !fenced;
-            continue;
-        }
-        if !fenced {
-            out.push(line.split('`').step_by(2).collect::<Vec<_>>().join(""));
-        }
-    }
-    out
-}
-
-/// Code: fenced blocks' lines and inline code spans.
-fn code(text: &str) -> Vec<String> {
-    let mut fenced = false;
-    let mut out = Vec::new();
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if fenced {
-            out.push(line.to_string());
+        } else if fenced {
+            code.push(line.to_string());
         } else {
-            out.extend(line.split('`').skip(1).step_by(2).map(str::to_string));
+            prose.push(line.to_string());
+            code.extend(line.split('`').skip(1).step_by(2).map(str::to_string));
         }
     }
-    out
+    (prose, code)
 }
 
 /// GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens.
@@ -89,16 +75,7 @@ fn slug(heading: &str) -> String {
 }
 
 fn anchors(text: &str) -> BTreeSet<String> {
-    let mut fenced = false;
-    let mut out = BTreeSet::new();
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-        } else if !fenced && line.starts_with('#') {
-            out.insert(slug(line.trim_start_matches('#')));
-        }
-    }
-    out
+    prose_and_code(text).0.iter().filter(|l| l.starts_with('#')).map(|l| slug(l.trim_start_matches('#'))).collect()
 }
 
 #[test]
@@ -137,7 +114,7 @@ fn every_relative_link_in_the_readme_and_the_book_resolves() {
 /// written in code: `weft config show`, `weft start --seed …`.
 fn commands(text: &str) -> BTreeSet<Vec<String>> {
     let mut out = BTreeSet::new();
-    for line in code(text) {
+    for line in prose_and_code(text).1 {
         // A shell comment is prose (`# embedding, weft vs Python`).
         let line = match line.find(" #") {
             Some(i) => &line[..i],
