@@ -170,7 +170,16 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
         assert_eq!(v["partial"], false, "{v:#}");
         let contacted: Vec<&str> =
             v["network"]["contacted"].as_array().unwrap().iter().filter_map(|p| p.as_str()).collect();
-        assert!(contacted.len() <= 2, "{}: contacted {contacted:?}", topic.slug);
+        // Two peers at most, unless one of the first two had not answered by the hedge (then
+        // the next is asked, as it should be): ~1 in 60 questions here, when the machine is
+        // loaded by a build and another test binary beside the five nodes.
+        let hedge_ms = weft_config::Config::default().search.hedge_ms as f64;
+        let slow = |peer: &str| {
+            let answered = v["network"]["answered"].as_array().unwrap().iter().find(|a| a[0] == peer);
+            answered.is_none_or(|a| a[2].as_f64().unwrap() >= hedge_ms)
+        };
+        let hedged = contacted.iter().take(2).filter(|p| slow(p)).count();
+        assert!(contacted.len() <= 2 + hedged, "{}: contacted {contacted:?}: {v:#}", topic.slug);
         if *owner != 0 {
             assert_eq!(contacted.first(), Some(&ids[*owner].as_str()), "{}: its node is asked first", topic.slug);
             asked += 1;
