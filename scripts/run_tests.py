@@ -5,7 +5,7 @@ went: every test's duration, the slowest tests, each binary's wall time, a JUnit
 Why not `cargo test` alone: it prints no test's duration on stable Rust. libtest can
 (`--report-time`, an unstable option): it is unlocked here for the test binaries only
 (RUSTC_BOOTSTRAP=1 in their environment). Passed to cargo, that variable changes every crate's
-fingerprint and rebuilds the whole tree. Why not cargo-nextest: see README, "How the suite is
+fingerprint and rebuilds the whole tree. Why not cargo-nextest: see docs/src/testing.md, "How the suite is
 laid out".
 
 Usage: run_tests.py BUILD_JSON [--only FILTER ...] [--skip FILTER ...] [--bound SECS] [--name NAME] [--jobs N]

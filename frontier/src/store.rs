@@ -8,7 +8,7 @@
 //! priority | seq`, ~45-byte values, no per-URL index) still held 384 MiB and growing and
 //! 3.7 GiB at 7.5M queued. This layout on fjall holds 10M queued URLs over 100k hosts in 254 MiB
 //! resident (heap flat at ~130 MiB from 1M to 10M) and 1.19 GiB on disk at 24k operations/s (the
-//! README's soak figures). A queue is an append-then-delete workload: an LSM tree writes it
+//! the book's soak figures, docs/src/benchmarks.md). A queue is an append-then-delete workload: an LSM tree writes it
 //! sequentially, compresses sorted neighbours together (URLs of one host share most of their
 //! bytes) and drops drained entries in compaction, where sled's pages stay resident and
 //! fragment.

@@ -10,7 +10,7 @@
 //!
 //! An [`Embedder`] is synchronous and owns its sessions — one single-threaded ONNX Runtime
 //! session per thread, each taking the next run when free — and runs of at most
-//! `embed.batch_tokens` padded tokens (rows × longest row; 1024 = four full chunks). Both choices were measured (`bench_embed`, README): on this
+//! `embed.batch_tokens` padded tokens (rows × longest row; 1024 = four full chunks). Both choices were measured (`bench_embed`, docs/src/benchmarks.md): on this
 //! model they beat one session with several intra-op threads and 32 full-length rows per run.
 //! Callers run it on threads of their own (the node gives indexing and queries one embedder
 //! each) so inference never blocks an async runtime.

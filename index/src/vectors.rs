@@ -11,7 +11,7 @@
 //! error and silently changes search results) is rebuilt too, and `weft doctor` says so.
 //!
 //! Scalar quantization is configurable (`index.quantization`, default f16: half the memory of
-//! f32, recall unchanged for unit vectors; measured in the README).
+//! f32, recall unchanged for unit vectors; measured in docs/src/benchmarks.md).
 
 use crate::store::DocStore;
 use crate::IndexError;

@@ -1,5 +1,5 @@
 //! The crate's integration tests, one module per subject, linked into one binary (one link
-//! of the dependency tree instead of one per file: see the README's "Tests").
+//! of the dependency tree instead of one per file: see docs/src/testing.md).
 
 mod adaptive;
 mod api;

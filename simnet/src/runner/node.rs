@@ -91,7 +91,7 @@ pub(super) fn node_config(
     }
     // Many nodes share two cores: one embedding thread each. With many nodes, memory is what
     // runs out first: smaller inference runs keep ONNX Runtime's activation arena small
-    // (throughput is flat from 256 to 1024 tokens per run, see the README).
+    // (throughput is flat from 256 to 1024 tokens per run, see docs/src/benchmarks.md).
     c.embed.threads = 1;
     if many {
         c.embed.batch_tokens = 256;
