@@ -12,6 +12,7 @@ mod support;
 use std::time::{Duration, Instant};
 use support::{dir_size, heap, mib};
 use weft_frontier::*;
+use weft_url::*;
 
 fn frontier_bench(urls: usize, hosts: usize) {
     let dir = tempfile::tempdir().unwrap();

@@ -11,6 +11,7 @@ mod support;
 use std::time::{Duration, Instant};
 use support::{heap, mib};
 use weft_frontier::*;
+use weft_url::*;
 
 fn main() {
     let mut args = std::env::args().skip(1);

@@ -19,6 +19,7 @@ mod support;
 use std::time::{Duration, Instant};
 use support::{dir_size, heap, mib, rss};
 use weft_frontier::*;
+use weft_url::*;
 
 /// A small deterministic generator (splitmix64).
 struct Rng(u64);

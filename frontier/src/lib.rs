@@ -1,6 +1,8 @@
 //! The crawl frontier of a Weft node: which URL to fetch next, and whether it may be fetched.
 //!
-//! - [`normalize`], [`host`], [`address`]: URLs and hosts, from `weft-url` (re-exported).
+//! URLs and hosts (normalization, `HostKey`, the address table) are `weft-url`'s: every crate
+//! names them there.
+//!
 //! - `seen`: the Bloom-filter seen-set, sized from config.
 //! - `score`: URL priority (depth, inlinks, news-likeness, HTML-likeness; binaries skipped).
 //! - `politeness`: per-host token bucket, `Crawl-delay`, 429/503 backoff.
@@ -25,8 +27,7 @@
 //! checks it): discovery, fanout, generation, health, outcomes, patterns, politeness, revisits,
 //! robots, score, seen → store → migrate → frontier.
 
-pub use weft_url::normalize::{self};
-pub use weft_url::{address, host};
+use weft_url::host;
 
 pub mod discovery;
 pub mod fanout;
@@ -49,8 +50,6 @@ pub use frontier::{
     FrontierStats, HandOff, HostFilter, HostLoad, Lease, Next, PushOutcome, QueuedUrl, Received, Returned, SnapshotJob,
     UrlState, IDLE_FOR,
 };
-pub use host::HostKey;
-pub use normalize::{normalize, normalize_url, NormalizeError, MAX_URL_BYTES};
 pub use outcomes::{Fate, Outcomes, UrlOutcome};
 pub use politeness::PolitenessPolicy;
 pub use robots::{HostRobots, RobotsCache, RobotsFetch, RobotsOutcome, Verdict, ROBOTS_TRIES};

@@ -1,5 +1,6 @@
 use std::time::{Duration, Instant};
 use weft_frontier::*;
+use weft_url::*;
 
 fn settings() -> FrontierSettings {
     let mut s = FrontierSettings::default();

@@ -69,7 +69,7 @@ fn run(dir: &Path) -> anyhow::Result<()> {
         })
         .collect();
     let hosts: std::collections::BTreeSet<String> =
-        pages.iter().map(|p| weft_frontier::HostKey::of(&p.url).into_string()).collect();
+        pages.iter().map(|p| weft_url::HostKey::of(&p.url).into_string()).collect();
     let tmp = tempfile::tempdir()?;
     let db = weft_frontier::open_db(tmp.path(), 64 << 20)?;
     let store = LayoutStore::open(&db, 3)?.with_overrides(hosts.iter().map(|h| template_for(h)).collect());

@@ -346,7 +346,7 @@ async fn url_report(
 ) -> Result<Json<crate::urls::UrlReport>, ApiError> {
     let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, "bad_url", m);
     let raw = p.url.filter(|u| !u.trim().is_empty()).ok_or_else(|| bad("pass ?url=https://...".into()))?;
-    let url = weft_frontier::normalize(raw.trim(), None).map_err(|e| bad(format!("{raw:?}: {e}")))?;
+    let url = weft_url::normalize(raw.trim(), None).map_err(|e| bad(format!("{raw:?}: {e}")))?;
     let crawler = state.crawler.clone();
     let index = state.index.as_ref().map(|i| i.index().clone());
     let report = tokio::task::spawn_blocking(move || {
@@ -468,7 +468,7 @@ fn host_param(host: &str) -> Result<String, ApiError> {
     });
     if let Some(u) = key {
         // The frontier's spelling (a default port dropped, IPv4 canonical).
-        Ok(weft_frontier::HostKey::of(&u).into_string())
+        Ok(weft_url::HostKey::of(&u).into_string())
     } else {
         Err(ApiError::new(
             StatusCode::BAD_REQUEST,

@@ -13,8 +13,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 /// Why an address is not public: the table the URL batches of other members are checked
-/// against too (see [`weft_frontier::address`]).
-pub use weft_frontier::address::non_public_reason;
+/// against too (see [`weft_url::address`]).
+pub use weft_url::address::non_public_reason;
 
 /// The URL's host is an IP literal that the guard refuses.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -150,7 +150,7 @@ impl WeftMcp {
         let id = match (arg(args, "id").and_then(Value::as_str), arg(args, "url").and_then(Value::as_str)) {
             (Some(id), _) => weft_index::DocId::parse_hex(id.trim())?.hex(),
             (None, Some(url)) => {
-                let url = weft_frontier::normalize(url.trim(), None)?;
+                let url = weft_url::normalize(url.trim(), None)?;
                 weft_index::DocId::of_url(url.as_str()).hex()
             }
             (None, None) => return Err(ToolError("pass `id` (from a search result) or `url`".into())),

@@ -11,8 +11,9 @@ use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use weft_frontier::{normalize_url, Candidate, HostKey, UrlKind};
+use weft_frontier::{Candidate, UrlKind};
 use weft_p2p::{Inbound, NetworkHandle, PeerId, WireUrl};
+use weft_url::{normalize_url, HostKey};
 
 /// URLs sent to other members and not acknowledged yet: url → (depth, kind).
 #[derive(Clone)]

@@ -19,7 +19,7 @@ impl Inner {
     /// `patience`), the SSRF guard. Redirects come back as such for the browser to follow.
     pub(super) async fn fetch_for_browser(&self, url: &Url, patience: Duration) -> Result<Fetched, BrowserFetchError> {
         let deadline = tokio::time::Instant::now() + patience;
-        let host = weft_frontier::HostKey::of(url).into_string();
+        let host = weft_url::HostKey::of(url).into_string();
         let rules = loop {
             if let Some(rules) = blocking(|| self.robots.lock().get(&host, now_unix())) {
                 break rules;

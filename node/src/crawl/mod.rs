@@ -57,9 +57,10 @@ use url::Url;
 use weft_extract::{parse_sitemap, PageType};
 use weft_frontier::health;
 use weft_frontier::{
-    normalize, Candidate, Completed, Completion, Durability, Fate, Frontier, FrontierStats, HostKey, Lease, Next,
-    PushOutcome, RobotsCache, UrlKind, Verdict,
+    Candidate, Completed, Completion, Durability, Fate, Frontier, FrontierStats, Lease, Next, PushOutcome, RobotsCache,
+    UrlKind, Verdict,
 };
+use weft_url::{normalize, HostKey};
 
 /// Where discovered URLs go in a network (see `routing.rs`).
 pub trait Route: Send + Sync + 'static {

@@ -8,7 +8,8 @@ use crate::fetcher::{FetchError, Fetched};
 use url::Url;
 use weft_extract::{Link, Sitemap, SitemapError};
 use weft_frontier::health::Answer;
-use weft_frontier::{normalize, normalize_url, Candidate, Completion, Fate, HostKey, NormalizeError, UrlKind};
+use weft_frontier::{Candidate, Completion, Fate, UrlKind};
+use weft_url::{normalize, normalize_url, HostKey, NormalizeError};
 
 /// What the crawl does with a response, besides completing the lease.
 #[derive(Debug, Clone, PartialEq, Eq)]

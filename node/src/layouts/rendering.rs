@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::Notify;
 use url::Url;
-use weft_frontier::HostKey;
+use weft_url::HostKey;
 
 /// The queue of pages for the browser (in the layout store).
 #[derive(Clone)]

@@ -103,7 +103,7 @@ impl Worker {
 
     fn try_work(&self, page: &FetchedPage, e: &mut Extracted, doc: &Html) -> Result<Worked, LayoutError> {
         let m = &self.metrics;
-        let host = weft_frontier::HostKey::of(&page.url).into_string();
+        let host = weft_url::HostKey::of(&page.url).into_string();
         let (l1, l2) = (e.fingerprints.l1.clone(), e.fingerprints.l2.clone());
         let url = page.url.as_str();
         let now = now_unix();
