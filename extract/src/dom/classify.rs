@@ -128,7 +128,7 @@ pub(super) fn is_boiler_role(role: &str) -> bool {
 }
 
 /// Class names that hide content in practically every CSS framework.
-pub(super) fn is_hiding_class(class: &str) -> bool {
+fn is_hiding_class(class: &str) -> bool {
     class.split_ascii_whitespace().any(|c| {
         matches!(
             c.to_ascii_lowercase().as_str(),
@@ -147,7 +147,7 @@ pub(super) fn is_hiding_class(class: &str) -> bool {
     })
 }
 
-pub(super) fn style_hides(style: &str) -> bool {
+fn style_hides(style: &str) -> bool {
     let compact: String = style.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_ascii_lowercase();
     compact.contains("display:none") || compact.contains("visibility:hidden")
 }
@@ -169,7 +169,7 @@ pub(super) fn is_hidden(tag: &str, a: &Attrs) -> bool {
 /// Collapsed is not hidden: content a reader opens with a click on the page — a tab panel, an
 /// accordion's or FAQ's answer, a "read more" wrapper, `hidden="until-found"` (which the
 /// browser's find-in-page opens) — is the page's text, whatever hides it until then.
-pub(super) fn is_collapsed(a: &Attrs) -> bool {
+fn is_collapsed(a: &Attrs) -> bool {
     a.until_found
         || a.role.is_some_and(|r| r.trim().eq_ignore_ascii_case("tabpanel"))
         || a.class.is_some_and(|c| {
@@ -192,14 +192,14 @@ pub(crate) fn hides(el: &scraper::node::Element) -> bool {
 pub(super) struct Attrs<'a> {
     pub(super) id: Option<&'a str>,
     pub(super) class: Option<&'a str>,
-    pub(super) style: Option<&'a str>,
+    style: Option<&'a str>,
     pub(super) role: Option<&'a str>,
     pub(super) itemprop: Option<&'a str>,
     pub(super) href: Option<&'a str>,
     pub(super) rel: Option<&'a str>,
-    pub(super) hidden: bool,
-    pub(super) until_found: bool,
-    pub(super) aria_hidden: bool,
+    hidden: bool,
+    until_found: bool,
+    aria_hidden: bool,
     pub(super) kind: Option<&'a str>,
     pub(super) name: Option<&'a str>,
     pub(super) property: Option<&'a str>,

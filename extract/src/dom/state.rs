@@ -26,15 +26,15 @@ pub(super) fn push_collapsed(buf: &mut String, text: &str) -> u32 {
 }
 
 /// One step of the iterative walk: enter a node, or finish an element entered earlier.
-pub(super) enum Step<'a> {
+enum Step<'a> {
     Enter(NodeRef<'a, Node>, ElemId, u16),
     Exit(Exit),
 }
 
 /// What to restore when an element's subtree is done.
-pub(super) struct Exit {
+struct Exit {
     /// The element was block-level: flush its text, then restore this owner.
-    pub(super) block: Option<ElemId>,
+    block: Option<ElemId>,
     /// The element was a link: restore this open link.
     pub(super) link: Option<Option<u32>>,
 }
@@ -90,7 +90,7 @@ impl<'a> State<'a> {
         }
     }
 
-    pub(super) fn enter(&mut self, node: NodeRef<'a, Node>, parent: ElemId, depth: u16, stack: &mut Vec<Step<'a>>) {
+    fn enter(&mut self, node: NodeRef<'a, Node>, parent: ElemId, depth: u16, stack: &mut Vec<Step<'a>>) {
         if depth >= MAX_WALK_DEPTH {
             if !self.depth_warned {
                 self.depth_warned = true;
@@ -120,7 +120,7 @@ impl<'a> State<'a> {
         }
     }
 
-    pub(super) fn exit(&mut self, exit: Exit) {
+    fn exit(&mut self, exit: Exit) {
         if let Some(saved_link) = exit.link {
             if let Some(l) = self.link {
                 let l = &mut self.walk.links[l as usize];
@@ -138,7 +138,7 @@ impl<'a> State<'a> {
 
     /// A block, line break or image inside an open link separates its words: `<a><div>Title
     /// </div><div>Summary</div></a>` reads "Title Summary", not "TitleSummary".
-    pub(super) fn separate_link_text(&mut self) {
+    fn separate_link_text(&mut self) {
         if let Some(l) = self.link {
             let text = &mut self.walk.links[l as usize].text;
             if !text.is_empty() && !text.ends_with(' ') {
@@ -147,7 +147,7 @@ impl<'a> State<'a> {
         }
     }
 
-    pub(super) fn element(
+    fn element(
         &mut self,
         node: NodeRef<'a, Node>,
         el: &'a scraper::node::Element,
@@ -294,7 +294,7 @@ impl<'a> State<'a> {
 
     /// Feeds the skeleton of a skipped subtree (hidden or non-text elements) to the fingerprint,
     /// and collects the metadata carriers inside it. Iterative, like the walk.
-    pub(super) fn fingerprint_subtree(&mut self, node: NodeRef<'a, Node>) {
+    fn fingerprint_subtree(&mut self, node: NodeRef<'a, Node>) {
         let mut skip_depth = 0usize; // > 0 while inside a pruned element
         for edge in node.traverse().skip(1) {
             match edge {
@@ -329,7 +329,7 @@ impl<'a> State<'a> {
         }
     }
 
-    pub(super) fn script_facts(&mut self, node: NodeRef<'a, Node>, el: &'a scraper::node::Element) {
+    fn script_facts(&mut self, node: NodeRef<'a, Node>, el: &'a scraper::node::Element) {
         let tag = el.name();
         let a = read_attrs(el);
         self.head_facts(node, tag, &a);
@@ -337,7 +337,7 @@ impl<'a> State<'a> {
 
     /// Metadata carriers and script facts. Called for every element, wherever it sits (html5ever
     /// moves stray `<meta>` and `<script>` into the body).
-    pub(super) fn head_facts(&mut self, node: NodeRef<'a, Node>, tag: &str, a: &Attrs<'a>) {
+    fn head_facts(&mut self, node: NodeRef<'a, Node>, tag: &str, a: &Attrs<'a>) {
         let meta = &mut self.walk.meta;
         match tag {
             "html" => meta.html_lang = a.lang.map(|l| l.trim().to_string()).filter(|l| !l.is_empty()),

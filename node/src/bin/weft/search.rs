@@ -107,6 +107,6 @@ pub(super) fn print_hits(answer: &SearchResponse) {
 }
 
 /// The last characters of a peer id: enough to tell members apart.
-pub(super) fn short_peer(p: &str) -> &str {
+fn short_peer(p: &str) -> &str {
     &p[p.len().saturating_sub(8)..]
 }

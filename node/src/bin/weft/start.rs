@@ -3,11 +3,11 @@
 use super::*;
 
 /// Exit code of a node stopped by a storage fault (`EX_IOERR`).
-pub(super) const EXIT_STORAGE: i32 = 74;
+const EXIT_STORAGE: i32 = 74;
 
 /// Exit code of a node whose graceful stop outlasted its bound, or that was stopped by a
 /// second signal.
-pub(super) const EXIT_FORCED: i32 = 130;
+const EXIT_FORCED: i32 = 130;
 
 pub(super) async fn start(config: weft_config::Config, exit_when_idle: bool) -> anyhow::Result<()> {
     tracing::info!(data_dir = %config.data_dir.display(), "starting weft node");
@@ -40,7 +40,7 @@ pub(super) async fn start(config: weft_config::Config, exit_when_idle: bool) -> 
 /// are answered even when every runtime thread is busy: the first asks for a graceful stop and
 /// arms a deadline (the sum of the stop's stages, see `start`), after which the process exits; a second
 /// signal exits at once. Unfinished URLs stay queued either way.
-pub(super) fn watch_signals(shutdown: tokio::sync::watch::Sender<bool>, bound: Duration) {
+fn watch_signals(shutdown: tokio::sync::watch::Sender<bool>, bound: Duration) {
     // SAFETY: sigset manipulation and sigwait on a set every thread blocks (see `block_signals`).
     let set = signal_set();
     std::thread::Builder::new()
@@ -74,12 +74,12 @@ pub(super) fn watch_signals(shutdown: tokio::sync::watch::Sender<bool>, bound: D
 }
 
 /// A line on stderr that cannot panic (`eprintln!` does when stderr is closed).
-pub(super) fn say(line: &str) {
+fn say(line: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
-pub(super) fn signal_set() -> libc::sigset_t {
+fn signal_set() -> libc::sigset_t {
     // SAFETY: initialising a sigset_t on the stack with the libc calls made for it.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -102,7 +102,7 @@ pub(super) fn block_signals() {
 
 /// After a storage fault the node stops by itself; if anything keeps it from finishing (a
 /// thread stuck in the failed storage), this exits the process a few seconds later.
-pub(super) fn watch_storage(storage: weft_node::storage::Storage) {
+fn watch_storage(storage: weft_node::storage::Storage) {
     std::thread::Builder::new()
         .name("weft-storage-watchdog".into())
         .spawn(move || loop {

@@ -16,7 +16,7 @@ pub enum OverrideError {
 /// One `[[template]]` of the override file.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct OverrideEntry {
+struct OverrideEntry {
     host: String,
     title: String,
     content: String,
@@ -28,7 +28,7 @@ pub(super) struct OverrideEntry {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct OverrideFile {
+struct OverrideFile {
     #[serde(default)]
     template: Vec<OverrideEntry>,
 }

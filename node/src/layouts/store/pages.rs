@@ -13,7 +13,7 @@ pub struct StoredPage {
 
 impl StoredPage {
     /// `status` (2 bytes, big-endian), content type length (2 bytes) and bytes, body.
-    pub(super) fn encode(&self) -> Vec<u8> {
+    fn encode(&self) -> Vec<u8> {
         let ct = self.content_type.as_deref().unwrap_or("").as_bytes();
         let ct = &ct[..ct.len().min(u16::MAX as usize)];
         let mut v = Vec::with_capacity(4 + ct.len() + self.body.len());
@@ -24,7 +24,7 @@ impl StoredPage {
         v
     }
 
-    pub(super) fn decode(v: &[u8]) -> Option<StoredPage> {
+    fn decode(v: &[u8]) -> Option<StoredPage> {
         let status = u16::from_be_bytes(v.get(0..2)?.try_into().ok()?);
         let n = u16::from_be_bytes(v.get(2..4)?.try_into().ok()?) as usize;
         let ct = std::str::from_utf8(v.get(4..4 + n)?).ok()?;
@@ -43,7 +43,7 @@ pub enum PageRole {
     Render,
 }
 
-pub(super) fn page_key(role: PageRole, url: &str) -> Vec<u8> {
+fn page_key(role: PageRole, url: &str) -> Vec<u8> {
     let mut k = vec![match role {
         PageRole::Sample => b's',
         PageRole::Render => b'r',

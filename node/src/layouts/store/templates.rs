@@ -7,7 +7,7 @@ use super::*;
 pub const LOW_CONFIDENCE_DUE: u64 = 2;
 
 /// Sample URLs kept per signature: the teacher validates on them.
-pub(super) const SAMPLES: usize = 3;
+const SAMPLES: usize = 3;
 
 /// What is known of one layout signature on one host.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -143,7 +143,7 @@ impl LayoutStore {
         Ok(Observed { template, try_host_templates, queued, sampled, js_required: record.js_required })
     }
 
-    pub(super) fn has_templates(&self, host: &str) -> bool {
+    fn has_templates(&self, host: &str) -> bool {
         self.templates.scan_prefix(host_prefix(host)).next().is_some()
     }
 
