@@ -143,9 +143,8 @@ fn documented_order(src: &Path) -> Vec<BTreeSet<String>> {
             break;
         }
     }
-    let order = text.split_once(':').unwrap().1;
-    // "(… checks it): a, b → c." also has a colon: the list is after the last one.
-    let order = order.rsplit_once("):").map_or(order, |(_, o)| o).trim().trim_end_matches('.');
+    // The list is after the last colon (module names have none).
+    let order = text.rsplit_once(':').unwrap().1.trim().trim_end_matches('.');
     order.split('→').map(|group| group.split(',').map(|m| m.trim().to_string()).collect()).collect()
 }
 

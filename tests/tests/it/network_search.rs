@@ -157,6 +157,7 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
     let v = get(&http, apis[0], TOPICS[1].question, 5).await;
     assert_eq!(v["network"]["contacted"][0].as_str(), Some(ids[1].as_str()), "{v:#}");
     let mut asked = 0;
+    let hedge_ms = weft_config::Config::default().search.hedge_ms as f64;
     for (t, topic) in TOPICS.iter().enumerate() {
         let (url, owner) = &page_of[&t];
         let v = get(&http, apis[0], topic.question, 5).await;
@@ -173,7 +174,6 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
         // Two peers at most, unless one of the first two had not answered by the hedge (then
         // the next is asked, as it should be): ~1 in 60 questions here, when the machine is
         // loaded by a build and another test binary beside the five nodes.
-        let hedge_ms = weft_config::Config::default().search.hedge_ms as f64;
         let slow = |peer: &str| {
             let answered = v["network"]["answered"].as_array().unwrap().iter().find(|a| a[0] == peer);
             answered.is_none_or(|a| a[2].as_f64().unwrap() >= hedge_ms)
