@@ -32,7 +32,7 @@ pub use crate::store::{CompactJob, FrontierError, Result, SnapshotJob};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use url::Url;
 
 mod blocks;
@@ -46,10 +46,6 @@ pub use handover::{HandOff, Received};
 pub use resident::IDLE_FOR;
 use resident::{HostQueue, Resident};
 pub use types::*;
-
-pub fn unix_ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-}
 
 /// Makes frontier writes durable without holding the frontier's lock.
 #[derive(Clone)]
@@ -162,7 +158,7 @@ impl Frontier {
 
     fn new_queue(&self, id: u32, name: String, record: &HostRecord, now: Instant) -> HostQueue {
         let mut politeness = HostPoliteness::new(now);
-        let wait_ms = record.next_allowed_unix_ms.saturating_sub(unix_ms(SystemTime::now()));
+        let wait_ms = record.next_allowed_unix_ms.saturating_sub(weft_clock::now_ms());
         // A host new to this process may have been crawled by another member a moment ago.
         politeness.next_allowed = now + Duration::from_millis(wait_ms).max(self.settings.politeness.handover_grace);
         politeness.backoff_level = record.backoff_level;
@@ -295,7 +291,7 @@ impl Frontier {
             id,
             fetched: h.fetched,
             queued: h.queued,
-            next_allowed_unix_ms: unix_ms(SystemTime::now()) + wait.as_millis() as u64,
+            next_allowed_unix_ms: weft_clock::now_ms() + wait.as_millis() as u64,
             backoff_level: h.politeness.backoff_level,
         }
     }
@@ -373,7 +369,7 @@ impl Frontier {
         }
         let boost = if c.from_hub && c.kind == UrlKind::Page { HUB_BOOST } else { 0.0 };
         let priority = score(&c.url, c.kind, c.depth, 0, self.settings.inlink_cap) + boost;
-        let entry = Stored::new(url, &host, c.kind, c.depth, c.redirects, unix_ms(SystemTime::now()));
+        let entry = Stored::new(url, &host, c.kind, c.depth, c.redirects, weft_clock::now_ms());
         let mut batch = self.store.batch();
         let seq = self.take_seq(&mut batch);
         let key = store::qkey(id, priority, seq);

@@ -9,7 +9,6 @@
 //! another page, failed to embed): see the node's `/urls`.
 
 use serde::{Deserialize, Serialize};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What happened to a URL the last time this node dealt with it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,7 +73,7 @@ impl Outcomes {
 
     /// Records `fate` as `url`'s latest outcome, counting an attempt when the host was asked.
     pub fn record(&self, url: &str, fate: Fate) -> Result<(), sled::Error> {
-        let at = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let at = weft_clock::now_secs();
         let attempt = u32::from(fate.is_attempt());
         // Read-modify-write of one key: a lost update would only miscount attempts.
         let before = self.get(url)?.map_or(0, |o| o.attempts);

@@ -578,7 +578,7 @@ fn a_frontier_kept_in_sled_before_is_imported_once() {
         old.insert(&b"da.test\0http://a.test/fetched"[..], &[]).unwrap();
         old.insert(&b"bbad.test"[..], &[]).unwrap();
         let hosts = db.open_tree("hosts").unwrap();
-        let later = weft_frontier::unix_ms(std::time::SystemTime::now()) + 120_000;
+        let later = weft_clock::now_ms() + 120_000;
         let rec = OldHost { fetched: 4, next_allowed_unix_ms: later, backoff_level: 1 };
         hosts.insert("a.test", postcard::to_allocvec(&rec).unwrap()).unwrap();
         db.flush().unwrap();

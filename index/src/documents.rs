@@ -9,7 +9,7 @@
 //! or replaced between pages, which an offset would not.
 
 use crate::store::{ChunkRecord, DocStore};
-use crate::{DocId, DocRecord, DocState, IndexError};
+use crate::{DocId, DocRecord, DocState, IndexError, PageMeta};
 use serde::{Deserialize, Serialize};
 
 /// Documents a listing page holds at most.
@@ -32,19 +32,11 @@ pub struct DocumentMeta {
     /// 32 hex digits: the first 16 bytes of blake3 of the normalized URL — the same on every
     /// node.
     pub id: String,
-    pub url: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub canonical: Option<String>,
-    pub title: String,
+    /// The page's address and what it says of itself.
+    #[serde(flatten)]
+    pub page: PageMeta,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub author: Option<String>,
-    /// RFC 3339, as the page says.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub published: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub modified: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -156,13 +148,8 @@ pub fn meta(store: &DocStore, id: &DocId, r: &DocRecord) -> Result<DocumentMeta,
     };
     Ok(DocumentMeta {
         id: id.hex(),
-        url: r.url.clone(),
-        canonical: r.canonical.clone(),
-        title: r.title.clone(),
+        page: r.page(),
         description: r.description.clone(),
-        author: r.author.clone(),
-        published: r.published.clone(),
-        modified: r.modified.clone(),
         language: r.language.clone(),
         site: r.site_name.clone(),
         page_type: r.page_type.clone(),

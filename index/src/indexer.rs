@@ -54,6 +54,28 @@ impl Document {
         self
     }
 
+    /// The stored document `record` with a new main text (a better extraction of the same
+    /// page): what the page says of itself is kept; the SimHash is left for the indexer to
+    /// compute from the new text. The inverse of how the indexer stores a document, in the
+    /// crate that owns both shapes.
+    pub fn with_new_text(record: DocRecord, text: String) -> Document {
+        Document {
+            url: record.url,
+            title: record.title,
+            text,
+            description: record.description,
+            language: record.language,
+            site_name: record.site_name,
+            published: record.published,
+            modified: record.modified,
+            author: record.author,
+            canonical: record.canonical,
+            page_type: record.page_type,
+            fetched_at: record.fetched_at,
+            simhash: None,
+        }
+    }
+
     /// Its SimHash: the carried one, else computed now.
     pub(crate) fn fingerprint(&self) -> Option<u64> {
         self.simhash.or_else(|| dedup::simhash(&self.text))

@@ -10,6 +10,7 @@ use serde::Serialize;
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use weft_config::IndexConfig;
+use weft_page::PageMeta;
 
 /// Snippets are cut to about this many characters.
 const SNIPPET_CHARS: usize = 320;
@@ -19,8 +20,9 @@ const RECENT_FAILURES: usize = 20;
 /// One search result: a document, with its best-matching chunk as the snippet.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Hit {
-    pub url: String,
-    pub title: String,
+    /// The page's address and what it says of itself (its fields sit at the hit's top level).
+    #[serde(flatten)]
+    pub page: PageMeta,
     pub snippet: String,
     /// Cosine similarity of the query and the best chunk.
     pub score: f32,
@@ -32,15 +34,6 @@ pub struct Hit {
     /// The document's SimHash (merging results across nodes folds near duplicates).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simhash: Option<u64>,
-    /// What the page says of itself: who wrote it, when (RFC 3339), its canonical URL.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub author: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub published: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub modified: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub canonical: Option<String>,
     /// The document's rank (1 = best) by BM25 on the node that holds it, when the query's words
     /// matched it: with `score`, what [`fuse`] orders by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -273,17 +266,12 @@ impl LocalIndex {
     fn hit(&self, doc: &DocId, key: u64, score: f32) -> Result<Option<Hit>, IndexError> {
         let (Some(record), Some(chunk)) = (self.store.doc(doc)?, self.store.chunk(key)?) else { return Ok(None) };
         Ok(Some(Hit {
-            url: record.url,
-            title: record.title,
+            page: record.page(),
             snippet: snippet(&chunk.text()?),
             score,
             chunk: chunk.position,
             aliases: record.aliases,
             simhash: record.simhash,
-            author: record.author,
-            published: record.published,
-            modified: record.modified,
-            canonical: record.canonical,
             lexical_rank: None,
         }))
     }
@@ -312,7 +300,7 @@ impl LocalIndex {
             ranked_docs.push(chunk.doc);
             let rank = ranked_docs.len() as u32;
             let url = self.store.doc(&chunk.doc)?.map(|r| r.url);
-            match hits.iter_mut().find(|h| Some(&h.url) == url.as_ref()) {
+            match hits.iter_mut().find(|h| Some(&h.page.url) == url.as_ref()) {
                 Some(h) => h.lexical_rank = Some(rank),
                 None => {
                     let cosine = self.store.vector(key)?.map_or(0.0, |v| dot(&v, vector));

@@ -57,6 +57,20 @@ pub struct DocRecord {
     pub canonical: Option<String>,
 }
 
+impl DocRecord {
+    /// The page's address and what it says of itself, as hits, views and exports carry it.
+    pub fn page(&self) -> weft_page::PageMeta {
+        weft_page::PageMeta {
+            url: self.url.clone(),
+            title: self.title.clone(),
+            canonical: self.canonical.clone(),
+            author: self.author.clone(),
+            published: self.published.clone(),
+            modified: self.modified.clone(),
+        }
+    }
+}
+
 /// A document as the first release stored it: read, never written.
 #[derive(Deserialize)]
 #[cfg_attr(test, derive(Serialize))]

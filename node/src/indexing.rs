@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use weft_config::Config;
 use weft_index::{Document, Embedder, Hit, IndexError, IndexStats, Indexer, LocalIndex, Outcome};
 
@@ -438,8 +438,7 @@ fn indexer_loop(
                 for (((outcome, reply), url), title) in outcomes.into_iter().zip(replies).zip(&urls).zip(&titles) {
                     if let Outcome::Indexed { chunks, .. } = outcome {
                         counters.chunks.fetch_add(chunks as u64, Relaxed);
-                        let unix_ms =
-                            std::time::SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+                        let unix_ms = weft_clock::now_ms();
                         let mut recent = counters.recent.lock();
                         if recent.len() == RECENT {
                             recent.pop_front();
@@ -471,22 +470,7 @@ fn indexer_loop(
 /// The stored document of `better.url`, with the reference extractor's text.
 fn improved_document(index: &LocalIndex, better: Improved) -> Option<Document> {
     let record = index.document(better.url.as_str()).ok().flatten()?;
-    Some(Document {
-        url: record.url,
-        title: record.title,
-        text: better.text,
-        description: record.description,
-        language: record.language,
-        site_name: record.site_name,
-        published: record.published,
-        modified: record.modified,
-        author: record.author,
-        canonical: record.canonical,
-        page_type: record.page_type,
-        fetched_at: record.fetched_at,
-        // A new text: the indexer fingerprints it.
-        simhash: None,
-    })
+    Some(Document::with_new_text(record, better.text))
 }
 
 fn query_loop(mut embedder: Embedder, index: Arc<LocalIndex>, queries: Receiver<Query>) {
@@ -553,7 +537,7 @@ pub fn document_of(page: &FetchedPage, e: &weft_extract::Extracted) -> Document 
         author: e.metadata.byline.clone(),
         canonical: e.metadata.canonical.clone(),
         page_type: Some(page_type.to_string()),
-        fetched_at: page.fetched_at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        fetched_at: weft_clock::secs(page.fetched_at),
         // Computed once, by `IndexService::index_blocking` (`Document::fingerprinted`).
         simhash: None,
     }

@@ -180,8 +180,7 @@ impl Metrics {
 
     /// Records the counters now (called every few seconds by the node).
     pub fn sample(&self) {
-        let unix_ms =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let unix_ms = weft_clock::now_ms();
         let sample = Sample {
             unix_ms,
             pages_fetched: self.pages_fetched.load(Relaxed),

@@ -346,7 +346,7 @@ fn start_network(config: &Config, db: &sled::Db) -> anyhow::Result<(weft_p2p::St
     let key = weft_p2p::identity::load_or_create(&config.data_dir)?;
     let mut settings = weft_p2p::NetworkConfig::from_config(&config.p2p)?;
     let patience = settings.heartbeat * settings.missed_heartbeats;
-    settings.joined = crate::tenure::resume(db, patience, weft_p2p::membership::unix_now())?;
+    settings.joined = crate::tenure::resume(db, patience, weft_clock::now_secs())?;
     settings.allow_private = config.fetch.allow_private_networks;
     settings.search = config.search.clone();
     let journal = Journal::open(db)?;
@@ -493,7 +493,7 @@ fn spawn_timers(
             let record = move || {
                 guard.check()?;
                 // With it, that the node is still a member (kept across a short restart).
-                crate::tenure::alive(&db, weft_p2p::membership::unix_now()).map_err(|e| e.to_string())?;
+                crate::tenure::alive(&db, weft_clock::now_secs()).map_err(|e| e.to_string())?;
                 weft_frontier::generation::advance(&db, &dir).map_err(|e| e.to_string())
             };
             let advanced = storage.bounded("recording the database generation", record).await;
@@ -530,10 +530,7 @@ fn spawn_timers(
             tick.tick().await;
             let (pruner, store) = (pruner.clone(), store.clone());
             let pruned = tokio::task::spawn_blocking(move || {
-                let before = std::time::SystemTime::now()
-                    .checked_sub(keep)
-                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                    .map_or(0, |d| d.as_secs());
+                let before = std::time::SystemTime::now().checked_sub(keep).map_or(0, weft_clock::secs);
                 let layout = store.map_or(Ok(0), |s| s.prune_changes(before).map_err(anyhow::Error::from))?;
                 Ok::<_, anyhow::Error>(layout + pruner.patterns().prune_changes(before)?)
             })

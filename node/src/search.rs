@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft_config::SearchConfig;
-use weft_index::Hit;
+use weft_index::{Hit, PageMeta};
 use weft_p2p::search::{check_request, flatten, merge_ranked, RemoteHit, SearchReply, SearchRequest, MAX_K};
 use weft_p2p::{NetworkHandle, SearchInbound};
 
@@ -62,7 +62,7 @@ pub struct ApiHit {
 
 impl ApiHit {
     pub fn new(hit: Hit, peer: Option<String>) -> ApiHit {
-        ApiHit { id: weft_index::DocId::of_url(&hit.url).hex(), hit, peer }
+        ApiHit { id: weft_index::DocId::of_url(&hit.page.url).hex(), hit, peer }
     }
 }
 
@@ -117,36 +117,34 @@ fn cut(s: &str, max: usize) -> String {
 
 /// A local hit as sent to another node (cut to the receiver's limits).
 pub fn to_remote(h: Hit) -> RemoteHit {
+    let page = h.page;
     RemoteHit {
-        title: cut(&h.title, MAX_TITLE_BYTES),
+        page: PageMeta {
+            title: cut(&page.title, MAX_TITLE_BYTES),
+            url: page.url,
+            author: page.author.map(|a| cut(&a, MAX_AUTHOR_BYTES)),
+            // Documents stored before dates were checked may hold any text: a peer refuses that.
+            published: page.published.as_deref().and_then(weft_extract::metadata::normalize_date),
+            modified: page.modified.as_deref().and_then(weft_extract::metadata::normalize_date),
+            canonical: page.canonical.filter(|c| c.len() <= 2048),
+        },
         snippet: cut(&h.snippet, MAX_SNIPPET_BYTES),
-        url: h.url,
         score: h.score,
         chunk: h.chunk,
         simhash: h.simhash,
         aliases: h.aliases.into_iter().filter(|a| a.len() <= 2048).take(MAX_ALIASES).collect(),
-        author: h.author.map(|a| cut(&a, MAX_AUTHOR_BYTES)),
-        // Documents stored before dates were checked may hold any text: a peer refuses that.
-        published: h.published.as_deref().and_then(weft_extract::metadata::normalize_date),
-        modified: h.modified.as_deref().and_then(weft_extract::metadata::normalize_date),
-        canonical: h.canonical.filter(|c| c.len() <= 2048),
         lexical_rank: h.lexical_rank,
     }
 }
 
 fn from_remote(r: RemoteHit) -> Hit {
     Hit {
-        url: r.url,
-        title: r.title,
+        page: r.page,
         snippet: r.snippet,
         score: r.score,
         chunk: r.chunk,
         aliases: r.aliases,
         simhash: r.simhash,
-        author: r.author,
-        published: r.published,
-        modified: r.modified,
-        canonical: r.canonical,
         lexical_rank: r.lexical_rank,
     }
 }

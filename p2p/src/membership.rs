@@ -74,11 +74,6 @@ const FIRST_MET_FOR: Duration = Duration::from_secs(24 * 3600);
 /// ... for at most this many peers.
 const MAX_FIRST_MET: usize = 4096;
 
-/// Now, in Unix seconds (what [`Heartbeat::joined`] counts in).
-pub fn unix_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
 /// The gossipsub topic of membership heartbeats.
 pub const TOPIC: &str = "/weft/members/1";
 
@@ -251,7 +246,7 @@ impl Members {
         let apart = Ring::new([], vnodes);
         let (others, former, started) = (BTreeMap::new(), VecDeque::new(), Instant::now());
         let (candidates, unreached, first_met) = (BTreeMap::new(), HashMap::new(), HashMap::new());
-        let (started_unix, latest, settle) = (unix_now(), started, SETTLE);
+        let (started_unix, latest, settle) = (weft_clock::now_secs(), started, SETTLE);
         Members {
             me,
             me_id,

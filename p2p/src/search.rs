@@ -7,6 +7,7 @@
 //! [`merge`] turns the answers of several peers into one ranked list.
 
 use serde::{Deserialize, Serialize};
+pub use weft_page::PageMeta;
 
 /// Results a peer is asked for at most.
 pub const MAX_K: u32 = 50;
@@ -36,8 +37,10 @@ pub const MAX_QUERY_TEXT_BYTES: usize = 1024;
 /// One document from a peer's index: its best chunk for the query.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RemoteHit {
-    pub url: String,
-    pub title: String,
+    /// The page's address and what it says of itself (peers of earlier releases send only the
+    /// URL and the title). Its fields sit at the hit's top level, as they always have.
+    #[serde(flatten)]
+    pub page: PageMeta,
     pub snippet: String,
     /// Cosine similarity of the query and the chunk.
     pub score: f32,
@@ -46,17 +49,6 @@ pub struct RemoteHit {
     pub simhash: Option<u64>,
     #[serde(default)]
     pub aliases: Vec<String>,
-    /// What the page says of itself (peers of earlier releases send none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub author: Option<String>,
-    /// RFC 3339.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub published: Option<String>,
-    /// RFC 3339.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub modified: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub canonical: Option<String>,
     /// The document's BM25 rank on the answering peer (1 = best) when the query's words
     /// matched it: the asker fuses it with the cosine ranking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -148,8 +140,8 @@ pub fn check_reply(hits: &[RemoteHit], k: u32) -> Result<(), BadReply> {
         if !h.score.is_finite() || !(-1.01..=1.01).contains(&h.score) {
             return Err(BadReply::Score(h.score));
         }
-        check_url(&h.url)?;
-        if h.title.len() > MAX_TITLE_BYTES {
+        check_url(&h.page.url)?;
+        if h.page.title.len() > MAX_TITLE_BYTES {
             return Err(BadReply::TooLarge("title"));
         }
         if h.snippet.len() > MAX_SNIPPET_BYTES {
@@ -159,15 +151,15 @@ pub fn check_reply(hits: &[RemoteHit], k: u32) -> Result<(), BadReply> {
             return Err(BadReply::TooLarge("alias list"));
         }
         h.aliases.iter().try_for_each(|a| check_url(a))?;
-        if h.author.as_ref().is_some_and(|a| a.len() > MAX_AUTHOR_BYTES) {
+        if h.page.author.as_ref().is_some_and(|a| a.len() > MAX_AUTHOR_BYTES) {
             return Err(BadReply::TooLarge("author"));
         }
-        for d in [&h.published, &h.modified].into_iter().flatten() {
+        for d in [&h.page.published, &h.page.modified].into_iter().flatten() {
             if chrono::DateTime::parse_from_rfc3339(d).is_err() {
                 return Err(BadReply::Date(d.chars().take(40).collect()));
             }
         }
-        if let Some(c) = &h.canonical {
+        if let Some(c) = &h.page.canonical {
             check_url(c)?;
         }
         // A peer ranks at most a few times k documents by their words.
@@ -190,7 +182,7 @@ pub struct MergedHit {
 /// whose SimHashes are within `max_distance` bits folded into the better one as aliases.
 pub fn merge(answers: Vec<(String, Vec<RemoteHit>)>, k: usize, max_distance: u32) -> Vec<MergedHit> {
     let mut all = flatten(answers);
-    all.sort_by(|a, b| b.hit.score.total_cmp(&a.hit.score).then_with(|| a.hit.url.cmp(&b.hit.url)));
+    all.sort_by(|a, b| b.hit.score.total_cmp(&a.hit.score).then_with(|| a.hit.page.url.cmp(&b.hit.page.url)));
     merge_ranked(all, k, max_distance)
 }
 
@@ -207,7 +199,7 @@ pub fn flatten(answers: Vec<(String, Vec<RemoteHit>)>) -> Vec<MergedHit> {
 pub fn merge_ranked(all: Vec<MergedHit>, k: usize, max_distance: u32) -> Vec<MergedHit> {
     let mut out: Vec<MergedHit> = Vec::new();
     for m in all {
-        if out.iter().any(|o| o.hit.url == m.hit.url || o.hit.aliases.contains(&m.hit.url)) {
+        if out.iter().any(|o| o.hit.page.url == m.hit.page.url || o.hit.aliases.contains(&m.hit.page.url)) {
             continue;
         }
         let twin = m
@@ -217,7 +209,7 @@ pub fn merge_ranked(all: Vec<MergedHit>, k: usize, max_distance: u32) -> Vec<Mer
         match twin {
             Some(i) => {
                 let o = &mut out[i];
-                o.hit.aliases.push(m.hit.url);
+                o.hit.aliases.push(m.hit.page.url);
                 o.hit.aliases.extend(m.hit.aliases);
                 o.hit.aliases.dedup();
             }
@@ -234,8 +226,7 @@ mod tests {
 
     fn hit(url: &str, score: f32, simhash: Option<u64>) -> RemoteHit {
         RemoteHit {
-            url: url.into(),
-            title: "t".into(),
+            page: PageMeta { url: url.into(), title: "t".into(), ..Default::default() },
             snippet: "s".into(),
             score,
             chunk: 0,
@@ -281,19 +272,19 @@ mod tests {
         assert!(check_reply(&[aliased], 5).is_err());
         // What a page says of itself: RFC 3339 dates, a bounded author, a web canonical URL.
         let mut described = hit("http://a.test/", 0.5, None);
-        described.author = Some("Ada Lovelace".into());
-        described.published = Some("2026-03-01T09:00:00+00:00".into());
-        described.modified = Some("2026-04-02T10:30:00-05:00".into());
-        described.canonical = Some("https://a.test/article".into());
+        described.page.author = Some("Ada Lovelace".into());
+        described.page.published = Some("2026-03-01T09:00:00+00:00".into());
+        described.page.modified = Some("2026-04-02T10:30:00-05:00".into());
+        described.page.canonical = Some("https://a.test/article".into());
         assert!(check_reply(std::slice::from_ref(&described), 5).is_ok());
         let mut bad = described.clone();
-        bad.published = Some("last Tuesday".into());
+        bad.page.published = Some("last Tuesday".into());
         assert_eq!(check_reply(&[bad], 5), Err(BadReply::Date("last Tuesday".into())));
         let mut bad = described.clone();
-        bad.author = Some("x".repeat(MAX_AUTHOR_BYTES + 1));
+        bad.page.author = Some("x".repeat(MAX_AUTHOR_BYTES + 1));
         assert_eq!(check_reply(&[bad], 5), Err(BadReply::TooLarge("author")));
         let mut bad = described.clone();
-        bad.canonical = Some("javascript:alert(1)".into());
+        bad.page.canonical = Some("javascript:alert(1)".into());
         assert!(matches!(check_reply(&[bad], 5), Err(BadReply::Url(_))));
         // A BM25 rank: from 1, within a few times k.
         let mut ranked = described;
@@ -314,7 +305,7 @@ mod tests {
             hit("http://b.test/3", 0.7, None),
         ];
         let merged = merge(vec![("pa".into(), a), ("pb".into(), b)], 10, 3);
-        let urls: Vec<&str> = merged.iter().map(|m| m.hit.url.as_str()).collect();
+        let urls: Vec<&str> = merged.iter().map(|m| m.hit.page.url.as_str()).collect();
         assert_eq!(urls, ["http://a.test/1", "http://b.test/3", "http://a.test/2"]);
         assert_eq!(merged[0].hit.aliases, ["http://b.test/copy"]);
         assert_eq!(merged[0].peer, "pa");
@@ -326,5 +317,57 @@ mod tests {
             3,
         );
         assert_eq!(top2.iter().map(|m| m.hit.score).collect::<Vec<_>>(), [0.4, 0.3]);
+    }
+
+    /// A hit as releases before the shared [`PageMeta`] spelled it out, field by field.
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct SpelledOut {
+        url: String,
+        title: String,
+        snippet: String,
+        score: f32,
+        chunk: u32,
+        simhash: Option<u64>,
+        #[serde(default)]
+        aliases: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        author: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        published: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        modified: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        canonical: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lexical_rank: Option<u32>,
+    }
+
+    #[test]
+    fn peers_of_either_shape_read_each_others_hits() {
+        let mut new = hit("http://a.test/p", 0.5, Some(7));
+        new.page.author = Some("Ada".into());
+        new.page.published = Some("2026-03-01T09:00:00+00:00".into());
+        new.lexical_rank = Some(2);
+        let old = SpelledOut {
+            url: "http://a.test/p".into(),
+            title: "t".into(),
+            snippet: "s".into(),
+            score: 0.5,
+            chunk: 0,
+            simhash: Some(7),
+            aliases: Vec::new(),
+            author: Some("Ada".into()),
+            published: Some("2026-03-01T09:00:00+00:00".into()),
+            modified: None,
+            canonical: None,
+            lexical_rank: Some(2),
+        };
+        let from_new = cbor4ii::serde::to_vec(Vec::new(), &new).unwrap();
+        let from_old = cbor4ii::serde::to_vec(Vec::new(), &old).unwrap();
+        assert_eq!(cbor4ii::serde::from_slice::<SpelledOut>(&from_new).unwrap(), old);
+        assert_eq!(cbor4ii::serde::from_slice::<RemoteHit>(&from_old).unwrap(), new);
+        // Inside a reply, as the wire carries it.
+        let reply = cbor4ii::serde::to_vec(Vec::new(), &SearchReply::Hits(vec![new.clone()])).unwrap();
+        assert_eq!(cbor4ii::serde::from_slice::<SearchReply>(&reply).unwrap(), SearchReply::Hits(vec![new]));
     }
 }

@@ -108,7 +108,7 @@ fn main() {
             let (mut top, mut mrr) = (0.0, 0.0);
             for (q, v) in questions.iter().zip(&vectors) {
                 let hits = index.search(v, 10).unwrap();
-                if let Some(rank) = hits.iter().position(|h| h.url == q.url) {
+                if let Some(rank) = hits.iter().position(|h| h.page.url == q.url) {
                     mrr += 1.0 / (rank + 1) as f64;
                     if rank == 0 {
                         top += 1.0;

@@ -195,8 +195,9 @@ fn main() -> anyhow::Result<()> {
     let verbose = std::env::var_os("HYBRID_VERBOSE").is_some();
     for (round, (set, q, want)) in questions.iter().enumerate() {
         let vector = embedder.embed(&[q.as_str()])?.pop().unwrap_or_default();
-        let is_hit =
-            |h: &weft_index::Hit| h.url.ends_with(&format!("/t/{want}")) || h.url.ends_with(&format!("/{want}"));
+        let is_hit = |h: &weft_index::Hit| {
+            h.page.url.ends_with(&format!("/t/{want}")) || h.page.url.ends_with(&format!("/{want}"))
+        };
         // Latency: the vectors alone against the default, alternating which goes first (the
         // machine is shared and noisy).
         let time = |hybrid: bool| -> anyhow::Result<Duration> {
@@ -228,7 +229,9 @@ fn main() -> anyhow::Result<()> {
             if verbose && (fusion.is_none() || *fusion == Some(Fusion::DEFAULT)) {
                 let top: Vec<String> = hits
                     .iter()
-                    .map(|h| format!("{} {:.3} {:?}", h.url.rsplit('/').next().unwrap_or(""), h.score, h.lexical_rank))
+                    .map(|h| {
+                        format!("{} {:.3} {:?}", h.page.url.rsplit('/').next().unwrap_or(""), h.score, h.lexical_rank)
+                    })
                     .collect();
                 println!("{set}: {q:?} want {want}: {name}: {top:?}");
             }

@@ -5,7 +5,7 @@ use super::*;
 impl Frontier {
     /// Imports the frontier a node kept in sled before (see [`crate::migrate`]), then drops it.
     pub(super) fn import(&mut self, old: OldLayout, now: Instant) -> Result<()> {
-        let wall = unix_ms(SystemTime::now());
+        let wall = weft_clock::now_ms();
         match old.seen()? {
             Some(seen) => self.seen = seen,
             None => {

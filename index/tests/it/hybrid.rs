@@ -63,13 +63,13 @@ fn words_find_what_meaning_misses_and_the_lexical_index_follows_sled() {
     for doc in settings() {
         let name = doc.url.rsplit('/').next().unwrap();
         let vector = query_embedder.embed(&[name]).unwrap().pop().unwrap();
-        if index.search(&vector, 1).unwrap()[0].url == doc.url {
+        if index.search(&vector, 1).unwrap()[0].page.url == doc.url {
             dense_hits += 1;
         }
         let hybrid = index.search_hybrid(name, &vector, 3).unwrap();
         assert_eq!(hybrid[0].lexical_rank, Some(1), "{name}: {hybrid:?}");
         assert!(hybrid[0].score > 0.0 && hybrid[0].score <= 1.0, "a cosine: {hybrid:?}");
-        if hybrid[0].url == doc.url {
+        if hybrid[0].page.url == doc.url {
             hybrid_hits += 1;
         }
     }

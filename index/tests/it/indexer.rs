@@ -109,14 +109,14 @@ fn a_near_duplicate_is_recorded_as_an_alias_and_not_embedded() {
     let mut e = weft_index::Embedder::open(&weft_index::testing::embed_config(), 1).unwrap();
     let q = e.embed(&["old towers with lamps that warned sailors"]).unwrap().remove(0);
     let hits = index.search(&q, 5).unwrap();
-    assert_eq!(hits[0].url, a);
+    assert_eq!(hits[0].page.url, a);
     assert_eq!(hits[0].aliases, vec![b.to_string(), c.to_string()]);
-    assert_eq!(hits.iter().filter(|h| h.url.contains("lighthouses")).count(), 1);
+    assert_eq!(hits.iter().filter(|h| h.page.url.contains("lighthouses")).count(), 1);
     // What the page said of itself is stored with it and comes back with the hit.
-    assert_eq!(hits[0].author.as_deref(), Some("Ada Lovelace"));
-    assert_eq!(hits[0].published.as_deref(), Some("2024-05-01T08:00:00+00:00"));
-    assert_eq!(hits[0].modified.as_deref(), Some("2024-05-04T12:00:00+02:00"));
-    assert_eq!(hits[0].canonical.as_deref(), Some(a));
+    assert_eq!(hits[0].page.author.as_deref(), Some("Ada Lovelace"));
+    assert_eq!(hits[0].page.published.as_deref(), Some("2024-05-01T08:00:00+00:00"));
+    assert_eq!(hits[0].page.modified.as_deref(), Some("2024-05-04T12:00:00+02:00"));
+    assert_eq!(hits[0].page.canonical.as_deref(), Some(a));
 
     // Re-crawling the canonical page keeps its aliases.
     ix.index(vec![doc(a, "Lighthouses", ARTICLE)]).unwrap();
@@ -150,7 +150,7 @@ fn the_vector_index_is_loaded_after_a_clean_stop_and_rebuilt_after_a_crash() {
     assert_eq!(index.vectors().len(), n);
     let mut e = weft_index::Embedder::open(&weft_index::testing::embed_config(), 1).unwrap();
     let q = e.embed(&["volcanoes"]).unwrap().remove(0);
-    assert_eq!(index.search(&q, 1).unwrap()[0].url, "https://t.test/volcanoes");
+    assert_eq!(index.search(&q, 1).unwrap()[0].page.url, "https://t.test/volcanoes");
     drop((index, _db));
 
     // A torn or foreign snapshot file is rebuilt too, never trusted.
@@ -175,7 +175,7 @@ fn a_snapshot_whose_bytes_changed_on_disk_is_rebuilt_not_trusted() {
         let (_db, index) = open(dir.path());
         indexer(&index).index(docs).unwrap();
         assert!(index.snapshot().unwrap());
-        index.search(&q, 5).unwrap().iter().map(|h| (h.url.clone(), h.score)).collect::<Vec<_>>()
+        index.search(&q, 5).unwrap().iter().map(|h| (h.page.url.clone(), h.score)).collect::<Vec<_>>()
     };
     assert_eq!(weft_index::vectors::verify_snapshot(dir.path()), Ok(true));
     // Flip 16 bytes in the middle of the file.
@@ -191,7 +191,8 @@ fn a_snapshot_whose_bytes_changed_on_disk_is_rebuilt_not_trusted() {
     let (_db, index) = open(dir.path());
     let Opened::Rebuilt { reason, .. } = index.opened() else { panic!("{:?}", index.opened()) };
     assert!(reason.contains("checksum"), "{reason}");
-    let after: Vec<(String, f32)> = index.search(&q, 5).unwrap().iter().map(|h| (h.url.clone(), h.score)).collect();
+    let after: Vec<(String, f32)> =
+        index.search(&q, 5).unwrap().iter().map(|h| (h.page.url.clone(), h.score)).collect();
     assert_eq!(after, before, "the rebuilt index answers as before the damage");
     // The next snapshot is sound again.
     index.vectors().add(u64::MAX, &q).unwrap();
@@ -275,6 +276,6 @@ fn the_oldest_documents_are_found_and_removed_everywhere() {
     // The removed page no longer answers.
     let query = weft_index::Embedder::open(&weft_index::testing::embed_config(), 1).unwrap().embed(&["roses"]).unwrap();
     let hits = index.search(&query[0], 10).unwrap();
-    assert!(hits.iter().all(|h| !h.url.ends_with("/roses")), "{hits:?}");
+    assert!(hits.iter().all(|h| !h.page.url.ends_with("/roses")), "{hits:?}");
     assert_eq!(hits.len(), 3);
 }

@@ -19,7 +19,7 @@
 use super::stall::{Backlog, Stall, StallWatch};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use weft_frontier::discovery::{Discovery, Found};
 use weft_frontier::health::{Answer, Blocked, HostHealth, PausePolicy, Verdict};
 use weft_frontier::patterns::{Patterns, SchemeChange};
@@ -76,14 +76,6 @@ pub struct Adapt {
     pub settings: AdaptSettings,
 }
 
-pub fn now_unix() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
-
 impl Adapt {
     pub fn open(db: &sled::Db, settings: AdaptSettings) -> Result<Adapt, sled::Error> {
         let health_tree = db.open_tree("host_health")?;
@@ -116,7 +108,7 @@ impl Adapt {
         }
         let h = map.entry(host.to_string()).or_default();
         let was_blocked = h.blocked.is_some();
-        let verdict = h.answer(answer, url, now_unix(), self.settings.pause);
+        let verdict = h.answer(answer, url, weft_clock::now_secs(), self.settings.pause);
         let persist = match &verdict {
             Verdict::Pause { .. } => Some(serde_json::to_vec(&*h).expect("health serializes")),
             _ => None,
@@ -151,7 +143,7 @@ impl Adapt {
     /// Counts a fetched page of `url` with `template` and `page_type`; a hub whose template is
     /// known to be hubs (or a host's front page) is to be revisited.
     pub fn page(&self, host: &str, url: &str, template: &str, page_type: &str) -> PageLesson {
-        let change = match self.patterns.observe(host, template, page_type, url, now_unix()) {
+        let change = match self.patterns.observe(host, template, page_type, url, weft_clock::now_secs()) {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(host, "recording the URL pattern failed: {e}");
@@ -167,7 +159,7 @@ impl Adapt {
 
     /// Counts a redirect on `host` from `from` to `to` (URLs and their templates).
     pub fn redirected(&self, host: &str, from: (&str, &str), to: (&str, &str)) -> Option<SchemeChange> {
-        self.patterns.redirected(host, from, to, now_unix()).unwrap_or_else(|e| {
+        self.patterns.redirected(host, from, to, weft_clock::now_secs()).unwrap_or_else(|e| {
             tracing::warn!(host, "recording a redirect failed: {e}");
             None
         })
@@ -191,7 +183,7 @@ impl Adapt {
     /// Revisits due now (at most `max`).
     pub fn due(&self, max: usize) -> Vec<Revisit> {
         let hold = self.settings.hub_revisit.unwrap_or(Duration::from_secs(3600)).as_millis() as u64;
-        self.revisits.due(now_ms(), max, hold).unwrap_or_else(|e| {
+        self.revisits.due(weft_clock::now_ms(), max, hold).unwrap_or_else(|e| {
             tracing::warn!("reading the revisit schedule failed: {e}");
             Vec::new()
         })
@@ -210,7 +202,7 @@ impl Adapt {
     /// A hub was fetched (first time or revisit): schedules its next visit.
     pub fn visited(&self, url: &str, depth: u32, changed: bool, validators: Option<Validators>) {
         let Some(base) = self.settings.hub_revisit else { return };
-        if let Err(e) = self.revisits.visited(url, depth, changed, validators, now_ms(), base.as_secs()) {
+        if let Err(e) = self.revisits.visited(url, depth, changed, validators, weft_clock::now_ms(), base.as_secs()) {
             tracing::warn!(url, "scheduling a revisit failed: {e}");
         }
     }

@@ -3,7 +3,7 @@
 //! lease (one request at a time per host, its delay and backoff), robots.txt is checked
 //! (fetched first if not cached), and the SSRF guard applies.
 
-use super::{now_unix, Inner};
+use super::Inner;
 use crate::fetcher::{Expect, FetchError, Fetched};
 use crate::metrics::inc;
 use crate::storage::blocking;
@@ -21,7 +21,7 @@ impl Inner {
         let deadline = tokio::time::Instant::now() + patience;
         let host = weft_url::HostKey::of(url).into_string();
         let rules = loop {
-            if let Some(rules) = blocking(|| self.robots.lock().get(&host, now_unix())) {
+            if let Some(rules) = blocking(|| self.robots.lock().get(&host, weft_clock::now_secs())) {
                 break rules;
             }
             self.borrow(&host, deadline).await?;
@@ -30,12 +30,13 @@ impl Inner {
             let returned = if fetched.is_some() { Returned::Requested } else { Returned::Unused };
             self.give_back(&host, returned);
             let fetched = fetched.ok_or(BrowserFetchError::Blocked)?;
-            let stored = blocking(|| self.robots.lock().put(&host, RobotsOutcome::from_fetch(fetched), now_unix()));
+            let stored =
+                blocking(|| self.robots.lock().put(&host, RobotsOutcome::from_fetch(fetched), weft_clock::now_secs()));
             if let Ok(rules) = &stored {
                 let _ = blocking(|| self.frontier.lock().set_crawl_delay(&host, rules.crawl_delay()));
             }
         };
-        match rules.check(url.as_str(), now_unix()) {
+        match rules.check(url.as_str(), weft_clock::now_secs()) {
             Verdict::Allowed => {}
             Verdict::Disallowed => {
                 inc(&self.metrics.robots_disallowed);

@@ -66,7 +66,7 @@ impl Inner {
             // Leased just before the operator blocked its host.
             return (Completion::Done { page: false }, false);
         }
-        let now = now_unix();
+        let now = weft_clock::now_secs();
         let cached = blocking(|| self.robots.lock().get(host, now));
         let Some(rules) = cached else {
             let cut = (Completion::Requeue { wait: Duration::ZERO }, false);

@@ -50,7 +50,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
 use url::Url;
@@ -248,10 +248,6 @@ struct Inner {
     /// Turns true when a stop's grace is over: requests still waiting for their answer give
     /// up (their URLs go back to the queue), pages already fetched are still processed.
     requests_cut: watch::Sender<bool>,
-}
-
-fn now_unix() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
 impl Crawler {

@@ -2,7 +2,7 @@
 //! cached in the frontier's database, and the sitemaps it names queued.
 
 use super::outcome::robots_sitemaps;
-use super::{now_unix, Inner};
+use super::Inner;
 use crate::fetcher::{Expect, FetchError, Fetched};
 use crate::metrics::inc;
 use crate::storage::blocking;
@@ -24,7 +24,7 @@ impl Inner {
             None => return (Completion::Done { page: false }, false),
         };
         let outcome = RobotsOutcome::from_fetch(fetch);
-        let stored = blocking(|| self.robots.lock().put(host, outcome, now_unix()));
+        let stored = blocking(|| self.robots.lock().put(host, outcome, weft_clock::now_secs()));
         match stored {
             Ok(rules) => {
                 if rules.parse_failed {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
-use weft_index::{DocumentMeta, DocumentPage, DocumentView, Listing};
+use weft_index::{DocumentMeta, DocumentPage, DocumentView, Listing, PageMeta};
 
 mod to_parquet;
 
@@ -66,16 +66,9 @@ pub struct DocumentLine {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChunkLine {
     pub doc_id: String,
-    pub url: String,
-    pub title: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub canonical: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub author: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub published: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub modified: Option<String>,
+    /// The page's address and what it says of itself.
+    #[serde(flatten)]
+    pub page: PageMeta,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -421,12 +414,7 @@ fn run_urls(
 fn chunk_line(m: &DocumentMeta, c: weft_index::documents::ChunkView, provenance: Provenance) -> ChunkLine {
     ChunkLine {
         doc_id: m.id.clone(),
-        url: m.url.clone(),
-        title: m.title.clone(),
-        canonical: m.canonical.clone(),
-        author: m.author.clone(),
-        published: m.published.clone(),
-        modified: m.modified.clone(),
+        page: m.page.clone(),
         language: m.language.clone(),
         page_type: m.page_type.clone(),
         key: c.key,

@@ -54,7 +54,7 @@ impl RenderQueue {
         reason: &RenderReason,
         page: Option<&StoredPage>,
     ) -> Result<(), super::LayoutError> {
-        let at = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let at = weft_clock::now_secs();
         if let Some(p) = page {
             blocking(|| self.store.keep_page(PageRole::Render, url.as_str(), p))?;
         }
@@ -106,7 +106,7 @@ impl Renders for RenderQueue {
 
     fn host_renders(&self, host: &str) -> Option<RenderReason> {
         // An expired decision lets one page through statically to be re-checked.
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let now = weft_clock::now_secs();
         let decided = blocking(|| self.store.rendering_due(host, now)).ok().flatten();
         decided.map(|h| RenderReason::HostRenders(h.reason))
     }

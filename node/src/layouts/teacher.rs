@@ -41,10 +41,6 @@ pub struct Teacher {
     pub wake: Arc<Notify>,
 }
 
-fn now_unix() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
 impl Teacher {
     /// Takes jobs off the queue until the task is dropped.
     pub async fn run(self) {
@@ -170,7 +166,7 @@ impl Teacher {
         let lesson = tokio::task::spawn_blocking(move || {
             let refs: Vec<&str> = statics_owned.iter().map(String::as_str).collect();
             let signature = (l1_for.as_str(), weft_extract::template::Level::L1);
-            learn(&host, signature, &html, &boxes, &refs, f64::from(VIEWPORT.0), now_unix())
+            learn(&host, signature, &html, &boxes, &refs, f64::from(VIEWPORT.0), weft_clock::now_secs())
         })
         .await;
         let lesson = match lesson {
@@ -183,7 +179,7 @@ impl Teacher {
                     signals: page.js.signals.clone(),
                     reason: format!("the teacher found the text only in the rendered page ({why})"),
                     url: first.to_string(),
-                    decided_at: now_unix(),
+                    decided_at: weft_clock::now_secs(),
                     rendered: 0,
                     rechecking: false,
                 };

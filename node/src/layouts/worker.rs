@@ -61,10 +61,6 @@ pub fn stored(page: &FetchedPage) -> StoredPage {
     StoredPage { status: page.status, content_type: page.content_type.clone(), body: page.body.to_vec() }
 }
 
-fn now_unix() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
 impl Worker {
     pub fn new(
         store: LayoutStore,
@@ -106,7 +102,7 @@ impl Worker {
         let host = weft_url::HostKey::of(&page.url).into_string();
         let (l1, l2) = (e.fingerprints.l1.clone(), e.fingerprints.l2.clone());
         let url = page.url.as_str();
-        let now = now_unix();
+        let now = weft_clock::now_secs();
         // Unsure of a page that has text to teach from: a hub or an empty page is not a layout
         // the teacher can learn (the JavaScript tier sees to pages whose text is missing).
         let unsure = e.confidence < self.teach_below
@@ -239,7 +235,7 @@ impl Worker {
         };
         if recheck {
             let still = reason.is_some();
-            if self.store.recheck_done(host, still, now_unix())? {
+            if self.store.recheck_done(host, still, weft_clock::now_secs())? {
                 tracing::info!(host, url = %e.url, "the host's pages no longer need the browser: fetched statically again");
                 self.metrics.count_event(Event::Render(Render::HostStatic));
             }
@@ -258,7 +254,7 @@ impl Worker {
             signals: e.js.signals.clone(),
             reason: reason.to_string(),
             url: e.url.to_string(),
-            decided_at: now_unix(),
+            decided_at: weft_clock::now_secs(),
             rendered: 0,
             rechecking: false,
         };
@@ -276,7 +272,7 @@ impl Worker {
                     doc,
                     score as f32,
                     page.url.as_str(),
-                    now_unix(),
+                    weft_clock::now_secs(),
                 );
                 if change.kinds.contains(&ChangeKind::SpaMigration) {
                     self.store.record_change(host, &change)?;

@@ -199,7 +199,7 @@ const HOUR: u64 = 3600;
 #[test]
 fn a_newcomer_to_an_older_network_is_admitted_in_stages() {
     let (me, b, c) = peers();
-    let u0 = unix_now();
+    let u0 = weft_clock::now_secs();
     let mut m = Members::new(me, claiming(&me, u0 - 3 * HOUR), Duration::from_secs(20), 150);
     let t0 = Instant::now();
     m.observe(claiming(&c, u0 - 5 * HOUR), c, Some(&lo()), t0);
@@ -227,7 +227,7 @@ fn a_newcomer_to_an_older_network_is_admitted_in_stages() {
 #[test]
 fn members_that_started_together_make_the_plain_ring() {
     let (me, b, c) = peers();
-    let u0 = unix_now();
+    let u0 = weft_clock::now_secs();
     let mut m = Members::new(me, claiming(&me, u0), Duration::from_secs(20), 150);
     let t0 = Instant::now();
     m.observe(claiming(&b, u0 - 40), b, Some(&lo()), t0);
@@ -244,7 +244,7 @@ fn members_that_started_together_make_the_plain_ring() {
 #[test]
 fn a_claim_to_be_old_counts_from_shortly_before_this_node_met_the_claimant() {
     let (me, honest, forger) = peers();
-    let u0 = unix_now();
+    let u0 = weft_clock::now_secs();
     let old = u0 - 3 * HOUR;
     let (forged, late_met) = (u0 - 240 * HOUR, u0 - 14 * 60);
     let mut m = Members::new(me, claiming(&me, old), Duration::from_secs(20), 150).settling_for(Duration::ZERO);

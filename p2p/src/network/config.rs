@@ -78,7 +78,7 @@ impl NetworkConfig {
             relays: c.relays,
             autonat_timeout: Duration::from_secs(c.autonat_timeout_secs),
             relay: c.relay.clone(),
-            joined: crate::membership::unix_now(),
+            joined: weft_clock::now_secs(),
             settle: crate::membership::SETTLE,
         })
     }

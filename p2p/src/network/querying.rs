@@ -252,10 +252,7 @@ impl EventLoop {
     pub(super) fn set_summary(&mut self, model: String, centroids: Vec<Vec<f32>>, weights: Vec<u32>) {
         let Some(dims) = centroids.first().map(Vec::len) else { return };
         // Versions are milliseconds since the epoch: they keep growing across restarts.
-        let version = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_millis() as u64)
-            .max(self.querying.mine.as_ref().map_or(0, |s| s.version + 1));
+        let version = weft_clock::now_ms().max(1).max(self.querying.mine.as_ref().map_or(0, |s| s.version + 1));
         let me = self.swarm.local_peer_id().to_string();
         let keys: HashSet<Vec<u8>> = {
             let lsh = self.querying.lsh(dims);

@@ -89,8 +89,8 @@ async fn five_nodes_agree_on_members_and_owners_and_notice_one_leaving() {
 /// have been a member for ten days is held, by the node that saw it arrive, to when it did.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn newcomers_to_an_older_network_are_admitted_gradually_and_a_forged_age_is_not_believed() {
-    use weft_p2p::membership::{unix_now, SETTLE};
-    let now = unix_now();
+    use weft_p2p::membership::SETTLE;
+    let now = weft_clock::now_secs();
     let start = |bootstrap: Vec<String>, joined: u64, settle: Duration| {
         let mut c = config(bootstrap);
         (c.joined, c.settle) = (joined, settle);
@@ -538,8 +538,11 @@ async fn a_peer_is_found_through_its_semantic_buckets_when_its_summary_is_unknow
     let answering = tokio::spawn(async move {
         let q = queries.recv().await.expect("the holder is asked");
         let hit = weft_p2p::search::RemoteHit {
-            url: "http://found.test/".into(),
-            title: "found".into(),
+            page: weft_p2p::search::PageMeta {
+                url: "http://found.test/".into(),
+                title: "found".into(),
+                ..Default::default()
+            },
             snippet: "through the DHT".into(),
             score: 0.9,
             chunk: 0,
@@ -564,7 +567,7 @@ async fn a_peer_is_found_through_its_semantic_buckets_when_its_summary_is_unknow
     .await;
     assert_eq!(answer.contacted, [h.peer_id().to_string()]);
     assert_eq!(answer.answers.len(), 1, "{answer:?}");
-    assert_eq!(answer.answers[0].hits[0].url, "http://found.test/");
+    assert_eq!(answer.answers[0].hits[0].page.url, "http://found.test/");
     assert!(!answer.partial);
     let _ = answering.await.unwrap();
     for (n, task) in [(a, asker.task), (h, holder.task)] {

@@ -8,7 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The workspace's library crates, by source directory.
+/// The workspace's library crates, by source directory (`config/clock` and `index/page` are one
+/// file each: no modules to order).
 const CRATES: &[&str] = &["config", "frontier/url", "frontier", "extract", "index", "p2p", "simnet", "node"];
 
 fn src_of(krate: &str) -> PathBuf {

@@ -11,7 +11,7 @@ use crate::common;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use weft_node::Node;
-use weft_p2p::search::{RemoteHit, SearchReply};
+use weft_p2p::search::{PageMeta, RemoteHit, SearchReply};
 use weft_simnet::{topic_page, Site, WebServer, TOPICS};
 
 const NODES: usize = 5;
@@ -263,8 +263,7 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
     let liar = tokio::spawn(async move {
         let q = garbage.queries.recv().await.unwrap();
         let bad = RemoteHit {
-            url: "javascript:alert(1)".into(),
-            title: "Best result".into(),
+            page: PageMeta { url: "javascript:alert(1)".into(), title: "Best result".into(), ..Default::default() },
             snippet: "trust me".into(),
             score: 7.5,
             chunk: 0,

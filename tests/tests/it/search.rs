@@ -114,7 +114,7 @@ async fn each_topic_question_finds_its_page_first_and_survives_a_restart() {
     let after = service.search(TOPICS[5].question, 5).await.unwrap();
     let urls =
         |hits: &[serde_json::Value]| hits.iter().map(|h| h["url"].as_str().unwrap().to_string()).collect::<Vec<_>>();
-    assert_eq!(after.iter().map(|h| h.url.clone()).collect::<Vec<_>>(), urls(&before));
+    assert_eq!(after.iter().map(|h| h.page.url.clone()).collect::<Vec<_>>(), urls(&before));
     let stats = service.index().stats();
     assert_eq!((stats.documents, stats.aliases), (pages as u64 - 1, 1));
 }

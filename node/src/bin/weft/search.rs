@@ -73,9 +73,9 @@ pub(super) fn print_hits(answer: &SearchResponse) {
     let me = answer.network.as_ref().map(|n| n.peer_id.as_str());
     for (i, api_hit) in answer.hits.iter().enumerate() {
         let hit = &api_hit.hit;
-        let title = if hit.title.is_empty() { "(untitled)" } else { hit.title.as_str() };
+        let title = if hit.page.title.is_empty() { "(untitled)" } else { hit.page.title.as_str() };
         println!("{:>2}. {:.3}  {title}", i + 1, hit.score);
-        println!("    {}", hit.url);
+        println!("    {}", hit.page.url);
         let snippet: String = hit.snippet.split_whitespace().collect::<Vec<_>>().join(" ");
         println!("    {snippet}");
         if !hit.aliases.is_empty() {

@@ -1,0 +1,69 @@
+//! What a page says of itself — its address, its title, who wrote it, when, and the URL it
+//! names canonical — as one shape that travels with the page: in the stored document's view
+//! (`weft_index::documents::DocumentMeta`), in a search hit (`weft_index::Hit`), in a peer's
+//! answer (`weft_p2p::search::RemoteHit`) and in an exported chunk (the node's `ChunkLine`).
+//!
+//! It is its own crate because those four live in crates that must not depend on each other
+//! (`weft-p2p` does not link the index's storage and model runtime). Each holder flattens it
+//! (`#[serde(flatten)]`), so the JSON and the CBOR on the wire keep the field names they had
+//! when each holder spelled the fields out.
+//!
+//! What is *not* here, and why: the stored record (`weft_index::DocRecord`) keeps its own
+//! fields, because postcard lays a record out by field position and the records on disk fix
+//! that order; it hands out a `PageMeta` instead. Checking a peer's copy (sizes, dates, URLs)
+//! stays in `weft-p2p`, which owns what peers send.
+
+use serde::{Deserialize, Serialize};
+
+/// A page's address and what it says of itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageMeta {
+    /// The final, normalized URL the page was fetched from.
+    pub url: String,
+    pub title: String,
+    /// The URL the page names as its canonical one (normalized), when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical: Option<String>,
+    /// Who wrote it, as the page names them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    /// When the page says it was first published, RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published: Option<String>,
+    /// When the page says it was last modified, RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Serialize, Deserialize, PartialEq, Debug)]
+    struct Holder {
+        id: u32,
+        #[serde(flatten)]
+        page: PageMeta,
+        score: f32,
+    }
+
+    #[test]
+    fn a_holder_flattens_it_and_absent_fields_stay_absent() {
+        let h = Holder {
+            id: 7,
+            page: PageMeta {
+                url: "http://a.test/".into(),
+                title: "A".into(),
+                author: Some("Ada".into()),
+                ..Default::default()
+            },
+            score: 0.5,
+        };
+        let v = serde_json::to_value(&h).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"id": 7, "url": "http://a.test/", "title": "A", "author": "Ada", "score": 0.5})
+        );
+        assert_eq!(serde_json::from_value::<Holder>(v).unwrap(), h);
+    }
+}
