@@ -2,6 +2,7 @@
 //! of the dependency tree instead of one per file: see docs/src/testing.md).
 
 mod common;
+mod data_dir;
 mod extract_in_crawl;
 mod module_graph;
 mod network_crawl;
