@@ -158,9 +158,20 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
     assert_eq!(v["network"]["contacted"][0].as_str(), Some(ids[1].as_str()), "{v:#}");
     let mut asked = 0;
     let hedge_ms = weft_config::Config::default().search.hedge_ms as f64;
+    let deadline_ms = weft_config::Config::default().search.deadline_ms as f64;
     for (t, topic) in TOPICS.iter().enumerate() {
         let (url, owner) = &page_of[&t];
-        let v = get(&http, apis[0], topic.question, 5).await;
+        let mut v = get(&http, apis[0], topic.question, 5).await;
+        // A question that took over twice the deadline spent a whole deadline outside the wait
+        // for peers (embedding the query, searching its own index): the asking process was
+        // starved of CPU, and so, likely, were its peers. Seen once in CI (2.6 s for an 800 ms
+        // deadline, a peer's answer at 701 ms where they take 3–10 ms), with another test
+        // binary beside the five nodes on two cores. Such a question is asked once more; a
+        // second partial answer fails below.
+        if v["partial"] == true && v["took_ms"].as_f64().unwrap() > 2.0 * deadline_ms {
+            eprintln!("{}: starved ({} ms), asked again: {v:#}", topic.slug, v["took_ms"]);
+            v = get(&http, apis[0], topic.question, 5).await;
+        }
         let top = &v["hits"][0];
         assert_eq!(top["url"].as_str(), Some(url.as_str()), "{}: {v:#}", topic.slug);
         assert_eq!(top["peer"].as_str(), Some(ids[*owner].as_str()), "{}: answered by its node", topic.slug);
