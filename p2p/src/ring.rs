@@ -110,6 +110,29 @@ impl Ring {
         Some(&self.members[m as usize])
     }
 
+    /// The first `r` distinct members clockwise from position `p` (fewer on a ring of fewer
+    /// members): the owner of `p` and its successors, the replicas of whatever sits at `p`.
+    /// When the owner leaves, the second becomes the owner and a new `r`-th joins the list,
+    /// so a replica set changes by one member per membership change.
+    pub fn owners_of_point(&self, p: u64, r: usize) -> Vec<PeerId> {
+        let mut out: Vec<PeerId> = Vec::with_capacity(r);
+        if self.points.is_empty() {
+            return out;
+        }
+        let start = self.points.partition_point(|&(q, _)| q < p);
+        for k in 0..self.points.len() {
+            if out.len() == r.min(self.members.len()) {
+                break;
+            }
+            let (_, m) = self.points[(start + k) % self.points.len()];
+            let member = self.members[m as usize];
+            if !out.contains(&member) {
+                out.push(member);
+            }
+        }
+        out
+    }
+
     /// The fraction of the ring's hash space `member` owns (0 if it is not a member).
     pub fn share(&self, member: &PeerId) -> f64 {
         let Ok(m) = self.members.binary_search(member) else { return 0.0 };
@@ -136,6 +159,23 @@ mod tests {
 
     fn members(n: usize) -> Vec<PeerId> {
         (0..n).map(|_| PeerId::random()).collect()
+    }
+
+    #[test]
+    fn replicas_are_the_owner_and_its_distinct_successors() {
+        let ms = members(10);
+        let ring = Ring::new(ms.clone(), 150);
+        for p in [0u64, 1 << 20, u64::MAX / 3, u64::MAX] {
+            let owners = ring.owners_of_point(p, 3);
+            assert_eq!(owners.len(), 3);
+            assert_eq!(Some(&owners[0]), ring.owner_of_point(p));
+            assert!(owners[1] != owners[0] && owners[2] != owners[0] && owners[2] != owners[1]);
+            // The owner gone, the second takes over and the third stays a replica.
+            let without = ring.without(&owners[0]);
+            assert_eq!(without.owners_of_point(p, 2), owners[1..].to_vec());
+        }
+        assert_eq!(Ring::new(ms[..2].to_vec(), 150).owners_of_point(7, 3).len(), 2, "two members, two replicas");
+        assert!(Ring::new([], 150).owners_of_point(7, 3).is_empty());
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub mod news;
 pub mod plot;
 mod ports;
 pub mod report;
-mod rng;
+pub mod rng;
 pub mod runner;
 pub mod schedule;
 pub mod search_eval;

@@ -2,10 +2,10 @@
 //! schedules: seedable, and the same stream on every machine and in every version (no crate's
 //! generator to change under a recorded seed).
 
-pub(crate) struct Rng(pub(crate) u64);
+pub struct Rng(pub u64);
 
 impl Rng {
-    pub(crate) fn next(&mut self) -> u64 {
+    pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -14,11 +14,18 @@ impl Rng {
     }
 
     /// Uniform in `0..n` (0 for 0).
-    pub(crate) fn below(&mut self, n: usize) -> usize {
+    pub fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
 
-    pub(crate) fn below_u64(&mut self, n: u64) -> u64 {
+    pub fn below_u64(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
+    }
+
+    /// Shuffles `v` in place (Fisher–Yates).
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            v.swap(i, self.below(i + 1));
+        }
     }
 }

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The semantic-placement benchmark (simnet/examples/placement.rs): installs the Debian manuals
+# it reads (PostgreSQL, Python, Rust, Git, the Debian reference), then runs it in release mode.
+# The first run embeds ~100,000 chunks (about 40 minutes on 2 cores) into target/placement/;
+# later runs reuse that index. Arguments go to the example (--nodes, --chunks, --cells, ...).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+need=()
+for pkg in postgresql-doc-15 python3.11-doc rust-doc git-doc debian-reference-en; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "bench-placement: installing ${need[*]} (apt log in target/apt-placement.log)"
+  mkdir -p target
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${need[@]}" > target/apt-placement.log
+fi
+export PATH="$HOME/.cargo/bin:$PATH"
+mold -run cargo run --release --locked -p weft-simnet --example placement -- "$@"

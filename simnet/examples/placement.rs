@@ -1,0 +1,538 @@
+//! Semantic placement at scale, in-process: how much of the exact answer a question reaches when
+//! it may ask at most `budget` peers, with content placed by host (today: each node holds what
+//! it crawled, and queries are routed by 32-centroid summaries) or by meaning (every chunk also
+//! posted to the owners of its cell in a network-wide codebook, queries routed by cell).
+//!
+//! The text is real: Debian's documentation packages (the PostgreSQL, Python, Rust and Git
+//! manuals and the Debian reference; `scripts/bench-placement.sh` installs them), split into
+//! hosts the way the simulator splits the PostgreSQL manual (a directory's pages, forty to a
+//! host), extracted by `weft-extract` and indexed by the real indexer (chunker, model, dedup)
+//! into a real index under `target/placement/` — embedded once, reused by later runs.
+//!
+//! The questions are page titles (section numbers dropped), a seeded sample; the truth is the
+//! exact top 10 documents by cosine over every chunk (a document's best chunk, as `/search`
+//! ranks). Each asked peer returns its own top 10 documents over the chunks it holds; the
+//! asker merges them with its own. Recall@10 is the share of the exact top 10 in the merged
+//! top 10. Nodes are simulated: a member set on the real ring (`weft_p2p::Ring`), no sockets.
+//!
+//! The codebook is trained on chunks of half the hosts (a blake3 bit of the host name) and
+//! judged on questions from the other half ("held-out"), and beside that on a sample of all
+//! ("in-sample").
+//!
+//! ```sh
+//! bash scripts/bench-placement.sh                      # installs the manuals, runs this
+//! cargo run --release -p weft-simnet --example placement -- --nodes 100,1000 --chunks 100000
+//! ```
+//!
+//! `WEFT_PLACEMENT_DOCS` (colon-separated directories) replaces the default manuals.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+use weft_config::IndexConfig;
+use weft_index::summary::kmeans;
+use weft_index::{Document, Embedder, Indexer, LocalIndex};
+use weft_p2p::ring::{host_point, Ring, DEFAULT_VNODES};
+use weft_p2p::summaries::{Summaries, Summary};
+use weft_p2p::PeerId;
+use weft_simnet::rng::Rng;
+
+/// The manuals read unless `WEFT_PLACEMENT_DOCS` names others.
+const DEFAULT_DOCS: &[&str] = &[
+    "/usr/share/doc/postgresql-doc-15/html",
+    "/usr/share/doc/python3.11/html",
+    "/usr/share/doc/rust-doc/html",
+    "/usr/share/doc/git-doc",
+    "/usr/share/doc/debian-reference-common/docs",
+];
+/// Pages per simulated host.
+const PAGES_PER_HOST: usize = 40;
+/// Centroids in today's routing summary.
+const SUMMARY_CENTROIDS: usize = 32;
+/// Chunks the codebooks are trained on.
+const TRAIN_SAMPLE: usize = 20_000;
+
+struct Args {
+    nodes: Vec<usize>,
+    chunks: usize,
+    queries: usize,
+    cells: Vec<usize>,
+    budgets: Vec<usize>,
+    replicas: usize,
+}
+
+fn list(s: &str) -> Vec<usize> {
+    s.split(',').map(|x| x.trim().parse().expect("a number")).collect()
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        nodes: vec![100, 1000],
+        chunks: 100_000,
+        queries: 1000,
+        cells: vec![1024, 4096],
+        budgets: vec![4, 8],
+        replicas: 3,
+    };
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    for pair in argv.chunks(2) {
+        let v = pair.get(1).map(String::as_str).unwrap_or_else(|| panic!("{} needs a value", pair[0]));
+        match pair[0].as_str() {
+            "--nodes" => a.nodes = list(v),
+            "--chunks" => a.chunks = v.parse().expect("a number"),
+            "--queries" => a.queries = v.parse().expect("a number"),
+            "--cells" => a.cells = list(v),
+            "--budget" => a.budgets = list(v),
+            "--replicas" => a.replicas = v.parse().expect("a number"),
+            other => panic!("unknown flag {other}"),
+        }
+    }
+    a
+}
+
+/// A page of a manual and the simulated host it is served from.
+struct Page {
+    path: PathBuf,
+    host: String,
+    url: String,
+}
+
+fn html_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            html_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "html" || x == "htm")
+            // rustdoc's rendered sources and trait-implementor lists are code, not prose.
+            && !p.components().any(|c| c.as_os_str() == "src" || c.as_os_str() == "implementors")
+        {
+            out.push(p);
+        }
+    }
+}
+
+fn slug(s: &str) -> String {
+    let s: String = s.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+    s.split('-').filter(|p| !p.is_empty()).collect::<Vec<_>>().join("-")
+}
+
+/// Every page of the manuals, each on a host: a directory's pages, forty to a host, in name
+/// order. Interleaved across the manuals (seeded), so a capped corpus holds some of each.
+fn pages(roots: &[PathBuf]) -> Vec<Page> {
+    let mut per_root: Vec<Vec<Page>> = Vec::new();
+    for root in roots {
+        let mut files = Vec::new();
+        html_files(root, &mut files);
+        files.sort();
+        let mut by_dir: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
+        for f in files {
+            by_dir.entry(f.parent().unwrap().to_path_buf()).or_default().push(f);
+        }
+        let mut out = Vec::new();
+        for (dir, files) in by_dir {
+            let rel = dir.strip_prefix(root).unwrap_or(&dir).to_string_lossy().into_owned();
+            let base = slug(&format!("{}-{}", root.to_string_lossy(), rel));
+            for (i, group) in files.chunks(PAGES_PER_HOST).enumerate() {
+                let host = format!("{base}-{i}.test");
+                for f in group {
+                    let name = f.file_name().unwrap().to_string_lossy().into_owned();
+                    out.push(Page { path: f.clone(), url: format!("http://{host}/{name}"), host: host.clone() });
+                }
+            }
+        }
+        println!("  {}: {} pages", root.display(), out.len());
+        per_root.push(out);
+    }
+    let mut rng = Rng(0x504c_4143); // "PLAC"
+    for p in &mut per_root {
+        rng.shuffle(p);
+    }
+    let mut mixed = Vec::new();
+    let mut iters: Vec<_> = per_root.into_iter().map(|v| v.into_iter()).collect();
+    loop {
+        let before = mixed.len();
+        for it in &mut iters {
+            mixed.extend(it.next());
+        }
+        if mixed.len() == before {
+            return mixed;
+        }
+    }
+}
+
+/// The corpus as indexed: documents, their hosts, their chunks' vectors.
+struct Corpus {
+    dims: usize,
+    /// Per document: (url, title, host index).
+    docs: Vec<(String, String, usize)>,
+    hosts: Vec<String>,
+    /// Per chunk: its document.
+    chunk_doc: Vec<u32>,
+    /// Chunk vectors, `dims` each, unit length.
+    vectors: Vec<f32>,
+}
+
+impl Corpus {
+    fn vector(&self, i: usize) -> &[f32] {
+        &self.vectors[i * self.dims..(i + 1) * self.dims]
+    }
+    fn len(&self) -> usize {
+        self.chunk_doc.len()
+    }
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+}
+
+/// Indexes pages until the index holds `chunks` chunks (resuming an index left by an earlier
+/// run), then reads every chunk's vector back.
+fn corpus(roots: &[PathBuf], chunks: usize) -> anyhow::Result<Corpus> {
+    let dir = target_dir().join("placement").join(format!("index-{chunks}"));
+    std::fs::create_dir_all(&dir)?;
+    let db = sled::open(dir.join("db"))?;
+    let config = IndexConfig::default();
+    let index = Arc::new(LocalIndex::open(&db, &dir, 384, &config)?);
+    let pages = pages(roots);
+    anyhow::ensure!(
+        !pages.is_empty(),
+        "no pages under {roots:?}: run scripts/bench-placement.sh (or set WEFT_PLACEMENT_DOCS)"
+    );
+    if index.store().chunk_count() < chunks {
+        let embed = weft_index::testing::embed_config();
+        let mut indexer = Indexer::new(index.clone(), &embed, &config)?;
+        let started = Instant::now();
+        let at_start = index.store().chunk_count();
+        println!("indexing into {} until it holds {chunks} chunks (has {at_start})", dir.display());
+        let mut batch = Vec::new();
+        for page in &pages {
+            if index.store().chunk_count() >= chunks {
+                break;
+            }
+            if index.document(&page.url)?.is_some() {
+                continue;
+            }
+            let body = std::fs::read(&page.path)?;
+            let url = url::Url::parse(&page.url)?;
+            let e = weft_extract::extract(&body, &[("content-type", "text/html")], &url);
+            if e.word_count < 20 {
+                continue;
+            }
+            batch.push(Document {
+                url: page.url.clone(),
+                title: e.metadata.title.clone().unwrap_or_default(),
+                text: e.text.clone(),
+                fetched_at: 1,
+                ..Default::default()
+            });
+            if batch.len() == 16 {
+                indexer.index(std::mem::take(&mut batch))?;
+                let n = index.store().chunk_count();
+                let rate = (n - at_start) as f64 / started.elapsed().as_secs_f64();
+                print!(
+                    "\r  {n} chunks, {rate:.1} chunks/s, ~{:.0} min left   ",
+                    chunks.saturating_sub(n) as f64 / rate.max(0.1) / 60.0
+                );
+                use std::io::Write;
+                std::io::stdout().flush()?;
+            }
+        }
+        if !batch.is_empty() {
+            indexer.index(batch)?;
+        }
+        println!();
+    }
+    let host_of: HashMap<&str, &str> = pages.iter().map(|p| (p.url.as_str(), p.host.as_str())).collect();
+    let mut hosts: Vec<String> = Vec::new();
+    let mut host_index: HashMap<String, usize> = HashMap::new();
+    let mut docs = Vec::new();
+    let mut doc_index: HashMap<weft_index::DocId, u32> = HashMap::new();
+    let mut chunk_doc = Vec::new();
+    let mut vectors = Vec::new();
+    let store = index.store();
+    for item in store.vectors() {
+        let (key, v) = item?;
+        let Some(chunk) = store.chunk(key)? else { continue };
+        let d = match doc_index.get(&chunk.doc) {
+            Some(d) => *d,
+            None => {
+                let Some(record) = store.doc(&chunk.doc)? else { continue };
+                let host = host_of.get(record.url.as_str()).copied().unwrap_or("unknown.test").to_string();
+                let next = host_index.len();
+                let h = *host_index.entry(host.clone()).or_insert_with(|| {
+                    hosts.push(host);
+                    next
+                });
+                docs.push((record.url, record.title, h));
+                doc_index.insert(chunk.doc, docs.len() as u32 - 1);
+                docs.len() as u32 - 1
+            }
+        };
+        chunk_doc.push(d);
+        vectors.extend_from_slice(&v);
+    }
+    Ok(Corpus { dims: 384, docs, hosts, chunk_doc, vectors })
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// The best `k` documents among `chunks` for `q`: (score, doc), a document's best chunk.
+fn top_docs(corpus: &Corpus, q: &[f32], chunks: impl Iterator<Item = usize>, k: usize) -> Vec<(f32, u32)> {
+    let mut best: HashMap<u32, f32> = HashMap::new();
+    for c in chunks {
+        let s = dot(q, corpus.vector(c));
+        let e = best.entry(corpus.chunk_doc[c]).or_insert(f32::MIN);
+        if s > *e {
+            *e = s;
+        }
+    }
+    let mut v: Vec<(f32, u32)> = best.into_iter().map(|(d, s)| (s, d)).collect();
+    v.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    v.truncate(k);
+    v
+}
+
+/// Merges peers' answers: one entry per document, best score first, `k` kept.
+fn merge(lists: Vec<Vec<(f32, u32)>>, k: usize) -> Vec<u32> {
+    let mut best: HashMap<u32, f32> = HashMap::new();
+    for (s, d) in lists.into_iter().flatten() {
+        let e = best.entry(d).or_insert(f32::MIN);
+        if s > *e {
+            *e = s;
+        }
+    }
+    let mut v: Vec<(f32, u32)> = best.into_iter().map(|(d, s)| (s, d)).collect();
+    v.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    v.into_iter().take(k).map(|(_, d)| d).collect()
+}
+
+fn recall(found: &[u32], truth: &[u32]) -> f64 {
+    let truth: HashSet<u32> = truth.iter().copied().collect();
+    found.iter().filter(|d| truth.contains(d)).count() as f64 / truth.len().max(1) as f64
+}
+
+/// Questions: titles of documents on held-out hosts, section numbers dropped, two words at
+/// least, one per title.
+fn questions(corpus: &Corpus, n: usize, held_out: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let mut titles: Vec<String> = corpus
+        .docs
+        .iter()
+        .filter(|(_, _, h)| held_out(&corpus.hosts[*h]))
+        .map(|(_, t, _)| t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ' ').trim().to_string())
+        .filter(|t| t.split_whitespace().count() >= 2 && t.len() <= 200)
+        .filter(|t| seen.insert(t.clone()))
+        .collect();
+    Rng(0x5155_4553).shuffle(&mut titles); // "QUES"
+    titles.truncate(n);
+    titles
+}
+
+fn held_out(host: &str) -> bool {
+    blake3::hash(host.as_bytes()).as_bytes()[0] & 1 == 1
+}
+
+fn peers(n: usize) -> Vec<PeerId> {
+    (0..n).map(|_| PeerId::random()).collect()
+}
+
+struct Row {
+    what: String,
+    recall: f64,
+    asked_mean: f64,
+    asked_max: usize,
+    storage: f64,
+    storage_max: f64,
+}
+
+fn print_rows(title: &str, rows: &[Row]) {
+    println!("\n{title}");
+    println!(
+        "| placement and routing | recall@10 | peers asked mean / max | chunks held per node, × its own (mean / max) |"
+    );
+    println!("|---|---|---|---|");
+    for r in rows {
+        println!(
+            "| {} | {:.3} | {:.1} / {} | {:.2} / {:.2} |",
+            r.what, r.recall, r.asked_mean, r.asked_max, r.storage, r.storage_max
+        );
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let a = args();
+    let roots: Vec<PathBuf> = match std::env::var("WEFT_PLACEMENT_DOCS") {
+        Ok(v) => v.split(':').map(PathBuf::from).collect(),
+        Err(_) => DEFAULT_DOCS.iter().map(PathBuf::from).filter(|p| p.exists()).collect(),
+    };
+    let corpus = corpus(&roots, a.chunks)?;
+    println!(
+        "corpus: {} chunks of {} documents on {} hosts ({} dims)",
+        corpus.len(),
+        corpus.docs.len(),
+        corpus.hosts.len(),
+        corpus.dims
+    );
+
+    // Questions and their exact answers.
+    let mut embedder = Embedder::open(&weft_index::testing::embed_config(), 2)?;
+    let qs = questions(&corpus, a.queries, &held_out);
+    let started = Instant::now();
+    let qvecs: Vec<Vec<f32>> = qs
+        .chunks(32)
+        .map(|b| embedder.embed(&b.iter().map(String::as_str).collect::<Vec<_>>()))
+        .collect::<Result<Vec<_>, _>>()?
+        .concat();
+    let truth: Vec<Vec<u32>> =
+        qvecs.iter().map(|q| top_docs(&corpus, q, 0..corpus.len(), 10).into_iter().map(|(_, d)| d).collect()).collect();
+    println!("{} questions, exact answers in {:.1} s", qs.len(), started.elapsed().as_secs_f64());
+
+    // Codebooks: trained on the other half of the hosts (held-out), or on a sample of all.
+    let mut rng = Rng(0x434f_4445); // "CODE"
+    let sample = |filter: &dyn Fn(usize) -> bool, rng: &mut Rng| -> Vec<Vec<f32>> {
+        let mut idx: Vec<usize> = (0..corpus.len()).filter(|c| filter(*c)).collect();
+        rng.shuffle(&mut idx);
+        idx.truncate(TRAIN_SAMPLE);
+        idx.into_iter().map(|c| corpus.vector(c).to_vec()).collect()
+    };
+    let train_half = sample(&|c| !held_out(&corpus.hosts[corpus.docs[corpus.chunk_doc[c] as usize].2]), &mut rng);
+    let mut codebooks: Vec<(usize, Vec<Vec<f32>>)> = Vec::new();
+    for &cells in &a.cells {
+        let started = Instant::now();
+        let book = kmeans(&train_half, cells).centroids;
+        println!("codebook of {cells} cells ({} kept) in {:.0} s", book.len(), started.elapsed().as_secs_f64());
+        codebooks.push((cells, book));
+    }
+    // Each chunk's cells, best first (the top four kept).
+    let cells_of = |book: &[Vec<f32>], v: &[f32], n: usize| -> Vec<(f32, u32)> {
+        let mut s: Vec<(f32, u32)> = book.iter().enumerate().map(|(i, c)| (dot(v, c), i as u32)).collect();
+        s.sort_by(|a, b| b.0.total_cmp(&a.0));
+        s.truncate(n);
+        s
+    };
+    let chunk_cells: Vec<Vec<Vec<(f32, u32)>>> = codebooks
+        .iter()
+        .map(|(_, book)| (0..corpus.len()).map(|c| cells_of(book, corpus.vector(c), 2)).collect())
+        .collect();
+
+    for &n in &a.nodes {
+        let members = peers(n);
+        let ring = Ring::new(members.clone(), DEFAULT_VNODES);
+        let node_of: HashMap<&PeerId, usize> = members.iter().enumerate().map(|(i, m)| (m, i)).collect();
+        // Host placement: what each node crawled.
+        let mut own: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for c in 0..corpus.len() {
+            let host = &corpus.hosts[corpus.docs[corpus.chunk_doc[c] as usize].2];
+            own[node_of[ring.owner(host).unwrap()]].push(c);
+        }
+        let askers: Vec<usize> = (0..qs.len()).map(|i| (i * 7919) % n).collect();
+        let mut rows = Vec::new();
+        // Today: summaries of 32 centroids, the best-scoring peers asked.
+        let mut summaries = Summaries::default();
+        for (i, chunks) in own.iter().enumerate() {
+            let vs: Vec<Vec<f32>> = chunks.iter().map(|c| corpus.vector(*c).to_vec()).collect();
+            let cs = kmeans(&vs, SUMMARY_CENTROIDS);
+            summaries.observe(&Summary::new(members[i].to_string(), 1, "m".into(), &cs.centroids, cs.weights));
+        }
+        let names: Vec<String> = members.iter().map(PeerId::to_string).collect();
+        for &budget in &a.budgets {
+            let (mut total, mut asked_sum, mut asked_max) = (0.0, 0usize, 0usize);
+            for (qi, q) in qvecs.iter().enumerate() {
+                let asker = askers[qi];
+                let mut ranked: Vec<(f32, usize)> = (0..n)
+                    .filter(|p| *p != asker)
+                    .filter_map(|p| summaries.score(&names[p], "m", q).map(|s| (s, p)))
+                    .collect();
+                ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
+                let asked: Vec<usize> = ranked.iter().take(budget).map(|(_, p)| *p).collect();
+                let mut lists = vec![top_docs(&corpus, q, own[asker].iter().copied(), 10)];
+                lists.extend(asked.iter().map(|p| top_docs(&corpus, q, own[*p].iter().copied(), 10)));
+                total += recall(&merge(lists, 10), &truth[qi]);
+                asked_sum += asked.len();
+                asked_max = asked_max.max(asked.len());
+            }
+            rows.push(Row {
+                what: format!("by host, {SUMMARY_CENTROIDS}-centroid summaries, budget {budget}"),
+                recall: total / qs.len() as f64,
+                asked_mean: asked_sum as f64 / qs.len() as f64,
+                asked_max,
+                storage: 1.0,
+                storage_max: 1.0,
+            });
+        }
+        // By cell: each chunk posted to the owners of its best cell (or two), queries asking
+        // owners of the best cells until the budget is spent.
+        for (bi, (cells, book)) in codebooks.iter().enumerate() {
+            let owners: Vec<Vec<usize>> = (0..book.len())
+                .map(|c| {
+                    ring.owners_of_point(host_point(&format!("weft/cell/{c}")), a.replicas)
+                        .iter()
+                        .map(|m| node_of[m])
+                        .collect()
+                })
+                .collect();
+            for spill in [1usize, 2] {
+                let mut held: Vec<Vec<usize>> = vec![Vec::new(); n];
+                for c in 0..corpus.len() {
+                    let mut nodes: Vec<usize> = chunk_cells[bi][c]
+                        .iter()
+                        .take(spill)
+                        .flat_map(|(_, cell)| owners[*cell as usize].clone())
+                        .collect();
+                    nodes.sort_unstable();
+                    nodes.dedup();
+                    for node in nodes {
+                        held[node].push(c);
+                    }
+                }
+                let ratios: Vec<f64> = (0..n)
+                    .filter(|i| !own[*i].is_empty())
+                    .map(|i| held[i].len() as f64 / own[i].len() as f64)
+                    .collect();
+                let storage = held.iter().map(Vec::len).sum::<usize>() as f64 / corpus.len() as f64;
+                let storage_max = ratios.iter().copied().fold(0.0, f64::max);
+                for &budget in &a.budgets {
+                    let (mut total, mut asked_sum, mut asked_max) = (0.0, 0usize, 0usize);
+                    for (qi, q) in qvecs.iter().enumerate() {
+                        let asker = askers[qi];
+                        let mut chosen: Vec<usize> = Vec::new();
+                        for (_, cell) in cells_of(book, q, 64) {
+                            let os = &owners[cell as usize];
+                            if os.iter().any(|o| chosen.contains(o) || *o == asker) {
+                                continue;
+                            }
+                            if chosen.len() == budget {
+                                break;
+                            }
+                            chosen.push(os[0]);
+                        }
+                        let mut lists = vec![top_docs(&corpus, q, own[asker].iter().chain(&held[asker]).copied(), 10)];
+                        lists.extend(chosen.iter().map(|p| top_docs(&corpus, q, held[*p].iter().copied(), 10)));
+                        total += recall(&merge(lists, 10), &truth[qi]);
+                        asked_sum += chosen.len();
+                        asked_max = asked_max.max(chosen.len());
+                    }
+                    rows.push(Row {
+                        what: format!("by cell, {cells} cells, top {spill}, r = {}, budget {budget}", a.replicas),
+                        recall: total / qs.len() as f64,
+                        asked_mean: asked_sum as f64 / qs.len() as f64,
+                        asked_max,
+                        storage: storage + 1.0,
+                        storage_max: storage_max + 1.0,
+                    });
+                }
+            }
+        }
+        print_rows(
+            &format!("N = {n} ({} questions, codebook trained on the other half of the hosts)", qs.len()),
+            &rows,
+        );
+    }
+    Ok(())
+}
