@@ -13,6 +13,8 @@
 //! - [`codec`]: the CBOR wire codec of the URL exchange, which lets bad input reach the ban.
 //! - [`exchange`]: URL exchange — wire types, validation, the per-owner outbox, rate limits.
 //! - [`records`]: near-duplicate fingerprints as DHT records.
+//! - [`placement`]: semantic placement — the network's codebook of cells, where each cell
+//!   lives on the ring, and whom a question asks (pure).
 //! - [`summaries`]: routing summaries (centroids, LSH buckets) and the ranking of peers for a
 //!   query (pure).
 //! - [`search`]: `/weft/search/1` — wire types, checks, and merging peers' answers (pure).
@@ -20,7 +22,7 @@
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
 //! checks it): codec, departures, identity, reachability, ring, summaries → exchange,
-//! membership, records → search → behaviour → network.
+//! membership, placement, records → search → behaviour → network.
 
 pub mod behaviour;
 pub mod codec;
@@ -29,6 +31,7 @@ pub mod exchange;
 pub mod identity;
 pub mod membership;
 pub mod network;
+pub mod placement;
 pub mod reachability;
 pub mod records;
 pub mod ring;

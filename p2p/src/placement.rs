@@ -1,0 +1,252 @@
+//! Semantic placement: a partition of the embedding space that every node computes alike, so
+//! that what is indexed can be placed by its meaning and a question can go to the few peers
+//! that hold its neighbourhood, whatever the network's size.
+//!
+//! A [`Codebook`] is a list of unit vectors, the *cells*; a vector belongs to the cells it is
+//! most similar to. Each cell has a position on the members' ring ([`cell_point`], blake3 of
+//! the codebook's id and the cell's number), and its owners are the first `r` distinct members
+//! clockwise from it ([`Ring::owners_of_point`]). A codebook is identified by the blake3 of its
+//! encoding, so nodes with different codebooks never mistake each other's cells.
+//!
+//! A question ranks the cells by similarity and [`plan`]s whom to ask: the best cells first,
+//! each covered by an owner already chosen when it has one (a peer answers from everything it
+//! holds, not from one cell), else by its first owner that is up, until the budget of peers is
+//! spent. Pure: the event loop does the I/O.
+//!
+//! Measured in `simnet/examples/placement.rs` (Debian's manuals, real model, simulated members).
+
+use crate::ring::Ring;
+use half::f16;
+use libp2p::PeerId;
+
+/// The largest codebook accepted.
+pub const MAX_CELLS: usize = 65_536;
+/// Largest vector dimension accepted.
+pub const MAX_DIMS: usize = 4096;
+const MAGIC: &[u8; 8] = b"WEFTCB01";
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CodebookError {
+    #[error("not a codebook (bad magic)")]
+    Magic,
+    #[error("codebook shape: {0}")]
+    Shape(String),
+}
+
+/// The network's cells: unit vectors, stored as f16 (what every node hashes and compares).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Codebook {
+    dims: usize,
+    /// Cells × dims, each cell a unit vector (as decoded from f16).
+    cells: Vec<f32>,
+    id: String,
+}
+
+impl Codebook {
+    /// A codebook of `cells` (each normalized, then rounded to f16: the encoding is the truth,
+    /// so the vectors a node uses are exactly the ones every other node decodes).
+    pub fn new(cells: &[Vec<f32>]) -> Result<Codebook, CodebookError> {
+        let dims = cells.first().map_or(0, Vec::len);
+        if cells.is_empty() || cells.len() > MAX_CELLS || dims == 0 || dims > MAX_DIMS {
+            return Err(CodebookError::Shape(format!("{} cells of {dims} dimensions", cells.len())));
+        }
+        let mut bytes = Vec::with_capacity(16 + cells.len() * dims * 2);
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&(dims as u32).to_le_bytes());
+        bytes.extend_from_slice(&(cells.len() as u32).to_le_bytes());
+        for c in cells {
+            if c.len() != dims {
+                return Err(CodebookError::Shape(format!("a cell of {} dimensions among {dims}", c.len())));
+            }
+            let norm = c.iter().map(|x| x * x).sum::<f32>().sqrt();
+            if !norm.is_finite() || norm == 0.0 {
+                return Err(CodebookError::Shape("a cell of norm 0 or not finite".into()));
+            }
+            for x in c {
+                bytes.extend_from_slice(&f16::from_f32(x / norm).to_le_bytes());
+            }
+        }
+        Codebook::decode(&bytes)
+    }
+
+    /// Reads an encoded codebook ([`Codebook::encode`]).
+    pub fn decode(bytes: &[u8]) -> Result<Codebook, CodebookError> {
+        if bytes.len() < 16 || &bytes[..8] != MAGIC {
+            return Err(CodebookError::Magic);
+        }
+        let dims = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) as usize;
+        let n = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) as usize;
+        if n == 0 || n > MAX_CELLS || dims == 0 || dims > MAX_DIMS || bytes.len() != 16 + n * dims * 2 {
+            return Err(CodebookError::Shape(format!("{n} cells of {dims} dimensions in {} bytes", bytes.len())));
+        }
+        let cells: Vec<f32> = bytes[16..].chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32()).collect();
+        if cells.iter().any(|x| !x.is_finite()) {
+            return Err(CodebookError::Shape("a component that is not finite".into()));
+        }
+        let id = blake3::hash(bytes).to_hex()[..16].to_string();
+        Ok(Codebook { dims, cells, id })
+    }
+
+    /// The encoding: magic, dims and cell count (u32 LE), then the cells as f16 LE.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(16 + self.cells.len() * 2);
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&(self.dims as u32).to_le_bytes());
+        bytes.extend_from_slice(&(self.len() as u32).to_le_bytes());
+        for x in &self.cells {
+            bytes.extend_from_slice(&f16::from_f32(*x).to_le_bytes());
+        }
+        bytes
+    }
+
+    /// 16 hex digits of blake3 of the encoding: the same codebook, the same id, on every node.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    pub fn len(&self) -> usize {
+        self.cells.len() / self.dims
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    pub fn cell(&self, i: u32) -> &[f32] {
+        let i = i as usize;
+        &self.cells[i * self.dims..(i + 1) * self.dims]
+    }
+
+    /// The `n` cells most similar to `v`, best first: (cell, cosine). Empty for a vector of
+    /// other dimensions.
+    pub fn nearest(&self, v: &[f32], n: usize) -> Vec<(u32, f32)> {
+        if v.len() != self.dims {
+            return Vec::new();
+        }
+        let mut scored: Vec<(u32, f32)> =
+            (0..self.len() as u32).map(|c| (c, self.cell(c).iter().zip(v).map(|(a, b)| a * b).sum())).collect();
+        let n = n.min(scored.len());
+        if n == 0 {
+            return Vec::new();
+        }
+        scored.select_nth_unstable_by(n - 1, |a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored.truncate(n);
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored
+    }
+}
+
+/// Where cell `cell` of codebook `codebook_id` sits on the members' ring.
+pub fn cell_point(codebook_id: &str, cell: u32) -> u64 {
+    crate::ring::host_point(&format!("weft/cell/{codebook_id}/{cell}"))
+}
+
+/// The owners of `cell`: the first `replicas` distinct members clockwise from its point.
+pub fn cell_owners(ring: &Ring, codebook_id: &str, cell: u32, replicas: usize) -> Vec<PeerId> {
+    ring.owners_of_point(cell_point(codebook_id, cell), replicas)
+}
+
+/// Whom a question asks: for each of `ranked` (cells, best first, with their owners), an owner
+/// already chosen covers it; otherwise its first owner for which `up` holds is chosen, until
+/// `budget` peers are. `me` (the asker, which searches its own store anyway) covers the cells
+/// it owns. Returns the peers in the order chosen and, for each, the cells it was chosen for.
+pub fn plan<'a>(
+    ranked: impl IntoIterator<Item = (u32, &'a [PeerId])>,
+    me: &PeerId,
+    budget: usize,
+    up: impl Fn(&PeerId) -> bool,
+) -> Vec<(PeerId, Vec<u32>)> {
+    let mut chosen: Vec<(PeerId, Vec<u32>)> = Vec::new();
+    for (cell, owners) in ranked {
+        if owners.contains(me) {
+            continue;
+        }
+        if let Some(c) = chosen.iter_mut().find(|(p, _)| owners.contains(p)) {
+            c.1.push(cell);
+            continue;
+        }
+        if chosen.len() == budget {
+            continue;
+        }
+        if let Some(owner) = owners.iter().find(|o| up(o)) {
+            chosen.push((*owner, vec![cell]));
+        }
+    }
+    chosen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(v: &[f32]) -> Vec<f32> {
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / n).collect()
+    }
+
+    #[test]
+    fn a_codebook_round_trips_and_its_id_is_its_bytes() {
+        let book = Codebook::new(&[unit(&[1.0, 0.0, 0.0]), unit(&[0.0, 1.0, 1.0]), unit(&[0.0, 0.0, 2.0])]).unwrap();
+        assert_eq!(book.len(), 3);
+        assert_eq!(book.dims(), 3);
+        let again = Codebook::decode(&book.encode()).unwrap();
+        assert_eq!(again, book);
+        assert_eq!(again.id(), book.id());
+        let other = Codebook::new(&[unit(&[1.0, 0.0, 0.0]), unit(&[0.0, 1.0, 0.0])]).unwrap();
+        assert_ne!(other.id(), book.id());
+        // Nearest first; another dimension finds nothing.
+        let near = book.nearest(&unit(&[0.1, 0.2, 1.0]), 2);
+        assert_eq!(near.iter().map(|c| c.0).collect::<Vec<_>>(), [2, 1]);
+        assert!(book.nearest(&[1.0, 0.0], 2).is_empty());
+        assert_eq!(book.nearest(&unit(&[1.0, 0.0, 0.0]), 10).len(), 3);
+    }
+
+    #[test]
+    fn bad_codebooks_are_refused() {
+        assert_eq!(Codebook::decode(b"nonsense bytes here"), Err(CodebookError::Magic));
+        let mut bytes = Codebook::new(&[unit(&[1.0, 0.0])]).unwrap().encode();
+        bytes.pop();
+        assert!(matches!(Codebook::decode(&bytes), Err(CodebookError::Shape(_))));
+        assert!(Codebook::new(&[]).is_err());
+        assert!(Codebook::new(&[vec![0.0, 0.0]]).is_err());
+        assert!(Codebook::new(&[vec![1.0, 0.0], vec![1.0]]).is_err());
+        let mut nan = Codebook::new(&[unit(&[1.0, 0.0])]).unwrap().encode();
+        nan[16..18].copy_from_slice(&f16::NAN.to_le_bytes());
+        assert!(Codebook::decode(&nan).is_err());
+    }
+
+    #[test]
+    fn a_plan_reuses_chosen_owners_skips_the_down_and_keeps_the_budget() {
+        let p: Vec<PeerId> = (0..6).map(|_| PeerId::random()).collect();
+        let me = p[5];
+        let owners = [
+            vec![p[0], p[1]], // cell 0: p0 chosen
+            vec![p[2], p[0]], // cell 1: covered by p0
+            vec![p[5], p[3]], // cell 2: the asker holds it
+            vec![p[3], p[4]], // cell 3: p3 is down, p4 chosen
+            vec![p[1], p[2]], // cell 4: over the budget of 2
+        ];
+        let ranked = owners.iter().enumerate().map(|(c, o)| (c as u32, o.as_slice()));
+        let plan = plan(ranked, &me, 2, |x| *x != p[3]);
+        assert_eq!(plan, vec![(p[0], vec![0, 1]), (p[4], vec![3])]);
+    }
+
+    #[test]
+    fn every_node_puts_a_cell_on_the_same_owners() {
+        let members: Vec<PeerId> = (0..20).map(|_| PeerId::random()).collect();
+        let a = Ring::new(members.clone(), 150);
+        let mut reversed = members.clone();
+        reversed.reverse();
+        let b = Ring::new(reversed, 150);
+        for cell in 0..50 {
+            let owners = cell_owners(&a, "abc", cell, 3);
+            assert_eq!(owners.len(), 3);
+            assert_eq!(owners, cell_owners(&b, "abc", cell, 3));
+        }
+        assert_ne!(cell_point("abc", 1), cell_point("abd", 1), "another codebook, other places");
+    }
+}
