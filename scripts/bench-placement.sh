@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The semantic-placement benchmark (simnet/examples/placement.rs): installs the Debian manuals
-# it reads (PostgreSQL, Python, Rust, Git, the Debian reference), then runs it in release mode.
+# it reads (PostgreSQL, Python, Rust, Git, Linux, Django and SQLite manuals, the Debian reference and
+# handbook), then runs it in release mode.
 # The first run embeds ~100,000 chunks (about 40 minutes on 2 cores) into target/placement/;
 # later runs reuse that index. Arguments go to the example (--nodes, --chunks, --cells, ...).
 set -euo pipefail
@@ -8,7 +9,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
 need=()
-for pkg in postgresql-doc-15 python3.11-doc rust-doc git-doc debian-reference-en; do
+for pkg in postgresql-doc-15 python3.11-doc rust-doc git-doc debian-reference-en linux-doc-6.1 debian-handbook python-django-doc sqlite3-doc; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -3,8 +3,9 @@
 //! it crawled, and queries are routed by 32-centroid summaries) or by meaning (every chunk also
 //! posted to the owners of its cell in a network-wide codebook, queries routed by cell).
 //!
-//! The text is real: Debian's documentation packages (the PostgreSQL, Python, Rust and Git
-//! manuals and the Debian reference; `scripts/bench-placement.sh` installs them), split into
+//! The text is real: Debian's documentation packages (the PostgreSQL, Python, Rust, Git, Linux
+//! kernel, Django and SQLite manuals, the Debian reference and the Debian Administrator's
+//! Handbook; `scripts/bench-placement.sh` installs them), split into
 //! hosts the way the simulator splits the PostgreSQL manual (a directory's pages, forty to a
 //! host), extracted by `weft-extract` and indexed by the real indexer (chunker, model, dedup)
 //! into a real index under `target/placement/` — embedded once, reused by later runs.
@@ -46,6 +47,10 @@ const DEFAULT_DOCS: &[&str] = &[
     "/usr/share/doc/rust-doc/html",
     "/usr/share/doc/git-doc",
     "/usr/share/doc/debian-reference-common/docs",
+    "/usr/share/doc/linux-doc-6.1/html",
+    "/usr/share/doc/debian-handbook/html/en-US",
+    "/usr/share/doc/python-django-doc/html",
+    "/usr/share/doc/sqlite3",
 ];
 /// Pages per simulated host.
 const PAGES_PER_HOST: usize = 40;
@@ -106,8 +111,8 @@ fn html_files(dir: &Path, out: &mut Vec<PathBuf>) {
         if p.is_dir() {
             html_files(&p, out);
         } else if p.extension().is_some_and(|x| x == "html" || x == "htm")
-            // rustdoc's rendered sources and trait-implementor lists are code, not prose.
-            && !p.components().any(|c| c.as_os_str() == "src" || c.as_os_str() == "implementors")
+            // Rendered sources (rustdoc's, Sphinx's) and trait-implementor lists are code, not prose.
+            && !p.components().any(|c| ["src", "implementors", "_modules", "_sources"].iter().any(|x| c.as_os_str() == *x))
         {
             out.push(p);
         }
@@ -374,7 +379,7 @@ struct Row {
 fn print_rows(title: &str, rows: &[Row]) {
     println!("\n{title}");
     println!(
-        "| placement and routing | recall@10 | peers asked mean / max | chunks held per node, × its own (mean / max) |"
+        "| placement and routing | recall@10 | peers asked mean / max | postings held per node, × the mean node's own chunks (mean / max) |"
     );
     println!("|---|---|---|---|");
     for r in rows {
