@@ -15,6 +15,8 @@
 //! - [`records`]: near-duplicate fingerprints as DHT records.
 //! - [`placement`]: semantic placement — the network's codebook of cells, where each cell
 //!   lives on the ring, and whom a question asks (pure).
+//! - [`postings`]: what a node publishes about each chunk to its cells' owners, and the checks
+//!   a received posting passes (pure).
 //! - [`summaries`]: routing summaries (centroids, LSH buckets) and the ranking of peers for a
 //!   query (pure).
 //! - [`search`]: `/weft/search/1` — wire types, checks, and merging peers' answers (pure).
@@ -22,7 +24,7 @@
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
 //! checks it): codec, departures, identity, reachability, ring, summaries → exchange,
-//! membership, placement, records → search → behaviour → network.
+//! membership, placement, records → postings, search → behaviour → network.
 
 pub mod behaviour;
 pub mod codec;
@@ -32,6 +34,7 @@ pub mod identity;
 pub mod membership;
 pub mod network;
 pub mod placement;
+pub mod postings;
 pub mod reachability;
 pub mod records;
 pub mod ring;

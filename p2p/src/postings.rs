@@ -1,0 +1,238 @@
+//! Postings: what a node publishes about each chunk it indexed to the owners of the chunk's
+//! cells (see [`crate::placement`]), so that a question reaches that chunk by its meaning
+//! whoever crawled it — and finds it while its crawler is away.
+//!
+//! A posting carries what a cell owner needs to answer a question without asking anyone: the
+//! vector (f16), the chunk's text (for the words' ranking and the snippet), the page's
+//! metadata ([`PageMeta`]) and where it came from (the publishing peer, the model). A
+//! [`Tombstone`] withdraws a document's postings (replaced, removed, evicted).
+//!
+//! Everything a peer publishes is checked here before it is stored: sizes, a unit vector of the
+//! model's dimensions, the cell it claims (the vector must belong there), and the publisher's
+//! right to speak for the page: the caller passes whether the publisher owned the page's host
+//! on a recent ring ([`crate::membership::Members::owned_recently`]), as for `done` URLs. Pure:
+//! the event loop does the I/O and keeps the per-peer quotas.
+
+use crate::placement::Codebook;
+use half::f16;
+use serde::{Deserialize, Serialize};
+pub use weft_page::PageMeta;
+
+/// A chunk's text a posting may carry, at most (a 256-token chunk is 1–2 KB).
+pub const MAX_TEXT_BYTES: usize = 8 * 1024;
+const MAX_TITLE_BYTES: usize = 1024;
+const MAX_AUTHOR_BYTES: usize = 256;
+/// A chunk may be posted to its best cells; this many at most.
+pub const MAX_CELLS_PER_CHUNK: usize = 2;
+/// Cosine below which a vector is not near enough a claimed second cell (it must be among the
+/// chunk's best cells; small f16 differences between nodes are allowed).
+const CELL_SLACK: f32 = 0.02;
+
+/// One chunk, as published to the owners of `cell`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Posting {
+    /// The codebook the cell belongs to ([`Codebook::id`]).
+    pub codebook: String,
+    pub cell: u32,
+    /// The embedding model's id (vectors meet only vectors of the same model).
+    pub model: String,
+    /// The document's id (32 hex digits, blake3 of the URL) and the chunk's position in it.
+    pub doc: String,
+    pub position: u32,
+    #[serde(flatten)]
+    pub page: PageMeta,
+    /// The chunk's text.
+    pub text: String,
+    /// The unit vector, little-endian f16.
+    #[serde(with = "serde_bytes")]
+    pub vector: Vec<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simhash: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    /// When the publisher fetched the page, Unix seconds.
+    pub fetched_at: u64,
+}
+
+/// A document's postings withdrawn by its publisher (replaced, removed or evicted).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tombstone {
+    pub doc: String,
+    /// The page's URL: the publisher's right to withdraw is checked on its host, as to post.
+    pub url: String,
+    /// Unix seconds; postings published before it are dropped.
+    pub at: u64,
+}
+
+/// Why a posting was refused (the publisher is counted, and banned when it repeats).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BadPosting {
+    #[error("a codebook other than this node's ({0})")]
+    Codebook(String),
+    #[error("a model other than this node's")]
+    Model,
+    #[error("cell {0} is not in the codebook")]
+    NoCell(u32),
+    #[error("{0} over its size limit")]
+    TooLarge(&'static str),
+    #[error("the vector is not a unit vector of the model's dimensions")]
+    Vector,
+    #[error("the vector does not belong to cell {0}")]
+    WrongCell(u32),
+    #[error("bad document id {0:?}")]
+    Doc(String),
+    #[error("bad url {0:?}")]
+    Url(String),
+    #[error("the publisher never owned {0}")]
+    NotOwner(String),
+}
+
+impl Posting {
+    /// The vector as f32.
+    pub fn vector(&self) -> Vec<f32> {
+        self.vector.chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32()).collect()
+    }
+
+    /// Encodes `v` as a posting's vector.
+    pub fn encode_vector(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| f16::from_f32(*x).to_le_bytes()).collect()
+    }
+}
+
+/// The host of a posting's URL, if it is an http(s) URL within the size limit.
+pub fn host_of(url: &str) -> Option<String> {
+    if url.len() > crate::exchange::MAX_URL_BYTES {
+        return None;
+    }
+    let parsed = url::Url::parse(url).ok().filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())?;
+    Some(weft_url::HostKey::of(&parsed).name().to_string())
+}
+
+/// Checks a posting received for `codebook` and `model`. `owned` says whether the publisher
+/// owned a host (on a recent ring) — the caller's membership knows.
+pub fn check(p: &Posting, codebook: &Codebook, model: &str, owned: impl Fn(&str) -> bool) -> Result<(), BadPosting> {
+    if p.codebook != codebook.id() {
+        return Err(BadPosting::Codebook(codebook.id().to_string()));
+    }
+    if p.model != model {
+        return Err(BadPosting::Model);
+    }
+    if p.cell as usize >= codebook.len() {
+        return Err(BadPosting::NoCell(p.cell));
+    }
+    if p.text.len() > MAX_TEXT_BYTES {
+        return Err(BadPosting::TooLarge("text"));
+    }
+    if p.page.title.len() > MAX_TITLE_BYTES {
+        return Err(BadPosting::TooLarge("title"));
+    }
+    if p.page.author.as_ref().is_some_and(|a| a.len() > MAX_AUTHOR_BYTES) {
+        return Err(BadPosting::TooLarge("author"));
+    }
+    if p.language.as_ref().is_some_and(|l| l.len() > 16) {
+        return Err(BadPosting::TooLarge("language"));
+    }
+    if p.doc.len() != 32 || !p.doc.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(BadPosting::Doc(p.doc.chars().take(40).collect()));
+    }
+    let Some(host) = host_of(&p.page.url) else { return Err(BadPosting::Url(p.page.url.chars().take(100).collect())) };
+    if p.page.canonical.as_deref().is_some_and(|c| host_of(c).is_none()) {
+        return Err(BadPosting::Url(p.page.canonical.clone().unwrap_or_default().chars().take(100).collect()));
+    }
+    if p.vector.len() != codebook.dims() * 2 {
+        return Err(BadPosting::Vector);
+    }
+    let v = p.vector();
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if v.iter().any(|x| !x.is_finite()) || !(0.98..=1.02).contains(&norm) {
+        return Err(BadPosting::Vector);
+    }
+    // The vector must belong to the cell it claims: among its best cells, within a little
+    // slack (f16 rounding, another CPU's arithmetic).
+    let best = codebook.nearest(&v, MAX_CELLS_PER_CHUNK);
+    let claimed: f32 = codebook.cell(p.cell).iter().zip(&v).map(|(a, b)| a * b).sum();
+    let last = best.last().map_or(1.0, |b| b.1);
+    if !best.iter().any(|b| b.0 == p.cell) && claimed < last - CELL_SLACK {
+        return Err(BadPosting::WrongCell(p.cell));
+    }
+    if !owned(&host) {
+        return Err(BadPosting::NotOwner(host));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(v: &[f32]) -> Vec<f32> {
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / n).collect()
+    }
+
+    fn book() -> Codebook {
+        Codebook::new(&[unit(&[1.0, 0.0, 0.0]), unit(&[0.0, 1.0, 0.0]), unit(&[0.0, 0.0, 1.0])]).unwrap()
+    }
+
+    fn posting(book: &Codebook, cell: u32, v: &[f32]) -> Posting {
+        Posting {
+            codebook: book.id().to_string(),
+            cell,
+            model: "m".into(),
+            doc: "0123456789abcdef0123456789abcdef".into(),
+            position: 0,
+            page: PageMeta { url: "http://a.test/p".into(), title: "P".into(), ..Default::default() },
+            text: "some text".into(),
+            vector: Posting::encode_vector(&unit(v)),
+            simhash: None,
+            language: Some("en".into()),
+            fetched_at: 1,
+        }
+    }
+
+    #[test]
+    fn a_well_formed_posting_from_the_hosts_owner_is_taken() {
+        let b = book();
+        let p = posting(&b, 0, &[1.0, 0.2, 0.0]);
+        assert_eq!(check(&p, &b, "m", |h| h == "a.test"), Ok(()));
+        // Its second-best cell too (a chunk near a border).
+        assert_eq!(check(&posting(&b, 1, &[1.0, 0.9, 0.0]), &b, "m", |_| true), Ok(()));
+        // It survives the wire.
+        let bytes = cbor4ii::serde::to_vec(Vec::new(), &p).unwrap();
+        assert_eq!(cbor4ii::serde::from_slice::<Posting>(&bytes).unwrap(), p);
+    }
+
+    #[test]
+    fn each_rule_refuses_what_breaks_it() {
+        let b = book();
+        let good = posting(&b, 0, &[1.0, 0.2, 0.0]);
+        let all = |_: &str| true;
+        assert_eq!(check(&good, &b, "m", |_| false), Err(BadPosting::NotOwner("a.test".into())), "a stranger's page");
+        assert_eq!(check(&good, &b, "other", all), Err(BadPosting::Model));
+        let mut p = good.clone();
+        p.codebook = "elsewhere".into();
+        assert!(matches!(check(&p, &b, "m", all), Err(BadPosting::Codebook(_))));
+        p = good.clone();
+        p.cell = 9;
+        assert_eq!(check(&p, &b, "m", all), Err(BadPosting::NoCell(9)));
+        assert_eq!(
+            check(&posting(&b, 2, &[1.0, 0.2, 0.0]), &b, "m", all),
+            Err(BadPosting::WrongCell(2)),
+            "a cell far from its vector"
+        );
+        p = good.clone();
+        p.text = "x".repeat(MAX_TEXT_BYTES + 1);
+        assert_eq!(check(&p, &b, "m", all), Err(BadPosting::TooLarge("text")));
+        p = good.clone();
+        p.vector = Posting::encode_vector(&[2.0, 0.0, 0.0]);
+        assert_eq!(check(&p, &b, "m", all), Err(BadPosting::Vector), "not a unit vector");
+        p.vector = Posting::encode_vector(&[1.0, 0.0]);
+        assert_eq!(check(&p, &b, "m", all), Err(BadPosting::Vector), "other dimensions");
+        p = good.clone();
+        p.page.url = "javascript:alert(1)".into();
+        assert!(matches!(check(&p, &b, "m", all), Err(BadPosting::Url(_))));
+        p = good.clone();
+        p.doc = "not hex".into();
+        assert!(matches!(check(&p, &b, "m", all), Err(BadPosting::Doc(_))));
+    }
+}
