@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 use weft_config::IndexConfig;
+use weft_index::embed::cosine;
 use weft_index::summary::kmeans;
 use weft_index::{Document, Embedder, Indexer, LocalIndex};
 use weft_p2p::placement::{cell_owners, plan, Codebook};
@@ -285,15 +286,11 @@ fn corpus(roots: &[PathBuf], chunks: usize) -> anyhow::Result<Corpus> {
     Ok(Corpus { dims: 384, docs, hosts, chunk_doc, vectors })
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
 /// The best `k` documents among `chunks` for `q`: (score, doc), a document's best chunk.
 fn top_docs(corpus: &Corpus, q: &[f32], chunks: impl Iterator<Item = usize>, k: usize) -> Vec<(f32, u32)> {
     let mut best: HashMap<u32, f32> = HashMap::new();
     for c in chunks {
-        let s = dot(q, corpus.vector(c));
+        let s = cosine(q, corpus.vector(c));
         let e = best.entry(corpus.chunk_doc[c]).or_insert(f32::MIN);
         if s > *e {
             *e = s;
