@@ -404,8 +404,8 @@ async fn spawn_network(
 }
 
 /// Learns the members before crawling, so this node does not take hosts that are another's:
-/// waits to be joined and to hear a heartbeat, then until the member set stops growing
-/// (bounded by the heartbeat expiry each).
+/// waits to be joined and to hear a heartbeat, then until the member set stops growing and
+/// every peer heard of is met (bounded by the heartbeat expiry each).
 async fn wait_for_members(config: &Config, handle: &weft_p2p::NetworkHandle) {
     let wait = Duration::from_secs(config.p2p.heartbeat_secs * u64::from(config.p2p.missed_heartbeats));
     let joined = handle.wait_for(|s| s.joining == weft_p2p::Joining::Joined && s.members.len() > 1);
@@ -414,21 +414,34 @@ async fn wait_for_members(config: &Config, handle: &weft_p2p::NetworkHandle) {
         return;
     }
     // The other members' heartbeats arrive over the next interval or two: the first URLs are
-    // routed on the whole ring rather than on the first member heard.
+    // routed on the whole ring rather than on the first member heard. A peer heard of but not
+    // met yet (a candidate) is a member about to be counted: a node behind NAT is met only
+    // once it holds a relay slot, seconds after its heartbeats arrive. Crawling before then
+    // took that member's hosts for a few seconds while it was asking them (the NAT lab caught
+    // it: robots.txt asked 12 ms after the other node's page).
     let beat = Duration::from_secs(config.p2p.heartbeat_secs);
     let settled = async {
         let mut last = handle.status().members.len();
         loop {
             tokio::time::sleep(beat).await;
-            let now = handle.status().members.len();
-            if now == last {
+            let status = handle.status();
+            let now = status.members.len();
+            if now == last && status.member_candidates == 0 {
                 break now;
             }
             last = now;
         }
     };
-    if let Ok(members) = tokio::time::timeout(wait, settled).await {
-        tracing::info!(members, "member set settled; crawling");
+    match tokio::time::timeout(wait, settled).await {
+        Ok(members) => tracing::info!(members, "member set settled; crawling"),
+        Err(_) => {
+            let s = handle.status();
+            tracing::info!(
+                members = s.members.len(),
+                candidates = s.member_candidates,
+                "crawling; the member set was still changing"
+            );
+        }
     }
 }
 

@@ -144,11 +144,15 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
                 violations.push(format!("{host}: {} started before {} was answered", next.path, prev.path));
             } else if next.started.duration_since(prev.answered) < gap {
                 let ms = next.started.duration_since(prev.answered).as_millis();
+                // Who asked, and when: a violation across two nodes is a hand-over's.
                 violations.push(format!(
-                    "{host}: {} {ms} ms after {} (at least {} ms)",
+                    "{host}: {} {ms} ms after {} (at least {} ms; {} at {:.1} s after {})",
                     next.path,
                     prev.path,
-                    gap.as_millis()
+                    gap.as_millis(),
+                    next.user_agent,
+                    next.started.saturating_duration_since(start).as_secs_f64(),
+                    prev.user_agent,
                 ));
             }
         }
@@ -256,7 +260,7 @@ mod tests {
         assert_eq!(r.lost, vec!["h.test/c"]);
         assert_eq!(r.duplicate_fetches, 1);
         assert_eq!(r.politeness_violations.len(), 4, "{:?}", r.politeness_violations);
-        assert!(r.politeness_violations.iter().any(|v| v.contains("/c 1090 ms after /c (at least 2000 ms)")));
+        assert!(r.politeness_violations.iter().any(|v| v.contains("/c 1090 ms after /c (at least 2000 ms;")));
         assert!(r.politeness_violations.iter().any(|v| v.contains("/private/x is disallowed")));
         assert_eq!((r.requests, r.ok_responses), (10, 8));
         assert!(r.politeness_violations.iter().any(|v| v.contains("/b 40 ms after /a")));
