@@ -17,6 +17,7 @@
 //!   lives on the ring, and whom a question asks (pure).
 //! - [`postings`]: what a node publishes about each chunk to its cells' owners, and the checks
 //!   a received posting passes (pure).
+//! - [`publishing`]: the outbox of postings — per-owner batches, retries, re-routing (pure).
 //! - [`summaries`]: routing summaries (centroids, LSH buckets) and the ranking of peers for a
 //!   query (pure).
 //! - [`search`]: `/weft/search/1` — wire types, checks, and merging peers' answers (pure).
@@ -24,7 +25,7 @@
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
 //! checks it): codec, departures, identity, reachability, ring, summaries → exchange,
-//! membership, placement, records → postings, search → behaviour → network.
+//! membership, placement, records → postings, search → publishing → behaviour → network.
 
 pub mod behaviour;
 pub mod codec;
@@ -35,6 +36,7 @@ pub mod membership;
 pub mod network;
 pub mod placement;
 pub mod postings;
+pub mod publishing;
 pub mod reachability;
 pub mod records;
 pub mod ring;

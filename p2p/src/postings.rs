@@ -64,6 +64,68 @@ pub struct Tombstone {
     pub at: u64,
 }
 
+/// Postings and tombstones in one request, at most.
+pub const MAX_BATCH_ITEMS: usize = 256;
+/// A batch's size on the wire, at most (256 postings of a 1–2 KB chunk and a 768-byte vector
+/// fit with room to spare).
+pub const MAX_BATCH_BYTES: u64 = 4 * 1024 * 1024;
+
+/// `/weft/postings/1` request: postings for cells the receiver owns, and withdrawals.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PostingBatch {
+    pub postings: Vec<Posting>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tombstones: Vec<Tombstone>,
+}
+
+impl PostingBatch {
+    pub fn len(&self) -> usize {
+        self.postings.len() + self.tombstones.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// `/weft/postings/1` response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PostingReply {
+    /// Stored `taken` (durably: the sender may forget them) and refused `refused` (each counted
+    /// against the sender).
+    Ack { taken: u32, refused: u32 },
+    /// Not now (over the sender's rate or quota, or the store is behind): retry later.
+    Busy,
+    /// The sender is not a member here (yet): it announces itself and retries.
+    NotMember,
+}
+
+/// `/weft/postings/1` on the wire (see [`crate::codec`]).
+pub struct PostingWire;
+
+impl crate::codec::Wire for PostingWire {
+    type Request = PostingBatch;
+    type Response = PostingReply;
+    const NAME: &'static str = "posting batch";
+    const MAX_REQUEST_BYTES: u64 = MAX_BATCH_BYTES;
+    /// Replies are a few bytes.
+    const MAX_RESPONSE_BYTES: u64 = 1024;
+    /// Eight batches of the largest size.
+    const MAX_BUFFERED_BYTES: u64 = 8 * MAX_BATCH_BYTES;
+}
+
+/// Checks a withdrawal: a document id and a URL whose host the sender owned (`owned`).
+pub fn check_tombstone(t: &Tombstone, owned: impl Fn(&str) -> bool) -> Result<(), BadPosting> {
+    if t.doc.len() != 32 || !t.doc.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(BadPosting::Doc(t.doc.chars().take(40).collect()));
+    }
+    let Some(host) = host_of(&t.url) else { return Err(BadPosting::Url(t.url.chars().take(100).collect())) };
+    if !owned(&host) {
+        return Err(BadPosting::NotOwner(host));
+    }
+    Ok(())
+}
+
 /// Why a posting was refused (the publisher is counted, and banned when it repeats).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BadPosting {
@@ -200,6 +262,19 @@ mod tests {
         // It survives the wire.
         let bytes = cbor4ii::serde::to_vec(Vec::new(), &p).unwrap();
         assert_eq!(cbor4ii::serde::from_slice::<Posting>(&bytes).unwrap(), p);
+    }
+
+    #[test]
+    fn a_withdrawal_needs_the_hosts_owner_and_a_document_id() {
+        let t = Tombstone { doc: "0123456789abcdef0123456789abcdef".into(), url: "http://a.test/p".into(), at: 5 };
+        assert_eq!(check_tombstone(&t, |h| h == "a.test"), Ok(()));
+        assert_eq!(check_tombstone(&t, |_| false), Err(BadPosting::NotOwner("a.test".into())));
+        let bad = Tombstone { doc: "xyz".into(), ..t.clone() };
+        assert!(matches!(check_tombstone(&bad, |_| true), Err(BadPosting::Doc(_))));
+        let batch = PostingBatch { postings: vec![posting(&book(), 0, &[1.0, 0.0, 0.0])], tombstones: vec![t] };
+        let bytes = cbor4ii::serde::to_vec(Vec::new(), &batch).unwrap();
+        assert_eq!(cbor4ii::serde::from_slice::<PostingBatch>(&bytes).unwrap(), batch);
+        assert_eq!(batch.len(), 2);
     }
 
     #[test]

@@ -26,6 +26,8 @@
 //! ```
 //!
 //! `WEFT_PLACEMENT_DOCS` (colon-separated directories) replaces the default manuals.
+//! `--write-codebook PATH --cells N` trains the codebook the network ships (N cells, on a seeded
+//! sample of every host's chunks) and writes it to PATH instead of measuring.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -67,6 +69,9 @@ struct Args {
     cells: Vec<usize>,
     budgets: Vec<usize>,
     replicas: usize,
+    /// Train the network's codebook (of `cells[0]` cells, on a sample of every host) and write
+    /// it here instead of measuring.
+    write_codebook: Option<PathBuf>,
 }
 
 fn list(s: &str) -> Vec<usize> {
@@ -81,6 +86,7 @@ fn args() -> Args {
         cells: vec![256, 1024, 4096],
         budgets: vec![4, 8],
         replicas: 3,
+        write_codebook: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -92,6 +98,7 @@ fn args() -> Args {
             "--cells" => a.cells = list(v),
             "--budget" => a.budgets = list(v),
             "--replicas" => a.replicas = v.parse().expect("a number"),
+            "--write-codebook" => a.write_codebook = Some(PathBuf::from(v)),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -401,6 +408,26 @@ fn main() -> anyhow::Result<()> {
         corpus.hosts.len(),
         corpus.dims
     );
+
+    if let Some(path) = &a.write_codebook {
+        // The shipped codebook: every host's chunks may be in the sample (it is public text).
+        let mut idx: Vec<usize> = (0..corpus.len()).collect();
+        Rng(0x434f_4445).shuffle(&mut idx); // "CODE"
+        idx.truncate(TRAIN_SAMPLE);
+        let sample: Vec<Vec<f32>> = idx.into_iter().map(|c| corpus.vector(c).to_vec()).collect();
+        let started = Instant::now();
+        let book = Codebook::new(&kmeans(&sample, a.cells[0]).centroids)?;
+        std::fs::write(path, book.encode())?;
+        println!(
+            "codebook of {} cells trained on {} chunks in {:.0} s: {} (id {})",
+            book.len(),
+            sample.len(),
+            started.elapsed().as_secs_f64(),
+            path.display(),
+            book.id()
+        );
+        return Ok(());
+    }
 
     // Questions and their exact answers.
     let mut embedder = Embedder::open(&weft_index::testing::embed_config(), 2)?;

@@ -1,0 +1,349 @@
+//! The outbox of postings: each [`Posting`] goes to the owners of its cell on the current ring
+//! (`replicas` of them, see [`crate::placement::cell_owners`]), in batches of at most
+//! [`MAX_BATCH_ITEMS`], one batch in flight per owner at a time. A batch that fails is tried
+//! again with a growing delay, re-routed to the cell's owners on the ring of that moment (an
+//! owner that left has successors). A batch an owner acknowledged is stored there, so it is
+//! forgotten here.
+//!
+//! Bounded: at most `max_waiting` items wait; more are dropped and counted (a document's
+//! postings go out again when it is indexed again). Pure: the event loop sends and times.
+
+use crate::placement::cell_owners;
+use crate::postings::{Posting, PostingBatch, Tombstone, MAX_BATCH_ITEMS};
+use crate::ring::Ring;
+use libp2p::PeerId;
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+/// The first retry of a failed batch waits this long, doubling up to [`MAX_RETRY`].
+const FIRST_RETRY: Duration = Duration::from_secs(2);
+const MAX_RETRY: Duration = Duration::from_secs(120);
+/// Bytes of postings in one batch, at most (estimated: text, vector, metadata).
+const BATCH_BYTES: usize = 2 * 1024 * 1024;
+
+/// A withdrawal and the cells its document was posted to (their owners get it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Withdrawal {
+    pub tombstone: Tombstone,
+    pub cells: Vec<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Item {
+    Posting(Posting),
+    Tombstone(Tombstone, u32),
+}
+
+impl Item {
+    fn cell(&self) -> u32 {
+        match self {
+            Item::Posting(p) => p.cell,
+            Item::Tombstone(_, cell) => *cell,
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Item::Posting(p) => p.text.len() + p.vector.len() + p.page.url.len() + p.page.title.len() + 200,
+            Item::Tombstone(t, _) => t.url.len() + 64,
+        }
+    }
+}
+
+/// A batch on its way to `owner`.
+#[derive(Debug, Clone)]
+pub struct Flight {
+    pub owner: PeerId,
+    pub batch: PostingBatch,
+    items: Vec<Item>,
+    attempts: u32,
+}
+
+/// See the module doc.
+#[derive(Debug)]
+pub struct Publisher {
+    codebook: String,
+    replicas: usize,
+    max_waiting: usize,
+    queues: BTreeMap<PeerId, VecDeque<Item>>,
+    /// Owners with a batch in flight (one each).
+    busy: HashSet<PeerId>,
+    retries: Vec<(Instant, Flight)>,
+    waiting: usize,
+    /// Items dropped because the outbox was full.
+    pub dropped: u64,
+    /// Items acknowledged by their owners.
+    pub delivered: u64,
+}
+
+impl Publisher {
+    pub fn new(codebook: &str, replicas: usize, max_waiting: usize) -> Publisher {
+        Publisher {
+            codebook: codebook.to_string(),
+            replicas: replicas.max(1),
+            max_waiting,
+            queues: BTreeMap::new(),
+            busy: HashSet::new(),
+            retries: Vec::new(),
+            waiting: 0,
+            dropped: 0,
+            delivered: 0,
+        }
+    }
+
+    /// Items queued or in flight.
+    pub fn waiting(&self) -> usize {
+        self.waiting
+    }
+
+    /// Queues postings and withdrawals for their cells' owners on `ring`. What this node (`me`)
+    /// owns itself is returned, to be stored here.
+    pub fn publish(
+        &mut self,
+        postings: Vec<Posting>,
+        withdrawals: Vec<Withdrawal>,
+        ring: &Ring,
+        me: &PeerId,
+    ) -> PostingBatch {
+        let mut items: Vec<Item> = postings.into_iter().map(Item::Posting).collect();
+        for w in withdrawals {
+            items.extend(w.cells.iter().map(|c| Item::Tombstone(w.tombstone.clone(), *c)));
+        }
+        self.route(items, ring, me, true)
+    }
+
+    /// Queues `items` for their owners other than `me`; returns those `me` owns if `keep_mine`.
+    fn route(&mut self, items: Vec<Item>, ring: &Ring, me: &PeerId, keep_mine: bool) -> PostingBatch {
+        let mut mine = PostingBatch::default();
+        for item in items {
+            let owners = cell_owners(ring, &self.codebook, item.cell(), self.replicas);
+            let mut to_me = false;
+            for owner in owners {
+                if owner == *me {
+                    to_me = true;
+                    continue;
+                }
+                if self.waiting >= self.max_waiting {
+                    self.dropped += 1;
+                    continue;
+                }
+                self.waiting += 1;
+                self.queues.entry(owner).or_default().push_back(item.clone());
+            }
+            // A ring of this node alone (or a stale one) still keeps what is its own.
+            if to_me && keep_mine {
+                match item {
+                    Item::Posting(p) => mine.postings.push(p),
+                    Item::Tombstone(t, _) => {
+                        if !mine.tombstones.contains(&t) {
+                            mine.tombstones.push(t)
+                        }
+                    }
+                }
+            }
+        }
+        mine
+    }
+
+    /// The batches to send now: one per owner without a batch in flight, and the retries whose
+    /// time came (re-routed on `ring` if their owner no longer holds their cells).
+    pub fn due(&mut self, ring: &Ring, me: &PeerId, now: Instant) -> Vec<Flight> {
+        let mut out = Vec::new();
+        let (ready, later): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.retries).into_iter().partition(|(at, _)| *at <= now);
+        self.retries = later;
+        for (_, f) in ready {
+            // Items whose cell the owner still holds go back to it; the rest to the cell's
+            // owners now (this node keeps nothing from a retry: it published to itself first).
+            let (stay, moved): (Vec<Item>, Vec<Item>) = f
+                .items
+                .into_iter()
+                .partition(|i| cell_owners(ring, &self.codebook, i.cell(), self.replicas).contains(&f.owner));
+            self.waiting -= moved.len();
+            let stay_n = stay.len();
+            if stay_n > 0 {
+                out.push(Flight { owner: f.owner, batch: batch_of(&stay), items: stay, attempts: f.attempts });
+            } else {
+                self.busy.remove(&f.owner);
+            }
+            let _ = self.route(moved, ring, me, false);
+        }
+        let owners: Vec<PeerId> = self.queues.keys().filter(|o| !self.busy.contains(*o)).copied().collect();
+        for owner in owners {
+            let Some(queue) = self.queues.get_mut(&owner) else { continue };
+            let mut items = Vec::new();
+            let mut bytes = 0;
+            while let Some(item) = queue.front() {
+                if items.len() == MAX_BATCH_ITEMS || (bytes + item.bytes() > BATCH_BYTES && !items.is_empty()) {
+                    break;
+                }
+                bytes += item.bytes();
+                items.push(queue.pop_front().expect("a front item"));
+            }
+            if queue.is_empty() {
+                self.queues.remove(&owner);
+            }
+            if items.is_empty() {
+                continue;
+            }
+            self.busy.insert(owner);
+            out.push(Flight { owner, batch: batch_of(&items), items, attempts: 0 });
+        }
+        out
+    }
+
+    /// When the next retry is due (queued batches are due at once: see [`Publisher::has_ready`]).
+    pub fn next_retry(&self) -> Option<Instant> {
+        self.retries.iter().map(|(at, _)| *at).min()
+    }
+
+    /// Whether a batch could go out now.
+    pub fn has_ready(&self) -> bool {
+        self.queues.keys().any(|o| !self.busy.contains(o))
+    }
+
+    /// `flight` was acknowledged: stored at its owner.
+    pub fn acked(&mut self, flight: Flight) {
+        self.waiting -= flight.items.len();
+        self.delivered += flight.items.len() as u64;
+        self.busy.remove(&flight.owner);
+    }
+
+    /// `flight` failed (no connection, refused for now): tried again after a growing delay.
+    pub fn failed(&mut self, mut flight: Flight, now: Instant) {
+        let delay = FIRST_RETRY.saturating_mul(1 << flight.attempts.min(10)).min(MAX_RETRY);
+        flight.attempts += 1;
+        self.retries.push((now + delay, flight));
+    }
+
+    /// `flight` was answered busy: tried again after `delay`, without counting an attempt.
+    pub fn later(&mut self, flight: Flight, delay: Duration, now: Instant) {
+        self.retries.push((now + delay, flight));
+    }
+}
+
+fn batch_of(items: &[Item]) -> PostingBatch {
+    let mut b = PostingBatch::default();
+    for i in items {
+        match i {
+            Item::Posting(p) => b.postings.push(p.clone()),
+            Item::Tombstone(t, _) => {
+                if !b.tombstones.contains(t) {
+                    b.tombstones.push(t.clone())
+                }
+            }
+        }
+    }
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::cell_owners;
+    use crate::postings::PageMeta;
+
+    fn posting(cell: u32, i: u32) -> Posting {
+        Posting {
+            codebook: "cb".into(),
+            cell,
+            model: "m".into(),
+            doc: format!("{i:032x}"),
+            position: 0,
+            page: PageMeta { url: format!("http://a.test/{i}"), title: "t".into(), ..Default::default() },
+            text: "text".into(),
+            vector: vec![0; 6],
+            simhash: None,
+            language: None,
+            fetched_at: 1,
+        }
+    }
+
+    #[test]
+    fn postings_go_to_each_owner_of_their_cell_in_batches_one_at_a_time() {
+        let members: Vec<PeerId> = (0..5).map(|_| PeerId::random()).collect();
+        let me = members[0];
+        let ring = Ring::new(members.clone(), 50);
+        let mut p = Publisher::new("cb", 3, 10_000);
+        let postings: Vec<Posting> = (0..600).map(|i| posting(i % 7, i)).collect();
+        let mine = p.publish(postings.clone(), Vec::new(), &ring, &me);
+        // Every posting reaches its three owners: this node keeps its own share.
+        let mut expected_mine = 0;
+        let mut expected_out = 0;
+        for q in &postings {
+            let owners = cell_owners(&ring, "cb", q.cell, 3);
+            assert_eq!(owners.len(), 3);
+            if owners.contains(&me) {
+                expected_mine += 1;
+            }
+            expected_out += owners.iter().filter(|o| **o != me).count();
+        }
+        assert_eq!(mine.postings.len(), expected_mine);
+        assert_eq!(p.waiting(), expected_out);
+        let now = Instant::now();
+        let first = p.due(&ring, &me, now);
+        assert!(first.iter().all(|f| f.batch.len() <= MAX_BATCH_ITEMS && f.owner != me));
+        let owners: HashSet<PeerId> = first.iter().map(|f| f.owner).collect();
+        assert_eq!(owners.len(), first.len(), "one batch in flight per owner");
+        assert!(p.due(&ring, &me, now).is_empty(), "nothing more until those are answered");
+        let mut sent = 0;
+        let mut flights = first;
+        while !flights.is_empty() {
+            for f in flights {
+                sent += f.batch.len();
+                p.acked(f);
+            }
+            flights = p.due(&ring, &me, now);
+        }
+        assert_eq!(sent, expected_out);
+        assert_eq!((p.waiting(), p.delivered as usize), (0, expected_out));
+    }
+
+    #[test]
+    fn a_failed_batch_waits_and_moves_to_the_cells_new_owner_when_its_owner_left() {
+        let members: Vec<PeerId> = (0..4).map(|_| PeerId::random()).collect();
+        let me = members[0];
+        let ring = Ring::new(members.clone(), 50);
+        let mut p = Publisher::new("cb", 1, 10_000);
+        // A cell some other member owns alone.
+        let cell = (0..100).find(|c| cell_owners(&ring, "cb", *c, 1)[0] != me).unwrap();
+        let owner = cell_owners(&ring, "cb", cell, 1)[0];
+        assert!(p.publish(vec![posting(cell, 1)], Vec::new(), &ring, &me).is_empty());
+        let now = Instant::now();
+        let f = p.due(&ring, &me, now).pop().unwrap();
+        assert_eq!(f.owner, owner);
+        p.failed(f, now);
+        assert!(p.due(&ring, &me, now).is_empty(), "not before its delay");
+        assert_eq!(p.next_retry(), Some(now + FIRST_RETRY));
+        // Its owner left: the retry goes to the cell's next owner.
+        let rest: Vec<PeerId> = members.iter().copied().filter(|m| *m != owner).collect();
+        let ring2 = Ring::new(rest, 50);
+        let next = cell_owners(&ring2, "cb", cell, 1)[0];
+        let later = now + FIRST_RETRY;
+        let mut due = p.due(&ring2, &me, later);
+        if next == me {
+            assert!(due.is_empty(), "this node owns the cell now: it holds the posting already");
+        } else {
+            assert_eq!(due.pop().unwrap().owner, next);
+        }
+        assert_eq!(p.waiting(), usize::from(next != me));
+    }
+
+    #[test]
+    fn a_full_outbox_drops_and_counts_and_withdrawals_reach_every_cell() {
+        let members: Vec<PeerId> = (0..3).map(|_| PeerId::random()).collect();
+        let me = members[0];
+        let ring = Ring::new(members.clone(), 50);
+        let mut p = Publisher::new("cb", 3, 4);
+        p.publish((0..10).map(|i| posting(1, i)).collect(), Vec::new(), &ring, &me);
+        assert_eq!(p.waiting(), 4);
+        assert_eq!(p.dropped, 20 - 4, "ten postings to two other owners each, four kept");
+        let mut p = Publisher::new("cb", 3, 100);
+        let t = Tombstone { doc: format!("{:032x}", 1), url: "http://a.test/1".into(), at: 2 };
+        let mine = p.publish(Vec::new(), vec![Withdrawal { tombstone: t.clone(), cells: vec![1, 2] }], &ring, &me);
+        assert_eq!(mine.tombstones, vec![t.clone()], "once, for all its cells");
+        let due = p.due(&ring, &me, Instant::now());
+        assert_eq!(due.len(), 2);
+        assert!(due.iter().all(|f| f.batch.tombstones == vec![t.clone()]));
+    }
+}
