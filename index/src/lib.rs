@@ -14,10 +14,14 @@
 //! vector index crash-safe without a journal: on open, a snapshot that does not match sled is
 //! rebuilt. The lexical index is a cache of sled in the same way.
 //!
+//! [`cells::CellStore`] is a second such index, of what other nodes published to the cells of
+//! the embedding space this node owns (semantic placement: see `weft_p2p::placement`).
+//!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
 //! checks it): dedup, testing, tokenizer → chunk, embed, store → documents, lexical, summary,
-//! vectors → indexer, local → duplicates.
+//! vectors → indexer, local → cells, duplicates.
 
+pub mod cells;
 pub mod chunk;
 pub mod dedup;
 pub mod documents;

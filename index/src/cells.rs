@@ -1,0 +1,279 @@
+//! The cell store: the chunks other nodes (and this one) published to the cells this node owns
+//! (see `weft_p2p::placement`), searchable like the local index — by meaning and by words —
+//! so that a question about them is answered here while their crawler is away.
+//!
+//! It is a [`LocalIndex`] of its own (sled, USearch, tantivy under `cells/` in the data dir)
+//! that holds *parts* of documents: a document's chunks fall in different cells, owned by
+//! different nodes, and arrive in any order. So chunks are merged into what is stored of their
+//! document: the same fetch (`fetched_at`) adds chunks, a newer fetch replaces the document's
+//! chunks, an older one is ignored. A withdrawal drops the document's chunks published before
+//! it. Who published a document is kept beside it (provenance in answers; counting).
+//!
+//! Bounded: at most `max_chunks` chunks; a document that would pass it is refused
+//! ([`CellStoreError::Full`]), and its publisher is told to come back later.
+
+use crate::store::{ChunkRecord, DocRecord, DocState, NewChunk};
+use crate::{DocId, Hit, IndexError, LocalIndex};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use weft_config::IndexConfig;
+
+/// A chunk published to a cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellChunk {
+    pub cell: u32,
+    pub position: u32,
+    pub text: String,
+    /// A unit vector.
+    pub vector: Vec<f32>,
+}
+
+/// What a publisher sent of one document: its metadata and some of its chunks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellDoc {
+    pub id: DocId,
+    pub page: weft_page::PageMeta,
+    pub language: Option<String>,
+    pub simhash: Option<u64>,
+    /// Unix seconds: when the publisher fetched the page (a newer fetch replaces an older).
+    pub fetched_at: u64,
+    /// The publishing peer.
+    pub publisher: String,
+    pub chunks: Vec<CellChunk>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CellStoreError {
+    #[error("the cell store is full ({0} chunks)")]
+    Full(usize),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+}
+
+/// Who published a stored document, and the cells of its stored chunks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub publisher: String,
+    /// The cell of each stored chunk, by position.
+    pub cells: Vec<(u32, u32)>,
+}
+
+/// What [`CellStore::put`] did with a document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Put {
+    /// Stored (new chunks, or a newer fetch).
+    Stored,
+    /// Nothing new: an older fetch, or chunks already held.
+    Unchanged,
+}
+
+/// See the module doc.
+pub struct CellStore {
+    index: LocalIndex,
+    provenance: sled::Tree,
+    max_chunks: usize,
+}
+
+impl CellStore {
+    /// Opens (or creates) the cell store in `dir` (its own sled database and index files).
+    pub fn open(dir: &Path, dims: usize, config: &IndexConfig, max_chunks: usize) -> Result<CellStore, IndexError> {
+        std::fs::create_dir_all(dir)?;
+        let db = sled::Config::new()
+            .path(dir.join("db"))
+            .cache_capacity(16 << 20)
+            .flush_every_ms(Some(500))
+            .open()
+            .map_err(IndexError::Store)?;
+        let provenance = db.open_tree("provenance").map_err(IndexError::Store)?;
+        let index = LocalIndex::open(&db, dir, dims, config)?;
+        Ok(CellStore { index, provenance, max_chunks })
+    }
+
+    /// Stores what a publisher sent of a document (see the module doc for the merge).
+    pub fn put(&self, doc: CellDoc) -> Result<Put, CellStoreError> {
+        let old = self.index.store().doc(&doc.id)?;
+        let mut chunks: Vec<CellChunk> = Vec::new();
+        let mut provenance = Provenance { publisher: doc.publisher.clone(), cells: Vec::new() };
+        match &old {
+            Some(old) if old.fetched_at > doc.fetched_at => return Ok(Put::Unchanged),
+            Some(old) if old.fetched_at == doc.fetched_at => {
+                let held = self.provenance(&doc.id)?.map(|p| p.cells).unwrap_or_default();
+                if doc.chunks.iter().all(|c| held.iter().any(|(p, _)| *p == c.position)) {
+                    return Ok(Put::Unchanged);
+                }
+                // The same fetch: keep what is held, add what is new.
+                for key in &old.chunks {
+                    let (Some(record), Some(vector)) =
+                        (self.index.store().chunk(*key)?, self.index.store().vector(*key)?)
+                    else {
+                        continue;
+                    };
+                    if doc.chunks.iter().any(|c| c.position == record.position) {
+                        continue;
+                    }
+                    let cell = held.iter().find(|(p, _)| *p == record.position).map_or(0, |(_, c)| *c);
+                    chunks.push(CellChunk { cell, position: record.position, text: record.text()?, vector });
+                }
+            }
+            _ => {}
+        }
+        let added = doc.chunks.len();
+        let before = old.as_ref().map_or(0, |o| o.chunks.len());
+        if self.index.store().chunk_count() + added > self.max_chunks + before {
+            return Err(CellStoreError::Full(self.max_chunks));
+        }
+        chunks.extend(doc.chunks);
+        chunks.sort_by_key(|c| c.position);
+        chunks.dedup_by_key(|c| c.position);
+        let mut new = Vec::with_capacity(chunks.len());
+        let mut words = 0usize;
+        for c in &chunks {
+            words += c.text.split_whitespace().count();
+            provenance.cells.push((c.position, c.cell));
+            let record = ChunkRecord::new(doc.id, c.position, 0, c.text.len(), 0, &c.text);
+            new.push(NewChunk { key: doc.id.chunk_key(c.position), record, vector: c.vector.clone() });
+        }
+        let page = doc.page;
+        let record = DocRecord {
+            url: page.url,
+            title: page.title,
+            description: None,
+            language: doc.language,
+            site_name: None,
+            published: page.published,
+            page_type: None,
+            fetched_at: doc.fetched_at,
+            word_count: words as u32,
+            simhash: doc.simhash,
+            chunks: new.iter().map(|c| c.key).collect(),
+            state: DocState::Indexed,
+            aliases: Vec::new(),
+            modified: page.modified,
+            author: page.author,
+            canonical: page.canonical,
+        };
+        self.index.commit(doc.id, &record, new)?;
+        let bytes = postcard::to_stdvec(&provenance).expect("provenance serializes");
+        self.provenance.insert(doc.id.0, bytes).map_err(IndexError::Store)?;
+        Ok(Put::Stored)
+    }
+
+    /// Drops a document's chunks published before `at` (Unix seconds); says whether it did.
+    pub fn withdraw(&self, id: DocId, at: u64) -> Result<bool, IndexError> {
+        match self.index.store().doc(&id)? {
+            Some(old) if old.fetched_at <= at => {
+                self.index.remove(id)?;
+                self.provenance.remove(id.0).map_err(IndexError::Store)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Who published `id`, and the cells of its chunks held here.
+    pub fn provenance(&self, id: &DocId) -> Result<Option<Provenance>, IndexError> {
+        let Some(bytes) = self.provenance.get(id.0).map_err(IndexError::Store)? else { return Ok(None) };
+        postcard::from_bytes(&bytes).map(Some).map_err(|e| IndexError::Corrupt(format!("provenance: {e}")))
+    }
+
+    /// The `k` best documents held here for a question, by meaning and words fused (as
+    /// [`LocalIndex::search_hybrid`]); by meaning alone without words.
+    pub fn search(&self, text: Option<&str>, vector: &[f32], k: usize) -> Result<Vec<Hit>, IndexError> {
+        match text {
+            Some(t) if !t.trim().is_empty() => self.index.search_hybrid(t, vector, k),
+            _ => self.index.search(vector, k),
+        }
+    }
+
+    /// Makes what was stored searchable by words (a tantivy commit: call it after a batch).
+    pub fn sync(&self) -> Result<(), IndexError> {
+        self.index.sync()
+    }
+
+    /// Writes the vector snapshot and flushes (at the stop, and now and then).
+    pub fn snapshot(&self) -> Result<bool, IndexError> {
+        self.index.snapshot()
+    }
+
+    /// Documents and chunks held.
+    pub fn counts(&self) -> (usize, usize) {
+        (self.index.store().doc_count(), self.index.store().chunk_count())
+    }
+
+    /// Bytes of the vectors in memory.
+    pub fn vector_memory_bytes(&self) -> usize {
+        self.index.vectors().memory_usage()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(v: &[f32]) -> Vec<f32> {
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / n).collect()
+    }
+
+    fn doc(url: &str, fetched_at: u64, chunks: &[(u32, &str, [f32; 4])]) -> CellDoc {
+        CellDoc {
+            id: DocId::of_url(url),
+            page: weft_page::PageMeta { url: url.into(), title: format!("Title of {url}"), ..Default::default() },
+            language: Some("en".into()),
+            simhash: Some(7),
+            fetched_at,
+            publisher: "peer-a".into(),
+            chunks: chunks
+                .iter()
+                .map(|(p, t, v)| CellChunk { cell: *p, position: *p, text: t.to_string(), vector: unit(v) })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn parts_of_a_document_merge_a_newer_fetch_replaces_and_a_withdrawal_drops() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CellStore::open(dir.path(), 4, &IndexConfig::default(), 100).unwrap();
+        let url = "http://a.test/p";
+        let first = doc(url, 10, &[(0, "alpha bravo charlie", [1.0, 0.0, 0.0, 0.0])]);
+        assert_eq!(store.put(first.clone()).unwrap(), Put::Stored);
+        assert_eq!(store.put(first).unwrap(), Put::Unchanged, "the same chunk again");
+        // Another cell's chunk of the same fetch joins it.
+        assert_eq!(store.put(doc(url, 10, &[(3, "delta echo foxtrot", [0.0, 1.0, 0.0, 0.0])])).unwrap(), Put::Stored);
+        assert_eq!(store.counts(), (1, 2));
+        store.sync().unwrap();
+        let hits = store.search(Some("echo"), &unit(&[0.0, 1.0, 0.1, 0.0]), 5).unwrap();
+        assert_eq!(hits[0].page.url, url);
+        assert_eq!(hits[0].chunk, 3);
+        assert_eq!(hits[0].page.title, "Title of http://a.test/p");
+        let prov = store.provenance(&DocId::of_url(url)).unwrap().unwrap();
+        assert_eq!((prov.publisher.as_str(), prov.cells.len()), ("peer-a", 2));
+        // An older fetch changes nothing; a newer one replaces every chunk.
+        assert_eq!(store.put(doc(url, 5, &[(1, "old", [0.0, 0.0, 1.0, 0.0])])).unwrap(), Put::Unchanged);
+        assert_eq!(store.put(doc(url, 20, &[(1, "golf hotel", [0.0, 0.0, 1.0, 0.0])])).unwrap(), Put::Stored);
+        assert_eq!(store.counts(), (1, 1));
+        // A withdrawal older than the fetch held does not drop it; a newer one does.
+        assert!(!store.withdraw(DocId::of_url(url), 15).unwrap());
+        assert!(store.withdraw(DocId::of_url(url), 20).unwrap());
+        assert_eq!(store.counts(), (0, 0));
+        assert!(store.provenance(&DocId::of_url(url)).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_full_store_refuses_and_what_it_holds_survives_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = CellStore::open(dir.path(), 4, &IndexConfig::default(), 2).unwrap();
+            store
+                .put(doc("http://a.test/1", 1, &[(0, "one", [1.0, 0.0, 0.0, 0.0]), (1, "two", [0.0, 1.0, 0.0, 0.0])]))
+                .unwrap();
+            let full = store.put(doc("http://a.test/2", 1, &[(0, "three", [0.0, 0.0, 1.0, 0.0])]));
+            assert!(matches!(full, Err(CellStoreError::Full(2))));
+            store.snapshot().unwrap();
+        }
+        let store = CellStore::open(dir.path(), 4, &IndexConfig::default(), 2).unwrap();
+        assert_eq!(store.counts(), (1, 2));
+        let hits = store.search(None, &unit(&[0.0, 1.0, 0.0, 0.0]), 1).unwrap();
+        assert_eq!((hits[0].page.url.as_str(), hits[0].chunk), ("http://a.test/1", 1));
+    }
+}
