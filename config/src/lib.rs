@@ -531,6 +531,13 @@ pub struct SearchConfig {
     pub probes: usize,
     /// Queries per second one peer may send this node (burst twice that); beyond: busy.
     pub peer_queries_per_sec: f64,
+    /// Owners of each cell of the embedding space (semantic placement): a chunk's postings go
+    /// to this many members, so a question finds it while its crawler and replicas − 1 of its
+    /// owners are away. 1 ..= 8
+    pub replicas: usize,
+    /// Cells of the embedding space a question ranks for whom to ask (their owners first, up to
+    /// the fan-out). 1 ..= 256
+    pub nprobe: usize,
 }
 
 impl Default for SearchConfig {
@@ -545,6 +552,8 @@ impl Default for SearchConfig {
             summary_interval_secs: 30,
             probes: 2,
             peer_queries_per_sec: 20.0,
+            replicas: 3,
+            nprobe: 16,
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::codec::Codec;
 use crate::exchange::UrlWire;
+use crate::postings::PostingWire;
 use crate::search::SearchWire;
 use libp2p::identity::Keypair;
 use libp2p::request_response::{self, ProtocolSupport};
@@ -20,6 +21,8 @@ pub const KAD_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/kad/1.0.0");
 pub const URLS_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/urls/1");
 /// Network search: a query vector to a peer, its best chunks back.
 pub const SEARCH_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/search/1");
+/// Semantic placement: batches of postings to the owners of their cells.
+pub const POSTINGS_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/postings/1");
 /// What identify announces.
 pub const PROTOCOL_VERSION: &str = "/weft/0.1.0";
 /// Largest gossipsub message: a routing summary of 64 centroids of 384 dimensions in f16 is
@@ -37,6 +40,7 @@ pub struct Behaviour {
     pub gossipsub: gossipsub::Behaviour,
     pub urls: request_response::Behaviour<Codec<UrlWire>>,
     pub search: request_response::Behaviour<Codec<SearchWire>>,
+    pub postings: request_response::Behaviour<Codec<PostingWire>>,
     /// Reachability: AutoNAT v2 asks other members to dial this node's candidate addresses
     /// back, and answers their requests in turn.
     pub autonat: autonat::v2::client::Behaviour,
@@ -58,6 +62,9 @@ pub const URL_STREAMS_PER_CONNECTION: usize = 16;
 /// The same for `/weft/search/1` (a query fans out to each peer once).
 pub const SEARCH_STREAMS_PER_CONNECTION: usize = 16;
 
+/// The same for `/weft/postings/1` (a publisher has one batch in flight per owner).
+pub const POSTING_STREAMS_PER_CONNECTION: usize = 8;
+
 /// The settings the behaviour is built from.
 pub struct Settings {
     pub max_connections: u32,
@@ -68,11 +75,12 @@ pub struct Settings {
     /// their request budgets, see [`crate::codec::RequestBudget`]).
     pub urls: Codec<UrlWire>,
     pub search: Codec<SearchWire>,
+    pub postings: Codec<PostingWire>,
 }
 
 impl Behaviour {
     pub fn new(key: &Keypair, relay_client: relay::client::Behaviour, settings: Settings) -> Result<Behaviour, String> {
-        let Settings { max_connections, refresh, relay: relay_limits, upnp, urls, search } = settings;
+        let Settings { max_connections, refresh, relay: relay_limits, upnp, urls, search, postings } = settings;
         let peer = key.public().to_peer_id();
         let mut kad_config = kad::Config::new(KAD_PROTOCOL);
         kad_config.set_periodic_bootstrap_interval(Some(refresh));
@@ -128,6 +136,13 @@ impl Behaviour {
                 .with_request_timeout(Duration::from_secs(10))
                 .with_max_concurrent_streams(SEARCH_STREAMS_PER_CONNECTION),
         );
+        let postings = request_response::Behaviour::with_codec(
+            postings,
+            [(POSTINGS_PROTOCOL, ProtocolSupport::Full)],
+            request_response::Config::default()
+                .with_request_timeout(Duration::from_secs(30))
+                .with_max_concurrent_streams(POSTING_STREAMS_PER_CONNECTION),
+        );
         Ok(Behaviour {
             blocked: allow_block_list::Behaviour::default(),
             limits: connection_limits::Behaviour::new(limits),
@@ -141,6 +156,7 @@ impl Behaviour {
             gossipsub,
             urls,
             search,
+            postings,
             autonat: autonat::v2::client::Behaviour::default(),
             autonat_server: autonat::v2::server::Behaviour::default(),
             relay: relay::Behaviour::new(peer, relay_config(&relay_limits)),

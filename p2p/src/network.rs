@@ -14,6 +14,7 @@ use crate::exchange::{
     NOT_MEMBER_DELAY,
 };
 use crate::membership::{Change, Heartbeat, Members, TOPIC};
+use crate::postings::Posting;
 use crate::reachability::{self, Reachability, ReachabilityStatus};
 use crate::records::{self, DupEntry};
 use crate::ring::Ring;
@@ -126,6 +127,8 @@ pub struct NetworkStatus {
     pub dht_lookup_ms_p50: f64,
     pub dht_lookup_ms_p99: f64,
     pub search: SearchStatus,
+    /// Semantic placement: cells owned, postings published, held and refused, the backlog.
+    pub postings: PostingsStatus,
     /// Public, behind NAT or relayed; what is advertised; direct and relayed peers.
     pub reachability: ReachabilityStatus,
 }
@@ -148,6 +151,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let upnp = config.upnp && config.listen.iter().any(|a| !reachability::is_loopback(a));
     let (urls_codec, urls_budget) = Codec::new();
     let (search_codec, search_budget) = Codec::new();
+    let (postings_codec, postings_budget) = Codec::new();
     let settings = crate::behaviour::Settings {
         max_connections: config.max_connections,
         refresh: config.refresh,
@@ -155,6 +159,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         upnp,
         urls: urls_codec,
         search: search_codec,
+        postings: postings_codec,
     };
     let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
         .with_tokio()
@@ -198,8 +203,11 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let (acked_tx, acked) = mpsc::unbounded_channel();
     let (queries_tx, queries) = mpsc::channel(querying::INBOUND_QUERIES);
     let query_rate = RateLimit::new(config.search.peer_queries_per_sec);
+    let (postings_tx, postings_rx) = mpsc::channel(postings::INBOUND_POSTINGS);
+    let postings = postings::State::new(config.model.clone(), config.search.replicas, postings_tx);
     let mut event_loop = EventLoop {
         querying: querying::State::new(summary_topic, queries_tx, query_rate),
+        postings,
         swarm,
         config,
         topic,
@@ -232,12 +240,12 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         publishing: HashMap::new(),
         latencies: std::collections::VecDeque::new(),
         announced_at: None,
-        budgets: [urls_budget, search_budget],
+        budgets: [urls_budget, search_budget, postings_budget],
     };
     event_loop.dial_bootstrap();
     let task = tokio::spawn(event_loop.run(stop_rx, urls_rx, commands_rx));
     let handle = NetworkHandle { peer_id, status, ring, stop: Arc::new(stop_tx), urls: urls_tx, commands: commands_tx };
-    Ok(Started { handle, task, inbound, acked, queries })
+    Ok(Started { handle, task, inbound, acked, queries, postings: postings_rx })
 }
 
 /// Counters for the status.
@@ -282,12 +290,14 @@ mod config;
 mod dht;
 mod handle;
 mod heartbeats;
+mod postings;
 mod querying;
 mod relays;
 mod urls;
 pub use config::{tcp_target, NetworkConfig, P2pError};
 use handle::Command;
 pub use handle::{Inbound, NetworkHandle, Started};
+pub use postings::{PostingsInbound, PostingsStatus};
 pub use querying::{NetworkAnswer, PeerAnswer, SearchInbound, SearchStatus};
 
 /// A received batch waiting for the node to queue its URLs: the answer goes out when it has.
@@ -297,6 +307,8 @@ struct EventLoop {
     swarm: Swarm<Behaviour>,
     /// Network search: summaries, queries in flight, answers to others' queries.
     querying: querying::State,
+    /// Semantic placement: postings out to their cells' owners, and in for the cells held here.
+    postings: postings::State,
     config: NetworkConfig,
     topic: gossipsub::IdentTopic,
     members: Members,
@@ -336,8 +348,8 @@ struct EventLoop {
     latencies: std::collections::VecDeque<f64>,
     /// When this node last published its heartbeat out of turn (an owner did not know it).
     announced_at: Option<std::time::Instant>,
-    /// What requests being read hold, URL batches and search requests.
-    budgets: [Arc<RequestBudget>; 2],
+    /// What requests being read hold: URL batches, search requests, posting batches.
+    budgets: [Arc<RequestBudget>; 3],
 }
 
 impl EventLoop {
@@ -363,6 +375,13 @@ impl EventLoop {
                     None => std::future::pending().await,
                 }
             };
+            let postings_due = self.postings.next_due();
+            let postings_timer = async {
+                match postings_due {
+                    Some(t) => tokio::time::sleep_until(t.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             let search_due = self.querying.next_due();
             let search_timer = async {
                 match search_due {
@@ -373,6 +392,10 @@ impl EventLoop {
             tokio::select! {
                 event = self.swarm.select_next_some() => self.on_event(event),
                 _ = search_timer => self.on_search_timer(),
+                _ = postings_timer => self.flush_postings(),
+                Some((channel, refused, taken)) = self.postings.replies.next(), if !self.postings.replies.is_empty() => {
+                    self.on_postings_stored(channel, refused, taken);
+                }
                 Some((channel, reply)) = self.querying.replies.next(), if !self.querying.replies.is_empty() => {
                     let _ = self.swarm.behaviour_mut().search.send_response(channel, reply);
                 }
@@ -582,6 +605,7 @@ impl EventLoop {
             }
             SwarmEvent::Behaviour(BehaviourEvent::Urls(event)) => self.on_urls(event),
             SwarmEvent::Behaviour(BehaviourEvent::Search(event)) => self.on_search(event),
+            SwarmEvent::Behaviour(BehaviourEvent::Postings(event)) => self.on_postings(event),
             SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::InboundRequest { request })) => {
                 self.on_dht_store(request);
             }
@@ -639,6 +663,7 @@ impl EventLoop {
             }
             Command::Search { request, fanout, reply } => self.start_search(request, fanout, reply),
             Command::SetSummary { model, centroids, weights } => self.set_summary(model, centroids, weights),
+            Command::PublishPostings { postings, withdrawals } => self.publish_postings(postings, withdrawals),
             Command::Publish(entry) => {
                 self.counts.dht_published += 1;
                 // Read, merge, write: other documents may share a block.
@@ -706,6 +731,7 @@ impl EventLoop {
             dht_lookup_ms_p50: percentile(&self.latencies, 0.5),
             dht_lookup_ms_p99: percentile(&self.latencies, 0.99),
             search: self.querying.status(),
+            postings: self.postings.status(self.members.ring(), &local),
             reachability: self.reach.status(
                 self.relay_served.reservations.len(),
                 self.relay_served.circuits,

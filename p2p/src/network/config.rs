@@ -46,6 +46,9 @@ pub struct NetworkConfig {
     /// How long after the start the members met are taken at their word about when they
     /// joined ([`crate::membership::SETTLE`]; a test of admission shortens it).
     pub settle: Duration,
+    /// The embedding model's id (see the node's `IndexService::model`): postings of another
+    /// model are refused. `None`: this node keeps no index and holds no postings.
+    pub model: Option<String>,
 }
 
 impl NetworkConfig {
@@ -80,6 +83,7 @@ impl NetworkConfig {
             relay: c.relay.clone(),
             joined: weft_clock::now_secs(),
             settle: crate::membership::SETTLE,
+            model: None,
         })
     }
 }

@@ -18,6 +18,11 @@ pub(super) enum Command {
         fanout: usize,
         reply: oneshot::Sender<NetworkAnswer>,
     },
+    /// Postings of chunks this node indexed, and withdrawals, for their cells' owners.
+    PublishPostings {
+        postings: Vec<Posting>,
+        withdrawals: Vec<crate::publishing::Withdrawal>,
+    },
     /// This node's routing summary changed.
     SetSummary {
         model: String,
@@ -126,6 +131,16 @@ impl NetworkHandle {
         answer.recv_timeout(timeout).ok().flatten()
     }
 
+    /// Publishes postings of chunks this node indexed to the owners of their cells (batched,
+    /// acknowledged, retried; see [`crate::publishing`]), and withdrawals of documents it
+    /// replaced or dropped. The postings of cells this node owns come back on
+    /// [`Started::postings`].
+    pub fn publish_postings(&self, postings: Vec<Posting>, withdrawals: Vec<crate::publishing::Withdrawal>) {
+        if !postings.is_empty() || !withdrawals.is_empty() {
+            let _ = self.commands.send(Command::PublishPostings { postings, withdrawals });
+        }
+    }
+
     /// Publishes an indexed document's fingerprint under its four block keys.
     pub fn publish_fingerprint(&self, entry: DupEntry) {
         let _ = self.commands.send(Command::Publish(entry));
@@ -155,4 +170,6 @@ pub struct Started {
     pub acked: mpsc::UnboundedReceiver<Vec<String>>,
     /// Queries from other nodes for this node's index.
     pub queries: mpsc::Receiver<SearchInbound>,
+    /// Postings for the cells this node owns, to store (see [`PostingsInbound`]).
+    pub postings: mpsc::Receiver<PostingsInbound>,
 }

@@ -22,6 +22,7 @@
 use super::{percentile, EventLoop, LATENCIES};
 use crate::codec::Frame;
 use crate::exchange::RateLimit;
+use crate::placement::{cell_owners, plan};
 use crate::search::{check_reply, RemoteHit, SearchReply, SearchRequest};
 use crate::summaries::{rank, Candidate, Lsh, Summaries, Summary};
 use futures::future::BoxFuture;
@@ -80,6 +81,10 @@ pub struct NetworkAnswer {
     /// Peers that were worth asking (ranked), and how many of them only the DHT's buckets named.
     pub candidates: usize,
     pub from_providers: usize,
+    /// Peers chosen as owners of the question's best cells (semantic placement), each with
+    /// the cells it was chosen for, in the order asked; the summaries' choices follow them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_cell: Vec<(String, Vec<u32>)>,
     pub ms: f64,
 }
 
@@ -394,10 +399,12 @@ impl EventLoop {
         let ranked = rank(&q.request.vector, &model, &self.querying.summaries, &members, &q.providers, |p| {
             p == me || self.querying.penalised(p, now)
         });
+        let (by_cell, ranked) = self.by_cell(&q.request.vector, q.fanout, ranked, now);
         let q = self.querying.queries.get_mut(&id).expect("query present");
         q.discovering = None;
         q.answer.candidates = ranked.len();
         q.answer.from_providers = ranked.iter().filter(|c| !c.from_summary).count();
+        q.answer.by_cell = by_cell;
         q.ranked = ranked;
         for _ in 0..q.fanout {
             if !self.send_next(id) {
@@ -405,6 +412,50 @@ impl EventLoop {
             }
         }
         self.finish_if_done(id);
+    }
+
+    /// Puts the owners of the question's best cells first (see [`crate::placement::plan`]):
+    /// one owner per cell, up to `fanout` peers, then the summaries' ranking (peers hold what
+    /// they crawled, whether its postings arrived or not), then the cells' other owners. Returns the peers chosen by cell with
+    /// their cells, and the whole order.
+    fn by_cell(
+        &self,
+        vector: &[f32],
+        fanout: usize,
+        ranked: Vec<Candidate>,
+        now: Instant,
+    ) -> (Vec<(String, Vec<u32>)>, Vec<Candidate>) {
+        let book = crate::placement::shipped();
+        let (replicas, nprobe) = (self.config.search.replicas, self.config.search.nprobe);
+        let cells = book.nearest(vector, nprobe);
+        if cells.is_empty() {
+            return (Vec::new(), ranked);
+        }
+        let ring = self.members.ring();
+        let me = *self.swarm.local_peer_id();
+        let owners: Vec<(u32, f32, Vec<PeerId>)> =
+            cells.iter().map(|(c, score)| (*c, *score, cell_owners(ring, book.id(), *c, replicas))).collect();
+        let up = |p: &PeerId| *p != me && !self.querying.penalised(&p.to_string(), now);
+        let chosen = plan(owners.iter().map(|(c, _, o)| (*c, o.as_slice())), &me, fanout, up);
+        let score_of = |cells: &[u32]| owners.iter().find(|o| cells.contains(&o.0)).map_or(0.0, |o| o.1);
+        let mut order: Vec<Candidate> = chosen
+            .iter()
+            .map(|(p, cells)| Candidate { peer: p.to_string(), score: score_of(cells), from_summary: false })
+            .collect();
+        // The summaries' choices next: peers hold what they crawled, posted or not yet.
+        for c in ranked {
+            if !order.iter().any(|o| o.peer == c.peer) {
+                order.push(c);
+            }
+        }
+        for (_, score, os) in &owners {
+            for o in os.iter().filter(|o| up(o)) {
+                if !order.iter().any(|c| c.peer == o.to_string()) {
+                    order.push(Candidate { peer: o.to_string(), score: *score, from_summary: false });
+                }
+            }
+        }
+        (chosen.into_iter().map(|(p, cells)| (p.to_string(), cells)).collect(), order)
     }
 
     /// Sends the query to its next candidate; false when there is none.

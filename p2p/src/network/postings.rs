@@ -1,0 +1,261 @@
+//! The event loop's part of semantic placement: postings out to their cells' owners (the
+//! outbox in [`crate::publishing`]), and postings in — from members only, at a bounded rate,
+//! each checked ([`crate::postings::check`]: codebook, model, cell, sizes, the vector, and the
+//! publisher's ownership of the page's host on a recent ring), acknowledged once the node has
+//! stored them. A peer whose batches are refused whole three times is banned.
+
+use super::*;
+use crate::placement::{cell_owners, Codebook};
+use crate::postings::{check, check_tombstone, PostingBatch, PostingReply};
+use crate::publishing::{Flight, Publisher, Withdrawal};
+use std::time::Instant;
+
+/// Posting batches one peer may send per second (bursts of twice that): 256 postings each.
+const BATCHES_PER_SEC: f64 = 4.0;
+/// Items queued for other owners at most (see [`Publisher`]).
+const MAX_WAITING: usize = 200_000;
+/// Received batches waiting for the node's store.
+pub(super) const INBOUND_POSTINGS: usize = 16;
+/// A batch answered busy is tried again after this long.
+const BUSY_DELAY: Duration = Duration::from_secs(5);
+/// Batches refused whole before the sender is banned.
+const MAX_STRIKES: u32 = 3;
+
+/// Postings (and withdrawals) for this node to store: from another member, acknowledged once
+/// stored, or this node's own (`from` is `None`).
+#[derive(Debug)]
+pub struct PostingsInbound {
+    pub batch: PostingBatch,
+    pub from: Option<PeerId>,
+    /// Send how many were stored (`None`: could not store now; the sender retries).
+    pub reply: Option<oneshot::Sender<Option<u32>>>,
+}
+
+/// `/status`'s view of publishing and holding postings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PostingsStatus {
+    /// The network's codebook and how many replicas each cell has.
+    pub codebook: String,
+    pub replicas: usize,
+    /// Cells this node is an owner of on the current ring.
+    pub cells_owned: usize,
+    /// Postings and withdrawals acknowledged by their cells' owners.
+    pub published: u64,
+    /// Waiting to be sent, or sent and not acknowledged yet: the publish backlog.
+    pub backlog: u64,
+    /// Dropped because the backlog was full.
+    pub dropped: u64,
+    /// Received from other members and stored.
+    pub received: u64,
+    /// Received and refused (bad, a stranger's page, a cell this node does not own).
+    pub refused: u64,
+    /// Batches answered busy (the sender over its rate, or the store behind).
+    pub busy: u64,
+}
+
+type PendingStore = BoxFuture<'static, (ResponseChannel<PostingReply>, u32, Option<u32>)>;
+
+pub(super) struct State {
+    codebook: &'static Codebook,
+    /// The embedding model's id; `None`: this node keeps no index, and holds no postings.
+    model: Option<String>,
+    publisher: Publisher,
+    in_flight: HashMap<OutboundRequestId, Flight>,
+    pub(super) replies: FuturesUnordered<PendingStore>,
+    inbound: mpsc::Sender<PostingsInbound>,
+    rate: RateLimit,
+    strikes: HashMap<PeerId, u32>,
+    counts: PostingsStatus,
+}
+
+impl State {
+    pub(super) fn new(model: Option<String>, replicas: usize, inbound: mpsc::Sender<PostingsInbound>) -> State {
+        let codebook = crate::placement::shipped();
+        State {
+            codebook,
+            model,
+            publisher: Publisher::new(codebook.id(), replicas, MAX_WAITING),
+            in_flight: HashMap::new(),
+            replies: FuturesUnordered::new(),
+            inbound,
+            rate: RateLimit::new(BATCHES_PER_SEC),
+            strikes: HashMap::new(),
+            counts: PostingsStatus {
+                codebook: codebook.id().to_string(),
+                replicas: replicas.max(1),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// When the outbox next has something to send.
+    pub(super) fn next_due(&self) -> Option<Instant> {
+        if self.publisher.has_ready() {
+            return Some(Instant::now());
+        }
+        self.publisher.next_retry()
+    }
+
+    pub(super) fn status(&self, ring: &Ring, me: &PeerId) -> PostingsStatus {
+        let cells_owned = (0..self.codebook.len() as u32)
+            .filter(|c| cell_owners(ring, self.codebook.id(), *c, self.counts.replicas).contains(me))
+            .count();
+        PostingsStatus {
+            cells_owned,
+            published: self.publisher.delivered,
+            backlog: self.publisher.waiting() as u64,
+            dropped: self.publisher.dropped,
+            ..self.counts.clone()
+        }
+    }
+}
+
+impl EventLoop {
+    /// Queues this node's postings and withdrawals; what this node owns itself goes to its
+    /// store at once.
+    pub(super) fn publish_postings(&mut self, postings: Vec<Posting>, withdrawals: Vec<Withdrawal>) {
+        let me = *self.swarm.local_peer_id();
+        let mine = self.postings.publisher.publish(postings, withdrawals, self.members.ring(), &me);
+        if !mine.is_empty() {
+            let _ = self.postings.inbound.try_send(PostingsInbound { batch: mine, from: None, reply: None });
+        }
+        self.flush_postings();
+    }
+
+    /// Sends the posting batches that are due.
+    pub(super) fn flush_postings(&mut self) {
+        let me = *self.swarm.local_peer_id();
+        let due = self.postings.publisher.due(self.members.ring(), &me, Instant::now());
+        for f in due {
+            let id = self.swarm.behaviour_mut().postings.send_request(&f.owner, Frame::Request(f.batch.clone()));
+            self.postings.in_flight.insert(id, f);
+        }
+    }
+
+    pub(super) fn on_postings(&mut self, event: request_response::Event<Frame<PostingBatch>, PostingReply>) {
+        match event {
+            request_response::Event::Message { peer, message, .. } => match message {
+                request_response::Message::Request { request: Frame::Request(batch), channel, .. } => {
+                    self.on_posting_batch(peer, batch, channel)
+                }
+                request_response::Message::Request { request: Frame::Refused(why), channel, .. } => {
+                    self.postings.counts.refused += 1;
+                    drop(channel);
+                    self.ban(peer, &why.to_string());
+                }
+                request_response::Message::Response { request_id, response } => {
+                    let Some(f) = self.postings.in_flight.remove(&request_id) else { return };
+                    let now = Instant::now();
+                    match response {
+                        PostingReply::Ack { .. } => self.postings.publisher.acked(f),
+                        PostingReply::Busy => self.postings.publisher.later(f, BUSY_DELAY, now),
+                        PostingReply::NotMember => {
+                            self.announce();
+                            self.postings.publisher.later(f, BUSY_DELAY, now);
+                        }
+                    }
+                }
+            },
+            request_response::Event::OutboundFailure { request_id, error, peer, .. } => {
+                if let Some(f) = self.postings.in_flight.remove(&request_id) {
+                    tracing::debug!(%peer, "posting batch not delivered ({error}); retrying");
+                    self.postings.publisher.failed(f, Instant::now());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_posting_batch(&mut self, peer: PeerId, batch: PostingBatch, channel: ResponseChannel<PostingReply>) {
+        let now = Instant::now();
+        if !self.members.knows(&peer, now) {
+            return self.respond(channel, PostingReply::NotMember);
+        }
+        let Some(model) = self.postings.model.clone() else { return self.respond(channel, PostingReply::Busy) };
+        if !self.postings.rate.allow(&peer.to_string(), now) {
+            self.postings.counts.busy += 1;
+            return self.respond(channel, PostingReply::Busy);
+        }
+        if batch.len() > crate::postings::MAX_BATCH_ITEMS {
+            self.postings.counts.refused += batch.len() as u64;
+            drop(channel);
+            self.ban(peer, "a posting batch over the item limit");
+            return;
+        }
+        let me = *self.swarm.local_peer_id();
+        let (book, replicas) = (self.postings.codebook, self.postings.counts.replicas);
+        let total = batch.len() as u32;
+        let mut kept = PostingBatch::default();
+        let mut refused = 0u32;
+        let mut why = None;
+        for p in batch.postings {
+            let owned = |host: &str| self.members.owned_recently(&peer, host, now);
+            if let Err(e) = check(&p, book, &model, owned) {
+                refused += 1;
+                why.get_or_insert(e.to_string());
+                continue;
+            }
+            // A cell this node does not hold (the sender's ring is another): not an offence,
+            // not kept. One owner more than the replicas is tolerated while rings settle.
+            if !cell_owners(self.members.ring(), book.id(), p.cell, replicas + 1).contains(&me) {
+                refused += 1;
+                continue;
+            }
+            kept.postings.push(p);
+        }
+        for t in batch.tombstones {
+            if let Err(e) = check_tombstone(&t, |host| self.members.owned_recently(&peer, host, now)) {
+                refused += 1;
+                why.get_or_insert(e.to_string());
+                continue;
+            }
+            kept.tombstones.push(t);
+        }
+        self.postings.counts.refused += u64::from(refused);
+        if total > 0 && refused == total && why.is_some() {
+            let strikes = self.postings.strikes.entry(peer).or_default();
+            *strikes += 1;
+            let why = why.unwrap_or_default();
+            tracing::warn!(%peer, strikes = *strikes, "a posting batch refused whole: {why}");
+            if *strikes >= MAX_STRIKES {
+                self.ban(peer, &format!("repeated bad postings ({why})"));
+                return;
+            }
+        }
+        if kept.is_empty() {
+            return self.respond(channel, PostingReply::Ack { taken: 0, refused });
+        }
+        let (tx, rx) = oneshot::channel();
+        match self.postings.inbound.try_send(PostingsInbound { batch: kept, from: Some(peer), reply: Some(tx) }) {
+            Ok(()) => self.postings.replies.push(Box::pin(async move { (channel, refused, rx.await.ok().flatten()) })),
+            Err(_) => {
+                self.postings.counts.busy += 1;
+                self.respond(channel, PostingReply::Busy)
+            }
+        }
+    }
+
+    fn respond(&mut self, channel: ResponseChannel<PostingReply>, reply: PostingReply) {
+        let _ = self.swarm.behaviour_mut().postings.send_response(channel, reply);
+    }
+
+    /// The node stored a received batch (or could not): the sender hears it now.
+    pub(super) fn on_postings_stored(
+        &mut self,
+        channel: ResponseChannel<PostingReply>,
+        refused: u32,
+        taken: Option<u32>,
+    ) {
+        let reply = match taken {
+            Some(taken) => {
+                self.postings.counts.received += u64::from(taken);
+                PostingReply::Ack { taken, refused }
+            }
+            None => {
+                self.postings.counts.busy += 1;
+                PostingReply::Busy
+            }
+        };
+        let _ = self.swarm.behaviour_mut().postings.send_response(channel, reply);
+    }
+}
