@@ -30,6 +30,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use weft_config::Config;
+use weft_index::cells::CellStore;
 use weft_index::{Document, Embedder, Hit, IndexError, IndexStats, Indexer, LocalIndex, Outcome};
 
 /// Documents the indexer takes into one call at most (their chunks are embedded together).
@@ -130,6 +131,8 @@ pub struct IndexService {
     metrics: Arc<Metrics>,
     /// In a network: where fingerprints are looked up and published.
     network: Option<DhtDuplicates>,
+    /// The postings of the cells this node owns (with the network): searched with the index.
+    cells: Option<Arc<CellStore>>,
     max_distance: u32,
     model: String,
     dims: usize,
@@ -148,6 +151,7 @@ impl IndexService {
         metrics: Arc<Metrics>,
         improved: Option<Receiver<Improved>>,
         network: Option<weft_p2p::NetworkHandle>,
+        cells: Option<Arc<CellStore>>,
     ) -> Result<Arc<IndexService>, IndexError> {
         let indexer = Indexer::new(index.clone(), &config.embed, &config.index)?;
         let query_embedder = Embedder::open(&config.embed, 1)?;
@@ -159,10 +163,10 @@ impl IndexService {
         let indexing = std::thread::Builder::new()
             .name("weft-indexer".into())
             .spawn(move || indexer_loop(indexer, job_rx, improved, c, m))?;
-        let local = index.clone();
+        let (local, held) = (index.clone(), cells.clone());
         let querying = std::thread::Builder::new()
             .name("weft-query".into())
-            .spawn(move || query_loop(query_embedder, local, query_rx))?;
+            .spawn(move || query_loop(query_embedder, local, held, query_rx))?;
         Ok(Arc::new(IndexService {
             index,
             jobs: Mutex::new(Some(jobs)),
@@ -171,6 +175,7 @@ impl IndexService {
             counters,
             metrics,
             network: network.map(DhtDuplicates),
+            cells,
             max_distance: config.index.dedup_max_distance,
             model,
             dims: config.embed.dims,
@@ -194,6 +199,11 @@ impl IndexService {
         &self.index
     }
 
+    /// The cell store (with the network): the postings of the cells this node owns.
+    pub fn cells(&self) -> Option<&Arc<CellStore>> {
+        self.cells.as_ref()
+    }
+
     /// Indexes one document and waits for the outcome. Blocking: call it from a blocking
     /// thread. Waits while the indexer's queue is full.
     pub fn index_blocking(&self, doc: Document) -> Result<Outcome, String> {
@@ -206,6 +216,13 @@ impl IndexService {
         let outcome = self.index_job(doc, remote);
         if let Ok(outcome) = &outcome {
             weft_index::duplicates::publish_indexed(network, self.max_distance, outcome, simhash, &url, fetched_at);
+            if matches!(outcome, Outcome::Indexed { .. }) {
+                let book = weft_p2p::placement::shipped();
+                match crate::cells::postings_of(&self.index, &url, book, &self.model) {
+                    Ok(postings) => network.0.publish_postings(postings, Vec::new()),
+                    Err(e) => tracing::warn!(url, "postings not published: {e}"),
+                }
+            }
         }
         outcome
     }
@@ -473,16 +490,23 @@ fn improved_document(index: &LocalIndex, better: Improved) -> Option<Document> {
     Some(Document::with_new_text(record, better.text))
 }
 
-fn query_loop(mut embedder: Embedder, index: Arc<LocalIndex>, queries: Receiver<Query>) {
+fn query_loop(mut embedder: Embedder, index: Arc<LocalIndex>, cells: Option<Arc<CellStore>>, queries: Receiver<Query>) {
     while let Ok(q) = queries.recv() {
         match q {
             Query::Embed { text, reply } => {
                 let _ = reply.send(embedder.embed(&[text.as_str()]).map(|mut v| v.pop().unwrap_or_default()));
             }
             Query::Vector { vector, text, k, reply } => {
-                let hits = match text {
-                    Some(text) => index.search_hybrid(&text, &vector, k),
+                let hits = match &text {
+                    Some(text) => index.search_hybrid(text, &vector, k),
                     None => index.search(&vector, k),
+                };
+                // With the postings of the cells this node owns: one answer of both.
+                let hits = match (&cells, hits) {
+                    (Some(cells), Ok(hits)) => {
+                        cells.search(text.as_deref(), &vector, k).map(|held| crate::cells::merge(hits, held, k))
+                    }
+                    (_, hits) => hits,
                 };
                 let _ = reply.send(hits);
             }

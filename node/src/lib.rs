@@ -17,11 +17,12 @@
 //!    API), then `node`, which wires everything from a config, and the CLI's helpers
 //!    ([`export`], [`mcp`], `templates_cli`).
 //!
-//! Module order: extract_cli, guard, page, procmem, received, storage, tenure, token, urls →
+//! Module order: cells, extract_cli, guard, page, procmem, received, storage, tenure, token, urls →
 //! fetcher, metrics → crawl, second_opinion → layouts, routing → doctor, memory, pipeline →
 //! indexing → quota, search, status → api → export, mcp, node, templates_cli.
 
 pub mod api;
+mod cells;
 mod crawl;
 pub mod doctor;
 pub mod export;

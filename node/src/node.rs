@@ -289,8 +289,25 @@ fn open_pipeline(
         })?
         .context("cannot open the local index")?;
     tracing::info!(opened = ?local.opened(), stats = ?local.stats(), "local index opened");
+    // With the network: the postings of the cells this node owns (semantic placement).
+    let cells = match &network {
+        Some(_) => {
+            let (dir, dims, index_config) = (config.data_dir.clone(), config.embed.dims, config.index.clone());
+            let store = within_bound(
+                "the cell store",
+                &config.data_dir.join("cells"),
+                INDEX_OPEN_WARN,
+                INDEX_OPEN_BOUND,
+                move || crate::cells::open(&dir, dims, &index_config),
+            )?
+            .context("cannot open the cell store")?;
+            tracing::info!(counts = ?store.counts(), "cell store opened");
+            Some(Arc::new(store))
+        }
+        None => None,
+    };
     let improved = extract.improved();
-    let service = IndexService::start(config, Arc::new(local), metrics.clone(), improved, network)?;
+    let service = IndexService::start(config, Arc::new(local), metrics.clone(), improved, network, cells)?;
     Ok((Arc::new(IndexPipeline::new(extract, service.clone())), Some(service)))
 }
 
@@ -349,6 +366,8 @@ fn start_network(config: &Config, db: &sled::Db) -> anyhow::Result<(weft_p2p::St
     settings.joined = crate::tenure::resume(db, patience, weft_clock::now_secs())?;
     settings.allow_private = config.fetch.allow_private_networks;
     settings.search = config.search.clone();
+    // Postings of another model are refused; a node without an index holds none.
+    settings.model = config.index.enabled.then(|| crate::indexing::model_id(&config.embed.model).ok()).flatten();
     let journal = Journal::open(db)?;
     let started = weft_p2p::start(key, settings)?;
     tracing::info!(peer_id = %started.handle.peer_id(), "p2p started");
@@ -378,6 +397,13 @@ async fn spawn_network(
     let handover = Handover::default();
     let handle = started.handle.clone();
     tasks.spawn(crate::search::answer_queries(index.cloned(), started.queries));
+    match index.and_then(|i| i.cells().cloned()) {
+        Some(cells) => {
+            tasks.spawn(crate::cells::store_postings(cells, started.postings));
+        }
+        // No index: no postings are taken (the network answers their senders busy).
+        None => drop(started.postings),
+    }
     if let Some(index) = index {
         tasks.spawn(crate::search::publish_summaries(index.clone(), handle.clone(), config.search.clone()));
     }
