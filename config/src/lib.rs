@@ -536,7 +536,7 @@ pub struct SearchConfig {
     /// owners are away. 1 ..= 8
     pub replicas: usize,
     /// Cells of the embedding space a question ranks for whom to ask (their owners first, up to
-    /// the fan-out). 1 ..= 256
+    /// the fan-out; 0: the peers' routing summaries alone choose). 0 ..= 256
     pub nprobe: usize,
 }
 

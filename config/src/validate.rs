@@ -268,7 +268,7 @@ impl Config {
         c.range("search.probes", se.probes, 0, 8);
         c.range("search.peer_queries_per_sec", se.peer_queries_per_sec, 0.1, 10_000.0);
         c.range("search.replicas", se.replicas, 1, 8);
-        c.range("search.nprobe", se.nprobe, 1, 256);
+        c.range("search.nprobe", se.nprobe, 0, 256);
         let ix = &self.index;
         c.range("index.chunk_overlap", ix.chunk_overlap, 0.0, 0.5);
         c.range("index.dedup_max_distance", ix.dedup_max_distance, 0, 3);

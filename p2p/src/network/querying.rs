@@ -427,7 +427,7 @@ impl EventLoop {
     ) -> (Vec<(String, Vec<u32>)>, Vec<Candidate>) {
         let book = crate::placement::shipped();
         let (replicas, nprobe) = (self.config.search.replicas, self.config.search.nprobe);
-        let cells = book.nearest(vector, nprobe);
+        let cells = if nprobe == 0 { Vec::new() } else { book.nearest(vector, nprobe) };
         if cells.is_empty() {
             return (Vec::new(), ranked);
         }

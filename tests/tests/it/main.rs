@@ -5,6 +5,7 @@ mod common;
 mod data_dir;
 mod extract_in_crawl;
 mod module_graph;
+mod network_cells;
 mod network_crawl;
 mod network_dedup;
 mod network_handoff;
