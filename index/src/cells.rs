@@ -54,7 +54,7 @@ pub enum CellStoreError {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Provenance {
     pub publisher: String,
-    /// The cell of each stored chunk, by position.
+    /// (position, cell) of each stored chunk and each cell it was posted to.
     pub cells: Vec<(u32, u32)>,
 }
 
@@ -65,6 +65,21 @@ pub enum Put {
     Stored,
     /// Nothing new: an older fetch, or chunks already held.
     Unchanged,
+}
+
+/// A chunk held for a cell, with what a posting of it carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeldChunk {
+    pub cell: u32,
+    pub id: DocId,
+    pub page: weft_page::PageMeta,
+    pub language: Option<String>,
+    pub simhash: Option<u64>,
+    pub fetched_at: u64,
+    pub publisher: String,
+    pub position: u32,
+    pub text: String,
+    pub vector: Vec<f32>,
 }
 
 /// See the module doc.
@@ -89,16 +104,17 @@ impl CellStore {
         Ok(CellStore { index, provenance, max_chunks })
     }
 
-    /// Stores what a publisher sent of a document (see the module doc for the merge).
+    /// Stores what a publisher sent of a document (see the module doc for the merge). A chunk
+    /// may come once per cell it was posted to: it is stored once, and each of its cells kept.
     pub fn put(&self, doc: CellDoc) -> Result<Put, CellStoreError> {
         let old = self.index.store().doc(&doc.id)?;
         let mut chunks: Vec<CellChunk> = Vec::new();
-        let mut provenance = Provenance { publisher: doc.publisher.clone(), cells: Vec::new() };
+        let mut pairs: Vec<(u32, u32)> = doc.chunks.iter().map(|c| (c.position, c.cell)).collect();
         match &old {
             Some(old) if old.fetched_at > doc.fetched_at => return Ok(Put::Unchanged),
             Some(old) if old.fetched_at == doc.fetched_at => {
                 let held = self.provenance(&doc.id)?.map(|p| p.cells).unwrap_or_default();
-                if doc.chunks.iter().all(|c| held.iter().any(|(p, _)| *p == c.position)) {
+                if pairs.iter().all(|p| held.contains(p)) {
                     return Ok(Put::Unchanged);
                 }
                 // The same fetch: keep what is held, add what is new.
@@ -111,25 +127,25 @@ impl CellStore {
                     if doc.chunks.iter().any(|c| c.position == record.position) {
                         continue;
                     }
-                    let cell = held.iter().find(|(p, _)| *p == record.position).map_or(0, |(_, c)| *c);
-                    chunks.push(CellChunk { cell, position: record.position, text: record.text()?, vector });
+                    chunks.push(CellChunk { cell: 0, position: record.position, text: record.text()?, vector });
                 }
+                pairs.extend(held);
             }
             _ => {}
-        }
-        let added = doc.chunks.len();
-        let before = old.as_ref().map_or(0, |o| o.chunks.len());
-        if self.index.store().chunk_count() + added > self.max_chunks + before {
-            return Err(CellStoreError::Full(self.max_chunks));
         }
         chunks.extend(doc.chunks);
         chunks.sort_by_key(|c| c.position);
         chunks.dedup_by_key(|c| c.position);
+        pairs.sort_unstable();
+        pairs.dedup();
+        let before = old.as_ref().map_or(0, |o| o.chunks.len());
+        if self.index.store().chunk_count() + chunks.len() > self.max_chunks + before {
+            return Err(CellStoreError::Full(self.max_chunks));
+        }
         let mut new = Vec::with_capacity(chunks.len());
         let mut words = 0usize;
         for c in &chunks {
             words += c.text.split_whitespace().count();
-            provenance.cells.push((c.position, c.cell));
             let record = ChunkRecord::new(doc.id, c.position, 0, c.text.len(), 0, &c.text);
             new.push(NewChunk { key: doc.id.chunk_key(c.position), record, vector: c.vector.clone() });
         }
@@ -153,6 +169,7 @@ impl CellStore {
             canonical: page.canonical,
         };
         self.index.commit(doc.id, &record, new)?;
+        let provenance = Provenance { publisher: doc.publisher, cells: pairs };
         let bytes = postcard::to_stdvec(&provenance).expect("provenance serializes");
         self.provenance.insert(doc.id.0, bytes).map_err(IndexError::Store)?;
         Ok(Put::Stored)
@@ -168,6 +185,43 @@ impl CellStore {
             }
             _ => Ok(false),
         }
+    }
+
+    /// The chunks held for `cells` (to hand to a cell's new owner). Reads every document's
+    /// provenance: a ring change is rare next to what a store holds.
+    pub fn held_in(&self, cells: &std::collections::BTreeSet<u32>) -> Result<Vec<HeldChunk>, IndexError> {
+        let mut out = Vec::new();
+        for entry in self.provenance.iter() {
+            let (key, bytes) = entry.map_err(IndexError::Store)?;
+            let prov: Provenance =
+                postcard::from_bytes(&bytes).map_err(|e| IndexError::Corrupt(format!("provenance: {e}")))?;
+            if !prov.cells.iter().any(|(_, c)| cells.contains(c)) {
+                continue;
+            }
+            let Ok(raw) = <[u8; 16]>::try_from(key.as_ref()) else { continue };
+            let id = DocId(raw);
+            let Some(record) = self.index.store().doc(&id)? else { continue };
+            for (position, cell) in prov.cells.iter().filter(|(_, c)| cells.contains(c)) {
+                let key = id.chunk_key(*position);
+                let (Some(chunk), Some(vector)) = (self.index.store().chunk(key)?, self.index.store().vector(key)?)
+                else {
+                    continue;
+                };
+                out.push(HeldChunk {
+                    cell: *cell,
+                    id,
+                    page: record.page(),
+                    language: record.language.clone(),
+                    simhash: record.simhash,
+                    fetched_at: record.fetched_at,
+                    publisher: prov.publisher.clone(),
+                    position: *position,
+                    text: chunk.text()?,
+                    vector,
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// Who published `id`, and the cells of its chunks held here.
@@ -248,6 +302,11 @@ mod tests {
         assert_eq!(hits[0].page.title, "Title of http://a.test/p");
         let prov = store.provenance(&DocId::of_url(url)).unwrap().unwrap();
         assert_eq!((prov.publisher.as_str(), prov.cells.len()), ("peer-a", 2));
+        // What a cell's new owner is handed: the chunks of that cell only.
+        let held = store.held_in(&[3].into_iter().collect()).unwrap();
+        assert_eq!(held.len(), 1);
+        assert_eq!((held[0].cell, held[0].position, held[0].text.as_str()), (3, 3, "delta echo foxtrot"));
+        assert_eq!((held[0].fetched_at, held[0].page.url.as_str()), (10, url));
         // An older fetch changes nothing; a newer one replaces every chunk.
         assert_eq!(store.put(doc(url, 5, &[(1, "old", [0.0, 0.0, 1.0, 0.0])])).unwrap(), Put::Unchanged);
         assert_eq!(store.put(doc(url, 20, &[(1, "golf hotel", [0.0, 0.0, 1.0, 0.0])])).unwrap(), Put::Stored);

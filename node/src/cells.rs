@@ -10,7 +10,8 @@ use std::time::Duration;
 use weft_index::cells::{CellChunk, CellDoc, CellStore, CellStoreError};
 use weft_index::{DocId, DocState, Hit, IndexError, LocalIndex};
 use weft_p2p::placement::Codebook;
-use weft_p2p::postings::{Posting, MAX_CELLS_PER_CHUNK};
+use weft_p2p::postings::{Posting, Tombstone, MAX_CELLS_PER_CHUNK};
+use weft_p2p::publishing::Withdrawal;
 use weft_p2p::PostingsInbound;
 
 /// Chunks the cell store holds at most (f16 vectors and their graph: ~1 KB each in memory).
@@ -62,6 +63,35 @@ pub fn postings_of(index: &LocalIndex, url: &str, book: &Codebook, model: &str) 
     Ok(out)
 }
 
+/// The cells the document stored under `url` was posted to, and its fetch time: what a
+/// withdrawal of it names. `None` for a document not indexed here.
+pub fn posted(index: &LocalIndex, url: &str, book: &Codebook) -> Result<Option<(Vec<u32>, u64)>, IndexError> {
+    let Some(record) = index.store().doc(&DocId::of_url(url))? else { return Ok(None) };
+    if record.state != DocState::Indexed {
+        return Ok(None);
+    }
+    let mut cells = Vec::new();
+    for key in &record.chunks {
+        if let Some(vector) = index.store().vector(*key)? {
+            cells.extend(book.nearest(&vector, MAX_CELLS_PER_CHUNK).into_iter().map(|(c, _)| c));
+        }
+    }
+    cells.sort_unstable();
+    cells.dedup();
+    Ok(Some((cells, record.fetched_at)))
+}
+
+/// The withdrawal of what a document posted before (`before`: its cells and fetch time) from
+/// the cells its new postings (`now`) no longer reach; `None` when there are none.
+pub fn withdrawal(url: &str, before: Option<(Vec<u32>, u64)>, now: &[Posting]) -> Option<Withdrawal> {
+    let (cells, at) = before?;
+    let gone: Vec<u32> = cells.into_iter().filter(|c| !now.iter().any(|p| p.cell == *c)).collect();
+    (!gone.is_empty()).then(|| Withdrawal {
+        tombstone: Tombstone { doc: DocId::of_url(url).hex(), url: url.to_string(), at },
+        cells: gone,
+    })
+}
+
 /// Stores one batch of postings (grouped by document) and withdrawals; returns how many
 /// postings and withdrawals it took. Blocking.
 pub fn store_batch(store: &CellStore, inbound: &PostingsInbound) -> Result<u32, CellStoreError> {
@@ -78,9 +108,6 @@ pub fn store_batch(store: &CellStore, inbound: &PostingsInbound) -> Result<u32, 
             publisher: publisher.clone(),
             chunks: Vec::new(),
         });
-        if doc.chunks.iter().any(|c| c.position == p.position) {
-            continue; // the same chunk for its second cell: held once
-        }
         doc.chunks.push(CellChunk { cell: p.cell, position: p.position, text: p.text.clone(), vector: p.vector() });
     }
     let mut taken = 0u32;
@@ -127,6 +154,92 @@ pub async fn store_postings(store: Arc<CellStore>, mut inbound: tokio::sync::mps
     }
 }
 
+/// Hands the postings this node holds for its cells to the cells' new owners whenever the
+/// member set changes, so that a cell keeps its postings while its owners come and go. Of a
+/// cell's former owners still members, the first sends (one copy for each new owner). Runs
+/// until the network stops.
+pub async fn hand_over_on_changes(
+    store: Arc<CellStore>,
+    network: weft_p2p::NetworkHandle,
+    replicas: usize,
+    model: String,
+) {
+    let me = network.peer_id();
+    let book = weft_p2p::placement::shipped();
+    let mut rings = network.ring_changes();
+    let mut previous = rings.borrow_and_update().clone();
+    while rings.changed().await.is_ok() {
+        let ring = rings.borrow_and_update().clone();
+        let gained = gained_owners(&previous, &ring, book, replicas, &me);
+        previous = ring;
+        if gained.is_empty() {
+            continue;
+        }
+        let cells: std::collections::BTreeSet<u32> = gained.keys().copied().collect();
+        let s = store.clone();
+        let held = match tokio::task::spawn_blocking(move || s.held_in(&cells)).await {
+            Ok(Ok(held)) => held,
+            Ok(Err(e)) => {
+                tracing::warn!("cell hand-over: {e}");
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!("cell hand-over: {e}");
+                continue;
+            }
+        };
+        let mut to: BTreeMap<weft_p2p::PeerId, Vec<Posting>> = BTreeMap::new();
+        for h in held {
+            let posting = Posting {
+                codebook: book.id().to_string(),
+                cell: h.cell,
+                model: model.clone(),
+                doc: h.id.hex(),
+                position: h.position,
+                page: h.page,
+                text: h.text,
+                vector: Posting::encode_vector(&h.vector),
+                simhash: h.simhash,
+                language: h.language,
+                fetched_at: h.fetched_at,
+            };
+            for owner in &gained[&h.cell] {
+                to.entry(*owner).or_default().push(posting.clone());
+            }
+        }
+        for (owner, postings) in to {
+            tracing::info!(%owner, postings = postings.len(), "handing cells' postings to their new owner");
+            network.hand_over_postings(owner, postings);
+        }
+    }
+}
+
+/// For each cell this node must hand over after the ring went from `before` to `after`: the
+/// cell's owners on `after` that were not owners on `before`. A cell is this node's to hand
+/// over when it is the first of the cell's owners on `before` that is still a member.
+pub fn gained_owners(
+    before: &weft_p2p::Ring,
+    after: &weft_p2p::Ring,
+    book: &Codebook,
+    replicas: usize,
+    me: &weft_p2p::PeerId,
+) -> BTreeMap<u32, Vec<weft_p2p::PeerId>> {
+    use weft_p2p::placement::cell_owners;
+    let mut out = BTreeMap::new();
+    for cell in 0..book.len() as u32 {
+        let old = cell_owners(before, book.id(), cell, replicas);
+        if old.iter().find(|o| after.contains(o)) != Some(me) {
+            continue;
+        }
+        let new: Vec<weft_p2p::PeerId> =
+            cell_owners(after, book.id(), cell, replicas).into_iter().filter(|o| !old.contains(o) && o != me).collect();
+        if !new.is_empty() {
+            out.insert(cell, new);
+        }
+    }
+    out
+}
+
 /// This node's answer to a question: its own index's hits and its cell store's, one hit per
 /// page (the better score and the better words' rank), best first.
 pub fn merge(mut local: Vec<Hit>, cells: Vec<Hit>, k: usize) -> Vec<Hit> {
@@ -165,6 +278,62 @@ mod tests {
             simhash: None,
             lexical_rank: rank,
         }
+    }
+
+    #[test]
+    fn a_replaced_document_is_withdrawn_from_the_cells_it_left() {
+        let posting = |cell: u32| Posting {
+            codebook: "cb".into(),
+            cell,
+            model: "m".into(),
+            doc: DocId::of_url("http://a.test/p").hex(),
+            position: 0,
+            page: weft_index::PageMeta { url: "http://a.test/p".into(), ..Default::default() },
+            text: String::new(),
+            vector: Vec::new(),
+            simhash: None,
+            language: None,
+            fetched_at: 20,
+        };
+        let w = withdrawal("http://a.test/p", Some((vec![1, 2, 3], 10)), &[posting(2), posting(4)]).unwrap();
+        assert_eq!(w.cells, vec![1, 3]);
+        assert_eq!((w.tombstone.at, w.tombstone.doc.as_str()), (10, DocId::of_url("http://a.test/p").hex().as_str()));
+        assert!(withdrawal("http://a.test/p", Some((vec![2], 10)), &[posting(2)]).is_none(), "no cell left");
+        assert!(withdrawal("http://a.test/p", None, &[posting(2)]).is_none(), "nothing posted before");
+        // Evicted: every cell it was posted to.
+        assert_eq!(withdrawal("http://a.test/p", Some((vec![5, 6], 10)), &[]).unwrap().cells, vec![5, 6]);
+    }
+
+    #[test]
+    fn the_first_former_owner_still_there_hands_a_cell_to_each_new_owner() {
+        let book = weft_p2p::placement::shipped();
+        let members: Vec<weft_p2p::PeerId> = (0..6).map(|_| weft_p2p::PeerId::random()).collect();
+        let before = weft_p2p::Ring::new(members[..5].to_vec(), 50);
+        let after = weft_p2p::Ring::new(members.to_vec(), 50); // members[5] joined
+        let joined = members[5];
+        let mut handed: BTreeMap<u32, Vec<weft_p2p::PeerId>> = BTreeMap::new();
+        for me in &members[..5] {
+            for (cell, owners) in gained_owners(&before, &after, book, 3, me) {
+                assert!(handed.insert(cell, owners.clone()).is_none(), "cell {cell} handed over twice");
+                assert_eq!(owners, vec![joined], "only the newcomer gained cells");
+            }
+        }
+        // Every cell the newcomer owns now is handed to it, by exactly one former owner.
+        let owned: Vec<u32> = (0..book.len() as u32)
+            .filter(|c| weft_p2p::placement::cell_owners(&after, book.id(), *c, 3).contains(&joined))
+            .collect();
+        assert!(!owned.is_empty());
+        assert_eq!(handed.keys().copied().collect::<Vec<_>>(), owned);
+        // A member leaves: the cells it held gain an owner each, handed by a surviving owner.
+        let gone = weft_p2p::Ring::new(members[1..].to_vec(), 50);
+        let mut total = 0;
+        for me in &members[1..] {
+            total += gained_owners(&after, &gone, book, 3, me).len();
+        }
+        let held = (0..book.len() as u32)
+            .filter(|c| weft_p2p::placement::cell_owners(&after, book.id(), *c, 3).contains(&members[0]))
+            .count();
+        assert_eq!(total, held);
     }
 
     #[test]

@@ -55,7 +55,39 @@ pub async fn run(config: &Config) -> Vec<Check> {
     let status = running_status(config).await;
     out.push(reachability(config, status.as_ref()));
     out.push(crawl(config, status.as_ref()));
+    if config.p2p.enabled {
+        out.push(publishing(status.as_ref()));
+    }
     out
+}
+
+/// A publish backlog above this many postings is worth a look.
+const BACKLOG_WARN: u64 = 10_000;
+
+/// Whether what the running node indexes reaches its cells' owners (semantic placement): a
+/// backlog that grows, or postings dropped, means its pages are not found through their cells.
+fn publishing(status: Option<&serde_json::Value>) -> Check {
+    let name = "publishing postings";
+    let Some(p) = status.map(|s| &s["network"]["postings"]).filter(|p| p.is_object()) else {
+        return check(name, Verdict::Skip, "no running node's network status", None);
+    };
+    let n = |k: &str| p[k].as_u64().unwrap_or(0);
+    let detail = format!(
+        "{} published, {} waiting, {} dropped; {} cells owned, {} postings received, {} refused",
+        n("published"),
+        n("backlog"),
+        n("dropped"),
+        n("cells_owned"),
+        n("received"),
+        n("refused")
+    );
+    if n("backlog") > BACKLOG_WARN || n("dropped") > 0 {
+        let fix = "the cells' owners do not take postings as fast as this node indexes: check the connections \
+                   to other members (/status network) and their logs; postings dropped go out when the pages are \
+                   indexed again";
+        return check(name, Verdict::Warn, detail, Some(fix));
+    }
+    check(name, Verdict::Ok, detail, None)
 }
 
 /// The `/status` of the node running on `api.listen`, if one answers.

@@ -118,6 +118,18 @@ pub struct IndexStatus {
     /// only between nodes with the same one.
     #[serde(default)]
     pub model: String,
+    /// What the cell store holds for the cells this node owns (semantic placement): documents,
+    /// chunks and the bytes of their vectors in memory. `None` without the network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cells: Option<CellsHeld>,
+}
+
+/// See [`IndexStatus::cells`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CellsHeld {
+    pub documents: u64,
+    pub chunks: u64,
+    pub vector_memory_bytes: u64,
 }
 
 /// The index of a running node: the indexer and query threads and the shared [`LocalIndex`].
@@ -213,15 +225,23 @@ impl IndexService {
         };
         let remote = weft_index::duplicates::remote_duplicate(&self.index, &doc, self.max_distance, network);
         let (simhash, url, fetched_at) = (doc.simhash, doc.url.clone(), doc.fetched_at);
+        // Where an earlier version of the page was posted: the cells its new version leaves
+        // get a withdrawal.
+        let book = weft_p2p::placement::shipped();
+        let before = crate::cells::posted(&self.index, &url, book).unwrap_or_default();
         let outcome = self.index_job(doc, remote);
         if let Ok(outcome) = &outcome {
             weft_index::duplicates::publish_indexed(network, self.max_distance, outcome, simhash, &url, fetched_at);
-            if matches!(outcome, Outcome::Indexed { .. }) {
-                let book = weft_p2p::placement::shipped();
-                match crate::cells::postings_of(&self.index, &url, book, &self.model) {
-                    Ok(postings) => network.0.publish_postings(postings, Vec::new()),
-                    Err(e) => tracing::warn!(url, "postings not published: {e}"),
+            let postings = match outcome {
+                Outcome::Indexed { .. } => crate::cells::postings_of(&self.index, &url, book, &self.model),
+                _ => Ok(Vec::new()),
+            };
+            match postings {
+                Ok(postings) => {
+                    let gone = crate::cells::withdrawal(&url, before, &postings);
+                    network.0.publish_postings(postings, gone.into_iter().collect());
                 }
+                Err(e) => tracing::warn!(url, "postings not published: {e}"),
             }
         }
         outcome
@@ -312,11 +332,21 @@ impl IndexService {
     /// Evicts the `n` documents fetched longest ago (blocking); returns how many went.
     pub fn evict_oldest(&self, n: usize) -> Result<usize, IndexError> {
         let mut gone = 0;
+        let book = weft_p2p::placement::shipped();
+        let mut withdrawals = Vec::new();
         for (id, record) in self.index.oldest(n)? {
+            // Its postings go too: the cells' owners hear it.
+            let posted = self.network.as_ref().map(|_| crate::cells::posted(&self.index, &record.url, book));
             if self.index.remove(id)? {
                 tracing::debug!(url = record.url, "evicted by the disk quota");
                 gone += 1;
+                if let Some(Ok(before)) = posted {
+                    withdrawals.extend(crate::cells::withdrawal(&record.url, before, &[]));
+                }
             }
+        }
+        if let Some(network) = &self.network {
+            network.0.publish_postings(Vec::new(), withdrawals);
         }
         self.counters.evicted.fetch_add(gone as u64, Relaxed);
         Ok(gone)
@@ -344,6 +374,14 @@ impl IndexService {
             queries: c.queries.load(Relaxed),
             evicted: c.evicted.load(Relaxed),
             model: self.model.clone(),
+            cells: self.cells.as_ref().map(|c| {
+                let (documents, chunks) = c.counts();
+                CellsHeld {
+                    documents: documents as u64,
+                    chunks: chunks as u64,
+                    vector_memory_bytes: c.vector_memory_bytes() as u64,
+                }
+            }),
         }
     }
 }

@@ -397,9 +397,11 @@ async fn spawn_network(
     let handover = Handover::default();
     let handle = started.handle.clone();
     tasks.spawn(crate::search::answer_queries(index.cloned(), started.queries));
-    match index.and_then(|i| i.cells().cloned()) {
-        Some(cells) => {
-            tasks.spawn(crate::cells::store_postings(cells, started.postings));
+    match index.and_then(|i| i.cells().cloned().map(|c| (c, i.model().to_string()))) {
+        Some((cells, model)) => {
+            tasks.spawn(crate::cells::store_postings(cells.clone(), started.postings));
+            let replicas = config.search.replicas;
+            tasks.spawn(crate::cells::hand_over_on_changes(cells, handle.clone(), replicas, model));
         }
         // No index: no postings are taken (the network answers their senders busy).
         None => drop(started.postings),

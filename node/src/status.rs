@@ -257,6 +257,19 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ("weft_p2p_urls_waiting", "URLs waiting to be sent or retried", n.urls_waiting),
             ];
             encode_gauges(&mut enc, &gauges)?;
+            let p = &n.postings;
+            let counters: [Plain; 4] = [
+                ("weft_postings_published", "Postings and withdrawals their cells' owners acknowledged", p.published),
+                ("weft_postings_dropped", "Postings dropped because the publish backlog was full", p.dropped),
+                ("weft_postings_received", "Postings received for this node's cells and stored", p.received),
+                ("weft_postings_refused", "Postings received and refused", p.refused),
+            ];
+            encode_counters(&mut enc, &counters)?;
+            let gauges: [Plain; 2] = [
+                ("weft_postings_backlog", "Postings waiting to be sent or acknowledged", p.backlog),
+                ("weft_cells_owned", "Cells of the network's codebook this node owns", p.cells_owned as u64),
+            ];
+            encode_gauges(&mut enc, &gauges)?;
             let q = &n.search;
             let counters: [Plain; 7] = [
                 ("weft_search_queries", "Network queries this node sent", q.queries),
@@ -323,6 +336,14 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ("weft_index_queue", "Pages waiting for the indexer", i.queue),
             ];
             encode_gauges(&mut enc, &gauges)?;
+            if let Some(c) = &i.cells {
+                let gauges: [Plain; 3] = [
+                    ("weft_cells_documents", "Documents with postings held for this node's cells", c.documents),
+                    ("weft_cells_chunks", "Chunks held for this node's cells", c.chunks),
+                    ("weft_cells_vector_memory_bytes", "Memory of the cell store's HNSW index", c.vector_memory_bytes),
+                ];
+                encode_gauges(&mut enc, &gauges)?;
+            }
         }
         Ok(())
     }

@@ -611,6 +611,13 @@ impl Members {
             || self.leavers.get(peer).is_some_and(|rings| rings.iter().any(|r| r.owner(host) == Some(peer)))
     }
 
+    /// Whether `peer` was among the first `replicas` members clockwise from `point` (a cell's
+    /// point: see `crate::placement`) now or within [`FORMER_RINGS_FOR`]: a cell's owner
+    /// before a membership change hands its postings to the cell's new owners.
+    pub fn owned_point_recently(&self, peer: &PeerId, point: u64, replicas: usize, now: Instant) -> bool {
+        self.recent_rings(now).any(|r| r.owners_of_point(point, replicas).contains(peer))
+    }
+
     /// The ring of the current member set, this node included.
     pub fn ring(&self) -> &Ring {
         &self.ring

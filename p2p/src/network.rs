@@ -664,6 +664,7 @@ impl EventLoop {
             Command::Search { request, fanout, reply } => self.start_search(request, fanout, reply),
             Command::SetSummary { model, centroids, weights } => self.set_summary(model, centroids, weights),
             Command::PublishPostings { postings, withdrawals } => self.publish_postings(postings, withdrawals),
+            Command::HandOverPostings { to, postings } => self.hand_over_postings(to, postings),
             Command::Publish(entry) => {
                 self.counts.dht_published += 1;
                 // Read, merge, write: other documents may share a block.

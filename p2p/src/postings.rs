@@ -76,6 +76,10 @@ pub struct PostingBatch {
     pub postings: Vec<Posting>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tombstones: Vec<Tombstone>,
+    /// Postings a cell's owner hands to the cell's new owner after a membership change (not its
+    /// own pages): the receiver checks that the sender owned the cells, not the pages' hosts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub handover: bool,
 }
 
 impl PostingBatch {
@@ -271,7 +275,11 @@ mod tests {
         assert_eq!(check_tombstone(&t, |_| false), Err(BadPosting::NotOwner("a.test".into())));
         let bad = Tombstone { doc: "xyz".into(), ..t.clone() };
         assert!(matches!(check_tombstone(&bad, |_| true), Err(BadPosting::Doc(_))));
-        let batch = PostingBatch { postings: vec![posting(&book(), 0, &[1.0, 0.0, 0.0])], tombstones: vec![t] };
+        let batch = PostingBatch {
+            postings: vec![posting(&book(), 0, &[1.0, 0.0, 0.0])],
+            tombstones: vec![t],
+            handover: false,
+        };
         let bytes = cbor4ii::serde::to_vec(Vec::new(), &batch).unwrap();
         assert_eq!(cbor4ii::serde::from_slice::<PostingBatch>(&bytes).unwrap(), batch);
         assert_eq!(batch.len(), 2);

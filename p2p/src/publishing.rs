@@ -32,21 +32,29 @@ pub struct Withdrawal {
 enum Item {
     Posting(Posting),
     Tombstone(Tombstone, u32),
+    /// A posting held for a cell, handed to one of the cell's new owners.
+    HandOver(Posting),
 }
 
 impl Item {
     fn cell(&self) -> u32 {
         match self {
-            Item::Posting(p) => p.cell,
+            Item::Posting(p) | Item::HandOver(p) => p.cell,
             Item::Tombstone(_, cell) => *cell,
         }
     }
 
     fn bytes(&self) -> usize {
         match self {
-            Item::Posting(p) => p.text.len() + p.vector.len() + p.page.url.len() + p.page.title.len() + 200,
+            Item::Posting(p) | Item::HandOver(p) => {
+                p.text.len() + p.vector.len() + p.page.url.len() + p.page.title.len() + 200
+            }
             Item::Tombstone(t, _) => t.url.len() + 64,
         }
+    }
+
+    fn handover(&self) -> bool {
+        matches!(self, Item::HandOver(_))
     }
 }
 
@@ -112,6 +120,19 @@ impl Publisher {
         self.route(items, ring, me, true)
     }
 
+    /// Queues postings this node holds for their cells for `owner`, a new owner of those cells
+    /// (sent in batches marked [`PostingBatch::handover`]).
+    pub fn hand_over(&mut self, owner: PeerId, postings: Vec<Posting>) {
+        for p in postings {
+            if self.waiting >= self.max_waiting {
+                self.dropped += 1;
+                continue;
+            }
+            self.waiting += 1;
+            self.queues.entry(owner).or_default().push_back(Item::HandOver(p));
+        }
+    }
+
     /// Queues `items` for their owners other than `me`; returns those `me` owns if `keep_mine`.
     fn route(&mut self, items: Vec<Item>, ring: &Ring, me: &PeerId, keep_mine: bool) -> PostingBatch {
         let mut mine = PostingBatch::default();
@@ -133,7 +154,7 @@ impl Publisher {
             // A ring of this node alone (or a stale one) still keeps what is its own.
             if to_me && keep_mine {
                 match item {
-                    Item::Posting(p) => mine.postings.push(p),
+                    Item::Posting(p) | Item::HandOver(p) => mine.postings.push(p),
                     Item::Tombstone(t, _) => {
                         if !mine.tombstones.contains(&t) {
                             mine.tombstones.push(t)
@@ -175,6 +196,10 @@ impl Publisher {
             let mut bytes = 0;
             while let Some(item) = queue.front() {
                 if items.len() == MAX_BATCH_ITEMS || (bytes + item.bytes() > BATCH_BYTES && !items.is_empty()) {
+                    break;
+                }
+                // A batch is a hand-over or a publication, not both.
+                if items.first().is_some_and(|first: &Item| first.handover() != item.handover()) {
                     break;
                 }
                 bytes += item.bytes();
@@ -223,10 +248,10 @@ impl Publisher {
 }
 
 fn batch_of(items: &[Item]) -> PostingBatch {
-    let mut b = PostingBatch::default();
+    let mut b = PostingBatch { handover: items.first().is_some_and(Item::handover), ..Default::default() };
     for i in items {
         match i {
-            Item::Posting(p) => b.postings.push(p.clone()),
+            Item::Posting(p) | Item::HandOver(p) => b.postings.push(p.clone()),
             Item::Tombstone(t, _) => {
                 if !b.tombstones.contains(t) {
                     b.tombstones.push(t.clone())
@@ -327,6 +352,25 @@ mod tests {
             assert_eq!(due.pop().unwrap().owner, next);
         }
         assert_eq!(p.waiting(), usize::from(next != me));
+    }
+
+    #[test]
+    fn a_hand_over_goes_to_its_owner_in_batches_of_its_own() {
+        let members: Vec<PeerId> = (0..3).map(|_| PeerId::random()).collect();
+        let (me, new) = (members[0], members[1]);
+        let ring = Ring::new(members.clone(), 50);
+        let mut p = Publisher::new("cb", 3, 100);
+        p.hand_over(new, vec![posting(1, 1), posting(2, 2)]);
+        p.publish(vec![posting(1, 3)], Vec::new(), &ring, &me);
+        let due = p.due(&ring, &me, Instant::now());
+        let to_new: Vec<&Flight> = due.iter().filter(|f| f.owner == new).collect();
+        assert_eq!(to_new.len(), 1, "one batch in flight per owner");
+        assert!(to_new[0].batch.handover && to_new[0].batch.postings.len() == 2, "{:?}", to_new[0].batch);
+        let f = due.into_iter().find(|f| f.owner == new).unwrap();
+        p.acked(f);
+        let next = p.due(&ring, &me, Instant::now());
+        let f = next.iter().find(|f| f.owner == new).unwrap();
+        assert!(!f.batch.handover && f.batch.postings.len() == 1, "then its own publication");
     }
 
     #[test]

@@ -23,6 +23,11 @@ pub(super) enum Command {
         postings: Vec<Posting>,
         withdrawals: Vec<crate::publishing::Withdrawal>,
     },
+    /// Postings this node holds for cells `to` now owns too.
+    HandOverPostings {
+        to: PeerId,
+        postings: Vec<Posting>,
+    },
     /// This node's routing summary changed.
     SetSummary {
         model: String,
@@ -138,6 +143,14 @@ impl NetworkHandle {
     pub fn publish_postings(&self, postings: Vec<Posting>, withdrawals: Vec<crate::publishing::Withdrawal>) {
         if !postings.is_empty() || !withdrawals.is_empty() {
             let _ = self.commands.send(Command::PublishPostings { postings, withdrawals });
+        }
+    }
+
+    /// Hands postings this node holds for its cells to `to`, a new owner of those cells (after a
+    /// membership change), in batches marked as a hand-over.
+    pub fn hand_over_postings(&self, to: PeerId, postings: Vec<Posting>) {
+        if !postings.is_empty() {
+            let _ = self.commands.send(Command::HandOverPostings { to, postings });
         }
     }
 

@@ -122,6 +122,12 @@ impl EventLoop {
         self.flush_postings();
     }
 
+    /// Queues postings this node holds for a cell to `owner`, one of the cell's new owners.
+    pub(super) fn hand_over_postings(&mut self, owner: PeerId, postings: Vec<Posting>) {
+        self.postings.publisher.hand_over(owner, postings);
+        self.flush_postings();
+    }
+
     /// Sends the posting batches that are due.
     pub(super) fn flush_postings(&mut self) {
         let me = *self.swarm.local_peer_id();
@@ -188,8 +194,15 @@ impl EventLoop {
         let mut kept = PostingBatch::default();
         let mut refused = 0u32;
         let mut why = None;
+        let handover = batch.handover;
         for p in batch.postings {
-            let owned = |host: &str| self.members.owned_recently(&peer, host, now);
+            // A publisher speaks for the pages of its hosts; a cell's former owner, handing
+            // the cell over, for the postings of its cells.
+            let cell_held = |cell: u32| {
+                self.members.owned_point_recently(&peer, crate::placement::cell_point(book.id(), cell), replicas, now)
+            };
+            let owned =
+                |host: &str| if handover { cell_held(p.cell) } else { self.members.owned_recently(&peer, host, now) };
             if let Err(e) = check(&p, book, &model, owned) {
                 refused += 1;
                 why.get_or_insert(e.to_string());
