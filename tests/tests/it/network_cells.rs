@@ -1,8 +1,10 @@
-//! Semantic placement end to end: three real nodes on loopback (real libp2p, the real model,
+//! Semantic placement end to end: five real nodes on loopback (real libp2p, the real model,
 //! sled, USearch and tantivy), the default configuration but for the replicas. Node A crawls
 //! and indexes thirty pages on thirty subjects; each chunk is published to the owners of its
-//! two best cells. Then A stops, and every page is still found from node C: by C's own cell
-//! store, or by B answering from the postings it holds for A's pages.
+//! two best cells. Then A stops, and every page is still found from node C: from its own cell
+//! store, or — for the pages none of whose cells C owns — from the cells' owners. Then D joins:
+//! the cells' postings are handed to their new owners, and every page of A is held by at least
+//! two of the members (the replicas) and found from D.
 
 use crate::common;
 
@@ -11,8 +13,10 @@ use std::time::{Duration, Instant};
 use weft_node::Node;
 use weft_simnet::{topic_page, Site, WebServer, TOPICS};
 
-const NODES: usize = 3;
+const NODES: usize = 5;
 const CANDIDATES: usize = 60;
+/// Owners per cell: fewer than the members, so that no node holds every cell.
+const REPLICAS: usize = 2;
 
 fn host(topic: usize, j: usize) -> String {
     format!("c{topic}-{j}.test")
@@ -26,6 +30,44 @@ async fn until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
     }
 }
 
+struct Member {
+    net: weft_p2p::NetworkHandle,
+    index: std::sync::Arc<weft_node::IndexService>,
+    crawler: weft_node::Crawler,
+    api: std::net::SocketAddr,
+    stop: tokio::sync::watch::Sender<bool>,
+    run: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+async fn member(server: &WebServer, dir: &std::path::Path, n: usize, bootstrap: Vec<String>) -> Member {
+    let mut c = common::member_config(server, dir, n, bootstrap, 0);
+    c.crawl.max_depth = 0;
+    c.p2p.leave_timeout_secs = 5;
+    // Two owners per cell among five members: a node holds some cells, not all.
+    c.search.replicas = REPLICAS;
+    let node = Node::open(c).unwrap();
+    let net = node.network().unwrap().clone();
+    tokio::time::timeout(Duration::from_secs(10), net.wait_for(|s| !s.listen_addrs.is_empty())).await.unwrap();
+    let (index, crawler) = (node.index().unwrap().clone(), node.crawler().clone());
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let (api_tx, api_rx) = tokio::sync::oneshot::channel();
+    let run = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, move |a| {
+        let _ = api_tx.send(a);
+    }));
+    Member { net, index, crawler, api: api_rx.await.unwrap(), stop, run }
+}
+
+impl Member {
+    async fn stop(self) {
+        self.stop.send(true).unwrap();
+        self.run.await.unwrap().unwrap();
+    }
+
+    fn holds(&self, doc: &weft_index::DocId) -> bool {
+        self.index.cells().unwrap().provenance(doc).unwrap().is_some()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pages_indexed_on_a_node_that_left_are_found_through_their_cells_owners() {
     let _network = common::one_network_at_a_time();
@@ -33,120 +75,101 @@ async fn pages_indexed_on_a_node_that_left_are_found_through_their_cells_owners(
         .flat_map(|t| (0..CANDIDATES).map(move |j| Site::new(&host(t, j)).html("/", &topic_page(&TOPICS[t]))))
         .collect();
     let server = WebServer::start(sites).await.unwrap();
-    let dirs: Vec<common::WorkDir> = (0..NODES).map(|_| common::work_dir()).collect();
-    let mut bootstrap = Vec::new();
-    let (mut nets, mut indexes, mut crawlers, mut apis, mut stops, mut runs) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (n, dir) in dirs.iter().enumerate() {
-        let mut c = common::member_config(&server, dir.path(), n, bootstrap.clone(), 0);
-        c.crawl.max_depth = 0;
-        c.p2p.leave_timeout_secs = 5;
-        // Two owners per cell, not three: with three members, three would put every cell on
-        // every node, and C would answer everything from its own store.
-        c.search.replicas = 2;
-        let node = Node::open(c).unwrap();
-        let net = node.network().unwrap().clone();
-        tokio::time::timeout(Duration::from_secs(10), net.wait_for(|s| !s.listen_addrs.is_empty())).await.unwrap();
-        if n == 0 {
-            bootstrap = vec![net.status().listen_addrs[0].clone()];
-        }
-        indexes.push(node.index().unwrap().clone());
-        crawlers.push(node.crawler().clone());
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        let (api_tx, api_rx) = tokio::sync::oneshot::channel();
-        runs.push(tokio::spawn(node.run(weft_node::RunOptions::default(), rx, move |a| {
-            let _ = api_tx.send(a);
-        })));
-        apis.push(api_rx.await.unwrap());
-        stops.push(tx);
-        nets.push(net);
+    let dirs: Vec<common::WorkDir> = (0..=NODES).map(|_| common::work_dir()).collect();
+    let mut members = vec![member(&server, dirs[0].path(), 0, Vec::new()).await];
+    let bootstrap = vec![members[0].net.status().listen_addrs[0].clone()];
+    for n in 1..NODES {
+        members.push(member(&server, dirs[n].path(), n, bootstrap.clone()).await);
     }
-    for net in &nets {
-        tokio::time::timeout(Duration::from_secs(60), net.wait_for(|s| s.members.len() == NODES))
+    for m in &members {
+        tokio::time::timeout(Duration::from_secs(60), m.net.wait_for(|s| s.members.len() == NODES))
             .await
             .expect("members");
     }
-    let (a, b, c) = (0, 1, 2);
-    let ids: Vec<String> = nets.iter().map(|n| n.peer_id().to_string()).collect();
+    let ids: Vec<String> = members.iter().map(|m| m.net.peer_id().to_string()).collect();
 
     // Every topic on a host node A owns.
-    let ring = nets[a].ring();
+    let a = &members[0];
+    let ring = a.net.ring();
     let mut page_of: HashMap<usize, String> = HashMap::new();
     for t in 0..TOPICS.len() {
-        let h = (0..CANDIDATES).map(|j| host(t, j)).find(|h| ring.owner(h).is_some_and(|o| o.to_string() == ids[a]));
+        let h = (0..CANDIDATES).map(|j| host(t, j)).find(|h| ring.owner(h).is_some_and(|o| o.to_string() == ids[0]));
         page_of.insert(t, server.url(&h.unwrap(), "/"));
     }
-    crawlers[a].add_seeds(&page_of.values().cloned().collect::<Vec<_>>()).await;
+    a.crawler.add_seeds(&page_of.values().cloned().collect::<Vec<_>>()).await;
     until("node A indexes the thirty pages", Duration::from_secs(180), || {
-        indexes[a].status().stored.documents == TOPICS.len() as u64
+        a.index.status().stored.documents == TOPICS.len() as u64
     })
     .await;
-    // Every page's postings reached its cells' owners: each page is held by B or C (every
-    // pair of owners has one of them), and nothing waits at A.
+    // Every page's postings reached its cells' owners, and nothing waits at A.
     let docs: Vec<weft_index::DocId> = (0..TOPICS.len()).map(|t| weft_index::DocId::of_url(&page_of[&t])).collect();
-    let holds = |n: usize, d: &weft_index::DocId| indexes[n].cells().unwrap().provenance(d).unwrap().is_some();
+    let holders = |ms: &[Member], doc: &weft_index::DocId| ms.iter().filter(|m| m.holds(doc)).count();
     until("node A's postings are stored by their owners", Duration::from_secs(60), || {
-        docs.iter().all(|d| holds(b, d) || holds(c, d)) && nets[a].status().postings.backlog == 0
+        docs.iter().all(|d| holders(&members[1..], d) >= 1) && a.net.status().postings.backlog == 0
     })
     .await;
-    let chunks = indexes[a].status().stored.chunks;
-    let status = nets[a].status().postings;
-    eprintln!("A: {chunks} chunks, {} postings published; {status:?}", status.published);
-    assert_eq!((status.replicas, status.dropped, status.refused), (2, 0, 0), "{status:?}");
-    for n in [b, c] {
-        let held = indexes[n].cells().unwrap().counts();
-        let p = nets[n].status().postings;
-        eprintln!("node {n} holds {held:?} of A's chunks (documents, chunks); {p:?}");
-        assert!(p.received > 0 && p.refused == 0, "{p:?}");
-        assert!(p.cells_owned > 0 && p.cells_owned < 256, "two owners of 256 cells among three members: {p:?}");
+    let status = a.net.status().postings;
+    eprintln!("A: {} chunks; {status:?}", a.index.status().stored.chunks);
+    assert_eq!((status.replicas, status.dropped, status.refused), (REPLICAS, 0, 0), "{status:?}");
+    for (n, m) in members.iter().enumerate().skip(1) {
+        let p = m.net.status().postings;
+        eprintln!("node {n} holds {:?} (documents, chunks); {p:?}", m.index.cells().unwrap().counts());
+        assert_eq!(p.refused, 0, "{p:?}");
+        assert!(p.cells_owned > 0 && p.cells_owned < 256, "{p:?}");
     }
 
     // A stops: its index goes with it.
-    stops[a].send(true).unwrap();
-    runs.remove(a).await.unwrap().unwrap();
-    until("B and C see A gone", Duration::from_secs(30), || {
-        nets[b].status().members.len() == 2 && nets[c].status().members.len() == 2
+    members.remove(0).stop().await;
+    until("the others see A gone", Duration::from_secs(30), || {
+        members.iter().all(|m| m.net.status().members.len() == NODES - 1)
     })
     .await;
 
+    // Asked from C: a page C does not hold can only come from a cell's owner.
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    // Asked from B and from C. A page the asker does not hold (none of its cells is the
-    // asker's) can only come from the other: answered by it.
+    let c = &members[1];
     let mut remote = 0;
-    for (asker, other) in [(c, b), (b, c)] {
-        let mut found = 0;
-        for (t, topic) in TOPICS.iter().enumerate() {
-            let url = &page_of[&t];
-            let r = http.get(format!("http://{}/search", apis[asker])).query(&[("q", topic.question), ("k", "5")]);
-            let v: serde_json::Value = r.send().await.unwrap().json().await.unwrap();
-            let top = &v["hits"][0];
-            if top["url"].as_str() != Some(url.as_str()) {
-                eprintln!("{}: not first at node {asker}: {v:#}", topic.slug);
-                continue;
-            }
-            found += 1;
-            // The page's metadata crossed the network in its postings.
-            assert_eq!(top["title"].as_str(), Some(TOPICS[t].title), "{v:#}");
-            assert_eq!(top["author"], "Topic Web Editors", "{v:#}");
-            let doc = weft_index::DocId::of_url(url);
-            if indexes[asker].cells().unwrap().provenance(&doc).unwrap().is_none() {
-                assert_eq!(
-                    top["peer"].as_str(),
-                    Some(ids[other].as_str()),
-                    "{}: only node {other} holds it",
-                    topic.slug
-                );
-                remote += 1;
-            }
+    for (t, topic) in TOPICS.iter().enumerate() {
+        let r = http.get(format!("http://{}/search", c.api)).query(&[("q", topic.question), ("k", "5")]);
+        let v: serde_json::Value = r.send().await.unwrap().json().await.unwrap();
+        let top = &v["hits"][0];
+        assert_eq!(top["url"].as_str(), Some(page_of[&t].as_str()), "{}: {v:#}", topic.slug);
+        // The page's metadata crossed the network in its postings.
+        assert_eq!(top["title"].as_str(), Some(TOPICS[t].title), "{v:#}");
+        assert_eq!(top["author"], "Topic Web Editors", "{v:#}");
+        if !c.holds(&docs[t]) {
+            let peer = top["peer"].as_str().unwrap();
+            let by = members.iter().find(|m| m.net.peer_id().to_string() == peer).expect("a member answered");
+            assert!(by.holds(&docs[t]), "{}: answered by a node holding its postings", topic.slug);
+            remote += 1;
         }
-        eprintln!("from node {asker} with A gone: {found}/{} found first", TOPICS.len());
-        assert_eq!(found, TOPICS.len(), "every page of the node that left is found from node {asker}");
     }
-    eprintln!("{remote} answers came from the other node's cell store");
-    assert!(remote > 0, "some pages were held by one of B and C only");
+    eprintln!("from C with A gone: every page found, {remote} from another node's cell store");
+    assert!(remote > 0, "C owns some cells, not all: other owners answered");
 
-    for (stop, run) in stops.into_iter().skip(1).zip(runs) {
-        stop.send(true).unwrap();
-        run.await.unwrap().unwrap();
+    // D joins: the cells it gains are handed to it by their former owners, and every page of
+    // A is held by at least as many members as a cell has owners.
+    members.push(member(&server, dirs[NODES].path(), NODES, bootstrap_of(&members[0])).await);
+    until("D is a member", Duration::from_secs(60), || members.iter().all(|m| m.net.status().members.len() == NODES))
+        .await;
+    let d = members.last().unwrap();
+    until("the cells' postings are handed to their new owners", Duration::from_secs(60), || {
+        d.net.status().postings.received > 0 && docs.iter().all(|doc| holders(&members, doc) >= REPLICAS)
+    })
+    .await;
+    let p = d.net.status().postings;
+    eprintln!("D holds {:?}; {p:?}", d.index.cells().unwrap().counts());
+    assert_eq!(p.refused, 0, "{p:?}");
+    for (t, topic) in TOPICS.iter().enumerate() {
+        let r = http.get(format!("http://{}/search", d.api)).query(&[("q", topic.question), ("k", "5")]);
+        let v: serde_json::Value = r.send().await.unwrap().json().await.unwrap();
+        assert_eq!(v["hits"][0]["url"].as_str(), Some(page_of[&t].as_str()), "{}: {v:#}", topic.slug);
     }
+    for m in members {
+        m.stop().await;
+    }
+}
+
+fn bootstrap_of(m: &Member) -> Vec<String> {
+    vec![m.net.status().listen_addrs[0].clone()]
 }
