@@ -18,6 +18,9 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use weft_config::IndexConfig;
 
+/// The publisher's name for this node's own postings.
+pub const SELF: &str = "self";
+
 /// A chunk published to a cell.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellChunk {
@@ -232,11 +235,20 @@ impl CellStore {
 
     /// The `k` best documents held here for a question, by meaning and words fused (as
     /// [`LocalIndex::search_hybrid`]); by meaning alone without words.
+    /// Each hit names the cell its chunk was posted to and the peer that published it (`self`
+    /// for this node's own postings is left unnamed).
     pub fn search(&self, text: Option<&str>, vector: &[f32], k: usize) -> Result<Vec<Hit>, IndexError> {
-        match text {
-            Some(t) if !t.trim().is_empty() => self.index.search_hybrid(t, vector, k),
-            _ => self.index.search(vector, k),
+        let mut hits = match text {
+            Some(t) if !t.trim().is_empty() => self.index.search_hybrid(t, vector, k)?,
+            _ => self.index.search(vector, k)?,
+        };
+        for h in &mut hits {
+            if let Some(p) = self.provenance(&DocId::of_url(&h.page.url))? {
+                h.cell = p.cells.iter().find(|(pos, _)| *pos == h.chunk).map(|(_, c)| *c);
+                h.crawled_by = Some(p.publisher).filter(|p| p != SELF);
+            }
         }
+        Ok(hits)
     }
 
     /// Makes what was stored searchable by words (a tantivy commit: call it after a batch).
@@ -300,6 +312,7 @@ mod tests {
         assert_eq!(hits[0].page.url, url);
         assert_eq!(hits[0].chunk, 3);
         assert_eq!(hits[0].page.title, "Title of http://a.test/p");
+        assert_eq!((hits[0].cell, hits[0].crawled_by.as_deref()), (Some(3), Some("peer-a")));
         let prov = store.provenance(&DocId::of_url(url)).unwrap().unwrap();
         assert_eq!((prov.publisher.as_str(), prov.cells.len()), ("peer-a", 2));
         // What a cell's new owner is handed: the chunks of that cell only.

@@ -38,6 +38,12 @@ pub struct Hit {
     /// matched it: with `score`, what [`fuse`] orders by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lexical_rank: Option<u32>,
+    /// Answered from postings (semantic placement): the cell of the network's codebook the
+    /// chunk was posted to, and the peer that crawled the page. `None` for this node's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crawled_by: Option<String>,
 }
 
 /// How a ranking by meaning (cosine) and a ranking by words (BM25 rank) become one.
@@ -273,6 +279,8 @@ impl LocalIndex {
             aliases: record.aliases,
             simhash: record.simhash,
             lexical_rank: None,
+            cell: None,
+            crawled_by: None,
         }))
     }
 

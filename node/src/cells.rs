@@ -95,7 +95,7 @@ pub fn withdrawal(url: &str, before: Option<(Vec<u32>, u64)>, now: &[Posting]) -
 /// Stores one batch of postings (grouped by document) and withdrawals; returns how many
 /// postings and withdrawals it took. Blocking.
 pub fn store_batch(store: &CellStore, inbound: &PostingsInbound) -> Result<u32, CellStoreError> {
-    let publisher = inbound.from.map_or_else(|| "self".to_string(), |p| p.to_string());
+    let publisher = inbound.from.map_or_else(|| weft_index::cells::SELF.to_string(), |p| p.to_string());
     let mut docs: BTreeMap<String, CellDoc> = BTreeMap::new();
     for p in &inbound.batch.postings {
         let Ok(id) = DocId::parse_hex(&p.doc) else { continue };
@@ -277,6 +277,8 @@ mod tests {
             aliases: Vec::new(),
             simhash: None,
             lexical_rank: rank,
+            cell: None,
+            crawled_by: None,
         }
     }
 

@@ -134,6 +134,8 @@ pub fn to_remote(h: Hit) -> RemoteHit {
         simhash: h.simhash,
         aliases: h.aliases.into_iter().filter(|a| a.len() <= 2048).take(MAX_ALIASES).collect(),
         lexical_rank: h.lexical_rank,
+        cell: h.cell,
+        crawled_by: h.crawled_by,
     }
 }
 
@@ -146,6 +148,8 @@ fn from_remote(r: RemoteHit) -> Hit {
         aliases: r.aliases,
         simhash: r.simhash,
         lexical_rank: r.lexical_rank,
+        cell: r.cell,
+        crawled_by: r.crawled_by,
     }
 }
 
@@ -166,6 +170,7 @@ impl Searcher {
         k: usize,
         scope: Option<Scope>,
         mode: Mode,
+        routing: weft_p2p::Routing,
     ) -> Result<SearchResponse, SearchError> {
         let started = Instant::now();
         // The words go along unless the asker wants meaning alone (each node still fuses
@@ -195,7 +200,8 @@ impl Searcher {
             text: words.as_deref().map(|w| cut(w, weft_p2p::search::MAX_QUERY_TEXT_BYTES)),
         };
         let fanout = self.config.fanout_for(members);
-        let (local, remote) = tokio::join!(self.index.search_query(vector, words, k), network.search(request, fanout));
+        let (local, remote) =
+            tokio::join!(self.index.search_query(vector, words, k), network.search_with(request, fanout, routing));
         let mut answers = vec![(me.clone(), local?.into_iter().map(to_remote).collect::<Vec<_>>())];
         answers.extend(remote.answers.iter().map(|a| (a.peer.clone(), a.hits.clone())));
         // Every node fused its own words and meaning; across nodes the cosines are comparable,

@@ -47,6 +47,6 @@ pub use exchange::{UrlKind, WireUrl};
 pub use libp2p::PeerId;
 pub use network::{
     start, Inbound, Joining, NetworkAnswer, NetworkConfig, NetworkHandle, NetworkStatus, P2pError, PeerAnswer,
-    PostingsInbound, PostingsStatus, SearchInbound, SearchStatus, Started,
+    PostingsInbound, PostingsStatus, Routing, SearchInbound, SearchStatus, Started,
 };
 pub use ring::{Ring, DEFAULT_VNODES};

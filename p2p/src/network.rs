@@ -298,7 +298,7 @@ pub use config::{tcp_target, NetworkConfig, P2pError};
 use handle::Command;
 pub use handle::{Inbound, NetworkHandle, Started};
 pub use postings::{PostingsInbound, PostingsStatus};
-pub use querying::{NetworkAnswer, PeerAnswer, SearchInbound, SearchStatus};
+pub use querying::{NetworkAnswer, PeerAnswer, Routing, SearchInbound, SearchStatus};
 
 /// A received batch waiting for the node to queue its URLs: the answer goes out when it has.
 type PendingReply = BoxFuture<'static, (ResponseChannel<BatchReply>, u32, u32, Option<u32>)>;
@@ -661,7 +661,7 @@ impl EventLoop {
                 // Batches already waiting go to the new owners now.
                 self.flush(true);
             }
-            Command::Search { request, fanout, reply } => self.start_search(request, fanout, reply),
+            Command::Search { request, fanout, routing, reply } => self.start_search(request, fanout, routing, reply),
             Command::SetSummary { model, centroids, weights } => self.set_summary(model, centroids, weights),
             Command::PublishPostings { postings, withdrawals } => self.publish_postings(postings, withdrawals),
             Command::HandOverPostings { to, postings } => self.hand_over_postings(to, postings),

@@ -53,6 +53,12 @@ pub struct RemoteHit {
     /// matched it: the asker fuses it with the cosine ranking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lexical_rank: Option<u32>,
+    /// Answered from postings: the cell the chunk was posted to, and the peer that crawled the
+    /// page (peers of earlier releases send neither).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crawled_by: Option<String>,
 }
 
 /// The answer to a [`SearchRequest`].
@@ -161,6 +167,11 @@ pub fn check_reply(hits: &[RemoteHit], k: u32) -> Result<(), BadReply> {
         }
         if let Some(c) = &h.page.canonical {
             check_url(c)?;
+        }
+        if h.crawled_by.as_ref().is_some_and(|p| p.len() > 128)
+            || h.cell.is_some_and(|c| c as usize >= crate::placement::MAX_CELLS)
+        {
+            return Err(BadReply::TooLarge("provenance"));
         }
         // A peer ranks at most a few times k documents by their words.
         if let Some(r) = h.lexical_rank.filter(|&r| r == 0 || r > k.saturating_mul(4).max(40)) {

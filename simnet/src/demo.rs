@@ -18,16 +18,23 @@ pub const QUESTIONS: [&str; 4] = [
 #[derive(Debug, Clone)]
 pub struct Answer {
     pub node: usize,
+    /// Answered from postings: the cell the chunk was posted to and the node that crawled it.
+    pub cell: Option<u32>,
+    pub crawled_by: Option<usize>,
     pub score: f64,
     pub title: String,
     pub url: String,
     pub snippet: String,
 }
 
-/// Asks the first node to search the network (`scope=network`): it routes the question to the
-/// peers whose routing summaries are closest and merges their answers with its own. Each
-/// result is labelled with the node that holds it.
-pub async fn ask(http: &reqwest::Client, nodes: &[LiveNode], question: &str, k: usize) -> Vec<Answer> {
+/// How a question was routed: the nodes asked as owners of its best cells, with those cells.
+pub type Route = Vec<(usize, Vec<u32>)>;
+
+/// Asks the first node to search the network (`scope=network`): it asks the owners of the
+/// question's best cells and the peers whose routing summaries are closest, and merges their
+/// answers with its own. Each result is labelled with the node that answered it; the route
+/// says which nodes were asked for which cells.
+pub async fn ask(http: &reqwest::Client, nodes: &[LiveNode], question: &str, k: usize) -> (Vec<Answer>, Route) {
     let mut node_of = std::collections::HashMap::new();
     for n in nodes {
         let Ok(r) = http.get(format!("http://{}/status", n.api)).send().await else { continue };
@@ -36,20 +43,35 @@ pub async fn ask(http: &reqwest::Client, nodes: &[LiveNode], question: &str, k: 
             node_of.insert(id.to_string(), n.node);
         }
     }
-    let Some(first) = nodes.first() else { return Vec::new() };
-    let Ok(v) = crate::search_eval::ask(http, first.api, question, k, false).await else { return Vec::new() };
-    v["hits"]
+    let Some(first) = nodes.first() else { return (Vec::new(), Vec::new()) };
+    let Ok(v) = crate::search_eval::ask(http, first.api, question, k, false).await else {
+        return (Vec::new(), Vec::new());
+    };
+    let route: Route = v["network"]["by_cell"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|pair| {
+            let node = node_of.get(pair[0].as_str()?).copied()?;
+            let cells = pair[1].as_array()?.iter().filter_map(|c| c.as_u64().map(|c| c as u32)).collect();
+            Some((node, cells))
+        })
+        .collect();
+    let answers = v["hits"]
         .as_array()
         .into_iter()
         .flatten()
         .map(|hit| Answer {
             node: hit["peer"].as_str().and_then(|p| node_of.get(p).copied()).unwrap_or(first.node),
+            cell: hit["cell"].as_u64().map(|c| c as u32),
+            crawled_by: hit["crawled_by"].as_str().and_then(|p| node_of.get(p).copied()),
             score: hit["score"].as_f64().unwrap_or(0.0),
             title: hit["title"].as_str().unwrap_or_default().to_string(),
             url: hit["url"].as_str().unwrap_or_default().to_string(),
             snippet: hit["snippet"].as_str().unwrap_or_default().to_string(),
         })
-        .collect()
+        .collect();
+    (answers, route)
 }
 
 /// Waits until no node has pages waiting for the embedder (at most `limit`).
@@ -118,12 +140,27 @@ pub async fn run(spec: &RunSpec) -> Result<(), RunError> {
             spinner.finish_and_clear();
             for question in QUESTIONS {
                 println!("\nweft search \"{question}\"   (asked at node {}, answered by the network)", nodes[0].node);
-                let answers = ask(&http, nodes, question, 3).await;
+                let (answers, route) = ask(&http, nodes, question, 3).await;
+                if !route.is_empty() {
+                    let asked: Vec<String> = route
+                        .iter()
+                        .map(|(node, cells)| {
+                            let cells: Vec<String> = cells.iter().map(u32::to_string).collect();
+                            format!("node {node} for cells {}", cells.join(", "))
+                        })
+                        .collect();
+                    println!("  asked by meaning: {}", asked.join("; "));
+                }
                 if answers.is_empty() {
                     println!("  (no answers yet)");
                 }
                 for a in answers {
-                    println!("  {:.2}  node {}  {}  {}", a.score, a.node, a.title, a.url);
+                    let from = match (a.cell, a.crawled_by) {
+                        (Some(cell), Some(by)) => format!(" (cell {cell}, crawled by node {by})"),
+                        (Some(cell), None) => format!(" (cell {cell}, its own crawl)"),
+                        _ => String::new(),
+                    };
+                    println!("  {:.2}  node {}{from}  {}  {}", a.score, a.node, a.title, a.url);
                     println!("        {}", shorten(&a.snippet, 110));
                 }
             }

@@ -45,6 +45,9 @@ pub struct Asked {
     pub query: String,
     /// Asked with `mode=dense` (judged for recall), or as a user asks (hybrid).
     pub dense: bool,
+    /// Routed by the peers' summaries alone (`routing=summaries`), to compare with the cells.
+    #[serde(default)]
+    pub by_summaries: bool,
     /// The node asked.
     pub node: usize,
     /// Seconds into the search phase.
@@ -93,6 +96,11 @@ pub struct SearchReport {
     pub hybrid_failed: usize,
     pub hybrid_ms_p50: f64,
     pub hybrid_overlap_at_10: f64,
+    /// The same questions by meaning, routed by the peers' summaries alone (placement by host's
+    /// routing, before cells): recall@10, peers contacted (mean) and p95 time.
+    pub summaries_recall_at_10: f64,
+    pub summaries_peers_contacted_mean: f64,
+    pub summaries_ms_p95: f64,
 }
 
 /// Strips a section number: "9.4. String Functions and Operators" → "String Functions and
@@ -139,10 +147,22 @@ pub async fn ask(
     k: usize,
     dense: bool,
 ) -> Result<serde_json::Value, String> {
+    ask_routed(http, api, q, k, dense, "cells").await
+}
+
+/// [`ask`], routed by `routing` (`cells` or `summaries`).
+pub async fn ask_routed(
+    http: &reqwest::Client,
+    api: std::net::SocketAddr,
+    q: &str,
+    k: usize,
+    dense: bool,
+    routing: &str,
+) -> Result<serde_json::Value, String> {
     let mode = if dense { "dense" } else { "hybrid" };
     let r = http
         .get(format!("http://{api}/search"))
-        .query(&[("q", q), ("k", &k.to_string()), ("scope", "network"), ("mode", mode)])
+        .query(&[("q", q), ("k", &k.to_string()), ("scope", "network"), ("mode", mode), ("routing", routing)])
         .timeout(Duration::from_secs(10))
         .send()
         .await
@@ -167,6 +187,7 @@ pub fn record(
     let mut a = Asked {
         query: query.to_string(),
         dense,
+        by_summaries: false,
         node,
         at_secs: at.as_secs_f64(),
         up,
@@ -297,9 +318,23 @@ pub fn judge(
     };
     let mut embedder = weft_index::Embedder::open(&embed, 1).map_err(|e| e.to_string())?;
     let (hybrid, asked): (Vec<&Asked>, Vec<&Asked>) = asked.iter().partition(|a| !a.dense);
-    let texts: Vec<&str> = asked.iter().chain(&hybrid).map(|a| a.query.as_str()).collect();
+    let (by_summaries, asked): (Vec<&Asked>, Vec<&Asked>) = asked.into_iter().partition(|a| a.by_summaries);
+    let texts: Vec<&str> = asked.iter().chain(&hybrid).chain(&by_summaries).map(|a| a.query.as_str()).collect();
     let mut vectors = embedder.embed(&texts).map_err(|e| e.to_string())?;
+    let summaries_vectors = vectors.split_off(asked.len() + hybrid.len());
     let hybrid_vectors = vectors.split_off(asked.len());
+    let (mut s_recalls, mut s_contacted, mut s_times) = (Vec::new(), Vec::new(), Vec::new());
+    for (a, q) in by_summaries.iter().copied().zip(&summaries_vectors).filter(|(a, _)| a.error.is_none()) {
+        let docs: Vec<&Doc> = a.up.iter().filter_map(|n| nodes.get(*n)).flatten().collect();
+        let truth = exact_top(q, &docs, 10);
+        if truth.is_empty() {
+            continue;
+        }
+        let found: HashSet<&str> = a.results.iter().flatten().map(String::as_str).collect();
+        s_recalls.push(truth.iter().filter(|d| found.contains(d.url.as_str())).count() as f64 / truth.len() as f64);
+        s_contacted.push(a.contacted as f64);
+        s_times.push(a.took_ms);
+    }
     let budget = (total_nodes as f64 * 0.2).ceil().max(4.0) as usize;
     let (mut recalls, mut down_recalls, mut times, mut contacted) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut oracles, mut spread) = (Vec::new(), Vec::new());
@@ -356,6 +391,9 @@ pub fn judge(
         hybrid_failed: hybrid.iter().filter(|a| a.error.is_some()).count(),
         hybrid_ms_p50: percentile(&hybrid_times, 0.5),
         hybrid_overlap_at_10: mean(&overlaps),
+        summaries_recall_at_10: mean(&s_recalls),
+        summaries_peers_contacted_mean: mean(&s_contacted),
+        summaries_ms_p95: percentile(&s_times, 0.95),
     })
 }
 

@@ -16,6 +16,7 @@ pub(super) enum Command {
     Search {
         request: SearchRequest,
         fanout: usize,
+        routing: super::Routing,
         reply: oneshot::Sender<NetworkAnswer>,
     },
     /// Postings of chunks this node indexed, and withdrawals, for their cells' owners.
@@ -65,8 +66,13 @@ impl NetworkHandle {
     /// DHT's semantic buckets (more only to replace peers that fail or stay silent), and
     /// returns what they answered by the deadline (`search.deadline_ms`).
     pub async fn search(&self, request: SearchRequest, fanout: usize) -> NetworkAnswer {
+        self.search_with(request, fanout, super::Routing::Cells).await
+    }
+
+    /// [`NetworkHandle::search`], choosing whom the question asks first (to compare routings).
+    pub async fn search_with(&self, request: SearchRequest, fanout: usize, routing: super::Routing) -> NetworkAnswer {
         let (reply, answer) = oneshot::channel();
-        if self.commands.send(Command::Search { request, fanout, reply }).is_err() {
+        if self.commands.send(Command::Search { request, fanout, routing, reply }).is_err() {
             return NetworkAnswer { partial: true, ..Default::default() };
         }
         answer.await.unwrap_or(NetworkAnswer { partial: true, ..Default::default() })

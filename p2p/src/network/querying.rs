@@ -50,6 +50,16 @@ const MAX_STRIKES: u32 = 3;
 /// joins gets it at once; a changed summary goes out at once).
 const REPUBLISH: Duration = Duration::from_secs(60);
 
+/// Whom a question asks first: the owners of its best cells (placement by meaning, the
+/// default), or — to compare, or where cells are off — the peers the routing summaries choose.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Routing {
+    #[default]
+    Cells,
+    Summaries,
+}
+
 /// A query from another node, for the node to answer from its index.
 #[derive(Debug)]
 pub struct SearchInbound {
@@ -121,6 +131,7 @@ pub struct SearchStatus {
 /// A query this node is running.
 struct Query {
     request: SearchRequest,
+    routing: Routing,
     fanout: usize,
     /// A silent peer is replaced after this long.
     hedge: Duration,
@@ -302,6 +313,7 @@ impl EventLoop {
         &mut self,
         request: SearchRequest,
         fanout: usize,
+        routing: Routing,
         reply: oneshot::Sender<NetworkAnswer>,
     ) {
         let now = Instant::now();
@@ -320,6 +332,7 @@ impl EventLoop {
         };
         let mut query = Query {
             request,
+            routing,
             fanout,
             hedge: Duration::from_millis(self.config.search.hedge_ms),
             reply: Some(reply),
@@ -399,7 +412,10 @@ impl EventLoop {
         let ranked = rank(&q.request.vector, &model, &self.querying.summaries, &members, &q.providers, |p| {
             p == me || self.querying.penalised(p, now)
         });
-        let (by_cell, ranked) = self.by_cell(&q.request.vector, q.fanout, ranked, now);
+        let (by_cell, ranked) = match q.routing {
+            Routing::Cells => self.by_cell(&q.request.vector, q.fanout, ranked, now),
+            Routing::Summaries => (Vec::new(), ranked),
+        };
         let q = self.querying.queries.get_mut(&id).expect("query present");
         q.discovering = None;
         q.answer.candidates = ranked.len();

@@ -256,11 +256,14 @@ impl Sim<'_> {
             let down: Vec<usize> = self.nodes.iter().filter(|n| n.state == State::Killed).map(|n| n.n).collect();
             let Some(&node) = up.get(i % up.len().max(1)) else { break };
             let api = std::net::SocketAddr::from(([127, 0, 0, 1], self.nodes[node].api_port));
-            // By meaning alone (judged for recall), then as a user asks (hybrid).
-            for dense in [true, false] {
+            // By meaning alone (judged for recall), the same routed by the summaries alone
+            // (today's routing before cells, side by side), then as a user asks (hybrid).
+            for (dense, routing) in [(true, "cells"), (true, "summaries"), (false, "cells")] {
                 let at = started.elapsed();
-                let answer = search_eval::ask(&self.http, api, q, 10, dense).await;
-                asked.push(search_eval::record(q, dense, node, at, (up.clone(), down.clone()), answer));
+                let answer = search_eval::ask_routed(&self.http, api, q, 10, dense, routing).await;
+                let mut a = search_eval::record(q, dense, node, at, (up.clone(), down.clone()), answer);
+                a.by_summaries = routing == "summaries";
+                asked.push(a);
             }
             if (i + 1) % 50 == 0 {
                 eprintln!("[search {:>3}s] {} questions asked", started.elapsed().as_secs(), i + 1);
