@@ -9,7 +9,7 @@
 use crate::common;
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use weft_node::Node;
 use weft_simnet::{topic_page, Site, WebServer, TOPICS};
 
@@ -20,14 +20,6 @@ const REPLICAS: usize = 2;
 
 fn host(topic: usize, j: usize) -> String {
     format!("c{topic}-{j}.test")
-}
-
-async fn until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 struct Member {
@@ -97,14 +89,14 @@ async fn pages_indexed_on_a_node_that_left_are_found_through_their_cells_owners(
         page_of.insert(t, server.url(&h.unwrap(), "/"));
     }
     a.crawler.add_seeds(&page_of.values().cloned().collect::<Vec<_>>()).await;
-    until("node A indexes the thirty pages", Duration::from_secs(180), || {
+    common::until("node A indexes the thirty pages", Duration::from_secs(180), || {
         a.index.status().stored.documents == TOPICS.len() as u64
     })
     .await;
     // Every page's postings reached its cells' owners, and nothing waits at A.
     let docs: Vec<weft_index::DocId> = (0..TOPICS.len()).map(|t| weft_index::DocId::of_url(&page_of[&t])).collect();
     let holders = |ms: &[Member], doc: &weft_index::DocId| ms.iter().filter(|m| m.holds(doc)).count();
-    until("node A's postings are stored by their owners", Duration::from_secs(60), || {
+    common::until("node A's postings are stored by their owners", Duration::from_secs(60), || {
         docs.iter().all(|d| holders(&members[1..], d) >= 1) && a.net.status().postings.backlog == 0
     })
     .await;
@@ -120,7 +112,7 @@ async fn pages_indexed_on_a_node_that_left_are_found_through_their_cells_owners(
 
     // A stops: its index goes with it.
     members.remove(0).stop().await;
-    until("the others see A gone", Duration::from_secs(30), || {
+    common::until("the others see A gone", Duration::from_secs(30), || {
         members.iter().all(|m| m.net.status().members.len() == NODES - 1)
     })
     .await;
@@ -150,10 +142,12 @@ async fn pages_indexed_on_a_node_that_left_are_found_through_their_cells_owners(
     // D joins: the cells it gains are handed to it by their former owners, and every page of
     // A is held by at least as many members as a cell has owners.
     members.push(member(&server, dirs[NODES].path(), NODES, bootstrap_of(&members[0])).await);
-    until("D is a member", Duration::from_secs(60), || members.iter().all(|m| m.net.status().members.len() == NODES))
-        .await;
+    common::until("D is a member", Duration::from_secs(60), || {
+        members.iter().all(|m| m.net.status().members.len() == NODES)
+    })
+    .await;
     let d = members.last().unwrap();
-    until("the cells' postings are handed to their new owners", Duration::from_secs(60), || {
+    common::until("the cells' postings are handed to their new owners", Duration::from_secs(60), || {
         d.net.status().postings.received > 0 && docs.iter().all(|doc| holders(&members, doc) >= REPLICAS)
     })
     .await;

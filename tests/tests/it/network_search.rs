@@ -28,14 +28,6 @@ async fn get(http: &reqwest::Client, api: std::net::SocketAddr, q: &str, k: usiz
     r.json().await.unwrap()
 }
 
-async fn until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 /// A bare network member (no crawler, no index) whose queries the test answers by hand.
 struct RawPeer {
     handle: weft_p2p::NetworkHandle,
@@ -133,12 +125,12 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
     }
     let seeds: Vec<String> = page_of.values().map(|(u, _)| u.clone()).collect();
     crawlers[0].add_seeds(&seeds).await;
-    until("every node indexes its six topics", Duration::from_secs(120), || {
+    common::until("every node indexes its six topics", Duration::from_secs(120), || {
         indexes.iter().all(|i| i.status().stored.documents == (TOPICS.len() / NODES) as u64)
     })
     .await;
     // Every node's summary covers its whole index, and every node holds those latest versions.
-    until("every node holds every other node's latest summary", Duration::from_secs(60), || {
+    common::until("every node holds every other node's latest summary", Duration::from_secs(60), || {
         let statuses: Vec<_> = nets.iter().map(|n| n.status()).collect();
         let complete = statuses.iter().zip(&indexes).all(|(s, i)| s.search.summary_chunks == i.status().stored.chunks);
         complete
@@ -240,7 +232,7 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
         peer.handle.set_summary(model.clone(), vec![vector], vec![1]);
         peers.push(peer);
     }
-    until("node 0 knows the three new members' summaries", Duration::from_secs(60), || {
+    common::until("node 0 knows the three new members' summaries", Duration::from_secs(60), || {
         nets[0].status().search.summaries_known == NODES - 1 + 3
     })
     .await;

@@ -75,3 +75,12 @@ pub use weft_simnet::failures::{one_network_at_a_time, WorkDir};
 pub fn work_dir() -> WorkDir {
     WorkDir::for_this_test().expect("a temporary dir")
 }
+
+/// Waits until `ok` holds, checking every 100 ms; fails the test after `limit`, naming `what`.
+pub async fn until(what: &str, limit: std::time::Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + limit;
+    while !ok() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
