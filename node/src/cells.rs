@@ -19,6 +19,8 @@ pub const MAX_CELL_CHUNKS: usize = 500_000;
 /// A received batch that takes longer than this to store is answered busy (sled can hang
 /// when its files fail under it).
 const STORE_BOUND: Duration = Duration::from_secs(30);
+/// How often what was stored becomes searchable by its words.
+const SYNC_EVERY: Duration = Duration::from_secs(2);
 
 /// Opens the cell store under `cells/` in the data dir.
 pub fn open(
@@ -122,14 +124,37 @@ pub fn store_batch(store: &CellStore, inbound: &PostingsInbound) -> Result<u32, 
             taken += 1;
         }
     }
-    store.sync()?;
     Ok(taken)
 }
 
 /// Stores the postings the network delivers for this node's cells until it stops; each
 /// received batch is acknowledged once stored (or answered busy, and sent again).
 pub async fn store_postings(store: Arc<CellStore>, mut inbound: tokio::sync::mpsc::Receiver<PostingsInbound>) {
-    while let Some(mut batch) = inbound.recv().await {
+    // The words' index (tantivy, a cache of sled) is committed every SYNC_EVERY, not per
+    // batch: a commit per batch of a few postings cost twenty nodes on two cores most of their
+    // CPU. What is acknowledged is in sled already.
+    let mut sync = tokio::time::interval(SYNC_EVERY);
+    sync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut dirty = false;
+    loop {
+        let mut batch = tokio::select! {
+            batch = inbound.recv() => match batch {
+                Some(b) => b,
+                None => break,
+            },
+            _ = sync.tick() => {
+                if std::mem::take(&mut dirty) {
+                    let s = store.clone();
+                    match tokio::task::spawn_blocking(move || s.sync()).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => tracing::warn!("cell store: {e}"),
+                        Err(e) => tracing::warn!("cell store: {e}"),
+                    }
+                }
+                continue;
+            }
+        };
+        dirty = true;
         let reply = batch.reply.take();
         let s = store.clone();
         let task = tokio::task::spawn_blocking(move || store_batch(&s, &batch));
@@ -152,6 +177,7 @@ pub async fn store_postings(store: Arc<CellStore>, mut inbound: tokio::sync::mps
             let _ = reply.send(taken);
         }
     }
+    let _ = tokio::task::spawn_blocking(move || store.sync()).await;
 }
 
 /// Hands the postings this node holds for its cells to the cells' new owners whenever the

@@ -20,6 +20,9 @@ const FIRST_RETRY: Duration = Duration::from_secs(2);
 const MAX_RETRY: Duration = Duration::from_secs(120);
 /// Bytes of postings in one batch, at most (estimated: text, vector, metadata).
 const BATCH_BYTES: usize = 2 * 1024 * 1024;
+/// A batch that is not full waits this long for more postings to the same owner: a page's
+/// postings are a few per owner, and every batch costs its owner a request and a write.
+pub const LINGER: Duration = Duration::from_secs(1);
 
 /// A withdrawal and the cells its document was posted to (their owners get it).
 #[derive(Debug, Clone, PartialEq)]
@@ -74,6 +77,9 @@ pub struct Publisher {
     replicas: usize,
     max_waiting: usize,
     queues: BTreeMap<PeerId, VecDeque<Item>>,
+    /// When each owner's queue last became non-empty (its batch goes [`LINGER`] later, or
+    /// when full).
+    since: BTreeMap<PeerId, Instant>,
     /// Owners with a batch in flight (one each).
     busy: HashSet<PeerId>,
     retries: Vec<(Instant, Flight)>,
@@ -91,6 +97,7 @@ impl Publisher {
             replicas: replicas.max(1),
             max_waiting,
             queues: BTreeMap::new(),
+            since: BTreeMap::new(),
             busy: HashSet::new(),
             retries: Vec::new(),
             waiting: 0,
@@ -129,6 +136,7 @@ impl Publisher {
                 continue;
             }
             self.waiting += 1;
+            self.since.entry(owner).or_insert_with(Instant::now);
             self.queues.entry(owner).or_default().push_back(Item::HandOver(p));
         }
     }
@@ -149,6 +157,7 @@ impl Publisher {
                     continue;
                 }
                 self.waiting += 1;
+                self.since.entry(owner).or_insert_with(Instant::now);
                 self.queues.entry(owner).or_default().push_back(item.clone());
             }
             // A ring of this node alone (or a stale one) still keeps what is its own.
@@ -189,7 +198,7 @@ impl Publisher {
             }
             let _ = self.route(moved, ring, me, false);
         }
-        let owners: Vec<PeerId> = self.queues.keys().filter(|o| !self.busy.contains(*o)).copied().collect();
+        let owners: Vec<PeerId> = self.queues.keys().filter(|o| self.ready(o, now)).copied().collect();
         for owner in owners {
             let Some(queue) = self.queues.get_mut(&owner) else { continue };
             let mut items = Vec::new();
@@ -207,6 +216,9 @@ impl Publisher {
             }
             if queue.is_empty() {
                 self.queues.remove(&owner);
+                self.since.remove(&owner);
+            } else {
+                self.since.insert(owner, now);
             }
             if items.is_empty() {
                 continue;
@@ -217,14 +229,32 @@ impl Publisher {
         out
     }
 
-    /// When the next retry is due (queued batches are due at once: see [`Publisher::has_ready`]).
+    /// When the next retry is due.
     pub fn next_retry(&self) -> Option<Instant> {
         self.retries.iter().map(|(at, _)| *at).min()
     }
 
-    /// Whether a batch could go out now.
-    pub fn has_ready(&self) -> bool {
-        self.queues.keys().any(|o| !self.busy.contains(o))
+    /// When [`Publisher::due`] next has something to send: a retry, or a queue that is full or
+    /// has waited [`LINGER`].
+    pub fn next_due(&self) -> Option<Instant> {
+        let queued = self.queues.iter().filter(|(o, _)| !self.busy.contains(*o)).map(|(o, q)| {
+            let since = self.since.get(o).copied().unwrap_or_else(Instant::now);
+            if q.len() >= MAX_BATCH_ITEMS {
+                since
+            } else {
+                since + LINGER
+            }
+        });
+        queued.chain(self.next_retry()).min()
+    }
+
+    /// Whether `owner`'s queue may go now: no batch in flight, and full or waited [`LINGER`].
+    fn ready(&self, owner: &PeerId, now: Instant) -> bool {
+        !self.busy.contains(owner)
+            && self
+                .queues
+                .get(owner)
+                .is_some_and(|q| q.len() >= MAX_BATCH_ITEMS || self.since.get(owner).is_none_or(|s| now >= *s + LINGER))
     }
 
     /// `flight` was acknowledged: stored at its owner.
@@ -305,7 +335,17 @@ mod tests {
         }
         assert_eq!(mine.postings.len(), expected_mine);
         assert_eq!(p.waiting(), expected_out);
-        let now = Instant::now();
+        assert!(
+            p.due(&ring, &me, Instant::now()).iter().all(|f| f.batch.len() == MAX_BATCH_ITEMS),
+            "only full ones at once"
+        );
+        let now = Instant::now() + LINGER;
+        p = {
+            // Start over so the first batches are the lingered ones.
+            let mut q = Publisher::new("cb", 3, 10_000);
+            q.publish(postings.clone(), Vec::new(), &ring, &me);
+            q
+        };
         let first = p.due(&ring, &me, now);
         assert!(first.iter().all(|f| f.batch.len() <= MAX_BATCH_ITEMS && f.owner != me));
         let owners: HashSet<PeerId> = first.iter().map(|f| f.owner).collect();
@@ -313,12 +353,14 @@ mod tests {
         assert!(p.due(&ring, &me, now).is_empty(), "nothing more until those are answered");
         let mut sent = 0;
         let mut flights = first;
+        let mut t = now;
         while !flights.is_empty() {
             for f in flights {
                 sent += f.batch.len();
                 p.acked(f);
             }
-            flights = p.due(&ring, &me, now);
+            t += LINGER;
+            flights = p.due(&ring, &me, t);
         }
         assert_eq!(sent, expected_out);
         assert_eq!((p.waiting(), p.delivered as usize), (0, expected_out));
@@ -334,7 +376,8 @@ mod tests {
         let cell = (0..100).find(|c| cell_owners(&ring, "cb", *c, 1)[0] != me).unwrap();
         let owner = cell_owners(&ring, "cb", cell, 1)[0];
         assert!(p.publish(vec![posting(cell, 1)], Vec::new(), &ring, &me).is_empty());
-        let now = Instant::now();
+        assert!(p.due(&ring, &me, Instant::now()).is_empty(), "a batch of one lingers");
+        let now = Instant::now() + LINGER;
         let f = p.due(&ring, &me, now).pop().unwrap();
         assert_eq!(f.owner, owner);
         p.failed(f, now);
@@ -362,13 +405,13 @@ mod tests {
         let mut p = Publisher::new("cb", 3, 100);
         p.hand_over(new, vec![posting(1, 1), posting(2, 2)]);
         p.publish(vec![posting(1, 3)], Vec::new(), &ring, &me);
-        let due = p.due(&ring, &me, Instant::now());
+        let due = p.due(&ring, &me, Instant::now() + LINGER);
         let to_new: Vec<&Flight> = due.iter().filter(|f| f.owner == new).collect();
         assert_eq!(to_new.len(), 1, "one batch in flight per owner");
         assert!(to_new[0].batch.handover && to_new[0].batch.postings.len() == 2, "{:?}", to_new[0].batch);
         let f = due.into_iter().find(|f| f.owner == new).unwrap();
         p.acked(f);
-        let next = p.due(&ring, &me, Instant::now());
+        let next = p.due(&ring, &me, Instant::now() + LINGER * 2);
         let f = next.iter().find(|f| f.owner == new).unwrap();
         assert!(!f.batch.handover && f.batch.postings.len() == 1, "then its own publication");
     }
@@ -386,7 +429,7 @@ mod tests {
         let t = Tombstone { doc: format!("{:032x}", 1), url: "http://a.test/1".into(), at: 2 };
         let mine = p.publish(Vec::new(), vec![Withdrawal { tombstone: t.clone(), cells: vec![1, 2] }], &ring, &me);
         assert_eq!(mine.tombstones, vec![t.clone()], "once, for all its cells");
-        let due = p.due(&ring, &me, Instant::now());
+        let due = p.due(&ring, &me, Instant::now() + LINGER);
         assert_eq!(due.len(), 2);
         assert!(due.iter().all(|f| f.batch.tombstones == vec![t.clone()]));
     }

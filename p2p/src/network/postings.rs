@@ -90,10 +90,7 @@ impl State {
 
     /// When the outbox next has something to send.
     pub(super) fn next_due(&self) -> Option<Instant> {
-        if self.publisher.has_ready() {
-            return Some(Instant::now());
-        }
-        self.publisher.next_retry()
+        self.publisher.next_due()
     }
 
     pub(super) fn status(&self, ring: &Ring, me: &PeerId) -> PostingsStatus {
