@@ -112,6 +112,9 @@ pub(super) fn spawn(spec: &RunSpec, node: &mut Node) -> Result<(), RunError> {
         .args(["--log-format", "json", "start", "--config"])
         .arg(node.dir.join("weft.toml"))
         .env("RUST_LOG", "info")
+        // The simulator's own setting, not the node's: `WEFT_*` is the node's configuration,
+        // and it refuses a key it does not know.
+        .env_remove("WEFT_SWEEP_SEEDS")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)
