@@ -70,21 +70,6 @@ pub enum Put {
     Unchanged,
 }
 
-/// A chunk held for a cell, with what a posting of it carries.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HeldChunk {
-    pub cell: u32,
-    pub id: DocId,
-    pub page: weft_page::PageMeta,
-    pub language: Option<String>,
-    pub simhash: Option<u64>,
-    pub fetched_at: u64,
-    pub publisher: String,
-    pub position: u32,
-    pub text: String,
-    pub vector: Vec<f32>,
-}
-
 /// See the module doc.
 pub struct CellStore {
     index: LocalIndex,
@@ -190,9 +175,10 @@ impl CellStore {
         }
     }
 
-    /// The chunks held for `cells` (to hand to a cell's new owner). Reads every document's
-    /// provenance: a ring change is rare next to what a store holds.
-    pub fn held_in(&self, cells: &std::collections::BTreeSet<u32>) -> Result<Vec<HeldChunk>, IndexError> {
+    /// The chunks held for `cells` (to hand to a cell's new owner), by document: each as its
+    /// publisher sent it, with the chunks of those cells only (a chunk once per cell). Reads
+    /// every document's provenance: a ring change is rare next to what a store holds.
+    pub fn held_in(&self, cells: &std::collections::BTreeSet<u32>) -> Result<Vec<CellDoc>, IndexError> {
         let mut out = Vec::new();
         for entry in self.provenance.iter() {
             let (key, bytes) = entry.map_err(IndexError::Store)?;
@@ -204,25 +190,24 @@ impl CellStore {
             let Ok(raw) = <[u8; 16]>::try_from(key.as_ref()) else { continue };
             let id = DocId(raw);
             let Some(record) = self.index.store().doc(&id)? else { continue };
+            let mut chunks = Vec::new();
             for (position, cell) in prov.cells.iter().filter(|(_, c)| cells.contains(c)) {
                 let key = id.chunk_key(*position);
                 let (Some(chunk), Some(vector)) = (self.index.store().chunk(key)?, self.index.store().vector(key)?)
                 else {
                     continue;
                 };
-                out.push(HeldChunk {
-                    cell: *cell,
-                    id,
-                    page: record.page(),
-                    language: record.language.clone(),
-                    simhash: record.simhash,
-                    fetched_at: record.fetched_at,
-                    publisher: prov.publisher.clone(),
-                    position: *position,
-                    text: chunk.text()?,
-                    vector,
-                });
+                chunks.push(CellChunk { cell: *cell, position: *position, text: chunk.text()?, vector });
             }
+            out.push(CellDoc {
+                id,
+                page: record.page(),
+                language: record.language,
+                simhash: record.simhash,
+                fetched_at: record.fetched_at,
+                publisher: prov.publisher,
+                chunks,
+            });
         }
         Ok(out)
     }
@@ -317,8 +302,9 @@ mod tests {
         assert_eq!((prov.publisher.as_str(), prov.cells.len()), ("peer-a", 2));
         // What a cell's new owner is handed: the chunks of that cell only.
         let held = store.held_in(&[3].into_iter().collect()).unwrap();
-        assert_eq!(held.len(), 1);
-        assert_eq!((held[0].cell, held[0].position, held[0].text.as_str()), (3, 3, "delta echo foxtrot"));
+        assert_eq!((held.len(), held[0].chunks.len()), (1, 1));
+        let chunk = &held[0].chunks[0];
+        assert_eq!((chunk.cell, chunk.position, chunk.text.as_str()), (3, 3, "delta echo foxtrot"));
         assert_eq!((held[0].fetched_at, held[0].page.url.as_str()), (10, url));
         // An older fetch changes nothing; a newer one replaces every chunk.
         assert_eq!(store.put(doc(url, 5, &[(1, "old", [0.0, 0.0, 1.0, 0.0])])).unwrap(), Put::Unchanged);

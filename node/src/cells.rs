@@ -40,29 +40,40 @@ pub fn postings_of(index: &LocalIndex, url: &str, book: &Codebook, model: &str) 
     if record.state != DocState::Indexed {
         return Ok(Vec::new());
     }
-    let page = record.page();
-    let mut out = Vec::new();
+    let mut chunks = Vec::new();
     for key in &record.chunks {
         let (Some(chunk), Some(vector)) = (index.store().chunk(*key)?, index.store().vector(*key)?) else { continue };
         let text = chunk.text()?;
-        let encoded = Posting::encode_vector(&vector);
         for (cell, _) in book.nearest(&vector, MAX_CELLS_PER_CHUNK) {
-            out.push(Posting {
-                codebook: book.id().to_string(),
-                cell,
-                model: model.to_string(),
-                doc: id.hex(),
-                position: chunk.position,
-                page: page.clone(),
-                text: text.clone(),
-                vector: encoded.clone(),
-                simhash: record.simhash,
-                language: record.language.clone(),
-                fetched_at: record.fetched_at,
-            });
+            chunks.push(CellChunk { cell, position: chunk.position, text: text.clone(), vector: vector.clone() });
         }
     }
-    Ok(out)
+    let page = record.page();
+    let (language, simhash, fetched_at) = (record.language, record.simhash, record.fetched_at);
+    let doc = CellDoc { id, page, language, simhash, fetched_at, publisher: weft_index::cells::SELF.into(), chunks };
+    Ok(postings(doc, book, model))
+}
+
+/// A document's chunks as postings, one per (chunk, cell): what is published, and what a cell's
+/// former owner hands to its new one.
+pub fn postings(doc: CellDoc, book: &Codebook, model: &str) -> Vec<Posting> {
+    let doc_hex = doc.id.hex();
+    doc.chunks
+        .into_iter()
+        .map(|c| Posting {
+            codebook: book.id().to_string(),
+            cell: c.cell,
+            model: model.to_string(),
+            doc: doc_hex.clone(),
+            position: c.position,
+            page: doc.page.clone(),
+            text: c.text,
+            vector: Posting::encode_vector(&c.vector),
+            simhash: doc.simhash,
+            language: doc.language.clone(),
+            fetched_at: doc.fetched_at,
+        })
+        .collect()
 }
 
 /// The cells the document stored under `url` was posted to, and its fetch time: what a
@@ -114,9 +125,9 @@ pub fn store_batch(store: &CellStore, inbound: &PostingsInbound) -> Result<u32, 
     }
     let mut taken = 0u32;
     for (_, doc) in docs {
-        let n = inbound.batch.postings.iter().filter(|p| p.doc == doc.id.hex()).count() as u32;
+        // One chunk per posting (a chunk posted to two cells comes twice; stored once).
+        taken += doc.chunks.len() as u32;
         store.put(doc)?;
-        taken += n;
     }
     for t in &inbound.batch.tombstones {
         if let Ok(id) = DocId::parse_hex(&t.doc) {
@@ -215,21 +226,8 @@ pub async fn hand_over_on_changes(
             }
         };
         let mut to: BTreeMap<weft_p2p::PeerId, Vec<Posting>> = BTreeMap::new();
-        for h in held {
-            let posting = Posting {
-                codebook: book.id().to_string(),
-                cell: h.cell,
-                model: model.clone(),
-                doc: h.id.hex(),
-                position: h.position,
-                page: h.page,
-                text: h.text,
-                vector: Posting::encode_vector(&h.vector),
-                simhash: h.simhash,
-                language: h.language,
-                fetched_at: h.fetched_at,
-            };
-            for owner in &gained[&h.cell] {
+        for posting in held.into_iter().flat_map(|doc| postings(doc, book, &model)) {
+            for owner in &gained[&posting.cell] {
                 to.entry(*owner).or_default().push(posting.clone());
             }
         }

@@ -732,7 +732,7 @@ impl EventLoop {
             dht_lookup_ms_p50: percentile(&self.latencies, 0.5),
             dht_lookup_ms_p99: percentile(&self.latencies, 0.99),
             search: self.querying.status(),
-            postings: self.postings.status(self.members.ring(), &local),
+            postings: self.postings.status(&self.ring.borrow().clone(), &local),
             reachability: self.reach.status(
                 self.relay_served.reservations.len(),
                 self.relay_served.circuits,

@@ -66,6 +66,9 @@ pub(super) struct State {
     rate: RateLimit,
     strikes: HashMap<PeerId, u32>,
     counts: PostingsStatus,
+    /// Cells owned on the ring last counted, and that ring (the status is published after
+    /// every event; the ring changes seldom).
+    owned: Option<(Arc<Ring>, usize)>,
 }
 
 impl State {
@@ -85,6 +88,7 @@ impl State {
                 replicas: replicas.max(1),
                 ..Default::default()
             },
+            owned: None,
         }
     }
 
@@ -93,10 +97,17 @@ impl State {
         self.publisher.next_due()
     }
 
-    pub(super) fn status(&self, ring: &Ring, me: &PeerId) -> PostingsStatus {
-        let cells_owned = (0..self.codebook.len() as u32)
-            .filter(|c| cell_owners(ring, self.codebook.id(), *c, self.counts.replicas).contains(me))
-            .count();
+    pub(super) fn status(&mut self, ring: &Arc<Ring>, me: &PeerId) -> PostingsStatus {
+        let cells_owned = match &self.owned {
+            Some((counted, n)) if Arc::ptr_eq(counted, ring) => *n,
+            _ => {
+                let n = (0..self.codebook.len() as u32)
+                    .filter(|c| cell_owners(ring, self.codebook.id(), *c, self.counts.replicas).contains(me))
+                    .count();
+                self.owned = Some((ring.clone(), n));
+                n
+            }
+        };
         PostingsStatus {
             cells_owned,
             published: self.publisher.delivered,

@@ -458,15 +458,16 @@ impl EventLoop {
             .iter()
             .map(|(p, cells)| Candidate { peer: p.to_string(), score: score_of(cells), from_summary: false })
             .collect();
+        let mut listed: HashSet<String> = order.iter().map(|c| c.peer.clone()).collect();
         // The summaries' choices next: peers hold what they crawled, posted or not yet.
         for c in ranked {
-            if !order.iter().any(|o| o.peer == c.peer) {
+            if listed.insert(c.peer.clone()) {
                 order.push(c);
             }
         }
         for (_, score, os) in &owners {
             for o in os.iter().filter(|o| up(o)) {
-                if !order.iter().any(|c| c.peer == o.to_string()) {
+                if listed.insert(o.to_string()) {
                     order.push(Candidate { peer: o.to_string(), score: *score, from_summary: false });
                 }
             }
