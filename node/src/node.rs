@@ -413,7 +413,9 @@ async fn spawn_network(
         tokio::spawn(crate::routing::receive(crawler.clone(), journal.clone(), handover.clone(), started.inbound));
     tasks.spawn(crate::routing::forget_acknowledged(journal.clone(), started.acked));
     let grace = Duration::from_millis(config.politeness.handover_grace_ms);
-    tasks.spawn(crate::routing::hand_off_on_changes(crawler.clone(), handle.clone(), journal.clone(), grace));
+    // A render on a host given away is waited for up to its own timeout.
+    let renders = Duration::from_secs(config.layouts.render_timeout_secs);
+    tasks.spawn(crate::routing::hand_off_on_changes(crawler.clone(), handle.clone(), journal.clone(), grace, renders));
     if !config.p2p.bootstrap.is_empty() {
         wait_for_members(config, &handle).await;
     }

@@ -211,6 +211,7 @@ pub async fn hand_off_on_changes(
     network: NetworkHandle,
     journal: Journal,
     grace: std::time::Duration,
+    renders: Duration,
 ) {
     let me = network.peer_id();
     let mut rings = network.ring_changes();
@@ -246,19 +247,56 @@ pub async fn hand_off_on_changes(
         let joined: Vec<PeerId> =
             ring.members().iter().filter(|m| **m != me && !previous.contains(m)).copied().collect();
         previous = ring.clone();
-        let mut hosts = 0usize;
+        let mut given: HashSet<String> = HashSet::new();
         let keep = |host: &str| {
             let keep = owner(&ring, host).map(|o| *o == me).unwrap_or(true);
             if !keep {
-                hosts += 1;
+                given.insert(host.to_string());
             }
             keep
         };
-        let urls = give_away(&crawler, &network, &journal, keep, joined).await;
-        if hosts > 0 {
-            tracing::info!(urls, hosts, members = ring.members().len(), "handed hosts to their new owners");
+        let urls = give_away(&crawler, &network, &journal, keep, Vec::new()).await;
+        if !given.is_empty() {
+            tracing::info!(
+                urls,
+                hosts = given.len(),
+                members = ring.members().len(),
+                "handed hosts to their new owners"
+            );
         }
+        tell_joined_after_renders(&crawler, &network, given, joined, renders);
     }
+}
+
+/// Tells the members that joined that this node's hand-over is complete (their marker), once
+/// the requests in flight and the browser's renders on hosts just given away have ended — for
+/// at most `bound`. A joiner starts on its hosts when the marker arrives (and the grace has passed): a
+/// render still running here went on asking the host's scripts and styles after the joiner's
+/// first request (the churn sweep's seed 3: 125 ms apart). The URLs went out already; only
+/// the word that they are complete waits.
+fn tell_joined_after_renders(
+    crawler: &Crawler,
+    network: &NetworkHandle,
+    given: HashSet<String>,
+    joined: Vec<PeerId>,
+    bound: Duration,
+) {
+    if joined.is_empty() {
+        return;
+    }
+    let rendering_given = move |crawler: &Crawler| crawler.busy_hosts().iter().any(|h| given.contains(h));
+    if !rendering_given(crawler) {
+        network.hand_off(Vec::new(), joined);
+        return;
+    }
+    let (crawler, network) = (crawler.clone(), network.clone());
+    tokio::spawn(async move {
+        let until = Instant::now() + bound;
+        while rendering_given(&crawler) && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        network.hand_off(Vec::new(), joined);
+    });
 }
 
 /// The first step of leaving, taken as soon as the crawl stops starting requests — not after

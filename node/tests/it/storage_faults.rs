@@ -190,22 +190,32 @@ fn a_read_only_data_dir_under_a_running_node() {
     let config = write_config(&server, dir.path(), &data);
     let (mut child, mut logs) = start_until(&server, &config, 5);
     // The data dir's path becomes a read-only view of itself (what a remount read-only after
-    // an I/O error looks like to a process).
-    let Some(bind) = Mounted::new(&["--bind", data.to_str().unwrap()], &data) else {
+    // an I/O error looks like to a process). The view is made read-only elsewhere first and
+    // then bound over the data dir, read-only from its first instant: a bind over the data
+    // dir remounted read-only in place fails with "mount point is busy" whenever the node
+    // opened a file for writing through it in between (it rotates journals and segments).
+    let view = dir.path().join("read-only-view");
+    std::fs::create_dir(&view).unwrap();
+    let Some(view_mount) = Mounted::new(&["--bind", data.to_str().unwrap()], &view) else {
         let _ = child.kill();
         return;
     };
-    if let Err(e) = run("mount", &["-o", "remount,bind,ro", data.to_str().unwrap()]) {
+    if let Err(e) = run("mount", &["-o", "remount,bind,ro", view.to_str().unwrap()]) {
         common::skip(&format!("cannot remount read-only ({e})"));
         let _ = child.kill();
         return;
     }
+    let Some(bind) = Mounted::new(&["--bind", view.to_str().unwrap()], &data) else {
+        let _ = child.kill();
+        return;
+    };
     let (code, took) = exit_within(&mut child, EXIT_BOUND);
     assert_eq!(code, 74, "a storage fault exits with EX_IOERR");
     let error = logs.field("error", "");
     assert!(error.contains("Read-only file system") || error.contains("os error 30"), "{error}");
     println!("read-only: exit {code} after {:.1} s ({error})", took.as_secs_f64());
     drop(bind);
+    drop(view_mount);
     restart_resumes(&server, &config);
 }
 

@@ -1,0 +1,257 @@
+//! Hostile publishers on `/weft/postings/1`, over real libp2p on loopback: a stranger; a
+//! member posting pages of a host it never owned, claiming a cell its vector is not in, or
+//! withdrawing another member's page; a member flooding past its rate. The hostile member is
+//! a bare rust-libp2p peer holding a real member's identity — what a modified node is: the
+//! receiver attributes everything it sends to that member, and a posting stands for a page
+//! only when its publisher owned the page's host.
+
+use futures::StreamExt;
+use libp2p::request_response::{self, OutboundRequestId, ProtocolSupport};
+use libp2p::swarm::SwarmEvent;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use weft_config::P2pConfig;
+use weft_p2p::codec::{Codec, Frame};
+use weft_p2p::postings::{PageMeta, Posting, PostingBatch, PostingReply, PostingWire, Tombstone};
+use weft_p2p::{NetworkConfig, NetworkHandle, PeerId, Ring, DEFAULT_VNODES};
+
+const MODEL: &str = "test-model";
+
+fn config(bootstrap: Vec<String>) -> NetworkConfig {
+    let c = P2pConfig {
+        enabled: true,
+        listen: vec!["/ip4/127.0.0.1/tcp/0".into()],
+        bootstrap,
+        heartbeat_secs: 1,
+        missed_heartbeats: 3,
+        ..P2pConfig::default()
+    };
+    let mut n = NetworkConfig::from_config(&c).unwrap();
+    n.model = Some(MODEL.into());
+    n
+}
+
+/// What reached a node's store: (from whom, the posting).
+type Stored = Arc<Mutex<Vec<(Option<PeerId>, Posting)>>>;
+
+/// A node that stores what reaches it (records it here) and acknowledges it, as a node's
+/// cell store does.
+fn holder(
+    key: libp2p::identity::Keypair,
+    bootstrap: Vec<String>,
+) -> (NetworkHandle, tokio::task::JoinHandle<()>, Stored) {
+    let started = weft_p2p::start(key, config(bootstrap)).unwrap();
+    let (n, task, mut postings) = (started.handle, started.task, started.postings);
+    let stored: Stored = Arc::default();
+    let into = stored.clone();
+    tokio::spawn(async move {
+        while let Some(i) = postings.recv().await {
+            let taken = i.batch.postings.len() as u32;
+            into.lock().unwrap().extend(i.batch.postings.into_iter().map(|p| (i.from, p)));
+            if let Some(reply) = i.reply {
+                let _ = reply.send(Some(taken));
+            }
+        }
+    });
+    (n, task, stored)
+}
+
+async fn within<T>(secs: u64, what: &str, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(secs), f).await.unwrap_or_else(|_| panic!("timed out: {what}"))
+}
+
+/// A bare libp2p peer speaking only `/weft/postings/1`, under an identity of its choosing.
+struct Publisher {
+    swarm: libp2p::Swarm<request_response::Behaviour<Codec<PostingWire>>>,
+    target: PeerId,
+}
+
+impl Publisher {
+    async fn connect(key: libp2p::identity::Keypair, target: &str) -> Publisher {
+        let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
+            .with_tokio()
+            .with_tcp(libp2p::tcp::Config::default(), libp2p::noise::Config::new, libp2p::yamux::Config::default)
+            .unwrap()
+            .with_behaviour(|_| {
+                request_response::Behaviour::with_codec(
+                    Codec::<PostingWire>::new().0,
+                    [(weft_p2p::behaviour::POSTINGS_PROTOCOL, ProtocolSupport::Outbound)],
+                    request_response::Config::default(),
+                )
+            })
+            .unwrap()
+            .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(120)))
+            .build();
+        let addr: libp2p::Multiaddr = target.parse().unwrap();
+        let Some(libp2p::multiaddr::Protocol::P2p(peer)) = addr.iter().last() else { panic!("{target}") };
+        swarm.dial(addr).unwrap();
+        within(20, "the publisher's connection", async {
+            loop {
+                if let SwarmEvent::ConnectionEstablished { .. } = swarm.select_next_some().await {
+                    break;
+                }
+            }
+        })
+        .await;
+        Publisher { swarm, target: peer }
+    }
+
+    /// Sends `batches` at once; their replies in order (`None`: none came — the request failed
+    /// or the connection was closed).
+    async fn send(&mut self, batches: Vec<PostingBatch>) -> Vec<Option<PostingReply>> {
+        let ids: Vec<OutboundRequestId> = batches
+            .into_iter()
+            .map(|b| self.swarm.behaviour_mut().send_request(&self.target, Frame::Request(b)))
+            .collect();
+        let mut replies: HashMap<OutboundRequestId, Option<PostingReply>> = HashMap::new();
+        let _ = tokio::time::timeout(Duration::from_secs(30), async {
+            while replies.len() < ids.len() {
+                match self.swarm.select_next_some().await {
+                    SwarmEvent::Behaviour(request_response::Event::Message {
+                        message: request_response::Message::Response { request_id, response },
+                        ..
+                    }) => {
+                        replies.insert(request_id, Some(response));
+                    }
+                    SwarmEvent::Behaviour(request_response::Event::OutboundFailure { request_id, error, .. }) => {
+                        eprintln!("no reply: {error}");
+                        replies.insert(request_id, None);
+                    }
+                    SwarmEvent::ConnectionClosed { num_established: 0, .. } => break,
+                    _ => {}
+                }
+            }
+        })
+        .await;
+        ids.iter().map(|id| replies.remove(id).flatten()).collect()
+    }
+}
+
+/// A well-formed posting of `url`'s page: its vector is cell `cell`'s own centroid.
+fn posting(url: &str, cell: u32) -> Posting {
+    let book = weft_p2p::placement::shipped();
+    let doc =
+        format!("{:032x}", u128::from_le_bytes(blake3::hash(url.as_bytes()).as_bytes()[..16].try_into().unwrap()));
+    Posting {
+        codebook: book.id().to_string(),
+        cell,
+        model: MODEL.into(),
+        doc,
+        position: 0,
+        page: PageMeta { url: url.into(), title: "A page".into(), ..Default::default() },
+        text: "the chunk's words".into(),
+        vector: Posting::encode_vector(book.cell(cell)),
+        simhash: None,
+        language: Some("en".into()),
+        fetched_at: 1_790_000_000,
+    }
+}
+
+fn batch(postings: Vec<Posting>) -> PostingBatch {
+    PostingBatch { postings, ..Default::default() }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publisher_speaks_only_for_its_own_hosts_within_its_rate() {
+    let (n, n_task, stored) = holder(libp2p::identity::Keypair::generate_ed25519(), vec![]);
+    within(10, "listening", n.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
+    let addr = n.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
+
+    // A stranger's posting is not taken, nor counted against anyone but the stranger.
+    let mut stranger = Publisher::connect(libp2p::identity::Keypair::generate_ed25519(), &addr).await;
+    let replies = stranger.send(vec![batch(vec![posting("http://anywhere.test/p", 7)])]).await;
+    assert_eq!(replies, vec![Some(PostingReply::NotMember)]);
+
+    // Two members: a (whose identity the hostile publisher holds) and b.
+    let key_a = libp2p::identity::Keypair::generate_ed25519();
+    let (a, a_task, _) = holder(key_a.clone(), vec![addr.clone()]);
+    let (b, b_task, _) = holder(libp2p::identity::Keypair::generate_ed25519(), vec![addr.clone()]);
+    for m in [&n, &a, &b] {
+        within(60, "three members", m.wait_for(|s| s.members.len() == 3)).await;
+    }
+    let (nid, aid, bid) = (n.peer_id(), a.peer_id(), b.peer_id());
+    let ring = |ms: &[PeerId]| Ring::new(ms.iter().copied(), DEFAULT_VNODES);
+    // Every ring n went through on the way to three members, and the ring without n.
+    let rings = [ring(&[nid]), ring(&[nid, aid]), ring(&[nid, bid]), ring(&[nid, aid, bid]), ring(&[aid, bid])];
+    let hosts: Vec<String> = (0..2000).map(|i| format!("h{i}.test")).collect();
+    let own: Vec<&String> = hosts.iter().filter(|h| rings[3].owner(h) == Some(&aid)).take(20).collect();
+    let never: Vec<&String> = hosts.iter().filter(|h| rings.iter().all(|r| r.owner(h) != Some(&aid))).take(5).collect();
+    assert!(own.len() == 20 && never.len() == 5);
+    let mut hostile = Publisher::connect(key_a, &addr).await;
+
+    // A batch of a's own pages and of pages a never owned: the first are taken, the others
+    // refused (the batch is not refused whole: no strike).
+    let mixed: Vec<Posting> = own[..3]
+        .iter()
+        .chain(&never[..2])
+        .enumerate()
+        .map(|(i, h)| posting(&format!("http://{h}/mixed"), i as u32 * 17))
+        .collect();
+    let replies = hostile.send(vec![batch(mixed)]).await;
+    assert_eq!(replies, vec![Some(PostingReply::Ack { taken: 3, refused: 2 })]);
+
+    // A flood: three waves of eight batches (the streams one connection may have open at
+    // once), back to back, each batch one posting of a's own. Over the rate (4 batches a
+    // second, bursts of 8) they are answered busy, and only what the rate allows is stored.
+    let started = Instant::now();
+    let mut replies = Vec::new();
+    for wave in 0..3 {
+        let flood: Vec<PostingBatch> =
+            (0..8).map(|i| batch(vec![posting(&format!("http://{}/flood{wave}-{i}", own[3 + i]), 5)])).collect();
+        replies.extend(hostile.send(flood).await);
+    }
+    let took = started.elapsed().as_secs_f64();
+    let acked = replies.iter().filter(|r| matches!(r, Some(PostingReply::Ack { taken: 1, .. }))).count();
+    let busy = replies.iter().filter(|r| **r == Some(PostingReply::Busy)).count();
+    assert_eq!(acked + busy, 24, "{replies:?}");
+    assert!(busy >= 8 && (acked as f64) <= 8.0 + 4.0 * took + 1.0, "{acked} taken, {busy} busy in {took:.1} s");
+    assert!(n.status().postings.busy >= busy as u64, "{:?}", n.status().postings);
+    tokio::time::sleep(Duration::from_secs(3)).await; // the rate's tokens come back
+
+    // Batches refused whole — pages of a host a never owned, a vector claimed for a cell far
+    // from it, a withdrawal of another member's page — are strikes; the third bans a.
+    let book = weft_p2p::placement::shipped();
+    let far = (0..book.len() as u32)
+        .min_by(|x, y| {
+            let dot = |c: u32| book.cell(c).iter().zip(book.cell(0)).map(|(p, q)| p * q).sum::<f32>();
+            dot(*x).total_cmp(&dot(*y))
+        })
+        .unwrap();
+    let mut wrong_cell = posting(&format!("http://{}/wrong", own[0]), 0);
+    wrong_cell.cell = far;
+    let withdrawal = PostingBatch {
+        tombstones: vec![Tombstone {
+            doc: posting(&format!("http://{}/p", never[4]), 0).doc,
+            url: format!("http://{}/p", never[4]),
+            at: 1_790_000_100,
+        }],
+        ..Default::default()
+    };
+    let forged = batch(never.iter().map(|h| posting(&format!("http://{h}/forged"), 9)).collect());
+    for (i, bad) in [forged, batch(vec![wrong_cell]), withdrawal].into_iter().enumerate() {
+        let before = n.status().postings.refused;
+        let reply = hostile.send(vec![bad]).await.remove(0);
+        if i < 2 {
+            assert!(matches!(reply, Some(PostingReply::Ack { taken: 0, refused }) if refused > 0), "{i}: {reply:?}");
+        } else {
+            assert_eq!(reply, None, "the third strike bans without an answer");
+        }
+        within(10, "refusals counted", n.wait_for(|s| s.postings.refused > before)).await;
+    }
+    within(10, "a banned", n.wait_for(|s| s.banned_peers == 1 && !s.members.contains(&aid.to_string()))).await;
+
+    // What reached n's store: a's own pages, nothing else — not the stranger's, not the
+    // forged ones, not the wrong cell.
+    let stored = stored.lock().unwrap().clone();
+    assert_eq!(stored.len(), 3 + acked, "{stored:?}");
+    for (from, p) in &stored {
+        assert_eq!(*from, Some(aid));
+        let host = weft_p2p::postings::host_of(&p.page.url).unwrap();
+        assert!(own.iter().any(|h| **h == host), "{}", p.page.url);
+    }
+    for (m, t) in [(a, a_task), (b, b_task), (n, n_task)] {
+        m.stop();
+        t.await.unwrap();
+    }
+}
