@@ -212,6 +212,50 @@ impl CellStore {
         Ok(out)
     }
 
+    /// Drops what is held for cells `keep` says no to — cells this node no longer owns, once
+    /// their new owners were handed them: a document keeps its chunks posted to kept cells
+    /// (a chunk posted to two cells stays while either is kept) and goes when none is left.
+    /// Returns the documents and chunks dropped.
+    pub fn keep_cells(&self, keep: impl Fn(u32) -> bool) -> Result<(usize, usize), IndexError> {
+        let (mut docs, mut chunks) = (0, 0);
+        for entry in self.provenance.iter() {
+            let (key, bytes) = entry.map_err(IndexError::Store)?;
+            let prov: Provenance =
+                postcard::from_bytes(&bytes).map_err(|e| IndexError::Corrupt(format!("provenance: {e}")))?;
+            let kept: Vec<(u32, u32)> = prov.cells.iter().copied().filter(|(_, c)| keep(*c)).collect();
+            if kept.len() == prov.cells.len() {
+                continue;
+            }
+            let Ok(raw) = <[u8; 16]>::try_from(key.as_ref()) else { continue };
+            let id = DocId(raw);
+            let Some(mut record) = self.index.store().doc(&id)? else { continue };
+            if kept.is_empty() {
+                chunks += record.chunks.len();
+                docs += 1;
+                self.index.remove(id)?;
+                self.provenance.remove(id.0).map_err(IndexError::Store)?;
+                continue;
+            }
+            let mut new = Vec::new();
+            for key in &record.chunks {
+                let (Some(chunk), Some(vector)) = (self.index.store().chunk(*key)?, self.index.store().vector(*key)?)
+                else {
+                    continue;
+                };
+                if kept.iter().any(|(position, _)| *position == chunk.position) {
+                    new.push(NewChunk { key: *key, record: chunk, vector });
+                }
+            }
+            chunks += record.chunks.len() - new.len();
+            record.chunks = new.iter().map(|c| c.key).collect();
+            self.index.commit(id, &record, new)?;
+            let provenance = Provenance { publisher: prov.publisher, cells: kept };
+            let bytes = postcard::to_stdvec(&provenance).expect("provenance serializes");
+            self.provenance.insert(id.0, bytes).map_err(IndexError::Store)?;
+        }
+        Ok((docs, chunks))
+    }
+
     /// Who published `id`, and the cells of its chunks held here.
     pub fn provenance(&self, id: &DocId) -> Result<Option<Provenance>, IndexError> {
         let Some(bytes) = self.provenance.get(id.0).map_err(IndexError::Store)? else { return Ok(None) };
@@ -315,6 +359,33 @@ mod tests {
         assert!(store.withdraw(DocId::of_url(url), 20).unwrap());
         assert_eq!(store.counts(), (0, 0));
         assert!(store.provenance(&DocId::of_url(url)).unwrap().is_none());
+    }
+
+    #[test]
+    fn cells_no_longer_owned_are_dropped_chunk_by_chunk() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CellStore::open(dir.path(), 4, &IndexConfig::default(), 100).unwrap();
+        // Chunk positions are their cells here (see `doc`): p has chunks in cells 0 and 3,
+        // q in cell 3 only; p's chunk 0 was also posted to cell 5.
+        store
+            .put(doc("http://a.test/p", 1, &[(0, "alpha", [1.0, 0.0, 0.0, 0.0]), (3, "delta", [0.0, 1.0, 0.0, 0.0])]))
+            .unwrap();
+        let mut twice = doc("http://a.test/p", 1, &[(0, "alpha", [1.0, 0.0, 0.0, 0.0])]);
+        twice.chunks[0].cell = 5;
+        store.put(twice).unwrap();
+        store.put(doc("http://a.test/q", 1, &[(3, "echo", [0.0, 0.0, 1.0, 0.0])])).unwrap();
+        assert_eq!(store.counts(), (2, 3));
+        // Cell 0 goes: p's chunk 0 stays for cell 5.
+        assert_eq!(store.keep_cells(|c| c != 0).unwrap(), (0, 0));
+        // Cell 3 goes: q goes whole, p keeps chunk 0 only.
+        assert_eq!(store.keep_cells(|c| c == 5).unwrap(), (1, 2));
+        assert_eq!(store.counts(), (1, 1));
+        store.sync().unwrap();
+        let hits = store.search(Some("delta echo"), &unit(&[0.0, 1.0, 0.0, 0.0]), 5).unwrap();
+        assert!(hits.iter().all(|h| h.page.url == "http://a.test/p" && h.chunk == 0), "{hits:?}");
+        let prov = store.provenance(&DocId::of_url("http://a.test/p")).unwrap().unwrap();
+        assert_eq!(prov.cells, vec![(0, 5)]);
+        assert_eq!(store.held_in(&[3].into_iter().collect()).unwrap(), vec![]);
     }
 
     #[test]

@@ -238,6 +238,65 @@ pub async fn hand_over_on_changes(
     }
 }
 
+/// How long the member set must stay as it is before this node drops the cells it no longer
+/// owns: their new owners were handed them at the change, and a member that comes back soon
+/// (a restart) takes its cells back from here.
+const DROP_AFTER: Duration = Duration::from_secs(10 * 60);
+/// How often the member set is looked at for that.
+const DROP_CHECK: Duration = Duration::from_secs(30);
+
+/// Drops what the cell store holds for cells this node no longer owns — one owner more than
+/// the replicas is kept, as a receiver does while rings settle — once the member set has not
+/// changed for [`DROP_AFTER`] and nothing waits to be handed over. Without it, a node's store
+/// only grew as members joined: every cell it ever owned stayed. Runs until the network stops.
+pub async fn drop_unowned(store: Arc<CellStore>, network: weft_p2p::NetworkHandle, replicas: usize) {
+    let me = network.peer_id();
+    let book = weft_p2p::placement::shipped();
+    let mut members = network.ring().members().to_vec();
+    let mut since = tokio::time::Instant::now();
+    let mut dropped_for: Option<Vec<weft_p2p::PeerId>> = None;
+    let mut tick = tokio::time::interval(DROP_CHECK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let ring = network.ring();
+        if ring.members() != members.as_slice() {
+            members = ring.members().to_vec();
+            since = tokio::time::Instant::now();
+            continue;
+        }
+        let settled = since.elapsed() >= DROP_AFTER && network.status().postings.backlog == 0;
+        if !settled || ring.is_empty() || dropped_for.as_ref() == Some(&members) {
+            continue;
+        }
+        let keep = kept_cells(&ring, book, replicas, &me);
+        let s = store.clone();
+        let task = tokio::task::spawn_blocking(move || s.keep_cells(|c| keep.contains(&c)));
+        match tokio::time::timeout(STORE_BOUND * 4, task).await {
+            Ok(Ok(Ok((0, 0)))) => {}
+            Ok(Ok(Ok((docs, chunks)))) => {
+                tracing::info!(docs, chunks, "dropped the postings of cells this node no longer owns")
+            }
+            Ok(Ok(Err(e))) => tracing::warn!("cell store: {e}"),
+            Ok(Err(e)) => tracing::warn!("cell store: {e}"),
+            Err(_) => tracing::warn!("cell store: dropping cells no longer owned did not end in time"),
+        }
+        dropped_for = Some(members.clone());
+    }
+}
+
+/// The cells this node keeps on `ring`: those it is among the first `replicas + 1` owners of.
+pub fn kept_cells(
+    ring: &weft_p2p::Ring,
+    book: &Codebook,
+    replicas: usize,
+    me: &weft_p2p::PeerId,
+) -> std::collections::BTreeSet<u32> {
+    (0..book.len() as u32)
+        .filter(|c| weft_p2p::placement::cell_owners(ring, book.id(), *c, replicas + 1).contains(me))
+        .collect()
+}
+
 /// For each cell this node must hand over after the ring went from `before` to `after`: the
 /// cell's owners on `after` that were not owners on `before`. A cell is this node's to hand
 /// over when it is the first of the cell's owners on `before` that is still a member.
@@ -360,6 +419,23 @@ mod tests {
             .filter(|c| weft_p2p::placement::cell_owners(&after, book.id(), *c, 3).contains(&members[0]))
             .count();
         assert_eq!(total, held);
+    }
+
+    #[test]
+    fn a_member_keeps_what_it_owns_and_one_owner_more_and_drops_the_rest() {
+        let book = weft_p2p::placement::shipped();
+        let members: Vec<weft_p2p::PeerId> = (0..8).map(|_| weft_p2p::PeerId::random()).collect();
+        let ring = weft_p2p::Ring::new(members.clone(), 50);
+        let kept: Vec<_> = members.iter().map(|m| kept_cells(&ring, book, 3, m)).collect();
+        for cell in 0..book.len() as u32 {
+            let owners = weft_p2p::placement::cell_owners(&ring, book.id(), cell, 3);
+            // Every owner keeps the cell, and so does one member more: four keep it.
+            assert!(owners.iter().all(|o| kept[members.iter().position(|m| m == o).unwrap()].contains(&cell)));
+            assert_eq!(kept.iter().filter(|k| k.contains(&cell)).count(), 4, "cell {cell}");
+        }
+        // Alone, a node keeps every cell.
+        let alone = weft_p2p::Ring::new([members[0]], 50);
+        assert_eq!(kept_cells(&alone, book, 3, &members[0]).len(), book.len());
     }
 
     #[test]

@@ -401,7 +401,8 @@ async fn spawn_network(
         Some((cells, model)) => {
             tasks.spawn(crate::cells::store_postings(cells.clone(), started.postings));
             let replicas = config.search.replicas;
-            tasks.spawn(crate::cells::hand_over_on_changes(cells, handle.clone(), replicas, model));
+            tasks.spawn(crate::cells::hand_over_on_changes(cells.clone(), handle.clone(), replicas, model));
+            tasks.spawn(crate::cells::drop_unowned(cells, handle.clone(), replicas));
         }
         // No index: no postings are taken (the network answers their senders busy).
         None => drop(started.postings),
