@@ -29,6 +29,9 @@ pub struct CellChunk {
     pub text: String,
     /// A unit vector.
     pub vector: Vec<f32>,
+    /// Its publisher's signature (see `weft_p2p::postings::Posting::signed_bytes`), kept to
+    /// hand the chunk on to a cell's next owner as its publisher signed it.
+    pub signature: Vec<u8>,
 }
 
 /// What a publisher sent of one document: its metadata and some of its chunks.
@@ -42,6 +45,9 @@ pub struct CellDoc {
     pub fetched_at: u64,
     /// The publishing peer.
     pub publisher: String,
+    /// The publishing peer's public key (libp2p's protobuf encoding), kept with the chunks'
+    /// signatures.
+    pub publisher_key: Vec<u8>,
     pub chunks: Vec<CellChunk>,
 }
 
@@ -61,6 +67,13 @@ pub struct Provenance {
     pub cells: Vec<(u32, u32)>,
 }
 
+/// A stored document's publisher key and the signature of each stored chunk, by position.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Signed {
+    key: Vec<u8>,
+    signatures: Vec<(u32, Vec<u8>)>,
+}
+
 /// What [`CellStore::put`] did with a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Put {
@@ -74,6 +87,8 @@ pub enum Put {
 pub struct CellStore {
     index: LocalIndex,
     provenance: sled::Tree,
+    /// Document id → [`Signed`].
+    signed: sled::Tree,
     max_chunks: usize,
 }
 
@@ -88,8 +103,9 @@ impl CellStore {
             .open()
             .map_err(IndexError::Store)?;
         let provenance = db.open_tree("provenance").map_err(IndexError::Store)?;
+        let signed = db.open_tree("signed").map_err(IndexError::Store)?;
         let index = LocalIndex::open(&db, dir, dims, config)?;
-        Ok(CellStore { index, provenance, max_chunks })
+        Ok(CellStore { index, provenance, signed, max_chunks })
     }
 
     /// Stores what a publisher sent of a document (see the module doc for the merge). A chunk
@@ -97,6 +113,7 @@ impl CellStore {
     pub fn put(&self, doc: CellDoc) -> Result<Put, CellStoreError> {
         let old = self.index.store().doc(&doc.id)?;
         let mut chunks: Vec<CellChunk> = Vec::new();
+        let mut publisher_key = doc.publisher_key.clone();
         let mut pairs: Vec<(u32, u32)> = doc.chunks.iter().map(|c| (c.position, c.cell)).collect();
         match &old {
             Some(old) if old.fetched_at > doc.fetched_at => return Ok(Put::Unchanged),
@@ -106,6 +123,13 @@ impl CellStore {
                     return Ok(Put::Unchanged);
                 }
                 // The same fetch: keep what is held, add what is new.
+                let signed = self.signed(&doc.id)?;
+                if publisher_key.is_empty() {
+                    publisher_key = signed.key.clone();
+                }
+                let signature = |position: u32| {
+                    signed.signatures.iter().find(|(p, _)| *p == position).map(|(_, s)| s.clone()).unwrap_or_default()
+                };
                 for key in &old.chunks {
                     let (Some(record), Some(vector)) =
                         (self.index.store().chunk(*key)?, self.index.store().vector(*key)?)
@@ -115,7 +139,14 @@ impl CellStore {
                     if doc.chunks.iter().any(|c| c.position == record.position) {
                         continue;
                     }
-                    chunks.push(CellChunk { cell: 0, position: record.position, text: record.text()?, vector });
+                    let signature = signature(record.position);
+                    chunks.push(CellChunk {
+                        cell: 0,
+                        position: record.position,
+                        text: record.text()?,
+                        vector,
+                        signature,
+                    });
                 }
                 pairs.extend(held);
             }
@@ -160,6 +191,8 @@ impl CellStore {
         let provenance = Provenance { publisher: doc.publisher, cells: pairs };
         let bytes = postcard::to_stdvec(&provenance).expect("provenance serializes");
         self.provenance.insert(doc.id.0, bytes).map_err(IndexError::Store)?;
+        let signatures = chunks.into_iter().map(|c| (c.position, c.signature)).collect();
+        self.put_signed(&doc.id, &Signed { key: publisher_key, signatures })?;
         Ok(Put::Stored)
     }
 
@@ -169,6 +202,7 @@ impl CellStore {
             Some(old) if old.fetched_at <= at => {
                 self.index.remove(id)?;
                 self.provenance.remove(id.0).map_err(IndexError::Store)?;
+                self.signed.remove(id.0).map_err(IndexError::Store)?;
                 Ok(true)
             }
             _ => Ok(false),
@@ -190,6 +224,7 @@ impl CellStore {
             let Ok(raw) = <[u8; 16]>::try_from(key.as_ref()) else { continue };
             let id = DocId(raw);
             let Some(record) = self.index.store().doc(&id)? else { continue };
+            let signed = self.signed(&id)?;
             let mut chunks = Vec::new();
             for (position, cell) in prov.cells.iter().filter(|(_, c)| cells.contains(c)) {
                 let key = id.chunk_key(*position);
@@ -197,7 +232,9 @@ impl CellStore {
                 else {
                     continue;
                 };
-                chunks.push(CellChunk { cell: *cell, position: *position, text: chunk.text()?, vector });
+                let signature =
+                    signed.signatures.iter().find(|(p, _)| p == position).map(|(_, s)| s.clone()).unwrap_or_default();
+                chunks.push(CellChunk { cell: *cell, position: *position, text: chunk.text()?, vector, signature });
             }
             out.push(CellDoc {
                 id,
@@ -206,6 +243,7 @@ impl CellStore {
                 simhash: record.simhash,
                 fetched_at: record.fetched_at,
                 publisher: prov.publisher,
+                publisher_key: signed.key,
                 chunks,
             });
         }
@@ -234,6 +272,7 @@ impl CellStore {
                 docs += 1;
                 self.index.remove(id)?;
                 self.provenance.remove(id.0).map_err(IndexError::Store)?;
+                self.signed.remove(id.0).map_err(IndexError::Store)?;
                 continue;
             }
             let mut new = Vec::new();
@@ -252,8 +291,23 @@ impl CellStore {
             let provenance = Provenance { publisher: prov.publisher, cells: kept };
             let bytes = postcard::to_stdvec(&provenance).expect("provenance serializes");
             self.provenance.insert(id.0, bytes).map_err(IndexError::Store)?;
+            let mut signed = self.signed(&id)?;
+            signed.signatures.retain(|(position, _)| provenance.cells.iter().any(|(p, _)| p == position));
+            self.put_signed(&id, &signed)?;
         }
         Ok((docs, chunks))
+    }
+
+    /// The publisher key and chunk signatures held for `id` (empty for none).
+    fn signed(&self, id: &DocId) -> Result<Signed, IndexError> {
+        let Some(bytes) = self.signed.get(id.0).map_err(IndexError::Store)? else { return Ok(Signed::default()) };
+        postcard::from_bytes(&bytes).map_err(|e| IndexError::Corrupt(format!("signatures: {e}")))
+    }
+
+    fn put_signed(&self, id: &DocId, signed: &Signed) -> Result<(), IndexError> {
+        let bytes = postcard::to_stdvec(signed).expect("signatures serialize");
+        self.signed.insert(id.0, bytes).map_err(IndexError::Store)?;
+        Ok(())
     }
 
     /// Who published `id`, and the cells of its chunks held here.
@@ -318,9 +372,16 @@ mod tests {
             simhash: Some(7),
             fetched_at,
             publisher: "peer-a".into(),
+            publisher_key: vec![1, 2, 3],
             chunks: chunks
                 .iter()
-                .map(|(p, t, v)| CellChunk { cell: *p, position: *p, text: t.to_string(), vector: unit(v) })
+                .map(|(p, t, v)| CellChunk {
+                    cell: *p,
+                    position: *p,
+                    text: t.to_string(),
+                    vector: unit(v),
+                    signature: format!("signed {p} at {fetched_at}").into_bytes(),
+                })
                 .collect(),
         }
     }
@@ -349,6 +410,13 @@ mod tests {
         assert_eq!((held.len(), held[0].chunks.len()), (1, 1));
         let chunk = &held[0].chunks[0];
         assert_eq!((chunk.cell, chunk.position, chunk.text.as_str()), (3, 3, "delta echo foxtrot"));
+        // As its publisher signed it.
+        assert_eq!(
+            (chunk.signature.as_slice(), held[0].publisher_key.as_slice()),
+            (&b"signed 3 at 10"[..], &[1u8, 2, 3][..])
+        );
+        let both = store.held_in(&[0, 3].into_iter().collect()).unwrap();
+        assert_eq!(both[0].chunks[0].signature, b"signed 0 at 10", "kept across the merge");
         assert_eq!((held[0].fetched_at, held[0].page.url.as_str()), (10, url));
         // An older fetch changes nothing; a newer one replaces every chunk.
         assert_eq!(store.put(doc(url, 5, &[(1, "old", [0.0, 0.0, 1.0, 0.0])])).unwrap(), Put::Unchanged);

@@ -45,17 +45,26 @@ pub fn postings_of(index: &LocalIndex, url: &str, book: &Codebook, model: &str) 
         let (Some(chunk), Some(vector)) = (index.store().chunk(*key)?, index.store().vector(*key)?) else { continue };
         let text = chunk.text()?;
         for (cell, _) in book.nearest(&vector, MAX_CELLS_PER_CHUNK) {
-            chunks.push(CellChunk { cell, position: chunk.position, text: text.clone(), vector: vector.clone() });
+            // Signed by the network layer as it publishes them.
+            let signature = Vec::new();
+            chunks.push(CellChunk {
+                cell,
+                position: chunk.position,
+                text: text.clone(),
+                vector: vector.clone(),
+                signature,
+            });
         }
     }
     let page = record.page();
     let (language, simhash, fetched_at) = (record.language, record.simhash, record.fetched_at);
-    let doc = CellDoc { id, page, language, simhash, fetched_at, publisher: weft_index::cells::SELF.into(), chunks };
+    let publisher = weft_index::cells::SELF.into();
+    let doc = CellDoc { id, page, language, simhash, fetched_at, publisher, publisher_key: Vec::new(), chunks };
     Ok(postings(doc, book, model))
 }
 
-/// A document's chunks as postings, one per (chunk, cell): what is published, and what a cell's
-/// former owner hands to its new one.
+/// A document's chunks as postings, one per (chunk, cell): what is published (signed then),
+/// and what a cell's former owner hands to its new one (as their publisher signed them).
 pub fn postings(doc: CellDoc, book: &Codebook, model: &str) -> Vec<Posting> {
     let doc_hex = doc.id.hex();
     doc.chunks
@@ -72,6 +81,8 @@ pub fn postings(doc: CellDoc, book: &Codebook, model: &str) -> Vec<Posting> {
             simhash: doc.simhash,
             language: doc.language.clone(),
             fetched_at: doc.fetched_at,
+            publisher: doc.publisher_key.clone(),
+            signature: c.signature,
         })
         .collect()
 }
@@ -108,20 +119,28 @@ pub fn withdrawal(url: &str, before: Option<(Vec<u32>, u64)>, now: &[Posting]) -
 /// Stores one batch of postings (grouped by document) and withdrawals; returns how many
 /// postings and withdrawals it took. Blocking.
 pub fn store_batch(store: &CellStore, inbound: &PostingsInbound) -> Result<u32, CellStoreError> {
-    let publisher = inbound.from.map_or_else(|| weft_index::cells::SELF.to_string(), |p| p.to_string());
     let mut docs: BTreeMap<String, CellDoc> = BTreeMap::new();
     for p in &inbound.batch.postings {
         let Ok(id) = DocId::parse_hex(&p.doc) else { continue };
+        // The publisher that signed it (the network checked the signature): for a cell's
+        // hand-over, not the member that handed it on.
+        let publisher = match (inbound.from, p.publisher_id()) {
+            (None, _) => weft_index::cells::SELF.to_string(),
+            (Some(_), Some(signer)) => signer.to_string(),
+            (Some(from), None) => from.to_string(),
+        };
         let doc = docs.entry(p.doc.clone()).or_insert_with(|| CellDoc {
             id,
             page: p.page.clone(),
             language: p.language.clone(),
             simhash: p.simhash,
             fetched_at: p.fetched_at,
-            publisher: publisher.clone(),
+            publisher,
+            publisher_key: p.publisher.clone(),
             chunks: Vec::new(),
         });
-        doc.chunks.push(CellChunk { cell: p.cell, position: p.position, text: p.text.clone(), vector: p.vector() });
+        let (text, vector, signature) = (p.text.clone(), p.vector(), p.signature.clone());
+        doc.chunks.push(CellChunk { cell: p.cell, position: p.position, text, vector, signature });
     }
     let mut taken = 0u32;
     for (_, doc) in docs {
@@ -379,6 +398,8 @@ mod tests {
             simhash: None,
             language: None,
             fetched_at: 20,
+            publisher: Vec::new(),
+            signature: Vec::new(),
         };
         let w = withdrawal("http://a.test/p", Some((vec![1, 2, 3], 10)), &[posting(2), posting(4)]).unwrap();
         assert_eq!(w.cells, vec![1, 3]);

@@ -161,6 +161,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         search: search_codec,
         postings: postings_codec,
     };
+    let signer = key.clone();
     let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
         .with_tokio()
         .with_tcp(tcp::Config::default().nodelay(true), noise::Config::new, yamux::Config::default)
@@ -204,7 +205,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let (queries_tx, queries) = mpsc::channel(querying::INBOUND_QUERIES);
     let query_rate = RateLimit::new(config.search.peer_queries_per_sec);
     let (postings_tx, postings_rx) = mpsc::channel(postings::INBOUND_POSTINGS);
-    let postings = postings::State::new(config.model.clone(), config.search.replicas, postings_tx);
+    let postings = postings::State::new(signer, config.model.clone(), config.search.replicas, postings_tx);
     let mut event_loop = EventLoop {
         querying: querying::State::new(summary_topic, queries_tx, query_rate),
         postings,

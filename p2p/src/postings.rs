@@ -52,6 +52,13 @@ pub struct Posting {
     pub language: Option<String>,
     /// When the publisher fetched the page, Unix seconds.
     pub fetched_at: u64,
+    /// The publishing peer's public key (libp2p's protobuf encoding; its peer id follows).
+    #[serde(default, with = "serde_bytes")]
+    pub publisher: Vec<u8>,
+    /// The publisher's signature over [`Posting::signed_bytes`]: a cell's former owner hands
+    /// postings on to the cell's next owners, and must not be able to change or invent them.
+    #[serde(default, with = "serde_bytes")]
+    pub signature: Vec<u8>,
 }
 
 /// A document's postings withdrawn by its publisher (replaced, removed or evicted).
@@ -130,6 +137,9 @@ pub fn check_tombstone(t: &Tombstone, owned: impl Fn(&str) -> bool) -> Result<()
     Ok(())
 }
 
+/// A public key or a signature on the wire, at most (ed25519: 36 and 64 bytes).
+const MAX_KEY_BYTES: usize = 1024;
+
 /// Why a posting was refused (the publisher is counted, and banned when it repeats).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BadPosting {
@@ -151,12 +161,74 @@ pub enum BadPosting {
     Url(String),
     #[error("the publisher never owned {0}")]
     NotOwner(String),
+    #[error("not signed by its publisher")]
+    Signature,
 }
 
 impl Posting {
     /// The vector as f32.
     pub fn vector(&self) -> Vec<f32> {
         self.vector.chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32()).collect()
+    }
+
+    /// What the publisher signs: every field but the cell (a chunk posted to two cells is
+    /// signed once; its vector proves its cells) and the signature, each length-prefixed.
+    pub fn signed_bytes(&self) -> Vec<u8> {
+        fn field(out: &mut Vec<u8>, bytes: &[u8]) {
+            out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+            out.extend_from_slice(bytes);
+        }
+        fn optional(out: &mut Vec<u8>, value: Option<&str>) {
+            match value {
+                Some(v) => {
+                    out.push(1);
+                    field(out, v.as_bytes());
+                }
+                None => out.push(0),
+            }
+        }
+        let mut out = Vec::with_capacity(256 + self.text.len() + self.vector.len());
+        field(&mut out, b"weft-posting/1");
+        for s in [&self.codebook, &self.model, &self.doc] {
+            field(&mut out, s.as_bytes());
+        }
+        field(&mut out, &self.position.to_le_bytes());
+        field(&mut out, self.page.url.as_bytes());
+        field(&mut out, self.page.title.as_bytes());
+        for v in [&self.page.canonical, &self.page.author, &self.page.published, &self.page.modified] {
+            optional(&mut out, v.as_deref());
+        }
+        field(&mut out, self.text.as_bytes());
+        field(&mut out, &self.vector);
+        optional(&mut out, self.simhash.map(|h| h.to_string()).as_deref());
+        optional(&mut out, self.language.as_deref());
+        field(&mut out, &self.fetched_at.to_le_bytes());
+        field(&mut out, &self.publisher);
+        out
+    }
+
+    /// Signs the posting as `key`'s (which becomes its publisher).
+    pub fn sign(&mut self, key: &libp2p::identity::Keypair) {
+        self.publisher = key.public().encode_protobuf();
+        self.signature = key.sign(&self.signed_bytes()).unwrap_or_default();
+    }
+
+    /// The publisher named (its signature unchecked: [`Posting::verify`] checks it).
+    pub fn publisher_id(&self) -> Option<libp2p::PeerId> {
+        libp2p::identity::PublicKey::try_decode_protobuf(&self.publisher).ok().map(|k| k.to_peer_id())
+    }
+
+    /// The publisher, when the signature is its own over this posting.
+    pub fn verify(&self) -> Result<libp2p::PeerId, BadPosting> {
+        if self.publisher.len() > MAX_KEY_BYTES || self.signature.len() > MAX_KEY_BYTES {
+            return Err(BadPosting::TooLarge("signature"));
+        }
+        let key =
+            libp2p::identity::PublicKey::try_decode_protobuf(&self.publisher).map_err(|_| BadPosting::Signature)?;
+        if !key.verify(&self.signed_bytes(), &self.signature) {
+            return Err(BadPosting::Signature);
+        }
+        Ok(key.to_peer_id())
     }
 
     /// Encodes `v` as a posting's vector.
@@ -174,9 +246,16 @@ pub fn host_of(url: &str) -> Option<String> {
     Some(weft_url::HostKey::of(&parsed).name().to_string())
 }
 
-/// Checks a posting received for `codebook` and `model`. `owned` says whether the publisher
-/// owned a host (on a recent ring) — the caller's membership knows.
-pub fn check(p: &Posting, codebook: &Codebook, model: &str, owned: impl Fn(&str) -> bool) -> Result<(), BadPosting> {
+/// Checks a posting received for `codebook` and `model`, and its publisher's signature.
+/// `owned` says whether the publisher (the signer) may speak for the page's host — owned it
+/// on a recent ring, and sent it itself, or handed on a cell it held: the caller's
+/// membership knows. Returns the publisher.
+pub fn check(
+    p: &Posting,
+    codebook: &Codebook,
+    model: &str,
+    owned: impl Fn(&libp2p::PeerId, &str) -> bool,
+) -> Result<libp2p::PeerId, BadPosting> {
     if p.codebook != codebook.id() {
         return Err(BadPosting::Codebook(codebook.id().to_string()));
     }
@@ -221,10 +300,11 @@ pub fn check(p: &Posting, codebook: &Codebook, model: &str, owned: impl Fn(&str)
     if !best.iter().any(|b| b.0 == p.cell) && claimed < last - CELL_SLACK {
         return Err(BadPosting::WrongCell(p.cell));
     }
-    if !owned(&host) {
+    let publisher = p.verify()?;
+    if !owned(&publisher, &host) {
         return Err(BadPosting::NotOwner(host));
     }
-    Ok(())
+    Ok(publisher)
 }
 
 #[cfg(test)]
@@ -253,6 +333,25 @@ mod tests {
             simhash: None,
             language: Some("en".into()),
             fetched_at: 1,
+            publisher: Vec::new(),
+            signature: Vec::new(),
+        }
+        .signed(&key())
+    }
+
+    /// The publisher of the tests' postings.
+    fn key() -> libp2p::identity::Keypair {
+        libp2p::identity::Keypair::ed25519_from_bytes([7u8; 32]).unwrap()
+    }
+
+    trait Signed {
+        fn signed(self, key: &libp2p::identity::Keypair) -> Self;
+    }
+
+    impl Signed for Posting {
+        fn signed(mut self, key: &libp2p::identity::Keypair) -> Posting {
+            self.sign(key);
+            self
         }
     }
 
@@ -260,9 +359,12 @@ mod tests {
     fn a_well_formed_posting_from_the_hosts_owner_is_taken() {
         let b = book();
         let p = posting(&b, 0, &[1.0, 0.2, 0.0]);
-        assert_eq!(check(&p, &b, "m", |h| h == "a.test"), Ok(()));
-        // Its second-best cell too (a chunk near a border).
-        assert_eq!(check(&posting(&b, 1, &[1.0, 0.9, 0.0]), &b, "m", |_| true), Ok(()));
+        let me = key().public().to_peer_id();
+        assert_eq!(check(&p, &b, "m", |who, h| *who == me && h == "a.test"), Ok(me));
+        // Its second-best cell too (a chunk near a border): one signature for both.
+        let mut second = posting(&b, 0, &[1.0, 0.9, 0.0]);
+        second.cell = 1;
+        assert_eq!(check(&second, &b, "m", |_, _| true), Ok(me));
         // It survives the wire.
         let bytes = cbor4ii::serde::to_vec(Vec::new(), &p).unwrap();
         assert_eq!(cbor4ii::serde::from_slice::<Posting>(&bytes).unwrap(), p);
@@ -289,8 +391,12 @@ mod tests {
     fn each_rule_refuses_what_breaks_it() {
         let b = book();
         let good = posting(&b, 0, &[1.0, 0.2, 0.0]);
-        let all = |_: &str| true;
-        assert_eq!(check(&good, &b, "m", |_| false), Err(BadPosting::NotOwner("a.test".into())), "a stranger's page");
+        let all = |_: &libp2p::PeerId, _: &str| true;
+        assert_eq!(
+            check(&good, &b, "m", |_, _| false),
+            Err(BadPosting::NotOwner("a.test".into())),
+            "a stranger's page"
+        );
         assert_eq!(check(&good, &b, "other", all), Err(BadPosting::Model));
         let mut p = good.clone();
         p.codebook = "elsewhere".into();
@@ -317,5 +423,26 @@ mod tests {
         p = good.clone();
         p.doc = "not hex".into();
         assert!(matches!(check(&p, &b, "m", all), Err(BadPosting::Doc(_))));
+        // Changed after signing (what a cell's former owner handing it on could try), signed
+        // by another key than the one it names, or not signed.
+        p = good.clone();
+        p.text = "words the publisher never wrote".into();
+        assert_eq!(check(&p, &b, "m", all), Err(BadPosting::Signature), "changed text");
+        p = good.clone();
+        p.fetched_at += 1;
+        assert_eq!(check(&p, &b, "m", all), Err(BadPosting::Signature), "a newer fetch claimed");
+        p = good.clone();
+        p.publisher = libp2p::identity::Keypair::generate_ed25519().public().encode_protobuf();
+        assert_eq!(check(&p, &b, "m", all), Err(BadPosting::Signature), "another publisher named");
+        p = good.clone();
+        p.signature.clear();
+        assert_eq!(check(&p, &b, "m", all), Err(BadPosting::Signature), "unsigned");
+        p.publisher = vec![1, 2, 3];
+        assert_eq!(check(&p, &b, "m", all), Err(BadPosting::Signature), "not a key");
+        // Re-signed by another peer, it is that peer's posting (then its ownership is checked).
+        let other = libp2p::identity::Keypair::generate_ed25519();
+        let mut theirs = good.clone();
+        theirs.sign(&other);
+        assert_eq!(check(&theirs, &b, "m", all), Ok(other.public().to_peer_id()));
     }
 }

@@ -311,6 +311,8 @@ mod tests {
             simhash: None,
             language: None,
             fetched_at: 1,
+            publisher: Vec::new(),
+            signature: Vec::new(),
         }
     }
 

@@ -56,6 +56,8 @@ pub struct PostingsStatus {
 type PendingStore = BoxFuture<'static, (ResponseChannel<PostingReply>, u32, Option<u32>)>;
 
 pub(super) struct State {
+    /// This node's key: it signs the postings it publishes.
+    key: libp2p::identity::Keypair,
     codebook: &'static Codebook,
     /// The embedding model's id; `None`: this node keeps no index, and holds no postings.
     model: Option<String>,
@@ -72,9 +74,15 @@ pub(super) struct State {
 }
 
 impl State {
-    pub(super) fn new(model: Option<String>, replicas: usize, inbound: mpsc::Sender<PostingsInbound>) -> State {
+    pub(super) fn new(
+        key: libp2p::identity::Keypair,
+        model: Option<String>,
+        replicas: usize,
+        inbound: mpsc::Sender<PostingsInbound>,
+    ) -> State {
         let codebook = crate::placement::shipped();
         State {
+            key,
             codebook,
             model,
             publisher: Publisher::new(codebook.id(), replicas, MAX_WAITING),
@@ -121,8 +129,11 @@ impl State {
 impl EventLoop {
     /// Queues this node's postings and withdrawals; what this node owns itself goes to its
     /// store at once.
-    pub(super) fn publish_postings(&mut self, postings: Vec<Posting>, withdrawals: Vec<Withdrawal>) {
+    pub(super) fn publish_postings(&mut self, mut postings: Vec<Posting>, withdrawals: Vec<Withdrawal>) {
         let me = *self.swarm.local_peer_id();
+        for p in &mut postings {
+            p.sign(&self.postings.key);
+        }
         let mine = self.postings.publisher.publish(postings, withdrawals, self.members.ring(), &me);
         if !mine.is_empty() {
             let _ = self.postings.inbound.try_send(PostingsInbound { batch: mine, from: None, reply: None });
@@ -204,13 +215,21 @@ impl EventLoop {
         let mut why = None;
         let handover = batch.handover;
         for p in batch.postings {
-            // A publisher speaks for the pages of its hosts; a cell's former owner, handing
-            // the cell over, for the postings of its cells.
+            // A publisher speaks for the pages of its hosts, and sends its postings itself; a
+            // cell's former owner, handing the cell over, passes on the postings of its cells
+            // as their publishers signed them.
             let cell_held = |cell: u32| {
                 self.members.owned_point_recently(&peer, crate::placement::cell_point(book.id(), cell), replicas, now)
             };
-            let owned =
-                |host: &str| if handover { cell_held(p.cell) } else { self.members.owned_recently(&peer, host, now) };
+            let owned = |publisher: &PeerId, host: &str| {
+                let own_host = || self.members.owned_recently(&peer, host, now);
+                if handover {
+                    // Its own postings it hands on only for hosts it owned, as it publishes.
+                    cell_held(p.cell) && (*publisher != peer || own_host())
+                } else {
+                    *publisher == peer && own_host()
+                }
+            };
             if let Err(e) = check(&p, book, &model, owned) {
                 refused += 1;
                 why.get_or_insert(e.to_string());

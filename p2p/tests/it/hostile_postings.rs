@@ -1,6 +1,8 @@
 //! Hostile publishers on `/weft/postings/1`, over real libp2p on loopback: a stranger; a
-//! member posting pages of a host it never owned, claiming a cell its vector is not in, or
-//! withdrawing another member's page; a member flooding past its rate. The hostile member is
+//! member posting pages of a host it never owned (directly, or as a cell's hand-over),
+//! claiming a cell its vector is not in, passing on another member's postings as its own
+//! publishing, changing a signed posting, or withdrawing another member's page; a member
+//! flooding past its rate. The hostile member is
 //! a bare rust-libp2p peer holding a real member's identity — what a modified node is: the
 //! receiver attributes everything it sends to that member, and a posting stands for a page
 //! only when its publisher owned the page's host.
@@ -128,12 +130,13 @@ impl Publisher {
     }
 }
 
-/// A well-formed posting of `url`'s page: its vector is cell `cell`'s own centroid.
-fn posting(url: &str, cell: u32) -> Posting {
+/// A well-formed posting of `url`'s page signed by `key`: its vector is cell `cell`'s own
+/// centroid.
+fn posting(url: &str, cell: u32, key: &libp2p::identity::Keypair) -> Posting {
     let book = weft_p2p::placement::shipped();
     let doc =
         format!("{:032x}", u128::from_le_bytes(blake3::hash(url.as_bytes()).as_bytes()[..16].try_into().unwrap()));
-    Posting {
+    let mut p = Posting {
         codebook: book.id().to_string(),
         cell,
         model: MODEL.into(),
@@ -145,7 +148,11 @@ fn posting(url: &str, cell: u32) -> Posting {
         simhash: None,
         language: Some("en".into()),
         fetched_at: 1_790_000_000,
-    }
+        publisher: Vec::new(),
+        signature: Vec::new(),
+    };
+    p.sign(key);
+    p
 }
 
 fn batch(postings: Vec<Posting>) -> PostingBatch {
@@ -159,14 +166,16 @@ async fn a_publisher_speaks_only_for_its_own_hosts_within_its_rate() {
     let addr = n.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
 
     // A stranger's posting is not taken, nor counted against anyone but the stranger.
-    let mut stranger = Publisher::connect(libp2p::identity::Keypair::generate_ed25519(), &addr).await;
-    let replies = stranger.send(vec![batch(vec![posting("http://anywhere.test/p", 7)])]).await;
+    let stranger_key = libp2p::identity::Keypair::generate_ed25519();
+    let mut stranger = Publisher::connect(stranger_key.clone(), &addr).await;
+    let replies = stranger.send(vec![batch(vec![posting("http://anywhere.test/p", 7, &stranger_key)])]).await;
     assert_eq!(replies, vec![Some(PostingReply::NotMember)]);
 
     // Two members: a (whose identity the hostile publisher holds) and b.
     let key_a = libp2p::identity::Keypair::generate_ed25519();
     let (a, a_task, _) = holder(key_a.clone(), vec![addr.clone()]);
-    let (b, b_task, _) = holder(libp2p::identity::Keypair::generate_ed25519(), vec![addr.clone()]);
+    let key_b = libp2p::identity::Keypair::generate_ed25519();
+    let (b, b_task, _) = holder(key_b.clone(), vec![addr.clone()]);
     for m in [&n, &a, &b] {
         within(60, "three members", m.wait_for(|s| s.members.len() == 3)).await;
     }
@@ -178,18 +187,35 @@ async fn a_publisher_speaks_only_for_its_own_hosts_within_its_rate() {
     let own: Vec<&String> = hosts.iter().filter(|h| rings[3].owner(h) == Some(&aid)).take(20).collect();
     let never: Vec<&String> = hosts.iter().filter(|h| rings.iter().all(|r| r.owner(h) != Some(&aid))).take(5).collect();
     assert!(own.len() == 20 && never.len() == 5);
-    let mut hostile = Publisher::connect(key_a, &addr).await;
+    let of_b: Vec<&String> = hosts.iter().filter(|h| rings[3].owner(h) == Some(&bid)).take(1).collect();
+    let mut hostile = Publisher::connect(key_a.clone(), &addr).await;
 
-    // A batch of a's own pages and of pages a never owned: the first are taken, the others
-    // refused (the batch is not refused whole: no strike).
-    let mixed: Vec<Posting> = own[..3]
+    // One batch: three of a's own pages (taken), and refused: two pages of hosts a never
+    // owned, b's posting of b's page passed on by a as if it published it, a's posting
+    // changed after it was signed, and a vector claimed for a cell far from it. Not refused
+    // whole: no strike.
+    let book = weft_p2p::placement::shipped();
+    let far = (0..book.len() as u32)
+        .min_by(|x, y| {
+            let dot = |c: u32| book.cell(c).iter().zip(book.cell(0)).map(|(p, q)| p * q).sum::<f32>();
+            dot(*x).total_cmp(&dot(*y))
+        })
+        .unwrap();
+    let mut mixed: Vec<Posting> = own[..3]
         .iter()
-        .chain(&never[..2])
         .enumerate()
-        .map(|(i, h)| posting(&format!("http://{h}/mixed"), i as u32 * 17))
+        .map(|(i, h)| posting(&format!("http://{h}/mixed"), i as u32 * 17, &key_a))
         .collect();
+    mixed.extend(never[..2].iter().map(|h| posting(&format!("http://{h}/mixed"), 40, &key_a)));
+    mixed.push(posting(&format!("http://{}/theirs", of_b[0]), 41, &key_b));
+    let mut changed = posting(&format!("http://{}/changed", own[0]), 42, &key_a);
+    changed.page.title = "A title its publisher never gave it".into();
+    mixed.push(changed);
+    let mut wrong_cell = posting(&format!("http://{}/wrong", own[0]), 0, &key_a);
+    wrong_cell.cell = far;
+    mixed.push(wrong_cell);
     let replies = hostile.send(vec![batch(mixed)]).await;
-    assert_eq!(replies, vec![Some(PostingReply::Ack { taken: 3, refused: 2 })]);
+    assert_eq!(replies, vec![Some(PostingReply::Ack { taken: 3, refused: 5 })]);
 
     // A flood: three waves of eight batches (the streams one connection may have open at
     // once), back to back, each batch one posting of a's own. Over the rate (4 batches a
@@ -197,8 +223,9 @@ async fn a_publisher_speaks_only_for_its_own_hosts_within_its_rate() {
     let started = Instant::now();
     let mut replies = Vec::new();
     for wave in 0..3 {
-        let flood: Vec<PostingBatch> =
-            (0..8).map(|i| batch(vec![posting(&format!("http://{}/flood{wave}-{i}", own[3 + i]), 5)])).collect();
+        let flood: Vec<PostingBatch> = (0..8)
+            .map(|i| batch(vec![posting(&format!("http://{}/flood{wave}-{i}", own[3 + i]), 5, &key_a)]))
+            .collect();
         replies.extend(hostile.send(flood).await);
     }
     let took = started.elapsed().as_secs_f64();
@@ -209,27 +236,20 @@ async fn a_publisher_speaks_only_for_its_own_hosts_within_its_rate() {
     assert!(n.status().postings.busy >= busy as u64, "{:?}", n.status().postings);
     tokio::time::sleep(Duration::from_secs(3)).await; // the rate's tokens come back
 
-    // Batches refused whole — pages of a host a never owned, a vector claimed for a cell far
-    // from it, a withdrawal of another member's page — are strikes; the third bans a.
-    let book = weft_p2p::placement::shipped();
-    let far = (0..book.len() as u32)
-        .min_by(|x, y| {
-            let dot = |c: u32| book.cell(c).iter().zip(book.cell(0)).map(|(p, q)| p * q).sum::<f32>();
-            dot(*x).total_cmp(&dot(*y))
-        })
-        .unwrap();
-    let mut wrong_cell = posting(&format!("http://{}/wrong", own[0]), 0);
-    wrong_cell.cell = far;
+    // Batches refused whole — pages of a host a never owned, the same passed off as a
+    // cell's hand-over (a holds every cell: three members, three replicas), a withdrawal of
+    // another member's page — are strikes; the third bans a.
+    let forged: Vec<Posting> = never.iter().map(|h| posting(&format!("http://{h}/forged"), 9, &key_a)).collect();
+    let handed = PostingBatch { postings: forged.clone(), handover: true, ..Default::default() };
     let withdrawal = PostingBatch {
         tombstones: vec![Tombstone {
-            doc: posting(&format!("http://{}/p", never[4]), 0).doc,
+            doc: posting(&format!("http://{}/p", never[4]), 0, &key_b).doc,
             url: format!("http://{}/p", never[4]),
             at: 1_790_000_100,
         }],
         ..Default::default()
     };
-    let forged = batch(never.iter().map(|h| posting(&format!("http://{h}/forged"), 9)).collect());
-    for (i, bad) in [forged, batch(vec![wrong_cell]), withdrawal].into_iter().enumerate() {
+    for (i, bad) in [batch(forged), handed, withdrawal].into_iter().enumerate() {
         let before = n.status().postings.refused;
         let reply = hostile.send(vec![bad]).await.remove(0);
         if i < 2 {

@@ -154,6 +154,12 @@ async fn pages_indexed_on_a_node_that_left_are_found_through_their_cells_owners(
     let p = d.net.status().postings;
     eprintln!("D holds {:?}; {p:?}", d.index.cells().unwrap().counts());
     assert_eq!(p.refused, 0, "{p:?}");
+    // What D was handed carries its publisher's signature, and names A as the crawler — not
+    // the member that handed it on.
+    for doc in docs.iter().filter(|doc| d.holds(doc)) {
+        let provenance = d.index.cells().unwrap().provenance(doc).unwrap().unwrap();
+        assert_eq!(provenance.publisher, ids[0], "{doc:?}");
+    }
     for (t, topic) in TOPICS.iter().enumerate() {
         let r = http.get(format!("http://{}/search", d.api)).query(&[("q", topic.question), ("k", "5")]);
         let v: serde_json::Value = r.send().await.unwrap().json().await.unwrap();
