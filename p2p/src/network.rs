@@ -397,6 +397,11 @@ impl EventLoop {
                 Some((channel, refused, taken)) = self.postings.replies.next(), if !self.postings.replies.is_empty() => {
                     self.on_postings_stored(channel, refused, taken);
                 }
+                Some(checked) = self.postings.checking.next(), if !self.postings.checking.is_empty() => {
+                    if let Some(checked) = checked {
+                        self.on_posting_checked(checked);
+                    }
+                }
                 Some((channel, reply)) = self.querying.replies.next(), if !self.querying.replies.is_empty() => {
                     let _ = self.swarm.behaviour_mut().search.send_response(channel, reply);
                 }

@@ -1,12 +1,14 @@
 //! The event loop's part of semantic placement: postings out to their cells' owners (the
 //! outbox in [`crate::publishing`]), and postings in — from members only, at a bounded rate,
-//! each checked ([`crate::postings::check`]: codebook, model, cell, sizes, the vector, and the
-//! publisher's ownership of the page's host on a recent ring), acknowledged once the node has
-//! stored them. A peer whose batches are refused whole three times is banned.
+//! each checked (codebook, model, cell, sizes, the vector and the publisher's signature on a
+//! blocking thread — [`crate::postings::check_content`], ~130 µs a posting — then, back on
+//! the event loop, the publisher's ownership of the page's host on a recent ring),
+//! acknowledged once the node has stored them. A peer whose batches are refused whole three
+//! times is banned.
 
 use super::*;
 use crate::placement::{cell_owners, Codebook};
-use crate::postings::{check, check_tombstone, PostingBatch, PostingReply};
+use crate::postings::{check_content, check_tombstone, BadPosting, PostingBatch, PostingReply};
 use crate::publishing::{Flight, Publisher, Withdrawal};
 use std::time::Instant;
 
@@ -20,6 +22,9 @@ pub(super) const INBOUND_POSTINGS: usize = 16;
 const BUSY_DELAY: Duration = Duration::from_secs(5);
 /// Batches refused whole before the sender is banned.
 const MAX_STRIKES: u32 = 3;
+/// Received batches being checked away from the event loop at once, at most; more are
+/// answered busy.
+const CHECKING: usize = 8;
 
 /// Postings (and withdrawals) for this node to store: from another member, acknowledged once
 /// stored, or this node's own (`from` is `None`).
@@ -55,6 +60,15 @@ pub struct PostingsStatus {
 
 type PendingStore = BoxFuture<'static, (ResponseChannel<PostingReply>, u32, Option<u32>)>;
 
+/// A received batch whose postings were checked on a blocking thread (content and signature,
+/// see [`check_content`]); the membership's part is done back on the event loop.
+pub(super) struct Checked {
+    peer: PeerId,
+    batch: PostingBatch,
+    verdicts: Vec<Result<(PeerId, String), BadPosting>>,
+    channel: ResponseChannel<PostingReply>,
+}
+
 pub(super) struct State {
     /// This node's key: it signs the postings it publishes.
     key: libp2p::identity::Keypair,
@@ -64,6 +78,8 @@ pub(super) struct State {
     publisher: Publisher,
     in_flight: HashMap<OutboundRequestId, Flight>,
     pub(super) replies: FuturesUnordered<PendingStore>,
+    /// Received batches being checked (at most [`CHECKING`]).
+    pub(super) checking: FuturesUnordered<BoxFuture<'static, Option<Checked>>>,
     inbound: mpsc::Sender<PostingsInbound>,
     rate: RateLimit,
     strikes: HashMap<PeerId, u32>,
@@ -88,6 +104,7 @@ impl State {
             publisher: Publisher::new(codebook.id(), replicas, MAX_WAITING),
             in_flight: HashMap::new(),
             replies: FuturesUnordered::new(),
+            checking: FuturesUnordered::new(),
             inbound,
             rate: RateLimit::new(BATCHES_PER_SEC),
             strikes: HashMap::new(),
@@ -207,6 +224,31 @@ impl EventLoop {
             self.ban(peer, "a posting batch over the item limit");
             return;
         }
+        if self.postings.checking.len() >= CHECKING {
+            self.postings.counts.busy += 1;
+            return self.respond(channel, PostingReply::Busy);
+        }
+        let book = self.postings.codebook;
+        self.postings.checking.push(Box::pin(async move {
+            let checked = tokio::task::spawn_blocking(move || {
+                let verdicts = batch.postings.iter().map(|p| check_content(p, book, &model)).collect();
+                (batch, verdicts)
+            });
+            // A panic in a check drops the request: its sender retries, and is not believed.
+            let (batch, verdicts) = checked.await.ok()?;
+            Some(Checked { peer, batch, verdicts, channel })
+        }));
+    }
+
+    /// A received batch's postings were checked: the publishers' right to their hosts (or the
+    /// sender's to the cells it hands over) is decided here, then what passed goes to the
+    /// node's store and the sender hears how much was taken.
+    pub(super) fn on_posting_checked(&mut self, checked: Checked) {
+        let Checked { peer, batch, verdicts, channel } = checked;
+        if self.banned.contains_key(&peer) {
+            return; // banned while its batch was being checked
+        }
+        let now = Instant::now();
         let me = *self.swarm.local_peer_id();
         let (book, replicas) = (self.postings.codebook, self.postings.counts.replicas);
         let total = batch.len() as u32;
@@ -214,7 +256,7 @@ impl EventLoop {
         let mut refused = 0u32;
         let mut why = None;
         let handover = batch.handover;
-        for p in batch.postings {
+        for (p, verdict) in batch.postings.into_iter().zip(verdicts) {
             // A publisher speaks for the pages of its hosts, and sends its postings itself; a
             // cell's former owner, handing the cell over, passes on the postings of its cells
             // as their publishers signed them.
@@ -230,7 +272,17 @@ impl EventLoop {
                     *publisher == peer && own_host()
                 }
             };
-            if let Err(e) = check(&p, book, &model, owned) {
+            let verdict =
+                verdict.and_then(
+                    |(publisher, host)| {
+                        if owned(&publisher, &host) {
+                            Ok(())
+                        } else {
+                            Err(BadPosting::NotOwner(host))
+                        }
+                    },
+                );
+            if let Err(e) = verdict {
                 refused += 1;
                 why.get_or_insert(e.to_string());
                 continue;
