@@ -10,12 +10,18 @@
 //! it. Who published a document is kept beside it (provenance in answers; counting).
 //!
 //! Bounded: at most `max_chunks` chunks; a document that would pass it is refused
-//! ([`CellStoreError::Full`]), and its publisher is told to come back later.
+//! ([`CellStoreError::Full`]), and its publisher is told to come back later. Quotas keep one
+//! publisher, or one cell, from taking the store: a publisher may hold at most a quarter of
+//! it and a cell an eighth (see [`Limits`]); a document over either is refused
+//! ([`CellStoreError::Quota`], counted) — a publisher owns the hosts it crawls and could
+//! otherwise fill every store it posts to with pages it makes up on them.
 
 use crate::store::{ChunkRecord, DocRecord, DocState, NewChunk};
 use crate::{DocId, Hit, IndexError, LocalIndex};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use weft_config::IndexConfig;
 
 /// The publisher's name for this node's own postings.
@@ -55,6 +61,8 @@ pub struct CellDoc {
 pub enum CellStoreError {
     #[error("the cell store is full ({0} chunks)")]
     Full(usize),
+    #[error("over the {what} quota ({max} chunks)")]
+    Quota { what: &'static str, max: usize },
     #[error(transparent)]
     Index(#[from] IndexError),
 }
@@ -83,18 +91,71 @@ pub enum Put {
     Unchanged,
 }
 
+/// How much a cell store holds, at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Chunks in all.
+    pub chunks: usize,
+    /// Chunks of one publisher.
+    pub per_publisher: usize,
+    /// Chunks posted to one cell.
+    pub per_cell: usize,
+}
+
+impl Limits {
+    /// `chunks` in all; a quarter of them for one publisher, an eighth for one cell.
+    pub fn of(chunks: usize) -> Limits {
+        Limits { chunks, per_publisher: (chunks / 4).max(1), per_cell: (chunks / 8).max(1) }
+    }
+}
+
+/// Chunks held by publisher and by cell (rebuilt from the provenance at open).
+#[derive(Debug, Default)]
+struct Tallies {
+    publishers: HashMap<String, usize>,
+    cells: HashMap<u32, usize>,
+}
+
+impl Tallies {
+    fn add(&mut self, p: &Provenance, sign: isize) {
+        let chunks = positions(p);
+        let n = self.publishers.entry(p.publisher.clone()).or_default();
+        *n = n.saturating_add_signed(sign * chunks as isize);
+        if *n == 0 {
+            self.publishers.remove(&p.publisher);
+        }
+        for (_, cell) in &p.cells {
+            let n = self.cells.entry(*cell).or_default();
+            *n = n.saturating_add_signed(sign);
+            if *n == 0 {
+                self.cells.remove(cell);
+            }
+        }
+    }
+}
+
+/// Distinct chunks (positions) a provenance names.
+fn positions(p: &Provenance) -> usize {
+    let mut positions: Vec<u32> = p.cells.iter().map(|(position, _)| *position).collect();
+    positions.sort_unstable();
+    positions.dedup();
+    positions.len()
+}
+
 /// See the module doc.
 pub struct CellStore {
     index: LocalIndex,
     provenance: sled::Tree,
     /// Document id → [`Signed`].
     signed: sled::Tree,
-    max_chunks: usize,
+    limits: Limits,
+    tallies: parking_lot::Mutex<Tallies>,
+    over_quota: AtomicU64,
 }
 
 impl CellStore {
     /// Opens (or creates) the cell store in `dir` (its own sled database and index files).
-    pub fn open(dir: &Path, dims: usize, config: &IndexConfig, max_chunks: usize) -> Result<CellStore, IndexError> {
+    pub fn open(dir: &Path, dims: usize, config: &IndexConfig, limits: Limits) -> Result<CellStore, IndexError> {
         std::fs::create_dir_all(dir)?;
         let db = sled::Config::new()
             .path(dir.join("db"))
@@ -105,7 +166,15 @@ impl CellStore {
         let provenance = db.open_tree("provenance").map_err(IndexError::Store)?;
         let signed = db.open_tree("signed").map_err(IndexError::Store)?;
         let index = LocalIndex::open(&db, dir, dims, config)?;
-        Ok(CellStore { index, provenance, signed, max_chunks })
+        let mut tallies = Tallies::default();
+        for entry in provenance.iter() {
+            let (_, bytes) = entry.map_err(IndexError::Store)?;
+            let p: Provenance =
+                postcard::from_bytes(&bytes).map_err(|e| IndexError::Corrupt(format!("provenance: {e}")))?;
+            tallies.add(&p, 1);
+        }
+        let tallies = parking_lot::Mutex::new(tallies);
+        Ok(CellStore { index, provenance, signed, limits, tallies, over_quota: AtomicU64::new(0) })
     }
 
     /// Stores what a publisher sent of a document (see the module doc for the merge). A chunk
@@ -158,9 +227,15 @@ impl CellStore {
         pairs.sort_unstable();
         pairs.dedup();
         let before = old.as_ref().map_or(0, |o| o.chunks.len());
-        if self.index.store().chunk_count() + chunks.len() > self.max_chunks + before {
-            return Err(CellStoreError::Full(self.max_chunks));
+        if self.index.store().chunk_count() + chunks.len() > self.limits.chunks + before {
+            return Err(CellStoreError::Full(self.limits.chunks));
         }
+        let provenance = Provenance { publisher: doc.publisher, cells: pairs };
+        let held = match &old {
+            Some(_) => self.provenance(&doc.id)?,
+            None => None,
+        };
+        self.within_quotas(held.as_ref(), &provenance)?;
         let mut new = Vec::with_capacity(chunks.len());
         let mut words = 0usize;
         for c in &chunks {
@@ -188,9 +263,14 @@ impl CellStore {
             canonical: page.canonical,
         };
         self.index.commit(doc.id, &record, new)?;
-        let provenance = Provenance { publisher: doc.publisher, cells: pairs };
         let bytes = postcard::to_stdvec(&provenance).expect("provenance serializes");
         self.provenance.insert(doc.id.0, bytes).map_err(IndexError::Store)?;
+        let mut tallies = self.tallies.lock();
+        if let Some(held) = &held {
+            tallies.add(held, -1);
+        }
+        tallies.add(&provenance, 1);
+        drop(tallies);
         let signatures = chunks.into_iter().map(|c| (c.position, c.signature)).collect();
         self.put_signed(&doc.id, &Signed { key: publisher_key, signatures })?;
         Ok(Put::Stored)
@@ -200,9 +280,7 @@ impl CellStore {
     pub fn withdraw(&self, id: DocId, at: u64) -> Result<bool, IndexError> {
         match self.index.store().doc(&id)? {
             Some(old) if old.fetched_at <= at => {
-                self.index.remove(id)?;
-                self.provenance.remove(id.0).map_err(IndexError::Store)?;
-                self.signed.remove(id.0).map_err(IndexError::Store)?;
+                self.forget(id)?;
                 Ok(true)
             }
             _ => Ok(false),
@@ -270,9 +348,7 @@ impl CellStore {
             if kept.is_empty() {
                 chunks += record.chunks.len();
                 docs += 1;
-                self.index.remove(id)?;
-                self.provenance.remove(id.0).map_err(IndexError::Store)?;
-                self.signed.remove(id.0).map_err(IndexError::Store)?;
+                self.forget(id)?;
                 continue;
             }
             let mut new = Vec::new();
@@ -288,14 +364,62 @@ impl CellStore {
             chunks += record.chunks.len() - new.len();
             record.chunks = new.iter().map(|c| c.key).collect();
             self.index.commit(id, &record, new)?;
-            let provenance = Provenance { publisher: prov.publisher, cells: kept };
+            let provenance = Provenance { publisher: prov.publisher.clone(), cells: kept };
             let bytes = postcard::to_stdvec(&provenance).expect("provenance serializes");
             self.provenance.insert(id.0, bytes).map_err(IndexError::Store)?;
+            let mut tallies = self.tallies.lock();
+            tallies.add(&prov, -1);
+            tallies.add(&provenance, 1);
+            drop(tallies);
             let mut signed = self.signed(&id)?;
             signed.signatures.retain(|(position, _)| provenance.cells.iter().any(|(p, _)| p == position));
             self.put_signed(&id, &signed)?;
         }
         Ok((docs, chunks))
+    }
+
+    /// Removes a document and what is kept beside it.
+    fn forget(&self, id: DocId) -> Result<(), IndexError> {
+        let held = self.provenance(&id)?;
+        self.index.remove(id)?;
+        self.provenance.remove(id.0).map_err(IndexError::Store)?;
+        self.signed.remove(id.0).map_err(IndexError::Store)?;
+        if let Some(held) = held {
+            self.tallies.lock().add(&held, -1);
+        }
+        Ok(())
+    }
+
+    /// Whether storing `new` in place of `held` keeps its publisher and its cells within
+    /// their quotas (what it already holds counts once).
+    fn within_quotas(&self, held: Option<&Provenance>, new: &Provenance) -> Result<(), CellStoreError> {
+        let tallies = self.tallies.lock();
+        let mut publisher = tallies.publishers.get(&new.publisher).copied().unwrap_or(0);
+        if let Some(h) = held.filter(|h| h.publisher == new.publisher) {
+            publisher = publisher.saturating_sub(positions(h));
+        }
+        let over = if publisher + positions(new) > self.limits.per_publisher {
+            Some(("publisher", self.limits.per_publisher))
+        } else {
+            new.cells.iter().find_map(|(_, cell)| {
+                let before = held.map_or(0, |h| h.cells.iter().filter(|(_, c)| c == cell).count());
+                let after = new.cells.iter().filter(|(_, c)| c == cell).count();
+                let now = tallies.cells.get(cell).copied().unwrap_or(0).saturating_sub(before);
+                (now + after > self.limits.per_cell).then_some(("cell", self.limits.per_cell))
+            })
+        };
+        match over {
+            Some((what, max)) => {
+                self.over_quota.fetch_add(positions(new) as u64, Ordering::Relaxed);
+                Err(CellStoreError::Quota { what, max })
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Chunks refused for a publisher's or a cell's quota since the start.
+    pub fn over_quota(&self) -> u64 {
+        self.over_quota.load(Ordering::Relaxed)
     }
 
     /// The publisher key and chunk signatures held for `id` (empty for none).
@@ -389,7 +513,7 @@ mod tests {
     #[test]
     fn parts_of_a_document_merge_a_newer_fetch_replaces_and_a_withdrawal_drops() {
         let dir = tempfile::tempdir().unwrap();
-        let store = CellStore::open(dir.path(), 4, &IndexConfig::default(), 100).unwrap();
+        let store = CellStore::open(dir.path(), 4, &IndexConfig::default(), Limits::of(100)).unwrap();
         let url = "http://a.test/p";
         let first = doc(url, 10, &[(0, "alpha bravo charlie", [1.0, 0.0, 0.0, 0.0])]);
         assert_eq!(store.put(first.clone()).unwrap(), Put::Stored);
@@ -432,7 +556,7 @@ mod tests {
     #[test]
     fn cells_no_longer_owned_are_dropped_chunk_by_chunk() {
         let dir = tempfile::tempdir().unwrap();
-        let store = CellStore::open(dir.path(), 4, &IndexConfig::default(), 100).unwrap();
+        let store = CellStore::open(dir.path(), 4, &IndexConfig::default(), Limits::of(100)).unwrap();
         // Chunk positions are their cells here (see `doc`): p has chunks in cells 0 and 3,
         // q in cell 3 only; p's chunk 0 was also posted to cell 5.
         store
@@ -457,10 +581,51 @@ mod tests {
     }
 
     #[test]
+    fn one_publisher_or_one_cell_cannot_take_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = Limits { chunks: 100, per_publisher: 4, per_cell: 3 };
+        let store = CellStore::open(dir.path(), 4, &IndexConfig::default(), limits).unwrap();
+        let v = [1.0, 0.0, 0.0, 0.0];
+        // peer-a: four chunks in cells 0..4 fit; a fifth is over its quota.
+        store.put(doc("http://a.test/1", 1, &[(0, "a", v), (1, "b", v)])).unwrap();
+        store.put(doc("http://a.test/2", 1, &[(2, "c", v), (3, "d", v)])).unwrap();
+        let over = store.put(doc("http://a.test/3", 1, &[(4, "e", v)]));
+        assert!(matches!(over, Err(CellStoreError::Quota { what: "publisher", max: 4 })), "{over:?}");
+        // A newer fetch of a document it holds counts once: replacing two chunks with two fits.
+        assert_eq!(store.put(doc("http://a.test/2", 2, &[(2, "c2", v), (3, "d2", v)])).unwrap(), Put::Stored);
+        // Cell 0 holds a's chunk; two more publishers fill it to three, a fourth is refused.
+        for (i, publisher) in ["peer-b", "peer-c", "peer-d"].into_iter().enumerate() {
+            let mut d = doc(&format!("http://b.test/{i}"), 1, &[(0, "f", v)]);
+            d.publisher = publisher.into();
+            let put = store.put(d);
+            if i < 2 {
+                put.unwrap();
+            } else {
+                assert!(matches!(put, Err(CellStoreError::Quota { what: "cell", max: 3 })), "{put:?}");
+            }
+        }
+        assert_eq!(store.over_quota(), 2);
+        // Withdrawn, a's chunks make room for its others; the tallies survive a reopen.
+        assert!(store.withdraw(DocId::of_url("http://a.test/1"), 5).unwrap());
+        store.put(doc("http://a.test/3", 1, &[(4, "e", v)])).unwrap();
+        drop(store);
+        let store = CellStore::open(dir.path(), 4, &IndexConfig::default(), limits).unwrap();
+        let over = store.put(doc("http://a.test/4", 1, &[(5, "g", v), (6, "h", v)]));
+        assert!(matches!(over, Err(CellStoreError::Quota { what: "publisher", .. })), "3 held + 2: {over:?}");
+        store.put(doc("http://a.test/4", 1, &[(5, "g", v)])).unwrap();
+    }
+
+    #[test]
     fn a_full_store_refuses_and_what_it_holds_survives_a_reopen() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let store = CellStore::open(dir.path(), 4, &IndexConfig::default(), 2).unwrap();
+            let store = CellStore::open(
+                dir.path(),
+                4,
+                &IndexConfig::default(),
+                Limits { chunks: 2, per_publisher: 2, per_cell: 2 },
+            )
+            .unwrap();
             store
                 .put(doc("http://a.test/1", 1, &[(0, "one", [1.0, 0.0, 0.0, 0.0]), (1, "two", [0.0, 1.0, 0.0, 0.0])]))
                 .unwrap();
@@ -468,7 +633,13 @@ mod tests {
             assert!(matches!(full, Err(CellStoreError::Full(2))));
             store.snapshot().unwrap();
         }
-        let store = CellStore::open(dir.path(), 4, &IndexConfig::default(), 2).unwrap();
+        let store = CellStore::open(
+            dir.path(),
+            4,
+            &IndexConfig::default(),
+            Limits { chunks: 2, per_publisher: 2, per_cell: 2 },
+        )
+        .unwrap();
         assert_eq!(store.counts(), (1, 2));
         let hits = store.search(None, &unit(&[0.0, 1.0, 0.0, 0.0]), 1).unwrap();
         assert_eq!((hits[0].page.url.as_str(), hits[0].chunk), ("http://a.test/1", 1));

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
-use weft_index::cells::{CellChunk, CellDoc, CellStore, CellStoreError};
+use weft_index::cells::{CellChunk, CellDoc, CellStore, CellStoreError, Limits};
 use weft_index::{DocId, DocState, Hit, IndexError, LocalIndex};
 use weft_p2p::placement::Codebook;
 use weft_p2p::postings::{Posting, Tombstone, MAX_CELLS_PER_CHUNK};
@@ -28,7 +28,7 @@ pub fn open(
     dims: usize,
     config: &weft_config::IndexConfig,
 ) -> Result<CellStore, IndexError> {
-    CellStore::open(&data_dir.join("cells"), dims, config, MAX_CELL_CHUNKS)
+    CellStore::open(&data_dir.join("cells"), dims, config, Limits::of(MAX_CELL_CHUNKS))
 }
 
 /// The postings of the document stored under `url` in `index`: each chunk to its best
@@ -145,8 +145,14 @@ pub fn store_batch(store: &CellStore, inbound: &PostingsInbound) -> Result<u32, 
     let mut taken = 0u32;
     for (_, doc) in docs {
         // One chunk per posting (a chunk posted to two cells comes twice; stored once).
-        taken += doc.chunks.len() as u32;
-        store.put(doc)?;
+        let postings = doc.chunks.len() as u32;
+        match store.put(doc) {
+            Ok(_) => taken += postings,
+            // Refused for good (the store counts it): acknowledged as not taken, so that the
+            // publisher does not send it again and again.
+            Err(CellStoreError::Quota { .. }) => {}
+            Err(e) => return Err(e),
+        }
     }
     for t in &inbound.batch.tombstones {
         if let Ok(id) = DocId::parse_hex(&t.doc) {

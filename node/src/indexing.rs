@@ -130,6 +130,9 @@ pub struct CellsHeld {
     pub documents: u64,
     pub chunks: u64,
     pub vector_memory_bytes: u64,
+    /// Chunks refused since the start because their publisher or their cell was over its
+    /// quota here.
+    pub over_quota: u64,
 }
 
 /// The index of a running node: the indexer and query threads and the shared [`LocalIndex`].
@@ -380,6 +383,7 @@ impl IndexService {
                     documents: documents as u64,
                     chunks: chunks as u64,
                     vector_memory_bytes: c.vector_memory_bytes() as u64,
+                    over_quota: c.over_quota(),
                 }
             }),
         }

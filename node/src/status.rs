@@ -343,6 +343,12 @@ impl prometheus_client::collector::Collector for StatusCollector {
                     ("weft_cells_vector_memory_bytes", "Memory of the cell store's HNSW index", c.vector_memory_bytes),
                 ];
                 encode_gauges(&mut enc, &gauges)?;
+                let counters: [Plain; 1] = [(
+                    "weft_cells_over_quota",
+                    "Chunks refused for a publisher's or a cell's quota here",
+                    c.over_quota,
+                )];
+                encode_counters(&mut enc, &counters)?;
             }
         }
         Ok(())
