@@ -9,6 +9,10 @@
 //! chunks, an older one is ignored. A withdrawal drops the document's chunks published before
 //! it. Who published a document is kept beside it (provenance in answers; counting).
 //!
+//! A publisher announces each of its documents again now and then (the node's re-announce); a
+//! document not announced within a TTL is dropped by [`CellStore::expire`] — the pages of a
+//! volunteer gone for good, and of hosts it crawled long ago, do not stay forever.
+//!
 //! Bounded: at most `max_chunks` chunks; a document that would pass it is refused
 //! ([`CellStoreError::Full`]), and its publisher is told to come back later. Quotas keep one
 //! publisher, or one cell, from taking the store: a publisher may hold at most a quarter of
@@ -148,6 +152,8 @@ pub struct CellStore {
     provenance: sled::Tree,
     /// Document id → [`Signed`].
     signed: sled::Tree,
+    /// Document id → when it was last announced here (stored, or sent again), Unix seconds.
+    announced: sled::Tree,
     limits: Limits,
     tallies: parking_lot::Mutex<Tallies>,
     over_quota: AtomicU64,
@@ -165,6 +171,7 @@ impl CellStore {
             .map_err(IndexError::Store)?;
         let provenance = db.open_tree("provenance").map_err(IndexError::Store)?;
         let signed = db.open_tree("signed").map_err(IndexError::Store)?;
+        let announced = db.open_tree("announced").map_err(IndexError::Store)?;
         let index = LocalIndex::open(&db, dir, dims, config)?;
         let mut tallies = Tallies::default();
         for entry in provenance.iter() {
@@ -174,7 +181,8 @@ impl CellStore {
             tallies.add(&p, 1);
         }
         let tallies = parking_lot::Mutex::new(tallies);
-        Ok(CellStore { index, provenance, signed, limits, tallies, over_quota: AtomicU64::new(0) })
+        let over_quota = AtomicU64::new(0);
+        Ok(CellStore { index, provenance, signed, announced, limits, tallies, over_quota })
     }
 
     /// Stores what a publisher sent of a document (see the module doc for the merge). A chunk
@@ -189,6 +197,8 @@ impl CellStore {
             Some(old) if old.fetched_at == doc.fetched_at => {
                 let held = self.provenance(&doc.id)?.map(|p| p.cells).unwrap_or_default();
                 if pairs.iter().all(|p| held.contains(p)) {
+                    // Announced again: it lives another TTL.
+                    self.touch(&doc.id, weft_clock::now_secs())?;
                     return Ok(Put::Unchanged);
                 }
                 // The same fetch: keep what is held, add what is new.
@@ -273,6 +283,7 @@ impl CellStore {
         drop(tallies);
         let signatures = chunks.into_iter().map(|c| (c.position, c.signature)).collect();
         self.put_signed(&doc.id, &Signed { key: publisher_key, signatures })?;
+        self.touch(&doc.id, weft_clock::now_secs())?;
         Ok(Put::Stored)
     }
 
@@ -378,12 +389,39 @@ impl CellStore {
         Ok((docs, chunks))
     }
 
+    fn touch(&self, id: &DocId, now: u64) -> Result<(), IndexError> {
+        self.announced.insert(id.0, &now.to_be_bytes()).map_err(IndexError::Store)?;
+        Ok(())
+    }
+
+    /// Drops the documents not announced within `ttl` seconds of `now` (Unix seconds); returns
+    /// how many. A document stored before announcements were recorded counts as announced now.
+    pub fn expire(&self, now: u64, ttl: u64) -> Result<usize, IndexError> {
+        let mut dropped = 0;
+        for entry in self.provenance.iter() {
+            let (key, _) = entry.map_err(IndexError::Store)?;
+            let Ok(raw) = <[u8; 16]>::try_from(key.as_ref()) else { continue };
+            let id = DocId(raw);
+            let at = self.announced.get(id.0).map_err(IndexError::Store)?;
+            match at.and_then(|b| <[u8; 8]>::try_from(b.as_ref()).ok()).map(u64::from_be_bytes) {
+                Some(at) if at.saturating_add(ttl) < now => {
+                    self.forget(id)?;
+                    dropped += 1;
+                }
+                Some(_) => {}
+                None => self.touch(&id, now)?,
+            }
+        }
+        Ok(dropped)
+    }
+
     /// Removes a document and what is kept beside it.
     fn forget(&self, id: DocId) -> Result<(), IndexError> {
         let held = self.provenance(&id)?;
         self.index.remove(id)?;
         self.provenance.remove(id.0).map_err(IndexError::Store)?;
         self.signed.remove(id.0).map_err(IndexError::Store)?;
+        self.announced.remove(id.0).map_err(IndexError::Store)?;
         if let Some(held) = held {
             self.tallies.lock().add(&held, -1);
         }
@@ -613,6 +651,27 @@ mod tests {
         let over = store.put(doc("http://a.test/4", 1, &[(5, "g", v), (6, "h", v)]));
         assert!(matches!(over, Err(CellStoreError::Quota { what: "publisher", .. })), "3 held + 2: {over:?}");
         store.put(doc("http://a.test/4", 1, &[(5, "g", v)])).unwrap();
+    }
+
+    #[test]
+    fn what_is_not_announced_again_within_the_ttl_expires() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CellStore::open(dir.path(), 4, &IndexConfig::default(), Limits::of(100)).unwrap();
+        let v = [1.0, 0.0, 0.0, 0.0];
+        let now = weft_clock::now_secs();
+        store.put(doc("http://a.test/1", 1, &[(0, "a", v)])).unwrap();
+        store.put(doc("http://a.test/2", 1, &[(1, "b", v)])).unwrap();
+        assert_eq!(store.expire(now + 50, 100).unwrap(), 0, "within the TTL");
+        // Announced again (the same fetch): it lives on from then.
+        let later = now + 80;
+        store.touch(&DocId::of_url("http://a.test/2"), later).unwrap();
+        assert_eq!(store.put(doc("http://a.test/1", 1, &[(0, "a", v)])).unwrap(), Put::Unchanged);
+        store.touch(&DocId::of_url("http://a.test/1"), now).unwrap(); // as if not announced again
+        assert_eq!(store.expire(now + 150, 100).unwrap(), 1);
+        assert_eq!(store.counts(), (1, 1));
+        assert!(store.provenance(&DocId::of_url("http://a.test/1")).unwrap().is_none());
+        assert_eq!(store.expire(later + 101, 100).unwrap(), 1);
+        assert_eq!(store.counts(), (0, 0));
     }
 
     #[test]

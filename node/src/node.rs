@@ -397,12 +397,14 @@ async fn spawn_network(
     let handover = Handover::default();
     let handle = started.handle.clone();
     tasks.spawn(crate::search::answer_queries(index.cloned(), started.queries));
-    match index.and_then(|i| i.cells().cloned().map(|c| (c, i.model().to_string()))) {
-        Some((cells, model)) => {
+    match index.and_then(|i| i.cells().cloned().map(|c| (c, i.model().to_string(), i.index().clone()))) {
+        Some((cells, model, local)) => {
             tasks.spawn(crate::cells::store_postings(cells.clone(), started.postings));
             let replicas = config.search.replicas;
-            tasks.spawn(crate::cells::hand_over_on_changes(cells.clone(), handle.clone(), replicas, model));
-            tasks.spawn(crate::cells::drop_unowned(cells, handle.clone(), replicas));
+            tasks.spawn(crate::cells::hand_over_on_changes(cells.clone(), handle.clone(), replicas, model.clone()));
+            tasks.spawn(crate::cells::drop_unowned(cells.clone(), handle.clone(), replicas));
+            tasks.spawn(crate::cells::expire_postings(cells));
+            tasks.spawn(crate::cells::reannounce(local, handle.clone(), model));
         }
         // No index: no postings are taken (the network answers their senders busy).
         None => drop(started.postings),
