@@ -359,6 +359,7 @@ fn print_summary(r: &RunReport) {
         w.robots_requests, w.sitemap_requests, w.subresource_requests, w.subresource_repeats_by_a_node, w.subresource_max_requests
     );
     println!("layouts           {}", runner::layouts_line(r));
+    println!("placement         {}", runner::placement_line(r));
     println!("lost URLs         {}", w.lost.len());
     println!("politeness        {} violations", w.politeness_violations.len());
     for v in w.politeness_violations.iter().take(10) {

@@ -524,6 +524,12 @@ pub async fn run_with(
             pages_by_template: u(&s["extraction"]["layout:template"]),
             pages_rendered: u(&s["extraction"]["render:rendered"]),
             browser_starts: u(&s["layouts"]["browser_starts"]),
+            own_chunks: u(&s["index"]["stored"]["chunks"]),
+            cell_chunks: u(&s["index"]["cells"]["chunks"]),
+            cells_owned: u(&net["postings"]["cells_owned"]),
+            postings_published: u(&net["postings"]["published"]),
+            postings_received: u(&net["postings"]["received"]),
+            postings_refused: u(&net["postings"]["refused"]),
         });
     }
     let up: Vec<&NodeReport> = nodes.iter().filter(|n| n.rss_mib > 0.0).collect();

@@ -33,6 +33,37 @@ pub struct NodeReport {
     pub pages_by_template: u64,
     pub pages_rendered: u64,
     pub browser_starts: u64,
+    /// Placement by meaning when last seen: chunks of its own index, chunks its cell store
+    /// holds for the cells it owns, cells owned, and postings it published (acknowledged),
+    /// received and refused.
+    pub own_chunks: u64,
+    pub cell_chunks: u64,
+    pub cells_owned: u64,
+    pub postings_published: u64,
+    pub postings_received: u64,
+    pub postings_refused: u64,
+}
+
+/// Placement by meaning across the nodes up at the end, in a line: what the cell stores hold
+/// next to the nodes' own indexes (storage as a multiple, and the fullest store against the
+/// mean: the load balance), postings published and refused.
+pub fn placement_line(r: &RunReport) -> String {
+    let up: Vec<&NodeReport> = r.nodes.iter().filter(|n| n.state == "up" && n.rss_mib > 0.0).collect();
+    if up.is_empty() {
+        return "no node up".into();
+    }
+    let own: u64 = up.iter().map(|n| n.own_chunks).sum();
+    let held: u64 = up.iter().map(|n| n.cell_chunks).sum();
+    let mean = held as f64 / up.len() as f64;
+    let max = up.iter().map(|n| n.cell_chunks).max().unwrap_or(0);
+    format!(
+        "cell stores hold {held} chunks against {own} in the nodes' own indexes ({:.1}×); fullest store {max} chunks, {:.2}× the mean; {} postings published, {} received, {} refused",
+        held as f64 / own.max(1) as f64,
+        max as f64 / mean.max(1.0),
+        r.nodes.iter().map(|n| n.postings_published).sum::<u64>(),
+        r.nodes.iter().map(|n| n.postings_received).sum::<u64>(),
+        r.nodes.iter().map(|n| n.postings_refused).sum::<u64>(),
+    )
 }
 
 /// Layout learning across the nodes, in a line: teacher runs, templates, pages extracted by
