@@ -72,6 +72,9 @@ struct Args {
     /// Train the network's codebook (of `cells[0]` cells, on a sample of every host) and write
     /// it here instead of measuring.
     write_codebook: Option<PathBuf>,
+    /// Also measure codebooks balanced on their training sample: no cell takes more than
+    /// (1 + this) × its even share of the sample (see [`balance`]).
+    balance: Option<f32>,
 }
 
 fn list(s: &str) -> Vec<usize> {
@@ -87,6 +90,7 @@ fn args() -> Args {
         budgets: vec![4, 8],
         replicas: 3,
         write_codebook: None,
+        balance: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -99,6 +103,7 @@ fn args() -> Args {
             "--budget" => a.budgets = list(v),
             "--replicas" => a.replicas = v.parse().expect("a number"),
             "--write-codebook" => a.write_codebook = Some(PathBuf::from(v)),
+            "--balance" => a.balance = Some(v.parse().expect("a number")),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -380,6 +385,55 @@ struct Row {
     storage_max: f64,
 }
 
+/// Moves k-means centroids so that each takes about an even share of `vectors`: the points are
+/// assigned most confident first (the widest margin between their best and second cells),
+/// each to its nearest cell with room (at most (1 + `slack`) × n / k), and each centroid moves
+/// to the mean of its points; `rounds` times. Chunks are then placed by their nearest
+/// centroid as before (the capacity exists only here): what this buys is centroids packed
+/// where the text is dense, so that no cell of the network takes a large part of it.
+fn balance(vectors: &[Vec<f32>], mut centroids: Vec<Vec<f32>>, slack: f32, rounds: usize) -> Vec<Vec<f32>> {
+    let (n, k) = (vectors.len(), centroids.len());
+    let cap = ((n as f32 / k as f32) * (1.0 + slack)).ceil() as usize;
+    for _ in 0..rounds {
+        let sims: Vec<Vec<f32>> = vectors.iter().map(|v| centroids.iter().map(|c| cosine(v, c)).collect()).collect();
+        let prefs: Vec<Vec<usize>> = sims
+            .iter()
+            .map(|row| {
+                let mut order: Vec<usize> = (0..k).collect();
+                order.sort_by(|a, b| row[*b].total_cmp(&row[*a]));
+                order
+            })
+            .collect();
+        let margin = |i: usize| sims[i][prefs[i][0]] - prefs[i].get(1).map_or(0.0, |c| sims[i][*c]);
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by(|a, b| margin(*b).total_cmp(&margin(*a)));
+        let mut load = vec![0usize; k];
+        let mut sums = vec![vec![0f32; vectors[0].len()]; k];
+        for i in order {
+            let cell = prefs[i].iter().copied().find(|c| load[*c] < cap).unwrap_or(prefs[i][0]);
+            load[cell] += 1;
+            sums[cell].iter_mut().zip(&vectors[i]).for_each(|(s, x)| *s += x);
+        }
+        for (c, sum) in centroids.iter_mut().zip(sums) {
+            let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
+            if norm > 0.0 {
+                *c = sum.iter().map(|x| x / norm).collect();
+            }
+        }
+    }
+    centroids
+}
+
+/// How unevenly `book` spreads `corpus` (each chunk to its nearest cell): the fullest cell's
+/// chunks against the mean cell's.
+fn cell_spread(book: &Codebook, corpus: &Corpus) -> f64 {
+    let mut mass = vec![0usize; book.len()];
+    for c in 0..corpus.len() {
+        mass[book.nearest(corpus.vector(c), 1)[0].0 as usize] += 1;
+    }
+    *mass.iter().max().unwrap_or(&0) as f64 / (corpus.len() as f64 / book.len() as f64)
+}
+
 fn print_rows(title: &str, rows: &[Row]) {
     println!("\n{title}");
     println!(
@@ -451,12 +505,28 @@ fn main() -> anyhow::Result<()> {
         idx.into_iter().map(|c| corpus.vector(c).to_vec()).collect()
     };
     let train_half = sample(&|c| !held_out(&corpus.hosts[corpus.docs[corpus.chunk_doc[c] as usize].2]), &mut rng);
-    let mut codebooks: Vec<(usize, Codebook)> = Vec::new();
+    let mut codebooks: Vec<(String, Codebook)> = Vec::new();
     for &cells in &a.cells {
         let started = Instant::now();
-        let book = Codebook::new(&kmeans(&train_half, cells).centroids)?;
-        println!("codebook of {cells} cells ({} kept) in {:.0} s", book.len(), started.elapsed().as_secs_f64());
-        codebooks.push((cells, book));
+        let centroids = kmeans(&train_half, cells).centroids;
+        let book = Codebook::new(&centroids)?;
+        println!(
+            "codebook of {cells} cells ({} kept) in {:.0} s; fullest cell {:.1}× the mean over the corpus",
+            book.len(),
+            started.elapsed().as_secs_f64(),
+            cell_spread(&book, &corpus)
+        );
+        codebooks.push((format!("{cells} cells"), book));
+        if let Some(slack) = a.balance {
+            let started = Instant::now();
+            let book = Codebook::new(&balance(&train_half, centroids, slack, 10))?;
+            println!(
+                "balanced (slack {slack}) in {:.0} s; fullest cell {:.1}× the mean over the corpus",
+                started.elapsed().as_secs_f64(),
+                cell_spread(&book, &corpus)
+            );
+            codebooks.push((format!("{cells} cells balanced ({slack})"), book));
+        }
     }
     // Each chunk's two best cells.
     let chunk_cells: Vec<Vec<Vec<(u32, f32)>>> = codebooks
@@ -536,7 +606,7 @@ fn main() -> anyhow::Result<()> {
         }
         // By cell: each chunk posted to the owners of its best cell (or two), queries asking
         // owners of the best cells until the budget is spent.
-        for (bi, (cells, book)) in codebooks.iter().enumerate() {
+        for (bi, (name, book)) in codebooks.iter().enumerate() {
             let owners: Vec<Vec<PeerId>> =
                 (0..book.len() as u32).map(|c| cell_owners(&ring, book.id(), c, a.replicas)).collect();
             // Its best cell; the second too when within `margin` of the first (a chunk near a
@@ -572,7 +642,7 @@ fn main() -> anyhow::Result<()> {
                         (recall(&merge(lists, 10), &truth[qi]), chosen.len())
                     });
                     rows.push(Row {
-                        what: format!("by cell, {cells} cells, {spill}, r = {}, budget {budget}", a.replicas),
+                        what: format!("by cell, {name}, {spill}, r = {}, budget {budget}", a.replicas),
                         recall: recall_mean,
                         asked_mean,
                         asked_max,
