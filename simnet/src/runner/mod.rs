@@ -524,7 +524,7 @@ pub async fn run_with(
             pages_by_template: u(&s["extraction"]["layout:template"]),
             pages_rendered: u(&s["extraction"]["render:rendered"]),
             browser_starts: u(&s["layouts"]["browser_starts"]),
-            own_chunks: u(&s["index"]["stored"]["chunks"]),
+            own_chunks: u(&s["index"]["chunks"]),
             cell_chunks: u(&s["index"]["cells"]["chunks"]),
             cells_owned: u(&net["postings"]["cells_owned"]),
             postings_published: u(&net["postings"]["published"]),
