@@ -13,25 +13,15 @@ use libp2p::swarm::SwarmEvent;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use weft_config::P2pConfig;
 use weft_p2p::codec::{Codec, Frame};
 use weft_p2p::postings::{PageMeta, Posting, PostingBatch, PostingReply, PostingWire, Tombstone};
 use weft_p2p::{NetworkConfig, NetworkHandle, PeerId, Ring, DEFAULT_VNODES};
 
 const MODEL: &str = "test-model";
 
+/// A node that holds postings of [`MODEL`].
 fn config(bootstrap: Vec<String>) -> NetworkConfig {
-    let c = P2pConfig {
-        enabled: true,
-        listen: vec!["/ip4/127.0.0.1/tcp/0".into()],
-        bootstrap,
-        heartbeat_secs: 1,
-        missed_heartbeats: 3,
-        ..P2pConfig::default()
-    };
-    let mut n = NetworkConfig::from_config(&c).unwrap();
-    n.model = Some(MODEL.into());
-    n
+    NetworkConfig { model: Some(MODEL.into()), ..crate::tcp_config(bootstrap) }
 }
 
 /// What reached a node's store: (from whom, the posting).

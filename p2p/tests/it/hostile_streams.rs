@@ -8,25 +8,13 @@ use futures::StreamExt;
 use libp2p::request_response::{self, ProtocolSupport};
 use libp2p::swarm::SwarmEvent;
 use std::time::Duration;
-use weft_config::P2pConfig;
 use weft_p2p::exchange::{UrlKind, WireUrl};
-use weft_p2p::NetworkConfig;
 
 /// Streams the attacker opens, and the bytes of a batch each sends before it stalls.
 const STREAMS: usize = 90;
 const HALF_SENT: usize = 3 * 1024 * 1024;
 
-fn config(bootstrap: Vec<String>) -> NetworkConfig {
-    let c = P2pConfig {
-        enabled: true,
-        listen: vec!["/ip4/127.0.0.1/tcp/0".into()],
-        bootstrap,
-        heartbeat_secs: 1,
-        missed_heartbeats: 3,
-        ..P2pConfig::default()
-    };
-    NetworkConfig::from_config(&c).unwrap()
-}
+use crate::tcp_config as config;
 
 fn rss() -> u64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap();

@@ -5,6 +5,20 @@ mod hostile_postings;
 mod hostile_streams;
 mod network;
 
+/// A node's network configuration for these tests: TCP on loopback, heartbeats every second,
+/// a member missed after three.
+pub fn tcp_config(bootstrap: Vec<String>) -> weft_p2p::NetworkConfig {
+    let c = weft_config::P2pConfig {
+        enabled: true,
+        listen: vec!["/ip4/127.0.0.1/tcp/0".into()],
+        bootstrap,
+        heartbeat_secs: 1,
+        missed_heartbeats: 3,
+        ..weft_config::P2pConfig::default()
+    };
+    weft_p2p::NetworkConfig::from_config(&c).unwrap()
+}
+
 /// Runs the test `name` in a process of its own — this test binary, that test alone — and
 /// says whether the caller is that process (then it runs the test's body). For a test that
 /// measures the whole process, such as its resident memory, which the crate's other tests
