@@ -4,9 +4,11 @@
 //! (`/search?scope=network`, round-robin over the nodes, optionally while nodes are killed and
 //! restarted), and records what each query returned, how many peers it contacted, how long it
 //! took and which nodes were up. Once every node has stopped, it opens every node's document
-//! store, takes the union of all chunk vectors, embeds the same questions with the same model
-//! and computes the exact top 10 documents for each — over the nodes that were up when the
-//! query was asked (a dead node's pages cannot be found; that is churn, not routing). Recall@10
+//! store and cell store, takes the union of all chunk vectors, embeds the same questions with
+//! the same model and computes the exact top 10 documents for each — over what the nodes that
+//! were up when the query was asked held: the pages they crawled, and the postings their cell
+//! stores kept (a node that left took its own index, but its pages' postings stay in the
+//! network and are found; a page held nowhere up cannot be — that is churn, not routing). Recall@10
 //! is the share of the exact top 10 the network returned (a near duplicate the network folded
 //! into an alias counts as found).
 //!
@@ -221,17 +223,25 @@ pub fn record(
     a
 }
 
-/// A node's indexed documents: URL, SimHash and chunk vectors.
+/// A document a node holds: URL, SimHash and chunk vectors.
 struct Doc {
     node: usize,
+    /// In the node's own index (it crawled the page), or only in its cell store (postings of
+    /// some of the page's chunks, for cells the node owns).
+    crawled: bool,
     url: String,
     simhash: Option<u64>,
     vectors: Vec<Vec<f32>>,
 }
 
-/// Reads the documents of a stopped node's data dir.
+/// Reads the documents of a stopped node's data dir: its own index and its cell store.
 fn read_node(data_dir: &Path, node: usize) -> Result<Vec<Doc>, String> {
-    let db_path = data_dir.join("db");
+    let mut docs = read_store(&data_dir.join("db"), node, true)?;
+    docs.extend(read_store(&data_dir.join("cells/db"), node, false)?);
+    Ok(docs)
+}
+
+fn read_store(db_path: &Path, node: usize, crawled: bool) -> Result<Vec<Doc>, String> {
     if !db_path.exists() {
         return Ok(Vec::new());
     }
@@ -249,7 +259,7 @@ fn read_node(data_dir: &Path, node: usize) -> Result<Vec<Doc>, String> {
                 vectors.push(v);
             }
         }
-        docs.push(Doc { node, url: record.url, simhash: record.simhash, vectors });
+        docs.push(Doc { node, crawled, url: record.url, simhash: record.simhash, vectors });
     }
     Ok(docs)
 }
@@ -263,7 +273,10 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 fn exact_top<'a>(q: &[f32], docs: &[&'a Doc], k: usize) -> Vec<&'a Doc> {
     let mut scored: Vec<(f32, &Doc)> =
         docs.iter().map(|d| (d.vectors.iter().map(|v| dot(q, v)).fold(f32::MIN, f32::max), *d)).collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.url.cmp(&b.1.url)));
+    // A page both crawled and held as postings counts as crawled (its own node holds it whole).
+    scored.sort_by(|a, b| {
+        b.0.total_cmp(&a.0).then_with(|| a.1.url.cmp(&b.1.url)).then_with(|| b.1.crawled.cmp(&a.1.crawled))
+    });
     let mut out: Vec<&Doc> = Vec::new();
     for (_, d) in scored {
         let twin = out.iter().any(|o| {
@@ -280,10 +293,11 @@ fn exact_top<'a>(q: &[f32], docs: &[&'a Doc], k: usize) -> Vec<&'a Doc> {
 }
 
 /// The best recall@10 any choice of `budget` peers could give the asker: the peers holding most
-/// of the exact top 10 (a ceiling for routing: content lives where its host's owner is).
+/// of the exact top 10 (a ceiling for routing: content lives where its host's owner is; a page
+/// held only as postings, its crawler gone, is out of that placement's reach).
 fn oracle(truth: &[&Doc], asker: usize, budget: usize) -> f64 {
     let mut held: BTreeMap<usize, usize> = BTreeMap::new();
-    for d in truth {
+    for d in truth.iter().filter(|d| d.crawled) {
         *held.entry(d.node).or_default() += 1;
     }
     let mine = held.remove(&asker).unwrap_or(0);
@@ -353,7 +367,7 @@ pub fn judge(
         let recall = truth.iter().filter(|d| found.contains(d.url.as_str())).count() as f64 / truth.len() as f64;
         recalls.push(recall);
         oracles.push(oracle(&truth, a.node, budget));
-        spread.push(truth.iter().map(|d| d.node).collect::<HashSet<_>>().len() as f64);
+        spread.push(truth.iter().filter(|d| d.crawled).map(|d| d.node).collect::<HashSet<_>>().len() as f64);
         if !a.down.is_empty() {
             down_recalls.push(recall);
         }
@@ -419,6 +433,7 @@ mod tests {
     fn exact_top_folds_near_duplicates_and_ranks_by_best_chunk() {
         let d = |url: &str, simhash: u64, v: Vec<Vec<f32>>| Doc {
             node: 0,
+            crawled: true,
             url: url.into(),
             simhash: Some(simhash),
             vectors: v,
@@ -433,10 +448,25 @@ mod tests {
         assert_eq!(urls(exact_top(&[0.0, 1.0], &refs, 10)), ["http://a/", "http://b/"]);
         assert_eq!(urls(exact_top(&[0.0, 1.0], &refs, 1)), ["http://a/"]);
         // Node 1 holds two of three, node 2 one: with one peer, asker 0 can reach two thirds.
-        let on = |node: usize| Doc { node, url: format!("http://{node}/"), simhash: None, vectors: Vec::new() };
+        let on = |node: usize| Doc {
+            node,
+            crawled: true,
+            url: format!("http://{node}/"),
+            simhash: None,
+            vectors: Vec::new(),
+        };
         let held = [on(1), on(1), on(2)];
         let truth: Vec<&Doc> = held.iter().collect();
         assert!((oracle(&truth, 0, 1) - 2.0 / 3.0).abs() < 1e-9);
         assert!((oracle(&truth, 2, 1) - 1.0).abs() < 1e-9);
+        // A page held only as postings (its crawler left) is out of host placement's reach.
+        let orphan = Doc { crawled: false, ..on(2) };
+        let truth: Vec<&Doc> = vec![&held[0], &held[1], &held[2], &orphan];
+        assert!((oracle(&truth, 2, 1) - 3.0 / 4.0).abs() < 1e-9);
+        // The same page crawled by one node and held as postings by another counts as crawled.
+        let a_posted = Doc { node: 3, crawled: false, ..d("http://a/", 0b1111, vec![vec![0.0, 1.0]]) };
+        let both = [a_posted, d("http://a/", 0b1111, vec![vec![0.0, 1.0]])];
+        let refs: Vec<&Doc> = both.iter().collect();
+        assert!(exact_top(&[0.0, 1.0], &refs, 1)[0].crawled);
     }
 }

@@ -145,6 +145,11 @@ struct Query {
     providers: HashMap<String, f32>,
     ranked: Vec<Candidate>,
     next: usize,
+    /// For a peer asked as the owner of some of the question's best cells: the cells' other
+    /// owners, in the cells' order — the peer that replaces it when it fails or is silent, so
+    /// that its cells are still asked (a killed owner's cells were lost to the query: live at
+    /// N = 10 with a node down, recall@10 fell from 0.999 to 0.853).
+    replicas: HashMap<PeerId, Vec<Candidate>>,
     /// Replacements sent so far.
     hedges: usize,
     pending: HashMap<OutboundRequestId, (PeerId, Instant, bool)>,
@@ -342,6 +347,7 @@ impl EventLoop {
             lookups_left: 0,
             providers: HashMap::new(),
             ranked: Vec::new(),
+            replicas: HashMap::new(),
             next: 0,
             hedges: 0,
             pending: HashMap::new(),
@@ -412,9 +418,9 @@ impl EventLoop {
         let ranked = rank(&q.request.vector, &model, &self.querying.summaries, &members, &q.providers, |p| {
             p == me || self.querying.penalised(p, now)
         });
-        let (by_cell, ranked) = match q.routing {
+        let (by_cell, ranked, replicas) = match q.routing {
             Routing::Cells => self.by_cell(&q.request.vector, q.fanout, ranked, now),
-            Routing::Summaries => (Vec::new(), ranked),
+            Routing::Summaries => (Vec::new(), ranked, HashMap::new()),
         };
         let q = self.querying.queries.get_mut(&id).expect("query present");
         q.discovering = None;
@@ -422,6 +428,7 @@ impl EventLoop {
         q.answer.from_providers = ranked.iter().filter(|c| !c.from_summary).count();
         q.answer.by_cell = by_cell;
         q.ranked = ranked;
+        q.replicas = replicas;
         for _ in 0..q.fanout {
             if !self.send_next(id) {
                 break;
@@ -440,12 +447,12 @@ impl EventLoop {
         fanout: usize,
         ranked: Vec<Candidate>,
         now: Instant,
-    ) -> (Vec<(String, Vec<u32>)>, Vec<Candidate>) {
+    ) -> (Vec<(String, Vec<u32>)>, Vec<Candidate>, HashMap<PeerId, Vec<Candidate>>) {
         let book = crate::placement::shipped();
         let (replicas, nprobe) = (self.config.search.replicas, self.config.search.nprobe);
         let cells = if nprobe == 0 { Vec::new() } else { book.nearest(vector, nprobe) };
         if cells.is_empty() {
-            return (Vec::new(), ranked);
+            return (Vec::new(), ranked, HashMap::new());
         }
         let ring = self.members.ring();
         let me = *self.swarm.local_peer_id();
@@ -472,17 +479,39 @@ impl EventLoop {
                 }
             }
         }
-        (chosen.into_iter().map(|(p, cells)| (p.to_string(), cells)).collect(), order)
+        let mut alternates: HashMap<PeerId, Vec<Candidate>> = HashMap::new();
+        for (peer, cells) in &chosen {
+            let mut alts: Vec<Candidate> = Vec::new();
+            for (_, score, os) in owners.iter().filter(|o| cells.contains(&o.0)) {
+                for o in os.iter().filter(|o| *o != peer && up(o)) {
+                    if !alts.iter().any(|a| a.peer == o.to_string()) {
+                        alts.push(Candidate { peer: o.to_string(), score: *score, from_summary: false });
+                    }
+                }
+            }
+            alternates.insert(*peer, alts);
+        }
+        (chosen.into_iter().map(|(p, cells)| (p.to_string(), cells)).collect(), order, alternates)
     }
 
-    /// Sends the query to its next candidate; false when there is none.
+    /// Sends the query to its next candidate not asked yet; false when there is none.
     fn send_next(&mut self, id: u64) -> bool {
         let Some(q) = self.querying.queries.get_mut(&id) else { return false };
+        while q.ranked.get(q.next).is_some_and(|c| q.answer.contacted.contains(&c.peer)) {
+            q.next += 1;
+        }
         let Some(candidate) = q.ranked.get(q.next) else { return false };
         q.next += 1;
-        let Ok(peer) = candidate.peer.parse::<PeerId>() else { return false };
+        let peer = candidate.peer.clone();
+        self.send_to(id, &peer)
+    }
+
+    /// Sends the query to `peer`.
+    fn send_to(&mut self, id: u64, peer: &str) -> bool {
+        let Some(q) = self.querying.queries.get_mut(&id) else { return false };
+        let Ok(peer) = peer.parse::<PeerId>() else { return false };
         let request = Frame::Request(q.request.clone());
-        q.answer.contacted.push(candidate.peer.clone());
+        q.answer.contacted.push(peer.to_string());
         let rid = self.swarm.behaviour_mut().search.send_request(&peer, request);
         let q = self.querying.queries.get_mut(&id).expect("query present");
         q.pending.insert(rid, (peer, Instant::now(), false));
@@ -491,16 +520,29 @@ impl EventLoop {
         true
     }
 
-    /// Replaces a peer that did not answer usefully, within the query's hedge budget.
-    fn hedge(&mut self, id: u64) {
-        let more = self.querying.queries.get_mut(&id).is_some_and(|q| {
-            let ok = q.hedges < q.fanout && q.next < q.ranked.len();
-            if ok {
-                q.hedges += 1;
+    /// Replaces `peer`, which did not answer usefully, within the query's hedge budget: by
+    /// another owner of the cells it was asked for, if any is left, else by the next
+    /// candidate.
+    fn hedge(&mut self, id: u64, peer: PeerId) {
+        let Some(q) = self.querying.queries.get_mut(&id) else { return };
+        if q.hedges >= q.fanout {
+            return;
+        }
+        let mut alternates = q.replicas.remove(&peer).unwrap_or_default();
+        let at = alternates.iter().position(|a| !q.answer.contacted.contains(&a.peer));
+        if let Some(at) = at {
+            let next = alternates.remove(at);
+            q.hedges += 1;
+            // Should it fail too, the cells' owners left take its place.
+            if let Ok(next_id) = next.peer.parse::<PeerId>() {
+                q.replicas.insert(next_id, alternates.split_off(at));
             }
-            ok
-        });
+            self.send_to(id, &next.peer);
+            return;
+        }
+        let more = q.next < q.ranked.len();
         if more {
+            q.hedges += 1;
             self.send_next(id);
         }
     }
@@ -562,7 +604,7 @@ impl EventLoop {
                 if why.starts_with("garbage") {
                     self.strike(peer, &why);
                 }
-                self.hedge(id);
+                self.hedge(id, peer);
             }
         }
         self.finish_if_done(id);
@@ -581,17 +623,17 @@ impl EventLoop {
                 self.dispatch(id);
                 continue;
             }
-            let slow: Vec<OutboundRequestId> = q
+            let slow: Vec<PeerId> = q
                 .pending
-                .iter_mut()
-                .filter(|(_, (_, sent, hedged))| !*hedged && now >= *sent + q.hedge)
-                .map(|(rid, (_, _, hedged))| {
+                .values_mut()
+                .filter(|(_, sent, hedged)| !*hedged && now >= *sent + q.hedge)
+                .map(|(peer, _, hedged)| {
                     *hedged = true;
-                    *rid
+                    *peer
                 })
                 .collect();
-            for _ in slow {
-                self.hedge(id);
+            for peer in slow {
+                self.hedge(id, peer);
             }
         }
     }
