@@ -2,7 +2,8 @@
 //! owners of its two best cells of the network's codebook (`weft_p2p::placement`), and the
 //! postings of the cells this node owns are kept in its cell store (`weft_index::cells`) and
 //! searched with its own index — so a question reaches a chunk through its cells' owners,
-//! whoever crawled it and whether its crawler is up.
+//! whoever crawled it and whether its crawler is up. Keeping the store current over months —
+//! dropping cells no longer owned, announcing again, expiring — is `cell_upkeep.rs`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use weft_p2p::PostingsInbound;
 pub const MAX_CELL_CHUNKS: usize = 500_000;
 /// A received batch that takes longer than this to store is answered busy (sled can hang
 /// when its files fail under it).
-const STORE_BOUND: Duration = Duration::from_secs(30);
+pub(crate) const STORE_BOUND: Duration = Duration::from_secs(30);
 /// How often what was stored becomes searchable by its words.
 const SYNC_EVERY: Duration = Duration::from_secs(2);
 
@@ -263,158 +264,6 @@ pub async fn hand_over_on_changes(
     }
 }
 
-/// A cell's owner drops a document not announced again for this long (see
-/// [`CellStore::expire`]): four re-announce rounds missed.
-pub const POSTING_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
-/// Each document this node indexed is announced again about this often.
-const REANNOUNCE_EVERY: Duration = Duration::from_secs(7 * 24 * 3600);
-/// The re-announce goes in steps this far apart, each a slice of the index.
-const REANNOUNCE_STEP: Duration = Duration::from_secs(10 * 60);
-/// A step is skipped while this many postings wait to be sent already.
-const REANNOUNCE_BACKLOG: u64 = 10_000;
-/// How often the cell store looks for expired documents.
-const EXPIRE_CHECK: Duration = Duration::from_secs(3600);
-
-/// Drops what the cell store holds that was not announced within [`POSTING_TTL`], hourly.
-pub async fn expire_postings(store: Arc<CellStore>) {
-    let mut tick = tokio::time::interval(EXPIRE_CHECK);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let s = store.clone();
-        let task = tokio::task::spawn_blocking(move || s.expire(weft_clock::now_secs(), POSTING_TTL.as_secs()));
-        match tokio::time::timeout(STORE_BOUND * 4, task).await {
-            Ok(Ok(Ok(0))) => {}
-            Ok(Ok(Ok(docs))) => tracing::info!(docs, "dropped postings not announced again within their TTL"),
-            Ok(Ok(Err(e))) => tracing::warn!("cell store: {e}"),
-            Ok(Err(e)) => tracing::warn!("cell store: {e}"),
-            Err(_) => tracing::warn!("cell store: expiring postings did not end in time"),
-        }
-    }
-}
-
-/// Announces this node's documents to their cells' owners again, a slice every
-/// [`REANNOUNCE_STEP`] so that the whole index goes round every [`REANNOUNCE_EVERY`]: a posting
-/// lost with all of its cell's owners at once comes back, and what is still here outlives the
-/// owners' TTL. Only documents of hosts this node owns now (the owners take a page's postings
-/// from its host's owner only). Runs until the network stops.
-pub async fn reannounce(index: Arc<LocalIndex>, network: weft_p2p::NetworkHandle, model: String) {
-    let me = network.peer_id();
-    let book = weft_p2p::placement::shipped();
-    let steps = (REANNOUNCE_EVERY.as_secs() / REANNOUNCE_STEP.as_secs()).max(1) as usize;
-    let mut cursor: Option<DocId> = None;
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + REANNOUNCE_STEP, REANNOUNCE_STEP);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        if network.status().postings.backlog > REANNOUNCE_BACKLOG {
-            continue;
-        }
-        let ring = network.ring();
-        let (index, model, after) = (index.clone(), model.clone(), cursor);
-        let slice = tokio::task::spawn_blocking(move || {
-            let take = index.store().doc_count().div_ceil(steps).max(1);
-            let owned = |host: &str| ring.owner(host) == Some(&me);
-            announce_slice(&index, after.as_ref(), take, owned, book, &model)
-        });
-        match tokio::time::timeout(STORE_BOUND * 4, slice).await {
-            Ok(Ok(Ok((postings, next)))) => {
-                cursor = next;
-                if !postings.is_empty() {
-                    tracing::debug!(postings = postings.len(), "announcing documents again");
-                    network.publish_postings(postings, Vec::new());
-                }
-            }
-            Ok(Ok(Err(e))) => tracing::warn!("re-announce: {e}"),
-            Ok(Err(e)) => tracing::warn!("re-announce: {e}"),
-            Err(_) => tracing::warn!("re-announce: reading the index did not end in time"),
-        }
-    }
-}
-
-/// The postings of the `take` documents after `after` in `index` whose host `owned` says is
-/// this node's (a ring host name), and the last document looked at (`None` past the end: the
-/// next slice starts over).
-pub fn announce_slice(
-    index: &LocalIndex,
-    after: Option<&DocId>,
-    take: usize,
-    owned: impl Fn(&str) -> bool,
-    book: &Codebook,
-    model: &str,
-) -> Result<(Vec<Posting>, Option<DocId>), IndexError> {
-    let mut postings = Vec::new();
-    let mut last = None;
-    for entry in index.store().docs_after(after).take(take) {
-        let (id, record) = entry?;
-        last = Some(id);
-        let host = url::Url::parse(&record.url).ok().map(|u| weft_url::HostKey::of(&u).name().to_string());
-        if host.is_some_and(|h| owned(&h)) {
-            postings.extend(postings_of(index, &record.url, book, model)?);
-        }
-    }
-    Ok((postings, last))
-}
-
-/// How long the member set must stay as it is before this node drops the cells it no longer
-/// owns: their new owners were handed them at the change, and a member that comes back soon
-/// (a restart) takes its cells back from here.
-const DROP_AFTER: Duration = Duration::from_secs(10 * 60);
-/// How often the member set is looked at for that.
-const DROP_CHECK: Duration = Duration::from_secs(30);
-
-/// Drops what the cell store holds for cells this node no longer owns — one owner more than
-/// the replicas is kept, as a receiver does while rings settle — once the member set has not
-/// changed for [`DROP_AFTER`] and nothing waits to be handed over. Without it, a node's store
-/// only grew as members joined: every cell it ever owned stayed. Runs until the network stops.
-pub async fn drop_unowned(store: Arc<CellStore>, network: weft_p2p::NetworkHandle, replicas: usize) {
-    let me = network.peer_id();
-    let book = weft_p2p::placement::shipped();
-    let mut members = network.ring().members().to_vec();
-    let mut since = tokio::time::Instant::now();
-    let mut dropped_for: Option<Vec<weft_p2p::PeerId>> = None;
-    let mut tick = tokio::time::interval(DROP_CHECK);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let ring = network.ring();
-        if ring.members() != members.as_slice() {
-            members = ring.members().to_vec();
-            since = tokio::time::Instant::now();
-            continue;
-        }
-        let settled = since.elapsed() >= DROP_AFTER && network.status().postings.backlog == 0;
-        if !settled || ring.is_empty() || dropped_for.as_ref() == Some(&members) {
-            continue;
-        }
-        let keep = kept_cells(&ring, book, replicas, &me);
-        let s = store.clone();
-        let task = tokio::task::spawn_blocking(move || s.keep_cells(|c| keep.contains(&c)));
-        match tokio::time::timeout(STORE_BOUND * 4, task).await {
-            Ok(Ok(Ok((0, 0)))) => {}
-            Ok(Ok(Ok((docs, chunks)))) => {
-                tracing::info!(docs, chunks, "dropped the postings of cells this node no longer owns")
-            }
-            Ok(Ok(Err(e))) => tracing::warn!("cell store: {e}"),
-            Ok(Err(e)) => tracing::warn!("cell store: {e}"),
-            Err(_) => tracing::warn!("cell store: dropping cells no longer owned did not end in time"),
-        }
-        dropped_for = Some(members.clone());
-    }
-}
-
-/// The cells this node keeps on `ring`: those it is among the first `replicas + 1` owners of.
-pub fn kept_cells(
-    ring: &weft_p2p::Ring,
-    book: &Codebook,
-    replicas: usize,
-    me: &weft_p2p::PeerId,
-) -> std::collections::BTreeSet<u32> {
-    (0..book.len() as u32)
-        .filter(|c| weft_p2p::placement::cell_owners(ring, book.id(), *c, replicas + 1).contains(me))
-        .collect()
-}
-
 /// For each cell this node must hand over after the ring went from `before` to `after`: the
 /// cell's owners on `after` that were not owners on `before`. A cell is this node's to hand
 /// over when it is the first of the cell's owners on `before` that is still a member.
@@ -539,71 +388,6 @@ mod tests {
             .filter(|c| weft_p2p::placement::cell_owners(&after, book.id(), *c, 3).contains(&members[0]))
             .count();
         assert_eq!(total, held);
-    }
-
-    #[test]
-    fn a_member_keeps_what_it_owns_and_one_owner_more_and_drops_the_rest() {
-        let book = weft_p2p::placement::shipped();
-        let members: Vec<weft_p2p::PeerId> = (0..8).map(|_| weft_p2p::PeerId::random()).collect();
-        let ring = weft_p2p::Ring::new(members.clone(), 50);
-        let kept: Vec<_> = members.iter().map(|m| kept_cells(&ring, book, 3, m)).collect();
-        for cell in 0..book.len() as u32 {
-            let owners = weft_p2p::placement::cell_owners(&ring, book.id(), cell, 3);
-            // Every owner keeps the cell, and so does one member more: four keep it.
-            assert!(owners.iter().all(|o| kept[members.iter().position(|m| m == o).unwrap()].contains(&cell)));
-            assert_eq!(kept.iter().filter(|k| k.contains(&cell)).count(), 4, "cell {cell}");
-        }
-        // Alone, a node keeps every cell.
-        let alone = weft_p2p::Ring::new([members[0]], 50);
-        assert_eq!(kept_cells(&alone, book, 3, &members[0]).len(), book.len());
-    }
-
-    #[test]
-    fn the_index_is_announced_again_slice_by_slice_for_the_hosts_this_node_owns() {
-        use weft_index::store::{ChunkRecord, NewChunk};
-        let book = weft_p2p::placement::shipped();
-        let dir = tempfile::tempdir().unwrap();
-        let (_db, index) = weft_index::testing::open_index(dir.path());
-        for i in 0..5u32 {
-            let url = format!("http://h{}.test/{i}", i % 2);
-            let id = DocId::of_url(&url);
-            let text = format!("the chunk of page {i}");
-            let chunk = NewChunk {
-                key: id.chunk_key(0),
-                record: ChunkRecord::new(id, 0, 0, text.len(), 5, &text),
-                vector: book.cell(i * 10).to_vec(),
-            };
-            let record = weft_index::DocRecord {
-                url,
-                title: format!("Page {i}"),
-                description: None,
-                language: Some("en".into()),
-                site_name: None,
-                published: None,
-                page_type: None,
-                fetched_at: 100 + u64::from(i),
-                word_count: 5,
-                simhash: None,
-                chunks: vec![chunk.key],
-                state: DocState::Indexed,
-                aliases: Vec::new(),
-                modified: None,
-                author: None,
-                canonical: None,
-            };
-            index.commit(id, &record, vec![chunk]).unwrap();
-        }
-        // h0.test is this node's (pages 0, 2 and 4); three documents a slice.
-        let owned = |h: &str| h == "h0.test";
-        let (first, after) = announce_slice(&index, None, 3, owned, book, "m").unwrap();
-        let (second, after) = announce_slice(&index, after.as_ref(), 3, owned, book, "m").unwrap();
-        let (third, end) = announce_slice(&index, after.as_ref(), 3, owned, book, "m").unwrap();
-        assert!(third.is_empty() && end.is_none(), "past the end: the next slice starts over");
-        let urls: std::collections::BTreeSet<&str> = first.iter().chain(&second).map(|p| p.page.url.as_str()).collect();
-        assert_eq!(urls, ["http://h0.test/0", "http://h0.test/2", "http://h0.test/4"].into_iter().collect());
-        // Each chunk to its best cells, as when it was indexed.
-        assert_eq!(first.len() + second.len(), 3 * MAX_CELLS_PER_CHUNK);
-        assert!(first.iter().chain(&second).all(|p| book.nearest(&p.vector(), 2).iter().any(|c| c.0 == p.cell)));
     }
 
     #[test]

@@ -22,6 +22,7 @@
 //! indexing → quota, search, status → api → export, mcp, node, templates_cli.
 
 pub mod api;
+mod cell_upkeep;
 mod cells;
 mod crawl;
 pub mod doctor;

@@ -402,9 +402,9 @@ async fn spawn_network(
             tasks.spawn(crate::cells::store_postings(cells.clone(), started.postings));
             let replicas = config.search.replicas;
             tasks.spawn(crate::cells::hand_over_on_changes(cells.clone(), handle.clone(), replicas, model.clone()));
-            tasks.spawn(crate::cells::drop_unowned(cells.clone(), handle.clone(), replicas));
-            tasks.spawn(crate::cells::expire_postings(cells));
-            tasks.spawn(crate::cells::reannounce(local, handle.clone(), model));
+            tasks.spawn(crate::cell_upkeep::drop_unowned(cells.clone(), handle.clone(), replicas));
+            tasks.spawn(crate::cell_upkeep::expire_postings(cells));
+            tasks.spawn(crate::cell_upkeep::reannounce(local, handle.clone(), model));
         }
         // No index: no postings are taken (the network answers their senders busy).
         None => drop(started.postings),

@@ -486,6 +486,7 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
                 retry_after: Duration::from_secs(crate::docs::RETRY_AFTER_SECS),
                 start: Some(started),
                 kills: &[],
+                leaves: &[],
             },
         )
     };

@@ -99,6 +99,7 @@ struct Sim<'a> {
     http: reqwest::Client,
     /// Nodes killed with SIGKILL: (their User-Agent, when).
     kills: Vec<(String, Instant)>,
+    leaves: Vec<(String, Instant)>,
     /// A node that exited while it was to run (its number and exit status): the run ends with
     /// it at once rather than waiting out its bounds for a node that is gone.
     died: Option<(usize, String)>,
@@ -162,6 +163,7 @@ impl Sim<'_> {
                     }
                 }
                 node.state = State::Leaving;
+                self.leaves.push((user_agent(n), Instant::now()));
                 format!("leave {n}")
             }
         })
@@ -388,8 +390,16 @@ pub async fn run_with(
 
     let started = Instant::now();
     let http = reqwest::Client::builder().no_proxy().build().map_err(|e| io("HTTP client", e))?;
-    let mut sim =
-        Sim { spec, web: &web, nodes: Vec::new(), bootstrap: String::new(), http, kills: Vec::new(), died: None };
+    let mut sim = Sim {
+        spec,
+        web: &web,
+        nodes: Vec::new(),
+        bootstrap: String::new(),
+        http,
+        kills: Vec::new(),
+        leaves: Vec::new(),
+        died: None,
+    };
     // The seeds go to the last initial node, started once the others formed a network: a
     // crawl that starts while members are still arriving moves hosts around needlessly.
     sim.add_node(spec.nodes == 1)?;
@@ -482,6 +492,7 @@ pub async fn run_with(
         retry_after,
         start: Some(started),
         kills: &sim.kills,
+        leaves: &sim.leaves,
     };
     let judged = report::judge(&log, &expect);
     let mut fetch_rate: BTreeMap<usize, Vec<(u64, usize)>> = BTreeMap::new();
