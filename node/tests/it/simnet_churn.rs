@@ -121,7 +121,8 @@ async fn five_nodes_with_a_crash_a_join_and_a_leave_crawl_everything_politely_on
 
 /// Churn as a property: three seeds, each a random schedule (a node killed, restarted and then
 /// leaving, plus more kills, leaves or joins at random moments of the crawl), each judged by
-/// the invariant from the server's log. A failure prints its seed and schedule; replay it with
+/// the invariant from the server's log (a repeat is explained by a kill of the earlier fetcher,
+/// or by a kill between its leave and the repeat: see `weft_simnet::report::Expectations`). A failure prints its seed and schedule; replay it with
 /// `weft-simnet run … --churn '<schedule>'` or `WEFT_SWEEP_SEEDS=<seed>` here. Many more seeds:
 /// the `churn_sweep` example.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
