@@ -77,7 +77,14 @@ async fn five_nodes_with_a_crash_a_join_and_a_leave_crawl_everything_politely_on
         })
         .collect();
     eprintln!("nodes: {nodes:?}");
-    assert!(report.nodes.iter().filter(|n| n.state == "up").all(|n| n.fetches > 0), "every node crawled: {nodes:?}");
+    // Every node up from the start crawled. Not necessarily the one that joined at 30 s: a
+    // newcomer to an older network holds part of its ring points at first (admission by age),
+    // and they may be hosts with nothing left to fetch — one run handed it one host with 0
+    // URLs, and it fetched nothing while every page was fetched once, politely.
+    assert!(
+        report.nodes.iter().filter(|n| n.state == "up" && n.node < 5).all(|n| n.fetches > 0),
+        "every node crawled: {nodes:?}"
+    );
 
     assert_eq!(w.reachable, 408, "250 pages, 20 tables of contents, 10 mirrors, 4 news sites of 32 pages");
     assert!(w.coverage >= 0.99, "coverage {:.3}: {:?}", w.coverage, w.lost);
