@@ -18,8 +18,8 @@
 //!    ([`export`], [`mcp`], `templates_cli`).
 //!
 //! Module order: cells, extract_cli, guard, page, procmem, received, storage, tenure, token, urls →
-//! fetcher, metrics → crawl, second_opinion → layouts, routing → doctor, memory, pipeline →
-//! indexing → quota, search, status → api → export, mcp, node, templates_cli.
+//! cell_upkeep, fetcher, metrics → crawl, second_opinion → layouts, routing → doctor, memory,
+//! pipeline → indexing → quota, search, status → api → export, mcp, node, templates_cli.
 
 pub mod api;
 mod cell_upkeep;
