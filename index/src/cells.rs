@@ -86,6 +86,13 @@ struct Signed {
     signatures: Vec<(u32, Vec<u8>)>,
 }
 
+impl Signed {
+    /// The signature held for the chunk at `position` (empty for none).
+    fn of(&self, position: u32) -> Vec<u8> {
+        self.signatures.iter().find(|(p, _)| *p == position).map(|(_, s)| s.clone()).unwrap_or_default()
+    }
+}
+
 /// What [`CellStore::put`] did with a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Put {
@@ -192,11 +199,16 @@ impl CellStore {
         let mut chunks: Vec<CellChunk> = Vec::new();
         let mut publisher_key = doc.publisher_key.clone();
         let mut pairs: Vec<(u32, u32)> = doc.chunks.iter().map(|c| (c.position, c.cell)).collect();
+        // What is held of the document now (read once: the merge and the quotas both need it).
+        let held = match &old {
+            Some(_) => self.provenance(&doc.id)?,
+            None => None,
+        };
         match &old {
             Some(old) if old.fetched_at > doc.fetched_at => return Ok(Put::Unchanged),
             Some(old) if old.fetched_at == doc.fetched_at => {
-                let held = self.provenance(&doc.id)?.map(|p| p.cells).unwrap_or_default();
-                if pairs.iter().all(|p| held.contains(p)) {
+                let held_cells = held.as_ref().map(|p| p.cells.as_slice()).unwrap_or_default();
+                if pairs.iter().all(|p| held_cells.contains(p)) {
                     // Announced again: it lives another TTL.
                     self.touch(&doc.id, weft_clock::now_secs())?;
                     return Ok(Put::Unchanged);
@@ -206,9 +218,6 @@ impl CellStore {
                 if publisher_key.is_empty() {
                     publisher_key = signed.key.clone();
                 }
-                let signature = |position: u32| {
-                    signed.signatures.iter().find(|(p, _)| *p == position).map(|(_, s)| s.clone()).unwrap_or_default()
-                };
                 for key in &old.chunks {
                     let (Some(record), Some(vector)) =
                         (self.index.store().chunk(*key)?, self.index.store().vector(*key)?)
@@ -218,7 +227,7 @@ impl CellStore {
                     if doc.chunks.iter().any(|c| c.position == record.position) {
                         continue;
                     }
-                    let signature = signature(record.position);
+                    let signature = signed.of(record.position);
                     chunks.push(CellChunk {
                         cell: 0,
                         position: record.position,
@@ -227,7 +236,7 @@ impl CellStore {
                         signature,
                     });
                 }
-                pairs.extend(held);
+                pairs.extend_from_slice(held_cells);
             }
             _ => {}
         }
@@ -241,10 +250,6 @@ impl CellStore {
             return Err(CellStoreError::Full(self.limits.chunks));
         }
         let provenance = Provenance { publisher: doc.publisher, cells: pairs };
-        let held = match &old {
-            Some(_) => self.provenance(&doc.id)?,
-            None => None,
-        };
         self.within_quotas(held.as_ref(), &provenance)?;
         let mut new = Vec::with_capacity(chunks.len());
         let mut words = 0usize;
@@ -321,8 +326,7 @@ impl CellStore {
                 else {
                     continue;
                 };
-                let signature =
-                    signed.signatures.iter().find(|(p, _)| p == position).map(|(_, s)| s.clone()).unwrap_or_default();
+                let signature = signed.of(*position);
                 chunks.push(CellChunk { cell: *cell, position: *position, text: chunk.text()?, vector, signature });
             }
             out.push(CellDoc {
