@@ -317,7 +317,10 @@ pub struct EmbedConfig {
     /// Chunks per inference run at most.
     pub batch_size: usize,
     /// Padded tokens (rows × longest row) per inference run at most: small runs keep the
-    /// activations in cache (1024 = four full chunks measured fastest on 2 cores).
+    /// activations in cache (throughput is flat from 256 to 1024 on 2 cores) and the model's
+    /// working memory small, and a question, which shares the indexer's model, waits for at most
+    /// one run (256 = one full chunk: ~40 ms p50 while indexing against ~190 ms at 1024;
+    /// `embed_sharing`, docs/src/benchmarks.md).
     pub batch_tokens: usize,
 }
 
@@ -333,7 +336,7 @@ impl Default for EmbedConfig {
             pooling: Pooling::Mean,
             threads: 0,
             batch_size: 32,
-            batch_tokens: 1024,
+            batch_tokens: 256,
         }
     }
 }

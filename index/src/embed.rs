@@ -10,10 +10,11 @@
 //!
 //! An [`Embedder`] is synchronous and owns its sessions — one single-threaded ONNX Runtime
 //! session per thread, each taking the next run when free — and runs of at most
-//! `embed.batch_tokens` padded tokens (rows × longest row; 1024 = four full chunks). Both choices were measured (`bench_embed`, docs/src/benchmarks.md): on this
-//! model they beat one session with several intra-op threads and 32 full-length rows per run.
-//! Callers run it on threads of their own (the node gives indexing and queries one embedder
-//! each) so inference never blocks an async runtime.
+//! `embed.batch_tokens` padded tokens (rows × longest row; 256 = one full chunk). Both choices
+//! were measured (`bench_embed`, docs/src/benchmarks.md): on this model they beat one session
+//! with several intra-op threads and 32 full-length rows per run.
+//! Callers run it on threads of their own (the node's indexer and its questions each hold a
+//! handle on one model, [`Embedder::share`]) so inference never blocks an async runtime.
 
 use crate::tokenizer::{self, Purpose};
 use crate::IndexError;
@@ -21,8 +22,9 @@ use ort::environment::Environment;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 use ort::value::Tensor;
+use parking_lot::{Mutex, MutexGuard};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use tokenizers::Tokenizer;
 use weft_config::{EmbedConfig, Pooling};
 
@@ -60,11 +62,19 @@ struct Shape {
 }
 
 /// A loaded embedding model.
+///
+/// [`Embedder::share`] gives another handle on the same sessions: a node's indexer and its
+/// questions share one model in memory. A session holds the model's weights as ONNX Runtime
+/// optimised them (~96 MiB resident for the int8 MiniLM, whose weights constant folding turns
+/// to f32), so a second copy for questions cost a node as much as its whole index of a few
+/// thousand pages. Each inference run locks a session and hands it on fairly when done, so a
+/// question waits for at most the indexer's current run (`embed_sharing`,
+/// docs/src/benchmarks.md).
 pub struct Embedder {
     /// One single-threaded session per thread: independent runs in parallel beat one run
     /// split across threads for a model this small (measured in `bench_embed`).
-    sessions: Vec<Session>,
-    tokenizer: Tokenizer,
+    sessions: Arc<[Mutex<Session>]>,
+    tokenizer: Arc<Tokenizer>,
     shape: Shape,
     batch_size: usize,
     batch_tokens: usize,
@@ -100,6 +110,13 @@ impl Embedder {
                 .map_err(model_err)?
                 .with_inter_threads(1)
                 .map_err(model_err)?
+                // ONNX Runtime's memory pattern plans one block per input shape it has seen and
+                // keeps it; runs here come in every length up to the longest chunk, so the plans
+                // pile up: ~70 MiB per session after 40 runs of four lengths, with no speed
+                // gained (`embed_memory`, docs/src/benchmarks.md). The arena stays on: without
+                // it inference is ~12% slower.
+                .with_memory_pattern(false)
+                .map_err(model_err)?
                 .commit_from_file(&config.model)
                 .map_err(|e| IndexError::Model(format!("cannot load {}: {e}", config.model.display())))?;
             sessions.push(session);
@@ -115,12 +132,18 @@ impl Embedder {
         }
         let token_type_ids = names.contains(&"token_type_ids");
         Ok(Embedder {
-            sessions,
-            tokenizer,
+            sessions: sessions.into_iter().map(Mutex::new).collect(),
+            tokenizer: Arc::new(tokenizer),
             shape: Shape { dims: config.dims, max_tokens: config.max_tokens, pooling: config.pooling, token_type_ids },
             batch_size: config.batch_size.max(1),
             batch_tokens: config.batch_tokens.max(1),
         })
+    }
+
+    /// Another handle on this embedder's sessions (the model is not loaded again). Runs of
+    /// both handles take turns on the sessions.
+    pub fn share(&self) -> Embedder {
+        Embedder { sessions: self.sessions.clone(), tokenizer: self.tokenizer.clone(), ..*self }
     }
 
     pub fn dims(&self) -> usize {
@@ -162,8 +185,7 @@ impl Embedder {
         let batches = batches(ids, self.batch_size, self.batch_tokens, self.shape.max_tokens);
         let shape = self.shape;
         let results: Vec<(usize, Vectors)> = if self.sessions.len() == 1 || batches.len() == 1 {
-            let session = &mut self.sessions[0];
-            batches.iter().enumerate().map(|(b, rows)| (b, run(session, shape, ids, rows))).collect()
+            batches.iter().enumerate().map(|(b, rows)| (b, self.run_on_any(ids, rows))).collect()
         } else {
             // Each session takes the next batch when it is free: long and short runs balance.
             let next = std::sync::atomic::AtomicUsize::new(0);
@@ -171,14 +193,16 @@ impl Embedder {
             std::thread::scope(|scope| {
                 let workers: Vec<_> = self
                     .sessions
-                    .iter_mut()
+                    .iter()
                     .map(|session| {
                         scope.spawn(move || {
                             let mut done = Vec::new();
                             loop {
                                 let b = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                                 let Some(rows) = batches.get(b) else { break };
-                                done.push((b, run(session, shape, ids, rows)));
+                                let mut held = session.lock();
+                                done.push((b, run(&mut held, shape, ids, rows)));
+                                MutexGuard::unlock_fair(held);
                             }
                             done
                         })
@@ -194,6 +218,20 @@ impl Embedder {
             }
         }
         Ok(out)
+    }
+}
+
+impl Embedder {
+    /// One run on the first free session, else on the first session once its current run
+    /// ends; handed on fairly, so a run waiting on the other handle goes next.
+    fn run_on_any(&self, ids: &[Vec<u32>], rows: &[usize]) -> Vectors {
+        let mut held = match self.sessions.iter().find_map(|s| s.try_lock()) {
+            Some(free) => free,
+            None => self.sessions[0].lock(),
+        };
+        let out = run(&mut held, self.shape, ids, rows);
+        MutexGuard::unlock_fair(held);
+        out
     }
 }
 
@@ -349,6 +387,29 @@ mod tests {
         let b = batches(&ids, 2, 1024, 256);
         assert!(b.iter().all(|r| r.len() <= 2));
         assert_eq!(b.iter().map(Vec::len).sum::<usize>(), ids.len());
+    }
+
+    #[test]
+    fn a_shared_handle_runs_on_the_same_model_from_another_thread() {
+        let texts: Vec<String> = (0..24).map(|i| format!("Paragraph {i} on {}", "indexing ".repeat(i * 3))).collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let mut indexer = Embedder::open(&crate::testing::embed_config(), 1).unwrap();
+        let alone = indexer.embed(&refs).unwrap();
+        let mut asker = indexer.share();
+        // Both handles at once: the indexer's runs and the questions take turns on one session.
+        let questions = std::thread::spawn(move || {
+            (0..20)
+                .map(|q| asker.embed(&[format!("question {q}").as_str()]).unwrap().pop().unwrap())
+                .collect::<Vec<_>>()
+        });
+        let busy = indexer.embed(&refs).unwrap();
+        let answers = questions.join().unwrap();
+        for (a, b) in alone.iter().zip(&busy) {
+            assert!(cosine(a, b) > 0.9999);
+        }
+        let mut fresh = Embedder::open(&crate::testing::embed_config(), 1).unwrap();
+        assert!(cosine(&answers[7], &fresh.embed(&["question 7"]).unwrap()[0]) > 0.9999);
+        assert_eq!(indexer.threads(), 1);
     }
 
     #[test]

@@ -108,7 +108,8 @@ struct Plan {
     inputs: Vec<String>,
 }
 
-/// Turns documents into index entries. Owns its model session: run it on a thread of its own.
+/// Turns documents into index entries. Owns its model sessions (shared with [`Indexer::embedder`]'s
+/// handles): run it on a thread of its own.
 pub struct Indexer {
     index: Arc<LocalIndex>,
     chunker: Chunker,
@@ -130,6 +131,12 @@ impl Indexer {
             title_prefix: config.title_prefix,
             max_distance: config.dedup_max_distance,
         })
+    }
+
+    /// A handle on this indexer's model for other work (a node's questions): the sessions are
+    /// shared, not loaded again ([`Embedder::share`]).
+    pub fn embedder(&self) -> Embedder {
+        self.embedder.share()
     }
 
     pub fn index_handle(&self) -> &Arc<LocalIndex> {

@@ -169,7 +169,8 @@ impl IndexService {
         cells: Option<Arc<CellStore>>,
     ) -> Result<Arc<IndexService>, IndexError> {
         let indexer = Indexer::new(index.clone(), &config.embed, &config.index)?;
-        let query_embedder = Embedder::open(&config.embed, 1)?;
+        // Questions share the indexer's model: a second copy cost ~96 MiB (`Embedder::share`).
+        let query_embedder = indexer.embedder();
         let model = model_id(&config.embed.model)?;
         let counters = Arc::new(Counters::default());
         let (jobs, job_rx) = sync_channel::<Job>(config.index.queue);

@@ -3,7 +3,8 @@
 //! process trees — is measured; over the target the crawl starts no new request (in-flight ones
 //! finish, queues drain, the indexer catches up) until the use is back under 90% of the target.
 //! The figures are taken on the blocking pool ([`crate::procmem`]); `/status` shows the last
-//! ones, `throttled`, and `weft_memory_bytes` in `/metrics`.
+//! ones, `throttled`, and `weft_memory_bytes` in `/metrics`. Every 15th measurement first
+//! hands the allocator's free pages back to the system ([`crate::procmem::trim`]).
 
 use crate::crawl::Crawler;
 use crate::layouts::browser::LazyPool;
@@ -11,17 +12,27 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The allocator's free pages go back to the system on the first measurement and every this
+/// many after it ([`crate::procmem::trim`]).
+const TRIM_EVERY: u64 = 15;
+
 /// Measures every `every`, publishing the figures and throttling the crawl around
 /// `target_bytes` (0: measure only).
 pub async fn watch(crawler: Crawler, browsers: Option<Arc<LazyPool>>, target_bytes: u64, every: Duration) {
     let metrics = crawler.metrics();
     metrics.memory_target_bytes.store(target_bytes, Relaxed);
     let mut throttled = false;
+    let mut trims = 0u64;
     let mut tick = tokio::time::interval(every);
     loop {
         tick.tick().await;
         let pool = browsers.as_ref().and_then(|b| b.started());
+        trims += 1;
+        let trim = trims % TRIM_EVERY == 1;
         let measured = tokio::task::spawn_blocking(move || {
+            if trim {
+                crate::procmem::trim();
+            }
             crate::procmem::own_rss() + pool.map_or(0, |p| p.measure_memory().iter().sum::<u64>())
         })
         .await;

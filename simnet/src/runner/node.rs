@@ -89,13 +89,8 @@ pub(super) fn node_config(
         c.search.fanout = f;
         c.search.min_fanout = f;
     }
-    // Many nodes share two cores: one embedding thread each. With many nodes, memory is what
-    // runs out first: smaller inference runs keep ONNX Runtime's activation arena small
-    // (throughput is flat from 256 to 1024 tokens per run, see docs/src/benchmarks.md).
+    // Many nodes share two cores: one embedding thread each.
     c.embed.threads = 1;
-    if many {
-        c.embed.batch_tokens = 256;
-    }
     c.embed.model = spec.models.join("all-MiniLM-L6-v2-int8/model.onnx");
     c.embed.tokenizer = spec.models.join("all-MiniLM-L6-v2-int8/tokenizer.json");
     c.embed.ort_library = spec.models.join("onnxruntime-1.31.1/libonnxruntime.so");

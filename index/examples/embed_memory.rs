@@ -1,0 +1,107 @@
+//! Resident memory of ONNX Runtime sessions of the embedding model, by session option: what
+//! the memory pattern, the arena, prepacking and the graph optimisation level cost, and how
+//! long the runs take (docs/src/benchmarks.md, "The model's memory").
+//!
+//! ```sh
+//! cargo run --release -p weft-index --example embed_memory -- [--arena on|off] [--pattern on|off]
+//!     [--prepack on|off|shared] [--opt none|basic|ext|all] [--sessions 2] [--rows 8]
+//!     [--tokens 256] [--runs 20]
+//! ```
+//! Runs of `rows` × `tokens` and shorter (four lengths in turn) on every session; prints the
+//! process's RSS after loading (before and after `malloc_trim`) and after the runs. One setting
+//! per process: memory is the process's.
+
+use ort::session::builder::GraphOptimizationLevel;
+use ort::session::Session;
+use ort::value::Tensor;
+use std::path::PathBuf;
+
+extern "C" {
+    fn malloc_trim(pad: usize) -> i32;
+}
+
+fn rss_mib() -> f64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb: f64 = s
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    kb / 1024.0
+}
+
+fn main() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let (mut arena, mut pattern, mut sessions, mut rows, mut tokens, mut runs) = (true, true, 2, 8, 256, 20);
+    let (mut prepack, mut opt) = (String::from("on"), String::from("all"));
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let v = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
+        match flag.as_str() {
+            "--arena" => arena = v == "on",
+            "--pattern" => pattern = v == "on",
+            "--sessions" => sessions = v.parse().unwrap(),
+            "--rows" => rows = v.parse().unwrap(),
+            "--tokens" => tokens = v.parse().unwrap(),
+            "--runs" => runs = v.parse().unwrap(),
+            "--prepack" => prepack = v,
+            "--opt" => opt = v,
+            other => panic!("unknown flag {other}"),
+        }
+    }
+    let models = root.join("models");
+    let env = ort::init_from(models.join("onnxruntime-1.31.1/libonnxruntime.so"))
+        .unwrap()
+        .with_name("probe")
+        .build()
+        .unwrap();
+    let start = rss_mib();
+    let mut all = Vec::new();
+    let shared = ort::session::builder::PrepackedWeights::new();
+    for _ in 0..sessions {
+        let level = match opt.as_str() {
+            "basic" => GraphOptimizationLevel::Level1,
+            "ext" => GraphOptimizationLevel::Level2,
+            "none" => GraphOptimizationLevel::Disable,
+            _ => GraphOptimizationLevel::All,
+        };
+        let mut b = Session::builder(&env).unwrap().with_optimization_level(level).unwrap();
+        match prepack.as_str() {
+            "off" => b = b.with_prepacking(false).unwrap(),
+            "shared" => b = b.with_prepacked_weights(&shared).unwrap(),
+            _ => {}
+        }
+        b = b.with_intra_threads(1).unwrap().with_inter_threads(1).unwrap();
+        b = b.with_memory_pattern(pattern).unwrap();
+        b = b.with_execution_providers([ort::ep::CPU::default().with_arena_allocator(arena).build()]).unwrap();
+        all.push(b.commit_from_file(models.join("all-MiniLM-L6-v2-int8/model.onnx")).unwrap());
+    }
+    let untrimmed = rss_mib();
+    unsafe { malloc_trim(0) };
+    let loaded = rss_mib();
+    println!("sessions loaded: {untrimmed:.0} MiB, after malloc_trim {loaded:.0} MiB");
+    let t = std::time::Instant::now();
+    for r in 0..runs {
+        for s in all.iter_mut() {
+            // Lengths vary as real runs do.
+            let len = tokens / (1 + r % 4);
+            let n = rows;
+            let ids: Vec<i64> = (0..n * len).map(|i| 1000 + (i as i64 * 7919) % 20000).collect();
+            let inputs = ort::inputs![
+                "input_ids" => Tensor::from_array(([n, len], ids.clone())).unwrap(),
+                "attention_mask" => Tensor::from_array(([n, len], vec![1i64; n * len])).unwrap(),
+                "token_type_ids" => Tensor::from_array(([n, len], vec![0i64; n * len])).unwrap(),
+            ];
+            let out = s.run(inputs).unwrap();
+            drop(out);
+        }
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let after = rss_mib();
+    println!(
+        "opt={opt} prepack={prepack} arena={arena} pattern={pattern} sessions={sessions} rows={rows} tokens={tokens}: start {start:.0} MiB, sessions +{:.0} MiB, runs +{:.0} MiB, total {after:.0} MiB, runs took {secs:.2} s",
+        loaded - start,
+        after - loaded
+    );
+}
