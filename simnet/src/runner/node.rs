@@ -103,7 +103,23 @@ pub(super) fn spawn(spec: &RunSpec, node: &mut Node) -> Result<(), RunError> {
         .append(true)
         .open(node.log())
         .map_err(|e| io("opening a node log", e))?;
-    let child = tokio::process::Command::new(&spec.weft)
+    let mut command = tokio::process::Command::new(&spec.weft);
+    // A simulator stopped by a signal runs no destructors (`kill_on_drop` does not fire): the
+    // kernel kills its nodes instead, or fifty of them would hold the box's memory on their own.
+    let parent = std::process::id();
+    // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() as u32 != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    let child = command
         .args(["--log-format", "json", "start", "--config"])
         .arg(node.dir.join("weft.toml"))
         .env("RUST_LOG", "info")
