@@ -510,6 +510,13 @@ impl CellStore {
         self.index.snapshot()
     }
 
+    /// Whether every chunk held is searchable by its words too: the words' index is committed
+    /// every few seconds ([`CellStore::sync`]), after the chunk is stored and searchable by
+    /// meaning, so for a moment a fresh posting is found by its vector only.
+    pub fn words_current(&self) -> bool {
+        self.index.lexical().len() == self.counts().1 as u64
+    }
+
     /// Documents and chunks held.
     pub fn counts(&self) -> (usize, usize) {
         (self.index.store().doc_count(), self.index.store().chunk_count())
