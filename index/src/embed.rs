@@ -8,7 +8,7 @@
 //! positions. Vectors are mean-pooled over the attention mask (or CLS-pooled, per config) and
 //! L2-normalized, so cosine similarity is a dot product.
 //!
-//! An [`Embedder`] is synchronous and owns its sessions — one single-threaded ONNX Runtime
+//! An [`Embedder`] is synchronous and holds its sessions — one single-threaded ONNX Runtime
 //! session per thread, each taking the next run when free — and runs of at most
 //! `embed.batch_tokens` padded tokens (rows × longest row; 256 = one full chunk). Both choices
 //! were measured (`bench_embed`, docs/src/benchmarks.md): on this model they beat one session
@@ -146,6 +146,12 @@ impl Embedder {
         Embedder { sessions: self.sessions.clone(), tokenizer: self.tokenizer.clone(), ..*self }
     }
 
+    /// One run on the first free session, else on the first session once its current run ends.
+    fn run_on_any(&self, ids: &[Vec<u32>], rows: &[usize]) -> Vectors {
+        let held = self.sessions.iter().find_map(|s| s.try_lock()).unwrap_or_else(|| self.sessions[0].lock());
+        run_fair(held, self.shape, ids, rows)
+    }
+
     pub fn dims(&self) -> usize {
         self.shape.dims
     }
@@ -200,9 +206,7 @@ impl Embedder {
                             loop {
                                 let b = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                                 let Some(rows) = batches.get(b) else { break };
-                                let mut held = session.lock();
-                                done.push((b, run(&mut held, shape, ids, rows)));
-                                MutexGuard::unlock_fair(held);
+                                done.push((b, run_fair(session.lock(), shape, ids, rows)));
                             }
                             done
                         })
@@ -221,18 +225,12 @@ impl Embedder {
     }
 }
 
-impl Embedder {
-    /// One run on the first free session, else on the first session once its current run
-    /// ends; handed on fairly, so a run waiting on the other handle goes next.
-    fn run_on_any(&self, ids: &[Vec<u32>], rows: &[usize]) -> Vectors {
-        let mut held = match self.sessions.iter().find_map(|s| s.try_lock()) {
-            Some(free) => free,
-            None => self.sessions[0].lock(),
-        };
-        let out = run(&mut held, self.shape, ids, rows);
-        MutexGuard::unlock_fair(held);
-        out
-    }
+/// [`run`] on a session held, then handed on fairly: a run waiting on another handle of the
+/// same model goes next.
+fn run_fair(mut held: MutexGuard<'_, Session>, shape: Shape, ids: &[Vec<u32>], rows: &[usize]) -> Vectors {
+    let out = run(&mut held, shape, ids, rows);
+    MutexGuard::unlock_fair(held);
+    out
 }
 
 /// The vectors of one run (or why it failed).

@@ -2,7 +2,7 @@
 //! member set has settled, this node announces its own documents again (so a posting lost with
 //! all of its cell's owners comes back), and what nobody announced within the TTL expires.
 
-use crate::cells::{postings_of, STORE_BOUND};
+use crate::cells::{bounded, postings_of, STORE_BOUND};
 use std::sync::Arc;
 use std::time::Duration;
 use weft_index::cells::CellStore;
@@ -29,13 +29,10 @@ pub async fn expire_postings(store: Arc<CellStore>) {
     loop {
         tick.tick().await;
         let s = store.clone();
-        let task = tokio::task::spawn_blocking(move || s.expire(weft_clock::now_secs(), POSTING_TTL.as_secs()));
-        match tokio::time::timeout(STORE_BOUND * 4, task).await {
-            Ok(Ok(Ok(0))) => {}
-            Ok(Ok(Ok(docs))) => tracing::info!(docs, "dropped postings not announced again within their TTL"),
-            Ok(Ok(Err(e))) => tracing::warn!("cell store: {e}"),
-            Ok(Err(e)) => tracing::warn!("cell store: {e}"),
-            Err(_) => tracing::warn!("cell store: expiring postings did not end in time"),
+        let expire = move || s.expire(weft_clock::now_secs(), POSTING_TTL.as_secs());
+        match bounded("cell store: expiring postings", STORE_BOUND * 4, expire).await {
+            None | Some(0) => {}
+            Some(docs) => tracing::info!(docs, "dropped postings not announced again within their TTL"),
         }
     }
 }
@@ -59,22 +56,17 @@ pub async fn reannounce(index: Arc<LocalIndex>, network: weft_p2p::NetworkHandle
         }
         let ring = network.ring();
         let (index, model, after) = (index.clone(), model.clone(), cursor);
-        let slice = tokio::task::spawn_blocking(move || {
+        let slice = move || {
             let take = index.store().doc_count().div_ceil(steps).max(1);
             let owned = |host: &str| ring.owner(host) == Some(&me);
             announce_slice(&index, after.as_ref(), take, owned, book, &model)
-        });
-        match tokio::time::timeout(STORE_BOUND * 4, slice).await {
-            Ok(Ok(Ok((postings, next)))) => {
-                cursor = next;
-                if !postings.is_empty() {
-                    tracing::debug!(postings = postings.len(), "announcing documents again");
-                    network.publish_postings(postings, Vec::new());
-                }
+        };
+        if let Some((postings, next)) = bounded("re-announce", STORE_BOUND * 4, slice).await {
+            cursor = next;
+            if !postings.is_empty() {
+                tracing::debug!(postings = postings.len(), "announcing documents again");
+                network.publish_postings(postings, Vec::new());
             }
-            Ok(Ok(Err(e))) => tracing::warn!("re-announce: {e}"),
-            Ok(Err(e)) => tracing::warn!("re-announce: {e}"),
-            Err(_) => tracing::warn!("re-announce: reading the index did not end in time"),
         }
     }
 }
@@ -136,15 +128,12 @@ pub async fn drop_unowned(store: Arc<CellStore>, network: weft_p2p::NetworkHandl
         }
         let keep = kept_cells(&ring, book, replicas, &me);
         let s = store.clone();
-        let task = tokio::task::spawn_blocking(move || s.keep_cells(|c| keep.contains(&c)));
-        match tokio::time::timeout(STORE_BOUND * 4, task).await {
-            Ok(Ok(Ok((0, 0)))) => {}
-            Ok(Ok(Ok((docs, chunks)))) => {
+        let drop = move || s.keep_cells(|c| keep.contains(&c));
+        match bounded("cell store: dropping cells no longer owned", STORE_BOUND * 4, drop).await {
+            None | Some((0, 0)) => {}
+            Some((docs, chunks)) => {
                 tracing::info!(docs, chunks, "dropped the postings of cells this node no longer owns")
             }
-            Ok(Ok(Err(e))) => tracing::warn!("cell store: {e}"),
-            Ok(Err(e)) => tracing::warn!("cell store: {e}"),
-            Err(_) => tracing::warn!("cell store: dropping cells no longer owned did not end in time"),
         }
         dropped_for = Some(members.clone());
     }

@@ -20,6 +20,32 @@ pub const MAX_CELL_CHUNKS: usize = 500_000;
 /// A received batch that takes longer than this to store is answered busy (sled can hang
 /// when its files fail under it).
 pub(crate) const STORE_BOUND: Duration = Duration::from_secs(30);
+/// Runs `op` (a cell store or index call: sled underneath) on the blocking pool and waits at
+/// most `bound`; a failure or a timeout is logged as `what` and gives `None` — the cell store's
+/// work goes on without it (unlike [`crate::storage::Storage::bounded`], nothing here stops
+/// the node: the postings are the network's copy, not this node's own data).
+pub(crate) async fn bounded<T: Send + 'static, E: std::fmt::Display + Send + 'static>(
+    what: &str,
+    bound: Duration,
+    op: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> Option<T> {
+    match tokio::time::timeout(bound, tokio::task::spawn_blocking(op)).await {
+        Ok(Ok(Ok(v))) => Some(v),
+        Ok(Ok(Err(e))) => {
+            tracing::warn!("{what}: {e}");
+            None
+        }
+        Ok(Err(e)) => {
+            tracing::warn!("{what}: {e}");
+            None
+        }
+        Err(_) => {
+            tracing::warn!("{what}: no answer within {} s", bound.as_secs());
+            None
+        }
+    }
+}
+
 /// How often what was stored becomes searchable by its words.
 const SYNC_EVERY: Duration = Duration::from_secs(2);
 
@@ -194,22 +220,7 @@ pub async fn store_postings(store: Arc<CellStore>, mut inbound: tokio::sync::mps
         dirty = true;
         let reply = batch.reply.take();
         let s = store.clone();
-        let task = tokio::task::spawn_blocking(move || store_batch(&s, &batch));
-        let taken = match tokio::time::timeout(STORE_BOUND, task).await {
-            Ok(Ok(Ok(n))) => Some(n),
-            Ok(Ok(Err(e))) => {
-                tracing::warn!("postings not stored: {e}");
-                None
-            }
-            Ok(Err(e)) => {
-                tracing::warn!("postings not stored: {e}");
-                None
-            }
-            Err(_) => {
-                tracing::warn!("postings not stored within {} s", STORE_BOUND.as_secs());
-                None
-            }
-        };
+        let taken = bounded("postings not stored", STORE_BOUND, move || store_batch(&s, &batch)).await;
         if let Some(reply) = reply {
             let _ = reply.send(taken);
         }

@@ -22,13 +22,13 @@ pub async fn watch(crawler: Crawler, browsers: Option<Arc<LazyPool>>, target_byt
     let metrics = crawler.metrics();
     metrics.memory_target_bytes.store(target_bytes, Relaxed);
     let mut throttled = false;
-    let mut trims = 0u64;
+    let mut measurements = 0u64;
     let mut tick = tokio::time::interval(every);
     loop {
         tick.tick().await;
         let pool = browsers.as_ref().and_then(|b| b.started());
-        trims += 1;
-        let trim = trims % TRIM_EVERY == 1;
+        measurements += 1;
+        let trim = measurements % TRIM_EVERY == 1;
         let measured = tokio::task::spawn_blocking(move || {
             if trim {
                 crate::procmem::trim();

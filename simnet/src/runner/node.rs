@@ -106,6 +106,8 @@ pub(super) fn spawn(spec: &RunSpec, node: &mut Node) -> Result<(), RunError> {
     let mut command = tokio::process::Command::new(&spec.weft);
     // A simulator stopped by a signal runs no destructors (`kill_on_drop` does not fire): the
     // kernel kills its nodes instead, or fifty of them would hold the box's memory on their own.
+    // (The signal follows the forking thread: nodes are spawned from the runtime's threads,
+    // which live as long as the simulator.)
     let parent = std::process::id();
     // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
     unsafe {
