@@ -387,6 +387,13 @@ pub struct IndexConfig {
     /// Seconds between disk-quota checks (sled reclaims freed space lazily, so checks are
     /// spaced to let it catch up).
     pub quota_check_secs: u64,
+    /// Members that hold a copy of each indexed document (its metadata, main text and chunk
+    /// boundaries) besides the node that fetched it: the owners of the document's id on the
+    /// ring. A document stays readable and is not fetched again while one of them is up.
+    pub replicas: usize,
+    /// Disk the copies held for other members may use, MiB; past it the copies farthest from
+    /// this node's ranges are dropped first.
+    pub replica_quota_mb: u64,
 }
 
 impl Default for IndexConfig {
@@ -405,6 +412,8 @@ impl Default for IndexConfig {
             queue: 64,
             disk_quota_mb: 0,
             quota_check_secs: 300,
+            replicas: 3,
+            replica_quota_mb: 2048,
         }
     }
 }

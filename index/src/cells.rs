@@ -20,6 +20,7 @@
 //! ([`CellStoreError::Quota`], counted) — a publisher owns the hosts it crawls and could
 //! otherwise fill every store it posts to with pages it makes up on them.
 
+use crate::replicas::ReplicaStore;
 use crate::store::{ChunkRecord, DocRecord, DocState, NewChunk};
 use crate::{DocId, Hit, IndexError, LocalIndex};
 use serde::{Deserialize, Serialize};
@@ -164,6 +165,8 @@ pub struct CellStore {
     limits: Limits,
     tallies: parking_lot::Mutex<Tallies>,
     over_quota: AtomicU64,
+    /// The copies of documents held for the ids this node owns, in the same database.
+    replicas: ReplicaStore,
 }
 
 impl CellStore {
@@ -180,6 +183,7 @@ impl CellStore {
         let signed = db.open_tree("signed").map_err(IndexError::Store)?;
         let announced = db.open_tree("announced").map_err(IndexError::Store)?;
         let index = LocalIndex::open(&db, dir, dims, config)?;
+        let replicas = ReplicaStore::open(&db, config.replica_quota_mb.saturating_mul(1 << 20))?;
         let mut tallies = Tallies::default();
         for entry in provenance.iter() {
             let (_, bytes) = entry.map_err(IndexError::Store)?;
@@ -189,7 +193,13 @@ impl CellStore {
         }
         let tallies = parking_lot::Mutex::new(tallies);
         let over_quota = AtomicU64::new(0);
-        Ok(CellStore { index, provenance, signed, announced, limits, tallies, over_quota })
+        Ok(CellStore { index, provenance, signed, announced, limits, tallies, over_quota, replicas })
+    }
+
+    /// The copies of whole documents this node holds for others (`weft_p2p::replicas`): kept
+    /// in the cell store's database, so one sled cache serves both.
+    pub fn replicas(&self) -> &ReplicaStore {
+        &self.replicas
     }
 
     /// Stores what a publisher sent of a document (see the module doc for the merge). A chunk

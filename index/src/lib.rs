@@ -15,11 +15,13 @@
 //! rebuilt. The lexical index is a cache of sled in the same way.
 //!
 //! [`cells::CellStore`] is a second such index, of what other nodes published to the cells of
-//! the embedding space this node owns (semantic placement: see `weft_p2p::placement`).
+//! the embedding space this node owns (semantic placement: see `weft_p2p::placement`); beside
+//! it, in its database, [`replicas::ReplicaStore`] holds whole copies of the documents whose
+//! ids this node owns (see `weft_p2p::replicas`).
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
 //! checks it): dedup, testing, tokenizer → chunk, embed, store → documents, lexical, summary,
-//! vectors → indexer, local → cells, duplicates.
+//! vectors → indexer, local, replicas → cells, duplicates.
 
 pub mod cells;
 pub mod chunk;
@@ -30,6 +32,7 @@ pub mod embed;
 mod indexer;
 pub mod lexical;
 mod local;
+pub mod replicas;
 pub mod store;
 pub mod summary;
 pub mod tokenizer;

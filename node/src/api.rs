@@ -20,6 +20,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// Results a search returns at most.
+mod documents;
+use documents::{get_document, list_documents, recent_documents};
+pub use documents::{DocumentAnswer, DocumentParams, DocumentSource, DocumentsParams, DEFAULT_PAGE};
+
 pub const MAX_K: usize = 100;
 
 /// What the API serves from.
@@ -242,75 +246,6 @@ pub struct TopParams {
 async fn top_hosts(State(state): State<AppState>, Query(p): Query<TopParams>) -> Response {
     let n = p.n.unwrap_or(10).clamp(1, 100);
     Json(serde_json::json!({ "hosts": state.crawler.top_hosts(n) })).into_response()
-}
-
-async fn recent_documents(State(state): State<AppState>) -> Response {
-    let documents = state.index.as_ref().map(|i| i.recent()).unwrap_or_default();
-    Json(serde_json::json!({ "documents": documents })).into_response()
-}
-
-#[derive(Debug, Deserialize)]
-pub struct DocumentsParams {
-    pub host: Option<String>,
-    /// RFC 3339, or seconds since the Unix epoch.
-    pub since: Option<String>,
-    pub cursor: Option<String>,
-    pub limit: Option<usize>,
-}
-
-/// Documents a listing page holds unless `limit` says otherwise.
-pub const DEFAULT_PAGE: usize = 100;
-
-/// Runs a read of the document store on the blocking pool.
-async fn index_read<T: Send + 'static>(
-    state: &AppState,
-    read: impl FnOnce(&weft_index::store::DocStore) -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    let Some(index) = state.index.as_ref().map(|i| i.index().clone()) else {
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "index_disabled",
-            "this node does not index (index.enabled = false)",
-        ));
-    };
-    tokio::task::spawn_blocking(move || read(index.store())).await.map_err(internal)?
-}
-
-/// A moment as the API takes it: RFC 3339 or Unix seconds.
-fn moment(s: &str) -> Result<u64, ApiError> {
-    weft_index::documents::parse_moment(s).ok_or_else(|| {
-        ApiError::new(StatusCode::BAD_REQUEST, "bad_since", format!("{s:?} is not RFC 3339 nor Unix seconds"))
-    })
-}
-
-async fn list_documents(
-    State(state): State<AppState>,
-    Query(p): Query<DocumentsParams>,
-) -> Result<Json<weft_index::DocumentPage>, ApiError> {
-    let listing = weft_index::Listing {
-        host: p.host.map(|h| host_param(&h)).transpose()?,
-        since: p.since.as_deref().map(moment).transpose()?,
-        cursor: p.cursor,
-        limit: p.limit.unwrap_or(DEFAULT_PAGE).clamp(1, weft_index::documents::MAX_PAGE),
-    };
-    if let Some(c) = &listing.cursor {
-        weft_index::DocId::parse_hex(c)
-            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_cursor", e.to_string()))?;
-    }
-    let page = index_read(&state, move |store| weft_index::documents::list(store, &listing).map_err(internal)).await?;
-    Ok(Json(page))
-}
-
-async fn get_document(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> Result<Json<weft_index::DocumentView>, ApiError> {
-    let id = weft_index::DocId::parse_hex(&id)
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_id", e.to_string()))?;
-    let found = index_read(&state, move |store| weft_index::documents::document(store, &id).map_err(internal)).await?;
-    found
-        .map(Json)
-        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "no_document", "this node holds no document with that id"))
 }
 
 #[derive(Debug, Deserialize)]

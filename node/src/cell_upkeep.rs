@@ -2,7 +2,8 @@
 //! member set has settled, this node announces its own documents again (so a posting lost with
 //! all of its cell's owners comes back), and what nobody announced within the TTL expires.
 
-use crate::cells::{bounded, postings_of, STORE_BOUND};
+use crate::blocking::{bounded, STORE_BOUND};
+use crate::cells::postings_of;
 use std::sync::Arc;
 use std::time::Duration;
 use weft_index::cells::CellStore;
@@ -65,7 +66,7 @@ pub async fn reannounce(index: Arc<LocalIndex>, network: weft_p2p::NetworkHandle
             cursor = next;
             if !postings.is_empty() {
                 tracing::debug!(postings = postings.len(), "announcing documents again");
-                network.publish_postings(postings, Vec::new());
+                network.publish_postings(postings, Vec::new(), Vec::new());
             }
         }
     }
@@ -103,10 +104,17 @@ const DROP_AFTER: Duration = Duration::from_secs(10 * 60);
 const DROP_CHECK: Duration = Duration::from_secs(30);
 
 /// Drops what the cell store holds for cells this node no longer owns — one owner more than
-/// the replicas is kept, as a receiver does while rings settle — once the member set has not
-/// changed for [`DROP_AFTER`] and nothing waits to be handed over. Without it, a node's store
-/// only grew as members joined: every cell it ever owned stayed. Runs until the network stops.
-pub async fn drop_unowned(store: Arc<CellStore>, network: weft_p2p::NetworkHandle, replicas: usize) {
+/// the replicas is kept, as a receiver does while rings settle — and the copies of documents
+/// whose ids it no longer owns (one holder more than `doc_replicas` likewise), once the
+/// member set has not changed for [`DROP_AFTER`] and nothing waits to be handed over. Without
+/// it, a node's stores only grew as members joined: everything it ever owned stayed. Runs
+/// until the network stops.
+pub async fn drop_unowned(
+    store: Arc<CellStore>,
+    network: weft_p2p::NetworkHandle,
+    replicas: usize,
+    doc_replicas: usize,
+) {
     let me = network.peer_id();
     let book = weft_p2p::placement::shipped();
     let mut members = network.ring().members().to_vec();
@@ -134,6 +142,13 @@ pub async fn drop_unowned(store: Arc<CellStore>, network: weft_p2p::NetworkHandl
             Some((docs, chunks)) => {
                 tracing::info!(docs, chunks, "dropped the postings of cells this node no longer owns")
             }
+        }
+        let (s, r) = (store.clone(), ring.clone());
+        let keep = move |id: &DocId| weft_p2p::replicas::doc_owners(&r, &id.hex(), doc_replicas + 1).contains(&me);
+        let drop = move || s.replicas().keep(keep);
+        if let Some(copies @ 1..) = bounded("replica store: dropping ids no longer owned", STORE_BOUND * 4, drop).await
+        {
+            tracing::info!(copies, "dropped the document copies of ids this node no longer owns");
         }
         dropped_for = Some(members.clone());
     }

@@ -5,6 +5,7 @@
 //! whoever crawled it and whether its crawler is up. Keeping the store current over months —
 //! dropping cells no longer owned, announcing again, expiring — is `cell_upkeep.rs`.
 
+use crate::blocking::{bounded, STORE_BOUND};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,35 +18,6 @@ use weft_p2p::PostingsInbound;
 
 /// Chunks the cell store holds at most (f16 vectors and their graph: ~1 KB each in memory).
 pub const MAX_CELL_CHUNKS: usize = 500_000;
-/// A received batch that takes longer than this to store is answered busy (sled can hang
-/// when its files fail under it).
-pub(crate) const STORE_BOUND: Duration = Duration::from_secs(30);
-/// Runs `op` (a cell store or index call: sled underneath) on the blocking pool and waits at
-/// most `bound`; a failure or a timeout is logged as `what` and gives `None` — the cell store's
-/// work goes on without it (unlike [`crate::storage::Storage::bounded`], nothing here stops
-/// the node: the postings are the network's copy, not this node's own data).
-pub(crate) async fn bounded<T: Send + 'static, E: std::fmt::Display + Send + 'static>(
-    what: &str,
-    bound: Duration,
-    op: impl FnOnce() -> Result<T, E> + Send + 'static,
-) -> Option<T> {
-    match tokio::time::timeout(bound, tokio::task::spawn_blocking(op)).await {
-        Ok(Ok(Ok(v))) => Some(v),
-        Ok(Ok(Err(e))) => {
-            tracing::warn!("{what}: {e}");
-            None
-        }
-        Ok(Err(e)) => {
-            tracing::warn!("{what}: {e}");
-            None
-        }
-        Err(_) => {
-            tracing::warn!("{what}: no answer within {} s", bound.as_secs());
-            None
-        }
-    }
-}
-
 /// How often what was stored becomes searchable by its words.
 const SYNC_EVERY: Duration = Duration::from_secs(2);
 
@@ -187,6 +159,7 @@ pub fn store_batch(store: &CellStore, inbound: &PostingsInbound) -> Result<u32, 
             taken += 1;
         }
     }
+    taken += crate::replicas::store(store, &inbound.batch.replicas, inbound.from)?;
     Ok(taken)
 }
 

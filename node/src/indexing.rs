@@ -31,7 +31,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use weft_config::Config;
 use weft_index::cells::CellStore;
-use weft_index::{Document, Embedder, Hit, IndexError, IndexStats, Indexer, LocalIndex, Outcome};
+use weft_index::{DocId, Document, Embedder, Hit, IndexError, IndexStats, Indexer, LocalIndex, Outcome};
 
 /// Documents the indexer takes into one call at most (their chunks are embedded together).
 const MAX_BATCH_DOCS: usize = 32;
@@ -133,6 +133,15 @@ pub struct CellsHeld {
     /// Chunks refused since the start because their publisher or their cell was over its
     /// quota here.
     pub over_quota: u64,
+    /// Copies of other members' documents held for the ids this node owns, and their bytes
+    /// (`index.replicas`, bounded by `index.replica_quota_mb`).
+    #[serde(default)]
+    pub copies: u64,
+    #[serde(default)]
+    pub copy_bytes: u64,
+    /// Copies refused since the start for the bound or a publisher's quota.
+    #[serde(default)]
+    pub copies_refused: u64,
 }
 
 /// The index of a running node: the indexer and query threads and the shared [`LocalIndex`].
@@ -149,6 +158,8 @@ pub struct IndexService {
     /// The postings of the cells this node owns (with the network): searched with the index.
     cells: Option<Arc<CellStore>>,
     max_distance: u32,
+    /// `index.replicas`: members that get a copy of each document indexed.
+    replicas: usize,
     model: String,
     dims: usize,
     /// `index.hybrid`: searches fuse BM25 with the vectors.
@@ -193,6 +204,7 @@ impl IndexService {
             network: network.map(DhtDuplicates),
             cells,
             max_distance: config.index.dedup_max_distance,
+            replicas: config.index.replicas,
             model,
             dims: config.embed.dims,
             hybrid: config.index.hybrid,
@@ -240,12 +252,19 @@ impl IndexService {
                 Outcome::Indexed { .. } => crate::cells::postings_of(&self.index, &url, book, &self.model),
                 _ => Ok(Vec::new()),
             };
-            match postings {
-                Ok(postings) => {
-                    let gone = crate::cells::withdrawal(&url, before, &postings);
-                    network.0.publish_postings(postings, gone.into_iter().collect());
+            // And a copy of the document for the owners of its id (`index.replicas`).
+            let copy = match outcome {
+                Outcome::Indexed { .. } if self.replicas > 0 => {
+                    crate::replicas::replica_of(&self.index, &DocId::of_url(&url))
                 }
-                Err(e) => tracing::warn!(url, "postings not published: {e}"),
+                _ => Ok(None),
+            };
+            match (postings, copy) {
+                (Ok(postings), Ok(copy)) => {
+                    let gone = crate::cells::withdrawal(&url, before, &postings);
+                    network.0.publish_postings(postings, gone.into_iter().collect(), copy.into_iter().collect());
+                }
+                (Err(e), _) | (_, Err(e)) => tracing::warn!(url, "postings not published: {e}"),
             }
         }
         outcome
@@ -350,7 +369,7 @@ impl IndexService {
             }
         }
         if let Some(network) = &self.network {
-            network.0.publish_postings(Vec::new(), withdrawals);
+            network.0.publish_postings(Vec::new(), withdrawals, Vec::new());
         }
         self.counters.evicted.fetch_add(gone as u64, Relaxed);
         Ok(gone)
@@ -385,6 +404,9 @@ impl IndexService {
                     chunks: chunks as u64,
                     vector_memory_bytes: c.vector_memory_bytes() as u64,
                     over_quota: c.over_quota(),
+                    copies: c.replicas().counts().0 as u64,
+                    copy_bytes: c.replicas().counts().1,
+                    copies_refused: c.replicas().refused(),
                 }
             }),
         }

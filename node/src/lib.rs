@@ -5,9 +5,10 @@
 //! before it in this order, and `tests/tests/it/module_graph.rs` checks it.
 //!
 //! 1. The page and its seams: [`page`] (the page and the [`page::Pipeline`] seam), [`storage`]
-//!    (bounded durable writes), `guard` (the SSRF guard) → `fetcher`, [`token`], `received`
-//!    (URLs from peers), `urls` (why a URL is or is not indexed), `procmem`, `tenure`, the
-//!    pure [`extract_cli`]; [`metrics`] (counters).
+//!    (bounded durable writes), `blocking` (bounded store calls), `guard` (the SSRF guard) →
+//!    `fetcher`, [`token`], `received` (URLs from peers), `urls` (why a URL is or is not
+//!    indexed), `procmem`, `tenure`, the pure [`extract_cli`]; [`metrics`] (counters); the
+//!    network's stores: `replicas` (document copies) → `cells` (postings) → `cell_upkeep`.
 //! 2. `crawl`: the crawl loop and its pure decisions; it reaches the network and the browser
 //!    through the [`Route`] and [`Renders`] traits it is given. `second_opinion` beside it.
 //! 3. [`layouts`]: layout learning and the JavaScript tier (store, worker, teacher, rendering,
@@ -17,11 +18,12 @@
 //!    API), then `node`, which wires everything from a config, and the CLI's helpers
 //!    ([`export`], [`mcp`], `templates_cli`).
 //!
-//! Module order: cells, extract_cli, guard, page, procmem, received, storage, tenure, token, urls →
-//! cell_upkeep, fetcher, metrics → crawl, second_opinion → layouts, routing → doctor, memory,
+//! Module order: blocking, extract_cli, guard, page, procmem, received, storage, tenure, token,
+//! urls → replicas → cells → cell_upkeep, fetcher, metrics → crawl, second_opinion → layouts, routing → doctor, memory,
 //! pipeline → indexing → quota, search, status → api → export, mcp, node, templates_cli.
 
 pub mod api;
+mod blocking;
 mod cell_upkeep;
 mod cells;
 mod crawl;
@@ -41,6 +43,7 @@ mod pipeline;
 mod procmem;
 pub mod quota;
 mod received;
+mod replicas;
 mod routing;
 mod search;
 mod second_opinion;

@@ -56,12 +56,14 @@ pub fn tools() -> Vec<Tool> {
             "get_document",
             "Read one crawled page in full: its main text and metadata (title, author, dates, \
              language, page type, canonical URL, aliases), by the id a search result carries or by \
-             its URL. Pass chunks=true for the chunks with their positions.",
+             its URL — from this node, or from the peer of the network that holds it (the answer's \
+             `source` says which). Pass chunks=true for the chunks with their positions.",
             schema(json!({
                 "type": "object",
                 "properties": {
                     "id": { "type": "string", "description": "A document id (32 hex digits)" },
                     "url": { "type": "string", "description": "The page's URL, instead of an id" },
+                    "peer": { "type": "string", "description": "The peer a search result named (asked first)" },
                     "chunks": { "type": "boolean", "default": false }
                 }
             })),
@@ -155,10 +157,12 @@ impl WeftMcp {
             }
             (None, None) => return Err(ToolError("pass `id` (from a search result) or `url`".into())),
         };
-        let Some(mut doc) = self.get(&format!("/documents/{id}"), &[]).await? else {
+        let peer = arg(args, "peer").and_then(Value::as_str).map(|p| ("peer", p.trim().to_string()));
+        let query: Vec<(&str, String)> = peer.into_iter().collect();
+        let Some(mut doc) = self.get(&format!("/documents/{id}"), &query).await? else {
             return Err(ToolError(format!(
-                "this node holds no document {id}: a network search result names the peer that holds it \
-                 (its provenance); crawl_status with the url says what this node knows of the page"
+                "no document {id} on this node nor on the peers that would hold it; crawl_status with \
+                 the url says what this node knows of the page"
             )));
         };
         if !arg(args, "chunks").and_then(Value::as_bool).unwrap_or(false) {

@@ -368,6 +368,8 @@ fn start_network(config: &Config, db: &sled::Db) -> anyhow::Result<(weft_p2p::St
     settings.search = config.search.clone();
     // Postings of another model are refused; a node without an index holds none.
     settings.model = config.index.enabled.then(|| crate::indexing::model_id(&config.embed.model).ok()).flatten();
+    // A node without an index keeps no copies either, and makes none.
+    settings.doc_replicas = if settings.model.is_some() { config.index.replicas } else { 0 };
     let journal = Journal::open(db)?;
     let started = weft_p2p::start(key, settings)?;
     tracing::info!(peer_id = %started.handle.peer_id(), "p2p started");
@@ -402,12 +404,26 @@ async fn spawn_network(
             tasks.spawn(crate::cells::store_postings(cells.clone(), started.postings));
             let replicas = config.search.replicas;
             tasks.spawn(crate::cells::hand_over_on_changes(cells.clone(), handle.clone(), replicas, model.clone()));
-            tasks.spawn(crate::cell_upkeep::drop_unowned(cells.clone(), handle.clone(), replicas));
+            let doc_replicas = config.index.replicas;
+            tasks.spawn(crate::cell_upkeep::drop_unowned(cells.clone(), handle.clone(), replicas, doc_replicas));
+            tasks.spawn(crate::replicas::serve_reads(local.clone(), cells.clone(), started.documents));
+            if doc_replicas > 0 {
+                tasks.spawn(crate::replicas::repair_on_changes(
+                    local.clone(),
+                    cells.clone(),
+                    handle.clone(),
+                    doc_replicas,
+                ));
+            }
             tasks.spawn(crate::cell_upkeep::expire_postings(cells));
             tasks.spawn(crate::cell_upkeep::reannounce(local, handle.clone(), model));
         }
-        // No index: no postings are taken (the network answers their senders busy).
-        None => drop(started.postings),
+        // No index: no postings are taken (the network answers their senders busy), no
+        // documents read.
+        None => {
+            drop(started.postings);
+            drop(started.documents);
+        }
     }
     if let Some(index) = index {
         tasks.spawn(crate::search::publish_summaries(index.clone(), handle.clone(), config.search.clone()));

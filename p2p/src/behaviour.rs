@@ -4,6 +4,7 @@
 use crate::codec::Codec;
 use crate::exchange::UrlWire;
 use crate::postings::PostingWire;
+use crate::replicas::DocWire;
 use crate::search::SearchWire;
 use libp2p::identity::Keypair;
 use libp2p::request_response::{self, ProtocolSupport};
@@ -23,6 +24,8 @@ pub const URLS_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/urls/1");
 pub const SEARCH_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/search/1");
 /// Semantic placement: batches of postings to the owners of their cells.
 pub const POSTINGS_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/postings/1");
+/// Documents: one document read from a member that holds it.
+pub const DOCS_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/doc/1");
 /// What identify announces.
 pub const PROTOCOL_VERSION: &str = "/weft/0.1.0";
 /// Largest gossipsub message: a routing summary of 64 centroids of 384 dimensions in f16 is
@@ -41,6 +44,7 @@ pub struct Behaviour {
     pub urls: request_response::Behaviour<Codec<UrlWire>>,
     pub search: request_response::Behaviour<Codec<SearchWire>>,
     pub postings: request_response::Behaviour<Codec<PostingWire>>,
+    pub docs: request_response::Behaviour<Codec<DocWire>>,
     /// Reachability: AutoNAT v2 asks other members to dial this node's candidate addresses
     /// back, and answers their requests in turn.
     pub autonat: autonat::v2::client::Behaviour,
@@ -65,6 +69,9 @@ pub const SEARCH_STREAMS_PER_CONNECTION: usize = 16;
 /// The same for `/weft/postings/1` (a publisher has one batch in flight per owner).
 pub const POSTING_STREAMS_PER_CONNECTION: usize = 8;
 
+/// The same for `/weft/doc/1` (a reader asks a holder or two at a time).
+pub const DOC_STREAMS_PER_CONNECTION: usize = 8;
+
 /// The settings the behaviour is built from.
 pub struct Settings {
     pub max_connections: u32,
@@ -76,11 +83,12 @@ pub struct Settings {
     pub urls: Codec<UrlWire>,
     pub search: Codec<SearchWire>,
     pub postings: Codec<PostingWire>,
+    pub docs: Codec<DocWire>,
 }
 
 impl Behaviour {
     pub fn new(key: &Keypair, relay_client: relay::client::Behaviour, settings: Settings) -> Result<Behaviour, String> {
-        let Settings { max_connections, refresh, relay: relay_limits, upnp, urls, search, postings } = settings;
+        let Settings { max_connections, refresh, relay: relay_limits, upnp, urls, search, postings, docs } = settings;
         let peer = key.public().to_peer_id();
         let mut kad_config = kad::Config::new(KAD_PROTOCOL);
         kad_config.set_periodic_bootstrap_interval(Some(refresh));
@@ -143,6 +151,13 @@ impl Behaviour {
                 .with_request_timeout(Duration::from_secs(30))
                 .with_max_concurrent_streams(POSTING_STREAMS_PER_CONNECTION),
         );
+        let docs = request_response::Behaviour::with_codec(
+            docs,
+            [(DOCS_PROTOCOL, ProtocolSupport::Full)],
+            request_response::Config::default()
+                .with_request_timeout(Duration::from_secs(10))
+                .with_max_concurrent_streams(DOC_STREAMS_PER_CONNECTION),
+        );
         Ok(Behaviour {
             blocked: allow_block_list::Behaviour::default(),
             limits: connection_limits::Behaviour::new(limits),
@@ -157,6 +172,7 @@ impl Behaviour {
             urls,
             search,
             postings,
+            docs,
             autonat: autonat::v2::client::Behaviour::default(),
             autonat_server: autonat::v2::server::Behaviour::default(),
             relay: relay::Behaviour::new(peer, relay_config(&relay_limits)),

@@ -167,6 +167,16 @@ pub enum BadUrl {
     Private,
 }
 
+/// The host (as the ring places it) of a page's URL that a peer sent, if it is an http(s) URL
+/// within [`MAX_URL_BYTES`].
+pub fn page_host(url: &str) -> Option<String> {
+    if url.len() > MAX_URL_BYTES {
+        return None;
+    }
+    let parsed = url::Url::parse(url).ok().filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())?;
+    Some(weft_url::HostKey::of(&parsed).name().to_string())
+}
+
 /// Checks a batch's shape. Individual URLs are checked with [`check_url`].
 pub fn check_batch(batch: &UrlBatch) -> Result<(), InvalidBatch> {
     if batch.urls.is_empty() && !batch.handoff {

@@ -15,6 +15,9 @@
 //! - [`records`]: near-duplicate fingerprints as DHT records.
 //! - [`placement`]: semantic placement — the network's codebook of cells, where each cell
 //!   lives on the ring, and whom a question asks (pure).
+//! - [`signing`]: what a publisher signs of a record it sends, and the check (pure).
+//! - [`replicas`]: document copies held by the owners of each document's id, their checks,
+//!   and `/weft/doc/1` that reads a document from a holder (pure).
 //! - [`postings`]: what a node publishes about each chunk to its cells' owners, and the checks
 //!   a received posting passes (pure).
 //! - [`publishing`]: the outbox of postings — per-owner batches, retries, re-routing (pure).
@@ -24,8 +27,9 @@
 //! - [`network`]: the swarm, its event loop, and the handle the node talks to.
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
-//! checks it): codec, departures, identity, reachability, ring, summaries → exchange,
-//! membership, placement, records → postings, search → publishing → behaviour → network.
+//! checks it): codec, departures, identity, reachability, ring, signing, summaries → exchange,
+//! membership, placement, records → replicas → postings, search → publishing → behaviour →
+//! network.
 
 pub mod behaviour;
 pub mod codec;
@@ -39,14 +43,17 @@ pub mod postings;
 pub mod publishing;
 pub mod reachability;
 pub mod records;
+pub mod replicas;
 pub mod ring;
 pub mod search;
+pub(crate) mod signing;
 pub mod summaries;
 
 pub use exchange::{UrlKind, WireUrl};
 pub use libp2p::PeerId;
 pub use network::{
-    start, Inbound, Joining, NetworkAnswer, NetworkConfig, NetworkHandle, NetworkStatus, P2pError, PeerAnswer,
-    PostingsInbound, PostingsStatus, Routing, SearchInbound, SearchStatus, Started,
+    start, DocAnswer, DocInbound, DocsStatus, Inbound, Joining, NetworkAnswer, NetworkConfig, NetworkHandle,
+    NetworkStatus, P2pError, PeerAnswer, PostingsInbound, PostingsStatus, Routing, SearchInbound, SearchStatus,
+    Started,
 };
 pub use ring::{Ring, DEFAULT_VNODES};

@@ -129,6 +129,9 @@ pub struct NetworkStatus {
     pub search: SearchStatus,
     /// Semantic placement: cells owned, postings published, held and refused, the backlog.
     pub postings: PostingsStatus,
+    /// Documents read from other members, and their reads answered.
+    #[serde(default)]
+    pub documents: DocsStatus,
     /// Public, behind NAT or relayed; what is advertised; direct and relayed peers.
     pub reachability: ReachabilityStatus,
 }
@@ -152,6 +155,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let (urls_codec, urls_budget) = Codec::new();
     let (search_codec, search_budget) = Codec::new();
     let (postings_codec, postings_budget) = Codec::new();
+    let (docs_codec, docs_budget) = Codec::new();
     let settings = crate::behaviour::Settings {
         max_connections: config.max_connections,
         refresh: config.refresh,
@@ -160,6 +164,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         urls: urls_codec,
         search: search_codec,
         postings: postings_codec,
+        docs: docs_codec,
     };
     let signer = key.clone();
     let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
@@ -205,10 +210,13 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let (queries_tx, queries) = mpsc::channel(querying::INBOUND_QUERIES);
     let query_rate = RateLimit::new(config.search.peer_queries_per_sec);
     let (postings_tx, postings_rx) = mpsc::channel(postings::INBOUND_POSTINGS);
-    let postings = postings::State::new(signer, config.model.clone(), config.search.replicas, postings_tx);
+    let (docs_tx, docs_rx) = mpsc::channel(documents::INBOUND_READS);
+    let postings =
+        postings::State::new(signer, config.model.clone(), config.search.replicas, config.doc_replicas, postings_tx);
     let mut event_loop = EventLoop {
         querying: querying::State::new(summary_topic, queries_tx, query_rate),
         postings,
+        documents: documents::State::new(docs_tx),
         swarm,
         config,
         topic,
@@ -241,12 +249,12 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         publishing: HashMap::new(),
         latencies: std::collections::VecDeque::new(),
         announced_at: None,
-        budgets: [urls_budget, search_budget, postings_budget],
+        budgets: [urls_budget, search_budget, postings_budget, docs_budget],
     };
     event_loop.dial_bootstrap();
     let task = tokio::spawn(event_loop.run(stop_rx, urls_rx, commands_rx));
     let handle = NetworkHandle { peer_id, status, ring, stop: Arc::new(stop_tx), urls: urls_tx, commands: commands_tx };
-    Ok(Started { handle, task, inbound, acked, queries, postings: postings_rx })
+    Ok(Started { handle, task, inbound, acked, queries, postings: postings_rx, documents: docs_rx })
 }
 
 /// Counters for the status.
@@ -289,6 +297,7 @@ fn percentile(latencies: &std::collections::VecDeque<f64>, p: f64) -> f64 {
 
 mod config;
 mod dht;
+mod documents;
 mod handle;
 mod heartbeats;
 mod postings;
@@ -296,6 +305,7 @@ mod querying;
 mod relays;
 mod urls;
 pub use config::{tcp_target, NetworkConfig, P2pError};
+pub use documents::{DocAnswer, DocInbound, DocsStatus};
 use handle::Command;
 pub use handle::{Inbound, NetworkHandle, Started};
 pub use postings::{PostingsInbound, PostingsStatus};
@@ -310,6 +320,8 @@ struct EventLoop {
     querying: querying::State,
     /// Semantic placement: postings out to their cells' owners, and in for the cells held here.
     postings: postings::State,
+    /// Documents read from their holders, and others' reads answered.
+    documents: documents::State,
     config: NetworkConfig,
     topic: gossipsub::IdentTopic,
     members: Members,
@@ -349,8 +361,8 @@ struct EventLoop {
     latencies: std::collections::VecDeque<f64>,
     /// When this node last published its heartbeat out of turn (an owner did not know it).
     announced_at: Option<std::time::Instant>,
-    /// What requests being read hold: URL batches, search requests, posting batches.
-    budgets: [Arc<RequestBudget>; 3],
+    /// What requests being read hold: URL batches, search requests, posting batches, reads.
+    budgets: [Arc<RequestBudget>; 4],
 }
 
 impl EventLoop {
@@ -401,6 +413,9 @@ impl EventLoop {
                     if let Some(checked) = checked {
                         self.on_posting_checked(checked);
                     }
+                }
+                Some((channel, found)) = self.documents.replies.next(), if !self.documents.replies.is_empty() => {
+                    self.on_read_answered(channel, found);
                 }
                 Some((channel, reply)) = self.querying.replies.next(), if !self.querying.replies.is_empty() => {
                     let _ = self.swarm.behaviour_mut().search.send_response(channel, reply);
@@ -612,6 +627,7 @@ impl EventLoop {
             SwarmEvent::Behaviour(BehaviourEvent::Urls(event)) => self.on_urls(event),
             SwarmEvent::Behaviour(BehaviourEvent::Search(event)) => self.on_search(event),
             SwarmEvent::Behaviour(BehaviourEvent::Postings(event)) => self.on_postings(event),
+            SwarmEvent::Behaviour(BehaviourEvent::Docs(event)) => self.on_docs(event),
             SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::InboundRequest { request })) => {
                 self.on_dht_store(request);
             }
@@ -669,7 +685,11 @@ impl EventLoop {
             }
             Command::Search { request, fanout, routing, reply } => self.start_search(request, fanout, routing, reply),
             Command::SetSummary { model, centroids, weights } => self.set_summary(model, centroids, weights),
-            Command::PublishPostings { postings, withdrawals } => self.publish_postings(postings, withdrawals),
+            Command::PublishPostings { postings, withdrawals, replicas } => {
+                self.publish_postings(postings, withdrawals, replicas)
+            }
+            Command::HandOverReplicas { to, replicas } => self.hand_over_replicas(to, replicas),
+            Command::AskDocument { peer, doc, reply } => self.ask_document(peer, doc, reply),
             Command::HandOverPostings { to, postings } => self.hand_over_postings(to, postings),
             Command::Publish(entry) => {
                 self.counts.dht_published += 1;
@@ -739,6 +759,7 @@ impl EventLoop {
             dht_lookup_ms_p99: percentile(&self.latencies, 0.99),
             search: self.querying.status(),
             postings: self.postings.status(&self.ring.borrow().clone(), &local),
+            documents: self.documents.counts.clone(),
             reachability: self.reach.status(
                 self.relay_served.reservations.len(),
                 self.relay_served.circuits,

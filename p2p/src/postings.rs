@@ -14,6 +14,8 @@
 //! the event loop does the I/O and keeps the per-peer quotas.
 
 use crate::placement::Codebook;
+use crate::replicas::Replica;
+use crate::signing::{self, BadSignature, SignedBytes};
 use half::f16;
 use serde::{Deserialize, Serialize};
 pub use weft_page::PageMeta;
@@ -77,12 +79,17 @@ pub const MAX_BATCH_ITEMS: usize = 256;
 /// fit with room to spare).
 pub const MAX_BATCH_BYTES: u64 = 4 * 1024 * 1024;
 
-/// `/weft/postings/1` request: postings for cells the receiver owns, and withdrawals.
+/// `/weft/postings/1` request: postings for cells the receiver owns, withdrawals, and copies of
+/// documents.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct PostingBatch {
     pub postings: Vec<Posting>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tombstones: Vec<Tombstone>,
+    /// Copies of documents whose ids the receiver owns (see [`crate::replicas`]): they travel
+    /// with the postings, batched, acknowledged and retried alike.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<Replica>,
     /// Postings a cell's owner hands to the cell's new owner after a membership change (not its
     /// own pages): the receiver checks that the sender owned the cells, not the pages' hosts.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -91,7 +98,7 @@ pub struct PostingBatch {
 
 impl PostingBatch {
     pub fn len(&self) -> usize {
-        self.postings.len() + self.tombstones.len()
+        self.postings.len() + self.tombstones.len() + self.replicas.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -137,9 +144,6 @@ pub fn check_tombstone(t: &Tombstone, owned: impl Fn(&str) -> bool) -> Result<()
     Ok(())
 }
 
-/// A public key or a signature on the wire, at most (ed25519: 36 and 64 bytes).
-const MAX_KEY_BYTES: usize = 1024;
-
 /// Why a posting was refused (the publisher is counted, and banned when it repeats).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BadPosting {
@@ -174,61 +178,34 @@ impl Posting {
     /// What the publisher signs: every field but the cell (a chunk posted to two cells is
     /// signed once; its vector proves its cells) and the signature, each length-prefixed.
     pub fn signed_bytes(&self) -> Vec<u8> {
-        fn field(out: &mut Vec<u8>, bytes: &[u8]) {
-            out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-            out.extend_from_slice(bytes);
-        }
-        fn optional(out: &mut Vec<u8>, value: Option<&str>) {
-            match value {
-                Some(v) => {
-                    out.push(1);
-                    field(out, v.as_bytes());
-                }
-                None => out.push(0),
-            }
-        }
-        let mut out = Vec::with_capacity(256 + self.text.len() + self.vector.len());
-        field(&mut out, b"weft-posting/1");
-        for s in [&self.codebook, &self.model, &self.doc] {
-            field(&mut out, s.as_bytes());
-        }
-        field(&mut out, &self.position.to_le_bytes());
-        field(&mut out, self.page.url.as_bytes());
-        field(&mut out, self.page.title.as_bytes());
-        for v in [&self.page.canonical, &self.page.author, &self.page.published, &self.page.modified] {
-            optional(&mut out, v.as_deref());
-        }
-        field(&mut out, self.text.as_bytes());
-        field(&mut out, &self.vector);
-        optional(&mut out, self.simhash.map(|h| h.to_string()).as_deref());
-        optional(&mut out, self.language.as_deref());
-        field(&mut out, &self.fetched_at.to_le_bytes());
-        field(&mut out, &self.publisher);
-        out
+        let mut out = SignedBytes::new("weft-posting/1", 256 + self.text.len() + self.vector.len());
+        out.field(self.codebook.as_bytes()).field(self.model.as_bytes()).field(self.doc.as_bytes());
+        out.field(&self.position.to_le_bytes());
+        out.page(&self.page);
+        out.field(self.text.as_bytes()).field(&self.vector);
+        out.optional(self.simhash.map(|h| h.to_string()).as_deref());
+        out.optional(self.language.as_deref());
+        out.field(&self.fetched_at.to_le_bytes()).field(&self.publisher);
+        out.into_bytes()
     }
 
     /// Signs the posting as `key`'s (which becomes its publisher).
     pub fn sign(&mut self, key: &libp2p::identity::Keypair) {
         self.publisher = key.public().encode_protobuf();
-        self.signature = key.sign(&self.signed_bytes()).unwrap_or_default();
+        (self.publisher, self.signature) = signing::sign(key, &self.signed_bytes());
     }
 
     /// The publisher named (its signature unchecked: [`Posting::verify`] checks it).
     pub fn publisher_id(&self) -> Option<libp2p::PeerId> {
-        libp2p::identity::PublicKey::try_decode_protobuf(&self.publisher).ok().map(|k| k.to_peer_id())
+        signing::publisher_id(&self.publisher)
     }
 
     /// The publisher, when the signature is its own over this posting.
     pub fn verify(&self) -> Result<libp2p::PeerId, BadPosting> {
-        if self.publisher.len() > MAX_KEY_BYTES || self.signature.len() > MAX_KEY_BYTES {
-            return Err(BadPosting::TooLarge("signature"));
-        }
-        let key =
-            libp2p::identity::PublicKey::try_decode_protobuf(&self.publisher).map_err(|_| BadPosting::Signature)?;
-        if !key.verify(&self.signed_bytes(), &self.signature) {
-            return Err(BadPosting::Signature);
-        }
-        Ok(key.to_peer_id())
+        signing::verify(&self.publisher, &self.signature, &self.signed_bytes()).map_err(|e| match e {
+            BadSignature::TooLarge => BadPosting::TooLarge("signature"),
+            BadSignature::Invalid => BadPosting::Signature,
+        })
     }
 
     /// Encodes `v` as a posting's vector.
@@ -238,13 +215,7 @@ impl Posting {
 }
 
 /// The host of a posting's URL, if it is an http(s) URL within the size limit.
-pub fn host_of(url: &str) -> Option<String> {
-    if url.len() > crate::exchange::MAX_URL_BYTES {
-        return None;
-    }
-    let parsed = url::Url::parse(url).ok().filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())?;
-    Some(weft_url::HostKey::of(&parsed).name().to_string())
-}
+pub use crate::exchange::page_host as host_of;
 
 /// Checks a posting received for `codebook` and `model`, and its publisher's signature.
 /// `owned` says whether the publisher (the signer) may speak for the page's host — owned it
@@ -389,6 +360,7 @@ mod tests {
         let batch = PostingBatch {
             postings: vec![posting(&book(), 0, &[1.0, 0.0, 0.0])],
             tombstones: vec![t],
+            replicas: Vec::new(),
             handover: false,
         };
         let bytes = cbor4ii::serde::to_vec(Vec::new(), &batch).unwrap();

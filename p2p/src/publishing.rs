@@ -1,5 +1,7 @@
 //! The outbox of postings: each [`Posting`] goes to the owners of its cell on the current ring
-//! (`replicas` of them, see [`crate::placement::cell_owners`]), in batches of at most
+//! (`replicas` of them, see [`crate::placement::cell_owners`]), and each document copy
+//! ([`Replica`]) to the owners of its document's id (`doc_replicas` of them, see
+//! [`crate::replicas::doc_owners`]), in batches of at most
 //! [`MAX_BATCH_ITEMS`], one batch in flight per owner at a time. A batch that fails is tried
 //! again with a growing delay, re-routed to the cell's owners on the ring of that moment (an
 //! owner that left has successors). A batch an owner acknowledged is stored there, so it is
@@ -10,6 +12,7 @@
 
 use crate::placement::cell_owners;
 use crate::postings::{Posting, PostingBatch, Tombstone, MAX_BATCH_ITEMS};
+use crate::replicas::{doc_holders, Replica};
 use crate::ring::Ring;
 use libp2p::PeerId;
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -37,13 +40,27 @@ enum Item {
     Tombstone(Tombstone, u32),
     /// A posting held for a cell, handed to one of the cell's new owners.
     HandOver(Posting),
+    /// A copy of a document, for the owners of its id.
+    Replica(Replica),
+    /// A copy held for a document's id, handed to one of the id's new owners.
+    ReplicaHandOver(Replica),
+}
+
+/// Where an item goes: the owners of a cell, or the holders of a document's copies (which
+/// depend on its publisher: see [`doc_holders`]; `None` is this node).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Place<'a> {
+    Cell(u32),
+    Doc(&'a str, Option<PeerId>),
 }
 
 impl Item {
-    fn cell(&self) -> u32 {
+    fn place(&self) -> Place<'_> {
         match self {
-            Item::Posting(p) | Item::HandOver(p) => p.cell,
-            Item::Tombstone(_, cell) => *cell,
+            Item::Posting(p) | Item::HandOver(p) => Place::Cell(p.cell),
+            Item::Tombstone(_, cell) => Place::Cell(*cell),
+            Item::Replica(r) => Place::Doc(&r.doc, None),
+            Item::ReplicaHandOver(r) => Place::Doc(&r.doc, r.publisher_id()),
         }
     }
 
@@ -53,11 +70,12 @@ impl Item {
                 p.text.len() + p.vector.len() + p.page.url.len() + p.page.title.len() + 200
             }
             Item::Tombstone(t, _) => t.url.len() + 64,
+            Item::Replica(r) | Item::ReplicaHandOver(r) => r.bytes(),
         }
     }
 
     fn handover(&self) -> bool {
-        matches!(self, Item::HandOver(_))
+        matches!(self, Item::HandOver(_) | Item::ReplicaHandOver(_))
     }
 }
 
@@ -75,6 +93,7 @@ pub struct Flight {
 pub struct Publisher {
     codebook: String,
     replicas: usize,
+    doc_replicas: usize,
     max_waiting: usize,
     queues: BTreeMap<PeerId, VecDeque<Item>>,
     /// When each owner's queue last became non-empty (its batch goes [`LINGER`] later, or
@@ -91,10 +110,13 @@ pub struct Publisher {
 }
 
 impl Publisher {
-    pub fn new(codebook: &str, replicas: usize, max_waiting: usize) -> Publisher {
+    /// An outbox for cells of `codebook` with `replicas` owners each, and documents with
+    /// `doc_replicas` holders each (0: no copies).
+    pub fn new(codebook: &str, replicas: usize, doc_replicas: usize, max_waiting: usize) -> Publisher {
         Publisher {
             codebook: codebook.to_string(),
             replicas: replicas.max(1),
+            doc_replicas,
             max_waiting,
             queues: BTreeMap::new(),
             since: BTreeMap::new(),
@@ -111,16 +133,18 @@ impl Publisher {
         self.waiting
     }
 
-    /// Queues postings and withdrawals for their cells' owners on `ring`. What this node (`me`)
-    /// owns itself is returned, to be stored here.
+    /// Queues postings and withdrawals for their cells' owners on `ring`, and document copies
+    /// for their ids' owners. What this node (`me`) owns itself is returned, to be stored here.
     pub fn publish(
         &mut self,
         postings: Vec<Posting>,
         withdrawals: Vec<Withdrawal>,
+        replicas: Vec<Replica>,
         ring: &Ring,
         me: &PeerId,
     ) -> PostingBatch {
         let mut items: Vec<Item> = postings.into_iter().map(Item::Posting).collect();
+        items.extend(replicas.into_iter().map(Item::Replica));
         for w in withdrawals {
             items.extend(w.cells.iter().map(|c| Item::Tombstone(w.tombstone.clone(), *c)));
         }
@@ -130,14 +154,32 @@ impl Publisher {
     /// Queues postings this node holds for their cells for `owner`, a new owner of those cells
     /// (sent in batches marked [`PostingBatch::handover`]).
     pub fn hand_over(&mut self, owner: PeerId, postings: Vec<Posting>) {
-        for p in postings {
+        self.hand_over_items(owner, postings.into_iter().map(Item::HandOver));
+    }
+
+    /// Queues document copies this node holds for `owner`, a new owner of their ids (or a
+    /// holder that lacks them).
+    pub fn hand_over_replicas(&mut self, owner: PeerId, replicas: Vec<Replica>) {
+        self.hand_over_items(owner, replicas.into_iter().map(Item::ReplicaHandOver));
+    }
+
+    fn hand_over_items(&mut self, owner: PeerId, items: impl Iterator<Item = Item>) {
+        for item in items {
             if self.waiting >= self.max_waiting {
                 self.dropped += 1;
                 continue;
             }
             self.waiting += 1;
             self.since.entry(owner).or_insert_with(Instant::now);
-            self.queues.entry(owner).or_default().push_back(Item::HandOver(p));
+            self.queues.entry(owner).or_default().push_back(item);
+        }
+    }
+
+    /// The members `place` goes to on `ring` (`me`: this node).
+    fn owners(&self, ring: &Ring, place: Place<'_>, me: &PeerId) -> Vec<PeerId> {
+        match place {
+            Place::Cell(cell) => cell_owners(ring, &self.codebook, cell, self.replicas),
+            Place::Doc(doc, publisher) => doc_holders(ring, doc, self.doc_replicas, &publisher.unwrap_or(*me)),
         }
     }
 
@@ -145,7 +187,7 @@ impl Publisher {
     fn route(&mut self, items: Vec<Item>, ring: &Ring, me: &PeerId, keep_mine: bool) -> PostingBatch {
         let mut mine = PostingBatch::default();
         for item in items {
-            let owners = cell_owners(ring, &self.codebook, item.cell(), self.replicas);
+            let owners = self.owners(ring, item.place(), me);
             let mut to_me = false;
             for owner in owners {
                 if owner == *me {
@@ -169,6 +211,7 @@ impl Publisher {
                             mine.tombstones.push(t)
                         }
                     }
+                    Item::Replica(r) | Item::ReplicaHandOver(r) => mine.replicas.push(r),
                 }
             }
         }
@@ -185,10 +228,8 @@ impl Publisher {
         for (_, f) in ready {
             // Items whose cell the owner still holds go back to it; the rest to the cell's
             // owners now (this node keeps nothing from a retry: it published to itself first).
-            let (stay, moved): (Vec<Item>, Vec<Item>) = f
-                .items
-                .into_iter()
-                .partition(|i| cell_owners(ring, &self.codebook, i.cell(), self.replicas).contains(&f.owner));
+            let (stay, moved): (Vec<Item>, Vec<Item>) =
+                f.items.into_iter().partition(|i| self.owners(ring, i.place(), me).contains(&f.owner));
             self.waiting -= moved.len();
             let stay_n = stay.len();
             if stay_n > 0 {
@@ -287,6 +328,7 @@ fn batch_of(items: &[Item]) -> PostingBatch {
                     b.tombstones.push(t.clone())
                 }
             }
+            Item::Replica(r) | Item::ReplicaHandOver(r) => b.replicas.push(r.clone()),
         }
     }
     b
@@ -297,6 +339,7 @@ mod tests {
     use super::*;
     use crate::placement::cell_owners;
     use crate::postings::PageMeta;
+    use std::collections::HashMap;
 
     fn posting(cell: u32, i: u32) -> Posting {
         Posting {
@@ -321,9 +364,9 @@ mod tests {
         let members: Vec<PeerId> = (0..5).map(|_| PeerId::random()).collect();
         let me = members[0];
         let ring = Ring::new(members.clone(), 50);
-        let mut p = Publisher::new("cb", 3, 10_000);
+        let mut p = Publisher::new("cb", 3, 3, 10_000);
         let postings: Vec<Posting> = (0..600).map(|i| posting(i % 7, i)).collect();
-        let mine = p.publish(postings.clone(), Vec::new(), &ring, &me);
+        let mine = p.publish(postings.clone(), Vec::new(), Vec::new(), &ring, &me);
         // Every posting reaches its three owners: this node keeps its own share.
         let mut expected_mine = 0;
         let mut expected_out = 0;
@@ -344,8 +387,8 @@ mod tests {
         let now = Instant::now() + LINGER;
         p = {
             // Start over so the first batches are the lingered ones.
-            let mut q = Publisher::new("cb", 3, 10_000);
-            q.publish(postings.clone(), Vec::new(), &ring, &me);
+            let mut q = Publisher::new("cb", 3, 3, 10_000);
+            q.publish(postings.clone(), Vec::new(), Vec::new(), &ring, &me);
             q
         };
         let first = p.due(&ring, &me, now);
@@ -373,11 +416,11 @@ mod tests {
         let members: Vec<PeerId> = (0..4).map(|_| PeerId::random()).collect();
         let me = members[0];
         let ring = Ring::new(members.clone(), 50);
-        let mut p = Publisher::new("cb", 1, 10_000);
+        let mut p = Publisher::new("cb", 1, 3, 10_000);
         // A cell some other member owns alone.
         let cell = (0..100).find(|c| cell_owners(&ring, "cb", *c, 1)[0] != me).unwrap();
         let owner = cell_owners(&ring, "cb", cell, 1)[0];
-        assert!(p.publish(vec![posting(cell, 1)], Vec::new(), &ring, &me).is_empty());
+        assert!(p.publish(vec![posting(cell, 1)], Vec::new(), Vec::new(), &ring, &me).is_empty());
         assert!(p.due(&ring, &me, Instant::now()).is_empty(), "a batch of one lingers");
         let now = Instant::now() + LINGER;
         let f = p.due(&ring, &me, now).pop().unwrap();
@@ -404,9 +447,9 @@ mod tests {
         let members: Vec<PeerId> = (0..3).map(|_| PeerId::random()).collect();
         let (me, new) = (members[0], members[1]);
         let ring = Ring::new(members.clone(), 50);
-        let mut p = Publisher::new("cb", 3, 100);
+        let mut p = Publisher::new("cb", 3, 3, 100);
         p.hand_over(new, vec![posting(1, 1), posting(2, 2)]);
-        p.publish(vec![posting(1, 3)], Vec::new(), &ring, &me);
+        p.publish(vec![posting(1, 3)], Vec::new(), Vec::new(), &ring, &me);
         let due = p.due(&ring, &me, Instant::now() + LINGER);
         let to_new: Vec<&Flight> = due.iter().filter(|f| f.owner == new).collect();
         assert_eq!(to_new.len(), 1, "one batch in flight per owner");
@@ -423,16 +466,74 @@ mod tests {
         let members: Vec<PeerId> = (0..3).map(|_| PeerId::random()).collect();
         let me = members[0];
         let ring = Ring::new(members.clone(), 50);
-        let mut p = Publisher::new("cb", 3, 4);
-        p.publish((0..10).map(|i| posting(1, i)).collect(), Vec::new(), &ring, &me);
+        let mut p = Publisher::new("cb", 3, 3, 4);
+        p.publish((0..10).map(|i| posting(1, i)).collect(), Vec::new(), Vec::new(), &ring, &me);
         assert_eq!(p.waiting(), 4);
         assert_eq!(p.dropped, 20 - 4, "ten postings to two other owners each, four kept");
-        let mut p = Publisher::new("cb", 3, 100);
+        let mut p = Publisher::new("cb", 3, 3, 100);
         let t = Tombstone { doc: format!("{:032x}", 1), url: "http://a.test/1".into(), at: 2 };
-        let mine = p.publish(Vec::new(), vec![Withdrawal { tombstone: t.clone(), cells: vec![1, 2] }], &ring, &me);
+        let mine =
+            p.publish(Vec::new(), vec![Withdrawal { tombstone: t.clone(), cells: vec![1, 2] }], Vec::new(), &ring, &me);
         assert_eq!(mine.tombstones, vec![t.clone()], "once, for all its cells");
         let due = p.due(&ring, &me, Instant::now() + LINGER);
         assert_eq!(due.len(), 2);
         assert!(due.iter().all(|f| f.batch.tombstones == vec![t.clone()]));
+    }
+
+    fn replica(url: &str) -> Replica {
+        Replica {
+            doc: crate::replicas::doc_id(url),
+            page: PageMeta { url: url.into(), title: "t".into(), ..Default::default() },
+            description: None,
+            language: None,
+            site: None,
+            page_type: None,
+            word_count: 1,
+            simhash: None,
+            text: "text".into(),
+            chunks: Vec::new(),
+            fetched_at: 1,
+            publisher: Vec::new(),
+            signature: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_documents_copy_goes_to_its_holders_but_never_to_its_publisher() {
+        let members: Vec<PeerId> = (0..6).map(|_| PeerId::random()).collect();
+        let ring = Ring::new(members.clone(), 50);
+        let mut p = Publisher::new("cb", 3, 3, 1000);
+        let urls: Vec<String> = (0..40).map(|i| format!("http://a.test/{i}")).collect();
+        for me in &members[..1] {
+            let mine = p.publish(Vec::new(), Vec::new(), urls.iter().map(|u| replica(u)).collect(), &ring, me);
+            assert!(mine.is_empty(), "a publisher keeps no copy of its own documents");
+            let due = p.due(&ring, me, Instant::now() + LINGER);
+            let mut to: HashMap<String, Vec<PeerId>> = HashMap::new();
+            for f in &due {
+                assert!(!f.batch.handover && f.batch.postings.is_empty());
+                for r in &f.batch.replicas {
+                    to.entry(r.doc.clone()).or_default().push(f.owner);
+                }
+            }
+            for u in &urls {
+                let doc = crate::replicas::doc_id(u);
+                let mut got = to[&doc].clone();
+                got.sort();
+                let mut want = doc_holders(&ring, &doc, 3, me);
+                want.sort();
+                assert_eq!(got, want, "{u}");
+                assert_eq!(got.len(), 3);
+            }
+        }
+        // Handed over: to the one member named, in a batch marked so.
+        let mut p = Publisher::new("cb", 3, 3, 1000);
+        p.hand_over_replicas(members[3], vec![replica("http://b.test/")]);
+        let due = p.due(&ring, &members[0], Instant::now() + LINGER);
+        assert_eq!(due.len(), 1);
+        assert!(due[0].owner == members[3] && due[0].batch.handover && due[0].batch.replicas.len() == 1);
+        // No copies when the network keeps none.
+        let mut p = Publisher::new("cb", 3, 0, 1000);
+        p.publish(Vec::new(), Vec::new(), vec![replica("http://c.test/")], &ring, &members[0]);
+        assert_eq!(p.waiting(), 0);
     }
 }

@@ -49,6 +49,9 @@ pub struct NetworkConfig {
     /// The embedding model's id (see the node's `IndexService::model`): postings of another
     /// model are refused. `None`: this node keeps no index and holds no postings.
     pub model: Option<String>,
+    /// Members that hold a copy of each document this node indexes (`index.replicas`; 0 when
+    /// the node keeps no index).
+    pub doc_replicas: usize,
 }
 
 impl NetworkConfig {
@@ -84,6 +87,7 @@ impl NetworkConfig {
             joined: weft_clock::now_secs(),
             settle: crate::membership::SETTLE,
             model: None,
+            doc_replicas: 0,
         })
     }
 }

@@ -23,6 +23,18 @@ pub(super) enum Command {
     PublishPostings {
         postings: Vec<Posting>,
         withdrawals: Vec<crate::publishing::Withdrawal>,
+        replicas: Vec<crate::replicas::Replica>,
+    },
+    /// Read one document from `peer`.
+    AskDocument {
+        peer: PeerId,
+        doc: String,
+        reply: oneshot::Sender<Result<crate::replicas::DocReply, String>>,
+    },
+    /// Document copies this node holds (or published) for `to`, an owner of their ids.
+    HandOverReplicas {
+        to: PeerId,
+        replicas: Vec<crate::replicas::Replica>,
     },
     /// Postings this node holds for cells `to` now owns too.
     HandOverPostings {
@@ -143,12 +155,26 @@ impl NetworkHandle {
     }
 
     /// Publishes postings of chunks this node indexed to the owners of their cells (batched,
-    /// acknowledged, retried; see [`crate::publishing`]), and withdrawals of documents it
-    /// replaced or dropped. The postings of cells this node owns come back on
+    /// acknowledged, retried; see [`crate::publishing`]), withdrawals of documents it
+    /// replaced or dropped, and copies of its documents for the owners of their ids (signed
+    /// here). The postings of cells this node owns, and the copies of ids it owns, come back on
     /// [`Started::postings`].
-    pub fn publish_postings(&self, postings: Vec<Posting>, withdrawals: Vec<crate::publishing::Withdrawal>) {
-        if !postings.is_empty() || !withdrawals.is_empty() {
-            let _ = self.commands.send(Command::PublishPostings { postings, withdrawals });
+    pub fn publish_postings(
+        &self,
+        postings: Vec<Posting>,
+        withdrawals: Vec<crate::publishing::Withdrawal>,
+        replicas: Vec<crate::replicas::Replica>,
+    ) {
+        if !postings.is_empty() || !withdrawals.is_empty() || !replicas.is_empty() {
+            let _ = self.commands.send(Command::PublishPostings { postings, withdrawals, replicas });
+        }
+    }
+
+    /// Hands document copies to `to`, which owns their ids now (after a membership change) and
+    /// may lack them; copies this node published go signed by it. Batched as a hand-over.
+    pub fn hand_over_replicas(&self, to: PeerId, replicas: Vec<crate::replicas::Replica>) {
+        if !replicas.is_empty() {
+            let _ = self.commands.send(Command::HandOverReplicas { to, replicas });
         }
     }
 
@@ -191,4 +217,6 @@ pub struct Started {
     pub queries: mpsc::Receiver<SearchInbound>,
     /// Postings for the cells this node owns, to store (see [`PostingsInbound`]).
     pub postings: mpsc::Receiver<PostingsInbound>,
+    /// Other members' reads of documents, to look up (see [`super::DocInbound`]).
+    pub documents: mpsc::Receiver<super::DocInbound>,
 }

@@ -10,6 +10,7 @@ use super::*;
 use crate::placement::{cell_owners, Codebook};
 use crate::postings::{check_content, check_tombstone, BadPosting, PostingBatch, PostingReply};
 use crate::publishing::{Flight, Publisher, Withdrawal};
+use crate::replicas::{self, BadReplica, Replica};
 use std::time::Instant;
 
 /// Posting batches one peer may send per second (bursts of twice that): 256 postings each.
@@ -56,6 +57,12 @@ pub struct PostingsStatus {
     pub refused: u64,
     /// Batches answered busy (the sender over its rate, or the store behind).
     pub busy: u64,
+    /// Members holding a copy of each document this node indexes (`index.replicas`).
+    pub doc_replicas: usize,
+    /// Document copies received from other members and passed on to the store.
+    pub replicas_received: u64,
+    /// Document copies refused (bad, a stranger's page, an id this node does not own).
+    pub replicas_refused: u64,
 }
 
 type PendingStore = BoxFuture<'static, (ResponseChannel<PostingReply>, u32, Option<u32>)>;
@@ -66,6 +73,7 @@ pub(super) struct Checked {
     peer: PeerId,
     batch: PostingBatch,
     verdicts: Vec<Result<(PeerId, String), BadPosting>>,
+    replica_verdicts: Vec<Result<(PeerId, String), BadReplica>>,
     channel: ResponseChannel<PostingReply>,
 }
 
@@ -94,6 +102,7 @@ impl State {
         key: libp2p::identity::Keypair,
         model: Option<String>,
         replicas: usize,
+        doc_replicas: usize,
         inbound: mpsc::Sender<PostingsInbound>,
     ) -> State {
         let codebook = crate::placement::shipped();
@@ -101,7 +110,7 @@ impl State {
             key,
             codebook,
             model,
-            publisher: Publisher::new(codebook.id(), replicas, MAX_WAITING),
+            publisher: Publisher::new(codebook.id(), replicas, doc_replicas, MAX_WAITING),
             in_flight: HashMap::new(),
             replies: FuturesUnordered::new(),
             checking: FuturesUnordered::new(),
@@ -111,6 +120,7 @@ impl State {
             counts: PostingsStatus {
                 codebook: codebook.id().to_string(),
                 replicas: replicas.max(1),
+                doc_replicas,
                 ..Default::default()
             },
             owned: None,
@@ -144,14 +154,22 @@ impl State {
 }
 
 impl EventLoop {
-    /// Queues this node's postings and withdrawals; what this node owns itself goes to its
-    /// store at once.
-    pub(super) fn publish_postings(&mut self, mut postings: Vec<Posting>, withdrawals: Vec<Withdrawal>) {
+    /// Queues this node's postings, withdrawals and document copies; what this node owns itself
+    /// goes to its store at once.
+    pub(super) fn publish_postings(
+        &mut self,
+        mut postings: Vec<Posting>,
+        withdrawals: Vec<Withdrawal>,
+        mut replicas: Vec<Replica>,
+    ) {
         let me = *self.swarm.local_peer_id();
         for p in &mut postings {
             p.sign(&self.postings.key);
         }
-        let mine = self.postings.publisher.publish(postings, withdrawals, self.members.ring(), &me);
+        for r in &mut replicas {
+            r.sign(&self.postings.key);
+        }
+        let mine = self.postings.publisher.publish(postings, withdrawals, replicas, self.members.ring(), &me);
         if !mine.is_empty() {
             let _ = self.postings.inbound.try_send(PostingsInbound { batch: mine, from: None, reply: None });
         }
@@ -162,6 +180,21 @@ impl EventLoop {
     pub(super) fn hand_over_postings(&mut self, owner: PeerId, postings: Vec<Posting>) {
         self.postings.publisher.hand_over(owner, postings);
         self.flush_postings();
+    }
+
+    /// Queues document copies this node holds (or published) to `owner`, which owns their ids
+    /// now and may lack them.
+    pub(super) fn hand_over_replicas(&mut self, owner: PeerId, mut replicas: Vec<Replica>) {
+        for r in replicas.iter_mut().filter(|r| r.signature.is_empty()) {
+            r.sign(&self.postings.key);
+        }
+        self.postings.publisher.hand_over_replicas(owner, replicas);
+        self.flush_postings();
+    }
+
+    /// Signs a copy of a document this node published (as `/weft/doc/1` serves it).
+    pub(super) fn sign_replica(&self, replica: &mut Replica) {
+        replica.sign(&self.postings.key);
     }
 
     /// Sends the posting batches that are due.
@@ -232,11 +265,12 @@ impl EventLoop {
         self.postings.checking.push(Box::pin(async move {
             let checked = tokio::task::spawn_blocking(move || {
                 let verdicts = batch.postings.iter().map(|p| check_content(p, book, &model)).collect();
-                (batch, verdicts)
+                let replica_verdicts = batch.replicas.iter().map(replicas::check_content).collect();
+                (batch, verdicts, replica_verdicts)
             });
             // A panic in a check drops the request: its sender retries, and is not believed.
-            let (batch, verdicts) = checked.await.ok()?;
-            Some(Checked { peer, batch, verdicts, channel })
+            let (batch, verdicts, replica_verdicts) = checked.await.ok()?;
+            Some(Checked { peer, batch, verdicts, replica_verdicts, channel })
         }));
     }
 
@@ -244,7 +278,7 @@ impl EventLoop {
     /// sender's to the cells it hands over) is decided here, then what passed goes to the
     /// node's store and the sender hears how much was taken.
     pub(super) fn on_posting_checked(&mut self, checked: Checked) {
-        let Checked { peer, batch, verdicts, channel } = checked;
+        let Checked { peer, batch, verdicts, replica_verdicts, channel } = checked;
         if self.banned.contains_key(&peer) {
             return; // banned while its batch was being checked
         }
@@ -302,6 +336,42 @@ impl EventLoop {
                 continue;
             }
             kept.tombstones.push(t);
+        }
+        let doc_replicas = self.postings.counts.doc_replicas;
+        for (r, verdict) in batch.replicas.into_iter().zip(replica_verdicts) {
+            // As for postings: a publisher sends copies of its hosts' pages itself; a holder of
+            // the document's id (or its publisher, for its hosts) hands them on as signed.
+            let point = replicas::doc_point(&r.doc).unwrap_or(0);
+            let verdict = verdict.and_then(|(publisher, host)| {
+                let own_host = self.members.owned_recently(&peer, &host, now);
+                let allowed = if handover {
+                    self.members.owned_point_recently(&peer, point, doc_replicas, now)
+                        || (publisher == peer && own_host)
+                } else {
+                    publisher == peer && own_host
+                };
+                if allowed {
+                    Ok(())
+                } else {
+                    Err(BadReplica::NotOwner(host))
+                }
+            });
+            if let Err(e) = verdict {
+                refused += 1;
+                self.postings.counts.replicas_refused += 1;
+                why.get_or_insert(e.to_string());
+                continue;
+            }
+            // An id this node does not own (the sender's ring is another): not an offence. The
+            // holders are the id's first owners but its publisher, and one more is tolerated
+            // while rings settle.
+            if doc_replicas == 0 || !replicas::doc_owners(self.members.ring(), &r.doc, doc_replicas + 2).contains(&me) {
+                refused += 1;
+                self.postings.counts.replicas_refused += 1;
+                continue;
+            }
+            self.postings.counts.replicas_received += 1;
+            kept.replicas.push(r);
         }
         self.postings.counts.refused += u64::from(refused);
         if total > 0 && refused == total && why.is_some() {

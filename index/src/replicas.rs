@@ -1,0 +1,283 @@
+//! The replica store: copies of documents other members indexed, held here because this node
+//! owns their ids on the ring (see `weft_p2p::replicas`), so that a document stays readable —
+//! and its page is not fetched again — after the node that crawled it is gone.
+//!
+//! A copy is kept as its publisher signed and sent it: opaque bytes (the network's encoding,
+//! which this crate does not read) under the document's id, with a small head beside it —
+//! when the page was fetched, the size, who published it — so that what is held can be
+//! listed, counted and compared without reading the copies. A newer fetch replaces an older
+//! copy; an older one is ignored.
+//!
+//! Bounded: at most `max_bytes` in all, and a quarter of that per publisher (a publisher owns
+//! the hosts it crawls, and could otherwise fill every holder with pages it makes up on them);
+//! a copy over either is refused and counted. The copies of ids this node no longer owns are
+//! dropped by [`ReplicaStore::keep`] once their new holders have them.
+
+use crate::{DocId, IndexError};
+use serde::{Deserialize, Serialize};
+use sled::transaction::{ConflictableTransactionError, TransactionError, Transactional};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What is kept beside each copy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Head {
+    /// Unix seconds: when the publisher fetched the page.
+    pub fetched_at: u64,
+    /// The copy's size in bytes.
+    pub bytes: u32,
+    /// The publishing peer.
+    pub publisher: String,
+}
+
+/// What [`ReplicaStore::put`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Put {
+    /// A copy of a document not held before.
+    Stored,
+    /// A newer fetch replaced the copy held.
+    Replaced,
+    /// The copy held is as new or newer: nothing changed.
+    Kept,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaError {
+    #[error("the replica store is full ({0} bytes)")]
+    Full(u64),
+    #[error("over the publisher's quota ({0} bytes)")]
+    Quota(u64),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+}
+
+#[derive(Debug, Default)]
+struct Tallies {
+    bytes: u64,
+    count: usize,
+    by_publisher: HashMap<String, u64>,
+}
+
+impl Tallies {
+    fn add(&mut self, head: &Head) {
+        self.bytes += u64::from(head.bytes);
+        self.count += 1;
+        *self.by_publisher.entry(head.publisher.clone()).or_default() += u64::from(head.bytes);
+    }
+
+    fn remove(&mut self, head: &Head) {
+        self.bytes = self.bytes.saturating_sub(u64::from(head.bytes));
+        self.count = self.count.saturating_sub(1);
+        if let Some(b) = self.by_publisher.get_mut(&head.publisher) {
+            *b = b.saturating_sub(u64::from(head.bytes));
+            if *b == 0 {
+                self.by_publisher.remove(&head.publisher);
+            }
+        }
+    }
+}
+
+/// See the module doc.
+pub struct ReplicaStore {
+    /// Document id → [`Head`] (postcard).
+    heads: sled::Tree,
+    /// Document id → the copy's bytes.
+    bodies: sled::Tree,
+    max_bytes: u64,
+    tallies: parking_lot::Mutex<Tallies>,
+    refused: AtomicU64,
+}
+
+fn store_err(e: TransactionError<IndexError>) -> IndexError {
+    match e {
+        TransactionError::Abort(e) => e,
+        TransactionError::Storage(e) => IndexError::Store(e),
+    }
+}
+
+fn decode(bytes: &[u8]) -> Result<Head, IndexError> {
+    postcard::from_bytes(bytes).map_err(|e| IndexError::Corrupt(format!("replica head: {e}")))
+}
+
+impl ReplicaStore {
+    /// Opens the store's trees in `db` (the cell store's database: one sled cache for both),
+    /// holding at most `max_bytes` of copies.
+    pub fn open(db: &sled::Db, max_bytes: u64) -> Result<ReplicaStore, IndexError> {
+        let heads = db.open_tree("replica_heads").map_err(IndexError::Store)?;
+        let bodies = db.open_tree("replica_bodies").map_err(IndexError::Store)?;
+        let mut tallies = Tallies::default();
+        for entry in heads.iter() {
+            let (_, bytes) = entry.map_err(IndexError::Store)?;
+            tallies.add(&decode(&bytes)?);
+        }
+        let tallies = parking_lot::Mutex::new(tallies);
+        Ok(ReplicaStore { heads, bodies, max_bytes, tallies, refused: AtomicU64::new(0) })
+    }
+
+    /// Stores `body`, a copy of document `id` fetched at `fetched_at` and published by
+    /// `publisher`, unless a copy as new is held.
+    pub fn put(&self, id: DocId, fetched_at: u64, publisher: &str, body: &[u8]) -> Result<Put, ReplicaError> {
+        let mut tallies = self.tallies.lock();
+        let old = self.head(&id)?;
+        if old.as_ref().is_some_and(|o| o.fetched_at >= fetched_at) {
+            return Ok(Put::Kept);
+        }
+        let head = Head { fetched_at, bytes: body.len() as u32, publisher: publisher.to_string() };
+        let freed = old.as_ref().map_or(0, |o| u64::from(o.bytes));
+        let freed_own = old.as_ref().filter(|o| o.publisher == publisher).map_or(0, |o| u64::from(o.bytes));
+        if tallies.bytes - freed + u64::from(head.bytes) > self.max_bytes {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            return Err(ReplicaError::Full(self.max_bytes));
+        }
+        let quota = self.max_bytes / 4;
+        let own = tallies.by_publisher.get(publisher).copied().unwrap_or(0);
+        if own - freed_own + u64::from(head.bytes) > quota {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            return Err(ReplicaError::Quota(quota));
+        }
+        let encoded = postcard::to_allocvec(&head).map_err(|e| IndexError::Corrupt(format!("replica head: {e}")))?;
+        (&self.heads, &self.bodies)
+            .transaction(|(heads, bodies)| {
+                heads.insert(&id.0[..], encoded.as_slice())?;
+                bodies.insert(&id.0[..], body)?;
+                Ok::<_, ConflictableTransactionError<IndexError>>(())
+            })
+            .map_err(store_err)?;
+        if let Some(o) = &old {
+            tallies.remove(o);
+        }
+        tallies.add(&head);
+        Ok(if old.is_some() { Put::Replaced } else { Put::Stored })
+    }
+
+    /// The copy of document `id`, if one is held.
+    pub fn get(&self, id: &DocId) -> Result<Option<Vec<u8>>, IndexError> {
+        Ok(self.bodies.get(id.0).map_err(IndexError::Store)?.map(|v| v.to_vec()))
+    }
+
+    /// What is kept beside the copy of `id`.
+    pub fn head(&self, id: &DocId) -> Result<Option<Head>, IndexError> {
+        self.heads.get(id.0).map_err(IndexError::Store)?.map(|v| decode(&v)).transpose()
+    }
+
+    /// Drops the copy of `id` if it was fetched at or before `at` (its publisher withdrew it);
+    /// returns whether one was dropped.
+    pub fn withdraw(&self, id: &DocId, at: u64) -> Result<bool, IndexError> {
+        let mut tallies = self.tallies.lock();
+        match self.head(id)? {
+            Some(head) if head.fetched_at <= at => {
+                self.remove_locked(id, &head, &mut tallies)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn remove_locked(&self, id: &DocId, head: &Head, tallies: &mut Tallies) -> Result<(), IndexError> {
+        (&self.heads, &self.bodies)
+            .transaction(|(heads, bodies)| {
+                heads.remove(&id.0[..])?;
+                bodies.remove(&id.0[..])?;
+                Ok::<_, ConflictableTransactionError<IndexError>>(())
+            })
+            .map_err(store_err)?;
+        tallies.remove(head);
+        Ok(())
+    }
+
+    /// Every copy held: its document's id and head, in id order (which is ring order: an id's
+    /// first 64 bits are its point).
+    pub fn heads(&self) -> Result<Vec<(DocId, Head)>, IndexError> {
+        let mut out = Vec::with_capacity(self.tallies.lock().count);
+        for entry in self.heads.iter() {
+            let (key, bytes) = entry.map_err(IndexError::Store)?;
+            let Ok(id) = <[u8; 16]>::try_from(key.as_ref()) else { continue };
+            out.push((DocId(id), decode(&bytes)?));
+        }
+        Ok(out)
+    }
+
+    /// Drops every copy for which `keep` is false (ids this node no longer owns); returns how
+    /// many were dropped.
+    pub fn keep(&self, keep: impl Fn(&DocId) -> bool) -> Result<usize, IndexError> {
+        let mut dropped = 0;
+        for (id, _) in self.heads()? {
+            if keep(&id) {
+                continue;
+            }
+            let mut tallies = self.tallies.lock();
+            if let Some(head) = self.head(&id)? {
+                self.remove_locked(&id, &head, &mut tallies)?;
+                dropped += 1;
+            }
+        }
+        Ok(dropped)
+    }
+
+    /// Copies held, and their bytes.
+    pub fn counts(&self) -> (usize, u64) {
+        let t = self.tallies.lock();
+        (t.count, t.bytes)
+    }
+
+    /// Copies refused for the store's bound or a publisher's quota, since the start.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(max: u64) -> (tempfile::TempDir, ReplicaStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::Config::new().path(dir.path()).open().unwrap();
+        let s = ReplicaStore::open(&db, max).unwrap();
+        (dir, s)
+    }
+
+    #[test]
+    fn a_newer_fetch_replaces_an_older_copy_and_an_older_one_is_ignored() {
+        let (_d, s) = store(1 << 20);
+        let id = DocId::of_url("http://a.test/p");
+        assert_eq!(s.put(id, 10, "p1", b"first").unwrap(), Put::Stored);
+        assert_eq!(s.put(id, 5, "p1", b"older").unwrap(), Put::Kept);
+        assert_eq!(s.get(&id).unwrap().unwrap(), b"first");
+        assert_eq!(s.put(id, 20, "p2", b"second!").unwrap(), Put::Replaced);
+        assert_eq!(s.get(&id).unwrap().unwrap(), b"second!");
+        assert_eq!(s.counts(), (1, 7));
+        assert_eq!(s.head(&id).unwrap().unwrap().publisher, "p2");
+        assert!(!s.withdraw(&id, 19).unwrap(), "withdrawn before this fetch");
+        assert!(s.withdraw(&id, 20).unwrap());
+        assert_eq!(s.counts(), (0, 0));
+        assert!(s.get(&id).unwrap().is_none());
+    }
+
+    #[test]
+    fn the_bound_and_a_publishers_quarter_are_kept_and_counts_survive_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = sled::Config::new().path(dir.path()).open().unwrap();
+            let s = ReplicaStore::open(&db, 400).unwrap();
+            let body = vec![7u8; 60];
+            let id = |i: u32| DocId::of_url(&format!("http://a.test/{i}"));
+            s.put(id(0), 1, "greedy", &body).unwrap();
+            assert!(matches!(s.put(id(1), 1, "greedy", &body), Err(ReplicaError::Quota(100))), "over a quarter");
+            // Replacing its own copy frees what the old one held.
+            assert_eq!(s.put(id(0), 2, "greedy", &body).unwrap(), Put::Replaced);
+            for (i, p) in ["b", "c", "d", "e", "f"].iter().enumerate() {
+                s.put(id(10 + i as u32), 1, p, &body).unwrap();
+            }
+            assert!(matches!(s.put(id(20), 1, "g", &body), Err(ReplicaError::Full(400))));
+            assert_eq!(s.refused(), 2);
+            assert_eq!(s.counts(), (6, 360));
+            let dropped = s.keep(|d| *d != id(10) && *d != id(11)).unwrap();
+            assert_eq!(dropped, 2);
+        }
+        let db = sled::Config::new().path(dir.path()).open().unwrap();
+        let s = ReplicaStore::open(&db, 400).unwrap();
+        assert_eq!(s.counts(), (4, 240));
+        assert_eq!(s.heads().unwrap().len(), 4);
+    }
+}

@@ -1,0 +1,287 @@
+//! Document copies, the node's side (see `weft_p2p::replicas`): every document this node
+//! indexes goes, with its postings, to the `index.replicas` owners of its id; the copies of
+//! the ids this node owns are kept in the replica store (beside the cell store); whenever the
+//! member set changes, copies go to the ids' new owners, so that each document keeps its
+//! holders while members come and go; and other members' reads (`/weft/doc/1`) are answered
+//! from the local index or the copies held.
+
+use crate::blocking::{bounded, STORE_BOUND};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use weft_index::cells::CellStore;
+use weft_index::documents::{ChunkView, DocumentMeta, DocumentView};
+use weft_index::{DocId, DocState, IndexError, LocalIndex};
+use weft_p2p::replicas::{doc_holders, Replica, Span};
+use weft_p2p::{DocInbound, PeerId, Ring};
+
+/// The copy of document `id` as this node indexed it (unsigned: the network signs it as it
+/// leaves), or `None` when this node holds no indexed document `id`.
+pub fn replica_of(index: &LocalIndex, id: &DocId) -> Result<Option<Replica>, IndexError> {
+    let Some(record) = index.store().doc(id)? else { return Ok(None) };
+    if record.state != DocState::Indexed {
+        return Ok(None);
+    }
+    let Some(view) = weft_index::documents::document(index.store(), id)? else { return Ok(None) };
+    let chunks = view.chunks.iter().map(|c| Span { start: c.start, end: c.end, tokens: c.tokens }).collect();
+    Ok(Some(Replica {
+        doc: id.hex(),
+        page: record.page(),
+        description: record.description,
+        language: record.language,
+        site: record.site_name,
+        page_type: record.page_type,
+        word_count: record.word_count,
+        simhash: record.simhash,
+        text: view.text,
+        chunks,
+        fetched_at: record.fetched_at,
+        publisher: Vec::new(),
+        signature: Vec::new(),
+    }))
+}
+
+/// A copy as the API shows a document (the chunks' keys are the same on every node: they are
+/// derived from the document's id and the chunk's position).
+pub fn view_of(r: &Replica) -> Option<DocumentView> {
+    let id = DocId::parse_hex(&r.doc).ok()?;
+    let keys: Vec<u64> = (0..r.chunks.len() as u32).map(|p| id.chunk_key(p)).collect();
+    let chunks = r
+        .chunks
+        .iter()
+        .enumerate()
+        .map(|(i, s)| ChunkView {
+            key: format!("{:016x}", keys[i]),
+            position: i as u32,
+            start: s.start,
+            end: s.end,
+            tokens: s.tokens,
+            prev: i.checked_sub(1).map(|j| format!("{:016x}", keys[j])),
+            next: keys.get(i + 1).map(|k| format!("{k:016x}")),
+            text: r.chunk_text(i).unwrap_or_default().to_string(),
+        })
+        .collect();
+    let meta = DocumentMeta {
+        id: r.doc.clone(),
+        page: r.page.clone(),
+        description: r.description.clone(),
+        language: r.language.clone(),
+        site: r.site.clone(),
+        page_type: r.page_type.clone(),
+        fetched_at: weft_index::documents::rfc3339(r.fetched_at),
+        word_count: r.word_count,
+        simhash: r.simhash.map(|h| format!("{h:016x}")),
+        state: "indexed".into(),
+        alias_of: None,
+        failure: None,
+        aliases: Vec::new(),
+        chunk_count: r.chunks.len(),
+    };
+    Some(DocumentView { meta, text: r.text.clone(), chunks })
+}
+
+/// The copy this node holds of document `id`, if any (blocking).
+pub fn held(cells: &CellStore, id: &DocId) -> Result<Option<Replica>, IndexError> {
+    let Some(bytes) = cells.replicas().get(id)? else { return Ok(None) };
+    match Replica::decode(&bytes) {
+        Ok(r) => Ok(Some(r)),
+        Err(e) => Err(IndexError::Corrupt(format!("replica {}: {e}", id.hex()))),
+    }
+}
+
+/// Stores copies the network delivered (checked there); returns how many were taken. A copy
+/// refused for the store's bound or its publisher's quota is counted by the store and
+/// acknowledged as not taken (its publisher does not send it again and again). Blocking.
+pub fn store(cells: &CellStore, replicas: &[Replica], from: Option<PeerId>) -> Result<u32, IndexError> {
+    let mut taken = 0;
+    for r in replicas {
+        let Ok(id) = DocId::parse_hex(&r.doc) else { continue };
+        let publisher = match (from, r.publisher_id()) {
+            (None, _) => weft_index::cells::SELF.to_string(),
+            (Some(_), Some(signer)) => signer.to_string(),
+            (Some(from), None) => from.to_string(),
+        };
+        match cells.replicas().put(id, r.fetched_at, &publisher, &r.encode()) {
+            Ok(_) => taken += 1,
+            Err(weft_index::replicas::ReplicaError::Index(e)) => return Err(e),
+            Err(e) => tracing::debug!(doc = r.doc, "copy not kept: {e}"),
+        }
+    }
+    Ok(taken)
+}
+
+/// Answers other members' reads of documents until the network stops: from the local index
+/// (this node's own, signed by the network as it leaves), else from the copies held.
+pub async fn serve_reads(
+    index: Arc<LocalIndex>,
+    cells: Arc<CellStore>,
+    mut reads: tokio::sync::mpsc::Receiver<DocInbound>,
+) {
+    while let Some(read) = reads.recv().await {
+        let (index, cells) = (index.clone(), cells.clone());
+        let doc = read.doc.clone();
+        let look = move || {
+            let id = DocId::parse_hex(&doc).map_err(|e| IndexError::Corrupt(e.to_string()))?;
+            match replica_of(&index, &id)? {
+                Some(own) => Ok(Some(own)),
+                None => held(&cells, &id),
+            }
+        };
+        let found = bounded("document read", STORE_BOUND, look).await.flatten();
+        let _ = read.reply.send(found);
+    }
+}
+
+/// For each member that must be sent copies after the ring went from `before` to `after`: the
+/// documents (of `docs`: id and publisher) it now holds and did not. A publisher that is still
+/// a member sends its own documents; a publisher's copies are sent by the first of their
+/// holders on `before` still a member once it is gone.
+pub fn gained_holders(
+    before: &Ring,
+    after: &Ring,
+    r: usize,
+    me: &PeerId,
+    docs: impl IntoIterator<Item = (String, PeerId)>,
+) -> BTreeMap<PeerId, Vec<String>> {
+    let mut out: BTreeMap<PeerId, Vec<String>> = BTreeMap::new();
+    for (doc, publisher) in docs {
+        let old = doc_holders(before, &doc, r, &publisher);
+        // The publisher sends while it is a member; after it, the first holder still there.
+        let sender = if after.contains(&publisher) { Some(&publisher) } else { old.iter().find(|o| after.contains(o)) };
+        if sender != Some(me) {
+            continue;
+        }
+        for new in doc_holders(after, &doc, r, &publisher) {
+            if !old.contains(&new) && new != *me {
+                out.entry(new).or_default().push(doc.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Copies sent to one member in one command, at most (the outbox batches them further).
+const HAND_OVER_CHUNK: usize = 256;
+
+/// Repairs the copies whenever the member set changes: every document this node indexed and
+/// every copy it is first to hold goes to the members that gained its id — a member that left
+/// or died leaves no document with fewer holders once this is done (its successors on the
+/// ring are the new holders, and a surviving holder sends them the copy). Runs until the
+/// network stops.
+pub async fn repair_on_changes(
+    index: Arc<LocalIndex>,
+    cells: Arc<CellStore>,
+    network: weft_p2p::NetworkHandle,
+    r: usize,
+) {
+    let me = network.peer_id();
+    let mut rings = network.ring_changes();
+    let mut previous = rings.borrow_and_update().clone();
+    while rings.changed().await.is_ok() {
+        let ring = rings.borrow_and_update().clone();
+        let (before, after) = (previous.clone(), ring.clone());
+        previous = ring;
+        let (index, cells) = (index.clone(), cells.clone());
+        let plan = move || -> Result<Vec<(PeerId, Vec<Replica>)>, IndexError> {
+            let mut docs: Vec<(String, PeerId)> = Vec::new();
+            for entry in index.store().docs_after(None) {
+                let (id, record) = entry?;
+                if record.state == DocState::Indexed {
+                    docs.push((id.hex(), me));
+                }
+            }
+            for (id, head) in cells.replicas().heads()? {
+                if let Ok(publisher) = head.publisher.parse() {
+                    docs.push((id.hex(), publisher));
+                }
+            }
+            let gained = gained_holders(&before, &after, r, &me, docs);
+            let mut out = Vec::new();
+            for (to, ids) in gained {
+                let mut copies = Vec::with_capacity(ids.len());
+                for doc in ids {
+                    let Ok(id) = DocId::parse_hex(&doc) else { continue };
+                    match replica_of(&index, &id)? {
+                        Some(own) => copies.push(own),
+                        None => copies.extend(held(&cells, &id)?),
+                    }
+                }
+                out.push((to, copies));
+            }
+            Ok(out)
+        };
+        let Some(plan) = bounded("copy repair", STORE_BOUND * 4, plan).await else {
+            continue;
+        };
+        for (to, copies) in plan {
+            tracing::info!(%to, copies = copies.len(), "sending document copies to a new holder");
+            let mut copies = copies.into_iter().peekable();
+            while copies.peek().is_some() {
+                network.hand_over_replicas(to, copies.by_ref().take(HAND_OVER_CHUNK).collect());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_gained_holder_is_sent_each_copy_once() {
+        let members: Vec<PeerId> = (0..7).map(|_| PeerId::random()).collect();
+        let docs: Vec<String> = (0..300).map(|i| DocId::of_url(&format!("http://h{i}.test/")).hex()).collect();
+        // Published by members[0] (which stays); members[2] leaves, members[6] joins.
+        let publisher = members[0];
+        let before = Ring::new(members[..6].to_vec(), 50);
+        let after = Ring::new(members.iter().enumerate().filter(|(i, _)| *i != 2).map(|(_, m)| *m), 50);
+        let mut sent: BTreeMap<(PeerId, String), usize> = BTreeMap::new();
+        for me in members.iter().filter(|m| after.contains(m)) {
+            let held: Vec<(String, PeerId)> = docs
+                .iter()
+                .filter(|d| doc_holders(&before, d, 3, &publisher).contains(me) || *me == publisher)
+                .map(|d| (d.clone(), publisher))
+                .collect();
+            for (to, ids) in gained_holders(&before, &after, 3, me, held) {
+                for d in ids {
+                    *sent.entry((to, d)).or_default() += 1;
+                }
+            }
+        }
+        // Every document's holders on the new ring: those that held it, and those sent it —
+        // once, by the publisher (a surviving holder leaves it to the publisher).
+        for d in &docs {
+            let holders = doc_holders(&after, d, 3, &publisher);
+            assert_eq!(holders.len(), 3);
+            assert!(!holders.contains(&publisher));
+            for owner in holders {
+                let had = doc_holders(&before, d, 3, &publisher).contains(&owner);
+                let got = sent.get(&(owner, d.clone())).copied().unwrap_or(0);
+                assert!(had || got == 1, "{d}: a new holder got {got} copies");
+                assert!(!had || got == 0, "{d}: a holder was sent what it had");
+            }
+        }
+        assert!(sent.keys().any(|(to, _)| *to == members[6]), "the newcomer gained some");
+        // The publisher gone for good: the first surviving holder sends each copy, once.
+        let gone = Ring::new(members[1..].to_vec(), 50);
+        let mut sent: BTreeMap<(PeerId, String), usize> = BTreeMap::new();
+        for me in &members[1..] {
+            let held: Vec<(String, PeerId)> = docs
+                .iter()
+                .filter(|d| doc_holders(&after, d, 3, &publisher).contains(me))
+                .map(|d| (d.clone(), publisher))
+                .collect();
+            for (to, ids) in gained_holders(&after, &gone, 3, me, held) {
+                for d in ids {
+                    *sent.entry((to, d)).or_default() += 1;
+                }
+            }
+        }
+        assert!(sent.values().all(|n| *n == 1));
+        for d in &docs {
+            for owner in doc_holders(&gone, d, 3, &publisher) {
+                let had = doc_holders(&after, d, 3, &publisher).contains(&owner);
+                assert!(had || sent.contains_key(&(owner, d.clone())), "{d}: a holder left out");
+            }
+        }
+    }
+}
