@@ -49,18 +49,18 @@ fn holder(
     (n, task, stored)
 }
 
-async fn within<T>(secs: u64, what: &str, f: impl std::future::Future<Output = T>) -> T {
+pub(crate) async fn within<T>(secs: u64, what: &str, f: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(secs), f).await.unwrap_or_else(|_| panic!("timed out: {what}"))
 }
 
 /// A bare libp2p peer speaking only `/weft/postings/1`, under an identity of its choosing.
-struct Publisher {
+pub(crate) struct Publisher {
     swarm: libp2p::Swarm<request_response::Behaviour<Codec<PostingWire>>>,
     target: PeerId,
 }
 
 impl Publisher {
-    async fn connect(key: libp2p::identity::Keypair, target: &str) -> Publisher {
+    pub(crate) async fn connect(key: libp2p::identity::Keypair, target: &str) -> Publisher {
         let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
             .with_tokio()
             .with_tcp(libp2p::tcp::Config::default(), libp2p::noise::Config::new, libp2p::yamux::Config::default)
@@ -91,7 +91,7 @@ impl Publisher {
 
     /// Sends `batches` at once; their replies in order (`None`: none came — the request failed
     /// or the connection was closed).
-    async fn send(&mut self, batches: Vec<PostingBatch>) -> Vec<Option<PostingReply>> {
+    pub(crate) async fn send(&mut self, batches: Vec<PostingBatch>) -> Vec<Option<PostingReply>> {
         let ids: Vec<OutboundRequestId> = batches
             .into_iter()
             .map(|b| self.swarm.behaviour_mut().send_request(&self.target, Frame::Request(b)))

@@ -3,6 +3,7 @@
 
 mod cell_hedging;
 mod hostile_postings;
+mod hostile_replicas;
 mod hostile_streams;
 mod network;
 

@@ -9,6 +9,7 @@ mod network_cells;
 mod network_crawl;
 mod network_dedup;
 mod network_handoff;
+mod network_replicas;
 mod network_search;
 mod search;
 mod sitemaps_and_api;

@@ -1,0 +1,243 @@
+//! Document copies end to end: five real nodes on loopback (real libp2p, the real model, sled),
+//! the default configuration (`index.replicas = 3`). Node A crawls and indexes thirty pages;
+//! each goes, signed, to the three holders of its id. Every page is then readable from node C
+//! by `GET /documents/{id}` and through `weft mcp`'s `get_document` — from a copy C holds or
+//! read from a holder over `/weft/doc/1`. Then A leaves for good, and every page is still
+//! readable from every member left; then a holder leaves too, and its copies are repaired onto
+//! the ids' new holders.
+
+use crate::common;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::ServiceExt;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use weft_index::DocId;
+use weft_node::Node;
+use weft_p2p::replicas::doc_holders;
+use weft_simnet::{topic_page, Site, WebServer, TOPICS};
+
+const NODES: usize = 5;
+const CANDIDATES: usize = 60;
+/// The default: three copies of each document besides its crawler's.
+const COPIES: usize = 3;
+
+fn host(topic: usize, j: usize) -> String {
+    format!("r{topic}-{j}.test")
+}
+
+struct Member {
+    net: weft_p2p::NetworkHandle,
+    index: std::sync::Arc<weft_node::IndexService>,
+    crawler: weft_node::Crawler,
+    api: std::net::SocketAddr,
+    stop: tokio::sync::watch::Sender<bool>,
+    run: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+async fn member(server: &WebServer, dir: &std::path::Path, n: usize, bootstrap: Vec<String>) -> Member {
+    let mut c = common::member_config(server, dir, n, bootstrap, 0);
+    c.crawl.max_depth = 0;
+    c.p2p.leave_timeout_secs = 5;
+    assert_eq!(c.index.replicas, COPIES, "the default configuration");
+    let node = Node::open(c).unwrap();
+    let net = node.network().unwrap().clone();
+    tokio::time::timeout(Duration::from_secs(10), net.wait_for(|s| !s.listen_addrs.is_empty())).await.unwrap();
+    let (index, crawler) = (node.index().unwrap().clone(), node.crawler().clone());
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let (api_tx, api_rx) = tokio::sync::oneshot::channel();
+    let run = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, move |a| {
+        let _ = api_tx.send(a);
+    }));
+    Member { net, index, crawler, api: api_rx.await.unwrap(), stop, run }
+}
+
+impl Member {
+    async fn stop(self) {
+        self.stop.send(true).unwrap();
+        self.run.await.unwrap().unwrap();
+    }
+
+    fn holds_copy(&self, doc: &DocId) -> bool {
+        self.index.cells().unwrap().replicas().head(doc).unwrap().is_some()
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// Reads document `doc` through `member`'s API; returns the answer and how long it took (ms).
+async fn read(http: &reqwest::Client, member: &Member, doc: &DocId) -> (serde_json::Value, f64) {
+    let t = Instant::now();
+    let r = http.get(format!("http://{}/documents/{}", member.api, doc.hex())).send().await.unwrap();
+    let status = r.status();
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert!(status.is_success(), "{status}: {v:#}");
+    (v, t.elapsed().as_secs_f64() * 1e3)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documents_are_held_by_three_members_readable_from_any_and_repaired_when_their_crawler_leaves() {
+    let _network = common::one_network_at_a_time();
+    let sites: Vec<Site> = (0..TOPICS.len())
+        .flat_map(|t| (0..CANDIDATES).map(move |j| Site::new(&host(t, j)).html("/", &topic_page(&TOPICS[t]))))
+        .collect();
+    let server = WebServer::start(sites).await.unwrap();
+    let dirs: Vec<common::WorkDir> = (0..NODES).map(|_| common::work_dir()).collect();
+    let mut members = vec![member(&server, dirs[0].path(), 0, Vec::new()).await];
+    let bootstrap = vec![members[0].net.status().listen_addrs[0].clone()];
+    for n in 1..NODES {
+        members.push(member(&server, dirs[n].path(), n, bootstrap.clone()).await);
+    }
+    for m in &members {
+        tokio::time::timeout(Duration::from_secs(60), m.net.wait_for(|s| s.members.len() == NODES))
+            .await
+            .expect("members");
+    }
+    let a_id = members[0].net.peer_id();
+
+    // Every topic on a host node A owns.
+    let a = &members[0];
+    let ring = a.net.ring();
+    let mut page_of: HashMap<usize, String> = HashMap::new();
+    for t in 0..TOPICS.len() {
+        let h = (0..CANDIDATES).map(|j| host(t, j)).find(|h| ring.owner(h) == Some(&a_id));
+        page_of.insert(t, server.url(&h.unwrap(), "/"));
+    }
+    a.crawler.add_seeds(&page_of.values().cloned().collect::<Vec<_>>()).await;
+    common::until("node A indexes the thirty pages", Duration::from_secs(180), || {
+        a.index.status().stored.documents == TOPICS.len() as u64
+    })
+    .await;
+    let docs: Vec<DocId> = (0..TOPICS.len()).map(|t| DocId::of_url(&page_of[&t])).collect();
+
+    // Each document's copies are held by exactly its three holders on the ring (never by A).
+    common::until("every document is held by its three holders", Duration::from_secs(60), || {
+        docs.iter().all(|d| {
+            let want = doc_holders(&ring, &d.hex(), COPIES, &a_id);
+            members.iter().filter(|m| m.holds_copy(d)).count() == COPIES
+                && want.iter().all(|p| members.iter().any(|m| m.net.peer_id() == *p && m.holds_copy(d)))
+        }) && a.net.status().postings.backlog == 0
+    })
+    .await;
+    let bytes: u64 = members.iter().map(|m| m.index.status().cells.unwrap().copy_bytes).sum();
+    eprintln!("copies: {} of {} documents, {bytes} bytes in all", COPIES * docs.len(), docs.len());
+    for m in &members {
+        let p = m.net.status().postings;
+        assert_eq!((p.replicas_refused, p.dropped), (0, 0), "{p:?}");
+    }
+
+    // Read from C: the document A crawled, from C's copy or from a holder — the same text A has.
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let c = &members[1];
+    let (mut local_ms, mut peer_ms, mut from_peer) = (Vec::new(), Vec::new(), 0);
+    for doc in &docs {
+        let (at_a, ms) = read(&http, a, doc).await;
+        assert_eq!(at_a["source"]["held"], "local", "{at_a:#}");
+        local_ms.push(ms);
+        let (at_c, ms) = read(&http, c, doc).await;
+        assert_eq!(at_c["text"], at_a["text"], "{at_c:#}");
+        assert_eq!(
+            (&at_c["url"], &at_c["title"], &at_c["chunk_count"]),
+            (&at_a["url"], &at_a["title"], &at_a["chunk_count"])
+        );
+        assert_eq!(at_c["chunks"], at_a["chunks"], "the same chunks, keys and neighbours");
+        assert_eq!(at_c["source"]["crawled_by"].as_str(), Some(a_id.to_string().as_str()), "{at_c:#}");
+        match at_c["source"]["held"].as_str() {
+            Some("copy") => assert!(c.holds_copy(doc)),
+            Some("peer") => {
+                assert!(!c.holds_copy(doc));
+                peer_ms.push(ms);
+                from_peer += 1;
+            }
+            other => panic!("{other:?}: {at_c:#}"),
+        }
+    }
+    eprintln!(
+        "read from C: {from_peer} of {} from another member (median {:.1} ms), own index at A: median {:.1} ms",
+        docs.len(),
+        median(peer_ms.clone()),
+        median(local_ms)
+    );
+    assert!(from_peer > 0 && from_peer < docs.len(), "C holds some copies, not all");
+
+    // Through `weft mcp` (the MCP server over an in-process pipe, a real MCP client): by URL.
+    let t = (0..TOPICS.len()).find(|t| !c.holds_copy(&docs[*t])).unwrap();
+    let (client_io, server_io) = tokio::io::duplex(1 << 20);
+    let api = c.api;
+    let server_side = tokio::spawn(async move {
+        let running = weft_node::mcp::WeftMcp::new(api).unwrap().serve(server_io).await.unwrap();
+        let _ = running.waiting().await;
+    });
+    let client = ().serve(client_io).await.expect("initialize");
+    let args = serde_json::json!({ "url": page_of[&t] }).as_object().cloned().unwrap();
+    let got = client.call_tool(CallToolRequestParams::new("get_document").with_arguments(args)).await.unwrap();
+    assert_eq!(got.is_error, Some(false), "{got:?}");
+    let doc = got.structured_content.unwrap();
+    assert!(TOPICS[t].paragraphs.iter().all(|p| doc["text"].as_str().unwrap().contains(p)), "{doc}");
+    assert_eq!(doc["source"]["held"], "peer", "{doc}");
+    drop(client);
+    server_side.abort();
+
+    // A leaves for good: its index goes with it. Its documents' holders stay what they were
+    // (a document's holders are its id's owners other than its publisher), and every page
+    // stays readable from every member left.
+    members.remove(0).stop().await;
+    common::until("the others see A gone", Duration::from_secs(30), || {
+        members.iter().all(|m| m.net.status().members.len() == NODES - 1)
+    })
+    .await;
+    let ring = members[0].net.ring();
+    for d in &docs {
+        let holders = doc_holders(&ring, &d.hex(), COPIES, &a_id);
+        assert!(holders.iter().all(|p| members.iter().any(|m| m.net.peer_id() == *p && m.holds_copy(d))), "{d:?}");
+    }
+    let mut read_back = 0;
+    for m in &members {
+        for doc in &docs {
+            let (v, _) = read(&http, m, doc).await;
+            assert!(v["text"].as_str().is_some_and(|t| !t.is_empty()), "{v:#}");
+            read_back += 1;
+        }
+    }
+    assert_eq!(read_back, docs.len() * (NODES - 1));
+    eprintln!("with A gone: {read_back} of {} reads answered", docs.len() * (NODES - 1));
+
+    // Then a holder leaves too: the copies it held are repaired onto the ids' new holders by
+    // the holders still there (A, their publisher, is gone), so that each document again has
+    // three — with three members left, every member holds every document.
+    let gone = (0..members.len()).max_by_key(|i| docs.iter().filter(|d| members[*i].holds_copy(d)).count()).unwrap();
+    let held_by_gone = docs.iter().filter(|d| members[gone].holds_copy(d)).count();
+    let received_before: u64 =
+        (0..members.len()).filter(|i| *i != gone).map(|i| members[i].net.status().postings.replicas_received).sum();
+    let started = Instant::now();
+    members.remove(gone).stop().await;
+    common::until("every document is held by its holders on the new ring", Duration::from_secs(60), || {
+        let ring = members[0].net.ring();
+        ring.members().len() == NODES - 2
+            && docs.iter().all(|d| {
+                doc_holders(&ring, &d.hex(), COPIES, &a_id)
+                    .iter()
+                    .all(|p| members.iter().any(|m| m.net.peer_id() == *p && m.holds_copy(d)))
+            })
+    })
+    .await;
+    let moved: u64 = members.iter().map(|m| m.net.status().postings.replicas_received).sum::<u64>() - received_before;
+    eprintln!(
+        "a holder of {held_by_gone} copies left: repaired in {:.1} s ({moved} copies sent)",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(members.iter().all(|m| docs.iter().all(|d| m.holds_copy(d))), "three members, three copies");
+    assert!(moved as usize >= held_by_gone, "each copy it held went to a new holder");
+    for m in &members {
+        for doc in &docs {
+            let (v, _) = read(&http, m, doc).await;
+            assert_eq!(v["source"]["held"], "copy", "{v:#}");
+        }
+    }
+    for m in members {
+        m.stop().await;
+    }
+}
