@@ -345,8 +345,10 @@ impl EventLoop {
             let verdict = verdict.and_then(|(publisher, host)| {
                 let own_host = self.members.owned_recently(&peer, &host, now);
                 let allowed = if handover {
-                    self.members.owned_point_recently(&peer, point, doc_replicas, now)
-                        || (publisher == peer && own_host)
+                    // A holder passes on what a publisher signed; its own pages only for the
+                    // hosts it owned, as it publishes them.
+                    let held = self.members.owned_point_recently(&peer, point, doc_replicas + 1, now);
+                    (held && publisher != peer) || (publisher == peer && own_host)
                 } else {
                     publisher == peer && own_host
                 };

@@ -87,20 +87,37 @@ async fn a_publisher_sends_copies_only_of_its_own_hosts_pages_as_it_signed_them(
     let replies = stranger.send(vec![batch(vec![copy("http://anywhere.test/p", &stranger_key)], false)]).await;
     assert_eq!(replies, vec![Some(PostingReply::NotMember)]);
 
-    let key_a = libp2p::identity::Keypair::generate_ed25519();
-    let (a, a_task, _) = holder(key_a.clone(), vec![addr.clone()]);
+    // b joins first, then a (whose identity the hostile publisher holds): a never had a ring
+    // to itself, where it would have owned every host.
     let key_b = libp2p::identity::Keypair::generate_ed25519();
     let (b, b_task, _) = holder(key_b.clone(), vec![addr.clone()]);
+    within(60, "two members", n.wait_for(|s| s.members.len() == 2)).await;
+    let key_a = libp2p::identity::Keypair::generate_ed25519();
+    let (a, a_task, _) = holder(key_a.clone(), vec![addr.clone()]);
     for m in [&n, &a, &b] {
         within(60, "three members", m.wait_for(|s| s.members.len() == 3)).await;
     }
     let (nid, aid, bid) = (n.peer_id(), a.peer_id(), b.peer_id());
     let ring = |ms: &[PeerId]| Ring::new(ms.iter().copied(), DEFAULT_VNODES);
-    let rings = [ring(&[nid]), ring(&[nid, aid]), ring(&[nid, bid]), ring(&[nid, aid, bid])];
+    // The rings n may have seen: with a and b at any stage of admission (a quarter of their
+    // points to all of them), with and without n (a starting node also believes the owners
+    // of the ring without it), and n's own now.
+    let v = DEFAULT_VNODES;
+    let mut rings = vec![ring(&[nid, aid, bid]), (*n.ring()).clone(), ring(&[nid])];
+    for wa in [v / 4, v / 2, 3 * v / 4, v] {
+        for wb in [v / 4, v / 2, 3 * v / 4, v] {
+            for wn in [0, v] {
+                let ms = [(nid, wn), (aid, wa), (bid, wb)];
+                rings.push(Ring::weighted(ms.into_iter().filter(|(_, w)| *w > 0), v));
+            }
+        }
+    }
     let hosts: Vec<String> = (0..2000).map(|i| format!("h{i}.test")).collect();
-    let own: Vec<&String> = hosts.iter().filter(|h| rings[3].owner(h) == Some(&aid)).take(4).collect();
+    let own: Vec<&String> =
+        hosts.iter().filter(|h| rings[0].owner(h) == Some(&aid) && rings[1].owner(h) == Some(&aid)).take(4).collect();
     let never: Vec<&String> = hosts.iter().filter(|h| rings.iter().all(|r| r.owner(h) != Some(&aid))).take(3).collect();
-    let of_b: Vec<&String> = hosts.iter().filter(|h| rings[3].owner(h) == Some(&bid)).take(1).collect();
+    let of_b: Vec<&String> =
+        hosts.iter().filter(|h| rings[0].owner(h) == Some(&bid) && rings[1].owner(h) == Some(&bid)).take(1).collect();
     let mut hostile = Publisher::connect(key_a.clone(), &addr).await;
 
     // One batch: two copies of a's own pages (taken: with three members, n holds every id
@@ -117,7 +134,8 @@ async fn a_publisher_sends_copies_only_of_its_own_hosts_pages_as_it_signed_them(
     misfiled.sign(&key_a);
     mixed.push(misfiled);
     let replies = hostile.send(vec![batch(mixed, false)]).await;
-    assert_eq!(replies, vec![Some(PostingReply::Ack { taken: 2, refused: 4 })]);
+    let urls: Vec<String> = copies.lock().unwrap().iter().map(|(_, r)| r.page.url.clone()).collect();
+    assert_eq!(replies, vec![Some(PostingReply::Ack { taken: 2, refused: 4 })], "kept {urls:?}");
     let status = n.status().postings;
     assert_eq!((status.replicas_received, status.replicas_refused), (2, 4), "{status:?}");
 
