@@ -33,6 +33,10 @@ pub enum Fate {
     /// `host_blocked` or `robots_unreachable` (its host's robots.txt could not be reached,
     /// [`crate::ROBOTS_TRIES`] times in a row).
     Skipped { reason: String },
+    /// Not requested: indexed from the copy `holder` (another member) held, fetched by the
+    /// page's crawler at `fetched_at` (Unix seconds) — the host changed hands, or this node
+    /// lost its own completion in a crash.
+    Adopted { holder: String, fetched_at: u64 },
 }
 
 impl Fate {

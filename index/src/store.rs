@@ -166,7 +166,14 @@ pub struct DocStore {
     chunks: Tree,
     vectors: Tree,
     blocks: Tree,
+    /// Document id → the page's outbound links (postcard): what a copy of the document carries,
+    /// so that a member that indexes it from the copy instead of fetching it (its crawler
+    /// gone) still follows the page's links.
+    links: Tree,
 }
+
+/// Links kept per document, at most (a page's first ones: navigation and content alike).
+pub const MAX_LINKS: usize = 500;
 
 /// What a [`DocStore::put`] replaced.
 #[derive(Debug, Default)]
@@ -210,7 +217,21 @@ impl DocStore {
             chunks: db.open_tree("index.chunks")?,
             vectors: db.open_tree("index.vectors")?,
             blocks: db.open_tree("index.simhash")?,
+            links: db.open_tree("index.links")?,
         })
+    }
+
+    /// Keeps the outbound links of document `id` (the first [`MAX_LINKS`]), replacing any.
+    pub fn set_links(&self, id: &DocId, links: &[String]) -> Result<(), IndexError> {
+        let links = &links[..links.len().min(MAX_LINKS)];
+        self.links.insert(id.0, encode(&links))?;
+        Ok(())
+    }
+
+    /// The outbound links kept for document `id` (none for a document indexed before links
+    /// were kept).
+    pub fn links(&self, id: &DocId) -> Result<Vec<String>, IndexError> {
+        Ok(self.links.get(id.0)?.map(|b| decode(&b, "links")).transpose()?.unwrap_or_default())
     }
 
     pub fn doc(&self, id: &DocId) -> Result<Option<DocRecord>, IndexError> {
@@ -375,6 +396,9 @@ impl DocStore {
                 Ok(Some(old))
             },
         );
+        if matches!(result, Ok(Some(_))) {
+            self.links.remove(id.0)?;
+        }
         match result {
             Ok(r) => Ok(r),
             Err(TransactionError::Abort(e)) => Err(e),

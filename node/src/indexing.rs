@@ -234,7 +234,7 @@ impl IndexService {
 
     /// Indexes one document and waits for the outcome. Blocking: call it from a blocking
     /// thread. Waits while the indexer's queue is full.
-    pub fn index_blocking(&self, doc: Document) -> Result<Outcome, String> {
+    pub fn index_blocking(&self, doc: Document, links: &[String]) -> Result<Outcome, String> {
         let doc = doc.fingerprinted();
         let Some(network) = &self.network else {
             return self.index_job(doc, None);
@@ -246,6 +246,12 @@ impl IndexService {
         let book = weft_p2p::placement::shipped();
         let before = crate::cells::posted(&self.index, &url, book).unwrap_or_default();
         let outcome = self.index_job(doc, remote);
+        if let Ok(Outcome::Indexed { .. }) = &outcome {
+            // Kept for the document's copies (see `replicas.rs`).
+            if let Err(e) = self.index.store().set_links(&DocId::of_url(&url), links) {
+                tracing::warn!(url, "links not kept: {e}");
+            }
+        }
         if let Ok(outcome) = &outcome {
             weft_index::duplicates::publish_indexed(network, self.max_distance, outcome, simhash, &url, fetched_at);
             let postings = match outcome {
@@ -650,8 +656,14 @@ impl Pipeline for IndexPipeline {
         // A page waiting for the browser is indexed in its rendered form.
         if let Some(e) = processed.extracted.as_ref().filter(|_| processed.render.is_none()) {
             // Counted by the service; the crawl goes on whatever the outcome.
-            let _ = self.service.index_blocking(document_of(page, e));
+            let links: Vec<String> = processed.links.iter().map(|l| l.url.to_string()).collect();
+            let _ = self.service.index_blocking(document_of(page, e), &links);
         }
         processed
+    }
+
+    fn adopt(&self, copy: &crate::page::HeldCopy) -> bool {
+        let links: Vec<String> = copy.links.iter().map(url::Url::to_string).collect();
+        self.service.index_blocking(copy.document.clone(), &links).is_ok()
     }
 }

@@ -106,6 +106,9 @@ pub struct Metrics {
     pub found_when_idle: AtomicU64,
     /// Times a host was found refusing the crawler and paused.
     pub hosts_blocked: AtomicU64,
+    /// Pages indexed from a copy another member held instead of being fetched (their host
+    /// changed hands, or this node lost their completion in a crash).
+    pub pages_adopted: AtomicU64,
     /// What became of the URLs other members sent.
     pub received: crate::received::ReceivedCounts,
     errors: Mutex<BTreeMap<&'static str, u64>>,
@@ -133,6 +136,7 @@ impl Default for Metrics {
             rate_limited: AtomicU64::new(0),
             retries: AtomicU64::new(0),
             gave_up: AtomicU64::new(0),
+            pages_adopted: AtomicU64::new(0),
             revisits: AtomicU64::new(0),
             not_modified: AtomicU64::new(0),
             scheme_changes: AtomicU64::new(0),

@@ -89,9 +89,11 @@ impl Node {
         let network = if config.p2p.enabled { Some(start_network(&config, &db)?) } else { None };
         let handle = network.as_ref().map(|(started, _)| started.handle.clone());
         let (pipeline, index) = open_pipeline(&config, &db, &metrics, layouts.as_ref(), handle)?;
-        let route = network
-            .as_ref()
-            .map(|(started, journal)| Arc::new(Router::new(started.handle.clone(), journal.clone())) as Arc<dyn Route>);
+        let route = network.as_ref().map(|(started, journal)| {
+            // Copies are looked for only by a node that can index them.
+            let replicas = if config.index.enabled { config.index.replicas } else { 0 };
+            Arc::new(Router::new(started.handle.clone(), journal.clone(), replicas)) as Arc<dyn Route>
+        });
         let renders = layouts.as_ref().map(|l| Arc::new(l.renders.clone()) as Arc<dyn Renders>);
         let storage = Storage::new(&config.data_dir, Duration::from_secs(config.storage.flush_timeout_secs));
         let outcomes = weft_frontier::Outcomes::open(&db)?;

@@ -39,6 +39,23 @@ pub struct Processed {
 /// Downstream processing of fetched pages. Runs on a blocking thread: CPU-bound work is fine.
 pub trait Pipeline: Send + Sync + 'static {
     fn process(&self, page: &FetchedPage) -> Processed;
+
+    /// Indexes a page from a copy another member held, instead of fetching it (see
+    /// [`HeldCopy`]); says whether it was indexed. A pipeline without an index indexes none.
+    fn adopt(&self, copy: &HeldCopy) -> bool {
+        let _ = copy;
+        false
+    }
+}
+
+/// A page as a copy another member holds it: the document its crawler indexed, the page's
+/// links, and who answered.
+#[derive(Debug, Clone)]
+pub struct HeldCopy {
+    pub document: weft_index::Document,
+    pub links: Vec<Url>,
+    /// The member that held the copy.
+    pub holder: String,
 }
 
 /// Why a page goes to the browser. Stored (in the render queue and a host's decision) as its

@@ -35,6 +35,7 @@ pub fn replica_of(index: &LocalIndex, id: &DocId) -> Result<Option<Replica>, Ind
         text: view.text,
         chunks,
         fetched_at: record.fetched_at,
+        links: index.store().links(id)?,
         publisher: Vec::new(),
         signature: Vec::new(),
     }))

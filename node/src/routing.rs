@@ -7,6 +7,7 @@
 //! a URL at worst, never loses it.
 
 use crate::crawl::{Crawler, Route};
+use crate::page::HeldCopy;
 use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -133,19 +134,55 @@ async fn give_away(
     given.queued.len()
 }
 
-/// Sends the URLs this node does not own to their owners.
+/// A copy fetched longer ago than this is not taken instead of the page: the page is fetched.
+pub const ADOPT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+/// How long a page's holders are asked for a copy before it is fetched after all, and how long
+/// one holder is waited for before the next is asked too (a fresh crawl's pages have no copy:
+/// their holders answer at once that they have none).
+const COPY_DEADLINE: Duration = Duration::from_millis(1500);
+const COPY_HEDGE: Duration = Duration::from_millis(300);
+
+/// Sends the URLs this node does not own to their owners, and finds the copies other members
+/// hold of the pages this node is about to fetch.
 #[derive(Clone)]
 pub struct Router {
     network: NetworkHandle,
     journal: Journal,
     me: PeerId,
+    /// `index.replicas` (0: copies are not looked for).
+    replicas: usize,
 }
 
 impl Router {
-    pub fn new(network: NetworkHandle, journal: Journal) -> Router {
+    pub fn new(network: NetworkHandle, journal: Journal, replicas: usize) -> Router {
         let me = network.peer_id();
-        Router { network, journal, me }
+        Router { network, journal, me, replicas }
     }
+}
+
+/// The copy as the crawl indexes it, if it is of the page at `url` and fetched within
+/// [`ADOPT_MAX_AGE`] of `now` (Unix seconds).
+pub fn adoptable(copy: weft_p2p::replicas::Replica, url: &url::Url, holder: &PeerId, now: u64) -> Option<HeldCopy> {
+    if copy.page.url != url.as_str() || copy.fetched_at + ADOPT_MAX_AGE.as_secs() < now {
+        return None;
+    }
+    let links = copy.links.iter().filter_map(|l| url::Url::parse(l).ok()).collect();
+    let document = weft_index::Document {
+        url: copy.page.url,
+        title: copy.page.title,
+        text: copy.text,
+        description: copy.description,
+        language: copy.language,
+        site_name: copy.site,
+        published: copy.page.published,
+        modified: copy.page.modified,
+        author: copy.page.author,
+        canonical: copy.page.canonical,
+        page_type: copy.page_type,
+        fetched_at: copy.fetched_at,
+        simhash: copy.simhash,
+    };
+    Some(HeldCopy { document, links, holder: holder.to_string() })
 }
 
 impl Route for Router {
@@ -175,6 +212,21 @@ impl Route for Router {
     fn owner(&self, host: &str) -> Option<String> {
         let ring = self.network.ring();
         owner(&ring, host).filter(|o| **o != self.me).map(|o| o.to_string())
+    }
+
+    fn copy_of(&self, url: &url::Url) -> futures::future::BoxFuture<'static, Option<HeldCopy>> {
+        let (network, replicas, url) = (self.network.clone(), self.replicas, url.clone());
+        Box::pin(async move {
+            if replicas == 0 || network.ring().members().len() < 2 {
+                return None;
+            }
+            let doc = weft_index::DocId::of_url(url.as_str()).hex();
+            // The holders are among the id's first `replicas + 1` owners (its crawler is not
+            // one of them).
+            let answer = network.get_document(&doc, &[], replicas + 1, COPY_HEDGE, COPY_DEADLINE).await;
+            let (holder, copy) = answer.found?;
+            adoptable(copy, &url, &holder, weft_clock::now_secs())
+        })
     }
 
     fn forward_done(&self, url: &url::Url) {
@@ -576,5 +628,36 @@ mod tests {
         );
         j.remove(all.iter().map(|u| u.url.as_str()));
         assert!(j.is_empty());
+    }
+
+    #[test]
+    fn a_copy_is_taken_for_its_own_page_while_fresh() {
+        let url = url::Url::parse("http://a.test/p").unwrap();
+        let holder = PeerId::random();
+        let copy = weft_p2p::replicas::Replica {
+            doc: weft_p2p::replicas::doc_id(url.as_str()),
+            page: weft_index::PageMeta { url: url.to_string(), title: "P".into(), ..Default::default() },
+            description: None,
+            language: Some("en".into()),
+            site: None,
+            page_type: Some("article".into()),
+            word_count: 3,
+            simhash: Some(9),
+            text: "three words here".into(),
+            chunks: Vec::new(),
+            fetched_at: 1_000_000,
+            links: vec!["http://a.test/next".into(), "not a url".into()],
+            publisher: Vec::new(),
+            signature: Vec::new(),
+        };
+        let now = 1_000_000 + 3600;
+        let held = adoptable(copy.clone(), &url, &holder, now).expect("fresh");
+        assert_eq!((held.document.text.as_str(), held.document.fetched_at), ("three words here", 1_000_000));
+        assert_eq!((held.document.simhash, held.holder.as_str()), (Some(9), holder.to_string().as_str()));
+        assert_eq!(held.links, vec![url::Url::parse("http://a.test/next").unwrap()]);
+        let stale = 1_000_000 + ADOPT_MAX_AGE.as_secs() + 1;
+        assert!(adoptable(copy.clone(), &url, &holder, stale).is_none(), "too old: fetched again");
+        let other = url::Url::parse("http://a.test/q").unwrap();
+        assert!(adoptable(copy, &other, &holder, now).is_none(), "another page's copy");
     }
 }

@@ -137,6 +137,10 @@ pub fn explain(crawl: &CrawlView, document: Option<&IndexView>) -> String {
             Fate::Failed { error, detail, retrying } => format!("failed ({error}: {detail}){}", retry(*retrying)),
             Fate::Disallowed => "robots.txt disallows it for this crawler".to_string(),
             Fate::Rendering => "waiting for the headless browser (its host's pages need JavaScript)".to_string(),
+            Fate::Adopted { holder, fetched_at } => format!(
+                "indexed from the copy member {holder} held (fetched by its crawler at {}), not fetched again",
+                weft_index::documents::rfc3339(*fetched_at)
+            ),
             Fate::Skipped { reason } => {
                 let why = match reason.as_str() {
                     "binary" => "it looks like a binary file, not a page",

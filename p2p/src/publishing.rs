@@ -493,6 +493,7 @@ mod tests {
             text: "text".into(),
             chunks: Vec::new(),
             fetched_at: 1,
+            links: Vec::new(),
             publisher: Vec::new(),
             signature: Vec::new(),
         }

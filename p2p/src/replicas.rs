@@ -23,6 +23,8 @@ use weft_page::PageMeta;
 pub const MAX_TEXT_BYTES: usize = 1024 * 1024;
 /// Chunks a copy may list, at most.
 pub const MAX_CHUNKS: usize = 16_384;
+/// Outbound links a copy may carry, at most.
+pub const MAX_LINKS: usize = 500;
 const MAX_FIELD_BYTES: usize = 4096;
 
 /// A chunk's place in the main text: the byte range the model embedded (chunks overlap).
@@ -57,6 +59,10 @@ pub struct Replica {
     pub chunks: Vec<Span>,
     /// When the publisher fetched the page, Unix seconds: a newer fetch replaces an older copy.
     pub fetched_at: u64,
+    /// The page's outbound links (its first [`MAX_LINKS`]): a member that indexes the page from
+    /// this copy instead of fetching it follows them as if it had.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<String>,
     /// The publishing peer's public key (libp2p's protobuf encoding).
     #[serde(default, with = "serde_bytes")]
     pub publisher: Vec<u8>,
@@ -128,7 +134,12 @@ impl Replica {
         out.field(self.text.as_bytes());
         let spans: Vec<u8> =
             self.chunks.iter().flat_map(|s| [s.start, s.end, s.tokens]).flat_map(u32::to_le_bytes).collect();
-        out.field(&spans).field(&self.fetched_at.to_le_bytes()).field(&self.publisher);
+        out.field(&spans).field(&self.fetched_at.to_le_bytes());
+        out.field(&(self.links.len() as u32).to_le_bytes());
+        for l in &self.links {
+            out.field(l.as_bytes());
+        }
+        out.field(&self.publisher);
         out.into_bytes()
     }
 
@@ -161,7 +172,8 @@ impl Replica {
 
     /// Its size as the outbox estimates a batch.
     pub fn bytes(&self) -> usize {
-        self.text.len() + 12 * self.chunks.len() + self.page.url.len() + self.page.title.len() + 300
+        let links: usize = self.links.iter().map(|l| l.len() + 8).sum();
+        self.text.len() + 12 * self.chunks.len() + links + self.page.url.len() + self.page.title.len() + 300
     }
 }
 
@@ -191,6 +203,12 @@ pub fn check_content(r: &Replica) -> Result<(PeerId, String), BadReplica> {
     }
     if r.doc != doc_id(&r.page.url) {
         return Err(BadReplica::Doc(r.doc.chars().take(40).collect()));
+    }
+    if r.links.len() > MAX_LINKS {
+        return Err(BadReplica::TooLarge("links"));
+    }
+    if let Some(bad) = r.links.iter().find(|l| page_host(l).is_none()) {
+        return Err(BadReplica::Url(bad.chars().take(100).collect()));
     }
     let mut last_start = 0;
     for (i, s) in r.chunks.iter().enumerate() {
@@ -254,6 +272,7 @@ mod tests {
             chunks: vec![Span { start: 0, end: 21, tokens: 4 }, Span { start: 23, end: text.len() as u32, tokens: 8 }],
             text,
             fetched_at: 100,
+            links: vec!["http://a.test/next".into()],
             publisher: Vec::new(),
             signature: Vec::new(),
         };
@@ -301,6 +320,13 @@ mod tests {
         r.chunks = vec![Span { start: 0, end: 3, tokens: 1 }];
         r.sign(&key());
         assert_eq!(check_content(&r), Err(BadReplica::Span(0)), "inside a character");
+        r = good.clone();
+        r.links.push("javascript:alert(1)".into());
+        r.sign(&key());
+        assert!(matches!(check_content(&r), Err(BadReplica::Url(_))), "a link that is not a page");
+        r = good.clone();
+        r.links[0] = "http://a.test/elsewhere".into();
+        assert_eq!(check_content(&r), Err(BadReplica::Signature), "links are signed");
         r = good.clone();
         r.text = "x".repeat(MAX_TEXT_BYTES + 1);
         assert_eq!(check_content(&r), Err(BadReplica::TooLarge("text")));

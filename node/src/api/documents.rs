@@ -154,7 +154,9 @@ pub(super) async fn get_document(
     let Some(network) = state.network.as_ref().filter(|_| network_scope) else {
         return Err(missing("this node holds no document with that id".into()));
     };
-    let answer = network.get_document(&id.hex(), &first, DOC_HEDGE, DOC_DEADLINE).await;
+    // Every member, in the order of the id's owners: its holders first.
+    let everyone = network.ring().members().len();
+    let answer = network.get_document(&id.hex(), &first, everyone, DOC_HEDGE, DOC_DEADLINE).await;
     let asked: Vec<(String, String)> = answer.asked.iter().map(|(p, said)| (p.to_string(), said.clone())).collect();
     match answer.found.and_then(|(peer, copy)| crate::replicas::view_of(&copy).map(|v| (peer, copy, v))) {
         Some((peer, copy, document)) => {

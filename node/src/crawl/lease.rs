@@ -66,6 +66,18 @@ impl Inner {
             // Leased just before the operator blocked its host.
             return (Completion::Done { page: false }, false);
         }
+        if lease.entry.kind == UrlKind::Page {
+            // A page another member holds a fresh copy of is indexed from it, not fetched
+            // again: its host changed hands when its crawler left or died, or this node lost
+            // the completion in a crash. (No request: robots.txt is not needed either.)
+            if let Some(route) = &self.route {
+                if let Some(copy) = self.until_cut(route.copy_of(url)).await.flatten() {
+                    if self.adopt(lease, url, copy).await {
+                        return (Completion::Done { page: true }, false);
+                    }
+                }
+            }
+        }
         let now = weft_clock::now_secs();
         let cached = blocking(|| self.robots.lock().get(host, now));
         let Some(rules) = cached else {

@@ -71,6 +71,13 @@ pub trait Route: Send + Sync + 'static {
     fn forward_done(&self, url: &Url);
     /// The member that owns `host` when it is not this node.
     fn owner(&self, host: &str) -> Option<String>;
+    /// A fresh copy of the page at `url` that another member holds (`index.replicas`): the
+    /// crawl indexes it instead of fetching the page again. `None` when no holder has one
+    /// (answered within a short deadline).
+    fn copy_of(&self, url: &Url) -> futures::future::BoxFuture<'static, Option<crate::page::HeldCopy>> {
+        let _ = url;
+        Box::pin(std::future::ready(None))
+    }
 }
 
 /// The browser tier's queue, as the crawl sees it (see `layouts/rendering.rs`).
@@ -673,7 +680,14 @@ impl Inner {
         let next = processed.extracted.as_ref().and_then(|e| e.classification.hints.next_page.clone());
         let from_hub = processed.extracted.as_ref().is_some_and(|e| e.classification.page_type == PageType::Hub);
         let candidates = outcome::page_candidates(processed.links, next, depth, from_hub, |u| self.may_follow(u));
-        let source = HostKey::of(&page_url);
+        learned.queued = self.queue_links(&page_url, candidates);
+        learned
+    }
+
+    /// Queues the links found on `page_url` within the caps on new hosts per page and per
+    /// source host; returns how many were new.
+    fn queue_links(&self, page_url: &Url, candidates: Vec<Candidate>) -> usize {
+        let source = HostKey::of(page_url);
         let (candidates, dropped) = outcome::cap_hosts(candidates, &source);
         if dropped > 0 {
             let why = format!("{dropped} links to hosts past the first {}", outcome::MAX_HOSTS_PER_PAGE);
@@ -688,8 +702,33 @@ impl Inner {
             );
             self.metrics.error("hosts_per_source_capped", page_url.as_str(), &why);
         }
-        learned.queued = self.push_all(candidates);
-        learned
+        self.push_all(candidates)
+    }
+
+    /// Indexes the page at `url` from a copy another member held instead of fetching it, and
+    /// follows its links as if it had been fetched; `false` when it could not be indexed (the
+    /// page is fetched then).
+    async fn adopt(&self, lease: &Lease, url: &Url, copy: crate::page::HeldCopy) -> bool {
+        let pipeline = self.pipeline.clone();
+        let (fetched_at, holder) = (copy.document.fetched_at, copy.holder.clone());
+        let links = copy.links.clone();
+        let indexed = tokio::task::spawn_blocking(move || pipeline.adopt(&copy)).await.unwrap_or(false);
+        if !indexed {
+            return false;
+        }
+        inc(&self.metrics.pages_adopted);
+        self.note(url.as_str(), weft_frontier::outcomes::Fate::Adopted { holder, fetched_at });
+        let depth = lease.entry.depth;
+        let candidates = links
+            .into_iter()
+            .filter(|u| self.may_follow(u))
+            .map(|u| {
+                let kind = outcome::link_kind(&u);
+                Candidate::of(u, kind, depth + 1)
+            })
+            .collect();
+        self.queue_links(url, candidates);
+        true
     }
 
     /// Counts the page's URL template (a scheme change it completes is logged and counted),

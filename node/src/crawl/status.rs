@@ -11,6 +11,9 @@ pub struct CrawlStatus {
     pub uptime_secs: f64,
     /// HTML pages fetched with a 2xx status.
     pub pages_fetched: u64,
+    /// Pages indexed from a copy another member held, not fetched (see `index.replicas`).
+    #[serde(default)]
+    pub pages_adopted: u64,
     pub pages_per_sec: f64,
     /// Every HTTP request made, robots.txt, sitemaps and redirects included.
     pub requests: u64,
@@ -95,6 +98,7 @@ impl CrawlStatus {
             state: state.to_string(),
             uptime_secs: uptime,
             pages_fetched: pages,
+            pages_adopted: m.pages_adopted.load(Relaxed),
             pages_per_sec: if uptime > 0.0 { pages as f64 / uptime } else { 0.0 },
             requests: m.requests.load(Relaxed),
             bytes: m.bytes.load(Relaxed),

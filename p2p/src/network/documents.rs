@@ -152,17 +152,24 @@ pub struct DocAnswer {
 
 impl NetworkHandle {
     /// Reads document `doc` from the members that hold it: `first` (e.g. the peer a search hit
-    /// named), then the owners of its id on the current ring. One is asked at a time; another
-    /// joins when the last stays silent for `hedge` or answers without it, until a copy whose
-    /// id and signature check out arrives or `deadline` passes.
-    pub async fn get_document(&self, doc: &str, first: &[PeerId], hedge: Duration, deadline: Duration) -> DocAnswer {
+    /// named), then the first `owners` owners of its id on the current ring (its holders are
+    /// among the first `index.replicas + 1`; past them, members that held it before the ring
+    /// changed may). One is asked at a time; another joins when the last stays silent for
+    /// `hedge` or answers without it, until a copy whose id and signature check out arrives or
+    /// `deadline` passes.
+    pub async fn get_document(
+        &self,
+        doc: &str,
+        first: &[PeerId],
+        owners: usize,
+        hedge: Duration,
+        deadline: Duration,
+    ) -> DocAnswer {
         let started = Instant::now();
         let me = self.peer_id;
         let ring = self.ring();
         let mut holders: Vec<PeerId> = first.to_vec();
-        // Past the copies' holders, the next members clockwise: a holder that joined since the
-        // copy was made may not have it yet, the one it took the range from may.
-        for p in replicas::doc_owners(&ring, doc, ring.members().len()) {
+        for p in replicas::doc_owners(&ring, doc, owners) {
             if !holders.contains(&p) {
                 holders.push(p);
             }

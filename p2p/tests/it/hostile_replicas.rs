@@ -64,6 +64,7 @@ fn copy(url: &str, key: &libp2p::identity::Keypair) -> Replica {
         chunks: vec![Span { start: 0, end: 10, tokens: 3 }, Span { start: 11, end: text.len() as u32, tokens: 6 }],
         text,
         fetched_at: 1_790_000_000,
+        links: Vec::new(),
         publisher: Vec::new(),
         signature: Vec::new(),
     };
@@ -157,11 +158,12 @@ async fn a_publisher_sends_copies_only_of_its_own_hosts_pages_as_it_signed_them(
     // document nobody holds is missing everywhere.
     let doc = held[0].1.doc.clone();
     let got =
-        within(20, "a read", b.get_document(&doc, &[nid], Duration::from_millis(300), Duration::from_secs(5))).await;
+        within(20, "a read", b.get_document(&doc, &[nid], 3, Duration::from_millis(300), Duration::from_secs(5))).await;
     let (from, r) = got.found.expect("found");
     assert_eq!((from, &r), (nid, &held[0].1), "{:?}", got.asked);
-    let none =
-        b.get_document(&doc_id("http://nowhere.test/"), &[], Duration::from_millis(300), Duration::from_secs(5)).await;
+    let none = b
+        .get_document(&doc_id("http://nowhere.test/"), &[], 3, Duration::from_millis(300), Duration::from_secs(5))
+        .await;
     assert!(none.found.is_none());
     assert!(none.asked.iter().all(|(_, said)| said == "missing"), "{:?}", none.asked);
     assert!(n.status().documents.served >= 1, "{:?}", n.status().documents);
