@@ -410,12 +410,14 @@ async fn spawn_network(
             tasks.spawn(crate::cell_upkeep::drop_unowned(cells.clone(), handle.clone(), replicas, doc_replicas));
             tasks.spawn(crate::replicas::serve_reads(local.clone(), cells.clone(), started.documents));
             if doc_replicas > 0 {
-                tasks.spawn(crate::replicas::repair_on_changes(
-                    local.clone(),
-                    cells.clone(),
-                    handle.clone(),
-                    doc_replicas,
-                ));
+                // The pages of a crawler gone for good go back to their hosts' owners.
+                let crawl = crawler.clone();
+                let rediscover: crate::replicas::Rediscover = Arc::new(move |urls: Vec<String>| {
+                    let crawl = crawl.clone();
+                    Box::pin(async move { crawl.rediscover(&urls).await })
+                });
+                let (local, cells, handle) = (local.clone(), cells.clone(), handle.clone());
+                tasks.spawn(crate::replicas::repair_on_changes(local, cells, handle, rediscover, doc_replicas));
             }
             tasks.spawn(crate::cell_upkeep::expire_postings(cells));
             tasks.spawn(crate::cell_upkeep::reannounce(local, handle.clone(), model));

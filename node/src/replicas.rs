@@ -160,6 +160,30 @@ pub fn gained_holders(
     out
 }
 
+/// The documents (of `docs`) whose crawler left between `before` and `after` and of which this
+/// node is the first holder still a member: it queues their pages again (see
+/// `Crawler::rediscover`).
+pub fn orphaned(
+    before: &Ring,
+    after: &Ring,
+    r: usize,
+    me: &PeerId,
+    docs: &[(String, PeerId)],
+) -> Vec<(String, PeerId)> {
+    docs.iter()
+        .filter(|(doc, publisher)| {
+            before.contains(publisher)
+                && !after.contains(publisher)
+                && doc_holders(before, doc, r, publisher).iter().find(|o| after.contains(o)) == Some(me)
+        })
+        .cloned()
+        .collect()
+}
+
+/// Queues pages again through the crawl (each to its host's owner); says how many were queued
+/// here. (A function, not the crawler: the crawl comes after this module.)
+pub type Rediscover = Arc<dyn Fn(Vec<String>) -> futures::future::BoxFuture<'static, usize> + Send + Sync>;
+
 /// Copies sent to one member in one command, at most (the outbox batches them further).
 const HAND_OVER_CHUNK: usize = 256;
 
@@ -172,6 +196,7 @@ pub async fn repair_on_changes(
     index: Arc<LocalIndex>,
     cells: Arc<CellStore>,
     network: weft_p2p::NetworkHandle,
+    rediscover: Rediscover,
     r: usize,
 ) {
     let me = network.peer_id();
@@ -182,7 +207,7 @@ pub async fn repair_on_changes(
         let (before, after) = (previous.clone(), ring.clone());
         previous = ring;
         let (index, cells) = (index.clone(), cells.clone());
-        let plan = move || -> Result<Vec<(PeerId, Vec<Replica>)>, IndexError> {
+        let plan = move || -> Result<(Vec<(PeerId, Vec<Replica>)>, Vec<String>), IndexError> {
             let mut docs: Vec<(String, PeerId)> = Vec::new();
             for entry in index.store().docs_after(None) {
                 let (id, record) = entry?;
@@ -193,6 +218,16 @@ pub async fn repair_on_changes(
             for (id, head) in cells.replicas().heads()? {
                 if let Ok(publisher) = head.publisher.parse() {
                     docs.push((id.hex(), publisher));
+                }
+            }
+            // The pages of crawlers gone for good, which this node speaks for now.
+            let mut orphans = Vec::new();
+            for (doc, publisher) in orphaned(&before, &after, r, &me, &docs) {
+                let Ok(id) = DocId::parse_hex(&doc) else { continue };
+                if let Some(copy) = held(&cells, &id)? {
+                    if copy.publisher_id() == Some(publisher) {
+                        orphans.push(copy.page.url);
+                    }
                 }
             }
             let gained = gained_holders(&before, &after, r, &me, docs);
@@ -208,11 +243,15 @@ pub async fn repair_on_changes(
                 }
                 out.push((to, copies));
             }
-            Ok(out)
+            Ok((out, orphans))
         };
-        let Some(plan) = bounded("copy repair", STORE_BOUND * 4, plan).await else {
+        let Some((plan, orphans)) = bounded("copy repair", STORE_BOUND * 4, plan).await else {
             continue;
         };
+        if !orphans.is_empty() {
+            let queued = rediscover(orphans.clone()).await;
+            tracing::info!(pages = orphans.len(), queued, "queued again the pages of a crawler gone for good");
+        }
         for (to, copies) in plan {
             tracing::info!(%to, copies = copies.len(), "sending document copies to a new holder");
             let mut copies = copies.into_iter().peekable();
@@ -278,6 +317,21 @@ mod tests {
             }
         }
         assert!(sent.values().all(|n| *n == 1));
+        // And its pages are queued again by exactly one surviving holder each.
+        let mut queued: BTreeMap<String, usize> = BTreeMap::new();
+        for me in &members[1..] {
+            let held: Vec<(String, PeerId)> = docs
+                .iter()
+                .filter(|d| doc_holders(&after, d, 3, &publisher).contains(me))
+                .map(|d| (d.clone(), publisher))
+                .collect();
+            for (d, _) in orphaned(&after, &gone, 3, me, &held) {
+                *queued.entry(d).or_default() += 1;
+            }
+            assert!(orphaned(&after, &after, 3, me, &held).is_empty(), "not while the publisher is there");
+        }
+        assert_eq!(queued.len(), docs.len());
+        assert!(queued.values().all(|n| *n == 1));
         for d in &docs {
             for owner in doc_holders(&gone, d, 3, &publisher) {
                 let had = doc_holders(&after, d, 3, &publisher).contains(&owner);

@@ -360,6 +360,13 @@ fn print_summary(r: &RunReport) {
     );
     println!("layouts           {}", runner::layouts_line(r));
     println!("placement         {}", runner::placement_line(r));
+    println!("copies            {}", runner::copies_line(r));
+    if let Some(d) = &r.documents {
+        println!("read back         {}", runner::documents::summary(d));
+        if !d.lost.is_empty() {
+            println!("                  no node could read: {}", d.lost.join(", "));
+        }
+    }
     println!("lost URLs         {}", w.lost.len());
     println!("politeness        {} violations", w.politeness_violations.len());
     for v in w.politeness_violations.iter().take(10) {

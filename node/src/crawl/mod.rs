@@ -317,6 +317,20 @@ impl Crawler {
         results
     }
 
+    /// Queues pages again whose crawler is gone for good (their copies survive on this node):
+    /// each goes to its host's owner, which indexes it from a copy instead of fetching it and
+    /// follows its links — what the departed crawler had queued of those hosts is found again.
+    /// A page its owner has done already is not queued twice. Returns how many were queued
+    /// here.
+    pub async fn rediscover(&self, urls: &[String]) -> usize {
+        let candidates: Vec<Candidate> =
+            urls.iter().filter_map(|u| normalize(u, None).ok()).map(|u| Candidate::page(u, 1)).collect();
+        let queued = self.inner.push_all(candidates);
+        let _ = self.inner.flush().await;
+        self.inner.wake.notify_one();
+        queued
+    }
+
     /// One request outside the crawl's queue (the teacher's static pages, a page the browser
     /// failed on), under the crawl's rules; see `Inner::fetch_for_browser`.
     pub async fn fetch_for_browser(&self, url: &Url, patience: Duration) -> Result<Fetched, BrowserFetchError> {

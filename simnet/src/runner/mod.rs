@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+pub mod documents;
 mod node;
 mod reports;
 
@@ -459,6 +460,22 @@ pub async fn run_with(
         .filter(|n| n.state == State::Up)
         .map(|n| LiveNode { node: n.n, api: std::net::SocketAddr::from(([127, 0, 0, 1], n.api_port)) })
         .collect();
+    // Every article page fetched, read back through every node up.
+    let documents = if spec.index && !live.is_empty() {
+        let fetched: std::collections::HashSet<(&str, &str)> =
+            log.iter().filter(|r| (200..300).contains(&r.status)).map(|r| (r.host.as_str(), r.path.as_str())).collect();
+        let urls: Vec<String> = web
+            .titles
+            .keys()
+            .filter(|(h, p)| fetched.contains(&(h.as_str(), p.as_str())))
+            .map(|(h, p)| server.url(h, p))
+            .collect();
+        let apis: Vec<std::net::SocketAddr> = live.iter().map(|n| n.api).collect();
+        sim.observe().await;
+        Some(documents::read_back(&sim.http, &apis, &urls).await)
+    } else {
+        None
+    };
     finish(&live).await;
     for node in &mut sim.nodes {
         if let Some(mut child) = node.child.take() {
@@ -541,6 +558,11 @@ pub async fn run_with(
             postings_published: u(&net["postings"]["published"]),
             postings_received: u(&net["postings"]["received"]),
             postings_refused: u(&net["postings"]["refused"]),
+            own_documents: u(&s["index"]["documents"]),
+            copies: u(&s["index"]["cells"]["copies"]),
+            copy_bytes: u(&s["index"]["cells"]["copy_bytes"]),
+            copies_received: u(&net["postings"]["replicas_received"]),
+            pages_adopted: u(&s["pages_adopted"]),
         });
     }
     let up: Vec<&NodeReport> = nodes.iter().filter(|n| n.rss_mib > 0.0).collect();
@@ -566,6 +588,7 @@ pub async fn run_with(
         churn: marks,
         fetch_rate,
         search,
+        documents,
     })
 }
 

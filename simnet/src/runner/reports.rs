@@ -42,6 +42,29 @@ pub struct NodeReport {
     pub postings_published: u64,
     pub postings_received: u64,
     pub postings_refused: u64,
+    /// Document copies when last seen: its own documents, the copies it holds for others (and
+    /// their bytes), copies received, and pages it indexed from another member's copy instead
+    /// of fetching them.
+    pub own_documents: u64,
+    pub copies: u64,
+    pub copy_bytes: u64,
+    pub copies_received: u64,
+    pub pages_adopted: u64,
+}
+
+/// Document copies across the nodes up at the end, in a line: copies held against the nodes'
+/// own documents (storage as a multiple), pages indexed from a copy instead of fetched.
+pub fn copies_line(r: &RunReport) -> String {
+    let up: Vec<&NodeReport> = r.nodes.iter().filter(|n| n.state == "up" && n.rss_mib > 0.0).collect();
+    let own: u64 = up.iter().map(|n| n.own_documents).sum();
+    let copies: u64 = up.iter().map(|n| n.copies).sum();
+    let bytes: u64 = up.iter().map(|n| n.copy_bytes).sum();
+    let adopted: u64 = r.nodes.iter().map(|n| n.pages_adopted).sum();
+    format!(
+        "copies: {copies} held against {own} own documents ({:.1}×, {:.1} MiB); {adopted} pages indexed from a copy instead of fetched",
+        copies as f64 / own.max(1) as f64,
+        bytes as f64 / (1 << 20) as f64
+    )
 }
 
 /// Placement by meaning across the nodes up at the end, in a line: what the cell stores hold
@@ -119,4 +142,7 @@ pub struct RunReport {
     /// The search phase, when asked for: recall@10 against an exact index, peers contacted,
     /// latency (every question's record is in `search.json` in the work dir).
     pub search: Option<SearchReport>,
+    /// Every article page fetched, read back by its document id through every node up at the
+    /// end (with an index).
+    pub documents: Option<super::documents::DocumentsReport>,
 }

@@ -1,0 +1,135 @@
+//! After the crawl: is every page the network indexed still readable — from every node up,
+//! whoever crawled it and whether its crawler is still there? Each article page fetched in
+//! the run is read by its document id through every live node's API
+//! (`GET /documents/{id}`, which answers from the node's own index, a copy it holds, or a
+//! copy read from a holder over `/weft/doc/1`), and where each answer came from is counted.
+
+use futures_util::StreamExt;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+/// Reads in flight at once.
+const CONCURRENT: usize = 8;
+
+/// What reading every page back found.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DocumentsReport {
+    /// Article pages fetched in the run (their documents are what should be readable).
+    pub pages: usize,
+    /// Nodes up that were asked.
+    pub nodes: usize,
+    /// Pages readable from at least one node, and from every node asked.
+    pub found: usize,
+    pub everywhere: usize,
+    /// Reads in all, and reads that found nothing.
+    pub reads: usize,
+    pub missed: usize,
+    /// Reads by where the answer came from: `local`, `copy`, `peer`.
+    pub by_source: BTreeMap<String, usize>,
+    /// Read latency by source, milliseconds: (p50, p95).
+    pub ms: BTreeMap<String, (f64, f64)>,
+    /// A few of the pages no node could read.
+    pub lost: Vec<String>,
+}
+
+/// The document id of `url` as the nodes spell it (the normalized URL's).
+fn doc_of(url: &str) -> Option<String> {
+    let normalized = weft_url::normalize(url, None).ok()?;
+    Some(weft_index::DocId::of_url(normalized.as_str()).hex())
+}
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+/// Reads each of `urls` through each of `apis`.
+pub async fn read_back(http: &reqwest::Client, apis: &[SocketAddr], urls: &[String]) -> DocumentsReport {
+    let jobs: Vec<(usize, SocketAddr, String)> = urls
+        .iter()
+        .enumerate()
+        .filter_map(|(i, u)| doc_of(u).map(|d| (i, d)))
+        .flat_map(|(i, d)| apis.iter().map(move |a| (i, *a, d.clone())))
+        .collect();
+    let answers: Vec<(usize, Option<String>, f64)> = futures_util::stream::iter(jobs)
+        .map(|(i, api, doc)| async move {
+            let started = Instant::now();
+            let reply = http.get(format!("http://{api}/documents/{doc}")).send().await;
+            let ms = started.elapsed().as_secs_f64() * 1e3;
+            let source = match reply {
+                Ok(r) if r.status().is_success() => r
+                    .json::<serde_json::Value>()
+                    .await
+                    .ok()
+                    .and_then(|v| v["source"]["held"].as_str().map(str::to_string)),
+                _ => None,
+            };
+            (i, source, ms)
+        })
+        .buffer_unordered(CONCURRENT)
+        .collect()
+        .await;
+    let mut report = DocumentsReport { pages: urls.len(), nodes: apis.len(), ..Default::default() };
+    let mut per_page = vec![0usize; urls.len()];
+    let mut ms: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for (i, source, t) in answers {
+        report.reads += 1;
+        match source {
+            Some(s) => {
+                per_page[i] += 1;
+                *report.by_source.entry(s.clone()).or_default() += 1;
+                ms.entry(s).or_default().push(t);
+            }
+            None => report.missed += 1,
+        }
+    }
+    report.found = per_page.iter().filter(|n| **n > 0).count();
+    report.everywhere = per_page.iter().filter(|n| **n == apis.len()).count();
+    report.lost = per_page.iter().zip(urls).filter(|(n, _)| **n == 0).map(|(_, u)| u.clone()).take(10).collect();
+    for (s, mut v) in ms {
+        v.sort_by(f64::total_cmp);
+        report.ms.insert(s, (percentile(&v, 0.5), percentile(&v, 0.95)));
+    }
+    report
+}
+
+/// The report in a few lines, for the console.
+pub fn summary(r: &DocumentsReport) -> String {
+    let sources: Vec<String> = r
+        .by_source
+        .iter()
+        .map(|(s, n)| {
+            let (p50, p95) = r.ms.get(s).copied().unwrap_or_default();
+            format!("{s} {n} (p50 {p50:.1} / p95 {p95:.1} ms)")
+        })
+        .collect();
+    format!(
+        "documents: {} of {} article pages readable from some node, {} from all {} nodes up; {} of {} reads \
+         answered ({}), {} missed",
+        r.found,
+        r.pages,
+        r.everywhere,
+        r.nodes,
+        r.reads - r.missed,
+        r.reads,
+        sources.join(", "),
+        r.missed
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pages_id_is_its_normalized_urls() {
+        assert_eq!(doc_of("http://a.test:8080/p"), Some(weft_index::DocId::of_url("http://a.test:8080/p").hex()));
+        assert_eq!(doc_of("not a url"), None);
+        assert_eq!(percentile(&[1.0, 2.0, 3.0], 0.5), 2.0);
+        assert_eq!(percentile(&[], 0.5), 0.0);
+    }
+}
