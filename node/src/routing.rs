@@ -424,7 +424,8 @@ async fn off_the_ring(network: &NetworkHandle) -> bool {
 /// URL still queued here — requests the stop cut, hosts that were busy, pages still waiting
 /// for the browser — to the members that own its host without this node (journaled first),
 /// and waits up to `wait` until every hand-off and every batch forwarded meanwhile is
-/// acknowledged and the renders in flight are done. Alone, the node keeps its queue: there is
+/// acknowledged, the postings and document copies of its last pages are delivered, and the
+/// renders in flight are done. Alone, the node keeps its queue: there is
 /// nobody to give it to.
 pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal, wait: Duration) {
     if others(network) == 0 {
@@ -439,7 +440,12 @@ pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal
     let done = async {
         loop {
             let s = network.status();
-            let sent = crate::storage::blocking(|| journal.is_empty()) && s.urls_waiting == 0 && s.urls_in_flight == 0;
+            // The postings and document copies of the pages indexed last go out too: a page
+            // handed over as done whose copies never left would be lost with this node.
+            let sent = crate::storage::blocking(|| journal.is_empty())
+                && s.urls_waiting == 0
+                && s.urls_in_flight == 0
+                && s.postings.backlog == 0;
             // A render that was running when the queue closed: its page and links are this
             // node's to finish (the links then go out like any other).
             if sent && crawler.rendering() == 0 {

@@ -32,6 +32,11 @@ pub struct DocumentsReport {
     pub ms: BTreeMap<String, (f64, f64)>,
     /// A few of the pages no node could read.
     pub lost: Vec<String>,
+    /// Pages some node answered as an alias (a near duplicate of another page, recorded by the
+    /// node that fetched it and not indexed: no copies are made of it), and of those, the ones
+    /// not readable from every node.
+    pub aliases: usize,
+    pub aliases_not_everywhere: usize,
 }
 
 /// The document id of `url` as the nodes spell it (the normalized URL's).
@@ -55,17 +60,16 @@ pub async fn read_back(http: &reqwest::Client, apis: &[SocketAddr], urls: &[Stri
         .filter_map(|(i, u)| doc_of(u).map(|d| (i, d)))
         .flat_map(|(i, d)| apis.iter().map(move |a| (i, *a, d.clone())))
         .collect();
-    let answers: Vec<(usize, Option<String>, f64)> = futures_util::stream::iter(jobs)
+    let answers: Vec<(usize, Option<(String, bool)>, f64)> = futures_util::stream::iter(jobs)
         .map(|(i, api, doc)| async move {
             let started = Instant::now();
             let reply = http.get(format!("http://{api}/documents/{doc}")).send().await;
             let ms = started.elapsed().as_secs_f64() * 1e3;
             let source = match reply {
-                Ok(r) if r.status().is_success() => r
-                    .json::<serde_json::Value>()
-                    .await
-                    .ok()
-                    .and_then(|v| v["source"]["held"].as_str().map(str::to_string)),
+                Ok(r) if r.status().is_success() => r.json::<serde_json::Value>().await.ok().and_then(|v| {
+                    let alias = v["state"] == "alias";
+                    v["source"]["held"].as_str().map(|s| (s.to_string(), alias))
+                }),
                 _ => None,
             };
             (i, source, ms)
@@ -75,12 +79,14 @@ pub async fn read_back(http: &reqwest::Client, apis: &[SocketAddr], urls: &[Stri
         .await;
     let mut report = DocumentsReport { pages: urls.len(), nodes: apis.len(), ..Default::default() };
     let mut per_page = vec![0usize; urls.len()];
+    let mut alias = vec![false; urls.len()];
     let mut ms: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for (i, source, t) in answers {
         report.reads += 1;
         match source {
-            Some(s) => {
+            Some((s, is_alias)) => {
                 per_page[i] += 1;
+                alias[i] |= is_alias;
                 *report.by_source.entry(s.clone()).or_default() += 1;
                 ms.entry(s).or_default().push(t);
             }
@@ -88,6 +94,8 @@ pub async fn read_back(http: &reqwest::Client, apis: &[SocketAddr], urls: &[Stri
         }
     }
     report.found = per_page.iter().filter(|n| **n > 0).count();
+    report.aliases = alias.iter().filter(|a| **a).count();
+    report.aliases_not_everywhere = alias.iter().zip(&per_page).filter(|(a, n)| **a && **n < apis.len()).count();
     report.everywhere = per_page.iter().filter(|n| **n == apis.len()).count();
     report.lost = per_page.iter().zip(urls).filter(|(n, _)| **n == 0).map(|(_, u)| u.clone()).take(10).collect();
     for (s, mut v) in ms {
@@ -109,7 +117,8 @@ pub fn summary(r: &DocumentsReport) -> String {
         .collect();
     format!(
         "documents: {} of {} article pages readable from some node, {} from all {} nodes up; {} of {} reads \
-         answered ({}), {} missed",
+         answered ({}), {} missed; {} of the pages are aliases (near duplicates, not indexed: read only where \
+         they were fetched), {} of them not from every node",
         r.found,
         r.pages,
         r.everywhere,
@@ -117,7 +126,9 @@ pub fn summary(r: &DocumentsReport) -> String {
         r.reads - r.missed,
         r.reads,
         sources.join(", "),
-        r.missed
+        r.missed,
+        r.aliases,
+        r.aliases_not_everywhere
     )
 }
 
