@@ -471,7 +471,23 @@ pub async fn run_with(
             .map(|(h, p)| server.url(h, p))
             .collect();
         let apis: Vec<std::net::SocketAddr> = live.iter().map(|n| n.api).collect();
-        sim.observe().await;
+        // After repair: once every node up has delivered its postings and copies (a minute
+        // at most), as a volunteer reading a page some minutes later would find it.
+        let settled = Instant::now();
+        loop {
+            sim.observe().await;
+            let backlog: u64 = sim
+                .nodes
+                .iter()
+                .filter(|n| n.state == State::Up)
+                .filter_map(|n| n.status.as_ref())
+                .map(|s| s["network"]["postings"]["backlog"].as_u64().unwrap_or(0))
+                .sum();
+            if backlog == 0 || settled.elapsed() > Duration::from_secs(60) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
         Some(documents::read_back(&sim.http, &apis, &urls).await)
     } else {
         None
