@@ -303,14 +303,15 @@ mod tests {
         assert!(sent.keys().any(|(to, _)| *to == members[6]), "the newcomer gained some");
         // The publisher gone for good: the first surviving holder sends each copy, once.
         let gone = Ring::new(members[1..].to_vec(), 50);
+        let held_on = |ring: &Ring, me: &PeerId| -> Vec<(String, PeerId)> {
+            docs.iter()
+                .filter(|d| doc_holders(ring, d, 3, &publisher).contains(me))
+                .map(|d| (d.clone(), publisher))
+                .collect()
+        };
         let mut sent: BTreeMap<(PeerId, String), usize> = BTreeMap::new();
         for me in &members[1..] {
-            let held: Vec<(String, PeerId)> = docs
-                .iter()
-                .filter(|d| doc_holders(&after, d, 3, &publisher).contains(me))
-                .map(|d| (d.clone(), publisher))
-                .collect();
-            for (to, ids) in gained_holders(&after, &gone, 3, me, held) {
+            for (to, ids) in gained_holders(&after, &gone, 3, me, held_on(&after, me)) {
                 for d in ids {
                     *sent.entry((to, d)).or_default() += 1;
                 }
@@ -320,11 +321,7 @@ mod tests {
         // And its pages are queued again by exactly one surviving holder each.
         let mut queued: BTreeMap<String, usize> = BTreeMap::new();
         for me in &members[1..] {
-            let held: Vec<(String, PeerId)> = docs
-                .iter()
-                .filter(|d| doc_holders(&after, d, 3, &publisher).contains(me))
-                .map(|d| (d.clone(), publisher))
-                .collect();
+            let held = held_on(&after, me);
             for (d, _) in orphaned(&after, &gone, 3, me, &held) {
                 *queued.entry(d).or_default() += 1;
             }

@@ -6,11 +6,10 @@
 //! the cells' postings are handed to their new owners, and every page of A is held by at least
 //! two of the members (the replicas) and found from D.
 
-use crate::common;
+use crate::common::{self, Member};
 
 use std::collections::HashMap;
 use std::time::Duration;
-use weft_node::Node;
 use weft_simnet::{topic_page, Site, WebServer, TOPICS};
 
 const NODES: usize = 5;
@@ -22,39 +21,19 @@ fn host(topic: usize, j: usize) -> String {
     format!("c{topic}-{j}.test")
 }
 
-struct Member {
-    net: weft_p2p::NetworkHandle,
-    index: std::sync::Arc<weft_node::IndexService>,
-    crawler: weft_node::Crawler,
-    api: std::net::SocketAddr,
-    stop: tokio::sync::watch::Sender<bool>,
-    run: tokio::task::JoinHandle<anyhow::Result<()>>,
-}
-
 async fn member(server: &WebServer, dir: &std::path::Path, n: usize, bootstrap: Vec<String>) -> Member {
-    let mut c = common::member_config(server, dir, n, bootstrap, 0);
-    c.crawl.max_depth = 0;
-    c.p2p.leave_timeout_secs = 5;
-    // Two owners per cell among five members: a node holds some cells, not all.
-    c.search.replicas = REPLICAS;
-    let node = Node::open(c).unwrap();
-    let net = node.network().unwrap().clone();
-    tokio::time::timeout(Duration::from_secs(10), net.wait_for(|s| !s.listen_addrs.is_empty())).await.unwrap();
-    let (index, crawler) = (node.index().unwrap().clone(), node.crawler().clone());
-    let (stop, rx) = tokio::sync::watch::channel(false);
-    let (api_tx, api_rx) = tokio::sync::oneshot::channel();
-    let run = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, move |a| {
-        let _ = api_tx.send(a);
-    }));
-    Member { net, index, crawler, api: api_rx.await.unwrap(), stop, run }
+    Member::start(server, dir, n, bootstrap, |c| {
+        // Two owners per cell among five members: a node holds some cells, not all.
+        c.search.replicas = REPLICAS;
+    })
+    .await
 }
 
-impl Member {
-    async fn stop(self) {
-        self.stop.send(true).unwrap();
-        self.run.await.unwrap().unwrap();
-    }
+trait Holds {
+    fn holds(&self, doc: &weft_index::DocId) -> bool;
+}
 
+impl Holds for Member {
     fn holds(&self, doc: &weft_index::DocId) -> bool {
         self.index.cells().unwrap().provenance(doc).unwrap().is_some()
     }
@@ -147,7 +126,7 @@ async fn pages_indexed_on_a_node_that_left_are_found_through_their_cells_owners(
 
     // D joins: the cells it gains are handed to it by their former owners, and every page of
     // A is held by at least as many members as a cell has owners.
-    members.push(member(&server, dirs[NODES].path(), NODES, bootstrap_of(&members[0])).await);
+    members.push(member(&server, dirs[NODES].path(), NODES, members[0].bootstrap()).await);
     common::until("D is a member", Duration::from_secs(60), || {
         members.iter().all(|m| m.net.status().members.len() == NODES)
     })
@@ -176,8 +155,4 @@ async fn pages_indexed_on_a_node_that_left_are_found_through_their_cells_owners(
     for m in members {
         m.stop().await;
     }
-}
-
-fn bootstrap_of(m: &Member) -> Vec<String> {
-    vec![m.net.status().listen_addrs[0].clone()]
 }

@@ -6,14 +6,13 @@
 //! readable from every member left; then a holder leaves too, and its copies are repaired onto
 //! the ids' new holders.
 
-use crate::common;
+use crate::common::{self, Member};
 
 use rmcp::model::CallToolRequestParams;
 use rmcp::ServiceExt;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use weft_index::DocId;
-use weft_node::Node;
 use weft_p2p::replicas::doc_holders;
 use weft_simnet::{topic_page, Site, WebServer, TOPICS};
 
@@ -26,39 +25,17 @@ fn host(topic: usize, j: usize) -> String {
     format!("r{topic}-{j}.test")
 }
 
-struct Member {
-    net: weft_p2p::NetworkHandle,
-    index: std::sync::Arc<weft_node::IndexService>,
-    crawler: weft_node::Crawler,
-    api: std::net::SocketAddr,
-    stop: tokio::sync::watch::Sender<bool>,
-    run: tokio::task::JoinHandle<anyhow::Result<()>>,
-}
-
 async fn member(server: &WebServer, dir: &std::path::Path, n: usize, bootstrap: Vec<String>) -> Member {
-    let mut c = common::member_config(server, dir, n, bootstrap, 0);
-    c.crawl.max_depth = 0;
-    c.p2p.leave_timeout_secs = 5;
-    assert_eq!(c.index.replicas, COPIES, "the default configuration");
-    let node = Node::open(c).unwrap();
-    let net = node.network().unwrap().clone();
-    tokio::time::timeout(Duration::from_secs(10), net.wait_for(|s| !s.listen_addrs.is_empty())).await.unwrap();
-    let (index, crawler) = (node.index().unwrap().clone(), node.crawler().clone());
-    let (stop, rx) = tokio::sync::watch::channel(false);
-    let (api_tx, api_rx) = tokio::sync::oneshot::channel();
-    let run = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, move |a| {
-        let _ = api_tx.send(a);
-    }));
-    Member { net, index, crawler, api: api_rx.await.unwrap(), stop, run }
+    Member::start(server, dir, n, bootstrap, |c| assert_eq!(c.index.replicas, COPIES, "the default configuration"))
+        .await
 }
 
-impl Member {
-    async fn stop(self) {
-        self.stop.send(true).unwrap();
-        self.run.await.unwrap().unwrap();
-    }
+trait Holds {
+    fn holds_copy(&self, doc: &weft_index::DocId) -> bool;
+}
 
-    fn holds_copy(&self, doc: &DocId) -> bool {
+impl Holds for Member {
+    fn holds_copy(&self, doc: &weft_index::DocId) -> bool {
         self.index.cells().unwrap().replicas().head(doc).unwrap().is_some()
     }
 }

@@ -67,6 +67,56 @@ impl Running {
     }
 }
 
+/// A member of a test network, run on its own task: its network handle, index and crawler at
+/// hand, its API on an ephemeral port.
+pub struct Member {
+    pub net: weft_p2p::NetworkHandle,
+    pub index: std::sync::Arc<weft_node::IndexService>,
+    pub crawler: weft_node::Crawler,
+    pub api: std::net::SocketAddr,
+    stop: tokio::sync::watch::Sender<bool>,
+    run: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Member {
+    /// Node `n` crawling only its seeds (depth 0), leaving within 5 s, bootstrapped from
+    /// `bootstrap`, with `tweak` applied to its [`member_config`]; returns once it listens.
+    pub async fn start(
+        server: &WebServer,
+        dir: &Path,
+        n: usize,
+        bootstrap: Vec<String>,
+        tweak: impl FnOnce(&mut Config),
+    ) -> Member {
+        let mut c = member_config(server, dir, n, bootstrap, 0);
+        c.crawl.max_depth = 0;
+        c.p2p.leave_timeout_secs = 5;
+        tweak(&mut c);
+        let node = weft_node::Node::open(c).unwrap();
+        let net = node.network().unwrap().clone();
+        let listening = net.wait_for(|s| !s.listen_addrs.is_empty());
+        tokio::time::timeout(std::time::Duration::from_secs(10), listening).await.unwrap();
+        let (index, crawler) = (node.index().unwrap().clone(), node.crawler().clone());
+        let (stop, rx) = tokio::sync::watch::channel(false);
+        let (api_tx, api_rx) = tokio::sync::oneshot::channel();
+        let run = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, move |a| {
+            let _ = api_tx.send(a);
+        }));
+        Member { net, index, crawler, api: api_rx.await.unwrap(), stop, run }
+    }
+
+    /// Stops the node gracefully (a leave) and waits until it has.
+    pub async fn stop(self) {
+        self.stop.send(true).unwrap();
+        self.run.await.unwrap().unwrap();
+    }
+
+    /// Its first listen address, for others to bootstrap from.
+    pub fn bootstrap(&self) -> Vec<String> {
+        vec![self.net.status().listen_addrs[0].clone()]
+    }
+}
+
 pub use weft_simnet::failures::{one_network_at_a_time, WorkDir};
 
 /// A data dir for this test's node: removed when the test passes, kept under
