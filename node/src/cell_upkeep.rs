@@ -1,6 +1,7 @@
 //! The cell store's upkeep over months: cells this node no longer owns are dropped once the
 //! member set has settled, this node announces its own documents again (so a posting lost with
-//! all of its cell's owners comes back), and what nobody announced within the TTL expires.
+//! all of its cell's owners comes back, and a copy that never reached a holder, or was lost
+//! with all of them, is sent again), and what nobody announced within the TTL expires.
 
 use crate::blocking::{bounded, STORE_BOUND};
 use crate::cells::postings_of;
@@ -43,7 +44,7 @@ pub async fn expire_postings(store: Arc<CellStore>) {
 /// lost with all of its cell's owners at once comes back, and what is still here outlives the
 /// owners' TTL. Only documents of hosts this node owns now (the owners take a page's postings
 /// from its host's owner only). Runs until the network stops.
-pub async fn reannounce(index: Arc<LocalIndex>, network: weft_p2p::NetworkHandle, model: String) {
+pub async fn reannounce(index: Arc<LocalIndex>, network: weft_p2p::NetworkHandle, model: String, copies: bool) {
     let me = network.peer_id();
     let book = weft_p2p::placement::shipped();
     let steps = (REANNOUNCE_EVERY.as_secs() / REANNOUNCE_STEP.as_secs()).max(1) as usize;
@@ -60,21 +61,29 @@ pub async fn reannounce(index: Arc<LocalIndex>, network: weft_p2p::NetworkHandle
         let slice = move || {
             let take = index.store().doc_count().div_ceil(steps).max(1);
             let owned = |host: &str| ring.owner(host) == Some(&me);
-            announce_slice(&index, after.as_ref(), take, owned, book, &model)
+            announce_slice(&index, after.as_ref(), take, owned, book, &model, copies)
         };
-        if let Some((postings, next)) = bounded("re-announce", STORE_BOUND * 4, slice).await {
-            cursor = next;
-            if !postings.is_empty() {
-                tracing::debug!(postings = postings.len(), "announcing documents again");
-                network.publish_postings(postings, Vec::new(), Vec::new());
+        if let Some(Announced { postings, copies, last }) = bounded("re-announce", STORE_BOUND * 4, slice).await {
+            cursor = last;
+            if !postings.is_empty() || !copies.is_empty() {
+                tracing::debug!(postings = postings.len(), copies = copies.len(), "announcing documents again");
+                network.publish_postings(postings, Vec::new(), copies);
             }
         }
     }
 }
 
-/// The postings of the `take` documents after `after` in `index` whose host `owned` says is
-/// this node's (a ring host name), and the last document looked at (`None` past the end: the
-/// next slice starts over).
+/// One slice of the re-announce.
+pub struct Announced {
+    pub postings: Vec<Posting>,
+    /// The documents' copies, for their holders (when this node makes copies).
+    pub copies: Vec<weft_p2p::replicas::Replica>,
+    /// The last document looked at (`None` past the end: the next slice starts over).
+    pub last: Option<DocId>,
+}
+
+/// The postings (and, with `copies`, the copies) of the `take` documents after `after` in
+/// `index` whose host `owned` says is this node's (a ring host name).
 pub fn announce_slice(
     index: &LocalIndex,
     after: Option<&DocId>,
@@ -82,18 +91,21 @@ pub fn announce_slice(
     owned: impl Fn(&str) -> bool,
     book: &Codebook,
     model: &str,
-) -> Result<(Vec<Posting>, Option<DocId>), IndexError> {
-    let mut postings = Vec::new();
-    let mut last = None;
+    copies: bool,
+) -> Result<Announced, IndexError> {
+    let mut out = Announced { postings: Vec::new(), copies: Vec::new(), last: None };
     for entry in index.store().docs_after(after).take(take) {
         let (id, record) = entry?;
-        last = Some(id);
+        out.last = Some(id);
         let host = url::Url::parse(&record.url).ok().map(|u| weft_url::HostKey::of(&u).name().to_string());
         if host.is_some_and(|h| owned(&h)) {
-            postings.extend(postings_of(index, &record.url, book, model)?);
+            out.postings.extend(postings_of(index, &record.url, book, model)?);
+            if copies {
+                out.copies.extend(crate::replicas::replica_of(index, &id)?);
+            }
         }
     }
-    Ok((postings, last))
+    Ok(out)
 }
 
 /// How long the member set must stay as it is before this node drops the cells it no longer
@@ -209,10 +221,16 @@ mod tests {
         }
         // h0.test is this node's (pages 0, 2 and 4); three documents a slice.
         let owned = |h: &str| h == "h0.test";
-        let (first, after) = announce_slice(&index, None, 3, owned, book, "m").unwrap();
-        let (second, after) = announce_slice(&index, after.as_ref(), 3, owned, book, "m").unwrap();
-        let (third, end) = announce_slice(&index, after.as_ref(), 3, owned, book, "m").unwrap();
-        assert!(third.is_empty() && end.is_none(), "past the end: the next slice starts over");
+        let slice = |after: Option<&DocId>| announce_slice(&index, after, 3, owned, book, "m", true).unwrap();
+        let a = slice(None);
+        let b = slice(a.last.as_ref());
+        let c = slice(b.last.as_ref());
+        assert!(c.postings.is_empty() && c.copies.is_empty() && c.last.is_none(), "past the end: starts over");
+        // A copy of each of its documents too, for their holders.
+        let copied: std::collections::BTreeSet<&str> =
+            a.copies.iter().chain(&b.copies).map(|r| r.page.url.as_str()).collect();
+        assert_eq!(copied, ["http://h0.test/0", "http://h0.test/2", "http://h0.test/4"].into_iter().collect());
+        let (first, second) = (a.postings, b.postings);
         let urls: std::collections::BTreeSet<&str> = first.iter().chain(&second).map(|p| p.page.url.as_str()).collect();
         assert_eq!(urls, ["http://h0.test/0", "http://h0.test/2", "http://h0.test/4"].into_iter().collect());
         // Each chunk to its best cells, as when it was indexed.

@@ -420,7 +420,7 @@ async fn spawn_network(
                 tasks.spawn(crate::replicas::repair_on_changes(local, cells, handle, rediscover, doc_replicas));
             }
             tasks.spawn(crate::cell_upkeep::expire_postings(cells));
-            tasks.spawn(crate::cell_upkeep::reannounce(local, handle.clone(), model));
+            tasks.spawn(crate::cell_upkeep::reannounce(local, handle.clone(), model, doc_replicas > 0));
         }
         // No index: no postings are taken (the network answers their senders busy), no
         // documents read.

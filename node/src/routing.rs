@@ -136,11 +136,12 @@ async fn give_away(
 
 /// A copy fetched longer ago than this is not taken instead of the page: the page is fetched.
 pub const ADOPT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
-/// How long a page's holders are asked for a copy before it is fetched after all, and how long
-/// one holder is waited for before the next is asked too (a fresh crawl's pages have no copy:
-/// their holders answer at once that they have none).
+/// How long a page's holders are asked for a copy before it is fetched after all. They are
+/// asked all at once (no hedging delay): a fresh crawl's pages have no copy, and the page's
+/// host stays leased while its holders answer, so the lookup costs one round trip, not one per
+/// holder.
 const COPY_DEADLINE: Duration = Duration::from_millis(1500);
-const COPY_HEDGE: Duration = Duration::from_millis(300);
+const COPY_HEDGE: Duration = Duration::ZERO;
 
 /// Sends the URLs this node does not own to their owners, and finds the copies other members
 /// hold of the pages this node is about to fetch.

@@ -155,8 +155,8 @@ impl NetworkHandle {
     /// named), then the first `owners` owners of its id on the current ring (its holders are
     /// among the first `index.replicas + 1`; past them, members that held it before the ring
     /// changed may). One is asked at a time; another joins when the last stays silent for
-    /// `hedge` or answers without it, until a copy whose id and signature check out arrives or
-    /// `deadline` passes.
+    /// `hedge` (so with no hedge all are asked at once) or answers without it, until a copy
+    /// whose id and signature check out arrives or `deadline` passes.
     pub async fn get_document(
         &self,
         doc: &str,
@@ -177,7 +177,7 @@ impl NetworkHandle {
         holders.retain(|p| *p != me);
         let mut answer = DocAnswer::default();
         let mut pending = FuturesUnordered::new();
-        let mut next = holders.into_iter();
+        let mut next = holders.into_iter().peekable();
         let end = tokio::time::Instant::now() + deadline;
         let ask = |peer: PeerId| {
             let (reply, rx) = oneshot::channel();
@@ -195,6 +195,8 @@ impl NetworkHandle {
                     None => break,
                 }
             }
+            // Another holder joins after `hedge` (at once with no hedge), while there is one.
+            let more = next.peek().is_some();
             let wait = tokio::time::sleep(hedge);
             tokio::select! {
                 Some((peer, outcome)) = pending.next() => {
@@ -214,7 +216,7 @@ impl NetworkHandle {
                     };
                     answer.asked.push((peer, said));
                 }
-                _ = wait => {
+                _ = wait, if more => {
                     if let Some(p) = next.next() {
                         pending.push(ask(p));
                     }
