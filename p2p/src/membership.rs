@@ -618,6 +618,12 @@ impl Members {
         self.recent_rings(now).any(|r| r.owners_of_point(point, replicas).contains(peer))
     }
 
+    /// Whether `peer` is a member (not this node) not heard from for longer than `quiet`: it
+    /// may be gone — its expiry comes only after the TTL.
+    pub fn silent(&self, peer: &PeerId, quiet: Duration, now: Instant) -> bool {
+        self.others.get(peer).is_some_and(|m| now.saturating_duration_since(m.last_seen) > quiet)
+    }
+
     /// The ring of the current member set, this node included.
     pub fn ring(&self) -> &Ring {
         &self.ring

@@ -54,7 +54,13 @@ fn members_join_expire_and_the_ring_follows() {
     assert_eq!(m.observe(hb(&me), me, Some(&lo()), t0), None, "our own heartbeat echoes are ignored");
     m.observe(hb(&c), c, Some(&lo()), t0 + Duration::from_secs(15));
     assert_eq!(m.peers(), [me, b, c]);
+    // Silent for a while before it expires: still a member, on the ring.
+    let quiet = Duration::from_secs(5);
+    let at = t0 + Duration::from_secs(16);
+    assert!(m.silent(&b, quiet, at) && !m.silent(&c, quiet, at), "b last heard 16 s ago, c 1 s");
+    assert!(!m.silent(&me, quiet, at), "this node is never silent to itself");
     assert_eq!(m.expire(t0 + Duration::from_secs(21)), vec![Change::Left(b)]);
+    assert!(!m.silent(&b, quiet, t0 + Duration::from_secs(21)), "gone, not silent");
     assert_eq!(m.ring().members(), [me, c]);
     assert_eq!(m.remove(&c), Some(Change::Left(c)));
     assert_eq!(m.len(), 1);

@@ -290,6 +290,11 @@ impl EventLoop {
         let mut refused = 0u32;
         let mut why = None;
         let handover = batch.handover;
+        // A page of a host whose owner here is a member gone silent: this node's ring may lag
+        // the sender's (the owner died; its expiry comes later), so the batch is answered busy
+        // and sent again, rather than refused and lost.
+        let mut lagging = false;
+        let mut replicas_refused = 0u64;
         for (p, verdict) in batch.postings.into_iter().zip(verdicts) {
             // A publisher speaks for the pages of its hosts, and sends its postings itself; a
             // cell's former owner, handing the cell over, passes on the postings of its cells
@@ -316,6 +321,9 @@ impl EventLoop {
                         }
                     },
                 );
+            if let Err(BadPosting::NotOwner(host)) = &verdict {
+                lagging |= !handover && self.owner_silent(host, &peer, now);
+            }
             if let Err(e) = verdict {
                 refused += 1;
                 why.get_or_insert(e.to_string());
@@ -358,9 +366,12 @@ impl EventLoop {
                     Err(BadReplica::NotOwner(host))
                 }
             });
+            if let Err(BadReplica::NotOwner(host)) = &verdict {
+                lagging |= !handover && self.owner_silent(host, &peer, now);
+            }
             if let Err(e) = verdict {
                 refused += 1;
-                self.postings.counts.replicas_refused += 1;
+                replicas_refused += 1;
                 why.get_or_insert(e.to_string());
                 continue;
             }
@@ -369,12 +380,18 @@ impl EventLoop {
             // while rings settle.
             if doc_replicas == 0 || !replicas::doc_owners(self.members.ring(), &r.doc, doc_replicas + 2).contains(&me) {
                 refused += 1;
-                self.postings.counts.replicas_refused += 1;
+                replicas_refused += 1;
                 continue;
             }
-            self.postings.counts.replicas_received += 1;
             kept.replicas.push(r);
         }
+        if lagging {
+            self.postings.counts.busy += 1;
+            tracing::debug!(%peer, "a posting batch names a host whose owner here is silent: answered busy");
+            return self.respond(channel, PostingReply::Busy);
+        }
+        self.postings.counts.replicas_received += kept.replicas.len() as u64;
+        self.postings.counts.replicas_refused += replicas_refused;
         self.postings.counts.refused += u64::from(refused);
         if total > 0 && refused == total && why.is_some() {
             let strikes = self.postings.strikes.entry(peer).or_default();
@@ -397,6 +414,13 @@ impl EventLoop {
                 self.respond(channel, PostingReply::Busy)
             }
         }
+    }
+
+    /// Whether `host`'s owner on this node's ring is a member other than `sender` that has not
+    /// been heard from for a heartbeat and a half: it may be gone, its expiry not yet come.
+    fn owner_silent(&self, host: &str, sender: &PeerId, now: Instant) -> bool {
+        let quiet = self.config.heartbeat * 3 / 2;
+        self.members.ring().owner(host).is_some_and(|o| o != sender && self.members.silent(o, quiet, now))
     }
 
     fn respond(&mut self, channel: ResponseChannel<PostingReply>, reply: PostingReply) {
