@@ -22,7 +22,7 @@ pub fn replica_of(index: &LocalIndex, id: &DocId) -> Result<Option<Replica>, Ind
         return Ok(None);
     }
     let Some(view) = weft_index::documents::document(index.store(), id)? else { return Ok(None) };
-    let chunks = view.chunks.iter().map(|c| Span { start: c.start, end: c.end, tokens: c.tokens }).collect();
+    let (text, chunks) = text_and_spans(&view.chunks);
     Ok(Some(Replica {
         doc: id.hex(),
         page: record.page(),
@@ -32,13 +32,67 @@ pub fn replica_of(index: &LocalIndex, id: &DocId) -> Result<Option<Replica>, Ind
         page_type: record.page_type,
         word_count: record.word_count,
         simhash: record.simhash,
-        text: view.text,
+        text,
         chunks,
         fetched_at: record.fetched_at,
         links: index.store().links(id)?,
         publisher: Vec::new(),
         signature: Vec::new(),
     }))
+}
+
+/// The main text as the chunks make it (each chunk's part past the one before; a gap between
+/// two chunks — a paragraph the chunker skipped — becomes a blank line, as
+/// `weft_index::documents::main_text` reads it back), and each chunk's range in *that* text: a
+/// chunk's stored range is in the extracted text, which a gap makes longer or shorter.
+pub fn text_and_spans(chunks: &[ChunkView]) -> (String, Vec<Span>) {
+    let mut text = String::new();
+    let mut spans = Vec::with_capacity(chunks.len());
+    // The end of what the text covers so far, in the extracted text's offsets.
+    let mut covered = 0usize;
+    for c in chunks {
+        let (start, end) = (c.start as usize, c.end as usize);
+        let placed = if end <= covered {
+            // Inside what is there already: found where its text is, near the end.
+            let from = text.len().saturating_sub(covered - start + c.text.len());
+            let from = (from..=text.len()).find(|i| text.is_char_boundary(*i)).unwrap_or(text.len());
+            text[from..].find(&c.text).map(|i| from + i)
+        } else if start >= covered {
+            if !text.is_empty() && start > covered {
+                text.push_str("\n\n");
+            }
+            let at = text.len();
+            text.push_str(&c.text);
+            covered = end;
+            Some(at)
+        } else {
+            let skip = covered - start;
+            match c.text.get(skip..) {
+                Some(rest) if text.len() >= skip => {
+                    let at = text.len() - skip;
+                    text.push_str(rest);
+                    covered = end;
+                    Some(at)
+                }
+                _ => None,
+            }
+        };
+        // A chunk whose text is not found where it should be is listed empty (a record is
+        // data: never an out-of-range span).
+        let (s, e) = match placed {
+            Some(at) if text.get(at..at + c.text.len()) == Some(c.text.as_str()) => (at, at + c.text.len()),
+            _ => (text.len(), text.len()),
+        };
+        spans.push(Span { start: s as u32, end: e as u32, tokens: c.tokens });
+    }
+    // Spans must start in order.
+    for i in 1..spans.len() {
+        if spans[i].start < spans[i - 1].start {
+            spans[i].start = spans[i - 1].start;
+            spans[i].end = spans[i].end.max(spans[i].start);
+        }
+    }
+    (text, spans)
 }
 
 /// A copy as the API shows a document (the chunks' keys are the same on every node: they are
@@ -265,6 +319,35 @@ pub async fn repair_on_changes(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn chunk(start: u32, end: u32, text: &str) -> ChunkView {
+        ChunkView { key: String::new(), position: 0, start, end, tokens: 1, prev: None, next: None, text: text.into() }
+    }
+
+    #[test]
+    fn a_copys_spans_are_ranges_of_its_text_across_overlaps_and_gaps() {
+        // "aaaa bbbb cccc" chunked with an overlap, then a gap (a skipped paragraph), then a
+        // chunk inside the one before.
+        let chunks =
+            [chunk(0, 9, "aaaa bbbb"), chunk(5, 14, "bbbb cccc"), chunk(30, 38, "dddd eee"), chunk(35, 38, "eee")];
+        let (text, spans) = text_and_spans(&chunks);
+        assert_eq!(text, "aaaa bbbb cccc\n\ndddd eee");
+        for (c, s) in chunks.iter().zip(&spans) {
+            assert_eq!(&text[s.start as usize..s.end as usize], c.text, "{s:?}");
+        }
+        assert!(spans.windows(2).all(|w| w[0].start <= w[1].start));
+        // The same text as the API reads back.
+        let records: Vec<weft_index::store::ChunkRecord> = chunks
+            .iter()
+            .map(|c| {
+                weft_index::store::ChunkRecord::new(DocId([0; 16]), 0, c.start as usize, c.end as usize, 1, &c.text)
+            })
+            .collect();
+        assert_eq!(weft_index::documents::main_text(&records).unwrap(), text);
+        // Multi-byte text: ranges stay on character boundaries.
+        let (text, spans) = text_and_spans(&[chunk(0, 6, "été"), chunk(10, 13, "ça")]);
+        assert!(spans.iter().all(|s| text.get(s.start as usize..s.end as usize).is_some()));
+    }
 
     #[test]
     fn each_gained_holder_is_sent_each_copy_once() {

@@ -366,6 +366,9 @@ fn print_summary(r: &RunReport) {
         if !d.lost.is_empty() {
             println!("                  no node could read: {}", d.lost.join(", "));
         }
+        if !d.partial.is_empty() {
+            println!("                  read by some nodes only (how many): {}", d.partial.join(", "));
+        }
     }
     println!("lost URLs         {}", w.lost.len());
     println!("politeness        {} violations", w.politeness_violations.len());

@@ -30,8 +30,9 @@ pub struct DocumentsReport {
     pub by_source: BTreeMap<String, usize>,
     /// Read latency by source, milliseconds: (p50, p95).
     pub ms: BTreeMap<String, (f64, f64)>,
-    /// A few of the pages no node could read.
+    /// A few of the pages no node could read, and of those some nodes could not.
     pub lost: Vec<String>,
+    pub partial: Vec<String>,
     /// Pages some node answered as an alias (a near duplicate of another page, recorded by the
     /// node that fetched it and not indexed: no copies are made of it), and of those, the ones
     /// not readable from every node.
@@ -98,6 +99,13 @@ pub async fn read_back(http: &reqwest::Client, apis: &[SocketAddr], urls: &[Stri
     report.aliases_not_everywhere = alias.iter().zip(&per_page).filter(|(a, n)| **a && **n < apis.len()).count();
     report.everywhere = per_page.iter().filter(|n| **n == apis.len()).count();
     report.lost = per_page.iter().zip(urls).filter(|(n, _)| **n == 0).map(|(_, u)| u.clone()).take(10).collect();
+    report.partial = per_page
+        .iter()
+        .zip(urls)
+        .filter(|(n, _)| **n > 0 && **n < apis.len())
+        .map(|(n, u)| format!("{u} ({n})"))
+        .take(10)
+        .collect();
     for (s, mut v) in ms {
         v.sort_by(f64::total_cmp);
         report.ms.insert(s, (percentile(&v, 0.5), percentile(&v, 0.95)));

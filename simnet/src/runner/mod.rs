@@ -578,6 +578,7 @@ pub async fn run_with(
             copies: u(&s["index"]["cells"]["copies"]),
             copy_bytes: u(&s["index"]["cells"]["copy_bytes"]),
             copies_received: u(&net["postings"]["replicas_received"]),
+            copies_refused: u(&net["postings"]["replicas_refused"]),
             pages_adopted: u(&s["pages_adopted"]),
         });
     }

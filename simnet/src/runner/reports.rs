@@ -49,6 +49,7 @@ pub struct NodeReport {
     pub copies: u64,
     pub copy_bytes: u64,
     pub copies_received: u64,
+    pub copies_refused: u64,
     pub pages_adopted: u64,
 }
 
