@@ -26,6 +26,7 @@
 //! depend on this module, never the other way round.
 
 mod adapt;
+mod adopt;
 mod borrowed;
 mod lease;
 mod members;
@@ -315,20 +316,6 @@ impl Crawler {
         }
         self.inner.wake.notify_one();
         results
-    }
-
-    /// Queues pages again whose crawler is gone for good (their copies survive on this node):
-    /// each goes to its host's owner, which indexes it from a copy instead of fetching it and
-    /// follows its links — what the departed crawler had queued of those hosts is found again.
-    /// A page its owner has done already is not queued twice. Returns how many were queued
-    /// here.
-    pub async fn rediscover(&self, urls: &[String]) -> usize {
-        let candidates: Vec<Candidate> =
-            urls.iter().filter_map(|u| normalize(u, None).ok()).map(|u| Candidate::page(u, 1)).collect();
-        let queued = self.inner.push_all(candidates);
-        let _ = self.inner.flush().await;
-        self.inner.wake.notify_one();
-        queued
     }
 
     /// One request outside the crawl's queue (the teacher's static pages, a page the browser
@@ -717,32 +704,6 @@ impl Inner {
             self.metrics.error("hosts_per_source_capped", page_url.as_str(), &why);
         }
         self.push_all(candidates)
-    }
-
-    /// Indexes the page at `url` from a copy another member held instead of fetching it, and
-    /// follows its links as if it had been fetched; `false` when it could not be indexed (the
-    /// page is fetched then).
-    async fn adopt(&self, lease: &Lease, url: &Url, copy: crate::page::HeldCopy) -> bool {
-        let pipeline = self.pipeline.clone();
-        let (fetched_at, holder) = (copy.document.fetched_at, copy.holder.clone());
-        let links = copy.links.clone();
-        let indexed = tokio::task::spawn_blocking(move || pipeline.adopt(&copy)).await.unwrap_or(false);
-        if !indexed {
-            return false;
-        }
-        inc(&self.metrics.pages_adopted);
-        self.note(url.as_str(), weft_frontier::outcomes::Fate::Adopted { holder, fetched_at });
-        let depth = lease.entry.depth;
-        let candidates = links
-            .into_iter()
-            .filter(|u| self.may_follow(u))
-            .map(|u| {
-                let kind = outcome::link_kind(&u);
-                Candidate::of(u, kind, depth + 1)
-            })
-            .collect();
-        self.queue_links(url, candidates);
-        true
     }
 
     /// Counts the page's URL template (a scheme change it completes is logged and counted),
