@@ -9,7 +9,7 @@
 //! or replaced between pages, which an offset would not.
 
 use crate::store::{ChunkRecord, DocStore};
-use crate::{DocId, DocRecord, DocState, IndexError, PageMeta};
+use crate::{DocId, DocRecord, DocState, IndexError, PageFacts, PageMeta};
 use serde::{Deserialize, Serialize};
 
 /// Documents a listing page holds at most.
@@ -35,14 +35,9 @@ pub struct DocumentMeta {
     /// The page's address and what it says of itself.
     #[serde(flatten)]
     pub page: PageMeta,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub language: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub site: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub page_type: Option<String>,
+    /// Its description, language, site name and page type.
+    #[serde(flatten)]
+    pub facts: PageFacts,
     /// When this node fetched it, RFC 3339 (UTC).
     pub fetched_at: String,
     pub word_count: u32,
@@ -149,10 +144,7 @@ pub fn meta(store: &DocStore, id: &DocId, r: &DocRecord) -> Result<DocumentMeta,
     Ok(DocumentMeta {
         id: id.hex(),
         page: r.page(),
-        description: r.description.clone(),
-        language: r.language.clone(),
-        site: r.site_name.clone(),
-        page_type: r.page_type.clone(),
+        facts: r.facts(),
         fetched_at: rfc3339(r.fetched_at),
         word_count: r.word_count,
         simhash: r.simhash.map(|h| format!("{h:016x}")),

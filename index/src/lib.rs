@@ -47,7 +47,7 @@ pub use embed::Embedder;
 pub use indexer::{Document, Indexer, Outcome};
 pub use local::{fuse, Fusion, Hit, IndexStats, LocalIndex};
 pub use store::{DocRecord, DocState};
-pub use weft_page::PageMeta;
+pub use weft_page::{PageFacts, PageMeta};
 
 use std::fmt;
 use std::path::Path;

@@ -58,6 +58,16 @@ pub struct DocRecord {
 }
 
 impl DocRecord {
+    /// Its description, language, site name and page type, as views and copies carry them.
+    pub fn facts(&self) -> weft_page::PageFacts {
+        weft_page::PageFacts {
+            description: self.description.clone(),
+            language: self.language.clone(),
+            site: self.site_name.clone(),
+            page_type: self.page_type.clone(),
+        }
+    }
+
     /// The page's address and what it says of itself, as hits, views and exports carry it.
     pub fn page(&self) -> weft_page::PageMeta {
         weft_page::PageMeta {

@@ -26,10 +26,7 @@ pub fn replica_of(index: &LocalIndex, id: &DocId) -> Result<Option<Replica>, Ind
     Ok(Some(Replica {
         doc: id.hex(),
         page: record.page(),
-        description: record.description,
-        language: record.language,
-        site: record.site_name,
-        page_type: record.page_type,
+        facts: record.facts(),
         word_count: record.word_count,
         simhash: record.simhash,
         text,
@@ -118,10 +115,7 @@ pub fn view_of(r: &Replica) -> Option<DocumentView> {
     let meta = DocumentMeta {
         id: r.doc.clone(),
         page: r.page.clone(),
-        description: r.description.clone(),
-        language: r.language.clone(),
-        site: r.site.clone(),
-        page_type: r.page_type.clone(),
+        facts: r.facts.clone(),
         fetched_at: weft_index::documents::rfc3339(r.fetched_at),
         word_count: r.word_count,
         simhash: r.simhash.map(|h| format!("{h:016x}")),

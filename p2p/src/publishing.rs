@@ -484,10 +484,7 @@ mod tests {
         Replica {
             doc: crate::replicas::doc_id(url),
             page: PageMeta { url: url.into(), title: "t".into(), ..Default::default() },
-            description: None,
-            language: None,
-            site: None,
-            page_type: None,
+            facts: Default::default(),
             word_count: 1,
             simhash: None,
             text: "text".into(),

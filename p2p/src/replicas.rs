@@ -17,7 +17,7 @@ use crate::ring::Ring;
 use crate::signing::{self, BadSignature, SignedBytes};
 use libp2p::PeerId;
 use serde::{Deserialize, Serialize};
-use weft_page::PageMeta;
+use weft_page::{PageFacts, PageMeta};
 
 /// A document's main text a copy may carry, at most (the extractor's own bound is below it).
 pub const MAX_TEXT_BYTES: usize = 1024 * 1024;
@@ -42,14 +42,8 @@ pub struct Replica {
     pub doc: String,
     #[serde(flatten)]
     pub page: PageMeta,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub language: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub site: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub page_type: Option<String>,
+    #[serde(flatten)]
+    pub facts: PageFacts,
     pub word_count: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simhash: Option<u64>,
@@ -126,7 +120,8 @@ impl Replica {
     pub fn signed_bytes(&self) -> Vec<u8> {
         let mut out = SignedBytes::new("weft-replica/1", 512 + self.text.len() + 12 * self.chunks.len());
         out.field(self.doc.as_bytes()).page(&self.page);
-        for v in [&self.description, &self.language, &self.site, &self.page_type] {
+        let f = &self.facts;
+        for v in [&f.description, &f.language, &f.site, &f.page_type] {
             out.optional(v.as_deref());
         }
         out.field(&self.word_count.to_le_bytes());
@@ -188,8 +183,9 @@ pub fn check_content(r: &Replica) -> Result<(PeerId, String), BadReplica> {
     if r.chunks.len() > MAX_CHUNKS {
         return Err(BadReplica::TooLarge("chunks"));
     }
+    let f = &r.facts;
     let fields =
-        [&r.description, &r.language, &r.site, &r.page_type, &r.page.author, &r.page.published, &r.page.modified];
+        [&f.description, &f.language, &f.site, &f.page_type, &r.page.author, &r.page.published, &r.page.modified];
     if r.page.title.len() > MAX_FIELD_BYTES
         || fields.iter().any(|f| f.as_ref().is_some_and(|v| v.len() > MAX_FIELD_BYTES))
     {
@@ -263,10 +259,7 @@ mod tests {
         let mut r = Replica {
             doc: doc_id(url),
             page: PageMeta { url: url.into(), title: "A page".into(), ..Default::default() },
-            description: None,
-            language: Some("en".into()),
-            site: None,
-            page_type: None,
+            facts: PageFacts { language: Some("en".into()), ..Default::default() },
             word_count: 10,
             simhash: Some(7),
             chunks: vec![Span { start: 0, end: 21, tokens: 4 }, Span { start: 23, end: text.len() as u32, tokens: 8 }],

@@ -1,7 +1,9 @@
 //! What a page says of itself — its address, its title, who wrote it, when, and the URL it
 //! names canonical — as one shape that travels with the page: in the stored document's view
 //! (`weft_index::documents::DocumentMeta`), in a search hit (`weft_index::Hit`), in a peer's
-//! answer (`weft_p2p::search::RemoteHit`) and in an exported chunk (the node's `ChunkLine`).
+//! answer (`weft_p2p::search::RemoteHit`) and in an exported chunk (the node's `ChunkLine`);
+//! [`PageFacts`], the rest of what a whole document says of itself, in the document's view and
+//! in its copies on other members.
 //!
 //! It is its own crate because those four live in crates that must not depend on each other
 //! (`weft-p2p` does not link the index's storage and model runtime). Each holder flattens it
@@ -33,6 +35,23 @@ pub struct PageMeta {
     /// When the page says it was last modified, RFC 3339.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modified: Option<String>,
+}
+
+/// What a whole document says of its page besides [`PageMeta`]: the description, language,
+/// site name and page type — what a stored document's view (`DocumentMeta`) and a document's
+/// copy held by other members (`weft_p2p::replicas::Replica`) both carry, flattened the same
+/// way.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageFacts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub site: Option<String>,
+    /// `article`, `hub` or `other`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_type: Option<String>,
 }
 
 #[cfg(test)]

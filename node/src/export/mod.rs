@@ -415,8 +415,8 @@ fn chunk_line(m: &DocumentMeta, c: weft_index::documents::ChunkView, provenance:
     ChunkLine {
         doc_id: m.id.clone(),
         page: m.page.clone(),
-        language: m.language.clone(),
-        page_type: m.page_type.clone(),
+        language: m.facts.language.clone(),
+        page_type: m.facts.page_type.clone(),
         key: c.key,
         position: c.position,
         start: c.start,

@@ -55,10 +55,7 @@ fn copy(url: &str, key: &libp2p::identity::Keypair) -> Replica {
     let mut r = Replica {
         doc: doc_id(url),
         page: PageMeta { url: url.into(), title: "A page".into(), ..Default::default() },
-        description: None,
-        language: Some("en".into()),
-        site: None,
-        page_type: None,
+        facts: weft_page::PageFacts { language: Some("en".into()), ..Default::default() },
         word_count: 7,
         simhash: None,
         chunks: vec![Span { start: 0, end: 10, tokens: 3 }, Span { start: 11, end: text.len() as u32, tokens: 6 }],
