@@ -123,11 +123,7 @@ pub fn store_batch(store: &CellStore, inbound: &PostingsInbound) -> Result<u32, 
         let Ok(id) = DocId::parse_hex(&p.doc) else { continue };
         // The publisher that signed it (the network checked the signature): for a cell's
         // hand-over, not the member that handed it on.
-        let publisher = match (inbound.from, p.publisher_id()) {
-            (None, _) => weft_index::cells::SELF.to_string(),
-            (Some(_), Some(signer)) => signer.to_string(),
-            (Some(from), None) => from.to_string(),
-        };
+        let publisher = crate::replicas::publisher_name(inbound.from, p.publisher_id());
         let doc = docs.entry(p.doc.clone()).or_insert_with(|| CellDoc {
             id,
             page: p.page.clone(),

@@ -137,6 +137,17 @@ pub fn held(cells: &CellStore, id: &DocId) -> Result<Option<Replica>, IndexError
     }
 }
 
+/// Who a received record (a posting, a copy) is counted against: the peer that signed it —
+/// for a hand-over, not the member that passed it on — or the sender of an unsigned one;
+/// [`weft_index::cells::SELF`] for this node's own (`from` is `None`).
+pub fn publisher_name(from: Option<PeerId>, signer: Option<PeerId>) -> String {
+    match (from, signer) {
+        (None, _) => weft_index::cells::SELF.to_string(),
+        (Some(_), Some(signer)) => signer.to_string(),
+        (Some(from), None) => from.to_string(),
+    }
+}
+
 /// Stores copies the network delivered (checked there); returns how many were taken. A copy
 /// refused for the store's bound or its publisher's quota is counted by the store and
 /// acknowledged as not taken (its publisher does not send it again and again). Blocking.
@@ -144,11 +155,7 @@ pub fn store(cells: &CellStore, replicas: &[Replica], from: Option<PeerId>) -> R
     let mut taken = 0;
     for r in replicas {
         let Ok(id) = DocId::parse_hex(&r.doc) else { continue };
-        let publisher = match (from, r.publisher_id()) {
-            (None, _) => weft_index::cells::SELF.to_string(),
-            (Some(_), Some(signer)) => signer.to_string(),
-            (Some(from), None) => from.to_string(),
-        };
+        let publisher = publisher_name(from, r.publisher_id());
         match cells.replicas().put(id, r.fetched_at, &publisher, &r.encode()) {
             Ok(_) => taken += 1,
             Err(weft_index::replicas::ReplicaError::Index(e)) => return Err(e),
@@ -268,26 +275,23 @@ pub async fn repair_on_changes(
                     docs.push((id.hex(), publisher));
                 }
             }
-            // The pages of crawlers gone for good, which this node speaks for now.
+            // The pages of crawlers gone for good, which this node speaks for now (a head names
+            // the copy's signer).
             let mut orphans = Vec::new();
-            for (doc, publisher) in orphaned(&before, &after, r, &me, &docs) {
+            for (doc, _) in orphaned(&before, &after, r, &me, &docs) {
                 let Ok(id) = DocId::parse_hex(&doc) else { continue };
-                if let Some(copy) = held(&cells, &id)? {
-                    if copy.publisher_id() == Some(publisher) {
-                        orphans.push(copy.page.url);
-                    }
-                }
+                orphans.extend(held(&cells, &id)?.map(|copy| copy.page.url));
             }
+            let own: std::collections::HashSet<String> =
+                docs.iter().filter(|(_, p)| *p == me).map(|(d, _)| d.clone()).collect();
             let gained = gained_holders(&before, &after, r, &me, docs);
             let mut out = Vec::new();
             for (to, ids) in gained {
                 let mut copies = Vec::with_capacity(ids.len());
                 for doc in ids {
                     let Ok(id) = DocId::parse_hex(&doc) else { continue };
-                    match replica_of(&index, &id)? {
-                        Some(own) => copies.push(own),
-                        None => copies.extend(held(&cells, &id)?),
-                    }
+                    let copy = if own.contains(&doc) { replica_of(&index, &id)? } else { held(&cells, &id)? };
+                    copies.extend(copy);
                 }
                 out.push((to, copies));
             }
@@ -297,8 +301,9 @@ pub async fn repair_on_changes(
             continue;
         };
         if !orphans.is_empty() {
-            let queued = rediscover(orphans.clone()).await;
-            tracing::info!(pages = orphans.len(), queued, "queued again the pages of a crawler gone for good");
+            let pages = orphans.len();
+            let queued = rediscover(orphans).await;
+            tracing::info!(pages, queued, "queued again the pages of a crawler gone for good");
         }
         for (to, copies) in plan {
             tracing::info!(%to, copies = copies.len(), "sending document copies to a new holder");

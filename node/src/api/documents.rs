@@ -32,6 +32,8 @@ async fn index_read<T: Send + 'static>(
     state: &AppState,
     read: impl FnOnce(&weft_index::store::DocStore) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
+    // An operator may run a crawl-only node (`index.enabled = false`, not the default): its
+    // document endpoints say so rather than answer empty.
     let Some(index) = state.index.as_ref().map(|i| i.index().clone()) else {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
