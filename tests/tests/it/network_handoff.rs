@@ -390,6 +390,10 @@ async fn a_leaving_node_indexes_the_pages_waiting_for_its_browser_from_their_htm
         let reason = weft_node::page::RenderReason::LayoutNeedsJs;
         renders.push_stored(u, 1, &reason, Some(&page)).unwrap();
     }
+    // What its crawl leaves when it fetched a page the browser must show: the URL done (a page
+    // the browser finishes before the stop goes over as done with the rest of the done list —
+    // on a fast machine it renders a few).
+    second.crawler.mark_done(urls.clone()).await.unwrap();
 
     // It resumes and is stopped at once.
     second.crawler.resume();
