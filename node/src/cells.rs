@@ -117,7 +117,11 @@ pub fn withdrawal(url: &str, before: Option<(Vec<u32>, u64)>, now: &[Posting]) -
 
 /// Stores one batch of postings (grouped by document) and withdrawals; returns how many
 /// postings and withdrawals it took. Blocking.
-pub fn store_batch(store: &CellStore, inbound: &PostingsInbound) -> Result<u32, CellStoreError> {
+pub fn store_batch(
+    store: &CellStore,
+    inbound: &PostingsInbound,
+    rank: &dyn Fn(&DocId) -> u32,
+) -> Result<u32, CellStoreError> {
     let mut docs: BTreeMap<String, CellDoc> = BTreeMap::new();
     for p in &inbound.batch.postings {
         let Ok(id) = DocId::parse_hex(&p.doc) else { continue };
@@ -155,13 +159,20 @@ pub fn store_batch(store: &CellStore, inbound: &PostingsInbound) -> Result<u32, 
             taken += 1;
         }
     }
-    taken += crate::replicas::store(store, &inbound.batch.replicas, inbound.from)?;
+    taken += crate::replicas::store(store, &inbound.batch.replicas, inbound.from, rank)?;
     Ok(taken)
 }
 
 /// Stores the postings the network delivers for this node's cells until it stops; each
 /// received batch is acknowledged once stored (or answered busy, and sent again).
-pub async fn store_postings(store: Arc<CellStore>, mut inbound: tokio::sync::mpsc::Receiver<PostingsInbound>) {
+/// `network` and `doc_replicas` (`index.replicas`) rank the copies a full replica store may
+/// evict.
+pub async fn store_postings(
+    store: Arc<CellStore>,
+    network: weft_p2p::NetworkHandle,
+    doc_replicas: usize,
+    mut inbound: tokio::sync::mpsc::Receiver<PostingsInbound>,
+) {
     // The words' index (tantivy, a cache of sled) is committed every SYNC_EVERY, not per
     // batch: a commit per batch of a few postings cost twenty nodes on two cores most of their
     // CPU. What is acknowledged is in sled already.
@@ -189,7 +200,8 @@ pub async fn store_postings(store: Arc<CellStore>, mut inbound: tokio::sync::mps
         dirty = true;
         let reply = batch.reply.take();
         let s = store.clone();
-        let taken = bounded("postings not stored", STORE_BOUND, move || store_batch(&s, &batch)).await;
+        let rank = crate::replicas::nearness(network.ring(), network.peer_id(), doc_replicas);
+        let taken = bounded("postings not stored", STORE_BOUND, move || store_batch(&s, &batch, &rank)).await;
         if let Some(reply) = reply {
             let _ = reply.send(taken);
         }

@@ -142,6 +142,10 @@ pub struct CellsHeld {
     /// Copies refused since the start for the bound or a publisher's quota.
     #[serde(default)]
     pub copies_refused: u64,
+    /// Copies evicted since the start to make room, under the bound, for copies of ids this
+    /// node stands nearer to (the farthest first).
+    #[serde(default)]
+    pub copies_evicted: u64,
 }
 
 /// The index of a running node: the indexer and query threads and the shared [`LocalIndex`].
@@ -413,6 +417,7 @@ impl IndexService {
                     copies: c.replicas().counts().0 as u64,
                     copy_bytes: c.replicas().counts().1,
                     copies_refused: c.replicas().refused(),
+                    copies_evicted: c.replicas().evicted(),
                 }
             }),
         }

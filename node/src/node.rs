@@ -403,10 +403,10 @@ async fn spawn_network(
     tasks.spawn(crate::search::answer_queries(index.cloned(), started.queries));
     match index.and_then(|i| i.cells().cloned().map(|c| (c, i.model().to_string(), i.index().clone()))) {
         Some((cells, model, local)) => {
-            tasks.spawn(crate::cells::store_postings(cells.clone(), started.postings));
+            let doc_replicas = config.index.replicas;
+            tasks.spawn(crate::cells::store_postings(cells.clone(), handle.clone(), doc_replicas, started.postings));
             let replicas = config.search.replicas;
             tasks.spawn(crate::cells::hand_over_on_changes(cells.clone(), handle.clone(), replicas, model.clone()));
-            let doc_replicas = config.index.replicas;
             tasks.spawn(crate::cell_upkeep::drop_unowned(cells.clone(), handle.clone(), replicas, doc_replicas));
             tasks.spawn(crate::replicas::serve_reads(local.clone(), cells.clone(), started.documents));
             if doc_replicas > 0 {

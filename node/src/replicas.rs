@@ -148,15 +148,32 @@ pub fn publisher_name(from: Option<PeerId>, signer: Option<PeerId>) -> String {
     }
 }
 
-/// Stores copies the network delivered (checked there); returns how many were taken. A copy
+/// How far this node stands from holding each id on `ring`, as the replica store ranks the
+/// copies it could evict: 0 as the id's first owner, 1 as the next, …; `r + 1` when it is not
+/// among the id's `r + 1` first owners at all (a copy it keeps only until the new holders
+/// have it).
+pub fn nearness(ring: Arc<Ring>, me: PeerId, r: usize) -> impl Fn(&DocId) -> u32 {
+    move |id: &DocId| {
+        let owners = weft_p2p::replicas::doc_owners(&ring, &id.hex(), r + 1);
+        owners.iter().position(|o| *o == me).unwrap_or(owners.len().max(r + 1)) as u32
+    }
+}
+
+/// Stores copies the network delivered (checked there); returns how many were taken. A full
+/// store makes room by evicting the copies `rank` puts farthest (see [`nearness`]). A copy
 /// refused for the store's bound or its publisher's quota is counted by the store and
 /// acknowledged as not taken (its publisher does not send it again and again). Blocking.
-pub fn store(cells: &CellStore, replicas: &[Replica], from: Option<PeerId>) -> Result<u32, IndexError> {
+pub fn store(
+    cells: &CellStore,
+    replicas: &[Replica],
+    from: Option<PeerId>,
+    rank: &dyn Fn(&DocId) -> u32,
+) -> Result<u32, IndexError> {
     let mut taken = 0;
     for r in replicas {
         let Ok(id) = DocId::parse_hex(&r.doc) else { continue };
         let publisher = publisher_name(from, r.publisher_id());
-        match cells.replicas().put(id, r.fetched_at, &publisher, &r.encode()) {
+        match cells.replicas().put(id, r.fetched_at, &publisher, &r.encode(), rank) {
             Ok(_) => taken += 1,
             Err(weft_index::replicas::ReplicaError::Index(e)) => return Err(e),
             Err(e) => tracing::debug!(doc = r.doc, "copy not kept: {e}"),
@@ -417,5 +434,25 @@ mod tests {
                 assert!(had || sent.contains_key(&(owner, d.clone())), "{d}: a holder left out");
             }
         }
+    }
+
+    #[test]
+    fn nearness_is_the_rank_among_an_ids_owners_and_past_them_for_an_id_not_owned() {
+        let members: Vec<PeerId> = (0..6).map(|_| PeerId::random()).collect();
+        let ring = Arc::new(Ring::new(members.clone(), 50));
+        let mut seen = [0usize; 5];
+        for i in 0..200 {
+            let id = DocId::of_url(&format!("http://h{i}.test/"));
+            let owners = weft_p2p::replicas::doc_owners(&ring, &id.hex(), 4);
+            for m in &members {
+                let rank = nearness(ring.clone(), *m, 3)(&id) as usize;
+                match owners.iter().position(|o| o == m) {
+                    Some(p) => assert_eq!(rank, p),
+                    None => assert_eq!(rank, 4, "not an owner: past every owner"),
+                }
+                seen[rank] += 1;
+            }
+        }
+        assert!(seen.iter().all(|n| *n > 0), "every rank met: {seen:?}");
     }
 }
