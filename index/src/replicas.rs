@@ -279,6 +279,23 @@ impl ReplicaStore {
         Ok(out)
     }
 
+    /// Up to `limit` copies after the id `cursor` (from the first without), in id order: what
+    /// an export or the API lists.
+    pub fn page(&self, cursor: Option<&DocId>, limit: usize) -> Result<Vec<(DocId, Vec<u8>)>, IndexError> {
+        use std::ops::Bound;
+        let from = match cursor {
+            Some(c) => Bound::Excluded(c.0.to_vec()),
+            None => Bound::Unbounded,
+        };
+        let mut out = Vec::new();
+        for entry in self.bodies.range::<Vec<u8>, _>((from, Bound::Unbounded)).take(limit) {
+            let (key, body) = entry.map_err(IndexError::Store)?;
+            let Ok(id) = <[u8; 16]>::try_from(key.as_ref()) else { continue };
+            out.push((DocId(id), body.to_vec()));
+        }
+        Ok(out)
+    }
+
     /// Drops every copy for which `keep` is false (ids this node no longer owns); returns how
     /// many were dropped.
     pub fn keep(&self, keep: impl Fn(&DocId) -> bool) -> Result<usize, IndexError> {
@@ -373,6 +390,11 @@ mod tests {
         let s = ReplicaStore::open(&db, 400).unwrap();
         assert_eq!(s.counts(), (4, 240));
         assert_eq!(s.heads().unwrap().len(), 4);
+        let first = s.page(None, 3).unwrap();
+        assert_eq!(first.len(), 3);
+        let rest = s.page(Some(&first[2].0), 3).unwrap();
+        assert_eq!(rest.len(), 1, "a page after the cursor");
+        assert!(first[2].0 .0 < rest[0].0 .0);
     }
 
     #[test]

@@ -137,6 +137,44 @@ pub fn held(cells: &CellStore, id: &DocId) -> Result<Option<Replica>, IndexError
     }
 }
 
+/// A copy this node holds for another member's document, as the API lists it and an export
+/// writes it: the document, and the peer that crawled it and signed the copy.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct HeldView {
+    #[serde(flatten)]
+    pub document: DocumentView,
+    pub crawler: Option<String>,
+}
+
+/// One page of the copies held, in id order (`GET /copies`); `next_cursor` is absent on the
+/// last page.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct HeldPage {
+    pub copies: Vec<HeldView>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// Up to `limit` of the copies held after the id `cursor`. A copy that does not decode is
+/// skipped (the page's cursor still moves past it). Blocking.
+pub fn held_page(
+    store: &weft_index::replicas::ReplicaStore,
+    cursor: Option<&DocId>,
+    limit: usize,
+) -> Result<HeldPage, IndexError> {
+    let bodies = store.page(cursor, limit)?;
+    let next_cursor = (bodies.len() == limit).then(|| bodies.last().map(|(id, _)| id.hex())).flatten();
+    let copies = bodies
+        .iter()
+        .filter_map(|(_, body)| Replica::decode(body).ok())
+        .filter_map(|r| {
+            let crawler = r.publisher_id().map(|p| p.to_string());
+            Some(HeldView { document: view_of(&r)?, crawler })
+        })
+        .collect();
+    Ok(HeldPage { copies, next_cursor })
+}
+
 /// Who a received record (a posting, a copy) is counted against: the peer that signed it —
 /// for a hand-over, not the member that passed it on — or the sender of an unsigned one;
 /// [`weft_index::cells::SELF`] for this node's own (`from` is `None`).

@@ -70,6 +70,34 @@ pub(super) async fn list_documents(
 }
 
 #[derive(Debug, Deserialize)]
+pub struct CopiesParams {
+    pub cursor: Option<String>,
+    pub limit: Option<usize>,
+}
+
+/// The copies this node holds for other members' documents, a page at a time in id order
+/// (what `weft export --copies` adds, marked `held: replica`).
+pub(super) async fn list_copies(
+    State(state): State<AppState>,
+    Query(p): Query<CopiesParams>,
+) -> Result<Json<crate::replicas::HeldPage>, ApiError> {
+    let cursor = p
+        .cursor
+        .as_deref()
+        .map(weft_index::DocId::parse_hex)
+        .transpose()
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_cursor", e.to_string()))?;
+    let limit = p.limit.unwrap_or(DEFAULT_PAGE).clamp(1, weft_index::documents::MAX_PAGE);
+    let cells = state.index.as_ref().and_then(|i| i.cells().cloned());
+    let page = index_read(&state, move |_| match cells {
+        Some(c) => crate::replicas::held_page(c.replicas(), cursor.as_ref(), limit).map_err(internal),
+        None => Ok(crate::replicas::HeldPage::default()),
+    })
+    .await?;
+    Ok(Json(page))
+}
+
+#[derive(Debug, Deserialize)]
 pub struct DocumentParams {
     /// `network` (the default in a network): a document this node does not hold is read from
     /// a member that does; `local`: this node's index and copies only.

@@ -8,6 +8,10 @@
 //! the same stable listing: documents in key order, a page at a time, each page written and
 //! flushed before the next is read. The last document written is the cursor: an interrupted
 //! export prints it, and `--cursor` resumes right after it.
+//!
+//! With `--copies`, the copies this node holds for other members' documents follow its own
+//! (`index.replicas`; `GET /copies`), each line marked `held: replica` with the peer that
+//! crawled it as its `node` (its own are `held: primary`); their cursor is `copy:<id>`.
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -51,6 +55,11 @@ pub struct Provenance {
     pub model: Option<String>,
     /// When the node fetched the page, RFC 3339.
     pub fetched_at: String,
+    /// `primary`: a document this node crawled and indexed; `replica`: a copy it holds for the
+    /// owners of the document's id (`node` is then the peer that crawled it). Absent on URL
+    /// lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
 }
 
 /// A document as exported: its metadata, its main text, where it comes from.
@@ -107,12 +116,22 @@ pub trait Source {
     fn total(&mut self) -> Option<u64>;
     /// Up to `limit` URL outcomes after the URL `cursor`, in URL order.
     fn outcomes(&mut self, cursor: Option<&str>, limit: usize) -> anyhow::Result<crate::urls::OutcomePage>;
+    /// Up to `limit` of the copies held for other members after the id `cursor`, in id order.
+    fn copies(&mut self, cursor: Option<&str>, limit: usize) -> anyhow::Result<crate::replicas::HeldPage>;
+}
+
+/// The copies held for other members, in the data dir (the cell store's database).
+struct CopiesDir {
+    store: weft_index::replicas::ReplicaStore,
+    _db: sled::Db,
 }
 
 /// The data dir, opened directly (no node may be running on it).
 pub struct DataDir {
     store: weft_index::store::DocStore,
     outcomes: weft_frontier::Outcomes,
+    /// `None` when this node never held copies (no `cells/` database).
+    copies: Option<CopiesDir>,
     node: Option<String>,
     model: Option<String>,
     _db: sled::Db,
@@ -138,7 +157,19 @@ impl DataDir {
             .flatten()
             .map(|k| k.public().to_peer_id().to_string());
         let model = crate::indexing::model_id(&config.embed.model).ok();
-        Ok(DataDir { store, outcomes, node, model, _db: db })
+        let cells = config.data_dir.join("cells").join("db");
+        let copies = if cells.exists() {
+            let db = sled::Config::new()
+                .path(&cells)
+                .cache_capacity(16 << 20)
+                .open()
+                .with_context(|| format!("cannot open {}", cells.display()))?;
+            // Read only: no bound applies.
+            Some(CopiesDir { store: weft_index::replicas::ReplicaStore::open(&db, u64::MAX)?, _db: db })
+        } else {
+            None
+        };
+        Ok(DataDir { store, outcomes, copies, node, model, _db: db })
     }
 }
 
@@ -162,6 +193,12 @@ impl Source for DataDir {
 
     fn outcomes(&mut self, cursor: Option<&str>, limit: usize) -> anyhow::Result<crate::urls::OutcomePage> {
         Ok(crate::urls::outcomes_page(&self.outcomes, cursor, limit)?)
+    }
+
+    fn copies(&mut self, cursor: Option<&str>, limit: usize) -> anyhow::Result<crate::replicas::HeldPage> {
+        let Some(c) = &self.copies else { return Ok(crate::replicas::HeldPage::default()) };
+        let cursor = cursor.map(weft_index::DocId::parse_hex).transpose()?;
+        Ok(crate::replicas::held_page(&c.store, cursor.as_ref(), limit)?)
     }
 }
 
@@ -247,6 +284,14 @@ impl Source for Api {
         }
         self.get(&query)?.context("the node has no /outcomes (an older version?)")
     }
+
+    fn copies(&mut self, cursor: Option<&str>, limit: usize) -> anyhow::Result<crate::replicas::HeldPage> {
+        let mut query = format!("/copies?limit={limit}");
+        if let Some(c) = cursor {
+            query.push_str(&format!("&cursor={c}"));
+        }
+        self.get(&query)?.context("the node has no /copies (an older version?)")
+    }
 }
 
 /// Where the records go.
@@ -305,8 +350,21 @@ pub struct Exported {
     pub documents: u64,
     pub chunks: u64,
     pub urls: u64,
+    /// Of `documents`, the copies held for other members (`--copies`).
+    pub copies: u64,
     /// The last document (or URL) written: `--cursor` resumes after it.
     pub cursor: Option<String>,
+}
+
+/// The cursor of a copy: `copy:<id>` (a document id alone is one of this node's own).
+const COPY_CURSOR: &str = "copy:";
+
+/// Whether `url` is on `host` (a name, or name:port).
+fn on_host(host: &str, url: &str) -> bool {
+    url::Url::parse(url).is_ok_and(|u| {
+        let name = u.host_str().unwrap_or_default();
+        host == name || u.port().is_some_and(|p| host == format!("{name}:{p}"))
+    })
 }
 
 /// Exports what `listing` selects from `source` into `sink`, a page at a time. `progress` is
@@ -316,16 +374,26 @@ pub fn run(
     sink: &mut dyn Sink,
     what: What,
     mut listing: Listing,
+    copies: bool,
     progress: &mut dyn FnMut(&Exported),
 ) -> anyhow::Result<Exported> {
     let (node, model) = source.provenance();
-    let provenance =
-        |fetched_at: &str| Provenance { node: node.clone(), model: model.clone(), fetched_at: fetched_at.into() };
+    let provenance = |fetched_at: &str| Provenance {
+        node: node.clone(),
+        model: model.clone(),
+        fetched_at: fetched_at.into(),
+        held: Some("primary".into()),
+    };
     if what == What::Urls {
         return run_urls(source, sink, &listing, node, progress);
     }
     let mut done = Exported { cursor: listing.cursor.clone(), ..Exported::default() };
     listing.limit = PAGE;
+    if let Some(after) = listing.cursor.as_deref().and_then(|c| c.strip_prefix(COPY_CURSOR)) {
+        // Resumed among the copies: this node's own went before.
+        let after = after.to_string();
+        return run_copies(source, sink, what, &listing, Some(after), done, progress);
+    }
     loop {
         let page = source.page(&listing)?;
         let mut documents = Vec::new();
@@ -358,7 +426,66 @@ pub fn run(
         }
         match page.next_cursor {
             Some(c) => listing.cursor = Some(c),
+            None if copies => return run_copies(source, sink, what, &listing, None, done, progress),
             None => return Ok(done),
+        }
+    }
+}
+
+/// The copies held for other members after the id `after` (of `listing.host`, fetched since
+/// `listing.since`), marked `held: replica`, after what `done` counts.
+fn run_copies(
+    source: &mut dyn Source,
+    sink: &mut dyn Sink,
+    what: What,
+    listing: &Listing,
+    mut after: Option<String>,
+    mut done: Exported,
+    progress: &mut dyn FnMut(&Exported),
+) -> anyhow::Result<Exported> {
+    loop {
+        let page = source.copies(after.as_deref(), PAGE)?;
+        let mut documents = Vec::new();
+        let mut chunks = Vec::new();
+        let mut last = None;
+        for held in page.copies {
+            let view = held.document;
+            last = Some(view.meta.id.clone());
+            let fetched = weft_index::documents::parse_moment(&view.meta.fetched_at).unwrap_or(0);
+            if listing.host.as_deref().is_some_and(|h| !on_host(h, &view.meta.page.url))
+                || listing.since.is_some_and(|s| fetched < s)
+            {
+                continue;
+            }
+            let provenance = Provenance {
+                node: held.crawler,
+                model: None,
+                fetched_at: view.meta.fetched_at.clone(),
+                held: Some("replica".into()),
+            };
+            done.documents += 1;
+            done.copies += 1;
+            match what {
+                What::Documents => documents.push(DocumentLine { provenance, meta: view.meta, text: view.text }),
+                What::Chunks => {
+                    for c in view.chunks {
+                        chunks.push(chunk_line(&view.meta, c, provenance.clone()));
+                    }
+                }
+                What::Urls => unreachable!("exported by run_urls"),
+            }
+        }
+        sink.documents(&documents)?;
+        done.chunks += chunks.len() as u64;
+        sink.chunks(&chunks)?;
+        sink.flush()?;
+        if let Some(last) = page.next_cursor.clone().or(last) {
+            done.cursor = Some(format!("{COPY_CURSOR}{last}"));
+            after = Some(last);
+        }
+        progress(&done);
+        if page.next_cursor.is_none() {
+            return Ok(done);
         }
     }
 }
@@ -374,13 +501,8 @@ fn run_urls(
 ) -> anyhow::Result<Exported> {
     let mut done = Exported { cursor: listing.cursor.clone(), ..Exported::default() };
     let wanted = |line: &crate::urls::OutcomeLine| {
-        let host_ok = listing.host.as_deref().is_none_or(|h| {
-            url::Url::parse(&line.url).is_ok_and(|u| {
-                let host = u.host_str().unwrap_or_default();
-                h == host || u.port().is_some_and(|p| h == format!("{host}:{p}"))
-            })
-        });
-        host_ok && listing.since.is_none_or(|s| line.outcome.at >= s)
+        listing.host.as_deref().is_none_or(|h| on_host(h, &line.url))
+            && listing.since.is_none_or(|s| line.outcome.at >= s)
     };
     loop {
         let page = source.outcomes(done.cursor.as_deref(), PAGE)?;
@@ -395,6 +517,7 @@ fn run_urls(
                     node: node.clone(),
                     model: None,
                     fetched_at: weft_index::documents::rfc3339(l.outcome.at),
+                    held: None,
                 },
             })
             .collect();
@@ -458,13 +581,16 @@ pub struct Request {
     /// The running node's API address to try first.
     pub api: std::net::SocketAddr,
     pub progress: bool,
+    /// Also the copies this node holds for other members' documents, marked.
+    pub copies: bool,
 }
 
 /// `weft export`: from the running node when one answers at `request.api`, else from the data
 /// dir. A failure part-way says where to resume.
 pub fn command(config: &weft_config::Config, request: Request) -> anyhow::Result<Exported> {
     if let Some(c) = request.cursor.as_deref().filter(|_| request.what != What::Urls) {
-        weft_index::DocId::parse_hex(c).map_err(|e| anyhow::anyhow!("--cursor: {e}"))?;
+        weft_index::DocId::parse_hex(c.strip_prefix(COPY_CURSOR).unwrap_or(c))
+            .map_err(|e| anyhow::anyhow!("--cursor: {e}"))?;
     }
     let since = match &request.since {
         Some(s) => Some(
@@ -497,7 +623,7 @@ pub fn command(config: &weft_config::Config, request: Request) -> anyhow::Result
     );
     let listing = Listing { host: request.host.clone(), since, cursor: request.cursor.clone(), limit: PAGE };
     let mut last = Exported { cursor: request.cursor.clone(), ..Exported::default() };
-    let result = run(source.as_mut(), sink.as_mut(), request.what, listing, &mut |done| {
+    let result = run(source.as_mut(), sink.as_mut(), request.what, listing, request.copies, &mut |done| {
         bar.set_position(if urls { done.urls } else { done.documents });
         bar.set_message(format!("{} chunks", done.chunks));
         last = done.clone();

@@ -38,6 +38,8 @@ pub fn document_schema() -> Schema {
         text("text", false),
         text("node", true),
         text("model", true),
+        // primary | replica
+        text("held", true),
     ]);
     Schema::new(fields)
 }
@@ -60,6 +62,7 @@ pub fn chunk_schema() -> Schema {
         text("node", true),
         text("model", true),
         text("fetched_at", false),
+        text("held", true),
     ]);
     Schema::new(fields)
 }
@@ -136,6 +139,7 @@ impl Sink for Parquet {
             m(|l| Some(l.text.as_str())),
             m(|l| l.provenance.node.as_deref()),
             m(|l| l.provenance.model.as_deref()),
+            m(|l| l.provenance.held.as_deref()),
         ])
     }
 
@@ -165,6 +169,7 @@ impl Sink for Parquet {
             m(|l| l.provenance.node.as_deref()),
             m(|l| l.provenance.model.as_deref()),
             m(|l| Some(l.provenance.fetched_at.as_str())),
+            m(|l| l.provenance.held.as_deref()),
         ])
     }
 

@@ -61,6 +61,7 @@ async fn documents_and_chunks_go_out_as_jsonl_and_parquet_from_the_node_or_its_d
         assert_eq!(d["provenance"]["model"], model.as_str(), "{d}");
         assert_eq!(d["provenance"]["fetched_at"], d["fetched_at"], "{d}");
         assert_eq!(d["state"], "indexed", "{d}");
+        assert_eq!(d["provenance"]["held"], "primary", "crawled here: {d}");
     }
     for t in TOPICS {
         let d = docs.iter().find(|d| d["url"].as_str().unwrap().ends_with(&format!("/t/{}", t.slug))).unwrap();
@@ -164,6 +165,13 @@ async fn documents_and_chunks_go_out_as_jsonl_and_parquet_from_the_node_or_its_d
     assert!(ok, "{err}");
     let offline = jsonl(&dir.path().join("offline.jsonl"));
     assert_eq!(offline, docs, "the same documents, the same provenance, from the data dir");
+    // With the copies held for others (a node alone holds none): the same, read from the cell
+    // store's database too.
+    let (ok, err) =
+        export(&["--config", &config.to_string_lossy(), "--quiet", "--copies", "-o", &out("offline-copies.jsonl")]);
+    assert!(ok, "{err}");
+    assert!(!err.contains("copies held"), "{err}");
+    assert_eq!(jsonl(&dir.path().join("offline-copies.jsonl")), docs);
     let (ok, err) =
         export(&["--config", &config.to_string_lossy(), "--quiet", "--what", "urls", "-o", &out("offline-urls.jsonl")]);
     assert!(ok, "{err}");

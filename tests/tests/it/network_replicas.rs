@@ -55,6 +55,24 @@ async fn read(http: &reqwest::Client, member: &Member, doc: &DocId) -> (serde_js
     (v, t.elapsed().as_secs_f64() * 1e3)
 }
 
+/// `weft export --copies` of the node whose API is at `api`, as JSON lines.
+async fn export_copies(api: std::net::SocketAddr) -> Vec<serde_json::Value> {
+    tokio::task::spawn_blocking(move || {
+        use weft_node::export::{self, Jsonl, What};
+        let mut source = export::Api::connect(api).unwrap();
+        let mut out = Vec::new();
+        let listing = weft_index::Listing { host: None, since: None, cursor: None, limit: 100 };
+        let done =
+            export::run(&mut source, &mut Jsonl::new(&mut out), What::Documents, listing, true, &mut |_| {}).unwrap();
+        let lines: Vec<serde_json::Value> =
+            String::from_utf8(out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(done.documents, lines.len() as u64);
+        lines
+    })
+    .await
+    .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn documents_are_held_by_three_members_readable_from_any_and_repaired_when_their_crawler_leaves() {
     let _network = common::one_network_at_a_time();
@@ -132,6 +150,24 @@ async fn documents_are_held_by_three_members_readable_from_any_and_repaired_when
             other => panic!("{other:?}: {at_c:#}"),
         }
     }
+    // `weft export --copies` through C's API: its own documents (none) and, marked, the copies
+    // it holds — each as A crawled it.
+    let held_by_c: Vec<&DocId> = docs.iter().filter(|d| c.holds_copy(d)).collect();
+    assert!(!held_by_c.is_empty(), "C holds some copies");
+    let lines = export_copies(c.api).await;
+    assert_eq!(lines.len(), held_by_c.len(), "one line per copy held");
+    for line in &lines {
+        assert_eq!(line["provenance"]["held"], "replica", "{line:#}");
+        assert_eq!(line["provenance"]["node"].as_str(), Some(a_id.to_string().as_str()), "the crawler: {line:#}");
+        let doc = DocId::parse_hex(line["id"].as_str().unwrap()).unwrap();
+        assert!(held_by_c.contains(&&doc));
+        let (at_a, _) = read(&http, a, &doc).await;
+        assert_eq!(line["text"], at_a["text"]);
+    }
+    let at_a = export_copies(a.api).await;
+    assert_eq!(at_a.len(), docs.len(), "A: its own documents, no copies");
+    assert!(at_a.iter().all(|l| l["provenance"]["held"] == "primary"), "{:#}", at_a[0]);
+
     eprintln!(
         "read from C: {from_peer} of {} from another member (median {:.1} ms), own index at A: median {:.1} ms",
         docs.len(),

@@ -109,6 +109,10 @@ pub(super) enum Command {
         /// API address to ask instead of the configured api.listen.
         #[arg(long, value_name = "ADDR")]
         api: Option<SocketAddr>,
+        /// Also the copies this node holds for other members' documents (after its own), each
+        /// marked `held: replica` with the peer that crawled it; its own are `held: primary`.
+        #[arg(long)]
+        copies: bool,
         /// No progress bar.
         #[arg(long, short)]
         quiet: bool,

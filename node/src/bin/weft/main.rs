@@ -125,7 +125,7 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Export { cfg, what, format, output, cursor, host, since, api, quiet } => {
+        Command::Export { cfg, what, format, output, cursor, host, since, api, copies, quiet } => {
             let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
             let request = weft_node::export::Request {
                 what,
@@ -136,6 +136,7 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
                 since,
                 api: api.unwrap_or(config.api.listen),
                 progress: !quiet,
+                copies,
             };
             let done = weft_node::export::command(&config, request)?;
             let resume =
@@ -143,7 +144,12 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
             if what == weft_node::export::What::Urls {
                 eprintln!("exported {} URL outcomes{resume}", done.urls);
             } else {
-                eprintln!("exported {} documents ({} chunks){resume}", done.documents, done.chunks);
+                let copies = if done.copies > 0 {
+                    format!(", {} of them copies held for others", done.copies)
+                } else {
+                    String::new()
+                };
+                eprintln!("exported {} documents ({} chunks){copies}{resume}", done.documents, done.chunks);
             }
             Ok(ExitCode::SUCCESS)
         }
