@@ -254,3 +254,90 @@ async fn documents_are_held_by_three_members_readable_from_any_and_repaired_when
         m.stop().await;
     }
 }
+
+/// A page of `words` words of a made-up text, different on each host (no two are near
+/// duplicates), in paragraphs of forty.
+fn long_page(host: &str, words: usize) -> String {
+    const VOCABULARY: &[&str] = &[
+        "river", "granite", "lantern", "orbit", "meadow", "cipher", "harbor", "thistle", "quartz", "violin", "glacier",
+        "pepper", "compass", "falcon", "ember", "saddle", "willow", "beacon", "marble", "tundra", "anchor", "cobalt",
+        "prairie", "tide", "vessel", "lichen", "summit", "ledger", "hollow", "saffron", "canyon", "drizzle", "furnace",
+        "juniper", "kettle", "mosaic", "nectar", "oyster", "parcel", "rampart",
+    ];
+    // FNV-1a of the host: each host its own sequence.
+    let mut state = host.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3));
+    let mut body = String::new();
+    for p in 0..words / 40 {
+        body.push_str("<p>");
+        for _ in 0..40 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            body.push_str(VOCABULARY[(state >> 33) as usize % VOCABULARY.len()]);
+            body.push(' ');
+        }
+        body.push_str(&format!("(paragraph {p})</p>\n"));
+    }
+    format!("<html><head><title>Notes from {host}</title></head><body><article><h1>Notes from {host}</h1>{body}</article></body></html>")
+}
+
+/// A publisher within its rights (signed copies of its own hosts' pages) sends more than a
+/// holder keeps for one publisher: past a quarter of `index.replica_quota_mb` the holder
+/// refuses and counts them, the publisher is not made to send them again and again, and the
+/// pages refused are still read — from their crawler.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publisher_past_its_quota_is_refused_counted_and_still_read_from_its_crawler() {
+    let _network = common::one_network_at_a_time();
+    const PAGES: usize = 36;
+    let hosts: Vec<String> = (0..400).map(|j| format!("q{j}.test")).collect();
+    let sites: Vec<Site> = hosts.iter().map(|h| Site::new(h).html("/", &long_page(h, 1600))).collect();
+    let server = WebServer::start(sites).await.unwrap();
+    let (da, db) = (common::work_dir(), common::work_dir());
+    let a = member(&server, da.path(), 0, Vec::new()).await;
+    // A megabyte (not the default 2 GiB), so that a few dozen pages pass a publisher's quarter.
+    let b = Member::start(&server, db.path(), 1, a.bootstrap(), |c| c.index.replica_quota_mb = 1).await;
+    for m in [&a, &b] {
+        tokio::time::timeout(Duration::from_secs(60), m.net.wait_for(|s| s.members.len() == 2)).await.expect("members");
+    }
+    let a_id = a.net.peer_id();
+    let ring = a.net.ring();
+    let pages: Vec<String> =
+        hosts.iter().filter(|h| ring.owner(h) == Some(&a_id)).take(PAGES).map(|h| server.url(h, "/")).collect();
+    assert_eq!(pages.len(), PAGES);
+    a.crawler.add_seeds(&pages).await;
+    common::until("node A indexes its pages", Duration::from_secs(300), || {
+        a.index.status().stored.documents == PAGES as u64
+    })
+    .await;
+    // Every copy answered (kept or refused), none left to send again.
+    common::until("A's copies are all answered", Duration::from_secs(60), || a.net.status().postings.backlog == 0)
+        .await;
+    let held = b.index.status().cells.unwrap();
+    let quarter = (1u64 << 20) / 4;
+    eprintln!(
+        "{PAGES} pages of ~11 KB: B keeps {} copies ({} bytes, a quarter is {quarter}), refused {}",
+        held.copies, held.copy_bytes, held.copies_refused
+    );
+    assert!(held.copies > 0 && held.copies < PAGES as u64, "{held:?}");
+    assert!(held.copy_bytes <= quarter, "{held:?}");
+    assert_eq!(held.copies + held.copies_refused, PAGES as u64, "each copy kept or refused once: {held:?}");
+    let p = a.net.status().postings;
+    assert_eq!(p.dropped, 0, "{p:?}");
+
+    // B still answers: a copy it kept from its store, a refused one read from A.
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let (mut kept, mut refused) = (0, 0);
+    for url in &pages {
+        let doc = DocId::of_url(url);
+        let (v, _) = read(&http, &b, &doc).await;
+        match v["source"]["held"].as_str() {
+            Some("copy") => kept += 1,
+            Some("peer") => {
+                assert_eq!(v["source"]["peer"].as_str(), Some(a_id.to_string().as_str()), "{v:#}");
+                refused += 1;
+            }
+            other => panic!("{other:?}: {v:#}"),
+        }
+    }
+    assert_eq!((kept, refused), (held.copies, held.copies_refused));
+    b.stop().await;
+    a.stop().await;
+}
