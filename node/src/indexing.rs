@@ -146,6 +146,9 @@ pub struct CellsHeld {
     /// node stands nearer to (the farthest first).
     #[serde(default)]
     pub copies_evicted: u64,
+    /// What repair after changes of the member set has sent.
+    #[serde(default)]
+    pub repair: crate::replicas::RepairStatus,
 }
 
 /// The index of a running node: the indexer and query threads and the shared [`LocalIndex`].
@@ -168,6 +171,8 @@ pub struct IndexService {
     dims: usize,
     /// `index.hybrid`: searches fuse BM25 with the vectors.
     hybrid: bool,
+    /// What the repair of copies has done (with the network).
+    repairs: Arc<crate::replicas::Repairs>,
 }
 
 impl IndexService {
@@ -212,6 +217,7 @@ impl IndexService {
             model,
             dims: config.embed.dims,
             hybrid: config.index.hybrid,
+            repairs: Arc::default(),
         }))
     }
 
@@ -234,6 +240,11 @@ impl IndexService {
     /// The cell store (with the network): the postings of the cells this node owns.
     pub fn cells(&self) -> Option<&Arc<CellStore>> {
         self.cells.as_ref()
+    }
+
+    /// The tally the repair of copies keeps (see `replicas::repair_on_changes`).
+    pub fn repairs(&self) -> Arc<crate::replicas::Repairs> {
+        self.repairs.clone()
     }
 
     /// Indexes one document and waits for the outcome. Blocking: call it from a blocking
@@ -418,6 +429,7 @@ impl IndexService {
                     copy_bytes: c.replicas().counts().1,
                     copies_refused: c.replicas().refused(),
                     copies_evicted: c.replicas().evicted(),
+                    repair: self.repairs.status(),
                 }
             }),
         }

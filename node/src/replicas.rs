@@ -294,6 +294,31 @@ pub fn orphaned(
 /// here. (A function, not the crawler: the crawl comes after this module.)
 pub type Rediscover = Arc<dyn Fn(Vec<String>) -> futures::future::BoxFuture<'static, usize> + Send + Sync>;
 
+/// What repair has done since the start (`/status` `index.cells.repair`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RepairStatus {
+    /// Changes of the member set repaired after.
+    pub rounds: u64,
+    /// Copies sent to members that became holders, and their bytes.
+    pub copies_sent: u64,
+    pub bytes_sent: u64,
+    /// Pages of crawlers gone for good queued again through the crawl.
+    pub pages_requeued: u64,
+    /// How long the last round took to work out what to send (reading the index and the
+    /// copies held), ms.
+    pub last_plan_ms: u64,
+}
+
+/// The running tally behind [`RepairStatus`], shared by the repair task and the status.
+#[derive(Debug, Default)]
+pub struct Repairs(parking_lot::Mutex<RepairStatus>);
+
+impl Repairs {
+    pub fn status(&self) -> RepairStatus {
+        *self.0.lock()
+    }
+}
+
 /// Copies sent to one member in one command, at most (the outbox batches them further).
 const HAND_OVER_CHUNK: usize = 256;
 
@@ -308,6 +333,7 @@ pub async fn repair_on_changes(
     network: weft_p2p::NetworkHandle,
     rediscover: Rediscover,
     r: usize,
+    tally: Arc<Repairs>,
 ) {
     let me = network.peer_id();
     let mut rings = network.ring_changes();
@@ -352,9 +378,20 @@ pub async fn repair_on_changes(
             }
             Ok((out, orphans))
         };
+        let started = std::time::Instant::now();
         let Some((plan, orphans)) = bounded("copy repair", STORE_BOUND * 4, plan).await else {
             continue;
         };
+        {
+            let mut t = tally.0.lock();
+            t.rounds += 1;
+            t.last_plan_ms = started.elapsed().as_millis() as u64;
+            t.pages_requeued += orphans.len() as u64;
+            for (_, copies) in &plan {
+                t.copies_sent += copies.len() as u64;
+                t.bytes_sent += copies.iter().map(|c| c.encode().len() as u64).sum::<u64>();
+            }
+        }
         if !orphans.is_empty() {
             let pages = orphans.len();
             let queued = rediscover(orphans).await;

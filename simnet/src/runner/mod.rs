@@ -580,6 +580,10 @@ pub async fn run_with(
             copies_received: u(&net["postings"]["replicas_received"]),
             copies_refused: u(&net["postings"]["replicas_refused"]),
             pages_adopted: u(&s["pages_adopted"]),
+            repair_copies: u(&s["index"]["cells"]["repair"]["copies_sent"]),
+            repair_bytes: u(&s["index"]["cells"]["repair"]["bytes_sent"]),
+            repair_rounds: u(&s["index"]["cells"]["repair"]["rounds"]),
+            repair_plan_ms: u(&s["index"]["cells"]["repair"]["last_plan_ms"]),
         });
     }
     let up: Vec<&NodeReport> = nodes.iter().filter(|n| n.rss_mib > 0.0).collect();

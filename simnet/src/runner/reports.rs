@@ -51,6 +51,12 @@ pub struct NodeReport {
     pub copies_received: u64,
     pub copies_refused: u64,
     pub pages_adopted: u64,
+    /// Repair after changes of the member set: copies (and bytes) sent to new holders, rounds,
+    /// and how long its last round took to plan (ms).
+    pub repair_copies: u64,
+    pub repair_bytes: u64,
+    pub repair_rounds: u64,
+    pub repair_plan_ms: u64,
 }
 
 /// Document copies across the nodes up at the end, in a line: copies held against the nodes'
@@ -61,10 +67,14 @@ pub fn copies_line(r: &RunReport) -> String {
     let copies: u64 = up.iter().map(|n| n.copies).sum();
     let bytes: u64 = up.iter().map(|n| n.copy_bytes).sum();
     let adopted: u64 = r.nodes.iter().map(|n| n.pages_adopted).sum();
+    let repaired: u64 = r.nodes.iter().map(|n| n.repair_copies).sum();
+    let repair_bytes: u64 = r.nodes.iter().map(|n| n.repair_bytes).sum();
+    let plan_ms = r.nodes.iter().map(|n| n.repair_plan_ms).max().unwrap_or(0);
     format!(
-        "copies: {copies} held against {own} own documents ({:.1}×, {:.1} MiB); {adopted} pages indexed from a copy instead of fetched",
+        "copies: {copies} held against {own} own documents ({:.1}×, {:.1} MiB); {adopted} pages indexed from a copy instead of fetched; repair sent {repaired} copies ({:.1} MiB) to new holders, its slowest last plan {plan_ms} ms",
         copies as f64 / own.max(1) as f64,
-        bytes as f64 / (1 << 20) as f64
+        bytes as f64 / (1 << 20) as f64,
+        repair_bytes as f64 / (1 << 20) as f64
     )
 }
 

@@ -244,6 +244,10 @@ async fn documents_are_held_by_three_members_readable_from_any_and_repaired_when
     );
     assert!(members.iter().all(|m| docs.iter().all(|d| m.holds_copy(d))), "three members, three copies");
     assert!(moved as usize >= held_by_gone, "each copy it held went to a new holder");
+    let repair: Vec<_> = members.iter().map(|m| m.index.status().cells.unwrap().repair).collect();
+    let sent: u64 = repair.iter().map(|r| r.copies_sent).sum();
+    assert!(sent as usize >= held_by_gone && repair.iter().all(|r| r.rounds > 0), "counted: {repair:?}");
+    assert!(repair.iter().map(|r| r.bytes_sent).sum::<u64>() > sent * 100, "{repair:?}");
     for m in &members {
         for doc in &docs {
             let (v, _) = read(&http, m, doc).await;
