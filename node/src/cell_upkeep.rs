@@ -1,7 +1,8 @@
 //! The cell store's upkeep over months: cells this node no longer owns are dropped once the
 //! member set has settled, this node announces its own documents again (so a posting lost with
 //! all of its cell's owners comes back, and a copy that never reached a holder, or was lost
-//! with all of them, is sent again), and what nobody announced within the TTL expires.
+//! with all of them, is sent again) and sends the copies of departed crawlers it speaks for to
+//! their other holders again, and what nobody announced within the TTL expires.
 
 use crate::blocking::{bounded, STORE_BOUND};
 use crate::cells::postings_of;
@@ -68,6 +69,52 @@ pub async fn reannounce(index: Arc<LocalIndex>, network: weft_p2p::NetworkHandle
             if !postings.is_empty() || !copies.is_empty() {
                 tracing::debug!(postings = postings.len(), copies = copies.len(), "announcing documents again");
                 network.publish_postings(postings, Vec::new(), copies);
+            }
+        }
+    }
+}
+
+/// Sends the copies this node speaks for — their crawler gone for good, this node their
+/// first holder — to their other holders again, a slice every [`REANNOUNCE_STEP`] so that all
+/// go round every [`REANNOUNCE_EVERY`] (see [`crate::replicas::orphan_resends`]). Runs until
+/// the network stops.
+pub async fn resend_orphans(store: Arc<CellStore>, network: weft_p2p::NetworkHandle, doc_replicas: usize) {
+    let me = network.peer_id();
+    let steps = (REANNOUNCE_EVERY.as_secs() / REANNOUNCE_STEP.as_secs()).max(1) as usize;
+    let mut cursor: Option<DocId> = None;
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + REANNOUNCE_STEP, REANNOUNCE_STEP);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if network.status().postings.backlog > REANNOUNCE_BACKLOG {
+            continue;
+        }
+        let (ring, s, after) = (network.ring(), store.clone(), cursor);
+        let slice = move || -> Result<_, IndexError> {
+            let take = s.replicas().counts().0.div_ceil(steps).max(1);
+            let page = s.replicas().page(after.as_ref(), take)?;
+            let last = (page.len() == take).then(|| page.last().map(|(id, _)| *id)).flatten();
+            let mut heads = Vec::with_capacity(page.len());
+            let mut bodies = std::collections::HashMap::new();
+            for (id, body) in page {
+                let Ok(copy) = weft_p2p::replicas::Replica::decode(&body) else { continue };
+                if let Some(crawler) = copy.publisher_id() {
+                    heads.push((id, crawler));
+                    bodies.insert(id, copy);
+                }
+            }
+            let sends: Vec<(weft_p2p::PeerId, Vec<weft_p2p::replicas::Replica>)> =
+                crate::replicas::orphan_resends(&ring, &me, doc_replicas, &heads)
+                    .into_iter()
+                    .map(|(to, ids)| (to, ids.iter().filter_map(|id| bodies.get(id).cloned()).collect()))
+                    .collect();
+            Ok((sends, last))
+        };
+        if let Some((sends, last)) = bounded("re-sending orphaned copies", STORE_BOUND * 4, slice).await {
+            cursor = last;
+            for (to, copies) in sends {
+                tracing::debug!(%to, copies = copies.len(), "sending the copies of a departed crawler again");
+                network.hand_over_replicas(to, copies);
             }
         }
     }

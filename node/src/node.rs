@@ -417,6 +417,7 @@ async fn spawn_network(
                     Box::pin(async move { crawl.rediscover(&urls).await })
                 });
                 let (local, cells, handle) = (local.clone(), cells.clone(), handle.clone());
+                tasks.spawn(crate::cell_upkeep::resend_orphans(cells.clone(), handle.clone(), doc_replicas));
                 let tally = index.map(|i| i.repairs()).unwrap_or_default();
                 tasks.spawn(crate::replicas::repair_on_changes(local, cells, handle, rediscover, doc_replicas, tally));
             }

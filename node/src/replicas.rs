@@ -290,6 +290,27 @@ pub fn orphaned(
         .collect()
 }
 
+/// Of the copies held (`heads`: id and crawler), those this node speaks for on `ring` — their
+/// crawler is no longer a member and this node is the first of their holders — grouped by the
+/// other holders, each to be sent them again: a copy a repair lost in flight (its sender died
+/// mid-way) or that a holder lost since comes back with the weekly re-send, as a live
+/// crawler's own documents come back with its re-announce.
+pub fn orphan_resends(ring: &Ring, me: &PeerId, r: usize, heads: &[(DocId, PeerId)]) -> Vec<(PeerId, Vec<DocId>)> {
+    let mut to: BTreeMap<PeerId, Vec<DocId>> = BTreeMap::new();
+    for (id, crawler) in heads {
+        if ring.contains(crawler) {
+            continue;
+        }
+        let holders = doc_holders(ring, &id.hex(), r, crawler);
+        if holders.first() == Some(me) {
+            for h in &holders[1..] {
+                to.entry(*h).or_default().push(*id);
+            }
+        }
+    }
+    to.into_iter().collect()
+}
+
 /// Queues pages again through the crawl (each to its host's owner); says how many were queued
 /// here. (A function, not the crawler: the crawl comes after this module.)
 pub type Rediscover = Arc<dyn Fn(Vec<String>) -> futures::future::BoxFuture<'static, usize> + Send + Sync>;
@@ -529,5 +550,33 @@ mod tests {
             }
         }
         assert!(seen.iter().all(|n| *n > 0), "every rank met: {seen:?}");
+    }
+
+    #[test]
+    fn the_first_holder_of_a_departed_crawlers_copy_resends_it_to_the_other_holders_alone() {
+        let members: Vec<PeerId> = (0..6).map(|_| PeerId::random()).collect();
+        let (gone, alive) = (PeerId::random(), members[0]);
+        let ring = Ring::new(members.clone(), 50);
+        let heads: Vec<(DocId, PeerId)> = (0..300)
+            .map(|i| (DocId::of_url(&format!("http://h{i}.test/")), if i % 2 == 0 { gone } else { alive }))
+            .collect();
+        let mut sent: BTreeMap<(PeerId, DocId), usize> = BTreeMap::new();
+        for me in &members {
+            for (to, ids) in orphan_resends(&ring, me, 3, &heads) {
+                assert_ne!(to, *me);
+                for id in ids {
+                    let holders = doc_holders(&ring, &id.hex(), 3, &gone);
+                    assert_eq!(holders[0], *me, "only the first holder sends");
+                    assert!(holders.contains(&to));
+                    *sent.entry((to, id)).or_default() += 1;
+                }
+            }
+        }
+        // Each orphan's second and third holders get it once; a live crawler's copies are its own
+        // to re-announce.
+        let orphans = heads.iter().filter(|(_, c)| *c == gone).count();
+        assert_eq!(sent.len(), orphans * 2);
+        assert!(sent.values().all(|n| *n == 1));
+        assert!(sent.keys().all(|(_, id)| heads.iter().any(|(d, c)| d == id && *c == gone)));
     }
 }
