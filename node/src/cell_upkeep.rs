@@ -40,6 +40,31 @@ pub async fn expire_postings(store: Arc<CellStore>) {
     }
 }
 
+/// The weekly round the re-sends go in: a step every [`REANNOUNCE_STEP`], each a slice of
+/// `steps`, skipped while the postings backlog is long already.
+struct Round {
+    tick: tokio::time::Interval,
+    steps: usize,
+}
+
+impl Round {
+    fn new() -> Round {
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + REANNOUNCE_STEP, REANNOUNCE_STEP);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Round { tick, steps: (REANNOUNCE_EVERY.as_secs() / REANNOUNCE_STEP.as_secs()).max(1) as usize }
+    }
+
+    /// Waits for the next step that may go.
+    async fn step(&mut self, network: &weft_p2p::NetworkHandle) {
+        loop {
+            self.tick.tick().await;
+            if network.status().postings.backlog <= REANNOUNCE_BACKLOG {
+                return;
+            }
+        }
+    }
+}
+
 /// Announces this node's documents to their cells' owners again, a slice every
 /// [`REANNOUNCE_STEP`] so that the whole index goes round every [`REANNOUNCE_EVERY`]: a posting
 /// lost with all of its cell's owners at once comes back, and what is still here outlives the
@@ -48,15 +73,11 @@ pub async fn expire_postings(store: Arc<CellStore>) {
 pub async fn reannounce(index: Arc<LocalIndex>, network: weft_p2p::NetworkHandle, model: String, copies: bool) {
     let me = network.peer_id();
     let book = weft_p2p::placement::shipped();
-    let steps = (REANNOUNCE_EVERY.as_secs() / REANNOUNCE_STEP.as_secs()).max(1) as usize;
+    let mut round = Round::new();
+    let steps = round.steps;
     let mut cursor: Option<DocId> = None;
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + REANNOUNCE_STEP, REANNOUNCE_STEP);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tick.tick().await;
-        if network.status().postings.backlog > REANNOUNCE_BACKLOG {
-            continue;
-        }
+        round.step(&network).await;
         let ring = network.ring();
         let (index, model, after) = (index.clone(), model.clone(), cursor);
         let slice = move || {
@@ -80,15 +101,11 @@ pub async fn reannounce(index: Arc<LocalIndex>, network: weft_p2p::NetworkHandle
 /// the network stops.
 pub async fn resend_orphans(store: Arc<CellStore>, network: weft_p2p::NetworkHandle, doc_replicas: usize) {
     let me = network.peer_id();
-    let steps = (REANNOUNCE_EVERY.as_secs() / REANNOUNCE_STEP.as_secs()).max(1) as usize;
+    let mut round = Round::new();
+    let steps = round.steps;
     let mut cursor: Option<DocId> = None;
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + REANNOUNCE_STEP, REANNOUNCE_STEP);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tick.tick().await;
-        if network.status().postings.backlog > REANNOUNCE_BACKLOG {
-            continue;
-        }
+        round.step(&network).await;
         let (ring, s, after) = (network.ring(), store.clone(), cursor);
         let slice = move || -> Result<_, IndexError> {
             let take = s.replicas().counts().0.div_ceil(steps).max(1);
