@@ -311,9 +311,13 @@ async fn a_publisher_past_its_quota_is_refused_counted_and_still_read_from_its_c
         a.index.status().stored.documents == PAGES as u64
     })
     .await;
-    // Every copy answered (kept or refused), none left to send again.
-    common::until("A's copies are all answered", Duration::from_secs(60), || a.net.status().postings.backlog == 0)
-        .await;
+    // Every copy answered (kept or refused once), none left to send again. (A counts a document
+    // before its postings and copy are in the outbox: wait for B's tally.)
+    common::until("each of A's copies is kept or refused at B", Duration::from_secs(120), || {
+        let held = b.index.status().cells.unwrap();
+        held.copies + held.copies_refused >= PAGES as u64 && a.net.status().postings.backlog == 0
+    })
+    .await;
     let held = b.index.status().cells.unwrap();
     let quarter = (1u64 << 20) / 4;
     eprintln!(
