@@ -17,30 +17,15 @@ use weft_config::{IndexConfig, Quantization};
 use weft_index::store::{ChunkRecord, NewChunk};
 use weft_index::{DocId, DocRecord, DocState, LocalIndex};
 
+mod support;
+use support::{percentile, Rng};
+
 const DIMS: usize = 384;
 const CHUNKS_PER_DOC: usize = 10;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// Roughly normal (sum of uniforms).
-    fn gauss(&mut self) -> f32 {
-        (0..4).map(|_| (self.next() >> 11) as f32 / (1u64 << 53) as f32).sum::<f32>() - 2.0
-    }
-}
 
 fn unit(mut v: Vec<f32>) -> Vec<f32> {
     weft_index::embed::normalize(&mut v);
     v
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
 }
 
 fn dir_size(path: &std::path::Path) -> u64 {

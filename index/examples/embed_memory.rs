@@ -16,19 +16,11 @@ use ort::session::Session;
 use ort::value::Tensor;
 use std::path::PathBuf;
 
+mod support;
+use support::rss_mib;
+
 extern "C" {
     fn malloc_trim(pad: usize) -> i32;
-}
-
-fn rss_mib() -> f64 {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kb: f64 = s
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0);
-    kb / 1024.0
 }
 
 fn main() {

@@ -24,37 +24,8 @@ use std::time::Instant;
 use weft_config::IndexConfig;
 use weft_index::vectors::VectorIndex;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 11) as f32 / (1u64 << 53) as f32
-    }
-    /// Roughly normal (sum of uniforms), variance 1/3.
-    fn gauss(&mut self) -> f32 {
-        (0..4).map(|_| self.unit()).sum::<f32>() - 2.0
-    }
-}
-
-fn rss_mib() -> f64 {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kb: f64 = s
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0);
-    kb / 1024.0
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
-}
+mod support;
+use support::{percentile, rss_mib, Rng};
 
 /// The text of an HTML page, crudely: tags dropped, a few entities decoded, whitespace folded.
 fn text_of(html: &str) -> String {

@@ -1,0 +1,43 @@
+//! What the index's benchmarks share: a small seeded random source, the process's resident
+//! memory and a percentile of sorted samples.
+// Each example uses a part of this module.
+#![allow(dead_code)]
+
+/// Xorshift: fast, seeded, the same sequence on every machine.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f32 {
+        (self.next() >> 11) as f32 / (1u64 << 53) as f32
+    }
+
+    /// Roughly normal (sum of four uniforms), variance 1/3.
+    pub fn gauss(&mut self) -> f32 {
+        (0..4).map(|_| self.unit()).sum::<f32>() - 2.0
+    }
+}
+
+/// The process's resident memory, MiB (`VmRSS`).
+pub fn rss_mib() -> f64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb: f64 = s
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    kb / 1024.0
+}
+
+/// The `p` quantile of `sorted` (nearest rank below).
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
+}
