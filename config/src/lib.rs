@@ -394,6 +394,10 @@ pub struct IndexConfig {
     /// Disk the copies held for other members may use, MiB; past it the copies farthest from
     /// this node's ranges are dropped first.
     pub replica_quota_mb: u64,
+    /// Seconds between rounds of comparing the copies held with co-holders (two of them a
+    /// round, in turn; also a minute after the member set changes): what a push missed — a
+    /// copy lost in flight, evicted, or lost with a disk — is asked for and sent again.
+    pub compare_copies_secs: u64,
 }
 
 impl Default for IndexConfig {
@@ -414,6 +418,7 @@ impl Default for IndexConfig {
             quota_check_secs: 300,
             replicas: 3,
             replica_quota_mb: 2048,
+            compare_copies_secs: 300,
         }
     }
 }

@@ -279,6 +279,7 @@ impl Config {
         c.range("index.quota_check_secs", ix.quota_check_secs, 1, 86_400);
         c.range("index.replicas", ix.replicas, 0, 8);
         c.range("index.replica_quota_mb", ix.replica_quota_mb, 1, 1 << 30);
+        c.range("index.compare_copies_secs", ix.compare_copies_secs, 1, 7 * 24 * 3600);
         c.range("index.snapshot_interval_secs", ix.snapshot_interval_secs, 1, 86_400);
         c.range("index.queue", ix.queue, 1, 100_000);
         if c.problems.is_empty() {

@@ -96,7 +96,15 @@ pub struct ReplicaStore {
     /// many bytes: a copy ranked there or farther, needing as much, is refused without
     /// looking again, until something is removed or the ranks change ([`ReplicaStore::keep`]).
     no_room_from: parking_lot::Mutex<Option<(u32, u64)>>,
+    /// The copies refused for the bound or a quota lately (id → fetch time), so that comparing
+    /// with a co-holder does not ask for them again and again (see `weft_p2p::copy_sync`):
+    /// forgotten when the store next drops copies for the ring ([`ReplicaStore::keep`]), or all
+    /// at once when [`REFUSALS_REMEMBERED`] are remembered.
+    refusals: parking_lot::Mutex<HashMap<DocId, u64>>,
 }
+
+/// Refusals remembered at most (~40 bytes each).
+pub const REFUSALS_REMEMBERED: usize = 65_536;
 
 /// Room made beyond what a copy needs when the store is full, as a share of the bound: the
 /// search for the farthest copies reads every head, so it runs once per this much turnover,
@@ -134,6 +142,7 @@ impl ReplicaStore {
             refused: AtomicU64::new(0),
             evicted: AtomicU64::new(0),
             no_room_from: parking_lot::Mutex::new(None),
+            refusals: parking_lot::Mutex::new(HashMap::new()),
         })
     }
 
@@ -159,13 +168,13 @@ impl ReplicaStore {
         let quota = self.max_bytes / 4;
         let own = tallies.by_publisher.get(publisher).copied().unwrap_or(0);
         if own - freed_own + u64::from(head.bytes) > quota {
-            self.refused.fetch_add(1, Ordering::Relaxed);
+            self.refuse(id, fetched_at);
             return Err(ReplicaError::Quota(quota));
         }
         let after = tallies.bytes - freed + u64::from(head.bytes);
         let nearness = rank(&id);
         if after > self.max_bytes && !self.make_room(&id, nearness, after - self.max_bytes, rank, &mut tallies)? {
-            self.refused.fetch_add(1, Ordering::Relaxed);
+            self.refuse(id, fetched_at);
             return Err(ReplicaError::Full(self.max_bytes));
         }
         let encoded = postcard::to_allocvec(&head).map_err(|e| IndexError::Corrupt(format!("replica head: {e}")))?;
@@ -186,6 +195,21 @@ impl ReplicaStore {
             *no_room = None;
         }
         Ok(if old.is_some() { Put::Replaced } else { Put::Stored })
+    }
+
+    fn refuse(&self, id: DocId, fetched_at: u64) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        let mut refusals = self.refusals.lock();
+        if refusals.len() >= REFUSALS_REMEMBERED {
+            refusals.clear();
+        }
+        refusals.insert(id, fetched_at);
+    }
+
+    /// Whether a copy of `id` fetched at `fetched_at` (or later) was refused lately: asking for
+    /// it again would only have it refused again.
+    pub fn was_refused(&self, id: &DocId, fetched_at: u64) -> bool {
+        self.refusals.lock().get(id).is_some_and(|at| *at >= fetched_at)
     }
 
     /// Evicts the copies ranked farthest, all farther than `nearer_than`, until `need` bytes
@@ -299,8 +323,10 @@ impl ReplicaStore {
     /// Drops every copy for which `keep` is false (ids this node no longer owns); returns how
     /// many were dropped.
     pub fn keep(&self, keep: impl Fn(&DocId) -> bool) -> Result<usize, IndexError> {
-        // Called when the ring changes: the ranks a full store last looked at have changed.
+        // Called when the ring changes: the ranks a full store last looked at have changed, and
+        // a copy refused before may be taken now.
         *self.no_room_from.lock() = None;
+        self.refusals.lock().clear();
         let mut dropped = 0;
         for (id, _) in self.heads()? {
             if keep(&id) {
@@ -383,8 +409,12 @@ mod tests {
             assert!(matches!(s.put(id(20), 1, "g", &body, &same), Err(ReplicaError::Full(400))));
             assert_eq!(s.refused(), 2);
             assert_eq!(s.counts(), (6, 360));
+            // Remembered, so that nobody asks for them again: that fetch or an older one.
+            assert!(s.was_refused(&id(1), 1) && s.was_refused(&id(20), 0) && !s.was_refused(&id(20), 2));
+            assert!(!s.was_refused(&id(0), 1), "kept, not refused");
             let dropped = s.keep(|d| *d != id(10) && *d != id(11)).unwrap();
             assert_eq!(dropped, 2);
+            assert!(!s.was_refused(&id(20), 1), "forgotten when the ring changes: there may be room");
         }
         let db = sled::Config::new().path(dir.path()).open().unwrap();
         let s = ReplicaStore::open(&db, 400).unwrap();

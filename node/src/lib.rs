@@ -8,7 +8,8 @@
 //!    (bounded durable writes), `blocking` (bounded store calls), `guard` (the SSRF guard) →
 //!    `fetcher`, [`token`], `received` (URLs from peers), `urls` (why a URL is or is not
 //!    indexed), `procmem`, `tenure`, the pure [`extract_cli`]; [`metrics`] (counters); the
-//!    network's stores: `replicas` (document copies) → `cells` (postings) → `cell_upkeep`.
+//!    network's stores: `replicas` (document copies) → `copy_sync` (serving `/weft/doc/1`,
+//!    comparing copies with co-holders) and `cells` (postings) → `cell_upkeep`.
 //! 2. `crawl`: the crawl loop and its pure decisions; it reaches the network and the browser
 //!    through the [`Route`] and [`Renders`] traits it is given. `second_opinion` beside it.
 //! 3. [`layouts`]: layout learning and the JavaScript tier (store, worker, teacher, rendering,
@@ -19,13 +20,14 @@
 //!    ([`export`], [`mcp`], `templates_cli`).
 //!
 //! Module order: blocking, extract_cli, guard, page, procmem, received, storage, tenure, token,
-//! urls → replicas → cells → cell_upkeep, fetcher, metrics → crawl, second_opinion → layouts, routing → doctor, memory,
+//! urls → replicas → copy_sync, cells → cell_upkeep, fetcher, metrics → crawl, second_opinion → layouts, routing → doctor, memory,
 //! pipeline → indexing → quota, search, status → api → export, mcp, node, templates_cli.
 
 pub mod api;
 mod blocking;
 mod cell_upkeep;
 mod cells;
+mod copy_sync;
 mod crawl;
 pub mod doctor;
 pub mod export;

@@ -408,8 +408,19 @@ async fn spawn_network(
             let replicas = config.search.replicas;
             tasks.spawn(crate::cells::hand_over_on_changes(cells.clone(), handle.clone(), replicas, model.clone()));
             tasks.spawn(crate::cell_upkeep::drop_unowned(cells.clone(), handle.clone(), replicas, doc_replicas));
-            tasks.spawn(crate::replicas::serve_reads(local.clone(), cells.clone(), started.documents));
-            if doc_replicas > 0 {
+            let tally = index.map(|i| i.repairs()).unwrap_or_default();
+            let sync = (doc_replicas > 0).then(|| {
+                crate::copy_sync::CopySync::new(
+                    local.clone(),
+                    cells.clone(),
+                    handle.clone(),
+                    doc_replicas,
+                    tally.clone(),
+                )
+            });
+            tasks.spawn(crate::copy_sync::serve(local.clone(), cells.clone(), sync.clone(), started.documents));
+            if let Some(sync) = sync {
+                tasks.spawn(sync.run(Duration::from_secs(config.index.compare_copies_secs)));
                 // The pages of a crawler gone for good go back to their hosts' owners.
                 let crawl = crawler.clone();
                 let rediscover: crate::replicas::Rediscover = Arc::new(move |urls: Vec<String>| {
@@ -418,7 +429,6 @@ async fn spawn_network(
                 });
                 let (local, cells, handle) = (local.clone(), cells.clone(), handle.clone());
                 tasks.spawn(crate::cell_upkeep::resend_orphans(cells.clone(), handle.clone(), doc_replicas));
-                let tally = index.map(|i| i.repairs()).unwrap_or_default();
                 tasks.spawn(crate::replicas::repair_on_changes(local, cells, handle, rediscover, doc_replicas, tally));
             }
             tasks.spawn(crate::cell_upkeep::expire_postings(cells));

@@ -12,7 +12,7 @@ use weft_index::cells::CellStore;
 use weft_index::documents::{ChunkView, DocumentMeta, DocumentView};
 use weft_index::{DocId, DocState, IndexError, LocalIndex};
 use weft_p2p::replicas::{doc_holders, Replica, Span};
-use weft_p2p::{DocInbound, PeerId, Ring};
+use weft_p2p::{PeerId, Ring};
 
 /// The copy of document `id` as this node indexed it (unsigned: the network signs it as it
 /// leaves), or `None` when this node holds no indexed document `id`.
@@ -220,25 +220,13 @@ pub fn store(
     Ok(taken)
 }
 
-/// Answers other members' reads of documents until the network stops: from the local index
-/// (this node's own, signed by the network as it leaves), else from the copies held.
-pub async fn serve_reads(
-    index: Arc<LocalIndex>,
-    cells: Arc<CellStore>,
-    mut reads: tokio::sync::mpsc::Receiver<DocInbound>,
-) {
-    while let Some(read) = reads.recv().await {
-        let (index, cells) = (index.clone(), cells.clone());
-        let doc = read.doc.clone();
-        let look = move || {
-            let id = DocId::parse_hex(&doc).map_err(|e| IndexError::Corrupt(e.to_string()))?;
-            match replica_of(&index, &id)? {
-                Some(own) => Ok(Some(own)),
-                None => held(&cells, &id),
-            }
-        };
-        let found = bounded("document read", STORE_BOUND, look).await.flatten();
-        let _ = read.reply.send(found);
+/// The document `doc` as this node can hand it to another member: its own (unsigned: the
+/// network signs it as it leaves), else the copy it holds. Blocking.
+pub fn look_up(index: &LocalIndex, cells: &CellStore, doc: &str) -> Result<Option<Replica>, IndexError> {
+    let id = DocId::parse_hex(doc).map_err(|e| IndexError::Corrupt(e.to_string()))?;
+    match replica_of(index, &id)? {
+        Some(own) => Ok(Some(own)),
+        None => held(cells, &id),
     }
 }
 
@@ -328,6 +316,22 @@ pub struct RepairStatus {
     /// How long the last round took to work out what to send (reading the index and the
     /// copies held), ms.
     pub last_plan_ms: u64,
+    /// Comparisons with co-holders (see `copy_sync`): rounds, co-holders compared with, buckets
+    /// found to differ, copies asked for (and sent here as hand-overs), and how long the last
+    /// round took, ms.
+    #[serde(default)]
+    pub compare_rounds: u64,
+    #[serde(default)]
+    pub compared_with: u64,
+    #[serde(default)]
+    pub buckets_differing: u64,
+    #[serde(default)]
+    pub copies_asked: u64,
+    #[serde(default)]
+    pub last_compare_ms: u64,
+    /// Copies this node sent because a co-holder asked for them.
+    #[serde(default)]
+    pub copies_sent_on_request: u64,
 }
 
 /// The running tally behind [`RepairStatus`], shared by the repair task and the status.
@@ -337,6 +341,11 @@ pub struct Repairs(parking_lot::Mutex<RepairStatus>);
 impl Repairs {
     pub fn status(&self) -> RepairStatus {
         *self.0.lock()
+    }
+
+    /// Changes the tally.
+    pub fn update(&self, change: impl FnOnce(&mut RepairStatus)) {
+        change(&mut self.0.lock())
     }
 }
 

@@ -2,9 +2,9 @@
 //! are set up by the swarm builder in [`crate::network`]; this is what runs over them.
 
 use crate::codec::Codec;
+use crate::doc_wire::DocWire;
 use crate::exchange::UrlWire;
 use crate::postings::PostingWire;
-use crate::replicas::DocWire;
 use crate::search::SearchWire;
 use libp2p::identity::Keypair;
 use libp2p::request_response::{self, ProtocolSupport};
@@ -24,7 +24,7 @@ pub const URLS_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/urls/1");
 pub const SEARCH_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/search/1");
 /// Semantic placement: batches of postings to the owners of their cells.
 pub const POSTINGS_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/postings/1");
-/// Documents: one document read from a member that holds it.
+/// Documents: one document read from a member that holds it, and holders comparing copies.
 pub const DOCS_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/doc/1");
 /// What identify announces.
 pub const PROTOCOL_VERSION: &str = "/weft/0.1.0";
@@ -69,7 +69,8 @@ pub const SEARCH_STREAMS_PER_CONNECTION: usize = 16;
 /// The same for `/weft/postings/1` (a publisher has one batch in flight per owner).
 pub const POSTING_STREAMS_PER_CONNECTION: usize = 8;
 
-/// The same for `/weft/doc/1` (a reader asks a holder or two at a time).
+/// The same for `/weft/doc/1` (a reader asks a holder or two at a time; a co-holder
+/// comparing copies asks one thing at a time).
 pub const DOC_STREAMS_PER_CONNECTION: usize = 8;
 
 /// The settings the behaviour is built from.

@@ -18,6 +18,9 @@
 //! - [`signing`]: what a publisher signs of a record it sends, and the check (pure).
 //! - [`replicas`]: document copies held by the owners of each document's id, their checks,
 //!   and `/weft/doc/1` that reads a document from a holder (pure).
+//! - [`copy_sync`]: anti-entropy — two holders compare their copies bucket by bucket and the
+//!   one that lacks some asks for them (pure).
+//! - [`doc_wire`]: `/weft/doc/1`'s requests and replies (pure).
 //! - [`postings`]: what a node publishes about each chunk to its cells' owners, and the checks
 //!   a received posting passes (pure).
 //! - [`publishing`]: the outbox of postings — per-owner batches, retries, re-routing (pure).
@@ -28,12 +31,14 @@
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
 //! checks it): codec, departures, identity, reachability, ring, signing, summaries → exchange,
-//! membership, placement, records → replicas → postings, search → publishing → behaviour →
-//! network.
+//! membership, placement, records → replicas → copy_sync, postings, search → doc_wire,
+//! publishing → behaviour → network.
 
 pub mod behaviour;
 pub mod codec;
+pub mod copy_sync;
 pub mod departures;
+pub mod doc_wire;
 pub mod exchange;
 pub mod identity;
 pub mod membership;

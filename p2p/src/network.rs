@@ -689,7 +689,7 @@ impl EventLoop {
                 self.publish_postings(postings, withdrawals, replicas)
             }
             Command::HandOverReplicas { to, replicas } => self.hand_over_replicas(to, replicas),
-            Command::AskDocument { peer, doc, reply } => self.ask_document(peer, doc, reply),
+            Command::AskDocument { peer, ask, reply } => self.ask_document(peer, ask, reply),
             Command::HandOverPostings { to, postings } => self.hand_over_postings(to, postings),
             Command::Publish(entry) => {
                 self.counts.dht_published += 1;

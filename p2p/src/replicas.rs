@@ -9,8 +9,8 @@
 //! not be able to change it. A document's place on the ring is its id's first 64 bits — the id
 //! is blake3 of the URL, so ids spread evenly and a member's arcs hold a share of them.
 //!
-//! `/weft/doc/1` reads one document from a member that holds it ([`DocRequest`],
-//! [`DocReply`]). Pure: checks and wire types; the event loop does the I/O.
+//! `/weft/doc/1` reads one document from a member that holds it (see [`crate::doc_wire`]).
+//! Pure: the placement and the checks; the event loop does the I/O.
 
 use crate::exchange::page_host;
 use crate::ring::Ring;
@@ -220,36 +220,6 @@ pub fn check_content(r: &Replica) -> Result<(PeerId, String), BadReplica> {
     Ok((publisher, host))
 }
 
-/// `/weft/doc/1` request: one document by its id.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DocRequest {
-    pub doc: String,
-}
-
-/// `/weft/doc/1` response.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum DocReply {
-    /// The document, as its publisher signed it.
-    Found(Box<Replica>),
-    /// This member holds no copy.
-    Missing,
-    /// Not now (over the asker's rate): ask another holder.
-    Busy,
-}
-
-/// `/weft/doc/1` on the wire (see [`crate::codec`]).
-pub struct DocWire;
-
-impl crate::codec::Wire for DocWire {
-    type Request = DocRequest;
-    type Response = DocReply;
-    const NAME: &'static str = "document request";
-    const MAX_REQUEST_BYTES: u64 = 256;
-    /// The largest copy and its metadata.
-    const MAX_RESPONSE_BYTES: u64 = 2 * MAX_TEXT_BYTES as u64;
-    const MAX_BUFFERED_BYTES: u64 = 4 * MAX_TEXT_BYTES as u64;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,8 +254,6 @@ mod tests {
         assert_eq!(r.chunk_text(0), Some("First paragraph here."));
         assert_eq!(Replica::decode(&r.encode()), Ok(r.clone()));
         assert!(Replica::decode(b"not cbor").is_err());
-        let bytes = cbor4ii::serde::to_vec(Vec::new(), &DocReply::Found(Box::new(r.clone()))).unwrap();
-        assert_eq!(cbor4ii::serde::from_slice::<DocReply>(&bytes).unwrap(), DocReply::Found(Box::new(r)));
     }
 
     #[test]

@@ -133,6 +133,23 @@ impl Ring {
         out
     }
 
+    /// The members that share some position's `r` owners with `member` (each arc of the ring
+    /// has one owner set; these are the others in the sets `member` is in), sorted: whom it
+    /// compares what it holds with, since they hold copies of the same ids.
+    pub fn co_owners(&self, member: &PeerId, r: usize) -> Vec<PeerId> {
+        let mut out = std::collections::BTreeSet::new();
+        if self.contains(member) {
+            for i in 0..self.points.len() {
+                // The arc ending at point `i` has the owners from `i` on.
+                let owners = self.owners_of_point(self.points[i].0, r);
+                if owners.contains(member) {
+                    out.extend(owners.into_iter().filter(|o| o != member));
+                }
+            }
+        }
+        out.into_iter().collect()
+    }
+
     /// The fraction of the ring's hash space `member` owns (0 if it is not a member).
     pub fn share(&self, member: &PeerId) -> f64 {
         let Ok(m) = self.members.binary_search(member) else { return 0.0 };
@@ -176,6 +193,25 @@ mod tests {
         }
         assert_eq!(Ring::new(ms[..2].to_vec(), 150).owners_of_point(7, 3).len(), 2, "two members, two replicas");
         assert!(Ring::new([], 150).owners_of_point(7, 3).is_empty());
+    }
+
+    #[test]
+    fn co_owners_are_exactly_the_members_sharing_an_owner_set() {
+        let ms = members(12);
+        let ring = Ring::new(ms.clone(), 8);
+        for m in &ms {
+            let co = ring.co_owners(m, 3);
+            assert!(!co.contains(m) && !co.is_empty());
+            // Sampled positions: whoever shares an owner set with `m` is listed.
+            for k in 0..20_000u64 {
+                let owners = ring.owners_of_point(k.wrapping_mul(0x9E37_79B9_7F4A_7C15), 3);
+                if owners.contains(m) {
+                    assert!(owners.iter().all(|o| o == m || co.contains(o)));
+                }
+            }
+        }
+        assert!(ring.co_owners(&PeerId::random(), 3).is_empty(), "not a member");
+        assert_eq!(ring.co_owners(&ms[0], 1), Vec::<PeerId>::new(), "one owner each: nobody shares");
     }
 
     #[test]

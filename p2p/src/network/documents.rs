@@ -1,30 +1,39 @@
 //! The event loop's part of `/weft/doc/1`: reading one document from a member that holds it
-//! (its crawler, or a holder of a copy — see [`crate::replicas`]), and answering others'
-//! reads from this node's stores. Members only, at a bounded rate per peer; the node looks the
-//! document up ([`DocInbound`]) and the answer goes out signed by its publisher — a document
-//! this node crawled itself is signed here as it leaves.
+//! (its crawler, or a holder of a copy — see [`crate::replicas`]), comparing copies with a
+//! co-holder (see [`crate::copy_sync`]), and answering others' requests from this node's
+//! stores. Members only, at a bounded rate per peer (reads and comparisons each their own);
+//! the node answers ([`DocInbound`]) and a document goes out signed by its publisher — one this
+//! node crawled itself is signed here as it leaves.
 //!
 //! The asking side is [`NetworkHandle::get_document`]: the holders in order, hedged, until a
-//! copy whose signature and id check out arrives or the deadline passes.
+//! copy whose signature and id check out arrives or the deadline passes; and
+//! [`NetworkHandle::ask_documents`] for one request of a comparison.
 
 use super::*;
-use crate::replicas::{self, DocReply, DocRequest, Replica};
+use crate::copy_sync::{self, BUCKETS, MAX_SEND};
+use crate::doc_wire::{DocReply, DocRequest};
+use crate::replicas::{self, Replica};
 use std::time::Instant;
 
 /// Documents one peer may ask for per second (bursts of twice that).
 const READS_PER_SEC: f64 = 20.0;
-/// Reads waiting for the node's stores, at most; more are answered busy.
+/// Comparison requests (digests, a page of a listing, a request to send) one peer may make per
+/// second: each reads this node's whole holdings or sends up to [`MAX_SEND`] copies.
+const COMPARISONS_PER_SEC: f64 = 1.0;
+/// Requests waiting for the node's stores, at most; more are answered busy.
 pub(super) const INBOUND_READS: usize = 32;
-/// A read the node has not answered by then is answered busy.
+/// A request the node has not answered by then is answered busy.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Another member asks for document `doc`: send the copy this node holds (or its own
-/// document), `None` when it has none.
+/// Another member's `/weft/doc/1` request, for the node to answer: a read of document `doc`
+/// (answered [`DocReply::Found`], unsigned when it is this node's own, or
+/// [`DocReply::Missing`]), or a step of comparing copies (answered as
+/// [`crate::copy_sync`] says; a request to send hands the copies over, then says how many).
 #[derive(Debug)]
 pub struct DocInbound {
     pub from: PeerId,
-    pub doc: String,
-    pub reply: oneshot::Sender<Option<Replica>>,
+    pub ask: DocRequest,
+    pub reply: oneshot::Sender<DocReply>,
 }
 
 /// `/status`'s view of document reads.
@@ -36,15 +45,19 @@ pub struct DocsStatus {
     pub busy: u64,
     /// Reads this node sent to other members.
     pub asked: u64,
+    /// Comparison requests (digests, listings, requests to send) answered for co-holders.
+    #[serde(default)]
+    pub compared: u64,
 }
 
-type PendingRead = BoxFuture<'static, (ResponseChannel<DocReply>, Option<Replica>)>;
+type PendingRead = BoxFuture<'static, (ResponseChannel<DocReply>, DocReply)>;
 
 pub(super) struct State {
     inbound: mpsc::Sender<DocInbound>,
     pub(super) replies: FuturesUnordered<PendingRead>,
     asks: HashMap<OutboundRequestId, oneshot::Sender<Result<DocReply, String>>>,
     rate: RateLimit,
+    comparisons: RateLimit,
     pub(super) counts: DocsStatus,
 }
 
@@ -55,20 +68,44 @@ impl State {
             replies: FuturesUnordered::new(),
             asks: HashMap::new(),
             rate: RateLimit::new(READS_PER_SEC),
+            comparisons: RateLimit::new(COMPARISONS_PER_SEC),
             counts: DocsStatus::default(),
         }
     }
 }
 
+/// Whether a request is well formed: an id that is one, a bucket in range, no more ids to send
+/// than [`MAX_SEND`] (`Err`: over a bound no honest peer crosses).
+fn well_formed(ask: &DocRequest) -> Result<bool, String> {
+    Ok(match ask {
+        DocRequest::Read { doc } => replicas::doc_point(doc).is_some(),
+        DocRequest::Digests => true,
+        DocRequest::List { bucket, after } => {
+            *bucket < BUCKETS && after.as_deref().is_none_or(|a| copy_sync::bucket_of(a).is_some())
+        }
+        DocRequest::Send { docs } if docs.len() > MAX_SEND => {
+            return Err(format!("a request to send {} copies", docs.len()))
+        }
+        DocRequest::Send { .. } => true,
+    })
+}
+
 impl EventLoop {
-    /// Asks `peer` for document `doc`; the reply (or why there is none) goes to `reply`.
-    pub(super) fn ask_document(&mut self, peer: PeerId, doc: String, reply: oneshot::Sender<Result<DocReply, String>>) {
+    /// Asks `peer` a `/weft/doc/1` request; the reply (or why there is none) goes to `reply`.
+    pub(super) fn ask_document(
+        &mut self,
+        peer: PeerId,
+        ask: DocRequest,
+        reply: oneshot::Sender<Result<DocReply, String>>,
+    ) {
         if peer == *self.swarm.local_peer_id() {
             let _ = reply.send(Err("this node".into()));
             return;
         }
-        self.documents.counts.asked += 1;
-        let id = self.swarm.behaviour_mut().docs.send_request(&peer, Frame::Request(DocRequest { doc }));
+        if matches!(ask, DocRequest::Read { .. }) {
+            self.documents.counts.asked += 1;
+        }
+        let id = self.swarm.behaviour_mut().docs.send_request(&peer, Frame::Request(ask));
         self.documents.asks.insert(id, reply);
     }
 
@@ -97,21 +134,31 @@ impl EventLoop {
         }
     }
 
-    fn answer_read(&mut self, peer: PeerId, request: DocRequest, channel: ResponseChannel<DocReply>) {
+    fn answer_read(&mut self, peer: PeerId, ask: DocRequest, channel: ResponseChannel<DocReply>) {
         let now = std::time::Instant::now();
-        let busy = !self.members.knows(&peer, now)
-            || !self.documents.rate.allow(&peer.to_string(), now)
-            || replicas::doc_point(&request.doc).is_none();
+        let formed = match well_formed(&ask) {
+            Ok(formed) => formed,
+            Err(why) => {
+                drop(channel);
+                self.ban(peer, &why);
+                return;
+            }
+        };
+        let rate = match ask {
+            DocRequest::Read { .. } => &mut self.documents.rate,
+            _ => &mut self.documents.comparisons,
+        };
+        let busy = !formed || !self.members.knows(&peer, now) || !rate.allow(&peer.to_string(), now);
         if busy {
             self.documents.counts.busy += 1;
             let _ = self.swarm.behaviour_mut().docs.send_response(channel, DocReply::Busy);
             return;
         }
         let (reply, answer) = oneshot::channel();
-        match self.documents.inbound.try_send(DocInbound { from: peer, doc: request.doc, reply }) {
+        match self.documents.inbound.try_send(DocInbound { from: peer, ask, reply }) {
             Ok(()) => self.documents.replies.push(Box::pin(async move {
-                let found = tokio::time::timeout(ANSWER_TIMEOUT, answer).await.ok().and_then(Result::ok).flatten();
-                (channel, found)
+                let answered = tokio::time::timeout(ANSWER_TIMEOUT, answer).await.ok().and_then(Result::ok);
+                (channel, answered.unwrap_or(DocReply::Busy))
             })),
             Err(_) => {
                 self.documents.counts.busy += 1;
@@ -120,19 +167,27 @@ impl EventLoop {
         }
     }
 
-    /// The node looked a read up: the copy goes out (signed here when it is this node's own).
-    pub(super) fn on_read_answered(&mut self, channel: ResponseChannel<DocReply>, found: Option<Replica>) {
-        let reply = match found {
-            Some(mut r) => {
+    /// The node answered a request: a document goes out (signed here when it is this node's own).
+    pub(super) fn on_read_answered(&mut self, channel: ResponseChannel<DocReply>, answered: DocReply) {
+        let reply = match answered {
+            DocReply::Found(mut r) => {
                 if r.signature.is_empty() {
                     self.sign_replica(&mut r);
                 }
                 self.documents.counts.served += 1;
-                DocReply::Found(Box::new(r))
+                DocReply::Found(r)
             }
-            None => {
+            DocReply::Missing => {
                 self.documents.counts.missing += 1;
                 DocReply::Missing
+            }
+            DocReply::Busy => {
+                self.documents.counts.busy += 1;
+                DocReply::Busy
+            }
+            other => {
+                self.documents.counts.compared += 1;
+                other
             }
         };
         let _ = self.swarm.behaviour_mut().docs.send_response(channel, reply);
@@ -181,7 +236,7 @@ impl NetworkHandle {
         let end = tokio::time::Instant::now() + deadline;
         let ask = |peer: PeerId| {
             let (reply, rx) = oneshot::channel();
-            let sent = self.commands.send(Command::AskDocument { peer, doc: doc.to_string(), reply }).is_ok();
+            let sent = self.commands.send(Command::AskDocument { peer, ask: DocRequest::read(doc), reply }).is_ok();
             async move {
                 let outcome =
                     if sent { rx.await.unwrap_or_else(|_| Err("stopped".into())) } else { Err("stopped".into()) };
@@ -212,6 +267,7 @@ impl NetworkHandle {
                         },
                         Ok(DocReply::Missing) => "missing".into(),
                         Ok(DocReply::Busy) => "busy".into(),
+                        Ok(_) => "an answer to another request".into(),
                         Err(e) => e,
                     };
                     answer.asked.push((peer, said));
@@ -226,5 +282,13 @@ impl NetworkHandle {
         }
         answer.ms = started.elapsed().as_secs_f64() * 1e3;
         answer
+    }
+
+    /// Asks member `peer` one `/weft/doc/1` request (a step of comparing copies: see
+    /// [`crate::copy_sync`]) and waits for its reply, or why there is none.
+    pub async fn ask_documents(&self, peer: PeerId, ask: DocRequest) -> Result<DocReply, String> {
+        let (reply, rx) = oneshot::channel();
+        self.commands.send(Command::AskDocument { peer, ask, reply }).map_err(|_| "stopped".to_string())?;
+        rx.await.unwrap_or_else(|_| Err("stopped".into()))
     }
 }

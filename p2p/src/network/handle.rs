@@ -25,11 +25,11 @@ pub(super) enum Command {
         withdrawals: Vec<crate::publishing::Withdrawal>,
         replicas: Vec<crate::replicas::Replica>,
     },
-    /// Read one document from `peer`.
+    /// Ask `peer` a `/weft/doc/1` request (a read, or a step of comparing copies).
     AskDocument {
         peer: PeerId,
-        doc: String,
-        reply: oneshot::Sender<Result<crate::replicas::DocReply, String>>,
+        ask: crate::doc_wire::DocRequest,
+        reply: oneshot::Sender<Result<crate::doc_wire::DocReply, String>>,
     },
     /// Document copies this node holds (or published) for `to`, an owner of their ids.
     HandOverReplicas {

@@ -8,6 +8,7 @@
 use crate::hostile_postings::{within, Publisher};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use weft_p2p::doc_wire::{DocReply, DocRequest};
 use weft_p2p::postings::{PageMeta, PostingBatch, PostingReply};
 use weft_p2p::replicas::{doc_id, Replica, Span};
 use weft_p2p::{NetworkConfig, NetworkHandle, PeerId, Ring, DEFAULT_VNODES};
@@ -42,8 +43,12 @@ fn holder(
     let held = copies.clone();
     tokio::spawn(async move {
         while let Some(read) = reads.recv().await {
-            let found = held.lock().unwrap().iter().find(|(_, r)| r.doc == read.doc).map(|(_, r)| r.clone());
-            let _ = read.reply.send(found);
+            let DocRequest::Read { doc } = &read.ask else {
+                let _ = read.reply.send(DocReply::Busy); // copies are not compared here
+                continue;
+            };
+            let found = held.lock().unwrap().iter().find(|(_, r)| r.doc == *doc).map(|(_, r)| r.clone());
+            let _ = read.reply.send(found.map_or(DocReply::Missing, |r| DocReply::Found(Box::new(r))));
         }
     });
     (n, task, copies)
@@ -164,6 +169,18 @@ async fn a_publisher_sends_copies_only_of_its_own_hosts_pages_as_it_signed_them(
     assert!(none.found.is_none());
     assert!(none.asked.iter().all(|(_, said)| said == "missing"), "{:?}", none.asked);
     assert!(n.status().documents.served >= 1, "{:?}", n.status().documents);
+
+    // Comparing copies (`weft_p2p::copy_sync`): a member's request reaches the node (which
+    // answers here that it has nothing to compare: this holder keeps no stores); a request to
+    // send more than `MAX_SEND` copies is past a bound no honest peer crosses, and bans its
+    // sender.
+    let reply = within(10, "digests", b.ask_documents(nid, DocRequest::Digests)).await;
+    assert_eq!(reply, Ok(DocReply::Busy));
+    assert_eq!(n.status().banned_peers, 0);
+    let too_many = DocRequest::Send { docs: vec![doc.clone(); weft_p2p::copy_sync::MAX_SEND + 1] };
+    let reply = within(10, "an oversized request", b.ask_documents(nid, too_many)).await;
+    assert!(reply.is_err(), "{reply:?}");
+    within(10, "b banned", n.wait_for(|s| s.banned_peers == 1)).await;
     for (m, t) in [(a, a_task), (b, b_task), (n, n_task)] {
         m.stop();
         t.await.unwrap();
