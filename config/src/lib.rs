@@ -381,8 +381,9 @@ pub struct IndexConfig {
     pub snapshot_interval_secs: u64,
     /// Extracted pages waiting for the indexer; when full, fetching waits.
     pub queue: usize,
-    /// Disk the node's database and vector snapshot may use, MiB (0: no limit). Over it, the
-    /// documents fetched longest ago are evicted until the use is back under 90%.
+    /// Disk the node's database and vector snapshot, and the copies it holds for others, may
+    /// use, MiB (0: no limit). The copies get a quarter at most (see `replica_quota_mb`); over
+    /// the rest, the documents fetched longest ago are evicted until the use is back under 90%.
     pub disk_quota_mb: u64,
     /// Seconds between disk-quota checks (sled reclaims freed space lazily, so checks are
     /// spaced to let it catch up).
@@ -391,8 +392,9 @@ pub struct IndexConfig {
     /// boundaries) besides the node that fetched it: the owners of the document's id on the
     /// ring. A document stays readable and is not fetched again while one of them is up.
     pub replicas: usize,
-    /// Disk the copies held for other members may use, MiB; past it the copies farthest from
-    /// this node's ranges are dropped first.
+    /// Disk the copies held for other members may use, MiB (and at most a quarter of
+    /// `disk_quota_mb` when that is set: the copies count under it); past it the copies
+    /// farthest from this node's ranges are dropped first.
     pub replica_quota_mb: u64,
     /// Seconds between rounds of comparing the copies held with co-holders (two of them a
     /// round, in turn; also a minute after the member set changes): what a push missed — a
@@ -419,6 +421,29 @@ impl Default for IndexConfig {
             replicas: 3,
             replica_quota_mb: 2048,
             compare_copies_secs: 300,
+        }
+    }
+}
+
+impl IndexConfig {
+    /// Bytes the copies held for other members may take: `replica_quota_mb`, and at most a
+    /// quarter of `disk_quota_mb` when that is set (the copies count under the disk quota).
+    pub fn replica_bytes(&self) -> u64 {
+        let bound = self.replica_quota_mb.saturating_mul(1 << 20);
+        match self.disk_quota_mb {
+            0 => bound,
+            quota => bound.min(quota.saturating_mul(1 << 20) / 4),
+        }
+    }
+
+    /// The disk quota left to the node's own database and vectors once the copies it holds
+    /// (`copies`: it holds some) have their share, bytes; 0 with no disk quota.
+    pub fn own_quota_bytes(&self, copies: bool) -> u64 {
+        let quota = self.disk_quota_mb.saturating_mul(1 << 20);
+        if copies && self.replicas > 0 {
+            quota.saturating_sub(self.replica_bytes())
+        } else {
+            quota
         }
     }
 }

@@ -173,3 +173,22 @@ fn user_agent_header_and_robots_token() {
     assert_eq!(f.robots_token(), "WeftBot");
     assert!(f.user_agent_header().starts_with("WeftBot/0.1 (+http"));
 }
+
+#[test]
+fn the_copies_held_for_others_count_under_the_disk_quota() {
+    let mut ix = weft_config::IndexConfig::default();
+    // No disk quota: the copies have their own bound, the index none.
+    assert_eq!(ix.replica_bytes(), 2048 << 20);
+    assert_eq!(ix.own_quota_bytes(true), 0);
+    // A quota of 4 GiB: the copies a quarter of it at most, the index the rest.
+    ix.disk_quota_mb = 4096;
+    assert_eq!(ix.replica_bytes(), 1024 << 20);
+    assert_eq!(ix.own_quota_bytes(true), 3072 << 20);
+    assert_eq!(ix.own_quota_bytes(false), 4096 << 20, "a standalone node holds no copies");
+    // A smaller replica bound is kept, and the index gets the rest.
+    ix.replica_quota_mb = 100;
+    assert_eq!(ix.replica_bytes(), 100 << 20);
+    assert_eq!(ix.own_quota_bytes(true), 3996 << 20);
+    ix.replicas = 0;
+    assert_eq!(ix.own_quota_bytes(true), 4096 << 20, "no copies made");
+}

@@ -183,7 +183,7 @@ impl CellStore {
         let signed = db.open_tree("signed").map_err(IndexError::Store)?;
         let announced = db.open_tree("announced").map_err(IndexError::Store)?;
         let index = LocalIndex::open(&db, dir, dims, config)?;
-        let replicas = ReplicaStore::open(&db, config.replica_quota_mb.saturating_mul(1 << 20))?;
+        let replicas = ReplicaStore::open(&db, config.replica_bytes())?;
         let mut tallies = Tallies::default();
         for entry in provenance.iter() {
             let (_, bytes) = entry.map_err(IndexError::Store)?;

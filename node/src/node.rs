@@ -581,13 +581,15 @@ fn spawn_timers(
             }
         }
     });
-    if let (Some(index), quota) = (index, config.index.disk_quota_mb) {
+    if let Some(index) = index {
+        // The copies held for others have their share of the quota, bounded apart.
+        let quota = config.index.own_quota_bytes(index.cells().is_some());
         if quota > 0 {
             tasks.spawn(crate::quota::enforce(
                 index.clone(),
                 db,
                 config.data_dir.clone(),
-                quota << 20,
+                quota,
                 Duration::from_secs(config.index.quota_check_secs),
             ));
         }

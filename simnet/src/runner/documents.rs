@@ -38,6 +38,11 @@ pub struct DocumentsReport {
     /// not readable from every node.
     pub aliases: usize,
     pub aliases_not_everywhere: usize,
+    /// Pages by how many nodes up hold them — as their own document (`local`) or a copy
+    /// (`copy`) — (aliases left out: no copies are made of them). With `index.replicas` = r,
+    /// a page whose crawler is up should have r + 1, one whose crawler is gone r (on a network
+    /// of more than r nodes).
+    pub holders: BTreeMap<usize, usize>,
 }
 
 /// The document id of `url` as the nodes spell it (the normalized URL's).
@@ -80,6 +85,7 @@ pub async fn read_back(http: &reqwest::Client, apis: &[SocketAddr], urls: &[Stri
         .await;
     let mut report = DocumentsReport { pages: urls.len(), nodes: apis.len(), ..Default::default() };
     let mut per_page = vec![0usize; urls.len()];
+    let mut held = vec![0usize; urls.len()];
     let mut alias = vec![false; urls.len()];
     let mut ms: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for (i, source, t) in answers {
@@ -87,6 +93,7 @@ pub async fn read_back(http: &reqwest::Client, apis: &[SocketAddr], urls: &[Stri
         match source {
             Some((s, is_alias)) => {
                 per_page[i] += 1;
+                held[i] += usize::from(s == "local" || s == "copy");
                 alias[i] |= is_alias;
                 *report.by_source.entry(s.clone()).or_default() += 1;
                 ms.entry(s).or_default().push(t);
@@ -95,6 +102,9 @@ pub async fn read_back(http: &reqwest::Client, apis: &[SocketAddr], urls: &[Stri
         }
     }
     report.found = per_page.iter().filter(|n| **n > 0).count();
+    for (h, _) in held.iter().zip(&alias).filter(|(_, a)| !**a) {
+        *report.holders.entry(*h).or_default() += 1;
+    }
     report.aliases = alias.iter().filter(|a| **a).count();
     report.aliases_not_everywhere = alias.iter().zip(&per_page).filter(|(a, n)| **a && **n < apis.len()).count();
     report.everywhere = per_page.iter().filter(|n| **n == apis.len()).count();
@@ -126,7 +136,7 @@ pub fn summary(r: &DocumentsReport) -> String {
     format!(
         "documents: {} of {} article pages readable from some node, {} from all {} nodes up; {} of {} reads \
          answered ({}), {} missed; {} of the pages are aliases (near duplicates, not indexed: read only where \
-         they were fetched), {} of them not from every node",
+         they were fetched), {} of them not from every node; pages by holders up (own or copy): {}",
         r.found,
         r.pages,
         r.everywhere,
@@ -136,7 +146,8 @@ pub fn summary(r: &DocumentsReport) -> String {
         sources.join(", "),
         r.missed,
         r.aliases,
-        r.aliases_not_everywhere
+        r.aliases_not_everywhere,
+        r.holders.iter().map(|(h, n)| format!("{h}: {n}")).collect::<Vec<_>>().join(", ")
     )
 }
 

@@ -584,6 +584,9 @@ pub async fn run_with(
             repair_bytes: u(&s["index"]["cells"]["repair"]["bytes_sent"]),
             repair_rounds: u(&s["index"]["cells"]["repair"]["rounds"]),
             repair_plan_ms: u(&s["index"]["cells"]["repair"]["last_plan_ms"]),
+            compare_rounds: u(&s["index"]["cells"]["repair"]["compare_rounds"]),
+            copies_asked: u(&s["index"]["cells"]["repair"]["copies_asked"]),
+            copies_sent_on_request: u(&s["index"]["cells"]["repair"]["copies_sent_on_request"]),
         });
     }
     let up: Vec<&NodeReport> = nodes.iter().filter(|n| n.rss_mib > 0.0).collect();

@@ -57,6 +57,11 @@ pub struct NodeReport {
     pub repair_bytes: u64,
     pub repair_rounds: u64,
     pub repair_plan_ms: u64,
+    /// Comparing copies with co-holders: rounds, copies this node asked for (it lacked them),
+    /// copies it sent because a co-holder asked.
+    pub compare_rounds: u64,
+    pub copies_asked: u64,
+    pub copies_sent_on_request: u64,
 }
 
 /// Document copies across the nodes up at the end, in a line: copies held against the nodes'
@@ -70,8 +75,11 @@ pub fn copies_line(r: &RunReport) -> String {
     let repaired: u64 = r.nodes.iter().map(|n| n.repair_copies).sum();
     let repair_bytes: u64 = r.nodes.iter().map(|n| n.repair_bytes).sum();
     let plan_ms = r.nodes.iter().map(|n| n.repair_plan_ms).max().unwrap_or(0);
+    let rounds: u64 = r.nodes.iter().map(|n| n.compare_rounds).sum();
+    let asked: u64 = r.nodes.iter().map(|n| n.copies_asked).sum();
+    let sent: u64 = r.nodes.iter().map(|n| n.copies_sent_on_request).sum();
     format!(
-        "copies: {copies} held against {own} own documents ({:.1}×, {:.1} MiB); {adopted} pages indexed from a copy instead of fetched; repair sent {repaired} copies ({:.1} MiB) to new holders, its slowest last plan {plan_ms} ms",
+        "copies: {copies} held against {own} own documents ({:.1}×, {:.1} MiB); {adopted} pages indexed from a copy instead of fetched; repair sent {repaired} copies ({:.1} MiB) to new holders, its slowest last plan {plan_ms} ms; {rounds} rounds comparing with co-holders asked for {asked} copies, {sent} sent on request",
         copies as f64 / own.max(1) as f64,
         bytes as f64 / (1 << 20) as f64,
         repair_bytes as f64 / (1 << 20) as f64
