@@ -351,8 +351,10 @@ fn print_summary(r: &RunReport) {
     println!("coverage          {}/{} reachable pages ({:.2}%)", w.covered, w.reachable, w.coverage * 100.0);
     println!("duplicate fetches {} ({:.2}%)", w.duplicate_fetches, w.duplicate_rate * 100.0);
     println!(
-        "after a SIGKILL   {} pages fetched again (the killed node had not acknowledged them)",
-        w.duplicates_after_kill
+        "after a SIGKILL   {} pages fetched again (the killed node had not acknowledged them), {} of them although a node up held a copy{}",
+        w.duplicates_after_kill,
+        w.repeats_with_a_copy.len(),
+        if w.repeats_with_a_copy.is_empty() { String::new() } else { format!(": {}", w.repeats_with_a_copy.join(", ")) }
     );
     println!(
         "other requests    {} robots.txt, {} sitemaps, {} subresources of rendered pages ({} repeated by one node, at most {} for one URL)",

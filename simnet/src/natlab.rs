@@ -487,6 +487,7 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
                 start: Some(started),
                 kills: &[],
                 leaves: &[],
+                held_at_kill: &std::collections::HashSet::new(),
             },
         )
     };

@@ -31,6 +31,9 @@ pub struct Expectations<'a> {
     /// record may be the one killed. Counted with the repeats after a kill (until documents
     /// and their records are kept on several members: issue 36).
     pub leaves: &'a [(String, Instant)],
+    /// The pages the nodes still up held copies of just after a kill: one of them fetched again
+    /// after the kill is a page the crawl should have taken from its copy (counted apart).
+    pub held_at_kill: &'a HashSet<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -49,6 +52,10 @@ pub struct Report {
     /// left when a node was killed between the leave and the repeat (the one member the leaver
     /// told may be the one killed; see [`Expectations::leaves`]).
     pub duplicates_after_kill: usize,
+    /// Of those, the pages the nodes still up held a copy of just after the kill: the crawl
+    /// should have indexed them from the copy (must be 0). The rest had no copy left anywhere,
+    /// and fetching them again is right.
+    pub repeats_with_a_copy: Vec<String>,
     /// The pages fetched more than once and how often, for either kind of duplicate.
     pub repeated_pages: BTreeMap<String, usize>,
     /// Each duplicate no kill explains, with every fetch of its page: `host/path: agent at
@@ -103,6 +110,7 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
     };
     let mut duplicate_fetches = 0;
     let mut duplicates_after_kill = 0;
+    let mut repeats_with_a_copy = Vec::new();
     let mut repeated_pages: BTreeMap<String, usize> = BTreeMap::new();
     let mut unexplained = Vec::new();
     let mut covered_so_far = 0;
@@ -128,6 +136,9 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
         if !seen.insert(key) {
             if explained {
                 duplicates_after_kill += 1;
+                if expect.held_at_kill.contains(&(r.host.clone(), r.path.clone())) {
+                    repeats_with_a_copy.push(format!("{}{}", r.host, r.path));
+                }
             } else {
                 duplicate_fetches += 1;
                 let fetches: Vec<String> = before
@@ -212,6 +223,7 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
         duplicate_fetches,
         duplicate_rate: if pages == 0 { 0.0 } else { duplicate_fetches as f64 / pages as f64 },
         duplicates_after_kill,
+        repeats_with_a_copy,
         repeated_pages,
         unexplained,
         robots_requests: log.iter().filter(|r| r.path == "/robots.txt").count(),
@@ -262,6 +274,7 @@ mod tests {
             start: None,
             kills: &[],
             leaves: &[],
+            held_at_kill: &HashSet::new(),
         };
         let log = vec![
             req(t0, "h.test", "/robots.txt", 0, 10),
@@ -329,9 +342,11 @@ mod tests {
             start: None,
             kills: &kills,
             leaves: &leaves,
+            held_at_kill: &HashSet::from([("h.test".to_string(), "/c".to_string())]),
         };
         let r = judge(&log, &expect);
         assert_eq!((r.covered, r.duplicate_fetches, r.duplicates_after_kill), (3, 2, 2));
+        assert_eq!(r.repeats_with_a_copy, vec!["h.test/c".to_string()], "a copy survived the kill");
         assert_eq!(r.repeated_pages.get("h.test/b"), Some(&2));
         assert_eq!(r.unexplained.len(), 2, "{:?}", r.unexplained);
         assert!(r.unexplained.iter().any(|u| u.starts_with("h.test/d")), "{:?}", r.unexplained);

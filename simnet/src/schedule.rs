@@ -165,6 +165,7 @@ mod tests {
             duplicate_fetches: 0,
             duplicate_rate: 0.0,
             duplicates_after_kill: 2,
+            repeats_with_a_copy: vec![],
             repeated_pages: Default::default(),
             unexplained: vec![],
             robots_requests: 0,

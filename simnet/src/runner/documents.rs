@@ -163,3 +163,35 @@ mod tests {
         assert_eq!(percentile(&[], 0.5), 0.0);
     }
 }
+
+/// The pages whose copies the nodes at `apis` hold (`GET /copies`, page by page), as (host,
+/// path): taken just after a kill, it tells a page fetched again because no copy of it
+/// survived from one fetched again although one did.
+pub async fn held_copies(http: &reqwest::Client, apis: &[SocketAddr]) -> std::collections::HashSet<(String, String)> {
+    let mut out = std::collections::HashSet::new();
+    for api in apis {
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut url = format!("http://{api}/copies?limit=500");
+            if let Some(c) = &cursor {
+                url.push_str(&format!("&cursor={c}"));
+            }
+            let Ok(reply) = http.get(url).send().await else { break };
+            let Ok(page) = reply.json::<serde_json::Value>().await else { break };
+            for copy in page["copies"].as_array().into_iter().flatten() {
+                if let Some(u) = copy["url"].as_str().and_then(|u| url::Url::parse(u).ok()) {
+                    let path = match u.query() {
+                        Some(q) => format!("{}?{q}", u.path()),
+                        None => u.path().to_string(),
+                    };
+                    out.insert((u.host_str().unwrap_or_default().to_string(), path));
+                }
+            }
+            match page["next_cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_string()),
+                None => break,
+            }
+        }
+    }
+    out
+}

@@ -101,6 +101,9 @@ struct Sim<'a> {
     /// Nodes killed with SIGKILL: (their User-Agent, when).
     kills: Vec<(String, Instant)>,
     leaves: Vec<(String, Instant)>,
+    /// The pages the nodes still up held copies of just after each kill (see
+    /// [`documents::held_copies`]).
+    held_at_kill: std::collections::HashSet<(String, String)>,
     /// A node that exited while it was to run (its number and exit status): the run ends with
     /// it at once rather than waiting out its bounds for a node that is gone.
     died: Option<(usize, String)>,
@@ -142,6 +145,16 @@ impl Sim<'_> {
                     let _ = child.wait().await;
                 }
                 node.state = State::Killed;
+                if self.spec.index {
+                    let apis: Vec<std::net::SocketAddr> = self
+                        .nodes
+                        .iter()
+                        .filter(|n| n.state == State::Up)
+                        .map(|n| std::net::SocketAddr::from(([127, 0, 0, 1], n.api_port)))
+                        .collect();
+                    let held = documents::held_copies(&self.http, &apis).await;
+                    self.held_at_kill.extend(held);
+                }
                 format!("kill {n}")
             }
             Action::Restart(n) => {
@@ -398,6 +411,7 @@ pub async fn run_with(
         bootstrap: String::new(),
         http,
         kills: Vec::new(),
+        held_at_kill: std::collections::HashSet::new(),
         leaves: Vec::new(),
         died: None,
     };
@@ -526,6 +540,7 @@ pub async fn run_with(
         start: Some(started),
         kills: &sim.kills,
         leaves: &sim.leaves,
+        held_at_kill: &sim.held_at_kill,
     };
     let judged = report::judge(&log, &expect);
     let mut fetch_rate: BTreeMap<usize, Vec<(u64, usize)>> = BTreeMap::new();
