@@ -179,7 +179,7 @@ pub async fn held_copies(http: &reqwest::Client, apis: &[SocketAddr]) -> std::co
             let Ok(reply) = http.get(url).send().await else { break };
             let Ok(page) = reply.json::<serde_json::Value>().await else { break };
             for copy in page["copies"].as_array().into_iter().flatten() {
-                if let Some(u) = copy["url"].as_str().and_then(|u| url::Url::parse(u).ok()) {
+                if let Some(u) = copy["url"].as_str().and_then(|u| reqwest::Url::parse(u).ok()) {
                     let path = match u.query() {
                         Some(q) => format!("{}?{q}", u.path()),
                         None => u.path().to_string(),
