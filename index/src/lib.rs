@@ -7,12 +7,13 @@
 //! Runtime) and commits documents, chunks and vectors ([`store`]: sled; [`vectors`]: USearch
 //! HNSW; [`lexical`]: tantivy BM25 over the same chunks). [`LocalIndex::search`] embeds nothing
 //! itself: it takes a query vector — and, for [`LocalIndex::search_hybrid`], the query's words —
-//! and returns documents, best chunk first.
+//! and returns documents, best chunk first. The vector index keeps its newest vectors in memory
+//! and seals the rest into [`segments`] searched from disk, so its memory does not grow with it.
 //!
 //! sled is the source of truth — it holds every chunk's text *and* vector — and the USearch
-//! file is a snapshot of an index that can always be rebuilt from it. That is what makes the
-//! vector index crash-safe without a journal: on open, a snapshot that does not match sled is
-//! rebuilt. The lexical index is a cache of sled in the same way.
+//! files are snapshots of an index that can always be rebuilt from it. That is what makes the
+//! vector index crash-safe without a journal: on open, the snapshot is checked against sled and
+//! caught up with it (rebuilt when a part cannot be read). The lexical index is a cache of sled in the same way.
 //!
 //! [`cells::CellStore`] is a second such index, of what other nodes published to the cells of
 //! the embedding space this node owns (semantic placement: see `weft_p2p::placement`); beside
@@ -20,8 +21,8 @@
 //! ids this node owns (see `weft_p2p::replicas`).
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
-//! checks it): dedup, testing, tokenizer → chunk, embed, store → documents, lexical, summary,
-//! vectors → indexer, local, replicas → cells, duplicates.
+//! checks it): dedup, segments, testing, tokenizer → chunk, embed, store → documents, lexical,
+//! summary, vectors → indexer, local, replicas → cells, duplicates.
 
 pub mod cells;
 pub mod chunk;
@@ -33,6 +34,7 @@ mod indexer;
 pub mod lexical;
 mod local;
 pub mod replicas;
+pub mod segments;
 pub mod store;
 pub mod summary;
 pub mod tokenizer;

@@ -274,6 +274,11 @@ impl DocStore {
         self.chunks.len()
     }
 
+    /// Whether a vector is stored under `key` (without reading it).
+    pub fn has_vector(&self, key: u64) -> bool {
+        self.vectors.contains_key(key.to_be_bytes()).unwrap_or(false)
+    }
+
     pub fn vector_count(&self) -> usize {
         self.vectors.len()
     }

@@ -1,24 +1,37 @@
-//! The HNSW vector index (USearch, cosine), and how it survives crashes.
+//! The HNSW vector index (USearch, cosine): the newest vectors in memory, the rest in sealed
+//! segments searched from disk, and how it survives crashes.
 //!
-//! The index lives in memory and is written to `vectors.usearch` in the data dir on a timer and
-//! at shutdown: to a temporary file first, fsynced, then renamed over the old snapshot and the
-//! directory fsynced, so a crash mid-write leaves the previous snapshot intact. Between
+//! **Memory that does not grow with the index.** New vectors go to the *delta*, an HNSW index
+//! in memory; when it holds [`SEGMENT_CHUNKS`] it is sealed — written as a segment and from then
+//! on searched through a memory-mapped view of its file (see [`crate::segments`]) — and a new,
+//! empty delta starts. A search asks the delta and every segment for their best and merges
+//! them. A key removed or replaced while its vector sits in a segment is *masked* there (the
+//! segment is never rewritten): searches skip it.
+//!
+//! **Crashes.** The delta is written to `vectors.usearch` in the data dir on a timer and at
+//! shutdown: to a temporary file first, fsynced, then renamed over the old snapshot and the
+//! directory fsynced, so a crash mid-write leaves the previous snapshot intact. Beside it
+//! `vectors.usearch.keys` lists its keys and the last segment sealed before it. Between
 //! snapshots the vectors are safe anyway: sled holds every chunk's vector (see
-//! [`crate::store`]). On open, a snapshot that disagrees with sled — missing, unreadable, built
-//! with other settings, or simply older than the last commit — is rebuilt from sled's vectors.
-//! Each snapshot is written with its BLAKE3 checksum (`vectors.usearch.blake3`): a snapshot
-//! whose bytes changed on disk (a flipped byte in the middle of the vectors loads without an
-//! error and silently changes search results) is rebuilt too, and `weft doctor` says so.
+//! [`crate::store`]). On open every part is checked against sled: a segment's key that sled no
+//! longer has, or that a newer part holds, is masked; a key sled has that no part holds (the
+//! delta's snapshot was older than the last commit) is added again from sled; a delta snapshot
+//! older than the last segment is dropped and caught up the same way. Only a part that cannot
+//! be read — missing, built with other settings, or failing its BLAKE3 checksum (a flipped byte
+//! in the middle of the vectors loads without an error and silently changes search results) —
+//! makes the whole index be rebuilt from sled, and `weft doctor` says so.
 //!
 //! Scalar quantization is configurable (`index.quantization`, default f16: half the memory of
 //! f32, recall unchanged for unit vectors; measured in docs/src/benchmarks.md).
 
+use crate::segments::{self, Segment};
 use crate::store::DocStore;
 use crate::IndexError;
 use parking_lot::RwLock;
+use std::collections::HashSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 use weft_config::{IndexConfig, Quantization};
 
@@ -26,6 +39,12 @@ use weft_config::{IndexConfig, Quantization};
 pub const FILE: &str = "vectors.usearch";
 /// File name of the snapshot's checksum (hex BLAKE3 of the snapshot's bytes).
 pub const CHECKSUM_FILE: &str = "vectors.usearch.blake3";
+/// File name of the delta snapshot's keys: the last segment sealed before it (u64), then its
+/// keys (u64s), little-endian.
+pub const KEYS_FILE: &str = "vectors.usearch.keys";
+/// Vectors the delta holds before it is sealed into a segment: ~64 MiB of memory at most
+/// (384 dimensions in f16 with their graph), and 47 segments at 3,000,000 chunks.
+pub const SEGMENT_CHUNKS: usize = 65_536;
 
 fn hash_file(path: &Path) -> std::io::Result<String> {
     let mut hasher = blake3::Hasher::new();
@@ -33,12 +52,14 @@ fn hash_file(path: &Path) -> std::io::Result<String> {
     Ok(hasher.finalize().to_hex().to_string())
 }
 
-/// Whether the snapshot in `dir` is the one its checksum was written for. `Ok(false)`: there
-/// is no snapshot. An error says what is wrong (the node rebuilds the snapshot from sled).
+/// Whether the snapshot in `dir` — the delta's and every sealed segment's — is the one its
+/// checksum was written for. `Ok(false)`: there is no snapshot. An error says what is wrong
+/// (the node rebuilds the index from sled).
 pub fn verify_snapshot(dir: &Path) -> Result<bool, String> {
+    let segments = Segment::verify_all(&dir.join(segments::DIR))?;
     let path = dir.join(FILE);
     if !path.exists() {
-        return Ok(false);
+        return Ok(segments > 0);
     }
     let expected = match std::fs::read_to_string(dir.join(CHECKSUM_FILE)) {
         Ok(s) => s.trim().to_string(),
@@ -52,18 +73,43 @@ pub fn verify_snapshot(dir: &Path) -> Result<bool, String> {
     Ok(true)
 }
 
+/// Bytes the vector index takes on disk in `dir`: the delta's snapshot and the segments.
+pub fn disk_bytes(dir: &Path) -> u64 {
+    let file = |name: &str| std::fs::metadata(dir.join(name)).map_or(0, |m| m.len());
+    file(FILE) + file(KEYS_FILE) + Segment::disk_bytes(&dir.join(segments::DIR))
+}
+
+/// What the index holds: the delta in memory, the sealed segments, and the keys masked in them.
+struct Parts {
+    delta: Index,
+    delta_keys: HashSet<u64>,
+    segments: Vec<Segment>,
+    /// (segment id, key): a vector of a segment that is no longer the key's (removed, or
+    /// replaced by a newer one elsewhere).
+    masked: HashSet<(u64, u64)>,
+}
+
+impl Parts {
+    /// The segments holding `key` unmasked.
+    fn live_in_segments(&self, key: u64) -> impl Iterator<Item = u64> + '_ {
+        self.segments.iter().filter(move |s| s.index.contains(key) && !self.masked.contains(&(s.id, key))).map(|s| s.id)
+    }
+}
+
 /// The vector index.
 pub struct VectorIndex {
-    index: RwLock<Index>,
+    parts: RwLock<Parts>,
+    /// The delta's snapshot; the segments are in `vectors/` beside it.
     path: PathBuf,
     options: IndexOptions,
     dirty: AtomicBool,
+    segment_chunks: AtomicUsize,
 }
 
 /// Why the index was rebuilt from sled on open, if it was.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Opened {
-    /// The snapshot matched sled.
+    /// The snapshot matched sled, or was caught up with it.
     Loaded,
     /// Nothing to load and nothing stored: a new node.
     New,
@@ -94,16 +140,50 @@ fn options(dims: usize, config: &IndexConfig) -> IndexOptions {
     }
 }
 
+fn new_delta(options: &IndexOptions) -> Result<Index, IndexError> {
+    let index = Index::new(options).map_err(vx)?;
+    index.reserve(1024).map_err(vx)?;
+    Ok(index)
+}
+
+/// The best `k` of several parts' answers (distance, key), nearest first.
+fn merge(mut all: Vec<(u64, f32)>, k: usize) -> Vec<(u64, f32)> {
+    all.sort_by(|a, b| a.1.total_cmp(&b.1));
+    all.truncate(k);
+    all.into_iter().map(|(key, d)| (key, 1.0 - d)).collect()
+}
+
 impl VectorIndex {
-    /// An empty in-memory index that snapshots to `path`.
+    /// An empty index whose delta snapshots to `path` (and whose segments go to `vectors/`
+    /// beside it).
     pub fn new(path: PathBuf, dims: usize, config: &IndexConfig) -> Result<VectorIndex, IndexError> {
         let options = options(dims, config);
-        let index = Index::new(&options).map_err(vx)?;
-        index.reserve(1024).map_err(vx)?;
-        Ok(VectorIndex { index: RwLock::new(index), path, options, dirty: AtomicBool::new(false) })
+        let parts = Parts {
+            delta: new_delta(&options)?,
+            delta_keys: HashSet::new(),
+            segments: Vec::new(),
+            masked: HashSet::new(),
+        };
+        Ok(VectorIndex {
+            parts: RwLock::new(parts),
+            path,
+            options,
+            dirty: AtomicBool::new(false),
+            segment_chunks: AtomicUsize::new(SEGMENT_CHUNKS),
+        })
     }
 
-    /// Loads the snapshot in `dir` and checks it against `store`; rebuilds it if they differ.
+    /// Seals the delta at `n` vectors instead of [`SEGMENT_CHUNKS`] (tests and benchmarks).
+    pub fn set_segment_chunks(&self, n: usize) {
+        self.segment_chunks.store(n.max(1), Ordering::Relaxed);
+    }
+
+    fn segments_dir(&self) -> PathBuf {
+        self.path.parent().unwrap_or(Path::new(".")).join(segments::DIR)
+    }
+
+    /// Loads the snapshot in `dir` and checks it against `store`: catches up what the
+    /// snapshot missed, and rebuilds the index when a part cannot be read.
     pub fn open(
         dir: &Path,
         dims: usize,
@@ -112,11 +192,17 @@ impl VectorIndex {
     ) -> Result<(VectorIndex, Opened), IndexError> {
         let path = dir.join(FILE);
         let vectors = VectorIndex::new(path.clone(), dims, config)?;
-        let problem = if path.exists() { vectors.load_checked(store).err() } else { Some("no snapshot".to_string()) };
+        let has_segments = dir.join(segments::DIR).exists();
+        let problem = if path.exists() || has_segments {
+            vectors.load_checked(store).err()
+        } else {
+            Some("no snapshot".to_string())
+        };
         let Some(reason) = problem else {
             return Ok((vectors, Opened::Loaded));
         };
         if store.vector_count() == 0 {
+            Segment::delete_all(&dir.join(segments::DIR))?;
             return Ok((VectorIndex::new(path, dims, config)?, Opened::New));
         }
         let vectors = VectorIndex::new(path, dims, config)?;
@@ -126,37 +212,93 @@ impl VectorIndex {
     }
 
     fn load_checked(&self, store: &DocStore) -> Result<(), String> {
-        verify_snapshot(self.path.parent().unwrap_or(Path::new(".")))?;
-        let path = self.path.to_str().ok_or("data dir path is not UTF-8")?;
-        let meta = Index::metadata(path).map_err(|e| format!("unreadable snapshot: {e}"))?;
-        if meta.dimensions as usize != self.options.dimensions || meta.quantization != self.options.quantization {
-            return Err(format!(
-                "snapshot has {} dims as {:?}; config wants {} as {:?}",
-                meta.dimensions, meta.quantization, self.options.dimensions, self.options.quantization
-            ));
-        }
-        let index = self.index.write();
-        index.load(path).map_err(|e| format!("unreadable snapshot: {e}"))?;
-        index.change_expansion_search(self.options.expansion_search);
-        index.change_expansion_add(self.options.expansion_add);
-        if index.size() != store.vector_count() {
-            return Err(format!("snapshot holds {} vectors, the store {}", index.size(), store.vector_count()));
-        }
-        for entry in store.vectors() {
-            let (key, _) = entry.map_err(|e| e.to_string())?;
-            if !index.contains(key) {
-                return Err("snapshot is older than the store".into());
+        let dir = self.path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let segments = Segment::open_all(&dir.join(segments::DIR), self.options.expansion_search)?;
+        for s in &segments {
+            if s.index.dimensions() != self.options.dimensions || s.index.scalar_kind() != self.options.quantization {
+                return Err(format!("segment {} was built with other settings than the config's", s.id));
             }
+        }
+        let last_sealed = segments.last().map_or(0, |s| s.id);
+        let mut parts = self.parts.write();
+        parts.segments = segments;
+        // The delta: its snapshot, unless it is older than the last segment sealed (a crash
+        // between the sealing and the next snapshot) — then what it held is caught up below.
+        if self.path.exists() {
+            verify_snapshot(&dir)?;
+            let keys = std::fs::read(dir.join(KEYS_FILE)).map_err(|e| format!("{KEYS_FILE}: {e}"))?;
+            let words: Vec<u64> =
+                keys.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+            if words.first().copied() == Some(last_sealed) {
+                let path = self.path.to_str().ok_or("data dir path is not UTF-8")?;
+                let meta = Index::metadata(path).map_err(|e| format!("unreadable snapshot: {e}"))?;
+                if meta.dimensions as usize != self.options.dimensions || meta.quantization != self.options.quantization
+                {
+                    return Err(format!(
+                        "snapshot has {} dims as {:?}; config wants {} as {:?}",
+                        meta.dimensions, meta.quantization, self.options.dimensions, self.options.quantization
+                    ));
+                }
+                parts.delta.load(path).map_err(|e| format!("unreadable snapshot: {e}"))?;
+                parts.delta.change_expansion_search(self.options.expansion_search);
+                parts.delta.change_expansion_add(self.options.expansion_add);
+                parts.delta_keys = words[1..].iter().copied().collect();
+                if parts.delta.size() != parts.delta_keys.len() {
+                    return Err(format!(
+                        "snapshot holds {} vectors, its keys file {}",
+                        parts.delta.size(),
+                        parts.delta_keys.len()
+                    ));
+                }
+            } else {
+                tracing::info!("the vector snapshot is older than the last segment: catching up from the store");
+            }
+        }
+        // Each key lives in one part: the newest that holds it, if sled still has it.
+        let mut live: HashSet<u64> = HashSet::with_capacity(store.vector_count());
+        let gone: Vec<u64> = parts.delta_keys.iter().copied().filter(|k| !store.has_vector(*k)).collect();
+        for k in gone {
+            parts.delta.remove(k).map_err(|e| e.to_string())?;
+            parts.delta_keys.remove(&k);
+        }
+        live.extend(parts.delta_keys.iter().copied());
+        let mut masked = HashSet::new();
+        for s in parts.segments.iter().rev() {
+            for key in s.keys(&dir.join(segments::DIR)).map_err(|e| e.to_string())? {
+                if live.contains(&key) || !store.has_vector(key) {
+                    masked.insert((s.id, key));
+                } else {
+                    live.insert(key);
+                }
+            }
+        }
+        parts.masked = masked;
+        let missing = store.vector_count().saturating_sub(live.len());
+        drop(parts);
+        if missing > 0 {
+            // Keys sled has that no part holds: commits after the last snapshot.
+            let mut added = 0;
+            for entry in store.vectors() {
+                let (key, v) = entry.map_err(|e| e.to_string())?;
+                if !live.contains(&key) {
+                    self.add(key, &v).map_err(|e| e.to_string())?;
+                    added += 1;
+                }
+            }
+            tracing::info!(added, "vector index caught up with the document store");
         }
         Ok(())
     }
 
-    /// Re-adds every vector in `store`.
+    /// Re-adds every vector in `store` (the segments are written anew).
     pub fn rebuild(&self, store: &DocStore) -> Result<usize, IndexError> {
         {
-            let index = self.index.write();
-            index.reset().map_err(vx)?;
-            index.reserve(store.vector_count().max(1024)).map_err(vx)?;
+            let mut parts = self.parts.write();
+            parts.segments.clear();
+            parts.masked.clear();
+            parts.delta_keys.clear();
+            parts.delta = new_delta(&self.options)?;
+            Segment::delete_all(&self.segments_dir())?;
         }
         let mut n = 0;
         for entry in store.vectors() {
@@ -169,60 +311,124 @@ impl VectorIndex {
 
     /// Adds or replaces `key`.
     pub fn add(&self, key: u64, vector: &[f32]) -> Result<(), IndexError> {
-        let index = self.index.write();
-        if index.contains(key) {
-            index.remove(key).map_err(vx)?;
+        let mut parts = self.parts.write();
+        if parts.delta_keys.contains(&key) {
+            parts.delta.remove(key).map_err(vx)?;
         }
-        if index.size() + 1 > index.capacity() {
-            index.reserve((index.capacity() * 2).max(1024)).map_err(vx)?;
+        let older: Vec<u64> = parts.live_in_segments(key).collect();
+        for id in older {
+            parts.masked.insert((id, key));
         }
-        index.add(key, vector).map_err(vx)?;
+        let delta = &parts.delta;
+        if delta.size() + 1 > delta.capacity() {
+            delta.reserve((delta.capacity() * 2).max(1024)).map_err(vx)?;
+        }
+        delta.add(key, vector).map_err(vx)?;
+        parts.delta_keys.insert(key);
+        self.dirty.store(true, Ordering::Release);
+        if parts.delta_keys.len() >= self.segment_chunks.load(Ordering::Relaxed) {
+            self.seal(&mut parts)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the delta as the next segment, views it, and starts an empty delta.
+    fn seal(&self, parts: &mut Parts) -> Result<(), IndexError> {
+        let id = parts.segments.last().map_or(0, |s| s.id) + 1;
+        let keys: Vec<u64> = parts.delta_keys.iter().copied().collect();
+        let segment = Segment::write(&self.segments_dir(), id, &parts.delta, &keys, self.options.expansion_search)?;
+        parts.segments.push(segment);
+        parts.delta = new_delta(&self.options)?;
+        parts.delta_keys.clear();
+        // The delta's snapshot is now older than the segment: it is written again (empty)
+        // at the next snapshot; a crash before that drops it on open.
         self.dirty.store(true, Ordering::Release);
         Ok(())
     }
 
     pub fn remove(&self, key: u64) -> Result<(), IndexError> {
-        self.index.write().remove(key).map_err(vx)?;
+        let mut parts = self.parts.write();
+        if parts.delta_keys.remove(&key) {
+            parts.delta.remove(key).map_err(vx)?;
+        }
+        let older: Vec<u64> = parts.live_in_segments(key).collect();
+        for id in older {
+            parts.masked.insert((id, key));
+        }
         self.dirty.store(true, Ordering::Release);
         Ok(())
     }
 
-    /// The `k` nearest keys to `query` with their cosine similarity, best first.
+    /// The `k` nearest keys to `query` with their cosine similarity, best first: the best of
+    /// the delta and of every segment (masked keys skipped).
     pub fn search(&self, query: &[f32], k: usize) -> Result<Vec<(u64, f32)>, IndexError> {
-        let index = self.index.read();
-        if index.size() == 0 || k == 0 {
+        let parts = self.parts.read();
+        if k == 0 {
             return Ok(Vec::new());
         }
-        let m = index.search(query, k).map_err(vx)?;
-        Ok(m.keys.into_iter().zip(m.distances).map(|(key, d)| (key, 1.0 - d)).collect())
+        let mut all = Vec::new();
+        if parts.delta.size() > 0 {
+            let m = parts.delta.search(query, k).map_err(vx)?;
+            all.extend(m.keys.into_iter().zip(m.distances));
+        }
+        for s in &parts.segments {
+            let m = if parts.masked.is_empty() {
+                s.index.search(query, k)
+            } else {
+                s.index.filtered_search(query, k, |key| !parts.masked.contains(&(s.id, key)))
+            };
+            let m = m.map_err(vx)?;
+            all.extend(m.keys.into_iter().zip(m.distances));
+        }
+        Ok(merge(all, k))
     }
 
     /// Brute-force search (for measuring the HNSW index's recall).
     pub fn exact_search(&self, query: &[f32], k: usize) -> Result<Vec<(u64, f32)>, IndexError> {
-        let index = self.index.read();
-        let m = index.exact_search(query, k).map_err(vx)?;
-        Ok(m.keys.into_iter().zip(m.distances).map(|(key, d)| (key, 1.0 - d)).collect())
+        let parts = self.parts.read();
+        let mut all = Vec::new();
+        if parts.delta.size() > 0 {
+            let m = parts.delta.exact_search(query, k).map_err(vx)?;
+            all.extend(m.keys.into_iter().zip(m.distances));
+        }
+        for s in &parts.segments {
+            let masked = parts.masked.iter().filter(|(id, _)| *id == s.id).count();
+            let m = s.index.exact_search(query, k + masked).map_err(vx)?;
+            let kept = m.keys.into_iter().zip(m.distances).filter(|(key, _)| !parts.masked.contains(&(s.id, *key)));
+            all.extend(kept);
+        }
+        Ok(merge(all, k))
     }
 
     pub fn contains(&self, key: u64) -> bool {
-        self.index.read().contains(key)
+        let parts = self.parts.read();
+        parts.delta_keys.contains(&key) || parts.live_in_segments(key).next().is_some()
     }
 
     pub fn len(&self) -> usize {
-        self.index.read().size()
+        let parts = self.parts.read();
+        parts.delta_keys.len() + parts.segments.iter().map(|s| s.len).sum::<usize>() - parts.masked.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Bytes the index holds in memory.
-    pub fn memory_usage(&self) -> usize {
-        self.index.read().memory_usage()
+    /// Sealed segments, and the vectors masked in them.
+    pub fn segments(&self) -> (usize, usize) {
+        let parts = self.parts.read();
+        (parts.segments.len(), parts.masked.len())
     }
 
-    /// Writes the snapshot if anything changed since the last one: temp file, fsync, rename,
-    /// fsync the directory. Returns whether it wrote.
+    /// Bytes the index holds in memory: the delta, and what USearch keeps of each segment's
+    /// view (its key lookup; the vectors and graph stay in the mapped file).
+    pub fn memory_usage(&self) -> usize {
+        let parts = self.parts.read();
+        parts.delta.memory_usage() + parts.segments.iter().map(|s| s.index.memory_usage()).sum::<usize>()
+    }
+
+    /// Writes the delta's snapshot if anything changed since the last one: temp file, fsync,
+    /// rename, fsync the directory. Returns whether it wrote.
     pub fn snapshot(&self) -> Result<bool, IndexError> {
         if !self.dirty.swap(false, Ordering::AcqRel) {
             return Ok(false);
@@ -237,15 +443,25 @@ impl VectorIndex {
     fn write_snapshot(&self) -> Result<(), IndexError> {
         let tmp = self.path.with_extension("usearch.tmp");
         let tmp_str = tmp.to_str().ok_or_else(|| vx("data dir path is not UTF-8"))?;
-        // Read lock: searches go on, writers wait, so the file is one consistent state.
-        self.index.read().save(tmp_str).map_err(vx)?;
+        let keys_path = self.path.with_extension("usearch.keys");
+        let keys_tmp = self.path.with_extension("usearch.keys.tmp");
+        {
+            // Read lock: searches go on, writers wait, so the files are one consistent state.
+            let parts = self.parts.read();
+            parts.delta.save(tmp_str).map_err(vx)?;
+            let last_sealed = parts.segments.last().map_or(0, |s| s.id);
+            let words = std::iter::once(last_sealed).chain(parts.delta_keys.iter().copied());
+            std::fs::write(&keys_tmp, words.flat_map(u64::to_le_bytes).collect::<Vec<u8>>())?;
+        }
         File::open(&tmp)?.sync_all()?;
+        File::open(&keys_tmp)?.sync_all()?;
         // The checksum is renamed into place after the snapshot: a crash in between leaves a
         // snapshot that fails its check, and is rebuilt from sled (slower, never wrong).
         let sum = self.path.with_extension("usearch.blake3");
         let sum_tmp = self.path.with_extension("usearch.blake3.tmp");
         std::fs::write(&sum_tmp, hash_file(&tmp)?)?;
         File::open(&sum_tmp)?.sync_all()?;
+        std::fs::rename(&keys_tmp, &keys_path)?;
         std::fs::rename(&tmp, &self.path)?;
         std::fs::rename(&sum_tmp, &sum)?;
         if let Some(dir) = self.path.parent() {
