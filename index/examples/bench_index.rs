@@ -173,7 +173,7 @@ fn main() {
     println!("recall@10 vs exact f32 search ({probes} queries): {:.4}", found as f64 / (probes * 10) as f64);
 
     let hnsw_bytes = index.vectors().memory_usage();
-    let snapshot_bytes = std::fs::metadata(dir.path().join(weft_index::vectors::FILE)).map(|m| m.len()).unwrap_or(0);
+    let snapshot_bytes = weft_index::vectors::disk_bytes(dir.path());
     db.flush().unwrap();
     let sled_bytes = dir_size(&dir.path().join("db"));
     let per = |b: u64| b as f64 * 100_000.0 / n as f64 / (1 << 20) as f64;

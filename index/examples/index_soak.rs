@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! cargo run --release -p weft-index --example index_soak -- [--to 3000000] [--step 250000]
-//!     [--sample 1000] [--queries 100] [--docs DIR]
+//!     [--sample 1000] [--queries 100] [--docs DIR] [--whole]
 //! ```
 //!
 //! Embedding millions of chunks would take the model days, so: `--sample` passages of about
@@ -15,9 +15,12 @@
 //! over the space the real embeddings span, not clustered on the sample. The queries are the
 //! embeddings of further passages of the manual, none of them in the sample.
 //!
-//! Today's index is measured here: USearch HNSW held whole in memory, f16 with the default
-//! `index.*` settings (`VectorIndex`, what a node runs). The disk-backed index issue 37 asks
-//! for goes beside it in the same run.
+//! What a node runs is measured (`VectorIndex` with the default `index.*` settings: f16, the
+//! newest 65,536 vectors in memory, the rest in sealed segments searched through memory-mapped
+//! views); `--whole` measures the index as it was before segments — one HNSW graph held whole in
+//! memory — for the comparison. RSS is split into anonymous memory (the process's own) and
+//! file-backed pages (the segments' mapped files in the page cache, which the kernel takes back
+//! under pressure).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -25,7 +28,7 @@ use weft_config::IndexConfig;
 use weft_index::vectors::VectorIndex;
 
 mod support;
-use support::{percentile, rss_mib, Rng};
+use support::{percentile, rss_mib, rss_parts_mib, Rng};
 
 /// The text of an HTML page, crudely: tags dropped, a few entities decoded, whitespace folded.
 fn text_of(html: &str) -> String {
@@ -71,6 +74,7 @@ fn passages(dir: &std::path::Path, words: usize, want: usize) -> Vec<String> {
 
 fn main() {
     let (mut to, mut step, mut sample, mut queries) = (3_000_000usize, 250_000usize, 1000usize, 100usize);
+    let mut whole = false;
     let mut docs = std::env::var_os("WEFT_SIMNET_DOCS")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/usr/share/doc/postgresql-doc-15/html"));
@@ -83,6 +87,7 @@ fn main() {
             "--sample" => sample = value().parse().expect("--sample N"),
             "--queries" => queries = value().parse().expect("--queries N"),
             "--docs" => docs = PathBuf::from(value()),
+            "--whole" => whole = true,
             other => panic!("unknown flag {other}"),
         }
     }
@@ -108,14 +113,28 @@ fn main() {
     let config = IndexConfig::default();
     let dir = tempfile::tempdir().expect("a temporary dir");
     let index = VectorIndex::new(dir.path().join("vectors.usearch"), dims, &config).expect("an index");
-    let base_rss = rss_mib();
+    if whole {
+        index.set_segment_chunks(usize::MAX);
+    }
+    let (anon, file) = rss_parts_mib();
     println!(
-        "today's index: USearch HNSW in memory, {:?}, connectivity {}, expansion add/search {}/{}; RSS before {:.0} MiB",
-        config.quantization, config.connectivity, config.expansion_add, config.expansion_search, base_rss
+        "{}: USearch HNSW, {:?}, connectivity {}, expansion add/search {}/{}; RSS before {:.0} MiB ({anon:.0} anonymous, {file:.0} file)",
+        if whole { "one graph held whole in memory (--whole)" } else { "segments of 65,536 searched from disk, the newest in memory" },
+        config.quantization, config.connectivity, config.expansion_add, config.expansion_search, rss_mib()
     );
     println!(
-        "{:>10} {:>9} {:>10} {:>9} {:>11} {:>9} {:>9} {:>10}",
-        "chunks", "RSS MiB", "index MiB", "disk MiB", "adds/s", "p50 ms", "p95 ms", "recall@10"
+        "{:>10} {:>9} {:>9} {:>9} {:>10} {:>9} {:>8} {:>11} {:>9} {:>9} {:>10}",
+        "chunks",
+        "RSS MiB",
+        "anon MiB",
+        "file MiB",
+        "index MiB",
+        "disk MiB",
+        "segments",
+        "adds/s",
+        "p50 ms",
+        "p95 ms",
+        "recall@10"
     );
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let sigma = 0.35 / (dims as f32).sqrt() / (1.0f32 / 3.0).sqrt();
@@ -143,12 +162,14 @@ fn main() {
         }
         ms.sort_by(f64::total_cmp);
         index.snapshot().expect("snapshot");
-        let disk = std::fs::metadata(dir.path().join("vectors.usearch")).map(|m| m.len()).unwrap_or(0);
+        let disk = weft_index::vectors::disk_bytes(dir.path());
+        let (anon, file) = rss_parts_mib();
         println!(
-            "{added:>10} {:>9.0} {:>10.0} {:>9.0} {rate:>11.0} {:>9.2} {:>9.2} {:>10.3}",
+            "{added:>10} {:>9.0} {anon:>9.0} {file:>9.0} {:>10.0} {:>9.0} {:>8} {rate:>11.0} {:>9.2} {:>9.2} {:>10.3}",
             rss_mib(),
             index.memory_usage() as f64 / (1 << 20) as f64,
             disk as f64 / (1 << 20) as f64,
+            index.segments().0,
             percentile(&ms, 0.5),
             percentile(&ms, 0.95),
             hits as f64 / (10 * query_vectors.len()) as f64

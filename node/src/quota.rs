@@ -1,5 +1,5 @@
 //! The disk quota (`index.disk_quota_mb`): a node left running for months must not fill its
-//! disk. Every `index.quota_check_secs` the database's size on disk plus the vector snapshot is
+//! disk. Every `index.quota_check_secs` the database's size on disk plus the vector index's files is
 //! compared with the quota; over it, the documents fetched longest ago are evicted — as many as
 //! the overage is worth at the current average cost per document, to 90% of the quota. sled
 //! frees the space of removed entries lazily (segments are reclaimed as they are rewritten), so
@@ -18,10 +18,10 @@ pub struct Checked {
     pub evicted: usize,
 }
 
-/// Bytes the node's storage takes: the sled database and the vector snapshot.
+/// Bytes the node's storage takes: the sled database and the vector index's files (the
+/// delta's snapshot and the sealed segments).
 pub fn used_bytes(db: &sled::Db, data_dir: &std::path::Path) -> u64 {
-    let vectors = std::fs::metadata(data_dir.join("vectors.usearch")).map_or(0, |m| m.len());
-    db.size_on_disk().unwrap_or(0) + vectors
+    db.size_on_disk().unwrap_or(0) + weft_index::vectors::disk_bytes(data_dir)
 }
 
 /// One check (blocking).

@@ -151,7 +151,7 @@ fn main() -> anyhow::Result<()> {
     index.lexical().rebuild(index.store())?;
     let lexical_took = t.elapsed();
     let stats = index.stats();
-    let vectors_bytes = std::fs::metadata(work.path().join(weft_index::vectors::FILE)).map_or(0, |m| m.len());
+    let vectors_bytes = weft_index::vectors::disk_bytes(work.path());
     println!(
         "indexed {} pages ({} topic, {} manual) into {} chunks in {:.1} s",
         all.len(),

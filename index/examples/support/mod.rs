@@ -25,16 +25,27 @@ impl Rng {
     }
 }
 
-/// The process's resident memory, MiB (`VmRSS`).
-pub fn rss_mib() -> f64 {
+/// A line of `/proc/self/status`, MiB (`VmRSS`, `RssAnon`, `RssFile`).
+fn status_mib(field: &str) -> f64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let kb: f64 = s
         .lines()
-        .find(|l| l.starts_with("VmRSS:"))
+        .find(|l| l.starts_with(field))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0);
     kb / 1024.0
+}
+
+/// The process's resident memory, MiB (`VmRSS`).
+pub fn rss_mib() -> f64 {
+    status_mib("VmRSS:")
+}
+
+/// The process's resident memory by kind, MiB: anonymous (its own allocations) and file-backed
+/// (mapped files' pages in the page cache, which the kernel takes back under pressure).
+pub fn rss_parts_mib() -> (f64, f64) {
+    (status_mib("RssAnon:"), status_mib("RssFile:"))
 }
 
 /// The `p` quantile of `sorted` (nearest rank below).

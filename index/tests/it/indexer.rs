@@ -124,7 +124,7 @@ fn a_near_duplicate_is_recorded_as_an_alias_and_not_embedded() {
 }
 
 #[test]
-fn the_vector_index_is_loaded_after_a_clean_stop_and_rebuilt_after_a_crash() {
+fn the_vector_index_is_loaded_after_a_clean_stop_and_caught_up_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let docs: Vec<Document> = ["whales", "bicycles", "volcanoes"]
         .iter()
@@ -145,8 +145,9 @@ fn the_vector_index_is_loaded_after_a_clean_stop_and_rebuilt_after_a_crash() {
         index.store().flush().unwrap();
         index.vectors().len()
     };
+    // What the snapshot missed is added again from sled: nothing rebuilt.
     let (_db, index) = open(dir.path());
-    assert!(matches!(index.opened(), Opened::Rebuilt { vectors, .. } if *vectors == n), "{:?}", index.opened());
+    assert_eq!(*index.opened(), Opened::Loaded);
     assert_eq!(index.vectors().len(), n);
     let mut e = weft_index::Embedder::open(&weft_index::testing::embed_config(), 1).unwrap();
     let q = e.embed(&["volcanoes"]).unwrap().remove(0);

@@ -4,3 +4,4 @@
 mod duplicates;
 mod hybrid;
 mod indexer;
+mod segments;
