@@ -98,6 +98,14 @@ pub struct IndexStats {
     pub chunks: u64,
     pub vectors: u64,
     pub vector_memory_bytes: u64,
+    /// The vector index's sealed segments (searched from disk), the vectors masked in them,
+    /// and its files' bytes on disk.
+    #[serde(default)]
+    pub vector_segments: u64,
+    #[serde(default)]
+    pub vectors_masked: u64,
+    #[serde(default)]
+    pub vector_disk_bytes: u64,
     /// Chunks in the lexical (BM25) index, and its size on disk.
     #[serde(default)]
     pub lexical_chunks: u64,
@@ -343,6 +351,9 @@ impl LocalIndex {
             chunks: self.store.chunk_count() as u64,
             vectors: self.vectors.len() as u64,
             vector_memory_bytes: self.vectors.memory_usage() as u64,
+            vector_segments: self.vectors.segments().0 as u64,
+            vectors_masked: self.vectors.segments().1 as u64,
+            vector_disk_bytes: self.vectors.disk_bytes(),
             lexical_chunks: self.lexical.len(),
             lexical_bytes: self.lexical.disk_bytes(),
             recent_failures: counts.recent_failures.iter().cloned().collect(),

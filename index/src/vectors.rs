@@ -414,6 +414,11 @@ impl VectorIndex {
         self.len() == 0
     }
 
+    /// Bytes the index's files take on disk (the delta's snapshot and the segments).
+    pub fn disk_bytes(&self) -> u64 {
+        disk_bytes(self.path.parent().unwrap_or(Path::new(".")))
+    }
+
     /// Sealed segments, and the vectors masked in them.
     pub fn segments(&self) -> (usize, usize) {
         let parts = self.parts.read();

@@ -12,6 +12,15 @@ pub fn own_rss() -> u64 {
     std::fs::read_to_string("/proc/self/status").ok().and_then(|s| kb(&s, "VmRSS:")).map_or(0, |kb| kb * 1024)
 }
 
+/// This process's resident set by kind, bytes: anonymous (its own allocations) and
+/// file-backed (mapped files' pages — the vector index's sealed segments among them — which
+/// the kernel takes back under memory pressure). Zeros where `/proc` is not there.
+pub fn own_rss_parts() -> (u64, u64) {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let part = |field: &str| kb(&s, field).map_or(0, |kb| kb * 1024);
+    (part("RssAnon:"), part("RssFile:"))
+}
+
 /// Hands the allocator's free pages back to the system (glibc's `malloc_trim`; nothing
 /// elsewhere). ONNX Runtime is C++ on glibc's malloc: loading a model and running it leave
 /// tens of MiB free but mapped in the heap (a session of the embedding model: 128 MiB resident

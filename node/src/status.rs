@@ -31,6 +31,9 @@ pub struct Status {
     pub memory_bytes: u64,
     #[serde(default)]
     pub memory_target_bytes: u64,
+    /// Where the memory is.
+    #[serde(default)]
+    pub memory: MemoryStatus,
     /// Layout learning and the browser. On by default; absent only for an operator who turned
     /// layouts off (`layouts.enabled = false`), so `/status` never shows an empty section.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -38,6 +41,26 @@ pub struct Status {
     /// The node's storage: failed storage calls, and the fault that stops the node, if any.
     #[serde(default)]
     pub storage: StorageStatus,
+}
+
+/// Where a node's memory is, bytes: the node's resident set by kind, the parts it can name, and
+/// the rest (ONNX Runtime's model and arena, sled's and tantivy's caches, the frontier, the
+/// network and the allocator's own).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct MemoryStatus {
+    /// The node's own resident set (its browsers not included): anonymous memory, and pages of
+    /// mapped files (the vector index's sealed segments among them; the kernel takes these
+    /// back under pressure).
+    pub anonymous: u64,
+    pub file_backed: u64,
+    /// The vector index's in-memory part (its delta and the segments' views), and the cell
+    /// store's.
+    pub vectors: u64,
+    pub cell_vectors: u64,
+    /// The browsers' process trees (proportional set size).
+    pub browsers: u64,
+    /// Anonymous memory not in the vectors.
+    pub other: u64,
 }
 
 /// The storage section of `/status`.
@@ -58,13 +81,27 @@ impl Status {
         layouts: Option<&Layouts>,
     ) -> Status {
         let metrics = crawler.metrics();
+        let index = index.map(|i| i.status());
+        let layouts = layouts.map(Layouts::status);
+        let (anonymous, file_backed) = crate::procmem::own_rss_parts();
+        let vectors = index.as_ref().map_or(0, |i| i.stored.vector_memory_bytes);
+        let cell_vectors = index.as_ref().and_then(|i| i.cells.as_ref()).map_or(0, |c| c.vector_memory_bytes);
+        let memory = MemoryStatus {
+            anonymous,
+            file_backed,
+            vectors,
+            cell_vectors,
+            browsers: layouts.as_ref().map_or(0, |l| l.browser_memory_bytes.iter().sum()),
+            other: anonymous.saturating_sub(vectors + cell_vectors),
+        };
         Status {
             crawl: crawler.status(),
-            index: index.map(|i| i.status()),
+            index,
             network: network.map(|n| n.status()),
             memory_bytes: metrics.memory_bytes.load(Relaxed),
             memory_target_bytes: metrics.memory_target_bytes.load(Relaxed),
-            layouts: layouts.map(Layouts::status),
+            memory,
+            layouts,
             storage: StorageStatus {
                 errors: crawler.storage().errors(),
                 fault: crawler.storage().fault().map(|f| f.to_string()),
@@ -150,7 +187,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
             None,
             MetricType::Counter,
         )?)?;
-        let gauges: [(&str, &str, u64); 11] = [
+        let gauges: [(&str, &str, u64); 14] = [
             (
                 "weft_storage_fault",
                 "1 once the storage failed (the node is stopping)",
@@ -164,6 +201,13 @@ impl prometheus_client::collector::Collector for StatusCollector {
             ("weft_hosts_blocking", "Hosts refusing the crawler right now (paused)", s.blocked_by_hosts.len() as u64),
             ("weft_memory_bytes", "Resident memory of the node and its browsers", self.0.memory_bytes),
             ("weft_memory_target_bytes", "The memory target (0: none)", self.0.memory_target_bytes),
+            ("weft_memory_anonymous_bytes", "The node's anonymous resident memory", self.0.memory.anonymous),
+            (
+                "weft_memory_file_backed_bytes",
+                "The node's resident pages of mapped files (the vector segments among them)",
+                self.0.memory.file_backed,
+            ),
+            ("weft_memory_other_bytes", "Anonymous memory not in the vector indexes", self.0.memory.other),
             ("weft_frontier_queued", "URLs queued", s.queued),
             ("weft_frontier_in_flight", "Requests in flight", s.in_flight),
             ("weft_frontier_hosts", "Hosts known", s.hosts),
@@ -398,6 +442,7 @@ mod tests {
             network: None,
             memory_bytes: 0,
             memory_target_bytes: 0,
+            memory: MemoryStatus::default(),
             layouts: None,
             storage: StorageStatus::default(),
         }
