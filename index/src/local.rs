@@ -335,11 +335,16 @@ impl LocalIndex {
         Ok(fused)
     }
 
-    /// Writes the vector snapshot if anything changed; returns whether it wrote.
+    /// Writes the vector snapshot if anything changed; returns whether it wrote. A vector
+    /// segment mostly masked is compacted here too (one per snapshot).
     pub fn snapshot(&self) -> Result<bool, IndexError> {
         self.store.flush()?;
         self.lexical.commit()?;
-        self.vectors.snapshot()
+        let wrote = self.vectors.snapshot()?;
+        if self.vectors.compact(&self.store)? {
+            self.vectors.snapshot()?;
+        }
+        Ok(wrote)
     }
 
     pub fn stats(&self) -> IndexStats {

@@ -90,6 +90,11 @@ struct Parts {
 }
 
 impl Parts {
+    /// The highest segment id (0 without segments).
+    fn last_id(&self) -> u64 {
+        self.segments.iter().map(|s| s.id).max().unwrap_or(0)
+    }
+
     /// The segments holding `key` unmasked.
     fn live_in_segments(&self, key: u64) -> impl Iterator<Item = u64> + '_ {
         self.segments.iter().filter(move |s| s.index.contains(key) && !self.masked.contains(&(s.id, key))).map(|s| s.id)
@@ -219,7 +224,7 @@ impl VectorIndex {
                 return Err(format!("segment {} was built with other settings than the config's", s.id));
             }
         }
-        let last_sealed = segments.last().map_or(0, |s| s.id);
+        let last_sealed = segments.iter().map(|s| s.id).max().unwrap_or(0);
         let mut parts = self.parts.write();
         parts.segments = segments;
         // The delta: its snapshot, unless it is older than the last segment sealed (a crash
@@ -252,6 +257,7 @@ impl VectorIndex {
                 }
             } else {
                 tracing::info!("the vector snapshot is older than the last segment: catching up from the store");
+                self.dirty.store(true, Ordering::Release);
             }
         }
         // Each key lives in one part: the newest that holds it, if sled still has it.
@@ -260,6 +266,7 @@ impl VectorIndex {
         for k in gone {
             parts.delta.remove(k).map_err(|e| e.to_string())?;
             parts.delta_keys.remove(&k);
+            self.dirty.store(true, Ordering::Release);
         }
         live.extend(parts.delta_keys.iter().copied());
         let mut masked = HashSet::new();
@@ -334,7 +341,7 @@ impl VectorIndex {
 
     /// Writes the delta as the next segment, views it, and starts an empty delta.
     fn seal(&self, parts: &mut Parts) -> Result<(), IndexError> {
-        let id = parts.segments.last().map_or(0, |s| s.id) + 1;
+        let id = parts.last_id() + 1;
         let keys: Vec<u64> = parts.delta_keys.iter().copied().collect();
         let segment = Segment::write(&self.segments_dir(), id, &parts.delta, &keys, self.options.expansion_search)?;
         parts.segments.push(segment);
@@ -344,6 +351,51 @@ impl VectorIndex {
         // at the next snapshot; a crash before that drops it on open.
         self.dirty.store(true, Ordering::Release);
         Ok(())
+    }
+
+    /// Rewrites the first segment of which more than half is masked, from the vectors `store`
+    /// holds for its live keys (built away from the lock; searches and adds go on meanwhile),
+    /// so that pages re-indexed and removed over months do not leave segments of dead vectors
+    /// on disk and in every search. Returns whether it rewrote one.
+    pub fn compact(&self, store: &DocStore) -> Result<bool, IndexError> {
+        let dir = self.segments_dir();
+        let (old, keys) = {
+            let parts = self.parts.read();
+            let Some(s) = parts.segments.iter().find(|s| {
+                let masked = parts.masked.iter().filter(|(id, _)| *id == s.id).count();
+                masked * 2 > s.len
+            }) else {
+                return Ok(false);
+            };
+            let keys: Vec<u64> = s.keys(&dir)?.into_iter().filter(|k| !parts.masked.contains(&(s.id, *k))).collect();
+            (s.id, keys)
+        };
+        let index = Index::new(&self.options).map_err(vx)?;
+        index.reserve(keys.len().max(1)).map_err(vx)?;
+        let mut kept = Vec::with_capacity(keys.len());
+        for key in keys {
+            if let Some(v) = store.vector(key)? {
+                index.add(key, &v).map_err(vx)?;
+                kept.push(key);
+            }
+        }
+        let mut parts = self.parts.write();
+        let id = parts.last_id() + 1;
+        let segment = Segment::write(&dir, id, &index, &kept, self.options.expansion_search)?;
+        // What was masked in the old segment while this one was built is masked here too.
+        for key in &kept {
+            if parts.masked.contains(&(old, *key)) {
+                parts.masked.insert((id, *key));
+            }
+        }
+        parts.masked.retain(|(s, _)| *s != old);
+        parts.segments.retain(|s| s.id != old);
+        parts.segments.push(segment);
+        Segment::delete(&dir, old)?;
+        // The delta's snapshot names the last segment sealed: written again.
+        self.dirty.store(true, Ordering::Release);
+        tracing::info!(old, new = id, vectors = kept.len(), "vector segment compacted");
+        Ok(true)
     }
 
     pub fn remove(&self, key: u64) -> Result<(), IndexError> {
@@ -454,7 +506,7 @@ impl VectorIndex {
             // Read lock: searches go on, writers wait, so the files are one consistent state.
             let parts = self.parts.read();
             parts.delta.save(tmp_str).map_err(vx)?;
-            let last_sealed = parts.segments.last().map_or(0, |s| s.id);
+            let last_sealed = parts.last_id();
             let words = std::iter::once(last_sealed).chain(parts.delta_keys.iter().copied());
             std::fs::write(&keys_tmp, words.flat_map(u64::to_le_bytes).collect::<Vec<u8>>())?;
         }
