@@ -636,6 +636,11 @@ pub struct LayoutsConfig {
     /// Browsers are stopped after this many seconds without a render (and started again on
     /// the next need): a node whose hosts are static holds no Chromium.
     pub browser_idle_secs: u64,
+    /// A browser is restarted after rendering this many pages (0: never) ...
+    pub browser_restart_renders: u32,
+    /// ... or once its processes hold more than this many MiB (0: never): Chromium's memory
+    /// grows with what it has rendered, and a node runs for months.
+    pub browser_restart_mb: u64,
     /// Subresource requests (scripts, stylesheets, XHRs) answered per render; the rest fail
     /// in the browser. Images, fonts, media and favicons are always refused.
     pub max_subresources: usize,
@@ -663,6 +668,8 @@ impl Default for LayoutsConfig {
             render_js_maybe_above: 0.4,
             overrides: PathBuf::from("templates.toml"),
             browser_idle_secs: 120,
+            browser_restart_renders: 200,
+            browser_restart_mb: 512,
             max_subresources: 30,
             decision_ttl_days: 7,
             change_log_days: 90,

@@ -225,6 +225,8 @@ impl Config {
         c.range("layouts.render_js_above", la.render_js_above, 0.0, 1.0);
         c.range("layouts.render_js_maybe_above", la.render_js_maybe_above, 0.0, la.render_js_above);
         c.range("layouts.browser_idle_secs", la.browser_idle_secs, 1, 86_400);
+        c.range("layouts.browser_restart_renders", la.browser_restart_renders, 0, 1_000_000);
+        c.range("layouts.browser_restart_mb", la.browser_restart_mb, 0, 1 << 20);
         c.range("layouts.max_subresources", la.max_subresources, 0, 10_000);
         c.range("layouts.decision_ttl_days", la.decision_ttl_days, 1, 3650);
         c.range("layouts.change_log_days", la.change_log_days, 1, 36_500);

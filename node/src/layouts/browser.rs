@@ -88,6 +88,11 @@ pub struct BrowserSettings {
     pub timeout: Duration,
     /// After the load event, how long the page may keep fetching before it is read.
     pub settle: Duration,
+    /// An instance is restarted after this many pages (0: never) ...
+    pub restart_after_renders: u32,
+    /// ... or once its process tree was last measured above this many bytes (0: never):
+    /// Chromium's memory grows with what it has rendered, and a node runs for months.
+    pub restart_above_bytes: u64,
 }
 
 impl Default for BrowserSettings {
@@ -97,6 +102,8 @@ impl Default for BrowserSettings {
             instances: 2,
             timeout: Duration::from_secs(20),
             settle: Duration::from_millis(300),
+            restart_after_renders: 200,
+            restart_above_bytes: 512 << 20,
         }
     }
 }
@@ -153,16 +160,44 @@ struct Instance {
     /// Chromium's main process (its own process group; killed by the kernel with the node).
     child: std::process::Child,
     _profile: tempfile::TempDir,
+    /// Pages rendered (or driven) on it since it started.
+    renders: u32,
 }
 
-/// A fixed number of headless Chromium instances.
+impl Instance {
+    /// Closes the browser and waits (5 s at most) for its processes to exit; what lingers of
+    /// its group is killed.
+    async fn close(mut self) {
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.browser.close()).await;
+        self.handler.abort();
+        let mut child = self.child;
+        let _ = tokio::task::spawn_blocking(move || {
+            for _ in 0..50 {
+                if matches!(child.try_wait(), Ok(Some(_))) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            // Helpers of the group may linger after the main process: end them all.
+            let _ = super::chromium::kill_group(&mut child);
+        })
+        .await;
+    }
+}
+
+/// A fixed number of headless Chromium instances, each restarted after
+/// [`BrowserSettings::restart_after_renders`] pages or past
+/// [`BrowserSettings::restart_above_bytes`].
 pub struct BrowserPool {
     free: Mutex<Vec<Instance>>,
     permits: Semaphore,
     settings: BrowserSettings,
-    pids: Vec<u32>,
-    /// The last measured memory of each instance's process tree.
+    executable: PathBuf,
+    /// The main process of each instance now (an instance restarted has a new one).
+    pids: Mutex<Vec<u32>>,
+    /// The last measured memory of each instance's process tree, in the order of `pids`.
     memory: Mutex<Vec<u64>>,
+    restarts: std::sync::atomic::AtomicU64,
 }
 
 fn launch_err(e: impl std::fmt::Display) -> BrowserError {
@@ -229,43 +264,83 @@ impl BrowserPool {
         let mut free = Vec::new();
         let mut pids = Vec::new();
         for _ in 0..settings.instances.max(1) {
-            let profile = super::chromium::profile_dir().map_err(launch_err)?;
-            let args = chromium_args(profile.path());
-            let exe = executable.clone();
-            let launched =
-                tokio::task::spawn_blocking(move || super::chromium::launch(&exe, &args, Duration::from_secs(30)))
-                    .await
-                    .map_err(launch_err)?
-                    .map_err(launch_err)?;
-            let mut child = launched.child;
-            let handler_config = chromiumoxide::handler::HandlerConfig {
-                viewport: None,
-                request_timeout: settings.timeout,
-                ..Default::default()
-            };
-            let (browser, mut handler) = match Browser::connect_with_config(launched.ws_url, handler_config).await {
-                Ok(b) => b,
-                Err(e) => {
-                    let _ = super::chromium::kill_group(&mut child);
-                    return Err(launch_err(e));
-                }
-            };
-            pids.push(child.id());
-            let handler = tokio::spawn(async move {
-                while let Some(event) = handler.next().await {
-                    if event.is_err() {
-                        break;
-                    }
-                }
-            });
-            free.push(Instance { browser, handler, child, _profile: profile });
+            let instance = start_instance(&executable, &settings).await?;
+            pids.push(instance.child.id());
+            free.push(instance);
         }
         let permits = Semaphore::new(free.len());
-        Ok(BrowserPool { free: Mutex::new(free), permits, settings, pids, memory: Mutex::new(Vec::new()) })
+        Ok(BrowserPool {
+            free: Mutex::new(free),
+            permits,
+            settings,
+            executable,
+            pids: Mutex::new(pids),
+            memory: Mutex::new(Vec::new()),
+            restarts: Default::default(),
+        })
+    }
+
+    /// Instances restarted since the pool started (after their renders or their memory).
+    pub fn restarts(&self) -> u64 {
+        self.restarts.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether `instance` is due for a restart: past its renders, or last measured past the
+    /// memory bound.
+    fn due(&self, instance: &Instance) -> bool {
+        let s = &self.settings;
+        if s.restart_after_renders > 0 && instance.renders >= s.restart_after_renders {
+            return true;
+        }
+        if s.restart_above_bytes == 0 {
+            return false;
+        }
+        let pid = instance.child.id();
+        let pids = self.pids.lock();
+        let memory = self.memory.lock();
+        pids.iter().position(|p| *p == pid).and_then(|i| memory.get(i)).is_some_and(|m| *m > s.restart_above_bytes)
+    }
+
+    /// Counts a page rendered on the checkout's instance and, when it is due, closes it and
+    /// starts a fresh one in its place (the checkout still holds the permit, so nobody renders
+    /// on it meanwhile). A fresh instance that does not start leaves the pool one smaller
+    /// until the pool itself is restarted.
+    async fn after_render(&self, checkout: &mut Checkout<'_>) {
+        let Some(instance) = checkout.instance.as_mut() else { return };
+        instance.renders += 1;
+        if !self.due(instance) {
+            return;
+        }
+        let old = checkout.instance.take().expect("checked above");
+        let old_pid = old.child.id();
+        let renders = old.renders;
+        old.close().await;
+        match start_instance(&self.executable, &self.settings).await {
+            Ok(fresh) => {
+                let pid = fresh.child.id();
+                let mut pids = self.pids.lock();
+                if let Some(i) = pids.iter().position(|p| *p == old_pid) {
+                    pids[i] = pid;
+                    // The old instance's figure is not the fresh one's: measured again later.
+                    if let Some(m) = self.memory.lock().get_mut(i) {
+                        *m = 0;
+                    }
+                }
+                drop(pids);
+                self.restarts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tracing::debug!(renders, "browser restarted");
+                checkout.instance = Some(fresh);
+            }
+            Err(e) => {
+                self.pids.lock().retain(|p| *p != old_pid);
+                tracing::warn!("a browser restart failed: {e}; the pool runs one browser short");
+                checkout.lost = true;
+            }
+        }
     }
 
     pub fn instances(&self) -> usize {
-        self.pids.len()
+        self.pids.lock().len()
     }
 
     /// Memory of each instance: the proportional set size (shared pages divided among the
@@ -282,7 +357,8 @@ impl BrowserPool {
     /// Measures [`BrowserPool::memory`] anew. Blocking (it reads `/proc`): call it from the
     /// blocking pool.
     pub fn measure_memory(&self) -> Vec<u64> {
-        let figures = crate::procmem::tree_pss(&self.pids);
+        let pids = self.pids.lock().clone();
+        let figures = crate::procmem::tree_pss(&pids);
         *self.memory.lock() = figures.clone();
         figures
     }
@@ -290,8 +366,9 @@ impl BrowserPool {
     /// Loads `url` in a fresh tab, every request answered by `fetch`, waits for the load event
     /// and `settings.settle` more, and reads the DOM and the element boxes.
     pub async fn render(&self, url: &str, fetch: Fetch) -> Result<Rendered, BrowserError> {
-        let checkout = self.checkout(url).await?;
+        let mut checkout = self.checkout(url).await?;
         let result = tokio::time::timeout(self.settings.timeout, self.render_on(checkout.browser(), url, fetch)).await;
+        self.after_render(&mut checkout).await;
         match result {
             Ok(r) => r,
             Err(_) => Err(BrowserError::Timeout { url: url.to_string(), secs: self.settings.timeout.as_secs() }),
@@ -340,7 +417,7 @@ impl BrowserPool {
         fetch: Fetch,
         drive: impl for<'p> FnOnce(&'p chromiumoxide::Page) -> BoxFuture<'p, Result<T, BrowserError>>,
     ) -> Result<T, BrowserError> {
-        let checkout = self.checkout(url).await?;
+        let mut checkout = self.checkout(url).await?;
         let result = async {
             let open = open_page(checkout.browser(), url, fetch).await?;
             let loaded = open.page.goto(url).await;
@@ -352,6 +429,7 @@ impl BrowserPool {
             result
         }
         .await;
+        self.after_render(&mut checkout).await;
         result
     }
 
@@ -363,38 +441,60 @@ impl BrowserPool {
             .await
             .map_err(|e| BrowserError::Render { url: url.to_string(), reason: e.to_string() })?;
         let instance = self.free.lock().pop().expect("a permit means a free instance");
-        Ok(Checkout { pool: self, instance: Some(instance), _permit: permit })
+        Ok(Checkout { pool: self, instance: Some(instance), lost: false, permit: Some(permit) })
     }
 
     /// Closes every browser and waits for its processes to exit (waits for renders in
     /// progress first). A browser that does not close within 5 s is killed with its group.
     pub async fn close(&self) {
-        let _all = self.permits.acquire_many(self.pids.len().max(1) as u32).await;
+        let n = self.pids.lock().len().max(1) as u32;
+        let _all = self.permits.acquire_many(n).await;
         let instances = std::mem::take(&mut *self.free.lock());
-        for mut i in instances {
-            let _ = tokio::time::timeout(Duration::from_secs(5), i.browser.close()).await;
-            i.handler.abort();
-            let mut child = i.child;
-            let _ = tokio::task::spawn_blocking(move || {
-                for _ in 0..50 {
-                    if matches!(child.try_wait(), Ok(Some(_))) {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                // Helpers of the group may linger after the main process: end them all.
-                let _ = super::chromium::kill_group(&mut child);
-            })
-            .await;
+        for i in instances {
+            i.close().await;
         }
     }
+}
+
+/// Starts one Chromium instance and connects to it.
+async fn start_instance(executable: &Path, settings: &BrowserSettings) -> Result<Instance, BrowserError> {
+    let profile = super::chromium::profile_dir().map_err(launch_err)?;
+    let args = chromium_args(profile.path());
+    let exe = executable.to_path_buf();
+    let launched = tokio::task::spawn_blocking(move || super::chromium::launch(&exe, &args, Duration::from_secs(30)))
+        .await
+        .map_err(launch_err)?
+        .map_err(launch_err)?;
+    let mut child = launched.child;
+    let handler_config = chromiumoxide::handler::HandlerConfig {
+        viewport: None,
+        request_timeout: settings.timeout,
+        ..Default::default()
+    };
+    let (browser, mut handler) = match Browser::connect_with_config(launched.ws_url, handler_config).await {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = super::chromium::kill_group(&mut child);
+            return Err(launch_err(e));
+        }
+    };
+    let handler = tokio::spawn(async move {
+        while let Some(event) = handler.next().await {
+            if event.is_err() {
+                break;
+            }
+        }
+    });
+    Ok(Instance { browser, handler, child, _profile: profile, renders: 0 })
 }
 
 /// An instance taken from the pool; returned (before its permit) when dropped.
 struct Checkout<'a> {
     pool: &'a BrowserPool,
     instance: Option<Instance>,
-    _permit: tokio::sync::SemaphorePermit<'a>,
+    /// Its instance was closed and none could be started in its place: the permit goes too.
+    lost: bool,
+    permit: Option<tokio::sync::SemaphorePermit<'a>>,
 }
 
 impl Checkout<'_> {
@@ -407,6 +507,12 @@ impl Drop for Checkout<'_> {
     fn drop(&mut self) {
         if let Some(instance) = self.instance.take() {
             self.pool.free.lock().push(instance);
+        }
+        if self.lost {
+            // No instance behind this permit any more: it is not given back.
+            if let Some(p) = self.permit.take() {
+                p.forget();
+            }
         }
     }
 }

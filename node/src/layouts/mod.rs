@@ -57,6 +57,10 @@ pub struct LayoutsStatus {
     pub browser_starts: u64,
     /// Resident memory of each running instance (all its processes), bytes.
     pub browser_memory_bytes: Vec<u64>,
+    /// Instances restarted (after `layouts.browser_restart_renders` pages or past
+    /// `layouts.browser_restart_mb`) since the pool last started.
+    #[serde(default)]
+    pub browser_restarts: u64,
 }
 
 /// A host's change log: the layout changes the worker recorded (when `store` is there) and the
@@ -140,6 +144,8 @@ impl Layouts {
                 executable: la.chromium.clone(),
                 instances: la.browsers,
                 timeout: Duration::from_secs(la.render_timeout_secs),
+                restart_after_renders: la.browser_restart_renders,
+                restart_above_bytes: la.browser_restart_mb << 20,
                 ..BrowserSettings::default()
             },
             Duration::from_secs(la.browser_idle_secs),
@@ -188,6 +194,7 @@ impl Layouts {
         if let Some(pool) = self.pool.started() {
             status.browsers_running = pool.instances() as u64;
             status.browser_memory_bytes = pool.memory();
+            status.browser_restarts = pool.restarts();
         }
         status
     }

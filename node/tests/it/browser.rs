@@ -147,3 +147,51 @@ async fn rendering_through_the_crawler_is_polite_and_obeys_robots() {
         assert!(gap >= Duration::from_millis(295), "{gap:?} between {} and {}", w[0].path, w[1].path);
     }
 }
+
+/// A node runs for months and Chromium's memory grows with what it renders: an instance is
+/// restarted after `restart_after_renders` pages, and once measured past `restart_above_bytes`
+/// — a new process in its place, the pool the same size, every page still rendered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_is_restarted_after_its_renders_and_past_its_memory() {
+    let site = Site::new("news.test").html("/article", &article());
+    let server = WebServer::start(vec![site]).await.unwrap();
+    let fetch = common::loopback_fetch(&server);
+    // Two pages an instance (the default is 200), no memory bound.
+    let settings = BrowserSettings {
+        instances: 1,
+        timeout: Duration::from_secs(30),
+        restart_after_renders: 2,
+        restart_above_bytes: 0,
+        ..Default::default()
+    };
+    let pool = BrowserPool::launch(settings).await.expect("Debian's chromium starts (scripts/setup.sh)");
+    let first = pool.measure_memory();
+    assert_eq!(first.len(), 1);
+    for _ in 0..5 {
+        let page = pool.render("http://news.test/article", fetch.clone()).await.unwrap();
+        assert!(page.html.contains("Why the tide turns"));
+    }
+    assert_eq!(pool.restarts(), 2, "after the second and the fourth page");
+    assert_eq!(pool.instances(), 1);
+    assert!(pool.measure_memory()[0] > 0, "the fresh instance is measured");
+    pool.close().await;
+
+    // A memory bound any Chromium is past: restarted after each page once measured.
+    let settings = BrowserSettings {
+        instances: 1,
+        timeout: Duration::from_secs(30),
+        restart_after_renders: 0,
+        restart_above_bytes: 1,
+        ..Default::default()
+    };
+    let pool = BrowserPool::launch(settings).await.unwrap();
+    pool.render("http://news.test/article", fetch.clone()).await.unwrap();
+    assert_eq!(pool.restarts(), 0, "not measured yet");
+    assert!(pool.measure_memory()[0] > 1);
+    pool.render("http://news.test/article", fetch.clone()).await.unwrap();
+    assert_eq!(pool.restarts(), 1);
+    pool.render("http://news.test/article", fetch).await.unwrap();
+    assert_eq!(pool.restarts(), 1, "the fresh instance is not judged by the old one's figure");
+    assert_eq!(pool.instances(), 1);
+    pool.close().await;
+}
