@@ -380,8 +380,10 @@ fn print_summary(r: &RunReport) {
     println!("dedup hits        {}", r.dedup_hits);
     println!("URLs exchanged    {}   DHT messages {}", r.urls_exchanged, r.dht_messages);
     println!(
-        "memory per node   {:.0} MiB mean RSS at the end, {:.0} MiB highest peak",
-        r.mean_rss_mib, r.max_peak_rss_mib
+        "memory per node   {:.0} MiB mean RSS at the end, {:.0} MiB highest peak; {}",
+        r.mean_rss_mib,
+        r.max_peak_rss_mib,
+        runner::memory_parts_line(r)
     );
     if let Some(s) = &r.search {
         println!(

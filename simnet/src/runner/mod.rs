@@ -578,6 +578,17 @@ pub async fn run_with(
             dht_published: u(&net["dht_published"]),
             rss_mib: node.rss_kib as f64 / 1024.0,
             peak_rss_mib: node.peak_kib as f64 / 1024.0,
+            memory_parts_mib: {
+                let m = |k: &str| s["memory"][k].as_f64().unwrap_or(0.0) / (1u64 << 20) as f64;
+                reports::MemoryParts {
+                    anonymous: m("anonymous"),
+                    file_backed: m("file_backed"),
+                    vectors: m("vectors"),
+                    cell_vectors: m("cell_vectors"),
+                    browsers: m("browsers"),
+                    other: m("other"),
+                }
+            },
             teacher_runs: u(&s["extraction"]["teacher:runs"]),
             templates: u(&s["layouts"]["templates"]),
             pages_by_template: u(&s["extraction"]["layout:template"]),

@@ -26,6 +26,11 @@ pub struct NodeReport {
     /// Resident memory when last seen, and the peak of its last process, in MiB.
     pub rss_mib: f64,
     pub peak_rss_mib: f64,
+    /// Where its memory was when last seen (`/status` `memory`), MiB: anonymous and
+    /// file-backed, the vector indexes' in-memory parts (own and cell store), its browsers, and
+    /// the rest of the anonymous memory.
+    #[serde(default)]
+    pub memory_parts_mib: MemoryParts,
     /// Layout learning when last seen: teacher jobs run, templates stored, pages extracted by
     /// a template, pages rendered in the browser, times its browsers were started.
     pub teacher_runs: u64,
@@ -62,6 +67,33 @@ pub struct NodeReport {
     pub compare_rounds: u64,
     pub copies_asked: u64,
     pub copies_sent_on_request: u64,
+}
+
+/// A node's memory by part, MiB (see [`NodeReport::memory_parts_mib`]).
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+pub struct MemoryParts {
+    pub anonymous: f64,
+    pub file_backed: f64,
+    pub vectors: f64,
+    pub cell_vectors: f64,
+    pub browsers: f64,
+    pub other: f64,
+}
+
+/// The mean memory by part of the nodes up at the end, in a line.
+pub fn memory_parts_line(r: &RunReport) -> String {
+    let up: Vec<&NodeReport> = r.nodes.iter().filter(|n| n.state == "up" && n.rss_mib > 0.0).collect();
+    let n = up.len().max(1) as f64;
+    let mean = |f: fn(&MemoryParts) -> f64| up.iter().map(|x| f(&x.memory_parts_mib)).sum::<f64>() / n;
+    format!(
+        "by part (mean MiB): anonymous {:.0} (vectors {:.1}, cell store's vectors {:.1}, the rest {:.0}), file-backed {:.0}, browsers {:.0}",
+        mean(|m| m.anonymous),
+        mean(|m| m.vectors),
+        mean(|m| m.cell_vectors),
+        mean(|m| m.other),
+        mean(|m| m.file_backed),
+        mean(|m| m.browsers)
+    )
 }
 
 /// Document copies across the nodes up at the end, in a line: copies held against the nodes'
