@@ -44,3 +44,26 @@ pub fn open_index(dir: &std::path::Path) -> (sled::Db, std::sync::Arc<crate::Loc
     let index = crate::LocalIndex::open(&db, dir, 384, &weft_config::IndexConfig::default()).expect("the index opens");
     (db, std::sync::Arc::new(index))
 }
+
+/// The record of an indexed document with the keys of its chunks, every other field empty:
+/// what tests commit beside their chunks.
+pub fn indexed_record(url: &str, title: &str, fetched_at: u64, word_count: u32, chunks: Vec<u64>) -> crate::DocRecord {
+    crate::DocRecord {
+        url: url.to_string(),
+        title: title.to_string(),
+        description: None,
+        language: None,
+        site_name: None,
+        published: None,
+        page_type: None,
+        fetched_at,
+        word_count,
+        simhash: None,
+        chunks,
+        state: crate::DocState::Indexed,
+        aliases: Vec::new(),
+        modified: None,
+        author: None,
+        canonical: None,
+    }
+}

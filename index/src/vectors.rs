@@ -95,6 +95,18 @@ impl Parts {
         self.segments.iter().map(|s| s.id).max().unwrap_or(0)
     }
 
+    /// Drops `key` wherever it is: out of the delta, masked in the segments holding it.
+    fn forget(&mut self, key: u64) -> Result<(), IndexError> {
+        if self.delta_keys.remove(&key) {
+            self.delta.remove(key).map_err(vx)?;
+        }
+        let older: Vec<u64> = self.live_in_segments(key).collect();
+        for id in older {
+            self.masked.insert((id, key));
+        }
+        Ok(())
+    }
+
     /// The segments holding `key` unmasked.
     fn live_in_segments(&self, key: u64) -> impl Iterator<Item = u64> + '_ {
         self.segments.iter().filter(move |s| s.index.contains(key) && !self.masked.contains(&(s.id, key))).map(|s| s.id)
@@ -319,13 +331,7 @@ impl VectorIndex {
     /// Adds or replaces `key`.
     pub fn add(&self, key: u64, vector: &[f32]) -> Result<(), IndexError> {
         let mut parts = self.parts.write();
-        if parts.delta_keys.contains(&key) {
-            parts.delta.remove(key).map_err(vx)?;
-        }
-        let older: Vec<u64> = parts.live_in_segments(key).collect();
-        for id in older {
-            parts.masked.insert((id, key));
-        }
+        parts.forget(key)?;
         let delta = &parts.delta;
         if delta.size() + 1 > delta.capacity() {
             delta.reserve((delta.capacity() * 2).max(1024)).map_err(vx)?;
@@ -399,14 +405,7 @@ impl VectorIndex {
     }
 
     pub fn remove(&self, key: u64) -> Result<(), IndexError> {
-        let mut parts = self.parts.write();
-        if parts.delta_keys.remove(&key) {
-            parts.delta.remove(key).map_err(vx)?;
-        }
-        let older: Vec<u64> = parts.live_in_segments(key).collect();
-        for id in older {
-            parts.masked.insert((id, key));
-        }
+        self.parts.write().forget(key)?;
         self.dirty.store(true, Ordering::Release);
         Ok(())
     }

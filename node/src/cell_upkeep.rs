@@ -245,7 +245,6 @@ pub fn kept_cells(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use weft_index::DocState;
     use weft_p2p::postings::MAX_CELLS_PER_CHUNK;
 
     #[test]
@@ -263,24 +262,9 @@ mod tests {
                 record: ChunkRecord::new(id, 0, 0, text.len(), 5, &text),
                 vector: book.cell(i * 10).to_vec(),
             };
-            let record = weft_index::DocRecord {
-                url,
-                title: format!("Page {i}"),
-                description: None,
-                language: Some("en".into()),
-                site_name: None,
-                published: None,
-                page_type: None,
-                fetched_at: 100 + u64::from(i),
-                word_count: 5,
-                simhash: None,
-                chunks: vec![chunk.key],
-                state: DocState::Indexed,
-                aliases: Vec::new(),
-                modified: None,
-                author: None,
-                canonical: None,
-            };
+            let mut record =
+                weft_index::testing::indexed_record(&url, &format!("Page {i}"), 100 + u64::from(i), 5, vec![chunk.key]);
+            record.language = Some("en".into());
             index.commit(id, &record, vec![chunk]).unwrap();
         }
         // h0.test is this node's (pages 0, 2 and 4); three documents a slice.

@@ -7,7 +7,7 @@
 use weft_index::store::{ChunkRecord, NewChunk};
 use weft_index::testing::open_index;
 use weft_index::vectors::Opened;
-use weft_index::{DocId, DocState, LocalIndex};
+use weft_index::{DocId, LocalIndex};
 
 /// Seeded unit vectors of the index's 384 dimensions.
 fn vectors(n: usize, seed: u64) -> Vec<Vec<f32>> {
@@ -39,24 +39,7 @@ fn commit(index: &LocalIndex, i: usize, v: &[f32]) {
         record: ChunkRecord::new(id(i), 0, 0, text.len(), 4, &text),
         vector: v.to_vec(),
     };
-    let record = weft_index::DocRecord {
-        url,
-        title: format!("Page {i}"),
-        description: None,
-        language: None,
-        site_name: None,
-        published: None,
-        page_type: None,
-        fetched_at: 100,
-        word_count: 4,
-        simhash: None,
-        chunks: vec![chunk.key],
-        state: DocState::Indexed,
-        aliases: Vec::new(),
-        modified: None,
-        author: None,
-        canonical: None,
-    };
+    let record = weft_index::testing::indexed_record(&url, &format!("Page {i}"), 100, 4, vec![chunk.key]);
     index.commit(id(i), &record, vec![chunk]).unwrap();
 }
 
