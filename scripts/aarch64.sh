@@ -31,7 +31,11 @@ WEFT_ORT_ARCH=aarch64 bash scripts/models.sh # the aarch64 ONNX Runtime beside i
 
 echo "aarch64: building weft for $TARGET"
 started=$(date +%s)
-CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
+# NK_TARGET_NEONSDOT=0: GCC 12's arm_neon.h cannot inline the dot-product intrinsics into
+# USearch's SIMD kernels (numkong) built for the armv8-a baseline; the index runs f16, which
+# does not use them (and a Pi 4's Cortex-A72 has no dot product).
+NK_TARGET_NEONSDOT=0 \
+  CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
   CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc \
   CXX_aarch64_unknown_linux_gnu=aarch64-linux-gnu-g++ \
   AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar \
