@@ -100,16 +100,30 @@ EOF
 config x86 models/onnxruntime-1.31.1/libonnxruntime.so
 config arm models/onnxruntime-1.31.1-aarch64/libonnxruntime.so
 
+# qemu-user 7.2 passes the host's /proc/cpuinfo through: ONNX Runtime's CPU detection (cpuinfo)
+# reads an x86 one on an aarch64 binary and crashes (SIGSEGV at start). The aarch64 runs see a
+# Raspberry Pi 4's (two Cortex-A72 cores) instead, bind-mounted in a mount namespace of their own.
+for i in 0 1; do
+  printf 'processor\t: %d\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm crc32 cpuid\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd08\nCPU revision\t: 3\n\n' "$i"
+done > "$work/cpuinfo"
+if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+
 run() { # arch, command, args... (the aarch64 binary under qemu-user, with the cross libc)
   local arch=$1 command=$2
   shift 2
   local dirs=(--data-dir "$work/$arch" --config "$work/$arch.toml")
   [ "$command" = extract ] && dirs=() # a pure command: no data dir
   if [ "$arch" = arm ]; then
-    qemu-aarch64-static -L /usr/aarch64-linux-gnu "$arm" "$command" "${dirs[@]}" "$@"
+    $SUDO unshare -m sh -c 'mount --bind "$0" /proc/cpuinfo && exec "$@"' "$work/cpuinfo" \
+      qemu-aarch64-static -L /usr/aarch64-linux-gnu "$arm" "$command" "${dirs[@]}" "$@"
   else
     "$x86" "$command" "${dirs[@]}" "$@"
   fi
+}
+logged() { # log file, then as run: its output to the file
+  local log=$1
+  shift
+  run "$@" >"$log" 2>&1
 }
 timed() { # label, command...
   local label=$1 t0
@@ -117,19 +131,20 @@ timed() { # label, command...
   t0=$(date +%s%N)
   "$@"
   local ms=$((($(date +%s%N) - t0) / 1000000))
-  printf 'aarch64: %-40s %5d.%01d s\n' "$label" $((ms / 1000)) $((ms % 1000 / 100))
+  printf 'aarch64: %-40s %5d.%01d s\n' "$label" $((ms / 1000)) $((ms % 1000 / 100)) >&2
 }
 
 for arch in arm x86; do
   mkdir -p "$work/$arch"
   echo "== $arch: weft doctor"
   timed "$arch doctor" run "$arch" doctor
-  echo "== $arch: weft extract"
+  echo "== $arch: weft extract" >&2
   timed "$arch extract" run "$arch" extract --url "http://127.0.0.1:$port/bees.html" "$work/site/bees.html" \
     > "$work/$arch-extract.json"
   python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline()); print(" ", d["title"], "|", d["word_count"], "words")' "$work/$arch-extract.json"
   echo "== $arch: a short crawl of http://127.0.0.1:$port/"
-  timed "$arch crawl (3 pages, embedded)" run "$arch" start --seed "http://127.0.0.1:$port/" --exit-when-idle >"$work/$arch-crawl.log" 2>&1
+  timed "$arch crawl (3 pages, embedded)" logged "$work/$arch-crawl.log" "$arch" start \
+    --seed "http://127.0.0.1:$port/" --exit-when-idle
   timed "$arch search" run "$arch" search --json --local "how do bees tell each other where flowers are" > "$work/$arch-search.json"
 done
 
