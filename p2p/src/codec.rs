@@ -220,6 +220,12 @@ impl<W: Wire> libp2p::request_response::Codec for Codec<W> {
         T: AsyncRead + Unpin + Send,
     {
         match read_bounded(io, W::MAX_REQUEST_BYTES, &self.budget, STALL_LIMIT).await? {
+            // A stream closed before its first byte carries no request at all: a failed stream
+            // (the sender gave up on it), not a bad request — nothing to ban anyone for. Seen
+            // in `weft demo`: two members banned a third for "undecodable" empty reads.
+            Ok(bytes) if bytes.is_empty() => {
+                Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("an empty {} stream", W::NAME)))
+            }
             Ok(bytes) => Ok(decode_request::<W>(&bytes)),
             Err(bytes) => Ok(Frame::Refused(Refusal::Stalled { what: W::NAME, bytes })),
         }
@@ -307,5 +313,17 @@ mod tests {
         } // both reads dropped half-way (a stream's timeout)
         assert_eq!(budget.held(), 0);
         assert!(read_bounded(&mut futures::io::Cursor::new(vec![1u8; 10]), 100, &budget, STALL).await.unwrap().is_ok());
+    }
+
+    #[tokio::test]
+    async fn an_empty_stream_is_a_failed_read_not_a_refusal_to_ban_for() {
+        use libp2p::request_response::Codec as _;
+        let (mut codec, _) = Codec::<crate::doc_wire::DocWire>::new();
+        let protocol = StreamProtocol::new("/weft/doc/1");
+        let empty = codec.read_request(&protocol, &mut futures::io::Cursor::new(Vec::new())).await;
+        assert_eq!(empty.map_err(|e| e.kind()), Err(io::ErrorKind::UnexpectedEof));
+        // One byte of something else is still a bad request.
+        let junk = codec.read_request(&protocol, &mut futures::io::Cursor::new(vec![0xffu8])).await.unwrap();
+        assert!(matches!(junk, Frame::Refused(Refusal::Malformed { .. })));
     }
 }
