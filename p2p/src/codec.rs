@@ -318,8 +318,17 @@ mod tests {
     #[tokio::test]
     async fn an_empty_stream_is_a_failed_read_not_a_refusal_to_ban_for() {
         use libp2p::request_response::Codec as _;
-        let (mut codec, _) = Codec::<crate::doc_wire::DocWire>::new();
-        let protocol = StreamProtocol::new("/weft/doc/1");
+        struct Small;
+        impl Wire for Small {
+            type Request = Vec<u32>;
+            type Response = u32;
+            const NAME: &'static str = "small request";
+            const MAX_REQUEST_BYTES: u64 = 64;
+            const MAX_RESPONSE_BYTES: u64 = 64;
+            const MAX_BUFFERED_BYTES: u64 = 1024;
+        }
+        let (mut codec, _) = Codec::<Small>::new();
+        let protocol = StreamProtocol::new("/weft/small/1");
         let empty = codec.read_request(&protocol, &mut futures::io::Cursor::new(Vec::new())).await;
         assert_eq!(empty.map_err(|e| e.kind()), Err(io::ErrorKind::UnexpectedEof));
         // One byte of something else is still a bad request.
