@@ -187,7 +187,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
             None,
             MetricType::Counter,
         )?)?;
-        let gauges: [(&str, &str, u64); 14] = [
+        let gauges: [(&str, &str, u64); 16] = [
             (
                 "weft_storage_fault",
                 "1 once the storage failed (the node is stopping)",
@@ -206,6 +206,16 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 "weft_memory_file_backed_bytes",
                 "The node's resident pages of mapped files (the vector segments among them)",
                 self.0.memory.file_backed,
+            ),
+            (
+                "weft_memory_vectors_bytes",
+                "The vector indexes' in-memory part (the node's own and the cell store's)",
+                self.0.memory.vectors + self.0.memory.cell_vectors,
+            ),
+            (
+                "weft_memory_browsers_bytes",
+                "The browsers' process trees (proportional set size)",
+                self.0.memory.browsers,
             ),
             ("weft_memory_other_bytes", "Anonymous memory not in the vector indexes", self.0.memory.other),
             ("weft_frontier_queued", "URLs queued", s.queued),

@@ -63,6 +63,12 @@ struct Sample {
     pages: f64,
     queued: f64,
     rss: f64,
+    /// The node's own figures by part (`/metrics`), MiB: anonymous memory, pages of mapped
+    /// files, the vector index's in-memory part, the browsers' process trees.
+    anon: f64,
+    file: f64,
+    vectors: f64,
+    browsers: f64,
     frontier_mib: f64,
     data_mib: f64,
 }
@@ -121,8 +127,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "crawl soak: {minutes} min, {hosts} link-farm hosts, {links} links per page (every fifth to another host), default config"
     );
     println!(
-        "{:>7} {:>9} {:>10} {:>9} {:>13} {:>10}",
-        "minutes", "pages", "queued", "RSS MiB", "frontier MiB", "data MiB"
+        "{:>7} {:>9} {:>10} {:>9} {:>6} {:>6} {:>8} {:>9} {:>13} {:>10}",
+        "minutes", "pages", "queued", "RSS MiB", "anon", "file", "vectors", "browsers", "frontier MiB", "data MiB"
     );
     let started = Instant::now();
     let mut samples: Vec<Sample> = Vec::new();
@@ -139,22 +145,50 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             return Err(format!("weft exited early ({status}); see {}", kept.join("weft.log").display()).into());
         }
         let m = metrics(&client, &api).await;
+        let mib = |k: &str| m.get(k).copied().unwrap_or(0.0) / 1048576.0;
         let s = Sample {
             minutes: started.elapsed().as_secs_f64() / 60.0,
             pages: m.get("weft_pages_fetched_total").copied().unwrap_or(0.0),
             queued: m.get("weft_frontier_queued").copied().unwrap_or(0.0),
             rss: rss_mib(pid),
+            anon: mib("weft_memory_anonymous_bytes"),
+            file: mib("weft_memory_file_backed_bytes"),
+            vectors: mib("weft_memory_vectors_bytes"),
+            browsers: mib("weft_memory_browsers_bytes"),
             frontier_mib: dir_size(&data.join("frontier")) as f64 / 1048576.0,
             data_mib: dir_size(&data) as f64 / 1048576.0,
         };
         println!(
-            "{:>7.1} {:>9.0} {:>10.0} {:>9.0} {:>13.0} {:>10.0}",
-            s.minutes, s.pages, s.queued, s.rss, s.frontier_mib, s.data_mib
+            "{:>7.1} {:>9.0} {:>10.0} {:>9.0} {:>6.0} {:>6.0} {:>8.0} {:>9.0} {:>13.0} {:>10.0}",
+            s.minutes, s.pages, s.queued, s.rss, s.anon, s.file, s.vectors, s.browsers, s.frontier_mib, s.data_mib
         );
         samples.push(s);
     }
     let _ = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
     let _ = tokio::time::timeout(Duration::from_secs(60), child.wait()).await;
+    // The checkpoints (37): RSS at 1, 10, 30 and 60 min, and the growth after the
+    // first 10 minutes (warm-up) to the end.
+    let at = |min: f64| samples.iter().min_by(|a, b| (a.minutes - min).abs().total_cmp(&(b.minutes - min).abs()));
+    for min in [1.0, 10.0, 30.0, 60.0] {
+        if let Some(s) = at(min).filter(|s| (s.minutes - min).abs() < 1.0) {
+            println!(
+                "at {:>4.1} min: RSS {:.0} MiB (anonymous {:.0}, mapped files {:.0}, vectors {:.0}), browsers {:.0} MiB, {:.0} pages",
+                s.minutes, s.rss, s.anon, s.file, s.vectors, s.browsers, s.pages
+            );
+        }
+    }
+    if let (Some(warm), Some(last)) = (at(10.0).filter(|s| s.minutes >= 9.0), samples.last()) {
+        let peak = samples.iter().filter(|s| s.minutes >= warm.minutes).map(|s| s.rss).fold(0.0, f64::max);
+        println!(
+            "growth after warm-up: {:.0} MiB at {:.1} min -> {:.0} MiB at {:.1} min ({:+.1}%), peak after warm-up {:.0} MiB",
+            warm.rss,
+            warm.minutes,
+            last.rss,
+            last.minutes,
+            (last.rss / warm.rss - 1.0) * 100.0,
+            peak
+        );
+    }
     if let (Some(first), Some(mid), Some(last)) = (samples.first(), samples.get(samples.len() / 2), samples.last()) {
         println!(
             "after {:.0} min: {:.0} pages fetched ({:.1}/s), {:.0} URLs queued ({:.0} per page fetched); weft RSS {:.0} MiB at {:.0} queued (min {:.1}), {:.0} MiB at {:.0} queued (min {:.1}), {:.0} MiB at the end; frontier {:.0} MiB on disk, data dir {:.0} MiB (first sample: RSS {:.0} MiB)",
