@@ -34,6 +34,30 @@ pub fn trim() {
     }
 }
 
+/// How many heaps (arenas) glibc's malloc may keep: [`ARENAS`], unless `MALLOC_ARENA_MAX` is
+/// set in the environment (then glibc reads that). Called first thing in `main`, before any
+/// thread starts.
+///
+/// glibc gives threads their own arenas, up to eight per core, and memory freed in one arena
+/// serves only that arena's threads. A node's threads are many (tokio's blocking pool grows to
+/// 100+ threads under a crawl's storage calls, plus ONNX Runtime's, sled's, fjall's, tantivy's),
+/// so its freed memory sat in 16 arenas of 20–60 MiB each that no other thread could reuse: a
+/// crawling node held 784 MiB at 3.5 minutes with the default, **495 MiB with two arenas** at
+/// the same page rate (`crawl_soak`, docs/src/benchmarks.md).
+pub fn limit_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: mallopt only sets a malloc parameter; called before other threads exist.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, ARENAS);
+        }
+    }
+}
+
+/// The arenas [`limit_arenas`] allows: with the per-thread caches in front of them, two keep
+/// allocation off the profile of a crawl on this 2-core machine.
+pub const ARENAS: i32 = 2;
+
 /// The memory of each process tree rooted at `roots`, in bytes: the proportional set size
 /// (shared pages divided among their sharers) of the root and every descendant, RSS where
 /// `smaps_rollup` is not readable. Linux `/proc`; zeros elsewhere. Blocking.
