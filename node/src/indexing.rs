@@ -118,6 +118,10 @@ pub struct IndexStatus {
     /// only between nodes with the same one.
     #[serde(default)]
     pub model: String,
+    /// What the embedding model's sessions took from the heap when they loaded, bytes (one
+    /// session per `embed.threads`).
+    #[serde(default)]
+    pub model_memory_bytes: u64,
     /// What the cell store holds for the cells this node owns (semantic placement): documents,
     /// chunks and the bytes of their vectors in memory. `None` without the network.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -168,6 +172,8 @@ pub struct IndexService {
     /// `index.replicas`: members that get a copy of each document indexed.
     replicas: usize,
     model: String,
+    /// What the model's sessions took from the heap when they loaded ([`Embedder::memory_bytes`]).
+    model_memory_bytes: u64,
     dims: usize,
     /// `index.hybrid`: searches fuse BM25 with the vectors.
     hybrid: bool,
@@ -191,6 +197,7 @@ impl IndexService {
         let indexer = Indexer::new(index.clone(), &config.embed, &config.index)?;
         // Questions share the indexer's model: a second copy cost ~96 MiB (`Embedder::share`).
         let query_embedder = indexer.embedder();
+        let model_memory_bytes = query_embedder.memory_bytes();
         let model = model_id(&config.embed.model)?;
         let counters = Arc::new(Counters::default());
         let (jobs, job_rx) = sync_channel::<Job>(config.index.queue);
@@ -212,6 +219,7 @@ impl IndexService {
             metrics,
             network: network.map(DhtDuplicates),
             cells,
+            model_memory_bytes,
             max_distance: config.index.dedup_max_distance,
             replicas: config.index.replicas,
             model,
@@ -418,6 +426,7 @@ impl IndexService {
             queries: c.queries.load(Relaxed),
             evicted: c.evicted.load(Relaxed),
             model: self.model.clone(),
+            model_memory_bytes: self.model_memory_bytes,
             cells: self.cells.as_ref().map(|c| {
                 let (documents, chunks) = c.counts();
                 CellsHeld {

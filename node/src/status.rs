@@ -57,9 +57,17 @@ pub struct MemoryStatus {
     /// store's.
     pub vectors: u64,
     pub cell_vectors: u64,
+    /// The embedding model's sessions, as they loaded (`index.model_memory_bytes`).
+    #[serde(default)]
+    pub model: u64,
+    /// The frontier's seen-set.
+    #[serde(default)]
+    pub seen_set: u64,
     /// The browsers' process trees (proportional set size).
     pub browsers: u64,
-    /// Anonymous memory not in the vectors.
+    /// Anonymous memory not in the parts above: storage caches (sled's ≤ 80 MiB, fjall's
+    /// 16 MiB and write buffers, tantivy's 24 MiB writer), the model's working arena, the crawl's
+    /// hosts and buffers, and what the allocator holds free.
     pub other: u64,
 }
 
@@ -86,16 +94,21 @@ impl Status {
         let (anonymous, file_backed) = crate::procmem::own_rss_parts();
         let vectors = index.as_ref().map_or(0, |i| i.stored.vector_memory_bytes);
         let cell_vectors = index.as_ref().and_then(|i| i.cells.as_ref()).map_or(0, |c| c.vector_memory_bytes);
+        let model = index.as_ref().map_or(0, |i| i.model_memory_bytes);
+        let crawl = crawler.status();
+        let seen_set = crawl.seen_bytes;
         let memory = MemoryStatus {
             anonymous,
             file_backed,
             vectors,
             cell_vectors,
+            model,
+            seen_set,
             browsers: layouts.as_ref().map_or(0, |l| l.browser_memory_bytes.iter().sum()),
-            other: anonymous.saturating_sub(vectors + cell_vectors),
+            other: anonymous.saturating_sub(vectors + cell_vectors + model + seen_set),
         };
         Status {
-            crawl: crawler.status(),
+            crawl,
             index,
             network: network.map(|n| n.status()),
             memory_bytes: metrics.memory_bytes.load(Relaxed),
@@ -187,7 +200,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
             None,
             MetricType::Counter,
         )?)?;
-        let gauges: [(&str, &str, u64); 16] = [
+        let gauges: [(&str, &str, u64); 17] = [
             (
                 "weft_storage_fault",
                 "1 once the storage failed (the node is stopping)",
@@ -212,12 +225,17 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 "The vector indexes' in-memory part (the node's own and the cell store's)",
                 self.0.memory.vectors + self.0.memory.cell_vectors,
             ),
+            ("weft_memory_model_bytes", "The embedding model's sessions, as they loaded", self.0.memory.model),
             (
                 "weft_memory_browsers_bytes",
                 "The browsers' process trees (proportional set size)",
                 self.0.memory.browsers,
             ),
-            ("weft_memory_other_bytes", "Anonymous memory not in the vector indexes", self.0.memory.other),
+            (
+                "weft_memory_other_bytes",
+                "Anonymous memory not in the vectors, the model or the seen-set",
+                self.0.memory.other,
+            ),
             ("weft_frontier_queued", "URLs queued", s.queued),
             ("weft_frontier_in_flight", "Requests in flight", s.in_flight),
             ("weft_frontier_hosts", "Hosts known", s.hosts),

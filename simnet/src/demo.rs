@@ -186,6 +186,7 @@ pub async fn run(spec: &RunSpec) -> Result<(), RunError> {
             n.dedup_hits,
             n.rss_mib
         );
+        println!("          memory by part, MiB: {}", n.memory_parts_mib.line());
     }
     Ok(())
 }

@@ -147,6 +147,18 @@ fn a_static_site_is_crawled_completely_with_the_defaults_each_page_once() {
         "every page indexed: {:?}",
         done["index"]
     );
+    // Where the memory is (issue 37): the model's sessions as they loaded (one per core, ~90
+    // MiB each for this model), the seen-set and the vectors are parts of the anonymous memory,
+    // and what is left of it is named too.
+    let m = &done["memory"];
+    let part = |k: &str| m[k].as_u64().unwrap_or(0);
+    let model = part("model");
+    assert!((30 << 20..=1 << 30).contains(&model), "the model's share: {m}");
+    assert!(part("seen_set") > 0 && part("vectors") > 0, "{m}");
+    assert!(
+        part("anonymous") > model + part("seen_set") + part("vectors") && part("other") > 0,
+        "the parts lie within the anonymous memory: {m}"
+    );
     stop(child);
     let counts = page_counts(&server);
     for i in 0..30 {

@@ -585,6 +585,8 @@ pub async fn run_with(
                     file_backed: m("file_backed"),
                     vectors: m("vectors"),
                     cell_vectors: m("cell_vectors"),
+                    model: m("model"),
+                    seen_set: m("seen_set"),
                     browsers: m("browsers"),
                     other: m("other"),
                 }

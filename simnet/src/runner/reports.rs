@@ -76,8 +76,29 @@ pub struct MemoryParts {
     pub file_backed: f64,
     pub vectors: f64,
     pub cell_vectors: f64,
+    #[serde(default)]
+    pub model: f64,
+    #[serde(default)]
+    pub seen_set: f64,
     pub browsers: f64,
     pub other: f64,
+}
+
+impl MemoryParts {
+    /// The parts in a few words: `anonymous 300 (vectors 16, model 180, seen-set 12, other 92)
+    /// + mapped files 40, browsers 500`.
+    pub fn line(&self) -> String {
+        format!(
+            "anonymous {:.0} (vectors {:.0}, model {:.0}, seen-set {:.0}, other {:.0}) + mapped files {:.0}, browsers {:.0}",
+            self.anonymous,
+            self.vectors + self.cell_vectors,
+            self.model,
+            self.seen_set,
+            self.other,
+            self.file_backed,
+            self.browsers
+        )
+    }
 }
 
 /// The mean memory by part of the nodes up at the end, in a line.
@@ -86,10 +107,12 @@ pub fn memory_parts_line(r: &RunReport) -> String {
     let n = up.len().max(1) as f64;
     let mean = |f: fn(&MemoryParts) -> f64| up.iter().map(|x| f(&x.memory_parts_mib)).sum::<f64>() / n;
     format!(
-        "by part (mean MiB): anonymous {:.0} (vectors {:.1}, cell store's vectors {:.1}, the rest {:.0}), file-backed {:.0}, browsers {:.0}",
+        "by part (mean MiB): anonymous {:.0} (vectors {:.1}, cell store's vectors {:.1}, model {:.0}, seen-set {:.0}, the rest {:.0}), file-backed {:.0}, browsers {:.0}",
         mean(|m| m.anonymous),
         mean(|m| m.vectors),
         mean(|m| m.cell_vectors),
+        mean(|m| m.model),
+        mean(|m| m.seen_set),
         mean(|m| m.other),
         mean(|m| m.file_backed),
         mean(|m| m.browsers)

@@ -29,6 +29,19 @@ pub(super) fn print_status(status: &Status) {
         s.queued, s.in_flight, s.hosts_with_queue, s.hosts, s.hosts_in_memory
     );
     println!("seen URLs      {} ({} KiB filter)", s.seen_urls, s.seen_bytes / 1024);
+    let m = &status.memory;
+    let mib = |b: u64| b >> 20;
+    println!(
+        "memory MiB     {} own: {} anonymous (vectors {}, model {}, seen-set {}, other {}) + {} mapped files; browsers {}",
+        mib(m.anonymous + m.file_backed),
+        mib(m.anonymous),
+        mib(m.vectors + m.cell_vectors),
+        mib(m.model),
+        mib(m.seen_set),
+        mib(m.other),
+        mib(m.file_backed),
+        mib(m.browsers)
+    );
     println!(
         "disallowed     {}   rate-limited {}   retries {}   gave up {}",
         s.robots_disallowed, s.rate_limited, s.retries, s.gave_up
