@@ -3,11 +3,13 @@
 //! long the runs take (docs/src/benchmarks.md, "The model's memory").
 //!
 //! ```sh
-//! cargo run --release -p weft-index --example embed_memory -- [--arena on|off] [--pattern on|off]
+//! cargo run --release -p weft-index --example embed_memory -- [--arena on|off|shared|shared-same]
+//!     [--pattern on|off]
 //!     [--prepack on|off|shared] [--opt none|basic|ext|all] [--sessions 2] [--rows 8]
 //!     [--tokens 256] [--runs 20]
 //! ```
-//! Runs of `rows` × `tokens` and shorter (four lengths in turn) on every session; prints the
+//! Runs of `rows` × `tokens` and shorter (four lengths in turn) on every session, each session
+//! on its own thread at once; prints the
 //! process's RSS after loading (before and after `malloc_trim`) and after the runs. One setting
 //! per process: memory is the process's.
 
@@ -23,15 +25,60 @@ extern "C" {
     fn malloc_trim(pad: usize) -> i32;
 }
 
+/// Registers one CPU arena in ONNX Runtime's environment for every session that asks for it
+/// (`session.use_env_allocators`), instead of an arena per session. `same_as_requested`: the
+/// arena grows by what a run asks for rather than the next power of two. Once per environment;
+/// an error if ONNX Runtime refuses.
+fn register_shared_arena(env: &ort::environment::Environment, same_as_requested: bool) -> Result<(), String> {
+    use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
+    use ort::AsPointer;
+    let api = ort::api();
+    let check = |status: ort::sys::OrtStatusPtr| -> Result<(), String> {
+        if status.0.is_null() {
+            return Ok(());
+        }
+        // SAFETY: a non-null status holds a message until it is released, once, here.
+        let message = unsafe {
+            let m = std::ffi::CStr::from_ptr((api.GetErrorMessage)(status.0)).to_string_lossy().into_owned();
+            (api.ReleaseStatus)(status.0);
+            m
+        };
+        Err(message)
+    };
+    let keys = [c"arena_extend_strategy".as_ptr()];
+    let values = [usize::from(same_as_requested)];
+    let mut config: *mut ort::sys::OrtArenaCfg = std::ptr::null_mut();
+    // SAFETY: the keys and values outlive the call; `config` is written by it.
+    check(unsafe { (api.CreateArenaCfgV2)(keys.as_ptr(), values.as_ptr(), keys.len(), &mut config) })?;
+    let info = MemoryInfo::new(AllocationDevice::CPU, 0, AllocatorType::Arena, MemoryType::Default)
+        .map_err(|e| e.to_string())?;
+    // SAFETY: the environment, the memory info and the config are live; ONNX Runtime copies
+    // what it needs from the config, which is released right after.
+    let registered = check(unsafe { (api.CreateAndRegisterAllocator)(env.ptr().cast_mut(), info.ptr(), config) });
+    // SAFETY: created above, released once.
+    unsafe { (api.ReleaseArenaCfg)(config) };
+    registered
+}
+
 fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let (mut arena, mut pattern, mut sessions, mut rows, mut tokens, mut runs) = (true, true, 2, 8, 256, 20);
+    // One arena in the environment for all sessions (`shared`: growing by powers of two as a
+    // session's own does; `shared-same`: by what a run asks for).
+    let mut shared_arena: Option<bool> = None;
     let (mut prepack, mut opt) = (String::from("on"), String::from("all"));
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let v = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
         match flag.as_str() {
-            "--arena" => arena = v == "on",
+            "--arena" => {
+                arena = v != "off";
+                shared_arena = match v.as_str() {
+                    "shared" => Some(false),
+                    "shared-same" => Some(true),
+                    _ => None,
+                };
+            }
             "--pattern" => pattern = v == "on",
             "--sessions" => sessions = v.parse().unwrap(),
             "--rows" => rows = v.parse().unwrap(),
@@ -48,6 +95,9 @@ fn main() {
         .with_name("probe")
         .build()
         .unwrap();
+    if let Some(same) = shared_arena {
+        register_shared_arena(&env, same).unwrap();
+    }
     let start = rss_mib();
     let mut all = Vec::new();
     let shared = ort::session::builder::PrepackedWeights::new();
@@ -67,6 +117,9 @@ fn main() {
         b = b.with_intra_threads(1).unwrap().with_inter_threads(1).unwrap();
         b = b.with_memory_pattern(pattern).unwrap();
         b = b.with_execution_providers([ort::ep::CPU::default().with_arena_allocator(arena).build()]).unwrap();
+        if shared_arena.is_some() {
+            b = b.with_env_allocators().unwrap();
+        }
         all.push(b.commit_from_file(models.join("all-MiniLM-L6-v2-int8/model.onnx")).unwrap());
     }
     let untrimmed = rss_mib();
@@ -74,25 +127,29 @@ fn main() {
     let loaded = rss_mib();
     println!("sessions loaded: {untrimmed:.0} MiB, after malloc_trim {loaded:.0} MiB");
     let t = std::time::Instant::now();
-    for r in 0..runs {
+    // Each session on its own thread, as the node's indexer and questions run them.
+    std::thread::scope(|scope| {
         for s in all.iter_mut() {
-            // Lengths vary as real runs do.
-            let len = tokens / (1 + r % 4);
-            let n = rows;
-            let ids: Vec<i64> = (0..n * len).map(|i| 1000 + (i as i64 * 7919) % 20000).collect();
-            let inputs = ort::inputs![
-                "input_ids" => Tensor::from_array(([n, len], ids.clone())).unwrap(),
-                "attention_mask" => Tensor::from_array(([n, len], vec![1i64; n * len])).unwrap(),
-                "token_type_ids" => Tensor::from_array(([n, len], vec![0i64; n * len])).unwrap(),
-            ];
-            let out = s.run(inputs).unwrap();
-            drop(out);
+            scope.spawn(move || {
+                for r in 0..runs {
+                    // Lengths vary as real runs do.
+                    let len = tokens / (1 + r % 4);
+                    let n = rows;
+                    let ids: Vec<i64> = (0..n * len).map(|i| 1000 + (i as i64 * 7919) % 20000).collect();
+                    let inputs = ort::inputs![
+                        "input_ids" => Tensor::from_array(([n, len], ids)).unwrap(),
+                        "attention_mask" => Tensor::from_array(([n, len], vec![1i64; n * len])).unwrap(),
+                        "token_type_ids" => Tensor::from_array(([n, len], vec![0i64; n * len])).unwrap(),
+                    ];
+                    drop(s.run(inputs).unwrap());
+                }
+            });
         }
-    }
+    });
     let secs = t.elapsed().as_secs_f64();
     let after = rss_mib();
     println!(
-        "opt={opt} prepack={prepack} arena={arena} pattern={pattern} sessions={sessions} rows={rows} tokens={tokens}: start {start:.0} MiB, sessions +{:.0} MiB, runs +{:.0} MiB, total {after:.0} MiB, runs took {secs:.2} s",
+        "opt={opt} prepack={prepack} arena={arena} shared arena={shared_arena:?} pattern={pattern} sessions={sessions} rows={rows} tokens={tokens}: start {start:.0} MiB, sessions +{:.0} MiB, runs +{:.0} MiB, total {after:.0} MiB, runs took {secs:.2} s",
         loaded - start,
         after - loaded
     );
