@@ -56,7 +56,8 @@ pub fn limit_arenas() {
 
 /// The arenas [`limit_arenas`] allows: with the per-thread caches in front of them, two keep
 /// allocation off the profile of a crawl on this 2-core machine.
-pub const ARENAS: i32 = 2;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const ARENAS: i32 = 2;
 
 /// The memory of each process tree rooted at `roots`, in bytes: the proportional set size
 /// (shared pages divided among their sharers) of the root and every descendant, RSS where

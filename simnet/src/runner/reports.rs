@@ -85,13 +85,14 @@ pub struct MemoryParts {
 }
 
 impl MemoryParts {
-    /// The parts in a few words: `anonymous 300 (vectors 16, model 180, seen-set 12, other 92)
-    /// + mapped files 40, browsers 500`.
+    /// The parts in a few words: `anonymous 300 (vectors 16, cell store's vectors 8, model 180,
+    /// seen-set 12, other 84) + mapped files 40, browsers 500`.
     pub fn line(&self) -> String {
         format!(
-            "anonymous {:.0} (vectors {:.0}, model {:.0}, seen-set {:.0}, other {:.0}) + mapped files {:.0}, browsers {:.0}",
+            "anonymous {:.0} (vectors {:.1}, cell store's vectors {:.1}, model {:.0}, seen-set {:.0}, other {:.0}) + mapped files {:.0}, browsers {:.0}",
             self.anonymous,
-            self.vectors + self.cell_vectors,
+            self.vectors,
+            self.cell_vectors,
             self.model,
             self.seen_set,
             self.other,
@@ -106,17 +107,17 @@ pub fn memory_parts_line(r: &RunReport) -> String {
     let up: Vec<&NodeReport> = r.nodes.iter().filter(|n| n.state == "up" && n.rss_mib > 0.0).collect();
     let n = up.len().max(1) as f64;
     let mean = |f: fn(&MemoryParts) -> f64| up.iter().map(|x| f(&x.memory_parts_mib)).sum::<f64>() / n;
-    format!(
-        "by part (mean MiB): anonymous {:.0} (vectors {:.1}, cell store's vectors {:.1}, model {:.0}, seen-set {:.0}, the rest {:.0}), file-backed {:.0}, browsers {:.0}",
-        mean(|m| m.anonymous),
-        mean(|m| m.vectors),
-        mean(|m| m.cell_vectors),
-        mean(|m| m.model),
-        mean(|m| m.seen_set),
-        mean(|m| m.other),
-        mean(|m| m.file_backed),
-        mean(|m| m.browsers)
-    )
+    let parts = MemoryParts {
+        anonymous: mean(|m| m.anonymous),
+        file_backed: mean(|m| m.file_backed),
+        vectors: mean(|m| m.vectors),
+        cell_vectors: mean(|m| m.cell_vectors),
+        model: mean(|m| m.model),
+        seen_set: mean(|m| m.seen_set),
+        browsers: mean(|m| m.browsers),
+        other: mean(|m| m.other),
+    };
+    format!("by part (mean MiB): {}", parts.line())
 }
 
 /// Document copies across the nodes up at the end, in a line: copies held against the nodes'
