@@ -311,9 +311,14 @@ pub struct EmbedConfig {
     /// fit it, and the tokenizer's own truncation is overridden to it.
     pub max_tokens: usize,
     pub pooling: Pooling,
-    /// Threads for indexing (0 = one per core), each with its own single-threaded ONNX
-    /// Runtime session: for a model this small, independent runs beat one run on many threads.
+    /// Threads for indexing and questions (0 = one per core), shared out among `sessions`.
     pub threads: usize,
+    /// ONNX Runtime sessions of the model the threads are shared among (at most `threads`).
+    /// Each session holds its own copy of the model's weights as ONNX Runtime optimised them
+    /// (~96 MiB for the int8 MiniLM) and its own arena of working memory, so each costs a small
+    /// box ~100–140 MiB; one session per thread embeds a few percent faster than one session
+    /// running each inference on all threads (`bench_embed`, docs/src/benchmarks.md).
+    pub sessions: usize,
     /// Chunks per inference run at most.
     pub batch_size: usize,
     /// Padded tokens (rows × longest row) per inference run at most: small runs keep the
@@ -335,6 +340,7 @@ impl Default for EmbedConfig {
             max_tokens: 256,
             pooling: Pooling::Mean,
             threads: 0,
+            sessions: 1,
             batch_size: 32,
             batch_tokens: 256,
         }
@@ -691,11 +697,16 @@ pub struct StorageConfig {
     pub flush_timeout_secs: u64,
     /// How often the data dir is checked (still there, still the same directory, writable).
     pub check_interval_secs: u64,
+    /// MiB of sled's page cache for the node's database (documents, layouts, outcomes). sled's
+    /// default is 1 GiB; what is not cached is read from the files, which the kernel caches, so
+    /// a small cache costs little on a small box (issue 37: 64 MiB before, measured by the
+    /// hour-long crawl).
+    pub cache_mb: u64,
 }
 
 impl Default for StorageConfig {
     fn default() -> Self {
-        StorageConfig { flush_timeout_secs: 60, check_interval_secs: 2 }
+        StorageConfig { flush_timeout_secs: 60, check_interval_secs: 2, cache_mb: 32 }
     }
 }
 

@@ -233,6 +233,7 @@ impl Config {
         c.range("layouts.teach_below_confidence", la.teach_below_confidence, 0.0, 1.0);
         c.range("storage.flush_timeout_secs", self.storage.flush_timeout_secs, 1, 3600);
         c.range("storage.check_interval_secs", self.storage.check_interval_secs, 1, 3600);
+        c.range("storage.cache_mb", self.storage.cache_mb, 4, 65_536);
         let ex = &self.extract;
         c.range("extract.second_opinion_below", ex.second_opinion_below, 0.0, 1.0);
         c.range("extract.second_opinion_budget_ms", ex.second_opinion_budget_ms, 100, 600_000);
@@ -240,6 +241,7 @@ impl Config {
         c.range("embed.dims", em.dims, 1, 8192);
         c.range("embed.max_tokens", em.max_tokens, 16, 8192);
         c.range("embed.threads", em.threads, 0, 256);
+        c.range("embed.sessions", em.sessions, 1, 256);
         c.range("embed.batch_size", em.batch_size, 1, 1024);
         c.range("embed.batch_tokens", em.batch_tokens, 64, 1 << 20);
         let p2p = &self.p2p;

@@ -1,5 +1,5 @@
 //! Embedding throughput: chunks/s and tokens/s of the index's embedder at 1 and 2 threads,
-//! batch 32 (runs capped at `embed.batch_tokens` padded tokens, one session per thread), against the same int8 model through Python onnxruntime (`embed_reference.py`),
+//! batch 32 (runs capped at `embed.batch_tokens` padded tokens; at 2 threads one session, the default, and one session per thread), against the same int8 model through Python onnxruntime (`embed_reference.py`),
 //! run alternately in the same process so a noisy machine affects both alike; medians of the
 //! rounds are printed.
 //!
@@ -176,15 +176,18 @@ fn main() {
     }
 
     let mut one = Embedder::open(&files, 1).unwrap();
+    // The default (`embed.sessions` = 1): one session running each inference on both threads;
+    // and one single-threaded session per thread, which holds the weights twice.
     let mut two = Embedder::open(&files, 2).unwrap();
+    let mut two_sessions = Embedder::open(&weft_config::EmbedConfig { sessions: 2, ..files.clone() }, 2).unwrap();
     // Warm up every session once.
-    for e in [&mut one, &mut two] {
+    for e in [&mut one, &mut two, &mut two_sessions] {
         e.embed(&[full[0].as_str()]).unwrap();
     }
     for (name, corpus) in [("full", &full), ("mix", &mix)] {
         let refs: Vec<&str> = corpus.iter().map(String::as_str).collect();
         let mut results: Vec<(&str, Vec<Run>)> =
-            ["weft 1 thread", "python 1 thread", "weft 2 threads", "python 2 threads"]
+            ["weft 1 thread", "python 1 thread", "weft 2 threads", "python 2 threads", "weft 2 threads, 2 sessions"]
                 .into_iter()
                 .map(|n| (n, Vec::new()))
                 .collect();
@@ -197,6 +200,7 @@ fn main() {
             if have_python {
                 results[3].1.extend(python(&a.python, &refs, 2, a.batch));
             }
+            results[4].1.push(rust(&mut two_sessions, &refs));
         }
         let tokens_per_chunk = results[0].1[0].tokens as f64 / results[0].1[0].chunks as f64;
         println!(
@@ -219,5 +223,12 @@ fn main() {
             let t = |i: usize| median(results[i].1.iter().map(|r| r.tokens as f64 / r.seconds).collect());
             println!("per token vs python, same run: 1 thread {:.2}x, 2 threads {:.2}x", t(0) / t(1), t(2) / t(3));
         }
+        let t = |i: usize| median(results[i].1.iter().map(|r| r.tokens as f64 / r.seconds).collect());
+        println!(
+            "2 threads: one session {:.0} tokens/s, two sessions {:.0} ({:+.1}%)",
+            t(2),
+            t(4),
+            (t(4) / t(2) - 1.0) * 100.0
+        );
     }
 }

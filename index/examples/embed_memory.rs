@@ -5,7 +5,8 @@
 //! ```sh
 //! cargo run --release -p weft-index --example embed_memory -- [--arena on|off|shared|shared-same]
 //!     [--pattern on|off]
-//!     [--prepack on|off|shared] [--opt none|basic|ext|all] [--sessions 2] [--rows 8]
+//!     [--prepack on|off|shared] [--opt none|basic|ext|all] [--disable ConstantFolding,...]
+//!     [--sessions 2] [--rows 8]
 //!     [--tokens 256] [--runs 20]
 //! ```
 //! Runs of `rows` × `tokens` and shorter (four lengths in turn) on every session, each session
@@ -19,7 +20,7 @@ use ort::value::Tensor;
 use std::path::PathBuf;
 
 mod support;
-use support::rss_mib;
+use support::{rss_mib, rss_parts_mib};
 
 extern "C" {
     fn malloc_trim(pad: usize) -> i32;
@@ -60,6 +61,12 @@ fn register_shared_arena(env: &ort::environment::Environment, same_as_requested:
     registered
 }
 
+/// A session loaded from the model file, or from the mapped optimised file.
+enum Loaded {
+    File(Session),
+    Mapped(ort::session::InMemorySession<'static>),
+}
+
 fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let (mut arena, mut pattern, mut sessions, mut rows, mut tokens, mut runs) = (true, true, 2, 8, 256, 20);
@@ -67,6 +74,12 @@ fn main() {
     // session's own does; `shared-same`: by what a run asks for).
     let mut shared_arena: Option<bool> = None;
     let (mut prepack, mut opt) = (String::from("on"), String::from("all"));
+    // Graph transformers to leave out (ONNX Runtime's `optimization.disable_specified_optimizers`,
+    // names comma-separated, e.g. `ConstantFolding`).
+    let mut disable = String::new();
+    // Sessions load the model as ONNX Runtime saved it optimised (its `.ort` format), reading
+    // the weights in place from one read-only mapping of that file shared by all sessions.
+    let mut ort_format = false;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let v = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
@@ -86,6 +99,8 @@ fn main() {
             "--runs" => runs = v.parse().unwrap(),
             "--prepack" => prepack = v,
             "--opt" => opt = v,
+            "--disable" => disable = v,
+            "--ort-format" => ort_format = v == "on",
             other => panic!("unknown flag {other}"),
         }
     }
@@ -98,6 +113,23 @@ fn main() {
     if let Some(same) = shared_arena {
         register_shared_arena(&env, same).unwrap();
     }
+    let optimised = std::env::temp_dir().join(format!("embed_memory-{}.ort", std::process::id()));
+    if ort_format {
+        // Saving the optimised graph is a side effect of committing a session.
+        let saved = Session::builder(&env)
+            .unwrap()
+            .with_optimization_level(GraphOptimizationLevel::All)
+            .unwrap()
+            .with_optimized_model_path(&optimised)
+            .unwrap()
+            .commit_from_file(models.join("all-MiniLM-L6-v2-int8/model.onnx"))
+            .unwrap();
+        drop(saved);
+        unsafe { malloc_trim(0) };
+    }
+    let file = std::fs::File::open(&optimised).ok();
+    // SAFETY: the file is this process's own and nothing writes it while mapped.
+    let mapped = file.as_ref().map(|f| unsafe { memmap2::Mmap::map(f).unwrap() });
     let start = rss_mib();
     let mut all = Vec::new();
     let shared = ort::session::builder::PrepackedWeights::new();
@@ -115,12 +147,28 @@ fn main() {
             _ => {}
         }
         b = b.with_intra_threads(1).unwrap().with_inter_threads(1).unwrap();
+        if !disable.is_empty() {
+            b = b.with_config_entry("optimization.disable_specified_optimizers", &disable).unwrap();
+        }
         b = b.with_memory_pattern(pattern).unwrap();
         b = b.with_execution_providers([ort::ep::CPU::default().with_arena_allocator(arena).build()]).unwrap();
         if shared_arena.is_some() {
             b = b.with_env_allocators().unwrap();
         }
-        all.push(b.commit_from_file(models.join("all-MiniLM-L6-v2-int8/model.onnx")).unwrap());
+        match &mapped {
+            Some(bytes) => {
+                let session = b.commit_from_memory_directly(bytes).unwrap();
+                // SAFETY (experiment): the mapping outlives the sessions, dropped at the end of main.
+                all.push(Loaded::Mapped(unsafe {
+                    std::mem::transmute::<ort::session::InMemorySession<'_>, ort::session::InMemorySession<'static>>(
+                        session,
+                    )
+                }));
+            }
+            None => {
+                all.push(Loaded::File(b.commit_from_file(models.join("all-MiniLM-L6-v2-int8/model.onnx")).unwrap()))
+            }
+        }
     }
     let untrimmed = rss_mib();
     unsafe { malloc_trim(0) };
@@ -141,15 +189,23 @@ fn main() {
                         "attention_mask" => Tensor::from_array(([n, len], vec![1i64; n * len])).unwrap(),
                         "token_type_ids" => Tensor::from_array(([n, len], vec![0i64; n * len])).unwrap(),
                     ];
-                    drop(s.run(inputs).unwrap());
+                    match s {
+                        Loaded::File(s) => drop(s.run(inputs).unwrap()),
+                        Loaded::Mapped(s) => drop(s.run(inputs).unwrap()),
+                    }
                 }
             });
         }
     });
     let secs = t.elapsed().as_secs_f64();
     let after = rss_mib();
+    let (anon, file) = rss_parts_mib();
+    println!("at the end: anonymous {anon:.0} MiB, mapped files {file:.0} MiB");
+    drop(all);
+    drop(mapped);
+    let _ = std::fs::remove_file(&optimised);
     println!(
-        "opt={opt} prepack={prepack} arena={arena} shared arena={shared_arena:?} pattern={pattern} sessions={sessions} rows={rows} tokens={tokens}: start {start:.0} MiB, sessions +{:.0} MiB, runs +{:.0} MiB, total {after:.0} MiB, runs took {secs:.2} s",
+        "opt={opt} disable={disable:?} ort_format={ort_format} prepack={prepack} arena={arena} shared arena={shared_arena:?} pattern={pattern} sessions={sessions} rows={rows} tokens={tokens}: start {start:.0} MiB, sessions +{:.0} MiB, runs +{:.0} MiB, total {after:.0} MiB, runs took {secs:.2} s",
         loaded - start,
         after - loaded
     );

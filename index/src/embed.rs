@@ -85,8 +85,9 @@ struct Shape {
 /// question waits for at most the indexer's current run (`embed_sharing`,
 /// docs/src/benchmarks.md).
 pub struct Embedder {
-    /// One single-threaded session per thread: independent runs in parallel beat one run
-    /// split across threads for a model this small (measured in `bench_embed`).
+    /// `embed.sessions` sessions, the threads shared out among them: independent runs in
+    /// parallel are a few percent faster than one run split across threads, but each session
+    /// holds the weights again (measured in `bench_embed` and `embed_memory`).
     sessions: Arc<[Mutex<Session>]>,
     tokenizer: Arc<Tokenizer>,
     shape: Shape,
@@ -94,6 +95,7 @@ pub struct Embedder {
     batch_tokens: usize,
     /// What loading the sessions took from the heap, bytes ([`Embedder::memory_bytes`]).
     memory_bytes: u64,
+    threads: usize,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -107,7 +109,8 @@ impl std::fmt::Debug for Embedder {
 }
 
 impl Embedder {
-    /// Loads the model named by `config` to run on `threads` threads (0 = one per core).
+    /// Loads the model named by `config` to run on `threads` threads (0 = one per core), shared
+    /// out among `embed.sessions` sessions.
     pub fn open(config: &EmbedConfig, threads: usize) -> Result<Embedder, IndexError> {
         if !config.model.is_file() {
             return Err(IndexError::missing("embedding model", "embed.model", &config.model));
@@ -116,16 +119,23 @@ impl Embedder {
         let env = environment(&config.ort_library)?;
         let threads = if threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { threads };
         let model_err = |e: ort::Error<_>| IndexError::Model(format!("{}: {e}", config.model.display()));
-        let mut sessions = Vec::with_capacity(threads);
+        let count = config.sessions.clamp(1, threads);
+        let mut sessions = Vec::with_capacity(count);
         let heap_before = heap_in_use();
-        for _ in 0..threads {
+        for i in 0..count {
+            // The threads shared out as evenly as they go: 3 threads in 2 sessions are 2 + 1.
+            let intra = threads / count + usize::from(i < threads % count);
             let session = Session::builder(&env)
                 .map_err(|e| IndexError::Model(e.to_string()))?
                 .with_optimization_level(GraphOptimizationLevel::All)
                 .map_err(model_err)?
-                .with_intra_threads(1)
+                .with_intra_threads(intra)
                 .map_err(model_err)?
                 .with_inter_threads(1)
+                .map_err(model_err)?
+                // A session's helper threads otherwise spin between the operators of a run and
+                // after it, burning the cores the crawl and the extraction need on a small box.
+                .with_intra_op_spinning(false)
                 .map_err(model_err)?
                 // ONNX Runtime's memory pattern plans one block per input shape it has seen and
                 // keeps it; runs here come in every length up to the longest chunk, so the plans
@@ -152,6 +162,7 @@ impl Embedder {
         Ok(Embedder {
             sessions: sessions.into_iter().map(Mutex::new).collect(),
             memory_bytes,
+            threads,
             tokenizer: Arc::new(tokenizer),
             shape: Shape { dims: config.dims, max_tokens: config.max_tokens, pooling: config.pooling, token_type_ids },
             batch_size: config.batch_size.max(1),
@@ -189,8 +200,13 @@ impl Embedder {
         self.batch_size
     }
 
-    /// Threads (one session each) the embedder runs on.
+    /// Threads the embedder runs on, all sessions together.
     pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Sessions (copies of the model in memory) the threads are shared among.
+    pub fn sessions(&self) -> usize {
         self.sessions.len()
     }
 
@@ -439,13 +455,20 @@ mod tests {
     }
 
     #[test]
-    fn two_sessions_give_the_same_vectors_as_one() {
+    fn two_sessions_or_two_threads_give_the_same_vectors_as_one() {
         let texts: Vec<String> = (0..40).map(|i| format!("Sentence {i} about {} things.", "many ".repeat(i))).collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let one = Embedder::open(&crate::testing::embed_config(), 1).unwrap().embed(&refs).unwrap();
-        let mut two = Embedder::open(&crate::testing::embed_config(), 2).unwrap();
-        assert_eq!(two.threads(), 2);
+        let config = EmbedConfig { sessions: 2, ..crate::testing::embed_config() };
+        let mut two = Embedder::open(&config, 2).unwrap();
+        assert_eq!((two.threads(), two.sessions()), (2, 2));
         for (a, b) in one.iter().zip(two.embed(&refs).unwrap()) {
+            assert!(cosine(a, &b) > 0.9999);
+        }
+        // The default: one session running each inference on both threads.
+        let mut shared = Embedder::open(&crate::testing::embed_config(), 2).unwrap();
+        assert_eq!((shared.threads(), shared.sessions()), (2, 1));
+        for (a, b) in one.iter().zip(shared.embed(&refs).unwrap()) {
             assert!(cosine(a, &b) > 0.9999);
         }
     }

@@ -118,8 +118,8 @@ pub struct IndexStatus {
     /// only between nodes with the same one.
     #[serde(default)]
     pub model: String,
-    /// What the embedding model's sessions took from the heap when they loaded, bytes (one
-    /// session per `embed.threads`).
+    /// What the embedding model's sessions took from the heap when they loaded, bytes
+    /// (`embed.sessions` copies of the weights).
     #[serde(default)]
     pub model_memory_bytes: u64,
     /// What the cell store holds for the cells this node owns (semantic placement): documents,

@@ -26,9 +26,6 @@ use weft_config::Config;
 use weft_frontier::{open_db, Frontier, FrontierSettings, RobotsCache};
 use weft_index::LocalIndex;
 
-/// sled's page cache for the node's database.
-const DB_CACHE_BYTES: u64 = 64 * 1024 * 1024;
-
 /// A node that has opened its state but is not crawling yet.
 pub struct Node {
     config: Config,
@@ -68,7 +65,7 @@ impl Node {
             };
             anyhow::Error::new(e).context(format!("cannot open {}: {why}", db_path.display()))
         };
-        let db = open_db(&db_path, DB_CACHE_BYTES).map_err(db_error)?;
+        let db = open_db(&db_path, config.storage.cache_mb << 20).map_err(db_error)?;
         // Writes sled dropped while opening damaged files (it takes them for a crash's torn
         // tail, silently): see `weft_frontier::generation`.
         if let Err(lost) = weft_frontier::generation::check(&db, &db_path).map_err(db_error)? {
