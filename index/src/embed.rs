@@ -8,11 +8,14 @@
 //! positions. Vectors are mean-pooled over the attention mask (or CLS-pooled, per config) and
 //! L2-normalized, so cosine similarity is a dot product.
 //!
-//! An [`Embedder`] is synchronous and holds its sessions — one single-threaded ONNX Runtime
-//! session per thread, each taking the next run when free — and runs of at most
-//! `embed.batch_tokens` padded tokens (rows × longest row; 256 = one full chunk). Both choices
-//! were measured (`bench_embed`, docs/src/benchmarks.md): on this model they beat one session
-//! with several intra-op threads and 32 full-length rows per run.
+//! An [`Embedder`] is synchronous and holds its sessions — `embed.sessions` ONNX Runtime
+//! sessions (1 by default) among which the `embed.threads` threads are shared, each session
+//! taking the next run when free — and runs of at most `embed.batch_tokens` padded tokens
+//! (rows × longest row; 256 = one full chunk). Both were measured (`bench_embed`,
+//! `embed_memory`, docs/src/benchmarks.md): short runs beat 32 full-length rows per run; one
+//! single-threaded session per thread embeds faster than one session on all threads (+5–7% on
+//! an idle box, +30% on a busy one) but holds the model's weights once per session (~92 MiB
+//! each), which a small box cannot spare, so one session is the default.
 //! Callers run it on threads of their own (the node's indexer and its questions each hold a
 //! handle on one model, [`Embedder::share`]) so inference never blocks an async runtime.
 
