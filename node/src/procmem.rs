@@ -21,6 +21,22 @@ pub fn own_rss_parts() -> (u64, u64) {
     (part("RssAnon:"), part("RssFile:"))
 }
 
+/// The allocator's heaps, bytes: what is allocated and live (glibc's `mallinfo2`: in its
+/// arenas and in chunks mapped on their own), and what it holds free in its arenas — freed
+/// memory not yet reused, part of which [`trim`] has handed back to the system (so it is not all
+/// resident). Together they tell live growth from fragmentation. Zeros elsewhere; a walk of the
+/// arenas' free lists, microseconds with the node's two arenas.
+pub fn heap() -> (u64, u64) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 reads the allocator's counters under its own locks.
+        let info = unsafe { libc::mallinfo2() };
+        ((info.uordblks + info.hblkhd) as u64, info.fordblks as u64)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    (0, 0)
+}
+
 /// Hands the allocator's free pages back to the system (glibc's `malloc_trim`; nothing
 /// elsewhere). ONNX Runtime is C++ on glibc's malloc: loading a model and running it leave
 /// tens of MiB free but mapped in the heap (a session of the embedding model: 128 MiB resident

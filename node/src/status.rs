@@ -69,6 +69,14 @@ pub struct MemoryStatus {
     /// 16 MiB and write buffers, tantivy's 24 MiB writer), the model's working arena, the crawl's
     /// hosts and buffers, and what the allocator holds free.
     pub other: u64,
+    /// The allocator's view (glibc's `mallinfo2`; 0 elsewhere), beside the parts rather than
+    /// among them: what is allocated and live, and what it holds free in its heaps (not all
+    /// resident: the node hands free pages back every 30 s). A growing `other` with a flat
+    /// `heap_free` is live data; the other way round it is fragmentation.
+    #[serde(default)]
+    pub heap_live: u64,
+    #[serde(default)]
+    pub heap_free: u64,
 }
 
 /// The storage section of `/status`.
@@ -92,6 +100,7 @@ impl Status {
         let index = index.map(|i| i.status());
         let layouts = layouts.map(Layouts::status);
         let (anonymous, file_backed) = crate::procmem::own_rss_parts();
+        let (heap_live, heap_free) = crate::procmem::heap();
         let vectors = index.as_ref().map_or(0, |i| i.stored.vector_memory_bytes);
         let cell_vectors = index.as_ref().and_then(|i| i.cells.as_ref()).map_or(0, |c| c.vector_memory_bytes);
         let model = index.as_ref().map_or(0, |i| i.model_memory_bytes);
@@ -106,6 +115,8 @@ impl Status {
             seen_set,
             browsers: layouts.as_ref().map_or(0, |l| l.browser_memory_bytes.iter().sum()),
             other: anonymous.saturating_sub(vectors + cell_vectors + model + seen_set),
+            heap_live,
+            heap_free,
         };
         Status {
             crawl,
@@ -200,7 +211,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
             None,
             MetricType::Counter,
         )?)?;
-        let gauges: [(&str, &str, u64); 17] = [
+        let gauges: [(&str, &str, u64); 19] = [
             (
                 "weft_storage_fault",
                 "1 once the storage failed (the node is stopping)",
@@ -235,6 +246,12 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 "weft_memory_other_bytes",
                 "Anonymous memory not in the vectors, the model or the seen-set",
                 self.0.memory.other,
+            ),
+            ("weft_memory_heap_live_bytes", "The allocator's live allocations (glibc)", self.0.memory.heap_live),
+            (
+                "weft_memory_heap_free_bytes",
+                "Free memory the allocator holds in its heaps (glibc)",
+                self.0.memory.heap_free,
             ),
             ("weft_frontier_queued", "URLs queued", s.queued),
             ("weft_frontier_in_flight", "Requests in flight", s.in_flight),

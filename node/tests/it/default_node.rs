@@ -147,9 +147,9 @@ fn a_static_site_is_crawled_completely_with_the_defaults_each_page_once() {
         "every page indexed: {:?}",
         done["index"]
     );
-    // Where the memory is (issue 37): the model's sessions as they loaded (one per core, ~90
-    // MiB each for this model), the seen-set and the vectors are parts of the anonymous memory,
-    // and what is left of it is named too.
+    // Where the memory is (issue 37): the model's session as it loaded (`embed.sessions` = 1,
+    // ~92 MiB for this model), the seen-set and the vectors are parts of the anonymous memory,
+    // and what is left of it is named too; the allocator's live heap holds the model.
     let m = &done["memory"];
     let part = |k: &str| m[k].as_u64().unwrap_or(0);
     let model = part("model");
@@ -159,6 +159,7 @@ fn a_static_site_is_crawled_completely_with_the_defaults_each_page_once() {
         part("anonymous") > model + part("seen_set") + part("vectors") && part("other") > 0,
         "the parts lie within the anonymous memory: {m}"
     );
+    assert!(part("heap_live") > model, "the allocator's live heap holds the model: {m}");
     stop(child);
     let counts = page_counts(&server);
     for i in 0..30 {

@@ -32,7 +32,7 @@ pub(super) fn print_status(status: &Status) {
     let m = &status.memory;
     let mib = |b: u64| b >> 20;
     println!(
-        "memory MiB     {} own: {} anonymous (vectors {}, model {}, seen-set {}, other {}) + {} mapped files; browsers {}",
+        "memory MiB     {} own: {} anonymous (vectors {}, model {}, seen-set {}, other {}) + {} mapped files; browsers {}; heap {} live, {} free",
         mib(m.anonymous + m.file_backed),
         mib(m.anonymous),
         mib(m.vectors + m.cell_vectors),
@@ -40,7 +40,9 @@ pub(super) fn print_status(status: &Status) {
         mib(m.seen_set),
         mib(m.other),
         mib(m.file_backed),
-        mib(m.browsers)
+        mib(m.browsers),
+        mib(m.heap_live),
+        mib(m.heap_free)
     );
     println!(
         "disallowed     {}   rate-limited {}   retries {}   gave up {}",
