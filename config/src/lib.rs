@@ -315,9 +315,10 @@ pub struct EmbedConfig {
     pub threads: usize,
     /// ONNX Runtime sessions of the model the threads are shared among (at most `threads`).
     /// Each session holds its own copy of the model's weights as ONNX Runtime optimised them
-    /// (~96 MiB for the int8 MiniLM) and its own arena of working memory, so each costs a small
-    /// box ~100–140 MiB; one session per thread embeds a few percent faster than one session
-    /// running each inference on all threads (`bench_embed`, docs/src/benchmarks.md).
+    /// (~92 MiB for the int8 MiniLM) and its own arena of working memory, so each costs a small
+    /// box ~100–140 MiB; one session per thread embeds faster than one session running each
+    /// inference on all threads (5–7% on an idle box, ~30% on a busy one: `bench_embed`,
+    /// docs/src/benchmarks.md).
     pub sessions: usize,
     /// Chunks per inference run at most.
     pub batch_size: usize,

@@ -219,11 +219,10 @@ fn main() {
             let tps = median(runs.iter().map(|r| r.tokens as f64 / r.seconds).collect());
             println!("{label:<28} {cps:>10.1} {tps:>10.0}");
         }
+        let t = |i: usize| median(results[i].1.iter().map(|r| r.tokens as f64 / r.seconds).collect());
         if have_python {
-            let t = |i: usize| median(results[i].1.iter().map(|r| r.tokens as f64 / r.seconds).collect());
             println!("per token vs python, same run: 1 thread {:.2}x, 2 threads {:.2}x", t(0) / t(1), t(2) / t(3));
         }
-        let t = |i: usize| median(results[i].1.iter().map(|r| r.tokens as f64 / r.seconds).collect());
         println!(
             "2 threads: one session {:.0} tokens/s, two sessions {:.0} ({:+.1}%)",
             t(2),

@@ -113,6 +113,7 @@ fn main() {
     if let Some(same) = shared_arena {
         register_shared_arena(&env, same).unwrap();
     }
+    let model = models.join("all-MiniLM-L6-v2-int8/model.onnx");
     let optimised = std::env::temp_dir().join(format!("embed_memory-{}.ort", std::process::id()));
     if ort_format {
         // Saving the optimised graph is a side effect of committing a session.
@@ -122,14 +123,13 @@ fn main() {
             .unwrap()
             .with_optimized_model_path(&optimised)
             .unwrap()
-            .commit_from_file(models.join("all-MiniLM-L6-v2-int8/model.onnx"))
+            .commit_from_file(&model)
             .unwrap();
         drop(saved);
         unsafe { malloc_trim(0) };
     }
-    let file = std::fs::File::open(&optimised).ok();
     // SAFETY: the file is this process's own and nothing writes it while mapped.
-    let mapped = file.as_ref().map(|f| unsafe { memmap2::Mmap::map(f).unwrap() });
+    let mapped = ort_format.then(|| unsafe { memmap2::Mmap::map(&std::fs::File::open(&optimised).unwrap()).unwrap() });
     let start = rss_mib();
     let mut all = Vec::new();
     let shared = ort::session::builder::PrepackedWeights::new();
@@ -165,9 +165,7 @@ fn main() {
                     )
                 }));
             }
-            None => {
-                all.push(Loaded::File(b.commit_from_file(models.join("all-MiniLM-L6-v2-int8/model.onnx")).unwrap()))
-            }
+            None => all.push(Loaded::File(b.commit_from_file(&model).unwrap())),
         }
     }
     let untrimmed = rss_mib();

@@ -55,18 +55,19 @@ fn environment(library: &Path) -> Result<Environment, IndexError> {
     }
 }
 
-/// Bytes in use in the process's heap (glibc's `mallinfo2`: arenas and large mappings), or 0
-/// where that is not known. Process-wide: a difference across a step measures the step only
-/// while nothing else allocates much, as when the node loads its model at start.
-fn heap_in_use() -> u64 {
+/// The process's heap, bytes: in use (glibc's `mallinfo2`: arenas and large mappings) and held
+/// free in the arenas; zeros where that is not known. Process-wide: a difference in use across
+/// a step measures the step only while nothing else allocates much, as when the node loads its
+/// model at start. (The node also reports both in `/status`.)
+pub fn heap_bytes() -> (u64, u64) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // SAFETY: mallinfo2 reads the allocator's counters under its own locks.
         let info = unsafe { libc::mallinfo2() };
-        (info.uordblks + info.hblkhd) as u64
+        ((info.uordblks + info.hblkhd) as u64, info.fordblks as u64)
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    0
+    (0, 0)
 }
 
 /// What every inference run needs to know besides its session.
@@ -124,7 +125,7 @@ impl Embedder {
         let model_err = |e: ort::Error<_>| IndexError::Model(format!("{}: {e}", config.model.display()));
         let count = config.sessions.clamp(1, threads);
         let mut sessions = Vec::with_capacity(count);
-        let heap_before = heap_in_use();
+        let heap_before = heap_bytes().0;
         for i in 0..count {
             // The threads shared out as evenly as they go: 3 threads in 2 sessions are 2 + 1.
             let intra = threads / count + usize::from(i < threads % count);
@@ -161,7 +162,7 @@ impl Embedder {
             }
         }
         let token_type_ids = names.contains(&"token_type_ids");
-        let memory_bytes = heap_in_use().saturating_sub(heap_before);
+        let memory_bytes = heap_bytes().0.saturating_sub(heap_before);
         Ok(Embedder {
             sessions: sessions.into_iter().map(Mutex::new).collect(),
             memory_bytes,

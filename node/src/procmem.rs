@@ -21,20 +21,13 @@ pub fn own_rss_parts() -> (u64, u64) {
     (part("RssAnon:"), part("RssFile:"))
 }
 
-/// The allocator's heaps, bytes: what is allocated and live (glibc's `mallinfo2`: in its
-/// arenas and in chunks mapped on their own), and what it holds free in its arenas — freed
-/// memory not yet reused, part of which [`trim`] has handed back to the system (so it is not all
-/// resident). Together they tell live growth from fragmentation. Zeros elsewhere; a walk of the
-/// arenas' free lists, microseconds with the node's two arenas.
+/// The allocator's heaps, bytes: what is allocated and live (in its arenas and in chunks mapped
+/// on their own), and what it holds free in its arenas — freed memory not yet reused, part of
+/// which [`trim`] has handed back to the system (so it is not all resident). Together they tell
+/// live growth from fragmentation. glibc's `mallinfo2` (zeros elsewhere), which walks the
+/// arenas' free lists under their locks: read once per `/status`, not on a hot path.
 pub fn heap() -> (u64, u64) {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: mallinfo2 reads the allocator's counters under its own locks.
-        let info = unsafe { libc::mallinfo2() };
-        ((info.uordblks + info.hblkhd) as u64, info.fordblks as u64)
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    (0, 0)
+    weft_index::embed::heap_bytes()
 }
 
 /// Hands the allocator's free pages back to the system (glibc's `malloc_trim`; nothing
@@ -69,7 +62,7 @@ pub fn trim() {
 /// glibc kept 66. With the threshold fixed, the free memory stayed at 10–30 MiB and the node held
 /// 374 MiB at 10 minutes against 438, though with 13.4k pages fetched against 17.1k
 /// (`crawl_soak`, docs/src/benchmarks.md).
-pub fn limit_arenas() {
+pub fn tune_malloc() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
@@ -88,11 +81,11 @@ pub fn limit_arenas() {
 }
 
 /// Allocations of this many bytes or more get their own mapping, returned to the system when
-/// freed ([`limit_arenas`]): glibc's starting value, kept instead of raised.
+/// freed ([`tune_malloc`]): glibc's starting value, kept instead of raised.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MMAP_THRESHOLD: i32 = 128 * 1024;
 
-/// The arenas [`limit_arenas`] allows: with the per-thread caches in front of them, two keep
+/// The arenas [`tune_malloc`] allows: with the per-thread caches in front of them, two keep
 /// allocation off the profile of a crawl on this 2-core machine.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const ARENAS: i32 = 2;

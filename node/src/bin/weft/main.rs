@@ -47,7 +47,7 @@ fn init_logging(format: LogFormat) {
 }
 
 fn main() -> ExitCode {
-    weft_node::limit_arenas();
+    weft_node::tune_malloc();
     let cli = Cli::parse();
     let log_format = cli.log_format.map(|f| match f {
         LogFormatArg::Text => LogFormat::Text,
