@@ -8,6 +8,7 @@
 //! whether memory stays flat while the queue grows.
 //!
 //! `cargo build --release -p weft-node && cargo run --release -p weft-simnet --example crawl_soak -- [--minutes 60] [--hosts 500] [--links 60]`
+//! (`WEFT_BIN=path` runs another `weft` binary than `target/release/weft`, to compare builds).
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -115,6 +116,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut child = tokio::process::Command::new(&weft)
         .args(["start", "--config"])
         .arg(&config)
+        // The node reads every `WEFT_*` variable as configuration: `WEFT_BIN` is ours.
+        .env_remove("WEFT_BIN")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(log)
