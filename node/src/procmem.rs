@@ -59,22 +59,20 @@ pub fn trim() {
 /// the size of each large block freed (up to 32 MiB), so after warm-up a crawl's large buffers
 /// (pages, storage blocks, batches) came from the heaps and left them fragmented: from minute 5
 /// to 17 of a crawl, anonymous memory grew 74 MiB of which the live heap 12 and the free memory
-/// glibc kept 66. With the threshold fixed, the free memory stayed at 10–30 MiB and the node held
-/// 374 MiB at 10 minutes against 438, though with 13.4k pages fetched against 17.1k
-/// (`crawl_soak`, docs/src/benchmarks.md).
+/// glibc kept 66. With the threshold fixed, the hour-long crawl held 380 / 498 MiB at 10 / 60
+/// minutes against 438 / 580, glibc's free memory 23 → 80 MiB over it (`crawl_soak`,
+/// docs/src/benchmarks.md).
 pub fn tune_malloc() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+    for (variable, parameter, value) in [
+        ("MALLOC_ARENA_MAX", libc::M_ARENA_MAX, ARENAS),
+        ("MALLOC_MMAP_THRESHOLD_", libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD),
+    ] {
+        // The environment wins: glibc has read it already.
+        if std::env::var_os(variable).is_none() {
             // SAFETY: mallopt only sets a malloc parameter; called before other threads exist.
             unsafe {
-                libc::mallopt(libc::M_ARENA_MAX, ARENAS);
-            }
-        }
-        if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
-            // SAFETY: as above.
-            unsafe {
-                libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+                libc::mallopt(parameter, value);
             }
         }
     }
