@@ -240,11 +240,25 @@ pub struct FrontierConfig {
     pub snapshot_interval_secs: u64,
     /// Known inlinks beyond this add nothing to a URL's score.
     pub inlink_cap: u32,
+    /// MiB of the queue store's block cache (fjall): the blocks of queued URLs read lately.
+    /// Blocks not cached are read from the files, which the kernel caches; a small cache costs
+    /// a busy crawl little (issue 37).
+    pub cache_mb: u64,
+    /// MiB each of the queue store's six keyspaces may buffer before writing a table (fjall's
+    /// memtable). Most of the time only the queue's and the URL records' buffers fill.
+    pub write_buffer_mb: u64,
 }
 
 impl Default for FrontierConfig {
     fn default() -> Self {
-        FrontierConfig { seen_capacity: 10_000_000, seen_fp_rate: 0.01, snapshot_interval_secs: 30, inlink_cap: 5 }
+        FrontierConfig {
+            seen_capacity: 10_000_000,
+            seen_fp_rate: 0.01,
+            snapshot_interval_secs: 30,
+            inlink_cap: 5,
+            cache_mb: 16,
+            write_buffer_mb: 8,
+        }
     }
 }
 

@@ -206,6 +206,8 @@ impl Config {
         c.range("frontier.seen_fp_rate", fr.seen_fp_rate, 1e-6, 0.5);
         c.range("frontier.snapshot_interval_secs", fr.snapshot_interval_secs, 1, 3600);
         c.range("frontier.inlink_cap", fr.inlink_cap, 0, 1000);
+        c.range("frontier.cache_mb", fr.cache_mb, 1, 65_536);
+        c.range("frontier.write_buffer_mb", fr.write_buffer_mb, 1, 1024);
         c.range("crawl.memory_target_mb", self.crawl.memory_target_mb, 0, 1 << 30);
         c.range("crawl.stall_secs", self.crawl.stall_secs, 1, 86_400);
         c.range("crawl.shutdown_grace_secs", self.crawl.shutdown_grace_secs, 0, 600);

@@ -111,7 +111,7 @@ impl Frontier {
     /// the frontier by [`Durability::flush`].
     pub fn open(db: &sled::Db, dir: &Path, settings: FrontierSettings) -> Result<Frontier> {
         let now = Instant::now();
-        let store = Store::open(dir)?;
+        let store = Store::open(dir, settings.cache_bytes, settings.write_buffer_bytes)?;
         let (seen, next_jseq) =
             store.load_seen(|| SeenSet::with_capacity(settings.seen_capacity, settings.seen_fp_rate))?;
         let reserved_seq = store.reserved_seq()?;

@@ -55,11 +55,13 @@ pub enum FrontierError {
 
 pub type Result<T> = std::result::Result<T, FrontierError>;
 
-/// Memory the LSM tree may use: its block cache, and each keyspace's write buffer (memtable).
-/// Together with the journal bound, these are what keep the frontier's footprint flat however
-/// many URLs are queued.
-const CACHE_BYTES: u64 = 16 << 20;
-const MEMTABLE_BYTES: u64 = 8 << 20;
+/// Memory the LSM tree may use by default: its block cache, and each keyspace's write buffer
+/// (memtable); [`crate::FrontierSettings`] carries the configured ones. Together with the
+/// journal bound, these are what keep the frontier's footprint flat however many URLs are
+/// queued.
+pub const CACHE_BYTES: u64 = 16 << 20;
+pub const MEMTABLE_BYTES: u64 = 8 << 20;
+/// The most the LSM tree's write-ahead journal may hold on disk before memtables are flushed.
 const JOURNAL_BYTES: u64 = 96 << 20;
 /// Journal entries removed per batch after a snapshot.
 const JOURNAL_CHUNK: usize = 4096;
@@ -267,12 +269,13 @@ pub struct Batch {
 }
 
 impl Store {
-    /// Opens (or creates) the store in `dir`.
-    pub fn open(dir: &Path) -> Result<Store> {
+    /// Opens (or creates) the store in `dir`, with a block cache of `cache_bytes` and a write
+    /// buffer of `memtable_bytes` per keyspace.
+    pub fn open(dir: &Path, cache_bytes: u64, memtable_bytes: u64) -> Result<Store> {
         std::fs::create_dir_all(dir).map_err(|error| FrontierError::Snapshot { path: dir.to_path_buf(), error })?;
         let db =
-            Database::builder(dir.join("lsm")).cache_size(CACHE_BYTES).max_journaling_size(JOURNAL_BYTES).open()?;
-        let ks = |name: &str| db.keyspace(name, || KeyspaceCreateOptions::default().max_memtable_size(MEMTABLE_BYTES));
+            Database::builder(dir.join("lsm")).cache_size(cache_bytes).max_journaling_size(JOURNAL_BYTES).open()?;
+        let ks = |name: &str| db.keyspace(name, || KeyspaceCreateOptions::default().max_memtable_size(memtable_bytes));
         Ok(Store {
             queue: ks("queue")?,
             urls: ks("urls")?,

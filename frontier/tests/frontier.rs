@@ -706,3 +706,41 @@ fn a_leaving_node_can_keep_the_hosts_it_is_requesting_and_knows_which_it_still_h
     assert_eq!(queued, ["http://busy.test/2", "http://lent.test/1"]);
     assert!(rest.done.iter().any(|u| u == "http://busy.test/1"), "{:?}", rest.done);
 }
+
+/// The most tables any of the store's own keyspaces holds (keyspace 0 is fjall's metadata).
+fn most_tables(lsm: &std::path::Path) -> usize {
+    let keyspaces = std::fs::read_dir(lsm.join("keyspaces")).into_iter().flatten().flatten();
+    let data = keyspaces.filter(|k| k.file_name() != "0");
+    data.map(|k| std::fs::read_dir(k.path().join("tables")).map_or(0, |t| t.count())).max().unwrap_or(0)
+}
+
+#[test]
+fn a_small_configured_write_buffer_flushes_tables_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = settings();
+    (s.cache_bytes, s.write_buffer_bytes) = (1 << 20, 1 << 20);
+    s.seen_capacity = 100_000;
+    let mut queued = 0;
+    {
+        let (db, mut f) = open(dir.path(), s.clone());
+        for i in 0..20_000 {
+            let url = format!("http://h{}.test/a/long/enough/path/to/fill/the/buffer/{i:08}", i % 50);
+            queued += u64::from(f.push(page(&url, 1)).unwrap() == PushOutcome::Queued);
+        }
+        assert!(queued > 19_000, "{queued} queued: the seen-set is sized for them");
+        assert_eq!(f.stats().queued, queued);
+        f.durability().flush().unwrap();
+        // ~2 MiB of URL records: with the configured buffer (not the 8 MiB default) the tree
+        // writes them out as tables of ~1 MiB while the frontier is open, in its workers.
+        let lsm = dir.path().join("frontier").join("lsm");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while most_tables(&lsm) < 2 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(most_tables(&lsm) >= 2, "the 1 MiB write buffer was not used");
+        drop(f);
+        drop(db);
+    }
+    let (_db, f) = open(dir.path(), s);
+    assert_eq!(f.stats().queued, queued);
+}

@@ -258,6 +258,8 @@ pub fn frontier_settings(c: &Config) -> FrontierSettings {
                 Duration::ZERO
             },
         },
+        cache_bytes: c.frontier.cache_mb << 20,
+        write_buffer_bytes: c.frontier.write_buffer_mb << 20,
     }
 }
 

@@ -30,6 +30,10 @@ pub struct FrontierSettings {
     pub seen_fp_rate: f64,
     pub max_retries: u32,
     pub politeness: PolitenessPolicy,
+    /// The queue store's block cache, bytes.
+    pub cache_bytes: u64,
+    /// Each of the queue store's keyspaces' write buffer, bytes.
+    pub write_buffer_bytes: u64,
 }
 
 impl Default for FrontierSettings {
@@ -42,6 +46,8 @@ impl Default for FrontierSettings {
             seen_fp_rate: 0.01,
             max_retries: 3,
             politeness: PolitenessPolicy::default(),
+            cache_bytes: crate::store::CACHE_BYTES,
+            write_buffer_bytes: crate::store::MEMTABLE_BYTES,
         }
     }
 }
