@@ -55,12 +55,6 @@ pub enum FrontierError {
 
 pub type Result<T> = std::result::Result<T, FrontierError>;
 
-/// Memory the LSM tree may use by default: its block cache, and each keyspace's write buffer
-/// (memtable); [`crate::FrontierSettings`] carries the configured ones. Together with the
-/// journal bound, these are what keep the frontier's footprint flat however many URLs are
-/// queued.
-pub const CACHE_BYTES: u64 = 16 << 20;
-pub const MEMTABLE_BYTES: u64 = 8 << 20;
 /// The most the LSM tree's write-ahead journal may hold on disk before memtables are flushed.
 const JOURNAL_BYTES: u64 = 96 << 20;
 /// Journal entries removed per batch after a snapshot.

@@ -722,7 +722,7 @@ fn a_small_configured_write_buffer_flushes_tables_and_loses_nothing() {
     s.seen_capacity = 100_000;
     let mut queued = 0;
     {
-        let (db, mut f) = open(dir.path(), s.clone());
+        let (_db, mut f) = open(dir.path(), s.clone());
         for i in 0..20_000 {
             let url = format!("http://h{}.test/a/long/enough/path/to/fill/the/buffer/{i:08}", i % 50);
             queued += u64::from(f.push(page(&url, 1)).unwrap() == PushOutcome::Queued);
@@ -738,8 +738,6 @@ fn a_small_configured_write_buffer_flushes_tables_and_loses_nothing() {
             std::thread::sleep(Duration::from_millis(100));
         }
         assert!(most_tables(&lsm) >= 2, "the 1 MiB write buffer was not used");
-        drop(f);
-        drop(db);
     }
     let (_db, f) = open(dir.path(), s);
     assert_eq!(f.stats().queued, queued);

@@ -66,8 +66,9 @@ pub struct MemoryStatus {
     /// The browsers' process trees (proportional set size).
     pub browsers: u64,
     /// Anonymous memory not in the parts above: storage caches (sled's `storage.cache_mb` and
-    /// its cell store's 16 MiB, the frontier's `frontier.cache_mb` and write buffers, tantivy's 24 MiB writer), the
-    /// model's working arena, the crawl's hosts and buffers, and what the allocator holds free.
+    /// its cell store's 16 MiB, the frontier's `frontier.cache_mb` and write buffers, tantivy's
+    /// 24 MiB writer), the model's working arena, the crawl's hosts and buffers, and what the
+    /// allocator holds free.
     pub other: u64,
     /// The allocator's view (glibc's `mallinfo2`; 0 elsewhere), beside the parts rather than
     /// among them: what is allocated and live, and what it holds free in its heaps (not all

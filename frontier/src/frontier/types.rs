@@ -30,9 +30,10 @@ pub struct FrontierSettings {
     pub seen_fp_rate: f64,
     pub max_retries: u32,
     pub politeness: PolitenessPolicy,
-    /// The queue store's block cache, bytes.
+    /// The queue store's block cache, bytes. With the write buffers and the journal's bound,
+    /// it is what keeps the frontier's footprint flat however many URLs are queued.
     pub cache_bytes: u64,
-    /// Each of the queue store's keyspaces' write buffer, bytes.
+    /// Each of the queue store's keyspaces' write buffer (memtable), bytes.
     pub write_buffer_bytes: u64,
 }
 
@@ -46,8 +47,8 @@ impl Default for FrontierSettings {
             seen_fp_rate: 0.01,
             max_retries: 3,
             politeness: PolitenessPolicy::default(),
-            cache_bytes: crate::store::CACHE_BYTES,
-            write_buffer_bytes: crate::store::MEMTABLE_BYTES,
+            cache_bytes: 16 << 20,
+            write_buffer_bytes: 8 << 20,
         }
     }
 }
