@@ -55,48 +55,7 @@ pub use robots::{HostRobots, RobotsCache, RobotsFetch, RobotsOutcome, Verdict, R
 pub use score::UrlKind;
 pub use seen::SeenSet;
 
-/// Opens the node's sled database with a bounded page cache (sled's default is 1 GiB, far
-/// too much for a homelab box that also runs an embedding model).
-///
-/// sled finishes in-flight log writes on background pool threads that keep the file lock
-/// for a moment after the last handle is dropped, so a reopen right after a close (a
-/// restart in the same process, a test) can find the lock still held. The lock is retried
-/// for up to [`LOCK_WAIT`]; a lock held longer belongs to another process and is reported.
-///
-/// sled panics on some damaged files instead of returning an error (16 flipped bytes in
-/// `db/db`: "tried to serialize Uninitialized" while rebuilding its page table): that panic is
-/// caught and returned as [`sled::Error::Corruption`], so the node can say which files are
-/// damaged instead of crashing.
-pub fn open_db(path: &std::path::Path, cache_bytes: u64) -> Result<sled::Db, sled::Error> {
-    let config = sled::Config::new().path(path).cache_capacity(cache_bytes).flush_every_ms(Some(500));
-    let deadline = std::time::Instant::now() + LOCK_WAIT;
-    let open = || match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| config.open())) {
-        Ok(opened) => opened,
-        Err(_) => Err(sled::Error::Corruption { at: None, bt: () }),
-    };
-    loop {
-        match open() {
-            Err(e) if is_lock_held(&e) && std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
-            other => return other,
-        }
-    }
-}
-
-/// How long [`open_db`] waits for a lock left by this process's own closing handle.
-pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
-
-/// Whether `e` says another process holds the database's lock (another node on the same data
-/// dir), as opposed to damaged files or an I/O error.
-pub fn is_lock_held(e: &sled::Error) -> bool {
-    match e {
-        sled::Error::Io(io) => {
-            io.kind() == std::io::ErrorKind::WouldBlock || io.to_string().contains("could not acquire lock")
-        }
-        _ => false,
-    }
-}
+pub use weft_db::{is_lock_held, open_db, LOCK_WAIT};
 
 #[cfg(test)]
 mod tests {

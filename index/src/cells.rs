@@ -173,12 +173,7 @@ impl CellStore {
     /// Opens (or creates) the cell store in `dir` (its own sled database and index files).
     pub fn open(dir: &Path, dims: usize, config: &IndexConfig, limits: Limits) -> Result<CellStore, IndexError> {
         std::fs::create_dir_all(dir)?;
-        let db = sled::Config::new()
-            .path(dir.join("db"))
-            .cache_capacity(16 << 20)
-            .flush_every_ms(Some(500))
-            .open()
-            .map_err(IndexError::Store)?;
+        let db = weft_db::open_db(&dir.join("db"), 16 << 20).map_err(IndexError::Store)?;
         let provenance = db.open_tree("provenance").map_err(IndexError::Store)?;
         let signed = db.open_tree("signed").map_err(IndexError::Store)?;
         let announced = db.open_tree("announced").map_err(IndexError::Store)?;

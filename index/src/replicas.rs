@@ -369,7 +369,7 @@ mod tests {
 
     fn store(max: u64) -> (tempfile::TempDir, ReplicaStore) {
         let dir = tempfile::tempdir().unwrap();
-        let db = sled::Config::new().path(dir.path()).open().unwrap();
+        let db = weft_db::open_db(dir.path(), 8 << 20).unwrap();
         let s = ReplicaStore::open(&db, max).unwrap();
         (dir, s)
     }
@@ -395,7 +395,7 @@ mod tests {
     fn the_bound_and_a_publishers_quarter_are_kept_and_counts_survive_a_reopen() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let db = sled::Config::new().path(dir.path()).open().unwrap();
+            let db = weft_db::open_db(dir.path(), 8 << 20).unwrap();
             let s = ReplicaStore::open(&db, 400).unwrap();
             let body = vec![7u8; 60];
             let id = |i: u32| DocId::of_url(&format!("http://a.test/{i}"));
@@ -416,7 +416,7 @@ mod tests {
             assert_eq!(dropped, 2);
             assert!(!s.was_refused(&id(20), 1), "forgotten when the ring changes: there may be room");
         }
-        let db = sled::Config::new().path(dir.path()).open().unwrap();
+        let db = weft_db::open_db(dir.path(), 8 << 20).unwrap();
         let s = ReplicaStore::open(&db, 400).unwrap();
         assert_eq!(s.counts(), (4, 240));
         assert_eq!(s.heads().unwrap().len(), 4);

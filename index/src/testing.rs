@@ -29,18 +29,10 @@ pub fn embed_config() -> EmbedConfig {
 }
 
 /// Opens (or creates) a local index of 384 dimensions with default settings in `dir`, its sled
-/// database in `dir/db`. A reopen right after a drop can find sled's file lock still held by
-/// its background writer for a moment (see `weft_frontier::open_db`, which the node uses), so
-/// the open is retried for up to three seconds.
+/// database in `dir/db`, as the node opens it (`weft_db::open_db`: a reopen right after a drop
+/// waits for the lock the closing handle still holds).
 pub fn open_index(dir: &std::path::Path) -> (sled::Db, std::sync::Arc<crate::LocalIndex>) {
-    let db = (0..150)
-        .find_map(|_| {
-            sled::open(dir.join("db")).ok().or_else(|| {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                None
-            })
-        })
-        .unwrap_or_else(|| sled::open(dir.join("db")).expect("the index's sled database opens"));
+    let db = weft_db::open_db(&dir.join("db"), 64 << 20).expect("the index's sled database opens");
     let index = crate::LocalIndex::open(&db, dir, 384, &weft_config::IndexConfig::default()).expect("the index opens");
     (db, std::sync::Arc::new(index))
 }

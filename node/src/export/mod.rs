@@ -142,11 +142,7 @@ impl DataDir {
     pub fn open(config: &weft_config::Config) -> anyhow::Result<DataDir> {
         let path = config.data_dir.join("db");
         anyhow::ensure!(path.exists(), "no index at {} (start a node first)", config.data_dir.display());
-        let db = sled::Config::new()
-            .path(&path)
-            .cache_capacity(16 << 20)
-            .open()
-            .with_context(|| format!("cannot open {}", path.display()))?;
+        let db = weft_frontier::open_db(&path, 16 << 20).with_context(|| format!("cannot open {}", path.display()))?;
         let store = weft_index::store::DocStore::open(&db)?;
         let outcomes = weft_frontier::Outcomes::open(&db)?;
         let node = config
@@ -159,11 +155,8 @@ impl DataDir {
         let model = crate::indexing::model_id(&config.embed.model).ok();
         let cells = config.data_dir.join("cells").join("db");
         let copies = if cells.exists() {
-            let db = sled::Config::new()
-                .path(&cells)
-                .cache_capacity(16 << 20)
-                .open()
-                .with_context(|| format!("cannot open {}", cells.display()))?;
+            let db =
+                weft_frontier::open_db(&cells, 16 << 20).with_context(|| format!("cannot open {}", cells.display()))?;
             // Read only: no bound applies.
             Some(CopiesDir { store: weft_index::replicas::ReplicaStore::open(&db, u64::MAX)?, _db: db })
         } else {
