@@ -65,6 +65,25 @@ impl Fusion {
     pub const DEFAULT: Fusion = Fusion::CosinePlusRank { weight: 0.1 };
 }
 
+/// [`Fusion::CosinePlusRank`]'s value of one hit: its cosine plus `weight` over its words'
+/// rank (a rank below 1 counts as 1).
+fn cosine_plus_rank(cosine: f32, lexical_rank: Option<u32>, weight: f32) -> f32 {
+    cosine + lexical_rank.map_or(0.0, |r| weight / r.max(1) as f32)
+}
+
+impl Hit {
+    /// The value results are ordered by ([`Fusion::DEFAULT`]: the cosine plus the words'
+    /// share), which is what a reader should see beside them: shown alone, the cosine of a
+    /// result the words lifted is lower than the one below it.
+    pub fn rank_score(&self) -> f32 {
+        match Fusion::DEFAULT {
+            Fusion::CosinePlusRank { weight } => cosine_plus_rank(self.score, self.lexical_rank, weight),
+            // RRF's value depends on where a hit stands among the others, not on the hit.
+            Fusion::Rrf { .. } => self.score,
+        }
+    }
+}
+
 /// Orders hits by fusing two rankings — by `score` (cosine: comparable across nodes) and by
 /// `lexical_rank` (each node's BM25 rank for the query's words) — best first. Without
 /// lexical ranks this is the cosine order.
@@ -78,10 +97,10 @@ pub fn fuse<T>(
     by_score.sort_by(|&a, &b| score(&hits[b]).total_cmp(&score(&hits[a])));
     let mut fused = vec![0f32; hits.len()];
     for (rank, &i) in by_score.iter().enumerate() {
-        let lexical = lexical_rank(&hits[i]).map(|r| r.max(1) as f32);
+        let lexical = lexical_rank(&hits[i]);
         fused[i] = match fusion {
-            Fusion::Rrf { k } => 1.0 / (k + rank as f32 + 1.0) + lexical.map_or(0.0, |r| 1.0 / (k + r)),
-            Fusion::CosinePlusRank { weight } => score(&hits[i]) + lexical.map_or(0.0, |r| weight / r),
+            Fusion::Rrf { k } => 1.0 / (k + rank as f32 + 1.0) + lexical.map_or(0.0, |r| 1.0 / (k + r.max(1) as f32)),
+            Fusion::CosinePlusRank { weight } => cosine_plus_rank(score(&hits[i]), lexical, weight),
         };
     }
     let mut ranked: Vec<(f32, f32, T)> = hits.into_iter().zip(fused).map(|(h, f)| (f, score(&h), h)).collect();
@@ -390,6 +409,30 @@ mod tests {
         assert!(s.ends_with("beta…") || s.ends_with("alpha…"), "{s}");
         assert!(s.chars().count() <= 321);
         assert_eq!(super::snippet("  short  "), "short");
+    }
+
+    /// The demo once printed 0.37, 0.38, 0.40 down its list: the cosines of hits the words had
+    /// reordered. The figure a hit shows is the one it is ordered by.
+    #[test]
+    fn the_shown_score_is_the_one_hits_are_ordered_by() {
+        let hit = |url: &str, score: f32, lexical_rank: Option<u32>| super::Hit {
+            page: weft_page::PageMeta { url: url.into(), ..Default::default() },
+            snippet: String::new(),
+            score,
+            chunk: 0,
+            aliases: Vec::new(),
+            simhash: None,
+            lexical_rank,
+            cell: None,
+            crawled_by: None,
+        };
+        let hits = vec![hit("a", 0.40, None), hit("b", 0.38, Some(2)), hit("c", 0.37, Some(1)), hit("d", 0.2, None)];
+        let fused = super::fuse(hits, super::Fusion::DEFAULT, |h| h.score, |h| h.lexical_rank);
+        let order: Vec<&str> = fused.iter().map(|h| h.page.url.as_str()).collect();
+        assert_eq!(order, ["c", "b", "a", "d"], "the words lift c and b over a");
+        let shown: Vec<f32> = fused.iter().map(super::Hit::rank_score).collect();
+        assert!(shown.windows(2).all(|w| w[0] >= w[1]), "{shown:?}");
+        assert!((shown[0] - 0.47).abs() < 1e-6 && (shown[2] - 0.40).abs() < 1e-6, "{shown:?}");
     }
 
     #[test]

@@ -38,7 +38,8 @@ pub fn tools() -> Vec<Tool> {
         Tool::new(
             "search",
             "Search what the Weft network crawled, by meaning. Returns the best-matching chunks of \
-             web pages: url, title, score, snippet, the document id (for get_document), the page's \
+             web pages: url, title, score (what they are ordered by: the meaning's cosine plus the words' \
+             share), cosine, snippet, the document id (for get_document), the page's \
              author and dates when known, and provenance (the peer holding it, the embedding model).",
             schema(json!({
                 "type": "object",
@@ -138,7 +139,7 @@ impl WeftMcp {
             .flatten()
             .map(|h| {
                 json!({
-                    "id": h["id"], "url": h["url"], "title": h["title"], "score": h["score"],
+                    "id": h["id"], "url": h["url"], "title": h["title"], "score": h["rank_score"], "cosine": h["score"],
                     "snippet": h["snippet"], "chunk": h["chunk"], "author": h["author"],
                     "published": h["published"], "modified": h["modified"], "canonical": h["canonical"],
                     "provenance": { "peer": h["peer"], "model": model },

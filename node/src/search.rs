@@ -54,6 +54,11 @@ pub struct ApiHit {
     /// The document's id (`GET /documents/{id}` on the node that holds it): a hash of the
     /// URL, the same on every node.
     pub id: String,
+    /// What the results are ordered by ([`Hit::rank_score`]): the cosine (`score`) plus the
+    /// share of the words' rank (`lexical_rank`), so the figures a reader sees go down the
+    /// list.
+    #[serde(default)]
+    pub rank_score: f32,
     #[serde(flatten)]
     pub hit: Hit,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,7 +67,7 @@ pub struct ApiHit {
 
 impl ApiHit {
     pub fn new(hit: Hit, peer: Option<String>) -> ApiHit {
-        ApiHit { id: weft_index::DocId::of_url(&hit.page.url).hex(), hit, peer }
+        ApiHit { id: weft_index::DocId::of_url(&hit.page.url).hex(), rank_score: hit.rank_score(), hit, peer }
     }
 }
 

@@ -65,7 +65,7 @@ pub async fn ask(http: &reqwest::Client, nodes: &[LiveNode], question: &str, k: 
             node: hit["peer"].as_str().and_then(|p| node_of.get(p).copied()).unwrap_or(first.node),
             cell: hit["cell"].as_u64().map(|c| c as u32),
             crawled_by: hit["crawled_by"].as_str().and_then(|p| node_of.get(p).copied()),
-            score: hit["score"].as_f64().unwrap_or(0.0),
+            score: hit["rank_score"].as_f64().unwrap_or(0.0),
             title: hit["title"].as_str().unwrap_or_default().to_string(),
             url: hit["url"].as_str().unwrap_or_default().to_string(),
             snippet: hit["snippet"].as_str().unwrap_or_default().to_string(),

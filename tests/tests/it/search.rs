@@ -66,6 +66,13 @@ async fn each_topic_question_finds_its_page_first_and_survives_a_restart() {
         let q: String = url_encode(t.question);
         let answer = get_json(&client, format!("http://{api}/search?q={q}&k=3")).await;
         let hits = answer["hits"].as_array().unwrap();
+        // The score shown is the one the hits are ordered by: the cosine plus the words' share.
+        let shown: Vec<f64> = hits.iter().map(|h| h["rank_score"].as_f64().unwrap()).collect();
+        assert!(shown.windows(2).all(|w| w[0] >= w[1]), "shown scores go down the list: {answer}");
+        for h in hits {
+            let words = h["lexical_rank"].as_f64().map_or(0.0, |r| 0.1 / r);
+            assert!((h["rank_score"].as_f64().unwrap() - h["score"].as_f64().unwrap() - words).abs() < 1e-4, "{h}");
+        }
         let top = hits[0]["url"].as_str().unwrap();
         let want = format!("/t/{}", t.slug);
         let is_print = t.slug == "sourdough" && top.ends_with("/print/sourdough");

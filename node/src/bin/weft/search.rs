@@ -74,8 +74,12 @@ pub(super) fn print_hits(answer: &SearchResponse) {
     for (i, api_hit) in answer.hits.iter().enumerate() {
         let hit = &api_hit.hit;
         let title = if hit.page.title.is_empty() { "(untitled)" } else { hit.page.title.as_str() };
-        println!("{:>2}. {:.3}  {title}", i + 1, hit.score);
+        println!("{:>2}. {:.3}  {title}", i + 1, api_hit.rank_score);
         println!("    {}", hit.page.url);
+        if let Some(rank) = hit.lexical_rank {
+            // The figure above is the sum: say what it is made of when the words added to it.
+            println!("    meaning {:.3}, words #{rank}", hit.score);
+        }
         let snippet: String = hit.snippet.split_whitespace().collect::<Vec<_>>().join(" ");
         println!("    {snippet}");
         if !hit.aliases.is_empty() {
