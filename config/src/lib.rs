@@ -135,7 +135,10 @@ impl Default for CrawlConfig {
 pub struct FetchConfig {
     /// Product token sent as the User-Agent and matched against robots.txt groups.
     pub user_agent: String,
-    /// Where a site owner can learn about the crawler; appended to the User-Agent as `(+URL)`.
+    /// Where a site owner can reach this node's operator (an `https://` page or a `mailto:`
+    /// address); appended to the User-Agent as `(+URL)`. Empty by default, and then the node
+    /// crawls only loopback and private networks (with `allow_private_networks`): a crawler on
+    /// the public web must say who runs it, and a shared default would name nobody.
     pub contact_url: String,
     pub connect_timeout_ms: u64,
     /// Longest silence allowed while reading a response (slow-drip guard, per read).
@@ -158,7 +161,7 @@ impl Default for FetchConfig {
     fn default() -> Self {
         FetchConfig {
             user_agent: "WeftBot/0.1".into(),
-            contact_url: "https://github.com/weft-search/weft".into(),
+            contact_url: String::new(),
             connect_timeout_ms: 10_000,
             read_timeout_ms: 20_000,
             total_timeout_ms: 60_000,
@@ -178,6 +181,22 @@ impl FetchConfig {
         } else {
             format!("{} (+{})", self.user_agent, self.contact_url)
         }
+    }
+
+    /// Whether the node may fetch public addresses: only with a contact for site owners.
+    pub fn public_web_allowed(&self) -> bool {
+        !self.contact_url.is_empty()
+    }
+
+    /// Why the node could fetch nothing at all: no contact set, and private networks refused.
+    pub fn nothing_reachable(&self) -> Option<String> {
+        (!self.public_web_allowed() && !self.allow_private_networks).then(|| {
+            "crawling the public web needs a contact for site owners: set fetch.contact_url to a page or \
+             a mailto: address where they can reach you (in the config file, as WEFT_FETCH__CONTACT_URL or \
+             with --contact); a crawl of loopback or a private network needs none \
+             (fetch.allow_private_networks = true)"
+                .to_string()
+        })
     }
 
     /// The token robots.txt groups are matched against: the product name without version.

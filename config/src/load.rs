@@ -19,6 +19,8 @@ pub struct Overrides {
     pub bootstrap: Vec<String>,
     /// `--p2p`: join a network (as its first node when no bootstrap peer is given).
     pub p2p: bool,
+    /// `--contact`: replaces `fetch.contact_url`.
+    pub contact: Option<String>,
 }
 
 /// Where to read configuration from.
@@ -100,6 +102,9 @@ fn build(file: Option<&Path>, sources: &Sources) -> Figment {
     }
     if o.p2p || !o.bootstrap.is_empty() {
         figment = figment.merge(cli("p2p.enabled", true.into()));
+    }
+    if let Some(contact) = &o.contact {
+        figment = figment.merge(cli("fetch.contact_url", contact.clone().into()));
     }
     if let Some(listen) = o.api_listen {
         figment = figment.merge(cli("api.listen", listen.to_string().into()));

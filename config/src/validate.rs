@@ -184,8 +184,8 @@ impl Config {
                 "must be a non-empty printable ASCII product token such as \"WeftBot/0.1\"".into(),
             );
         }
-        if !f.contact_url.is_ascii() || f.contact_url.chars().any(|ch| ch.is_ascii_control()) {
-            c.fail("fetch.contact_url", "must be printable ASCII".into());
+        if let Err(why) = check_contact(&f.contact_url) {
+            c.fail("fetch.contact_url", why);
         }
         c.range("fetch.connect_timeout_ms", f.connect_timeout_ms, 100, 300_000);
         c.range("fetch.read_timeout_ms", f.read_timeout_ms, 100, 600_000);
@@ -294,4 +294,42 @@ impl Config {
             Err(ConfigError::from_problems(c.problems))
         }
     }
+}
+
+/// A contact a site owner can use: empty (none: public addresses are not fetched), an
+/// `http(s)://` URL with a host, or a `mailto:` address — and not a placeholder that names
+/// nobody (the example domains, the reserved test and documentation names, the old default).
+fn check_contact(contact: &str) -> Result<(), String> {
+    if contact.is_empty() {
+        return Ok(());
+    }
+    if !contact.is_ascii() || contact.chars().any(|ch| ch.is_ascii_control() || ch == ' ') {
+        return Err("must be printable ASCII without spaces".into());
+    }
+    let lower = contact.to_ascii_lowercase();
+    let host = if let Some(address) = lower.strip_prefix("mailto:") {
+        match address.split_once('@') {
+            Some((user, domain)) if !user.is_empty() && domain.contains('.') => domain.to_string(),
+            _ => return Err(format!("{contact:?} is not a mailto: address (mailto:you@example.org)")),
+        }
+    } else if let Some(rest) = lower.strip_prefix("https://").or_else(|| lower.strip_prefix("http://")) {
+        let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+        let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+        let host = host.split(':').next().unwrap_or("");
+        if !host.contains('.') {
+            return Err(format!("{contact:?} has no host a site owner could reach"));
+        }
+        host.to_string()
+    } else {
+        return Err(format!("{contact:?} must be an https:// page or a mailto: address"));
+    };
+    let host = host.trim_end_matches('.');
+    let placeholder =
+        ["example.com", "example.org", "example.net"].iter().any(|d| host == *d || host.ends_with(&format!(".{d}")))
+            || [".example", ".invalid", ".test", ".localhost", ".local"].iter().any(|t| host.ends_with(t))
+            || lower.contains("github.com/weft-search/weft");
+    if placeholder {
+        return Err(format!("{contact:?} is a placeholder: give a page or address where site owners reach you"));
+    }
+    Ok(())
 }

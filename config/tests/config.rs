@@ -74,9 +74,11 @@ fn sources_merge_in_order_defaults_file_env_cli() {
                 api_listen: None,
                 bootstrap: vec!["/ip4/10.0.0.1/tcp/7701/p2p/12D3KooWxyz".into()],
                 p2p: false,
+                contact: Some("mailto:ops@crawler.weft-volunteers.org".into()),
             },
         };
         let c = load(&sources).unwrap();
+        assert_eq!(c.fetch.contact_url, "mailto:ops@crawler.weft-volunteers.org", "--contact sets it");
         assert_eq!(c.p2p.bootstrap, ["/ip4/10.0.0.1/tcp/7701/p2p/12D3KooWxyz"], "--bootstrap sets the peers");
         assert!(c.p2p.enabled, "--bootstrap implies p2p.enabled");
         assert_eq!(c.crawl.concurrency, 7, "file beats default");
@@ -169,9 +171,11 @@ fn missing_explicit_config_file_is_an_error() {
 
 #[test]
 fn user_agent_header_and_robots_token() {
-    let f = Config::default().fetch;
+    let mut f = Config::default().fetch;
     assert_eq!(f.robots_token(), "WeftBot");
-    assert!(f.user_agent_header().starts_with("WeftBot/0.1 (+http"));
+    assert_eq!(f.user_agent_header(), "WeftBot/0.1", "no contact by default");
+    f.contact_url = "https://crawler.weft-volunteers.org/".into();
+    assert_eq!(f.user_agent_header(), "WeftBot/0.1 (+https://crawler.weft-volunteers.org/)");
 }
 
 #[test]
@@ -191,4 +195,43 @@ fn the_copies_held_for_others_count_under_the_disk_quota() {
     assert_eq!(ix.own_quota_bytes(true), 3996 << 20);
     ix.replicas = 0;
     assert_eq!(ix.own_quota_bytes(true), 4096 << 20, "no copies made");
+}
+
+/// A contact is empty (none), an http(s) page or a mailto: address, and never a placeholder
+/// that names nobody; `--contact` sets it.
+#[test]
+fn a_contact_must_reach_someone() {
+    let with = |contact: &str| {
+        let sources = Sources {
+            config_file: None,
+            read_env: false,
+            overrides: Overrides { contact: Some(contact.to_string()), ..Default::default() },
+        };
+        load(&sources)
+    };
+    for good in
+        ["", "https://crawler.weft-volunteers.org/about", "http://my.host.net:8080/bot", "mailto:ops@my.host.net"]
+    {
+        assert_eq!(with(good).unwrap().fetch.contact_url, good);
+    }
+    for bad in [
+        "https://example.com/",
+        "https://bot.example.org/about",
+        "mailto:me@example.net",
+        "https://github.com/weft-search/weft",
+        "https://weft.invalid/",
+        "http://localhost/",
+        "mailto:nobody",
+        "ftp://files.weft-volunteers.org/",
+        "my crawler",
+    ] {
+        let err = with(bad).unwrap_err();
+        assert_eq!(err.problems[0].key, "fetch.contact_url", "{bad}: {err}");
+        assert!(matches!(err.problems[0].source, Source::Cli), "{bad}: {err}");
+    }
+    let defaults = weft_config::FetchConfig::default();
+    assert!(defaults.contact_url.is_empty() && !defaults.public_web_allowed());
+    assert!(defaults.nothing_reachable().unwrap().contains("fetch.contact_url"));
+    let private = weft_config::FetchConfig { allow_private_networks: true, ..defaults };
+    assert!(private.nothing_reachable().is_none() && !private.public_web_allowed());
 }

@@ -47,6 +47,7 @@ pub async fn run(config: &Config) -> Vec<Check> {
         .await
         .unwrap_or_else(|e| check("database", Verdict::Skip, format!("the check did not finish: {e}"), None)),
     );
+    out.push(contact(config));
     out.push(model(config).await);
     out.push(chromium(config).await);
     out.push(api_port(config).await);
@@ -59,6 +60,25 @@ pub async fn run(config: &Config) -> Vec<Check> {
         out.push(publishing(status.as_ref()));
     }
     out
+}
+
+/// Whether site owners can reach the operator: without `fetch.contact_url` the node fetches
+/// nothing on the public web, and nothing at all unless private networks are allowed.
+fn contact(config: &Config) -> Check {
+    let name = "contact for site owners";
+    let f = &config.fetch;
+    if let Some(why) = f.nothing_reachable() {
+        return check(name, Verdict::Fail, "no fetch.contact_url: the node would fetch nothing", Some(&why));
+    }
+    if !f.public_web_allowed() {
+        return check(
+            name,
+            Verdict::Ok,
+            "none set: loopback and private networks only (public addresses are refused)",
+            None,
+        );
+    }
+    check(name, Verdict::Ok, format!("User-Agent: {}", f.user_agent_header()), None)
 }
 
 /// A publish backlog above this many postings is worth a look.
@@ -113,9 +133,14 @@ fn crawl(config: &Config, status: Option<&serde_json::Value>) -> Check {
     if let Some(stall) = s.get("stalled").filter(|v| !v.is_null()) {
         let reason = stall["reason"].as_str().unwrap_or("no progress").to_string();
         let fix = match stall["cause"].as_str().unwrap_or("") {
-            "dns" => "check the resolver this box uses (/etc/resolv.conf) and that it answers: getent hosts example.org",
+            "dns" => {
+                "check the resolver this box uses (/etc/resolv.conf) and that it answers: getent hosts example.org"
+            }
             "network" | "timeouts" => "check the box's network connection and any firewall on outgoing HTTP(S)",
-            "blocked" => "the hosts refuse this crawler (see /status blocked_by_hosts); check fetch.user_agent and                           fetch.contact_url, or block the hosts (PUT /hosts/{host}/block)",
+            "blocked" => {
+                "the hosts refuse this crawler (see /status blocked_by_hosts); check fetch.user_agent and \
+                          fetch.contact_url, or block the hosts (PUT /hosts/{host}/block)"
+            }
             "backing_off" => "the hosts asked to slow down (429/503, robots.txt unreachable): nothing to do but wait",
             _ => "look at /status errors and the node's log",
         };

@@ -9,7 +9,7 @@
 //! `If-Modified-Since`); a 304 comes back as [`Fetched::NotModified`]. A refusal whose body is a
 //! bot check comes back as [`Fetched::Challenge`], so the crawl can tell a blocked host.
 
-use crate::guard::{check_literal, Blocked, GuardedResolver};
+use crate::guard::{check_literal, Blocked, GuardedResolver, Reach, NO_CONTACT};
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use std::sync::Arc;
@@ -68,6 +68,7 @@ pub enum FetchError {
 impl FetchError {
     pub fn kind(&self) -> &'static str {
         match self {
+            FetchError::Blocked(b) if b.reason == NO_CONTACT => "no_contact",
             FetchError::Blocked(_) => "ssrf_blocked",
             FetchError::Dns(_) => "dns",
             FetchError::Connect(_) => "connect",
@@ -143,12 +144,12 @@ pub struct Fetcher {
     client: reqwest::Client,
     max_body: u64,
     robots_max: u64,
-    allow_private: bool,
+    reach: Reach,
 }
 
 impl Fetcher {
     pub fn new(cfg: &FetchConfig, robots_max_bytes: u64) -> Result<Fetcher, reqwest::Error> {
-        let resolver = GuardedResolver::new(cfg.resolve.clone(), cfg.allow_private_networks);
+        let resolver = GuardedResolver::new(cfg.resolve.clone(), Reach::of(cfg));
         let client = reqwest::Client::builder()
             .user_agent(cfg.user_agent_header())
             .redirect(reqwest::redirect::Policy::none())
@@ -161,12 +162,7 @@ impl Fetcher {
             .pool_idle_timeout(Duration::from_secs(60))
             .tcp_nodelay(true)
             .build()?;
-        Ok(Fetcher {
-            client,
-            max_body: cfg.max_body_bytes,
-            robots_max: robots_max_bytes,
-            allow_private: cfg.allow_private_networks,
-        })
+        Ok(Fetcher { client, max_body: cfg.max_body_bytes, robots_max: robots_max_bytes, reach: Reach::of(cfg) })
     }
 
     /// One GET, no redirect following.
@@ -182,7 +178,7 @@ impl Fetcher {
         expect: Expect,
         validators: Option<&Validators>,
     ) -> Result<Fetched, FetchError> {
-        check_literal(url, self.allow_private)?;
+        check_literal(url, self.reach)?;
         let accept = match expect {
             Expect::Html => "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1",
             Expect::Sitemap => "application/xml,text/xml;q=0.9,*/*;q=0.5",

@@ -6,6 +6,9 @@
 //! resolves to a public address once and a private one later (DNS rebinding) is caught at the
 //! moment of connecting. URLs with IP-literal hosts never reach a resolver, so the fetcher
 //! checks those with [`check_literal`] before every request, redirects included.
+//!
+//! The same check keeps a node without a contact for site owners (`fetch.contact_url`) off the
+//! public web: a crawler there must say who runs it ([`Reach`]).
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use std::collections::BTreeMap;
@@ -16,27 +19,66 @@ use std::sync::Arc;
 /// against too (see [`weft_url::address`]).
 pub use weft_url::address::non_public_reason;
 
-/// The URL's host is an IP literal that the guard refuses.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("refusing to connect to {ip} ({reason} address); set fetch.allow_private_networks to allow it")]
+/// [`Blocked::reason`] of a public address refused because no contact is set.
+pub const NO_CONTACT: &str = "public";
+
+/// An address the guard refuses: a non-public one (`reason` names its kind), or a public one
+/// while the node has no contact for site owners ([`NO_CONTACT`]).
+#[derive(Debug, Clone)]
 pub struct Blocked {
     pub ip: IpAddr,
     pub reason: &'static str,
 }
 
-/// Checks a URL whose host may be an IP literal.
-pub fn check_literal(url: &url::Url, allow_private: bool) -> Result<(), Blocked> {
-    if allow_private {
-        return Ok(());
+impl std::fmt::Display for Blocked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.reason == NO_CONTACT {
+            write!(
+                f,
+                "refusing to connect to {} (public address) without a contact for site owners; set fetch.contact_url",
+                self.ip
+            )
+        } else {
+            write!(
+                f,
+                "refusing to connect to {} ({} address); set fetch.allow_private_networks to allow it",
+                self.ip, self.reason
+            )
+        }
     }
-    let ip = match url.host() {
-        Some(url::Host::Ipv4(v4)) => IpAddr::V4(v4),
-        Some(url::Host::Ipv6(v6)) => IpAddr::V6(v6),
-        _ => return Ok(()),
-    };
-    match non_public_reason(ip) {
-        Some(reason) => Err(Blocked { ip, reason }),
-        None => Ok(()),
+}
+
+impl std::error::Error for Blocked {}
+
+/// Which addresses the fetcher may connect to: non-public ones only with
+/// `fetch.allow_private_networks`, public ones only with a `fetch.contact_url`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reach {
+    pub private: bool,
+    pub public: bool,
+}
+
+impl Reach {
+    pub fn of(cfg: &weft_config::FetchConfig) -> Reach {
+        Reach { private: cfg.allow_private_networks, public: cfg.public_web_allowed() }
+    }
+
+    /// Whether `ip` may be connected to.
+    pub fn check(self, ip: IpAddr) -> Result<(), Blocked> {
+        match non_public_reason(ip) {
+            Some(reason) if !self.private => Err(Blocked { ip, reason }),
+            None if !self.public => Err(Blocked { ip, reason: NO_CONTACT }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Checks a URL whose host may be an IP literal.
+pub fn check_literal(url: &url::Url, reach: Reach) -> Result<(), Blocked> {
+    match url.host() {
+        Some(url::Host::Ipv4(v4)) => reach.check(IpAddr::V4(v4)),
+        Some(url::Host::Ipv6(v6)) => reach.check(IpAddr::V6(v6)),
+        _ => Ok(()),
     }
 }
 
@@ -45,13 +87,13 @@ pub fn check_literal(url: &url::Url, allow_private: bool) -> Result<(), Blocked>
 #[derive(Debug, Clone)]
 pub struct GuardedResolver {
     overrides: Arc<BTreeMap<String, IpAddr>>,
-    allow_private: bool,
+    reach: Reach,
 }
 
 impl GuardedResolver {
-    pub fn new(overrides: BTreeMap<String, IpAddr>, allow_private: bool) -> GuardedResolver {
+    pub fn new(overrides: BTreeMap<String, IpAddr>, reach: Reach) -> GuardedResolver {
         let overrides = overrides.into_iter().map(|(h, ip)| (h.to_ascii_lowercase(), ip)).collect();
-        GuardedResolver { overrides: Arc::new(overrides), allow_private }
+        GuardedResolver { overrides: Arc::new(overrides), reach }
     }
 
     /// Resolves `host` to addresses the guard allows (port 0; the client sets the real port).
@@ -61,18 +103,15 @@ impl GuardedResolver {
             Some(ip) => vec![SocketAddr::new(*ip, 0)],
             None => tokio::net::lookup_host((host.as_str(), 0)).await?.collect(),
         };
-        if self.allow_private {
-            return Ok(candidates);
-        }
         let mut refused = None;
         let allowed: Vec<SocketAddr> = candidates
             .into_iter()
-            .filter(|a| match non_public_reason(a.ip()) {
-                Some(reason) => {
-                    refused = Some(Blocked { ip: a.ip(), reason });
+            .filter(|a| match self.reach.check(a.ip()) {
+                Err(blocked) => {
+                    refused = Some(blocked);
                     false
                 }
-                None => true,
+                Ok(()) => true,
             })
             .collect();
         match (allowed.is_empty(), refused) {
@@ -97,24 +136,52 @@ impl Resolve for GuardedResolver {
 mod tests {
     use super::*;
 
+    const CLOSED: Reach = Reach { private: false, public: true };
+    const OPEN: Reach = Reach { private: true, public: true };
+
     #[test]
     fn literal_hosts_are_checked() {
         let u = url::Url::parse("http://127.0.0.1:8080/").unwrap();
-        assert!(check_literal(&u, false).is_err());
-        assert!(check_literal(&u, true).is_ok());
-        assert!(check_literal(&url::Url::parse("http://[::1]/").unwrap(), false).is_err());
-        let sixtofour = check_literal(&url::Url::parse("http://[2002:a00:1::]/").unwrap(), false).unwrap_err();
+        assert!(check_literal(&u, CLOSED).is_err());
+        assert!(check_literal(&u, OPEN).is_ok());
+        assert!(check_literal(&url::Url::parse("http://[::1]/").unwrap(), CLOSED).is_err());
+        let sixtofour = check_literal(&url::Url::parse("http://[2002:a00:1::]/").unwrap(), CLOSED).unwrap_err();
         assert_eq!(sixtofour.reason, "private", "6to4 around 10.0.0.1");
-        assert!(check_literal(&url::Url::parse("http://example.com/").unwrap(), false).is_ok());
+        assert!(check_literal(&url::Url::parse("http://example.com/").unwrap(), CLOSED).is_ok());
+    }
+
+    /// Without a contact, public addresses are refused (literal or resolved) and say why;
+    /// loopback and private networks stay reachable when allowed.
+    #[tokio::test]
+    async fn without_a_contact_only_private_networks_are_reached() {
+        let private_only = Reach { private: true, public: false };
+        let public = url::Url::parse("http://93.184.215.14/").unwrap();
+        let refused = check_literal(&public, private_only).unwrap_err();
+        assert_eq!(refused.reason, NO_CONTACT);
+        assert!(refused.to_string().contains("fetch.contact_url"), "{refused}");
+        assert!(check_literal(&url::Url::parse("http://127.0.0.1/").unwrap(), private_only).is_ok());
+        assert!(check_literal(&url::Url::parse("http://192.168.1.20/").unwrap(), private_only).is_ok());
+        let map: BTreeMap<String, IpAddr> = [
+            ("public.test".to_string(), "93.184.215.14".parse().unwrap()),
+            ("lan.test".to_string(), "10.1.2.3".parse().unwrap()),
+        ]
+        .into();
+        let guarded = GuardedResolver::new(map, private_only);
+        let err = guarded.resolve_host("public.test").await.unwrap_err();
+        assert!(err.to_string().contains("without a contact"), "{err}");
+        assert_eq!(guarded.resolve_host("lan.test").await.unwrap()[0].ip().to_string(), "10.1.2.3");
+        let nothing = Reach { private: false, public: false };
+        assert!(check_literal(&url::Url::parse("http://127.0.0.1/").unwrap(), nothing).is_err());
+        assert!(check_literal(&public, nothing).is_err());
     }
 
     #[tokio::test]
     async fn overrides_are_guarded_too() {
         let map: BTreeMap<String, IpAddr> = [("site.test".to_string(), "127.0.0.1".parse().unwrap())].into();
-        let guarded = GuardedResolver::new(map.clone(), false);
+        let guarded = GuardedResolver::new(map.clone(), CLOSED);
         let err = guarded.resolve_host("site.test").await.unwrap_err();
         assert!(err.to_string().contains("loopback"), "{err}");
-        let open = GuardedResolver::new(map, true);
+        let open = GuardedResolver::new(map, OPEN);
         assert_eq!(open.resolve_host("SITE.test.").await.unwrap()[0].ip().to_string(), "127.0.0.1");
     }
 }

@@ -51,6 +51,9 @@ impl Node {
     /// loads the embedding model and the local index too; with `p2p.enabled`, starts the
     /// network (inside a tokio runtime).
     pub fn open(config: Config) -> anyhow::Result<Node> {
+        if let Some(why) = config.fetch.nothing_reachable() {
+            anyhow::bail!("{why}");
+        }
         std::fs::create_dir_all(&config.data_dir)
             .with_context(|| format!("cannot create data dir {}", config.data_dir.display()))?;
         let db_path = config.data_dir.join("db");

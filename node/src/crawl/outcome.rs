@@ -395,7 +395,11 @@ mod tests {
 
     #[test]
     fn a_host_the_guard_refuses_was_not_contacted() {
-        let blocked = crate::guard::check_literal(&url("http://127.0.0.1/"), false).unwrap_err();
+        let blocked = crate::guard::check_literal(
+            &url("http://127.0.0.1/"),
+            crate::guard::Reach { private: false, public: true },
+        )
+        .unwrap_err();
         let o = of_fetch(UrlKind::Page, &Err(FetchError::Blocked(blocked)));
         assert_eq!((o.completion, o.requested), (Completion::Done { page: false }, false));
         assert_eq!(o.error.unwrap().0, "ssrf_blocked");

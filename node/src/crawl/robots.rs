@@ -74,8 +74,8 @@ impl Inner {
                 }
                 // No validators were sent: a 304 here is the server's mistake; try again later.
                 Ok(Fetched::NotModified) => break RobotsFetch::Unreachable("HTTP 304 to a plain request".into()),
-                Err(FetchError::Blocked(b)) => {
-                    self.metrics.error("ssrf_blocked", url.as_str(), &b);
+                Err(e @ FetchError::Blocked(_)) => {
+                    self.metrics.error(e.kind(), url.as_str(), &e);
                     return None;
                 }
                 Err(e) => {

@@ -110,6 +110,8 @@ async fn ssrf_guard_blocks_loopback_unless_allowed() {
     let dir = common::work_dir();
     let mut cfg = common::config(&server, dir.path(), 0);
     cfg.fetch.allow_private_networks = false;
+    // A node on the public web says who runs it (without a contact it would not start).
+    cfg.fetch.contact_url = "mailto:crawler-ops@weft-volunteers.org".into();
     // Through the resolver (the override maps inner.test to 127.0.0.1) and as an IP literal.
     cfg.crawl.seeds = vec![server.url("inner.test", "/"), format!("http://127.0.0.1:{}/", server.port())];
     let status = common::crawl_until_idle(cfg, Duration::from_secs(30)).await;
@@ -122,6 +124,50 @@ async fn ssrf_guard_blocks_loopback_unless_allowed() {
     cfg.crawl.seeds = vec![server.url("inner.test", "/")];
     let status = common::crawl_until_idle(cfg, Duration::from_secs(30)).await;
     assert_eq!(status.pages_fetched, 1, "allow_private_networks lifts the guard");
+}
+
+/// A node must name a contact for site owners before it crawls the public web: `weft start`
+/// with the defaults (private networks refused, no contact) exits at once and says how to set
+/// one; a placeholder contact is refused by name; a crawl of private networks needs none, and
+/// then public addresses are refused as `no_contact`, never fetched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_public_web_needs_a_contact_and_private_networks_do_not() {
+    let dir = common::work_dir();
+    let weft = |args: &[&str]| {
+        std::process::Command::new(common::WEFT)
+            .arg("start")
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .args(["--api-listen", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("WEFT_FETCH__CONTACT_URL")
+            .env_remove("WEFT_FETCH__ALLOW_PRIVATE_NETWORKS")
+            .output()
+            .unwrap()
+    };
+    let out = weft(&["--seed", "https://example.org/"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("fetch.contact_url") && err.contains("--contact"), "{err}");
+    let out = weft(&["--contact", "https://example.com/about-my-crawler"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("fetch.contact_url") && err.contains("placeholder") && err.contains("command-line flag"),
+        "{err}"
+    );
+
+    // Private networks only: the loopback site is crawled, a public address is not asked.
+    let site = Site::new("lan.test").with("/robots.txt", Resource::robots("")).html("/", "<p>a page on the LAN</p>");
+    let server = WebServer::start(vec![site]).await.unwrap();
+    let dir = common::work_dir();
+    let mut cfg = common::config(&server, dir.path(), 0);
+    assert!(cfg.fetch.contact_url.is_empty(), "the test config names no contact");
+    cfg.fetch.resolve.insert("public.test".into(), "93.184.215.14".parse().unwrap());
+    cfg.crawl.seeds = vec![server.url("lan.test", "/"), "http://public.test/".into(), "http://93.184.215.14/".into()];
+    let status = common::crawl_until_idle(cfg, Duration::from_secs(30)).await;
+    assert_eq!(status.pages_fetched, 1, "{status:?}");
+    assert_eq!(status.errors.get("no_contact").copied(), Some(2), "{status:?}");
 }
 
 /// A site of generated pages linking made-up hosts: each page is held to 100 other hosts,

@@ -16,7 +16,7 @@ fn doctor(config: &std::path::Path) -> (bool, String) {
 fn doctor_names_every_problem_with_its_fix_and_passes_a_working_setup() {
     let dir = common::work_dir();
     // A data dir that is a file, missing model files, no Chromium, a taken API port, a
-    // bootstrap peer nobody listens on.
+    // bootstrap peer nobody listens on, and no contact for site owners (the default).
     let data = dir.path().join("not-a-dir");
     std::fs::write(&data, "x").unwrap();
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -34,20 +34,26 @@ fn doctor_names_every_problem_with_its_fix_and_passes_a_working_setup() {
     std::fs::write(&broken, toml).unwrap();
     let (ok, text) = doctor(&broken);
     assert!(!ok, "{text}");
-    for problem in
-        ["FAIL  data dir", "FAIL  model and ONNX Runtime", "FAIL  Chromium", "FAIL  API port", "FAIL  bootstrap"]
-    {
+    for problem in [
+        "FAIL  data dir",
+        "FAIL  contact for site owners",
+        "FAIL  model and ONNX Runtime",
+        "FAIL  Chromium",
+        "FAIL  API port",
+        "FAIL  bootstrap",
+    ] {
         let at = text.find(problem).unwrap_or_else(|| panic!("{problem:?} missing from:\n{text}"));
         let next = &text[at..].lines().nth(1).unwrap_or_default();
         assert!(next.trim_start().starts_with("fix: "), "{problem} has no fix:\n{text}");
     }
-    assert!(text.contains("5 problem(s) to fix"), "{text}");
+    assert!(text.contains("6 problem(s) to fix"), "{text}");
     drop(taken);
 
     // A working setup.
     let models = weft_index::testing::model_files();
     let toml = format!(
-        "data_dir = \"{}\"\n[embed]\nmodel = \"{}\"\ntokenizer = \"{}\"\nort_library = \"{}\"\n[api]\nlisten = \"127.0.0.1:0\"\n",
+        "data_dir = \"{}\"\n[embed]\nmodel = \"{}\"\ntokenizer = \"{}\"\nort_library = \"{}\"\n[api]\nlisten = \"127.0.0.1:0\"\n\
+         [fetch]\ncontact_url = \"mailto:ops@crawler.weft-volunteers.org\"\n",
         dir.path().join("data").display(),
         models.model.display(),
         models.tokenizer.display(),
@@ -59,6 +65,7 @@ fn doctor_names_every_problem_with_its_fix_and_passes_a_working_setup() {
     assert!(ok, "{text}");
     assert!(text.contains("ok    model and ONNX Runtime") && text.contains("ok    Chromium"), "{text}");
     assert!(text.contains("all checks passed"), "{text}");
+    assert!(text.contains("User-Agent: WeftBot/0.1 (+mailto:ops@crawler.weft-volunteers.org)"), "{text}");
     assert!(text.contains("ok    vector index"), "{text}");
 
     // A vector snapshot whose bytes changed since its checksum was written: named, with what

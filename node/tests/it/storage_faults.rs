@@ -223,6 +223,7 @@ fn a_read_only_data_dir_under_a_running_node() {
 /// model, the browser and the network stay out.
 fn open_only(dir: &Path) -> weft_config::Config {
     let mut c = weft_config::Config { data_dir: dir.join("data"), ..Default::default() };
+    c.fetch.allow_private_networks = true; // nothing is fetched (a node with no reach does not open)
     c.index.enabled = false; // no page is indexed: the test only opens the data dir
     c.layouts.enabled = false; // no page is rendered: the test only opens the data dir
     c.p2p.enabled = false; // no peer is involved: the test only opens the data dir

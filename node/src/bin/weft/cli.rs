@@ -47,6 +47,10 @@ pub(super) enum Command {
         /// Join a network, as its first node when no --bootstrap is given (p2p.enabled).
         #[arg(long)]
         p2p: bool,
+        /// Where site owners can reach you: an https:// page or a mailto: address, sent in the
+        /// User-Agent (fetch.contact_url). Required to crawl the public web.
+        #[arg(long, value_name = "URL")]
+        contact: Option<String>,
         /// Exit once nothing is queued or in flight.
         #[arg(long)]
         exit_when_idle: bool,

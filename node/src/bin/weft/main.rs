@@ -78,8 +78,8 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
         die_quietly_on_broken_pipe();
     }
     match command {
-        Command::Start { cfg, seeds, api_listen, bootstrap, p2p, exit_when_idle } => {
-            let overrides = Overrides { seeds, api_listen, log_format, bootstrap, p2p, ..Default::default() };
+        Command::Start { cfg, seeds, api_listen, bootstrap, p2p, contact, exit_when_idle } => {
+            let overrides = Overrides { seeds, api_listen, log_format, bootstrap, p2p, contact, ..Default::default() };
             let config = weft_config::load(&sources(&cfg, overrides))?;
             init_logging(config.log.format);
             block_signals();
