@@ -9,5 +9,24 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
-mold -run cargo build --release --locked -q -p weft-node -p weft-simnet
-exec target/release/weft demo "$@"
+started=$(date +%s)
+if [ -x target/release/weft ]; then
+  echo "demo: building weft in release mode (up to date in seconds unless the sources changed)"
+else
+  echo "demo: building weft in release mode for the first time: ~700 crates, up to half an hour on 2 cores"
+  echo "demo: (cargo's progress below; later builds take seconds)"
+fi
+mold -run cargo build --release --locked -p weft-node -p weft-simnet
+echo "demo: built in $(($(date +%s) - started)) s; starting three nodes on 127.0.0.1"
+status=0
+target/release/weft demo "$@" || status=$?
+cat <<'NEXT'
+
+demo: next steps
+  target/release/weft start --contact https://you.example/crawler --seed https://a-site-you-like.org/
+                                     # your own node (--contact: where site owners reach you)
+  target/release/weft start --contact URL --bootstrap /ip4/.../p2p/12D3KooW...   # join a network
+  target/release/weft doctor         # checks this machine's set-up
+  bash scripts/test.sh               # the whole test suite
+NEXT
+exit "$status"

