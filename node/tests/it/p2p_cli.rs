@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 fn write_config(dir: &Path) -> std::path::PathBuf {
     let toml = format!(
         "data_dir = \"{}\"\n[index]\nenabled = false\n[api]\nlisten = \"127.0.0.1:0\"\n\
+         [fetch]\ncontact_url = \"mailto:ops@crawler.weft-volunteers.org\"\n\
          [p2p]\nlisten = [\"/ip4/127.0.0.1/tcp/0\"]\nheartbeat_secs = 1\n",
         dir.join("data").display()
     );
