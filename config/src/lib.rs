@@ -90,6 +90,9 @@ pub struct CrawlConfig {
     /// subdomains together) may bring into the crawl per day (a site of generated pages
     /// linking made-up hosts cannot fill the node with hosts).
     pub max_hosts_per_source: usize,
+    /// Keep each page's HTTP response (request and response headers, body; LZ4-compressed in
+    /// the node's database, counted under the disk quota) for `weft export --format warc`.
+    pub keep_responses: bool,
     /// Resident memory the node aims to stay under, MiB, browsers included (0: no target).
     /// Over it, no new request starts until use is back under 90% (`/status` says `throttled`).
     pub memory_target_mb: u64,
@@ -119,6 +122,7 @@ impl Default for CrawlConfig {
             follow_sitemaps: true,
             follow_external_links: true,
             max_hosts_per_source: 1000,
+            keep_responses: false,
             memory_target_mb: 0,
             stall_secs: 300,
             shutdown_grace_secs: 20,

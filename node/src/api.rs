@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 /// Results a search returns at most.
 mod documents;
-use documents::{get_document, list_copies, list_documents, recent_documents};
+use documents::{get_document, get_response, list_copies, list_documents, recent_documents};
 pub use documents::{DocumentAnswer, DocumentParams, DocumentSource, DocumentsParams, DEFAULT_PAGE};
 
 pub const MAX_K: usize = 100;
@@ -51,6 +51,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/documents"),
     ("GET", "/documents/recent"),
     ("GET", "/documents/{id}"),
+    ("GET", "/documents/{id}/response"),
     ("GET", "/copies"),
     ("GET", "/urls"),
     ("GET", "/outcomes"),
@@ -129,6 +130,7 @@ pub fn router(state: AppState) -> Router {
         .route("/documents", get(list_documents))
         .route("/documents/recent", get(recent_documents))
         .route("/documents/{id}", get(get_document))
+        .route("/documents/{id}/response", get(get_response))
         .route("/copies", get(list_copies))
         .route("/urls", get(url_report))
         .route("/outcomes", get(list_outcomes))

@@ -30,6 +30,8 @@ pub enum Fetched {
         content_language: Option<String>,
         body: Bytes,
         validators: Validators,
+        /// The exchange's head, for a node that keeps responses (`crawl.keep_responses`).
+        head: HttpHead,
     },
     /// 304: the page did not change since the validators sent.
     NotModified,
@@ -42,6 +44,22 @@ pub enum Fetched {
     RateLimited { status: u16, retry_after: Option<Duration> },
     /// Any other non-2xx status.
     Status { status: u16 },
+}
+
+/// The request sent and the head of the response received: what a WARC record needs besides
+/// the body. Empty for a page that came from elsewhere (the browser's document).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HttpHead {
+    /// `HTTP/1.1`, `HTTP/2.0`.
+    pub version: String,
+    /// Response headers in the order received.
+    pub headers: Vec<(String, String)>,
+    /// Request headers sent (the client's own and this request's).
+    pub request: Vec<(String, String)>,
+}
+
+fn header_list(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+    headers.iter().map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect()
 }
 
 /// Why a fetch produced nothing usable. [`FetchError::kind`] names are what `/status` counts.
@@ -145,6 +163,7 @@ pub struct Fetcher {
     max_body: u64,
     robots_max: u64,
     reach: Reach,
+    user_agent: String,
 }
 
 impl Fetcher {
@@ -162,7 +181,13 @@ impl Fetcher {
             .pool_idle_timeout(Duration::from_secs(60))
             .tcp_nodelay(true)
             .build()?;
-        Ok(Fetcher { client, max_body: cfg.max_body_bytes, robots_max: robots_max_bytes, reach: Reach::of(cfg) })
+        Ok(Fetcher {
+            client,
+            max_body: cfg.max_body_bytes,
+            robots_max: robots_max_bytes,
+            reach: Reach::of(cfg),
+            user_agent: cfg.user_agent_header(),
+        })
     }
 
     /// One GET, no redirect following.
@@ -194,8 +219,15 @@ impl Fetcher {
                 request = request.header(reqwest::header::IF_MODIFIED_SINCE, date);
             }
         }
-        let mut resp = request.send().await.map_err(FetchError::from_reqwest)?;
+        let request = request.build().map_err(FetchError::from_reqwest)?;
+        // What goes on the wire: this request's headers, and the client's own that reqwest adds
+        // when it sends (its User-Agent, and the encodings it decodes).
+        let mut sent = header_list(request.headers());
+        sent.push(("user-agent".into(), self.user_agent.clone()));
+        sent.push(("accept-encoding".into(), "gzip, br".into()));
+        let mut resp = self.client.execute(request).await.map_err(FetchError::from_reqwest)?;
         let status = resp.status().as_u16();
+        let version = resp.version();
         let headers = resp.headers().clone();
         if status == 304 {
             return Ok(Fetched::NotModified);
@@ -265,7 +297,8 @@ impl Fetcher {
             |name| headers.get(name).and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok()).map(str::to_string);
         let validators =
             Validators { etag: header(reqwest::header::ETAG), last_modified: header(reqwest::header::LAST_MODIFIED) };
-        Ok(Fetched::Body { status, content_type, content_language, body: Bytes::from(body), validators })
+        let head = HttpHead { version: format!("{version:?}"), headers: header_list(&headers), request: sent };
+        Ok(Fetched::Body { status, content_type, content_language, body: Bytes::from(body), validators, head })
     }
 }
 

@@ -46,6 +46,7 @@ mod procmem;
 pub mod quota;
 mod received;
 mod replicas;
+pub mod responses;
 mod routing;
 mod search;
 mod second_opinion;

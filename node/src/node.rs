@@ -110,6 +110,10 @@ impl Node {
             storage,
             route,
             renders,
+            responses: match config.crawl.keep_responses {
+                true => Some(crate::responses::ResponseStore::open(&db)?),
+                false => None,
+            },
         });
         Ok(Node { config, crawler, index, network, layouts, db })
     }

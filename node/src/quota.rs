@@ -3,7 +3,9 @@
 //! compared with the quota; over it, the documents fetched longest ago are evicted — as many as
 //! the overage is worth at the current average cost per document, to 90% of the quota. sled
 //! frees the space of removed entries lazily (segments are reclaimed as they are rewritten), so
-//! a check evicts once and the next check, an interval later, sees what was reclaimed.
+//! a check evicts once and the next check, an interval later, sees what was reclaimed. The
+//! responses kept for WARC (`crawl.keep_responses`) are in the database and count; those of the
+//! evicted documents are dropped with them.
 
 use crate::indexing::IndexService;
 use std::path::PathBuf;
@@ -18,7 +20,7 @@ pub struct Checked {
     pub evicted: usize,
 }
 
-/// Bytes the node's storage takes: the sled database and the vector index's files (the
+/// Bytes the node's storage takes: the sled database (kept responses included) and the vector index's files (the
 /// delta's snapshot and the sealed segments).
 pub fn used_bytes(db: &sled::Db, data_dir: &std::path::Path) -> u64 {
     db.size_on_disk().unwrap_or(0) + weft_index::vectors::disk_bytes(data_dir)
@@ -44,11 +46,16 @@ pub fn check(
     let target = quota_bytes / 10 * 9;
     let n = (used - target).div_ceil(per_document).clamp(1, documents) as usize;
     let evicted = index.evict_oldest(n)?;
+    // The kept responses (`crawl.keep_responses`) of the documents that went go with them.
+    let store = index.index().store();
+    let responses =
+        crate::responses::ResponseStore::open(db)?.keep_only(|id| store.doc(id).map_or(true, |d| d.is_some()))?;
     db.flush()?;
     tracing::warn!(
         used_mb = used >> 20,
         quota_mb = quota_bytes >> 20,
         evicted,
+        responses,
         "over the disk quota: evicted the oldest documents"
     );
     Ok(Checked { used_bytes: used, quota_bytes, evicted })

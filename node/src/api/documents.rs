@@ -206,3 +206,19 @@ pub(super) async fn get_document(
         ))),
     }
 }
+
+/// `GET /documents/{id}/response`: the HTTP response kept for the document (with
+/// `crawl.keep_responses`), for `weft export --format warc` against a running node.
+pub(super) async fn get_response(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<crate::responses::ResponseJson>, ApiError> {
+    let id = weft_index::DocId::parse_hex(&id)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_id", e.to_string()))?;
+    let missing = |m: &str| ApiError::new(StatusCode::NOT_FOUND, "no_response", m.to_string());
+    let Some(store) = state.crawler.responses().cloned() else {
+        return Err(missing("this node keeps no responses (crawl.keep_responses = false)"));
+    };
+    let kept = tokio::task::spawn_blocking(move || store.get(&id)).await.map_err(internal)?.map_err(internal)?;
+    kept.map(|r| Json(r.into())).ok_or_else(|| missing("no response kept for that document"))
+}

@@ -167,9 +167,15 @@ impl Inner {
             self.metrics.error(kind, url.as_str(), detail);
         }
         match (outcome.action, fetched) {
-            (Action::ProcessPage, Ok(Fetched::Body { status, content_type, content_language, body, validators })) => {
+            (
+                Action::ProcessPage,
+                Ok(Fetched::Body { status, content_type, content_language, body, validators, head }),
+            ) => {
                 self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
                 inc(&self.metrics.pages_fetched);
+                if let Some(responses) = &self.responses {
+                    self.keep_response(responses, url, status, head, &body);
+                }
                 let page = FetchedPage {
                     url: url.clone(),
                     status,
@@ -218,5 +224,31 @@ impl Inner {
             _ => {}
         }
         (outcome.completion, outcome.requested)
+    }
+}
+
+impl Inner {
+    /// Keeps a page's HTTP response for WARC export (`crawl.keep_responses`). A failure to keep
+    /// it is counted and logged; the page is still indexed.
+    fn keep_response(
+        &self,
+        responses: &crate::responses::ResponseStore,
+        url: &Url,
+        status: u16,
+        head: crate::fetcher::HttpHead,
+        body: &[u8],
+    ) {
+        let kept = crate::responses::KeptResponse {
+            url: url.to_string(),
+            fetched_at_ms: weft_clock::now_ms(),
+            version: head.version,
+            status,
+            headers: head.headers,
+            request_headers: head.request,
+            body: body.to_vec(),
+        };
+        if let Err(e) = blocking(|| responses.keep(&kept)) {
+            self.metrics.error("response_not_kept", url.as_str(), &e);
+        }
     }
 }

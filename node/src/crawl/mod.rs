@@ -209,6 +209,8 @@ pub struct Parts {
     pub route: Option<Arc<dyn Route>>,
     /// The JavaScript tier, when layouts are enabled.
     pub renders: Option<Arc<dyn Renders>>,
+    /// Where pages' HTTP responses are kept, with `crawl.keep_responses`.
+    pub responses: Option<crate::responses::ResponseStore>,
 }
 
 /// At a stop, how long pages already fetched may still take to be processed once unanswered
@@ -242,6 +244,7 @@ struct Inner {
     state: AtomicU8,
     route: Option<Arc<dyn Route>>,
     renders: Option<Arc<dyn Renders>>,
+    responses: Option<crate::responses::ResponseStore>,
     /// The operator paused the crawl: no new requests start (in-flight ones finish).
     paused: std::sync::atomic::AtomicBool,
     /// Over the memory target: no new requests start until memory is back down.
@@ -260,8 +263,20 @@ struct Inner {
 
 impl Crawler {
     pub fn new(parts: Parts) -> Crawler {
-        let Parts { frontier, outcomes, adapt, robots, fetcher, pipeline, metrics, settings, storage, route, renders } =
-            parts;
+        let Parts {
+            frontier,
+            outcomes,
+            adapt,
+            robots,
+            fetcher,
+            pipeline,
+            metrics,
+            settings,
+            storage,
+            route,
+            renders,
+            responses,
+        } = parts;
         let max_hosts_per_source = settings.max_hosts_per_source;
         Crawler {
             inner: Arc::new(Inner {
@@ -281,6 +296,7 @@ impl Crawler {
                 state: AtomicU8::new(CrawlState::Crawling as u8),
                 route,
                 renders,
+                responses,
                 paused: std::sync::atomic::AtomicBool::new(false),
                 throttled: std::sync::atomic::AtomicBool::new(false),
                 unflushed: std::sync::atomic::AtomicU64::new(0),
@@ -288,6 +304,11 @@ impl Crawler {
                 requests_cut: watch::Sender::new(false),
             }),
         }
+    }
+
+    /// Where pages' responses are kept, with `crawl.keep_responses`.
+    pub fn responses(&self) -> Option<&crate::responses::ResponseStore> {
+        self.inner.responses.as_ref()
     }
 
     /// Queues seed URLs at depth 0. Already-seen seeds are ignored; malformed ones are

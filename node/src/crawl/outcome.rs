@@ -308,6 +308,7 @@ mod tests {
             content_language: None,
             body: html.to_string().into(),
             validators: Default::default(),
+            head: Default::default(),
         }
     }
 

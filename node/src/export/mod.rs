@@ -21,6 +21,7 @@ use std::sync::Arc;
 use weft_index::{DocumentMeta, DocumentPage, DocumentView, Listing, PageMeta};
 
 mod to_parquet;
+mod to_warc;
 
 /// Documents read per listing page.
 const PAGE: usize = 200;
@@ -41,6 +42,11 @@ pub enum What {
 pub enum Format {
     Jsonl,
     Parquet,
+    /// WARC/1.1: the request and response of each document whose response the node kept
+    /// (`crawl.keep_responses`), a gzip member per record.
+    Warc,
+    /// WET: each document's extracted main text as a WARC `conversion` record.
+    Wet,
 }
 
 /// Where an exported record comes from.
@@ -118,6 +124,8 @@ pub trait Source {
     fn outcomes(&mut self, cursor: Option<&str>, limit: usize) -> anyhow::Result<crate::urls::OutcomePage>;
     /// Up to `limit` of the copies held for other members after the id `cursor`, in id order.
     fn copies(&mut self, cursor: Option<&str>, limit: usize) -> anyhow::Result<crate::replicas::HeldPage>;
+    /// The HTTP response kept for the document `id` (`crawl.keep_responses`), if any.
+    fn response(&mut self, id: &str) -> anyhow::Result<Option<crate::responses::KeptResponse>>;
 }
 
 /// The copies held for other members, in the data dir (the cell store's database).
@@ -132,6 +140,7 @@ pub struct DataDir {
     outcomes: weft_frontier::Outcomes,
     /// `None` when this node never held copies (no `cells/` database).
     copies: Option<CopiesDir>,
+    responses: crate::responses::ResponseStore,
     node: Option<String>,
     model: Option<String>,
     _db: sled::Db,
@@ -162,7 +171,8 @@ impl DataDir {
         } else {
             None
         };
-        Ok(DataDir { store, outcomes, copies, node, model, _db: db })
+        let responses = crate::responses::ResponseStore::open(&db)?;
+        Ok(DataDir { store, outcomes, copies, responses, node, model, _db: db })
     }
 }
 
@@ -192,6 +202,10 @@ impl Source for DataDir {
         let Some(c) = &self.copies else { return Ok(crate::replicas::HeldPage::default()) };
         let cursor = cursor.map(weft_index::DocId::parse_hex).transpose()?;
         Ok(crate::replicas::held_page(&c.store, cursor.as_ref(), limit)?)
+    }
+
+    fn response(&mut self, id: &str) -> anyhow::Result<Option<crate::responses::KeptResponse>> {
+        Ok(self.responses.get(&weft_index::DocId::parse_hex(id)?)?)
     }
 }
 
@@ -284,6 +298,11 @@ impl Source for Api {
             query.push_str(&format!("&cursor={c}"));
         }
         self.get(&query)?.context("the node has no /copies (an older version?)")
+    }
+
+    fn response(&mut self, id: &str) -> anyhow::Result<Option<crate::responses::KeptResponse>> {
+        let json: Option<crate::responses::ResponseJson> = self.get(&format!("/documents/{id}/response"))?;
+        json.map(crate::responses::KeptResponse::try_from).transpose()
     }
 }
 
@@ -554,6 +573,7 @@ pub fn sink(format: Format, what: What, output: &Path) -> anyhow::Result<Box<dyn
             let file = std::fs::File::create(output).with_context(|| format!("cannot create {}", output.display()))?;
             Ok(Box::new(Jsonl::new(std::io::BufWriter::new(file))))
         }
+        Format::Warc | Format::Wet => anyhow::bail!("WARC and WET are written by warc_command"),
         Format::Parquet => {
             anyhow::ensure!(!stdout, "Parquet is written to a file: pass --output FILE.parquet");
             let file = std::fs::File::create(output).with_context(|| format!("cannot create {}", output.display()))?;
@@ -601,6 +621,9 @@ pub fn command(config: &weft_config::Config, request: Request) -> anyhow::Result
             })?)
         }
     };
+    if matches!(request.format, Format::Warc | Format::Wet) {
+        return warc_command(source.as_mut(), &request, since);
+    }
     let mut sink = sink(request.format, request.what, &request.output)?;
     let urls = request.what == What::Urls;
     let total = if urls { None } else { source.total() };
@@ -631,6 +654,38 @@ pub fn command(config: &weft_config::Config, request: Request) -> anyhow::Result
             let resume = last.cursor.map(|c| format!("; resume with --cursor {c}")).unwrap_or_default();
             let (n, of) = if urls { (last.urls, "URLs") } else { (last.documents, "documents") };
             Err(e.context(format!("export stopped after {n} {of}{resume}")))
+        }
+    }
+}
+
+/// `weft export --format warc|wet`: documents only (`--what` and `--copies` do not apply).
+fn warc_command(source: &mut dyn Source, request: &Request, since: Option<u64>) -> anyhow::Result<Exported> {
+    anyhow::ensure!(request.what == What::Documents, "--format warc and wet export documents: drop --what");
+    anyhow::ensure!(!request.copies, "--format warc and wet export this node's own documents: drop --copies");
+    let kind = if request.format == Format::Warc { to_warc::Kind::Warc } else { to_warc::Kind::Wet };
+    let mut out: Box<dyn Write> = if request.output == Path::new("-") {
+        Box::new(std::io::BufWriter::new(std::io::stdout().lock()))
+    } else {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(request.cursor.is_some())
+            .write(true)
+            .truncate(request.cursor.is_none())
+            .open(&request.output)
+            .with_context(|| format!("cannot create {}", request.output.display()))?;
+        Box::new(std::io::BufWriter::new(file))
+    };
+    let listing = Listing { host: request.host.clone(), since, cursor: request.cursor.clone(), limit: PAGE };
+    let mut last = Exported { cursor: request.cursor.clone(), ..Exported::default() };
+    match to_warc::run(source, out.as_mut(), kind, listing, &mut |done| last = done.clone()) {
+        Ok(done) => {
+            out.flush()?;
+            Ok(done)
+        }
+        Err(e) => {
+            let resume =
+                last.cursor.map(|c| format!("; resume with --cursor {c} (appends to the file)")).unwrap_or_default();
+            Err(e.context(format!("export stopped after {} documents{resume}", last.documents)))
         }
     }
 }

@@ -285,6 +285,7 @@ async fn render_one(
                     content_language: None,
                     body: d.body.into(),
                     validators: Default::default(),
+                    head: Default::default(),
                 }),
                 None => crawler.fetch_for_browser(&url, patience).await.map_err(|e| e.to_string()),
             };

@@ -22,3 +22,4 @@ mod restart;
 mod simnet_churn;
 mod storage_faults;
 mod teacher;
+mod warc;

@@ -142,7 +142,12 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
             let done = weft_node::export::command(&config, request)?;
             let resume =
                 done.cursor.map(|c| format!("; the last was {c} (--cursor resumes after it)")).unwrap_or_default();
-            if what == weft_node::export::What::Urls {
+            if matches!(format, weft_node::export::Format::Warc) {
+                eprintln!(
+                    "exported {} documents as WARC; {} had no kept response (crawl.keep_responses){resume}",
+                    done.documents, done.urls
+                );
+            } else if what == weft_node::export::What::Urls {
                 eprintln!("exported {} URL outcomes{resume}", done.urls);
             } else {
                 let copies = if done.copies > 0 {
