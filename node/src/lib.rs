@@ -19,8 +19,8 @@
 //!    API), then `node`, which wires everything from a config, and the CLI's helpers
 //!    ([`export`], [`mcp`], `templates_cli`).
 //!
-//! Module order: blocking, extract_cli, guard, page, procmem, received, storage, tenure, token,
-//! urls → replicas → copy_sync, cells → cell_upkeep, fetcher, metrics → crawl, second_opinion → layouts, routing → doctor, memory,
+//! Module order: blocking, extract_cli, guard, page, procmem, received, responses, storage, tenure,
+//! token, urls → replicas → copy_sync, cells → cell_upkeep, fetcher, metrics → crawl, second_opinion → layouts, routing → doctor, memory,
 //! pipeline → indexing → quota, search, status → api → export, mcp, node, templates_cli.
 
 pub mod api;

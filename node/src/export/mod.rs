@@ -21,7 +21,7 @@ use std::sync::Arc;
 use weft_index::{DocumentMeta, DocumentPage, DocumentView, Listing, PageMeta};
 
 mod to_parquet;
-mod to_warc;
+pub mod to_warc;
 
 /// Documents read per listing page.
 const PAGE: usize = 200;
