@@ -31,7 +31,7 @@ pub enum Fetched {
         body: Bytes,
         validators: Validators,
         /// The exchange's head, for a node that keeps responses (`crawl.keep_responses`).
-        head: HttpHead,
+        head: Box<HttpHead>,
     },
     /// 304: the page did not change since the validators sent.
     NotModified,
@@ -47,18 +47,20 @@ pub enum Fetched {
 }
 
 /// The request sent and the head of the response received: what a WARC record needs besides
-/// the body. Empty for a page that came from elsewhere (the browser's document).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// the body. Empty for a page that came from elsewhere (the browser's document). Held as
+/// reqwest has them (the response's map is the one the fetch reads anyway): turned into text
+/// only for a node that keeps responses.
+#[derive(Debug, Clone, Default)]
 pub struct HttpHead {
-    /// `HTTP/1.1`, `HTTP/2.0`.
-    pub version: String,
-    /// Response headers in the order received.
-    pub headers: Vec<(String, String)>,
-    /// Request headers sent (the client's own and this request's).
-    pub request: Vec<(String, String)>,
+    pub version: reqwest::Version,
+    /// Response headers (repeated names kept).
+    pub headers: HeaderMap,
+    /// Request headers sent: this request's, and the client's own reqwest adds when it sends.
+    pub request: HeaderMap,
 }
 
-fn header_list(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+/// Headers as text, in order.
+pub fn header_list(headers: &HeaderMap) -> Vec<(String, String)> {
     headers.iter().map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect()
 }
 
@@ -163,12 +165,14 @@ pub struct Fetcher {
     max_body: u64,
     robots_max: u64,
     reach: Reach,
-    user_agent: String,
+    /// The User-Agent the client sends (validated printable ASCII), for the request kept.
+    user_agent: Option<reqwest::header::HeaderValue>,
 }
 
 impl Fetcher {
     pub fn new(cfg: &FetchConfig, robots_max_bytes: u64) -> Result<Fetcher, reqwest::Error> {
-        let resolver = GuardedResolver::new(cfg.resolve.clone(), Reach::of(cfg));
+        let reach = Reach::of(cfg);
+        let resolver = GuardedResolver::new(cfg.resolve.clone(), reach);
         let client = reqwest::Client::builder()
             .user_agent(cfg.user_agent_header())
             .redirect(reqwest::redirect::Policy::none())
@@ -185,8 +189,8 @@ impl Fetcher {
             client,
             max_body: cfg.max_body_bytes,
             robots_max: robots_max_bytes,
-            reach: Reach::of(cfg),
-            user_agent: cfg.user_agent_header(),
+            reach,
+            user_agent: reqwest::header::HeaderValue::from_str(&cfg.user_agent_header()).ok(),
         })
     }
 
@@ -222,9 +226,11 @@ impl Fetcher {
         let request = request.build().map_err(FetchError::from_reqwest)?;
         // What goes on the wire: this request's headers, and the client's own that reqwest adds
         // when it sends (its User-Agent, and the encodings it decodes).
-        let mut sent = header_list(request.headers());
-        sent.push(("user-agent".into(), self.user_agent.clone()));
-        sent.push(("accept-encoding".into(), "gzip, br".into()));
+        let mut sent = request.headers().clone();
+        if let Some(ua) = &self.user_agent {
+            sent.insert(reqwest::header::USER_AGENT, ua.clone());
+        }
+        sent.insert(reqwest::header::ACCEPT_ENCODING, reqwest::header::HeaderValue::from_static("gzip, br"));
         let mut resp = self.client.execute(request).await.map_err(FetchError::from_reqwest)?;
         let status = resp.status().as_u16();
         let version = resp.version();
@@ -297,7 +303,7 @@ impl Fetcher {
             |name| headers.get(name).and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok()).map(str::to_string);
         let validators =
             Validators { etag: header(reqwest::header::ETAG), last_modified: header(reqwest::header::LAST_MODIFIED) };
-        let head = HttpHead { version: format!("{version:?}"), headers: header_list(&headers), request: sent };
+        let head = Box::new(HttpHead { version, headers, request: sent });
         Ok(Fetched::Body { status, content_type, content_language, body: Bytes::from(body), validators, head })
     }
 }

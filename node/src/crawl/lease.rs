@@ -174,7 +174,7 @@ impl Inner {
                 self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
                 inc(&self.metrics.pages_fetched);
                 if let Some(responses) = &self.responses {
-                    self.keep_response(responses, url, status, head, &body);
+                    self.keep_response(responses, url, status, *head, &body);
                 }
                 let page = FetchedPage {
                     url: url.clone(),
@@ -225,9 +225,7 @@ impl Inner {
         }
         (outcome.completion, outcome.requested)
     }
-}
 
-impl Inner {
     /// Keeps a page's HTTP response for WARC export (`crawl.keep_responses`). A failure to keep
     /// it is counted and logged; the page is still indexed.
     fn keep_response(
@@ -241,10 +239,10 @@ impl Inner {
         let kept = crate::responses::KeptResponse {
             url: url.to_string(),
             fetched_at_ms: weft_clock::now_ms(),
-            version: head.version,
+            version: format!("{:?}", head.version),
             status,
-            headers: head.headers,
-            request_headers: head.request,
+            headers: crate::fetcher::header_list(&head.headers),
+            request_headers: crate::fetcher::header_list(&head.request),
             body: body.to_vec(),
         };
         if let Err(e) = blocking(|| responses.keep(&kept)) {

@@ -103,14 +103,8 @@ pub fn exchange(r: &KeptResponse) -> anyhow::Result<Vec<u8>> {
         &block,
     )?;
 
-    let target = match url.query() {
-        Some(q) => format!("{}?{q}", url.path()),
-        None => url.path().to_string(),
-    };
-    let host = match url.port() {
-        Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
-        None => url.host_str().unwrap_or_default().to_string(),
-    };
+    let target = &url[url::Position::BeforePath..url::Position::AfterQuery];
+    let host = &url[url::Position::BeforeHost..url::Position::AfterPort];
     let mut request = format!("GET {target} HTTP/1.1\r\nhost: {host}\r\n");
     for (k, v) in &r.request_headers {
         request.push_str(&format!("{k}: {v}\r\n"));
