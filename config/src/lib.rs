@@ -385,6 +385,21 @@ impl Default for EmbedConfig {
     }
 }
 
+impl EmbedConfig {
+    /// Makes the relative model paths absolute: each becomes the first of `dirs` joined with it
+    /// where that file exists, or the first joined with it when none has it (so an error names
+    /// where it was looked for). Absolute paths, and everything when `dirs` is empty, stay.
+    pub fn resolve_in(&mut self, dirs: &[PathBuf]) {
+        let Some(first) = dirs.first() else { return };
+        for path in [&mut self.model, &mut self.tokenizer, &mut self.ort_library] {
+            if path.is_relative() {
+                let found = dirs.iter().map(|d| d.join(&*path)).find(|p| p.is_file());
+                *path = found.unwrap_or_else(|| first.join(&*path));
+            }
+        }
+    }
+}
+
 /// Scalar type of the stored vectors in the HNSW index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]

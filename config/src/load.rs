@@ -32,11 +32,18 @@ pub struct Sources {
     /// Read `WEFT_*` environment variables (tests switch this off to stay hermetic).
     pub read_env: bool,
     pub overrides: Overrides,
+    /// Where relative `embed.*` paths (the model, its tokenizer, ONNX Runtime) are looked for,
+    /// in order: the installation's directories, found from the binary's own path (the `weft`
+    /// binary passes its directory and the two above it, so `target/release/weft` finds the
+    /// checkout's `models/` and `/usr/lib/weft/weft` the package's). Never the working
+    /// directory: a service's or a shell's current directory says nothing about where the
+    /// model is. Empty: relative paths stay as they are.
+    pub install_dirs: Vec<PathBuf>,
 }
 
 impl Default for Sources {
     fn default() -> Self {
-        Sources { config_file: None, read_env: true, overrides: Overrides::default() }
+        Sources { config_file: None, read_env: true, overrides: Overrides::default(), install_dirs: Vec::new() }
     }
 }
 
@@ -59,12 +66,14 @@ pub fn load(sources: &Sources) -> Result<Config, ConfigError> {
         }
     };
     let figment = build(file.as_deref(), sources);
-    extract(&figment)
+    let mut config = extract(&figment)?;
+    config.embed.resolve_in(&sources.install_dirs);
+    Ok(config)
 }
 
 /// Validates one TOML file on its own (`weft config check FILE`): defaults < that file.
 pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
-    load(&Sources { config_file: Some(path.to_path_buf()), read_env: false, overrides: Overrides::default() })
+    load(&Sources { config_file: Some(path.to_path_buf()), read_env: false, ..Sources::default() })
 }
 
 /// The data dir as known before any file is read: the file that may live inside it cannot be
@@ -87,7 +96,8 @@ fn build(file: Option<&Path>, sources: &Sources) -> Figment {
         figment = figment.merge(Toml::file_exact(path));
     }
     if sources.read_env {
-        figment = figment.merge(Env::prefixed(ENV_PREFIX).split("__"));
+        // WEFT_CONFIG names the file (`--config`'s variable), not a setting.
+        figment = figment.merge(Env::prefixed(ENV_PREFIX).split("__").ignore(&["config"]));
     }
     let o = &sources.overrides;
     let cli = |key: &'static str, value: figment::value::Value| Serialized::default(key, value).named_cli();

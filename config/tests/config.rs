@@ -64,9 +64,12 @@ fn sources_merge_in_order_defaults_file_env_cli() {
         jail.set_env("WEFT_CRAWL__MAX_DEPTH", "5");
         jail.set_env("WEFT_FETCH__ALLOW_PRIVATE_NETWORKS", "true");
         jail.set_env("WEFT_DATA_DIR", "from-env");
+        // `--config`'s variable names the file (the binary reads it through clap), not a setting.
+        jail.set_env("WEFT_CONFIG", "elsewhere.toml");
         let sources = Sources {
             config_file: Some("weft.toml".into()),
             read_env: true,
+            install_dirs: Vec::new(),
             overrides: Overrides {
                 data_dir: Some("from-cli".into()),
                 seeds: vec!["http://a.test/".into()],
@@ -94,6 +97,40 @@ fn sources_merge_in_order_defaults_file_env_cli() {
 }
 
 #[test]
+fn relative_model_paths_resolve_in_the_installation_not_the_working_directory() {
+    figment::Jail::expect_with(|jail| {
+        // Two installation dirs: the model files sit in the second (a checkout's root, two
+        // above target/release); the working directory has a decoy that must not be used.
+        let root = jail.directory().to_path_buf();
+        let install = root.join("usr-lib-weft");
+        let checkout = root.join("checkout");
+        let defaults = weft_config::EmbedConfig::default();
+        for file in [&defaults.model, &defaults.tokenizer, &defaults.ort_library] {
+            for base in [&checkout, &root] {
+                std::fs::create_dir_all(base.join(file).parent().unwrap()).unwrap();
+                std::fs::write(base.join(file), b"x").unwrap();
+            }
+        }
+        std::fs::create_dir_all(&install).unwrap();
+        jail.create_file("weft.toml", "[embed]\nort_library = \"/opt/ort/libonnxruntime.so\"\n")?;
+        let sources = Sources {
+            config_file: Some("weft.toml".into()),
+            read_env: false,
+            install_dirs: vec![install.clone(), checkout.clone()],
+            overrides: Overrides::default(),
+        };
+        let c = load(&sources).unwrap();
+        assert_eq!(c.embed.model, checkout.join(&defaults.model), "found in the second dir, not the cwd");
+        assert_eq!(c.embed.tokenizer, checkout.join(&defaults.tokenizer));
+        assert_eq!(c.embed.ort_library, PathBuf::from("/opt/ort/libonnxruntime.so"), "absolute paths stay");
+        // Nowhere: the first dir is named, so the error says where it was looked for.
+        let c = load(&Sources { install_dirs: vec![install.join("none")], ..sources.clone() }).unwrap();
+        assert_eq!(c.embed.model, install.join("none").join(&defaults.model));
+        Ok(())
+    });
+}
+
+#[test]
 fn weft_toml_in_data_dir_is_read_when_no_config_flag() {
     figment::Jail::expect_with(|jail| {
         std::fs::create_dir_all(jail.directory().join("dd")).unwrap();
@@ -101,6 +138,7 @@ fn weft_toml_in_data_dir_is_read_when_no_config_flag() {
         let sources = Sources {
             config_file: None,
             read_env: false,
+            install_dirs: Vec::new(),
             overrides: Overrides { data_dir: Some("dd".into()), ..Default::default() },
         };
         assert_eq!(load(&sources).unwrap().crawl.concurrency, 3);
@@ -205,6 +243,7 @@ fn a_contact_must_reach_someone() {
         let sources = Sources {
             config_file: None,
             read_env: false,
+            install_dirs: Vec::new(),
             overrides: Overrides { contact: Some(contact.to_string()), ..Default::default() },
         };
         load(&sources)
