@@ -111,7 +111,7 @@ fn publishing(status: Option<&serde_json::Value>) -> Check {
 }
 
 /// The `/status` of the node running on `api.listen`, if one answers.
-async fn running_status(config: &Config) -> Option<serde_json::Value> {
+pub async fn running_status(config: &Config) -> Option<serde_json::Value> {
     let url = format!("http://{}/status", config.api.listen);
     let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(3)).build().ok()?;
     match client.get(&url).send().await {
@@ -478,7 +478,7 @@ fn p2p_ports(config: &Config) -> Vec<Check> {
         .collect()
 }
 
-async fn bootstrap(config: &Config) -> Vec<Check> {
+pub async fn bootstrap(config: &Config) -> Vec<Check> {
     let Ok(net) = weft_p2p::NetworkConfig::from_config(&config.p2p) else { return Vec::new() };
     let mut out = Vec::new();
     for (_, addr) in &net.bootstrap {
@@ -511,7 +511,7 @@ async fn bootstrap(config: &Config) -> Vec<Check> {
 /// How the other members reach the node running on `api.listen` (AutoNAT's verdict, relays,
 /// hole punching), with what to do when it is only relayed. Needs the node running: nothing
 /// else can be asked to dial this box back.
-fn reachability(config: &Config, status: Option<&serde_json::Value>) -> Check {
+pub fn reachability(config: &Config, status: Option<&serde_json::Value>) -> Check {
     let name = "reachability";
     if !config.p2p.enabled && config.p2p.bootstrap.is_empty() {
         return check(name, Verdict::Skip, "p2p.enabled = false", None);

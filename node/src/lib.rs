@@ -17,11 +17,11 @@
 //!    `memory` (the memory target) and [`doctor`]; `indexing` (the index stage).
 //! 4. `search`, [`quota`] and `status` (`/status` and `/metrics`), then [`api`] (the local HTTP
 //!    API), then `node`, which wires everything from a config, and the CLI's helpers
-//!    ([`export`], [`mcp`], `templates_cli`).
+//!    ([`export`], [`join`], [`mcp`], `templates_cli`).
 //!
 //! Module order: blocking, extract_cli, guard, page, procmem, received, responses, storage, tenure,
 //! token, urls → replicas → copy_sync, cells → cell_upkeep, fetcher, metrics → crawl, second_opinion → layouts, routing → doctor, memory,
-//! pipeline → indexing → quota, search, status → api → export, mcp, node, templates_cli.
+//! pipeline → indexing → quota, search, status → api → export, join, mcp, node, templates_cli.
 
 pub mod api;
 mod blocking;
@@ -35,6 +35,7 @@ pub mod extract_cli;
 mod fetcher;
 mod guard;
 mod indexing;
+pub mod join;
 pub mod layouts;
 pub mod mcp;
 mod memory;

@@ -215,7 +215,7 @@ pub struct Parts {
 
 /// At a stop, how long pages already fetched may still take to be processed once unanswered
 /// requests gave up. With the default grace a stop stays inside the 90 s a service manager
-/// allows (`docs/weft.service`): 20 s + 40 s, then the leave's hand-off.
+/// allows (`node/debian/weft.service`): 20 s + 40 s, then the leave's hand-off.
 pub const PROCESSING_GRACE: Duration = Duration::from_secs(40);
 
 /// The crawler of one node. Cheap to share (`Arc` inside).

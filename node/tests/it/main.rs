@@ -7,6 +7,7 @@ mod bad_input;
 mod browser;
 mod common;
 mod dashboard;
+mod deb;
 mod default_node;
 mod docs;
 mod doctor;

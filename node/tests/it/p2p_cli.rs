@@ -72,3 +72,76 @@ fn a_second_node_joins_the_first_with_bootstrap() {
         child.wait().unwrap();
     }
 }
+
+fn join(file: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(WEFT).args(["join", "--config"]).arg(file).args(args).output().unwrap()
+}
+
+#[test]
+fn weft_join_writes_the_peer_into_the_config_and_the_node_joins_through_it() {
+    let (a_dir, b_dir) = (common::work_dir(), common::work_dir());
+    let (mut a, mut a_logs) = spawn_weft(&write_config(a_dir.path()), &["--p2p"]);
+    let boot = a_logs.field("addr", "/p2p/");
+    let peer = boot.split_once("/p2p/").unwrap().1;
+
+    // A volunteer's config with comments, and neither a peer nor a contact in it.
+    let file = b_dir.path().join("weft.toml");
+    let original = format!(
+        "# my node\ndata_dir = \"{}\"\n\n[index]\nenabled = false # a small box\n\n[api]\nlisten = \"127.0.0.1:0\"\n\n\
+         [p2p]\nlisten = [\"/ip4/127.0.0.1/tcp/0\"]\nheartbeat_secs = 1\n",
+        b_dir.path().join("data").display()
+    );
+    std::fs::write(&file, &original).unwrap();
+
+    // Refused before writing: a member that does not answer, then no contact.
+    let dead = format!("/ip4/127.0.0.1/tcp/1/p2p/{peer}");
+    let out = join(&file, &["--no-start", "--contact", "mailto:ops@crawler.weft-volunteers.org", &dead]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("no member to join through answers"), "{err}");
+    let out = join(&file, &["--no-start", &boot]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("no contact for site owners"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original, "a refused join leaves the file as it was");
+
+    // Written, with the file's comments and other keys kept. Where systemd does not run (this
+    // machine, CI), the service step says how to start the node instead.
+    let systemd = Path::new("/run/systemd/system").is_dir();
+    let mut args = vec!["--contact", "mailto:ops@crawler.weft-volunteers.org", &boot];
+    if systemd {
+        args.insert(0, "--no-start");
+    }
+    let out = join(&file, &args);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        said.contains("reachable in") && said.contains(&format!("weft start --config {}", file.display())),
+        "{said}"
+    );
+    if !systemd {
+        assert!(said.contains("systemd does not run on this machine"), "{said}");
+    }
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.starts_with("# my node\n") && written.contains("enabled = false # a small box"), "{written}");
+    let parsed: toml::Table = written.parse().unwrap();
+    assert_eq!(parsed["p2p"]["bootstrap"].as_array().unwrap()[0].as_str(), Some(boot.as_str()));
+    assert_eq!(parsed["p2p"]["enabled"].as_bool(), Some(true));
+    assert_eq!(parsed["fetch"]["contact_url"].as_str(), Some("mailto:ops@crawler.weft-volunteers.org"));
+
+    // The config alone, no flags, takes the node into the network.
+    let (mut b, mut b_logs) = spawn_weft(&file, &[]);
+    let b_api = b_logs.field("addr", "127.0.0.1:");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let s = status(&b_api);
+        if s["network"]["members"].as_array().map(Vec::len) == Some(2) {
+            assert_eq!(s["network"]["joining"]["state"], "joined", "{s}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the joined node did not reach the network: {s}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for child in [&mut a, &mut b] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}

@@ -23,8 +23,9 @@ pub(super) struct ConfigArgs {
     /// Data directory (default .weft; env WEFT_DATA_DIR).
     #[arg(long, global = true)]
     pub(super) data_dir: Option<PathBuf>,
-    /// TOML config file (default: <data-dir>/weft.toml if it exists).
-    #[arg(long, global = true)]
+    /// TOML config file (default: <data-dir>/weft.toml if it exists; the Debian package's
+    /// `weft` sets WEFT_CONFIG=/etc/weft/weft.toml).
+    #[arg(long, global = true, env = "WEFT_CONFIG")]
     pub(super) config: Option<PathBuf>,
 }
 
@@ -164,9 +165,38 @@ pub(super) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Join a network, as a service: writes the members to join through (and --contact) into
+    /// the config file, keeping its comments; checks that a member answers; enables and starts
+    /// the systemd service; waits for the network's verdict on how it reaches this node and
+    /// prints the dashboard's address. The file is unchanged when a check fails.
+    Join {
+        #[command(flatten)]
+        cfg: ConfigArgs,
+        /// A member's address, a multiaddr ending in /p2p/<peer id> as its log prints it
+        /// (repeatable); replaces p2p.bootstrap.
+        #[arg(required = true)]
+        bootstrap: Vec<String>,
+        /// Where site owners can reach you: an https:// page or a mailto: address
+        /// (fetch.contact_url). Required unless the config has one.
+        #[arg(long)]
+        contact: Option<String>,
+        /// The systemd unit to enable and start.
+        #[arg(long, default_value = "weft")]
+        service: String,
+        /// Write and check the config only; leave the service alone.
+        #[arg(long)]
+        no_start: bool,
+        /// Seconds to wait for the network's verdict on the started node.
+        #[arg(long, default_value_t = 90)]
+        wait_secs: u64,
+    },
     /// Inspect configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Write weft's man pages (weft.1 and one per command) into a directory: the Debian
+    /// package ships them.
+    #[command(hide = true)]
+    Manpages { dir: PathBuf },
     /// Three nodes on loopback crawl a synthetic web built from the PostgreSQL manual for
     /// about a minute, then answer searches. Runs `weft-simnet demo` (installed beside
     /// `weft`); the simulator is a separate program so the node never depends on it.

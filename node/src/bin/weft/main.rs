@@ -25,7 +25,17 @@ fn sources(cfg: &ConfigArgs, overrides: Overrides) -> Sources {
         config_file: cfg.config.clone(),
         read_env: true,
         overrides: Overrides { data_dir: cfg.data_dir.clone(), ..overrides },
+        install_dirs: install_dirs(),
     }
+}
+
+/// The binary's directory and the two above it, where relative model paths are looked for
+/// (`Sources::install_dirs`): `/usr/lib/weft/weft` finds the package's `/usr/lib/weft/models`,
+/// `target/release/weft` the checkout's `models/`. Symbolic links (`/usr/bin/weft`) are
+/// followed to the real binary.
+fn install_dirs() -> Vec<PathBuf> {
+    let Ok(exe) = std::env::current_exe().and_then(std::fs::canonicalize) else { return Vec::new() };
+    exe.ancestors().skip(1).take(3).map(PathBuf::from).collect()
 }
 
 fn init_logging(format: LogFormat) {
@@ -220,6 +230,31 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
                 .status()
                 .with_context(|| format!("running {}", simnet.display()))?;
             Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        Command::Join { cfg, bootstrap, contact, service, no_start, wait_secs } => {
+            let sources = sources(&cfg, Overrides::default());
+            // The file the node reads: --config (or WEFT_CONFIG), else <data dir>/weft.toml.
+            let file = match &cfg.config {
+                Some(file) => file.clone(),
+                None => weft_config::load(&sources)?.data_dir.join("weft.toml"),
+            };
+            let request = weft_node::join::Request {
+                file,
+                bootstrap,
+                contact,
+                service: (!no_start).then_some(service),
+                wait: Duration::from_secs(wait_secs),
+                sources,
+            };
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            runtime.block_on(weft_node::join::run(request, &mut std::io::stdout()))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Manpages { dir } => {
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            clap_mangen::generate_to(<Cli as clap::CommandFactory>::command(), &dir)
+                .with_context(|| format!("writing the man pages into {}", dir.display()))?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Config(ConfigCommand::Check { file }) => match weft_config::load_file(&file) {
             Ok(_) => {
