@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# cargo-deb, for the test that builds, installs and purges the Debian package (~35 s, once).
+bash scripts/deb.sh tool
 export PATH="$HOME/.cargo/bin:$PATH"
 # A clean one-shot build gains nothing from incremental state, which costs gigabytes of disk.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
