@@ -26,7 +26,7 @@ fi
 [ "${1:-}" = tool ] && exit 0
 
 bash scripts/setup.sh
-echo "deb: building weft in release mode (seconds when it is built; up to half an hour the first time)"
+echo "deb: building weft in release mode (seconds when it is built; about 10 minutes on 2 idle cores the first time)"
 mold -run cargo build --release --locked -p weft-node --bin weft
 target/release/weft manpages target/release/man
 echo "deb: packaging"

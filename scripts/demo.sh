@@ -13,7 +13,7 @@ started=$(date +%s)
 if [ -x target/release/weft ]; then
   echo "demo: building weft in release mode (up to date in seconds unless the sources changed)"
 else
-  echo "demo: building weft in release mode for the first time: ~700 crates, up to half an hour on 2 cores"
+  echo "demo: building weft in release mode for the first time: ~700 crates, about 10 minutes on 2 idle cores (longer on a busy or slower box)"
   echo "demo: (cargo's progress below; later builds take seconds)"
 fi
 mold -run cargo build --release --locked -p weft-node -p weft-simnet

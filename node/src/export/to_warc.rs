@@ -33,7 +33,15 @@ fn record_id(what: &str) -> String {
     )
 }
 
-/// One WARC record, gzipped on its own.
+/// `sha1:` and the SHA-1 of `bytes` in base32, as `WARC-Block-Digest` and `WARC-Payload-Digest`
+/// carry it (Heritrix, Common Crawl, warcio): tools check a record with it (`warcio check`) and
+/// deduplicate payloads by it.
+pub fn digest(bytes: &[u8]) -> String {
+    use sha1::Digest;
+    format!("sha1:{}", data_encoding::BASE32.encode(&sha1::Sha1::digest(bytes)))
+}
+
+/// One WARC record, gzipped on its own, with the digest of its block.
 pub fn record(fields: &[(&str, String)], block: &[u8]) -> std::io::Result<Vec<u8>> {
     let mut gz = flate2::write::GzEncoder::new(Vec::with_capacity(block.len() / 3 + 512), flate2::Compression::new(6));
     gz.write_all(b"WARC/1.1\r\n")?;
@@ -42,6 +50,7 @@ pub fn record(fields: &[(&str, String)], block: &[u8]) -> std::io::Result<Vec<u8
         let value: String = value.chars().filter(|c| *c != '\r' && *c != '\n').collect();
         write!(gz, "{name}: {value}\r\n")?;
     }
+    write!(gz, "WARC-Block-Digest: {}\r\n", digest(block))?;
     write!(gz, "Content-Length: {}\r\n\r\n", block.len())?;
     gz.write_all(block)?;
     gz.write_all(b"\r\n\r\n")?;
@@ -99,6 +108,7 @@ pub fn exchange(r: &KeptResponse) -> anyhow::Result<Vec<u8>> {
             ("WARC-Date", date.clone()),
             ("WARC-Record-ID", response_id.clone()),
             ("Content-Type", "application/http; msgtype=response".into()),
+            ("WARC-Payload-Digest", digest(&r.body)),
         ],
         &block,
     )?;
@@ -134,6 +144,7 @@ fn conversion(url: &str, fetched_at: &str, title: &str, text: &str) -> std::io::
             ("WARC-Date", fetched_at.into()),
             ("WARC-Record-ID", record_id(&format!("conversion {url} {fetched_at}"))),
             ("Content-Type", "text/plain; charset=utf-8".into()),
+            ("WARC-Payload-Digest", digest(block.as_bytes())),
         ],
         block.as_bytes(),
     )
@@ -198,7 +209,8 @@ mod tests {
         flate2::read::GzDecoder::new(&r[..]).read_to_string(&mut text).unwrap();
         assert_eq!(
             text,
-            "WARC/1.1\r\nWARC-Type: resource\r\nX: aInjected: 1\r\nContent-Length: 5\r\n\r\nhello\r\n\r\n"
+            "WARC/1.1\r\nWARC-Type: resource\r\nX: aInjected: 1\r\nWARC-Block-Digest: sha1:VL2MMHO4YXUKFWV63YHTWSBM3GXKSQ2N\r\n\
+             Content-Length: 5\r\n\r\nhello\r\n\r\n"
         );
         let id = record_id("x");
         assert_eq!(id.len(), "<urn:uuid:>".len() + 36, "{id}");

@@ -109,6 +109,21 @@ async fn kept_responses_go_out_as_warc_and_text_as_wet_that_warcio_reads() {
     export(&["--config", &config, "--quiet", "--format", "warc", "-o", &out("offline.warc.gz")]);
     export(&["--config", &config, "--quiet", "--format", "wet", "-o", &out("pages.wet.gz")]);
 
+    // warcio's own check: every record carries a digest of its block (and responses and
+    // conversions of their payload) and every digest matches.
+    for file in ["live.warc.gz", "offline.warc.gz", "pages.wet.gz"] {
+        let checked = Command::new(&python)
+            .args(["-c", "import sys; from warcio.cli import main; main(sys.argv[1:])", "check", "-v"])
+            .arg(out(file))
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&checked.stdout).into_owned();
+        assert!(checked.status.success(), "warcio check {file}: {said}{}", String::from_utf8_lossy(&checked.stderr));
+        let passed = said.matches("digest pass").count();
+        let records = said.matches("WARC-Record-ID").count();
+        assert!(records >= 5 && passed == records, "{file}: {passed} of {records} digests checked and passed:\n{said}");
+    }
+
     let live = read_with_warcio(Path::new(&out("live.warc.gz")));
     let offline = read_with_warcio(Path::new(&out("offline.warc.gz")));
     assert_eq!(live[1..], offline[1..], "the same records from the node's API and from its data dir");
@@ -139,5 +154,4 @@ async fn kept_responses_go_out_as_warc_and_text_as_wet_that_warcio_reads() {
         let text = r["payload"].as_str().unwrap();
         assert!(text.starts_with("Archive page ") && text.contains("lighthouse keepers"), "{r}");
     }
-    drop(python);
 }
