@@ -30,6 +30,10 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 # The NAT lab test builds network namespaces (ip) with masquerading routers (nft).
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v nft >/dev/null 2>&1 || need_apt+=(nftables)
+# The Debian package: cargo-deb reads shared-library dependencies with dpkg-shlibdeps, and its
+# test checks the unit with systemd-analyze.
+command -v dpkg-shlibdeps >/dev/null 2>&1 || need_apt+=(dpkg-dev)
+command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
 # mold links the ~40 test binaries and the release build several times faster than GNU ld;
 # the scripts run cargo under `mold -run`, which leaves cargo's fingerprints as they are.
 command -v mold >/dev/null 2>&1 || need_apt+=(mold)
