@@ -159,6 +159,8 @@ async fn the_package_installs_runs_as_its_user_and_purges_clean() {
     let verdict =
         |name: &str| checks.iter().find(|c| c["name"] == name).map(|c| c["verdict"].as_str().unwrap().to_string());
     assert_eq!(verdict("model and ONNX Runtime").as_deref(), Some("ok"), "{checks:?}");
+    let model = checks.iter().find(|c| c["name"] == "model and ONNX Runtime").unwrap();
+    assert!(model["detail"].as_str().unwrap().starts_with("/usr/lib/weft/models/"), "the package's own model: {model}");
     assert_eq!(verdict("data dir").as_deref(), Some("ok"), "{checks:?}");
     assert_eq!(
         verdict("contact for site owners").as_deref(),

@@ -32,10 +32,16 @@ fn sources(cfg: &ConfigArgs, overrides: Overrides) -> Sources {
 /// The binary's directory and the two above it, where relative model paths are looked for
 /// (`Sources::install_dirs`): `/usr/lib/weft/weft` finds the package's `/usr/lib/weft/models`,
 /// `target/release/weft` the checkout's `models/`. Symbolic links (`/usr/bin/weft`) are
-/// followed to the real binary.
+/// followed to the real binary. Last, the checkout the binary was built from, for a build whose
+/// target dir lives elsewhere (`CARGO_TARGET_DIR=/tmp/...`); on any other machine that path is
+/// not there and is passed over.
 fn install_dirs() -> Vec<PathBuf> {
-    let Ok(exe) = std::env::current_exe().and_then(std::fs::canonicalize) else { return Vec::new() };
-    exe.ancestors().skip(1).take(3).map(PathBuf::from).collect()
+    let mut dirs: Vec<PathBuf> = match std::env::current_exe().and_then(std::fs::canonicalize) {
+        Ok(exe) => exe.ancestors().skip(1).take(3).map(PathBuf::from).collect(),
+        Err(_) => Vec::new(),
+    };
+    dirs.push(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".."));
+    dirs
 }
 
 fn init_logging(format: LogFormat) {
