@@ -35,7 +35,8 @@ pub struct Sources {
     /// Where relative `embed.*` paths (the model, its tokenizer, ONNX Runtime) are looked for,
     /// in order: the installation's directories, found from the binary's own path (the `weft`
     /// binary passes its directory and the two above it, so `target/release/weft` finds the
-    /// checkout's `models/` and `/usr/lib/weft/weft` the package's). Never the working
+    /// checkout's `models/` and `/usr/lib/weft/weft` the package's, then the checkout it was
+    /// built from). Never the working
     /// directory: a service's or a shell's current directory says nothing about where the
     /// model is. Empty: relative paths stay as they are.
     pub install_dirs: Vec<PathBuf>,
