@@ -87,7 +87,7 @@ fn weft_join_writes_the_peer_into_the_config_and_the_node_joins_through_it() {
     // A volunteer's config with comments, and neither a peer nor a contact in it.
     let file = b_dir.path().join("weft.toml");
     let original = format!(
-        "# my node\ndata_dir = \"{}\"\n\n[index]\nenabled = false # a small box\n\n[api]\nlisten = \"127.0.0.1:0\"\n\n\
+        "# my node\ndata_dir = \"{}\"\n\n[crawl]\nconcurrency = 4 # a small box\n\n[api]\nlisten = \"127.0.0.1:0\"\n\n\
          [p2p]\nlisten = [\"/ip4/127.0.0.1/tcp/0\"]\nheartbeat_secs = 1\n",
         b_dir.path().join("data").display()
     );
@@ -121,7 +121,7 @@ fn weft_join_writes_the_peer_into_the_config_and_the_node_joins_through_it() {
         assert!(said.contains("systemd does not run on this machine"), "{said}");
     }
     let written = std::fs::read_to_string(&file).unwrap();
-    assert!(written.starts_with("# my node\n") && written.contains("enabled = false # a small box"), "{written}");
+    assert!(written.starts_with("# my node\n") && written.contains("concurrency = 4 # a small box"), "{written}");
     let parsed: toml::Table = written.parse().unwrap();
     assert_eq!(parsed["p2p"]["bootstrap"].as_array().unwrap()[0].as_str(), Some(boot.as_str()));
     assert_eq!(parsed["p2p"]["enabled"].as_bool(), Some(true));
