@@ -56,7 +56,7 @@ fn is_heading(tag: &str) -> bool {
 }
 
 /// Short lines that are interface, not content, in any site's article template.
-fn is_interface_line(text: &str) -> bool {
+pub(crate) fn is_interface_line(text: &str) -> bool {
     let t = text.trim().trim_end_matches([':', '.', '»', '›', '→']).trim().to_lowercase();
     if t.chars().count() > 60 {
         return false;
@@ -153,15 +153,25 @@ fn classify(b: &Block) -> Class {
     }
 }
 
+/// The rules' class of a block as a number (good 0, short 1, bad 2), for the learned
+/// classifier's features.
+pub(crate) fn rule_class(b: &Block) -> f32 {
+    match classify(b) {
+        Class::Good => 0.0,
+        Class::Short => 1.0,
+        Class::Bad => 2.0,
+    }
+}
+
 /// A short excerpt cut off with an ellipsis: a teaser for another page. Not prose on its own
 /// (kept between prose, dropped at the content's edges, where "related posts" lists sit).
-fn is_teaser(b: &Block) -> bool {
+pub(crate) fn is_teaser(b: &Block) -> bool {
     let end = b.text.trim_end();
     b.chars < 250 && (end.ends_with("...") || end.ends_with('…'))
 }
 
 /// A short paragraph that still reads as a sentence: kept even at the edges of the content.
-fn is_sentence(b: &Block) -> bool {
+pub(crate) fn is_sentence(b: &Block) -> bool {
     b.tag == "p" && b.chars >= 40 && b.link_chars == 0 && b.text.trim_end().ends_with(['.', '!', '?', '"', '”', '…'])
 }
 
@@ -191,10 +201,31 @@ pub enum Verdict {
     Outside,
 }
 
-/// Selects the main content of a walked page.
-pub fn select(walk: &Walk) -> MainContent {
+/// Selects the main content of a walked page, as `extract` does: with the shipped model over
+/// the rules' verdicts when there is one ([`crate::learned`]).
+pub fn select(walk: &Walk, url: Option<&url::Url>) -> MainContent {
+    select_with(walk, url, crate::learned::Selector::default_for_build())
+}
+
+/// Selects the main content with the rules alone or with a given model over them.
+pub fn select_with(walk: &Walk, url: Option<&url::Url>, selector: crate::learned::Selector<'_>) -> MainContent {
     let Some((verdicts, container, confidence)) = judge(walk) else { return MainContent::default() };
-    let blocks = verdicts.iter().enumerate().filter(|(_, v)| **v == Verdict::Kept).map(|(i, _)| i).collect();
+    let blocks = match selector {
+        crate::learned::Selector::Rules => {
+            verdicts.iter().enumerate().filter(|(_, v)| **v == Verdict::Kept).map(|(i, _)| i).collect()
+        }
+        crate::learned::Selector::Model(forest, threshold) => {
+            crate::learned::keep(forest, threshold, walk, url, &verdicts, container, confidence)
+                .iter()
+                .enumerate()
+                .filter(|(_, k)| **k)
+                .map(|(i, _)| i)
+                .collect()
+        }
+        crate::learned::Selector::Given(keep) => {
+            (0..walk.blocks.len()).filter(|&i| keep.get(i) == Some(&true)).collect()
+        }
+    };
     MainContent { blocks, container: Some(container), confidence }
 }
 

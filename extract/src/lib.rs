@@ -30,6 +30,7 @@ pub mod devset;
 mod dom;
 pub mod fingerprint;
 pub mod js;
+pub mod learned;
 pub mod links;
 pub mod metadata;
 #[cfg(feature = "reference")]
@@ -148,6 +149,18 @@ pub fn extract(body: &[u8], headers: &Headers, url: &Url) -> Extracted {
 /// work on the same DOM instead of parsing the page again: html5ever's parse is most of an
 /// extraction's cost.
 pub fn extract_with_dom(body: &[u8], headers: &Headers, url: &Url) -> (Extracted, scraper::Html) {
+    extract_with(body, headers, url, learned::Selector::default_for_build())
+}
+
+/// [`extract_with_dom`] with the blocks chosen by `selector`: the rules alone, or a given model
+/// (the `learn` and `eval` examples compare them on the same pages).
+#[doc(hidden)]
+pub fn extract_with(
+    body: &[u8],
+    headers: &Headers,
+    url: &Url,
+    selector: learned::Selector<'_>,
+) -> (Extracted, scraper::Html) {
     let mut warnings = Vec::new();
     let tld = url.host_str().and_then(|h| h.rsplit('.').next()).map(str::to_ascii_lowercase);
     let decoded = decode::decode(body, header(headers, "content-type"), tld.as_deref(), &mut warnings);
@@ -158,7 +171,7 @@ pub fn extract_with_dom(body: &[u8], headers: &Headers, url: &Url) -> (Extracted
     warnings.extend(walk.warnings.iter().cloned());
     let base = dom::base_url(&walk.meta, url);
     let metadata = metadata::metadata(&walk.meta, url, &base, header(headers, "content-language"));
-    let main = content::select(&walk);
+    let main = content::select_with(&walk, Some(url), selector);
 
     let in_main: std::collections::HashSet<u32> = main.blocks.iter().map(|&b| b as u32).collect();
     let links::Resolved { links, rejected: links_rejected, by_raw } = links::resolve(&walk.links, &base, |l| {
@@ -313,7 +326,7 @@ fn debug_walk<R>(body: &[u8], f: impl FnOnce(&dom::Walk) -> R) -> R {
 }
 
 fn outline(walk: &dom::Walk, min_chars: u32) -> String {
-    let main = content::select(walk);
+    let main = content::select(walk, None);
     let mut out = String::new();
     for (i, e) in walk.elems.iter().enumerate() {
         if e.text_chars < min_chars {
@@ -336,6 +349,22 @@ fn outline(walk: &dom::Walk, min_chars: u32) -> String {
         ));
     }
     out
+}
+
+/// Training rows for the learned classifier: every block's text and features (see
+/// [`learned::features`]), as [`extract`] walks the page.
+#[doc(hidden)]
+pub fn block_rows(body: &[u8], url: &Url) -> Vec<learned::BlockRow> {
+    debug_walk(body, |walk| {
+        let Some((verdicts, container, confidence)) = content::judge(walk) else { return Vec::new() };
+        let (rows, parents, chars) = learned::rows(walk, Some(url), &verdicts, container, confidence);
+        walk.blocks
+            .iter()
+            .zip(rows)
+            .zip(parents.into_iter().zip(chars))
+            .map(|((b, features), (parent, chars))| learned::BlockRow { text: b.text.clone(), features, parent, chars })
+            .collect()
+    })
 }
 
 /// Development aid for tuning the extractor: every block of the page's text with what became

@@ -1,10 +1,11 @@
 //! `weft extract [--url URL] [--format json|jsonl|text] PATH...`: run the extractor on files.
 //!
 //! Paths may be files or directories (walked recursively, in name order); `.gz` files are
-//! decompressed transparently. `jsonl` prints one object per input — `path` plus every field of
-//! the extraction, `text` holding the main text; `json` prints the same objects as one array;
-//! `text` prints the main text only (with a `==> path <==` header when there are several
-//! inputs). A path that cannot be read is reported on stderr and makes the result `false`;
+//! decompressed transparently. `jsonl` prints one object per input — `path`, `ms` (what its
+//! extraction took, reading not counted) and every field of the extraction, `text` holding the
+//! main text; `json` prints the same objects as one array; `text` prints the main text only
+//! (with a `==> path <==` header when there are several inputs). A path that cannot be read is
+//! reported on stderr and makes the result `false`;
 //! every readable input is extracted, whatever its bytes.
 
 use std::io::{Read, Write};
@@ -89,7 +90,10 @@ pub fn run(paths: &[PathBuf], url: Option<&Url>, format: Format, out: &mut dyn W
                 continue;
             }
         };
-        let e = weft_extract::extract(&body, &[], &page_url(path, url));
+        let url = page_url(path, url);
+        let started = std::time::Instant::now();
+        let e = weft_extract::extract(&body, &[], &url);
+        let ms = started.elapsed().as_secs_f64() * 1e3;
         match format {
             Format::Text => {
                 if many {
@@ -104,6 +108,9 @@ pub fn run(paths: &[PathBuf], url: Option<&Url>, format: Format, out: &mut dyn W
                 let mut v = serde_json::to_value(&e).expect("extraction serializes");
                 if let serde_json::Value::Object(m) = &mut v {
                     m.insert("path".into(), serde_json::Value::String(path.display().to_string()));
+                    // What the extraction took, single-threaded, in milliseconds (reading the
+                    // file not counted): a page that is slow to extract shows here.
+                    m.insert("ms".into(), serde_json::json!((ms * 1e3).round() / 1e3));
                 }
                 if format == Format::Jsonl {
                     let _ = writeln!(out, "{v}");
@@ -148,6 +155,7 @@ mod tests {
         assert_eq!(lines[0]["text"], "Hello there, this is the first page, with words.");
         assert_eq!(lines[1]["text"], "Second page from a gzip file, with words.");
         assert_eq!(lines[1]["links"][0]["url"], "https://site.test/next");
+        assert!(lines[0]["ms"].as_f64().unwrap() > 0.0, "{}", lines[0]["ms"]);
         for key in ["page_type", "template", "js", "fingerprints", "blocks", "word_count", "published", "warnings"] {
             assert!(lines[0].get(key).is_some(), "{key}");
         }

@@ -1,0 +1,356 @@
+//! Trains the learned block classifier on the dev sets and measures it out of fold (issue 38).
+//!
+//! ```text
+//! cargo run --release -p weft-extract --example learn                # out-of-fold figures
+//! cargo run --release -p weft-extract --example learn -- --write     # and ship a model trained on all
+//! cargo run --release -p weft-extract --example learn -- --folds 5 --trees 200 --depth 6
+//! ```
+//!
+//! Both dev sets (`../shared`, or `EXTRACTION_DEVSET` / `EXTRACTION_DEVSET_2`) are pooled and
+//! cut into `--folds` folds **by site**: every page of one host falls in one fold, so no site is
+//! both trained on and tested on. Each fold's pages are extracted with a model trained on the
+//! other folds, and scored with the sets' metric; the figures printed are those out-of-fold
+//! scores, per set and per page type, beside the rules alone on the same pages (the rules were
+//! written against these pages: theirs are in-sample figures, labelled so).
+//!
+//! `--write` then trains on every page and writes `extract/src/learned/model.txt`, the model
+//! `weft extract` and the node ship.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+use url::Url;
+use weft_extract::devset::{self, DevSet, PageScore};
+use weft_extract::learned::labels::Truth;
+use weft_extract::learned::train::{self, Params};
+use weft_extract::learned::{features, Model, Selector};
+
+struct Page {
+    set: &'static str,
+    id: String,
+    kind: String,
+    url: Url,
+    html: Vec<u8>,
+    truth: String,
+    fold: usize,
+    /// The hash of the page's site: the outer folds take it modulo the fold count, the inner
+    /// ones (a later stage's training) a different split of it.
+    site_hash: u64,
+    rows: Vec<[f32; features::COUNT]>,
+    parents: Vec<u32>,
+    chars: Vec<u32>,
+    labels: Vec<bool>,
+    weights: Vec<f32>,
+}
+
+/// The site a page belongs to, for grouping: its host without a leading `www.`.
+fn site(url: &Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    host.strip_prefix("www.").unwrap_or(host).to_string()
+}
+
+fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn load(folds: usize) -> Vec<Page> {
+    let mut pages = Vec::new();
+    for set in [devset::NEWS, devset::MODERN] {
+        let DevSet { name, .. } = set;
+        let Some(dir) = set.locate(None) else {
+            eprintln!("learn: the dev set {name} is not there (set {} or put it in ../shared)", set.env_var);
+            std::process::exit(2);
+        };
+        for p in devset::load(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let url = Url::parse(&p.url).unwrap_or_else(|_| Url::parse("https://unknown.invalid/").unwrap());
+            let site_hash = xxhash_rust::xxh3::xxh3_64(site(&url).as_bytes());
+            let fold = (site_hash % folds as u64) as usize;
+            let truth = Truth::new(&p.truth);
+            let blocks = weft_extract::block_rows(&p.html, &url);
+            let words: Vec<f32> = blocks.iter().map(|b| b.text.split_whitespace().count() as f32 + 1.0).collect();
+            let total: f32 = words.iter().sum::<f32>().max(1.0);
+            let labels = blocks.iter().map(|b| truth.share(&b.text) >= 0.5).collect();
+            let rows = blocks.iter().map(|b| b.features).collect();
+            let parents = blocks.iter().map(|b| b.parent).collect();
+            let chars = blocks.iter().map(|b| b.chars).collect();
+            let weights = words.iter().map(|w| w / total).collect();
+            pages.push(Page {
+                set: name,
+                id: p.id,
+                kind: p.kind,
+                url,
+                html: p.html,
+                truth: p.truth,
+                fold,
+                site_hash,
+                rows,
+                parents,
+                chars,
+                labels,
+                weights,
+            });
+        }
+    }
+    pages
+}
+
+/// Trains a model of `stages` stages on `pages`. A later stage is trained on what the stage
+/// before thinks of pages it was not trained on (an inner cross-validation by site, like the
+/// outer one), so that it learns how far to trust that stage on unseen sites.
+fn train_on(pages: &[&Page], params: Params, stages: usize, inner_folds: usize) -> Model {
+    let first = |pages: &[&Page]| {
+        let (mut rows, mut labels, mut weights) = (Vec::new(), Vec::new(), Vec::new());
+        for p in pages {
+            rows.extend(p.rows.iter().map(|r| r.to_vec()));
+            labels.extend(&p.labels);
+            weights.extend(&p.weights);
+        }
+        train::train(&rows, &labels, &weights, params)
+    };
+    let mut model = Model { stages: vec![first(pages)] };
+    for _ in 1..stages {
+        // What the model so far says of each page, from models that did not see its site.
+        let mut seen: Vec<Vec<f32>> = vec![Vec::new(); pages.len()];
+        for inner in 0..inner_folds {
+            let group = |p: &Page| ((p.site_hash >> 32) % inner_folds as u64) as usize == inner;
+            let train_pages: Vec<&Page> = pages.iter().copied().filter(|p| !group(p)).collect();
+            let mut partial = Model { stages: vec![first(&train_pages)] };
+            partial.stages.extend(model.stages[1..].iter().cloned());
+            for (k, p) in pages.iter().enumerate().filter(|(_, p)| group(p)) {
+                seen[k] = partial.probabilities(&p.rows, &p.parents, &p.chars);
+            }
+        }
+        let (mut rows, mut labels, mut weights) = (Vec::new(), Vec::new(), Vec::new());
+        for (p, probs) in pages.iter().zip(&seen) {
+            for (x, c) in p.rows.iter().zip(features::context(&p.parents, &p.chars, probs)) {
+                let mut wide = x.to_vec();
+                wide.extend_from_slice(&c);
+                rows.push(wide);
+            }
+            labels.extend(&p.labels);
+            weights.extend(&p.weights);
+        }
+        model.stages.push(train::train(&rows, &labels, &weights, params));
+    }
+    model
+}
+
+fn score(p: &Page, selector: Selector<'_>) -> PageScore {
+    let (e, _) = weft_extract::extract_with(&p.html, &[], &p.url, selector);
+    devset::score_page(&p.truth, &e.text)
+}
+
+/// The reference extractors' predictions for the dev sets, written by
+/// `scripts/extract-references.sh`: per extractor, `(set, id)` → (text, milliseconds).
+type Predictions = BTreeMap<(String, String), (String, f64)>;
+
+fn references() -> Vec<(&'static str, Predictions)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/extract-references");
+    let mut out = Vec::new();
+    for name in ["trafilatura", "rs-trafilatura"] {
+        let mut predictions = Predictions::new();
+        for set in [devset::NEWS.name, devset::MODERN.name] {
+            let path = dir.join(format!("{name}-{set}.json"));
+            let Ok(bytes) = std::fs::read(&path) else { continue };
+            let v: serde_json::Value = serde_json::from_slice(&bytes).expect("predictions are JSON");
+            for (id, p) in v.as_object().into_iter().flatten() {
+                let text = p["articleBody"].as_str().unwrap_or_default().to_string();
+                predictions.insert((set.to_string(), id.clone()), (text, p["ms"].as_f64().unwrap_or(f64::NAN)));
+            }
+        }
+        if predictions.is_empty() {
+            eprintln!("learn: no {name} predictions in {} (run scripts/extract-references.sh)", dir.display());
+        } else {
+            out.push((name, predictions));
+        }
+    }
+    out
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn main() {
+    let folds: usize = arg("--folds", 5);
+    let params = Params {
+        trees: arg("--trees", Params::default().trees),
+        depth: arg("--depth", Params::default().depth),
+        learning_rate: arg("--rate", Params::default().learning_rate),
+        ..Params::default()
+    };
+    let thresholds = [0.3f32, 0.4, 0.5, 0.6];
+    let stages: usize = arg("--stages", 1);
+    let inner: usize = arg("--inner", 3);
+    let started = Instant::now();
+    let pages = load(folds);
+    let rows: usize = pages.iter().map(|p| p.rows.len()).sum();
+    println!(
+        "{} pages, {} blocks, {} features, {} folds by site; loaded in {:.1} s",
+        pages.len(),
+        rows,
+        features::COUNT,
+        folds,
+        started.elapsed().as_secs_f64()
+    );
+    // Out of fold: each page scored by a model that never saw its site.
+    let mut oof: Vec<Vec<PageScore>> = vec![Vec::new(); thresholds.len()];
+    let mut index = Vec::new();
+    for fold in 0..folds {
+        let t = Instant::now();
+        let train_pages: Vec<&Page> = pages.iter().filter(|p| p.fold != fold).collect();
+        let forest = train_on(&train_pages, params, stages, inner);
+        let trained = t.elapsed().as_secs_f64();
+        let look: Vec<String> = std::env::args()
+            .skip_while(|a| a != "--page")
+            .nth(1)
+            .into_iter()
+            .flat_map(|s| s.split(',').map(str::to_string).collect::<Vec<_>>())
+            .collect();
+        for p in pages.iter().filter(|p| p.fold == fold && look.contains(&p.id)) {
+            let texts = weft_extract::block_rows(&p.html, &p.url);
+            let probs = forest.probabilities(&p.rows, &p.parents, &p.chars);
+            println!("--- {} {} {}", p.id, p.kind, p.url);
+            for (name, sel) in [("model", Selector::Model(&forest, 0.5)), ("labels", Selector::Given(&p.labels))] {
+                let (e, _) = weft_extract::extract_with(&p.html, &[], &p.url, sel);
+                let short: String = e.text.chars().take(600).collect();
+                println!("{name}: {} chars, blocks {}: {short:?}", e.text.len(), e.blocks.len());
+            }
+            println!("truth: {:?}", p.truth.chars().take(300).collect::<String>());
+            for (k, b) in texts.iter().enumerate() {
+                let short: String = b.text.chars().take(90).collect();
+                println!(
+                    "{k:>4} label {} p {:.2} rule {} {:>5} {short:?}",
+                    u8::from(p.labels[k]),
+                    probs[k],
+                    b.features[0],
+                    b.text.len()
+                );
+            }
+        }
+        for (i, p) in pages.iter().enumerate().filter(|(_, p)| p.fold == fold) {
+            index.push(i);
+            for (k, &th) in thresholds.iter().enumerate() {
+                oof[k].push(score(p, Selector::Model(&forest, th)));
+            }
+        }
+        println!(
+            "fold {fold}: trained in {trained:.1} s, {} pages tested",
+            pages.iter().filter(|p| p.fold == fold).count()
+        );
+    }
+    let rules: Vec<PageScore> = index.iter().map(|&i| score(&pages[i], Selector::Rules)).collect();
+    let refs = references();
+    let ref_scores: Vec<Vec<PageScore>> = refs
+        .iter()
+        .map(|(_, pr)| {
+            index
+                .iter()
+                .map(|&i| {
+                    let p = &pages[i];
+                    let text = pr.get(&(p.set.to_string(), p.id.clone())).map_or("", |(t, _)| t.as_str());
+                    devset::score_page(&p.truth, text)
+                })
+                .collect()
+        })
+        .collect();
+    let ceiling: Vec<PageScore> = index.iter().map(|&i| score(&pages[i], Selector::Given(&pages[i].labels))).collect();
+    // Per set and page type.
+    let mut groups: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    for (k, &i) in index.iter().enumerate() {
+        let p = &pages[i];
+        groups.entry((p.set.to_string(), "all".into())).or_default().push(k);
+        if p.set == devset::MODERN.name {
+            groups.entry((p.set.to_string(), p.kind.clone())).or_default().push(k);
+        }
+    }
+    print!("\n{:<22} {:<14} {:>5}  {:>16}", "set", "pages", "n", "rules (in-sample)");
+    for th in thresholds {
+        print!("  {:>12}", format!("model@{th}"));
+    }
+    print!("  {:>8}", "labels");
+    for (name, _) in &refs {
+        print!("  {name:>14}");
+    }
+    println!();
+    for ((set, kind), ks) in &groups {
+        let pick = |v: &[PageScore]| ks.iter().map(|&k| v[k]).collect::<Vec<_>>();
+        print!("{set:<22} {kind:<14} {:>5}  {:>16.3}", ks.len(), devset::summarize(&pick(&rules)).f1);
+        for o in &oof {
+            print!("  {:>12.3}", devset::summarize(&pick(o)).f1);
+        }
+        print!("  {:>8.3}", devset::summarize(&pick(&ceiling)).f1);
+        for r in &ref_scores {
+            print!("  {:>14.3}", devset::summarize(&pick(r)).f1);
+        }
+        println!();
+    }
+    let pr = |v: &[PageScore]| {
+        let s = devset::summarize(v);
+        format!("P {:.3} R {:.3}", s.precision, s.recall)
+    };
+    println!(
+        "\nprecision and recall over both sets: rules {}, model@0.5 {}, labels {}",
+        pr(&rules),
+        pr(&oof[2]),
+        pr(&ceiling)
+    );
+    if std::env::args().any(|a| a == "--worst") {
+        let mut gaps: Vec<(f64, usize)> = (0..index.len()).map(|k| (ceiling[k].f1() - oof[2][k].f1(), k)).collect();
+        gaps.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for (gap, k) in gaps.iter().take(25) {
+            let p = &pages[index[*k]];
+            let (o, c) = (oof[2][*k], ceiling[*k]);
+            println!(
+                "{gap:.2} {} {} {:<13} model F1 {:.2} (tp {:.2} fp {:.2} fn {:.2}) labels {:.2} rules {:.2} {}",
+                p.set,
+                p.id,
+                p.kind,
+                o.f1(),
+                o.tp,
+                o.fp,
+                o.fn_,
+                c.f1(),
+                rules[*k].f1(),
+                p.url
+            );
+        }
+    }
+    // Time per page, single-threaded: ours with the shipped model (median of 3 runs a page).
+    let ours: Vec<f64> = pages
+        .iter()
+        .map(|p| {
+            median(
+                (0..3)
+                    .map(|_| {
+                        let t = Instant::now();
+                        let _ = weft_extract::extract_with(&p.html, &[], &p.url, Selector::default_for_build());
+                        t.elapsed().as_secs_f64() * 1e3
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    print!("\nmedian ms per page: weft-extract {:.2}", median(ours));
+    for (name, pr) in &refs {
+        print!(", {name} {:.2}", median(pr.values().map(|(_, ms)| *ms).collect()));
+    }
+    println!();
+    if let Some(path) = std::env::args()
+        .any(|a| a == "--write")
+        .then(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/learned/model.txt"))
+    {
+        let all: Vec<&Page> = pages.iter().collect();
+        let model = train_on(&all, params, stages, inner);
+        std::fs::write(&path, model.to_text()).expect("write the model");
+        let trees: usize = model.stages.iter().map(|f| f.trees.len()).sum();
+        println!(
+            "\nwrote {} ({} stages, {trees} trees, {} bytes)",
+            path.display(),
+            model.stages.len(),
+            model.to_text().len()
+        );
+    }
+    println!("total {:.1} s", started.elapsed().as_secs_f64());
+}

@@ -1,0 +1,572 @@
+//! What the block classifier sees of one text block: the facts the walk and the rules already
+//! computed, as numbers. The rules' own verdict is among them, so the model learns where to
+//! overrule them rather than relearning the page from nothing.
+//!
+//! Every feature is cheap (one pass over the elements for the inherited ones, one over the
+//! blocks) and bounded (ratios, logarithms, flags): nothing here can make a page slow.
+
+use crate::content::{self, Verdict};
+use crate::dom::{Block, ElemId, Walk, NO_PARENT};
+
+/// Class/id word groups, looked for in the class and id of the block's element and its
+/// ancestors (each group one feature: is it on the element itself or above it).
+const GROUPS: &[&[&str]] = &[
+    &["nav", "menu", "breadcrumb", "toolbar", "pagination", "pager"],
+    &["footer", "copyright", "legal", "colophon"],
+    &["header", "masthead", "topbar", "banner"],
+    &["sidebar", "aside", "widget", "rail"],
+    &["comment", "reply", "discuss", "respond", "thread", "forum", "post"],
+    &["share", "social", "follow"],
+    &["related", "recommend", "more", "trending", "popular", "teaser", "card"],
+    &["ad", "ads", "advert", "sponsor", "promo", "banner"],
+    &["content", "article", "entry", "body", "main", "text", "story", "prose", "rich"],
+    &["author", "byline", "bio", "profile"],
+    &["meta", "date", "tag", "tags", "categor", "label"],
+    &["cookie", "consent", "newsletter", "subscribe", "signup", "modal", "popup"],
+    &["product", "price", "description", "spec", "review", "detail", "feature"],
+    &["title", "heading", "headline", "caption"],
+];
+
+/// What a page says it is, in its JSON-LD `@type`s and `og:type` (matched as quoted words in
+/// the JSON-LD, whole values in `og:type`): one feature each, for every block of the page.
+const PAGE_KINDS: &[&[&str]] = &[
+    &["Article", "NewsArticle", "BlogPosting", "Report", "ScholarlyArticle", "article"],
+    &["Product", "Offer", "AggregateOffer", "product", "og:product"],
+    &["DiscussionForumPosting", "QAPage", "Question", "Answer", "Comment", "SocialMediaPosting"],
+    &["ItemList", "CollectionPage", "SearchResultsPage", "OfferCatalog"],
+    &["FAQPage", "HowTo", "Recipe", "TechArticle", "APIReference"],
+    &["Service", "Organization", "LocalBusiness", "WebSite", "website"],
+];
+
+/// Words of the URL's path that say what a page is (whole path segments or their words).
+const URL_KINDS: &[&[&str]] = &[
+    &["news", "blog", "article", "articles", "story", "post", "posts", "opinion"],
+    &["product", "products", "p", "dp", "item", "shop", "store", "buy"],
+    &["forum", "forums", "thread", "threads", "t", "topic", "community", "discussion", "questions", "comments", "r"],
+    &["docs", "doc", "documentation", "guide", "guides", "manual", "reference", "api", "help", "learn", "wiki"],
+    &["category", "categories", "collection", "collections", "tag", "tags", "search", "list", "c"],
+    &["services", "service", "solutions", "pricing", "features", "about", "contact"],
+];
+
+/// Blocks either side of a block that its context features look at.
+const WINDOW: usize = 3;
+
+/// How many numbers describe a block.
+pub const COUNT: usize = 50 + 2 * GROUPS.len() + 8 + PAGE_KINDS.len() + URL_KINDS.len() + 1 + 6;
+
+/// The names of the features, in order, for reports (the training example prints the ones the
+/// trees split on most).
+pub fn names() -> Vec<String> {
+    let mut n: Vec<String> = [
+        "verdict_kept",
+        "verdict_bad",
+        "verdict_edge",
+        "verdict_boiler",
+        "verdict_outside",
+        "rule_class",
+        "ln_chars",
+        "link_density",
+        "ln_words",
+        "mean_word_len",
+        "punctuation",
+        "ends_sentence",
+        "digits",
+        "capitalised_words",
+        "interface_line",
+        "teaser",
+        "sentence",
+        "heading_level",
+        "tag_p",
+        "tag_li",
+        "tag_cell",
+        "tag_pre",
+        "tag_blockquote",
+        "tag_definition",
+        "tag_figcaption",
+        "tag_other",
+        "depth",
+        "in_container",
+        "depth_below_container",
+        "position",
+        "chars_before",
+        "own_weight",
+        "ancestor_weight",
+        "boiler",
+        "own_boiler",
+        "content_hint_above",
+        "parent_link_density",
+        "parent_ln_chars",
+        "parent_blocks",
+        "prev_kept",
+        "next_kept",
+        "prev_ln_chars",
+        "next_ln_chars",
+        "prev_link_density",
+        "next_link_density",
+        "confidence",
+        "page_ln_blocks",
+        "page_kept_share",
+        "siblings_same_tag",
+        "commas",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for g in GROUPS {
+        n.push(format!("own_{}", g[0]));
+    }
+    for g in GROUPS {
+        n.push(format!("above_{}", g[0]));
+    }
+    for c in [
+        "window_good",
+        "window_kept",
+        "window_link_density",
+        "ln_distance_to_kept",
+        "inside_kept_span",
+        "kept_chars_before",
+        "title_overlap",
+        "is_first_h1",
+    ] {
+        n.push(c.to_string());
+    }
+    for k in PAGE_KINDS {
+        n.push(format!("page_says_{}", k[0]));
+    }
+    for k in URL_KINDS {
+        n.push(format!("url_says_{}", k[0]));
+    }
+    n.push("url_depth".to_string());
+    for c in [
+        "chars_of_longest",
+        "levels_up_to_anchor",
+        "anchor_levels_up",
+        "same_parent_as_anchor",
+        "parent_page_share",
+        "grandparent_page_share",
+    ] {
+        n.push(c.to_string());
+    }
+    n
+}
+
+/// The element's ancestors, nearest first, the element included.
+fn ancestors<'w>(walk: &'w Walk<'_>, mut e: ElemId) -> impl Iterator<Item = ElemId> + 'w {
+    std::iter::from_fn(move || {
+        if e == NO_PARENT {
+            return None;
+        }
+        let at = e;
+        e = walk.elems[e as usize].parent;
+        Some(at)
+    })
+}
+
+/// Which of [`PAGE_KINDS`] the page declares, as bits.
+fn page_kinds(walk: &Walk) -> u32 {
+    let og: Vec<&str> = walk.meta.metas.iter().filter(|(k, _)| k == "og:type").map(|(_, v)| v.as_str()).collect();
+    let mut bits = 0u32;
+    for (k, words) in PAGE_KINDS.iter().enumerate() {
+        let said = words.iter().any(|w| {
+            let quoted = format!("\"{w}\"");
+            walk.meta.json_ld.iter().any(|j| j.contains(&quoted)) || og.iter().any(|o| o.eq_ignore_ascii_case(w))
+        });
+        if said {
+            bits |= 1 << k;
+        }
+    }
+    bits
+}
+
+/// Which of [`URL_KINDS`] the URL's path says, as bits, and its depth (segments).
+fn url_kinds(url: Option<&url::Url>) -> (u32, u32) {
+    let Some(url) = url else { return (0, 0) };
+    let mut bits = 0u32;
+    let mut depth = 0;
+    for segment in url.path_segments().into_iter().flatten().filter(|s| !s.is_empty()) {
+        depth += 1;
+        let lower = segment.to_ascii_lowercase();
+        for (k, words) in URL_KINDS.iter().enumerate() {
+            let whole = words.contains(&lower.as_str());
+            let word = lower.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w.len() > 2 && words.contains(&w));
+            if whole || word {
+                bits |= 1 << k;
+            }
+        }
+    }
+    (bits, depth)
+}
+
+/// The lowercase words of a text, for overlaps.
+fn word_set(text: &str) -> std::collections::HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+}
+
+/// The class/id word groups an element's `class id` label carries, as bits.
+fn group_bits(label: &str) -> u32 {
+    let mut bits = 0u32;
+    if label.is_empty() {
+        return bits;
+    }
+    for token in label.split(|c: char| !c.is_ascii_alphanumeric()).filter(|t| !t.is_empty()) {
+        let t = token.to_ascii_lowercase();
+        for (g, words) in GROUPS.iter().enumerate() {
+            // Short words match whole tokens (`ad` must not match `header`); longer ones match
+            // as prefixes (`comment` in `comments`, `categor` in `category`).
+            if words.iter().any(|w| if w.len() <= 3 { t == *w } else { t.starts_with(w) }) {
+                bits |= 1 << g;
+            }
+        }
+    }
+    bits
+}
+
+fn ratio(a: u32, b: u32) -> f32 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f32 / b as f32
+    }
+}
+
+fn ln(x: u32) -> f32 {
+    (1.0 + x as f32).ln()
+}
+
+fn heading_level(tag: &str) -> f32 {
+    match tag {
+        "h1" => 1.0,
+        "h2" => 2.0,
+        "h3" => 3.0,
+        "h4" => 4.0,
+        "h5" => 5.0,
+        "h6" => 6.0,
+        _ => 0.0,
+    }
+}
+
+/// Word, punctuation, digit and capitalisation counts of a block's text.
+struct TextStats {
+    words: u32,
+    word_chars: u32,
+    punctuation: u32,
+    digits: u32,
+    capitalised: u32,
+    commas: u32,
+}
+
+fn text_stats(text: &str) -> TextStats {
+    let mut s = TextStats { words: 0, word_chars: 0, punctuation: 0, digits: 0, capitalised: 0, commas: 0 };
+    for w in text.split_whitespace() {
+        s.words += 1;
+        s.word_chars += w.chars().count() as u32;
+        if w.chars().next().is_some_and(char::is_uppercase) {
+            s.capitalised += 1;
+        }
+    }
+    for c in text.chars() {
+        if matches!(c, '.' | ',' | ';' | ':' | '!' | '?' | '。' | '、' | '，') {
+            s.punctuation += 1;
+        }
+        if matches!(c, ',' | '，' | '、') {
+            s.commas += 1;
+        }
+        if c.is_ascii_digit() {
+            s.digits += 1;
+        }
+    }
+    s
+}
+
+fn verdict_kept(v: Option<&Verdict>) -> f32 {
+    f32::from(u8::from(v == Some(&Verdict::Kept)))
+}
+
+/// The features of every block of `walk`, given the rules' verdicts, container and confidence
+/// ([`content::judge`]). One row of [`COUNT`] numbers per block, in block order.
+pub fn blocks(
+    walk: &Walk,
+    url: Option<&url::Url>,
+    verdicts: &[Verdict],
+    container: ElemId,
+    confidence: f32,
+) -> Vec<[f32; COUNT]> {
+    let n = walk.elems.len();
+    // Inherited facts, top-down (the arena lists parents before children).
+    let mut own_bits = vec![0u32; n];
+    let mut above_bits = vec![0u32; n];
+    let mut ancestor_weight = vec![0i32; n];
+    let mut hint_above = vec![false; n];
+    let mut in_container = vec![false; n];
+    for (i, e) in walk.elems.iter().enumerate() {
+        own_bits[i] = group_bits(&e.label);
+        if e.parent != NO_PARENT {
+            let p = e.parent as usize;
+            above_bits[i] = above_bits[p] | own_bits[p];
+            ancestor_weight[i] = ancestor_weight[p] + i32::from(walk.elems[p].weight);
+            hint_above[i] = hint_above[p] || walk.elems[p].content_hint;
+            in_container[i] = in_container[p];
+        }
+        if i as ElemId == container {
+            in_container[i] = true;
+        }
+    }
+    let container_depth = walk.elems.get(container as usize).map_or(0, |e| e.depth);
+    let total_chars: u32 = walk.blocks.iter().map(|b| b.chars).sum();
+    let kept_chars: u32 =
+        walk.blocks.iter().zip(verdicts).filter(|(_, v)| **v == Verdict::Kept).map(|(b, _)| b.chars).sum();
+    // How many blocks share a parent element and a tag: a list's items, a thread's posts.
+    let mut family: std::collections::HashMap<(ElemId, &str), u32> = std::collections::HashMap::new();
+    for b in &walk.blocks {
+        *family.entry((walk.elems[b.elem as usize].parent, b.tag)).or_default() += 1;
+    }
+    let blocks = walk.blocks.len();
+    let good: Vec<f32> = walk.blocks.iter().map(|b| f32::from(u8::from(content::rule_class(b) == 0.0))).collect();
+    let kept: Vec<bool> = verdicts.iter().map(|v| *v == Verdict::Kept).collect();
+    let first_kept = kept.iter().position(|k| *k);
+    let last_kept = kept.iter().rposition(|k| *k);
+    // Blocks to the nearest kept block, both ways.
+    let mut distance = vec![u32::MAX; blocks];
+    let mut last = None;
+    for i in 0..blocks {
+        if kept[i] {
+            last = Some(i);
+        }
+        distance[i] = last.map_or(u32::MAX, |l| (i - l) as u32);
+    }
+    last = None;
+    for i in (0..blocks).rev() {
+        if kept[i] {
+            last = Some(i);
+        }
+        distance[i] = distance[i].min(last.map_or(u32::MAX, |l| (l - i) as u32));
+    }
+    let title = word_set(walk.meta.title.as_deref().unwrap_or_default());
+    let page = page_kinds(walk);
+    let (url_bits, url_depth) = url_kinds(url);
+    // The anchor: the block with the most text outside links among the rules' prose — the
+    // surest piece of the main text. How far up a block must go to meet it says whether it sits
+    // in the same part of the page.
+    let anchor = (0..blocks)
+        .filter(|&i| good[i] > 0.0)
+        .max_by_key(|&i| walk.blocks[i].chars - walk.blocks[i].link_chars.min(walk.blocks[i].chars));
+    let anchor_path: Vec<ElemId> = anchor.map(|a| ancestors(walk, walk.blocks[a].elem).collect()).unwrap_or_default();
+    let longest = walk.blocks.iter().map(|b| b.chars).max().unwrap_or(0);
+    let root_chars = walk.elems.first().map_or(0, |e| e.text_chars);
+    let mut kept_before = 0u32;
+    let mut before = 0u32;
+    let mut out = Vec::with_capacity(blocks);
+    for (i, b) in walk.blocks.iter().enumerate() {
+        let e = &walk.elems[b.elem as usize];
+        let parent = (e.parent != NO_PARENT).then(|| &walk.elems[e.parent as usize]);
+        let stats = text_stats(&b.text);
+        let prev: Option<&Block> = i.checked_sub(1).map(|p| &walk.blocks[p]);
+        let next: Option<&Block> = walk.blocks.get(i + 1);
+        let v = verdicts[i];
+        let tag = b.tag;
+        let mut f = [0f32; COUNT];
+        let mut k = 0;
+        let mut put = |x: f32| {
+            f[k] = x;
+            k += 1;
+        };
+        for verdict in [Verdict::Kept, Verdict::Bad, Verdict::Edge, Verdict::Boiler, Verdict::Outside] {
+            put(f32::from(u8::from(v == verdict)));
+        }
+        put(content::rule_class(b));
+        put(ln(b.chars));
+        put(ratio(b.link_chars, b.chars));
+        put(ln(stats.words));
+        put(ratio(stats.word_chars, stats.words));
+        put(ratio(stats.punctuation, b.chars));
+        put(f32::from(u8::from(b.text.trim_end().ends_with(['.', '!', '?', '"', '”', '…', '。']))));
+        put(ratio(stats.digits, b.chars));
+        put(ratio(stats.capitalised, stats.words));
+        put(f32::from(u8::from(content::is_interface_line(&b.text))));
+        put(f32::from(u8::from(content::is_teaser(b))));
+        put(f32::from(u8::from(content::is_sentence(b))));
+        put(heading_level(tag));
+        put(f32::from(u8::from(tag == "p")));
+        put(f32::from(u8::from(tag == "li")));
+        put(f32::from(u8::from(matches!(tag, "td" | "th"))));
+        put(f32::from(u8::from(matches!(tag, "pre" | "code"))));
+        put(f32::from(u8::from(tag == "blockquote")));
+        put(f32::from(u8::from(matches!(tag, "dt" | "dd"))));
+        put(f32::from(u8::from(tag == "figcaption")));
+        put(f32::from(u8::from(
+            heading_level(tag) == 0.0
+                && !matches!(
+                    tag,
+                    "p" | "li" | "td" | "th" | "pre" | "code" | "blockquote" | "dt" | "dd" | "figcaption"
+                ),
+        )));
+        put(f32::from(e.depth));
+        let inside = in_container[b.elem as usize];
+        put(f32::from(u8::from(inside)));
+        put(if inside { f32::from(e.depth.saturating_sub(container_depth)) } else { -1.0 });
+        put(ratio(i as u32, blocks as u32));
+        put(ratio(before, total_chars));
+        put(f32::from(e.weight));
+        put(ancestor_weight[b.elem as usize].clamp(-200, 200) as f32);
+        put(f32::from(u8::from(e.boiler)));
+        put(match e.own_boiler {
+            None => 0.0,
+            Some(crate::dom::BoilerBy::Tag) => 1.0,
+            Some(crate::dom::BoilerBy::Role) => 2.0,
+            Some(crate::dom::BoilerBy::ClassId) => 3.0,
+        });
+        put(f32::from(u8::from(hint_above[b.elem as usize] || e.content_hint)));
+        put(parent.map_or(0.0, |p| ratio(p.link_chars, p.text_chars)));
+        put(parent.map_or(0.0, |p| ln(p.text_chars)));
+        put(parent.map_or(0.0, |p| ln(p.blocks)));
+        put(verdict_kept(i.checked_sub(1).and_then(|p| verdicts.get(p))));
+        put(verdict_kept(verdicts.get(i + 1)));
+        put(prev.map_or(0.0, |p| ln(p.chars)));
+        put(next.map_or(0.0, |p| ln(p.chars)));
+        put(prev.map_or(0.0, |p| ratio(p.link_chars, p.chars)));
+        put(next.map_or(0.0, |p| ratio(p.link_chars, p.chars)));
+        put(confidence);
+        put(ln(blocks as u32));
+        put(ratio(kept_chars, total_chars));
+        put(ln(family.get(&(e.parent, tag)).copied().unwrap_or(0)));
+        put(ln(stats.commas));
+        for g in 0..GROUPS.len() {
+            put(f32::from(u8::from(own_bits[b.elem as usize] & (1 << g) != 0)));
+        }
+        for g in 0..GROUPS.len() {
+            put(f32::from(u8::from(above_bits[b.elem as usize] & (1 << g) != 0)));
+        }
+        let window = i.saturating_sub(WINDOW)..(i + WINDOW + 1).min(blocks);
+        let others = (window.len() - 1).max(1) as f32;
+        let around = |x: &dyn Fn(usize) -> f32| window.clone().filter(|&j| j != i).map(x).sum::<f32>() / others;
+        put(around(&|j| good[j]));
+        put(around(&|j| f32::from(u8::from(kept[j]))));
+        put(around(&|j| ratio(walk.blocks[j].link_chars, walk.blocks[j].chars)));
+        put(if distance[i] == u32::MAX { 10.0 } else { ln(distance[i]) });
+        put(f32::from(u8::from(first_kept.is_some_and(|f| f <= i) && last_kept.is_some_and(|l| i <= l))));
+        put(ratio(kept_before, kept_chars));
+        let words = word_set(&b.text);
+        put(if words.is_empty() {
+            0.0
+        } else {
+            words.iter().filter(|w| title.contains(*w)).count() as f32 / words.len() as f32
+        });
+        put(f32::from(u8::from(walk.meta.first_h1.as_deref() == Some(b.text.trim()))));
+        for g in 0..PAGE_KINDS.len() {
+            put(f32::from(u8::from(page & (1 << g) != 0)));
+        }
+        for g in 0..URL_KINDS.len() {
+            put(f32::from(u8::from(url_bits & (1 << g) != 0)));
+        }
+        put(url_depth as f32);
+        put(ratio(b.chars, longest));
+        let meet = ancestors(walk, b.elem)
+            .enumerate()
+            .find_map(|(up, a)| anchor_path.iter().position(|&x| x == a).map(|au| (up, au)));
+        let (up, anchor_up) = meet.map_or((30.0, 30.0), |(u, a)| (u as f32, a as f32));
+        put(up);
+        put(anchor_up);
+        put(f32::from(u8::from(anchor.is_some_and(|a| walk.elems[walk.blocks[a].elem as usize].parent == e.parent))));
+        put(parent.map_or(0.0, |p| ratio(p.text_chars, root_chars)));
+        let grandparent = parent.and_then(|p| (p.parent != NO_PARENT).then(|| &walk.elems[p.parent as usize]));
+        put(grandparent.map_or(0.0, |g| ratio(g.text_chars, root_chars)));
+        debug_assert_eq!(k, COUNT);
+        if kept[i] {
+            kept_before += b.chars;
+        }
+        before += b.chars;
+        out.push(f);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_the_count_and_groups_match_words_not_substrings() {
+        assert_eq!(names().len(), COUNT);
+        assert_eq!(group_bits("site-header ad"), (1 << 2) | (1 << 7));
+        assert_eq!(group_bits("shadow"), 0, "`ad` is a whole word, not a substring");
+        assert_eq!(group_bits("comments-list"), 1 << 4);
+        assert_eq!(group_bits(""), 0);
+    }
+
+    #[test]
+    fn a_page_s_blocks_get_finite_features_that_say_what_they_are() {
+        let html = br#"<html><head><title>Trail pack review</title>
+            <script type="application/ld+json">{"@type": "Product", "name": "Trail pack"}</script></head>
+            <body><nav class="site-nav"><a href="/">Home</a> <a href="/shop">Shop</a></nav>
+            <article class="post-content"><h1>Trail pack review</h1>
+            <p>This pack carries a day's gear, with pockets for everything, and it fits most backs well.</p>
+            <p>Its fabric sheds rain, its zips run smoothly, and the hip belt takes the weight off.</p></article>
+            <footer class="footer">Copyright 2026</footer></body></html>"#;
+        let url = url::Url::parse("https://shop.test/product/trail-pack").unwrap();
+        let rows = crate::block_rows(html, &url);
+        assert!(rows.len() >= 4, "{rows:?}");
+        let names = names();
+        let at = |name: &str| names.iter().position(|n| n == name).unwrap();
+        for r in &rows {
+            assert!(r.features.iter().all(|x| x.is_finite()), "{r:?}");
+            assert_eq!(r.features[at("page_says_Product")], 1.0, "the JSON-LD type reaches every block");
+            assert_eq!(r.features[at("url_says_product")], 1.0);
+        }
+        let prose = rows.iter().find(|r| r.text.starts_with("This pack")).unwrap();
+        assert_eq!(prose.features[at("verdict_kept")], 1.0);
+        assert_eq!(prose.features[at("above_content")], 1.0, "inside `post-content`");
+        let nav = rows.iter().find(|r| r.text.contains("Home")).unwrap();
+        assert_eq!(nav.features[at("verdict_kept")], 0.0);
+        assert_eq!(nav.features[at("own_nav")] + nav.features[at("above_nav")], 1.0, "{nav:?}");
+        assert!(nav.features[at("link_density")] > 0.9);
+    }
+}
+
+/// How many numbers the second stage adds to a block's features: what the first stage
+/// thought of the block and of its neighbours.
+pub const CONTEXT: usize = 9;
+
+/// The second stage's extra features, from the first stage's probability for every block:
+/// its own, its neighbours', the mean over windows around it, over the blocks that share its
+/// parent element (`parents`) and over the page weighted by length (`chars`), and its rank in
+/// the page.
+pub fn context(parents: &[ElemId], chars: &[u32], p: &[f32]) -> Vec<[f32; CONTEXT]> {
+    let n = p.len();
+    let mut family: std::collections::HashMap<ElemId, (f32, u32)> = std::collections::HashMap::new();
+    for (parent, &pb) in parents.iter().zip(p) {
+        let e = family.entry(*parent).or_default();
+        e.0 += pb;
+        e.1 += 1;
+    }
+    let weighted = {
+        let (sum, w) = chars.iter().zip(p).fold((0f32, 0f32), |(s, w), (&c, &pb)| (s + pb * c as f32, w + c as f32));
+        if w > 0.0 {
+            sum / w
+        } else {
+            0.0
+        }
+    };
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| p[b].total_cmp(&p[a]));
+    let mut rank = vec![0f32; n];
+    for (r, &i) in order.iter().enumerate() {
+        rank[i] = r as f32 / n.max(1) as f32;
+    }
+    let mean = |lo: usize, hi: usize| p[lo..hi].iter().sum::<f32>() / (hi - lo).max(1) as f32;
+    (0..n)
+        .map(|i| {
+            let (sum, count) = family.get(&parents[i]).copied().unwrap_or((0.0, 1));
+            [
+                p[i],
+                if i > 0 { p[i - 1] } else { 0.0 },
+                p.get(i + 1).copied().unwrap_or(0.0),
+                mean(i.saturating_sub(3), (i + 4).min(n)),
+                mean(i.saturating_sub(10), (i + 11).min(n)),
+                p[i.saturating_sub(3)..(i + 4).min(n)].iter().copied().fold(0.0, f32::max),
+                sum / count.max(1) as f32,
+                weighted,
+                rank[i],
+            ]
+        })
+        .collect()
+}

@@ -1,0 +1,201 @@
+//! The learned block classifier: which blocks of a page are its main text, decided by
+//! gradient-boosted trees over the facts the walk and the rules computed (issue 38).
+//!
+//! Why: the hand-written rules in `content` fit the pages they were written against and lose
+//! on pages they were not (the held-out figures in docs/src/benchmarks.md). A model trained
+//! on labelled pages from many sites, and measured only on sites it was not trained on
+//! (cross-validation grouped by site, the `learn` example), generalises or shows that it does
+//! not. The rules stay: their verdicts are features, and they decide alone when no model is
+//! shipped or the model cannot be read.
+//!
+//! - `features`: the numbers a block is described by;
+//! - `forest`: the model's format and scoring;
+//! - `train`: the trainer (used by the `learn` example, never by a node);
+//! - `labels`: block labels aligned from a page's ground-truth text, for training.
+
+pub mod features;
+pub mod forest;
+pub mod labels;
+pub mod train;
+
+use crate::content::Verdict;
+use crate::dom::{ElemId, Walk};
+pub use forest::Forest;
+use std::sync::OnceLock;
+
+/// The model shipped in the binary, trained by `cargo run --release -p weft-extract --example
+/// learn -- --write` on both dev sets.
+const SHIPPED: &str = include_str!("model.txt");
+
+/// A block is kept when the model gives it at least this probability.
+pub const THRESHOLD: f32 = 0.5;
+
+/// A block classifier in stages: the first scores each block from its features; each further
+/// stage sees the same features plus what the stage before thought of the block and its
+/// neighbours ([`features::context`]) — a page's main text is contiguous, and a block between
+/// two blocks of it is likelier to be of it than its own features say.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Model {
+    pub stages: Vec<Forest>,
+}
+
+impl Model {
+    /// The text form: each stage's forest in turn.
+    pub fn to_text(&self) -> String {
+        self.stages.iter().map(Forest::to_text).collect()
+    }
+
+    /// Reads the text form (lines starting with `#` are comments); `None` when there is no
+    /// stage, or one does not parse or does not fit this build's features.
+    pub fn parse(text: &str) -> Option<Model> {
+        let mut sections: Vec<String> = Vec::new();
+        // `#` lines are comments (the shipped file says how it was made, or why it is empty).
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            if line.starts_with("weft-forest ") || sections.is_empty() {
+                sections.push(String::new());
+            }
+            let last = sections.last_mut()?;
+            last.push_str(line);
+            last.push('\n');
+        }
+        let stages: Vec<Forest> = sections.iter().map(|s| Forest::parse(s).ok()).collect::<Option<_>>()?;
+        let fits = stages.iter().enumerate().all(|(k, f)| {
+            f.features == if k == 0 { features::COUNT } else { features::COUNT + features::CONTEXT }
+                && !f.trees.is_empty()
+        });
+        (fits && !stages.is_empty()).then_some(Model { stages })
+    }
+
+    /// Every block's probability of being main text. `rows` are the blocks' features,
+    /// `parents` and `chars` their parent elements and lengths (for the later stages' context).
+    pub fn probabilities(&self, rows: &[[f32; features::COUNT]], parents: &[ElemId], chars: &[u32]) -> Vec<f32> {
+        let Some(first) = self.stages.first() else { return vec![0.0; rows.len()] };
+        let mut p: Vec<f32> = rows.iter().map(|x| first.probability(x)).collect();
+        let mut wide = Vec::with_capacity(features::COUNT + features::CONTEXT);
+        for stage in &self.stages[1..] {
+            let context = features::context(parents, chars, &p);
+            p = rows
+                .iter()
+                .zip(&context)
+                .map(|(x, c)| {
+                    wide.clear();
+                    wide.extend_from_slice(x);
+                    wide.extend_from_slice(c);
+                    stage.probability(&wide)
+                })
+                .collect();
+        }
+        p
+    }
+}
+
+/// The shipped model, parsed once; `None` when it is missing or does not fit this build's
+/// features (then the rules decide alone).
+pub fn shipped() -> Option<&'static Model> {
+    static MODEL: OnceLock<Option<Model>> = OnceLock::new();
+    MODEL.get_or_init(|| Model::parse(SHIPPED)).as_ref()
+}
+
+/// How blocks are chosen: by the rules alone, or by a model over them.
+#[derive(Debug, Clone, Copy)]
+pub enum Selector<'a> {
+    Rules,
+    Model(&'a Model, f32),
+    /// Exactly these blocks (one flag per block): the ceiling a block classifier could reach,
+    /// measured with the training labels.
+    Given(&'a [bool]),
+}
+
+impl Selector<'static> {
+    /// What `extract` uses: the shipped model when there is one, at [`THRESHOLD`].
+    pub fn default_for_build() -> Selector<'static> {
+        shipped().map_or(Selector::Rules, |m| Selector::Model(m, THRESHOLD))
+    }
+}
+
+/// One block of a page as the trainer sees it (`block_rows`).
+#[derive(Debug, Clone)]
+pub struct BlockRow {
+    pub text: String,
+    pub features: [f32; features::COUNT],
+    /// The block's parent element (an index into the page's elements).
+    pub parent: u32,
+    pub chars: u32,
+}
+
+/// The facts [`Model::probabilities`] needs of a walked page's blocks.
+pub fn rows(
+    walk: &Walk,
+    url: Option<&url::Url>,
+    verdicts: &[Verdict],
+    container: ElemId,
+    confidence: f32,
+) -> (Vec<[f32; features::COUNT]>, Vec<ElemId>, Vec<u32>) {
+    let rows = features::blocks(walk, url, verdicts, container, confidence);
+    let parents = walk.blocks.iter().map(|b| walk.elems[b.elem as usize].parent).collect();
+    let chars = walk.blocks.iter().map(|b| b.chars).collect();
+    (rows, parents, chars)
+}
+
+/// Which blocks the model keeps, given the rules' verdicts.
+pub fn keep(
+    model: &Model,
+    threshold: f32,
+    walk: &Walk,
+    url: Option<&url::Url>,
+    verdicts: &[Verdict],
+    container: ElemId,
+    confidence: f32,
+) -> Vec<bool> {
+    let (rows, parents, chars) = rows(walk, url, verdicts, container, confidence);
+    model.probabilities(&rows, &parents, &chars).iter().map(|&p| p >= threshold).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::forest::{Node, Tree};
+    use super::*;
+
+    fn stump(features: usize, feature: u16, threshold: f32) -> Forest {
+        Forest {
+            features,
+            base: 0.0,
+            trees: vec![Tree {
+                nodes: vec![Node::Split { feature, threshold, left: 1, right: 2 }, Node::Leaf(-3.0), Node::Leaf(3.0)],
+            }],
+        }
+    }
+
+    #[test]
+    fn a_second_stage_sees_what_the_first_thought_of_the_neighbours() {
+        // Stage 1 keeps blocks whose feature 6 (ln chars) is high; stage 2 keeps a block when
+        // its neighbours' mean (context feature 3) is high, whatever the block itself.
+        let model = Model {
+            stages: vec![
+                stump(features::COUNT, 6, 2.0),
+                stump(features::COUNT + features::CONTEXT, (features::COUNT + 3) as u16, 0.5),
+            ],
+        };
+        let row = |chars: f32| {
+            let mut r = [0f32; features::COUNT];
+            r[6] = chars;
+            r
+        };
+        let rows = [row(5.0), row(5.0), row(0.0), row(5.0), row(5.0), row(0.0), row(0.0), row(0.0), row(0.0), row(0.0)];
+        let p = model.probabilities(&rows, &[0; 10], &[100; 10]);
+        assert!(p[2] > 0.5, "a short block between kept ones is kept: {p:?}");
+        assert!(p[9] < 0.5, "a short block among short ones is not: {p:?}");
+        let again = Model::parse(&model.to_text()).unwrap();
+        assert_eq!(again, model);
+    }
+
+    #[test]
+    fn a_model_that_does_not_fit_the_features_is_not_used() {
+        assert!(Model::parse("").is_none());
+        assert!(Model::parse("# no model yet\n").is_none());
+        assert!(Model::parse(SHIPPED).is_none() || shipped().is_some(), "the shipped file is a model or only comments");
+        assert!(Model::parse(&stump(3, 0, 1.0).to_text()).is_none(), "built for other features");
+        let one = Model { stages: vec![stump(features::COUNT, 6, 2.0)] };
+        assert_eq!(Model::parse(&one.to_text()), Some(one));
+    }
+}
