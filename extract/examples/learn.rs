@@ -1,20 +1,29 @@
 //! Trains the learned block classifier on the dev sets and measures it out of fold (issue 38).
 //!
 //! ```text
-//! cargo run --release -p weft-extract --example learn                # out-of-fold figures
-//! cargo run --release -p weft-extract --example learn -- --write     # and ship a model trained on all
-//! cargo run --release -p weft-extract --example learn -- --folds 5 --trees 200 --depth 6
+//! bash scripts/extract-references.sh                                  # once: the references' predictions
+//! cargo run --release -p weft-extract --example learn                 # out-of-fold figures
+//! cargo run --release -p weft-extract --example learn -- --trees 200 --depth 8
+//! cargo run --release -p weft-extract --example learn -- --write      # and ship a model trained on all
 //! ```
 //!
 //! Both dev sets (`../shared`, or `EXTRACTION_DEVSET` / `EXTRACTION_DEVSET_2`) are pooled and
-//! cut into `--folds` folds **by site**: every page of one host falls in one fold, so no site is
-//! both trained on and tested on. Each fold's pages are extracted with a model trained on the
-//! other folds, and scored with the sets' metric; the figures printed are those out-of-fold
-//! scores, per set and per page type, beside the rules alone on the same pages (the rules were
-//! written against these pages: theirs are in-sample figures, labelled so).
+//! cut into `--folds` folds (5) **by site**: every page of one host falls in one fold, so no site
+//! is both trained on and tested on. Each fold's pages are extracted with a model trained on the
+//! other folds and scored with the sets' metric; the figures printed are those out-of-fold
+//! scores at four thresholds, per set and per page type, beside the rules alone on the same
+//! pages (the rules were written against these pages: theirs are in-sample figures, labelled
+//! so), the training labels' ceiling, and trafilatura and rs-trafilatura when
+//! `scripts/extract-references.sh` has written their predictions. Then the median time per
+//! page, rules and model.
 //!
-//! `--write` then trains on every page and writes `extract/src/learned/model.txt`, the model
-//! `weft extract` and the node ship.
+//! Options: `--trees N`, `--depth N`, `--rate X` (the trainer's); `--stages 2` adds a second
+//! stage over the first's probabilities (`--inner N` folds by site for its training data);
+//! `--uniform` weighs blocks equally instead of by length; `--in-sample` trains on the tested
+//! fold too (how well the features can fit at all); `--worst` lists the pages the model loses
+//! most on against the labels; `--page ID,ID` prints those pages' blocks with label and
+//! probability. `--write` then trains on every page and writes `extract/src/learned/model.txt`,
+//! the model `weft extract` and the node ship.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -73,7 +82,8 @@ fn load(folds: usize) -> Vec<Page> {
             let rows = blocks.iter().map(|b| b.features).collect();
             let parents = blocks.iter().map(|b| b.parent).collect();
             let chars = blocks.iter().map(|b| b.chars).collect();
-            let weights = words.iter().map(|w| w / total).collect();
+            let uniform = std::env::args().any(|a| a == "--uniform");
+            let weights = words.iter().map(|w| if uniform { 1.0 / words.len() as f32 } else { w / total }).collect();
             pages.push(Page {
                 set: name,
                 id: p.id,
@@ -197,9 +207,13 @@ fn main() {
     // Out of fold: each page scored by a model that never saw its site.
     let mut oof: Vec<Vec<PageScore>> = vec![Vec::new(); thresholds.len()];
     let mut index = Vec::new();
+    let mut last = Model::default();
     for fold in 0..folds {
         let t = Instant::now();
-        let train_pages: Vec<&Page> = pages.iter().filter(|p| p.fold != fold).collect();
+        // `--in-sample`: train on every page, the tested fold's too — how well the model can fit
+        // at all, to tell a model short of features from one that does not generalise.
+        let in_sample = std::env::args().any(|a| a == "--in-sample");
+        let train_pages: Vec<&Page> = pages.iter().filter(|p| in_sample || p.fold != fold).collect();
         let forest = train_on(&train_pages, params, stages, inner);
         let trained = t.elapsed().as_secs_f64();
         let look: Vec<String> = std::env::args()
@@ -235,6 +249,7 @@ fn main() {
                 oof[k].push(score(p, Selector::Model(&forest, th)));
             }
         }
+        last = forest.clone();
         println!(
             "fold {fold}: trained in {trained:.1} s, {} pages tested",
             pages.iter().filter(|p| p.fold == fold).count()
@@ -317,26 +332,29 @@ fn main() {
             );
         }
     }
-    // Time per page, single-threaded: ours with the shipped model (median of 3 runs a page).
-    let ours: Vec<f64> = pages
-        .iter()
-        .map(|p| {
+    // Time per page, single-threaded, median of 3 runs a page: the rules alone and with the
+    // last fold's model (the cost of the features and the trees).
+    let time = |selector: Selector<'_>| -> f64 {
+        let per_page = pages.iter().map(|p| {
             median(
                 (0..3)
                     .map(|_| {
                         let t = Instant::now();
-                        let _ = weft_extract::extract_with(&p.html, &[], &p.url, Selector::default_for_build());
+                        let _ = weft_extract::extract_with(&p.html, &[], &p.url, selector);
                         t.elapsed().as_secs_f64() * 1e3
                     })
                     .collect(),
             )
-        })
-        .collect();
-    print!("\nmedian ms per page: weft-extract {:.2}", median(ours));
+        });
+        median(per_page.collect())
+    };
+    let (rules_ms, model_ms) = (time(Selector::Rules), time(Selector::Model(&last, 0.5)));
+    print!("\nmedian ms per page: weft-extract rules {rules_ms:.2}, with the model {model_ms:.2}");
     for (name, pr) in &refs {
         print!(", {name} {:.2}", median(pr.values().map(|(_, ms)| *ms).collect()));
     }
-    println!();
+    let trees: usize = last.stages.iter().map(|f| f.trees.len()).sum();
+    println!(" (model: {trees} trees, {} KiB as text)", last.to_text().len() / 1024);
     if let Some(path) = std::env::args()
         .any(|a| a == "--write")
         .then(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/learned/model.txt"))

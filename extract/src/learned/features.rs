@@ -23,7 +23,9 @@ const GROUPS: &[&[&str]] = &[
     &["author", "byline", "bio", "profile"],
     &["meta", "date", "tag", "tags", "categor", "label"],
     &["cookie", "consent", "newsletter", "subscribe", "signup", "modal", "popup"],
-    &["product", "price", "description", "spec", "review", "detail", "feature"],
+    &["product", "price", "sku", "offer", "buy", "purchase"],
+    &["description", "spec", "specs", "detail", "details", "feature", "features", "overview", "summary"],
+    &["review", "reviews", "rating", "ratings", "testimonial", "question", "questions", "qa"],
     &["title", "heading", "headline", "caption"],
 ];
 
@@ -48,11 +50,79 @@ const URL_KINDS: &[&[&str]] = &[
     &["services", "service", "solutions", "pricing", "features", "about", "contact"],
 ];
 
+/// Words of a block's own text that say what it is — interface, legal, commerce, a forum's
+/// chrome — as groups; each group is one feature, the share of the block's words in it.
+/// English only for now (most of the labelled pages are); a block in another language reads 0.
+const TEXT_GROUPS: &[&[&str]] = &[
+    &["copyright", "rights", "reserved", "privacy", "terms", "cookie", "cookies", "policy", "consent", "gdpr"],
+    &["sign", "login", "log", "account", "cart", "checkout", "wishlist", "basket", "register", "password"],
+    &[
+        "subscribe",
+        "newsletter",
+        "follow",
+        "share",
+        "facebook",
+        "twitter",
+        "instagram",
+        "linkedin",
+        "youtube",
+        "pinterest",
+        "tiktok",
+        "whatsapp",
+        "email",
+    ],
+    &[
+        "home", "menu", "search", "next", "previous", "prev", "back", "top", "skip", "more", "see", "view", "all",
+        "page",
+    ],
+    &[
+        "reply", "replies", "quote", "posted", "joined", "member", "members", "likes", "like", "report", "edited",
+        "views", "votes", "answers", "comments", "thread",
+    ],
+    &[
+        "price", "shipping", "delivery", "returns", "stock", "sale", "add", "buy", "order", "reviews", "rating",
+        "stars", "usd", "qty",
+    ],
+    &[
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "ago",
+        "am",
+        "pm",
+        "min",
+        "read",
+    ],
+    &[
+        "related",
+        "recommended",
+        "popular",
+        "trending",
+        "latest",
+        "also",
+        "stories",
+        "articles",
+        "posts",
+        "sponsored",
+        "advertisement",
+        "ad",
+    ],
+];
+
 /// Blocks either side of a block that its context features look at.
 const WINDOW: usize = 3;
 
 /// How many numbers describe a block.
-pub const COUNT: usize = 50 + 2 * GROUPS.len() + 8 + PAGE_KINDS.len() + URL_KINDS.len() + 1 + 6;
+pub const COUNT: usize = 50 + 2 * GROUPS.len() + 8 + PAGE_KINDS.len() + URL_KINDS.len() + 1 + 6 + TEXT_GROUPS.len();
 
 /// The names of the features, in order, for reports (the training example prints the ones the
 /// trees split on most).
@@ -147,7 +217,26 @@ pub fn names() -> Vec<String> {
     ] {
         n.push(c.to_string());
     }
+    for g in TEXT_GROUPS {
+        n.push(format!("says_{}", g[0]));
+    }
     n
+}
+
+/// The share of `text`'s words in each of [`TEXT_GROUPS`].
+fn text_groups(text: &str) -> [f32; TEXT_GROUPS.len()] {
+    let mut counts = [0u32; TEXT_GROUPS.len()];
+    let mut words = 0u32;
+    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).take(400) {
+        words += 1;
+        let lower = w.to_lowercase();
+        for (g, group) in TEXT_GROUPS.iter().enumerate() {
+            if group.contains(&lower.as_str()) {
+                counts[g] += 1;
+            }
+        }
+    }
+    counts.map(|c| ratio(c, words))
 }
 
 /// The element's ancestors, nearest first, the element included.
@@ -470,6 +559,9 @@ pub fn blocks(
         put(parent.map_or(0.0, |p| ratio(p.text_chars, root_chars)));
         let grandparent = parent.and_then(|p| (p.parent != NO_PARENT).then(|| &walk.elems[p.parent as usize]));
         put(grandparent.map_or(0.0, |g| ratio(g.text_chars, root_chars)));
+        for share in text_groups(&b.text) {
+            put(share);
+        }
         debug_assert_eq!(k, COUNT);
         if kept[i] {
             kept_before += b.chars;
