@@ -201,31 +201,11 @@ pub enum Verdict {
     Outside,
 }
 
-/// Selects the main content of a walked page, as `extract` does: with the shipped model over
-/// the rules' verdicts when there is one ([`crate::learned`]).
-pub fn select(walk: &Walk, url: Option<&url::Url>) -> MainContent {
-    select_with(walk, url, crate::learned::Selector::default_for_build())
-}
-
-/// Selects the main content with the rules alone or with a given model over them.
-pub fn select_with(walk: &Walk, url: Option<&url::Url>, selector: crate::learned::Selector<'_>) -> MainContent {
+/// Selects the main content of a walked page by the rules alone (`extract` may put a learned
+/// model over their verdicts: `crate::learned::select`).
+pub fn select(walk: &Walk) -> MainContent {
     let Some((verdicts, container, confidence)) = judge(walk) else { return MainContent::default() };
-    let blocks = match selector {
-        crate::learned::Selector::Rules => {
-            verdicts.iter().enumerate().filter(|(_, v)| **v == Verdict::Kept).map(|(i, _)| i).collect()
-        }
-        crate::learned::Selector::Model(forest, threshold) => {
-            crate::learned::keep(forest, threshold, walk, url, &verdicts, container, confidence)
-                .iter()
-                .enumerate()
-                .filter(|(_, k)| **k)
-                .map(|(i, _)| i)
-                .collect()
-        }
-        crate::learned::Selector::Given(keep) => {
-            (0..walk.blocks.len()).filter(|&i| keep.get(i) == Some(&true)).collect()
-        }
-    };
+    let blocks = verdicts.iter().enumerate().filter(|(_, v)| **v == Verdict::Kept).map(|(i, _)| i).collect();
     MainContent { blocks, container: Some(container), confidence }
 }
 

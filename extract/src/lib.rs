@@ -3,7 +3,7 @@
 //! This crate is the crawler's hot path, so everything is one pass where it can be:
 //!
 //! ```text
-//! bytes ─ decode ─ sanitize ─ html5ever ─ dom::walk ─┬─ content::select → text, blocks
+//! bytes ─ decode ─ sanitize ─ html5ever ─ dom::walk ─┬─ learned::select → text, blocks (content's rules, a model over them)
 //!                                                    ├─ metadata        → title, dates, ...
 //!                                                    ├─ links::resolve  → normalized links
 //!                                                    ├─ classify        → page type, template
@@ -20,7 +20,7 @@
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
 //! checks it): decode, devset, fingerprint, reference, sanitize, sitemap → dom → content, js,
-//! links, metadata, template → changes, classify, teacher.
+//! links, metadata, template → changes, classify, learned, teacher.
 
 pub mod changes;
 pub mod classify;
@@ -171,7 +171,7 @@ pub fn extract_with(
     warnings.extend(walk.warnings.iter().cloned());
     let base = dom::base_url(&walk.meta, url);
     let metadata = metadata::metadata(&walk.meta, url, &base, header(headers, "content-language"));
-    let main = content::select_with(&walk, Some(url), selector);
+    let main = learned::select(&walk, Some(url), selector);
 
     let in_main: std::collections::HashSet<u32> = main.blocks.iter().map(|&b| b as u32).collect();
     let links::Resolved { links, rejected: links_rejected, by_raw } = links::resolve(&walk.links, &base, |l| {
@@ -326,7 +326,7 @@ fn debug_walk<R>(body: &[u8], f: impl FnOnce(&dom::Walk) -> R) -> R {
 }
 
 fn outline(walk: &dom::Walk, min_chars: u32) -> String {
-    let main = content::select(walk, None);
+    let main = content::select(walk);
     let mut out = String::new();
     for (i, e) in walk.elems.iter().enumerate() {
         if e.text_chars < min_chars {

@@ -18,7 +18,7 @@ pub mod forest;
 pub mod labels;
 pub mod train;
 
-use crate::content::Verdict;
+use crate::content::{self, MainContent, Verdict};
 use crate::dom::{ElemId, Walk};
 pub use forest::Forest;
 use std::sync::OnceLock;
@@ -135,6 +135,23 @@ pub fn rows(
     let parents = walk.blocks.iter().map(|b| walk.elems[b.elem as usize].parent).collect();
     let chars = walk.blocks.iter().map(|b| b.chars).collect();
     (rows, parents, chars)
+}
+
+/// Selects the main content of a walked page, as `extract` does: the rules' verdicts
+/// ([`content::judge`]), then, with a model, the blocks it keeps.
+pub fn select(walk: &Walk, url: Option<&url::Url>, selector: Selector<'_>) -> MainContent {
+    let Some((verdicts, container, confidence)) = content::judge(walk) else { return MainContent::default() };
+    let blocks = match selector {
+        Selector::Rules => verdicts.iter().enumerate().filter(|(_, v)| **v == Verdict::Kept).map(|(i, _)| i).collect(),
+        Selector::Model(model, threshold) => keep(model, threshold, walk, url, &verdicts, container, confidence)
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| **k)
+            .map(|(i, _)| i)
+            .collect(),
+        Selector::Given(keep) => (0..walk.blocks.len()).filter(|&i| keep.get(i) == Some(&true)).collect(),
+    };
+    MainContent { blocks, container: Some(container), confidence }
 }
 
 /// Which blocks the model keeps, given the rules' verdicts.
