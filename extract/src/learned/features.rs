@@ -122,7 +122,7 @@ const TEXT_GROUPS: &[&[&str]] = &[
 const WINDOW: usize = 3;
 
 /// How many numbers describe a block.
-pub const COUNT: usize = 50 + 2 * GROUPS.len() + 8 + PAGE_KINDS.len() + URL_KINDS.len() + 1 + 6 + TEXT_GROUPS.len();
+pub const COUNT: usize = 50 + 2 * GROUPS.len() + 8 + PAGE_KINDS.len() + URL_KINDS.len() + 1 + 6 + TEXT_GROUPS.len() + 5;
 
 /// The names of the features, in order, for reports (the training example prints the ones the
 /// trees split on most).
@@ -220,7 +220,29 @@ pub fn names() -> Vec<String> {
     for g in TEXT_GROUPS {
         n.push(format!("says_{}", g[0]));
     }
+    for c in
+        ["same_path_as_anchor", "ln_blocks_on_path", "page_share_on_path", "kept_share_on_path", "good_share_on_path"]
+    {
+        n.push(c.to_string());
+    }
     n
+}
+
+/// Every element's path from the root — each ancestor's tag and first class word — as a hash:
+/// blocks on one path are the repeated parts of one structure (a thread's posts, a product's
+/// reviews, a listing's items, an article's paragraphs).
+fn path_hashes(walk: &Walk) -> Vec<u64> {
+    let mut out: Vec<u64> = Vec::with_capacity(walk.elems.len());
+    for e in &walk.elems {
+        let parent = if e.parent == NO_PARENT { 0 } else { out[e.parent as usize] };
+        let class = e.label.split_ascii_whitespace().next().unwrap_or("");
+        let mut h = xxhash_rust::xxh3::Xxh3::with_seed(parent);
+        h.update(e.tag.as_bytes());
+        h.update(b"\0");
+        h.update(class.as_bytes());
+        out.push(h.digest());
+    }
+    out
 }
 
 /// The share of `text`'s words in each of [`TEXT_GROUPS`].
@@ -442,6 +464,18 @@ pub fn blocks(
     let anchor_path: Vec<ElemId> = anchor.map(|a| ancestors(walk, walk.blocks[a].elem).collect()).unwrap_or_default();
     let longest = walk.blocks.iter().map(|b| b.chars).max().unwrap_or(0);
     let root_chars = walk.elems.first().map_or(0, |e| e.text_chars);
+    // Blocks by the path of their element: how many, their characters, the rules' kept and
+    // good characters.
+    let paths = path_hashes(walk);
+    let mut on_path: std::collections::HashMap<u64, (u32, u32, u32, u32)> = std::collections::HashMap::new();
+    for (i, b) in walk.blocks.iter().enumerate() {
+        let e = on_path.entry(paths[b.elem as usize]).or_default();
+        e.0 += 1;
+        e.1 += b.chars;
+        e.2 += if kept[i] { b.chars } else { 0 };
+        e.3 += if good[i] > 0.0 { b.chars } else { 0 };
+    }
+    let anchor_hash = anchor.map(|a| paths[walk.blocks[a].elem as usize]);
     let mut kept_before = 0u32;
     let mut before = 0u32;
     let mut out = Vec::with_capacity(blocks);
@@ -562,6 +596,13 @@ pub fn blocks(
         for share in text_groups(&b.text) {
             put(share);
         }
+        let path = paths[b.elem as usize];
+        let (count, path_chars, path_kept, path_good) = on_path.get(&path).copied().unwrap_or_default();
+        put(f32::from(u8::from(anchor_hash == Some(path))));
+        put(ln(count));
+        put(ratio(path_chars, total_chars));
+        put(ratio(path_kept, path_chars));
+        put(ratio(path_good, path_chars));
         debug_assert_eq!(k, COUNT);
         if kept[i] {
             kept_before += b.chars;
