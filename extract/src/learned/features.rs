@@ -613,48 +613,6 @@ pub fn blocks(
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_match_the_count_and_groups_match_words_not_substrings() {
-        assert_eq!(names().len(), COUNT);
-        assert_eq!(group_bits("site-header ad"), (1 << 2) | (1 << 7));
-        assert_eq!(group_bits("shadow"), 0, "`ad` is a whole word, not a substring");
-        assert_eq!(group_bits("comments-list"), 1 << 4);
-        assert_eq!(group_bits(""), 0);
-    }
-
-    #[test]
-    fn a_page_s_blocks_get_finite_features_that_say_what_they_are() {
-        let html = br#"<html><head><title>Trail pack review</title>
-            <script type="application/ld+json">{"@type": "Product", "name": "Trail pack"}</script></head>
-            <body><nav class="site-nav"><a href="/">Home</a> <a href="/shop">Shop</a></nav>
-            <article class="post-content"><h1>Trail pack review</h1>
-            <p>This pack carries a day's gear, with pockets for everything, and it fits most backs well.</p>
-            <p>Its fabric sheds rain, its zips run smoothly, and the hip belt takes the weight off.</p></article>
-            <footer class="footer">Copyright 2026</footer></body></html>"#;
-        let url = url::Url::parse("https://shop.test/product/trail-pack").unwrap();
-        let rows = crate::block_rows(html, &url);
-        assert!(rows.len() >= 4, "{rows:?}");
-        let names = names();
-        let at = |name: &str| names.iter().position(|n| n == name).unwrap();
-        for r in &rows {
-            assert!(r.features.iter().all(|x| x.is_finite()), "{r:?}");
-            assert_eq!(r.features[at("page_says_Product")], 1.0, "the JSON-LD type reaches every block");
-            assert_eq!(r.features[at("url_says_product")], 1.0);
-        }
-        let prose = rows.iter().find(|r| r.text.starts_with("This pack")).unwrap();
-        assert_eq!(prose.features[at("verdict_kept")], 1.0);
-        assert_eq!(prose.features[at("above_content")], 1.0, "inside `post-content`");
-        let nav = rows.iter().find(|r| r.text.contains("Home")).unwrap();
-        assert_eq!(nav.features[at("verdict_kept")], 0.0);
-        assert_eq!(nav.features[at("own_nav")] + nav.features[at("above_nav")], 1.0, "{nav:?}");
-        assert!(nav.features[at("link_density")] > 0.9);
-    }
-}
-
 /// How many numbers the second stage adds to a block's features: what the first stage
 /// thought of the block and of its neighbours.
 pub const CONTEXT: usize = 9;
@@ -702,4 +660,46 @@ pub fn context(parents: &[ElemId], chars: &[u32], p: &[f32]) -> Vec<[f32; CONTEX
             ]
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_the_count_and_groups_match_words_not_substrings() {
+        assert_eq!(names().len(), COUNT);
+        assert_eq!(group_bits("site-header ad"), (1 << 2) | (1 << 7));
+        assert_eq!(group_bits("shadow"), 0, "`ad` is a whole word, not a substring");
+        assert_eq!(group_bits("comments-list"), 1 << 4);
+        assert_eq!(group_bits(""), 0);
+    }
+
+    #[test]
+    fn a_page_s_blocks_get_finite_features_that_say_what_they_are() {
+        let html = br#"<html><head><title>Trail pack review</title>
+            <script type="application/ld+json">{"@type": "Product", "name": "Trail pack"}</script></head>
+            <body><nav class="site-nav"><a href="/">Home</a> <a href="/shop">Shop</a></nav>
+            <article class="post-content"><h1>Trail pack review</h1>
+            <p>This pack carries a day's gear, with pockets for everything, and it fits most backs well.</p>
+            <p>Its fabric sheds rain, its zips run smoothly, and the hip belt takes the weight off.</p></article>
+            <footer class="footer">Copyright 2026</footer></body></html>"#;
+        let url = url::Url::parse("https://shop.test/product/trail-pack").unwrap();
+        let rows = crate::block_rows(html, &url);
+        assert!(rows.len() >= 4, "{rows:?}");
+        let names = names();
+        let at = |name: &str| names.iter().position(|n| n == name).unwrap();
+        for r in &rows {
+            assert!(r.features.iter().all(|x| x.is_finite()), "{r:?}");
+            assert_eq!(r.features[at("page_says_Product")], 1.0, "the JSON-LD type reaches every block");
+            assert_eq!(r.features[at("url_says_product")], 1.0);
+        }
+        let prose = rows.iter().find(|r| r.text.starts_with("This pack")).unwrap();
+        assert_eq!(prose.features[at("verdict_kept")], 1.0);
+        assert_eq!(prose.features[at("above_content")], 1.0, "inside `post-content`");
+        let nav = rows.iter().find(|r| r.text.contains("Home")).unwrap();
+        assert_eq!(nav.features[at("verdict_kept")], 0.0);
+        assert_eq!(nav.features[at("own_nav")] + nav.features[at("above_nav")], 1.0, "{nav:?}");
+        assert!(nav.features[at("link_density")] > 0.9);
+    }
 }
