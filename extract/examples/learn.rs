@@ -63,6 +63,7 @@ fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 fn load(folds: usize) -> Vec<Page> {
+    let uniform = std::env::args().any(|a| a == "--uniform");
     let mut pages = Vec::new();
     for set in [devset::NEWS, devset::MODERN] {
         let DevSet { name, .. } = set;
@@ -82,7 +83,6 @@ fn load(folds: usize) -> Vec<Page> {
             let rows = blocks.iter().map(|b| b.features).collect();
             let parents = blocks.iter().map(|b| b.parent).collect();
             let chars = blocks.iter().map(|b| b.chars).collect();
-            let uniform = std::env::args().any(|a| a == "--uniform");
             let weights = words.iter().map(|w| if uniform { 1.0 / words.len() as f32 } else { w / total }).collect();
             pages.push(Page {
                 set: name,
@@ -208,20 +208,19 @@ fn main() {
     let mut oof: Vec<Vec<PageScore>> = vec![Vec::new(); thresholds.len()];
     let mut index = Vec::new();
     let mut last = Model::default();
+    // `--in-sample`: train on every page, the tested fold's too — how well the model can fit at
+    // all, to tell a model short of features from one that does not generalise.
+    let in_sample = std::env::args().any(|a| a == "--in-sample");
+    let look: Vec<String> = std::env::args()
+        .skip_while(|a| a != "--page")
+        .nth(1)
+        .map(|s| s.split(',').map(str::to_string).collect())
+        .unwrap_or_default();
     for fold in 0..folds {
         let t = Instant::now();
-        // `--in-sample`: train on every page, the tested fold's too — how well the model can fit
-        // at all, to tell a model short of features from one that does not generalise.
-        let in_sample = std::env::args().any(|a| a == "--in-sample");
         let train_pages: Vec<&Page> = pages.iter().filter(|p| in_sample || p.fold != fold).collect();
         let forest = train_on(&train_pages, params, stages, inner);
         let trained = t.elapsed().as_secs_f64();
-        let look: Vec<String> = std::env::args()
-            .skip_while(|a| a != "--page")
-            .nth(1)
-            .into_iter()
-            .flat_map(|s| s.split(',').map(str::to_string).collect::<Vec<_>>())
-            .collect();
         for p in pages.iter().filter(|p| p.fold == fold && look.contains(&p.id)) {
             let texts = weft_extract::block_rows(&p.html, &p.url);
             let probs = forest.probabilities(&p.rows, &p.parents, &p.chars);

@@ -179,9 +179,13 @@ mod tests {
 
     #[test]
     fn the_edit_keeps_comments_and_other_keys_and_replaces_the_peers() {
-        // A volunteer's file before joining: p2p off is what the edit must turn on.
-        let text = "# my node\ndata_dir = \"/var/lib/weft\"\n\n[fetch]\n# who I am\ncontact_url = \"\"\n\n[p2p]\n\
-                    enabled = false # off until I join\nbootstrap = [\"/ip4/192.0.2.1/tcp/1/p2p/old\"]\nupnp = true\n";
+        // A volunteer's file before joining, with comments the edit must keep.
+        let text = concat!(
+            "# my node\ndata_dir = \"/var/lib/weft\"\n\n[fetch]\n# who I am\ncontact_url = \"\"\n\n[p2p]\n",
+            // p2p off: the input of the edit under test, which must turn it on (asserted below).
+            "enabled = false # off until I join\n",
+            "bootstrap = [\"/ip4/192.0.2.1/tcp/1/p2p/old\"]\nupnp = true\n",
+        );
         let out = edit(text, &[PEER.to_string()], Some("mailto:me@example.org")).unwrap();
         assert!(out.starts_with("# my node\ndata_dir = \"/var/lib/weft\""), "{out}");
         assert!(out.contains("# who I am\ncontact_url = \"mailto:me@example.org\""), "{out}");

@@ -127,7 +127,9 @@ pub const COUNT: usize = 50 + 2 * GROUPS.len() + 8 + PAGE_KINDS.len() + URL_KIND
 /// The names of the features, in order, for reports (the training example prints the ones the
 /// trees split on most).
 pub fn names() -> Vec<String> {
-    let mut n: Vec<String> = [
+    // The features that stand alone, in runs between the grouped ones, in the order `blocks`
+    // puts them.
+    const FIRST: &[&str] = &[
         "verdict_kept",
         "verdict_bad",
         "verdict_edge",
@@ -178,17 +180,8 @@ pub fn names() -> Vec<String> {
         "page_kept_share",
         "siblings_same_tag",
         "commas",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    for g in GROUPS {
-        n.push(format!("own_{}", g[0]));
-    }
-    for g in GROUPS {
-        n.push(format!("above_{}", g[0]));
-    }
-    for c in [
+    ];
+    const CONTEXT_AROUND: &[&str] = &[
         "window_good",
         "window_kept",
         "window_link_density",
@@ -197,35 +190,31 @@ pub fn names() -> Vec<String> {
         "kept_chars_before",
         "title_overlap",
         "is_first_h1",
-    ] {
-        n.push(c.to_string());
-    }
-    for k in PAGE_KINDS {
-        n.push(format!("page_says_{}", k[0]));
-    }
-    for k in URL_KINDS {
-        n.push(format!("url_says_{}", k[0]));
-    }
-    n.push("url_depth".to_string());
-    for c in [
+    ];
+    const PLACE: &[&str] = &[
+        "url_depth",
         "chars_of_longest",
         "levels_up_to_anchor",
         "anchor_levels_up",
         "same_parent_as_anchor",
         "parent_page_share",
         "grandparent_page_share",
-    ] {
-        n.push(c.to_string());
-    }
-    for g in TEXT_GROUPS {
-        n.push(format!("says_{}", g[0]));
-    }
-    for c in
-        ["same_path_as_anchor", "ln_blocks_on_path", "page_share_on_path", "kept_share_on_path", "good_share_on_path"]
-    {
-        n.push(c.to_string());
-    }
-    n
+    ];
+    const PATH: &[&str] =
+        &["same_path_as_anchor", "ln_blocks_on_path", "page_share_on_path", "kept_share_on_path", "good_share_on_path"];
+    let one = |names: &'static [&str]| names.iter().map(|n| n.to_string());
+    let grouped =
+        |prefix: &'static str, groups: &'static [&[&str]]| groups.iter().map(move |g| format!("{prefix}{}", g[0]));
+    one(FIRST)
+        .chain(grouped("own_", GROUPS))
+        .chain(grouped("above_", GROUPS))
+        .chain(one(CONTEXT_AROUND))
+        .chain(grouped("page_says_", PAGE_KINDS))
+        .chain(grouped("url_says_", URL_KINDS))
+        .chain(one(PLACE))
+        .chain(grouped("says_", TEXT_GROUPS))
+        .chain(one(PATH))
+        .collect()
 }
 
 /// Every element's path from the root — each ancestor's tag and first class word — as a hash:

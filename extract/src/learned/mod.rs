@@ -141,16 +141,12 @@ pub fn rows(
 /// ([`content::judge`]), then, with a model, the blocks it keeps.
 pub fn select(walk: &Walk, url: Option<&url::Url>, selector: Selector<'_>) -> MainContent {
     let Some((verdicts, container, confidence)) = content::judge(walk) else { return MainContent::default() };
-    let blocks = match selector {
-        Selector::Rules => verdicts.iter().enumerate().filter(|(_, v)| **v == Verdict::Kept).map(|(i, _)| i).collect(),
-        Selector::Model(model, threshold) => keep(model, threshold, walk, url, &verdicts, container, confidence)
-            .iter()
-            .enumerate()
-            .filter(|(_, k)| **k)
-            .map(|(i, _)| i)
-            .collect(),
-        Selector::Given(keep) => (0..walk.blocks.len()).filter(|&i| keep.get(i) == Some(&true)).collect(),
+    let kept: Vec<bool> = match selector {
+        Selector::Rules => verdicts.iter().map(|v| *v == Verdict::Kept).collect(),
+        Selector::Model(model, threshold) => keep(model, threshold, walk, url, &verdicts, container, confidence),
+        Selector::Given(given) => (0..walk.blocks.len()).map(|i| given.get(i) == Some(&true)).collect(),
     };
+    let blocks = kept.iter().enumerate().filter(|(_, k)| **k).map(|(i, _)| i).collect();
     MainContent { blocks, container: Some(container), confidence }
 }
 
