@@ -162,8 +162,7 @@ pub fn extract_with(
     selector: learned::Selector<'_>,
 ) -> (Extracted, scraper::Html) {
     let mut warnings = Vec::new();
-    let tld = url.host_str().and_then(|h| h.rsplit('.').next()).map(str::to_ascii_lowercase);
-    let decoded = decode::decode(body, header(headers, "content-type"), tld.as_deref(), &mut warnings);
+    let decoded = decode::decode(body, header(headers, "content-type"), tld(url).as_deref(), &mut warnings);
     let html = sanitize::sanitize(&decoded.text, &mut warnings);
     let doc = parse(&html, PARSE_BUDGET, &mut warnings);
     let mut noscript_doc = None;
@@ -311,18 +310,24 @@ pub(crate) fn ser_urls<S: serde::Serializer>(u: &[Url], s: S) -> Result<S::Ok, S
 /// Development aid for tuning the extractor: an outline of the elements holding more than
 /// `min_chars` of text, with the flags and counts content selection sees.
 #[doc(hidden)]
-pub fn debug_outline(body: &[u8], _url: &Url, min_chars: u32) -> String {
-    debug_walk(body, |walk| outline(walk, min_chars))
+pub fn debug_outline(body: &[u8], url: &Url, min_chars: u32) -> String {
+    debug_walk(body, Some(url), |walk| outline(walk, min_chars))
 }
 
-/// The page walked as [`extract`] walks it (no headers, no URL), for the development aids.
-fn debug_walk<R>(body: &[u8], f: impl FnOnce(&dom::Walk) -> R) -> R {
+/// The page walked as [`extract`] walks it without headers (the URL, when given, hints the
+/// charset as it does there), for the development aids and the trainer.
+fn debug_walk<R>(body: &[u8], url: Option<&Url>, f: impl FnOnce(&dom::Walk) -> R) -> R {
     let mut warnings = Vec::new();
-    let decoded = decode::decode(body, None, None, &mut warnings);
+    let decoded = decode::decode(body, None, url.and_then(tld).as_deref(), &mut warnings);
     let html = sanitize::sanitize(&decoded.text, &mut warnings);
     let doc = parse(&html, PARSE_BUDGET, &mut warnings);
     let mut noscript_doc = None;
     f(&dom::walk_document(&doc, &mut noscript_doc))
+}
+
+/// The URL's top-level domain, lowercased: the charset detector's hint.
+fn tld(url: &Url) -> Option<String> {
+    url.host_str().and_then(|h| h.rsplit('.').next()).map(str::to_ascii_lowercase)
 }
 
 fn outline(walk: &dom::Walk, min_chars: u32) -> String {
@@ -355,7 +360,7 @@ fn outline(walk: &dom::Walk, min_chars: u32) -> String {
 /// [`learned::features`]), as [`extract`] walks the page.
 #[doc(hidden)]
 pub fn block_rows(body: &[u8], url: &Url) -> Vec<learned::BlockRow> {
-    debug_walk(body, |walk| {
+    debug_walk(body, Some(url), |walk| {
         let Some((verdicts, container, confidence)) = content::judge(walk) else { return Vec::new() };
         let (rows, parents, chars) = learned::rows(walk, Some(url), &verdicts, container, confidence);
         walk.blocks
@@ -371,7 +376,7 @@ pub fn block_rows(body: &[u8], url: &Url) -> Vec<learned::BlockRow> {
 /// of it (see [`content::Verdict`]).
 #[doc(hidden)]
 pub fn debug_blocks(body: &[u8]) -> Vec<(String, content::Verdict)> {
-    debug_walk(body, |walk| {
+    debug_walk(body, None, |walk| {
         let Some((verdicts, _, _)) = content::judge(walk) else { return Vec::new() };
         walk.blocks.iter().zip(verdicts).map(|(b, v)| (b.text.clone(), v)).collect()
     })
