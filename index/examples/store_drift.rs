@@ -10,7 +10,7 @@
 //! the sled store encodes them, to three fjall keyspaces instead (fjall as the frontier opens
 //! it, with sled's 32 MiB as its block cache): what the documents would cost there.
 //!
-//! `cargo run --release -p weft-index --example store_drift -- [--docs 200000] [--every 20000] [--part all]`
+//! `cargo run --release -p weft-index --example store_drift -- [--docs 200000] [--every 20000] [--part all] [--sled-cache-mb 32]`
 
 mod support;
 use support::{rss_parts_mib, Rng};
@@ -28,7 +28,8 @@ fn main() {
     let part = args.iter().position(|a| a == "--part").and_then(|i| args.get(i + 1)).map_or("all", String::as_str);
     println!("part: {part}");
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let db = weft_db::open_db(&dir.path().join("db"), 32 << 20).expect("sled opens");
+    // sled's cache as the node sets it (`storage.cache_mb`), or `--sled-cache-mb`.
+    let db = weft_db::open_db(&dir.path().join("db"), (flag("--sled-cache-mb", 32) as u64) << 20).expect("sled opens");
     let index = weft_index::LocalIndex::open(&db, dir.path(), 384, &weft_config::IndexConfig::default())
         .expect("the index opens");
     let words: Vec<String> = (0..5000).map(|i| format!("w{i}")).collect();
