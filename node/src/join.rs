@@ -182,8 +182,7 @@ mod tests {
         // A volunteer's file before joining, with comments the edit must keep.
         let text = concat!(
             "# my node\ndata_dir = \"/var/lib/weft\"\n\n[fetch]\n# who I am\ncontact_url = \"\"\n\n[p2p]\n",
-            // p2p off: the input of the edit under test, which must turn it on (asserted below).
-            "enabled = false # off until I join\n",
+            "enabled = false # off until I join\n", // off on purpose: the edit under test must turn p2p on (asserted below)
             "bootstrap = [\"/ip4/192.0.2.1/tcp/1/p2p/old\"]\nupnp = true\n",
         );
         let out = edit(text, &[PEER.to_string()], Some("mailto:me@example.org")).unwrap();
