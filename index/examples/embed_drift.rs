@@ -6,13 +6,8 @@
 //! `cargo run --release -p weft-index --example embed_drift -- [--runs 6000] [--every 500]`
 
 mod support;
-use support::{rss_parts_mib, Rng};
+use support::{flag, rss_parts_mib, Rng};
 use weft_index::Embedder;
-
-fn flag(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 fn main() {
     let (runs, every) = (flag("--runs", 6000), flag("--every", 500));

@@ -20,11 +20,7 @@ use ort::value::Tensor;
 use std::path::PathBuf;
 
 mod support;
-use support::{rss_mib, rss_parts_mib};
-
-extern "C" {
-    fn malloc_trim(pad: usize) -> i32;
-}
+use support::{rss_mib, rss_parts_mib, trim};
 
 /// Registers one CPU arena in ONNX Runtime's environment for every session that asks for it
 /// (`session.use_env_allocators`), instead of an arena per session. `same_as_requested`: the
@@ -126,7 +122,7 @@ fn main() {
             .commit_from_file(&model)
             .unwrap();
         drop(saved);
-        unsafe { malloc_trim(0) };
+        trim();
     }
     // SAFETY: the file is this process's own and nothing writes it while mapped.
     let mapped = ort_format.then(|| unsafe { memmap2::Mmap::map(&std::fs::File::open(&optimised).unwrap()).unwrap() });
@@ -169,7 +165,7 @@ fn main() {
         }
     }
     let untrimmed = rss_mib();
-    unsafe { malloc_trim(0) };
+    trim();
     let loaded = rss_mib();
     println!("sessions loaded: {untrimmed:.0} MiB, after malloc_trim {loaded:.0} MiB");
     let t = std::time::Instant::now();

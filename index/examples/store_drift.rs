@@ -13,19 +13,19 @@
 //! `cargo run --release -p weft-index --example store_drift -- [--docs 200000] [--every 20000] [--part all] [--sled-cache-mb 32]`
 
 mod support;
-use support::{rss_parts_mib, Rng};
+use support::{flag, rss_parts_mib, trim, Rng};
 use weft_index::store::{ChunkRecord, NewChunk};
 use weft_index::DocId;
-
-fn flag(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 fn main() {
     let (docs, every) = (flag("--docs", 200_000), flag("--every", 20_000));
     let args: Vec<String> = std::env::args().collect();
     let part = args.iter().position(|a| a == "--part").and_then(|i| args.get(i + 1)).map_or("all", String::as_str);
+    // A mistyped part would otherwise measure the whole index under another name.
+    assert!(
+        ["all", "store", "lexical", "vectors", "fjall"].contains(&part),
+        "--part {part}: all, store, lexical, vectors or fjall"
+    );
     println!("part: {part}");
     let dir = tempfile::tempdir().expect("a temporary directory");
     // sled's cache as the node sets it (`storage.cache_mb`), or `--sled-cache-mb`.
@@ -34,11 +34,16 @@ fn main() {
         .expect("the index opens");
     let words: Vec<String> = (0..5000).map(|i| format!("w{i}")).collect();
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-    let lsm = fjall::Database::builder(dir.path().join("lsm")).cache_size(32 << 20).open().expect("fjall opens");
-    let ks = |name: &str| {
-        lsm.keyspace(name, || fjall::KeyspaceCreateOptions::default().max_memtable_size(8 << 20)).expect("a keyspace")
-    };
-    let (docs_ks, chunks_ks, vectors_ks) = (ks("docs"), ks("chunks"), ks("vectors"));
+    // Opened only when measured: its caches and workers would count in the other parts' memory.
+    let lsm = (part == "fjall").then(|| {
+        let db = fjall::Database::builder(dir.path().join("lsm")).cache_size(32 << 20).open().expect("fjall opens");
+        let ks = |name: &str| {
+            db.keyspace(name, || fjall::KeyspaceCreateOptions::default().max_memtable_size(8 << 20))
+                .expect("a keyspace")
+        };
+        let keyspaces = (ks("docs"), ks("chunks"), ks("vectors"));
+        (db, keyspaces)
+    });
     println!("{:>8} {:>9} {:>9} {:>9} {:>11}", "docs", "live MiB", "free MiB", "anon MiB", "vectors MiB");
     for n in 0..docs {
         let url = format!("http://farm{}.test/p/{n}", n % 500);
@@ -55,10 +60,11 @@ fn main() {
             "lexical" => index.lexical().replace(&id, &record.title, &[(key, text.as_str())]).expect("replace"),
             "vectors" => index.vectors().add(key, &chunk.vector).expect("add"),
             "fjall" => {
-                let mut batch = lsm.batch();
-                batch.insert(&docs_ks, id.0, postcard::to_allocvec(&record).expect("encodes"));
-                batch.insert(&chunks_ks, key.to_be_bytes(), postcard::to_allocvec(&chunk.record).expect("encodes"));
-                batch.insert(&vectors_ks, key.to_be_bytes(), weft_index::store::vector_bytes(&chunk.vector));
+                let (db, (docs_ks, chunks_ks, vectors_ks)) = lsm.as_ref().expect("opened for this part");
+                let mut batch = db.batch();
+                batch.insert(docs_ks, id.0, postcard::to_allocvec(&record).expect("encodes"));
+                batch.insert(chunks_ks, key.to_be_bytes(), postcard::to_allocvec(&chunk.record).expect("encodes"));
+                batch.insert(vectors_ks, key.to_be_bytes(), weft_index::store::vector_bytes(&chunk.vector));
                 batch.commit().expect("fjall commit");
             }
             _ => index.commit(id, &record, vec![chunk]).expect("commit"),
@@ -78,16 +84,5 @@ fn main() {
                 free as f64 / 1048576.0
             );
         }
-    }
-}
-
-/// What the node's memory watcher does every 30 s: glibc's free pages back to the system.
-fn trim() {
-    extern "C" {
-        fn malloc_trim(pad: usize) -> i32;
-    }
-    // SAFETY: malloc_trim only walks the allocator's own arenas.
-    unsafe {
-        malloc_trim(0);
     }
 }

@@ -1,5 +1,5 @@
 //! What the index's benchmarks share: a small seeded random source, the process's resident
-//! memory and a percentile of sorted samples.
+//! memory, handing glibc's free pages back, a percentile of sorted samples and numeric flags.
 // Each example uses a part of this module.
 #![allow(dead_code)]
 
@@ -51,4 +51,23 @@ pub fn rss_parts_mib() -> (f64, f64) {
 /// The `p` quantile of `sorted` (nearest rank below).
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
+}
+
+/// glibc's free pages handed back to the system (`malloc_trim`), as the node's memory watcher
+/// does every 30 s, so the memory read after it is what the process holds, not what the
+/// allocator kept.
+pub fn trim() {
+    extern "C" {
+        fn malloc_trim(pad: usize) -> i32;
+    }
+    // SAFETY: malloc_trim only walks the allocator's own arenas under their locks.
+    unsafe {
+        malloc_trim(0);
+    }
+}
+
+/// The number after `name` on the command line, or `default`.
+pub fn flag(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
 }
