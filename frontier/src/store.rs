@@ -2,8 +2,8 @@
 //! with URLs, and a seen-set snapshot file beside it.
 //!
 //! # Why not sled
-//! Every other store of the node is sled; the queue is not, because measured it could not be
-//! made small. The sled layout before held 461 MiB resident and 2.58 GiB of files at 1.5M
+//! The node's small stores are sled; the queue is not (nor are the index's documents), because
+//! measured it could not be made small. The sled layout before held 461 MiB resident and 2.58 GiB of files at 1.5M
 //! queued URLs (8.6k operations/s); the most compact sled layout tried (keys `host id |
 //! priority | seq`, ~45-byte values, no per-URL index) still held 384 MiB and growing and
 //! 3.7 GiB at 7.5M queued. This layout on fjall holds 10M queued URLs over 100k hosts in 254 MiB

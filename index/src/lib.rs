@@ -104,8 +104,10 @@ pub enum IndexError {
     Vectors(String),
     #[error("lexical index: {0}")]
     Lexical(String),
-    #[error("document store: {0}")]
+    #[error("node database: {0}")]
     Store(#[from] sled::Error),
+    #[error("document store: {0}")]
+    Documents(#[from] fjall::Error),
     #[error("corrupt record in the document store: {0}")]
     Corrupt(String),
     #[error("{0}")]
@@ -130,7 +132,7 @@ impl IndexError {
             IndexError::Inference(_) => "inference",
             IndexError::Vectors(_) => "vectors",
             IndexError::Lexical(_) => "lexical",
-            IndexError::Store(_) => "store",
+            IndexError::Store(_) | IndexError::Documents(_) => "store",
             IndexError::Corrupt(_) => "corrupt",
             IndexError::Io(_) => "io",
         }

@@ -160,15 +160,17 @@ pub struct LocalIndex {
     opened: Opened,
     lexical: LexicalIndex,
     lexical_rebuilt: Option<Rebuilt>,
-    /// Serializes commits: replacing a document touches sled and the HNSW index in turn.
+    /// Serializes commits: replacing a document touches the document store, the HNSW index and
+    /// the lexical index in turn.
     counts: Mutex<Counts>,
 }
 
 impl LocalIndex {
-    /// Opens the index stored in `db` and `dir` (the data dir), rebuilding the vector index
-    /// from the store if its snapshot is missing or stale.
+    /// Opens the index stored in `dir` (the data dir), rebuilding the vector index from the
+    /// store if its snapshot is missing or stale. `db` is the node's sled database, where an
+    /// earlier release kept the documents: they are moved out of it when found there.
     pub fn open(db: &sled::Db, dir: &Path, dims: usize, config: &IndexConfig) -> Result<LocalIndex, IndexError> {
-        let store = DocStore::open(db)?;
+        let store = DocStore::open(dir, db)?;
         let (vectors, opened) = VectorIndex::open(dir, dims, config, &store)?;
         let (lexical, lexical_rebuilt) = LexicalIndex::open(dir, &store)?;
         if let Some(why) = &lexical_rebuilt {

@@ -257,7 +257,8 @@ pub fn database(data_dir: &Path) -> Check {
     std::thread::spawn(move || {
         let opened = weft_frontier::open_db(&path, 8 << 20).and_then(|d| {
             let keys: usize = d.tree_names().iter().filter_map(|t| d.open_tree(t).ok()).map(|t| t.len()).sum();
-            Ok((keys, weft_frontier::generation::check(&d, &path)?))
+            let generation = weft_frontier::generation::check(&d, &path)?;
+            Ok((keys, generation.map(|g| (g, weft_index::store::legacy::pending(&d)))))
         });
         let _ = tx.send(opened);
     });
@@ -265,12 +266,18 @@ pub fn database(data_dir: &Path) -> Check {
         "stop the node, then restore db/ from a backup, or move db/ away to start afresh (pages are crawled again)",
     );
     match rx.recv_timeout(DB_CHECK_BOUND) {
-        Ok(Ok((keys, Ok(generation)))) => check(
-            name,
-            Verdict::Ok,
-            format!("{}: a copy opens and reads ({keys} entries, generation {generation})", db.display()),
-            None,
-        ),
+        Ok(Ok((keys, Ok((generation, pending))))) => {
+            let mut said =
+                format!("{}: a copy opens and reads ({keys} entries, generation {generation})", db.display());
+            if let Some(documents) = pending {
+                said += &format!(
+                    "; it still holds the index's {documents} documents as an earlier release kept them: the node \
+                     moves them to {} when it next starts (a one-time copy)",
+                    data_dir.join(weft_index::store::DIR).display()
+                );
+            }
+            check(name, Verdict::Ok, said, None)
+        }
         Ok(Ok((_, Err(lost)))) => check(name, Verdict::Fail, format!("{}: {lost}", db.display()), fix),
         Ok(Err(sled::Error::Corruption { .. })) => {
             check(name, Verdict::Fail, format!("{}: the database is corrupted", db.display()), fix)

@@ -692,4 +692,10 @@ impl Pipeline for IndexPipeline {
         let links: Vec<String> = copy.links.iter().map(url::Url::to_string).collect();
         self.service.index_blocking(copy.document.clone(), &links).is_ok()
     }
+
+    /// The document store's batches reach the OS as they commit; this syncs them, so that a
+    /// page acknowledged after the crawl's flush is indexed after a power loss too.
+    fn persist(&self) -> Result<(), String> {
+        self.service.index().store().flush().map_err(|e| format!("the document store: {e}"))
+    }
 }

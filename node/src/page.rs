@@ -46,6 +46,12 @@ pub trait Pipeline: Send + Sync + 'static {
         let _ = copy;
         false
     }
+
+    /// Syncs what the pipeline stored to disk. The crawl calls it in its flush, before it
+    /// acknowledges the pages it covers. Blocking.
+    fn persist(&self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// A page as a copy another member holds it: the document its crawler indexed, the page's

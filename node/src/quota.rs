@@ -1,9 +1,11 @@
 //! The disk quota (`index.disk_quota_mb`): a node left running for months must not fill its
-//! disk. Every `index.quota_check_secs` the database's size on disk plus the vector index's files is
-//! compared with the quota; over it, the documents fetched longest ago are evicted — as many as
-//! the overage is worth at the current average cost per document, to 90% of the quota. sled
-//! frees the space of removed entries lazily (segments are reclaimed as they are rewritten), so
-//! a check evicts once and the next check, an interval later, sees what was reclaimed. The
+//! disk. Every `index.quota_check_secs` the node's storage on disk (the sled database, the
+//! document store, the vector and lexical indexes' files) is compared with the quota; over it,
+//! the documents fetched longest ago are evicted — as many as the overage is worth at the
+//! current average cost per document, to 90% of the quota. The document store then compacts
+//! what was removed away at once ([`weft_index::store::DocStore::reclaim`]); sled frees the
+//! space of its removed entries lazily (segments are reclaimed as they are rewritten), so a
+//! check evicts once and the next check, an interval later, sees what was reclaimed. The
 //! responses kept for WARC (`crawl.keep_responses`) are in the database and count; those of the
 //! evicted documents are dropped with them.
 
@@ -20,10 +22,14 @@ pub struct Checked {
     pub evicted: usize,
 }
 
-/// Bytes the node's storage takes: the sled database (kept responses included) and the vector index's files (the
-/// delta's snapshot and the sealed segments).
+/// Bytes the node's storage takes: the sled database (kept responses included), the document
+/// store, the vector index's files (the delta's snapshot and the sealed segments) and the
+/// lexical index's.
 pub fn used_bytes(db: &sled::Db, data_dir: &std::path::Path) -> u64 {
-    db.size_on_disk().unwrap_or(0) + weft_index::vectors::disk_bytes(data_dir)
+    db.size_on_disk().unwrap_or(0)
+        + weft_index::store::disk_bytes(data_dir)
+        + weft_index::vectors::disk_bytes(data_dir)
+        + weft_index::lexical::disk_bytes(data_dir)
 }
 
 /// One check (blocking).
@@ -51,6 +57,7 @@ pub fn check(
     let responses =
         crate::responses::ResponseStore::open(db)?.keep_only(|id| store.doc(id).map_or(true, |d| d.is_some()))?;
     db.flush()?;
+    store.reclaim()?;
     tracing::warn!(
         used_mb = used >> 20,
         quota_mb = quota_bytes >> 20,

@@ -23,7 +23,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 fn read(dir: &Path, node: usize) -> Vec<Doc> {
     let db = sled::Config::new().path(dir.join("db")).open().expect("sled");
-    let store = weft_index::store::DocStore::open(&db).expect("store");
+    let store = weft_index::store::DocStore::open(dir, &db).expect("store");
     let mut out = Vec::new();
     for e in store.docs() {
         let (_, r) = e.expect("doc");

@@ -236,17 +236,19 @@ struct Doc {
 
 /// Reads the documents of a stopped node's data dir: its own index and its cell store.
 fn read_node(data_dir: &Path, node: usize) -> Result<Vec<Doc>, String> {
-    let mut docs = read_store(&data_dir.join("db"), node, true)?;
-    docs.extend(read_store(&data_dir.join("cells/db"), node, false)?);
+    let mut docs = read_store(data_dir, node, true)?;
+    docs.extend(read_store(&data_dir.join("cells"), node, false)?);
     Ok(docs)
 }
 
-fn read_store(db_path: &Path, node: usize, crawled: bool) -> Result<Vec<Doc>, String> {
+/// The documents of the index under `dir` (its sled database in `dir/db`).
+fn read_store(dir: &Path, node: usize, crawled: bool) -> Result<Vec<Doc>, String> {
+    let db_path = dir.join("db");
     if !db_path.exists() {
         return Ok(Vec::new());
     }
     let db = sled::Config::new().path(&db_path).open().map_err(|e| format!("{}: {e}", db_path.display()))?;
-    let store = weft_index::store::DocStore::open(&db).map_err(|e| e.to_string())?;
+    let store = weft_index::store::DocStore::open(dir, &db).map_err(|e| e.to_string())?;
     let mut docs = Vec::new();
     for entry in store.docs() {
         let (_, record) = entry.map_err(|e| e.to_string())?;

@@ -624,11 +624,13 @@ impl Inner {
         }
     }
 
-    /// Makes frontier writes durable: on the blocking pool, bounded; a failure is a storage
-    /// fault (it stops the node).
+    /// Makes frontier writes durable, and the pipeline's (the index's documents): on the
+    /// blocking pool, bounded; a failure is a storage fault (it stops the node).
     async fn flush(&self) -> Result<(), StorageFault> {
         let d = self.durability.clone();
-        self.storage.bounded("flushing the frontier", move || d.flush()).await
+        self.storage.bounded("flushing the frontier", move || d.flush()).await?;
+        let pipeline = self.pipeline.clone();
+        self.storage.bounded("flushing the index's documents", move || pipeline.persist()).await
     }
 
     /// Records what happened to `url` (for `/urls`); a failure to record is logged, not fatal:

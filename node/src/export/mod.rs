@@ -152,7 +152,7 @@ impl DataDir {
         let path = config.data_dir.join("db");
         anyhow::ensure!(path.exists(), "no index at {} (start a node first)", config.data_dir.display());
         let db = weft_frontier::open_db(&path, 16 << 20).with_context(|| format!("cannot open {}", path.display()))?;
-        let store = weft_index::store::DocStore::open(&db)?;
+        let store = weft_index::store::DocStore::open(&config.data_dir, &db)?;
         let outcomes = weft_frontier::Outcomes::open(&db)?;
         let node = config
             .data_dir

@@ -1,0 +1,719 @@
+//! The document store: what each document is, what its chunks say, their vectors, the
+//! SimHash block tables and the pages' links, in an LSM tree ([fjall], `<dir>/documents`).
+//!
+//! | keyspace | key | value |
+//! |---|---|---|
+//! | `docs` | doc id (16 bytes) | [`DocRecord`]: url, title, metadata, fetched_at, simhash, chunk keys, state |
+//! | `chunks` | chunk key (u64 BE) | [`ChunkRecord`]: doc id, position, previous/next chunk keys, byte range, LZ4-compressed text |
+//! | `vectors` | chunk key (u64 BE) | the chunk's unit vector as little-endian f16 |
+//! | `simhash` | block position, block value, doc id | the full fingerprint |
+//! | `links` | doc id | the page's outbound links (postcard) |
+//!
+//! Replacing a document is one atomic write batch over all the keyspaces: its old chunks,
+//! vectors and block entries go in the same step as the new ones arrive, so a crash can never
+//! leave orphans. Writes are serialised by the store (a batch is built from what the document
+//! had before). Vectors are kept here (768 bytes per chunk at f16) so that the HNSW index is a
+//! cache that can always be rebuilt.
+//!
+//! # Why not sled
+//! These trees were in sled until measured: sled's memory follows its database's size whatever
+//! its cache is set to (its page table only grows, spacejam/sled#852, and it remembers every
+//! page it paged out, #1093). 150,000 one-chunk documents written as the indexer writes them
+//! took sled from 33 to 74 MiB anonymous (32 MiB cache) and 26 to 45 (4 MiB), still rising;
+//! the same records in fjall stayed at ~46 MiB after 50,000, written three times faster
+//! (`index/examples/store_drift.rs`, docs/src/benchmarks.md). A node that indexes for months
+//! must not carry that growth. A store written by an earlier release is moved over from sled
+//! when first opened ([`legacy`]).
+//!
+//! # Durability
+//! Every batch reaches the operating system before `put` returns (fjall's journal is written,
+//! not synced), so a killed process loses nothing; [`DocStore::flush`] syncs for power loss.
+
+pub mod legacy;
+
+use crate::dedup::{self, BLOCKS};
+use crate::{DocId, IndexError};
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, OwnedWriteBatch, PersistMode};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// What became of a document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DocState {
+    /// Chunked, embedded and searchable.
+    Indexed,
+    /// A near duplicate of `canonical` (within `distance` SimHash bits): recorded, not embedded.
+    Alias { canonical: DocId, distance: u32 },
+    /// Embedding failed twice; the reason is kept for `/status`.
+    Failed { reason: String },
+}
+
+/// A document as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DocRecord {
+    pub url: String,
+    pub title: String,
+    pub description: Option<String>,
+    pub language: Option<String>,
+    pub site_name: Option<String>,
+    pub published: Option<String>,
+    pub page_type: Option<String>,
+    /// Seconds since the Unix epoch.
+    pub fetched_at: u64,
+    pub word_count: u32,
+    pub simhash: Option<u64>,
+    /// Keys of the chunks, in document order (empty unless indexed).
+    pub chunks: Vec<u64>,
+    pub state: DocState,
+    /// URLs recorded as near duplicates of this document.
+    pub aliases: Vec<String>,
+    // Added after the first release: records written before have none (see `decode_doc`).
+    /// Last modified, RFC 3339.
+    pub modified: Option<String>,
+    pub author: Option<String>,
+    /// The URL the page names as canonical.
+    pub canonical: Option<String>,
+}
+
+impl DocRecord {
+    /// Its description, language, site name and page type, as views and copies carry them.
+    pub fn facts(&self) -> weft_page::PageFacts {
+        weft_page::PageFacts {
+            description: self.description.clone(),
+            language: self.language.clone(),
+            site: self.site_name.clone(),
+            page_type: self.page_type.clone(),
+        }
+    }
+
+    /// The page's address and what it says of itself, as hits, views and exports carry it.
+    pub fn page(&self) -> weft_page::PageMeta {
+        weft_page::PageMeta {
+            url: self.url.clone(),
+            title: self.title.clone(),
+            canonical: self.canonical.clone(),
+            author: self.author.clone(),
+            published: self.published.clone(),
+            modified: self.modified.clone(),
+        }
+    }
+}
+
+/// A document as the first release stored it: read, never written.
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+struct DocRecordV1 {
+    url: String,
+    title: String,
+    description: Option<String>,
+    language: Option<String>,
+    site_name: Option<String>,
+    published: Option<String>,
+    page_type: Option<String>,
+    fetched_at: u64,
+    word_count: u32,
+    simhash: Option<u64>,
+    chunks: Vec<u64>,
+    state: DocState,
+    aliases: Vec<String>,
+}
+
+/// Decodes a stored document, of this release or of the first (postcard has no optional
+/// trailing fields: a first-release record is too short for this layout, so it fails first).
+fn decode_doc(bytes: &[u8]) -> Result<DocRecord, IndexError> {
+    decode::<DocRecord>(bytes, "document").or_else(|e| {
+        let Ok(v1) = postcard::from_bytes::<DocRecordV1>(bytes) else { return Err(e) };
+        Ok(DocRecord {
+            url: v1.url,
+            title: v1.title,
+            description: v1.description,
+            language: v1.language,
+            site_name: v1.site_name,
+            published: v1.published,
+            page_type: v1.page_type,
+            fetched_at: v1.fetched_at,
+            word_count: v1.word_count,
+            simhash: v1.simhash,
+            chunks: v1.chunks,
+            state: v1.state,
+            aliases: v1.aliases,
+            modified: None,
+            author: None,
+            canonical: None,
+        })
+    })
+}
+
+/// A chunk as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkRecord {
+    pub doc: DocId,
+    pub position: u32,
+    /// Keys of the chunks before and after this one in the document (context for a hit).
+    pub prev: Option<u64>,
+    pub next: Option<u64>,
+    /// Byte range in the document's main text.
+    pub start: u32,
+    pub end: u32,
+    pub tokens: u32,
+    text_lz4: Vec<u8>,
+}
+
+impl ChunkRecord {
+    pub fn new(doc: DocId, position: u32, start: usize, end: usize, tokens: usize, text: &str) -> ChunkRecord {
+        ChunkRecord {
+            doc,
+            position,
+            prev: None,
+            next: None,
+            start: start as u32,
+            end: end as u32,
+            tokens: tokens as u32,
+            text_lz4: lz4_flex::compress_prepend_size(text.as_bytes()),
+        }
+    }
+
+    pub fn text(&self) -> Result<String, IndexError> {
+        let bytes = lz4_flex::decompress_size_prepended(&self.text_lz4)
+            .map_err(|e| IndexError::Corrupt(format!("chunk text: {e}")))?;
+        String::from_utf8(bytes).map_err(|e| IndexError::Corrupt(format!("chunk text: {e}")))
+    }
+}
+
+/// A chunk ready to be stored: key, record and vector.
+pub struct NewChunk {
+    pub key: u64,
+    pub record: ChunkRecord,
+    pub vector: Vec<f32>,
+}
+
+/// The index's documents. Cheap to clone (handles).
+#[derive(Clone)]
+pub struct DocStore {
+    db: Database,
+    docs: Keyspace,
+    chunks: Keyspace,
+    vectors: Keyspace,
+    blocks: Keyspace,
+    /// Document id → the page's outbound links (postcard): what a copy of the document carries,
+    /// so that a member that indexes it from the copy instead of fetching it (its crawler
+    /// gone) still follows the page's links.
+    links: Keyspace,
+    meta: Keyspace,
+    path: PathBuf,
+    /// Held while a batch is built and committed: a batch is computed from what the document
+    /// had before, and fjall's batches do not check that it is still so.
+    write: Arc<Mutex<()>>,
+    /// Documents and chunks stored, counted when opened and kept with each batch (fjall's
+    /// `len` reads every key).
+    counts: Arc<[AtomicU64; 2]>,
+}
+
+/// The store's directory under the index's directory.
+pub const DIR: &str = "documents";
+/// fjall's block cache for the documents: hits, context chunks and near-duplicate lookups
+/// read through it, the rest through the kernel's page cache.
+const CACHE_BYTES: u64 = 16 << 20;
+/// The memtable of one keyspace: with the cache, what the store holds in memory (six
+/// keyspaces, most of them written little).
+const MEMTABLE_BYTES: u64 = 4 << 20;
+/// The journal may hold this much before memtables are flushed (fjall's least).
+const JOURNAL_BYTES: u64 = 64 << 20;
+/// The `meta` key that says a store written by an earlier release (in sled) was moved here.
+const MOVED_FROM_SLED: &[u8] = b"moved-from-sled";
+
+/// Bytes the store under `dir` (the index's directory) takes on disk, open or not.
+pub fn disk_bytes(dir: &Path) -> u64 {
+    fn walk(p: &Path) -> u64 {
+        let Ok(entries) = std::fs::read_dir(p) else { return 0 };
+        entries
+            .flatten()
+            .map(|e| match e.file_type() {
+                Ok(t) if t.is_dir() => walk(&e.path()),
+                _ => e.metadata().map_or(0, |m| m.len()),
+            })
+            .sum()
+    }
+    walk(&dir.join(DIR))
+}
+
+/// Links kept per document, at most (a page's first ones: navigation and content alike).
+pub const MAX_LINKS: usize = 500;
+
+/// What a [`DocStore::put`] replaced.
+#[derive(Debug, Default)]
+pub struct Replaced {
+    /// Chunk keys the document had before and no longer has.
+    pub removed: Vec<u64>,
+    /// The document's state before, if it existed.
+    pub old_state: Option<DocState>,
+}
+
+fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    postcard::to_stdvec(value).expect("records always serialize")
+}
+
+fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8], what: &str) -> Result<T, IndexError> {
+    postcard::from_bytes(bytes).map_err(|e| IndexError::Corrupt(format!("{what}: {e}")))
+}
+
+fn block_key(position: usize, block: u16, doc: &DocId) -> [u8; 19] {
+    let mut k = [0u8; 19];
+    k[0] = position as u8;
+    k[1..3].copy_from_slice(&block.to_be_bytes());
+    k[3..].copy_from_slice(&doc.0);
+    k
+}
+
+/// Little-endian f16 bytes of a vector.
+pub fn vector_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| half::f16::from_f32(*x).to_le_bytes()).collect()
+}
+
+/// The vector stored as [`vector_bytes`].
+pub fn vector_from_bytes(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect()
+}
+
+impl DocStore {
+    /// Opens (or creates) the store under `dir`, the index's directory. A store that an
+    /// earlier release kept in `legacy` (sled trees `index.*`) is moved over first, once.
+    pub fn open(dir: &Path, legacy: &sled::Db) -> Result<DocStore, IndexError> {
+        let path = dir.join(DIR);
+        std::fs::create_dir_all(&path)?;
+        let db = Database::builder(&path).cache_size(CACHE_BYTES).max_journaling_size(JOURNAL_BYTES).open()?;
+        let ks = |name: &str| db.keyspace(name, || KeyspaceCreateOptions::default().max_memtable_size(MEMTABLE_BYTES));
+        let store = DocStore {
+            docs: ks("docs")?,
+            chunks: ks("chunks")?,
+            vectors: ks("vectors")?,
+            blocks: ks("simhash")?,
+            links: ks("links")?,
+            meta: ks("meta")?,
+            db,
+            path,
+            write: Arc::new(Mutex::new(())),
+            counts: Arc::new([AtomicU64::new(0), AtomicU64::new(0)]),
+        };
+        legacy::move_from_sled(&store, legacy)?;
+        let (mut docs, mut chunks) = (0u64, 0u64);
+        for item in store.docs_after(None) {
+            let (_, record) = item?;
+            docs += 1;
+            chunks += record.chunks.len() as u64;
+        }
+        store.counts[0].store(docs, Ordering::Relaxed);
+        store.counts[1].store(chunks, Ordering::Relaxed);
+        Ok(store)
+    }
+
+    /// Keeps the outbound links of document `id` (the first [`MAX_LINKS`]), replacing any.
+    pub fn set_links(&self, id: &DocId, links: &[String]) -> Result<(), IndexError> {
+        let links = &links[..links.len().min(MAX_LINKS)];
+        self.links.insert(id.0, encode(&links))?;
+        Ok(())
+    }
+
+    /// The outbound links kept for document `id` (none for a document indexed before links
+    /// were kept).
+    pub fn links(&self, id: &DocId) -> Result<Vec<String>, IndexError> {
+        Ok(self.links.get(id.0)?.map(|b| decode(&b, "links")).transpose()?.unwrap_or_default())
+    }
+
+    pub fn doc(&self, id: &DocId) -> Result<Option<DocRecord>, IndexError> {
+        self.docs.get(id.0)?.map(|b| decode_doc(&b)).transpose()
+    }
+
+    pub fn chunk(&self, key: u64) -> Result<Option<ChunkRecord>, IndexError> {
+        self.chunks.get(key.to_be_bytes())?.map(|b| decode(&b, "chunk")).transpose()
+    }
+
+    pub fn vector(&self, key: u64) -> Result<Option<Vec<f32>>, IndexError> {
+        Ok(self.vectors.get(key.to_be_bytes())?.map(|b| vector_from_bytes(&b)))
+    }
+
+    /// Every stored vector, for rebuilding the HNSW index.
+    pub fn vectors(&self) -> impl Iterator<Item = Result<(u64, Vec<f32>), IndexError>> + '_ {
+        self.vectors.iter().map(|item| {
+            let (k, v) = item.into_inner()?;
+            let key = u64::from_be_bytes(k.as_ref().try_into().map_err(|_| IndexError::Corrupt("vector key".into()))?);
+            Ok((key, vector_from_bytes(&v)))
+        })
+    }
+
+    /// Documents stored (indexed, aliases and failed alike).
+    pub fn doc_count(&self) -> usize {
+        self.counts[0].load(Ordering::Relaxed) as usize
+    }
+
+    /// Chunks stored (each with its vector).
+    pub fn chunk_count(&self) -> usize {
+        self.counts[1].load(Ordering::Relaxed) as usize
+    }
+
+    /// Whether a vector is stored under `key` (without reading it).
+    pub fn has_vector(&self, key: u64) -> bool {
+        self.vectors.contains_key(key.to_be_bytes()).unwrap_or(false)
+    }
+
+    pub fn vector_count(&self) -> usize {
+        self.chunk_count()
+    }
+
+    /// Every document record (for statistics).
+    pub fn docs(&self) -> impl Iterator<Item = Result<(DocId, DocRecord), IndexError>> + '_ {
+        self.docs_after(None)
+    }
+
+    /// The document records in key order, after `after` when given (paging a listing).
+    pub fn docs_after(
+        &self,
+        after: Option<&DocId>,
+    ) -> impl Iterator<Item = Result<(DocId, DocRecord), IndexError>> + '_ {
+        let items = match after {
+            Some(a) => self.docs.range::<&[u8], _>((std::ops::Bound::Excluded(&a.0[..]), std::ops::Bound::Unbounded)),
+            None => self.docs.iter(),
+        };
+        items.map(|item| {
+            let (k, v) = item.into_inner()?;
+            let id = DocId(k.as_ref().try_into().map_err(|_| IndexError::Corrupt("document key".into()))?);
+            Ok((id, decode_doc(&v)?))
+        })
+    }
+
+    /// The indexed document nearest to `hash` within `max_distance` bits, other than `except`.
+    pub fn near_duplicate(
+        &self,
+        hash: u64,
+        max_distance: u32,
+        except: &DocId,
+    ) -> Result<Option<(DocId, u32)>, IndexError> {
+        let mut best: Option<(DocId, u32)> = None;
+        for (position, block) in dedup::blocks(hash).into_iter().enumerate() {
+            let mut prefix = [0u8; 3];
+            prefix[0] = position as u8;
+            prefix[1..].copy_from_slice(&block.to_be_bytes());
+            for entry in self.blocks.prefix(prefix) {
+                let (k, v) = entry.into_inner()?;
+                let doc = DocId(k[3..].try_into().map_err(|_| IndexError::Corrupt("simhash key".into()))?);
+                let other =
+                    u64::from_be_bytes(v.as_ref().try_into().map_err(|_| IndexError::Corrupt("simhash".into()))?);
+                let d = dedup::distance(hash, other);
+                if doc != *except && d <= max_distance && best.is_none_or(|(_, bd)| d < bd) {
+                    best = Some((doc, d));
+                }
+            }
+        }
+        Ok(best)
+    }
+
+    /// Stores `record` under `id` with `chunks`, replacing whatever the document had before,
+    /// all in one batch. An alias is added to its canonical document's alias list.
+    pub fn put(&self, id: DocId, record: &DocRecord, chunks: &[NewChunk]) -> Result<Replaced, IndexError> {
+        let _write = self.write.lock();
+        // A batch applies its writes under one sequence number, so a key must appear in it
+        // once: what is written again is not also removed.
+        let new_keys: HashSet<u64> = chunks.iter().map(|c| c.key).collect();
+        let mut batch = self.db.batch();
+        let mut replaced = Replaced::default();
+        let mut record = record.clone();
+        let new_blocks = indexed_blocks(record.simhash, &record.state, &id);
+        let (mut docs, mut stored) = (1i64, 0i64);
+        if let Some(old) = self.doc(&id)? {
+            docs = 0;
+            // Aliases recorded against this document stay with it across re-crawls.
+            for alias in old.aliases {
+                if !record.aliases.contains(&alias) && alias != record.url {
+                    record.aliases.push(alias);
+                }
+            }
+            replaced.old_state = Some(old.state.clone());
+            for key in &old.chunks {
+                if !new_keys.contains(key) {
+                    self.remove_chunk(&mut batch, *key, &mut stored)?;
+                    replaced.removed.push(*key);
+                }
+            }
+            for block in indexed_blocks(old.simhash, &old.state, &id) {
+                if !new_blocks.contains(&block) {
+                    batch.remove(&self.blocks, block.to_vec());
+                }
+            }
+        }
+        for c in chunks {
+            if !self.chunks.contains_key(c.key.to_be_bytes())? {
+                stored += 1;
+            }
+            batch.insert(&self.chunks, c.key.to_be_bytes(), encode(&c.record));
+            batch.insert(&self.vectors, c.key.to_be_bytes(), vector_bytes(&c.vector));
+        }
+        if let Some(hash) = record.simhash {
+            for block in &new_blocks {
+                batch.insert(&self.blocks, block.to_vec(), hash.to_be_bytes());
+            }
+        }
+        if let DocState::Alias { canonical, .. } = &record.state {
+            if *canonical != id {
+                if let Some(mut c) = self.doc(canonical)? {
+                    if !c.aliases.contains(&record.url) {
+                        c.aliases.push(record.url.clone());
+                        batch.insert(&self.docs, canonical.0, encode(&c));
+                    }
+                }
+            }
+        }
+        batch.insert(&self.docs, id.0, encode(&record));
+        self.commit(batch, docs, stored)?;
+        Ok(replaced)
+    }
+
+    /// Removes a document with its chunks, vectors, SimHash blocks and links in one batch;
+    /// returns its record (`None` if there was none). Aliases recorded against it stay (as
+    /// records without chunks).
+    pub fn remove(&self, id: DocId) -> Result<Option<DocRecord>, IndexError> {
+        let _write = self.write.lock();
+        let Some(old) = self.doc(&id)? else { return Ok(None) };
+        let mut batch = self.db.batch();
+        let mut stored = 0i64;
+        for key in &old.chunks {
+            self.remove_chunk(&mut batch, *key, &mut stored)?;
+        }
+        for block in indexed_blocks(old.simhash, &old.state, &id) {
+            batch.remove(&self.blocks, block.to_vec());
+        }
+        batch.remove(&self.docs, id.0);
+        batch.remove(&self.links, id.0);
+        self.commit(batch, -1, stored)?;
+        Ok(Some(old))
+    }
+
+    /// Removes chunk `key` and its vector in `batch`, counting it in `stored` if it was there.
+    fn remove_chunk(&self, batch: &mut OwnedWriteBatch, key: u64, stored: &mut i64) -> Result<(), IndexError> {
+        if self.chunks.contains_key(key.to_be_bytes())? {
+            *stored -= 1;
+        }
+        batch.remove(&self.chunks, key.to_be_bytes());
+        batch.remove(&self.vectors, key.to_be_bytes());
+        Ok(())
+    }
+
+    /// Commits `batch` and moves the counts by what it changed.
+    fn commit(&self, batch: OwnedWriteBatch, docs: i64, chunks: i64) -> Result<(), IndexError> {
+        batch.commit()?;
+        for (count, by) in self.counts.iter().zip([docs, chunks]) {
+            let _ = count.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| Some(n.saturating_add_signed(by)));
+        }
+        Ok(())
+    }
+
+    /// Syncs everything written so far to disk.
+    pub fn flush(&self) -> Result<(), IndexError> {
+        self.db.persist(PersistMode::SyncAll)?;
+        Ok(())
+    }
+
+    /// Bytes on disk (tables and journal).
+    pub fn disk_bytes(&self) -> u64 {
+        self.db.disk_space().unwrap_or(0)
+    }
+
+    /// Gives back the space of removed documents now rather than when later writes compact
+    /// it (the disk quota calls it after evicting): every keyspace's memtable is written out
+    /// and its tables compacted into one run without what was removed. Blocking: seconds, or
+    /// minutes for a large store.
+    pub fn reclaim(&self) -> Result<(), IndexError> {
+        for ks in [&self.docs, &self.chunks, &self.vectors, &self.blocks, &self.links] {
+            ks.rotate_memtable_and_wait()?;
+            ks.major_compact()?;
+        }
+        Ok(())
+    }
+
+    /// Where the store's files are.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The SimHash block keys of an indexed document (none for aliases, failures and pages
+/// without a fingerprint).
+fn indexed_blocks(simhash: Option<u64>, state: &DocState, id: &DocId) -> Vec<[u8; 19]> {
+    match (simhash, state) {
+        (Some(hash), DocState::Indexed) => {
+            dedup::blocks(hash).into_iter().enumerate().take(BLOCKS).map(|(p, b)| block_key(p, b, id)).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(dir: &Path) -> (sled::Db, DocStore) {
+        let db = weft_db::open_db(&dir.join("db"), 8 << 20).unwrap();
+        let store = DocStore::open(dir, &db).unwrap();
+        (db, store)
+    }
+
+    fn record(url: &str, chunks: &[u64], simhash: u64) -> DocRecord {
+        DocRecord { simhash: Some(simhash), ..crate::testing::indexed_record(url, "T", 1, 100, chunks.to_vec()) }
+    }
+
+    fn chunk(doc: DocId, key: u64, position: u32, text: &str) -> NewChunk {
+        NewChunk { key, record: ChunkRecord::new(doc, position, 0, text.len(), 3, text), vector: vec![0.5; 4] }
+    }
+
+    /// Every key of a keyspace.
+    fn keys(ks: &Keyspace) -> Vec<Vec<u8>> {
+        ks.iter().map(|i| i.key().unwrap().to_vec()).collect()
+    }
+
+    /// A document replaced with some of the same chunk keys, then removed: the counts follow,
+    /// a key written again in the same batch is not lost to its own removal, and nothing of
+    /// the document is left behind (chunks, vectors, SimHash blocks, links).
+    #[test]
+    fn replacing_and_removing_a_document_leaves_no_orphans_and_counts_follow() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_db, store) = open(dir.path());
+        let id = DocId::of_url("https://a.test/1");
+        let other = DocId::of_url("https://a.test/2");
+        store
+            .put(other, &record("https://a.test/2", &[9], 0xffff_0000_ffff_0000), &[chunk(other, 9, 0, "nine")])
+            .unwrap();
+        let first = [chunk(id, 1, 0, "one"), chunk(id, 2, 1, "two")];
+        let replaced = store.put(id, &record("https://a.test/1", &[1, 2], 0x1234), &first).unwrap();
+        assert!(replaced.old_state.is_none() && replaced.removed.is_empty());
+        assert_eq!((store.doc_count(), store.chunk_count()), (2, 3));
+
+        // Key 2 stays (new text), 1 goes, 3 arrives; the fingerprint changes.
+        let second = [chunk(id, 2, 0, "two again"), chunk(id, 3, 1, "three")];
+        let replaced = store.put(id, &record("https://a.test/1", &[2, 3], 0xabcd_0000), &second).unwrap();
+        assert_eq!((replaced.old_state, replaced.removed), (Some(DocState::Indexed), vec![1]));
+        assert_eq!((store.doc_count(), store.chunk_count()), (2, 3));
+        assert_eq!(store.chunk(2).unwrap().unwrap().text().unwrap(), "two again");
+        assert!(store.chunk(1).unwrap().is_none() && !store.has_vector(1) && store.has_vector(2));
+        assert_eq!(store.near_duplicate(0xabcd_0000, 0, &other).unwrap(), Some((id, 0)));
+        assert_eq!(store.near_duplicate(0x1234, 0, &other).unwrap(), None, "the old fingerprint's blocks went");
+
+        store.set_links(&id, &["https://a.test/3".into()]).unwrap();
+        assert_eq!(store.remove(id).unwrap().unwrap().chunks, vec![2, 3]);
+        assert_eq!(store.remove(id).unwrap(), None);
+        assert_eq!((store.doc_count(), store.chunk_count()), (1, 1));
+        assert_eq!(keys(&store.chunks), vec![9u64.to_be_bytes().to_vec()]);
+        assert_eq!(keys(&store.vectors), vec![9u64.to_be_bytes().to_vec()]);
+        assert!(keys(&store.blocks).iter().all(|k| k[3..] == other.0), "only the other document's blocks");
+        assert!(store.links(&id).unwrap().is_empty());
+
+        // The counts are the store's after a reopen too.
+        drop(store);
+        let (_db2, store) = {
+            drop(_db);
+            open(dir.path())
+        };
+        assert_eq!((store.doc_count(), store.chunk_count(), store.vector_count()), (1, 1, 1));
+    }
+
+    /// A near duplicate recorded as an alias is added to its canonical document's list, and
+    /// that list survives the canonical document's re-crawl.
+    #[test]
+    fn aliases_are_recorded_on_their_canonical_document_and_kept_across_recrawls() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_db, store) = open(dir.path());
+        let canonical = DocId::of_url("https://a.test/c");
+        store.put(canonical, &record("https://a.test/c", &[1], 7), &[chunk(canonical, 1, 0, "c")]).unwrap();
+        let alias =
+            DocRecord { state: DocState::Alias { canonical, distance: 1 }, ..record("https://a.test/c?x", &[], 7) };
+        store.put(DocId::of_url("https://a.test/c?x"), &alias, &[]).unwrap();
+        assert_eq!(store.doc(&canonical).unwrap().unwrap().aliases, vec!["https://a.test/c?x".to_string()]);
+        store.put(canonical, &record("https://a.test/c", &[1], 7), &[chunk(canonical, 1, 0, "c2")]).unwrap();
+        assert_eq!(store.doc(&canonical).unwrap().unwrap().aliases, vec!["https://a.test/c?x".to_string()]);
+        assert_eq!((store.doc_count(), store.chunk_count()), (2, 1));
+    }
+
+    /// Writes documents into sled as the release before kept them.
+    fn write_legacy(db: &sled::Db, n: u64) {
+        let (docs, chunks, vectors) = (
+            db.open_tree("index.docs").unwrap(),
+            db.open_tree("index.chunks").unwrap(),
+            db.open_tree("index.vectors").unwrap(),
+        );
+        db.open_tree("index.simhash").unwrap();
+        for i in 0..n {
+            let url = format!("https://old.test/{i}");
+            let id = DocId::of_url(&url);
+            docs.insert(id.0, encode(&record(&url, &[i], i))).unwrap();
+            chunks.insert(i.to_be_bytes(), encode(&ChunkRecord::new(id, 0, 0, 3, 1, "old"))).unwrap();
+            vectors.insert(i.to_be_bytes(), vector_bytes(&[0.25; 4])).unwrap();
+        }
+        db.flush().unwrap();
+    }
+
+    /// A store an earlier release kept in sled is moved over when first opened, and the sled
+    /// trees are dropped; a move stopped after its copy (the key written, sled not yet
+    /// emptied) only drops, and never copies old records over newer ones.
+    #[test]
+    fn documents_kept_in_sled_by_an_earlier_release_are_moved_once() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = weft_db::open_db(&dir.path().join("db"), 8 << 20).unwrap();
+            write_legacy(&db, 5000);
+            assert_eq!(legacy::pending(&db), Some(5000));
+        }
+        let (db, store) = open(dir.path());
+        assert_eq!((store.doc_count(), store.chunk_count()), (5000, 5000));
+        assert_eq!(store.chunk(4999).unwrap().unwrap().text().unwrap(), "old");
+        assert_eq!(store.vector(17).unwrap().unwrap(), vec![0.25; 4]);
+        assert_eq!(legacy::pending(&db), None);
+        assert!(!db.tree_names().iter().any(|n| n.starts_with(b"index.")), "the sled trees are gone");
+
+        // Stopped after the copy: sled still has trees (here: written again), the key is there.
+        let id = DocId::of_url("https://old.test/3");
+        store.put(id, &record("https://old.test/3", &[3], 3), &[chunk(id, 3, 0, "newer")]).unwrap();
+        write_legacy(&db, 10);
+        drop(store);
+        let store = DocStore::open(dir.path(), &db).unwrap();
+        assert_eq!(store.chunk(3).unwrap().unwrap().text().unwrap(), "newer", "not overwritten by the old copy");
+        assert_eq!(legacy::pending(&db), None);
+        assert_eq!(store.doc_count(), 5000);
+    }
+
+    fn v1() -> DocRecordV1 {
+        DocRecordV1 {
+            url: "https://a.test/x".into(),
+            title: "X".into(),
+            description: None,
+            language: Some("en".into()),
+            site_name: None,
+            published: Some("2026-03-01T09:00:00+00:00".into()),
+            page_type: Some("article".into()),
+            fetched_at: 7,
+            word_count: 300,
+            simhash: Some(42),
+            chunks: vec![1, 2],
+            state: DocState::Alias { canonical: DocId([3; 16]), distance: 2 },
+            aliases: vec!["https://a.test/y".into()],
+        }
+    }
+
+    #[test]
+    fn documents_written_by_the_first_release_still_read() {
+        let old = decode_doc(&encode(&v1())).unwrap();
+        assert_eq!((old.url.as_str(), old.word_count, old.chunks.len()), ("https://a.test/x", 300, 2));
+        assert_eq!(old.state, DocState::Alias { canonical: DocId([3; 16]), distance: 2 });
+        assert_eq!((old.modified, old.author, old.canonical), (None, None, None));
+        // And this release's records read back whole.
+        let new = DocRecord {
+            modified: Some("2026-04-02T10:30:00+00:00".into()),
+            author: Some("Ada Lovelace".into()),
+            canonical: Some("https://a.test/x".into()),
+            ..decode_doc(&encode(&v1())).unwrap()
+        };
+        assert_eq!(decode_doc(&encode(&new)).unwrap(), new);
+        assert!(matches!(decode_doc(b"\xff\xff"), Err(IndexError::Corrupt(_))));
+    }
+}
