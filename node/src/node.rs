@@ -291,11 +291,14 @@ fn open_pipeline(
     }
     let (dir, dims, index_config, sled) =
         (config.data_dir.clone(), config.embed.dims, config.index.clone(), db.clone());
-    let local =
-        within_bound("the local index", &config.data_dir.join("db"), INDEX_OPEN_WARN, INDEX_OPEN_BOUND, move || {
-            LocalIndex::open(&sled, &dir, dims, &index_config)
-        })?
-        .context("cannot open the local index")?;
+    let local = within_bound(
+        "the local index",
+        &config.data_dir.join(weft_index::store::DIR),
+        INDEX_OPEN_WARN,
+        INDEX_OPEN_BOUND,
+        move || LocalIndex::open(&sled, &dir, dims, &index_config),
+    )?
+    .context("cannot open the local index")?;
     tracing::info!(opened = ?local.opened(), stats = ?local.stats(), "local index opened");
     // With the network: the postings of the cells this node owns (semantic placement).
     let cells = match &network {
@@ -319,11 +322,12 @@ fn open_pipeline(
     Ok((Arc::new(IndexPipeline::new(extract, service.clone())), Some(service)))
 }
 
-/// Opening the index reads every chunk record (its counts, the lexical and vector indexes'
-/// checks against sled): seconds, minutes when a large index is rebuilt. sled has been seen to
-/// spin forever on a damaged file (16 flipped bytes in `db/db`: 100% CPU, no message), so a
-/// warning names the path after [`INDEX_OPEN_WARN`] and the open fails after
-/// [`INDEX_OPEN_BOUND`].
+/// Opening the index reads every document record (its counts, the lexical and vector indexes'
+/// checks against the document store): seconds, minutes when a large index is rebuilt or an
+/// earlier release's documents are moved out of sled. A storage engine on damaged files can
+/// spin forever (sled did on 16 flipped bytes in `db/db`: 100% CPU, no message), so a warning
+/// names the document store's path after [`INDEX_OPEN_WARN`] and the open fails after
+/// [`INDEX_OPEN_BOUND`]. Moving `documents/` away starts an empty index.
 const INDEX_OPEN_WARN: std::time::Duration = std::time::Duration::from_secs(30);
 const INDEX_OPEN_BOUND: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
