@@ -47,6 +47,14 @@ pub async fn run(config: &Config) -> Vec<Check> {
         .await
         .unwrap_or_else(|e| check("database", Verdict::Skip, format!("the check did not finish: {e}"), None)),
     );
+    out.push(
+        tokio::task::spawn_blocking({
+            let dir = config.data_dir.clone();
+            move || documents(&dir)
+        })
+        .await
+        .unwrap_or_else(|e| check("document store", Verdict::Skip, format!("the check did not finish: {e}"), None)),
+    );
     out.push(contact(config));
     out.push(model(config).await);
     out.push(chromium(config).await);
@@ -291,6 +299,65 @@ pub fn database(data_dir: &Path) -> Check {
                 db.display(),
                 DB_CHECK_BOUND.as_secs()
             ),
+            fix,
+        ),
+    }
+}
+
+/// The index's document store (fjall, `<data dir>/documents`), opened from a copy as the node
+/// opens it (an open replays fjall's journal, which writes), every document record read and
+/// decoded. A store in use by a node is left to that node.
+pub fn documents(data_dir: &Path) -> Check {
+    let name = "document store";
+    let store = data_dir.join(weft_index::store::DIR);
+    if !store.is_dir() {
+        return check(name, Verdict::Ok, "no document store yet", None);
+    }
+    if sled_lock_held(&data_dir.join("db").join("db")) {
+        return check(name, Verdict::Skip, "a node is running on it", None);
+    }
+    let bytes = fs_extra::dir::get_size(&store).unwrap_or(0);
+    if bytes > DB_CHECK_MAX_BYTES {
+        let gib = bytes as f64 / f64::from(1u32 << 30);
+        let why = format!("{gib:.1} GiB: too large to copy for a check here; the node reads it when it starts");
+        return check(name, Verdict::Skip, why, None);
+    }
+    let copy = match tempfile::tempdir().map_err(|e| e.to_string()).and_then(|t| {
+        fs_extra::dir::copy(&store, t.path(), &fs_extra::dir::CopyOptions::new()).map(|_| t).map_err(|e| e.to_string())
+    }) {
+        Ok(t) => t,
+        Err(e) => return check(name, Verdict::Skip, format!("cannot copy {} to check it: {e}", store.display()), None),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let dir = copy.path().to_path_buf();
+    std::thread::spawn(move || {
+        let read = || -> Result<(usize, usize), String> {
+            // An empty sled database stands for the node's: nothing to move from it.
+            let sled = weft_frontier::open_db(&dir.join("db"), 1 << 20).map_err(|e| e.to_string())?;
+            let store = weft_index::store::DocStore::open(&dir, &sled).map_err(|e| e.to_string())?;
+            for item in store.docs() {
+                item.map_err(|e| e.to_string())?;
+            }
+            Ok((store.doc_count(), store.chunk_count()))
+        };
+        let _ = tx.send(read());
+    });
+    let fix = Some("stop the node, then move documents/ away to start with an empty index (pages are crawled again), or restore it from a backup");
+    match rx.recv_timeout(DB_CHECK_BOUND) {
+        Ok(Ok((docs, chunks))) => check(
+            name,
+            Verdict::Ok,
+            format!("{}: a copy opens and reads ({docs} documents, {chunks} chunks)", store.display()),
+            None,
+        ),
+        Ok(Err(e)) => check(name, Verdict::Fail, format!("{}: a copy does not read: {e}", store.display()), fix),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            check(name, Verdict::Fail, format!("{}: reading a copy crashed", store.display()), fix)
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => check(
+            name,
+            Verdict::Fail,
+            format!("{}: reading a copy did not end within {} s", store.display(), DB_CHECK_BOUND.as_secs()),
             fix,
         ),
     }

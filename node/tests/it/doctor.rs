@@ -78,3 +78,44 @@ fn doctor_names_every_problem_with_its_fix_and_passes_a_working_setup() {
     assert!(text.contains("vector index") && text.contains("does not match its checksum"), "{text}");
     assert!(text.contains("rebuilds the vector index"), "{text}");
 }
+
+/// The document store is read from a copy: its documents and chunks counted when every record
+/// reads, a record that does not decode named as a failure with its fix; the store itself is
+/// left as it was.
+#[test]
+fn doctor_reads_the_document_store_from_a_copy() {
+    use weft_index::store::{ChunkRecord, DocStore, NewChunk};
+    use weft_node::doctor::{documents, Verdict};
+    let dir = common::work_dir();
+    assert_eq!(documents(dir.path()).verdict, Verdict::Ok, "no store yet");
+    {
+        let db = weft_frontier::open_db(&dir.path().join("db"), 8 << 20).unwrap();
+        let store = DocStore::open(dir.path(), &db).unwrap();
+        for i in 0..3u64 {
+            let url = format!("https://a.test/{i}");
+            let id = weft_index::DocId::of_url(&url);
+            let record = weft_index::testing::indexed_record(&url, "T", 1, 10, vec![i]);
+            let chunk = NewChunk { key: i, record: ChunkRecord::new(id, 0, 0, 4, 1, "text"), vector: vec![0.5; 4] };
+            store.put(id, &record, &[chunk]).unwrap();
+        }
+    }
+    let ok = documents(dir.path());
+    assert_eq!(ok.verdict, Verdict::Ok, "{ok:?}");
+    assert!(ok.detail.contains("3 documents, 3 chunks"), "{ok:?}");
+
+    let docs_in_store = || {
+        let db = fjall::Database::builder(dir.path().join(weft_index::store::DIR)).open().unwrap();
+        let docs = db.keyspace("docs", fjall::KeyspaceCreateOptions::default).unwrap();
+        (db, docs)
+    };
+    {
+        let (_db, docs) = docs_in_store();
+        docs.insert([7u8; 16], &b"\xff\xff"[..]).unwrap();
+    }
+    let bad = documents(dir.path());
+    assert_eq!(bad.verdict, Verdict::Fail, "{bad:?}");
+    assert!(bad.detail.contains("corrupt") && bad.fix.is_some(), "{bad:?}");
+    // Only the copy was opened: the store still holds what it held, the bad record too.
+    let (_db, docs) = docs_in_store();
+    assert_eq!(docs.len().unwrap(), 4);
+}
