@@ -163,6 +163,8 @@ pub struct LocalIndex {
     /// Serializes commits: replacing a document touches the document store, the HNSW index and
     /// the lexical index in turn.
     counts: Mutex<Counts>,
+    /// The step a snapshot is in, while one runs ([`LocalIndex::snapshot_step`]).
+    snapshot_step: Mutex<Option<&'static str>>,
 }
 
 impl LocalIndex {
@@ -181,7 +183,15 @@ impl LocalIndex {
             let (_, record) = entry?;
             counts.add(&record.state, 1);
         }
-        Ok(LocalIndex { store, vectors, opened, lexical, lexical_rebuilt, counts: Mutex::new(counts) })
+        Ok(LocalIndex {
+            store,
+            vectors,
+            opened,
+            lexical,
+            lexical_rebuilt,
+            counts: Mutex::new(counts),
+            snapshot_step: Mutex::new(None),
+        })
     }
 
     pub fn store(&self) -> &DocStore {
@@ -358,14 +368,38 @@ impl LocalIndex {
 
     /// Writes the vector snapshot if anything changed; returns whether it wrote. A vector
     /// segment mostly masked is compacted here too (one per snapshot).
+    ///
+    /// Each step is logged when it starts (debug) and when it took over [`SLOW_STEP`] (warn), so
+    /// that a snapshot which outlasts the node's storage bound names the step it was in.
     pub fn snapshot(&self) -> Result<bool, IndexError> {
-        self.store.flush()?;
-        self.lexical.commit()?;
-        let wrote = self.vectors.snapshot()?;
-        if self.vectors.compact(&self.store)? {
-            self.vectors.snapshot()?;
+        let result = (|| {
+            self.step("syncing the document store", || self.store.flush())?;
+            self.step("committing the lexical index", || self.lexical.commit())?;
+            let wrote = self.step("writing the vector snapshot", || self.vectors.snapshot())?;
+            if self.step("compacting a masked vector segment", || self.vectors.compact(&self.store))? {
+                self.step("writing the vector snapshot", || self.vectors.snapshot())?;
+            }
+            Ok(wrote)
+        })();
+        *self.snapshot_step.lock() = None;
+        result
+    }
+
+    /// The step a snapshot is in while one runs: what a caller that stopped waiting for it
+    /// reports.
+    pub fn snapshot_step(&self) -> Option<&'static str> {
+        *self.snapshot_step.lock()
+    }
+
+    fn step<T>(&self, what: &'static str, run: impl FnOnce() -> Result<T, IndexError>) -> Result<T, IndexError> {
+        *self.snapshot_step.lock() = Some(what);
+        tracing::debug!("index snapshot: {what}");
+        let started = std::time::Instant::now();
+        let result = run();
+        if started.elapsed() >= SLOW_STEP {
+            tracing::warn!(secs = started.elapsed().as_secs_f32(), "index snapshot: {what} was slow");
         }
-        Ok(wrote)
+        result
     }
 
     pub fn stats(&self) -> IndexStats {
@@ -386,6 +420,9 @@ impl LocalIndex {
         }
     }
 }
+
+/// A snapshot step taking longer than this is logged.
+const SLOW_STEP: std::time::Duration = std::time::Duration::from_secs(5);
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()

@@ -683,7 +683,17 @@ fn spawn_timers(
 
 /// Flushes the document store and writes the vector snapshot, on the blocking pool, bounded.
 async fn snapshot_index(storage: &Storage, index: Arc<IndexService>) -> anyhow::Result<()> {
-    let wrote = storage.bounded("writing the vector index", move || index.snapshot()).await?;
+    let running = index.clone();
+    let wrote = match storage.bounded("writing the vector index", move || running.snapshot()).await {
+        Ok(wrote) => wrote,
+        Err(fault) => {
+            // Which step did not answer (a storage fault stops the node; this says where).
+            if let Some(step) = index.index().snapshot_step() {
+                tracing::error!(step, "the index snapshot did not finish");
+            }
+            return Err(fault.into());
+        }
+    };
     if wrote {
         tracing::debug!("vector index snapshot written");
     }
