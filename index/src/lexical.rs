@@ -2,10 +2,10 @@
 //! models of MiniLM's size miss — names, identifiers, rare words (`pg_stat_activity`,
 //! `work_mem`, an error code).
 //!
-//! It is a cache of sled, like the HNSW index: one tantivy document per chunk (its key, its
+//! It is a cache of the document store, like the HNSW index: one tantivy document per chunk (its key, its
 //! document's id, title and text), written in the commit path of [`crate::LocalIndex`] and made
 //! visible by [`LexicalIndex::commit`] at the end of each indexing batch. On open, an index that
-//! is missing, unreadable or does not hold exactly sled's chunks is rebuilt from sled, so a
+//! is missing, unreadable or does not hold exactly the store's chunks is rebuilt from the store, so a
 //! crash between the two can leave neither orphans nor gaps.
 //!
 //! Text is read twice. As words: split on non-alphanumerics, lower-cased, stop words dropped

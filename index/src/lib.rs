@@ -4,16 +4,16 @@
 //! Pages flow one way through it: [`Indexer::index`] takes extracted documents, finds near
 //! duplicates ([`dedup`]: SimHash over word 3-grams, pigeonhole block tables), cuts the rest
 //! into model-sized chunks ([`chunk`]), embeds them ([`embed`]: all-MiniLM-L6-v2 through ONNX
-//! Runtime) and commits documents, chunks and vectors ([`store`]: sled; [`vectors`]: USearch
+//! Runtime) and commits documents, chunks and vectors ([`store`]: fjall; [`vectors`]: USearch
 //! HNSW; [`lexical`]: tantivy BM25 over the same chunks). [`LocalIndex::search`] embeds nothing
 //! itself: it takes a query vector — and, for [`LocalIndex::search_hybrid`], the query's words —
 //! and returns documents, best chunk first. The vector index keeps its newest vectors in memory
 //! and seals the rest into [`segments`] searched from disk, so its memory does not grow with it.
 //!
-//! sled is the source of truth — it holds every chunk's text *and* vector — and the USearch
+//! The document store is the source of truth — it holds every chunk's text *and* vector — and the USearch
 //! files are snapshots of an index that can always be rebuilt from it. That is what makes the
-//! vector index crash-safe without a journal: on open, the snapshot is checked against sled and
-//! caught up with it (rebuilt when a part cannot be read). The lexical index is a cache of sled in the same way.
+//! vector index crash-safe without a journal: on open, the snapshot is checked against the store and
+//! caught up with it (rebuilt when a part cannot be read). The lexical index is a cache of the store in the same way.
 //!
 //! [`cells::CellStore`] is a second such index, of what other nodes published to the cells of
 //! the embedding space this node owns (semantic placement: see `weft_p2p::placement`); beside

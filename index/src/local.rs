@@ -248,7 +248,8 @@ impl LocalIndex {
         Ok(())
     }
 
-    /// Removes a document everywhere (sled and the HNSW index); says whether it was there.
+    /// Removes a document everywhere (the document store, the HNSW and lexical indexes); says
+    /// whether it was there.
     pub fn remove(&self, id: DocId) -> Result<bool, IndexError> {
         let mut counts = self.counts.lock();
         let Some(old) = self.store.remove(id)? else { return Ok(false) };

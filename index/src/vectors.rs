@@ -12,14 +12,14 @@
 //! shutdown: to a temporary file first, fsynced, then renamed over the old snapshot and the
 //! directory fsynced, so a crash mid-write leaves the previous snapshot intact. Beside it
 //! `vectors.usearch.keys` lists its keys and the last segment sealed before it. Between
-//! snapshots the vectors are safe anyway: sled holds every chunk's vector (see
-//! [`crate::store`]). On open every part is checked against sled: a segment's key that sled no
-//! longer has, or that a newer part holds, is masked; a key sled has that no part holds (the
-//! delta's snapshot was older than the last commit) is added again from sled; a delta snapshot
+//! snapshots the vectors are safe anyway: the document store holds every chunk's vector (see
+//! [`crate::store`]). On open every part is checked against the store: a segment's key that the
+//! store no longer has, or that a newer part holds, is masked; a key the store has that no part
+//! holds (the delta's snapshot was older than the last commit) is added again from the store; a delta snapshot
 //! older than the last segment is dropped and caught up the same way. Only a part that cannot
 //! be read — missing, built with other settings, or failing its BLAKE3 checksum (a flipped byte
 //! in the middle of the vectors loads without an error and silently changes search results) —
-//! makes the whole index be rebuilt from sled, and `weft doctor` says so.
+//! makes the whole index be rebuilt from the store, and `weft doctor` says so.
 //!
 //! Scalar quantization is configurable (`index.quantization`, default f16: half the memory of
 //! f32, recall unchanged for unit vectors; measured in docs/src/benchmarks.md).
@@ -54,7 +54,7 @@ fn hash_file(path: &Path) -> std::io::Result<String> {
 
 /// Whether the snapshot in `dir` — the delta's and every sealed segment's — is the one its
 /// checksum was written for. `Ok(false)`: there is no snapshot. An error says what is wrong
-/// (the node rebuilds the index from sled).
+/// (the node rebuilds the index from the document store).
 pub fn verify_snapshot(dir: &Path) -> Result<bool, String> {
     let segments = Segment::verify_all(&dir.join(segments::DIR))?;
     let path = dir.join(FILE);
@@ -123,10 +123,10 @@ pub struct VectorIndex {
     segment_chunks: AtomicUsize,
 }
 
-/// Why the index was rebuilt from sled on open, if it was.
+/// Why the index was rebuilt from the document store on open, if it was.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Opened {
-    /// The snapshot matched sled, or was caught up with it.
+    /// The snapshot matched the document store, or was caught up with it.
     Loaded,
     /// Nothing to load and nothing stored: a new node.
     New,
@@ -272,7 +272,7 @@ impl VectorIndex {
                 self.dirty.store(true, Ordering::Release);
             }
         }
-        // Each key lives in one part: the newest that holds it, if sled still has it.
+        // Each key lives in one part: the newest that holds it, if the store still has it.
         let mut live: HashSet<u64> = HashSet::with_capacity(store.vector_count());
         let gone: Vec<u64> = parts.delta_keys.iter().copied().filter(|k| !store.has_vector(*k)).collect();
         for k in gone {
@@ -295,7 +295,7 @@ impl VectorIndex {
         let missing = store.vector_count().saturating_sub(live.len());
         drop(parts);
         if missing > 0 {
-            // Keys sled has that no part holds: commits after the last snapshot.
+            // Keys the store has that no part holds: commits after the last snapshot.
             let mut added = 0;
             for entry in store.vectors() {
                 let (key, v) = entry.map_err(|e| e.to_string())?;
@@ -512,7 +512,7 @@ impl VectorIndex {
         File::open(&tmp)?.sync_all()?;
         File::open(&keys_tmp)?.sync_all()?;
         // The checksum is renamed into place after the snapshot: a crash in between leaves a
-        // snapshot that fails its check, and is rebuilt from sled (slower, never wrong).
+        // snapshot that fails its check, and is rebuilt from the store (slower, never wrong).
         let sum = self.path.with_extension("usearch.blake3");
         let sum_tmp = self.path.with_extension("usearch.blake3.tmp");
         std::fs::write(&sum_tmp, hash_file(&tmp)?)?;
