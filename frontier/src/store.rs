@@ -255,6 +255,8 @@ pub struct Store {
     hosts: Keyspace,
     meta: Keyspace,
     snapshot_path: PathBuf,
+    /// The crawl syncs after every page: coalesced ([`weft_db::Syncs`]).
+    syncs: std::sync::Arc<weft_db::Syncs>,
 }
 
 /// The writes of one frontier operation, applied atomically by [`Store::commit`].
@@ -278,6 +280,7 @@ impl Store {
             hosts: ks("hosts")?,
             meta: ks("meta")?,
             snapshot_path: dir.join("seen.bloom"),
+            syncs: Default::default(),
             db,
         })
     }
@@ -291,9 +294,10 @@ impl Store {
         Ok(())
     }
 
-    /// Syncs everything written so far to disk.
+    /// Syncs everything written so far to disk. Callers at once share a sync: each returns
+    /// after one that started after its call ([`weft_db::Syncs`]).
     pub fn persist(&self) -> Result<()> {
-        self.db.persist(PersistMode::SyncAll)?;
+        self.syncs.sync_request(|| self.db.persist(PersistMode::SyncAll))?;
         Ok(())
     }
 

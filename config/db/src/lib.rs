@@ -4,6 +4,9 @@
 //! return an error. The frontier, the index's cell store, the node and the tests all open
 //! through [`open_db`], so each of those is handled once.
 
+mod syncs;
+pub use syncs::Syncs;
+
 /// Opens the node's sled database with a bounded page cache (sled's default is 1 GiB, far
 /// too much for a homelab box that also runs an embedding model).
 ///

@@ -211,19 +211,8 @@ pub struct DocStore {
     /// Documents and chunks stored, counted when opened and kept with each batch (fjall's
     /// `len` reads every key).
     counts: Arc<[AtomicU64; 2]>,
-    /// Writes committed so far, and how many of them the last sync covered: see
-    /// [`DocStore::flush`].
-    written: Arc<AtomicU64>,
-    synced: Arc<Mutex<Synced>>,
-}
-
-/// What the syncs did (for [`DocStore::flush`]'s coalescing, and its test).
-#[derive(Debug, Default, Clone, Copy)]
-struct Synced {
-    /// Writes the last sync covered.
-    upto: u64,
-    /// Syncs made.
-    syncs: u64,
+    /// Writes counted, syncs coalesced: see [`DocStore::flush`].
+    syncs: Arc<weft_db::Syncs>,
 }
 
 /// The store's directory under the index's directory.
@@ -311,8 +300,7 @@ impl DocStore {
             path,
             write: Arc::new(Mutex::new(())),
             counts: Arc::new([AtomicU64::new(0), AtomicU64::new(0)]),
-            written: Arc::new(AtomicU64::new(0)),
-            synced: Arc::new(Mutex::new(Synced::default())),
+            syncs: Arc::default(),
         };
         legacy::move_from_sled(&store, legacy)?;
         let (mut docs, mut chunks) = (0u64, 0u64);
@@ -330,7 +318,7 @@ impl DocStore {
     pub fn set_links(&self, id: &DocId, links: &[String]) -> Result<(), IndexError> {
         let links = &links[..links.len().min(MAX_LINKS)];
         self.links.insert(id.0, encode(&links))?;
-        self.written.fetch_add(1, Ordering::AcqRel);
+        self.syncs.wrote();
         Ok(())
     }
 
@@ -520,7 +508,7 @@ impl DocStore {
     /// Commits `batch` and moves the counts by what it changed.
     fn commit(&self, batch: OwnedWriteBatch, docs: i64, chunks: i64) -> Result<(), IndexError> {
         batch.commit()?;
-        self.written.fetch_add(1, Ordering::AcqRel);
+        self.syncs.wrote();
         for (count, by) in self.counts.iter().zip([docs, chunks]) {
             let _ = count.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| Some(n.saturating_add_signed(by)));
         }
@@ -529,22 +517,11 @@ impl DocStore {
 
     /// Syncs everything written so far to disk.
     ///
-    /// The crawl asks for a sync after every page; each is an fsync of the journal holding the
-    /// journal's lock, which the indexer's next batch waits for. Asked for one after another
-    /// they queued up behind each other (a node stopped with its snapshot's sync unanswered for
-    /// 60 s after 54 minutes of crawling). So syncs are coalesced: a caller waits for the sync in
-    /// progress and returns if that one covered every write made before the call, and a sync is
-    /// skipped when nothing was written since the last.
+    /// The crawl asks for a sync after every page, so syncs are coalesced ([`weft_db::Syncs`]):
+    /// a caller waits for the sync in progress and returns if that one covered every write made
+    /// before the call, and a sync is skipped when nothing was written since the last.
     pub fn flush(&self) -> Result<(), IndexError> {
-        let wanted = self.written.load(Ordering::Acquire);
-        let mut synced = self.synced.lock();
-        if synced.upto >= wanted {
-            return Ok(());
-        }
-        let upto = self.written.load(Ordering::Acquire);
-        self.db.persist(PersistMode::SyncAll)?;
-        synced.upto = upto;
-        synced.syncs += 1;
+        self.syncs.sync_writes(|| self.db.persist(PersistMode::SyncAll))?;
         Ok(())
     }
 

@@ -70,15 +70,15 @@ fn replacing_and_removing_a_document_leaves_no_orphans_and_counts_follow() {
 fn a_sync_is_made_only_for_writes_not_yet_synced() {
     let dir = tempfile::tempdir().unwrap();
     let (_db, store) = open(dir.path());
-    let before = store.synced.lock().syncs;
+    let before = store.syncs.count();
     let id = DocId::of_url("https://a.test/s");
     store.put(id, &record("https://a.test/s", &[1], 1), &[chunk(id, 1, 0, "s")]).unwrap();
     store.flush().unwrap();
     store.flush().unwrap();
-    assert_eq!(store.synced.lock().syncs, before + 1, "the second had nothing to sync");
+    assert_eq!(store.syncs.count(), before + 1, "the second had nothing to sync");
     store.set_links(&id, &["https://a.test/t".into()]).unwrap();
     store.flush().unwrap();
-    assert_eq!(store.synced.lock().syncs, before + 2);
+    assert_eq!(store.syncs.count(), before + 2);
 }
 
 /// A near duplicate recorded as an alias is added to its canonical document's list, and
