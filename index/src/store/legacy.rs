@@ -69,7 +69,9 @@ pub(super) fn move_from_sled(store: &DocStore, legacy: &sled::Db) -> Result<Move
             batch.commit()?;
         }
         store.meta.insert(MOVED_FROM_SLED, moved.entries.to_be_bytes())?;
-        store.flush()?;
+        // Synced here, not through `DocStore::flush`: its coalescing counts the store's own
+        // batches, which these are not, and the sled trees go next.
+        store.db.persist(fjall::PersistMode::SyncAll)?;
         if moved.entries > 0 {
             tracing::info!(
                 entries = moved.entries,
