@@ -330,19 +330,13 @@ impl LexicalIndex {
 
     /// Bytes on disk.
     pub fn disk_bytes(&self) -> u64 {
-        files_bytes(&self.path)
+        crate::dir_bytes(&self.path)
     }
 }
 
 /// Bytes the lexical index under `data_dir` takes on disk, open or not.
 pub fn disk_bytes(data_dir: &Path) -> u64 {
-    files_bytes(&data_dir.join(DIR))
-}
-
-fn files_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|entries| entries.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum())
-        .unwrap_or(0)
+    crate::dir_bytes(&data_dir.join(DIR))
 }
 
 #[cfg(test)]

@@ -88,6 +88,19 @@ impl fmt::Debug for DocId {
     }
 }
 
+/// Bytes the files under `dir` take on disk, its subdirectories' included (0 when it is
+/// missing): what the index's stores report for the disk quota and `/status`.
+pub(crate) fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            _ => e.metadata().map_or(0, |m| m.len()),
+        })
+        .sum()
+}
+
 /// Everything that can go wrong in the index.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {

@@ -178,6 +178,6 @@ impl Segment {
 
     /// Bytes the segments in `dir` take on disk.
     pub fn disk_bytes(dir: &Path) -> u64 {
-        std::fs::read_dir(dir).map_or(0, |d| d.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum())
+        crate::dir_bytes(dir)
     }
 }

@@ -231,17 +231,7 @@ const MOVED_FROM_SLED: &[u8] = b"moved-from-sled";
 
 /// Bytes the store under `dir` (the index's directory) takes on disk, open or not.
 pub fn disk_bytes(dir: &Path) -> u64 {
-    fn walk(p: &Path) -> u64 {
-        let Ok(entries) = std::fs::read_dir(p) else { return 0 };
-        entries
-            .flatten()
-            .map(|e| match e.file_type() {
-                Ok(t) if t.is_dir() => walk(&e.path()),
-                _ => e.metadata().map_or(0, |m| m.len()),
-            })
-            .sum()
-    }
-    walk(&dir.join(DIR))
+    crate::dir_bytes(&dir.join(DIR))
 }
 
 /// Links kept per document, at most (a page's first ones: navigation and content alike).
@@ -526,11 +516,6 @@ impl DocStore {
         Ok(())
     }
 
-    /// Bytes on disk (tables and journal).
-    pub fn disk_bytes(&self) -> u64 {
-        self.db.disk_space().unwrap_or(0)
-    }
-
     /// Gives back the space of removed documents now rather than when later writes compact
     /// it (the disk quota calls it after evicting): every keyspace's memtable is written out
     /// and its tables compacted into one run without what was removed. Blocking: seconds, or
@@ -541,11 +526,6 @@ impl DocStore {
             ks.major_compact()?;
         }
         Ok(())
-    }
-
-    /// Where the store's files are.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 }
 
