@@ -134,23 +134,10 @@ pub struct IndexStats {
     pub recent_failures: Vec<(String, String)>,
 }
 
+/// The latest failures (url, reason): what `/status` shows beside the store's counts.
 #[derive(Default)]
 struct Counts {
-    indexed: u64,
-    aliases: u64,
-    failed: u64,
     recent_failures: VecDeque<(String, String)>,
-}
-
-impl Counts {
-    fn add(&mut self, state: &DocState, sign: i64) {
-        let c = match state {
-            DocState::Indexed => &mut self.indexed,
-            DocState::Alias { .. } => &mut self.aliases,
-            DocState::Failed { .. } => &mut self.failed,
-        };
-        *c = c.saturating_add_signed(sign);
-    }
 }
 
 /// The local index.
@@ -160,8 +147,8 @@ pub struct LocalIndex {
     opened: Opened,
     lexical: LexicalIndex,
     lexical_rebuilt: Option<Rebuilt>,
-    /// Serializes commits: replacing a document touches the document store, the HNSW index and
-    /// the lexical index in turn.
+    /// Serializes commits (replacing a document touches the document store, the HNSW index and
+    /// the lexical index in turn) and keeps the latest failures; the counts are the store's.
     counts: Mutex<Counts>,
     /// The step a snapshot is in, while one runs ([`LocalIndex::snapshot_step`]).
     snapshot_step: Mutex<Option<&'static str>>,
@@ -178,18 +165,13 @@ impl LocalIndex {
         if let Some(why) = &lexical_rebuilt {
             tracing::info!(chunks = lexical.len(), "lexical index rebuilt from the store: {why:?}");
         }
-        let mut counts = Counts::default();
-        for entry in store.docs() {
-            let (_, record) = entry?;
-            counts.add(&record.state, 1);
-        }
         Ok(LocalIndex {
             store,
             vectors,
             opened,
             lexical,
             lexical_rebuilt,
-            counts: Mutex::new(counts),
+            counts: Mutex::new(Counts::default()),
             snapshot_step: Mutex::new(None),
         })
     }
@@ -235,10 +217,6 @@ impl LocalIndex {
         let texts = chunks.iter().map(|c| Ok((c.key, c.record.text()?))).collect::<Result<Vec<_>, IndexError>>()?;
         let texts: Vec<(u64, &str)> = texts.iter().map(|(k, t)| (*k, t.as_str())).collect();
         self.lexical.replace(&id, &record.title, &texts)?;
-        if let Some(old) = &replaced.old_state {
-            counts.add(old, -1);
-        }
-        counts.add(&record.state, 1);
         if let DocState::Failed { reason } = &record.state {
             if counts.recent_failures.len() == RECENT_FAILURES {
                 counts.recent_failures.pop_front();
@@ -251,13 +229,12 @@ impl LocalIndex {
     /// Removes a document everywhere (the document store, the HNSW and lexical indexes); says
     /// whether it was there.
     pub fn remove(&self, id: DocId) -> Result<bool, IndexError> {
-        let mut counts = self.counts.lock();
+        let _serial = self.counts.lock();
         let Some(old) = self.store.remove(id)? else { return Ok(false) };
         for key in &old.chunks {
             self.vectors.remove(*key)?;
         }
         self.lexical.remove(&id);
-        counts.add(&old.state, -1);
         Ok(true)
     }
 
@@ -405,10 +382,11 @@ impl LocalIndex {
 
     pub fn stats(&self) -> IndexStats {
         let counts = self.counts.lock();
+        let stored = self.store.doc_counts();
         IndexStats {
-            documents: counts.indexed,
-            aliases: counts.aliases,
-            failed: counts.failed,
+            documents: stored.indexed,
+            aliases: stored.aliases,
+            failed: stored.failed,
             chunks: self.store.chunk_count() as u64,
             vectors: self.vectors.len() as u64,
             vector_memory_bytes: self.vectors.memory_usage() as u64,

@@ -209,9 +209,9 @@ pub struct DocStore {
     /// Held while a batch is built and committed: a batch is computed from what the document
     /// had before, and fjall's batches do not check that it is still so.
     write: Arc<Mutex<()>>,
-    /// Documents and chunks stored, counted when opened and kept with each batch (fjall's
-    /// `len` reads every key).
-    counts: Arc<[AtomicU64; 2]>,
+    /// Documents stored by state ([`DocCounts`]) and chunks stored, counted when opened and
+    /// kept with each batch (fjall's `len` reads every key).
+    counts: Arc<[AtomicU64; 4]>,
     /// Writes counted, syncs coalesced: see [`DocStore::flush`].
     syncs: Arc<weft_db::Syncs>,
 }
@@ -232,6 +232,14 @@ const MOVED_FROM_SLED: &[u8] = b"moved-from-sled";
 /// Bytes the store under `dir` (the index's directory) takes on disk, open or not.
 pub fn disk_bytes(dir: &Path) -> u64 {
     crate::dir_bytes(&dir.join(DIR))
+}
+
+/// Documents stored, by state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DocCounts {
+    pub indexed: u64,
+    pub aliases: u64,
+    pub failed: u64,
 }
 
 /// Links kept per document, at most (a page's first ones: navigation and content alike).
@@ -290,18 +298,14 @@ impl DocStore {
             db,
             path,
             write: Arc::new(Mutex::new(())),
-            counts: Arc::new([AtomicU64::new(0), AtomicU64::new(0)]),
+            counts: Arc::default(),
             syncs: Arc::default(),
         };
         legacy::move_from_sled(&store, legacy)?;
-        let (mut docs, mut chunks) = (0u64, 0u64);
         for item in store.docs_after(None) {
             let (_, record) = item?;
-            docs += 1;
-            chunks += record.chunks.len() as u64;
+            store.count(&[(Some(&record.state), 1)], record.chunks.len() as i64);
         }
-        store.counts[0].store(docs, Ordering::Relaxed);
-        store.counts[1].store(chunks, Ordering::Relaxed);
         Ok(store)
     }
 
@@ -340,14 +344,21 @@ impl DocStore {
         })
     }
 
+    /// Documents stored, by state.
+    pub fn doc_counts(&self) -> DocCounts {
+        let n = |i: usize| self.counts[i].load(Ordering::Relaxed);
+        DocCounts { indexed: n(0), aliases: n(1), failed: n(2) }
+    }
+
     /// Documents stored (indexed, aliases and failed alike).
     pub fn doc_count(&self) -> usize {
-        self.counts[0].load(Ordering::Relaxed) as usize
+        let c = self.doc_counts();
+        (c.indexed + c.aliases + c.failed) as usize
     }
 
     /// Chunks stored (each with its vector).
     pub fn chunk_count(&self) -> usize {
-        self.counts[1].load(Ordering::Relaxed) as usize
+        self.counts[3].load(Ordering::Relaxed) as usize
     }
 
     /// Whether a vector is stored under `key` (without reading it).
@@ -417,9 +428,8 @@ impl DocStore {
         let mut replaced = Replaced::default();
         let mut record = record.clone();
         let new_blocks = indexed_blocks(record.simhash, &record.state, &id);
-        let (mut docs, mut stored) = (1i64, 0i64);
+        let mut stored = 0i64;
         if let Some(old) = self.doc(&id)? {
-            docs = 0;
             // Aliases recorded against this document stay with it across re-crawls.
             for alias in old.aliases {
                 if !record.aliases.contains(&alias) && alias != record.url {
@@ -462,7 +472,7 @@ impl DocStore {
             }
         }
         batch.insert(&self.docs, id.0, encode(&record));
-        self.commit(batch, docs, stored)?;
+        self.commit(batch, &[(replaced.old_state.as_ref(), -1), (Some(&record.state), 1)], stored)?;
         Ok(replaced)
     }
 
@@ -482,7 +492,7 @@ impl DocStore {
         }
         batch.remove(&self.docs, id.0);
         batch.remove(&self.links, id.0);
-        self.commit(batch, -1, stored)?;
+        self.commit(batch, &[(Some(&old.state), -1)], stored)?;
         Ok(Some(old))
     }
 
@@ -496,14 +506,33 @@ impl DocStore {
         Ok(())
     }
 
-    /// Commits `batch` and moves the counts by what it changed.
-    fn commit(&self, batch: OwnedWriteBatch, docs: i64, chunks: i64) -> Result<(), IndexError> {
+    /// Commits `batch` and moves the counts by what it changed: documents in a state (gone:
+    /// -1, arrived: +1) and chunks.
+    fn commit(
+        &self,
+        batch: OwnedWriteBatch,
+        states: &[(Option<&DocState>, i64)],
+        chunks: i64,
+    ) -> Result<(), IndexError> {
         batch.commit()?;
         self.syncs.wrote();
-        for (count, by) in self.counts.iter().zip([docs, chunks]) {
-            let _ = count.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| Some(n.saturating_add_signed(by)));
-        }
+        self.count(states, chunks);
         Ok(())
+    }
+
+    fn count(&self, states: &[(Option<&DocState>, i64)], chunks: i64) {
+        let by_state = states.iter().filter_map(|(state, by)| {
+            let i = match (*state)? {
+                DocState::Indexed => 0,
+                DocState::Alias { .. } => 1,
+                DocState::Failed { .. } => 2,
+            };
+            Some((i, *by))
+        });
+        for (i, by) in by_state.chain([(3, chunks)]) {
+            let _ = self.counts[i]
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| Some(n.saturating_add_signed(by)));
+        }
     }
 
     /// Syncs everything written so far to disk.

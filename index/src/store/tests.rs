@@ -95,6 +95,7 @@ fn aliases_are_recorded_on_their_canonical_document_and_kept_across_recrawls() {
     store.put(canonical, &record("https://a.test/c", &[1], 7), &[chunk(canonical, 1, 0, "c2")]).unwrap();
     assert_eq!(store.doc(&canonical).unwrap().unwrap().aliases, vec!["https://a.test/c?x".to_string()]);
     assert_eq!((store.doc_count(), store.chunk_count()), (2, 1));
+    assert_eq!(store.doc_counts(), DocCounts { indexed: 1, aliases: 1, failed: 0 });
 }
 
 /// Writes documents into sled as the release before kept them.
