@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -51,6 +52,27 @@ def executables(build_json):
 PRINT = threading.Lock()
 
 
+def dump_stacks(pid, tag):
+    """Before a binary that outlived its bound is killed, prints every thread's stack (gdb, when
+    installed), so a hang in CI says where it hung instead of only that it did."""
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        with PRINT:
+            print(f"{tag}(no stacks: gdb is not installed)", flush=True)
+        return
+    try:
+        out = subprocess.run([gdb, "-p", str(pid), "-batch", "-nx", "-ex", "thread apply all bt"],
+                             capture_output=True, text=True, errors="replace", timeout=120).stdout
+    except (subprocess.TimeoutExpired, OSError) as e:
+        out = f"gdb failed: {e}"
+    with PRINT:
+        print(f"{tag}==> stacks of the binary outliving its bound (pid {pid}):", flush=True)
+        for line in out.splitlines():
+            if line.startswith(("Thread ", "#")):
+                print(f"{tag}{line}")
+        sys.stdout.flush()
+
+
 def run(binary, pkg_dir, args, bound, tag):
     """Runs one test binary, echoing its output (each line tagged with its binary when binaries
     run side by side); returns (exit code or None if killed, lines, secs)."""
@@ -64,6 +86,7 @@ def run(binary, pkg_dir, args, bound, tag):
 
     def stop():
         killed.set()
+        dump_stacks(p.pid, tag)
         try:
             os.killpg(p.pid, signal.SIGKILL)
         except ProcessLookupError:

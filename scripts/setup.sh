@@ -37,6 +37,9 @@ command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
 # mold links the ~40 test binaries and the release build several times faster than GNU ld;
 # the scripts run cargo under `mold -run`, which leaves cargo's fingerprints as they are.
 command -v mold >/dev/null 2>&1 || need_apt+=(mold)
+# The test runner prints the threads' stacks of a test binary that outlives its bound (gdb), so
+# a hang in CI says where it hung.
+command -v gdb >/dev/null 2>&1 || need_apt+=(gdb)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   step "installing Debian packages: ${need_apt[*]} (1-5 min; apt's output in $logs/apt.log)"
