@@ -194,6 +194,11 @@ impl Frontier {
         self.store.diagnostics()
     }
 
+    /// What the frontier's store holds in memory outside its block cache (`/status`).
+    pub fn store_memory(&self) -> weft_db::LsmMemory {
+        self.store.memory()
+    }
+
     /// Bytes the frontier's store holds on disk.
     pub fn disk_bytes(&self) -> u64 {
         self.store.disk_bytes()

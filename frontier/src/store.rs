@@ -307,6 +307,12 @@ impl Store {
         self.db.disk_space().unwrap_or(0) + snapshot
     }
 
+    /// Bytes the LSM tree holds in memory: its block cache, the index and filter blocks it keeps
+    /// pinned (they follow the tables) and its write buffer ([`weft_db::LsmMemory`]).
+    pub fn memory(&self) -> weft_db::LsmMemory {
+        weft_db::LsmMemory::of(&self.db, &[&self.queue, &self.urls, &self.done, &self.journal, &self.hosts, &self.meta])
+    }
+
     /// What the LSM tree holds in memory and in its journal, for diagnostics.
     pub fn diagnostics(&self) -> String {
         format!(

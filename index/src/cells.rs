@@ -531,6 +531,11 @@ impl CellStore {
     pub fn vector_memory_bytes(&self) -> usize {
         self.index.vectors().memory_usage()
     }
+
+    /// Bytes of its document store in memory ([`weft_db::LsmMemory`]).
+    pub fn store_memory_bytes(&self) -> u64 {
+        self.index.store().memory().total()
+    }
 }
 
 #[cfg(test)]

@@ -117,6 +117,10 @@ pub struct IndexStats {
     pub chunks: u64,
     pub vectors: u64,
     pub vector_memory_bytes: u64,
+    /// The document store in memory ([`weft_db::LsmMemory`]: block cache, pinned blocks,
+    /// write buffer).
+    #[serde(default)]
+    pub store_memory_bytes: u64,
     /// The vector index's sealed segments (searched from disk), the vectors masked in them,
     /// and its files' bytes on disk.
     #[serde(default)]
@@ -390,6 +394,7 @@ impl LocalIndex {
             chunks: self.store.chunk_count() as u64,
             vectors: self.vectors.len() as u64,
             vector_memory_bytes: self.vectors.memory_usage() as u64,
+            store_memory_bytes: self.store.memory().total(),
             vector_segments: self.vectors.segments().0 as u64,
             vectors_masked: self.vectors.segments().1 as u64,
             vector_disk_bytes: self.vectors.disk_bytes(),

@@ -264,9 +264,14 @@ pub fn database(data_dir: &Path) -> Check {
     let path = copy.path().to_path_buf();
     std::thread::spawn(move || {
         let opened = weft_frontier::open_db(&path, 8 << 20).and_then(|d| {
-            let keys: usize = d.tree_names().iter().filter_map(|t| d.open_tree(t).ok()).map(|t| t.len()).sum();
+            let mut trees: Vec<(String, usize)> = d
+                .tree_names()
+                .iter()
+                .filter_map(|t| Some((String::from_utf8_lossy(t).into_owned(), d.open_tree(t).ok()?.len())))
+                .collect();
+            trees.sort_by(|a, b| b.1.cmp(&a.1));
             let generation = weft_frontier::generation::check(&d, &path)?;
-            Ok((keys, generation.map(|g| (g, weft_index::store::legacy::pending(&d)))))
+            Ok((trees, generation.map(|g| (g, weft_index::store::legacy::pending(&d)))))
         });
         let _ = tx.send(opened);
     });
@@ -274,9 +279,16 @@ pub fn database(data_dir: &Path) -> Check {
         "stop the node, then restore db/ from a backup, or move db/ away to start afresh (pages are crawled again)",
     );
     match rx.recv_timeout(DB_CHECK_BOUND) {
-        Ok(Ok((keys, Ok((generation, pending))))) => {
-            let mut said =
-                format!("{}: a copy opens and reads ({keys} entries, generation {generation})", db.display());
+        Ok(Ok((trees, Ok((generation, pending))))) => {
+            let keys: usize = trees.iter().map(|t| t.1).sum();
+            // The largest trees, so an operator sees what the database is made of.
+            let largest: Vec<String> =
+                trees.iter().filter(|t| t.1 > 0).take(3).map(|(name, n)| format!("{name} {n}")).collect();
+            let mut said = format!(
+                "{}: a copy opens and reads ({keys} entries, generation {generation}; most in {})",
+                db.display(),
+                if largest.is_empty() { "none".to_string() } else { largest.join(", ") }
+            );
             if let Some(documents) = pending {
                 said += &format!(
                     "; it still holds the index's {documents} documents as an earlier release kept them: the node \

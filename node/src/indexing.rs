@@ -134,6 +134,9 @@ pub struct CellsHeld {
     pub documents: u64,
     pub chunks: u64,
     pub vector_memory_bytes: u64,
+    /// Its document store in memory.
+    #[serde(default)]
+    pub store_memory_bytes: u64,
     /// Chunks refused since the start because their publisher or their cell was over its
     /// quota here.
     pub over_quota: u64,
@@ -433,6 +436,7 @@ impl IndexService {
                     documents: documents as u64,
                     chunks: chunks as u64,
                     vector_memory_bytes: c.vector_memory_bytes() as u64,
+                    store_memory_bytes: c.store_memory_bytes(),
                     over_quota: c.over_quota(),
                     copies: c.replicas().counts().0 as u64,
                     copy_bytes: c.replicas().counts().1,

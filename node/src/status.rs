@@ -63,11 +63,15 @@ pub struct MemoryStatus {
     /// The frontier's seen-set.
     #[serde(default)]
     pub seen_set: u64,
+    /// The fjall stores (the frontier's, the documents', the cell store's): their block caches
+    /// as filled, the index and filter blocks they keep pinned, and their write buffers.
+    #[serde(default)]
+    pub storage: u64,
     /// The browsers' process trees (proportional set size).
     pub browsers: u64,
-    /// Anonymous memory not in the parts above: storage caches (sled's `storage.cache_mb` and
-    /// its cell store's 16 MiB, the frontier's `frontier.cache_mb` and write buffers, tantivy's
-    /// 24 MiB writer), the model's working arena, the crawl's hosts and buffers, and what the
+    /// Anonymous memory not in the parts above: sled's caches (`storage.cache_mb`, the cell
+    /// store's), tantivy's
+    /// 24 MiB writer, the model's working arena, the crawl's hosts and buffers, and what the
     /// allocator holds free.
     pub other: u64,
     /// The allocator's view (glibc's `mallinfo2`; 0 elsewhere), beside the parts rather than
@@ -107,6 +111,10 @@ impl Status {
         let model = index.as_ref().map_or(0, |i| i.model_memory_bytes);
         let crawl = crawler.status();
         let seen_set = crawl.seen_bytes;
+        let storage = crawl.frontier_store_bytes
+            + index
+                .as_ref()
+                .map_or(0, |i| i.stored.store_memory_bytes + i.cells.as_ref().map_or(0, |c| c.store_memory_bytes));
         let memory = MemoryStatus {
             anonymous,
             file_backed,
@@ -114,8 +122,9 @@ impl Status {
             cell_vectors,
             model,
             seen_set,
+            storage,
             browsers: layouts.as_ref().map_or(0, |l| l.browser_memory_bytes.iter().sum()),
-            other: anonymous.saturating_sub(vectors + cell_vectors + model + seen_set),
+            other: anonymous.saturating_sub(vectors + cell_vectors + model + seen_set + storage),
             heap_live,
             heap_free,
         };
@@ -212,7 +221,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
             None,
             MetricType::Counter,
         )?)?;
-        let gauges: [(&str, &str, u64); 19] = [
+        let gauges: [(&str, &str, u64); 20] = [
             (
                 "weft_storage_fault",
                 "1 once the storage failed (the node is stopping)",
@@ -239,13 +248,18 @@ impl prometheus_client::collector::Collector for StatusCollector {
             ),
             ("weft_memory_model_bytes", "The embedding model's sessions, as they loaded", self.0.memory.model),
             (
+                "weft_memory_storage_bytes",
+                "The fjall stores' block caches as filled, pinned blocks and write buffers",
+                self.0.memory.storage,
+            ),
+            (
                 "weft_memory_browsers_bytes",
                 "The browsers' process trees (proportional set size)",
                 self.0.memory.browsers,
             ),
             (
                 "weft_memory_other_bytes",
-                "Anonymous memory not in the vectors, the model or the seen-set",
+                "Anonymous memory not in the vectors, the model, the seen-set or the fjall stores",
                 self.0.memory.other,
             ),
             ("weft_memory_heap_live_bytes", "The allocator's live allocations (glibc)", self.0.memory.heap_live),

@@ -7,7 +7,7 @@
 //! dir; at the end the same figures at the start and end of the last half of the run, to show
 //! whether memory stays flat while the queue grows.
 //!
-//! `cargo build --release -p weft-node && cargo run --release -p weft-simnet --example crawl_soak -- [--minutes 60] [--hosts 500] [--links 60]`
+//! `cargo build --release -p weft-node && cargo run --release -p weft-simnet --example crawl_soak -- [--minutes 60] [--hosts 500] [--links 60] [--keep]`
 //! (`WEFT_BIN=path` runs another `weft` binary than `target/release/weft`, to compare builds).
 
 use std::collections::BTreeMap;
@@ -70,6 +70,10 @@ struct Sample {
     file: f64,
     vectors: f64,
     browsers: f64,
+    /// The fjall stores' memory, the rest of the anonymous memory, the allocator's live heap.
+    storage: f64,
+    other: f64,
+    heap_live: f64,
     frontier_mib: f64,
     data_mib: f64,
 }
@@ -130,8 +134,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "crawl soak: {minutes} min, {hosts} link-farm hosts, {links} links per page (every fifth to another host), default config"
     );
     println!(
-        "{:>7} {:>9} {:>10} {:>9} {:>6} {:>6} {:>8} {:>9} {:>13} {:>10}",
-        "minutes", "pages", "queued", "RSS MiB", "anon", "file", "vectors", "browsers", "frontier MiB", "data MiB"
+        "{:>7} {:>9} {:>10} {:>9} {:>6} {:>6} {:>8} {:>8} {:>6} {:>10} {:>9} {:>13} {:>10}",
+        "minutes",
+        "pages",
+        "queued",
+        "RSS MiB",
+        "anon",
+        "file",
+        "vectors",
+        "storage",
+        "other",
+        "heap live",
+        "browsers",
+        "frontier MiB",
+        "data MiB"
     );
     let started = Instant::now();
     let mut samples: Vec<Sample> = Vec::new();
@@ -158,12 +174,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             file: mib("weft_memory_file_backed_bytes"),
             vectors: mib("weft_memory_vectors_bytes"),
             browsers: mib("weft_memory_browsers_bytes"),
+            storage: mib("weft_memory_storage_bytes"),
+            other: mib("weft_memory_other_bytes"),
+            heap_live: mib("weft_memory_heap_live_bytes"),
             frontier_mib: dir_size(&data.join("frontier")) as f64 / 1048576.0,
             data_mib: dir_size(&data) as f64 / 1048576.0,
         };
         println!(
-            "{:>7.1} {:>9.0} {:>10.0} {:>9.0} {:>6.0} {:>6.0} {:>8.0} {:>9.0} {:>13.0} {:>10.0}",
-            s.minutes, s.pages, s.queued, s.rss, s.anon, s.file, s.vectors, s.browsers, s.frontier_mib, s.data_mib
+            "{:>7.1} {:>9.0} {:>10.0} {:>9.0} {:>6.0} {:>6.0} {:>8.0} {:>8.0} {:>6.0} {:>10.0} {:>9.0} {:>13.0} {:>10.0}",
+            s.minutes,
+            s.pages,
+            s.queued,
+            s.rss,
+            s.anon,
+            s.file,
+            s.vectors,
+            s.storage,
+            s.other,
+            s.heap_live,
+            s.browsers,
+            s.frontier_mib,
+            s.data_mib
         );
         samples.push(s);
     }
@@ -211,6 +242,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             last.data_mib,
             first.rss,
         );
+    }
+    // `--keep`: the data dir stays for a look afterwards (`weft doctor --data-dir DIR`).
+    if std::env::args().any(|a| a == "--keep") {
+        println!("kept the data dir: {}", work.keep().join("data").display());
     }
     Ok(())
 }

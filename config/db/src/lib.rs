@@ -4,7 +4,9 @@
 //! return an error. The frontier, the index's cell store, the node and the tests all open
 //! through [`open_db`], so each of those is handled once.
 
+mod lsm;
 mod syncs;
+pub use lsm::LsmMemory;
 pub use syncs::Syncs;
 
 /// Opens the node's sled database with a bounded page cache (sled's default is 1 GiB, far

@@ -48,6 +48,7 @@ impl Frontier {
             hosts_with_queue: self.hosts.iter().filter(|h| h.queued > 0).count() as u64,
             seen: self.seen.len(),
             seen_bytes: self.seen.memory_bytes() as u64,
+            store_memory_bytes: self.store.memory().total(),
         }
     }
 

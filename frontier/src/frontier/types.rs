@@ -174,4 +174,6 @@ pub struct FrontierStats {
     pub hosts_with_queue: u64,
     pub seen: u64,
     pub seen_bytes: u64,
+    /// The store's memory: its block cache as filled, pinned blocks and write buffer.
+    pub store_memory_bytes: u64,
 }

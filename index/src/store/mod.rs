@@ -344,6 +344,14 @@ impl DocStore {
         })
     }
 
+    /// What the store holds in memory ([`weft_db::LsmMemory`]).
+    pub fn memory(&self) -> weft_db::LsmMemory {
+        weft_db::LsmMemory::of(
+            &self.db,
+            &[&self.docs, &self.chunks, &self.vectors, &self.blocks, &self.links, &self.meta],
+        )
+    }
+
     /// Documents stored, by state.
     pub fn doc_counts(&self) -> DocCounts {
         let n = |i: usize| self.counts[i].load(Ordering::Relaxed);

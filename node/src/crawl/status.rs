@@ -75,6 +75,10 @@ pub struct CrawlStatus {
     pub hosts_with_queue: u64,
     pub seen_urls: u64,
     pub seen_bytes: u64,
+    /// The frontier's store in memory ([`weft_db::LsmMemory`]: block cache, pinned blocks,
+    /// write buffer).
+    #[serde(default)]
+    pub frontier_store_bytes: u64,
 }
 
 impl CrawlStatus {
@@ -130,6 +134,7 @@ impl CrawlStatus {
             hosts_with_queue: frontier.hosts_with_queue,
             seen_urls: frontier.seen,
             seen_bytes: frontier.seen_bytes,
+            frontier_store_bytes: frontier.store_memory_bytes,
         }
     }
 }

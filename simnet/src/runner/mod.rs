@@ -587,6 +587,7 @@ pub async fn run_with(
                     cell_vectors: m("cell_vectors"),
                     model: m("model"),
                     seen_set: m("seen_set"),
+                    storage: m("storage"),
                     browsers: m("browsers"),
                     other: m("other"),
                 }

@@ -80,21 +80,24 @@ pub struct MemoryParts {
     pub model: f64,
     #[serde(default)]
     pub seen_set: f64,
+    #[serde(default)]
+    pub storage: f64,
     pub browsers: f64,
     pub other: f64,
 }
 
 impl MemoryParts {
     /// The parts in a few words: `anonymous 300 (vectors 16, cell store's vectors 8, model 180,
-    /// seen-set 12, other 84) + mapped files 40, browsers 500`.
+    /// seen-set 12, storage 30, other 84) + mapped files 40, browsers 500`.
     pub fn line(&self) -> String {
         format!(
-            "anonymous {:.0} (vectors {:.1}, cell store's vectors {:.1}, model {:.0}, seen-set {:.0}, other {:.0}) + mapped files {:.0}, browsers {:.0}",
+            "anonymous {:.0} (vectors {:.1}, cell store's vectors {:.1}, model {:.0}, seen-set {:.0}, storage {:.0}, other {:.0}) + mapped files {:.0}, browsers {:.0}",
             self.anonymous,
             self.vectors,
             self.cell_vectors,
             self.model,
             self.seen_set,
+            self.storage,
             self.other,
             self.file_backed,
             self.browsers
@@ -114,6 +117,7 @@ pub fn memory_parts_line(r: &RunReport) -> String {
         cell_vectors: mean(|m| m.cell_vectors),
         model: mean(|m| m.model),
         seen_set: mean(|m| m.seen_set),
+        storage: mean(|m| m.storage),
         browsers: mean(|m| m.browsers),
         other: mean(|m| m.other),
     };

@@ -32,12 +32,13 @@ pub(super) fn print_status(status: &Status) {
     let m = &status.memory;
     let mib = |b: u64| b >> 20;
     println!(
-        "memory MiB     {} own: {} anonymous (vectors {}, model {}, seen-set {}, other {}) + {} mapped files; browsers {}; heap {} live, {} free",
+        "memory MiB     {} own: {} anonymous (vectors {}, model {}, seen-set {}, storage {}, other {}) + {} mapped files; browsers {}; heap {} live, {} free",
         mib(m.anonymous + m.file_backed),
         mib(m.anonymous),
         mib(m.vectors + m.cell_vectors),
         mib(m.model),
         mib(m.seen_set),
+        mib(m.storage),
         mib(m.other),
         mib(m.file_backed),
         mib(m.browsers),
