@@ -510,6 +510,11 @@ impl CellStore {
         self.index.sync()
     }
 
+    /// Merges its small vector segments ([`LocalIndex::merge_segments`]).
+    pub fn merge_segments(&self) -> Result<bool, IndexError> {
+        self.index.merge_segments()
+    }
+
     /// Writes the vector snapshot and flushes (at the stop, and now and then).
     pub fn snapshot(&self) -> Result<bool, IndexError> {
         self.index.snapshot()

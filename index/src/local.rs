@@ -367,6 +367,13 @@ impl LocalIndex {
         result
     }
 
+    /// Merges small vector segments if there are enough of them
+    /// ([`crate::vectors::VectorIndex::merge_small`]); returns whether it merged. Apart from
+    /// [`LocalIndex::snapshot`]: a merge is CPU work of up to ~20 s, not a storage step.
+    pub fn merge_segments(&self) -> Result<bool, IndexError> {
+        self.vectors.merge_small()
+    }
+
     /// The step a snapshot is in while one runs: what a caller that stopped waiting for it
     /// reports.
     pub fn snapshot_step(&self) -> Option<&'static str> {

@@ -6,7 +6,9 @@
 //! on searched through a memory-mapped view of its file (see [`crate::segments`]) — and a new,
 //! empty delta starts. A search asks the delta and every segment for their best and merges
 //! them. A key removed or replaced while its vector sits in a segment is *masked* there (the
-//! segment is never rewritten): searches skip it.
+//! segment is never rewritten): searches skip it. Sealed deltas are small (so is the delta's
+//! memory) and merged four at a time into larger segments ([`VectorIndex::merge_small`]), so
+//! the number of segments a search visits stays what large deltas gave.
 //!
 //! **Crashes.** The delta is written to `vectors.usearch` in the data dir on a timer and at
 //! shutdown: to a temporary file first, fsynced, then renamed over the old snapshot and the
@@ -32,6 +34,7 @@ use std::collections::HashSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 use weft_config::{IndexConfig, Quantization};
 
@@ -42,9 +45,16 @@ pub const CHECKSUM_FILE: &str = "vectors.usearch.blake3";
 /// File name of the delta snapshot's keys: the last segment sealed before it (u64), then its
 /// keys (u64s), little-endian.
 pub const KEYS_FILE: &str = "vectors.usearch.keys";
-/// Vectors the delta holds before it is sealed into a segment: ~64 MiB of memory at most
-/// (384 dimensions in f16 with their graph), and 47 segments at 3,000,000 chunks.
-pub const SEGMENT_CHUNKS: usize = 65_536;
+/// Vectors the delta holds before it is sealed into a segment: ~16 MiB of memory at most (384
+/// dimensions in f16 with their graph). A delta of 65,536 held up to ~65 MiB, a saw-tooth of
+/// about a sixth of a crawling node's memory; a smaller one alone would make four times as many
+/// segments for every search to visit, so small segments are merged ([`MERGE_FANIN`]).
+pub const SEGMENT_CHUNKS: usize = 16_384;
+/// Sealed segments under `MERGE_FANIN` × the delta's size are merged, `MERGE_FANIN` at a time
+/// (oldest first), into one segment of up to 65,536 vectors: a search at 3,000,000 chunks visits
+/// ~47 segments, as it did when the delta held 65,536. A merge builds its graph in memory away
+/// from the index's lock (~65 MiB for the ~20 s it takes) and runs apart from the snapshot.
+pub const MERGE_FANIN: usize = 4;
 
 fn hash_file(path: &Path) -> std::io::Result<String> {
     let mut hasher = blake3::Hasher::new();
@@ -83,7 +93,8 @@ pub fn disk_bytes(dir: &Path) -> u64 {
 struct Parts {
     delta: Index,
     delta_keys: HashSet<u64>,
-    segments: Vec<Segment>,
+    /// Shared, so that a merge reads the segments it merges away from the lock.
+    segments: Vec<Arc<Segment>>,
     /// (segment id, key): a vector of a segment that is no longer the key's (removed, or
     /// replaced by a newer one elsewhere).
     masked: HashSet<(u64, u64)>,
@@ -121,6 +132,23 @@ pub struct VectorIndex {
     options: IndexOptions,
     dirty: AtomicBool,
     segment_chunks: AtomicUsize,
+    /// Set while a merge builds its segment: the delta is not sealed meanwhile (it may grow
+    /// past its size for that while), so the merged segment is the newest when it is written
+    /// and no other segment takes its id.
+    merging: AtomicBool,
+    /// Held by a merge or a compaction, which both write a segment built away from the lock.
+    maintenance: parking_lot::Mutex<()>,
+    /// Held while the delta's snapshot is written (its temporary files have one name).
+    snapshotting: parking_lot::Mutex<()>,
+}
+
+/// Clears [`VectorIndex::merging`] however a merge ends.
+struct Merging<'a>(&'a AtomicBool);
+
+impl Drop for Merging<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 /// Why the index was rebuilt from the document store on open, if it was.
@@ -187,6 +215,9 @@ impl VectorIndex {
             options,
             dirty: AtomicBool::new(false),
             segment_chunks: AtomicUsize::new(SEGMENT_CHUNKS),
+            merging: AtomicBool::new(false),
+            maintenance: parking_lot::Mutex::new(()),
+            snapshotting: parking_lot::Mutex::new(()),
         })
     }
 
@@ -238,7 +269,7 @@ impl VectorIndex {
         }
         let last_sealed = segments.iter().map(|s| s.id).max().unwrap_or(0);
         let mut parts = self.parts.write();
-        parts.segments = segments;
+        parts.segments = segments.into_iter().map(Arc::new).collect();
         // The delta: its snapshot, unless it is older than the last segment sealed (a crash
         // between the sealing and the next snapshot) — then what it held is caught up below.
         if self.path.exists() {
@@ -339,7 +370,9 @@ impl VectorIndex {
         delta.add(key, vector).map_err(vx)?;
         parts.delta_keys.insert(key);
         self.dirty.store(true, Ordering::Release);
-        if parts.delta_keys.len() >= self.segment_chunks.load(Ordering::Relaxed) {
+        if parts.delta_keys.len() >= self.segment_chunks.load(Ordering::Relaxed)
+            && !self.merging.load(Ordering::Acquire)
+        {
             self.seal(&mut parts)?;
         }
         Ok(())
@@ -350,7 +383,7 @@ impl VectorIndex {
         let id = parts.last_id() + 1;
         let keys: Vec<u64> = parts.delta_keys.iter().copied().collect();
         let segment = Segment::write(&self.segments_dir(), id, &parts.delta, &keys, self.options.expansion_search)?;
-        parts.segments.push(segment);
+        parts.segments.push(Arc::new(segment));
         parts.delta = new_delta(&self.options)?;
         parts.delta_keys.clear();
         // The delta's snapshot is now older than the segment: it is written again (empty)
@@ -364,6 +397,7 @@ impl VectorIndex {
     /// so that pages re-indexed and removed over months do not leave segments of dead vectors
     /// on disk and in every search. Returns whether it rewrote one.
     pub fn compact(&self, store: &DocStore) -> Result<bool, IndexError> {
+        let _one = self.maintenance.lock();
         let dir = self.segments_dir();
         let (old, keys) = {
             let parts = self.parts.read();
@@ -396,11 +430,81 @@ impl VectorIndex {
         }
         parts.masked.retain(|(s, _)| *s != old);
         parts.segments.retain(|s| s.id != old);
-        parts.segments.push(segment);
+        parts.segments.push(Arc::new(segment));
         Segment::delete(&dir, old)?;
         // The delta's snapshot names the last segment sealed: written again.
         self.dirty.store(true, Ordering::Release);
         tracing::info!(old, new = id, vectors = kept.len(), "vector segment compacted");
+        Ok(true)
+    }
+
+    /// Merges the oldest [`MERGE_FANIN`] sealed deltas (segments of at most half
+    /// `MERGE_FANIN` × the delta's size) into one, from their own live vectors (read from their
+    /// files); returns whether it merged.
+    /// The graph is built and written away from the lock (searches and adds go on; the delta is
+    /// not sealed meanwhile), then swapped in: the merged segment takes the next id, and what
+    /// was masked in the old segments while it was built is masked in it too.
+    pub fn merge_small(&self) -> Result<bool, IndexError> {
+        let _one = self.maintenance.lock();
+        let target = self.segment_chunks.load(Ordering::Relaxed).saturating_mul(MERGE_FANIN);
+        self.merging.store(true, Ordering::Release);
+        let _merging = Merging(&self.merging);
+        let dir = self.segments_dir();
+        let (old, keys, id) = {
+            let parts = self.parts.read();
+            // (segment, its live keys)
+            // Sealed deltas (~16k each), not merged segments (~65k): half the target tells them
+            // apart, so a merged segment is not merged again into ever larger graphs (recall
+            // falls as one graph grows; a compaction rewrites one left mostly masked).
+            let mut small: Vec<&Arc<Segment>> = parts.segments.iter().filter(|s| s.len <= target / 2).collect();
+            if small.len() < MERGE_FANIN {
+                return Ok(false);
+            }
+            small.sort_by_key(|s| s.id);
+            let old: Vec<u64> = small[..MERGE_FANIN].iter().map(|s| s.id).collect();
+            let mut keys = Vec::new();
+            for s in &small[..MERGE_FANIN] {
+                let live: Vec<u64> =
+                    s.keys(&dir)?.into_iter().filter(|k| !parts.masked.contains(&(s.id, *k))).collect();
+                keys.push((Arc::clone(s), live));
+            }
+            (old, keys, parts.last_id() + 1)
+        };
+        let index = Index::new(&self.options).map_err(vx)?;
+        index.reserve(keys.iter().map(|(_, k)| k.len()).sum::<usize>().max(1)).map_err(vx)?;
+        let mut kept = Vec::new();
+        let mut v = vec![0f32; self.options.dimensions];
+        for (segment, live) in keys {
+            for key in live {
+                if segment.index.get(key, &mut v).map_err(vx)? > 0 {
+                    index.add(key, &v).map_err(vx)?;
+                    kept.push(key);
+                }
+            }
+        }
+        // No segment was sealed or compacted meanwhile (`merging`, `maintenance`): `id` is
+        // still the next one.
+        let segment = Segment::write(&dir, id, &index, &kept, self.options.expansion_search)?;
+        drop(index);
+        {
+            let mut parts = self.parts.write();
+            for key in &kept {
+                if old.iter().any(|o| parts.masked.contains(&(*o, *key))) {
+                    parts.masked.insert((id, *key));
+                }
+            }
+            parts.masked.retain(|(s, _)| !old.contains(s));
+            parts.segments.retain(|s| !old.contains(&s.id));
+            parts.segments.push(Arc::new(segment));
+            self.dirty.store(true, Ordering::Release);
+        }
+        for o in &old {
+            Segment::delete(&dir, *o)?;
+        }
+        tracing::info!(?old, new = id, vectors = kept.len(), "vector segments merged");
+        // The delta's snapshot names the last segment: written now, so that a crash finds the
+        // delta it holds newer than the merged segment.
+        self.snapshot()?;
         Ok(true)
     }
 
@@ -486,6 +590,7 @@ impl VectorIndex {
     /// Writes the delta's snapshot if anything changed since the last one: temp file, fsync,
     /// rename, fsync the directory. Returns whether it wrote.
     pub fn snapshot(&self) -> Result<bool, IndexError> {
+        let _one = self.snapshotting.lock();
         if !self.dirty.swap(false, Ordering::AcqRel) {
             return Ok(false);
         }

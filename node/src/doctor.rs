@@ -269,7 +269,7 @@ pub fn database(data_dir: &Path) -> Check {
                 .iter()
                 .filter_map(|t| Some((String::from_utf8_lossy(t).into_owned(), d.open_tree(t).ok()?.len())))
                 .collect();
-            trees.sort_by(|a, b| b.1.cmp(&a.1));
+            trees.sort_by_key(|t| std::cmp::Reverse(t.1));
             let generation = weft_frontier::generation::check(&d, &path)?;
             Ok((trees, generation.map(|g| (g, weft_index::store::legacy::pending(&d)))))
         });

@@ -379,6 +379,17 @@ impl IndexService {
         weft_index::summary::summarize(self.index.store(), k)
     }
 
+    /// Merges small vector segments, the node's own and the cell store's (see
+    /// [`LocalIndex::merge_segments`]). Blocking.
+    pub fn merge_segments(&self) -> Result<bool, IndexError> {
+        let own = self.index.merge_segments()?;
+        let cells = match &self.cells {
+            Some(c) => c.merge_segments()?,
+            None => false,
+        };
+        Ok(own || cells)
+    }
+
     /// Flushes the document store and writes the vector snapshot if it changed. Blocking.
     pub fn snapshot(&self) -> Result<bool, IndexError> {
         self.index.snapshot()

@@ -676,6 +676,14 @@ fn spawn_timers(
                 if let Err(e) = snapshot_index(&storage, index.clone()).await {
                     tracing::error!("vector index snapshot failed: {e}");
                 }
+                // Small vector segments merged, apart from the bounded snapshot: CPU work of
+                // up to ~20 s, not a sign of a failing disk.
+                let merging = index.clone();
+                match tokio::task::spawn_blocking(move || merging.merge_segments()).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => tracing::warn!("merging vector segments failed: {e}"),
+                    Err(e) => tracing::error!("merging vector segments crashed: {e}"),
+                }
             }
         });
     }

@@ -144,3 +144,53 @@ fn sealed_segments_are_searched_masked_checked_on_open_and_rebuilt_when_damaged(
     assert!(index.snapshot().unwrap());
     assert_eq!(weft_index::vectors::verify_snapshot(dir.path()), Ok(true), "sound again");
 }
+
+#[test]
+fn small_segments_are_merged_four_at_a_time_keeping_every_live_vector_and_no_masked_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let vs = vectors(22, 11);
+    let other = vectors(1, 77).remove(0);
+    {
+        let (_db, index) = open_index(dir.path());
+        index.vectors().set_segment_chunks(4);
+        for (i, v) in vs.iter().enumerate().take(20) {
+            commit(&index, i, v);
+        }
+        assert_eq!(index.vectors().segments(), (5, 0), "twenty vectors, five sealed deltas of four");
+        // Page 1 changes (its old vector masked in segment 1), page 2 goes (masked too).
+        commit(&index, 1, &other);
+        assert!(index.remove(id(2)).unwrap());
+        assert_eq!(index.vectors().segments(), (5, 2));
+        assert!(index.merge_segments().unwrap(), "five small segments: the oldest four merge");
+        // Segments 1-4 became one (14 vectors: 16 less the two masked), the fifth is left.
+        assert_eq!(index.vectors().segments(), (2, 0), "no masks carried: the masked vectors stayed out");
+        assert!(!dir.path().join("vectors/seg-000001.usearch").exists());
+        assert!(dir.path().join("vectors/seg-000006.usearch").exists());
+        assert!(!index.merge_segments().unwrap(), "one small segment left, and the merged one is not small");
+        assert_eq!(index.vectors().len(), 19);
+        for (i, v) in vs.iter().enumerate().take(20).filter(|(i, _)| ![1, 2].contains(i)) {
+            let (key, sim) = nearest(&index, v);
+            assert_eq!(key, id(i).chunk_key(0), "vector {i} after the merge");
+            assert!(sim > 0.99, "vector {i} read back from its segment: {sim}");
+        }
+        assert_eq!(nearest(&index, &other).0, id(1).chunk_key(0), "page 1's new vector");
+        assert_ne!(nearest(&index, &vs[2]).0, id(2).chunk_key(0), "the removed page is not served");
+        // After the merge, a key of the merged segment replaced: masked there.
+        commit(&index, 7, &vs[20]);
+        assert_eq!(index.vectors().segments(), (2, 1));
+        assert_eq!(nearest(&index, &vs[20]).0, id(7).chunk_key(0));
+        commit(&index, 21, &vs[21]);
+        index.snapshot().unwrap();
+    }
+    assert_eq!(weft_index::vectors::verify_snapshot(dir.path()), Ok(true));
+    // Reopened: the merged segment checks out against the store, nothing rebuilt.
+    let (_db, index) = open_index(dir.path());
+    assert_eq!(*index.opened(), Opened::Loaded);
+    assert_eq!(index.vectors().segments(), (2, 1));
+    assert_eq!(index.vectors().len(), 20);
+    assert_eq!(nearest(&index, &vs[20]).0, id(7).chunk_key(0));
+    assert_eq!(nearest(&index, &vs[21]).0, id(21).chunk_key(0));
+    for i in [0, 3, 4, 8, 13, 19] {
+        assert_eq!(nearest(&index, &vs[i]).0, id(i).chunk_key(0), "vector {i} after the reopen");
+    }
+}
