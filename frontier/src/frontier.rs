@@ -194,6 +194,13 @@ impl Frontier {
         self.store.diagnostics()
     }
 
+    /// The URL outcomes, kept in the frontier's store ([`crate::Outcomes`]): an earlier
+    /// release's sled tree of them (in the database the frontier was opened with) is moved in
+    /// on the first call.
+    pub fn outcomes(&self) -> Result<crate::Outcomes> {
+        self.store.outcomes(&self.db)
+    }
+
     /// What the frontier's store holds in memory outside its block cache (`/status`).
     pub fn store_memory(&self) -> weft_db::LsmMemory {
         self.store.memory()

@@ -4,10 +4,15 @@
 //! browser, or skipped before any request (a binary file, too deep, the host's budget spent, the
 //! host blocked). The latest outcome per URL is kept, with when and how many attempts.
 //!
-//! One sled tree, `url_outcomes` (URL → JSON), beside the frontier's; writes are independent
-//! of the frontier's lock. The index adds the other half of the answer (indexed, alias of
-//! another page, failed to embed): see the node's `/urls`.
+//! One keyspace of the frontier's LSM store, `outcomes` (URL → JSON); writes are independent
+//! of the frontier's lock. It was a sled tree (`url_outcomes`) until sled's memory was measured
+//! to grow with every entry written, whatever its cache (one entry per URL tried: a crawling
+//! node's largest tree); an earlier release's tree is moved over once
+//! ([`Outcomes::move_from_sled`]). The index adds the other half of the answer (indexed, alias
+//! of another page, failed to embed): see the node's `/urls`.
 
+use crate::store::{FrontierError, Result};
+use fjall::Keyspace;
 use serde::{Deserialize, Serialize};
 
 /// What happened to a URL the last time this node dealt with it.
@@ -64,19 +69,62 @@ pub struct UrlOutcome {
     pub attempts: u32,
 }
 
-/// The outcomes tree.
+/// The sled tree an earlier release kept the outcomes in.
+const LEGACY_TREE: &str = "url_outcomes";
+/// Outcomes copied per batch when an earlier release's tree is moved over.
+const MOVE_BATCH: usize = 4096;
+
+/// The outcomes keyspace. Cheap to clone (a handle).
 #[derive(Clone)]
 pub struct Outcomes {
-    tree: sled::Tree,
+    tree: Keyspace,
+    /// The store's database, kept open with the keyspace.
+    _db: fjall::Database,
 }
 
 impl Outcomes {
-    pub fn open(db: &sled::Db) -> Result<Outcomes, sled::Error> {
-        Ok(Outcomes { tree: db.open_tree("url_outcomes")? })
+    pub(crate) fn new(db: fjall::Database, tree: Keyspace) -> Outcomes {
+        Outcomes { tree, _db: db }
+    }
+
+    /// The outcomes of the frontier whose files are in `dir`, without opening the frontier (a
+    /// tool reading a stopped node's data dir); `legacy` is the node's sled database, whose
+    /// `url_outcomes` tree an earlier release kept them in (moved over first).
+    pub fn open_dir(dir: &std::path::Path, legacy: &sled::Db) -> Result<Outcomes> {
+        crate::store::Store::open(dir, 8 << 20, 4 << 20)?.outcomes(legacy)
+    }
+
+    /// Moves the outcomes an earlier release kept in sled (`legacy`'s `url_outcomes`) here, then
+    /// drops that tree; returns how many. Done before the crawl writes any outcome: the copy
+    /// never overwrites a newer one, and a move cut short is done again whole.
+    pub(crate) fn move_from_sled(&self, db: &fjall::Database, legacy: &sled::Db) -> Result<usize> {
+        if !legacy.tree_names().iter().any(|n| n.as_ref() == LEGACY_TREE.as_bytes()) {
+            return Ok(0);
+        }
+        let old = legacy.open_tree(LEGACY_TREE)?;
+        let mut moved = 0;
+        let mut batch = db.batch();
+        for item in old.iter() {
+            let (k, v) = item?;
+            batch.insert(&self.tree, k.to_vec(), v.to_vec());
+            moved += 1;
+            if moved % MOVE_BATCH == 0 {
+                std::mem::replace(&mut batch, db.batch()).commit()?;
+            }
+        }
+        batch.commit()?;
+        db.persist(fjall::PersistMode::SyncAll)?;
+        drop(old);
+        legacy.drop_tree(LEGACY_TREE)?;
+        legacy.flush()?;
+        if moved > 0 {
+            tracing::info!(moved, "URL outcomes moved from the sled database to the frontier's store");
+        }
+        Ok(moved)
     }
 
     /// Records `fate` as `url`'s latest outcome, counting an attempt when the host was asked.
-    pub fn record(&self, url: &str, fate: Fate) -> Result<(), sled::Error> {
+    pub fn record(&self, url: &str, fate: Fate) -> Result<()> {
         let at = weft_clock::now_secs();
         let attempt = u32::from(fate.is_attempt());
         // Read-modify-write of one key: a lost update would only miscount attempts.
@@ -89,7 +137,7 @@ impl Outcomes {
 
     /// Replaces the fate of `url`'s latest outcome, keeping its time and attempts (its retries
     /// ran out: the last failure is final).
-    pub fn settle(&self, url: &str, fate: Fate) -> Result<(), sled::Error> {
+    pub fn settle(&self, url: &str, fate: Fate) -> Result<()> {
         let Some(mut outcome) = self.get(url)? else { return Ok(()) };
         outcome.fate = fate;
         self.tree.insert(url.as_bytes(), serde_json::to_vec(&outcome).expect("an outcome serializes"))?;
@@ -98,7 +146,7 @@ impl Outcomes {
 
     /// Records a skip, unless the URL already has an outcome (a link met again and again
     /// would otherwise rewrite it each time, and a skip never replaces a real request).
-    pub fn record_skip(&self, url: &str, reason: &str) -> Result<(), sled::Error> {
+    pub fn record_skip(&self, url: &str, reason: &str) -> Result<()> {
         if self.tree.contains_key(url.as_bytes())? {
             return Ok(());
         }
@@ -106,33 +154,35 @@ impl Outcomes {
     }
 
     /// `url`'s latest outcome (a record that does not decode reads as none).
-    pub fn get(&self, url: &str) -> Result<Option<UrlOutcome>, sled::Error> {
+    pub fn get(&self, url: &str) -> Result<Option<UrlOutcome>> {
         Ok(self.tree.get(url.as_bytes())?.and_then(|v| serde_json::from_slice(&v).ok()))
     }
 
     /// Outcomes in URL order, after `after` when given (paging an export).
-    pub fn after(&self, after: Option<&str>) -> impl Iterator<Item = Result<(String, UrlOutcome), sled::Error>> + '_ {
-        let items = match after {
+    pub fn after(&self, after: Option<&str>) -> impl Iterator<Item = Result<(String, UrlOutcome)>> + '_ {
+        let from = after.map(|a| a.as_bytes().to_vec());
+        let items: Box<dyn Iterator<Item = fjall::Guard>> = match from {
             Some(a) => {
-                self.tree.range::<&[u8], _>((std::ops::Bound::Excluded(a.as_bytes()), std::ops::Bound::Unbounded))
+                Box::new(self.tree.range::<Vec<u8>, _>((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded)))
             }
-            None => self.tree.iter(),
+            None => Box::new(self.tree.iter()),
         };
-        items.filter_map(|r| match r {
+        items.filter_map(|g| match g.into_inner() {
             Ok((k, v)) => {
                 let outcome: UrlOutcome = serde_json::from_slice(&v).ok()?;
                 Some(Ok((String::from_utf8_lossy(&k).into_owned(), outcome)))
             }
-            Err(e) => Some(Err(e)),
+            Err(e) => Some(Err(FrontierError::Queue(e))),
         })
     }
 
+    /// Outcomes kept (reads every key: for tests and tools, not the crawl).
     pub fn len(&self) -> usize {
-        self.tree.len()
+        self.tree.iter().count()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.tree.is_empty()
+        self.tree.iter().next().is_none()
     }
 }
 
@@ -143,8 +193,8 @@ mod tests {
     #[test]
     fn the_latest_outcome_is_kept_with_its_attempts_and_skips_never_replace_requests() {
         let dir = tempfile::tempdir().unwrap();
-        let db = sled::open(dir.path()).unwrap();
-        let o = Outcomes::open(&db).unwrap();
+        let db = sled::open(dir.path().join("db")).unwrap();
+        let o = Outcomes::open_dir(&dir.path().join("frontier"), &db).unwrap();
         let u = "http://a.test/p";
         o.record(u, Fate::Status { status: 503, retrying: true }).unwrap();
         o.record(u, Fate::Fetched { status: 200 }).unwrap();
@@ -162,5 +212,29 @@ mod tests {
         // The JSON an operator reads.
         let json = serde_json::to_value(o.get("http://a.test/private").unwrap().unwrap()).unwrap();
         assert_eq!(json["outcome"], "disallowed");
+    }
+
+    #[test]
+    fn an_earlier_releases_sled_tree_is_moved_over_once_and_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::open(dir.path().join("db")).unwrap();
+        let old = db.open_tree(LEGACY_TREE).unwrap();
+        let n = MOVE_BATCH + 10;
+        for i in 0..n {
+            let o = UrlOutcome { fate: Fate::Fetched { status: 200 }, at: i as u64, attempts: 1 };
+            old.insert(format!("http://a.test/{i:05}"), serde_json::to_vec(&o).unwrap()).unwrap();
+        }
+        drop(old);
+        {
+            let o = Outcomes::open_dir(&dir.path().join("frontier"), &db).unwrap();
+            assert_eq!(o.len(), n, "every outcome moved, over several batches");
+            assert_eq!(o.get("http://a.test/00007").unwrap().unwrap().at, 7);
+            assert!(!db.tree_names().iter().any(|t| t.as_ref() == LEGACY_TREE.as_bytes()), "the sled tree is gone");
+            o.record("http://a.test/00007", Fate::Disallowed).unwrap();
+        }
+        // Reopened: nothing moved again over the newer outcome.
+        let o = Outcomes::open_dir(&dir.path().join("frontier"), &db).unwrap();
+        assert_eq!(o.len(), n);
+        assert_eq!(o.get("http://a.test/00007").unwrap().unwrap().fate, Fate::Disallowed);
     }
 }

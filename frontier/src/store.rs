@@ -22,6 +22,7 @@
 //! | `journal` | jseq (u64 BE) | a URL added to the seen-set since the last snapshot |
 //! | `hosts` | host key | [`HostRecord`]: id, pages fetched, URLs queued, politeness |
 //! | `meta` | `seq`, `b` + host | reserved sequence numbers; blocked hosts |
+//! | `outcomes` | URL | what happened to it when last tried ([`crate::Outcomes`]) |
 //!
 //! Keys of one host share their first four bytes, and within a host sort by priority (higher
 //! first) then age, so a host's next URL is the first key at or after its floor — nothing
@@ -254,6 +255,7 @@ pub struct Store {
     journal: Keyspace,
     hosts: Keyspace,
     meta: Keyspace,
+    outcomes: Keyspace,
     snapshot_path: PathBuf,
     /// The crawl syncs after every page: coalesced ([`weft_db::Syncs`]).
     syncs: std::sync::Arc<weft_db::Syncs>,
@@ -279,10 +281,19 @@ impl Store {
             journal: ks("journal")?,
             hosts: ks("hosts")?,
             meta: ks("meta")?,
+            outcomes: ks("outcomes")?,
             snapshot_path: dir.join("seen.bloom"),
             syncs: Default::default(),
             db,
         })
+    }
+
+    /// The URL outcomes kept in this store, an earlier release's sled tree of them moved in
+    /// first (once).
+    pub fn outcomes(&self, legacy: &sled::Db) -> Result<crate::Outcomes> {
+        let outcomes = crate::Outcomes::new(self.db.clone(), self.outcomes.clone());
+        outcomes.move_from_sled(&self.db, legacy)?;
+        Ok(outcomes)
     }
 
     pub fn batch(&self) -> Batch {
@@ -310,7 +321,10 @@ impl Store {
     /// Bytes the LSM tree holds in memory: its block cache, the index and filter blocks it keeps
     /// pinned (they follow the tables) and its write buffer ([`weft_db::LsmMemory`]).
     pub fn memory(&self) -> weft_db::LsmMemory {
-        weft_db::LsmMemory::of(&self.db, &[&self.queue, &self.urls, &self.done, &self.journal, &self.hosts, &self.meta])
+        weft_db::LsmMemory::of(
+            &self.db,
+            &[&self.queue, &self.urls, &self.done, &self.journal, &self.hosts, &self.meta, &self.outcomes],
+        )
     }
 
     /// What the LSM tree holds in memory and in its journal, for diagnostics.

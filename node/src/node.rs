@@ -96,7 +96,7 @@ impl Node {
         });
         let renders = layouts.as_ref().map(|l| Arc::new(l.renders.clone()) as Arc<dyn Renders>);
         let storage = Storage::new(&config.data_dir, Duration::from_secs(config.storage.flush_timeout_secs));
-        let outcomes = weft_frontier::Outcomes::open(&db)?;
+        let outcomes = frontier.outcomes()?;
         let adapt = crate::crawl::Adapt::open(&db, crate::crawl::AdaptSettings::from_config(&config))?;
         let crawler = Crawler::new(Parts {
             frontier,

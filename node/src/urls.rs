@@ -73,7 +73,7 @@ pub fn outcomes_page(
     outcomes: &weft_frontier::Outcomes,
     cursor: Option<&str>,
     limit: usize,
-) -> Result<OutcomePage, sled::Error> {
+) -> Result<OutcomePage, weft_frontier::FrontierError> {
     let mut page = OutcomePage::default();
     for entry in outcomes.after(cursor) {
         let (url, outcome) = entry?;

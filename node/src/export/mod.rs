@@ -153,7 +153,7 @@ impl DataDir {
         anyhow::ensure!(path.exists(), "no index at {} (start a node first)", config.data_dir.display());
         let db = weft_frontier::open_db(&path, 16 << 20).with_context(|| format!("cannot open {}", path.display()))?;
         let store = weft_index::store::DocStore::open(&config.data_dir, &db)?;
-        let outcomes = weft_frontier::Outcomes::open(&db)?;
+        let outcomes = weft_frontier::Outcomes::open_dir(&config.data_dir.join("frontier"), &db)?;
         let node = config
             .data_dir
             .join(weft_p2p::identity::FILE)
