@@ -198,7 +198,7 @@ impl Frontier {
     /// release's sled tree of them (in the database the frontier was opened with) is moved in
     /// on the first call.
     pub fn outcomes(&self) -> Result<crate::Outcomes> {
-        self.store.outcomes(&self.db)
+        crate::Outcomes::of(&self.store, &self.db)
     }
 
     /// What the frontier's store holds in memory outside its block cache (`/status`).

@@ -24,8 +24,8 @@
 //! named in code spans above are private; what other crates need of them is re-exported here.
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
-//! checks it): discovery, fanout, generation, health, outcomes, patterns, politeness, revisits,
-//! robots, score, seen → store → migrate → frontier.
+//! checks it): discovery, fanout, generation, health, patterns, politeness, revisits, robots,
+//! score, seen → store → outcomes → migrate → frontier.
 
 use weft_url::host;
 

@@ -11,7 +11,7 @@
 //! ([`Outcomes::move_from_sled`]). The index adds the other half of the answer (indexed, alias
 //! of another page, failed to embed): see the node's `/urls`.
 
-use crate::store::{FrontierError, Result};
+use crate::store::{FrontierError, Result, Store};
 use fjall::Keyspace;
 use serde::{Deserialize, Serialize};
 
@@ -83,15 +83,20 @@ pub struct Outcomes {
 }
 
 impl Outcomes {
-    pub(crate) fn new(db: fjall::Database, tree: Keyspace) -> Outcomes {
-        Outcomes { tree, _db: db }
+    /// The outcomes kept in `store`, an earlier release's sled tree of them (in `legacy`) moved
+    /// in first, once.
+    pub(crate) fn of(store: &Store, legacy: &sled::Db) -> Result<Outcomes> {
+        let (db, tree) = store.outcomes_keyspace();
+        let outcomes = Outcomes { tree, _db: db.clone() };
+        outcomes.move_from_sled(&db, legacy)?;
+        Ok(outcomes)
     }
 
     /// The outcomes of the frontier whose files are in `dir`, without opening the frontier (a
     /// tool reading a stopped node's data dir); `legacy` is the node's sled database, whose
     /// `url_outcomes` tree an earlier release kept them in (moved over first).
     pub fn open_dir(dir: &std::path::Path, legacy: &sled::Db) -> Result<Outcomes> {
-        crate::store::Store::open(dir, 8 << 20, 4 << 20)?.outcomes(legacy)
+        Outcomes::of(&Store::open(dir, 8 << 20, 4 << 20)?, legacy)
     }
 
     /// Moves the outcomes an earlier release kept in sled (`legacy`'s `url_outcomes`) here, then

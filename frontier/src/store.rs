@@ -288,12 +288,9 @@ impl Store {
         })
     }
 
-    /// The URL outcomes kept in this store, an earlier release's sled tree of them moved in
-    /// first (once).
-    pub fn outcomes(&self, legacy: &sled::Db) -> Result<crate::Outcomes> {
-        let outcomes = crate::Outcomes::new(self.db.clone(), self.outcomes.clone());
-        outcomes.move_from_sled(&self.db, legacy)?;
-        Ok(outcomes)
+    /// The database and its keyspace of URL outcomes ([`crate::Outcomes`] reads and writes it).
+    pub(crate) fn outcomes_keyspace(&self) -> (Database, Keyspace) {
+        (self.db.clone(), self.outcomes.clone())
     }
 
     pub fn batch(&self) -> Batch {
