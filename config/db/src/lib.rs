@@ -3,6 +3,9 @@
 //! the closing handle's background writer, and some damaged files make it panic rather than
 //! return an error. The frontier, the index's cell store, the node and the tests all open
 //! through [`open_db`], so each of those is handled once.
+//!
+//! Beside it, two helpers for the fjall stores: [`Syncs`] (coalesced syncs) and
+//! [`LsmMemory`] (what a store holds in memory, for `/status`).
 
 mod lsm;
 mod syncs;
