@@ -201,11 +201,6 @@ impl Frontier {
         crate::Outcomes::of(&self.store, &self.db)
     }
 
-    /// What the frontier's store holds in memory outside its block cache (`/status`).
-    pub fn store_memory(&self) -> weft_db::LsmMemory {
-        self.store.memory()
-    }
-
     /// Bytes the frontier's store holds on disk.
     pub fn disk_bytes(&self) -> u64 {
         self.store.disk_bytes()

@@ -70,9 +70,8 @@ pub struct MemoryStatus {
     /// The browsers' process trees (proportional set size).
     pub browsers: u64,
     /// Anonymous memory not in the parts above: sled's caches (`storage.cache_mb`, the cell
-    /// store's), tantivy's
-    /// 24 MiB writer, the model's working arena, the crawl's hosts and buffers, and what the
-    /// allocator holds free.
+    /// store's), tantivy's 24 MiB writer, the model's working arena, the crawl's hosts and
+    /// buffers, and what the allocator holds free.
     pub other: u64,
     /// The allocator's view (glibc's `mallinfo2`; 0 elsewhere), beside the parts rather than
     /// among them: what is allocated and live, and what it holds free in its heaps (not all

@@ -1,14 +1,14 @@
 //! What a fjall database holds in memory, for `/status`: its block cache as filled (bounded),
-//! and what it holds outside it. fjall keeps the index blocks of its newest two levels and the filter blocks of its newest
-//! level pinned in memory (its defaults): those follow the tables, so they grow with what the
-//! store holds. Its write buffer (the memtables not yet written out) is bounded by the
-//! keyspaces' memtable size and the journal's. A node reports both, so an operator can see
-//! whether a store's share of memory is growing.
+//! and what it holds outside it. fjall keeps the index blocks of its newest two levels and the
+//! filter blocks of its newest level pinned in memory (its defaults): those follow the tables,
+//! so they grow with what the store holds. Its write buffer (the memtables not yet written out)
+//! is bounded by the keyspaces' memtable size and the journal's. A node reports all three, so
+//! an operator can see whether a store's share of memory is growing.
 
 use fjall::{AbstractTree, Database, Keyspace};
 
 /// Bytes a fjall database holds in memory: its block cache as filled, and outside it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LsmMemory {
     /// The block cache as filled (bounded by the store's cache size).
     pub cache: u64,
@@ -29,16 +29,5 @@ impl LsmMemory {
     /// All together.
     pub fn total(&self) -> u64 {
         self.cache + self.pinned + self.write_buffer
-    }
-}
-
-impl std::ops::Add for LsmMemory {
-    type Output = LsmMemory;
-    fn add(self, o: LsmMemory) -> LsmMemory {
-        LsmMemory {
-            cache: self.cache + o.cache,
-            pinned: self.pinned + o.pinned,
-            write_buffer: self.write_buffer + o.write_buffer,
-        }
     }
 }
