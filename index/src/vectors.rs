@@ -118,6 +118,19 @@ impl Parts {
         Ok(())
     }
 
+    /// Puts `segment`, holding `kept`, in place of the segments `old` (a compaction's or a
+    /// merge's): what was masked in them while it was built is masked in it too.
+    fn replace(&mut self, old: &[u64], segment: Segment, kept: &[u64]) {
+        for key in kept {
+            if old.iter().any(|o| self.masked.contains(&(*o, *key))) {
+                self.masked.insert((segment.id, *key));
+            }
+        }
+        self.masked.retain(|(s, _)| !old.contains(s));
+        self.segments.retain(|s| !old.contains(&s.id));
+        self.segments.push(Arc::new(segment));
+    }
+
     /// The segments holding `key` unmasked.
     fn live_in_segments(&self, key: u64) -> impl Iterator<Item = u64> + '_ {
         self.segments.iter().filter(move |s| s.index.contains(key) && !self.masked.contains(&(s.id, key))).map(|s| s.id)
@@ -422,15 +435,7 @@ impl VectorIndex {
         let mut parts = self.parts.write();
         let id = parts.last_id() + 1;
         let segment = Segment::write(&dir, id, &index, &kept, self.options.expansion_search)?;
-        // What was masked in the old segment while this one was built is masked here too.
-        for key in &kept {
-            if parts.masked.contains(&(old, *key)) {
-                parts.masked.insert((id, *key));
-            }
-        }
-        parts.masked.retain(|(s, _)| *s != old);
-        parts.segments.retain(|s| s.id != old);
-        parts.segments.push(Arc::new(segment));
+        parts.replace(&[old], segment, &kept);
         Segment::delete(&dir, old)?;
         // The delta's snapshot names the last segment sealed: written again.
         self.dirty.store(true, Ordering::Release);
@@ -452,7 +457,6 @@ impl VectorIndex {
         let dir = self.segments_dir();
         let (old, keys, id) = {
             let parts = self.parts.read();
-            // (segment, its live keys)
             // Sealed deltas (~16k each), not merged segments (~65k): half the target tells them
             // apart, so a merged segment is not merged again into ever larger graphs (recall
             // falls as one graph grows; a compaction rewrites one left mostly masked).
@@ -462,6 +466,7 @@ impl VectorIndex {
             }
             small.sort_by_key(|s| s.id);
             let old: Vec<u64> = small[..MERGE_FANIN].iter().map(|s| s.id).collect();
+            // Each old segment with its live keys.
             let mut keys = Vec::new();
             for s in &small[..MERGE_FANIN] {
                 let live: Vec<u64> =
@@ -486,18 +491,8 @@ impl VectorIndex {
         // still the next one.
         let segment = Segment::write(&dir, id, &index, &kept, self.options.expansion_search)?;
         drop(index);
-        {
-            let mut parts = self.parts.write();
-            for key in &kept {
-                if old.iter().any(|o| parts.masked.contains(&(*o, *key))) {
-                    parts.masked.insert((id, *key));
-                }
-            }
-            parts.masked.retain(|(s, _)| !old.contains(s));
-            parts.segments.retain(|s| !old.contains(&s.id));
-            parts.segments.push(Arc::new(segment));
-            self.dirty.store(true, Ordering::Release);
-        }
+        self.parts.write().replace(&old, segment, &kept);
+        self.dirty.store(true, Ordering::Release);
         for o in &old {
             Segment::delete(&dir, *o)?;
         }
