@@ -259,6 +259,9 @@ pub struct Store {
     snapshot_path: PathBuf,
     /// The crawl syncs after every page: coalesced ([`weft_db::Syncs`]).
     syncs: std::sync::Arc<weft_db::Syncs>,
+    /// The URLs done and the outcomes take one write a page: written out by age
+    /// ([`weft_db::MemtableAge`]), checked at each sync.
+    aging: std::sync::Arc<weft_db::MemtableAge>,
 }
 
 /// The writes of one frontier operation, applied atomically by [`Store::commit`].
@@ -284,6 +287,7 @@ impl Store {
             outcomes: ks("outcomes")?,
             snapshot_path: dir.join("seen.bloom"),
             syncs: Default::default(),
+            aging: Default::default(),
             db,
         })
     }
@@ -306,7 +310,12 @@ impl Store {
     /// after one that started after its call ([`weft_db::Syncs`]).
     pub fn persist(&self) -> Result<()> {
         self.syncs.sync_request(|| self.db.persist(PersistMode::SyncAll))?;
+        self.aging.seal_old(&self.keyspaces())?;
         Ok(())
+    }
+
+    fn keyspaces(&self) -> [&Keyspace; 7] {
+        [&self.queue, &self.urls, &self.done, &self.journal, &self.hosts, &self.meta, &self.outcomes]
     }
 
     /// Bytes on disk (LSM files, journal and snapshot).
@@ -318,10 +327,7 @@ impl Store {
     /// Bytes the LSM tree holds in memory: its block cache, the index and filter blocks it keeps
     /// pinned (they follow the tables) and its write buffer ([`weft_db::LsmMemory`]).
     pub fn memory(&self) -> weft_db::LsmMemory {
-        weft_db::LsmMemory::of(
-            &self.db,
-            &[&self.queue, &self.urls, &self.done, &self.journal, &self.hosts, &self.meta, &self.outcomes],
-        )
+        weft_db::LsmMemory::of(&self.db, &self.keyspaces())
     }
 
     /// What the LSM tree holds in memory and in its journal, for diagnostics.

@@ -4,11 +4,14 @@
 //! return an error. The frontier, the index's cell store, the node and the tests all open
 //! through [`open_db`], so each of those is handled once.
 //!
-//! Beside it, two helpers for the fjall stores: [`Syncs`] (coalesced syncs) and
-//! [`LsmMemory`] (what a store holds in memory, for `/status`).
+//! Beside it, three helpers for the fjall stores: [`Syncs`] (coalesced syncs), [`LsmMemory`]
+//! (what a store holds in memory, for `/status`) and [`MemtableAge`] (slow memtables written
+//! out by age, so a store's write buffer stops growing minutes after start).
 
+mod aging;
 mod lsm;
 mod syncs;
+pub use aging::{MemtableAge, MEMTABLE_MAX_AGE, MEMTABLE_MIN_SEALED};
 pub use lsm::LsmMemory;
 pub use syncs::Syncs;
 

@@ -214,13 +214,16 @@ pub struct DocStore {
     counts: Arc<[AtomicU64; 4]>,
     /// Writes counted, syncs coalesced: see [`DocStore::flush`].
     syncs: Arc<weft_db::Syncs>,
+    /// The SimHash blocks and links fill their memtables slowly: written out by age
+    /// ([`weft_db::MemtableAge`]), checked at each sync.
+    aging: Arc<weft_db::MemtableAge>,
 }
 
 /// The store's directory under the index's directory.
 pub const DIR: &str = "documents";
 /// fjall's block cache for the documents: hits, context chunks and near-duplicate lookups
 /// read through it, the rest through the kernel's page cache.
-const CACHE_BYTES: u64 = 16 << 20;
+const CACHE_BYTES: u64 = 8 << 20;
 /// The memtable of one keyspace: with the cache, what the store holds in memory (six
 /// keyspaces, most of them written little).
 const MEMTABLE_BYTES: u64 = 4 << 20;
@@ -300,6 +303,7 @@ impl DocStore {
             write: Arc::new(Mutex::new(())),
             counts: Arc::default(),
             syncs: Arc::default(),
+            aging: Arc::default(),
         };
         legacy::move_from_sled(&store, legacy)?;
         for item in store.docs_after(None) {
@@ -346,10 +350,11 @@ impl DocStore {
 
     /// What the store holds in memory ([`weft_db::LsmMemory`]).
     pub fn memory(&self) -> weft_db::LsmMemory {
-        weft_db::LsmMemory::of(
-            &self.db,
-            &[&self.docs, &self.chunks, &self.vectors, &self.blocks, &self.links, &self.meta],
-        )
+        weft_db::LsmMemory::of(&self.db, &self.keyspaces())
+    }
+
+    fn keyspaces(&self) -> [&Keyspace; 6] {
+        [&self.docs, &self.chunks, &self.vectors, &self.blocks, &self.links, &self.meta]
     }
 
     /// Documents stored, by state.
@@ -550,6 +555,7 @@ impl DocStore {
     /// before the call, and a sync is skipped when nothing was written since the last.
     pub fn flush(&self) -> Result<(), IndexError> {
         self.syncs.sync_writes(|| self.db.persist(PersistMode::SyncAll))?;
+        self.aging.seal_old(&self.keyspaces())?;
         Ok(())
     }
 
