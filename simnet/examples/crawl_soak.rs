@@ -17,6 +17,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft_simnet::{LinkFarm, Site, WebServer};
 
+/// The node's `/status` (null when it does not answer).
+async fn status(client: &reqwest::Client, api: &str) -> serde_json::Value {
+    let Ok(r) = client.get(format!("{api}/status")).send().await else { return serde_json::Value::Null };
+    r.json().await.unwrap_or(serde_json::Value::Null)
+}
+
 fn arg(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -74,6 +80,9 @@ struct Sample {
     storage: f64,
     other: f64,
     heap_live: f64,
+    /// The storage part's two largest stores, MiB (`/status`): the frontier's and the documents'.
+    frontier_store: f64,
+    doc_store: f64,
     frontier_mib: f64,
     data_mib: f64,
 }
@@ -134,7 +143,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "crawl soak: {minutes} min, {hosts} link-farm hosts, {links} links per page (every fifth to another host), default config"
     );
     println!(
-        "{:>7} {:>9} {:>10} {:>9} {:>6} {:>6} {:>8} {:>8} {:>6} {:>10} {:>9} {:>13} {:>10}",
+        "{:>7} {:>9} {:>10} {:>9} {:>6} {:>6} {:>8} {:>8} {:>9} {:>5} {:>6} {:>10} {:>9} {:>13} {:>10}",
         "minutes",
         "pages",
         "queued",
@@ -143,6 +152,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "file",
         "vectors",
         "storage",
+        "(frontier",
+        "docs)",
         "other",
         "heap live",
         "browsers",
@@ -164,6 +175,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             return Err(format!("weft exited early ({status}); see {}", kept.join("weft.log").display()).into());
         }
         let m = metrics(&client, &api).await;
+        let status = status(&client, &api).await;
+        let store = |pointer: &str| status.pointer(pointer).and_then(|v| v.as_f64()).unwrap_or(0.0) / 1048576.0;
         let mib = |k: &str| m.get(k).copied().unwrap_or(0.0) / 1048576.0;
         let s = Sample {
             minutes: started.elapsed().as_secs_f64() / 60.0,
@@ -177,11 +190,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             storage: mib("weft_memory_storage_bytes"),
             other: mib("weft_memory_other_bytes"),
             heap_live: mib("weft_memory_heap_live_bytes"),
+            frontier_store: store("/frontier_store_bytes"),
+            doc_store: store("/index/store_memory_bytes"),
             frontier_mib: dir_size(&data.join("frontier")) as f64 / 1048576.0,
             data_mib: dir_size(&data) as f64 / 1048576.0,
         };
         println!(
-            "{:>7.1} {:>9.0} {:>10.0} {:>9.0} {:>6.0} {:>6.0} {:>8.0} {:>8.0} {:>6.0} {:>10.0} {:>9.0} {:>13.0} {:>10.0}",
+            "{:>7.1} {:>9.0} {:>10.0} {:>9.0} {:>6.0} {:>6.0} {:>8.0} {:>8.0} {:>9.0} {:>5.0} {:>6.0} {:>10.0} {:>9.0} {:>13.0} {:>10.0}",
             s.minutes,
             s.pages,
             s.queued,
@@ -190,6 +205,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             s.file,
             s.vectors,
             s.storage,
+            s.frontier_store,
+            s.doc_store,
             s.other,
             s.heap_live,
             s.browsers,
