@@ -23,15 +23,22 @@ use std::time::{Duration, Instant};
 pub const MAX_HOSTS_PER_SOURCE: usize = 1000;
 /// How long a source host's count lasts before it starts again.
 pub const WINDOW: Duration = Duration::from_secs(24 * 3600);
-/// Source sites tracked at once; past it the one counted longest ago is forgotten. Bounds
-/// the memory: at most ~8 KiB of hashes per source that reached the cap.
+/// Source sites tracked at once; past it the one counted longest ago is forgotten.
 pub const MAX_SOURCES: usize = 4096;
+/// Host hashes kept over all sources; past it the source counted longest ago is forgotten.
+/// Bounds the memory to a few MiB (~18 bytes a hash in its set): sources × hosts alone,
+/// 4,096 × 1,000, would let it reach ~70 MiB on a box meant to have little (issue 37). A
+/// source forgotten starts its count again, which only a crawl with hundreds of other sources
+/// at their cap at once can bring about.
+pub const MAX_HASHES: usize = 1 << 18;
 
 /// The hosts each source site has brought in this window (as hashes).
 #[derive(Debug)]
 pub struct Fanout {
     max: usize,
     sources: HashMap<String, Source>,
+    /// Hashes held over all sources.
+    hashes: usize,
 }
 
 impl Default for Fanout {
@@ -56,7 +63,7 @@ fn hash(host: &str) -> u64 {
 impl Fanout {
     /// A source site may bring `max` other hosts per [`WINDOW`].
     pub fn new(max: usize) -> Fanout {
-        Fanout { max, sources: HashMap::new() }
+        Fanout { max, sources: HashMap::new(), hashes: 0 }
     }
 
     /// Whether a link on a page of host `page` to host `target` may be followed at `now`: yes
@@ -66,25 +73,57 @@ impl Fanout {
         if page == target {
             return true;
         }
-        let (source, target) = (page.site(), target.as_str());
-        if !self.sources.contains_key(source) && self.sources.len() >= MAX_SOURCES {
-            let oldest = self.sources.iter().min_by_key(|(_, s)| s.since).map(|(k, _)| k.clone());
-            if let Some(oldest) = oldest {
-                self.sources.remove(&oldest);
+        let (source, target) = (page.site(), hash(target.as_str()));
+        if let Some(s) = self.sources.get_mut(source) {
+            if now.saturating_duration_since(s.since) >= WINDOW {
+                self.hashes -= s.targets.len();
+                *s = Source { since: now, targets: HashSet::new() };
+            }
+            if s.targets.contains(&target) {
+                return true;
+            }
+            if s.targets.len() >= self.max {
+                return false;
+            }
+        }
+        // A hash to keep: room is made first.
+        while self.hashes >= MAX_HASHES || (!self.sources.contains_key(source) && self.sources.len() >= MAX_SOURCES) {
+            if !self.forget_oldest(source) {
+                break;
             }
         }
         let s =
             self.sources.entry(source.to_string()).or_insert_with(|| Source { since: now, targets: HashSet::new() });
-        if now.saturating_duration_since(s.since) >= WINDOW {
-            *s = Source { since: now, targets: HashSet::new() };
+        s.targets.insert(target);
+        self.hashes += 1;
+        true
+    }
+
+    /// Forgets the source counted longest ago other than `keep`; false when there is none.
+    fn forget_oldest(&mut self, keep: &str) -> bool {
+        let oldest = self
+            .sources
+            .iter()
+            .filter(|(k, _)| k.as_str() != keep)
+            .min_by_key(|(_, s)| s.since)
+            .map(|(k, _)| k.clone());
+        match oldest.and_then(|k| self.sources.remove(&k)) {
+            Some(s) => {
+                self.hashes -= s.targets.len();
+                true
+            }
+            None => false,
         }
-        let t = hash(target);
-        s.targets.contains(&t) || (s.targets.len() < self.max && s.targets.insert(t))
     }
 
     /// Source sites tracked now.
     pub fn sources(&self) -> usize {
         self.sources.len()
+    }
+
+    /// Host hashes held now, over all sources.
+    pub fn hashes(&self) -> usize {
+        self.hashes
     }
 }
 
@@ -138,5 +177,39 @@ mod tests {
             assert!(f.admit(&k(&format!("s{i}.test")), &k("x.test"), t0 + Duration::from_millis(i as u64)));
         }
         assert_eq!(f.sources(), MAX_SOURCES);
+    }
+
+    #[test]
+    fn the_hashes_held_are_bounded_over_all_sources_and_the_oldest_source_goes_first() {
+        let mut f = Fanout::default();
+        let t0 = Instant::now();
+        // 300 sources at their cap would hold 300,000 hashes: past the bound, the sources
+        // counted longest ago are forgotten.
+        for s in 0..300u64 {
+            let at = t0 + Duration::from_millis(s);
+            let brought = (0..MAX_HOSTS_PER_SOURCE + 5)
+                .filter(|i| f.admit(&k(&format!("s{s}.test")), &k(&format!("h{i}.test")), at));
+            assert_eq!(brought.count(), MAX_HOSTS_PER_SOURCE, "source {s} is held to its cap");
+            assert!(f.hashes() <= MAX_HASHES);
+        }
+        assert!(f.hashes() > MAX_HASHES - MAX_HOSTS_PER_SOURCE, "a whole source is forgotten at a time");
+        assert_eq!(f.hashes(), f.sources.values().map(|s| s.targets.len()).sum::<usize>());
+        assert!(!f.sources.contains_key("s0.test"), "the oldest source was forgotten");
+        assert!(f.sources.contains_key("s299.test"));
+        // The newest sources are still held to their cap.
+        assert!(!f.admit(&k("s299.test"), &k("new.test"), t0));
+        assert!(f.admit(&k("s299.test"), &k("h3.test"), t0));
+    }
+
+    #[test]
+    fn a_new_window_gives_back_its_hashes() {
+        let mut f = Fanout::default();
+        let t0 = Instant::now();
+        for i in 0..10 {
+            assert!(f.admit(&k("a.test"), &k(&format!("h{i}.test")), t0));
+        }
+        assert_eq!(f.hashes(), 10);
+        assert!(f.admit(&k("a.test"), &k("h0.test"), t0 + WINDOW));
+        assert_eq!(f.hashes(), 1);
     }
 }
