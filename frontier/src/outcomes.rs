@@ -79,7 +79,7 @@ const MOVE_BATCH: usize = 4096;
 pub struct Outcomes {
     tree: Keyspace,
     /// The store's database, kept open with the keyspace.
-    _db: fjall::Database,
+    db: fjall::Database,
 }
 
 impl Outcomes {
@@ -87,8 +87,8 @@ impl Outcomes {
     /// in first, once.
     pub(crate) fn of(store: &Store, legacy: &sled::Db) -> Result<Outcomes> {
         let (db, tree) = store.outcomes_keyspace();
-        let outcomes = Outcomes { tree, _db: db.clone() };
-        outcomes.move_from_sled(&db, legacy)?;
+        let outcomes = Outcomes { tree, db };
+        outcomes.move_from_sled(legacy)?;
         Ok(outcomes)
     }
 
@@ -102,7 +102,8 @@ impl Outcomes {
     /// Moves the outcomes an earlier release kept in sled (`legacy`'s `url_outcomes`) here, then
     /// drops that tree; returns how many. Done before the crawl writes any outcome: the copy
     /// never overwrites a newer one, and a move cut short is done again whole.
-    pub(crate) fn move_from_sled(&self, db: &fjall::Database, legacy: &sled::Db) -> Result<usize> {
+    pub(crate) fn move_from_sled(&self, legacy: &sled::Db) -> Result<usize> {
+        let db = &self.db;
         if !legacy.tree_names().iter().any(|n| n.as_ref() == LEGACY_TREE.as_bytes()) {
             return Ok(0);
         }
