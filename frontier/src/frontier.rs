@@ -201,6 +201,11 @@ impl Frontier {
         crate::Outcomes::of(&self.store, &self.db)
     }
 
+    /// The tables the node's small stores keep in the frontier's store ([`crate::Tables`]).
+    pub fn tables(&self) -> crate::Tables {
+        crate::Tables::of(&self.store)
+    }
+
     /// Bytes the frontier's store holds on disk.
     pub fn disk_bytes(&self) -> u64 {
         self.store.disk_bytes()

@@ -43,6 +43,7 @@ mod robots;
 mod score;
 mod seen;
 mod store;
+mod tables;
 
 pub use frontier::{
     Borrow, Candidate, CompactJob, Completed, Completion, Durability, Frontier, FrontierError, FrontierSettings,
@@ -54,6 +55,7 @@ pub use politeness::PolitenessPolicy;
 pub use robots::{HostRobots, RobotsCache, RobotsFetch, RobotsOutcome, Verdict, ROBOTS_TRIES};
 pub use score::UrlKind;
 pub use seen::SeenSet;
+pub use tables::Tables;
 
 pub use weft_db::{is_lock_held, open_db, LOCK_WAIT};
 

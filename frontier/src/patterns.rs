@@ -241,15 +241,20 @@ impl HostPatterns {
     }
 }
 
-/// Every host's URL patterns and its URL-scheme changes, in sled tree `url_patterns`:
+/// Every host's URL patterns and its URL-scheme changes, in the table `url_patterns` of the
+/// frontier's store ([`crate::Tables`]; a sled tree of that name until sled's memory was
+/// measured to grow with every write, and this is written every page):
 /// `p` + host → [`HostPatterns`]; `c` + host + 0 + time (s) + sequence → [`SchemeChange`]
 /// (values JSON). Safe to share: updates of one host's record are serialized.
 #[derive(Clone)]
 pub struct Patterns {
-    tree: sled::Tree,
-    db: sled::Db,
+    tree: weft_db::Table,
+    ids: std::sync::Arc<weft_db::Ids>,
     lock: std::sync::Arc<std::sync::Mutex<()>>,
 }
+
+/// The table's name (and the sled tree's, in an earlier release).
+const TABLE: &str = "url_patterns";
 
 fn pkey(host: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(1 + host.len());
@@ -267,12 +272,19 @@ fn cprefix(host: &str) -> Vec<u8> {
 }
 
 impl Patterns {
-    pub fn open(db: &sled::Db) -> Result<Patterns, sled::Error> {
-        Ok(Patterns { tree: db.open_tree("url_patterns")?, db: db.clone(), lock: Default::default() })
+    /// The URL patterns kept in `tables`, an earlier release's sled tree of them (in `legacy`)
+    /// moved in first, once.
+    pub fn open(tables: &crate::Tables, legacy: &sled::Db) -> Result<Patterns, crate::FrontierError> {
+        let tree = tables.table(TABLE);
+        let moved = tree.move_from_sled(legacy, TABLE)?;
+        if moved > 0 {
+            tracing::info!(moved, "URL patterns moved from the sled database to the frontier's store");
+        }
+        Ok(Patterns { tree, ids: std::sync::Arc::new(weft_db::Ids::new(0)), lock: Default::default() })
     }
 
     /// What is known of `host`'s URLs.
-    pub fn host(&self, host: &str) -> Result<Option<HostPatterns>, sled::Error> {
+    pub fn host(&self, host: &str) -> fjall::Result<Option<HostPatterns>> {
         Ok(self.tree.get(pkey(host))?.and_then(|v| serde_json::from_slice(&v).ok()))
     }
 
@@ -280,7 +292,7 @@ impl Patterns {
         &self,
         host: &str,
         f: impl FnOnce(&mut HostPatterns) -> Option<SchemeChange>,
-    ) -> Result<Option<SchemeChange>, sled::Error> {
+    ) -> fjall::Result<Option<SchemeChange>> {
         let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let mut h = self.host(host)?.unwrap_or_default();
         let change = f(&mut h);
@@ -288,7 +300,7 @@ impl Patterns {
         if let Some(c) = &change {
             let mut k = cprefix(host);
             k.extend_from_slice(&c.at.to_be_bytes());
-            k.extend_from_slice(&self.db.generate_id()?.to_be_bytes());
+            k.extend_from_slice(&self.ids.next().to_be_bytes());
             self.tree.insert(k, serde_json::to_vec(c).expect("change serializes"))?;
         }
         Ok(change)
@@ -303,7 +315,7 @@ impl Patterns {
         page_type: &str,
         url: &str,
         now: u64,
-    ) -> Result<Option<SchemeChange>, sled::Error> {
+    ) -> fjall::Result<Option<SchemeChange>> {
         self.update(host, |h| h.observe(template, page_type, url, now))
     }
 
@@ -314,7 +326,7 @@ impl Patterns {
         from: (&str, &str),
         to: (&str, &str),
         now: u64,
-    ) -> Result<Option<SchemeChange>, sled::Error> {
+    ) -> fjall::Result<Option<SchemeChange>> {
         if from.0 == to.0 {
             return Ok(None);
         }
@@ -322,7 +334,7 @@ impl Patterns {
     }
 
     /// The URL-scheme changes recorded for `host`, oldest first.
-    pub fn changes(&self, host: &str) -> Result<Vec<SchemeChange>, sled::Error> {
+    pub fn changes(&self, host: &str) -> fjall::Result<Vec<SchemeChange>> {
         let mut out = Vec::new();
         for item in self.tree.scan_prefix(cprefix(host)) {
             let (_, v) = item?;
@@ -335,7 +347,7 @@ impl Patterns {
 
     /// Drops the changes recorded before `before` (seconds since the Unix epoch); returns how
     /// many.
-    pub fn prune_changes(&self, before: u64) -> Result<usize, sled::Error> {
+    pub fn prune_changes(&self, before: u64) -> fjall::Result<usize> {
         let mut n = 0;
         for item in self.tree.scan_prefix(b"c") {
             let (k, v) = item?;
@@ -350,7 +362,7 @@ impl Patterns {
 
     /// Forgets what was learned of `host`'s URLs (the operator asked to re-learn it); the
     /// change log stays.
-    pub fn forget(&self, host: &str) -> Result<bool, sled::Error> {
+    pub fn forget(&self, host: &str) -> fjall::Result<bool> {
         let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         Ok(self.tree.remove(pkey(host))?.is_some())
     }
@@ -433,8 +445,9 @@ mod tests {
     #[test]
     fn the_store_records_each_change_once_in_the_hosts_change_log_and_prunes_old_ones() {
         let dir = tempfile::tempdir().unwrap();
-        let db = sled::Config::new().path(dir.path()).temporary(true).open().unwrap();
-        let p = Patterns::open(&db).unwrap();
+        let legacy = crate::open_db(&dir.path().join("db"), 1 << 20).unwrap();
+        let tables = crate::Tables::open_dir(&dir.path().join("frontier")).unwrap();
+        let p = Patterns::open(&tables, &legacy).unwrap();
         for i in 0..3 {
             let (a, b) = (format!("https://a.test/blog/x-y-{i}"), format!("https://a.test/articles/2025/x-y-{i}"));
             p.redirected("a.test", ("/blog/{slug}", &a), ("/articles/{yyyy}/{slug}", &b), 100 + i).unwrap();

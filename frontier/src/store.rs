@@ -23,6 +23,7 @@
 //! | `hosts` | host key | [`HostRecord`]: id, pages fetched, URLs queued, politeness |
 //! | `meta` | `seq`, `b` + host | reserved sequence numbers; blocked hosts |
 //! | `outcomes` | URL | what happened to it when last tried ([`crate::Outcomes`]) |
+//! | `tables` | table name · 0 · key | the node's small stores' records ([`Store::table`]): the URL patterns (`url_patterns`), the layout store (`layout.*`) |
 //!
 //! Keys of one host share their first four bytes, and within a host sort by priority (higher
 //! first) then age, so a host's next URL is the first key at or after its floor — nothing
@@ -55,6 +56,15 @@ pub enum FrontierError {
 }
 
 pub type Result<T> = std::result::Result<T, FrontierError>;
+
+impl From<weft_db::MoveError> for FrontierError {
+    fn from(e: weft_db::MoveError) -> FrontierError {
+        match e {
+            weft_db::MoveError::Sled(e) => FrontierError::Store(e),
+            weft_db::MoveError::Lsm(e) => FrontierError::Queue(e),
+        }
+    }
+}
 
 /// The most the LSM tree's write-ahead journal may hold on disk before memtables are flushed.
 const JOURNAL_BYTES: u64 = 96 << 20;
@@ -256,10 +266,12 @@ pub struct Store {
     hosts: Keyspace,
     meta: Keyspace,
     outcomes: Keyspace,
+    /// The small tables of the node's other stores ([`Store::table`]).
+    tables: Keyspace,
     snapshot_path: PathBuf,
     /// The crawl syncs after every page: coalesced ([`weft_db::Syncs`]).
     syncs: std::sync::Arc<weft_db::Syncs>,
-    /// The URLs done and the outcomes take one write a page: written out by age
+    /// The URLs done, the outcomes and the tables take writes every page: written out by age
     /// ([`weft_db::MemtableAge`]), checked at each sync.
     aging: std::sync::Arc<weft_db::MemtableAge>,
 }
@@ -285,6 +297,7 @@ impl Store {
             hosts: ks("hosts")?,
             meta: ks("meta")?,
             outcomes: ks("outcomes")?,
+            tables: ks("tables")?,
             snapshot_path: dir.join("seen.bloom"),
             syncs: Default::default(),
             aging: Default::default(),
@@ -295,6 +308,14 @@ impl Store {
     /// The database and its keyspace of URL outcomes ([`crate::Outcomes`] reads and writes it).
     pub(crate) fn outcomes_keyspace(&self) -> (Database, Keyspace) {
         (self.db.clone(), self.outcomes.clone())
+    }
+
+    /// The table `name` of the keyspace `tables`, where the node's small stores keep their
+    /// records (the URL patterns, the layout store): they share this store's journal, syncs,
+    /// cache and write buffer rather than open an LSM tree (and its threads) each. They left
+    /// sled because its memory grew with every write (see [`weft_db::Table`]).
+    pub fn table(&self, name: &str) -> weft_db::Table {
+        weft_db::Table::open(&self.db, &self.tables, name)
     }
 
     pub fn batch(&self) -> Batch {
@@ -314,8 +335,8 @@ impl Store {
         Ok(())
     }
 
-    fn keyspaces(&self) -> [&Keyspace; 7] {
-        [&self.queue, &self.urls, &self.done, &self.journal, &self.hosts, &self.meta, &self.outcomes]
+    fn keyspaces(&self) -> [&Keyspace; 8] {
+        [&self.queue, &self.urls, &self.done, &self.journal, &self.hosts, &self.meta, &self.outcomes, &self.tables]
     }
 
     /// Bytes on disk (LSM files, journal and snapshot).

@@ -116,8 +116,7 @@ fn main() -> anyhow::Result<()> {
 
         // 2. Warmed up: every article through the worker with the store the crawl built, next
         // to the generic extractor, both scored against the truth.
-        let db = weft_frontier::open_db(&c.data_dir.join("db"), 64 << 20)?;
-        let store = LayoutStore::open(&db, c.layouts.teach_after)?;
+        let store = LayoutStore::open_dir(&c.data_dir, c.layouts.teach_after)?;
         let metrics = Arc::new(weft_node::metrics::Metrics::default());
         let worker = Worker::new(store, &c.layouts, metrics, Arc::new(AtomicBool::new(false)), Arc::default());
         let mut by_design: BTreeMap<&str, DesignScores> = BTreeMap::new();
@@ -179,7 +178,6 @@ fn main() -> anyhow::Result<()> {
             summarize(&all_g).f1
         );
         drop(worker);
-        drop(db);
 
         // 3. The browser: render articles through the crawler's rules (robots.txt, the SSRF
         // guard; no delay between requests, so the browser itself is measured), 1 and 2

@@ -71,8 +71,7 @@ fn run(dir: &Path) -> anyhow::Result<()> {
     let hosts: std::collections::BTreeSet<String> =
         pages.iter().map(|p| weft_url::HostKey::of(&p.url).into_string()).collect();
     let tmp = tempfile::tempdir()?;
-    let db = weft_frontier::open_db(tmp.path(), 64 << 20)?;
-    let store = LayoutStore::open(&db, 3)?.with_overrides(hosts.iter().map(|h| template_for(h)).collect());
+    let store = LayoutStore::open_dir(tmp.path(), 3)?.with_overrides(hosts.iter().map(|h| template_for(h)).collect());
     let config = weft_config::Config::default();
     let metrics = Arc::new(weft_node::metrics::Metrics::default());
     let worker = Worker::new(store, &config.layouts, metrics, Arc::new(AtomicBool::new(true)), Arc::default());

@@ -85,7 +85,8 @@ impl Node {
         let fetcher =
             Fetcher::new(&config.fetch, config.politeness.robots_max_bytes).context("cannot build the HTTP client")?;
         let metrics = Arc::new(Metrics::default());
-        let layouts = if config.layouts.enabled { Some(Layouts::open(&config, &db)?) } else { None };
+        let layouts =
+            if config.layouts.enabled { Some(Layouts::open(&config, &frontier.tables(), &db)?) } else { None };
         let network = if config.p2p.enabled { Some(start_network(&config, &db)?) } else { None };
         let handle = network.as_ref().map(|(started, _)| started.handle.clone());
         let (pipeline, index) = open_pipeline(&config, &db, &metrics, layouts.as_ref(), handle)?;
@@ -97,7 +98,8 @@ impl Node {
         let renders = layouts.as_ref().map(|l| Arc::new(l.renders.clone()) as Arc<dyn Renders>);
         let storage = Storage::new(&config.data_dir, Duration::from_secs(config.storage.flush_timeout_secs));
         let outcomes = frontier.outcomes()?;
-        let adapt = crate::crawl::Adapt::open(&db, crate::crawl::AdaptSettings::from_config(&config))?;
+        let adapt =
+            crate::crawl::Adapt::open(&db, &frontier.tables(), crate::crawl::AdaptSettings::from_config(&config))?;
         let crawler = Crawler::new(Parts {
             frontier,
             outcomes,

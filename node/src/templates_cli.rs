@@ -109,14 +109,19 @@ fn offline(config: &weft_config::Config, what: &What) -> anyhow::Result<Vec<u8>>
         "no node answers and no data dir at {} (start a node first)",
         config.data_dir.display()
     );
+    // The sled database first: its lock says whether a node (with its API off) holds the data
+    // dir, before the frontier's store is opened beside it.
     let db = weft_frontier::open_db(&db_path, 16 << 20)
         .with_context(|| format!("cannot open {} (is a node running with its API off?)", db_path.display()))?;
+    let frontier_dir = config.data_dir.join("frontier");
+    let tables = weft_frontier::Tables::open_dir(&frontier_dir)
+        .with_context(|| format!("cannot open the frontier's store in {}", frontier_dir.display()))?;
     let overrides = load_overrides(&config.data_dir.join(&config.layouts.overrides))?;
-    let store = LayoutStore::open(&db, config.layouts.teach_after)?
+    let store = LayoutStore::open(&tables, &db, config.layouts.teach_after)?
         .with_overrides(overrides)
         .with_decision_ttl(config.layouts.decision_ttl_days);
-    let patterns = weft_frontier::patterns::Patterns::open(&db)?;
-    Ok(match what {
+    let patterns = weft_frontier::patterns::Patterns::open(&tables, &db)?;
+    let answer = match what {
         What::List => serde_json::to_vec(&store.overview()?)?,
         What::Show(h) => {
             let mut detail = store.detail(h)?;
@@ -125,7 +130,9 @@ fn offline(config: &weft_config::Config, what: &What) -> anyhow::Result<Vec<u8>>
         }
         What::Changes(h) => serde_json::to_vec(&change_log(Some(&store), patterns.changes(h)?, h)?)?,
         What::Relearn(h) => serde_json::to_vec(&relearn(&store, &patterns, h)?)?,
-    })
+    };
+    tables.persist()?;
+    Ok(answer)
 }
 
 fn when(secs: u64) -> String {

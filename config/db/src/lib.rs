@@ -4,16 +4,19 @@
 //! return an error. The frontier, the index's cell store, the node and the tests all open
 //! through [`open_db`], so each of those is handled once.
 //!
-//! Beside it, three helpers for the fjall stores: [`Syncs`] (coalesced syncs), [`LsmMemory`]
-//! (what a store holds in memory, for `/status`) and [`MemtableAge`] (slow memtables written
-//! out by age, so a store's write buffer stops growing minutes after start).
+//! Beside it, four helpers for the fjall stores: [`Syncs`] (coalesced syncs), [`LsmMemory`]
+//! (what a store holds in memory, for `/status`), [`MemtableAge`] (slow memtables written
+//! out by age, so a store's write buffer stops growing minutes after start) and [`Table`] (a
+//! named table in a keyspace, for the small stores that left sled).
 
 mod aging;
 mod lsm;
 mod syncs;
+mod table;
 pub use aging::{MemtableAge, MEMTABLE_MAX_AGE, MEMTABLE_MIN_SEALED};
 pub use lsm::LsmMemory;
 pub use syncs::Syncs;
+pub use table::{Entry, Ids, MoveError, Table};
 
 /// Opens the node's sled database with a bounded page cache (sled's default is 1 GiB, far
 /// too much for a homelab box that also runs an embedding model).

@@ -77,7 +77,9 @@ pub struct Adapt {
 }
 
 impl Adapt {
-    pub fn open(db: &sled::Db, settings: AdaptSettings) -> Result<Adapt, sled::Error> {
+    /// Opens the crawl's memory: the hosts' health, discovery hints and revisits in `db`, the
+    /// URL patterns in `tables`.
+    pub fn open(db: &sled::Db, tables: &weft_frontier::Tables, settings: AdaptSettings) -> anyhow::Result<Adapt> {
         let health_tree = db.open_tree("host_health")?;
         let mut health = HashMap::new();
         for item in health_tree.iter() {
@@ -87,7 +89,7 @@ impl Adapt {
             }
         }
         Ok(Adapt {
-            patterns: Patterns::open(db)?,
+            patterns: Patterns::open(tables, db)?,
             health: Mutex::new(health),
             health_tree,
             discovery: Discovery::open(db)?,

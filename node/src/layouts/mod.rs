@@ -125,17 +125,18 @@ pub struct Layouts {
 }
 
 impl Layouts {
-    /// Opens the layout store with the operator's overrides and prepares (does not start) the
-    /// browser pool.
-    pub fn open(config: &Config, db: &sled::Db) -> anyhow::Result<Layouts> {
+    /// Opens the layout store (in `tables`; an earlier release's records moved in from `db`)
+    /// with the operator's overrides and prepares (does not start) the browser pool.
+    pub fn open(config: &Config, tables: &weft_frontier::Tables, db: &sled::Db) -> anyhow::Result<Layouts> {
         let la = &config.layouts;
         let path = config.data_dir.join(&la.overrides);
         let overrides = load_overrides(&path)?;
         if !overrides.is_empty() {
             tracing::info!(templates = overrides.len(), file = %path.display(), "override templates loaded");
         }
-        let store =
-            LayoutStore::open(db, la.teach_after)?.with_overrides(overrides).with_decision_ttl(la.decision_ttl_days);
+        let store = LayoutStore::open(tables, db, la.teach_after)?
+            .with_overrides(overrides)
+            .with_decision_ttl(la.decision_ttl_days);
         // Browsers a killed node left behind (the kernel's parent-death signal should have
         // ended them; this is the second wall).
         chromium::reap_orphans(&std::env::temp_dir());

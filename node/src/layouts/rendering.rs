@@ -318,8 +318,7 @@ mod tests {
     /// A queue of pages for the browser; `held` says whether this node fetched their HTML.
     fn queue_with(urls: &[&str], held: bool) -> (tempfile::TempDir, RenderQueue) {
         let dir = tempfile::tempdir().unwrap();
-        let db = sled::open(dir.path()).unwrap();
-        let queue = RenderQueue::new(LayoutStore::open(&db, 5).unwrap());
+        let queue = RenderQueue::new(LayoutStore::open_dir(dir.path(), 5).unwrap());
         for u in urls {
             let page = StoredPage { status: 200, content_type: None, body: b"<p>held</p>".to_vec() };
             let page = held.then_some(&page);

@@ -112,7 +112,8 @@ struct Stored {
 
 fn open_stored(c: &Config) -> Stored {
     let db = weft_frontier::open_db(&c.data_dir.join("db"), 16 << 20).unwrap();
-    let layouts = LayoutStore::open(&db, 5).unwrap();
+    let tables = weft_frontier::Tables::open_dir(&c.data_dir.join("frontier")).unwrap();
+    let layouts = LayoutStore::open(&tables, &db, 5).unwrap();
     let index = weft_index::LocalIndex::open(&db, &c.data_dir, c.embed.dims, &c.index).unwrap();
     Stored { layouts, index, _db: db }
 }

@@ -8,7 +8,7 @@ impl LayoutStore {
     pub fn record_change(&self, host: &str, change: &Change) -> Result<(), LayoutError> {
         let mut ck = host_prefix(host);
         ck.extend_from_slice(&change.at.to_be_bytes());
-        ck.extend_from_slice(&self.db.generate_id()?.to_be_bytes());
+        ck.extend_from_slice(&self.ids.next().to_be_bytes());
         Self::put(&self.changes, &ck, change)
     }
 

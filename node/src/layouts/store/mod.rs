@@ -1,8 +1,13 @@
-//! The worker's memory of layouts, in the node's sled database (seed 000 §3.C): how often each
-//! layout signature was seen on each host, the template learned for it, the changes recorded
-//! when a template stopped validating, and the teacher's queue.
+//! The worker's memory of layouts (seed 000 §3.C): how often each layout signature was seen on
+//! each host, the template learned for it, the changes recorded when a template stopped
+//! validating, and the teacher's queue.
 //!
-//! | tree | key | value (JSON) |
+//! Kept as tables of the frontier's LSM store ([`weft_frontier::Tables`]). They were trees of
+//! the node's sled database, moved over once when a node of this release opens one
+//! ([`LayoutStore::open`]): sled's memory grew with every write, and the signatures and the
+//! hosts' JavaScript needs take a write every page.
+//!
+//! | table | key | value (JSON) |
 //! |---|---|---|
 //! | `layout.signatures` | host, level, signature | [`SignatureRecord`]: seen, last seen, template version, sample URLs, queued, JS required |
 //! | `layout.templates` | host, level, signature | [`Learned`]: the template and the snapshot of the layout it was learned on |
@@ -28,10 +33,10 @@
 //! the trees and their keys.
 
 use serde::{Deserialize, Serialize};
-use sled::Tree;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
+use weft_db::Table as Tree;
 use weft_extract::changes::{Change, Snapshot};
 use weft_extract::template::{Level, Origin, Selectors, Template};
 
@@ -55,7 +60,13 @@ pub use views::*;
 #[derive(Debug, thiserror::Error)]
 pub enum LayoutError {
     #[error("layout store: {0}")]
-    Store(#[from] sled::Error),
+    Store(#[from] fjall::Error),
+    #[error("layout store (moving an earlier release's records): {0}")]
+    Move(#[from] weft_db::MoveError),
+    #[error("layout store: {0}")]
+    Frontier(#[from] weft_frontier::FrontierError),
+    #[error("layout store: {0}")]
+    Sled(#[from] sled::Error),
     #[error("corrupt layout record: {0}")]
     Corrupt(#[from] serde_json::Error),
 }
@@ -63,8 +74,8 @@ pub enum LayoutError {
 /// The layout memory.
 #[derive(Clone)]
 pub struct LayoutStore {
-    /// For sequence numbers (`generate_id`).
-    db: sled::Db,
+    /// Sequence numbers of jobs, renders and changes, above the largest already queued.
+    ids: Arc<weft_db::Ids>,
     signatures: Tree,
     templates: Tree,
     changes: Tree,
@@ -103,24 +114,50 @@ fn host_prefix(host: &str) -> Vec<u8> {
 }
 
 impl LayoutStore {
-    /// Opens the trees in `db`; a signature seen `threshold` times without a template is
-    /// taught.
-    pub fn open(db: &sled::Db, threshold: u64) -> Result<LayoutStore, LayoutError> {
+    /// Opens the tables in `tables`, moving an earlier release's sled trees (in `legacy`) in
+    /// first, once; a signature seen `threshold` times without a template is taught.
+    pub fn open(tables: &weft_frontier::Tables, legacy: &sled::Db, threshold: u64) -> Result<LayoutStore, LayoutError> {
+        let open = |name: &str| -> Result<Tree, LayoutError> {
+            let table = tables.table(name);
+            let moved = table.move_from_sled(legacy, name)?;
+            if moved > 0 {
+                tracing::info!(
+                    moved,
+                    table = name,
+                    "layout records moved from the sled database to the frontier's store"
+                );
+            }
+            Ok(table)
+        };
+        let jobs = open("layout.jobs")?;
+        let renders = open("layout.renders")?;
+        let last = |t: &Tree| -> Result<u64, LayoutError> {
+            Ok(t.last()?.and_then(|(k, _)| <[u8; 8]>::try_from(k.as_slice()).ok()).map_or(0, u64::from_be_bytes))
+        };
+        let ids = Arc::new(weft_db::Ids::new(last(&jobs)?.max(last(&renders)?)));
         Ok(LayoutStore {
-            db: db.clone(),
-            signatures: db.open_tree("layout.signatures")?,
-            templates: db.open_tree("layout.templates")?,
-            changes: db.open_tree("layout.changes")?,
-            jobs: db.open_tree("layout.jobs")?,
-            hosts: db.open_tree("layout.hosts")?,
-            renders: db.open_tree("layout.renders")?,
-            render_urls: db.open_tree("layout.render_urls")?,
-            pages: db.open_tree("layout.pages")?,
-            js_needs: db.open_tree("layout.js_needs")?,
+            ids,
+            signatures: open("layout.signatures")?,
+            templates: open("layout.templates")?,
+            changes: open("layout.changes")?,
+            jobs,
+            hosts: open("layout.hosts")?,
+            renders,
+            render_urls: open("layout.render_urls")?,
+            pages: open("layout.pages")?,
+            js_needs: open("layout.js_needs")?,
             threshold: threshold.max(1),
             ttl_secs: 7 * 86_400,
             overrides: Arc::default(),
         })
+    }
+
+    /// The store of the stopped node whose data dir is `data_dir` (its frontier's tables, and
+    /// its sled database for an earlier release's records): for tools, examples and tests.
+    pub fn open_dir(data_dir: &Path, threshold: u64) -> Result<LayoutStore, LayoutError> {
+        let legacy = weft_db::open_db(&data_dir.join("db"), 8 << 20)?;
+        let tables = weft_frontier::Tables::open_dir(&data_dir.join("frontier"))?;
+        LayoutStore::open(&tables, &legacy, threshold)
     }
 
     /// Decisions (learned templates, "the host needs JavaScript") older than `days` are

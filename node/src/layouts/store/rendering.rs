@@ -67,7 +67,7 @@ impl LayoutStore {
 
     pub fn decide_rendering(&self, host: &str, decision: HostRendering) -> Result<bool, LayoutError> {
         let value = serde_json::to_vec(&decision)?;
-        Ok(self.hosts.compare_and_swap(host.as_bytes(), None as Option<&[u8]>, Some(value))?.is_ok())
+        Ok(self.hosts.compare_and_swap(host.as_bytes(), None, Some(&value))?)
     }
 
     /// Whether `host`'s pages go straight to the browser now. A decision older than the TTL is
@@ -120,7 +120,7 @@ impl LayoutStore {
             .collect()
     }
 
-    /// Queues a page for the browser; kept in sled, so a page the crawl finished with is
+    /// Queues a page for the browser; kept on disk, so a page the crawl finished with is
     /// rendered even across a restart. A page already waiting (the crawl and the teacher may
     /// both send it) is not queued twice: says whether this call queued it.
     pub fn queue_render(&self, job: &RenderJob) -> Result<bool, LayoutError> {
@@ -131,7 +131,7 @@ impl LayoutStore {
                 return Ok(false);
             }
         }
-        let seq = self.db.generate_id()?.to_be_bytes();
+        let seq = self.ids.next().to_be_bytes();
         Self::put(&self.renders, &seq, job)?;
         self.render_urls.insert(job.url.as_bytes(), &seq)?;
         Ok(true)
@@ -141,9 +141,7 @@ impl LayoutStore {
     /// [`LayoutStore::render_done`] once rendered, so a crash renders it again).
     pub fn next_render(&self, after: Option<&[u8]>) -> Result<Option<(Vec<u8>, RenderJob)>, LayoutError> {
         let next = match after {
-            Some(a) => {
-                self.renders.range::<&[u8], _>((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded)).next()
-            }
+            Some(a) => self.renders.after(a).next(),
             None => self.renders.iter().next(),
         };
         Ok(next.transpose()?.map(|(k, v)| serde_json::from_slice(&v).map(|j| (k.to_vec(), j))).transpose()?)
@@ -163,7 +161,7 @@ impl LayoutStore {
         let Some(v) = self.renders.remove(k)? else { return Ok(()) };
         let job: RenderJob = serde_json::from_slice(&v)?;
         // Only if it still names this job.
-        let _ = self.render_urls.compare_and_swap(job.url.as_bytes(), Some(k), None::<&[u8]>)?;
+        let _ = self.render_urls.compare_and_swap(job.url.as_bytes(), Some(k), None)?;
         Ok(())
     }
 }

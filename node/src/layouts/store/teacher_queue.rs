@@ -27,7 +27,7 @@ pub struct TeacherJob {
 
 impl LayoutStore {
     pub(super) fn enqueue(&self, job: &TeacherJob) -> Result<(), LayoutError> {
-        let seq = self.db.generate_id()?;
+        let seq = self.ids.next();
         Self::put(&self.jobs, &seq.to_be_bytes(), job)
     }
 

@@ -243,12 +243,12 @@ impl LayoutStore {
     pub fn relearn(&self, host: &str) -> Result<Relearned, LayoutError> {
         let prefix = host_prefix(host);
         let mut out = Relearned::default();
-        for k in self.templates.scan_prefix(&prefix).keys() {
-            self.templates.remove(k?)?;
+        for item in self.templates.scan_prefix(&prefix) {
+            self.templates.remove(item?.0)?;
             out.templates += 1;
         }
-        for k in self.signatures.scan_prefix(&prefix).keys() {
-            self.signatures.remove(k?)?;
+        for item in self.signatures.scan_prefix(&prefix) {
+            self.signatures.remove(item?.0)?;
             out.signatures += 1;
         }
         for item in self.jobs.iter() {

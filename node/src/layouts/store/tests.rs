@@ -4,8 +4,8 @@ use weft_extract::template::Selectors;
 
 fn store(threshold: u64) -> (tempfile::TempDir, LayoutStore) {
     let dir = tempfile::tempdir().unwrap();
-    let db = sled::open(dir.path().join("db")).unwrap();
-    (dir, LayoutStore::open(&db, threshold).unwrap())
+    let store = LayoutStore::open_dir(dir.path(), threshold).unwrap();
+    (dir, store)
 }
 
 fn template(origin: Origin, level: Level, signature: &str) -> Learned {
@@ -256,4 +256,42 @@ fn a_host_goes_to_the_browser_only_when_most_of_its_recent_pages_need_it() {
         s.note_js_need("mixed.test", false).unwrap();
     }
     assert!(!s.note_js_need("mixed.test", false).unwrap(), "two of the last five");
+}
+
+/// A data dir of an earlier release kept the layout store in sled: its records are moved into
+/// the frontier's store when a node opens it, the sled trees are gone afterwards, and a job
+/// queued after the move runs after the jobs moved (its sequence continues above theirs).
+#[test]
+fn an_earlier_releases_sled_trees_are_moved_in_and_the_queue_keeps_its_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = |signature: &str| TeacherJob {
+        host: "h.test".into(),
+        level: Level::L1,
+        signature: signature.into(),
+        urls: vec!["http://h.test/a".into()],
+        reason: "unseen".into(),
+        at: 1,
+    };
+    {
+        let legacy = weft_db::open_db(&dir.path().join("db"), 1 << 20).unwrap();
+        let jobs = legacy.open_tree("layout.jobs").unwrap();
+        // An earlier release's sequence numbers came from sled's `generate_id`, far above the
+        // clock's microseconds in this test: the new job must still sort after.
+        jobs.insert((u64::MAX - 100).to_be_bytes(), serde_json::to_vec(&job("old")).unwrap()).unwrap();
+        let sigs = legacy.open_tree("layout.signatures").unwrap();
+        let record = SignatureRecord { seen: 4, ..Default::default() };
+        sigs.insert(key("h.test", Level::L1, "old"), serde_json::to_vec(&record).unwrap()).unwrap();
+        legacy.flush().unwrap();
+    }
+    let s = LayoutStore::open_dir(dir.path(), 5).unwrap();
+    let sigs = s.signatures("h.test").unwrap();
+    assert_eq!((sigs.len(), sigs[0].2.seen), (1, 4), "the signature's count came over");
+    s.enqueue(&job("new")).unwrap();
+    let (k, first) = s.next_job().unwrap().unwrap();
+    assert_eq!(first.signature, "old", "the moved job is still first");
+    s.job_finished(&k).unwrap();
+    assert_eq!(s.next_job().unwrap().unwrap().1.signature, "new");
+    drop(s);
+    let legacy = weft_db::open_db(&dir.path().join("db"), 1 << 20).unwrap();
+    assert!(!legacy.tree_names().iter().any(|n| n.starts_with(b"layout.")), "the sled trees were dropped");
 }

@@ -44,8 +44,8 @@ impl LayoutStore {
     pub fn overview(&self) -> Result<Vec<HostSummary>, LayoutError> {
         let mut hosts: std::collections::BTreeSet<String> = self.overrides.keys().cloned().collect();
         for tree in [&self.signatures, &self.templates] {
-            for k in tree.iter().keys() {
-                let k = k?;
+            for item in tree.iter() {
+                let k = item?.0;
                 let end = k.iter().position(|b| *b == 0).unwrap_or(k.len());
                 hosts.insert(String::from_utf8_lossy(&k[..end]).into_owned());
             }
@@ -96,8 +96,8 @@ impl LayoutStore {
         let rendering = self
             .hosts
             .iter()
-            .values()
             .flatten()
+            .map(|(_, v)| v)
             .filter(|v| serde_json::from_slice::<HostRendering>(v).is_ok_and(|h| h.render));
         crate::layouts::LayoutsStatus {
             templates: self.templates.len() as u64 + self.overrides.len() as u64,
