@@ -30,9 +30,13 @@ fn vx(e: impl std::fmt::Display) -> IndexError {
 /// One sealed segment, viewed from its file.
 pub struct Segment {
     pub id: u64,
+    /// The view; it points into `map`, so it is declared (and dropped) first.
     pub index: Index,
     /// Vectors it holds (masked ones included).
     pub len: usize,
+    /// The segment's file, mapped read-only (never written after the segment is complete):
+    /// held for the view, which reads it.
+    _map: memmap2::Mmap,
 }
 
 fn path(dir: &Path, id: u64, ext: &str) -> PathBuf {
@@ -80,13 +84,29 @@ impl Segment {
         Segment::view(dir, id, keys.len(), expansion_search)
     }
 
+    /// Views segment `id`'s file. The file is mapped here rather than by USearch (its
+    /// `restore_view`) so that the pages its view reads while opening can be handed back:
+    /// opening a view walks every node of the graph to find where each begins, which left the
+    /// whole graph (~17% of the file) mapped in this process and counted in its resident memory
+    /// — growing with the index, though no search had asked for it. After the walk the pages
+    /// are dropped from the mapping (they stay in the kernel's page cache while it has room);
+    /// a search maps back only the pages it reads.
     fn view(dir: &Path, id: u64, len: usize, expansion_search: usize) -> Result<Segment, IndexError> {
-        let index = Index::restore_view(str_path(&path(dir, id, "usearch"))?).map_err(vx)?;
+        let file = File::open(path(dir, id, "usearch"))?;
+        // SAFETY: a segment's file is complete (its checksum is written last) and never
+        // written again; a later merge or compaction deletes it, which leaves a mapping intact.
+        let map = unsafe { memmap2::Mmap::map(&file)? };
+        let index = Index::new(&Index::metadata_from_buffer(&map).map_err(vx)?.into()).map_err(vx)?;
+        // SAFETY: `map` outlives `index`: both live in the `Segment`, `index` dropped first.
+        unsafe { index.view_from_buffer(&map) }.map_err(vx)?;
+        // SAFETY: a read-only shared mapping of a file: dropping its pages loses nothing, the
+        // next read maps them again from the page cache (or the file).
+        let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
         index.change_expansion_search(expansion_search);
         if index.size() != len {
             return Err(vx(format!("segment {id} holds {} vectors, its keys file {len}", index.size())));
         }
-        Ok(Segment { id, index, len })
+        Ok(Segment { id, index, len, _map: map })
     }
 
     /// Every complete segment in `dir`, in id order, each checked against its checksum and
@@ -179,5 +199,71 @@ impl Segment {
     /// Bytes the segments in `dir` take on disk.
     pub fn disk_bytes(dir: &Path) -> u64 {
         crate::dir_bytes(dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use usearch::{IndexOptions, MetricKind, ScalarKind};
+
+    /// Resident KiB of the mappings of `file` in this process (its lines of `/proc/self/smaps`).
+    fn resident_kib(file: &Path) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let name = file.to_str().unwrap();
+        let mut ours = false;
+        let mut kib = 0;
+        for line in smaps.lines() {
+            let first = line.split_whitespace().next().unwrap_or("");
+            if first.contains('-') && !first.ends_with(':') {
+                ours = line.ends_with(name);
+            } else if ours && first == "Rss:" {
+                kib += line.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            }
+        }
+        kib
+    }
+
+    /// Opening a segment's view reads every node of its graph; those pages are handed back
+    /// afterwards, so a segment nobody searched holds next to nothing resident, and a search
+    /// still finds its vectors (mapping back the pages it reads).
+    #[test]
+    fn an_opened_segment_holds_little_resident_and_still_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        let dims = 64;
+        let options = IndexOptions {
+            dimensions: dims,
+            metric: MetricKind::Cos,
+            quantization: ScalarKind::F16,
+            connectivity: 16,
+            expansion_add: 64,
+            expansion_search: 64,
+            multi: false,
+        };
+        let index = Index::new(&options).unwrap();
+        let n = 20_000u64;
+        index.reserve(n as usize).unwrap();
+        let vector = |k: u64| -> Vec<f32> {
+            (0..dims as u64).map(|i| ((k.wrapping_mul(2_654_435_761) ^ (i * 40_503)) % 1000) as f32 - 500.0).collect()
+        };
+        for k in 0..n {
+            index.add(k, &vector(k)).unwrap();
+        }
+        let keys: Vec<u64> = (0..n).collect();
+        let segment = Segment::write(dir.path(), 1, &index, &keys, 64).unwrap();
+        drop(index);
+        let file = path(dir.path(), 1, "usearch");
+        let size_kib = std::fs::metadata(&file).unwrap().len() / 1024;
+        let resident = resident_kib(&file);
+        assert!(resident * 20 < size_kib, "{resident} KiB of the {size_kib} KiB file resident after opening");
+        let found = segment.index.search(&vector(4242), 1).unwrap();
+        assert_eq!(found.keys.first(), Some(&4242));
+        assert!(resident_kib(&file) > 0, "the search mapped the pages it read");
+        // Opened again from disk (as a node that restarts), the same holds.
+        drop(segment);
+        let segments = Segment::open_all(dir.path(), 64).unwrap();
+        assert_eq!(segments.len(), 1);
+        assert!(resident_kib(&file) * 20 < size_kib);
+        assert_eq!(segments[0].index.search(&vector(77), 1).unwrap().keys.first(), Some(&77));
     }
 }
