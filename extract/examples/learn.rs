@@ -22,7 +22,8 @@
 //! `--uniform` weighs blocks equally instead of by length; `--in-sample` trains on the tested
 //! fold too (how well the features can fit at all); `--worst` lists the pages the model loses
 //! most on against the labels; `--page ID,ID` prints those pages' blocks with label and
-//! probability. `--write` then trains on every page and writes `extract/src/learned/model.txt`,
+//! probability; `--oracle` prints what choosing per page between the model and each reference
+//! could reach at best (the ceiling of an ensemble). `--write` then trains on every page and writes `extract/src/learned/model.txt`,
 //! the model `weft extract` and the node ship.
 
 use std::collections::BTreeMap;
@@ -299,6 +300,28 @@ fn main() {
             print!("  {:>14.3}", devset::summarize(&pick(r)).f1);
         }
         println!();
+    }
+    // `--oracle`: what choosing per page between candidates could reach at best (the better of
+    // the model's and a reference's text on each page, known from the truth): the ceiling of an
+    // ensemble, before any selector is built.
+    if std::env::args().any(|a| a == "--oracle") {
+        let best = |a: &[PageScore], b: &[PageScore]| -> Vec<PageScore> {
+            a.iter().zip(b).map(|(x, y)| if y.f1() > x.f1() { *y } else { *x }).collect()
+        };
+        let mut candidates: Vec<(String, Vec<PageScore>)> = vec![("model|rules".into(), best(&oof[2], &rules))];
+        for ((name, _), r) in refs.iter().zip(&ref_scores) {
+            candidates.push((format!("model|{name}"), best(&oof[2], r)));
+        }
+        let all = ref_scores.iter().fold(best(&oof[2], &rules), |acc, r| best(&acc, r));
+        candidates.push(("all".into(), all));
+        println!("\nper-page best of (an oracle: the truth picks), F1:");
+        for ((set, kind), ks) in &groups {
+            print!("{set:<22} {kind:<14} {:>5}", ks.len());
+            for (name, v) in &candidates {
+                print!("  {name} {:.3}", devset::summarize(&ks.iter().map(|&k| v[k]).collect::<Vec<_>>()).f1);
+            }
+            println!();
+        }
     }
     let pr = |v: &[PageScore]| {
         let s = devset::summarize(v);
