@@ -10,6 +10,8 @@
 //! - `frontier`: durable per-host queues with a ready-time schedule across hosts.
 //! - `store`: the frontier's files: an LSM tree (fjall) keyed by host and priority, so
 //!   memory grows with hosts, not URLs; the seen-set snapshot.
+//! - `tables`: the small tables the node's stores keep in the frontier's store (the URL
+//!   patterns, the layout store), where sled kept them before.
 //! - `migrate`: the frontier as kept in sled before, imported once.
 //! - [`outcomes`]: what happened to each URL tried (fetched, redirected, disallowed, failed…).
 //! - [`patterns`]: URL templates per host and URL-scheme changes (by counts and by redirects).
@@ -24,8 +26,8 @@
 //! named in code spans above are private; what other crates need of them is re-exported here.
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
-//! checks it): discovery, fanout, generation, health, patterns, politeness, revisits, robots,
-//! score, seen → store → outcomes → migrate → frontier.
+//! checks it): discovery, fanout, generation, health, politeness, revisits, robots, score, seen
+//! → store → tables → outcomes, patterns → migrate → frontier.
 
 use weft_url::host;
 

@@ -80,6 +80,8 @@ pub struct Outcomes {
     tree: Keyspace,
     /// The store's database, kept open with the keyspace.
     db: fjall::Database,
+    /// The store's: a failed write here explains the store's later `Poisoned`.
+    failure: weft_db::FirstFailure,
 }
 
 impl Outcomes {
@@ -87,7 +89,7 @@ impl Outcomes {
     /// in first, once.
     pub(crate) fn of(store: &Store, legacy: &sled::Db) -> Result<Outcomes> {
         let (db, tree) = store.outcomes_keyspace();
-        let outcomes = Outcomes { tree, db };
+        let outcomes = Outcomes { tree, db, failure: store.failure() };
         outcomes.move_from_sled(legacy)?;
         Ok(outcomes)
     }
@@ -137,7 +139,7 @@ impl Outcomes {
         let before = self.get(url)?.map_or(0, |o| o.attempts);
         let outcome = UrlOutcome { fate, at, attempts: before.saturating_add(attempt) };
         let bytes = serde_json::to_vec(&outcome).expect("an outcome serializes");
-        self.tree.insert(url.as_bytes(), bytes)?;
+        self.failure.note(self.tree.insert(url.as_bytes(), bytes))?;
         Ok(())
     }
 

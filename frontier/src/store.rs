@@ -49,6 +49,10 @@ pub enum FrontierError {
     Store(#[from] sled::Error),
     #[error("frontier queue: {0}")]
     Queue(#[from] fjall::Error),
+    /// A write or sync of the store failed, said with the first failure behind it (fjall's
+    /// `Poisoned` names none: see [`weft_db::FirstFailure`]).
+    #[error("frontier store: {0}")]
+    Refused(String),
     #[error("frontier seen-set snapshot {path}: {error}")]
     Snapshot { path: PathBuf, error: std::io::Error },
     #[error("frontier record is corrupt: {0}")]
@@ -271,6 +275,8 @@ pub struct Store {
     snapshot_path: PathBuf,
     /// The crawl syncs after every page: coalesced ([`weft_db::Syncs`]).
     syncs: std::sync::Arc<weft_db::Syncs>,
+    /// The first write the database refused, shared with its tables and the outcomes.
+    failure: weft_db::FirstFailure,
     /// The URLs done, the outcomes and the tables take writes every page: written out by age
     /// ([`weft_db::MemtableAge`]), checked at each sync.
     aging: std::sync::Arc<weft_db::MemtableAge>,
@@ -301,6 +307,7 @@ impl Store {
             snapshot_path: dir.join("seen.bloom"),
             syncs: Default::default(),
             aging: Default::default(),
+            failure: Default::default(),
             db,
         })
     }
@@ -315,7 +322,7 @@ impl Store {
     /// cache and write buffer rather than open an LSM tree (and its threads) each. They left
     /// sled because its memory grew with every write (see [`weft_db::Table`]).
     pub fn table(&self, name: &str) -> weft_db::Table {
-        weft_db::Table::open(&self.db, &self.tables, name)
+        weft_db::Table::open(&self.db, &self.tables, name, &self.failure)
     }
 
     pub fn batch(&self) -> Batch {
@@ -323,15 +330,27 @@ impl Store {
     }
 
     pub fn commit(&self, batch: Batch) -> Result<()> {
-        batch.inner.commit()?;
-        Ok(())
+        batch.inner.commit().map_err(|e| self.refused(e))
+    }
+
+    /// A failed write or sync as the error to report: the first failure noted, and `e` named
+    /// by it when `e` is the `Poisoned` that followed.
+    fn refused(&self, e: fjall::Error) -> FrontierError {
+        self.failure.note_error(&e);
+        FrontierError::Refused(self.failure.explain(&e))
+    }
+
+    /// The first write the database refused, for the writers that keep their own keyspace
+    /// ([`crate::Outcomes`]).
+    pub(crate) fn failure(&self) -> weft_db::FirstFailure {
+        self.failure.clone()
     }
 
     /// Syncs everything written so far to disk. Callers at once share a sync: each returns
     /// after one that started after its call ([`weft_db::Syncs`]).
     pub fn persist(&self) -> Result<()> {
-        self.syncs.sync_request(|| self.db.persist(PersistMode::SyncAll))?;
-        self.aging.seal_old(&self.keyspaces())?;
+        self.syncs.sync_request(|| self.db.persist(PersistMode::SyncAll)).map_err(|e| self.refused(e))?;
+        self.aging.seal_old(&self.keyspaces()).map_err(|e| self.refused(e))?;
         Ok(())
     }
 

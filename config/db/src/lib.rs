@@ -10,10 +10,12 @@
 //! named table in a keyspace, for the small stores that left sled).
 
 mod aging;
+mod failure;
 mod lsm;
 mod syncs;
 mod table;
 pub use aging::{MemtableAge, MEMTABLE_MAX_AGE, MEMTABLE_MIN_SEALED};
+pub use failure::FirstFailure;
 pub use lsm::LsmMemory;
 pub use syncs::Syncs;
 pub use table::{Entry, Ids, MoveError, Table};

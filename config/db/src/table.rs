@@ -29,18 +29,21 @@ pub struct Table {
     prefix: Arc<[u8]>,
     /// Serializes writes, so a compare-and-swap is not interleaved with another write.
     lock: Arc<Mutex<()>>,
+    /// The store's: a failed write here explains the store's later `Poisoned`.
+    failure: crate::FirstFailure,
 }
 
 /// An entry: the key (without the table's prefix) and the value.
 pub type Entry = (Vec<u8>, Slice);
 
 impl Table {
-    /// The table `name` in `ks` (of `db`). A name must not be a prefix of another table's name
-    /// followed by a zero byte, which no printable name is.
-    pub fn open(db: &Database, ks: &Keyspace, name: &str) -> Table {
+    /// The table `name` in `ks` (of `db`); its failed writes are noted in `failure`. A name
+    /// must not be a prefix of another table's name followed by a zero byte, which no printable
+    /// name is.
+    pub fn open(db: &Database, ks: &Keyspace, name: &str, failure: &crate::FirstFailure) -> Table {
         let mut prefix = name.as_bytes().to_vec();
         prefix.push(0);
-        Table { db: db.clone(), ks: ks.clone(), prefix: prefix.into(), lock: Arc::default() }
+        Table { db: db.clone(), ks: ks.clone(), prefix: prefix.into(), lock: Arc::default(), failure: failure.clone() }
     }
 
     fn full(&self, k: &[u8]) -> Vec<u8> {
@@ -64,7 +67,7 @@ impl Table {
 
     pub fn insert(&self, k: impl AsRef<[u8]>, v: impl AsRef<[u8]>) -> fjall::Result<()> {
         let _g = self.guard();
-        self.ks.insert(self.full(k.as_ref()), v.as_ref())
+        self.failure.note(self.ks.insert(self.full(k.as_ref()), v.as_ref()))
     }
 
     /// Removes `k`; returns the value it had.
@@ -73,7 +76,7 @@ impl Table {
         let _g = self.guard();
         let old = self.ks.get(&full)?;
         if old.is_some() {
-            self.ks.remove(full)?;
+            self.failure.note(self.ks.remove(full))?;
         }
         Ok(old)
     }
@@ -86,10 +89,10 @@ impl Table {
         if self.ks.get(&full)?.as_deref() != old {
             return Ok(false);
         }
-        match new {
-            Some(v) => self.ks.insert(full, v)?,
-            None => self.ks.remove(full)?,
-        }
+        self.failure.note(match new {
+            Some(v) => self.ks.insert(full, v),
+            None => self.ks.remove(full),
+        })?;
         Ok(true)
     }
 
@@ -199,7 +202,8 @@ mod tests {
     fn tables(dir: &std::path::Path) -> (Database, Table, Table) {
         let db = Database::builder(dir.join("lsm")).open().unwrap();
         let ks = db.keyspace("tables", KeyspaceCreateOptions::default).unwrap();
-        (db.clone(), Table::open(&db, &ks, "a"), Table::open(&db, &ks, "ab"))
+        let f = crate::FirstFailure::default();
+        (db.clone(), Table::open(&db, &ks, "a", &f), Table::open(&db, &ks, "ab", &f))
     }
 
     /// Two tables in one keyspace keep apart (a name that is another's prefix included); the

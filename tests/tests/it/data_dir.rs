@@ -76,7 +76,9 @@ async fn everything_a_node_keeps_is_in_the_documented_data_dir_layout() {
     for key in db.iter().keys() {
         kept.push(format!("key {}", String::from_utf8_lossy(&key.unwrap())));
     }
-    assert!(kept.len() > 20, "the node kept its files and trees: {kept:?}");
+    // The files, the sled trees and keys: a node that crawled keeps at least these many (the
+    // layout store's and the URL patterns' ten trees went to the frontier's store in fjall).
+    assert!(kept.len() > 15, "the node kept its files and trees: {kept:?}");
     let undocumented: Vec<&String> =
         kept.iter().filter(|k| !documented.contains(k.strip_prefix("key ").unwrap_or(k))).collect();
     assert!(
