@@ -4,10 +4,11 @@
 //! return an error. The frontier, the index's cell store, the node and the tests all open
 //! through [`open_db`], so each of those is handled once.
 //!
-//! Beside it, four helpers for the fjall stores: [`Syncs`] (coalesced syncs), [`LsmMemory`]
+//! Beside it, helpers for the fjall stores: [`Syncs`] (coalesced syncs), [`LsmMemory`]
 //! (what a store holds in memory, for `/status`), [`MemtableAge`] (slow memtables written
-//! out by age, so a store's write buffer stops growing minutes after start) and [`Table`] (a
-//! named table in a keyspace, for the small stores that left sled).
+//! out by age, so a store's write buffer stops growing minutes after start), [`Table`] (a
+//! named table in a keyspace, for the small stores that left sled) and [`FirstFailure`] (the
+//! cause behind fjall's `Poisoned`).
 
 mod aging;
 mod failure;
