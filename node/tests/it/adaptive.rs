@@ -171,7 +171,11 @@ async fn a_node_follows_a_scheme_move_revisits_hubs_pauses_a_refusing_host_and_f
         blocked["evidence"].as_array().unwrap().iter().map(|e| e.as_str().unwrap().to_string()).collect();
     assert!(evidence[0].contains("refusals or bot checks"), "{evidence:?}");
     assert!(evidence.iter().any(|e| e.ends_with("→ 403")), "{evidence:?}");
-    assert!(evidence.iter().any(|e| e.contains("bot-check page")), "{evidence:?}");
+    assert!(
+        evidence.iter().any(|e| e.contains("bot-check page")),
+        "{evidence:?}\nrequests to refusing.test: {:?}",
+        server.requests().iter().filter(|r| r.host == "refusing.test").map(|r| (&r.path, r.status)).collect::<Vec<_>>()
+    );
     assert!(blocked["reason"].as_str().unwrap().contains("paused"));
     let refused_before = server.requests().iter().filter(|r| r.host == "refusing.test" && r.status == 403).count();
     // Paused: over the next four seconds (one pause of three), at most a probe or two.
