@@ -71,8 +71,6 @@ pub struct UrlOutcome {
 
 /// The sled tree an earlier release kept the outcomes in.
 const LEGACY_TREE: &str = "url_outcomes";
-/// Outcomes copied per batch when an earlier release's tree is moved over.
-const MOVE_BATCH: usize = 4096;
 
 /// The outcomes keyspace. Cheap to clone (a handle).
 #[derive(Clone)]
@@ -105,26 +103,7 @@ impl Outcomes {
     /// drops that tree; returns how many. Done before the crawl writes any outcome: the copy
     /// never overwrites a newer one, and a move cut short is done again whole.
     pub(crate) fn move_from_sled(&self, legacy: &sled::Db) -> Result<usize> {
-        let db = &self.db;
-        if !legacy.tree_names().iter().any(|n| n.as_ref() == LEGACY_TREE.as_bytes()) {
-            return Ok(0);
-        }
-        let old = legacy.open_tree(LEGACY_TREE)?;
-        let mut moved = 0;
-        let mut batch = db.batch();
-        for item in old.iter() {
-            let (k, v) = item?;
-            batch.insert(&self.tree, k.to_vec(), v.to_vec());
-            moved += 1;
-            if moved % MOVE_BATCH == 0 {
-                std::mem::replace(&mut batch, db.batch()).commit()?;
-            }
-        }
-        batch.commit()?;
-        db.persist(fjall::PersistMode::SyncAll)?;
-        drop(old);
-        legacy.drop_tree(LEGACY_TREE)?;
-        legacy.flush()?;
+        let moved = weft_db::move_sled_tree(legacy, LEGACY_TREE, &self.db, &self.tree, &[])?;
         if moved > 0 {
             tracing::info!(moved, "URL outcomes moved from the sled database to the frontier's store");
         }
@@ -227,7 +206,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = sled::open(dir.path().join("db")).unwrap();
         let old = db.open_tree(LEGACY_TREE).unwrap();
-        let n = MOVE_BATCH + 10;
+        let n = weft_db::MOVE_BATCH + 10;
         for i in 0..n {
             let o = UrlOutcome { fate: Fate::Fetched { status: 200 }, at: i as u64, attempts: 1 };
             old.insert(format!("http://a.test/{i:05}"), serde_json::to_vec(&o).unwrap()).unwrap();

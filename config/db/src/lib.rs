@@ -19,7 +19,7 @@ pub use aging::{MemtableAge, MEMTABLE_MAX_AGE, MEMTABLE_MIN_SEALED};
 pub use failure::FirstFailure;
 pub use lsm::LsmMemory;
 pub use syncs::Syncs;
-pub use table::{Entry, Ids, MoveError, Table};
+pub use table::{move_sled_tree, Entry, Ids, MoveError, Table, MOVE_BATCH};
 
 /// Opens the node's sled database with a bounded page cache (sled's default is 1 GiB, far
 /// too much for a homelab box that also runs an embedding model).

@@ -141,28 +141,51 @@ impl Table {
     }
 
     /// Moves the entries of an earlier release's sled tree `tree` (in `legacy`) here, then drops
-    /// that tree; returns how many. Done when a store opens, before it writes: the copy does not
-    /// overwrite an entry already here (a move cut short is done again, and a newer write
-    /// wins), and the tree is dropped only once the copy is on disk.
+    /// that tree; returns how many ([`move_sled_tree`]).
     pub fn move_from_sled(&self, legacy: &sled::Db, tree: &str) -> Result<usize, MoveError> {
-        if !legacy.tree_names().iter().any(|n| n.as_ref() == tree.as_bytes()) {
-            return Ok(0);
-        }
-        let old = legacy.open_tree(tree)?;
-        let mut moved = 0;
-        for item in old.iter() {
-            let (k, v) = item?;
-            if !self.contains_key(&k)? {
-                self.insert(&k, &v)?;
-                moved += 1;
-            }
-        }
-        self.db.persist(fjall::PersistMode::SyncAll)?;
-        drop(old);
-        legacy.drop_tree(tree)?;
-        legacy.flush()?;
-        Ok(moved)
+        move_sled_tree(legacy, tree, &self.db, &self.ks, &self.prefix)
     }
+}
+
+/// Entries copied per batch by [`move_sled_tree`].
+pub const MOVE_BATCH: usize = 4096;
+
+/// Moves the entries of an earlier release's sled tree `tree` (in `legacy`) into `ks` of `db`,
+/// each key behind `prefix` (empty for a keyspace of its own), then drops that tree; returns how
+/// many. Done when a store opens, before it writes: the copy does not overwrite an entry already
+/// there (a move cut short is done again, and a newer write wins), it goes in batches of
+/// [`MOVE_BATCH`], and the tree is dropped only once the copy is synced.
+pub fn move_sled_tree(
+    legacy: &sled::Db,
+    tree: &str,
+    db: &Database,
+    ks: &Keyspace,
+    prefix: &[u8],
+) -> Result<usize, MoveError> {
+    if !legacy.tree_names().iter().any(|n| n.as_ref() == tree.as_bytes()) {
+        return Ok(0);
+    }
+    let old = legacy.open_tree(tree)?;
+    let mut moved = 0;
+    let mut batch = db.batch();
+    for item in old.iter() {
+        let (k, v) = item?;
+        let full = [prefix, &k].concat();
+        if ks.contains_key(&full)? {
+            continue;
+        }
+        batch.insert(ks, full, v.to_vec());
+        moved += 1;
+        if moved % MOVE_BATCH == 0 {
+            std::mem::replace(&mut batch, db.batch()).commit()?;
+        }
+    }
+    batch.commit()?;
+    db.persist(fjall::PersistMode::SyncAll)?;
+    drop(old);
+    legacy.drop_tree(tree)?;
+    legacy.flush()?;
+    Ok(moved)
 }
 
 /// Increasing ids for keys that must sort by creation and stay unique across restarts (a
@@ -185,7 +208,7 @@ impl Ids {
     }
 }
 
-/// Why [`Table::move_from_sled`] failed.
+/// Why [`move_sled_tree`] failed.
 #[derive(Debug, thiserror::Error)]
 pub enum MoveError {
     #[error("reading the earlier release's sled tree: {0}")]
