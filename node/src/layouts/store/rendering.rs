@@ -60,7 +60,7 @@ impl LayoutStore {
             old.as_deref().map_or((0u8, 0u8), |v| (v.first().copied().unwrap_or(0), v.get(1).copied().unwrap_or(0)));
         let bits = (bits << 1) | u8::from(needed);
         let n = n.saturating_add(1);
-        self.js_needs.insert(host.as_bytes(), &[bits, n])?;
+        self.js_needs.insert(host.as_bytes(), [bits, n])?;
         let window = (1u16 << HOST_RENDER_WINDOW.min(8)) - 1;
         Ok((u16::from(bits) & window).count_ones() >= HOST_RENDER_MIN)
     }
@@ -133,7 +133,7 @@ impl LayoutStore {
         }
         let seq = self.ids.next().to_be_bytes();
         Self::put(&self.renders, &seq, job)?;
-        self.render_urls.insert(job.url.as_bytes(), &seq)?;
+        self.render_urls.insert(job.url.as_bytes(), seq)?;
         Ok(true)
     }
 
