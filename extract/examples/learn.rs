@@ -209,6 +209,12 @@ fn main() {
     let mut oof: Vec<Vec<PageScore>> = vec![Vec::new(); thresholds.len()];
     let mut index = Vec::new();
     let mut last = Model::default();
+    // `--dump PATH`: every page's out-of-fold text and block probabilities as JSON lines, for
+    // studying a selector between extractors outside this program.
+    let mut dump = std::env::args()
+        .skip_while(|a| a != "--dump")
+        .nth(1)
+        .map(|path| std::io::BufWriter::new(std::fs::File::create(&path).unwrap_or_else(|e| panic!("{path}: {e}"))));
     // `--in-sample`: train on every page, the tested fold's too — how well the model can fit at
     // all, to tell a model short of features from one that does not generalise.
     let in_sample = std::env::args().any(|a| a == "--in-sample");
@@ -247,6 +253,22 @@ fn main() {
             index.push(i);
             for (k, &th) in thresholds.iter().enumerate() {
                 oof[k].push(score(p, Selector::Model(&forest, th)));
+            }
+            if let Some(out) = dump.as_mut() {
+                use std::io::Write;
+                let t = Instant::now();
+                let (model, _) = weft_extract::extract_with(&p.html, &[], &p.url, Selector::Model(&forest, 0.5));
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                let (rules, _) = weft_extract::extract_with(&p.html, &[], &p.url, Selector::Rules);
+                let line = serde_json::json!({
+                    "set": p.set, "id": p.id, "kind": p.kind, "url": p.url.as_str(), "fold": fold,
+                    "truth": p.truth, "model": model.text, "rules": rules.text, "ms": ms,
+                    "page_kind": format!("{:?}", model.classification.page_type), "confidence": model.confidence,
+                    "probs": forest.probabilities(&p.rows, &p.parents, &p.chars),
+                    "chars": p.chars, "rule": p.rows.iter().map(|r| r[0]).collect::<Vec<f32>>(),
+                    "labels": p.labels,
+                });
+                writeln!(out, "{line}").expect("write the dump");
             }
         }
         last = forest.clone();
