@@ -86,6 +86,8 @@ pub struct Frontier {
     /// Sequence numbers below this are reserved on disk.
     reserved_seq: u64,
     next_jseq: u64,
+    /// URLs the seen-set had forgotten and the disk knew ([`FrontierStats::seen_recalled`]).
+    seen_recalled: u64,
     queued: u64,
     in_flight: u64,
     /// Queue entries removed since the store was last compacted (see
@@ -112,8 +114,7 @@ impl Frontier {
     pub fn open(db: &sled::Db, dir: &Path, settings: FrontierSettings) -> Result<Frontier> {
         let now = Instant::now();
         let store = Store::open(dir, settings.cache_bytes, settings.write_buffer_bytes)?;
-        let (seen, next_jseq) =
-            store.load_seen(|| SeenSet::with_capacity(settings.seen_capacity, settings.seen_fp_rate))?;
+        let (seen, next_jseq) = store.load_seen(settings.seen_capacity, settings.seen_fp_rate)?;
         let reserved_seq = store.reserved_seq()?;
         let mut f = Frontier {
             store: store.clone(),
@@ -128,6 +129,7 @@ impl Frontier {
             next_seq: reserved_seq,
             reserved_seq,
             next_jseq,
+            seen_recalled: 0,
             queued: 0,
             in_flight: 0,
             removed_since_compact: 0,
@@ -358,7 +360,7 @@ impl Frontier {
             if self.store.queued_key(url, &host)?.is_some() {
                 return Ok(PushOutcome::AlreadySeen);
             }
-        } else if by_seen && self.seen.contains(url) {
+        } else if by_seen && (self.seen.contains(url) || self.met_before(url, &host)?) {
             self.bump_inlinks(url, &host)?;
             return Ok(PushOutcome::AlreadySeen);
         }
@@ -400,6 +402,22 @@ impl Frontier {
         self.queued += 1;
         self.reschedule(id);
         Ok(PushOutcome::Queued)
+    }
+
+    /// Whether a URL the seen-set does not hold was met all the same, before its filters forgot
+    /// it ([`SeenSet::forgets`]): queued here, or done here. Such a URL goes back into the
+    /// seen-set. Two point reads of the store, and only once the seen-set has dropped a
+    /// generation; until then a miss is proof enough.
+    fn met_before(&mut self, url: &str, host: &str) -> Result<bool> {
+        if !self.seen.forgets() {
+            return Ok(false);
+        }
+        let met = self.store.queued_key(url, host)?.is_some() || self.is_done(url, host)?;
+        if met {
+            self.seen.refresh(url);
+            self.seen_recalled += 1;
+        }
+        Ok(met)
     }
 
     /// A link to a still-queued page raises its priority (up to the inlink cap): its entry

@@ -3,7 +3,7 @@
 //! URLs and hosts (normalization, `HostKey`, the address table) are `weft-url`'s: every crate
 //! names them there.
 //!
-//! - `seen`: the Bloom-filter seen-set, sized from config.
+//! - `seen`: the seen-set: two Bloom-filter generations of fixed size, the disk behind them.
 //! - `score`: URL priority (depth, inlinks, news-likeness, HTML-likeness; binaries skipped).
 //! - `politeness`: per-host token bucket, `Crawl-delay`, 429/503 backoff.
 //! - `robots`: RFC 9309 semantics of a robots.txt fetch and a 24 h cache in sled.
@@ -56,7 +56,7 @@ pub use outcomes::{Fate, Outcomes, UrlOutcome};
 pub use politeness::PolitenessPolicy;
 pub use robots::{HostRobots, RobotsCache, RobotsFetch, RobotsOutcome, Verdict, ROBOTS_TRIES};
 pub use score::UrlKind;
-pub use seen::SeenSet;
+pub use seen::{LegacySeenSet, SeenSet};
 pub use tables::Tables;
 
 pub use weft_db::{is_lock_held, open_db, LOCK_WAIT};

@@ -7,7 +7,7 @@
 //! journal), `d`+host+0+url (done), `m:seen` (seen-set snapshot), `b`+host (blocked). The old
 //! `hosts` tree: host → pages fetched, next allowed time, backoff level.
 
-use crate::seen::SeenSet;
+use crate::seen::LegacySeenSet;
 use crate::store::QueuedUrl;
 use crate::store::Result;
 use serde::Deserialize;
@@ -19,7 +19,7 @@ const OLD_HOSTS: &str = "hosts";
 struct OldSnapshot {
     #[allow(dead_code)]
     mark: u64,
-    seen: SeenSet,
+    seen: LegacySeenSet,
 }
 
 /// An old host record.
@@ -56,7 +56,7 @@ impl OldLayout {
     }
 
     /// The old seen-set: its snapshot with the journal replayed (`None`: it had none).
-    pub fn seen(&self) -> Result<Option<SeenSet>> {
+    pub fn seen(&self) -> Result<Option<LegacySeenSet>> {
         let mut seen = match self.queue.get(b"m:seen")? {
             Some(bytes) => Some(postcard::from_bytes::<OldSnapshot>(&bytes)?.seen),
             None => None,

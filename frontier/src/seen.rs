@@ -1,35 +1,65 @@
-//! The seen-set: has this normalized URL ever been queued?
+//! The seen-set: has this normalized URL been met lately?
 //!
-//! A Bloom filter (`probabilistic-collections`' ScalableBloomFilter) sized up front from
-//! config. Sizing matters: a scalable filter grown from a small start reached ~49 MiB and 1.6%
-//! false positives at 10M URLs, while one sized for 10M costs the textbook ~11.4 MiB at 1%.
-//! It only grows (with tighter error) if the node sees more URLs than it was sized for.
+//! Two Bloom filters in generations: URLs go into the current one; when it holds half of
+//! `frontier.seen_capacity` it becomes the previous one and a fresh filter takes its place,
+//! dropping the one before. So the set remembers the last ½–1 × capacity URLs met, in a memory
+//! fixed when the node starts (~14 MiB at 10M, 1%), however long the node crawls.
+//!
+//! Why not one filter that grows: a filter sized for 10M costs the textbook ~12 MiB at 1%, but a
+//! crawl meets far more URLs than it fetches (the link farm: ~60 new ones a page, 11.5M in an
+//! hour), and a filter past its capacity must add filters of twice the size each time — 37 MiB
+//! after 10M URLs, 86 after 30M, 184 after 70M: memory growing with the crawl, which a node
+//! meant to run for months on a small box cannot afford. (A scalable filter grown from a small
+//! start was worse: ~49 MiB at 10M and 1.6% false positives.)
+//!
+//! What the filters forgot, the disk still knows exactly: every URL queued is in the queue's
+//! URL index and every URL fetched or given up on is in its host's done list (see `store.rs`).
+//! Once a generation has been dropped ([`SeenSet::forgets`]) the frontier asks the disk about a
+//! URL the filters do not hold before queueing it (`Frontier::push`): a link met again after
+//! millions of others is still not fetched twice.
 //!
 //! A false positive means a new URL is skipped — never that a URL is fetched twice — which is
-//! the right way round for a polite crawler.
+//! the right way round for a polite crawler. Each generation is sized for half the configured
+//! rate, so the two together stay within it.
 //!
 //! Persistence is the frontier's job (snapshot + journal, see `frontier.rs`); this type only
-//! knows how to turn itself into bytes and back.
+//! knows how to turn itself into bytes and back, and how to read an earlier release's filter.
 
-use probabilistic_collections::bloom::ScalableBloomFilter;
+use probabilistic_collections::bloom::{BloomFilter, ScalableBloomFilter};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize)]
 pub struct SeenSet {
+    current: BloomFilter<String>,
+    previous: Option<BloomFilter<String>>,
+    /// An earlier release's single growing filter, read from its snapshot: consulted until the
+    /// first rotation, then dropped.
+    legacy: Option<ScalableBloomFilter<String>>,
+    /// URLs inserted into `current`.
+    in_current: u64,
+    /// URLs a generation holds before the next one starts.
+    per_generation: u64,
+    /// The false-positive rate a generation is sized for.
+    fp: f64,
+    /// URLs inserted in all (exact count of insert calls that were new to the filters).
+    inserted: u64,
+    /// Whether a generation has been dropped: then a URL the filters do not hold may still
+    /// have been met, and only the disk can say.
+    forgets: bool,
+}
+
+/// An earlier release's seen-set (one [`ScalableBloomFilter`]), as its snapshots hold it.
+#[derive(Serialize, Deserialize)]
+pub struct LegacySeenSet {
     bloom: ScalableBloomFilter<String>,
-    /// URLs inserted (exact count of insert calls that were new to the filter).
     inserted: u64,
 }
 
-/// Bits of a Bloom filter that holds `capacity` items at false-positive rate `fp` without
-/// growing.
+/// Bits of a Bloom filter that holds `capacity` items at false-positive rate `fp`.
 ///
 /// The textbook size is −n·ln p / (ln 2)² (9.59 bits per item at 1%), but the filter uses
-/// k = ⌈−log₂ p⌉ hash functions (7 at 1%) and adds a new, larger filter once half its bits are
-/// set — which with k = 7 happens at 0.95·n. Sizing for half-full at 1.02·n,
-/// m = 1.02·n·k / ln 2 (10.3 bits per item at 1%), keeps the filter single up to capacity
-/// (at exactly n·k / ln 2 the fill at capacity would be 50% on average, so growing would be a
-/// coin flip), and its false-positive rate at capacity stays below 2⁻ᵏ ≤ p.
+/// k = ⌈−log₂ p⌉ hash functions; sizing for half-full at 1.02·n, m = 1.02·n·k / ln 2, keeps the
+/// false-positive rate at capacity below 2⁻ᵏ ≤ p.
 pub fn bloom_bits(capacity: u64, fp: f64) -> usize {
     const HEADROOM: f64 = 1.02;
     let k = (-fp.log2()).ceil().max(1.0);
@@ -37,24 +67,83 @@ pub fn bloom_bits(capacity: u64, fp: f64) -> usize {
     (bits.ceil() as usize).max(64)
 }
 
+fn generation(per_generation: u64, fp: f64) -> BloomFilter<String> {
+    BloomFilter::from_fpp(bloom_bits(per_generation, fp), fp)
+}
+
 impl SeenSet {
-    /// A filter sized to hold `capacity` URLs at false-positive rate `fp` before it must grow.
+    /// A set that remembers at least `capacity / 2` and at most `capacity` URLs, at
+    /// false-positive rate `fp` (each of its two filters at `fp / 2`).
     pub fn with_capacity(capacity: u64, fp: f64) -> SeenSet {
-        SeenSet { bloom: ScalableBloomFilter::new(bloom_bits(capacity, fp), fp, 2.0, 0.5), inserted: 0 }
+        let per_generation = (capacity / 2).max(1);
+        let fp = fp / 2.0;
+        SeenSet {
+            current: generation(per_generation, fp),
+            previous: None,
+            legacy: None,
+            in_current: 0,
+            per_generation,
+            fp,
+            inserted: 0,
+            forgets: false,
+        }
+    }
+
+    /// An earlier release's filter, kept beside a fresh generation sized for `capacity` until
+    /// the first rotation.
+    pub fn from_legacy(old: LegacySeenSet, capacity: u64, fp: f64) -> SeenSet {
+        let mut s = SeenSet::with_capacity(capacity, fp);
+        s.inserted = old.inserted;
+        s.legacy = Some(old.bloom);
+        s
+    }
+
+    /// Generations started from now on are sized for `capacity` and `fp` (the configuration may
+    /// have changed since the snapshot was written).
+    pub fn resize(&mut self, capacity: u64, fp: f64) {
+        self.per_generation = (capacity / 2).max(1);
+        self.fp = fp / 2.0;
     }
 
     pub fn contains(&self, url: &str) -> bool {
-        self.bloom.contains(url)
+        self.current.contains(url)
+            || self.previous.as_ref().is_some_and(|p| p.contains(url))
+            || self.legacy.as_ref().is_some_and(|l| l.contains(url))
     }
 
     /// Inserts; returns false if the URL was (probably) already there.
     pub fn insert(&mut self, url: &str) -> bool {
-        if self.bloom.contains(url) {
+        if self.contains(url) {
             return false;
         }
-        self.bloom.insert(url);
+        self.remember(url);
         self.inserted += 1;
         true
+    }
+
+    /// Puts a URL the filters forgot (and the disk knew) back into the current generation, so
+    /// the next meeting is answered from memory. Not counted as new.
+    pub fn refresh(&mut self, url: &str) {
+        if !self.current.contains(url) {
+            self.remember(url);
+        }
+    }
+
+    fn remember(&mut self, url: &str) {
+        if self.in_current >= self.per_generation {
+            let fresh = generation(self.per_generation, self.fp);
+            let dropped = self.previous.replace(std::mem::replace(&mut self.current, fresh));
+            self.forgets |= dropped.is_some() || self.legacy.take().is_some();
+            self.in_current = 0;
+        }
+        self.current.insert(url);
+        self.in_current += 1;
+    }
+
+    /// Whether a URL the filters do not hold may still have been met (a generation has been
+    /// dropped): the frontier then asks the disk.
+    pub fn forgets(&self) -> bool {
+        self.forgets
     }
 
     /// URLs inserted so far.
@@ -66,14 +155,25 @@ impl SeenSet {
         self.inserted == 0
     }
 
-    /// Bytes of bit array held in memory.
+    /// Bytes of bit arrays held in memory.
     pub fn memory_bytes(&self) -> usize {
-        self.bloom.len() / 8
+        (self.current.len()
+            + self.previous.as_ref().map_or(0, |p| p.len())
+            + self.legacy.as_ref().map_or(0, |l| l.len()))
+            / 8
     }
 
-    /// The filter's own estimate of its current false-positive probability.
+    /// The false-positive probability of a URL never met: either filter may answer yes.
     pub fn estimated_fp_rate(&self) -> f64 {
-        self.bloom.estimated_fpp()
+        let miss = [
+            Some(self.current.estimated_fpp()),
+            self.previous.as_ref().map(|p| p.estimated_fpp()),
+            self.legacy.as_ref().map(|l| l.estimated_fpp()),
+        ]
+        .into_iter()
+        .flatten()
+        .fold(1.0, |acc, p| acc * (1.0 - p));
+        1.0 - miss
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -82,6 +182,24 @@ impl SeenSet {
 
     pub fn from_bytes(bytes: &[u8]) -> Result<SeenSet, postcard::Error> {
         postcard::from_bytes(bytes)
+    }
+}
+
+impl LegacySeenSet {
+    /// URLs it holds, for tests that write an earlier release's snapshot.
+    pub fn with_capacity(capacity: u64, fp: f64) -> LegacySeenSet {
+        LegacySeenSet { bloom: ScalableBloomFilter::new(bloom_bits(capacity, fp), fp, 2.0, 0.5), inserted: 0 }
+    }
+
+    pub fn insert(&mut self, url: &str) {
+        if !self.bloom.contains(url) {
+            self.bloom.insert(url);
+            self.inserted += 1;
+        }
+    }
+
+    pub fn contains(&self, url: &str) -> bool {
+        self.bloom.contains(url)
     }
 }
 
@@ -110,9 +228,60 @@ mod tests {
         for i in 0..n {
             s.insert(&format!("http://h{}.test/p/{i}", i % 97));
         }
+        assert!(!s.forgets(), "two generations hold the capacity");
         let fps = (0..20_000).filter(|i| s.contains(&format!("http://other.test/q/{i}"))).count();
         let rate = fps as f64 / 20_000.0;
-        assert!(rate < 0.015, "false-positive rate {rate}");
-        assert_eq!(s.memory_bytes(), bloom_bits(n, 0.01) / 8, "the filter did not have to grow");
+        assert!(rate < 0.012, "false-positive rate {rate}");
+        assert!(s.estimated_fp_rate() < 0.012, "estimated {}", s.estimated_fp_rate());
+    }
+
+    /// The point of the generations: memory is fixed however many URLs go in; the last
+    /// `capacity / 2` are always remembered, and the set says when it has forgotten.
+    #[test]
+    fn memory_stays_fixed_and_recent_urls_are_remembered() {
+        let cap = 10_000u64;
+        let mut s = SeenSet::with_capacity(cap, 0.01);
+        let url = |i: u64| format!("http://h{}.test/p/{i}", i % 31);
+        for i in 0..cap {
+            s.insert(&url(i));
+        }
+        let full = s.memory_bytes();
+        assert!(!s.forgets());
+        assert!((0..cap).all(|i| s.contains(&url(i))), "no URL within capacity is forgotten");
+        for i in cap..cap * 10 {
+            s.insert(&url(i));
+        }
+        assert_eq!(s.memory_bytes(), full, "ten times the capacity in the same memory");
+        assert!(s.forgets());
+        // All of the last half-capacity but the few a false positive kept out of the filters
+        // (then held only by a generation since dropped).
+        let held = (cap * 10 - cap / 2..cap * 10).filter(|&i| s.contains(&url(i))).count();
+        assert!(held >= (cap / 2) as usize * 98 / 100, "the last half-capacity is held: {held}");
+        let old = (0..cap).filter(|&i| s.contains(&url(i))).count();
+        assert!(old < cap as usize / 50, "the oldest are forgotten, but for false positives: {old}");
+        // Refreshing a forgotten URL puts it back without counting it as new.
+        let before = s.len();
+        s.refresh(&url(3));
+        assert!(s.contains(&url(3)));
+        assert_eq!(s.len(), before);
+        let back = SeenSet::from_bytes(&s.to_bytes()).unwrap();
+        assert!(back.forgets() && back.contains(&url(3)) && back.contains(&url(cap * 10 - 1)));
+    }
+
+    #[test]
+    fn an_earlier_releases_filter_is_kept_until_the_first_rotation() {
+        let mut old = LegacySeenSet::with_capacity(1_000, 0.01);
+        for i in 0..500 {
+            old.insert(&format!("http://old.test/{i}"));
+        }
+        let mut s = SeenSet::from_legacy(old, 1_000, 0.01);
+        assert_eq!(s.len(), 500);
+        assert!(s.contains("http://old.test/7") && !s.forgets());
+        for i in 0..600 {
+            s.insert(&format!("http://new.test/{i}"));
+        }
+        assert!(s.forgets(), "the legacy filter was dropped at the rotation");
+        let kept = (0..500).filter(|i| s.contains(&format!("http://old.test/{i}"))).count();
+        assert!(kept < 25, "only false positives remain of the legacy filter: {kept}");
     }
 }

@@ -36,7 +36,7 @@
 //! syncs it for power loss, and callers do that before they acknowledge anything.
 
 use crate::score::UrlKind;
-use crate::seen::SeenSet;
+use crate::seen::{LegacySeenSet, SeenSet};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -253,6 +253,13 @@ struct SeenSnapshot {
     seen: SeenSet,
 }
 
+/// An earlier release's snapshot (`seen.bloom`): one growing filter.
+#[derive(Deserialize)]
+struct LegacySnapshot {
+    mark: u64,
+    seen: LegacySeenSet,
+}
+
 #[derive(Serialize)]
 struct SeenSnapshotRef<'a> {
     mark: u64,
@@ -273,6 +280,8 @@ pub struct Store {
     /// The small tables of the node's other stores ([`Store::table`]).
     tables: Keyspace,
     snapshot_path: PathBuf,
+    /// An earlier release's snapshot, read once and removed when the first new one is written.
+    legacy_snapshot_path: PathBuf,
     /// The crawl syncs after every page: coalesced ([`weft_db::Syncs`]).
     syncs: std::sync::Arc<weft_db::Syncs>,
     /// The first write the database refused, shared with its tables and the outcomes.
@@ -304,7 +313,8 @@ impl Store {
             meta: ks("meta")?,
             outcomes: ks("outcomes")?,
             tables: ks("tables")?,
-            snapshot_path: dir.join("seen.bloom"),
+            snapshot_path: dir.join("seen.gens"),
+            legacy_snapshot_path: dir.join("seen.bloom"),
             syncs: Default::default(),
             aging: Default::default(),
             failure: Default::default(),
@@ -360,7 +370,10 @@ impl Store {
 
     /// Bytes on disk (LSM files, journal and snapshot).
     pub fn disk_bytes(&self) -> u64 {
-        let snapshot = std::fs::metadata(&self.snapshot_path).map(|m| m.len()).unwrap_or(0);
+        let snapshot = [&self.snapshot_path, &self.legacy_snapshot_path]
+            .iter()
+            .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+            .sum::<u64>();
         self.db.disk_space().unwrap_or(0) + snapshot
     }
 
@@ -510,15 +523,28 @@ impl Store {
     }
 
     /// The seen-set as last saved, and the jseq its snapshot covers; then the journal's URLs
-    /// are added. Returns the set and the next jseq.
-    pub fn load_seen(&self, fresh: impl FnOnce() -> SeenSet) -> Result<(SeenSet, u64)> {
-        let (mut seen, mark) = match std::fs::read(&self.snapshot_path) {
-            Ok(bytes) => {
-                let snap: SeenSnapshot = postcard::from_bytes(&bytes)?;
-                (snap.seen, snap.mark)
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (fresh(), 0),
-            Err(error) => return Err(FrontierError::Snapshot { path: self.snapshot_path.clone(), error }),
+    /// are added. New generations are sized for `capacity` at `fp`; with no snapshot the set
+    /// starts empty, and an earlier release's single filter (`seen.bloom`) is read into it.
+    /// Returns the set and the next jseq.
+    pub fn load_seen(&self, capacity: u64, fp: f64) -> Result<(SeenSet, u64)> {
+        let io = |path: &PathBuf| {
+            let path = path.clone();
+            move |error| FrontierError::Snapshot { path, error }
+        };
+        let read = |path: &PathBuf| match std::fs::read(path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io(path)(e)),
+        };
+        let (mut seen, mark) = if let Some(bytes) = read(&self.snapshot_path)? {
+            let mut snap: SeenSnapshot = postcard::from_bytes(&bytes)?;
+            snap.seen.resize(capacity, fp);
+            (snap.seen, snap.mark)
+        } else if let Some(bytes) = read(&self.legacy_snapshot_path)? {
+            let snap: LegacySnapshot = postcard::from_bytes(&bytes)?;
+            (SeenSet::from_legacy(snap.seen, capacity, fp), snap.mark)
+        } else {
+            (SeenSet::with_capacity(capacity, fp), 0)
         };
         let mut next = mark + 1;
         for item in self.journal.range((mark + 1).to_be_bytes()..) {
@@ -616,7 +642,7 @@ impl SnapshotJob {
     pub fn write(self) -> Result<usize> {
         let path = &self.store.snapshot_path;
         let io = |error| FrontierError::Snapshot { path: path.clone(), error };
-        let tmp = path.with_extension("bloom.tmp");
+        let tmp = path.with_extension("gens.tmp");
         {
             let mut f = std::fs::File::create(&tmp).map_err(io)?;
             f.write_all(&self.bytes).map_err(io)?;
@@ -625,6 +651,13 @@ impl SnapshotJob {
         std::fs::rename(&tmp, path).map_err(io)?;
         if let Some(dir) = path.parent() {
             std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io)?;
+        }
+        // The new snapshot covers what an earlier release's held.
+        match std::fs::remove_file(&self.store.legacy_snapshot_path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(FrontierError::Snapshot { path: self.store.legacy_snapshot_path.clone(), error: e })
+            }
+            _ => {}
         }
         // In batches of bounded size (30 s of a fast crawl is a million entries): removing
         // part of them is as safe as removing none, since the snapshot covers them all.

@@ -541,7 +541,7 @@ fn a_frontier_kept_in_sled_before_is_imported_once() {
     #[derive(Serialize)]
     struct OldSnapshot<'a> {
         mark: u64,
-        seen: &'a SeenSet,
+        seen: &'a LegacySeenSet,
     }
     #[derive(Serialize)]
     struct OldHost {
@@ -554,7 +554,7 @@ fn a_frontier_kept_in_sled_before_is_imported_once() {
     {
         // The old layout, written as the old frontier wrote it.
         let old = db.open_tree("frontier").unwrap();
-        let mut seen = SeenSet::with_capacity(1000, 0.01);
+        let mut seen = LegacySeenSet::with_capacity(1000, 0.01);
         seen.insert("http://a.test/fetched");
         old.insert(b"m:seen", postcard::to_allocvec(&OldSnapshot { mark: 3, seen: &seen }).unwrap()).unwrap();
         old.insert(b"j\0\0\0\0\0\0\0\x04", &b"http://a.test/journaled"[..]).unwrap();

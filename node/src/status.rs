@@ -220,7 +220,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
             None,
             MetricType::Counter,
         )?)?;
-        let gauges: [(&str, &str, u64); 20] = [
+        let gauges: [(&str, &str, u64); 21] = [
             (
                 "weft_storage_fault",
                 "1 once the storage failed (the node is stopping)",
@@ -273,6 +273,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
             ("weft_frontier_hosts_with_queue", "Hosts with queued URLs", s.hosts_with_queue),
             ("weft_seen_urls", "URLs in the seen-set", s.seen_urls),
             ("weft_seen_bytes", "Memory of the seen-set", s.seen_bytes),
+            ("weft_seen_recalled", "URLs met again after the seen-set forgot them, known from disk", s.seen_recalled),
         ];
         encode_gauges(&mut enc, &gauges)?;
         if let Some(n) = network {

@@ -51,7 +51,7 @@ impl Frontier {
     /// on, or reported done by a previous owner: [`Frontier::mark_done`]). Nothing leaves a
     /// node's responsibility until its new owner has it queued or done (ARCHITECTURE.md).
     pub fn push_received(&mut self, c: Candidate) -> Result<Received> {
-        if c.kind != UrlKind::Revisit && self.seen.contains(c.url.as_str()) {
+        if c.kind != UrlKind::Revisit && (self.seen.contains(c.url.as_str()) || self.seen.forgets()) {
             let url = c.url.as_str();
             let host = HostKey::of(&c.url).into_string();
             if self.store.queued_key(url, &host)?.is_some() {
@@ -71,7 +71,7 @@ impl Frontier {
     }
 
     /// Whether `url` of `host` is done here (its host record knows it).
-    fn is_done(&self, url: &str, host: &str) -> Result<bool> {
+    pub(super) fn is_done(&self, url: &str, host: &str) -> Result<bool> {
         match self.known_id(host)? {
             Some(id) => self.store.is_done(id, url, host),
             None => Ok(false),
@@ -281,8 +281,9 @@ impl Frontier {
         }
         let seen = self.seen.contains(u);
         // Seen is not enough: this node may have seen the URL and given it away with its host
-        // (then [`Frontier::push_received`] would queue it again when it comes back).
-        if seen && self.store.is_done(id, u, &host)? {
+        // (then [`Frontier::push_received`] would queue it again when it comes back). Nor is
+        // unseen once the seen-set forgets: the done list may hold it all the same.
+        if (seen || self.seen.forgets()) && self.store.is_done(id, u, &host)? {
             return Ok(false);
         }
         let mut batch = self.store.batch();

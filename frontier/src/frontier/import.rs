@@ -7,7 +7,9 @@ impl Frontier {
     pub(super) fn import(&mut self, old: OldLayout, now: Instant) -> Result<()> {
         let wall = weft_clock::now_ms();
         match old.seen()? {
-            Some(seen) => self.seen = seen,
+            Some(seen) => {
+                self.seen = SeenSet::from_legacy(seen, self.settings.seen_capacity, self.settings.seen_fp_rate)
+            }
             None => {
                 for url in old.journal() {
                     self.seen.insert(&url?);

@@ -10,7 +10,8 @@ impl Frontier {
 
     /// Where a normalized URL stands here: queued, done (fetched or given up on), only seen
     /// (met and not queued: refused, or sent to its host's owner), or never met. The seen-set
-    /// is a Bloom filter: `Seen` may, rarely, be a URL never met.
+    /// is a pair of Bloom filters that remember the last `seen_capacity` URLs or so: `Seen` may,
+    /// rarely, be a URL never met, and `Unseen` a URL only seen long ago.
     pub fn url_state(&self, url: &Url) -> Result<UrlState> {
         let u = url.as_str();
         let host = HostKey::of(url);
@@ -48,6 +49,7 @@ impl Frontier {
             hosts_with_queue: self.hosts.iter().filter(|h| h.queued > 0).count() as u64,
             seen: self.seen.len(),
             seen_bytes: self.seen.memory_bytes() as u64,
+            seen_recalled: self.seen_recalled,
             store_memory_bytes: self.store.memory().total(),
         }
     }

@@ -174,6 +174,9 @@ pub struct FrontierStats {
     pub hosts_with_queue: u64,
     pub seen: u64,
     pub seen_bytes: u64,
+    /// URLs met again after the seen-set's filters forgot them, known from the disk (queued or
+    /// done here) and so not queued twice.
+    pub seen_recalled: u64,
     /// The store's memory: its block cache as filled, pinned blocks and write buffer.
     pub store_memory_bytes: u64,
 }

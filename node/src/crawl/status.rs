@@ -75,6 +75,9 @@ pub struct CrawlStatus {
     pub hosts_with_queue: u64,
     pub seen_urls: u64,
     pub seen_bytes: u64,
+    /// URLs met again after the seen-set forgot them, that the frontier's store knew.
+    #[serde(default)]
+    pub seen_recalled: u64,
     /// The frontier's store in memory ([`weft_db::LsmMemory`]: block cache, pinned blocks,
     /// write buffer).
     #[serde(default)]
@@ -134,6 +137,7 @@ impl CrawlStatus {
             hosts_with_queue: frontier.hosts_with_queue,
             seen_urls: frontier.seen,
             seen_bytes: frontier.seen_bytes,
+            seen_recalled: frontier.seen_recalled,
             frontier_store_bytes: frontier.store_memory_bytes,
         }
     }
