@@ -105,6 +105,85 @@ fn load(folds: usize) -> Vec<Page> {
     pages
 }
 
+/// `--extra FILE`: pages with partial labels, for training only (never tested): JSON lines of
+/// `{url, site, path, with: [sentences kept], without: [sentences dropped]}`, as
+/// `extract/references/extra_training.py` writes them from trafilatura's evaluation corpus. A
+/// block holding a "with" sentence is labelled kept, one holding a "without" sentence dropped;
+/// the rest carry no label and no weight. Pages of a dev set's site are left out (they would
+/// leak across the folds). Each page's labelled blocks weigh `--extra-weight` (1) together, as
+/// a dev-set page's blocks weigh 1.
+fn load_extra(path: &str, dev_sites: &std::collections::HashSet<String>) -> Vec<Page> {
+    let squash = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let weight: f32 = arg("--extra-weight", 1.0);
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let (mut pages, mut leaked, mut unlabelled) = (Vec::new(), 0, 0);
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        let strs = |k: &str| -> Vec<String> {
+            v[k].as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.as_str())
+                .map(squash)
+                .filter(|s| !s.is_empty())
+                .collect()
+        };
+        let (with, without) = (strs("with"), strs("without"));
+        let Ok(url) = Url::parse(v["url"].as_str().unwrap_or_default()) else { continue };
+        if dev_sites.contains(v["site"].as_str().unwrap_or_default()) || dev_sites.contains(&site(&url)) {
+            leaked += 1;
+            continue;
+        }
+        let Ok(html) = std::fs::read(v["path"].as_str().unwrap_or_default()) else { continue };
+        let blocks = weft_extract::block_rows(&html, &url);
+        let labels: Vec<Option<bool>> = blocks
+            .iter()
+            .map(|b| {
+                let t = squash(&b.text);
+                let kept = with.iter().any(|w| t.contains(w.as_str()));
+                let dropped = without.iter().any(|w| t.contains(w.as_str()));
+                match (kept, dropped) {
+                    (true, false) => Some(true),
+                    (false, true) => Some(false),
+                    _ => None,
+                }
+            })
+            .collect();
+        let words: Vec<f32> = blocks.iter().map(|b| b.text.split_whitespace().count() as f32 + 1.0).collect();
+        let total: f32 = labels.iter().zip(&words).filter(|(l, _)| l.is_some()).map(|(_, w)| w).sum();
+        if total == 0.0 {
+            unlabelled += 1;
+            continue;
+        }
+        let site_hash = xxhash_rust::xxh3::xxh3_64(site(&url).as_bytes());
+        pages.push(Page {
+            set: "extra",
+            id: v["site"].as_str().unwrap_or_default().to_string(),
+            kind: "extra".into(),
+            url,
+            html: Vec::new(),
+            truth: String::new(),
+            fold: usize::MAX,
+            site_hash,
+            rows: blocks.iter().map(|b| b.features).collect(),
+            parents: blocks.iter().map(|b| b.parent).collect(),
+            chars: blocks.iter().map(|b| b.chars).collect(),
+            labels: labels.iter().map(|l| l.unwrap_or(false)).collect(),
+            weights: labels
+                .iter()
+                .zip(&words)
+                .map(|(l, w)| if l.is_some() { weight * w / total } else { 0.0 })
+                .collect(),
+        });
+    }
+    let blocks: usize = pages.iter().map(|p| p.weights.iter().filter(|&&w| w > 0.0).count()).sum();
+    println!(
+        "extra: {} pages, {blocks} labelled blocks (left out: {leaked} of a dev set's site, {unlabelled} with no sentence found in a block)",
+        pages.len()
+    );
+    pages
+}
+
 /// Trains a model of `stages` stages on `pages`. A later stage is trained on what the stage
 /// before thinks of pages it was not trained on (an inner cross-validation by site, like the
 /// outer one), so that it learns how far to trust that stage on unseen sites.
@@ -112,13 +191,19 @@ fn train_on(pages: &[&Page], params: Params, stages: usize, inner_folds: usize) 
     let first = |pages: &[&Page]| {
         let (mut rows, mut labels, mut weights) = (Vec::new(), Vec::new(), Vec::new());
         for p in pages {
-            rows.extend(p.rows.iter().map(|r| r.to_vec()));
-            labels.extend(&p.labels);
-            weights.extend(&p.weights);
+            // Only labelled blocks: an extra page's unlabelled ones weigh nothing.
+            for ((r, &l), &w) in p.rows.iter().zip(&p.labels).zip(&p.weights).filter(|(_, &w)| w > 0.0) {
+                rows.push(r.to_vec());
+                labels.push(l);
+                weights.push(w);
+            }
         }
         train::train(&rows, &labels, &weights, params)
     };
     let mut model = Model { stages: vec![first(pages)] };
+    // A later stage needs every block of a page labelled: the dev sets' pages only.
+    let pages: Vec<&Page> = pages.iter().copied().filter(|p| p.set != "extra").collect();
+    let pages = &pages[..];
     for _ in 1..stages {
         // What the model so far says of each page, from models that did not see its site.
         let mut seen: Vec<Vec<f32>> = vec![Vec::new(); pages.len()];
@@ -195,7 +280,11 @@ fn main() {
     let stages: usize = arg("--stages", 1);
     let inner: usize = arg("--inner", 3);
     let started = Instant::now();
-    let pages = load(folds);
+    let mut pages = load(folds);
+    if let Some(path) = std::env::args().skip_while(|a| a != "--extra").nth(1) {
+        let dev_sites = pages.iter().map(|p| site(&p.url)).collect();
+        pages.extend(load_extra(&path, &dev_sites));
+    }
     let rows: usize = pages.iter().map(|p| p.rows.len()).sum();
     println!(
         "{} pages, {} blocks, {} features, {} folds by site; loaded in {:.1} s",
@@ -379,7 +468,7 @@ fn main() {
     // Time per page, single-threaded, median of 3 runs a page: the rules alone and with the
     // last fold's model (the cost of the features and the trees).
     let time = |selector: Selector<'_>| -> f64 {
-        let per_page = pages.iter().map(|p| {
+        let per_page = pages.iter().filter(|p| p.set != "extra").map(|p| {
             median(
                 (0..3)
                     .map(|_| {
