@@ -527,14 +527,10 @@ impl Store {
     /// starts empty, and an earlier release's single filter (`seen.bloom`) is read into it.
     /// Returns the set and the next jseq.
     pub fn load_seen(&self, capacity: u64, fp: f64) -> Result<(SeenSet, u64)> {
-        let io = |path: &PathBuf| {
-            let path = path.clone();
-            move |error| FrontierError::Snapshot { path, error }
-        };
         let read = |path: &PathBuf| match std::fs::read(path) {
             Ok(bytes) => Ok(Some(bytes)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io(path)(e)),
+            Err(error) => Err(FrontierError::Snapshot { path: path.clone(), error }),
         };
         let (mut seen, mark) = if let Some(bytes) = read(&self.snapshot_path)? {
             let mut snap: SeenSnapshot = postcard::from_bytes(&bytes)?;
