@@ -23,7 +23,11 @@
 //! fold too (how well the features can fit at all); `--worst` lists the pages the model loses
 //! most on against the labels; `--page ID,ID` prints those pages' blocks with label and
 //! probability; `--oracle` prints what choosing per page between the model and each reference
-//! could reach at best (the ceiling of an ensemble). `--write` then trains on every page and writes `extract/src/learned/model.txt`,
+//! could reach at best (the ceiling of an ensemble); `--dump FILE` writes each page's
+//! out-of-fold text and block probabilities (for `extract/references/selector_study.py`);
+//! `--extra FILE` adds partially labelled pages to every fold's training (from
+//! `extract/references/extra_training.py`; `--extra-weight X` weighs each such page, 1 by
+//! default). `--write` then trains on every page and writes `extract/src/learned/model.txt`,
 //! the model `weft extract` and the node ship.
 
 use std::collections::BTreeMap;
