@@ -275,7 +275,8 @@ mod tests {
             old.insert(&format!("http://old.test/{i}"));
         }
         let mut s = SeenSet::from_legacy(old, 1_000, 0.01);
-        assert_eq!(s.len(), 500);
+        // Its count as the old filter kept it (a false positive there was not counted).
+        assert!((490..=500).contains(&s.len()), "{}", s.len());
         assert!(s.contains("http://old.test/7") && !s.forgets());
         for i in 0..600 {
             s.insert(&format!("http://new.test/{i}"));
