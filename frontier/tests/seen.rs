@@ -31,9 +31,10 @@ fn ours(i: usize) -> String {
 fn a_url_the_seen_set_forgot_is_still_not_queued_twice() {
     let dir = tempfile::tempdir().unwrap();
     let (_db, mut f) = open(dir.path());
-    for i in 0..300 {
-        assert_eq!(f.push(page(&ours(i))).unwrap(), PushOutcome::Queued);
-    }
+    // All queued but for the rare Bloom false positive (a new URL taken for seen).
+    let ours_queued: Vec<usize> =
+        (0..300).filter(|&i| f.push(page(&ours(i))).unwrap() == PushOutcome::Queued).collect();
+    assert!(ours_queued.len() >= 295, "{}", ours_queued.len());
     // A hundred of them fetched: they leave the queue for the host's done list.
     let mut done = 0;
     while done < 100 {
@@ -56,19 +57,25 @@ fn a_url_the_seen_set_forgot_is_still_not_queued_twice() {
     assert_eq!(memory(&f), after_rotations, "twelve times the capacity, memory unchanged");
     let queued = f.stats().queued;
     // a.test's URLs are long gone from the filters: met again, the store answers for them.
-    for i in 0..300 {
+    for &i in &ours_queued {
         assert_eq!(f.push(page(&ours(i))).unwrap(), PushOutcome::AlreadySeen, "{}", ours(i));
     }
     assert_eq!(f.stats().queued, queued, "nothing queued twice");
     let recalled = f.stats().seen_recalled;
-    assert!(recalled >= 290, "most came back from the store (a few are false positives): {recalled}");
+    assert!(
+        recalled + 10 >= ours_queued.len() as u64,
+        "most came back from the store (a few are false positives): {recalled}"
+    );
     // Recalled URLs are remembered again: the next meeting costs no read.
-    for i in 0..300 {
+    for &i in &ours_queued {
         f.push(page(&ours(i))).unwrap();
     }
     // (A few may be read again: met as false positives of a generation dropped since.)
     assert!(f.stats().seen_recalled <= recalled + 5, "{} after {recalled}", f.stats().seen_recalled);
-    assert_eq!(f.push(page("http://a.test/new")).unwrap(), PushOutcome::Queued);
+    // New URLs are still queued (a false positive aside).
+    let fresh =
+        (0..20).filter(|i| f.push(page(&format!("http://a.test/new/{i}"))).unwrap() == PushOutcome::Queued).count();
+    assert!(fresh >= 18, "{fresh}");
     // And so after a restart from the snapshot.
     f.snapshot_job().unwrap().write().unwrap();
     drop(f);
@@ -77,10 +84,10 @@ fn a_url_the_seen_set_forgot_is_still_not_queued_twice() {
         open(dir.path())
     };
     assert_eq!(f.stats().seen_bytes, after_rotations);
-    for i in (0..300).step_by(7) {
+    for &i in ours_queued.iter().step_by(7) {
         assert_eq!(f.push(page(&ours(i))).unwrap(), PushOutcome::AlreadySeen);
     }
-    assert_eq!(f.stats().queued, queued + 1);
+    assert_eq!(f.stats().queued, queued + fresh as u64);
 }
 
 #[test]
