@@ -62,6 +62,11 @@ fn site(url: &Url) -> String {
     host.strip_prefix("www.").unwrap_or(host).to_string()
 }
 
+/// The value after `name` on the command line, if it is there.
+fn arg_str(name: &str) -> Option<String> {
+    std::env::args().skip_while(|a| a != name).nth(1)
+}
+
 fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
     let args: Vec<String> = std::env::args().collect();
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -285,7 +290,7 @@ fn main() {
     let inner: usize = arg("--inner", 3);
     let started = Instant::now();
     let mut pages = load(folds);
-    if let Some(path) = std::env::args().skip_while(|a| a != "--extra").nth(1) {
+    if let Some(path) = arg_str("--extra") {
         let dev_sites = pages.iter().map(|p| site(&p.url)).collect();
         pages.extend(load_extra(&path, &dev_sites));
     }
@@ -304,18 +309,13 @@ fn main() {
     let mut last = Model::default();
     // `--dump PATH`: every page's out-of-fold text and block probabilities as JSON lines, for
     // studying a selector between extractors outside this program.
-    let mut dump = std::env::args()
-        .skip_while(|a| a != "--dump")
-        .nth(1)
+    let refs = references();
+    let mut dump = arg_str("--dump")
         .map(|path| std::io::BufWriter::new(std::fs::File::create(&path).unwrap_or_else(|e| panic!("{path}: {e}"))));
     // `--in-sample`: train on every page, the tested fold's too — how well the model can fit at
     // all, to tell a model short of features from one that does not generalise.
     let in_sample = std::env::args().any(|a| a == "--in-sample");
-    let look: Vec<String> = std::env::args()
-        .skip_while(|a| a != "--page")
-        .nth(1)
-        .map(|s| s.split(',').map(str::to_string).collect())
-        .unwrap_or_default();
+    let look: Vec<String> = arg_str("--page").map(|s| s.split(',').map(str::to_string).collect()).unwrap_or_default();
     for fold in 0..folds {
         let t = Instant::now();
         let train_pages: Vec<&Page> = pages.iter().filter(|p| in_sample || p.fold != fold).collect();
@@ -353,9 +353,21 @@ fn main() {
                 let (model, _) = weft_extract::extract_with(&p.html, &[], &p.url, Selector::Model(&forest, 0.5));
                 let ms = t.elapsed().as_secs_f64() * 1e3;
                 let (rules, _) = weft_extract::extract_with(&p.html, &[], &p.url, Selector::Rules);
+                // Each text with its score by the sets' metric (tp, fp, fn as fractions).
+                let scored = |text: &str| {
+                    let s = devset::score_page(&p.truth, text);
+                    serde_json::json!({ "text": text, "score": [s.tp, s.fp, s.fn_] })
+                };
+                let mut texts = serde_json::Map::new();
+                texts.insert("model".into(), scored(&model.text));
+                texts.insert("rules".into(), scored(&rules.text));
+                for (name, pr) in &refs {
+                    let text = pr.get(&(p.set.to_string(), p.id.clone())).map_or("", |(t, _)| t.as_str());
+                    texts.insert((*name).into(), scored(text));
+                }
                 let line = serde_json::json!({
                     "set": p.set, "id": p.id, "kind": p.kind, "url": p.url.as_str(), "fold": fold,
-                    "truth": p.truth, "model": model.text, "rules": rules.text, "ms": ms,
+                    "texts": texts, "ms": ms,
                     "page_kind": format!("{:?}", model.classification.page_type), "confidence": model.confidence,
                     "probs": forest.probabilities(&p.rows, &p.parents, &p.chars),
                     "chars": p.chars, "rule": p.rows.iter().map(|r| r[0]).collect::<Vec<f32>>(),
@@ -371,7 +383,6 @@ fn main() {
         );
     }
     let rules: Vec<PageScore> = index.iter().map(|&i| score(&pages[i], Selector::Rules)).collect();
-    let refs = references();
     let ref_scores: Vec<Vec<PageScore>> = refs
         .iter()
         .map(|(_, pr)| {

@@ -9,25 +9,21 @@ when the selector's choice is taken. Needs numpy and scikit-learn (a study, not 
     cargo run --release -p weft-extract --example learn -- --trees 200 --depth 8 --dump target/oof.jsonl
     python3 -m venv target/tools/study && target/tools/study/bin/pip install scikit-learn==1.9.1
     target/tools/study/bin/python extract/references/selector_study.py target/oof.jsonl
+(`scripts/extract-references.sh` first, so that the dump carries rs-trafilatura's texts.)
 """
+import json, re, collections, math, sys
 import numpy as np
-import json, re, collections, math
 W = re.compile(r'\w+')
 def shingles(t):
     w = W.findall(t)
     if not w: return collections.Counter()
     if len(w) < 4: return collections.Counter([tuple(w)])
     return collections.Counter(tuple(w[i:i+4]) for i in range(len(w)-3))
-def score(truth, pred, ts=None):
-    t = ts if ts is not None else shingles(truth); p = shingles(pred)
-    tp = sum(min(c, t.get(k, 0)) for k, c in p.items())
-    fp = sum(max(c - t.get(k, 0), 0) for k, c in p.items())
-    fn = sum(max(c - p.get(k, 0), 0) for k, c in t.items())
-    return tp, fp, fn
 def f1(s):
     tp, fp, fn = s
     return 0.0 if tp == 0 else 2*tp/(2*tp+fp+fn)
 def summarize(scores):
+    """A set's F1 from its pages' (tp, fp, fn), as the dev sets' score.py aggregates them."""
     ps, rs = [], []
     for tp, fp, fn in scores:
         if tp == fp == fn == 0: continue
@@ -37,25 +33,16 @@ def summarize(scores):
     P = sum(ps)/len(ps) if ps else 0; R = sum(rs)/len(rs) if rs else 0
     return 0 if P+R == 0 else 2*P*R/(P+R)
 def overlap(a, b):
+    """The pair's agreement: the share of each text's word 4-grams found in the other."""
     sa, sb = shingles(a), shingles(b)
     inter = sum((sa & sb).values())
     return inter / max(1, sum(sa.values())), inter / max(1, sum(sb.values()))
-import sys
-DUMP, REFS = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else 'target/extract-references')
-refs = {}
-for name in ['trafilatura', 'rs-trafilatura']:
-    for s in ['extraction-devset', 'extraction-devset-2']:
-        d = json.load(open(f'{REFS}/{name}-{s}.json'))
-        for k, v in d.items(): refs[(name, s, k)] = (v.get('articleBody') or '', v.get('ms'))
+# Each page's texts and their scores come from the dump (learn scores them with the sets' metric).
 pages = []
-for line in open(DUMP):
+for line in open(sys.argv[1]):
     p = json.loads(line)
-    ts = shingles(p['truth'])
-    p['s_model'] = score(p['truth'], p['model'], ts); p['s_rules'] = score(p['truth'], p['rules'], ts)
-    for name in ['trafilatura', 'rs-trafilatura']:
-        txt, ms = refs[(name, p['set'], p['id'])]
-        p[name] = txt; p['ms_' + name] = ms; p['s_' + name] = score(p['truth'], txt, ts)
-    del p['truth']
+    for name, t in p.pop('texts').items():
+        p[name] = t['text']; p['s_' + name] = tuple(t['score'])
     pages.append(p)
 KINDS = sorted({p['page_kind'] for p in pages})
 def weft_feats(p):
