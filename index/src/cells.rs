@@ -310,18 +310,50 @@ impl CellStore {
 
     /// The chunks held for `cells` (to hand to a cell's new owner), by document: each as its
     /// publisher sent it, with the chunks of those cells only (a chunk once per cell). Reads
-    /// every document's provenance: a ring change is rare next to what a store holds.
+    /// every document's provenance: a ring change is rare next to what a store holds. All at
+    /// once: for a store of any size, read them a page at a time ([`CellStore::held_in_page`]).
     pub fn held_in(&self, cells: &std::collections::BTreeSet<u32>) -> Result<Vec<CellDoc>, IndexError> {
         let mut out = Vec::new();
-        for entry in self.provenance.iter() {
+        let mut after = None;
+        loop {
+            let (page, next) = self.held_in_page(cells, after, usize::MAX)?;
+            out.extend(page);
+            match next {
+                Some(next) => after = Some(next),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    /// At most `max` of the documents [`CellStore::held_in`] returns, the first ones after
+    /// document `after` (`None`: from the start), and where the next page starts (`None`: no
+    /// more). A node holding a million postings hands a cell over in pieces this way, not by
+    /// reading them all into memory.
+    pub fn held_in_page(
+        &self,
+        cells: &std::collections::BTreeSet<u32>,
+        after: Option<DocId>,
+        max: usize,
+    ) -> Result<(Vec<CellDoc>, Option<DocId>), IndexError> {
+        let mut out = Vec::new();
+        let from = match after {
+            Some(id) => std::ops::Bound::Excluded(id.0.to_vec()),
+            None => std::ops::Bound::Unbounded,
+        };
+        for entry in self.provenance.range::<Vec<u8>, _>((from, std::ops::Bound::Unbounded)) {
             let (key, bytes) = entry.map_err(IndexError::Store)?;
+            if out.len() >= max {
+                // The next page resumes after the last document returned.
+                let last = out.last().map(|d: &CellDoc| d.id);
+                return Ok((out, last));
+            }
+            let Ok(raw) = <[u8; 16]>::try_from(key.as_ref()) else { continue };
+            let id = DocId(raw);
             let prov: Provenance =
                 postcard::from_bytes(&bytes).map_err(|e| IndexError::Corrupt(format!("provenance: {e}")))?;
             if !prov.cells.iter().any(|(_, c)| cells.contains(c)) {
                 continue;
             }
-            let Ok(raw) = <[u8; 16]>::try_from(key.as_ref()) else { continue };
-            let id = DocId(raw);
             let Some(record) = self.index.store().doc(&id)? else { continue };
             let signed = self.signed(&id)?;
             let mut chunks = Vec::new();
@@ -345,7 +377,7 @@ impl CellStore {
                 chunks,
             });
         }
-        Ok(out)
+        Ok((out, None))
     }
 
     /// Drops what is held for cells `keep` says no to — cells this node no longer owns, once
@@ -615,6 +647,33 @@ mod tests {
         assert!(store.withdraw(DocId::of_url(url), 20).unwrap());
         assert_eq!(store.counts(), (0, 0));
         assert!(store.provenance(&DocId::of_url(url)).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_cells_documents_are_read_a_page_at_a_time_each_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CellStore::open(dir.path(), 4, &IndexConfig::default(), Limits::of(1000)).unwrap();
+        // Twenty-five documents with a chunk in cell 3, fifteen in cell 0 only.
+        for i in 0..40 {
+            let cell = if i % 8 < 5 { 3 } else { 0 };
+            store.put(doc(&format!("http://a.test/{i}"), 1, &[(cell, "alpha", [1.0, 0.0, 0.0, 0.0])])).unwrap();
+        }
+        let cells = [3].into_iter().collect();
+        let whole: Vec<DocId> = store.held_in(&cells).unwrap().into_iter().map(|d| d.id).collect();
+        assert_eq!(whole.len(), 25);
+        let (mut paged, mut after, mut pages) = (Vec::new(), None, 0);
+        loop {
+            let (page, next) = store.held_in_page(&cells, after, 7).unwrap();
+            assert!(page.len() <= 7);
+            pages += 1;
+            paged.extend(page.into_iter().map(|d| d.id));
+            match next {
+                Some(n) => after = Some(n),
+                None => break,
+            }
+        }
+        assert_eq!(paged, whole, "every document once, in the same order");
+        assert_eq!(pages, 4);
     }
 
     #[test]

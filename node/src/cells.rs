@@ -231,27 +231,44 @@ pub async fn hand_over_on_changes(
             continue;
         }
         let cells: std::collections::BTreeSet<u32> = gained.keys().copied().collect();
-        let s = store.clone();
-        let held = match tokio::task::spawn_blocking(move || s.held_in(&cells)).await {
-            Ok(Ok(held)) => held,
-            Ok(Err(e)) => {
-                tracing::warn!("cell hand-over: {e}");
-                continue;
+        // A piece at a time (see `hand_over`): the store may hold far more than memory should.
+        let mut after = None;
+        let mut sent: BTreeMap<weft_p2p::PeerId, usize> = BTreeMap::new();
+        loop {
+            let (s, c) = (store.clone(), cells.clone());
+            let (held, next) = match tokio::task::spawn_blocking(move || {
+                s.held_in_page(&c, after, crate::hand_over::PIECE_DOCS)
+            })
+            .await
+            {
+                Ok(Ok(page)) => page,
+                Ok(Err(e)) => {
+                    tracing::warn!("cell hand-over: {e}");
+                    break;
+                }
+                Err(e) => {
+                    tracing::warn!("cell hand-over: {e}");
+                    break;
+                }
+            };
+            let mut to: BTreeMap<weft_p2p::PeerId, Vec<Posting>> = BTreeMap::new();
+            for posting in held.into_iter().flat_map(|doc| postings(doc, book, &model)) {
+                for owner in &gained[&posting.cell] {
+                    to.entry(*owner).or_default().push(posting.clone());
+                }
             }
-            Err(e) => {
-                tracing::warn!("cell hand-over: {e}");
-                continue;
+            for (owner, postings) in to {
+                *sent.entry(owner).or_default() += postings.len();
+                network.hand_over_postings(owner, postings);
             }
-        };
-        let mut to: BTreeMap<weft_p2p::PeerId, Vec<Posting>> = BTreeMap::new();
-        for posting in held.into_iter().flat_map(|doc| postings(doc, book, &model)) {
-            for owner in &gained[&posting.cell] {
-                to.entry(*owner).or_default().push(posting.clone());
+            match next {
+                Some(next) => after = Some(next),
+                None => break,
             }
+            crate::hand_over::room(&network).await;
         }
-        for (owner, postings) in to {
-            tracing::info!(%owner, postings = postings.len(), "handing cells' postings to their new owner");
-            network.hand_over_postings(owner, postings);
+        for (owner, postings) in sent {
+            tracing::info!(%owner, postings, "handed cells' postings to their new owner");
         }
     }
 }

@@ -101,9 +101,10 @@ fn publishing(status: Option<&serde_json::Value>) -> Check {
     };
     let n = |k: &str| p[k].as_u64().unwrap_or(0);
     let detail = format!(
-        "{} published, {} waiting, {} dropped; {} cells owned, {} postings received, {} refused",
+        "{} published, {} waiting ({} KiB), {} dropped; {} cells owned, {} postings received, {} refused",
         n("published"),
         n("backlog"),
+        n("backlog_bytes") / 1024,
         n("dropped"),
         n("cells_owned"),
         n("received"),

@@ -34,6 +34,7 @@ pub mod export;
 pub mod extract_cli;
 mod fetcher;
 mod guard;
+mod hand_over;
 mod indexing;
 pub mod join;
 pub mod layouts;

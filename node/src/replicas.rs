@@ -349,9 +349,6 @@ impl Repairs {
     }
 }
 
-/// Copies sent to one member in one command, at most (the outbox batches them further).
-const HAND_OVER_CHUNK: usize = 256;
-
 /// Repairs the copies whenever the member set changes: every document this node indexed and
 /// every copy it is first to hold goes to the members that gained its id — a member that left
 /// or died leaves no document with fewer holders once this is done (its successors on the
@@ -372,16 +369,16 @@ pub async fn repair_on_changes(
         let ring = rings.borrow_and_update().clone();
         let (before, after) = (previous.clone(), ring.clone());
         previous = ring;
-        let (index, cells) = (index.clone(), cells.clone());
-        let plan = move || -> Result<(Vec<(PeerId, Vec<Replica>)>, Vec<String>), IndexError> {
+        let (plan_index, plan_cells) = (index.clone(), cells.clone());
+        let plan = move || -> Result<(Vec<(PeerId, Vec<(DocId, bool)>)>, Vec<String>), IndexError> {
             let mut docs: Vec<(String, PeerId)> = Vec::new();
-            for entry in index.store().docs_after(None) {
+            for entry in plan_index.store().docs_after(None) {
                 let (id, record) = entry?;
                 if record.state == DocState::Indexed {
                     docs.push((id.hex(), me));
                 }
             }
-            for (id, head) in cells.replicas().heads()? {
+            for (id, head) in plan_cells.replicas().heads()? {
                 if let Ok(publisher) = head.publisher.parse() {
                     docs.push((id.hex(), publisher));
                 }
@@ -391,22 +388,22 @@ pub async fn repair_on_changes(
             let mut orphans = Vec::new();
             for (doc, _) in orphaned(&before, &after, r, &me, &docs) {
                 let Ok(id) = DocId::parse_hex(&doc) else { continue };
-                orphans.extend(held(&cells, &id)?.map(|copy| copy.page.url));
+                orphans.extend(held(&plan_cells, &id)?.map(|copy| copy.page.url));
             }
             let own: std::collections::HashSet<String> =
                 docs.iter().filter(|(_, p)| *p == me).map(|(d, _)| d.clone()).collect();
             let gained = gained_holders(&before, &after, r, &me, docs);
-            let mut out = Vec::new();
-            for (to, ids) in gained {
-                let mut copies = Vec::with_capacity(ids.len());
-                for doc in ids {
-                    let Ok(id) = DocId::parse_hex(&doc) else { continue };
-                    let copy = if own.contains(&doc) { replica_of(&index, &id)? } else { held(&cells, &id)? };
-                    copies.extend(copy);
-                }
-                out.push((to, copies));
-            }
-            Ok((out, orphans))
+            let plan: Vec<(PeerId, Vec<(DocId, bool)>)> = gained
+                .into_iter()
+                .map(|(to, ids)| {
+                    let ids = ids
+                        .into_iter()
+                        .filter_map(|doc| Some((DocId::parse_hex(&doc).ok()?, own.contains(&doc))))
+                        .collect();
+                    (to, ids)
+                })
+                .collect();
+            Ok((plan, orphans))
         };
         let started = std::time::Instant::now();
         let Some((plan, orphans)) = bounded("copy repair", STORE_BOUND * 4, plan).await else {
@@ -417,21 +414,33 @@ pub async fn repair_on_changes(
             t.rounds += 1;
             t.last_plan_ms = started.elapsed().as_millis() as u64;
             t.pages_requeued += orphans.len() as u64;
-            for (_, copies) in &plan {
-                t.copies_sent += copies.len() as u64;
-                t.bytes_sent += copies.iter().map(|c| c.encode().len() as u64).sum::<u64>();
-            }
         }
         if !orphans.is_empty() {
             let pages = orphans.len();
             let queued = rediscover(orphans).await;
             tracing::info!(pages, queued, "queued again the pages of a crawler gone for good");
         }
-        for (to, copies) in plan {
-            tracing::info!(%to, copies = copies.len(), "sending document copies to a new holder");
-            let mut copies = copies.into_iter().peekable();
-            while copies.peek().is_some() {
-                network.hand_over_replicas(to, copies.by_ref().take(HAND_OVER_CHUNK).collect());
+        // The copies are read and queued a piece at a time (see `hand_over`): a node's copies
+        // together may be far more than its memory should hold.
+        for (to, ids) in plan {
+            tracing::info!(%to, copies = ids.len(), "sending document copies to a new holder");
+            for piece in ids.chunks(crate::hand_over::PIECE_DOCS) {
+                let (index, cells, piece) = (index.clone(), cells.clone(), piece.to_vec());
+                let read = move || -> Result<Vec<Replica>, IndexError> {
+                    let mut copies = Vec::with_capacity(piece.len());
+                    for (id, own) in piece {
+                        copies.extend(if own { replica_of(&index, &id)? } else { held(&cells, &id)? });
+                    }
+                    Ok(copies)
+                };
+                let Some(copies) = bounded("copy repair", STORE_BOUND * 4, read).await else { break };
+                {
+                    let mut t = tally.0.lock();
+                    t.copies_sent += copies.len() as u64;
+                    t.bytes_sent += copies.iter().map(|c| c.encode().len() as u64).sum::<u64>();
+                }
+                network.hand_over_replicas(to, copies);
+                crate::hand_over::room(&network).await;
             }
         }
     }

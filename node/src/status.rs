@@ -369,8 +369,13 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ("weft_postings_refused", "Postings received and refused", p.refused),
             ];
             encode_counters(&mut enc, &counters)?;
-            let gauges: [Plain; 2] = [
+            let gauges: [Plain; 3] = [
                 ("weft_postings_backlog", "Postings waiting to be sent or acknowledged", p.backlog),
+                (
+                    "weft_postings_backlog_bytes",
+                    "Estimated bytes of the postings and copies waiting to be sent or acknowledged",
+                    p.backlog_bytes,
+                ),
                 ("weft_cells_owned", "Cells of the network's codebook this node owns", p.cells_owned as u64),
             ];
             encode_gauges(&mut enc, &gauges)?;

@@ -7,8 +7,14 @@
 //! owner that left has successors). A batch an owner acknowledged is stored there, so it is
 //! forgotten here.
 //!
-//! Bounded: at most `max_waiting` items wait; more are dropped and counted (a document's
-//! postings go out again when it is indexed again). Pure: the event loop sends and times.
+//! Bounded: at most `max_waiting` items and `max_bytes` of them wait (queued, in flight or
+//! waiting for a retry); more are dropped and counted (a document's postings go out again when
+//! it is indexed again, and with its periodic announcement). The bytes matter more than the
+//! items: a posting is ~2.6 KB and a document's copy up to its whole text, so 200,000 items were
+//! up to ~1 GB — a node at fifty members on this 2-core machine held 110 MiB more of its outbox
+//! within ten minutes (`weft-simnet run --nodes 50`, 2026-11-30). Hand-overs, which must not be
+//! dropped, wait for room instead ([`Publisher::waiting_bytes`] is what they watch, through
+//! the node's status). Pure: the event loop sends and times.
 
 use crate::placement::cell_owners;
 use crate::postings::{Posting, PostingBatch, Tombstone, MAX_BATCH_ITEMS};
@@ -26,6 +32,12 @@ const BATCH_BYTES: usize = 2 * 1024 * 1024;
 /// A batch that is not full waits this long for more postings to the same owner: a page's
 /// postings are a few per owner, and every batch costs its owner a request and a write.
 pub const LINGER: Duration = Duration::from_secs(1);
+/// Their estimated bytes at most: room for ~25,000 postings, a few minutes of a fast crawl's
+/// publishing while every owner is slow; hand-overs wait below [`HAND_OVER_ROOM`].
+pub const MAX_WAITING_BYTES: usize = 64 * 1024 * 1024;
+/// A hand-over (of cells' postings or documents' copies) queues its next piece only while the
+/// outbox holds less than this, so it never fills the outbox past what new publications need.
+pub const HAND_OVER_ROOM: usize = MAX_WAITING_BYTES / 2;
 
 /// A withdrawal and the cells its document was posted to (their owners get it).
 #[derive(Debug, Clone, PartialEq)]
@@ -95,6 +107,7 @@ pub struct Publisher {
     replicas: usize,
     doc_replicas: usize,
     max_waiting: usize,
+    max_bytes: usize,
     queues: BTreeMap<PeerId, VecDeque<Item>>,
     /// When each owner's queue last became non-empty (its batch goes [`LINGER`] later, or
     /// when full).
@@ -103,6 +116,8 @@ pub struct Publisher {
     busy: HashSet<PeerId>,
     retries: Vec<(Instant, Flight)>,
     waiting: usize,
+    /// The estimated bytes of the items waiting ([`Item::bytes`], each owner's copy counted).
+    waiting_bytes: usize,
     /// Items dropped because the outbox was full.
     pub dropped: u64,
     /// Items acknowledged by their owners.
@@ -111,18 +126,27 @@ pub struct Publisher {
 
 impl Publisher {
     /// An outbox for cells of `codebook` with `replicas` owners each, and documents with
-    /// `doc_replicas` holders each (0: no copies).
-    pub fn new(codebook: &str, replicas: usize, doc_replicas: usize, max_waiting: usize) -> Publisher {
+    /// `doc_replicas` holders each (0: no copies), holding at most `max_waiting` items and
+    /// `max_bytes` of them.
+    pub fn new(
+        codebook: &str,
+        replicas: usize,
+        doc_replicas: usize,
+        max_waiting: usize,
+        max_bytes: usize,
+    ) -> Publisher {
         Publisher {
             codebook: codebook.to_string(),
             replicas: replicas.max(1),
             doc_replicas,
             max_waiting,
+            max_bytes,
             queues: BTreeMap::new(),
             since: BTreeMap::new(),
             busy: HashSet::new(),
             retries: Vec::new(),
             waiting: 0,
+            waiting_bytes: 0,
             dropped: 0,
             delivered: 0,
         }
@@ -131,6 +155,28 @@ impl Publisher {
     /// Items queued or in flight.
     pub fn waiting(&self) -> usize {
         self.waiting
+    }
+
+    /// The estimated bytes of the items queued or in flight.
+    pub fn waiting_bytes(&self) -> usize {
+        self.waiting_bytes
+    }
+
+    /// Takes one more item of `bytes` if both bounds allow; counts it dropped if not.
+    fn admit(&mut self, bytes: usize) -> bool {
+        if self.waiting >= self.max_waiting || self.waiting_bytes + bytes > self.max_bytes {
+            self.dropped += 1;
+            return false;
+        }
+        self.waiting += 1;
+        self.waiting_bytes += bytes;
+        true
+    }
+
+    /// `items` left the outbox (acknowledged, or moved to be routed again).
+    fn release(&mut self, items: &[Item]) {
+        self.waiting -= items.len();
+        self.waiting_bytes -= items.iter().map(Item::bytes).sum::<usize>();
     }
 
     /// Queues postings and withdrawals for their cells' owners on `ring`, and document copies
@@ -165,11 +211,9 @@ impl Publisher {
 
     fn hand_over_items(&mut self, owner: PeerId, items: impl Iterator<Item = Item>) {
         for item in items {
-            if self.waiting >= self.max_waiting {
-                self.dropped += 1;
+            if !self.admit(item.bytes()) {
                 continue;
             }
-            self.waiting += 1;
             self.since.entry(owner).or_insert_with(Instant::now);
             self.queues.entry(owner).or_default().push_back(item);
         }
@@ -194,11 +238,9 @@ impl Publisher {
                     to_me = true;
                     continue;
                 }
-                if self.waiting >= self.max_waiting {
-                    self.dropped += 1;
+                if !self.admit(item.bytes()) {
                     continue;
                 }
-                self.waiting += 1;
                 self.since.entry(owner).or_insert_with(Instant::now);
                 self.queues.entry(owner).or_default().push_back(item.clone());
             }
@@ -230,7 +272,7 @@ impl Publisher {
             // owners now (this node keeps nothing from a retry: it published to itself first).
             let (stay, moved): (Vec<Item>, Vec<Item>) =
                 f.items.into_iter().partition(|i| self.owners(ring, i.place(), me).contains(&f.owner));
-            self.waiting -= moved.len();
+            self.release(&moved);
             let stay_n = stay.len();
             if stay_n > 0 {
                 out.push(Flight { owner: f.owner, batch: batch_of(&stay), items: stay, attempts: f.attempts });
@@ -300,7 +342,7 @@ impl Publisher {
 
     /// `flight` was acknowledged: stored at its owner.
     pub fn acked(&mut self, flight: Flight) {
-        self.waiting -= flight.items.len();
+        self.release(&flight.items);
         self.delivered += flight.items.len() as u64;
         self.busy.remove(&flight.owner);
     }
@@ -364,7 +406,7 @@ mod tests {
         let members: Vec<PeerId> = (0..5).map(|_| PeerId::random()).collect();
         let me = members[0];
         let ring = Ring::new(members.clone(), 50);
-        let mut p = Publisher::new("cb", 3, 3, 10_000);
+        let mut p = Publisher::new("cb", 3, 3, 10_000, usize::MAX);
         let postings: Vec<Posting> = (0..600).map(|i| posting(i % 7, i)).collect();
         let mine = p.publish(postings.clone(), Vec::new(), Vec::new(), &ring, &me);
         // Every posting reaches its three owners: this node keeps its own share.
@@ -387,7 +429,7 @@ mod tests {
         let now = Instant::now() + LINGER;
         p = {
             // Start over so the first batches are the lingered ones.
-            let mut q = Publisher::new("cb", 3, 3, 10_000);
+            let mut q = Publisher::new("cb", 3, 3, 10_000, usize::MAX);
             q.publish(postings.clone(), Vec::new(), Vec::new(), &ring, &me);
             q
         };
@@ -416,7 +458,7 @@ mod tests {
         let members: Vec<PeerId> = (0..4).map(|_| PeerId::random()).collect();
         let me = members[0];
         let ring = Ring::new(members.clone(), 50);
-        let mut p = Publisher::new("cb", 1, 3, 10_000);
+        let mut p = Publisher::new("cb", 1, 3, 10_000, usize::MAX);
         // A cell some other member owns alone.
         let cell = (0..100).find(|c| cell_owners(&ring, "cb", *c, 1)[0] != me).unwrap();
         let owner = cell_owners(&ring, "cb", cell, 1)[0];
@@ -447,7 +489,7 @@ mod tests {
         let members: Vec<PeerId> = (0..3).map(|_| PeerId::random()).collect();
         let (me, new) = (members[0], members[1]);
         let ring = Ring::new(members.clone(), 50);
-        let mut p = Publisher::new("cb", 3, 3, 100);
+        let mut p = Publisher::new("cb", 3, 3, 100, usize::MAX);
         p.hand_over(new, vec![posting(1, 1), posting(2, 2)]);
         p.publish(vec![posting(1, 3)], Vec::new(), Vec::new(), &ring, &me);
         let due = p.due(&ring, &me, Instant::now() + LINGER);
@@ -466,11 +508,11 @@ mod tests {
         let members: Vec<PeerId> = (0..3).map(|_| PeerId::random()).collect();
         let me = members[0];
         let ring = Ring::new(members.clone(), 50);
-        let mut p = Publisher::new("cb", 3, 3, 4);
+        let mut p = Publisher::new("cb", 3, 3, 4, usize::MAX);
         p.publish((0..10).map(|i| posting(1, i)).collect(), Vec::new(), Vec::new(), &ring, &me);
         assert_eq!(p.waiting(), 4);
         assert_eq!(p.dropped, 20 - 4, "ten postings to two other owners each, four kept");
-        let mut p = Publisher::new("cb", 3, 3, 100);
+        let mut p = Publisher::new("cb", 3, 3, 100, usize::MAX);
         let t = Tombstone { doc: format!("{:032x}", 1), url: "http://a.test/1".into(), at: 2 };
         let mine =
             p.publish(Vec::new(), vec![Withdrawal { tombstone: t.clone(), cells: vec![1, 2] }], Vec::new(), &ring, &me);
@@ -478,6 +520,29 @@ mod tests {
         let due = p.due(&ring, &me, Instant::now() + LINGER);
         assert_eq!(due.len(), 2);
         assert!(due.iter().all(|f| f.batch.tombstones == vec![t.clone()]));
+    }
+
+    #[test]
+    fn the_outbox_is_bounded_by_bytes_and_gives_them_back_when_acknowledged() {
+        let members: Vec<PeerId> = (0..3).map(|_| PeerId::random()).collect();
+        let me = members[0];
+        let ring = Ring::new(members.clone(), 50);
+        let one = Item::Posting(posting(1, 0)).bytes();
+        // Room for five owners' copies: ten postings to two other owners each need twenty.
+        let mut p = Publisher::new("cb", 3, 3, 10_000, 5 * one);
+        p.publish((0..10).map(|i| posting(1, i)).collect(), Vec::new(), Vec::new(), &ring, &me);
+        assert_eq!((p.waiting(), p.waiting_bytes(), p.dropped), (5, 5 * one, 15));
+        let due = p.due(&ring, &me, Instant::now() + LINGER);
+        assert!(!due.is_empty());
+        for f in due {
+            p.acked(f);
+        }
+        let sent: usize = 5 - p.waiting();
+        assert_eq!(p.waiting_bytes(), p.waiting() * one, "what was acknowledged is room again");
+        assert!(sent > 0);
+        // A retry that moves to other owners keeps its bytes counted once.
+        p.publish(vec![posting(2, 0)], Vec::new(), Vec::new(), &ring, &me);
+        assert_eq!(p.waiting_bytes(), p.waiting() * one);
     }
 
     fn replica(url: &str) -> Replica {
@@ -500,7 +565,7 @@ mod tests {
     fn a_documents_copy_goes_to_its_holders_but_never_to_its_publisher() {
         let members: Vec<PeerId> = (0..6).map(|_| PeerId::random()).collect();
         let ring = Ring::new(members.clone(), 50);
-        let mut p = Publisher::new("cb", 3, 3, 1000);
+        let mut p = Publisher::new("cb", 3, 3, 1000, usize::MAX);
         let urls: Vec<String> = (0..40).map(|i| format!("http://a.test/{i}")).collect();
         for me in &members[..1] {
             let mine = p.publish(Vec::new(), Vec::new(), urls.iter().map(|u| replica(u)).collect(), &ring, me);
@@ -524,13 +589,13 @@ mod tests {
             }
         }
         // Handed over: to the one member named, in a batch marked so.
-        let mut p = Publisher::new("cb", 3, 3, 1000);
+        let mut p = Publisher::new("cb", 3, 3, 1000, usize::MAX);
         p.hand_over_replicas(members[3], vec![replica("http://b.test/")]);
         let due = p.due(&ring, &members[0], Instant::now() + LINGER);
         assert_eq!(due.len(), 1);
         assert!(due[0].owner == members[3] && due[0].batch.handover && due[0].batch.replicas.len() == 1);
         // No copies when the network keeps none.
-        let mut p = Publisher::new("cb", 3, 0, 1000);
+        let mut p = Publisher::new("cb", 3, 0, 1000, usize::MAX);
         p.publish(Vec::new(), Vec::new(), vec![replica("http://c.test/")], &ring, &members[0]);
         assert_eq!(p.waiting(), 0);
     }

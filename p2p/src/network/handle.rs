@@ -104,6 +104,12 @@ impl NetworkHandle {
         self.status.borrow().clone()
     }
 
+    /// The estimated bytes waiting in the postings outbox (what a hand-over paces itself by:
+    /// [`crate::publishing::HAND_OVER_ROOM`]), without copying the whole status.
+    pub fn postings_backlog_bytes(&self) -> u64 {
+        self.status.borrow().postings.backlog_bytes
+    }
+
     /// The ring of the current member set.
     pub fn ring(&self) -> Arc<Ring> {
         self.ring.borrow().clone()

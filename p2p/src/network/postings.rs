@@ -9,7 +9,7 @@
 use super::*;
 use crate::placement::{cell_owners, Codebook};
 use crate::postings::{check_content, check_tombstone, BadPosting, PostingBatch, PostingReply};
-use crate::publishing::{Flight, Publisher, Withdrawal};
+use crate::publishing::{Flight, Publisher, Withdrawal, MAX_WAITING_BYTES};
 use crate::replicas::{self, BadReplica, Replica};
 use std::time::Instant;
 
@@ -17,6 +17,7 @@ use std::time::Instant;
 const BATCHES_PER_SEC: f64 = 4.0;
 /// Items queued for other owners at most (see [`Publisher`]).
 const MAX_WAITING: usize = 200_000;
+
 /// Received batches waiting for the node's store.
 pub(super) const INBOUND_POSTINGS: usize = 16;
 /// A batch answered busy is tried again after this long.
@@ -49,6 +50,9 @@ pub struct PostingsStatus {
     pub published: u64,
     /// Waiting to be sent, or sent and not acknowledged yet: the publish backlog.
     pub backlog: u64,
+    /// The backlog's estimated bytes (bounded by [`crate::publishing::MAX_WAITING_BYTES`]).
+    #[serde(default)]
+    pub backlog_bytes: u64,
     /// Dropped because the backlog was full.
     pub dropped: u64,
     /// Received from other members and stored.
@@ -110,7 +114,7 @@ impl State {
             key,
             codebook,
             model,
-            publisher: Publisher::new(codebook.id(), replicas, doc_replicas, MAX_WAITING),
+            publisher: Publisher::new(codebook.id(), replicas, doc_replicas, MAX_WAITING, MAX_WAITING_BYTES),
             in_flight: HashMap::new(),
             replies: FuturesUnordered::new(),
             checking: FuturesUnordered::new(),
@@ -147,6 +151,7 @@ impl State {
             cells_owned,
             published: self.publisher.delivered,
             backlog: self.publisher.waiting() as u64,
+            backlog_bytes: self.publisher.waiting_bytes() as u64,
             dropped: self.publisher.dropped,
             ..self.counts.clone()
         }
