@@ -5,7 +5,8 @@
 //! before it in this order, and `tests/tests/it/module_graph.rs` checks it.
 //!
 //! 1. The page and its seams: [`page`] (the page and the [`page::Pipeline`] seam), [`storage`]
-//!    (bounded durable writes), `blocking` (bounded store calls), `guard` (the SSRF guard) →
+//!    (bounded durable writes), `blocking` (bounded store calls), `hand_over` (hand-overs paced
+//!    by the postings outbox), `guard` (the SSRF guard) →
 //!    `fetcher`, [`token`], `received` (URLs from peers), `urls` (why a URL is or is not
 //!    indexed), `procmem`, `tenure`, the pure [`extract_cli`]; [`metrics`] (counters); the
 //!    network's stores: `replicas` (document copies) → `copy_sync` (serving `/weft/doc/1`,
@@ -19,8 +20,8 @@
 //!    API), then `node`, which wires everything from a config, and the CLI's helpers
 //!    ([`export`], [`join`], [`mcp`], `templates_cli`).
 //!
-//! Module order: blocking, extract_cli, guard, page, procmem, received, responses, storage, tenure,
-//! token, urls → replicas → copy_sync, cells → cell_upkeep, fetcher, metrics → crawl, second_opinion → layouts, routing → doctor, memory,
+//! Module order: blocking, extract_cli, guard, hand_over, page, procmem, received, responses, storage,
+//! tenure, token, urls → replicas → copy_sync, cells → cell_upkeep, fetcher, metrics → crawl, second_opinion → layouts, routing → doctor, memory,
 //! pipeline → indexing → quota, search, status → api → export, join, mcp, node, templates_cli.
 
 pub mod api;
