@@ -349,6 +349,12 @@ impl Repairs {
     }
 }
 
+/// A copy to send in a repair: its document, and whether this node indexed it (else it is a
+/// copy held for another member's page).
+type Sending = (DocId, bool);
+/// What a repair sends, by new holder.
+type Plan = Vec<(PeerId, Vec<Sending>)>;
+
 /// Repairs the copies whenever the member set changes: every document this node indexed and
 /// every copy it is first to hold goes to the members that gained its id — a member that left
 /// or died leaves no document with fewer holders once this is done (its successors on the
@@ -370,7 +376,7 @@ pub async fn repair_on_changes(
         let (before, after) = (previous.clone(), ring.clone());
         previous = ring;
         let (plan_index, plan_cells) = (index.clone(), cells.clone());
-        let plan = move || -> Result<(Vec<(PeerId, Vec<(DocId, bool)>)>, Vec<String>), IndexError> {
+        let plan = move || -> Result<(Plan, Vec<String>), IndexError> {
             let mut docs: Vec<(String, PeerId)> = Vec::new();
             for entry in plan_index.store().docs_after(None) {
                 let (id, record) = entry?;
@@ -393,7 +399,7 @@ pub async fn repair_on_changes(
             let own: std::collections::HashSet<String> =
                 docs.iter().filter(|(_, p)| *p == me).map(|(d, _)| d.clone()).collect();
             let gained = gained_holders(&before, &after, r, &me, docs);
-            let plan: Vec<(PeerId, Vec<(DocId, bool)>)> = gained
+            let plan: Plan = gained
                 .into_iter()
                 .map(|(to, ids)| {
                     let ids = ids
