@@ -68,8 +68,7 @@ fn arg_str(name: &str) -> Option<String> {
 }
 
 fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+    arg_str(name).and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 fn load(folds: usize) -> Vec<Page> {

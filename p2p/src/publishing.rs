@@ -11,7 +11,7 @@
 //! waiting for a retry); more are dropped and counted (a document's postings go out again when
 //! it is indexed again, and with its periodic announcement). The bytes matter more than the
 //! items: a posting is ~2.6 KB and a document's copy up to its whole text, so 200,000 items were
-//! up to ~1 GB — a node at fifty members on this 2-core machine held 110 MiB more of its outbox
+//! up to ~1 GB — a node at fifty members on this 2-core machine held 77 MiB more in its outbox
 //! within ten minutes (`weft-simnet run --nodes 50`, 2026-11-30). Hand-overs, which must not be
 //! dropped, wait for room instead ([`Publisher::waiting_bytes`] is what they watch, through
 //! the node's status). Pure: the event loop sends and times.
@@ -32,7 +32,7 @@ const BATCH_BYTES: usize = 2 * 1024 * 1024;
 /// A batch that is not full waits this long for more postings to the same owner: a page's
 /// postings are a few per owner, and every batch costs its owner a request and a write.
 pub const LINGER: Duration = Duration::from_secs(1);
-/// Their estimated bytes at most: room for ~25,000 postings, a few minutes of a fast crawl's
+/// The estimated bytes of the items waiting, at most: room for ~25,000 postings, a few minutes of a fast crawl's
 /// publishing while every owner is slow; hand-overs wait below [`HAND_OVER_ROOM`].
 pub const MAX_WAITING_BYTES: usize = 64 * 1024 * 1024;
 /// A hand-over (of cells' postings or documents' copies) queues its next piece only while the
@@ -232,13 +232,14 @@ impl Publisher {
         let mut mine = PostingBatch::default();
         for item in items {
             let owners = self.owners(ring, item.place(), me);
+            let bytes = item.bytes();
             let mut to_me = false;
             for owner in owners {
                 if owner == *me {
                     to_me = true;
                     continue;
                 }
-                if !self.admit(item.bytes()) {
+                if !self.admit(bytes) {
                     continue;
                 }
                 self.since.entry(owner).or_insert_with(Instant::now);

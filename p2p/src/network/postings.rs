@@ -17,7 +17,6 @@ use std::time::Instant;
 const BATCHES_PER_SEC: f64 = 4.0;
 /// Items queued for other owners at most (see [`Publisher`]).
 const MAX_WAITING: usize = 200_000;
-
 /// Received batches waiting for the node's store.
 pub(super) const INBOUND_POSTINGS: usize = 16;
 /// A batch answered busy is tried again after this long.
