@@ -34,10 +34,18 @@ pub const MAX_GOSSIP_BYTES: usize = 64 * 1024;
 /// Gossip messages waiting to go out on one connection, at most; more are dropped for that
 /// peer (a heartbeat or summary comes again). gossipsub's default is 5,000 — up to 320 MiB of
 /// summaries per slow connection. A connection carries about N heartbeats per heartbeat
-/// interval, and forwards older than a second are dropped anyway, so 128 leaves many seconds
-/// of room at N = 50. A node at fifty members on this loaded 2-core machine held 15 MiB more of
+/// interval, and forwards older than [`FORWARD_WITHIN`] are dropped anyway, so 128 leaves
+/// many seconds of room at N = 50. A node at fifty members on this loaded 2-core machine held 15 MiB more of
 /// queued gossip within ten minutes with the default (jemalloc's heap profile, 2026-11-30).
 pub const GOSSIP_QUEUE: usize = 128;
+/// A gossip message this node forwards is dropped if it could not be sent within this long,
+/// and one it publishes within [`PUBLISH_WITHIN`]. gossipsub's defaults are 1 s and 5 s: on a
+/// loaded box (fifty nodes on two cores, or a Pi indexing) a connection's writer is often
+/// a second late, and every heartbeat forwarded through it was dropped — members then missed
+/// each other's heartbeats and the views shrank (a node saw 8 of 50 members, 2026-11-30).
+/// A heartbeat is still news until the member's time-to-live (4 heartbeats of 5 s) runs out.
+pub const FORWARD_WITHIN: Duration = Duration::from_secs(5);
+pub const PUBLISH_WITHIN: Duration = Duration::from_secs(10);
 
 #[derive(NetworkBehaviour)]
 pub struct Behaviour {
@@ -126,6 +134,8 @@ impl Behaviour {
             .validation_mode(gossipsub::ValidationMode::Strict)
             .max_transmit_size(MAX_GOSSIP_BYTES)
             .connection_handler_queue_len(GOSSIP_QUEUE)
+            .forward_queue_duration(FORWARD_WITHIN)
+            .publish_queue_duration(PUBLISH_WITHIN)
             .build()
             .map_err(|e| e.to_string())?;
         let gossipsub = gossipsub::Behaviour::new(gossipsub::MessageAuthenticity::Signed(key.clone()), gossip_config)?;

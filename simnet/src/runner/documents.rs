@@ -3,29 +3,45 @@
 //! the run is read by its document id through every live node's API
 //! (`GET /documents/{id}`, which answers from the node's own index, a copy it holds, or a
 //! copy read from a holder over `/weft/doc/1`), and where each answer came from is counted.
+//!
+//! Up to [`READ_ALL_UP_TO`] nodes every page is read through every node. On a larger network
+//! that is pages × nodes reads (50,000 at 50 nodes, more than a loaded box answers in a quarter
+//! of an hour), so each page is read through [`SAMPLE`] nodes instead, taken in rotation so that
+//! every node answers about as many reads; "everywhere" then means "from every node asked", and
+//! the holders' count (which needs every node) is left out. The reads stop after [`BUDGET`]:
+//! reads not made by then are counted as such, not as misses.
 
 use futures_util::StreamExt;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Reads in flight at once.
 const CONCURRENT: usize = 8;
+/// Networks up to this size read every page through every node ...
+pub const READ_ALL_UP_TO: usize = 20;
+/// ... larger ones through this many nodes per page.
+pub const SAMPLE: usize = 10;
+/// Reads not started within this long are skipped (and counted).
+pub const BUDGET: Duration = Duration::from_secs(600);
 
 /// What reading every page back found.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct DocumentsReport {
     /// Article pages fetched in the run (their documents are what should be readable).
     pub pages: usize,
-    /// Nodes up that were asked.
+    /// Nodes up, and how many of them each page was read through (all of them up to
+    /// [`READ_ALL_UP_TO`], else [`SAMPLE`]).
     pub nodes: usize,
+    pub asked_per_page: usize,
     /// Pages readable from at least one node, and from every node asked.
     pub found: usize,
     pub everywhere: usize,
-    /// Reads in all, and reads that found nothing.
+    /// Reads in all, reads that found nothing, and reads skipped when [`BUDGET`] ran out.
     pub reads: usize,
     pub missed: usize,
+    pub skipped: usize,
     /// Reads by where the answer came from: `local`, `copy`, `peer`.
     pub by_source: BTreeMap<String, usize>,
     /// Read latency by source, milliseconds: (p50, p95).
@@ -41,7 +57,7 @@ pub struct DocumentsReport {
     /// Pages by how many nodes up hold them — as their own document (`local`) or a copy
     /// (`copy`) — (aliases left out: no copies are made of them). With `index.replicas` = r,
     /// a page whose crawler is up should have r + 1, one whose crawler is gone r (on a network
-    /// of more than r nodes).
+    /// of more than r nodes). Empty when the pages were read through a sample of the nodes.
     pub holders: BTreeMap<usize, usize>,
 }
 
@@ -58,16 +74,32 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
-/// Reads each of `urls` through each of `apis`.
+/// The nodes (indexes into the `n` apis) page `i` is read through: all of them on a small
+/// network, else [`SAMPLE`] consecutive ones starting where the previous page's ended, so every
+/// node answers about as many reads.
+fn asked(i: usize, n: usize) -> Vec<usize> {
+    if n <= READ_ALL_UP_TO {
+        return (0..n).collect();
+    }
+    (0..SAMPLE).map(|k| (i * SAMPLE + k) % n).collect()
+}
+
+/// Reads each of `urls` through each of `apis` (or a sample of them: see the module doc).
 pub async fn read_back(http: &reqwest::Client, apis: &[SocketAddr], urls: &[String]) -> DocumentsReport {
     let jobs: Vec<(usize, SocketAddr, String)> = urls
         .iter()
         .enumerate()
         .filter_map(|(i, u)| doc_of(u).map(|d| (i, d)))
-        .flat_map(|(i, d)| apis.iter().map(move |a| (i, *a, d.clone())))
+        .flat_map(|(i, d)| asked(i, apis.len()).into_iter().map(move |a| (i, a, d.clone())))
+        .map(|(i, a, d)| (i, apis[a], d))
         .collect();
-    let answers: Vec<(usize, Option<(String, bool)>, f64)> = futures_util::stream::iter(jobs)
+    let begun = Instant::now();
+    // `None`: skipped, the budget having run out.
+    let answers: Vec<(usize, Option<Option<(String, bool)>>, f64)> = futures_util::stream::iter(jobs)
         .map(|(i, api, doc)| async move {
+            if begun.elapsed() > BUDGET {
+                return (i, None, 0.0);
+            }
             let started = Instant::now();
             let reply = http.get(format!("http://{api}/documents/{doc}")).send().await;
             let ms = started.elapsed().as_secs_f64() * 1e3;
@@ -78,17 +110,22 @@ pub async fn read_back(http: &reqwest::Client, apis: &[SocketAddr], urls: &[Stri
                 }),
                 _ => None,
             };
-            (i, source, ms)
+            (i, Some(source), ms)
         })
         .buffer_unordered(CONCURRENT)
         .collect()
         .await;
-    let mut report = DocumentsReport { pages: urls.len(), nodes: apis.len(), ..Default::default() };
+    let asked_per_page = if apis.len() <= READ_ALL_UP_TO { apis.len() } else { SAMPLE };
+    let mut report = DocumentsReport { pages: urls.len(), nodes: apis.len(), asked_per_page, ..Default::default() };
     let mut per_page = vec![0usize; urls.len()];
     let mut held = vec![0usize; urls.len()];
     let mut alias = vec![false; urls.len()];
     let mut ms: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for (i, source, t) in answers {
+        let Some(source) = source else {
+            report.skipped += 1;
+            continue;
+        };
         report.reads += 1;
         match source {
             Some((s, is_alias)) => {
@@ -102,17 +139,19 @@ pub async fn read_back(http: &reqwest::Client, apis: &[SocketAddr], urls: &[Stri
         }
     }
     report.found = per_page.iter().filter(|n| **n > 0).count();
-    for (h, _) in held.iter().zip(&alias).filter(|(_, a)| !**a) {
-        *report.holders.entry(*h).or_default() += 1;
+    if asked_per_page == apis.len() {
+        for (h, _) in held.iter().zip(&alias).filter(|(_, a)| !**a) {
+            *report.holders.entry(*h).or_default() += 1;
+        }
     }
     report.aliases = alias.iter().filter(|a| **a).count();
-    report.aliases_not_everywhere = alias.iter().zip(&per_page).filter(|(a, n)| **a && **n < apis.len()).count();
-    report.everywhere = per_page.iter().filter(|n| **n == apis.len()).count();
+    report.aliases_not_everywhere = alias.iter().zip(&per_page).filter(|(a, n)| **a && **n < asked_per_page).count();
+    report.everywhere = per_page.iter().filter(|n| **n == asked_per_page).count();
     report.lost = per_page.iter().zip(urls).filter(|(n, _)| **n == 0).map(|(_, u)| u.clone()).take(10).collect();
     report.partial = per_page
         .iter()
         .zip(urls)
-        .filter(|(n, _)| **n > 0 && **n < apis.len())
+        .filter(|(n, _)| **n > 0 && **n < asked_per_page)
         .map(|(n, u)| format!("{u} ({n})"))
         .take(10)
         .collect();
@@ -133,21 +172,32 @@ pub fn summary(r: &DocumentsReport) -> String {
             format!("{s} {n} (p50 {p50:.1} / p95 {p95:.1} ms)")
         })
         .collect();
+    let asked = if r.asked_per_page == r.nodes {
+        format!("from all {} nodes up", r.nodes)
+    } else {
+        format!("from all {} nodes asked of {} up", r.asked_per_page, r.nodes)
+    };
+    let skipped =
+        if r.skipped > 0 { format!(" ({} reads skipped: the time ran out)", r.skipped) } else { String::new() };
+    let holders = if r.holders.is_empty() {
+        "not counted (a sample of the nodes was asked)".to_string()
+    } else {
+        r.holders.iter().map(|(h, n)| format!("{h}: {n}")).collect::<Vec<_>>().join(", ")
+    };
     format!(
-        "documents: {} of {} article pages readable from some node, {} from all {} nodes up; {} of {} reads \
-         answered ({}), {} missed; {} of the pages are aliases (near duplicates, not indexed: read only where \
-         they were fetched), {} of them not from every node; pages by holders up (own or copy): {}",
+        "documents: {} of {} article pages readable from some node, {} {asked}; {} of {} reads \
+         answered ({}), {} missed{skipped}; {} of the pages are aliases (near duplicates, not indexed: read only \
+         where they were fetched), {} of them not from every node asked; pages by holders up (own or copy): \
+         {holders}",
         r.found,
         r.pages,
         r.everywhere,
-        r.nodes,
         r.reads - r.missed,
         r.reads,
         sources.join(", "),
         r.missed,
         r.aliases,
         r.aliases_not_everywhere,
-        r.holders.iter().map(|(h, n)| format!("{h}: {n}")).collect::<Vec<_>>().join(", ")
     )
 }
 
@@ -161,6 +211,23 @@ mod tests {
         assert_eq!(doc_of("not a url"), None);
         assert_eq!(percentile(&[1.0, 2.0, 3.0], 0.5), 2.0);
         assert_eq!(percentile(&[], 0.5), 0.0);
+    }
+
+    #[test]
+    fn a_large_network_is_read_through_a_rotating_sample() {
+        assert_eq!(asked(3, 5), vec![0, 1, 2, 3, 4]);
+        assert_eq!(asked(7, READ_ALL_UP_TO).len(), READ_ALL_UP_TO);
+        // 50 nodes: 10 per page, consecutive, each node asked as often as the others.
+        assert_eq!(asked(0, 50), (0..10).collect::<Vec<_>>());
+        assert_eq!(asked(4, 50), (40..50).collect::<Vec<_>>());
+        assert_eq!(asked(5, 50), (0..10).collect::<Vec<_>>());
+        let mut per_node = vec![0usize; 50];
+        for i in 0..100 {
+            for n in asked(i, 50) {
+                per_node[n] += 1;
+            }
+        }
+        assert!(per_node.iter().all(|n| *n == 20));
     }
 }
 
