@@ -516,6 +516,21 @@ impl Members {
         })
     }
 
+    /// This node could not listen for `deaf` until `now` (its event loop did not run: a loaded
+    /// box, a suspended process). Heartbeats sent meanwhile wait unread in its connections, so
+    /// the time does not count against the members: their last heartbeat and presence move
+    /// forward by it (never past `now`). Without this, a node whose loop stalled for the ttl
+    /// dropped every member at its next tick, before reading their waiting heartbeats.
+    pub fn deaf_for(&mut self, deaf: Duration, now: Instant) {
+        for m in self.others.values_mut() {
+            m.last_seen = (m.last_seen + deaf).min(now);
+            m.present_at = (m.present_at + deaf).min(now);
+        }
+        for c in self.candidates.values_mut() {
+            c.last_seen = (c.last_seen + deaf).min(now);
+        }
+    }
+
     /// Drops members not heard from within the ttl, or not met within [`PRESENCE_FOR`], and
     /// rebuilds the ring when a member's points changed with its age.
     pub fn expire(&mut self, now: Instant) -> Vec<Change> {

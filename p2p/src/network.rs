@@ -249,6 +249,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         publishing: HashMap::new(),
         latencies: std::collections::VecDeque::new(),
         announced_at: None,
+        last_tick: None,
         budgets: [urls_budget, search_budget, postings_budget, docs_budget],
     };
     event_loop.dial_bootstrap();
@@ -361,6 +362,9 @@ struct EventLoop {
     latencies: std::collections::VecDeque<f64>,
     /// When this node last published its heartbeat out of turn (an owner did not know it).
     announced_at: Option<std::time::Instant>,
+    /// When the heartbeat tick last ran: a tick much later than its period means this node's
+    /// event loop could not run (see [`Members::deaf_for`]).
+    last_tick: Option<std::time::Instant>,
     /// What requests being read hold: URL batches, search requests, posting batches, reads.
     budgets: [Arc<RequestBudget>; 4],
 }

@@ -67,6 +67,27 @@ fn members_join_expire_and_the_ring_follows() {
 }
 
 #[test]
+fn time_this_node_could_not_listen_does_not_count_against_the_members() {
+    let (me, b, c) = peers();
+    let t0 = Instant::now();
+    let mut m = Members::new(me, hb(&me), Duration::from_secs(20), 150);
+    m.observe(hb(&b), b, Some(&lo()), t0);
+    m.observe(hb(&c), c, Some(&lo()), t0 + Duration::from_secs(10));
+    // This node's loop stalled 25 s: at its next tick b and c would be 30 and 20 s silent.
+    let tick = t0 + Duration::from_secs(30);
+    m.deaf_for(Duration::from_secs(25), tick);
+    assert_eq!(m.expire(tick), vec![], "nobody dropped for a stall of this node's");
+    assert_eq!(m.peers(), [me, b, c]);
+    // Silent from then on, they are dropped a ttl after their heartbeats, the stall left out.
+    assert_eq!(m.expire(t0 + Duration::from_secs(45)), vec![], "b heard at 0 + 25 s of deafness");
+    assert_eq!(m.expire(t0 + Duration::from_secs(46)), vec![Change::Left(b)]);
+    // Never moved past now: a member heard just before the stall is not made newer than now.
+    m.deaf_for(Duration::from_secs(600), t0 + Duration::from_secs(47));
+    assert_eq!(m.expire(t0 + Duration::from_secs(67)), vec![]);
+    assert_eq!(m.expire(t0 + Duration::from_secs(68)), vec![Change::Left(c)]);
+}
+
+#[test]
 fn a_member_that_left_is_known_for_a_while_with_the_hosts_it_owned_and_a_stranger_never() {
     let (me, b, c) = peers();
     let stranger = PeerId::random();

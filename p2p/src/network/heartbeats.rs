@@ -44,6 +44,16 @@ impl EventLoop {
         self.publish_heartbeat();
         // Members this node is connected to are present; candidates it is connected to join.
         let now = std::time::Instant::now();
+        // A tick more than a period late: this node's loop could not run (a loaded box), so it
+        // heard no heartbeats either. The members are not blamed for that time.
+        let period = self.config.heartbeat;
+        if let Some(gap) = self.last_tick.map(|t| now.saturating_duration_since(t)) {
+            if gap > period * 2 {
+                tracing::debug!(late_ms = (gap - period).as_millis() as u64, "the heartbeat tick was late");
+                self.members.deaf_for(gap - period, now);
+            }
+        }
+        self.last_tick = Some(now);
         let connected: Vec<PeerId> = self.connected.iter().copied().collect();
         for peer in connected {
             if let Some(remote) = self.reach.remote_of(&peer) {

@@ -46,9 +46,14 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 const PENALTY: Duration = Duration::from_secs(600);
 /// ... and banned at this many strikes.
 const MAX_STRIKES: u32 = 3;
-/// A routing summary is gossiped again this often for members that missed it (a member that
-/// joins gets it at once; a changed summary goes out at once).
+/// A routing summary is gossiped again this often for members that missed it ...
 const REPUBLISH: Duration = Duration::from_secs(60);
+/// ... and, when it changed or a member joined, once this long has passed since the last time.
+/// Every join used to send it at once: on a loaded network whose views churn (fifty nodes on
+/// two cores, 2026-12-01) each node flooded its 24 KB summary to every peer at every join,
+/// ~90 times in seven minutes, filling the gossip queues so that heartbeats were dropped —
+/// which made more members leave and join.
+const REPUBLISH_AFTER: Duration = Duration::from_secs(10);
 
 /// Whom a question asks first: the owners of its best cells (placement by meaning, the
 /// default), or — to compare, or where cells are off — the peers the routing summaries choose.
@@ -296,11 +301,13 @@ impl EventLoop {
         self.republish_summary();
     }
 
-    /// Gossips this node's summary when it changed, a member joined, or [`REPUBLISH`] passed.
+    /// Gossips this node's summary when it changed or a member joined (at most once per
+    /// [`REPUBLISH_AFTER`]), or [`REPUBLISH`] passed.
     pub(super) fn republish_summary(&mut self) {
         let q = &mut self.querying;
         let Some(summary) = &q.mine else { return };
-        let due = q.republish || q.published_at.is_none_or(|t| t.elapsed() >= REPUBLISH);
+        let since = q.published_at.map(|t| t.elapsed());
+        let due = since.is_none_or(|s| s >= REPUBLISH || (q.republish && s >= REPUBLISH_AFTER));
         if !due {
             return;
         }
