@@ -8,7 +8,8 @@
 //! Requests are read under two bounds, because libp2p holds a half-sent request's bytes for
 //! as long as its stream lives (the request timeout): an adversarial review's 90 streams, each
 //! half of a 4 MB URL batch, took +357 MB. A request whose sender goes quiet for
-//! [`STALL_LIMIT`] before finishing arrives as [`Refusal::Stalled`] (and bans its sender),
+//! [`STALL_LIMIT`] mid-request arrives as [`Refusal::Stalled`] (and bans its sender; one
+//! silent from its first byte holds nothing and is only dropped),
 //! and all requests of one protocol being read hold at most `W::MAX_BUFFERED_BYTES` between
 //! them ([`RequestBudget`]): one that would go over is dropped — an honest sender retries.
 
@@ -179,6 +180,29 @@ where
     Ok(Ok(bytes))
 }
 
+/// What a read of a request came to: a request, a refusal to ban its sender for, or a failed
+/// stream that is nobody's fault.
+fn frame_of<W: Wire>(read: Result<Vec<u8>, u64>) -> io::Result<Frame<W::Request>> {
+    match read {
+        // A stream closed before its first byte carries no request at all: a failed stream
+        // (the sender gave up on it), not a bad request — nothing to ban anyone for. Seen
+        // in `weft demo`: two members banned a third for "undecodable" empty reads.
+        Ok(bytes) if bytes.is_empty() => {
+            Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("an empty {} stream", W::NAME)))
+        }
+        Ok(bytes) => Ok(decode_request::<W>(&bytes)),
+        // Nor is a stream silent from its start: it holds none of this node's buffers, and a
+        // sender whose box is loaded opens a stream and writes it many seconds later. Fifty
+        // nodes on two cores banned each other ~1,500 times in ten minutes for stalls "after 0
+        // bytes" (2026-12-01), and the bans tore their views of the network apart.
+        Err(0) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("no byte of a {} within {} s", W::NAME, STALL_LIMIT.as_secs()),
+        )),
+        Err(bytes) => Ok(Frame::Refused(Refusal::Stalled { what: W::NAME, bytes })),
+    }
+}
+
 /// The CBOR codec of protocol `W`.
 pub struct Codec<W> {
     budget: Arc<RequestBudget>,
@@ -219,16 +243,7 @@ impl<W: Wire> libp2p::request_response::Codec for Codec<W> {
     where
         T: AsyncRead + Unpin + Send,
     {
-        match read_bounded(io, W::MAX_REQUEST_BYTES, &self.budget, STALL_LIMIT).await? {
-            // A stream closed before its first byte carries no request at all: a failed stream
-            // (the sender gave up on it), not a bad request — nothing to ban anyone for. Seen
-            // in `weft demo`: two members banned a third for "undecodable" empty reads.
-            Ok(bytes) if bytes.is_empty() => {
-                Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("an empty {} stream", W::NAME)))
-            }
-            Ok(bytes) => Ok(decode_request::<W>(&bytes)),
-            Err(bytes) => Ok(Frame::Refused(Refusal::Stalled { what: W::NAME, bytes })),
-        }
+        frame_of::<W>(read_bounded(io, W::MAX_REQUEST_BYTES, &self.budget, STALL_LIMIT).await?)
     }
 
     async fn read_response<T>(&mut self, _: &StreamProtocol, io: &mut T) -> io::Result<W::Response>
@@ -316,7 +331,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_empty_stream_is_a_failed_read_not_a_refusal_to_ban_for() {
+    async fn an_empty_or_silent_stream_is_a_failed_read_not_a_refusal_to_ban_for() {
         use libp2p::request_response::Codec as _;
         struct Small;
         impl Wire for Small {
@@ -331,6 +346,12 @@ mod tests {
         let protocol = StreamProtocol::new("/weft/small/1");
         let empty = codec.read_request(&protocol, &mut futures::io::Cursor::new(Vec::new())).await;
         assert_eq!(empty.map_err(|e| e.kind()), Err(io::ErrorKind::UnexpectedEof));
+        // Silent from the start: a failed read, not a refusal; silent after some bytes: refused.
+        assert_eq!(frame_of::<Small>(Err(0)).map_err(|e| e.kind()), Err(io::ErrorKind::TimedOut));
+        assert_eq!(
+            frame_of::<Small>(Err(12)).unwrap(),
+            Frame::Refused(Refusal::Stalled { what: "small request", bytes: 12 })
+        );
         // One byte of something else is still a bad request.
         let junk = codec.read_request(&protocol, &mut futures::io::Cursor::new(vec![0xffu8])).await.unwrap();
         assert!(matches!(junk, Frame::Refused(Refusal::Malformed { .. })));
