@@ -316,7 +316,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ),
             ];
             encode_counters(&mut enc, &reach)?;
-            let counters: [Plain; 13] = [
+            let counters: [Plain; 14] = [
                 ("weft_p2p_dht_refused", "DHT records and provider announcements refused", n.dht_refused),
                 ("weft_p2p_dht_lookups", "Near-duplicate lookups in the DHT", n.dht_lookups),
                 ("weft_p2p_dht_duplicates_found", "DHT lookups that found a near duplicate", n.dht_duplicates_found),
@@ -338,6 +338,11 @@ impl prometheus_client::collector::Collector for StatusCollector {
                     n.requests_cut,
                 ),
                 ("weft_p2p_heartbeats_rejected", "Heartbeats rejected", n.rejected_heartbeats),
+                (
+                    "weft_p2p_gossip_dropped",
+                    "Gossip messages dropped because a slow peer's queue was full",
+                    n.gossip_dropped,
+                ),
             ];
             encode_counters(&mut enc, &counters)?;
             let gauges: [Plain; 6] = [

@@ -85,6 +85,11 @@ pub struct NetworkStatus {
     pub joining: Joining,
     /// Heartbeats rejected (too large, undecodable, signed by another peer).
     pub rejected_heartbeats: u64,
+    /// Gossip messages (heartbeats, summaries) dropped because a peer's queue was full: a slow
+    /// or loaded peer (see `behaviour::GOSSIP_QUEUE`). gossipsub logs each at warn level; the
+    /// node keeps its log to errors and counts them here instead.
+    #[serde(default)]
+    pub gossip_dropped: u64,
     /// Peers heard of (their heartbeats arrived) that this node has not met yet: not members
     /// until it has had a connection with them.
     pub member_candidates: usize,
@@ -231,6 +236,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         retry_at: None,
         attempt: 0,
         rejected: 0,
+        gossip_dropped: 0,
         status: status_tx,
         ring: ring_tx,
         outbox: Outbox::default(),
@@ -339,6 +345,8 @@ struct EventLoop {
     retry_at: Option<Instant>,
     attempt: u32,
     rejected: u64,
+    /// Gossip messages dropped for slow peers (gossipsub's `SlowPeer` reports).
+    gossip_dropped: u64,
     status: watch::Sender<NetworkStatus>,
     ring: watch::Sender<Arc<Ring>>,
     outbox: Outbox,
@@ -621,6 +629,11 @@ impl EventLoop {
                 };
                 self.reach.upnp(state);
             }
+            SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(gossipsub::Event::SlowPeer {
+                failed_messages, ..
+            })) => {
+                self.gossip_dropped += (failed_messages.priority + failed_messages.non_priority) as u64;
+            }
             SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(gossipsub::Event::Message {
                 message,
                 propagation_source,
@@ -741,6 +754,7 @@ impl EventLoop {
             admitted: self.members.points_of(&local) as f64 / self.members.ring().vnodes().max(1) as f64,
             joining: self.joining.clone(),
             rejected_heartbeats: self.rejected,
+            gossip_dropped: self.gossip_dropped,
             member_candidates: self.members.candidates(),
             urls_sent: self.counts.sent,
             urls_received: self.counts.received,
