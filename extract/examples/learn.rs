@@ -25,9 +25,9 @@
 //! probability; `--oracle` prints what choosing per page between the model and each reference
 //! could reach at best (the ceiling of an ensemble); `--dump FILE` writes each page's
 //! out-of-fold text and block probabilities (for `extract/references/selector_study.py`);
-//! `--extra FILE` adds partially labelled pages to every fold's training (from
-//! `extract/references/extra_training.py`; `--extra-weight X` weighs each such page, 1 by
-//! default). `--write` then trains on every page and writes `extract/src/learned/model.txt`,
+//! `--extra FILE` adds labelled pages to every fold's training (partially labelled from
+//! `extract/references/extra_training.py`, fully from `full_training.py`; `--extra-weight X`
+//! weighs each such page, 1 by default). `--write` then trains on every page and writes `extract/src/learned/model.txt`,
 //! the model `weft extract` and the node ship.
 
 use std::collections::BTreeMap;
@@ -113,11 +113,14 @@ fn load(folds: usize) -> Vec<Page> {
     pages
 }
 
-/// `--extra FILE`: pages with partial labels, for training only (never tested): JSON lines of
+/// `--extra FILE`: more labelled pages, for training only (never tested): JSON lines of
 /// `{url, site, path, with: [sentences kept], without: [sentences dropped]}`, as
-/// `extract/references/extra_training.py` writes them from trafilatura's evaluation corpus. A
-/// block holding a "with" sentence is labelled kept, one holding a "without" sentence dropped;
-/// the rest carry no label and no weight. Pages of a dev set's site are left out (they would
+/// `extract/references/extra_training.py` writes them from trafilatura's evaluation corpus, or
+/// `{url, site, path, truth}` with the page's whole main text, as
+/// `extract/references/full_training.py` writes them from older public benchmarks. With a
+/// truth every block is labelled as a dev-set page's are; else a block holding a "with"
+/// sentence is labelled kept, one holding a "without" sentence dropped, and the rest carry no
+/// label and no weight. Pages of a dev set's site are left out (they would
 /// leak across the folds). Each page's labelled blocks weigh `--extra-weight` (1) together, as
 /// a dev-set page's blocks weigh 1.
 fn load_extra(path: &str, dev_sites: &std::collections::HashSet<String>) -> Vec<Page> {
@@ -144,9 +147,13 @@ fn load_extra(path: &str, dev_sites: &std::collections::HashSet<String>) -> Vec<
         }
         let Ok(html) = std::fs::read(v["path"].as_str().unwrap_or_default()) else { continue };
         let blocks = weft_extract::block_rows(&html, &url);
+        let truth = v["truth"].as_str().map(Truth::new);
         let labels: Vec<Option<bool>> = blocks
             .iter()
             .map(|b| {
+                if let Some(truth) = &truth {
+                    return Some(truth.share(&b.text) >= 0.5);
+                }
                 let t = squash(&b.text);
                 let kept = with.iter().any(|w| t.contains(w.as_str()));
                 let dropped = without.iter().any(|w| t.contains(w.as_str()));
