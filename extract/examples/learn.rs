@@ -27,8 +27,8 @@
 //! out-of-fold text and block probabilities (for `extract/references/selector_study.py`);
 //! `--extra FILE` adds labelled pages to every fold's training (partially labelled from
 //! `extract/references/extra_training.py`, fully from `full_training.py`; `--extra-weight X`
-//! weighs each such page, 1 by default). `--write` then trains on every page and writes `extract/src/learned/model.txt`,
-//! the model `weft extract` and the node ship.
+//! weighs each such page, 1 by default). `--write` then trains on every page and writes
+//! `extract/src/learned/model.txt`, the model `weft extract` and the node ship.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -120,8 +120,8 @@ fn load(folds: usize) -> Vec<Page> {
 /// `extract/references/full_training.py` writes them from older public benchmarks. With a
 /// truth every block is labelled as a dev-set page's are; else a block holding a "with"
 /// sentence is labelled kept, one holding a "without" sentence dropped, and the rest carry no
-/// label and no weight. Pages of a dev set's site are left out (they would
-/// leak across the folds). Each page's labelled blocks weigh `--extra-weight` (1) together, as
+/// label and no weight. Pages of a dev set's site are left out (they would leak across the
+/// folds). Each page's labelled blocks weigh `--extra-weight` (1) together, as
 /// a dev-set page's blocks weigh 1.
 fn load_extra(path: &str, dev_sites: &std::collections::HashSet<String>) -> Vec<Page> {
     let squash = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -35,8 +35,10 @@ pub const MAX_GOSSIP_BYTES: usize = 64 * 1024;
 /// peer (a heartbeat or summary comes again). gossipsub's default is 5,000 — up to 320 MiB of
 /// summaries per slow connection. A connection carries about N heartbeats per heartbeat
 /// interval, and forwards older than [`FORWARD_WITHIN`] are dropped anyway, so 128 leaves
-/// many seconds of room at N = 50. A node at fifty members on this loaded 2-core machine held 15 MiB more of
-/// queued gossip within ten minutes with the default (jemalloc's heap profile, 2026-11-30).
+/// many seconds of room at N = 50. A node at fifty members on this loaded 2-core machine held
+/// 15 MiB more of queued gossip within ten minutes with the default (jemalloc's heap profile,
+/// 2026-11-30). Slow peers' full queues still drop heartbeats at that load (2026-12-01:
+/// `network.gossip_dropped` counts them).
 pub const GOSSIP_QUEUE: usize = 128;
 /// A gossip message this node forwards is dropped if it could not be sent within this long,
 /// and one it publishes within [`PUBLISH_WITHIN`]. gossipsub's defaults are 1 s and 5 s: on a

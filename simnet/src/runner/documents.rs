@@ -38,10 +38,12 @@ pub struct DocumentsReport {
     /// Pages readable from at least one node, and from every node asked.
     pub found: usize,
     pub everywhere: usize,
-    /// Reads in all, reads that found nothing, and reads skipped when [`BUDGET`] ran out.
+    /// Reads in all, reads that found nothing, and reads skipped when [`BUDGET`] ran out
+    /// (then only the first `reached` pages were read at all).
     pub reads: usize,
     pub missed: usize,
     pub skipped: usize,
+    pub reached: usize,
     /// Reads by where the answer came from: `local`, `copy`, `peer`.
     pub by_source: BTreeMap<String, usize>,
     /// Read latency by source, milliseconds: (p50, p95).
@@ -121,12 +123,14 @@ pub async fn read_back(http: &reqwest::Client, apis: &[SocketAddr], urls: &[Stri
     let mut held = vec![0usize; urls.len()];
     let mut alias = vec![false; urls.len()];
     let mut ms: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut reached = vec![false; urls.len()];
     for (i, source, t) in answers {
         let Some(source) = source else {
             report.skipped += 1;
             continue;
         };
         report.reads += 1;
+        reached[i] = true;
         match source {
             Some((s, is_alias)) => {
                 per_page[i] += 1;
@@ -139,6 +143,7 @@ pub async fn read_back(http: &reqwest::Client, apis: &[SocketAddr], urls: &[Stri
         }
     }
     report.found = per_page.iter().filter(|n| **n > 0).count();
+    report.reached = reached.iter().filter(|r| **r).count();
     if asked_per_page == apis.len() {
         for (h, _) in held.iter().zip(&alias).filter(|(_, a)| !**a) {
             *report.holders.entry(*h).or_default() += 1;
@@ -177,8 +182,11 @@ pub fn summary(r: &DocumentsReport) -> String {
     } else {
         format!("from all {} nodes asked of {} up", r.asked_per_page, r.nodes)
     };
-    let skipped =
-        if r.skipped > 0 { format!(" ({} reads skipped: the time ran out)", r.skipped) } else { String::new() };
+    let skipped = if r.skipped > 0 {
+        format!(" ({} reads skipped: the time ran out after {} of the pages were read)", r.skipped, r.reached)
+    } else {
+        String::new()
+    };
     let holders = if r.holders.is_empty() {
         "not counted (a sample of the nodes was asked)".to_string()
     } else {
