@@ -76,6 +76,15 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
+/// One read of a page through one node.
+enum Read {
+    /// Answered: where from (`local`, `copy`, `peer`), and whether as an alias.
+    Found(String, bool),
+    Missed,
+    /// Not made: the [`BUDGET`] had run out.
+    Skipped,
+}
+
 /// The nodes (indexes into the `n` apis) page `i` is read through: all of them on a small
 /// network, else [`SAMPLE`] consecutive ones starting where the previous page's ended, so every
 /// node answers about as many reads.
@@ -96,11 +105,10 @@ pub async fn read_back(http: &reqwest::Client, apis: &[SocketAddr], urls: &[Stri
         .map(|(i, a, d)| (i, apis[a], d))
         .collect();
     let begun = Instant::now();
-    // `None`: skipped, the budget having run out.
-    let answers: Vec<(usize, Option<Option<(String, bool)>>, f64)> = futures_util::stream::iter(jobs)
+    let answers: Vec<(usize, Read, f64)> = futures_util::stream::iter(jobs)
         .map(|(i, api, doc)| async move {
             if begun.elapsed() > BUDGET {
-                return (i, None, 0.0);
+                return (i, Read::Skipped, 0.0);
             }
             let started = Instant::now();
             let reply = http.get(format!("http://{api}/documents/{doc}")).send().await;
@@ -112,7 +120,7 @@ pub async fn read_back(http: &reqwest::Client, apis: &[SocketAddr], urls: &[Stri
                 }),
                 _ => None,
             };
-            (i, Some(source), ms)
+            (i, source.map_or(Read::Missed, |(s, alias)| Read::Found(s, alias)), ms)
         })
         .buffer_unordered(CONCURRENT)
         .collect()
@@ -124,22 +132,22 @@ pub async fn read_back(http: &reqwest::Client, apis: &[SocketAddr], urls: &[Stri
     let mut alias = vec![false; urls.len()];
     let mut ms: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut reached = vec![false; urls.len()];
-    for (i, source, t) in answers {
-        let Some(source) = source else {
+    for (i, read, t) in answers {
+        if matches!(read, Read::Skipped) {
             report.skipped += 1;
             continue;
-        };
+        }
         report.reads += 1;
         reached[i] = true;
-        match source {
-            Some((s, is_alias)) => {
+        match read {
+            Read::Found(s, is_alias) => {
                 per_page[i] += 1;
                 held[i] += usize::from(s == "local" || s == "copy");
                 alias[i] |= is_alias;
                 *report.by_source.entry(s.clone()).or_default() += 1;
                 ms.entry(s).or_default().push(t);
             }
-            None => report.missed += 1,
+            Read::Missed | Read::Skipped => report.missed += 1,
         }
     }
     report.found = per_page.iter().filter(|n| **n > 0).count();
