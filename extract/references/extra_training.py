@@ -24,18 +24,8 @@ import json
 import os
 import re
 import sys
-from urllib.parse import urlparse
 
-
-def site(url):
-    u = urlparse(url)
-    host = u.netloc.lower()
-    if host.endswith('web.archive.org'):
-        m = re.search(r'/web/\d+[a-z_]*/(https?://.*)$', u.path + ('?' + u.query if u.query else ''))
-        if m:
-            return site(m.group(1))
-    host = host.split(':')[0]
-    return host[4:] if host.startswith('www.') else host
+from heldout_hosts import read_hosts, site
 
 
 def main():
@@ -46,9 +36,7 @@ def main():
     a = ap.parse_args()
     tests = os.path.join(a.checkout, 'tests')
     data = json.load(open(os.path.join(tests, 'evaldata.json')))
-    excluded = set()
-    for f in a.exclude_hosts:
-        excluded |= {h.strip().lower().removeprefix('www.') for h in open(f) if h.strip()}
+    excluded = read_hosts(a.exclude_hosts)
     os.makedirs(os.path.dirname(a.out) or '.', exist_ok=True)
     kept = skipped_sh = skipped_host = skipped_bare = 0
     with open(a.out, 'w') as out:

@@ -28,18 +28,11 @@ import json
 import os
 import re
 import sys
-from urllib.parse import urlparse
+
+from heldout_hosts import read_hosts, site as host_of
 
 SETS = ['cleaneval-dev', 'cleaneval-final', 'dragnet_data', 'page-signal-master', 'CleanPortalEval-master',
         'readability']
-
-
-def host_of(url):
-    try:
-        host = urlparse(url.strip()).netloc.lower().split(':')[0]
-    except ValueError:
-        return ''
-    return host[4:] if host.startswith('www.') else host
 
 
 def strip_tags(text):
@@ -96,9 +89,7 @@ def main():
     ap.add_argument('--exclude-hosts', nargs='*', default=[])
     ap.add_argument('--out', default='target/extract-extra/full.jsonl')
     a = ap.parse_args()
-    excluded = set()
-    for f in a.exclude_hosts:
-        excluded |= {h.strip().lower().removeprefix('www.') for h in open(f) if h.strip()}
+    excluded = read_hosts(a.exclude_hosts)
     os.makedirs(os.path.dirname(a.out) or '.', exist_ok=True)
     counts = collections.Counter()
     with open(a.out, 'w') as out:

@@ -15,12 +15,32 @@ import argparse
 import glob
 import json
 import os
+import re
 from urllib.parse import urlparse
 
 
-def host_of(url):
-    host = urlparse(url).netloc.lower().split(':')[0]
+def site(url):
+    """A URL's site: its host without `www.` or a port; for web.archive.org, the archived URL's.
+    '' for a URL that does not parse."""
+    try:
+        u = urlparse(url.strip())
+    except ValueError:
+        return ''
+    host = u.netloc.lower()
+    if host.endswith('web.archive.org'):
+        m = re.search(r'/web/\d+[a-z_]*/(https?://.*)$', u.path + ('?' + u.query if u.query else ''))
+        if m:
+            return site(m.group(1))
+    host = host.split(':')[0]
     return host[4:] if host.startswith('www.') else host
+
+
+def read_hosts(files):
+    """The hosts listed in `files` (this script's output), `www.` dropped."""
+    hosts = set()
+    for f in files:
+        hosts |= {h.strip().lower().removeprefix('www.') for h in open(f) if h.strip()}
+    return hosts
 
 
 def main():
@@ -32,10 +52,10 @@ def main():
     for f in glob.glob(os.path.join(a.web2026, '*.json')):
         url = json.load(open(f)).get('url') or ''
         if url:
-            hosts.add(host_of(url))
+            hosts.add(site(url))
     for v in json.load(open(a.scrapinghub)).values():
         if v.get('url'):
-            hosts.add(host_of(v['url']))
+            hosts.add(site(v['url']))
     hosts.discard('')
     for h in sorted(hosts):
         print(h)

@@ -89,10 +89,17 @@ enum Read {
 /// network, else [`SAMPLE`] consecutive ones starting where the previous page's ended, so every
 /// node answers about as many reads.
 fn asked(i: usize, n: usize) -> Vec<usize> {
+    let k = asked_per_page(n);
+    (0..k).map(|j| (i * k + j) % n).collect()
+}
+
+/// How many of `n` nodes each page is read through.
+fn asked_per_page(n: usize) -> usize {
     if n <= READ_ALL_UP_TO {
-        return (0..n).collect();
+        n
+    } else {
+        SAMPLE
     }
-    (0..SAMPLE).map(|k| (i * SAMPLE + k) % n).collect()
 }
 
 /// Reads each of `urls` through each of `apis` (or a sample of them: see the module doc).
@@ -125,7 +132,7 @@ pub async fn read_back(http: &reqwest::Client, apis: &[SocketAddr], urls: &[Stri
         .buffer_unordered(CONCURRENT)
         .collect()
         .await;
-    let asked_per_page = if apis.len() <= READ_ALL_UP_TO { apis.len() } else { SAMPLE };
+    let asked_per_page = asked_per_page(apis.len());
     let mut report = DocumentsReport { pages: urls.len(), nodes: apis.len(), asked_per_page, ..Default::default() };
     let mut per_page = vec![0usize; urls.len()];
     let mut held = vec![0usize; urls.len()];
@@ -133,22 +140,21 @@ pub async fn read_back(http: &reqwest::Client, apis: &[SocketAddr], urls: &[Stri
     let mut ms: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut reached = vec![false; urls.len()];
     for (i, read, t) in answers {
-        if matches!(read, Read::Skipped) {
+        if let Read::Skipped = read {
             report.skipped += 1;
             continue;
         }
         report.reads += 1;
         reached[i] = true;
-        match read {
-            Read::Found(s, is_alias) => {
-                per_page[i] += 1;
-                held[i] += usize::from(s == "local" || s == "copy");
-                alias[i] |= is_alias;
-                *report.by_source.entry(s.clone()).or_default() += 1;
-                ms.entry(s).or_default().push(t);
-            }
-            Read::Missed | Read::Skipped => report.missed += 1,
-        }
+        let Read::Found(s, is_alias) = read else {
+            report.missed += 1;
+            continue;
+        };
+        per_page[i] += 1;
+        held[i] += usize::from(s == "local" || s == "copy");
+        alias[i] |= is_alias;
+        *report.by_source.entry(s.clone()).or_default() += 1;
+        ms.entry(s).or_default().push(t);
     }
     report.found = per_page.iter().filter(|n| **n > 0).count();
     report.reached = reached.iter().filter(|r| **r).count();
@@ -195,7 +201,7 @@ pub fn summary(r: &DocumentsReport) -> String {
     } else {
         String::new()
     };
-    let holders = if r.holders.is_empty() {
+    let holders = if r.asked_per_page < r.nodes {
         "not counted (a sample of the nodes was asked)".to_string()
     } else {
         r.holders.iter().map(|(h, n)| format!("{h}: {n}")).collect::<Vec<_>>().join(", ")
