@@ -228,8 +228,14 @@ async fn a_publisher_speaks_only_for_its_own_hosts_within_its_rate() {
 
     // Batches refused whole — pages of a host a never owned, the same passed off as a
     // cell's hand-over (a holds every cell: three members, three replicas), a withdrawal of
-    // another member's page — are strikes; the third bans a.
+    // another member's page — are strikes; the third in a row bans a. A batch of which
+    // something is taken clears them (a member whose ring differs for a while is no
+    // offender): one strike, then a page of a's own, then the three.
     let forged: Vec<Posting> = never.iter().map(|h| posting(&format!("http://{h}/forged"), 9, &key_a)).collect();
+    let reply = hostile.send(vec![batch(forged.clone())]).await.remove(0);
+    assert!(matches!(reply, Some(PostingReply::Ack { taken: 0, refused: 5 })), "a first strike: {reply:?}");
+    let reply = hostile.send(vec![batch(vec![posting(&format!("http://{}/again", own[1]), 5, &key_a)])]).await;
+    assert_eq!(reply, vec![Some(PostingReply::Ack { taken: 1, refused: 0 })], "taken: the strike is cleared");
     let handed = PostingBatch { postings: forged.clone(), handover: true, ..Default::default() };
     let withdrawal = PostingBatch {
         tombstones: vec![Tombstone {
@@ -254,7 +260,7 @@ async fn a_publisher_speaks_only_for_its_own_hosts_within_its_rate() {
     // What reached n's store: a's own pages, nothing else — not the stranger's, not the
     // forged ones, not the wrong cell.
     let stored = stored.lock().unwrap().clone();
-    assert_eq!(stored.len(), 3 + acked, "{stored:?}");
+    assert_eq!(stored.len(), 4 + acked, "{stored:?}");
     for (from, p) in &stored {
         assert_eq!(*from, Some(aid));
         let host = weft_p2p::postings::host_of(&p.page.url).unwrap();
