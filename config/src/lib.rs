@@ -451,7 +451,7 @@ pub enum LogFormat {
     Json,
 }
 
-/// Logging. The filter comes from `RUST_LOG` (default `info`).
+/// Logging. The filter comes from `RUST_LOG` (default `info,libp2p_gossipsub=error`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct LogConfig {

@@ -42,7 +42,7 @@ fn start_default(data_dir: &Path, seed: &str, extra_env: &[(&str, &str)]) -> (Ki
         .arg(data_dir)
         .args(["--seed", seed, "--api-listen", "127.0.0.1:0"])
         .env("WEFT_FETCH__ALLOW_PRIVATE_NETWORKS", "true")
-        .env("RUST_LOG", "info")
+        .env_remove("RUST_LOG") // the node's default filter
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped());
     for (k, v) in extra_env {

@@ -67,14 +67,18 @@ pub fn write_config_with_model(dir: &Path, body: &str) -> std::path::PathBuf {
     path
 }
 
-/// Starts `weft start --config CONFIG EXTRA...` with JSON logs at info level; returns the child
-/// and its log lines.
+/// Starts `weft start --config CONFIG EXTRA...` with JSON logs at the node's default filter
+/// (`TEST_NODE_LOG` sets another); returns the child and its log lines.
 pub fn spawn_weft(config: &Path, extra: &[&str]) -> (Child, Logs) {
-    let child = Command::new(WEFT)
+    let mut cmd = Command::new(WEFT);
+    match std::env::var("TEST_NODE_LOG") {
+        Ok(filter) => cmd.env("RUST_LOG", filter),
+        Err(_) => cmd.env_remove("RUST_LOG"),
+    };
+    let child = cmd
         .args(["--log-format", "json", "start", "--config"])
         .arg(config)
         .args(extra)
-        .env("RUST_LOG", std::env::var("TEST_NODE_LOG").unwrap_or_else(|_| "info".into()))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
