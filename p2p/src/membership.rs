@@ -42,6 +42,14 @@ const FORMER_RINGS: usize = 16;
 /// A member counts while this node had a connection with it within this long (idle
 /// connections close after a few minutes; the network dials a member again before this ends).
 pub const PRESENCE_FOR: Duration = Duration::from_secs(600);
+/// A member this node is connected to is dropped only after this many times the ttl without
+/// a sign of life; one it is not connected to, after the ttl. At 50 nodes on two cores every
+/// node was starved of CPU for seconds at a time: heartbeats queued for it were dropped, pings
+/// timed out while their streams were negotiated, and members whose connections stood were
+/// dropped ~1,000 times in two minutes, each drop moving hosts and cells. A process that
+/// exits closes its connections, so only a member hung with its connections open waits the
+/// longer time.
+pub const CONNECTED_GRACE: u32 = 4;
 /// Peers heard of but not yet reached, in all ...
 pub const MAX_CANDIDATES: usize = 256;
 /// ... and relayed by one peer: a newcomer hears the whole network through its bootstrap peer
@@ -154,6 +162,8 @@ struct Member {
     prefix: Option<String>,
     /// When it was last dialled to prove it is still there.
     dialled: Option<Instant>,
+    /// This node has a connection with it now (see [`CONNECTED_GRACE`]).
+    connected: bool,
 }
 
 /// A peer heard of, not yet reached.
@@ -346,6 +356,7 @@ impl Members {
             m.last_seen = now;
             if remote.is_some() {
                 m.present_at = now;
+                m.connected = true;
             }
             self.hear_departures(peer, now);
             return None;
@@ -374,6 +385,7 @@ impl Members {
     pub fn present(&mut self, peer: &PeerId, remote: &Multiaddr, now: Instant) -> Option<Change> {
         if let Some(m) = self.others.get_mut(peer) {
             m.present_at = now;
+            m.connected = true;
             return None;
         }
         let c = self.candidates.remove(peer)?;
@@ -393,7 +405,7 @@ impl Members {
             }
         }
         self.meet(peer, heartbeat.joined, now);
-        let member = Member { heartbeat, last_seen: now, present_at: now, prefix, dialled: None };
+        let member = Member { heartbeat, last_seen: now, present_at: now, prefix, dialled: None, connected: true };
         self.others.insert(peer, member);
         self.departures.forget(&peer);
         self.rebuild(now);
@@ -516,6 +528,16 @@ impl Members {
         })
     }
 
+    /// A sign of life from member `peer` over a direct, authenticated connection: a ping it
+    /// answered, a gossip message it forwarded. It counts as a heartbeat: under load gossipsub
+    /// drops the messages queued for a slow peer, heartbeats among them.
+    pub fn alive(&mut self, peer: &PeerId, now: Instant) {
+        if let Some(m) = self.others.get_mut(peer) {
+            m.last_seen = m.last_seen.max(now);
+            m.present_at = m.present_at.max(now);
+        }
+    }
+
     /// This node could not listen for `deaf` until `now` (its event loop did not run: a loaded
     /// box, a suspended process). Heartbeats sent meanwhile wait unread in its connections, so
     /// the time does not count against the members: their last heartbeat and presence move
@@ -531,20 +553,26 @@ impl Members {
         }
     }
 
-    /// Drops members not heard from within the ttl, or not met within [`PRESENCE_FOR`], and
+    /// Drops members not heard from within the ttl (or [`CONNECTED_GRACE`] times that while
+    /// this node is connected to them), or not met within [`PRESENCE_FOR`], and
     /// rebuilds the ring when a member's points changed with its age.
     pub fn expire(&mut self, now: Instant) -> Vec<Change> {
         let gone: Vec<PeerId> = self
             .others
             .iter()
             .filter(|(_, m)| {
-                now.saturating_duration_since(m.last_seen) > self.ttl
+                let ttl = if m.connected { self.ttl * CONNECTED_GRACE } else { self.ttl };
+                now.saturating_duration_since(m.last_seen) > ttl
                     || now.saturating_duration_since(m.present_at) > PRESENCE_FOR
             })
             .map(|(p, _)| *p)
             .collect();
         for p in &gone {
-            self.others.remove(p);
+            if let Some(m) = self.others.remove(p) {
+                let heard_s = now.saturating_duration_since(m.last_seen).as_secs();
+                let met_s = now.saturating_duration_since(m.present_at).as_secs();
+                tracing::info!(peer = %p, heard_s, met_s, "a member expired: not heard from, or not met, for too long");
+            }
         }
         let grown: Vec<PeerId> = self
             .points(now)
@@ -603,6 +631,19 @@ impl Members {
             .take_while(move |(at, _)| now.saturating_duration_since(*at) <= FORMER_RINGS_FOR)
             .map(|(_, r)| r);
         std::iter::once(&self.ring).chain(former)
+    }
+
+    /// This node's last connection with `peer` closed: from now on the member needs its
+    /// heartbeats within the ttl (see [`CONNECTED_GRACE`]).
+    pub fn disconnected(&mut self, peer: &PeerId) {
+        if let Some(m) = self.others.get_mut(peer) {
+            m.connected = false;
+        }
+    }
+
+    /// Whether `peer` is a member now (not this node).
+    pub fn is_member(&self, peer: &PeerId) -> bool {
+        self.others.contains_key(peer)
     }
 
     /// Whether `peer` is a member, or was one within [`FORMER_RINGS_FOR`] (a member that left

@@ -27,7 +27,9 @@ use libp2p::identity::Keypair;
 use libp2p::multiaddr::Protocol;
 use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
 use libp2p::swarm::SwarmEvent;
-use libp2p::{autonat, dcutr, gossipsub, identify, kad, noise, relay, tcp, upnp, yamux, Multiaddr, PeerId, Swarm};
+use libp2p::{
+    autonat, dcutr, gossipsub, identify, kad, noise, ping, relay, tcp, upnp, yamux, Multiaddr, PeerId, Swarm,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -565,10 +567,14 @@ impl EventLoop {
                     }
                 }
             }
-            SwarmEvent::ConnectionClosed { peer_id, num_established, connection_id, .. } => {
+            SwarmEvent::ConnectionClosed { peer_id, num_established, connection_id, cause, .. } => {
                 self.reach.disconnected(connection_id);
+                if self.members.is_member(&peer_id) {
+                    tracing::debug!(peer = %peer_id, left = num_established, "a member's connection closed: {cause:?}");
+                }
                 if num_established == 0 {
                     self.connected.remove(&peer_id);
+                    self.members.disconnected(&peer_id);
                     if self.connected.is_empty() && !self.config.bootstrap.is_empty() {
                         self.joining = Joining::Connecting;
                         self.schedule_retry("every connection closed".into());
@@ -629,6 +635,10 @@ impl EventLoop {
                 };
                 self.reach.upnp(state);
             }
+            SwarmEvent::Behaviour(BehaviourEvent::Ping(ping::Event { peer, result, .. })) => match result {
+                Ok(_) => self.members.alive(&peer, std::time::Instant::now()),
+                Err(e) => tracing::debug!(%peer, "ping failed: {e}"),
+            },
             SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(gossipsub::Event::SlowPeer {
                 failed_messages, ..
             })) => {

@@ -54,6 +54,9 @@ fn members_join_expire_and_the_ring_follows() {
     assert_eq!(m.observe(hb(&me), me, Some(&lo()), t0), None, "our own heartbeat echoes are ignored");
     m.observe(hb(&c), c, Some(&lo()), t0 + Duration::from_secs(15));
     assert_eq!(m.peers(), [me, b, c]);
+    // Their connections closed (a member connected has longer: see the test below).
+    m.disconnected(&b);
+    m.disconnected(&c);
     // Silent for a while before it expires: still a member, on the ring.
     let quiet = Duration::from_secs(5);
     let at = t0 + Duration::from_secs(16);
@@ -73,6 +76,8 @@ fn time_this_node_could_not_listen_does_not_count_against_the_members() {
     let mut m = Members::new(me, hb(&me), Duration::from_secs(20), 150);
     m.observe(hb(&b), b, Some(&lo()), t0);
     m.observe(hb(&c), c, Some(&lo()), t0 + Duration::from_secs(10));
+    m.disconnected(&b);
+    m.disconnected(&c);
     // This node's loop stalled 25 s: at its next tick b and c would be 30 and 20 s silent.
     let tick = t0 + Duration::from_secs(30);
     m.deaf_for(Duration::from_secs(25), tick);
@@ -85,6 +90,35 @@ fn time_this_node_could_not_listen_does_not_count_against_the_members() {
     m.deaf_for(Duration::from_secs(600), t0 + Duration::from_secs(47));
     assert_eq!(m.expire(t0 + Duration::from_secs(67)), vec![]);
     assert_eq!(m.expire(t0 + Duration::from_secs(68)), vec![Change::Left(c)]);
+}
+
+#[test]
+fn a_member_connected_to_this_node_has_longer_to_be_heard_and_a_ping_counts() {
+    let (me, b, c) = peers();
+    let stranger = PeerId::random();
+    let t0 = Instant::now();
+    let ttl = Duration::from_secs(20);
+    let mut m = Members::new(me, hb(&me), ttl, 150);
+    m.observe(hb(&b), b, Some(&lo()), t0);
+    m.observe(hb(&c), c, Some(&lo()), t0);
+    m.disconnected(&c);
+    // Neither is heard from again. c, not connected, goes after the ttl; b, connected (its
+    // heartbeats dropped on the way to a node starved of CPU), after CONNECTED_GRACE times it.
+    let grace = ttl * CONNECTED_GRACE;
+    assert_eq!(m.expire(t0 + ttl + Duration::from_secs(1)), vec![Change::Left(c)]);
+    assert_eq!(m.expire(t0 + grace), vec![], "b is connected");
+    // A ping b answers is as good as a heartbeat; a stranger's is nothing.
+    m.alive(&b, t0 + grace);
+    m.alive(&stranger, t0 + grace);
+    assert!(!m.knows(&stranger, t0 + grace), "a sign of life makes no member");
+    assert_eq!(m.expire(t0 + grace * 2), vec![]);
+    assert_eq!(m.peers(), [me, b]);
+    // Its connection closes: the ttl from its last sign of life.
+    m.disconnected(&b);
+    assert_eq!(m.expire(t0 + grace * 2 + Duration::from_secs(1)), vec![Change::Left(b)]);
+    // Connected again (a new connection), it is a member again by its next heartbeat.
+    let later = t0 + grace * 3;
+    assert_eq!(m.observe(hb(&b), b, Some(&lo()), later), Some(Change::Joined(b)));
 }
 
 #[test]

@@ -5,6 +5,8 @@ use super::*;
 
 impl EventLoop {
     pub(super) fn on_gossip(&mut self, message: gossipsub::Message, via: PeerId) {
+        // Whoever forwarded it is alive, whatever it forwarded (see `Members::alive`).
+        self.members.alive(&via, std::time::Instant::now());
         let Some(source) = message.source else { return };
         if message.topic == self.querying.topic.hash() {
             self.on_summary(source, &message.data);
