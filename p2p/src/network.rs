@@ -44,8 +44,6 @@ const FIRST_RETRY: Duration = Duration::from_secs(1);
 const MAX_RETRY: Duration = Duration::from_secs(60);
 /// How long a peer that sent invalid data stays banned.
 pub const BAN: Duration = Duration::from_secs(600);
-/// How often the network's status is published at most (see the event loop).
-const STATUS_EVERY: Duration = Duration::from_millis(250);
 /// URL deliveries to the node that may wait for it.
 const INBOUND_QUEUE: usize = 64;
 /// DHT stores (records, provider announcements) one peer may ask for per second on average
@@ -390,12 +388,6 @@ impl EventLoop {
     ) {
         let mut heartbeat = tokio::time::interval(self.config.heartbeat);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        // The status is published at most every STATUS_EVERY, not after every event: building
-        // it names every member and sorts the latencies, and a node of fifty handles thousands
-        // of events a second (it was ~40% of an idle node's event loop at twenty).
-        let mut status_tick = tokio::time::interval(STATUS_EVERY);
-        status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut status_at: Option<std::time::Instant> = None;
         loop {
             let retry = async {
                 match self.retry_at {
@@ -443,7 +435,6 @@ impl EventLoop {
                     let _ = self.swarm.behaviour_mut().search.send_response(channel, reply);
                 }
                 _ = heartbeat.tick() => self.on_heartbeat(),
-                _ = status_tick.tick() => {}
                 _ = retry => {
                     self.retry_at = None;
                     self.dial_bootstrap();
@@ -470,12 +461,8 @@ impl EventLoop {
                 _ = stop.changed() => break,
             }
             self.apply_reachability();
-            if status_at.is_none_or(|at| at.elapsed() >= STATUS_EVERY) {
-                status_at = Some(std::time::Instant::now());
-                self.publish_status();
-            }
+            self.publish_status();
         }
-        self.publish_status();
         tracing::info!("p2p stopped");
     }
 
