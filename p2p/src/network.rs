@@ -570,7 +570,7 @@ impl EventLoop {
             SwarmEvent::ConnectionClosed { peer_id, num_established, connection_id, cause, .. } => {
                 self.reach.disconnected(connection_id);
                 if self.members.is_member(&peer_id) {
-                    tracing::debug!(peer = %peer_id, left = num_established, "a member's connection closed: {cause:?}");
+                    tracing::debug!(peer = %peer_id, remaining = num_established, "a member's connection closed: {cause:?}");
                 }
                 if num_established == 0 {
                     self.connected.remove(&peer_id);
