@@ -52,97 +52,6 @@ pub const DHT_STORES_PER_SEC: f64 = 100.0;
 /// Stores over the rate that get a peer banned.
 pub const DHT_FLOOD: u32 = 1000;
 
-/// Where joining the network stands.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case", tag = "state")]
-pub enum Joining {
-    /// No bootstrap peers configured: this node is the first (others join through it).
-    #[default]
-    First,
-    Connecting,
-    /// Connected to at least one bootstrap peer.
-    Joined,
-    /// No bootstrap peer answered; dialling again after a backoff.
-    Retrying {
-        attempt: u32,
-        next_in_secs: u64,
-        last_error: String,
-    },
-}
-
-/// `/status`'s view of the network.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub struct NetworkStatus {
-    pub peer_id: String,
-    /// Full addresses, `/p2p/<peer id>` included: what another volunteer bootstraps from.
-    pub listen_addrs: Vec<String>,
-    pub connected_peers: usize,
-    /// Members, this node included, sorted by peer id.
-    pub members: Vec<String>,
-    /// This node's share of the ring's hash space (≈ of all hosts).
-    pub ring_share: f64,
-    /// The part of its full ring points this node holds: a newcomer to an older network
-    /// starts at a quarter and grows to all of them (see [`crate::membership`]).
-    pub admitted: f64,
-    pub joining: Joining,
-    /// Heartbeats rejected (too large, undecodable, signed by another peer).
-    pub rejected_heartbeats: u64,
-    /// Gossip messages (heartbeats, summaries) dropped because a peer's queue was full: a slow
-    /// or loaded peer (see `behaviour::GOSSIP_QUEUE`). gossipsub logs each at warn level; the
-    /// node keeps its log to errors and counts them here instead.
-    #[serde(default)]
-    pub gossip_dropped: u64,
-    /// Peers heard of (their heartbeats arrived) that this node has not met yet: not members
-    /// until it has had a connection with them.
-    pub member_candidates: usize,
-    /// URLs other members acknowledged from this node.
-    pub urls_sent: u64,
-    /// URLs received for this node's hosts and queued (or already seen).
-    pub urls_received: u64,
-    /// URLs received for another member's hosts and passed on.
-    pub urls_forwarded: u64,
-    /// URLs received and dropped (bad scheme, too long, private address, hop limit).
-    pub urls_rejected: u64,
-    /// URLs waiting to be sent or retried.
-    pub urls_waiting: u64,
-    /// URLs sent and not yet acknowledged.
-    pub urls_in_flight: u64,
-    /// Batches refused outright (malformed, oversized, too many URLs); each bans its sender.
-    pub batches_refused: u64,
-    /// Batches answered `Busy` because their sender was over its rate.
-    pub batches_rate_limited: u64,
-    /// Bytes held now by requests (URL batches, search requests) still being read.
-    pub requests_buffered_bytes: u64,
-    /// Requests dropped while being read because those being read held their budget.
-    pub requests_cut: u64,
-    /// Batches answered `NotMember`: their sender is not a member here (a stranger, or a
-    /// node whose heartbeat has not arrived yet; it announces itself and retries).
-    pub batches_not_member: u64,
-    /// URLs sent as done by a peer that did not own their host, now or before the last
-    /// membership changes: refused, so a peer cannot keep pages from being fetched.
-    pub done_refused: u64,
-    pub banned_peers: usize,
-    /// Near-duplicate lookups in the DHT (four record queries each), and how many found one.
-    pub dht_lookups: u64,
-    pub dht_duplicates_found: u64,
-    /// Fingerprints published (four records each).
-    pub dht_published: u64,
-    /// Records and provider announcements other peers asked this node to store that it
-    /// refused (not Weft's, malformed, or over the sender's rate).
-    pub dht_refused: u64,
-    /// Latency of the recent lookups, milliseconds.
-    pub dht_lookup_ms_p50: f64,
-    pub dht_lookup_ms_p99: f64,
-    pub search: SearchStatus,
-    /// Semantic placement: cells owned, postings published, held and refused, the backlog.
-    pub postings: PostingsStatus,
-    /// Documents read from other members, and their reads answered.
-    #[serde(default)]
-    pub documents: DocsStatus,
-    /// Public, behind NAT or relayed; what is advertised; direct and relayed peers.
-    pub reachability: ReachabilityStatus,
-}
-
 struct Lookup {
     hash: u64,
     max_distance: u32,
@@ -291,19 +200,6 @@ struct RelayServed {
     circuits_served: u64,
 }
 
-/// Recent lookup latencies kept for the status percentiles.
-const LATENCIES: usize = 1000;
-
-/// The `p` quantile of recent latencies (0 when there are none).
-fn percentile(latencies: &std::collections::VecDeque<f64>, p: f64) -> f64 {
-    if latencies.is_empty() {
-        return 0.0;
-    }
-    let mut v: Vec<f64> = latencies.iter().copied().collect();
-    v.sort_by(f64::total_cmp);
-    v[((v.len() as f64 * p) as usize).min(v.len() - 1)]
-}
-
 mod config;
 mod dht;
 mod documents;
@@ -312,6 +208,7 @@ mod heartbeats;
 mod postings;
 mod querying;
 mod relays;
+mod status;
 mod urls;
 pub use config::{tcp_target, NetworkConfig, P2pError};
 pub use documents::{DocAnswer, DocInbound, DocsStatus};
@@ -319,6 +216,8 @@ use handle::Command;
 pub use handle::{Inbound, NetworkHandle, Started};
 pub use postings::{PostingsInbound, PostingsStatus};
 pub use querying::{NetworkAnswer, PeerAnswer, Routing, SearchInbound, SearchStatus};
+use status::{percentile, LATENCIES};
+pub use status::{Joining, NetworkStatus};
 
 /// A received batch waiting for the node to queue its URLs: the answer goes out when it has.
 type PendingReply = BoxFuture<'static, (ResponseChannel<BatchReply>, u32, u32, Option<u32>)>;
@@ -747,60 +646,5 @@ impl EventLoop {
         if reachability::usable(&addr, via.as_ref(), self.config.private_addrs) {
             self.swarm.behaviour_mut().kad.add_address(&peer, addr);
         }
-    }
-
-    fn publish_status(&mut self) {
-        let local = *self.swarm.local_peer_id();
-        let status = NetworkStatus {
-            peer_id: local.to_string(),
-            listen_addrs: self
-                .listen
-                .iter()
-                .map(|a| a.clone().with_p2p(local).unwrap_or_else(|a| a).to_string())
-                .collect(),
-            connected_peers: self.connected.len(),
-            members: self.members.peers().iter().map(PeerId::to_string).collect(),
-            ring_share: self.members.ring().share(&local),
-            admitted: self.members.points_of(&local) as f64 / self.members.ring().vnodes().max(1) as f64,
-            joining: self.joining.clone(),
-            rejected_heartbeats: self.rejected,
-            gossip_dropped: self.gossip_dropped,
-            member_candidates: self.members.candidates(),
-            urls_sent: self.counts.sent,
-            urls_received: self.counts.received,
-            urls_forwarded: self.counts.forwarded,
-            urls_rejected: self.counts.rejected,
-            urls_waiting: self.outbox.waiting() as u64,
-            urls_in_flight: self.in_flight.values().map(|f| f.batch.urls.len() as u64).sum(),
-            batches_refused: self.counts.refused,
-            batches_rate_limited: self.counts.rate_limited,
-            batches_not_member: self.counts.not_member,
-            requests_buffered_bytes: self.budgets.iter().map(|b| b.held()).sum(),
-            requests_cut: self.budgets.iter().map(|b| b.cut()).sum(),
-            done_refused: self.counts.done_refused,
-            banned_peers: self.banned.len(),
-            dht_lookups: self.counts.dht_lookups,
-            dht_duplicates_found: self.counts.dht_found,
-            dht_published: self.counts.dht_published,
-            dht_refused: self.counts.dht_refused,
-            dht_lookup_ms_p50: percentile(&self.latencies, 0.5),
-            dht_lookup_ms_p99: percentile(&self.latencies, 0.99),
-            search: self.querying.status(),
-            postings: self.postings.status(&self.ring.borrow().clone(), &local),
-            documents: self.documents.counts.clone(),
-            reachability: self.reach.status(
-                self.relay_served.reservations.len(),
-                self.relay_served.circuits,
-                self.relay_served.circuits_served,
-            ),
-        };
-        self.status.send_if_modified(|s| {
-            if *s == status {
-                false
-            } else {
-                *s = status;
-                true
-            }
-        });
     }
 }
