@@ -121,11 +121,12 @@ pub(super) fn spawn(spec: &RunSpec, node: &mut Node) -> Result<(), RunError> {
             Ok(())
         });
     }
+    // No `RUST_LOG` is set: the node logs with its own default filter, as a user runs it (one
+    // given to the simulator passes on). "info" alone let gossipsub write a line for every
+    // message it drops for a slow peer.
     let child = command
         .args(["--log-format", "json", "start", "--config"])
         .arg(node.dir.join("weft.toml"))
-        // The node's own log filter, as a user runs it (`RUST_LOG`, if set here, passes on):
-        // "info" alone let gossipsub write a line for every message it drops for a slow peer.
         // The simulator's own setting, not the node's: `WEFT_*` is the node's configuration,
         // and it refuses a key it does not know.
         .env_remove("WEFT_SWEEP_SEEDS")
