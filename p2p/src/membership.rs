@@ -82,6 +82,16 @@ const FIRST_MET_FOR: Duration = Duration::from_secs(24 * 3600);
 /// ... for at most this many peers.
 const MAX_FIRST_MET: usize = 4096;
 
+/// Up to this many members, each heartbeats at the configured period; beyond it the period
+/// stretches in proportion, so a node hears at most this many heartbeats a period however large
+/// the network. Every member hears every heartbeat, several copies of it through gossipsub's
+/// mesh, and each copy wakes a connection, decrypts, decodes and checks a signature: at 20
+/// members on one loopback box, heartbeats every second against every five took an idle node
+/// from 1.5% to 3.7% of a core (2026-12-02), and that cost grows with the network's size.
+pub const FULL_RATE_MEMBERS: usize = 20;
+/// The longest a stretched period gets (at 240 members with the default five seconds).
+pub const MAX_PERIOD: Duration = Duration::from_secs(60);
+
 /// The gossipsub topic of membership heartbeats.
 pub const TOPIC: &str = "/weft/members/1";
 
@@ -113,6 +123,15 @@ pub struct Heartbeat {
     /// enough members say so (see [`crate::departures`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left: Vec<Departure>,
+    /// Seconds between its heartbeats (see [`Members::period`]): a member that hears fewer
+    /// members than this one keeps a shorter period and would otherwise drop it early. 0 from a
+    /// node that does not say.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub every: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -187,6 +206,8 @@ pub struct Members {
     /// Candidates that were not reached, until when they are ignored.
     unreached: HashMap<PeerId, Instant>,
     ttl: Duration,
+    /// The configured heartbeat period, of which `ttl` is a number of periods.
+    period: Duration,
     vnodes: usize,
     ring: Ring,
     /// The ring of the other members: whom this node's hosts belonged to before it joined
@@ -201,6 +222,8 @@ pub struct Members {
     started_unix: u64,
     /// The latest `now` this table was given (the ring's stages are computed at it).
     latest: Instant,
+    /// Counts the ring's rebuilds: what is derived from the ring can be kept until it changes.
+    generation: u64,
     /// Unix seconds this node first met each peer as a member (or, in its first [`SETTLE`],
     /// the peer's claim), and when it last was one.
     first_met: HashMap<PeerId, (u64, Instant)>,
@@ -264,6 +287,7 @@ impl Members {
             candidates,
             unreached,
             ttl,
+            period: ttl,
             vnodes,
             ring,
             apart,
@@ -271,11 +295,34 @@ impl Members {
             started,
             started_unix,
             latest,
+            generation: 0,
             first_met,
             settle,
             departures: Departures::new(FORMER_RINGS_FOR),
             leavers: BTreeMap::new(),
         }
+    }
+
+    /// Heartbeats every `period` (of which the ttl is a number) while the network is small; see
+    /// [`Members::period`]. Without it the ttl is taken as the period.
+    pub fn beating_every(mut self, period: Duration) -> Members {
+        self.period = period.max(Duration::from_millis(1)).min(self.ttl);
+        self
+    }
+
+    /// How often this node heartbeats: the configured period up to [`FULL_RATE_MEMBERS`]
+    /// members, longer in proportion beyond (at most [`MAX_PERIOD`]).
+    pub fn period(&self) -> Duration {
+        let stretch = self.len().max(FULL_RATE_MEMBERS) as f64 / FULL_RATE_MEMBERS as f64;
+        self.period.mul_f64(stretch).min(MAX_PERIOD.max(self.period))
+    }
+
+    /// The silence after which a member (or candidate) announcing `every` seconds between its
+    /// heartbeats is dropped: the ttl's number of periods, of this node's period or the one it
+    /// says it keeps, whichever is longer (the latter at most [`MAX_PERIOD`]).
+    fn ttl_for(&self, every: u32) -> Duration {
+        let period = self.period().max(Duration::from_secs(every.into()).min(MAX_PERIOD));
+        self.ttl.mul_f64(period.as_secs_f64() / self.period.as_secs_f64())
     }
 
     /// Takes the members met in the first `settle` at their word (default [`SETTLE`]).
@@ -326,7 +373,8 @@ impl Members {
     /// The heartbeat to publish at `now`: this node's announcement with the members it saw
     /// leave lately.
     pub fn heartbeat(&self, now: Instant) -> Heartbeat {
-        Heartbeat { left: self.departures.told(now), ..self.me.clone() }
+        let every = self.period().as_secs_f64().round() as u32;
+        Heartbeat { left: self.departures.told(now), every, ..self.me.clone() }
     }
 
     /// Updates this node's own announcement (its addresses change as it learns them).
@@ -389,7 +437,7 @@ impl Members {
             return None;
         }
         let c = self.candidates.remove(peer)?;
-        if now.saturating_duration_since(c.last_seen) > self.ttl {
+        if now.saturating_duration_since(c.last_seen) > self.ttl_for(c.heartbeat.every) {
             return None;
         }
         self.admit(*peer, c.heartbeat, remote, now)
@@ -561,7 +609,8 @@ impl Members {
             .others
             .iter()
             .filter(|(_, m)| {
-                let ttl = if m.connected { self.ttl * CONNECTED_GRACE } else { self.ttl };
+                let ttl = self.ttl_for(m.heartbeat.every);
+                let ttl = if m.connected { ttl * CONNECTED_GRACE } else { ttl };
                 now.saturating_duration_since(m.last_seen) > ttl
                     || now.saturating_duration_since(m.present_at) > PRESENCE_FOR
             })
@@ -583,7 +632,13 @@ impl Members {
         if !gone.is_empty() || !grown.is_empty() {
             self.rebuild(now);
         }
-        self.candidates.retain(|_, c| now.saturating_duration_since(c.last_seen) <= self.ttl);
+        let stale: Vec<PeerId> = (self.candidates.iter())
+            .filter(|(_, c)| now.saturating_duration_since(c.last_seen) > self.ttl_for(c.heartbeat.every))
+            .map(|(p, _)| *p)
+            .collect();
+        for p in stale {
+            self.candidates.remove(&p);
+        }
         for (p, (_, last)) in self.first_met.iter_mut() {
             if self.others.contains_key(p) {
                 *last = now;
@@ -609,6 +664,7 @@ impl Members {
         let points = self.points(self.latest);
         let apart = points.iter().filter(|(p, _)| *p != self.me_id).copied().collect::<Vec<_>>();
         let old = std::mem::replace(&mut self.ring, Ring::weighted(points, self.vnodes));
+        self.generation += 1;
         self.apart = Ring::weighted(apart, self.vnodes);
         let now = Instant::now();
         while self.former.len() >= FORMER_RINGS
@@ -683,6 +739,11 @@ impl Members {
     /// The ring of the current member set, this node included.
     pub fn ring(&self) -> &Ring {
         &self.ring
+    }
+
+    /// Changes whenever the ring is rebuilt (see [`Members::ring`]).
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Peer ids of every member, this node included (until it leaves), sorted.

@@ -112,10 +112,12 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         relay: false,
         joined: config.joined,
         left: Vec::new(),
+        every: 0,
     };
     let reach = Reachability::new(config.private_addrs, upnp, std::time::Instant::now());
     let ttl = config.heartbeat * config.missed_heartbeats;
-    let members = Members::new(peer_id, me, ttl, config.vnodes).settling_for(config.settle);
+    let members =
+        Members::new(peer_id, me, ttl, config.vnodes).settling_for(config.settle).beating_every(config.heartbeat);
     let (status_tx, status) = watch::channel(NetworkStatus { peer_id: peer_id.to_string(), ..Default::default() });
     let (ring_tx, ring) = watch::channel(Arc::new(members.ring().clone()));
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -164,8 +166,10 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         lookups: HashMap::new(),
         next_lookup: 0,
         publishing: HashMap::new(),
-        latencies: std::collections::VecDeque::new(),
+        latencies: Latencies::default(),
+        ring_shown: RingShown::default(),
         announced_at: None,
+        beat_at: None,
         last_tick: None,
         budgets: [urls_budget, search_budget, postings_budget, docs_budget],
     };
@@ -216,8 +220,8 @@ use handle::Command;
 pub use handle::{Inbound, NetworkHandle, Started};
 pub use postings::{PostingsInbound, PostingsStatus};
 pub use querying::{NetworkAnswer, PeerAnswer, Routing, SearchInbound, SearchStatus};
-use status::{percentile, LATENCIES};
 pub use status::{Joining, NetworkStatus};
+use status::{Latencies, RingShown};
 
 /// A received batch waiting for the node to queue its URLs: the answer goes out when it has.
 type PendingReply = BoxFuture<'static, (ResponseChannel<BatchReply>, u32, u32, Option<u32>)>;
@@ -268,9 +272,13 @@ struct EventLoop {
     next_lookup: u64,
     /// Record query → (key, the entry to add, entries found so far) of a publication.
     publishing: HashMap<kad::QueryId, (Vec<u8>, DupEntry, Vec<DupEntry>)>,
-    latencies: std::collections::VecDeque<f64>,
+    latencies: Latencies,
+    /// The ring as the status shows it, kept until the ring changes.
+    ring_shown: RingShown,
     /// When this node last published its heartbeat out of turn (an owner did not know it).
     announced_at: Option<std::time::Instant>,
+    /// When this node last published its heartbeat, in turn or not.
+    beat_at: Option<std::time::Instant>,
     /// When the heartbeat tick last ran: a tick much later than its period means this node's
     /// event loop could not run (see [`Members::deaf_for`]).
     last_tick: Option<std::time::Instant>,

@@ -23,6 +23,7 @@ fn hb(peer: &PeerId) -> Heartbeat {
         relay: false,
         joined: 0,
         left: Vec::new(),
+        every: 0,
     }
 }
 
@@ -119,6 +120,66 @@ fn a_member_connected_to_this_node_has_longer_to_be_heard_and_a_ping_counts() {
     // Connected again (a new connection), it is a member again by its next heartbeat.
     let later = t0 + grace * 3;
     assert_eq!(m.observe(hb(&b), b, Some(&lo()), later), Some(Change::Joined(b)));
+}
+
+#[test]
+fn the_heartbeat_period_stretches_with_the_network_and_the_ttl_with_it() {
+    let me = PeerId::random();
+    let t0 = Instant::now();
+    let (period, ttl) = (Duration::from_secs(5), Duration::from_secs(20));
+    let mut m = Members::new(me, hb(&me), ttl, 150).beating_every(period);
+    let others: Vec<PeerId> = (0..39).map(|_| PeerId::random()).collect();
+    for p in &others[..FULL_RATE_MEMBERS - 1] {
+        m.observe(hb(p), *p, Some(&lo()), t0);
+    }
+    // Up to FULL_RATE_MEMBERS the configured period, and the heartbeat says so.
+    assert_eq!(m.len(), FULL_RATE_MEMBERS);
+    assert_eq!(m.period(), period);
+    assert_eq!(m.heartbeat(t0).every, 5);
+    for p in &others[FULL_RATE_MEMBERS - 1..] {
+        m.observe(hb(p), *p, Some(&lo()), t0);
+    }
+    // Forty members: twice the period, and each member has twice the ttl to be heard.
+    assert_eq!(m.len(), 40);
+    assert_eq!(m.period(), period * 2);
+    assert_eq!(m.heartbeat(t0).every, 10);
+    let quiet = others[0];
+    m.disconnected(&quiet);
+    for p in &others[1..] {
+        m.observe(hb(p), *p, Some(&lo()), t0 + ttl * 2);
+    }
+    assert_eq!(m.expire(t0 + ttl + Duration::from_secs(1)), vec![], "within twice the ttl");
+    assert_eq!(m.expire(t0 + ttl * 2 + Duration::from_secs(1)), vec![Change::Left(quiet)]);
+    // A member that hears more members than this node keeps a longer period: it is given the
+    // ttl's number of its periods ...
+    let far = others[1];
+    let t1 = t0 + ttl * 2;
+    m.observe(Heartbeat { every: 30, ..hb(&far) }, far, Some(&lo()), t1);
+    m.disconnected(&far);
+    let heard = |m: &mut Members, at: Instant| {
+        for p in &others[3..] {
+            m.observe(hb(p), *p, Some(&lo()), at);
+        }
+    };
+    heard(&mut m, t1 + Duration::from_secs(100));
+    assert_eq!(m.expire(t1 + Duration::from_secs(119)), vec![]);
+    assert_eq!(m.expire(t1 + Duration::from_secs(121)), vec![Change::Left(far)]);
+    // ... but no more than MAX_PERIOD's worth, whatever it says.
+    let liar = others[2];
+    let t2 = t1 + Duration::from_secs(121);
+    m.observe(Heartbeat { every: u32::MAX, ..hb(&liar) }, liar, Some(&lo()), t2);
+    m.disconnected(&liar);
+    let gone = t2 + MAX_PERIOD * 4 + Duration::from_secs(1);
+    heard(&mut m, gone - Duration::from_secs(10));
+    assert_eq!(m.expire(gone), vec![Change::Left(liar)]);
+    // A huge network: the period stops at MAX_PERIOD (one ring point each, to build 250 rings
+    // quickly).
+    let mut big = Members::new(me, hb(&me), ttl, 1).beating_every(period);
+    for _ in 0..250 {
+        let p = PeerId::random();
+        big.observe(hb(&p), p, Some(&lo()), t0);
+    }
+    assert_eq!(big.period(), MAX_PERIOD);
 }
 
 #[test]

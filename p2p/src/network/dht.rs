@@ -20,10 +20,7 @@ impl EventLoop {
                     if best.is_some() {
                         self.counts.dht_found += 1;
                     }
-                    if self.latencies.len() == LATENCIES {
-                        self.latencies.pop_front();
-                    }
-                    self.latencies.push_back(l.started.elapsed().as_secs_f64() * 1e3);
+                    self.latencies.push(l.started.elapsed().as_secs_f64() * 1e3);
                     let _ = l.reply.send(best);
                 }
             }

@@ -43,9 +43,15 @@ impl EventLoop {
         self.reach.give_up_waiting(self.config.autonat_timeout, std::time::Instant::now());
         self.apply_reachability();
         self.manage_relays();
-        self.publish_heartbeat();
-        // Members this node is connected to are present; candidates it is connected to join.
+        // The tick runs at the configured period; the heartbeat goes out at the members'
+        // period, longer in a large network (see `Members::period`). Half a tick early is on
+        // time, or a period of whole ticks would slip by one each beat.
         let now = std::time::Instant::now();
+        let due = self.members.period().saturating_sub(self.config.heartbeat / 2);
+        if self.beat_at.is_none_or(|at| now.saturating_duration_since(at) >= due) {
+            self.publish_heartbeat();
+        }
+        // Members this node is connected to are present; candidates it is connected to join.
         // A tick more than a period late: this node's loop could not run (a loaded box), so it
         // heard no heartbeats either. The members are not blamed for that time.
         let period = self.config.heartbeat;
@@ -79,6 +85,7 @@ impl EventLoop {
     }
 
     pub(super) fn publish_heartbeat(&mut self) {
+        self.beat_at = Some(std::time::Instant::now());
         let me = self.members.heartbeat(std::time::Instant::now()).encode();
         if let Err(e) = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), me) {
             // Alone in the network (InsufficientPeers) is normal for the first node.

@@ -19,7 +19,7 @@
 //! A peer whose answer does not pass [`crate::search::check_reply`] (or cannot be decoded) is
 //! penalised: left out of rankings for [`PENALTY`], banned after [`MAX_STRIKES`].
 
-use super::{percentile, EventLoop, LATENCIES};
+use super::{EventLoop, Latencies};
 use crate::codec::Frame;
 use crate::exchange::RateLimit;
 use crate::placement::{cell_owners, plan};
@@ -30,7 +30,7 @@ use futures::stream::FuturesUnordered;
 use libp2p::request_response::{self, OutboundFailure, OutboundRequestId, ResponseChannel};
 use libp2p::{gossipsub, kad, PeerId};
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
@@ -182,7 +182,7 @@ pub(super) struct State {
     cache: HashMap<Vec<u8>, (Instant, HashSet<PeerId>)>,
     strikes: HashMap<PeerId, (u32, Instant)>,
     counts: SearchStatus,
-    latencies: VecDeque<f64>,
+    latencies: Latencies,
 }
 
 impl State {
@@ -205,7 +205,7 @@ impl State {
             cache: HashMap::new(),
             strikes: HashMap::new(),
             counts: SearchStatus::default(),
-            latencies: VecDeque::new(),
+            latencies: Latencies::default(),
         }
     }
 
@@ -238,8 +238,8 @@ impl State {
             known: self.summaries.versions().map(|(p, v)| (p.to_string(), v)).collect(),
             buckets_provided: self.provided.len(),
             penalised_peers: self.strikes.values().filter(|(_, until)| *until > now).count(),
-            ms_p50: percentile(&self.latencies, 0.5),
-            ms_p95: percentile(&self.latencies, 0.95),
+            ms_p50: self.latencies.quantile(0.5),
+            ms_p95: self.latencies.quantile(0.95),
             ..self.counts.clone()
         }
     }
@@ -663,10 +663,7 @@ impl EventLoop {
         if q.answer.partial {
             self.querying.counts.partial += 1;
         }
-        if self.querying.latencies.len() == LATENCIES {
-            self.querying.latencies.pop_front();
-        }
-        self.querying.latencies.push_back(q.answer.ms);
+        self.querying.latencies.push(q.answer.ms);
         if let Some(reply) = q.reply.take() {
             let _ = reply.send(q.answer);
         }

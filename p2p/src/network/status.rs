@@ -35,6 +35,10 @@ pub struct NetworkStatus {
     /// The part of its full ring points this node holds: a newcomer to an older network
     /// starts at a quarter and grows to all of them (see [`crate::membership`]).
     pub admitted: f64,
+    /// Seconds between this node's heartbeats: the configured period, stretched in a large
+    /// network (see [`crate::membership::FULL_RATE_MEMBERS`]).
+    #[serde(default)]
+    pub heartbeat_secs: f64,
     pub joining: Joining,
     /// Heartbeats rejected (too large, undecodable, signed by another peer).
     pub rejected_heartbeats: u64,
@@ -94,22 +98,72 @@ pub struct NetworkStatus {
     pub reachability: ReachabilityStatus,
 }
 
-/// Recent lookup latencies kept for the status percentiles.
-pub(super) const LATENCIES: usize = 1000;
+/// Recent latencies (milliseconds) and their percentiles for the status.
+///
+/// The status is built after every event the loop handles — thousands a second on a busy
+/// node — while latencies arrive a few times a second: the sorted copy is kept until the next
+/// latency comes, rather than sorted again for each status.
+#[derive(Debug, Default)]
+pub(super) struct Latencies {
+    recent: std::collections::VecDeque<f64>,
+    sorted: std::cell::OnceCell<Vec<f64>>,
+}
 
-/// The `p` quantile of recent latencies (0 when there are none).
-pub(super) fn percentile(latencies: &std::collections::VecDeque<f64>, p: f64) -> f64 {
-    if latencies.is_empty() {
-        return 0.0;
+impl Latencies {
+    /// How many recent latencies are kept.
+    const KEPT: usize = 1000;
+
+    pub(super) fn push(&mut self, ms: f64) {
+        if self.recent.len() == Self::KEPT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(ms);
+        self.sorted = std::cell::OnceCell::new();
     }
-    let mut v: Vec<f64> = latencies.iter().copied().collect();
-    v.sort_by(f64::total_cmp);
-    v[((v.len() as f64 * p) as usize).min(v.len() - 1)]
+
+    /// The `p` quantile of the recent latencies (0 when there are none).
+    pub(super) fn quantile(&self, p: f64) -> f64 {
+        let v = self.sorted.get_or_init(|| {
+            let mut v: Vec<f64> = self.recent.iter().copied().collect();
+            v.sort_by(f64::total_cmp);
+            v
+        });
+        if v.is_empty() {
+            return 0.0;
+        }
+        v[((v.len() as f64 * p) as usize).min(v.len() - 1)]
+    }
+}
+
+/// What the status shows of the ring, kept until the ring changes: base58 of every member's
+/// id and the walk over the ring's points for this node's share cost more than the rest of the
+/// status together at fifty members (profiled).
+#[derive(Debug, Default)]
+pub(super) struct RingShown {
+    generation: Option<u64>,
+    members: Vec<String>,
+    share: f64,
+    admitted: f64,
+    period: f64,
+}
+
+impl RingShown {
+    fn update(&mut self, members: &Members, local: &PeerId) {
+        if self.generation == Some(members.generation()) {
+            return;
+        }
+        self.generation = Some(members.generation());
+        self.members = members.peers().iter().map(PeerId::to_string).collect();
+        self.share = members.ring().share(local);
+        self.admitted = members.points_of(local) as f64 / members.ring().vnodes().max(1) as f64;
+        self.period = members.period().as_secs_f64();
+    }
 }
 
 impl EventLoop {
     pub(super) fn publish_status(&mut self) {
         let local = *self.swarm.local_peer_id();
+        self.ring_shown.update(&self.members, &local);
         let status = NetworkStatus {
             peer_id: local.to_string(),
             listen_addrs: self
@@ -118,9 +172,10 @@ impl EventLoop {
                 .map(|a| a.clone().with_p2p(local).unwrap_or_else(|a| a).to_string())
                 .collect(),
             connected_peers: self.connected.len(),
-            members: self.members.peers().iter().map(PeerId::to_string).collect(),
-            ring_share: self.members.ring().share(&local),
-            admitted: self.members.points_of(&local) as f64 / self.members.ring().vnodes().max(1) as f64,
+            members: self.ring_shown.members.clone(),
+            ring_share: self.ring_shown.share,
+            admitted: self.ring_shown.admitted,
+            heartbeat_secs: self.ring_shown.period,
             joining: self.joining.clone(),
             rejected_heartbeats: self.rejected,
             gossip_dropped: self.gossip_dropped,
@@ -142,8 +197,8 @@ impl EventLoop {
             dht_duplicates_found: self.counts.dht_found,
             dht_published: self.counts.dht_published,
             dht_refused: self.counts.dht_refused,
-            dht_lookup_ms_p50: percentile(&self.latencies, 0.5),
-            dht_lookup_ms_p99: percentile(&self.latencies, 0.99),
+            dht_lookup_ms_p50: self.latencies.quantile(0.5),
+            dht_lookup_ms_p99: self.latencies.quantile(0.99),
             search: self.querying.status(),
             postings: self.postings.status(&self.ring.borrow().clone(), &local),
             documents: self.documents.counts.clone(),
@@ -161,5 +216,30 @@ impl EventLoop {
                 true
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Latencies;
+
+    #[test]
+    fn quantiles_follow_the_latencies_pushed_after_they_were_read() {
+        let mut l = Latencies::default();
+        assert_eq!(l.quantile(0.5), 0.0);
+        for ms in [30.0, 10.0, 20.0] {
+            l.push(ms);
+        }
+        assert_eq!(l.quantile(0.5), 20.0);
+        assert_eq!(l.quantile(0.99), 30.0);
+        // Read, then pushed: the kept sorted copy must not answer for the new ones.
+        l.push(100.0);
+        l.push(90.0);
+        assert_eq!(l.quantile(0.99), 100.0);
+        assert_eq!(l.quantile(0.5), 30.0);
+        for _ in 0..2000 {
+            l.push(1.0);
+        }
+        assert_eq!(l.quantile(0.99), 1.0, "only the last thousand are kept");
     }
 }
