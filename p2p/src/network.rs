@@ -612,6 +612,8 @@ impl EventLoop {
             Command::Leave => {
                 tracing::info!(members = self.members.len().saturating_sub(1), "leaving the network");
                 self.members.leave();
+                // Its last word goes out now, whatever the period (see `on_heartbeat`).
+                self.beat_at = None;
                 self.on_heartbeat();
                 self.ring.send_replace(Arc::new(self.members.ring().clone()));
                 // Batches already waiting go to the new owners now.
