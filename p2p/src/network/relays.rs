@@ -60,6 +60,11 @@ impl EventLoop {
         let mut me = self.members.me().clone();
         me.addrs = addrs;
         me.relay = relay_server;
+        if me != *self.members.me() {
+            // New addresses or a relay on offer are news: told at the next tick, not at the
+            // next turn of a stretched period.
+            self.beat_at = None;
+        }
         self.members.set_me(me);
         self.manage_relays();
     }
