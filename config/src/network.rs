@@ -16,7 +16,9 @@ pub struct P2pConfig {
     pub bootstrap: Vec<String>,
     /// Virtual nodes per member on the hash ring.
     pub vnodes: usize,
-    /// Seconds between membership heartbeats.
+    /// Seconds between membership heartbeats while the network has at most 20 members; the
+    /// period stretches in proportion beyond (at most 60 s), so a node hears at most 20
+    /// heartbeats a period however large the network.
     pub heartbeat_secs: u64,
     /// A member is dropped after this many heartbeats were missed.
     pub missed_heartbeats: u32,

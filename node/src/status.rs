@@ -345,8 +345,13 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ),
             ];
             encode_counters(&mut enc, &counters)?;
-            let gauges: [Plain; 6] = [
+            let gauges: [Plain; 7] = [
                 ("weft_p2p_bans", "Peers banned now", n.banned_peers as u64),
+                (
+                    "weft_p2p_heartbeat_seconds",
+                    "Seconds between this node's heartbeats (longer beyond 20 members)",
+                    n.heartbeat_secs.round() as u64,
+                ),
                 (
                     "weft_p2p_requests_buffered_bytes",
                     "Bytes held by URL batches and search requests still being read",
