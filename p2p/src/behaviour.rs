@@ -49,9 +49,6 @@ pub const GOSSIP_QUEUE: usize = 128;
 pub const FORWARD_WITHIN: Duration = Duration::from_secs(5);
 pub const PUBLISH_WITHIN: Duration = Duration::from_secs(10);
 
-/// Peers each gossipsub mesh holds (see `Behaviour::new`).
-pub const GOSSIP_MESH: usize = 4;
-
 #[derive(NetworkBehaviour)]
 pub struct Behaviour {
     /// Peers banned for sending invalid data: their connections are closed and refused.
@@ -134,20 +131,13 @@ impl Behaviour {
         // Client until this node knows others can reach it (`crate::reachability`): a node
         // behind NAT in the routing tables would only make queries wait for dials that fail.
         kad.set_mode(Some(kad::Mode::Client));
-        // A thinner mesh than gossipsub's default of 6, and a node's own messages sent to its
-        // mesh rather than to every peer: each copy of a gossip message costs every receiver a
-        // wakeup, a decryption, a decode and a signature check, and every member hears every
-        // heartbeat. 20 idle members on one box, heartbeats every second: 4.65% of a core per
-        // node with the defaults, 2.55% with a mesh of 3 and no flood publishing (2026-12-02).
-        // 4 keeps a spare path in each mesh; the heartbeats and summaries are signed, and
-        // gossip (IHAVE/IWANT) repairs what a mesh link loses.
+        // gossipsub's mesh (6) and flood publishing as they come. A mesh of 3 without flood
+        // publishing took 20 idle members' CPU from 4.65% to 2.55% of a core each (heartbeats
+        // every second, 2026-12-02). But fifty members on two cores with a mesh of 4 without it
+        // (and the stretched heartbeat period) lost members' heartbeats until views parted
+        // (56 pages fetched twice, honest publishers banned; 0 and 0 the run before): fewer
+        // paths for each heartbeat is the likelier cause, so it was taken back.
         let gossip_config = gossipsub::ConfigBuilder::default()
-            .mesh_n(GOSSIP_MESH)
-            .mesh_n_low(GOSSIP_MESH - 1)
-            .mesh_n_high(GOSSIP_MESH * 2)
-            .mesh_outbound_min(GOSSIP_MESH / 2)
-            .gossip_lazy(GOSSIP_MESH)
-            .flood_publish(false)
             .heartbeat_interval(Duration::from_secs(1))
             .validation_mode(gossipsub::ValidationMode::Strict)
             .max_transmit_size(MAX_GOSSIP_BYTES)

@@ -167,7 +167,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         next_lookup: 0,
         publishing: HashMap::new(),
         latencies: Latencies::default(),
-        ring_shown: RingShown::default(),
+        shown: Shown::default(),
         announced_at: None,
         beat_at: None,
         last_tick: None,
@@ -221,7 +221,7 @@ pub use handle::{Inbound, NetworkHandle, Started};
 pub use postings::{PostingsInbound, PostingsStatus};
 pub use querying::{NetworkAnswer, PeerAnswer, Routing, SearchInbound, SearchStatus};
 pub use status::{Joining, NetworkStatus};
-use status::{Latencies, RingShown};
+use status::{Latencies, Shown};
 
 /// A received batch waiting for the node to queue its URLs: the answer goes out when it has.
 type PendingReply = BoxFuture<'static, (ResponseChannel<BatchReply>, u32, u32, Option<u32>)>;
@@ -273,8 +273,8 @@ struct EventLoop {
     /// Record query → (key, the entry to add, entries found so far) of a publication.
     publishing: HashMap<kad::QueryId, (Vec<u8>, DupEntry, Vec<DupEntry>)>,
     latencies: Latencies,
-    /// The ring as the status shows it, kept until the ring changes.
-    ring_shown: RingShown,
+    /// The costly parts of the status, kept until what they show changes.
+    shown: Shown,
     /// When this node last published its heartbeat out of turn (an owner did not know it).
     announced_at: Option<std::time::Instant>,
     /// When this node last published its heartbeat, in turn or not.

@@ -168,6 +168,8 @@ pub struct Reachability {
     upnp: String,
     reachable_at: Option<Instant>,
     direct_at: Option<Instant>,
+    /// Counts the calls that may change it: its status can be kept until this changes.
+    generation: u64,
 }
 
 impl Reachability {
@@ -187,10 +189,17 @@ impl Reachability {
             upnp: if upnp { "searching" } else { "off" }.into(),
             reachable_at: None,
             direct_at: None,
+            generation: 0,
         }
     }
 
+    /// Changes whenever something that [`Reachability::status`] shows may have changed.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     pub fn listen_addr(&mut self, addr: Multiaddr, added: bool) {
+        self.generation += 1;
         if added {
             self.listen.insert(addr);
         } else {
@@ -201,6 +210,7 @@ impl Reachability {
     /// An external address was confirmed (AutoNAT dial-back, UPnP mapping, relay reservation)
     /// or expired.
     pub fn external(&mut self, addr: Multiaddr, confirmed: bool, now: Instant) {
+        self.generation += 1;
         if confirmed {
             self.confirmed.insert(addr);
             if self.reachable_at.is_none() && self.kind() != Kind::BehindNat {
@@ -213,6 +223,7 @@ impl Reachability {
 
     /// An AutoNAT probe of one of this node's addresses answered.
     pub fn probe(&mut self, ok: bool) {
+        self.generation += 1;
         if ok {
             self.probes_ok += 1;
         } else {
@@ -221,6 +232,7 @@ impl Reachability {
     }
 
     pub fn connected(&mut self, id: libp2p::swarm::ConnectionId, peer: PeerId, remote: Multiaddr) {
+        self.generation += 1;
         self.connections.insert(id, (peer, remote));
     }
 
@@ -233,10 +245,12 @@ impl Reachability {
     }
 
     pub fn disconnected(&mut self, id: libp2p::swarm::ConnectionId) {
+        self.generation += 1;
         self.connections.remove(&id);
     }
 
     pub fn reservation(&mut self, relay: PeerId, accepted: bool, now: Instant) {
+        self.generation += 1;
         if accepted {
             self.relays.entry(relay).or_insert(now);
             self.reachable_at.get_or_insert(now);
@@ -246,6 +260,7 @@ impl Reachability {
     }
 
     pub fn hole_punch(&mut self, peer: PeerId, ok: bool, now: Instant) {
+        self.generation += 1;
         if ok {
             self.hole_punches += 1;
             self.hole_punched.insert(peer);
@@ -256,6 +271,7 @@ impl Reachability {
     }
 
     pub fn upnp(&mut self, state: &str) {
+        self.generation += 1;
         self.upnp = state.to_string();
     }
 
@@ -289,6 +305,7 @@ impl Reachability {
     /// Called when `timeout` passed since the start with no AutoNAT verdict: a node nobody
     /// could probe (no server among its peers) is treated as behind a NAT.
     pub fn give_up_waiting(&mut self, timeout: Duration, now: Instant) {
+        self.generation += 1;
         if self.kind() == Kind::Unknown && now.duration_since(self.started) >= timeout {
             self.probes_failed = self.probes_failed.max(u64::from(FAILED_PROBES_FOR_PRIVATE));
         }

@@ -136,6 +136,8 @@ struct Known {
 #[derive(Debug, Default)]
 pub struct Summaries {
     peers: HashMap<String, Known>,
+    /// Counts the changes: what is derived from the summaries can be kept until it changes.
+    generation: u64,
 }
 
 impl Summaries {
@@ -152,12 +154,22 @@ impl Summaries {
             chunks: s.weights.iter().map(|w| u64::from(*w)).sum(),
         };
         self.peers.insert(s.peer.clone(), known);
+        self.generation += 1;
         true
     }
 
     /// Forgets the summaries of peers that are not members any more.
     pub fn retain(&mut self, is_member: impl Fn(&str) -> bool) {
+        let before = self.peers.len();
         self.peers.retain(|p, _| is_member(p));
+        if self.peers.len() != before {
+            self.generation += 1;
+        }
+    }
+
+    /// Changes whenever a summary is taken or forgotten.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     pub fn len(&self) -> usize {

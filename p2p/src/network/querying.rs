@@ -235,7 +235,8 @@ impl State {
             summaries_known: self.summaries.len(),
             summary_version: self.mine.as_ref().map_or(0, |s| s.version),
             summary_chunks: self.mine.as_ref().map_or(0, |s| s.weights.iter().map(|w| u64::from(*w)).sum()),
-            known: self.summaries.versions().map(|(p, v)| (p.to_string(), v)).collect(),
+            // Kept by the status until the summaries change (`status::Shown`).
+            known: Default::default(),
             buckets_provided: self.provided.len(),
             penalised_peers: self.strikes.values().filter(|(_, until)| *until > now).count(),
             ms_p50: self.latencies.quantile(0.5),
