@@ -85,8 +85,9 @@ impl EventLoop {
     }
 
     pub(super) fn publish_heartbeat(&mut self) {
-        self.beat_at = Some(std::time::Instant::now());
-        let me = self.members.heartbeat(std::time::Instant::now()).encode();
+        let now = std::time::Instant::now();
+        self.beat_at = Some(now);
+        let me = self.members.heartbeat(now).encode();
         if let Err(e) = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), me) {
             // Alone in the network (InsufficientPeers) is normal for the first node.
             tracing::trace!("heartbeat not published: {e}");

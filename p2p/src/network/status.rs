@@ -138,8 +138,8 @@ impl Latencies {
 /// The parts of the status that cost most to build, kept until what they show changes. The
 /// status is built after every event the loop handles, thousands a second on a busy node; at
 /// fifty members, base58 of every member's id, the walk over the ring's points, the reachability
-/// over every connection's address and the summaries' versions were most of an idle node's
-/// event loop (profiled, 2026-12-01 and 2026-12-02).
+/// over every connection's address and the summaries' versions were nearly half of an idle
+/// node's event loop (profiled, 2026-12-01 and 2026-12-02).
 #[derive(Debug, Default)]
 pub(super) struct Shown {
     ring: Option<u64>,
@@ -149,7 +149,9 @@ pub(super) struct Shown {
     period: f64,
     summaries: Option<u64>,
     known: std::collections::BTreeMap<String, u64>,
-    reach: Option<(u64, usize, usize, u64, usize)>,
+    /// The reachability's generation (listen addresses change through it too) and the relay's
+    /// counts.
+    reach: Option<(u64, usize, usize, u64)>,
     reachability: ReachabilityStatus,
     listen: Vec<String>,
 }
@@ -172,13 +174,7 @@ impl EventLoop {
             shown.known = summaries.versions().map(|(p, v)| (p.to_string(), v)).collect();
         }
         let served = &self.relay_served;
-        let reach = (
-            self.reach.generation(),
-            served.reservations.len(),
-            served.circuits,
-            served.circuits_served,
-            self.listen.len(),
-        );
+        let reach = (self.reach.generation(), served.reservations.len(), served.circuits, served.circuits_served);
         if shown.reach != Some(reach) {
             shown.reach = Some(reach);
             shown.reachability = self.reach.status(reach.1, reach.2, reach.3);
