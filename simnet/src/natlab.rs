@@ -310,6 +310,8 @@ pub struct LabNode {
     pub urls_waiting: u64,
     pub urls_in_flight: u64,
     pub members: usize,
+    /// `network.ring_share` of its status: the part of the hosts it owns.
+    pub ring_share: f64,
     pub fetched: u64,
     /// `weft doctor --json`'s reachability check, run in the node's namespace while it runs.
     pub doctor: serde_json::Value,
@@ -578,6 +580,7 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
             urls_waiting: num("/network/urls_waiting"),
             urls_in_flight: num("/network/urls_in_flight"),
             members: s.pointer("/network/members").and_then(|m| m.as_array()).map_or(0, Vec::len),
+            ring_share: s.pointer("/network/ring_share").and_then(|v| v.as_f64()).unwrap_or(0.0),
             fetched: num("/pages_fetched"),
             doctor,
         });

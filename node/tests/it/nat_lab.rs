@@ -37,13 +37,23 @@ async fn nodes_behind_cone_and_symmetric_nat_get_their_urls_and_answer_searches(
         exchange_urls: 0,
     };
     let report = run_lab(&spec).await.unwrap_or_else(|e| panic!("{e}"));
-    let summary = serde_json::to_string_pretty(&report).unwrap();
+    // What a failure prints: compact (CI shows a bounded part of a failing test's output), the
+    // nodes before the web's long coverage curve, then what each node's log says of joining,
+    // the members and its warnings, which no figure of the report shows.
+    let summary = format!(
+        "nodes {}\nsearches {}\nweb {}\n{}",
+        serde_json::to_string(&report.nodes).unwrap(),
+        serde_json::to_string(&report.searches).unwrap(),
+        serde_json::to_string(&report.web).unwrap(),
+        report.nodes.iter().map(|n| log_digest(&work_path, &n.name)).collect::<String>()
+    );
     for n in &report.nodes {
         eprintln!(
-            "{} ({}): {}; {} fetched, {} URLs sent, {} received, {} waiting",
+            "{} ({}): {}; ring share {:.2}, {} fetched, {} URLs sent, {} received, {} waiting",
             n.name,
             n.nat.as_deref().unwrap_or("public"),
             n.reachability["summary"],
+            n.ring_share,
             n.fetched,
             n.urls_sent,
             n.urls_received,
@@ -104,4 +114,18 @@ async fn nodes_behind_cone_and_symmetric_nat_get_their_urls_and_answer_searches(
             .any(|s| others.iter().all(|o| s.answered.iter().any(|(peer, _)| peer == o)));
         assert!(reached, "{}'s searches were not answered by {:?}: {summary}", n.name, others);
     }
+}
+
+/// The lines of `name`'s log that say how it joined and crawled: warnings and errors, members
+/// met and lost, the member set settling, relay slots (at most 40, each cut at 300 bytes).
+fn log_digest(work: &std::path::Path, name: &str) -> String {
+    let log = std::fs::read_to_string(work.join(name).join("weft.log")).unwrap_or_default();
+    let telling = ["\"WARN\"", "\"ERROR\"", "member", "crawling", "relay: slot"];
+    let lines: Vec<&str> = log.lines().filter(|l| telling.iter().any(|t| l.contains(t))).take(40).collect();
+    let mut out = format!("--- {name}'s log ({} telling lines of {}):\n", lines.len(), log.lines().count());
+    for l in lines {
+        out.push_str(&l[..l.floor_char_boundary(300)]);
+        out.push('\n');
+    }
+    out
 }
