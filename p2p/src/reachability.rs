@@ -158,8 +158,14 @@ pub struct Reachability {
     listen: BTreeSet<Multiaddr>,
     probes_ok: u64,
     probes_failed: u64,
-    /// Open connections: id → (peer, remote address, relayed).
+    /// Open connections: id → (peer, remote address).
     connections: HashMap<libp2p::swarm::ConnectionId, (PeerId, Multiaddr)>,
+    /// Of `connections`: how many go to a private address, and how many to a private or a
+    /// relayed one. Kept as they open and close: [`Reachability::kind`] is asked after every
+    /// event, and walking fifty connections' addresses each time was among an idle node's
+    /// hottest work at fifty members (profiled, 2026-12-02).
+    private_connections: usize,
+    private_or_relayed_connections: usize,
     /// Relay peer → when its reservation was accepted.
     relays: BTreeMap<PeerId, Instant>,
     hole_punched: BTreeSet<PeerId>,
@@ -182,6 +188,8 @@ impl Reachability {
             probes_ok: 0,
             probes_failed: 0,
             connections: HashMap::new(),
+            private_connections: 0,
+            private_or_relayed_connections: 0,
             relays: BTreeMap::new(),
             hole_punched: BTreeSet::new(),
             hole_punches: 0,
@@ -233,7 +241,21 @@ impl Reachability {
 
     pub fn connected(&mut self, id: libp2p::swarm::ConnectionId, peer: PeerId, remote: Multiaddr) {
         self.generation += 1;
-        self.connections.insert(id, (peer, remote));
+        if let Some((_, old)) = self.connections.insert(id, (peer, remote.clone())) {
+            self.count(&old, false);
+        }
+        self.count(&remote, true);
+    }
+
+    fn count(&mut self, remote: &Multiaddr, opened: bool) {
+        let (private, relayed) = (is_private(remote), is_relayed(remote));
+        let step = |n: &mut usize, on: bool| match (on, opened) {
+            (false, _) => {}
+            (true, true) => *n += 1,
+            (true, false) => *n = n.saturating_sub(1),
+        };
+        step(&mut self.private_connections, private);
+        step(&mut self.private_or_relayed_connections, private || relayed);
     }
 
     /// The address this node reaches `peer` at (a direct connection's, if it has one).
@@ -246,7 +268,9 @@ impl Reachability {
 
     pub fn disconnected(&mut self, id: libp2p::swarm::ConnectionId) {
         self.generation += 1;
-        self.connections.remove(&id);
+        if let Some((_, remote)) = self.connections.remove(&id) {
+            self.count(&remote, false);
+        }
     }
 
     pub fn reservation(&mut self, relay: PeerId, accepted: bool, now: Instant) {
@@ -283,8 +307,8 @@ impl Reachability {
     /// Every connection goes over a private or loopback address (and there is one).
     fn on_private_network(&self) -> bool {
         !self.connections.is_empty()
-            && self.connections.values().all(|(_, remote)| is_private(remote) || is_relayed(remote))
-            && self.connections.values().any(|(_, remote)| is_private(remote))
+            && self.private_or_relayed_connections == self.connections.len()
+            && self.private_connections > 0
     }
 
     pub fn kind(&self) -> Kind {
@@ -516,6 +540,20 @@ mod tests {
         r.connected(ConnectionId::new_unchecked(2), PeerId::random(), addr("/ip4/198.51.100.10/tcp/1"));
         assert_eq!(r.kind(), Kind::Unknown);
         assert!(r.advertised().is_empty());
+        // The counts behind it follow connections as they close (and a relayed one counts
+        // with the private ones: it says nothing of which network this is).
+        r.disconnected(ConnectionId::new_unchecked(2));
+        assert_eq!(r.kind(), Kind::PrivateNetwork);
+        let relay = addr("/ip4/198.51.100.10/tcp/1/p2p/12D3KooWFYqSFXRfhYavJZtcpkjsjWhBfq1d85Gp54zfXipLve6k/p2p-circuit");
+        r.connected(ConnectionId::new_unchecked(3), PeerId::random(), relay);
+        assert_eq!(r.kind(), Kind::PrivateNetwork);
+        r.disconnected(ConnectionId::new_unchecked(1));
+        assert_eq!(r.kind(), Kind::Unknown, "only a relayed connection left");
+        r.disconnected(ConnectionId::new_unchecked(3));
+        r.disconnected(ConnectionId::new_unchecked(3));
+        assert_eq!(r.kind(), Kind::Unknown);
+        r.connected(ConnectionId::new_unchecked(4), PeerId::random(), addr("/ip4/10.0.0.2/tcp/1"));
+        assert_eq!(r.kind(), Kind::PrivateNetwork, "counts did not go below zero");
     }
 
     #[test]
