@@ -50,6 +50,7 @@ pub mod reachability;
 pub mod records;
 pub mod replicas;
 pub mod ring;
+pub mod sealed;
 pub mod search;
 pub(crate) mod signing;
 pub mod summaries;

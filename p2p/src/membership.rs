@@ -93,7 +93,7 @@ pub const FULL_RATE_MEMBERS: usize = 20;
 pub const MAX_PERIOD: Duration = Duration::from_secs(60);
 
 /// The gossipsub topic of membership heartbeats.
-pub const TOPIC: &str = "/weft/members/1";
+pub const TOPIC: &str = "/weft/members/2";
 
 /// Largest heartbeat accepted (a peer id, a few addresses, two numbers).
 pub const MAX_HEARTBEAT_BYTES: usize = 4096;

@@ -83,6 +83,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         docs: docs_codec,
     };
     let signer = key.clone();
+    let sealer = crate::sealed::Sealer::new(key.clone());
     let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
         .with_tokio()
         .with_tcp(tcp::Config::default().nodelay(true), noise::Config::new, yamux::Config::default)
@@ -134,6 +135,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let mut event_loop = EventLoop {
         querying: querying::State::new(summary_topic, queries_tx, query_rate),
         postings,
+        sealer,
         documents: documents::State::new(docs_tx),
         swarm,
         config,
@@ -232,6 +234,8 @@ struct EventLoop {
     querying: querying::State,
     /// Semantic placement: postings out to their cells' owners, and in for the cells held here.
     postings: postings::State,
+    /// Gossip sealed by this node, and others' opened once each (see `crate::sealed`).
+    sealer: crate::sealed::Sealer,
     /// Documents read from their holders, and others' reads answered.
     documents: documents::State,
     config: NetworkConfig,
@@ -554,9 +558,11 @@ impl EventLoop {
             SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(gossipsub::Event::Message {
                 message,
                 propagation_source,
-                ..
+                message_id,
             })) => {
-                self.on_gossip(message, propagation_source);
+                let acceptance = self.on_gossip(message, propagation_source);
+                let gossip = &mut self.swarm.behaviour_mut().gossipsub;
+                gossip.report_message_validation_result(&message_id, &propagation_source, acceptance);
             }
             SwarmEvent::Behaviour(BehaviourEvent::Urls(event)) => self.on_urls(event),
             SwarmEvent::Behaviour(BehaviourEvent::Search(event)) => self.on_search(event),

@@ -544,7 +544,8 @@ mod tests {
         // with the private ones: it says nothing of which network this is).
         r.disconnected(ConnectionId::new_unchecked(2));
         assert_eq!(r.kind(), Kind::PrivateNetwork);
-        let relay = addr("/ip4/198.51.100.10/tcp/1/p2p/12D3KooWFYqSFXRfhYavJZtcpkjsjWhBfq1d85Gp54zfXipLve6k/p2p-circuit");
+        let relay =
+            addr("/ip4/198.51.100.10/tcp/1/p2p/12D3KooWFYqSFXRfhYavJZtcpkjsjWhBfq1d85Gp54zfXipLve6k/p2p-circuit");
         r.connected(ConnectionId::new_unchecked(3), PeerId::random(), relay);
         assert_eq!(r.kind(), Kind::PrivateNetwork);
         r.disconnected(ConnectionId::new_unchecked(1));

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// The gossipsub topic of routing summaries.
-pub const TOPIC: &str = "/weft/summaries/1";
+pub const TOPIC: &str = "/weft/summaries/2";
 /// LSH tables, and bits per table (one byte: 256 buckets per table).
 pub const TABLES: usize = 4;
 pub const BITS: usize = 8;

@@ -2,20 +2,35 @@
 //! expiry, bans lifted), member changes published as the new ring.
 
 use super::*;
+use crate::sealed::Refused;
 
 impl EventLoop {
-    pub(super) fn on_gossip(&mut self, message: gossipsub::Message, via: PeerId) {
+    /// A gossip message, once per message (gossipsub drops the copies by their hash first):
+    /// opened and checked here, then handled. What is returned tells gossipsub whether to
+    /// forward it: a forgery or a malformed message goes no further than this node.
+    pub(super) fn on_gossip(&mut self, message: gossipsub::Message, via: PeerId) -> gossipsub::MessageAcceptance {
+        use gossipsub::MessageAcceptance::{Accept, Ignore, Reject};
         // Whoever forwarded it is alive, whatever it forwarded (see `Members::alive`).
         self.members.alive(&via, std::time::Instant::now());
-        let Some(source) = message.source else { return };
-        if message.topic == self.querying.topic.hash() {
-            self.on_summary(source, &message.data);
-            return;
+        let summary = message.topic == self.querying.topic.hash();
+        if !summary && message.topic != self.topic.hash() {
+            return Ignore;
         }
-        if message.topic != self.topic.hash() {
-            return;
+        let opened = match self.sealer.open(message.topic.as_str(), &message.data) {
+            Ok(opened) => opened,
+            // A copy older than the last taken (it came the long way round) or a replay.
+            Err(Refused::Stale { .. }) => return Ignore,
+            Err(e) => {
+                self.rejected += 1;
+                tracing::debug!(via = %via, "gossip refused: {e}");
+                return Reject;
+            }
+        };
+        let source = opened.author;
+        if summary {
+            return if self.on_summary(source, opened.payload) { Accept } else { Reject };
         }
-        match Heartbeat::decode(&message.data, &source.to_string()) {
+        match Heartbeat::decode(opened.payload, &source.to_string()) {
             Ok(hb) => {
                 // Members must be reachable for URL batches: their addresses go to Kademlia.
                 for addr in hb.addrs.iter().take(8).filter_map(|a| a.parse::<Multiaddr>().ok()) {
@@ -31,10 +46,12 @@ impl EventLoop {
                 if self.members.candidates() > candidates {
                     self.dial_members();
                 }
+                Accept
             }
             Err(e) => {
                 self.rejected += 1;
                 tracing::debug!(peer = %source, "heartbeat rejected: {e}");
+                Reject
             }
         }
     }
@@ -88,6 +105,13 @@ impl EventLoop {
         let now = std::time::Instant::now();
         self.beat_at = Some(now);
         let me = self.members.heartbeat(now).encode();
+        let me = match self.sealer.seal(self.topic.hash().as_str(), &me) {
+            Ok(sealed) => sealed,
+            Err(e) => {
+                tracing::warn!("heartbeat not sealed: {e}");
+                return;
+            }
+        };
         if let Err(e) = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), me) {
             // Alone in the network (InsufficientPeers) is normal for the first node.
             tracing::trace!("heartbeat not published: {e}");

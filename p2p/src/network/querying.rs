@@ -262,16 +262,19 @@ impl Query {
 }
 
 impl EventLoop {
-    pub(super) fn on_summary(&mut self, source: PeerId, data: &[u8]) {
+    /// A routing summary from `source`; whether it was well-formed.
+    pub(super) fn on_summary(&mut self, source: PeerId, data: &[u8]) -> bool {
         match Summary::decode(data, &source.to_string()) {
             Ok(summary) => {
                 if self.querying.summaries.observe(&summary) {
                     tracing::debug!(peer = %source, version = summary.version, "routing summary");
                 }
+                true
             }
             Err(e) => {
                 self.querying.counts.summaries_rejected += 1;
                 tracing::debug!(peer = %source, "routing summary rejected: {e}");
+                false
             }
         }
     }
@@ -313,6 +316,13 @@ impl EventLoop {
             return;
         }
         let (topic, bytes) = (q.topic.clone(), summary.encode());
+        let bytes = match self.sealer.seal(topic.hash().as_str(), &bytes) {
+            Ok(sealed) => sealed,
+            Err(e) => {
+                tracing::warn!("routing summary not sealed: {e}");
+                return;
+            }
+        };
         match self.swarm.behaviour_mut().gossipsub.publish(topic, bytes) {
             Ok(_) => {
                 self.querying.republish = false;

@@ -40,7 +40,8 @@ pub struct NetworkStatus {
     #[serde(default)]
     pub heartbeat_secs: f64,
     pub joining: Joining,
-    /// Heartbeats rejected (too large, undecodable, signed by another peer).
+    /// Gossip refused: not sealed, or its seal forged (either topic; see `crate::sealed`), and
+    /// heartbeats too large, undecodable or naming another peer than their author.
     pub rejected_heartbeats: u64,
     /// Gossip messages (heartbeats, summaries) dropped because a peer's queue was full: a slow
     /// or loaded peer (see `behaviour::GOSSIP_QUEUE`). gossipsub logs each at warn level; the

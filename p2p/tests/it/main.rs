@@ -2,6 +2,7 @@
 //! of the dependency tree instead of one per file: see docs/src/testing.md).
 
 mod cell_hedging;
+mod hostile_gossip;
 mod hostile_postings;
 mod hostile_replicas;
 mod hostile_streams;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use weft_config::P2pConfig;
 use weft_p2p::{Joining, NetworkConfig, NetworkHandle};
 
-fn config(bootstrap: Vec<String>) -> NetworkConfig {
+pub(super) fn config(bootstrap: Vec<String>) -> NetworkConfig {
     let c = P2pConfig {
         enabled: true,
         listen: vec!["/ip4/127.0.0.1/tcp/0".into(), "/ip4/127.0.0.1/udp/0/quic-v1".into()],
@@ -24,7 +24,7 @@ async fn node(bootstrap: Vec<String>) -> (NetworkHandle, tokio::task::JoinHandle
     (started.handle, started.task)
 }
 
-async fn within<T>(secs: u64, what: &str, f: impl std::future::Future<Output = T>) -> T {
+pub(super) async fn within<T>(secs: u64, what: &str, f: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(secs), f).await.unwrap_or_else(|_| panic!("timed out: {what}"))
 }
 
@@ -322,7 +322,7 @@ async fn malformed_and_oversized_batches_get_their_sender_banned_and_the_node_go
     }
 }
 
-type Recorded = std::sync::Arc<std::sync::Mutex<Vec<weft_p2p::WireUrl>>>;
+pub(super) type Recorded = std::sync::Arc<std::sync::Mutex<Vec<weft_p2p::WireUrl>>>;
 
 /// A node that records what reaches it through `/weft/urls/1` and acknowledges it.
 async fn recording_node(bootstrap: Vec<String>) -> (NetworkHandle, tokio::task::JoinHandle<()>, Recorded) {
@@ -330,7 +330,7 @@ async fn recording_node(bootstrap: Vec<String>) -> (NetworkHandle, tokio::task::
     recording_node_with(key, config(bootstrap)).await
 }
 
-async fn recording_node_with(
+pub(super) async fn recording_node_with(
     key: libp2p::identity::Keypair,
     config: NetworkConfig,
 ) -> (NetworkHandle, tokio::task::JoinHandle<()>, Recorded) {
@@ -573,129 +573,6 @@ async fn a_peer_is_found_through_its_semantic_buckets_when_its_summary_is_unknow
     for (n, task) in [(a, asker.task), (h, holder.task)] {
         n.stop();
         task.await.unwrap();
-    }
-}
-
-/// A bare gossipsub peer: `key`'s identity, listening on loopback when `listen`, dialling
-/// `dial`. `mesh_high` lets the attacker's gateway keep every Sybil in its mesh.
-fn gossip_swarm(key: libp2p::identity::Keypair, mesh_high: usize) -> libp2p::Swarm<libp2p::gossipsub::Behaviour> {
-    use libp2p::gossipsub;
-    let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
-        .with_tokio()
-        .with_tcp(libp2p::tcp::Config::default(), libp2p::noise::Config::new, libp2p::yamux::Config::default)
-        .unwrap()
-        .with_behaviour(|key| {
-            let config = gossipsub::ConfigBuilder::default()
-                .heartbeat_interval(Duration::from_millis(500))
-                .mesh_n_high(mesh_high)
-                .validation_mode(gossipsub::ValidationMode::Strict)
-                .build()
-                .unwrap();
-            gossipsub::Behaviour::new(gossipsub::MessageAuthenticity::Signed(key.clone()), config).unwrap()
-        })
-        .unwrap()
-        .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(300)))
-        .build();
-    let topic = gossipsub::IdentTopic::new(weft_p2p::membership::TOPIC);
-    swarm.behaviour_mut().subscribe(&topic).unwrap();
-    swarm
-}
-
-/// The ring-takeover attack: one connection relays the signed heartbeats of a hundred
-/// made-up identities (keys cost nothing). Before, they all became members, took ~99% of the
-/// ring and every URL routed to them was lost. A member now has to be met: this node dials
-/// each at the addresses it announces (here the gateway's, which answers with its own
-/// identity), so none of them counts, the honest ring share holds and every URL arrives.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hundred_identities_behind_one_connection_do_not_take_over_the_ring() {
-    use futures::StreamExt;
-    // The honest members wait for each other's heartbeats as long as the defaults do (20 s),
-    // not `config`'s 3 s: a hundred swarms share this process, and beside another test on two
-    // cores a heartbeat was seen more than 3 s late, so a member dropped out for a moment
-    // ("1 members", 2 of 9 such runs).
-    let patient = |bootstrap| {
-        let mut c = config(bootstrap);
-        c.missed_heartbeats = 20;
-        c
-    };
-    let key = || libp2p::identity::Keypair::generate_ed25519();
-    let (n, n_task, got_n) = recording_node_with(key(), patient(vec![])).await;
-    within(10, "listening", n.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
-    let addr = n.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
-    let (m, m_task, got_m) = recording_node_with(key(), patient(vec![addr.clone()])).await;
-    for x in [&n, &m] {
-        within(60, "two members", x.wait_for(|s| s.members.len() == 2)).await;
-    }
-    let honest = n.status().ring_share;
-
-    // The attacker: a gateway connected to n, and a hundred identities connected only to it,
-    // each announcing itself at the gateway's address.
-    let mut gateway = gossip_swarm(libp2p::identity::Keypair::generate_ed25519(), 200);
-    gateway.listen_on("/ip4/127.0.0.1/tcp/0".parse().unwrap()).unwrap();
-    let gateway_addr = loop {
-        if let libp2p::swarm::SwarmEvent::NewListenAddr { address, .. } = gateway.select_next_some().await {
-            break address;
-        }
-    };
-    gateway.dial(addr.parse::<libp2p::Multiaddr>().unwrap()).unwrap();
-    let gateway_task = tokio::spawn(async move {
-        loop {
-            gateway.select_next_some().await;
-        }
-    });
-    let mut sybils = Vec::new();
-    for _ in 0..100 {
-        let key = libp2p::identity::Keypair::generate_ed25519();
-        let peer = key.public().to_peer_id();
-        let mut s = gossip_swarm(key, 12);
-        s.dial(gateway_addr.clone()).unwrap();
-        let heartbeat =
-            serde_json::json!({ "peer": peer.to_string(), "addrs": [gateway_addr.to_string()], "capacity": 50 });
-        sybils.push(tokio::spawn(async move {
-            let topic = libp2p::gossipsub::IdentTopic::new(weft_p2p::membership::TOPIC);
-            let mut tick = tokio::time::interval(Duration::from_millis(1000));
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => { let _ = s.behaviour_mut().publish(topic.clone(), heartbeat.to_string()); }
-                    _ = s.select_next_some() => {}
-                }
-            }
-        }));
-    }
-
-    // The Sybils' heartbeats reach n (and through it m) for 15 s: nobody met, nobody counted.
-    within(30, "the Sybils are heard of", n.wait_for(|s| s.member_candidates > 0 || s.members.len() > 2)).await;
-    let until = tokio::time::Instant::now() + Duration::from_secs(15);
-    while tokio::time::Instant::now() < until {
-        for x in [&n, &m] {
-            let s = x.status();
-            assert_eq!(s.members.len(), 2, "{} members", s.members.len());
-        }
-        let share = n.status().ring_share;
-        assert!((share - honest).abs() <= 0.1 * honest, "ring share {share} against {honest} honest");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let s = n.status();
-    assert!(s.member_candidates <= weft_p2p::membership::MAX_CANDIDATES_PER_SOURCE, "{s:?}");
-
-    // No URL is lost to an owner that does not exist.
-    let urls: Vec<weft_p2p::WireUrl> = (0..200)
-        .map(|i| weft_p2p::WireUrl::new(format!("http://site{i}.test/"), 0, weft_p2p::exchange::UrlKind::Page))
-        .collect();
-    m.send_urls(urls);
-    within(30, "every URL reaches its owner", async {
-        while got_n.lock().unwrap().len() + got_m.lock().unwrap().len() < 200 {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await;
-    for t in sybils {
-        t.abort();
-    }
-    gateway_task.abort();
-    for (x, t) in [(m, m_task), (n, n_task)] {
-        x.stop();
-        t.await.unwrap();
     }
 }
 
