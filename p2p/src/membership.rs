@@ -101,7 +101,7 @@ pub const MAX_HEARTBEAT_BYTES: usize = 4096;
 /// A member's announcement of itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Heartbeat {
-    /// Base58 peer id; must be the gossipsub message's signed source.
+    /// Base58 peer id; must be the sealed message's author (`crate::sealed`).
     pub peer: String,
     /// Multiaddrs it can be reached at.
     pub addrs: Vec<String>,

@@ -4,7 +4,7 @@
 //! Every node condenses its chunk vectors into k centroids (spherical k-means, computed by the
 //! index) and publishes them in two ways:
 //!
-//! - as a [`Summary`] on the gossipsub topic [`TOPIC`] (versioned, f16, signed by its author):
+//! - as a [`Summary`] on the gossipsub topic [`TOPIC`] (versioned, f16, sealed by its author: `crate::sealed`):
 //!   every member keeps the latest summary of every other member and ranks peers for a query by
 //!   the best cosine similarity between the query and their centroids;
 //! - as a Kademlia *provider* of the semantic bucket keys of its centroids: random-hyperplane
