@@ -337,7 +337,11 @@ impl prometheus_client::collector::Collector for StatusCollector {
                     "URL batches and search requests dropped while being read (their budget was held)",
                     n.requests_cut,
                 ),
-                ("weft_p2p_heartbeats_rejected", "Heartbeats rejected", n.rejected_heartbeats),
+                (
+                    "weft_p2p_heartbeats_rejected",
+                    "Gossip refused: forged or unsealed, or heartbeats malformed",
+                    n.rejected_heartbeats,
+                ),
                 (
                     "weft_p2p_gossip_dropped",
                     "Gossip messages dropped because a slow peer's queue was full",
