@@ -16,6 +16,8 @@
 //! - [`placement`]: semantic placement — the network's codebook of cells, where each cell
 //!   lives on the ring, and whom a question asks (pure).
 //! - [`signing`]: what a publisher signs of a record it sends, and the check (pure).
+//! - [`sealed`]: gossip sealed by its author and opened once per message, not per copy;
+//!   stale sequence numbers refused (pure).
 //! - [`replicas`]: document copies held by the owners of each document's id, their checks,
 //!   and `/weft/doc/1` that reads a document from a holder (pure).
 //! - [`copy_sync`]: anti-entropy — two holders compare their copies bucket by bucket and the
@@ -31,7 +33,7 @@
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
 //! checks it): codec, departures, identity, reachability, ring, signing, summaries → exchange,
-//! membership, placement, records → replicas → copy_sync, postings, search → doc_wire,
+//! membership, placement, records, sealed → replicas → copy_sync, postings, search → doc_wire,
 //! publishing → behaviour → network.
 
 pub mod behaviour;
