@@ -249,13 +249,13 @@ impl Reachability {
 
     fn count(&mut self, remote: &Multiaddr, opened: bool) {
         let (private, relayed) = (is_private(remote), is_relayed(remote));
-        let step = |n: &mut usize, on: bool| match (on, opened) {
-            (false, _) => {}
-            (true, true) => *n += 1,
-            (true, false) => *n = n.saturating_sub(1),
-        };
-        step(&mut self.private_connections, private);
-        step(&mut self.private_or_relayed_connections, private || relayed);
+        let step = |n: usize| if opened { n + 1 } else { n.saturating_sub(1) };
+        if private {
+            self.private_connections = step(self.private_connections);
+        }
+        if private || relayed {
+            self.private_or_relayed_connections = step(self.private_or_relayed_connections);
+        }
     }
 
     /// The address this node reaches `peer` at (a direct connection's, if it has one).

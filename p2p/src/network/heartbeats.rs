@@ -56,6 +56,14 @@ impl EventLoop {
         }
     }
 
+    /// Seals `payload` with this node's key and gossips it on `topic`: what others take (see
+    /// [`EventLoop::on_gossip`]).
+    pub(super) fn publish_sealed(&mut self, topic: gossipsub::IdentTopic, payload: &[u8]) -> Result<(), String> {
+        let sealed =
+            self.sealer.seal(topic.hash().as_str(), payload).inspect_err(|e| tracing::warn!("not sealed: {e}"))?;
+        self.swarm.behaviour_mut().gossipsub.publish(topic, sealed).map(|_| ()).map_err(|e| e.to_string())
+    }
+
     pub(super) fn on_heartbeat(&mut self) {
         self.reach.give_up_waiting(self.config.autonat_timeout, std::time::Instant::now());
         self.apply_reachability();
@@ -105,14 +113,7 @@ impl EventLoop {
         let now = std::time::Instant::now();
         self.beat_at = Some(now);
         let me = self.members.heartbeat(now).encode();
-        let me = match self.sealer.seal(self.topic.hash().as_str(), &me) {
-            Ok(sealed) => sealed,
-            Err(e) => {
-                tracing::warn!("heartbeat not sealed: {e}");
-                return;
-            }
-        };
-        if let Err(e) = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), me) {
+        if let Err(e) = self.publish_sealed(self.topic.clone(), &me) {
             // Alone in the network (InsufficientPeers) is normal for the first node.
             tracing::trace!("heartbeat not published: {e}");
         }

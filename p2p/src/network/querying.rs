@@ -316,14 +316,7 @@ impl EventLoop {
             return;
         }
         let (topic, bytes) = (q.topic.clone(), summary.encode());
-        let bytes = match self.sealer.seal(topic.hash().as_str(), &bytes) {
-            Ok(sealed) => sealed,
-            Err(e) => {
-                tracing::warn!("routing summary not sealed: {e}");
-                return;
-            }
-        };
-        match self.swarm.behaviour_mut().gossipsub.publish(topic, bytes) {
+        match self.publish_sealed(topic, &bytes) {
             Ok(_) => {
                 self.querying.republish = false;
                 self.querying.published_at = Some(Instant::now());

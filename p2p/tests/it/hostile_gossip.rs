@@ -4,6 +4,22 @@
 use super::network::{config, recording_node_with, within};
 use std::time::Duration;
 
+type Recording = (weft_p2p::NetworkHandle, tokio::task::JoinHandle<()>, super::network::Recorded);
+
+/// Two honest members, `n` and `m` (bootstrapped from `n`), each configured by `config`, once
+/// each counts both; and `n`'s TCP address.
+async fn two_members(config: impl Fn(Vec<String>) -> weft_p2p::NetworkConfig) -> (Recording, Recording, String) {
+    let key = libp2p::identity::Keypair::generate_ed25519;
+    let n = recording_node_with(key(), config(vec![])).await;
+    within(10, "listening", n.0.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
+    let addr = n.0.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
+    let m = recording_node_with(key(), config(vec![addr.clone()])).await;
+    for x in [&n.0, &m.0] {
+        within(60, "two members", x.wait_for(|s| s.members.len() == 2)).await;
+    }
+    (n, m, addr)
+}
+
 /// A bare gossipsub peer: `key`'s identity, listening on loopback when `listen`, dialling
 /// `dial`. `mesh_high` lets the attacker's gateway keep every Sybil in its mesh.
 fn gossip_swarm(key: libp2p::identity::Keypair, mesh_high: usize) -> libp2p::Swarm<libp2p::gossipsub::Behaviour> {
@@ -48,14 +64,7 @@ async fn a_hundred_identities_behind_one_connection_do_not_take_over_the_ring() 
         c.missed_heartbeats = 20;
         c
     };
-    let key = || libp2p::identity::Keypair::generate_ed25519();
-    let (n, n_task, got_n) = recording_node_with(key(), patient(vec![])).await;
-    within(10, "listening", n.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
-    let addr = n.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
-    let (m, m_task, got_m) = recording_node_with(key(), patient(vec![addr.clone()])).await;
-    for x in [&n, &m] {
-        within(60, "two members", x.wait_for(|s| s.members.len() == 2)).await;
-    }
+    let ((n, n_task, got_n), (m, m_task, got_m), addr) = two_members(patient).await;
     let honest = n.status().ring_share;
 
     // The attacker: a gateway connected to n, and a hundred identities connected only to it,
@@ -145,16 +154,9 @@ async fn forged_broken_and_replayed_gossip_is_refused_once_and_not_forwarded() {
     use futures::StreamExt;
     use weft_p2p::membership::TOPIC;
     use weft_p2p::sealed::seal;
-    let key = libp2p::identity::Keypair::generate_ed25519;
-    let (n, n_task, _) = recording_node_with(key(), config(vec![])).await;
-    within(10, "listening", n.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
-    let addr = n.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
-    let (m, m_task, _) = recording_node_with(key(), config(vec![addr.clone()])).await;
-    for x in [&n, &m] {
-        within(60, "two members", x.wait_for(|s| s.members.len() == 2)).await;
-    }
+    let ((n, n_task, _), (m, m_task, _), addr) = two_members(config).await;
 
-    let attacker = key();
+    let attacker = libp2p::identity::Keypair::generate_ed25519();
     let me = attacker.public().to_peer_id().to_string();
     let heartbeat = |peer: &str, leaving: bool| {
         serde_json::json!({ "peer": peer, "addrs": [], "capacity": 50, "leaving": leaving }).to_string().into_bytes()
