@@ -62,6 +62,10 @@ pub struct Asked {
     pub contacted: usize,
     pub answered: usize,
     pub partial: bool,
+    /// Each peer that answered: its id, its hits and the milliseconds from asking to its answer.
+    pub answers: Vec<(String, usize, f64)>,
+    /// The peers asked that did not answer, and why (as the API reports them).
+    pub failed: serde_json::Value,
     /// Each result's URL and its aliases; empty when the query failed.
     pub results: Vec<Vec<String>>,
     pub error: Option<String>,
@@ -199,6 +203,8 @@ pub fn record(
         contacted: 0,
         answered: 0,
         partial: false,
+        answers: Vec::new(),
+        failed: serde_json::Value::Null,
         results: Vec::new(),
         error: None,
     };
@@ -210,6 +216,11 @@ pub fn record(
             a.members = net["members"].as_u64().unwrap_or(0) as usize;
             a.contacted = net["contacted"].as_array().map_or(0, Vec::len);
             a.answered = net["answered"].as_array().map_or(0, Vec::len);
+            for p in net["answered"].as_array().into_iter().flatten() {
+                let peer = p[0].as_str().unwrap_or_default().to_string();
+                a.answers.push((peer, p[1].as_u64().unwrap_or(0) as usize, p[2].as_f64().unwrap_or(0.0)));
+            }
+            a.failed = net["failed"].clone();
             for h in v["hits"].as_array().into_iter().flatten() {
                 let mut urls = vec![h["url"].as_str().unwrap_or_default().to_string()];
                 urls.extend(

@@ -1,6 +1,7 @@
 //! The crate's integration tests, one module per subject, linked into one binary (one link
 //! of the dependency tree instead of one per file: see docs/src/testing.md).
 
+mod cell_discovery;
 mod cell_hedging;
 mod hostile_gossip;
 mod hostile_postings;
