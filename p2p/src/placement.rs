@@ -169,29 +169,56 @@ pub fn cell_owners(ring: &Ring, codebook_id: &str, cell: u32, replicas: usize) -
 }
 
 /// Whom a question asks: for each of `ranked` (cells, best first, with their owners), an owner
-/// already chosen covers it; otherwise its first owner for which `up` holds is chosen, until
-/// `budget` peers are. `me` (the asker, which searches its own store anyway) covers the cells
-/// it owns. Returns the peers in the order chosen and, for each, the cells it was chosen for.
+/// already chosen covers it; otherwise, while fewer than `budget` peers are chosen, the owner
+/// for which `up` holds that covers most of the cells not yet covered, each weighted by its rank
+/// (1/(1 + rank): the best cells count most; ties go to the earlier owner). `me` (the asker,
+/// which searches its own store anyway) covers the cells it owns. Returns the peers in the
+/// order chosen and, for each, the cells it was chosen for.
+///
+/// Taking each cell's first owner instead covered 13.1 of a question's 16 best cells with 8
+/// peers at N = 50; choosing the widest owner covers 15.6, and recall@10 replayed over the
+/// same live run went from 0.948 (what the run measured) to 0.976
+/// (`simnet/examples/cell_replay.rs`; another run at N = 50: 0.970 → 0.988; at N = 20 with 4
+/// peers: 0.971 → 0.981).
 pub fn plan<'a>(
     ranked: impl IntoIterator<Item = (u32, &'a [PeerId])>,
     me: &PeerId,
     budget: usize,
     up: impl Fn(&PeerId) -> bool,
 ) -> Vec<(PeerId, Vec<u32>)> {
+    let ranked: Vec<(u32, &[PeerId])> = ranked.into_iter().collect();
     let mut chosen: Vec<(PeerId, Vec<u32>)> = Vec::new();
-    for (cell, owners) in ranked {
+    let covered = |chosen: &[(PeerId, Vec<u32>)], owners: &[PeerId]| {
+        owners.contains(me) || chosen.iter().any(|(p, _)| owners.contains(p))
+    };
+    for (i, (cell, owners)) in ranked.iter().enumerate() {
         if owners.contains(me) {
             continue;
         }
         if let Some(c) = chosen.iter_mut().find(|(p, _)| owners.contains(p)) {
-            c.1.push(cell);
+            c.1.push(*cell);
             continue;
         }
         if chosen.len() == budget {
             continue;
         }
-        if let Some(owner) = owners.iter().find(|o| up(o)) {
-            chosen.push((*owner, vec![cell]));
+        let gain = |o: &PeerId| -> f64 {
+            ranked[i..]
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, os))| os.contains(o) && !covered(&chosen, os))
+                .map(|(j, _)| 1.0 / (1.0 + (i + j) as f64))
+                .sum()
+        };
+        let mut best: Option<(PeerId, f64)> = None;
+        for o in owners.iter().filter(|o| up(o)) {
+            let g = gain(o);
+            if best.is_none_or(|(_, b)| g > b) {
+                best = Some((*o, g));
+            }
+        }
+        if let Some((owner, _)) = best {
+            chosen.push((owner, vec![*cell]));
         }
     }
     chosen
@@ -260,6 +287,21 @@ mod tests {
         let ranked = owners.iter().enumerate().map(|(c, o)| (c as u32, o.as_slice()));
         let plan = plan(ranked, &me, 2, |x| *x != p[3]);
         assert_eq!(plan, vec![(p[0], vec![0, 1]), (p[4], vec![3])]);
+    }
+
+    #[test]
+    fn a_plan_takes_the_owner_that_covers_most_of_the_best_cells() {
+        let p: Vec<PeerId> = (0..6).map(|_| PeerId::random()).collect();
+        let me = p[5];
+        let owners = [
+            vec![p[0], p[1]], // cell 0: p1 owns cells 2 and 3 too, p0 nothing else
+            vec![p[2], p[3]], // cell 1: p2 and p3 own nothing else: the first owner
+            vec![p[4], p[1]], // cell 2: covered by p1
+            vec![p[1], p[0]], // cell 3: covered by p1
+        ];
+        let ranked = owners.iter().enumerate().map(|(c, o)| (c as u32, o.as_slice()));
+        let plan = plan(ranked, &me, 2, |_| true);
+        assert_eq!(plan, vec![(p[1], vec![0, 2, 3]), (p[2], vec![1])]);
     }
 
     #[test]

@@ -372,6 +372,9 @@ fn print_summary(r: &RunReport) {
             println!("                  read by some nodes only (how many): {}", d.partial.join(", "));
         }
     }
+    if let Some(f) = &r.freshness {
+        println!("found after       {}", f.summary());
+    }
     println!("lost URLs         {}", w.lost.len());
     println!("politeness        {} violations", w.politeness_violations.len());
     for v in w.politeness_violations.iter().take(10) {

@@ -111,7 +111,7 @@ pub struct SearchReport {
 
 /// Strips a section number: "9.4. String Functions and Operators" → "String Functions and
 /// Operators", "F.12. dblink" → "dblink".
-fn question(title: &str) -> String {
+pub(crate) fn question(title: &str) -> String {
     static NUMBER: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"^(?:[A-Z]\.)?[0-9]+(?:\.[0-9]+)*\.?\s+").expect("regex"));
     let t = title.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -235,18 +235,18 @@ pub fn record(
 }
 
 /// A document a node holds: URL, SimHash and chunk vectors.
-struct Doc {
-    node: usize,
+pub struct Doc {
+    pub node: usize,
     /// In the node's own index (it crawled the page), or only in its cell store (postings of
     /// some of the page's chunks, for cells the node owns).
-    crawled: bool,
-    url: String,
-    simhash: Option<u64>,
-    vectors: Vec<Vec<f32>>,
+    pub crawled: bool,
+    pub url: String,
+    pub simhash: Option<u64>,
+    pub vectors: Vec<Vec<f32>>,
 }
 
 /// Reads the documents of a stopped node's data dir: its own index and its cell store.
-fn read_node(data_dir: &Path, node: usize) -> Result<Vec<Doc>, String> {
+pub fn read_node(data_dir: &Path, node: usize) -> Result<Vec<Doc>, String> {
     let mut docs = read_store(data_dir, node, true)?;
     docs.extend(read_store(&data_dir.join("cells"), node, false)?);
     Ok(docs)
@@ -283,7 +283,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 /// The exact top `k` documents for `q` over `docs`: best chunk per document, one per URL, near
 /// duplicates (SimHash within 3 bits) folded, as the network merges.
-fn exact_top<'a>(q: &[f32], docs: &[&'a Doc], k: usize) -> Vec<&'a Doc> {
+pub fn exact_top<'a>(q: &[f32], docs: &[&'a Doc], k: usize) -> Vec<&'a Doc> {
     let mut scored: Vec<(f32, &Doc)> =
         docs.iter().map(|d| (d.vectors.iter().map(|v| dot(q, v)).fold(f32::MIN, f32::max), *d)).collect();
     // A page both crawled and held as postings counts as crawled (its own node holds it whole).

@@ -27,6 +27,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 pub mod documents;
+pub mod freshness;
 mod node;
 mod reports;
 
@@ -274,7 +275,7 @@ impl Sim<'_> {
             let api = std::net::SocketAddr::from(([127, 0, 0, 1], self.nodes[node].api_port));
             // By meaning alone (judged for recall), the same routed by the summaries alone
             // (today's routing before cells, side by side; which goes first alternates, as a
-            // question's second asking finds its embedding cached), then as a user asks.
+            // question's second asking finds its buckets' providers cached), then as a user asks.
             let routings = if i % 2 == 0 { ["cells", "summaries"] } else { ["summaries", "cells"] };
             let order = [(true, routings[0]), (true, routings[1]), (false, "cells")];
             for (dense, routing) in order {
@@ -433,6 +434,9 @@ pub async fn run_with(
     let mut pending: std::collections::VecDeque<Event> = spec.churn.iter().copied().collect();
     let mut covered_since: Option<Instant> = None;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
+    // How soon pages are found, probed while the crawl goes on (with the search phase only:
+    // the probes' questions are load the other runs do not ask for).
+    let mut freshness = spec.search.is_some().then(freshness::Freshness::new);
     loop {
         tick.tick().await;
         let elapsed = started.elapsed();
@@ -451,6 +455,14 @@ pub async fn run_with(
         }
         sim.death()?;
         let log = server.requests();
+        if let Some(f) = freshness.as_mut() {
+            let up: Vec<(usize, std::net::SocketAddr)> = sim
+                .up()
+                .into_iter()
+                .map(|n| (n, std::net::SocketAddr::from(([127, 0, 0, 1], sim.nodes[n].api_port))))
+                .collect();
+            f.tick(&log, &web, &server, &up, &sim.http);
+        }
         let covered = covered(&log, &web);
         let alive = sim.nodes.iter().filter(|n| n.state == State::Up).count();
         on_tick(&Progress { elapsed, covered, reachable: web.reachable.len(), alive, events });
@@ -469,6 +481,10 @@ pub async fn run_with(
     let elapsed = started.elapsed();
     let log = server.requests();
     write_log(&spec.work_dir.join("requests.tsv"), &log, started)?;
+    let freshness = match freshness {
+        Some(f) => Some(f.report().await),
+        None => None,
+    };
     let asked = match &spec.search {
         Some(search) => Some(sim.search_phase(search, &web, &mut marks, started).await?),
         None => None,
@@ -646,6 +662,7 @@ pub async fn run_with(
         churn: marks,
         fetch_rate,
         search,
+        freshness,
         documents,
     })
 }

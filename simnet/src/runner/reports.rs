@@ -221,6 +221,9 @@ pub struct RunReport {
     /// The search phase, when asked for: recall@10 against an exact index, peers contacted,
     /// latency (every question's record is in `search.json` in the work dir).
     pub search: Option<SearchReport>,
+    /// How soon a page just fetched was found from another node, probed during the crawl
+    /// (with the search phase).
+    pub freshness: Option<super::freshness::FreshnessReport>,
     /// Every article page fetched, read back by its document id through every node up at the
     /// end (with an index).
     pub documents: Option<super::documents::DocumentsReport>,
