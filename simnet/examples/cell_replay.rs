@@ -52,13 +52,7 @@ fn main() {
         report["nodes"].as_array().expect("nodes").iter().map(|n| n["peer_id"].as_str().unwrap().parse().unwrap()).collect();
     let nodes: Vec<Vec<Doc>> =
         (0..peers.len()).map(|n| read_node(&work.join(format!("node{n}/data")), n).expect("a node's data")).collect();
-    let embed = weft_config::EmbedConfig {
-        model: models.join("all-MiniLM-L6-v2-int8/model.onnx"),
-        tokenizer: models.join("all-MiniLM-L6-v2-int8/tokenizer.json"),
-        ort_library: models.join("onnxruntime-1.31.1/libonnxruntime.so"),
-        ..Default::default()
-    };
-    let mut embedder = weft_index::Embedder::open(&embed, 1).expect("model");
+    let mut embedder = weft_index::Embedder::open(&weft_simnet::search_eval::embed_config(&models), 1).expect("model");
     let texts: Vec<&str> = asked.iter().map(|a| a["query"].as_str().unwrap()).collect();
     let queries = embedder.embed(&texts).expect("embed");
     let ring = Ring::new(peers.clone(), DEFAULT_VNODES);

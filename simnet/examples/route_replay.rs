@@ -49,13 +49,7 @@ fn main() {
         n += 1;
     }
     let nodes = n;
-    let embed = weft_config::EmbedConfig {
-        model: models.join("all-MiniLM-L6-v2-int8/model.onnx"),
-        tokenizer: models.join("all-MiniLM-L6-v2-int8/tokenizer.json"),
-        ort_library: models.join("onnxruntime-1.31.1/libonnxruntime.so"),
-        ..Default::default()
-    };
-    let mut embedder = weft_index::Embedder::open(&embed, 1).expect("model");
+    let mut embedder = weft_index::Embedder::open(&weft_simnet::search_eval::embed_config(&models), 1).expect("model");
     let texts: Vec<&str> = asked.iter().map(|a| a["query"].as_str().unwrap()).collect();
     let queries = embedder.embed(&texts).expect("embed");
     let per_node: Vec<Vec<Vec<f32>>> =

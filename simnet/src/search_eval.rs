@@ -328,6 +328,17 @@ fn percentile(v: &[f64], p: f64) -> f64 {
     v[((v.len() as f64 * p) as usize).min(v.len() - 1)]
 }
 
+/// The model files `scripts/setup.sh` put in `models`, for embedding the questions as the
+/// nodes do.
+pub fn embed_config(models: &Path) -> weft_config::EmbedConfig {
+    weft_config::EmbedConfig {
+        model: models.join("all-MiniLM-L6-v2-int8/model.onnx"),
+        tokenizer: models.join("all-MiniLM-L6-v2-int8/tokenizer.json"),
+        ort_library: models.join("onnxruntime-1.31.1/libonnxruntime.so"),
+        ..Default::default()
+    }
+}
+
 /// Judges the asked questions once every node has stopped: `data_dirs[n]` is node n's data
 /// dir; the questions are embedded with the model files in `models`.
 pub fn judge(
@@ -337,13 +348,7 @@ pub fn judge(
     total_nodes: usize,
 ) -> Result<SearchReport, String> {
     let nodes: Vec<Vec<Doc>> = data_dirs.iter().enumerate().map(|(n, d)| read_node(d, n)).collect::<Result<_, _>>()?;
-    let embed = weft_config::EmbedConfig {
-        model: models.join("all-MiniLM-L6-v2-int8/model.onnx"),
-        tokenizer: models.join("all-MiniLM-L6-v2-int8/tokenizer.json"),
-        ort_library: models.join("onnxruntime-1.31.1/libonnxruntime.so"),
-        ..Default::default()
-    };
-    let mut embedder = weft_index::Embedder::open(&embed, 1).map_err(|e| e.to_string())?;
+    let mut embedder = weft_index::Embedder::open(&embed_config(models), 1).map_err(|e| e.to_string())?;
     let (hybrid, asked): (Vec<&Asked>, Vec<&Asked>) = asked.iter().partition(|a| !a.dense);
     let (by_summaries, asked): (Vec<&Asked>, Vec<&Asked>) = asked.into_iter().partition(|a| a.by_summaries);
     let texts: Vec<&str> = asked.iter().chain(&hybrid).chain(&by_summaries).map(|a| a.query.as_str()).collect();

@@ -4,7 +4,6 @@
 //! questions in a row took a median 165 ms and the second, its buckets cached, 13 ms. Routed by
 //! the summaries, the same question still looks its providers up. Real libp2p on loopback.
 
-use std::time::Duration;
 use weft_p2p::placement::shipped;
 use weft_p2p::search::{PageMeta, RemoteHit, SearchReply, SearchRequest};
 use weft_p2p::{NetworkConfig, Routing};
@@ -15,22 +14,10 @@ fn config(bootstrap: Vec<String>) -> NetworkConfig {
     NetworkConfig { model: Some("m".into()), ..crate::tcp_config(bootstrap) }
 }
 
-async fn within<T>(secs: u64, what: &str, f: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(secs), f).await.unwrap_or_else(|_| panic!("timed out: {what}"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_routed_by_cells_does_not_wait_for_the_dht() {
-    let mut nodes = vec![weft_p2p::start(libp2p::identity::Keypair::generate_ed25519(), config(vec![])).unwrap()];
+    let mut nodes = crate::members(NODES, config).await;
     let a = nodes[0].handle.clone();
-    within(10, "listens", a.wait_for(|s| s.listen_addrs.iter().any(|x| x.contains("/tcp/")))).await;
-    let boot = a.status().listen_addrs.into_iter().find(|x| x.contains("/tcp/")).unwrap();
-    for _ in 1..NODES {
-        nodes.push(weft_p2p::start(libp2p::identity::Keypair::generate_ed25519(), config(vec![boot.clone()])).unwrap());
-    }
-    for n in &nodes {
-        within(60, "every member", n.handle.wait_for(|s| s.members.len() == NODES)).await;
-    }
     for n in nodes.iter_mut().skip(1) {
         let mut queries = std::mem::replace(&mut n.queries, tokio::sync::mpsc::channel(1).1);
         tokio::spawn(async move {

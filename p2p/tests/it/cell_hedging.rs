@@ -24,16 +24,8 @@ async fn within<T>(secs: u64, what: &str, f: impl std::future::Future<Output = T
 async fn a_dead_cell_owner_is_replaced_by_another_owner_of_its_cells() {
     let book = shipped();
     let question = book.cell(0).to_vec();
-    let mut nodes = vec![weft_p2p::start(libp2p::identity::Keypair::generate_ed25519(), config(vec![])).unwrap()];
+    let mut nodes = crate::members(NODES, config).await;
     let a = nodes[0].handle.clone();
-    within(10, "listens", a.wait_for(|s| s.listen_addrs.iter().any(|x| x.contains("/tcp/")))).await;
-    let boot = a.status().listen_addrs.into_iter().find(|x| x.contains("/tcp/")).unwrap();
-    for _ in 1..NODES {
-        nodes.push(weft_p2p::start(libp2p::identity::Keypair::generate_ed25519(), config(vec![boot.clone()])).unwrap());
-    }
-    for n in &nodes {
-        within(60, "ten members", n.handle.wait_for(|s| s.members.len() == NODES)).await;
-    }
     // Every other node answers with a page that names it.
     for n in nodes.iter_mut().skip(1) {
         let me = n.handle.peer_id().to_string();

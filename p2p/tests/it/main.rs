@@ -43,3 +43,23 @@ pub fn alone(name: &str) -> bool {
     assert!(said.contains("1 passed"), "{name} did not run in its own process: {said}");
     false
 }
+
+/// `n` nodes on loopback made with `config(bootstrap)`: the first listens, the others join
+/// through it. Returns once every node counts all `n` as members.
+pub async fn members(n: usize, config: impl Fn(Vec<String>) -> weft_p2p::NetworkConfig) -> Vec<weft_p2p::Started> {
+    use std::time::Duration;
+    let key = libp2p::identity::Keypair::generate_ed25519;
+    let mut nodes = vec![weft_p2p::start(key(), config(vec![])).unwrap()];
+    let first = nodes[0].handle.clone();
+    let listens = first.wait_for(|s| s.listen_addrs.iter().any(|x| x.contains("/tcp/")));
+    tokio::time::timeout(Duration::from_secs(10), listens).await.expect("the first node listens");
+    let boot = first.status().listen_addrs.into_iter().find(|x| x.contains("/tcp/")).unwrap();
+    for _ in 1..n {
+        nodes.push(weft_p2p::start(key(), config(vec![boot.clone()])).unwrap());
+    }
+    for node in &nodes {
+        let all = node.handle.wait_for(|s| s.members.len() == n);
+        tokio::time::timeout(Duration::from_secs(60), all).await.expect("every node counts every member");
+    }
+    nodes
+}
