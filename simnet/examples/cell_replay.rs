@@ -42,14 +42,19 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let work = PathBuf::from(args.get(1).expect("work dir"));
     let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(args.get(2).expect("report.json")).expect("report")).expect("json");
+        serde_json::from_str(&std::fs::read_to_string(args.get(2).expect("report.json")).expect("report"))
+            .expect("json");
     let models = PathBuf::from(args.get(3).cloned().unwrap_or_else(|| "models".into()));
     let asked: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(work.join("search.json")).expect("search.json")).expect("json");
     let asked: Vec<&serde_json::Value> =
         asked.iter().filter(|a| a["dense"] == true && a["by_summaries"] != true && a["error"].is_null()).collect();
-    let peers: Vec<PeerId> =
-        report["nodes"].as_array().expect("nodes").iter().map(|n| n["peer_id"].as_str().unwrap().parse().unwrap()).collect();
+    let peers: Vec<PeerId> = report["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| n["peer_id"].as_str().unwrap().parse().unwrap())
+        .collect();
     let nodes: Vec<Vec<Doc>> =
         (0..peers.len()).map(|n| read_node(&work.join(format!("node{n}/data")), n).expect("a node's data")).collect();
     let mut embedder = weft_index::Embedder::open(&weft_simnet::search_eval::embed_config(&models), 1).expect("model");
@@ -64,8 +69,13 @@ fn main() {
         .iter()
         .zip(&truths)
         .map(|(a, truth)| {
-            let found: HashSet<&str> =
-                a["results"].as_array().unwrap().iter().flat_map(|r| r.as_array().unwrap()).filter_map(|u| u.as_str()).collect();
+            let found: HashSet<&str> = a["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|r| r.as_array().unwrap())
+                .filter_map(|u| u.as_str())
+                .collect();
             truth.iter().filter(|d| found.contains(d.url.as_str())).count() as f64 / truth.len().max(1) as f64
         })
         .sum::<f64>()
@@ -88,13 +98,12 @@ fn main() {
                             .map(|(c, _)| (c, cell_owners(&ring, book.id(), c, replicas)))
                             .collect();
                         let chosen = planner(&cells, &me, budget);
-                        cells_covered +=
-                            cells.iter().filter(|(_, o)| o.contains(&me) || o.iter().any(|p| chosen.contains(p))).count();
-                        let asked_nodes: HashSet<usize> = chosen
+                        cells_covered += cells
                             .iter()
-                            .filter_map(|p| peers.iter().position(|x| x == p))
-                            .chain([asker])
-                            .collect();
+                            .filter(|(_, o)| o.contains(&me) || o.iter().any(|p| chosen.contains(p)))
+                            .count();
+                        let asked_nodes: HashSet<usize> =
+                            chosen.iter().filter_map(|p| peers.iter().position(|x| x == p)).chain([asker]).collect();
                         let held: Vec<&Doc> = all.iter().copied().filter(|d| asked_nodes.contains(&d.node)).collect();
                         let got: HashSet<&str> = exact_top(q, &held, 10).iter().map(|d| d.url.as_str()).collect();
                         total += truth.iter().filter(|d| got.contains(d.url.as_str())).count() as f64

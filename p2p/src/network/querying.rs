@@ -122,7 +122,8 @@ pub struct SearchStatus {
     /// Network queries this node sent, and peers asked in total.
     pub queries: u64,
     pub peers_contacted: u64,
-    /// DHT provider lookups the queries started (none while every member's summary is known).
+    /// DHT provider lookups the queries started (none while every member's summary is known,
+    /// nor for questions routed by cells).
     pub provider_lookups: u64,
     pub partial: u64,
     /// Queries from others answered, and refused as busy (rate or queue).
@@ -344,10 +345,10 @@ impl EventLoop {
         // Routed by cells, the first wave is the owners of the question's best cells and the
         // summaries' ranking only fills in behind them, so the query does not wait for the DHT
         // either: it takes the providers already cached. (A vector the codebook cannot place
-        // is routed by the summaries, and looks its providers up.) Waiting cost every question whose
-        // buckets were not cached up to `DISCOVERY` (150 ms) — in a network where a member
-        // with nothing indexed has no summary, that was nearly every question: at N = 20 the
-        // first of two questions in a row took a median 165 ms, the second 13 ms.
+        // is routed by the summaries, and looks its providers up.) Waiting cost every question
+        // whose buckets were not cached up to `DISCOVERY` (150 ms) — in a network where a
+        // member with nothing indexed has no summary, that was nearly every question: at
+        // N = 20 the first of two questions in a row took a median 165 ms, the second 13 ms.
         let me = *self.swarm.local_peer_id();
         let others = self.members.peers().into_iter().filter(|p| *p != me).map(|p| p.to_string());
         let by_cells = routing == Routing::Cells
@@ -462,9 +463,10 @@ impl EventLoop {
     }
 
     /// Puts the owners of the question's best cells first (see [`crate::placement::plan`]):
-    /// one owner per cell, up to `fanout` peers, then the summaries' ranking (peers hold what
-    /// they crawled, whether its postings arrived or not), then the cells' other owners. Returns the peers chosen by cell with
-    /// their cells, and the whole order.
+    /// for each cell not yet covered, the owner covering most of the cells left, up to
+    /// `fanout` peers; then the summaries' ranking (peers hold what they crawled, whether its
+    /// postings arrived or not), then the cells' other owners. Returns the peers chosen by cell
+    /// with their cells, and the whole order.
     fn by_cell(
         &self,
         vector: &[f32],
