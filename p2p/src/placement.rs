@@ -176,10 +176,11 @@ pub fn cell_owners(ring: &Ring, codebook_id: &str, cell: u32, replicas: usize) -
 /// order chosen and, for each, the cells it was chosen for.
 ///
 /// Taking each cell's first owner instead covered 13.1 of a question's 16 best cells with 8
-/// peers at N = 50; choosing the widest owner covers 15.6, and recall@10 replayed over the
-/// same live run went from 0.948 (what the run measured) to 0.976
-/// (`simnet/examples/cell_replay.rs`; another run at N = 50: 0.970 → 0.988; at N = 20 with 4
-/// peers: 0.971 → 0.981).
+/// peers at N = 50; choosing the widest owner covers 15.6. Replayed over live runs
+/// (`simnet/examples/cell_replay.rs`), recall@10 went from 0.948 (what the run measured) to
+/// 0.961, and 0.970 → 0.982 at N = 50 with 8 peers, 0.971 → 0.980 at N = 20 with 4; over two
+/// later runs at N = 50 it read 0.965 → 0.963 and 0.962 → 0.980. How ties break moves it by a
+/// point or two either way.
 pub fn plan<'a>(
     ranked: impl IntoIterator<Item = (u32, &'a [PeerId])>,
     me: &PeerId,
