@@ -258,6 +258,7 @@ impl Sim<'_> {
         }
         let questions = search_eval::questions(&web.titles, search.queries, self.spec.web.seed);
         let mut pending: std::collections::VecDeque<Event> = search.churn.iter().copied().collect();
+        eprintln!("[search   0s] asking {} questions", questions.len());
         let started = Instant::now();
         let mut asked = Vec::with_capacity(questions.len());
         for (i, q) in questions.iter().enumerate() {
