@@ -25,10 +25,26 @@ pub fn own_rss_parts() -> (u64, u64) {
 /// on their own), and what it holds free in its arenas — freed memory not yet reused, part of
 /// which [`trim`] has handed back to the system (so it is not all resident). Together they tell
 /// live growth from fragmentation. glibc's `mallinfo2` (zeros elsewhere), which walks the
-/// arenas' free lists under their locks: read once per `/status`, not on a hot path.
+/// arenas' free lists under their locks — while it walks, every thread that allocates waits —
+/// so it is read at most once a second ([`HEAP_EVERY`]) however often `/status` is asked.
+/// Fifty nodes on two cores, each asked for its status before every question of the
+/// simulator's search phase, spent ~7% of the box in `int_mallinfo` and the walk's
+/// consolidation, with the nodes' answers to questions waiting behind it.
 pub fn heap() -> (u64, u64) {
-    weft_index::embed::heap_bytes()
+    static LAST: parking_lot::Mutex<Option<(std::time::Instant, (u64, u64))>> = parking_lot::Mutex::new(None);
+    let mut last = LAST.lock();
+    match *last {
+        Some((at, heap)) if at.elapsed() < HEAP_EVERY => heap,
+        _ => {
+            let heap = weft_index::embed::heap_bytes();
+            *last = Some((std::time::Instant::now(), heap));
+            heap
+        }
+    }
 }
+
+/// How long [`heap`]'s reading stands.
+pub const HEAP_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Hands the allocator's free pages back to the system (glibc's `malloc_trim`; nothing
 /// elsewhere). ONNX Runtime is C++ on glibc's malloc: loading a model and running it leave
