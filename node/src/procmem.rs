@@ -44,7 +44,7 @@ pub fn heap() -> (u64, u64) {
 }
 
 /// How long [`heap`]'s reading stands.
-pub const HEAP_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+const HEAP_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Hands the allocator's free pages back to the system (glibc's `malloc_trim`; nothing
 /// elsewhere). ONNX Runtime is C++ on glibc's malloc: loading a model and running it leave

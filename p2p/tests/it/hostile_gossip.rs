@@ -11,8 +11,7 @@ type Recording = (weft_p2p::NetworkHandle, tokio::task::JoinHandle<()>, super::n
 async fn two_members(config: impl Fn(Vec<String>) -> weft_p2p::NetworkConfig) -> (Recording, Recording, String) {
     let key = libp2p::identity::Keypair::generate_ed25519;
     let n = recording_node_with(key(), config(vec![])).await;
-    within(10, "listening", n.0.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
-    let addr = n.0.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
+    let addr = crate::tcp_addr(&n.0).await;
     let m = recording_node_with(key(), config(vec![addr.clone()])).await;
     for x in [&n.0, &m.0] {
         within(60, "two members", x.wait_for(|s| s.members.len() == 2)).await;

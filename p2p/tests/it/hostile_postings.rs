@@ -152,8 +152,7 @@ fn batch(postings: Vec<Posting>) -> PostingBatch {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_publisher_speaks_only_for_its_own_hosts_within_its_rate() {
     let (n, n_task, stored) = holder(libp2p::identity::Keypair::generate_ed25519(), vec![]);
-    within(10, "listening", n.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
-    let addr = n.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
+    let addr = crate::tcp_addr(&n).await;
 
     // A stranger's posting is not taken, nor counted against anyone but the stranger.
     let stranger_key = libp2p::identity::Keypair::generate_ed25519();

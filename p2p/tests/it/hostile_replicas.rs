@@ -81,8 +81,7 @@ fn batch(replicas: Vec<Replica>, handover: bool) -> PostingBatch {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_publisher_sends_copies_only_of_its_own_hosts_pages_as_it_signed_them() {
     let (n, n_task, copies) = holder(libp2p::identity::Keypair::generate_ed25519(), vec![]);
-    within(10, "listening", n.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
-    let addr = n.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
+    let addr = crate::tcp_addr(&n).await;
 
     // A stranger's copy is not taken.
     let stranger_key = libp2p::identity::Keypair::generate_ed25519();

@@ -50,10 +50,7 @@ pub async fn members(n: usize, config: impl Fn(Vec<String>) -> weft_p2p::Network
     use std::time::Duration;
     let key = libp2p::identity::Keypair::generate_ed25519;
     let mut nodes = vec![weft_p2p::start(key(), config(vec![])).unwrap()];
-    let first = nodes[0].handle.clone();
-    let listens = first.wait_for(|s| s.listen_addrs.iter().any(|x| x.contains("/tcp/")));
-    tokio::time::timeout(Duration::from_secs(10), listens).await.expect("the first node listens");
-    let boot = first.status().listen_addrs.into_iter().find(|x| x.contains("/tcp/")).unwrap();
+    let boot = tcp_addr(&nodes[0].handle).await;
     for _ in 1..n {
         nodes.push(weft_p2p::start(key(), config(vec![boot.clone()])).unwrap());
     }
@@ -62,4 +59,11 @@ pub async fn members(n: usize, config: impl Fn(Vec<String>) -> weft_p2p::Network
         tokio::time::timeout(Duration::from_secs(60), all).await.expect("every node counts every member");
     }
     nodes
+}
+
+/// `node`'s TCP listen address, once it listens (within 10 s).
+pub async fn tcp_addr(node: &weft_p2p::NetworkHandle) -> String {
+    let listens = node.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")));
+    tokio::time::timeout(std::time::Duration::from_secs(10), listens).await.expect("the node listens");
+    node.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap()
 }

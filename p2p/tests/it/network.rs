@@ -31,8 +31,7 @@ pub(super) async fn within<T>(secs: u64, what: &str, f: impl std::future::Future
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_nodes_agree_on_members_and_owners_and_notice_one_leaving() {
     let (first, first_task) = node(vec![]).await;
-    within(10, "first node listens", first.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
-    let boot = first.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
+    let boot = crate::tcp_addr(&first).await;
     assert!(boot.contains(&format!("/p2p/{}", first.peer_id())), "{boot}");
     assert_eq!(first.status().joining, Joining::First);
 
@@ -100,8 +99,7 @@ async fn newcomers_to_an_older_network_are_admitted_gradually_and_a_forged_age_i
     // The network: one node, a member for three hours and past its first minutes (from now on
     // it judges the members it meets by itself; the default two minutes are cut here).
     let (old, old_task) = start(vec![], now - 3 * 3600, Duration::ZERO);
-    within(10, "listens", old.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
-    let boot = old.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
+    let boot = crate::tcp_addr(&old).await;
     let (new, new_task) = start(vec![boot.clone()], now, SETTLE);
     for n in [&old, &new] {
         within(60, "two members", n.wait_for(|s| s.members.len() == 2)).await;
@@ -269,8 +267,7 @@ async fn malformed_and_oversized_batches_get_their_sender_banned_and_the_node_go
             }
         }
     });
-    within(10, "listening", n.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
-    let addr = n.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
+    let addr = crate::tcp_addr(&n).await;
     let url = |u: &str| WireUrl::new(u, 1, UrlKind::Page);
 
     let too_many = cbor(&UrlBatch {
@@ -357,8 +354,7 @@ pub(super) async fn recording_node_with(
 async fn only_a_hosts_previous_owner_can_say_its_pages_are_done() {
     use weft_p2p::exchange::{BatchReply, UrlBatch, UrlKind, WireUrl};
     let (n, n_task, got) = recording_node(vec![]).await;
-    within(10, "listening", n.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
-    let addr = n.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
+    let addr = crate::tcp_addr(&n).await;
 
     // A stranger's twenty "done" pages.
     let done: Vec<WireUrl> =
@@ -440,8 +436,7 @@ async fn a_member_back_from_a_crash_takes_the_hand_off_of_one_that_left_while_it
         (started.handle, started.task)
     };
     let (first, first_task) = start(vec![]);
-    within(10, "listening", first.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
-    let boot = first.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
+    let boot = crate::tcp_addr(&first).await;
     let (other, other_task) = start(vec![boot.clone()]);
     let (leaver, leaver_task) = start(vec![boot.clone()]);
     let key = libp2p::identity::Keypair::generate_ed25519();
@@ -513,8 +508,7 @@ async fn a_member_back_from_a_crash_takes_the_hand_off_of_one_that_left_while_it
 async fn a_peer_is_found_through_its_semantic_buckets_when_its_summary_is_unknown() {
     let key = libp2p::identity::Keypair::generate_ed25519();
     let asker = weft_p2p::start(key, config(vec![])).unwrap();
-    within(10, "listens", asker.handle.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
-    let boot = asker.handle.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
+    let boot = crate::tcp_addr(&asker.handle).await;
     let key = libp2p::identity::Keypair::generate_ed25519();
     let holder = weft_p2p::start(key, config(vec![boot])).unwrap();
     let (a, h) = (asker.handle.clone(), holder.handle.clone());
@@ -635,8 +629,7 @@ async fn dht_stores_take_only_weft_records_at_a_bounded_rate() {
     use libp2p::kad::{Record, RecordKey};
     use weft_p2p::records::{self, DupEntry};
     let (n, n_task, _) = recording_node(vec![]).await;
-    within(10, "listening", n.wait_for(|s| s.listen_addrs.iter().any(|a| a.contains("/tcp/")))).await;
-    let addr = n.status().listen_addrs.into_iter().find(|a| a.contains("/tcp/")).unwrap();
+    let addr = crate::tcp_addr(&n).await;
 
     // Garbage: random 32-byte keys, 8 KiB values.
     let garbage: Vec<Record> = (0..200u32)
