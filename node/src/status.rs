@@ -376,11 +376,16 @@ impl prometheus_client::collector::Collector for StatusCollector {
             ];
             encode_gauges(&mut enc, &gauges)?;
             let p = &n.postings;
-            let counters: [Plain; 4] = [
+            let counters: [Plain; 5] = [
                 ("weft_postings_published", "Postings and withdrawals their cells' owners acknowledged", p.published),
                 ("weft_postings_dropped", "Postings dropped because the publish backlog was full", p.dropped),
                 ("weft_postings_received", "Postings received for this node's cells and stored", p.received),
                 ("weft_postings_refused", "Postings received and refused", p.refused),
+                (
+                    "weft_postings_disputed",
+                    "Of those refused, pages of hosts their publisher would own on a ring lacking a few members",
+                    p.disputed,
+                ),
             ];
             encode_counters(&mut enc, &counters)?;
             let gauges: [Plain; 3] = [

@@ -262,6 +262,20 @@ fn a_hundred_identities_behind_one_connection_stay_candidates_and_are_given_up()
     // Reached later (it was real after all): a member.
     assert_eq!(m.present(&sybils[50], &lo(), later), Some(Change::Joined(sybils[50])));
     assert!(m.present(&sybils[0], &lo(), later).is_none(), "a given-up peer must be heard again");
+    // Its heartbeat over a connection with it: reached after all (a loaded box dials slowly).
+    assert_eq!(m.observe(hb(&sybils[1]), sybils[1], Some(&lo()), later), Some(Change::Joined(sybils[1])));
+    // The others are ignored for UNREACHED_FIRST, then heard of again, given up again, and
+    // ignored twice as long.
+    let again = later + UNREACHED_FIRST + Duration::from_secs(1);
+    m.observe(hb(&sybils[2]), gateway, None, again);
+    assert_eq!(m.candidates(), 1, "heard of again after a minute");
+    let given_up = again + REACH_WITHIN + Duration::from_secs(1);
+    m.to_dial(given_up);
+    let soon = given_up + UNREACHED_FIRST + Duration::from_secs(1);
+    m.observe(hb(&sybils[2]), gateway, None, soon);
+    assert_eq!(m.candidates(), 0, "the second time, ignored for longer than a minute");
+    m.observe(hb(&sybils[2]), gateway, None, given_up + UNREACHED_FIRST * 2 + Duration::from_secs(1));
+    assert_eq!(m.candidates(), 1, "and heard again after two");
 }
 
 #[test]

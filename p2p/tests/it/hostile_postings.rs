@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use weft_p2p::codec::{Codec, Frame};
 use weft_p2p::postings::{PageMeta, Posting, PostingBatch, PostingReply, PostingWire, Tombstone};
+use weft_p2p::ring::host_point;
 use weft_p2p::{NetworkConfig, NetworkHandle, PeerId, Ring, DEFAULT_VNODES};
 
 const MODEL: &str = "test-model";
@@ -174,8 +175,13 @@ async fn a_publisher_speaks_only_for_its_own_hosts_within_its_rate() {
     let rings = [ring(&[nid]), ring(&[nid, aid]), ring(&[nid, bid]), ring(&[nid, aid, bid]), ring(&[aid, bid])];
     let hosts: Vec<String> = (0..2000).map(|i| format!("h{i}.test")).collect();
     let own: Vec<&String> = hosts.iter().filter(|h| rings[3].owner(h) == Some(&aid)).take(20).collect();
-    let never: Vec<&String> = hosts.iter().filter(|h| rings.iter().all(|r| r.owner(h) != Some(&aid))).take(5).collect();
-    assert!(own.len() == 20 && never.len() == 5);
+    // Hosts a never owned: those it would own were the member before it unknown to it (its
+    // ring and n's disagree) apart from those it would not.
+    let second = |h: &str| rings[3].owners_of_point(host_point(h), 2).contains(&aid);
+    let never_owned = |h: &&String| rings.iter().all(|r| r.owner(h) != Some(&aid));
+    let never: Vec<&String> = hosts.iter().filter(never_owned).filter(|h| !second(h)).take(5).collect();
+    let disputed: Vec<&String> = hosts.iter().filter(never_owned).filter(|h| second(h)).take(3).collect();
+    assert!(own.len() == 20 && never.len() == 5 && disputed.len() == 3);
     let of_b: Vec<&String> = hosts.iter().filter(|h| rings[3].owner(h) == Some(&bid)).take(1).collect();
     let mut hostile = Publisher::connect(key_a.clone(), &addr).await;
 
@@ -229,12 +235,20 @@ async fn a_publisher_speaks_only_for_its_own_hosts_within_its_rate() {
     // cell's hand-over (a holds every cell: three members, three replicas), a withdrawal of
     // another member's page — are strikes; the third in a row bans a. A batch of which
     // something is taken clears them (a member whose ring differs for a while is no
-    // offender): one strike, then a page of a's own, then the three.
+    // offender): one strike, then a page of a's own, then pages a would own on a ring
+    // lacking one member (no strike), then the three.
     let forged: Vec<Posting> = never.iter().map(|h| posting(&format!("http://{h}/forged"), 9, &key_a)).collect();
     let reply = hostile.send(vec![batch(forged.clone())]).await.remove(0);
     assert!(matches!(reply, Some(PostingReply::Ack { taken: 0, refused: 5 })), "a first strike: {reply:?}");
     let reply = hostile.send(vec![batch(vec![posting(&format!("http://{}/again", own[1]), 5, &key_a)])]).await;
     assert_eq!(reply, vec![Some(PostingReply::Ack { taken: 1, refused: 0 })], "taken: the strike is cleared");
+    // Pages of hosts a would own on a ring without the member before it: refused, counted as
+    // disputed, no strike (a member that missed a join publishes nothing else for a while).
+    let before = n.status().postings.disputed;
+    let theirs: Vec<Posting> = disputed.iter().map(|h| posting(&format!("http://{h}/lagging"), 9, &key_a)).collect();
+    let reply = hostile.send(vec![batch(theirs)]).await.remove(0);
+    assert_eq!(reply, Some(PostingReply::Ack { taken: 0, refused: 3 }), "refused, no strike");
+    within(10, "disputes counted", n.wait_for(|s| s.postings.disputed == before + 3)).await;
     let handed = PostingBatch { postings: forged.clone(), handover: true, ..Default::default() };
     let withdrawal = PostingBatch {
         tombstones: vec![Tombstone {
