@@ -86,7 +86,7 @@ fn main() {
         for (name, planner) in planners {
             for nprobe in [8usize, 16, 32] {
                 let mut line = format!("r={replicas} {name:<13} nprobe={nprobe:<3}");
-                for budget in [4usize, 6, 8] {
+                for budget in [4usize, 6, 7, 8] {
                     let mut total = 0.0;
                     let mut cells_covered = 0usize;
                     for ((a, q), truth) in asked.iter().zip(&queries).zip(&truths) {

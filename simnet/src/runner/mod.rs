@@ -635,6 +635,8 @@ pub async fn run_with(
             postings_published: u(&net["postings"]["published"]),
             postings_received: u(&net["postings"]["received"]),
             postings_refused: u(&net["postings"]["refused"]),
+            postings_disputed: u(&net["postings"]["disputed"]),
+            banned_peers: u(&net["banned_peers"]),
             own_documents: u(&s["index"]["documents"]),
             copies: u(&s["index"]["cells"]["copies"]),
             copy_bytes: u(&s["index"]["cells"]["copy_bytes"]),

@@ -40,13 +40,17 @@ pub struct NodeReport {
     pub browser_starts: u64,
     /// Placement by meaning when last seen: chunks of its own index, chunks its cell store
     /// holds for the cells it owns, cells owned, and postings it published (acknowledged),
-    /// received and refused.
+    /// received and refused (and of those, refused because its publisher's ring and this
+    /// node's disagreed on a host's owner: no strike).
     pub own_chunks: u64,
     pub cell_chunks: u64,
     pub cells_owned: u64,
     pub postings_published: u64,
     pub postings_received: u64,
     pub postings_refused: u64,
+    pub postings_disputed: u64,
+    /// Peers it had banned when last seen (any reason: bad answers, postings, URL batches).
+    pub banned_peers: u64,
     /// Document copies when last seen: its own documents, the copies it holds for others (and
     /// their bytes), copies received, and pages it indexed from another member's copy instead
     /// of fetching them.
@@ -159,12 +163,14 @@ pub fn placement_line(r: &RunReport) -> String {
     let mean = held as f64 / up.len() as f64;
     let max = up.iter().map(|n| n.cell_chunks).max().unwrap_or(0);
     format!(
-        "cell stores hold {held} chunks against {own} in the nodes' own indexes ({:.1}×); fullest store {max} chunks, {:.2}× the mean; {} postings published, {} received, {} refused",
+        "cell stores hold {held} chunks against {own} in the nodes' own indexes ({:.1}×); fullest store {max} chunks, {:.2}× the mean; {} postings published, {} received, {} refused ({} disputed); {} bans in force",
         held as f64 / own.max(1) as f64,
         max as f64 / mean.max(1.0),
         r.nodes.iter().map(|n| n.postings_published).sum::<u64>(),
         r.nodes.iter().map(|n| n.postings_received).sum::<u64>(),
         r.nodes.iter().map(|n| n.postings_refused).sum::<u64>(),
+        r.nodes.iter().map(|n| n.postings_disputed).sum::<u64>(),
+        r.nodes.iter().map(|n| n.banned_peers).sum::<u64>(),
     )
 }
 
