@@ -117,7 +117,7 @@ impl EventLoop {
                 }
                 request_response::Message::Request { request: Frame::Refused(why), channel, .. } => {
                     drop(channel);
-                    self.ban(peer, &why.to_string());
+                    self.refused(peer, &why);
                 }
                 request_response::Message::Response { request_id, response } => {
                     if let Some(reply) = self.documents.asks.remove(&request_id) {

@@ -242,7 +242,7 @@ impl EventLoop {
                 request_response::Message::Request { request: Frame::Refused(why), channel, .. } => {
                     self.postings.counts.refused += 1;
                     drop(channel);
-                    self.ban(peer, &why.to_string());
+                    self.refused(peer, &why);
                 }
                 request_response::Message::Response { request_id, response } => {
                     let Some(f) = self.postings.in_flight.remove(&request_id) else { return };

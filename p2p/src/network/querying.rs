@@ -592,7 +592,7 @@ impl EventLoop {
                 }
                 request_response::Message::Request { request: Frame::Refused(why), channel, .. } => {
                     drop(channel);
-                    self.ban(peer, &why.to_string());
+                    self.refused(peer, &why);
                 }
                 request_response::Message::Response { request_id, response } => {
                     let outcome = match response {
