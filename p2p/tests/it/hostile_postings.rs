@@ -161,11 +161,13 @@ async fn a_publisher_speaks_only_for_its_own_hosts_within_its_rate() {
     let replies = stranger.send(vec![batch(vec![posting("http://anywhere.test/p", 7, &stranger_key)])]).await;
     assert_eq!(replies, vec![Some(PostingReply::NotMember)]);
 
-    // Two members: a (whose identity the hostile publisher holds) and b.
-    let key_a = libp2p::identity::Keypair::generate_ed25519();
-    let (a, a_task, _) = holder(key_a.clone(), vec![addr.clone()]);
+    // Two members: b, then a (whose identity the hostile publisher holds) once n has met b,
+    // so that n's rings are known: n alone, n and b, all three.
     let key_b = libp2p::identity::Keypair::generate_ed25519();
     let (b, b_task, _) = holder(key_b.clone(), vec![addr.clone()]);
+    within(60, "n meets b", n.wait_for(|s| s.members.len() == 2)).await;
+    let key_a = libp2p::identity::Keypair::generate_ed25519();
+    let (a, a_task, _) = holder(key_a.clone(), vec![addr.clone()]);
     for m in [&n, &a, &b] {
         within(60, "three members", m.wait_for(|s| s.members.len() == 3)).await;
     }
@@ -180,7 +182,10 @@ async fn a_publisher_speaks_only_for_its_own_hosts_within_its_rate() {
     let second = |h: &str| rings[3].owners_of_point(host_point(h), 2).contains(&aid);
     let never_owned = |h: &&String| rings.iter().all(|r| r.owner(h) != Some(&aid));
     let never: Vec<&String> = hosts.iter().filter(never_owned).filter(|h| !second(h)).take(5).collect();
-    let disputed: Vec<&String> = hosts.iter().filter(never_owned).filter(|h| second(h)).take(3).collect();
+    // n never had a ring of n and a alone: a host after b then a never was a's there.
+    let had = [&rings[0], &rings[2], &rings[3], &rings[4]];
+    let disputed: Vec<&String> =
+        hosts.iter().filter(|h| had.iter().all(|r| r.owner(h) != Some(&aid)) && second(h)).take(3).collect();
     assert!(own.len() == 20 && never.len() == 5 && disputed.len() == 3);
     let of_b: Vec<&String> = hosts.iter().filter(|h| rings[3].owner(h) == Some(&bid)).take(1).collect();
     let mut hostile = Publisher::connect(key_a.clone(), &addr).await;
