@@ -353,11 +353,12 @@ impl EventLoop {
                 );
             match &verdict {
                 Err(BadPosting::NotOwner(host)) => {
-                    lagging |= !handover && self.owner_silent(host, &peer, now);
-                    if !handover && self.members.near_owner(&peer, host, near) {
-                        disputed += 1;
+                    let (silent, near_owner) = self.not_owner(&peer, host, handover, near, now);
+                    lagging |= silent;
+                    if near_owner {
+                        disputed += 1
                     } else {
-                        offence = true;
+                        offence = true
                     }
                 }
                 Err(_) => offence = true,
@@ -413,11 +414,12 @@ impl EventLoop {
             });
             match &verdict {
                 Err(BadReplica::NotOwner(host)) => {
-                    lagging |= !handover && self.owner_silent(host, &peer, now);
-                    if !handover && self.members.near_owner(&peer, host, near) {
-                        disputed += 1;
+                    let (silent, near_owner) = self.not_owner(&peer, host, handover, near, now);
+                    lagging |= silent;
+                    if near_owner {
+                        disputed += 1
                     } else {
-                        offence = true;
+                        offence = true
                     }
                 }
                 Err(_) => offence = true,
@@ -475,6 +477,16 @@ impl EventLoop {
                 self.respond(channel, PostingReply::Busy)
             }
         }
+    }
+
+    /// A page `sender` sent is of a host it does not own here: whether the host's owner here is
+    /// silent (this node's ring may lag), and whether `sender` stands among its first `near`
+    /// owners (the rings disagree: no offence). A hand-over is neither.
+    fn not_owner(&self, sender: &PeerId, host: &str, handover: bool, near: usize, now: Instant) -> (bool, bool) {
+        if handover {
+            return (false, false);
+        }
+        (self.owner_silent(host, sender, now), self.members.near_owner(sender, host, near))
     }
 
     /// Whether `host`'s owner on this node's ring is a member other than `sender` that has not
