@@ -288,7 +288,28 @@ impl Crawler {
             .map(|(_, url)| url.clone())
             .collect();
         done.extend(processing);
+        let unfetched = self.waiting_unfetched(hosts);
+        done.retain(|u| !unfetched.contains(u));
         done
+    }
+
+    /// Pages of `hosts` waiting for the browser that this node never fetched (the browser
+    /// fetches a rendering host's pages itself). The frontier holds them done — they left its
+    /// queue for the browser's — but nobody has fetched them: they go to the host's next owner
+    /// as queued ([`Crawler::hand_off`]), and told done first, that owner dropped them as done
+    /// when they came (random churn seed 29 in CI: seven pages of the rendering host lost,
+    /// their leaving node's browser still busy on the host when it told the done list). Pages
+    /// being rendered now are not among them: their render fetches them.
+    fn waiting_unfetched(&self, hosts: &std::collections::HashSet<String>) -> HashSet<String> {
+        let Some(r) = &self.inner.renders else { return HashSet::new() };
+        let waiting = r.waiting(&mut |h| hosts.contains(h));
+        let unfetched = waiting
+            .iter()
+            .filter(|w| blocking(|| r.held_page(w)).is_none())
+            .map(|w| w.url.to_string())
+            .collect();
+        r.release(&waiting);
+        unfetched
     }
 
     /// Hosts of the pages the browser is rendering now.

@@ -12,7 +12,10 @@
 //!   indexed from that HTML, and the browser asks nothing of a host another node now crawls;
 //! - pages waiting for the browser unfetched that another member reports fetched (a restarted
 //!   node getting its host back with the done list of the member that held it) leave the
-//!   render queue: the browser would fetch them a second time.
+//!   render queue: the browser would fetch them a second time;
+//! - pages waiting for the browser unfetched when their node leaves, its browser still busy on
+//!   their host, are fetched by the host's next owner: the done list told early does not name
+//!   them.
 
 use crate::common;
 
@@ -70,9 +73,20 @@ async fn start_paused(
     n: usize,
     bootstrap: Vec<String>,
 ) -> (Running, weft_node::layouts::RenderQueue) {
+    start_paused_with(server, n, bootstrap, |_| {}).await
+}
+
+/// [`start_paused`] with `edit` applied to the configuration.
+async fn start_paused_with(
+    server: &WebServer,
+    n: usize,
+    bootstrap: Vec<String>,
+    edit: impl FnOnce(&mut weft_config::Config),
+) -> (Running, weft_node::layouts::RenderQueue) {
     let dir = common::work_dir();
     let mut c = common::member_config(server, dir.path(), n, bootstrap, 0);
     c.index.enabled = false; // about the hand-off, not the index
+    edit(&mut c);
     let node = Node::open(c).unwrap();
     let (network, crawler) = (node.network().unwrap().clone(), node.crawler().clone());
     let renders = node.layouts().expect("layouts are on by default").renders.clone();
@@ -560,4 +574,81 @@ async fn pages_waiting_for_the_browser_that_another_member_fetched_are_not_rende
     assert_eq!(asked, ["/"], "the browser fetched only the page no member had fetched");
     node.stop.send(true).unwrap();
     node.task.await.unwrap().unwrap();
+}
+
+/// A leaving node whose browser is still rendering a page of a host when its wait for the
+/// renders ends tells the host's next owner at once what is done there, and hands the rest of
+/// the host's queue over later. The pages of that host waiting for the browser unfetched went
+/// to the render queue from the frontier's, so the frontier holds them done; told done, the
+/// next owner dropped them as done when they came as queued, and nobody fetched them (random
+/// churn seed 29 in CI: seven pages of the rendering host, on a loaded box whose renders were
+/// slow).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_waiting_for_the_browser_unfetched_are_fetched_by_the_next_owner_when_their_node_leaves_mid_render() {
+    let _network = common::one_network_at_a_time();
+    const SLOW: Duration = Duration::from_secs(11);
+    const PATHS: [&str; 6] = ["/", "/a", "/b", "/c", "/d", "/e"];
+    let server = WebServer::start_with(|_| {
+        (0..HOSTS)
+            .map(|i| {
+                let page = |p: &str| format!("<html><body><p>v{i}{p} is a page of text</p></body></html>");
+                // Its first page answers after SLOW: the browser is still on it when the node leaves.
+                let slow = weft_simnet::web::Resource::Delayed {
+                    delay: SLOW,
+                    inner: Box::new(weft_simnet::web::Resource::Html(page("/"))),
+                };
+                PATHS[1..].iter().fold(Site::new(&format!("v{i}.test")).with("/", slow), |s, p| s.html(p, &page(p)))
+            })
+            .collect()
+    })
+    .await
+    .unwrap();
+    let first = start(&server, 0, vec![], 0).await;
+    let boot = first.network.status().listen_addrs[0].clone();
+    // A shorter leave than the default 30 s (the renders' wait is half of it), so that the
+    // test's slow page outlasts that wait without nearing the render timeout (20 s).
+    let (second, renders) = start_paused_with(&server, 1, vec![boot], |c| c.p2p.leave_timeout_secs = 16).await;
+    members(&[&first, &second], 2).await;
+
+    let ring = second.network.ring();
+    let host = (0..HOSTS)
+        .map(|i| format!("v{i}.test"))
+        .find(|h| ring.owner(h) == Some(&second.network.peer_id()))
+        .expect("node 1 owns a v-host");
+    // What the crawl leaves for a host whose pages all render: each URL done in the frontier,
+    // and queued for the browser unfetched (done first: reported by itself, a page waiting
+    // unfetched would leave the render queue).
+    let urls: Vec<url::Url> = PATHS.iter().map(|p| url::Url::parse(&server.url(&host, p)).unwrap()).collect();
+    second.crawler.mark_done(urls.clone()).await.unwrap();
+    let reason = weft_node::page::RenderReason::HostRenders("test: every page needs the browser".into());
+    for u in &urls {
+        renders.push_stored(u, 1, &reason, None).unwrap();
+    }
+
+    // Its browser starts on the host's first pages (two at once), and the node is stopped.
+    second.crawler.resume();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while second.crawler.hosts_rendering().is_empty() {
+        assert!(Instant::now() < deadline, "node 1's browser did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    second.stop.send(true).unwrap();
+    second.task.await.unwrap().unwrap();
+
+    // Every page is fetched: the two being rendered by node 1, the rest by node 0.
+    let fetched = || -> HashSet<String> {
+        server.requests().into_iter().filter(|r| r.host == host).map(|r| r.path).collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while PATHS.iter().any(|p| !fetched().contains(*p)) {
+        assert!(
+            Instant::now() < deadline,
+            "pages never fetched: {:?}; node 0 received {:?}",
+            PATHS.iter().filter(|p| !fetched().contains(**p)).collect::<Vec<_>>(),
+            first.crawler.status().received
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    first.stop.send(true).unwrap();
+    first.task.await.unwrap().unwrap();
 }
