@@ -108,7 +108,8 @@ impl Default for P2pConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SearchConfig {
-    /// Peers a network query is sent to at most (not counting hedges for failed peers).
+    /// Peers a network query asks at most, hedges for slow or failed peers included (when the
+    /// share below reaches it, the first wave leaves one of them for a hedge).
     pub fanout: usize,
     /// ... but never fewer than this many (when there are that many) ...
     pub min_fanout: usize,

@@ -103,3 +103,38 @@ async fn a_dead_cell_owner_is_replaced_by_another_owner_of_its_cells() {
         n.task.await.unwrap();
     }
 }
+
+/// A question asks at most `search.fanout` peers (8) in all, hedges included. With every peer
+/// silent, one that would take all eight at once asks seven, then hedges one: before, it asked
+/// eight and then replaced each after 300 ms (up to sixteen; at fifty nodes 2% of questions
+/// asked more than eight).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_asks_at_most_its_cap_of_peers_hedges_included() {
+    let book = shipped();
+    let question = book.cell(0).to_vec();
+    let mut nodes = crate::members(NODES, config).await;
+    let a = nodes[0].handle.clone();
+    assert_eq!(weft_config::SearchConfig::default().fanout, 8);
+    // Every other node takes questions and never answers them (held until the test ends).
+    let mut held = Vec::new();
+    for n in nodes.iter_mut().skip(1) {
+        let mut queries = std::mem::replace(&mut n.queries, tokio::sync::mpsc::channel(1).1);
+        held.push(tokio::spawn(async move {
+            let mut kept = Vec::new();
+            while let Some(q) = queries.recv().await {
+                kept.push(q);
+            }
+        }));
+    }
+    let request = SearchRequest { model: "m".into(), vector: question, k: 5, text: None };
+    let answer = a.search(request, 8).await;
+    assert!(answer.partial && answer.answers.is_empty(), "{answer:?}");
+    assert_eq!(answer.contacted.len(), 8, "seven at first, one hedge, and no more: {answer:?}");
+    for h in held {
+        h.abort();
+    }
+    for n in nodes {
+        n.handle.stop();
+        n.task.await.unwrap();
+    }
+}
