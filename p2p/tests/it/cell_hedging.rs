@@ -112,7 +112,14 @@ async fn a_dead_cell_owner_is_replaced_by_another_owner_of_its_cells() {
 async fn a_question_asks_at_most_its_cap_of_peers_hedges_included() {
     let book = shipped();
     let question = book.cell(0).to_vec();
-    let mut nodes = crate::members(NODES, config).await;
+    // A deadline of 5 s instead of 800 ms: the hedge (300 ms) must come before it however
+    // loaded the box (beside fifty simulated nodes the event loop ran it late, after 800 ms).
+    let slow_deadline = |bootstrap| {
+        let mut c = config(bootstrap);
+        c.search.deadline_ms = 5000;
+        c
+    };
+    let mut nodes = crate::members(NODES, slow_deadline).await;
     let a = nodes[0].handle.clone();
     assert_eq!(weft_config::SearchConfig::default().fanout, 8);
     // Every other node takes questions and never answers them (held until the test ends).
