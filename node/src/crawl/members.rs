@@ -303,11 +303,8 @@ impl Crawler {
     fn waiting_unfetched(&self, hosts: &std::collections::HashSet<String>) -> HashSet<String> {
         let Some(r) = &self.inner.renders else { return HashSet::new() };
         let waiting = r.waiting(&mut |h| hosts.contains(h));
-        let unfetched = waiting
-            .iter()
-            .filter(|w| blocking(|| r.held_page(w)).is_none())
-            .map(|w| w.url.to_string())
-            .collect();
+        let unfetched =
+            waiting.iter().filter(|w| blocking(|| r.held_page(w)).is_none()).map(|w| w.url.to_string()).collect();
         r.release(&waiting);
         unfetched
     }

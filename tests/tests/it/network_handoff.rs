@@ -636,9 +636,8 @@ async fn pages_waiting_for_the_browser_unfetched_are_fetched_by_the_next_owner_w
     second.task.await.unwrap().unwrap();
 
     // Every page is fetched: the two being rendered by node 1, the rest by node 0.
-    let fetched = || -> HashSet<String> {
-        server.requests().into_iter().filter(|r| r.host == host).map(|r| r.path).collect()
-    };
+    let fetched =
+        || -> HashSet<String> { server.requests().into_iter().filter(|r| r.host == host).map(|r| r.path).collect() };
     let deadline = Instant::now() + Duration::from_secs(60);
     while PATHS.iter().any(|p| !fetched().contains(*p)) {
         assert!(
