@@ -356,9 +356,9 @@ impl EventLoop {
                     let (silent, near_owner) = self.not_owner(&peer, host, handover, near, now);
                     lagging |= silent;
                     if near_owner {
-                        disputed += 1
+                        disputed += 1;
                     } else {
-                        offence = true
+                        offence = true;
                     }
                 }
                 Err(_) => offence = true,
@@ -417,9 +417,9 @@ impl EventLoop {
                     let (silent, near_owner) = self.not_owner(&peer, host, handover, near, now);
                     lagging |= silent;
                     if near_owner {
-                        disputed += 1
+                        disputed += 1;
                     } else {
-                        offence = true
+                        offence = true;
                     }
                 }
                 Err(_) => offence = true,

@@ -51,11 +51,7 @@ const HEDGE_RESERVE: usize = 1;
 /// (replayed: recall@10 0.972 with seven against 0.977 with eight). In smaller networks the
 /// fan-out is below the cap and the hedges fill the rest.
 fn first_wave(fanout: usize, cap: usize) -> usize {
-    if fanout + HEDGE_RESERVE > cap {
-        cap.saturating_sub(HEDGE_RESERVE).max(1).min(fanout)
-    } else {
-        fanout
-    }
+    fanout.min(cap.saturating_sub(HEDGE_RESERVE).max(1))
 }
 
 /// Providers found for a bucket are reused this long.

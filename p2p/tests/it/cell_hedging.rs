@@ -110,8 +110,8 @@ async fn a_dead_cell_owner_is_replaced_by_another_owner_of_its_cells() {
 
 /// A question asks at most `search.fanout` peers (8) in all, hedges included. With every peer
 /// silent, one that would take all eight at once asks seven, then hedges one: before, it asked
-/// eight and then replaced each after 300 ms (up to sixteen; at fifty nodes 2% of questions
-/// asked more than eight).
+/// eight and then replaced each after 300 ms (up to sixteen; at fifty nodes 2 and 23 of 100
+/// questions asked more than eight in two runs).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_asks_at_most_its_cap_of_peers_hedges_included() {
     let book = shipped();
