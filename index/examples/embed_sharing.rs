@@ -1,19 +1,24 @@
 //! One model for indexing and questions, or two: the memory a node saves by sharing its
-//! indexer's sessions with its questions ([`weft_index::Embedder::share`]), and what a
-//! question pays for it while the indexer is busy.
+//! indexer's sessions with its questions ([`weft_index::Embedder::share`]), what a question
+//! pays for it while the indexer is busy, and what the indexer's yielding buys back
+//! ([`weft_index::Embedder::set_yielding`], `index.nice`).
 //!
 //! ```sh
 //! cargo run --release -p weft-index --example embed_sharing -- [--rounds 3] [--questions 40]
-//!     [--batch-tokens 1024]
+//!     [--batch-tokens 1024] [--load 3]
 //! ```
 //!
-//! Each round runs both layouts, alternating which goes first, each in a fresh process (resident
-//! memory is per process): `separate` opens a second embedder for questions, as nodes did;
-//! `shared` hands the questions a handle on the indexer's. In each, one thread embeds pages of
-//! 16 chunks of 256 tokens without pause (the indexer during a crawl, `embed.threads` = 1) while
-//! another asks a one-line question every 100 ms; then the same questions with the indexer idle.
-//! Printed: resident memory after loading and while busy, question latency p50/p95 busy and
-//! idle, the indexer's chunks/s; medians over the rounds.
+//! Each round runs the layouts, rotating which goes first, each in a fresh process (resident
+//! memory is per process): `separate` opens a second embedder for questions, as nodes did
+//! before 2026-11; `shared` hands the questions a handle on the indexer's; `yielding` is
+//! `shared` with the indexer yielding its runs to the questions and its thread at nice 19, as
+//! a node runs now. In each, one thread embeds pages of 16 chunks of 256 tokens without pause
+//! (the indexer during a crawl, `embed.threads` = 1) while another asks a one-line question
+//! every 100 ms; then the same questions with the indexer idle. `--load K` adds K threads that
+//! embed without pause on models of their own — the other nodes' indexers on a box running
+//! many (the simulator) — at the indexer's priority (nice 19 with `yielding`); their models
+//! count in the memory columns. Printed: resident memory after loading and while busy,
+//! question latency p50/p95 busy and idle, the indexer's chunks/s; medians over the rounds.
 
 use std::time::{Duration, Instant};
 use weft_index::Embedder;
@@ -57,16 +62,46 @@ fn page(n: usize) -> Vec<String> {
     (0..16).map(|c| (0..200).map(|w| WORDS[(n * 31 + c * 7 + w * 13) % 16]).collect::<Vec<_>>().join(" ")).collect()
 }
 
-fn child(mode: &str, questions: usize, batch_tokens: usize) {
+/// Lowers the calling thread to nice 19, as a node lowers its indexer (`index.nice`).
+fn lower_this_thread() {
+    // SAFETY: setpriority on this thread's own id changes only its nice value.
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19) };
+}
+
+fn child(mode: &str, questions: usize, batch_tokens: usize, load: usize) {
     let mut config = weft_index::testing::embed_config();
     config.batch_tokens = batch_tokens;
     let base = rss_mib();
     let mut indexer = Embedder::open(&config, 1).expect("the model (bash scripts/setup.sh)");
-    let mut asker = if mode == "shared" { indexer.share() } else { Embedder::open(&config, 1).unwrap() };
-    let loaded = rss_mib() - base;
+    let mut asker = if mode == "separate" { Embedder::open(&config, 1).unwrap() } else { indexer.share() };
+    let yielding = mode == "yielding";
+    indexer.set_yielding(yielding);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // The other nodes' indexers: a model each, embedding without pause.
+    let others: Vec<_> = (0..load)
+        .map(|k| {
+            let mut other = Embedder::open(&config, 1).unwrap();
+            let flag = stop.clone();
+            std::thread::spawn(move || {
+                if yielding {
+                    lower_this_thread();
+                }
+                let mut n = 1000 * (k + 1);
+                while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                    let texts = page(n);
+                    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                    other.embed(&refs).unwrap();
+                    n += 1;
+                }
+            })
+        })
+        .collect();
+    let loaded = rss_mib() - base;
     let flag = stop.clone();
     let worker = std::thread::spawn(move || {
+        if yielding {
+            lower_this_thread();
+        }
         let (mut chunks, started, mut n) = (0usize, Instant::now(), 0);
         while !flag.load(std::sync::atomic::Ordering::Relaxed) {
             let texts = page(n);
@@ -91,6 +126,7 @@ fn child(mode: &str, questions: usize, batch_tokens: usize) {
     let end = rss_mib() - base;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let rate = worker.join().unwrap();
+    others.into_iter().for_each(|o| o.join().unwrap());
     let mut idle = Vec::new();
     ask(&mut idle);
     busy.sort_by(f64::total_cmp);
@@ -110,17 +146,20 @@ fn main() {
         args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map_or(default, |v| v.parse().unwrap())
     };
     let questions = flag("--questions", 40);
+    let load = flag("--load", 0);
     if let Some(i) = args.iter().position(|a| a == "--child") {
-        return child(&args[i + 1], questions, flag("--batch-tokens", 1024));
+        return child(&args[i + 1], questions, flag("--batch-tokens", 1024), load);
     }
     let rounds = flag("--rounds", 3);
     let tokens = flag("--batch-tokens", weft_config::EmbedConfig::default().batch_tokens);
     let mut rows: Vec<(String, Vec<f64>)> = Vec::new();
+    const LAYOUTS: [&str; 3] = ["separate", "shared", "yielding"];
     for round in 0..rounds {
-        let order = if round % 2 == 0 { ["separate", "shared"] } else { ["shared", "separate"] };
-        for mode in order {
+        for i in 0..LAYOUTS.len() {
+            let mode = LAYOUTS[(round + i) % LAYOUTS.len()];
             let out = std::process::Command::new(&args[0])
                 .args(["--child", mode, "--questions", &questions.to_string(), "--batch-tokens", &tokens.to_string()])
+                .args(["--load", &load.to_string()])
                 .output()
                 .expect("running a round");
             let line = String::from_utf8_lossy(&out.stdout);
@@ -129,9 +168,12 @@ fn main() {
             rows.push((name.to_string(), f.map(|v| v.parse().unwrap()).collect()));
         }
     }
-    println!("medians over {rounds} rounds, {questions} questions each busy and idle, embed.batch_tokens {tokens}:");
+    println!(
+        "medians over {rounds} rounds, {questions} questions each busy and idle, embed.batch_tokens {tokens}, \
+         {load} other indexers:"
+    );
     println!("layout    model MiB  busy MiB  busy p50/p95 ms  idle p50/p95 ms  indexer chunks/s");
-    for mode in ["separate", "shared"] {
+    for mode in LAYOUTS {
         let median = |k: usize| {
             let mut v: Vec<f64> = rows.iter().filter(|r| r.0 == mode).map(|r| r.1[k]).collect();
             v.sort_by(f64::total_cmp);

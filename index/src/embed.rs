@@ -23,11 +23,13 @@ use crate::tokenizer::{self, Purpose};
 use crate::IndexError;
 use ort::environment::Environment;
 use ort::session::builder::GraphOptimizationLevel;
-use ort::session::Session;
+use ort::session::{RunOptions, Session};
 use ort::value::Tensor;
 use parking_lot::{Mutex, MutexGuard};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 use tokenizers::Tokenizer;
 use weft_config::{EmbedConfig, Pooling};
 
@@ -85,14 +87,18 @@ struct Shape {
 /// questions share one model in memory. A session holds the model's weights as ONNX Runtime
 /// optimised them (~96 MiB resident for the int8 MiniLM, whose weights constant folding turns
 /// to f32), so a second copy for questions cost a node as much as its whole index of a few
-/// thousand pages. Each inference run locks a session and hands it on fairly when done, so a
-/// question waits for at most the indexer's current run (`embed_sharing`,
-/// docs/src/benchmarks.md).
+/// thousand pages. Each inference run locks a session and hands it on fairly when done. The
+/// indexer's handle *yields* ([`Embedder::set_yielding`]): a question that finds a session
+/// busy with one of its runs stops that run between two operators and goes first, and the
+/// indexer runs it again after, so a question does not wait for the indexer's run
+/// (`embed_sharing`, docs/src/benchmarks.md).
 pub struct Embedder {
     /// `embed.sessions` sessions, the threads shared out among them: independent runs in
     /// parallel are a few percent faster than one run split across threads, but each session
     /// holds the weights again (measured in `bench_embed` and `embed_memory`).
-    sessions: Arc<[Mutex<Session>]>,
+    sessions: Arc<[Slot]>,
+    /// This handle's runs give way to other handles' runs ([`Embedder::set_yielding`]).
+    yielding: bool,
     tokenizer: Arc<Tokenizer>,
     shape: Shape,
     batch_size: usize,
@@ -163,8 +169,10 @@ impl Embedder {
         }
         let token_type_ids = names.contains(&"token_type_ids");
         let memory_bytes = heap_bytes().0.saturating_sub(heap_before);
+        let slots = sessions.into_iter().map(Slot::new).collect::<Result<Vec<_>, _>>()?;
         Ok(Embedder {
-            sessions: sessions.into_iter().map(Mutex::new).collect(),
+            sessions: slots.into(),
+            yielding: false,
             memory_bytes,
             threads,
             tokenizer: Arc::new(tokenizer),
@@ -184,15 +192,52 @@ impl Embedder {
     }
 
     /// Another handle on this embedder's sessions (the model is not loaded again). Runs of
-    /// both handles take turns on the sessions.
+    /// both handles take turns on the sessions. The new handle does not yield.
     pub fn share(&self) -> Embedder {
-        Embedder { sessions: self.sessions.clone(), tokenizer: self.tokenizer.clone(), ..*self }
+        Embedder { sessions: self.sessions.clone(), tokenizer: self.tokenizer.clone(), yielding: false, ..*self }
     }
 
-    /// One run on the first free session, else on the first session once its current run ends.
+    /// Makes this handle's runs give way to the other handles' runs (a node's indexer gives
+    /// way to its questions): a run of another handle that finds a session busy with a run of
+    /// this one stops it — ONNX Runtime checks its terminate flag between operators, well
+    /// under a millisecond apart for MiniLM — and takes the session; this handle runs the
+    /// stopped batch again once no other run waits. The indexing loses at most the part of a
+    /// run done when it was stopped; a question saves the rest of that run, ~40 ms of one
+    /// full chunk on an idle core and far more on a busy box, where the indexer also runs at a
+    /// lower priority (`index.nice`) than the questions.
+    pub fn set_yielding(&mut self, yielding: bool) {
+        self.yielding = yielding;
+    }
+
+    /// Runs of yielding handles stopped so that another handle's run could go first, since
+    /// the model was loaded (all handles' sessions together).
+    pub fn runs_stopped(&self) -> u64 {
+        self.sessions.iter().map(|s| s.stopped.load(SeqCst)).sum()
+    }
+
+    /// One run on the first free session, else on the first session (for a handle that does
+    /// not yield: the one a yielding run holds, if any) once it is free.
     fn run_on_any(&self, ids: &[Vec<u32>], rows: &[usize]) -> Vectors {
-        let held = self.sessions.iter().find_map(|s| s.try_lock()).unwrap_or_else(|| self.sessions[0].lock());
-        run_fair(held, self.shape, ids, rows)
+        let free = self.sessions.iter().find_map(|s| s.session.try_lock().map(|held| (s, held)));
+        if self.yielding {
+            let slot = free.map_or(&self.sessions[0], |(s, _)| s);
+            return slot.run_yielding(self.shape, ids, rows);
+        }
+        match free {
+            Some((slot, held)) => slot.run_first(Some(held), self.shape, ids, rows),
+            None => {
+                let slot = self.sessions.iter().find(|s| s.yielding_busy.load(SeqCst)).unwrap_or(&self.sessions[0]);
+                slot.run_first(None, self.shape, ids, rows)
+            }
+        }
+    }
+
+    /// One run on `slot`, as this handle runs (yielding or not).
+    fn run_on(&self, slot: &Slot, ids: &[Vec<u32>], rows: &[usize]) -> Vectors {
+        match self.yielding {
+            true => slot.run_yielding(self.shape, ids, rows),
+            false => slot.run_first(None, self.shape, ids, rows),
+        }
     }
 
     pub fn dims(&self) -> usize {
@@ -237,24 +282,23 @@ impl Embedder {
     /// padded tokens, the runs shared out to the sessions.
     pub fn embed_tokens(&mut self, ids: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, IndexError> {
         let batches = batches(ids, self.batch_size, self.batch_tokens, self.shape.max_tokens);
-        let shape = self.shape;
         let results: Vec<(usize, Vectors)> = if self.sessions.len() == 1 || batches.len() == 1 {
             batches.iter().enumerate().map(|(b, rows)| (b, self.run_on_any(ids, rows))).collect()
         } else {
             // Each session takes the next batch when it is free: long and short runs balance.
-            let next = std::sync::atomic::AtomicUsize::new(0);
-            let (next, batches) = (&next, &batches);
+            let next = AtomicUsize::new(0);
+            let (next, batches, this) = (&next, &batches, &*self);
             std::thread::scope(|scope| {
                 let workers: Vec<_> = self
                     .sessions
                     .iter()
-                    .map(|session| {
+                    .map(|slot| {
                         scope.spawn(move || {
                             let mut done = Vec::new();
                             loop {
-                                let b = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                let b = next.fetch_add(1, SeqCst);
                                 let Some(rows) = batches.get(b) else { break };
-                                done.push((b, run_fair(session.lock(), shape, ids, rows)));
+                                done.push((b, this.run_on(slot, ids, rows)));
                             }
                             done
                         })
@@ -273,12 +317,90 @@ impl Embedder {
     }
 }
 
-/// [`run`] on a session held, then handed on fairly: a run waiting on another handle of the
-/// same model goes next.
-fn run_fair(mut held: MutexGuard<'_, Session>, shape: Shape, ids: &[Vec<u32>], rows: &[usize]) -> Vectors {
-    let out = run(&mut held, shape, ids, rows);
-    MutexGuard::unlock_fair(held);
-    out
+/// One ONNX Runtime session and what lets another handle's run stop a yielding run on it.
+struct Slot {
+    session: Mutex<Session>,
+    /// The options of yielding runs on this session: a run that wants the session sets their
+    /// terminate flag.
+    options: RunOptions,
+    /// A yielding run holds the session (set before it reads `wanted`).
+    yielding_busy: AtomicBool,
+    /// Runs of other handles waiting for the session (counted before they read `yielding_busy`,
+    /// so either the yielding run sees them and stands back, or they see it and stop it).
+    wanted: AtomicUsize,
+    /// A waiting run asked the yielding run to stop.
+    stop_asked: AtomicBool,
+    /// Yielding runs stopped since the session was loaded.
+    stopped: AtomicU64,
+}
+
+impl Slot {
+    fn new(session: Session) -> Result<Slot, IndexError> {
+        Ok(Slot {
+            session: Mutex::new(session),
+            options: RunOptions::new().map_err(|e| IndexError::Model(e.to_string()))?,
+            yielding_busy: AtomicBool::new(false),
+            wanted: AtomicUsize::new(0),
+            stop_asked: AtomicBool::new(false),
+            stopped: AtomicU64::new(0),
+        })
+    }
+
+    /// A run that goes first: on the session `held` if given, else once the session is free,
+    /// stopping a yielding run that holds it. Handed on fairly after: a run waiting on another
+    /// handle of the same model goes next.
+    fn run_first(
+        &self,
+        held: Option<MutexGuard<'_, Session>>,
+        shape: Shape,
+        ids: &[Vec<u32>],
+        rows: &[usize],
+    ) -> Vectors {
+        let mut held = match held {
+            Some(held) => held,
+            None => {
+                self.wanted.fetch_add(1, SeqCst);
+                if self.yielding_busy.load(SeqCst) {
+                    self.stop_asked.store(true, SeqCst);
+                    let _ = self.options.terminate();
+                }
+                let held = self.session.lock();
+                self.wanted.fetch_sub(1, SeqCst);
+                held
+            }
+        };
+        let out = run(&mut held, shape, ids, rows, None);
+        MutexGuard::unlock_fair(held);
+        out
+    }
+
+    /// A run that gives way: it starts only while no other run waits for the session, and one
+    /// stopped by another run is run again.
+    fn run_yielding(&self, shape: Shape, ids: &[Vec<u32>], rows: &[usize]) -> Vectors {
+        loop {
+            while self.wanted.load(SeqCst) > 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let mut held = self.session.lock();
+            let _ = self.options.unterminate();
+            self.stop_asked.store(false, SeqCst);
+            self.yielding_busy.store(true, SeqCst);
+            if self.wanted.load(SeqCst) > 0 {
+                self.yielding_busy.store(false, SeqCst);
+                MutexGuard::unlock_fair(held);
+                continue;
+            }
+            let out = run(&mut held, shape, ids, rows, Some(&self.options));
+            self.yielding_busy.store(false, SeqCst);
+            let stopped = self.stop_asked.swap(false, SeqCst);
+            MutexGuard::unlock_fair(held);
+            if out.is_err() && stopped {
+                self.stopped.fetch_add(1, SeqCst);
+                continue;
+            }
+            return out;
+        }
+    }
 }
 
 /// The vectors of one run (or why it failed).
@@ -310,7 +432,14 @@ fn batches(ids: &[Vec<u32>], rows: usize, budget: usize, max_tokens: usize) -> V
 }
 
 /// One inference run over the texts `rows` of `ids`, padded to the longest of them.
-fn run(session: &mut Session, shape: Shape, ids: &[Vec<u32>], rows: &[usize]) -> Result<Vec<Vec<f32>>, IndexError> {
+/// With `options`, the run stops early when their terminate flag is set (an error).
+fn run(
+    session: &mut Session,
+    shape: Shape,
+    ids: &[Vec<u32>],
+    rows: &[usize],
+    options: Option<&RunOptions>,
+) -> Result<Vec<Vec<f32>>, IndexError> {
     let n = rows.len();
     let len = rows.iter().map(|&i| ids[i].len()).max().unwrap_or(0).clamp(1, shape.max_tokens);
     let mut input_ids = vec![0i64; n * len];
@@ -331,7 +460,11 @@ fn run(session: &mut Session, shape: Shape, ids: &[Vec<u32>], rows: &[usize]) ->
         let types = Tensor::from_array((tensor_shape, vec![0i64; n * len])).map_err(run_err)?;
         inputs.push(("token_type_ids".into(), types.into()));
     }
-    let outputs = session.run(inputs).map_err(run_err)?;
+    let outputs = match options {
+        Some(options) => session.run_with_options(inputs, options),
+        None => session.run(inputs),
+    }
+    .map_err(run_err)?;
     let (out_shape, data) = outputs[0].try_extract_tensor::<f32>().map_err(run_err)?;
     let dims = shape.dims;
     if out_shape.len() != 3 || out_shape[0] as usize != n || out_shape[2] as usize != dims {
@@ -456,6 +589,43 @@ mod tests {
         let mut fresh = Embedder::open(&crate::testing::embed_config(), 1).unwrap();
         assert!(cosine(&answers[7], &fresh.embed(&["question 7"]).unwrap()[0]) > 0.9999);
         assert_eq!(indexer.threads(), 1);
+    }
+
+    #[test]
+    fn a_question_stops_a_yielding_run_which_is_done_again_with_the_same_vectors() {
+        // Full-length chunks: each run of the indexer is one chunk of 256 tokens (~40 ms).
+        let texts: Vec<String> = (0..32)
+            .map(|i| format!("Chunk {i}: {}", "the planner reads the buffer and the vacuum ".repeat(40)))
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let mut indexer = Embedder::open(&crate::testing::embed_config(), 1).unwrap();
+        let alone = indexer.embed(&refs).unwrap();
+        let mut asker = indexer.share();
+        indexer.set_yielding(true);
+        let done = Arc::new(AtomicBool::new(false));
+        let asking = done.clone();
+        let questions = std::thread::spawn(move || {
+            let mut answers = Vec::new();
+            while !asking.load(SeqCst) {
+                answers.push(asker.embed(&["where is the planner"]).unwrap().pop().unwrap());
+                std::thread::sleep(Duration::from_millis(15));
+            }
+            answers
+        });
+        let busy = indexer.embed(&refs).unwrap();
+        done.store(true, SeqCst);
+        let answers = questions.join().unwrap();
+        // Questions asked while the indexer was mid-run stopped it; the stopped runs were done
+        // again and every chunk's vector is the one it has alone.
+        assert!(indexer.runs_stopped() > 0, "no run stopped in {} questions", answers.len());
+        for (a, b) in alone.iter().zip(&busy) {
+            assert!(cosine(a, b) > 0.9999);
+        }
+        let mut fresh = Embedder::open(&crate::testing::embed_config(), 1).unwrap();
+        let expected = fresh.embed(&["where is the planner"]).unwrap().remove(0);
+        assert!(answers.iter().all(|a| cosine(a, &expected) > 0.9999));
+        // The handle that does not yield is never stopped: its runs were all whole.
+        assert_eq!(fresh.runs_stopped(), 0);
     }
 
     #[test]

@@ -139,6 +139,12 @@ impl Indexer {
         self.embedder.share()
     }
 
+    /// Makes the indexing give way to the other handles' runs on the model (a node's
+    /// questions): see [`Embedder::set_yielding`].
+    pub fn yield_to_questions(&mut self) {
+        self.embedder.set_yielding(true);
+    }
+
     pub fn index_handle(&self) -> &Arc<LocalIndex> {
         &self.index
     }

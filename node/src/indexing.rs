@@ -122,6 +122,10 @@ pub struct IndexStatus {
     /// (`embed.sessions` copies of the weights).
     #[serde(default)]
     pub model_memory_bytes: u64,
+    /// Runs of the indexer stopped so that a question could use the model at once; each was
+    /// run again after (`Embedder::set_yielding`).
+    #[serde(default)]
+    pub runs_yielded: u64,
     /// What the cell store holds for the cells this node owns (semantic placement): documents,
     /// chunks and the bytes of their vectors in memory. `None` without the network.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -177,6 +181,8 @@ pub struct IndexService {
     model: String,
     /// What the model's sessions took from the heap when they loaded ([`Embedder::memory_bytes`]).
     model_memory_bytes: u64,
+    /// A handle on the model, for its counts ([`Embedder::runs_stopped`]).
+    model_handle: Embedder,
     dims: usize,
     /// `index.hybrid`: searches fuse BM25 with the vectors.
     hybrid: bool,
@@ -197,18 +203,34 @@ impl IndexService {
         network: Option<weft_p2p::NetworkHandle>,
         cells: Option<Arc<CellStore>>,
     ) -> Result<Arc<IndexService>, IndexError> {
-        let indexer = Indexer::new(index.clone(), &config.embed, &config.index)?;
-        // Questions share the indexer's model: a second copy cost ~96 MiB (`Embedder::share`).
-        let query_embedder = indexer.embedder();
-        let model_memory_bytes = query_embedder.memory_bytes();
         let model = model_id(&config.embed.model)?;
         let counters = Arc::new(Counters::default());
         let (jobs, job_rx) = sync_channel::<Job>(config.index.queue);
         let (queries, query_rx) = sync_channel::<Query>(QUERY_QUEUE);
         let (c, m) = (counters.clone(), metrics.clone());
-        let indexing = std::thread::Builder::new()
-            .name("weft-indexer".into())
-            .spawn(move || indexer_loop(indexer, job_rx, improved, c, m))?;
+        // The model is loaded on the indexer's thread, once its priority is lowered: ONNX
+        // Runtime's helper threads (`embed.threads` > 1) start with the session and inherit it.
+        let (opened, opening) = std::sync::mpsc::sync_channel(1);
+        let (ix, embed, index_config) = (index.clone(), config.embed.clone(), config.index.clone());
+        let indexing = std::thread::Builder::new().name("weft-indexer".into()).spawn(move || {
+            crate::priority::lower_this_thread(index_config.nice);
+            let mut indexer = match Indexer::new(ix, &embed, &index_config) {
+                Ok(indexer) => indexer,
+                Err(e) => return drop(opened.send(Err(e))),
+            };
+            // Questions share the indexer's model: a second copy cost ~96 MiB
+            // (`Embedder::share`), and the indexer gives it to them at once.
+            let _ = opened.send(Ok(indexer.embedder()));
+            indexer.yield_to_questions();
+            indexer_loop(indexer, job_rx, improved, c, m)
+        })?;
+        let query_embedder = match opening.recv() {
+            Ok(Ok(embedder)) => embedder,
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Err(IndexError::Model("the indexer's thread ended while loading the model".into())),
+        };
+        let model_memory_bytes = query_embedder.memory_bytes();
+        let model_handle = query_embedder.share();
         let (local, held) = (index.clone(), cells.clone());
         let querying = std::thread::Builder::new()
             .name("weft-query".into())
@@ -223,6 +245,7 @@ impl IndexService {
             network: network.map(DhtDuplicates),
             cells,
             model_memory_bytes,
+            model_handle,
             max_distance: config.index.dedup_max_distance,
             replicas: config.index.replicas,
             model,
@@ -441,6 +464,7 @@ impl IndexService {
             evicted: c.evicted.load(Relaxed),
             model: self.model.clone(),
             model_memory_bytes: self.model_memory_bytes,
+            runs_yielded: self.model_handle.runs_stopped(),
             cells: self.cells.as_ref().map(|c| {
                 let (documents, chunks) = c.counts();
                 CellsHeld {
