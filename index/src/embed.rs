@@ -266,8 +266,14 @@ impl Embedder {
 
     /// Tokenizes `texts` as the model will see them (truncated, special tokens added).
     pub fn tokenize(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>, IndexError> {
-        let encodings =
-            self.tokenizer.encode_batch(texts.to_vec(), true).map_err(|e| IndexError::Tokenize(e.to_string()))?;
+        let failed = |e: tokenizers::Error| IndexError::Tokenize(e.to_string());
+        // One text (a question) is tokenized on the calling thread: a batch goes to rayon's
+        // pool, whose threads may have been started by the indexer's lowered thread, and a
+        // question would wait for one of them to be scheduled.
+        if let [text] = texts {
+            return Ok(vec![self.tokenizer.encode(*text, true).map_err(failed)?.get_ids().to_vec()]);
+        }
+        let encodings = self.tokenizer.encode_batch(texts.to_vec(), true).map_err(failed)?;
         Ok(encodings.into_iter().map(|e| e.get_ids().to_vec()).collect())
     }
 
