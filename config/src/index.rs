@@ -125,14 +125,6 @@ pub struct IndexConfig {
     pub snapshot_interval_secs: u64,
     /// Extracted pages waiting for the indexer; when full, fetching waits.
     pub queue: usize,
-    /// Nice value of the indexer's threads (0 ..= 19; Linux, elsewhere ignored). Indexing —
-    /// embedding above all — is most of a node's CPU and can wait; the questions the node asks
-    /// and answers, the crawl and the network's traffic cannot. At 19 the indexer gets what
-    /// those leave (the kernel still gives it ~1.5% of a core they would take whole), so on a
-    /// busy box a question is not queued behind embedding; an idle box indexes as fast as at
-    /// 0. The indexer also gives the shared model to a question at once (`embed_sharing`,
-    /// docs/src/benchmarks.md).
-    pub nice: i32,
     /// Disk the node's database and vector snapshot, and the copies it holds for others, may
     /// use, MiB (0: no limit). The copies get a quarter at most (see `replica_quota_mb`); over
     /// the rest, the documents fetched longest ago are evicted until the use is back under 90%.
@@ -168,7 +160,6 @@ impl Default for IndexConfig {
             expansion_search: 64,
             snapshot_interval_secs: 60,
             queue: 64,
-            nice: 19,
             disk_quota_mb: 0,
             quota_check_secs: 300,
             replicas: 3,

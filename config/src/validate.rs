@@ -288,7 +288,6 @@ impl Config {
         c.range("index.compare_copies_secs", ix.compare_copies_secs, 1, 7 * 24 * 3600);
         c.range("index.snapshot_interval_secs", ix.snapshot_interval_secs, 1, 86_400);
         c.range("index.queue", ix.queue, 1, 100_000);
-        c.range("index.nice", ix.nice, 0, 19);
         if c.problems.is_empty() {
             Ok(())
         } else {

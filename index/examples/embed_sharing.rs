@@ -1,7 +1,7 @@
 //! One model for indexing and questions, or two: the memory a node saves by sharing its
 //! indexer's sessions with its questions ([`weft_index::Embedder::share`]), what a question
 //! pays for it while the indexer is busy, and what the indexer's yielding buys back
-//! ([`weft_index::Embedder::set_yielding`], `index.nice`).
+//! ([`weft_index::Embedder::set_yielding`]).
 //!
 //! ```sh
 //! cargo run --release -p weft-index --example embed_sharing -- [--rounds 3] [--questions 40]
@@ -11,13 +11,11 @@
 //! Each round runs the layouts, rotating which goes first, each in a fresh process (resident
 //! memory is per process): `separate` opens a second embedder for questions, as nodes did
 //! before 2026-11; `shared` hands the questions a handle on the indexer's; `yielding` is
-//! `shared` with the indexer yielding its runs to the questions and its thread at nice 19, as
-//! a node runs now. In each, one thread embeds pages of 16 chunks of 256 tokens without pause
+//! `shared` with the indexer yielding its runs to the questions, as a node runs now. In each, one thread embeds pages of 16 chunks of 256 tokens without pause
 //! (the indexer during a crawl, `embed.threads` = 1) while another asks a one-line question
 //! every 100 ms; then the same questions with the indexer idle. `--load K` adds K threads that
 //! embed without pause on models of their own — the other nodes' indexers on a box running
-//! many (the simulator) — at the indexer's priority (nice 19 with `yielding`); their models
-//! count in the memory columns. Printed: resident memory after loading and while busy,
+//! many (the simulator); their models count in the memory columns. Printed: resident memory after loading and while busy,
 //! question latency p50/p95 busy and idle, the indexer's chunks/s; medians over the rounds.
 
 use std::time::{Duration, Instant};
@@ -62,20 +60,13 @@ fn page(n: usize) -> Vec<String> {
     (0..16).map(|c| (0..200).map(|w| WORDS[(n * 31 + c * 7 + w * 13) % 16]).collect::<Vec<_>>().join(" ")).collect()
 }
 
-/// Lowers the calling thread to nice 19, as a node lowers its indexer (`index.nice`).
-fn lower_this_thread() {
-    // SAFETY: setpriority on this thread's own id changes only its nice value.
-    unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19) };
-}
-
 fn child(mode: &str, questions: usize, batch_tokens: usize, load: usize) {
     let mut config = weft_index::testing::embed_config();
     config.batch_tokens = batch_tokens;
     let base = rss_mib();
     let mut indexer = Embedder::open(&config, 1).expect("the model (bash scripts/setup.sh)");
     let mut asker = if mode == "separate" { Embedder::open(&config, 1).unwrap() } else { indexer.share() };
-    let yielding = mode == "yielding";
-    indexer.set_yielding(yielding);
+    indexer.set_yielding(mode == "yielding");
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     // The other nodes' indexers: a model each, embedding without pause.
     let others: Vec<_> = (0..load)
@@ -83,9 +74,6 @@ fn child(mode: &str, questions: usize, batch_tokens: usize, load: usize) {
             let mut other = Embedder::open(&config, 1).unwrap();
             let flag = stop.clone();
             std::thread::spawn(move || {
-                if yielding {
-                    lower_this_thread();
-                }
                 let mut n = 1000 * (k + 1);
                 while !flag.load(std::sync::atomic::Ordering::Relaxed) {
                     let texts = page(n);
@@ -99,9 +87,6 @@ fn child(mode: &str, questions: usize, batch_tokens: usize, load: usize) {
     let loaded = rss_mib() - base;
     let flag = stop.clone();
     let worker = std::thread::spawn(move || {
-        if yielding {
-            lower_this_thread();
-        }
         let (mut chunks, started, mut n) = (0usize, Instant::now(), 0);
         while !flag.load(std::sync::atomic::Ordering::Relaxed) {
             let texts = page(n);

@@ -203,8 +203,13 @@ impl Embedder {
     /// under a millisecond apart for MiniLM — and takes the session; this handle runs the
     /// stopped batch again once no other run waits. The indexing loses at most the part of a
     /// run done when it was stopped; a question saves the rest of that run, ~40 ms of one
-    /// full chunk on an idle core and far more on a busy box, where the indexer also runs at a
-    /// lower priority (`index.nice`) than the questions.
+    /// full chunk on an idle core and far more on a busy box.
+    ///
+    /// The indexer is not also run at a lower priority (a higher nice value): tried at nice 19
+    /// with fifty nodes on two cores, it got ~6% of the CPU against the network's 84%, and a
+    /// snapshot waiting on work the starved indexer had started (tantivy's commit) passed its
+    /// 60 s bound and stopped a node. An unprivileged thread cannot raise its priority back,
+    /// so anything that waits on it inherits the wait.
     pub fn set_yielding(&mut self, yielding: bool) {
         self.yielding = yielding;
     }
@@ -268,8 +273,8 @@ impl Embedder {
     pub fn tokenize(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>, IndexError> {
         let failed = |e: tokenizers::Error| IndexError::Tokenize(e.to_string());
         // One text (a question) is tokenized on the calling thread: a batch goes to rayon's
-        // pool, whose threads may have been started by the indexer's lowered thread, and a
-        // question would wait for one of them to be scheduled.
+        // pool, and a question would wait for one of its threads, busy with the indexer's
+        // chunks, to be free and scheduled.
         if let [text] = texts {
             return Ok(vec![self.tokenizer.encode(*text, true).map_err(failed)?.get_ids().to_vec()]);
         }

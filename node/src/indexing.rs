@@ -208,27 +208,14 @@ impl IndexService {
         let (jobs, job_rx) = sync_channel::<Job>(config.index.queue);
         let (queries, query_rx) = sync_channel::<Query>(QUERY_QUEUE);
         let (c, m) = (counters.clone(), metrics.clone());
-        // The model is loaded on the indexer's thread, once its priority is lowered: ONNX
-        // Runtime's helper threads (`embed.threads` > 1) start with the session and inherit it.
-        let (opened, opening) = std::sync::mpsc::sync_channel(1);
-        let (ix, embed, index_config) = (index.clone(), config.embed.clone(), config.index.clone());
-        let indexing = std::thread::Builder::new().name("weft-indexer".into()).spawn(move || {
-            crate::priority::lower_this_thread(index_config.nice);
-            let mut indexer = match Indexer::new(ix, &embed, &index_config) {
-                Ok(indexer) => indexer,
-                Err(e) => return drop(opened.send(Err(e))),
-            };
-            // Questions share the indexer's model: a second copy cost ~96 MiB
-            // (`Embedder::share`), and the indexer gives it to them at once.
-            let _ = opened.send(Ok(indexer.embedder()));
-            indexer.yield_to_questions();
-            indexer_loop(indexer, job_rx, improved, c, m)
-        })?;
-        let query_embedder = match opening.recv() {
-            Ok(Ok(embedder)) => embedder,
-            Ok(Err(e)) => return Err(e),
-            Err(_) => return Err(IndexError::Model("the indexer's thread ended while loading the model".into())),
-        };
+        let mut indexer = Indexer::new(index.clone(), &config.embed, &config.index)?;
+        // Questions share the indexer's model: a second copy cost ~96 MiB (`Embedder::share`),
+        // and the indexer gives it to them at once.
+        let query_embedder = indexer.embedder();
+        indexer.yield_to_questions();
+        let indexing = std::thread::Builder::new()
+            .name("weft-indexer".into())
+            .spawn(move || indexer_loop(indexer, job_rx, improved, c, m))?;
         let model_memory_bytes = query_embedder.memory_bytes();
         let model_handle = query_embedder.share();
         let (local, held) = (index.clone(), cells.clone());

@@ -45,7 +45,6 @@ pub mod metrics;
 mod node;
 pub mod page;
 mod pipeline;
-mod priority;
 mod procmem;
 pub mod quota;
 mod received;
