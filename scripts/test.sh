@@ -13,7 +13,7 @@ started=$(date +%s)
 # Build every test binary once; the list of binaries comes from cargo's JSON messages.
 # Linked by mold (installed by setup.sh): `mold -run` swaps the linker under cargo without
 # changing a flag, so a developer's own `cargo test` reuses these artifacts.
-echo "==> building the test binaries: 5-10 min on 2 cores from a clean clone (compiler output on stderr)"
+echo "==> building the test binaries: ~17 min on 2 cores from a clean clone (compiler output on stderr)"
 mold -run cargo test --workspace --locked --no-run --message-format=json-render-diagnostics >target/test-build.json
 built=$(date +%s)
 echo "==> built the test binaries in $((built - started)) s"
