@@ -201,8 +201,8 @@ impl Embedder {
     /// way to its questions): a run of another handle that finds a session busy with a run of
     /// this one stops it — ONNX Runtime checks its terminate flag between operators, well
     /// under a millisecond apart for MiniLM — and takes the session; this handle runs the
-    /// stopped batch again once no other run waits. The indexing loses at most the part of a
-    /// run done when it was stopped; a question saves the rest of that run, ~40 ms of one
+    /// stopped batch again once no other run waits, and that second run is not stopped. The
+    /// indexing loses at most the part of each run done when it was stopped; a question saves the rest of that run, ~40 ms of one
     /// full chunk on an idle core and far more on a busy box.
     ///
     /// The indexer is not also run at a lower priority (a higher nice value): tried at nice 19
@@ -386,13 +386,22 @@ impl Slot {
     }
 
     /// A run that gives way: it starts only while no other run waits for the session, and one
-    /// stopped by another run is run again.
+    /// stopped by another run is run again — once more only: the second time it is not
+    /// stopped (a question then waits for it, as it would for any run). Questions coming
+    /// faster than one run takes would otherwise stop every run and the indexing would never
+    /// end; so each run is lost at most once.
     fn run_yielding(&self, shape: Shape, ids: &[Vec<u32>], rows: &[usize]) -> Vectors {
+        let mut may_stop = true;
         loop {
             while self.wanted.load(SeqCst) > 0 {
                 std::thread::sleep(Duration::from_millis(1));
             }
             let mut held = self.session.lock();
+            if !may_stop {
+                let out = run(&mut held, shape, ids, rows, None);
+                MutexGuard::unlock_fair(held);
+                return out;
+            }
             let _ = self.options.unterminate();
             self.stop_asked.store(false, SeqCst);
             self.yielding_busy.store(true, SeqCst);
@@ -407,6 +416,7 @@ impl Slot {
             MutexGuard::unlock_fair(held);
             if out.is_err() && stopped {
                 self.stopped.fetch_add(1, SeqCst);
+                may_stop = false;
                 continue;
             }
             return out;
@@ -623,6 +633,8 @@ mod tests {
             }
             answers
         });
+        // A question every ~20 ms, faster than one run: each run is stopped at most once, so
+        // the indexing still ends.
         let busy = indexer.embed(&refs).unwrap();
         done.store(true, SeqCst);
         let answers = questions.join().unwrap();
