@@ -46,9 +46,10 @@ pub struct EmbedConfig {
     pub batch_size: usize,
     /// Padded tokens (rows × longest row) per inference run at most: small runs keep the
     /// activations in cache (throughput is flat from 256 to 1024 on 2 cores) and the model's
-    /// working memory small, and a question, which shares the indexer's model, waits for at most
-    /// one run (256 = one full chunk: ~40 ms p50 while indexing against ~190 ms at 1024;
-    /// `embed_sharing`, docs/src/benchmarks.md).
+    /// working memory small, and a question, which shares the indexer's model, stops the
+    /// indexer's run or, when that run was stopped once already, waits for it (256 = one full
+    /// chunk: a question waited ~40 ms p50 while indexing against ~190 ms at 1024 before runs
+    /// were stopped; `embed_sharing`, docs/src/benchmarks.md).
     pub batch_tokens: usize,
 }
 
