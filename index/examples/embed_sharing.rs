@@ -11,11 +11,12 @@
 //! Each round runs the layouts, rotating which goes first, each in a fresh process (resident
 //! memory is per process): `separate` opens a second embedder for questions, as nodes did
 //! before 2026-11; `shared` hands the questions a handle on the indexer's; `yielding` is
-//! `shared` with the indexer yielding its runs to the questions, as a node runs now. In each, one thread embeds pages of 16 chunks of 256 tokens without pause
-//! (the indexer during a crawl, `embed.threads` = 1) while another asks a one-line question
-//! every 100 ms; then the same questions with the indexer idle. `--load K` adds K threads that
-//! embed without pause on models of their own — the other nodes' indexers on a box running
-//! many (the simulator); their models count in the memory columns. Printed: resident memory after loading and while busy,
+//! `shared` with the indexer yielding its runs to the questions, as a node runs now. In each,
+//! one thread embeds pages of 16 chunks of 256 tokens without pause (the indexer during a
+//! crawl, `embed.threads` = 1) while another asks a one-line question every 100 ms; then the
+//! same questions with the indexer idle. `--load K` adds K threads that embed without pause on
+//! models of their own — the other nodes' indexers on a box running many (the simulator); their
+//! models count in the memory columns. Printed: resident memory after loading and while busy,
 //! question latency p50/p95 busy and idle, the indexer's chunks/s; medians over the rounds.
 
 use std::time::{Duration, Instant};
@@ -60,6 +61,13 @@ fn page(n: usize) -> Vec<String> {
     (0..16).map(|c| (0..200).map(|w| WORDS[(n * 31 + c * 7 + w * 13) % 16]).collect::<Vec<_>>().join(" ")).collect()
 }
 
+/// Embeds page `n`'s chunks; returns how many.
+fn embed_page(embedder: &mut Embedder, n: usize) -> usize {
+    let texts = page(n);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    embedder.embed(&refs).unwrap().len()
+}
+
 fn child(mode: &str, questions: usize, batch_tokens: usize, load: usize) {
     let mut config = weft_index::testing::embed_config();
     config.batch_tokens = batch_tokens;
@@ -76,9 +84,7 @@ fn child(mode: &str, questions: usize, batch_tokens: usize, load: usize) {
             std::thread::spawn(move || {
                 let mut n = 1000 * (k + 1);
                 while !flag.load(std::sync::atomic::Ordering::Relaxed) {
-                    let texts = page(n);
-                    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                    other.embed(&refs).unwrap();
+                    embed_page(&mut other, n);
                     n += 1;
                 }
             })
@@ -89,9 +95,7 @@ fn child(mode: &str, questions: usize, batch_tokens: usize, load: usize) {
     let worker = std::thread::spawn(move || {
         let (mut chunks, started, mut n) = (0usize, Instant::now(), 0);
         while !flag.load(std::sync::atomic::Ordering::Relaxed) {
-            let texts = page(n);
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            chunks += indexer.embed(&refs).unwrap().len();
+            chunks += embed_page(&mut indexer, n);
             n += 1;
         }
         chunks as f64 / started.elapsed().as_secs_f64()

@@ -202,8 +202,9 @@ impl Embedder {
     /// this one stops it — ONNX Runtime checks its terminate flag between operators, well
     /// under a millisecond apart for MiniLM — and takes the session; this handle runs the
     /// stopped batch again once no other run waits, and that second run is not stopped. The
-    /// indexing loses at most the part of each run done when it was stopped; a question saves the rest of that run, ~40 ms of one
-    /// full chunk on an idle core and far more on a busy box.
+    /// indexing loses at most the part of each run done when it was stopped; a question saves
+    /// the rest of that run, ~40 ms of one full chunk on an idle core and far more on a busy
+    /// box.
     ///
     /// The indexer is not also run at a lower priority (a higher nice value): tried at nice 19
     /// with fifty nodes on two cores, it got ~6% of the CPU against the network's 84%, and a
@@ -396,12 +397,10 @@ impl Slot {
             while self.wanted.load(SeqCst) > 0 {
                 std::thread::sleep(Duration::from_millis(1));
             }
-            let mut held = self.session.lock();
             if !may_stop {
-                let out = run(&mut held, shape, ids, rows, None);
-                MutexGuard::unlock_fair(held);
-                return out;
+                return self.run_first(None, shape, ids, rows);
             }
+            let mut held = self.session.lock();
             let _ = self.options.unterminate();
             self.stop_asked.store(false, SeqCst);
             self.yielding_busy.store(true, SeqCst);

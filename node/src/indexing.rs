@@ -179,9 +179,8 @@ pub struct IndexService {
     /// `index.replicas`: members that get a copy of each document indexed.
     replicas: usize,
     model: String,
-    /// What the model's sessions took from the heap when they loaded ([`Embedder::memory_bytes`]).
-    model_memory_bytes: u64,
-    /// A handle on the model, for its counts ([`Embedder::runs_stopped`]).
+    /// A handle on the model, for what it reports ([`Embedder::memory_bytes`],
+    /// [`Embedder::runs_stopped`]).
     model_handle: Embedder,
     dims: usize,
     /// `index.hybrid`: searches fuse BM25 with the vectors.
@@ -216,7 +215,6 @@ impl IndexService {
         let indexing = std::thread::Builder::new()
             .name("weft-indexer".into())
             .spawn(move || indexer_loop(indexer, job_rx, improved, c, m))?;
-        let model_memory_bytes = query_embedder.memory_bytes();
         let model_handle = query_embedder.share();
         let (local, held) = (index.clone(), cells.clone());
         let querying = std::thread::Builder::new()
@@ -231,7 +229,6 @@ impl IndexService {
             metrics,
             network: network.map(DhtDuplicates),
             cells,
-            model_memory_bytes,
             model_handle,
             max_distance: config.index.dedup_max_distance,
             replicas: config.index.replicas,
@@ -450,7 +447,7 @@ impl IndexService {
             queries: c.queries.load(Relaxed),
             evicted: c.evicted.load(Relaxed),
             model: self.model.clone(),
-            model_memory_bytes: self.model_memory_bytes,
+            model_memory_bytes: self.model_handle.memory_bytes(),
             runs_yielded: self.model_handle.runs_stopped(),
             cells: self.cells.as_ref().map(|c| {
                 let (documents, chunks) = c.counts();
