@@ -206,7 +206,7 @@ fn launch_err(e: impl std::fmt::Display) -> BrowserError {
 
 /// Chromium's flags: puppeteer's defaults for automation, headless with Weft's window, and the
 /// walls that keep it off the network (see the module docs).
-fn chromium_args(profile: &Path) -> Vec<String> {
+fn chromium_args() -> Vec<String> {
     let mut args: Vec<String> = [
         "--headless=new",
         "--hide-scrollbars",
@@ -251,7 +251,6 @@ fn chromium_args(profile: &Path) -> Vec<String> {
     .map(str::to_string)
     .collect();
     args.push(format!("--window-size={},{}", VIEWPORT.0, VIEWPORT.1));
-    args.push(format!("--user-data-dir={}", profile.display()));
     args.push("about:blank".into());
     args
 }
@@ -459,9 +458,10 @@ impl BrowserPool {
 /// Starts one Chromium instance and connects to it.
 async fn start_instance(executable: &Path, settings: &BrowserSettings) -> Result<Instance, BrowserError> {
     let profile = super::chromium::profile_dir().map_err(launch_err)?;
-    let args = chromium_args(profile.path());
+    let args = chromium_args();
     let exe = executable.to_path_buf();
-    let launched = tokio::task::spawn_blocking(move || super::chromium::launch(&exe, &args, Duration::from_secs(30)))
+    let dir = profile.path().to_path_buf();
+    let launched = tokio::task::spawn_blocking(move || super::chromium::launch(&exe, &dir, &args, Duration::from_secs(30)))
         .await
         .map_err(launch_err)?
         .map_err(launch_err)?;

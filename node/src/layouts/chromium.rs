@@ -15,6 +15,11 @@
 //!   kills every Chromium whose profile names an owner that is no longer running (pid gone or
 //!   reused: the start time differs) and removes such profiles — a second wall for anything
 //!   the first missed.
+//! - **Its temp files inside the profile.** Chromium makes a directory in the temp dir for its
+//!   singleton socket (`org.chromium.Chromium.XXXXXX`) and removes it only on a clean exit; a
+//!   killed or restarted instance left one behind each time (93 in `/tmp` after a day of
+//!   tests). [`launch`] points its `TMPDIR` into the profile, so whatever it leaves goes with
+//!   the profile.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -84,14 +89,29 @@ fn launcher() -> &'static mpsc::Sender<Request> {
     })
 }
 
-/// Starts `executable` with `args` and `--remote-debugging-port=0`, killed by the kernel when
-/// this process dies, in its own process group; waits up to `timeout` for its DevTools
-/// address. Blocking: call it off the async runtime.
-pub fn launch(executable: &Path, args: &[String], timeout: Duration) -> std::io::Result<Launched> {
+/// Where Chromium's temp files go: a directory inside its profile, unless that would make
+/// the singleton socket's path (`<dir>/org.chromium.Chromium.XXXXXX/SingletonSocket`) longer
+/// than a Unix socket's path may be (108 bytes with the NUL) — then the system's temp dir.
+fn temp_dir_in(profile: &Path) -> Option<PathBuf> {
+    let dir = profile.join("tmp");
+    let socket = dir.join("org.chromium.Chromium.XXXXXX").join("SingletonSocket");
+    (socket.as_os_str().len() < 108).then_some(dir)
+}
+
+/// Starts `executable` with `args`, the profile `profile` (which also holds its temp files)
+/// and `--remote-debugging-port=0`, killed by the kernel when this process dies, in its own
+/// process group; waits up to `timeout` for its DevTools address. Blocking: call it off the
+/// async runtime.
+pub fn launch(executable: &Path, profile: &Path, args: &[String], timeout: Duration) -> std::io::Result<Launched> {
     let parent = std::process::id();
     let mut command = Command::new(executable);
+    if let Some(temp) = temp_dir_in(profile) {
+        std::fs::create_dir_all(&temp)?;
+        command.env("TMPDIR", temp);
+    }
     command
         .args(args)
+        .arg(format!("--user-data-dir={}", profile.display()))
         .arg("--remote-debugging-port=0")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -225,6 +245,38 @@ mod tests {
         assert!(!owner_alive((owner.0, owner.1 + 1)), "another start time is another process");
         assert_eq!(owner_of("/tmp/other-dir"), None);
         assert_eq!(owner_of("/tmp/weft-chromium-x-1-abc"), None);
+    }
+
+    /// Debian's real Chromium, started and killed as a restart does: the singleton socket's
+    /// directory is made inside the profile and goes with it.
+    #[test]
+    fn chromium_keeps_its_temp_files_in_the_profile() {
+        let exe = super::super::browser::find_chromium(None).expect("Debian's chromium (scripts/setup.sh)");
+        let profile = profile_dir().unwrap();
+        let args = vec!["--headless=new".to_string(), "--no-sandbox".into(), "about:blank".into()];
+        let mut launched = launch(&exe, profile.path(), &args, Duration::from_secs(30)).unwrap();
+        let temp = profile.path().join("tmp");
+        let made = |dir: &Path| {
+            std::fs::read_dir(dir)
+                .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("org.chromium.Chromium.")))
+                .unwrap_or(false)
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !made(&temp) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(made(&temp), "Chromium's singleton directory is in the profile's tmp");
+        kill_group(&mut launched.child).unwrap();
+        let path = profile.path().to_path_buf();
+        drop(profile);
+        assert!(!path.exists(), "the killed instance left nothing behind");
+    }
+
+    #[test]
+    fn a_long_profile_path_leaves_temp_files_in_the_system_temp_dir() {
+        assert!(temp_dir_in(Path::new("/tmp/weft-chromium-1-2-abcdef")).is_some());
+        let long = format!("/{}", "d".repeat(80));
+        assert_eq!(temp_dir_in(Path::new(&long)), None, "a socket path past 108 bytes would not bind");
     }
 
     #[test]
