@@ -5,6 +5,10 @@
 //! extraction, embedding, publishing the postings to the cells' owners and their storing them
 //! — what a volunteer waits for between a page being crawled and the network finding it.
 //!
+//! The probes' questions are also the run's questions asked *while* the network crawls and
+//! embeds: their latency (`took_ms` as the asked node reports it) is reported beside the
+//! question phase's, which comes after the crawl.
+//!
 //! A title can be too plain for its page ever to reach the top 10 (an "Overview" among many);
 //! such a probe is reported as not found, not dropped.
 
@@ -29,6 +33,8 @@ pub struct Probe {
     /// Seconds from the fetch's answer to the first answer holding the page.
     pub found_after_secs: Option<f64>,
     pub questions: usize,
+    /// Each answered question's time at the asked node, ms.
+    pub took_ms: Vec<f64>,
 }
 
 /// Every probe of the run.
@@ -39,26 +45,48 @@ pub struct FreshnessReport {
     pub p50_secs: f64,
     pub p95_secs: f64,
     pub max_secs: f64,
+    /// The probes' questions, all asked during the crawl: how many were answered, and their
+    /// p50 / p95 latency in ms.
+    pub questions_answered: usize,
+    pub question_ms_p50: f64,
+    pub question_ms_p95: f64,
 }
 
 impl FreshnessReport {
     fn of(probes: Vec<Probe>) -> FreshnessReport {
         let mut times: Vec<f64> = probes.iter().filter_map(|p| p.found_after_secs).collect();
         times.sort_by(f64::total_cmp);
-        let at = |q: f64| times.get(((times.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(0.0);
-        FreshnessReport { found: times.len(), p50_secs: at(0.5), p95_secs: at(0.95), max_secs: at(1.0), probes }
+        let at = |times: &[f64], q: f64| {
+            times.get(((times.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(0.0)
+        };
+        let mut ms: Vec<f64> = probes.iter().flat_map(|p| p.took_ms.iter().copied()).collect();
+        ms.sort_by(f64::total_cmp);
+        FreshnessReport {
+            found: times.len(),
+            p50_secs: at(&times, 0.5),
+            p95_secs: at(&times, 0.95),
+            max_secs: at(&times, 1.0),
+            questions_answered: ms.len(),
+            question_ms_p50: at(&ms, 0.5),
+            question_ms_p95: at(&ms, 0.95),
+            probes,
+        }
     }
 
     /// The report's line.
     pub fn summary(&self) -> String {
         format!(
-            "{} of {} pages probed found from another node within {} s of their fetch; p50 {:.1} s, p95 {:.1} s, max {:.1} s",
+            "{} of {} pages probed found from another node within {} s of their fetch; p50 {:.1} s, p95 {:.1} s, max {:.1} s; \
+             their {} questions, asked during the crawl: p50 {:.0} ms, p95 {:.0} ms",
             self.found,
             self.probes.len(),
             GIVE_UP.as_secs(),
             self.p50_secs,
             self.p95_secs,
-            self.max_secs
+            self.max_secs,
+            self.questions_answered,
+            self.question_ms_p50,
+            self.question_ms_p95
         )
     }
 }
@@ -106,10 +134,12 @@ impl Freshness {
         let fetched = r.answered;
         let http = http.clone();
         self.running.push(tokio::spawn(async move {
-            let mut probe = Probe { url, question, fetched_by, asked, found_after_secs: None, questions: 0 };
+            let mut probe =
+                Probe { url, question, fetched_by, asked, found_after_secs: None, questions: 0, took_ms: Vec::new() };
             while fetched.elapsed() < GIVE_UP {
                 probe.questions += 1;
                 if let Ok(v) = search_eval::ask(&http, api, &probe.question, 10, true).await {
+                    probe.took_ms.extend(v["took_ms"].as_f64());
                     let holds = v["hits"].as_array().into_iter().flatten().any(|h| {
                         h["url"] == probe.url.as_str()
                             || h["aliases"].as_array().into_iter().flatten().any(|a| a == probe.url.as_str())
@@ -149,6 +179,7 @@ mod tests {
             asked: 1,
             found_after_secs: found,
             questions: 1,
+            took_ms: found.map(|s| s * 10.0).into_iter().collect(),
         }
     }
 
@@ -157,6 +188,7 @@ mod tests {
         let r = FreshnessReport::of(vec![probe(Some(3.0)), probe(None), probe(Some(1.0)), probe(Some(2.0))]);
         assert_eq!((r.found, r.probes.len()), (3, 4));
         assert_eq!((r.p50_secs, r.max_secs), (2.0, 3.0));
+        assert_eq!((r.questions_answered, r.question_ms_p50, r.question_ms_p95), (3, 20.0, 30.0));
         let none = FreshnessReport::of(vec![probe(None)]);
         assert_eq!((none.found, none.p50_secs), (0, 0.0));
         assert!(none.summary().starts_with("0 of 1 pages"));
