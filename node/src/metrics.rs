@@ -302,6 +302,11 @@ counted!(
         HostStatic => "host_static_again",
         /// A page waiting for the browser that another member reported fetched: not rendered.
         DoneElsewhere => "done_elsewhere",
+        /// A page whose host failed for now (its render and a fetch of its HTML): queued again
+        /// for later.
+        Retried => "retried",
+        /// A page whose host kept failing (or refused it for good): not indexed.
+        GaveUp => "gave_up",
     }
 );
 

@@ -56,7 +56,7 @@ impl Inner {
             self.metrics.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
         }
         self.give_back(&host, returned);
-        result.map_err(|e| BrowserFetchError::Fetch(e.to_string()))
+        result.map_err(|e| BrowserFetchError::Fetch { transient: e.is_transient(), error: e.to_string() })
     }
 
     /// Returns a host taken with [`Inner::borrow`] and wakes the crawl loop: it may be waiting
@@ -78,7 +78,7 @@ impl Inner {
                 Ok(Borrow::Granted) => return Ok(()),
                 Ok(Borrow::WaitUntil(t)) => tokio::time::Instant::from_std(t),
                 Ok(Borrow::Busy) => tokio::time::Instant::now() + Duration::from_millis(20),
-                Err(e) => return Err(BrowserFetchError::Fetch(e.to_string())),
+                Err(e) => return Err(BrowserFetchError::Fetch { error: e.to_string(), transient: true }),
             };
             if wait > deadline {
                 return Err(BrowserFetchError::Impatient);
@@ -101,6 +101,8 @@ pub enum BrowserFetchError {
     Blocked,
     #[error("the host's politeness delay runs past the render's patience")]
     Impatient,
-    #[error("{0}")]
-    Fetch(String),
+    /// The request failed; `transient`: it may succeed later (a timeout, a refused
+    /// connection, the frontier's storage), not so for a malformed answer or an SSRF refusal.
+    #[error("{error}")]
+    Fetch { error: String, transient: bool },
 }

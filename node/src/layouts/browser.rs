@@ -461,10 +461,11 @@ async fn start_instance(executable: &Path, settings: &BrowserSettings) -> Result
     let args = chromium_args();
     let exe = executable.to_path_buf();
     let dir = profile.path().to_path_buf();
-    let launched = tokio::task::spawn_blocking(move || super::chromium::launch(&exe, &dir, &args, Duration::from_secs(30)))
-        .await
-        .map_err(launch_err)?
-        .map_err(launch_err)?;
+    let launched =
+        tokio::task::spawn_blocking(move || super::chromium::launch(&exe, &dir, &args, Duration::from_secs(30)))
+            .await
+            .map_err(launch_err)?
+            .map_err(launch_err)?;
     let mut child = launched.child;
     let handler_config = chromiumoxide::handler::HandlerConfig {
         viewport: None,

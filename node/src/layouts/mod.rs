@@ -21,8 +21,8 @@ mod store;
 mod teacher;
 mod worker;
 
-pub use render_fetch::{decide, Decision, RenderFetcher, RenderSession};
-pub use rendering::RenderQueue;
+pub use render_fetch::{decide, Decision, DocumentFailure, RenderFetcher, RenderSession};
+pub use rendering::{retry_after, RenderQueue, RENDER_RETRY_SECS};
 pub use store::{
     load_overrides, HostDetail, HostRendering, HostSummary, LayoutError, LayoutStore, Learned, OverrideError,
     Relearned, SignatureRecord, SignatureView, StoredPage,

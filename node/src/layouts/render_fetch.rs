@@ -128,7 +128,11 @@ impl RenderFetcher {
             }
         }
         let empty = |status: u16| PageResponse { status, headers: Vec::new(), body: Vec::new() };
-        let answer = match self.crawler.fetch_for_browser(&url, patience).await {
+        let fetched = self.crawler.fetch_for_browser(&url, patience).await;
+        if decision == Decision::Document {
+            *session.document_failed.lock() = DocumentFailure::of(&fetched);
+        }
+        let answer = match fetched {
             Ok(Fetched::Body { status, content_type, body, .. }) => {
                 if decision == Decision::Document {
                     session.set_document(StoredPage {
@@ -286,13 +290,56 @@ impl SubresourceCache {
 pub struct RenderSession {
     pub page: Url,
     document: Mutex<Option<StoredPage>>,
+    /// Why the page's own document could not be had during the render (an error status, a
+    /// refusal), when it could not: the browser then rendered an error, not the page.
+    document_failed: Mutex<Option<DocumentFailure>>,
     subresources: AtomicUsize,
     cap: usize,
 }
 
+/// Why a render's document is missing, and whether asking again later may get it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentFailure {
+    pub reason: String,
+    /// A 5xx, a 429, a bot check, a timeout, robots.txt unavailable, the host's delay: the
+    /// page may come later. A 4xx, a refusal by robots.txt or the SSRF guard: it will not.
+    pub transient: bool,
+}
+
+impl DocumentFailure {
+    /// What the crawl's answer for a page's document says about the page, when it is not
+    /// the page (`None` for a body).
+    pub fn of(fetched: &Result<Fetched, crate::crawl::BrowserFetchError>) -> Option<DocumentFailure> {
+        use crate::crawl::BrowserFetchError as E;
+        let (reason, transient) = match fetched {
+            Ok(Fetched::Body { .. }) => return None,
+            Ok(Fetched::Status { status }) => (format!("HTTP {status}"), *status >= 500),
+            Ok(Fetched::RateLimited { status, .. }) => (format!("HTTP {status} (rate limited)"), true),
+            Ok(Fetched::Challenge { status }) => (format!("HTTP {status} bot-check page"), true),
+            Ok(Fetched::Redirect { status, location }) => (format!("HTTP {status} to {location}"), false),
+            Ok(Fetched::NotModified) => ("HTTP 304 without a page held".to_string(), false),
+            Err(e @ (E::NoHost | E::Disallowed | E::Blocked)) => (e.to_string(), false),
+            Err(e @ (E::RobotsUnavailable | E::Impatient)) => (e.to_string(), true),
+            Err(e @ E::Fetch { transient, .. }) => (e.to_string(), *transient),
+        };
+        Some(DocumentFailure { reason, transient })
+    }
+}
+
 impl RenderSession {
     pub fn new(page: Url, document: Option<StoredPage>, cap: usize) -> RenderSession {
-        RenderSession { page, document: Mutex::new(document), subresources: AtomicUsize::new(0), cap }
+        RenderSession {
+            page,
+            document: Mutex::new(document),
+            document_failed: Mutex::new(None),
+            subresources: AtomicUsize::new(0),
+            cap,
+        }
+    }
+
+    /// Why the document could not be had during the render, if it could not.
+    pub fn document_failed(&self) -> Option<DocumentFailure> {
+        self.document_failed.lock().clone()
     }
 
     /// The page's HTML: the one given, or the one fetched during the render.

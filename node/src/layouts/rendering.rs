@@ -10,11 +10,17 @@
 //! cannot render is indexed from the HTML already held (fetched statically once more only if
 //! there is none).
 //!
+//! A page whose host failed — its document answered a 5xx, a 429 or nothing, during the render
+//! and in the fetch after — is not indexed as the error the browser showed, nor dropped: it
+//! goes back to the queue's end to wait [`RENDER_RETRY_SECS`] for its host, and is given up
+//! (counted, with the reason in the error log) only after the last wait or for a failure that
+//! is for good (a 4xx, robots.txt, the SSRF guard), as the crawl gives up a static page.
+//!
 //! The crawl loop reaches the queue through [`crate::Renders`], which [`RenderQueue`]
 //! implements: this module depends on the crawl, not the other way round.
 
 use super::browser::{BrowserPool, LazyPool};
-use super::render_fetch::RenderFetcher;
+use super::render_fetch::{DocumentFailure, RenderFetcher};
 use super::store::{LayoutStore, PageRole, RenderJob, StoredPage};
 use crate::crawl::{Crawler, Renders, WaitingPage};
 use crate::metrics::{Event, Metrics, Render};
@@ -59,7 +65,14 @@ impl RenderQueue {
             blocking(|| self.store.keep_page(PageRole::Render, url.as_str(), p))?;
         }
         blocking(|| {
-            self.store.queue_render(&RenderJob { url: url.to_string(), depth, reason: reason.to_string(), at })
+            self.store.queue_render(&RenderJob {
+                url: url.to_string(),
+                depth,
+                reason: reason.to_string(),
+                at,
+                tries: 0,
+                not_before: 0,
+            })
         })?;
         self.wake.notify_one();
         Ok(())
@@ -74,10 +87,12 @@ impl RenderQueue {
         if self.closed.load(Ordering::Acquire) {
             return None;
         }
+        let now = weft_clock::now_secs();
         let mut after: Option<Vec<u8>> = None;
         let found = loop {
             match blocking(|| self.store.next_render(after.as_deref())) {
-                Ok(Some((k, _))) if claimed.contains(&k) => after = Some(k),
+                // Claimed, or a retry still waiting for its host.
+                Ok(Some((k, j))) if claimed.contains(&k) || j.not_before > now => after = Some(k),
                 Ok(found) => break found,
                 Err(e) => {
                     tracing::error!("render queue: {e}");
@@ -229,11 +244,30 @@ pub async fn run(
         let Some((key, job)) = queue.next_unclaimed(true) else { continue };
         let (queue, crawler, fetcher, metrics) = (queue.clone(), crawler.clone(), fetcher.clone(), metrics.clone());
         tasks.spawn(async move {
-            render_one(&queue, &crawler, &fetcher, browser, &job, patience, &metrics).await;
-            if let Err(e) = blocking(|| queue.store.render_done(&key)) {
-                tracing::error!("render queue: {e}");
+            let failed = render_one(&queue, &crawler, &fetcher, browser, &job, patience, &metrics).await;
+            let again = failed.as_ref().and_then(|f| retry_after(job.tries, f));
+            match (failed, again) {
+                (Some(f), Some(wait)) => {
+                    metrics.count_event(Event::Render(Render::Retried));
+                    tracing::info!(url = %job.url, tries = job.tries + 1, wait_secs = wait.as_secs(), "render failed ({}): queued again", f.reason);
+                    let not_before = weft_clock::now_secs() + wait.as_secs();
+                    let again = RenderJob { tries: job.tries + 1, not_before, ..job.clone() };
+                    if let Err(e) = blocking(|| queue.store.retry_render(&key, &again)) {
+                        tracing::error!("render queue: {e}");
+                    }
+                }
+                (failed, _) => {
+                    if let Some(f) = failed {
+                        metrics.count_event(Event::Render(Render::GaveUp));
+                        let why = format!("{} (after {} tries)", f.reason, job.tries + 1);
+                        metrics.error("render_gave_up", &job.url, &why);
+                    }
+                    if let Err(e) = blocking(|| queue.store.render_done(&key)) {
+                        tracing::error!("render queue: {e}");
+                    }
+                    let _ = blocking(|| queue.store.drop_page(PageRole::Render, &job.url));
+                }
             }
-            let _ = blocking(|| queue.store.drop_page(PageRole::Render, &job.url));
             queue.in_flight.lock().remove(&key);
             crawler.wake();
             drop(permit);
@@ -241,6 +275,20 @@ pub async fn run(
     }
 }
 
+/// How long a page whose host failed waits before its next try, by the tries so far; after
+/// the last, the page is given up.
+pub const RENDER_RETRY_SECS: [u64; 3] = [30, 120, 480];
+
+/// When to try a page again after `failure`, having tried it `tries + 1` times: `None` when
+/// the failure is for good or the tries are spent.
+pub fn retry_after(tries: u32, failure: &DocumentFailure) -> Option<Duration> {
+    let secs = RENDER_RETRY_SECS.get(tries as usize)?;
+    failure.transient.then(|| Duration::from_secs(*secs))
+}
+
+/// Renders one page and sends it down the pipeline — or, if the browser fails on it, the HTML
+/// the crawl holds (fetched once more only if there is none). Returns why the page's HTML could
+/// not be had when it could not (the host answered an error or nothing): nothing was indexed.
 async fn render_one(
     queue: &RenderQueue,
     crawler: &Crawler,
@@ -249,14 +297,20 @@ async fn render_one(
     job: &RenderJob,
     patience: Duration,
     metrics: &Metrics,
-) {
-    let Ok(url) = Url::parse(&job.url) else { return };
+) -> Option<DocumentFailure> {
+    let Ok(url) = Url::parse(&job.url) else { return None };
     let host = HostKey::of(&url);
     let document = blocking(|| queue.store.page(PageRole::Render, url.as_str())).ok().flatten();
     let (fetch, session) = fetcher.for_page(&url, document, patience);
     let rendered = match &browser {
         Some(b) => b.render(url.as_str(), fetch).await.map_err(|e| e.to_string()),
         None => Err("no browser".to_string()),
+    };
+    // The browser shows whatever its document request was answered with: an error status, or
+    // nothing. That is not the page.
+    let rendered = match (rendered, session.document(), session.document_failed()) {
+        (Ok(_), None, Some(f)) => return Some(f),
+        (rendered, _, _) => rendered,
     };
     let page = match rendered {
         Ok(r) => {
@@ -277,9 +331,10 @@ async fn render_one(
         Err(e) => {
             metrics.error("render_failed", url.as_str(), &e);
             // Indexed as it is rather than lost: from the HTML the crawl (or the browser's
-            // document request) already has, fetched again only if there is none.
-            let static_page = match session.document() {
-                Some(d) => Ok(crate::fetcher::Fetched::Body {
+            // document request) already has, fetched again only if there is none — and not
+            // again at once when the browser's own request for it just failed.
+            let static_page = match (session.document(), session.document_failed()) {
+                (Some(d), _) => Ok(crate::fetcher::Fetched::Body {
                     status: d.status,
                     content_type: d.content_type,
                     content_language: None,
@@ -287,7 +342,8 @@ async fn render_one(
                     validators: Default::default(),
                     head: Default::default(),
                 }),
-                None => crawler.fetch_for_browser(&url, patience).await.map_err(|e| e.to_string()),
+                (None, Some(f)) => return Some(f),
+                (None, None) => crawler.fetch_for_browser(&url, patience).await,
             };
             match static_page {
                 Ok(crate::fetcher::Fetched::Body { status, content_type, content_language, body, .. }) => FetchedPage {
@@ -300,15 +356,16 @@ async fn render_one(
                     fetched_at: SystemTime::now(),
                     rendered: true,
                 },
-                Ok(_) => return,
-                Err(e) => {
-                    metrics.error("render_fallback_failed", url.as_str(), &e);
-                    return;
+                other => {
+                    let f = DocumentFailure::of(&other)?;
+                    metrics.error("render_fallback_failed", url.as_str(), &f.reason);
+                    return Some(f);
                 }
             }
         }
     };
     crawler.process_rendered(page).await;
+    None
 }
 
 #[cfg(test)]
@@ -325,6 +382,46 @@ mod tests {
             queue.push_stored(&Url::parse(u).unwrap(), 1, &RenderReason::LayoutNeedsJs, page).unwrap();
         }
         (dir, queue)
+    }
+
+    #[test]
+    fn a_host_failing_for_now_is_tried_again_later_and_a_refusal_is_final() {
+        use crate::crawl::BrowserFetchError;
+        use crate::fetcher::Fetched;
+        let status = |s: u16| DocumentFailure::of(&Ok(Fetched::Status { status: s })).unwrap();
+        assert!(status(503).transient && !status(404).transient);
+        let timeout = Err(BrowserFetchError::Fetch { error: "timed out".into(), transient: true });
+        assert!(DocumentFailure::of(&timeout).unwrap().transient);
+        assert!(!DocumentFailure::of(&Err(BrowserFetchError::Disallowed)).unwrap().transient);
+        let body = Ok(Fetched::Body {
+            status: 200,
+            content_type: None,
+            content_language: None,
+            body: Default::default(),
+            validators: Default::default(),
+            head: Default::default(),
+        });
+        assert_eq!(DocumentFailure::of(&body), None);
+        let waits: Vec<_> = (0..4).map(|t| retry_after(t, &status(503)).map(|d| d.as_secs())).collect();
+        assert_eq!(waits, [Some(30), Some(120), Some(480), None], "three retries, then given up");
+        assert_eq!(retry_after(0, &status(404)), None);
+    }
+
+    #[test]
+    fn a_retry_waits_for_its_time_while_later_pages_go_first() {
+        let (_dir, q) = queue_with(&["http://a.test/1", "http://b.test/1"], false);
+        let (k, job) = q.next_unclaimed(true).unwrap();
+        let later = RenderJob { tries: 1, not_before: weft_clock::now_secs() + 60, ..job.clone() };
+        q.store.retry_render(&k, &later).unwrap();
+        q.in_flight.lock().remove(&k);
+        let (k2, next) = q.next_unclaimed(true).unwrap();
+        assert_eq!(next.url, "http://b.test/1");
+        assert!(q.next_unclaimed(true).is_none(), "a.test's page waits for its time");
+        q.store.render_done(&k2).unwrap();
+        let (k3, _) = q.store.next_render(None).unwrap().unwrap();
+        let due = RenderJob { not_before: weft_clock::now_secs(), ..later };
+        q.store.retry_render(&k3, &due).unwrap();
+        assert_eq!(q.next_unclaimed(true).unwrap().1.url, "http://a.test/1", "its time came");
     }
 
     #[test]

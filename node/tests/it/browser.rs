@@ -195,3 +195,52 @@ async fn a_browser_is_restarted_after_its_renders_and_past_its_memory() {
     assert_eq!(pool.instances(), 1);
     pool.close().await;
 }
+
+/// A page of a host whose pages go straight to the browser (no static fetch, so no HTML
+/// held), whose server fails for a moment — a 503 to the browser's request for it — is neither
+/// indexed as that error nor lost: the real render queue (`layouts::rendering`, a real node's
+/// crawler and Chromium) puts it back to wait for its host and renders it once the first wait
+/// (`RENDER_RETRY_SECS[0]`, 30 s) has passed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_whose_host_failed_during_its_render_is_rendered_again_after_its_wait() {
+    let page = common::coast::spa(0).replace("/v4/", "/a/");
+    let site = Site::new("spa.test")
+        .with("/a/0", Resource::Sequence(vec![Resource::status(503), Resource::Html(page)]))
+        .with("/a/0.js", Resource::text("application/javascript", common::coast::spa_js(0)));
+    let server = WebServer::start(vec![site]).await.unwrap();
+    let dir = common::work_dir();
+    let mut config = weft_config::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
+    config.fetch.allow_private_networks = true;
+    config.fetch.resolve = [("spa.test".to_string(), "127.0.0.1".parse().unwrap())].into();
+    config.politeness.default_delay_ms = 100;
+    // The render queue's retry is what is tested; no crawl loop or API runs, and the index
+    // would only add the model's load to the test.
+    config.index.enabled = false;
+    config.api.enabled = false;
+    let node = weft_node::Node::open(config.clone()).unwrap();
+    let layouts = node.layouts().expect("layouts are on by default");
+    let url = url::Url::parse(&format!("http://spa.test:{}/a/0", server.port())).unwrap();
+    let reason = weft_node::page::RenderReason::HostRenders("the test".into());
+    layouts.renders.push_stored(&url, 1, &reason, None).unwrap();
+    let mut tasks = tokio::task::JoinSet::new();
+    layouts.spawn(&config, node.crawler(), &mut tasks);
+    let metrics = node.crawler().metrics();
+    let count = |k: &str| metrics.extractions().get(k).copied().unwrap_or(0);
+    let started = std::time::Instant::now();
+    while count("render:rendered") == 0 {
+        assert!(started.elapsed() < Duration::from_secs(120), "not rendered again: {:?}", metrics.extractions());
+        assert_eq!(count("render:gave_up"), 0, "{:?}", metrics.extractions());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(count("render:retried"), 1, "{:?}", metrics.extractions());
+    assert_eq!(layouts.store.render_jobs(), 0, "the page left the queue once rendered");
+    let tries: Vec<_> = server.requests().into_iter().filter(|r| r.path == "/a/0").collect();
+    assert_eq!(tries.len(), 2, "the 503, then the page");
+    let waited = tries[1].started.duration_since(tries[0].answered);
+    let first = Duration::from_secs(weft_node::layouts::RENDER_RETRY_SECS[0]);
+    assert!(waited >= first - Duration::from_secs(1), "tried again after {waited:?}");
+    tasks.abort_all();
+    if let Some(pool) = layouts.pool.started() {
+        pool.close().await;
+    }
+}

@@ -34,6 +34,13 @@ pub struct RenderJob {
     pub depth: u32,
     pub reason: String,
     pub at: u64,
+    /// Renders of this page that ended without its HTML (the host failed, for now) — see
+    /// [`LayoutStore::retry_render`].
+    #[serde(default)]
+    pub tries: u32,
+    /// Not to be rendered before this (unix seconds): a retry waits for the host.
+    #[serde(default)]
+    pub not_before: u64,
 }
 
 impl LayoutStore {
@@ -155,6 +162,17 @@ impl LayoutStore {
             out.push((k.to_vec(), serde_json::from_slice(&v)?));
         }
         Ok(out)
+    }
+
+    /// Puts the job under key `k` back in the queue as `job` (its tries and wait updated): a
+    /// new key at the queue's end, then the old key removed — a crash between the two leaves
+    /// the page queued twice (rendered twice), never not at all.
+    pub fn retry_render(&self, k: &[u8], job: &RenderJob) -> Result<(), LayoutError> {
+        let seq = self.ids.next().to_be_bytes();
+        Self::put(&self.renders, &seq, job)?;
+        self.render_urls.insert(job.url.as_bytes(), seq.to_vec())?;
+        self.renders.remove(k)?;
+        Ok(())
     }
 
     pub fn render_done(&self, k: &[u8]) -> Result<(), LayoutError> {

@@ -195,7 +195,14 @@ fn host_rendering_is_decided_once_and_renders_stay_queued_until_done() {
     let h = s.host_rendering("h.test").unwrap().unwrap();
     assert_eq!((h.reason.as_str(), h.rendered), ("first", 1));
     assert_eq!(s.status().hosts_rendering, 1);
-    let job = |i: u64| RenderJob { url: format!("http://h.test/{i}"), depth: 1, reason: "js".into(), at: i };
+    let job = |i: u64| RenderJob {
+        url: format!("http://h.test/{i}"),
+        depth: 1,
+        reason: "js".into(),
+        at: i,
+        tries: 0,
+        not_before: 0,
+    };
     for i in 0..3 {
         assert!(s.queue_render(&job(i)).unwrap());
     }
@@ -211,6 +218,31 @@ fn host_rendering_is_decided_once_and_renders_stay_queued_until_done() {
     s.render_done(&k0).unwrap();
     assert_eq!(s.next_render(None).unwrap().unwrap().1.url, "http://h.test/2");
     assert!(s.queue_render(&job(1)).unwrap(), "rendered: it may be queued again");
+}
+
+#[test]
+fn a_render_retried_goes_to_the_queue_end_with_its_tries_and_stays_once() {
+    let (_d, s) = store(5);
+    let job = |i: u64| RenderJob {
+        url: format!("http://h.test/{i}"),
+        depth: 1,
+        reason: "js".into(),
+        at: i,
+        tries: 0,
+        not_before: 0,
+    };
+    for i in 0..2 {
+        assert!(s.queue_render(&job(i)).unwrap());
+    }
+    let (k0, j0) = s.next_render(None).unwrap().unwrap();
+    s.retry_render(&k0, &RenderJob { tries: 1, not_before: 99, ..j0 }).unwrap();
+    let queued = s.renders().unwrap();
+    assert_eq!(queued.len(), 2, "moved, not copied");
+    assert_eq!(queued[0].1.url, "http://h.test/1");
+    assert_eq!((queued[1].1.url.as_str(), queued[1].1.tries, queued[1].1.not_before), ("http://h.test/0", 1, 99));
+    assert!(!s.queue_render(&job(0)).unwrap(), "still waiting: not queued twice");
+    s.render_done(&queued[1].0).unwrap();
+    assert!(s.queue_render(&job(0)).unwrap(), "done: it may be queued again");
 }
 
 #[test]
