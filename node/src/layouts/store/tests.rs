@@ -185,6 +185,11 @@ fn the_override_file_is_read_checked_and_wins_for_its_host_with_any_port() {
     assert!(matches!(load_overrides(&path), Err(OverrideError::Parse { .. })));
 }
 
+/// Page `i` of h.test waiting for the browser.
+fn job(i: u64) -> RenderJob {
+    RenderJob { url: format!("http://h.test/{i}"), depth: 1, reason: "js".into(), at: i, tries: 0, not_before: 0 }
+}
+
 #[test]
 fn host_rendering_is_decided_once_and_renders_stay_queued_until_done() {
     let (_d, s) = store(5);
@@ -195,14 +200,6 @@ fn host_rendering_is_decided_once_and_renders_stay_queued_until_done() {
     let h = s.host_rendering("h.test").unwrap().unwrap();
     assert_eq!((h.reason.as_str(), h.rendered), ("first", 1));
     assert_eq!(s.status().hosts_rendering, 1);
-    let job = |i: u64| RenderJob {
-        url: format!("http://h.test/{i}"),
-        depth: 1,
-        reason: "js".into(),
-        at: i,
-        tries: 0,
-        not_before: 0,
-    };
     for i in 0..3 {
         assert!(s.queue_render(&job(i)).unwrap());
     }
@@ -223,14 +220,6 @@ fn host_rendering_is_decided_once_and_renders_stay_queued_until_done() {
 #[test]
 fn a_render_retried_goes_to_the_queue_end_with_its_tries_and_stays_once() {
     let (_d, s) = store(5);
-    let job = |i: u64| RenderJob {
-        url: format!("http://h.test/{i}"),
-        depth: 1,
-        reason: "js".into(),
-        at: i,
-        tries: 0,
-        not_before: 0,
-    };
     for i in 0..2 {
         assert!(s.queue_render(&job(i)).unwrap());
     }
