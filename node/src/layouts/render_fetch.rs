@@ -308,7 +308,9 @@ pub struct DocumentFailure {
 
 impl DocumentFailure {
     /// What the crawl's answer for a page's document says about the page, when it is not
-    /// the page (`None` for a body).
+    /// the page: `None` for a body, and for a redirect — the browser follows it, and the page
+    /// it lands on is what is rendered (a redirect met by the fetch after a failed render
+    /// leaves the page as before: not indexed, not tried again).
     pub fn of(fetched: &Result<Fetched, crate::crawl::BrowserFetchError>) -> Option<DocumentFailure> {
         use crate::crawl::BrowserFetchError as E;
         let (reason, transient) = match fetched {
@@ -316,7 +318,7 @@ impl DocumentFailure {
             Ok(Fetched::Status { status }) => (format!("HTTP {status}"), *status >= 500),
             Ok(Fetched::RateLimited { status, .. }) => (format!("HTTP {status} (rate limited)"), true),
             Ok(Fetched::Challenge { status }) => (format!("HTTP {status} bot-check page"), true),
-            Ok(Fetched::Redirect { status, location }) => (format!("HTTP {status} to {location}"), false),
+            Ok(Fetched::Redirect { .. }) => return None,
             Ok(Fetched::NotModified) => ("HTTP 304 without a page held".to_string(), false),
             Err(e @ (E::NoHost | E::Disallowed | E::Blocked)) => (e.to_string(), false),
             Err(e @ (E::RobotsUnavailable | E::Impatient)) => (e.to_string(), true),

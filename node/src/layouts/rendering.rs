@@ -402,6 +402,8 @@ mod tests {
             head: Default::default(),
         });
         assert_eq!(DocumentFailure::of(&body), None);
+        let moved = Ok(Fetched::Redirect { status: 301, location: "/b".into() });
+        assert_eq!(DocumentFailure::of(&moved), None, "the browser follows it and renders where it lands");
         let waits: Vec<_> = (0..4).map(|t| retry_after(t, &status(503)).map(|d| d.as_secs())).collect();
         assert_eq!(waits, [Some(30), Some(120), Some(480), None], "three retries, then given up");
         assert_eq!(retry_after(0, &status(404)), None);
