@@ -93,6 +93,18 @@ async fn chromium_renders_through_weft_and_reports_the_layout() {
     pool.close().await;
 }
 
+/// A node's configuration for `host` served on 127.0.0.1, the defaults otherwise (the index
+/// with the real model, layouts with Chromium): the test drives the crawler and the browser
+/// itself, so neither the crawl loop nor the API is started.
+fn loopback_config(dir: &std::path::Path, host: &str, delay_ms: u64) -> weft_config::Config {
+    let mut config = weft_config::Config { data_dir: dir.to_path_buf(), ..Default::default() };
+    config.embed = weft_index::testing::embed_config();
+    config.fetch.allow_private_networks = true;
+    config.fetch.resolve = [(host.to_string(), "127.0.0.1".parse().unwrap())].into();
+    config.politeness.default_delay_ms = delay_ms;
+    config
+}
+
 /// A page rendered through the crawler obeys the crawl's rules for every request it makes:
 /// robots.txt first, nothing under a Disallow, one request at a time and the host's delay
 /// between them — judged from the web server's log.
@@ -112,12 +124,7 @@ async fn rendering_through_the_crawler_is_polite_and_obeys_robots() {
         .with("/private/data.json", Resource::text("application/json", "{}"));
     let server = WebServer::start(vec![site]).await.unwrap();
     let dir = common::work_dir();
-    let mut config = weft_config::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
-    config.fetch.allow_private_networks = true;
-    config.fetch.resolve = [("polite.test".to_string(), "127.0.0.1".parse().unwrap())].into();
-    config.politeness.default_delay_ms = 300;
-    config.index.enabled = false;
-    config.api.enabled = false;
+    let config = loopback_config(dir.path(), "polite.test", 300);
     let max_subresources = config.layouts.max_subresources;
     let node = weft_node::Node::open(config).unwrap();
     let page_url = url::Url::parse(&format!("http://polite.test:{}/page", server.port())).unwrap();
@@ -209,14 +216,7 @@ async fn a_page_whose_host_failed_during_its_render_is_rendered_again_after_its_
         .with("/a/0.js", Resource::text("application/javascript", common::coast::spa_js(0)));
     let server = WebServer::start(vec![site]).await.unwrap();
     let dir = common::work_dir();
-    let mut config = weft_config::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
-    config.fetch.allow_private_networks = true;
-    config.fetch.resolve = [("spa.test".to_string(), "127.0.0.1".parse().unwrap())].into();
-    config.politeness.default_delay_ms = 100;
-    // The render queue's retry is what is tested; no crawl loop or API runs, and the index
-    // would only add the model's load to the test.
-    config.index.enabled = false;
-    config.api.enabled = false;
+    let config = loopback_config(dir.path(), "spa.test", 100);
     let node = weft_node::Node::open(config.clone()).unwrap();
     let layouts = node.layouts().expect("layouts are on by default");
     let url = url::Url::parse(&format!("http://spa.test:{}/a/0", server.port())).unwrap();
@@ -234,6 +234,9 @@ async fn a_page_whose_host_failed_during_its_render_is_rendered_again_after_its_
     }
     assert_eq!(count("render:retried"), 1, "{:?}", metrics.extractions());
     assert_eq!(layouts.store.render_jobs(), 0, "the page left the queue once rendered");
+    let index = node.index().expect("the index is on by default");
+    let indexed = index.recent().into_iter().find(|d| d.url == url.as_str());
+    assert!(indexed.is_some_and(|d| d.chunks > 0), "the rendered article is indexed: {:?}", index.recent());
     let tries: Vec<_> = server.requests().into_iter().filter(|r| r.path == "/a/0").collect();
     assert_eq!(tries.len(), 2, "the 503, then the page");
     let waited = tries[1].started.duration_since(tries[0].answered);
