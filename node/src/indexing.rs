@@ -1,11 +1,13 @@
-//! The index stage of the node: extracted pages go to the indexer thread, queries to the query
-//! thread, and neither ever runs on the async runtime.
+//! The index stage of the node: extracted pages go to the indexer thread, questions to the
+//! question thread (which embeds them) and searches to the search thread, and none of them ever
+//! runs on the async runtime.
 //!
 //! ```text
 //! crawl task ──spawn_blocking──▶ IndexPipeline::process
 //!                                  extract ─▶ Job ─(bounded channel)─▶ indexer thread
 //!                                  (waits for the outcome)             dedup → chunk → embed → commit
-//! /search, weft search ──▶ Query ─(bounded channel)─▶ query thread: embed query → kNN → group
+//! /search, weft search ──▶ Embed ─(bounded channel)─▶ question thread: embed the question
+//!      and peers' searches ──▶ Search ─(bounded channel)─▶ search thread: kNN (+ BM25) → group
 //! ```
 //!
 //! The crawl task waits for its page's outcome before it completes the lease, for two reasons:
@@ -15,8 +17,10 @@
 //! cannot lose a page the frontier considers done. While one batch is embedded, the next pages
 //! queue up and are embedded together: batches fill themselves as the crawl speeds up.
 //!
-//! Indexing and queries each own an ONNX Runtime session, so a long indexing batch never makes
-//! a search wait.
+//! Questions share the indexer's model, which the indexer gives up to them at once
+//! (`Embedder::set_yielding`). Searches need no model: they run on a thread of their own, so a
+//! peer's search never waits behind this node's own questions being embedded, nor a question
+//! behind a queue of peers' searches.
 
 use crate::metrics::Metrics;
 use crate::page::{FetchedPage, Pipeline, Processed};
@@ -35,7 +39,8 @@ use weft_index::{DocId, Document, Embedder, Hit, IndexError, IndexStats, Indexer
 
 /// Documents the indexer takes into one call at most (their chunks are embedded together).
 const MAX_BATCH_DOCS: usize = 32;
-/// Queries waiting for the query thread; beyond this `/search` answers 503.
+/// Questions waiting for the question thread, and searches for the search thread; beyond
+/// this `/search` answers 503 (and a peer's search is refused as busy).
 const QUERY_QUEUE: usize = 64;
 /// How long indexing waits for the DHT's near-duplicate answer before indexing anyway.
 const DHT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -49,18 +54,20 @@ struct Job {
     reply: SyncSender<Result<Outcome, String>>,
 }
 
-/// Work for the query thread.
-enum Query {
-    /// Embed the text: for a network search, whose vector goes to other nodes.
-    Embed { text: String, reply: tokio::sync::oneshot::Sender<Result<Vec<f32>, IndexError>> },
-    /// The `k` best local documents for a query vector (this node's, or another node's), and
-    /// its words when known (hybrid search).
-    Vector {
-        vector: Vec<f32>,
-        text: Option<String>,
-        k: usize,
-        reply: tokio::sync::oneshot::Sender<Result<Vec<Hit>, IndexError>>,
-    },
+/// Work for the question thread: embed the text, for a search whose vector goes to this
+/// node's index and to other nodes.
+struct Embed {
+    text: String,
+    reply: tokio::sync::oneshot::Sender<Result<Vec<f32>, IndexError>>,
+}
+
+/// Work for the search thread: the `k` best local documents for a query vector (this node's,
+/// or another node's), and its words when known (hybrid search).
+struct Search {
+    vector: Vec<f32>,
+    text: Option<String>,
+    k: usize,
+    reply: tokio::sync::oneshot::Sender<Result<Vec<Hit>, IndexError>>,
 }
 
 /// Counters of this run.
@@ -167,7 +174,8 @@ pub struct IndexService {
     index: Arc<LocalIndex>,
     /// `None` once stopped.
     jobs: Mutex<Option<SyncSender<Job>>>,
-    queries: Mutex<Option<SyncSender<Query>>>,
+    embeds: Mutex<Option<SyncSender<Embed>>>,
+    searches: Mutex<Option<SyncSender<Search>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     counters: Arc<Counters>,
     metrics: Arc<Metrics>,
@@ -205,7 +213,8 @@ impl IndexService {
         let model = model_id(&config.embed.model)?;
         let counters = Arc::new(Counters::default());
         let (jobs, job_rx) = sync_channel::<Job>(config.index.queue);
-        let (queries, query_rx) = sync_channel::<Query>(QUERY_QUEUE);
+        let (embeds, embed_rx) = sync_channel::<Embed>(QUERY_QUEUE);
+        let (searches, search_rx) = sync_channel::<Search>(QUERY_QUEUE);
         let (c, m) = (counters.clone(), metrics.clone());
         let mut indexer = Indexer::new(index.clone(), &config.embed, &config.index)?;
         // Questions share the indexer's model: a second copy cost ~96 MiB (`Embedder::share`),
@@ -216,15 +225,19 @@ impl IndexService {
             .name("weft-indexer".into())
             .spawn(move || indexer_loop(indexer, job_rx, improved, c, m))?;
         let model_handle = query_embedder.share();
+        let embedding = std::thread::Builder::new()
+            .name("weft-question".into())
+            .spawn(move || embed_loop(query_embedder, embed_rx))?;
         let (local, held) = (index.clone(), cells.clone());
-        let querying = std::thread::Builder::new()
-            .name("weft-query".into())
-            .spawn(move || query_loop(query_embedder, local, held, query_rx))?;
+        let searching = std::thread::Builder::new()
+            .name("weft-search".into())
+            .spawn(move || search_loop(local, held, search_rx))?;
         Ok(Arc::new(IndexService {
             index,
             jobs: Mutex::new(Some(jobs)),
-            queries: Mutex::new(Some(queries)),
-            threads: Mutex::new(vec![indexing, querying]),
+            embeds: Mutex::new(Some(embeds)),
+            searches: Mutex::new(Some(searches)),
+            threads: Mutex::new(vec![indexing, embedding, searching]),
             counters,
             metrics,
             network: network.map(DhtDuplicates),
@@ -239,11 +252,12 @@ impl IndexService {
         }))
     }
 
-    /// Stops both threads once they have finished what they hold (blocking). Pages and queries
+    /// Stops the threads once they have finished what they hold (blocking). Pages and queries
     /// that arrive later are answered with an error.
     pub fn stop(&self) {
         self.jobs.lock().take();
-        self.queries.lock().take();
+        self.embeds.lock().take();
+        self.searches.lock().take();
         for thread in std::mem::take(&mut *self.threads.lock()) {
             if thread.join().is_err() {
                 tracing::error!("an index thread panicked");
@@ -335,13 +349,13 @@ impl IndexService {
         self.dims
     }
 
-    fn submit<T>(
-        &self,
-        make: impl FnOnce(tokio::sync::oneshot::Sender<T>) -> Query,
+    fn submit<Q, T>(
+        lane: &Mutex<Option<SyncSender<Q>>>,
+        make: impl FnOnce(tokio::sync::oneshot::Sender<T>) -> Q,
     ) -> Result<tokio::sync::oneshot::Receiver<T>, SearchError> {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let queries = self.queries.lock().clone().ok_or(SearchError::Stopped)?;
-        match queries.try_send(make(reply)) {
+        let lane = lane.lock().clone().ok_or(SearchError::Stopped)?;
+        match lane.try_send(make(reply)) {
             Ok(()) => Ok(answer),
             Err(TrySendError::Full(_)) => Err(SearchError::Busy),
             Err(TrySendError::Disconnected(_)) => Err(SearchError::Stopped),
@@ -355,7 +369,7 @@ impl IndexService {
             return Err(SearchError::EmptyQuery);
         }
         let started = Instant::now();
-        let answer = self.submit(|reply| Query::Embed { text, reply })?;
+        let answer = Self::submit(&self.embeds, |reply| Embed { text, reply })?;
         let vector = answer.await.map_err(|_| SearchError::Stopped)?.map_err(SearchError::Index);
         self.metrics.histograms.embed_query.observe(started.elapsed().as_secs_f64());
         vector
@@ -370,7 +384,7 @@ impl IndexService {
         k: usize,
     ) -> Result<Vec<Hit>, SearchError> {
         let text = text.filter(|t| self.hybrid && !t.trim().is_empty());
-        let answer = self.submit(|reply| Query::Vector { vector, text, k, reply })?;
+        let answer = Self::submit(&self.searches, |reply| Search { vector, text, k, reply })?;
         self.counters.queries.fetch_add(1, Relaxed);
         answer.await.map_err(|_| SearchError::Stopped)?.map_err(SearchError::Index)
     }
@@ -610,27 +624,26 @@ fn improved_document(index: &LocalIndex, better: Improved) -> Option<Document> {
     Some(Document::with_new_text(record, better.text))
 }
 
-fn query_loop(mut embedder: Embedder, index: Arc<LocalIndex>, cells: Option<Arc<CellStore>>, queries: Receiver<Query>) {
-    while let Ok(q) = queries.recv() {
-        match q {
-            Query::Embed { text, reply } => {
-                let _ = reply.send(embedder.embed(&[text.as_str()]).map(|mut v| v.pop().unwrap_or_default()));
+fn embed_loop(mut embedder: Embedder, questions: Receiver<Embed>) {
+    while let Ok(Embed { text, reply }) = questions.recv() {
+        let _ = reply.send(embedder.embed(&[text.as_str()]).map(|mut v| v.pop().unwrap_or_default()));
+    }
+}
+
+fn search_loop(index: Arc<LocalIndex>, cells: Option<Arc<CellStore>>, searches: Receiver<Search>) {
+    while let Ok(Search { vector, text, k, reply }) = searches.recv() {
+        let hits = match &text {
+            Some(text) => index.search_hybrid(text, &vector, k),
+            None => index.search(&vector, k),
+        };
+        // With the postings of the cells this node owns: one answer of both.
+        let hits = match (&cells, hits) {
+            (Some(cells), Ok(hits)) => {
+                cells.search(text.as_deref(), &vector, k).map(|held| crate::cells::merge(hits, held, k))
             }
-            Query::Vector { vector, text, k, reply } => {
-                let hits = match &text {
-                    Some(text) => index.search_hybrid(text, &vector, k),
-                    None => index.search(&vector, k),
-                };
-                // With the postings of the cells this node owns: one answer of both.
-                let hits = match (&cells, hits) {
-                    (Some(cells), Ok(hits)) => {
-                        cells.search(text.as_deref(), &vector, k).map(|held| crate::cells::merge(hits, held, k))
-                    }
-                    (_, hits) => hits,
-                };
-                let _ = reply.send(hits);
-            }
-        }
+            (_, hits) => hits,
+        };
+        let _ = reply.send(hits);
     }
 }
 
