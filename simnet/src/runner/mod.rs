@@ -207,7 +207,9 @@ impl Sim<'_> {
         self.nodes.iter().filter(|n| n.state == State::Up && n.ready).map(|n| n.n).collect()
     }
 
-    /// Waits until the index queues are empty and every live node holds the routing summary
+    /// Waits until the index queues are empty, every posting published has been acknowledged
+    /// by its cells' owners (the exact answer is over every indexed chunk: a posting still on
+    /// its way is a miss no routing could avoid) and every live node holds the routing summary
     /// of every other live node with an index (at most `limit`).
     async fn search_ready(&mut self, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
@@ -216,7 +218,13 @@ impl Sim<'_> {
             self.observe().await;
             let statuses: Vec<&serde_json::Value> =
                 self.nodes.iter().filter(|n| n.state == State::Up).filter_map(|n| n.status.as_ref()).collect();
-            let queued: u64 = statuses.iter().map(|s| s["index"]["queue"].as_u64().unwrap_or(0)).sum();
+            let queued: u64 = statuses
+                .iter()
+                .map(|s| {
+                    s["index"]["queue"].as_u64().unwrap_or(0)
+                        + s["network"]["postings"]["backlog"].as_u64().unwrap_or(0)
+                })
+                .sum();
             if queued > 0 {
                 settled_at = None;
             } else {
@@ -252,7 +260,10 @@ impl Sim<'_> {
         marks: &mut Vec<Mark>,
         run_started: Instant,
     ) -> Result<Vec<Asked>, RunError> {
-        if !self.search_ready(Duration::from_secs(120)).await {
+        let settling = Instant::now();
+        if self.search_ready(Duration::from_secs(120)).await {
+            eprintln!("[search] the network settled in {:.0} s", settling.elapsed().as_secs_f64());
+        } else {
             self.death()?;
             eprintln!("search: the routing summaries did not settle within 120 s; asking anyway");
         }
