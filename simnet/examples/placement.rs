@@ -528,10 +528,10 @@ fn main() -> anyhow::Result<()> {
             codebooks.push((format!("{cells} cells balanced ({slack})"), book));
         }
     }
-    // Each chunk's two best cells.
+    // Each chunk's three best cells.
     let chunk_cells: Vec<Vec<Vec<(u32, f32)>>> = codebooks
         .iter()
-        .map(|(_, book)| (0..corpus.len()).map(|c| book.nearest(corpus.vector(c), 2)).collect())
+        .map(|(_, book)| (0..corpus.len()).map(|c| book.nearest(corpus.vector(c), 3)).collect())
         .collect();
 
     for &n in &a.nodes {
@@ -610,14 +610,18 @@ fn main() -> anyhow::Result<()> {
             let owners: Vec<Vec<PeerId>> =
                 (0..book.len() as u32).map(|c| cell_owners(&ring, book.id(), c, a.replicas)).collect();
             // Its best cell; the second too when within `margin` of the first (a chunk near a
-            // border), or always.
-            for (spill, margin) in [("top 1", -1.0f32), ("top 2 within 0.03", 0.03), ("top 2", 2.0)] {
+            // border), or always (what the network ships); or its best three, at half again
+            // the storage.
+            let spills = [("top 1", 1, -1.0f32), ("top 2 within 0.03", 2, 0.03), ("top 2", 2, 2.0), ("top 3", 3, 2.0)];
+            for (spill, most, margin) in spills {
                 let mut held: Vec<Vec<usize>> = vec![Vec::new(); n];
                 for c in 0..corpus.len() {
                     let best = &chunk_cells[bi][c];
                     let mut nodes: Vec<usize> = best
                         .iter()
-                        .take(if best.len() == 2 && best[0].1 - best[1].1 <= margin { 2 } else { 1 })
+                        .enumerate()
+                        .take_while(|(i, (_, sim))| *i == 0 || (*i < most && best[0].1 - sim <= margin))
+                        .map(|(_, cell)| cell)
                         .flat_map(|(cell, _)| owners[*cell as usize].iter().map(|m| node_of[m]))
                         .collect();
                     nodes.sort_unstable();
