@@ -18,6 +18,7 @@ mod memory;
 mod nat_lab;
 mod p2p_cli;
 mod politeness;
+mod questions;
 mod quota;
 mod restart;
 mod simnet_churn;
