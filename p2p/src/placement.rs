@@ -23,7 +23,9 @@
 //! 0.965 at 1,000 over 100,838 chunks, 1,024 cells 0.958 at 100 and 4,096 cells 0.930 at
 //! 57,500 chunks: finer cells scatter a question's neighbours over more owners than the
 //! budget reaches. The cost is balance: at 1,000 members a few owners hold up to 66× an
-//! average node's own chunks.
+//! average node's own chunks. With the current plan over 100,118 chunks (2026-12-03): 0.984 at
+//! 100 members and 0.944 at 1,000, where an asked peer holds about one cell; posting to the
+//! best three cells reaches 0.964 there, at 1.5× the storage.
 
 use crate::ring::Ring;
 use half::f16;
