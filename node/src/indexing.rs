@@ -169,7 +169,8 @@ pub struct CellsHeld {
     pub repair: crate::replicas::RepairStatus,
 }
 
-/// The index of a running node: the indexer and query threads and the shared [`LocalIndex`].
+/// The index of a running node: the indexer, question and search threads and the shared
+/// [`LocalIndex`].
 pub struct IndexService {
     index: Arc<LocalIndex>,
     /// `None` once stopped.
@@ -489,7 +490,7 @@ pub enum SearchError {
     EmptyQuery,
     #[error("too many queries waiting; try again")]
     Busy,
-    #[error("the query thread stopped")]
+    #[error("the index's question or search thread stopped")]
     Stopped,
     #[error("{0}")]
     Index(IndexError),

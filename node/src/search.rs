@@ -1,6 +1,6 @@
 //! Search, as the user and the other nodes see it.
 //!
-//! - [`Searcher::search`]: a query in plain words. The query thread embeds it once; with
+//! - [`Searcher::search`]: a query in plain words. The question thread embeds it once; with
 //!   `scope = local` only this node's index answers; with `scope = network` (the default in a
 //!   network) the vector also goes to the peers most likely to hold similar content
 //!   (`weft_p2p` picks them from routing summaries and the DHT, asks them in parallel, hedges
