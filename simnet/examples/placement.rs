@@ -609,18 +609,24 @@ fn main() -> anyhow::Result<()> {
         for (bi, (name, book)) in codebooks.iter().enumerate() {
             let owners: Vec<Vec<PeerId>> =
                 (0..book.len() as u32).map(|c| cell_owners(&ring, book.id(), c, a.replicas)).collect();
-            // Its best cell; the second too when within `margin` of the first (a chunk near a
-            // border), or always (what the network ships); or its best three, at half again
-            // the storage.
-            let spills = [("top 1", 1, -1.0f32), ("top 2 within 0.03", 2, 0.03), ("top 2", 2, 2.0), ("top 3", 3, 2.0)];
-            for (spill, most, margin) in spills {
+            // Its best `always` cells, and up to `most` when within `margin` of the best (a
+            // chunk near a border): the best cell; the second only near it; the best two (what
+            // the network ships); the third only near the best; the best three.
+            let spills = [
+                ("top 1", 1, 1, 0.0f32),
+                ("top 2 within 0.03", 1, 2, 0.03),
+                ("top 2", 2, 2, 0.0),
+                ("top 2, a third within 0.03", 2, 3, 0.03),
+                ("top 3", 3, 3, 0.0),
+            ];
+            for (spill, always, most, margin) in spills {
                 let mut held: Vec<Vec<usize>> = vec![Vec::new(); n];
                 for c in 0..corpus.len() {
                     let best = &chunk_cells[bi][c];
                     let mut nodes: Vec<usize> = best
                         .iter()
                         .enumerate()
-                        .take_while(|(i, (_, sim))| *i == 0 || (*i < most && best[0].1 - sim <= margin))
+                        .take_while(|(i, (_, sim))| *i < always || (*i < most && best[0].1 - sim <= margin))
                         .map(|(_, cell)| cell)
                         .flat_map(|(cell, _)| owners[*cell as usize].iter().map(|m| node_of[m]))
                         .collect();
