@@ -627,8 +627,7 @@ fn main() -> anyhow::Result<()> {
                         .iter()
                         .enumerate()
                         .take_while(|(i, (_, sim))| *i < always || (*i < most && best[0].1 - sim <= margin))
-                        .map(|(_, cell)| cell)
-                        .flat_map(|(cell, _)| owners[*cell as usize].iter().map(|m| node_of[m]))
+                        .flat_map(|(_, (cell, _))| owners[*cell as usize].iter().map(|m| node_of[m]))
                         .collect();
                     nodes.sort_unstable();
                     nodes.dedup();

@@ -93,13 +93,10 @@ async fn chromium_renders_through_weft_and_reports_the_layout() {
     pool.close().await;
 }
 
-/// A node's configuration for `host` served on 127.0.0.1, the defaults otherwise (the index
-/// with the real model, layouts with Chromium): the test drives the crawler and the browser
-/// itself, so neither the crawl loop nor the API is started.
+/// A node's configuration for `host` served on 127.0.0.1, the defaults otherwise
+/// ([`common::default_config`]): the test drives the crawler and the browser itself.
 fn loopback_config(dir: &std::path::Path, host: &str, delay_ms: u64) -> weft_config::Config {
-    let mut config = weft_config::Config { data_dir: dir.to_path_buf(), ..Default::default() };
-    config.embed = weft_index::testing::embed_config();
-    config.fetch.allow_private_networks = true;
+    let mut config = common::default_config(dir);
     config.fetch.resolve = [(host.to_string(), "127.0.0.1".parse().unwrap())].into();
     config.politeness.default_delay_ms = delay_ms;
     config

@@ -12,10 +12,7 @@ use std::time::Instant;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_search_is_answered_while_questions_wait_for_the_model() {
     let dir = common::work_dir();
-    let mut config = weft_config::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
-    config.embed = weft_index::testing::embed_config();
-    config.fetch.allow_private_networks = true; // nothing is crawled: no contact needed
-    let node = weft_node::Node::open(config).unwrap();
+    let node = weft_node::Node::open(common::default_config(dir.path())).unwrap();
     let index = node.index().expect("the index is on by default").clone();
     let vector = index.embed_query("how tides follow the moon").await.unwrap();
     // ~256 tokens each: long enough that the queue takes a while to embed on any machine.

@@ -35,6 +35,16 @@ pub fn config(server: &WebServer, data_dir: &Path, delay_ms: u64) -> Config {
     c
 }
 
+/// A node's configuration with the defaults (the index with the real model, layouts with
+/// Chromium), its data in `data_dir`, allowed to reach loopback: for tests that drive the
+/// node's parts themselves (neither the crawl loop nor the API is started by `Node::open`).
+pub fn default_config(data_dir: &Path) -> Config {
+    let mut c = Config { data_dir: data_dir.to_path_buf(), ..Default::default() };
+    c.embed = weft_index::testing::embed_config();
+    c.fetch.allow_private_networks = true;
+    c
+}
+
 /// Crawls until idle (or the timeout) and returns the final status.
 pub async fn crawl_until_idle(config: Config, timeout: Duration) -> CrawlStatus {
     let node = Node::open(config).expect("node opens");
