@@ -5,7 +5,7 @@
 //! their other holders again, and what nobody announced within the TTL expires.
 
 use crate::blocking::{bounded, STORE_BOUND};
-use crate::cells::postings_of;
+use crate::cells::{postings_of, Placing};
 use std::sync::Arc;
 use std::time::Duration;
 use weft_index::cells::CellStore;
@@ -79,11 +79,15 @@ pub async fn reannounce(index: Arc<LocalIndex>, network: weft_p2p::NetworkHandle
     loop {
         round.step(&network).await;
         let ring = network.ring();
+        // Two cells a chunk, or three once the network is large: a network that grew past the
+        // line has its older postings reach their third cell within a round; one that shrank
+        // below it lets them expire there.
+        let cells = network.cells_per_chunk();
         let (index, model, after) = (index.clone(), model.clone(), cursor);
         let slice = move || {
             let take = index.store().doc_count().div_ceil(steps).max(1);
             let owned = |host: &str| ring.owner(host) == Some(&me);
-            announce_slice(&index, after.as_ref(), take, owned, book, &model, copies)
+            announce_slice(&index, after.as_ref(), take, owned, Placing { book, model: &model, cells }, copies)
         };
         if let Some(Announced { postings, copies, last }) = bounded("re-announce", STORE_BOUND * 4, slice).await {
             cursor = last;
@@ -153,8 +157,7 @@ pub fn announce_slice(
     after: Option<&DocId>,
     take: usize,
     owned: impl Fn(&str) -> bool,
-    book: &Codebook,
-    model: &str,
+    placing: Placing<'_>,
     copies: bool,
 ) -> Result<Announced, IndexError> {
     let mut out = Announced { postings: Vec::new(), copies: Vec::new(), last: None };
@@ -163,7 +166,7 @@ pub fn announce_slice(
         out.last = Some(id);
         let host = url::Url::parse(&record.url).ok().map(|u| weft_url::HostKey::of(&u).name().to_string());
         if host.is_some_and(|h| owned(&h)) {
-            out.postings.extend(postings_of(index, &record.url, book, model)?);
+            out.postings.extend(postings_of(index, &record.url, placing)?);
             if copies {
                 out.copies.extend(crate::replicas::replica_of(index, &id)?);
             }
@@ -269,7 +272,8 @@ mod tests {
         }
         // h0.test is this node's (pages 0, 2 and 4); three documents a slice.
         let owned = |h: &str| h == "h0.test";
-        let slice = |after: Option<&DocId>| announce_slice(&index, after, 3, owned, book, "m", true).unwrap();
+        let placing = Placing { book, model: "m", cells: 2 };
+        let slice = |after: Option<&DocId>| announce_slice(&index, after, 3, owned, placing, true).unwrap();
         let a = slice(None);
         let b = slice(a.last.as_ref());
         let c = slice(b.last.as_ref());
@@ -281,9 +285,14 @@ mod tests {
         let (first, second) = (a.postings, b.postings);
         let urls: std::collections::BTreeSet<&str> = first.iter().chain(&second).map(|p| p.page.url.as_str()).collect();
         assert_eq!(urls, ["http://h0.test/0", "http://h0.test/2", "http://h0.test/4"].into_iter().collect());
-        // Each chunk to its best cells, as when it was indexed.
-        assert_eq!(first.len() + second.len(), 3 * MAX_CELLS_PER_CHUNK);
+        // Each chunk to its best two cells, as when it was indexed.
+        assert_eq!(first.len() + second.len(), 3 * 2);
         assert!(first.iter().chain(&second).all(|p| book.nearest(&p.vector(), 2).iter().any(|c| c.0 == p.cell)));
+        // In a large network, to its best three.
+        let large = Placing { cells: 3, ..placing };
+        let third = announce_slice(&index, None, 5, owned, large, false).unwrap().postings;
+        assert_eq!(third.len(), 3 * MAX_CELLS_PER_CHUNK);
+        assert!(third.iter().all(|p| book.nearest(&p.vector(), 3).iter().any(|c| c.0 == p.cell)));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Semantic placement, the node's side: every chunk this node indexes is published to the
-//! owners of its two best cells of the network's codebook (`weft_p2p::placement`), and the
-//! postings of the cells this node owns are kept in its cell store (`weft_index::cells`) and
+//! owners of its best cells of the network's codebook (two, or three in a large network:
+//! `weft_p2p::placement`), and the postings of the cells this node owns are kept in its cell store (`weft_index::cells`) and
 //! searched with its own index — so a question reaches a chunk through its cells' owners,
 //! whoever crawled it and whether its crawler is up. Keeping the store current over months —
 //! dropping cells no longer owned, announcing again, expiring — is `cell_upkeep.rs`.
@@ -30,10 +30,21 @@ pub fn open(
     CellStore::open(&data_dir.join("cells"), dims, config, Limits::of(MAX_CELL_CHUNKS))
 }
 
-/// The postings of the document stored under `url` in `index`: each chunk to its best
-/// [`MAX_CELLS_PER_CHUNK`] cells of `book` (measured: posting to the best two cells is what
-/// keeps a question's neighbours within its 8 peers). Nothing for a document not indexed.
-pub fn postings_of(index: &LocalIndex, url: &str, book: &Codebook, model: &str) -> Result<Vec<Posting>, IndexError> {
+/// How a document's postings are made: the network's codebook, the model's id, and how many
+/// of its best cells each chunk goes to (two, or three in a large network:
+/// `NetworkHandle::cells_per_chunk` says which, and why).
+#[derive(Debug, Clone, Copy)]
+pub struct Placing<'a> {
+    pub book: &'a Codebook,
+    pub model: &'a str,
+    pub cells: usize,
+}
+
+/// The postings of the document stored under `url` in `index`, each chunk to its best cells as
+/// `placing` says. Nothing for a document not indexed.
+pub fn postings_of(index: &LocalIndex, url: &str, placing: Placing<'_>) -> Result<Vec<Posting>, IndexError> {
+    let Placing { book, model, cells } = placing;
+    let cells = cells.clamp(1, MAX_CELLS_PER_CHUNK);
     let id = DocId::of_url(url);
     let Some(record) = index.store().doc(&id)? else { return Ok(Vec::new()) };
     if record.state != DocState::Indexed {
@@ -43,7 +54,7 @@ pub fn postings_of(index: &LocalIndex, url: &str, book: &Codebook, model: &str) 
     for key in &record.chunks {
         let (Some(chunk), Some(vector)) = (index.store().chunk(*key)?, index.store().vector(*key)?) else { continue };
         let text = chunk.text()?;
-        for (cell, _) in book.nearest(&vector, MAX_CELLS_PER_CHUNK) {
+        for (cell, _) in book.nearest(&vector, cells) {
             // Signed by the network layer as it publishes them.
             let signature = Vec::new();
             chunks.push(CellChunk {
@@ -86,8 +97,10 @@ pub fn postings(doc: CellDoc, book: &Codebook, model: &str) -> Vec<Posting> {
         .collect()
 }
 
-/// The cells the document stored under `url` was posted to, and its fetch time: what a
-/// withdrawal of it names. `None` for a document not indexed here.
+/// The cells the document stored under `url` may have been posted to (each chunk's best
+/// [`MAX_CELLS_PER_CHUNK`]: whether the third was, depended on the network's size when it was
+/// published), and its fetch time: what a withdrawal of it names. A withdrawal reaching a cell
+/// that never had the document drops nothing there. `None` for a document not indexed here.
 pub fn posted(index: &LocalIndex, url: &str, book: &Codebook) -> Result<Option<(Vec<u32>, u64)>, IndexError> {
     let Some(record) = index.store().doc(&DocId::of_url(url))? else { return Ok(None) };
     if record.state != DocState::Indexed {

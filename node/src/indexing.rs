@@ -303,7 +303,11 @@ impl IndexService {
         if let Ok(outcome) = &outcome {
             weft_index::duplicates::publish_indexed(network, self.max_distance, outcome, simhash, &url, fetched_at);
             let postings = match outcome {
-                Outcome::Indexed { .. } => crate::cells::postings_of(&self.index, &url, book, &self.model),
+                Outcome::Indexed { .. } => {
+                    let placing =
+                        crate::cells::Placing { book, model: &self.model, cells: network.0.cells_per_chunk() };
+                    crate::cells::postings_of(&self.index, &url, placing)
+                }
                 _ => Ok(Vec::new()),
             };
             // And a copy of the document for the owners of its id (`index.replicas`).

@@ -388,7 +388,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ),
             ];
             encode_counters(&mut enc, &counters)?;
-            let gauges: [Plain; 3] = [
+            let gauges: [Plain; 4] = [
                 ("weft_postings_backlog", "Postings waiting to be sent or acknowledged", p.backlog),
                 (
                     "weft_postings_backlog_bytes",
@@ -396,6 +396,11 @@ impl prometheus_client::collector::Collector for StatusCollector {
                     p.backlog_bytes,
                 ),
                 ("weft_cells_owned", "Cells of the network's codebook this node owns", p.cells_owned as u64),
+                (
+                    "weft_postings_cells_per_chunk",
+                    "Cells each chunk this node indexes is posted to (two, three in a large network)",
+                    p.cells_per_chunk as u64,
+                ),
             ];
             encode_gauges(&mut enc, &gauges)?;
             let q = &n.search;

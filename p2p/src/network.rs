@@ -137,6 +137,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let query_rate = RateLimit::new(config.search.peer_queries_per_sec);
     let (postings_tx, postings_rx) = mpsc::channel(postings::INBOUND_POSTINGS);
     let (docs_tx, docs_rx) = mpsc::channel(documents::INBOUND_READS);
+    let cell_replicas = config.search.replicas.max(1);
     let postings =
         postings::State::new(signer, config.model.clone(), config.search.replicas, config.doc_replicas, postings_tx);
     let mut event_loop = EventLoop {
@@ -185,7 +186,15 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     };
     event_loop.dial_bootstrap();
     let task = tokio::spawn(event_loop.run(stop_rx, urls_rx, commands_rx));
-    let handle = NetworkHandle { peer_id, status, ring, stop: Arc::new(stop_tx), urls: urls_tx, commands: commands_tx };
+    let handle = NetworkHandle {
+        peer_id,
+        status,
+        ring,
+        stop: Arc::new(stop_tx),
+        urls: urls_tx,
+        commands: commands_tx,
+        cell_replicas,
+    };
     Ok(Started { handle, task, inbound, acked, queries, postings: postings_rx, documents: docs_rx })
 }
 

@@ -24,9 +24,10 @@ pub use weft_page::PageMeta;
 pub const MAX_TEXT_BYTES: usize = 8 * 1024;
 const MAX_TITLE_BYTES: usize = 1024;
 const MAX_AUTHOR_BYTES: usize = 256;
-/// A chunk may be posted to its best cells; this many at most.
-pub const MAX_CELLS_PER_CHUNK: usize = 2;
-/// Cosine below which a vector is not near enough a claimed second cell (it must be among the
+/// A chunk may be posted to its best cells; this many at most (its publisher posts to two or
+/// three by the network's size: [`crate::placement::cells_per_chunk`]).
+pub const MAX_CELLS_PER_CHUNK: usize = 3;
+/// Cosine below which a vector is not near enough a claimed cell (it must be among the
 /// chunk's best cells; small f16 differences between nodes are allowed).
 const CELL_SLACK: f32 = 0.02;
 
@@ -297,7 +298,13 @@ mod tests {
     }
 
     fn book() -> Codebook {
-        Codebook::new(&[unit(&[1.0, 0.0, 0.0]), unit(&[0.0, 1.0, 0.0]), unit(&[0.0, 0.0, 1.0])]).unwrap()
+        Codebook::new(&[
+            unit(&[1.0, 0.0, 0.0]),
+            unit(&[0.0, 1.0, 0.0]),
+            unit(&[0.0, 0.0, 1.0]),
+            unit(&[-1.0, 0.0, 0.0]),
+        ])
+        .unwrap()
     }
 
     fn posting(book: &Codebook, cell: u32, v: &[f32]) -> Posting {
@@ -386,10 +393,11 @@ mod tests {
         p.cell = 9;
         assert_eq!(check(&p, &b, "m", all), Err(BadPosting::NoCell(9)));
         assert_eq!(
-            check(&posting(&b, 2, &[1.0, 0.2, 0.0]), &b, "m", all),
-            Err(BadPosting::WrongCell(2)),
-            "a cell far from its vector"
+            check(&posting(&b, 3, &[1.0, 0.2, 0.0]), &b, "m", all),
+            Err(BadPosting::WrongCell(3)),
+            "a cell far from its vector (not among its best three)"
         );
+        assert!(check(&posting(&b, 2, &[1.0, 0.2, 0.0]), &b, "m", all).is_ok(), "its third cell");
         p = good.clone();
         p.text = "x".repeat(MAX_TEXT_BYTES + 1);
         assert_eq!(check(&p, &b, "m", all), Err(BadPosting::TooLarge("text")));

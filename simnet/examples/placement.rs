@@ -37,7 +37,7 @@ use weft_config::IndexConfig;
 use weft_index::embed::cosine;
 use weft_index::summary::kmeans;
 use weft_index::{Document, Embedder, Indexer, LocalIndex};
-use weft_p2p::placement::{cell_owners, plan, Codebook};
+use weft_p2p::placement::{cell_owners, cells_per_chunk, plan, Codebook};
 use weft_p2p::ring::{Ring, DEFAULT_VNODES};
 use weft_p2p::summaries::{Summaries, Summary};
 use weft_p2p::PeerId;
@@ -611,7 +611,8 @@ fn main() -> anyhow::Result<()> {
                 (0..book.len() as u32).map(|c| cell_owners(&ring, book.id(), c, a.replicas)).collect();
             // Its best `always` cells, and up to `most` when within `margin` of the best (a
             // chunk near a border): the best cell; the second only near it; the best two (what
-            // the network ships); the third only near the best; the best three.
+            // a small network ships); the third only near the best; the best three (what a
+            // large network ships).
             let spills = [
                 ("top 1", 1, 1, 0.0f32),
                 ("top 2 within 0.03", 1, 2, 0.03),
@@ -619,7 +620,14 @@ fn main() -> anyhow::Result<()> {
                 ("top 2, a third within 0.03", 2, 3, 0.03),
                 ("top 3", 3, 3, 0.0),
             ];
+            // What a node of this network posts to (two cells, three in a large network).
+            let shipped = cells_per_chunk(n, book.len(), a.replicas);
             for (spill, always, most, margin) in spills {
+                let spill = if always == shipped && most == shipped {
+                    format!("{spill} (shipped at this size)")
+                } else {
+                    spill.to_string()
+                };
                 let mut held: Vec<Vec<usize>> = vec![Vec::new(); n];
                 for c in 0..corpus.len() {
                     let best = &chunk_cells[bi][c];

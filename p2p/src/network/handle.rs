@@ -71,6 +71,8 @@ pub struct NetworkHandle {
     pub(super) stop: Arc<watch::Sender<bool>>,
     pub(super) urls: mpsc::UnboundedSender<(Vec<WireUrl>, bool, Vec<PeerId>)>,
     pub(super) commands: mpsc::UnboundedSender<Command>,
+    /// Members that own each cell (`search.replicas`).
+    pub(super) cell_replicas: usize,
 }
 
 impl NetworkHandle {
@@ -113,6 +115,14 @@ impl NetworkHandle {
     /// The ring of the current member set.
     pub fn ring(&self) -> Arc<Ring> {
         self.ring.borrow().clone()
+    }
+
+    /// How many cells each chunk this node indexes is posted to now: its best two, or three in
+    /// a network where a cell's owners hold few cells each ([`crate::placement::cells_per_chunk`]
+    /// of the current ring).
+    pub fn cells_per_chunk(&self) -> usize {
+        let members = self.ring.borrow().members().len();
+        crate::placement::cells_per_chunk(members, crate::placement::shipped().len(), self.cell_replicas)
     }
 
     /// A receiver that sees every new ring (a member joined or left).

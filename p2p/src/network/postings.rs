@@ -63,6 +63,10 @@ pub struct PostingsStatus {
     pub replicas: usize,
     /// Cells this node is an owner of on the current ring.
     pub cells_owned: usize,
+    /// Cells each chunk this node indexes is posted to on the current ring (two, or three in a
+    /// large network: [`crate::placement::cells_per_chunk`]).
+    #[serde(default)]
+    pub cells_per_chunk: usize,
     /// Postings and withdrawals acknowledged by their cells' owners.
     pub published: u64,
     /// Waiting to be sent, or sent and not acknowledged yet: the publish backlog.
@@ -170,6 +174,11 @@ impl State {
         };
         PostingsStatus {
             cells_owned,
+            cells_per_chunk: crate::placement::cells_per_chunk(
+                ring.members().len(),
+                self.codebook.len(),
+                self.counts.replicas,
+            ),
             published: self.publisher.delivered,
             backlog: self.publisher.waiting() as u64,
             backlog_bytes: self.publisher.waiting_bytes() as u64,

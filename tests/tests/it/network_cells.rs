@@ -88,6 +88,8 @@ async fn pages_indexed_on_a_node_that_left_are_found_through_their_cells_owners(
     let status = a.net.status().postings;
     eprintln!("A: {} chunks; {status:?}", a.index.status().stored.chunks);
     assert_eq!((status.replicas, status.dropped, status.refused), (REPLICAS, 0, 0), "{status:?}");
+    // A few members hold many cells each: every chunk goes to its best two.
+    assert_eq!((status.cells_per_chunk, a.net.cells_per_chunk()), (2, 2), "{status:?}");
     for (n, m) in members.iter().enumerate().skip(1) {
         let p = m.net.status().postings;
         eprintln!("node {n} holds {:?} (documents, chunks); {p:?}", m.index.cells().unwrap().counts());
