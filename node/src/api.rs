@@ -8,7 +8,7 @@
 use crate::crawl::Crawler;
 use crate::indexing::{IndexService, SearchError};
 use crate::search::Searcher;
-pub use crate::search::{ApiHit, Scope, SearchResponse};
+pub use crate::search::{ApiHit, Scope, SearchResponse, Timings};
 use crate::status::{render_prometheus, Status};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};

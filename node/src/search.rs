@@ -102,6 +102,29 @@ pub struct SearchResponse {
     pub hits: Vec<ApiHit>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkReport>,
+    /// Where `took_ms` went.
+    #[serde(default)]
+    pub timings: Timings,
+}
+
+/// Where a search's time went, in milliseconds: embedding the question, then this node's own
+/// search and the network's (side by side; the network's is 0 for a local search). What is
+/// left of `took_ms` is fusing the answers and waiting for a thread.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct Timings {
+    pub embed_ms: f64,
+    pub local_ms: f64,
+    pub network_ms: f64,
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+/// `f`'s output and the milliseconds from `since` to it.
+async fn timed<T>(since: Instant, f: impl std::future::Future<Output = T>) -> (T, f64) {
+    let out = f.await;
+    (out, ms_since(since))
 }
 
 /// Answers searches for the API.
@@ -182,10 +205,13 @@ impl Searcher {
         // only if its `index.hybrid` is on).
         let words = (mode == Mode::Hybrid).then(|| text.to_string());
         let vector = self.index.embed_query(text).await?;
+        let mut timings = Timings { embed_ms: ms_since(started), ..Timings::default() };
         let network = self.network.as_ref().filter(|_| scope != Some(Scope::Local));
         let Some(network) = network else {
             let me = self.network.as_ref().map(|n| n.peer_id().to_string());
+            let local = Instant::now();
             let hits = self.index.search_query(vector, words, k).await?;
+            timings.local_ms = ms_since(local);
             return Ok(SearchResponse {
                 query: text.to_string(),
                 k,
@@ -194,6 +220,7 @@ impl Searcher {
                 partial: false,
                 hits: hits.into_iter().map(|hit| ApiHit::new(hit, me.clone())).collect(),
                 network: None,
+                timings,
             });
         };
         let me = network.peer_id().to_string();
@@ -205,8 +232,12 @@ impl Searcher {
             text: words.as_deref().map(|w| cut(w, weft_p2p::search::MAX_QUERY_TEXT_BYTES)),
         };
         let fanout = self.config.fanout_for(members);
-        let (local, remote) =
-            tokio::join!(self.index.search_query(vector, words, k), network.search_with(request, fanout, routing));
+        let asked = Instant::now();
+        let ((local, local_ms), (remote, network_ms)) = tokio::join!(
+            timed(asked, self.index.search_query(vector, words, k)),
+            timed(asked, network.search_with(request, fanout, routing))
+        );
+        (timings.local_ms, timings.network_ms) = (local_ms, network_ms);
         let mut answers = vec![(me.clone(), local?.into_iter().map(to_remote).collect::<Vec<_>>())];
         answers.extend(remote.answers.iter().map(|a| (a.peer.clone(), a.hits.clone())));
         // Every node fused its own words and meaning; across nodes the cosines are comparable,
@@ -233,6 +264,7 @@ impl Searcher {
                 answered: remote.answers.iter().map(|a| (a.peer.clone(), a.hits.len(), a.ms)).collect(),
                 failed: remote.failed,
             }),
+            timings,
         })
     }
 }

@@ -404,6 +404,10 @@ fn print_summary(r: &RunReport) {
             s.failed
         );
         println!(
+            "                  p95 of each part: embedding the question {:.0} ms, the asked node's own search {:.0} ms, the network's {:.0} ms",
+            s.embed_ms_p95, s.local_ms_p95, s.network_ms_p95
+        );
+        println!(
             "                  ceiling: {:.3} had the best {} peers been asked (a question's top 10 lies on {:.1} nodes on average)",
             s.oracle_recall_at_budget, s.peer_budget, s.nodes_holding_top_10
         );

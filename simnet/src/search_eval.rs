@@ -59,6 +59,14 @@ pub struct Asked {
     pub down: Vec<usize>,
     pub members: usize,
     pub took_ms: f64,
+    /// Where the time went, as the node reports it: embedding the question, its own search,
+    /// the network's (0 from a node that does not say).
+    #[serde(default)]
+    pub embed_ms: f64,
+    #[serde(default)]
+    pub local_ms: f64,
+    #[serde(default)]
+    pub network_ms: f64,
     pub contacted: usize,
     pub answered: usize,
     pub partial: bool,
@@ -88,6 +96,14 @@ pub struct SearchReport {
     /// Query time as the API reports it (embedding the question included), milliseconds.
     pub ms_p50: f64,
     pub ms_p95: f64,
+    /// The p95 of each part of those questions' time: embedding the question on the asked
+    /// node, its own search, the network's (each its own percentile: they need not add up).
+    #[serde(default)]
+    pub embed_ms_p95: f64,
+    #[serde(default)]
+    pub local_ms_p95: f64,
+    #[serde(default)]
+    pub network_ms_p95: f64,
     pub partial: usize,
     /// The ceiling: recall@10 had the asker picked the `peer_budget` peers holding most of the
     /// exact top 10, and how many nodes hold a question's exact top 10 on average.
@@ -200,6 +216,9 @@ pub fn record(
         down,
         members: 0,
         took_ms: 0.0,
+        embed_ms: 0.0,
+        local_ms: 0.0,
+        network_ms: 0.0,
         contacted: 0,
         answered: 0,
         partial: false,
@@ -211,6 +230,12 @@ pub fn record(
     match answer {
         Ok(v) => {
             a.took_ms = v["took_ms"].as_f64().unwrap_or(0.0);
+            let t = &v["timings"];
+            (a.embed_ms, a.local_ms, a.network_ms) = (
+                t["embed_ms"].as_f64().unwrap_or(0.0),
+                t["local_ms"].as_f64().unwrap_or(0.0),
+                t["network_ms"].as_f64().unwrap_or(0.0),
+            );
             a.partial = v["partial"].as_bool().unwrap_or(false);
             let net = &v["network"];
             a.members = net["members"].as_u64().unwrap_or(0) as usize;
@@ -373,6 +398,7 @@ pub fn judge(
     let (mut recalls, mut down_recalls, mut times, mut contacted) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut oracles, mut spread) = (Vec::new(), Vec::new());
     let mut failed = 0;
+    let mut parts: Vec<[f64; 3]> = Vec::new();
     for (a, q) in asked.iter().copied().zip(&vectors) {
         if a.error.is_some() {
             failed += 1;
@@ -392,6 +418,7 @@ pub fn judge(
             down_recalls.push(recall);
         }
         times.push(a.took_ms);
+        parts.push([a.embed_ms, a.local_ms, a.network_ms]);
         contacted.push(a.contacted);
     }
     let mean = |v: &[f64]| if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
@@ -416,6 +443,9 @@ pub fn judge(
         within_budget: contacted.iter().filter(|c| **c <= budget).count() as f64 / contacted.len().max(1) as f64,
         ms_p50: percentile(&times, 0.5),
         ms_p95: percentile(&times, 0.95),
+        embed_ms_p95: percentile(&parts.iter().map(|p| p[0]).collect::<Vec<_>>(), 0.95),
+        local_ms_p95: percentile(&parts.iter().map(|p| p[1]).collect::<Vec<_>>(), 0.95),
+        network_ms_p95: percentile(&parts.iter().map(|p| p[2]).collect::<Vec<_>>(), 0.95),
         partial: asked.iter().filter(|a| a.partial).count(),
         oracle_recall_at_budget: mean(&oracles),
         nodes_holding_top_10: mean(&spread),

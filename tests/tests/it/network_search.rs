@@ -186,6 +186,13 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
         assert_eq!(top["published"], "2026-03-01T09:00:00+00:00", "{v:#}");
         assert_eq!(v["scope"], "network");
         assert_eq!(v["partial"], false, "{v:#}");
+        // Where the time went: each part measured, none longer than the whole.
+        let part = |k: &str| v["timings"][k].as_f64().unwrap();
+        let took = v["took_ms"].as_f64().unwrap();
+        for k in ["embed_ms", "local_ms", "network_ms"] {
+            assert!(part(k) > 0.0 && part(k) <= took, "{k}: {v:#}");
+        }
+        assert!(part("embed_ms") + part("network_ms") <= took, "{v:#}");
         let contacted: Vec<&str> =
             v["network"]["contacted"].as_array().unwrap().iter().filter_map(|p| p.as_str()).collect();
         // Two peers at most, unless one of the first two had not answered by the hedge (then

@@ -50,9 +50,14 @@ pub(super) fn search_offline(config: &weft_config::Config, query: &str, k: usize
     let db = weft_frontier::open_db(&db_path, 16 << 20)
         .with_context(|| format!("cannot open {} (is a node running with its API off?)", db_path.display()))?;
     let index = weft_index::LocalIndex::open(&db, &config.data_dir, config.embed.dims, &config.index)?;
+    let embedding = std::time::Instant::now();
     let mut embedder = weft_index::Embedder::open(&config.embed, 1)?;
     let vector = embedder.embed(&[query])?.pop().unwrap_or_default();
+    // The model's loading counts: an offline search pays it every time.
+    let embed_ms = embedding.elapsed().as_secs_f64() * 1e3;
+    let searching = std::time::Instant::now();
     let hits = if config.index.hybrid { index.search_hybrid(query, &vector, k)? } else { index.search(&vector, k)? };
+    let local_ms = searching.elapsed().as_secs_f64() * 1e3;
     let hits = hits.into_iter().map(|hit| ApiHit::new(hit, None)).collect();
     Ok(SearchResponse {
         query: query.to_string(),
@@ -62,6 +67,7 @@ pub(super) fn search_offline(config: &weft_config::Config, query: &str, k: usize
         partial: false,
         hits,
         network: None,
+        timings: weft_node::api::Timings { embed_ms, local_ms, network_ms: 0.0 },
     })
 }
 
@@ -93,10 +99,14 @@ pub(super) fn print_hits(answer: &SearchResponse) {
     }
     match &answer.network {
         Some(n) => {
+            let t = &answer.timings;
             println!(
-                "({} results in {:.0} ms from this node and {} of {} peers asked; {} members{})",
+                "({} results in {:.0} ms (embedding {:.0}, this node {:.0}, the network {:.0}) from this node and {} of {} peers asked; {} members{})",
                 answer.hits.len(),
                 answer.took_ms,
+                t.embed_ms,
+                t.local_ms,
+                t.network_ms,
                 n.answered.len(),
                 n.contacted.len(),
                 n.members,
@@ -106,7 +116,13 @@ pub(super) fn print_hits(answer: &SearchResponse) {
                 println!("  no answer from {}: {why}", short_peer(peer));
             }
         }
-        None => println!("({} results in {:.0} ms, this node's index)", answer.hits.len(), answer.took_ms),
+        None => println!(
+            "({} results in {:.0} ms (embedding {:.0}, searching {:.0}), this node's index)",
+            answer.hits.len(),
+            answer.took_ms,
+            answer.timings.embed_ms,
+            answer.timings.local_ms
+        ),
     }
 }
 
