@@ -99,8 +99,11 @@ pub fn postings(doc: CellDoc, book: &Codebook, model: &str) -> Vec<Posting> {
 
 /// The cells the document stored under `url` may have been posted to (each chunk's best
 /// [`MAX_CELLS_PER_CHUNK`]: whether the third was, depended on the network's size when it was
-/// published), and its fetch time: what a withdrawal of it names. A withdrawal reaching a cell
-/// that never had the document drops nothing there. `None` for a document not indexed here.
+/// published), and its fetch time: what a withdrawal of it names. A withdrawal reaching an
+/// owner that never had the document drops nothing there; one reaching an owner that holds it
+/// through a cell the new version still reaches drops the old version only, which the new
+/// postings, sent with it, replace (see [`withdrawal`]). `None` for a document not indexed
+/// here.
 pub fn posted(index: &LocalIndex, url: &str, book: &Codebook) -> Result<Option<(Vec<u32>, u64)>, IndexError> {
     let Some(record) = index.store().doc(&DocId::of_url(url))? else { return Ok(None) };
     if record.state != DocState::Indexed {
@@ -119,8 +122,17 @@ pub fn posted(index: &LocalIndex, url: &str, book: &Codebook) -> Result<Option<(
 
 /// The withdrawal of what a document posted before (`before`: its cells and fetch time) from
 /// the cells its new postings (`now`) no longer reach; `None` when there are none.
+///
+/// An owner keeps a document, not a (document, cell): a withdrawal drops the document there
+/// if it was fetched at or before the tombstone's time, whichever of its cells brought it. So
+/// none goes when the new version was fetched in the same second as the old (a second index
+/// of the same fetch): it would drop the new version from an owner that also holds one of
+/// the cells it still reaches. What it left behind there expires with its TTL.
 pub fn withdrawal(url: &str, before: Option<(Vec<u32>, u64)>, now: &[Posting]) -> Option<Withdrawal> {
     let (cells, at) = before?;
+    if now.iter().any(|p| p.fetched_at <= at) {
+        return None;
+    }
     let gone: Vec<u32> = cells.into_iter().filter(|c| !now.iter().any(|p| p.cell == *c)).collect();
     (!gone.is_empty()).then(|| Withdrawal {
         tombstone: Tombstone { doc: DocId::of_url(url).hex(), url: url.to_string(), at },
@@ -378,6 +390,9 @@ mod tests {
         assert!(withdrawal("http://a.test/p", None, &[posting(2)]).is_none(), "nothing posted before");
         // Evicted: every cell it was posted to.
         assert_eq!(withdrawal("http://a.test/p", Some((vec![5, 6], 10)), &[]).unwrap().cells, vec![5, 6]);
+        // Indexed again from the same fetch: a tombstone of that second would drop the new
+        // version too, wherever it lands beside one of the cells kept.
+        assert!(withdrawal("http://a.test/p", Some((vec![1, 2, 3], 20)), &[posting(2)]).is_none());
     }
 
     #[test]
