@@ -1,7 +1,7 @@
 //! Semantic placement, the node's side: every chunk this node indexes is published to the
 //! owners of its best cells of the network's codebook (two, or three in a large network:
-//! `weft_p2p::placement`), and the postings of the cells this node owns are kept in its cell store (`weft_index::cells`) and
-//! searched with its own index — so a question reaches a chunk through its cells' owners,
+//! `weft_p2p::placement`), and the postings of the cells this node owns are kept in its cell
+//! store (`weft_index::cells`) and searched with its own index — so a question reaches a chunk through its cells' owners,
 //! whoever crawled it and whether its crawler is up. Keeping the store current over months —
 //! dropping cells no longer owned, announcing again, expiring — is `cell_upkeep.rs`.
 
