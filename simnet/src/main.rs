@@ -407,6 +407,20 @@ fn print_summary(r: &RunReport) {
             "                  p95 of each part: embedding the question {:.0} ms, the asked node's own search {:.0} ms, the network's {:.0} ms",
             s.embed_ms_p95, s.local_ms_p95, s.network_ms_p95
         );
+        if let Some(l) = &s.load {
+            let threads: Vec<String> = l.threads.iter().take(5).map(|(t, secs)| format!("{t} {secs:.0} s")).collect();
+            println!(
+                "                  the box while asking: CPUs busy p50 {:.0}%, max {:.0}% ({} of {} s at ≥ 90%), disk wait max {:.0}%; the nodes took {:.0} of {:.0} busy CPU s, most in {}",
+                l.busy_p50 * 100.0,
+                l.busy_max * 100.0,
+                l.saturated_seconds,
+                l.seconds,
+                l.iowait_max * 100.0,
+                l.nodes_cpu_secs,
+                l.box_cpu_secs,
+                threads.join(", ")
+            );
+        }
         println!(
             "                  ceiling: {:.3} had the best {} peers been asked (a question's top 10 lies on {:.1} nodes on average)",
             s.oracle_recall_at_budget, s.peer_budget, s.nodes_holding_top_10

@@ -104,6 +104,9 @@ pub struct SearchReport {
     pub local_ms_p95: f64,
     #[serde(default)]
     pub network_ms_p95: f64,
+    /// The box's load while the questions were asked (`load.tsv` in the work dir has every
+    /// second).
+    pub load: Option<crate::runner::load::LoadReport>,
     pub partial: usize,
     /// The ceiling: recall@10 had the asker picked the `peer_budget` peers holding most of the
     /// exact top 10, and how many nodes hold a question's exact top 10 on average.
@@ -458,6 +461,7 @@ pub fn judge(
         summaries_recall_at_10: mean(&s_recalls),
         summaries_peers_contacted_mean: mean(&s_contacted),
         summaries_ms_p95: percentile(&s_times, 0.95),
+        load: None,
     })
 }
 

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 pub mod documents;
 pub mod freshness;
+pub mod load;
 mod node;
 mod reports;
 
@@ -259,7 +260,7 @@ impl Sim<'_> {
         web: &DocsWeb,
         marks: &mut Vec<Mark>,
         run_started: Instant,
-    ) -> Result<Vec<Asked>, RunError> {
+    ) -> Result<(Vec<Asked>, load::LoadReport), RunError> {
         let settling = Instant::now();
         if self.search_ready(Duration::from_secs(120)).await {
             eprintln!("[search] the network settled in {:.0} s", settling.elapsed().as_secs_f64());
@@ -270,6 +271,9 @@ impl Sim<'_> {
         let questions = search_eval::questions(&web.titles, search.queries, self.spec.web.seed);
         let mut pending: std::collections::VecDeque<Event> = search.churn.iter().copied().collect();
         eprintln!("[search   0s] asking {} questions", questions.len());
+        let pids: Vec<(usize, u32)> =
+            self.nodes.iter().filter_map(|n| Some((n.n, n.child.as_ref().and_then(|c| c.id())?))).collect();
+        let sampler = load::LoadSampler::start(pids, self.spec.work_dir.join("load.tsv"));
         let started = Instant::now();
         let mut asked = Vec::with_capacity(questions.len());
         let mut observed: Option<Instant> = None;
@@ -312,7 +316,18 @@ impl Sim<'_> {
             }
             tokio::time::sleep(search.interval).await;
         }
-        Ok(asked)
+        let load = tokio::task::spawn_blocking(move || sampler.stop()).await.unwrap_or_default();
+        eprintln!(
+            "[search] the box while asking: CPUs busy p50 {:.0}%, max {:.0}% ({} of {} s at 90% or more), disk wait max {:.0}%; the nodes took {:.0} of its {:.0} busy CPU seconds",
+            load.busy_p50 * 100.0,
+            load.busy_max * 100.0,
+            load.saturated_seconds,
+            load.seconds,
+            load.iowait_max * 100.0,
+            load.nodes_cpu_secs,
+            load.box_cpu_secs
+        );
+        Ok((asked, load))
     }
 
     /// Reaps nodes that finished leaving, samples memory and polls every live node's status.
@@ -558,7 +573,7 @@ pub async fn run_with(
     }
 
     let search = match asked {
-        Some(asked) => {
+        Some((asked, load)) => {
             let json = serde_json::to_string_pretty(&asked).map_err(|e| io("encoding the questions", e))?;
             std::fs::write(spec.work_dir.join("search.json"), json).map_err(|e| io("writing search.json", e))?;
             let dirs: Vec<PathBuf> = sim.nodes.iter().map(|n| n.dir.join("data")).collect();
@@ -568,7 +583,7 @@ pub async fn run_with(
                 .await
                 .map_err(|e| io("judging the searches", e))?
                 .map_err(|e| io("judging the searches", e))?;
-            Some(judged)
+            Some(SearchReport { load: Some(load), ..judged })
         }
         None => None,
     };
