@@ -92,7 +92,7 @@ impl LoadSampler {
     }
 }
 
-fn sample(nodes: &[(usize, u32)], out: &PathBuf, stop: &AtomicBool) -> LoadReport {
+fn sample(nodes: &[(usize, u32)], out: &std::path::Path, stop: &AtomicBool) -> LoadReport {
     // Ticks are USER_HZ, 100 a second on Linux.
     const HZ: f64 = 100.0;
     let mut file = std::fs::File::create(out).ok();
