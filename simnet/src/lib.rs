@@ -11,18 +11,19 @@
 //! a run from the server's log alone (coverage over time, duplicates, lost URLs, politeness).
 //! [`docs`] builds the simulator's web from the PostgreSQL manual, [`runner`] runs real `weft`
 //! processes against it under churn, [`search_eval`] judges the network's search answers
-//! against an exact index over every node's chunks, [`plot`] draws the run and [`demo`] is
-//! `weft demo`. [`natlab`] builds a small internet of Linux network namespaces with home
+//! against an exact index over every node's chunks ([`load`] samples the box while it asks),
+//! [`plot`] draws the run and [`demo`] is `weft demo`. [`natlab`] builds a small internet of Linux network namespaces with home
 //! routers that masquerade (cone and symmetric NAT) and runs real nodes behind them.
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
-//! checks it): churn, failures, ports, rng, web → news, report, search_eval, topics → docs,
-//! schedule → runner → demo, natlab, plot, sweep.
+//! checks it): churn, failures, load, ports, rng, web → news, report, search_eval, topics →
+//! docs, schedule → runner → demo, natlab, plot, sweep.
 
 pub mod churn;
 pub mod demo;
 pub mod docs;
 pub mod failures;
+pub mod load;
 pub mod natlab;
 pub mod news;
 pub mod plot;

@@ -106,7 +106,7 @@ pub struct SearchReport {
     pub network_ms_p95: f64,
     /// The box's load while the questions were asked (`load.tsv` in the work dir has every
     /// second).
-    pub load: Option<crate::runner::load::LoadReport>,
+    pub load: Option<crate::load::LoadReport>,
     pub partial: usize,
     /// The ceiling: recall@10 had the asker picked the `peer_budget` peers holding most of the
     /// exact top 10, and how many nodes hold a question's exact top 10 on average.

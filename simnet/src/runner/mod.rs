@@ -15,6 +15,7 @@
 
 use crate::churn::{Action, Event};
 use crate::docs::{self, DocsError, DocsWeb, WebSpec};
+use crate::load;
 use crate::ports::free_port;
 use crate::report::{self, Expectations, Report};
 use crate::search_eval::{self, Asked, SearchReport, SearchSpec};
@@ -28,7 +29,6 @@ use std::time::{Duration, Instant};
 
 pub mod documents;
 pub mod freshness;
-pub mod load;
 mod node;
 mod reports;
 
