@@ -317,16 +317,6 @@ impl Sim<'_> {
             tokio::time::sleep(search.interval).await;
         }
         let load = tokio::task::spawn_blocking(move || sampler.stop()).await.unwrap_or_default();
-        eprintln!(
-            "[search] the box while asking: CPUs busy p50 {:.0}%, max {:.0}% ({} of {} s at 90% or more), disk wait max {:.0}%; the nodes took {:.0} of its {:.0} busy CPU seconds",
-            load.busy_p50 * 100.0,
-            load.busy_max * 100.0,
-            load.saturated_seconds,
-            load.seconds,
-            load.iowait_max * 100.0,
-            load.nodes_cpu_secs,
-            load.box_cpu_secs
-        );
         Ok((asked, load))
     }
 
