@@ -416,9 +416,17 @@ impl IndexService {
         Ok(own || cells)
     }
 
-    /// Flushes the document store and writes the vector snapshot if it changed. Blocking.
+    /// Flushes the document store and writes the vector snapshot if it changed, this node's
+    /// own and the cell store's. Blocking. (The cell store was left out once: every start
+    /// rebuilt its vectors from its documents, and its masked segments — postings withdrawn or
+    /// expired — were never compacted, which only a snapshot does.)
     pub fn snapshot(&self) -> Result<bool, IndexError> {
-        self.index.snapshot()
+        let own = self.index.snapshot()?;
+        let cells = match &self.cells {
+            Some(c) => c.snapshot()?,
+            None => false,
+        };
+        Ok(own || cells)
     }
 
     /// Evicts the `n` documents fetched longest ago (blocking); returns how many went.

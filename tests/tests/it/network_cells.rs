@@ -154,7 +154,15 @@ async fn pages_indexed_on_a_node_that_left_are_found_through_their_cells_owners(
         let v: serde_json::Value = r.send().await.unwrap().json().await.unwrap();
         assert_eq!(v["hits"][0]["url"].as_str(), Some(page_of[&t].as_str()), "{}: {v:#}", topic.slug);
     }
+    // A clean stop writes the cell store's vector snapshot beside the node's own, so a start
+    // loads the postings' vectors instead of rebuilding them from the documents.
+    let holding: Vec<bool> = members.iter().map(|m| m.index.cells().unwrap().counts().1 > 0).collect();
     for m in members {
         m.stop().await;
+    }
+    assert!(holding.iter().any(|h| *h), "some member holds postings");
+    for (dir, holds) in dirs[1..].iter().zip(holding) {
+        let snapshot = dir.path().join("cells").join(weft_index::vectors::FILE);
+        assert!(snapshot.is_file() || !holds, "no snapshot at {}", snapshot.display());
     }
 }
