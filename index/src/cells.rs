@@ -552,6 +552,11 @@ impl CellStore {
         self.index.snapshot()
     }
 
+    /// The step its snapshot is in, while one runs ([`LocalIndex::snapshot_step`]).
+    pub fn snapshot_step(&self) -> Option<&'static str> {
+        self.index.snapshot_step()
+    }
+
     /// Whether every chunk held is searchable by its words too: the words' index is committed
     /// every few seconds ([`CellStore::sync`]), after the chunk is stored and searchable by
     /// meaning, so for a moment a fresh posting is found by its vector only.

@@ -429,6 +429,13 @@ impl IndexService {
         Ok(own || cells)
     }
 
+    /// Which index a running [`IndexService::snapshot`] is at, and its step: the node's own
+    /// or the cell store's (what a snapshot that did not finish is reported with).
+    pub fn snapshot_step(&self) -> Option<(&'static str, &'static str)> {
+        let own = self.index.snapshot_step().map(|step| ("own", step));
+        own.or_else(|| self.cells.as_ref()?.snapshot_step().map(|step| ("cells", step)))
+    }
+
     /// Evicts the `n` documents fetched longest ago (blocking); returns how many went.
     pub fn evict_oldest(&self, n: usize) -> Result<usize, IndexError> {
         let mut gone = 0;

@@ -698,8 +698,8 @@ async fn snapshot_index(storage: &Storage, index: Arc<IndexService>) -> anyhow::
         Ok(wrote) => wrote,
         Err(fault) => {
             // Which step did not answer (a storage fault stops the node; this says where).
-            if let Some(step) = index.index().snapshot_step() {
-                tracing::error!(step, "the index snapshot did not finish");
+            if let Some((which, step)) = index.snapshot_step() {
+                tracing::error!(index = which, step, "the index snapshot did not finish");
             }
             return Err(fault.into());
         }
