@@ -26,7 +26,7 @@ pub struct LoadReport {
     pub nodes_cpu_secs: f64,
     pub box_cpu_secs: f64,
     /// The threads that took most CPU, summed over the nodes by name (`weft-search`,
-    /// `tokio-runtime-w`…): (name, CPU seconds).
+    /// `tokio-rt-worker`…): (name, CPU seconds).
     pub threads: Vec<(String, f64)>,
 }
 
@@ -137,15 +137,14 @@ fn sample(nodes: &[(usize, u32)], out: &std::path::Path, stop: &AtomicBool) -> L
         }
         (last_box, last_threads) = (now_box, now_threads);
     }
-    let mut sorted = busy.clone();
-    sorted.sort_by(f64::total_cmp);
+    busy.sort_by(f64::total_cmp);
     let mut threads: Vec<(String, f64)> = by_name.into_iter().collect();
     threads.sort_by(|a, b| b.1.total_cmp(&a.1));
     threads.truncate(8);
     LoadReport {
         seconds: busy.len(),
-        busy_p50: sorted.get(sorted.len() / 2).copied().unwrap_or(0.0),
-        busy_max: sorted.last().copied().unwrap_or(0.0),
+        busy_p50: busy.get(busy.len() / 2).copied().unwrap_or(0.0),
+        busy_max: busy.last().copied().unwrap_or(0.0),
         iowait_max,
         saturated_seconds: busy.iter().filter(|b| **b >= 0.9).count(),
         nodes_cpu_secs: nodes_secs,
