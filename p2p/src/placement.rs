@@ -197,6 +197,12 @@ pub fn cells_per_chunk(members: usize, cells: usize, replicas: usize) -> usize {
     }
 }
 
+/// The first of `cells` that no owner has answered for yet, if any: a peer asked for these
+/// cells need not be waited for once this is `None` (its stand-ins answered for all of them).
+pub fn unanswered(cells: &[u32], answered: &std::collections::HashSet<u32>) -> Option<u32> {
+    cells.iter().copied().find(|c| !answered.contains(c))
+}
+
 /// Whom a question asks: for each of `ranked` (cells, best first, with their owners), an owner
 /// already chosen covers it; otherwise, while fewer than `budget` peers are chosen, the owner
 /// for which `up` holds that covers most of the cells not yet covered, each weighted by its rank
@@ -361,5 +367,16 @@ mod tests {
             assert_eq!(owners, cell_owners(&b, "abc", cell, 3));
         }
         assert_ne!(cell_point("abc", 1), cell_point("abd", 1), "another codebook, other places");
+    }
+
+    #[test]
+    fn a_peer_is_no_longer_needed_once_every_cell_it_was_asked_for_is_answered() {
+        let mut answered = std::collections::HashSet::new();
+        assert_eq!(unanswered(&[3, 7], &answered), Some(3));
+        answered.insert(3);
+        assert_eq!(unanswered(&[3, 7], &answered), Some(7), "one of its two cells is not enough");
+        answered.insert(7);
+        assert_eq!(unanswered(&[3, 7], &answered), None);
+        assert_eq!(unanswered(&[], &answered), None);
     }
 }

@@ -118,6 +118,10 @@ pub struct NetworkAnswer {
     /// the cells it was chosen for, in the order asked; the summaries' choices follow them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_cell: Vec<(String, Vec<u32>)>,
+    /// Peers chosen for cells that were still silent past the hedge when every one of their
+    /// cells had been answered by another owner: the answer did not wait for them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub superseded: Vec<String>,
     pub ms: f64,
 }
 
@@ -142,6 +146,10 @@ pub struct SearchStatus {
     /// nor for questions routed by cells).
     pub provider_lookups: u64,
     pub partial: u64,
+    /// Peers this node stopped waiting for because other owners had answered for their cells
+    /// (see `NetworkAnswer::superseded`).
+    #[serde(default)]
+    pub superseded: u64,
     /// Queries from others answered, and refused as busy (rate or queue).
     pub answered: u64,
     pub busy: u64,
@@ -177,6 +185,10 @@ struct Query {
     /// that its cells are still asked (a killed owner's cells were lost to the query: live at
     /// N = 10 with a node down, recall@10 fell from 0.999 to 0.853).
     replicas: HashMap<PeerId, Vec<Candidate>>,
+    /// The question's best cells and their owners, and those of them that an owner answered
+    /// for (see [`crate::placement::unanswered`]).
+    cells: Vec<(u32, Vec<PeerId>)>,
+    answered: HashSet<u32>,
     pending: HashMap<OutboundRequestId, (PeerId, Instant, bool)>,
     answer: NetworkAnswer,
 }
@@ -392,6 +404,8 @@ impl EventLoop {
             ranked: Vec::new(),
             replicas: HashMap::new(),
             next: 0,
+            cells: Vec::new(),
+            answered: HashSet::new(),
             pending: HashMap::new(),
             answer: NetworkAnswer::default(),
         };
@@ -461,9 +475,9 @@ impl EventLoop {
         let ranked = rank(&q.request.vector, &model, &self.querying.summaries, &members, &q.providers, |p| {
             p == me || self.querying.penalised(p, now)
         });
-        let (by_cell, ranked, replicas) = match q.routing {
+        let (by_cell, ranked, replicas, cells) = match q.routing {
             Routing::Cells => self.by_cell(&q.request.vector, q.fanout, ranked, now),
-            Routing::Summaries => (Vec::new(), ranked, HashMap::new()),
+            Routing::Summaries => (Vec::new(), ranked, HashMap::new(), Vec::new()),
         };
         let q = self.querying.queries.get_mut(&id).expect("query present");
         q.discovering = None;
@@ -472,6 +486,7 @@ impl EventLoop {
         q.answer.by_cell = by_cell;
         q.ranked = ranked;
         q.replicas = replicas;
+        q.cells = cells;
         for _ in 0..q.fanout {
             if !self.send_next(id) {
                 break;
@@ -484,19 +499,20 @@ impl EventLoop {
     /// for each cell not yet covered, the owner covering most of the cells left, up to
     /// `fanout` peers; then the summaries' ranking (peers hold what they crawled, whether its
     /// postings arrived or not), then the cells' other owners. Returns the peers chosen by cell
-    /// with their cells, and the whole order.
+    /// with their cells, the whole order, each chosen peer's stand-ins, and the cells with
+    /// their owners.
     fn by_cell(
         &self,
         vector: &[f32],
         fanout: usize,
         ranked: Vec<Candidate>,
         now: Instant,
-    ) -> (Vec<(String, Vec<u32>)>, Vec<Candidate>, HashMap<PeerId, Vec<Candidate>>) {
+    ) -> (Vec<(String, Vec<u32>)>, Vec<Candidate>, HashMap<PeerId, Vec<Candidate>>, Vec<(u32, Vec<PeerId>)>) {
         let book = crate::placement::shipped();
         let (replicas, nprobe) = (self.config.search.replicas, self.config.search.nprobe);
         let cells = if nprobe == 0 { Vec::new() } else { book.nearest(vector, nprobe) };
         if cells.is_empty() {
-            return (Vec::new(), ranked, HashMap::new());
+            return (Vec::new(), ranked, HashMap::new(), Vec::new());
         }
         let ring = self.members.ring();
         let me = *self.swarm.local_peer_id();
@@ -535,7 +551,8 @@ impl EventLoop {
             }
             alternates.insert(*peer, alts);
         }
-        (chosen.into_iter().map(|(p, cells)| (p.to_string(), cells)).collect(), order, alternates)
+        let cells = owners.into_iter().map(|(c, _, os)| (c, os)).collect();
+        (chosen.into_iter().map(|(p, cells)| (p.to_string(), cells)).collect(), order, alternates, cells)
     }
 
     /// Sends the query to its next candidate not asked yet; false when there is none.
@@ -640,6 +657,8 @@ impl EventLoop {
             Ok(hits) => {
                 let ms = sent.elapsed().as_secs_f64() * 1e3;
                 q.answer.answers.push(PeerAnswer { peer: peer.to_string(), hits, ms });
+                q.answered.extend(q.cells.iter().filter(|(_, os)| os.contains(&peer)).map(|(c, _)| *c));
+                self.drop_superseded(id);
             }
             Err(why) => {
                 q.answer.failed.push((peer.to_string(), why.clone()));
@@ -676,6 +695,30 @@ impl EventLoop {
                 .collect();
             for peer in slow {
                 self.hedge(id, peer);
+            }
+        }
+    }
+
+    /// Stops waiting for the peers chosen for cells that are silent past the hedge (and so
+    /// were replaced) once every cell they were chosen for has been answered by another owner:
+    /// their answers could add nothing the question asked them for. Without this the question
+    /// waited for the slowest of them up to its deadline, after its stand-in had answered.
+    fn drop_superseded(&mut self, id: u64) {
+        let Some(q) = self.querying.queries.get_mut(&id) else { return };
+        let late: Vec<OutboundRequestId> = (q.pending.iter())
+            .filter(|(_, (peer, _, hedged))| {
+                *hedged
+                    && (q.answer.by_cell.iter()).any(|(p, cells)| {
+                        *p == peer.to_string() && crate::placement::unanswered(cells, &q.answered).is_none()
+                    })
+            })
+            .map(|(rid, _)| *rid)
+            .collect();
+        for rid in late {
+            if let Some((peer, _, _)) = q.pending.remove(&rid) {
+                self.querying.requests.remove(&rid);
+                q.answer.superseded.push(peer.to_string());
+                self.querying.counts.superseded += 1;
             }
         }
     }
