@@ -86,6 +86,10 @@ pub struct NetworkReport {
     pub answered: Vec<(String, usize, f64)>,
     /// Peers that did not, and why.
     pub failed: Vec<(String, String)>,
+    /// Peers not waited for: silent past the hedge when other owners had answered for all the
+    /// cells they were asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub superseded: Vec<String>,
 }
 
 /// The body of a `/search` answer.
@@ -263,6 +267,7 @@ impl Searcher {
                 contacted: remote.contacted,
                 answered: remote.answers.iter().map(|a| (a.peer.clone(), a.hits.len(), a.ms)).collect(),
                 failed: remote.failed,
+                superseded: remote.superseded,
             }),
             timings,
         })

@@ -390,7 +390,7 @@ fn print_summary(r: &RunReport) {
     );
     if let Some(s) = &r.search {
         println!(
-            "search            {} questions: recall@10 {:.3} ({:.0}% of questions ≥ 0.9), {:.1} peers contacted on average (at most {}, budget {}: {:.0}% within), p50 {:.0} ms, p95 {:.0} ms, {} partial, {} failed",
+            "search            {} questions: recall@10 {:.3} ({:.0}% of questions ≥ 0.9), {:.1} peers contacted on average (at most {}, budget {}: {:.0}% within), p50 {:.0} ms, p95 {:.0} ms, {} partial, {} failed, {} that did not wait for a superseded peer",
             s.queries,
             s.recall_at_10,
             s.queries_recall_over_0_9 * 100.0,
@@ -401,7 +401,8 @@ fn print_summary(r: &RunReport) {
             s.ms_p50,
             s.ms_p95,
             s.partial,
-            s.failed
+            s.failed,
+            s.superseded
         );
         println!(
             "                  p95 of each part: embedding the question {:.0} ms, the asked node's own search {:.0} ms, the network's {:.0} ms",

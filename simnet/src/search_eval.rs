@@ -69,6 +69,9 @@ pub struct Asked {
     pub network_ms: f64,
     pub contacted: usize,
     pub answered: usize,
+    /// Peers not waited for: other owners had answered for their cells.
+    #[serde(default)]
+    pub superseded: usize,
     pub partial: bool,
     /// Each peer that answered: its id, its hits and the milliseconds from asking to its answer.
     pub answers: Vec<(String, usize, f64)>,
@@ -108,6 +111,9 @@ pub struct SearchReport {
     /// second).
     pub load: Option<crate::load::LoadReport>,
     pub partial: usize,
+    /// Questions that stopped waiting for a peer whose cells others had answered.
+    #[serde(default)]
+    pub superseded: usize,
     /// The ceiling: recall@10 had the asker picked the `peer_budget` peers holding most of the
     /// exact top 10, and how many nodes hold a question's exact top 10 on average.
     pub oracle_recall_at_budget: f64,
@@ -224,6 +230,7 @@ pub fn record(
         network_ms: 0.0,
         contacted: 0,
         answered: 0,
+        superseded: 0,
         partial: false,
         answers: Vec::new(),
         failed: serde_json::Value::Null,
@@ -244,6 +251,7 @@ pub fn record(
             a.members = net["members"].as_u64().unwrap_or(0) as usize;
             a.contacted = net["contacted"].as_array().map_or(0, Vec::len);
             a.answered = net["answered"].as_array().map_or(0, Vec::len);
+            a.superseded = net["superseded"].as_array().map_or(0, Vec::len);
             for p in net["answered"].as_array().into_iter().flatten() {
                 let peer = p[0].as_str().unwrap_or_default().to_string();
                 a.answers.push((peer, p[1].as_u64().unwrap_or(0) as usize, p[2].as_f64().unwrap_or(0.0)));
@@ -450,6 +458,7 @@ pub fn judge(
         local_ms_p95: percentile(&parts.iter().map(|p| p[1]).collect::<Vec<_>>(), 0.95),
         network_ms_p95: percentile(&parts.iter().map(|p| p[2]).collect::<Vec<_>>(), 0.95),
         partial: asked.iter().filter(|a| a.partial).count(),
+        superseded: asked.iter().filter(|a| a.superseded > 0).count(),
         oracle_recall_at_budget: mean(&oracles),
         nodes_holding_top_10: mean(&spread),
         recall_at_10_while_down: (!down_recalls.is_empty()).then(|| mean(&down_recalls)),
