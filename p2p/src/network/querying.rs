@@ -693,8 +693,15 @@ impl EventLoop {
                     *peer
                 })
                 .collect();
+            let any = !slow.is_empty();
             for peer in slow {
                 self.hedge(id, peer);
+            }
+            // A peer past the hedge whose cells other owners answered already is not waited for
+            // (nothing else may arrive to prompt it: the hedge may have had no peer left to ask).
+            if any {
+                self.drop_superseded(id);
+                self.finish_if_done(id);
             }
         }
     }
@@ -705,15 +712,13 @@ impl EventLoop {
     /// waited for the slowest of them up to its deadline, after its stand-in had answered.
     fn drop_superseded(&mut self, id: u64) {
         let Some(q) = self.querying.queries.get_mut(&id) else { return };
-        let late: Vec<OutboundRequestId> = (q.pending.iter())
-            .filter(|(_, (peer, _, hedged))| {
-                *hedged
-                    && (q.answer.by_cell.iter()).any(|(p, cells)| {
-                        *p == peer.to_string() && crate::placement::unanswered(cells, &q.answered).is_none()
-                    })
-            })
-            .map(|(rid, _)| *rid)
-            .collect();
+        let done = |peer: &PeerId| {
+            let peer = peer.to_string();
+            (q.answer.by_cell.iter())
+                .any(|(p, cells)| *p == peer && crate::placement::unanswered(cells, &q.answered).is_none())
+        };
+        let late: Vec<OutboundRequestId> =
+            (q.pending.iter()).filter(|(_, (peer, _, hedged))| *hedged && done(peer)).map(|(rid, _)| *rid).collect();
         for rid in late {
             if let Some((peer, _, _)) = q.pending.remove(&rid) {
                 self.querying.requests.remove(&rid);
