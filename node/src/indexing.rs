@@ -409,10 +409,7 @@ impl IndexService {
     /// [`LocalIndex::merge_segments`]). Blocking.
     pub fn merge_segments(&self) -> Result<bool, IndexError> {
         let own = self.index.merge_segments()?;
-        let cells = match &self.cells {
-            Some(c) => c.merge_segments()?,
-            None => false,
-        };
+        let cells = self.cells.as_ref().map_or(Ok(false), |c| c.merge_segments())?;
         Ok(own || cells)
     }
 
@@ -422,10 +419,7 @@ impl IndexService {
     /// expired — were never compacted, which only a snapshot does.)
     pub fn snapshot(&self) -> Result<bool, IndexError> {
         let own = self.index.snapshot()?;
-        let cells = match &self.cells {
-            Some(c) => c.snapshot()?,
-            None => false,
-        };
+        let cells = self.cells.as_ref().map_or(Ok(false), |c| c.snapshot())?;
         Ok(own || cells)
     }
 
