@@ -11,6 +11,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use weft_config::IndexConfig;
 use weft_page::PageMeta;
+use weft_vecmath::dot;
 
 /// Snippets are cut to about this many characters.
 const SNIPPET_CHARS: usize = 320;
@@ -414,10 +415,6 @@ impl LocalIndex {
 
 /// A snapshot step taking longer than this is logged.
 const SLOW_STEP: std::time::Duration = std::time::Duration::from_secs(5);
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
 
 /// The first ~320 characters of a chunk, cut at a word.
 fn snippet(text: &str) -> String {

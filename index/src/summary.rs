@@ -8,6 +8,7 @@
 
 use crate::store::DocStore;
 use crate::IndexError;
+use weft_vecmath::dot;
 
 /// Vectors clustered at most (a uniform sample of the index beyond that).
 pub const SAMPLE: usize = 8192;
@@ -39,10 +40,6 @@ impl Rng {
     fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 fn nearest(v: &[f32], centroids: &[Vec<f32>]) -> (usize, f32) {

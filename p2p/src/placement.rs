@@ -149,7 +149,7 @@ impl Codebook {
             return Vec::new();
         }
         let mut scored: Vec<(u32, f32)> =
-            (0..self.len() as u32).map(|c| (c, self.cell(c).iter().zip(v).map(|(a, b)| a * b).sum())).collect();
+            (0..self.len() as u32).map(|c| (c, weft_vecmath::dot(self.cell(c), v))).collect();
         let n = n.min(scored.len());
         if n == 0 {
             return Vec::new();

@@ -279,7 +279,7 @@ pub fn check_content(p: &Posting, codebook: &Codebook, model: &str) -> Result<(l
     // The vector must belong to the cell it claims: among its best cells, within a little
     // slack (f16 rounding, another CPU's arithmetic).
     let best = codebook.nearest(&v, MAX_CELLS_PER_CHUNK);
-    let claimed: f32 = codebook.cell(p.cell).iter().zip(&v).map(|(a, b)| a * b).sum();
+    let claimed = weft_vecmath::dot(codebook.cell(p.cell), &v);
     let last = best.last().map_or(1.0, |b| b.1);
     if !best.iter().any(|b| b.0 == p.cell) && claimed < last - CELL_SLACK {
         return Err(BadPosting::WrongCell(p.cell));

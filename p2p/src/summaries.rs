@@ -18,6 +18,7 @@
 use half::f16;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use weft_vecmath::{dot, normalize};
 
 /// The gossipsub topic of routing summaries.
 pub const TOPIC: &str = "/weft/summaries/2";
@@ -109,17 +110,6 @@ impl Summary {
             })
             .collect()
     }
-}
-
-fn normalize(v: &mut [f32]) {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        v.iter_mut().for_each(|x| *x /= norm);
-    }
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// What this node knows of a peer's content.

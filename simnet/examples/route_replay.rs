@@ -7,6 +7,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use weft_index::summary::kmeans;
+use weft_vecmath::dot;
 
 /// A ranking rule: a peer's score for a query.
 type Policy<'a> = Box<dyn Fn(&[f32], usize) -> f32 + 'a>;
@@ -15,10 +16,6 @@ struct Doc {
     node: usize,
     url: String,
     vectors: Vec<Vec<f32>>,
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 fn read(dir: &Path, node: usize) -> Vec<Doc> {

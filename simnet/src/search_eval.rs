@@ -26,6 +26,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use weft_vecmath::dot;
 
 /// What the search phase does.
 #[derive(Debug, Clone)]
@@ -311,10 +312,6 @@ fn read_store(dir: &Path, node: usize, crawled: bool) -> Result<Vec<Doc>, String
         docs.push(Doc { node, crawled, url: record.url, simhash: record.simhash, vectors });
     }
     Ok(docs)
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// The exact top `k` documents for `q` over `docs`: best chunk per document, one per URL, near
