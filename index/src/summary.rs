@@ -91,7 +91,7 @@ pub fn kmeans(vectors: &[Vec<f32>], k: usize) -> Centroids {
             sums[*a].iter_mut().zip(v).for_each(|(s, x)| *s += x);
         }
         for (c, mut s) in centroids.iter_mut().zip(sums) {
-            let norm = s.iter().map(|x| x * x).sum::<f32>().sqrt();
+            let norm = weft_vecmath::norm(&s);
             if norm > 0.0 {
                 s.iter_mut().for_each(|x| *x /= norm);
                 *c = s;

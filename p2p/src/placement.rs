@@ -79,7 +79,7 @@ impl Codebook {
             if c.len() != dims {
                 return Err(CodebookError::Shape(format!("a cell of {} dimensions among {dims}", c.len())));
             }
-            let norm = c.iter().map(|x| x * x).sum::<f32>().sqrt();
+            let norm = weft_vecmath::norm(c);
             if !norm.is_finite() || norm == 0.0 {
                 return Err(CodebookError::Shape("a cell of norm 0 or not finite".into()));
             }

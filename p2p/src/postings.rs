@@ -272,7 +272,7 @@ pub fn check_content(p: &Posting, codebook: &Codebook, model: &str) -> Result<(l
         return Err(BadPosting::Vector);
     }
     let v = p.vector();
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let norm = weft_vecmath::norm(&v);
     if v.iter().any(|x| !x.is_finite()) || !(0.98..=1.02).contains(&norm) {
         return Err(BadPosting::Vector);
     }

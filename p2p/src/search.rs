@@ -97,7 +97,7 @@ pub fn check_request(r: &SearchRequest, dims: usize, model: &str) -> Result<(), 
     if r.vector.iter().any(|x| !x.is_finite()) {
         return Err("a vector with non-finite components".into());
     }
-    let norm = r.vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let norm = weft_vecmath::norm(&r.vector);
     if !(0.9..=1.1).contains(&norm) {
         return Err(format!("a vector of norm {norm}, not a unit vector"));
     }

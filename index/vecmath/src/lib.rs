@@ -1,6 +1,7 @@
-//! The arithmetic on embedding vectors that the index (routing summaries, cosine, local
-//! search), the network (the cell codebook's nearest cells, a posting's claimed cell, peers'
-//! summaries) and the simulator (exact kNN) share: one definition instead of one per file.
+//! The arithmetic on embedding vectors — dot products and lengths — that the index (routing
+//! summaries, cosine, local search), the network (the cell codebook's nearest cells, a
+//! posting's claimed cell and length, peers' summaries) and the simulator (exact kNN) share:
+//! one definition instead of one per file.
 //!
 //! It is its own crate for two reasons. `weft-p2p` does not link the index (its storage and
 //! model runtime), yet both place vectors by the same dot product. And the test profile builds
@@ -19,9 +20,14 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// The Euclidean length of `v`.
+pub fn norm(v: &[f32]) -> f32 {
+    v.iter().map(|x| x * x).sum::<f32>().sqrt()
+}
+
 /// Scales `v` to unit length (a zero vector stays zero).
 pub fn normalize(v: &mut [f32]) {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let norm = norm(v);
     if norm > 0.0 {
         v.iter_mut().for_each(|x| *x /= norm);
     }
@@ -37,6 +43,7 @@ mod tests {
         // Over the shorter of the two, as `zip` goes.
         assert_eq!(dot(&[1.0, 2.0], &[3.0]), 3.0);
         let mut v = [3.0, 4.0];
+        assert_eq!(norm(&v), 5.0);
         normalize(&mut v);
         assert_eq!(v, [0.6, 0.8]);
         let mut zero = [0.0f32; 3];

@@ -76,7 +76,7 @@ async fn a_dead_cell_owner_is_replaced_by_another_owner_of_its_cells() {
     // the summaries' order, the replacement would hold none of the victim's cells.
     let far = (0..book.len() as u32)
         .min_by(|x, y| {
-            let dot = |c: u32| book.cell(c).iter().zip(&question).map(|(p, q)| p * q).sum::<f32>();
+            let dot = |c: u32| weft_vecmath::dot(book.cell(c), &question);
             dot(*x).total_cmp(&dot(*y))
         })
         .unwrap();

@@ -197,7 +197,7 @@ async fn a_publisher_speaks_only_for_its_own_hosts_within_its_rate() {
     let book = weft_p2p::placement::shipped();
     let far = (0..book.len() as u32)
         .min_by(|x, y| {
-            let dot = |c: u32| book.cell(c).iter().zip(book.cell(0)).map(|(p, q)| p * q).sum::<f32>();
+            let dot = |c: u32| weft_vecmath::dot(book.cell(c), book.cell(0));
             dot(*x).total_cmp(&dot(*y))
         })
         .unwrap();
