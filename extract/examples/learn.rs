@@ -36,6 +36,7 @@ use url::Url;
 use weft_extract::devset::{self, DevSet, PageScore};
 use weft_extract::learned::labels::Truth;
 use weft_extract::learned::train::{self, Params};
+use weft_extract::learned::tokens::Lexicon;
 use weft_extract::learned::{features, Model, Selector};
 
 struct Page {
@@ -52,6 +53,8 @@ struct Page {
     rows: Vec<[f32; features::COUNT]>,
     parents: Vec<u32>,
     chars: Vec<u32>,
+    /// Each block's hashed words (`--lexicon`).
+    tokens: Vec<Vec<u32>>,
     labels: Vec<bool>,
     weights: Vec<f32>,
 }
@@ -92,6 +95,7 @@ fn load(folds: usize) -> Vec<Page> {
             let rows = blocks.iter().map(|b| b.features).collect();
             let parents = blocks.iter().map(|b| b.parent).collect();
             let chars = blocks.iter().map(|b| b.chars).collect();
+            let tokens = blocks.iter().map(|b| b.tokens.clone()).collect();
             let weights = words.iter().map(|w| if uniform { 1.0 / words.len() as f32 } else { w / total }).collect();
             pages.push(Page {
                 set: name,
@@ -105,6 +109,7 @@ fn load(folds: usize) -> Vec<Page> {
                 rows,
                 parents,
                 chars,
+                tokens,
                 labels,
                 weights,
             });
@@ -183,6 +188,7 @@ fn load_extra(path: &str, dev_sites: &std::collections::HashSet<String>) -> Vec<
             rows: blocks.iter().map(|b| b.features).collect(),
             parents: blocks.iter().map(|b| b.parent).collect(),
             chars: blocks.iter().map(|b| b.chars).collect(),
+            tokens: blocks.iter().map(|b| b.tokens.clone()).collect(),
             labels: labels.iter().map(|l| l.unwrap_or(false)).collect(),
             weights: labels
                 .iter()
@@ -244,6 +250,79 @@ fn train_on(pages: &[&Page], params: Params, stages: usize, inner_folds: usize) 
         model.stages.push(train::train(&rows, &labels, &weights, params));
     }
     model
+}
+
+/// A lexicon ([`weft_extract::learned::tokens`]) trained on `pages`' labelled blocks.
+fn lexicon_on(pages: &[&Page], epochs: usize, l2: f32) -> Lexicon {
+    let (mut rows, mut labels, mut weights) = (Vec::new(), Vec::new(), Vec::new());
+    for p in pages {
+        for ((t, &l), &w) in p.tokens.iter().zip(&p.labels).zip(&p.weights).filter(|(_, &w)| w > 0.0) {
+            rows.push(t.as_slice());
+            labels.push(l);
+            weights.push(w);
+        }
+    }
+    train::train_lexicon(&rows, &labels, &weights, epochs, l2)
+}
+
+/// What the trees see of a page's lexicon scores for each block: its own, the mean of the
+/// three either side (main text is contiguous), and its own less the page's median.
+fn lexicon_columns(scores: &[f32]) -> Vec<[f32; 3]> {
+    let mut sorted = scores.to_vec();
+    sorted.sort_by(f32::total_cmp);
+    let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
+    (0..scores.len())
+        .map(|i| {
+            let around: Vec<f32> = (i.saturating_sub(3)..(i + 4).min(scores.len())).filter(|&j| j != i).map(|j| scores[j]).collect();
+            let mean = if around.is_empty() { 0.0 } else { around.iter().sum::<f32>() / around.len() as f32 };
+            [scores[i], mean, scores[i] - median]
+        })
+        .collect()
+}
+
+/// `--lexicon`: the trees with one more feature, a lexicon's score of the block. The trees are
+/// trained on scores of pages the lexicon did not see (inner folds by site), as a later stage
+/// is, so they learn how far to trust it on unseen sites. Returns each test page's block
+/// probabilities, and the lexicon's own.
+fn stacked(train_pages: &[&Page], test: &[&Page], params: Params, inner: usize, epochs: usize, l2: f32) -> Vec<(Vec<f32>, Vec<f32>)> {
+    let mut seen: Vec<Vec<f32>> = vec![Vec::new(); train_pages.len()];
+    for k in 0..inner {
+        let group = |p: &Page| ((p.site_hash >> 32) % inner as u64) as usize == k;
+        let others: Vec<&Page> = train_pages.iter().copied().filter(|p| !group(p)).collect();
+        let lexicon = lexicon_on(&others, epochs, l2);
+        for (i, p) in train_pages.iter().enumerate().filter(|(_, p)| group(p)) {
+            seen[i] = p.tokens.iter().map(|t| lexicon.score(t)).collect();
+        }
+    }
+    let (mut rows, mut labels, mut weights) = (Vec::new(), Vec::new(), Vec::new());
+    for (p, scores) in train_pages.iter().zip(&seen) {
+        let columns = lexicon_columns(scores);
+        for (((r, &l), &w), c) in p.rows.iter().zip(&p.labels).zip(&p.weights).zip(&columns).filter(|(((_, _), &w), _)| w > 0.0) {
+            let mut wide = r.to_vec();
+            wide.extend_from_slice(c);
+            rows.push(wide);
+            labels.push(l);
+            weights.push(w);
+        }
+    }
+    let forest = train::train(&rows, &labels, &weights, params);
+    let lexicon = lexicon_on(train_pages, epochs, l2);
+    test.iter()
+        .map(|p| {
+            let lex: Vec<f32> = p.tokens.iter().map(|t| lexicon.score(t)).collect();
+            let probs = p
+                .rows
+                .iter()
+                .zip(&lexicon_columns(&lex))
+                .map(|(r, c)| {
+                    let mut wide = r.to_vec();
+                    wide.extend_from_slice(c);
+                    forest.probability(&wide)
+                })
+                .collect();
+            (probs, lex.iter().map(|&s| 1.0 / (1.0 + (-s).exp())).collect())
+        })
+        .collect()
 }
 
 fn score(p: &Page, selector: Selector<'_>) -> PageScore {
@@ -322,9 +401,27 @@ fn main() {
     // all, to tell a model short of features from one that does not generalise.
     let in_sample = std::env::args().any(|a| a == "--in-sample");
     let look: Vec<String> = arg_str("--page").map(|s| s.split(',').map(str::to_string).collect()).unwrap_or_default();
+    let lexicon = std::env::args().any(|a| a == "--lexicon");
+    let (epochs, l2): (usize, f32) = (arg("--epochs", 3), arg("--l2", 1e-4));
+    let mut lexicon_alone: Vec<PageScore> = Vec::new();
     for fold in 0..folds {
         let t = Instant::now();
         let train_pages: Vec<&Page> = pages.iter().filter(|p| in_sample || p.fold != fold).collect();
+        if lexicon {
+            let test: Vec<&Page> = pages.iter().filter(|p| p.fold == fold).collect();
+            let probs = stacked(&train_pages, &test, params, inner, epochs, l2);
+            for (p, (probs, lex)) in test.iter().zip(&probs) {
+                index.push(pages.iter().position(|q| std::ptr::eq(q, *p)).expect("a page"));
+                for (k, &th) in thresholds.iter().enumerate() {
+                    let flags: Vec<bool> = probs.iter().map(|&x| x >= th).collect();
+                    oof[k].push(score(p, Selector::Given(&flags)));
+                }
+                let flags: Vec<bool> = lex.iter().map(|&x| x >= 0.5).collect();
+                lexicon_alone.push(score(p, Selector::Given(&flags)));
+            }
+            println!("fold {fold}: trained and tested in {:.1} s, {} pages", t.elapsed().as_secs_f64(), test.len());
+            continue;
+        }
         let forest = train_on(&train_pages, params, stages, inner);
         let trained = t.elapsed().as_secs_f64();
         for p in pages.iter().filter(|p| p.fold == fold && look.contains(&p.id)) {
@@ -453,6 +550,12 @@ fn main() {
                 print!("  {name} {:.3}", devset::summarize(&ks.iter().map(|&k| v[k]).collect::<Vec<_>>()).f1);
             }
             println!();
+        }
+    }
+    if lexicon {
+        for ((set, kind), ks) in groups.iter().filter(|((_, kind), _)| kind == "all") {
+            let alone = devset::summarize(&ks.iter().map(|&k| lexicon_alone[k]).collect::<Vec<_>>()).f1;
+            println!("the lexicon alone (p >= 0.5), {set} {kind}: {alone:.3}");
         }
     }
     let pr = |v: &[PageScore]| {

@@ -363,11 +363,18 @@ pub fn block_rows(body: &[u8], url: &Url) -> Vec<learned::BlockRow> {
     debug_walk(body, Some(url), |walk| {
         let Some((verdicts, container, confidence)) = content::judge(walk) else { return Vec::new() };
         let (rows, parents, chars) = learned::rows(walk, Some(url), &verdicts, container, confidence);
+        let tokens = learned::tokens::blocks(walk);
         walk.blocks
             .iter()
-            .zip(rows)
+            .zip(rows.into_iter().zip(tokens))
             .zip(parents.into_iter().zip(chars))
-            .map(|((b, features), (parent, chars))| learned::BlockRow { text: b.text.clone(), features, parent, chars })
+            .map(|((b, (features, tokens)), (parent, chars))| learned::BlockRow {
+                text: b.text.clone(),
+                features,
+                tokens,
+                parent,
+                chars,
+            })
             .collect()
     })
 }

@@ -16,6 +16,7 @@
 pub mod features;
 pub mod forest;
 pub mod labels;
+pub mod tokens;
 pub mod train;
 
 use crate::content::{self, MainContent, Verdict};
@@ -118,6 +119,8 @@ impl Selector<'static> {
 pub struct BlockRow {
     pub text: String,
     pub features: [f32; features::COUNT],
+    /// Its hashed words ([`tokens::blocks`]).
+    pub tokens: Vec<u32>,
     /// The block's parent element (an index into the page's elements).
     pub parent: u32,
     pub chars: u32,

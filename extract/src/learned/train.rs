@@ -185,3 +185,47 @@ mod tests {
         assert!(rows.iter().all(|r| (again.probability(r) - forest.probability(r)).abs() < 1e-5));
     }
 }
+
+/// Trains a [`Lexicon`](super::tokens::Lexicon): weighted logistic regression over hashed
+/// tokens, by AdaGrad (each weight's step shrinks with the gradients it has seen, so rare
+/// tokens move as far as common ones do per sighting) with L2 shrinkage, `epochs` passes in a
+/// fixed shuffled order (the same data gives the same model).
+pub fn train_lexicon(rows: &[&[u32]], labels: &[bool], weights: &[f32], epochs: usize, l2: f32) -> super::tokens::Lexicon {
+    use super::tokens::{Lexicon, BUCKETS};
+    assert!(rows.len() == labels.len() && rows.len() == weights.len());
+    // Weights scaled to a mean of 1, so the step size means the same whatever their units.
+    let mean = weights.iter().map(|&w| f64::from(w)).sum::<f64>() / weights.len().max(1) as f64;
+    let scale = if mean > 0.0 { (1.0 / mean) as f32 } else { 1.0 };
+    let (mut w, mut g2) = (vec![0f32; BUCKETS], vec![1e-6f32; BUCKETS]);
+    let (mut bias, mut bias_g2) = (0f32, 1e-6f32);
+    let rate = 0.2f32;
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    for _ in 0..epochs {
+        // Fisher–Yates with a fixed xorshift: deterministic.
+        for i in (1..order.len()).rev() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            order.swap(i, (state % (i as u64 + 1)) as usize);
+        }
+        for &i in &order {
+            let weight = weights[i] * scale;
+            if weight <= 0.0 {
+                continue;
+            }
+            let z = bias + rows[i].iter().map(|&t| w[t as usize]).sum::<f32>();
+            let p = 1.0 / (1.0 + (-z.clamp(-30.0, 30.0)).exp());
+            let g = (p - f32::from(u8::from(labels[i]))) * weight;
+            bias_g2 += g * g;
+            bias -= rate * g / bias_g2.sqrt();
+            for &t in rows[i] {
+                let t = t as usize;
+                let gt = g + l2 * w[t];
+                g2[t] += gt * gt;
+                w[t] -= rate * gt / g2[t].sqrt();
+            }
+        }
+    }
+    Lexicon { bias, weights: w }
+}
