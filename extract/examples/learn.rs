@@ -35,8 +35,8 @@ use std::time::Instant;
 use url::Url;
 use weft_extract::devset::{self, DevSet, PageScore};
 use weft_extract::learned::labels::Truth;
-use weft_extract::learned::train::{self, Params};
 use weft_extract::learned::tokens::Lexicon;
+use weft_extract::learned::train::{self, Params};
 use weft_extract::learned::{features, Model, Selector};
 
 struct Page {
@@ -273,7 +273,8 @@ fn lexicon_columns(scores: &[f32]) -> Vec<[f32; 3]> {
     let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
     (0..scores.len())
         .map(|i| {
-            let around: Vec<f32> = (i.saturating_sub(3)..(i + 4).min(scores.len())).filter(|&j| j != i).map(|j| scores[j]).collect();
+            let around: Vec<f32> =
+                (i.saturating_sub(3)..(i + 4).min(scores.len())).filter(|&j| j != i).map(|j| scores[j]).collect();
             let mean = if around.is_empty() { 0.0 } else { around.iter().sum::<f32>() / around.len() as f32 };
             [scores[i], mean, scores[i] - median]
         })
@@ -284,7 +285,14 @@ fn lexicon_columns(scores: &[f32]) -> Vec<[f32; 3]> {
 /// trained on scores of pages the lexicon did not see (inner folds by site), as a later stage
 /// is, so they learn how far to trust it on unseen sites. Returns each test page's block
 /// probabilities, and the lexicon's own.
-fn stacked(train_pages: &[&Page], test: &[&Page], params: Params, inner: usize, epochs: usize, l2: f32) -> Vec<(Vec<f32>, Vec<f32>)> {
+fn stacked(
+    train_pages: &[&Page],
+    test: &[&Page],
+    params: Params,
+    inner: usize,
+    epochs: usize,
+    l2: f32,
+) -> Vec<(Vec<f32>, Vec<f32>)> {
     let mut seen: Vec<Vec<f32>> = vec![Vec::new(); train_pages.len()];
     for k in 0..inner {
         let group = |p: &Page| ((p.site_hash >> 32) % inner as u64) as usize == k;
@@ -297,7 +305,9 @@ fn stacked(train_pages: &[&Page], test: &[&Page], params: Params, inner: usize, 
     let (mut rows, mut labels, mut weights) = (Vec::new(), Vec::new(), Vec::new());
     for (p, scores) in train_pages.iter().zip(&seen) {
         let columns = lexicon_columns(scores);
-        for (((r, &l), &w), c) in p.rows.iter().zip(&p.labels).zip(&p.weights).zip(&columns).filter(|(((_, _), &w), _)| w > 0.0) {
+        for (((r, &l), &w), c) in
+            p.rows.iter().zip(&p.labels).zip(&p.weights).zip(&columns).filter(|(((_, _), &w), _)| w > 0.0)
+        {
             let mut wide = r.to_vec();
             wide.extend_from_slice(c);
             rows.push(wide);

@@ -10,6 +10,7 @@
 //!
 //! - `features`: the numbers a block is described by;
 //! - `forest`: the model's format and scoring;
+//! - `tokens`: a block as hashed words, and a linear model over them (measured, not shipped);
 //! - `train`: the trainer (used by the `learn` example, never by a node);
 //! - `labels`: block labels aligned from a page's ground-truth text, for training.
 

@@ -190,7 +190,13 @@ mod tests {
 /// tokens, by AdaGrad (each weight's step shrinks with the gradients it has seen, so rare
 /// tokens move as far as common ones do per sighting) with L2 shrinkage, `epochs` passes in a
 /// fixed shuffled order (the same data gives the same model).
-pub fn train_lexicon(rows: &[&[u32]], labels: &[bool], weights: &[f32], epochs: usize, l2: f32) -> super::tokens::Lexicon {
+pub fn train_lexicon(
+    rows: &[&[u32]],
+    labels: &[bool],
+    weights: &[f32],
+    epochs: usize,
+    l2: f32,
+) -> super::tokens::Lexicon {
     use super::tokens::{Lexicon, BUCKETS};
     assert!(rows.len() == labels.len() && rows.len() == weights.len());
     // Weights scaled to a mean of 1, so the step size means the same whatever their units.
