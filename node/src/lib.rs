@@ -65,6 +65,6 @@ pub use crawl::{CrawlSettings, CrawlState, CrawlStatus, Crawler, Renders, Route}
 pub use indexing::{IndexService, IndexStatus};
 pub use layouts::browser;
 pub use node::{Node, RunOptions};
-pub use procmem::tune_malloc;
+pub use procmem::{drop_thread_caches, tune_malloc};
 pub use received::ReceivedStatus;
 pub use status::Status;

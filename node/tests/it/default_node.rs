@@ -163,6 +163,18 @@ fn a_static_site_is_crawled_completely_with_the_defaults_each_page_once() {
         "the parts lie within the anonymous memory: {m}"
     );
     assert!(part("heap_live") > model, "the allocator's live heap holds the model: {m}");
+    // The node re-executed itself, same process, with glibc's per-thread caches off
+    // (`procmem::drop_thread_caches`): the environment it runs with says so.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let environ = std::fs::read(format!("/proc/{}/environ", child.id())).unwrap();
+        let environ = String::from_utf8_lossy(&environ);
+        assert!(
+            environ.split('\0').any(|v| v == "GLIBC_TUNABLES=glibc.malloc.tcache_count=0"),
+            "the node runs without per-thread caches: {:?}",
+            environ.split('\0').filter(|v| v.starts_with("GLIBC")).collect::<Vec<_>>()
+        );
+    }
     stop(child);
     let counts = page_counts(&server);
     for i in 0..30 {
