@@ -210,15 +210,7 @@ fn load_extra(path: &str, dev_sites: &std::collections::HashSet<String>) -> Vec<
 /// outer one), so that it learns how far to trust that stage on unseen sites.
 fn train_on(pages: &[&Page], params: Params, stages: usize, inner_folds: usize) -> Model {
     let first = |pages: &[&Page]| {
-        let (mut rows, mut labels, mut weights) = (Vec::new(), Vec::new(), Vec::new());
-        for p in pages {
-            // Only labelled blocks: an extra page's unlabelled ones weigh nothing.
-            for ((r, &l), &w) in p.rows.iter().zip(&p.labels).zip(&p.weights).filter(|(_, &w)| w > 0.0) {
-                rows.push(r.to_vec());
-                labels.push(l);
-                weights.push(w);
-            }
-        }
+        let (rows, labels, weights) = labelled(pages, |p, b| p.rows[b].to_vec());
         train::train(&rows, &labels, &weights, params)
     };
     let mut model = Model { stages: vec![first(pages)] };
@@ -254,15 +246,22 @@ fn train_on(pages: &[&Page], params: Params, stages: usize, inner_folds: usize) 
 
 /// A lexicon ([`weft_extract::learned::tokens`]) trained on `pages`' labelled blocks.
 fn lexicon_on(pages: &[&Page], epochs: usize, l2: f32) -> Lexicon {
+    let (rows, labels, weights) = labelled(pages, |p, b| p.tokens[b].as_slice());
+    train::train_lexicon(&rows, &labels, &weights, epochs, l2)
+}
+
+/// The labelled blocks of `pages` (an extra page's unlabelled ones weigh nothing and are left
+/// out), each as `row` makes it, with its label and weight.
+fn labelled<'p, T>(pages: &[&'p Page], row: impl Fn(&'p Page, usize) -> T) -> (Vec<T>, Vec<bool>, Vec<f32>) {
     let (mut rows, mut labels, mut weights) = (Vec::new(), Vec::new(), Vec::new());
     for p in pages {
-        for ((t, &l), &w) in p.tokens.iter().zip(&p.labels).zip(&p.weights).filter(|(_, &w)| w > 0.0) {
-            rows.push(t.as_slice());
+        for (b, (&l, &w)) in p.labels.iter().zip(&p.weights).enumerate().filter(|(_, (_, &w))| w > 0.0) {
+            rows.push(row(p, b));
             labels.push(l);
             weights.push(w);
         }
     }
-    train::train_lexicon(&rows, &labels, &weights, epochs, l2)
+    (rows, labels, weights)
 }
 
 /// What the trees see of a page's lexicon scores for each block: its own, the mean of the
@@ -615,13 +614,21 @@ fn main() {
         });
         median(per_page.collect())
     };
-    let (rules_ms, model_ms) = (time(Selector::Rules), time(Selector::Model(&last, 0.5)));
-    print!("\nmedian ms per page: weft-extract rules {rules_ms:.2}, with the model {model_ms:.2}");
+    let rules_ms = time(Selector::Rules);
+    print!("\nmedian ms per page: weft-extract rules {rules_ms:.2}");
+    // `--lexicon` keeps no `Model` to time (its trees read one more column than a shipped one).
+    if !lexicon {
+        print!(", with the model {:.2}", time(Selector::Model(&last, 0.5)));
+    }
     for (name, pr) in &refs {
         print!(", {name} {:.2}", median(pr.values().map(|(_, ms)| *ms).collect()));
     }
-    let trees: usize = last.stages.iter().map(|f| f.trees.len()).sum();
-    println!(" (model: {trees} trees, {} KiB as text)", last.to_text().len() / 1024);
+    if lexicon {
+        println!();
+    } else {
+        let trees: usize = last.stages.iter().map(|f| f.trees.len()).sum();
+        println!(" (model: {trees} trees, {} KiB as text)", last.to_text().len() / 1024);
+    }
     if let Some(path) = std::env::args()
         .any(|a| a == "--write")
         .then(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/learned/model.txt"))
