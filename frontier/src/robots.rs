@@ -105,7 +105,11 @@ impl HostRobots {
         let life = if unreachable && !gave_up { retry } else { ttl };
         HostRobots {
             fetched_unix: record.fetched_unix,
-            expires_unix: record.fetched_unix + life,
+            // Times are whole seconds, rounded down: a robots.txt answered at 100.9 s is stored
+            // as 100. Without the extra second its rules would lapse at 100 + life, up to a
+            // second early, and an unreachable host was asked again 0.1 s after a 503 with a
+            // one-second retry. Kept one second longer, the wait is never shorter than `life`.
+            expires_unix: record.fetched_unix.saturating_add(life).saturating_add(1),
             robot,
             unreachable,
             gave_up,
@@ -253,17 +257,18 @@ mod tests {
             let r = c.put("dead.test", down(), t).unwrap();
             assert_eq!(
                 r.check("http://dead.test/", t),
-                Verdict::Unavailable { retry_in: Duration::from_secs(600) },
+                // 600 s and the second the stored time was rounded down by.
+                Verdict::Unavailable { retry_in: Duration::from_secs(601) },
                 "{i}"
             );
-            t += 600;
+            t += 601;
         }
         let r = c.put("dead.test", down(), t).unwrap();
         assert_eq!(r.check("http://dead.test/", t), Verdict::GaveUp);
         assert_eq!(c.get("dead.test", t + 3600).unwrap().check("http://dead.test/x", t + 3600), Verdict::GaveUp);
-        assert!(c.get("dead.test", t + 86_400).is_none(), "asked again a day later");
+        assert!(c.get("dead.test", t + 86_401).is_none(), "asked again a day later");
         // An answer resets the count.
-        c.put("dead.test", outcome(404, ""), t + 86_400).unwrap();
+        c.put("dead.test", outcome(404, ""), t + 86_401).unwrap();
         let r = c.put("dead.test", down(), t + 90_000).unwrap();
         assert!(matches!(r.check("http://dead.test/", t + 90_000), Verdict::Unavailable { .. }));
     }
@@ -291,9 +296,12 @@ mod tests {
     fn unreachable_disallows_until_retry_and_then_expires() {
         let (_d, mut c) = cache();
         let r = c.put("a.test", outcome(500, ""), 1000).unwrap();
-        assert_eq!(r.check("http://a.test/x", 1100), Verdict::Unavailable { retry_in: Duration::from_secs(500) });
+        assert_eq!(r.check("http://a.test/x", 1100), Verdict::Unavailable { retry_in: Duration::from_secs(501) });
         assert!(c.get("a.test", 1500).is_some());
-        assert!(c.get("a.test", 1600).is_none(), "retry time reached");
+        // Stored at second 1000 means answered somewhere in [1000, 1001): at second 1600 the
+        // full 600 s may not have passed yet.
+        assert!(c.get("a.test", 1600).is_some(), "never asked again early");
+        assert!(c.get("a.test", 1601).is_none(), "retry time reached");
     }
 
     #[test]
@@ -309,7 +317,8 @@ mod tests {
         let mut c = RobotsCache::open(&db, "WeftBot", 86_400, 600).unwrap();
         let r = c.get("a.test", 2000).expect("cached");
         assert_eq!(r.check("http://a.test/x", 2000), Verdict::Disallowed);
-        assert!(c.get("a.test", 1000 + 86_400).is_none(), "expired after 24 h");
+        assert!(c.get("a.test", 1000 + 86_400).is_some(), "not a second early");
+        assert!(c.get("a.test", 1000 + 86_401).is_none(), "expired after 24 h");
     }
 
     #[test]
