@@ -377,7 +377,10 @@ fn main() {
         trees: arg("--trees", Params::default().trees),
         depth: arg("--depth", Params::default().depth),
         learning_rate: arg("--rate", Params::default().learning_rate),
-        ..Params::default()
+        lambda: arg("--lambda", Params::default().lambda),
+        min_child: arg("--min-child", Params::default().min_child),
+        subsample: arg("--subsample", Params::default().subsample),
+        colsample: arg("--colsample", Params::default().colsample),
     };
     let thresholds = [0.3f32, 0.4, 0.5, 0.6];
     let stages: usize = arg("--stages", 1);
@@ -514,6 +517,10 @@ fn main() {
     for (k, &i) in index.iter().enumerate() {
         let p = &pages[i];
         groups.entry((p.set.to_string(), "all".into())).or_default().push(k);
+        // Two halves by site, apart from the folds' split: settings compared on one half and
+        // reported on the other are not chosen on the pages they are reported on.
+        let half = if (p.site_hash >> 17) & 1 == 0 { "half A" } else { "half B" };
+        groups.entry((p.set.to_string(), half.into())).or_default().push(k);
         if p.set == devset::MODERN.name {
             groups.entry((p.set.to_string(), p.kind.clone())).or_default().push(k);
         }

@@ -21,11 +21,42 @@ pub struct Params {
     /// The least summed hessian in a leaf (XGBoost's `min_child_weight`), in units of the
     /// rows' weights.
     pub min_child: f64,
+    /// The share of rows each tree is grown on, drawn afresh for each tree (stochastic
+    /// gradient boosting; XGBoost's `subsample`): 1 grows every tree on every row.
+    pub subsample: f32,
+    /// The share of features each tree may split on, drawn afresh for each tree (XGBoost's
+    /// `colsample_bytree`): 1 offers every feature.
+    pub colsample: f32,
 }
 
 impl Default for Params {
     fn default() -> Self {
-        Params { trees: 200, depth: 6, learning_rate: 0.1, lambda: 1.0, min_child: 0.05 }
+        Params {
+            trees: 200,
+            depth: 6,
+            learning_rate: 0.1,
+            lambda: 1.0,
+            min_child: 0.05,
+            subsample: 1.0,
+            colsample: 1.0,
+        }
+    }
+}
+
+/// A fixed xorshift sequence: the same data and parameters give the same forest.
+struct Draws(u64);
+
+impl Draws {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
     }
 }
 
@@ -68,6 +99,8 @@ pub fn train(rows: &[Vec<f32>], labels: &[bool], weights: &[f32], params: Params
     let mut trees = Vec::with_capacity(params.trees);
     let mut grad = vec![0f64; n];
     let mut hess = vec![0f64; n];
+    let mut draws = Draws(0x9E37_79B9_7F4A_7C15);
+    let offered = ((params.colsample.clamp(0.0, 1.0) * features as f32).ceil() as usize).clamp(1, features);
     for _ in 0..params.trees {
         for i in 0..n {
             let p = 1.0 / (1.0 + (-margin[i]).exp());
@@ -75,9 +108,31 @@ pub fn train(rows: &[Vec<f32>], labels: &[bool], weights: &[f32], params: Params
             grad[i] = (p - y) * w[i];
             hess[i] = (p * (1.0 - p)).max(1e-6) * w[i];
         }
-        let mut grower = Grower { bins: &bins, cuts: &all_cuts, grad: &grad, hess: &hess, params, nodes: Vec::new() };
-        let rows_all: Vec<u32> = (0..n as u32).collect();
-        grower.grow(rows_all, 0);
+        // This tree's features: the first `offered` of a shuffle (all of them, in order, at 1).
+        let mut columns: Vec<usize> = (0..features).collect();
+        if offered < features {
+            for i in 0..offered {
+                let j = i + (draws.next() % (features - i) as u64) as usize;
+                columns.swap(i, j);
+            }
+            columns.truncate(offered);
+            columns.sort_unstable();
+        }
+        let rows_here: Vec<u32> = if params.subsample < 1.0 {
+            (0..n as u32).filter(|_| draws.unit() < params.subsample).collect()
+        } else {
+            (0..n as u32).collect()
+        };
+        let mut grower = Grower {
+            bins: &bins,
+            cuts: &all_cuts,
+            columns: &columns,
+            grad: &grad,
+            hess: &hess,
+            params,
+            nodes: Vec::new(),
+        };
+        grower.grow(rows_here, 0);
         let tree = Tree { nodes: grower.nodes };
         for (i, m) in margin.iter_mut().enumerate() {
             *m += f64::from(tree.value(&rows[i]));
@@ -90,6 +145,8 @@ pub fn train(rows: &[Vec<f32>], labels: &[bool], weights: &[f32], params: Params
 struct Grower<'a> {
     bins: &'a [Vec<u8>],
     cuts: &'a [Vec<f32>],
+    /// The features this tree may split on.
+    columns: &'a [usize],
     grad: &'a [f64],
     hess: &'a [f64],
     params: Params,
@@ -114,7 +171,8 @@ impl Grower<'_> {
         let mut best: Option<(f64, usize, usize)> = None;
         let mut hist_g = [0f64; BINS];
         let mut hist_h = [0f64; BINS];
-        for (f, column) in self.bins.iter().enumerate() {
+        for &f in self.columns {
+            let column = &self.bins[f];
             let bins_here = self.cuts[f].len() + 1;
             if bins_here < 2 {
                 continue;
@@ -183,6 +241,15 @@ mod tests {
         // What was trained is what is read back.
         let again = Forest::parse(&forest.to_text()).unwrap();
         assert!(rows.iter().all(|r| (again.probability(r) - forest.probability(r)).abs() < 1e-5));
+        // Each tree on 70% of the rows and two of the three features: still learnt, and the
+        // same forest each time.
+        let sampled = Params { trees: 60, depth: 3, subsample: 0.7, colsample: 0.6, ..Params::default() };
+        let forest = train(&rows[..3_000], &labels[..3_000], &weights[..3_000], sampled);
+        let right =
+            rows[3_000..].iter().zip(&labels[3_000..]).filter(|(r, l)| (forest.probability(r) > 0.5) == **l).count();
+        assert!(right > 940, "{right} of 1000 held-out rows right with sampling");
+        let again = train(&rows[..3_000], &labels[..3_000], &weights[..3_000], sampled);
+        assert_eq!(again.to_text(), forest.to_text());
     }
 }
 
