@@ -100,7 +100,8 @@ pub fn train(rows: &[Vec<f32>], labels: &[bool], weights: &[f32], params: Params
     let mut grad = vec![0f64; n];
     let mut hess = vec![0f64; n];
     let mut draws = Draws(0x9E37_79B9_7F4A_7C15);
-    let offered = ((params.colsample.clamp(0.0, 1.0) * features as f32).ceil() as usize).clamp(1, features);
+    // At least one feature a tree (`clamp` would panic on a row of no features: then none).
+    let offered = ((params.colsample.clamp(0.0, 1.0) * features as f32).ceil() as usize).max(1).min(features);
     for _ in 0..params.trees {
         for i in 0..n {
             let p = 1.0 / (1.0 + (-margin[i]).exp());
