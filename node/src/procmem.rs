@@ -99,7 +99,7 @@ pub fn tune_malloc() {
 /// process id) with it set to 0, and does not return; returns when it is set (the user's
 /// choice, or the re-executed process) or the program cannot be re-executed (a binary replaced
 /// on disk), which only costs the memory. glibc reads its tunables from the environment when
-/// the program starts and offers no call to change them later. Call it first thing in `main`,
+/// the program starts and offers no call to change them later. Call it early in `main`,
 /// before any thread starts, and only for `weft start`: a short command has no use for it.
 ///
 /// Why: each thread keeps up to seven freed chunks of each small size for itself, apart from

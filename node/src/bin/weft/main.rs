@@ -67,12 +67,13 @@ fn init_logging(format: LogFormat) {
 }
 
 fn main() -> ExitCode {
-    // A long-running node (and only it) drops glibc's per-thread caches: see the function.
-    if subcommand().as_deref() == Some("start") {
-        weft_node::drop_thread_caches();
-    }
     weft_node::tune_malloc();
     let cli = Cli::parse();
+    // A long-running node (and only it) drops glibc's per-thread caches: see the function.
+    // Parsing starts no thread, so this is still before any.
+    if matches!(cli.command, Command::Start { .. }) {
+        weft_node::drop_thread_caches();
+    }
     let log_format = cli.log_format.map(|f| match f {
         LogFormatArg::Text => LogFormat::Text,
         LogFormatArg::Json => LogFormat::Json,
@@ -84,22 +85,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// The subcommand named on the command line, before clap reads it (the global `--log-format`
-/// and its value may come first).
-fn subcommand() -> Option<String> {
-    // `args_os`: an argument that is not UTF-8 must reach clap's error, not panic here.
-    let mut args = std::env::args_os().skip(1);
-    while let Some(a) = args.next() {
-        let a = a.to_string_lossy();
-        if a == "--log-format" {
-            args.next();
-        } else if !a.starts_with('-') {
-            return Some(a.into_owned());
-        }
-    }
-    None
 }
 
 /// For the commands that print and exit: a closed stdout (`weft search ... | head`) ends the
