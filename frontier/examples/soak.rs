@@ -2,7 +2,7 @@
 //! pushed while URLs are leased and completed, then drained — the shape of a real crawl, whose
 //! frontier grows far faster than it drains.
 //!
-//! Run: `cargo run --release -p weft-frontier --example soak -- [--queued N] [--hosts H]`
+//! Run: `cargo run --release -p weft-frontier --example soak -- [--queued N] [--hosts H] [--cache-mb M]`
 //! (defaults: until 10,000,000 URLs are queued, over 100,000 hosts, Zipf exponent 1; about
 //! 13.3M pushed and 3.3M completed on the way).
 //!
@@ -79,6 +79,8 @@ fn arg(name: &str, default: usize) -> usize {
 fn main() {
     let target = arg("--queued", 10_000_000);
     let hosts = arg("--hosts", 100_000);
+    // The queue store's block cache (`frontier.cache_mb`), to compare sizes; the default's otherwise.
+    let cache_mb = arg("--cache-mb", 0);
     let round = 1_000;
     let drain_per_round = 250;
     let dir = tempfile::tempdir().unwrap();
@@ -88,6 +90,9 @@ fn main() {
     s.max_pages_per_host = u64::MAX / 2;
     // Sized as a node is (`frontier.seen_capacity`) for what it will have seen.
     s.seen_capacity = (target as u64 * 4 / 3).max(10_000_000);
+    if cache_mb > 0 {
+        s.cache_bytes = (cache_mb as u64) << 20;
+    }
     let mut f = Frontier::open(&db, &dir.path().join("frontier"), s).unwrap();
     let zipf = Zipf::new(hosts);
     let mut rng = Rng(7);

@@ -47,7 +47,7 @@ impl Default for FrontierSettings {
             seen_fp_rate: 0.01,
             max_retries: 3,
             politeness: PolitenessPolicy::default(),
-            cache_bytes: 16 << 20,
+            cache_bytes: 8 << 20,
             write_buffer_bytes: 8 << 20,
         }
     }
