@@ -113,7 +113,9 @@ impl SeenSet {
     }
 
     /// Generations started from now on are sized for `capacity` and `fp` (the configuration may
-    /// have changed since the snapshot was written).
+    /// have changed since the snapshot was written). Every set read back from a snapshot comes
+    /// through here (`Store::load_seen`), so this is also where one written by an earlier
+    /// release before its first rotation gets its second generation.
     pub fn resize(&mut self, capacity: u64, fp: f64) {
         self.per_generation = (capacity / 2).max(1);
         self.fp = fp / 2.0;
