@@ -37,7 +37,7 @@
 
 use crate::score::UrlKind;
 use crate::seen::{LegacySeenSet, SeenSet};
-use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use fjall::{Database, Keyspace, PersistMode};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -303,7 +303,7 @@ impl Store {
         std::fs::create_dir_all(dir).map_err(|error| FrontierError::Snapshot { path: dir.to_path_buf(), error })?;
         let db =
             Database::builder(dir.join("lsm")).cache_size(cache_bytes).max_journaling_size(JOURNAL_BYTES).open()?;
-        let ks = |name: &str| db.keyspace(name, || KeyspaceCreateOptions::default().max_memtable_size(memtable_bytes));
+        let ks = |name: &str| db.keyspace(name, || weft_db::keyspace_options(memtable_bytes));
         Ok(Store {
             queue: ks("queue")?,
             urls: ks("urls")?,
@@ -386,12 +386,13 @@ impl Store {
     /// What the LSM tree holds in memory and in its journal, for diagnostics.
     pub fn diagnostics(&self) -> String {
         format!(
-            "write buffer {} MiB, journals {} ({} MiB), outstanding flushes {}, cache {} MiB, tables {}",
+            "write buffer {} MiB, journals {} ({} MiB), outstanding flushes {}, cache {} MiB, pinned {:.1} MiB, tables {}",
             self.db.write_buffer_size() >> 20,
             self.db.journal_count(),
             self.db.journal_disk_space().unwrap_or(0) >> 20,
             self.db.outstanding_flushes(),
             self.db.cache_size() >> 20,
+            self.memory().pinned as f64 / 1048576.0,
             [&self.queue, &self.urls, &self.done, &self.journal, &self.hosts, &self.meta]
                 .iter()
                 .map(|k| format!("{}:{}MiB", k.table_count(), k.disk_space() >> 20))

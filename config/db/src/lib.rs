@@ -4,11 +4,11 @@
 //! return an error. The frontier, the index's cell store, the node and the tests all open
 //! through [`open_db`], so each of those is handled once.
 //!
-//! Beside it, helpers for the fjall stores: [`Syncs`] (coalesced syncs), [`LsmMemory`]
-//! (what a store holds in memory, for `/status`), [`MemtableAge`] (slow memtables written
-//! out by age, so a store's write buffer stops growing minutes after start), [`Table`] (a
-//! named table in a keyspace, for the small stores that left sled) and [`FirstFailure`] (the
-//! cause behind fjall's `Poisoned`).
+//! Beside it, helpers for the fjall stores: [`keyspace_options`] (how every keyspace is
+//! made), [`Syncs`] (coalesced syncs), [`LsmMemory`] (what a store holds in memory, for
+//! `/status`), [`MemtableAge`] (slow memtables written out by age, so a store's write buffer
+//! stops growing minutes after start), [`Table`] (a named table in a keyspace, for the small
+//! stores that left sled) and [`FirstFailure`] (the cause behind fjall's `Poisoned`).
 
 mod aging;
 mod failure;
@@ -17,7 +17,7 @@ mod syncs;
 mod table;
 pub use aging::{MemtableAge, MEMTABLE_MAX_AGE, MEMTABLE_MIN_SEALED};
 pub use failure::FirstFailure;
-pub use lsm::LsmMemory;
+pub use lsm::{keyspace_options, LsmMemory};
 pub use syncs::Syncs;
 pub use table::{move_sled_tree, Entry, Ids, MoveError, Table, MOVE_BATCH};
 

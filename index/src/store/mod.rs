@@ -34,7 +34,7 @@ pub mod legacy;
 
 use crate::dedup::{self, BLOCKS};
 use crate::{DocId, IndexError};
-use fjall::{Database, Keyspace, KeyspaceCreateOptions, OwnedWriteBatch, PersistMode};
+use fjall::{Database, Keyspace, OwnedWriteBatch, PersistMode};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -293,7 +293,7 @@ impl DocStore {
         let path = dir.join(DIR);
         std::fs::create_dir_all(&path)?;
         let db = Database::builder(&path).cache_size(CACHE_BYTES).max_journaling_size(JOURNAL_BYTES).open()?;
-        let ks = |name: &str| db.keyspace(name, || KeyspaceCreateOptions::default().max_memtable_size(MEMTABLE_BYTES));
+        let ks = |name: &str| db.keyspace(name, || weft_db::keyspace_options(MEMTABLE_BYTES));
         let store = DocStore {
             docs: ks("docs")?,
             chunks: ks("chunks")?,
