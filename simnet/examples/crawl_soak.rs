@@ -17,6 +17,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft_simnet::{LinkFarm, Site, WebServer};
 
+/// How far from a checkpoint the samples of its median go, minutes.
+const MEDIAN_SPAN: f64 = 2.5;
+
+/// The median RSS of the samples within [`MEDIAN_SPAN`] of minute `at` (none without samples
+/// there).
+fn median_rss(samples: &[Sample], at: f64) -> Option<f64> {
+    let mut near: Vec<f64> = samples.iter().filter(|s| (s.minutes - at).abs() <= MEDIAN_SPAN).map(|s| s.rss).collect();
+    near.sort_by(f64::total_cmp);
+    (!near.is_empty()).then(|| near[near.len() / 2])
+}
+
 /// The node's `/status` (null when it does not answer).
 async fn status(client: &reqwest::Client, api: &str) -> serde_json::Value {
     let Ok(r) = client.get(format!("{api}/status")).send().await else { return serde_json::Value::Null };
@@ -238,6 +249,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             last.minutes,
             (last.rss / warm.rss - 1.0) * 100.0,
             peak
+        );
+    }
+    // The same growth from medians: a node's memory saw-tooths by tens of MiB (memtables
+    // written out, the vector delta sealed every few minutes), so one sample at each end
+    // measures where in the saw-tooth it fell as much as the trend. The median of the samples
+    // within MEDIAN_SPAN of minute 10 and of the end does not.
+    if let (Some(warm), Some(last)) =
+        (median_rss(&samples, 10.0), samples.last().and_then(|l| median_rss(&samples, l.minutes)))
+    {
+        let mid = median_rss(&samples, 30.0).unwrap_or(f64::NAN);
+        println!(
+            "by medians (samples within {MEDIAN_SPAN} min): {warm:.0} MiB at 10 min, {mid:.0} at 30, {last:.0} at the end ({:+.1}% after warm-up)",
+            (last / warm - 1.0) * 100.0
         );
     }
     if let (Some(first), Some(mid), Some(last)) = (samples.first(), samples.get(samples.len() / 2), samples.last()) {
