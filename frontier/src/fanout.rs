@@ -26,7 +26,7 @@ pub const WINDOW: Duration = Duration::from_secs(24 * 3600);
 /// Source sites tracked at once; past it the one counted longest ago is forgotten.
 pub const MAX_SOURCES: usize = 4096;
 /// Host hashes kept over all sources; past it the source counted longest ago is forgotten.
-/// Bounds the memory to about a MiB (a hash is 4 bytes in its source's sorted list, ~6 with
+/// Bounds the memory to 1–2 MiB (a hash is 4 bytes in its source's sorted list, ~6 with
 /// the lists' spare room): sources × hosts alone, 4,096 × 1,000, would let it reach tens of
 /// MiB on a box meant to have little (issue 37). A source forgotten starts its count again,
 /// which only a crawl with hundreds of other sources at their cap at once can bring about.
@@ -53,8 +53,8 @@ struct Source {
     /// The hosts brought, as 32-bit hashes, sorted. A source holds at most a thousand or so,
     /// so two of them share a hash about once in ten thousand sources' windows, which lets one
     /// host more through; a hash set of 64-bit hashes took four times the memory (a crawl of
-    /// 500 sites linking each other filled the bound to 6 MiB with it; as lists the same hashes take
-    /// about 1 MiB).
+    /// 500 sites linking each other filled the bound to 6 MiB with it; as lists the same
+    /// hashes take about 1 MiB).
     targets: Vec<u32>,
 }
 
