@@ -68,7 +68,12 @@ pub fn trim() {
 /// 100+ threads under a crawl's storage calls, plus ONNX Runtime's, sled's, fjall's, tantivy's),
 /// so its freed memory sat in 16 arenas of 20–60 MiB each that no other thread could reuse: a
 /// crawling node held 784 MiB at 3.5 minutes with the default, **495 MiB with two arenas** at
-/// the same page rate (`crawl_soak`, docs/src/benchmarks.md).
+/// the same page rate (`crawl_soak`, docs/src/benchmarks.md). **One** does better still: freed
+/// memory then serves every thread, and the hour-long crawl held its heaps at 133 → 140 MiB
+/// from minute 10 to 60 against 144 → 149 for the main heap and a second arena, RSS by medians
+/// 333 → 357 MiB, fetching 38.6 pages a second against 37.1 and 39.5 with two. On two cores at
+/// most two threads allocate at once, and ONNX Runtime's tensors come from its own arena, so the
+/// one lock is not where a crawl waits.
 ///
 /// It also fixes the size from which an allocation gets its own mapping at [`MMAP_THRESHOLD`],
 /// unless `MALLOC_MMAP_THRESHOLD_` is set. glibc starts at 128 KiB but raises the threshold to
@@ -131,10 +136,10 @@ pub fn drop_thread_caches() {
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MMAP_THRESHOLD: i32 = 128 * 1024;
 
-/// The arenas [`tune_malloc`] allows: with the per-thread caches in front of them, two keep
-/// allocation off the profile of a crawl on this 2-core machine.
+/// The arenas [`tune_malloc`] allows: one heap that every thread's freed memory returns to
+/// (see there for the measurements).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-const ARENAS: i32 = 2;
+const ARENAS: i32 = 1;
 
 /// The memory of each process tree rooted at `roots`, in bytes: the proportional set size
 /// (shared pages divided among their sharers) of the root and every descendant, RSS where
