@@ -73,7 +73,9 @@ pub fn trim() {
 /// from minute 10 to 60 against 144 → 149 for the main heap and a second arena, RSS by medians
 /// 333 → 357 MiB, fetching 38.6 pages a second against 37.1 and 39.5 with two. On two cores at
 /// most two threads allocate at once, and ONNX Runtime's tensors come from its own arena, so the
-/// one lock is not where a crawl waits.
+/// one lock is not where a crawl waits. (The hour again with one arena as the default: RSS by
+/// medians 354 → 376 MiB, +6.1%.) Not measured on four cores, such as a Raspberry Pi's:
+/// `MALLOC_ARENA_MAX=2` there gives the two back.
 ///
 /// It also fixes the size from which an allocation gets its own mapping at [`MMAP_THRESHOLD`],
 /// unless `MALLOC_MMAP_THRESHOLD_` is set. glibc starts at 128 KiB but raises the threshold to
