@@ -27,8 +27,10 @@
 //! out-of-fold text and block probabilities (for `extract/references/selector_study.py`);
 //! `--extra FILE` adds labelled pages to every fold's training (partially labelled from
 //! `extract/references/extra_training.py`, fully from `full_training.py`; `--extra-weight X`
-//! weighs each such page, 1 by default). `--write` then trains on every page and writes
-//! `extract/src/learned/model.txt`, the model `weft extract` and the node ship.
+//! weighs each such page, 1 by default); `--reference-feature NAME` gives every block four
+//! columns from a reference's text of the page (an ensemble block by block). `--write` then
+//! trains on every page and writes `extract/src/learned/model.txt`, the model `weft extract`
+//! and the node ship.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -57,6 +59,19 @@ struct Page {
     tokens: Vec<Vec<u32>>,
     labels: Vec<bool>,
     weights: Vec<f32>,
+    /// More columns for each block (`--reference-feature`), empty when none.
+    extra: Vec<Vec<f32>>,
+}
+
+impl Page {
+    /// Block `b`'s features as the trees read them: its row and any extra columns.
+    fn row(&self, b: usize) -> Vec<f32> {
+        let mut r = self.rows[b].to_vec();
+        if let Some(e) = self.extra.get(b) {
+            r.extend_from_slice(e);
+        }
+        r
+    }
 }
 
 /// The site a page belongs to, for grouping: its host without a leading `www.`.
@@ -112,6 +127,7 @@ fn load(folds: usize) -> Vec<Page> {
                 tokens,
                 labels,
                 weights,
+                extra: Vec::new(),
             });
         }
     }
@@ -195,6 +211,7 @@ fn load_extra(path: &str, dev_sites: &std::collections::HashSet<String>) -> Vec<
                 .zip(&words)
                 .map(|(l, w)| if l.is_some() { weight * w / total } else { 0.0 })
                 .collect(),
+            extra: Vec::new(),
         });
     }
     let blocks: usize = pages.iter().map(|p| p.weights.iter().filter(|&&w| w > 0.0).count()).sum();
@@ -210,7 +227,7 @@ fn load_extra(path: &str, dev_sites: &std::collections::HashSet<String>) -> Vec<
 /// outer one), so that it learns how far to trust that stage on unseen sites.
 fn train_on(pages: &[&Page], params: Params, stages: usize, inner_folds: usize) -> Model {
     let first = |pages: &[&Page]| {
-        let (rows, labels, weights) = labelled(pages, |p, b| p.rows[b].to_vec());
+        let (rows, labels, weights) = labelled(pages, |p, b| p.row(b));
         train::train(&rows, &labels, &weights, params)
     };
     let mut model = Model { stages: vec![first(pages)] };
@@ -304,10 +321,10 @@ fn stacked(
     let (mut rows, mut labels, mut weights) = (Vec::new(), Vec::new(), Vec::new());
     for (p, scores) in train_pages.iter().zip(&seen) {
         let columns = lexicon_columns(scores);
-        for (((r, &l), &w), c) in
-            p.rows.iter().zip(&p.labels).zip(&p.weights).zip(&columns).filter(|(((_, _), &w), _)| w > 0.0)
+        for (b, ((&l, &w), c)) in
+            p.labels.iter().zip(&p.weights).zip(&columns).enumerate().filter(|(_, ((_, &w), _))| w > 0.0)
         {
-            let mut wide = r.to_vec();
+            let mut wide = p.row(b);
             wide.extend_from_slice(c);
             rows.push(wide);
             labels.push(l);
@@ -319,12 +336,11 @@ fn stacked(
     test.iter()
         .map(|p| {
             let lex: Vec<f32> = p.tokens.iter().map(|t| lexicon.score(t)).collect();
-            let probs = p
-                .rows
+            let probs = lexicon_columns(&lex)
                 .iter()
-                .zip(&lexicon_columns(&lex))
-                .map(|(r, c)| {
-                    let mut wide = r.to_vec();
+                .enumerate()
+                .map(|(b, c)| {
+                    let mut wide = p.row(b);
                     wide.extend_from_slice(c);
                     forest.probability(&wide)
                 })
@@ -364,6 +380,40 @@ fn references() -> Vec<(&'static str, Predictions)> {
         }
     }
     out
+}
+
+/// `--reference-feature NAME`: what a reference extractor kept, as four more columns of each
+/// block — the share of its word trigrams in the reference's text (as a training label is
+/// aligned with the truth), the mean share of the three blocks either side, the reference's
+/// length against the page's text (ln of the word counts' ratio) and whether it kept nothing.
+/// The trees then learn, block by block, when to side with the reference: an ensemble finer
+/// than choosing one extractor's whole text per page.
+fn reference_columns(p: &Page, reference: &str) -> Vec<Vec<f32>> {
+    let truth = Truth::new(reference);
+    let blocks = weft_extract::block_rows(&p.html, &p.url);
+    let shares: Vec<f32> = blocks.iter().map(|b| truth.share(&b.text)).collect();
+    let page_words: usize = blocks.iter().map(|b| b.text.split_whitespace().count()).sum();
+    let ref_words = reference.split_whitespace().count();
+    let ratio = ((1 + ref_words) as f32 / (1 + page_words) as f32).ln();
+    let empty = f32::from(u8::from(ref_words == 0));
+    (0..shares.len())
+        .map(|i| {
+            let around: Vec<f32> =
+                (i.saturating_sub(3)..(i + 4).min(shares.len())).filter(|&j| j != i).map(|j| shares[j]).collect();
+            let mean = if around.is_empty() { 0.0 } else { around.iter().sum::<f32>() / around.len() as f32 };
+            vec![shares[i], mean, ratio, empty]
+        })
+        .collect()
+}
+
+/// Every block's probability under `model`, reading the extra columns when the page has them
+/// (a model trained with them has one stage).
+fn probabilities(model: &Model, p: &Page) -> Vec<f32> {
+    if p.extra.is_empty() {
+        return model.probabilities(&p.rows, &p.parents, &p.chars);
+    }
+    assert_eq!(model.stages.len(), 1, "--reference-feature trains one stage");
+    (0..p.rows.len()).map(|b| model.stages[0].probability(&p.row(b))).collect()
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -407,6 +457,18 @@ fn main() {
     // `--dump PATH`: every page's out-of-fold text and block probabilities as JSON lines, for
     // studying a selector between extractors outside this program.
     let refs = references();
+    if let Some(name) = arg_str("--reference-feature") {
+        assert!(stages == 1 && arg_str("--extra").is_none(), "--reference-feature: one stage, the dev sets only");
+        let Some((_, pr)) = refs.iter().find(|(n, _)| *n == name) else {
+            eprintln!("learn: no {name} predictions (run scripts/extract-references.sh)");
+            std::process::exit(2);
+        };
+        for p in &mut pages {
+            let text = pr.get(&(p.set.to_string(), p.id.clone())).map_or("", |(t, _)| t.as_str());
+            p.extra = reference_columns(p, text);
+        }
+        println!("with {name}'s text as 4 more columns of every block");
+    }
     let mut dump = arg_str("--dump")
         .map(|path| std::io::BufWriter::new(std::fs::File::create(&path).unwrap_or_else(|e| panic!("{path}: {e}"))));
     // `--in-sample`: train on every page, the tested fold's too — how well the model can fit at
@@ -459,8 +521,13 @@ fn main() {
         }
         for (i, p) in pages.iter().enumerate().filter(|(_, p)| p.fold == fold) {
             index.push(i);
+            let probs = (!p.extra.is_empty()).then(|| probabilities(&forest, p));
             for (k, &th) in thresholds.iter().enumerate() {
-                oof[k].push(score(p, Selector::Model(&forest, th)));
+                let selected = match &probs {
+                    None => score(p, Selector::Model(&forest, th)),
+                    Some(probs) => score(p, Selector::Given(&probs.iter().map(|&x| x >= th).collect::<Vec<_>>())),
+                };
+                oof[k].push(selected);
             }
             if let Some(out) = dump.as_mut() {
                 use std::io::Write;
@@ -484,7 +551,7 @@ fn main() {
                     "set": p.set, "id": p.id, "kind": p.kind, "url": p.url.as_str(), "fold": fold,
                     "texts": texts, "ms": ms,
                     "page_kind": format!("{:?}", model.classification.page_type), "confidence": model.confidence,
-                    "probs": forest.probabilities(&p.rows, &p.parents, &p.chars),
+                    "probs": probabilities(&forest, p),
                     "chars": p.chars, "rule": p.rows.iter().map(|r| r[0]).collect::<Vec<f32>>(),
                     "labels": p.labels,
                 });
@@ -623,14 +690,16 @@ fn main() {
     };
     let rules_ms = time(Selector::Rules);
     print!("\nmedian ms per page: weft-extract rules {rules_ms:.2}");
-    // `--lexicon` keeps no `Model` to time (its trees read one more column than a shipped one).
-    if !lexicon {
+    // `--lexicon` keeps no `Model` to time (its trees read one more column than a shipped one),
+    // and `--reference-feature`'s reads four more.
+    let wide = lexicon || pages.iter().any(|p| !p.extra.is_empty());
+    if !wide {
         print!(", with the model {:.2}", time(Selector::Model(&last, 0.5)));
     }
     for (name, pr) in &refs {
         print!(", {name} {:.2}", median(pr.values().map(|(_, ms)| *ms).collect()));
     }
-    if lexicon {
+    if wide {
         println!();
     } else {
         let trees: usize = last.stages.iter().map(|f| f.trees.len()).sum();
@@ -640,6 +709,7 @@ fn main() {
         .any(|a| a == "--write")
         .then(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/learned/model.txt"))
     {
+        assert!(!wide, "--write ships the trees over the block's own features only");
         let all: Vec<&Page> = pages.iter().collect();
         let model = train_on(&all, params, stages, inner);
         std::fs::write(&path, model.to_text()).expect("write the model");
