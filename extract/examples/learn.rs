@@ -91,6 +91,8 @@ fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
 
 fn load(folds: usize) -> Vec<Page> {
     let uniform = std::env::args().any(|a| a == "--uniform");
+    let truth_weights = std::env::args().any(|a| a == "--truth-weights");
+    let cap: f32 = arg("--cap", 8.0);
     let mut pages = Vec::new();
     for set in [devset::NEWS, devset::MODERN] {
         let DevSet { name, .. } = set;
@@ -111,7 +113,16 @@ fn load(folds: usize) -> Vec<Page> {
             let parents = blocks.iter().map(|b| b.parent).collect();
             let chars = blocks.iter().map(|b| b.chars).collect();
             let tokens = blocks.iter().map(|b| b.tokens.clone()).collect();
-            let weights = words.iter().map(|w| if uniform { 1.0 / words.len() as f32 } else { w / total }).collect();
+            // `--truth-weights`: a block's error moves its page's precision or recall by about its
+            // length over the truth's, so weigh it so (each page's sum capped at `--cap`, 8)
+            // rather than by its share of the page.
+            let per_page = if truth_weights {
+                let truth_words = p.truth.split_whitespace().count().max(20) as f32;
+                (total / truth_words).min(cap) / total
+            } else {
+                1.0 / total
+            };
+            let weights = words.iter().map(|w| if uniform { 1.0 / words.len() as f32 } else { w * per_page }).collect();
             pages.push(Page {
                 set: name,
                 id: p.id,
