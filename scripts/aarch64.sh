@@ -123,7 +123,11 @@ run() { # arch, command, args... (the aarch64 binary under qemu-user, with the c
 logged() { # log file, then as run: its output to the file
   local log=$1
   shift
-  run "$@" >"$log" 2>&1
+  run "$@" >"$log" 2>&1 || {
+    echo "aarch64: failed: $*; the end of its log:" >&2
+    tail -n 40 "$log" >&2
+    return 1
+  }
 }
 timed() { # label, command...
   local label=$1 t0

@@ -28,7 +28,8 @@
 //! `--extra FILE` adds labelled pages to every fold's training (partially labelled from
 //! `extract/references/extra_training.py`, fully from `full_training.py`; `--extra-weight X`
 //! weighs each such page, 1 by default); `--reference-feature NAME` gives every block four
-//! columns from a reference's text of the page (an ensemble block by block). `--write` then
+//! columns from a reference's text of the page (an ensemble block by block); `--truth-weights`
+//! weighs a block by its length over the truth's (`--cap X` a page's sum). `--write` then
 //! trains on every page and writes `extract/src/learned/model.txt`, the model `weft extract`
 //! and the node ship.
 
