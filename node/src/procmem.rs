@@ -105,7 +105,10 @@ pub fn tune_malloc() {
 /// already set `glibc.malloc.tcache_count`, re-executes this program (same arguments, same
 /// process id) with it set to 0, and does not return; returns when it is set (the user's
 /// choice, or the re-executed process) or the program cannot be re-executed (a binary replaced
-/// on disk), which only costs the memory. glibc reads its tunables from the environment when
+/// on disk, or an aarch64 binary run by `qemu-user` on another machine), which only costs the
+/// memory. It calls `execve` itself: `Command::exec` goes through `execvp`, which hands a file
+/// the kernel cannot run to `/bin/sh` instead of failing (under `qemu-user` the node then died
+/// with "Syntax error" from the shell reading the binary). glibc reads its tunables from the environment when
 /// the program starts and offers no call to change them later. Call it early in `main`,
 /// before any thread starts, and only for `weft start`: a short command has no use for it.
 ///
@@ -118,18 +121,32 @@ pub fn tune_malloc() {
 pub fn drop_thread_caches() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        use std::os::unix::process::CommandExt;
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
         const TCACHE: &str = "glibc.malloc.tcache_count";
         let tunables = std::env::var("GLIBC_TUNABLES").unwrap_or_default();
         if tunables.contains(TCACHE) {
             return;
         }
         let Ok(exe) = std::env::current_exe() else { return };
-        let mut args = std::env::args_os();
-        let arg0 = args.next().unwrap_or_else(|| exe.clone().into_os_string());
         let value = if tunables.is_empty() { format!("{TCACHE}=0") } else { format!("{tunables}:{TCACHE}=0") };
-        // `exec` returns only when it failed; the node then runs with the caches on.
-        let _ = std::process::Command::new(&exe).arg0(arg0).args(args).env("GLIBC_TUNABLES", value).exec();
+        let c = |b: &[u8]| CString::new(b).ok();
+        let Some(path) = c(exe.as_os_str().as_bytes()) else { return };
+        let Some(argv) = std::env::args_os().map(|a| c(a.as_bytes())).collect::<Option<Vec<CString>>>() else {
+            return;
+        };
+        let mut env: Vec<CString> = std::env::vars_os()
+            .filter(|(k, _)| k != "GLIBC_TUNABLES")
+            .filter_map(|(k, v)| c(&[k.as_bytes(), b"=", v.as_bytes()].concat()))
+            .collect();
+        env.extend(c(format!("GLIBC_TUNABLES={value}").as_bytes()));
+        let ptrs = |v: &[CString]| v.iter().map(|s| s.as_ptr()).chain([std::ptr::null()]).collect::<Vec<_>>();
+        let (argv, env) = (ptrs(&argv), ptrs(&env));
+        // SAFETY: NUL-terminated strings in NULL-terminated arrays, all alive across the call;
+        // `execve` returns only when it failed, and the node then runs with the caches on.
+        unsafe {
+            libc::execve(path.as_ptr(), argv.as_ptr(), env.as_ptr());
+        }
     }
 }
 
