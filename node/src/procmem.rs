@@ -108,9 +108,10 @@ pub fn tune_malloc() {
 /// on disk, or an aarch64 binary run by `qemu-user` on another machine), which only costs the
 /// memory. It calls `execve` itself: `Command::exec` goes through `execvp`, which hands a file
 /// the kernel cannot run to `/bin/sh` instead of failing (under `qemu-user` the node then died
-/// with "Syntax error" from the shell reading the binary). glibc reads its tunables from the environment when
-/// the program starts and offers no call to change them later. Call it early in `main`,
-/// before any thread starts, and only for `weft start`: a short command has no use for it.
+/// with "Syntax error" from the shell reading the binary). glibc reads its tunables from the
+/// environment when the program starts and offers no call to change them later. Call it early
+/// in `main`, before any thread starts, and only for `weft start`: a short command has no use
+/// for it.
 ///
 /// Why: each thread keeps up to seven freed chunks of each small size for itself, apart from
 /// the heaps, where they serve no other thread and do not coalesce with their neighbours. A
