@@ -293,20 +293,24 @@ fn labelled<'p, T>(pages: &[&'p Page], row: impl Fn(&'p Page, usize) -> T) -> (V
     (rows, labels, weights)
 }
 
+/// The mean of `values` over the three places either side of `i` (main text is contiguous).
+fn around(values: &[f32], i: usize) -> f32 {
+    let near: Vec<f32> =
+        (i.saturating_sub(3)..(i + 4).min(values.len())).filter(|&j| j != i).map(|j| values[j]).collect();
+    if near.is_empty() {
+        0.0
+    } else {
+        near.iter().sum::<f32>() / near.len() as f32
+    }
+}
+
 /// What the trees see of a page's lexicon scores for each block: its own, the mean of the
 /// three either side (main text is contiguous), and its own less the page's median.
 fn lexicon_columns(scores: &[f32]) -> Vec<[f32; 3]> {
     let mut sorted = scores.to_vec();
     sorted.sort_by(f32::total_cmp);
     let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
-    (0..scores.len())
-        .map(|i| {
-            let around: Vec<f32> =
-                (i.saturating_sub(3)..(i + 4).min(scores.len())).filter(|&j| j != i).map(|j| scores[j]).collect();
-            let mean = if around.is_empty() { 0.0 } else { around.iter().sum::<f32>() / around.len() as f32 };
-            [scores[i], mean, scores[i] - median]
-        })
-        .collect()
+    (0..scores.len()).map(|i| [scores[i], around(scores, i), scores[i] - median]).collect()
 }
 
 /// `--lexicon`: the trees with one more feature, a lexicon's score of the block. The trees are
@@ -408,14 +412,7 @@ fn reference_columns(p: &Page, reference: &str) -> Vec<Vec<f32>> {
     let ref_words = reference.split_whitespace().count();
     let ratio = ((1 + ref_words) as f32 / (1 + page_words) as f32).ln();
     let empty = f32::from(u8::from(ref_words == 0));
-    (0..shares.len())
-        .map(|i| {
-            let around: Vec<f32> =
-                (i.saturating_sub(3)..(i + 4).min(shares.len())).filter(|&j| j != i).map(|j| shares[j]).collect();
-            let mean = if around.is_empty() { 0.0 } else { around.iter().sum::<f32>() / around.len() as f32 };
-            vec![shares[i], mean, ratio, empty]
-        })
-        .collect()
+    (0..shares.len()).map(|i| vec![shares[i], around(&shares, i), ratio, empty]).collect()
 }
 
 /// Every block's probability under `model`, reading the extra columns when the page has them
