@@ -117,13 +117,17 @@ fn load(folds: usize) -> Vec<Page> {
             // `--truth-weights`: a block's error moves its page's precision or recall by about its
             // length over the truth's, so weigh it so (each page's sum capped at `--cap`, 8)
             // rather than by its share of the page.
-            let per_page = if truth_weights {
-                let truth_words = p.truth.split_whitespace().count().max(20) as f32;
-                (total / truth_words).min(cap) / total
-            } else {
-                1.0 / total
-            };
-            let weights = words.iter().map(|w| if uniform { 1.0 / words.len() as f32 } else { w * per_page }).collect();
+            // (`w / total` as it was without: the same bits, so earlier runs repeat exactly.)
+            let truth_words = p.truth.split_whitespace().count().max(20) as f32;
+            let scale = (total / truth_words).min(cap);
+            let weights = words
+                .iter()
+                .map(|w| match (uniform, truth_weights) {
+                    (true, _) => 1.0 / words.len() as f32,
+                    (false, true) => w * scale / total,
+                    (false, false) => w / total,
+                })
+                .collect();
             pages.push(Page {
                 set: name,
                 id: p.id,
