@@ -224,21 +224,51 @@ async fn urls_handed_back_by_a_leaving_node_are_fetched_by_the_node_that_had_see
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // Node 0 fetches nothing more until node 1 has left (membership and hand-offs go on): its
+    // queue is what is handed over. Crawling on, it fetches both pages of every host within 8 s
+    // of queuing them, and a join slower than that (a loaded machine) would leave only done
+    // pages to hand over.
+    first.crawler.pause();
 
-    // Node 1 joins with its crawl paused: it takes its hosts' queues and fetches nothing.
-    let dir = common::work_dir();
-    let mut c = common::member_config(&server, dir.path(), 1, vec![boot], 4000);
-    c.index.enabled = false; // about who fetches what: nothing is embedded or searched here
-    let node = Node::open(c).unwrap();
-    let (network, crawler) = (node.network().unwrap().clone(), node.crawler().clone());
-    crawler.pause();
-    let (stop, rx) = tokio::sync::watch::channel(false);
-    let task = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, |_| {}));
-    let second = Running { network, crawler, stop, task, _dir: dir };
-    members(&[&first, &second], 2).await;
+    // Node 1 joins with its crawl paused: it takes its hosts' queues and fetches nothing. Its
+    // identity is drawn at random, and about one in a thousand owns none of the ten b-hosts:
+    // then nothing is handed to it (the likeliest cause of CI's one failure here, "node 1 was
+    // handed nothing", with every count at 0). Such a node leaves and another joins.
+    let mut attempts = 0;
+    let second = loop {
+        attempts += 1;
+        let dir = common::work_dir();
+        let mut c = common::member_config(&server, dir.path(), 1, vec![boot.clone()], 4000);
+        c.index.enabled = false; // about who fetches what: nothing is embedded or searched here
+        let node = Node::open(c).unwrap();
+        let (network, crawler) = (node.network().unwrap().clone(), node.crawler().clone());
+        crawler.pause();
+        let (stop, rx) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, |_| {}));
+        let second = Running { network, crawler, stop, task, _dir: dir };
+        members(&[&first, &second], 2).await;
+        let mine = second.network.peer_id();
+        if (0..HOSTS).any(|i| second.network.ring().owner(&format!("b{i}.test")) == Some(&mine)) {
+            break second;
+        }
+        assert!(attempts < 5, "five identities in a row owned no b-host");
+        second.stop.send(true).unwrap();
+        second.task.await.unwrap().unwrap();
+        members(&[&first], 1).await;
+    };
     let deadline = Instant::now() + Duration::from_secs(30);
     while second.crawler.status().received.queued == 0 {
-        assert!(Instant::now() < deadline, "node 1 was handed nothing: {:?}", second.crawler.status().received);
+        assert!(
+            Instant::now() < deadline,
+            "node 1 was handed nothing: {:?}; node 0 queues {} and fetched {} of {} b-pages; node 0's network: \
+             {:?}; node 1's: {:?}",
+            second.crawler.status().received,
+            first.crawler.status().queued,
+            pages(&server, "b").len(),
+            HOSTS * 3,
+            first.network.status(),
+            second.network.status()
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // Until node 0's hand-over is all in (its outbox empty).
@@ -248,10 +278,6 @@ async fn urls_handed_back_by_a_leaving_node_are_fetched_by_the_node_that_had_see
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let handed = second.crawler.status().received.queued;
-    let mine = second.network.peer_id();
-    let theirs: Vec<String> =
-        (0..HOSTS).map(|i| format!("b{i}.test")).filter(|h| second.network.ring().owner(h) == Some(&mine)).collect();
-    assert!(!theirs.is_empty(), "node 1 owns some b-hosts");
 
     // Node 1 leaves (a graceful stop) and hands the queues back, unfetched.
     second.stop.send(true).unwrap();
@@ -261,6 +287,7 @@ async fn urls_handed_back_by_a_leaving_node_are_fetched_by_the_node_that_had_see
     members(&[&first], 1).await;
 
     // Node 0 takes them back as its own and fetches every page.
+    first.crawler.resume();
     until_all_fetched(&server, "b", 90).await;
     let back = first.crawler.status().received;
     assert!(back.queued >= handed, "node 0 queued what node 1 handed back ({handed}): {back:?}");
