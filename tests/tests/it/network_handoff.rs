@@ -105,6 +105,39 @@ async fn members(nodes: &[&Running], n: usize) {
     }
 }
 
+/// The names of the test's hosts with `prefix`.
+fn hosts(prefix: &str) -> Vec<String> {
+    (0..HOSTS).map(|i| format!("{prefix}{i}.test")).collect()
+}
+
+/// Starts a node with `start` and waits until `others` and it are the network, again until
+/// its identity owns one of `wanted` on the ring. Identities are random, and a newcomer owns
+/// none of ten hosts about one time in a thousand beside one member, in sixty beside two
+/// ((2/3)^10): the test would have nothing to hand it (CI failed so once). A node that owns
+/// none leaves, and the others see it go, before the next starts.
+async fn join_owning<T, F, Fut>(others: &[&Running], wanted: &[String], mut start: F) -> (Running, T)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = (Running, T)>,
+{
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let (node, extra) = start().await;
+        let mut all = others.to_vec();
+        all.push(&node);
+        members(&all, all.len()).await;
+        let (ring, id) = (node.network.ring(), node.network.peer_id());
+        if wanted.iter().any(|h| ring.owner(h) == Some(&id)) {
+            return (node, extra);
+        }
+        assert!(attempts < 5, "five identities in a row owned none of {wanted:?}");
+        node.stop.send(true).unwrap();
+        node.task.await.unwrap().unwrap();
+        members(others, others.len()).await;
+    }
+}
+
 /// Pages (not robots.txt or sitemaps) of the hosts with `prefix` fetched so far.
 fn pages(server: &WebServer, prefix: &str) -> HashSet<(String, String)> {
     server
@@ -143,8 +176,12 @@ async fn a_joining_node_takes_over_its_hosts_and_a_leaving_node_is_routed_around
     }
 
     // Node 1 joins mid-crawl.
-    let second = start(&server, 1, vec![boot.clone()], 2000).await;
-    members(&[&first, &second], 2).await;
+    let (second, ()) = join_owning(&[&first], &hosts("j"), || {
+        let boot = boot.clone();
+        let server = &server;
+        async move { (start(server, 1, vec![boot], 2000).await, ()) }
+    })
+    .await;
     let joined = Instant::now();
     until_all_fetched(&server, "j", 60).await;
     let ring = second.network.ring();
@@ -167,23 +204,12 @@ async fn a_joining_node_takes_over_its_hosts_and_a_leaving_node_is_routed_around
     assert!(newcomer_hosts.iter().any(|h| by_newcomer.contains(h)), "node 1 crawled hosts handed to it");
 
     // Node 2 joins, then leaves right after node 0 finds links to its hosts: they are re-routed.
-    // A fresh identity owns none of the ten k-hosts about one time in sixty ((2/3)^10): then it
-    // leaves before anything is routed to it and another one joins.
-    let mut attempts = 0;
-    let third = loop {
-        attempts += 1;
-        let third = start(&server, 2, vec![boot.clone()], 0).await;
-        members(&[&first, &second, &third], 3).await;
-        let ring3 = first.network.ring();
-        let id = third.network.peer_id();
-        if (0..HOSTS).any(|i| ring3.owner(&format!("k{i}.test")) == Some(&id)) {
-            break third;
-        }
-        assert!(attempts < 5, "five identities in a row owned no k-host");
-        third.stop.send(true).unwrap();
-        third.task.await.unwrap().unwrap();
-        members(&[&first, &second], 2).await;
-    };
+    let (third, ()) = join_owning(&[&first, &second], &hosts("k"), || {
+        let boot = boot.clone();
+        let server = &server;
+        async move { (start(server, 2, vec![boot], 0).await, ()) }
+    })
+    .await;
     third.network.stop();
     third.stop.send(true).unwrap();
     third.task.await.unwrap().unwrap();
@@ -230,13 +256,8 @@ async fn urls_handed_back_by_a_leaving_node_are_fetched_by_the_node_that_had_see
     // pages to hand over.
     first.crawler.pause();
 
-    // Node 1 joins with its crawl paused: it takes its hosts' queues and fetches nothing. Its
-    // identity is drawn at random, and about one in a thousand owns none of the ten b-hosts:
-    // then nothing is handed to it (the likeliest cause of CI's one failure here, "node 1 was
-    // handed nothing", with every count at 0). Such a node leaves and another joins.
-    let mut attempts = 0;
-    let second = loop {
-        attempts += 1;
+    // Node 1 joins with its crawl paused: it takes its hosts' queues and fetches nothing.
+    let (second, ()) = join_owning(&[&first], &hosts("b"), || {
         let dir = common::work_dir();
         let mut c = common::member_config(&server, dir.path(), 1, vec![boot.clone()], 4000);
         c.index.enabled = false; // about who fetches what: nothing is embedded or searched here
@@ -245,17 +266,9 @@ async fn urls_handed_back_by_a_leaving_node_are_fetched_by_the_node_that_had_see
         crawler.pause();
         let (stop, rx) = tokio::sync::watch::channel(false);
         let task = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, |_| {}));
-        let second = Running { network, crawler, stop, task, _dir: dir };
-        members(&[&first, &second], 2).await;
-        let mine = second.network.peer_id();
-        if (0..HOSTS).any(|i| second.network.ring().owner(&format!("b{i}.test")) == Some(&mine)) {
-            break second;
-        }
-        assert!(attempts < 5, "five identities in a row owned no b-host");
-        second.stop.send(true).unwrap();
-        second.task.await.unwrap().unwrap();
-        members(&[&first], 1).await;
-    };
+        std::future::ready((Running { network, crawler, stop, task, _dir: dir }, ()))
+    })
+    .await;
     let deadline = Instant::now() + Duration::from_secs(30);
     while second.crawler.status().received.queued == 0 {
         assert!(
@@ -414,8 +427,7 @@ async fn a_leaving_node_indexes_the_pages_waiting_for_its_browser_from_their_htm
     let boot = first.network.status().listen_addrs[0].clone();
 
     // Node 1 (the defaults: layouts on, Chromium) with its crawl paused, so its renderer waits.
-    let (second, renders) = start_paused(&server, 1, vec![boot]).await;
-    members(&[&first, &second], 2).await;
+    let (second, renders) = join_owning(&[&first], &hosts("r"), || start_paused(&server, 1, vec![boot.clone()])).await;
 
     // Pages of node 1's hosts whose HTML its crawl fetched and that wait for the browser.
     let ring = second.network.ring();
@@ -490,8 +502,12 @@ async fn pages_waiting_for_the_browser_are_indexed_where_they_were_fetched_when_
     first.crawler.mark_done(urls.clone()).await.unwrap();
 
     // Node 1 joins and takes some of the hosts.
-    let second = start(&server, 1, vec![boot], 0).await;
-    members(&[&first, &second], 2).await;
+    let (second, ()) = join_owning(&[&first], &hosts("q"), || {
+        let boot = boot.clone();
+        let server = &server;
+        async move { (start(server, 1, vec![boot], 0).await, ()) }
+    })
+    .await;
     let ring = second.network.ring();
     let taken: Vec<&url::Url> =
         urls.iter().filter(|u| ring.owner(u.host_str().unwrap()) == Some(&second.network.peer_id())).collect();
@@ -634,8 +650,10 @@ async fn pages_waiting_for_the_browser_unfetched_are_fetched_by_the_next_owner_w
     let boot = first.network.status().listen_addrs[0].clone();
     // A shorter leave than the default 30 s (the renders' wait is half of it), so that the
     // test's slow page outlasts that wait without nearing the render timeout (20 s).
-    let (second, renders) = start_paused_with(&server, 1, vec![boot], |c| c.p2p.leave_timeout_secs = 16).await;
-    members(&[&first, &second], 2).await;
+    let (second, renders) = join_owning(&[&first], &hosts("v"), || {
+        start_paused_with(&server, 1, vec![boot.clone()], |c| c.p2p.leave_timeout_secs = 16)
+    })
+    .await;
 
     let ring = second.network.ring();
     let host = (0..HOSTS)
