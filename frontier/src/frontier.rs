@@ -375,12 +375,7 @@ impl Frontier {
                 return Ok(PushOutcome::HostBudgetExhausted);
             }
         }
-        let grace = self.settings.politeness.handover_grace;
-        let h = &mut self.hosts[id as usize];
-        if std::mem::take(&mut h.given_away) {
-            // The host is back from another member, which may have just requested it.
-            h.politeness.next_allowed = h.politeness.next_allowed.max(now + grace);
-        }
+        self.take_back(id, now);
         let boost = if c.from_hub && c.kind == UrlKind::Page { HUB_BOOST } else { 0.0 };
         let priority = score(&c.url, c.kind, c.depth, 0, self.settings.inlink_cap) + boost;
         let entry = Stored::new(url, &host, c.kind, c.depth, c.redirects, weft_clock::now_ms());

@@ -352,6 +352,57 @@ fn a_host_handed_back_is_queued_again_although_its_urls_were_seen_here() {
     assert_eq!(a.push_received(page(&back[0].url, 1)).unwrap(), Received::AlreadyQueued);
 }
 
+/// A host given away and handed back with nothing queued (its new owner left having fetched
+/// nothing, or everything) is this node's again: its done list goes on with the next hand-off.
+/// It did not: only a URL queued for the host took it back, so the next owner was told nothing
+/// and fetched the host's pages a second time (found when a hand-off test drew its newcomer
+/// twice). A URL queued for it later still waits the hand-over grace from its return.
+#[test]
+fn a_host_handed_back_with_only_its_done_list_is_handed_on_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = settings();
+    s.politeness.handover_grace = Duration::from_secs(1);
+    let (_db, mut a) = open(dir.path(), s);
+    let t0 = Instant::now();
+    for i in 0..2 {
+        a.push(page(&format!("http://h.test/{i}"), 1)).unwrap();
+    }
+    let mut fetched = Vec::new();
+    for t in [t0 + Duration::from_millis(1100), t0 + Duration::from_millis(1200)] {
+        let l = take(&mut a, t);
+        fetched.push(l.entry.url.clone());
+        a.complete(l, Completion::Done { page: true }, true, t).unwrap();
+    }
+    let given = a.hand_off(|_| false, |_| Ok(())).unwrap();
+    assert_eq!((given.queued.len(), given.done.len()), (0, 2));
+    assert!(!a.holds("h.test"));
+
+    // The new owner leaves: the done list comes back, nothing queued.
+    for u in &fetched {
+        a.mark_done(&normalize(u, None).unwrap()).unwrap();
+    }
+    assert!(a.holds("h.test"), "the host is this node's again");
+    // A third member takes the host: it is told what was fetched.
+    let mut done = a.hand_off(|_| false, |_| Ok(())).unwrap().done;
+    done.sort();
+    fetched.sort();
+    assert_eq!(done, fetched, "the done list goes on with the host");
+
+    // Back once more, done only, after the last request's delay has passed; then a link to a
+    // new page: it waits the grace all the same.
+    std::thread::sleep(Duration::from_millis(1500));
+    for u in &fetched {
+        a.mark_done(&normalize(u, None).unwrap()).unwrap();
+    }
+    let back = Instant::now();
+    a.push(page("http://h.test/new", 1)).unwrap();
+    match a.next(back).unwrap() {
+        Next::WaitUntil(t) => assert!(t > back + Duration::from_millis(800), "waits the grace"),
+        Next::Ready(l) => panic!("{} was ready at once", l.entry.url),
+        other => panic!("{other:?}"),
+    }
+}
+
 /// Churn sweep seed 2: a page the browser was to render left its queue here (done), then went
 /// with its host to the next owner as queued, never fetched. The host came back with it, and
 /// the done list dropped it: five pages nobody fetched. A URL handed over as queued is not

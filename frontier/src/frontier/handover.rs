@@ -213,6 +213,20 @@ impl Frontier {
         Ok(undone)
     }
 
+    /// A host given away is this node's again (a URL of it was queued or reported done here,
+    /// which happens only for hosts this node owns): its next hand-off passes its queue and
+    /// done list on, and its first request waits the hand-over grace (the member that held it
+    /// may have just requested it). Done reports alone must take it back too: a host whose
+    /// new owner left having queued nothing came back with only its done list, stayed given
+    /// away, and the member after was told nothing of it and fetched its pages again.
+    pub(super) fn take_back(&mut self, id: u32, now: Instant) {
+        let grace = self.settings.politeness.handover_grace;
+        let h = &mut self.hosts[id as usize];
+        if std::mem::take(&mut h.given_away) {
+            h.politeness.next_allowed = h.politeness.next_allowed.max(now + grace);
+        }
+    }
+
     /// Whether this node holds `host`'s queue: it knows the host and has not given it away.
     pub fn holds(&self, host: &str) -> bool {
         self.host_ids.get(host).is_some_and(|&id| !self.hosts[id as usize].given_away)
@@ -272,6 +286,7 @@ impl Frontier {
         // Known from now on, so a later hand-off passes the URL on.
         let now = Instant::now();
         let id = self.host_id(&host, now)?;
+        self.take_back(id, now);
         if let Some((key, _)) = self.store.queued_key(u, &host)? {
             if self.hosts[id as usize].leased != Some(key) {
                 self.remove_entry(id, &key, u, true, now)?;
