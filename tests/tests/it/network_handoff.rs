@@ -257,16 +257,8 @@ async fn urls_handed_back_by_a_leaving_node_are_fetched_by_the_node_that_had_see
     first.crawler.pause();
 
     // Node 1 joins with its crawl paused: it takes its hosts' queues and fetches nothing.
-    let (second, ()) = join_owning(&[&first], &hosts("b"), || {
-        let dir = common::work_dir();
-        let mut c = common::member_config(&server, dir.path(), 1, vec![boot.clone()], 4000);
-        c.index.enabled = false; // about who fetches what: nothing is embedded or searched here
-        let node = Node::open(c).unwrap();
-        let (network, crawler) = (node.network().unwrap().clone(), node.crawler().clone());
-        crawler.pause();
-        let (stop, rx) = tokio::sync::watch::channel(false);
-        let task = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, |_| {}));
-        std::future::ready((Running { network, crawler, stop, task, _dir: dir }, ()))
+    let (second, _) = join_owning(&[&first], &hosts("b"), || {
+        start_paused_with(&server, 1, vec![boot.clone()], |c| c.politeness.default_delay_ms = 4000)
     })
     .await;
     let deadline = Instant::now() + Duration::from_secs(30);
