@@ -25,8 +25,8 @@ use crate::dom::{ElemId, Walk};
 pub use forest::Forest;
 use std::sync::OnceLock;
 
-/// The model shipped in the binary, trained by `cargo run --release -p weft-extract --example
-/// learn -- --write` on both dev sets.
+/// The model shipped in the binary, written by the `learn` example (`--write`) from both dev sets
+/// and the fixture pages; its header says how ([`Provenance`]).
 const SHIPPED: &str = include_str!("model.txt");
 
 /// A block is kept when the model gives it at least this probability.
@@ -91,6 +91,88 @@ impl Model {
     }
 }
 
+/// What a model file says of itself in its header (`# key: value` lines), so that anyone can
+/// make the same file again and tell whether the one shipped is that file.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Provenance {
+    /// The command that wrote it.
+    pub command: String,
+    /// What it was trained on: each input with its page count and content hash.
+    pub inputs: Vec<String>,
+    /// [`checksum`] of the model's lines, as recorded when it was written.
+    pub checksum: Option<u64>,
+}
+
+impl Provenance {
+    /// The header lines of `text`.
+    pub fn of(text: &str) -> Provenance {
+        let mut p = Provenance::default();
+        for line in text.lines().filter_map(|l| l.strip_prefix("# ")) {
+            if let Some(c) = line.strip_prefix("command: ") {
+                p.command = c.to_string();
+            } else if let Some(i) = line.strip_prefix("input: ") {
+                p.inputs.push(i.to_string());
+            } else if let Some(h) = line.strip_prefix("checksum: xxh3-64 ") {
+                p.checksum = u64::from_str_radix(h.trim(), 16).ok();
+            }
+        }
+        p
+    }
+
+    /// The header to write above a model's lines.
+    pub fn header(&self, model_text: &str) -> String {
+        let mut h = String::from(
+            "# The block classifier weft-extract ships (crate::learned). Written by the `learn` example;\n\
+             # the same command on the same inputs writes the same file.\n",
+        );
+        h.push_str(&format!("# command: {}\n", self.command));
+        for i in &self.inputs {
+            h.push_str(&format!("# input: {i}\n"));
+        }
+        h.push_str(&format!("# checksum: xxh3-64 {:016x}\n", checksum(model_text)));
+        h
+    }
+}
+
+/// The hash of a model file's model lines (every line but the `#` comments), as the header
+/// records it.
+pub fn checksum(text: &str) -> u64 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        h.update(line.as_bytes());
+        h.update(b"\n");
+    }
+    h.digest()
+}
+
+/// The shipped model's facts for `weft doctor`: its size, its trees, how long parsing it took
+/// and whether its lines still match the checksum its header records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShippedFacts {
+    pub bytes: usize,
+    pub stages: usize,
+    pub trees: usize,
+    pub parse_ms: f64,
+    pub provenance: Provenance,
+    pub checksum_matches: bool,
+}
+
+/// Parses the shipped model afresh (timed) and reads its header; `None` when none is shipped.
+pub fn shipped_facts() -> Option<ShippedFacts> {
+    let started = std::time::Instant::now();
+    let model = Model::parse(SHIPPED)?;
+    let parse_ms = started.elapsed().as_secs_f64() * 1e3;
+    let provenance = Provenance::of(SHIPPED);
+    Some(ShippedFacts {
+        bytes: SHIPPED.len(),
+        stages: model.stages.len(),
+        trees: model.stages.iter().map(|s| s.trees.len()).sum(),
+        parse_ms,
+        checksum_matches: provenance.checksum == Some(checksum(SHIPPED)),
+        provenance,
+    })
+}
+
 /// The shipped model, parsed once; `None` when it is missing or does not fit this build's
 /// features (then the rules decide alone).
 pub fn shipped() -> Option<&'static Model> {
@@ -112,6 +194,26 @@ impl Selector<'static> {
     /// What `extract` uses: the shipped model when there is one, at [`THRESHOLD`].
     pub fn default_for_build() -> Selector<'static> {
         shipped().map_or(Selector::Rules, |m| Selector::Model(m, THRESHOLD))
+    }
+}
+
+impl Selector<'_> {
+    /// What the extractor choosing this way is: the rules' revision, and the model's checksum
+    /// and threshold. A node records it beside the texts it extracted; a build that says
+    /// something else extracts the pages it kept the responses of again.
+    pub fn id(&self) -> String {
+        let rules = format!("rules-{}", content::RULES_REVISION);
+        match self {
+            Selector::Rules => rules,
+            Selector::Model(m, threshold) => {
+                let sum = match shipped() {
+                    Some(s) if std::ptr::eq(*m, s) => checksum(SHIPPED),
+                    _ => checksum(&m.to_text()),
+                };
+                format!("{rules}+model-{sum:016x}@{threshold}")
+            }
+            Selector::Given(_) => format!("{rules}+given"),
+        }
     }
 }
 
@@ -204,6 +306,49 @@ mod tests {
         assert!(p[9] < 0.5, "a short block among short ones is not: {p:?}");
         let again = Model::parse(&model.to_text()).unwrap();
         assert_eq!(again, model);
+    }
+
+    /// The model built in is the file `learn --write` wrote: its lines hash to the checksum its
+    /// header records, and the header names the command and the inputs that make it again.
+    #[test]
+    fn the_shipped_model_is_the_file_its_header_describes() {
+        let model = shipped().expect("a model is shipped and fits this build's features");
+        let p = Provenance::of(SHIPPED);
+        assert!(
+            p.command.starts_with("cargo run --release -p weft-extract --example learn -- ")
+                && p.command.contains("--write"),
+            "the header names the command that wrote it: {:?}",
+            p.command
+        );
+        assert_eq!(
+            p.checksum,
+            Some(checksum(SHIPPED)),
+            "the model's lines were changed after it was written; write it again with: {}",
+            p.command
+        );
+        for set in ["extraction-devset, 88 pages", "extraction-devset-2, 720 pages"] {
+            assert!(p.inputs.iter().any(|i| i.starts_with(set)), "trained on {set}: {:?}", p.inputs);
+        }
+        // The header is what `Provenance::header` writes for these lines.
+        let body: String = SHIPPED.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect();
+        assert_eq!(Provenance { checksum: None, ..p.clone() }.header(&body) + &body, SHIPPED);
+        assert_eq!(model.to_text(), body, "the model reads back as written");
+        let facts = shipped_facts().unwrap();
+        assert!(facts.checksum_matches && facts.bytes == SHIPPED.len() && facts.trees > 0);
+    }
+
+    #[test]
+    fn a_selector_names_the_extractor() {
+        let rules = Selector::Rules.id();
+        assert_eq!(rules, format!("rules-{}", content::RULES_REVISION));
+        let built_in = Selector::default_for_build().id();
+        assert!(
+            built_in.starts_with(&format!("{rules}+model-")) && built_in.ends_with(&format!("@{THRESHOLD}")),
+            "{built_in}"
+        );
+        let other = Model { stages: vec![stump(features::COUNT, 6, 2.0)] };
+        assert_ne!(Selector::Model(&other, THRESHOLD).id(), built_in, "another model is another extractor");
+        assert_ne!(Selector::Model(shipped().unwrap(), 0.4).id(), built_in, "so is another threshold");
     }
 
     #[test]
