@@ -311,6 +311,9 @@ pub enum SecondOpinion {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ExtractConfig {
+    /// The learned block classifier chooses each page's text over the rules' verdicts; off,
+    /// the rules alone do (what builds before the classifier did).
+    pub learned: bool,
     pub second_opinion: SecondOpinion,
     /// Pages whose extraction confidence is below this get a second opinion.
     pub second_opinion_below: f32,
@@ -321,6 +324,7 @@ pub struct ExtractConfig {
 impl Default for ExtractConfig {
     fn default() -> Self {
         ExtractConfig {
+            learned: true,
             second_opinion: SecondOpinion::Off,
             second_opinion_below: 0.5,
             second_opinion_budget_ms: 10_000,

@@ -1,5 +1,5 @@
 //! `weft doctor`: checks what a node needs before it is left running unattended — the data
-//! dir, the model files and ONNX Runtime, Chromium, the listen ports, disk space, the bootstrap
+//! dir, the model files and ONNX Runtime, the extraction model built in, Chromium, the listen ports, disk space, the bootstrap
 //! peers, the database and the vector snapshot (damaged files) — and, of a node running, its
 //! reachability and whether its crawl is stalled or refused by hosts — and says, for each
 //! problem, the fix to apply. Nothing here changes anything.
@@ -57,6 +57,7 @@ pub async fn run(config: &Config) -> Vec<Check> {
     );
     out.push(contact(config));
     out.push(model(config).await);
+    out.push(extraction_model(config));
     out.push(chromium(config).await);
     out.push(api_port(config).await);
     out.extend(p2p_ports(config));
@@ -458,6 +459,30 @@ async fn model(config: &Config) -> Check {
         ),
         Err(err) => check(name, Verdict::Fail, format!("the check crashed: {err}"), Some("run scripts/setup.sh")),
     }
+}
+
+/// The block classifier built into this binary: its size, how long it takes to load, and
+/// whether it is the file its header describes (a hand-edited model would not be).
+fn extraction_model(config: &Config) -> Check {
+    let name = "extraction model";
+    let Some(f) = weft_extract::learned::shipped_facts() else {
+        return check(name, Verdict::Warn, "none built in: the rules alone choose each page's text", None);
+    };
+    let detail = format!(
+        "{} stage(s), {} trees, {} KiB, loaded in {:.1} ms; extractor {}{}",
+        f.stages,
+        f.trees,
+        f.bytes / 1024,
+        f.parse_ms,
+        crate::reextract::selector(&config.extract).id(),
+        if config.extract.learned { "" } else { " (extract.learned = false: the rules alone choose)" }
+    );
+    if !f.checksum_matches {
+        let fix = "the built-in model is not the file its header records: write it again with the command in \
+                   extract/src/learned/model.txt and rebuild";
+        return check(name, Verdict::Warn, detail, Some(fix));
+    }
+    check(name, Verdict::Ok, detail, None)
 }
 
 async fn chromium(config: &Config) -> Check {

@@ -133,6 +133,9 @@ pub struct IndexStatus {
     /// run again after (`Embedder::set_yielding`).
     #[serde(default)]
     pub runs_yielded: u64,
+    /// Extracting the pages held again with this build's extractor, from their kept responses.
+    #[serde(default)]
+    pub reextraction: crate::reextract::ReextractionStatus,
     /// What the cell store holds for the cells this node owns (semantic placement): documents,
     /// chunks and the bytes of their vectors in memory. `None` without the network.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -196,6 +199,10 @@ pub struct IndexService {
     hybrid: bool,
     /// What the repair of copies has done (with the network).
     repairs: Arc<crate::replicas::Repairs>,
+    /// What extracting the kept responses again has done (`reextract.rs`).
+    reextraction: Arc<crate::reextract::Tally>,
+    /// `crawl.keep_responses`: whether there is anything to extract again.
+    keeps_responses: bool,
 }
 
 impl IndexService {
@@ -250,6 +257,8 @@ impl IndexService {
             dims: config.embed.dims,
             hybrid: config.index.hybrid,
             repairs: Arc::default(),
+            reextraction: Arc::new(crate::reextract::Tally::new(crate::reextract::selector(&config.extract).id())),
+            keeps_responses: config.crawl.keep_responses,
         }))
     }
 
@@ -453,6 +462,11 @@ impl IndexService {
         Ok(gone)
     }
 
+    /// The tally of the re-extraction after an upgrade (see `reextract.rs`).
+    pub fn reextraction(&self) -> Arc<crate::reextract::Tally> {
+        self.reextraction.clone()
+    }
+
     /// The latest documents indexed, newest first.
     pub fn recent(&self) -> Vec<RecentDocument> {
         self.counters.recent.lock().iter().rev().cloned().collect()
@@ -477,6 +491,7 @@ impl IndexService {
             model: self.model.clone(),
             model_memory_bytes: self.model_handle.memory_bytes(),
             runs_yielded: self.model_handle.runs_stopped(),
+            reextraction: self.reextraction.status(self.keeps_responses),
             cells: self.cells.as_ref().map(|c| {
                 let (documents, chunks) = c.counts();
                 CellsHeld {
@@ -736,6 +751,35 @@ impl Pipeline for IndexPipeline {
             let _ = self.service.index_blocking(document_of(page, e), &links);
         }
         processed
+    }
+
+    fn reextract(&self, page: &FetchedPage) -> crate::page::Reextracted {
+        use crate::page::Reextracted;
+        let processed = self.extract.process(page);
+        if processed.render.is_some() {
+            return Reextracted::ForBrowser;
+        }
+        let Some(e) = processed.extracted else { return Reextracted::Failed };
+        let doc = document_of(page, &e);
+        let id = DocId::of_url(&doc.url);
+        let held = match weft_index::documents::document(self.service.index().store(), &id) {
+            Ok(Some(view)) if view.meta.state == "indexed" => view,
+            Ok(_) => return Reextracted::NotHeld,
+            Err(err) => {
+                tracing::warn!(url = doc.url, "a held document could not be read: {err}");
+                return Reextracted::Failed;
+            }
+        };
+        let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+        if words(&held.text) == words(&doc.text) {
+            return Reextracted::Unchanged;
+        }
+        let links: Vec<String> = processed.links.iter().map(|l| l.url.to_string()).collect();
+        match self.service.index_blocking(doc, &links) {
+            Ok(Outcome::Indexed { .. }) => Reextracted::Changed,
+            Ok(_) => Reextracted::Unchanged,
+            Err(_) => Reextracted::Failed,
+        }
     }
 
     fn adopt(&self, copy: &crate::page::HeldCopy) -> bool {

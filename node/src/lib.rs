@@ -10,7 +10,8 @@
 //!    `fetcher`, [`token`], `received` (URLs from peers), `urls` (why a URL is or is not
 //!    indexed), `procmem`, `tenure`, the pure [`extract_cli`]; [`metrics`] (counters); the
 //!    network's stores: `replicas` (document copies) → `copy_sync` (serving `/weft/doc/1`,
-//!    comparing copies with co-holders) and `cells` (postings) → `cell_upkeep`.
+//!    comparing copies with co-holders) and `cells` (postings) → `cell_upkeep`; `reextract` (the
+//!    extractor a node runs, and extracting its kept responses again when that changes).
 //! 2. `crawl`: the crawl loop and its pure decisions; it reaches the network and the browser
 //!    through the [`Route`] and [`Renders`] traits it is given. `second_opinion` beside it.
 //! 3. [`layouts`]: layout learning and the JavaScript tier (store, worker, teacher, rendering,
@@ -21,7 +22,7 @@
 //!    ([`export`], [`join`], [`mcp`], `templates_cli`).
 //!
 //! Module order: blocking, extract_cli, guard, hand_over, page, procmem, received, responses, storage,
-//! tenure, token, urls → replicas → copy_sync, cells → cell_upkeep, fetcher, metrics → crawl, second_opinion → layouts, routing → doctor, memory,
+//! tenure, token, urls → replicas → copy_sync, cells → cell_upkeep, fetcher, metrics, reextract → crawl, second_opinion → layouts, routing → doctor, memory,
 //! pipeline → indexing → quota, search, status → api → export, join, mcp, node, templates_cli.
 
 pub mod api;
@@ -48,6 +49,7 @@ mod pipeline;
 mod procmem;
 pub mod quota;
 mod received;
+pub mod reextract;
 mod replicas;
 pub mod responses;
 mod routing;

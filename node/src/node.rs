@@ -173,6 +173,14 @@ impl Node {
             api_connections = Some(connections);
             on_api(addr);
         }
+        // The pass after an upgrade ends with the crawl: asked to stop, or idle (`exit_when_idle`).
+        let crawl_over = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        if let (Some(index), Some(responses)) = (&index, crawler.responses()) {
+            let (responses, pipeline, tally) = (responses.clone(), crawler.pipeline(), index.reextraction());
+            let (asked, over) = (shutdown.clone(), crawl_over.clone());
+            let stop = move || *asked.borrow() || over.load(std::sync::atomic::Ordering::Relaxed);
+            crate::reextract::spawn(&mut background, db.clone(), responses, pipeline, tally, stop);
+        }
         spawn_timers(&config, &crawler, index.as_ref(), layouts.as_ref(), db, &mut background);
 
         // Leaving starts when the stop is asked for, beside the crawl's own grace for its
@@ -189,6 +197,7 @@ impl Node {
             })
         });
         let result = crawler.run(shutdown, opts.exit_when_idle).await;
+        crawl_over.store(true, std::sync::atomic::Ordering::Relaxed);
         let early = match early {
             // Asked to stop: the first step of the leave ends before the rest begins.
             Some(task) if *stop_asked.borrow() && crawler.storage().fault().is_none() => {

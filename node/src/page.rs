@@ -47,11 +47,31 @@ pub trait Pipeline: Send + Sync + 'static {
         false
     }
 
+    /// Extracts a page it holds again, from its kept response, and re-indexes it if its text
+    /// changed (see `reextract.rs`). A pipeline without an index holds nothing.
+    fn reextract(&self, page: &FetchedPage) -> Reextracted {
+        let _ = page;
+        Reextracted::NotHeld
+    }
+
     /// Syncs what the pipeline stored to disk. The crawl calls it in its flush, before it
     /// acknowledges the pages it covers. Blocking.
     fn persist(&self) -> Result<(), String> {
         Ok(())
     }
+}
+
+/// What extracting a held page again came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reextracted {
+    /// Its text changed: re-indexed.
+    Changed,
+    Unchanged,
+    /// The index holds no document for it (evicted, an alias of another page, never indexed).
+    NotHeld,
+    /// It goes to the browser now: its rendered form is indexed when it is fetched again.
+    ForBrowser,
+    Failed,
 }
 
 /// A page as a copy another member holds it: the document its crawler indexed, the page's

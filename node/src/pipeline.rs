@@ -11,6 +11,7 @@ use crate::page::{FetchedPage, Pipeline, Processed};
 use crate::second_opinion::SecondOpinion;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use weft_extract::learned::Selector;
 use weft_extract::Extracted;
 
 /// Extraction: the first stage after fetching.
@@ -20,12 +21,20 @@ pub struct ExtractPipeline {
     extracting: AtomicUsize,
     /// Layout templates and the JavaScript tier's decision (`layouts.enabled`).
     worker: Option<Worker>,
+    /// How each page's blocks are chosen (`extract.learned`).
+    selector: Selector<'static>,
 }
 
 impl ExtractPipeline {
     pub fn new(config: &weft_config::ExtractConfig, metrics: Arc<Metrics>) -> Self {
         let second_opinion = SecondOpinion::start(config, metrics.clone());
-        ExtractPipeline { metrics, second_opinion, extracting: AtomicUsize::new(0), worker: None }
+        ExtractPipeline {
+            metrics,
+            second_opinion,
+            extracting: AtomicUsize::new(0),
+            worker: None,
+            selector: crate::reextract::selector(config),
+        }
     }
 
     /// With the layout worker after the generic extractor.
@@ -50,7 +59,7 @@ impl Pipeline for ExtractPipeline {
         if let Some(cl) = &page.content_language {
             headers.push(("content-language", cl));
         }
-        let (mut e, dom) = weft_extract::extract_with_dom(&page.body, &headers, &page.url);
+        let (mut e, dom) = weft_extract::extract_with(&page.body, &headers, &page.url, self.selector);
         let worked = self.worker.as_ref().map(|w| w.work(page, &mut e, &dom)).unwrap_or_default();
         let m = &self.metrics;
         m.count_event(Event::PageType(page_type_name(&e)));

@@ -106,8 +106,34 @@ impl ResponseStore {
     /// The latest response of the document `id`, if one was kept.
     pub fn get(&self, id: &DocId) -> Result<Option<KeptResponse>, ResponseError> {
         let Some(packed) = self.tree.get(id.0)? else { return Ok(None) };
-        let bytes = lz4_flex::decompress_size_prepended(&packed).map_err(|e| ResponseError::Corrupt(e.to_string()))?;
-        postcard::from_bytes(&bytes).map(Some).map_err(|e| ResponseError::Corrupt(e.to_string()))
+        decode(&packed).map(Some)
+    }
+
+    /// How many responses are kept.
+    pub fn len(&self) -> usize {
+        self.tree.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tree.is_empty()
+    }
+
+    /// The first kept response after the key `after` (from the start with `None`), with its
+    /// key: a walk over every response that can stop and go on later. A record that cannot be
+    /// read comes as its error, in its place.
+    #[allow(clippy::type_complexity)]
+    pub fn next_after(
+        &self,
+        after: Option<&[u8]>,
+    ) -> Result<Option<(Vec<u8>, Result<KeptResponse, ResponseError>)>, sled::Error> {
+        let next = match after {
+            Some(key) => {
+                self.tree.range::<&[u8], _>((std::ops::Bound::Excluded(key), std::ops::Bound::Unbounded)).next()
+            }
+            None => self.tree.iter().next(),
+        };
+        let Some((key, packed)) = next.transpose()? else { return Ok(None) };
+        Ok(Some((key.to_vec(), decode(&packed))))
     }
 
     /// Drops the responses whose document `exists` no longer says exists (evicted by the disk
@@ -124,6 +150,12 @@ impl ResponseStore {
         }
         Ok(dropped)
     }
+}
+
+/// A record as [`ResponseStore::keep`] packs it.
+fn decode(packed: &[u8]) -> Result<KeptResponse, ResponseError> {
+    let bytes = lz4_flex::decompress_size_prepended(packed).map_err(|e| ResponseError::Corrupt(e.to_string()))?;
+    postcard::from_bytes(&bytes).map_err(|e| ResponseError::Corrupt(e.to_string()))
 }
 
 #[cfg(test)]

@@ -306,6 +306,11 @@ impl Crawler {
         }
     }
 
+    /// The pipeline fetched pages go down.
+    pub fn pipeline(&self) -> Arc<dyn Pipeline> {
+        self.inner.pipeline.clone()
+    }
+
     /// Where pages' responses are kept, with `crawl.keep_responses`.
     pub fn responses(&self) -> Option<&crate::responses::ResponseStore> {
         self.inner.responses.as_ref()

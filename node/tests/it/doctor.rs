@@ -67,6 +67,10 @@ fn doctor_names_every_problem_with_its_fix_and_passes_a_working_setup() {
     assert!(text.contains("all checks passed"), "{text}");
     assert!(text.contains("User-Agent: WeftBot/0.1 (+mailto:ops@crawler.weft-volunteers.org)"), "{text}");
     assert!(text.contains("ok    vector index"), "{text}");
+    // The block classifier built in: its size and load time, and the extractor it makes.
+    let line = text.lines().find(|l| l.contains("extraction model")).unwrap_or_default();
+    assert!(line.starts_with("ok    extraction model"), "{text}");
+    assert!(line.contains(" trees, ") && line.contains(" KiB, loaded in ") && line.contains("+model-"), "{line}");
 
     // A vector snapshot whose bytes changed since its checksum was written: named, with what
     // the node does about it.

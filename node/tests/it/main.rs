@@ -20,6 +20,7 @@ mod p2p_cli;
 mod politeness;
 mod questions;
 mod quota;
+mod reextract;
 mod restart;
 mod simnet_churn;
 mod storage_faults;
