@@ -1,6 +1,7 @@
 //! `weft doctor`: checks what a node needs before it is left running unattended — the data
-//! dir, the model files and ONNX Runtime, the extraction model built in, Chromium, the listen ports, disk space, the bootstrap
-//! peers, the database and the vector snapshot (damaged files) — and, of a node running, its
+//! dir, the model files and ONNX Runtime, the extraction model built in, Chromium, the listen
+//! ports, disk space, the bootstrap peers, the database and the vector snapshot (damaged
+//! files) — and, of a node running, its
 //! reachability and whether its crawl is stalled or refused by hosts — and says, for each
 //! problem, the fix to apply. Nothing here changes anything.
 

@@ -1,10 +1,10 @@
-//! The extractor a node runs, and extracting again after an upgrade. A node records which extractor made the texts it holds
-//! ([`weft_extract::learned::Selector::id`]: the rules' revision, and the built-in model's
-//! checksum unless `extract.learned = false`). Started by a build whose extractor differs, it extracts every page whose HTTP
-//! response it kept (`crawl.keep_responses`) again, from that response, through the same
-//! pipeline a fetched page takes, and re-indexes the pages whose text changed: the index
-//! improves without fetching anything. Pages without a kept response keep their text until
-//! they are fetched again.
+//! The extractor a node runs, and extracting again after an upgrade. A node records which
+//! extractor made the texts it holds ([`weft_extract::learned::Selector::id`]: the rules'
+//! revision, and the built-in model's checksum unless `extract.learned = false`). Started by a
+//! build whose extractor differs, it extracts every page whose HTTP response it kept
+//! (`crawl.keep_responses`) again, from that response, through the same pipeline a fetched page
+//! takes, and re-indexes the pages whose text changed: the index improves without fetching
+//! anything. Pages without a kept response keep their text until they are fetched again.
 //!
 //! The pass walks the kept responses in key order and records how far it got, so a node stopped
 //! halfway goes on where it stopped; the new extractor is recorded when the pass ends. It runs
@@ -230,7 +230,6 @@ pub fn spawn(
 mod tests {
     use super::*;
     use crate::page::Processed;
-    use crate::responses::KeptResponse;
 
     /// Counts the pages it is asked to extract again; says each changed.
     #[derive(Default)]
@@ -247,18 +246,6 @@ mod tests {
         }
     }
 
-    fn kept(url: &str) -> KeptResponse {
-        KeptResponse {
-            url: url.into(),
-            fetched_at_ms: 1_780_000_000_000,
-            version: "HTTP/1.1".into(),
-            status: 200,
-            headers: vec![("content-type".into(), "text/html".into())],
-            request_headers: Vec::new(),
-            body: b"<p>page</p>".to_vec(),
-        }
-    }
-
     #[test]
     fn a_pass_stopped_halfway_goes_on_where_it_stopped_and_then_is_done() {
         let dir = tempfile::tempdir().unwrap();
@@ -267,7 +254,7 @@ mod tests {
         // A node before the record, holding five kept responses.
         let urls: Vec<String> = (0..5).map(|i| format!("http://a.test/{i}")).collect();
         for u in &urls {
-            responses.keep(&kept(u)).unwrap();
+            responses.keep(&crate::responses::response(u, "<p>page</p>")).unwrap();
         }
         let pipeline = Counting::default();
         let tally = Tally::new("new".into());

@@ -158,21 +158,23 @@ fn decode(packed: &[u8]) -> Result<KeptResponse, ResponseError> {
     postcard::from_bytes(&bytes).map_err(|e| ResponseError::Corrupt(e.to_string()))
 }
 
+/// A kept response of `url` with `body`, for tests.
+#[cfg(test)]
+pub(crate) fn response(url: &str, body: &str) -> KeptResponse {
+    KeptResponse {
+        url: url.into(),
+        fetched_at_ms: 1_780_000_000_000,
+        version: "HTTP/1.1".into(),
+        status: 200,
+        headers: vec![("content-type".into(), "text/html".into())],
+        request_headers: vec![("user-agent".into(), "WeftBot/0.1".into())],
+        body: body.as_bytes().to_vec(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn response(url: &str, body: &str) -> KeptResponse {
-        KeptResponse {
-            url: url.into(),
-            fetched_at_ms: 1_780_000_000_000,
-            version: "HTTP/1.1".into(),
-            status: 200,
-            headers: vec![("content-type".into(), "text/html".into())],
-            request_headers: vec![("user-agent".into(), "WeftBot/0.1".into())],
-            body: body.as_bytes().to_vec(),
-        }
-    }
 
     #[test]
     fn the_latest_response_is_kept_compressed_and_dropped_with_its_document() {
