@@ -1,5 +1,9 @@
 //! Extraction quality and speed on the dev sets, side by side with dom_smoothie.
 //!
+//! `extract` uses the shipped block classifier, which was trained on these pages: the figures
+//! here are in-sample. What it does on sites it never saw is measured out of fold by the
+//! `learn` example.
+//!
 //! ```text
 //! cargo run --release -p weft-extract --example eval                 # both sets from ../shared
 //! cargo run --release -p weft-extract --example eval -- ../shared/extraction-devset-2 --half odd

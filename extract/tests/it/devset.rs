@@ -7,6 +7,10 @@
 //! (as CI does). Without one, its test says so and checks nothing else (under `CI=true` it fails); with it, F1 below the
 //! floor fails the build. The modern set is also held on its odd half, the pages no rule was
 //! tuned on.
+//!
+//! The shipped block classifier was trained on these pages, so the floors guard the extractor
+//! against regressions in-sample; how it does on sites it never saw is measured out of fold by
+//! the `learn` example (docs/src/benchmarks.md).
 
 use url::Url;
 use weft_extract::devset::{self, DevSet, Half, PageScore, Summary};
@@ -38,7 +42,8 @@ fn summary(scores: &[(Half, PageScore)], half: Option<Half>) -> Summary {
     devset::summarize(&picked)
 }
 
-/// The target (issue 20): F1 ≥ 0.97 on the news set; measured 0.972 (docs/src/benchmarks.md).
+/// The target (issue 20): F1 ≥ 0.97 on the news set; the rules alone measured 0.972, the shipped
+/// model 0.989 in-sample and 0.970 out of fold (docs/src/benchmarks.md).
 const NEWS_F1_FLOOR: f64 = 0.97;
 
 #[test]
@@ -50,7 +55,8 @@ fn news_dev_set_f1_stays_above_the_floor() {
 }
 
 /// The target (issue 20): F1 ≥ 0.86 on the modern set, on the whole and on its odd half (the
-/// pages no rule was tuned on); measured 0.867 and 0.864 (docs/src/benchmarks.md).
+/// pages no rule was tuned on); the rules alone measured 0.867 and 0.864, the shipped model
+/// 0.923 and 0.925 in-sample and 0.873 out of fold (docs/src/benchmarks.md).
 const MODERN_F1_FLOOR: f64 = 0.86;
 const MODERN_ODD_F1_FLOOR: f64 = 0.86;
 
