@@ -755,7 +755,7 @@ impl Pipeline for IndexPipeline {
 
     fn reextract(&self, page: &FetchedPage) -> crate::page::Reextracted {
         use crate::page::Reextracted;
-        let processed = self.extract.process(page);
+        let processed = self.extract.process_again(page);
         if processed.render.is_some() {
             return Reextracted::ForBrowser;
         }

@@ -51,6 +51,19 @@ impl ExtractPipeline {
 
 impl Pipeline for ExtractPipeline {
     fn process(&self, page: &FetchedPage) -> Processed {
+        self.extract(page, true)
+    }
+}
+
+impl ExtractPipeline {
+    /// A page held already, extracted again (`reextract.rs`): as [`Pipeline::process`], but the
+    /// page is not counted in the extraction's metrics a second time nor offered for a second
+    /// opinion.
+    pub(crate) fn process_again(&self, page: &FetchedPage) -> Processed {
+        self.extract(page, false)
+    }
+
+    fn extract(&self, page: &FetchedPage, first_time: bool) -> Processed {
         let extracting = self.extracting.fetch_add(1, Ordering::AcqRel) + 1;
         let mut headers: Vec<(&str, &str)> = Vec::with_capacity(2);
         if let Some(ct) = &page.content_type {
@@ -61,12 +74,25 @@ impl Pipeline for ExtractPipeline {
         }
         let (mut e, dom) = weft_extract::extract_with(&page.body, &headers, &page.url, self.selector);
         let worked = self.worker.as_ref().map(|w| w.work(page, &mut e, &dom)).unwrap_or_default();
+        if first_time {
+            self.count(page, &e);
+            if worked.template.is_none() && worked.render.is_none() {
+                self.second_opinion.offer(&page.url, &page.body, &e, extracting);
+            }
+        }
+        self.extracting.fetch_sub(1, Ordering::AcqRel);
+        let links = std::mem::take(&mut e.links);
+        Processed { links, extracted: Some(Box::new(e)), render: worked.render }
+    }
+
+    /// An extracted page in the extraction's metrics.
+    fn count(&self, page: &FetchedPage, e: &Extracted) {
         let m = &self.metrics;
-        m.count_event(Event::PageType(page_type_name(&e)));
+        m.count_event(Event::PageType(page_type_name(e)));
         if !page.rendered {
             // What the static HTML says about the need for JavaScript; a rendered DOM's answer
             // would count the page twice.
-            m.count_event(Event::Js(recommendation_name(&e)));
+            m.count_event(Event::Js(recommendation_name(e)));
         }
         for w in &e.warnings {
             m.count_event(Event::Warning(w.kind()));
@@ -74,12 +100,6 @@ impl Pipeline for ExtractPipeline {
         for (kind, n) in &e.links_rejected {
             m.count_n(kind, u64::from(*n));
         }
-        if worked.template.is_none() && worked.render.is_none() {
-            self.second_opinion.offer(&page.url, &page.body, &e, extracting);
-        }
-        self.extracting.fetch_sub(1, Ordering::AcqRel);
-        let links = std::mem::take(&mut e.links);
-        Processed { links, extracted: Some(Box::new(e)), render: worked.render }
     }
 }
 
