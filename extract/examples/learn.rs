@@ -29,9 +29,13 @@
 //! `extract/references/extra_training.py`, fully from `full_training.py`; `--extra-weight X`
 //! weighs each such page, 1 by default); `--reference-feature NAME` gives every block four
 //! columns from a reference's text of the page (an ensemble block by block); `--truth-weights`
-//! weighs a block by its length over the truth's (`--cap X` a page's sum). `--write` then
-//! trains on every page and writes `extract/src/learned/model.txt`, the model `weft extract`
-//! and the node ship.
+//! weighs a block by its length over the truth's (`--cap X` a page's sum); `--by-verdict`
+//! chooses a threshold for each of the rules' verdicts on the other folds and reports it out of
+//! fold; `--type-weight X` weighs the modern set's non-article pages X pages each. The pinned
+//! pages (`extract/tests/pinned`) join every fold's training (`--pinned-weight X`, 5;
+//! `--no-pinned`). `--write` then trains on every page and writes
+//! `extract/src/learned/model.txt`, the model `weft extract` and the node ship, under a header
+//! naming the command, the inputs and the checksum of its lines.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
