@@ -186,7 +186,7 @@ fn within(walk: &Walk, mut elem: ElemId, ancestor: ElemId) -> bool {
     false
 }
 
-/// The rules' revision, part of [`crate::learned::extractor_id`]: raise it with any change to
+/// The rules' revision, part of [`crate::learned::Selector::id`]: raise it with any change to
 /// what the rules, the walk or the features keep of a page, so that nodes holding texts the old
 /// rules made extract them again.
 pub const RULES_REVISION: u32 = 1;

@@ -201,8 +201,6 @@ pub struct IndexService {
     repairs: Arc<crate::replicas::Repairs>,
     /// What extracting the kept responses again has done (`reextract.rs`).
     reextraction: Arc<crate::reextract::Tally>,
-    /// `crawl.keep_responses`: whether there is anything to extract again.
-    keeps_responses: bool,
 }
 
 impl IndexService {
@@ -257,8 +255,10 @@ impl IndexService {
             dims: config.embed.dims,
             hybrid: config.index.hybrid,
             repairs: Arc::default(),
-            reextraction: Arc::new(crate::reextract::Tally::new(crate::reextract::selector(&config.extract).id())),
-            keeps_responses: config.crawl.keep_responses,
+            reextraction: Arc::new(crate::reextract::Tally::new(
+                crate::reextract::selector(&config.extract).id(),
+                config.crawl.keep_responses,
+            )),
         }))
     }
 
@@ -491,7 +491,7 @@ impl IndexService {
             model: self.model.clone(),
             model_memory_bytes: self.model_handle.memory_bytes(),
             runs_yielded: self.model_handle.runs_stopped(),
-            reextraction: self.reextraction.status(self.keeps_responses),
+            reextraction: self.reextraction.status(),
             cells: self.cells.as_ref().map(|c| {
                 let (documents, chunks) = c.counts();
                 CellsHeld {

@@ -39,6 +39,8 @@ const SAVE_EVERY: u64 = 32;
 pub struct Tally {
     /// The extractor this node runs.
     extractor: String,
+    /// `crawl.keep_responses`: whether there is anything to extract again.
+    keeps_responses: bool,
     running: AtomicBool,
     finished: AtomicBool,
     done: AtomicU64,
@@ -76,17 +78,17 @@ pub struct ReextractionStatus {
 }
 
 impl Tally {
-    pub fn new(extractor: String) -> Tally {
-        Tally { extractor, ..Tally::default() }
+    pub fn new(extractor: String, keeps_responses: bool) -> Tally {
+        Tally { extractor, keeps_responses, ..Tally::default() }
     }
 
-    pub fn status(&self, keeps_responses: bool) -> ReextractionStatus {
+    pub fn status(&self) -> ReextractionStatus {
         let from = self.from.lock().clone();
         let state = if self.running.load(Relaxed) {
             "running"
         } else if self.finished.load(Relaxed) {
             "done"
-        } else if !keeps_responses {
+        } else if !self.keeps_responses {
             "no_responses"
         } else {
             "current"
@@ -257,31 +259,31 @@ mod tests {
             responses.keep(&crate::responses::response(u, "<p>page</p>")).unwrap();
         }
         let pipeline = Counting::default();
-        let tally = Tally::new("new".into());
+        let tally = Tally::new("new".into(), true);
         let asked = std::sync::atomic::AtomicUsize::new(0);
         // Stopped while the third page is extracted: that page is done again next time.
         let stop = || asked.fetch_add(1, Relaxed) >= 5;
         run(&db, &responses, &pipeline, &tally, &stop).unwrap();
         assert_eq!(pipeline.0.lock().len(), 3);
-        assert_eq!(tally.status(true).done, 2);
+        assert_eq!(tally.status().done, 2);
         assert_eq!(held(&db).unwrap(), None, "not recorded before the pass ends");
-        let tally = Tally::new("new".into());
+        let tally = Tally::new("new".into(), true);
         run(&db, &responses, &pipeline, &tally, &|| false).unwrap();
         let mut seen = pipeline.0.lock().clone();
         assert_eq!(seen.len(), 6, "the cut page again, then the rest: {seen:?}");
         seen.sort();
         seen.dedup();
         assert_eq!(seen.len(), 5, "every page: {seen:?}");
-        let s = tally.status(true);
+        let s = tally.status();
         assert_eq!(
             (s.state.as_str(), s.done, s.changed, s.from.as_deref()),
             ("done", 3, 3, Some("an extractor before the record"))
         );
         assert_eq!(held(&db).unwrap().as_deref(), Some("new"));
         // Nothing is due for the same extractor; another one starts a pass again.
-        let tally = Tally::new("new".into());
+        let tally = Tally::new("new".into(), true);
         run(&db, &responses, &pipeline, &tally, &|| false).unwrap();
-        assert_eq!((tally.status(true).state.as_str(), pipeline.0.lock().len()), ("current", 6));
+        assert_eq!((tally.status().state.as_str(), pipeline.0.lock().len()), ("current", 6));
         assert_eq!(due(&db, &responses, "newer").unwrap().as_deref(), Some("new"));
         // A new node (no kept response) records its extractor at once.
         let fresh = weft_frontier::open_db(&dir.path().join("fresh"), 8 << 20).unwrap();
