@@ -281,11 +281,25 @@ impl Members {
     /// A table with only this node (`me_id`, announcing `me`) in it; members expire after
     /// `ttl` without a heartbeat.
     pub fn new(me_id: PeerId, me: Heartbeat, ttl: Duration, vnodes: usize) -> Members {
+        Members::started_at(me_id, me, ttl, vnodes, Instant::now(), weft_clock::now_secs())
+    }
+
+    /// [`Members::new`] on a clock of the caller's: the table starts at `started`, which is
+    /// `started_unix` in Unix seconds. The table reads no clock of its own — every later time
+    /// is a `now` its caller gives — so a simulator can run many tables on virtual time.
+    pub fn started_at(
+        me_id: PeerId,
+        me: Heartbeat,
+        ttl: Duration,
+        vnodes: usize,
+        started: Instant,
+        started_unix: u64,
+    ) -> Members {
         let ring = Ring::new([me_id], vnodes);
         let apart = Ring::new([], vnodes);
-        let (others, former, started) = (BTreeMap::new(), VecDeque::new(), Instant::now());
+        let (others, former) = (BTreeMap::new(), VecDeque::new());
         let (candidates, unreached, first_met) = (BTreeMap::new(), HashMap::new(), HashMap::new());
-        let (started_unix, latest, settle) = (weft_clock::now_secs(), started, SETTLE);
+        let (latest, settle) = (started, SETTLE);
         Members {
             me,
             me_id,
@@ -393,6 +407,7 @@ impl Members {
     /// member (see the module doc). A heartbeat that does not name a peer id is ignored
     /// ([`Heartbeat::decode`] refuses those).
     pub fn observe(&mut self, hb: Heartbeat, via: PeerId, remote: Option<&Multiaddr>, now: Instant) -> Option<Change> {
+        self.seen_time(now);
         let peer: PeerId = hb.peer.parse().ok()?;
         if peer == self.me_id {
             return None;
@@ -438,6 +453,7 @@ impl Members {
     /// This node has a connection with `peer`, from `remote`: a candidate it was becomes a
     /// member, a member is present.
     pub fn present(&mut self, peer: &PeerId, remote: &Multiaddr, now: Instant) -> Option<Change> {
+        self.seen_time(now);
         if let Some(m) = self.others.get_mut(peer) {
             m.present_at = now;
             m.connected = true;
@@ -546,6 +562,7 @@ impl Members {
     /// members not met within half of [`PRESENCE_FOR`], with the addresses they announce.
     /// Candidates past their time are given up here.
     pub fn to_dial(&mut self, now: Instant) -> Vec<(PeerId, Vec<String>)> {
+        self.seen_time(now);
         let late: Vec<PeerId> = self
             .candidates
             .iter()
@@ -590,6 +607,7 @@ impl Members {
     /// answered, a gossip message it forwarded. It counts as a heartbeat: under load gossipsub
     /// drops the messages queued for a slow peer, heartbeats among them.
     pub fn alive(&mut self, peer: &PeerId, now: Instant) {
+        self.seen_time(now);
         if let Some(m) = self.others.get_mut(peer) {
             m.last_seen = m.last_seen.max(now);
             m.present_at = m.present_at.max(now);
@@ -615,6 +633,7 @@ impl Members {
     /// this node is connected to them), or not met within [`PRESENCE_FOR`], and
     /// rebuilds the ring when a member's points changed with its age.
     pub fn expire(&mut self, now: Instant) -> Vec<Change> {
+        self.seen_time(now);
         let gone: Vec<PeerId> = self
             .others
             .iter()
@@ -669,14 +688,20 @@ impl Members {
         self.rebuild(self.latest);
     }
 
-    fn rebuild(&mut self, now: Instant) {
+    /// Takes `now` as the latest time this table has been given: what it stamps a replaced
+    /// ring with when a member is removed between ticks.
+    fn seen_time(&mut self, now: Instant) {
         self.latest = self.latest.max(now);
+    }
+
+    fn rebuild(&mut self, now: Instant) {
+        self.seen_time(now);
         let points = self.points(self.latest);
         let apart = points.iter().filter(|(p, _)| *p != self.me_id).copied().collect::<Vec<_>>();
         let old = std::mem::replace(&mut self.ring, Ring::weighted(points, self.vnodes));
         self.generation += 1;
         self.apart = Ring::weighted(apart, self.vnodes);
-        let now = Instant::now();
+        let now = self.latest;
         while self.former.len() >= FORMER_RINGS
             || self.former.front().is_some_and(|(at, _)| now.saturating_duration_since(*at) > FORMER_RINGS_FOR)
         {

@@ -64,8 +64,14 @@ impl Ring {
         let members: Vec<PeerId> = sorted.into_iter().map(|(m, _)| m).collect();
         let mut points = Vec::with_capacity(counts.iter().sum());
         for (m, (member, count)) in members.iter().zip(&counts).enumerate() {
+            // The peer id's base58 form once per member, not per point: encoding it is most
+            // of a point's cost.
+            let mut name = format!("{member}:").into_bytes();
+            let base = name.len();
             for i in 0..*count {
-                points.push((point(format!("{member}:{i}").as_bytes()), m as u32));
+                name.truncate(base);
+                name.extend_from_slice(i.to_string().as_bytes());
+                points.push((point(&name), m as u32));
             }
         }
         // Ties (astronomically unlikely) are broken by member order, the same everywhere.
