@@ -698,9 +698,10 @@ impl Members {
         self.seen_time(now);
         let points = self.points(self.latest);
         let apart = points.iter().filter(|(p, _)| *p != self.me_id).copied().collect::<Vec<_>>();
-        let old = std::mem::replace(&mut self.ring, Ring::weighted(points, self.vnodes));
+        let ring = self.ring.rebuilt(points);
+        let old = std::mem::replace(&mut self.ring, ring);
         self.generation += 1;
-        self.apart = Ring::weighted(apart, self.vnodes);
+        self.apart = self.apart.rebuilt(apart);
         let now = self.latest;
         while self.former.len() >= FORMER_RINGS
             || self.former.front().is_some_and(|(at, _)| now.saturating_duration_since(*at) > FORMER_RINGS_FOR)

@@ -64,18 +64,81 @@ impl Ring {
         let members: Vec<PeerId> = sorted.into_iter().map(|(m, _)| m).collect();
         let mut points = Vec::with_capacity(counts.iter().sum());
         for (m, (member, count)) in members.iter().zip(&counts).enumerate() {
-            // The peer id's base58 form once per member, not per point: encoding it is most
-            // of a point's cost.
-            let mut name = format!("{member}:").into_bytes();
-            let base = name.len();
-            for i in 0..*count {
-                name.truncate(base);
-                name.extend_from_slice(i.to_string().as_bytes());
-                points.push((point(&name), m as u32));
-            }
+            Ring::points_from(member, m as u32, 0, *count, &mut points);
         }
         // Ties (astronomically unlikely) are broken by member order, the same everywhere.
         points.sort_unstable();
+        Ring { points, members, counts, vnodes }
+    }
+
+    /// The points of `member`'s first `count` (from `from` on), with index `m`.
+    fn points_from(member: &PeerId, m: u32, from: usize, count: usize, out: &mut Vec<(u64, u32)>) {
+        // The peer id's base58 form once per member, not per point: encoding it is most of a
+        // point's cost.
+        let mut name = format!("{member}:").into_bytes();
+        let base = name.len();
+        for i in from..count {
+            name.truncate(base);
+            name.extend_from_slice(i.to_string().as_bytes());
+            out.push((point(&name), m));
+        }
+    }
+
+    /// The ring of `members` (as [`Ring::weighted`], with this ring's `vnodes`), made from this
+    /// one: only the points of members that came, left or changed their count are hashed or
+    /// dropped, and the rest are merged as they stand. The same ring as built from nothing, at a
+    /// fraction of the cost when few members changed — every member rebuilds its ring at every
+    /// change of the member set, and a ring of 10,000 members holds 1.5 million points.
+    pub fn rebuilt(&self, members: impl IntoIterator<Item = (PeerId, usize)>) -> Ring {
+        let vnodes = self.vnodes;
+        let mut sorted: Vec<(PeerId, usize)> = members.into_iter().collect();
+        sorted.sort_by_key(|a| a.0);
+        sorted.dedup_by(|later, first| later.0 == first.0);
+        let counts: Vec<usize> = sorted.iter().map(|(_, c)| (*c).clamp(1, vnodes)).collect();
+        let members: Vec<PeerId> = sorted.into_iter().map(|(m, _)| m).collect();
+        // Each old member's index on the new ring and how many of its points stay.
+        let mut keep: Vec<(u32, usize)> = vec![(u32::MAX, 0); self.members.len()];
+        let mut added = Vec::new();
+        for (m, (member, count)) in members.iter().zip(&counts).enumerate() {
+            let had = match self.members.binary_search(member) {
+                Ok(old) => {
+                    keep[old] = (m as u32, self.counts[old].min(*count));
+                    self.counts[old]
+                }
+                Err(_) => 0,
+            };
+            if *count > had {
+                Ring::points_from(member, m as u32, had, *count, &mut added);
+            }
+        }
+        added.sort_unstable();
+        // A point's place in its member's list is not stored; the points that stay of a member
+        // that shrank are found again by hashing them (shrinking is rare: a claim moved later).
+        let mut stays: Option<std::collections::HashSet<u64>> = None;
+        if keep.iter().zip(&self.counts).any(|((new, kept), had)| *new != u32::MAX && kept < had) {
+            let mut set = Vec::new();
+            for (old, (new, kept)) in keep.iter().enumerate() {
+                if *new != u32::MAX && *kept < self.counts[old] {
+                    Ring::points_from(&self.members[old], *new, 0, *kept, &mut set);
+                }
+            }
+            stays = Some(set.into_iter().map(|(q, _)| q).collect());
+        }
+        let old_points = self.points.iter().filter_map(|&(q, old)| {
+            let (new, kept) = keep[old as usize];
+            let whole = kept == self.counts[old as usize];
+            let stays = new != u32::MAX && (whole || stays.as_ref().is_some_and(|s| s.contains(&q)));
+            stays.then_some((q, new))
+        });
+        let mut points = Vec::with_capacity(counts.iter().sum());
+        let mut added = added.into_iter().peekable();
+        for p in old_points {
+            while let Some(a) = added.next_if(|a| *a < p) {
+                points.push(a);
+            }
+            points.push(p);
+        }
+        points.extend(added);
         Ring { points, members, counts, vnodes }
     }
 
@@ -182,6 +245,29 @@ mod tests {
 
     fn members(n: usize) -> Vec<PeerId> {
         (0..n).map(|_| PeerId::random()).collect()
+    }
+
+    #[test]
+    fn a_ring_rebuilt_from_another_is_the_ring_built_from_nothing() {
+        let ms = members(40);
+        let mut ring = Ring::weighted(ms[..20].iter().map(|m| (*m, 150)), 150);
+        // Members come, leave, grow and shrink (a claim moved later), several at once.
+        let steps: Vec<Vec<(PeerId, usize)>> = vec![
+            ms[..21].iter().map(|m| (*m, 150)).collect(),
+            ms[1..21].iter().map(|m| (*m, 150)).collect(),
+            ms[1..25].iter().enumerate().map(|(i, m)| (*m, if i % 3 == 0 { 38 } else { 150 })).collect(),
+            ms[1..25].iter().enumerate().map(|(i, m)| (*m, if i % 3 == 0 { 75 } else { 150 })).collect(),
+            ms[5..40].iter().enumerate().map(|(i, m)| (*m, if i % 2 == 0 { 20 } else { 150 })).collect(),
+            ms[5..40].iter().map(|m| (*m, 150)).collect(),
+            vec![(ms[7], 150)],
+            vec![],
+            ms[..3].iter().map(|m| (*m, 400)).collect(),
+        ];
+        for step in steps {
+            let fresh = Ring::weighted(step.clone(), 150);
+            ring = ring.rebuilt(step);
+            assert_eq!(ring, fresh);
+        }
     }
 
     #[test]
