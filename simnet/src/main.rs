@@ -148,6 +148,25 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// The network at scale, simulated on virtual time (no sockets): today's membership design
+    /// at each size, measured per member. Prints a Markdown table; writes every run's figures
+    /// as JSON and a plot with --out.
+    Scale {
+        /// Members online on average, one run each, e.g. 100,1000,3000.
+        #[arg(long, default_value = "100,1000")]
+        members: String,
+        /// Simulated minutes per run.
+        #[arg(long, default_value_t = 30.0)]
+        minutes: f64,
+        /// Members running the real membership table (they measure the rings).
+        #[arg(long, default_value_t = 16)]
+        observers: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// A directory for `scale.json` and `scale.svg`.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 fn main() {
@@ -251,6 +270,7 @@ fn main() {
                     Err(format!("{} of {} seeds broke the invariant", failed.len(), runs.len()))
                 }
             }
+            Command::Scale { members, minutes, observers, seed, out } => scale(&members, minutes, observers, seed, out),
             Command::Demo { seconds, common } => {
                 // Four news sites of twelve articles: enough for the teacher to learn each design
                 // within the minute.
@@ -266,6 +286,33 @@ fn main() {
         eprintln!("error: {e}");
         std::process::exit(1);
     }
+}
+
+fn scale(members: &str, minutes: f64, observers: usize, seed: u64, out: Option<PathBuf>) -> Result<(), String> {
+    use weft_simnet::scale::{self, Scenario, Summary};
+    let sizes: Vec<usize> =
+        members.split(',').map(|m| m.trim().parse::<usize>().map_err(|e| format!("--members {m:?}: {e}"))).collect::<Result<_, _>>()?;
+    let mut rows = Vec::new();
+    let mut runs = Vec::new();
+    for n in sizes {
+        let mut scenario = Scenario::new(n, minutes, seed);
+        scenario.observers = observers;
+        eprintln!("today's design, {n} members, {minutes} simulated minutes ...");
+        let (summary, figures) = scale::run_today(&scenario);
+        eprintln!("  done in {:.0} s", summary.wall_secs);
+        rows.push(summary.clone());
+        runs.push(serde_json::json!({ "summary": summary, "figures": figures }));
+        println!("{}", Summary::table(&rows));
+    }
+    if let Some(dir) = out {
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let json = serde_json::to_string_pretty(&runs).map_err(|e| e.to_string())?;
+        std::fs::write(dir.join("scale.json"), json).map_err(|e| e.to_string())?;
+        let svg = plot::scale_svg(&rows)?;
+        std::fs::write(dir.join("scale.svg"), svg).map_err(|e| e.to_string())?;
+        eprintln!("wrote {}/scale.json and scale.svg", dir.display());
+    }
+    Ok(())
 }
 
 fn spec(

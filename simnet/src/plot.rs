@@ -118,3 +118,87 @@ fn draw(
     }
     Ok(())
 }
+
+/// The scale simulator's curves against the network's size (log–log): per-member traffic with
+/// the goals (2 KB/s mean, 20 KB/s at the 99th percentile), connections with the goal (64) and
+/// the limit (256), and ring disagreement with its goal (0.1%).
+pub fn scale_svg(rows: &[crate::scale::Summary]) -> Result<String, String> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (1200, 420)).into_drawing_area();
+        draw_scale(&root, rows).map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
+
+fn draw_scale(
+    root: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    rows: &[crate::scale::Summary],
+) -> Result<(), Box<dyn std::error::Error>> {
+    root.fill(&WHITE)?;
+    let panels = root.split_evenly((1, 3));
+    let designs: Vec<String> = {
+        let mut d: Vec<String> = rows.iter().map(|r| r.design.clone()).collect();
+        d.dedup();
+        d
+    };
+    let nmax = rows.iter().map(|r| r.members).max().unwrap_or(10).max(10) as f64 * 1.5;
+    let nmin = rows.iter().map(|r| r.members).min().unwrap_or(10).max(2) as f64 / 1.5;
+    let colors = [RGBColor(30, 90, 180), RGBColor(200, 80, 30), RGBColor(40, 150, 60)];
+    type Pick = fn(&crate::scale::Summary) -> f64;
+    let panels_spec: [(&str, &str, Vec<(&str, Pick)>, Vec<(&str, f64)>); 3] = [
+        (
+            "traffic per member (KB/s)",
+            "KB/s",
+            vec![
+                ("down mean", |r| r.down_mean / 1e3),
+                ("down p99", |r| r.down_p99 / 1e3),
+                ("up mean", |r| r.up_mean / 1e3),
+            ],
+            vec![("goal: mean 2", 2.0), ("goal: p99 20", 20.0)],
+        ),
+        (
+            "connections per member",
+            "connections",
+            vec![("mean", |r| r.connections_mean), ("p99", |r| r.connections_p99)],
+            vec![("goal 64", 64.0), ("limit 256", 256.0)],
+        ),
+        (
+            "ring disagreement (% of hosts)",
+            "%",
+            vec![("mean under churn", |r| 100.0 * r.disagreement_mean), ("after a quiet minute", |r| 100.0 * r.disagreement_quiet.unwrap_or(0.0))],
+            vec![("goal 0.1%", 0.1)],
+        ),
+    ];
+    for (panel, (title, ylabel, series, goals)) in panels.iter().zip(panels_spec) {
+        let values: Vec<f64> = rows.iter().flat_map(|r| series.iter().map(move |(_, f)| f(r))).chain(goals.iter().map(|g| g.1)).collect();
+        let ymax = values.iter().copied().fold(1e-3, f64::max) * 2.0;
+        let ymin = values.iter().copied().filter(|v| *v > 0.0).fold(ymax, f64::min).max(ymax * 1e-6) / 2.0;
+        let mut chart = ChartBuilder::on(panel)
+            .caption(title, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(55)
+            .build_cartesian_2d((nmin..nmax).log_scale(), (ymin..ymax).log_scale())?;
+        chart.configure_mesh().x_desc("members").y_desc(ylabel).draw()?;
+        for (g, (name, y)) in goals.iter().enumerate() {
+            let style = ShapeStyle { color: RGBColor(120, 120, 120).mix(0.8), filled: false, stroke_width: 1 + g as u32 };
+            chart.draw_series(LineSeries::new(vec![(nmin, *y), (nmax, *y)], style))?.label(*name);
+        }
+        for (d, design) in designs.iter().enumerate() {
+            for (s, (name, pick)) in series.iter().enumerate() {
+                let color = colors[s % colors.len()];
+                let points: Vec<(f64, f64)> =
+                    rows.iter().filter(|r| &r.design == design).map(|r| (r.members as f64, pick(r).max(ymin))).collect();
+                let style = ShapeStyle { color: color.to_rgba(), filled: d == 0, stroke_width: 2 };
+                chart
+                    .draw_series(LineSeries::new(points.clone(), style).point_size(4))?
+                    .label(format!("{design}: {name}"))
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color));
+            }
+        }
+        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).position(SeriesLabelPosition::UpperLeft).draw()?;
+    }
+    Ok(())
+}

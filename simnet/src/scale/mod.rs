@@ -1,0 +1,239 @@
+//! The network at sizes no single machine can run live: thousands of members, their churn and
+//! their links simulated on virtual time, with Weft's real membership state machine where it
+//! is measured.
+//!
+//! A run is one [`Scenario`] — how many members are online on average, for how long, the churn
+//! ([`sessions`]), the share behind NAT — deterministic from its seed. [`today`] simulates the
+//! design the live network runs now; what it measures comes back as [`Figures`] and is
+//! summarised per run as a [`Summary`], the rows of the book's tables.
+//!
+//! ```sh
+//! cargo run --release -p weft-simnet -- scale --members 100,1000,3000 --minutes 30
+//! ```
+
+pub mod gossip;
+pub mod sessions;
+pub mod today;
+
+use serde::Serialize;
+use sessions::SessionModel;
+
+/// One simulated network.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Members online at any time, on average.
+    pub members: usize,
+    /// Simulated minutes, of which the first `warmup_minutes` are not measured and the last
+    /// `quiet_minutes` have no joins or leaves (ring disagreement after the last change).
+    pub minutes: f64,
+    pub warmup_minutes: f64,
+    pub quiet_minutes: f64,
+    pub seed: u64,
+    /// Members running the real `Members` table (of the always-on core).
+    pub observers: usize,
+    /// The share of members behind NAT (the always-on core is public).
+    pub nat_share: f64,
+    /// The share of hole punches that make a relayed connection direct.
+    pub punch: f64,
+    /// Hosts whose owners the observers' rings are compared on.
+    pub hosts: usize,
+    pub sessions: SessionModel,
+}
+
+impl Scenario {
+    pub fn new(members: usize, minutes: f64, seed: u64) -> Scenario {
+        Scenario {
+            members,
+            minutes,
+            warmup_minutes: (minutes / 4.0).clamp(1.0, 30.0),
+            quiet_minutes: 3.0_f64.min(minutes / 4.0),
+            seed,
+            observers: 16,
+            nat_share: 0.6,
+            punch: 0.7,
+            hosts: 2000,
+            sessions: SessionModel::default(),
+        }
+    }
+}
+
+/// What a run measured: per member-minute rates, per-minute ring comparisons, per-join times.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Figures {
+    /// Bytes a second up and down, and messages a second, of each member online for a whole
+    /// measured minute.
+    pub up: Vec<f64>,
+    pub down: Vec<f64>,
+    pub msgs: Vec<f64>,
+    /// Connections each online member held at each minute's end.
+    pub connections: Vec<f64>,
+    /// Members online at each minute's end.
+    pub online: Vec<f64>,
+    /// Share of hosts two observers give different owners, each minute (over all pairs).
+    pub disagreement: Vec<f64>,
+    /// Share of hosts whose owner on an observer's ring is not online.
+    pub owner_gone: Vec<f64>,
+    /// An observer's member count over the members online.
+    pub view: Vec<f64>,
+    /// In the quiet span at the end: (seconds since the last join or leave, disagreement).
+    pub quiet_disagreement: Vec<(f64, f64)>,
+    /// Seconds from a member's arrival until it was on every observer's ring.
+    pub join_secs: Vec<f64>,
+    /// Member changes the observers' tables made.
+    pub ring_changes: u64,
+    pub identities: usize,
+    pub heartbeat_bytes: usize,
+    pub summary_bytes: usize,
+    /// Copies of a heartbeat and of a summary each member receives from the mesh.
+    pub copies_small: f64,
+    pub copies_large: f64,
+    pub dials: u64,
+    pub refused_dials: u64,
+    pub wall_secs: f64,
+}
+
+/// One run's row.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub design: String,
+    pub members: usize,
+    pub minutes: f64,
+    pub online_mean: f64,
+    pub up_mean: f64,
+    pub up_p99: f64,
+    pub down_mean: f64,
+    pub down_p99: f64,
+    pub msgs_mean: f64,
+    pub connections_mean: f64,
+    pub connections_p99: f64,
+    pub disagreement_mean: f64,
+    pub disagreement_max: f64,
+    /// Disagreement at least a minute after the last join or leave (the quiet span's first
+    /// sample), if the run had one.
+    pub disagreement_quiet: Option<f64>,
+    pub owner_gone_mean: f64,
+    pub view_mean: f64,
+    pub join_p50_secs: Option<f64>,
+    pub join_p95_secs: Option<f64>,
+    pub joins_measured: usize,
+    pub refused_dial_share: f64,
+    pub dials_per_member_sec: f64,
+    pub heartbeat_bytes: usize,
+    pub summary_bytes: usize,
+    pub wall_secs: f64,
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// The `q` quantile (nearest rank), `None` when there is nothing.
+pub fn quantile(v: &[f64], q: f64) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    Some(s[((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1])
+}
+
+impl Summary {
+    pub fn of(design: &str, scenario: &Scenario, f: &Figures) -> Summary {
+        let measured_secs = (scenario.minutes - scenario.warmup_minutes).max(1.0) * 60.0;
+        Summary {
+            design: design.into(),
+            members: scenario.members,
+            minutes: scenario.minutes,
+            online_mean: mean(&f.online),
+            up_mean: mean(&f.up),
+            up_p99: quantile(&f.up, 0.99).unwrap_or(0.0),
+            down_mean: mean(&f.down),
+            down_p99: quantile(&f.down, 0.99).unwrap_or(0.0),
+            msgs_mean: mean(&f.msgs),
+            connections_mean: mean(&f.connections),
+            connections_p99: quantile(&f.connections, 0.99).unwrap_or(0.0),
+            disagreement_mean: mean(&f.disagreement),
+            disagreement_max: f.disagreement.iter().copied().fold(0.0, f64::max),
+            disagreement_quiet: f.quiet_disagreement.first().map(|(_, d)| *d),
+            owner_gone_mean: mean(&f.owner_gone),
+            view_mean: mean(&f.view),
+            join_p50_secs: quantile(&f.join_secs, 0.5),
+            join_p95_secs: quantile(&f.join_secs, 0.95),
+            joins_measured: f.join_secs.len(),
+            refused_dial_share: f.refused_dials as f64 / f.dials.max(1) as f64,
+            dials_per_member_sec: f.dials as f64 / (mean(&f.online).max(1.0) * measured_secs.max(60.0)),
+            heartbeat_bytes: f.heartbeat_bytes,
+            summary_bytes: f.summary_bytes,
+            wall_secs: f.wall_secs,
+        }
+    }
+
+    /// The table's header and one row per run, in Markdown.
+    pub fn table(rows: &[Summary]) -> String {
+        let mut out = String::from(
+            "| design | members | online | up KB/s mean / p99 | down KB/s mean / p99 | msgs/s | connections mean / p99 | refused dials | ring disagreement mean / max / quiet | owner gone | view | join to every ring p50 / p95 s | wall s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        );
+        let opt = |v: Option<f64>, scale: f64| v.map_or("–".to_string(), |v| format!("{:.1}", v * scale));
+        for r in rows {
+            out.push_str(&format!(
+                "| {} | {} | {:.0} | {:.1} / {:.1} | {:.1} / {:.1} | {:.0} | {:.0} / {:.0} | {:.0}% | {:.2}% / {:.2}% / {}% | {:.2}% | {:.2} | {} / {} ({}) | {:.0} |\n",
+                r.design,
+                r.members,
+                r.online_mean,
+                r.up_mean / 1e3,
+                r.up_p99 / 1e3,
+                r.down_mean / 1e3,
+                r.down_p99 / 1e3,
+                r.msgs_mean,
+                r.connections_mean,
+                r.connections_p99,
+                100.0 * r.refused_dial_share,
+                100.0 * r.disagreement_mean,
+                100.0 * r.disagreement_max,
+                opt(r.disagreement_quiet, 100.0),
+                100.0 * r.owner_gone_mean,
+                r.view_mean,
+                opt(r.join_p50_secs, 1.0),
+                opt(r.join_p95_secs, 1.0),
+                r.joins_measured,
+                r.wall_secs,
+            ));
+        }
+        out
+    }
+}
+
+/// Runs today's design on `scenario`.
+pub fn run_today(scenario: &Scenario) -> (Summary, Figures) {
+    let figures = today::Sim::new(scenario).run();
+    (Summary::of("today", scenario, &figures), figures)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_network_agrees_on_its_ring_and_a_seed_repeats_its_run() {
+        let mut scenario = Scenario::new(40, 12.0, 5);
+        scenario.observers = 6;
+        scenario.hosts = 300;
+        let (a, fa) = run_today(&scenario);
+        let (b, _) = run_today(&scenario);
+        assert_eq!(
+            (a.up_mean, a.connections_mean, a.disagreement_mean, a.joins_measured),
+            (b.up_mean, b.connections_mean, b.disagreement_mean, b.joins_measured),
+            "the same seed, the same run"
+        );
+        assert!((30.0..50.0).contains(&a.online_mean), "{a:?}");
+        // Forty members fit in every member's connections: the observers' rings agree once
+        // churn stops.
+        assert!(a.disagreement_quiet.is_some_and(|d| d < 0.001), "{a:?}");
+        assert!(a.joins_measured > 0 && a.join_p95_secs.is_some_and(|s| s < 120.0), "{a:?}");
+        assert!(a.connections_p99 < 60.0 && a.up_mean > 0.0 && !fa.up.is_empty(), "{a:?}");
+    }
+}

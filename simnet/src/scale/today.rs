@@ -1,0 +1,958 @@
+//! Today's membership at scale: every member heartbeats on one gossipsub topic and must have
+//! had a connection with every other member within `PRESENCE_FOR` to count it; every member
+//! gossips its routing summary to all.
+//!
+//! The *observers* — members of the always-on core, public, spread over the plane — each run
+//! the real state machine, `weft_p2p::membership::Members`, on virtual time: the heartbeats
+//! they hear (when gossip would bring them), the connections they have (when the limits let
+//! them), their ticks, expiries and dials, and the ring they build. Ring disagreement, a join's
+//! time to every ring, and the owners that are gone are measured on their rings.
+//!
+//! The other members cost too much to hold that way (a table of 1,000 members holds ~40 MB
+//! of rings: the ring, the ring without itself and up to 16 replaced ones), so they follow the
+//! same rules in a compact table of their own ([`Entry`]): a member heard becomes a candidate
+//! (at most [`MAX_CANDIDATES`] at once), is dialled every 5 s for 30 s, then ignored for a
+//! minute, doubling to ten; a member not met for half of `PRESENCE_FOR` is dialled again, and
+//! dropped after all of it. They publish, dial and hold connections as the observers do, so
+//! every member's traffic and connections are counted alike.
+//!
+//! Connections follow rust-libp2p's and Weft's settings: at most `p2p.max_connections` (256)
+//! established, of which at most 224 inbound; an idle connection closes after 5 minutes unless
+//! gossipsub holds its peer in the mesh; a member behind NAT is reached through one of its two
+//! relays (64 circuits each) and hole punching makes the connection direct or not. Gossip's
+//! bytes are counted per message from [`super::gossip`]'s sizes and flood measurements; pings
+//! (every 15 s on every connection), IHAVE gossip and connection handshakes on top.
+
+use super::gossip::{self, Flood, Sizes};
+use super::sessions::{Kind, SessionModel};
+use super::{Figures, Scenario};
+use crate::rng::Rng;
+use libp2p::{Multiaddr, PeerId};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::time::{Duration, Instant};
+use weft_p2p::membership::{Change, Heartbeat, Members};
+
+/// `p2p.max_connections` and the inbound share of it (`weft_p2p::behaviour::reserved_outgoing`).
+const MAX_CONNECTIONS: usize = 256;
+const MAX_INBOUND: usize = 224;
+/// rust-libp2p's idle connection timeout as Weft sets it.
+const IDLE_SECS: f64 = 300.0;
+/// Relay limits (`p2p.relay`): circuits at once, reservations; relays a NAT'd member holds.
+const MAX_CIRCUITS: u32 = 64;
+const MAX_RESERVATIONS: u32 = 128;
+const RELAYS: usize = 2;
+/// The tick of Weft's event loop (`p2p.heartbeat_secs`) and the ttl's heartbeats.
+const TICK: f64 = 5.0;
+const MISSED: u32 = 4;
+/// Mirrors of `weft_p2p::membership`'s constants for the compact tables.
+const MAX_CANDIDATES: u32 = 256;
+const REACH_WITHIN: f64 = 30.0;
+const REDIAL_AFTER: f64 = 5.0;
+const UNREACHED_FIRST: f64 = 60.0;
+const UNREACHED_FOR: f64 = 600.0;
+const PRESENCE_FOR: f64 = 600.0;
+/// A summary is gossiped every minute, and 10 s after a member joined (`network::querying`).
+const SUMMARY_EVERY: f64 = 60.0;
+const SUMMARY_AFTER_JOIN: f64 = 10.0;
+/// Bytes each way to set a connection up: multistream-select, the Noise XX handshake with its
+/// signed identity payload, yamux, identify (key, addresses, ~14 protocols) and gossipsub's
+/// subscriptions. Estimated from the messages' sizes, not captured.
+const HANDSHAKE_BYTES: f64 = 1_100.0;
+/// A ping and its answer on one connection, each way, every 15 s (libp2p-ping's defaults).
+const PING_BYTES_PER_SEC: f64 = 2.0 * 60.0 / 15.0;
+
+/// One member's compact view of another (see the module doc).
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    peer: u32,
+    session: u32,
+    state: State,
+    /// Heard: when it is heard; Candidate: since; Member: last met; Unreached: until.
+    t: f32,
+    dialled: f32,
+    times: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Heard,
+    Candidate,
+    Member,
+    Unreached,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Conn {
+    dialer: u32,
+    /// Held open: a mesh peer or a relay reservation.
+    kept: bool,
+    /// The relay a circuit runs through, while hole punching has not made it direct.
+    relay: Option<u32>,
+    opened: f64,
+}
+
+enum Table {
+    Real(Box<Members>),
+    Compact { known: Vec<Entry>, candidates: u32, members: usize },
+}
+
+struct Node {
+    id: PeerId,
+    name: String,
+    addr: Multiaddr,
+    kind: Kind,
+    public: bool,
+    online: bool,
+    session: u32,
+    joined_unix: u64,
+    conns: BTreeMap<u32, Conn>,
+    inbound: usize,
+    mesh: Vec<u32>,
+    relays: Vec<u32>,
+    reservations: u32,
+    circuits: u32,
+    table: Table,
+    observer: Option<usize>,
+    beat_at: f64,
+    summary_at: f64,
+    republish: bool,
+    /// This minute's own bytes and messages, each way.
+    up: f64,
+    down: f64,
+    msgs: f64,
+    /// The network-wide per-member costs when this member came online this minute.
+    joined_shared: Option<Shared>,
+    dials: u64,
+    refused: u64,
+    /// Its session's end is scheduled.
+    ending: bool,
+}
+
+/// Costs every online member bears alike (the mesh's forwards), accumulated per member.
+#[derive(Debug, Clone, Copy, Default)]
+struct Shared {
+    up: f64,
+    down: f64,
+    msgs: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    Tick(u32, u32),
+    Up(u32),
+    Down(u32, u32),
+    Deliver { to: u32, from: u32, session: u32, leaving: bool },
+    Close { a: u32, b: u32, opened_ms: u64 },
+    Sample,
+}
+
+pub struct Sim {
+    scenario: Scenario,
+    sessions: SessionModel,
+    rng: Rng,
+    nodes: Vec<Node>,
+    index: HashMap<PeerId, u32>,
+    observers: Vec<u32>,
+    queue: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    seq: u64,
+    now: f64,
+    base: Instant,
+    unix0: u64,
+    sizes: Sizes,
+    small: Flood,
+    large: Flood,
+    shared: Shared,
+    /// Messages published this minute on each topic (for IHAVE's sizes).
+    published: [f64; 2],
+    online: usize,
+    /// Joins waiting to be on every observer's ring: (when, observers that have it).
+    joining: HashMap<u32, (f64, Vec<bool>)>,
+    hosts: Vec<String>,
+    /// When membership last changed (a join or a leave).
+    last_change: f64,
+    churn_until: f64,
+    pub figures: Figures,
+}
+
+fn ms(secs: f64) -> u64 {
+    (secs.max(0.0) * 1000.0) as u64
+}
+
+impl Sim {
+    pub fn new(scenario: &Scenario) -> Sim {
+        let mut rng = Rng(scenario.seed);
+        let sessions = scenario.sessions.clone();
+        let (core, regular) = sessions.population(scenario.members);
+        let bursts = (scenario.members as f64 * sessions.burst_share).round() as usize * sessions.bursts_at.len();
+        let kinds = std::iter::repeat_n(Kind::Core, core)
+            .chain(std::iter::repeat_n(Kind::Regular, regular))
+            .chain(std::iter::repeat_n(Kind::Newcomer, bursts));
+        let mut nodes = Vec::new();
+        for (i, kind) in kinds.enumerate() {
+            let key = libp2p::identity::Keypair::ed25519_from_bytes(key_seed(scenario.seed, i)).expect("32 bytes make a key");
+            let id = key.public().to_peer_id();
+            let addr: Multiaddr = format!("/ip4/10.{}.{}.{}/tcp/7701", (i >> 16) & 255, (i >> 8) & 255, i & 255).parse().expect("an address");
+            let public = kind == Kind::Core || rng.below(1000) as f64 >= scenario.nat_share * 1000.0;
+            nodes.push(Node {
+                name: id.to_string(),
+                id,
+                addr,
+                kind,
+                public,
+                online: false,
+                session: 0,
+                joined_unix: 0,
+                conns: BTreeMap::new(),
+                inbound: 0,
+                mesh: Vec::new(),
+                relays: Vec::new(),
+                reservations: 0,
+                circuits: 0,
+                table: Table::Compact { known: Vec::new(), candidates: 0, members: 0 },
+                observer: None,
+                beat_at: f64::NEG_INFINITY,
+                summary_at: f64::NEG_INFINITY,
+                republish: false,
+                up: 0.0,
+                down: 0.0,
+                msgs: 0.0,
+                joined_shared: None,
+                dials: 0,
+                refused: 0,
+                ending: false,
+            });
+        }
+        let index = nodes.iter().enumerate().map(|(i, n)| (n.id, i as u32)).collect();
+        // Calibration floods over a mesh of up to 2,000 members (copies per member settle long
+        // before that size).
+        let n = scenario.members.clamp(10, 2000);
+        let mesh = gossip::random_mesh(n, &mut rng);
+        let pos: Vec<(f64, f64)> = (0..n).map(|_| (rng.below(10_000) as f64 / 1e4, rng.below(10_000) as f64 / 1e4)).collect();
+        let sizes = Sizes::real(32, 384);
+        let small = gossip::flood(&mesh, &pos, sizes.heartbeat, 20, &mut rng);
+        let large = gossip::flood(&mesh, &pos, sizes.summary, 20, &mut rng);
+        let hosts = (0..scenario.hosts).map(|i| format!("host-{i}.example")).collect();
+        let churn_until = scenario.minutes * 60.0 - scenario.quiet_minutes * 60.0;
+        Sim {
+            scenario: scenario.clone(),
+            sessions,
+            rng,
+            nodes,
+            index,
+            observers: Vec::new(),
+            queue: BinaryHeap::new(),
+            seq: 0,
+            now: 0.0,
+            base: Instant::now(),
+            unix0: 1_780_000_000,
+            sizes,
+            small,
+            large,
+            shared: Shared::default(),
+            published: [0.0; 2],
+            online: 0,
+            joining: HashMap::new(),
+            hosts,
+            last_change: 0.0,
+            churn_until,
+            figures: Figures::default(),
+        }
+    }
+
+    fn at(&mut self, secs: f64, ev: Ev) {
+        self.seq += 1;
+        self.queue.push(Reverse((ms(secs), self.seq, ev)));
+    }
+
+    fn instant(&self) -> Instant {
+        self.base + Duration::from_secs_f64(self.now)
+    }
+
+    /// Runs the scenario to its end and returns what it measured.
+    pub fn run(mut self) -> Figures {
+        let started = std::time::Instant::now();
+        // Observers: the first core members, always on.
+        let observers = self.scenario.observers.min(self.nodes.iter().filter(|n| n.kind == Kind::Core).count());
+        for i in 0..observers {
+            self.nodes[i].public = true;
+            self.nodes[i].observer = Some(i);
+            self.observers.push(i as u32);
+        }
+        // The starting state: who is online, and when each changes. Those online join over the
+        // first minute (a network that formed), observers first.
+        for i in 0..self.nodes.len() {
+            let kind = self.nodes[i].kind;
+            if kind == Kind::Newcomer {
+                continue;
+            }
+            let (up, left) = if i < observers { (true, f64::INFINITY) } else { self.sessions.start_state(kind, &mut self.rng) };
+            if up {
+                let at = if i < observers { i as f64 * 0.01 } else { 1.0 + self.rng.below(60_000) as f64 / 1000.0 };
+                self.at(at, Ev::Up(i as u32));
+                if left.is_finite() {
+                    self.pending_down(i as u32, at + left);
+                }
+            } else {
+                let back = 60.0 + left;
+                self.at(back, Ev::Up(i as u32));
+            }
+        }
+        let mut newcomer = self.nodes.iter().position(|n| n.kind == Kind::Newcomer).unwrap_or(self.nodes.len());
+        let per_burst = (self.scenario.members as f64 * self.sessions.burst_share).round() as usize;
+        for at in self.sessions.bursts_at.clone() {
+            let start = at * self.churn_until;
+            for _ in 0..per_burst {
+                if newcomer < self.nodes.len() {
+                    let t = start + self.rng.below(ms(self.sessions.burst_secs) as usize) as f64 / 1000.0;
+                    self.at(t, Ev::Up(newcomer as u32));
+                    newcomer += 1;
+                }
+            }
+        }
+        self.at(60.0, Ev::Sample);
+        let end = self.scenario.minutes * 60.0;
+        while let Some(Reverse((t, _, ev))) = self.queue.pop() {
+            self.now = t as f64 / 1000.0;
+            if self.now > end {
+                break;
+            }
+            match ev {
+                Ev::Tick(i, s) => self.tick(i, s),
+                Ev::Up(i) => self.up(i),
+                Ev::Down(i, s) => self.down(i, s),
+                Ev::Deliver { to, from, session, leaving } => self.deliver(to, from, session, leaving),
+                Ev::Close { a, b, opened_ms } => self.close_idle(a, b, opened_ms),
+                Ev::Sample => self.sample(),
+            }
+        }
+        self.figures.wall_secs = started.elapsed().as_secs_f64();
+        self.figures.dials = self.nodes.iter().map(|n| n.dials).sum();
+        self.figures.refused_dials = self.nodes.iter().map(|n| n.refused).sum();
+        self.figures.identities = self.nodes.len();
+        self.figures.heartbeat_bytes = self.sizes.heartbeat;
+        self.figures.summary_bytes = self.sizes.summary;
+        self.figures.copies_small = self.small.copies;
+        self.figures.copies_large = self.large.copies;
+        self.figures
+    }
+
+    /// Schedules a session's end; churn stops for the quiet span at the end (sessions due then
+    /// end after the run).
+    fn pending_down(&mut self, i: u32, at: f64) {
+        self.nodes[i as usize].ending = true;
+        if at < self.churn_until {
+            let s = self.nodes[i as usize].session + 1;
+            self.at(at, Ev::Down(i, s));
+        }
+    }
+
+    fn up(&mut self, i: u32) {
+        let now = self.now;
+        if now >= self.churn_until && now > 61.0 {
+            return;
+        }
+        let iu = i as usize;
+        if self.nodes[iu].online {
+            return;
+        }
+        self.online += 1;
+        self.last_change = now;
+        let unix = self.unix0 + now as u64;
+        let (instant, ttl) = (self.instant(), Duration::from_secs_f64(TICK * MISSED as f64));
+        {
+            let node = &mut self.nodes[iu];
+            node.online = true;
+            node.session += 1;
+            node.joined_unix = unix;
+            node.beat_at = f64::NEG_INFINITY;
+            node.summary_at = f64::NEG_INFINITY;
+            node.joined_shared = Some(self.shared);
+            node.table = match node.observer {
+                Some(_) => {
+                    let me = heartbeat(node, false, TICK as u32);
+                    Table::Real(Box::new(
+                        Members::started_at(node.id, me, ttl, weft_p2p::DEFAULT_VNODES, instant, unix)
+                            .beating_every(Duration::from_secs_f64(TICK)),
+                    ))
+                }
+                None => Table::Compact { known: Vec::new(), candidates: 0, members: 0 },
+            };
+        }
+        // Everyone online hears of it (the observers by its heartbeats, as they come); it hears
+        // of everyone within their periods.
+        let session = self.nodes[iu].session;
+        let period_new = TICK;
+        let mut heard: Vec<Entry> = Vec::new();
+        for j in 0..self.nodes.len() {
+            if j == iu || !self.nodes[j].online {
+                continue;
+            }
+            let period_j = self.period(j);
+            let delay = self.rng.below(ms(period_new) as usize) as f64 / 1000.0;
+            let session_j = self.nodes[j].session;
+            heard.push(Entry { peer: j as u32, session: session_j, state: State::Heard, t: (now + self.rng.below(ms(period_j) as usize) as f64 / 1000.0) as f32, dialled: f32::NEG_INFINITY, times: 0 });
+            let node = &mut self.nodes[j];
+            node.republish = true;
+            if let Table::Compact { known, .. } = &mut node.table {
+                known.push(Entry { peer: i, session, state: State::Heard, t: (now + delay) as f32, dialled: f32::NEG_INFINITY, times: 0 });
+            }
+        }
+        if let Table::Compact { known, .. } = &mut self.nodes[iu].table {
+            *known = heard;
+        }
+        // Its first heartbeat goes out at its first tick, a moment from now.
+        self.at(now + 0.05, Ev::Tick(i, session));
+        // The mesh: gossipsub grafts peers among the members it connects to first.
+        let online: Vec<u32> = (0..self.nodes.len() as u32).filter(|j| *j != i && self.nodes[*j as usize].online).collect();
+        for _ in 0..gossip::MESH_N * 3 {
+            if self.nodes[iu].mesh.len() >= gossip::MESH_N || online.is_empty() {
+                break;
+            }
+            let j = online[self.rng.below(online.len())];
+            if self.nodes[j as usize].mesh.len() < gossip::MESH_N_HIGH && !self.nodes[iu].mesh.contains(&j) && self.dial(i, j, true) {
+                self.nodes[iu].mesh.push(j);
+                self.nodes[j as usize].mesh.push(i);
+            }
+        }
+        if !self.nodes[iu].public {
+            self.reserve_relays(i);
+        }
+        if self.nodes[iu].observer.is_none() {
+            let mut have = vec![false; self.observers.len()];
+            for (k, o) in self.observers.iter().enumerate() {
+                let node = &self.nodes[*o as usize];
+                have[k] = !node.online || matches!(&node.table, Table::Real(m) if m.is_member(&self.nodes[iu].id));
+            }
+            self.joining.insert(i, (now, have));
+        }
+        // Its session's end (the starting members' ends were drawn with their state).
+        if self.nodes[iu].observer.is_none() && !self.nodes[iu].ending {
+            let kind = self.nodes[iu].kind;
+            let length = self.sessions.session_secs(kind, &mut self.rng);
+            self.pending_down(i, now + length);
+        }
+    }
+
+    fn reserve_relays(&mut self, i: u32) {
+        let n = self.nodes.len();
+        let mut tries = 0;
+        while self.nodes[i as usize].relays.len() < RELAYS && tries < 20 {
+            tries += 1;
+            let r = self.rng.below(n) as u32;
+            let relay = &self.nodes[r as usize];
+            if r == i || !relay.online || !relay.public || relay.reservations >= MAX_RESERVATIONS || self.nodes[i as usize].relays.contains(&r) {
+                continue;
+            }
+            if self.dial(i, r, true) {
+                self.nodes[r as usize].reservations += 1;
+                self.nodes[i as usize].relays.push(r);
+            }
+        }
+    }
+
+    fn down(&mut self, i: u32, session: u32) {
+        let iu = i as usize;
+        if !self.nodes[iu].online || self.nodes[iu].session != session {
+            return;
+        }
+        let now = self.now;
+        self.last_change = now;
+        let graceful = (self.rng.below(1000) as f64) < self.sessions.graceful * 1000.0;
+        if graceful {
+            self.publish(i, 0, true);
+        }
+        let peers: Vec<u32> = self.nodes[iu].conns.keys().copied().collect();
+        for j in peers {
+            self.disconnect(i, j);
+        }
+        // Circuits through it close; members that reserved on it reserve elsewhere at their tick.
+        for node in &mut self.nodes {
+            node.relays.retain(|r| *r != i);
+        }
+        let node = &mut self.nodes[iu];
+        node.online = false;
+        node.ending = false;
+        node.mesh.clear();
+        node.relays.clear();
+        node.reservations = 0;
+        node.circuits = 0;
+        node.table = Table::Compact { known: Vec::new(), candidates: 0, members: 0 };
+        self.online -= 1;
+        self.joining.remove(&i);
+        let kind = node.kind;
+        if kind != Kind::Newcomer {
+            let back = now + self.sessions.downtime_secs(kind, &mut self.rng);
+            if back < self.churn_until {
+                self.at(back, Ev::Up(i));
+            }
+        }
+    }
+
+    /// `i`'s heartbeat period as `Members::period` computes it from the members it counts.
+    fn period(&self, i: usize) -> f64 {
+        match &self.nodes[i].table {
+            Table::Real(m) => m.period().as_secs_f64(),
+            Table::Compact { members, .. } => stretched(*members + 1),
+        }
+    }
+
+    /// Gossips `i`'s heartbeat (topic 0) or summary (topic 1): its own flood to every
+    /// connected peer, the mesh's forwards shared by every member, and the observers' copies.
+    fn publish(&mut self, i: u32, topic: usize, leaving: bool) {
+        let (size, flood) = if topic == 0 { (self.sizes.heartbeat, &self.small) } else { (self.sizes.summary, &self.large) };
+        let bytes = (size + gossip::FRAMING) as f64;
+        let fanout = self.nodes[i as usize].conns.len() as f64;
+        let online = self.online.max(1) as f64;
+        self.published[topic] += 1.0;
+        let node = &mut self.nodes[i as usize];
+        node.up += fanout * bytes;
+        node.msgs += fanout;
+        self.shared.down += fanout * bytes / online;
+        self.shared.up += flood.copies * bytes;
+        self.shared.down += flood.copies * bytes;
+        self.shared.msgs += fanout / online + 2.0 * flood.copies;
+        if topic != 0 {
+            return;
+        }
+        let session = self.nodes[i as usize].session;
+        for k in 0..self.observers.len() {
+            let o = self.observers[k];
+            if o == i || !self.nodes[o as usize].online {
+                continue;
+            }
+            let delays = &self.small.delays;
+            let delay = if delays.is_empty() { 0.05 } else { delays[self.rng.below(delays.len())] };
+            self.at(self.now + delay, Ev::Deliver { to: o, from: i, session, leaving });
+        }
+    }
+
+    fn tick(&mut self, i: u32, session: u32) {
+        let iu = i as usize;
+        if !self.nodes[iu].online || self.nodes[iu].session != session {
+            return;
+        }
+        let now = self.now;
+        self.at(now + TICK, Ev::Tick(i, session));
+        let period = self.period(iu);
+        if now - self.nodes[iu].beat_at >= period - TICK / 2.0 {
+            self.nodes[iu].beat_at = now;
+            self.publish(i, 0, false);
+        }
+        let since = now - self.nodes[iu].summary_at;
+        if since >= SUMMARY_EVERY || (self.nodes[iu].republish && since >= SUMMARY_AFTER_JOIN) {
+            self.nodes[iu].summary_at = now;
+            self.nodes[iu].republish = false;
+            self.publish(i, 1, false);
+        }
+        let to_dial = match self.nodes[iu].observer {
+            Some(_) => self.tick_real(i),
+            None => self.tick_compact(i),
+        };
+        for j in to_dial {
+            self.dial(i, j, false);
+        }
+        // gossipsub grafts below `mesh_n_low`, among the members it is connected to.
+        if self.nodes[iu].mesh.len() < gossip::MESH_N_LOW {
+            let candidates: Vec<u32> = (self.nodes[iu].conns.iter())
+                .filter(|(j, _)| !self.nodes[iu].mesh.contains(j) && self.nodes[**j as usize].mesh.len() < gossip::MESH_N_HIGH)
+                .map(|(j, _)| *j)
+                .collect();
+            for j in candidates.into_iter().take(gossip::MESH_N - self.nodes[iu].mesh.len()) {
+                self.nodes[iu].mesh.push(j);
+                self.nodes[j as usize].mesh.push(i);
+                for (a, b) in [(i, j), (j, i)] {
+                    if let Some(c) = self.nodes[a as usize].conns.get_mut(&b) {
+                        c.kept = true;
+                    }
+                }
+            }
+        }
+        if !self.nodes[iu].public && self.nodes[iu].relays.len() < RELAYS {
+            self.reserve_relays(i);
+        }
+    }
+
+    /// An observer's tick, as `network::heartbeats::on_heartbeat` runs it: members it is
+    /// connected to are present, the table expires what it must, and says whom to dial.
+    fn tick_real(&mut self, i: u32) -> Vec<u32> {
+        let now = self.instant();
+        let connected: Vec<(PeerId, Multiaddr)> =
+            self.nodes[i as usize].conns.keys().map(|j| (self.nodes[*j as usize].id, self.nodes[*j as usize].addr.clone())).collect();
+        let Table::Real(members) = &mut self.nodes[i as usize].table else { return Vec::new() };
+        let mut changes = Vec::new();
+        for (peer, addr) in &connected {
+            changes.extend(members.present(peer, addr, now));
+        }
+        changes.extend(members.expire(now));
+        let dial: Vec<PeerId> = members.to_dial(now).into_iter().map(|(p, _)| p).collect();
+        self.changes(i, changes);
+        dial.iter().filter_map(|p| self.index.get(p).copied()).collect()
+    }
+
+    /// A compact member's tick: the same rules as `Members`, on its [`Entry`] list.
+    fn tick_compact(&mut self, i: u32) -> Vec<u32> {
+        let now = self.now as f32;
+        let period = self.period(i as usize) as f32;
+        let Table::Compact { known, candidates, .. } = &mut self.nodes[i as usize].table else { return Vec::new() };
+        let mut known = std::mem::take(known);
+        let (mut cands, mut count) = (*candidates, 0usize);
+        let mut dial = Vec::new();
+        let mut k = 0;
+        while k < known.len() {
+            let e = &mut known[k];
+            let peer = &self.nodes[e.peer as usize];
+            if !peer.online || peer.session != e.session {
+                if e.state == State::Candidate {
+                    cands -= 1;
+                }
+                known.swap_remove(k);
+                continue;
+            }
+            let connected = self.nodes[i as usize].conns.contains_key(&e.peer);
+            let due = now - e.dialled >= REDIAL_AFTER as f32;
+            match e.state {
+                State::Heard => {
+                    if now >= e.t && cands < MAX_CANDIDATES {
+                        if connected {
+                            (e.state, e.t) = (State::Member, now);
+                        } else {
+                            (e.state, e.t, e.dialled) = (State::Candidate, now, now);
+                            cands += 1;
+                            dial.push(e.peer);
+                        }
+                    }
+                }
+                State::Candidate => {
+                    if connected {
+                        (e.state, e.t) = (State::Member, now);
+                        cands -= 1;
+                    } else if now - e.t > REACH_WITHIN as f32 {
+                        let ignored = (UNREACHED_FIRST * f64::from(1u32 << e.times.min(16))).min(UNREACHED_FOR);
+                        (e.state, e.t) = (State::Unreached, now + ignored as f32);
+                        e.times = e.times.saturating_add(1);
+                        cands -= 1;
+                    } else if due {
+                        e.dialled = now;
+                        dial.push(e.peer);
+                    }
+                }
+                State::Member => {
+                    if connected {
+                        e.t = now;
+                    } else if now - e.t > PRESENCE_FOR as f32 {
+                        // Expired; heard again at its next heartbeat.
+                        let next = self.rng.below((period * 1000.0) as usize) as f32 / 1000.0;
+                        (e.state, e.t) = (State::Heard, now + next);
+                    } else if now - e.t > (PRESENCE_FOR / 2.0) as f32 && due {
+                        e.dialled = now;
+                        dial.push(e.peer);
+                    }
+                }
+                State::Unreached => {
+                    if connected {
+                        (e.state, e.t) = (State::Member, now);
+                    } else if now >= e.t {
+                        let next = self.rng.below((period * 1000.0) as usize) as f32 / 1000.0;
+                        (e.state, e.t) = (State::Heard, now + next);
+                    }
+                }
+            }
+            if e.state == State::Member {
+                count += 1;
+            }
+            k += 1;
+        }
+        if let Table::Compact { known: slot, candidates, members } = &mut self.nodes[i as usize].table {
+            *slot = known;
+            *candidates = cands;
+            *members = count;
+        }
+        dial
+    }
+
+    /// `i` dials `j`: the connection stands if both sides' limits allow it (a member behind NAT
+    /// through a relay with a free circuit). `kept`: a mesh peer or a relay, held open.
+    fn dial(&mut self, i: u32, j: u32, kept: bool) -> bool {
+        let (iu, ju) = (i as usize, j as usize);
+        let counted = u64::from(self.now >= self.scenario.warmup_minutes * 60.0);
+        self.nodes[iu].dials += counted;
+        if !self.nodes[ju].online {
+            self.nodes[iu].refused += counted;
+            return false;
+        }
+        if let Some(c) = self.nodes[iu].conns.get_mut(&j) {
+            c.kept |= kept;
+            if kept {
+                if let Some(c) = self.nodes[ju].conns.get_mut(&i) {
+                    c.kept = true;
+                }
+            }
+            return true;
+        }
+        let relay = if self.nodes[ju].public {
+            None
+        } else {
+            let relays = self.nodes[ju].relays.clone();
+            match relays.into_iter().find(|r| self.nodes[*r as usize].online && self.nodes[*r as usize].circuits < MAX_CIRCUITS) {
+                Some(r) => Some(r),
+                None => {
+                    self.nodes[iu].refused += counted;
+                    return false;
+                }
+            }
+        };
+        // The handshake is spent whether the limits then keep the connection or not.
+        for k in [iu, ju] {
+            self.nodes[k].up += HANDSHAKE_BYTES;
+            self.nodes[k].down += HANDSHAKE_BYTES;
+            self.nodes[k].msgs += 8.0;
+        }
+        if let Some(r) = relay {
+            self.nodes[r as usize].up += 2.0 * HANDSHAKE_BYTES;
+            self.nodes[r as usize].down += 2.0 * HANDSHAKE_BYTES;
+        }
+        if self.nodes[iu].conns.len() >= MAX_CONNECTIONS
+            || self.nodes[ju].conns.len() >= MAX_CONNECTIONS
+            || self.nodes[ju].inbound >= MAX_INBOUND
+        {
+            self.nodes[iu].refused += counted;
+            return false;
+        }
+        // Hole punching makes it direct, or the circuit carries it.
+        let punched = relay.is_none() || (self.rng.below(1000) as f64) < self.scenario.punch * 1000.0;
+        let relay = if punched { None } else { relay };
+        if let Some(r) = relay {
+            self.nodes[r as usize].circuits += 1;
+        }
+        let conn = Conn { dialer: i, kept, relay, opened: self.now };
+        self.nodes[iu].conns.insert(j, conn);
+        self.nodes[ju].conns.insert(i, conn);
+        self.nodes[ju].inbound += 1;
+        self.at(self.now + IDLE_SECS, Ev::Close { a: i, b: j, opened_ms: ms(self.now) });
+        for (a, b) in [(i, j), (j, i)] {
+            if self.nodes[a as usize].observer.is_some() {
+                let now = self.instant();
+                let (peer, addr) = (self.nodes[b as usize].id, self.nodes[b as usize].addr.clone());
+                if let Table::Real(m) = &mut self.nodes[a as usize].table {
+                    let change = m.present(&peer, &addr, now);
+                    self.changes(a, change.into_iter().collect());
+                }
+            }
+        }
+        true
+    }
+
+    fn close_idle(&mut self, a: u32, b: u32, opened_ms: u64) {
+        let Some(c) = self.nodes[a as usize].conns.get(&b) else { return };
+        if c.kept || ms(c.opened) != opened_ms {
+            return;
+        }
+        self.disconnect(a, b);
+    }
+
+    fn disconnect(&mut self, a: u32, b: u32) {
+        let Some(c) = self.nodes[a as usize].conns.remove(&b) else { return };
+        self.nodes[b as usize].conns.remove(&a);
+        let inbound_side = if c.dialer == a { b } else { a };
+        let n = &mut self.nodes[inbound_side as usize];
+        n.inbound = n.inbound.saturating_sub(1);
+        if let Some(r) = c.relay {
+            let relay = &mut self.nodes[r as usize];
+            relay.circuits = relay.circuits.saturating_sub(1);
+        }
+        for (x, y) in [(a, b), (b, a)] {
+            let peer = self.nodes[y as usize].id;
+            let node = &mut self.nodes[x as usize];
+            node.mesh.retain(|m| *m != y);
+            if node.relays.contains(&y) {
+                node.relays.retain(|m| *m != y);
+            }
+            if let Table::Real(m) = &mut node.table {
+                m.disconnected(&peer);
+            }
+        }
+    }
+
+    /// A heartbeat reaches observer `to`, as `network::heartbeats::on_gossip` takes it.
+    fn deliver(&mut self, to: u32, from: u32, session: u32, leaving: bool) {
+        let (tu, fu) = (to as usize, from as usize);
+        if !self.nodes[tu].online || (self.nodes[fu].session != session) || (!leaving && !self.nodes[fu].online) {
+            return;
+        }
+        let now = self.instant();
+        let via = match self.nodes[tu].mesh.first() {
+            Some(m) => self.nodes[*m as usize].id,
+            None => self.nodes[fu].id,
+        };
+        let every = self.period(fu).round() as u32;
+        let hb = heartbeat(&self.nodes[fu], leaving, every);
+        let remote = self.nodes[tu].conns.contains_key(&from).then(|| self.nodes[fu].addr.clone());
+        let Table::Real(m) = &mut self.nodes[tu].table else { return };
+        m.alive(&via, now);
+        let before = m.candidates();
+        let change = m.observe(hb, via, remote.as_ref(), now);
+        let dial: Vec<PeerId> = if m.candidates() > before { m.to_dial(now).into_iter().map(|(p, _)| p).collect() } else { Vec::new() };
+        self.changes(to, change.into_iter().collect());
+        for p in dial {
+            if let Some(j) = self.index.get(&p).copied() {
+                self.dial(to, j, false);
+            }
+        }
+    }
+
+    /// Follows observer `o`'s member changes: a join reaching every observer's ring.
+    fn changes(&mut self, o: u32, changes: Vec<Change>) {
+        let Some(k) = self.nodes[o as usize].observer else { return };
+        for change in changes {
+            self.figures.ring_changes += 1;
+            if let Change::Joined(peer) = change {
+                let Some(j) = self.index.get(&peer).copied() else { continue };
+                let now = self.now;
+                let online = |x: &u32| self.nodes[*x as usize].online;
+                let waiting: Vec<bool> = self.observers.iter().map(|x| !online(x)).collect();
+                if let Some((since, have)) = self.joining.get_mut(&j) {
+                    have[k] = true;
+                    for (h, w) in have.iter_mut().zip(waiting) {
+                        *h |= w;
+                    }
+                    if have.iter().all(|h| *h) {
+                        let delay = now - *since;
+                        self.joining.remove(&j);
+                        if now >= self.scenario.warmup_minutes * 60.0 {
+                            self.figures.join_secs.push(delay);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn sample(&mut self) {
+        let now = self.now;
+        self.at(now + 60.0, Ev::Sample);
+        let online = self.online.max(1) as f64;
+        // IHAVE: each member tells max(6, a quarter of its non-mesh peers) the ids of the last
+        // three seconds, every second, on each topic.
+        let mut ihave_total = 0.0;
+        let rates = [self.published[0] / 60.0, self.published[1] / 60.0];
+        let measuring = now > self.scenario.warmup_minutes * 60.0;
+        let mut rates_up = Vec::new();
+        let mut rates_down = Vec::new();
+        let mut msg_rates = Vec::new();
+        let mut conns = Vec::new();
+        for node in self.nodes.iter_mut().filter(|n| n.online) {
+            let outside = node.conns.len().saturating_sub(node.mesh.len()) as f64;
+            let peers = (gossip::GOSSIP_LAZY as f64).max(gossip::GOSSIP_FACTOR * outside).min(outside);
+            let mut ihave = 0.0;
+            for rate in rates {
+                let ids = (rate * gossip::HISTORY_GOSSIP_SECS).min(gossip::MAX_IHAVE as f64);
+                if ids > 0.0 {
+                    ihave += 60.0 * peers * (ids * gossip::ID_BYTES as f64 + gossip::FRAMING as f64);
+                }
+            }
+            ihave_total += ihave;
+            let pings = node.conns.len() as f64 * PING_BYTES_PER_SEC * 60.0;
+            node.up += ihave + pings;
+            node.down += pings;
+            node.msgs += 120.0 * peers + node.conns.len() as f64 * 8.0;
+            conns.push(node.conns.len() as f64);
+        }
+        self.shared.down += ihave_total / online;
+        for node in self.nodes.iter_mut() {
+            if node.online {
+                if let Some(at_join) = node.joined_shared {
+                    let whole = at_join.up == 0.0 && at_join.down == 0.0 && at_join.msgs == 0.0;
+                    let up = (node.up + self.shared.up - at_join.up) / 60.0;
+                    let down = (node.down + self.shared.down - at_join.down) / 60.0;
+                    let msgs = (node.msgs + self.shared.msgs - at_join.msgs) / 60.0;
+                    // A member online for the whole minute (it came before the last sample).
+                    if measuring && whole {
+                        rates_up.push(up);
+                        rates_down.push(down);
+                        msg_rates.push(msgs);
+                    }
+                }
+                node.joined_shared = Some(Shared::default());
+            }
+            (node.up, node.down, node.msgs) = (0.0, 0.0, 0.0);
+        }
+        // Members that came during the minute start counting from now.
+        self.shared = Shared::default();
+        self.published = [0.0; 2];
+        if measuring {
+            self.figures.up.extend(rates_up);
+            self.figures.down.extend(rates_down);
+            self.figures.msgs.extend(msg_rates);
+            self.figures.connections.extend(conns);
+            self.figures.online.push(self.online as f64);
+        }
+        self.measure_rings(measuring);
+    }
+
+    /// Ring disagreement among the observers and the share of hosts whose owner is gone.
+    fn measure_rings(&mut self, measuring: bool) {
+        let rings: Vec<&Members> = (self.observers.iter())
+            .filter_map(|o| match &self.nodes[*o as usize].table {
+                Table::Real(m) if self.nodes[*o as usize].online => Some(m.as_ref()),
+                _ => None,
+            })
+            .collect();
+        if rings.len() < 2 {
+            return;
+        }
+        let owners: Vec<Vec<Option<PeerId>>> =
+            rings.iter().map(|m| self.hosts.iter().map(|h| m.ring().owner(h).copied()).collect()).collect();
+        let (mut differ, mut pairs) = (0u64, 0u64);
+        for a in 0..owners.len() {
+            for b in a + 1..owners.len() {
+                differ += owners[a].iter().zip(&owners[b]).filter(|(x, y)| x != y).count() as u64;
+                pairs += self.hosts.len() as u64;
+            }
+        }
+        let gone = owners
+            .iter()
+            .flatten()
+            .filter(|o| o.is_none_or(|p| self.index.get(&p).is_none_or(|j| !self.nodes[*j as usize].online)))
+            .count();
+        let disagreement = differ as f64 / pairs as f64;
+        let gone = gone as f64 / (owners.len() * self.hosts.len()) as f64;
+        let view = rings.iter().map(|m| m.len() as f64).sum::<f64>() / rings.len() as f64 / self.online.max(1) as f64;
+        let quiet = self.now - self.last_change;
+        if measuring {
+            self.figures.disagreement.push(disagreement);
+            self.figures.owner_gone.push(gone);
+            self.figures.view.push(view);
+        }
+        if self.now >= self.churn_until && quiet >= 59.0 {
+            self.figures.quiet_disagreement.push((quiet, disagreement));
+        }
+    }
+}
+
+/// `Members::period`'s stretch, for a compact table of `members` (itself included).
+fn stretched(members: usize) -> f64 {
+    let stretch = members.max(20) as f64 / 20.0;
+    (TICK * stretch).min(60.0)
+}
+
+fn heartbeat(node: &Node, leaving: bool, every: u32) -> Heartbeat {
+    Heartbeat {
+        peer: node.name.clone(),
+        addrs: vec![node.addr.to_string()],
+        capacity: 10,
+        leaving,
+        relay: node.public,
+        joined: node.joined_unix,
+        left: Vec::new(),
+        every,
+    }
+}
+
+/// The secret key of identity `i` under `seed`: the same members in every run of a seed.
+fn key_seed(seed: u64, i: usize) -> [u8; 32] {
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    bytes[8..].copy_from_slice(&(i as u64).to_le_bytes());
+    *blake3::hash(&bytes).as_bytes()
+}
