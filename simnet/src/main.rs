@@ -302,8 +302,9 @@ fn scale(members: &str, minutes: f64, observers: usize, seed: u64, out: Option<P
         eprintln!("  done in {:.0} s", summary.wall_secs);
         rows.push(summary.clone());
         runs.push(serde_json::json!({ "summary": summary, "figures": figures }));
-        println!("{}", Summary::table(&rows));
     }
+    println!("{}", Summary::table(&rows));
+    println!("{}", Summary::received_table(&rows));
     if let Some(dir) = out {
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let json = serde_json::to_string_pretty(&runs).map_err(|e| e.to_string())?;

@@ -89,7 +89,34 @@ pub struct Figures {
     pub copies_large: f64,
     pub dials: u64,
     pub refused_dials: u64,
+    /// Bytes all members received while measured, by what carried them.
+    pub received: Received,
     pub wall_secs: f64,
+}
+
+/// Bytes received network-wide by kind, and the member-seconds they were received over.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Received {
+    pub heartbeats: f64,
+    pub summaries: f64,
+    pub ihave: f64,
+    pub handshakes: f64,
+    pub pings: f64,
+    pub member_secs: f64,
+}
+
+impl Received {
+    /// Bytes a second a member received of each kind, on average, with the kinds' names.
+    pub fn per_member(&self) -> Vec<(&'static str, f64)> {
+        let secs = self.member_secs.max(1.0);
+        vec![
+            ("heartbeats", self.heartbeats / secs),
+            ("summaries", self.summaries / secs),
+            ("IHAVE", self.ihave / secs),
+            ("handshakes", self.handshakes / secs),
+            ("pings", self.pings / secs),
+        ]
+    }
 }
 
 /// One run's row.
@@ -120,6 +147,8 @@ pub struct Summary {
     pub dials_per_member_sec: f64,
     pub heartbeat_bytes: usize,
     pub summary_bytes: usize,
+    /// What a member received a second, on average, by kind (bytes).
+    pub received: Vec<(&'static str, f64)>,
     pub wall_secs: f64,
 }
 
@@ -168,6 +197,7 @@ impl Summary {
             dials_per_member_sec: f.dials as f64 / (mean(&f.online).max(1.0) * measured_secs.max(60.0)),
             heartbeat_bytes: f.heartbeat_bytes,
             summary_bytes: f.summary_bytes,
+            received: f.received.per_member(),
             wall_secs: f.wall_secs,
         }
     }
@@ -202,6 +232,26 @@ impl Summary {
                 r.joins_measured,
                 r.wall_secs,
             ));
+        }
+        out
+    }
+
+    /// What a member receives a second by kind, one row per run, in Markdown.
+    pub fn received_table(rows: &[Summary]) -> String {
+        let Some(first) = rows.first() else { return String::new() };
+        let mut out = String::from("| design | members |");
+        for (kind, _) in &first.received {
+            out.push_str(&format!(" {kind} KB/s |"));
+        }
+        out.push_str("\n|---|---|");
+        out.push_str(&"---|".repeat(first.received.len()));
+        out.push('\n');
+        for r in rows {
+            out.push_str(&format!("| {} | {} |", r.design, r.members));
+            for (_, v) in &r.received {
+                out.push_str(&format!(" {:.2} |", v / 1e3));
+            }
+            out.push('\n');
         }
         out
     }

@@ -260,6 +260,10 @@ impl Sim {
         }
     }
 
+    fn measuring(&self) -> bool {
+        self.now >= self.scenario.warmup_minutes * 60.0
+    }
+
     fn at(&mut self, secs: f64, ev: Ev) {
         self.seq += 1;
         self.queue.push(Reverse((ms(secs), self.seq, ev)));
@@ -512,6 +516,14 @@ impl Sim {
         self.shared.up += flood.copies * bytes;
         self.shared.down += flood.copies * bytes;
         self.shared.msgs += fanout / online + 2.0 * flood.copies;
+        if self.measuring() {
+            let total = fanout * bytes + online * flood.copies * bytes;
+            if topic == 0 {
+                self.figures.received.heartbeats += total;
+            } else {
+                self.figures.received.summaries += total;
+            }
+        }
         if topic != 0 {
             return;
         }
@@ -675,7 +687,7 @@ impl Sim {
     /// through a relay with a free circuit). `kept`: a mesh peer or a relay, held open.
     fn dial(&mut self, i: u32, j: u32, kept: bool) -> bool {
         let (iu, ju) = (i as usize, j as usize);
-        let counted = u64::from(self.now >= self.scenario.warmup_minutes * 60.0);
+        let counted = u64::from(self.measuring());
         self.nodes[iu].dials += counted;
         if !self.nodes[ju].online {
             self.nodes[iu].refused += counted;
@@ -711,6 +723,9 @@ impl Sim {
         if let Some(r) = relay {
             self.nodes[r as usize].up += 2.0 * HANDSHAKE_BYTES;
             self.nodes[r as usize].down += 2.0 * HANDSHAKE_BYTES;
+        }
+        if counted == 1 {
+            self.figures.received.handshakes += if relay.is_some() { 4.0 } else { 2.0 } * HANDSHAKE_BYTES;
         }
         if self.nodes[iu].conns.len() >= MAX_CONNECTIONS
             || self.nodes[ju].conns.len() >= MAX_CONNECTIONS
@@ -853,12 +868,19 @@ impl Sim {
             }
             ihave_total += ihave;
             let pings = node.conns.len() as f64 * PING_BYTES_PER_SEC * 60.0;
+            if measuring {
+                self.figures.received.pings += pings;
+            }
             node.up += ihave + pings;
             node.down += pings;
             node.msgs += 120.0 * peers + node.conns.len() as f64 * 8.0;
             conns.push(node.conns.len() as f64);
         }
         self.shared.down += ihave_total / online;
+        if measuring {
+            self.figures.received.ihave += ihave_total;
+            self.figures.received.member_secs += 60.0 * self.online as f64;
+        }
         for node in self.nodes.iter_mut() {
             if node.online {
                 if let Some(at_join) = node.joined_shared {
