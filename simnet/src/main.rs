@@ -163,6 +163,10 @@ enum Command {
         observers: usize,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// No churn: every member arrives in the first minute and stays (to compare with a live
+        /// run of the same size).
+        #[arg(long)]
+        stable: bool,
         /// A directory for `scale.json` and `scale.svg`.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -270,7 +274,7 @@ fn main() {
                     Err(format!("{} of {} seeds broke the invariant", failed.len(), runs.len()))
                 }
             }
-            Command::Scale { members, minutes, observers, seed, out } => scale(&members, minutes, observers, seed, out),
+            Command::Scale { members, minutes, observers, seed, stable, out } => scale(&members, minutes, observers, seed, stable, out),
             Command::Demo { seconds, common } => {
                 // Four news sites of twelve articles: enough for the teacher to learn each design
                 // within the minute.
@@ -288,7 +292,7 @@ fn main() {
     }
 }
 
-fn scale(members: &str, minutes: f64, observers: usize, seed: u64, out: Option<PathBuf>) -> Result<(), String> {
+fn scale(members: &str, minutes: f64, observers: usize, seed: u64, stable: bool, out: Option<PathBuf>) -> Result<(), String> {
     use weft_simnet::scale::{self, Scenario, Summary};
     let sizes: Vec<usize> =
         members.split(',').map(|m| m.trim().parse::<usize>().map_err(|e| format!("--members {m:?}: {e}"))).collect::<Result<_, _>>()?;
@@ -297,6 +301,7 @@ fn scale(members: &str, minutes: f64, observers: usize, seed: u64, out: Option<P
     for n in sizes {
         let mut scenario = Scenario::new(n, minutes, seed);
         scenario.observers = observers;
+        scenario.stable = stable;
         eprintln!("today's design, {n} members, {minutes} simulated minutes ...");
         let (summary, figures) = scale::run_today(&scenario);
         eprintln!("  done in {:.0} s", summary.wall_secs);

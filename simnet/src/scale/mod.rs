@@ -38,6 +38,9 @@ pub struct Scenario {
     /// Hosts whose owners the observers' rings are compared on.
     pub hosts: usize,
     pub sessions: SessionModel,
+    /// No churn: the members arrive over the first minute and stay (to compare with a live
+    /// run of the same size).
+    pub stable: bool,
 }
 
 impl Scenario {
@@ -53,6 +56,7 @@ impl Scenario {
             punch: 0.7,
             hosts: 2000,
             sessions: SessionModel::default(),
+            stable: false,
         }
     }
 }

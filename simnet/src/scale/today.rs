@@ -287,6 +287,15 @@ impl Sim {
         // first minute (a network that formed), observers first.
         for i in 0..self.nodes.len() {
             let kind = self.nodes[i].kind;
+            if self.scenario.stable {
+                // Members arrive over the first minute and stay.
+                if i < self.scenario.members {
+                    let at = if i < observers { i as f64 * 0.01 } else { 1.0 + self.rng.below(60_000) as f64 / 1000.0 };
+                    self.at(at, Ev::Up(i as u32));
+                    self.nodes[i].ending = true;
+                }
+                continue;
+            }
             if kind == Kind::Newcomer {
                 continue;
             }
@@ -304,7 +313,8 @@ impl Sim {
         }
         let mut newcomer = self.nodes.iter().position(|n| n.kind == Kind::Newcomer).unwrap_or(self.nodes.len());
         let per_burst = (self.scenario.members as f64 * self.sessions.burst_share).round() as usize;
-        for at in self.sessions.bursts_at.clone() {
+        let bursts = if self.scenario.stable { Vec::new() } else { self.sessions.bursts_at.clone() };
+        for at in bursts {
             let start = at * self.churn_until;
             for _ in 0..per_burst {
                 if newcomer < self.nodes.len() {
@@ -476,7 +486,7 @@ impl Sim {
         }
         let node = &mut self.nodes[iu];
         node.online = false;
-        node.ending = false;
+        node.ending = self.scenario.stable;
         node.mesh.clear();
         node.relays.clear();
         node.reservations = 0;
