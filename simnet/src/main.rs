@@ -148,6 +148,14 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Draws `scale.svg` and prints the tables from the JSON of earlier `scale` runs.
+    ScalePlot {
+        /// A `scale.json`; repeatable.
+        #[arg(long, required = true)]
+        from: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// The network at scale, simulated on virtual time (no sockets): today's membership design
     /// at each size, measured per member. Prints a Markdown table; writes every run's figures
     /// as JSON and a plot with --out.
@@ -167,6 +175,14 @@ enum Command {
         /// run of the same size).
         #[arg(long)]
         stable: bool,
+        /// Members gossip no routing summaries (as with `run --no-index`).
+        #[arg(long)]
+        no_summaries: bool,
+        /// `p2p.heartbeat_secs` and `p2p.missed_heartbeats` (`run` sets 1 and 3 up to 25 nodes).
+        #[arg(long, default_value_t = 5.0)]
+        heartbeat_secs: f64,
+        #[arg(long, default_value_t = 4)]
+        missed_heartbeats: u32,
         /// A directory for `scale.json` and `scale.svg`.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -274,7 +290,11 @@ fn main() {
                     Err(format!("{} of {} seeds broke the invariant", failed.len(), runs.len()))
                 }
             }
-            Command::Scale { members, minutes, observers, seed, stable, out } => scale(&members, minutes, observers, seed, stable, out),
+            Command::Scale { members, minutes, observers, seed, stable, no_summaries, heartbeat_secs, missed_heartbeats, out } => {
+                let protocol = Protocol { stable, summaries: !no_summaries, heartbeat_secs, missed_heartbeats };
+                scale(&members, minutes, observers, seed, protocol, out)
+            }
+            Command::ScalePlot { from, out } => scale_plot(&from, &out),
             Command::Demo { seconds, common } => {
                 // Four news sites of twelve articles: enough for the teacher to learn each design
                 // within the minute.
@@ -292,7 +312,40 @@ fn main() {
     }
 }
 
-fn scale(members: &str, minutes: f64, observers: usize, seed: u64, stable: bool, out: Option<PathBuf>) -> Result<(), String> {
+fn scale_plot(from: &[PathBuf], out: &std::path::Path) -> Result<(), String> {
+    use weft_simnet::scale::Summary;
+    #[derive(serde::Deserialize)]
+    struct Run {
+        summary: Summary,
+    }
+    let mut rows = Vec::new();
+    for path in from {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let runs: Vec<Run> = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        rows.extend(runs.into_iter().map(|r| r.summary));
+    }
+    rows.sort_by(|a, b| (&a.design, a.members).cmp(&(&b.design, b.members)));
+    println!("{}", Summary::table(&rows));
+    println!("{}", Summary::received_table(&rows));
+    std::fs::write(out, plot::scale_svg(&rows)?).map_err(|e| format!("{}: {e}", out.display()))
+}
+
+/// `scale`'s settings of the network it simulates.
+struct Protocol {
+    stable: bool,
+    summaries: bool,
+    heartbeat_secs: f64,
+    missed_heartbeats: u32,
+}
+
+fn scale(
+    members: &str,
+    minutes: f64,
+    observers: usize,
+    seed: u64,
+    protocol: Protocol,
+    out: Option<PathBuf>,
+) -> Result<(), String> {
     use weft_simnet::scale::{self, Scenario, Summary};
     let sizes: Vec<usize> =
         members.split(',').map(|m| m.trim().parse::<usize>().map_err(|e| format!("--members {m:?}: {e}"))).collect::<Result<_, _>>()?;
@@ -301,7 +354,10 @@ fn scale(members: &str, minutes: f64, observers: usize, seed: u64, stable: bool,
     for n in sizes {
         let mut scenario = Scenario::new(n, minutes, seed);
         scenario.observers = observers;
-        scenario.stable = stable;
+        scenario.stable = protocol.stable;
+        scenario.summaries = protocol.summaries;
+        scenario.heartbeat_secs = protocol.heartbeat_secs;
+        scenario.missed_heartbeats = protocol.missed_heartbeats;
         eprintln!("today's design, {n} members, {minutes} simulated minutes ...");
         let (summary, figures) = scale::run_today(&scenario);
         eprintln!("  done in {:.0} s", summary.wall_secs);

@@ -184,7 +184,10 @@ fn draw_scale(
         chart.configure_mesh().x_desc("members").y_desc(ylabel).draw()?;
         for (g, (name, y)) in goals.iter().enumerate() {
             let style = ShapeStyle { color: RGBColor(120, 120, 120).mix(0.8), filled: false, stroke_width: 1 + g as u32 };
-            chart.draw_series(LineSeries::new(vec![(nmin, *y), (nmax, *y)], style))?.label(*name);
+            chart
+                .draw_series(LineSeries::new(vec![(nmin, *y), (nmax, *y)], style))?
+                .label(*name)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], style));
         }
         for (d, design) in designs.iter().enumerate() {
             for (s, (name, pick)) in series.iter().enumerate() {

@@ -15,7 +15,7 @@ pub mod gossip;
 pub mod sessions;
 pub mod today;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sessions::SessionModel;
 
 /// One simulated network.
@@ -41,6 +41,12 @@ pub struct Scenario {
     /// No churn: the members arrive over the first minute and stay (to compare with a live
     /// run of the same size).
     pub stable: bool,
+    /// Members gossip routing summaries (a member with an index does; `weft-simnet run
+    /// --no-index` has none).
+    pub summaries: bool,
+    /// `p2p.heartbeat_secs` (the event loop's tick too) and `p2p.missed_heartbeats`.
+    pub heartbeat_secs: f64,
+    pub missed_heartbeats: u32,
 }
 
 impl Scenario {
@@ -57,6 +63,9 @@ impl Scenario {
             hosts: 2000,
             sessions: SessionModel::default(),
             stable: false,
+            summaries: true,
+            heartbeat_secs: 5.0,
+            missed_heartbeats: 4,
         }
     }
 }
@@ -111,20 +120,21 @@ pub struct Received {
 
 impl Received {
     /// Bytes a second a member received of each kind, on average, with the kinds' names.
-    pub fn per_member(&self) -> Vec<(&'static str, f64)> {
+    pub fn per_member(&self) -> Vec<(String, f64)> {
         let secs = self.member_secs.max(1.0);
-        vec![
-            ("heartbeats", self.heartbeats / secs),
-            ("summaries", self.summaries / secs),
-            ("IHAVE", self.ihave / secs),
-            ("handshakes", self.handshakes / secs),
-            ("pings", self.pings / secs),
-        ]
+        let kinds = [
+            ("heartbeats", self.heartbeats),
+            ("summaries", self.summaries),
+            ("IHAVE", self.ihave),
+            ("handshakes", self.handshakes),
+            ("pings", self.pings),
+        ];
+        kinds.into_iter().map(|(kind, bytes)| (kind.to_string(), bytes / secs)).collect()
     }
 }
 
 /// One run's row.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     pub design: String,
     pub members: usize,
@@ -152,7 +162,7 @@ pub struct Summary {
     pub heartbeat_bytes: usize,
     pub summary_bytes: usize,
     /// What a member received a second, on average, by kind (bytes).
-    pub received: Vec<(&'static str, f64)>,
+    pub received: Vec<(String, f64)>,
     pub wall_secs: f64,
 }
 

@@ -42,9 +42,6 @@ const IDLE_SECS: f64 = 300.0;
 const MAX_CIRCUITS: u32 = 64;
 const MAX_RESERVATIONS: u32 = 128;
 const RELAYS: usize = 2;
-/// The tick of Weft's event loop (`p2p.heartbeat_secs`) and the ttl's heartbeats.
-const TICK: f64 = 5.0;
-const MISSED: u32 = 4;
 /// Mirrors of `weft_p2p::membership`'s constants for the compact tables.
 const MAX_CANDIDATES: u32 = 256;
 const REACH_WITHIN: f64 = 30.0;
@@ -373,7 +370,8 @@ impl Sim {
         self.online += 1;
         self.last_change = now;
         let unix = self.unix0 + now as u64;
-        let (instant, ttl) = (self.instant(), Duration::from_secs_f64(TICK * MISSED as f64));
+        let tick = self.scenario.heartbeat_secs;
+        let (instant, ttl) = (self.instant(), Duration::from_secs_f64(self.scenario.heartbeat_secs * f64::from(self.scenario.missed_heartbeats)));
         {
             let node = &mut self.nodes[iu];
             node.online = true;
@@ -384,10 +382,10 @@ impl Sim {
             node.joined_shared = Some(self.shared);
             node.table = match node.observer {
                 Some(_) => {
-                    let me = heartbeat(node, false, TICK as u32);
+                    let me = heartbeat(node, false, tick as u32);
                     Table::Real(Box::new(
                         Members::started_at(node.id, me, ttl, weft_p2p::DEFAULT_VNODES, instant, unix)
-                            .beating_every(Duration::from_secs_f64(TICK)),
+                            .beating_every(Duration::from_secs_f64(tick)),
                     ))
                 }
                 None => Table::Compact { known: Vec::new(), candidates: 0, members: 0 },
@@ -396,7 +394,7 @@ impl Sim {
         // Everyone online hears of it (the observers by its heartbeats, as they come); it hears
         // of everyone within their periods.
         let session = self.nodes[iu].session;
-        let period_new = TICK;
+        let period_new = tick;
         let mut heard: Vec<Entry> = Vec::new();
         for j in 0..self.nodes.len() {
             if j == iu || !self.nodes[j].online {
@@ -507,7 +505,7 @@ impl Sim {
     fn period(&self, i: usize) -> f64 {
         match &self.nodes[i].table {
             Table::Real(m) => m.period().as_secs_f64(),
-            Table::Compact { members, .. } => stretched(*members + 1),
+            Table::Compact { members, .. } => stretched(*members + 1, self.scenario.heartbeat_secs),
         }
     }
 
@@ -555,14 +553,16 @@ impl Sim {
             return;
         }
         let now = self.now;
-        self.at(now + TICK, Ev::Tick(i, session));
+        let tick = self.scenario.heartbeat_secs;
+        self.at(now + tick, Ev::Tick(i, session));
         let period = self.period(iu);
-        if now - self.nodes[iu].beat_at >= period - TICK / 2.0 {
+        if now - self.nodes[iu].beat_at >= period - tick / 2.0 {
             self.nodes[iu].beat_at = now;
             self.publish(i, 0, false);
         }
         let since = now - self.nodes[iu].summary_at;
-        if since >= SUMMARY_EVERY || (self.nodes[iu].republish && since >= SUMMARY_AFTER_JOIN) {
+        let due = since >= SUMMARY_EVERY || (self.nodes[iu].republish && since >= SUMMARY_AFTER_JOIN);
+        if self.scenario.summaries && due {
             self.nodes[iu].summary_at = now;
             self.nodes[iu].republish = false;
             self.publish(i, 1, false);
@@ -963,9 +963,9 @@ impl Sim {
 }
 
 /// `Members::period`'s stretch, for a compact table of `members` (itself included).
-fn stretched(members: usize) -> f64 {
+fn stretched(members: usize, heartbeat_secs: f64) -> f64 {
     let stretch = members.max(20) as f64 / 20.0;
-    (TICK * stretch).min(60.0)
+    (heartbeat_secs * stretch).min(60.0_f64.max(heartbeat_secs))
 }
 
 fn heartbeat(node: &Node, leaving: bool, every: u32) -> Heartbeat {
