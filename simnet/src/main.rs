@@ -347,8 +347,10 @@ fn scale(
     out: Option<PathBuf>,
 ) -> Result<(), String> {
     use weft_simnet::scale::{self, Scenario, Summary};
-    let sizes: Vec<usize> =
-        members.split(',').map(|m| m.trim().parse::<usize>().map_err(|e| format!("--members {m:?}: {e}"))).collect::<Result<_, _>>()?;
+    let sizes: Vec<usize> = members
+        .split(',')
+        .map(|m| m.trim().parse::<usize>().map_err(|e| format!("--members {m:?}: {e}")))
+        .collect::<Result<_, _>>()?;
     let mut rows = Vec::new();
     let mut runs = Vec::new();
     for n in sizes {

@@ -167,12 +167,16 @@ fn draw_scale(
         (
             "ring disagreement (% of hosts)",
             "%",
-            vec![("mean under churn", |r| 100.0 * r.disagreement_mean), ("after a quiet minute", |r| 100.0 * r.disagreement_quiet.unwrap_or(0.0))],
+            vec![
+                ("mean under churn", |r| 100.0 * r.disagreement_mean),
+                ("after a quiet minute", |r| 100.0 * r.disagreement_quiet.unwrap_or(0.0)),
+            ],
             vec![("goal 0.1%", 0.1)],
         ),
     ];
     for (panel, (title, ylabel, series, goals)) in panels.iter().zip(panels_spec) {
-        let values: Vec<f64> = rows.iter().flat_map(|r| series.iter().map(move |(_, f)| f(r))).chain(goals.iter().map(|g| g.1)).collect();
+        let values: Vec<f64> =
+            rows.iter().flat_map(|r| series.iter().map(move |(_, f)| f(r))).chain(goals.iter().map(|g| g.1)).collect();
         let ymax = values.iter().copied().fold(1e-3, f64::max) * 2.0;
         let ymin = values.iter().copied().filter(|v| *v > 0.0).fold(ymax, f64::min).max(ymax * 1e-6) / 2.0;
         let mut chart = ChartBuilder::on(panel)
@@ -183,7 +187,8 @@ fn draw_scale(
             .build_cartesian_2d((nmin..nmax).log_scale(), (ymin..ymax).log_scale())?;
         chart.configure_mesh().x_desc("members").y_desc(ylabel).draw()?;
         for (g, (name, y)) in goals.iter().enumerate() {
-            let style = ShapeStyle { color: RGBColor(120, 120, 120).mix(0.8), filled: false, stroke_width: 1 + g as u32 };
+            let style =
+                ShapeStyle { color: RGBColor(120, 120, 120).mix(0.8), filled: false, stroke_width: 1 + g as u32 };
             chart
                 .draw_series(LineSeries::new(vec![(nmin, *y), (nmax, *y)], style))?
                 .label(*name)
@@ -192,8 +197,11 @@ fn draw_scale(
         for (d, design) in designs.iter().enumerate() {
             for (s, (name, pick)) in series.iter().enumerate() {
                 let color = colors[s % colors.len()];
-                let points: Vec<(f64, f64)> =
-                    rows.iter().filter(|r| &r.design == design).map(|r| (r.members as f64, pick(r).max(ymin))).collect();
+                let points: Vec<(f64, f64)> = rows
+                    .iter()
+                    .filter(|r| &r.design == design)
+                    .map(|r| (r.members as f64, pick(r).max(ymin)))
+                    .collect();
                 let style = ShapeStyle { color: color.to_rgba(), filled: d == 0, stroke_width: 2 };
                 chart
                     .draw_series(LineSeries::new(points.clone(), style).point_size(4))?
@@ -201,7 +209,12 @@ fn draw_scale(
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color));
             }
         }
-        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).position(SeriesLabelPosition::UpperLeft).draw()?;
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()?;
     }
     Ok(())
 }

@@ -55,10 +55,7 @@ impl Sizes {
         let peer = key.public().to_peer_id().to_string();
         let hb = Heartbeat {
             peer: peer.clone(),
-            addrs: vec![
-                "/ip4/203.0.113.7/tcp/7701".into(),
-                "/ip4/203.0.113.7/udp/7701/quic-v1".into(),
-            ],
+            addrs: vec!["/ip4/203.0.113.7/tcp/7701".into(), "/ip4/203.0.113.7/udp/7701/quic-v1".into()],
             capacity: 10,
             leaving: false,
             relay: true,
@@ -70,7 +67,8 @@ impl Sizes {
             weft_p2p::sealed::seal(&key, topic, 1_780_000_000_000, payload).expect("sealing a small message").len()
         };
         let heartbeat = seal(weft_p2p::membership::TOPIC, &hb.encode());
-        let vectors: Vec<Vec<f32>> = (0..centroids).map(|c| (0..dims).map(|d| ((c * dims + d) as f32).sin()).collect()).collect();
+        let vectors: Vec<Vec<f32>> =
+            (0..centroids).map(|c| (0..dims).map(|d| ((c * dims + d) as f32).sin()).collect()).collect();
         let summary = Summary::new(peer, 1, "all-MiniLM-L6-v2".into(), &vectors, vec![100; centroids]);
         let summary = seal(weft_p2p::summaries::TOPIC, &summary.encode());
         Sizes { heartbeat, summary }
@@ -186,7 +184,8 @@ mod tests {
         let mut rng = Rng(11);
         let n = 500;
         let mesh = random_mesh(n, &mut rng);
-        let pos: Vec<(f64, f64)> = (0..n).map(|_| (rng.below(1000) as f64 / 1000.0, rng.below(1000) as f64 / 1000.0)).collect();
+        let pos: Vec<(f64, f64)> =
+            (0..n).map(|_| (rng.below(1000) as f64 / 1000.0, rng.below(1000) as f64 / 1000.0)).collect();
         let small = flood(&mesh, &pos, 500, 10, &mut rng);
         let large = flood(&mesh, &pos, 25_000, 10, &mut rng);
         assert_eq!(small.delays.len(), 10 * (n - 1), "every member but the publisher had its first copy");

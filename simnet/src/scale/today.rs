@@ -187,9 +187,12 @@ impl Sim {
             .chain(std::iter::repeat_n(Kind::Newcomer, bursts));
         let mut nodes = Vec::new();
         for (i, kind) in kinds.enumerate() {
-            let key = libp2p::identity::Keypair::ed25519_from_bytes(key_seed(scenario.seed, i)).expect("32 bytes make a key");
+            let key =
+                libp2p::identity::Keypair::ed25519_from_bytes(key_seed(scenario.seed, i)).expect("32 bytes make a key");
             let id = key.public().to_peer_id();
-            let addr: Multiaddr = format!("/ip4/10.{}.{}.{}/tcp/7701", (i >> 16) & 255, (i >> 8) & 255, i & 255).parse().expect("an address");
+            let addr: Multiaddr = format!("/ip4/10.{}.{}.{}/tcp/7701", (i >> 16) & 255, (i >> 8) & 255, i & 255)
+                .parse()
+                .expect("an address");
             let public = kind == Kind::Core || rng.below(1000) as f64 >= scenario.nat_share * 1000.0;
             nodes.push(Node {
                 name: id.to_string(),
@@ -225,7 +228,8 @@ impl Sim {
         // before that size).
         let n = scenario.members.clamp(10, 2000);
         let mesh = gossip::random_mesh(n, &mut rng);
-        let pos: Vec<(f64, f64)> = (0..n).map(|_| (rng.below(10_000) as f64 / 1e4, rng.below(10_000) as f64 / 1e4)).collect();
+        let pos: Vec<(f64, f64)> =
+            (0..n).map(|_| (rng.below(10_000) as f64 / 1e4, rng.below(10_000) as f64 / 1e4)).collect();
         let sizes = Sizes::real(32, 384);
         let small = gossip::flood(&mesh, &pos, sizes.heartbeat, 20, &mut rng);
         let large = gossip::flood(&mesh, &pos, sizes.summary, 20, &mut rng);
@@ -296,7 +300,8 @@ impl Sim {
             if kind == Kind::Newcomer {
                 continue;
             }
-            let (up, left) = if i < observers { (true, f64::INFINITY) } else { self.sessions.start_state(kind, &mut self.rng) };
+            let (up, left) =
+                if i < observers { (true, f64::INFINITY) } else { self.sessions.start_state(kind, &mut self.rng) };
             if up {
                 let at = if i < observers { i as f64 * 0.01 } else { 1.0 + self.rng.below(60_000) as f64 / 1000.0 };
                 self.at(at, Ev::Up(i as u32));
@@ -371,7 +376,10 @@ impl Sim {
         self.last_change = now;
         let unix = self.unix0 + now as u64;
         let tick = self.scenario.heartbeat_secs;
-        let (instant, ttl) = (self.instant(), Duration::from_secs_f64(self.scenario.heartbeat_secs * f64::from(self.scenario.missed_heartbeats)));
+        let (instant, ttl) = (
+            self.instant(),
+            Duration::from_secs_f64(self.scenario.heartbeat_secs * f64::from(self.scenario.missed_heartbeats)),
+        );
         {
             let node = &mut self.nodes[iu];
             node.online = true;
@@ -403,11 +411,25 @@ impl Sim {
             let period_j = self.period(j);
             let delay = self.rng.below(ms(period_new) as usize) as f64 / 1000.0;
             let session_j = self.nodes[j].session;
-            heard.push(Entry { peer: j as u32, session: session_j, state: State::Heard, t: (now + self.rng.below(ms(period_j) as usize) as f64 / 1000.0) as f32, dialled: f32::NEG_INFINITY, times: 0 });
+            heard.push(Entry {
+                peer: j as u32,
+                session: session_j,
+                state: State::Heard,
+                t: (now + self.rng.below(ms(period_j) as usize) as f64 / 1000.0) as f32,
+                dialled: f32::NEG_INFINITY,
+                times: 0,
+            });
             let node = &mut self.nodes[j];
             node.republish = true;
             if let Table::Compact { known, .. } = &mut node.table {
-                known.push(Entry { peer: i, session, state: State::Heard, t: (now + delay) as f32, dialled: f32::NEG_INFINITY, times: 0 });
+                known.push(Entry {
+                    peer: i,
+                    session,
+                    state: State::Heard,
+                    t: (now + delay) as f32,
+                    dialled: f32::NEG_INFINITY,
+                    times: 0,
+                });
             }
         }
         if let Table::Compact { known, .. } = &mut self.nodes[iu].table {
@@ -416,13 +438,17 @@ impl Sim {
         // Its first heartbeat goes out at its first tick, a moment from now.
         self.at(now + 0.05, Ev::Tick(i, session));
         // The mesh: gossipsub grafts peers among the members it connects to first.
-        let online: Vec<u32> = (0..self.nodes.len() as u32).filter(|j| *j != i && self.nodes[*j as usize].online).collect();
+        let online: Vec<u32> =
+            (0..self.nodes.len() as u32).filter(|j| *j != i && self.nodes[*j as usize].online).collect();
         for _ in 0..gossip::MESH_N * 3 {
             if self.nodes[iu].mesh.len() >= gossip::MESH_N || online.is_empty() {
                 break;
             }
             let j = online[self.rng.below(online.len())];
-            if self.nodes[j as usize].mesh.len() < gossip::MESH_N_HIGH && !self.nodes[iu].mesh.contains(&j) && self.dial(i, j, true) {
+            if self.nodes[j as usize].mesh.len() < gossip::MESH_N_HIGH
+                && !self.nodes[iu].mesh.contains(&j)
+                && self.dial(i, j, true)
+            {
                 self.nodes[iu].mesh.push(j);
                 self.nodes[j as usize].mesh.push(i);
             }
@@ -453,7 +479,12 @@ impl Sim {
             tries += 1;
             let r = self.rng.below(n) as u32;
             let relay = &self.nodes[r as usize];
-            if r == i || !relay.online || !relay.public || relay.reservations >= MAX_RESERVATIONS || self.nodes[i as usize].relays.contains(&r) {
+            if r == i
+                || !relay.online
+                || !relay.public
+                || relay.reservations >= MAX_RESERVATIONS
+                || self.nodes[i as usize].relays.contains(&r)
+            {
                 continue;
             }
             if self.dial(i, r, true) {
@@ -512,7 +543,8 @@ impl Sim {
     /// Gossips `i`'s heartbeat (topic 0) or summary (topic 1): its own flood to every
     /// connected peer, the mesh's forwards shared by every member, and the observers' copies.
     fn publish(&mut self, i: u32, topic: usize, leaving: bool) {
-        let (size, flood) = if topic == 0 { (self.sizes.heartbeat, &self.small) } else { (self.sizes.summary, &self.large) };
+        let (size, flood) =
+            if topic == 0 { (self.sizes.heartbeat, &self.small) } else { (self.sizes.summary, &self.large) };
         let bytes = (size + gossip::FRAMING) as f64;
         let fanout = self.nodes[i as usize].conns.len() as f64;
         let online = self.online.max(1) as f64;
@@ -577,7 +609,9 @@ impl Sim {
         // gossipsub grafts below `mesh_n_low`, among the members it is connected to.
         if self.nodes[iu].mesh.len() < gossip::MESH_N_LOW {
             let candidates: Vec<u32> = (self.nodes[iu].conns.iter())
-                .filter(|(j, _)| !self.nodes[iu].mesh.contains(j) && self.nodes[**j as usize].mesh.len() < gossip::MESH_N_HIGH)
+                .filter(|(j, _)| {
+                    !self.nodes[iu].mesh.contains(j) && self.nodes[**j as usize].mesh.len() < gossip::MESH_N_HIGH
+                })
                 .map(|(j, _)| *j)
                 .collect();
             for j in candidates.into_iter().take(gossip::MESH_N - self.nodes[iu].mesh.len()) {
@@ -599,8 +633,11 @@ impl Sim {
     /// connected to are present, the table expires what it must, and says whom to dial.
     fn tick_real(&mut self, i: u32) -> Vec<u32> {
         let now = self.instant();
-        let connected: Vec<(PeerId, Multiaddr)> =
-            self.nodes[i as usize].conns.keys().map(|j| (self.nodes[*j as usize].id, self.nodes[*j as usize].addr.clone())).collect();
+        let connected: Vec<(PeerId, Multiaddr)> = self.nodes[i as usize]
+            .conns
+            .keys()
+            .map(|j| (self.nodes[*j as usize].id, self.nodes[*j as usize].addr.clone()))
+            .collect();
         let Table::Real(members) = &mut self.nodes[i as usize].table else { return Vec::new() };
         let mut changes = Vec::new();
         for (peer, addr) in &connected {
@@ -716,7 +753,10 @@ impl Sim {
             None
         } else {
             let relays = self.nodes[ju].relays.clone();
-            match relays.into_iter().find(|r| self.nodes[*r as usize].online && self.nodes[*r as usize].circuits < MAX_CIRCUITS) {
+            match relays
+                .into_iter()
+                .find(|r| self.nodes[*r as usize].online && self.nodes[*r as usize].circuits < MAX_CIRCUITS)
+            {
                 Some(r) => Some(r),
                 None => {
                     self.nodes[iu].refused += counted;
@@ -817,7 +857,8 @@ impl Sim {
         m.alive(&via, now);
         let before = m.candidates();
         let change = m.observe(hb, via, remote.as_ref(), now);
-        let dial: Vec<PeerId> = if m.candidates() > before { m.to_dial(now).into_iter().map(|(p, _)| p).collect() } else { Vec::new() };
+        let dial: Vec<PeerId> =
+            if m.candidates() > before { m.to_dial(now).into_iter().map(|(p, _)| p).collect() } else { Vec::new() };
         self.changes(to, change.into_iter().collect());
         for p in dial {
             if let Some(j) = self.index.get(&p).copied() {
