@@ -26,8 +26,7 @@ pub const SEARCH_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/search/1"
 pub const POSTINGS_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/postings/1");
 /// Documents: one document read from a member that holds it, and holders comparing copies.
 pub const DOCS_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/doc/1");
-/// What identify announces.
-pub const PROTOCOL_VERSION: &str = "/weft/0.1.0";
+pub use crate::versions::PROTOCOL_VERSION;
 /// Largest gossipsub message: a routing summary of 64 centroids of 384 dimensions in f16 is
 /// 48 KiB; membership heartbeats are a few hundred bytes (and checked for that).
 pub const MAX_GOSSIP_BYTES: usize = 64 * 1024;

@@ -29,10 +29,11 @@
 //! - [`summaries`]: routing summaries (centroids, LSH buckets) and the ranking of peers for a
 //!   query (pure).
 //! - [`search`]: `/weft/search/1` — wire types, checks, and merging peers' answers (pure).
+//! - [`versions`]: the protocol version a peer speaks, and peers refused for another (pure).
 //! - [`network`]: the swarm, its event loop, and the handle the node talks to.
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
-//! checks it): codec, departures, identity, reachability, ring, signing, summaries → exchange,
+//! checks it): codec, departures, identity, reachability, ring, signing, summaries, versions → exchange,
 //! membership, placement, records, sealed → replicas → copy_sync, postings, search → doc_wire,
 //! publishing → behaviour → network.
 
@@ -56,6 +57,7 @@ pub mod sealed;
 pub mod search;
 pub(crate) mod signing;
 pub mod summaries;
+pub mod versions;
 
 pub use exchange::{UrlKind, WireUrl};
 pub use libp2p::PeerId;

@@ -19,6 +19,7 @@ use crate::reachability::{self, Reachability, ReachabilityStatus};
 use crate::records::{self, DupEntry};
 use crate::ring::Ring;
 use crate::search::SearchRequest;
+use crate::versions;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
@@ -31,7 +32,7 @@ use libp2p::{
     autonat, dcutr, gossipsub, identify, kad, noise, ping, relay, tcp, upnp, yamux, Multiaddr, PeerId, Swarm,
 };
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -171,6 +172,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         dht_rate: RateLimit::new(DHT_STORES_PER_SEC),
         dht_over: HashMap::new(),
         banned: HashMap::new(),
+        other_versions: versions::Refused::default(),
         stalls: HashMap::new(),
         counts: Counts::default(),
         lookup_queries: HashMap::new(),
@@ -286,6 +288,8 @@ struct EventLoop {
     /// Stores refused per peer for being over its rate (a flood is banned).
     dht_over: HashMap<PeerId, u32>,
     banned: HashMap<PeerId, std::time::Instant>,
+    /// Peers refused for speaking another version of the protocol (see `crate::versions`).
+    other_versions: versions::Refused,
     /// Requests that stalled, per peer: how many, and when the count started.
     stalls: HashMap<PeerId, (u32, std::time::Instant)>,
     counts: Counts,
@@ -507,7 +511,11 @@ impl EventLoop {
                     self.members.disconnected(&peer_id);
                     if self.connected.is_empty() && !self.config.bootstrap.is_empty() {
                         self.joining = Joining::Connecting;
-                        self.schedule_retry("every connection closed".into());
+                        let why = match self.other_versions.get(&peer_id) {
+                            Some(other) => format!("bootstrap peer {peer_id} refused: {other}"),
+                            None => "every connection closed".into(),
+                        };
+                        self.schedule_retry(why);
                     }
                 }
             }
@@ -515,6 +523,10 @@ impl EventLoop {
                 self.schedule_retry(error.to_string());
             }
             SwarmEvent::Behaviour(BehaviourEvent::Identify(identify::Event::Received { peer_id, info, .. })) => {
+                if let Err(other) = versions::check(&info.protocol_version) {
+                    self.refuse_version(peer_id, other);
+                    return;
+                }
                 // What a peer says it can be reached at goes into the routing table, so
                 // Kademlia queries can reach it (private addresses only from the same network).
                 for addr in info.listen_addrs.into_iter().take(16) {
@@ -696,6 +708,19 @@ impl EventLoop {
         if let Some(change) = self.members.remove(&peer) {
             self.on_change(change);
         }
+    }
+
+    /// Refuses a peer that speaks another version: disconnected, out of the member set, blocked
+    /// for [`versions::REFUSED_FOR`] (see `crate::versions`).
+    fn refuse_version(&mut self, peer: PeerId, other: versions::OtherVersion) {
+        if self.other_versions.refuse(peer, other.clone(), std::time::Instant::now()) {
+            tracing::warn!(%peer, "peer refused for {} s: {other}", versions::REFUSED_FOR.as_secs());
+        }
+        self.swarm.behaviour_mut().blocked.block_peer(peer);
+        if let Some(change) = self.members.remove(&peer) {
+            self.on_change(change);
+        }
+        let _ = self.swarm.disconnect_peer_id(peer);
     }
 
     fn add_peer_address(&mut self, peer: PeerId, addr: Multiaddr) {

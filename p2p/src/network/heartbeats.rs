@@ -107,6 +107,11 @@ impl EventLoop {
             self.swarm.behaviour_mut().blocked.unblock_peer(peer);
             tracing::info!(%peer, "ban lifted");
         }
+        for peer in self.other_versions.lifted(now) {
+            if !self.banned.contains_key(&peer) {
+                self.swarm.behaviour_mut().blocked.unblock_peer(peer);
+            }
+        }
     }
 
     pub(super) fn publish_heartbeat(&mut self) {

@@ -78,6 +78,10 @@ pub struct NetworkStatus {
     /// membership changes: refused, so a peer cannot keep pages from being fetched.
     pub done_refused: u64,
     pub banned_peers: usize,
+    /// Peers refused for speaking another version of the protocol, with the version each
+    /// announced (see `crate::versions`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub other_versions: BTreeMap<String, String>,
     /// Near-duplicate lookups in the DHT (four record queries each), and how many found one.
     pub dht_lookups: u64,
     pub dht_duplicates_found: u64,
@@ -215,6 +219,7 @@ impl EventLoop {
             requests_cut: self.budgets.iter().map(|b| b.cut()).sum(),
             done_refused: self.counts.done_refused,
             banned_peers: self.banned.len(),
+            other_versions: self.other_versions.status(),
             dht_lookups: self.counts.dht_lookups,
             dht_duplicates_found: self.counts.dht_found,
             dht_published: self.counts.dht_published,

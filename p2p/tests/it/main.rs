@@ -8,6 +8,7 @@ mod hostile_postings;
 mod hostile_replicas;
 mod hostile_streams;
 mod network;
+mod versions;
 
 /// A node's network configuration for these tests: TCP on loopback, heartbeats every second,
 /// a member missed after three.
