@@ -183,6 +183,10 @@ enum Command {
         heartbeat_secs: f64,
         #[arg(long, default_value_t = 4)]
         missed_heartbeats: u32,
+        /// A share of the members cut off from the rest for a while: SHARE@FROM_MINUTE+MINUTES,
+        /// e.g. 0.3@10+5.
+        #[arg(long)]
+        partition: Option<weft_simnet::scale::Partition>,
         /// A directory for `scale.json` and `scale.svg`.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -290,8 +294,19 @@ fn main() {
                     Err(format!("{} of {} seeds broke the invariant", failed.len(), runs.len()))
                 }
             }
-            Command::Scale { members, minutes, observers, seed, stable, no_summaries, heartbeat_secs, missed_heartbeats, out } => {
-                let protocol = Protocol { stable, summaries: !no_summaries, heartbeat_secs, missed_heartbeats };
+            Command::Scale {
+                members,
+                minutes,
+                observers,
+                seed,
+                stable,
+                no_summaries,
+                heartbeat_secs,
+                missed_heartbeats,
+                partition,
+                out,
+            } => {
+                let protocol = Protocol { stable, summaries: !no_summaries, heartbeat_secs, missed_heartbeats, partition };
                 scale(&members, minutes, observers, seed, protocol, out)
             }
             Command::ScalePlot { from, out } => scale_plot(&from, &out),
@@ -336,6 +351,7 @@ struct Protocol {
     summaries: bool,
     heartbeat_secs: f64,
     missed_heartbeats: u32,
+    partition: Option<weft_simnet::scale::Partition>,
 }
 
 fn scale(
@@ -360,6 +376,7 @@ fn scale(
         scenario.summaries = protocol.summaries;
         scenario.heartbeat_secs = protocol.heartbeat_secs;
         scenario.missed_heartbeats = protocol.missed_heartbeats;
+        scenario.partition = protocol.partition;
         eprintln!("today's design, {n} members, {minutes} simulated minutes ...");
         let (summary, figures) = scale::run_today(&scenario);
         eprintln!("  done in {:.0} s", summary.wall_secs);

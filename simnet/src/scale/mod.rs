@@ -47,6 +47,34 @@ pub struct Scenario {
     /// `p2p.heartbeat_secs` (the event loop's tick too) and `p2p.missed_heartbeats`.
     pub heartbeat_secs: f64,
     pub missed_heartbeats: u32,
+    /// A share of the members cut off from the rest for a while.
+    pub partition: Option<Partition>,
+}
+
+/// A partition: `share` of the members (observers among them) cannot reach the others from
+/// `from_minute` for `minutes`; connections across it close when it begins.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Partition {
+    pub share: f64,
+    pub from_minute: f64,
+    pub minutes: f64,
+}
+
+impl std::str::FromStr for Partition {
+    type Err = String;
+
+    /// `SHARE@FROM+MINUTES`, e.g. `0.3@10+5`.
+    fn from_str(s: &str) -> Result<Partition, String> {
+        let bad = || format!("{s:?}: a partition is SHARE@FROM_MINUTE+MINUTES, e.g. 0.3@10+5");
+        let (share, rest) = s.split_once('@').ok_or_else(bad)?;
+        let (from, minutes) = rest.split_once('+').ok_or_else(bad)?;
+        let number = |x: &str| x.trim().parse::<f64>().map_err(|_| bad());
+        let p = Partition { share: number(share)?, from_minute: number(from)?, minutes: number(minutes)? };
+        if !(0.0..=1.0).contains(&p.share) || p.from_minute < 0.0 || p.minutes <= 0.0 {
+            return Err(bad());
+        }
+        Ok(p)
+    }
 }
 
 impl Scenario {
@@ -66,6 +94,7 @@ impl Scenario {
             summaries: true,
             heartbeat_secs: 5.0,
             missed_heartbeats: 4,
+            partition: None,
         }
     }
 }
@@ -299,5 +328,18 @@ mod tests {
         assert!(a.disagreement_quiet.is_some_and(|d| d < 0.001), "{a:?}");
         assert!(a.joins_measured > 0 && a.join_p95_secs.is_some_and(|s| s < 120.0), "{a:?}");
         assert!(a.connections_p99 < 60.0 && a.up_mean > 0.0 && !fa.up.is_empty(), "{a:?}");
+    }
+
+    #[test]
+    fn a_partition_parts_the_rings_and_they_agree_again_once_it_heals() {
+        let mut scenario = Scenario::new(40, 30.0, 5);
+        (scenario.observers, scenario.hosts, scenario.warmup_minutes) = (8, 300, 2.0);
+        scenario.partition = Some("0.4@8+6".parse().unwrap());
+        assert!("0.4@8".parse::<Partition>().is_err() && "2@1+1".parse::<Partition>().is_err());
+        let (s, f) = run_today(&scenario);
+        // Minute samples from minute 3 on: the partition holds minutes 8 to 14.
+        let during = f.disagreement[7..11].iter().copied().fold(0.0, f64::max);
+        assert!(during > 0.1, "the two sides' rings differ while it lasts: {:?}", f.disagreement);
+        assert!(s.disagreement_quiet.is_some_and(|d| d < 0.001), "{:?} {s:?}", f.disagreement);
     }
 }

@@ -139,9 +139,20 @@ enum Ev {
     Tick(u32, u32),
     Up(u32),
     Down(u32, u32),
-    Deliver { to: u32, from: u32, session: u32, leaving: bool },
-    Close { a: u32, b: u32, opened_ms: u64 },
+    Deliver {
+        to: u32,
+        from: u32,
+        session: u32,
+        leaving: bool,
+    },
+    Close {
+        a: u32,
+        b: u32,
+        opened_ms: u64,
+    },
     Sample,
+    /// The partition begins (true) or heals (false).
+    Partition(bool),
 }
 
 pub struct Sim {
@@ -169,6 +180,8 @@ pub struct Sim {
     /// When membership last changed (a join or a leave).
     last_change: f64,
     churn_until: f64,
+    /// The partition is in force (see [`Scenario::partition`]).
+    partitioned: bool,
     pub figures: Figures,
 }
 
@@ -257,7 +270,36 @@ impl Sim {
             hosts,
             last_change: 0.0,
             churn_until,
+            partitioned: false,
             figures: Figures::default(),
+        }
+    }
+
+    /// Which side of the partition member `i` is on: a share of the members, by a hash of
+    /// their index (observers among them).
+    fn side(&self, i: u32) -> bool {
+        let share = self.scenario.partition.map_or(0.0, |p| p.share);
+        let h = blake3::hash(&(u64::from(i) ^ self.scenario.seed.rotate_left(17)).to_le_bytes());
+        (u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes")) as f64 / u64::MAX as f64) < share
+    }
+
+    /// Whether `a` and `b` cannot reach each other now.
+    fn cut(&self, a: u32, b: u32) -> bool {
+        self.partitioned && self.side(a) != self.side(b)
+    }
+
+    /// The partition begins: connections across it close, and nothing crosses it until it
+    /// heals.
+    fn partition(&mut self, on: bool) {
+        self.partitioned = on;
+        if !on {
+            return;
+        }
+        for a in 0..self.nodes.len() as u32 {
+            let across: Vec<u32> = self.nodes[a as usize].conns.keys().copied().filter(|b| self.cut(a, *b)).collect();
+            for b in across {
+                self.disconnect(a, b);
+            }
         }
     }
 
@@ -327,6 +369,10 @@ impl Sim {
             }
         }
         self.at(60.0, Ev::Sample);
+        if let Some(p) = self.scenario.partition {
+            self.at(p.from_minute * 60.0, Ev::Partition(true));
+            self.at((p.from_minute + p.minutes) * 60.0, Ev::Partition(false));
+        }
         let end = self.scenario.minutes * 60.0;
         while let Some(Reverse((t, _, ev))) = self.queue.pop() {
             self.now = t as f64 / 1000.0;
@@ -340,6 +386,7 @@ impl Sim {
                 Ev::Deliver { to, from, session, leaving } => self.deliver(to, from, session, leaving),
                 Ev::Close { a, b, opened_ms } => self.close_idle(a, b, opened_ms),
                 Ev::Sample => self.sample(),
+                Ev::Partition(on) => self.partition(on),
             }
         }
         self.figures.wall_secs = started.elapsed().as_secs_f64();
@@ -736,7 +783,7 @@ impl Sim {
         let (iu, ju) = (i as usize, j as usize);
         let counted = u64::from(self.measuring());
         self.nodes[iu].dials += counted;
-        if !self.nodes[ju].online {
+        if !self.nodes[ju].online || self.cut(i, j) {
             self.nodes[iu].refused += counted;
             return false;
         }
@@ -842,6 +889,9 @@ impl Sim {
     /// A heartbeat reaches observer `to`, as `network::heartbeats::on_gossip` takes it.
     fn deliver(&mut self, to: u32, from: u32, session: u32, leaving: bool) {
         let (tu, fu) = (to as usize, from as usize);
+        if self.cut(to, from) {
+            return;
+        }
         if !self.nodes[tu].online || (self.nodes[fu].session != session) || (!leaving && !self.nodes[fu].online) {
             return;
         }
