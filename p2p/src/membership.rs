@@ -25,8 +25,8 @@
 //! a test) has the plain ring from the first second.
 
 use crate::departures::{quorum, Departure, Departures};
+use crate::reachability::address_block;
 use crate::ring::Ring;
-use libp2p::multiaddr::Protocol;
 use libp2p::{Multiaddr, PeerId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -182,7 +182,7 @@ struct Member {
     last_seen: Instant,
     /// When this node last had a connection with it.
     present_at: Instant,
-    /// Its public address block, if it was reached on one (see [`prefix`]).
+    /// Its public address block, if it was reached on one (see [`address_block`]).
     prefix: Option<String>,
     /// When it was last dialled to prove it is still there.
     dialled: Option<Instant>,
@@ -249,32 +249,6 @@ pub enum Change {
     Left(PeerId),
     /// Its ring points grew (or, rarely, shrank: it claimed a later join) with its age.
     Grew(PeerId),
-}
-
-/// The public address block a connection came from: an IPv4 /24 or an IPv6 /48, or `None`
-/// for private, loopback and other non-public addresses and for relayed connections.
-pub fn prefix(remote: &Multiaddr) -> Option<String> {
-    if remote.iter().any(|p| matches!(p, Protocol::P2pCircuit)) {
-        return None;
-    }
-    let ip: std::net::IpAddr = remote.iter().find_map(|p| match p {
-        Protocol::Ip4(a) => Some(a.into()),
-        Protocol::Ip6(a) => Some(a.into()),
-        _ => None,
-    })?;
-    if weft_url::address::non_public_reason(ip).is_some() {
-        return None;
-    }
-    Some(match ip {
-        std::net::IpAddr::V4(a) => {
-            let [x, y, z, _] = a.octets();
-            format!("{x}.{y}.{z}.0/24")
-        }
-        std::net::IpAddr::V6(a) => {
-            let s = a.segments();
-            format!("{:x}:{:x}:{:x}::/48", s[0], s[1], s[2])
-        }
-    })
 }
 
 impl Members {
@@ -467,7 +441,7 @@ impl Members {
     }
 
     fn admit(&mut self, peer: PeerId, heartbeat: Heartbeat, remote: &Multiaddr, now: Instant) -> Option<Change> {
-        let prefix = prefix(remote);
+        let prefix = address_block(remote);
         if let Some(p) = &prefix {
             if self.others.values().filter(|m| m.prefix.as_ref() == Some(p)).count() >= MAX_MEMBERS_PER_PREFIX {
                 tracing::debug!(%peer, prefix = p, "not a member: its address block has enough members");

@@ -445,6 +445,33 @@ pub fn pick_relays(me: &PeerId, candidates: &[PeerId], n: usize) -> Vec<PeerId> 
     ranked.into_iter().take(n).map(|(_, p)| p).collect()
 }
 
+/// The public address block a connection came from (at most `membership::MAX_MEMBERS_PER_PREFIX`
+/// members may come from one): an IPv4 /24 or an IPv6 /48, or `None`
+/// for private, loopback and other non-public addresses and for relayed connections.
+pub fn address_block(remote: &Multiaddr) -> Option<String> {
+    if remote.iter().any(|p| matches!(p, Protocol::P2pCircuit)) {
+        return None;
+    }
+    let ip: std::net::IpAddr = remote.iter().find_map(|p| match p {
+        Protocol::Ip4(a) => Some(a.into()),
+        Protocol::Ip6(a) => Some(a.into()),
+        _ => None,
+    })?;
+    if weft_url::address::non_public_reason(ip).is_some() {
+        return None;
+    }
+    Some(match ip {
+        std::net::IpAddr::V4(a) => {
+            let [x, y, z, _] = a.octets();
+            format!("{x}.{y}.{z}.0/24")
+        }
+        std::net::IpAddr::V6(a) => {
+            let s = a.segments();
+            format!("{:x}:{:x}:{:x}::/48", s[0], s[1], s[2])
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -594,5 +621,16 @@ mod tests {
         assert!(!picked.contains(&me));
         assert_eq!(picked, pick_relays(&me, &candidates, 2), "stable");
         assert_eq!(pick_relays(&me, &[me], 2), Vec::<PeerId>::new());
+    }
+
+    #[test]
+    fn address_blocks_are_public_slash_24_and_slash_48() {
+        let p = |a: &str| address_block(&a.parse().unwrap());
+        assert_eq!(p("/ip4/8.8.4.4/tcp/1").as_deref(), Some("8.8.4.0/24"));
+        assert_eq!(p("/ip6/2a01:4f8:1c1c:42::1/udp/1/quic-v1").as_deref(), Some("2a01:4f8:1c1c::/48"));
+        for private in ["/ip4/127.0.0.1/tcp/1", "/ip4/10.1.2.3/tcp/1", "/ip6/::1/tcp/1", "/ip6/fd00::1/tcp/1"] {
+            assert_eq!(p(private), None, "{private}");
+        }
+        assert_eq!(p("/dns4/example.com/tcp/1"), None);
     }
 }

@@ -413,17 +413,6 @@ fn a_claim_to_be_old_counts_from_shortly_before_this_node_met_the_claimant() {
 }
 
 #[test]
-fn address_blocks_are_public_slash_24_and_slash_48() {
-    let p = |a: &str| prefix(&a.parse().unwrap());
-    assert_eq!(p("/ip4/8.8.4.4/tcp/1").as_deref(), Some("8.8.4.0/24"));
-    assert_eq!(p("/ip6/2a01:4f8:1c1c:42::1/udp/1/quic-v1").as_deref(), Some("2a01:4f8:1c1c::/48"));
-    for private in ["/ip4/127.0.0.1/tcp/1", "/ip4/10.1.2.3/tcp/1", "/ip6/::1/tcp/1", "/ip6/fd00::1/tcp/1"] {
-        assert_eq!(p(private), None, "{private}");
-    }
-    assert_eq!(p("/dns4/example.com/tcp/1"), None);
-}
-
-#[test]
 fn a_node_that_was_away_takes_a_leavers_hand_off_once_two_members_vouch_for_it() {
     let (me, b, c) = peers();
     let (leaver, stranger) = (PeerId::random(), PeerId::random());
