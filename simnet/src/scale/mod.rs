@@ -11,6 +11,7 @@
 //! cargo run --release -p weft-simnet -- scale --members 100,1000,3000 --minutes 30
 //! ```
 
+pub mod compact;
 pub mod gossip;
 pub mod sessions;
 pub mod today;

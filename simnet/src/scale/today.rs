@@ -10,11 +10,9 @@
 //!
 //! The other members cost too much to hold that way (a table of 1,000 members holds ~40 MB
 //! of rings: the ring, the ring without itself and up to 16 replaced ones), so they follow the
-//! same rules in a compact table of their own ([`Entry`]): a member heard becomes a candidate
-//! (at most [`MAX_CANDIDATES`] at once), is dialled every 5 s for 30 s, then ignored for a
-//! minute, doubling to ten; a member not met for half of `PRESENCE_FOR` is dialled again, and
-//! dropped after all of it. They publish, dial and hold connections as the observers do, so
-//! every member's traffic and connections are counted alike.
+//! same rules in a compact table of their own ([`Compact`]). They publish, dial and hold
+//! connections as the observers do, so every member's traffic and connections are counted
+//! alike.
 //!
 //! Connections follow rust-libp2p's and Weft's settings: at most `p2p.max_connections` (256)
 //! established, of which at most 224 inbound; an idle connection closes after 5 minutes unless
@@ -23,6 +21,7 @@
 //! bytes are counted per message from [`super::gossip`]'s sizes and flood measurements; pings
 //! (every 15 s on every connection), IHAVE gossip and connection handshakes on top.
 
+use super::compact::Compact;
 use super::gossip::{self, Flood, Sizes};
 use super::sessions::{Kind, SessionModel};
 use super::{Figures, Scenario};
@@ -42,13 +41,6 @@ const IDLE_SECS: f64 = 300.0;
 const MAX_CIRCUITS: u32 = 64;
 const MAX_RESERVATIONS: u32 = 128;
 const RELAYS: usize = 2;
-/// Mirrors of `weft_p2p::membership`'s constants for the compact tables.
-const MAX_CANDIDATES: u32 = 256;
-const REACH_WITHIN: f64 = 30.0;
-const REDIAL_AFTER: f64 = 5.0;
-const UNREACHED_FIRST: f64 = 60.0;
-const UNREACHED_FOR: f64 = 600.0;
-const PRESENCE_FOR: f64 = 600.0;
 /// A summary is gossiped every minute, and 10 s after a member joined (`network::querying`).
 const SUMMARY_EVERY: f64 = 60.0;
 const SUMMARY_AFTER_JOIN: f64 = 10.0;
@@ -58,26 +50,6 @@ const SUMMARY_AFTER_JOIN: f64 = 10.0;
 const HANDSHAKE_BYTES: f64 = 1_100.0;
 /// A ping and its answer on one connection, each way, every 15 s (libp2p-ping's defaults).
 const PING_BYTES_PER_SEC: f64 = 2.0 * 60.0 / 15.0;
-
-/// One member's compact view of another (see the module doc).
-#[derive(Debug, Clone, Copy)]
-struct Entry {
-    peer: u32,
-    session: u32,
-    state: State,
-    /// Heard: when it is heard; Candidate: since; Member: last met; Unreached: until.
-    t: f32,
-    dialled: f32,
-    times: u8,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    Heard,
-    Candidate,
-    Member,
-    Unreached,
-}
 
 #[derive(Debug, Clone, Copy)]
 struct Conn {
@@ -91,7 +63,7 @@ struct Conn {
 
 enum Table {
     Real(Box<Members>),
-    Compact { known: Vec<Entry>, candidates: u32, members: usize },
+    Compact(Compact),
 }
 
 struct Node {
@@ -222,7 +194,7 @@ impl Sim {
                 relays: Vec::new(),
                 reservations: 0,
                 circuits: 0,
-                table: Table::Compact { known: Vec::new(), candidates: 0, members: 0 },
+                table: Table::Compact(Compact::default()),
                 observer: None,
                 beat_at: f64::NEG_INFINITY,
                 summary_at: f64::NEG_INFINITY,
@@ -443,14 +415,14 @@ impl Sim {
                             .beating_every(Duration::from_secs_f64(tick)),
                     ))
                 }
-                None => Table::Compact { known: Vec::new(), candidates: 0, members: 0 },
+                None => Table::Compact(Compact::default()),
             };
         }
         // Everyone online hears of it (the observers by its heartbeats, as they come); it hears
         // of everyone within their periods.
         let session = self.nodes[iu].session;
         let period_new = tick;
-        let mut heard: Vec<Entry> = Vec::new();
+        let mut heard: Vec<(u32, u32, f64)> = Vec::new();
         for j in 0..self.nodes.len() {
             if j == iu || !self.nodes[j].online {
                 continue;
@@ -458,29 +430,18 @@ impl Sim {
             let period_j = self.period(j);
             let delay = self.rng.below(ms(period_new) as usize) as f64 / 1000.0;
             let session_j = self.nodes[j].session;
-            heard.push(Entry {
-                peer: j as u32,
-                session: session_j,
-                state: State::Heard,
-                t: (now + self.rng.below(ms(period_j) as usize) as f64 / 1000.0) as f32,
-                dialled: f32::NEG_INFINITY,
-                times: 0,
-            });
+            let at_j = now + self.rng.below(ms(period_j) as usize) as f64 / 1000.0;
+            heard.push((j as u32, session_j, at_j));
             let node = &mut self.nodes[j];
             node.republish = true;
-            if let Table::Compact { known, .. } = &mut node.table {
-                known.push(Entry {
-                    peer: i,
-                    session,
-                    state: State::Heard,
-                    t: (now + delay) as f32,
-                    dialled: f32::NEG_INFINITY,
-                    times: 0,
-                });
+            if let Table::Compact(table) = &mut node.table {
+                table.hear(i, session, now + delay);
             }
         }
-        if let Table::Compact { known, .. } = &mut self.nodes[iu].table {
-            *known = heard;
+        if let Table::Compact(table) = &mut self.nodes[iu].table {
+            for (peer, session, at) in heard {
+                table.hear(peer, session, at);
+            }
         }
         // Its first heartbeat goes out at its first tick, a moment from now.
         self.at(now + 0.05, Ev::Tick(i, session));
@@ -567,7 +528,7 @@ impl Sim {
         node.relays.clear();
         node.reservations = 0;
         node.circuits = 0;
-        node.table = Table::Compact { known: Vec::new(), candidates: 0, members: 0 };
+        node.table = Table::Compact(Compact::default());
         self.online -= 1;
         self.joining.remove(&i);
         let kind = node.kind;
@@ -583,7 +544,7 @@ impl Sim {
     fn period(&self, i: usize) -> f64 {
         match &self.nodes[i].table {
             Table::Real(m) => m.period().as_secs_f64(),
-            Table::Compact { members, .. } => stretched(*members + 1, self.scenario.heartbeat_secs),
+            Table::Compact(table) => stretched(table.members() + 1, self.scenario.heartbeat_secs),
         }
     }
 
@@ -696,84 +657,16 @@ impl Sim {
         dial.iter().filter_map(|p| self.index.get(p).copied()).collect()
     }
 
-    /// A compact member's tick: the same rules as `Members`, on its [`Entry`] list.
+    /// A compact member's tick (see [`Compact::tick`]).
     fn tick_compact(&mut self, i: u32) -> Vec<u32> {
-        let now = self.now as f32;
-        let period = self.period(i as usize) as f32;
-        let Table::Compact { known, candidates, .. } = &mut self.nodes[i as usize].table else { return Vec::new() };
-        let mut known = std::mem::take(known);
-        let (mut cands, mut count) = (*candidates, 0usize);
-        let mut dial = Vec::new();
-        let mut k = 0;
-        while k < known.len() {
-            let e = &mut known[k];
-            let peer = &self.nodes[e.peer as usize];
-            if !peer.online || peer.session != e.session {
-                if e.state == State::Candidate {
-                    cands -= 1;
-                }
-                known.swap_remove(k);
-                continue;
-            }
-            let connected = self.nodes[i as usize].conns.contains_key(&e.peer);
-            let due = now - e.dialled >= REDIAL_AFTER as f32;
-            match e.state {
-                State::Heard => {
-                    if now >= e.t && cands < MAX_CANDIDATES {
-                        if connected {
-                            (e.state, e.t) = (State::Member, now);
-                        } else {
-                            (e.state, e.t, e.dialled) = (State::Candidate, now, now);
-                            cands += 1;
-                            dial.push(e.peer);
-                        }
-                    }
-                }
-                State::Candidate => {
-                    if connected {
-                        (e.state, e.t) = (State::Member, now);
-                        cands -= 1;
-                    } else if now - e.t > REACH_WITHIN as f32 {
-                        let ignored = (UNREACHED_FIRST * f64::from(1u32 << e.times.min(16))).min(UNREACHED_FOR);
-                        (e.state, e.t) = (State::Unreached, now + ignored as f32);
-                        e.times = e.times.saturating_add(1);
-                        cands -= 1;
-                    } else if due {
-                        e.dialled = now;
-                        dial.push(e.peer);
-                    }
-                }
-                State::Member => {
-                    if connected {
-                        e.t = now;
-                    } else if now - e.t > PRESENCE_FOR as f32 {
-                        // Expired; heard again at its next heartbeat.
-                        let next = self.rng.below((period * 1000.0) as usize) as f32 / 1000.0;
-                        (e.state, e.t) = (State::Heard, now + next);
-                    } else if now - e.t > (PRESENCE_FOR / 2.0) as f32 && due {
-                        e.dialled = now;
-                        dial.push(e.peer);
-                    }
-                }
-                State::Unreached => {
-                    if connected {
-                        (e.state, e.t) = (State::Member, now);
-                    } else if now >= e.t {
-                        let next = self.rng.below((period * 1000.0) as usize) as f32 / 1000.0;
-                        (e.state, e.t) = (State::Heard, now + next);
-                    }
-                }
-            }
-            if e.state == State::Member {
-                count += 1;
-            }
-            k += 1;
-        }
-        if let Table::Compact { known: slot, candidates, members } = &mut self.nodes[i as usize].table {
-            *slot = known;
-            *candidates = cands;
-            *members = count;
-        }
+        let (now, period) = (self.now, self.period(i as usize));
+        let Table::Compact(table) = &mut self.nodes[i as usize].table else { return Vec::new() };
+        let mut table = std::mem::take(table);
+        let (nodes, rng) = (&self.nodes, &mut self.rng);
+        let present = |peer: u32, session: u32| nodes[peer as usize].online && nodes[peer as usize].session == session;
+        let connected = |peer: u32| nodes[i as usize].conns.contains_key(&peer);
+        let dial = table.tick(now, period, present, connected, rng);
+        self.nodes[i as usize].table = Table::Compact(table);
         dial
     }
 
