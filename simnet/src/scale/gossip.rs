@@ -40,6 +40,23 @@ pub const MAX_IHAVE: usize = 5000;
 /// A home uplink: 10 Mbit/s.
 pub const UPLINK_BYTES_PER_SEC: f64 = 1.25e6;
 
+/// What a member's IHAVE gossip sends in a minute with `outside` connected peers outside its
+/// mesh, when each topic carries `rates` messages a second: to how many peers it tells each
+/// second, and the bytes. Every second it tells max(6, a quarter of those peers) the ids of the
+/// last three seconds, on each topic.
+pub fn ihave_per_minute(outside: usize, rates: &[f64]) -> (f64, f64) {
+    let outside = outside as f64;
+    let peers = (GOSSIP_LAZY as f64).max(GOSSIP_FACTOR * outside).min(outside);
+    let mut bytes = 0.0;
+    for rate in rates {
+        let ids = (rate * HISTORY_GOSSIP_SECS).min(MAX_IHAVE as f64);
+        if ids > 0.0 {
+            bytes += 60.0 * peers * (ids * ID_BYTES as f64 + FRAMING as f64);
+        }
+    }
+    (peers, bytes)
+}
+
 /// The two gossiped messages' sealed sizes, in bytes.
 #[derive(Debug, Clone, Copy)]
 pub struct Sizes {

@@ -13,6 +13,8 @@
 
 pub mod compact;
 pub mod gossip;
+mod member;
+pub mod rings;
 pub mod sessions;
 pub mod today;
 
@@ -59,6 +61,15 @@ pub struct Partition {
     pub share: f64,
     pub from_minute: f64,
     pub minutes: f64,
+}
+
+impl Partition {
+    /// Whether member `i` of a run under `seed` is on the cut-off side: a share of the members
+    /// by a hash of their index (observers among them).
+    pub fn holds(&self, seed: u64, i: u32) -> bool {
+        let h = blake3::hash(&(u64::from(i) ^ seed.rotate_left(17)).to_le_bytes());
+        (u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes")) as f64 / u64::MAX as f64) < self.share
+    }
 }
 
 impl std::str::FromStr for Partition {

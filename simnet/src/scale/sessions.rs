@@ -137,6 +137,32 @@ impl SessionModel {
         s.max(1.0)
     }
 
+    /// When a member of `kind` first comes online in a network that forms over its first minute,
+    /// and when that session ends if it was running as the network formed (`None`: it comes
+    /// back later from time away).
+    pub fn first_arrival(&self, kind: Kind, rng: &mut Rng) -> (f64, Option<f64>) {
+        let (up, left) = self.start_state(kind, rng);
+        if up {
+            let at = 1.0 + rng.below(60_000) as f64 / 1000.0;
+            (at, Some(at + left))
+        } else {
+            (60.0 + left, None)
+        }
+    }
+
+    /// The newcomers' arrivals: for each burst, [`SessionModel::burst_share`] of `members`
+    /// within [`SessionModel::burst_secs`], at its fraction of `churn_secs`.
+    pub fn bursts(&self, members: usize, churn_secs: f64, rng: &mut Rng) -> Vec<f64> {
+        let per_burst = (members as f64 * self.burst_share).round() as usize;
+        let mut arrivals = Vec::new();
+        for at in &self.bursts_at {
+            for _ in 0..per_burst {
+                arrivals.push(at * churn_secs + rng.below((self.burst_secs * 1000.0) as usize) as f64 / 1000.0);
+            }
+        }
+        arrivals
+    }
+
     /// Whether a member of `kind` is online at a random moment (the network's starting state),
     /// and, if so, how long its session still runs; if not, how long until it comes back.
     /// Residual times of a renewal process are length-biased: a long session is more likely

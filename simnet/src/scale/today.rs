@@ -23,88 +23,23 @@
 
 use super::compact::Compact;
 use super::gossip::{self, Flood, Sizes};
+use super::member::{
+    Conn, Node, Shared, Table, HANDSHAKE_BYTES, IDLE_SECS, MAX_CIRCUITS, MAX_CONNECTIONS, MAX_INBOUND,
+    MAX_RESERVATIONS, PING_BYTES_PER_SEC, RELAYS,
+};
+use super::rings;
 use super::sessions::{Kind, SessionModel};
 use super::{Figures, Scenario};
 use crate::rng::Rng;
 use libp2p::{Multiaddr, PeerId};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap};
 use std::time::{Duration, Instant};
-use weft_p2p::membership::{Change, Heartbeat, Members};
+use weft_p2p::membership::{Change, Members};
 
-/// `p2p.max_connections` and the inbound share of it (`weft_p2p::behaviour::reserved_outgoing`).
-const MAX_CONNECTIONS: usize = 256;
-const MAX_INBOUND: usize = 224;
-/// rust-libp2p's idle connection timeout as Weft sets it.
-const IDLE_SECS: f64 = 300.0;
-/// Relay limits (`p2p.relay`): circuits at once, reservations; relays a NAT'd member holds.
-const MAX_CIRCUITS: u32 = 64;
-const MAX_RESERVATIONS: u32 = 128;
-const RELAYS: usize = 2;
 /// A summary is gossiped every minute, and 10 s after a member joined (`network::querying`).
 const SUMMARY_EVERY: f64 = 60.0;
 const SUMMARY_AFTER_JOIN: f64 = 10.0;
-/// Bytes each way to set a connection up: multistream-select, the Noise XX handshake with its
-/// signed identity payload, yamux, identify (key, addresses, ~14 protocols) and gossipsub's
-/// subscriptions. Estimated from the messages' sizes, not captured.
-const HANDSHAKE_BYTES: f64 = 1_100.0;
-/// A ping and its answer on one connection, each way, every 15 s (libp2p-ping's defaults).
-const PING_BYTES_PER_SEC: f64 = 2.0 * 60.0 / 15.0;
-
-#[derive(Debug, Clone, Copy)]
-struct Conn {
-    dialer: u32,
-    /// Held open: a mesh peer or a relay reservation.
-    kept: bool,
-    /// The relay a circuit runs through, while hole punching has not made it direct.
-    relay: Option<u32>,
-    opened: f64,
-}
-
-enum Table {
-    Real(Box<Members>),
-    Compact(Compact),
-}
-
-struct Node {
-    id: PeerId,
-    name: String,
-    addr: Multiaddr,
-    kind: Kind,
-    public: bool,
-    online: bool,
-    session: u32,
-    joined_unix: u64,
-    conns: BTreeMap<u32, Conn>,
-    inbound: usize,
-    mesh: Vec<u32>,
-    relays: Vec<u32>,
-    reservations: u32,
-    circuits: u32,
-    table: Table,
-    observer: Option<usize>,
-    beat_at: f64,
-    summary_at: f64,
-    republish: bool,
-    /// This minute's own bytes and messages, each way.
-    up: f64,
-    down: f64,
-    msgs: f64,
-    /// The network-wide per-member costs when this member came online this minute.
-    joined_shared: Option<Shared>,
-    dials: u64,
-    refused: u64,
-    /// Its session's end is scheduled.
-    ending: bool,
-}
-
-/// Costs every online member bears alike (the mesh's forwards), accumulated per member.
-#[derive(Debug, Clone, Copy, Default)]
-struct Shared {
-    up: f64,
-    down: f64,
-    msgs: f64,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
@@ -172,41 +107,8 @@ impl Sim {
             .chain(std::iter::repeat_n(Kind::Newcomer, bursts));
         let mut nodes = Vec::new();
         for (i, kind) in kinds.enumerate() {
-            let key =
-                libp2p::identity::Keypair::ed25519_from_bytes(key_seed(scenario.seed, i)).expect("32 bytes make a key");
-            let id = key.public().to_peer_id();
-            let addr: Multiaddr = format!("/ip4/10.{}.{}.{}/tcp/7701", (i >> 16) & 255, (i >> 8) & 255, i & 255)
-                .parse()
-                .expect("an address");
             let public = kind == Kind::Core || rng.below(1000) as f64 >= scenario.nat_share * 1000.0;
-            nodes.push(Node {
-                name: id.to_string(),
-                id,
-                addr,
-                kind,
-                public,
-                online: false,
-                session: 0,
-                joined_unix: 0,
-                conns: BTreeMap::new(),
-                inbound: 0,
-                mesh: Vec::new(),
-                relays: Vec::new(),
-                reservations: 0,
-                circuits: 0,
-                table: Table::Compact(Compact::default()),
-                observer: None,
-                beat_at: f64::NEG_INFINITY,
-                summary_at: f64::NEG_INFINITY,
-                republish: false,
-                up: 0.0,
-                down: 0.0,
-                msgs: 0.0,
-                joined_shared: None,
-                dials: 0,
-                refused: 0,
-                ending: false,
-            });
+            nodes.push(Node::new(scenario.seed, i, kind, public));
         }
         let index = nodes.iter().enumerate().map(|(i, n)| (n.id, i as u32)).collect();
         // Calibration floods over a mesh of up to 2,000 members (copies per member settle long
@@ -247,17 +149,10 @@ impl Sim {
         }
     }
 
-    /// Which side of the partition member `i` is on: a share of the members, by a hash of
-    /// their index (observers among them).
-    fn side(&self, i: u32) -> bool {
-        let share = self.scenario.partition.map_or(0.0, |p| p.share);
-        let h = blake3::hash(&(u64::from(i) ^ self.scenario.seed.rotate_left(17)).to_le_bytes());
-        (u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes")) as f64 / u64::MAX as f64) < share
-    }
-
     /// Whether `a` and `b` cannot reach each other now.
     fn cut(&self, a: u32, b: u32) -> bool {
-        self.partitioned && self.side(a) != self.side(b)
+        let side = |i: u32| self.scenario.partition.is_some_and(|p| p.holds(self.scenario.seed, i));
+        self.partitioned && side(a) != side(b)
     }
 
     /// The partition begins: connections across it close, and nothing crosses it until it
@@ -314,30 +209,18 @@ impl Sim {
             if kind == Kind::Newcomer {
                 continue;
             }
-            let (up, left) =
-                if i < observers { (true, f64::INFINITY) } else { self.sessions.start_state(kind, &mut self.rng) };
-            if up {
-                let at = if i < observers { i as f64 * 0.01 } else { 1.0 + self.rng.below(60_000) as f64 / 1000.0 };
-                self.at(at, Ev::Up(i as u32));
-                if left.is_finite() {
-                    self.pending_down(i as u32, at + left);
-                }
-            } else {
-                let back = 60.0 + left;
-                self.at(back, Ev::Up(i as u32));
+            let start =
+                if i < observers { (i as f64 * 0.01, None) } else { self.sessions.first_arrival(kind, &mut self.rng) };
+            self.at(start.0, Ev::Up(i as u32));
+            if let Some(ends) = start.1 {
+                self.pending_down(i as u32, ends);
             }
         }
-        let mut newcomer = self.nodes.iter().position(|n| n.kind == Kind::Newcomer).unwrap_or(self.nodes.len());
-        let per_burst = (self.scenario.members as f64 * self.sessions.burst_share).round() as usize;
-        let bursts = if self.scenario.stable { Vec::new() } else { self.sessions.bursts_at.clone() };
-        for at in bursts {
-            let start = at * self.churn_until;
-            for _ in 0..per_burst {
-                if newcomer < self.nodes.len() {
-                    let t = start + self.rng.below(ms(self.sessions.burst_secs) as usize) as f64 / 1000.0;
-                    self.at(t, Ev::Up(newcomer as u32));
-                    newcomer += 1;
-                }
+        let newcomers = self.nodes.iter().position(|n| n.kind == Kind::Newcomer).unwrap_or(self.nodes.len());
+        if !self.scenario.stable {
+            let arrivals = self.sessions.bursts(self.scenario.members, self.churn_until, &mut self.rng);
+            for (k, at) in arrivals.into_iter().enumerate().take(self.nodes.len() - newcomers) {
+                self.at(at, Ev::Up((newcomers + k) as u32));
             }
         }
         self.at(60.0, Ev::Sample);
@@ -401,15 +284,10 @@ impl Sim {
         );
         {
             let node = &mut self.nodes[iu];
-            node.online = true;
-            node.session += 1;
-            node.joined_unix = unix;
-            node.beat_at = f64::NEG_INFINITY;
-            node.summary_at = f64::NEG_INFINITY;
-            node.joined_shared = Some(self.shared);
+            node.come_online(unix, self.shared);
             node.table = match node.observer {
                 Some(_) => {
-                    let me = heartbeat(node, false, tick as u32);
+                    let me = node.heartbeat(false, tick as u32);
                     Table::Real(Box::new(
                         Members::started_at(node.id, me, ttl, weft_p2p::DEFAULT_VNODES, instant, unix)
                             .beating_every(Duration::from_secs_f64(tick)),
@@ -522,13 +400,7 @@ impl Sim {
             node.relays.retain(|r| *r != i);
         }
         let node = &mut self.nodes[iu];
-        node.online = false;
-        node.ending = self.scenario.stable;
-        node.mesh.clear();
-        node.relays.clear();
-        node.reservations = 0;
-        node.circuits = 0;
-        node.table = Table::Compact(Compact::default());
+        node.go_offline(self.scenario.stable);
         self.online -= 1;
         self.joining.remove(&i);
         let kind = node.kind;
@@ -542,10 +414,7 @@ impl Sim {
 
     /// `i`'s heartbeat period as `Members::period` computes it from the members it counts.
     fn period(&self, i: usize) -> f64 {
-        match &self.nodes[i].table {
-            Table::Real(m) => m.period().as_secs_f64(),
-            Table::Compact(table) => stretched(table.members() + 1, self.scenario.heartbeat_secs),
-        }
+        self.nodes[i].period(self.scenario.heartbeat_secs)
     }
 
     /// Gossips `i`'s heartbeat (topic 0) or summary (topic 1): its own flood to every
@@ -794,7 +663,7 @@ impl Sim {
             None => self.nodes[fu].id,
         };
         let every = self.period(fu).round() as u32;
-        let hb = heartbeat(&self.nodes[fu], leaving, every);
+        let hb = self.nodes[fu].heartbeat(leaving, every);
         let remote = self.nodes[tu].conns.contains_key(&from).then(|| self.nodes[fu].addr.clone());
         let Table::Real(m) = &mut self.nodes[tu].table else { return };
         m.alive(&via, now);
@@ -841,8 +710,6 @@ impl Sim {
         let now = self.now;
         self.at(now + 60.0, Ev::Sample);
         let online = self.online.max(1) as f64;
-        // IHAVE: each member tells max(6, a quarter of its non-mesh peers) the ids of the last
-        // three seconds, every second, on each topic.
         let mut ihave_total = 0.0;
         let rates = [self.published[0] / 60.0, self.published[1] / 60.0];
         let measuring = now > self.scenario.warmup_minutes * 60.0;
@@ -851,15 +718,8 @@ impl Sim {
         let mut msg_rates = Vec::new();
         let mut conns = Vec::new();
         for node in self.nodes.iter_mut().filter(|n| n.online) {
-            let outside = node.conns.len().saturating_sub(node.mesh.len()) as f64;
-            let peers = (gossip::GOSSIP_LAZY as f64).max(gossip::GOSSIP_FACTOR * outside).min(outside);
-            let mut ihave = 0.0;
-            for rate in rates {
-                let ids = (rate * gossip::HISTORY_GOSSIP_SECS).min(gossip::MAX_IHAVE as f64);
-                if ids > 0.0 {
-                    ihave += 60.0 * peers * (ids * gossip::ID_BYTES as f64 + gossip::FRAMING as f64);
-                }
-            }
+            let outside = node.conns.len().saturating_sub(node.mesh.len());
+            let (peers, ihave) = gossip::ihave_per_minute(outside, &rates);
             ihave_total += ihave;
             let pings = node.conns.len() as f64 * PING_BYTES_PER_SEC * 60.0;
             if measuring {
@@ -914,25 +774,11 @@ impl Sim {
                 _ => None,
             })
             .collect();
-        if rings.len() < 2 {
-            return;
-        }
-        let owners: Vec<Vec<Option<PeerId>>> =
-            rings.iter().map(|m| self.hosts.iter().map(|h| m.ring().owner(h).copied()).collect()).collect();
-        let (mut differ, mut pairs) = (0u64, 0u64);
-        for a in 0..owners.len() {
-            for b in a + 1..owners.len() {
-                differ += owners[a].iter().zip(&owners[b]).filter(|(x, y)| x != y).count() as u64;
-                pairs += self.hosts.len() as u64;
-            }
-        }
-        let gone = owners
-            .iter()
-            .flatten()
-            .filter(|o| o.is_none_or(|p| self.index.get(&p).is_none_or(|j| !self.nodes[*j as usize].online)))
-            .count();
-        let disagreement = differ as f64 / pairs as f64;
-        let gone = gone as f64 / (owners.len() * self.hosts.len()) as f64;
+        let (nodes, index) = (&self.nodes, &self.index);
+        let online = |p: &PeerId| index.get(p).is_some_and(|j| nodes[*j as usize].online);
+        let ring_refs: Vec<&weft_p2p::Ring> = rings.iter().map(|m| m.ring()).collect();
+        let Some(compared) = rings::compare(&ring_refs, &self.hosts, online) else { return };
+        let (disagreement, gone) = (compared.disagreement, compared.owner_gone);
         let view = rings.iter().map(|m| m.len() as f64).sum::<f64>() / rings.len() as f64 / self.online.max(1) as f64;
         let quiet = self.now - self.last_change;
         if measuring {
@@ -944,31 +790,4 @@ impl Sim {
             self.figures.quiet_disagreement.push((quiet, disagreement));
         }
     }
-}
-
-/// `Members::period`'s stretch, for a compact table of `members` (itself included).
-fn stretched(members: usize, heartbeat_secs: f64) -> f64 {
-    let stretch = members.max(20) as f64 / 20.0;
-    (heartbeat_secs * stretch).min(60.0_f64.max(heartbeat_secs))
-}
-
-fn heartbeat(node: &Node, leaving: bool, every: u32) -> Heartbeat {
-    Heartbeat {
-        peer: node.name.clone(),
-        addrs: vec![node.addr.to_string()],
-        capacity: 10,
-        leaving,
-        relay: node.public,
-        joined: node.joined_unix,
-        left: Vec::new(),
-        every,
-    }
-}
-
-/// The secret key of identity `i` under `seed`: the same members in every run of a seed.
-fn key_seed(seed: u64, i: usize) -> [u8; 32] {
-    let mut bytes = [0u8; 16];
-    bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    bytes[8..].copy_from_slice(&(i as u64).to_le_bytes());
-    *blake3::hash(&bytes).as_bytes()
 }
