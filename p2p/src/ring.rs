@@ -57,11 +57,7 @@ impl Ring {
     /// `vnodes`; a member listed twice keeps its first count).
     pub fn weighted(members: impl IntoIterator<Item = (PeerId, usize)>, vnodes: usize) -> Ring {
         let vnodes = vnodes.max(1);
-        let mut sorted: Vec<(PeerId, usize)> = members.into_iter().collect();
-        sorted.sort_by_key(|a| a.0);
-        sorted.dedup_by(|later, first| later.0 == first.0);
-        let counts: Vec<usize> = sorted.iter().map(|(_, c)| (*c).clamp(1, vnodes)).collect();
-        let members: Vec<PeerId> = sorted.into_iter().map(|(m, _)| m).collect();
+        let (members, counts) = Ring::sorted(members, vnodes);
         let mut points = Vec::with_capacity(counts.iter().sum());
         for (m, (member, count)) in members.iter().zip(&counts).enumerate() {
             Ring::points_from(member, m as u32, 0, *count, &mut points);
@@ -69,6 +65,16 @@ impl Ring {
         // Ties (astronomically unlikely) are broken by member order, the same everywhere.
         points.sort_unstable();
         Ring { points, members, counts, vnodes }
+    }
+
+    /// `members` sorted, each listed once (its first count kept), with its points' count
+    /// clamped to `1..=vnodes`.
+    fn sorted(members: impl IntoIterator<Item = (PeerId, usize)>, vnodes: usize) -> (Vec<PeerId>, Vec<usize>) {
+        let mut sorted: Vec<(PeerId, usize)> = members.into_iter().collect();
+        sorted.sort_by_key(|a| a.0);
+        sorted.dedup_by(|later, first| later.0 == first.0);
+        let counts = sorted.iter().map(|(_, c)| (*c).clamp(1, vnodes)).collect();
+        (sorted.into_iter().map(|(m, _)| m).collect(), counts)
     }
 
     /// The points of `member`'s first `count` (from `from` on), with index `m`.
@@ -91,11 +97,7 @@ impl Ring {
     /// change of the member set, and a ring of 10,000 members holds 1.5 million points.
     pub fn rebuilt(&self, members: impl IntoIterator<Item = (PeerId, usize)>) -> Ring {
         let vnodes = self.vnodes;
-        let mut sorted: Vec<(PeerId, usize)> = members.into_iter().collect();
-        sorted.sort_by_key(|a| a.0);
-        sorted.dedup_by(|later, first| later.0 == first.0);
-        let counts: Vec<usize> = sorted.iter().map(|(_, c)| (*c).clamp(1, vnodes)).collect();
-        let members: Vec<PeerId> = sorted.into_iter().map(|(m, _)| m).collect();
+        let (members, counts) = Ring::sorted(members, vnodes);
         // Each old member's index on the new ring and how many of its points stay.
         let mut keep: Vec<(u32, usize)> = vec![(u32::MAX, 0); self.members.len()];
         let mut added = Vec::new();
