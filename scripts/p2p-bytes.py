@@ -63,7 +63,7 @@ def main():
             t[0] += max(0, s - s0)
             t[1] += max(0, r - r0)
         for pid in {k[0] for k in now}:
-            conns.setdefault(("n", pid), []).append(sum(1 for k in now if k[0] == pid))
+            conns.setdefault(pid, []).append(sum(1 for k in now if k[0] == pid))
         last = now
     secs = time.time() - start
     rows = sorted(totals.items(), key=lambda kv: kv[0])
@@ -72,7 +72,7 @@ def main():
         sys.exit(1)
     ups = [t[0] / secs for _, t in rows]
     downs = [t[1] / secs for _, t in rows]
-    held = [sum(conns[("n", pid)]) / len(conns[("n", pid)]) for pid, _ in rows if ("n", pid) in conns]
+    held = [sum(conns.get(pid, [0])) / len(conns.get(pid, [0])) for pid, _ in rows]
     for (pid, t), h in zip(rows, held):
         print(f"pid {pid}: up {t[0] / secs / 1e3:.1f} KB/s, down {t[1] / secs / 1e3:.1f} KB/s, {h:.0f} connections")
     ups.sort()
