@@ -29,12 +29,14 @@
 //! - [`summaries`]: routing summaries (centroids, LSH buckets) and the ranking of peers for a
 //!   query (pure).
 //! - [`search`]: `/weft/search/1` — wire types, checks, and merging peers' answers (pure).
+//! - [`roster`]: the member set at any size — signed join and departure events, anti-entropy
+//!   digests, monitors, sponsored admission (pure; the simulator's proposed design).
 //! - [`versions`]: the protocol version a peer speaks, and peers refused for another (pure).
 //! - [`network`]: the swarm, its event loop, and the handle the node talks to.
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
 //! checks it): codec, departures, identity, reachability, ring, signing, summaries, versions → exchange,
-//! membership, placement, records, sealed → replicas → copy_sync, postings, search → doc_wire,
+//! membership, placement, records, sealed → replicas, roster → copy_sync, postings, search → doc_wire,
 //! publishing → behaviour → network.
 
 pub mod behaviour;
@@ -53,6 +55,7 @@ pub mod reachability;
 pub mod records;
 pub mod replicas;
 pub mod ring;
+pub mod roster;
 pub mod sealed;
 pub mod search;
 pub(crate) mod signing;

@@ -1,0 +1,547 @@
+//! Who is in the network, at any size: the roster is the set of members, kept alike on every
+//! member by passing on only what *changes* — signed events, one per join or departure — and
+//! by members comparing their rosters with a few others from time to time.
+//!
+//! The ring needs every member to know every member (that is what lets any member compute any
+//! host's owner), but not to *hear from* every member. Today's membership (`crate::membership`)
+//! has every member heartbeat to all and connect to all, which costs each member O(N) messages
+//! and connections; the roster costs each member what the network's churn costs, whatever N:
+//!
+//! - **Events, not heartbeats** ([`event`]): a member is in the roster from a *Joined* signed by
+//!   itself and by [`event::SPONSORS`] members, until a *Left* it signs or a *Dead* that
+//!   [`event::ACCUSERS`] of its monitors sign. Each member's latest event wins (later time; a
+//!   departure over a join at a tie), so rosters that saw the same events agree, whatever the
+//!   order — the roster is a last-writer-wins set.
+//! - **Anti-entropy** ([`digest`]): every few seconds a member sends one of its view's members a
+//!   [`Digest`] of its roster (32 bucket hashes); the other answers with the keys of the buckets
+//!   that differ, and each sends the other the entries it lacks. An event reaches every member
+//!   in O(log N) rounds and every member receives it about once.
+//! - **Monitors**: each member is watched by the next [`MONITORS`] members after it on the
+//!   monitor ring (members sorted by [`event::position`]). A monitor that loses it asks the
+//!   others; two that cannot reach it sign its Dead. A member declared dead that is alive signs
+//!   a Joined of its own within [`REFUTE_FOR`] and keeps its place.
+//! - **Admission**: a newcomer pulls the roster, and after [`PROBATION`] connected to its
+//!   would-be monitors asks them to sponsor it; they sign if its address block holds fewer than
+//!   [`MAX_MEMBERS_PER_PREFIX`] members and each has sponsored fewer than [`SPONSORED_PER_HOUR`]
+//!   joins in the last hour. Its points then grow in stages from its Joined's time, which its
+//!   sponsors vouched for, as `crate::membership` does from a claimed one.
+//!
+//! Departures are kept as tombstones for [`TOMBSTONE_FOR`] (so a stale Joined cannot come back),
+//! and a member away for longer starts from an empty roster.
+
+pub mod digest;
+pub mod event;
+
+use crate::membership::{ADMISSION_STAGES, ADMISSION_STEP, MAX_MEMBERS_PER_PREFIX};
+use crate::ring::Ring;
+use digest::{entry_hash, old_bucket, old_range, BucketKeys, Cuts, Digest, BUCKETS, MAX_KEYS, MID, OLD, RECENT};
+use event::{position, Event, EventError, What, ACCUSERS, SPONSORS};
+use libp2p::PeerId;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// Monitors of each member.
+pub const MONITORS: usize = 3;
+/// An accuser sits within this many members' average spacing after the accused (its third
+/// monitor is farther only with odds of about 1 in 60,000).
+const NEAR: u64 = 16;
+/// How far ahead of this node's clock an event may be.
+pub const MAX_SKEW: u64 = 120;
+/// A departure is remembered this long ...
+pub const TOMBSTONE_FOR: u64 = 3600;
+/// ... and dropped this long after it stops counting in digests.
+const TOMBSTONE_GRACE: u64 = 300;
+/// A member declared dead may refute it alone within this long.
+pub const REFUTE_FOR: u64 = 600;
+/// A newcomer is sponsored after this long connected to its sponsors.
+pub const PROBATION: u64 = 300;
+/// Joins one member may sponsor in an hour.
+pub const SPONSORED_PER_HOUR: usize = 12;
+/// Encoded events an answer carries, at most (a newcomer's roster comes over several rounds).
+pub const ANSWER_BYTES: usize = 24 * 1024;
+
+/// How far an event is checked: see [`Roster::apply`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    Member,
+    Syncing,
+}
+
+/// How the roster changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Joined(PeerId),
+    Gone(PeerId),
+}
+
+/// Why an event was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    #[error(transparent)]
+    Event(#[from] EventError),
+    #[error("roster event of {0} is dated {1}s ahead of this node's clock")]
+    Future(PeerId, u64),
+    #[error("a departure of {0} older than the tombstones")]
+    Expired(PeerId),
+    #[error("{peer} did not sign its own {what}")]
+    NotByItself { peer: PeerId, what: &'static str },
+    #[error("the join of {peer} has {got} sponsors who are members, needs {needed}")]
+    Sponsors { peer: PeerId, got: usize, needed: usize },
+    #[error("the join of {0} is dated otherwise than its admission")]
+    Since(PeerId),
+    #[error("{sponsor} sponsored {SPONSORED_PER_HOUR} joins in the last hour already")]
+    SponsorRate { sponsor: PeerId },
+    #[error("{MAX_MEMBERS_PER_PREFIX} members come from the address block of {0} already")]
+    Block(PeerId),
+    #[error("{peer} refutes no recent accusation")]
+    NoAccusation { peer: PeerId },
+    #[error("{peer} is accused by {got} of its monitors, needs {needed}")]
+    Accusers { peer: PeerId, got: usize, needed: usize },
+    #[error("{0} shares its roster key with another member")]
+    Collision(PeerId),
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    peer: PeerId,
+    event: Arc<Event>,
+    /// When it was first admitted (carried through a refutation and a departure).
+    since: u64,
+}
+
+impl Entry {
+    fn version(&self) -> u64 {
+        self.event.version()
+    }
+
+    fn gone(&self) -> bool {
+        !self.event.what.is_joined()
+    }
+}
+
+/// The roster: every member's latest event, the indexes digests are cut from, and the ring.
+#[derive(Debug, Clone)]
+pub struct Roster {
+    vnodes: usize,
+    /// By key ([`event::position`]).
+    entries: BTreeMap<u64, Entry>,
+    /// (time, key) of every entry, and of departures.
+    by_time: BTreeSet<(u64, u64)>,
+    tombstones: BTreeSet<(u64, u64)>,
+    /// XOR of every entry's hash, by old bucket.
+    xor: [u64; OLD],
+    /// Members in (key order: the monitor ring), and how many from each address block.
+    alive: BTreeMap<u64, PeerId>,
+    blocks: HashMap<u64, usize>,
+    /// Joins each sponsor vouched for, by time.
+    sponsored: HashMap<PeerId, Vec<u64>>,
+    ring: Ring,
+    /// The ring must be built again (a change), or at this time (a member's next stage).
+    stale: bool,
+    rebuild_at: u64,
+}
+
+impl Roster {
+    pub fn new(vnodes: usize) -> Roster {
+        Roster {
+            vnodes,
+            entries: BTreeMap::new(),
+            by_time: BTreeSet::new(),
+            tombstones: BTreeSet::new(),
+            xor: [0; OLD],
+            alive: BTreeMap::new(),
+            blocks: HashMap::new(),
+            sponsored: HashMap::new(),
+            ring: Ring::new(std::iter::empty(), vnodes),
+            stale: false,
+            rebuild_at: u64::MAX,
+        }
+    }
+
+    /// Members in the roster.
+    pub fn len(&self) -> usize {
+        self.alive.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.alive.is_empty()
+    }
+
+    /// Entries, departures included.
+    pub fn entries(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_member(&self, peer: &PeerId) -> bool {
+        self.alive.get(&position(peer)) == Some(peer)
+    }
+
+    /// The latest event of `peer`.
+    pub fn event_of(&self, peer: &PeerId) -> Option<&Event> {
+        self.entries.get(&position(peer)).filter(|e| e.peer == *peer).map(|e| e.event.as_ref())
+    }
+
+    /// The members after `peer` on the monitor ring, `n` of them at most (`peer` not among them).
+    pub fn successors(&self, peer: &PeerId, n: usize) -> Vec<PeerId> {
+        let key = position(peer);
+        let after = self.alive.range(key.wrapping_add(1)..).chain(self.alive.range(..key));
+        after.map(|(_, p)| *p).filter(|p| p != peer).take(n).collect()
+    }
+
+    /// The members that watch `peer`.
+    pub fn monitors_of(&self, peer: &PeerId) -> Vec<PeerId> {
+        self.successors(peer, MONITORS)
+    }
+
+    /// The members `me` watches: those it is among the monitors of.
+    pub fn watched_by(&self, me: &PeerId) -> Vec<PeerId> {
+        let key = position(me);
+        let before = self.alive.range(..key).rev().chain(self.alive.range(key.wrapping_add(1)..).rev());
+        before.map(|(_, p)| *p).filter(|p| p != me).take(MONITORS).collect()
+    }
+
+    /// Whether `sponsor` may vouch for `newcomer` now: a member, under its hourly count, and
+    /// the newcomer's block under its cap. (The sponsor also checks the probation itself.)
+    pub fn may_sponsor(&self, sponsor: &PeerId, newcomer: &PeerId, block: u64, now: u64) -> Result<(), Refused> {
+        if !self.is_member(sponsor) {
+            return Err(Refused::Sponsors { peer: *newcomer, got: 0, needed: 1 });
+        }
+        if self.sponsored_recently(sponsor, now) >= SPONSORED_PER_HOUR {
+            return Err(Refused::SponsorRate { sponsor: *sponsor });
+        }
+        if block != 0 && self.blocks.get(&block).copied().unwrap_or(0) >= MAX_MEMBERS_PER_PREFIX {
+            return Err(Refused::Block(*newcomer));
+        }
+        Ok(())
+    }
+
+    fn sponsored_recently(&self, sponsor: &PeerId, now: u64) -> usize {
+        self.sponsored.get(sponsor).map_or(0, |times| times.iter().filter(|t| **t + 3600 > now).count())
+    }
+
+    /// Checks `event` against this roster and takes it if it is newer than what the roster
+    /// holds of its member. `Ok(None)`: nothing changed (already known, or older).
+    ///
+    /// A member checks everything ([`Trust::Member`]). A node pulling the roster for the first
+    /// time ([`Trust::Syncing`]) cannot check who vouched for members admitted long ago — their
+    /// sponsors may be gone — so it takes entries older than [`TOMBSTONE_FOR`] on their own
+    /// signatures and the number of them; the network layer takes the roster from more than
+    /// one member and compares their digests.
+    pub fn apply(&mut self, event: Event, now: u64, trust: Trust) -> Result<Option<Change>, Refused> {
+        let (peer, signers) = event.signers()?;
+        if event.at > now + MAX_SKEW {
+            return Err(Refused::Future(peer, event.at - now));
+        }
+        let key = position(&peer);
+        let previous = self.entries.get(&key);
+        if let Some(e) = previous {
+            if e.peer != peer {
+                return Err(Refused::Collision(peer));
+            }
+            if event.version() <= e.version() {
+                return Ok(None);
+            }
+        }
+        let history = trust == Trust::Syncing && event.at + TOMBSTONE_FOR <= now;
+        let by_itself = signers.contains(&peer);
+        let others: Vec<PeerId> = signers.iter().copied().filter(|s| *s != peer).collect();
+        let since = match event.what {
+            What::Joined { since, block, .. } => {
+                if !by_itself {
+                    return Err(Refused::NotByItself { peer, what: "join" });
+                }
+                let refutes = previous.filter(|e| e.event.what == What::Dead && e.event.at + REFUTE_FOR >= event.at);
+                if let Some(e) = refutes.filter(|_| others.is_empty()) {
+                    if since != e.since {
+                        return Err(Refused::Since(peer));
+                    }
+                } else if history {
+                    // As many as it needed then, as far as this roster knows so far.
+                    let before = self.entries.values().filter(|e| e.since < since).count();
+                    let needed = SPONSORS.min(before);
+                    if others.len() < needed {
+                        return Err(Refused::Sponsors { peer, got: others.len(), needed });
+                    }
+                } else {
+                    self.check_sponsors(&peer, &others, since, block, &event, now)?;
+                }
+                since
+            }
+            What::Left => {
+                if !by_itself {
+                    return Err(Refused::NotByItself { peer, what: "departure" });
+                }
+                previous.map_or(event.at, |e| e.since)
+            }
+            What::Dead => {
+                if !history {
+                    self.check_accusers(&peer, &others, event.at)?;
+                }
+                previous.map_or(event.at, |e| e.since)
+            }
+        };
+        if !event.what.is_joined() && event.at + TOMBSTONE_FOR <= now {
+            return Err(Refused::Expired(peer));
+        }
+        if let (What::Joined { .. }, false) = (event.what, others.is_empty()) {
+            for s in &others {
+                self.sponsored.entry(*s).or_default().push(event.at);
+            }
+        }
+        let was_alive = self.alive.contains_key(&key);
+        self.remove(key);
+        self.insert(key, Entry { peer, event: Arc::new(event), since });
+        let alive = self.alive.contains_key(&key);
+        Ok(match (was_alive, alive) {
+            (false, true) => Some(Change::Joined(peer)),
+            (true, false) => Some(Change::Gone(peer)),
+            _ => None,
+        })
+    }
+
+    /// Whether `peer` was a member at `at`, as far as this roster knows: admitted by then, and
+    /// in still or gone since.
+    fn was_member(&self, peer: &PeerId, at: u64) -> bool {
+        self.entries
+            .get(&position(peer))
+            .is_some_and(|e| e.peer == *peer && e.since <= at && (!e.gone() || e.event.at >= at))
+    }
+
+    fn check_sponsors(
+        &self,
+        peer: &PeerId,
+        sponsors: &[PeerId],
+        since: u64,
+        block: u64,
+        event: &Event,
+        now: u64,
+    ) -> Result<(), Refused> {
+        // A network's first members have fewer members to vouch for them.
+        let members = self.alive.values().filter(|m| *m != peer).count();
+        let needed = SPONSORS.min(members);
+        let got = sponsors.iter().filter(|s| self.was_member(s, event.at)).count();
+        if got < needed {
+            return Err(Refused::Sponsors { peer: *peer, got, needed });
+        }
+        if since != event.at {
+            return Err(Refused::Since(*peer));
+        }
+        if let Some(s) = sponsors.iter().find(|s| self.sponsored_recently(s, now) >= SPONSORED_PER_HOUR) {
+            return Err(Refused::SponsorRate { sponsor: *s });
+        }
+        if block != 0 && self.blocks.get(&block).copied().unwrap_or(0) >= MAX_MEMBERS_PER_PREFIX {
+            return Err(Refused::Block(*peer));
+        }
+        Ok(())
+    }
+
+    /// Accusers must have been members when they accused and sit just after the accused on
+    /// the monitor ring: within [`NEAR`] members' average spacing, which every roster that
+    /// differs by a few members judges alike (a monitor is among the first three).
+    fn check_accusers(&self, peer: &PeerId, accusers: &[PeerId], at: u64) -> Result<(), Refused> {
+        let spacing = u64::MAX / (self.alive.len().max(1) as u64);
+        let from = position(peer);
+        let near = |a: &PeerId| position(a).wrapping_sub(from) <= spacing.saturating_mul(NEAR);
+        let got = accusers.iter().filter(|a| near(a) && self.was_member(a, at)).count();
+        let needed = ACCUSERS.min(self.alive.len().saturating_sub(1));
+        if got < needed {
+            return Err(Refused::Accusers { peer: *peer, got, needed });
+        }
+        Ok(())
+    }
+
+    fn remove(&mut self, key: u64) {
+        let Some(e) = self.entries.remove(&key) else { return };
+        self.by_time.remove(&(e.event.at, key));
+        self.tombstones.remove(&(e.event.at, key));
+        self.xor[old_bucket(key)] ^= entry_hash(key, e.version());
+        if self.alive.remove(&key).is_some() {
+            self.stale = true;
+            if let What::Joined { block, .. } = e.event.what {
+                if let Some(n) = self.blocks.get_mut(&block) {
+                    *n = n.saturating_sub(1);
+                }
+            }
+        }
+    }
+
+    fn insert(&mut self, key: u64, e: Entry) {
+        self.by_time.insert((e.event.at, key));
+        if e.gone() {
+            self.tombstones.insert((e.event.at, key));
+        } else {
+            self.alive.insert(key, e.peer);
+            self.stale = true;
+            if let What::Joined { block, .. } = e.event.what {
+                if block != 0 {
+                    *self.blocks.entry(block).or_default() += 1;
+                }
+            }
+        }
+        self.xor[old_bucket(key)] ^= entry_hash(key, e.version());
+        self.entries.insert(key, e);
+    }
+
+    /// Drops departures past their time, and sponsors' counts older than an hour.
+    pub fn expire(&mut self, now: u64) {
+        let until = now.saturating_sub(TOMBSTONE_FOR + TOMBSTONE_GRACE);
+        let old: Vec<u64> = self.tombstones.range(..(until, 0)).map(|(_, k)| *k).collect();
+        for key in old {
+            self.remove(key);
+        }
+        self.sponsored.retain(|_, times| {
+            times.retain(|t| t + 3600 > now);
+            !times.is_empty()
+        });
+    }
+
+    /// Whether an entry counts in digests at `now` (a departure past its time no longer does).
+    fn counted(e: &Entry, now: u64) -> bool {
+        !(e.gone() && e.event.at + TOMBSTONE_FOR <= now)
+    }
+
+    /// This roster's digest at `now`.
+    pub fn digest(&self, now: u64) -> Digest {
+        let cuts = Cuts::at(now);
+        let mut hashes = vec![0u64; BUCKETS];
+        hashes[RECENT + MID..].copy_from_slice(&self.xor);
+        for (at, key) in self.by_time.range((cuts.old_before(), 0)..) {
+            let h = entry_hash(*key, self.entries[key].version());
+            hashes[cuts.bucket(*at, *key)] ^= h;
+            hashes[RECENT + MID + old_bucket(*key)] ^= h;
+        }
+        for (_, key) in self.tombstones.range(..(now.saturating_sub(TOMBSTONE_FOR).saturating_add(1), 0)) {
+            let e = &self.entries[key];
+            if !Self::counted(e, now) {
+                hashes[RECENT + MID + old_bucket(*key)] ^= entry_hash(*key, e.version());
+            }
+        }
+        Digest { now, hashes }
+    }
+
+    /// The entries of bucket `b` when cut at `now`.
+    fn bucket(&self, b: usize, now: u64) -> Vec<(u64, &Entry)> {
+        let cuts = Cuts::at(now);
+        let found: Vec<(u64, &Entry)> = if b < RECENT + MID {
+            let (from, until) = cuts.span(b);
+            self.by_time.range((from, 0)..(until, 0)).map(|(_, k)| (*k, &self.entries[k])).collect()
+        } else {
+            let (start, end) = old_range(b - RECENT - MID);
+            self.entries
+                .range(start..=end)
+                .filter(|(_, e)| e.event.at < cuts.old_before())
+                .map(|(k, e)| (*k, e))
+                .collect()
+        };
+        found.into_iter().filter(|(_, e)| Self::counted(e, now)).collect()
+    }
+
+    /// The answer to `theirs`: for each bucket that differs, this roster's keys and versions —
+    /// or, where theirs is empty, its entries outright, up to [`ANSWER_BYTES`].
+    pub fn answer(&self, theirs: &Digest) -> Answer {
+        let mine = self.digest(theirs.now);
+        let mut answer = Answer::default();
+        let mut bytes = 0;
+        for b in 0..BUCKETS.min(theirs.hashes.len()) {
+            if mine.hashes[b] == theirs.hashes[b] {
+                continue;
+            }
+            let entries = self.bucket(b, theirs.now);
+            if theirs.hashes[b] == 0 {
+                for (_, e) in entries {
+                    if bytes >= ANSWER_BYTES {
+                        break;
+                    }
+                    bytes += e.event.encode().len();
+                    answer.events.push(e.event.as_ref().clone());
+                }
+            } else {
+                let keys = entries.iter().map(|(k, e)| (*k, e.version())).take(MAX_KEYS).collect();
+                answer.keys.push(BucketKeys { bucket: b as u8, keys });
+            }
+        }
+        answer
+    }
+
+    /// What the asker sends back on `answer` to its digest at `now`: the entries the other
+    /// lacks or holds older, and the keys it wants.
+    pub fn follow_up(&self, answer: &Answer, now: u64) -> FollowUp {
+        let mut up = FollowUp::default();
+        let mut bytes = 0;
+        for bucket in answer.keys.iter().take(BUCKETS) {
+            let theirs: HashMap<u64, u64> = bucket.keys.iter().take(MAX_KEYS).copied().collect();
+            for (key, e) in self.bucket(usize::from(bucket.bucket), now) {
+                if theirs.get(&key).is_none_or(|v| *v < e.version()) && bytes < ANSWER_BYTES {
+                    bytes += e.event.encode().len();
+                    up.events.push(e.event.as_ref().clone());
+                }
+            }
+            for (key, version) in &bucket.keys {
+                if self.entries.get(key).is_none_or(|e| e.version() < *version) {
+                    up.want.push(*key);
+                }
+            }
+        }
+        up.want.truncate(MAX_KEYS);
+        up
+    }
+
+    /// The entries of `keys` this roster holds, up to [`ANSWER_BYTES`].
+    pub fn events_for(&self, keys: &[u64]) -> Vec<Event> {
+        let mut bytes = 0;
+        let mut out = Vec::new();
+        for key in keys.iter().take(MAX_KEYS) {
+            if let Some(e) = self.entries.get(key) {
+                if bytes >= ANSWER_BYTES {
+                    break;
+                }
+                bytes += e.event.encode().len();
+                out.push(e.event.as_ref().clone());
+            }
+        }
+        out
+    }
+
+    /// The ring at `now`: each member with its admitted share of points (a quarter, half,
+    /// three quarters, all, a stage per `ADMISSION_STEP` after its admission, counted from the
+    /// oldest member's stage so that a network that started together has the plain ring).
+    pub fn ring(&mut self, now: u64) -> &Ring {
+        if self.stale || now >= self.rebuild_at {
+            let step = ADMISSION_STEP.as_secs().max(1);
+            let stage = |since: u64| (now.saturating_sub(since) / step + 1).min(ADMISSION_STAGES);
+            let sinces: Vec<(PeerId, u64)> =
+                self.alive.keys().map(|k| (self.entries[k].peer, self.entries[k].since)).collect();
+            let top = sinces.iter().map(|(_, s)| stage(*s)).max().unwrap_or(ADMISSION_STAGES);
+            let vnodes = self.vnodes as u64;
+            let weights = sinces.iter().map(|(p, s)| {
+                let stages = (stage(*s) + ADMISSION_STAGES - top).clamp(1, ADMISSION_STAGES);
+                (*p, ((vnodes * stages).div_ceil(ADMISSION_STAGES)) as usize)
+            });
+            self.ring = self.ring.rebuilt(weights);
+            self.rebuild_at = (sinces.iter())
+                .filter(|(_, s)| stage(*s) < ADMISSION_STAGES)
+                .map(|(_, s)| s + (now.saturating_sub(*s) / step + 1) * step)
+                .min()
+                .unwrap_or(u64::MAX);
+            self.stale = false;
+        }
+        &self.ring
+    }
+}
+
+/// The answer to a digest.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Answer {
+    pub keys: Vec<BucketKeys>,
+    pub events: Vec<Event>,
+}
+
+/// The asker's entries the other lacks, and the keys it wants from it.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct FollowUp {
+    pub events: Vec<Event>,
+    pub want: Vec<u64>,
+}
+
+#[cfg(test)]
+mod tests;
