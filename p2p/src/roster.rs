@@ -502,6 +502,33 @@ impl Roster {
         out
     }
 
+    /// A page of the roster in key order, after `after` (from the start for `None`), up to
+    /// [`ANSWER_BYTES`], and where the next page starts. A node with an empty roster pulls it
+    /// this way before it compares digests: a digest's key lists would cost it the keys of
+    /// every member at every round.
+    pub fn snapshot(&self, after: Option<u64>, now: u64) -> Snapshot {
+        let from = after.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
+        let mut page = Snapshot::default();
+        let mut bytes = 0;
+        for (key, e) in self.entries.range((from, std::ops::Bound::Unbounded)) {
+            if bytes >= ANSWER_BYTES {
+                page.next = Some(page.last);
+                break;
+            }
+            page.last = *key;
+            if Self::counted(e, now) {
+                bytes += e.event.encode().len();
+                page.events.push(e.event.as_ref().clone());
+            }
+        }
+        page
+    }
+
+    /// The ring as [`Roster::ring`] last built it.
+    pub fn built_ring(&self) -> &Ring {
+        &self.ring
+    }
+
     /// The ring at `now`: each member with its admitted share of points (a quarter, half,
     /// three quarters, all, a stage per `ADMISSION_STEP` after its admission, counted from the
     /// oldest member's stage so that a network that started together has the plain ring).
@@ -534,6 +561,15 @@ impl Roster {
 pub struct Answer {
     pub keys: Vec<BucketKeys>,
     pub events: Vec<Event>,
+}
+
+/// A page of the roster (see [`Roster::snapshot`]).
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    pub events: Vec<Event>,
+    /// The key of the page's last entry, and where the next page starts (none: the last page).
+    pub last: u64,
+    pub next: Option<u64>,
 }
 
 /// The asker's entries the other lacks, and the keys it wants from it.

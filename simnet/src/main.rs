@@ -157,9 +157,15 @@ enum Command {
         out: PathBuf,
     },
     /// The network at scale, simulated on virtual time (no sockets): today's membership design
-    /// at each size, measured per member. Prints a Markdown table; writes every run's figures
-    /// as JSON and a plot with --out.
+    /// and the roster's at each size, measured per member. Prints a Markdown table; writes every
+    /// run's figures as JSON and a plot with --out.
     Scale {
+        /// Designs to run, each at every size: today, roster.
+        #[arg(long, default_value = "today,roster")]
+        design: String,
+        /// The roster's anti-entropy round, in seconds.
+        #[arg(long, default_value_t = 2.0)]
+        round_secs: f64,
         /// Members online on average, one run each, e.g. 100,1000,3000.
         #[arg(long, default_value = "100,1000")]
         members: String,
@@ -295,6 +301,8 @@ fn main() {
                 }
             }
             Command::Scale {
+                design,
+                round_secs,
                 members,
                 minutes,
                 observers,
@@ -306,7 +314,8 @@ fn main() {
                 partition,
                 out,
             } => {
-                let protocol = Protocol { stable, summaries: !no_summaries, heartbeat_secs, missed_heartbeats, partition };
+                let protocol =
+                    Protocol { design, stable, summaries: !no_summaries, heartbeat_secs, missed_heartbeats, partition, round_secs };
                 scale(&members, minutes, observers, seed, protocol, out)
             }
             Command::ScalePlot { from, out } => scale_plot(&from, &out),
@@ -347,6 +356,8 @@ fn scale_plot(from: &[PathBuf], out: &std::path::Path) -> Result<(), String> {
 
 /// `scale`'s settings of the network it simulates.
 struct Protocol {
+    design: String,
+    round_secs: f64,
     stable: bool,
     summaries: bool,
     heartbeat_secs: f64,
@@ -367,18 +378,24 @@ fn scale(
         .split(',')
         .map(|m| m.trim().parse::<usize>().map_err(|e| format!("--members {m:?}: {e}")))
         .collect::<Result<_, _>>()?;
+    let designs: Vec<&str> = protocol.design.split(',').map(str::trim).collect();
+    if let Some(d) = designs.iter().find(|d| !matches!(**d, "today" | "roster")) {
+        return Err(format!("--design {d:?}: the designs are today and roster"));
+    }
     let mut rows = Vec::new();
     let mut runs = Vec::new();
-    for n in sizes {
+    for (n, design) in sizes.iter().flat_map(|n| designs.iter().map(move |d| (*n, *d))) {
         let mut scenario = Scenario::new(n, minutes, seed);
+        scenario.round_secs = protocol.round_secs;
         scenario.observers = observers;
         scenario.stable = protocol.stable;
         scenario.summaries = protocol.summaries;
         scenario.heartbeat_secs = protocol.heartbeat_secs;
         scenario.missed_heartbeats = protocol.missed_heartbeats;
         scenario.partition = protocol.partition;
-        eprintln!("today's design, {n} members, {minutes} simulated minutes ...");
-        let (summary, figures) = scale::run_today(&scenario);
+        eprintln!("{design}, {n} members, {minutes} simulated minutes ...");
+        let (summary, figures) =
+            if design == "today" { scale::run_today(&scenario) } else { scale::run_roster(&scenario) };
         eprintln!("  done in {:.0} s", summary.wall_secs);
         rows.push(summary.clone());
         runs.push(serde_json::json!({ "summary": summary, "figures": figures }));

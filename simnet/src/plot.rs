@@ -145,7 +145,14 @@ fn draw_scale(
     };
     let nmax = rows.iter().map(|r| r.members).max().unwrap_or(10).max(10) as f64 * 1.5;
     let nmin = rows.iter().map(|r| r.members).min().unwrap_or(10).max(2) as f64 / 1.5;
-    let colors = [RGBColor(30, 90, 180), RGBColor(200, 80, 30), RGBColor(40, 150, 60)];
+    let colors = [
+        RGBColor(30, 90, 180),
+        RGBColor(200, 80, 30),
+        RGBColor(40, 150, 60),
+        RGBColor(120, 170, 230),
+        RGBColor(240, 160, 110),
+        RGBColor(130, 210, 140),
+    ];
     type Pick = fn(&crate::scale::Summary) -> f64;
     let panels_spec: [(&str, &str, Vec<(&str, Pick)>, Vec<(&str, f64)>); 3] = [
         (
@@ -196,7 +203,8 @@ fn draw_scale(
         }
         for (d, design) in designs.iter().enumerate() {
             for (s, (name, pick)) in series.iter().enumerate() {
-                let color = colors[s % colors.len()];
+                // Each design its own shades: the first dark and filled, the next light.
+                let color = colors[(s + 3 * d) % colors.len()];
                 let points: Vec<(f64, f64)> = rows
                     .iter()
                     .filter(|r| &r.design == design)

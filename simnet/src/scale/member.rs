@@ -82,8 +82,7 @@ pub struct Shared {
 impl Node {
     /// Identity `i` of a run under `seed`, of `kind`, reachable directly or not (`public`).
     pub fn new(seed: u64, i: usize, kind: Kind, public: bool) -> Node {
-        let key = libp2p::identity::Keypair::ed25519_from_bytes(key_seed(seed, i)).expect("32 bytes make a key");
-        let id = key.public().to_peer_id();
+        let id = Node::key(seed, i).public().to_peer_id();
         let addr: Multiaddr =
             format!("/ip4/10.{}.{}.{}/tcp/7701", (i >> 16) & 255, (i >> 8) & 255, i & 255).parse().expect("an address");
         Node {
@@ -114,6 +113,11 @@ impl Node {
             refused: 0,
             ending: false,
         }
+    }
+
+    /// The key of identity `i` under `seed`.
+    pub fn key(seed: u64, i: usize) -> libp2p::identity::Keypair {
+        libp2p::identity::Keypair::ed25519_from_bytes(key_seed(seed, i)).expect("32 bytes make a key")
     }
 
     /// It comes online for a new session at `unix`; `shared` is what the members online have

@@ -15,6 +15,7 @@ pub mod compact;
 pub mod gossip;
 mod member;
 pub mod rings;
+pub mod roster;
 pub mod sessions;
 pub mod today;
 
@@ -52,6 +53,8 @@ pub struct Scenario {
     pub missed_heartbeats: u32,
     /// A share of the members cut off from the rest for a while.
     pub partition: Option<Partition>,
+    /// The roster design's anti-entropy round: each member compares with one of its view.
+    pub round_secs: f64,
 }
 
 /// A partition: `share` of the members (observers among them) cannot reach the others from
@@ -107,6 +110,7 @@ impl Scenario {
             heartbeat_secs: 5.0,
             missed_heartbeats: 4,
             partition: None,
+            round_secs: 2.0,
         }
     }
 }
@@ -133,8 +137,14 @@ pub struct Figures {
     pub quiet_disagreement: Vec<(f64, f64)>,
     /// Seconds from a member's arrival until it was on every observer's ring.
     pub join_secs: Vec<f64>,
-    /// Member changes the observers' tables made.
+    /// Seconds from a roster event's making until every observer's roster had it (the roster).
+    pub spread_secs: Vec<f64>,
+    /// Member changes the observers' tables made (today), roster events made (the roster).
     pub ring_changes: u64,
+    /// Roster events an observer's real roster refused for good (none if the rules hold).
+    pub refused_events: u64,
+    /// Roster events not yet held by every member online, each minute.
+    pub in_flight: Vec<f64>,
     pub identities: usize,
     pub heartbeat_bytes: usize,
     pub summary_bytes: usize,
@@ -156,6 +166,10 @@ pub struct Received {
     pub ihave: f64,
     pub handshakes: f64,
     pub pings: f64,
+    /// The roster design's digests and key lists, events, and newcomers' roster pages.
+    pub digests: f64,
+    pub events: f64,
+    pub snapshots: f64,
     pub member_secs: f64,
 }
 
@@ -169,6 +183,9 @@ impl Received {
             ("IHAVE", self.ihave),
             ("handshakes", self.handshakes),
             ("pings", self.pings),
+            ("digests", self.digests),
+            ("events", self.events),
+            ("snapshots", self.snapshots),
         ];
         kinds.into_iter().map(|(kind, bytes)| (kind.to_string(), bytes / secs)).collect()
     }
@@ -198,6 +215,14 @@ pub struct Summary {
     pub join_p50_secs: Option<f64>,
     pub join_p95_secs: Option<f64>,
     pub joins_measured: usize,
+    /// A roster event's time to every observer (the roster design), p50 and p95.
+    #[serde(default)]
+    pub spread_p50_secs: Option<f64>,
+    #[serde(default)]
+    pub spread_p95_secs: Option<f64>,
+    /// Roster events an observer refused for good (the roster design).
+    #[serde(default)]
+    pub refused_events: u64,
     pub refused_dial_share: f64,
     pub dials_per_member_sec: f64,
     pub heartbeat_bytes: usize,
@@ -248,6 +273,9 @@ impl Summary {
             join_p50_secs: quantile(&f.join_secs, 0.5),
             join_p95_secs: quantile(&f.join_secs, 0.95),
             joins_measured: f.join_secs.len(),
+            spread_p50_secs: quantile(&f.spread_secs, 0.5),
+            spread_p95_secs: quantile(&f.spread_secs, 0.95),
+            refused_events: f.refused_events,
             refused_dial_share: f.refused_dials as f64 / f.dials.max(1) as f64,
             dials_per_member_sec: f.dials as f64 / (mean(&f.online).max(1.0) * measured_secs.max(60.0)),
             heartbeat_bytes: f.heartbeat_bytes,
@@ -260,12 +288,12 @@ impl Summary {
     /// The table's header and one row per run, in Markdown.
     pub fn table(rows: &[Summary]) -> String {
         let mut out = String::from(
-            "| design | members | online | up KB/s mean / p99 | down KB/s mean / p99 | msgs/s | connections mean / p99 | refused dials | ring disagreement mean / max / quiet | owner gone | view | join to every ring p50 / p95 s | wall s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+            "| design | members | online | up KB/s mean / p99 | down KB/s mean / p99 | msgs/s | connections mean / p99 | refused dials | ring disagreement mean / max / quiet | owner gone | view | join to every ring p50 / p95 s | roster event to every ring p50 / p95 s | wall s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         );
         let opt = |v: Option<f64>, scale: f64| v.map_or("–".to_string(), |v| format!("{:.1}", v * scale));
         for r in rows {
             out.push_str(&format!(
-                "| {} | {} | {:.0} | {:.1} / {:.1} | {:.1} / {:.1} | {:.0} | {:.0} / {:.0} | {:.0}% | {:.2}% / {:.2}% / {}% | {:.2}% | {:.2} | {} / {} ({}) | {:.0} |\n",
+                "| {} | {} | {:.0} | {:.1} / {:.1} | {:.1} / {:.1} | {:.0} | {:.0} / {:.0} | {:.0}% | {:.2}% / {:.2}% / {}% | {:.2}% | {:.2} | {} / {} ({}) | {} / {} | {:.0} |\n",
                 r.design,
                 r.members,
                 r.online_mean,
@@ -285,6 +313,8 @@ impl Summary {
                 opt(r.join_p50_secs, 1.0),
                 opt(r.join_p95_secs, 1.0),
                 r.joins_measured,
+                opt(r.spread_p50_secs, 1.0),
+                opt(r.spread_p95_secs, 1.0),
                 r.wall_secs,
             ));
         }
@@ -310,6 +340,12 @@ impl Summary {
         }
         out
     }
+}
+
+/// Runs the roster design on `scenario`.
+pub fn run_roster(scenario: &Scenario) -> (Summary, Figures) {
+    let figures = roster::Sim::new(scenario).run();
+    (Summary::of("roster", scenario, &figures), figures)
 }
 
 /// Runs today's design on `scenario`.
@@ -340,6 +376,39 @@ mod tests {
         assert!(a.disagreement_quiet.is_some_and(|d| d < 0.001), "{a:?}");
         assert!(a.joins_measured > 0 && a.join_p95_secs.is_some_and(|s| s < 120.0), "{a:?}");
         assert!(a.connections_p99 < 60.0 && a.up_mean > 0.0 && !fa.up.is_empty(), "{a:?}");
+    }
+
+    #[test]
+    fn the_roster_agrees_on_its_ring_with_few_connections_and_its_rules_refuse_no_honest_event() {
+        let mut scenario = Scenario::new(60, 20.0, 9);
+        (scenario.observers, scenario.hosts) = (6, 300);
+        let (a, fa) = run_roster(&scenario);
+        let (b, _) = run_roster(&scenario);
+        assert_eq!(
+            (a.up_mean, a.connections_mean, a.disagreement_mean, a.joins_measured),
+            (b.up_mean, b.connections_mean, b.disagreement_mean, b.joins_measured),
+            "the same seed, the same run"
+        );
+        assert_eq!(a.refused_events, 0, "{a:?}");
+        assert!(a.disagreement_quiet.is_some_and(|d| d < 0.001), "{a:?}");
+        assert!(a.spread_p95_secs.is_some_and(|s| s < 60.0), "{a:?}");
+        // A join waits out its probation before it is on any ring.
+        assert!(a.join_p50_secs.is_some_and(|s| s >= weft_p2p::roster::PROBATION as f64), "{a:?}");
+        assert!(a.connections_p99 <= 30.0 && a.down_mean < 2_000.0 && !fa.down.is_empty(), "{a:?}");
+    }
+
+    #[test]
+    fn a_partition_parts_the_rosters_and_the_members_declared_dead_refute_it_once_it_heals() {
+        let mut scenario = Scenario::new(60, 30.0, 5);
+        (scenario.observers, scenario.hosts, scenario.warmup_minutes) = (8, 300, 2.0);
+        scenario.partition = Some("0.4@8+6".parse().unwrap());
+        let (s, f) = run_roster(&scenario);
+        let during = f.disagreement[7..11].iter().copied().fold(0.0, f64::max);
+        assert!(during > 0.05, "the two sides' rings differ while it lasts: {:?}", f.disagreement);
+        let after = f.disagreement[14..].iter().copied().fold(0.0, f64::max);
+        assert!(after < 0.01, "{:?}", f.disagreement);
+        assert!(s.disagreement_quiet.is_some_and(|d| d < 0.001), "{:?} {s:?}", f.disagreement);
+        assert_eq!(s.refused_events, 0);
     }
 
     #[test]
