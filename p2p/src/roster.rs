@@ -28,9 +28,17 @@
 //!
 //! Departures are kept as tombstones for [`TOMBSTONE_FOR`] (so a stale Joined cannot come back),
 //! and a member away for longer starts from an empty roster.
+//!
+//! The parts: [`event`] the signed events, [`digest`] the buckets two rosters compare,
+//! [`admission`] a newcomer's way in and a sponsor's checks, [`watch`] the monitors' side,
+//! [`wire`] `/weft/roster/1`'s messages. All pure; the live network does not run them yet (the
+//! simulator does: `weft-simnet scale --design roster`).
 
+pub mod admission;
 pub mod digest;
 pub mod event;
+pub mod watch;
+pub mod wire;
 
 use crate::membership::{ADMISSION_STAGES, ADMISSION_STEP, MAX_MEMBERS_PER_PREFIX};
 use crate::ring::Ring;
@@ -257,8 +265,7 @@ impl Roster {
                     }
                 } else if history {
                     // As many as it needed then, as far as this roster knows so far.
-                    let before = self.entries.values().filter(|e| e.since < since).count();
-                    let needed = SPONSORS.min(before);
+                    let needed = self.entries.values().filter(|e| e.since < since).take(SPONSORS).count();
                     if others.len() < needed {
                         return Err(Refused::Sponsors { peer, got: others.len(), needed });
                     }
@@ -317,7 +324,7 @@ impl Roster {
         now: u64,
     ) -> Result<(), Refused> {
         // A network's first members have fewer members to vouch for them.
-        let members = self.alive.values().filter(|m| *m != peer).count();
+        let members = self.alive.len() - usize::from(self.is_member(peer));
         let needed = SPONSORS.min(members);
         let got = sponsors.iter().filter(|s| self.was_member(s, event.at)).count();
         if got < needed {

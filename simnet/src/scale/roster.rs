@@ -188,7 +188,8 @@ pub struct Sim {
     changes: Vec<Change>,
     slots: Vec<Option<usize>>,
     words: usize,
-    /// Roster changes per second, for the key lists of a bucket (the last ~10 minutes).
+    /// Roster changes so far at each second with a change, for the key lists of a bucket (the
+    /// last 20 minutes).
     per_second: VecDeque<(u64, u32)>,
     by_phase: Vec<Vec<u32>>,
     hosts: Vec<String>,
@@ -441,9 +442,10 @@ impl Sim {
         self.changes.push(Change { node, at: self.now, what, bytes, slot: Some(slot), holders: 0, real });
         self.states[node as usize].latest = Some(id);
         let sec = self.unix();
+        let total = self.per_second.back().map_or(0, |(_, n)| *n) + 1;
         match self.per_second.back_mut() {
-            Some((s, n)) if *s == sec => *n += 1,
-            _ => self.per_second.push_back((sec, 1)),
+            Some((s, n)) if *s == sec => *n = total,
+            _ => self.per_second.push_back((sec, total)),
         }
         while self.per_second.front().is_some_and(|(s, _)| *s + 1200 < sec) {
             self.per_second.pop_front();
@@ -792,14 +794,15 @@ impl Sim {
         }
     }
 
+    /// A random member of `i`'s view that has the roster.
     fn partner(&mut self, i: u32) -> Option<u32> {
-        let view = &self.nodes[i as usize].mesh;
-        let ready: Vec<u32> = view
-            .iter()
-            .copied()
-            .filter(|j| !matches!(self.states[*j as usize].status, Status::Syncing(_) | Status::Offline))
-            .collect();
-        (!ready.is_empty()).then(|| ready[self.rng.below(ready.len())])
+        let n = self.nodes[i as usize].mesh.len();
+        let ready = |j: u32, s: &Sim| !matches!(s.states[j as usize].status, Status::Syncing(_) | Status::Offline);
+        if n == 0 {
+            return None;
+        }
+        let start = self.rng.below(n);
+        (0..n).map(|k| self.nodes[i as usize].mesh[(start + k) % n]).find(|j| ready(*j, self))
     }
 
     /// `i` compares rosters with a member of its view: digest, keys of the buckets that differ,
@@ -882,7 +885,16 @@ impl Sim {
             return (self.members.len() as f64 / 16.0).ceil();
         }
         let (from, until) = cuts.span(b);
-        self.per_second.iter().filter(|(s, _)| (from..until).contains(s)).map(|(_, n)| f64::from(*n)).sum()
+        // Changes up to a second: the running count of the last second before it.
+        let upto = |sec: u64| {
+            let k = self.per_second.partition_point(|(s, _)| *s < sec);
+            if k == 0 {
+                0
+            } else {
+                self.per_second[k - 1].1
+            }
+        };
+        f64::from(upto(until) - upto(from))
     }
 
     fn send(&mut self, from: u32, to: u32, bytes: f64) {
@@ -950,7 +962,13 @@ impl Sim {
         let mine = self.wanted(i);
         for j in held {
             let opened = self.nodes[iu].conns[&j].opened;
-            if mine.contains(&j) || self.now - opened < IDLE_SECS / 10.0 || self.wanted(j).contains(&i) {
+            // The other side wants it as its view or relay (a monitor link is wanted both ways).
+            let theirs = &self.nodes[j as usize];
+            if mine.contains(&j)
+                || self.now - opened < IDLE_SECS / 10.0
+                || theirs.mesh.contains(&i)
+                || theirs.relays.contains(&i)
+            {
                 continue;
             }
             self.disconnect(i, j);
