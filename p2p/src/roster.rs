@@ -236,19 +236,19 @@ impl Roster {
     /// signatures and the number of them; the network layer takes the roster from more than
     /// one member and compares their digests.
     pub fn apply(&mut self, event: Event, now: u64, trust: Trust) -> Result<Option<Change>, Refused> {
+        // What this roster holds as new or newer is ignored before any signature is checked:
+        // anti-entropy brings most events more than once.
+        let key = position(&event.peer_id()?);
+        if self.entries.get(&key).is_some_and(|e| e.peer.to_bytes() == event.peer && event.version() <= e.version()) {
+            return Ok(None);
+        }
         let (peer, signers) = event.signers()?;
         if event.at > now + MAX_SKEW {
             return Err(Refused::Future(peer, event.at - now));
         }
-        let key = position(&peer);
         let previous = self.entries.get(&key);
-        if let Some(e) = previous {
-            if e.peer != peer {
-                return Err(Refused::Collision(peer));
-            }
-            if event.version() <= e.version() {
-                return Ok(None);
-            }
+        if previous.is_some_and(|e| e.peer != peer) {
+            return Err(Refused::Collision(peer));
         }
         let history = trust == Trust::Syncing && event.at + TOMBSTONE_FOR <= now;
         let by_itself = signers.contains(&peer);

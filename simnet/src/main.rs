@@ -166,6 +166,10 @@ enum Command {
         /// The roster's anti-entropy round, in seconds.
         #[arg(long, default_value_t = 2.0)]
         round_secs: f64,
+        /// The roster design with every member's real roster and the real exchanges, not only
+        /// the observers' (memory grows with the square of the members: up to ~1,000).
+        #[arg(long)]
+        real_everywhere: bool,
         /// Members online on average, one run each, e.g. 100,1000,3000.
         #[arg(long, default_value = "100,1000")]
         members: String,
@@ -303,6 +307,7 @@ fn main() {
             Command::Scale {
                 design,
                 round_secs,
+                real_everywhere,
                 members,
                 minutes,
                 observers,
@@ -315,7 +320,7 @@ fn main() {
                 out,
             } => {
                 let protocol =
-                    Protocol { design, stable, summaries: !no_summaries, heartbeat_secs, missed_heartbeats, partition, round_secs };
+                    Protocol { design, stable, summaries: !no_summaries, heartbeat_secs, missed_heartbeats, partition, round_secs, real_everywhere };
                 scale(&members, minutes, observers, seed, protocol, out)
             }
             Command::ScalePlot { from, out } => scale_plot(&from, &out),
@@ -358,6 +363,7 @@ fn scale_plot(from: &[PathBuf], out: &std::path::Path) -> Result<(), String> {
 struct Protocol {
     design: String,
     round_secs: f64,
+    real_everywhere: bool,
     stable: bool,
     summaries: bool,
     heartbeat_secs: f64,
@@ -387,6 +393,7 @@ fn scale(
     for (n, design) in sizes.iter().flat_map(|n| designs.iter().map(move |d| (*n, *d))) {
         let mut scenario = Scenario::new(n, minutes, seed);
         scenario.round_secs = protocol.round_secs;
+        scenario.real_everywhere = protocol.real_everywhere;
         scenario.observers = observers;
         scenario.stable = protocol.stable;
         scenario.summaries = protocol.summaries;

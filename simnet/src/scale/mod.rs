@@ -55,6 +55,9 @@ pub struct Scenario {
     pub partition: Option<Partition>,
     /// The roster design's anti-entropy round: each member compares with one of its view.
     pub round_secs: f64,
+    /// The roster design with every member's real roster and the real exchanges (up to a
+    /// thousand members or so: 10,000 rosters of 10,000 entries do not fit).
+    pub real_everywhere: bool,
 }
 
 /// A partition: `share` of the members (observers among them) cannot reach the others from
@@ -111,6 +114,7 @@ impl Scenario {
             missed_heartbeats: 4,
             partition: None,
             round_secs: 2.0,
+            real_everywhere: false,
         }
     }
 }
@@ -395,6 +399,27 @@ mod tests {
         // A join waits out its probation before it is on any ring.
         assert!(a.join_p50_secs.is_some_and(|s| s >= weft_p2p::roster::PROBATION as f64), "{a:?}");
         assert!(a.connections_p99 <= 30.0 && a.down_mean < 2_000.0 && !fa.down.is_empty(), "{a:?}");
+    }
+
+    #[test]
+    fn with_every_members_real_roster_the_real_exchanges_agree_with_the_compact_ones() {
+        let mut scenario = Scenario::new(60, 20.0, 9);
+        (scenario.observers, scenario.hosts) = (6, 300);
+        let (compact, _) = run_roster(&scenario);
+        scenario.real_everywhere = true;
+        let (real, _) = run_roster(&scenario);
+        assert_eq!(real.refused_events, 0, "{real:?}");
+        assert!(real.disagreement_quiet.is_some_and(|d| d < 0.001), "{real:?}");
+        // The same churn: the same joins, spread about as fast, at about the same cost.
+        assert_eq!(real.joins_measured, compact.joins_measured);
+        let (a, b) = (real.spread_p50_secs.unwrap(), compact.spread_p50_secs.unwrap());
+        assert!((a - b).abs() < 0.5 * b.max(1.0), "spread {a} real, {b} compact");
+        assert!(
+            (real.down_mean / compact.down_mean - 1.0).abs() < 0.5,
+            "{} real, {} compact",
+            real.down_mean,
+            compact.down_mean
+        );
     }
 
     #[test]

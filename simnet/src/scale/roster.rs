@@ -50,6 +50,10 @@ const DETECT_SECS: (f64, f64) = (5.0, 30.0);
 const CATCH_UP_WITHIN: f64 = 500.0;
 /// A member looks after its monitors' links every this many rounds.
 const LINKS_EVERY: u64 = 10;
+/// A member with a full view swaps one of it for a random member every this many rounds, as
+/// HyParView's shuffles do: views stay random as the network changes, and the two sides of a
+/// partition that healed meet again.
+const SHUFFLE_EVERY: u64 = 60;
 
 /// The sizes of the roster's messages, from their real encodings.
 #[derive(Debug, Clone, Copy)]
@@ -145,6 +149,8 @@ struct State {
     bits: Vec<u64>,
     /// Bytes of events it missed while away, to catch up by digest.
     backlog: f64,
+    /// The next page of the roster it pulls (run with every member's real roster).
+    cursor: Option<u64>,
     arrived: f64,
     left_at: f64,
     /// Index of the first event it had not seen when it went away.
@@ -227,6 +233,7 @@ impl Sim {
                 status: Status::Offline,
                 bits: vec![0; 1],
                 backlog: 0.0,
+                cursor: None,
                 arrived: 0.0,
                 left_at: f64::NEG_INFINITY,
                 seen_until: 0,
@@ -395,9 +402,9 @@ impl Sim {
             self.nodes[*i as usize].come_online(self.unix0, self.shared);
             self.online += 1;
         }
-        for o in self.observers.clone() {
-            if self.nodes[o as usize].online {
-                self.states[o as usize].real = Some(Box::new(base.clone()));
+        for i in founders.to_vec() {
+            if self.nodes[i as usize].observer.is_some() || self.scenario.real_everywhere {
+                self.states[i as usize].real = Some(Box::new(base.clone()));
             }
         }
         for i in founders.to_vec() {
@@ -459,6 +466,12 @@ impl Sim {
         }
         for h in holders.to_vec() {
             self.hold(h, slot);
+            if self.scenario.real_everywhere && self.nodes[h as usize].observer.is_none() {
+                let (unix, real) = (self.unix(), self.changes[id].real.clone());
+                if let Some(r) = self.states[h as usize].real.as_mut() {
+                    let _ = r.apply(real, unix, Trust::Member);
+                }
+            }
         }
         self.free(slot);
         id
@@ -477,11 +490,12 @@ impl Sim {
         self.states[i as usize].bits[slot / 64] |= 1 << (slot % 64);
         let Some(id) = self.slots[slot] else { return };
         self.changes[id].holders += 1;
-        if self.states[i as usize].real.is_some() {
+        if self.nodes[i as usize].observer.is_some() {
             self.observe(i, id);
         }
         let c = &self.changes[id];
-        if c.what == Happened::Dead && c.node == i && self.states[i as usize].latest == Some(id) {
+        let real = self.scenario.real_everywhere;
+        if c.what == Happened::Dead && c.node == i && self.states[i as usize].latest == Some(id) && !real {
             self.refute(i);
         }
     }
@@ -569,7 +583,8 @@ impl Sim {
         st.arrived = now;
         st.bits.iter_mut().for_each(|w| *w = 0);
         if away <= CATCH_UP_WITHIN && st.since > 0 {
-            st.backlog = missed;
+            // With real rosters everywhere, the real digests catch it up.
+            st.backlog = if self.scenario.real_everywhere { 0.0 } else { missed };
             st.status = match latest {
                 Some((Happened::Joined | Happened::Refuted, _)) => Status::Member,
                 Some((Happened::Dead, at)) if now - at < REFUTE_FOR as f64 => Status::Member,
@@ -577,6 +592,10 @@ impl Sim {
             };
         } else {
             st.status = Status::Syncing(snapshot);
+            st.cursor = None;
+            if self.scenario.real_everywhere {
+                st.real = Some(Box::new(Roster::new(weft_p2p::DEFAULT_VNODES)));
+            }
         }
         if let Some(Happened::Dead) = latest.map(|l| l.0) {
             if self.states[i as usize].status == Status::Member {
@@ -627,11 +646,14 @@ impl Sim {
         }
         self.offline(i);
         let kind = self.nodes[iu].kind;
-        if kind != Kind::Newcomer {
-            let back = now + self.sessions.downtime_secs(kind, &mut self.rng);
-            if back < self.churn_until {
-                self.at(back, Ev::Up(i));
-            }
+        let back =
+            if kind != Kind::Newcomer { now + self.sessions.downtime_secs(kind, &mut self.rng) } else { f64::INFINITY };
+        if back < self.churn_until {
+            self.at(back, Ev::Up(i));
+        }
+        // A roster it will not catch up by digest is not kept meanwhile.
+        if back - now > CATCH_UP_WITHIN && self.nodes[iu].observer.is_none() {
+            self.states[iu].real = None;
         }
     }
 
@@ -754,8 +776,14 @@ impl Sim {
         let iu = i as usize;
         // Monitors and idle links are looked after every `LINKS_EVERY` rounds.
         let round = (self.now / self.round()) as u64;
+        if (round + u64::from(i)) % SHUFFLE_EVERY == 0 && self.nodes[iu].mesh.len() >= VIEW {
+            let out = self.nodes[iu].mesh[self.rng.below(VIEW)];
+            self.nodes[iu].mesh.retain(|j| *j != out);
+            self.nodes[out as usize].mesh.retain(|j| *j != i);
+        }
         self.links(i, (round + u64::from(i)) % LINKS_EVERY == 0);
         match self.states[iu].status {
+            Status::Syncing(_) if self.scenario.real_everywhere => self.pull_real(i),
             Status::Syncing(left) => {
                 let Some(from) = self.partner(i) else { return };
                 let pulled = left.min(SNAPSHOT_RATE * self.round());
@@ -812,8 +840,16 @@ impl Sim {
         if self.cut(i, j) {
             return;
         }
+        if self.scenario.real_everywhere {
+            self.exchange_real(i, j);
+        }
         let sz = self.sizes;
-        self.send(i, j, sz.digest + MESSAGE_BYTES);
+        // With real rosters everywhere the real exchange above moved the events and counted
+        // the bytes; the bits follow for the bookkeeping (deaths read, spread measured).
+        let counted = !self.scenario.real_everywhere;
+        if counted {
+            self.send(i, j, sz.digest + MESSAGE_BYTES);
+        }
         let (a, b) = (&self.states[i as usize], &self.states[j as usize]);
         let mut only_a = Vec::new();
         let mut only_b = Vec::new();
@@ -834,6 +870,9 @@ impl Sim {
         }
         let backlog = self.states[i as usize].backlog;
         if only_a.is_empty() && only_b.is_empty() && backlog <= 0.0 {
+            if !counted {
+                return;
+            }
             self.send(j, i, sz.empty_answer + MESSAGE_BYTES);
             if self.measuring() {
                 self.figures.received.digests += sz.digest + sz.empty_answer + 2.0 * MESSAGE_BYTES;
@@ -862,10 +901,12 @@ impl Sim {
         let (push, pull) = (bytes(&only_a, self), bytes(&only_b, self));
         let caught = backlog.min(2.0 * ANSWER_BYTES as f64);
         self.states[i as usize].backlog -= caught;
-        self.send(j, i, keys + MESSAGE_BYTES);
-        self.send(i, j, push + only_b.len() as f64 * sz.want + MESSAGE_BYTES);
-        self.send(j, i, pull + caught + MESSAGE_BYTES);
-        if self.measuring() {
+        if counted {
+            self.send(j, i, keys + MESSAGE_BYTES);
+            self.send(i, j, push + only_b.len() as f64 * sz.want + MESSAGE_BYTES);
+            self.send(j, i, pull + caught + MESSAGE_BYTES);
+        }
+        if counted && self.measuring() {
             self.figures.received.digests += sz.digest + keys + 3.0 * MESSAGE_BYTES;
             self.figures.received.events += push + pull + caught;
         }
@@ -876,6 +917,103 @@ impl Sim {
         for s in only_b {
             self.hold(i, s);
             self.free(s);
+        }
+    }
+
+    /// The real exchange between `i`'s and `j`'s rosters, `weft_p2p::roster` end to end: the
+    /// digest, the answer, the follow-up and the events asked for, each counted at its encoded
+    /// size.
+    fn exchange_real(&mut self, i: u32, j: u32) {
+        let (Some(mut a), Some(mut b)) = (self.states[i as usize].real.take(), self.states[j as usize].real.take())
+        else {
+            return;
+        };
+        let now = self.unix();
+        let size = |v: &dyn erased::Encode| v.len() as f64 + MESSAGE_BYTES;
+        let digest = a.digest(now);
+        let answer = b.answer(&digest);
+        let (asked, answered) = (size(&digest), size(&answer));
+        self.send(i, j, asked);
+        self.send(j, i, answered);
+        let (keys, mut events) = (asked + answered, 0.0);
+        if !answer.keys.is_empty() || !answer.events.is_empty() {
+            for e in answer.events.iter().cloned() {
+                let _ = a.apply(e, now, Trust::Member);
+            }
+            let up = a.follow_up(&answer, now);
+            for e in up.events.iter().cloned() {
+                let _ = b.apply(e, now, Trust::Member);
+            }
+            let back = b.events_for(&up.want);
+            for e in back.iter().cloned() {
+                let _ = a.apply(e, now, Trust::Member);
+            }
+            let (up, back) = (size(&up), size(&back));
+            self.send(i, j, up);
+            self.send(j, i, back);
+            events += up + back;
+        }
+        if self.measuring() {
+            self.figures.received.digests += keys;
+            self.figures.received.events += events;
+        }
+        // A member that reads its own death while alive refutes it.
+        let dead_here = |x: u32, r: &Roster, s: &Sim| {
+            r.event_of(&s.nodes[x as usize].id).is_some_and(|e| e.what == What::Dead)
+                && s.states[x as usize].latest.is_some_and(|l| s.changes[l].what == Happened::Dead)
+        };
+        let refute: Vec<u32> =
+            [(i, &a), (j, &b)].into_iter().filter(|(x, r)| dead_here(*x, r, self)).map(|(x, _)| x).collect();
+        self.states[i as usize].real = Some(a);
+        self.states[j as usize].real = Some(b);
+        for x in refute {
+            self.refute(x);
+        }
+    }
+
+    /// A newcomer pulls pages of the real roster of a member of its view, [`SNAPSHOT_RATE`]
+    /// bytes a second.
+    fn pull_real(&mut self, i: u32) {
+        let Some(from) = self.partner(i) else { return };
+        let (Some(mut mine), Some(theirs)) =
+            (self.states[i as usize].real.take(), self.states[from as usize].real.take())
+        else {
+            return;
+        };
+        let now = self.unix();
+        let mut budget = SNAPSHOT_RATE * self.round();
+        let mut done = false;
+        while budget > 0.0 {
+            let after = self.states[i as usize].cursor;
+            let page = theirs.snapshot(after, now);
+            let bytes = erased::Encode::len(&page) as f64;
+            self.send(i, from, MESSAGE_BYTES + 12.0);
+            self.send(from, i, bytes + MESSAGE_BYTES);
+            if self.measuring() {
+                self.figures.received.snapshots += bytes;
+            }
+            budget -= bytes;
+            for e in page.events {
+                let _ = mine.apply(e, now, Trust::Syncing);
+            }
+            match page.next {
+                Some(next) => self.states[i as usize].cursor = Some(next),
+                None => {
+                    done = true;
+                    break;
+                }
+            }
+        }
+        self.states[i as usize].real = Some(mine);
+        self.states[from as usize].real = Some(theirs);
+        if done {
+            for s in 0..self.slots.len() {
+                if self.holds(from, s) {
+                    self.hold(i, s);
+                }
+            }
+            let until = self.states[i as usize].arrived + PROBATION as f64;
+            self.states[i as usize].status = Status::Probation(until);
         }
     }
 
