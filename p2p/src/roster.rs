@@ -65,6 +65,8 @@ pub const REFUTE_FOR: u64 = 600;
 pub const PROBATION: u64 = 300;
 /// Joins one member may sponsor in an hour.
 pub const SPONSORED_PER_HOUR: usize = 12;
+/// Events kept until their sponsors or accusers are read, at most.
+pub const MAX_PENDING: usize = 1024;
 /// Encoded events an answer carries, at most (a newcomer's roster comes over several rounds).
 pub const ANSWER_BYTES: usize = 24 * 1024;
 
@@ -113,8 +115,12 @@ pub enum Refused {
 struct Entry {
     peer: PeerId,
     event: Arc<Event>,
-    /// When it was first admitted (carried through a refutation and a departure).
+    /// When it was first admitted (carried through a refutation and a departure; 0 when its
+    /// departure came without its join).
     since: u64,
+    /// It was a member, as a sponsor or an accuser must have been: admitted with sponsors,
+    /// or accused by monitors, or gone from such an entry.
+    vouched: bool,
 }
 
 impl Entry {
@@ -143,6 +149,9 @@ pub struct Roster {
     blocks: HashMap<u64, usize>,
     /// Joins each sponsor vouched for, by time.
     sponsored: HashMap<PeerId, Vec<u64>>,
+    /// Events waiting for a sponsor or an accuser, under the signer they wait for.
+    pending: HashMap<PeerId, Vec<Event>>,
+    pending_count: usize,
     ring: Ring,
     /// The ring must be built again (a change), or at this time (a member's next stage).
     stale: bool,
@@ -160,6 +169,8 @@ impl Roster {
             alive: BTreeMap::new(),
             blocks: HashMap::new(),
             sponsored: HashMap::new(),
+            pending: HashMap::new(),
+            pending_count: 0,
             ring: Ring::new(std::iter::empty(), vnodes),
             stale: false,
             rebuild_at: u64::MAX,
@@ -235,7 +246,41 @@ impl Roster {
     /// sponsors may be gone — so it takes entries older than [`TOMBSTONE_FOR`] on their own
     /// signatures and the number of them; the network layer takes the roster from more than
     /// one member and compares their digests.
+    ///
+    /// An event refused for a sponsor or an accuser this roster has not read yet is kept (at
+    /// most [`MAX_PENDING`]) and taken once they come: the roster arrives in any order.
     pub fn apply(&mut self, event: Event, now: u64, trust: Trust) -> Result<Option<Change>, Refused> {
+        let peer = event.peer_id()?;
+        let before = self.entries.get(&position(&peer)).map(Entry::version);
+        let result = self.apply_one(event.clone(), now, trust);
+        match &result {
+            Err(Refused::Sponsors { .. } | Refused::Accusers { .. }) => {
+                // Kept under each signer this roster cannot vouch for yet.
+                let missing: Vec<PeerId> = (event.proofs.iter())
+                    .filter_map(|p| PeerId::from_bytes(&p.signer).ok())
+                    .filter(|s| !self.known(s))
+                    .collect();
+                for m in missing {
+                    let waiting = self.pending.entry(m).or_default();
+                    if self.pending_count < MAX_PENDING && !waiting.contains(&event) {
+                        waiting.push(event.clone());
+                        self.pending_count += 1;
+                    }
+                }
+            }
+            Ok(_) if self.entries.get(&position(&peer)).map(Entry::version) != before => {
+                // A new entry may be the sponsor or accuser others wait for.
+                for e in self.pending.remove(&peer).unwrap_or_default() {
+                    self.pending_count -= 1;
+                    let _ = self.apply(e, now, trust);
+                }
+            }
+            _ => {}
+        }
+        result
+    }
+
+    fn apply_one(&mut self, event: Event, now: u64, trust: Trust) -> Result<Option<Change>, Refused> {
         // What this roster holds as new or newer is ignored before any signature is checked:
         // anti-entropy brings most events more than once.
         let key = position(&event.peer_id()?);
@@ -253,38 +298,50 @@ impl Roster {
         let history = trust == Trust::Syncing && event.at + TOMBSTONE_FOR <= now;
         let by_itself = signers.contains(&peer);
         let others: Vec<PeerId> = signers.iter().copied().filter(|s| *s != peer).collect();
-        let since = match event.what {
+        let (since, vouched) = match event.what {
             What::Joined { since, block, .. } => {
                 if !by_itself {
                     return Err(Refused::NotByItself { peer, what: "join" });
                 }
-                let refutes = previous.filter(|e| e.event.what == What::Dead && e.event.at + REFUTE_FOR >= event.at);
+                // A refutation: of a recent death, or of one this roster has not heard of (it
+                // still holds the member's join, with the same admission).
+                let refutes = previous.filter(|e| {
+                    (e.event.what == What::Dead && e.event.at + REFUTE_FOR >= event.at)
+                        || (e.event.what.is_joined() && e.since == since)
+                });
                 if let Some(e) = refutes.filter(|_| others.is_empty()) {
-                    if since != e.since {
+                    // A death heard of before the join it ended does not know the admission.
+                    if e.since != 0 && since != e.since {
                         return Err(Refused::Since(peer));
                     }
+                } else if trust == Trust::Syncing && others.is_empty() && since < event.at {
+                    // A refutation whose death is gone from the roster it pulls: the member
+                    // that sent the page took it.
                 } else if history {
                     // As many as it needed then, as far as this roster knows so far.
-                    let needed = self.entries.values().filter(|e| e.since < since).take(SPONSORS).count();
+                    let needed =
+                        self.entries.values().filter(|e| e.since != 0 && e.since < since).take(SPONSORS).count();
                     if others.len() < needed {
                         return Err(Refused::Sponsors { peer, got: others.len(), needed });
                     }
                 } else {
                     self.check_sponsors(&peer, &others, since, block, &event, now)?;
                 }
-                since
+                (since, true)
             }
             What::Left => {
                 if !by_itself {
                     return Err(Refused::NotByItself { peer, what: "departure" });
                 }
-                previous.map_or(event.at, |e| e.since)
+                // Any key can sign its own departure: one over nothing vouches for no one,
+                // unless it comes with the roster a node pulls (its sponsorships are history).
+                (previous.map_or(0, |e| e.since), previous.map_or(trust == Trust::Syncing, |e| e.vouched))
             }
             What::Dead => {
                 if !history {
-                    self.check_accusers(&peer, &others, event.at)?;
+                    self.check_accusers(&peer, &others)?;
                 }
-                previous.map_or(event.at, |e| e.since)
+                (previous.map_or(0, |e| e.since), true)
             }
         };
         if !event.what.is_joined() && event.at + TOMBSTONE_FOR <= now {
@@ -297,7 +354,7 @@ impl Roster {
         }
         let was_alive = self.alive.contains_key(&key);
         self.remove(key);
-        self.insert(key, Entry { peer, event: Arc::new(event), since });
+        self.insert(key, Entry { peer, event: Arc::new(event), since, vouched });
         let alive = self.alive.contains_key(&key);
         Ok(match (was_alive, alive) {
             (false, true) => Some(Change::Joined(peer)),
@@ -306,12 +363,12 @@ impl Roster {
         })
     }
 
-    /// Whether `peer` was a member at `at`, as far as this roster knows: admitted by then, and
-    /// in still or gone since.
-    fn was_member(&self, peer: &PeerId, at: u64) -> bool {
-        self.entries
-            .get(&position(peer))
-            .is_some_and(|e| e.peer == *peer && e.since <= at && (!e.gone() || e.event.at >= at))
+    /// Whether `peer` is or was a member, as far as this roster knows (a departure is known
+    /// for [`TOMBSTONE_FOR`]). Not *when*: a member that left and came back has a later
+    /// admission than a join it sponsored before, and honest sponsors and accusers sign only
+    /// what is dated about now.
+    fn known(&self, peer: &PeerId) -> bool {
+        self.entries.get(&position(peer)).is_some_and(|e| e.peer == *peer && e.vouched)
     }
 
     fn check_sponsors(
@@ -326,7 +383,7 @@ impl Roster {
         // A network's first members have fewer members to vouch for them.
         let members = self.alive.len() - usize::from(self.is_member(peer));
         let needed = SPONSORS.min(members);
-        let got = sponsors.iter().filter(|s| self.was_member(s, event.at)).count();
+        let got = sponsors.iter().filter(|s| self.known(s)).count();
         if got < needed {
             return Err(Refused::Sponsors { peer: *peer, got, needed });
         }
@@ -345,11 +402,11 @@ impl Roster {
     /// Accusers must have been members when they accused and sit just after the accused on
     /// the monitor ring: within [`NEAR`] members' average spacing, which every roster that
     /// differs by a few members judges alike (a monitor is among the first three).
-    fn check_accusers(&self, peer: &PeerId, accusers: &[PeerId], at: u64) -> Result<(), Refused> {
+    fn check_accusers(&self, peer: &PeerId, accusers: &[PeerId]) -> Result<(), Refused> {
         let spacing = u64::MAX / (self.alive.len().max(1) as u64);
         let from = position(peer);
         let near = |a: &PeerId| position(a).wrapping_sub(from) <= spacing.saturating_mul(NEAR);
-        let got = accusers.iter().filter(|a| near(a) && self.was_member(a, at)).count();
+        let got = accusers.iter().filter(|a| near(a) && self.known(a)).count();
         let needed = ACCUSERS.min(self.alive.len().saturating_sub(1));
         if got < needed {
             return Err(Refused::Accusers { peer: *peer, got, needed });
@@ -396,6 +453,14 @@ impl Roster {
         for key in old {
             self.remove(key);
         }
+        let mut dropped = 0;
+        self.pending.retain(|_, events| {
+            let before = events.len();
+            events.retain(|e| e.at + TOMBSTONE_FOR > now);
+            dropped += before - events.len();
+            !events.is_empty()
+        });
+        self.pending_count -= dropped;
         self.sponsored.retain(|_, times| {
             times.retain(|t| t + 3600 > now);
             !times.is_empty()
@@ -445,12 +510,19 @@ impl Roster {
 
     /// The answer to `theirs`: for each bucket that differs, this roster's keys and versions —
     /// or, where theirs is empty, its entries outright, up to [`ANSWER_BYTES`].
+    ///
+    /// An entry that changed lately sits in a time bucket on the side that has the change and
+    /// in an old bucket on the side that does not, so while time buckets differ the old ones
+    /// differ too, for nothing: their keys (a sixteenth of the roster each) are sent only once
+    /// every time bucket agrees — the recent past first, then what is older.
     pub fn answer(&self, theirs: &Digest) -> Answer {
         let mine = self.digest(theirs.now);
         let mut answer = Answer::default();
         let mut bytes = 0;
-        for b in 0..BUCKETS.min(theirs.hashes.len()) {
-            if mine.hashes[b] == theirs.hashes[b] {
+        let n = BUCKETS.min(theirs.hashes.len());
+        let recent_differ = (0..n.min(RECENT + MID)).any(|b| mine.hashes[b] != theirs.hashes[b]);
+        for b in 0..n {
+            if mine.hashes[b] == theirs.hashes[b] || (recent_differ && b >= RECENT + MID && theirs.hashes[b] != 0) {
                 continue;
             }
             let entries = self.bucket(b, theirs.now);
@@ -541,26 +613,38 @@ impl Roster {
     /// oldest member's stage so that a network that started together has the plain ring).
     pub fn ring(&mut self, now: u64) -> &Ring {
         if self.stale || now >= self.rebuild_at {
-            let step = ADMISSION_STEP.as_secs().max(1);
-            let stage = |since: u64| (now.saturating_sub(since) / step + 1).min(ADMISSION_STAGES);
             let sinces: Vec<(PeerId, u64)> =
                 self.alive.keys().map(|k| (self.entries[k].peer, self.entries[k].since)).collect();
-            let top = sinces.iter().map(|(_, s)| stage(*s)).max().unwrap_or(ADMISSION_STAGES);
-            let vnodes = self.vnodes as u64;
-            let weights = sinces.iter().map(|(p, s)| {
-                let stages = (stage(*s) + ADMISSION_STAGES - top).clamp(1, ADMISSION_STAGES);
-                (*p, ((vnodes * stages).div_ceil(ADMISSION_STAGES)) as usize)
-            });
+            let (weights, next) = admitted(&sinces, self.vnodes, now);
             self.ring = self.ring.rebuilt(weights);
-            self.rebuild_at = (sinces.iter())
-                .filter(|(_, s)| stage(*s) < ADMISSION_STAGES)
-                .map(|(_, s)| s + (now.saturating_sub(*s) / step + 1) * step)
-                .min()
-                .unwrap_or(u64::MAX);
+            self.rebuild_at = next;
             self.stale = false;
         }
         &self.ring
     }
+}
+
+/// Each member's points at `now` from when it was admitted: a quarter, half, three quarters,
+/// all, a stage per `ADMISSION_STEP`, counted from the oldest member's stage so that a network
+/// that started together has the plain ring; and when the next member grows.
+pub fn admitted(sinces: &[(PeerId, u64)], vnodes: usize, now: u64) -> (Vec<(PeerId, usize)>, u64) {
+    let step = ADMISSION_STEP.as_secs().max(1);
+    let stage = |since: u64| (now.saturating_sub(since) / step + 1).min(ADMISSION_STAGES);
+    let top = sinces.iter().map(|(_, s)| stage(*s)).max().unwrap_or(ADMISSION_STAGES);
+    let vnodes = vnodes as u64;
+    let weights = sinces
+        .iter()
+        .map(|(p, s)| {
+            let stages = (stage(*s) + ADMISSION_STAGES - top).clamp(1, ADMISSION_STAGES);
+            (*p, ((vnodes * stages).div_ceil(ADMISSION_STAGES)) as usize)
+        })
+        .collect();
+    let next = (sinces.iter())
+        .filter(|(_, s)| stage(*s) < ADMISSION_STAGES)
+        .map(|(_, s)| s + (now.saturating_sub(*s) / step + 1) * step)
+        .min()
+        .unwrap_or(u64::MAX);
+    (weights, next)
 }
 
 /// The answer to a digest.

@@ -170,6 +170,9 @@ enum Command {
         /// the observers' (memory grows with the square of the members: up to ~1,000).
         #[arg(long)]
         real_everywhere: bool,
+        /// The odds that a roster exchange is lost after its digest (the roster design).
+        #[arg(long, default_value_t = 0.0)]
+        loss: f64,
         /// Members online on average, one run each, e.g. 100,1000,3000.
         #[arg(long, default_value = "100,1000")]
         members: String,
@@ -308,6 +311,7 @@ fn main() {
                 design,
                 round_secs,
                 real_everywhere,
+                loss,
                 members,
                 minutes,
                 observers,
@@ -320,7 +324,7 @@ fn main() {
                 out,
             } => {
                 let protocol =
-                    Protocol { design, stable, summaries: !no_summaries, heartbeat_secs, missed_heartbeats, partition, round_secs, real_everywhere };
+                    Protocol { design, stable, summaries: !no_summaries, heartbeat_secs, missed_heartbeats, partition, round_secs, real_everywhere, loss };
                 scale(&members, minutes, observers, seed, protocol, out)
             }
             Command::ScalePlot { from, out } => scale_plot(&from, &out),
@@ -364,6 +368,7 @@ struct Protocol {
     design: String,
     round_secs: f64,
     real_everywhere: bool,
+    loss: f64,
     stable: bool,
     summaries: bool,
     heartbeat_secs: f64,
@@ -394,6 +399,7 @@ fn scale(
         let mut scenario = Scenario::new(n, minutes, seed);
         scenario.round_secs = protocol.round_secs;
         scenario.real_everywhere = protocol.real_everywhere;
+        scenario.loss = protocol.loss;
         scenario.observers = observers;
         scenario.stable = protocol.stable;
         scenario.summaries = protocol.summaries;

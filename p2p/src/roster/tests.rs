@@ -223,6 +223,8 @@ fn a_newcomer_pulls_the_whole_roster_over_a_few_rounds() {
         }
     }
     assert!(pages >= 2, "a page is capped: {pages} pages");
+    // In key order a join comes before its sponsors' as often as not: it waits for them.
+    assert_eq!(rosters[1].len(), 300, "the pages alone bring every member");
     // ... and what it refused while sponsors were missing comes with the first digests.
     let mut rounds = 0;
     while rosters[1].digest(now) != rosters[0].digest(now) {
@@ -271,4 +273,64 @@ fn newcomers_points_grow_in_stages_from_their_join() {
     assert_eq!(roster.ring(at).points_of(&id(&k[0])), 8);
     assert_eq!(roster.ring(at + step).points_of(&id(&k[3])), 4);
     assert_eq!(roster.ring(at + 3 * step).points_of(&id(&k[3])), 8);
+}
+
+#[test]
+fn events_that_arrive_without_their_history_are_judged_by_what_the_roster_can_know() {
+    let k = keys(8);
+    let (mut roster, events) = founded(&k[..6], T0);
+    let now = T0 + 100;
+    // A refutation of a death this roster never heard of: it holds the member's join, with the
+    // same admission, so the member was and is one.
+    let since = T0 + 3;
+    let refute = Event::new(&id(&k[3]), now, What::Joined { vnodes: 8, since, block: 0 }).signed_by(&k[3]);
+    assert_eq!(roster.apply(refute.clone(), now, Trust::Member), Ok(None), "still a member");
+    assert_eq!(roster.event_of(&id(&k[3])), Some(&refute));
+    // One it holds nothing of is not taken from a member's digest, but is from the roster a
+    // newcomer pulls.
+    let stranger = Event::new(&id(&k[6]), now, What::Joined { vnodes: 8, since: T0, block: 0 }).signed_by(&k[6]);
+    assert!(matches!(roster.apply(stranger.clone(), now, Trust::Member), Err(Refused::Sponsors { .. })));
+    assert!(Roster::new(8).apply(stranger, now, Trust::Syncing).is_ok());
+    // A departure over nothing is a tombstone, but its key vouches for no one (any key can
+    // sign its own departure) ...
+    let fake = Event::new(&id(&k[7]), now, What::Left).signed_by(&k[7]);
+    roster.apply(fake, now, Trust::Member).unwrap();
+    let sybil = Keypair::generate_ed25519();
+    let by_fake = joined(&sybil, now, 0, &[&k[7], &k[0]]);
+    assert!(matches!(roster.apply(by_fake, now, Trust::Member), Err(Refused::Sponsors { got: 1, .. })));
+    // ... while a member that left still vouches for the joins it sponsored before.
+    roster.apply(Event::new(&id(&k[1]), now + 1, What::Left).signed_by(&k[1]), now + 1, Trust::Member).unwrap();
+    let newcomer = Keypair::generate_ed25519();
+    let before = joined(&newcomer, now, 0, &[&k[1], &k[2]]);
+    assert!(roster.apply(before, now + 2, Trust::Member).is_ok());
+    // A join that arrives before its sponsor's waits for it.
+    let mut fresh = founded(&k[..3], T0).0;
+    let _ = events;
+    let first = joined(&k[3], now, 0, &[&k[0], &k[1]]);
+    let second = joined(&k[4], now + 1, 0, &[&k[3], &k[2]]);
+    assert!(matches!(fresh.apply(second, now + 1, Trust::Member), Err(Refused::Sponsors { got: 1, .. })));
+    fresh.apply(first, now + 1, Trust::Member).unwrap();
+    assert_eq!(fresh.len(), 5, "the second taken once its sponsor was");
+}
+
+#[test]
+fn old_buckets_are_compared_once_the_recent_past_agrees() {
+    let k = keys(40);
+    let (a, _) = founded(&k[..39], T0);
+    let mut b = a.clone();
+    let now = T0 + 5000;
+    // b has a recent change a lacks: the changed entry's old version sits in an old bucket of
+    // a's, so an old bucket differs too, but only the recent one's keys are sent.
+    b.apply(Event::new(&id(&k[5]), now, What::Left).signed_by(&k[5]), now, Trust::Member).unwrap();
+    let answer = b.answer(&a.digest(now));
+    assert!(answer.keys.is_empty() && answer.events.len() == 1, "{answer:?}");
+    // Once the recent past agrees, what differs in the old buckets is compared.
+    let mut c = a.clone();
+    c.apply(Event::new(&id(&k[39]), now, What::Left).signed_by(&k[39]), now, Trust::Member).unwrap();
+    let later = now + 1200;
+    let answer = c.answer(&a.digest(later));
+    assert!(
+        answer.keys.iter().any(|k| usize::from(k.bucket) >= super::digest::RECENT + super::digest::MID),
+        "{answer:?}"
+    );
 }

@@ -58,6 +58,9 @@ pub struct Scenario {
     /// The roster design with every member's real roster and the real exchanges (up to a
     /// thousand members or so: 10,000 rosters of 10,000 entries do not fit).
     pub real_everywhere: bool,
+    /// The odds that a request-response exchange of the roster's is lost after its first
+    /// message (and that a leaving member's last word to a view member is).
+    pub loss: f64,
 }
 
 /// A partition: `share` of the members (observers among them) cannot reach the others from
@@ -115,6 +118,7 @@ impl Scenario {
             partition: None,
             round_secs: 2.0,
             real_everywhere: false,
+            loss: 0.0,
         }
     }
 }
@@ -135,6 +139,12 @@ pub struct Figures {
     pub disagreement: Vec<f64>,
     /// Share of hosts whose owner on an observer's ring is not online.
     pub owner_gone: Vec<f64>,
+    /// Share of hosts whose owner on an observer's ring is not their owner on the ring of every
+    /// event made so far (the roster design): URLs it sends there go to a former or not-yet
+    /// owner, who hands them on.
+    pub misrouted: Vec<f64>,
+    /// Roster exchanges lost after their digest.
+    pub lost_exchanges: u64,
     /// An observer's member count over the members online.
     pub view: Vec<f64>,
     /// In the quiet span at the end: (seconds since the last join or leave, disagreement).
@@ -215,6 +225,8 @@ pub struct Summary {
     /// sample), if the run had one.
     pub disagreement_quiet: Option<f64>,
     pub owner_gone_mean: f64,
+    #[serde(default)]
+    pub misrouted_mean: Option<f64>,
     pub view_mean: f64,
     pub join_p50_secs: Option<f64>,
     pub join_p95_secs: Option<f64>,
@@ -273,6 +285,7 @@ impl Summary {
             disagreement_max: f.disagreement.iter().copied().fold(0.0, f64::max),
             disagreement_quiet: f.quiet_disagreement.first().map(|(_, d)| *d),
             owner_gone_mean: mean(&f.owner_gone),
+            misrouted_mean: (!f.misrouted.is_empty()).then(|| mean(&f.misrouted)),
             view_mean: mean(&f.view),
             join_p50_secs: quantile(&f.join_secs, 0.5),
             join_p95_secs: quantile(&f.join_secs, 0.95),

@@ -33,6 +33,12 @@ pub fn compare(rings: &[&Ring], hosts: &[String], online: impl Fn(&PeerId) -> bo
     })
 }
 
+/// The share of `hosts` whose owner on `ring` is not their owner on `truth`.
+pub fn misrouted(ring: &Ring, truth: &Ring, hosts: &[String]) -> f64 {
+    let wrong = hosts.iter().filter(|h| ring.owner(h) != truth.owner(h)).count();
+    wrong as f64 / hosts.len().max(1) as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,5 +57,7 @@ mod tests {
         // The full ring names the gone member for those hosts; the other ring never does.
         assert!((apart.owner_gone - apart.disagreement / 2.0).abs() < 1e-9, "{apart:?}");
         assert_eq!(compare(&[&all], &hosts, |_| true), None);
+        assert_eq!(misrouted(&all, &all, &hosts), 0.0);
+        assert!((misrouted(&fewer, &all, &hosts) - apart.disagreement).abs() < 1e-9);
     }
 }

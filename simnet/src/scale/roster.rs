@@ -205,6 +205,8 @@ pub struct Sim {
     /// Events waiting to be on every observer's roster: event → (its member's arrival, when it
     /// was made, observers that have it).
     joining: HashMap<usize, (f64, f64, Vec<bool>)>,
+    /// The ring of the members as the network's latest events have them.
+    truth: weft_p2p::Ring,
     pub figures: Figures,
 }
 
@@ -276,6 +278,7 @@ impl Sim {
             churn_until,
             partitioned: false,
             joining: HashMap::new(),
+            truth: weft_p2p::Ring::new(std::iter::empty(), weft_p2p::DEFAULT_VNODES),
             figures: Figures::default(),
         }
     }
@@ -632,11 +635,23 @@ impl Sim {
         let graceful = (self.rng.below(1000) as f64) < self.sessions.graceful * 1000.0;
         if member && graceful {
             // It tells two members of its view, and goes.
-            let to: Vec<u32> = self.nodes[iu].mesh.iter().copied().filter(|j| !self.cut(i, *j)).take(2).collect();
+            let told: Vec<u32> = self.nodes[iu].mesh.iter().copied().filter(|j| !self.cut(i, *j)).take(2).collect();
             let key = self.key(i);
             let real = Event::new(&self.nodes[iu].id, self.unix(), What::Left).signed_by(&key);
-            for j in &to {
-                self.send(i, *j, self.sizes.left + MESSAGE_BYTES);
+            let mut to = Vec::new();
+            for j in told {
+                self.send(i, j, self.sizes.left + MESSAGE_BYTES);
+                if !self.lost() {
+                    to.push(j);
+                }
+            }
+            if to.is_empty() {
+                // Its last word lost, its monitors find it gone.
+                let detect = DETECT_SECS.0 + self.rng.below(1000) as f64 / 1000.0 * (DETECT_SECS.1 - DETECT_SECS.0);
+                self.at(now + detect, Ev::Detect(i, session));
+                self.offline(i);
+                self.after_down(i, now);
+                return;
             }
             self.members.remove(&position(&self.nodes[iu].id));
             self.change(i, Happened::Left, real, &to);
@@ -645,6 +660,12 @@ impl Sim {
             self.at(now + detect, Ev::Detect(i, session));
         }
         self.offline(i);
+        self.after_down(i, now);
+    }
+
+    /// When a member that went down at `now` comes back, and whether its roster is kept.
+    fn after_down(&mut self, i: u32, now: f64) {
+        let iu = i as usize;
         let kind = self.nodes[iu].kind;
         let back =
             if kind != Kind::Newcomer { now + self.sessions.downtime_secs(kind, &mut self.rng) } else { f64::INFINITY };
@@ -786,13 +807,15 @@ impl Sim {
             Status::Syncing(_) if self.scenario.real_everywhere => self.pull_real(i),
             Status::Syncing(left) => {
                 let Some(from) = self.partner(i) else { return };
-                let pulled = left.min(SNAPSHOT_RATE * self.round());
-                let pages = (pulled / ANSWER_BYTES as f64).ceil().max(1.0);
+                let sent = left.min(SNAPSHOT_RATE * self.round());
+                let pages = (sent / ANSWER_BYTES as f64).ceil().max(1.0);
                 self.send(i, from, pages * (MESSAGE_BYTES + 12.0));
-                self.send(from, i, pulled + pages * MESSAGE_BYTES);
+                self.send(from, i, sent + pages * MESSAGE_BYTES);
                 if self.measuring() {
-                    self.figures.received.snapshots += pulled;
+                    self.figures.received.snapshots += sent;
                 }
+                // Lost pages are asked for again.
+                let pulled = sent * (1.0 - self.scenario.loss);
                 if left - pulled <= 0.0 {
                     // Synced: it holds what its last page's sender held.
                     for s in 0..self.slots.len() {
@@ -822,6 +845,11 @@ impl Sim {
         }
     }
 
+    /// Whether a message is lost (`Scenario::loss`).
+    fn lost(&mut self) -> bool {
+        self.scenario.loss > 0.0 && (self.rng.below(1_000_000) as f64) < self.scenario.loss * 1e6
+    }
+
     /// A random member of `i`'s view that has the roster.
     fn partner(&mut self, i: u32) -> Option<u32> {
         let n = self.nodes[i as usize].mesh.len();
@@ -838,6 +866,12 @@ impl Sim {
     fn exchange(&mut self, i: u32) {
         let Some(j) = self.partner(i) else { return };
         if self.cut(i, j) {
+            return;
+        }
+        // The digest went out; the rest of the exchange is lost with the scenario's odds.
+        if self.lost() {
+            self.send(i, j, self.sizes.digest + MESSAGE_BYTES);
+            self.figures.lost_exchanges += 1;
             return;
         }
         if self.scenario.real_everywhere {
@@ -924,6 +958,9 @@ impl Sim {
     /// digest, the answer, the follow-up and the events asked for, each counted at its encoded
     /// size.
     fn exchange_real(&mut self, i: u32, j: u32) {
+        if self.states[i as usize].real.is_none() || self.states[j as usize].real.is_none() {
+            return;
+        }
         let (Some(mut a), Some(mut b)) = (self.states[i as usize].real.take(), self.states[j as usize].real.take())
         else {
             return;
@@ -975,6 +1012,9 @@ impl Sim {
     /// bytes a second.
     fn pull_real(&mut self, i: u32) {
         let Some(from) = self.partner(i) else { return };
+        if self.states[i as usize].real.is_none() || self.states[from as usize].real.is_none() {
+            return;
+        }
         let (Some(mut mine), Some(theirs)) =
             (self.states[i as usize].real.take(), self.states[from as usize].real.take())
         else {
@@ -993,6 +1033,9 @@ impl Sim {
                 self.figures.received.snapshots += bytes;
             }
             budget -= bytes;
+            if self.lost() {
+                continue;
+            }
             for e in page.events {
                 let _ = mine.apply(e, now, Trust::Syncing);
             }
@@ -1301,10 +1344,22 @@ impl Sim {
         let rings: Vec<&weft_p2p::Ring> = rosters.iter().map(|r| r.built_ring()).collect();
         let (nodes, index) = (&self.nodes, &self.index);
         let online = |p: &PeerId| index.get(p).is_some_and(|j| nodes[*j as usize].online);
-        let Some(compared) = rings::compare(&rings, &self.hosts, online) else { return };
+        // The ring every roster would build had it every event: URLs a member sends by its own
+        // ring to another owner go to a member that no longer (or not yet) owns the host.
+        let sinces: Vec<(PeerId, u64)> =
+            self.members.values().map(|j| (self.nodes[*j as usize].id, self.states[*j as usize].since)).collect();
+        let (weights, _) = weft_p2p::roster::admitted(&sinces, weft_p2p::DEFAULT_VNODES, unix);
+        let truth = self.truth.rebuilt(weights);
+        let misrouted =
+            rings.iter().map(|r| rings::misrouted(r, &truth, &self.hosts)).sum::<f64>() / rings.len().max(1) as f64;
+        let Some(compared) = rings::compare(&rings, &self.hosts, online) else {
+            self.truth = truth;
+            return;
+        };
         let view = sizes.iter().sum::<f64>() / sizes.len().max(1) as f64 / self.online.max(1) as f64;
         let quiet = self.now - self.last_change;
         if measuring {
+            self.figures.misrouted.push(misrouted);
             self.figures.disagreement.push(compared.disagreement);
             self.figures.owner_gone.push(compared.owner_gone);
             self.figures.view.push(view);
@@ -1312,6 +1367,7 @@ impl Sim {
         if self.now >= self.churn_until && quiet >= 59.0 {
             self.figures.quiet_disagreement.push((quiet, compared.disagreement));
         }
+        self.truth = truth;
     }
 }
 
