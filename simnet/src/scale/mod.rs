@@ -305,12 +305,12 @@ impl Summary {
     /// The table's header and one row per run, in Markdown.
     pub fn table(rows: &[Summary]) -> String {
         let mut out = String::from(
-            "| design | members | online | up KB/s mean / p99 | down KB/s mean / p99 | msgs/s | connections mean / p99 | refused dials | ring disagreement mean / max / quiet | owner gone | view | join to every ring p50 / p95 s | roster event to every ring p50 / p95 s | wall s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+            "| design | members | online | up KB/s mean / p99 | down KB/s mean / p99 | msgs/s | connections mean / p99 | refused dials | ring disagreement mean / max / quiet | owner gone | misrouted | view | join to every ring p50 / p95 s | roster event to every ring p50 / p95 s | wall s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
         );
         let opt = |v: Option<f64>, scale: f64| v.map_or("–".to_string(), |v| format!("{:.1}", v * scale));
         for r in rows {
             out.push_str(&format!(
-                "| {} | {} | {:.0} | {:.1} / {:.1} | {:.1} / {:.1} | {:.0} | {:.0} / {:.0} | {:.0}% | {:.2}% / {:.2}% / {}% | {:.2}% | {:.2} | {} / {} ({}) | {} / {} | {:.0} |\n",
+                "| {} | {} | {:.0} | {:.1} / {:.1} | {:.1} / {:.1} | {:.0} | {:.0} / {:.0} | {:.0}% | {:.2}% / {:.2}% / {}% | {:.2}% | {}% | {:.2} | {} / {} ({}) | {} / {} | {:.0} |\n",
                 r.design,
                 r.members,
                 r.online_mean,
@@ -326,6 +326,7 @@ impl Summary {
                 100.0 * r.disagreement_max,
                 opt(r.disagreement_quiet, 100.0),
                 100.0 * r.owner_gone_mean,
+                r.misrouted_mean.map_or("–".to_string(), |m| format!("{:.2}", 100.0 * m)),
                 r.view_mean,
                 opt(r.join_p50_secs, 1.0),
                 opt(r.join_p95_secs, 1.0),

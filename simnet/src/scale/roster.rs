@@ -814,8 +814,8 @@ impl Sim {
                 if self.measuring() {
                     self.figures.received.snapshots += sent;
                 }
-                // Lost pages are asked for again.
-                let pulled = sent * (1.0 - self.scenario.loss);
+                // A lost page is asked for again next round.
+                let pulled = if self.lost() { 0.0 } else { sent };
                 if left - pulled <= 0.0 {
                     // Synced: it holds what its last page's sender held.
                     for s in 0..self.slots.len() {
