@@ -325,7 +325,7 @@ impl Roster {
                         return Err(Refused::Sponsors { peer, got: others.len(), needed });
                     }
                 } else {
-                    self.check_sponsors(&peer, &others, since, block, &event, now)?;
+                    self.check_sponsors(&peer, &others, since, block, &event, now, trust)?;
                 }
                 (since, true)
             }
@@ -371,6 +371,7 @@ impl Roster {
         self.entries.get(&position(peer)).is_some_and(|e| e.peer == *peer && e.vouched)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn check_sponsors(
         &self,
         peer: &PeerId,
@@ -379,10 +380,14 @@ impl Roster {
         block: u64,
         event: &Event,
         now: u64,
+        trust: Trust,
     ) -> Result<(), Refused> {
-        // A network's first members have fewer members to vouch for them.
-        let members = self.alive.len() - usize::from(self.is_member(peer));
-        let needed = SPONSORS.min(members);
+        // A network's first members have fewer members to vouch for them: those admitted
+        // before (a node pulling the roster reads them in any order), or the members now.
+        let needed = match trust {
+            Trust::Syncing => self.entries.values().filter(|e| e.since != 0 && e.since < since).take(SPONSORS).count(),
+            Trust::Member => SPONSORS.min(self.alive.len() - usize::from(self.is_member(peer))),
+        };
         let got = sponsors.iter().filter(|s| self.known(s)).count();
         if got < needed {
             return Err(Refused::Sponsors { peer: *peer, got, needed });

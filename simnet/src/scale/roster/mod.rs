@@ -1,0 +1,946 @@
+//! The roster design at scale (`weft_p2p::roster`): members pass on only what changes — a
+//! sponsored join after a newcomer's probation, a member's own departure, a death two of its
+//! monitors sign — by anti-entropy with the members of a small random view, and hold
+//! connections only to that view, their monitors and their relays.
+//!
+//! The *observers* — members of the always-on core — each run the real state machine,
+//! `weft_p2p::roster::Roster`: every event is built and signed with the member's real key, an
+//! observer takes it through `Roster::apply` (signatures checked, sponsors and accusers judged
+//! on its own roster) when anti-entropy brings it there, and its ring is the one compared.
+//!
+//! The other members cannot each hold a roster of 10,000 entries, so what each member holds is
+//! kept compactly: every event not yet held by every member online has a *slot*, and each
+//! member a bit per slot. An exchange between two members gives both the union of their bits
+//! and costs what the real exchange would: the digest, the keys of each bucket their rosters
+//! differ in (the entries changed in that bucket's span), the events one lacks, and the keys it
+//! asks for, each from the real encodings. Once every member online holds an event its slot
+//! is freed. A newcomer pulls the roster page by page ([`SNAPSHOT_RATE`]) before it compares
+//! digests; a member back within the digest's time buckets catches up by digest.
+//!
+//! The parts: [`sizes`] the messages' real sizes, [`inflight`] the compact holdings, [`real`]
+//! the real exchanges between two rosters (`Scenario::real_everywhere` runs them on every
+//! member), [`links`] the connections a member keeps.
+
+pub mod cost;
+pub mod inflight;
+pub mod keys;
+pub mod links;
+pub mod log;
+pub mod measure;
+pub mod monitors;
+pub mod real;
+pub mod sizes;
+
+use super::member::{Node, Shared, IDLE_SECS};
+use super::sessions::{Kind, SessionModel};
+use super::{Figures, Scenario};
+use crate::rng::Rng;
+use inflight::InFlight;
+use keys::Keys;
+use libp2p::PeerId;
+use links::Net;
+use log::{Change, Happened, Log};
+use measure::Spread;
+use monitors::MonitorRing;
+use real::MESSAGE_BYTES;
+use sizes::Sizes;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use weft_p2p::roster::event::{position, Event, What};
+use weft_p2p::roster::{Refused, Roster, Trust, ANSWER_BYTES, MONITORS, PROBATION, REFUTE_FOR};
+
+/// A round's exchanges are spread over this many slices (members start their rounds at
+/// different times).
+const SLICES: u32 = 20;
+/// Bytes a second a newcomer pulls the roster at (one page of `ANSWER_BYTES` at a time).
+pub const SNAPSHOT_RATE: f64 = 16_000.0;
+/// A monitor finds a member that left without a word gone after this long (its connection
+/// closes at once when the process dies; a ping times out when the machine or link does).
+const DETECT_SECS: (f64, f64) = (5.0, 30.0);
+/// A member back within this long catches up by digest (the time buckets cover it).
+const CATCH_UP_WITHIN: f64 = 500.0;
+/// A member looks after its monitors' links every this many rounds.
+const LINKS_EVERY: u64 = 10;
+/// A member with a full view swaps one of it for a random member every this many rounds, as
+/// HyParView's shuffles do: views stay random as the network changes, and the two sides of a
+/// partition that healed meet again.
+const SHUFFLE_EVERY: u64 = 60;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Status {
+    Offline,
+    /// Pulling the roster: bytes left.
+    Syncing(f64),
+    /// Has the roster; may be sponsored from this time.
+    Probation(f64),
+    Member,
+}
+
+/// A member's roster state beside its links ([`Node`]).
+struct State {
+    status: Status,
+    /// Bytes of events it missed while away, to catch up by digest.
+    backlog: f64,
+    /// The next page of the roster it pulls (run with every member's real roster).
+    cursor: Option<u64>,
+    arrived: f64,
+    left_at: f64,
+    /// Index of the first event it had not seen when it went away.
+    seen_until: usize,
+    since: u64,
+    /// Its latest event (what the network holds of it).
+    latest: Option<usize>,
+    real: Option<Box<Roster>>,
+    /// Events its real roster refused for now (a sponsor or accuser it has not heard of).
+    pending: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    Slice(u32),
+    Up(u32),
+    Down(u32, u32),
+    Detect(u32, u32),
+    Sample,
+    Partition(bool),
+}
+
+pub struct Sim {
+    scenario: Scenario,
+    sessions: SessionModel,
+    net: Net,
+    states: Vec<State>,
+    keys: Keys,
+    index: HashMap<PeerId, u32>,
+    observers: Vec<u32>,
+    queue: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    seq: u64,
+    now: f64,
+    unix0: u64,
+    sizes: Sizes,
+    shared: Shared,
+    online: usize,
+    /// Members (the roster as the network's latest events have it), by position.
+    members: MonitorRing,
+    changes: Log,
+    flight: InFlight,
+    /// Members by the slice of the round their exchanges start in.
+    by_phase: Vec<Vec<u32>>,
+    hosts: Vec<String>,
+    last_change: f64,
+    churn_until: f64,
+    /// Events on their way to every observer's roster.
+    spread: Spread,
+    /// The ring of the members as the network's latest events have them.
+    truth: weft_p2p::Ring,
+    pub figures: Figures,
+}
+
+fn ms(secs: f64) -> u64 {
+    (secs.max(0.0) * 1000.0) as u64
+}
+
+impl Sim {
+    pub fn new(scenario: &Scenario) -> Sim {
+        let mut rng = Rng(scenario.seed);
+        let sessions = scenario.sessions.clone();
+        let (core, regular) = sessions.population(scenario.members);
+        let bursts = (scenario.members as f64 * sessions.burst_share).round() as usize * sessions.bursts_at.len();
+        let kinds = std::iter::repeat_n(Kind::Core, core)
+            .chain(std::iter::repeat_n(Kind::Regular, regular))
+            .chain(std::iter::repeat_n(Kind::Newcomer, bursts));
+        let mut nodes = Vec::new();
+        let mut states = Vec::new();
+        let mut by_phase = vec![Vec::new(); SLICES as usize];
+        for (i, kind) in kinds.enumerate() {
+            let public = kind == Kind::Core || rng.below(1000) as f64 >= scenario.nat_share * 1000.0;
+            nodes.push(Node::new(scenario.seed, i, kind, public));
+            let phase = rng.below(SLICES as usize) as u32;
+            by_phase[phase as usize].push(i as u32);
+            states.push(State {
+                status: Status::Offline,
+                backlog: 0.0,
+                cursor: None,
+                arrived: 0.0,
+                left_at: f64::NEG_INFINITY,
+                seen_until: 0,
+                since: 0,
+                latest: None,
+                real: None,
+                pending: Vec::new(),
+            });
+        }
+        let index = nodes.iter().enumerate().map(|(i, n)| (n.id, i as u32)).collect();
+        let hosts = (0..scenario.hosts).map(|i| format!("host-{i}.example")).collect();
+        // Newcomers that arrived before churn stops are admitted up to a probation later: the
+        // quiet span starts after that.
+        let churn_until = scenario.minutes * 60.0 - scenario.quiet_minutes * 60.0 - PROBATION as f64;
+        let keys = Keys::new(scenario.seed, nodes.len());
+        let n_members = nodes.len();
+        Sim {
+            scenario: scenario.clone(),
+            sessions,
+            net: Net::new(nodes, rng, scenario.punch, scenario.seed, scenario.partition),
+            states,
+            keys,
+            index,
+            observers: Vec::new(),
+            queue: BinaryHeap::new(),
+            seq: 0,
+            now: 0.0,
+            unix0: 1_780_000_000,
+            sizes: Sizes::real(),
+            shared: Shared::default(),
+            online: 0,
+            members: MonitorRing::default(),
+            changes: Log::default(),
+            flight: InFlight::new(n_members),
+            by_phase,
+            hosts,
+            last_change: 0.0,
+            churn_until,
+            spread: Spread::default(),
+            truth: weft_p2p::Ring::new(std::iter::empty(), weft_p2p::DEFAULT_VNODES),
+            figures: Figures::default(),
+        }
+    }
+
+    fn round(&self) -> f64 {
+        self.scenario.round_secs
+    }
+
+    fn unix(&self) -> u64 {
+        self.unix0 + self.now as u64
+    }
+
+    fn at(&mut self, secs: f64, ev: Ev) {
+        self.seq += 1;
+        self.queue.push(Reverse((ms(secs), self.seq, ev)));
+    }
+
+    fn measuring(&self) -> bool {
+        self.now >= self.scenario.warmup_minutes * 60.0
+    }
+
+    /// Runs the scenario to its end and returns what it measured.
+    pub fn run(mut self) -> Figures {
+        let started = std::time::Instant::now();
+        let observers = self.scenario.observers.min(self.net.nodes.iter().filter(|n| n.kind == Kind::Core).count());
+        for i in 0..observers {
+            self.net.nodes[i].public = true;
+            self.net.nodes[i].observer = Some(i);
+            self.observers.push(i as u32);
+        }
+        // The starting state: a network that has run for a while. Those online at the start
+        // are members admitted hours ago; the others arrive when their time away ends.
+        let mut founders = Vec::new();
+        for i in 0..self.net.nodes.len() {
+            let kind = self.net.nodes[i].kind;
+            if self.scenario.stable {
+                if i < self.scenario.members {
+                    founders.push(i as u32);
+                    self.net.nodes[i].ending = true;
+                }
+                continue;
+            }
+            if kind == Kind::Newcomer {
+                continue;
+            }
+            let (up, left) =
+                if i < observers { (true, f64::INFINITY) } else { self.sessions.start_state(kind, &mut self.net.rng) };
+            if up {
+                founders.push(i as u32);
+                if left.is_finite() {
+                    self.pending_down(i as u32, left);
+                }
+            } else {
+                self.at(left, Ev::Up(i as u32));
+            }
+        }
+        self.found(&founders);
+        let newcomers = self.net.nodes.iter().position(|n| n.kind == Kind::Newcomer).unwrap_or(self.net.nodes.len());
+        if !self.scenario.stable {
+            let arrivals = self.sessions.bursts(self.scenario.members, self.churn_until, &mut self.net.rng);
+            for (k, at) in arrivals.into_iter().enumerate().take(self.net.nodes.len() - newcomers) {
+                self.at(at, Ev::Up((newcomers + k) as u32));
+            }
+        }
+        self.at(0.0, Ev::Slice(0));
+        self.at(60.0, Ev::Sample);
+        if let Some(p) = self.scenario.partition {
+            self.at(p.from_minute * 60.0, Ev::Partition(true));
+            self.at((p.from_minute + p.minutes) * 60.0, Ev::Partition(false));
+        }
+        let end = self.scenario.minutes * 60.0;
+        while let Some(Reverse((t, _, ev))) = self.queue.pop() {
+            self.now = t as f64 / 1000.0;
+            if self.now > end {
+                break;
+            }
+            (self.net.now, self.net.measuring) = (self.now, self.measuring());
+            match ev {
+                Ev::Slice(s) => self.slice(s),
+                Ev::Up(i) => self.up(i),
+                Ev::Down(i, s) => self.down(i, s),
+                Ev::Detect(i, s) => self.detect(i, s),
+                Ev::Sample => self.sample(),
+                Ev::Partition(on) => self.partition(on),
+            }
+        }
+        self.figures.wall_secs = started.elapsed().as_secs_f64();
+        self.figures.received.handshakes = self.net.handshakes;
+        self.figures.dials = self.net.nodes.iter().map(|n| n.dials).sum();
+        self.figures.refused_dials = self.net.nodes.iter().map(|n| n.refused).sum();
+        self.figures.identities = self.net.nodes.len();
+        self.figures.heartbeat_bytes = self.sizes.joined as usize;
+        self.figures.summary_bytes = self.sizes.digest as usize;
+        self.figures
+    }
+
+    /// The members online at the start: in every roster (observers' real ones included),
+    /// admitted three hours before, each sponsored by two founders before it.
+    fn found(&mut self, founders: &[u32]) {
+        let t0 = self.unix0 - 3 * 3600;
+        let mut base = Roster::new(weft_p2p::DEFAULT_VNODES);
+        for (k, i) in founders.iter().enumerate() {
+            let since = t0 + k as u64 % 600;
+            let e = self.keys.joined(*i, since, since, &founders[k.saturating_sub(2)..k]);
+            let applied = base.apply(e, self.unix0, Trust::Syncing);
+            debug_assert!(applied.is_ok(), "{applied:?}");
+            let st = &mut self.states[*i as usize];
+            st.status = Status::Member;
+            st.since = since;
+            self.members.insert(&self.net.nodes[*i as usize].id, *i);
+            self.net.nodes[*i as usize].come_online(self.unix0, self.shared);
+            self.online += 1;
+        }
+        for i in founders.to_vec() {
+            if self.net.nodes[i as usize].observer.is_some() || self.scenario.real_everywhere {
+                self.states[i as usize].real = Some(Box::new(base.clone()));
+            }
+        }
+        for i in founders.to_vec() {
+            self.links(i, true);
+        }
+    }
+
+    fn pending_down(&mut self, i: u32, at: f64) {
+        self.net.nodes[i as usize].ending = true;
+        if at < self.churn_until {
+            let s = self.net.nodes[i as usize].session + 1;
+            self.at(at, Ev::Down(i, s.max(1)));
+        }
+    }
+
+    // --- Events and slots -------------------------------------------------------------------
+
+    /// A new roster event of `node`, held first by `holders` (online members).
+    fn change(&mut self, node: u32, what: Happened, real: Event, holders: &[u32]) -> usize {
+        let bytes = match what {
+            Happened::Joined => self.sizes.joined,
+            Happened::Refuted => self.sizes.refute,
+            Happened::Left => self.sizes.left,
+            Happened::Dead => self.sizes.dead,
+        };
+        let id = self.changes.record(Change { node, at: self.now, what, bytes, real }, self.unix());
+        let slot = self.flight.open(id);
+        self.states[node as usize].latest = Some(id);
+        self.last_change = self.now;
+        self.figures.ring_changes += 1;
+        if self.observers.iter().any(|o| self.net.nodes[*o as usize].online) {
+            let have: Vec<bool> = self.observers.iter().map(|o| !self.net.nodes[*o as usize].online).collect();
+            let arrived = self.states[node as usize].arrived;
+            self.spread.made(id, arrived, self.now, have);
+        }
+        for h in holders.to_vec() {
+            self.hold(h, slot);
+            if self.scenario.real_everywhere && self.net.nodes[h as usize].observer.is_none() {
+                let (unix, real) = (self.unix(), self.changes[id].real.clone());
+                if let Some(r) = self.states[h as usize].real.as_mut() {
+                    let _ = r.apply(real, unix, Trust::Member);
+                }
+            }
+        }
+        self.free(slot);
+        id
+    }
+
+    /// `i` now holds the event in `slot`: its observer's roster takes it; a member that reads
+    /// its own death refutes it.
+    fn hold(&mut self, i: u32, slot: usize) {
+        if !self.net.nodes[i as usize].online || !self.flight.take(i, slot) {
+            return;
+        }
+        let Some(id) = self.flight.event(slot) else { return };
+        if self.net.nodes[i as usize].observer.is_some() {
+            self.observe(i, id);
+        }
+        let c = &self.changes[id];
+        let real = self.scenario.real_everywhere;
+        if c.what == Happened::Dead && c.node == i && self.states[i as usize].latest == Some(id) && !real {
+            self.refute(i);
+        }
+    }
+
+    /// Frees `slot` if every member online holds its event.
+    fn free(&mut self, slot: usize) {
+        self.flight.settle(slot, self.online);
+    }
+
+    /// Observer `o`'s real roster takes event `id` (and any it refused for want of it).
+    fn observe(&mut self, o: u32, id: usize) {
+        let now = self.unix();
+        let k = self.net.nodes[o as usize].observer.expect("an observer");
+        let mut todo = vec![id];
+        let mut took_any = false;
+        while let Some(id) = todo.pop() {
+            let real = self.changes[id].real.clone();
+            let st = &mut self.states[o as usize];
+            let roster = st.real.as_mut().expect("a real roster");
+            match roster.apply(real, now, Trust::Member) {
+                Ok(_) => {
+                    took_any = true;
+                    if let Some((spread, since_arrival)) = self.spread.reached(id, k, self.now) {
+                        if self.measuring() {
+                            self.figures.spread_secs.push(spread);
+                            if self.changes[id].what == Happened::Joined {
+                                self.figures.join_secs.push(since_arrival);
+                            }
+                        }
+                    }
+                }
+                Err(Refused::Sponsors { .. } | Refused::Accusers { .. }) => {
+                    if !st.pending.contains(&id) {
+                        st.pending.push(id);
+                    }
+                }
+                Err(e) => {
+                    self.figures.refused_events += 1;
+                    if self.figures.refused_events < 5 {
+                        eprintln!("observer {k} refused {:?} of {}: {e}", self.changes[id].what, self.changes[id].node);
+                    }
+                }
+            }
+            if took_any && todo.is_empty() {
+                took_any = false;
+                let st = &mut self.states[o as usize];
+                todo = std::mem::take(&mut st.pending);
+            }
+        }
+    }
+
+    // --- Arrivals and departures ------------------------------------------------------------
+
+    fn up(&mut self, i: u32) {
+        let now = self.now;
+        if (now >= self.churn_until && now > 61.0) || self.net.nodes[i as usize].online {
+            return;
+        }
+        self.online += 1;
+        let unix = self.unix();
+        self.net.nodes[i as usize].come_online(unix, self.shared);
+        let away = now - self.states[i as usize].left_at;
+        let missed: f64 =
+            if away <= CATCH_UP_WITHIN { self.changes.bytes_since(self.states[i as usize].seen_until) } else { 0.0 };
+        let latest = self.states[i as usize].latest.map(|l| (self.changes[l].what, self.changes[l].at));
+        let snapshot = self.snapshot_bytes();
+        let st = &mut self.states[i as usize];
+        st.arrived = now;
+        if away <= CATCH_UP_WITHIN && st.since > 0 {
+            // With real rosters everywhere, the real digests catch it up.
+            st.backlog = if self.scenario.real_everywhere { 0.0 } else { missed };
+            st.status = match latest {
+                Some((Happened::Joined | Happened::Refuted, _)) => Status::Member,
+                Some((Happened::Dead, at)) if now - at < REFUTE_FOR as f64 => Status::Member,
+                _ => Status::Probation(now + PROBATION as f64),
+            };
+        } else {
+            st.status = Status::Syncing(snapshot);
+            st.cursor = None;
+            if self.scenario.real_everywhere {
+                st.real = Some(Box::new(Roster::new(weft_p2p::DEFAULT_VNODES)));
+            }
+        }
+        if let Some(Happened::Dead) = latest.map(|l| l.0) {
+            if self.states[i as usize].status == Status::Member {
+                self.refute(i);
+            }
+        }
+        self.links(i, true);
+        if self.net.nodes[i as usize].observer.is_none() && !self.net.nodes[i as usize].ending {
+            let kind = self.net.nodes[i as usize].kind;
+            let length = self.sessions.session_secs(kind, &mut self.net.rng);
+            self.pending_down(i, now + length);
+        }
+    }
+
+    /// What a newcomer pulls: the entries of the members and of the last hour's departures.
+    fn snapshot_bytes(&self) -> f64 {
+        let members = self.members.len() as f64 * self.sizes.joined;
+        members + self.changes.departures_since(self.now - 3600.0)
+    }
+
+    fn down(&mut self, i: u32, session: u32) {
+        let iu = i as usize;
+        if !self.net.nodes[iu].online || self.net.nodes[iu].session != session {
+            return;
+        }
+        let now = self.now;
+        let member = self.states[iu].status == Status::Member;
+        let graceful = (self.net.rng.below(1000) as f64) < self.sessions.graceful * 1000.0;
+        if member && graceful {
+            // It tells two members of its view, and goes.
+            let told: Vec<u32> =
+                self.net.nodes[iu].mesh.iter().copied().filter(|j| !self.net.cut(i, *j)).take(2).collect();
+            let real = self.keys.left(i, self.unix());
+            let mut to = Vec::new();
+            for j in told {
+                self.net.send(i, j, self.sizes.left + MESSAGE_BYTES);
+                if !self.lost() {
+                    to.push(j);
+                }
+            }
+            if to.is_empty() {
+                // Its last word lost, its monitors find it gone.
+                let detect = DETECT_SECS.0 + self.net.rng.below(1000) as f64 / 1000.0 * (DETECT_SECS.1 - DETECT_SECS.0);
+                self.at(now + detect, Ev::Detect(i, session));
+                self.offline(i);
+                self.after_down(i, now);
+                return;
+            }
+            self.members.remove(&self.net.nodes[iu].id);
+            self.change(i, Happened::Left, real, &to);
+        } else if member {
+            let detect = DETECT_SECS.0 + self.net.rng.below(1000) as f64 / 1000.0 * (DETECT_SECS.1 - DETECT_SECS.0);
+            self.at(now + detect, Ev::Detect(i, session));
+        }
+        self.offline(i);
+        self.after_down(i, now);
+    }
+
+    /// When a member that went down at `now` comes back, and whether its roster is kept.
+    fn after_down(&mut self, i: u32, now: f64) {
+        let iu = i as usize;
+        let kind = self.net.nodes[iu].kind;
+        let back = if kind != Kind::Newcomer {
+            now + self.sessions.downtime_secs(kind, &mut self.net.rng)
+        } else {
+            f64::INFINITY
+        };
+        if back < self.churn_until {
+            self.at(back, Ev::Up(i));
+        }
+        // A roster it will not catch up by digest is not kept meanwhile.
+        if back - now > CATCH_UP_WITHIN && self.net.nodes[iu].observer.is_none() {
+            self.states[iu].real = None;
+        }
+    }
+
+    fn offline(&mut self, i: u32) {
+        let iu = i as usize;
+        let peers: Vec<u32> = self.net.nodes[iu].conns.keys().copied().collect();
+        for j in peers {
+            self.net.disconnect(i, j);
+        }
+        for node in &mut self.net.nodes {
+            node.relays.retain(|r| *r != i);
+        }
+        self.net.nodes[iu].go_offline(self.scenario.stable);
+        self.online -= 1;
+        self.flight.forget(i);
+        let st = &mut self.states[iu];
+        st.status = Status::Offline;
+        st.left_at = self.now;
+        st.seen_until = self.changes.len();
+        self.flight.settle_all(self.online);
+    }
+
+    /// Its monitors find member `i` gone: the first two online sign its death.
+    fn detect(&mut self, i: u32, session: u32) {
+        let iu = i as usize;
+        let still_gone = !self.net.nodes[iu].online || self.net.nodes[iu].session != session;
+        let latest_joined =
+            self.states[iu].latest.is_none_or(|l| matches!(self.changes[l].what, Happened::Joined | Happened::Refuted));
+        if !still_gone || !latest_joined || !self.members.contains(&self.net.nodes[iu].id) {
+            return;
+        }
+        self.accuse(i, None);
+    }
+
+    /// Member `i` is declared dead by two of its monitors (on `side` of a partition, if any).
+    fn accuse(&mut self, i: u32, side: Option<bool>) {
+        let peer = self.net.nodes[i as usize].id;
+        let (net, near) = (&self.net, |j: u32| side.is_none_or(|side| self.net.side(j) == side));
+        let accusers = self.members.after(&peer, 2, |j| net.nodes[j as usize].online && near(j));
+        if accusers.len() < 2 {
+            return;
+        }
+        let real = self.keys.dead(i, self.unix(), &accusers);
+        self.net.send(accusers[0], accusers[1], self.sizes.dead + MESSAGE_BYTES);
+        self.members.remove(&peer);
+        self.change(i, Happened::Dead, real, &accusers);
+    }
+
+    /// Member `i` reads its own death while alive: it signs a join of its own.
+    fn refute(&mut self, i: u32) {
+        let since = self.states[i as usize].since;
+        let real = self.keys.joined(i, self.unix(), since, &[]);
+        self.members.insert(&self.net.nodes[i as usize].id, i);
+        self.states[i as usize].status = Status::Member;
+        self.change(i, Happened::Refuted, real, &[i]);
+    }
+
+    /// A newcomer past its probation, synced, is sponsored by its two would-be monitors.
+    fn admit(&mut self, i: u32) {
+        let id = self.net.nodes[i as usize].id;
+        let net = &self.net;
+        let sponsors = self.members.after(&id, 2, |j| net.nodes[j as usize].online && !net.cut(i, j));
+        if sponsors.len() < 2.min(self.members.len()) {
+            return;
+        }
+        let at = self.unix();
+        let real = self.keys.joined(i, at, at, &sponsors);
+        for s in &sponsors {
+            // The request and its signature back.
+            self.net.send(i, *s, self.sizes.refute + MESSAGE_BYTES);
+            self.net.send(*s, i, 64.0 + MESSAGE_BYTES);
+        }
+        self.states[i as usize].since = at;
+        self.states[i as usize].status = Status::Member;
+        self.members.insert(&id, i);
+        let mut holders = sponsors.clone();
+        holders.push(i);
+        self.change(i, Happened::Joined, real, &holders);
+    }
+
+    // --- Rounds ------------------------------------------------------------------------------
+
+    fn slice(&mut self, s: u32) {
+        let next = (s + 1) % SLICES;
+        self.at(self.now + self.round() / f64::from(SLICES), Ev::Slice(next));
+        let members = self.by_phase[s as usize].clone();
+        for i in members {
+            if self.net.nodes[i as usize].online {
+                self.tick(i);
+            }
+        }
+    }
+
+    /// One round of member `i`: its view and links, its roster's exchange, its admission.
+    fn tick(&mut self, i: u32) {
+        let iu = i as usize;
+        // Monitors and idle links are looked after every `LINKS_EVERY` rounds.
+        let round = (self.now / self.round()) as u64;
+        if (round + u64::from(i)) % SHUFFLE_EVERY == 0 {
+            self.net.shuffle(i);
+        }
+        self.links(i, (round + u64::from(i)) % LINKS_EVERY == 0);
+        match self.states[iu].status {
+            Status::Syncing(_) if self.scenario.real_everywhere => self.pull_real(i),
+            Status::Syncing(left) => {
+                let Some(from) = self.partner(i) else { return };
+                let sent = left.min(SNAPSHOT_RATE * self.round());
+                let pages = (sent / ANSWER_BYTES as f64).ceil().max(1.0);
+                self.net.send(i, from, pages * (MESSAGE_BYTES + 12.0));
+                self.net.send(from, i, sent + pages * MESSAGE_BYTES);
+                if self.measuring() {
+                    self.figures.received.snapshots += sent;
+                }
+                // A lost page is asked for again next round.
+                let pulled = if self.lost() { 0.0 } else { sent };
+                if left - pulled <= 0.0 {
+                    // Synced: it holds what its last page's sender held.
+                    for s in self.flight.held_by(from) {
+                        self.hold(i, s);
+                    }
+                    let until = self.states[iu].arrived + PROBATION as f64;
+                    self.states[iu].status = Status::Probation(until);
+                } else {
+                    self.states[iu].status = Status::Syncing(left - pulled);
+                }
+            }
+            Status::Probation(until) => {
+                self.exchange(i);
+                if self.now >= until {
+                    self.admit(i);
+                }
+            }
+            Status::Member => self.exchange(i),
+            Status::Offline => {}
+        }
+        if self.scenario.partition.is_some() {
+            self.flight.settle_all(self.online);
+        }
+    }
+
+    /// Whether a message is lost (`Scenario::loss`).
+    fn lost(&mut self) -> bool {
+        self.scenario.loss > 0.0 && (self.net.rng.below(1_000_000) as f64) < self.scenario.loss * 1e6
+    }
+
+    /// A random member of `i`'s view that has the roster.
+    fn partner(&mut self, i: u32) -> Option<u32> {
+        let n = self.net.nodes[i as usize].mesh.len();
+        let ready = |j: u32, s: &Sim| !matches!(s.states[j as usize].status, Status::Syncing(_) | Status::Offline);
+        if n == 0 {
+            return None;
+        }
+        let start = self.net.rng.below(n);
+        (0..n).map(|k| self.net.nodes[i as usize].mesh[(start + k) % n]).find(|j| ready(*j, self))
+    }
+
+    /// `i` compares rosters with a member of its view: digest, keys of the buckets that differ,
+    /// the events each lacks.
+    fn exchange(&mut self, i: u32) {
+        let Some(j) = self.partner(i) else { return };
+        if self.net.cut(i, j) {
+            return;
+        }
+        // The digest went out; the rest of the exchange is lost with the scenario's odds.
+        if self.lost() {
+            self.net.send(i, j, self.sizes.digest + MESSAGE_BYTES);
+            self.figures.lost_exchanges += 1;
+            return;
+        }
+        if self.scenario.real_everywhere {
+            self.exchange_real(i, j);
+        }
+        let sz = self.sizes;
+        // With real rosters everywhere the real exchange above moved the events and counted
+        // the bytes; the bits follow for the bookkeeping (deaths read, spread measured).
+        let counted = !self.scenario.real_everywhere;
+        if counted {
+            self.net.send(i, j, sz.digest + MESSAGE_BYTES);
+        }
+        let (only_a, only_b) = self.flight.differ(i, j);
+        let backlog = self.states[i as usize].backlog;
+        if only_a.is_empty() && only_b.is_empty() && backlog <= 0.0 {
+            if !counted {
+                return;
+            }
+            self.net.send(j, i, sz.empty_answer + MESSAGE_BYTES);
+            if self.measuring() {
+                self.figures.received.digests += sz.digest + sz.empty_answer + 2.0 * MESSAGE_BYTES;
+            }
+            return;
+        }
+        let ids = |slots: &[usize]| slots.iter().filter_map(|s| self.flight.event(*s)).collect::<Vec<usize>>();
+        let nodes = &self.net.nodes;
+        let c = cost::exchange(
+            &self.changes,
+            &ids(&only_a),
+            &ids(&only_b),
+            backlog,
+            self.unix(),
+            self.unix0,
+            |n| position(&nodes[n as usize].id),
+            self.members.len(),
+            &sz,
+        );
+        self.states[i as usize].backlog -= c.caught;
+        if counted {
+            self.net.send(j, i, c.keys + MESSAGE_BYTES);
+            self.net.send(i, j, c.push + MESSAGE_BYTES);
+            self.net.send(j, i, c.pull + c.caught + MESSAGE_BYTES);
+        }
+        if counted && self.measuring() {
+            self.figures.received.digests += sz.digest + c.keys + 3.0 * MESSAGE_BYTES;
+            self.figures.received.events += c.push - only_b.len() as f64 * sz.want + c.pull + c.caught;
+        }
+        for s in only_a {
+            self.hold(j, s);
+            self.free(s);
+        }
+        for s in only_b {
+            self.hold(i, s);
+            self.free(s);
+        }
+    }
+
+    /// The real exchange between `i`'s and `j`'s rosters ([`real::exchange`]).
+    fn exchange_real(&mut self, i: u32, j: u32) {
+        if self.states[i as usize].real.is_none() || self.states[j as usize].real.is_none() {
+            return;
+        }
+        let (Some(mut a), Some(mut b)) = (self.states[i as usize].real.take(), self.states[j as usize].real.take())
+        else {
+            return;
+        };
+        let now = self.unix();
+        let cost = real::exchange(&mut a, &mut b, now);
+        self.net.send(i, j, cost.digest + cost.follow_up);
+        self.net.send(j, i, cost.answer + cost.events);
+        if self.measuring() {
+            self.figures.received.digests += cost.digest + cost.answer;
+            self.figures.received.events += cost.follow_up + cost.events;
+        }
+        // A member that reads its own death while alive refutes it.
+        let dead_here = |x: u32, r: &Roster, s: &Sim| {
+            r.event_of(&s.net.nodes[x as usize].id).is_some_and(|e| e.what == What::Dead)
+                && s.states[x as usize].latest.is_some_and(|l| s.changes[l].what == Happened::Dead)
+        };
+        let refute: Vec<u32> =
+            [(i, &a), (j, &b)].into_iter().filter(|(x, r)| dead_here(*x, r, self)).map(|(x, _)| x).collect();
+        self.states[i as usize].real = Some(a);
+        self.states[j as usize].real = Some(b);
+        for x in refute {
+            self.refute(x);
+        }
+    }
+
+    /// A newcomer pulls pages of the real roster of a member of its view ([`real::page`]),
+    /// [`SNAPSHOT_RATE`] bytes a second.
+    fn pull_real(&mut self, i: u32) {
+        let Some(from) = self.partner(i) else { return };
+        if self.states[i as usize].real.is_none() || self.states[from as usize].real.is_none() {
+            return;
+        }
+        let (Some(mut mine), Some(theirs)) =
+            (self.states[i as usize].real.take(), self.states[from as usize].real.take())
+        else {
+            return;
+        };
+        let now = self.unix();
+        let mut budget = SNAPSHOT_RATE * self.round();
+        let mut done = false;
+        while budget > 0.0 && !done {
+            let lost = self.lost();
+            let (bytes, next) = real::page(&mut mine, &theirs, self.states[i as usize].cursor, now, lost);
+            self.net.send(i, from, MESSAGE_BYTES + 12.0);
+            self.net.send(from, i, bytes + MESSAGE_BYTES);
+            if self.measuring() {
+                self.figures.received.snapshots += bytes;
+            }
+            budget -= bytes;
+            match next {
+                Some(after) => self.states[i as usize].cursor = after,
+                None => done = true,
+            }
+        }
+        self.states[i as usize].real = Some(mine);
+        self.states[from as usize].real = Some(theirs);
+        if done {
+            for s in self.flight.held_by(from) {
+                self.hold(i, s);
+            }
+            let until = self.states[i as usize].arrived + PROBATION as f64;
+            self.states[i as usize].status = Status::Probation(until);
+        }
+    }
+
+    // --- Links -------------------------------------------------------------------------------
+
+    /// The members `i` keeps connections with: its view, its monitors and those it monitors
+    /// (or, before it is a member, its would-be sponsors), its relays.
+    fn wanted(&self, i: u32) -> Vec<u32> {
+        let node = &self.net.nodes[i as usize];
+        let mut want: Vec<u32> = node.mesh.iter().chain(&node.relays).copied().collect();
+        let online = |j: u32| j != i && self.net.nodes[j as usize].online;
+        if !matches!(self.states[i as usize].status, Status::Syncing(_) | Status::Offline) {
+            want.extend(self.members.after(&node.id, MONITORS, online));
+            if self.states[i as usize].status == Status::Member {
+                want.extend(self.members.before(&node.id, MONITORS, online));
+            }
+        }
+        want.sort_unstable();
+        want.dedup();
+        want
+    }
+
+    /// Keeps `i`'s links: refills its view and reserves relays behind NAT; with `all`, dials
+    /// its monitors too and lets go of connections neither side wants any more.
+    fn links(&mut self, i: u32, all: bool) {
+        let iu = i as usize;
+        self.net.refill_view(i, self.online);
+        if !all {
+            return;
+        }
+        for j in self.wanted(i) {
+            if !self.net.nodes[iu].conns.contains_key(&j) && !self.net.cut(i, j) {
+                self.net.dial(i, j);
+            }
+        }
+        let held: Vec<u32> = self.net.nodes[iu].conns.keys().copied().collect();
+        let mine = self.wanted(i);
+        for j in held {
+            let opened = self.net.nodes[iu].conns[&j].opened;
+            // The other side wants it as its view or relay (a monitor link is wanted both ways).
+            let theirs = &self.net.nodes[j as usize];
+            if mine.contains(&j)
+                || self.now - opened < IDLE_SECS / 10.0
+                || theirs.mesh.contains(&i)
+                || theirs.relays.contains(&i)
+            {
+                continue;
+            }
+            self.net.disconnect(i, j);
+        }
+    }
+
+    // --- Partitions --------------------------------------------------------------------------
+
+    /// The partition begins (connections across it close, and each side's monitors declare
+    /// dead the members they lost) or heals.
+    fn partition(&mut self, on: bool) {
+        self.net.partitioned = on;
+        if !on {
+            return;
+        }
+        self.net.close_across();
+        // A member two of whose three monitors are across the cut is declared dead there.
+        let members: Vec<u32> = self.members.members().collect();
+        for m in members {
+            if !self.net.nodes[m as usize].online {
+                continue;
+            }
+            let net = &self.net;
+            let monitors = self.members.after(&net.nodes[m as usize].id, MONITORS, |j| net.nodes[j as usize].online);
+            let across = monitors.iter().filter(|j| self.net.side(**j) != self.net.side(m)).count();
+            if across >= 2 {
+                self.accuse(m, Some(!self.net.side(m)));
+            }
+        }
+    }
+
+    // --- Measuring ---------------------------------------------------------------------------
+
+    fn sample(&mut self) {
+        self.at(self.now + 60.0, Ev::Sample);
+        let measuring = self.measuring();
+        measure::traffic(&mut self.net.nodes, measuring, &mut self.figures);
+        if measuring {
+            self.figures.received.member_secs += 60.0 * self.online as f64;
+            self.figures.online.push(self.online as f64);
+            self.figures.in_flight.push(self.flight.in_flight() as f64);
+        }
+        let unix = self.unix();
+        for o in self.observers.clone() {
+            if let (true, Some(roster)) = (self.net.nodes[o as usize].online, self.states[o as usize].real.as_mut()) {
+                roster.ring(unix);
+            }
+        }
+        // The ring every roster would build had it every event: URLs a member sends by its own
+        // ring to another owner go to a member that no longer (or not yet) owns the host.
+        let sinces: Vec<(PeerId, u64)> =
+            self.members.members().map(|j| (self.net.nodes[j as usize].id, self.states[j as usize].since)).collect();
+        let (weights, _) = weft_p2p::roster::admitted(&sinces, weft_p2p::DEFAULT_VNODES, unix);
+        self.truth = self.truth.rebuilt(weights);
+        let rosters: Vec<&Roster> = (self.observers.iter())
+            .filter(|o| self.net.nodes[**o as usize].online)
+            .filter_map(|o| self.states[*o as usize].real.as_deref())
+            .collect();
+        let (nodes, index) = (&self.net.nodes, &self.index);
+        let online = |p: &PeerId| index.get(p).is_some_and(|j| nodes[*j as usize].online);
+        let Some(m) = measure::rings(&rosters, &self.truth, &self.hosts, online, self.online) else { return };
+        if measuring {
+            self.figures.misrouted.push(m.misrouted);
+            self.figures.disagreement.push(m.disagreement);
+            self.figures.owner_gone.push(m.owner_gone);
+            self.figures.view.push(m.view);
+        }
+        let quiet = self.now - self.last_change;
+        if self.now >= self.churn_until && quiet >= 59.0 {
+            self.figures.quiet_disagreement.push((quiet, m.disagreement));
+        }
+    }
+}
