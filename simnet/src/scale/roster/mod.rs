@@ -46,7 +46,7 @@ use real::MESSAGE_BYTES;
 use sizes::Sizes;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use weft_p2p::roster::event::{position, Event, What};
+use weft_p2p::roster::event::{Event, What};
 use weft_p2p::roster::{Refused, Roster, Trust, ANSWER_BYTES, MONITORS, PROBATION, REFUTE_FOR};
 
 /// A round's exchanges are spread over this many slices (members start their rounds at
@@ -176,6 +176,7 @@ impl Sim {
         // quiet span starts after that.
         let churn_until = scenario.minutes * 60.0 - scenario.quiet_minutes * 60.0 - PROBATION as f64;
         let keys = Keys::new(scenario.seed, nodes.len());
+        let ids: Vec<PeerId> = nodes.iter().map(|n| n.id).collect();
         let n_members = nodes.len();
         Sim {
             scenario: scenario.clone(),
@@ -192,7 +193,7 @@ impl Sim {
             sizes: Sizes::real(),
             shared: Shared::default(),
             online: 0,
-            members: MonitorRing::default(),
+            members: MonitorRing::new(&ids),
             changes: Log::default(),
             flight: InFlight::new(n_members),
             by_phase,
@@ -310,7 +311,7 @@ impl Sim {
             let st = &mut self.states[*i as usize];
             st.status = Status::Member;
             st.since = since;
-            self.members.insert(&self.net.nodes[*i as usize].id, *i);
+            self.members.insert(*i);
             self.net.nodes[*i as usize].come_online(self.unix0, self.shared);
             self.online += 1;
         }
@@ -508,7 +509,7 @@ impl Sim {
                 self.after_down(i, now);
                 return;
             }
-            self.members.remove(&self.net.nodes[iu].id);
+            self.members.remove(i);
             self.change(i, Happened::Left, real, &to);
         } else if member {
             let detect = DETECT_SECS.0 + self.net.rng.below(1000) as f64 / 1000.0 * (DETECT_SECS.1 - DETECT_SECS.0);
@@ -561,7 +562,7 @@ impl Sim {
         let still_gone = !self.net.nodes[iu].online || self.net.nodes[iu].session != session;
         let latest_joined =
             self.states[iu].latest.is_none_or(|l| matches!(self.changes[l].what, Happened::Joined | Happened::Refuted));
-        if !still_gone || !latest_joined || !self.members.contains(&self.net.nodes[iu].id) {
+        if !still_gone || !latest_joined || !self.members.contains(i) {
             return;
         }
         self.accuse(i, None);
@@ -569,15 +570,14 @@ impl Sim {
 
     /// Member `i` is declared dead by two of its monitors (on `side` of a partition, if any).
     fn accuse(&mut self, i: u32, side: Option<bool>) {
-        let peer = self.net.nodes[i as usize].id;
         let (net, near) = (&self.net, |j: u32| side.is_none_or(|side| self.net.side(j) == side));
-        let accusers = self.members.after(&peer, 2, |j| net.nodes[j as usize].online && near(j));
+        let accusers = self.members.after(i, 2, |j| net.nodes[j as usize].online && near(j));
         if accusers.len() < 2 {
             return;
         }
         let real = self.keys.dead(i, self.unix(), &accusers);
         self.net.send(accusers[0], accusers[1], self.sizes.dead + MESSAGE_BYTES);
-        self.members.remove(&peer);
+        self.members.remove(i);
         self.change(i, Happened::Dead, real, &accusers);
     }
 
@@ -585,16 +585,15 @@ impl Sim {
     fn refute(&mut self, i: u32) {
         let since = self.states[i as usize].since;
         let real = self.keys.joined(i, self.unix(), since, &[]);
-        self.members.insert(&self.net.nodes[i as usize].id, i);
+        self.members.insert(i);
         self.states[i as usize].status = Status::Member;
         self.change(i, Happened::Refuted, real, &[i]);
     }
 
     /// A newcomer past its probation, synced, is sponsored by its two would-be monitors.
     fn admit(&mut self, i: u32) {
-        let id = self.net.nodes[i as usize].id;
         let net = &self.net;
-        let sponsors = self.members.after(&id, 2, |j| net.nodes[j as usize].online && !net.cut(i, j));
+        let sponsors = self.members.after(i, 2, |j| net.nodes[j as usize].online && !net.cut(i, j));
         if sponsors.len() < 2.min(self.members.len()) {
             return;
         }
@@ -607,7 +606,7 @@ impl Sim {
         }
         self.states[i as usize].since = at;
         self.states[i as usize].status = Status::Member;
-        self.members.insert(&id, i);
+        self.members.insert(i);
         let mut holders = sponsors.clone();
         holders.push(i);
         self.change(i, Happened::Joined, real, &holders);
@@ -725,7 +724,7 @@ impl Sim {
             return;
         }
         let ids = |slots: &[usize]| slots.iter().filter_map(|s| self.flight.event(*s)).collect::<Vec<usize>>();
-        let nodes = &self.net.nodes;
+        let members = &self.members;
         let c = cost::exchange(
             &self.changes,
             &ids(&only_a),
@@ -733,7 +732,7 @@ impl Sim {
             backlog,
             self.unix(),
             self.unix0,
-            |n| position(&nodes[n as usize].id),
+            |n| members.position(n),
             self.members.len(),
             &sz,
         );
@@ -837,9 +836,9 @@ impl Sim {
         let mut want: Vec<u32> = node.mesh.iter().chain(&node.relays).copied().collect();
         let online = |j: u32| j != i && self.net.nodes[j as usize].online;
         if !matches!(self.states[i as usize].status, Status::Syncing(_) | Status::Offline) {
-            want.extend(self.members.after(&node.id, MONITORS, online));
+            want.extend(self.members.after(i, MONITORS, online));
             if self.states[i as usize].status == Status::Member {
-                want.extend(self.members.before(&node.id, MONITORS, online));
+                want.extend(self.members.before(i, MONITORS, online));
             }
         }
         want.sort_unstable();
@@ -894,7 +893,7 @@ impl Sim {
                 continue;
             }
             let net = &self.net;
-            let monitors = self.members.after(&net.nodes[m as usize].id, MONITORS, |j| net.nodes[j as usize].online);
+            let monitors = self.members.after(m, MONITORS, |j| net.nodes[j as usize].online);
             let across = monitors.iter().filter(|j| self.net.side(**j) != self.net.side(m)).count();
             if across >= 2 {
                 self.accuse(m, Some(!self.net.side(m)));
