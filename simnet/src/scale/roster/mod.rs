@@ -328,7 +328,9 @@ impl Sim {
     fn pending_down(&mut self, i: u32, at: f64) {
         self.net.nodes[i as usize].ending = true;
         if at < self.churn_until {
-            let s = self.net.nodes[i as usize].session + 1;
+            // The session running, or (before it starts) the next one.
+            let node = &self.net.nodes[i as usize];
+            let s = if node.online { node.session } else { node.session + 1 };
             self.at(at, Ev::Down(i, s.max(1)));
         }
     }
