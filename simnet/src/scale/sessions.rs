@@ -119,6 +119,15 @@ impl SessionModel {
         (core, regular)
     }
 
+    /// Every identity's kind, in order: the core, the regular members, then the newcomers of
+    /// every burst.
+    pub fn kinds(&self, online: usize) -> Vec<Kind> {
+        let (core, regular) = self.population(online);
+        let bursts = (online as f64 * self.burst_share).round() as usize * self.bursts_at.len();
+        let kinds = std::iter::repeat_n(Kind::Core, core).chain(std::iter::repeat_n(Kind::Regular, regular));
+        kinds.chain(std::iter::repeat_n(Kind::Newcomer, bursts)).collect()
+    }
+
     /// A session's length for a member of `kind`, in seconds (at least one).
     pub fn session_secs(&self, kind: Kind, rng: &mut Rng) -> f64 {
         let s = match kind {

@@ -100,13 +100,9 @@ impl Sim {
     pub fn new(scenario: &Scenario) -> Sim {
         let mut rng = Rng(scenario.seed);
         let sessions = scenario.sessions.clone();
-        let (core, regular) = sessions.population(scenario.members);
-        let bursts = (scenario.members as f64 * sessions.burst_share).round() as usize * sessions.bursts_at.len();
-        let kinds = std::iter::repeat_n(Kind::Core, core)
-            .chain(std::iter::repeat_n(Kind::Regular, regular))
-            .chain(std::iter::repeat_n(Kind::Newcomer, bursts));
+        let kinds = sessions.kinds(scenario.members);
         let mut nodes = Vec::new();
-        for (i, kind) in kinds.enumerate() {
+        for (i, kind) in kinds.into_iter().enumerate() {
             let public = kind == Kind::Core || rng.below(1000) as f64 >= scenario.nat_share * 1000.0;
             nodes.push(Node::new(scenario.seed, i, kind, public));
         }
