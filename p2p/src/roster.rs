@@ -24,19 +24,26 @@
 //!   would-be monitors asks them to sponsor it; they sign if its address block holds fewer than
 //!   [`MAX_MEMBERS_PER_PREFIX`] members and each has sponsored fewer than [`SPONSORED_PER_HOUR`]
 //!   joins in the last hour. Its points then grow in stages from its Joined's time, which its
-//!   sponsors vouched for, as `crate::membership` does from a claimed one.
+//!   sponsors vouched for, as `crate::membership` does from a claimed one. A network younger
+//!   than [`PROBATION`] (its first admission is signed, so no one can make it look younger)
+//!   waits only as long as it is old, needs only as many sponsors as members were admitted
+//!   before ([`Roster::sponsors_needed`]) and counts no sponsor's hourly joins: nodes that start
+//!   together are members within seconds, as with today's membership.
 //!
 //! Departures are kept as tombstones for [`TOMBSTONE_FOR`] (so a stale Joined cannot come back),
 //! and a member away for longer starts from an empty roster.
 //!
 //! The parts: [`event`] the signed events, [`digest`] the buckets two rosters compare,
 //! [`admission`] a newcomer's way in and a sponsor's checks, [`watch`] the monitors' side,
-//! [`wire`] `/weft/roster/1`'s messages. All pure; the live network does not run them yet (the
-//! simulator does: `weft-simnet scale --design roster`).
+//! [`wire`] `/weft/roster/1`'s messages, [`node`] one node's decisions (what to send when, what
+//! to answer). All pure: the live network runs them beside today's membership and reports how
+//! far the two agree (the ring still comes from `crate::membership`); the simulator runs them at
+//! sizes this machine cannot (`weft-simnet scale --design roster`).
 
 pub mod admission;
 pub mod digest;
 pub mod event;
+pub mod node;
 pub mod watch;
 pub mod wire;
 
@@ -61,7 +68,8 @@ pub const TOMBSTONE_FOR: u64 = 3600;
 const TOMBSTONE_GRACE: u64 = 300;
 /// A member declared dead may refute it alone within this long.
 pub const REFUTE_FOR: u64 = 600;
-/// A newcomer is sponsored after this long connected to its sponsors.
+/// A newcomer is sponsored after this long connected to its sponsors — or, in a network younger
+/// than that, after as long as the network is old (see [`Roster::probation`]).
 pub const PROBATION: u64 = 300;
 /// Joins one member may sponsor in an hour.
 pub const SPONSORED_PER_HOUR: usize = 12;
@@ -195,6 +203,38 @@ impl Roster {
         self.alive.get(&position(peer)) == Some(peer)
     }
 
+    /// When `peer` was first admitted, as its entry says (a departure keeps it).
+    pub fn since_of(&self, peer: &PeerId) -> Option<u64> {
+        self.entries.get(&position(peer)).filter(|e| e.peer == *peer && e.since != 0).map(|e| e.since)
+    }
+
+    /// The members, in key order (the monitor ring).
+    pub fn members(&self) -> impl Iterator<Item = &PeerId> {
+        self.alive.values()
+    }
+
+    /// The probation of a newcomer that arrived at `at`: [`PROBATION`], or the network's age
+    /// then if it is younger (the oldest member's admission is in every roster, signed by its
+    /// sponsors, so no one can make a network look younger than it is). A network whose members
+    /// start within a minute of each other is whole within that minute, as today's membership
+    /// is; a crowd arriving later waits the full time.
+    pub fn probation(&self, at: u64) -> u64 {
+        PROBATION.min(self.age_at(at))
+    }
+
+    /// How old the network was at `at`: since the earliest admission this roster holds
+    /// (departures included, so a founder that left does not make the network look younger).
+    fn age_at(&self, at: u64) -> u64 {
+        let oldest = self.entries.values().map(|e| e.since).filter(|s| *s != 0).min();
+        at.saturating_sub(oldest.unwrap_or(at))
+    }
+
+    /// Whether a join at `at` comes while the network is younger than [`PROBATION`]: its first
+    /// members are sponsored by the few there are, so no sponsor's hourly count applies yet.
+    fn young_at(&self, at: u64) -> bool {
+        self.age_at(at) < PROBATION
+    }
+
     /// The latest event of `peer`.
     pub fn event_of(&self, peer: &PeerId) -> Option<&Event> {
         self.entries.get(&position(peer)).filter(|e| e.peer == *peer).map(|e| e.event.as_ref())
@@ -225,7 +265,7 @@ impl Roster {
         if !self.is_member(sponsor) {
             return Err(Refused::Sponsors { peer: *newcomer, got: 0, needed: 1 });
         }
-        if self.sponsored_recently(sponsor, now) >= SPONSORED_PER_HOUR {
+        if !self.young_at(now) && self.sponsored_recently(sponsor, now) >= SPONSORED_PER_HOUR {
             return Err(Refused::SponsorRate { sponsor: *sponsor });
         }
         if block != 0 && self.blocks.get(&block).copied().unwrap_or(0) >= MAX_MEMBERS_PER_PREFIX {
@@ -319,8 +359,7 @@ impl Roster {
                     // that sent the page took it.
                 } else if history {
                     // As many as it needed then, as far as this roster knows so far.
-                    let needed =
-                        self.entries.values().filter(|e| e.since != 0 && e.since < since).take(SPONSORS).count();
+                    let needed = self.sponsors_needed(since);
                     if others.len() < needed {
                         return Err(Refused::Sponsors { peer, got: others.len(), needed });
                     }
@@ -371,6 +410,16 @@ impl Roster {
         self.entries.get(&position(peer)).is_some_and(|e| e.peer == *peer && e.vouched)
     }
 
+    /// Sponsors a join admitted at `since` needs: [`SPONSORS`], or as many members as were
+    /// admitted before it when a network's first members are fewer. Counted from the entries
+    /// (departures included), so rosters holding the same events judge a join alike whatever
+    /// order they took them in — two newcomers to a young network may each have pulled it
+    /// before the other was admitted (see `node::RosterNode`, which asks again when its own
+    /// join turns out short).
+    pub fn sponsors_needed(&self, since: u64) -> usize {
+        self.entries.values().filter(|e| e.since != 0 && e.since < since).take(SPONSORS).count()
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn check_sponsors(
         &self,
@@ -382,12 +431,14 @@ impl Roster {
         now: u64,
         trust: Trust,
     ) -> Result<(), Refused> {
-        // A network's first members have fewer members to vouch for them: those admitted
-        // before (a node pulling the roster reads them in any order), or the members now.
-        let needed = match trust {
-            Trust::Syncing => self.entries.values().filter(|e| e.since != 0 && e.since < since).take(SPONSORS).count(),
-            Trust::Member => SPONSORS.min(self.alive.len() - usize::from(self.is_member(peer))),
-        };
+        // A network's first members need fewer sponsors; a join dated no later than every entry
+        // this member holds would be such a first member, backdated: a member holds the
+        // network's first join from its own start (it pulled it), so one that claims to come
+        // before it needs the full count. (A node pulling the roster reads entries in any order.)
+        let backdated = trust == Trust::Member
+            && self.entries.values().filter(|e| e.peer != *peer && e.since != 0).all(|e| since <= e.since)
+            && self.entries.values().any(|e| e.peer != *peer && e.since != 0);
+        let needed = if backdated { SPONSORS } else { self.sponsors_needed(since) };
         let got = sponsors.iter().filter(|s| self.known(s)).count();
         if got < needed {
             return Err(Refused::Sponsors { peer: *peer, got, needed });
@@ -395,7 +446,8 @@ impl Roster {
         if since != event.at {
             return Err(Refused::Since(*peer));
         }
-        if let Some(s) = sponsors.iter().find(|s| self.sponsored_recently(s, now) >= SPONSORED_PER_HOUR) {
+        let young = self.young_at(since);
+        if let Some(s) = sponsors.iter().find(|s| !young && self.sponsored_recently(s, now) >= SPONSORED_PER_HOUR) {
             return Err(Refused::SponsorRate { sponsor: *s });
         }
         if block != 0 && self.blocks.get(&block).copied().unwrap_or(0) >= MAX_MEMBERS_PER_PREFIX {

@@ -6,8 +6,8 @@
 //! every member's roster, and what makes a crowd of identities rented for an hour cost their
 //! sponsors' attention for five minutes each before they touch the ring.
 
-use crate::roster::event::{Event, Proof, What, SPONSORS};
-use crate::roster::{Refused, Roster, Snapshot, Trust, MONITORS, PROBATION};
+use crate::roster::event::{Event, Proof, What};
+use crate::roster::{Refused, Roster, Snapshot, Trust, MONITORS};
 use libp2p::identity::Keypair;
 use libp2p::PeerId;
 use std::collections::HashMap;
@@ -54,6 +54,12 @@ impl Admission {
         Admission { arrived: now, stage: Stage::Member }
     }
 
+    /// A node that was a member and is not any more (it left, or was declared dead too long
+    /// ago to refute it): it has the roster, and waits out a probation from `now`.
+    pub fn rejoin(roster: &Roster, now: u64) -> Admission {
+        Admission { arrived: now, stage: Stage::Probation { until: now + roster.probation(now) } }
+    }
+
     pub fn stage(&self) -> &Stage {
         &self.stage
     }
@@ -77,7 +83,7 @@ impl Admission {
         }
         self.stage = match page.next {
             Some(next) => Stage::Pulling { after: Some(next) },
-            None => Stage::Probation { until: self.arrived + PROBATION },
+            None => Stage::Probation { until: self.arrived + roster.probation(self.arrived) },
         };
     }
 
@@ -111,8 +117,8 @@ impl Admission {
         }
         joined.proofs.push(proof);
         signed.push(sponsor);
-        let needed = SPONSORS.min(roster.len());
-        if signed.len() < needed {
+        let What::Joined { since, .. } = joined.what else { return Ok(false) };
+        if signed.len() < roster.sponsors_needed(since) {
             return Ok(false);
         }
         match roster.apply(joined.clone(), now, Trust::Member) {
@@ -189,8 +195,9 @@ impl Sponsoring {
             return Err("the join names another address block than its connection's".into());
         }
         let met = self.met.get(&peer).copied().ok_or("not connected to this member")?;
-        if now < met + PROBATION {
-            return Err(format!("on probation for {}s more", met + PROBATION - now));
+        let probation = roster.probation(met);
+        if now < met + probation {
+            return Err(format!("on probation for {}s more", met + probation - now));
         }
         if !roster.successors(&peer, MONITORS).contains(&me) {
             return Err("this member is not among its monitors".into());
