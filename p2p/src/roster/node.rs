@@ -1,0 +1,743 @@
+//! One node's part in the roster protocol, without I/O: the event loop tells it about
+//! connections, hands it requests and replies, and sends what it returns. Everything a node
+//! decides — when to pull, whom to compare digests with, when to ask for sponsors, whom to
+//! accuse, when to refute — is here, so that several nodes can be driven in a unit test and the
+//! simulator and the live network run the same decisions.
+//!
+//! A node starts *pulling* the roster page by page from whoever it is connected to. A node
+//! started with no one to join founds a network: after [`FOUND_AFTER`] with no page from anyone,
+//! it signs its own Joined, which needs no sponsor in an empty roster. Once it holds the roster
+//! it compares digests every [`ROUND_SECS`] with a member of its *view* ([`VIEW`] members picked
+//! at random, one swapped every [`SHUFFLE_SECS`]), keeps connections with the members it watches
+//! and those that watch it, waits out its probation, and asks its would-be monitors to sponsor
+//! it. This is the design `weft-simnet scale --design roster` measures at 10,000 members.
+//!
+//! A member checks its own entry: declared dead within [`REFUTE_FOR`], it refutes alone and keeps
+//! its place; gone for longer (or after it left), it waits out a probation again.
+
+use super::admission::{Admission, Sponsoring, Stage};
+use super::event::{Event, What};
+use super::watch::Watch;
+use super::wire::{RosterReply, RosterRequest};
+use super::{Change, Refused, Roster, Trust, MONITORS, REFUTE_FOR};
+use libp2p::identity::Keypair;
+use libp2p::PeerId;
+use std::collections::{BTreeSet, HashMap};
+
+/// Seconds between two digest rounds.
+pub const ROUND_SECS: u64 = 2;
+/// Members in a node's view: those it compares digests with.
+pub const VIEW: usize = 8;
+/// One member of a full view is swapped for another this often, so that views stay random and
+/// the two sides of a healed partition meet again.
+const SHUFFLE_SECS: u64 = 120;
+/// A node with no one to join founds a network after this long without a page from anyone.
+pub const FOUND_AFTER: u64 = 10;
+/// A request not answered within this long is given up (the transport's own timeout reports
+/// most failures earlier).
+const GIVE_UP_AFTER: u64 = 30;
+/// A peer whose page was empty (or did not come) is asked again after this long: a newcomer
+/// among newcomers has no roster to give for a while.
+const TRY_AGAIN_AFTER: u64 = 20;
+/// Sponsors that have not all signed within this long are asked again.
+const ASK_AGAIN_AFTER: u64 = 30;
+/// Departures are dropped from the roster once a minute.
+const EXPIRE_EVERY: u64 = 60;
+/// Members told of this node's departure directly (the rest hear it with the digests).
+const TOLD_OF_LEAVING: usize = MONITORS;
+/// Events taken from one message, at most (the codec bounds its bytes; this bounds the work).
+const MAX_EVENTS: usize = 512;
+
+/// What a request was, so that its reply is read as what it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asked {
+    Digest,
+    FollowUp,
+    Page,
+    Sponsor,
+    /// A co-signature on the death of this member.
+    Accuse(PeerId),
+}
+
+/// A request to send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Send {
+    pub to: PeerId,
+    pub request: RosterRequest,
+    pub asked: Asked,
+}
+
+/// One node's roster and its part in keeping it.
+#[derive(Debug)]
+pub struct RosterNode {
+    key: Keypair,
+    me: PeerId,
+    vnodes: u16,
+    /// This node's public address block, as its sponsors will see it (0: private or relayed).
+    block: u64,
+    /// Started with no one to join: it founds a network if no one answers.
+    may_found: bool,
+    /// The peers it joins through: asked for the roster first.
+    bootstrap: Vec<PeerId>,
+    started: u64,
+    roster: Roster,
+    admission: Admission,
+    sponsoring: Sponsoring,
+    watch: Watch,
+    connected: BTreeSet<PeerId>,
+    /// Requests in flight that hold a turn: the digest round's and the page's, and since when.
+    digest_out: Option<(PeerId, u64)>,
+    page_out: Option<(PeerId, u64)>,
+    /// Peers whose page was empty or failed lately, and when.
+    tried: Vec<(PeerId, u64)>,
+    asked_at: u64,
+    /// Deaths this node signed, waiting for a co-signature.
+    accusing: HashMap<PeerId, Event>,
+    next_round: u64,
+    view: Vec<PeerId>,
+    shuffled_at: u64,
+    rng: u64,
+    expired_at: u64,
+    changes: Vec<Change>,
+    /// Events refused (a sender's mistake or a forgery; counted, never fatal).
+    refused: u64,
+    last_refusal: Option<String>,
+}
+
+impl RosterNode {
+    /// A node starting at `now` (unix seconds) with `vnodes` ring points when fully admitted;
+    /// `may_found` when it has no one to join.
+    pub fn new(key: Keypair, vnodes: u16, may_found: bool, now: u64) -> RosterNode {
+        RosterNode {
+            me: key.public().to_peer_id(),
+            vnodes,
+            block: 0,
+            may_found,
+            bootstrap: Vec::new(),
+            started: now,
+            roster: Roster::new(usize::from(vnodes)),
+            admission: Admission::new(now),
+            sponsoring: Sponsoring::default(),
+            watch: Watch::default(),
+            connected: BTreeSet::new(),
+            digest_out: None,
+            page_out: None,
+            tried: Vec::new(),
+            asked_at: 0,
+            accusing: HashMap::new(),
+            next_round: now,
+            view: Vec::new(),
+            shuffled_at: now,
+            // Any odd seed: views need only differ between nodes.
+            rng: u64::from_le_bytes(key.public().to_peer_id().to_bytes()[2..10].try_into().unwrap_or([7; 8])) | 1,
+            expired_at: now,
+            changes: Vec::new(),
+            refused: 0,
+            last_refusal: None,
+            key,
+        }
+    }
+
+    pub fn roster(&self) -> &Roster {
+        &self.roster
+    }
+
+    pub fn roster_mut(&mut self) -> &mut Roster {
+        &mut self.roster
+    }
+
+    pub fn stage(&self) -> &Stage {
+        self.admission.stage()
+    }
+
+    pub fn is_member(&self) -> bool {
+        self.roster.is_member(&self.me)
+    }
+
+    /// Events refused so far, and the last reason.
+    pub fn refused(&self) -> (u64, Option<&str>) {
+        (self.refused, self.last_refusal.as_deref())
+    }
+
+    /// How the roster changed since the last call.
+    pub fn take_changes(&mut self) -> Vec<Change> {
+        std::mem::take(&mut self.changes)
+    }
+
+    /// The peers this node joins through: asked for the roster before the others.
+    pub fn set_bootstrap(&mut self, peers: Vec<PeerId>) {
+        self.bootstrap = peers;
+    }
+
+    /// This node's public address block as others see it (see `event::block_hash`).
+    pub fn set_block(&mut self, block: u64) {
+        self.block = block;
+    }
+
+    /// The peers this node wants a connection with: its view, those it watches and those that
+    /// watch it (or will: its sponsors while it is on its way in).
+    pub fn wanted(&self) -> Vec<PeerId> {
+        let mut want = self.roster.successors(&self.me, MONITORS);
+        if self.is_member() {
+            want.extend(self.roster.watched_by(&self.me));
+        }
+        want.extend(self.view.iter().copied());
+        want.sort();
+        want.dedup();
+        want
+    }
+
+    /// A connection with `peer` stands.
+    pub fn connected(&mut self, peer: PeerId, now: u64) {
+        self.connected.insert(peer);
+        self.watch.reached(&peer);
+        self.sponsoring.connected(peer, now);
+    }
+
+    /// The last connection with `peer` closed, or a dial to it failed.
+    pub fn disconnected(&mut self, peer: &PeerId, now: u64) {
+        self.connected.remove(peer);
+        self.watch.unreachable(*peer, now);
+        self.sponsoring.disconnected(peer);
+    }
+
+    /// What to send at `now`: the next page, the digest round, a request for sponsors, the
+    /// accusations due. Called about once a second.
+    pub fn tick(&mut self, now: u64) -> Vec<Send> {
+        let mut out = Vec::new();
+        if self.digest_out.is_some_and(|(_, at)| now >= at + GIVE_UP_AFTER) {
+            self.digest_out = None;
+        }
+        if self.page_out.is_some_and(|(_, at)| now >= at + GIVE_UP_AFTER) {
+            self.page_out = None;
+        }
+        if now >= self.expired_at + EXPIRE_EVERY {
+            self.expired_at = now;
+            self.roster.expire(now);
+        }
+        self.tried.retain(|(_, at)| now < at + TRY_AGAIN_AFTER);
+        match self.admission.stage().clone() {
+            Stage::Pulling { after } => {
+                if self.may_found && now >= self.started + FOUND_AFTER && self.roster.is_empty() {
+                    // No one it is connected to had a roster (newcomers may have connected to it).
+                    self.found(now);
+                } else if let Some(to) = (self.page_out.is_none()).then(|| self.page_partner()).flatten() {
+                    self.page_out = Some((to, now));
+                    out.push(Send { to, request: RosterRequest::Page { after }, asked: Asked::Page });
+                }
+                return out;
+            }
+            Stage::Probation { .. } => {
+                if let Some((joined, sponsors)) =
+                    self.admission.ask(&self.key, &self.roster, self.vnodes, self.block, now)
+                {
+                    self.asked_at = now;
+                    if sponsors.is_empty() {
+                        // No member to ask: the roster it pulled was empty.
+                        self.found(now);
+                    }
+                    for to in sponsors {
+                        out.push(Send { to, request: RosterRequest::Sponsor(joined.clone()), asked: Asked::Sponsor });
+                    }
+                }
+            }
+            Stage::Asking { .. } if now >= self.asked_at + ASK_AGAIN_AFTER => self.admission.retry(),
+            Stage::Asking { .. } | Stage::Member => {}
+        }
+        self.check_self(now);
+        if self.is_member() {
+            for peer in self.roster.watched_by(&self.me) {
+                if !self.connected.contains(&peer) {
+                    // Never reached, or not since it came: it counts as lost from now.
+                    self.watch.unreachable(peer, now);
+                }
+            }
+            for (dead, others) in self.watch.due(&self.key, &self.roster, now) {
+                let Ok(peer) = dead.peer_id() else { continue };
+                self.accusing.insert(peer, dead.clone());
+                for to in others {
+                    out.push(Send { to, request: RosterRequest::Accuse(dead.clone()), asked: Asked::Accuse(peer) });
+                }
+            }
+        }
+        self.refresh_view(now);
+        if now >= self.next_round && self.digest_out.is_none() {
+            self.next_round = now + ROUND_SECS;
+            if let Some(to) = self.digest_partner() {
+                self.digest_out = Some((to, now));
+                out.push(Send { to, request: RosterRequest::Digest(self.roster.digest(now)), asked: Asked::Digest });
+            }
+        }
+        out
+    }
+
+    /// This node's answer to `request` from `from`, whose connection comes from address block
+    /// `block` (0: private or relayed).
+    pub fn on_request(&mut self, from: PeerId, request: RosterRequest, block: u64, now: u64) -> RosterReply {
+        match request {
+            RosterRequest::Digest(digest) => RosterReply::Answer(self.roster.answer(&digest)),
+            RosterRequest::FollowUp(up) => {
+                self.take(up.events, now);
+                RosterReply::Events(self.roster.events_for(&up.want))
+            }
+            RosterRequest::Page { after } => RosterReply::Page(self.roster.snapshot(after, now)),
+            RosterRequest::Sponsor(joined) => {
+                match self.sponsoring.sponsor(&self.key, &self.roster, &from, &joined, block, now) {
+                    Ok(proof) => RosterReply::Signed(proof),
+                    Err(why) => RosterReply::Declined(why),
+                }
+            }
+            RosterRequest::Accuse(dead) => match self.watch.cosign(&self.key, &self.roster, &from, &dead, now) {
+                Ok(proof) => RosterReply::Signed(proof),
+                Err(why) => RosterReply::Declined(why),
+            },
+        }
+    }
+
+    /// `from` answered the request sent as `asked`: what to send next.
+    pub fn on_reply(&mut self, from: PeerId, asked: Asked, reply: RosterReply, now: u64) -> Vec<Send> {
+        let mut out = Vec::new();
+        match (asked, reply) {
+            (Asked::Digest, RosterReply::Answer(answer)) => {
+                self.digest_out = None;
+                self.take(answer.events.clone(), now);
+                let up = self.roster.follow_up(&answer, now);
+                if !up.events.is_empty() || !up.want.is_empty() {
+                    out.push(Send { to: from, request: RosterRequest::FollowUp(up), asked: Asked::FollowUp });
+                }
+            }
+            (Asked::FollowUp, RosterReply::Events(events)) => self.take(events, now),
+            (Asked::Page, RosterReply::Page(page)) => {
+                self.page_out = None;
+                if page.events.is_empty() && page.next.is_none() && self.roster.is_empty() {
+                    // It has no roster either (it is on its way in too): ask someone else.
+                    self.tried.push((from, now));
+                } else {
+                    self.admission.page(page, &mut self.roster, now);
+                    self.changes.clear();
+                    if !matches!(self.admission.stage(), Stage::Pulling { .. }) {
+                        self.pulled(now);
+                    }
+                }
+            }
+            (Asked::Sponsor, RosterReply::Signed(proof)) => {
+                match self.admission.signed(from, proof, &mut self.roster, now) {
+                    Ok(true) => self.changes.push(Change::Joined(self.me)),
+                    Ok(false) => {}
+                    Err(e) => self.refuse(e.to_string()),
+                }
+            }
+            (Asked::Accuse(peer), RosterReply::Signed(proof)) => {
+                if let Some(mut dead) = self.accusing.remove(&peer) {
+                    if proof.signer == from.to_bytes() {
+                        dead.proofs.push(proof);
+                        self.take(vec![dead], now);
+                    }
+                }
+            }
+            (Asked::Sponsor | Asked::Accuse(_), RosterReply::Declined(why)) => {
+                tracing::debug!(peer = %from, "roster request declined: {why}");
+            }
+            (asked, reply) => {
+                self.forget(asked);
+                self.refuse(format!("{from} answered a {asked:?} request with {}", reply_kind(&reply)));
+            }
+        }
+        out
+    }
+
+    /// The request sent to `to` as `asked` failed (no connection, a timeout, a refused stream).
+    pub fn on_failure(&mut self, to: PeerId, asked: Asked, now: u64) {
+        self.forget(asked);
+        if asked == Asked::Page {
+            self.tried.push((to, now));
+        }
+    }
+
+    /// This node leaves at `now`: its signed departure, for the members to tell directly.
+    pub fn leave(&mut self, now: u64) -> Vec<Send> {
+        if !self.is_member() {
+            return Vec::new();
+        }
+        let at = now.max(self.roster.event_of(&self.me).map_or(0, |e| e.at) + 1);
+        let left = Event::new(&self.me, at, What::Left).signed_by(&self.key);
+        self.take(vec![left.clone()], now);
+        let mut to: Vec<PeerId> = self.roster.successors(&self.me, MONITORS);
+        to.extend(self.connected.iter().copied().filter(|p| self.roster.is_member(p)));
+        to.retain(|p| self.connected.contains(p));
+        to.dedup();
+        let follow = super::FollowUp { events: vec![left], want: Vec::new() };
+        let sends = to.into_iter().take(TOLD_OF_LEAVING);
+        sends.map(|to| Send { to, request: RosterRequest::FollowUp(follow.clone()), asked: Asked::FollowUp }).collect()
+    }
+
+    fn forget(&mut self, asked: Asked) {
+        match asked {
+            Asked::Digest => self.digest_out = None,
+            Asked::Page => self.page_out = None,
+            Asked::Accuse(peer) => {
+                self.accusing.remove(&peer);
+            }
+            Asked::FollowUp | Asked::Sponsor => {}
+        }
+    }
+
+    fn refuse(&mut self, why: String) {
+        tracing::debug!("roster: {why}");
+        self.refused += 1;
+        self.last_refusal = Some(why);
+    }
+
+    /// Takes events from a peer (checked as a member checks them).
+    fn take(&mut self, events: Vec<Event>, now: u64) {
+        for e in events.into_iter().take(MAX_EVENTS) {
+            match self.roster.apply(e, now, Trust::Member) {
+                Ok(Some(change)) => self.changes.push(change),
+                Ok(None) => {}
+                // Waiting for a signer this roster has not read yet: kept, not a fault.
+                Err(Refused::Sponsors { .. } | Refused::Accusers { .. }) => {}
+                Err(e) => self.refuse(e.to_string()),
+            }
+        }
+    }
+
+    /// A network of one: this node's own Joined, with no one to sponsor it.
+    fn found(&mut self, now: u64) {
+        let what = What::Joined { vnodes: self.vnodes, since: now, block: self.block };
+        let joined = Event::new(&self.me, now, what).signed_by(&self.key);
+        match self.roster.apply(joined, now, Trust::Member) {
+            Ok(_) => {
+                tracing::info!("no roster to join: this node founds the network");
+                self.admission = Admission::member(now);
+                self.changes.push(Change::Joined(self.me));
+            }
+            Err(e) => self.refuse(format!("founding: {e}")),
+        }
+    }
+
+    /// The roster is in: a node that restarted finds itself in it and is a member still, or
+    /// refutes a death it may still refute.
+    fn pulled(&mut self, now: u64) {
+        let still = self
+            .roster
+            .event_of(&self.me)
+            .is_some_and(|e| e.what.is_joined() || (e.what == What::Dead && now < e.at + REFUTE_FOR));
+        if still {
+            self.admission = Admission::member(now);
+        }
+        self.check_self(now);
+    }
+
+    /// A member declared dead refutes it while it may; one gone for longer, or after it left,
+    /// comes in again.
+    fn check_self(&mut self, now: u64) {
+        if !matches!(self.admission.stage(), Stage::Member) {
+            return;
+        }
+        if self.roster.is_member(&self.me) {
+            // Its join, sponsored from a roster that lacked members admitted before it (two
+            // newcomers to a young network), is short of sponsors now that it knows them: the
+            // others refuse it, so it asks again.
+            let short = self.roster.event_of(&self.me).is_some_and(|e| match e.what {
+                What::Joined { since, .. } => {
+                    e.at == since && e.proofs.len().saturating_sub(1) < self.roster.sponsors_needed(since)
+                }
+                _ => false,
+            });
+            if short {
+                tracing::info!("this node's join lacks sponsors the roster now asks for: asking again");
+                self.admission = Admission::rejoin(&self.roster, now);
+            }
+            return;
+        }
+        let latest = self.roster.event_of(&self.me).map(|e| (e.what, e.at));
+        let since = self.roster.since_of(&self.me);
+        match (latest, since) {
+            (Some((What::Dead, at)), Some(since)) if now < at + REFUTE_FOR => {
+                let what = What::Joined { vnodes: self.vnodes, since, block: self.block };
+                let refute = Event::new(&self.me, now.max(at + 1), what).signed_by(&self.key);
+                tracing::info!("declared dead by its monitors while alive: refuted");
+                self.take(vec![refute], now);
+            }
+            _ => self.admission = Admission::rejoin(&self.roster, now),
+        }
+    }
+
+    /// Whom to ask for a page: a connected peer not tried lately — a member of the roster
+    /// pulled so far, or a bootstrap peer, or any at random (most peers a newcomer meets first
+    /// may be newcomers too, with no roster to give).
+    fn page_partner(&mut self) -> Option<PeerId> {
+        let fresh: Vec<PeerId> =
+            (self.connected.iter()).filter(|p| !self.tried.iter().any(|(t, _)| t == *p)).copied().collect();
+        let known = |p: &&PeerId| self.roster.is_member(p) || self.bootstrap.contains(p);
+        if let Some(p) = fresh.iter().find(known) {
+            return Some(*p);
+        }
+        (!fresh.is_empty()).then(|| fresh[self.random(fresh.len())])
+    }
+
+    /// Whom to compare digests with this round: a member of the view it is connected to, at
+    /// random; or, while none is, one it watches or that watches it.
+    fn digest_partner(&mut self) -> Option<PeerId> {
+        let view: Vec<PeerId> = self.view.iter().copied().filter(|p| self.connected.contains(p)).collect();
+        if !view.is_empty() {
+            return Some(view[self.random(view.len())]);
+        }
+        let near: Vec<PeerId> = self.wanted().into_iter().filter(|p| self.connected.contains(p)).collect();
+        (!near.is_empty()).then(|| near[self.random(near.len())])
+    }
+
+    /// Keeps the view to members, swaps one now and then, and fills it at random.
+    fn refresh_view(&mut self, now: u64) {
+        let (roster, me) = (&self.roster, self.me);
+        self.view.retain(|p| *p != me && roster.is_member(p));
+        if self.view.len() >= VIEW && now >= self.shuffled_at + SHUFFLE_SECS {
+            self.shuffled_at = now;
+            let out = self.random(self.view.len());
+            self.view.remove(out);
+        }
+        let others = self.roster.len().saturating_sub(usize::from(self.is_member()));
+        let mut tries = 4 * VIEW;
+        while self.view.len() < VIEW.min(others) && tries > 0 {
+            tries -= 1;
+            let k = self.random(self.roster.len());
+            if let Some(p) = self.roster.members().nth(k).copied() {
+                if p != self.me && !self.view.contains(&p) {
+                    self.view.push(p);
+                }
+            }
+        }
+    }
+
+    /// A number below `n` (xorshift: views need only differ between nodes, not resist anyone).
+    fn random(&mut self, n: usize) -> usize {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng % n.max(1) as u64) as usize
+    }
+}
+
+fn reply_kind(reply: &RosterReply) -> &'static str {
+    match reply {
+        RosterReply::Answer(_) => "an answer",
+        RosterReply::Events(_) => "events",
+        RosterReply::Page(_) => "a page",
+        RosterReply::Signed(_) => "a signature",
+        RosterReply::Declined(_) => "a refusal",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RosterNode, Send, FOUND_AFTER};
+    use crate::roster::admission::Stage;
+    use crate::roster::event::What;
+    use crate::roster::watch::SUSPECT_AFTER;
+    use crate::roster::PROBATION;
+    use libp2p::identity::Keypair;
+    use libp2p::PeerId;
+    use std::collections::{BTreeSet, VecDeque};
+
+    const T0: u64 = 1_780_000_000;
+
+    /// Nodes on a perfect network: every request answered at once, in order.
+    struct Net {
+        nodes: Vec<RosterNode>,
+        up: Vec<bool>,
+        now: u64,
+    }
+
+    impl Net {
+        fn id(&self, i: usize) -> PeerId {
+            self.nodes[i].me
+        }
+
+        fn index(&self, p: &PeerId) -> usize {
+            self.nodes.iter().position(|n| n.me == *p).unwrap()
+        }
+
+        fn add(&mut self, may_found: bool) -> usize {
+            let mut node = RosterNode::new(Keypair::generate_ed25519(), 16, may_found, self.now);
+            if !may_found {
+                // Each joins through the first node, as `weft start --bootstrap` does.
+                node.set_bootstrap(vec![self.id(0)]);
+            }
+            self.nodes.push(node);
+            self.up.push(true);
+            let i = self.nodes.len() - 1;
+            for j in 0..i {
+                if self.up[j] {
+                    self.connect(i, j);
+                }
+            }
+            i
+        }
+
+        fn connect(&mut self, i: usize, j: usize) {
+            let (a, b) = (self.id(i), self.id(j));
+            self.nodes[i].connected(b, self.now);
+            self.nodes[j].connected(a, self.now);
+        }
+
+        fn crash(&mut self, i: usize) {
+            self.up[i] = false;
+            let me = self.id(i);
+            for j in 0..self.nodes.len() {
+                if j != i && self.up[j] {
+                    let now = self.now;
+                    self.nodes[j].disconnected(&me, now);
+                }
+            }
+        }
+
+        fn deliver(&mut self, from: usize, sends: Vec<Send>) {
+            let mut queue: VecDeque<(usize, Send)> = sends.into_iter().map(|s| (from, s)).collect();
+            while let Some((i, send)) = queue.pop_front() {
+                let j = self.index(&send.to);
+                let now = self.now;
+                if !self.up[j] {
+                    self.nodes[i].on_failure(send.to, send.asked, now);
+                    continue;
+                }
+                let me = self.id(i);
+                let reply = self.nodes[j].on_request(me, send.request, 0, now);
+                let next = self.nodes[i].on_reply(send.to, send.asked, reply, now);
+                queue.extend(next.into_iter().map(|s| (i, s)));
+            }
+        }
+
+        fn run(&mut self, secs: u64) {
+            for _ in 0..secs {
+                self.now += 1;
+                for i in 0..self.nodes.len() {
+                    if self.up[i] {
+                        let sends = self.nodes[i].tick(self.now);
+                        self.deliver(i, sends);
+                    }
+                }
+            }
+        }
+
+        fn members_of(&self, i: usize) -> BTreeSet<PeerId> {
+            self.nodes[i].roster().members().copied().collect()
+        }
+
+        /// Every node up holds the same member set: these.
+        fn agreed(&self) -> Option<BTreeSet<PeerId>> {
+            let live: Vec<usize> = (0..self.nodes.len()).filter(|i| self.up[*i]).collect();
+            let first = self.members_of(live[0]);
+            live.iter().all(|i| self.members_of(*i) == first).then_some(first)
+        }
+    }
+
+    #[test]
+    fn newcomers_that_pulled_a_young_roster_before_each_other_were_admitted_end_up_in_one_roster() {
+        let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
+        net.add(true);
+        net.run(FOUND_AFTER + 1);
+        let (one, two) = (net.add(false), net.add(false));
+        let step = |net: &mut Net, i: usize| {
+            let sends = net.nodes[i].tick(net.now);
+            net.deliver(i, sends);
+        };
+        // Both pull the founder's roster of one; the first is admitted, sponsored by the founder
+        // alone (all it needs); then the second, also by the founder alone — one short, now that
+        // the first is a member admitted before it: the others keep its join waiting.
+        net.now += 1;
+        step(&mut net, one);
+        step(&mut net, two);
+        net.now += 1;
+        step(&mut net, one);
+        net.now += 1;
+        step(&mut net, two);
+        assert!(net.nodes[one].is_member() && net.nodes[two].is_member());
+        assert!(!net.nodes[0].roster().is_member(&net.id(two)), "short of a sponsor");
+        // It hears of the first, finds its own join short, and asks both.
+        net.run(60);
+        let all: BTreeSet<PeerId> = (0..3).map(|i| net.id(i)).collect();
+        assert_eq!(net.agreed(), Some(all));
+        assert!(net.nodes.iter().all(|n| n.stage() == &Stage::Member && n.refused().0 == 0));
+    }
+
+    #[test]
+    fn a_network_forms_agrees_and_keeps_agreeing_through_a_departure_a_crash_and_a_false_alarm() {
+        let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
+        net.add(true);
+        net.run(FOUND_AFTER + 1);
+        assert!(net.nodes[0].is_member(), "the first node founds the network");
+        // Five join within the network's first minute: their probation is the network's age.
+        for _ in 0..5 {
+            net.add(false);
+            net.run(5);
+        }
+        net.run(90);
+        let all: BTreeSet<PeerId> = (0..6).map(|i| net.id(i)).collect();
+        assert_eq!(net.agreed(), Some(all.clone()), "every node admitted and every roster alike");
+        assert!(net.nodes.iter().all(|n| n.stage() == &Stage::Member && n.refused().0 == 0));
+        // Their rings are the same ring.
+        let now = net.now;
+        let owners: Vec<Vec<PeerId>> = (0..6)
+            .map(|i| {
+                let ring = net.nodes[i].roster_mut().ring(now).clone();
+                (0..200).map(|h| *ring.owner(&format!("host{h}.example")).unwrap()).collect()
+            })
+            .collect();
+        assert!(owners.iter().all(|o| *o == owners[0]));
+
+        // A latecomer to a network older than the probation waits all of it.
+        net.run(PROBATION);
+        let late = net.add(false);
+        net.run(PROBATION / 2);
+        assert!(!net.nodes[late].is_member() && !net.members_of(0).contains(&net.id(late)));
+        net.run(PROBATION / 2 + 60);
+        assert!(net.nodes[late].is_member());
+        let all: BTreeSet<PeerId> = (0..7).map(|i| net.id(i)).collect();
+        assert_eq!(net.agreed(), Some(all.clone()));
+
+        // One leaves with its last word: gone from every roster within seconds.
+        let now = net.now;
+        let sends = net.nodes[3].leave(now);
+        assert!(!sends.is_empty());
+        net.deliver(3, sends);
+        net.crash(3);
+        net.run(10);
+        let mut left = all.clone();
+        left.remove(&net.id(3));
+        assert_eq!(net.agreed(), Some(left.clone()));
+        assert_eq!(net.nodes[0].roster().event_of(&net.id(3)).unwrap().what, What::Left);
+
+        // One crashes: its monitors find it gone and sign its death together.
+        net.crash(5);
+        net.run(SUSPECT_AFTER + 20);
+        left.remove(&net.id(5));
+        assert_eq!(net.agreed(), Some(left.clone()));
+        assert_eq!(net.nodes[0].roster().event_of(&net.id(5)).unwrap().what, What::Dead);
+
+        // A false alarm: one monitor lost a member another still reaches: no one is removed.
+        let victim = 2;
+        let monitors = net.nodes[0].roster().monitors_of(&net.id(victim));
+        let m = net.index(&monitors[0]);
+        let v = net.id(victim);
+        let now = net.now;
+        net.nodes[m].disconnected(&v, now);
+        net.run(SUSPECT_AFTER + 20);
+        assert_eq!(net.agreed(), Some(left.clone()), "one monitor alone cannot remove a member");
+
+        // A member declared dead while alive (both of its monitors cut off from it) refutes it:
+        // its entry is a Joined again, later than the death, with its first admission.
+        let (before, since) = (net.nodes[0].roster().event_of(&v).unwrap().at, net.nodes[0].roster().since_of(&v));
+        let now = net.now;
+        for mon in net.nodes[0].roster().monitors_of(&v) {
+            let k = net.index(&mon);
+            net.nodes[k].disconnected(&v, now);
+            net.nodes[victim].disconnected(&mon, now);
+        }
+        net.run(SUSPECT_AFTER + 30);
+        let after = net.nodes[0].roster().event_of(&v).unwrap().clone();
+        assert!(after.at > now + SUSPECT_AFTER && after.at > before, "refuted after the accusation: {after:?}");
+        assert_eq!(net.nodes[0].roster().since_of(&v), since);
+        assert_eq!(net.agreed(), Some(left), "a member again, on every roster");
+        assert!(matches!(net.nodes[0].roster().event_of(&v).unwrap().what, What::Joined { .. }));
+    }
+}
