@@ -5,6 +5,7 @@ use crate::codec::Codec;
 use crate::doc_wire::DocWire;
 use crate::exchange::UrlWire;
 use crate::postings::PostingWire;
+use crate::roster::wire::RosterWire;
 use crate::search::SearchWire;
 use libp2p::identity::Keypair;
 use libp2p::request_response::{self, ProtocolSupport};
@@ -26,6 +27,11 @@ pub const SEARCH_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/search/1"
 pub const POSTINGS_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/postings/1");
 /// Documents: one document read from a member that holds it, and holders comparing copies.
 pub const DOCS_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/doc/1");
+/// The roster's protocol (see `crate::roster`): digests, pages, sponsorships, accusations.
+pub const ROSTER_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/roster/1");
+/// Roster requests in flight on one connection: a digest round, its follow-up, a page and a
+/// few sponsorships or accusations.
+const ROSTER_STREAMS_PER_CONNECTION: usize = 8;
 pub use crate::versions::PROTOCOL_VERSION;
 /// Largest gossipsub message: a routing summary of 64 centroids of 384 dimensions in f16 is
 /// 48 KiB; membership heartbeats are a few hundred bytes (and checked for that).
@@ -61,6 +67,7 @@ pub struct Behaviour {
     pub search: request_response::Behaviour<Codec<SearchWire>>,
     pub postings: request_response::Behaviour<Codec<PostingWire>>,
     pub docs: request_response::Behaviour<Codec<DocWire>>,
+    pub roster: request_response::Behaviour<Codec<RosterWire>>,
     /// Reachability: AutoNAT v2 asks other members to dial this node's candidate addresses
     /// back, and answers their requests in turn.
     pub autonat: autonat::v2::client::Behaviour,
@@ -101,11 +108,13 @@ pub struct Settings {
     pub search: Codec<SearchWire>,
     pub postings: Codec<PostingWire>,
     pub docs: Codec<DocWire>,
+    pub roster: Codec<RosterWire>,
 }
 
 impl Behaviour {
     pub fn new(key: &Keypair, relay_client: relay::client::Behaviour, settings: Settings) -> Result<Behaviour, String> {
-        let Settings { max_connections, refresh, relay: relay_limits, upnp, urls, search, postings, docs } = settings;
+        let Settings { max_connections, refresh, relay: relay_limits, upnp, urls, search, postings, docs, roster } =
+            settings;
         let peer = key.public().to_peer_id();
         let mut kad_config = kad::Config::new(KAD_PROTOCOL);
         kad_config.set_periodic_bootstrap_interval(Some(refresh));
@@ -190,6 +199,13 @@ impl Behaviour {
                 .with_request_timeout(Duration::from_secs(10))
                 .with_max_concurrent_streams(DOC_STREAMS_PER_CONNECTION),
         );
+        let roster = request_response::Behaviour::with_codec(
+            roster,
+            [(ROSTER_PROTOCOL, ProtocolSupport::Full)],
+            request_response::Config::default()
+                .with_request_timeout(Duration::from_secs(10))
+                .with_max_concurrent_streams(ROSTER_STREAMS_PER_CONNECTION),
+        );
         Ok(Behaviour {
             blocked: allow_block_list::Behaviour::default(),
             limits: connection_limits::Behaviour::new(limits),
@@ -205,6 +221,7 @@ impl Behaviour {
             search,
             postings,
             docs,
+            roster,
             autonat: autonat::v2::client::Behaviour::default(),
             autonat_server: autonat::v2::server::Behaviour::default(),
             relay: relay::Behaviour::new(peer, relay_config(&relay_limits)),

@@ -66,7 +66,7 @@ pub use exchange::{UrlKind, WireUrl};
 pub use libp2p::PeerId;
 pub use network::{
     start, DocAnswer, DocInbound, DocsStatus, Inbound, Joining, NetworkAnswer, NetworkConfig, NetworkHandle,
-    NetworkStatus, P2pError, PeerAnswer, PostingsInbound, PostingsStatus, Routing, SearchInbound, SearchStatus,
-    Started,
+    NetworkStatus, P2pError, PeerAnswer, PostingsInbound, PostingsStatus, RosterStatus, Routing, SearchInbound,
+    SearchStatus, Started,
 };
 pub use ring::{Ring, DEFAULT_VNODES};

@@ -80,6 +80,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let (search_codec, search_budget) = Codec::new();
     let (postings_codec, postings_budget) = Codec::new();
     let (docs_codec, docs_budget) = Codec::new();
+    let (roster_codec, roster_budget) = Codec::new();
     let settings = crate::behaviour::Settings {
         max_connections: config.max_connections,
         refresh: config.refresh,
@@ -89,7 +90,10 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         search: search_codec,
         postings: postings_codec,
         docs: docs_codec,
+        roster: roster_codec,
     };
+    let boot_peers = config.bootstrap.iter().map(|(p, _)| *p).filter(|p| *p != peer_id).collect();
+    let roster = roster::State::new(key.clone(), config.vnodes, boot_peers);
     let signer = key.clone();
     let sealer = crate::sealed::Sealer::new(key.clone());
     let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
@@ -184,7 +188,8 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         announced_at: None,
         beat_at: None,
         last_tick: None,
-        budgets: [urls_budget, search_budget, postings_budget, docs_budget],
+        budgets: [urls_budget, search_budget, postings_budget, docs_budget, roster_budget],
+        roster,
     };
     event_loop.dial_bootstrap();
     let task = tokio::spawn(event_loop.run(stop_rx, urls_rx, commands_rx));
@@ -233,6 +238,7 @@ mod heartbeats;
 mod postings;
 mod querying;
 mod relays;
+mod roster;
 mod status;
 mod urls;
 pub use config::{tcp_target, NetworkConfig, P2pError};
@@ -241,6 +247,7 @@ use handle::Command;
 pub use handle::{Inbound, NetworkHandle, Started};
 pub use postings::{PostingsInbound, PostingsStatus};
 pub use querying::{NetworkAnswer, PeerAnswer, Routing, SearchInbound, SearchStatus};
+pub use roster::RosterStatus;
 pub use status::{Joining, NetworkStatus};
 use status::{Latencies, Shown};
 
@@ -309,8 +316,11 @@ struct EventLoop {
     /// When the heartbeat tick last ran: a tick much later than its period means this node's
     /// event loop could not run (see [`Members::deaf_for`]).
     last_tick: Option<std::time::Instant>,
-    /// What requests being read hold: URL batches, search requests, posting batches, reads.
-    budgets: [Arc<RequestBudget>; 4],
+    /// What requests being read hold: URL batches, search requests, posting batches, reads,
+    /// roster requests.
+    budgets: [Arc<RequestBudget>; 5],
+    /// The roster, run beside `members` (see `network/roster.rs`).
+    roster: roster::State,
 }
 
 impl EventLoop {
@@ -322,6 +332,8 @@ impl EventLoop {
     ) {
         let mut heartbeat = tokio::time::interval(self.config.heartbeat);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut roster_tick = tokio::time::interval(Duration::from_secs(1));
+        roster_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let retry = async {
                 match self.retry_at {
@@ -369,6 +381,7 @@ impl EventLoop {
                     let _ = self.swarm.behaviour_mut().search.send_response(channel, reply);
                 }
                 _ = heartbeat.tick() => self.on_heartbeat(),
+                _ = roster_tick.tick() => self.roster_tick(),
                 _ = retry => {
                     self.retry_at = None;
                     self.dial_bootstrap();
@@ -483,6 +496,7 @@ impl EventLoop {
                     }
                 }
                 self.connected.insert(peer_id);
+                self.roster.node.connected(peer_id, roster::unix_now());
                 let now = std::time::Instant::now();
                 if let Some(change) = self.members.present(&peer_id, endpoint.get_remote_address(), now) {
                     self.on_change(change);
@@ -509,6 +523,7 @@ impl EventLoop {
                 if num_established == 0 {
                     self.connected.remove(&peer_id);
                     self.members.disconnected(&peer_id);
+                    self.roster.node.disconnected(&peer_id, roster::unix_now());
                     if self.connected.is_empty() && !self.config.bootstrap.is_empty() {
                         self.joining = Joining::Connecting;
                         let why = match self.other_versions.get(&peer_id) {
@@ -519,8 +534,13 @@ impl EventLoop {
                     }
                 }
             }
-            SwarmEvent::OutgoingConnectionError { peer_id: Some(peer), error, .. } if self.is_bootstrap(&peer) => {
-                self.schedule_retry(error.to_string());
+            SwarmEvent::OutgoingConnectionError { peer_id: Some(peer), error, .. } => {
+                if !self.connected.contains(&peer) {
+                    self.roster.node.disconnected(&peer, roster::unix_now());
+                }
+                if self.is_bootstrap(&peer) {
+                    self.schedule_retry(error.to_string());
+                }
             }
             SwarmEvent::Behaviour(BehaviourEvent::Identify(identify::Event::Received { peer_id, info, .. })) => {
                 if let Err(other) = versions::check(&info.protocol_version) {
@@ -599,6 +619,7 @@ impl EventLoop {
             SwarmEvent::Behaviour(BehaviourEvent::Search(event)) => self.on_search(event),
             SwarmEvent::Behaviour(BehaviourEvent::Postings(event)) => self.on_postings(event),
             SwarmEvent::Behaviour(BehaviourEvent::Docs(event)) => self.on_docs(event),
+            SwarmEvent::Behaviour(BehaviourEvent::Roster(event)) => self.on_roster(event),
             SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::InboundRequest { request })) => {
                 self.on_dht_store(request);
             }
@@ -649,6 +670,7 @@ impl EventLoop {
             Command::Leave => {
                 tracing::info!(members = self.members.len().saturating_sub(1), "leaving the network");
                 self.members.leave();
+                self.roster_leave();
                 // Its last word goes out now, whatever the period (see `on_heartbeat`).
                 self.beat_at = None;
                 self.on_heartbeat();

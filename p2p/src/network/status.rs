@@ -101,6 +101,10 @@ pub struct NetworkStatus {
     pub documents: DocsStatus,
     /// Public, behind NAT or relayed; what is advertised; direct and relayed peers.
     pub reachability: ReachabilityStatus,
+    /// The roster, run beside today's membership: its stage, members, and how far the two
+    /// member sets differ.
+    #[serde(default)]
+    pub roster: RosterStatus,
 }
 
 /// Recent latencies (milliseconds) and their percentiles for the status.
@@ -229,6 +233,7 @@ impl EventLoop {
             search,
             postings: self.postings.status(&self.ring.borrow().clone(), &local),
             documents: self.documents.counts.clone(),
+            roster: self.roster.status(),
             reachability: shown.reachability.clone(),
         };
         self.status.send_if_modified(|s| {

@@ -86,6 +86,74 @@ async fn five_nodes_agree_on_members_and_owners_and_notice_one_leaving() {
 /// Gradual admission on real nodes: a newcomer to a network whose member has been there for
 /// hours holds a quarter of its ring points, and both nodes agree on it; a newcomer claiming to
 /// have been a member for ten days is held, by the node that saw it arrive, to when it did.
+/// The roster (`weft_p2p::roster`) runs beside today's membership on real connections: the
+/// first node founds it, the others join it within the network's first seconds (a young
+/// network's probation is its age), every roster holds the members the membership counts, a
+/// member that leaves is gone from every roster at once, and one that vanishes is declared dead
+/// by two of its monitors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_nodes_build_one_roster_beside_their_membership_and_a_vanished_member_is_declared_dead() {
+    let (first, first_task) = node(vec![]).await;
+    let boot = crate::tcp_addr(&first).await;
+    let mut nodes = vec![(first, first_task)];
+    for _ in 0..4 {
+        nodes.push(node(vec![boot.clone()]).await);
+    }
+    let settled = |n: usize| {
+        move |s: &weft_p2p::NetworkStatus| {
+            s.roster.stage == "member"
+                && s.roster.members == n
+                && s.members.len() == n
+                && s.roster.not_in_membership == 0
+                && s.roster.not_in_roster == 0
+        }
+    };
+    for (n, _) in &nodes {
+        within(90, "every node a member of a roster of five", n.wait_for(settled(5))).await;
+    }
+    let alike = |nodes: &[(NetworkHandle, tokio::task::JoinHandle<()>)]| {
+        let prints: Vec<String> = nodes.iter().map(|(n, _)| n.status().roster.fingerprint).collect();
+        prints.iter().all(|p| *p == prints[0])
+    };
+    within(30, "the rosters alike", async {
+        while !alike(&nodes) {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await;
+    assert!(nodes.iter().all(|(n, _)| n.status().roster.refused_events == 0));
+
+    // One leaves with its last word: gone from every roster within seconds.
+    let (gone, gone_task) = nodes.pop().unwrap();
+    gone.leave();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    gone.stop();
+    gone_task.await.unwrap();
+    for (n, _) in &nodes {
+        within(15, "the departure in every roster", n.wait_for(|s| s.roster.members == 4)).await;
+    }
+
+    // One vanishes without a word (its task dropped, its connections closed): two of its
+    // monitors declare it dead after they lost it for twenty seconds.
+    let (vanished, vanished_task) = nodes.pop().unwrap();
+    vanished_task.abort();
+    let _ = vanished_task.await;
+    drop(vanished);
+    for (n, _) in &nodes {
+        within(60, "the vanished member declared dead", n.wait_for(|s| s.roster.members == 3)).await;
+    }
+    within(30, "the rosters alike again", async {
+        while !alike(&nodes) {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await;
+    for (n, task) in nodes {
+        n.stop();
+        task.await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn newcomers_to_an_older_network_are_admitted_gradually_and_a_forged_age_is_not_believed() {
     use weft_p2p::membership::SETTLE;
