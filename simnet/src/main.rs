@@ -520,6 +520,7 @@ fn print_summary(r: &RunReport) {
     );
     println!("layouts           {}", runner::layouts_line(r));
     println!("placement         {}", runner::placement_line(r));
+    println!("roster            {}", runner::roster_line(&r.roster));
     println!("copies            {}", runner::copies_line(r));
     if let Some(d) = &r.documents {
         println!("read back         {}", runner::documents::summary(d));

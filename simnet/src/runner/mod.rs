@@ -31,9 +31,11 @@ pub mod documents;
 pub mod freshness;
 mod node;
 mod reports;
+mod roster;
 
 pub use node::*;
 pub use reports::*;
+pub use roster::{roster_line, RosterReport};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -109,6 +111,8 @@ struct Sim<'a> {
     /// A node that exited while it was to run (its number and exit status): the run ends with
     /// it at once rather than waiting out its bounds for a node that is gone.
     died: Option<(usize, String)>,
+    /// The roster the nodes report, sampled at each look at their statuses.
+    roster: roster::RosterWatch,
 }
 
 impl Sim<'_> {
@@ -332,12 +336,14 @@ impl Sim<'_> {
         });
         let statuses = futures_util::future::join_all(polls).await;
         let up: Vec<usize> = self.nodes.iter().filter(|n| n.state == State::Up).map(|n| n.n).collect();
-        for (n, status) in up.into_iter().zip(statuses) {
+        for (n, status) in up.iter().copied().zip(statuses) {
             if status.is_some() {
                 self.nodes[n].status = status;
                 self.nodes[n].ready = true;
             }
         }
+        let seen: Vec<&serde_json::Value> = up.iter().filter_map(|n| self.nodes[*n].status.as_ref()).collect();
+        self.roster.sample(&seen);
         for node in &mut self.nodes {
             if let Some(child) = node.child.as_mut() {
                 if let Some((rss, peak)) = child.id().and_then(memory) {
@@ -442,6 +448,7 @@ pub async fn run_with(
         held_at_kill: std::collections::HashSet::new(),
         leaves: Vec::new(),
         died: None,
+        roster: roster::RosterWatch::new(started),
     };
     // The seeds go to the last initial node, started once the others formed a network: a
     // crawl that starts while members are still arriving moves hosts around needlessly.
@@ -693,6 +700,7 @@ pub async fn run_with(
         search,
         freshness,
         documents,
+        roster: sim.roster.report(),
     })
 }
 

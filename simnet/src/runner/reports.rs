@@ -233,4 +233,6 @@ pub struct RunReport {
     /// Every article page fetched, read back by its document id through every node up at the
     /// end (with an index).
     pub documents: Option<super::documents::DocumentsReport>,
+    /// The roster run beside today's membership (see `runner/roster.rs`).
+    pub roster: super::roster::RosterReport,
 }

@@ -1,0 +1,80 @@
+//! The roster as the live nodes report it, sampled at each look at their statuses: do the nodes
+//! up hold the same roster, does each node's roster hold the members today's membership counts,
+//! and how soon was every node a member of it. The roster runs beside today's membership (which
+//! still builds the ring): these are the figures that say whether it can take the ring over.
+
+use serde::Serialize;
+use std::time::Instant;
+
+/// What the samples add up to.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct RosterReport {
+    /// Looks at every node's status, and of them those where every node up was a roster member.
+    pub samples: u64,
+    pub all_members: u64,
+    /// Of those, the share where every node up held the same roster ...
+    pub same_roster: f64,
+    /// ... and the share where every node's roster held the members its membership counts.
+    pub same_as_membership: f64,
+    /// Seconds from the first node's start until every node up was first a roster member.
+    pub all_members_after_secs: Option<f64>,
+    /// Roster events the nodes refused, in all (at the last look at each).
+    pub refused_events: u64,
+}
+
+#[derive(Debug)]
+pub struct RosterWatch {
+    started: Instant,
+    report: RosterReport,
+    same: u64,
+    matched: u64,
+}
+
+impl RosterWatch {
+    pub fn new(started: Instant) -> RosterWatch {
+        RosterWatch { started, report: RosterReport::default(), same: 0, matched: 0 }
+    }
+
+    /// One look at the statuses of the nodes up.
+    pub fn sample(&mut self, statuses: &[&serde_json::Value]) {
+        if statuses.is_empty() {
+            return;
+        }
+        let roster = |s: &serde_json::Value| s["network"]["roster"].clone();
+        let rosters: Vec<serde_json::Value> = statuses.iter().map(|s| roster(s)).collect();
+        self.report.samples += 1;
+        self.report.refused_events = rosters.iter().map(|r| r["refused_events"].as_u64().unwrap_or(0)).sum();
+        if !rosters.iter().all(|r| r["stage"] == "member") {
+            return;
+        }
+        self.report.all_members += 1;
+        if self.report.all_members_after_secs.is_none() {
+            self.report.all_members_after_secs = Some(self.started.elapsed().as_secs_f64());
+        }
+        if rosters.iter().all(|r| r["fingerprint"] == rosters[0]["fingerprint"]) {
+            self.same += 1;
+        }
+        let zero = |v: &serde_json::Value| v.as_u64() == Some(0);
+        if rosters.iter().all(|r| zero(&r["not_in_membership"]) && zero(&r["not_in_roster"])) {
+            self.matched += 1;
+        }
+        let n = self.report.all_members as f64;
+        (self.report.same_roster, self.report.same_as_membership) = (self.same as f64 / n, self.matched as f64 / n);
+    }
+
+    pub fn report(&self) -> RosterReport {
+        self.report.clone()
+    }
+}
+
+/// The report in a line.
+pub fn roster_line(r: &RosterReport) -> String {
+    let after = r.all_members_after_secs.map_or("never".into(), |s| format!("after {s:.0} s"));
+    format!(
+        "every node a roster member {after}; of {} looks since, {:.1}% with every node's roster alike and {:.1}% with each alike to its membership; {} roster events refused",
+        r.all_members,
+        100.0 * r.same_roster,
+        100.0 * r.same_as_membership,
+        r.refused_events
+    )
+}
