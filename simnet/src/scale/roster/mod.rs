@@ -386,44 +386,49 @@ impl Sim {
         self.flight.settle(slot, self.online);
     }
 
-    /// Observer `o`'s real roster takes event `id` (and any it refused for want of it).
+    /// Observer `o`'s real roster takes event `id`. One it refuses for want of a sponsor or an
+    /// accuser it has not read yet waits inside the roster, which takes it once that comes
+    /// (`Roster::apply`); it is counted as reached then, found by looking, not by applying it
+    /// again (each application checks every signature).
     fn observe(&mut self, o: u32, id: usize) {
         let now = self.unix();
         let k = self.net.nodes[o as usize].observer.expect("an observer");
-        let mut todo = vec![id];
-        let mut took_any = false;
-        while let Some(id) = todo.pop() {
-            let real = self.changes[id].real.clone();
-            let st = &mut self.states[o as usize];
-            let roster = st.real.as_mut().expect("a real roster");
-            match roster.apply(real, now, Trust::Member) {
-                Ok(_) => {
-                    took_any = true;
-                    if let Some((spread, since_arrival)) = self.spread.reached(id, k, self.now) {
-                        if self.measuring() {
-                            self.figures.spread_secs.push(spread);
-                            if self.changes[id].what == Happened::Joined {
-                                self.figures.join_secs.push(since_arrival);
-                            }
-                        }
-                    }
-                }
-                Err(Refused::Sponsors { .. } | Refused::Accusers { .. }) => {
-                    if !st.pending.contains(&id) {
-                        st.pending.push(id);
-                    }
-                }
-                Err(e) => {
-                    self.figures.refused_events += 1;
-                    if self.figures.refused_events < 5 {
-                        eprintln!("observer {k} refused {:?} of {}: {e}", self.changes[id].what, self.changes[id].node);
-                    }
-                }
+        let real = self.changes[id].real.clone();
+        let st = &mut self.states[o as usize];
+        let roster = st.real.as_mut().expect("a real roster");
+        let reached = match roster.apply(real, now, Trust::Member) {
+            Ok(_) => vec![id],
+            Err(Refused::Sponsors { .. } | Refused::Accusers { .. }) => {
+                st.pending.push(id);
+                return;
             }
-            if took_any && todo.is_empty() {
-                took_any = false;
-                let st = &mut self.states[o as usize];
-                todo = std::mem::take(&mut st.pending);
+            Err(e) => {
+                self.figures.refused_events += 1;
+                if self.figures.refused_events < 5 {
+                    eprintln!("observer {k} refused {:?} of {}: {e}", self.changes[id].what, self.changes[id].node);
+                }
+                return;
+            }
+        };
+        let mut reached = reached;
+        if !st.pending.is_empty() {
+            let changes = &self.changes;
+            let held = |p: usize| {
+                let e = &changes[p].real;
+                e.peer_id().ok().and_then(|peer| roster.event_of(&peer)).is_some_and(|h| h.version() >= e.version())
+            };
+            let (now_held, waiting): (Vec<usize>, Vec<usize>) = st.pending.iter().partition(|p| held(**p));
+            st.pending = waiting;
+            reached.extend(now_held);
+        }
+        for id in reached {
+            if let Some((spread, since_arrival)) = self.spread.reached(id, k, self.now) {
+                if self.measuring() {
+                    self.figures.spread_secs.push(spread);
+                    if self.changes[id].what == Happened::Joined {
+                        self.figures.join_secs.push(since_arrival);
+                    }
+                }
             }
         }
     }
