@@ -1,8 +1,9 @@
 //! One node's part in the roster protocol, without I/O: the event loop tells it about
 //! connections, hands it requests and replies, and sends what it returns. Everything a node
 //! decides — when to pull, whom to compare digests with, when to ask for sponsors, whom to
-//! accuse, when to refute — is here, so that several nodes can be driven in a unit test and the
-//! simulator and the live network run the same decisions.
+//! accuse, when to refute — is here, so that several nodes can be driven in a unit test. (The
+//! simulator models the same decisions with a few bits per member, as it cannot hold 10,000
+//! rosters; its observers run the real `Roster`.)
 //!
 //! A node starts *pulling* the roster page by page from whoever it is connected to. A node
 //! started with no one to join founds a network: after [`FOUND_AFTER`] with no page from anyone,
