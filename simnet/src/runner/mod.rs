@@ -343,7 +343,7 @@ impl Sim<'_> {
             }
         }
         let seen: Vec<&serde_json::Value> = up.iter().filter_map(|n| self.nodes[*n].status.as_ref()).collect();
-        self.roster.sample(&seen);
+        self.roster.sample(&seen, self.spec.nodes);
         for node in &mut self.nodes {
             if let Some(child) = node.child.as_mut() {
                 if let Some((rss, peak)) = child.id().and_then(memory) {

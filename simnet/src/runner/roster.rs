@@ -9,15 +9,19 @@ use std::time::Instant;
 /// What the samples add up to.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct RosterReport {
-    /// Looks at every node's status, and of them those where every node up was a roster member.
+    /// Looks at the statuses with at least the run's starting number of nodes up, and of them
+    /// those where every node up was a roster member.
     pub samples: u64,
     pub all_members: u64,
     /// Of those, the share where every node up held the same roster ...
     pub same_roster: f64,
     /// ... and the share where every node's roster held the members its membership counts.
     pub same_as_membership: f64,
-    /// Seconds from the first node's start until every node up was first a roster member.
+    /// Seconds from the first node's start until every node up was first a roster member, with
+    /// the run's starting number of nodes up.
     pub all_members_after_secs: Option<f64>,
+    /// Nodes up that were not roster members at the last look, and their stages.
+    pub not_members_at_end: Vec<String>,
     /// Roster events the nodes refused, in all (at the last look at each).
     pub refused_events: u64,
 }
@@ -35,15 +39,19 @@ impl RosterWatch {
         RosterWatch { started, report: RosterReport::default(), same: 0, matched: 0 }
     }
 
-    /// One look at the statuses of the nodes up.
-    pub fn sample(&mut self, statuses: &[&serde_json::Value]) {
-        if statuses.is_empty() {
-            return;
-        }
+    /// One look at the statuses of the nodes up; `expected`: how many the run starts with.
+    pub fn sample(&mut self, statuses: &[&serde_json::Value], expected: usize) {
         let roster = |s: &serde_json::Value| s["network"]["roster"].clone();
         let rosters: Vec<serde_json::Value> = statuses.iter().map(|s| roster(s)).collect();
-        self.report.samples += 1;
         self.report.refused_events = rosters.iter().map(|r| r["refused_events"].as_u64().unwrap_or(0)).sum();
+        self.report.not_members_at_end = (statuses.iter().zip(&rosters))
+            .filter(|(_, r)| r["stage"] != "member")
+            .map(|(s, r)| format!("{} {}", s["network"]["peer_id"].as_str().unwrap_or("?"), r["stage"]))
+            .collect();
+        if statuses.len() < expected.max(1) {
+            return;
+        }
+        self.report.samples += 1;
         if !rosters.iter().all(|r| r["stage"] == "member") {
             return;
         }
@@ -71,10 +79,12 @@ impl RosterWatch {
 pub fn roster_line(r: &RosterReport) -> String {
     let after = r.all_members_after_secs.map_or("never".into(), |s| format!("after {s:.0} s"));
     format!(
-        "every node a roster member {after}; of {} looks since, {:.1}% with every node's roster alike and {:.1}% with each alike to its membership; {} roster events refused",
+        "every node a roster member {after}; {} of {} looks with every node up a member, of which {:.1}% with every node's roster alike and {:.1}% with each alike to its membership; {} roster events refused; not members at the end: {}",
         r.all_members,
+        r.samples,
         100.0 * r.same_roster,
         100.0 * r.same_as_membership,
-        r.refused_events
+        r.refused_events,
+        if r.not_members_at_end.is_empty() { "none".to_string() } else { r.not_members_at_end.join(", ") }
     )
 }

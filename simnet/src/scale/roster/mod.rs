@@ -120,6 +120,9 @@ pub struct Sim {
     sizes: Sizes,
     shared: Shared,
     online: usize,
+    /// Of them, those still pulling the roster: they hold no event in flight and get them all
+    /// with the roster they pull, so an event is settled once every other member online holds it.
+    syncing: usize,
     /// Members (the roster as the network's latest events have it), by position.
     members: MonitorRing,
     changes: Log,
@@ -189,6 +192,7 @@ impl Sim {
             sizes: Sizes::real(),
             shared: Shared::default(),
             online: 0,
+            syncing: 0,
             members: MonitorRing::new(&ids),
             changes: Log::default(),
             flight: InFlight::new(n_members),
@@ -383,7 +387,7 @@ impl Sim {
 
     /// Frees `slot` if every member online holds its event.
     fn free(&mut self, slot: usize) {
-        self.flight.settle(slot, self.online);
+        self.flight.settle(slot, self.online - self.syncing);
     }
 
     /// Observer `o`'s real roster takes event `id`. One it refuses for want of a sponsor or an
@@ -460,6 +464,7 @@ impl Sim {
             };
         } else {
             st.status = Status::Syncing(snapshot);
+            self.syncing += 1;
             st.cursor = None;
             if self.scenario.real_everywhere {
                 st.real = Some(Box::new(Roster::new(weft_p2p::DEFAULT_VNODES)));
@@ -553,10 +558,13 @@ impl Sim {
         self.online -= 1;
         self.flight.forget(i);
         let st = &mut self.states[iu];
+        if matches!(st.status, Status::Syncing(_)) {
+            self.syncing -= 1;
+        }
         st.status = Status::Offline;
         st.left_at = self.now;
         st.seen_until = self.changes.len();
-        self.flight.settle_all(self.online);
+        self.flight.settle_all(self.online - self.syncing);
     }
 
     /// Its monitors find member `i` gone: the first two online sign its death.
@@ -657,6 +665,7 @@ impl Sim {
                     }
                     let until = self.states[iu].arrived + PROBATION as f64;
                     self.states[iu].status = Status::Probation(until);
+                    self.syncing -= 1;
                 } else {
                     self.states[iu].status = Status::Syncing(left - pulled);
                 }
@@ -671,7 +680,7 @@ impl Sim {
             Status::Offline => {}
         }
         if self.scenario.partition.is_some() {
-            self.flight.settle_all(self.online);
+            self.flight.settle_all(self.online - self.syncing);
         }
     }
 
@@ -827,6 +836,7 @@ impl Sim {
             }
             let until = self.states[i as usize].arrived + PROBATION as f64;
             self.states[i as usize].status = Status::Probation(until);
+            self.syncing -= 1;
         }
     }
 
