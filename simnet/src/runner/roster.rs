@@ -46,7 +46,10 @@ impl RosterWatch {
         self.report.refused_events = rosters.iter().map(|r| r["refused_events"].as_u64().unwrap_or(0)).sum();
         self.report.not_members_at_end = (statuses.iter().zip(&rosters))
             .filter(|(_, r)| r["stage"] != "member")
-            .map(|(s, r)| format!("{} {}", s["network"]["peer_id"].as_str().unwrap_or("?"), r["stage"]))
+            .map(|(s, r)| {
+                let stage = r["stage"].as_str().unwrap_or("?");
+                format!("{} {stage}", s["network"]["peer_id"].as_str().unwrap_or("?"))
+            })
             .collect();
         if statuses.len() < expected.max(1) {
             return;
@@ -87,4 +90,36 @@ pub fn roster_line(r: &RosterReport) -> String {
         r.refused_events,
         if r.not_members_at_end.is_empty() { "none".to_string() } else { r.not_members_at_end.join(", ") }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RosterWatch;
+    use serde_json::json;
+
+    fn status(peer: &str, stage: &str, print: &str, missing: u64) -> serde_json::Value {
+        json!({"network": {"peer_id": peer, "roster": {
+            "stage": stage, "fingerprint": print, "not_in_membership": 0, "not_in_roster": missing, "refused_events": 1
+        }}})
+    }
+
+    #[test]
+    fn looks_count_from_when_every_starting_node_is_up_and_name_the_nodes_outside() {
+        let mut watch = RosterWatch::new(std::time::Instant::now());
+        let a = status("a", "member", "f1", 0);
+        watch.sample(&[&a], 3);
+        assert_eq!(watch.report().samples, 0, "one node of three up");
+        let (b, c) = (status("b", "member", "f1", 0), status("c", "probation", "f2", 1));
+        watch.sample(&[&a, &b, &c], 3);
+        let r = watch.report();
+        assert_eq!((r.samples, r.all_members, r.refused_events), (1, 0, 3));
+        assert_eq!(r.not_members_at_end, vec!["c probation".to_string()]);
+        let c = status("c", "member", "f1", 0);
+        watch.sample(&[&a, &b, &c], 3);
+        let c2 = status("c", "member", "f2", 1);
+        watch.sample(&[&a, &b, &c2], 3);
+        let r = watch.report();
+        assert_eq!((r.samples, r.all_members, r.same_roster, r.same_as_membership), (3, 2, 0.5, 0.5));
+        assert!(r.all_members_after_secs.is_some() && r.not_members_at_end.is_empty());
+    }
 }
