@@ -78,7 +78,7 @@ impl State {
     pub(super) fn status(&self) -> RosterStatus {
         let (refused_events, last_refusal) = self.node.refused();
         RosterStatus {
-            stage: format!("{:?}", self.node.stage()).split([' ', '{']).next().unwrap_or("").to_lowercase(),
+            stage: self.node.stage().name().to_string(),
             members: self.node.roster().len(),
             entries: self.node.roster().entries(),
             fingerprint: format!("{:016x}", self.fingerprint),

@@ -36,6 +36,18 @@ pub enum Stage {
     Member,
 }
 
+impl Stage {
+    /// The stage in a word, for `/status`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Stage::Pulling { .. } => "pulling",
+            Stage::Probation { .. } => "probation",
+            Stage::Asking { .. } => "asking",
+            Stage::Member => "member",
+        }
+    }
+}
+
 /// A newcomer's way in.
 #[derive(Debug, Clone)]
 pub struct Admission {
