@@ -435,9 +435,8 @@ impl Roster {
         // this member holds would be such a first member, backdated: a member holds the
         // network's first join from its own start (it pulled it), so one that claims to come
         // before it needs the full count. (A node pulling the roster reads entries in any order.)
-        let backdated = trust == Trust::Member
-            && self.entries.values().filter(|e| e.peer != *peer && e.since != 0).all(|e| since <= e.since)
-            && self.entries.values().any(|e| e.peer != *peer && e.since != 0);
+        let earliest = self.entries.values().filter(|e| e.peer != *peer && e.since != 0).map(|e| e.since).min();
+        let backdated = trust == Trust::Member && earliest.is_some_and(|first| since <= first);
         let needed = if backdated { SPONSORS } else { self.sponsors_needed(since) };
         let got = sponsors.iter().filter(|s| self.known(s)).count();
         if got < needed {
