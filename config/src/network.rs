@@ -16,27 +16,19 @@ pub struct P2pConfig {
     pub bootstrap: Vec<String>,
     /// Virtual nodes per member on the hash ring.
     pub vnodes: usize,
-    /// Seconds between membership heartbeats while the network has at most 20 members; the
-    /// period stretches in proportion beyond (at most 60 s), so a node hears at most 20
-    /// heartbeats a period however large the network.
-    pub heartbeat_secs: u64,
-    /// A member is dropped after this many heartbeats were missed.
-    pub missed_heartbeats: u32,
     /// Seconds between Kademlia bootstraps (routing-table refresh), also the first retry
     /// delay when no bootstrap peer answers (doubling up to ten times that).
     pub bootstrap_interval_secs: u64,
     /// Established connections at most; an eighth (at least 8) is kept for the connections
     /// this node dials, so strangers connecting in cannot take them all.
     pub max_connections: u32,
-    /// Pages per second this node offers to crawl (announced to the other members).
-    pub capacity: u32,
     /// At a graceful stop (SIGTERM, Ctrl-C) the node leaves the network at once and hands its
     /// queued URLs to their new owners; once its last requests ended, it waits at most this
     /// long for the hand-off to be acknowledged (and, when the stop was asked, at most half of
     /// it for the pages its browser is rendering before it leaves the ring).
     /// Whatever is not acknowledged stays in the outbox journal and goes out at the next start.
     pub leave_timeout_secs: u64,
-    /// Advertise private and loopback addresses (heartbeats, identify, hence the DHT) even on
+    /// Advertise private and loopback addresses (identify, hence the DHT) even on
     /// a network with public members. Off: they go out only when every peer is reached over a
     /// private address (a LAN, a test on 127.0.0.1).
     pub private_addrs: bool,
@@ -52,7 +44,7 @@ pub struct P2pConfig {
 }
 
 /// Limits of the relay a public node offers: relayed traffic is small (URL batches, queries,
-/// heartbeats) and only until hole punching makes the connection direct.
+/// roster digests) and only until hole punching makes the connection direct.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RelayConfig {
@@ -88,11 +80,8 @@ impl Default for P2pConfig {
             listen: vec!["/ip4/0.0.0.0/tcp/7701".into(), "/ip4/0.0.0.0/udp/7701/quic-v1".into()],
             bootstrap: Vec::new(),
             vnodes: 150,
-            heartbeat_secs: 5,
-            missed_heartbeats: 4,
             bootstrap_interval_secs: 300,
             max_connections: 256,
-            capacity: 10,
             leave_timeout_secs: 30,
             private_addrs: false,
             upnp: true,

@@ -8,7 +8,7 @@
 //!    (bounded durable writes), `blocking` (bounded store calls), `hand_over` (hand-overs paced
 //!    by the postings outbox), `guard` (the SSRF guard) →
 //!    `fetcher`, [`token`], `received` (URLs from peers), `urls` (why a URL is or is not
-//!    indexed), `procmem`, `tenure`, the pure [`extract_cli`]; [`metrics`] (counters); the
+//!    indexed), `procmem`, the pure [`extract_cli`]; [`metrics`] (counters); the
 //!    network's stores: `replicas` (document copies) → `copy_sync` (serving `/weft/doc/1`,
 //!    comparing copies with co-holders) and `cells` (postings) → `cell_upkeep`; `reextract` (the
 //!    extractor a node runs, and extracting its kept responses again when that changes).
@@ -22,7 +22,7 @@
 //!    ([`export`], [`join`], [`mcp`], `templates_cli`).
 //!
 //! Module order: blocking, extract_cli, guard, hand_over, page, procmem, received, responses, storage,
-//! tenure, token, urls → replicas → copy_sync, cells → cell_upkeep, fetcher, metrics, reextract → crawl, second_opinion → layouts, routing → doctor, memory,
+//! token, urls → replicas → copy_sync, cells → cell_upkeep, fetcher, metrics, reextract → crawl, second_opinion → layouts, routing → doctor, memory,
 //! pipeline → indexing → quota, search, status → api → export, join, mcp, node, templates_cli.
 
 pub mod api;
@@ -58,7 +58,6 @@ mod second_opinion;
 mod status;
 pub mod storage;
 pub mod templates_cli;
-mod tenure;
 pub mod token;
 pub mod urls;
 

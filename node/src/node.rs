@@ -385,8 +385,6 @@ fn start_network(config: &Config, db: &sled::Db) -> anyhow::Result<(weft_p2p::St
     );
     let key = weft_p2p::identity::load_or_create(&config.data_dir)?;
     let mut settings = weft_p2p::NetworkConfig::from_config(&config.p2p)?;
-    let patience = settings.heartbeat * settings.missed_heartbeats;
-    settings.joined = crate::tenure::resume(db, patience, weft_clock::now_secs())?;
     settings.allow_private = config.fetch.allow_private_networks;
     settings.search = config.search.clone();
     // Postings of another model are refused; a node without an index holds none.
@@ -472,9 +470,7 @@ async fn spawn_network(
     // A render on a host given away is waited for up to its own timeout.
     let renders = Duration::from_secs(config.layouts.render_timeout_secs);
     tasks.spawn(crate::routing::hand_off_on_changes(crawler.clone(), handle.clone(), journal.clone(), grace, renders));
-    if !config.p2p.bootstrap.is_empty() {
-        wait_for_members(config, &handle).await;
-    }
+    wait_for_members(&handle).await;
     // While this node was away other members owned its hosts and may be asking them right
     // now: every host waits the hand-over grace from here, not from the start, and until the
     // member that held it said what it fetched (bounded).
@@ -490,46 +486,41 @@ async fn spawn_network(
 }
 
 /// Learns the members before crawling, so this node does not take hosts that are another's:
-/// waits to be joined and to hear a heartbeat, then until the member set stops growing and
-/// every peer heard of is met (bounded by the heartbeat expiry each).
-async fn wait_for_members(config: &Config, handle: &weft_p2p::NetworkHandle) {
-    let wait = Duration::from_secs(config.p2p.heartbeat_secs * u64::from(config.p2p.missed_heartbeats));
-    let joined = handle.wait_for(|s| s.joining == weft_p2p::Joining::Joined && s.members.len() > 1);
-    if tokio::time::timeout(wait, joined).await.is_err() {
-        tracing::warn!("no other member heard yet; crawling with the members known so far");
+/// waits for the roster (pulled from the bootstrap peers, or founded when there are none), then
+/// until the member set stops changing for a few seconds. A newcomer to an older network is on
+/// no ring until its probation ends: it crawls nothing meanwhile and sends its seeds to their
+/// hosts' owners.
+async fn wait_for_members(handle: &weft_p2p::NetworkHandle) {
+    let pulled = handle.wait_for(|s| !s.members.is_empty() && s.roster.stage != "pulling");
+    if tokio::time::timeout(ROSTER_WAIT, pulled).await.is_err() {
+        tracing::warn!("no roster yet; crawling with the members known so far");
         return;
     }
-    // The other members' heartbeats arrive over the next interval or two: the first URLs are
-    // routed on the whole ring rather than on the first member heard. A peer heard of but not
-    // met yet (a candidate) is a member about to be counted: a node behind NAT is met only
-    // once it holds a relay slot, seconds after its heartbeats arrive. Crawling before then
-    // took that member's hosts for a few seconds while it was asking them (the NAT lab caught
-    // it: robots.txt asked 12 ms after the other node's page).
-    let beat = Duration::from_secs(config.p2p.heartbeat_secs);
+    // Events still on their way (the newcomers of a network starting together are admitted
+    // within its first seconds) are taken before the first URLs are routed.
     let settled = async {
-        let mut last = handle.status().members.len();
+        let mut last = handle.status().members;
         loop {
-            tokio::time::sleep(beat).await;
-            let status = handle.status();
-            let now = status.members.len();
-            if now == last && status.member_candidates == 0 {
-                break now;
+            tokio::time::sleep(ROSTER_SETTLE).await;
+            let now = handle.status().members;
+            if now == last {
+                break now.len();
             }
             last = now;
         }
     };
-    match tokio::time::timeout(wait, settled).await {
+    match tokio::time::timeout(ROSTER_WAIT, settled).await {
         Ok(members) => tracing::info!(members, "member set settled; crawling"),
         Err(_) => {
-            let s = handle.status();
-            tracing::info!(
-                members = s.members.len(),
-                candidates = s.member_candidates,
-                "crawling; the member set was still changing"
-            );
+            tracing::info!(members = handle.status().members.len(), "crawling; the member set was still changing")
         }
     }
 }
+
+/// How long a starting node waits for the roster, and for it to stop changing.
+const ROSTER_WAIT: Duration = Duration::from_secs(60);
+/// The member set has settled when it did not change for this long (a digest round or two).
+const ROSTER_SETTLE: Duration = Duration::from_secs(3);
 
 /// Binds the API and serves it on `tasks`; returns its address.
 async fn spawn_api(
@@ -591,8 +582,6 @@ fn spawn_timers(
             // flush of the generation.
             let record = move || {
                 guard.check()?;
-                // With it, that the node is still a member (kept across a short restart).
-                crate::tenure::alive(&db, weft_clock::now_secs()).map_err(|e| e.to_string())?;
                 weft_frontier::generation::advance(&db, &dir).map_err(|e| e.to_string())
             };
             let advanced = storage.bounded("recording the database generation", record).await;

@@ -316,7 +316,12 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ),
             ];
             encode_counters(&mut enc, &reach)?;
-            let counters: [Plain; 14] = [
+            let counters: [Plain; 15] = [
+                (
+                    "weft_p2p_roster_refused_events",
+                    "Roster events refused: forged, malformed or against the admission rules",
+                    n.roster.refused_events,
+                ),
                 ("weft_p2p_dht_refused", "DHT records and provider announcements refused", n.dht_refused),
                 ("weft_p2p_dht_lookups", "Near-duplicate lookups in the DHT", n.dht_lookups),
                 ("weft_p2p_dht_duplicates_found", "DHT lookups that found a near duplicate", n.dht_duplicates_found),
@@ -338,9 +343,9 @@ impl prometheus_client::collector::Collector for StatusCollector {
                     n.requests_cut,
                 ),
                 (
-                    "weft_p2p_heartbeats_rejected",
-                    "Gossip refused: forged or unsealed, or heartbeats malformed",
-                    n.rejected_heartbeats,
+                    "weft_p2p_gossip_rejected",
+                    "Gossip refused: forged or unsealed, or a routing summary malformed",
+                    n.rejected_gossip,
                 ),
                 (
                     "weft_p2p_gossip_dropped",
@@ -352,20 +357,16 @@ impl prometheus_client::collector::Collector for StatusCollector {
             let gauges: [Plain; 7] = [
                 ("weft_p2p_bans", "Peers banned now", n.banned_peers as u64),
                 (
-                    "weft_p2p_heartbeat_seconds",
-                    "Seconds between this node's heartbeats (longer beyond 20 members)",
-                    n.heartbeat_secs.round() as u64,
+                    "weft_p2p_roster_entries",
+                    "Entries in this node's roster, departures included",
+                    n.roster.entries as u64,
                 ),
                 (
                     "weft_p2p_requests_buffered_bytes",
                     "Bytes held by URL batches and search requests still being read",
                     n.requests_buffered_bytes,
                 ),
-                (
-                    "weft_p2p_member_candidates",
-                    "Peers heard of that this node has not met yet (not members)",
-                    n.member_candidates as u64,
-                ),
+                ("weft_p2p_roster_members", "Members in this node's roster", n.roster.members as u64),
                 ("weft_p2p_dht_lookup_ms_p50", "Median DHT lookup time, milliseconds", n.dht_lookup_ms_p50 as u64),
                 (
                     "weft_p2p_dht_lookup_ms_p99",

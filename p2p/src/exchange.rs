@@ -25,9 +25,9 @@ pub const FIRST_RETRY_DELAY: Duration = Duration::from_secs(2);
 pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(120);
 /// How long a batch answered `Busy` waits before it is sent again.
 pub const BUSY_DELAY: Duration = Duration::from_millis(250);
-/// A batch the owner refused because it did not know the sender yet is sent again after this
-/// (the sender's heartbeat, published again at once, should have reached it by then).
-pub const NOT_MEMBER_DELAY: Duration = Duration::from_secs(1);
+/// A batch the owner refused because the sender is not a member in its roster yet is sent again
+/// after this (a digest round: an admission reaches every member in a few).
+pub const NOT_MEMBER_DELAY: Duration = Duration::from_secs(2);
 /// Batches a peer may send per second on average (burst of twice that).
 pub const BATCHES_PER_SEC: f64 = 20.0;
 
@@ -139,8 +139,8 @@ pub enum BatchReply {
     /// Not now (rate limit, shutting down): the sender retries later.
     Busy,
     /// The sender is not a member here (yet): only members may send URLs, or a stranger could
-    /// queue and steer this node's crawl. A node just met has not been heard from yet: it
-    /// announces itself again and retries after [`NOT_MEMBER_DELAY`].
+    /// queue and steer this node's crawl. A newcomer whose admission has not reached this
+    /// node's roster yet retries after [`NOT_MEMBER_DELAY`].
     NotMember,
 }
 

@@ -2,9 +2,8 @@
 //! set of volunteers' nodes into one crawler.
 //!
 //! - [`ring`]: the consistent hash ring that decides which member crawls which host (pure).
-//! - [`membership`]: heartbeats and the member table the ring is built from (pure).
-//! - [`departures`]: members that left, told in heartbeats so that a node that was away
-//!   takes their hand-offs (pure).
+//! - [`membership`]: the rings this node routes by, following the roster, and what it
+//!   remembers of the rings before (pure).
 //! - [`identity`]: the persistent ed25519 key in the data dir.
 //! - [`behaviour`]: the composed `NetworkBehaviour` (identify, ping, Kademlia, gossipsub,
 //!   connection limits, AutoNAT, relay, hole punching, UPnP).
@@ -30,19 +29,18 @@
 //!   query (pure).
 //! - [`search`]: `/weft/search/1` — wire types, checks, and merging peers' answers (pure).
 //! - [`roster`]: the member set at any size — signed join and departure events, anti-entropy
-//!   digests, monitors, sponsored admission (pure; the simulator's proposed design).
+//!   digests, monitors, sponsored admission (pure).
 //! - [`versions`]: the protocol version a peer speaks, and peers refused for another (pure).
 //! - [`network`]: the swarm, its event loop, and the handle the node talks to.
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
-//! checks it): codec, departures, identity, reachability, ring, signing, summaries, versions → exchange,
+//! checks it): codec, identity, reachability, ring, signing, summaries, versions → exchange,
 //! membership, placement, records, sealed → replicas, roster → copy_sync, postings, search → doc_wire,
 //! publishing → behaviour → network.
 
 pub mod behaviour;
 pub mod codec;
 pub mod copy_sync;
-pub mod departures;
 pub mod doc_wire;
 pub mod exchange;
 pub mod identity;

@@ -1,34 +1,25 @@
-//! Who is in the network: members announce themselves with a heartbeat on a gossipsub topic
-//! and are dropped after missing a few. The member set — this node included — is what the
-//! hash ring is built from, so two nodes that heard the same heartbeats assign every host to
-//! the same member.
+//! The rings this node routes by, and what it remembers of the rings before.
 //!
-//! A heartbeat alone does not make a member: it is signed, but keys cost nothing, and one
-//! connection can relay the heartbeats of a hundred made-up identities (which then own most of
-//! the ring, and every URL sent to them is lost). A peer heard of becomes a *candidate*; it is
-//! counted only once this node has had an authenticated connection with it (the network dials
-//! it at the addresses it announces), and stays counted only while that happens again within
-//! [`PRESENCE_FOR`]. Candidates are capped in all and per peer that relayed them, a candidate
-//! that cannot be reached is ignored for a while, and at most [`MAX_MEMBERS_PER_PREFIX`]
-//! members may come from one public address block.
+//! The member set is the roster's (`crate::roster`): members are in it by signed events that
+//! every member ends up holding alike, so every member builds the same ring — each member with
+//! the share of points its admission has reached ([`ADMISSION_STAGES`] steps of
+//! [`ADMISSION_STEP`] from when its sponsors admitted it). This module follows that ring and
+//! keeps what deciding *who may say what* needs besides the current owners:
 //!
-//! A member is also *admitted gradually*: a newcomer holds a quarter of its ring points at
-//! first and its full share after [`ADMISSION_STAGES`] steps of [`ADMISSION_STEP`], so that a
-//! crowd of real nodes arriving together (rented for an hour to swallow URLs) takes a small
-//! part of the ring while it lasts. Every node must compute the same ring, so a member's age
-//! cannot come from when each node happened to hear of it: it comes from the member's own
-//! claim, [`Heartbeat::joined`], which every node reads alike. A claim can be forged to look
-//! old, so a node that *saw* a member arrive holds it to that: the claim counts back at most
-//! [`CLAIM_TOLERANCE`] before this node first met it. Only nodes that started after a forger
-//! arrived believe it, and only until it is as old as it said. Points are relative to the
-//! oldest member's stage, so a network whose members all started together (a fresh network,
-//! a test) has the plain ring from the first second.
+//! - the rings replaced within [`FORMER_RINGS_FOR`]: a member that left, or lost a host to a
+//!   newcomer, is still handing that host's URLs over for a while, and only a host's owner, or
+//!   its owner before a change, may say it is done with a URL of it;
+//! - the ring without this node: whom its hosts belonged to before it joined or came back (they
+//!   hand them over in its first minutes);
+//! - the members that left within [`FORMER_RINGS_FOR`] that none of this node's recent rings
+//!   held (it was away, or had just joined): their departures are in the roster, signed, so
+//!   their hand-offs are taken as a former member's.
+//!
+//! Pure: the network feeds it the roster's ring and departures ([`Members::follow`]) and the
+//! signs of life it sees.
 
-use crate::departures::{quorum, Departure, Departures};
-use crate::reachability::address_block;
 use crate::ring::Ring;
-use libp2p::{Multiaddr, PeerId};
-use serde::{Deserialize, Serialize};
+use libp2p::PeerId;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -38,183 +29,32 @@ pub const FORMER_RINGS_FOR: Duration = Duration::from_secs(600);
 /// At most this many replaced rings are remembered (a flapping network must not grow it:
 /// 16 rings of 100 members are ~4 MB).
 const FORMER_RINGS: usize = 16;
-
-/// A member counts while this node had a connection with it within this long (idle
-/// connections close after a few minutes; the network dials a member again before this ends).
-pub const PRESENCE_FOR: Duration = Duration::from_secs(600);
-/// A member this node is connected to is dropped only after this many times the ttl without
-/// a sign of life; one it is not connected to, after the ttl. At 50 nodes on two cores every
-/// node was starved of CPU for seconds at a time: heartbeats queued for it were dropped, pings
-/// timed out while their streams were negotiated, and members whose connections stood were
-/// dropped ~1,000 times in two minutes, each drop moving hosts and cells. A process that
-/// exits closes its connections, so only a member hung with its connections open waits the
-/// longer time.
-pub const CONNECTED_GRACE: u32 = 4;
-/// Peers heard of but not yet reached, in all ...
-pub const MAX_CANDIDATES: usize = 256;
-/// ... and relayed by one peer: a newcomer hears the whole network through its bootstrap peer
-/// at first, and takes it in over a few heartbeats; a peer relaying made-up identities fills
-/// its own share and no more.
-pub const MAX_CANDIDATES_PER_SOURCE: usize = 16;
-/// A candidate not reached within this long is ignored for [`UNREACHED_FIRST`], twice as
-/// long each time it fails again, at most [`UNREACHED_FOR`] — unless its heartbeat comes over
-/// a connection with it (it was reachable after all). Ignoring it for the full time at once
-/// kept four honest members of fifty out of a third of the nodes' rings for ten minutes: on a
-/// box loaded to 170 at the start, their dials took longer than [`REACH_WITHIN`].
-pub const REACH_WITHIN: Duration = Duration::from_secs(30);
-pub const UNREACHED_FIRST: Duration = Duration::from_secs(60);
-pub const UNREACHED_FOR: Duration = Duration::from_secs(600);
-/// At most this many unreachable candidates are remembered (the oldest go first).
-const MAX_UNREACHED: usize = 4096;
-/// Members reached from one public IPv4 /24 or IPv6 /48. Private, loopback and relayed
-/// connections are not counted (a homelab's LAN; a relay limits its own reservations).
+/// Members from one public IPv4 /24 or IPv6 /48 (see `crate::reachability::address_block`).
+/// Private, loopback and relayed addresses are not counted (a homelab's LAN; a relay limits its
+/// own reservations).
 pub const MAX_MEMBERS_PER_PREFIX: usize = 8;
-/// A candidate is dialled again after this long without an answer.
-const REDIAL_AFTER: Duration = Duration::from_secs(5);
-/// A member's points grow by a step after each of these since it joined ...
+/// A member's points grow by a step after each of these since it was admitted ...
 pub const ADMISSION_STEP: Duration = Duration::from_secs(30 * 60);
-/// ... in this many stages: a quarter, half, three quarters, all of its points.
+/// ... in this many stages: a quarter, half, three quarters, all of its points. A crowd of real
+/// nodes arriving together (rented for an hour to swallow URLs) holds a small part of the ring
+/// while it lasts.
 pub const ADMISSION_STAGES: u64 = 4;
-/// How far before this node first met a member its claim to have joined may go: the time a
-/// member can take to be reached by everyone (a candidate that failed is tried again after
-/// [`UNREACHED_FOR`]), and clocks that are a little off.
-pub const CLAIM_TOLERANCE: Duration = Duration::from_secs(15 * 60);
-/// Members met in this node's first minutes were there before it: their claims are taken as
-/// they are.
-pub const SETTLE: Duration = Duration::from_secs(120);
-/// When this node first met each peer is kept this long after it was last a member ...
-const FIRST_MET_FOR: Duration = Duration::from_secs(24 * 3600);
-/// ... for at most this many peers.
-const MAX_FIRST_MET: usize = 4096;
 
-/// Up to this many members, each heartbeats at the configured period; beyond it the period
-/// stretches in proportion, so a node hears at most this many heartbeats a period however large
-/// the network. Every member hears every heartbeat, several copies of it through gossipsub's
-/// mesh, and each copy wakes a connection, decrypts, decodes and checks a signature: at 20
-/// members on one loopback box, heartbeats every second against every five took an idle node
-/// from 1.5% to 3.7% of a core (2026-12-02), and that cost grows with the network's size.
-pub const FULL_RATE_MEMBERS: usize = 20;
-/// The longest a stretched period gets (at 240 members with the default five seconds).
-pub const MAX_PERIOD: Duration = Duration::from_secs(60);
-
-/// The gossipsub topic of membership heartbeats.
-pub const TOPIC: &str = "/weft/members/2";
-
-/// Largest heartbeat accepted (a peer id, a few addresses, two numbers).
-pub const MAX_HEARTBEAT_BYTES: usize = 4096;
-
-/// A member's announcement of itself.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Heartbeat {
-    /// Base58 peer id; must be the sealed message's author (`crate::sealed`).
-    pub peer: String,
-    /// Multiaddrs it can be reached at.
-    pub addrs: Vec<String>,
-    /// Pages per second it offers to crawl.
-    pub capacity: u32,
-    /// Its last word: it is leaving for good, so drop it now rather than after missed
-    /// heartbeats (its queued URLs are on their way to their new owners).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub leaving: bool,
-    /// It is publicly reachable and offers a Circuit Relay v2: members behind NAT may reserve a
-    /// slot on it (see `crate::reachability`).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub relay: bool,
-    /// Unix seconds since it has been a member without a break, as it says (see the module
-    /// doc: those that saw it arrive hold it to when they did). Its ring points grow with it.
-    #[serde(default)]
-    pub joined: u64,
-    /// Members it saw leave lately: a node that was away then takes their hand-offs once
-    /// enough members say so (see [`crate::departures`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub left: Vec<Departure>,
-    /// Seconds between its heartbeats (see [`Members::period`]): a member that hears fewer
-    /// members than this one keeps a shorter period and would otherwise drop it early. 0 from a
-    /// node that does not say.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub every: u32,
+/// How the member set changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    Joined(PeerId),
+    Left(PeerId),
+    /// Its ring points grew with its age.
+    Grew(PeerId),
 }
 
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum HeartbeatError {
-    #[error("heartbeat of {0} bytes is over the {MAX_HEARTBEAT_BYTES}-byte cap")]
-    TooLarge(usize),
-    #[error("undecodable heartbeat: {0}")]
-    Decode(String),
-    #[error("heartbeat for {claimed} was signed by {source_peer}")]
-    Impostor { claimed: String, source_peer: String },
-}
-
-impl Heartbeat {
-    pub fn encode(&self) -> Vec<u8> {
-        serde_json::to_vec(self).expect("heartbeats serialize")
-    }
-
-    /// Decodes a heartbeat and checks that `source` (the signed author) is the member it names.
-    pub fn decode(bytes: &[u8], source: &str) -> Result<Heartbeat, HeartbeatError> {
-        if bytes.len() > MAX_HEARTBEAT_BYTES {
-            return Err(HeartbeatError::TooLarge(bytes.len()));
-        }
-        let hb: Heartbeat = serde_json::from_slice(bytes).map_err(|e| HeartbeatError::Decode(e.to_string()))?;
-        if hb.peer != source {
-            return Err(HeartbeatError::Impostor { claimed: hb.peer, source_peer: source.to_string() });
-        }
-        if hb.peer.parse::<PeerId>().is_err() {
-            return Err(HeartbeatError::Decode(format!("{:?} is not a peer id", hb.peer)));
-        }
-        if hb.addrs.len() > 32 || hb.addrs.iter().any(|a| a.len() > 256) {
-            return Err(HeartbeatError::Decode("too many or too long addresses".into()));
-        }
-        if hb.left.len() > crate::departures::MAX_TOLD {
-            return Err(HeartbeatError::Decode(format!("{} departures told", hb.left.len())));
-        }
-        Ok(hb)
-    }
-}
-
-#[derive(Debug, Clone)]
-struct Member {
-    heartbeat: Heartbeat,
-    last_seen: Instant,
-    /// When this node last had a connection with it.
-    present_at: Instant,
-    /// Its public address block, if it was reached on one (see [`address_block`]).
-    prefix: Option<String>,
-    /// When it was last dialled to prove it is still there.
-    dialled: Option<Instant>,
-    /// This node has a connection with it now (see [`CONNECTED_GRACE`]).
-    connected: bool,
-}
-
-/// A peer heard of, not yet reached.
-#[derive(Debug, Clone)]
-struct Candidate {
-    heartbeat: Heartbeat,
-    last_seen: Instant,
-    since: Instant,
-    /// The peer whose connection its heartbeat came over.
-    via: PeerId,
-    dialled: Option<Instant>,
-}
-
-/// The member table of one node.
+/// The rings of one node.
 #[derive(Debug)]
 pub struct Members {
-    me: Heartbeat,
-    me_id: PeerId,
-    others: BTreeMap<PeerId, Member>,
-    candidates: BTreeMap<PeerId, Candidate>,
-    /// Candidates that were not reached: until when they are ignored, and how many times
-    /// they were given up.
-    unreached: HashMap<PeerId, (Instant, u32)>,
-    ttl: Duration,
-    /// The configured heartbeat period, of which `ttl` is a number of periods.
-    period: Duration,
+    me: PeerId,
     vnodes: usize,
+    /// The roster's ring (without this node once it leaves).
     ring: Ring,
     /// The ring of the other members: whom this node's hosts belonged to before it joined
     /// (or came back), and will belong to when it leaves.
@@ -224,499 +64,140 @@ pub struct Members {
     /// When this table was made (the node started): the members that held its hosts while it
     /// was away hand them over in the first [`FORMER_RINGS_FOR`].
     started: Instant,
-    /// `started` in Unix seconds: claims of having joined are wall-clock times.
-    started_unix: u64,
-    /// The latest `now` this table was given (the ring's stages are computed at it).
-    latest: Instant,
-    /// Counts the ring's rebuilds: what is derived from the ring can be kept until it changes.
+    /// Counts the ring's changes: what is derived from the ring can be kept until it changes.
     generation: u64,
-    /// Unix seconds this node first met each peer as a member (or, in its first [`SETTLE`],
-    /// the peer's claim), and when it last was one.
-    first_met: HashMap<PeerId, (u64, Instant)>,
-    /// See [`Members::settling_for`].
-    settle: Duration,
-    /// Members seen leaving, and leavers other members vouch for.
-    departures: Departures,
-    /// The believed leavers this node never had on a ring, each with the rings it would have
-    /// owned its hosts on: the current members and it, with and without this node.
+    /// This node is leaving: it is on no ring of its own any more.
+    leaving: bool,
+    /// The roster's recent departures as last given, and of those the ones no recent ring
+    /// held, each with the rings it would have owned its hosts on: the current members and
+    /// it, with and without this node.
+    departed: Vec<PeerId>,
     leavers: BTreeMap<PeerId, [Ring; 2]>,
-}
-
-/// What a heartbeat or an expiry did to the member set.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Change {
-    Joined(PeerId),
-    Left(PeerId),
-    /// Its ring points grew (or, rarely, shrank: it claimed a later join) with its age.
-    Grew(PeerId),
+    /// Members this node could not reach, since when (cleared by a sign of life).
+    unreached: HashMap<PeerId, Instant>,
 }
 
 impl Members {
-    /// A table with only this node (`me_id`, announcing `me`) in it; members expire after
-    /// `ttl` without a heartbeat.
-    pub fn new(me_id: PeerId, me: Heartbeat, ttl: Duration, vnodes: usize) -> Members {
-        Members::started_at(me_id, me, ttl, vnodes, Instant::now(), weft_clock::now_secs())
-    }
-
-    /// [`Members::new`] on a clock of the caller's: the table starts at `started`, which is
-    /// `started_unix` in Unix seconds. The table reads no clock of its own — every later time
-    /// is a `now` its caller gives — so a simulator can run many tables on virtual time.
-    pub fn started_at(
-        me_id: PeerId,
-        me: Heartbeat,
-        ttl: Duration,
-        vnodes: usize,
-        started: Instant,
-        started_unix: u64,
-    ) -> Members {
-        let ring = Ring::new([me_id], vnodes);
-        let apart = Ring::new([], vnodes);
-        let (others, former) = (BTreeMap::new(), VecDeque::new());
-        let (candidates, unreached, first_met) = (BTreeMap::new(), HashMap::new(), HashMap::new());
-        let (latest, settle) = (started, SETTLE);
+    /// An empty table of node `me`, started at `started`: no ring until the roster gives one.
+    pub fn new(me: PeerId, vnodes: usize, started: Instant) -> Members {
         Members {
             me,
-            me_id,
-            others,
-            candidates,
-            unreached,
-            ttl,
-            period: ttl,
             vnodes,
-            ring,
-            apart,
-            former,
+            ring: Ring::new([], vnodes),
+            apart: Ring::new([], vnodes),
+            former: VecDeque::new(),
             started,
-            started_unix,
-            latest,
             generation: 0,
-            first_met,
-            settle,
-            departures: Departures::new(FORMER_RINGS_FOR),
+            leaving: false,
+            departed: Vec::new(),
             leavers: BTreeMap::new(),
+            unreached: HashMap::new(),
         }
     }
 
-    /// Heartbeats every `period` (of which the ttl is a number) while the network is small; see
-    /// [`Members::period`]. Without it the ttl is taken as the period.
-    pub fn beating_every(mut self, period: Duration) -> Members {
-        self.period = period.max(Duration::from_millis(1)).min(self.ttl);
-        self
+    /// Follows the roster: `ring` is its ring now, `departed` its members whose departure is
+    /// dated within [`FORMER_RINGS_FOR`]. Returns how the member set changed (nothing when the
+    /// ring is the one held).
+    pub fn follow(&mut self, ring: &Ring, departed: &[PeerId], now: Instant) -> Vec<Change> {
+        let mut changes = Vec::new();
+        let same = if self.leaving { ring.without(&self.me) == self.ring } else { *ring == self.ring };
+        if !same {
+            let next = if self.leaving { ring.without(&self.me) } else { ring.clone() };
+            let (old, new) = (self.ring.members(), next.members());
+            changes.extend(new.iter().filter(|p| !old.contains(p)).map(|p| Change::Joined(*p)));
+            changes.extend(old.iter().filter(|p| !new.contains(p)).map(|p| Change::Left(*p)));
+            changes.extend(
+                new.iter()
+                    .filter(|p| old.contains(p) && self.ring.points_of(p) != next.points_of(p))
+                    .map(|p| Change::Grew(*p)),
+            );
+            self.replace(next, now);
+        }
+        let ring_changed = !changes.is_empty();
+        if ring_changed || departed != self.departed.as_slice() {
+            self.departed = departed.to_vec();
+            self.refresh_leavers(now);
+        }
+        self.unreached.retain(|p, _| self.ring.contains(p));
+        changes
     }
 
-    /// How often this node heartbeats: the configured period up to [`FULL_RATE_MEMBERS`]
-    /// members, longer in proportion beyond (at most [`MAX_PERIOD`]).
-    pub fn period(&self) -> Duration {
-        let stretch = self.len().max(FULL_RATE_MEMBERS) as f64 / FULL_RATE_MEMBERS as f64;
-        self.period.mul_f64(stretch).min(MAX_PERIOD.max(self.period))
-    }
-
-    /// The silence after which a member (or candidate) announcing `every` seconds between its
-    /// heartbeats is dropped: the ttl's number of periods, of this node's period or the one it
-    /// says it keeps, whichever is longer (the latter at most [`MAX_PERIOD`]).
-    fn ttl_for(&self, every: u32) -> Duration {
-        let period = self.period().max(Duration::from_secs(every.into()).min(MAX_PERIOD));
-        self.ttl.mul_f64(period.as_secs_f64() / self.period.as_secs_f64())
-    }
-
-    /// Takes the members met in the first `settle` at their word (default [`SETTLE`]).
-    pub fn settling_for(mut self, settle: Duration) -> Members {
-        self.settle = settle;
-        self
-    }
-
-    /// `now` in Unix seconds (on this table's clock: tests move it with the `Instant`s they give).
-    fn unix(&self, now: Instant) -> u64 {
-        self.started_unix + now.saturating_duration_since(self.started).as_secs()
-    }
-
-    /// When `peer`, claiming to have joined at `claim`, counts as having joined: its claim, but
-    /// no earlier than [`CLAIM_TOLERANCE`] before this node first met it.
-    fn joined_at(&self, peer: &PeerId, claim: u64) -> u64 {
-        match self.first_met.get(peer) {
-            Some((first, _)) => claim.max(first.saturating_sub(CLAIM_TOLERANCE.as_secs())),
-            None => claim,
-        }
-    }
-
-    /// The admission stage of a member that joined at `joined` (0 ..= stages − 1).
-    fn stage(&self, joined: u64, now: Instant) -> u64 {
-        (self.unix(now).saturating_sub(joined) / ADMISSION_STEP.as_secs()).min(ADMISSION_STAGES - 1)
-    }
-
-    /// Ring points of each member at `now`: a share of `vnodes` by its stage, relative to the
-    /// oldest member's.
-    fn points(&self, now: Instant) -> Vec<(PeerId, usize)> {
-        let me = (!self.me.leaving).then(|| (self.me_id, self.stage(self.me.joined, now)));
-        let others = self.others.iter().map(|(p, m)| (*p, self.stage(self.joined_at(p, m.heartbeat.joined), now)));
-        let staged: Vec<(PeerId, u64)> = me.into_iter().chain(others).collect();
-        let top = staged.iter().map(|(_, s)| *s).max().unwrap_or(0) + 1;
-        let share = |s: u64| (self.vnodes as u64 * (s + 1)).div_ceil(top) as usize;
-        staged.into_iter().map(|(p, s)| (p, share(s))).collect()
-    }
-
-    /// The points `peer` holds on the ring now (0 if it is not a member).
-    pub fn points_of(&self, peer: &PeerId) -> usize {
-        self.ring.points_of(peer)
-    }
-
-    pub fn me(&self) -> &Heartbeat {
-        &self.me
-    }
-
-    /// The heartbeat to publish at `now`: this node's announcement with the members it saw
-    /// leave lately.
-    pub fn heartbeat(&self, now: Instant) -> Heartbeat {
-        let every = self.period().as_secs_f64().round() as u32;
-        Heartbeat { left: self.departures.told(now), every, ..self.me.clone() }
-    }
-
-    /// Updates this node's own announcement (its addresses change as it learns them).
-    pub fn set_me(&mut self, me: Heartbeat) {
-        self.me = me;
-    }
-
-    /// Records a heartbeat seen at `now`, relayed by `via`. `remote` is where this node is
-    /// connected to its author, if it is: a peer never reached becomes a candidate, not a
-    /// member (see the module doc). A heartbeat that does not name a peer id is ignored
-    /// ([`Heartbeat::decode`] refuses those).
-    pub fn observe(&mut self, hb: Heartbeat, via: PeerId, remote: Option<&Multiaddr>, now: Instant) -> Option<Change> {
-        self.seen_time(now);
-        let peer: PeerId = hb.peer.parse().ok()?;
-        if peer == self.me_id {
-            return None;
-        }
-        if hb.leaving {
-            self.candidates.remove(&peer);
-            let change = self.remove(&peer);
-            if change.is_some() {
-                self.departures.saw(peer, self.unix(now), now);
-            }
-            return change;
-        }
-        if let Some(m) = self.others.get_mut(&peer) {
-            m.heartbeat = hb;
-            m.last_seen = now;
-            if remote.is_some() {
-                m.present_at = now;
-                m.connected = true;
-            }
-            self.hear_departures(peer, now);
-            return None;
-        }
-        if let Some(remote) = remote {
-            // Connected with its author: reached, whatever an earlier dial found.
-            self.candidates.remove(&peer);
-            return self.admit(peer, hb, remote, now);
-        }
-        if self.unreached.get(&peer).is_some_and(|(until, _)| *until > now) {
-            return None;
-        }
-        if let Some(c) = self.candidates.get_mut(&peer) {
-            c.heartbeat = hb;
-            c.last_seen = now;
-            return None;
-        }
-        let from_via = self.candidates.values().filter(|c| c.via == via).count();
-        if self.candidates.len() < MAX_CANDIDATES && from_via < MAX_CANDIDATES_PER_SOURCE {
-            self.candidates.insert(peer, Candidate { heartbeat: hb, last_seen: now, since: now, via, dialled: None });
-        }
-        None
-    }
-
-    /// This node has a connection with `peer`, from `remote`: a candidate it was becomes a
-    /// member, a member is present.
-    pub fn present(&mut self, peer: &PeerId, remote: &Multiaddr, now: Instant) -> Option<Change> {
-        self.seen_time(now);
-        if let Some(m) = self.others.get_mut(peer) {
-            m.present_at = now;
-            m.connected = true;
-            return None;
-        }
-        let c = self.candidates.remove(peer)?;
-        if now.saturating_duration_since(c.last_seen) > self.ttl_for(c.heartbeat.every) {
-            return None;
-        }
-        self.admit(*peer, c.heartbeat, remote, now)
-    }
-
-    fn admit(&mut self, peer: PeerId, heartbeat: Heartbeat, remote: &Multiaddr, now: Instant) -> Option<Change> {
-        let prefix = address_block(remote);
-        if let Some(p) = &prefix {
-            if self.others.values().filter(|m| m.prefix.as_ref() == Some(p)).count() >= MAX_MEMBERS_PER_PREFIX {
-                tracing::debug!(%peer, prefix = p, "not a member: its address block has enough members");
-                self.refuse(peer, now);
-                return None;
-            }
-        }
-        self.meet(peer, heartbeat.joined, now);
-        let member = Member { heartbeat, last_seen: now, present_at: now, prefix, dialled: None, connected: true };
-        self.others.insert(peer, member);
-        self.unreached.remove(&peer);
-        self.departures.forget(&peer);
-        self.rebuild(now);
-        self.hear_departures(peer, now);
-        Some(Change::Joined(peer))
-    }
-
-    /// Takes the departures member `peer`'s last heartbeat told, and works out the rings of
-    /// the leavers this node believes now.
-    fn hear_departures(&mut self, peer: PeerId, now: Instant) {
-        let Some(m) = self.others.get(&peer) else { return };
-        if m.heartbeat.left.is_empty() {
-            return;
-        }
-        let told = m.heartbeat.left.clone();
-        let unix = self.unix(now);
-        let (others, me) = (&self.others, self.me_id);
-        let known = |p: &PeerId| *p == me || others.contains_key(p);
-        self.departures.hear(peer, &told, unix, now, known);
-        self.refresh_leavers(now, false);
-    }
-
-    /// The rings of the believed leavers that were never on one of this node's rings.
-    /// `members_changed`: the rings are rebuilt even if the believed leavers are the same (their
-    /// rings hold the current members); otherwise only when those leavers changed — most
-    /// heartbeats repeat what their sender told before.
-    fn refresh_leavers(&mut self, now: Instant, members_changed: bool) {
-        let others = &self.others;
-        let believed: Vec<PeerId> = self
-            .departures
-            .believed(now, |p| others.contains_key(p), quorum(others.len()))
-            .into_iter()
-            .filter(|leaver| !self.recent_rings(now).any(|r| r.contains(leaver)))
-            .collect();
-        if !members_changed && believed.iter().eq(self.leavers.keys()) {
-            return;
-        }
-        let points = self.points(self.latest);
-        let mut leavers = BTreeMap::new();
-        for leaver in believed {
-            let with = |me: bool| {
-                let ps = points.iter().filter(|(p, _)| me || *p != self.me_id).copied();
-                Ring::weighted(ps.chain([(leaver, self.vnodes)]), self.vnodes)
-            };
-            if !self.leavers.contains_key(&leaver) {
-                tracing::info!(peer = %leaver, "a member that left while this node was away: its hand-off is taken, as members vouch for it");
-            }
-            leavers.insert(leaver, [with(true), with(false)]);
-        }
-        self.leavers = leavers;
-    }
-
-    /// Records when this node met `peer` (claiming `claim`) as a member, the first time.
-    fn meet(&mut self, peer: PeerId, claim: u64, now: Instant) {
-        let settled = now.saturating_duration_since(self.started) > self.settle;
-        let at = if settled { self.unix(now) } else { claim.min(self.unix(now)) };
-        if !self.first_met.contains_key(&peer) && self.first_met.len() >= MAX_FIRST_MET {
-            let forgotten = self.first_met.iter().filter(|(p, _)| !self.others.contains_key(*p));
-            if let Some(oldest) = forgotten.min_by_key(|(_, (_, last))| *last).map(|(p, _)| *p) {
-                self.first_met.remove(&oldest);
-            }
-        }
-        self.first_met.entry(peer).or_insert((at, now)).1 = now;
-    }
-
-    fn refuse(&mut self, peer: PeerId, now: Instant) {
-        if self.unreached.len() >= MAX_UNREACHED && !self.unreached.contains_key(&peer) {
-            self.unreached.retain(|_, (until, _)| *until > now);
-            if self.unreached.len() >= MAX_UNREACHED {
-                let oldest = self.unreached.iter().min_by_key(|(_, (until, _))| *until).map(|(p, _)| *p);
-                if let Some(p) = oldest {
-                    self.unreached.remove(&p);
-                }
-            }
-        }
-        let times = self.unreached.get(&peer).map_or(0, |(_, times)| *times);
-        let ignored = UNREACHED_FIRST.saturating_mul(1 << times.min(16)).min(UNREACHED_FOR);
-        self.unreached.insert(peer, (now + ignored, times.saturating_add(1)));
-    }
-
-    /// Peers to dial now: candidates (again every few seconds until [`REACH_WITHIN`]), and
-    /// members not met within half of [`PRESENCE_FOR`], with the addresses they announce.
-    /// Candidates past their time are given up here.
-    pub fn to_dial(&mut self, now: Instant) -> Vec<(PeerId, Vec<String>)> {
-        self.seen_time(now);
-        let late: Vec<PeerId> = self
-            .candidates
-            .iter()
-            .filter(|(_, c)| now.saturating_duration_since(c.since) > REACH_WITHIN)
-            .map(|(p, _)| *p)
-            .collect();
-        for p in late {
-            self.candidates.remove(&p);
-            tracing::debug!(peer = %p, "a peer heard of was not reached: not a member");
-            self.refuse(p, now);
-        }
-        let due = |dialled: Option<Instant>| dialled.is_none_or(|d| now.saturating_duration_since(d) >= REDIAL_AFTER);
-        let mut dial = Vec::new();
-        for (p, c) in self.candidates.iter_mut().filter(|(_, c)| due(c.dialled)) {
-            c.dialled = Some(now);
-            dial.push((*p, c.heartbeat.addrs.clone()));
-        }
-        for (p, m) in self.others.iter_mut() {
-            if now.saturating_duration_since(m.present_at) > PRESENCE_FOR / 2 && due(m.dialled) {
-                m.dialled = Some(now);
-                dial.push((*p, m.heartbeat.addrs.clone()));
-            }
-        }
-        dial
-    }
-
-    /// Candidates waiting to be reached.
-    pub fn candidates(&self) -> usize {
-        self.candidates.len()
-    }
-
-    /// Drops a member at once (its connection closed for good, or it was banned).
-    pub fn remove(&mut self, peer: &PeerId) -> Option<Change> {
-        self.candidates.remove(peer);
-        self.others.remove(peer).map(|_| {
-            self.rebuild(self.latest);
-            Change::Left(*peer)
-        })
-    }
-
-    /// A sign of life from member `peer` over a direct, authenticated connection: a ping it
-    /// answered, a gossip message it forwarded. It counts as a heartbeat: under load gossipsub
-    /// drops the messages queued for a slow peer, heartbeats among them.
-    pub fn alive(&mut self, peer: &PeerId, now: Instant) {
-        self.seen_time(now);
-        if let Some(m) = self.others.get_mut(peer) {
-            m.last_seen = m.last_seen.max(now);
-            m.present_at = m.present_at.max(now);
-        }
-    }
-
-    /// This node could not listen for `deaf` until `now` (its event loop did not run: a loaded
-    /// box, a suspended process). Heartbeats sent meanwhile wait unread in its connections, so
-    /// the time does not count against the members: their last heartbeat and presence move
-    /// forward by it (never past `now`). Without this, a node whose loop stalled for the ttl
-    /// dropped every member at its next tick, before reading their waiting heartbeats.
-    pub fn deaf_for(&mut self, deaf: Duration, now: Instant) {
-        for m in self.others.values_mut() {
-            m.last_seen = (m.last_seen + deaf).min(now);
-            m.present_at = (m.present_at + deaf).min(now);
-        }
-        for c in self.candidates.values_mut() {
-            c.last_seen = (c.last_seen + deaf).min(now);
-        }
-    }
-
-    /// Drops members not heard from within the ttl (or [`CONNECTED_GRACE`] times that while
-    /// this node is connected to them), or not met within [`PRESENCE_FOR`], and
-    /// rebuilds the ring when a member's points changed with its age.
-    pub fn expire(&mut self, now: Instant) -> Vec<Change> {
-        self.seen_time(now);
-        let gone: Vec<PeerId> = self
-            .others
-            .iter()
-            .filter(|(_, m)| {
-                let ttl = self.ttl_for(m.heartbeat.every);
-                let ttl = if m.connected { ttl * CONNECTED_GRACE } else { ttl };
-                now.saturating_duration_since(m.last_seen) > ttl
-                    || now.saturating_duration_since(m.present_at) > PRESENCE_FOR
-            })
-            .map(|(p, _)| *p)
-            .collect();
-        for p in &gone {
-            if let Some(m) = self.others.remove(p) {
-                let heard_s = now.saturating_duration_since(m.last_seen).as_secs();
-                let met_s = now.saturating_duration_since(m.present_at).as_secs();
-                tracing::info!(peer = %p, heard_s, met_s, "a member expired: not heard from, or not met, for too long");
-            }
-        }
-        let grown: Vec<PeerId> = self
-            .points(now)
-            .into_iter()
-            .filter(|(p, points)| !gone.contains(p) && self.ring.points_of(p) != *points)
-            .map(|(p, _)| p)
-            .collect();
-        if !gone.is_empty() || !grown.is_empty() {
-            self.rebuild(now);
-        }
-        let stale: Vec<PeerId> = (self.candidates.iter())
-            .filter(|(_, c)| now.saturating_duration_since(c.last_seen) > self.ttl_for(c.heartbeat.every))
-            .map(|(p, _)| *p)
-            .collect();
-        for p in stale {
-            self.candidates.remove(&p);
-        }
-        for (p, (_, last)) in self.first_met.iter_mut() {
-            if self.others.contains_key(p) {
-                *last = now;
-            }
-        }
-        self.first_met.retain(|_, (_, last)| now.saturating_duration_since(*last) <= FIRST_MET_FOR);
-        self.departures.expire(now);
-        if !self.leavers.is_empty() {
-            self.refresh_leavers(now, false);
-        }
-        gone.into_iter().map(Change::Left).chain(grown.into_iter().map(Change::Grew)).collect()
-    }
-
-    /// This node leaves: its heartbeat says so from now on and the ring no longer holds it,
-    /// so every host it owned has another owner (none if it was alone).
-    pub fn leave(&mut self) {
-        self.me.leaving = true;
-        self.rebuild(self.latest);
-    }
-
-    /// Takes `now` as the latest time this table has been given: what it stamps a replaced
-    /// ring with when a member is removed between ticks.
-    fn seen_time(&mut self, now: Instant) {
-        self.latest = self.latest.max(now);
-    }
-
-    fn rebuild(&mut self, now: Instant) {
-        self.seen_time(now);
-        let points = self.points(self.latest);
-        let apart = points.iter().filter(|(p, _)| *p != self.me_id).copied().collect::<Vec<_>>();
-        let ring = self.ring.rebuilt(points);
+    fn replace(&mut self, ring: Ring, now: Instant) {
         let old = std::mem::replace(&mut self.ring, ring);
+        self.apart = self.ring.without(&self.me);
         self.generation += 1;
-        self.apart = self.apart.rebuilt(apart);
-        let now = self.latest;
         while self.former.len() >= FORMER_RINGS
             || self.former.front().is_some_and(|(at, _)| now.saturating_duration_since(*at) > FORMER_RINGS_FOR)
         {
             self.former.pop_front();
         }
         self.former.push_back((now, old));
-        if !self.leavers.is_empty() {
-            self.refresh_leavers(now, true);
+    }
+
+    /// The rings of the recent leavers that none of this node's recent rings held.
+    fn refresh_leavers(&mut self, now: Instant) {
+        let unknown: Vec<PeerId> = (self.departed.iter())
+            .filter(|leaver| **leaver != self.me && !self.recent_rings(now).any(|r| r.contains(leaver)))
+            .copied()
+            .collect();
+        let points: Vec<(PeerId, usize)> = self.ring.members().iter().map(|p| (*p, self.ring.points_of(p))).collect();
+        let mut leavers = BTreeMap::new();
+        for leaver in unknown {
+            let with = |me: bool| {
+                let ps = points.iter().filter(|(p, _)| me || *p != self.me).copied();
+                Ring::weighted(ps.chain([(leaver, self.vnodes)]), self.vnodes)
+            };
+            leavers.insert(leaver, [with(true), with(false)]);
         }
+        self.leavers = leavers;
+    }
+
+    /// This node leaves: the ring no longer holds it, so every host it owned has another owner
+    /// (none if it was alone).
+    pub fn leave(&mut self, now: Instant) {
+        self.leaving = true;
+        if self.ring.contains(&self.me) {
+            let ring = self.ring.without(&self.me);
+            self.replace(ring, now);
+        }
+    }
+
+    /// A sign of life from `peer` over a direct, authenticated connection (a connection, a
+    /// ping, a message).
+    pub fn alive(&mut self, peer: &PeerId) {
+        self.unreached.remove(peer);
+    }
+
+    /// This node could not reach member `peer` at `now`.
+    pub fn unreached(&mut self, peer: &PeerId, now: Instant) {
+        if self.is_member(peer) {
+            self.unreached.entry(*peer).or_insert(now);
+        }
+    }
+
+    /// Whether `peer` is a member this node could not reach, with no sign of life since: it may
+    /// be gone (its monitors declare it dead within half a minute).
+    pub fn silent(&self, peer: &PeerId) -> bool {
+        self.unreached.contains_key(peer)
     }
 
     /// Rings current within [`FORMER_RINGS_FOR`] of `now`, the current one first.
     fn recent_rings(&self, now: Instant) -> impl Iterator<Item = &Ring> {
-        let former = self
-            .former
-            .iter()
-            .rev()
+        let former = (self.former.iter().rev())
             .take_while(move |(at, _)| now.saturating_duration_since(*at) <= FORMER_RINGS_FOR)
             .map(|(_, r)| r);
         std::iter::once(&self.ring).chain(former)
     }
 
-    /// This node's last connection with `peer` closed: from now on the member needs its
-    /// heartbeats within the ttl (see [`CONNECTED_GRACE`]).
-    pub fn disconnected(&mut self, peer: &PeerId) {
-        if let Some(m) = self.others.get_mut(peer) {
-            m.connected = false;
-        }
-    }
-
     /// Whether `peer` is a member now (not this node).
     pub fn is_member(&self, peer: &PeerId) -> bool {
-        self.others.contains_key(peer)
+        *peer != self.me && self.ring.contains(peer)
     }
 
     /// Whether `peer` is a member, or was one within [`FORMER_RINGS_FOR`] (a member that left
-    /// hands its URLs over after it is gone), or left within it while this node was away and
-    /// members vouch for it (see [`crate::departures`]): who may send this node URL batches. A
-    /// member this node has not heard yet (it just started) is told so, announces itself and
-    /// retries.
+    /// hands its URLs over after it is gone), or left within it while this node was away: who
+    /// may send this node URL batches. A newcomer still in its probation is not yet: it is told
+    /// so and retries.
     pub fn knows(&self, peer: &PeerId, now: Instant) -> bool {
         self.recent_rings(now).any(|r| r.contains(peer)) || self.leavers.contains_key(peer)
     }
@@ -725,7 +206,7 @@ impl Members {
     /// or — in this node's first [`FORMER_RINGS_FOR`] — does on the ring without this node (it
     /// held this node's hosts before it joined, or while it was away): only the owner, or the
     /// owner before a membership change, can say it is done with a URL of the host. A leaver
-    /// this node only heard of owned what it would own among the current members.
+    /// this node never had on a ring owned what it would own among the current members.
     pub fn owned_recently(&self, peer: &PeerId, host: &str, now: Instant) -> bool {
         let starting = now.saturating_duration_since(self.started) <= FORMER_RINGS_FOR;
         (starting && self.apart.owner(host) == Some(peer))
@@ -734,10 +215,10 @@ impl Members {
     }
 
     /// Whether `peer` is among the first `k` members clockwise from `host` on the current
-    /// ring: it would own the host on a ring that lacks the members before it. A member that
-    /// has not yet heard of some members (a loaded network learns a newcomer in minutes, not
-    /// seconds) owns such hosts by its own ring and crawls them in good faith: what it then
-    /// says about them is refused, but it is no offender (see `network::postings`).
+    /// ring: it would own the host on a ring that lacks the members before it. A member whose
+    /// roster has not yet taken the latest joins owns such hosts by its own ring and crawls
+    /// them in good faith: what it then says about them is refused, but it is no offender (see
+    /// `network::postings`).
     pub fn near_owner(&self, peer: &PeerId, host: &str, k: usize) -> bool {
         self.ring.owners_of_point(crate::ring::host_point(host), k).contains(peer)
     }
@@ -749,45 +230,128 @@ impl Members {
         self.recent_rings(now).any(|r| r.owners_of_point(point, replicas).contains(peer))
     }
 
-    /// Whether `peer` is a member (not this node) not heard from for longer than `quiet`: it
-    /// may be gone — its expiry comes only after the TTL.
-    pub fn silent(&self, peer: &PeerId, quiet: Duration, now: Instant) -> bool {
-        self.others.get(peer).is_some_and(|m| now.saturating_duration_since(m.last_seen) > quiet)
-    }
-
-    /// The ring of the current member set, this node included.
+    /// The ring of the current member set.
     pub fn ring(&self) -> &Ring {
         &self.ring
     }
 
-    /// Changes whenever the ring is rebuilt (see [`Members::ring`]).
+    /// Changes whenever the ring does (see [`Members::ring`]).
     pub fn generation(&self) -> u64 {
         self.generation
     }
 
-    /// Peer ids of every member, this node included (until it leaves), sorted.
+    /// Peer ids of every member, this node included once admitted (until it leaves), sorted.
     pub fn peers(&self) -> Vec<PeerId> {
         self.ring.members().to_vec()
     }
 
-    /// The heartbeat last heard from `peer`.
-    pub fn get(&self, peer: &PeerId) -> Option<&Heartbeat> {
-        self.others.get(peer).map(|m| &m.heartbeat)
+    /// The points `peer` holds on the ring now (0 if it is not a member).
+    pub fn points_of(&self, peer: &PeerId) -> usize {
+        self.ring.points_of(peer)
     }
 
-    /// The other members that offer a relay, with the addresses they advertise.
-    pub fn relays(&self) -> impl Iterator<Item = &Heartbeat> {
-        self.others.values().map(|m| &m.heartbeat).filter(|hb| hb.relay && !hb.leaving)
-    }
-
+    /// Members, this node included once admitted.
     pub fn len(&self) -> usize {
         self.ring.members().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        false
+        self.ring.is_empty()
     }
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+
+    fn peers(n: usize) -> Vec<PeerId> {
+        let mut v: Vec<PeerId> = (0..n).map(|_| PeerId::random()).collect();
+        v.sort();
+        v
+    }
+
+    /// A host `owner` owns on `ring`.
+    fn host_of(ring: &Ring, owner: &PeerId) -> String {
+        (0..100_000).map(|i| format!("h{i}.example")).find(|h| ring.owner(h) == Some(owner)).expect("a host")
+    }
+
+    #[test]
+    fn following_the_roster_reports_joins_leaves_and_growth_and_remembers_former_rings() {
+        let p = peers(4);
+        let t0 = Instant::now();
+        let mut m = Members::new(p[0], 16, t0);
+        assert!(m.is_empty() && m.follow(&Ring::new([], 16), &[], t0).is_empty());
+        let three = Ring::weighted([(p[0], 16), (p[1], 16), (p[2], 4)], 16);
+        let changes = m.follow(&three, &[], t0);
+        assert_eq!(changes.len(), 3, "{changes:?}");
+        assert_eq!((m.len(), m.generation()), (3, 1));
+        assert!(m.follow(&three, &[], t0).is_empty(), "the same ring is no change");
+        let host = host_of(&three, &p[2]);
+        let grown = Ring::weighted([(p[0], 16), (p[1], 16), (p[2], 8)], 16);
+        assert_eq!(m.follow(&grown, &[], t0), vec![Change::Grew(p[2])]);
+        // p[2] leaves: it no longer owns its host, but did within the former rings' time.
+        let t1 = t0 + Duration::from_secs(60);
+        let two = Ring::new([p[0], p[1]], 16);
+        assert_eq!(m.follow(&two, &[p[2]], t1), vec![Change::Left(p[2])]);
+        assert!(!m.is_member(&p[2]) && m.knows(&p[2], t1));
+        assert!(m.owned_recently(&p[2], &host, t1));
+        let later = t1 + FORMER_RINGS_FOR + Duration::from_secs(1);
+        assert!(!m.knows(&p[2], later) && !m.owned_recently(&p[2], &host, later));
+        assert!(!m.knows(&p[3], t1), "never a member");
+    }
+
+    /// The churn sweep's seeds 25 and 29: a node back from a crash never had on a ring a member
+    /// that left while it was down, and takes its hand-off because the roster holds the
+    /// departure — only for the hosts the leaver would have owned.
+    #[test]
+    fn a_leaver_this_node_never_had_on_a_ring_hands_over_its_hosts_only() {
+        let p = peers(4);
+        let t0 = Instant::now();
+        let mut m = Members::new(p[0], 32, t0);
+        let ring = Ring::new([p[0], p[1], p[2]], 32);
+        m.follow(&ring, &[p[3]], t0);
+        assert!(m.knows(&p[3], t0), "a recent departure in the roster");
+        let with = Ring::new([p[0], p[1], p[2], p[3]], 32);
+        let its = host_of(&with, &p[3]);
+        let not_its = host_of(&with, &p[1]);
+        assert!(m.owned_recently(&p[3], &its, t0));
+        assert!(!m.owned_recently(&p[3], &not_its, t0));
+        // Once the departure is older than the former rings' time, the roster no longer lists it.
+        m.follow(&ring, &[], t0 + Duration::from_secs(1));
+        assert!(!m.knows(&p[3], t0 + Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn a_leaving_node_is_on_no_ring_of_its_own_and_the_others_own_its_hosts() {
+        let p = peers(3);
+        let t0 = Instant::now();
+        let mut m = Members::new(p[0], 32, t0);
+        let ring = Ring::new(p.clone(), 32);
+        m.follow(&ring, &[], t0);
+        let mine = host_of(&ring, &p[0]);
+        m.leave(t0);
+        assert!(!m.ring().contains(&p[0]));
+        assert!(m.ring().owner(&mine).is_some_and(|o| *o != p[0]));
+        assert!(m.follow(&ring, &[], t0).is_empty(), "the roster still lists it: no change here");
+        // In its first minutes a node takes the word of whoever held its hosts before it.
+        assert!(m.owned_recently(m.ring().owner(&mine).unwrap(), &mine, t0));
+    }
+
+    #[test]
+    fn a_member_is_silent_from_a_failed_dial_until_a_sign_of_life() {
+        let p = peers(3);
+        let t0 = Instant::now();
+        let mut m = Members::new(p[0], 8, t0);
+        m.follow(&Ring::new([p[0], p[1]], 8), &[], t0);
+        assert!(!m.silent(&p[1]));
+        m.unreached(&p[1], t0);
+        m.unreached(&p[2], t0);
+        m.unreached(&p[0], t0);
+        assert!(m.silent(&p[1]) && !m.silent(&p[2]) && !m.silent(&p[0]), "members only, never itself");
+        m.alive(&p[1]);
+        assert!(!m.silent(&p[1]));
+        m.unreached(&p[1], t0);
+        m.follow(&Ring::new([p[0]], 8), &[p[1]], t0);
+        assert!(!m.silent(&p[1]), "gone: forgotten");
+    }
+}

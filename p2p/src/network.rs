@@ -1,6 +1,6 @@
 //! The swarm and its event loop: listen, join through bootstrap peers (retrying with backoff
-//! while none answers), keep Kademlia's routing table fresh, announce this node on the
-//! membership topic and listen to the others, send URLs to the members that own their hosts
+//! while none answers), keep Kademlia's routing table fresh, keep the roster with the other
+//! members (the member set the ring is built from), send URLs to the members that own their hosts
 //! and take the ones sent to this node (validated, rate-limited, acknowledged once the node has
 //! queued them; a peer that sends invalid data is banned), and publish what it knows as a
 //! [`NetworkStatus`] and the current [`Ring`].
@@ -13,7 +13,7 @@ use crate::exchange::{
     check_batch, check_url, BatchReply, InFlight, Outbox, RateLimit, UrlBatch, UrlKind, WireUrl, BUSY_DELAY, MAX_HOPS,
     NOT_MEMBER_DELAY,
 };
-use crate::membership::{Change, Heartbeat, Members, TOPIC};
+use crate::membership::{Change, Members};
 use crate::postings::Posting;
 use crate::reachability::{self, Reachability, ReachabilityStatus};
 use crate::records::{self, DupEntry};
@@ -43,6 +43,8 @@ use weft_config::P2pConfig;
 /// [`MAX_RETRY`].
 const FIRST_RETRY: Duration = Duration::from_secs(1);
 const MAX_RETRY: Duration = Duration::from_secs(60);
+/// The housekeeping tick (see `network/tick.rs`).
+const TICK: Duration = Duration::from_secs(5);
 /// How long a peer that sent invalid data stays banned.
 pub const BAN: Duration = Duration::from_secs(600);
 /// A peer whose requests stalled mid-way this many times within [`BAN`] is banned. One stall
@@ -112,25 +114,11 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
             .listen_on(addr.clone())
             .map_err(|e| P2pError::Listen { addr: addr.to_string(), reason: e.to_string() })?;
     }
-    let topic = gossipsub::IdentTopic::new(TOPIC);
-    swarm.behaviour_mut().gossipsub.subscribe(&topic).map_err(|e| P2pError::Build(e.to_string()))?;
     let summary_topic = gossipsub::IdentTopic::new(crate::summaries::TOPIC);
     swarm.behaviour_mut().gossipsub.subscribe(&summary_topic).map_err(|e| P2pError::Build(e.to_string()))?;
 
-    let me = Heartbeat {
-        peer: peer_id.to_string(),
-        addrs: Vec::new(),
-        capacity: config.capacity,
-        leaving: false,
-        relay: false,
-        joined: config.joined,
-        left: Vec::new(),
-        every: 0,
-    };
     let reach = Reachability::new(config.private_addrs, upnp, std::time::Instant::now());
-    let ttl = config.heartbeat * config.missed_heartbeats;
-    let members =
-        Members::new(peer_id, me, ttl, config.vnodes).settling_for(config.settle).beating_every(config.heartbeat);
+    let members = Members::new(peer_id, config.vnodes, std::time::Instant::now());
     let (status_tx, status) = watch::channel(NetworkStatus { peer_id: peer_id.to_string(), ..Default::default() });
     let (ring_tx, ring) = watch::channel(Arc::new(members.ring().clone()));
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -152,13 +140,13 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         documents: documents::State::new(docs_tx),
         swarm,
         config,
-        topic,
         members,
+        peers: peers::Directory::default(),
         listen: BTreeSet::new(),
         reach,
         relay_listeners: HashMap::new(),
         relay_served: RelayServed::default(),
-        applied_dht: None,
+        applied: None,
         connected: HashSet::new(),
         joining: Joining::First,
         retry_at: None,
@@ -185,9 +173,6 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         publishing: HashMap::new(),
         latencies: Latencies::default(),
         shown: Shown::default(),
-        announced_at: None,
-        beat_at: None,
-        last_tick: None,
         budgets: [urls_budget, search_budget, postings_budget, docs_budget, roster_budget],
         roster,
     };
@@ -234,12 +219,13 @@ mod config;
 mod dht;
 mod documents;
 mod handle;
-mod heartbeats;
+mod peers;
 mod postings;
 mod querying;
 mod relays;
 mod roster;
 mod status;
+mod tick;
 mod urls;
 pub use config::{tcp_target, NetworkConfig, P2pError};
 pub use documents::{DocAnswer, DocInbound, DocsStatus};
@@ -265,16 +251,19 @@ struct EventLoop {
     /// Documents read from their holders, and others' reads answered.
     documents: documents::State,
     config: NetworkConfig,
-    topic: gossipsub::IdentTopic,
+    /// The rings, following the roster.
     members: Members,
+    /// What identify told of each peer met: where it listens, whether it offers a relay.
+    peers: peers::Directory,
     listen: BTreeSet<Multiaddr>,
     /// Reachability: what this node advertises, DHT and relay roles, relay slots it needs.
     reach: Reachability,
     /// Relay → the `/p2p-circuit` listener reserving a slot on it.
     relay_listeners: HashMap<PeerId, ListenerId>,
     relay_served: RelayServed,
-    /// The DHT mode last applied (server: true).
-    applied_dht: Option<bool>,
+    /// What reachability decided when last applied: the addresses advertised, the relay
+    /// offered, the DHT mode (server: true).
+    applied: Option<(Vec<Multiaddr>, bool, bool)>,
     connected: HashSet<PeerId>,
     joining: Joining,
     retry_at: Option<Instant>,
@@ -309,17 +298,10 @@ struct EventLoop {
     latencies: Latencies,
     /// The costly parts of the status, kept until what they show changes.
     shown: Shown,
-    /// When this node last published its heartbeat out of turn (an owner did not know it).
-    announced_at: Option<std::time::Instant>,
-    /// When this node last published its heartbeat, in turn or not.
-    beat_at: Option<std::time::Instant>,
-    /// When the heartbeat tick last ran: a tick much later than its period means this node's
-    /// event loop could not run (see [`Members::deaf_for`]).
-    last_tick: Option<std::time::Instant>,
     /// What requests being read hold: URL batches, search requests, posting batches, reads,
     /// roster requests.
     budgets: [Arc<RequestBudget>; 5],
-    /// The roster, run beside `members` (see `network/roster.rs`).
+    /// The roster: the member set, kept with the other members (see `network/roster.rs`).
     roster: roster::State,
 }
 
@@ -330,8 +312,8 @@ impl EventLoop {
         mut urls: mpsc::UnboundedReceiver<(Vec<WireUrl>, bool, Vec<PeerId>)>,
         mut commands: mpsc::UnboundedReceiver<Command>,
     ) {
-        let mut heartbeat = tokio::time::interval(self.config.heartbeat);
-        heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut roster_tick = tokio::time::interval(Duration::from_secs(1));
         roster_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -380,7 +362,7 @@ impl EventLoop {
                 Some((channel, reply)) = self.querying.replies.next(), if !self.querying.replies.is_empty() => {
                     let _ = self.swarm.behaviour_mut().search.send_response(channel, reply);
                 }
-                _ = heartbeat.tick() => self.on_heartbeat(),
+                _ = tick.tick() => self.on_tick(),
                 _ = roster_tick.tick() => self.roster_tick(),
                 _ = retry => {
                     self.retry_at = None;
@@ -497,10 +479,7 @@ impl EventLoop {
                 }
                 self.connected.insert(peer_id);
                 self.roster.node.connected(peer_id, roster::unix_now());
-                let now = std::time::Instant::now();
-                if let Some(change) = self.members.present(&peer_id, endpoint.get_remote_address(), now) {
-                    self.on_change(change);
-                }
+                self.members.alive(&peer_id);
                 // A URL batch waiting for this peer can go now.
                 if self.outbox.next_due().is_some() {
                     self.flush(false);
@@ -522,7 +501,6 @@ impl EventLoop {
                 }
                 if num_established == 0 {
                     self.connected.remove(&peer_id);
-                    self.members.disconnected(&peer_id);
                     self.roster.node.disconnected(&peer_id, roster::unix_now());
                     if self.connected.is_empty() && !self.config.bootstrap.is_empty() {
                         self.joining = Joining::Connecting;
@@ -537,6 +515,7 @@ impl EventLoop {
             SwarmEvent::OutgoingConnectionError { peer_id: Some(peer), error, .. } => {
                 if !self.connected.contains(&peer) {
                     self.roster.node.disconnected(&peer, roster::unix_now());
+                    self.members.unreached(&peer, std::time::Instant::now());
                 }
                 if self.is_bootstrap(&peer) {
                     self.schedule_retry(error.to_string());
@@ -549,6 +528,8 @@ impl EventLoop {
                 }
                 // What a peer says it can be reached at goes into the routing table, so
                 // Kademlia queries can reach it (private addresses only from the same network).
+                let relay = info.protocols.iter().any(|p| *p == relay::HOP_PROTOCOL_NAME);
+                self.peers.identified(peer_id, &info.listen_addrs, relay);
                 for addr in info.listen_addrs.into_iter().take(16) {
                     self.add_peer_address(peer_id, addr);
                 }
@@ -598,7 +579,7 @@ impl EventLoop {
                 self.reach.upnp(state);
             }
             SwarmEvent::Behaviour(BehaviourEvent::Ping(ping::Event { peer, result, .. })) => match result {
-                Ok(_) => self.members.alive(&peer, std::time::Instant::now()),
+                Ok(_) => self.members.alive(&peer),
                 Err(e) => tracing::debug!(%peer, "ping failed: {e}"),
             },
             SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(gossipsub::Event::SlowPeer {
@@ -669,11 +650,8 @@ impl EventLoop {
             }
             Command::Leave => {
                 tracing::info!(members = self.members.len().saturating_sub(1), "leaving the network");
-                self.members.leave();
+                self.members.leave(std::time::Instant::now());
                 self.roster_leave();
-                // Its last word goes out now, whatever the period (see `on_heartbeat`).
-                self.beat_at = None;
-                self.on_heartbeat();
                 self.ring.send_replace(Arc::new(self.members.ring().clone()));
                 // Batches already waiting go to the new owners now.
                 self.flush(true);
@@ -727,21 +705,15 @@ impl EventLoop {
         tracing::warn!(%peer, "peer banned for {} s: {why}", BAN.as_secs());
         self.banned.insert(peer, std::time::Instant::now() + BAN);
         self.swarm.behaviour_mut().blocked.block_peer(peer);
-        if let Some(change) = self.members.remove(&peer) {
-            self.on_change(change);
-        }
     }
 
-    /// Refuses a peer that speaks another version: disconnected, out of the member set, blocked
+    /// Refuses a peer that speaks another version: disconnected, never asked for the roster, blocked
     /// for [`versions::REFUSED_FOR`] (see `crate::versions`).
     fn refuse_version(&mut self, peer: PeerId, other: versions::OtherVersion) {
         if self.other_versions.refuse(peer, other.clone(), std::time::Instant::now()) {
             tracing::warn!(%peer, "peer refused for {} s: {other}", versions::REFUSED_FOR.as_secs());
         }
         self.swarm.behaviour_mut().blocked.block_peer(peer);
-        if let Some(change) = self.members.remove(&peer) {
-            self.on_change(change);
-        }
         let _ = self.swarm.disconnect_peer_id(peer);
     }
 

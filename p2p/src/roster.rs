@@ -235,6 +235,12 @@ impl Roster {
         self.age_at(at) < PROBATION
     }
 
+    /// The members whose departure (a Left or a Dead) is dated at or after `at`, oldest first:
+    /// those a node that was away still takes hand-offs from (see `crate::membership`).
+    pub fn departed_since(&self, at: u64) -> Vec<PeerId> {
+        self.tombstones.range((at, 0)..).filter_map(|(_, k)| self.entries.get(k)).map(|e| e.peer).collect()
+    }
+
     /// The latest event of `peer`.
     pub fn event_of(&self, peer: &PeerId) -> Option<&Event> {
         self.entries.get(&position(peer)).filter(|e| e.peer == *peer).map(|e| e.event.as_ref())

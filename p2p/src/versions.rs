@@ -12,8 +12,10 @@ use libp2p::PeerId;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// What identify announces: the version of the protocol this node speaks.
-pub const PROTOCOL_VERSION: &str = "/weft/0.1.0";
+/// What identify announces: the version of the protocol this node speaks. 0.2.0: the member set
+/// is the roster's (`crate::roster`); 0.1.0 members heartbeat on a gossip topic and count the
+/// members they meet, and would compute other rings.
+pub const PROTOCOL_VERSION: &str = "/weft/0.2.0";
 /// A refused peer is not dialled or accepted again for this long (it may have been upgraded).
 pub const REFUSED_FOR: Duration = Duration::from_secs(600);
 /// Refused peers remembered at once (the oldest go first): a flood of strangers announcing
@@ -88,10 +90,11 @@ mod tests {
     #[test]
     fn another_version_is_refused_with_both_versions_named() {
         assert_eq!(check(PROTOCOL_VERSION), Ok(()));
-        let e = check("/weft/0.2.0").unwrap_err();
-        assert_eq!(e.theirs, "\"/weft/0.2.0\"");
+        // The version before the roster: its members heartbeat and count members otherwise.
+        let e = check("/weft/0.1.0").unwrap_err();
+        assert_eq!(e.theirs, "\"/weft/0.1.0\"");
         let message = e.to_string();
-        assert!(message.contains("/weft/0.2.0") && message.contains(PROTOCOL_VERSION) && message.contains("upgrade"));
+        assert!(message.contains("/weft/0.1.0") && message.contains(PROTOCOL_VERSION) && message.contains("upgrade"));
         assert_eq!(check("").unwrap_err().theirs, "no version");
         // A peer chooses the string: it is cut short, and quoted (no control characters reach
         // the log as they are).
@@ -104,7 +107,7 @@ mod tests {
         let t0 = Instant::now();
         let mut refused = Refused::default();
         let peer = PeerId::random();
-        let why = check("/weft/0.2.0").unwrap_err();
+        let why = check("/weft/0.1.0").unwrap_err();
         assert!(refused.refuse(peer, why.clone(), t0));
         assert!(!refused.refuse(peer, why.clone(), t0), "refused already");
         assert_eq!(refused.get(&peer), Some(&why));

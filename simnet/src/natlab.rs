@@ -277,7 +277,7 @@ impl Drop for Lab {
 
 /// What to run in the lab: a public node and one node per home network, crawling a web served
 /// on the lab's internet with the default configuration (index, layouts and Chromium on;
-/// quicker heartbeats and a shorter crawl delay so a run takes a minute or two).
+/// a shorter crawl delay so a run takes a minute or two).
 #[derive(Debug, Clone)]
 pub struct LabSpec {
     pub weft: std::path::PathBuf,
@@ -387,8 +387,6 @@ fn lab_config(spec: &LabSpec, web: &crate::docs::DocsWeb, n: usize, dir: &std::p
     c.politeness.default_delay_ms = 250;
     c.api.listen = SocketAddr::from(([127, 0, 0, 1], API_PORT));
     c.p2p.enabled = true;
-    c.p2p.heartbeat_secs = 1;
-    c.p2p.missed_heartbeats = 5;
     c.p2p.leave_timeout_secs = 10;
     c.search.summary_interval_secs = 5;
     c.embed.threads = 1;

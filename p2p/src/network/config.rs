@@ -21,11 +21,8 @@ pub struct NetworkConfig {
     pub listen: Vec<Multiaddr>,
     pub bootstrap: Vec<(PeerId, Multiaddr)>,
     pub vnodes: usize,
-    pub heartbeat: Duration,
-    pub missed_heartbeats: u32,
     pub refresh: Duration,
     pub max_connections: u32,
-    pub capacity: u32,
     /// Accept URLs whose host is a private IP literal (tests, intranets); mirrors
     /// `fetch.allow_private_networks`.
     pub allow_private: bool,
@@ -39,13 +36,6 @@ pub struct NetworkConfig {
     pub relays: usize,
     pub autonat_timeout: Duration,
     pub relay: weft_config::RelayConfig,
-    /// Unix seconds since this node has been a member without a break (its heartbeat says so;
-    /// its ring points grow with it: see [`crate::membership`]). Now, unless the node kept it
-    /// across a short restart.
-    pub joined: u64,
-    /// How long after the start the members met are taken at their word about when they
-    /// joined ([`crate::membership::SETTLE`]; a test of admission shortens it).
-    pub settle: Duration,
     /// The embedding model's id (see the node's `IndexService::model`): postings of another
     /// model are refused. `None`: this node keeps no index and holds no postings.
     pub model: Option<String>,
@@ -72,11 +62,8 @@ impl NetworkConfig {
             listen,
             bootstrap,
             vnodes: c.vnodes,
-            heartbeat: Duration::from_secs(c.heartbeat_secs),
-            missed_heartbeats: c.missed_heartbeats,
             refresh: Duration::from_secs(c.bootstrap_interval_secs),
             max_connections: c.max_connections,
-            capacity: c.capacity,
             allow_private: false,
             search: weft_config::SearchConfig::default(),
             private_addrs: c.private_addrs,
@@ -84,8 +71,6 @@ impl NetworkConfig {
             relays: c.relays,
             autonat_timeout: Duration::from_secs(c.autonat_timeout_secs),
             relay: c.relay.clone(),
-            joined: weft_clock::now_secs(),
-            settle: crate::membership::SETTLE,
             model: None,
             doc_replicas: 0,
         })

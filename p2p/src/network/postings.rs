@@ -259,10 +259,7 @@ impl EventLoop {
                     match response {
                         PostingReply::Ack { .. } => self.postings.publisher.acked(f),
                         PostingReply::Busy => self.postings.publisher.later(f, BUSY_DELAY, now),
-                        PostingReply::NotMember => {
-                            self.announce();
-                            self.postings.publisher.later(f, BUSY_DELAY, now);
-                        }
+                        PostingReply::NotMember => self.postings.publisher.later(f, BUSY_DELAY, now),
                     }
                 }
             },
@@ -362,7 +359,7 @@ impl EventLoop {
                 );
             match &verdict {
                 Err(BadPosting::NotOwner(host)) => {
-                    let (silent, near_owner) = self.not_owner(&peer, host, handover, near, now);
+                    let (silent, near_owner) = self.not_owner(&peer, host, handover, near);
                     lagging |= silent;
                     if near_owner {
                         disputed += 1;
@@ -423,7 +420,7 @@ impl EventLoop {
             });
             match &verdict {
                 Err(BadReplica::NotOwner(host)) => {
-                    let (silent, near_owner) = self.not_owner(&peer, host, handover, near, now);
+                    let (silent, near_owner) = self.not_owner(&peer, host, handover, near);
                     lagging |= silent;
                     if near_owner {
                         disputed += 1;
@@ -491,18 +488,17 @@ impl EventLoop {
     /// A page `sender` sent is of a host it does not own here: whether the host's owner here is
     /// silent (this node's ring may lag), and whether `sender` stands among its first `near`
     /// owners (the rings disagree: no offence). A hand-over is neither.
-    fn not_owner(&self, sender: &PeerId, host: &str, handover: bool, near: usize, now: Instant) -> (bool, bool) {
+    fn not_owner(&self, sender: &PeerId, host: &str, handover: bool, near: usize) -> (bool, bool) {
         if handover {
             return (false, false);
         }
-        (self.owner_silent(host, sender, now), self.members.near_owner(sender, host, near))
+        (self.owner_silent(host, sender), self.members.near_owner(sender, host, near))
     }
 
-    /// Whether `host`'s owner on this node's ring is a member other than `sender` that has not
-    /// been heard from for a heartbeat and a half: it may be gone, its expiry not yet come.
-    fn owner_silent(&self, host: &str, sender: &PeerId, now: Instant) -> bool {
-        let quiet = self.config.heartbeat * 3 / 2;
-        self.members.ring().owner(host).is_some_and(|o| o != sender && self.members.silent(o, quiet, now))
+    /// Whether `host`'s owner on this node's ring is a member other than `sender` this node
+    /// could not reach lately: it may be gone, its death not yet in the roster.
+    fn owner_silent(&self, host: &str, sender: &PeerId) -> bool {
+        self.members.ring().owner(host).is_some_and(|o| o != sender && self.members.silent(o))
     }
 
     fn respond(&mut self, channel: ResponseChannel<PostingReply>, reply: PostingReply) {

@@ -27,22 +27,19 @@ impl EventLoop {
     }
 
     /// Applies what reachability decided: the DHT mode, the relay offered, what this node
-    /// advertises (heartbeat and identify) and the relay slots it holds. Cheap when nothing
-    /// changed.
+    /// advertises in identify and the relay slots it holds. Cheap when nothing changed.
     pub(super) fn apply_reachability(&mut self) {
         let advertised = self.reach.advertised();
         let dht_server = self.reach.dht_server();
         let relay_server = self.reach.relay_server();
-        let me = self.members.me();
-        let addrs: Vec<String> = advertised.iter().map(ToString::to_string).collect();
-        if me.addrs == addrs && me.relay == relay_server && self.applied_dht == Some(dht_server) {
+        let applied = (advertised.clone(), relay_server, dht_server);
+        if self.applied.as_ref() == Some(&applied) {
             return;
         }
-        if self.applied_dht != Some(dht_server) {
+        if self.applied.as_ref().map(|a| a.2) != Some(dht_server) {
             tracing::info!(kind = ?self.reach.kind(), "reachability: DHT {}", if dht_server { "server" } else { "client" });
             let mode = if dht_server { kad::Mode::Server } else { kad::Mode::Client };
             self.swarm.behaviour_mut().kad.set_mode(Some(mode));
-            self.applied_dht = Some(dht_server);
         }
         let status = if relay_server { relay::Status::Enable } else { relay::Status::Disable };
         self.swarm.behaviour_mut().relay.set_status(Some(status));
@@ -57,24 +54,18 @@ impl EventLoop {
         for a in external.iter().filter(|a| reachability::is_private(a) && !advertised.contains(a)) {
             self.swarm.remove_external_address(a);
         }
-        let mut me = self.members.me().clone();
-        me.addrs = addrs;
-        me.relay = relay_server;
-        if me != *self.members.me() {
-            // New addresses or a relay on offer are news: told at the next tick, not at the
-            // next turn of a stretched period.
-            self.beat_at = None;
-        }
-        self.members.set_me(me);
+        // Identify pushes the new addresses and protocols to the peers connected.
+        self.applied = Some(applied);
         self.manage_relays();
     }
 
-    /// Behind NAT: holds slots on up to `p2p.relays` public members' relays (chosen by
-    /// [`reachability::pick_relays`]); otherwise holds none.
+    /// Behind NAT: holds slots on up to `p2p.relays` members' relays (chosen by
+    /// [`reachability::pick_relays`] among the members identify said offer one); otherwise
+    /// holds none.
     pub(super) fn manage_relays(&mut self) {
         let me = *self.swarm.local_peer_id();
         let wanted: Vec<PeerId> = if self.reach.needs_relay() && self.config.relays > 0 {
-            let candidates: Vec<PeerId> = self.members.relays().filter_map(|hb| hb.peer.parse().ok()).collect();
+            let candidates = self.peers.relays(|p| self.members.is_member(p) || self.is_bootstrap(p));
             reachability::pick_relays(&me, &candidates, self.config.relays)
         } else {
             Vec::new()
@@ -90,11 +81,8 @@ impl EventLoop {
             if self.relay_listeners.contains_key(&relay) {
                 continue;
             }
-            let Some(hb) = self.members.get(&relay) else { continue };
-            let Some(addr) = hb
-                .addrs
-                .iter()
-                .filter_map(|a| a.parse::<Multiaddr>().ok())
+            let Some(addr) = (self.peers.addrs(&relay).iter())
+                .cloned()
                 .find(|a| !reachability::is_relayed(a) && reachability::usable(a, None, self.config.private_addrs))
             else {
                 continue;

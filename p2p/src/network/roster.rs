@@ -1,11 +1,11 @@
 //! The event loop's part of the roster (`crate::roster`): connections in, requests and replies
-//! through [`RosterNode`], the members it watches dialled. The roster runs beside today's
-//! membership (`crate::membership`), which still builds the ring: `/status` shows how far the
-//! two member sets agree, which is what the live runs measure before the ring moves over.
+//! through [`RosterNode`], the members it watches dialled, and the ring followed
+//! (`crate::membership::Members::follow`) whenever the roster changes.
 
 use super::EventLoop;
 use crate::codec::Frame;
 use crate::exchange::RateLimit;
+use crate::membership::FORMER_RINGS_FOR;
 use crate::reachability::address_block;
 use crate::roster::event::{block_hash, position};
 use crate::roster::node::{Asked, RosterNode, Send};
@@ -15,7 +15,7 @@ use libp2p::request_response::{self, OutboundRequestId};
 use libp2p::swarm::dial_opts::{DialOpts, PeerCondition};
 use libp2p::PeerId;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 /// Roster requests one peer may make per second on average (burst of twice that): a member
 /// sends one digest round every two seconds, and a newcomer a page at a time.
@@ -32,9 +32,6 @@ pub struct RosterStatus {
     /// The roster's member set in a word (XOR of the members' roster keys, hex): two nodes whose
     /// rosters hold the same members show the same.
     pub fingerprint: String,
-    /// Members in the roster and not in today's member set, and the other way round.
-    pub not_in_membership: usize,
-    pub not_in_roster: usize,
     /// Events refused (forged, malformed, against the rules), and the last reason.
     pub refused_events: u64,
     pub last_refusal: Option<String>,
@@ -52,8 +49,7 @@ pub(super) struct State {
     answered: u64,
     sent: u64,
     rate_limited: u64,
-    /// How the member sets compared at the last tick, and the roster's fingerprint then.
-    differs: (usize, usize),
+    /// The roster's fingerprint at the last tick.
     fingerprint: u64,
 }
 
@@ -70,7 +66,6 @@ impl State {
             answered: 0,
             sent: 0,
             rate_limited: 0,
-            differs: (0, 0),
             fingerprint: 0,
         }
     }
@@ -82,8 +77,6 @@ impl State {
             members: self.node.roster().len(),
             entries: self.node.roster().entries(),
             fingerprint: format!("{:016x}", self.fingerprint),
-            not_in_membership: self.differs.0,
-            not_in_roster: self.differs.1,
             refused_events,
             last_refusal: last_refusal.map(str::to_string),
             answered: self.answered,
@@ -99,7 +92,7 @@ pub(super) fn unix_now() -> u64 {
 }
 
 impl EventLoop {
-    /// Once a second: what the roster sends, the connections it wants, how it compares.
+    /// Once a second: what the roster sends, the connections it wants, the ring it makes.
     pub(super) fn roster_tick(&mut self) {
         let now = unix_now();
         let own = self.swarm.external_addresses().find_map(address_block);
@@ -110,27 +103,37 @@ impl EventLoop {
             if self.connected.contains(&peer) || self.banned.contains_key(&peer) {
                 continue;
             }
-            let opts = DialOpts::peer_id(peer).condition(PeerCondition::DisconnectedAndNotDialing).build();
+            // Addresses from identify, if this node met it before; Kademlia's otherwise.
+            let addrs = self.peers.addrs(&peer).to_vec();
+            let opts =
+                DialOpts::peer_id(peer).addresses(addrs).condition(PeerCondition::DisconnectedAndNotDialing).build();
             if let Err(e) = self.swarm.dial(opts) {
                 tracing::debug!(%peer, "dialling a member the roster watches: {e}");
                 self.roster.node.disconnected(&peer, now);
             }
         }
-        let theirs: BTreeSet<PeerId> = self.members.peers().into_iter().collect();
-        let mine: BTreeSet<&PeerId> = self.roster.node.roster().members().collect();
-        let extra = mine.iter().filter(|p| !theirs.contains(p)).count();
-        let missing = theirs.iter().filter(|p| !mine.contains(p)).count();
-        self.roster.differs = (extra, missing);
-        self.roster.fingerprint = mine.iter().fold(0, |h, p| h ^ position(p));
+        self.roster.fingerprint = self.roster.node.roster().members().fold(0, |h, p| h ^ position(p));
+        self.follow_roster();
+    }
+
+    /// Takes the roster's member set as the ring's (a change, or a member's next admission
+    /// stage), with its recent departures.
+    pub(super) fn follow_roster(&mut self) {
+        let now = unix_now();
         for change in self.roster.node.take_changes() {
             tracing::debug!(?change, members = self.roster.node.roster().len(), "roster changed");
         }
+        let departed = self.roster.node.roster().departed_since(now.saturating_sub(FORMER_RINGS_FOR.as_secs()));
+        let ring = self.roster.node.roster_mut().ring(now);
+        let changes = self.members.follow(ring, &departed, std::time::Instant::now());
+        self.on_changes(changes);
     }
 
     /// This node leaves: its departure goes to the members it is connected to.
     pub(super) fn roster_leave(&mut self) {
         let sends = self.roster.node.leave(unix_now());
         self.send_roster(sends);
+        self.follow_roster();
     }
 
     fn send_roster(&mut self, sends: Vec<Send>) {
@@ -156,6 +159,7 @@ impl EventLoop {
                     let reply = self.roster.node.on_request(peer, request, block, now);
                     self.roster.answered += 1;
                     let _ = self.swarm.behaviour_mut().roster.send_response(channel, reply);
+                    self.follow_roster();
                 }
                 request_response::Message::Request { request: Frame::Refused(why), channel, .. } => {
                     drop(channel);
@@ -165,6 +169,7 @@ impl EventLoop {
                     if let Some(asked) = self.roster.asked.remove(&request_id) {
                         let sends = self.roster.node.on_reply(peer, asked, response, now);
                         self.send_roster(sends);
+                        self.follow_roster();
                     }
                 }
             },

@@ -28,29 +28,23 @@ pub struct NetworkStatus {
     /// Full addresses, `/p2p/<peer id>` included: what another volunteer bootstraps from.
     pub listen_addrs: Vec<String>,
     pub connected_peers: usize,
-    /// Members, this node included, sorted by peer id.
+    /// Members (the roster's), this node included once admitted, sorted by peer id.
     pub members: Vec<String>,
     /// This node's share of the ring's hash space (≈ of all hosts).
     pub ring_share: f64,
     /// The part of its full ring points this node holds: a newcomer to an older network
-    /// starts at a quarter and grows to all of them (see [`crate::membership`]).
+    /// starts at a quarter and grows to all of them (see [`crate::membership::ADMISSION_STEP`]);
+    /// 0 until it is admitted.
     pub admitted: f64,
-    /// Seconds between this node's heartbeats: the configured period, stretched in a large
-    /// network (see [`crate::membership::FULL_RATE_MEMBERS`]).
-    #[serde(default)]
-    pub heartbeat_secs: f64,
     pub joining: Joining,
-    /// Gossip refused: not sealed, or its seal forged (either topic; see `crate::sealed`), and
-    /// heartbeats too large, undecodable or naming another peer than their author.
-    pub rejected_heartbeats: u64,
-    /// Gossip messages (heartbeats, summaries) dropped because a peer's queue was full: a slow
+    /// Gossip refused: not sealed, or its seal forged (see `crate::sealed`), or a routing
+    /// summary malformed.
+    pub rejected_gossip: u64,
+    /// Gossip messages (routing summaries) dropped because a peer's queue was full: a slow
     /// or loaded peer (see `behaviour::GOSSIP_QUEUE`). gossipsub logs each at warn level; the
     /// node keeps its log to errors and counts them here instead.
     #[serde(default)]
     pub gossip_dropped: u64,
-    /// Peers heard of (their heartbeats arrived) that this node has not met yet: not members
-    /// until it has had a connection with them.
-    pub member_candidates: usize,
     /// URLs other members acknowledged from this node.
     pub urls_sent: u64,
     /// URLs received for this node's hosts and queued (or already seen).
@@ -72,7 +66,8 @@ pub struct NetworkStatus {
     /// Requests dropped while being read because those being read held their budget.
     pub requests_cut: u64,
     /// Batches answered `NotMember`: their sender is not a member here (a stranger, or a
-    /// node whose heartbeat has not arrived yet; it announces itself and retries).
+    /// newcomer still in its probation, or one whose admission has not reached this node's
+    /// roster yet; it retries).
     pub batches_not_member: u64,
     /// URLs sent as done by a peer that did not own their host, now or before the last
     /// membership changes: refused, so a peer cannot keep pages from being fetched.
@@ -101,8 +96,7 @@ pub struct NetworkStatus {
     pub documents: DocsStatus,
     /// Public, behind NAT or relayed; what is advertised; direct and relayed peers.
     pub reachability: ReachabilityStatus,
-    /// The roster, run beside today's membership: its stage, members, and how far the two
-    /// member sets differ.
+    /// The roster the member set comes from: this node's stage in it, members, entries.
     #[serde(default)]
     pub roster: RosterStatus,
 }
@@ -155,7 +149,6 @@ pub(super) struct Shown {
     members: Vec<String>,
     share: f64,
     admitted: f64,
-    period: f64,
     summaries: Option<u64>,
     known: std::collections::BTreeMap<String, u64>,
     /// The reachability's generation (listen addresses change through it too) and the relay's
@@ -175,7 +168,6 @@ impl EventLoop {
             shown.members = self.members.peers().iter().map(PeerId::to_string).collect();
             shown.share = self.members.ring().share(&local);
             shown.admitted = self.members.points_of(&local) as f64 / self.members.ring().vnodes().max(1) as f64;
-            shown.period = self.members.period().as_secs_f64();
         }
         let summaries = &self.querying.summaries;
         if shown.summaries != Some(summaries.generation()) {
@@ -205,11 +197,9 @@ impl EventLoop {
             members: shown.members.clone(),
             ring_share: shown.share,
             admitted: shown.admitted,
-            heartbeat_secs: shown.period,
             joining: self.joining.clone(),
-            rejected_heartbeats: self.rejected,
+            rejected_gossip: self.rejected,
             gossip_dropped: self.gossip_dropped,
-            member_candidates: self.members.candidates(),
             urls_sent: self.counts.sent,
             urls_received: self.counts.received,
             urls_forwarded: self.counts.forwarded,

@@ -74,11 +74,10 @@ impl EventLoop {
                             let _ = self.acked.send(f.batch.urls.into_iter().map(|u| u.url).collect());
                         }
                         BatchReply::Busy => self.outbox.retry_later(f, BUSY_DELAY, std::time::Instant::now()),
+                        // This node's admission has not reached the owner's roster yet (or it is
+                        // still in its probation): the batch waits.
                         BatchReply::NotMember => {
-                            // The owner has not heard this node yet (it just joined, or the
-                            // owner restarted): announce at once rather than at the next tick.
-                            self.announce();
-                            self.outbox.retry_later(f, NOT_MEMBER_DELAY, std::time::Instant::now());
+                            self.outbox.retry_later(f, NOT_MEMBER_DELAY, std::time::Instant::now())
                         }
                     }
                 }

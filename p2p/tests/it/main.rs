@@ -6,19 +6,17 @@ mod cell_hedging;
 mod hostile_gossip;
 mod hostile_postings;
 mod hostile_replicas;
+mod hostile_roster;
 mod hostile_streams;
 mod network;
 mod versions;
 
-/// A node's network configuration for these tests: TCP on loopback, heartbeats every second,
-/// a member missed after three.
+/// A node's network configuration for these tests: TCP on loopback.
 pub fn tcp_config(bootstrap: Vec<String>) -> weft_p2p::NetworkConfig {
     let c = weft_config::P2pConfig {
         enabled: true,
         listen: vec!["/ip4/127.0.0.1/tcp/0".into()],
         bootstrap,
-        heartbeat_secs: 1,
-        missed_heartbeats: 3,
         ..weft_config::P2pConfig::default()
     };
     weft_p2p::NetworkConfig::from_config(&c).unwrap()

@@ -11,8 +11,6 @@ pub(super) fn config(bootstrap: Vec<String>) -> NetworkConfig {
         enabled: true,
         listen: vec!["/ip4/127.0.0.1/tcp/0".into(), "/ip4/127.0.0.1/udp/0/quic-v1".into()],
         bootstrap,
-        heartbeat_secs: 1,
-        missed_heartbeats: 3,
         ..P2pConfig::default()
     };
     NetworkConfig::from_config(&c).unwrap()
@@ -61,13 +59,13 @@ async fn five_nodes_agree_on_members_and_owners_and_notice_one_leaving() {
     let shares: f64 = nodes.iter().map(|(n, _)| n.status().ring_share).sum();
     assert!((shares - 1.0).abs() < 1e-6, "{shares}");
 
-    // One member stops: after its heartbeats are missed, the others drop it and agree again.
+    // One member stops without a word: its monitors declare it dead, and the others agree again.
     let (gone, gone_task) = nodes.pop().unwrap();
     gone.stop();
     gone_task.await.unwrap();
     let gone_id = gone.peer_id().to_string();
     for (n, _) in &nodes {
-        within(30, "the stopped member is dropped", n.wait_for(|s| s.members.len() == 4)).await;
+        within(60, "the stopped member is dropped", n.wait_for(|s| s.members.len() == 4)).await;
         assert!(!n.status().members.contains(&gone_id));
     }
     let rings: Vec<_> = nodes.iter().map(|(n, _)| n.ring()).collect();
@@ -83,16 +81,12 @@ async fn five_nodes_agree_on_members_and_owners_and_notice_one_leaving() {
     }
 }
 
-/// Gradual admission on real nodes: a newcomer to a network whose member has been there for
-/// hours holds a quarter of its ring points, and both nodes agree on it; a newcomer claiming to
-/// have been a member for ten days is held, by the node that saw it arrive, to when it did.
-/// The roster (`weft_p2p::roster`) runs beside today's membership on real connections: the
-/// first node founds it, the others join it within the network's first seconds (a young
-/// network's probation is its age), every roster holds the members the membership counts, a
-/// member that leaves is gone from every roster at once, and one that vanishes is declared dead
-/// by two of its monitors.
+/// The roster (`weft_p2p::roster`) on real connections: the first node founds it, the others
+/// join it within the network's first seconds (a young network's probation is its age), every
+/// ring holds the roster's members, a member that leaves is gone from every roster and ring at
+/// once, and one that vanishes is declared dead by two of its monitors.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn five_nodes_build_one_roster_beside_their_membership_and_a_vanished_member_is_declared_dead() {
+async fn five_nodes_build_one_roster_and_a_vanished_member_is_declared_dead() {
     let (first, first_task) = node(vec![]).await;
     let boot = crate::tcp_addr(&first).await;
     let mut nodes = vec![(first, first_task)];
@@ -100,13 +94,7 @@ async fn five_nodes_build_one_roster_beside_their_membership_and_a_vanished_memb
         nodes.push(node(vec![boot.clone()]).await);
     }
     let settled = |n: usize| {
-        move |s: &weft_p2p::NetworkStatus| {
-            s.roster.stage == "member"
-                && s.roster.members == n
-                && s.members.len() == n
-                && s.roster.not_in_membership == 0
-                && s.roster.not_in_roster == 0
-        }
+        move |s: &weft_p2p::NetworkStatus| s.roster.stage == "member" && s.roster.members == n && s.members.len() == n
     };
     for (n, _) in &nodes {
         within(90, "every node a member of a roster of five", n.wait_for(settled(5))).await;
@@ -151,50 +139,6 @@ async fn five_nodes_build_one_roster_beside_their_membership_and_a_vanished_memb
     for (n, task) in nodes {
         n.stop();
         task.await.unwrap();
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn newcomers_to_an_older_network_are_admitted_gradually_and_a_forged_age_is_not_believed() {
-    use weft_p2p::membership::SETTLE;
-    let now = weft_clock::now_secs();
-    let start = |bootstrap: Vec<String>, joined: u64, settle: Duration| {
-        let mut c = config(bootstrap);
-        (c.joined, c.settle) = (joined, settle);
-        let started = weft_p2p::start(libp2p::identity::Keypair::generate_ed25519(), c).unwrap();
-        (started.handle, started.task)
-    };
-    // The network: one node, a member for three hours and past its first minutes (from now on
-    // it judges the members it meets by itself; the default two minutes are cut here).
-    let (old, old_task) = start(vec![], now - 3 * 3600, Duration::ZERO);
-    let boot = crate::tcp_addr(&old).await;
-    let (new, new_task) = start(vec![boot.clone()], now, SETTLE);
-    for n in [&old, &new] {
-        within(60, "two members", n.wait_for(|s| s.members.len() == 2)).await;
-    }
-    let (o, n) = (old.peer_id(), new.peer_id());
-    for ring in [old.ring(), new.ring()] {
-        assert_eq!((ring.points_of(&o), ring.points_of(&n)), (150, 38), "a quarter, seen alike");
-    }
-    let admitted = new.status().admitted;
-    assert!((admitted - 38.0 / 150.0).abs() < 1e-9, "{admitted}");
-    assert!(new.status().ring_share < 0.35, "{:?}", new.status().ring_share);
-
-    let (forger, forger_task) = start(vec![boot], now - 240 * 3600, SETTLE);
-    for n in [&old, &new, &forger] {
-        within(60, "three members", n.wait_for(|s| s.members.len() == 3)).await;
-    }
-    let f = forger.peer_id();
-    let share = old.ring().share(&f);
-    assert_eq!(old.ring().points_of(&f), 38, "the node that saw it arrive: a newcomer ({share})");
-    assert!(share < 0.3, "{share}");
-    // A node in its own first minutes takes the members it meets at their word (they were
-    // there before it, as far as it can tell): the one place a forged age pays, for a while.
-    assert_eq!(new.ring().points_of(&f), 150);
-
-    for (h, t) in [(old, old_task), (new, new_task), (forger, forger_task)] {
-        h.stop();
-        t.await.unwrap();
     }
 }
 
@@ -481,22 +425,16 @@ async fn only_a_hosts_previous_owner_can_say_its_pages_are_done() {
 /// The churn sweep's seeds 25 and 29: a member is killed, another leaves while the first is
 /// down (its ring still holds the killed member, whose hosts it hands URLs to), and the killed
 /// member comes back. The returning node never had the leaver on a ring; it takes the leaver's
-/// batches — its queue and what it is done with — once the members that saw it leave vouch for
-/// it, instead of answering "not a member" until the leaver gives up.
+/// batches — its queue and what it is done with — because the roster it pulls holds the
+/// leaver's signed departure, instead of answering "not a member" until the leaver gives up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_back_from_a_crash_takes_the_hand_off_of_one_that_left_while_it_was_down() {
     use weft_p2p::exchange::{UrlKind, WireUrl};
-    // Members are dropped after 30 missed heartbeats (1 s each): the crashed one stays on the
-    // others' rings while it is down, as with the default 20 s on a default node.
+    // The crashed member stays on the others' rings while it is down (its monitors declare it
+    // dead only after twenty seconds).
     let patient = |bootstrap: Vec<String>| {
-        let c = P2pConfig {
-            enabled: true,
-            listen: vec!["/ip4/127.0.0.1/tcp/0".into()],
-            bootstrap,
-            heartbeat_secs: 1,
-            missed_heartbeats: 30,
-            ..P2pConfig::default()
-        };
+        let c =
+            P2pConfig { enabled: true, listen: vec!["/ip4/127.0.0.1/tcp/0".into()], bootstrap, ..P2pConfig::default() };
         NetworkConfig::from_config(&c).unwrap()
     };
     let start = |bootstrap: Vec<String>| {
@@ -746,8 +684,6 @@ async fn strangers_filling_the_incoming_slots_do_not_lock_a_node_out_of_its_netw
         enabled: true,
         listen: vec!["/ip4/127.0.0.1/tcp/0".into()],
         bootstrap: vec![b_addr],
-        heartbeat_secs: 1,
-        missed_heartbeats: 3,
         max_connections: max,
         ..P2pConfig::default()
     };

@@ -1,7 +1,6 @@
 //! The roster as the live nodes report it, sampled at each look at their statuses: do the nodes
-//! up hold the same roster, does each node's roster hold the members today's membership counts,
-//! and how soon was every node a member of it. The roster runs beside today's membership (which
-//! still builds the ring): these are the figures that say whether it can take the ring over.
+//! up hold the same roster, does each node's ring hold its roster's members, and how soon was
+//! every node a member of it.
 
 use serde::Serialize;
 use std::time::Instant;
@@ -15,8 +14,8 @@ pub struct RosterReport {
     pub all_members: u64,
     /// Of those, the share where every node up held the same roster ...
     pub same_roster: f64,
-    /// ... and the share where every node's roster held the members its membership counts.
-    pub same_as_membership: f64,
+    /// ... and the share where every node's ring held its roster's members.
+    pub ring_follows: f64,
     /// Seconds from the first node's start until every node up was first a roster member, with
     /// the run's starting number of nodes up.
     pub all_members_after_secs: Option<f64>,
@@ -65,12 +64,12 @@ impl RosterWatch {
         if rosters.iter().all(|r| r["fingerprint"] == rosters[0]["fingerprint"]) {
             self.same += 1;
         }
-        let zero = |v: &serde_json::Value| v.as_u64() == Some(0);
-        if rosters.iter().all(|r| zero(&r["not_in_membership"]) && zero(&r["not_in_roster"])) {
+        let on_ring = |s: &serde_json::Value| s["network"]["members"].as_array().map_or(0, Vec::len) as u64;
+        if statuses.iter().zip(&rosters).all(|(s, r)| r["members"].as_u64() == Some(on_ring(s))) {
             self.matched += 1;
         }
         let n = self.report.all_members as f64;
-        (self.report.same_roster, self.report.same_as_membership) = (self.same as f64 / n, self.matched as f64 / n);
+        (self.report.same_roster, self.report.ring_follows) = (self.same as f64 / n, self.matched as f64 / n);
     }
 
     pub fn report(&self) -> RosterReport {
@@ -82,11 +81,11 @@ impl RosterWatch {
 pub fn roster_line(r: &RosterReport) -> String {
     let after = r.all_members_after_secs.map_or("never".into(), |s| format!("after {s:.0} s"));
     format!(
-        "every node a roster member {after}; {} of {} looks with every node up a member, of which {:.1}% with every node's roster alike and {:.1}% with each alike to its membership; {} roster events refused; not members at the end: {}",
+        "every node a roster member {after}; {} of {} looks with every node up a member, of which {:.1}% with every node's roster alike and {:.1}% with each ring holding its roster's members; {} roster events refused; not members at the end: {}",
         r.all_members,
         r.samples,
         100.0 * r.same_roster,
-        100.0 * r.same_as_membership,
+        100.0 * r.ring_follows,
         r.refused_events,
         if r.not_members_at_end.is_empty() { "none".to_string() } else { r.not_members_at_end.join(", ") }
     )
@@ -97,9 +96,11 @@ mod tests {
     use super::RosterWatch;
     use serde_json::json;
 
-    fn status(peer: &str, stage: &str, print: &str, missing: u64) -> serde_json::Value {
-        json!({"network": {"peer_id": peer, "roster": {
-            "stage": stage, "fingerprint": print, "not_in_membership": 0, "not_in_roster": missing, "refused_events": 1
+    /// A node's status: its roster of three members (its ring lacks `missing` of them).
+    fn status(peer: &str, stage: &str, print: &str, missing: usize) -> serde_json::Value {
+        let ring: Vec<&str> = ["a", "b", "c"][..3 - missing].to_vec();
+        json!({"network": {"peer_id": peer, "members": ring, "roster": {
+            "stage": stage, "fingerprint": print, "members": 3, "refused_events": 1
         }}})
     }
 
@@ -119,7 +120,7 @@ mod tests {
         let c2 = status("c", "member", "f2", 1);
         watch.sample(&[&a, &b, &c2], 3);
         let r = watch.report();
-        assert_eq!((r.samples, r.all_members, r.same_roster, r.same_as_membership), (3, 2, 0.5, 0.5));
+        assert_eq!((r.samples, r.all_members, r.same_roster, r.ring_follows), (3, 2, 0.5, 0.5));
         assert!(r.all_members_after_secs.is_some() && r.not_members_at_end.is_empty());
     }
 }

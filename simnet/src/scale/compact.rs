@@ -1,11 +1,11 @@
-//! A member's table of the others, compact: the rules of `weft_p2p::membership::Members` that
+//! A member's table of the others, compact: the rules of `super::heartbeats::Members` that
 //! decide whom a member dials and whom it counts, without the rings it builds.
 //!
 //! A member heard of becomes a candidate (at most [`MAX_CANDIDATES`] at once) and is dialled at
 //! once, again every [`REDIAL_AFTER`] until [`REACH_WITHIN`], then ignored for
 //! [`UNREACHED_FIRST`], doubling to [`UNREACHED_FOR`]; a member not met for half of
 //! [`PRESENCE_FOR`] is dialled again, and dropped after all of it (heard again at its next
-//! heartbeat). The constants mirror `weft_p2p::membership`'s.
+//! heartbeat). The constants mirror `super::heartbeats`'.
 
 use crate::rng::Rng;
 

@@ -1,7 +1,7 @@
 //! What a gossiped message costs the network: the real messages' sizes, and how many copies a
 //! gossipsub mesh carries of each.
 //!
-//! Sizes come from the real encoders: a heartbeat as `weft_p2p::membership::Heartbeat` encodes
+//! Sizes come from the real encoders: a heartbeat as `heartbeats::Heartbeat` encodes
 //! it and a routing summary as `weft_p2p::summaries::Summary` does (the configured 32 centroids
 //! of the model's 384 dimensions), each sealed by `weft_p2p::sealed::seal` with a real key.
 //!
@@ -11,11 +11,11 @@
 //! uplink's pace, and — for messages over 1,000 bytes — not to those whose IDONTWANT reached it
 //! before it sent (gossipsub 1.2). Duplicates cost their bytes; only the first copy is read.
 
+use super::heartbeats::Heartbeat;
 use crate::rng::Rng;
 use libp2p::identity::Keypair;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use weft_p2p::membership::Heartbeat;
 use weft_p2p::summaries::Summary;
 
 /// gossipsub's mesh degree (`mesh_n`), its upper bound (`mesh_n_high`) and the lower one below
@@ -83,7 +83,7 @@ impl Sizes {
         let seal = |topic: &str, payload: &[u8]| {
             weft_p2p::sealed::seal(&key, topic, 1_780_000_000_000, payload).expect("sealing a small message").len()
         };
-        let heartbeat = seal(weft_p2p::membership::TOPIC, &hb.encode());
+        let heartbeat = seal(super::heartbeats::TOPIC, &hb.encode());
         let vectors: Vec<Vec<f32>> =
             (0..centroids).map(|c| (0..dims).map(|d| ((c * dims + d) as f32).sin()).collect()).collect();
         let summary = Summary::new(peer, 1, "all-MiniLM-L6-v2".into(), &vectors, vec![100; centroids]);

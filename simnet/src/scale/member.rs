@@ -3,10 +3,10 @@
 //! and received this minute.
 
 use super::compact::Compact;
+use super::heartbeats::{Heartbeat, Members};
 use super::sessions::Kind;
 use libp2p::{Multiaddr, PeerId};
 use std::collections::BTreeMap;
-use weft_p2p::membership::{Heartbeat, Members};
 
 /// `p2p.max_connections` and the inbound share of it (`weft_p2p::behaviour::reserved_outgoing`).
 pub const MAX_CONNECTIONS: usize = 256;

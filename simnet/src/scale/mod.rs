@@ -13,6 +13,7 @@
 
 pub mod compact;
 pub mod gossip;
+pub mod heartbeats;
 mod member;
 pub mod rings;
 pub mod roster;

@@ -3,7 +3,7 @@
 //! gossips its routing summary to all.
 //!
 //! The *observers* — members of the always-on core, public, spread over the plane — each run
-//! the real state machine, `weft_p2p::membership::Members`, on virtual time: the heartbeats
+//! the real state machine, `heartbeats::Members` (the code the live network ran before the roster), on virtual time: the heartbeats
 //! they hear (when gossip would bring them), the connections they have (when the limits let
 //! them), their ticks, expiries and dials, and the ring they build. Ring disagreement, a join's
 //! time to every ring, and the owners that are gone are measured on their rings.
@@ -23,6 +23,7 @@
 
 use super::compact::Compact;
 use super::gossip::{self, Flood, Sizes};
+use super::heartbeats::{Change, Members};
 use super::member::{
     Conn, Node, Shared, Table, HANDSHAKE_BYTES, IDLE_SECS, MAX_CIRCUITS, MAX_CONNECTIONS, MAX_INBOUND,
     MAX_RESERVATIONS, PING_BYTES_PER_SEC, RELAYS,
@@ -35,7 +36,6 @@ use libp2p::{Multiaddr, PeerId};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::time::{Duration, Instant};
-use weft_p2p::membership::{Change, Members};
 
 /// A summary is gossiped every minute, and 10 s after a member joined (`network::querying`).
 const SUMMARY_EVERY: f64 = 60.0;

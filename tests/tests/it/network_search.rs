@@ -43,8 +43,6 @@ fn raw_peer(bootstrap: &str) -> RawPeer {
         enabled: true,
         listen: vec!["/ip4/127.0.0.1/tcp/0".into()],
         bootstrap: vec![bootstrap.to_string()],
-        heartbeat_secs: 1,
-        missed_heartbeats: 3,
         ..Default::default()
     };
     let mut config = weft_p2p::NetworkConfig::from_config(&p2p).unwrap();

@@ -25,7 +25,7 @@ pub fn loopback_config(server: &WebServer, host: &str, data_dir: &Path, delay_ms
 
 /// A network member's config for crawling every host of the loopback server: no seeds of its
 /// own, external links followed, fetches signed `WeftTestNode{n}` (so the server's log tells the
-/// nodes apart), p2p on loopback with one-second heartbeats (dropped after three missed).
+/// nodes apart), p2p on loopback.
 pub fn member_config(server: &WebServer, data_dir: &Path, n: usize, bootstrap: Vec<String>, delay_ms: u64) -> Config {
     let mut c = loopback_config(server, "unused.test", data_dir, delay_ms);
     c.crawl.seeds.clear();
@@ -36,8 +36,6 @@ pub fn member_config(server: &WebServer, data_dir: &Path, n: usize, bootstrap: V
     c.p2p.enabled = true;
     c.p2p.listen = vec!["/ip4/127.0.0.1/tcp/0".into()];
     c.p2p.bootstrap = bootstrap;
-    c.p2p.heartbeat_secs = 1;
-    c.p2p.missed_heartbeats = 3;
     c
 }
 

@@ -8,7 +8,7 @@
 //! seeds 25 and 29: a leave 1–7 s around another member's restart).
 //!
 //! So every member tells, in its heartbeat, which members it saw leave within
-//! [`FORMER_RINGS_FOR`](crate::membership::FORMER_RINGS_FOR) ([`Departure`]), and a node takes
+//! [`FORMER_RINGS_FOR`](weft_p2p::membership::FORMER_RINGS_FOR) ([`Departure`]), and a node takes
 //! a leaver it never knew as a former member once [`quorum`] of its current members said so.
 //! One member's word is not enough where there are two to ask: a member cannot make up
 //! leavers that then mark pages done. What a believed leaver may say is bounded like any
