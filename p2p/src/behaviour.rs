@@ -34,23 +34,21 @@ pub const ROSTER_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/roster/1"
 const ROSTER_STREAMS_PER_CONNECTION: usize = 8;
 pub use crate::versions::PROTOCOL_VERSION;
 /// Largest gossipsub message: a routing summary of 64 centroids of 384 dimensions in f16 is
-/// 48 KiB; membership heartbeats are a few hundred bytes (and checked for that).
+/// 48 KiB.
 pub const MAX_GOSSIP_BYTES: usize = 64 * 1024;
 /// Gossip messages waiting to go out on one connection, at most; more are dropped for that
-/// peer (a heartbeat or summary comes again). gossipsub's default is 5,000 — up to 320 MiB of
-/// summaries per slow connection. A connection carries about N heartbeats per heartbeat
-/// interval, and forwards older than [`FORWARD_WITHIN`] are dropped anyway, so 128 leaves
+/// peer (a summary comes again). gossipsub's default is 5,000 — up to 320 MiB of summaries per
+/// slow connection. Forwards older than [`FORWARD_WITHIN`] are dropped anyway, so 128 leaves
 /// many seconds of room at N = 50. A node at fifty members on this loaded 2-core machine held
 /// 15 MiB more of queued gossip within ten minutes with the default (jemalloc's heap profile,
-/// 2026-11-30). Slow peers' full queues still drop heartbeats at that load (2026-12-01:
-/// `network.gossip_dropped` counts them).
+/// 2026-11-30; then with membership heartbeats on gossip too). `network.gossip_dropped` counts
+/// what slow peers' full queues drop.
 pub const GOSSIP_QUEUE: usize = 128;
 /// A gossip message this node forwards is dropped if it could not be sent within this long,
 /// and one it publishes within [`PUBLISH_WITHIN`]. gossipsub's defaults are 1 s and 5 s: on a
 /// loaded box (fifty nodes on two cores, or a Pi indexing) a connection's writer is often
-/// a second late, and every heartbeat forwarded through it was dropped — members then missed
-/// each other's heartbeats and the views shrank (a node saw 8 of 50 members, 2026-11-30).
-/// A heartbeat is still news until the member's time-to-live (4 heartbeats of 5 s) runs out.
+/// a second late, and every message forwarded through it was dropped (2026-11-30, when
+/// membership heartbeats went by gossip: the views shrank to 8 of 50 members).
 pub const FORWARD_WITHIN: Duration = Duration::from_secs(5);
 pub const PUBLISH_WITHIN: Duration = Duration::from_secs(10);
 
@@ -140,11 +138,9 @@ impl Behaviour {
         // behind NAT in the routing tables would only make queries wait for dials that fail.
         kad.set_mode(Some(kad::Mode::Client));
         // gossipsub's mesh (6) and flood publishing as they come. A mesh of 3 without flood
-        // publishing took 20 idle members' CPU from 4.65% to 2.55% of a core each (heartbeats
-        // every second, 2026-12-02). But fifty members on two cores with a mesh of 4 without it
-        // (and the stretched heartbeat period) lost members' heartbeats until views parted
-        // (56 pages fetched twice, honest publishers banned; 0 and 0 the run before): fewer
-        // paths for each heartbeat is the likelier cause, so it was taken back.
+        // publishing took less CPU, but fifty members on two cores with a mesh of 4 without it
+        // lost gossiped messages until views parted (see benchmarks.md, 2026-12-02, when the
+        // membership's heartbeats went by gossip), so it was taken back.
         // Messages are sealed by their authors and checked once each by the event loop
         // (`crate::sealed`: gossipsub's signed mode checked every copy, 16% of an idle node's
         // CPU at fifty members). A message's id is the hash of its bytes, so copies are

@@ -1,5 +1,5 @@
 //! Whether other members can reach this node, and what follows from it: which of its addresses
-//! it tells the network (heartbeats, identify, hence the DHT), whether it serves the DHT and
+//! it tells the network (identify, hence the DHT), whether it serves the DHT and
 //! offers a relay, and whether it needs relay slots.
 //!
 //! Most volunteers sit behind a home router's NAT, often behind carrier-grade NAT too: their
@@ -49,7 +49,7 @@ pub struct ReachabilityStatus {
     pub kind: Kind,
     /// `public`, `behind NAT (hole punched to N peers)`, `relayed via <peer>`, …: for people.
     pub summary: String,
-    /// What this node advertises to the others (heartbeats, identify, hence the DHT).
+    /// What this node advertises to the others (identify, hence the DHT).
     pub advertised: Vec<String>,
     /// Relays holding a slot for this node.
     pub relays: Vec<String>,

@@ -3,9 +3,10 @@
 //! by members comparing their rosters with a few others from time to time.
 //!
 //! The ring needs every member to know every member (that is what lets any member compute any
-//! host's owner), but not to *hear from* every member. Today's membership (`crate::membership`)
-//! has every member heartbeat to all and connect to all, which costs each member O(N) messages
-//! and connections; the roster costs each member what the network's churn costs, whatever N:
+//! host's owner), but not to *hear from* every member. The membership before it (protocol
+//! `/weft/0.1.0`, now in the simulator as `scale/heartbeats`) had every member heartbeat to all
+//! and connect to all, which costs each member O(N) messages and connections; the roster costs
+//! each member what the network's churn costs, whatever N:
 //!
 //! - **Events, not heartbeats** ([`event`]): a member is in the roster from a *Joined* signed by
 //!   itself and by [`event::SPONSORS`] members, until a *Left* it signs or a *Dead* that
@@ -24,11 +25,11 @@
 //!   would-be monitors asks them to sponsor it; they sign if its address block holds fewer than
 //!   [`MAX_MEMBERS_PER_PREFIX`] members and each has sponsored fewer than [`SPONSORED_PER_HOUR`]
 //!   joins in the last hour. Its points then grow in stages from its Joined's time, which its
-//!   sponsors vouched for, as `crate::membership` does from a claimed one. A network younger
+//!   sponsors vouched for. A network younger
 //!   than [`PROBATION`] (its first admission is signed, so no one can make it look younger)
 //!   waits only as long as it is old, needs only as many sponsors as members were admitted
 //!   before ([`Roster::sponsors_needed`]) and counts no sponsor's hourly joins: nodes that start
-//!   together are members within seconds, as with today's membership.
+//!   together are members within seconds.
 //!
 //! Departures are kept as tombstones for [`TOMBSTONE_FOR`] (so a stale Joined cannot come back),
 //! and a member away for longer starts from an empty roster.
@@ -36,9 +37,9 @@
 //! The parts: [`event`] the signed events, [`digest`] the buckets two rosters compare,
 //! [`admission`] a newcomer's way in and a sponsor's checks, [`watch`] the monitors' side,
 //! [`wire`] `/weft/roster/1`'s messages, [`node`] one node's decisions (what to send when, what
-//! to answer). All pure: the live network runs them beside today's membership and reports how
-//! far the two agree (the ring still comes from `crate::membership`); the simulator runs them at
-//! sizes this machine cannot (`weft-simnet scale --design roster`).
+//! to answer). All pure: the live network carries them (`network/roster.rs`) and builds its ring
+//! from the roster's (`crate::membership` follows it); the simulator runs them at sizes this
+//! machine cannot (`weft-simnet scale --design roster`).
 
 pub mod admission;
 pub mod digest;
@@ -216,8 +217,8 @@ impl Roster {
     /// The probation of a newcomer that arrived at `at`: [`PROBATION`], or the network's age
     /// then if it is younger (the oldest member's admission is in every roster, signed by its
     /// sponsors, so no one can make a network look younger than it is). A network whose members
-    /// start within a minute of each other is whole within that minute, as today's membership
-    /// is; a crowd arriving later waits the full time.
+    /// start within a minute of each other is whole within that minute; a crowd arriving later
+    /// waits the full time.
     pub fn probation(&self, at: u64) -> u64 {
         PROBATION.min(self.age_at(at))
     }

@@ -12,7 +12,7 @@
 //! A sealed message says its author's public key, a sequence number and the topic it was
 //! signed for: the author is the key's peer id, a copy replayed on another topic fails the
 //! signature, and [`Fresh`] refuses a sequence number not above the last one taken from the
-//! same author on the same topic (a replayed old heartbeat, or an old "leaving").
+//! same author on the same topic (a replayed old summary).
 //!
 //! Layout: `WG1` · key length (1 byte) · protobuf-encoded public key · sequence (8 bytes, big
 //! endian) · signature length (1 byte) · signature · payload. The signature covers the tag

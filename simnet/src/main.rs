@@ -191,7 +191,8 @@ enum Command {
         /// Members gossip no routing summaries (as with `run --no-index`).
         #[arg(long)]
         no_summaries: bool,
-        /// `p2p.heartbeat_secs` and `p2p.missed_heartbeats` (`run` sets 1 and 3 up to 25 nodes).
+        /// The heartbeat design's period and the periods a member may miss (its defaults were
+        /// 5 s and 4).
         #[arg(long, default_value_t = 5.0)]
         heartbeat_secs: f64,
         #[arg(long, default_value_t = 4)]

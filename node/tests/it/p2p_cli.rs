@@ -13,7 +13,7 @@ fn write_config(dir: &Path) -> std::path::PathBuf {
     let toml = format!(
         "data_dir = \"{}\"\n[index]\nenabled = false\n[api]\nlisten = \"127.0.0.1:0\"\n\
          [fetch]\ncontact_url = \"mailto:ops@crawler.weft-volunteers.org\"\n\
-         [p2p]\nlisten = [\"/ip4/127.0.0.1/tcp/0\"]\nheartbeat_secs = 1\n",
+         [p2p]\nlisten = [\"/ip4/127.0.0.1/tcp/0\"]\n",
         dir.join("data").display()
     );
     let path = dir.join("weft.toml");
@@ -88,7 +88,7 @@ fn weft_join_writes_the_peer_into_the_config_and_the_node_joins_through_it() {
     let file = b_dir.path().join("weft.toml");
     let original = format!(
         "# my node\ndata_dir = \"{}\"\n\n[crawl]\nconcurrency = 4 # a small box\n\n[api]\nlisten = \"127.0.0.1:0\"\n\n\
-         [p2p]\nlisten = [\"/ip4/127.0.0.1/tcp/0\"]\nheartbeat_secs = 1\n",
+         [p2p]\nlisten = [\"/ip4/127.0.0.1/tcp/0\"]\n",
         b_dir.path().join("data").display()
     );
     std::fs::write(&file, &original).unwrap();

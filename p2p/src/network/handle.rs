@@ -207,8 +207,8 @@ impl NetworkHandle {
         let _ = self.commands.send(Command::Publish(entry));
     }
 
-    /// Leaves the network for good: announces it at once (members drop this node without
-    /// waiting for missed heartbeats) and takes this node off its own ring, so every URL sent
+    /// Leaves the network for good: signs its departure and tells members at once (every
+    /// roster has it within seconds, without waiting for monitors) and takes this node off its own ring, so every URL sent
     /// from now on — the node's handed-off queue, batches still arriving — goes to the new
     /// owners. Keep the network running until [`NetworkStatus::urls_waiting`] and
     /// [`NetworkStatus::urls_in_flight`] are zero, then [`NetworkHandle::stop`].

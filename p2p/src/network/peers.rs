@@ -1,6 +1,8 @@
-//! What identify told of the peers this node met: the addresses each listens on and whether it
-//! offers a relay. The roster says who the members are, not where they are: a member behind
-//! NAT picks its relays among the members this directory knows to offer one.
+//! What identify told of the peers this node met — the addresses each listens on and whether it
+//! offers a relay — and the addresses Kademlia found for members it had not met. The roster says
+//! who the members are, not where they are: a member behind NAT, reachable only through its
+//! relays' circuits, is found by a lookup of its peer id (the DHT servers it met hold its
+//! addresses), and picks its relays among the members this directory knows to offer one.
 
 use libp2p::{Multiaddr, PeerId};
 use std::collections::HashMap;
@@ -9,6 +11,8 @@ use std::collections::HashMap;
 const MAX_PEERS: usize = 4096;
 /// Addresses kept per peer.
 const MAX_ADDRS: usize = 8;
+/// A member's addresses are looked up at most this often.
+pub(super) const LOOKUP_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 #[derive(Debug, Clone)]
 struct Identified {
@@ -23,6 +27,8 @@ struct Identified {
 pub(super) struct Directory {
     peers: HashMap<PeerId, Identified>,
     counter: u64,
+    /// When each peer's addresses were last looked up in the DHT.
+    looked_up: HashMap<PeerId, std::time::Instant>,
 }
 
 impl Directory {
@@ -36,6 +42,28 @@ impl Directory {
         self.counter += 1;
         let addrs = addrs.iter().take(MAX_ADDRS).cloned().collect();
         self.peers.insert(peer, Identified { addrs, relay, at: self.counter });
+    }
+
+    /// A lookup found `peer` at `addrs` (what it offers is not known until identify tells).
+    pub(super) fn found(&mut self, peer: PeerId, addrs: &[Multiaddr]) {
+        let relay = self.peers.get(&peer).is_some_and(|i| i.relay);
+        if !addrs.is_empty() {
+            self.identified(peer, addrs, relay);
+        }
+    }
+
+    /// Whether a lookup of `peer` may start at `now`: none started within [`LOOKUP_EVERY`].
+    pub(super) fn may_look_up(&mut self, peer: PeerId, now: std::time::Instant) -> bool {
+        if self.looked_up.len() >= MAX_PEERS {
+            self.looked_up.retain(|_, at| now.saturating_duration_since(*at) < LOOKUP_EVERY);
+        }
+        match self.looked_up.get(&peer) {
+            Some(at) if now.saturating_duration_since(*at) < LOOKUP_EVERY => false,
+            _ => {
+                self.looked_up.insert(peer, now);
+                true
+            }
+        }
     }
 
     /// The peers that offer a relay, among those `keep` accepts.
@@ -73,5 +101,20 @@ mod tests {
         }
         assert_eq!(d.peers.len(), MAX_PEERS);
         assert!(!d.peers.contains_key(&a), "the oldest went first");
+    }
+
+    #[test]
+    fn a_lookup_adds_addresses_keeps_the_relay_flag_and_is_not_repeated_soon() {
+        let mut d = Directory::default();
+        let (a, b) = (PeerId::random(), PeerId::random());
+        let circuit: Multiaddr = "/ip4/198.51.100.7/tcp/7701/p2p-circuit".parse().unwrap();
+        d.identified(a, &[], true);
+        d.found(a, std::slice::from_ref(&circuit));
+        d.found(b, &[]);
+        assert_eq!((d.addrs(&a), d.relays(|_| true)), (std::slice::from_ref(&circuit), vec![a]));
+        assert!(d.addrs(&b).is_empty());
+        let t0 = std::time::Instant::now();
+        assert!(d.may_look_up(b, t0) && !d.may_look_up(b, t0 + LOOKUP_EVERY / 2));
+        assert!(d.may_look_up(b, t0 + LOOKUP_EVERY));
     }
 }

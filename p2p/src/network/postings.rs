@@ -22,8 +22,8 @@ pub(super) const INBOUND_POSTINGS: usize = 16;
 /// A batch answered busy is tried again after this long.
 const BUSY_DELAY: Duration = Duration::from_secs(5);
 /// Batches refused whole in a row before the sender is banned. A batch of which anything is
-/// taken clears the count: a member whose ring lags or leads this node's (it missed a join, a
-/// member's heartbeats did not reach it) has a run of pages this node gives to another, and
+/// taken clears the count: a member whose ring lags or leads this node's (an event has not
+/// reached its roster yet) has a run of pages this node gives to another, and
 /// at 50 nodes on two cores counting those for good banned ~250 honest members in half an
 /// hour; each ban dropped a member from this node's ring and made the rings disagree more. A
 /// publisher that sends nothing but pages of others' hosts is still banned on its third batch.

@@ -51,6 +51,8 @@ pub(super) struct State {
     rate_limited: u64,
     /// The roster's fingerprint at the last tick.
     fingerprint: u64,
+    /// DHT lookups of members' addresses in flight.
+    pub(super) lookups: HashMap<libp2p::kad::QueryId, PeerId>,
 }
 
 impl State {
@@ -67,6 +69,7 @@ impl State {
             sent: 0,
             rate_limited: 0,
             fingerprint: 0,
+            lookups: HashMap::new(),
         }
     }
 
@@ -99,12 +102,18 @@ impl EventLoop {
         self.roster.node.set_block(block_hash(own.as_deref()));
         let sends = self.roster.node.tick(now);
         self.send_roster(sends);
+        let instant = std::time::Instant::now();
         for peer in self.roster.node.wanted() {
             if self.connected.contains(&peer) || self.banned.contains_key(&peer) {
                 continue;
             }
-            // Addresses from identify, if this node met it before; Kademlia's otherwise.
+            // Addresses from identify, if this node met it before; a member never met (behind
+            // NAT, reachable through its relays only) is looked up in the DHT.
             let addrs = self.peers.addrs(&peer).to_vec();
+            if addrs.is_empty() && self.peers.may_look_up(peer, instant) {
+                let query = self.swarm.behaviour_mut().kad.get_closest_peers(peer);
+                self.roster.lookups.insert(query, peer);
+            }
             let opts =
                 DialOpts::peer_id(peer).addresses(addrs).condition(PeerCondition::DisconnectedAndNotDialing).build();
             if let Err(e) = self.swarm.dial(opts) {
@@ -127,6 +136,21 @@ impl EventLoop {
         let ring = self.roster.node.roster_mut().ring(now);
         let changes = self.members.follow(ring, &departed, std::time::Instant::now());
         self.on_changes(changes);
+    }
+
+    /// A lookup of a member's addresses progressed: what it found goes to the directory (and
+    /// the routing table), for the next dial.
+    pub(super) fn on_member_lookup(&mut self, id: libp2p::kad::QueryId, found: Vec<libp2p::kad::PeerInfo>, last: bool) {
+        let Some(wanted) = self.roster.lookups.get(&id).copied() else { return };
+        for info in found.into_iter().filter(|i| i.peer_id == wanted) {
+            self.peers.found(info.peer_id, &info.addrs);
+            for addr in info.addrs.into_iter().take(8) {
+                self.add_peer_address(info.peer_id, addr);
+            }
+        }
+        if last {
+            self.roster.lookups.remove(&id);
+        }
     }
 
     /// This node leaves: its departure goes to the members it is connected to.

@@ -7,8 +7,8 @@
 //! other node bootstraps from it. Every initial node is given every host's root as a seed:
 //! seeds of hosts a node does not own travel to their owner like any discovered URL.
 //!
-//! Churn (see [`crate::churn`]): `kill` is SIGKILL (no goodbye: the others notice missed
-//! heartbeats), `restart` starts the same node on the same data dir, `join` adds fresh nodes,
+//! Churn (see [`crate::churn`]): `kill` is SIGKILL (no goodbye: its monitors declare it
+//! dead), `restart` starts the same node on the same data dir, `join` adds fresh nodes,
 //! `leave` is SIGTERM — the node leaves the network gracefully and never comes back.
 //!
 //! `node` holds one node's process, configuration and log; `reports` what a run reports.
