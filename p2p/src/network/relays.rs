@@ -54,7 +54,13 @@ impl EventLoop {
         for a in external.iter().filter(|a| reachability::is_private(a) && !advertised.contains(a)) {
             self.swarm.remove_external_address(a);
         }
-        // Identify pushes the new addresses and protocols to the peers connected.
+        // The peers connected hear the new addresses now: identify pushes a change of protocols
+        // (the relay on or off) by itself, not one of external addresses, and a member behind
+        // NAT is found through the DHT servers it met only at the circuits they heard of.
+        if self.applied.as_ref().map(|a| &a.0) != Some(&applied.0) {
+            let peers: Vec<PeerId> = self.connected.iter().copied().collect();
+            self.swarm.behaviour_mut().identify.push(peers);
+        }
         self.applied = Some(applied);
         self.manage_relays();
     }
