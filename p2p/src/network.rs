@@ -624,18 +624,6 @@ impl EventLoop {
                 self.on_records(id, found, done);
             }
             SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::OutboundQueryProgressed {
-                id,
-                result: kad::QueryResult::GetClosestPeers(result),
-                step,
-                ..
-            })) => {
-                let found = match result {
-                    Ok(ok) => ok.peers,
-                    Err(kad::GetClosestPeersError::Timeout { peers, .. }) => peers,
-                };
-                self.on_member_lookup(id, found, step.last);
-            }
-            SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::OutboundQueryProgressed {
                 result: kad::QueryResult::Bootstrap(result),
                 ..
             })) => match result {

@@ -1,8 +1,8 @@
 //! What identify told of the peers this node met — the addresses each listens on and whether it
-//! offers a relay — and the addresses Kademlia found for members it had not met. The roster says
-//! who the members are, not where they are: a member behind NAT, reachable only through its
-//! relays' circuits, is found by a lookup of its peer id (the DHT servers it met hold its
-//! addresses), and picks its relays among the members this directory knows to offer one.
+//! offers a relay — and the addresses other peers gave for members it had not met. The roster
+//! says who the members are, not where they are: a member behind NAT, reachable only through
+//! its relays' circuits, is found by asking a peer that met it (`/weft/roster/1`'s `Where`), and
+//! a node behind NAT picks its relays among the members this directory knows to offer one.
 
 use libp2p::{Multiaddr, PeerId};
 use std::collections::HashMap;
@@ -11,7 +11,7 @@ use std::collections::HashMap;
 const MAX_PEERS: usize = 4096;
 /// Addresses kept per peer.
 const MAX_ADDRS: usize = 8;
-/// A member's addresses are looked up at most this often.
+/// A member's addresses are asked for at most this often.
 pub(super) const LOOKUP_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 #[derive(Debug, Clone)]
@@ -44,7 +44,8 @@ impl Directory {
         self.peers.insert(peer, Identified { addrs, relay, at: self.counter });
     }
 
-    /// A lookup found `peer` at `addrs` (what it offers is not known until identify tells).
+    /// Another peer said `peer` is at `addrs` (what it offers is not known until identify
+    /// tells).
     pub(super) fn found(&mut self, peer: PeerId, addrs: &[Multiaddr]) {
         let relay = self.peers.get(&peer).is_some_and(|i| i.relay);
         if !addrs.is_empty() {
@@ -52,7 +53,7 @@ impl Directory {
         }
     }
 
-    /// Whether a lookup of `peer` may start at `now`: none started within [`LOOKUP_EVERY`].
+    /// Whether `peer`'s addresses may be asked for at `now`: not within [`LOOKUP_EVERY`].
     pub(super) fn may_look_up(&mut self, peer: PeerId, now: std::time::Instant) -> bool {
         if self.looked_up.len() >= MAX_PEERS {
             self.looked_up.retain(|_, at| now.saturating_duration_since(*at) < LOOKUP_EVERY);

@@ -9,13 +9,14 @@ use crate::membership::FORMER_RINGS_FOR;
 use crate::reachability::address_block;
 use crate::roster::event::{block_hash, position};
 use crate::roster::node::{Asked, RosterNode, Send};
-use crate::roster::wire::{RosterReply, RosterRequest};
+use crate::roster::wire::{RosterReply, RosterRequest, MAX_ADDRS_EACH, MAX_WHERE};
 use libp2p::identity::Keypair;
 use libp2p::request_response::{self, OutboundRequestId};
 use libp2p::swarm::dial_opts::{DialOpts, PeerCondition};
+use libp2p::Multiaddr;
 use libp2p::PeerId;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Roster requests one peer may make per second on average (burst of twice that): a member
 /// sends one digest round every two seconds, and a newcomer a page at a time.
@@ -35,6 +36,9 @@ pub struct RosterStatus {
     /// Events refused (forged, malformed, against the rules), and the last reason.
     pub refused_events: u64,
     pub last_refusal: Option<String>,
+    /// The last sponsorship or accusation of this node a member declined, and why.
+    #[serde(default)]
+    pub last_declined: Option<String>,
     /// Requests answered, requests sent, and requests from peers over their rate.
     pub answered: u64,
     pub sent: u64,
@@ -51,8 +55,8 @@ pub(super) struct State {
     rate_limited: u64,
     /// The roster's fingerprint at the last tick.
     fingerprint: u64,
-    /// DHT lookups of members' addresses in flight.
-    pub(super) lookups: HashMap<libp2p::kad::QueryId, PeerId>,
+    /// Questions of where members are, in flight.
+    wheres: HashSet<OutboundRequestId>,
 }
 
 impl State {
@@ -69,7 +73,7 @@ impl State {
             sent: 0,
             rate_limited: 0,
             fingerprint: 0,
-            lookups: HashMap::new(),
+            wheres: HashSet::new(),
         }
     }
 
@@ -82,6 +86,7 @@ impl State {
             fingerprint: format!("{:016x}", self.fingerprint),
             refused_events,
             last_refusal: last_refusal.map(str::to_string),
+            last_declined: self.node.declined().map(str::to_string),
             answered: self.answered,
             sent: self.sent,
             rate_limited: self.rate_limited,
@@ -103,16 +108,16 @@ impl EventLoop {
         let sends = self.roster.node.tick(now);
         self.send_roster(sends);
         let instant = std::time::Instant::now();
+        let mut unknown = Vec::new();
         for peer in self.roster.node.wanted() {
             if self.connected.contains(&peer) || self.banned.contains_key(&peer) {
                 continue;
             }
-            // Addresses from identify, if this node met it before; a member never met (behind
-            // NAT, reachable through its relays only) is looked up in the DHT.
+            // Addresses from identify, if this node met it before; those of a member never met
+            // (behind NAT, reachable through its relays only) are asked of a peer that did.
             let addrs = self.peers.addrs(&peer).to_vec();
-            if addrs.is_empty() && self.peers.may_look_up(peer, instant) {
-                let query = self.swarm.behaviour_mut().kad.get_closest_peers(peer);
-                self.roster.lookups.insert(query, peer);
+            if addrs.is_empty() && unknown.len() < MAX_WHERE && self.peers.may_look_up(peer, instant) {
+                unknown.push(peer);
             }
             let opts =
                 DialOpts::peer_id(peer).addresses(addrs).condition(PeerCondition::DisconnectedAndNotDialing).build();
@@ -121,8 +126,45 @@ impl EventLoop {
                 self.roster.node.disconnected(&peer, now);
             }
         }
+        self.ask_where(unknown);
         self.roster.fingerprint = self.roster.node.roster().members().fold(0, |h, p| h ^ position(p));
         self.follow_roster();
+    }
+
+    /// Asks a connected peer — a bootstrap peer first, else any — where `members` are.
+    fn ask_where(&mut self, members: Vec<PeerId>) {
+        if members.is_empty() {
+            return;
+        }
+        let boot = self.config.bootstrap.iter().map(|(p, _)| *p).find(|p| self.connected.contains(p));
+        let Some(to) = boot.or_else(|| self.connected.iter().find(|p| !members.contains(p)).copied()) else { return };
+        let request = RosterRequest::Where(members.iter().map(PeerId::to_string).collect());
+        let id = self.swarm.behaviour_mut().roster.send_request(&to, Frame::Request(request));
+        self.roster.wheres.insert(id);
+        self.roster.sent += 1;
+    }
+
+    /// The addresses this node knows of the members `from` asks about (see
+    /// [`RosterRequest::Where`]).
+    fn answer_where(&self, asked: &[String]) -> RosterReply {
+        let known = (asked.iter().take(MAX_WHERE))
+            .filter_map(|p| p.parse::<PeerId>().ok())
+            .map(|p| (p, self.peers.addrs(&p)))
+            .filter(|(_, addrs)| !addrs.is_empty())
+            .map(|(p, addrs)| (p.to_string(), addrs.iter().take(MAX_ADDRS_EACH).map(ToString::to_string).collect()))
+            .collect();
+        RosterReply::Addresses(known)
+    }
+
+    /// Addresses another peer gave for members this node asked about: kept for the next dial
+    /// (a wrong one costs a failed dial: the connection proves the peer id).
+    fn on_addresses(&mut self, given: Vec<(String, Vec<String>)>) {
+        for (peer, addrs) in given.into_iter().take(MAX_WHERE) {
+            let Ok(peer) = peer.parse::<PeerId>() else { continue };
+            let addrs: Vec<Multiaddr> =
+                addrs.iter().take(MAX_ADDRS_EACH).filter(|a| a.len() <= 512).filter_map(|a| a.parse().ok()).collect();
+            self.peers.found(peer, &addrs);
+        }
     }
 
     /// Takes the roster's member set as the ring's (a change, or a member's next admission
@@ -136,21 +178,6 @@ impl EventLoop {
         let ring = self.roster.node.roster_mut().ring(now);
         let changes = self.members.follow(ring, &departed, std::time::Instant::now());
         self.on_changes(changes);
-    }
-
-    /// A lookup of a member's addresses progressed: what it found goes to the directory (and
-    /// the routing table), for the next dial.
-    pub(super) fn on_member_lookup(&mut self, id: libp2p::kad::QueryId, found: Vec<libp2p::kad::PeerInfo>, last: bool) {
-        let Some(wanted) = self.roster.lookups.get(&id).copied() else { return };
-        for info in found.into_iter().filter(|i| i.peer_id == wanted) {
-            self.peers.found(info.peer_id, &info.addrs);
-            for addr in info.addrs.into_iter().take(8) {
-                self.add_peer_address(info.peer_id, addr);
-            }
-        }
-        if last {
-            self.roster.lookups.remove(&id);
-        }
     }
 
     /// This node leaves: its departure goes to the members it is connected to.
@@ -178,9 +205,13 @@ impl EventLoop {
                         drop(channel);
                         return;
                     }
-                    let remote = self.reach.remote_of(&peer);
-                    let block = block_hash(remote.as_ref().and_then(address_block).as_deref());
-                    let reply = self.roster.node.on_request(peer, request, block, now);
+                    let reply = if let RosterRequest::Where(asked) = &request {
+                        self.answer_where(asked)
+                    } else {
+                        let remote = self.reach.remote_of(&peer);
+                        let block = block_hash(remote.as_ref().and_then(address_block).as_deref());
+                        self.roster.node.on_request(peer, request, block, now)
+                    };
                     self.roster.answered += 1;
                     let _ = self.swarm.behaviour_mut().roster.send_response(channel, reply);
                     self.follow_roster();
@@ -190,7 +221,11 @@ impl EventLoop {
                     self.refused(peer, &why);
                 }
                 request_response::Message::Response { request_id, response } => {
-                    if let Some(asked) = self.roster.asked.remove(&request_id) {
+                    if self.roster.wheres.remove(&request_id) {
+                        if let RosterReply::Addresses(given) = response {
+                            self.on_addresses(given);
+                        }
+                    } else if let Some(asked) = self.roster.asked.remove(&request_id) {
                         let sends = self.roster.node.on_reply(peer, asked, response, now);
                         self.send_roster(sends);
                         self.follow_roster();
@@ -198,6 +233,7 @@ impl EventLoop {
                 }
             },
             request_response::Event::OutboundFailure { peer, request_id, error, .. } => {
+                self.roster.wheres.remove(&request_id);
                 if let Some(asked) = self.roster.asked.remove(&request_id) {
                     tracing::debug!(%peer, "roster request {asked:?} failed: {error}");
                     self.roster.node.on_failure(peer, asked, now);

@@ -103,6 +103,9 @@ pub struct RosterNode {
     /// Events refused (a sender's mistake or a forgery; counted, never fatal).
     refused: u64,
     last_refusal: Option<String>,
+    /// The last sponsorship or accusation a member declined, with its reason (a newcomer that
+    /// stays out can tell why).
+    last_declined: Option<String>,
 }
 
 impl RosterNode {
@@ -135,6 +138,7 @@ impl RosterNode {
             changes: Vec::new(),
             refused: 0,
             last_refusal: None,
+            last_declined: None,
             key,
         }
     }
@@ -158,6 +162,11 @@ impl RosterNode {
     /// Events refused so far, and the last reason.
     pub fn refused(&self) -> (u64, Option<&str>) {
         (self.refused, self.last_refusal.as_deref())
+    }
+
+    /// The last request of this node a member declined, and why.
+    pub fn declined(&self) -> Option<&str> {
+        self.last_declined.as_deref()
     }
 
     /// How the roster changed since the last call.
@@ -292,6 +301,9 @@ impl RosterNode {
                 Ok(proof) => RosterReply::Signed(proof),
                 Err(why) => RosterReply::Declined(why),
             },
+            // Addresses are the event loop's (`network/peers.rs`), which answers these before
+            // they reach here: this node knows none.
+            RosterRequest::Where(_) => RosterReply::Addresses(Vec::new()),
         }
     }
 
@@ -338,6 +350,8 @@ impl RosterNode {
             }
             (Asked::Sponsor | Asked::Accuse(_), RosterReply::Declined(why)) => {
                 tracing::debug!(peer = %from, "roster request declined: {why}");
+                let why: String = why.chars().take(200).collect();
+                self.last_declined = Some(format!("{from}: {why}"));
             }
             (asked, reply) => {
                 self.forget(asked);
@@ -526,6 +540,7 @@ fn reply_kind(reply: &RosterReply) -> &'static str {
         RosterReply::Page(_) => "a page",
         RosterReply::Signed(_) => "a signature",
         RosterReply::Declined(_) => "a refusal",
+        RosterReply::Addresses(_) => "addresses",
     }
 }
 

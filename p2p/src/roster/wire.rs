@@ -21,7 +21,16 @@ pub enum RosterRequest {
     Sponsor(Event),
     /// A Dead signed by one monitor, for another monitor to co-sign.
     Accuse(Event),
+    /// Where the asker may reach these members (base58 peer ids, at most [`MAX_WHERE`]): the
+    /// roster says who the members are, not where; a member behind NAT is reachable only at
+    /// its relays' circuits, which the members it met heard of. Answered with
+    /// [`RosterReply::Addresses`].
+    Where(Vec<String>),
 }
+
+/// Members one [`RosterRequest::Where`] may ask about, and addresses given for each.
+pub const MAX_WHERE: usize = 16;
+pub const MAX_ADDRS_EACH: usize = 4;
 
 /// A `/weft/roster/1` response.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,6 +42,8 @@ pub enum RosterReply {
     Signed(Proof),
     /// Not signed, and why (for the asker's log).
     Declined(String),
+    /// The addresses the answerer knows of the members asked about (multiaddrs as text).
+    Addresses(Vec<(String, Vec<String>)>),
 }
 
 /// `/weft/roster/1` on the wire (see [`crate::codec`]).
@@ -54,7 +65,7 @@ impl crate::codec::Wire for RosterWire {
 
 #[cfg(test)]
 mod tests {
-    use super::{RosterReply, RosterRequest, RosterWire};
+    use super::{RosterReply, RosterRequest, RosterWire, MAX_ADDRS_EACH, MAX_WHERE};
     use crate::codec::Wire;
     use crate::roster::digest::{BucketKeys, Digest, BUCKETS, MAX_KEYS};
     use crate::roster::event::{Event, What};
@@ -85,7 +96,12 @@ mod tests {
         assert!(size(&answer) <= RosterWire::MAX_RESPONSE_BYTES, "{}", size(&answer));
         let page = RosterReply::Page(Snapshot { events, last: u64::MAX, next: Some(u64::MAX) });
         assert!(size(&page) <= RosterWire::MAX_RESPONSE_BYTES);
+        let peer_text = peer.to_string();
+        let long_addr = format!("/ip4/255.255.255.255/tcp/65535/p2p/{peer_text}/p2p-circuit/p2p/{peer_text}");
+        let wheres = RosterReply::Addresses(vec![(peer_text.clone(), vec![long_addr; MAX_ADDRS_EACH]); MAX_WHERE]);
+        assert!(size(&wheres) <= RosterWire::MAX_RESPONSE_BYTES, "{}", size(&wheres));
         for r in [
+            RosterRequest::Where(vec![peer_text.clone(); MAX_WHERE]),
             RosterRequest::Page { after: Some(3) },
             RosterRequest::Sponsor(joined.clone()),
             RosterRequest::Accuse(joined),

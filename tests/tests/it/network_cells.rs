@@ -128,11 +128,10 @@ async fn pages_indexed_on_a_node_that_left_are_found_through_their_cells_owners(
 
     // D joins: the cells it gains are handed to it by their former owners, and every page of
     // A is held by at least as many members as a cell has owners.
+    // A newcomer to a network minutes old is a member after its probation.
     members.push(member(&server, dirs[NODES].path(), NODES, members[0].bootstrap()).await);
-    common::until("D is a member", Duration::from_secs(60), || {
-        members.iter().all(|m| m.net.status().members.len() == NODES)
-    })
-    .await;
+    let probation = Duration::from_secs(weft_p2p::roster::PROBATION + 60);
+    common::until("D is a member", probation, || members.iter().all(|m| m.net.status().members.len() == NODES)).await;
     let d = members.last().unwrap();
     common::until("the cells' postings are handed to their new owners", Duration::from_secs(60), || {
         d.net.status().postings.received > 0
