@@ -237,6 +237,10 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
         peer.handle.set_summary(model.clone(), vec![vector], vec![1]);
         peers.push(peer);
     }
+    // They are members after their probation (as long as the network is old, at most five
+    // minutes): only members are asked.
+    let probation = Duration::from_secs(weft_p2p::roster::PROBATION + 60);
+    common::until("the three are members", probation, || nets[0].status().members.len() == NODES + 3).await;
     common::until("node 0 knows the three new members' summaries", Duration::from_secs(60), || {
         nets[0].status().search.summaries_known == NODES - 1 + 3
     })
