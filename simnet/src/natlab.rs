@@ -396,9 +396,9 @@ fn lab_config(spec: &LabSpec, web: &crate::docs::DocsWeb, n: usize, dir: &std::p
     c
 }
 
-/// Runs the lab scenario: the public node first, then the home nodes bootstrapping from it,
-/// the seeds given to the first home node (behind NAT: every URL it finds for another node's
-/// hosts must travel to it); waits for full coverage and empty outboxes, then every node
+/// Runs the lab scenario: the public node first, then the home nodes bootstrapping from it;
+/// once every node is a member, the seeds given to the first home node (behind NAT: every URL
+/// it finds for another node's hosts must travel to it); waits for full coverage and empty outboxes, then every node
 /// searches the network.
 pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
     let lab = Lab::build_with(&spec.homes)?;
@@ -426,9 +426,6 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
         let mut config = lab_config(spec, &web, n, &dir);
         if let Some(b) = &bootstrap {
             config.p2p.bootstrap = b.clone();
-        }
-        if n == 1 {
-            config.crawl.seeds = web.seeds.clone();
         }
         let path = dir.join("weft.toml");
         std::fs::write(&path, config.to_toml())?;
@@ -473,6 +470,30 @@ pub async fn run_lab(spec: &LabSpec) -> Result<LabReport, LabError> {
                 format!("/ip4/{PUBLIC}/udp/{P2P_PORT}/quic-v1/p2p/{peer}"),
             ]);
         }
+    }
+
+    // The crawl starts once every node is a member (a home node is admitted after a probation as
+    // long as the network is old): the lab judges NAT traversal, and a node admitted after the
+    // small web was crawled would have nothing to fetch.
+    let members = names.len();
+    let deadline = std::time::Instant::now() + Duration::from_secs(weft_p2p::roster::PROBATION + 60);
+    let counts = || {
+        let count = |n: &String| status(&lab, n).and_then(|s| s.pointer("/network/members")?.as_array().map(Vec::len));
+        names.iter().map(count).collect::<Vec<_>>()
+    };
+    while counts().iter().any(|c| *c != Some(members)) {
+        if std::time::Instant::now() > deadline {
+            return Err(LabError::Command {
+                command: "joining the roster".into(),
+                stderr: format!("members each node counts: {:?} of {members}", counts()),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let token = std::fs::read_to_string(spec.work_dir.join(&names[1]).join("data/api.token"))?;
+    let body = serde_json::json!({ "urls": web.seeds }).to_string();
+    if !matches!(lab.post(&names[1], api(WEB), "/seeds", token.trim(), &body), Ok((200, _))) {
+        return Err(LabError::Command { command: format!("POST /seeds to {}", names[1]), stderr: String::new() });
     }
 
     let expect_judge = |log: &[crate::web::Request]| {
