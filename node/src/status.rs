@@ -338,6 +338,11 @@ impl prometheus_client::collector::Collector for StatusCollector {
                     n.batches_not_member,
                 ),
                 (
+                    "weft_p2p_urls_from_newcomers",
+                    "Page URLs taken from newcomers on their probation that this member will monitor",
+                    n.urls_from_newcomers,
+                ),
+                (
                     "weft_p2p_requests_cut",
                     "URL batches and search requests dropped while being read (their budget was held)",
                     n.requests_cut,

@@ -30,6 +30,10 @@ pub const BUSY_DELAY: Duration = Duration::from_millis(250);
 pub const NOT_MEMBER_DELAY: Duration = Duration::from_secs(2);
 /// Batches a peer may send per second on average (burst of twice that).
 pub const BATCHES_PER_SEC: f64 = 20.0;
+/// Page URLs a member takes from all the newcomers it watches on their way in, per hour (see
+/// [`NewcomerAllowance`]), and at once.
+pub const NEWCOMER_URLS_PER_HOUR: f64 = 3600.0;
+pub const NEWCOMER_URLS_BURST: f64 = BATCH_URLS as f64;
 
 /// What a URL is for the crawler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -407,10 +411,57 @@ impl RateLimit {
     }
 }
 
+/// How many page URLs a member takes from newcomers, all of them together.
+///
+/// A newcomer on its probation is on no ring, and its owners refuse its URLs; its user's seeds
+/// go to a would-be monitor instead, which routes them as its own. One bucket for every
+/// newcomer, not one each: identities cost nothing, so a crowd of them gets no more than one.
+/// A newcomer over it waits, and sends its URLs itself once it is a member.
+#[derive(Debug)]
+pub struct NewcomerAllowance {
+    tokens: f64,
+    last: Instant,
+}
+
+impl NewcomerAllowance {
+    pub fn new(now: Instant) -> NewcomerAllowance {
+        NewcomerAllowance { tokens: NEWCOMER_URLS_BURST, last: now }
+    }
+
+    /// Takes `urls` URLs' worth; false (and nothing taken) when the allowance is short.
+    pub fn take(&mut self, urls: usize, now: Instant) -> bool {
+        let per_sec = NEWCOMER_URLS_PER_HOUR / 3600.0;
+        self.tokens = (self.tokens + now.saturating_duration_since(self.last).as_secs_f64() * per_sec)
+            .min(NEWCOMER_URLS_BURST);
+        self.last = now;
+        if self.tokens >= urls as f64 {
+            self.tokens -= urls as f64;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::codec::{decode_request, Frame, Refusal};
+
+    #[test]
+    fn newcomers_share_one_allowance_that_refills_over_the_hour() {
+        let t0 = Instant::now();
+        let mut a = NewcomerAllowance::new(t0);
+        assert!(a.take(BATCH_URLS, t0), "a full batch at once");
+        assert!(!a.take(1, t0), "then nothing");
+        let later = t0 + Duration::from_secs(12);
+        assert!(!a.take(13, later), "twelve seconds refill twelve URLs, not thirteen");
+        assert!(a.take(12, later));
+        // Never more than the burst, however long it waited.
+        let much_later = later + Duration::from_secs(86_400);
+        assert!(!a.take(BATCH_URLS + 1, much_later));
+        assert!(a.take(BATCH_URLS, much_later));
+    }
 
     fn page(url: &str) -> WireUrl {
         WireUrl::new(url, 1, UrlKind::Page)

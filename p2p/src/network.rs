@@ -10,8 +10,8 @@
 use crate::behaviour::{Behaviour, BehaviourEvent};
 use crate::codec::{Codec, Frame, RequestBudget};
 use crate::exchange::{
-    check_batch, check_url, BatchReply, InFlight, Outbox, RateLimit, UrlBatch, UrlKind, WireUrl, BUSY_DELAY, MAX_HOPS,
-    NOT_MEMBER_DELAY,
+    check_batch, check_url, BatchReply, InFlight, NewcomerAllowance, Outbox, RateLimit, UrlBatch, UrlKind, WireUrl,
+    BUSY_DELAY, MAX_HOPS, NOT_MEMBER_DELAY,
 };
 use crate::membership::{Change, Members};
 use crate::postings::Posting;
@@ -161,6 +161,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         inbound: inbound_tx,
         acked: acked_tx,
         rate: RateLimit::default(),
+        newcomers: NewcomerAllowance::new(std::time::Instant::now()),
         dht_rate: RateLimit::new(DHT_STORES_PER_SEC),
         dht_over: HashMap::new(),
         banned: HashMap::new(),
@@ -200,6 +201,7 @@ struct Counts {
     refused: u64,
     rate_limited: u64,
     not_member: u64,
+    from_newcomers: u64,
     done_refused: u64,
     dht_lookups: u64,
     dht_found: u64,
@@ -279,6 +281,8 @@ struct EventLoop {
     inbound: mpsc::Sender<Inbound>,
     acked: mpsc::UnboundedSender<Vec<String>>,
     rate: RateLimit,
+    /// Page URLs this member takes from newcomers on their probation, all together.
+    newcomers: NewcomerAllowance,
     /// Stores (records, provider announcements) each peer may ask for.
     dht_rate: RateLimit,
     /// Stores refused per peer for being over its rate (a flood is banned).
@@ -516,6 +520,7 @@ impl EventLoop {
                 if !self.connected.contains(&peer) {
                     self.roster.node.disconnected(&peer, roster::unix_now());
                     self.members.unreached(&peer, std::time::Instant::now());
+                    self.peers.unreached(&peer);
                 }
                 if self.is_bootstrap(&peer) {
                     self.schedule_retry(error.to_string());

@@ -12,7 +12,7 @@ const MAX_PEERS: usize = 4096;
 /// Addresses kept per peer.
 const MAX_ADDRS: usize = 8;
 /// A member's addresses are asked for at most this often.
-pub(super) const LOOKUP_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+pub(super) const ASK_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 #[derive(Debug, Clone)]
 struct Identified {
@@ -20,6 +20,8 @@ struct Identified {
     relay: bool,
     /// Order of identification: the oldest is forgotten first.
     at: u64,
+    /// A dial failed since these addresses were told.
+    stale: bool,
 }
 
 /// Peers as identify described them.
@@ -27,8 +29,8 @@ struct Identified {
 pub(super) struct Directory {
     peers: HashMap<PeerId, Identified>,
     counter: u64,
-    /// When each peer's addresses were last looked up in the DHT.
-    looked_up: HashMap<PeerId, std::time::Instant>,
+    /// When each peer's addresses were last asked of another peer.
+    asked: HashMap<PeerId, std::time::Instant>,
 }
 
 impl Directory {
@@ -41,7 +43,7 @@ impl Directory {
         }
         self.counter += 1;
         let addrs = addrs.iter().take(MAX_ADDRS).cloned().collect();
-        self.peers.insert(peer, Identified { addrs, relay, at: self.counter });
+        self.peers.insert(peer, Identified { addrs, relay, at: self.counter, stale: false });
     }
 
     /// Another peer said `peer` is at `addrs` (what it offers is not known until identify
@@ -53,18 +55,33 @@ impl Directory {
         }
     }
 
-    /// Whether `peer`'s addresses may be asked for at `now`: not within [`LOOKUP_EVERY`].
-    pub(super) fn may_look_up(&mut self, peer: PeerId, now: std::time::Instant) -> bool {
-        if self.looked_up.len() >= MAX_PEERS {
-            self.looked_up.retain(|_, at| now.saturating_duration_since(*at) < LOOKUP_EVERY);
+    /// Whether `peer`'s addresses may be asked for at `now`: not within [`ASK_EVERY`].
+    pub(super) fn may_ask(&mut self, peer: PeerId, now: std::time::Instant) -> bool {
+        if self.asked.len() >= MAX_PEERS {
+            self.asked.retain(|_, at| now.saturating_duration_since(*at) < ASK_EVERY);
         }
-        match self.looked_up.get(&peer) {
-            Some(at) if now.saturating_duration_since(*at) < LOOKUP_EVERY => false,
+        match self.asked.get(&peer) {
+            Some(at) if now.saturating_duration_since(*at) < ASK_EVERY => false,
             _ => {
-                self.looked_up.insert(peer, now);
+                self.asked.insert(peer, now);
                 true
             }
         }
+    }
+
+    /// A dial to `peer` failed: the addresses known may be stale (a member behind NAT that moved
+    /// to other relays), so they are asked for again (they are kept meanwhile: a peer down for a
+    /// moment comes back at them).
+    pub(super) fn unreached(&mut self, peer: &PeerId) {
+        if let Some(i) = self.peers.get_mut(peer) {
+            i.stale = true;
+        }
+    }
+
+    /// Whether `peer`'s addresses are worth asking another peer for: none known, or a dial at
+    /// them failed since identify last told them.
+    pub(super) fn wants_addrs(&self, peer: &PeerId) -> bool {
+        self.peers.get(peer).is_none_or(|i| i.addrs.is_empty() || i.stale)
     }
 
     /// The peers that offer a relay, among those `keep` accepts.
@@ -115,7 +132,17 @@ mod tests {
         assert_eq!((d.addrs(&a), d.relays(|_| true)), (std::slice::from_ref(&circuit), vec![a]));
         assert!(d.addrs(&b).is_empty());
         let t0 = std::time::Instant::now();
-        assert!(d.may_look_up(b, t0) && !d.may_look_up(b, t0 + LOOKUP_EVERY / 2));
-        assert!(d.may_look_up(b, t0 + LOOKUP_EVERY));
+        assert!(d.may_ask(b, t0) && !d.may_ask(b, t0 + ASK_EVERY / 2));
+        assert!(d.may_ask(b, t0 + ASK_EVERY));
+        // A failed dial makes a's circuit worth asking about again; it is kept meanwhile, and a
+        // new answer replaces it.
+        assert!(!d.wants_addrs(&a) && d.wants_addrs(&b));
+        d.unreached(&a);
+        assert!(d.wants_addrs(&a));
+        assert_eq!(d.addrs(&a), std::slice::from_ref(&circuit));
+        let moved: Multiaddr = "/ip4/203.0.113.9/tcp/7701/p2p-circuit".parse().unwrap();
+        d.found(a, std::slice::from_ref(&moved));
+        assert!(!d.wants_addrs(&a));
+        assert_eq!(d.addrs(&a), std::slice::from_ref(&moved));
     }
 }

@@ -114,9 +114,10 @@ impl EventLoop {
                 continue;
             }
             // Addresses from identify, if this node met it before; those of a member never met
-            // (behind NAT, reachable through its relays only) are asked of a peer that did.
+            // (behind NAT, reachable through its relays only), or last dialled in vain, are
+            // asked of a peer that met it.
             let addrs = self.peers.addrs(&peer).to_vec();
-            if addrs.is_empty() && unknown.len() < MAX_WHERE && self.peers.may_look_up(peer, instant) {
+            if self.peers.wants_addrs(&peer) && unknown.len() < MAX_WHERE && self.peers.may_ask(peer, instant) {
                 unknown.push(peer);
             }
             let opts =

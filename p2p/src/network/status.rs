@@ -69,6 +69,10 @@ pub struct NetworkStatus {
     /// newcomer still in its probation, or one whose admission has not reached this node's
     /// roster yet; it retries).
     pub batches_not_member: u64,
+    /// Page URLs taken from newcomers on their probation that this member will monitor (their
+    /// users' seeds; see `crate::exchange::NewcomerAllowance`).
+    #[serde(default)]
+    pub urls_from_newcomers: u64,
     /// URLs sent as done by a peer that did not own their host, now or before the last
     /// membership changes: refused, so a peer cannot keep pages from being fetched.
     pub done_refused: u64,
@@ -209,6 +213,7 @@ impl EventLoop {
             batches_refused: self.counts.refused,
             batches_rate_limited: self.counts.rate_limited,
             batches_not_member: self.counts.not_member,
+            urls_from_newcomers: self.counts.from_newcomers,
             requests_buffered_bytes: self.budgets.iter().map(|b| b.held()).sum(),
             requests_cut: self.budgets.iter().map(|b| b.cut()).sum(),
             done_refused: self.counts.done_refused,

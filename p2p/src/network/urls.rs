@@ -49,7 +49,14 @@ impl EventLoop {
         let me = *self.swarm.local_peer_id();
         let due = self.outbox.due(self.members.ring(), &me, std::time::Instant::now(), all);
         self.deliver(due.mine, None, None, false);
-        for f in due.batches {
+        // On its way in this node is no member of the owners' rosters: its URLs go to a
+        // would-be monitor, which takes a newcomer's (see `RosterNode::watching_newcomer`).
+        let via = self.roster.node.newcomer_via();
+        for mut f in due.batches {
+            if let Some(via) = via {
+                f.owner = via;
+                f.batch.handoff = false;
+            }
             let id = self.swarm.behaviour_mut().urls.send_request(&f.owner, Frame::Request(f.batch.clone()));
             self.in_flight.insert(id, f);
         }
@@ -92,7 +99,7 @@ impl EventLoop {
         }
     }
 
-    pub(super) fn on_batch(&mut self, peer: PeerId, batch: UrlBatch, channel: ResponseChannel<BatchReply>) {
+    pub(super) fn on_batch(&mut self, peer: PeerId, mut batch: UrlBatch, channel: ResponseChannel<BatchReply>) {
         if !self.rate.allow(&peer.to_string(), std::time::Instant::now()) {
             self.counts.rate_limited += 1;
             let _ = self.swarm.behaviour_mut().urls.send_response(channel, BatchReply::Busy);
@@ -106,11 +113,19 @@ impl EventLoop {
         }
         let now = std::time::Instant::now();
         // Only members queue URLs here (or members that just left, handing their hosts over):
-        // a stranger's batch would steer this node's crawl.
+        // a stranger's batch would steer this node's crawl. The one exception is a newcomer on
+        // its probation that this member will monitor, within the allowance all newcomers
+        // share: its page URLs (its user's seeds) are routed as this member's own, and it may
+        // neither say a page is done nor hand hosts over, owning none.
         if !self.members.knows(&peer, now) {
-            self.counts.not_member += 1;
-            let _ = self.swarm.behaviour_mut().urls.send_response(channel, BatchReply::NotMember);
-            return;
+            let newcomer = self.roster.node.watching_newcomer(&peer, super::roster::unix_now());
+            if !newcomer || !self.newcomers.take(batch.urls.len(), now) {
+                self.counts.not_member += 1;
+                let _ = self.swarm.behaviour_mut().urls.send_response(channel, BatchReply::NotMember);
+                return;
+            }
+            batch.handoff = false;
+            self.counts.from_newcomers += batch.urls.len() as u64;
         }
         let mut valid = Vec::with_capacity(batch.urls.len());
         let mut rejected = 0u32;

@@ -179,6 +179,11 @@ impl Sponsoring {
         self.met.remove(peer);
     }
 
+    /// Since when a connection with `peer` has stood, if one does.
+    pub fn met_since(&self, peer: &PeerId) -> Option<u64> {
+        self.met.get(peer).copied()
+    }
+
     /// Whether `me` signs `joined`, sent by `from` from address block `block` (0: private or
     /// relayed): its own Joined, dated now, after a probation connected to `me`, `me` one of
     /// its would-be monitors, the Sybil limits kept.

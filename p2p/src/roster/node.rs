@@ -34,6 +34,9 @@ pub const VIEW: usize = 8;
 const SHUFFLE_SECS: u64 = 120;
 /// A node with no one to join founds a network after this long without a page from anyone.
 pub const FOUND_AFTER: u64 = 10;
+/// Seconds a newcomer stays connected to a would-be monitor before that member takes its URLs
+/// (a peer that connects only to push URLs and go is turned away).
+pub const NEWCOMER_SETTLED: u64 = 5;
 /// A request not answered within this long is given up (the transport's own timeout reports
 /// most failures earlier).
 const GIVE_UP_AFTER: u64 = 30;
@@ -106,6 +109,8 @@ pub struct RosterNode {
     /// The last sponsorship or accusation a member declined, with its reason (a newcomer that
     /// stays out can tell why).
     last_declined: Option<String>,
+    /// This node left: it does not come in again (its hand-over goes to its hosts' owners).
+    left: bool,
 }
 
 impl RosterNode {
@@ -139,6 +144,7 @@ impl RosterNode {
             refused: 0,
             last_refusal: None,
             last_declined: None,
+            left: false,
             key,
         }
     }
@@ -157,6 +163,27 @@ impl RosterNode {
 
     pub fn is_member(&self) -> bool {
         self.roster.is_member(&self.me)
+    }
+
+    /// Whether `peer` is a newcomer on its way in that this member will monitor, connected to it
+    /// for [`NEWCOMER_SETTLED`] at least: the one stranger whose page URLs a member takes (its
+    /// user's seeds, which would otherwise wait out its probation, and be lost with a newcomer
+    /// that leaves before it is admitted). See `crate::exchange::NewcomerAllowance` for the bound.
+    pub fn watching_newcomer(&self, peer: &PeerId, now: u64) -> bool {
+        self.is_member()
+            && !self.roster.is_member(peer)
+            && self.sponsoring.met_since(peer).is_some_and(|met| now >= met + NEWCOMER_SETTLED)
+            && self.roster.successors(peer, MONITORS).contains(&self.me)
+    }
+
+    /// While this node is on its way in: the would-be monitor it is connected to that takes its
+    /// URLs (see [`RosterNode::watching_newcomer`]). None for a member or a leaver (whose
+    /// hand-over goes to its hosts' owners), or with no monitor connected yet.
+    pub fn newcomer_via(&self) -> Option<PeerId> {
+        if self.left || self.is_member() || !matches!(self.stage(), Stage::Probation { .. } | Stage::Asking { .. }) {
+            return None;
+        }
+        self.roster.successors(&self.me, MONITORS).into_iter().find(|p| self.connected.contains(p))
     }
 
     /// Events refused so far, and the last reason.
@@ -371,6 +398,7 @@ impl RosterNode {
 
     /// This node leaves at `now`: its signed departure, for the members to tell directly.
     pub fn leave(&mut self, now: u64) -> Vec<Send> {
+        self.left = true;
         if !self.is_member() {
             return Vec::new();
         }
@@ -443,10 +471,10 @@ impl RosterNode {
         self.check_self(now);
     }
 
-    /// A member declared dead refutes it while it may; one gone for longer, or after it left,
-    /// comes in again.
+    /// A member declared dead refutes it while it may; one gone for longer comes in again (a
+    /// node that left does not: it is on its way out).
     fn check_self(&mut self, now: u64) {
-        if !matches!(self.admission.stage(), Stage::Member) {
+        if self.left || !matches!(self.admission.stage(), Stage::Member) {
             return;
         }
         if self.roster.is_member(&self.me) {
@@ -546,7 +574,7 @@ fn reply_kind(reply: &RosterReply) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::{RosterNode, Send, FOUND_AFTER};
+    use super::{RosterNode, Send, FOUND_AFTER, NEWCOMER_SETTLED};
     use crate::roster::admission::Stage;
     use crate::roster::event::What;
     use crate::roster::watch::SUSPECT_AFTER;
@@ -755,5 +783,54 @@ mod tests {
         assert_eq!(net.nodes[0].roster().since_of(&v), since);
         assert_eq!(net.agreed(), Some(left), "a member again, on every roster");
         assert!(matches!(net.nodes[0].roster().event_of(&v).unwrap().what, What::Joined { .. }));
+    }
+
+    #[test]
+    fn a_newcomer_on_probation_sends_through_a_monitor_that_watches_it_and_a_leaver_does_not() {
+        let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
+        net.add(true);
+        net.run(FOUND_AFTER + 1);
+        for _ in 0..3 {
+            net.add(false);
+            net.run(60);
+        }
+        net.run(PROBATION);
+        assert_eq!(net.agreed().map(|m| m.len()), Some(4));
+        let arrived = net.now;
+        let c = net.add(false);
+        net.run(2);
+        assert!(matches!(net.nodes[c].stage(), Stage::Probation { .. }), "{:?}", net.nodes[c].stage());
+        let me = net.id(c);
+        let via = net.nodes[c].newcomer_via().expect("a would-be monitor is connected");
+        let monitors = net.nodes[c].roster().successors(&me, 3);
+        assert!(monitors.contains(&via));
+        // The monitors take its URLs once it has been connected a few seconds; the other member
+        // does not, nor does anyone take a stranger's, or a member's as a newcomer's.
+        let taking = |net: &Net, now: u64| -> Vec<PeerId> {
+            (0..c).filter(|i| net.nodes[*i].watching_newcomer(&me, now)).map(|i| net.id(i)).collect()
+        };
+        assert!(taking(&net, arrived + NEWCOMER_SETTLED - 1).is_empty());
+        let mut watching = taking(&net, arrived + NEWCOMER_SETTLED);
+        watching.sort();
+        let mut expected = monitors.clone();
+        expected.sort();
+        assert_eq!(watching, expected);
+        let stranger = PeerId::random();
+        assert!((0..c).all(|i| !net.nodes[i].watching_newcomer(&stranger, net.now)));
+        assert!(!net.nodes[0].watching_newcomer(&net.id(1), net.now));
+        // It drops the connection: its probation, and the monitors' trust, start again.
+        let now = net.now;
+        let m = net.index(&via);
+        net.nodes[m].disconnected(&me, now);
+        assert!(!net.nodes[m].watching_newcomer(&me, now + NEWCOMER_SETTLED));
+        // Admitted, it sends to its hosts' owners itself; so does a member that leaves.
+        net.run(PROBATION + 60);
+        assert!(net.nodes[c].is_member());
+        assert_eq!(net.nodes[c].newcomer_via(), None);
+        let now = net.now;
+        let _ = net.nodes[1].leave(now);
+        net.run(5);
+        assert_eq!(net.nodes[1].stage(), &Stage::Member, "a leaver does not come in again");
+        assert_eq!(net.nodes[1].newcomer_via(), None);
     }
 }

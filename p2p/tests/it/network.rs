@@ -422,6 +422,55 @@ async fn only_a_hosts_previous_owner_can_say_its_pages_are_done() {
     }
 }
 
+/// The churn sweep's seed 2: a newcomer given seeds by its user, killed, restarted and leaving
+/// before its probation ended, lost them all — the owners refused a non-member's URLs. Its
+/// would-be monitors take a newcomer's page URLs (within an allowance all newcomers share) and
+/// route them to the owners; a newcomer's "done" is refused like any non-owner's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newcomer_on_its_probation_hands_its_urls_to_a_would_be_monitor() {
+    use weft_p2p::exchange::{UrlKind, WireUrl};
+    let (a, a_task, got_a) = recording_node(vec![]).await;
+    let addr = crate::tcp_addr(&a).await;
+    let (b, b_task, got_b) = recording_node(vec![addr.clone()]).await;
+    for m in [&a, &b] {
+        within(60, "two members", m.wait_for(|s| s.members.len() == 2 && s.roster.stage == "member")).await;
+    }
+    // A newcomer's probation is the network's age when it arrives (five minutes at most): let
+    // the network age so the newcomer is on probation long after its URLs are on their way.
+    tokio::time::sleep(Duration::from_secs(40)).await;
+    let (c, c_task, got_c) = recording_node(vec![addr.clone()]).await;
+    within(60, "c has the roster", c.wait_for(|s| s.roster.stage == "probation")).await;
+    let hosts: Vec<String> = (0..40).map(|i| format!("h{i}.test")).collect();
+    let mut urls: Vec<WireUrl> = hosts.iter().map(|h| WireUrl::new(format!("http://{h}/seed"), 0, UrlKind::Page)).collect();
+    urls.push(WireUrl::new("http://h0.test/done", 0, UrlKind::Done));
+    c.send_urls(urls);
+    let taken = || got_a.lock().unwrap().len() + got_b.lock().unwrap().len();
+    within(30, "c's seeds at their owners", async {
+        while taken() < hosts.len() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    let s = c.status();
+    assert_ne!(s.roster.stage, "member", "delivered while c was on probation: {:?}", s.roster);
+    assert!(got_c.lock().unwrap().is_empty(), "c owns nothing yet");
+    let delivered: Vec<String> =
+        got_a.lock().unwrap().iter().chain(got_b.lock().unwrap().iter()).map(|u| u.url.clone()).collect();
+    assert_eq!(delivered.len(), hosts.len(), "each once, and not the done one: {delivered:?}");
+    let (sa, sb) = (a.status(), b.status());
+    assert_eq!(sa.urls_from_newcomers + sb.urls_from_newcomers, hosts.len() as u64 + 1, "{sa:?}\n{sb:?}");
+    assert_eq!(sa.done_refused + sb.done_refused, 1);
+    // Each host reached the owner both rings name.
+    let ring = a.ring();
+    for u in got_a.lock().unwrap().iter() {
+        assert_eq!(ring.owner(&u.ring_host().unwrap()), Some(&a.peer_id()), "{}", u.url);
+    }
+    for (m, t) in [(c, c_task), (b, b_task), (a, a_task)] {
+        m.stop();
+        t.await.unwrap();
+    }
+}
+
 /// The churn sweep's seeds 25 and 29: a member is killed, another leaves while the first is
 /// down (its ring still holds the killed member, whose hosts it hands URLs to), and the killed
 /// member comes back. The returning node never had the leaver on a ring; it takes the leaver's
