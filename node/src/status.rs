@@ -316,7 +316,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ),
             ];
             encode_counters(&mut enc, &reach)?;
-            let counters: [Plain; 15] = [
+            let counters: [Plain; 16] = [
                 (
                     "weft_p2p_roster_refused_events",
                     "Roster events refused: forged, malformed or against the admission rules",
