@@ -54,6 +54,10 @@ impl EventLoop {
         let via = self.roster.node.newcomer_via();
         for mut f in due.batches {
             if let Some(via) = via {
+                // It owns no host to hand over: a hand-over marker alone says nothing.
+                if f.batch.urls.is_empty() {
+                    continue;
+                }
                 f.owner = via;
                 f.batch.handoff = false;
             }
