@@ -391,6 +391,8 @@ fn start_network(config: &Config, db: &sled::Db) -> anyhow::Result<(weft_p2p::St
     settings.model = config.index.enabled.then(|| crate::indexing::model_id(&config.embed.model).ok()).flatten();
     // A node without an index keeps no copies either, and makes none.
     settings.doc_replicas = if settings.model.is_some() { config.index.replicas } else { 0 };
+    // A restart without bootstrap peers finds the network through the members saved here.
+    settings.saved_peers = Some(config.data_dir.join("peers.json"));
     let journal = Journal::open(db)?;
     let started = weft_p2p::start(key, settings)?;
     tracing::info!(peer_id = %started.handle.peer_id(), "p2p started");

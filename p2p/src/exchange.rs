@@ -431,8 +431,8 @@ impl NewcomerAllowance {
     /// Takes `urls` URLs' worth; false (and nothing taken) when the allowance is short.
     pub fn take(&mut self, urls: usize, now: Instant) -> bool {
         let per_sec = NEWCOMER_URLS_PER_HOUR / 3600.0;
-        self.tokens = (self.tokens + now.saturating_duration_since(self.last).as_secs_f64() * per_sec)
-            .min(NEWCOMER_URLS_BURST);
+        self.tokens =
+            (self.tokens + now.saturating_duration_since(self.last).as_secs_f64() * per_sec).min(NEWCOMER_URLS_BURST);
         self.last = now;
         if self.tokens >= urls as f64 {
             self.tokens -= urls as f64;

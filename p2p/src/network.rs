@@ -94,8 +94,17 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         docs: docs_codec,
         roster: roster_codec,
     };
-    let boot_peers = config.bootstrap.iter().map(|(p, _)| *p).filter(|p| *p != peer_id).collect();
-    let roster = roster::State::new(key.clone(), config.vnodes, boot_peers);
+    // Members saved at the last run are asked for the roster too: a node whose bootstrap peers
+    // are gone (or that never had any, the network's founder) finds its network through them.
+    let saved_peers: Vec<(PeerId, Vec<Multiaddr>)> = (config.saved_peers.as_deref().map(saved::load))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(p, _)| *p != peer_id)
+        .collect();
+    let mut boot_peers: Vec<PeerId> = config.bootstrap.iter().map(|(p, _)| *p).filter(|p| *p != peer_id).collect();
+    boot_peers.extend(saved_peers.iter().map(|(p, _)| *p));
+    let may_found = config.bootstrap.is_empty();
+    let roster = roster::State::new(key.clone(), config.vnodes, boot_peers, may_found, config.saved_peers.clone());
     let signer = key.clone();
     let sealer = crate::sealed::Sealer::new(key.clone());
     let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
@@ -178,6 +187,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         roster,
     };
     event_loop.dial_bootstrap();
+    event_loop.dial_saved(saved_peers);
     let task = tokio::spawn(event_loop.run(stop_rx, urls_rx, commands_rx));
     let handle = NetworkHandle {
         peer_id,
@@ -226,6 +236,7 @@ mod postings;
 mod querying;
 mod relays;
 mod roster;
+mod saved;
 mod status;
 mod tick;
 mod urls;
@@ -391,7 +402,10 @@ impl EventLoop {
                     };
                     let _ = self.swarm.behaviour_mut().urls.send_response(channel, reply);
                 }
-                _ = stop.changed() => break,
+                _ = stop.changed() => {
+                    self.save_members();
+                    break;
+                }
             }
             self.apply_reachability();
             self.publish_status();

@@ -42,6 +42,9 @@ pub struct NetworkConfig {
     /// Members that hold a copy of each document this node indexes (`index.replicas`; 0 when
     /// the node keeps no index).
     pub doc_replicas: usize,
+    /// Where the members this node is connected to are written down, and read at the next
+    /// start (see `network/saved.rs`; the node keeps it in its data dir). `None`: not kept.
+    pub saved_peers: Option<std::path::PathBuf>,
 }
 
 impl NetworkConfig {
@@ -73,6 +76,7 @@ impl NetworkConfig {
             relay: c.relay.clone(),
             model: None,
             doc_replicas: 0,
+            saved_peers: None,
         })
     }
 }

@@ -17,6 +17,7 @@ use libp2p::Multiaddr;
 use libp2p::PeerId;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 
 /// Roster requests one peer may make per second on average (burst of twice that): a member
 /// sends one digest round every two seconds, and a newcomer a page at a time.
@@ -57,13 +58,23 @@ pub(super) struct State {
     fingerprint: u64,
     /// Questions of where members are, in flight.
     wheres: HashSet<OutboundRequestId>,
+    /// Where the members connected are written down (see `super::saved`), and when last.
+    saved_to: Option<PathBuf>,
+    saved_at: Option<std::time::Instant>,
 }
 
 impl State {
-    /// With no `bootstrap` peer, the node founds a network if no one answers.
-    pub(super) fn new(key: Keypair, vnodes: usize, bootstrap: Vec<PeerId>) -> State {
+    /// The roster is asked of `bootstrap` first (configured, then saved); `may_found`: with no
+    /// bootstrap peer configured, the node founds a network if no one gives it a roster.
+    pub(super) fn new(
+        key: Keypair,
+        vnodes: usize,
+        bootstrap: Vec<PeerId>,
+        may_found: bool,
+        saved_to: Option<PathBuf>,
+    ) -> State {
         let vnodes = u16::try_from(vnodes).unwrap_or(u16::MAX);
-        let mut node = RosterNode::new(key, vnodes, bootstrap.is_empty(), unix_now());
+        let mut node = RosterNode::new(key, vnodes, may_found, unix_now());
         node.set_bootstrap(bootstrap);
         State {
             node,
@@ -74,6 +85,8 @@ impl State {
             rate_limited: 0,
             fingerprint: 0,
             wheres: HashSet::new(),
+            saved_to,
+            saved_at: None,
         }
     }
 
@@ -130,6 +143,55 @@ impl EventLoop {
         self.ask_where(unknown);
         self.roster.fingerprint = self.roster.node.roster().members().fold(0, |h, p| h ^ position(p));
         self.follow_roster();
+    }
+
+    /// Dials the members saved at the last run (see `super::saved`).
+    pub(super) fn dial_saved(&mut self, saved: Vec<(PeerId, Vec<Multiaddr>)>) {
+        if !saved.is_empty() {
+            tracing::info!(members = saved.len(), "dialling the members saved at the last run");
+        }
+        for (peer, addrs) in saved {
+            self.peers.found(peer, &addrs);
+            for addr in &addrs {
+                self.swarm.behaviour_mut().kad.add_address(&peer, addr.clone());
+            }
+            let opts =
+                DialOpts::peer_id(peer).addresses(addrs).condition(PeerCondition::DisconnectedAndNotDialing).build();
+            if let Err(e) = self.swarm.dial(opts) {
+                tracing::debug!(%peer, "dialling a saved member: {e}");
+            }
+        }
+    }
+
+    /// Every [`super::saved::SAVE_EVERY`]: the members connected, written down.
+    pub(super) fn save_members_when_due(&mut self) {
+        let due = self.roster.saved_at.is_none_or(|at| at.elapsed() >= super::saved::SAVE_EVERY);
+        if due {
+            self.save_members();
+        }
+    }
+
+    /// Writes down the members this node is connected to (those it is not, after them, up to
+    /// the file's bound), with the addresses identify gave; nothing when it knows none (a
+    /// restarted node that has not found its network yet keeps the file it started with).
+    pub(super) fn save_members(&mut self) {
+        let Some(path) = self.roster.saved_to.clone() else { return };
+        self.roster.saved_at = Some(std::time::Instant::now());
+        let me = *self.swarm.local_peer_id();
+        let roster = self.roster.node.roster();
+        let mut members: Vec<PeerId> = roster.members().copied().filter(|p| *p != me).collect();
+        members.sort_by_key(|p| !self.connected.contains(p));
+        let peers: Vec<(PeerId, Vec<Multiaddr>)> = (members.into_iter())
+            .map(|p| (p, self.peers.addrs(&p).to_vec()))
+            .filter(|(_, addrs)| !addrs.is_empty())
+            .take(super::saved::MAX_SAVED)
+            .collect();
+        if peers.is_empty() {
+            return;
+        }
+        if let Err(e) = super::saved::save(&path, &peers) {
+            tracing::warn!(path = %path.display(), "members not saved: {e}");
+        }
     }
 
     /// Asks a connected peer — a bootstrap peer first, else any — where `members` are.

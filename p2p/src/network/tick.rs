@@ -48,6 +48,7 @@ impl EventLoop {
         self.apply_reachability();
         self.manage_relays();
         self.republish_summary();
+        self.save_members_when_due();
         let now = std::time::Instant::now();
         let expired: Vec<PeerId> = self.banned.iter().filter(|(_, until)| **until <= now).map(|(p, _)| *p).collect();
         for peer in expired {

@@ -422,6 +422,44 @@ async fn only_a_hosts_previous_owner_can_say_its_pages_are_done() {
     }
 }
 
+/// The network's founder has no bootstrap peer: restarted (on another port), it used to find no
+/// one to ask for the roster and found a network of its own ten seconds later. It dials the
+/// members it saved at its stop, pulls the roster from them and is a member of its network again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_founder_restarted_without_bootstrap_peers_finds_its_network_through_the_members_it_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("peers.json");
+    let founder = |c: NetworkConfig| NetworkConfig { saved_peers: Some(saved.clone()), ..c };
+    let key = libp2p::identity::Keypair::generate_ed25519();
+    let first = weft_p2p::start(key.clone(), founder(config(vec![]))).unwrap();
+    let addr = crate::tcp_addr(&first.handle).await;
+    let (b, b_task) = node(vec![addr.clone()]).await;
+    let (c, c_task) = node(vec![addr.clone()]).await;
+    for n in [&first.handle, &b, &c] {
+        within(60, "three members", n.wait_for(|s| s.members.len() == 3 && s.roster.stage == "member")).await;
+    }
+    first.handle.stop();
+    first.task.await.unwrap();
+    let kept = std::fs::read_to_string(&saved).expect("the members were saved at the stop");
+    assert!(kept.contains(&b.peer_id().to_string()) && kept.contains(&c.peer_id().to_string()), "{kept}");
+
+    // Back with the same key, on new ports, still with no bootstrap peer.
+    let again = weft_p2p::start(key, founder(config(vec![]))).unwrap();
+    let a = &again.handle;
+    within(60, "the founder back in its network", a.wait_for(|s| s.members.len() == 3 && s.roster.stage == "member"))
+        .await;
+    // Past the ten seconds after which a node with no roster founds its own network.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let (sa, sb) = (a.status(), b.status());
+    assert_eq!(sa.members, sb.members);
+    assert_eq!(sa.roster.fingerprint, sb.roster.fingerprint, "{:?}\n{:?}", sa.roster, sb.roster);
+    assert_eq!(sa.roster.members, 3);
+    for (n, t) in [(again.handle, again.task), (b, b_task), (c, c_task)] {
+        n.stop();
+        t.await.unwrap();
+    }
+}
+
 /// The churn sweep's seed 2: a newcomer given seeds by its user, killed, restarted and leaving
 /// before its probation ended, lost them all — the owners refused a non-member's URLs. Its
 /// would-be monitors take a newcomer's page URLs (within an allowance all newcomers share) and
@@ -441,7 +479,8 @@ async fn a_newcomer_on_its_probation_hands_its_urls_to_a_would_be_monitor() {
     let (c, c_task, got_c) = recording_node(vec![addr.clone()]).await;
     within(60, "c has the roster", c.wait_for(|s| s.roster.stage == "probation")).await;
     let hosts: Vec<String> = (0..40).map(|i| format!("h{i}.test")).collect();
-    let mut urls: Vec<WireUrl> = hosts.iter().map(|h| WireUrl::new(format!("http://{h}/seed"), 0, UrlKind::Page)).collect();
+    let mut urls: Vec<WireUrl> =
+        hosts.iter().map(|h| WireUrl::new(format!("http://{h}/seed"), 0, UrlKind::Page)).collect();
     urls.push(WireUrl::new("http://h0.test/done", 0, UrlKind::Done));
     c.send_urls(urls);
     let taken = || got_a.lock().unwrap().len() + got_b.lock().unwrap().len();
