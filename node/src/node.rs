@@ -469,15 +469,24 @@ async fn spawn_network(
         tokio::spawn(crate::routing::receive(crawler.clone(), journal.clone(), handover.clone(), started.inbound));
     tasks.spawn(crate::routing::forget_acknowledged(journal.clone(), started.acked));
     let grace = Duration::from_millis(config.politeness.handover_grace_ms);
-    // A render on a host given away is waited for up to its own timeout.
-    let renders = Duration::from_secs(config.layouts.render_timeout_secs);
-    tasks.spawn(crate::routing::hand_off_on_changes(crawler.clone(), handle.clone(), journal.clone(), grace, renders));
+    let waits = crate::routing::HandoverWaits {
+        grace,
+        bound: (grace * 5).max(Duration::from_secs(10)),
+        // A render on a host given away is waited for up to its own timeout.
+        renders: Duration::from_secs(config.layouts.render_timeout_secs),
+    };
+    tasks.spawn(crate::routing::hand_off_on_changes(
+        crawler.clone(),
+        handle.clone(),
+        journal.clone(),
+        handover.clone(),
+        waits,
+    ));
     wait_for_members(&handle).await;
     // While this node was away other members owned its hosts and may be asking them right
     // now: every host waits the hand-over grace from here, not from the start, and until the
     // member that held it said what it fetched (bounded).
-    let bound = (grace * 5).max(Duration::from_secs(10));
-    handover.start(&handle.peer_id(), &handle.ring(), grace, bound, crawler);
+    handover.start(&handle.peer_id(), &handle.ring(), grace, waits.bound, crawler);
     // URLs sent before a crash or stop and never acknowledged go out again.
     let unsent = crate::storage::blocking(|| journal.all());
     if !unsent.is_empty() {

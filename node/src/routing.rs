@@ -263,9 +263,10 @@ pub async fn hand_off_on_changes(
     crawler: Crawler,
     network: NetworkHandle,
     journal: Journal,
-    grace: std::time::Duration,
-    renders: Duration,
+    handover: Handover,
+    waits: HandoverWaits,
 ) {
+    let HandoverWaits { grace, bound, renders } = waits;
     let me = network.peer_id();
     let mut rings = network.ring_changes();
     let mut previous = rings.borrow_and_update().clone();
@@ -287,6 +288,13 @@ pub async fn hand_off_on_changes(
             // request in flight until it ends; this would give those away at once.
             previous = ring;
             continue;
+        }
+        // This node is on the ring again, or for the first time (admitted after its probation,
+        // or back after it was declared dead): the others learn it a few digest rounds later,
+        // and until then go on crawling its hosts. Every host waits for the hand-over of the
+        // member that held it, as at the start (bounded).
+        if ring.contains(&me) && !previous.contains(&me) && !previous.members().is_empty() {
+            handover.start(&me, &ring, grace, bound, &crawler);
         }
         // Hosts that became this node's: their previous owner may be asking them right now.
         let gained = |host: &str| {
@@ -319,6 +327,16 @@ pub async fn hand_off_on_changes(
         }
         tell_joined_after_renders(&crawler, &network, given, joined, renders);
     }
+}
+
+/// How long hosts gained wait: at least `grace` (their previous owner may be asking them), at
+/// most `bound` for the previous owner's hand-over, and up to `renders` for this node's own
+/// renders on hosts it gave away.
+#[derive(Debug, Clone, Copy)]
+pub struct HandoverWaits {
+    pub grace: Duration,
+    pub bound: Duration,
+    pub renders: Duration,
 }
 
 /// Tells the members that joined that this node's hand-over is complete (their marker), once

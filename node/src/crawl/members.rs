@@ -182,6 +182,14 @@ impl Crawler {
                 None => renders.push(w),
             }
         }
+        // Pages fetched here whose processing has not ended: the frontier holds them done only
+        // once it has, and the marker that ends the hand-over goes at once — the new owner,
+        // reaching the host by a link or its sitemap, fetched them again (a newcomer admitted
+        // mid-crawl, 20 live nodes: nine pages of one host). They go as done now.
+        let processing: Vec<String> = {
+            let processing = self.inner.processing.lock().clone();
+            processing.into_iter().filter(|(host, _)| !keep(host)).map(|(_, url)| url).collect()
+        };
         let mut handed: Option<weft_frontier::HandOff> = None;
         let unfetched: Vec<url::Url> = renders.iter().map(|w| w.url.clone()).collect();
         let result = blocking(|| {
@@ -195,6 +203,11 @@ impl Crawler {
                 for (w, _) in &held {
                     if !all.done.iter().any(|u| u.as_str() == w.url.as_str()) {
                         all.done.push(w.url.to_string());
+                    }
+                }
+                for url in &processing {
+                    if !all.done.contains(url) && !rendering.contains(url.as_str()) {
+                        all.done.push(url.clone());
                     }
                 }
                 for w in &renders {
