@@ -422,9 +422,10 @@ async fn only_a_hosts_previous_owner_can_say_its_pages_are_done() {
     }
 }
 
-/// The network's founder has no bootstrap peer: restarted (on another port), it used to find no
-/// one to ask for the roster and found a network of its own ten seconds later. It dials the
-/// members it saved at its stop, pulls the roster from them and is a member of its network again.
+/// The network's founder has no bootstrap peer: restarted on another port, no member knows where
+/// it is, and with no one to ask for the roster it would found a network of its own ten seconds
+/// later. It dials the members it saved at its stop, pulls the roster from them and is a member
+/// of its network again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_founder_restarted_without_bootstrap_peers_finds_its_network_through_the_members_it_saved() {
     let dir = tempfile::tempdir().unwrap();
@@ -460,10 +461,10 @@ async fn a_founder_restarted_without_bootstrap_peers_finds_its_network_through_t
     }
 }
 
-/// The churn sweep's seed 2: a newcomer given seeds by its user, killed, restarted and leaving
-/// before its probation ended, lost them all — the owners refused a non-member's URLs. Its
-/// would-be monitors take a newcomer's page URLs (within an allowance all newcomers share) and
-/// route them to the owners; a newcomer's "done" is refused like any non-owner's.
+/// A newcomer's seeds do not wait out its probation (the churn sweep's seed 2: a newcomer given
+/// the seeds, killed, restarted and leaving before it is admitted): its would-be monitors take
+/// its page URLs (within an allowance all newcomers share) and route them to the owners; its
+/// "done" is refused like any non-owner's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_newcomer_on_its_probation_hands_its_urls_to_a_would_be_monitor() {
     use weft_p2p::exchange::{UrlKind, WireUrl};

@@ -1,0 +1,259 @@
+use super::{RosterNode, Send, FOUND_AFTER, NEWCOMER_SETTLED};
+use crate::roster::admission::Stage;
+use crate::roster::event::What;
+use crate::roster::watch::SUSPECT_AFTER;
+use crate::roster::PROBATION;
+use libp2p::identity::Keypair;
+use libp2p::PeerId;
+use std::collections::{BTreeSet, VecDeque};
+
+const T0: u64 = 1_780_000_000;
+
+/// Nodes on a perfect network: every request answered at once, in order.
+struct Net {
+    nodes: Vec<RosterNode>,
+    up: Vec<bool>,
+    now: u64,
+}
+
+impl Net {
+    fn id(&self, i: usize) -> PeerId {
+        self.nodes[i].me
+    }
+
+    fn index(&self, p: &PeerId) -> usize {
+        self.nodes.iter().position(|n| n.me == *p).unwrap()
+    }
+
+    fn add(&mut self, may_found: bool) -> usize {
+        let mut node = RosterNode::new(Keypair::generate_ed25519(), 16, may_found, self.now);
+        if !may_found {
+            // Each joins through the first node, as `weft start --bootstrap` does.
+            node.set_bootstrap(vec![self.id(0)]);
+        }
+        self.nodes.push(node);
+        self.up.push(true);
+        let i = self.nodes.len() - 1;
+        for j in 0..i {
+            if self.up[j] {
+                self.connect(i, j);
+            }
+        }
+        i
+    }
+
+    fn connect(&mut self, i: usize, j: usize) {
+        let (a, b) = (self.id(i), self.id(j));
+        self.nodes[i].connected(b, self.now);
+        self.nodes[j].connected(a, self.now);
+    }
+
+    fn crash(&mut self, i: usize) {
+        self.up[i] = false;
+        let me = self.id(i);
+        for j in 0..self.nodes.len() {
+            if j != i && self.up[j] {
+                let now = self.now;
+                self.nodes[j].disconnected(&me, now);
+            }
+        }
+    }
+
+    fn deliver(&mut self, from: usize, sends: Vec<Send>) {
+        let mut queue: VecDeque<(usize, Send)> = sends.into_iter().map(|s| (from, s)).collect();
+        while let Some((i, send)) = queue.pop_front() {
+            let j = self.index(&send.to);
+            let now = self.now;
+            if !self.up[j] {
+                self.nodes[i].on_failure(send.to, send.asked, now);
+                continue;
+            }
+            let me = self.id(i);
+            let reply = self.nodes[j].on_request(me, send.request, 0, now);
+            let next = self.nodes[i].on_reply(send.to, send.asked, reply, now);
+            queue.extend(next.into_iter().map(|s| (i, s)));
+        }
+    }
+
+    fn run(&mut self, secs: u64) {
+        for _ in 0..secs {
+            self.now += 1;
+            for i in 0..self.nodes.len() {
+                if self.up[i] {
+                    let sends = self.nodes[i].tick(self.now);
+                    self.deliver(i, sends);
+                }
+            }
+        }
+    }
+
+    fn members_of(&self, i: usize) -> BTreeSet<PeerId> {
+        self.nodes[i].roster().members().copied().collect()
+    }
+
+    /// Every node up holds the same member set: these.
+    fn agreed(&self) -> Option<BTreeSet<PeerId>> {
+        let live: Vec<usize> = (0..self.nodes.len()).filter(|i| self.up[*i]).collect();
+        let first = self.members_of(live[0]);
+        live.iter().all(|i| self.members_of(*i) == first).then_some(first)
+    }
+}
+
+#[test]
+fn newcomers_that_pulled_a_young_roster_before_each_other_were_admitted_end_up_in_one_roster() {
+    let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
+    net.add(true);
+    net.run(FOUND_AFTER + 1);
+    let (one, two) = (net.add(false), net.add(false));
+    let step = |net: &mut Net, i: usize| {
+        let sends = net.nodes[i].tick(net.now);
+        net.deliver(i, sends);
+    };
+    // Both pull the founder's roster of one; the first is admitted, sponsored by the founder
+    // alone (all it needs); then the second, also by the founder alone — one short, now that
+    // the first is a member admitted before it: the others keep its join waiting.
+    net.now += 1;
+    step(&mut net, one);
+    step(&mut net, two);
+    net.now += 1;
+    step(&mut net, one);
+    net.now += 1;
+    step(&mut net, two);
+    assert!(net.nodes[one].is_member() && net.nodes[two].is_member());
+    assert!(!net.nodes[0].roster().is_member(&net.id(two)), "short of a sponsor");
+    // It hears of the first, finds its own join short, and asks both.
+    net.run(60);
+    let all: BTreeSet<PeerId> = (0..3).map(|i| net.id(i)).collect();
+    assert_eq!(net.agreed(), Some(all));
+    assert!(net.nodes.iter().all(|n| n.stage() == &Stage::Member && n.refused().0 == 0));
+}
+
+#[test]
+fn a_network_forms_agrees_and_keeps_agreeing_through_a_departure_a_crash_and_a_false_alarm() {
+    let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
+    net.add(true);
+    net.run(FOUND_AFTER + 1);
+    assert!(net.nodes[0].is_member(), "the first node founds the network");
+    // Five join within the network's first minute: their probation is the network's age.
+    for _ in 0..5 {
+        net.add(false);
+        net.run(5);
+    }
+    net.run(90);
+    let all: BTreeSet<PeerId> = (0..6).map(|i| net.id(i)).collect();
+    assert_eq!(net.agreed(), Some(all.clone()), "every node admitted and every roster alike");
+    assert!(net.nodes.iter().all(|n| n.stage() == &Stage::Member && n.refused().0 == 0));
+    // Their rings are the same ring.
+    let now = net.now;
+    let owners: Vec<Vec<PeerId>> = (0..6)
+        .map(|i| {
+            let ring = net.nodes[i].roster_mut().ring(now).clone();
+            (0..200).map(|h| *ring.owner(&format!("host{h}.example")).unwrap()).collect()
+        })
+        .collect();
+    assert!(owners.iter().all(|o| *o == owners[0]));
+
+    // A latecomer to a network older than the probation waits all of it.
+    net.run(PROBATION);
+    let late = net.add(false);
+    net.run(PROBATION / 2);
+    assert!(!net.nodes[late].is_member() && !net.members_of(0).contains(&net.id(late)));
+    net.run(PROBATION / 2 + 60);
+    assert!(net.nodes[late].is_member());
+    let all: BTreeSet<PeerId> = (0..7).map(|i| net.id(i)).collect();
+    assert_eq!(net.agreed(), Some(all.clone()));
+
+    // One leaves with its last word: gone from every roster within seconds.
+    let now = net.now;
+    let sends = net.nodes[3].leave(now);
+    assert!(!sends.is_empty());
+    net.deliver(3, sends);
+    net.crash(3);
+    net.run(10);
+    let mut left = all.clone();
+    left.remove(&net.id(3));
+    assert_eq!(net.agreed(), Some(left.clone()));
+    assert_eq!(net.nodes[0].roster().event_of(&net.id(3)).unwrap().what, What::Left);
+
+    // One crashes: its monitors find it gone and sign its death together.
+    net.crash(5);
+    net.run(SUSPECT_AFTER + 20);
+    left.remove(&net.id(5));
+    assert_eq!(net.agreed(), Some(left.clone()));
+    assert_eq!(net.nodes[0].roster().event_of(&net.id(5)).unwrap().what, What::Dead);
+
+    // A false alarm: one monitor lost a member another still reaches: no one is removed.
+    let victim = 2;
+    let monitors = net.nodes[0].roster().monitors_of(&net.id(victim));
+    let m = net.index(&monitors[0]);
+    let v = net.id(victim);
+    let now = net.now;
+    net.nodes[m].disconnected(&v, now);
+    net.run(SUSPECT_AFTER + 20);
+    assert_eq!(net.agreed(), Some(left.clone()), "one monitor alone cannot remove a member");
+
+    // A member declared dead while alive (both of its monitors cut off from it) refutes it:
+    // its entry is a Joined again, later than the death, with its first admission.
+    let (before, since) = (net.nodes[0].roster().event_of(&v).unwrap().at, net.nodes[0].roster().since_of(&v));
+    let now = net.now;
+    for mon in net.nodes[0].roster().monitors_of(&v) {
+        let k = net.index(&mon);
+        net.nodes[k].disconnected(&v, now);
+        net.nodes[victim].disconnected(&mon, now);
+    }
+    net.run(SUSPECT_AFTER + 30);
+    let after = net.nodes[0].roster().event_of(&v).unwrap().clone();
+    assert!(after.at > now + SUSPECT_AFTER && after.at > before, "refuted after the accusation: {after:?}");
+    assert_eq!(net.nodes[0].roster().since_of(&v), since);
+    assert_eq!(net.agreed(), Some(left), "a member again, on every roster");
+    assert!(matches!(net.nodes[0].roster().event_of(&v).unwrap().what, What::Joined { .. }));
+}
+
+#[test]
+fn a_newcomer_on_probation_sends_through_a_monitor_that_watches_it_and_a_leaver_does_not() {
+    let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
+    net.add(true);
+    net.run(FOUND_AFTER + 1);
+    for _ in 0..3 {
+        net.add(false);
+        net.run(60);
+    }
+    net.run(PROBATION);
+    assert_eq!(net.agreed().map(|m| m.len()), Some(4));
+    let arrived = net.now;
+    let c = net.add(false);
+    net.run(2);
+    assert!(matches!(net.nodes[c].stage(), Stage::Probation { .. }), "{:?}", net.nodes[c].stage());
+    let me = net.id(c);
+    let via = net.nodes[c].newcomer_via().expect("a would-be monitor is connected");
+    let monitors = net.nodes[c].roster().successors(&me, 3);
+    assert!(monitors.contains(&via));
+    // The monitors take its URLs once it has been connected a few seconds; the other member
+    // does not, nor does anyone take a stranger's, or a member's as a newcomer's.
+    let taking = |net: &Net, now: u64| -> Vec<PeerId> {
+        (0..c).filter(|i| net.nodes[*i].watching_newcomer(&me, now)).map(|i| net.id(i)).collect()
+    };
+    assert!(taking(&net, arrived + NEWCOMER_SETTLED - 1).is_empty());
+    let mut watching = taking(&net, arrived + NEWCOMER_SETTLED);
+    watching.sort();
+    let mut expected = monitors.clone();
+    expected.sort();
+    assert_eq!(watching, expected);
+    let stranger = PeerId::random();
+    assert!((0..c).all(|i| !net.nodes[i].watching_newcomer(&stranger, net.now)));
+    assert!(!net.nodes[0].watching_newcomer(&net.id(1), net.now));
+    // It drops the connection: its probation, and the monitors' trust, start again.
+    let now = net.now;
+    let m = net.index(&via);
+    net.nodes[m].disconnected(&me, now);
+    assert!(!net.nodes[m].watching_newcomer(&me, now + NEWCOMER_SETTLED));
+    // Admitted, it sends to its hosts' owners itself; so does a member that leaves.
+    net.run(PROBATION + 60);
+    assert!(net.nodes[c].is_member());
+    assert_eq!(net.nodes[c].newcomer_via(), None);
+    let now = net.now;
+    let _ = net.nodes[1].leave(now);
+    net.run(5);
+    assert_eq!(net.nodes[1].stage(), &Stage::Member, "a leaver does not come in again");
+    assert_eq!(net.nodes[1].newcomer_via(), None);
+}
