@@ -186,10 +186,7 @@ impl Crawler {
         // once it has, and the marker that ends the hand-over goes at once — the new owner,
         // reaching the host by a link or its sitemap, fetched them again (a newcomer admitted
         // mid-crawl, 20 live nodes: nine pages of one host). They go as done now.
-        let processing: Vec<String> = {
-            let processing = self.inner.processing.lock().clone();
-            processing.into_iter().filter(|(host, _)| !keep(host)).map(|(_, url)| url).collect()
-        };
+        let processing = self.processing_on(|host| !keep(host));
         let mut handed: Option<weft_frontier::HandOff> = None;
         let unfetched: Vec<url::Url> = renders.iter().map(|w| w.url.clone()).collect();
         let result = blocking(|| {
@@ -280,6 +277,12 @@ impl Crawler {
         busy
     }
 
+    /// Pages fetched here on the hosts `pick` selects whose processing has not ended yet.
+    fn processing_on(&self, mut pick: impl FnMut(&str) -> bool) -> Vec<String> {
+        let processing = self.inner.processing.lock();
+        processing.iter().filter(|(host, _)| pick(host)).map(|(_, url)| url.clone()).collect()
+    }
+
     /// The URLs done here on `hosts` (see [`weft_frontier::Frontier::done_of`]), and those
     /// fetched whose processing has not ended yet: a leaving node tells its busy hosts' next
     /// owner at once, and a page still in the indexer's queue when a link reached that owner
@@ -292,15 +295,8 @@ impl Crawler {
                 Vec::new()
             }
         };
-        let processing: Vec<String> = self
-            .inner
-            .processing
-            .lock()
-            .iter()
-            .filter(|(host, url)| hosts.contains(host) && !done.contains(url))
-            .map(|(_, url)| url.clone())
-            .collect();
-        done.extend(processing);
+        let processing = self.processing_on(|host| hosts.contains(host));
+        done.extend(processing.into_iter().filter(|url| !done.contains(url)).collect::<Vec<_>>());
         let unfetched = self.waiting_unfetched(hosts);
         done.retain(|u| !unfetched.contains(u));
         done
