@@ -92,7 +92,7 @@ impl Default for P2pConfig {
     }
 }
 
-/// Searching the network: routing summaries, which peers a query goes to, and how long it
+/// Searching the network: which peers a query goes to, and how long it
 /// waits for them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -109,11 +109,11 @@ pub struct SearchConfig {
     pub deadline_ms: u64,
     /// A peer that has not answered after this long is hedged: the next candidate is asked too.
     pub hedge_ms: u64,
-    /// Centroids in this node's routing summary (k-means over its chunk vectors). More route
-    /// better (replayed over a 20-node run: recall@10 at 4 peers 0.76 with 16, 0.79 with 32,
-    /// 0.82 with 64) and cost 768 bytes each in every gossiped summary. 1 ..= 64
+    /// Centroids in this node's summary (k-means over its chunk vectors), whose LSH buckets it
+    /// provides in the DHT for questions routed by buckets: more name its content more
+    /// finely, each costs up to four more provider records. 1 ..= 64
     pub centroids: usize,
-    /// Seconds between recomputing the routing summary (only when the index changed).
+    /// Seconds between recomputing the summary (only when the index changed).
     pub summary_interval_secs: u64,
     /// LSH multi-probe: bucket keys with this many least-confident bits flipped are asked for
     /// providers too, per table.
@@ -125,7 +125,7 @@ pub struct SearchConfig {
     /// owners are away. 1 ..= 8
     pub replicas: usize,
     /// Cells of the embedding space a question ranks for whom to ask (their owners first, up to
-    /// the fan-out; 0: the peers' routing summaries alone choose). 0 ..= 256
+    /// the fan-out; 0: the providers of its semantic buckets in the DHT alone). 0 ..= 256
     pub nprobe: usize,
 }
 

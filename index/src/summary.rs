@@ -1,6 +1,6 @@
 //! What this node's index is about, in a few vectors: spherical k-means over its chunk vectors.
-//! The centroids are the node's routing summary — other nodes send a query here when it is
-//! close to one of them (see `weft_p2p::summaries`).
+//! The centroids are the node's summary: it provides their LSH buckets in the DHT, and a query
+//! routed by buckets comes here when it is close to one of them (see `weft_p2p::buckets`).
 //!
 //! Deterministic for the same vectors (k-means++ seeding from a fixed seed), so a summary
 //! changes only when the index does. At most [`SAMPLE`] vectors are clustered: enough to place
@@ -110,7 +110,7 @@ pub fn kmeans(vectors: &[Vec<f32>], k: usize) -> Centroids {
     Centroids { centroids, weights }
 }
 
-/// The routing summary of everything `store` holds: k-means over a uniform sample (reservoir)
+/// The summary of everything `store` holds: k-means over a uniform sample (reservoir)
 /// of at most [`SAMPLE`] chunk vectors. Weights are scaled to the whole index.
 pub fn summarize(store: &DocStore, k: usize) -> Result<Centroids, IndexError> {
     let mut rng = Rng(0x5355_4d4d); // "SUMM"

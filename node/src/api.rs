@@ -458,8 +458,8 @@ pub struct SearchParams {
     /// `hybrid` (meaning and words, the default) or `dense` (meaning alone).
     #[serde(default)]
     pub mode: crate::search::Mode,
-    /// `cells` (the owners of the question's best cells first, the default) or `summaries`
-    /// (the peers the routing summaries choose): to compare them.
+    /// `cells` (the owners of the question's best cells, the default) or `buckets` (the
+    /// providers of the question's semantic buckets in the DHT): to compare them.
     #[serde(default)]
     pub routing: weft_p2p::Routing,
 }

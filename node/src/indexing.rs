@@ -409,7 +409,7 @@ impl IndexService {
         self.search_query(vector, Some(text.to_string()), k).await
     }
 
-    /// This node's routing summary: `k` centroids of its chunk vectors. Blocking.
+    /// This node's summary: `k` centroids of its chunk vectors. Blocking.
     pub fn summarize(&self, k: usize) -> Result<weft_index::summary::Centroids, IndexError> {
         weft_index::summary::summarize(self.index.store(), k)
     }

@@ -2,13 +2,12 @@
 //!
 //! - [`Searcher::search`]: a query in plain words. The question thread embeds it once; with
 //!   `scope = local` only this node's index answers; with `scope = network` (the default in a
-//!   network) the vector also goes to the peers most likely to hold similar content
-//!   (`weft_p2p` picks them from routing summaries and the DHT, asks them in parallel, hedges
-//!   and stops at the deadline), and their answers are merged with this node's own: by score,
+//!   network) the vector also goes to the peers that hold its neighbourhood (`weft_p2p` picks
+//!   the owners of its best cells, asks them in parallel, hedges and stops at the deadline), and their answers are merged with this node's own: by score,
 //!   one result per URL, near duplicates folded by SimHash.
 //! - [`answer_queries`]: other nodes' queries, checked and answered from the local index.
-//! - [`publish_summaries`]: this node's routing summary (k-means centroids of its chunk
-//!   vectors), recomputed when the index has changed.
+//! - [`publish_summaries`]: this node's summary (k-means centroids of its chunk vectors, whose
+//!   LSH buckets it provides in the DHT), recomputed when the index has changed.
 
 use crate::indexing::{IndexService, SearchError};
 use serde::{Deserialize, Serialize};
@@ -82,6 +81,10 @@ pub struct NetworkReport {
     pub from_providers: usize,
     /// Peers asked, in order (hedges included).
     pub contacted: Vec<String>,
+    /// The peers chosen as owners of the question's best cells, each with those cells, in the
+    /// order asked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_cell: Vec<(String, Vec<u32>)>,
     /// Peers that answered: id, results, milliseconds.
     pub answered: Vec<(String, usize, f64)>,
     /// Peers that did not, and why.
@@ -265,6 +268,7 @@ impl Searcher {
                 candidates: remote.candidates,
                 from_providers: remote.from_providers,
                 contacted: remote.contacted,
+                by_cell: remote.by_cell,
                 answered: remote.answers.iter().map(|a| (a.peer.clone(), a.hits.len(), a.ms)).collect(),
                 failed: remote.failed,
                 superseded: remote.superseded,
@@ -301,8 +305,8 @@ pub async fn answer_queries(index: Option<Arc<IndexService>>, mut queries: tokio
     }
 }
 
-/// Recomputes this node's routing summary every `search.summary_interval_secs` when the
-/// index has changed, and hands it to the network (gossip + DHT buckets).
+/// Recomputes this node's summary every `search.summary_interval_secs` when the
+/// index has changed, and hands it to the network (its semantic buckets in the DHT).
 pub async fn publish_summaries(index: Arc<IndexService>, network: NetworkHandle, config: SearchConfig) {
     let mut tick = tokio::time::interval(Duration::from_secs(config.summary_interval_secs));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -321,14 +325,14 @@ pub async fn publish_summaries(index: Arc<IndexService>, network: NetworkHandle,
                     chunks,
                     centroids = c.centroids.len(),
                     ms = started.elapsed().as_millis() as u64,
-                    "routing summary computed"
+                    "summary computed"
                 );
-                network.set_summary(index.model().to_string(), c.centroids, c.weights);
+                network.set_summary(c.centroids, c.weights);
                 summarized = chunks;
             }
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::warn!("routing summary failed: {e}"),
-            Err(e) => tracing::warn!("routing summary task failed: {e}"),
+            Ok(Err(e)) => tracing::warn!("summary failed: {e}"),
+            Err(e) => tracing::warn!("summary task failed: {e}"),
         }
     }
 }

@@ -316,7 +316,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ),
             ];
             encode_counters(&mut enc, &reach)?;
-            let counters: [Plain; 16] = [
+            let counters: [Plain; 14] = [
                 (
                     "weft_p2p_roster_refused_events",
                     "Roster events refused: forged, malformed or against the admission rules",
@@ -346,16 +346,6 @@ impl prometheus_client::collector::Collector for StatusCollector {
                     "weft_p2p_requests_cut",
                     "URL batches and search requests dropped while being read (their budget was held)",
                     n.requests_cut,
-                ),
-                (
-                    "weft_p2p_gossip_rejected",
-                    "Gossip refused: forged or unsealed, or a routing summary malformed",
-                    n.rejected_gossip,
-                ),
-                (
-                    "weft_p2p_gossip_dropped",
-                    "Gossip messages dropped because a slow peer's queue was full",
-                    n.gossip_dropped,
                 ),
             ];
             encode_counters(&mut enc, &counters)?;
@@ -424,12 +414,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ("weft_search_bad_replies", "Peers' answers that failed the checks", q.bad_replies),
             ];
             encode_counters(&mut enc, &counters)?;
-            let gauges: [Plain; 4] = [
-                (
-                    "weft_search_summaries_known",
-                    "Members whose routing summary this node holds",
-                    q.summaries_known as u64,
-                ),
+            let gauges: [Plain; 3] = [
                 (
                     "weft_search_buckets_provided",
                     "LSH buckets this node provides in the DHT",

@@ -11,9 +11,7 @@ use libp2p::identity::Keypair;
 use libp2p::request_response::{self, ProtocolSupport};
 use libp2p::swarm::behaviour::toggle::Toggle;
 use libp2p::swarm::NetworkBehaviour;
-use libp2p::{
-    allow_block_list, autonat, connection_limits, dcutr, gossipsub, identify, kad, ping, relay, upnp, StreamProtocol,
-};
+use libp2p::{allow_block_list, autonat, connection_limits, dcutr, identify, kad, ping, relay, upnp, StreamProtocol};
 use std::time::Duration;
 use weft_config::RelayConfig;
 
@@ -33,24 +31,6 @@ pub const ROSTER_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/roster/1"
 /// few sponsorships or accusations.
 const ROSTER_STREAMS_PER_CONNECTION: usize = 8;
 pub use crate::versions::PROTOCOL_VERSION;
-/// Largest gossipsub message: a routing summary of 64 centroids of 384 dimensions in f16 is
-/// 48 KiB.
-pub const MAX_GOSSIP_BYTES: usize = 64 * 1024;
-/// Gossip messages waiting to go out on one connection, at most; more are dropped for that
-/// peer (a summary comes again). gossipsub's default is 5,000 — up to 320 MiB of summaries per
-/// slow connection. Forwards older than [`FORWARD_WITHIN`] are dropped anyway, so 128 leaves
-/// many seconds of room at N = 50. A node at fifty members on this loaded 2-core machine held
-/// 15 MiB more of queued gossip within ten minutes with the default (jemalloc's heap profile,
-/// 2026-11-30; then with membership heartbeats on gossip too). `network.gossip_dropped` counts
-/// what slow peers' full queues drop.
-pub const GOSSIP_QUEUE: usize = 128;
-/// A gossip message this node forwards is dropped if it could not be sent within this long,
-/// and one it publishes within [`PUBLISH_WITHIN`]. gossipsub's defaults are 1 s and 5 s: on a
-/// loaded box (fifty nodes on two cores, or a Pi indexing) a connection's writer is often
-/// a second late, and every message forwarded through it was dropped (2026-11-30, when
-/// membership heartbeats went by gossip: the views shrank to 8 of 50 members).
-pub const FORWARD_WITHIN: Duration = Duration::from_secs(5);
-pub const PUBLISH_WITHIN: Duration = Duration::from_secs(10);
 
 #[derive(NetworkBehaviour)]
 pub struct Behaviour {
@@ -60,7 +40,6 @@ pub struct Behaviour {
     pub identify: identify::Behaviour,
     pub ping: ping::Behaviour,
     pub kad: kad::Behaviour<kad::store::MemoryStore>,
-    pub gossipsub: gossipsub::Behaviour,
     pub urls: request_response::Behaviour<Codec<UrlWire>>,
     pub search: request_response::Behaviour<Codec<SearchWire>>,
     pub postings: request_response::Behaviour<Codec<PostingWire>>,
@@ -117,7 +96,7 @@ impl Behaviour {
         let mut kad_config = kad::Config::new(KAD_PROTOCOL);
         kad_config.set_periodic_bootstrap_interval(Some(refresh));
         kad_config.set_query_timeout(Duration::from_secs(30));
-        // Provider records announce semantic buckets (see `summaries`); they change as the
+        // Provider records announce semantic buckets (see `crate::buckets`); they change as the
         // index grows, so they are short-lived and republished often.
         kad_config.set_provider_record_ttl(Some(Duration::from_secs(30 * 60)));
         kad_config.set_provider_publication_interval(Some(Duration::from_secs(10 * 60)));
@@ -137,26 +116,6 @@ impl Behaviour {
         // Client until this node knows others can reach it (`crate::reachability`): a node
         // behind NAT in the routing tables would only make queries wait for dials that fail.
         kad.set_mode(Some(kad::Mode::Client));
-        // gossipsub's mesh (6) and flood publishing as they come. A mesh of 3 without flood
-        // publishing took less CPU, but fifty members on two cores with a mesh of 4 without it
-        // lost gossiped messages until views parted (see benchmarks.md, 2026-12-02, when the
-        // membership's heartbeats went by gossip), so it was taken back.
-        // Messages are sealed by their authors and checked once each by the event loop
-        // (`crate::sealed`: gossipsub's signed mode checked every copy, 16% of an idle node's
-        // CPU at fifty members). A message's id is the hash of its bytes, so copies are
-        // dropped before anything else, and none is forwarded before the event loop took it.
-        let gossip_config = gossipsub::ConfigBuilder::default()
-            .heartbeat_interval(Duration::from_secs(1))
-            .validation_mode(gossipsub::ValidationMode::Anonymous)
-            .message_id_fn(crate::sealed::message_id)
-            .validate_messages()
-            .max_transmit_size(MAX_GOSSIP_BYTES + crate::sealed::MAX_OVERHEAD)
-            .connection_handler_queue_len(GOSSIP_QUEUE)
-            .forward_queue_duration(FORWARD_WITHIN)
-            .publish_queue_duration(PUBLISH_WITHIN)
-            .build()
-            .map_err(|e| e.to_string())?;
-        let gossipsub = gossipsub::Behaviour::new(gossipsub::MessageAuthenticity::Anonymous, gossip_config)?;
         // Some slots are kept for the connections this node dials (its bootstrap peers, the
         // members it must meet): strangers connecting in fill at most the rest, so they cannot
         // lock a volunteer out of its own network.
@@ -212,7 +171,6 @@ impl Behaviour {
             ),
             ping: ping::Behaviour::default(),
             kad,
-            gossipsub,
             urls,
             search,
             postings,

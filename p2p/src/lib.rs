@@ -5,8 +5,8 @@
 //! - [`membership`]: the rings this node routes by, following the roster, and what it
 //!   remembers of the rings before (pure).
 //! - [`identity`]: the persistent ed25519 key in the data dir.
-//! - [`behaviour`]: the composed `NetworkBehaviour` (identify, ping, Kademlia, gossipsub,
-//!   connection limits, AutoNAT, relay, hole punching, UPnP).
+//! - [`behaviour`]: the composed `NetworkBehaviour` (identify, ping, Kademlia, the
+//!   request-response protocols, connection limits, AutoNAT, relay, hole punching, UPnP).
 //! - [`reachability`]: whether others can reach this node, and what follows — addresses
 //!   advertised, DHT and relay roles, relay slots behind NAT (pure).
 //! - [`codec`]: the CBOR wire codec of the URL exchange, which lets bad input reach the ban.
@@ -15,8 +15,6 @@
 //! - [`placement`]: semantic placement — the network's codebook of cells, where each cell
 //!   lives on the ring, and whom a question asks (pure).
 //! - [`signing`]: what a publisher signs of a record it sends, and the check (pure).
-//! - [`sealed`]: gossip sealed by its author and opened once per message, not per copy;
-//!   stale sequence numbers refused (pure).
 //! - [`replicas`]: document copies held by the owners of each document's id, their checks,
 //!   and `/weft/doc/1` that reads a document from a holder (pure).
 //! - [`copy_sync`]: anti-entropy — two holders compare their copies bucket by bucket and the
@@ -25,8 +23,8 @@
 //! - [`postings`]: what a node publishes about each chunk to its cells' owners, and the checks
 //!   a received posting passes (pure).
 //! - [`publishing`]: the outbox of postings — per-owner batches, retries, re-routing (pure).
-//! - [`summaries`]: routing summaries (centroids, LSH buckets) and the ranking of peers for a
-//!   query (pure).
+//! - [`buckets`]: semantic buckets — the LSH keys of a node's centroids, provided in the DHT,
+//!   and the ranking of their providers for a query (pure).
 //! - [`search`]: `/weft/search/1` — wire types, checks, and merging peers' answers (pure).
 //! - [`roster`]: the member set at any size — signed join and departure events, anti-entropy
 //!   digests, monitors, sponsored admission (pure).
@@ -34,11 +32,12 @@
 //! - [`network`]: the swarm, its event loop, and the handle the node talks to.
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
-//! checks it): codec, identity, reachability, ring, signing, summaries, versions → exchange,
-//! membership, placement, records, sealed → replicas, roster → copy_sync, postings, search → doc_wire,
+//! checks it): buckets, codec, identity, reachability, ring, signing, versions → exchange,
+//! membership, placement, records → replicas, roster → copy_sync, postings, search → doc_wire,
 //! publishing → behaviour → network.
 
 pub mod behaviour;
+pub mod buckets;
 pub mod codec;
 pub mod copy_sync;
 pub mod doc_wire;
@@ -54,10 +53,8 @@ pub mod records;
 pub mod replicas;
 pub mod ring;
 pub mod roster;
-pub mod sealed;
 pub mod search;
 pub(crate) mod signing;
-pub mod summaries;
 pub mod versions;
 
 pub use exchange::{UrlKind, WireUrl};

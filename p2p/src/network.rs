@@ -28,9 +28,7 @@ use libp2p::identity::Keypair;
 use libp2p::multiaddr::Protocol;
 use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
 use libp2p::swarm::SwarmEvent;
-use libp2p::{
-    autonat, dcutr, gossipsub, identify, kad, noise, ping, relay, tcp, upnp, yamux, Multiaddr, PeerId, Swarm,
-};
+use libp2p::{autonat, dcutr, identify, kad, noise, ping, relay, tcp, upnp, yamux, Multiaddr, PeerId, Swarm};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -106,7 +104,6 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let may_found = config.bootstrap.is_empty();
     let roster = roster::State::new(key.clone(), config.vnodes, boot_peers, may_found, config.saved_peers.clone());
     let signer = key.clone();
-    let sealer = crate::sealed::Sealer::new(key.clone());
     let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
         .with_tokio()
         .with_tcp(tcp::Config::default().nodelay(true), noise::Config::new, yamux::Config::default)
@@ -123,8 +120,6 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
             .listen_on(addr.clone())
             .map_err(|e| P2pError::Listen { addr: addr.to_string(), reason: e.to_string() })?;
     }
-    let summary_topic = gossipsub::IdentTopic::new(crate::summaries::TOPIC);
-    swarm.behaviour_mut().gossipsub.subscribe(&summary_topic).map_err(|e| P2pError::Build(e.to_string()))?;
 
     let reach = Reachability::new(config.private_addrs, upnp, std::time::Instant::now());
     let members = Members::new(peer_id, config.vnodes, std::time::Instant::now());
@@ -143,9 +138,8 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let postings =
         postings::State::new(signer, config.model.clone(), config.search.replicas, config.doc_replicas, postings_tx);
     let mut event_loop = EventLoop {
-        querying: querying::State::new(summary_topic, queries_tx, query_rate),
+        querying: querying::State::new(queries_tx, query_rate),
         postings,
-        sealer,
         documents: documents::State::new(docs_tx),
         swarm,
         config,
@@ -160,8 +154,6 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         joining: Joining::First,
         retry_at: None,
         attempt: 0,
-        rejected: 0,
-        gossip_dropped: 0,
         status: status_tx,
         ring: ring_tx,
         outbox: Outbox::default(),
@@ -255,12 +247,10 @@ type PendingReply = BoxFuture<'static, (ResponseChannel<BatchReply>, u32, u32, O
 
 struct EventLoop {
     swarm: Swarm<Behaviour>,
-    /// Network search: summaries, queries in flight, answers to others' queries.
+    /// Network search: semantic buckets, queries in flight, answers to others' queries.
     querying: querying::State,
     /// Semantic placement: postings out to their cells' owners, and in for the cells held here.
     postings: postings::State,
-    /// Gossip sealed by this node, and others' opened once each (see `crate::sealed`).
-    sealer: crate::sealed::Sealer,
     /// Documents read from their holders, and others' reads answered.
     documents: documents::State,
     config: NetworkConfig,
@@ -281,9 +271,6 @@ struct EventLoop {
     joining: Joining,
     retry_at: Option<Instant>,
     attempt: u32,
-    rejected: u64,
-    /// Gossip messages dropped for slow peers (gossipsub's `SlowPeer` reports).
-    gossip_dropped: u64,
     status: watch::Sender<NetworkStatus>,
     ring: watch::Sender<Arc<Ring>>,
     outbox: Outbox,
@@ -601,20 +588,6 @@ impl EventLoop {
                 Ok(_) => self.members.alive(&peer),
                 Err(e) => tracing::debug!(%peer, "ping failed: {e}"),
             },
-            SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(gossipsub::Event::SlowPeer {
-                failed_messages, ..
-            })) => {
-                self.gossip_dropped += (failed_messages.priority + failed_messages.non_priority) as u64;
-            }
-            SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(gossipsub::Event::Message {
-                message,
-                propagation_source,
-                message_id,
-            })) => {
-                let acceptance = self.on_gossip(message, propagation_source);
-                let gossip = &mut self.swarm.behaviour_mut().gossipsub;
-                gossip.report_message_validation_result(&message_id, &propagation_source, acceptance);
-            }
             SwarmEvent::Behaviour(BehaviourEvent::Urls(event)) => self.on_urls(event),
             SwarmEvent::Behaviour(BehaviourEvent::Search(event)) => self.on_search(event),
             SwarmEvent::Behaviour(BehaviourEvent::Postings(event)) => self.on_postings(event),
@@ -676,7 +649,7 @@ impl EventLoop {
                 self.flush(true);
             }
             Command::Search { request, fanout, routing, reply } => self.start_search(request, fanout, routing, reply),
-            Command::SetSummary { model, centroids, weights } => self.set_summary(model, centroids, weights),
+            Command::SetSummary { centroids, weights } => self.set_summary(centroids, weights),
             Command::PublishPostings { postings, withdrawals, replicas } => {
                 self.publish_postings(postings, withdrawals, replicas)
             }

@@ -20,7 +20,7 @@ pub const MAX_AUTHOR_BYTES: usize = 256;
 /// A query.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchRequest {
-    /// The asker's embedding model (see [`crate::summaries::Summary::model`]).
+    /// The asker's embedding model (an answer from another model is not comparable).
     pub model: String,
     /// The query's unit vector.
     pub vector: Vec<f32>,

@@ -48,7 +48,7 @@ fn main() {
     let asked: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(work.join("search.json")).expect("search.json")).expect("json");
     let asked: Vec<&serde_json::Value> =
-        asked.iter().filter(|a| a["dense"] == true && a["by_summaries"] != true && a["error"].is_null()).collect();
+        asked.iter().filter(|a| a["dense"] == true && a["by_buckets"] != true && a["error"].is_null()).collect();
     let peers: Vec<PeerId> = report["nodes"]
         .as_array()
         .expect("nodes")

@@ -39,7 +39,6 @@ use weft_index::summary::kmeans;
 use weft_index::{Document, Embedder, Indexer, LocalIndex};
 use weft_p2p::placement::{cell_owners, cells_per_chunk, plan, Codebook};
 use weft_p2p::ring::{Ring, DEFAULT_VNODES};
-use weft_p2p::summaries::{Summaries, Summary};
 use weft_p2p::PeerId;
 use weft_simnet::rng::Rng;
 
@@ -547,19 +546,19 @@ fn main() -> anyhow::Result<()> {
         let askers: Vec<usize> = (0..qs.len()).map(|i| (i * 7919) % n).collect();
         let mut rows = Vec::new();
         // Today: summaries of 32 centroids, the best-scoring peers asked.
-        let mut summaries = Summaries::default();
-        for (i, chunks) in own.iter().enumerate() {
-            let vs: Vec<Vec<f32>> = chunks.iter().map(|c| corpus.vector(*c).to_vec()).collect();
-            let cs = kmeans(&vs, SUMMARY_CENTROIDS);
-            summaries.observe(&Summary::new(members[i].to_string(), 1, "m".into(), &cs.centroids, cs.weights));
-        }
-        let names: Vec<String> = members.iter().map(PeerId::to_string).collect();
+        let summaries: Vec<_> = own
+            .iter()
+            .map(|chunks| {
+                let vs: Vec<Vec<f32>> = chunks.iter().map(|c| corpus.vector(*c).to_vec()).collect();
+                kmeans(&vs, SUMMARY_CENTROIDS)
+            })
+            .collect();
         for &budget in &a.budgets {
             let (recall_mean, asked_mean, asked_max) = judge(qvecs.len(), |qi| {
                 let (q, asker) = (&qvecs[qi], askers[qi]);
                 let mut ranked: Vec<(f32, usize)> = (0..n)
                     .filter(|p| *p != asker)
-                    .filter_map(|p| summaries.score(&names[p], "m", q).map(|s| (s, p)))
+                    .filter_map(|p| summary_score(&summaries[p].centroids, &summaries[p].weights, q).map(|s| (s, p)))
                     .collect();
                 ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
                 let asked: Vec<usize> = ranked.iter().take(budget).map(|(_, p)| *p).collect();
@@ -675,4 +674,20 @@ fn main() -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// How much of a member's content is close to `query` by its routing summary, as the network
+/// ranked peers before questions were routed by cells: a soft maximum over its centroids, each
+/// weighted by the chunks it stands for, `1 + τ·ln Σ wᵢ·exp((simᵢ − 1)/τ)` with τ = 0.02 (the
+/// centroids as computed here, not rounded to f16 as they were gossiped). `None` for a member
+/// with nothing indexed.
+fn summary_score(centroids: &[Vec<f32>], weights: &[u32], query: &[f32]) -> Option<f32> {
+    const SOFTNESS: f64 = 0.02;
+    let sum: f64 = centroids
+        .iter()
+        .zip(weights)
+        .filter(|(c, w)| c.len() == query.len() && **w > 0)
+        .map(|(c, w)| f64::from(*w) * ((f64::from(weft_vecmath::dot(c, query)) - 1.0) / SOFTNESS).exp())
+        .sum();
+    (sum > 0.0).then(|| (1.0 + SOFTNESS * sum.ln()) as f32)
 }

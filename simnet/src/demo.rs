@@ -31,7 +31,7 @@ pub struct Answer {
 pub type Route = Vec<(usize, Vec<u32>)>;
 
 /// Asks the first node to search the network (`scope=network`): it asks the owners of the
-/// question's best cells and the peers whose routing summaries are closest, and merges their
+/// question's best cells, and merges their
 /// answers with its own. Each result is labelled with the node that answered it; the route
 /// says which nodes were asked for which cells.
 pub async fn ask(http: &reqwest::Client, nodes: &[LiveNode], question: &str, k: usize) -> (Vec<Answer>, Route) {

@@ -591,8 +591,8 @@ fn print_summary(r: &RunReport) {
             s.hybrid_queries, s.hybrid_failed, s.hybrid_ms_p50, s.hybrid_overlap_at_10
         );
         println!(
-            "                  routed by the summaries alone (side by side): recall@10 {:.3}, {:.1} peers contacted on average, p95 {:.0} ms",
-            s.summaries_recall_at_10, s.summaries_peers_contacted_mean, s.summaries_ms_p95
+            "                  routed by the DHT's buckets alone (side by side): recall@10 {:.3}, {:.1} peers contacted on average, p95 {:.0} ms",
+            s.buckets_recall_at_10, s.buckets_peers_contacted_mean, s.buckets_ms_p95
         );
         if let Some(down) = s.recall_at_10_while_down {
             println!(

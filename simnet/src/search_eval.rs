@@ -48,9 +48,9 @@ pub struct Asked {
     pub query: String,
     /// Asked with `mode=dense` (judged for recall), or as a user asks (hybrid).
     pub dense: bool,
-    /// Routed by the peers' summaries alone (`routing=summaries`), to compare with the cells.
+    /// Routed by the DHT's semantic buckets alone (`routing=buckets`), to compare with the cells.
     #[serde(default)]
-    pub by_summaries: bool,
+    pub by_buckets: bool,
     /// The node asked.
     pub node: usize,
     /// Seconds into the search phase.
@@ -128,11 +128,11 @@ pub struct SearchReport {
     pub hybrid_failed: usize,
     pub hybrid_ms_p50: f64,
     pub hybrid_overlap_at_10: f64,
-    /// The same questions by meaning, routed by the peers' summaries alone (placement by host's
-    /// routing, before cells): recall@10, peers contacted (mean) and p95 time.
-    pub summaries_recall_at_10: f64,
-    pub summaries_peers_contacted_mean: f64,
-    pub summaries_ms_p95: f64,
+    /// The same questions by meaning, routed by the DHT's semantic buckets alone (the fallback
+    /// for a vector the codebook cannot place): recall@10, peers contacted (mean) and p95 time.
+    pub buckets_recall_at_10: f64,
+    pub buckets_peers_contacted_mean: f64,
+    pub buckets_ms_p95: f64,
 }
 
 /// Strips a section number: "9.4. String Functions and Operators" → "String Functions and
@@ -182,7 +182,7 @@ pub async fn ask(
     ask_routed(http, api, q, k, dense, "cells").await
 }
 
-/// [`ask`], routed by `routing` (`cells` or `summaries`).
+/// [`ask`], routed by `routing` (`cells` or `buckets`).
 pub async fn ask_routed(
     http: &reqwest::Client,
     api: std::net::SocketAddr,
@@ -219,7 +219,7 @@ pub fn record(
     let mut a = Asked {
         query: query.to_string(),
         dense,
-        by_summaries: false,
+        by_buckets: false,
         node,
         at_secs: at.as_secs_f64(),
         up,
@@ -383,13 +383,13 @@ pub fn judge(
     let nodes: Vec<Vec<Doc>> = data_dirs.iter().enumerate().map(|(n, d)| read_node(d, n)).collect::<Result<_, _>>()?;
     let mut embedder = weft_index::Embedder::open(&embed_config(models), 1).map_err(|e| e.to_string())?;
     let (hybrid, asked): (Vec<&Asked>, Vec<&Asked>) = asked.iter().partition(|a| !a.dense);
-    let (by_summaries, asked): (Vec<&Asked>, Vec<&Asked>) = asked.into_iter().partition(|a| a.by_summaries);
-    let texts: Vec<&str> = asked.iter().chain(&hybrid).chain(&by_summaries).map(|a| a.query.as_str()).collect();
+    let (by_buckets, asked): (Vec<&Asked>, Vec<&Asked>) = asked.into_iter().partition(|a| a.by_buckets);
+    let texts: Vec<&str> = asked.iter().chain(&hybrid).chain(&by_buckets).map(|a| a.query.as_str()).collect();
     let mut vectors = embedder.embed(&texts).map_err(|e| e.to_string())?;
-    let summaries_vectors = vectors.split_off(asked.len() + hybrid.len());
+    let buckets_vectors = vectors.split_off(asked.len() + hybrid.len());
     let hybrid_vectors = vectors.split_off(asked.len());
     let (mut s_recalls, mut s_contacted, mut s_times) = (Vec::new(), Vec::new(), Vec::new());
-    for (a, q) in by_summaries.iter().copied().zip(&summaries_vectors).filter(|(a, _)| a.error.is_none()) {
+    for (a, q) in by_buckets.iter().copied().zip(&buckets_vectors).filter(|(a, _)| a.error.is_none()) {
         let docs: Vec<&Doc> = a.up.iter().filter_map(|n| nodes.get(*n)).flatten().collect();
         let truth = exact_top(q, &docs, 10);
         if truth.is_empty() {
@@ -464,9 +464,9 @@ pub fn judge(
         hybrid_failed: hybrid.iter().filter(|a| a.error.is_some()).count(),
         hybrid_ms_p50: percentile(&hybrid_times, 0.5),
         hybrid_overlap_at_10: mean(&overlaps),
-        summaries_recall_at_10: mean(&s_recalls),
-        summaries_peers_contacted_mean: mean(&s_contacted),
-        summaries_ms_p95: percentile(&s_times, 0.95),
+        buckets_recall_at_10: mean(&s_recalls),
+        buckets_peers_contacted_mean: mean(&s_contacted),
+        buckets_ms_p95: percentile(&s_times, 0.95),
         load: None,
     })
 }

@@ -48,7 +48,7 @@ impl EventLoop {
                 (*source, records::decode_strict(r.key.as_ref(), &r.value).map(|_| ()).map_err(|e| e.to_string()))
             }
             kad::InboundRequest::AddProvider { record: Some(p) } => {
-                let ok = crate::summaries::is_bucket_key(p.key.as_ref());
+                let ok = crate::buckets::is_bucket_key(p.key.as_ref());
                 (p.provider, if ok { Ok(()) } else { Err("not a Weft bucket key".to_string()) })
             }
             _ => return,

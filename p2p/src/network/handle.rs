@@ -41,9 +41,8 @@ pub(super) enum Command {
         to: PeerId,
         postings: Vec<Posting>,
     },
-    /// This node's routing summary changed.
+    /// This node's summary changed: its buckets are provided in the DHT.
     SetSummary {
-        model: String,
         centroids: Vec<Vec<f32>>,
         weights: Vec<u32>,
     },
@@ -92,10 +91,10 @@ impl NetworkHandle {
         answer.await.unwrap_or(NetworkAnswer { partial: true, ..Default::default() })
     }
 
-    /// Publishes this node's routing summary (gossip) and provides its centroids' LSH buckets
-    /// in the DHT; republished for members that join later.
-    pub fn set_summary(&self, model: String, centroids: Vec<Vec<f32>>, weights: Vec<u32>) {
-        let _ = self.commands.send(Command::SetSummary { model, centroids, weights });
+    /// This node's summary changed (its chunks' centroids, each with the chunks it stands
+    /// for): the LSH buckets of its centroids are provided in the DHT (see `crate::buckets`).
+    pub fn set_summary(&self, centroids: Vec<Vec<f32>>, weights: Vec<u32>) {
+        let _ = self.commands.send(Command::SetSummary { centroids, weights });
     }
 
     pub fn peer_id(&self) -> PeerId {

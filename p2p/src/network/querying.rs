@@ -1,19 +1,17 @@
-//! The event loop's part of network search: routing summaries in and out, queries this node
-//! sends (candidate discovery, fan-out, hedging, deadline) and queries it answers.
+//! The event loop's part of network search: this node's semantic buckets provided in the DHT,
+//! queries this node sends (candidate discovery, fan-out, hedging, deadline) and queries it
+//! answers.
 //!
 //! A query goes through three steps:
 //!
-//! 1. **discover** — ask the DHT for the providers of the query's LSH buckets (cached for
-//!    [`PROVIDER_TTL`]; at most [`DISCOVERY`] or a quarter of the deadline). Skipped when this
-//!    node holds every member's summary: ranking reads providers only for members without one,
-//!    so the lookups could not change whom the query goes to, and they cost the query up to
-//!    [`DISCOVERY`] and every peer a burst of DHT requests (on a loaded box that burst delayed
-//!    the answers past the hedge). Routed by cells (the default), a query takes only the
-//!    providers already cached and makes no lookup: the owners of its best cells go first, and
-//!    the ranking only fills in behind them;
-//! 2. **rank and send** — [`crate::summaries::rank`] orders members by centroid similarity (and
-//!    providers without a known summary by their bucket matches); the first `fanout` get the
-//!    query — one fewer when that would take every peer a question may ask ([`first_wave`]);
+//! 1. **discover** — routed by cells (the default), nothing to discover: the owners of the
+//!    question's best cells are on this node's ring. Routed by buckets, ask the DHT for the
+//!    providers of the query's LSH buckets (cached for [`PROVIDER_TTL`]; at most [`DISCOVERY`]
+//!    or a quarter of the deadline);
+//! 2. **rank and send** — the owners of the best cells ([`crate::placement::plan`]) first, then
+//!    their cells' other owners; routed by buckets, [`crate::buckets::rank`] orders the
+//!    providers by their bucket matches. The first `fanout` get the query — one fewer when that
+//!    would take every peer a question may ask ([`first_wave`]);
 //! 3. **collect** — answers are checked; a peer that fails, is busy, or has not answered after
 //!    `search.hedge_ms` is replaced by the next candidate, while the question has asked fewer
 //!    than `search.fanout` peers in all, hedges included;
@@ -23,15 +21,15 @@
 //! penalised: left out of rankings for [`PENALTY`], banned after [`MAX_STRIKES`].
 
 use super::{EventLoop, Latencies};
+use crate::buckets::{rank, Candidate, Lsh};
 use crate::codec::Frame;
 use crate::exchange::RateLimit;
 use crate::placement::{cell_owners, plan};
 use crate::search::{check_reply, RemoteHit, SearchReply, SearchRequest};
-use crate::summaries::{rank, Candidate, Lsh, Summaries, Summary};
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use libp2p::request_response::{self, OutboundFailure, OutboundRequestId, ResponseChannel};
-use libp2p::{gossipsub, kad, PeerId};
+use libp2p::{kad, PeerId};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -64,23 +62,14 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 const PENALTY: Duration = Duration::from_secs(600);
 /// ... and banned at this many strikes.
 const MAX_STRIKES: u32 = 3;
-/// A routing summary is gossiped again this often for members that missed it ...
-const REPUBLISH: Duration = Duration::from_secs(60);
-/// ... and, when it changed or a member joined, once this long has passed since the last time.
-/// Every join used to send it at once: on a loaded network whose views churn (fifty nodes on
-/// two cores, 2026-12-01) each node flooded its 24 KB summary to every peer at every join,
-/// ~90 times in seven minutes, filling the gossip queues so that heartbeats were dropped —
-/// which made more members leave and join.
-const REPUBLISH_AFTER: Duration = Duration::from_secs(10);
-
-/// Whom a question asks first: the owners of its best cells (placement by meaning, the
-/// default), or — to compare, or where cells are off — the peers the routing summaries choose.
+/// Whom a question asks: the owners of its best cells (placement by meaning, the default), or
+/// — to compare, or where cells are off — the providers of its semantic buckets in the DHT.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Routing {
     #[default]
     Cells,
-    Summaries,
+    Buckets,
 }
 
 /// A query from another node, for the node to answer from its index.
@@ -111,11 +100,11 @@ pub struct NetworkAnswer {
     pub failed: Vec<(String, String)>,
     /// Some peer that was asked did not contribute.
     pub partial: bool,
-    /// Peers that were worth asking (ranked), and how many of them only the DHT's buckets named.
+    /// Peers that were worth asking (ranked), and how many of them the DHT's buckets named.
     pub candidates: usize,
     pub from_providers: usize,
     /// Peers chosen as owners of the question's best cells (semantic placement), each with
-    /// the cells it was chosen for, in the order asked; the summaries' choices follow them.
+    /// the cells it was chosen for, in the order asked; the cells' other owners follow them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_cell: Vec<(String, Vec<u32>)>,
     /// Peers chosen for cells that were still silent past the hedge when every one of their
@@ -128,22 +117,15 @@ pub struct NetworkAnswer {
 /// Network search in `/status`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SearchStatus {
-    /// Members whose routing summary this node holds.
-    pub summaries_known: usize,
-    /// Summaries rejected (undecodable, wrong author, bad shape).
-    pub summaries_rejected: u64,
     /// This node's own summary version (0: none yet), the chunks it stands for, and the LSH
-    /// buckets it provides.
+    /// buckets of its centroids it provides in the DHT.
     pub summary_version: u64,
     pub summary_chunks: u64,
     pub buckets_provided: usize,
-    /// The version of each member's summary this node holds.
-    pub known: std::collections::BTreeMap<String, u64>,
     /// Network queries this node sent, and peers asked in total.
     pub queries: u64,
     pub peers_contacted: u64,
-    /// DHT provider lookups the queries started (none while every member's summary is known,
-    /// nor for questions routed by cells).
+    /// DHT provider lookups the queries started (none for questions routed by cells).
     pub provider_lookups: u64,
     pub partial: u64,
     /// Peers this node stopped waiting for because other owners had answered for their cells
@@ -197,15 +179,13 @@ type Answering = BoxFuture<'static, (ResponseChannel<SearchReply>, SearchReply)>
 
 /// Network-search state of the event loop.
 pub(super) struct State {
-    pub(super) topic: gossipsub::IdentTopic,
-    pub(super) summaries: Summaries,
     pub(super) replies: FuturesUnordered<Answering>,
     inbound: mpsc::Sender<SearchInbound>,
     rate: RateLimit,
     lsh: Option<Lsh>,
-    mine: Option<Summary>,
-    published_at: Option<Instant>,
-    republish: bool,
+    /// This node's summary: its version (milliseconds since the epoch) and the chunks it
+    /// stands for.
+    mine: Option<(u64, u64)>,
     provided: HashSet<Vec<u8>>,
     queries: HashMap<u64, Query>,
     next_query: u64,
@@ -218,17 +198,13 @@ pub(super) struct State {
 }
 
 impl State {
-    pub(super) fn new(topic: gossipsub::IdentTopic, inbound: mpsc::Sender<SearchInbound>, rate: RateLimit) -> State {
+    pub(super) fn new(inbound: mpsc::Sender<SearchInbound>, rate: RateLimit) -> State {
         State {
-            topic,
-            summaries: Summaries::default(),
             replies: FuturesUnordered::new(),
             inbound,
             rate,
             lsh: None,
             mine: None,
-            published_at: None,
-            republish: false,
             provided: HashSet::new(),
             queries: HashMap::new(),
             next_query: 0,
@@ -246,10 +222,6 @@ impl State {
         self.queries.values().map(Query::next_due).min()
     }
 
-    pub(super) fn member_joined(&mut self) {
-        self.republish = true;
-    }
-
     fn lsh(&mut self, dims: usize) -> &Lsh {
         if self.lsh.as_ref().is_none_or(|l| l.dims() != dims) {
             self.lsh = Some(Lsh::network(dims));
@@ -264,11 +236,8 @@ impl State {
     pub(super) fn status(&self) -> SearchStatus {
         let now = Instant::now();
         SearchStatus {
-            summaries_known: self.summaries.len(),
-            summary_version: self.mine.as_ref().map_or(0, |s| s.version),
-            summary_chunks: self.mine.as_ref().map_or(0, |s| s.weights.iter().map(|w| u64::from(*w)).sum()),
-            // Kept by the status until the summaries change (`status::Shown`).
-            known: Default::default(),
+            summary_version: self.mine.map_or(0, |(version, _)| version),
+            summary_chunks: self.mine.map_or(0, |(_, chunks)| chunks),
             buckets_provided: self.provided.len(),
             penalised_peers: self.strikes.values().filter(|(_, until)| *until > now).count(),
             ms_p50: self.latencies.quantile(0.5),
@@ -294,34 +263,18 @@ impl Query {
 }
 
 impl EventLoop {
-    /// A routing summary from `source`; whether it was well-formed.
-    pub(super) fn on_summary(&mut self, source: PeerId, data: &[u8]) -> bool {
-        match Summary::decode(data, &source.to_string()) {
-            Ok(summary) => {
-                if self.querying.summaries.observe(&summary) {
-                    tracing::debug!(peer = %source, version = summary.version, "routing summary");
-                }
-                true
-            }
-            Err(e) => {
-                self.querying.counts.summaries_rejected += 1;
-                tracing::debug!(peer = %source, "routing summary rejected: {e}");
-                false
-            }
-        }
-    }
-
-    pub(super) fn set_summary(&mut self, model: String, centroids: Vec<Vec<f32>>, weights: Vec<u32>) {
+    /// This node's summary changed: the buckets of its centroids are provided in the DHT
+    /// (those no longer among them are withdrawn).
+    pub(super) fn set_summary(&mut self, centroids: Vec<Vec<f32>>, weights: Vec<u32>) {
         let Some(dims) = centroids.first().map(Vec::len) else { return };
         // Versions are milliseconds since the epoch: they keep growing across restarts.
-        let version = weft_clock::now_ms().max(1).max(self.querying.mine.as_ref().map_or(0, |s| s.version + 1));
-        let me = self.swarm.local_peer_id().to_string();
+        let version = weft_clock::now_ms().max(1).max(self.querying.mine.map_or(0, |(v, _)| v + 1));
         let keys: HashSet<Vec<u8>> = {
             let lsh = self.querying.lsh(dims);
-            centroids.iter().zip(&weights).filter(|(_, w)| **w > 0).flat_map(|(c, _)| lsh.keys(c)).collect()
+            let centroids = centroids.iter().zip(&weights).take(crate::buckets::MAX_CENTROIDS);
+            centroids.filter(|(_, w)| **w > 0).flat_map(|(c, _)| lsh.keys(c)).collect()
         };
-        let summary = Summary::new(me, version, model, &centroids, weights);
-        self.querying.mine = Some(summary);
+        self.querying.mine = Some((version, weights.iter().map(|w| u64::from(*w)).sum()));
         let kad = &mut self.swarm.behaviour_mut().kad;
         for gone in self.querying.provided.difference(&keys) {
             kad.stop_providing(&kad::RecordKey::new(gone));
@@ -331,30 +284,8 @@ impl EventLoop {
                 tracing::debug!("bucket not provided: {e}");
             }
         }
-        tracing::info!(version, buckets = keys.len(), "routing summary published");
+        tracing::info!(version, buckets = keys.len(), "semantic buckets provided");
         self.querying.provided = keys;
-        self.querying.republish = true;
-        self.republish_summary();
-    }
-
-    /// Gossips this node's summary when it changed or a member joined (at most once per
-    /// [`REPUBLISH_AFTER`]), or [`REPUBLISH`] passed.
-    pub(super) fn republish_summary(&mut self) {
-        let q = &mut self.querying;
-        let Some(summary) = &q.mine else { return };
-        let since = q.published_at.map(|t| t.elapsed());
-        let due = since.is_none_or(|s| s >= REPUBLISH || (q.republish && s >= REPUBLISH_AFTER));
-        if !due {
-            return;
-        }
-        let (topic, bytes) = (q.topic.clone(), summary.encode());
-        match self.publish_sealed(topic, &bytes) {
-            Ok(_) => {
-                self.querying.republish = false;
-                self.querying.published_at = Some(Instant::now());
-            }
-            Err(e) => tracing::trace!("summary not published: {e}"),
-        }
     }
 
     pub(super) fn start_search(
@@ -369,21 +300,15 @@ impl EventLoop {
         self.querying.next_query += 1;
         self.querying.counts.queries += 1;
         let deadline_after = Duration::from_millis(self.config.search.deadline_ms);
-        // Providers only rank members whose summary this node lacks (`rank`): with every
-        // member's summary here, the DHT has nothing to add and the buckets are not probed.
-        // Routed by cells, the first wave is the owners of the question's best cells and the
-        // summaries' ranking only fills in behind them, so the query does not wait for the DHT
-        // either: it takes the providers already cached. (A vector the codebook cannot place
-        // is routed by the summaries, and looks its providers up.) Waiting cost every question
-        // whose buckets were not cached up to `DISCOVERY` (150 ms) — in a network where a
-        // member with nothing indexed has no summary, that was nearly every question: at
-        // N = 20 the first of two questions in a row took a median 165 ms, the second 13 ms.
-        let me = *self.swarm.local_peer_id();
-        let others = self.members.peers().into_iter().filter(|p| *p != me).map(|p| p.to_string());
+        // Routed by cells, the question goes to the owners of its best cells, which this node
+        // knows from its ring: it does not wait for the DHT. (A vector the codebook cannot
+        // place is routed by the buckets, and looks their providers up.) Waiting cost a
+        // question whose buckets were not cached up to `DISCOVERY` (150 ms): at N = 20 the
+        // first of two questions in a row took a median 165 ms, the second 13 ms.
         let by_cells = routing == Routing::Cells
             && self.config.search.nprobe > 0
             && request.vector.len() == crate::placement::shipped().dims();
-        let probes = if self.querying.summaries.knows_all(others) {
+        let probes = if by_cells {
             Vec::new()
         } else {
             self.querying.lsh(request.vector.len()).probes(&request.vector, self.config.search.probes)
@@ -417,7 +342,6 @@ impl EventLoop {
                         *query.providers.entry(p.to_string()).or_default() += weight;
                     }
                 }
-                None if by_cells => {}
                 None => {
                     self.querying.cache.remove(&probe.key);
                     let qid = self.swarm.behaviour_mut().kad.get_providers(kad::RecordKey::new(&probe.key));
@@ -468,21 +392,19 @@ impl EventLoop {
     fn dispatch(&mut self, id: u64) {
         let now = Instant::now();
         let me = self.swarm.local_peer_id().to_string();
-        // Summaries and the DHT name peers by their base58 form (it is what they carry).
+        // The DHT names peers by their base58 form.
         let members: Vec<String> = self.members.peers().iter().map(PeerId::to_string).collect();
         let Some(q) = self.querying.queries.get(&id) else { return };
-        let model = q.request.model.clone();
-        let ranked = rank(&q.request.vector, &model, &self.querying.summaries, &members, &q.providers, |p| {
-            p == me || self.querying.penalised(p, now)
-        });
+        let ranked = rank(&members, &q.providers, |p| p == me || self.querying.penalised(p, now));
+        let from_providers = ranked.len();
         let (by_cell, ranked, replicas, cells) = match q.routing {
             Routing::Cells => self.by_cell(&q.request.vector, q.fanout, ranked, now),
-            Routing::Summaries => (Vec::new(), ranked, HashMap::new(), Vec::new()),
+            Routing::Buckets => (Vec::new(), ranked, HashMap::new(), Vec::new()),
         };
         let q = self.querying.queries.get_mut(&id).expect("query present");
         q.discovering = None;
         q.answer.candidates = ranked.len();
-        q.answer.from_providers = ranked.iter().filter(|c| !c.from_summary).count();
+        q.answer.from_providers = from_providers;
         q.answer.by_cell = by_cell;
         q.ranked = ranked;
         q.replicas = replicas;
@@ -497,10 +419,9 @@ impl EventLoop {
 
     /// Puts the owners of the question's best cells first (see [`crate::placement::plan`]):
     /// for each cell not yet covered, the owner covering most of the cells left, up to
-    /// `fanout` peers; then the summaries' ranking (peers hold what they crawled, whether its
-    /// postings arrived or not), then the cells' other owners. Returns the peers chosen by cell
-    /// with their cells, the whole order, each chosen peer's stand-ins, and the cells with
-    /// their owners.
+    /// `fanout` peers; then the cells' other owners. Returns the peers chosen by cell with
+    /// their cells, the whole order, each chosen peer's stand-ins, and the cells with their
+    /// owners; `ranked` (the buckets' providers) as it is where the codebook places nothing.
     fn by_cell(
         &self,
         vector: &[f32],
@@ -521,21 +442,13 @@ impl EventLoop {
         let up = |p: &PeerId| *p != me && !self.querying.penalised(&p.to_string(), now);
         let chosen = plan(owners.iter().map(|(c, _, o)| (*c, o.as_slice())), &me, fanout, up);
         let score_of = |cells: &[u32]| owners.iter().find(|o| cells.contains(&o.0)).map_or(0.0, |o| o.1);
-        let mut order: Vec<Candidate> = chosen
-            .iter()
-            .map(|(p, cells)| Candidate { peer: p.to_string(), score: score_of(cells), from_summary: false })
-            .collect();
+        let mut order: Vec<Candidate> =
+            chosen.iter().map(|(p, cells)| Candidate { peer: p.to_string(), score: score_of(cells) }).collect();
         let mut listed: HashSet<String> = order.iter().map(|c| c.peer.clone()).collect();
-        // The summaries' choices next: peers hold what they crawled, posted or not yet.
-        for c in ranked {
-            if listed.insert(c.peer.clone()) {
-                order.push(c);
-            }
-        }
         for (_, score, os) in &owners {
             for o in os.iter().filter(|o| up(o)) {
                 if listed.insert(o.to_string()) {
-                    order.push(Candidate { peer: o.to_string(), score: *score, from_summary: false });
+                    order.push(Candidate { peer: o.to_string(), score: *score });
                 }
             }
         }
@@ -545,7 +458,7 @@ impl EventLoop {
             for (_, score, os) in owners.iter().filter(|o| cells.contains(&o.0)) {
                 for o in os.iter().filter(|o| *o != peer && up(o)) {
                     if !alts.iter().any(|a| a.peer == o.to_string()) {
-                        alts.push(Candidate { peer: o.to_string(), score: *score, from_summary: false });
+                        alts.push(Candidate { peer: o.to_string(), score: *score });
                     }
                 }
             }

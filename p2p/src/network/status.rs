@@ -37,14 +37,6 @@ pub struct NetworkStatus {
     /// 0 until it is admitted.
     pub admitted: f64,
     pub joining: Joining,
-    /// Gossip refused: not sealed, or its seal forged (see `crate::sealed`), or a routing
-    /// summary malformed.
-    pub rejected_gossip: u64,
-    /// Gossip messages (routing summaries) dropped because a peer's queue was full: a slow
-    /// or loaded peer (see `behaviour::GOSSIP_QUEUE`). gossipsub logs each at warn level; the
-    /// node keeps its log to errors and counts them here instead.
-    #[serde(default)]
-    pub gossip_dropped: u64,
     /// URLs other members acknowledged from this node.
     pub urls_sent: u64,
     /// URLs received for this node's hosts and queued (or already seen).
@@ -145,7 +137,7 @@ impl Latencies {
 /// The parts of the status that cost most to build, kept until what they show changes. The
 /// status is built after every event the loop handles, thousands a second on a busy node; at
 /// fifty members, base58 of every member's id, the walk over the ring's points, the reachability
-/// over every connection's address and the summaries' versions were nearly half of an idle
+/// over every connection's address and the routing summaries' versions (since gone) were nearly half of an idle
 /// node's event loop (profiled, 2026-12-01 and 2026-12-02).
 #[derive(Debug, Default)]
 pub(super) struct Shown {
@@ -153,8 +145,6 @@ pub(super) struct Shown {
     members: Vec<String>,
     share: f64,
     admitted: f64,
-    summaries: Option<u64>,
-    known: std::collections::BTreeMap<String, u64>,
     /// The reachability's generation (listen addresses change through it too) and the relay's
     /// counts.
     reach: Option<(u64, usize, usize, u64)>,
@@ -173,11 +163,6 @@ impl EventLoop {
             shown.share = self.members.ring().share(&local);
             shown.admitted = self.members.points_of(&local) as f64 / self.members.ring().vnodes().max(1) as f64;
         }
-        let summaries = &self.querying.summaries;
-        if shown.summaries != Some(summaries.generation()) {
-            shown.summaries = Some(summaries.generation());
-            shown.known = summaries.versions().map(|(p, v)| (p.to_string(), v)).collect();
-        }
         let served = &self.relay_served;
         let reach = (self.reach.generation(), served.reservations.len(), served.circuits, served.circuits_served);
         if shown.reach != Some(reach) {
@@ -192,8 +177,7 @@ impl EventLoop {
         let local = *self.swarm.local_peer_id();
         self.update_shown();
         let shown = &self.shown;
-        let mut search = self.querying.status();
-        search.known = shown.known.clone();
+        let search = self.querying.status();
         let status = NetworkStatus {
             peer_id: local.to_string(),
             listen_addrs: shown.listen.clone(),
@@ -202,8 +186,6 @@ impl EventLoop {
             ring_share: shown.share,
             admitted: shown.admitted,
             joining: self.joining.clone(),
-            rejected_gossip: self.rejected,
-            gossip_dropped: self.gossip_dropped,
             urls_sent: self.counts.sent,
             urls_received: self.counts.received,
             urls_forwarded: self.counts.forwarded,

@@ -3,7 +3,6 @@
 
 mod cell_discovery;
 mod cell_hedging;
-mod hostile_gossip;
 mod hostile_postings;
 mod hostile_replicas;
 mod hostile_roster;

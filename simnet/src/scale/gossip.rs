@@ -1,9 +1,11 @@
 //! What a gossiped message costs the network: the real messages' sizes, and how many copies a
 //! gossipsub mesh carries of each.
 //!
-//! Sizes come from the real encoders: a heartbeat as `heartbeats::Heartbeat` encodes
-//! it and a routing summary as `weft_p2p::summaries::Summary` does (the configured 32 centroids
-//! of the model's 384 dimensions), each sealed by `weft_p2p::sealed::seal` with a real key.
+//! Sizes come from the encoders that design used: a heartbeat as `heartbeats::Heartbeat`
+//! encodes it and a routing summary as [`Summary`] (the configured 32 centroids of the model's
+//! 384 dimensions), each sealed as [`seal`] did with a real key. (Weft gossips nothing now:
+//! the summaries' topic went with the heartbeats; these are that design's wire, kept to
+//! measure it.)
 //!
 //! Copies come from floods over a random mesh as gossipsub 0.50 builds it with its defaults
 //! (each member grafts 6 peers and prunes back to 6 above 12): a member forwards a message it
@@ -16,7 +18,6 @@ use crate::rng::Rng;
 use libp2p::identity::Keypair;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use weft_p2p::summaries::Summary;
 
 /// gossipsub's mesh degree (`mesh_n`), its upper bound (`mesh_n_high`) and the lower one below
 /// which a member grafts more (`mesh_n_low`), as rust-libp2p 0.57 configures them by default.
@@ -28,7 +29,7 @@ pub const IDONTWANT_ABOVE: usize = 1000;
 /// Bytes a gossiped message costs on the wire beyond its data: the RPC's protobuf framing and
 /// topic, a yamux frame header and the Noise frame's length and tag.
 pub const FRAMING: usize = 55;
-/// A message id (`weft_p2p::sealed::message_id`: 20 bytes of blake3), as IHAVE lists them.
+/// A message id (20 bytes of blake3 of the sealed message), as IHAVE lists them.
 pub const ID_BYTES: usize = 20;
 /// gossipsub's gossip: every second (its heartbeat) a member tells at least `GOSSIP_LAZY`
 /// peers outside its mesh, or a quarter of them (`gossip_factor`), the ids of the messages of
@@ -80,16 +81,59 @@ impl Sizes {
             left: Vec::new(),
             every: 60,
         };
-        let seal = |topic: &str, payload: &[u8]| {
-            weft_p2p::sealed::seal(&key, topic, 1_780_000_000_000, payload).expect("sealing a small message").len()
-        };
-        let heartbeat = seal(super::heartbeats::TOPIC, &hb.encode());
+        let heartbeat = seal(&key, super::heartbeats::TOPIC, &hb.encode()).len();
         let vectors: Vec<Vec<f32>> =
             (0..centroids).map(|c| (0..dims).map(|d| ((c * dims + d) as f32).sin()).collect()).collect();
-        let summary = Summary::new(peer, 1, "all-MiniLM-L6-v2".into(), &vectors, vec![100; centroids]);
-        let summary = seal(weft_p2p::summaries::TOPIC, &summary.encode());
+        let summary = Summary::new(peer, &vectors, vec![100; centroids]);
+        let summary = seal(&key, SUMMARIES_TOPIC, &summary.encode()).len();
         Sizes { heartbeat, summary }
     }
+}
+
+/// The routing summaries' gossipsub topic.
+pub const SUMMARIES_TOPIC: &str = "/weft/summaries/2";
+
+/// A routing summary as it was gossiped: a member's centroids as f16, each with the chunks it
+/// stands for, versioned and naming the embedding model.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Summary {
+    peer: String,
+    version: u64,
+    model: String,
+    dims: u32,
+    weights: Vec<u32>,
+    #[serde(with = "serde_bytes")]
+    centroids: Vec<u8>,
+}
+
+impl Summary {
+    pub fn new(peer: String, centroids: &[Vec<f32>], weights: Vec<u32>) -> Summary {
+        let dims = centroids.first().map_or(0, Vec::len) as u32;
+        let centroids = centroids.iter().flatten().flat_map(|x| half::f16::from_f32(*x).to_le_bytes()).collect();
+        Summary { peer, version: 1, model: "all-MiniLM-L6-v2".into(), dims, weights, centroids }
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        cbor4ii::serde::to_vec(Vec::new(), self).expect("summaries always encode")
+    }
+}
+
+/// `payload` sealed by `key` for `topic` as that design did: `WG1` · key length · protobuf
+/// public key · sequence (8 bytes) · signature length · signature · payload (the signature,
+/// 64 bytes, was over the tag, the topic, the sequence and the payload, length-prefixed).
+pub fn seal(key: &Keypair, topic: &str, payload: &[u8]) -> Vec<u8> {
+    let seq: u64 = 1_780_000_000_000;
+    let public = key.public().encode_protobuf();
+    let signed = [b"weft-gossip/1".as_slice(), topic.as_bytes(), &seq.to_be_bytes(), payload].concat();
+    let signature = key.sign(&signed).expect("an ed25519 key signs");
+    let mut out = b"WG1".to_vec();
+    out.push(public.len() as u8);
+    out.extend_from_slice(&public);
+    out.extend_from_slice(&seq.to_be_bytes());
+    out.push(signature.len() as u8);
+    out.extend_from_slice(&signature);
+    out.extend_from_slice(payload);
+    out
 }
 
 /// Members on a plane: the one-way latency between two of them grows with their distance

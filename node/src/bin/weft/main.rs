@@ -45,11 +45,7 @@ fn install_dirs() -> Vec<PathBuf> {
 }
 
 fn init_logging(format: LogFormat) {
-    // gossipsub warns once per message it drops for a slow peer, with the message printed: a
-    // node of fifty on a loaded box wrote 438 MB of those in 35 minutes (its other lines: 1 MB).
-    // The node counts them (`network.gossip_dropped`) and keeps gossipsub's log to errors.
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,libp2p_gossipsub=error".into());
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
     use std::io::IsTerminal;
     // A log pipe that goes away (a supervisor restarted, a terminal closed) must not take the
     // node with it: by default the subscriber reports a failed write with `eprintln!`, which
