@@ -5,7 +5,7 @@ use super::*;
 #[derive(Parser)]
 #[command(name = "weft", version, about = "A peer-to-peer crawling and semantic-search node")]
 pub(super) struct Cli {
-    /// Log output format (the filter comes from RUST_LOG, default "info,libp2p_gossipsub=error").
+    /// Log output format (the filter comes from RUST_LOG, default "info").
     #[arg(long, global = true, value_enum)]
     pub(super) log_format: Option<LogFormatArg>,
     #[command(subcommand)]
