@@ -5,6 +5,7 @@
 use super::compact::Compact;
 use super::heartbeats::{Heartbeat, Members};
 use super::sessions::Kind;
+use crate::rng::Rng;
 use libp2p::{Multiaddr, PeerId};
 use std::collections::BTreeMap;
 
@@ -69,6 +70,49 @@ pub struct Node {
     pub refused: u64,
     /// Its session's end is scheduled.
     pub ending: bool,
+}
+
+/// Whether a member of `kind` is public: the always-on core is; any other is behind NAT with
+/// the probability `nat_share`. One draw of `rng`, or none for the core.
+pub fn draw_public(kind: Kind, nat_share: f64, rng: &mut Rng) -> bool {
+    kind == Kind::Core || rng.below(1000) as f64 >= nat_share * 1000.0
+}
+
+/// What a member behind NAT needs of a simulated network to hold its relays: the members, a
+/// random draw and a dial. Both designs hold relays alike ([`Relaying::reserve_relays`]).
+pub trait Relaying {
+    fn members(&mut self) -> &mut [Node];
+    /// A uniform draw below `n`, from the simulation's random stream.
+    fn draw(&mut self, n: usize) -> usize;
+    /// `i` dials the relay `r`, the connection kept; whether it was made.
+    fn dial_relay(&mut self, i: u32, r: u32) -> bool;
+
+    /// A member behind NAT reserves circuits on public members until it holds [`RELAYS`]: up to
+    /// 20 draws among all members, each taken if it is public, online, has a reservation slot
+    /// free ([`MAX_RESERVATIONS`]), is not one of its relays yet, and the dial succeeds.
+    fn reserve_relays(&mut self, i: u32) {
+        let n = self.members().len();
+        let mut tries = 0;
+        while self.members()[i as usize].relays.len() < RELAYS && tries < 20 {
+            tries += 1;
+            let r = self.draw(n) as u32;
+            let members = self.members();
+            let relay = &members[r as usize];
+            if r == i
+                || !relay.online
+                || !relay.public
+                || relay.reservations >= MAX_RESERVATIONS
+                || members[i as usize].relays.contains(&r)
+            {
+                continue;
+            }
+            if self.dial_relay(i, r) {
+                let members = self.members();
+                members[r as usize].reservations += 1;
+                members[i as usize].relays.push(r);
+            }
+        }
+    }
 }
 
 /// Costs every online member bears alike (the mesh's forwards), accumulated per member.

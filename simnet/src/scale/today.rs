@@ -25,8 +25,8 @@ use super::compact::Compact;
 use super::gossip::{self, Flood, Sizes};
 use super::heartbeats::{Change, Members};
 use super::member::{
-    Conn, Node, Shared, Table, HANDSHAKE_BYTES, IDLE_SECS, MAX_CIRCUITS, MAX_CONNECTIONS, MAX_INBOUND,
-    MAX_RESERVATIONS, PING_BYTES_PER_SEC, RELAYS,
+    draw_public, Conn, Node, Relaying, Shared, Table, HANDSHAKE_BYTES, IDLE_SECS, MAX_CIRCUITS, MAX_CONNECTIONS,
+    MAX_INBOUND, PING_BYTES_PER_SEC, RELAYS,
 };
 use super::rings;
 use super::sessions::{Kind, SessionModel};
@@ -103,7 +103,7 @@ impl Sim {
         let kinds = sessions.kinds(scenario.members);
         let mut nodes = Vec::new();
         for (i, kind) in kinds.into_iter().enumerate() {
-            let public = kind == Kind::Core || rng.below(1000) as f64 >= scenario.nat_share * 1000.0;
+            let public = draw_public(kind, scenario.nat_share, &mut rng);
             nodes.push(Node::new(scenario.seed, i, kind, public));
         }
         let index = nodes.iter().enumerate().map(|(i, n)| (n.id, i as u32)).collect();
@@ -353,28 +353,6 @@ impl Sim {
             let kind = self.nodes[iu].kind;
             let length = self.sessions.session_secs(kind, &mut self.rng);
             self.pending_down(i, now + length);
-        }
-    }
-
-    fn reserve_relays(&mut self, i: u32) {
-        let n = self.nodes.len();
-        let mut tries = 0;
-        while self.nodes[i as usize].relays.len() < RELAYS && tries < 20 {
-            tries += 1;
-            let r = self.rng.below(n) as u32;
-            let relay = &self.nodes[r as usize];
-            if r == i
-                || !relay.online
-                || !relay.public
-                || relay.reservations >= MAX_RESERVATIONS
-                || self.nodes[i as usize].relays.contains(&r)
-            {
-                continue;
-            }
-            if self.dial(i, r, true) {
-                self.nodes[r as usize].reservations += 1;
-                self.nodes[i as usize].relays.push(r);
-            }
         }
     }
 
@@ -787,5 +765,19 @@ impl Sim {
         if self.now >= self.churn_until && quiet >= 59.0 {
             self.figures.quiet_disagreement.push((quiet, disagreement));
         }
+    }
+}
+
+impl Relaying for Sim {
+    fn members(&mut self) -> &mut [Node] {
+        &mut self.nodes
+    }
+
+    fn draw(&mut self, n: usize) -> usize {
+        self.rng.below(n)
+    }
+
+    fn dial_relay(&mut self, i: u32, r: u32) -> bool {
+        self.dial(i, r, true)
     }
 }

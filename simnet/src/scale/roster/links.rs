@@ -3,7 +3,7 @@
 //! counters), the randomness that picks views and hole punches, and the partition that cuts them.
 
 use crate::rng::Rng;
-use crate::scale::member::{Conn, Node, HANDSHAKE_BYTES, MAX_CIRCUITS, MAX_RESERVATIONS, RELAYS};
+use crate::scale::member::{Conn, Node, Relaying, HANDSHAKE_BYTES, MAX_CIRCUITS, RELAYS};
 use crate::scale::Partition;
 
 /// A member's random view: it dials this many members and takes at most `VIEW_MAX` in.
@@ -82,29 +82,6 @@ impl Net {
         self.nodes[from as usize].msgs += 1.0;
         self.nodes[to as usize].down += bytes;
         self.nodes[to as usize].msgs += 1.0;
-    }
-
-    /// A member behind NAT reserves circuits on public members until it has [`RELAYS`].
-    pub fn reserve_relays(&mut self, i: u32) {
-        let n = self.nodes.len();
-        let mut tries = 0;
-        while self.nodes[i as usize].relays.len() < RELAYS && tries < 20 {
-            tries += 1;
-            let r = self.rng.below(n) as u32;
-            let relay = &self.nodes[r as usize];
-            if r == i
-                || !relay.online
-                || !relay.public
-                || relay.reservations >= MAX_RESERVATIONS
-                || self.nodes[i as usize].relays.contains(&r)
-            {
-                continue;
-            }
-            if self.dial(i, r) {
-                self.nodes[r as usize].reservations += 1;
-                self.nodes[i as usize].relays.push(r);
-            }
-        }
     }
 
     /// `i` dials `j` (through a relay of `j`'s when it is behind NAT).
@@ -187,5 +164,19 @@ impl Net {
     /// Whether `a` and `b` cannot reach each other now.
     pub fn cut(&self, a: u32, b: u32) -> bool {
         self.partitioned && self.side(a) != self.side(b)
+    }
+}
+
+impl Relaying for Net {
+    fn members(&mut self) -> &mut [Node] {
+        &mut self.nodes
+    }
+
+    fn draw(&mut self, n: usize) -> usize {
+        self.rng.below(n)
+    }
+
+    fn dial_relay(&mut self, i: u32, r: u32) -> bool {
+        self.dial(i, r)
     }
 }

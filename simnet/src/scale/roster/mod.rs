@@ -32,7 +32,7 @@ pub mod monitors;
 pub mod real;
 pub mod sizes;
 
-use super::member::{Node, Shared, IDLE_SECS};
+use super::member::{draw_public, Node, Shared, IDLE_SECS};
 use super::sessions::{Kind, SessionModel};
 use super::{Figures, Scenario};
 use crate::rng::Rng;
@@ -153,7 +153,7 @@ impl Sim {
         let mut states = Vec::new();
         let mut by_phase = vec![Vec::new(); SLICES as usize];
         for (i, kind) in kinds.into_iter().enumerate() {
-            let public = kind == Kind::Core || rng.below(1000) as f64 >= scenario.nat_share * 1000.0;
+            let public = draw_public(kind, scenario.nat_share, &mut rng);
             nodes.push(Node::new(scenario.seed, i, kind, public));
             let phase = rng.below(SLICES as usize) as u32;
             by_phase[phase as usize].push(i as u32);
