@@ -9,10 +9,9 @@
 //! one-bit neighbours (multi-probe), and [`rank`] orders them by their matches.
 //!
 //! Questions are routed by the network's cells (`crate::placement`); the buckets are the
-//! other way, for a vector the codebook cannot place and to compare with. They cost a node
-//! O(log N) DHT messages per bucket it provides, against the routing summaries every member
-//! used to gossip to every other (24 KB each a minute: 272 KB/s a member at 100 members, see
-//! `docs/src/benchmarks.md`). Pure: the event loop does the I/O.
+//! other way, for a vector the codebook cannot place and to compare with. Nothing about a
+//! node's content goes to every member: a bucket it provides costs O(log N) DHT messages.
+//! Pure: the event loop does the I/O.
 
 use std::collections::HashMap;
 use weft_vecmath::dot;
