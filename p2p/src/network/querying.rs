@@ -145,6 +145,7 @@ pub struct SearchStatus {
 /// A query this node is running.
 struct Query {
     request: SearchRequest,
+    /// How it is routed: by buckets when asked so, or when the codebook cannot place it.
     routing: Routing,
     /// Peers asked at first ([`first_wave`]).
     fanout: usize,
@@ -305,13 +306,13 @@ impl EventLoop {
         // place is routed by the buckets, and looks their providers up.) Waiting cost a
         // question whose buckets were not cached up to `DISCOVERY` (150 ms): at N = 20 the
         // first of two questions in a row took a median 165 ms, the second 13 ms.
-        let by_cells = routing == Routing::Cells
-            && self.config.search.nprobe > 0
-            && request.vector.len() == crate::placement::shipped().dims();
-        let probes = if by_cells {
-            Vec::new()
-        } else {
-            self.querying.lsh(request.vector.len()).probes(&request.vector, self.config.search.probes)
+        let placeable = self.config.search.nprobe > 0 && request.vector.len() == crate::placement::shipped().dims();
+        let routing = if placeable { routing } else { Routing::Buckets };
+        let probes = match routing {
+            Routing::Cells => Vec::new(),
+            Routing::Buckets => {
+                self.querying.lsh(request.vector.len()).probes(&request.vector, self.config.search.probes)
+            }
         };
         let cap = self.config.search.fanout.max(fanout);
         let mut query = Query {
@@ -391,15 +392,20 @@ impl EventLoop {
     /// Discovery is over: rank the candidates and send the query to the first `fanout`.
     fn dispatch(&mut self, id: u64) {
         let now = Instant::now();
-        let me = self.swarm.local_peer_id().to_string();
-        // The DHT names peers by their base58 form.
-        let members: Vec<String> = self.members.peers().iter().map(PeerId::to_string).collect();
         let Some(q) = self.querying.queries.get(&id) else { return };
-        let ranked = rank(&members, &q.providers, |p| p == me || self.querying.penalised(p, now));
-        let from_providers = ranked.len();
-        let (by_cell, ranked, replicas, cells) = match q.routing {
-            Routing::Cells => self.by_cell(&q.request.vector, q.fanout, ranked, now),
-            Routing::Buckets => (Vec::new(), ranked, HashMap::new(), Vec::new()),
+        let (by_cell, ranked, replicas, cells, from_providers) = match q.routing {
+            Routing::Cells => {
+                let (by_cell, ranked, replicas, cells) = self.by_cell(&q.request.vector, q.fanout, now);
+                (by_cell, ranked, replicas, cells, 0)
+            }
+            Routing::Buckets => {
+                // The DHT names peers by their base58 form.
+                let me = self.swarm.local_peer_id().to_string();
+                let members: Vec<String> = self.members.peers().iter().map(PeerId::to_string).collect();
+                let ranked = rank(&members, &q.providers, |p| p == me || self.querying.penalised(p, now));
+                let n = ranked.len();
+                (Vec::new(), ranked, HashMap::new(), Vec::new(), n)
+            }
         };
         let q = self.querying.queries.get_mut(&id).expect("query present");
         q.discovering = None;
@@ -421,20 +427,16 @@ impl EventLoop {
     /// for each cell not yet covered, the owner covering most of the cells left, up to
     /// `fanout` peers; then the cells' other owners. Returns the peers chosen by cell with
     /// their cells, the whole order, each chosen peer's stand-ins, and the cells with their
-    /// owners; `ranked` (the buckets' providers) as it is where the codebook places nothing.
+    /// owners.
     fn by_cell(
         &self,
         vector: &[f32],
         fanout: usize,
-        ranked: Vec<Candidate>,
         now: Instant,
     ) -> (Vec<(String, Vec<u32>)>, Vec<Candidate>, HashMap<PeerId, Vec<Candidate>>, Vec<(u32, Vec<PeerId>)>) {
         let book = crate::placement::shipped();
         let (replicas, nprobe) = (self.config.search.replicas, self.config.search.nprobe);
-        let cells = if nprobe == 0 { Vec::new() } else { book.nearest(vector, nprobe) };
-        if cells.is_empty() {
-            return (Vec::new(), ranked, HashMap::new(), Vec::new());
-        }
+        let cells = book.nearest(vector, nprobe);
         let ring = self.members.ring();
         let me = *self.swarm.local_peer_id();
         let owners: Vec<(u32, f32, Vec<PeerId>)> =
