@@ -22,7 +22,7 @@ mod network;
 mod validate;
 
 pub use index::{EmbedConfig, IndexConfig, Pooling, Quantization};
-pub use network::{P2pConfig, RelayConfig, SearchConfig};
+pub use network::{P2pConfig, RelayConfig, Retired, SearchConfig};
 
 pub use load::{load, load_file, Overrides, Sources};
 pub use validate::{ConfigError, Source};
@@ -467,5 +467,19 @@ impl Config {
     /// The effective configuration as TOML, as `weft config show` prints it.
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).expect("the config tree always serializes to TOML")
+    }
+
+    /// The keys given that this version ignores (see [`Retired`]), for a warning at start.
+    pub fn retired_keys(&self) -> Vec<&'static str> {
+        let s = &self.search;
+        [
+            ("search.centroids", s.centroids),
+            ("search.summary_interval_secs", s.summary_interval_secs),
+            ("search.probes", s.probes),
+        ]
+        .into_iter()
+        .filter(|(_, r)| r.given)
+        .map(|(k, _)| k)
+        .collect()
     }
 }

@@ -109,24 +109,45 @@ pub struct SearchConfig {
     pub deadline_ms: u64,
     /// A peer that has not answered after this long is hedged: the next candidate is asked too.
     pub hedge_ms: u64,
-    /// Centroids in this node's summary (k-means over its chunk vectors), whose LSH buckets it
-    /// provides in the DHT for questions routed by buckets: more name its content more
-    /// finely, each costs up to four more provider records. 1 ..= 64
-    pub centroids: usize,
-    /// Seconds between recomputing the summary (only when the index changed).
-    pub summary_interval_secs: u64,
-    /// LSH multi-probe: bucket keys with this many least-confident bits flipped are asked for
-    /// providers too, per table.
-    pub probes: usize,
     /// Queries per second one peer may send this node (burst twice that); beyond: busy.
     pub peer_queries_per_sec: f64,
     /// Owners of each cell of the embedding space (semantic placement): a chunk's postings go
     /// to this many members, so a question finds it while its crawler and replicas − 1 of its
     /// owners are away. 1 ..= 8
     pub replicas: usize,
-    /// Cells of the embedding space a question ranks for whom to ask (their owners first, up to
-    /// the fan-out; 0: the providers of its semantic buckets in the DHT alone). 0 ..= 256
+    /// Cells of the embedding space a question ranks for whom to ask: the owners of the best
+    /// are asked first, up to the fan-out, the others stand in for them. 1 ..= 256
     pub nprobe: usize,
+    /// Keys of earlier versions that configure nothing now (a node's semantic summary and its
+    /// buckets in the DHT, gone: a question asks the owners of its cells). Accepted, so that a
+    /// config written for those versions still loads, and named in a warning at start.
+    #[serde(skip_serializing)]
+    pub centroids: Retired,
+    #[serde(skip_serializing)]
+    pub summary_interval_secs: Retired,
+    #[serde(skip_serializing)]
+    pub probes: Retired,
+}
+
+/// A key this version reads no more: any value is accepted and ignored, and it is never
+/// written. Whether it was given, for the warning ([`crate::Config::retired_keys`]); two
+/// configs that differ only in retired keys are equal.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Retired {
+    pub given: bool,
+}
+
+impl PartialEq for Retired {
+    fn eq(&self, _: &Retired) -> bool {
+        true
+    }
+}
+
+impl<'de> Deserialize<'de> for Retired {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Retired, D::Error> {
+        serde::de::IgnoredAny::deserialize(d)?;
+        Ok(Retired { given: true })
+    }
 }
 
 impl Default for SearchConfig {
@@ -137,12 +158,12 @@ impl Default for SearchConfig {
             fanout_share: 0.2,
             deadline_ms: 800,
             hedge_ms: 300,
-            centroids: 32,
-            summary_interval_secs: 30,
-            probes: 2,
             peer_queries_per_sec: 20.0,
             replicas: 3,
             nprobe: 16,
+            centroids: Retired::default(),
+            summary_interval_secs: Retired::default(),
+            probes: Retired::default(),
         }
     }
 }

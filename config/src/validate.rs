@@ -266,12 +266,9 @@ impl Config {
         c.range("search.fanout_share", se.fanout_share, 0.0, 1.0);
         c.range("search.deadline_ms", se.deadline_ms, 50, 60_000);
         c.range("search.hedge_ms", se.hedge_ms, 10, se.deadline_ms.max(10));
-        c.range("search.centroids", se.centroids, 1, 64);
-        c.range("search.summary_interval_secs", se.summary_interval_secs, 1, 86_400);
-        c.range("search.probes", se.probes, 0, 8);
         c.range("search.peer_queries_per_sec", se.peer_queries_per_sec, 0.1, 10_000.0);
         c.range("search.replicas", se.replicas, 1, 8);
-        c.range("search.nprobe", se.nprobe, 0, 256);
+        c.range("search.nprobe", se.nprobe, 1, 256);
         let ix = &self.index;
         c.range("index.chunk_overlap", ix.chunk_overlap, 0.0, 0.5);
         c.range("index.dedup_max_distance", ix.dedup_max_distance, 0, 3);

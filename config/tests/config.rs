@@ -161,6 +161,19 @@ fn unknown_key_in_file_names_key_and_file() {
 }
 
 #[test]
+fn retired_keys_still_load_are_ignored_and_named() {
+    figment::Jail::expect_with(|jail| {
+        jail.create_file("old.toml", "[search]\ncentroids = 32\nsummary_interval_secs = 30\nprobes = 2\n")?;
+        let c = load_file(Path::new("old.toml")).unwrap();
+        assert_eq!(c, Config::default());
+        assert_eq!(c.retired_keys(), ["search.centroids", "search.summary_interval_secs", "search.probes"]);
+        assert!(!c.to_toml().contains("centroids"), "never written");
+        assert!(Config::default().retired_keys().is_empty());
+        Ok(())
+    });
+}
+
+#[test]
 fn out_of_range_env_value_names_variable_and_range() {
     figment::Jail::expect_with(|jail| {
         jail.set_env("WEFT_FETCH__MAX_REDIRECTS", "99");

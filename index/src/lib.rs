@@ -31,12 +31,12 @@ pub mod documents;
 pub mod duplicates;
 pub mod embed;
 mod indexer;
+pub mod kmeans;
 pub mod lexical;
 mod local;
 pub mod replicas;
 pub mod segments;
 pub mod store;
-pub mod summary;
 pub mod tokenizer;
 pub mod vectors;
 

@@ -458,10 +458,6 @@ pub struct SearchParams {
     /// `hybrid` (meaning and words, the default) or `dense` (meaning alone).
     #[serde(default)]
     pub mode: crate::search::Mode,
-    /// `cells` (the owners of the question's best cells, the default) or `buckets` (the
-    /// providers of the question's semantic buckets in the DHT): to compare them.
-    #[serde(default)]
-    pub routing: weft_p2p::Routing,
 }
 
 async fn search(State(state): State<AppState>, Query(params): Query<SearchParams>) -> Response {
@@ -475,7 +471,7 @@ async fn search(State(state): State<AppState>, Query(params): Query<SearchParams
     };
     let k = params.k.unwrap_or(10).clamp(1, MAX_K);
     let started = std::time::Instant::now();
-    match searcher.search(&params.q, k, params.scope, params.mode, params.routing).await {
+    match searcher.search(&params.q, k, params.scope, params.mode).await {
         Ok(answer) => {
             let h = &state.crawler.metrics().histograms;
             let h = if answer.scope == Scope::Local { &h.search_local } else { &h.search_network };

@@ -409,11 +409,6 @@ impl IndexService {
         self.search_query(vector, Some(text.to_string()), k).await
     }
 
-    /// This node's summary: `k` centroids of its chunk vectors. Blocking.
-    pub fn summarize(&self, k: usize) -> Result<weft_index::summary::Centroids, IndexError> {
-        weft_index::summary::summarize(self.index.store(), k)
-    }
-
     /// Merges small vector segments, the node's own and the cell store's (see
     /// [`LocalIndex::merge_segments`]). Blocking.
     pub fn merge_segments(&self) -> Result<bool, IndexError> {

@@ -54,6 +54,9 @@ impl Node {
         if let Some(why) = config.fetch.nothing_reachable() {
             anyhow::bail!("{why}");
         }
+        for key in config.retired_keys() {
+            tracing::warn!("{key} configures nothing in this version: ignored (remove it from the config)");
+        }
         std::fs::create_dir_all(&config.data_dir)
             .with_context(|| format!("cannot create data dir {}", config.data_dir.display()))?;
         let db_path = config.data_dir.join("db");
@@ -461,9 +464,6 @@ async fn spawn_network(
             drop(started.postings);
             drop(started.documents);
         }
-    }
-    if let Some(index) = index {
-        tasks.spawn(crate::search::publish_summaries(index.clone(), handle.clone(), config.search.clone()));
     }
     let receiver =
         tokio::spawn(crate::routing::receive(crawler.clone(), journal.clone(), handover.clone(), started.inbound));

@@ -3,16 +3,15 @@
 //! - [`Searcher::search`]: a query in plain words. The question thread embeds it once; with
 //!   `scope = local` only this node's index answers; with `scope = network` (the default in a
 //!   network) the vector also goes to the peers that hold its neighbourhood (`weft_p2p` picks
-//!   the owners of its best cells, asks them in parallel, hedges and stops at the deadline), and their answers are merged with this node's own: by score,
-//!   one result per URL, near duplicates folded by SimHash.
+//!   the owners of its best cells, asks them in parallel, hedges and stops at the deadline),
+//!   and their answers are merged with this node's own: by score, one result per URL, near
+//!   duplicates folded by SimHash.
 //! - [`answer_queries`]: other nodes' queries, checked and answered from the local index.
-//! - [`publish_summaries`]: this node's summary (k-means centroids of its chunk vectors, whose
-//!   LSH buckets it provides in the DHT), recomputed when the index has changed.
 
 use crate::indexing::{IndexService, SearchError};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use weft_config::SearchConfig;
 use weft_index::{Hit, PageMeta};
 use weft_p2p::search::{check_request, flatten, merge_ranked, RemoteHit, SearchReply, SearchRequest, MAX_K};
@@ -76,9 +75,8 @@ pub struct NetworkReport {
     /// This node's peer id (its own results carry it).
     pub peer_id: String,
     pub members: usize,
-    /// Peers worth asking, ranked; how many only the DHT's semantic buckets named.
+    /// Peers worth asking: the owners of the question's best cells.
     pub candidates: usize,
-    pub from_providers: usize,
     /// Peers asked, in order (hedges included).
     pub contacted: Vec<String>,
     /// The peers chosen as owners of the question's best cells, each with those cells, in the
@@ -205,7 +203,6 @@ impl Searcher {
         k: usize,
         scope: Option<Scope>,
         mode: Mode,
-        routing: weft_p2p::Routing,
     ) -> Result<SearchResponse, SearchError> {
         let started = Instant::now();
         // The words go along unless the asker wants meaning alone (each node still fuses
@@ -242,7 +239,7 @@ impl Searcher {
         let asked = Instant::now();
         let ((local, local_ms), (remote, network_ms)) = tokio::join!(
             timed(asked, self.index.search_query(vector, words, k)),
-            timed(asked, network.search_with(request, fanout, routing))
+            timed(asked, network.search(request, fanout))
         );
         (timings.local_ms, timings.network_ms) = (local_ms, network_ms);
         let mut answers = vec![(me.clone(), local?.into_iter().map(to_remote).collect::<Vec<_>>())];
@@ -266,7 +263,6 @@ impl Searcher {
                 peer_id: me,
                 members,
                 candidates: remote.candidates,
-                from_providers: remote.from_providers,
                 contacted: remote.contacted,
                 by_cell: remote.by_cell,
                 answered: remote.answers.iter().map(|a| (a.peer.clone(), a.hits.len(), a.ms)).collect(),
@@ -302,37 +298,5 @@ pub async fn answer_queries(index: Option<Arc<IndexService>>, mut queries: tokio
             };
             let _ = q.reply.send(reply);
         });
-    }
-}
-
-/// Recomputes this node's summary every `search.summary_interval_secs` when the
-/// index has changed, and hands it to the network (its semantic buckets in the DHT).
-pub async fn publish_summaries(index: Arc<IndexService>, network: NetworkHandle, config: SearchConfig) {
-    let mut tick = tokio::time::interval(Duration::from_secs(config.summary_interval_secs));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut summarized = 0u64;
-    loop {
-        tick.tick().await;
-        let chunks = index.status().stored.chunks;
-        if chunks == 0 || chunks == summarized {
-            continue;
-        }
-        let (i, k) = (index.clone(), config.centroids);
-        let started = Instant::now();
-        match tokio::task::spawn_blocking(move || i.summarize(k)).await {
-            Ok(Ok(c)) if !c.centroids.is_empty() => {
-                tracing::debug!(
-                    chunks,
-                    centroids = c.centroids.len(),
-                    ms = started.elapsed().as_millis() as u64,
-                    "summary computed"
-                );
-                network.set_summary(c.centroids, c.weights);
-                summarized = chunks;
-            }
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::warn!("summary failed: {e}"),
-            Err(e) => tracing::warn!("summary task failed: {e}"),
-        }
     }
 }

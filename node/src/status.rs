@@ -400,26 +400,16 @@ impl prometheus_client::collector::Collector for StatusCollector {
             ];
             encode_gauges(&mut enc, &gauges)?;
             let q = &n.search;
-            let counters: [Plain; 7] = [
+            let counters: [Plain; 6] = [
                 ("weft_search_queries", "Network queries this node sent", q.queries),
                 ("weft_search_peers_contacted", "Peers asked by this node's network queries", q.peers_contacted),
-                (
-                    "weft_search_provider_lookups",
-                    "DHT provider lookups this node's network queries started",
-                    q.provider_lookups,
-                ),
                 ("weft_search_partial", "Network queries returned with a peer missing", q.partial),
                 ("weft_search_answered", "Other nodes' queries answered", q.answered),
                 ("weft_search_busy", "Other nodes' queries refused as busy", q.busy),
                 ("weft_search_bad_replies", "Peers' answers that failed the checks", q.bad_replies),
             ];
             encode_counters(&mut enc, &counters)?;
-            let gauges: [Plain; 3] = [
-                (
-                    "weft_search_buckets_provided",
-                    "LSH buckets this node provides in the DHT",
-                    q.buckets_provided as u64,
-                ),
+            let gauges: [Plain; 2] = [
                 ("weft_search_ms_p50", "Median network query time, milliseconds", q.ms_p50 as u64),
                 ("weft_search_ms_p95", "95th percentile network query time, milliseconds", q.ms_p95 as u64),
             ];

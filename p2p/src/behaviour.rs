@@ -96,13 +96,11 @@ impl Behaviour {
         let mut kad_config = kad::Config::new(KAD_PROTOCOL);
         kad_config.set_periodic_bootstrap_interval(Some(refresh));
         kad_config.set_query_timeout(Duration::from_secs(30));
-        // Provider records announce semantic buckets (see `crate::buckets`); they change as the
-        // index grows, so they are short-lived and republished often.
-        kad_config.set_provider_record_ttl(Some(Duration::from_secs(30 * 60)));
-        kad_config.set_provider_publication_interval(Some(Duration::from_secs(10 * 60)));
         // Records and provider announcements from others are not stored as they come: the
         // event loop checks each (Weft's key namespaces, the value's shape, the sender's rate)
-        // and stores it itself (`network.rs`, `on_dht_store`).
+        // and stores what it may itself (`network/dht.rs`, `on_dht_store`). Weft provides
+        // nothing: no provider record is ever stored or published.
+        kad_config.set_provider_publication_interval(None);
         kad_config.set_record_filtering(kad::StoreInserts::FilterBoth);
         // The store's bound: 65,536 records of at most 8 KiB (typical records hold a few
         // entries, ~1 KiB). There are 262,144 record keys in all, spread over the network.

@@ -2,7 +2,7 @@
 //! place on the hash ring, so it must survive restarts. Kept in `<data dir>/identity.key`
 //! (libp2p's protobuf key encoding), written once, atomically, readable by the owner only.
 
-use libp2p::identity::Keypair;
+pub use libp2p::identity::Keypair;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

@@ -23,8 +23,6 @@
 //! - [`postings`]: what a node publishes about each chunk to its cells' owners, and the checks
 //!   a received posting passes (pure).
 //! - [`publishing`]: the outbox of postings — per-owner batches, retries, re-routing (pure).
-//! - [`buckets`]: semantic buckets — the LSH keys of a node's centroids, provided in the DHT,
-//!   and the ranking of their providers for a query (pure).
 //! - [`search`]: `/weft/search/1` — wire types, checks, and merging peers' answers (pure).
 //! - [`roster`]: the member set at any size — signed join and departure events, anti-entropy
 //!   digests, monitors, sponsored admission (pure).
@@ -32,12 +30,11 @@
 //! - [`network`]: the swarm, its event loop, and the handle the node talks to.
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
-//! checks it): buckets, codec, identity, reachability, ring, signing, versions → exchange,
+//! checks it): codec, identity, reachability, ring, signing, versions → exchange,
 //! membership, placement, records → replicas, roster → copy_sync, postings, search → doc_wire,
 //! publishing → behaviour → network.
 
 pub mod behaviour;
-pub mod buckets;
 pub mod codec;
 pub mod copy_sync;
 pub mod doc_wire;
@@ -61,7 +58,7 @@ pub use exchange::{UrlKind, WireUrl};
 pub use libp2p::PeerId;
 pub use network::{
     start, DocAnswer, DocInbound, DocsStatus, Inbound, Joining, NetworkAnswer, NetworkConfig, NetworkHandle,
-    NetworkStatus, P2pError, PeerAnswer, PostingsInbound, PostingsStatus, RosterStatus, Routing, SearchInbound,
-    SearchStatus, Started,
+    NetworkStatus, P2pError, PeerAnswer, PostingsInbound, PostingsStatus, RosterStatus, SearchInbound, SearchStatus,
+    Started,
 };
 pub use ring::{Ring, DEFAULT_VNODES};

@@ -237,7 +237,7 @@ pub use documents::{DocAnswer, DocInbound, DocsStatus};
 use handle::Command;
 pub use handle::{Inbound, NetworkHandle, Started};
 pub use postings::{PostingsInbound, PostingsStatus};
-pub use querying::{NetworkAnswer, PeerAnswer, Routing, SearchInbound, SearchStatus};
+pub use querying::{NetworkAnswer, PeerAnswer, SearchInbound, SearchStatus};
 pub use roster::RosterStatus;
 pub use status::{Joining, NetworkStatus};
 use status::{Latencies, Shown};
@@ -247,7 +247,7 @@ type PendingReply = BoxFuture<'static, (ResponseChannel<BatchReply>, u32, u32, O
 
 struct EventLoop {
     swarm: Swarm<Behaviour>,
-    /// Network search: semantic buckets, queries in flight, answers to others' queries.
+    /// Network search: queries in flight, answers to others' queries.
     querying: querying::State,
     /// Semantic placement: postings out to their cells' owners, and in for the cells held here.
     postings: postings::State,
@@ -598,12 +598,6 @@ impl EventLoop {
             }
             SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::OutboundQueryProgressed {
                 id,
-                result: kad::QueryResult::GetProviders(result),
-                step,
-                ..
-            })) => self.on_providers(id, result, step.last),
-            SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::OutboundQueryProgressed {
-                id,
                 result: kad::QueryResult::GetRecord(result),
                 step,
                 ..
@@ -648,8 +642,7 @@ impl EventLoop {
                 // Batches already waiting go to the new owners now.
                 self.flush(true);
             }
-            Command::Search { request, fanout, routing, reply } => self.start_search(request, fanout, routing, reply),
-            Command::SetSummary { centroids, weights } => self.set_summary(centroids, weights),
+            Command::Search { request, fanout, reply } => self.start_search(request, fanout, reply),
             Command::PublishPostings { postings, withdrawals, replicas } => {
                 self.publish_postings(postings, withdrawals, replicas)
             }

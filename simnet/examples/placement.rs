@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use weft_config::IndexConfig;
 use weft_index::embed::cosine;
-use weft_index::summary::kmeans;
+use weft_index::kmeans::kmeans;
 use weft_index::{Document, Embedder, Indexer, LocalIndex};
 use weft_p2p::placement::{cell_owners, cells_per_chunk, plan, Codebook};
 use weft_p2p::ring::{Ring, DEFAULT_VNODES};

@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use weft_index::summary::kmeans;
+use weft_index::kmeans::kmeans;
 use weft_vecmath::dot;
 
 /// A ranking rule: a peer's score for a query.
@@ -110,7 +110,7 @@ fn main() {
     println!("nodes holding a question's exact top 10, on average: {spread:.2}");
 }
 
-fn soft(q: &[f32], s: &weft_index::summary::Centroids, tau: f32) -> f32 {
+fn soft(q: &[f32], s: &weft_index::kmeans::Centroids, tau: f32) -> f32 {
     s.centroids.iter().zip(&s.weights).map(|(c, w)| *w as f32 * ((dot(q, c) - 1.0) / tau).exp()).sum()
 }
 

@@ -590,10 +590,6 @@ fn print_summary(r: &RunReport) {
             "                  as users ask (meaning and words fused): {} questions, {} failed, p50 {:.0} ms; they keep {:.3} of the exact top 10 by meaning",
             s.hybrid_queries, s.hybrid_failed, s.hybrid_ms_p50, s.hybrid_overlap_at_10
         );
-        println!(
-            "                  routed by the DHT's buckets alone (side by side): recall@10 {:.3}, {:.1} peers contacted on average, p95 {:.0} ms",
-            s.buckets_recall_at_10, s.buckets_peers_contacted_mean, s.buckets_ms_p95
-        );
         if let Some(down) = s.recall_at_10_while_down {
             println!(
                 "                  recall@10 {down:.3} over the {} questions asked while a node was down",

@@ -388,7 +388,6 @@ fn lab_config(spec: &LabSpec, web: &crate::docs::DocsWeb, n: usize, dir: &std::p
     c.api.listen = SocketAddr::from(([127, 0, 0, 1], API_PORT));
     c.p2p.enabled = true;
     c.p2p.leave_timeout_secs = 10;
-    c.search.summary_interval_secs = 5;
     c.embed.threads = 1;
     c.embed.model = spec.models.join("all-MiniLM-L6-v2-int8/model.onnx");
     c.embed.tokenizer = spec.models.join("all-MiniLM-L6-v2-int8/tokenizer.json");

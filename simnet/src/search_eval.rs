@@ -48,9 +48,6 @@ pub struct Asked {
     pub query: String,
     /// Asked with `mode=dense` (judged for recall), or as a user asks (hybrid).
     pub dense: bool,
-    /// Routed by the DHT's semantic buckets alone (`routing=buckets`), to compare with the cells.
-    #[serde(default)]
-    pub by_buckets: bool,
     /// The node asked.
     pub node: usize,
     /// Seconds into the search phase.
@@ -128,11 +125,6 @@ pub struct SearchReport {
     pub hybrid_failed: usize,
     pub hybrid_ms_p50: f64,
     pub hybrid_overlap_at_10: f64,
-    /// The same questions by meaning, routed by the DHT's semantic buckets alone (the fallback
-    /// for a vector the codebook cannot place): recall@10, peers contacted (mean) and p95 time.
-    pub buckets_recall_at_10: f64,
-    pub buckets_peers_contacted_mean: f64,
-    pub buckets_ms_p95: f64,
 }
 
 /// Strips a section number: "9.4. String Functions and Operators" → "String Functions and
@@ -179,22 +171,10 @@ pub async fn ask(
     k: usize,
     dense: bool,
 ) -> Result<serde_json::Value, String> {
-    ask_routed(http, api, q, k, dense, "cells").await
-}
-
-/// [`ask`], routed by `routing` (`cells` or `buckets`).
-pub async fn ask_routed(
-    http: &reqwest::Client,
-    api: std::net::SocketAddr,
-    q: &str,
-    k: usize,
-    dense: bool,
-    routing: &str,
-) -> Result<serde_json::Value, String> {
     let mode = if dense { "dense" } else { "hybrid" };
     let r = http
         .get(format!("http://{api}/search"))
-        .query(&[("q", q), ("k", &k.to_string()), ("scope", "network"), ("mode", mode), ("routing", routing)])
+        .query(&[("q", q), ("k", &k.to_string()), ("scope", "network"), ("mode", mode)])
         .timeout(Duration::from_secs(10))
         .send()
         .await
@@ -219,7 +199,6 @@ pub fn record(
     let mut a = Asked {
         query: query.to_string(),
         dense,
-        by_buckets: false,
         node,
         at_secs: at.as_secs_f64(),
         up,
@@ -383,23 +362,9 @@ pub fn judge(
     let nodes: Vec<Vec<Doc>> = data_dirs.iter().enumerate().map(|(n, d)| read_node(d, n)).collect::<Result<_, _>>()?;
     let mut embedder = weft_index::Embedder::open(&embed_config(models), 1).map_err(|e| e.to_string())?;
     let (hybrid, asked): (Vec<&Asked>, Vec<&Asked>) = asked.iter().partition(|a| !a.dense);
-    let (by_buckets, asked): (Vec<&Asked>, Vec<&Asked>) = asked.into_iter().partition(|a| a.by_buckets);
-    let texts: Vec<&str> = asked.iter().chain(&hybrid).chain(&by_buckets).map(|a| a.query.as_str()).collect();
+    let texts: Vec<&str> = asked.iter().chain(&hybrid).map(|a| a.query.as_str()).collect();
     let mut vectors = embedder.embed(&texts).map_err(|e| e.to_string())?;
-    let buckets_vectors = vectors.split_off(asked.len() + hybrid.len());
     let hybrid_vectors = vectors.split_off(asked.len());
-    let (mut s_recalls, mut s_contacted, mut s_times) = (Vec::new(), Vec::new(), Vec::new());
-    for (a, q) in by_buckets.iter().copied().zip(&buckets_vectors).filter(|(a, _)| a.error.is_none()) {
-        let docs: Vec<&Doc> = a.up.iter().filter_map(|n| nodes.get(*n)).flatten().collect();
-        let truth = exact_top(q, &docs, 10);
-        if truth.is_empty() {
-            continue;
-        }
-        let found: HashSet<&str> = a.results.iter().flatten().map(String::as_str).collect();
-        s_recalls.push(truth.iter().filter(|d| found.contains(d.url.as_str())).count() as f64 / truth.len() as f64);
-        s_contacted.push(a.contacted as f64);
-        s_times.push(a.took_ms);
-    }
     // The nodes' own: max(4, 20% of N), at most 8 (the goal's "at most 8 peers"), hedges
     // included. It read 10 at fifty nodes before, so "within budget" let 9 and 10 pass.
     let budget = weft_config::SearchConfig::default().fanout_for(total_nodes);
@@ -464,9 +429,6 @@ pub fn judge(
         hybrid_failed: hybrid.iter().filter(|a| a.error.is_some()).count(),
         hybrid_ms_p50: percentile(&hybrid_times, 0.5),
         hybrid_overlap_at_10: mean(&overlaps),
-        buckets_recall_at_10: mean(&s_recalls),
-        buckets_peers_contacted_mean: mean(&s_contacted),
-        buckets_ms_p95: percentile(&s_times, 0.95),
         load: None,
     })
 }

@@ -38,19 +38,19 @@ impl EventLoop {
     }
 
     /// A peer asks this node to store a record or a provider announcement: only Weft's own
-    /// keys with values of their shape are stored, at most [`DHT_STORES_PER_SEC`] per peer.
-    /// Anything else bans its sender (an honest node never sends it), as does a flood
-    /// ([`DHT_FLOOD`] stores over the rate). Without this, 50,000 records of 8 KiB from one peer
-    /// took 390 MB.
+    /// record keys with values of their shape are stored, at most [`DHT_STORES_PER_SEC`] per
+    /// peer. A record of anything else bans its sender (an honest node never sends it), as does
+    /// a flood ([`DHT_FLOOD`] stores over the rate). Without this, 50,000 records of 8 KiB from
+    /// one peer took 390 MB. Provider announcements are never stored: Weft provides nothing in
+    /// the DHT (a question finds the owners of its cells on the ring); earlier nodes of this
+    /// protocol version announced semantic buckets, so one is counted as refused and
+    /// rate-limited, not banned.
     pub(super) fn on_dht_store(&mut self, request: kad::InboundRequest) {
         let (source, valid) = match &request {
             kad::InboundRequest::PutRecord { source, record: Some(r), .. } => {
                 (*source, records::decode_strict(r.key.as_ref(), &r.value).map(|_| ()).map_err(|e| e.to_string()))
             }
-            kad::InboundRequest::AddProvider { record: Some(p) } => {
-                let ok = crate::buckets::is_bucket_key(p.key.as_ref());
-                (p.provider, if ok { Ok(()) } else { Err("not a Weft bucket key".to_string()) })
-            }
+            kad::InboundRequest::AddProvider { record: Some(p) } => (p.provider, Ok(())),
             _ => return,
         };
         if let Err(why) = valid {
@@ -72,8 +72,10 @@ impl EventLoop {
         let store = self.swarm.behaviour_mut().kad.store_mut();
         let stored = match request {
             kad::InboundRequest::PutRecord { record: Some(r), .. } => store.put(r),
-            kad::InboundRequest::AddProvider { record: Some(p) } => store.add_provider(p),
-            _ => Ok(()),
+            _ => {
+                self.counts.dht_refused += 1;
+                return;
+            }
         };
         if let Err(e) = stored {
             // The store is full: the record is not kept (a missed duplicate at worst).

@@ -12,11 +12,10 @@ pub(super) enum Command {
     },
     Publish(DupEntry),
     Leave,
-    /// Ask the peers most likely to hold content like the query.
+    /// Ask the owners of the query's best cells.
     Search {
         request: SearchRequest,
         fanout: usize,
-        routing: super::Routing,
         reply: oneshot::Sender<NetworkAnswer>,
     },
     /// Postings of chunks this node indexed, and withdrawals, for their cells' owners.
@@ -40,11 +39,6 @@ pub(super) enum Command {
     HandOverPostings {
         to: PeerId,
         postings: Vec<Posting>,
-    },
-    /// This node's summary changed: its buckets are provided in the DHT.
-    SetSummary {
-        centroids: Vec<Vec<f32>>,
-        weights: Vec<u32>,
     },
 }
 
@@ -75,26 +69,15 @@ pub struct NetworkHandle {
 }
 
 impl NetworkHandle {
-    /// Sends `request` to at most `fanout` peers chosen by their routing summaries and the
-    /// DHT's semantic buckets (more only to replace peers that fail or stay silent), and
-    /// returns what they answered by the deadline (`search.deadline_ms`).
+    /// Sends `request` to at most `fanout` peers, the owners of its best cells on this node's
+    /// ring (more only to replace peers that fail or stay silent), and returns what they
+    /// answered by the deadline (`search.deadline_ms`).
     pub async fn search(&self, request: SearchRequest, fanout: usize) -> NetworkAnswer {
-        self.search_with(request, fanout, super::Routing::Cells).await
-    }
-
-    /// [`NetworkHandle::search`], choosing whom the question asks first (to compare routings).
-    pub async fn search_with(&self, request: SearchRequest, fanout: usize, routing: super::Routing) -> NetworkAnswer {
         let (reply, answer) = oneshot::channel();
-        if self.commands.send(Command::Search { request, fanout, routing, reply }).is_err() {
+        if self.commands.send(Command::Search { request, fanout, reply }).is_err() {
             return NetworkAnswer { partial: true, ..Default::default() };
         }
         answer.await.unwrap_or(NetworkAnswer { partial: true, ..Default::default() })
-    }
-
-    /// This node's summary changed (its chunks' centroids, each with the chunks it stands
-    /// for): the LSH buckets of its centroids are provided in the DHT (see `crate::buckets`).
-    pub fn set_summary(&self, centroids: Vec<Vec<f32>>, weights: Vec<u32>) {
-        let _ = self.commands.send(Command::SetSummary { centroids, weights });
     }
 
     pub fn peer_id(&self) -> PeerId {

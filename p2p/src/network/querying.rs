@@ -1,18 +1,13 @@
-//! The event loop's part of network search: this node's semantic buckets provided in the DHT,
-//! queries this node sends (candidate discovery, fan-out, hedging, deadline) and queries it
-//! answers.
+//! The event loop's part of network search: queries this node sends (whom to ask, fan-out,
+//! hedging, deadline) and queries it answers.
 //!
-//! A query goes through three steps:
+//! A query goes through two steps, with nothing to discover first: the owners of the
+//! question's best cells are on this node's ring, so no question waits for the DHT.
 //!
-//! 1. **discover** — routed by cells (the default), nothing to discover: the owners of the
-//!    question's best cells are on this node's ring. Routed by buckets, ask the DHT for the
-//!    providers of the query's LSH buckets (cached for [`PROVIDER_TTL`]; at most [`DISCOVERY`]
-//!    or a quarter of the deadline);
-//! 2. **rank and send** — the owners of the best cells ([`crate::placement::plan`]) first, then
-//!    their cells' other owners; routed by buckets, [`crate::buckets::rank`] orders the
-//!    providers by their bucket matches. The first `fanout` get the query — one fewer when that
-//!    would take every peer a question may ask ([`first_wave`]);
-//! 3. **collect** — answers are checked; a peer that fails, is busy, or has not answered after
+//! 1. **rank and send** — the owners of the best cells ([`crate::placement::plan`]) first, then
+//!    their cells' other owners. The first `fanout` get the query — one fewer when that would
+//!    take every peer a question may ask ([`first_wave`]);
+//! 2. **collect** — answers are checked; a peer that fails, is busy, or has not answered after
 //!    `search.hedge_ms` is replaced by the next candidate, while the question has asked fewer
 //!    than `search.fanout` peers in all, hedges included;
 //!    at `search.deadline_ms` whatever arrived is returned, marked partial if a peer is missing.
@@ -21,7 +16,6 @@
 //! penalised: left out of rankings for [`PENALTY`], banned after [`MAX_STRIKES`].
 
 use super::{EventLoop, Latencies};
-use crate::buckets::{rank, Candidate, Lsh};
 use crate::codec::Frame;
 use crate::exchange::RateLimit;
 use crate::placement::{cell_owners, plan};
@@ -29,7 +23,7 @@ use crate::search::{check_reply, RemoteHit, SearchReply, SearchRequest};
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use libp2p::request_response::{self, OutboundFailure, OutboundRequestId, ResponseChannel};
-use libp2p::{kad, PeerId};
+use libp2p::PeerId;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -52,24 +46,18 @@ fn first_wave(fanout: usize, cap: usize) -> usize {
     fanout.min(cap.saturating_sub(HEDGE_RESERVE).max(1))
 }
 
-/// Providers found for a bucket are reused this long.
-const PROVIDER_TTL: Duration = Duration::from_secs(30);
-/// Longest wait for the DHT's providers before the query goes out anyway.
-const DISCOVERY: Duration = Duration::from_millis(150);
 /// How long this node's own answer to another's query may take before it says busy.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 /// A peer that answered garbage is not asked again for this long...
 const PENALTY: Duration = Duration::from_secs(600);
 /// ... and banned at this many strikes.
 const MAX_STRIKES: u32 = 3;
-/// Whom a question asks: the owners of its best cells (placement by meaning, the default), or
-/// — to compare, or where cells are off — the providers of its semantic buckets in the DHT.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Routing {
-    #[default]
-    Cells,
-    Buckets,
+
+/// A peer worth asking, and the similarity of the best of the question's cells it owns.
+#[derive(Debug, Clone, PartialEq)]
+struct Candidate {
+    peer: String,
+    score: f32,
 }
 
 /// A query from another node, for the node to answer from its index.
@@ -100,9 +88,8 @@ pub struct NetworkAnswer {
     pub failed: Vec<(String, String)>,
     /// Some peer that was asked did not contribute.
     pub partial: bool,
-    /// Peers that were worth asking (ranked), and how many of them the DHT's buckets named.
+    /// Peers that were worth asking: the owners of the question's best cells.
     pub candidates: usize,
-    pub from_providers: usize,
     /// Peers chosen as owners of the question's best cells (semantic placement), each with
     /// the cells it was chosen for, in the order asked; the cells' other owners follow them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -117,16 +104,9 @@ pub struct NetworkAnswer {
 /// Network search in `/status`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SearchStatus {
-    /// This node's own summary version (0: none yet), the chunks it stands for, and the LSH
-    /// buckets of its centroids it provides in the DHT.
-    pub summary_version: u64,
-    pub summary_chunks: u64,
-    pub buckets_provided: usize,
     /// Network queries this node sent, and peers asked in total.
     pub queries: u64,
     pub peers_contacted: u64,
-    /// DHT provider lookups the queries started (none for questions routed by cells).
-    pub provider_lookups: u64,
     pub partial: u64,
     /// Peers this node stopped waiting for because other owners had answered for their cells
     /// (see `NetworkAnswer::superseded`).
@@ -145,8 +125,6 @@ pub struct SearchStatus {
 /// A query this node is running.
 struct Query {
     request: SearchRequest,
-    /// How it is routed: by buckets when asked so, or when the codebook cannot place it.
-    routing: Routing,
     /// Peers asked at first ([`first_wave`]).
     fanout: usize,
     /// Peers asked at most, hedges included.
@@ -156,11 +134,6 @@ struct Query {
     reply: Option<oneshot::Sender<NetworkAnswer>>,
     started: Instant,
     deadline: Instant,
-    /// `Some` while providers are being looked up: when to stop waiting.
-    discovering: Option<Instant>,
-    lookups_left: usize,
-    /// Provider → bucket matches (1 per exact bucket, ½ per neighbour).
-    providers: HashMap<String, f32>,
     ranked: Vec<Candidate>,
     next: usize,
     /// For a peer asked as the owner of some of the question's best cells: the cells' other
@@ -183,16 +156,9 @@ pub(super) struct State {
     pub(super) replies: FuturesUnordered<Answering>,
     inbound: mpsc::Sender<SearchInbound>,
     rate: RateLimit,
-    lsh: Option<Lsh>,
-    /// This node's summary: its version (milliseconds since the epoch) and the chunks it
-    /// stands for.
-    mine: Option<(u64, u64)>,
-    provided: HashSet<Vec<u8>>,
     queries: HashMap<u64, Query>,
     next_query: u64,
     requests: HashMap<OutboundRequestId, u64>,
-    lookups: HashMap<kad::QueryId, (u64, f32)>,
-    cache: HashMap<Vec<u8>, (Instant, HashSet<PeerId>)>,
     strikes: HashMap<PeerId, (u32, Instant)>,
     counts: SearchStatus,
     latencies: Latencies,
@@ -204,30 +170,18 @@ impl State {
             replies: FuturesUnordered::new(),
             inbound,
             rate,
-            lsh: None,
-            mine: None,
-            provided: HashSet::new(),
             queries: HashMap::new(),
             next_query: 0,
             requests: HashMap::new(),
-            lookups: HashMap::new(),
-            cache: HashMap::new(),
             strikes: HashMap::new(),
             counts: SearchStatus::default(),
             latencies: Latencies::default(),
         }
     }
 
-    /// When the event loop must wake up for a query (discovery over, hedge, deadline).
+    /// When the event loop must wake up for a query (hedge, deadline).
     pub(super) fn next_due(&self) -> Option<Instant> {
         self.queries.values().map(Query::next_due).min()
-    }
-
-    fn lsh(&mut self, dims: usize) -> &Lsh {
-        if self.lsh.as_ref().is_none_or(|l| l.dims() != dims) {
-            self.lsh = Some(Lsh::network(dims));
-        }
-        self.lsh.as_ref().expect("just set")
     }
 
     fn penalised(&self, peer: &str, now: Instant) -> bool {
@@ -237,9 +191,6 @@ impl State {
     pub(super) fn status(&self) -> SearchStatus {
         let now = Instant::now();
         SearchStatus {
-            summary_version: self.mine.map_or(0, |(version, _)| version),
-            summary_chunks: self.mine.map_or(0, |(_, chunks)| chunks),
-            buckets_provided: self.provided.len(),
             penalised_peers: self.strikes.values().filter(|(_, until)| *until > now).count(),
             ms_p50: self.latencies.quantile(0.5),
             ms_p95: self.latencies.quantile(0.95),
@@ -251,9 +202,6 @@ impl State {
 impl Query {
     fn next_due(&self) -> Instant {
         let mut due = self.deadline;
-        if let Some(d) = self.discovering {
-            due = due.min(d);
-        }
         for (_, sent, hedged) in self.pending.values() {
             if !hedged {
                 due = due.min(*sent + self.hedge);
@@ -264,69 +212,25 @@ impl Query {
 }
 
 impl EventLoop {
-    /// This node's summary changed: the buckets of its centroids are provided in the DHT
-    /// (those no longer among them are withdrawn).
-    pub(super) fn set_summary(&mut self, centroids: Vec<Vec<f32>>, weights: Vec<u32>) {
-        let Some(dims) = centroids.first().map(Vec::len) else { return };
-        // Versions are milliseconds since the epoch: they keep growing across restarts.
-        let version = weft_clock::now_ms().max(1).max(self.querying.mine.map_or(0, |(v, _)| v + 1));
-        let keys: HashSet<Vec<u8>> = {
-            let lsh = self.querying.lsh(dims);
-            let centroids = centroids.iter().zip(&weights).take(crate::buckets::MAX_CENTROIDS);
-            centroids.filter(|(_, w)| **w > 0).flat_map(|(c, _)| lsh.keys(c)).collect()
-        };
-        self.querying.mine = Some((version, weights.iter().map(|w| u64::from(*w)).sum()));
-        let kad = &mut self.swarm.behaviour_mut().kad;
-        for gone in self.querying.provided.difference(&keys) {
-            kad.stop_providing(&kad::RecordKey::new(gone));
-        }
-        for new in keys.difference(&self.querying.provided) {
-            if let Err(e) = kad.start_providing(kad::RecordKey::new(new)) {
-                tracing::debug!("bucket not provided: {e}");
-            }
-        }
-        tracing::info!(version, buckets = keys.len(), "semantic buckets provided");
-        self.querying.provided = keys;
-    }
-
     pub(super) fn start_search(
         &mut self,
         request: SearchRequest,
         fanout: usize,
-        routing: Routing,
         reply: oneshot::Sender<NetworkAnswer>,
     ) {
         let now = Instant::now();
         let id = self.querying.next_query;
         self.querying.next_query += 1;
         self.querying.counts.queries += 1;
-        let deadline_after = Duration::from_millis(self.config.search.deadline_ms);
-        // Routed by cells, the question goes to the owners of its best cells, which this node
-        // knows from its ring: it does not wait for the DHT. (A vector the codebook cannot
-        // place is routed by the buckets, and looks their providers up.) Waiting cost a
-        // question whose buckets were not cached up to `DISCOVERY` (150 ms): at N = 20 the
-        // first of two questions in a row took a median 165 ms, the second 13 ms.
-        let placeable = self.config.search.nprobe > 0 && request.vector.len() == crate::placement::shipped().dims();
-        let routing = if placeable { routing } else { Routing::Buckets };
-        let probes = match routing {
-            Routing::Cells => Vec::new(),
-            Routing::Buckets => {
-                self.querying.lsh(request.vector.len()).probes(&request.vector, self.config.search.probes)
-            }
-        };
         let cap = self.config.search.fanout.max(fanout);
-        let mut query = Query {
+        let query = Query {
             request,
-            routing,
             fanout: first_wave(fanout, cap),
             cap,
             hedge: Duration::from_millis(self.config.search.hedge_ms),
             reply: Some(reply),
             started: now,
-            deadline: now + deadline_after,
-            discovering: Some(now + DISCOVERY.min(deadline_after / 4)),
-            lookups_left: 0,
-            providers: HashMap::new(),
+            deadline: now + Duration::from_millis(self.config.search.deadline_ms),
             ranked: Vec::new(),
             replicas: HashMap::new(),
             next: 0,
@@ -335,82 +239,19 @@ impl EventLoop {
             pending: HashMap::new(),
             answer: NetworkAnswer::default(),
         };
-        for probe in probes {
-            let weight = if probe.exact { 1.0 } else { 0.5 };
-            match self.querying.cache.get(&probe.key).filter(|(at, _)| at.elapsed() < PROVIDER_TTL) {
-                Some((_, peers)) => {
-                    for p in peers {
-                        *query.providers.entry(p.to_string()).or_default() += weight;
-                    }
-                }
-                None => {
-                    self.querying.cache.remove(&probe.key);
-                    let qid = self.swarm.behaviour_mut().kad.get_providers(kad::RecordKey::new(&probe.key));
-                    self.querying.lookups.insert(qid, (id, weight));
-                    self.querying.counts.provider_lookups += 1;
-                    query.lookups_left += 1;
-                }
-            }
-        }
         self.querying.queries.insert(id, query);
-        if self.querying.queries[&id].lookups_left == 0 {
-            self.dispatch(id);
-        }
+        self.dispatch(id);
     }
 
-    pub(super) fn on_providers(&mut self, qid: kad::QueryId, result: kad::GetProvidersResult, last: bool) {
-        let Some(&(id, weight)) = self.querying.lookups.get(&qid) else { return };
-        let (found, done) = match result {
-            Ok(kad::GetProvidersOk::FoundProviders { key, providers }) => {
-                let entry = self.querying.cache.entry(key.to_vec()).or_insert_with(|| (Instant::now(), HashSet::new()));
-                entry.1.extend(providers.iter().copied());
-                (providers, last)
-            }
-            Ok(kad::GetProvidersOk::FinishedWithNoAdditionalRecord { .. }) => (HashSet::new(), true),
-            Err(e) => {
-                tracing::debug!("provider lookup: {e:?}");
-                (HashSet::new(), true)
-            }
-        };
-        if let Some(q) = self.querying.queries.get_mut(&id) {
-            for p in found {
-                *q.providers.entry(p.to_string()).or_default() += weight;
-            }
-        }
-        if done {
-            self.querying.lookups.remove(&qid);
-            let ready = self.querying.queries.get_mut(&id).is_some_and(|q| {
-                q.lookups_left = q.lookups_left.saturating_sub(1);
-                q.lookups_left == 0 && q.discovering.is_some()
-            });
-            if ready {
-                self.dispatch(id);
-            }
-        }
-    }
-
-    /// Discovery is over: rank the candidates and send the query to the first `fanout`.
+    /// Ranks the candidates — the owners of the question's best cells — and sends the query
+    /// to the first `fanout`. (A vector of another dimension than the codebook's has no cells
+    /// and asks nobody: this node's own index answers it.)
     fn dispatch(&mut self, id: u64) {
         let now = Instant::now();
         let Some(q) = self.querying.queries.get(&id) else { return };
-        let (by_cell, ranked, replicas, cells, from_providers) = match q.routing {
-            Routing::Cells => {
-                let (by_cell, ranked, replicas, cells) = self.by_cell(&q.request.vector, q.fanout, now);
-                (by_cell, ranked, replicas, cells, 0)
-            }
-            Routing::Buckets => {
-                // The DHT names peers by their base58 form.
-                let me = self.swarm.local_peer_id().to_string();
-                let members: Vec<String> = self.members.peers().iter().map(PeerId::to_string).collect();
-                let ranked = rank(&members, &q.providers, |p| p == me || self.querying.penalised(p, now));
-                let n = ranked.len();
-                (Vec::new(), ranked, HashMap::new(), Vec::new(), n)
-            }
-        };
+        let (by_cell, ranked, replicas, cells) = self.by_cell(&q.request.vector, q.fanout, now);
         let q = self.querying.queries.get_mut(&id).expect("query present");
-        q.discovering = None;
         q.answer.candidates = ranked.len();
-        q.answer.from_providers = from_providers;
         q.answer.by_cell = by_cell;
         q.ranked = ranked;
         q.replicas = replicas;
@@ -595,10 +436,6 @@ impl EventLoop {
                 self.finish(id);
                 continue;
             }
-            if q.discovering.is_some_and(|d| now >= d) {
-                self.dispatch(id);
-                continue;
-            }
             let slow: Vec<PeerId> = q
                 .pending
                 .values_mut()
@@ -644,7 +481,7 @@ impl EventLoop {
     }
 
     fn finish_if_done(&mut self, id: u64) {
-        if self.querying.queries.get(&id).is_some_and(|q| q.discovering.is_none() && q.pending.is_empty()) {
+        if self.querying.queries.get(&id).is_some_and(|q| q.pending.is_empty()) {
             self.finish(id);
         }
     }
@@ -655,7 +492,6 @@ impl EventLoop {
             self.querying.requests.remove(&rid);
             q.answer.failed.push((peer.to_string(), "no answer by the deadline".into()));
         }
-        self.querying.lookups.retain(|_, (query, _)| *query != id);
         q.answer.partial = !q.answer.failed.is_empty();
         q.answer.ms = q.started.elapsed().as_secs_f64() * 1e3;
         if q.answer.partial {

@@ -1,8 +1,8 @@
 //! The crate's integration tests, one module per subject, linked into one binary (one link
 //! of the dependency tree instead of one per file: see docs/src/testing.md).
 
-mod cell_discovery;
 mod cell_hedging;
+mod cell_routing;
 mod hostile_postings;
 mod hostile_replicas;
 mod hostile_roster;

@@ -595,76 +595,26 @@ async fn a_member_back_from_a_crash_takes_the_hand_off_of_one_that_left_while_it
     }
 }
 
-/// A question the network's codebook cannot place (a vector of other dimensions) finds its
-/// peer through the DHT: the member provides the LSH buckets of its centroids, the asker looks
-/// up the providers of the query's buckets, ranks the member by its bucket matches and asks it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_peer_is_found_through_its_semantic_buckets_in_the_dht() {
-    let key = libp2p::identity::Keypair::generate_ed25519();
-    let asker = weft_p2p::start(key, config(vec![])).unwrap();
-    let boot = crate::tcp_addr(&asker.handle).await;
-    let key = libp2p::identity::Keypair::generate_ed25519();
-    let holder = weft_p2p::start(key, config(vec![boot])).unwrap();
-    let (a, h) = (asker.handle.clone(), holder.handle.clone());
-    for n in [&a, &h] {
-        within(30, "two members", n.wait_for(|s| s.members.len() == 2)).await;
-    }
-    let dims = 16;
-    let unit = |i: usize| {
-        let mut v = vec![0f32; dims];
-        v[i % dims] = 0.6;
-        v[(i * 7 + 3) % dims] = 0.8;
-        v
-    };
-    let centroids: Vec<Vec<f32>> = (0..weft_p2p::buckets::MAX_CENTROIDS).map(unit).collect();
-    h.set_summary(centroids.clone(), vec![1; centroids.len()]);
-    within(30, "the buckets are provided", h.wait_for(|s| s.search.buckets_provided > 0)).await;
-
-    let mut queries = holder.queries;
-    let answering = tokio::spawn(async move {
-        let q = queries.recv().await.expect("the holder is asked");
-        let hit = weft_p2p::search::RemoteHit {
-            page: weft_p2p::search::PageMeta {
-                url: "http://found.test/".into(),
-                title: "found".into(),
-                ..Default::default()
-            },
-            snippet: "through the DHT".into(),
-            score: 0.9,
-            chunk: 0,
-            simhash: None,
-            aliases: Vec::new(),
-            ..Default::default()
-        };
-        let _ = q.reply.send(weft_p2p::search::SearchReply::Hits(vec![hit]));
-        queries
-    });
-    // Kademlia's provider records need a moment to land; ask until the holder is a candidate.
-    let request = weft_p2p::search::SearchRequest { model: "m".into(), vector: centroids[5].clone(), k: 5, text: None };
-    let answer = within(30, "the holder is found", async {
-        loop {
-            let answer = a.search(request.clone(), 4).await;
-            if answer.from_providers == 1 {
-                return answer;
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-    })
-    .await;
-    assert_eq!(answer.contacted, [h.peer_id().to_string()]);
-    assert_eq!(answer.answers.len(), 1, "{answer:?}");
-    assert_eq!(answer.answers[0].hits[0].page.url, "http://found.test/");
-    assert!(!answer.partial);
-    let _ = answering.await.unwrap();
-    for (n, task) in [(a, asker.task), (h, holder.task)] {
-        n.stop();
-        task.await.unwrap();
-    }
-}
-
 /// A bare Kademlia peer that asks `target` to store `records`, as fast as it can; returns when
 /// they are all answered or its connection is closed.
 async fn raw_put(target: &str, records: Vec<libp2p::kad::Record>) {
+    let n = records.len();
+    raw_kad(target, n, move |kad, peer| {
+        for r in records {
+            kad.put_record_to(r, std::iter::once(peer), libp2p::kad::Quorum::One);
+        }
+    })
+    .await;
+}
+
+/// A bare Kademlia peer that knows `target` alone and runs `start` once connected; returns when
+/// `queries` of its record stores or provider announcements are over (and what they send is
+/// sent), or its connection is closed.
+async fn raw_kad(
+    target: &str,
+    queries: usize,
+    start: impl FnOnce(&mut libp2p::kad::Behaviour<libp2p::kad::store::MemoryStore>, libp2p::PeerId),
+) {
     use futures::StreamExt;
     use libp2p::kad;
     use libp2p::swarm::SwarmEvent;
@@ -686,18 +636,18 @@ async fn raw_put(target: &str, records: Vec<libp2p::kad::Record>) {
     let Some(libp2p::multiaddr::Protocol::P2p(peer)) = addr.iter().last() else { panic!("{target}") };
     swarm.behaviour_mut().add_address(&peer, addr.clone());
     swarm.dial(addr).unwrap();
-    let mut left = records.len();
-    let mut records = Some(records);
+    let mut left = queries;
+    let mut start = Some(start);
     let _ = tokio::time::timeout(Duration::from_secs(60), async {
         loop {
             match swarm.select_next_some().await {
                 SwarmEvent::ConnectionEstablished { .. } => {
-                    for r in records.take().into_iter().flatten() {
-                        swarm.behaviour_mut().put_record_to(r, std::iter::once(peer), kad::Quorum::One);
+                    if let Some(start) = start.take() {
+                        start(swarm.behaviour_mut(), peer);
                     }
                 }
                 SwarmEvent::Behaviour(kad::Event::OutboundQueryProgressed {
-                    result: kad::QueryResult::PutRecord(_),
+                    result: kad::QueryResult::PutRecord(_) | kad::QueryResult::StartProviding(_),
                     ..
                 }) => {
                     left -= 1;
@@ -711,6 +661,34 @@ async fn raw_put(target: &str, records: Vec<libp2p::kad::Record>) {
         }
     })
     .await;
+    // A provider announcement has no answer: its query is over once the announcements are
+    // handed to the connection, which must live on to send them.
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        loop {
+            swarm.select_next_some().await;
+        }
+    })
+    .await;
+}
+
+/// Weft provides nothing in the DHT (a question finds the owners of its cells on the ring), so
+/// a provider announcement is never stored; earlier nodes announced semantic buckets, so it is
+/// counted as refused and its sender is not banned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_announcements_are_not_stored_and_do_not_ban() {
+    let (n, n_task, _) = recording_node(vec![]).await;
+    let addr = crate::tcp_addr(&n).await;
+    let keys = 5;
+    raw_kad(&addr, keys, |kad, _| {
+        for i in 0..keys as u8 {
+            kad.start_providing(libp2p::kad::RecordKey::new(&[b'w', i])).unwrap();
+        }
+    })
+    .await;
+    within(10, "the announcements refused", n.wait_for(|s| s.dht_refused == keys as u64)).await;
+    assert_eq!(n.status().banned_peers, 0, "an announcement is not a fault");
+    n.stop();
+    n_task.await.unwrap();
 }
 
 /// The DHT memory attack: one peer asked a node to store 50,000 records of 8 KiB (RSS 612 →

@@ -214,8 +214,8 @@ impl Sim<'_> {
 
     /// Waits until the index queues are empty and every posting published has been
     /// acknowledged by its cells' owners, for two seconds in a row (the exact answer is over
-    /// every indexed chunk: a posting still on its way is a miss no routing could avoid), and
-    /// each node's semantic buckets stand for its whole index (at most `limit`).
+    /// every indexed chunk: a posting still on its way is a miss no routing could avoid), at
+    /// most `limit`.
     async fn search_ready(&mut self, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
         let mut settled_at: Option<Instant> = None;
@@ -232,16 +232,8 @@ impl Sim<'_> {
                 .sum();
             if queued > 0 {
                 settled_at = None;
-            } else {
-                // Each node's summary (its buckets in the DHT, for the side-by-side questions
-                // routed by them) covers its whole index.
-                let since = *settled_at.get_or_insert_with(Instant::now);
-                let u = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
-                let complete =
-                    statuses.iter().all(|s| u(&s["network"]["search"]["summary_chunks"]) == u(&s["index"]["chunks"]));
-                if complete && since.elapsed() >= Duration::from_secs(2) {
-                    return true;
-                }
+            } else if settled_at.get_or_insert_with(Instant::now).elapsed() >= Duration::from_secs(2) {
+                return true;
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
@@ -294,17 +286,11 @@ impl Sim<'_> {
             let down: Vec<usize> = self.nodes.iter().filter(|n| n.state == State::Killed).map(|n| n.n).collect();
             let Some(&node) = up.get(i % up.len().max(1)) else { break };
             let api = std::net::SocketAddr::from(([127, 0, 0, 1], self.nodes[node].api_port));
-            // By meaning alone (judged for recall), the same routed by the DHT's buckets alone
-            // (the fallback, side by side; which goes first alternates, as a question's second
-            // asking finds its buckets' providers cached), then as a user asks.
-            let routings = if i % 2 == 0 { ["cells", "buckets"] } else { ["buckets", "cells"] };
-            let order = [(true, routings[0]), (true, routings[1]), (false, "cells")];
-            for (dense, routing) in order {
+            // By meaning alone (judged for recall), then as a user asks.
+            for dense in [true, false] {
                 let at = started.elapsed();
-                let answer = search_eval::ask_routed(&self.http, api, q, 10, dense, routing).await;
-                let mut a = search_eval::record(q, dense, node, at, (up.clone(), down.clone()), answer);
-                a.by_buckets = routing == "buckets";
-                asked.push(a);
+                let answer = search_eval::ask(&self.http, api, q, 10, dense).await;
+                asked.push(search_eval::record(q, dense, node, at, (up.clone(), down.clone()), answer));
             }
             if (i + 1) % 50 == 0 {
                 eprintln!("[search {:>3}s] {} questions asked", started.elapsed().as_secs(), i + 1);

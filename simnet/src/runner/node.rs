@@ -80,8 +80,6 @@ pub(super) fn node_config(
     if many {
         c.layouts.browsers = 1;
     }
-    // The semantic buckets follow the index within seconds (the default is half a minute).
-    c.search.summary_interval_secs = 5;
     if let Some(f) = spec.search.as_ref().and_then(|s| s.fanout) {
         c.search.fanout = f;
         c.search.min_fanout = f;

@@ -1,18 +1,21 @@
 //! Network search end to end: five real nodes on loopback (real libp2p, the real embedding
 //! model, sled and USearch), thirty topics of which each node crawls and indexes six. A query
 //! asked at node 0 finds the topic's page through the owners of its best cells, contacting two
-//! peers at most and never waiting for the DHT. Then three misbehaving peers (real libp2p
-//! members whose semantic buckets in the DHT attract particular queries, asked routed by the
-//! buckets) are asked: one never answers, one dies mid-query, one answers garbage. The queries
-//! still return within the deadline with the honest result, marked partial, and the garbage
-//! peer is penalised.
+//! peers at most. Then three misbehaving members (real libp2p members whose identities put
+//! them first among the owners of particular questions' cells on node 0's ring) are asked: one
+//! never answers, one dies mid-query, one answers garbage. Each is replaced by an honest owner
+//! of its cells: the silent one is not waited for once that owner answered, the others' queries
+//! return at once, marked partial, and the garbage peer is penalised.
 
 use crate::common;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use weft_node::Node;
+use weft_p2p::identity::Keypair;
+use weft_p2p::placement::{cell_owners, plan, shipped};
 use weft_p2p::search::{PageMeta, RemoteHit, SearchReply};
+use weft_p2p::{PeerId, Ring};
 use weft_simnet::{topic_page, Site, WebServer, TOPICS};
 
 const NODES: usize = 5;
@@ -24,17 +27,7 @@ fn host(topic: usize, j: usize) -> String {
 }
 
 async fn get(http: &reqwest::Client, api: std::net::SocketAddr, q: &str, k: usize) -> serde_json::Value {
-    get_routed(http, api, q, k, "cells").await
-}
-
-async fn get_routed(
-    http: &reqwest::Client,
-    api: std::net::SocketAddr,
-    q: &str,
-    k: usize,
-    routing: &str,
-) -> serde_json::Value {
-    let query = [("q", q), ("k", &k.to_string()), ("routing", routing)];
+    let query = [("q", q), ("k", &k.to_string())];
     let r = http.get(format!("http://{api}/search")).query(&query).send().await.unwrap();
     assert!(r.status().is_success(), "{}", r.status());
     r.json().await.unwrap()
@@ -45,14 +38,11 @@ struct RawPeer {
     handle: weft_p2p::NetworkHandle,
     task: tokio::task::JoinHandle<()>,
     queries: tokio::sync::mpsc::Receiver<weft_p2p::SearchInbound>,
-    /// The question whose semantic buckets it provides.
+    /// The question it is asked first for.
     vector: Vec<f32>,
-    _dir: common::WorkDir,
 }
 
-fn raw_peer(bootstrap: &str) -> RawPeer {
-    let dir = common::work_dir();
-    let key = weft_p2p::identity::load_or_create(dir.path()).unwrap();
+fn raw_peer(bootstrap: &str, key: Keypair, vector: Vec<f32>) -> RawPeer {
     let p2p = weft_config::P2pConfig {
         enabled: true,
         listen: vec!["/ip4/127.0.0.1/tcp/0".into()],
@@ -71,38 +61,11 @@ fn raw_peer(bootstrap: &str) -> RawPeer {
             }
         }
     });
-    RawPeer { handle: started.handle, task: started.task, queries: started.queries, vector: Vec::new(), _dir: dir }
+    RawPeer { handle: started.handle, task: started.task, queries: started.queries, vector }
 }
 
 impl RawPeer {
-    /// Asks node 0 (`api`) this peer's question routed by the buckets until this peer is among
-    /// the peers asked — its provider records in the DHT found, and cached for the next
-    /// questions (30 s) — answering its queries with nothing meanwhile, as an honest empty
-    /// node would.
-    async fn until_found(&mut self, http: &reqwest::Client, api: std::net::SocketAddr, q: &str) {
-        let id = self.handle.peer_id().to_string();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let ask = get_routed(http, api, q, 5, "buckets");
-            tokio::pin!(ask);
-            let v = loop {
-                tokio::select! {
-                    v = &mut ask => break v,
-                    Some(inbound) = self.queries.recv() => {
-                        let _ = inbound.reply.send(SearchReply::Hits(Vec::new()));
-                    }
-                }
-            };
-            if v["network"]["contacted"].as_array().unwrap().iter().any(|p| p == id.as_str()) {
-                return;
-            }
-            assert!(Instant::now() < deadline, "{id} was never asked its question: {v:#}");
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-    }
-
-    /// The next query for this peer's own question (its vector's): a question another peer
-    /// attracts may come here too, as the second candidate, and is answered busy.
+    /// The next query for its own question (its vector's).
     async fn its_query(&mut self) -> weft_p2p::SearchInbound {
         loop {
             let q = self.queries.recv().await.expect("a query");
@@ -112,6 +75,80 @@ impl RawPeer {
             }
         }
     }
+}
+
+/// Whom node 0 (`me`) asks first for a question (`vector`) on `ring`, as its search does with
+/// the default settings and a first wave of one peer: that peer, the cells it is asked for,
+/// and its stand-ins (the cells' other owners, in order).
+fn asked_first(ring: &Ring, me: &PeerId, vector: &[f32]) -> Option<(PeerId, Vec<u32>, Vec<PeerId>)> {
+    let (book, search) = (shipped(), weft_config::SearchConfig::default());
+    let owners: Vec<(u32, Vec<PeerId>)> = book
+        .nearest(vector, search.nprobe)
+        .iter()
+        .map(|(c, _)| (*c, cell_owners(ring, book.id(), *c, search.replicas)))
+        .collect();
+    let (peer, cells) = plan(owners.iter().map(|(c, o)| (*c, o.as_slice())), me, 1, |p| p != me).into_iter().next()?;
+    let mut stand_ins: Vec<PeerId> = Vec::new();
+    for (_, os) in owners.iter().filter(|(c, _)| cells.contains(c)) {
+        for o in os.iter().filter(|o| **o != peer && *o != me) {
+            if !stand_ins.contains(o) {
+                stand_ins.push(*o);
+            }
+        }
+    }
+    Some((peer, cells, stand_ins))
+}
+
+/// Whether `hostile` is asked first for `vector` on `ring` — and, when `replaced`, is replaced
+/// by an honest member (not one of `all_hostile`) that owns every cell it was asked for, so
+/// that the honest answer stands in for all of them.
+fn attracts(
+    ring: &Ring,
+    me: &PeerId,
+    vector: &[f32],
+    hostile: &PeerId,
+    all_hostile: &[PeerId],
+    replaced: bool,
+) -> bool {
+    let Some((peer, cells, stand_ins)) = asked_first(ring, me, vector) else { return false };
+    let book = shipped();
+    let replicas = weft_config::SearchConfig::default().replicas;
+    let whole = |s: &PeerId| {
+        !all_hostile.contains(s) && cells.iter().all(|c| cell_owners(ring, book.id(), *c, replicas).contains(s))
+    };
+    peer == *hostile && (!replaced || stand_ins.first().is_some_and(whole))
+}
+
+/// Identities for three misbehaving members and a question each, from `questions` (vectors
+/// whose honest answer is node 0's own page), such that on the ring of today's members and the
+/// three each is asked first for its question; the first (the silent one) replaced by an honest
+/// owner of all its cells, the third also asked first once the second is gone (it dies before
+/// the third is asked). Drawn until they do: about a thousand draws.
+fn hostile_identities(ring: &Ring, me: &PeerId, questions: &[Vec<f32>]) -> Vec<(Keypair, usize)> {
+    for draw in 1..=100_000 {
+        let keys: Vec<Keypair> = (0..3).map(|_| Keypair::generate_ed25519()).collect();
+        let ids: Vec<PeerId> = keys.iter().map(|k| k.public().to_peer_id()).collect();
+        let members = ring.members().iter().chain(&ids).map(|m| (*m, ring.vnodes()));
+        let all = ring.rebuilt(members);
+        let without_dying = all.without(&ids[1]);
+        let mut chosen: Vec<usize> = Vec::new();
+        for (i, id) in ids.iter().enumerate() {
+            let fits = |q: &usize| {
+                !chosen.contains(q)
+                    && attracts(&all, me, &questions[*q], id, &ids, i == 0)
+                    && (i != 2 || attracts(&without_dying, me, &questions[*q], id, &ids, false))
+            };
+            match (0..questions.len()).find(fits) {
+                Some(q) => chosen.push(q),
+                None => break,
+            }
+        }
+        if chosen.len() == 3 {
+            eprintln!("three misbehaving identities after {draw} draws");
+            return keys.into_iter().zip(chosen).collect();
+        }
+    }
+    panic!("no three identities attract three of node 0's questions");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -128,8 +165,6 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
     for (n, dir) in dirs.iter().enumerate() {
         let mut c = common::member_config(&server, dir.path(), n, bootstrap.clone(), 0);
         c.crawl.max_depth = 0;
-        // The buckets of the summary go into the DHT soon after indexing.
-        c.search.summary_interval_secs = 1;
         c.p2p.leave_timeout_secs = 5;
         if n == 0 {
             // The asking node contacts at most two peers: the routing has to pick the right one.
@@ -186,7 +221,6 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
     .await;
 
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    let lookups_before = nets[0].status().search.provider_lookups;
     // The first question node 0 sends: routed like the rest, but not held to the hedge and the
     // deadline. Its first exchange with each peer took 60–130 ms here on a quiet machine and
     // ~400 ms with a build beside (debug build, five nodes on two cores), where the next ones
@@ -251,8 +285,6 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
             v["network"]["by_cell"].as_array().into_iter().flatten().filter_map(|c| c[0].as_str()).collect();
         assert!(contacted.iter().take(2).all(|p| by_cell.contains(p)), "{}: {v:#}", topic.slug);
     }
-    // Routed by cells, no question waited for the DHT.
-    assert_eq!(nets[0].status().search.provider_lookups, lookups_before, "provider lookups routed by cells");
     // scope=local: node 0's own index only.
     let r = http
         .get(format!("http://{}/search", apis[0]))
@@ -268,37 +300,46 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
     let first = v["hits"][0]["url"].as_str() == Some(page_of[&1].0.as_str());
     assert_eq!(first, held, "topic 1 is on node 0 through its postings only: {v:#}");
 
-    // Three misbehaving members, each providing the semantic buckets of one question's vector
-    // in the DHT: routed by the buckets, it is that question's best candidate. The questions
-    // are of topics node 0 crawled, so their honest answer is in its own index whoever is asked.
-    let (silent_t, dying_t, garbage_t) = (0, NODES, 2 * NODES);
-    let (silent_q, dying_q, garbage_q) =
-        (TOPICS[silent_t].question, TOPICS[dying_t].question, TOPICS[garbage_t].question);
+    // Three misbehaving members, each the owner node 0 asks first for the cells of one of its
+    // own topics' questions (their honest answer is in node 0's own index, whoever is asked);
+    // the silent one with an honest owner of all its cells to stand in for it.
+    let own: Vec<usize> = (0..TOPICS.len()).filter(|t| t % NODES == 0).collect();
+    let mut vectors = Vec::new();
+    for t in &own {
+        vectors.push(indexes[0].embed_query(TOPICS[*t].question).await.unwrap());
+    }
+    let me: PeerId = ids[0].parse().unwrap();
+    let identities = hostile_identities(&nets[0].ring(), &me, &vectors);
     let mut peers = Vec::new();
-    for q in [silent_q, dying_q, garbage_q] {
-        let mut peer = raw_peer(&bootstrap[0]);
-        peer.vector = indexes[0].embed_query(q).await.unwrap();
-        peer.handle.set_summary(vec![peer.vector.clone()], vec![1]);
-        peers.push(peer);
+    let mut topic_of = Vec::new();
+    for (key, q) in identities {
+        peers.push(raw_peer(&bootstrap[0], key, vectors[q].clone()));
+        topic_of.push(own[q]);
     }
     // They are members after their probation (as long as the network is old, at most five
     // minutes): only members are asked.
     let probation = Duration::from_secs(weft_p2p::roster::PROBATION + 60);
     common::until("the three are members", probation, || nets[0].status().members.len() == NODES + 3).await;
-    for p in &peers {
-        common::until("its buckets are provided", Duration::from_secs(30), || {
-            p.handle.status().search.buckets_provided > 0
-        })
-        .await;
+    // Node 0's ring is the one they were drawn for (every member at full weight: the network is
+    // younger than an admission step).
+    let ring = nets[0].ring();
+    let hostile: Vec<PeerId> = peers.iter().map(|p| p.handle.peer_id()).collect();
+    for (i, (p, id)) in peers.iter().zip(&hostile).enumerate() {
+        assert!(attracts(&ring, &me, &p.vector, id, &hostile, i == 0), "{id} is not asked first on node 0's ring");
     }
+    let (silent_t, dying_t, garbage_t) = (topic_of[0], topic_of[1], topic_of[2]);
+    let (silent_q, dying_q, garbage_q) =
+        (TOPICS[silent_t].question, TOPICS[dying_t].question, TOPICS[garbage_t].question);
     let mut garbage = peers.pop().unwrap();
     let mut dying = peers.pop().unwrap();
     let mut silent = peers.pop().unwrap();
     let deadline = Duration::from_millis(weft_config::SearchConfig::default().deadline_ms);
+    let first_asked = |v: &serde_json::Value| v["network"]["contacted"][0].as_str().unwrap_or_default().to_string();
 
-    // Silent: takes the query and never answers. The query returns at the deadline with the
-    // honest node's page, marked partial.
-    silent.until_found(&http, apis[0], silent_q).await;
+    // Silent: takes the query and never answers. Past the hedge an honest owner of its cells is
+    // asked; once it has answered for all of them the silent one is not waited for: the answer
+    // is whole, before the deadline.
+    let silent_id = silent.handle.peer_id().to_string();
     let holder = tokio::spawn(async move {
         let q = silent.its_query().await;
         tokio::time::sleep(Duration::from_secs(3)).await;
@@ -306,18 +347,17 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
         silent
     });
     let started = Instant::now();
-    let v = get_routed(&http, apis[0], silent_q, 5, "buckets").await;
+    let v = get(&http, apis[0], silent_q, 5).await;
     let took = started.elapsed();
+    assert_eq!(first_asked(&v), silent_id, "{v:#}");
     assert_eq!(v["hits"][0]["url"].as_str(), Some(page_of[&silent_t].0.as_str()), "{v:#}");
-    assert_eq!(v["partial"], true);
-    assert!(took >= deadline && took < deadline + Duration::from_millis(700), "took {took:?}");
-    let failed = v["network"]["failed"].as_array().unwrap();
-    assert!(failed.iter().any(|f| f[1].as_str().unwrap().contains("deadline")), "{v:#}");
+    assert!(v["network"]["superseded"].as_array().unwrap().iter().any(|p| p == silent_id.as_str()), "{v:#}");
+    assert_eq!(v["partial"], false, "its cells were answered for: {v:#}");
+    assert!(took < deadline, "took {took:?}: waited for the silent peer");
     let _silent = holder.await.unwrap();
 
     // Dying: its process goes away with the query in hand. The query does not wait for the
-    // deadline: the closed connection fails the request and the next candidate is asked.
-    dying.until_found(&http, apis[0], dying_q).await;
+    // deadline: the closed connection fails the request and an honest owner is asked.
     let dying_id = dying.handle.peer_id().to_string();
     let killer = tokio::spawn(async move {
         let _q = dying.its_query().await;
@@ -325,9 +365,10 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
         dying.task.abort();
     });
     let started = Instant::now();
-    let v = get_routed(&http, apis[0], dying_q, 5, "buckets").await;
+    let v = get(&http, apis[0], dying_q, 5).await;
     let took = started.elapsed();
     killer.await.unwrap();
+    assert_eq!(first_asked(&v), dying_id, "{v:#}");
     assert_eq!(v["hits"][0]["url"].as_str(), Some(page_of[&dying_t].0.as_str()), "{v:#}");
     assert_eq!(v["partial"], true, "{v:#}");
     assert!(took < deadline + Duration::from_millis(700), "took {took:?}");
@@ -336,7 +377,6 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
 
     // Garbage: answers with a non-cosine score and a javascript: URL. Ignored, penalised, and
     // not asked again.
-    garbage.until_found(&http, apis[0], garbage_q).await;
     let garbage_id = garbage.handle.peer_id().to_string();
     let liar = tokio::spawn(async move {
         let q = garbage.its_query().await;
@@ -352,8 +392,9 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
         let _ = q.reply.send(SearchReply::Hits(vec![bad]));
         garbage
     });
-    let v = get_routed(&http, apis[0], garbage_q, 5, "buckets").await;
+    let v = get(&http, apis[0], garbage_q, 5).await;
     let _garbage = liar.await.unwrap();
+    assert_eq!(first_asked(&v), garbage_id, "{v:#}");
     assert_eq!(v["hits"][0]["url"].as_str(), Some(page_of[&garbage_t].0.as_str()), "{v:#}");
     assert!(v["hits"].as_array().unwrap().iter().all(|h| h["url"] != "javascript:alert(1)"));
     let failed = v["network"]["failed"].as_array().unwrap();
@@ -361,7 +402,7 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
     let status = nets[0].status().search;
     assert_eq!(status.bad_replies, 1);
     assert_eq!(status.penalised_peers, 1);
-    let v = get_routed(&http, apis[0], garbage_q, 5, "buckets").await;
+    let v = get(&http, apis[0], garbage_q, 5).await;
     let contacted = v["network"]["contacted"].as_array().unwrap();
     assert!(contacted.iter().all(|p| p != garbage_id.as_str()), "a penalised peer is not asked: {v:#}");
     assert_eq!(v["hits"][0]["url"].as_str(), Some(page_of[&garbage_t].0.as_str()));

@@ -137,8 +137,8 @@ pub(super) fn print_status(status: &Status) {
         }
         let q = &n.search;
         println!(
-            "  search       {} buckets provided; {} queries sent (p50 {:.0} ms, p95 {:.0} ms, {} partial), {} answered, {} busy, {} bad answers",
-            q.buckets_provided, q.queries, q.ms_p50, q.ms_p95, q.partial, q.answered, q.busy, q.bad_replies
+            "  search       {} queries sent (p50 {:.0} ms, p95 {:.0} ms, {} partial), {} answered, {} busy, {} bad answers",
+            q.queries, q.ms_p50, q.ms_p95, q.partial, q.answered, q.busy, q.bad_replies
         );
     }
     println!("errors         {}", s.errors_total);

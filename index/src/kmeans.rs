@@ -1,17 +1,11 @@
-//! What this node's index is about, in a few vectors: spherical k-means over its chunk vectors.
-//! The centroids are the node's summary: it provides their LSH buckets in the DHT, and a query
-//! routed by buckets comes here when it is close to one of them (see `weft_p2p::buckets`).
+//! Spherical k-means over unit vectors: what a set of chunks is about, in a few centroids. The
+//! network's codebook of cells was drawn this way (`weft_p2p::placement`), and the placement
+//! benchmarks (`simnet/examples`) cluster each node's chunks with it to compare designs.
 //!
-//! Deterministic for the same vectors (k-means++ seeding from a fixed seed), so a summary
-//! changes only when the index does. At most [`SAMPLE`] vectors are clustered: enough to place
-//! 16–64 centroids, and the cost stays flat as the index grows.
+//! Deterministic for the same vectors (k-means++ seeding from a fixed seed).
 
-use crate::store::DocStore;
-use crate::IndexError;
 use weft_vecmath::dot;
 
-/// Vectors clustered at most (a uniform sample of the index beyond that).
-pub const SAMPLE: usize = 8192;
 const ITERATIONS: usize = 12;
 
 /// Centroids (unit vectors) and how many of the clustered chunks each one took.
@@ -108,32 +102,6 @@ pub fn kmeans(vectors: &[Vec<f32>], k: usize) -> Centroids {
     // Centroids that lost every member say nothing about the index.
     let (centroids, weights) = centroids.into_iter().zip(weights).filter(|(_, w)| *w > 0).unzip();
     Centroids { centroids, weights }
-}
-
-/// The summary of everything `store` holds: k-means over a uniform sample (reservoir)
-/// of at most [`SAMPLE`] chunk vectors. Weights are scaled to the whole index.
-pub fn summarize(store: &DocStore, k: usize) -> Result<Centroids, IndexError> {
-    let mut rng = Rng(0x5355_4d4d); // "SUMM"
-    let mut sample: Vec<Vec<f32>> = Vec::new();
-    let mut seen = 0usize;
-    for entry in store.vectors() {
-        let (_, v) = entry?;
-        seen += 1;
-        if sample.len() < SAMPLE {
-            sample.push(v);
-        } else {
-            let j = rng.below(seen);
-            if j < SAMPLE {
-                sample[j] = v;
-            }
-        }
-    }
-    let mut c = kmeans(&sample, k);
-    if seen > sample.len() {
-        let scale = seen as f64 / sample.len() as f64;
-        c.weights.iter_mut().for_each(|w| *w = (f64::from(*w) * scale).round() as u32);
-    }
-    Ok(c)
 }
 
 #[cfg(test)]
