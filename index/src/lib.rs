@@ -21,8 +21,8 @@
 //! ids this node owns (see `weft_p2p::replicas`).
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
-//! checks it): dedup, segments, testing, tokenizer → chunk, embed, store → documents, lexical,
-//! summary, vectors → indexer, local, replicas → cells, duplicates.
+//! checks it): dedup, kmeans, segments, testing, tokenizer → chunk, embed, store → documents,
+//! lexical, vectors → indexer, local, replicas → cells, duplicates.
 
 pub mod cells;
 pub mod chunk;
