@@ -253,7 +253,7 @@ impl Sim<'_> {
             eprintln!("[search] the network settled in {:.0} s", settling.elapsed().as_secs_f64());
         } else {
             self.death()?;
-            eprintln!("search: the network (index queues, postings, semantic buckets) did not settle within 120 s; asking anyway");
+            eprintln!("search: the network (index queues, postings) did not settle within 120 s; asking anyway");
         }
         let questions = search_eval::questions(&web.titles, search.queries, self.spec.web.seed);
         let mut pending: std::collections::VecDeque<Event> = search.churn.iter().copied().collect();
