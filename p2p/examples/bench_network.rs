@@ -14,12 +14,7 @@ use weft_p2p::records::DupEntry;
 use weft_p2p::{NetworkConfig, Started, UrlKind, WireUrl};
 
 fn config(bootstrap: Vec<String>) -> NetworkConfig {
-    let c = P2pConfig {
-        enabled: true,
-        listen: vec!["/ip4/127.0.0.1/tcp/0".into()],
-        bootstrap,
-        ..P2pConfig::default()
-    };
+    let c = P2pConfig { enabled: true, listen: vec!["/ip4/127.0.0.1/tcp/0".into()], bootstrap, ..P2pConfig::default() };
     NetworkConfig::from_config(&c).unwrap()
 }
 
