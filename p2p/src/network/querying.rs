@@ -53,13 +53,6 @@ const PENALTY: Duration = Duration::from_secs(600);
 /// ... and banned at this many strikes.
 const MAX_STRIKES: u32 = 3;
 
-/// A peer worth asking, and the similarity of the best of the question's cells it owns.
-#[derive(Debug, Clone, PartialEq)]
-struct Candidate {
-    peer: String,
-    score: f32,
-}
-
 /// A query from another node, for the node to answer from its index.
 #[derive(Debug)]
 pub struct SearchInbound {
@@ -134,13 +127,14 @@ struct Query {
     reply: Option<oneshot::Sender<NetworkAnswer>>,
     started: Instant,
     deadline: Instant,
-    ranked: Vec<Candidate>,
+    /// The peers to ask, in order (their base58 ids, as the answer names them).
+    ranked: Vec<String>,
     next: usize,
     /// For a peer asked as the owner of some of the question's best cells: the cells' other
     /// owners, in the cells' order — the peer that replaces it when it fails or is silent, so
     /// that its cells are still asked (a killed owner's cells were lost to the query: live at
     /// N = 10 with a node down, recall@10 fell from 0.999 to 0.853).
-    replicas: HashMap<PeerId, Vec<Candidate>>,
+    replicas: HashMap<PeerId, Vec<String>>,
     /// The question's best cells and their owners, and those of them that an owner answered
     /// for (see [`crate::placement::unanswered`]).
     cells: Vec<(u32, Vec<PeerId>)>,
@@ -274,52 +268,49 @@ impl EventLoop {
         vector: &[f32],
         fanout: usize,
         now: Instant,
-    ) -> (Vec<(String, Vec<u32>)>, Vec<Candidate>, HashMap<PeerId, Vec<Candidate>>, Vec<(u32, Vec<PeerId>)>) {
+    ) -> (Vec<(String, Vec<u32>)>, Vec<String>, HashMap<PeerId, Vec<String>>, Vec<(u32, Vec<PeerId>)>) {
         let book = crate::placement::shipped();
         let (replicas, nprobe) = (self.config.search.replicas, self.config.search.nprobe);
         let cells = book.nearest(vector, nprobe);
         let ring = self.members.ring();
         let me = *self.swarm.local_peer_id();
-        let owners: Vec<(u32, f32, Vec<PeerId>)> =
-            cells.iter().map(|(c, score)| (*c, *score, cell_owners(ring, book.id(), *c, replicas))).collect();
+        let owners: Vec<(u32, Vec<PeerId>)> =
+            cells.iter().map(|(c, _)| (*c, cell_owners(ring, book.id(), *c, replicas))).collect();
         let up = |p: &PeerId| *p != me && !self.querying.penalised(&p.to_string(), now);
-        let chosen = plan(owners.iter().map(|(c, _, o)| (*c, o.as_slice())), &me, fanout, up);
-        let score_of = |cells: &[u32]| owners.iter().find(|o| cells.contains(&o.0)).map_or(0.0, |o| o.1);
-        let mut order: Vec<Candidate> =
-            chosen.iter().map(|(p, cells)| Candidate { peer: p.to_string(), score: score_of(cells) }).collect();
-        let mut listed: HashSet<String> = order.iter().map(|c| c.peer.clone()).collect();
-        for (_, score, os) in &owners {
+        let chosen = plan(owners.iter().map(|(c, o)| (*c, o.as_slice())), &me, fanout, up);
+        let mut order: Vec<String> = chosen.iter().map(|(p, _)| p.to_string()).collect();
+        let mut listed: HashSet<String> = order.iter().cloned().collect();
+        for (_, os) in &owners {
             for o in os.iter().filter(|o| up(o)) {
                 if listed.insert(o.to_string()) {
-                    order.push(Candidate { peer: o.to_string(), score: *score });
+                    order.push(o.to_string());
                 }
             }
         }
-        let mut alternates: HashMap<PeerId, Vec<Candidate>> = HashMap::new();
+        let mut alternates: HashMap<PeerId, Vec<String>> = HashMap::new();
         for (peer, cells) in &chosen {
-            let mut alts: Vec<Candidate> = Vec::new();
-            for (_, score, os) in owners.iter().filter(|o| cells.contains(&o.0)) {
+            let mut alts: Vec<String> = Vec::new();
+            for (_, os) in owners.iter().filter(|o| cells.contains(&o.0)) {
                 for o in os.iter().filter(|o| *o != peer && up(o)) {
-                    if !alts.iter().any(|a| a.peer == o.to_string()) {
-                        alts.push(Candidate { peer: o.to_string(), score: *score });
+                    if !alts.contains(&o.to_string()) {
+                        alts.push(o.to_string());
                     }
                 }
             }
             alternates.insert(*peer, alts);
         }
-        let cells = owners.into_iter().map(|(c, _, os)| (c, os)).collect();
-        (chosen.into_iter().map(|(p, cells)| (p.to_string(), cells)).collect(), order, alternates, cells)
+        (chosen.into_iter().map(|(p, cells)| (p.to_string(), cells)).collect(), order, alternates, owners)
     }
 
     /// Sends the query to its next candidate not asked yet; false when there is none.
     fn send_next(&mut self, id: u64) -> bool {
         let Some(q) = self.querying.queries.get_mut(&id) else { return false };
-        while q.ranked.get(q.next).is_some_and(|c| q.answer.contacted.contains(&c.peer)) {
+        while q.ranked.get(q.next).is_some_and(|c| q.answer.contacted.contains(c)) {
             q.next += 1;
         }
         let Some(candidate) = q.ranked.get(q.next) else { return false };
         q.next += 1;
-        let peer = candidate.peer.clone();
+        let peer = candidate.clone();
         self.send_to(id, &peer)
     }
 
@@ -346,14 +337,14 @@ impl EventLoop {
             return;
         }
         let mut alternates = q.replicas.remove(&peer).unwrap_or_default();
-        let at = alternates.iter().position(|a| !q.answer.contacted.contains(&a.peer));
+        let at = alternates.iter().position(|a| !q.answer.contacted.contains(a));
         if let Some(at) = at {
             let next = alternates.remove(at);
             // Should it fail too, the cells' owners left take its place.
-            if let Ok(next_id) = next.peer.parse::<PeerId>() {
+            if let Ok(next_id) = next.parse::<PeerId>() {
                 q.replicas.insert(next_id, alternates.split_off(at));
             }
-            self.send_to(id, &next.peer);
+            self.send_to(id, &next);
             return;
         }
         let more = q.next < q.ranked.len();
