@@ -153,7 +153,7 @@ impl EventLoop {
         for (peer, addrs) in saved {
             self.peers.found(peer, &addrs);
             for addr in &addrs {
-                self.swarm.behaviour_mut().kad.add_address(&peer, addr.clone());
+                self.swarm.behaviour_mut().addresses.add(peer, addr.clone());
             }
             let opts =
                 DialOpts::peer_id(peer).addresses(addrs).condition(PeerCondition::DisconnectedAndNotDialing).build();
@@ -226,6 +226,9 @@ impl EventLoop {
             let Ok(peer) = peer.parse::<PeerId>() else { continue };
             let addrs: Vec<Multiaddr> =
                 addrs.iter().take(MAX_ADDRS_EACH).filter(|a| a.len() <= 512).filter_map(|a| a.parse().ok()).collect();
+            for addr in &addrs {
+                self.swarm.behaviour_mut().addresses.add(peer, addr.clone());
+            }
             self.peers.found(peer, &addrs);
         }
     }
