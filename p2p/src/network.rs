@@ -560,6 +560,9 @@ impl EventLoop {
             SwarmEvent::Behaviour(BehaviourEvent::Docs(event)) => self.on_docs(event),
             SwarmEvent::Behaviour(BehaviourEvent::Roster(event)) => self.on_roster(event),
             SwarmEvent::Behaviour(BehaviourEvent::Records(event)) => self.on_records(event),
+            SwarmEvent::Behaviour(BehaviourEvent::Addresses(crate::address_book::Event::Unreached(peer))) => {
+                self.unreached(peer)
+            }
             _ => {}
         }
     }

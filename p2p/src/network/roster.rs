@@ -10,6 +10,7 @@ use crate::reachability::address_block;
 use crate::roster::event::{block_hash, position};
 use crate::roster::node::{Asked, RosterNode, Send};
 use crate::roster::wire::{RosterReply, RosterRequest, MAX_ADDRS_EACH, MAX_WHERE};
+use crate::roster::MONITORS;
 use libp2p::identity::Keypair;
 use libp2p::request_response::{self, OutboundRequestId};
 use libp2p::swarm::dial_opts::{DialOpts, PeerCondition};
@@ -205,6 +206,28 @@ impl EventLoop {
         let id = self.swarm.behaviour_mut().roster.send_request(&to, Frame::Request(request));
         self.roster.wheres.insert(id);
         self.roster.sent += 1;
+    }
+
+    /// A dial to `peer` found no address, or none that answered: when it is a member, its
+    /// addresses are asked of a member that met it — one of its monitors this node is connected
+    /// to, else a bootstrap peer or any peer connected (at most once per member every
+    /// [`super::peers::ASK_EVERY`]).
+    pub(super) fn unreached(&mut self, peer: PeerId) {
+        self.peers.unreached(&peer);
+        let roster = self.roster.node.roster();
+        if !roster.is_member(&peer) || !self.peers.may_ask(peer, std::time::Instant::now()) {
+            return;
+        }
+        let monitor = roster.successors(&peer, MONITORS).into_iter().find(|m| self.connected.contains(m));
+        match monitor {
+            Some(to) => {
+                let request = RosterRequest::Where(vec![peer.to_string()]);
+                let id = self.swarm.behaviour_mut().roster.send_request(&to, Frame::Request(request));
+                self.roster.wheres.insert(id);
+                self.roster.sent += 1;
+            }
+            None => self.ask_where(vec![peer]),
+        }
     }
 
     /// The addresses this node knows of the members `from` asks about (see
