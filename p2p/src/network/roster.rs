@@ -10,14 +10,13 @@ use crate::reachability::address_block;
 use crate::roster::event::{block_hash, position};
 use crate::roster::node::{Asked, RosterNode, Send};
 use crate::roster::wire::{RosterReply, RosterRequest, MAX_ADDRS_EACH, MAX_WHERE};
-use crate::roster::MONITORS;
 use libp2p::identity::Keypair;
 use libp2p::request_response::{self, OutboundRequestId};
 use libp2p::swarm::dial_opts::{DialOpts, PeerCondition};
 use libp2p::Multiaddr;
 use libp2p::PeerId;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 
 /// Roster requests one peer may make per second on average (burst of twice that): a member
@@ -47,6 +46,9 @@ pub struct RosterStatus {
     pub rate_limited: u64,
 }
 
+/// Members waiting to be asked where they are, at most.
+const UNREACHED_KEPT: usize = 256;
+
 /// The roster's part of the event loop's state.
 pub(super) struct State {
     pub(super) node: RosterNode,
@@ -57,8 +59,11 @@ pub(super) struct State {
     rate_limited: u64,
     /// The roster's fingerprint at the last tick.
     fingerprint: u64,
-    /// Questions of where members are, in flight.
-    wheres: HashSet<OutboundRequestId>,
+    /// Questions of where members are, in flight, with the members asked about.
+    wheres: HashMap<OutboundRequestId, Vec<PeerId>>,
+    /// Members a dial found no address for (or none that answered), to ask where they are at
+    /// the next tick, together (see `EventLoop::unreached`).
+    unreached: BTreeSet<PeerId>,
     /// Where the members connected are written down (see `super::saved`), and when last.
     saved_to: Option<PathBuf>,
     saved_at: Option<std::time::Instant>,
@@ -85,7 +90,8 @@ impl State {
             sent: 0,
             rate_limited: 0,
             fingerprint: 0,
-            wheres: HashSet::new(),
+            wheres: HashMap::new(),
+            unreached: BTreeSet::new(),
             saved_to,
             saved_at: None,
         }
@@ -134,11 +140,22 @@ impl EventLoop {
             if self.peers.wants_addrs(&peer) && unknown.len() < MAX_WHERE && self.peers.may_ask(peer, instant) {
                 unknown.push(peer);
             }
+            self.roster.unreached.remove(&peer);
             let opts =
                 DialOpts::peer_id(peer).addresses(addrs).condition(PeerCondition::DisconnectedAndNotDialing).build();
             if let Err(e) = self.swarm.dial(opts) {
                 tracing::debug!(%peer, "dialling a member the roster watches: {e}");
                 self.roster.node.disconnected(&peer, now);
+            }
+        }
+        // Members other requests could not dial, asked about in the same question.
+        while unknown.len() < MAX_WHERE {
+            let Some(peer) = self.roster.unreached.pop_first() else { break };
+            if !unknown.contains(&peer)
+                && self.roster.node.roster().is_member(&peer)
+                && self.peers.may_ask(peer, instant)
+            {
+                unknown.push(peer);
             }
         }
         self.ask_where(unknown);
@@ -204,29 +221,18 @@ impl EventLoop {
         let Some(to) = boot.or_else(|| self.connected.iter().find(|p| !members.contains(p)).copied()) else { return };
         let request = RosterRequest::Where(members.iter().map(PeerId::to_string).collect());
         let id = self.swarm.behaviour_mut().roster.send_request(&to, Frame::Request(request));
-        self.roster.wheres.insert(id);
+        self.roster.wheres.insert(id, members);
         self.roster.sent += 1;
     }
 
-    /// A dial to `peer` found no address, or none that answered: when it is a member, its
-    /// addresses are asked of a member that met it — one of its monitors this node is connected
-    /// to, else a bootstrap peer or any peer connected (at most once per member every
-    /// [`super::peers::ASK_EVERY`]).
+    /// A dial to `peer` found no address, or none that answered (a URL batch, a posting, a
+    /// record for a member this node never met): its addresses are asked for at the next tick,
+    /// with the others' (one question a second, not one per failed dial: the join's burst of
+    /// dials would flood the bootstrap peer).
     pub(super) fn unreached(&mut self, peer: PeerId) {
         self.peers.unreached(&peer);
-        let roster = self.roster.node.roster();
-        if !roster.is_member(&peer) || !self.peers.may_ask(peer, std::time::Instant::now()) {
-            return;
-        }
-        let monitor = roster.successors(&peer, MONITORS).into_iter().find(|m| self.connected.contains(m));
-        match monitor {
-            Some(to) => {
-                let request = RosterRequest::Where(vec![peer.to_string()]);
-                let id = self.swarm.behaviour_mut().roster.send_request(&to, Frame::Request(request));
-                self.roster.wheres.insert(id);
-                self.roster.sent += 1;
-            }
-            None => self.ask_where(vec![peer]),
+        if self.roster.unreached.len() < UNREACHED_KEPT {
+            self.roster.unreached.insert(peer);
         }
     }
 
@@ -310,7 +316,7 @@ impl EventLoop {
                     self.refused(peer, &why);
                 }
                 request_response::Message::Response { request_id, response } => {
-                    if self.roster.wheres.remove(&request_id) {
+                    if self.roster.wheres.remove(&request_id).is_some() {
                         if let RosterReply::Addresses(given) = response {
                             self.on_addresses(given);
                         }
@@ -322,7 +328,10 @@ impl EventLoop {
                 }
             },
             request_response::Event::OutboundFailure { peer, request_id, error, .. } => {
-                self.roster.wheres.remove(&request_id);
+                // Those asked about may be asked again at once (of another peer, or later).
+                for member in self.roster.wheres.remove(&request_id).unwrap_or_default() {
+                    self.peers.ask_failed(&member);
+                }
                 if let Some(asked) = self.roster.asked.remove(&request_id) {
                     tracing::debug!(%peer, "roster request {asked:?} failed: {error}");
                     self.roster.node.on_failure(peer, asked, now);
