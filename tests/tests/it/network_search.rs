@@ -119,14 +119,31 @@ fn attracts(
     peer == *hostile && (!replaced || stand_ins.first().is_some_and(whole))
 }
 
+/// The ed25519 identity numbered `n`: the test's members are drawn from a fixed sequence, so
+/// its ring — whom node 0 asks first for each question — is the same in every run. (With random
+/// members, some rings left no three misbehaving identities to draw: 100,000 draws found none
+/// once in three runs.)
+fn seeded_key(n: u64) -> Keypair {
+    let mut x = n.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(0x6A09_E667_F3BC_C908);
+    let mut bytes = [0u8; 32];
+    for chunk in bytes.chunks_mut(8) {
+        x ^= x >> 31;
+        x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x ^= x >> 29;
+        chunk.copy_from_slice(&x.to_le_bytes());
+    }
+    Keypair::ed25519_from_bytes(bytes).expect("32 bytes make an ed25519 key")
+}
+
 /// Identities for three misbehaving members and a question each, from `questions` (vectors
 /// whose honest answer is node 0's own page), such that on the ring of today's members and the
 /// three each is asked first for its question; the first (the silent one) replaced by an honest
 /// owner of all its cells, the third also asked first once the second is gone (it dies before
-/// the third is asked). Drawn until they do: about a thousand draws.
+/// the third is asked). Drawn until they do, from a fixed sequence: 45,716 draws for this
+/// test's members.
 fn hostile_identities(ring: &Ring, me: &PeerId, questions: &[Vec<f32>]) -> Vec<(Keypair, usize)> {
     for draw in 1..=100_000 {
-        let keys: Vec<Keypair> = (0..3).map(|_| Keypair::generate_ed25519()).collect();
+        let keys: Vec<Keypair> = (0..3).map(|k| seeded_key(1_000 + 3 * draw + k)).collect();
         let ids: Vec<PeerId> = keys.iter().map(|k| k.public().to_peer_id()).collect();
         let members = ring.members().iter().chain(&ids).map(|m| (*m, ring.vnodes()));
         let all = ring.rebuilt(members);
@@ -172,6 +189,10 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
             c.search.min_fanout = 2;
             c.search.fanout_share = 1.0;
         }
+        // A fixed identity (see `seeded_key`), where the node looks for it.
+        let key = seeded_key(n as u64).to_protobuf_encoding().unwrap();
+        std::fs::create_dir_all(dir.path()).unwrap();
+        std::fs::write(dir.path().join(weft_p2p::identity::FILE), key).unwrap();
         let node = Node::open(c).unwrap();
         let net = node.network().unwrap().clone();
         tokio::time::timeout(Duration::from_secs(10), net.wait_for(|s| !s.listen_addrs.is_empty())).await.unwrap();
