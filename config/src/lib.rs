@@ -473,6 +473,7 @@ impl Config {
     pub fn retired_keys(&self) -> Vec<&'static str> {
         let s = &self.search;
         [
+            ("p2p.bootstrap_interval_secs", self.p2p.bootstrap_interval_secs),
             ("search.centroids", s.centroids),
             ("search.summary_interval_secs", s.summary_interval_secs),
             ("search.probes", s.probes),

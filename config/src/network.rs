@@ -16,9 +16,6 @@ pub struct P2pConfig {
     pub bootstrap: Vec<String>,
     /// Virtual nodes per member on the hash ring.
     pub vnodes: usize,
-    /// Seconds between Kademlia bootstraps (routing-table refresh), also the first retry
-    /// delay when no bootstrap peer answers (doubling up to ten times that).
-    pub bootstrap_interval_secs: u64,
     /// Established connections at most; an eighth (at least 8) is kept for the connections
     /// this node dials, so strangers connecting in cannot take them all.
     pub max_connections: u32,
@@ -41,6 +38,10 @@ pub struct P2pConfig {
     pub autonat_timeout_secs: u64,
     /// The Circuit Relay v2 every publicly reachable node offers the others.
     pub relay: RelayConfig,
+    /// A key of earlier versions that configures nothing now (the period of Kademlia's
+    /// routing-table refresh: Weft runs no Kademlia). Accepted and named in a warning at start.
+    #[serde(skip_serializing)]
+    pub bootstrap_interval_secs: Retired,
 }
 
 /// Limits of the relay a public node offers: relayed traffic is small (URL batches, queries,
@@ -80,7 +81,6 @@ impl Default for P2pConfig {
             listen: vec!["/ip4/0.0.0.0/tcp/7701".into(), "/ip4/0.0.0.0/udp/7701/quic-v1".into()],
             bootstrap: Vec::new(),
             vnodes: 150,
-            bootstrap_interval_secs: 300,
             max_connections: 256,
             leave_timeout_secs: 30,
             private_addrs: false,
@@ -88,6 +88,7 @@ impl Default for P2pConfig {
             relays: 2,
             autonat_timeout_secs: 30,
             relay: RelayConfig::default(),
+            bootstrap_interval_secs: Retired::default(),
         }
     }
 }

@@ -248,7 +248,6 @@ impl Config {
         c.range("embed.batch_tokens", em.batch_tokens, 64, 1 << 20);
         let p2p = &self.p2p;
         c.range("p2p.vnodes", p2p.vnodes, 1, 10_000);
-        c.range("p2p.bootstrap_interval_secs", p2p.bootstrap_interval_secs, 1, 86_400);
         c.range("p2p.max_connections", p2p.max_connections, 1, 100_000);
         c.range("p2p.leave_timeout_secs", p2p.leave_timeout_secs, 0, 3600);
         c.range("p2p.relays", p2p.relays, 0, 8);

@@ -163,11 +163,18 @@ fn unknown_key_in_file_names_key_and_file() {
 #[test]
 fn retired_keys_still_load_are_ignored_and_named() {
     figment::Jail::expect_with(|jail| {
-        jail.create_file("old.toml", "[search]\ncentroids = 32\nsummary_interval_secs = 30\nprobes = 2\n")?;
+        jail.create_file(
+            "old.toml",
+            "[p2p]\nbootstrap_interval_secs = 300\n[search]\ncentroids = 32\nsummary_interval_secs = 30\nprobes = 2\n",
+        )?;
         let c = load_file(Path::new("old.toml")).unwrap();
         assert_eq!(c, Config::default());
-        assert_eq!(c.retired_keys(), ["search.centroids", "search.summary_interval_secs", "search.probes"]);
-        assert!(!c.to_toml().contains("centroids"), "never written");
+        assert_eq!(
+            c.retired_keys(),
+            ["p2p.bootstrap_interval_secs", "search.centroids", "search.summary_interval_secs", "search.probes"]
+        );
+        let toml = c.to_toml();
+        assert!(!toml.contains("centroids") && !toml.contains("bootstrap_interval"), "never written");
         assert!(Config::default().retired_keys().is_empty());
         Ok(())
     });

@@ -322,7 +322,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
                     "Roster events refused: forged, malformed or against the admission rules",
                     n.roster.refused_events,
                 ),
-                ("weft_p2p_dht_refused", "DHT records and provider announcements refused", n.dht_refused),
+                ("weft_p2p_dht_refused", "Near-duplicate record requests refused", n.dht_refused),
                 ("weft_p2p_dht_lookups", "Near-duplicate lookups in the DHT", n.dht_lookups),
                 ("weft_p2p_dht_duplicates_found", "DHT lookups that found a near duplicate", n.dht_duplicates_found),
                 ("weft_p2p_dht_published", "Fingerprints published in the DHT", n.dht_published),
@@ -349,7 +349,7 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ),
             ];
             encode_counters(&mut enc, &counters)?;
-            let gauges: [Plain; 7] = [
+            let gauges: [Plain; 8] = [
                 ("weft_p2p_bans", "Peers banned now", n.banned_peers as u64),
                 (
                     "weft_p2p_roster_entries",
@@ -369,6 +369,11 @@ impl prometheus_client::collector::Collector for StatusCollector {
                     n.dht_lookup_ms_p99 as u64,
                 ),
                 ("weft_p2p_urls_waiting", "URLs waiting to be sent or retried", n.urls_waiting),
+                (
+                    "weft_p2p_dht_records",
+                    "Near-duplicate records this node holds for the blocks it owns",
+                    n.dht_records,
+                ),
             ];
             encode_gauges(&mut enc, &gauges)?;
             let p = &n.postings;

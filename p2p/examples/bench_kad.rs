@@ -1,5 +1,8 @@
-//! What Kademlia costs a node as the network grows — the part of a member's traffic and
-//! connections the scale simulator (`weft-simnet scale`) does not model.
+//! What Kademlia would cost a node as the network grows, against what Weft's near-duplicate
+//! records cost on the ring — the part of a member's traffic and connections the scale
+//! simulator (`weft-simnet scale`) does not model. Weft ran Kademlia for those records (and
+//! refreshed its routing table every 300 s) until the records moved to the owners of their
+//! blocks on the ring (`weft_p2p::records`); this keeps the reference it was measured against.
 //!
 //! N real libp2p nodes in one process: Kademlia with Weft's protocol and settings beside
 //! identify with Weft's, over libp2p's in-memory transport with Noise and yamux (what TCP
@@ -13,6 +16,9 @@
 //! Per N it prints, per node and per bootstrap: bytes sent and received (mean and p99 over the
 //! nodes: a node's own lookups and its answers to others'), connections opened (in and out);
 //! and per record lookup, the bytes the whole network moved for it and the peers it reached.
+//! Then the same on the ring, with Weft's own protocol (`/weft/records/1`) and placement: a
+//! lookup of a fingerprint nobody published — one request to the first owner of each of its
+//! four blocks — and a publication of one — one request to each of its blocks' three owners.
 //! Every connection is closed before each measured part, and none closes during one, so a
 //! round opens one connection to each peer it talks to, either way: with Weft's 300 s idle
 //! timeout and a 300 s interval, about the connections a node holds for Kademlia, and their
@@ -25,6 +31,8 @@
 use futures::StreamExt;
 use libp2p::core::transport::{MemoryTransport, Transport};
 use libp2p::core::upgrade::Version;
+use libp2p::request_response::{self, ProtocolSupport};
+use libp2p::swarm::behaviour::toggle::Toggle;
 use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
 use libp2p::{identify, identity, kad, noise, yamux, Multiaddr, PeerId};
 use std::pin::Pin;
@@ -33,14 +41,21 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
+use weft_p2p::codec::{Codec, Frame};
+use weft_p2p::records::{self, RecordReply, RecordRequest, RecordWire, RECORD_OWNERS};
+use weft_p2p::ring::Ring;
 
+/// The Kademlia protocol Weft ran (a network of its own, not the public IPFS DHT).
+const KAD_PROTOCOL: libp2p::StreamProtocol = libp2p::StreamProtocol::new("/weft/kad/1.0.0");
 /// Lookups run at once (a real network's are spread over the interval).
 const CONCURRENT: usize = 64;
 
 #[derive(NetworkBehaviour)]
 struct Node {
-    kad: kad::Behaviour<kad::store::MemoryStore>,
+    /// Off for the ring's nodes, which run what Weft runs: identify and its records protocol.
+    kad: Toggle<kad::Behaviour<kad::store::MemoryStore>>,
     identify: identify::Behaviour,
+    records: request_response::Behaviour<Codec<RecordWire>>,
 }
 
 /// A node's counters: bytes out and in, connections opened.
@@ -96,6 +111,8 @@ enum Command {
     Bootstrap(oneshot::Sender<()>),
     /// Look a record up; the reply says how many peers answered.
     Lookup(kad::RecordKey, oneshot::Sender<usize>),
+    /// Send each `(peer, address)` one record request; the reply comes when all are answered.
+    Ask(Vec<(PeerId, Multiaddr)>, RecordRequest, oneshot::Sender<()>),
     /// Close every connection.
     Disconnect,
 }
@@ -107,7 +124,7 @@ struct Handle {
     counters: Arc<Counters>,
 }
 
-fn spawn(port: u64) -> Handle {
+fn spawn(port: u64, with_kad: bool) -> Handle {
     let key = identity::Keypair::generate_ed25519();
     let peer = key.public().to_peer_id();
     let counters = Arc::new(Counters::default());
@@ -124,9 +141,9 @@ fn spawn(port: u64) -> Handle {
         })
         .expect("transport")
         .with_behaviour(|key| {
-            // Weft's settings (`weft_p2p::behaviour`): its protocol, the query timeout, no
+            // Weft's settings when it ran Kademlia: its own protocol, the query timeout, no
             // provider records; bootstraps are started here, not on a timer.
-            let mut config = kad::Config::new(weft_p2p::behaviour::KAD_PROTOCOL);
+            let mut config = kad::Config::new(KAD_PROTOCOL);
             config.set_query_timeout(Duration::from_secs(30));
             config.set_periodic_bootstrap_interval(None);
             config.set_provider_publication_interval(None);
@@ -137,7 +154,12 @@ fn spawn(port: u64) -> Handle {
                 identify::Config::new(weft_p2p::versions::PROTOCOL_VERSION.into(), key.public())
                     .with_hide_listen_addrs(true),
             );
-            Node { kad, identify }
+            let records = request_response::Behaviour::with_codec(
+                Codec::new().0,
+                [(weft_p2p::behaviour::RECORDS_PROTOCOL, ProtocolSupport::Full)],
+                request_response::Config::default(),
+            );
+            Node { kad: Toggle::from(with_kad.then_some(kad)), identify, records }
         })
         .expect("behaviour")
         .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(3600)))
@@ -152,14 +174,18 @@ fn spawn(port: u64) -> Handle {
     tokio::spawn(async move {
         let mut bootstraps: std::collections::HashMap<kad::QueryId, oneshot::Sender<()>> = Default::default();
         let mut lookups: std::collections::HashMap<kad::QueryId, oneshot::Sender<usize>> = Default::default();
+        let mut asks: Vec<(usize, Option<oneshot::Sender<()>>)> = Vec::new();
+        let mut asked: std::collections::HashMap<request_response::OutboundRequestId, usize> = Default::default();
         loop {
             tokio::select! {
                 command = rx.recv() => match command {
                     None => break,
                     Some(Command::Know(p, a)) => {
-                        swarm.behaviour_mut().kad.add_address(&p, a);
+                        if let Some(kad) = swarm.behaviour_mut().kad.as_mut() {
+                            kad.add_address(&p, a);
+                        }
                     }
-                    Some(Command::Bootstrap(reply)) => match swarm.behaviour_mut().kad.bootstrap() {
+                    Some(Command::Bootstrap(reply)) => match swarm.behaviour_mut().kad.as_mut().expect("kad").bootstrap() {
                         Ok(id) => {
                             bootstraps.insert(id, reply);
                         }
@@ -168,8 +194,19 @@ fn spawn(port: u64) -> Handle {
                         }
                     },
                     Some(Command::Lookup(key, reply)) => {
-                        let id = swarm.behaviour_mut().kad.get_record(key);
+                        let id = swarm.behaviour_mut().kad.as_mut().expect("kad").get_record(key);
                         lookups.insert(id, reply);
+                    }
+                    Some(Command::Ask(to, request, reply)) => {
+                        if to.is_empty() {
+                            let _ = reply.send(());
+                            continue;
+                        }
+                        for (p, a) in &to {
+                            let r = swarm.behaviour_mut().records.send_request_with_addresses(p, Frame::Request(request.clone()), vec![a.clone()]);
+                            asked.insert(r, asks.len());
+                        }
+                        asks.push((to.len(), Some(reply)));
                     }
                     Some(Command::Disconnect) => {
                         let peers: Vec<PeerId> = swarm.connected_peers().copied().collect();
@@ -184,7 +221,40 @@ fn spawn(port: u64) -> Handle {
                     }
                     SwarmEvent::Behaviour(NodeEvent::Identify(identify::Event::Received { peer_id, info, .. })) => {
                         for a in info.listen_addrs.into_iter().take(16) {
-                            swarm.behaviour_mut().kad.add_address(&peer_id, a);
+                            if let Some(kad) = swarm.behaviour_mut().kad.as_mut() {
+                                kad.add_address(&peer_id, a);
+                            }
+                        }
+                    }
+                    SwarmEvent::Behaviour(NodeEvent::Records(event)) => {
+                        let done = match event {
+                            // An owner that holds nothing for the fingerprint, or takes the entry.
+                            request_response::Event::Message {
+                                message: request_response::Message::Request { request: Frame::Request(r), channel, .. },
+                                ..
+                            } => {
+                                let reply = match r {
+                                    RecordRequest::Get { .. } => RecordReply::Found { entries: Vec::new() },
+                                    RecordRequest::Put { .. } => RecordReply::Stored,
+                                };
+                                let _ = swarm.behaviour_mut().records.send_response(channel, reply);
+                                None
+                            }
+                            request_response::Event::Message {
+                                message: request_response::Message::Response { request_id, .. },
+                                ..
+                            } => Some(request_id),
+                            request_response::Event::OutboundFailure { request_id, .. } => Some(request_id),
+                            _ => None,
+                        };
+                        if let Some(i) = done.and_then(|r| asked.remove(&r)) {
+                            let (left, reply) = &mut asks[i];
+                            *left -= 1;
+                            if *left == 0 {
+                                if let Some(reply) = reply.take() {
+                                    let _ = reply.send(());
+                                }
+                            }
                         }
                     }
                     SwarmEvent::Behaviour(NodeEvent::Kad(kad::Event::OutboundQueryProgressed { id, result, step, stats })) => {
@@ -264,7 +334,7 @@ fn since(nodes: &[Handle], before: &[(u64, u64, usize)]) -> Vec<(f64, f64, f64)>
 async fn measure(n: usize, seed: u64) {
     let started = Instant::now();
     // Ports of their own: the last size's nodes may not have let theirs go yet.
-    let nodes: Vec<Handle> = (0..n).map(|i| spawn(seed * 1_000_000 + i as u64)).collect();
+    let nodes: Vec<Handle> = (0..n).map(|i| spawn(seed * 1_000_000 + i as u64, true)).collect();
     // Each joins through an earlier node (a splitmix64 draw), as volunteers do through their
     // bootstrap peer; then everyone bootstraps twice.
     let mut state = seed;
@@ -296,6 +366,53 @@ async fn measure(n: usize, seed: u64) {
     })
     .await;
     let lookup = since(&nodes, &before);
+    // On the ring, with nodes that run no Kademlia (whose routing table would dial peers of
+    // its own as connections come and go): every node computes the owners of a fingerprint's
+    // blocks from the member set, which the roster gives it.
+    disconnect(&nodes).await;
+    drop(nodes);
+    let nodes: Vec<Handle> = (0..n).map(|i| spawn(seed * 1_000_000 + 500_000 + i as u64, false)).collect();
+    let ring = Ring::new(nodes.iter().map(|h| h.peer), 150);
+    let addr_of: std::collections::HashMap<PeerId, Multiaddr> =
+        nodes.iter().map(|h| (h.peer, h.addr.clone())).collect();
+    let owners = |hash: u64, r: usize, me: PeerId| -> Vec<(PeerId, Multiaddr)> {
+        let mut to: Vec<PeerId> = records::keys(hash)
+            .iter()
+            .flat_map(|k| ring.owners_of_point(k.point(), RECORD_OWNERS).into_iter().take(r))
+            .collect();
+        to.sort();
+        to.dedup();
+        to.into_iter().filter(|p| *p != me).map(|p| (p, addr_of[&p].clone())).collect()
+    };
+    let hash_of =
+        |h: &Handle| u64::from_le_bytes(blake3::hash(h.peer.to_bytes().as_slice()).as_bytes()[..8].try_into().unwrap());
+    let mut ring_parts = Vec::new();
+    for (r, request) in [(1, true), (RECORD_OWNERS, false)] {
+        disconnect(&nodes).await;
+        let before: Vec<_> = nodes.iter().map(|h| h.counters.read()).collect();
+        every(&nodes, |h| {
+            let (tx, rx) = oneshot::channel();
+            let hash = hash_of(h);
+            let ask = if request {
+                RecordRequest::Get { hash }
+            } else {
+                let entry = records::DupEntry {
+                    simhash: hash,
+                    url: format!("https://example.test/{}", h.peer),
+                    peer: h.peer.to_string(),
+                    time: 1,
+                };
+                RecordRequest::Put { entry }
+            };
+            let _ = h.commands.send(Command::Ask(owners(hash, r, h.peer), ask, tx));
+            rx
+        })
+        .await;
+        let part = since(&nodes, &before);
+        let kb = part.iter().map(|r| r.0 + r.1).sum::<f64>() / 2.0 / 1024.0 / n as f64;
+        let opened = part.iter().map(|r| r.2).sum::<f64>() / 2.0 / n as f64;
+        ring_parts.push((kb, opened));
+    }
     let kb = |v: Vec<f64>| v.into_iter().map(|b| b / 1024.0).collect::<Vec<_>>();
     let sent = kb(round.iter().map(|r| r.0).collect());
     let received = kb(round.iter().map(|r| r.1).collect());
@@ -304,7 +421,7 @@ async fn measure(n: usize, seed: u64) {
     let lookup_opened = lookup.iter().map(|r| r.2).sum::<f64>() / 2.0 / n as f64;
     let reached = mean(&answered.iter().map(|a| *a as f64).collect::<Vec<_>>());
     println!(
-        "{n:>6} | {:>7.1} / {:>7.1} | {:>7.1} / {:>7.1} | {:>6.1} / {:>6.0} | {:>6.2} / {:>6.2} | {:>8.1} | {:>6.1} | {:>6.1} | {:>5.0} s",
+        "{n:>6} | {:>7.1} / {:>7.1} | {:>7.1} / {:>7.1} | {:>6.1} / {:>6.0} | {:>6.2} / {:>6.2} | {:>8.1} | {:>6.1} | {:>6.1} | {:>6.1} / {:>4.1} | {:>6.1} / {:>4.1} | {:>5.0} s",
         mean(&sent),
         quantile(sent.clone(), 0.99),
         mean(&received),
@@ -316,6 +433,10 @@ async fn measure(n: usize, seed: u64) {
         per_lookup_kb,
         lookup_opened,
         reached,
+        ring_parts[0].0,
+        ring_parts[0].1,
+        ring_parts[1].0,
+        ring_parts[1].1,
         started.elapsed().as_secs_f64()
     );
 }
@@ -324,9 +445,10 @@ async fn measure(n: usize, seed: u64) {
 async fn main() {
     let sizes: Vec<usize> = std::env::args().skip(1).map(|a| a.parse().expect("a network size")).collect();
     let sizes = if sizes.is_empty() { vec![100, 300, 1000] } else { sizes };
-    println!("Kademlia per node: one bootstrap (what every 300 s repeats) and one record lookup of a missing key");
+    println!("Kademlia per node: one bootstrap (what every 300 s repeats) and one record lookup of a missing key;");
+    println!("the ring (Weft's records): one lookup of a fingerprint nobody published, one publication");
     println!(
-        "     N | sent KB mean / p99 | recv KB mean / p99 | conns opened mean / p99 | sent KB/s at 300 s mean / p99 | lookup KB (network) | lookup conns | peers answered | wall"
+        "     N | sent KB mean / p99 | recv KB mean / p99 | conns opened mean / p99 | sent KB/s at 300 s mean / p99 | lookup KB (network) | lookup conns | peers answered | ring lookup KB / conns | ring publish KB / conns | wall"
     );
     for (i, n) in sizes.into_iter().enumerate() {
         measure(n, 1 + i as u64).await;

@@ -1,8 +1,9 @@
 //! Network figures on loopback, real libp2p over TCP:
 //! - URL exchange throughput between two nodes: node A routes N URLs of hosts node B owns;
 //!   timed until B has acknowledged all of them (B's side takes each batch at once);
-//! - DHT near-duplicate lookup latency in a 5-node network: fingerprints published from every
-//!   node, then lookups (four record queries each) from every node; p50 and p99.
+//! - near-duplicate lookup latency in a 5-node network: fingerprints published from every node
+//!   to the owners of their blocks, then lookups (a request to the first owner of each of the
+//!   four blocks) from every node; p50 and p99.
 //!
 //! ```sh
 //! cargo run --release -p weft-p2p --example bench_network -- [--urls 200000] [--lookups 500]
@@ -88,7 +89,7 @@ fn main() {
         a.handle.stop();
         b.handle.stop();
 
-        // --- DHT lookups in a 5-node network.
+        // --- Near-duplicate lookups in a 5-node network.
         let first = start(vec![]);
         let boot = first_addr(&first).await;
         let mut nodes = vec![first];
@@ -132,7 +133,7 @@ fn main() {
         sorted.sort_by(f64::total_cmp);
         let p = |q: f64| sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)];
         println!(
-            "DHT near-duplicate lookup, 5 nodes: {lookups} lookups (4 record queries each), p50 {:.2} ms, p99 {:.2} ms; found {found} of {} planted near-duplicates",
+            "near-duplicate lookup, 5 nodes: {lookups} lookups (one request to each block's first owner), p50 {:.2} ms, p99 {:.2} ms; found {found} of {} planted near-duplicates",
             p(0.5),
             p(0.99),
             lookups.div_ceil(2)

@@ -1,22 +1,22 @@
 //! The one composed `NetworkBehaviour` of a Weft node. Transports (TCP and QUIC, Noise, Yamux)
 //! are set up by the swarm builder in [`crate::network`]; this is what runs over them.
 
+use crate::address_book::AddressBook;
 use crate::codec::Codec;
 use crate::doc_wire::DocWire;
 use crate::exchange::UrlWire;
 use crate::postings::PostingWire;
+use crate::records::RecordWire;
 use crate::roster::wire::RosterWire;
 use crate::search::SearchWire;
 use libp2p::identity::Keypair;
 use libp2p::request_response::{self, ProtocolSupport};
 use libp2p::swarm::behaviour::toggle::Toggle;
 use libp2p::swarm::NetworkBehaviour;
-use libp2p::{allow_block_list, autonat, connection_limits, dcutr, identify, kad, ping, relay, upnp, StreamProtocol};
+use libp2p::{allow_block_list, autonat, connection_limits, dcutr, identify, ping, relay, upnp, StreamProtocol};
 use std::time::Duration;
 use weft_config::RelayConfig;
 
-/// Weft's Kademlia protocol: a network of its own, not the public IPFS DHT.
-pub const KAD_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/kad/1.0.0");
 /// URL exchange: batches of URLs to the member that owns their hosts.
 pub const URLS_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/urls/1");
 /// Network search: a query vector to a peer, its best chunks back.
@@ -25,6 +25,9 @@ pub const SEARCH_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/search/1"
 pub const POSTINGS_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/postings/1");
 /// Documents: one document read from a member that holds it, and holders comparing copies.
 pub const DOCS_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/doc/1");
+/// Near-duplicate records: a fingerprint asked of, or an entry sent to, the owners of its
+/// blocks (see `crate::records`).
+pub const RECORDS_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/records/1");
 /// The roster's protocol (see `crate::roster`): digests, pages, sponsorships, accusations.
 pub const ROSTER_PROTOCOL: StreamProtocol = StreamProtocol::new("/weft/roster/1");
 /// Roster requests in flight on one connection: a digest round, its follow-up, a page and a
@@ -39,12 +42,14 @@ pub struct Behaviour {
     pub limits: connection_limits::Behaviour,
     pub identify: identify::Behaviour,
     pub ping: ping::Behaviour,
-    pub kad: kad::Behaviour<kad::store::MemoryStore>,
+    /// Where the peers this node may dial are (see `crate::address_book`).
+    pub addresses: AddressBook,
     pub urls: request_response::Behaviour<Codec<UrlWire>>,
     pub search: request_response::Behaviour<Codec<SearchWire>>,
     pub postings: request_response::Behaviour<Codec<PostingWire>>,
     pub docs: request_response::Behaviour<Codec<DocWire>>,
     pub roster: request_response::Behaviour<Codec<RosterWire>>,
+    pub records: request_response::Behaviour<Codec<RecordWire>>,
     /// Reachability: AutoNAT v2 asks other members to dial this node's candidate addresses
     /// back, and answers their requests in turn.
     pub autonat: autonat::v2::client::Behaviour,
@@ -73,10 +78,13 @@ pub const POSTING_STREAMS_PER_CONNECTION: usize = 8;
 /// comparing copies asks one thing at a time).
 pub const DOC_STREAMS_PER_CONNECTION: usize = 8;
 
+/// The same for `/weft/records/1` (a lookup asks an owner once, a publication sends it one
+/// entry).
+pub const RECORD_STREAMS_PER_CONNECTION: usize = 16;
+
 /// The settings the behaviour is built from.
 pub struct Settings {
     pub max_connections: u32,
-    pub refresh: Duration,
     pub relay: RelayConfig,
     pub upnp: bool,
     /// The codecs of the request-response protocols (made beforehand: the event loop keeps
@@ -86,34 +94,14 @@ pub struct Settings {
     pub postings: Codec<PostingWire>,
     pub docs: Codec<DocWire>,
     pub roster: Codec<RosterWire>,
+    pub records: Codec<RecordWire>,
 }
 
 impl Behaviour {
     pub fn new(key: &Keypair, relay_client: relay::client::Behaviour, settings: Settings) -> Result<Behaviour, String> {
-        let Settings { max_connections, refresh, relay: relay_limits, upnp, urls, search, postings, docs, roster } =
+        let Settings { max_connections, relay: relay_limits, upnp, urls, search, postings, docs, roster, records } =
             settings;
         let peer = key.public().to_peer_id();
-        let mut kad_config = kad::Config::new(KAD_PROTOCOL);
-        kad_config.set_periodic_bootstrap_interval(Some(refresh));
-        kad_config.set_query_timeout(Duration::from_secs(30));
-        // Records and provider announcements from others are not stored as they come: the
-        // event loop checks each (Weft's key namespaces, the value's shape, the sender's rate)
-        // and stores what it may itself (`network/dht.rs`, `on_dht_store`). Weft provides
-        // nothing: no provider record is ever stored or published.
-        kad_config.set_provider_publication_interval(None);
-        kad_config.set_record_filtering(kad::StoreInserts::FilterBoth);
-        // The store's bound: 65,536 records of at most 8 KiB (typical records hold a few
-        // entries, ~1 KiB). There are 262,144 record keys in all, spread over the network.
-        let store_config = kad::store::MemoryStoreConfig {
-            max_records: 1 << 16,
-            max_value_bytes: crate::records::MAX_RECORD_BYTES,
-            ..Default::default()
-        };
-        let store = kad::store::MemoryStore::with_config(peer, store_config);
-        let mut kad = kad::Behaviour::with_config(peer, store, kad_config);
-        // Client until this node knows others can reach it (`crate::reachability`): a node
-        // behind NAT in the routing tables would only make queries wait for dials that fail.
-        kad.set_mode(Some(kad::Mode::Client));
         // Some slots are kept for the connections this node dials (its bootstrap peers, the
         // members it must meet): strangers connecting in fill at most the rest, so they cannot
         // lock a volunteer out of its own network.
@@ -159,6 +147,13 @@ impl Behaviour {
                 .with_request_timeout(Duration::from_secs(10))
                 .with_max_concurrent_streams(ROSTER_STREAMS_PER_CONNECTION),
         );
+        let records = request_response::Behaviour::with_codec(
+            records,
+            [(RECORDS_PROTOCOL, ProtocolSupport::Full)],
+            request_response::Config::default()
+                .with_request_timeout(Duration::from_secs(10))
+                .with_max_concurrent_streams(RECORD_STREAMS_PER_CONNECTION),
+        );
         Ok(Behaviour {
             blocked: allow_block_list::Behaviour::default(),
             limits: connection_limits::Behaviour::new(limits),
@@ -168,12 +163,13 @@ impl Behaviour {
                 identify::Config::new(PROTOCOL_VERSION.into(), key.public()).with_hide_listen_addrs(true),
             ),
             ping: ping::Behaviour::default(),
-            kad,
+            addresses: AddressBook::default(),
             urls,
             search,
             postings,
             docs,
             roster,
+            records,
             autonat: autonat::v2::client::Behaviour::default(),
             autonat_server: autonat::v2::server::Behaviour::default(),
             relay: relay::Behaviour::new(peer, relay_config(&relay_limits)),

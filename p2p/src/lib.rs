@@ -5,13 +5,14 @@
 //! - [`membership`]: the rings this node routes by, following the roster, and what it
 //!   remembers of the rings before (pure).
 //! - [`identity`]: the persistent ed25519 key in the data dir.
-//! - [`behaviour`]: the composed `NetworkBehaviour` (identify, ping, Kademlia, the
+//! - [`address_book`]: where the peers this node may dial are, for the swarm's dials.
+//! - [`behaviour`]: the composed `NetworkBehaviour` (identify, ping, the address book, the
 //!   request-response protocols, connection limits, AutoNAT, relay, hole punching, UPnP).
 //! - [`reachability`]: whether others can reach this node, and what follows — addresses
-//!   advertised, DHT and relay roles, relay slots behind NAT (pure).
+//!   advertised, the relay role, relay slots behind NAT (pure).
 //! - [`codec`]: the CBOR wire codec of the URL exchange, which lets bad input reach the ban.
 //! - [`exchange`]: URL exchange — wire types, validation, the per-owner outbox, rate limits.
-//! - [`records`]: near-duplicate fingerprints as DHT records.
+//! - [`records`]: near-duplicate fingerprints as records on the owners of their blocks.
 //! - [`placement`]: semantic placement — the network's codebook of cells, where each cell
 //!   lives on the ring, and whom a question asks (pure).
 //! - [`signing`]: what a publisher signs of a record it sends, and the check (pure).
@@ -30,10 +31,11 @@
 //! - [`network`]: the swarm, its event loop, and the handle the node talks to.
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
-//! checks it): codec, identity, reachability, ring, signing, versions → exchange,
+//! checks it): address_book, codec, identity, reachability, ring, signing, versions → exchange,
 //! membership, placement, records → replicas, roster → copy_sync, postings, search → doc_wire,
 //! publishing → behaviour → network.
 
+pub mod address_book;
 pub mod behaviour;
 pub mod codec;
 pub mod copy_sync;

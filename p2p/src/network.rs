@@ -1,5 +1,5 @@
 //! The swarm and its event loop: listen, join through bootstrap peers (retrying with backoff
-//! while none answers), keep Kademlia's routing table fresh, keep the roster with the other
+//! while none answers), keep the roster with the other
 //! members (the member set the ring is built from), send URLs to the members that own their hosts
 //! and take the ones sent to this node (validated, rate-limited, acknowledged once the node has
 //! queued them; a peer that sends invalid data is banned), and publish what it knows as a
@@ -16,7 +16,7 @@ use crate::exchange::{
 use crate::membership::{Change, Members};
 use crate::postings::Posting;
 use crate::reachability::{self, Reachability, ReachabilityStatus};
-use crate::records::{self, DupEntry};
+use crate::records::DupEntry;
 use crate::ring::Ring;
 use crate::search::SearchRequest;
 use crate::versions;
@@ -28,7 +28,7 @@ use libp2p::identity::Keypair;
 use libp2p::multiaddr::Protocol;
 use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
 use libp2p::swarm::SwarmEvent;
-use libp2p::{autonat, dcutr, identify, kad, noise, ping, relay, tcp, upnp, yamux, Multiaddr, PeerId, Swarm};
+use libp2p::{autonat, dcutr, identify, noise, ping, relay, tcp, upnp, yamux, Multiaddr, PeerId, Swarm};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -54,21 +54,8 @@ const MAX_STALLS: u32 = 3;
 const MAX_STALLERS: usize = 1024;
 /// URL deliveries to the node that may wait for it.
 const INBOUND_QUEUE: usize = 64;
-/// DHT stores (records, provider announcements) one peer may ask for per second on average
-/// (burst of twice that): a node publishing four records per page it indexes stays far below.
-pub const DHT_STORES_PER_SEC: f64 = 100.0;
-/// Stores over the rate that get a peer banned.
-pub const DHT_FLOOD: u32 = 1000;
+pub use dht::{DHT_FLOOD, DHT_STORES_PER_SEC};
 
-struct Lookup {
-    hash: u64,
-    max_distance: u32,
-    url: String,
-    left: usize,
-    entries: Vec<DupEntry>,
-    reply: std::sync::mpsc::SyncSender<Option<(DupEntry, u32)>>,
-    started: std::time::Instant,
-}
 /// Starts listening and joining (inside a tokio runtime); the task runs until
 /// [`NetworkHandle::stop`].
 pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
@@ -81,9 +68,9 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let (postings_codec, postings_budget) = Codec::new();
     let (docs_codec, docs_budget) = Codec::new();
     let (roster_codec, roster_budget) = Codec::new();
+    let (records_codec, records_budget) = Codec::new();
     let settings = crate::behaviour::Settings {
         max_connections: config.max_connections,
-        refresh: config.refresh,
         relay: config.relay.clone(),
         upnp,
         urls: urls_codec,
@@ -91,6 +78,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         postings: postings_codec,
         docs: docs_codec,
         roster: roster_codec,
+        records: records_codec,
     };
     // Members saved at the last run are asked for the roster too: a node whose bootstrap peers
     // are gone (or that never had any, the network's founder) finds its network through them.
@@ -163,19 +151,13 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         acked: acked_tx,
         rate: RateLimit::default(),
         newcomers: NewcomerAllowance::new(std::time::Instant::now()),
-        dht_rate: RateLimit::new(DHT_STORES_PER_SEC),
-        dht_over: HashMap::new(),
         banned: HashMap::new(),
         other_versions: versions::Refused::default(),
         stalls: HashMap::new(),
         counts: Counts::default(),
-        lookup_queries: HashMap::new(),
-        lookups: HashMap::new(),
-        next_lookup: 0,
-        publishing: HashMap::new(),
-        latencies: Latencies::default(),
+        dht: dht::State::new(),
         shown: Shown::default(),
-        budgets: [urls_budget, search_budget, postings_budget, docs_budget, roster_budget],
+        budgets: [urls_budget, search_budget, postings_budget, docs_budget, roster_budget, records_budget],
         roster,
     };
     event_loop.dial_bootstrap();
@@ -205,10 +187,6 @@ struct Counts {
     not_member: u64,
     from_newcomers: u64,
     done_refused: u64,
-    dht_lookups: u64,
-    dht_found: u64,
-    dht_published: u64,
-    dht_refused: u64,
 }
 
 /// What the relay this node offers is doing.
@@ -265,8 +243,8 @@ struct EventLoop {
     relay_listeners: HashMap<PeerId, ListenerId>,
     relay_served: RelayServed,
     /// What reachability decided when last applied: the addresses advertised, the relay
-    /// offered, the DHT mode (server: true).
-    applied: Option<(Vec<Multiaddr>, bool, bool)>,
+    /// offered.
+    applied: Option<(Vec<Multiaddr>, bool)>,
     connected: HashSet<PeerId>,
     joining: Joining,
     retry_at: Option<Instant>,
@@ -281,28 +259,19 @@ struct EventLoop {
     rate: RateLimit,
     /// Page URLs this member takes from newcomers on their probation, all together.
     newcomers: NewcomerAllowance,
-    /// Stores (records, provider announcements) each peer may ask for.
-    dht_rate: RateLimit,
-    /// Stores refused per peer for being over its rate (a flood is banned).
-    dht_over: HashMap<PeerId, u32>,
     banned: HashMap<PeerId, std::time::Instant>,
     /// Peers refused for speaking another version of the protocol (see `crate::versions`).
     other_versions: versions::Refused,
     /// Requests that stalled, per peer: how many, and when the count started.
     stalls: HashMap<PeerId, (u32, std::time::Instant)>,
     counts: Counts,
-    /// Record query → the lookup it belongs to.
-    lookup_queries: HashMap<kad::QueryId, u64>,
-    lookups: HashMap<u64, Lookup>,
-    next_lookup: u64,
-    /// Record query → (key, the entry to add, entries found so far) of a publication.
-    publishing: HashMap<kad::QueryId, (Vec<u8>, DupEntry, Vec<DupEntry>)>,
-    latencies: Latencies,
+    /// The near-duplicate records this node holds and the lookups it waits on.
+    dht: dht::State,
     /// The costly parts of the status, kept until what they show changes.
     shown: Shown,
     /// What requests being read hold: URL batches, search requests, posting batches, reads,
-    /// roster requests.
-    budgets: [Arc<RequestBudget>; 5],
+    /// roster requests, record requests.
+    budgets: [Arc<RequestBudget>; 6],
     /// The roster: the member set, kept with the other members (see `network/roster.rs`).
     roster: roster::State,
 }
@@ -411,7 +380,7 @@ impl EventLoop {
             if peer == *self.swarm.local_peer_id() {
                 continue;
             }
-            self.swarm.behaviour_mut().kad.add_address(&peer, addr.clone());
+            self.swarm.behaviour_mut().addresses.add(peer, addr.clone());
             if let Err(e) = self.swarm.dial(addr.clone()) {
                 tracing::debug!(%addr, "dial failed: {e}");
             }
@@ -494,9 +463,6 @@ impl EventLoop {
                     self.joining = Joining::Joined;
                     self.attempt = 0;
                     self.retry_at = None;
-                    if let Err(e) = self.swarm.behaviour_mut().kad.bootstrap() {
-                        tracing::debug!("kademlia bootstrap: {e}");
-                    }
                 }
             }
             SwarmEvent::ConnectionClosed { peer_id, num_established, connection_id, cause, .. } => {
@@ -532,8 +498,8 @@ impl EventLoop {
                     self.refuse_version(peer_id, other);
                     return;
                 }
-                // What a peer says it can be reached at goes into the routing table, so
-                // Kademlia queries can reach it (private addresses only from the same network).
+                // What a peer says it can be reached at goes into the address book, so requests
+                // to it can dial it (private addresses only from the same network).
                 let relay = info.protocols.iter().any(|p| *p == relay::HOP_PROTOCOL_NAME);
                 self.peers.identified(peer_id, &info.listen_addrs, relay);
                 for addr in info.listen_addrs.into_iter().take(16) {
@@ -593,29 +559,10 @@ impl EventLoop {
             SwarmEvent::Behaviour(BehaviourEvent::Postings(event)) => self.on_postings(event),
             SwarmEvent::Behaviour(BehaviourEvent::Docs(event)) => self.on_docs(event),
             SwarmEvent::Behaviour(BehaviourEvent::Roster(event)) => self.on_roster(event),
-            SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::InboundRequest { request })) => {
-                self.on_dht_store(request);
+            SwarmEvent::Behaviour(BehaviourEvent::Records(event)) => self.on_records(event),
+            SwarmEvent::Behaviour(BehaviourEvent::Addresses(crate::address_book::Event::Unreached(peer))) => {
+                self.unreached(peer)
             }
-            SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::OutboundQueryProgressed {
-                id,
-                result: kad::QueryResult::GetRecord(result),
-                step,
-                ..
-            })) => {
-                let (found, done) = match result {
-                    Ok(kad::GetRecordOk::FoundRecord(r)) => (records::decode(&r.record.value), step.last),
-                    Ok(kad::GetRecordOk::FinishedWithNoAdditionalRecord { .. }) => (Vec::new(), true),
-                    Err(_) => (Vec::new(), true),
-                };
-                self.on_records(id, found, done);
-            }
-            SwarmEvent::Behaviour(BehaviourEvent::Kad(kad::Event::OutboundQueryProgressed {
-                result: kad::QueryResult::Bootstrap(result),
-                ..
-            })) => match result {
-                Ok(ok) => tracing::debug!(remaining = ok.num_remaining, "kademlia bootstrap step"),
-                Err(e) => tracing::debug!("kademlia bootstrap: {e:?}"),
-            },
             _ => {}
         }
     }
@@ -623,16 +570,7 @@ impl EventLoop {
     fn on_command(&mut self, command: Command) {
         match command {
             Command::FindDuplicate { hash, max_distance, url, reply } => {
-                self.counts.dht_lookups += 1;
-                let id = self.next_lookup;
-                self.next_lookup += 1;
-                for key in records::keys(hash) {
-                    let q = self.swarm.behaviour_mut().kad.get_record(kad::RecordKey::new(&key));
-                    self.lookup_queries.insert(q, id);
-                }
-                let started = std::time::Instant::now();
-                self.lookups
-                    .insert(id, Lookup { hash, max_distance, url, left: 4, entries: Vec::new(), reply, started });
+                self.find_duplicate(hash, max_distance, url, reply)
             }
             Command::Leave => {
                 tracing::info!(members = self.members.len().saturating_sub(1), "leaving the network");
@@ -649,14 +587,7 @@ impl EventLoop {
             Command::HandOverReplicas { to, replicas } => self.hand_over_replicas(to, replicas),
             Command::AskDocument { peer, ask, reply } => self.ask_document(peer, ask, reply),
             Command::HandOverPostings { to, postings } => self.hand_over_postings(to, postings),
-            Command::Publish(entry) => {
-                self.counts.dht_published += 1;
-                // Read, merge, write: other documents may share a block.
-                for key in records::keys(entry.simhash) {
-                    let q = self.swarm.behaviour_mut().kad.get_record(kad::RecordKey::new(&key));
-                    self.publishing.insert(q, (key, entry.clone(), Vec::new()));
-                }
-            }
+            Command::Publish(entry) => self.publish_record(entry),
         }
     }
 
@@ -708,7 +639,7 @@ impl EventLoop {
         }
         let via = self.reach.remote_of(&peer);
         if reachability::usable(&addr, via.as_ref(), self.config.private_addrs) {
-            self.swarm.behaviour_mut().kad.add_address(&peer, addr);
+            self.swarm.behaviour_mut().addresses.add(peer, addr);
         }
     }
 }

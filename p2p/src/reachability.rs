@@ -1,6 +1,6 @@
 //! Whether other members can reach this node, and what follows from it: which of its addresses
-//! it tells the network (identify, hence the DHT), whether it serves the DHT and
-//! offers a relay, and whether it needs relay slots.
+//! it tells the network (identify, hence the other members' address books), whether it offers
+//! a relay, and whether it needs relay slots.
 //!
 //! Most volunteers sit behind a home router's NAT, often behind carrier-grade NAT too: their
 //! boxes can dial out but nobody can dial in. AutoNAT (v2) tells a node which of its candidate
@@ -49,7 +49,7 @@ pub struct ReachabilityStatus {
     pub kind: Kind,
     /// `public`, `behind NAT (hole punched to N peers)`, `relayed via <peer>`, …: for people.
     pub summary: String,
-    /// What this node advertises to the others (identify, hence the DHT).
+    /// What this node advertises to the others (identify).
     pub advertised: Vec<String>,
     /// Relays holding a slot for this node.
     pub relays: Vec<String>,
@@ -140,7 +140,7 @@ pub fn proves_reachable(local: &Multiaddr, remote: &Multiaddr) -> bool {
     !is_private(local) && !is_relayed(local) && !is_private(remote) && !is_relayed(remote)
 }
 
-/// Should a peer's advertised `addr` be used (dialled, put in the DHT), given the address this
+/// Should a peer's advertised `addr` be used (dialled, put in the address book), given the address this
 /// node reaches that peer at (`via`, when connected) and the `p2p.private_addrs` setting?
 pub fn usable(addr: &Multiaddr, via: Option<&Multiaddr>, allow_private: bool) -> bool {
     !is_private(addr) || allow_private || via.is_some_and(is_private)
@@ -335,11 +335,6 @@ impl Reachability {
         }
     }
 
-    /// Does this node serve the DHT? Only when others can reach it.
-    pub fn dht_server(&self) -> bool {
-        matches!(self.kind(), Kind::Public | Kind::PrivateNetwork)
-    }
-
     /// Does this node offer a relay? Only when it is publicly reachable.
     pub fn relay_server(&self) -> bool {
         self.kind() == Kind::Public
@@ -515,7 +510,7 @@ mod tests {
         assert!(r.advertised().is_empty(), "no LAN address leaves a node connected over the internet");
         r.probe(false);
         assert_eq!(r.kind(), Kind::BehindNat);
-        assert!(r.needs_relay() && !r.dht_server() && !r.relay_server());
+        assert!(r.needs_relay() && !r.relay_server());
         let relay = PeerId::random();
         let circuit = addr(&format!("/ip4/198.51.100.10/tcp/7701/p2p/{relay}/p2p-circuit"));
         r.reservation(relay, true, t0 + Duration::from_secs(3));
@@ -543,7 +538,7 @@ mod tests {
         r.connected(ConnectionId::new_unchecked(1), PeerId::random(), addr("/ip4/198.51.100.21/tcp/5000"));
         r.external(addr("/ip4/198.51.100.10/tcp/7701"), true, t0);
         assert_eq!(r.kind(), Kind::Public);
-        assert!(r.dht_server() && r.relay_server() && !r.needs_relay());
+        assert!(r.relay_server() && !r.needs_relay());
         assert_eq!(r.advertised(), vec![addr("/ip4/198.51.100.10/tcp/7701")]);
         assert_eq!(r.status(1, 0, 0).summary, "public");
         // By configuration, private addresses go out too.
@@ -554,14 +549,14 @@ mod tests {
     }
 
     #[test]
-    fn on_a_private_network_private_addresses_are_advertised_and_the_dht_served() {
+    fn on_a_private_network_private_addresses_are_advertised() {
         let mut r = Reachability::new(false, false, Instant::now());
         r.listen_addr(addr("/ip4/127.0.0.1/tcp/7701"), true);
         assert_eq!(r.kind(), Kind::Unknown);
         assert!(r.advertised().is_empty(), "nothing before the first connection says which network this is");
         r.connected(ConnectionId::new_unchecked(1), PeerId::random(), addr("/ip4/127.0.0.1/tcp/7702"));
         assert_eq!(r.kind(), Kind::PrivateNetwork);
-        assert!(r.dht_server() && !r.relay_server() && !r.needs_relay());
+        assert!(!r.relay_server() && !r.needs_relay());
         assert_eq!(r.advertised(), vec![addr("/ip4/127.0.0.1/tcp/7701")]);
         // A peer met over the internet: this is no private network any more.
         r.connected(ConnectionId::new_unchecked(2), PeerId::random(), addr("/ip4/198.51.100.10/tcp/1"));

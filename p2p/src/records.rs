@@ -1,95 +1,152 @@
-//! Network-wide near-duplicates: every indexed document's 64-bit SimHash is published in the
-//! DHT under its four 16-bit pigeonhole blocks, so a node about to index a page can ask "has
-//! anyone indexed something within 3 bits of this?" with at most four lookups — any match
-//! within 3 bits shares at least one block exactly. (Not the ~41,664 lookups of asking for every
-//! fingerprint within 3 bit flips.)
+//! Network-wide near-duplicates: every indexed document's 64-bit SimHash is published under its
+//! four 16-bit pigeonhole blocks, so a node about to index a page can ask "has anyone indexed
+//! something within 3 bits of this?" with at most four keys — any match within 3 bits shares
+//! at least one block exactly. (Not the ~41,664 lookups of asking for every fingerprint within
+//! 3 bit flips.)
 //!
-//! Many documents share a block value, so a record holds a short list of entries; publishers
-//! read, merge and write it back. A lost race only costs a missed duplicate, never data.
+//! A block's record lives on the [`RECORD_OWNERS`] members that own its point on the ring
+//! ([`RecordKey::point`]), as cells and document copies do: every member computes the owners
+//! of any key from the roster it holds, so a lookup is one request to one owner per key and a
+//! publication one to each owner — no iterative walk through strangers, no connections beyond
+//! the owners. The owner merges what it is sent (no read-modify-write race between
+//! publishers). Records live in memory ([`Store`]): a member that restarts, or a key whose
+//! owners change, starts empty and fills as pages are published; a missed record costs a
+//! missed duplicate, never data.
+//!
+//! `/weft/records/1` ([`RecordWire`]) carries it: a [`RecordRequest::Get`] of a fingerprint
+//! (the owner answers every entry it holds under the fingerprint's four keys) or a
+//! [`RecordRequest::Put`] of one entry, which must name its sender as the peer that indexed it.
 
 use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, VecDeque};
 
 /// Entries a record keeps (the most recent).
 pub const MAX_ENTRIES: usize = 16;
-/// Largest record value accepted.
-pub const MAX_RECORD_BYTES: usize = 8 * 1024;
+/// Members that hold each record: the first owners of its point on the ring.
+pub const RECORD_OWNERS: usize = 3;
+/// Longest URL an entry may carry.
+pub const MAX_URL_BYTES: usize = 2048;
+/// Longest peer id an entry may carry (an ed25519 peer id is 52 characters).
+pub const MAX_PEER_BYTES: usize = 128;
+/// Largest request: one entry.
+pub const MAX_REQUEST_BYTES: u64 = 4 * 1024;
+/// Entries one answer carries at most: four records' worth.
+pub const MAX_FOUND: usize = 4 * MAX_ENTRIES;
+/// The bytes a node's records hold at most (the oldest records go first): about 200,000
+/// entries of typical URLs. There are 262,144 keys in all, each held by [`RECORD_OWNERS`]
+/// members.
+pub const STORE_BYTES: usize = 32 * 1024 * 1024;
 
 /// One indexed document, as the network knows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DupEntry {
     pub simhash: u64,
     pub url: String,
-    /// Peer id of the node that indexed it.
+    /// Peer id of the node that indexed it (the one that published it).
     pub peer: String,
     /// Seconds since the Unix epoch.
     pub time: u64,
 }
 
-/// What every near-duplicate record key starts with: a node stores only records under its
-/// own namespaces, in their own shape ([`is_key`], [`decode_strict`]).
-pub const KEY_PREFIX: &[u8] = b"weft/simhash/1/";
+impl DupEntry {
+    /// What the entry holds in memory, roughly.
+    fn bytes(&self) -> usize {
+        self.url.len() + self.peer.len() + 48
+    }
 
-/// The DHT key of block `index` (0..4, most significant first) with value `block`:
-/// [`KEY_PREFIX`] ‖ index ‖ block (big-endian). Kademlia places a key by its SHA-256, so the
-/// key itself need not look random.
-pub fn block_key(index: u8, block: u16) -> Vec<u8> {
-    let mut key = KEY_PREFIX.to_vec();
-    key.push(index);
-    key.extend_from_slice(&block.to_be_bytes());
-    key
+    fn fits(&self) -> bool {
+        self.url.len() <= MAX_URL_BYTES && self.peer.len() <= MAX_PEER_BYTES
+    }
 }
 
-/// Whether `key` is a near-duplicate record key ([`block_key`]).
-pub fn is_key(key: &[u8]) -> bool {
-    key.len() == KEY_PREFIX.len() + 3 && key.starts_with(KEY_PREFIX) && key[KEY_PREFIX.len()] < 4
+/// One of a fingerprint's four blocks: which (0..4, most significant first) and its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RecordKey {
+    pub index: u8,
+    pub block: u16,
 }
 
-/// Why a record a peer asked this node to store was refused.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum RecordError {
-    #[error("not a Weft record key")]
-    Key,
-    #[error("record of {0} bytes is over the {MAX_RECORD_BYTES}-byte cap")]
-    TooLarge(usize),
-    #[error("record value is not a list of 1 to {MAX_ENTRIES} entries")]
-    Shape,
-}
-
-/// A record value as a peer sent it to be stored: it must be exactly what [`encode`] makes —
-/// 1 to [`MAX_ENTRIES`] entries, each with a bounded URL and peer id.
-pub fn decode_strict(key: &[u8], bytes: &[u8]) -> Result<Vec<DupEntry>, RecordError> {
-    if !is_key(key) {
-        return Err(RecordError::Key);
+impl RecordKey {
+    /// Where the record lives on the ring: a hash of the key, so that the blocks of similar
+    /// pages (equal values under different indexes) spread over different owners.
+    pub fn point(&self) -> u64 {
+        let mut h = blake3::Hasher::new();
+        h.update(b"weft/simhash/1/");
+        h.update(&[self.index]);
+        h.update(&self.block.to_be_bytes());
+        u64::from_le_bytes(h.finalize().as_bytes()[..8].try_into().expect("8 bytes"))
     }
-    if bytes.len() > MAX_RECORD_BYTES {
-        return Err(RecordError::TooLarge(bytes.len()));
-    }
-    let entries: Vec<DupEntry> = cbor4ii::serde::from_slice(bytes).map_err(|_| RecordError::Shape)?;
-    let fits = |e: &DupEntry| e.url.len() <= 2048 && e.peer.len() <= 128;
-    if entries.is_empty() || entries.len() > MAX_ENTRIES || !entries.iter().all(fits) {
-        return Err(RecordError::Shape);
-    }
-    Ok(entries)
 }
 
 /// The four keys of a fingerprint.
-pub fn keys(hash: u64) -> [Vec<u8>; 4] {
-    let b = |i: u32| (hash >> (48 - 16 * i)) as u16;
-    [block_key(0, b(0)), block_key(1, b(1)), block_key(2, b(2)), block_key(3, b(3))]
+pub fn keys(hash: u64) -> [RecordKey; 4] {
+    let key = |i: u8| RecordKey { index: i, block: (hash >> (48 - 16 * u32::from(i))) as u16 };
+    [key(0), key(1), key(2), key(3)]
 }
 
-pub fn encode(entries: &[DupEntry]) -> Vec<u8> {
-    cbor4ii::serde::to_vec(Vec::new(), &entries).expect("entries encode")
+/// What a peer asks of a record's owner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RecordRequest {
+    /// Every entry the owner holds under the four keys of `hash`.
+    Get { hash: u64 },
+    /// Add `entry` under the keys of its fingerprint the owner owns.
+    Put { entry: DupEntry },
 }
 
-/// Decodes a record value; anything malformed or oversized is no entries.
-pub fn decode(bytes: &[u8]) -> Vec<DupEntry> {
-    if bytes.len() > MAX_RECORD_BYTES {
-        return Vec::new();
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RecordReply {
+    Found {
+        entries: Vec<DupEntry>,
+    },
+    Stored,
+    /// The owner's ring does not give it any of the entry's keys (rings differ for a moment
+    /// after a membership change).
+    NotOwner,
+    /// The sender is not a member of this node's network.
+    NotMember,
+    /// The sender is over its rate: try later, or not at all.
+    Busy,
+}
+
+/// `/weft/records/1`.
+pub struct RecordWire;
+
+impl crate::codec::Wire for RecordWire {
+    type Request = RecordRequest;
+    type Response = RecordReply;
+    const NAME: &'static str = "record request";
+    const MAX_REQUEST_BYTES: u64 = MAX_REQUEST_BYTES;
+    /// [`MAX_FOUND`] entries of the longest URLs.
+    const MAX_RESPONSE_BYTES: u64 = (MAX_FOUND * (MAX_URL_BYTES + MAX_PEER_BYTES + 64)) as u64;
+    /// Sixty-four requests of the largest size.
+    const MAX_BUFFERED_BYTES: u64 = 64 * MAX_REQUEST_BYTES;
+}
+
+/// Why an entry a peer sent was refused: an honest node never sends either.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum RecordError {
+    #[error("an entry with a URL or peer id over its bound")]
+    Shape,
+    #[error("an entry attributed to {0}, not its sender")]
+    Forged(String),
+}
+
+/// Checks an entry `sender` asks this node to keep: of bounded size, and naming its sender as
+/// the node that indexed it (a peer speaks for itself only).
+pub fn check_entry(entry: &DupEntry, sender: &str) -> Result<(), RecordError> {
+    if !entry.fits() {
+        return Err(RecordError::Shape);
     }
-    let mut entries: Vec<DupEntry> = cbor4ii::serde::from_slice(bytes).unwrap_or_default();
-    entries.retain(|e| e.url.len() <= 2048 && e.peer.len() <= 128);
-    entries.truncate(MAX_ENTRIES);
+    if entry.peer != sender {
+        return Err(RecordError::Forged(entry.peer.chars().take(60).collect()));
+    }
+    Ok(())
+}
+
+/// An answer's entries as this node keeps them: bounded in number and size.
+pub fn sanitize(mut entries: Vec<DupEntry>) -> Vec<DupEntry> {
+    entries.retain(DupEntry::fits);
+    entries.truncate(MAX_FOUND);
     entries
 }
 
@@ -98,12 +155,74 @@ pub fn merge(mut entries: Vec<DupEntry>, new: DupEntry) -> Vec<DupEntry> {
     entries.retain(|e| e.url != new.url);
     entries.push(new);
     entries.sort_by(|a, b| b.time.cmp(&a.time).then_with(|| a.url.cmp(&b.url)));
-    entries.dedup_by(|a, b| a.url == b.url);
     entries.truncate(MAX_ENTRIES);
-    while encode(&entries).len() > MAX_RECORD_BYTES && entries.len() > 1 {
-        entries.pop();
-    }
     entries
+}
+
+/// The records this node holds for the keys it owns, bounded by [`STORE_BYTES`] (the records
+/// made first go first when it is full).
+#[derive(Debug)]
+pub struct Store {
+    records: HashMap<RecordKey, Vec<DupEntry>>,
+    /// Keys in the order their records were made.
+    order: VecDeque<RecordKey>,
+    bytes: usize,
+    max_bytes: usize,
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store::new(STORE_BYTES)
+    }
+}
+
+impl Store {
+    pub fn new(max_bytes: usize) -> Store {
+        Store { records: HashMap::new(), order: VecDeque::new(), bytes: 0, max_bytes }
+    }
+
+    /// Adds `entry` under `key`.
+    pub fn put(&mut self, key: RecordKey, entry: DupEntry) {
+        let old = self.records.remove(&key);
+        if old.is_none() {
+            self.order.push_back(key);
+        }
+        let old = old.unwrap_or_default();
+        self.bytes -= old.iter().map(DupEntry::bytes).sum::<usize>();
+        let merged = merge(old, entry);
+        self.bytes += merged.iter().map(DupEntry::bytes).sum::<usize>();
+        self.records.insert(key, merged);
+        while self.bytes > self.max_bytes {
+            let Some(oldest) = self.order.pop_front() else { break };
+            if let Some(gone) = self.records.remove(&oldest) {
+                self.bytes -= gone.iter().map(DupEntry::bytes).sum::<usize>();
+            }
+        }
+    }
+
+    /// The entries held under `key`.
+    pub fn get(&self, key: &RecordKey) -> &[DupEntry] {
+        self.records.get(key).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every entry held under the four keys of `hash`.
+    pub fn found(&self, hash: u64) -> Vec<DupEntry> {
+        keys(hash).iter().flat_map(|k| self.get(k).iter().cloned()).collect()
+    }
+
+    /// Records held.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Bytes the records hold, roughly.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
 }
 
 /// The entry nearest to `hash` within `max_distance` bits, other than `url` itself.
@@ -137,11 +256,15 @@ mod tests {
         let (a, b) = (keys(h), keys(near));
         assert!(a.iter().zip(&b).any(|(x, y)| x == y));
         assert!(keys(!h).iter().zip(&a).all(|(x, y)| x != y));
-        assert_eq!(a[0], block_key(0, 0xdead));
+        assert_eq!(a[0], RecordKey { index: 0, block: 0xdead });
+        assert_eq!(a[3], RecordKey { index: 3, block: 0x4567 });
+        // Equal blocks under different indexes live at different points.
+        let same = [0u8, 1, 2, 3].map(|index| RecordKey { index, block: 7 }.point());
+        assert!(same.iter().enumerate().all(|(i, p)| same[i + 1..].iter().all(|q| q != p)));
     }
 
     #[test]
-    fn records_merge_cap_and_survive_garbage() {
+    fn records_merge_cap_and_replace_by_url() {
         let mut e = Vec::new();
         for i in 0..40 {
             e = merge(e, entry(&format!("http://a.test/{i}"), i, i));
@@ -150,27 +273,47 @@ mod tests {
         assert_eq!(e[0].url, "http://a.test/39", "newest first");
         let e2 = merge(e.clone(), entry("http://a.test/39", 7, 100));
         assert_eq!(e2.len(), MAX_ENTRIES, "same URL replaced, not added");
-        assert_eq!(decode(&encode(&e2)), e2);
-        assert!(decode(b"\xff garbage").is_empty());
-        assert!(decode(&vec![0u8; MAX_RECORD_BYTES + 1]).is_empty());
+        assert_eq!(e2[0].simhash, 7);
     }
 
     #[test]
-    fn only_weft_keys_and_values_of_their_shape_are_stored_for_others() {
-        let key = block_key(2, 0xbeef);
-        assert!(is_key(&key) && !is_key(&block_key(4, 1)) && !is_key(b"weft/simhash/1/\x00\x00"));
-        assert!(!is_key(&[0u8; 32]), "a random 32-byte key (what the flood used)");
-        let good = encode(&[entry("http://a.test/1", 1, 1)]);
-        assert_eq!(decode_strict(&key, &good).unwrap().len(), 1);
-        assert_eq!(decode_strict(&[7u8; 32], &good), Err(RecordError::Key));
+    fn an_entry_is_bounded_and_names_its_sender() {
+        let mut e = entry("http://a.test/1", 1, 1);
+        e.peer = "me".into();
+        assert_eq!(check_entry(&e, "me"), Ok(()));
+        assert_eq!(check_entry(&e, "other"), Err(RecordError::Forged("me".into())));
+        let long = DupEntry { url: format!("http://a.test/{}", "x".repeat(MAX_URL_BYTES)), ..e.clone() };
+        assert_eq!(check_entry(&long, "me"), Err(RecordError::Shape));
+        let mut many: Vec<DupEntry> = (0..MAX_FOUND + 5).map(|i| entry(&format!("http://a.test/{i}"), 1, 1)).collect();
+        many.push(long);
+        let kept = sanitize(many);
+        assert_eq!(kept.len(), MAX_FOUND);
+        assert!(kept.iter().all(|e| e.url.len() <= MAX_URL_BYTES));
+    }
+
+    #[test]
+    fn the_store_answers_a_fingerprint_from_its_four_keys_and_stays_in_its_bound() {
+        let mut s = Store::new(10_000);
+        let h = 0x1111_2222_3333_4444u64;
+        let [k0, _, k2, _] = keys(h);
+        s.put(k0, entry("http://a.test/0", h, 1));
+        s.put(k2, entry("http://a.test/2", h ^ 1, 2));
+        s.put(k2, entry("http://a.test/2", h ^ 1, 3));
+        let found = s.found(h);
+        assert_eq!(found.len(), 2, "{found:?}");
         assert_eq!(
-            decode_strict(&key, &vec![0u8; MAX_RECORD_BYTES + 1]),
-            Err(RecordError::TooLarge(MAX_RECORD_BYTES + 1))
+            nearest(&found, h, 3, "http://a.test/0").map(|(e, d)| (e.url, d)),
+            Some(("http://a.test/2".into(), 1))
         );
-        assert_eq!(decode_strict(&key, b"\xff garbage"), Err(RecordError::Shape));
-        assert_eq!(decode_strict(&key, &encode(&[])), Err(RecordError::Shape));
-        let many: Vec<DupEntry> = (0..MAX_ENTRIES + 1).map(|i| entry(&format!("http://a.test/{i}"), 1, 1)).collect();
-        assert_eq!(decode_strict(&key, &encode(&many)), Err(RecordError::Shape));
+        assert!(s.found(!h).is_empty());
+        // Full: the records made first go first.
+        for i in 0..200u16 {
+            s.put(RecordKey { index: 1, block: i }, entry(&format!("http://b.test/{i}"), u64::from(i), 5));
+        }
+        assert!(s.bytes() <= 10_000, "{}", s.bytes());
+        assert!(s.get(&k0).is_empty(), "the oldest record went");
+        assert_eq!(s.get(&RecordKey { index: 1, block: 199 }).len(), 1);
+        assert_eq!(s.len(), s.order.len());
     }
 
     #[test]

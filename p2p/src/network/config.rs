@@ -21,7 +21,6 @@ pub struct NetworkConfig {
     pub listen: Vec<Multiaddr>,
     pub bootstrap: Vec<(PeerId, Multiaddr)>,
     pub vnodes: usize,
-    pub refresh: Duration,
     pub max_connections: u32,
     /// Accept URLs whose host is a private IP literal (tests, intranets); mirrors
     /// `fetch.allow_private_networks`.
@@ -65,7 +64,6 @@ impl NetworkConfig {
             listen,
             bootstrap,
             vnodes: c.vnodes,
-            refresh: Duration::from_secs(c.bootstrap_interval_secs),
             max_connections: c.max_connections,
             allow_private: false,
             search: weft_config::SearchConfig::default(),

@@ -1,86 +1,269 @@
-//! The event loop's part of the DHT: near-duplicate lookups answered from record queries, and
-//! stores from other peers taken only for Weft's records at a bounded rate.
+//! The event loop's part of the near-duplicate records (see `crate::records`): a lookup asks the
+//! first owner of each of a fingerprint's four keys on this node's ring (the next owner when one
+//! fails), a publication sends the entry to every owner of its keys, and the records this node
+//! owns are kept and served under a per-peer rate.
 
-use super::*;
+use super::{EventLoop, Latencies};
+use crate::codec::Frame;
+use crate::exchange::RateLimit;
+use crate::records::{self, DupEntry, RecordReply, RecordRequest, Store, RECORD_OWNERS};
+use crate::ring::Ring;
+use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
+use libp2p::PeerId;
+use std::collections::{BTreeMap, HashMap};
+
+/// Record requests (lookups and entries) one peer may make per second on average (burst of
+/// twice that): a node asks at most four and sends at most twelve per page it indexes.
+pub const DHT_STORES_PER_SEC: f64 = 100.0;
+/// Requests over the rate that get a peer banned.
+pub const DHT_FLOOD: u32 = 1000;
+
+/// A lookup waiting for owners' answers.
+struct Lookup {
+    hash: u64,
+    max_distance: u32,
+    url: String,
+    /// The owners of each key, and which of them is asked now.
+    owners: [Vec<PeerId>; 4],
+    tried: [usize; 4],
+    /// Requests not yet answered.
+    waiting: usize,
+    entries: Vec<DupEntry>,
+    reply: std::sync::mpsc::SyncSender<Option<(DupEntry, u32)>>,
+    started: std::time::Instant,
+}
+
+/// What the status shows of the records.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Counts {
+    pub lookups: u64,
+    pub found: u64,
+    pub published: u64,
+    /// Requests refused: malformed, forged, over the rate, from strangers, or for keys this
+    /// node does not own.
+    pub refused: u64,
+}
+
+/// The records this node holds and the lookups it waits on.
+#[derive(Default)]
+pub(super) struct State {
+    store: Store,
+    lookups: HashMap<u64, Lookup>,
+    /// Request → (lookup, the keys it asks for).
+    asked: HashMap<OutboundRequestId, (u64, Vec<usize>)>,
+    next: u64,
+    rate: RateLimit,
+    /// Requests refused per peer for being over its rate (a flood is banned).
+    over: HashMap<PeerId, u32>,
+    pub counts: Counts,
+    pub latencies: Latencies,
+}
+
+impl State {
+    pub(super) fn new() -> State {
+        State { rate: RateLimit::new(DHT_STORES_PER_SEC), ..State::default() }
+    }
+
+    /// Records held.
+    pub(super) fn held(&self) -> usize {
+        self.store.len()
+    }
+}
+
+/// The owners of each of `hash`'s keys on `ring`.
+fn owners_of(ring: &Ring, hash: u64) -> [Vec<PeerId>; 4] {
+    records::keys(hash).map(|k| ring.owners_of_point(k.point(), RECORD_OWNERS))
+}
 
 impl EventLoop {
-    pub(super) fn on_records(&mut self, query: kad::QueryId, found: Vec<DupEntry>, done: bool) {
-        if let Some(&id) = self.lookup_queries.get(&query) {
-            if let Some(lookup) = self.lookups.get_mut(&id) {
-                lookup.entries.extend(found);
-                if done {
-                    lookup.left -= 1;
+    /// Asks the owners of `hash`'s keys for the entries near it.
+    pub(super) fn find_duplicate(
+        &mut self,
+        hash: u64,
+        max_distance: u32,
+        url: String,
+        reply: std::sync::mpsc::SyncSender<Option<(DupEntry, u32)>>,
+    ) {
+        let dht = &mut self.dht;
+        dht.counts.lookups += 1;
+        let id = dht.next;
+        dht.next += 1;
+        let owners = owners_of(self.members.ring(), hash);
+        let started = std::time::Instant::now();
+        let lookup =
+            Lookup { hash, max_distance, url, owners, tried: [0; 4], waiting: 0, entries: Vec::new(), reply, started };
+        self.dht.lookups.insert(id, lookup);
+        self.ask_owners(id, &[0, 1, 2, 3]);
+    }
+
+    /// Asks for `keys` of lookup `id` the owner each is at (this node answers from its store),
+    /// one request per owner; finishes the lookup when nothing is left to wait for.
+    fn ask_owners(&mut self, id: u64, keys: &[usize]) {
+        let me = *self.swarm.local_peer_id();
+        let Some(lookup) = self.dht.lookups.get_mut(&id) else { return };
+        let mut by_owner: BTreeMap<PeerId, Vec<usize>> = BTreeMap::new();
+        for &k in keys {
+            match lookup.owners[k].get(lookup.tried[k]) {
+                Some(owner) if *owner == me => {
+                    let key = records::keys(lookup.hash)[k];
+                    lookup.entries.extend(self.dht.store.get(&key).iter().cloned());
                 }
+                Some(owner) => by_owner.entry(*owner).or_default().push(k),
+                None => {}
             }
-            if done {
-                self.lookup_queries.remove(&query);
-                if self.lookups.get(&id).is_some_and(|l| l.left == 0) {
-                    let l = self.lookups.remove(&id).expect("lookup present");
-                    let best = records::nearest(&l.entries, l.hash, l.max_distance, &l.url);
-                    if best.is_some() {
-                        self.counts.dht_found += 1;
-                    }
-                    self.latencies.push(l.started.elapsed().as_secs_f64() * 1e3);
-                    let _ = l.reply.send(best);
-                }
+        }
+        // Without members (or without a ring yet) this node's own store is all there is.
+        if self.members.ring().is_empty() {
+            lookup.entries.extend(self.dht.store.found(lookup.hash));
+        }
+        let hash = lookup.hash;
+        lookup.waiting += by_owner.len();
+        for (owner, keys) in by_owner {
+            let request = Frame::Request(RecordRequest::Get { hash });
+            let r = self.swarm.behaviour_mut().records.send_request(&owner, request);
+            self.dht.asked.insert(r, (id, keys));
+        }
+        self.finish_if_answered(id);
+    }
+
+    fn finish_if_answered(&mut self, id: u64) {
+        if self.dht.lookups.get(&id).is_none_or(|l| l.waiting > 0) {
+            return;
+        }
+        let l = self.dht.lookups.remove(&id).expect("lookup present");
+        let best = records::nearest(&l.entries, l.hash, l.max_distance, &l.url);
+        if best.is_some() {
+            self.dht.counts.found += 1;
+        }
+        self.dht.latencies.push(l.started.elapsed().as_secs_f64() * 1e3);
+        let _ = l.reply.send(best);
+    }
+
+    /// An owner did not answer a lookup's request: its keys go to their next owners.
+    fn ask_next(&mut self, request: OutboundRequestId) {
+        let Some((id, keys)) = self.dht.asked.remove(&request) else { return };
+        if let Some(lookup) = self.dht.lookups.get_mut(&id) {
+            lookup.waiting -= 1;
+            for &k in &keys {
+                lookup.tried[k] += 1;
             }
-        } else if let Some((_, _, entries)) = self.publishing.get_mut(&query) {
-            entries.extend(found);
-            if done {
-                let (key, entry, entries) = self.publishing.remove(&query).expect("publication present");
-                let value = records::encode(&records::merge(entries, entry));
-                let record = kad::Record::new(kad::RecordKey::new(&key), value);
-                if let Err(e) = self.swarm.behaviour_mut().kad.put_record(record, kad::Quorum::One) {
-                    tracing::debug!("fingerprint record not stored: {e}");
-                }
-            }
+            self.ask_owners(id, &keys);
         }
     }
 
-    /// A peer asks this node to store a record or a provider announcement: only Weft's own
-    /// record keys with values of their shape are stored, at most [`DHT_STORES_PER_SEC`] per
-    /// peer. A record of anything else bans its sender (an honest node never sends it), as does
-    /// a flood ([`DHT_FLOOD`] stores over the rate). Without this, 50,000 records of 8 KiB from
-    /// one peer took 390 MB. Provider announcements are never stored: Weft provides nothing in
-    /// the DHT (a question finds the owners of its cells on the ring); earlier nodes of this
-    /// protocol version announced semantic buckets, so one is counted as refused and
-    /// rate-limited, not banned.
-    pub(super) fn on_dht_store(&mut self, request: kad::InboundRequest) {
-        let (source, valid) = match &request {
-            kad::InboundRequest::PutRecord { source, record: Some(r), .. } => {
-                (*source, records::decode_strict(r.key.as_ref(), &r.value).map(|_| ()).map_err(|e| e.to_string()))
+    /// Sends `entry` (one this node indexed) to every owner of its keys; keeps it under the
+    /// keys this node owns.
+    pub(super) fn publish_record(&mut self, entry: DupEntry) {
+        self.dht.counts.published += 1;
+        let me = *self.swarm.local_peer_id();
+        let mut to: Vec<PeerId> = Vec::new();
+        for (key, owners) in records::keys(entry.simhash).into_iter().zip(owners_of(self.members.ring(), entry.simhash))
+        {
+            if owners.contains(&me) || owners.is_empty() {
+                self.dht.store.put(key, entry.clone());
             }
-            kad::InboundRequest::AddProvider { record: Some(p) } => (p.provider, Ok(())),
-            _ => return,
-        };
-        if let Err(why) = valid {
-            self.counts.dht_refused += 1;
-            self.ban(source, &format!("DHT store refused: {why}"));
-            return;
+            to.extend(owners.into_iter().filter(|o| *o != me));
         }
-        if !self.dht_rate.allow(&source.to_string(), std::time::Instant::now()) {
-            self.counts.dht_refused += 1;
-            let over = self.dht_over.entry(source).or_insert(0);
+        to.sort();
+        to.dedup();
+        for owner in to {
+            let request = Frame::Request(RecordRequest::Put { entry: entry.clone() });
+            self.swarm.behaviour_mut().records.send_request(&owner, request);
+        }
+    }
+
+    pub(super) fn on_records(&mut self, event: request_response::Event<Frame<RecordRequest>, RecordReply>) {
+        match event {
+            request_response::Event::Message { peer, message, .. } => match message {
+                request_response::Message::Request { request: Frame::Request(request), channel, .. } => {
+                    self.on_record_request(peer, request, channel)
+                }
+                request_response::Message::Request { request: Frame::Refused(why), channel, .. } => {
+                    self.dht.counts.refused += 1;
+                    drop(channel);
+                    self.refused(peer, &why);
+                }
+                request_response::Message::Response { request_id, response } => match response {
+                    RecordReply::Found { entries } => {
+                        let Some((id, _)) = self.dht.asked.remove(&request_id) else { return };
+                        if let Some(lookup) = self.dht.lookups.get_mut(&id) {
+                            lookup.entries.extend(records::sanitize(entries));
+                            lookup.waiting -= 1;
+                        }
+                        self.finish_if_answered(id);
+                    }
+                    RecordReply::Stored => {}
+                    other => {
+                        tracing::debug!(%peer, "record request answered {other:?}");
+                        self.ask_next(request_id);
+                    }
+                },
+            },
+            request_response::Event::OutboundFailure { request_id, peer, error, .. } => {
+                tracing::debug!(%peer, "record request failed: {error}");
+                self.ask_next(request_id);
+            }
+            _ => {}
+        }
+    }
+
+    /// A peer asks for the entries near a fingerprint, or sends one to keep: at most
+    /// [`DHT_STORES_PER_SEC`] a second from one peer (a flood bans), from members only; an
+    /// entry must be of bounded size and name its sender (anything else bans: an honest node
+    /// never sends it) and is kept only under the keys this node owns on its ring.
+    fn on_record_request(&mut self, peer: PeerId, request: RecordRequest, channel: ResponseChannel<RecordReply>) {
+        let now = std::time::Instant::now();
+        if !self.dht.rate.allow(&peer.to_string(), now) {
+            self.dht.counts.refused += 1;
+            let over = self.dht.over.entry(peer).or_insert(0);
             *over += 1;
             if *over >= DHT_FLOOD {
-                self.dht_over.remove(&source);
-                self.ban(source, "DHT store flood");
-            }
-            return;
-        }
-        use kad::store::RecordStore;
-        let store = self.swarm.behaviour_mut().kad.store_mut();
-        let stored = match request {
-            kad::InboundRequest::PutRecord { record: Some(r), .. } => store.put(r),
-            _ => {
-                self.counts.dht_refused += 1;
+                self.dht.over.remove(&peer);
+                drop(channel);
+                self.ban(peer, "record request flood");
                 return;
             }
-        };
-        if let Err(e) = stored {
-            // The store is full: the record is not kept (a missed duplicate at worst).
-            self.counts.dht_refused += 1;
-            tracing::debug!("DHT store: {e}");
+            return self.answer_record(channel, RecordReply::Busy);
         }
+        if let RecordRequest::Put { entry } = &request {
+            if let Err(why) = records::check_entry(entry, &peer.to_string()) {
+                self.dht.counts.refused += 1;
+                drop(channel);
+                self.ban(peer, &format!("record refused: {why}"));
+                return;
+            }
+        }
+        if !self.members.knows(&peer, now) {
+            self.dht.counts.refused += 1;
+            return self.answer_record(channel, RecordReply::NotMember);
+        }
+        let reply = match request {
+            RecordRequest::Get { hash } => {
+                let mut entries = self.dht.store.found(hash);
+                entries.truncate(records::MAX_FOUND);
+                RecordReply::Found { entries }
+            }
+            RecordRequest::Put { entry } => {
+                let me = *self.swarm.local_peer_id();
+                let ring = self.members.ring();
+                let mine: Vec<_> = (records::keys(entry.simhash).into_iter())
+                    .filter(|k| ring.owners_of_point(k.point(), RECORD_OWNERS).contains(&me))
+                    .collect();
+                if mine.is_empty() {
+                    self.dht.counts.refused += 1;
+                    RecordReply::NotOwner
+                } else {
+                    for key in mine {
+                        self.dht.store.put(key, entry.clone());
+                    }
+                    RecordReply::Stored
+                }
+            }
+        };
+        self.answer_record(channel, reply);
+    }
+
+    fn answer_record(&mut self, channel: ResponseChannel<RecordReply>, reply: RecordReply) {
+        let _ = self.swarm.behaviour_mut().records.send_response(channel, reply);
     }
 }

@@ -69,6 +69,11 @@ impl Directory {
         }
     }
 
+    /// A question of where `peer` is went unanswered: it may be asked again at once.
+    pub(super) fn ask_failed(&mut self, peer: &PeerId) {
+        self.asked.remove(peer);
+    }
+
     /// A dial to `peer` failed: the addresses known may be stale (a member behind NAT that moved
     /// to other relays), so they are asked for again (they are kept meanwhile: a peer down for a
     /// moment comes back at them).

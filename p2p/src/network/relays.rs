@@ -26,20 +26,17 @@ impl EventLoop {
         }
     }
 
-    /// Applies what reachability decided: the DHT mode, the relay offered, what this node
-    /// advertises in identify and the relay slots it holds. Cheap when nothing changed.
+    /// Applies what reachability decided: the relay offered, what this node advertises in
+    /// identify and the relay slots it holds. Cheap when nothing changed.
     pub(super) fn apply_reachability(&mut self) {
         let advertised = self.reach.advertised();
-        let dht_server = self.reach.dht_server();
         let relay_server = self.reach.relay_server();
-        let applied = (advertised.clone(), relay_server, dht_server);
+        let applied = (advertised.clone(), relay_server);
         if self.applied.as_ref() == Some(&applied) {
             return;
         }
-        if self.applied.as_ref().map(|a| a.2) != Some(dht_server) {
-            tracing::info!(kind = ?self.reach.kind(), "reachability: DHT {}", if dht_server { "server" } else { "client" });
-            let mode = if dht_server { kad::Mode::Server } else { kad::Mode::Client };
-            self.swarm.behaviour_mut().kad.set_mode(Some(mode));
+        if self.applied.as_ref().map(|a| a.1) != Some(relay_server) {
+            tracing::info!(kind = ?self.reach.kind(), "reachability: relay {}", if relay_server { "offered" } else { "not offered" });
         }
         let status = if relay_server { relay::Status::Enable } else { relay::Status::Disable };
         self.swarm.behaviour_mut().relay.set_status(Some(status));
@@ -56,7 +53,7 @@ impl EventLoop {
         }
         // The peers connected hear the new addresses now: identify pushes a change of protocols
         // (the relay on or off) by itself, not one of external addresses, and a member behind
-        // NAT is found through the DHT servers it met only at the circuits they heard of.
+        // NAT is found only at the circuits the peers it met heard of.
         if self.applied.as_ref().map(|a| &a.0) != Some(&applied.0) {
             let peers: Vec<PeerId> = self.connected.iter().copied().collect();
             self.swarm.behaviour_mut().identify.push(peers);

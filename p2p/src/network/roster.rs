@@ -16,7 +16,7 @@ use libp2p::swarm::dial_opts::{DialOpts, PeerCondition};
 use libp2p::Multiaddr;
 use libp2p::PeerId;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 
 /// Roster requests one peer may make per second on average (burst of twice that): a member
@@ -46,6 +46,9 @@ pub struct RosterStatus {
     pub rate_limited: u64,
 }
 
+/// Members waiting to be asked where they are, at most.
+const UNREACHED_KEPT: usize = 256;
+
 /// The roster's part of the event loop's state.
 pub(super) struct State {
     pub(super) node: RosterNode,
@@ -56,8 +59,11 @@ pub(super) struct State {
     rate_limited: u64,
     /// The roster's fingerprint at the last tick.
     fingerprint: u64,
-    /// Questions of where members are, in flight.
-    wheres: HashSet<OutboundRequestId>,
+    /// Questions of where members are, in flight, with the members asked about.
+    wheres: HashMap<OutboundRequestId, Vec<PeerId>>,
+    /// Members a dial found no address for (or none that answered), to ask where they are at
+    /// the next tick, together (see `EventLoop::unreached`).
+    unreached: BTreeSet<PeerId>,
     /// Where the members connected are written down (see `super::saved`), and when last.
     saved_to: Option<PathBuf>,
     saved_at: Option<std::time::Instant>,
@@ -84,7 +90,8 @@ impl State {
             sent: 0,
             rate_limited: 0,
             fingerprint: 0,
-            wheres: HashSet::new(),
+            wheres: HashMap::new(),
+            unreached: BTreeSet::new(),
             saved_to,
             saved_at: None,
         }
@@ -133,11 +140,22 @@ impl EventLoop {
             if self.peers.wants_addrs(&peer) && unknown.len() < MAX_WHERE && self.peers.may_ask(peer, instant) {
                 unknown.push(peer);
             }
+            self.roster.unreached.remove(&peer);
             let opts =
                 DialOpts::peer_id(peer).addresses(addrs).condition(PeerCondition::DisconnectedAndNotDialing).build();
             if let Err(e) = self.swarm.dial(opts) {
                 tracing::debug!(%peer, "dialling a member the roster watches: {e}");
                 self.roster.node.disconnected(&peer, now);
+            }
+        }
+        // Members other requests could not dial, asked about in the same question.
+        while unknown.len() < MAX_WHERE {
+            let Some(peer) = self.roster.unreached.pop_first() else { break };
+            if !unknown.contains(&peer)
+                && self.roster.node.roster().is_member(&peer)
+                && self.peers.may_ask(peer, instant)
+            {
+                unknown.push(peer);
             }
         }
         self.ask_where(unknown);
@@ -153,7 +171,7 @@ impl EventLoop {
         for (peer, addrs) in saved {
             self.peers.found(peer, &addrs);
             for addr in &addrs {
-                self.swarm.behaviour_mut().kad.add_address(&peer, addr.clone());
+                self.swarm.behaviour_mut().addresses.add(peer, addr.clone());
             }
             let opts =
                 DialOpts::peer_id(peer).addresses(addrs).condition(PeerCondition::DisconnectedAndNotDialing).build();
@@ -203,8 +221,19 @@ impl EventLoop {
         let Some(to) = boot.or_else(|| self.connected.iter().find(|p| !members.contains(p)).copied()) else { return };
         let request = RosterRequest::Where(members.iter().map(PeerId::to_string).collect());
         let id = self.swarm.behaviour_mut().roster.send_request(&to, Frame::Request(request));
-        self.roster.wheres.insert(id);
+        self.roster.wheres.insert(id, members);
         self.roster.sent += 1;
+    }
+
+    /// A dial to `peer` found no address, or none that answered (a URL batch, a posting, a
+    /// record for a member this node never met): its addresses are asked for at the next tick,
+    /// with the others' (one question a second, not one per failed dial: the join's burst of
+    /// dials would flood the bootstrap peer).
+    pub(super) fn unreached(&mut self, peer: PeerId) {
+        self.peers.unreached(&peer);
+        if self.roster.unreached.len() < UNREACHED_KEPT {
+            self.roster.unreached.insert(peer);
+        }
     }
 
     /// The addresses this node knows of the members `from` asks about (see
@@ -226,6 +255,9 @@ impl EventLoop {
             let Ok(peer) = peer.parse::<PeerId>() else { continue };
             let addrs: Vec<Multiaddr> =
                 addrs.iter().take(MAX_ADDRS_EACH).filter(|a| a.len() <= 512).filter_map(|a| a.parse().ok()).collect();
+            for addr in &addrs {
+                self.swarm.behaviour_mut().addresses.add(peer, addr.clone());
+            }
             self.peers.found(peer, &addrs);
         }
     }
@@ -284,7 +316,7 @@ impl EventLoop {
                     self.refused(peer, &why);
                 }
                 request_response::Message::Response { request_id, response } => {
-                    if self.roster.wheres.remove(&request_id) {
+                    if self.roster.wheres.remove(&request_id).is_some() {
                         if let RosterReply::Addresses(given) = response {
                             self.on_addresses(given);
                         }
@@ -296,7 +328,10 @@ impl EventLoop {
                 }
             },
             request_response::Event::OutboundFailure { peer, request_id, error, .. } => {
-                self.roster.wheres.remove(&request_id);
+                // Those asked about may be asked again at once (of another peer, or later).
+                for member in self.roster.wheres.remove(&request_id).unwrap_or_default() {
+                    self.peers.ask_failed(&member);
+                }
                 if let Some(asked) = self.roster.asked.remove(&request_id) {
                     tracing::debug!(%peer, "roster request {asked:?} failed: {error}");
                     self.roster.node.on_failure(peer, asked, now);

@@ -73,14 +73,18 @@ pub struct NetworkStatus {
     /// announced (see `crate::versions`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub other_versions: BTreeMap<String, String>,
-    /// Near-duplicate lookups in the DHT (four record queries each), and how many found one.
+    /// Near-duplicate lookups (one request to an owner of each of a fingerprint's four keys,
+    /// see `crate::records`), and how many found one.
     pub dht_lookups: u64,
     pub dht_duplicates_found: u64,
-    /// Fingerprints published (four records each).
+    /// Fingerprints published (sent to the owners of their four keys).
     pub dht_published: u64,
-    /// Records and provider announcements other peers asked this node to store that it
-    /// refused (not Weft's, malformed, or over the sender's rate).
+    /// Record requests from other peers this node refused: malformed, forged, over the
+    /// sender's rate, from a stranger, or for keys it does not own.
     pub dht_refused: u64,
+    /// Near-duplicate records this node holds for the keys it owns.
+    #[serde(default)]
+    pub dht_records: u64,
     /// Latency of the recent lookups, milliseconds.
     pub dht_lookup_ms_p50: f64,
     pub dht_lookup_ms_p99: f64,
@@ -201,12 +205,13 @@ impl EventLoop {
             done_refused: self.counts.done_refused,
             banned_peers: self.banned.len(),
             other_versions: self.other_versions.status(),
-            dht_lookups: self.counts.dht_lookups,
-            dht_duplicates_found: self.counts.dht_found,
-            dht_published: self.counts.dht_published,
-            dht_refused: self.counts.dht_refused,
-            dht_lookup_ms_p50: self.latencies.quantile(0.5),
-            dht_lookup_ms_p99: self.latencies.quantile(0.99),
+            dht_lookups: self.dht.counts.lookups,
+            dht_duplicates_found: self.dht.counts.found,
+            dht_published: self.dht.counts.published,
+            dht_refused: self.dht.counts.refused,
+            dht_records: self.dht.held() as u64,
+            dht_lookup_ms_p50: self.dht.latencies.quantile(0.5),
+            dht_lookup_ms_p99: self.dht.latencies.quantile(0.99),
             search,
             postings: self.postings.status(&self.ring.borrow().clone(), &local),
             documents: self.documents.counts.clone(),

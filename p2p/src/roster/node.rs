@@ -264,6 +264,11 @@ impl RosterNode {
                 }
                 return out;
             }
+            // A would-be sponsor counts this node's probation from when it met it, which may be
+            // later than this node's arrival (a member whose address it had to ask for): the
+            // request waits until every sponsor it is connected to would sign (one that is not
+            // connected would decline anyway, and the others may be enough).
+            Stage::Probation { .. } if !self.sponsors_ready(now) => {}
             Stage::Probation { .. } => {
                 if let Some((joined, sponsors)) =
                     self.admission.ask(&self.key, &self.roster, self.vnodes, self.block, now)
@@ -306,6 +311,15 @@ impl RosterNode {
             }
         }
         out
+    }
+
+    /// Whether every would-be sponsor this node is connected to has met it for the probation
+    /// it asks for (one second of margin for the two clocks' rounding).
+    fn sponsors_ready(&self, now: u64) -> bool {
+        self.roster
+            .successors(&self.me, MONITORS)
+            .iter()
+            .all(|sponsor| self.sponsoring.met_since(sponsor).is_none_or(|met| now > met + self.roster.probation(met)))
     }
 
     /// This node's answer to `request` from `from`, whose connection comes from address block

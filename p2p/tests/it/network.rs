@@ -59,8 +59,39 @@ async fn five_nodes_agree_on_members_and_owners_and_notice_one_leaving() {
     let shares: f64 = nodes.iter().map(|(n, _)| n.status().ring_share).sum();
     assert!((shares - 1.0).abs() < 1e-6, "{shares}");
 
-    // One member stops without a word: its monitors declare it dead, and the others agree again.
-    let (gone, gone_task) = nodes.pop().unwrap();
+    // A near-duplicate record lives on the owners of each of its fingerprint's four blocks and
+    // nowhere else, and any member finds a fingerprint within 3 bits of it.
+    use weft_p2p::records::{self, DupEntry, RECORD_OWNERS};
+    let hash = 0x0123_4567_89ab_cdefu64;
+    let me = nodes[0].0.peer_id().to_string();
+    let entry = DupEntry { simhash: hash, url: "https://a.test/story".into(), peer: me, time: 1 };
+    nodes[0].0.publish_fingerprint(entry.clone());
+    let owners = |key: &records::RecordKey| rings[0].owners_of_point(key.point(), RECORD_OWNERS);
+    let keys_of = |p: &libp2p::PeerId| records::keys(hash).iter().filter(|k| owners(k).contains(p)).count() as u64;
+    for (n, _) in &nodes {
+        let want = keys_of(&n.peer_id());
+        within(20, "the record at its owners", n.wait_for(|s| s.dht_records >= want)).await;
+    }
+    for (n, _) in &nodes {
+        assert_eq!(n.status().dht_records, keys_of(&n.peer_id()), "records held by {}", n.peer_id());
+    }
+    // Blocks 0 and 2 shared, 3 bits away.
+    let near = hash ^ 0b101 ^ (1 << 40);
+    let ask = |n: &NetworkHandle, h: u64| {
+        let n = n.clone();
+        tokio::task::spawn_blocking(move || {
+            n.find_duplicate_blocking(h, 3, "https://b.test/story", Duration::from_secs(15))
+        })
+    };
+    let first_owner = owners(&records::keys(hash)[0])[0];
+    let asker = nodes.iter().map(|(n, _)| n.clone()).find(|n| n.peer_id() != first_owner).unwrap();
+    assert_eq!(ask(&asker, near).await.unwrap(), Some((entry.clone(), 3)));
+    assert_eq!(ask(&asker, !hash).await.unwrap(), None);
+
+    // The first owner of block 0 stops without a word: its monitors declare it dead, the others
+    // agree again, and the record is still found (its next owner holds it).
+    let i = nodes.iter().position(|(n, _)| n.peer_id() == first_owner).unwrap();
+    let (gone, gone_task) = nodes.remove(i);
     gone.stop();
     gone_task.await.unwrap();
     let gone_id = gone.peer_id().to_string();
@@ -75,6 +106,8 @@ async fn five_nodes_agree_on_members_and_owners_and_notice_one_leaving() {
         assert_ne!(owner.to_string(), gone_id);
         assert!(rings.iter().all(|r| r.owner(&host) == Some(owner)));
     }
+    assert_eq!(ask(&asker, near).await.unwrap(), Some((entry, 3)));
+    assert_eq!(asker.status().dht_lookups, 3, "{:?}", asker.status());
     for (n, task) in nodes {
         n.stop();
         task.await.unwrap();
@@ -597,139 +630,97 @@ async fn a_member_back_from_a_crash_takes_the_hand_off_of_one_that_left_while_it
 
 /// A bare Kademlia peer that asks `target` to store `records`, as fast as it can; returns when
 /// they are all answered or its connection is closed.
-async fn raw_put(target: &str, records: Vec<libp2p::kad::Record>) {
-    let n = records.len();
-    raw_kad(target, n, move |kad, peer| {
-        for r in records {
-            kad.put_record_to(r, std::iter::once(peer), libp2p::kad::Quorum::One);
-        }
-    })
-    .await;
-}
-
-/// A bare Kademlia peer that knows `target` alone and runs `start` once connected; returns when
-/// `queries` of its record stores or provider announcements are over (and what they send is
-/// sent), or its connection is closed.
-async fn raw_kad(
+/// A bare libp2p peer that speaks only `/weft/records/1`: once connected it sends `requests`,
+/// eight in flight at a time (as fast as the node answers), and returns the replies that came
+/// back, and whether its connection was closed.
+async fn raw_records(
     target: &str,
-    queries: usize,
-    start: impl FnOnce(&mut libp2p::kad::Behaviour<libp2p::kad::store::MemoryStore>, libp2p::PeerId),
-) {
+    requests: Vec<weft_p2p::records::RecordRequest>,
+) -> (Vec<weft_p2p::records::RecordReply>, bool) {
     use futures::StreamExt;
-    use libp2p::kad;
+    use libp2p::request_response::{self, ProtocolSupport};
     use libp2p::swarm::SwarmEvent;
+    use weft_p2p::codec::{Codec, Frame};
     let mut swarm = libp2p::SwarmBuilder::with_new_identity()
         .with_tokio()
         .with_tcp(libp2p::tcp::Config::default(), libp2p::noise::Config::new, libp2p::yamux::Config::default)
         .unwrap()
-        .with_behaviour(|key| {
-            let peer = key.public().to_peer_id();
-            let config = kad::Config::new(weft_p2p::behaviour::KAD_PROTOCOL);
-            let mut kad = kad::Behaviour::with_config(peer, kad::store::MemoryStore::new(peer), config);
-            kad.set_mode(Some(kad::Mode::Client));
-            kad
+        .with_behaviour(|_| {
+            request_response::Behaviour::with_codec(
+                Codec::<weft_p2p::records::RecordWire>::new().0,
+                [(weft_p2p::behaviour::RECORDS_PROTOCOL, ProtocolSupport::Outbound)],
+                request_response::Config::default(),
+            )
         })
         .unwrap()
         .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(60)))
         .build();
     let addr: libp2p::Multiaddr = target.parse().unwrap();
     let Some(libp2p::multiaddr::Protocol::P2p(peer)) = addr.iter().last() else { panic!("{target}") };
-    swarm.behaviour_mut().add_address(&peer, addr.clone());
     swarm.dial(addr).unwrap();
-    let mut left = queries;
-    let mut start = Some(start);
+    let mut requests = requests.into_iter();
+    let (mut in_flight, mut replies, mut closed) = (0, Vec::new(), false);
     let _ = tokio::time::timeout(Duration::from_secs(60), async {
         loop {
             match swarm.select_next_some().await {
-                SwarmEvent::ConnectionEstablished { .. } => {
-                    if let Some(start) = start.take() {
-                        start(swarm.behaviour_mut(), peer);
-                    }
-                }
-                SwarmEvent::Behaviour(kad::Event::OutboundQueryProgressed {
-                    result: kad::QueryResult::PutRecord(_) | kad::QueryResult::StartProviding(_),
+                SwarmEvent::ConnectionEstablished { .. } => {}
+                SwarmEvent::Behaviour(request_response::Event::Message {
+                    message: request_response::Message::Response { response, .. },
                     ..
                 }) => {
-                    left -= 1;
-                    if left == 0 {
-                        break;
-                    }
+                    replies.push(response);
+                    in_flight -= 1;
                 }
-                SwarmEvent::ConnectionClosed { num_established: 0, .. } => break,
-                _ => {}
+                SwarmEvent::Behaviour(request_response::Event::OutboundFailure { .. }) => in_flight -= 1,
+                SwarmEvent::ConnectionClosed { num_established: 0, .. } => {
+                    closed = true;
+                    break;
+                }
+                _ => continue,
+            }
+            while in_flight < 8 {
+                let Some(r) = requests.next() else { break };
+                swarm.behaviour_mut().send_request(&peer, Frame::Request(r));
+                in_flight += 1;
+            }
+            if in_flight == 0 {
+                break;
             }
         }
     })
     .await;
-    // A provider announcement has no answer: its query is over once the announcements are
-    // handed to the connection, which must live on to send them.
-    let _ = tokio::time::timeout(Duration::from_secs(2), async {
-        loop {
-            swarm.select_next_some().await;
-        }
-    })
-    .await;
+    (replies, closed)
 }
 
-/// Weft provides nothing in the DHT (a question finds the owners of its cells on the ring), so
-/// a provider announcement is never stored; earlier nodes announced semantic buckets, so it is
-/// counted as refused and its sender is not banned.
+/// Record requests are bounded, attributable and rate-limited: an entry a peer attributes to
+/// another bans it; a stranger's lookups are answered `NotMember` (nothing a node holds is
+/// told to a peer outside its network), and a flood of them over the sender's rate is refused
+/// and then banned. (The memory attack this guards against: one peer once had a node store
+/// 50,000 records of 8 KiB.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn provider_announcements_are_not_stored_and_do_not_ban() {
-    let (n, n_task, _) = recording_node(vec![]).await;
-    let addr = crate::tcp_addr(&n).await;
-    let keys = 5;
-    raw_kad(&addr, keys, |kad, _| {
-        for i in 0..keys as u8 {
-            kad.start_providing(libp2p::kad::RecordKey::new(&[b'w', i])).unwrap();
-        }
-    })
-    .await;
-    within(10, "the announcements refused", n.wait_for(|s| s.dht_refused == keys as u64)).await;
-    assert_eq!(n.status().banned_peers, 0, "an announcement is not a fault");
-    n.stop();
-    n_task.await.unwrap();
-}
-
-/// The DHT memory attack: one peer asked a node to store 50,000 records of 8 KiB (RSS 612 →
-/// 1,002 MB, no ban). Records under keys that are not Weft's get their sender banned at once;
-/// a flood of well-formed records is refused over the sender's rate and banned.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dht_stores_take_only_weft_records_at_a_bounded_rate() {
-    use libp2p::kad::{Record, RecordKey};
-    use weft_p2p::records::{self, DupEntry};
+async fn record_requests_are_attributable_and_rate_limited() {
+    use weft_p2p::records::{DupEntry, RecordReply, RecordRequest};
     let (n, n_task, _) = recording_node(vec![]).await;
     let addr = crate::tcp_addr(&n).await;
 
-    // Garbage: random 32-byte keys, 8 KiB values.
-    let garbage: Vec<Record> = (0..200u32)
-        .map(|i| Record::new(RecordKey::new(&blake3::hash(&i.to_be_bytes()).as_bytes().to_vec()), vec![0x5a; 8000]))
-        .collect();
-    raw_put(&addr, garbage).await;
-    within(10, "the sender banned", n.wait_for(|s| s.banned_peers == 1)).await;
-    let refused = n.status().dht_refused;
-    assert!((1..=200).contains(&refused), "{refused}");
+    let forged = DupEntry { simhash: 1, url: "http://a.test/".into(), peer: n.peer_id().to_string(), time: 1 };
+    let (replies, closed) = raw_records(&addr, vec![RecordRequest::Put { entry: forged }]).await;
+    assert!(replies.is_empty() && closed, "{replies:?}");
+    within(10, "the forger banned", n.wait_for(|s| s.banned_peers == 1)).await;
+    assert_eq!(n.status().dht_records, 0);
 
-    // Well-formed records, as fast as a peer can send them: over the rate, then banned.
-    let entries: Vec<DupEntry> = (0..records::MAX_ENTRIES)
-        .map(|i| DupEntry {
-            simhash: i as u64,
-            url: format!("http://a.test/{}", "x".repeat(400)),
-            peer: "p".into(),
-            time: 1,
-        })
-        .collect();
-    let value = records::encode(&entries);
-    assert!(value.len() > 6000 && value.len() <= records::MAX_RECORD_BYTES);
-    let flood: Vec<Record> = (0..(weft_p2p::network::DHT_FLOOD as u16 + 800))
-        .map(|i| Record::new(RecordKey::new(&records::block_key((i % 4) as u8, i)), value.clone()))
-        .collect();
-    raw_put(&addr, flood).await;
-    // A ceiling, not a goal: the records are all sent; the node judges each in turn (20 s ran
-    // out once with two test binaries and a build beside it, load average above 10).
+    let (replies, closed) = raw_records(&addr, vec![RecordRequest::Get { hash: 1 }]).await;
+    assert_eq!((replies, closed), (vec![RecordReply::NotMember], false));
+
+    // As fast as a peer can send them: refused over the rate, then banned.
+    let flood = (0..weft_p2p::network::DHT_FLOOD as u64 + 400).map(|hash| RecordRequest::Get { hash }).collect();
+    let (replies, closed) = raw_records(&addr, flood).await;
+    assert!(closed, "the flooder's connection is closed");
+    assert!(replies.contains(&RecordReply::Busy), "over the rate: Busy");
+    // A ceiling, not a goal: the node judges each request in turn.
     within(60, "the flooder banned", n.wait_for(|s| s.banned_peers == 2)).await;
     let s = n.status();
-    assert!(s.dht_refused >= refused + u64::from(weft_p2p::network::DHT_FLOOD), "{s:?}");
+    assert!(s.dht_refused >= 2 + u64::from(weft_p2p::network::DHT_FLOOD), "{s:?}");
     n.stop();
     n_task.await.unwrap();
 }

@@ -1,5 +1,5 @@
 //! A story syndicated on two hosts that belong to different nodes is indexed once in the
-//! network: the second node finds the first one's fingerprint in the DHT (real libp2p over
+//! network: the second node finds the first one's fingerprint on its blocks' owners (real libp2p over
 //! loopback, the real embedding model) and records its copy as an alias without embedding it.
 
 use crate::common;
@@ -57,7 +57,7 @@ async fn a_syndicated_story_is_indexed_once_in_the_network() {
     })
     .await
     .expect("node 0 indexes and publishes");
-    // Node 1 can see it in the DHT (the publication is a read-merge-write; wait for the write).
+    // Node 1 can see it (the publication is a request to each owner; wait for it to be kept).
     let url_a = server.url(&a, "/story");
     let hash = weft_index::dedup::simhash(&weft_extract_text(&story("x"))).unwrap();
     let probe = net1.clone();
@@ -76,9 +76,9 @@ async fn a_syndicated_story_is_indexed_once_in_the_network() {
         }
     })
     .await
-    .expect("the fingerprint reaches the DHT");
+    .expect("the fingerprint reaches its owners");
 
-    // The copy on node 1's host: found in the DHT, recorded as an alias, not embedded.
+    // The copy on node 1's host: found on the owners, recorded as an alias, not embedded.
     crawler.add_seeds(&[server.url(&b, "/story")]).await;
     tokio::time::timeout(Duration::from_secs(60), async {
         while index1.status().pages_aliased + index1.status().pages_indexed < 1 {
