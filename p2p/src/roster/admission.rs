@@ -72,6 +72,13 @@ impl Admission {
         Admission { arrived: now, stage: Stage::Probation { until: now + roster.probation(now) } }
     }
 
+    /// A member whose own join turned out short of sponsors (it pulled a young roster before
+    /// another newcomer was admitted ahead of it): it has served its probation, so it asks
+    /// again at once — its sponsors judge the probation from their own meeting with it.
+    pub fn ask_again(now: u64) -> Admission {
+        Admission { arrived: now, stage: Stage::Probation { until: now } }
+    }
+
     pub fn stage(&self) -> &Stage {
         &self.stage
     }

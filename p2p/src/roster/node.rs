@@ -313,13 +313,19 @@ impl RosterNode {
         out
     }
 
-    /// Whether every would-be sponsor this node is connected to has met it for the probation
-    /// it asks for (one second of margin for the two clocks' rounding).
+    /// Whether to ask now: every would-be sponsor this node is connected to has met it for
+    /// the probation (one second of margin for the two clocks' rounding), and enough of them
+    /// are connected. A sponsor counts the probation from their meeting, which may come after
+    /// this node's arrival (a member it had to ask the address of, or one admitted just before
+    /// it in a young network): asked sooner, it declines, and the request waits
+    /// `ASK_AGAIN_AFTER` for the signatures it lacks.
     fn sponsors_ready(&self, now: u64) -> bool {
-        self.roster
-            .successors(&self.me, MONITORS)
-            .iter()
-            .all(|sponsor| self.sponsoring.met_since(sponsor).is_none_or(|met| now > met + self.roster.probation(met)))
+        let sponsors = self.roster.successors(&self.me, MONITORS);
+        let ready =
+            |sponsor: &PeerId| self.sponsoring.met_since(sponsor).map(|met| now > met + self.roster.probation(met));
+        let enough = sponsors.iter().filter(|s| ready(s) == Some(true)).count()
+            >= self.roster.sponsors_needed(now).min(sponsors.len());
+        enough && sponsors.iter().all(|s| ready(s) != Some(false))
     }
 
     /// This node's answer to `request` from `from`, whose connection comes from address block
@@ -503,7 +509,7 @@ impl RosterNode {
             });
             if short {
                 tracing::info!("this node's join lacks sponsors the roster now asks for: asking again");
-                self.admission = Admission::rejoin(&self.roster, now);
+                self.admission = Admission::ask_again(now);
             }
             return;
         }
