@@ -6,7 +6,8 @@
 //! - `join:K@T` — K new nodes join at T;
 //! - `leave:N@T` — SIGTERM node N, never back.
 //!
-//! Times are seconds (`90s`, or a bare `90`) or minutes (`2m`) from the start of the run.
+//! Times are seconds (`90s`, or a bare `90`) or minutes (`2m`) from the start of the crawl:
+//! when the node given the seeds starts, once the others formed a network.
 
 use std::time::Duration;
 

@@ -75,7 +75,8 @@ enum Command {
         /// Longest run, e.g. 300s or 5m.
         #[arg(long, default_value = "300s")]
         duration: String,
-        /// e.g. kill:3@60s,restart:3@90s,join:2@120s,leave:1@150s
+        /// Timed from the crawl's start (the seeds node's), e.g.
+        /// kill:3@60s,restart:3@90s,join:2@120s,leave:1@150s
         #[arg(long, default_value = "")]
         churn: String,
         #[arg(long)]
@@ -125,7 +126,7 @@ enum Command {
         news_sites: usize,
         #[arg(long, default_value_t = 12)]
         news_articles: usize,
-        /// The schedules' events start this far into a run ...
+        /// The schedules' events start this far into the crawl ...
         #[arg(long, default_value = "10s")]
         from: String,
         /// ... and by this far (a restart or leave may follow its kill up to 90 s later).

@@ -23,6 +23,8 @@ pub struct SeedRun {
     pub repeats_unexplained: usize,
     pub politeness_violations: usize,
     pub secs: f64,
+    /// How long the first members took to form a network, before the schedule's clock started.
+    pub formed_secs: f64,
     /// What broke the invariant; empty when it held.
     pub broken: Vec<String>,
 }
@@ -37,7 +39,7 @@ pub struct Window {
 /// The sweep as shipped: five nodes, ten manual hosts (every pathology but the mirrors'
 /// second half) and two news sites (196 reachable pages; the churn, not the size, is the
 /// question), the default node configuration, 400 s at most per run (a bound: a run ends once
-/// everything is fetched); schedules within 10–60 s of the start.
+/// everything is fetched); schedules within 10–60 s of the crawl's start.
 pub fn standard(weft: PathBuf, work_dir: PathBuf, models: PathBuf) -> (RunSpec, Window) {
     let spec = RunSpec {
         weft,
@@ -90,6 +92,7 @@ pub async fn sweep(
                     repeats_unexplained: 0,
                     politeness_violations: 0,
                     secs: 0.0,
+                    formed_secs: 0.0,
                     broken: vec![format!("the run could not be carried out: {e}")],
                 };
                 done(&run);
@@ -107,6 +110,7 @@ pub async fn sweep(
             repeats_unexplained: w.duplicate_fetches,
             politeness_violations: w.politeness_violations.len(),
             secs: report.elapsed_secs,
+            formed_secs: report.formed_secs,
             broken: schedule::verdict(w),
         };
         done(&run);
@@ -118,7 +122,7 @@ pub async fn sweep(
 /// One line per seed, for a terminal or a log.
 pub fn line(r: &SeedRun) -> String {
     format!(
-        "seed {:>3}  {}  {}/{} pages  {} repeats after kills, {} unexplained  {} politeness  {:.0} s  [{}]",
+        "seed {:>3}  {}  {}/{} pages  {} repeats after kills, {} unexplained  {} politeness  {:.0} s (formed in {:.0})  [{}]",
         r.seed,
         if r.broken.is_empty() { "ok  " } else { "FAIL" },
         r.covered,
@@ -127,6 +131,7 @@ pub fn line(r: &SeedRun) -> String {
         r.repeats_unexplained,
         r.politeness_violations,
         r.secs,
+        r.formed_secs,
         r.churn
     )
 }

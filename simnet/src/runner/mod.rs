@@ -4,8 +4,9 @@
 //! Each node is one `weft start` process with its own data dir, API port and p2p port (kept
 //! across restarts, so node 0's bootstrap address stays valid), fetching with the User-Agent
 //! `WeftSim<n>/1.0` so the server's log tells the nodes apart. Node 0 starts first; every
-//! other node bootstraps from it. Every initial node is given every host's root as a seed:
-//! seeds of hosts a node does not own travel to their owner like any discovered URL.
+//! other node bootstraps from it. The last initial node is given every host's root as a seed,
+//! once the others formed a network: seeds of hosts it does not own travel to their owner like
+//! any discovered URL. The crawl, and the churn schedule's clock, start with it.
 //!
 //! Churn (see [`crate::churn`]): `kill` is SIGKILL (no goodbye: its monitors declare it
 //! dead), `restart` starts the same node on the same data dir, `join` adds fresh nodes,
@@ -440,6 +441,10 @@ pub async fn run_with(
         sim.members(spec.nodes - 1, patience).await?;
         sim.add_node(true)?;
     }
+    // The schedule counts from here: events due while the first members were still forming
+    // would otherwise fire at once as the crawl starts (a leave of the seeds node as it
+    // started: its seeds never left it).
+    let crawl_started = Instant::now();
 
     let mut marks = Vec::new();
     let mut pending: std::collections::VecDeque<Event> = spec.churn.iter().copied().collect();
@@ -452,7 +457,7 @@ pub async fn run_with(
         tick.tick().await;
         let elapsed = started.elapsed();
         let mut events = Vec::new();
-        while pending.front().is_some_and(|e| e.at <= elapsed) {
+        while pending.front().is_some_and(|e| e.at <= crawl_started.elapsed()) {
             let event = pending.pop_front().expect("an event");
             let what = sim.apply(event.action).await?;
             marks.push(Mark { at_secs: started.elapsed().as_secs_f64(), event: what.clone() });
@@ -665,6 +670,7 @@ pub async fn run_with(
             index: spec.index,
         },
         elapsed_secs: elapsed.as_secs_f64(),
+        formed_secs: crawl_started.saturating_duration_since(started).as_secs_f64(),
         web: judged,
         urls_exchanged: nodes.iter().map(|n| n.urls_sent).sum(),
         dht_messages: nodes.iter().map(|n| n.dht_lookups + n.dht_published).sum(),

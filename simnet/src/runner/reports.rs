@@ -212,6 +212,9 @@ pub struct SpecSummary {
 pub struct RunReport {
     pub spec: SpecSummary,
     pub elapsed_secs: f64,
+    /// Seconds from the first node's start until every initial node but the seeds node was a
+    /// member: when the crawl, and the churn schedule's clock, started.
+    pub formed_secs: f64,
     /// The server-side truth: coverage, duplicates, lost URLs, politeness.
     pub web: Report,
     pub nodes: Vec<NodeReport>,
