@@ -494,7 +494,7 @@ pub async fn receive(
     handover: Handover,
     mut inbound: tokio::sync::mpsc::Receiver<Inbound>,
 ) {
-    while let Some(Inbound { urls, reply, from, handoff }) = inbound.recv().await {
+    while let Some(Inbound { urls, forward, reply, from, handoff }) = inbound.recv().await {
         // URLs of this node's own outbox that came back (the ring changed) are queued here now.
         let returned: Vec<String> = urls.iter().map(|u| u.url.clone()).collect();
         let mut done = Vec::new();
@@ -526,16 +526,27 @@ pub async fn receive(
         if invalid > 0 {
             crawler.count_received_invalid(invalid);
         }
+        // The batch's URLs for other members' hosts: the network sends them on once they are
+        // on disk here (the queue's flush below covers the journal), for once the batch is
+        // acknowledged they are this node's to deliver.
+        if let Err(e) = crate::storage::blocking(|| journal.insert(&forward)) {
+            tracing::error!("outbox journal: {e}");
+            continue;
+        }
         let (accepted, sent_on) = match (crawler.mark_done(done).await, crawler.add_owned(candidates).await) {
             (Ok((d, mut done_on)), Ok((q, sent_on))) => {
                 done_on.extend(sent_on);
                 (d + q, done_on)
             }
             // Not on disk: no acknowledgement (the sender keeps the URLs and sends them again).
-            _ => continue,
+            _ => {
+                crate::storage::blocking(|| journal.remove(forward.iter().map(|u| u.url.as_str())));
+                continue;
+            }
         };
         // Those sent on to their owner stay journaled until it acknowledges them.
-        let sent_on: HashSet<&str> = sent_on.iter().map(String::as_str).collect();
+        let sent_on: HashSet<&str> =
+            sent_on.iter().map(String::as_str).chain(forward.iter().map(|u| u.url.as_str())).collect();
         crate::storage::blocking(|| {
             journal.remove(returned.iter().map(String::as_str).filter(|u| !sent_on.contains(u)))
         });

@@ -243,7 +243,7 @@ pub use status::{Joining, NetworkStatus};
 use status::{Latencies, Shown};
 
 /// A received batch waiting for the node to queue its URLs: the answer goes out when it has.
-type PendingReply = BoxFuture<'static, (ResponseChannel<BatchReply>, u32, u32, Option<u32>)>;
+type PendingReply = BoxFuture<'static, urls::Taken>;
 
 struct EventLoop {
     swarm: Swarm<Behaviour>,
@@ -374,21 +374,12 @@ impl EventLoop {
                     let me = *self.swarm.local_peer_id();
                     self.outbox.mark_handoff(joined);
                     let mine = self.outbox.route(batch, 0, self.members.ring(), &me, std::time::Instant::now());
-                    self.deliver(mine, None, None, false);
+                    self.deliver(mine, None, false);
                     self.flush(now);
                 }
                 _ = flush => self.flush(false),
                 Some(command) = commands.recv() => self.on_command(command),
-                Some((channel, forwarded, rejected, queued)) = self.replies.next(), if !self.replies.is_empty() => {
-                    let reply = match queued {
-                        Some(accepted) => {
-                            self.counts.received += u64::from(accepted);
-                            BatchReply::Ack { accepted, forwarded, rejected }
-                        }
-                        None => BatchReply::Busy,
-                    };
-                    let _ = self.swarm.behaviour_mut().urls.send_response(channel, reply);
-                }
+                Some(taken) = self.replies.next(), if !self.replies.is_empty() => self.answer(taken),
                 _ = stop.changed() => {
                     self.save_members();
                     break;

@@ -47,6 +47,12 @@ pub(super) enum Command {
 #[derive(Debug)]
 pub struct Inbound {
     pub urls: Vec<WireUrl>,
+    /// URLs of the same batch whose hosts other members own (the sender's ring was stale, or a
+    /// newcomer's seeds taken by its would-be monitor): the node stores them durably (its
+    /// outbox journal) before it replies, and the network sends them on once it has, reporting
+    /// them acknowledged like the node's own. Acknowledged to the sender while only in memory,
+    /// they were lost with a node killed before it reached their owner.
+    pub forward: Vec<WireUrl>,
     pub from: Option<PeerId>,
     /// Send how many were queued; the sender's batch is acknowledged then.
     pub reply: Option<oneshot::Sender<u32>>,

@@ -4,51 +4,87 @@
 
 use super::*;
 
+/// A batch from another member, or handed over by one, that the node is queueing.
+pub(super) struct Received {
+    peer: PeerId,
+    channel: ResponseChannel<BatchReply>,
+    /// URLs whose hosts other members own: stored by the node, then sent on with `hops`.
+    forward: Vec<WireUrl>,
+    hops: u8,
+    rejected: u32,
+}
+
+/// A received batch the node has answered for: `queued` is how many URLs it took (None: it
+/// could not store them, and the sender tries again).
+pub(super) struct Taken {
+    received: Received,
+    queued: Option<u32>,
+}
+
 impl EventLoop {
-    /// Hands URLs to the node; a received batch is answered once they are queued.
-    pub(super) fn deliver(
-        &mut self,
-        urls: Vec<WireUrl>,
-        from: Option<(PeerId, ResponseChannel<BatchReply>)>,
-        counts: Option<(u32, u32)>,
-        handoff: bool,
-    ) {
-        let (forwarded, rejected) = counts.unwrap_or((0, 0));
+    /// Hands URLs to the node: `mine` to queue and, for a received batch, `forward` to store
+    /// before the batch is answered (see [`Inbound::forward`]).
+    pub(super) fn deliver(&mut self, urls: Vec<WireUrl>, from: Option<Received>, handoff: bool) {
         let (reply_tx, reply_rx) = oneshot::channel();
-        let (peer, channel) = match from {
-            Some((p, c)) => (Some(p), Some(c)),
-            None => (None, None),
-        };
-        if urls.is_empty() && !handoff {
-            if let Some(channel) = channel {
-                let ack = BatchReply::Ack { accepted: 0, forwarded, rejected };
-                let _ = self.swarm.behaviour_mut().urls.send_response(channel, ack);
-            }
-            return;
-        }
-        let wants_reply = channel.is_some();
-        let inbound = Inbound { urls, from: peer, reply: wants_reply.then_some(reply_tx), handoff };
-        match self.inbound.try_send(inbound) {
-            Ok(()) => {
-                if let Some(channel) = channel {
-                    self.replies.push(Box::pin(async move { (channel, forwarded, rejected, reply_rx.await.ok()) }));
+        let Some(received) = from else {
+            if !urls.is_empty() {
+                let inbound = Inbound { urls, forward: Vec::new(), from: None, reply: None, handoff };
+                if let Err(e) = self.inbound.try_send(inbound) {
+                    tracing::debug!("URLs not delivered to the node: {e}");
                 }
             }
+            return;
+        };
+        if urls.is_empty() && received.forward.is_empty() && !handoff {
+            let ack = BatchReply::Ack { accepted: 0, forwarded: 0, rejected: received.rejected };
+            let _ = self.swarm.behaviour_mut().urls.send_response(received.channel, ack);
+            return;
+        }
+        let inbound = Inbound {
+            urls,
+            forward: received.forward.clone(),
+            from: Some(received.peer),
+            reply: Some(reply_tx),
+            handoff,
+        };
+        match self.inbound.try_send(inbound) {
+            Ok(()) => self.replies.push(Box::pin(async move { Taken { received, queued: reply_rx.await.ok() } })),
             Err(e) => {
                 // The node is behind (or gone): the sender keeps the batch and retries.
                 tracing::debug!("URLs not delivered to the node: {e}");
-                if let Some(channel) = channel {
-                    let _ = self.swarm.behaviour_mut().urls.send_response(channel, BatchReply::Busy);
-                }
+                let _ = self.swarm.behaviour_mut().urls.send_response(received.channel, BatchReply::Busy);
             }
         }
+    }
+
+    /// Answers a received batch once the node has it: the URLs for other members' hosts, now
+    /// stored, go on to their owners.
+    pub(super) fn answer(&mut self, taken: Taken) {
+        let Taken { received, queued } = taken;
+        let reply = match queued {
+            Some(accepted) => {
+                self.counts.received += u64::from(accepted);
+                let forwarded = received.forward.len() as u32;
+                if forwarded > 0 {
+                    tracing::debug!(from = %received.peer, urls = forwarded, "stored; passing URLs on to their hosts' owners");
+                    let me = *self.swarm.local_peer_id();
+                    let now = std::time::Instant::now();
+                    let back = self.outbox.route(received.forward, received.hops, self.members.ring(), &me, now);
+                    // Owned here by now (the ring changed meanwhile): queued like a batch's own.
+                    self.deliver(back, None, false);
+                }
+                BatchReply::Ack { accepted, forwarded, rejected: received.rejected }
+            }
+            None => BatchReply::Busy,
+        };
+        let _ = self.swarm.behaviour_mut().urls.send_response(received.channel, reply);
     }
 
     /// Sends the batches that are due.
     pub(super) fn flush(&mut self, all: bool) {
         let me = *self.swarm.local_peer_id();
         let due = self.outbox.due(self.members.ring(), &me, std::time::Instant::now(), all);
-        self.deliver(due.mine, None, None, false);
+        self.deliver(due.mine, None, false);
         // On its way in this node is no member of the owners' rosters: its URLs go to a
         // would-be monitor, which takes a newcomer's (see `RosterNode::watching_newcomer`).
         let via = self.roster.node.newcomer_via();
@@ -130,6 +166,7 @@ impl EventLoop {
             }
             batch.handoff = false;
             self.counts.from_newcomers += batch.urls.len() as u64;
+            tracing::debug!(%peer, urls = batch.urls.len(), "took a newcomer's URLs");
         }
         let mut valid = Vec::with_capacity(batch.urls.len());
         let mut rejected = 0u32;
@@ -152,16 +189,15 @@ impl EventLoop {
         let (mine, others): (Vec<WireUrl>, Vec<WireUrl>) = valid.into_iter().partition(|u| {
             u.ring_host().and_then(|h| self.members.ring().owner(&h).map(|o| *o == me)).unwrap_or(false)
         });
-        let mut forwarded = 0u32;
-        if batch.hops < MAX_HOPS {
-            forwarded = others.len() as u32;
-            let back = self.outbox.route(others, batch.hops + 1, self.members.ring(), &me, now);
-            debug_assert!(back.is_empty());
+        let forward = if batch.hops < MAX_HOPS {
+            others
         } else {
             rejected += others.len() as u32;
-        }
-        self.counts.forwarded += u64::from(forwarded);
+            Vec::new()
+        };
+        self.counts.forwarded += forward.len() as u64;
         self.counts.rejected += u64::from(rejected);
-        self.deliver(mine, Some((peer, channel)), Some((forwarded, rejected)), batch.handoff);
+        let received = Received { peer, channel, forward, hops: batch.hops.saturating_add(1), rejected };
+        self.deliver(mine, Some(received), batch.handoff);
     }
 }

@@ -343,20 +343,31 @@ pub(super) async fn recording_node_with(
     key: libp2p::identity::Keypair,
     config: NetworkConfig,
 ) -> (NetworkHandle, tokio::task::JoinHandle<()>, Recorded) {
+    let (n, task, got, _) = forwarding_node(key, config).await;
+    (n, task, got)
+}
+
+/// A recording node that also records the URLs it is given to store and pass on to their
+/// owners ([`weft_p2p::Inbound::forward`]).
+async fn forwarding_node(
+    key: libp2p::identity::Keypair,
+    config: NetworkConfig,
+) -> (NetworkHandle, tokio::task::JoinHandle<()>, Recorded, Recorded) {
     let started = weft_p2p::start(key, config).unwrap();
     let (n, task, mut inbound) = (started.handle, started.task, started.inbound);
-    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let seen = got.clone();
+    let (got, forwarded) = (Recorded::default(), Recorded::default());
+    let (seen, passed) = (got.clone(), forwarded.clone());
     tokio::spawn(async move {
         while let Some(i) = inbound.recv().await {
             let count = i.urls.len() as u32;
             seen.lock().unwrap().extend(i.urls);
+            passed.lock().unwrap().extend(i.forward);
             if let Some(reply) = i.reply {
                 let _ = reply.send(count);
             }
         }
     });
-    (n, task, got)
+    (n, task, got, forwarded)
 }
 
 /// The page-suppression attack: URLs sent as done are marked seen by their receiver and never
@@ -464,13 +475,16 @@ async fn a_founder_restarted_without_bootstrap_peers_finds_its_network_through_t
 /// A newcomer's seeds do not wait out its probation (the churn sweep's seed 2: a newcomer given
 /// the seeds, killed, restarted and leaving before it is admitted): its would-be monitors take
 /// its page URLs (within an allowance all newcomers share) and route them to the owners; its
-/// "done" is refused like any non-owner's.
+/// "done" is refused like any non-owner's. The monitor acknowledges them only once its node
+/// holds those it passes on (the churn sweep's seed 29: a monitor killed before it reached
+/// their owner took a newcomer's seeds with it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_newcomer_on_its_probation_hands_its_urls_to_a_would_be_monitor() {
     use weft_p2p::exchange::{UrlKind, WireUrl};
-    let (a, a_task, got_a) = recording_node(vec![]).await;
+    let key = libp2p::identity::Keypair::generate_ed25519;
+    let (a, a_task, got_a, passed_a) = forwarding_node(key(), config(vec![])).await;
     let addr = crate::tcp_addr(&a).await;
-    let (b, b_task, got_b) = recording_node(vec![addr.clone()]).await;
+    let (b, b_task, got_b, passed_b) = forwarding_node(key(), config(vec![addr.clone()])).await;
     for m in [&a, &b] {
         within(60, "two members", m.wait_for(|s| s.members.len() == 2 && s.roster.stage == "member")).await;
     }
@@ -500,6 +514,15 @@ async fn a_newcomer_on_its_probation_hands_its_urls_to_a_would_be_monitor() {
     let (sa, sb) = (a.status(), b.status());
     assert_eq!(sa.urls_from_newcomers + sb.urls_from_newcomers, hosts.len() as u64 + 1, "{sa:?}\n{sb:?}");
     assert_eq!(sa.done_refused + sb.done_refused, 1);
+    // The monitor c sent to kept its own hosts' and gave its node the others' to store before
+    // acknowledging: exactly the URLs that reached the other member.
+    let urls = |r: &Recorded| -> std::collections::BTreeSet<String> {
+        r.lock().unwrap().iter().map(|u| u.url.clone()).collect()
+    };
+    let (via_a, via_b) = (!passed_a.lock().unwrap().is_empty(), !passed_b.lock().unwrap().is_empty());
+    assert!(via_a != via_b, "one monitor took c's URLs: {passed_a:?} {passed_b:?}");
+    let (passed, reached) = if via_a { (urls(&passed_a), urls(&got_b)) } else { (urls(&passed_b), urls(&got_a)) };
+    assert_eq!(passed, reached);
     // Each host reached the owner both rings name.
     let ring = a.ring();
     for u in got_a.lock().unwrap().iter() {
