@@ -1,6 +1,7 @@
 //! The event loop's part of URL exchange: batches out to their hosts' owners (retried, re-routed
 //! on refusal) and batches in (rate-limited, checked, a stranger's refused, "done" only from a
-//! host's owner, the rest forwarded), acknowledged once the node has queued them.
+//! host's owner, the rest forwarded), acknowledged once the node has queued them and stored
+//! those it passes on.
 
 use super::*;
 
