@@ -133,6 +133,12 @@ def main():
             print(f"\n==> {label} ({os.path.basename(exe)})", flush=True)
         return e, run(exe, pkg_dir, args, o.bound, f"[{label}] " if tagged else "")
 
+    # Each network turn is written down as it ends (weft_simnet::failures::turns_log).
+    turns = os.path.join(os.environ.get("CARGO_TARGET_DIR")
+                         or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "target"),
+                         "network-turns.tsv")
+    if os.path.exists(turns):
+        os.remove(turns)
     wall = time.monotonic()
     with ThreadPoolExecutor(max_workers=o.jobs) as pool:
         for (pkg_name, pkg_dir, exe, label, _), (code, lines, secs) in pool.map(one, found):
@@ -170,6 +176,17 @@ def main():
     print("slowest tests:")
     for label, test, _, secs in sorted(results, key=lambda r: -r[3])[:10]:
         print(f"  {secs:8.1f} s  {label} {test}")
+    if os.path.exists(turns):
+        held = []
+        with open(turns) as f:
+            for line in f:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) == 3:
+                    held.append((float(parts[2]), float(parts[1]), parts[0]))
+        # One network at a time: what the turns held is the suite's floor on any machine.
+        print(f"network turns: {len(held)}, held {sum(h for h, _, _ in held):.0f} s in all, one after another:")
+        for h, w, test in sorted(held, reverse=True)[:10]:
+            print(f"  {h:8.1f} s  {test} (waited {w:.0f} s)")
     print("binaries (wall time):")
     for label, secs, code, ran in sorted(binaries, key=lambda b: -b[1]):
         if ran or code != 0:

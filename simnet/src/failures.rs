@@ -55,6 +55,7 @@ impl WorkDir {
 /// runs several test binaries at once and each crate's tests share one process.
 pub fn one_network_at_a_time() -> NetworkTurn {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let asked = std::time::Instant::now();
     let in_process = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let path = network_lock();
     if let Some(dir) = path.parent() {
@@ -72,7 +73,15 @@ pub fn one_network_at_a_time() -> NetworkTurn {
         let e = std::io::Error::last_os_error();
         assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "the network lock {}: {e}", path.display());
     }
-    NetworkTurn { _file: file, _in_process: in_process }
+    let test = std::thread::current().name().unwrap_or("unnamed").to_string();
+    NetworkTurn { _file: file, _in_process: in_process, test, asked, got: std::time::Instant::now() }
+}
+
+/// Where each network turn is written down when it ends, a line each: the test, the seconds it
+/// waited for its turn and the seconds it held it. The turns run one after another, so what
+/// they held is the suite's floor; the runner sums them (`scripts/run_tests.py`).
+pub fn turns_log() -> PathBuf {
+    network_lock().with_file_name("network-turns.tsv")
 }
 
 /// The file whose `flock` is the network's turn: `network.lock` in the target dir.
@@ -86,6 +95,23 @@ pub struct NetworkTurn {
     // Field order is drop order: the file lock goes first, then the in-process one.
     _file: std::fs::File,
     _in_process: std::sync::MutexGuard<'static, ()>,
+    test: String,
+    asked: std::time::Instant,
+    got: std::time::Instant,
+}
+
+impl Drop for NetworkTurn {
+    /// Writes the turn down (see [`turns_log`]) before the locks go; a log that cannot be
+    /// written costs the figure, not the test.
+    fn drop(&mut self) {
+        use std::io::Write;
+        let (waited, held) = (self.got - self.asked, self.got.elapsed());
+        let line = format!("{}\t{:.1}\t{:.1}\n", self.test, waited.as_secs_f64(), held.as_secs_f64());
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(turns_log());
+        if let Ok(mut f) = log {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
 }
 
 /// Where failing tests leave their work dirs: `$CARGO_TARGET_DIR/test-failures`, or the
