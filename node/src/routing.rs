@@ -545,8 +545,7 @@ pub async fn receive(
             }
         };
         // Those sent on to their owner stay journaled until it acknowledges them.
-        let sent_on: HashSet<&str> =
-            sent_on.iter().map(String::as_str).chain(forward.iter().map(|u| u.url.as_str())).collect();
+        let sent_on: HashSet<&str> = sent_on.iter().map(String::as_str).collect();
         crate::storage::blocking(|| {
             journal.remove(returned.iter().map(String::as_str).filter(|u| !sent_on.contains(u)))
         });
