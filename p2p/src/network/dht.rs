@@ -1,7 +1,9 @@
 //! The event loop's part of the DHT: near-duplicate lookups answered from record queries, and
 //! stores from other peers taken only for Weft's records at a bounded rate.
 
-use super::*;
+use super::{EventLoop, DHT_FLOOD};
+use crate::records::{self, DupEntry};
+use libp2p::kad;
 
 impl EventLoop {
     pub(super) fn on_records(&mut self, query: kad::QueryId, found: Vec<DupEntry>, done: bool) {
