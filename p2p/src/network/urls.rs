@@ -26,7 +26,6 @@ impl EventLoop {
     /// Hands URLs to the node: `mine` to queue and, for a received batch, `forward` to store
     /// before the batch is answered (see [`Inbound::forward`]).
     pub(super) fn deliver(&mut self, urls: Vec<WireUrl>, from: Option<Received>, handoff: bool) {
-        let (reply_tx, reply_rx) = oneshot::channel();
         let Some(received) = from else {
             if !urls.is_empty() {
                 let inbound = Inbound { urls, forward: Vec::new(), from: None, reply: None, handoff };
@@ -41,6 +40,7 @@ impl EventLoop {
             let _ = self.swarm.behaviour_mut().urls.send_response(received.channel, ack);
             return;
         }
+        let (reply_tx, reply_rx) = oneshot::channel();
         let inbound = Inbound {
             urls,
             forward: received.forward.clone(),
