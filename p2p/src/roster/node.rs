@@ -313,19 +313,19 @@ impl RosterNode {
         out
     }
 
-    /// Whether to ask now: every would-be sponsor this node is connected to has met it for
-    /// the probation (one second of margin for the two clocks' rounding), and enough of them
-    /// are connected. A sponsor counts the probation from their meeting, which may come after
-    /// this node's arrival (a member it had to ask the address of, or one admitted just before
-    /// it in a young network): asked sooner, it declines, and the request waits
-    /// `ASK_AGAIN_AFTER` for the signatures it lacks.
+    /// Whether to ask now: as many would-be sponsors as the join needs are connected to this
+    /// node and have met it for the probation (one second of margin for the two clocks'
+    /// rounding). A sponsor counts the probation from their meeting, which may come after this
+    /// node's arrival (a member it had to ask the address of, one admitted just before it in a
+    /// young network, one that restarted meanwhile): asked sooner, too many decline, and the
+    /// request waits `ASK_AGAIN_AFTER` for the signatures it lacks. One that declines while
+    /// enough others sign costs nothing.
     fn sponsors_ready(&self, now: u64) -> bool {
         let sponsors = self.roster.successors(&self.me, MONITORS);
-        let ready =
-            |sponsor: &PeerId| self.sponsoring.met_since(sponsor).map(|met| now > met + self.roster.probation(met));
-        let enough = sponsors.iter().filter(|s| ready(s) == Some(true)).count()
-            >= self.roster.sponsors_needed(now).min(sponsors.len());
-        enough && sponsors.iter().all(|s| ready(s) != Some(false))
+        let ready = |sponsor: &&PeerId| {
+            self.sponsoring.met_since(sponsor).is_some_and(|met| now > met + self.roster.probation(met))
+        };
+        sponsors.iter().filter(ready).count() >= self.roster.sponsors_needed(now).min(sponsors.len())
     }
 
     /// This node's answer to `request` from `from`, whose connection comes from address block

@@ -301,3 +301,36 @@ fn a_newcomer_asks_a_sponsor_it_met_late_only_once_their_probation_is_served() {
     );
     assert!(net.nodes.iter().all(|n| n.refused().0 == 0));
 }
+
+#[test]
+fn a_sponsor_met_again_does_not_hold_a_join_the_others_sponsor() {
+    let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
+    net.add(true);
+    net.run(FOUND_AFTER + 1);
+    for _ in 0..2 {
+        let i = net.add(false);
+        while !net.nodes[0].roster().is_member(&net.id(i)) {
+            net.run(1);
+        }
+    }
+    let arrived = net.now;
+    let newcomer = net.add(false);
+    let probation = net.nodes[0].roster().probation(arrived);
+    // Midway through its probation one of its three would-be sponsors restarts: their
+    // meeting, and the probation that sponsor counts, start again. The other two are enough.
+    net.run(probation / 2);
+    let (c, m) = (net.id(newcomer), net.id(2));
+    net.nodes[newcomer].disconnected(&m, net.now);
+    net.nodes[2].disconnected(&c, net.now);
+    net.connect(newcomer, 2);
+    let all: BTreeSet<PeerId> = (0..4).map(|i| net.id(i)).collect();
+    while net.agreed().as_ref() != Some(&all) && net.now < arrived + 300 {
+        net.run(1);
+    }
+    assert_eq!(net.agreed(), Some(all));
+    assert!(
+        net.now - arrived <= probation + 8,
+        "admitted {} s after it arrived (its probation: {probation} s)",
+        net.now - arrived
+    );
+}
