@@ -543,6 +543,7 @@ fn print_summary(r: &RunReport) {
     }
     println!("dedup hits        {}", r.dedup_hits);
     println!("URLs exchanged    {}   DHT messages {}", r.urls_exchanged, r.dht_messages);
+    println!("connections       {:.1} per node on average, {} at most", r.connections_mean, r.connections_max);
     println!(
         "memory per node   {:.0} MiB mean RSS at the end, {:.0} MiB highest peak; {}",
         r.mean_rss_mib,

@@ -136,6 +136,7 @@ impl Sim<'_> {
             ready: false,
             rss_kib: 0,
             peak_kib: 0,
+            connections: Vec::new(),
         };
         spawn(self.spec, &mut node)?;
         self.nodes.push(node);
@@ -315,6 +316,9 @@ impl Sim<'_> {
         let statuses = futures_util::future::join_all(polls).await;
         let up: Vec<usize> = self.nodes.iter().filter(|n| n.state == State::Up).map(|n| n.n).collect();
         for (n, status) in up.iter().copied().zip(statuses) {
+            if let Some(peers) = status.as_ref().and_then(|s| s["network"]["connected_peers"].as_u64()) {
+                self.nodes[n].connections.push(peers);
+            }
             if status.is_some() {
                 self.nodes[n].status = status;
                 self.nodes[n].ready = true;
@@ -615,6 +619,8 @@ pub async fn run_with(
             dht_published: u(&net["dht_published"]),
             rss_mib: node.rss_kib as f64 / 1024.0,
             peak_rss_mib: node.peak_kib as f64 / 1024.0,
+            connections_mean: node.connections.iter().sum::<u64>() as f64 / node.connections.len().max(1) as f64,
+            connections_max: node.connections.iter().copied().max().unwrap_or(0),
             memory_parts_mib: {
                 let m = |k: &str| s["memory"][k].as_f64().unwrap_or(0.0) / (1u64 << 20) as f64;
                 reports::MemoryParts {
@@ -677,6 +683,11 @@ pub async fn run_with(
         dedup_hits: nodes.iter().map(|n| n.dedup_hits).sum(),
         mean_rss_mib: if up.is_empty() { 0.0 } else { up.iter().map(|n| n.rss_mib).sum::<f64>() / up.len() as f64 },
         max_peak_rss_mib: nodes.iter().map(|n| n.peak_rss_mib).fold(0.0, f64::max),
+        connections_mean: {
+            let all: Vec<u64> = sim.nodes.iter().flat_map(|n| n.connections.iter().copied()).collect();
+            all.iter().sum::<u64>() as f64 / all.len().max(1) as f64
+        },
+        connections_max: nodes.iter().map(|n| n.connections_max).max().unwrap_or(0),
         nodes,
         churn: marks,
         fetch_rate,

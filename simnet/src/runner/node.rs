@@ -21,6 +21,8 @@ pub(super) struct Node {
     pub(super) ready: bool,
     pub(super) rss_kib: u64,
     pub(super) peak_kib: u64,
+    /// Its open connections (`/status` `network.connected_peers`), one sample per status read.
+    pub(super) connections: Vec<u64>,
 }
 
 impl Node {

@@ -26,6 +26,10 @@ pub struct NodeReport {
     /// Resident memory when last seen, and the peak of its last process, in MiB.
     pub rss_mib: f64,
     pub peak_rss_mib: f64,
+    /// Its open connections over the run (`/status` `network.connected_peers`, sampled at each
+    /// status read): the mean and the most.
+    pub connections_mean: f64,
+    pub connections_max: u64,
     /// Where its memory was when last seen (`/status` `memory`), MiB: anonymous and
     /// file-backed, the vector indexes' in-memory parts (own and cell store), its browsers, and
     /// the rest of the anonymous memory.
@@ -226,6 +230,10 @@ pub struct RunReport {
     pub dht_messages: u64,
     pub dedup_hits: u64,
     pub mean_rss_mib: f64,
+    /// Open connections per node over the run, every node's samples together: the mean and
+    /// the most any node held.
+    pub connections_mean: f64,
+    pub connections_max: u64,
     pub max_peak_rss_mib: f64,
     /// The search phase, when asked for: recall@10 against an exact index, peers contacted,
     /// latency (every question's record is in `search.json` in the work dir).
