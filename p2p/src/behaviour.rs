@@ -5,6 +5,7 @@ use crate::address_book::AddressBook;
 use crate::codec::Codec;
 use crate::doc_wire::DocWire;
 use crate::exchange::UrlWire;
+use crate::keep_alive::KeepAlive;
 use crate::postings::PostingWire;
 use crate::records::RecordWire;
 use crate::roster::wire::RosterWire;
@@ -44,6 +45,8 @@ pub struct Behaviour {
     pub ping: ping::Behaviour,
     /// Where the peers this node may dial are (see `crate::address_book`).
     pub addresses: AddressBook,
+    /// Which idle connections stay open (see `crate::keep_alive`).
+    pub keep_alive: KeepAlive,
     pub urls: request_response::Behaviour<Codec<UrlWire>>,
     pub search: request_response::Behaviour<Codec<SearchWire>>,
     pub postings: request_response::Behaviour<Codec<PostingWire>>,
@@ -164,6 +167,7 @@ impl Behaviour {
             ),
             ping: ping::Behaviour::default(),
             addresses: AddressBook::default(),
+            keep_alive: KeepAlive::default(),
             urls,
             search,
             postings,

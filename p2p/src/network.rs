@@ -101,7 +101,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         .map_err(|e| P2pError::Build(e.to_string()))?
         .with_behaviour(|key, relay_client| Behaviour::new(key, relay_client, settings).map_err(Into::into))
         .map_err(|e| P2pError::Build(e.to_string()))?
-        .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(300)))
+        .with_swarm_config(|c| c.with_idle_connection_timeout(crate::keep_alive::IDLE_TIMEOUT))
         .build();
     for addr in &config.listen {
         swarm

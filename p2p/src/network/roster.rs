@@ -129,6 +129,7 @@ impl EventLoop {
         self.send_roster(sends);
         let instant = std::time::Instant::now();
         let mut unknown = Vec::new();
+        self.swarm.behaviour().keep_alive.set(self.roster.node.kept());
         for peer in self.roster.node.wanted() {
             if self.connected.contains(&peer) || self.banned.contains_key(&peer) {
                 continue;

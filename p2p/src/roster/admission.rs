@@ -186,6 +186,11 @@ impl Sponsoring {
         self.met.remove(peer);
     }
 
+    /// The peers a connection stands with that it counts a probation for.
+    pub fn met(&self) -> impl Iterator<Item = &PeerId> {
+        self.met.keys()
+    }
+
     /// Since when a connection with `peer` has stood, if one does.
     pub fn met_since(&self, peer: &PeerId) -> Option<u64> {
         self.met.get(peer).copied()

@@ -224,6 +224,19 @@ impl RosterNode {
         want
     }
 
+    /// The peers whose connections are kept open while idle: those it wants, and the
+    /// newcomers it would sponsor, whose probation it counts from their meeting — a connection
+    /// closed while idle would start it again (see `crate::keep_alive`).
+    pub fn kept(&self) -> Vec<PeerId> {
+        let mut keep = self.wanted();
+        if self.is_member() {
+            let me = self.me;
+            let sponsored = self.sponsoring.met().filter(|p| !self.roster.is_member(p));
+            keep.extend(sponsored.filter(|p| self.roster.successors(p, MONITORS).contains(&me)).copied());
+        }
+        keep
+    }
+
     /// A connection with `peer` stands.
     pub fn connected(&mut self, peer: PeerId, now: u64) {
         self.connected.insert(peer);

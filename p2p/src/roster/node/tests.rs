@@ -334,3 +334,23 @@ fn a_sponsor_met_again_does_not_hold_a_join_the_others_sponsor() {
         net.now - arrived
     );
 }
+
+#[test]
+fn a_member_keeps_its_connections_to_the_newcomers_it_would_sponsor_and_they_to_it() {
+    let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
+    net.add(true);
+    // A network a minute old: its newcomers' probation is a minute.
+    net.run(FOUND_AFTER + 60);
+    let newcomer = net.add(false);
+    net.run(5);
+    assert!(!net.nodes[newcomer].is_member(), "still on probation");
+    // Each counts the newcomer's probation from their meeting: a connection closed while idle
+    // would start it again.
+    assert!(net.nodes[0].kept().contains(&net.id(newcomer)));
+    assert!(net.nodes[newcomer].kept().contains(&net.id(0)));
+    while !net.nodes[0].roster().is_member(&net.id(newcomer)) {
+        net.run(1);
+    }
+    // Members now, each watching the other.
+    assert!(net.nodes[0].kept().contains(&net.id(newcomer)));
+}
