@@ -1,12 +1,12 @@
-//! Which idle connections stay open: those to the peers the roster wants (its view, the members
-//! it watches and those that watch it). Every other connection — a URL batch, a posting, a
-//! record, a copy or a question to an owner met once — closes after the swarm's short idle
-//! timeout ([`IDLE_TIMEOUT`]).
+//! Which idle connections stay open: those to the peers the roster keeps (`RosterNode::kept`:
+//! its view, the members it watches and those that watch it, and the newcomers it would
+//! sponsor). Every other connection — a URL batch, a posting, a record, a copy or a question to
+//! an owner met once — closes after the swarm's short idle timeout ([`IDLE_TIMEOUT`]).
 //!
 //! Why: the data plane talks to whoever owns a key, which at thousands of members is someone
-//! new for most pages. Kept for minutes, those connections piled up past the per-node goal
-//! (64) and `p2p.max_connections`; closed while the roster wants them, a monitor would count
-//! the member it watches as lost (a closed connection is how it notices a departure).
+//! new for most pages; kept for minutes, those connections would pile up past
+//! `p2p.max_connections`. The roster's must stay: a monitor notices a departure by its
+//! connection closing, and a sponsor counts a newcomer's probation from their meeting.
 
 use libp2p::core::transport::PortUse;
 use libp2p::core::upgrade::DeniedUpgrade;
