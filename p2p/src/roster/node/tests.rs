@@ -17,6 +17,14 @@ struct Net {
 }
 
 impl Net {
+    /// A network founded by node 0 alone, `age` seconds old.
+    fn founded(age: u64) -> Net {
+        let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
+        net.add(true);
+        net.run(FOUND_AFTER + age);
+        net
+    }
+
     fn id(&self, i: usize) -> PeerId {
         self.nodes[i].me
     }
@@ -101,9 +109,7 @@ impl Net {
 
 #[test]
 fn newcomers_that_pulled_a_young_roster_before_each_other_were_admitted_end_up_in_one_roster() {
-    let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
-    net.add(true);
-    net.run(FOUND_AFTER + 1);
+    let mut net = Net::founded(1);
     let (one, two) = (net.add(false), net.add(false));
     let step = |net: &mut Net, i: usize| {
         let sends = net.nodes[i].tick(net.now);
@@ -137,9 +143,7 @@ fn newcomers_that_pulled_a_young_roster_before_each_other_were_admitted_end_up_i
 
 #[test]
 fn a_network_forms_agrees_and_keeps_agreeing_through_a_departure_a_crash_and_a_false_alarm() {
-    let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
-    net.add(true);
-    net.run(FOUND_AFTER + 1);
+    let mut net = Net::founded(1);
     assert!(net.nodes[0].is_member(), "the first node founds the network");
     // Five join within the network's first minute: their probation is the network's age.
     for _ in 0..5 {
@@ -218,9 +222,7 @@ fn a_network_forms_agrees_and_keeps_agreeing_through_a_departure_a_crash_and_a_f
 
 #[test]
 fn a_newcomer_on_probation_sends_through_a_monitor_that_watches_it_and_a_leaver_does_not() {
-    let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
-    net.add(true);
-    net.run(FOUND_AFTER + 1);
+    let mut net = Net::founded(1);
     for _ in 0..3 {
         net.add(false);
         net.run(60);
@@ -267,9 +269,7 @@ fn a_newcomer_on_probation_sends_through_a_monitor_that_watches_it_and_a_leaver_
 
 #[test]
 fn a_newcomer_asks_a_sponsor_it_met_late_only_once_their_probation_is_served() {
-    let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
-    net.add(true);
-    net.run(FOUND_AFTER + 1);
+    let mut net = Net::founded(1);
     let first = net.add(false);
     while !net.nodes[0].roster().is_member(&net.id(first)) {
         net.run(1);
@@ -304,9 +304,7 @@ fn a_newcomer_asks_a_sponsor_it_met_late_only_once_their_probation_is_served() {
 
 #[test]
 fn a_sponsor_met_again_does_not_hold_a_join_the_others_sponsor() {
-    let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
-    net.add(true);
-    net.run(FOUND_AFTER + 1);
+    let mut net = Net::founded(1);
     for _ in 0..2 {
         let i = net.add(false);
         while !net.nodes[0].roster().is_member(&net.id(i)) {
@@ -337,10 +335,8 @@ fn a_sponsor_met_again_does_not_hold_a_join_the_others_sponsor() {
 
 #[test]
 fn a_member_keeps_its_connections_to_the_newcomers_it_would_sponsor_and_they_to_it() {
-    let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
-    net.add(true);
     // A network a minute old: its newcomers' probation is a minute.
-    net.run(FOUND_AFTER + 60);
+    let mut net = Net::founded(60);
     let newcomer = net.add(false);
     net.run(5);
     assert!(!net.nodes[newcomer].is_member(), "still on probation");
