@@ -651,8 +651,6 @@ async fn a_member_back_from_a_crash_takes_the_hand_off_of_one_that_left_while_it
     }
 }
 
-/// A bare Kademlia peer that asks `target` to store `records`, as fast as it can; returns when
-/// they are all answered or its connection is closed.
 /// A bare libp2p peer that speaks only `/weft/records/1`: once connected it sends `requests`,
 /// eight in flight at a time (as fast as the node answers), and returns the replies that came
 /// back, and whether its connection was closed.
@@ -682,7 +680,7 @@ async fn raw_records(
     let Some(libp2p::multiaddr::Protocol::P2p(peer)) = addr.iter().last() else { panic!("{target}") };
     swarm.dial(addr).unwrap();
     let mut requests = requests.into_iter();
-    let (mut in_flight, mut replies, mut closed) = (0, Vec::new(), false);
+    let (mut in_flight, mut replies, mut closed, mut failed) = (0, Vec::new(), false, false);
     let _ = tokio::time::timeout(Duration::from_secs(60), async {
         loop {
             match swarm.select_next_some().await {
@@ -694,7 +692,10 @@ async fn raw_records(
                     replies.push(response);
                     in_flight -= 1;
                 }
-                SwarmEvent::Behaviour(request_response::Event::OutboundFailure { .. }) => in_flight -= 1,
+                SwarmEvent::Behaviour(request_response::Event::OutboundFailure { .. }) => {
+                    in_flight -= 1;
+                    failed = true;
+                }
                 SwarmEvent::ConnectionClosed { num_established: 0, .. } => {
                     closed = true;
                     break;
@@ -706,7 +707,9 @@ async fn raw_records(
                 swarm.behaviour_mut().send_request(&peer, Frame::Request(r));
                 in_flight += 1;
             }
-            if in_flight == 0 {
+            // A request that failed may be the node closing the connection: the stream's
+            // failure can arrive before the connection's close, so wait for that (or the timeout).
+            if in_flight == 0 && !failed {
                 break;
             }
         }
