@@ -2,9 +2,9 @@
 //!
 //! [`Node::open`] builds the parts in dependency order — storage, layouts, the network, the
 //! pipeline (extract, then the index, which asks the network for near duplicates), then the
-//! crawler with its collaborators — so nothing is completed after construction. [`Node::run`] starts each subsystem's tasks by
-//! name (`spawn_network`, `Layouts::spawn`, `spawn_api`, `spawn_timers`), crawls, then stops
-//! them in the reverse order.
+//! crawler with its collaborators — so nothing is completed after construction. [`Node::run`]
+//! starts each subsystem's tasks by name (`Layouts::spawn`, `spawn_api`, `spawn_network`,
+//! `spawn_timers`), crawls, then stops them in the reverse order.
 
 use crate::api::{self, AppState};
 use crate::crawl::{CrawlSettings, Crawler, Parts, Renders, Route};
@@ -155,6 +155,16 @@ impl Node {
         if let Some(l) = &layouts {
             l.spawn(&config, &crawler, &mut background);
         }
+        // The API first: a node's status, dashboard and health answer while it joins (it learns
+        // the members before it crawls, see `wait_for_members`).
+        let mut api_connections = None;
+        if config.api.enabled {
+            let handle = network.as_ref().map(|(started, _)| started.handle.clone());
+            let (addr, connections) =
+                spawn_api(&config, &crawler, index.as_ref(), handle, layouts.as_ref(), &mut background).await?;
+            api_connections = Some(connections);
+            on_api(addr);
+        }
         let network = match network {
             Some((started, journal)) => {
                 Some(spawn_network(&config, &crawler, index.as_ref(), started, journal, &mut background).await)
@@ -167,14 +177,6 @@ impl Node {
                 Ok(None) => tracing::info!(seed, "seed sent to the member that owns its host"),
                 Err(e) => tracing::warn!(seed, "seed rejected: {e}"),
             }
-        }
-        let mut api_connections = None;
-        if config.api.enabled {
-            let handle = network.as_ref().map(|n| n.handle.clone());
-            let (addr, connections) =
-                spawn_api(&config, &crawler, index.as_ref(), handle, layouts.as_ref(), &mut background).await?;
-            api_connections = Some(connections);
-            on_api(addr);
         }
         // The pass after an upgrade ends with the crawl: asked to stop, or idle (`exit_when_idle`).
         let crawl_over = Arc::new(std::sync::atomic::AtomicBool::new(false));

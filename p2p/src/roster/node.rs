@@ -6,8 +6,9 @@
 //! rosters; its observers run the real `Roster`.)
 //!
 //! A node starts *pulling* the roster page by page from whoever it is connected to. A node
-//! started with no one to join founds a network: after [`FOUND_AFTER`] with no page from anyone,
-//! it signs its own Joined, which needs no sponsor in an empty roster. Once it holds the roster
+//! started with no one to join founds a network: at once when it knows no member (no bootstrap
+//! peer, none saved from a last run), else after [`FOUND_AFTER`] with no page from anyone; it
+//! signs its own Joined, which needs no sponsor in an empty roster. Once it holds the roster
 //! it compares digests every [`ROUND_SECS`] with a member of its *view* ([`VIEW`] members picked
 //! at random, one swapped every [`SHUFFLE_SECS`]), keeps connections with the members it watches
 //! and those that watch it, waits out its probation, and asks its would-be monitors to sponsor
@@ -32,7 +33,8 @@ pub const VIEW: usize = 8;
 /// One member of a full view is swapped for another this often, so that views stay random and
 /// the two sides of a healed partition meet again.
 const SHUFFLE_SECS: u64 = 120;
-/// A node with no one to join founds a network after this long without a page from anyone.
+/// A node with no bootstrap peer configured but members saved from its last run founds a network
+/// after this long without a page from anyone (none of them is up: it starts a new network).
 pub const FOUND_AFTER: u64 = 10;
 /// Seconds a newcomer stays connected to a would-be monitor before that member takes its URLs
 /// (a peer that connects only to push URLs and go is turned away).
@@ -41,8 +43,9 @@ pub const NEWCOMER_SETTLED: u64 = 5;
 /// most failures earlier).
 const GIVE_UP_AFTER: u64 = 30;
 /// A peer whose page was empty (or did not come) is asked again after this long: a newcomer
-/// among newcomers has no roster to give for a while.
-const TRY_AGAIN_AFTER: u64 = 20;
+/// among newcomers has no roster to give for a while, and a founder has none for its first
+/// [`FOUND_AFTER`] seconds (the nodes started beside it ask it again soon after it founds).
+const TRY_AGAIN_AFTER: u64 = 2 * ROUND_SECS;
 /// Sponsors that have not all signed within this long are asked again.
 const ASK_AGAIN_AFTER: u64 = 30;
 /// Departures are dropped from the roster once a minute.
@@ -268,8 +271,10 @@ impl RosterNode {
         self.tried.retain(|(_, at)| now < at + TRY_AGAIN_AFTER);
         match self.admission.stage().clone() {
             Stage::Pulling { after } => {
-                if self.may_found && now >= self.started + FOUND_AFTER && self.roster.is_empty() {
-                    // No one it is connected to had a roster (newcomers may have connected to it).
+                let waited = self.bootstrap.is_empty() || now >= self.started + FOUND_AFTER;
+                if self.may_found && waited && self.roster.is_empty() {
+                    // No one it is connected to had a roster (newcomers may have connected to it),
+                    // or it has no one to ask (no bootstrap peer, none saved): the first node.
                     self.found(now);
                 } else if let Some(to) = (self.page_out.is_none()).then(|| self.page_partner()).flatten() {
                     self.page_out = Some((to, now));

@@ -52,11 +52,10 @@ async fn pages_indexed_on_a_node_that_left_are_found_through_their_cells_owners(
     for n in 1..NODES {
         members.push(member(&server, dirs[n].path(), n, bootstrap.clone()).await);
     }
-    for m in &members {
-        tokio::time::timeout(Duration::from_secs(60), m.net.wait_for(|s| s.members.len() == NODES))
-            .await
-            .expect("members");
-    }
+    common::until("the five are members", Duration::from_secs(60), || {
+        members.iter().all(|m| m.net.status().members.len() == NODES)
+    })
+    .await;
     let ids: Vec<String> = members.iter().map(|m| m.net.peer_id().to_string()).collect();
 
     // Every topic on a host node A owns.

@@ -17,11 +17,12 @@ struct Net {
 }
 
 impl Net {
-    /// A network founded by node 0 alone, `age` seconds old.
+    /// A network founded by node 0 alone (at its first tick: it has no one to ask), `age`
+    /// seconds old.
     fn founded(age: u64) -> Net {
         let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
         net.add(true);
-        net.run(FOUND_AFTER + age);
+        net.run(1 + age);
         net
     }
 
@@ -139,6 +140,41 @@ fn newcomers_that_pulled_a_young_roster_before_each_other_were_admitted_end_up_i
     // probation would add the network's age, 13 s in all.
     assert!(net.now - asked <= 10, "agreed {} s after the second's short join", net.now - asked);
     assert!(net.nodes.iter().all(|n| n.stage() == &Stage::Member && n.refused().0 == 0));
+}
+
+/// Nodes started with their founder (`weft start --bootstrap` beside the first `weft start`,
+/// which has no one to ask and founds at once) are members within seconds, even those that
+/// asked it for the roster before it had one.
+#[test]
+fn nodes_started_with_their_founder_are_members_within_seconds() {
+    let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
+    net.add(true);
+    for _ in 0..4 {
+        net.add(false);
+    }
+    let all: BTreeSet<PeerId> = (0..5).map(|i| net.id(i)).collect();
+    let mut waited = 0;
+    while net.agreed().as_ref() != Some(&all) {
+        let members: Vec<usize> = (0..5).map(|i| net.members_of(i).len()).collect();
+        assert!(waited < 10, "{waited} s: {members:?}");
+        net.run(1);
+        waited += 1;
+    }
+}
+
+/// A node with no bootstrap peer but members saved from its last run asks them first: it founds
+/// a network of its own only once none has given it a roster for [`FOUND_AFTER`].
+#[test]
+fn a_node_with_saved_members_founds_only_after_none_answered() {
+    let gone = Keypair::generate_ed25519().public().to_peer_id();
+    let mut node = RosterNode::new(Keypair::generate_ed25519(), 16, true, T0);
+    node.set_bootstrap(vec![gone]);
+    for t in 1..FOUND_AFTER {
+        node.tick(T0 + t);
+        assert!(!node.is_member(), "founded {t} s in");
+    }
+    node.tick(T0 + FOUND_AFTER);
+    assert!(node.is_member());
 }
 
 #[test]

@@ -125,10 +125,13 @@ pub fn work_dir() -> WorkDir {
 }
 
 /// Waits until `ok` holds, checking every 100 ms; fails the test after `limit`, naming `what`.
+/// Prints how long it waited: a test's phases and where its time goes, in its captured output.
 pub async fn until(what: &str, limit: std::time::Duration, mut ok: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + limit;
+    let started = std::time::Instant::now();
+    let deadline = started + limit;
     while !ok() {
         assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+    eprintln!("waited {:.1} s for {what}", started.elapsed().as_secs_f64());
 }
