@@ -149,6 +149,27 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// The data plane at scale: the peers each member is connected to for URLs, postings,
+    /// records and copies, from one window of every member's traffic on the real ring and the
+    /// real placement (no sockets). Prints a Markdown table; writes the figures as JSON with --out.
+    DataPlane {
+        /// Members, one run each, e.g. 1000,3000,10000.
+        #[arg(long, default_value = "1000,3000,10000")]
+        members: String,
+        /// Pages each member indexes per second, one run each.
+        #[arg(long, default_value = "1,4")]
+        pages_per_sec: String,
+        /// How messages reach their member, one run each: direct (today's), or gridD:M (at
+        /// most D hops over a fixed overlay of D coordinates, ~M members a bucket), e.g.
+        /// direct,grid3:1,grid4:2.
+        #[arg(long, default_value = "direct,grid3:2,grid4:2")]
+        design: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// A file for the figures as JSON.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Draws `scale.svg` and prints the tables from the JSON of earlier `scale` runs.
     ScalePlot {
         /// A `scale.json`; repeatable.
@@ -330,6 +351,9 @@ fn main() {
                 scale(&members, minutes, observers, seed, protocol, out)
             }
             Command::ScalePlot { from, out } => scale_plot(&from, &out),
+            Command::DataPlane { members, pages_per_sec, design, seed, out } => {
+                data_plane(&members, &pages_per_sec, &design, seed, out)
+            }
             Command::Demo { seconds, common } => {
                 // Four news sites of twelve articles: enough for the teacher to learn each design
                 // within the minute.
@@ -363,6 +387,54 @@ fn scale_plot(from: &[PathBuf], out: &std::path::Path) -> Result<(), String> {
     println!("{}", Summary::table(&rows));
     println!("{}", Summary::received_table(&rows));
     std::fs::write(out, plot::scale_svg(&rows)?).map_err(|e| format!("{}: {e}", out.display()))
+}
+
+fn data_plane(members: &str, pages_per_sec: &str, design: &str, seed: u64, out: Option<PathBuf>) -> Result<(), String> {
+    use weft_simnet::scale::data_plane::{self, Design, Traffic};
+    let sizes: Vec<usize> = list(members, "--members")?;
+    let rates: Vec<f64> = list(pages_per_sec, "--pages-per-sec")?;
+    let designs: Vec<Design> = design
+        .split(',')
+        .map(|d| {
+            let d = d.trim();
+            let grid = d.strip_prefix("grid").and_then(|g| g.split_once(':')).and_then(|(dims, per)| {
+                Some(Design::Grid {
+                    dims: dims.parse().ok().filter(|d| (1..=6).contains(d))?,
+                    per_bucket: per.parse().ok().filter(|p: &f64| *p > 0.0)?,
+                })
+            });
+            match (d, grid) {
+                ("direct", _) => Ok(Design::Direct),
+                (_, Some(g)) => Ok(g),
+                _ => Err(format!("--design {d:?}: direct, or gridD:M (D of 1–6 coordinates, M members a bucket)")),
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    let mut runs = Vec::new();
+    for design in designs {
+        for n in &sizes {
+            for rate in &rates {
+                let traffic = Traffic { pages_per_sec: *rate, ..Traffic::default() };
+                let started = std::time::Instant::now();
+                runs.push(data_plane::run(*n, &traffic, design, seed));
+                eprintln!("{design}, {n} members, {rate} pages/s: {:.0} s", started.elapsed().as_secs_f64());
+            }
+        }
+    }
+    println!("{}", data_plane::table(&runs));
+    if let Some(path) = out {
+        let json = serde_json::to_string_pretty(&runs).map_err(|e| e.to_string())?;
+        std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// A comma-separated list of `what`.
+fn list<T: std::str::FromStr>(text: &str, what: &str) -> Result<Vec<T>, String>
+where
+    T::Err: std::fmt::Display,
+{
+    text.split(',').map(|m| m.trim().parse::<T>().map_err(|e| format!("{what} {m:?}: {e}"))).collect()
 }
 
 /// `scale`'s settings of the network it simulates.

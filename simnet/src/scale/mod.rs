@@ -12,6 +12,7 @@
 //! ```
 
 pub mod compact;
+pub mod data_plane;
 pub mod gossip;
 pub mod heartbeats;
 mod member;

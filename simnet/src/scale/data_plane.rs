@@ -1,0 +1,582 @@
+//! The data plane at scale: how many peers a member is connected to for what it sends and is
+//! sent besides the roster — URL hand-overs, postings, near-duplicate records, copies — in a
+//! network of thousands of members.
+//!
+//! A connection stays open while it carries something at least every
+//! [`weft_p2p::keep_alive::IDLE_TIMEOUT`] (the roster keeps its own few open, see
+//! `RosterNode::kept`), so the peers a member is connected to for data are the peers it sent to,
+//! or was sent by, in the last such window. This model draws one window of every member's
+//! traffic on the real ring of `members` members and counts, for each member, the distinct
+//! peers on either side, by what the traffic is; where each message goes is decided by the
+//! product's own placement functions (`Ring::owner` for hosts, `cell_owners`, the records'
+//! keys, `doc_holders`). What a page sends is the model's input ([`Traffic`]), its defaults
+//! measured where they could be (see each field). Searches (a few peers per question) and the
+//! copies' periodic comparisons are left out: they are rarer than a crawl's pages.
+
+use crate::rng::Rng;
+use std::collections::HashSet;
+use weft_p2p::placement::{cell_owners, cells_per_chunk, shipped};
+use weft_p2p::records::{keys, RECORD_OWNERS};
+use weft_p2p::replicas::{doc_holders, doc_id};
+use weft_p2p::{PeerId, Ring, DEFAULT_VNODES};
+
+/// What each member's crawl sends, per page.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Traffic {
+    /// Pages each member indexes per second. A 2-core volunteer embeds ~41 chunks/s, about 4
+    /// pages of the modern web a second at most.
+    pub pages_per_sec: f64,
+    /// The window a connection stays open without traffic, in seconds.
+    pub window_secs: f64,
+    /// Distinct other hosts a page links to: 11.9 on average over the 720 pages of
+    /// `extraction-devset-2` (median 10, 90th percentile 22; the crawler takes at most 100).
+    pub foreign_hosts: usize,
+    /// The hosts links go to, and the skew of their popularity (Zipf's exponent): a few hosts
+    /// are linked from most pages (on that dev set, facebook.com from 62% of them, linkedin.com
+    /// from 48%), most from one.
+    pub hosts: usize,
+    pub zipf: f64,
+    /// Distinct cells a page's chunks are posted to beyond each chunk's best two or three
+    /// ([`cells_per_chunk`]): a page keeps to a topic, so its ~8 chunks (median 1,268 words on
+    /// that dev set, ~160 new words a chunk) share most of their cells. An assumption, not a
+    /// measurement.
+    pub extra_page_cells: usize,
+    /// Owners of each cell (`search.replicas`) and copies of each document (`index.replicas`).
+    pub cell_replicas: usize,
+    pub doc_replicas: usize,
+    /// Whether pages are posted to cells at all (off only to look at the rest alone).
+    pub posting: bool,
+    /// Chunks a page has: ~8 (1,268 words at the median of that dev set, ~160 new words a
+    /// chunk of 254 tokens with 15% overlap).
+    pub chunks: usize,
+    /// Bytes on the wire, estimated from the messages' fields: the URLs sent for a linked host
+    /// (two of ~90 bytes), a posting (the chunk's text ~1.1 KB, its f16 vector 768 bytes, the
+    /// page's metadata, the publisher's key and signature), a record request (a lookup ~30
+    /// bytes, an entry ~160), a copy (the page's text, ~10 KB at 1,703 words, and its first
+    /// hundred links).
+    pub url_bytes: u64,
+    pub posting_bytes: u64,
+    pub record_bytes: u64,
+    pub copy_bytes: u64,
+}
+
+impl Default for Traffic {
+    fn default() -> Traffic {
+        Traffic {
+            pages_per_sec: 1.0,
+            window_secs: weft_p2p::keep_alive::IDLE_TIMEOUT.as_secs_f64(),
+            foreign_hosts: 12,
+            hosts: 1_000_000,
+            zipf: 1.0,
+            extra_page_cells: 1,
+            cell_replicas: 2,
+            doc_replicas: 3,
+            posting: true,
+            chunks: 8,
+            url_bytes: 180,
+            posting_bytes: 2_300,
+            record_bytes: 130,
+            copy_bytes: 19_000,
+        }
+    }
+}
+
+/// How a message reaches the member it is for.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum Design {
+    /// Straight to it, over a connection kept while it carries something (today's).
+    Direct,
+    /// Over a fixed overlay ([`Grid`]) of `dims` coordinates with about `per_bucket` members in
+    /// each bucket: a member keeps connections to the members that differ from it in one
+    /// coordinate, and a message changes one coordinate a hop.
+    Grid { dims: u32, per_bucket: f64 },
+}
+
+impl std::fmt::Display for Design {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Design::Direct => write!(f, "direct"),
+            Design::Grid { dims, per_bucket } => write!(f, "grid{dims}:{per_bucket}"),
+        }
+    }
+}
+
+/// A grid of `side`^`dims` buckets; a member's bucket comes from its identity, so a join or a
+/// leave moves no one else. Members in buckets that differ in exactly one coordinate (or in
+/// none) are neighbours: about dims·(side − 1)·per_bucket of them.
+pub struct Grid {
+    side: u32,
+    coords: Vec<Vec<u32>>,
+    /// The members in each bucket.
+    buckets: std::collections::HashMap<Vec<u32>, Vec<u32>>,
+}
+
+impl Grid {
+    /// A grid for `ids` of `dims` coordinates, about `per_bucket` members a bucket.
+    pub fn new(ids: &[PeerId], dims: u32, per_bucket: f64) -> Grid {
+        let side = (ids.len() as f64 / per_bucket).powf(1.0 / f64::from(dims)).round().max(2.0) as u32;
+        let coords: Vec<Vec<u32>> = ids
+            .iter()
+            .map(|p| {
+                let h = blake3::hash(&p.to_bytes());
+                let mut v = u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"));
+                (0..dims)
+                    .map(|_| {
+                        let c = (v % u64::from(side)) as u32;
+                        v /= u64::from(side);
+                        c
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut buckets: std::collections::HashMap<Vec<u32>, Vec<u32>> = std::collections::HashMap::new();
+        for (i, c) in coords.iter().enumerate() {
+            buckets.entry(c.clone()).or_default().push(i as u32);
+        }
+        Grid { side, coords, buckets }
+    }
+
+    /// The members `a` keeps connections to.
+    pub fn neighbours(&self, a: u32) -> usize {
+        let c = &self.coords[a as usize];
+        let mut n = self.buckets[c].len() - 1;
+        for dim in 0..c.len() {
+            for v in (0..self.side).filter(|v| *v != c[dim]) {
+                let mut other = c.clone();
+                other[dim] = v;
+                n += self.buckets.get(&other).map_or(0, Vec::len);
+            }
+        }
+        n
+    }
+
+    /// In how many coordinates `a` and `b` differ.
+    fn differ(&self, a: u32, b: u32) -> usize {
+        (self.coords[a as usize].iter().zip(&self.coords[b as usize])).filter(|(x, y)| x != y).count()
+    }
+
+    /// The hops from `a` to `b`: the members it passes, `b` last. Each hop sets one coordinate
+    /// to `b`'s, in an order (tried from one `pick` chooses) whose buckets on the way each hold
+    /// a member (the one `pick` chooses). When no order does (empty buckets), a detour: one hop
+    /// to a member of a bucket one coordinate away, and on from there (up to [`DETOURS`]);
+    /// straight to `b` past that.
+    pub fn path(&self, a: u32, b: u32, mut pick: impl FnMut(usize) -> usize) -> Vec<u32> {
+        let mut at = a;
+        let mut hops = Vec::new();
+        for _ in 0..=DETOURS {
+            if let Some(rest) = self.ordered(at, b, &mut pick) {
+                hops.extend(rest);
+                return hops;
+            }
+            // A detour: a member of a bucket one coordinate away.
+            let c = &self.coords[at as usize];
+            let dim = pick(c.len());
+            let mut other = c.clone();
+            other[dim] = pick(self.side as usize) as u32;
+            if let Some(members) = self.buckets.get(&other) {
+                at = members[pick(members.len())];
+                hops.push(at);
+            }
+        }
+        vec![b]
+    }
+
+    /// A path from `a` to `b` changing one coordinate a hop through buckets that hold a member.
+    fn ordered(&self, a: u32, b: u32, pick: &mut impl FnMut(usize) -> usize) -> Option<Vec<u32>> {
+        let (from, to) = (&self.coords[a as usize], &self.coords[b as usize]);
+        let differing: Vec<usize> = (0..from.len()).filter(|d| from[*d] != to[*d]).collect();
+        let orders = permutations(&differing);
+        let start = pick(orders.len());
+        'orders: for k in 0..orders.len() {
+            let order = &orders[(start + k) % orders.len()];
+            let mut at = from.clone();
+            let mut hops = Vec::new();
+            for dim in &order[..order.len().saturating_sub(1)] {
+                at[*dim] = to[*dim];
+                match self.buckets.get(&at) {
+                    Some(members) => hops.push(members[pick(members.len())]),
+                    None => continue 'orders,
+                }
+            }
+            hops.push(b);
+            return Some(hops);
+        }
+        None
+    }
+}
+
+/// Detours a grid path may take around empty buckets.
+const DETOURS: usize = 16;
+
+/// Every order of `items`.
+fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut out = Vec::new();
+    for (i, first) in items.iter().enumerate() {
+        let rest: Vec<usize> = items.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, x)| *x).collect();
+        for mut tail in permutations(&rest) {
+            tail.insert(0, *first);
+            out.push(tail);
+        }
+    }
+    out
+}
+
+/// What a member's data traffic is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Urls,
+    Postings,
+    Records,
+    Copies,
+}
+
+const KINDS: [Kind; 4] = [Kind::Urls, Kind::Postings, Kind::Records, Kind::Copies];
+
+/// Connections per member: over the members, the mean, median, 99th percentile and most.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Spread {
+    pub mean: f64,
+    pub p50: usize,
+    pub p99: usize,
+    pub max: usize,
+}
+
+impl Spread {
+    fn of(mut degrees: Vec<usize>) -> Spread {
+        if degrees.is_empty() {
+            return Spread::default();
+        }
+        degrees.sort_unstable();
+        let at = |q: f64| degrees[((degrees.len() - 1) as f64 * q).round() as usize];
+        Spread {
+            mean: degrees.iter().sum::<usize>() as f64 / degrees.len() as f64,
+            p50: at(0.5),
+            p99: at(0.99),
+            max: *degrees.last().expect("not empty"),
+        }
+    }
+}
+
+/// One run's figures.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Figures {
+    pub members: usize,
+    pub traffic: Traffic,
+    /// Cells each chunk is posted to at this size ([`cells_per_chunk`]), and the members that
+    /// own any cell.
+    pub cells_per_chunk: usize,
+    pub cell_owners: usize,
+    /// Connections for each kind of traffic alone, in [`KINDS`] order, and for all of it.
+    pub by_kind: Vec<Spread>,
+    pub all: Spread,
+    /// The share of members connected to more than 64 peers for data (the goal), and to more
+    /// than 256 (`p2p.max_connections`).
+    pub over_64: f64,
+    pub over_256: f64,
+    pub design: Design,
+    /// Messages sent over a link for each message sent (1 for direct delivery), and the share
+    /// of messages a grid could not route through its buckets (sent straight).
+    pub hops: f64,
+    pub straight: f64,
+    /// The grid's neighbours a member keeps (0 for direct delivery).
+    pub neighbours: Spread,
+    /// Bytes a second each member sends (forwarding included) and receives: mean and 99th
+    /// percentile over the members, in KB/s.
+    pub up_kb: (f64, f64),
+    pub down_kb: (f64, f64),
+}
+
+/// Draws one window of every member's traffic among `members` members; deterministic from
+/// `seed`.
+pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figures {
+    let mut rng = Rng(seed);
+    let ids: Vec<PeerId> = (0..members).map(|_| peer(&mut rng)).collect();
+    let index: std::collections::HashMap<PeerId, u32> = ids.iter().enumerate().map(|(i, p)| (*p, i as u32)).collect();
+    let ring = Ring::new(ids.iter().copied(), DEFAULT_VNODES);
+    let book = shipped();
+    let per_chunk = cells_per_chunk(members, book.len(), traffic.cell_replicas);
+    let owners_of: Vec<Vec<u32>> = (0..book.len() as u32)
+        .map(|c| cell_owners(&ring, book.id(), c, traffic.cell_replicas).iter().map(|p| index[p]).collect())
+        .collect();
+    let cell_owner_count = owners_of.iter().flatten().collect::<HashSet<_>>().len();
+    let zipf = Zipf::new(traffic.hosts, traffic.zipf);
+    let pages = (traffic.pages_per_sec * traffic.window_secs).round().max(1.0) as usize;
+
+    let grid = match design {
+        Design::Direct => None,
+        Design::Grid { dims, per_bucket } => Some(Grid::new(&ids, dims, per_bucket)),
+    };
+    let mut pairs: Vec<HashSet<u64>> = KINDS.iter().map(|_| HashSet::new()).collect();
+    let pair =
+        |a: u32, b: u32| if a < b { (u64::from(a) << 32) | u64::from(b) } else { (u64::from(b) << 32) | u64::from(a) };
+    let (mut messages, mut links, mut straight) = (0u64, 0u64, 0u64);
+    let (mut up, mut down) = (vec![0u64; members], vec![0u64; members]);
+    // A page's postings: each chunk to the owners of its best cells, batched to each owner.
+    let page_cells = if traffic.posting { per_chunk + traffic.extra_page_cells } else { 0 };
+    let posting_batch =
+        (traffic.chunks * per_chunk * traffic.posting_bytes as usize).checked_div(page_cells).unwrap_or(0) as u64;
+    let mut route = Rng(seed ^ 0x5eed);
+    for (me, my_id) in ids.iter().enumerate() {
+        let me = me as u32;
+        let mut send = |kind: Kind, to: u32, bytes: u64| {
+            if to == me {
+                return;
+            }
+            messages += 1;
+            let Some(grid) = &grid else {
+                links += 1;
+                pairs[kind as usize].insert(pair(me, to));
+                up[me as usize] += bytes;
+                down[to as usize] += bytes;
+                return;
+            };
+            let path = grid.path(me, to, |n| route.below(n));
+            if path.len() == 1 && grid.differ(me, to) > 1 {
+                straight += 1;
+            }
+            let mut at = me;
+            for hop in path {
+                links += 1;
+                pairs[kind as usize].insert(pair(at, hop));
+                up[at as usize] += bytes;
+                down[hop as usize] += bytes;
+                at = hop;
+            }
+        };
+        for _ in 0..pages {
+            // Its links' hosts, each to its owner.
+            let mut linked = HashSet::new();
+            while linked.len() < traffic.foreign_hosts {
+                linked.insert(zipf.draw(&mut rng));
+            }
+            for host in linked {
+                let owner = ring.owner(&format!("h{host}.example")).expect("a member");
+                send(Kind::Urls, index[owner], traffic.url_bytes);
+            }
+            // Its chunks' postings, to the owners of the page's cells.
+            for _ in 0..page_cells {
+                for to in &owners_of[rng.below(book.len())] {
+                    send(Kind::Postings, *to, posting_batch);
+                }
+            }
+            // Its fingerprint: a lookup to the first owner of each key, the entry to all of them.
+            for key in keys(rng.next()) {
+                for to in ring.owners_of_point(key.point(), RECORD_OWNERS) {
+                    send(Kind::Records, index[&to], traffic.record_bytes);
+                }
+            }
+            // Its copies.
+            let doc = doc_id(&format!("https://h{}.example/{}", zipf.draw(&mut rng), rng.next()));
+            for to in doc_holders(&ring, &doc, traffic.doc_replicas, my_id) {
+                send(Kind::Copies, index[&to], traffic.copy_bytes);
+            }
+        }
+    }
+    let degrees = |sets: &[&HashSet<u64>]| {
+        let mut d = vec![0usize; members];
+        let mut seen = HashSet::new();
+        for p in sets.iter().flat_map(|s| s.iter()) {
+            if seen.insert(*p) {
+                d[(p >> 32) as usize] += 1;
+                d[(p & 0xffff_ffff) as usize] += 1;
+            }
+        }
+        d
+    };
+    let by_kind = pairs.iter().map(|s| Spread::of(degrees(&[s]))).collect();
+    let all = degrees(&pairs.iter().collect::<Vec<_>>());
+    let share = |n: usize| all.iter().filter(|d| **d > n).count() as f64 / members as f64;
+    let (over_64, over_256) = (share(64), share(256));
+    let kb = |v: &[u64]| {
+        let per_sec: Vec<f64> = v.iter().map(|b| *b as f64 / traffic.window_secs / 1000.0).collect();
+        let mut sorted = per_sec.clone();
+        sorted.sort_by(f64::total_cmp);
+        let mean = per_sec.iter().sum::<f64>() / per_sec.len().max(1) as f64;
+        (mean, sorted.get(((sorted.len().max(1) - 1) as f64 * 0.99).round() as usize).copied().unwrap_or(0.0))
+    };
+    let (up_kb, down_kb) = (kb(&up), kb(&down));
+    let neighbours =
+        grid.as_ref().map_or(Spread::default(), |g| Spread::of((0..members as u32).map(|a| g.neighbours(a)).collect()));
+    Figures {
+        members,
+        design,
+        hops: links as f64 / messages.max(1) as f64,
+        straight: straight as f64 / messages.max(1) as f64,
+        neighbours,
+        up_kb,
+        down_kb,
+        traffic: traffic.clone(),
+        cells_per_chunk: per_chunk,
+        cell_owners: cell_owner_count,
+        by_kind,
+        all: Spread::of(all),
+        over_64,
+        over_256,
+    }
+}
+
+/// A member's identity, from the run's stream.
+fn peer(rng: &mut Rng) -> PeerId {
+    let mut bytes = [0u8; 32];
+    for chunk in bytes.chunks_mut(8) {
+        chunk.copy_from_slice(&rng.next().to_le_bytes());
+    }
+    libp2p::identity::Keypair::ed25519_from_bytes(bytes).expect("32 bytes make an ed25519 key").public().to_peer_id()
+}
+
+/// Zipf's law over `n` ranks, drawn by inverting its distribution.
+struct Zipf {
+    cumulative: Vec<f64>,
+}
+
+impl Zipf {
+    fn new(n: usize, s: f64) -> Zipf {
+        let mut total = 0.0;
+        let cumulative = (1..=n.max(1))
+            .map(|k| {
+                total += 1.0 / (k as f64).powf(s);
+                total
+            })
+            .collect();
+        Zipf { cumulative }
+    }
+
+    /// A rank, 0 the most popular.
+    fn draw(&self, rng: &mut Rng) -> usize {
+        let total = *self.cumulative.last().expect("at least one rank");
+        let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64 * total;
+        self.cumulative.partition_point(|c| *c < u).min(self.cumulative.len() - 1)
+    }
+}
+
+/// The rows of a Markdown table, one per run.
+pub fn table(runs: &[Figures]) -> String {
+    let mut out = String::from(
+        "| design | members | pages/s | cells/chunk, cell owners | URLs | postings | records | copies | all: mean | p50 | p99 | max | > 64 | > 256 | hops | neighbours: mean, max | KB/s up: mean, p99 | down: mean, p99 |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for f in runs {
+        let kind = |k: Kind| {
+            let s = f.by_kind[k as usize];
+            format!("{:.0} (max {})", s.mean, s.max)
+        };
+        out.push_str(&format!(
+            "| {} | {} | {} | {}, {} | {} | {} | {} | {} | {:.0} | {} | {} | {} | {:.1}% | {:.1}% | {:.2} | {:.0}, {} | {:.0}, {:.0} | {:.0}, {:.0} |\n",
+            f.design,
+            f.members,
+            f.traffic.pages_per_sec,
+            f.cells_per_chunk,
+            f.cell_owners,
+            kind(Kind::Urls),
+            kind(Kind::Postings),
+            kind(Kind::Records),
+            kind(Kind::Copies),
+            f.all.mean,
+            f.all.p50,
+            f.all.p99,
+            f.all.max,
+            100.0 * f.over_64,
+            100.0 * f.over_256,
+            f.hops,
+            f.neighbours.mean,
+            f.neighbours.max,
+            f.up_kb.0,
+            f.up_kb.1,
+            f.down_kb.0,
+            f.down_kb.1,
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uniform_traffic_meets_the_expected_number_of_peers() {
+        // Copies alone go to random members: n sends from each of N members reach about
+        // N·(1 − e^(−2n/N)) peers each, counting both directions.
+        let traffic = Traffic { foreign_hosts: 0, posting: false, ..Traffic::default() };
+        let f = run(400, &traffic, Design::Direct, 7);
+        let sends = traffic.pages_per_sec * traffic.window_secs * traffic.doc_replicas as f64;
+        let expected = 400.0 * (1.0 - (-2.0 * sends / 400.0).exp());
+        let copies = f.by_kind[Kind::Copies as usize].mean;
+        assert!((copies - expected).abs() < 0.05 * expected, "{copies} against {expected}");
+        assert_eq!(f.by_kind[Kind::Urls as usize].max, 0);
+    }
+
+    #[test]
+    fn a_popular_host_s_owner_hears_from_most_members() {
+        // Two pages a member, 24 links: the most linked host is among them for ~82% of the
+        // members (1 − (1 − 1/H(10⁶))²⁴), and its owner hears from all of those.
+        let traffic = Traffic { pages_per_sec: 0.1, posting: false, ..Traffic::default() };
+        let f = run(300, &traffic, Design::Direct, 3);
+        let urls = f.by_kind[Kind::Urls as usize];
+        assert!(urls.max as f64 > 0.7 * 299.0, "{urls:?}");
+        assert!(urls.mean < urls.max as f64 / 3.0, "{urls:?}");
+    }
+
+    #[test]
+    fn a_grid_path_changes_one_coordinate_a_hop_and_ends_at_its_member() {
+        let mut rng = Rng(5);
+        let ids: Vec<PeerId> = (0..1000).map(|_| peer(&mut rng)).collect();
+        let grid = Grid::new(&ids, 3, 2.0);
+        let mut straight = 0;
+        for _ in 0..2000 {
+            let (a, b) = (rng.below(1000) as u32, rng.below(1000) as u32);
+            let path = grid.path(a, b, |n| rng.below(n));
+            assert_eq!(*path.last().unwrap(), b);
+            assert!(path.len() <= 3 + DETOURS, "{path:?}");
+            if path.len() == 1 && grid.differ(a, b) > 1 {
+                straight += 1;
+                continue;
+            }
+            let mut at = a;
+            for hop in path {
+                assert!(grid.differ(at, hop) <= 1, "{at} → {hop}");
+                at = hop;
+            }
+        }
+        assert!(straight < 20, "{straight} of 2000 sent straight");
+        assert_eq!(permutations(&[0, 1, 2]).len(), 6);
+    }
+
+    #[test]
+    fn over_a_grid_a_member_s_connections_are_its_neighbours_however_much_it_sends() {
+        let traffic = Traffic { pages_per_sec: 4.0, ..Traffic::default() };
+        let f = run(1000, &traffic, Design::Grid { dims: 3, per_bucket: 2.0 }, 2);
+        // 3·(side − 1)·2 + 1 with a side of 8: about 43.
+        assert!((f.neighbours.mean - 43.0).abs() < 5.0, "{:?}", f.neighbours);
+        assert!(f.all.max <= f.neighbours.max + 20, "{:?} against {:?}; {} straight", f.all, f.neighbours, f.straight);
+        assert!(f.hops > 1.5 && f.hops < 3.0, "{}", f.hops);
+        let direct = run(1000, &traffic, Design::Direct, 2);
+        assert!(direct.all.mean > 10.0 * f.all.mean, "{} against {}", direct.all.mean, f.all.mean);
+    }
+
+    #[test]
+    fn every_byte_sent_is_received_and_a_grid_carries_each_over_its_hops() {
+        let traffic = Traffic::default();
+        let direct = run(500, &traffic, Design::Direct, 4);
+        assert!((direct.up_kb.0 - direct.down_kb.0).abs() < 1e-6 * direct.up_kb.0);
+        let grid = run(500, &traffic, Design::Grid { dims: 3, per_bucket: 1.5 }, 4);
+        assert!((grid.up_kb.0 - grid.down_kb.0).abs() < 1e-6 * grid.up_kb.0);
+        // The same traffic (same seed) over more links: about `hops` times the bytes.
+        let ratio = grid.up_kb.0 / direct.up_kb.0;
+        assert!(ratio > 1.5 && ratio < grid.hops + 0.5, "{ratio} for {} hops", grid.hops);
+    }
+
+    #[test]
+    fn zipf_draws_favour_the_first_ranks() {
+        let z = Zipf::new(1000, 1.0);
+        let mut rng = Rng(1);
+        let draws: Vec<usize> = (0..10_000).map(|_| z.draw(&mut rng)).collect();
+        let first = draws.iter().filter(|d| **d == 0).count() as f64 / 10_000.0;
+        // 1 / H(1000) = 0.134.
+        assert!((first - 0.134).abs() < 0.02, "{first}");
+        assert!(draws.iter().all(|d| *d < 1000));
+    }
+}
