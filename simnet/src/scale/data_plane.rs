@@ -547,7 +547,7 @@ mod tests {
 
     #[test]
     fn over_a_grid_a_member_s_connections_are_its_neighbours_however_much_it_sends() {
-        let traffic = Traffic { pages_per_sec: 4.0, ..Traffic::default() };
+        let traffic = Traffic { pages_per_sec: 2.0, ..Traffic::default() };
         let f = run(1000, &traffic, Design::Grid { dims: 3, per_bucket: 2.0 }, 2);
         // 3·(side − 1)·2 + 1 with a side of 8: about 43.
         assert!((f.neighbours.mean - 43.0).abs() < 5.0, "{:?}", f.neighbours);
