@@ -159,11 +159,15 @@ enum Command {
         /// Pages each member indexes per second, one run each.
         #[arg(long, default_value = "1,4")]
         pages_per_sec: String,
-        /// How messages reach their member, one run each: direct (today's), or gridD:M (at
-        /// most D hops over a fixed overlay of D coordinates, ~M members a bucket), e.g.
-        /// direct,grid3:1,grid4:2.
+        /// How messages reach their member, one run each: direct (today's), gridD:M (at most
+        /// D hops over a fixed overlay of D coordinates, ~M members a bucket), or hybridD:M:S
+        /// (URLs and records over that grid, postings and copies straight over connections
+        /// closed S seconds after their last use), e.g. direct,grid4:1.5,hybrid4:1.5:2.
         #[arg(long, default_value = "direct,grid3:2,grid4:2")]
         design: String,
+        /// Cells postings are placed in (default: the shipped codebook's 256).
+        #[arg(long)]
+        cells: Option<usize>,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// A file for the figures as JSON.
@@ -351,8 +355,8 @@ fn main() {
                 scale(&members, minutes, observers, seed, protocol, out)
             }
             Command::ScalePlot { from, out } => scale_plot(&from, &out),
-            Command::DataPlane { members, pages_per_sec, design, seed, out } => {
-                data_plane(&members, &pages_per_sec, &design, seed, out)
+            Command::DataPlane { members, pages_per_sec, design, cells, seed, out } => {
+                data_plane(&members, &pages_per_sec, &design, cells, seed, out)
             }
             Command::Demo { seconds, common } => {
                 // Four news sites of twelve articles: enough for the teacher to learn each design
@@ -389,7 +393,14 @@ fn scale_plot(from: &[PathBuf], out: &std::path::Path) -> Result<(), String> {
     std::fs::write(out, plot::scale_svg(&rows)?).map_err(|e| format!("{}: {e}", out.display()))
 }
 
-fn data_plane(members: &str, pages_per_sec: &str, design: &str, seed: u64, out: Option<PathBuf>) -> Result<(), String> {
+fn data_plane(
+    members: &str,
+    pages_per_sec: &str,
+    design: &str,
+    cells: Option<usize>,
+    seed: u64,
+    out: Option<PathBuf>,
+) -> Result<(), String> {
     use weft_simnet::scale::data_plane::{self, Design, Traffic};
     let sizes: Vec<usize> = list(members, "--members")?;
     let rates: Vec<f64> = list(pages_per_sec, "--pages-per-sec")?;
@@ -397,16 +408,32 @@ fn data_plane(members: &str, pages_per_sec: &str, design: &str, seed: u64, out: 
         .split(',')
         .map(|d| {
             let d = d.trim();
-            let grid = d.strip_prefix("grid").and_then(|g| g.split_once(':')).and_then(|(dims, per)| {
-                Some(Design::Grid {
-                    dims: dims.parse().ok().filter(|d| (1..=6).contains(d))?,
-                    per_bucket: per.parse().ok().filter(|p: &f64| *p > 0.0)?,
-                })
-            });
-            match (d, grid) {
+            let dims = |d: &str| d.parse().ok().filter(|d| (1..=6).contains(d));
+            let positive = |p: &str| p.parse().ok().filter(|p: &f64| *p > 0.0);
+            let parts: Vec<&str> = d.split(':').collect();
+            let overlay = match &parts[..] {
+                [first, per] => first
+                    .strip_prefix("grid")
+                    .and_then(dims)
+                    .zip(positive(per))
+                    .map(|(dims, per_bucket)| Design::Grid { dims, per_bucket }),
+                [first, per, bulk] => {
+                    match (first.strip_prefix("hybrid").and_then(dims), positive(per), positive(bulk)) {
+                        (Some(dims), Some(per_bucket), Some(bulk_secs)) => {
+                            Some(Design::Hybrid { dims, per_bucket, bulk_secs })
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            match (d, overlay) {
                 ("direct", _) => Ok(Design::Direct),
-                (_, Some(g)) => Ok(g),
-                _ => Err(format!("--design {d:?}: direct, or gridD:M (D of 1–6 coordinates, M members a bucket)")),
+                (_, Some(o)) => Ok(o),
+                _ => Err(format!(
+                    "--design {d:?}: direct, gridD:M (D of 1–6 coordinates, M members a bucket) or hybridD:M:S \
+                     (postings and copies straight, their connections closed after S s)"
+                )),
             }
         })
         .collect::<Result<_, _>>()?;
@@ -414,7 +441,7 @@ fn data_plane(members: &str, pages_per_sec: &str, design: &str, seed: u64, out: 
     for design in designs {
         for n in &sizes {
             for rate in &rates {
-                let traffic = Traffic { pages_per_sec: *rate, ..Traffic::default() };
+                let traffic = Traffic { pages_per_sec: *rate, cells, ..Traffic::default() };
                 let started = std::time::Instant::now();
                 runs.push(data_plane::run(*n, &traffic, design, seed));
                 eprintln!("{design}, {n} members, {rate} pages/s: {:.0} s", started.elapsed().as_secs_f64());

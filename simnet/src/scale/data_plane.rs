@@ -41,6 +41,10 @@ pub struct Traffic {
     /// that dev set, ~160 new words a chunk) share most of their cells. An assumption, not a
     /// measurement.
     pub extra_page_cells: usize,
+    /// Cells postings are placed in: the codebook shipped (256) when `None`; more to look at a
+    /// codebook that grows with the network (placement only: which cells a chunk's best are
+    /// is drawn at random either way).
+    pub cells: Option<usize>,
     /// Owners of each cell (`search.replicas`) and copies of each document (`index.replicas`).
     pub cell_replicas: usize,
     pub doc_replicas: usize,
@@ -69,6 +73,7 @@ impl Default for Traffic {
             hosts: 1_000_000,
             zipf: 1.0,
             extra_page_cells: 1,
+            cells: None,
             cell_replicas: 2,
             doc_replicas: 3,
             posting: true,
@@ -90,6 +95,9 @@ pub enum Design {
     /// each bucket: a member keeps connections to the members that differ from it in one
     /// coordinate, and a message changes one coordinate a hop.
     Grid { dims: u32, per_bucket: f64 },
+    /// The small messages (URLs, records) over the grid; the bulky ones (postings, copies)
+    /// straight to their member over a connection closed `bulk_secs` after its last use.
+    Hybrid { dims: u32, per_bucket: f64, bulk_secs: f64 },
 }
 
 impl std::fmt::Display for Design {
@@ -97,6 +105,7 @@ impl std::fmt::Display for Design {
         match self {
             Design::Direct => write!(f, "direct"),
             Design::Grid { dims, per_bucket } => write!(f, "grid{dims}:{per_bucket}"),
+            Design::Hybrid { dims, per_bucket, bulk_secs } => write!(f, "hybrid{dims}:{per_bucket}:{bulk_secs}"),
         }
     }
 }
@@ -297,8 +306,9 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
     let index: std::collections::HashMap<PeerId, u32> = ids.iter().enumerate().map(|(i, p)| (*p, i as u32)).collect();
     let ring = Ring::new(ids.iter().copied(), DEFAULT_VNODES);
     let book = shipped();
-    let per_chunk = cells_per_chunk(members, book.len(), traffic.cell_replicas);
-    let owners_of: Vec<Vec<u32>> = (0..book.len() as u32)
+    let cells = traffic.cells.unwrap_or(book.len()).max(1);
+    let per_chunk = cells_per_chunk(members, cells, traffic.cell_replicas);
+    let owners_of: Vec<Vec<u32>> = (0..cells as u32)
         .map(|c| cell_owners(&ring, book.id(), c, traffic.cell_replicas).iter().map(|p| index[p]).collect())
         .collect();
     let cell_owner_count = owners_of.iter().flatten().collect::<HashSet<_>>().len();
@@ -307,7 +317,15 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
 
     let grid = match design {
         Design::Direct => None,
-        Design::Grid { dims, per_bucket } => Some(Grid::new(&ids, dims, per_bucket)),
+        Design::Grid { dims, per_bucket } | Design::Hybrid { dims, per_bucket, .. } => {
+            Some(Grid::new(&ids, dims, per_bucket))
+        }
+    };
+    // Under the hybrid design a bulky message's connection counts only if it falls within the
+    // last `bulk_secs` of the window (it closes that long after its last use).
+    let bulk_share = match design {
+        Design::Hybrid { bulk_secs, .. } => Some((bulk_secs / traffic.window_secs).min(1.0)),
+        _ => None,
     };
     let mut pairs: Vec<HashSet<u64>> = KINDS.iter().map(|_| HashSet::new()).collect();
     let pair =
@@ -326,13 +344,22 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
                 return;
             }
             messages += 1;
-            let Some(grid) = &grid else {
+            let bulky = matches!(kind, Kind::Postings | Kind::Copies);
+            let direct = match (&grid, bulk_share) {
+                (None, _) => Some(1.0),
+                (Some(_), Some(share)) if bulky => Some(share),
+                _ => None,
+            };
+            if let Some(share) = direct {
                 links += 1;
-                pairs[kind as usize].insert(pair(me, to));
+                if share >= 1.0 || (route.next() >> 11) as f64 / (1u64 << 53) as f64 <= share {
+                    pairs[kind as usize].insert(pair(me, to));
+                }
                 up[me as usize] += bytes;
                 down[to as usize] += bytes;
                 return;
-            };
+            }
+            let Some(grid) = &grid else { return };
             let path = grid.path(me, to, |n| route.below(n));
             if path.len() == 1 && grid.differ(me, to) > 1 {
                 straight += 1;
@@ -358,7 +385,7 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
             }
             // Its chunks' postings, to the owners of the page's cells.
             for _ in 0..page_cells {
-                for to in &owners_of[rng.below(book.len())] {
+                for to in &owners_of[rng.below(cells)] {
                     send(Kind::Postings, *to, posting_batch);
                 }
             }
@@ -567,6 +594,21 @@ mod tests {
         // The same traffic (same seed) over more links: about `hops` times the bytes.
         let ratio = grid.up_kb.0 / direct.up_kb.0;
         assert!(ratio > 1.5 && ratio < grid.hops + 0.5, "{ratio} for {} hops", grid.hops);
+    }
+
+    #[test]
+    fn a_hybrid_sends_its_bulk_straight_and_holds_those_connections_briefly() {
+        let traffic = Traffic::default();
+        let grid = run(1000, &traffic, Design::Grid { dims: 3, per_bucket: 2.0 }, 6);
+        let hybrid = run(1000, &traffic, Design::Hybrid { dims: 3, per_bucket: 2.0, bulk_secs: 2.0 }, 6);
+        // The same small messages over the same grid; the bulk takes no hop.
+        let (a, b) = (grid.by_kind[Kind::Urls as usize].mean, hybrid.by_kind[Kind::Urls as usize].mean);
+        assert!((a - b).abs() < 0.02 * a, "{a} against {b}");
+        assert!(hybrid.up_kb.0 < 0.6 * grid.up_kb.0, "{:?} against {:?}", hybrid.up_kb, grid.up_kb);
+        // A tenth of the window's copies hold a connection at a time.
+        let direct = run(1000, &traffic, Design::Direct, 6);
+        let (held, all) = (hybrid.by_kind[Kind::Copies as usize].mean, direct.by_kind[Kind::Copies as usize].mean);
+        assert!(held > 0.05 * all && held < 0.2 * all, "{held} of {all}");
     }
 
     #[test]
