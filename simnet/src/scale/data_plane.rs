@@ -58,6 +58,9 @@ pub struct Traffic {
     /// page's metadata, the publisher's key and signature), a record request (a lookup ~30
     /// bytes, an entry ~160), a copy (the page's text, ~10 KB at 1,703 words, and its first
     /// hundred links).
+    /// The share of members behind NAT, as in `weft-simnet scale`: a connection opened between
+    /// two of them is a hole punch (through a relay first).
+    pub nat_share: f64,
     pub url_bytes: u64,
     pub posting_bytes: u64,
     pub record_bytes: u64,
@@ -78,6 +81,7 @@ impl Default for Traffic {
             doc_replicas: 3,
             posting: true,
             chunks: 8,
+            nat_share: 0.6,
             url_bytes: 180,
             posting_bytes: 2_300,
             record_bytes: 130,
@@ -294,6 +298,11 @@ pub struct Figures {
     pub neighbours: Spread,
     /// Bytes a second each member sends (forwarding included) and receives: mean and 99th
     /// percentile over the members, in KB/s.
+    /// Connections opened straight between two members behind NAT, a second a member (each a
+    /// hole punch): every pair's first message in the window opens one — at least: a pair whose
+    /// short-lived connection closed between two messages opens another. A grid's links are
+    /// kept, punched once.
+    pub punches_per_sec: f64,
     pub up_kb: (f64, f64),
     pub down_kb: (f64, f64),
 }
@@ -332,6 +341,8 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
         |a: u32, b: u32| if a < b { (u64::from(a) << 32) | u64::from(b) } else { (u64::from(b) << 32) | u64::from(a) };
     let (mut messages, mut links, mut straight) = (0u64, 0u64, 0u64);
     let (mut up, mut down) = (vec![0u64; members], vec![0u64; members]);
+    // Pairs that exchanged something straight (opened a connection) in the window.
+    let mut opened: HashSet<u64> = HashSet::new();
     // A page's postings: each chunk to the owners of its best cells, batched to each owner.
     let page_cells = if traffic.posting { per_chunk + traffic.extra_page_cells } else { 0 };
     let posting_batch =
@@ -352,6 +363,7 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
             };
             if let Some(share) = direct {
                 links += 1;
+                opened.insert(pair(me, to));
                 if share >= 1.0 || (route.next() >> 11) as f64 / (1u64 << 53) as f64 <= share {
                     pairs[kind as usize].insert(pair(me, to));
                 }
@@ -375,7 +387,7 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
         };
         for _ in 0..pages {
             // Its links' hosts, each to its owner.
-            let mut linked = HashSet::new();
+            let mut linked = std::collections::BTreeSet::new();
             while linked.len() < traffic.foreign_hosts {
                 linked.insert(zipf.draw(&mut rng));
             }
@@ -425,6 +437,13 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
         (mean, sorted.get(((sorted.len().max(1) - 1) as f64 * 0.99).round() as usize).copied().unwrap_or(0.0))
     };
     let (up_kb, down_kb) = (kb(&up), kb(&down));
+    let natted = |i: u64| {
+        let h = blake3::hash(&(i ^ seed.rotate_left(29)).to_le_bytes());
+        let draw = (u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes")) >> 11) as f64;
+        draw / ((1u64 << 53) as f64) < traffic.nat_share
+    };
+    let punches = opened.iter().filter(|p| natted(*p >> 32) && natted(*p & 0xffff_ffff)).count();
+    let punches_per_sec = 2.0 * punches as f64 / members as f64 / traffic.window_secs;
     let neighbours =
         grid.as_ref().map_or(Spread::default(), |g| Spread::of((0..members as u32).map(|a| g.neighbours(a)).collect()));
     Figures {
@@ -433,6 +452,7 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
         hops: links as f64 / messages.max(1) as f64,
         straight: straight as f64 / messages.max(1) as f64,
         neighbours,
+        punches_per_sec,
         up_kb,
         down_kb,
         traffic: traffic.clone(),
@@ -482,8 +502,8 @@ impl Zipf {
 /// The rows of a Markdown table, one per run.
 pub fn table(runs: &[Figures]) -> String {
     let mut out = String::from(
-        "| design | members | pages/s | cells/chunk, cell owners | URLs | postings | records | copies | all: mean | p50 | p99 | max | > 64 | > 256 | hops | neighbours: mean, max | KB/s up: mean, p99 | down: mean, p99 |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| design | members | pages/s | cells/chunk, cell owners | URLs | postings | records | copies | all: mean | p50 | p99 | max | > 64 | > 256 | hops | neighbours: mean, max | KB/s up: mean, p99 | down: mean, p99 | punches/s |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for f in runs {
         let kind = |k: Kind| {
@@ -491,7 +511,7 @@ pub fn table(runs: &[Figures]) -> String {
             format!("{:.0} (max {})", s.mean, s.max)
         };
         out.push_str(&format!(
-            "| {} | {} | {} | {}, {} | {} | {} | {} | {} | {:.0} | {} | {} | {} | {:.1}% | {:.1}% | {:.2} | {:.0}, {} | {:.0}, {:.0} | {:.0}, {:.0} |\n",
+            "| {} | {} | {} | {}, {} | {} | {} | {} | {} | {:.0} | {} | {} | {} | {:.1}% | {:.1}% | {:.2} | {:.0}, {} | {:.0}, {:.0} | {:.0}, {:.0} | {:.1} |\n",
             f.design,
             f.members,
             f.traffic.pages_per_sec,
@@ -514,6 +534,7 @@ pub fn table(runs: &[Figures]) -> String {
             f.up_kb.1,
             f.down_kb.0,
             f.down_kb.1,
+            f.punches_per_sec,
         ));
     }
     out
@@ -609,6 +630,25 @@ mod tests {
         let direct = run(1000, &traffic, Design::Direct, 6);
         let (held, all) = (hybrid.by_kind[Kind::Copies as usize].mean, direct.by_kind[Kind::Copies as usize].mean);
         assert!(held > 0.05 * all && held < 0.2 * all, "{held} of {all}");
+    }
+
+    #[test]
+    fn every_connection_opened_between_two_members_behind_nat_is_a_punch() {
+        let none = run(300, &Traffic { nat_share: 0.0, ..Traffic::default() }, Design::Direct, 8);
+        assert_eq!(none.punches_per_sec, 0.0);
+        let all = run(300, &Traffic { nat_share: 1.0, ..Traffic::default() }, Design::Direct, 8);
+        let per_window = all.punches_per_sec * all.traffic.window_secs;
+        assert!((per_window - all.all.mean).abs() < 1e-9, "{per_window} against {}", all.all.mean);
+        let grid =
+            run(300, &Traffic { nat_share: 1.0, ..Traffic::default() }, Design::Grid { dims: 3, per_bucket: 2.0 }, 8);
+        assert_eq!(grid.punches_per_sec, 0.0, "a grid's links are kept");
+    }
+
+    #[test]
+    fn a_run_is_the_same_from_the_same_seed() {
+        let design = Design::Hybrid { dims: 3, per_bucket: 1.0, bulk_secs: 1.0 };
+        let (a, b) = (run(400, &Traffic::default(), design, 9), run(400, &Traffic::default(), design, 9));
+        assert_eq!((a.by_kind, a.all, a.hops, a.up_kb), (b.by_kind, b.all, b.hops, b.up_kb));
     }
 
     #[test]
