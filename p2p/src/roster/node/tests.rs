@@ -162,6 +162,29 @@ fn nodes_started_with_their_founder_are_members_within_seconds() {
     }
 }
 
+/// Nodes that asked their founder for the roster before it had one (it waited for the members
+/// it saved from its last run, who are gone) are members within seconds of its founding, not a
+/// whole retry later.
+#[test]
+fn nodes_that_asked_before_the_founding_are_members_soon_after_it() {
+    let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
+    net.add(true);
+    net.nodes[0].set_bootstrap(vec![Keypair::generate_ed25519().public().to_peer_id()]);
+    for _ in 0..4 {
+        net.add(false);
+    }
+    net.run(FOUND_AFTER);
+    assert!(net.nodes[0].is_member(), "the first node founds the network");
+    let all: BTreeSet<PeerId> = (0..5).map(|i| net.id(i)).collect();
+    let mut waited = 0;
+    while net.agreed().as_ref() != Some(&all) {
+        let members: Vec<usize> = (0..5).map(|i| net.members_of(i).len()).collect();
+        assert!(waited < 10, "{waited} s after the founding: {members:?}");
+        net.run(1);
+        waited += 1;
+    }
+}
+
 /// A node with no bootstrap peer but members saved from its last run asks them first: it founds
 /// a network of its own only once none has given it a roster for [`FOUND_AFTER`].
 #[test]
