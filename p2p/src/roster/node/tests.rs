@@ -100,6 +100,18 @@ impl Net {
         self.nodes[i].roster().members().copied().collect()
     }
 
+    /// Runs until every node holds every node as a member; fails past `limit` seconds.
+    fn until_agreed(&mut self, limit: u64) {
+        let all: BTreeSet<PeerId> = (0..self.nodes.len()).map(|i| self.id(i)).collect();
+        let mut waited = 0;
+        while self.agreed().as_ref() != Some(&all) {
+            let members: Vec<usize> = (0..self.nodes.len()).map(|i| self.members_of(i).len()).collect();
+            assert!(waited < limit, "not agreed after {waited} s: members {members:?}");
+            self.run(1);
+            waited += 1;
+        }
+    }
+
     /// Every node up holds the same member set: these.
     fn agreed(&self) -> Option<BTreeSet<PeerId>> {
         let live: Vec<usize> = (0..self.nodes.len()).filter(|i| self.up[*i]).collect();
@@ -152,14 +164,7 @@ fn nodes_started_with_their_founder_are_members_within_seconds() {
     for _ in 0..4 {
         net.add(false);
     }
-    let all: BTreeSet<PeerId> = (0..5).map(|i| net.id(i)).collect();
-    let mut waited = 0;
-    while net.agreed().as_ref() != Some(&all) {
-        let members: Vec<usize> = (0..5).map(|i| net.members_of(i).len()).collect();
-        assert!(waited < 10, "{waited} s: {members:?}");
-        net.run(1);
-        waited += 1;
-    }
+    net.until_agreed(10);
 }
 
 /// Nodes that asked their founder for the roster before it had one (it waited for the members
@@ -175,14 +180,7 @@ fn nodes_that_asked_before_the_founding_are_members_soon_after_it() {
     }
     net.run(FOUND_AFTER);
     assert!(net.nodes[0].is_member(), "the first node founds the network");
-    let all: BTreeSet<PeerId> = (0..5).map(|i| net.id(i)).collect();
-    let mut waited = 0;
-    while net.agreed().as_ref() != Some(&all) {
-        let members: Vec<usize> = (0..5).map(|i| net.members_of(i).len()).collect();
-        assert!(waited < 10, "{waited} s after the founding: {members:?}");
-        net.run(1);
-        waited += 1;
-    }
+    net.until_agreed(10);
 }
 
 /// A node with no bootstrap peer but members saved from its last run asks them first: it founds
