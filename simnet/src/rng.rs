@@ -4,7 +4,17 @@
 
 pub struct Rng(pub u64);
 
+/// Uniform in [0, 1) from 53 of `bits`' bits.
+pub fn unit(bits: u64) -> f64 {
+    (bits >> 11) as f64 / (1u64 << 53) as f64
+}
+
 impl Rng {
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        unit(self.next())
+    }
+
     pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;

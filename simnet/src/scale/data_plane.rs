@@ -141,7 +141,7 @@ impl Spread {
             return Spread::default();
         }
         degrees.sort_unstable();
-        let at = |q: f64| degrees[((degrees.len() - 1) as f64 * q).round() as usize];
+        let at = |q: f64| degrees[rank(degrees.len(), q)];
         Spread {
             mean: degrees.iter().sum::<usize>() as f64 / degrees.len() as f64,
             p50: at(0.5),
@@ -149,6 +149,11 @@ impl Spread {
             max: *degrees.last().expect("not empty"),
         }
     }
+}
+
+/// The index of the `q` quantile among `len` sorted values (nearest, counted from the least).
+fn rank(len: usize, q: f64) -> usize {
+    (len.saturating_sub(1) as f64 * q).round() as usize
 }
 
 /// One run's figures.
@@ -242,7 +247,7 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
             if let Some(share) = direct {
                 links += 1;
                 opened.insert(pair(me, to));
-                if share >= 1.0 || (route.next() >> 11) as f64 / (1u64 << 53) as f64 <= share {
+                if share >= 1.0 || route.unit() <= share {
                     pairs[kind as usize].insert(pair(me, to));
                 }
                 up[me as usize] += bytes;
@@ -308,17 +313,14 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
     let share = |n: usize| all.iter().filter(|d| **d > n).count() as f64 / members as f64;
     let (over_64, over_256) = (share(64), share(256));
     let kb = |v: &[u64]| {
-        let per_sec: Vec<f64> = v.iter().map(|b| *b as f64 / traffic.window_secs / 1000.0).collect();
-        let mut sorted = per_sec.clone();
-        sorted.sort_by(f64::total_cmp);
-        let mean = per_sec.iter().sum::<f64>() / per_sec.len().max(1) as f64;
-        (mean, sorted.get(((sorted.len().max(1) - 1) as f64 * 0.99).round() as usize).copied().unwrap_or(0.0))
+        let mut per_sec: Vec<f64> = v.iter().map(|b| *b as f64 / traffic.window_secs / 1000.0).collect();
+        per_sec.sort_by(f64::total_cmp);
+        (super::mean(&per_sec), per_sec.get(rank(per_sec.len(), 0.99)).copied().unwrap_or(0.0))
     };
     let (up_kb, down_kb) = (kb(&up), kb(&down));
     let natted = |i: u64| {
         let h = blake3::hash(&(i ^ seed.rotate_left(29)).to_le_bytes());
-        let draw = (u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes")) >> 11) as f64;
-        draw / ((1u64 << 53) as f64) < traffic.nat_share
+        crate::rng::unit(u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"))) < traffic.nat_share
     };
     let punches = opened.iter().filter(|p| natted(*p >> 32) && natted(*p & 0xffff_ffff)).count();
     let punches_per_sec = 2.0 * punches as f64 / members as f64 / traffic.window_secs;
@@ -372,7 +374,7 @@ impl Zipf {
     /// A rank, 0 the most popular.
     fn draw(&self, rng: &mut Rng) -> usize {
         let total = *self.cumulative.last().expect("at least one rank");
-        let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64 * total;
+        let u = rng.unit() * total;
         self.cumulative.partition_point(|c| *c < u).min(self.cumulative.len() - 1)
     }
 }
