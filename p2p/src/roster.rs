@@ -209,6 +209,20 @@ impl Roster {
         self.entries.get(&position(peer)).filter(|e| e.peer == *peer && e.since != 0).map(|e| e.since)
     }
 
+    /// Whether `peer`'s admission holds fewer sponsors than this roster now asks of a join
+    /// admitted when it was: two newcomers to a young network that each pulled it before the
+    /// other was admitted. A roster that took such a join before it knew the earlier one holds
+    /// it; one that knew refuses it. The member asks again, and its sponsors sign again, so
+    /// that every roster ends up holding the same join (see `node::RosterNode::check_self`).
+    pub fn short_of_sponsors(&self, peer: &PeerId) -> bool {
+        self.event_of(peer).is_some_and(|e| match e.what {
+            What::Joined { since, .. } => {
+                e.at == since && e.proofs.len().saturating_sub(1) < self.sponsors_needed(since)
+            }
+            _ => false,
+        })
+    }
+
     /// The members, in key order (the monitor ring).
     pub fn members(&self) -> impl Iterator<Item = &PeerId> {
         self.alive.values()

@@ -214,7 +214,9 @@ impl Sponsoring {
         if peer != *from || signers != [peer] {
             return Err(format!("a join of {peer} sent by {from}, signed by {} signers", signers.len()));
         }
-        if roster.is_member(&peer) {
+        // A member whose join is short of sponsors (see `Roster::short_of_sponsors`) asks
+        // again; its sponsors sign again, whether or not their roster took the short join.
+        if roster.is_member(&peer) && !roster.short_of_sponsors(&peer) {
             return Err(format!("{peer} is a member already"));
         }
         if since != joined.at || joined.at.abs_diff(now) > JOIN_SKEW {

@@ -519,13 +519,7 @@ impl RosterNode {
             // Its join, sponsored from a roster that lacked members admitted before it (two
             // newcomers to a young network), is short of sponsors now that it knows them: the
             // others refuse it, so it asks again.
-            let short = self.roster.event_of(&self.me).is_some_and(|e| match e.what {
-                What::Joined { since, .. } => {
-                    e.at == since && e.proofs.len().saturating_sub(1) < self.roster.sponsors_needed(since)
-                }
-                _ => false,
-            });
-            if short {
+            if self.roster.short_of_sponsors(&self.me) {
                 tracing::info!("this node's join lacks sponsors the roster now asks for: asking again");
                 self.admission = Admission::ask_again(now);
             }

@@ -1,4 +1,4 @@
-use super::{RosterNode, Send, FOUND_AFTER, NEWCOMER_SETTLED};
+use super::{Asked, RosterNode, Send, FOUND_AFTER, NEWCOMER_SETTLED};
 use crate::roster::admission::Stage;
 use crate::roster::event::What;
 use crate::roster::watch::SUSPECT_AFTER;
@@ -152,6 +152,54 @@ fn newcomers_that_pulled_a_young_roster_before_each_other_were_admitted_end_up_i
     // probation would add the network's age, 13 s in all.
     assert!(net.now - asked <= 10, "agreed {} s after the second's short join", net.now - asked);
     assert!(net.nodes.iter().all(|n| n.stage() == &Stage::Member && n.refused().0 == 0));
+}
+
+/// The same race the other way round: the founder takes the second's short join before it
+/// hears of the first (the first's digest was late), so it holds the second as a member while
+/// the first refuses it. The second finds its join short and asks again; the members that
+/// took the short join sign again rather than decline it as "a member already" — which left
+/// the two rosters apart for good.
+#[test]
+fn a_short_join_a_member_took_already_is_signed_again() {
+    let mut net = Net::founded(1);
+    let first = net.add(false);
+    net.now += 1;
+    let second = net.add(false);
+    // Both pull the founder's roster of one, wait out their probation and are signed by the
+    // founder; their digests are late, so no one hears of either join yet.
+    while !(net.nodes[first].is_member() && net.nodes[second].is_member()) {
+        net.now += 1;
+        for i in [first, second] {
+            let now = net.now;
+            let (lost, sends): (Vec<Send>, Vec<Send>) =
+                net.nodes[i].tick(now).into_iter().partition(|s| s.asked == Asked::Digest);
+            net.deliver(i, sends);
+            for s in lost {
+                net.nodes[i].on_failure(s.to, s.asked, now);
+            }
+        }
+        assert!(net.now < T0 + 30, "not signed");
+    }
+    // Whichever was signed first, the other's join is short (both cite the founder alone); the
+    // founder hears of the short one first.
+    let since = |net: &Net, i: usize| match net.nodes[i].roster().event_of(&net.id(i)).unwrap().what {
+        What::Joined { since, .. } => since,
+        _ => unreachable!(),
+    };
+    assert!(net.nodes[first].is_member() && net.nodes[second].is_member());
+    let (early, late) = if since(&net, first) <= since(&net, second) { (first, second) } else { (second, first) };
+    assert!(since(&net, early) < since(&net, late), "signed in different seconds");
+    let event = net.nodes[late].roster().event_of(&net.id(late)).unwrap().clone();
+    let now = net.now;
+    net.nodes[0].take(vec![event], now);
+    let event = net.nodes[early].roster().event_of(&net.id(early)).unwrap().clone();
+    net.nodes[0].take(vec![event], now);
+    assert!(net.nodes[0].roster().is_member(&net.id(late)), "the founder took the short join");
+    // Within seconds, not a retry's wait (`ASK_AGAIN_AFTER`): the members sign the second
+    // request at once.
+    net.until_agreed(15);
+    assert!(net.nodes.iter().all(|n| n.stage() == &Stage::Member));
+    assert!(net.nodes.iter().all(|n| n.stage() == &Stage::Member));
 }
 
 /// Nodes started with their founder (`weft start --bootstrap` beside the first `weft start`,
