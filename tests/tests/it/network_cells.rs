@@ -52,10 +52,8 @@ async fn pages_indexed_on_a_node_that_left_are_found_through_their_cells_owners(
     for n in 1..NODES {
         members.push(member(&server, dirs[n].path(), n, bootstrap.clone()).await);
     }
-    common::until("the five are members", Duration::from_secs(60), || {
-        members.iter().all(|m| m.net.status().members.len() == NODES)
-    })
-    .await;
+    let nets: Vec<_> = members.iter().map(|m| &m.net).collect();
+    common::all_members(&nets, NODES, Duration::from_secs(60)).await;
     let ids: Vec<String> = members.iter().map(|m| m.net.peer_id().to_string()).collect();
 
     // Every topic on a host node A owns.

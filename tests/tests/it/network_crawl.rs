@@ -56,9 +56,7 @@ async fn each_host_is_crawled_by_its_owner_alone() {
         stops.push(tx);
         runs.push(tokio::spawn(node.run(weft_node::RunOptions::default(), rx, |_| {})));
     }
-    for h in &handles {
-        tokio::time::timeout(Duration::from_secs(60), h.wait_for(|s| s.members.len() == 3)).await.expect("members");
-    }
+    common::all_members(&handles.iter().collect::<Vec<_>>(), 3, Duration::from_secs(60)).await;
     // Peer id → node number, through the User-Agent each node fetches with.
     let node_of: HashMap<weft_p2p::PeerId, usize> = handles.iter().enumerate().map(|(i, h)| (h.peer_id(), i)).collect();
     let ring = handles[0].ring();

@@ -38,9 +38,7 @@ async fn a_syndicated_story_is_indexed_once_in_the_network() {
         stops.push(tx);
         runs.push(tokio::spawn(node.run(weft_node::RunOptions::default(), rx, |_| {})));
     }
-    for net in [&net0, &net1] {
-        tokio::time::timeout(Duration::from_secs(60), net.wait_for(|s| s.members.len() == 2)).await.expect("members");
-    }
+    common::all_members(&[&net0, &net1], 2, Duration::from_secs(60)).await;
     let ring = net0.ring();
     let (id0, id1) = (net0.peer_id(), net1.peer_id());
     let host_of = |owner: &weft_p2p::PeerId| {

@@ -100,13 +100,8 @@ async fn start_paused_with(
 /// Waits until every node of `nodes` counts `n` members: a newcomer's probation (as long as the
 /// network is old, at most `PROBATION`), or a member's death declared by its monitors.
 async fn members(nodes: &[&Running], n: usize) {
-    let bound = Duration::from_secs(weft_p2p::roster::PROBATION + 60);
-    for r in nodes {
-        tokio::time::timeout(bound, r.network.wait_for(|s| s.members.len() == n)).await.unwrap_or_else(|_| {
-            let all: Vec<_> = nodes.iter().map(|n| (n.network.status().members, n.network.status().roster)).collect();
-            panic!("{n} members: {all:?}")
-        });
-    }
+    let nets: Vec<_> = nodes.iter().map(|r| &r.network).collect();
+    common::all_members(&nets, n, Duration::from_secs(weft_p2p::roster::PROBATION + 60)).await;
 }
 
 /// The names of the test's hosts with `prefix`.

@@ -90,11 +90,8 @@ async fn documents_are_held_by_three_members_readable_from_any_and_repaired_when
     for n in 1..NODES {
         members.push(member(&server, dirs[n].path(), n, bootstrap.clone()).await);
     }
-    for m in &members {
-        tokio::time::timeout(Duration::from_secs(60), m.net.wait_for(|s| s.members.len() == NODES))
-            .await
-            .expect("members");
-    }
+    let nets: Vec<_> = members.iter().map(|m| &m.net).collect();
+    common::all_members(&nets, NODES, Duration::from_secs(60)).await;
     let a_id = members[0].net.peer_id();
 
     // Every topic on a host node A owns.
@@ -335,9 +332,7 @@ async fn a_publisher_past_its_quota_is_refused_counted_and_still_read_from_its_c
     let a = member(&server, da.path(), 0, Vec::new()).await;
     // A megabyte (not the default 2 GiB), so that a few dozen pages pass a publisher's quarter.
     let b = Member::start(&server, db.path(), 1, a.bootstrap(), |c| c.index.replica_quota_mb = 1).await;
-    for m in [&a, &b] {
-        tokio::time::timeout(Duration::from_secs(60), m.net.wait_for(|s| s.members.len() == 2)).await.expect("members");
-    }
+    common::all_members(&[&a.net, &b.net], 2, Duration::from_secs(60)).await;
     let a_id = a.net.peer_id();
     let ring = a.net.ring();
     let pages: Vec<String> =

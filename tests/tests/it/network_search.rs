@@ -207,11 +207,7 @@ async fn queries_reach_the_nodes_that_hold_the_topic_and_bad_peers_cannot_stall_
         stops.push(tx);
         nets.push(net);
     }
-    for net in &nets {
-        tokio::time::timeout(Duration::from_secs(60), net.wait_for(|s| s.members.len() == NODES))
-            .await
-            .expect("members");
-    }
+    common::all_members(&nets.iter().collect::<Vec<_>>(), NODES, Duration::from_secs(60)).await;
 
     // Topic t lives on node t % 5, on a host that node owns.
     let ring = nets[0].ring();

@@ -121,7 +121,16 @@ pub use weft_simnet::failures::{one_network_at_a_time, WorkDir};
 /// `target/test-failures/<module>-<test>[-n]/` when it fails (in CI too), with the node's files
 /// and log.
 pub fn work_dir() -> WorkDir {
+    log_if_asked();
     WorkDir::for_this_test().expect("a temporary dir")
+}
+
+/// With `RUST_LOG` set, the nodes' logs go to the test's captured output (printed when it fails).
+fn log_if_asked() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let filter = tracing_subscriber::EnvFilter::from_default_env();
+        let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
+    }
 }
 
 /// Waits until `ok` holds, checking every 100 ms; fails the test after `limit`, naming `what`.
@@ -134,4 +143,37 @@ pub async fn until(what: &str, limit: std::time::Duration, mut ok: impl FnMut() 
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     eprintln!("waited {:.1} s for {what}", started.elapsed().as_secs_f64());
+}
+
+/// Waits until every one of `nets` counts `n` members; after `limit`, fails the test with each
+/// node's roster as it stands (its stage, the members it counts, the last request of it a member
+/// declined, the last event it refused), so that a network that did not form says why.
+pub async fn all_members(nets: &[&weft_p2p::NetworkHandle], n: usize, limit: std::time::Duration) {
+    let started = std::time::Instant::now();
+    while !nets.iter().all(|net| net.status().members.len() == n) {
+        if started.elapsed() > limit {
+            let each: Vec<String> = nets
+                .iter()
+                .enumerate()
+                .map(|(i, net)| {
+                    let s = net.status();
+                    let r = &s.roster;
+                    format!(
+                        "node {i} ({}): {} counting {} members ({} on the ring, {} connected); declined: {:?}; refused {}: {:?}",
+                        net.peer_id(),
+                        r.stage,
+                        r.members,
+                        s.members.len(),
+                        s.connected_peers,
+                        r.last_declined,
+                        r.refused_events,
+                        r.last_refusal
+                    )
+                })
+                .collect();
+            panic!("{n} members not formed in {limit:?}:\n{}", each.join("\n"));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    eprintln!("waited {:.1} s for {n} members", started.elapsed().as_secs_f64());
 }
