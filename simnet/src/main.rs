@@ -162,7 +162,8 @@ enum Command {
         /// How messages reach their member, one run each: direct (today's), gridD:M (at most
         /// D hops over a fixed overlay of D coordinates, ~M members a bucket), or hybridD:M:S
         /// (URLs and records over that grid, postings and copies straight over connections
-        /// closed S seconds after their last use), e.g. direct,grid4:1.5,hybrid4:1.5:2.
+        /// closed S seconds after their last use; with a fourth part, :nat-grid, over the grid
+        /// when both ends are behind NAT), e.g. direct,grid4:1.5,hybrid4:1.5:2,hybrid5:1.5:0.5:nat-grid.
         #[arg(long, default_value = "direct,grid3:2,grid4:2")]
         design: String,
         /// Cells postings are placed in (default: the shipped codebook's 256).
@@ -417,10 +418,10 @@ fn data_plane(
                     .and_then(dims)
                     .zip(positive(per))
                     .map(|(dims, per_bucket)| Design::Grid { dims, per_bucket }),
-                [first, per, bulk] => {
+                [first, per, bulk, rest @ ..] if rest.is_empty() || rest == ["nat-grid"] => {
                     match (first.strip_prefix("hybrid").and_then(dims), positive(per), positive(bulk)) {
                         (Some(dims), Some(per_bucket), Some(bulk_secs)) => {
-                            Some(Design::Hybrid { dims, per_bucket, bulk_secs })
+                            Some(Design::Hybrid { dims, per_bucket, bulk_secs, nat_over_grid: !rest.is_empty() })
                         }
                         _ => None,
                     }
@@ -432,7 +433,8 @@ fn data_plane(
                 (_, Some(o)) => Ok(o),
                 _ => Err(format!(
                     "--design {d:?}: direct, gridD:M (D of 1–6 coordinates, M members a bucket) or hybridD:M:S \
-                     (postings and copies straight, their connections closed after S s)"
+                     (postings and copies straight, their connections closed after S s; hybridD:M:S:nat-grid \
+                     sends them over the grid between two members behind NAT)"
                 )),
             }
         })

@@ -54,14 +54,20 @@ pub struct Traffic {
     /// Chunks a page has: ~8 (1,268 words at the median of that dev set, ~160 new words a
     /// chunk of 254 tokens with 15% overlap).
     pub chunks: usize,
+    /// The share of members behind NAT, as in `weft-simnet scale`: a connection opened between
+    /// two of them is a hole punch (through a relay first).
+    pub nat_share: f64,
+    /// The share of hole punches that succeed: about 70% in libp2p's own measurement campaign
+    /// (Trautwein et al., "Challenging Tunnels: Assessing the hole punching success of libp2p's
+    /// DCUtR", 2024: 70% ± 7.1% over 4.4 million attempts from home and office networks in 167
+    /// countries; TCP and QUIC alike). A pair whose punch fails talks through a relay — a
+    /// public member holding one of the two's reservations — for as long as the connection lasts.
+    pub punch_success: f64,
     /// Bytes on the wire, estimated from the messages' fields: the URLs sent for a linked host
     /// (two of ~90 bytes), a posting (the chunk's text ~1.1 KB, its f16 vector 768 bytes, the
     /// page's metadata, the publisher's key and signature), a record request (a lookup ~30
     /// bytes, an entry ~160), a copy (the page's text, ~10 KB at 1,703 words, and its first
     /// hundred links).
-    /// The share of members behind NAT, as in `weft-simnet scale`: a connection opened between
-    /// two of them is a hole punch (through a relay first).
-    pub nat_share: f64,
     pub url_bytes: u64,
     pub posting_bytes: u64,
     pub record_bytes: u64,
@@ -83,6 +89,7 @@ impl Default for Traffic {
             posting: true,
             chunks: 8,
             nat_share: 0.6,
+            punch_success: 0.7,
             url_bytes: 180,
             posting_bytes: 2_300,
             record_bytes: 130,
@@ -101,8 +108,9 @@ pub enum Design {
     /// coordinate, and a message changes one coordinate a hop.
     Grid { dims: u32, per_bucket: f64 },
     /// The small messages (URLs, records) over the grid; the bulky ones (postings, copies)
-    /// straight to their member over a connection closed `bulk_secs` after its last use.
-    Hybrid { dims: u32, per_bucket: f64, bulk_secs: f64 },
+    /// straight to their member over a connection closed `bulk_secs` after its last use — or,
+    /// with `nat_over_grid`, over the grid too when both ends are behind NAT (no hole punch).
+    Hybrid { dims: u32, per_bucket: f64, bulk_secs: f64, nat_over_grid: bool },
 }
 
 impl std::fmt::Display for Design {
@@ -110,7 +118,9 @@ impl std::fmt::Display for Design {
         match self {
             Design::Direct => write!(f, "direct"),
             Design::Grid { dims, per_bucket } => write!(f, "grid{dims}:{per_bucket}"),
-            Design::Hybrid { dims, per_bucket, bulk_secs } => write!(f, "hybrid{dims}:{per_bucket}:{bulk_secs}"),
+            Design::Hybrid { dims, per_bucket, bulk_secs, nat_over_grid } => {
+                write!(f, "hybrid{dims}:{per_bucket}:{bulk_secs}{}", if *nat_over_grid { ":nat-grid" } else { "" })
+            }
         }
     }
 }
@@ -179,13 +189,24 @@ pub struct Figures {
     pub straight: f64,
     /// The grid's neighbours a member keeps (0 for direct delivery).
     pub neighbours: Spread,
-    /// Bytes a second each member sends (forwarding included) and receives: mean and 99th
-    /// percentile over the members, in KB/s.
     /// Connections opened straight between two members behind NAT, a second a member (each a
     /// hole punch): every pair's first message in the window opens one — at least: a pair whose
     /// short-lived connection closed between two messages opens another. A grid's links are
     /// kept, punched once.
     pub punches_per_sec: f64,
+    /// Of those, the punches that fail, a second a member: their pair talks through a relay.
+    pub failed_punches_per_sec: f64,
+    /// What the relays carry: the share of all bytes sent that went through one (failed
+    /// punches, and grid links between two members behind NAT whose punch failed), and the
+    /// KB/s each public member forwards as a relay (mean and 99th percentile over them).
+    pub relayed_share: f64,
+    pub relay_kb: (f64, f64),
+    /// The circuits each public member holds open at a time (the pairs it relays for whose
+    /// connection is open, counted as the connections are): mean and most, against
+    /// `p2p.relay.max_circuits` (64).
+    pub relay_circuits: (f64, usize),
+    /// Bytes a second each member sends (forwarding and relaying included) and receives: mean
+    /// and 99th percentile over the members, in KB/s.
     pub up_kb: (f64, f64),
     pub down_kb: (f64, f64),
 }
@@ -219,11 +240,13 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
         Design::Hybrid { bulk_secs, .. } => Some((bulk_secs / traffic.window_secs).min(1.0)),
         _ => None,
     };
+    let nat_over_grid = matches!(design, Design::Hybrid { nat_over_grid: true, .. });
+    let nat = Nat::draw(members, traffic, seed);
     let mut pairs: Vec<HashSet<u64>> = KINDS.iter().map(|_| HashSet::new()).collect();
     let pair =
         |a: u32, b: u32| if a < b { (u64::from(a) << 32) | u64::from(b) } else { (u64::from(b) << 32) | u64::from(a) };
     let (mut messages, mut links, mut straight) = (0u64, 0u64, 0u64);
-    let (mut up, mut down) = (vec![0u64; members], vec![0u64; members]);
+    let mut load = Load::new(members);
     // Pairs that exchanged something straight (opened a connection) in the window.
     let mut opened: HashSet<u64> = HashSet::new();
     // A page's postings: each chunk to the owners of its best cells, batched to each owner.
@@ -239,19 +262,22 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
             }
             messages += 1;
             let bulky = matches!(kind, Kind::Postings | Kind::Copies);
+            let punch = nat.behind[me as usize] && nat.behind[to as usize];
             let direct = match (&grid, bulk_share) {
                 (None, _) => Some(1.0),
+                (Some(_), Some(_)) if bulky && punch && nat_over_grid => None,
                 (Some(_), Some(share)) if bulky => Some(share),
                 _ => None,
             };
             if let Some(share) = direct {
                 links += 1;
                 opened.insert(pair(me, to));
-                if share >= 1.0 || route.unit() <= share {
+                let held = share >= 1.0 || route.unit() <= share;
+                if held {
                     pairs[kind as usize].insert(pair(me, to));
                 }
-                up[me as usize] += bytes;
-                down[to as usize] += bytes;
+                let relay = nat.relay_between(me, to, pair(me, to));
+                load.carry(me, to, bytes, relay.map(|r| (r, held.then_some(pair(me, to)))));
                 return;
             }
             let Some(grid) = &grid else { return };
@@ -263,8 +289,8 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
             for hop in path {
                 links += 1;
                 pairs[kind as usize].insert(pair(at, hop));
-                up[at as usize] += bytes;
-                down[hop as usize] += bytes;
+                let relay = nat.relay_between(at, hop, pair(at, hop));
+                load.carry(at, hop, bytes, relay.map(|r| (r, Some(pair(at, hop)))));
                 at = hop;
             }
         };
@@ -317,13 +343,25 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
         per_sec.sort_by(f64::total_cmp);
         (super::mean(&per_sec), per_sec.get(rank(per_sec.len(), 0.99)).copied().unwrap_or(0.0))
     };
-    let (up_kb, down_kb) = (kb(&up), kb(&down));
-    let natted = |i: u64| {
-        let h = blake3::hash(&(i ^ seed.rotate_left(29)).to_le_bytes());
-        crate::rng::unit(u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"))) < traffic.nat_share
+    let (up_kb, down_kb) = (kb(&load.up), kb(&load.down));
+    let punched: Vec<u64> = opened
+        .iter()
+        .copied()
+        .filter(|p| nat.behind[(p >> 32) as usize] && nat.behind[(p & 0xffff_ffff) as usize])
+        .collect();
+    let per_member_sec = |n: usize| 2.0 * n as f64 / members as f64 / traffic.window_secs;
+    let punches_per_sec = per_member_sec(punched.len());
+    let failed_punches_per_sec = per_member_sec(punched.iter().filter(|p| !nat.punches(**p)).count());
+    let relayed_share = load.relayed as f64 / load.sent.max(1) as f64;
+    let public: Vec<u64> = (0..members).filter(|i| !nat.behind[*i]).map(|i| load.forwarded[i]).collect();
+    let relay_kb = kb(&public);
+    let relay_circuits = {
+        let mut per = vec![0usize; members];
+        load.circuits.iter().for_each(|(r, _)| per[*r as usize] += 1);
+        let public: Vec<usize> = (0..members).filter(|i| !nat.behind[*i]).map(|i| per[i]).collect();
+        let mean = public.iter().sum::<usize>() as f64 / public.len().max(1) as f64;
+        (mean, public.iter().copied().max().unwrap_or(0))
     };
-    let punches = opened.iter().filter(|p| natted(*p >> 32) && natted(*p & 0xffff_ffff)).count();
-    let punches_per_sec = 2.0 * punches as f64 / members as f64 / traffic.window_secs;
     let neighbours =
         grid.as_ref().map_or(Spread::default(), |g| Spread::of((0..members as u32).map(|a| g.neighbours(a)).collect()));
     Figures {
@@ -333,6 +371,10 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
         straight: straight as f64 / messages.max(1) as f64,
         neighbours,
         punches_per_sec,
+        failed_punches_per_sec,
+        relayed_share,
+        relay_kb,
+        relay_circuits,
         up_kb,
         down_kb,
         traffic: traffic.clone(),
@@ -342,6 +384,90 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
         all: Spread::of(all),
         over_64,
         over_256,
+    }
+}
+
+/// Who is behind NAT, whose punches succeed, and which relay a member's reservation is with.
+struct Nat {
+    behind: Vec<bool>,
+    /// The public members, one of which holds each member's reservation.
+    public: Vec<u32>,
+    success: f64,
+    seed: u64,
+}
+
+impl Nat {
+    /// Draws each member's side: behind NAT with odds `traffic.nat_share`, from `seed` alone.
+    fn draw(members: usize, traffic: &Traffic, seed: u64) -> Nat {
+        let behind: Vec<bool> =
+            (0..members as u64).map(|i| hashed(i, seed.rotate_left(29)) < traffic.nat_share).collect();
+        let public = (0..members as u32).filter(|i| !behind[*i as usize]).collect();
+        Nat { behind, public, success: traffic.punch_success, seed }
+    }
+
+    /// Whether the hole punch between the two members of `pair` succeeds (drawn once a pair:
+    /// what decides it is the two networks' NATs, not the attempt).
+    fn punches(&self, pair: u64) -> bool {
+        hashed(pair, self.seed.rotate_left(43)) < self.success
+    }
+
+    /// The relay that carries what `from` and `to` send each other: one holding a reservation
+    /// of one of them (the one dialled; both directions share the connection), when both are
+    /// behind NAT and their punch fails; `None` when they talk straight.
+    fn relay_between(&self, from: u32, to: u32, pair: u64) -> Option<u32> {
+        if !(self.behind[from as usize] && self.behind[to as usize]) || self.punches(pair) || self.public.is_empty() {
+            return None;
+        }
+        let dialled = from.max(to);
+        let at = (hashed(u64::from(dialled), self.seed.rotate_left(7)) * self.public.len() as f64) as usize;
+        Some(self.public[at.min(self.public.len() - 1)])
+    }
+}
+
+/// A uniform draw in [0, 1) from `value` and `salt`, the same every run.
+fn hashed(value: u64, salt: u64) -> f64 {
+    let h = blake3::hash(&(value ^ salt).to_le_bytes());
+    crate::rng::unit(u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes")))
+}
+
+/// The bytes each member sends and receives, and what the relays forward.
+struct Load {
+    up: Vec<u64>,
+    down: Vec<u64>,
+    forwarded: Vec<u64>,
+    sent: u64,
+    relayed: u64,
+    /// (relay, pair) for each pair a relay carried.
+    circuits: HashSet<(u32, u64)>,
+}
+
+impl Load {
+    fn new(members: usize) -> Load {
+        Load {
+            up: vec![0; members],
+            down: vec![0; members],
+            forwarded: vec![0; members],
+            sent: 0,
+            relayed: 0,
+            circuits: HashSet::new(),
+        }
+    }
+
+    /// `bytes` from `from` to `to` over one link, through a relay if one carries it (it receives
+    /// and sends them on), with the pair whose circuit it holds at the window's end, if any.
+    fn carry(&mut self, from: u32, to: u32, bytes: u64, relay: Option<(u32, Option<u64>)>) {
+        self.sent += bytes;
+        self.up[from as usize] += bytes;
+        self.down[to as usize] += bytes;
+        if let Some((r, held)) = relay {
+            self.relayed += bytes;
+            if let Some(pair) = held {
+                self.circuits.insert((r, pair));
+            }
+            self.forwarded[r as usize] += bytes;
+            self.up[r as usize] += bytes;
+            self.down[r as usize] += bytes;
+        }
     }
 }
 
@@ -382,8 +508,8 @@ impl Zipf {
 /// The rows of a Markdown table, one per run.
 pub fn table(runs: &[Figures]) -> String {
     let mut out = String::from(
-        "| design | members | pages/s | cells/chunk, cell owners | URLs | postings | records | copies | all: mean | p50 | p99 | max | > 64 | > 256 | hops | neighbours: mean, max | KB/s up: mean, p99 | down: mean, p99 | punches/s |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| design | members | pages/s | cells/chunk, cell owners | URLs | postings | records | copies | all: mean | p50 | p99 | max | > 64 | > 256 | hops | neighbours: mean, max | KB/s up: mean, p99 | down: mean, p99 | punches/s | failed | relayed | relay KB/s: mean, p99 | circuits: mean, max |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for f in runs {
         let kind = |k: Kind| {
@@ -391,7 +517,7 @@ pub fn table(runs: &[Figures]) -> String {
             format!("{:.0} (max {})", s.mean, s.max)
         };
         out.push_str(&format!(
-            "| {} | {} | {} | {}, {} | {} | {} | {} | {} | {:.0} | {} | {} | {} | {:.1}% | {:.1}% | {:.2} | {:.0}, {} | {:.0}, {:.0} | {:.0}, {:.0} | {:.1} |\n",
+            "| {} | {} | {} | {}, {} | {} | {} | {} | {} | {:.0} | {} | {} | {} | {:.1}% | {:.1}% | {:.2} | {:.0}, {} | {:.0}, {:.0} | {:.0}, {:.0} | {:.1} | {:.1} | {:.1}% | {:.0}, {:.0} | {:.0}, {} |\n",
             f.design,
             f.members,
             f.traffic.pages_per_sec,
@@ -415,6 +541,12 @@ pub fn table(runs: &[Figures]) -> String {
             f.down_kb.0,
             f.down_kb.1,
             f.punches_per_sec,
+            f.failed_punches_per_sec,
+            100.0 * f.relayed_share,
+            f.relay_kb.0,
+            f.relay_kb.1,
+            f.relay_circuits.0,
+            f.relay_circuits.1,
         ));
     }
     out
@@ -476,7 +608,8 @@ mod tests {
     fn a_hybrid_sends_its_bulk_straight_and_holds_those_connections_briefly() {
         let traffic = Traffic::default();
         let grid = run(1000, &traffic, Design::Grid { dims: 3, per_bucket: 2.0 }, 6);
-        let hybrid = run(1000, &traffic, Design::Hybrid { dims: 3, per_bucket: 2.0, bulk_secs: 2.0 }, 6);
+        let hybrid =
+            run(1000, &traffic, Design::Hybrid { dims: 3, per_bucket: 2.0, bulk_secs: 2.0, nat_over_grid: false }, 6);
         // The same small messages over the same grid; the bulk takes no hop.
         let (a, b) = (grid.by_kind[Kind::Urls as usize].mean, hybrid.by_kind[Kind::Urls as usize].mean);
         assert!((a - b).abs() < 0.02 * a, "{a} against {b}");
@@ -500,8 +633,41 @@ mod tests {
     }
 
     #[test]
+    fn failed_punches_talk_through_a_relay_and_the_relays_carry_their_bytes() {
+        let sure = run(400, &Traffic { punch_success: 1.0, ..Traffic::default() }, Design::Direct, 5);
+        assert_eq!((sure.failed_punches_per_sec, sure.relayed_share, sure.relay_kb.0), (0.0, 0.0, 0.0));
+        let never = run(400, &Traffic { punch_success: 0.0, ..Traffic::default() }, Design::Direct, 5);
+        assert_eq!(never.failed_punches_per_sec, never.punches_per_sec);
+        // Bytes between two members behind NAT: about 0.6² of them, all relayed.
+        assert!((never.relayed_share - 0.36).abs() < 0.08, "{}", never.relayed_share);
+        // Every relayed byte is received and sent on by a public member (0.4 of them).
+        let expected = never.relayed_share * never.up_kb.0 / (1.0 + never.relayed_share) / 0.4;
+        assert!((never.relay_kb.0 - expected).abs() < 0.15 * expected, "{:?} against {expected}", never.relay_kb);
+        assert!((never.up_kb.0 - never.down_kb.0).abs() < 1e-6 * never.up_kb.0);
+        // Each failed pair holds a circuit on a relay: ~0.6² of the connections.
+        let circuits = never.relay_circuits.0 * 0.4 * 400.0;
+        let expected = 0.36 * never.all.mean * 400.0 / 2.0;
+        assert!((circuits - expected).abs() < 0.2 * expected, "{circuits} against {expected}");
+        let usual = run(400, &Traffic::default(), Design::Direct, 5);
+        let failed = usual.failed_punches_per_sec / usual.punches_per_sec;
+        assert!((failed - 0.3).abs() < 0.05, "{failed}");
+    }
+
+    #[test]
+    fn a_hybrid_can_keep_its_bulk_off_punches_by_sending_it_over_the_grid() {
+        let traffic = Traffic::default();
+        let straight = Design::Hybrid { dims: 3, per_bucket: 1.5, bulk_secs: 1.0, nat_over_grid: false };
+        let over_grid = Design::Hybrid { dims: 3, per_bucket: 1.5, bulk_secs: 1.0, nat_over_grid: true };
+        let (a, b) = (run(600, &traffic, straight, 3), run(600, &traffic, over_grid, 3));
+        assert!(a.punches_per_sec > 1.0, "{}", a.punches_per_sec);
+        assert_eq!(b.punches_per_sec, 0.0);
+        // The grid's links between two members behind NAT whose punch failed are relayed too.
+        assert!(b.relayed_share > 0.0 && b.hops > a.hops, "{} {} {}", b.relayed_share, b.hops, a.hops);
+    }
+
+    #[test]
     fn a_run_is_the_same_from_the_same_seed() {
-        let design = Design::Hybrid { dims: 3, per_bucket: 1.0, bulk_secs: 1.0 };
+        let design = Design::Hybrid { dims: 3, per_bucket: 1.0, bulk_secs: 1.0, nat_over_grid: false };
         let (a, b) = (run(400, &Traffic::default(), design, 9), run(400, &Traffic::default(), design, 9));
         assert_eq!((a.by_kind, a.all, a.hops, a.up_kb), (b.by_kind, b.all, b.hops, b.up_kb));
     }
