@@ -391,6 +391,7 @@ fn scale_plot(from: &[PathBuf], out: &std::path::Path) -> Result<(), String> {
     rows.sort_by(|a, b| (&a.design, a.members).cmp(&(&b.design, b.members)));
     println!("{}", Summary::table(&rows));
     println!("{}", Summary::received_table(&rows));
+    println!("{}", Summary::backlog_table(&rows));
     std::fs::write(out, plot::scale_svg(&rows)?).map_err(|e| format!("{}: {e}", out.display()))
 }
 
@@ -518,6 +519,7 @@ fn scale(
     }
     println!("{}", Summary::table(&rows));
     println!("{}", Summary::received_table(&rows));
+    println!("{}", Summary::backlog_table(&rows));
     if let Some(dir) = out {
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let json = serde_json::to_string_pretty(&runs).map_err(|e| e.to_string())?;

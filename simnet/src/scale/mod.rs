@@ -172,6 +172,8 @@ pub struct Figures {
     pub refused_dials: u64,
     /// Bytes all members received while measured, by what carried them.
     pub received: Received,
+    /// The crawl backlog crashes stranded (the roster design).
+    pub backlog: Option<roster::strands::Backlog>,
     pub wall_secs: f64,
 }
 
@@ -248,6 +250,9 @@ pub struct Summary {
     pub summary_bytes: usize,
     /// What a member received a second, on average, by kind (bytes).
     pub received: Vec<(String, f64)>,
+    /// The crawl backlog crashes stranded (the roster design).
+    #[serde(default)]
+    pub backlog: Option<roster::strands::Backlog>,
     pub wall_secs: f64,
 }
 
@@ -301,6 +306,7 @@ impl Summary {
             heartbeat_bytes: f.heartbeat_bytes,
             summary_bytes: f.summary_bytes,
             received: f.received.per_member(),
+            backlog: f.backlog,
             wall_secs: f.wall_secs,
         }
     }
@@ -361,6 +367,28 @@ impl Summary {
         }
         out
     }
+
+    /// The crawl backlog crashes stranded, one row per run that measured it.
+    pub fn backlog_table(rows: &[Summary]) -> String {
+        let mut out = String::from(
+            "| design | members | crashes a member-hour | backlog stranded: today | kept twice | back after p50 / p90 min | lost in the run (today) |\n|---|---|---|---|---|---|---|\n",
+        );
+        for r in rows {
+            let Some(b) = r.backlog else { continue };
+            out.push_str(&format!(
+                "| {} | {} | {:.3} | {:.2}% | {:.3}% | {:.0} / {:.0} | {:.2}% |\n",
+                r.design,
+                r.members,
+                b.crashes_per_member_hour,
+                100.0 * b.stranded,
+                100.0 * b.stranded_kept_twice,
+                b.back_p50_min,
+                b.back_p90_min,
+                100.0 * b.lost
+            ));
+        }
+        out
+    }
 }
 
 /// Runs the roster design on `scenario`.
@@ -416,6 +444,17 @@ mod tests {
         // A join waits out its probation before it is on any ring.
         assert!(a.join_p50_secs.is_some_and(|s| s >= weft_p2p::roster::PROBATION as f64), "{a:?}");
         assert!(a.connections_p99 <= 30.0 && a.down_mean < 2_000.0 && !fa.down.is_empty(), "{a:?}");
+    }
+
+    #[test]
+    fn crashes_strand_the_backlog_until_their_members_return_and_kept_twice_until_their_deaths() {
+        let mut scenario = Scenario::new(200, 40.0, 5);
+        (scenario.observers, scenario.hosts) = (4, 100);
+        let (a, _) = run_roster(&scenario);
+        let b = a.backlog.expect("the roster design measures it");
+        assert!(b.crashes_per_member_hour > 0.01 && b.back_p50_min > 0.0, "{b:?}");
+        assert!(b.stranded > 10.0 * b.stranded_kept_twice && b.stranded_kept_twice > 0.0, "{b:?}");
+        assert_eq!(Some(b), run_roster(&scenario).0.backlog, "the same seed, the same crashes");
     }
 
     #[test]

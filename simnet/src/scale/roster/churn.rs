@@ -26,6 +26,7 @@ impl Sim {
             return;
         }
         self.online += 1;
+        self.strands.back(i, now);
         let unix = self.unix();
         self.net.nodes[i as usize].come_online(unix, self.shared);
         let away = now - self.states[i as usize].left_at;
@@ -101,6 +102,9 @@ impl Sim {
             self.members.remove(i);
             self.change(i, Happened::Left, real, &to);
         } else if member {
+            // It vanished with its hosts' queues on its disk.
+            let returns = self.net.nodes[iu].kind != Kind::Newcomer;
+            self.strands.crashed(i, 1.0 / self.members.len().max(1) as f64, now, returns);
             let detect = DETECT_SECS.0 + self.net.rng.below(1000) as f64 / 1000.0 * (DETECT_SECS.1 - DETECT_SECS.0);
             self.at(now + detect, Ev::Detect(i, session));
         }
@@ -170,6 +174,7 @@ impl Sim {
         let real = self.keys.dead(i, self.unix(), &accusers);
         self.net.send(accusers[0], accusers[1], self.sizes.dead + MESSAGE_BYTES);
         self.members.remove(i);
+        self.strands.declared(i, self.now);
         self.change(i, Happened::Dead, real, &accusers);
     }
 

@@ -31,6 +31,7 @@ pub mod measure;
 pub mod monitors;
 pub mod real;
 pub mod sizes;
+pub mod strands;
 
 use super::member::{draw_public, Node, Shared, IDLE_SECS};
 use super::sessions::{Kind, SessionModel};
@@ -47,6 +48,7 @@ use real::MESSAGE_BYTES;
 use sizes::Sizes;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use strands::Strands;
 use weft_p2p::roster::event::{Event, What};
 use weft_p2p::roster::{Refused, Roster, Trust, ANSWER_BYTES, MONITORS, PROBATION};
 
@@ -137,6 +139,8 @@ pub struct Sim {
     spread: Spread,
     /// The ring of the members as the network's latest events have them.
     truth: weft_p2p::Ring,
+    /// The crawl backlog crashed members hold on their disks.
+    strands: Strands,
     pub figures: Figures,
 }
 
@@ -203,6 +207,7 @@ impl Sim {
             churn_until,
             spread: Spread::default(),
             truth: weft_p2p::Ring::new(std::iter::empty(), weft_p2p::DEFAULT_VNODES),
+            strands: Strands::default(),
             figures: Figures::default(),
         }
     }
@@ -289,6 +294,8 @@ impl Sim {
                 Ev::Partition(on) => self.partition(on),
             }
         }
+        let from = self.scenario.warmup_minutes * 60.0;
+        self.figures.backlog = Some(self.strands.measure(from, end, self.figures.received.member_secs));
         self.figures.wall_secs = started.elapsed().as_secs_f64();
         self.figures.received.handshakes = self.net.handshakes;
         self.figures.dials = self.net.nodes.iter().map(|n| n.dials).sum();
