@@ -793,3 +793,51 @@ fn a_small_configured_write_buffer_flushes_tables_and_loses_nothing() {
     let (_db, f) = open(dir.path(), s);
     assert_eq!(f.stats().queued, queued);
 }
+
+#[test]
+fn a_host_that_asked_to_back_off_goes_with_its_wait_and_its_next_owner_waits_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut f) = open(dir.path(), settings());
+    for u in ["http://slow.test/1", "http://slow.test/2", "http://calm.test/1"] {
+        f.push(page(u, 0)).unwrap();
+    }
+    // slow.test answers 429 with Retry-After: 300; calm.test answers.
+    let now = Instant::now();
+    for _ in 0..2 {
+        let l = take(&mut f, now);
+        let answer = match l.entry.host.as_str() {
+            "slow.test" => Completion::RateLimited { retry_after: Some(Duration::from_secs(300)) },
+            _ => Completion::Done { page: true },
+        };
+        f.complete(l, answer, true, now).unwrap();
+    }
+    let given = f.hand_off(|_| false, |e| if e.waits.len() == 1 { Ok(()) } else { panic!("{e:?}") }).unwrap();
+    assert_eq!(given.waits.len(), 1, "calm.test asked for no wait: {:?}", given.waits);
+    let (host, wait) = &given.waits[0];
+    assert_eq!(host, "slow.test");
+    assert!(*wait > Duration::from_secs(295) && *wait <= Duration::from_secs(300), "{wait:?}");
+
+    // The host's next owner takes its queue and its wait: nothing before the wait is over.
+    let dir2 = tempfile::tempdir().unwrap();
+    let (_db2, mut g) = open(dir2.path(), settings());
+    for q in &given.queued {
+        g.push_received(Candidate::page(normalize(&q.url, None).unwrap(), q.depth)).unwrap();
+    }
+    let received = Instant::now();
+    g.defer_host(host, received + *wait).unwrap();
+    match g.next(received).unwrap() {
+        Next::WaitUntil(t) => assert!(t >= received + Duration::from_secs(295), "{:?}", t - received),
+        other => panic!("slow.test must wait out its Retry-After, got {other:?}"),
+    }
+
+    // A wait is a peer's word: at most the longest backoff (10 minutes).
+    let dir3 = tempfile::tempdir().unwrap();
+    let (_db3, mut h) = open(dir3.path(), settings());
+    h.push(page("http://other.test/1", 0)).unwrap();
+    let asked = Instant::now();
+    h.defer_host("other.test", asked + Duration::from_secs(86_400)).unwrap();
+    match h.next(asked).unwrap() {
+        Next::WaitUntil(t) => assert!(t <= asked + Duration::from_secs(601), "{:?}", t - asked),
+        other => panic!("{other:?}"),
+    }
+}

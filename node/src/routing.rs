@@ -9,7 +9,7 @@
 use crate::crawl::{Crawler, Route};
 use crate::page::HeldCopy;
 use parking_lot::Mutex;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft_frontier::{Candidate, UrlKind};
@@ -39,6 +39,11 @@ impl Journal {
             };
             let mut value = u.depth.to_be_bytes().to_vec();
             value.push(kind);
+            // A hand-over's wait for the host, when it has one (entries written before it
+            // existed end after the kind).
+            if let Some(until) = u.host_wait_until {
+                value.extend_from_slice(&until.to_be_bytes());
+            }
             batch.insert(u.url.as_bytes(), value);
         }
         self.tree.apply_batch(batch)
@@ -68,7 +73,8 @@ impl Journal {
                     Some(2) => weft_p2p::UrlKind::Done,
                     _ => weft_p2p::UrlKind::Page,
                 };
-                Some(WireUrl::new(url, depth, kind))
+                let wait = v.get(5..13).and_then(|b| b.try_into().ok()).map(u64::from_be_bytes);
+                Some(WireUrl::new(url, depth, kind).with_host_wait(wait))
             })
             .collect()
     }
@@ -115,8 +121,20 @@ async fn give_away(
     joined: Vec<PeerId>,
 ) -> usize {
     let to_wire = |given: &weft_frontier::HandOff| -> Vec<WireUrl> {
-        let done = given.done.iter().map(|url| WireUrl::new(url.clone(), 0, weft_p2p::UrlKind::Done));
-        given.queued.iter().map(wire).chain(done).collect()
+        // Hosts that asked this node to back off: their new owners wait as long.
+        let now = weft_clock::now_secs();
+        let waits: HashMap<&str, u64> =
+            given.waits.iter().map(|(host, wait)| (host.as_str(), now + wait.as_secs_f64().ceil() as u64)).collect();
+        let wait_of = |url: &str| {
+            let host = url::Url::parse(url).ok().map(|u| HostKey::of(&u).into_string())?;
+            waits.get(host.as_str()).copied()
+        };
+        let done = given.done.iter().map(|url| {
+            let wait = if waits.is_empty() { None } else { wait_of(url) };
+            WireUrl::new(url.clone(), 0, weft_p2p::UrlKind::Done).with_host_wait(wait)
+        });
+        let queued = given.queued.iter().map(|q| wire(q).with_host_wait(waits.get(q.host.as_str()).copied()));
+        queued.chain(done).collect()
     };
     let mut urls = Vec::new();
     let given = crawler
@@ -499,12 +517,14 @@ pub async fn receive(
         let returned: Vec<String> = urls.iter().map(|u| u.url.clone()).collect();
         let mut done = Vec::new();
         let mut candidates = Vec::new();
+        // Hosts the sender handed over while they asked it to back off (see `give_away`).
+        let mut waits: HashMap<String, u64> = HashMap::new();
         let mut invalid = 0;
         let max_depth = crawler.max_depth();
         for u in urls {
             // The sender's depth orders the queue but cannot keep a page out of it: a peer
             // saying 4294967295 gets the deepest depth queued, not a refusal.
-            let (depth, kind) = (u.depth.min(max_depth), u.kind);
+            let (depth, kind, wait) = (u.depth.min(max_depth), u.kind, u.host_wait_until);
             // Parsed once, by the network's check; normalized here (the sender is not trusted
             // to have done it).
             let normalized = match u.into_url() {
@@ -518,6 +538,10 @@ pub async fn receive(
                 invalid += 1;
                 continue;
             };
+            if let Some(until) = wait {
+                let w = waits.entry(HostKey::of(&url).into_string()).or_default();
+                *w = (*w).max(until);
+            }
             match from_wire(kind) {
                 Some(kind) => candidates.push(Candidate::of(url, kind, depth)),
                 None => done.push(url),
@@ -533,6 +557,7 @@ pub async fn receive(
             tracing::error!("outbox journal: {e}");
             continue;
         }
+        let waits: Vec<(String, u64)> = waits.into_iter().collect();
         let (accepted, sent_on) = match (crawler.mark_done(done).await, crawler.add_owned(candidates).await) {
             (Ok((d, mut done_on)), Ok((q, sent_on))) => {
                 done_on.extend(sent_on);
@@ -544,6 +569,7 @@ pub async fn receive(
                 continue;
             }
         };
+        crawler.defer_hosts(waits);
         // Those sent on to their owner stay journaled until it acknowledges them.
         let sent_on: HashSet<&str> = sent_on.iter().map(String::as_str).collect();
         crate::storage::blocking(|| {
@@ -663,6 +689,25 @@ mod tests {
         );
         j.remove(all.iter().map(|u| u.url.as_str()));
         assert!(j.is_empty());
+    }
+
+    #[test]
+    fn the_journal_keeps_a_host_s_wait_and_reads_entries_written_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = weft_frontier::open_db(dir.path(), 8 << 20).unwrap();
+        let j = Journal::open(&db).unwrap();
+        let waiting =
+            WireUrl::new("http://slow.test/1", 0, weft_p2p::UrlKind::Done).with_host_wait(Some(1_800_000_300));
+        j.insert(&[waiting, WireUrl::new("http://calm.test/1", 2, weft_p2p::UrlKind::Page)]).unwrap();
+        let mut all = j.all();
+        all.sort_by(|a, b| a.url.cmp(&b.url));
+        assert_eq!(all.iter().map(|u| u.host_wait_until).collect::<Vec<_>>(), vec![None, Some(1_800_000_300)]);
+        assert_eq!(all[1].kind, weft_p2p::UrlKind::Done);
+        // What the journal held before the wait existed: depth and kind.
+        let tree = db.open_tree("p2p.outbox").unwrap();
+        tree.insert("http://old.test/1", [0, 0, 0, 4, 1].to_vec()).unwrap();
+        let old = j.all().into_iter().find(|u| u.url == "http://old.test/1").unwrap();
+        assert_eq!((old.depth, old.kind, old.host_wait_until), (4, weft_p2p::UrlKind::Sitemap, None));
     }
 
     #[test]

@@ -56,6 +56,12 @@ pub struct WireUrl {
     pub url: String,
     pub depth: u32,
     pub kind: UrlKind,
+    /// In a hand-over: the host asked its previous owner to back off (a 429 or 503, its
+    /// `Retry-After`) until this time, unix seconds; its new owner waits too — at most its own
+    /// longest backoff (`politeness.backoff_max_secs`) from when it reads it, so a peer can delay
+    /// a host's crawl, not stop it. Absent otherwise (and from older senders).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_wait_until: Option<u64>,
     /// The URL parsed, when this node has parsed it already (never on the wire).
     #[serde(skip)]
     parsed: Option<url::Url>,
@@ -64,12 +70,18 @@ pub struct WireUrl {
 impl WireUrl {
     /// A URL as read from storage or a peer: parsed when first needed.
     pub fn new(url: impl Into<String>, depth: u32, kind: UrlKind) -> WireUrl {
-        WireUrl { url: url.into(), depth, kind, parsed: None }
+        WireUrl { url: url.into(), depth, kind, host_wait_until: None, parsed: None }
     }
 
     /// A URL this node has parsed already.
     pub fn parsed(url: url::Url, depth: u32, kind: UrlKind) -> WireUrl {
-        WireUrl { url: url.to_string(), depth, kind, parsed: Some(url) }
+        WireUrl { url: url.to_string(), depth, kind, host_wait_until: None, parsed: Some(url) }
+    }
+
+    /// The same URL, telling its host's new owner to wait until `until` (unix seconds).
+    pub fn with_host_wait(mut self, until: Option<u64>) -> WireUrl {
+        self.host_wait_until = until;
+        self
     }
 
     /// The parsed URL, parsing it only if this node has not yet.
@@ -620,5 +632,44 @@ mod tests {
         assert!(matches!(cut, Frame::Refused(Refusal::Malformed { .. })));
         let big = vec![0u8; MAX_BATCH_BYTES as usize + 1];
         assert!(matches!(decode_request::<UrlWire>(&big), Frame::Refused(Refusal::Oversized { .. })));
+    }
+
+    #[test]
+    fn a_host_s_wait_rides_with_its_urls_and_batches_without_one_read_as_before() {
+        // A sender that never heard of the field: a URL is its three fields.
+        #[derive(serde::Serialize)]
+        struct Before {
+            url: String,
+            depth: u32,
+            kind: UrlKind,
+        }
+        #[derive(serde::Serialize)]
+        struct BatchBefore {
+            urls: Vec<Before>,
+            hops: u8,
+            handoff: bool,
+        }
+        let old = BatchBefore {
+            urls: vec![Before { url: "http://a.test/".into(), depth: 1, kind: UrlKind::Page }],
+            hops: 0,
+            handoff: false,
+        };
+        let Frame::Request(read) = decode_request::<UrlWire>(&cbor4ii::serde::to_vec(Vec::new(), &old).unwrap()) else {
+            panic!("an older sender's batch is refused")
+        };
+        assert_eq!(read.urls[0].host_wait_until, None);
+        // Without a wait nothing more goes on the wire; with one, it arrives.
+        let plain = cbor4ii::serde::to_vec(Vec::new(), &WireUrl::new("http://a.test/", 1, UrlKind::Page)).unwrap();
+        assert_eq!(plain, cbor4ii::serde::to_vec(Vec::new(), &old.urls[0]).unwrap());
+        let waiting = UrlBatch {
+            urls: vec![WireUrl::new("http://a.test/", 1, UrlKind::Page).with_host_wait(Some(1_800_000_300))],
+            hops: 0,
+            handoff: true,
+        };
+        let Frame::Request(read) = decode_request::<UrlWire>(&cbor4ii::serde::to_vec(Vec::new(), &waiting).unwrap())
+        else {
+            panic!("refused")
+        };
+        assert_eq!(read.urls[0].host_wait_until, Some(1_800_000_300));
     }
 }

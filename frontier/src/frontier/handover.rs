@@ -10,7 +10,7 @@
 use super::{Candidate, Frontier, HostFilter, PushOutcome, QueuedUrl, Result};
 use crate::host::HostKey;
 use crate::score::UrlKind;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use url::Url;
 
 /// What [`Frontier::hand_off`] gives away.
@@ -20,6 +20,10 @@ pub struct HandOff {
     pub queued: Vec<QueuedUrl>,
     /// URLs this node fetched or gave up on, for the new owners to mark seen.
     pub done: Vec<String>,
+    /// Hosts given away that asked this node to back off (a 429 or 503), and how long they
+    /// still wait: their new owners wait too ([`Frontier::defer_host`]), or a host that said
+    /// `Retry-After: 600` to one member would be asked again by the next a second later.
+    pub waits: Vec<(String, Duration)>,
 }
 
 impl HandOff {
@@ -94,8 +98,10 @@ impl Frontier {
         persist: impl FnOnce(&HandOff) -> std::result::Result<(), sled::Error>,
     ) -> Result<HandOff> {
         let now = Instant::now();
+        let now_ms = weft_clock::now_ms();
         let mut entries = Vec::new();
         let mut done = Vec::new();
+        let mut waits = Vec::new();
         // (host, live entries taken)
         let mut taken: Vec<(u32, u64)> = Vec::new();
         let mut given = Vec::new();
@@ -107,6 +113,9 @@ impl Frontier {
                 continue;
             }
             done.extend(self.store.done_of_host(record.id, &name)?);
+            if record.backoff_level > 0 && record.next_allowed_unix_ms > now_ms {
+                waits.push((name.clone(), Duration::from_millis(record.next_allowed_unix_ms - now_ms)));
+            }
             self.store.remove_host(&mut batch, &name, record.id)?;
             forgotten += 1;
         }
@@ -117,6 +126,9 @@ impl Frontier {
             }
             given.push(id);
             done.extend(self.store.done_of_host(id, &h.name)?);
+            if h.politeness.backoff_level > 0 && h.politeness.next_allowed > now {
+                waits.push((h.name.clone(), h.politeness.next_allowed - now));
+            }
             let leased = h.leased;
             // The URL leased right now is this node's to finish: the new owner is told it is
             // done, or it would fetch it again while this node is still indexing it.
@@ -140,7 +152,7 @@ impl Frontier {
             }
             taken.push((id, live));
         }
-        let given_away = HandOff { queued: entries, done };
+        let given_away = HandOff { queued: entries, done, waits };
         persist(&given_away)?;
         for &(id, live) in &taken {
             let h = &mut self.hosts[id as usize];
@@ -163,6 +175,22 @@ impl Frontier {
             self.reschedule(id);
         }
         Ok(given_away)
+    }
+
+    /// The member that handed this node `host` says the host asked it to back off until `until`
+    /// (see [`HandOff::waits`]): it is not asked here before then either — waiting at most the
+    /// longest backoff from now (`politeness.backoff_max`), since the wait comes from a peer.
+    /// Durable with the next flush.
+    pub fn defer_host(&mut self, host: &str, until: Instant) -> Result<()> {
+        let now = Instant::now();
+        let policy = self.settings.politeness;
+        let id = self.host_id(host, now)?;
+        policy.defer(&mut self.hosts[id as usize].politeness, until.min(now + policy.backoff_max));
+        let mut batch = self.store.batch();
+        self.put_record(&mut batch, id, now)?;
+        self.store.commit(batch)?;
+        self.reschedule(id);
+        Ok(())
     }
 
     /// Hosts with a request in flight (a lease, or a browser's borrowed request): a node

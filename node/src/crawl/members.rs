@@ -70,6 +70,25 @@ impl Crawler {
         Ok((accepted, sent_on))
     }
 
+    /// Hosts handed to this node that asked their previous owner to back off, and until when
+    /// (unix seconds): not asked here before then either, within this node's longest backoff
+    /// (see [`weft_frontier::Frontier::defer_host`]).
+    pub fn defer_hosts(&self, waits: Vec<(String, u64)>) {
+        if waits.is_empty() {
+            return;
+        }
+        let now_unix = weft_clock::now_secs();
+        blocking(|| {
+            let mut frontier = self.inner.frontier.lock();
+            for (host, until) in waits {
+                let wait = std::time::Duration::from_secs(until.saturating_sub(now_unix));
+                if let Err(e) = frontier.defer_host(&host, std::time::Instant::now() + wait) {
+                    self.inner.storage.error("frontier defer", e);
+                }
+            }
+        });
+    }
+
     /// Holds back the hosts `pick` selects for `grace` (see [`Frontier::hold_hosts`]).
     pub fn hold_hosts(&self, pick: impl FnMut(&str) -> bool, grace: std::time::Duration) -> usize {
         let held = blocking(|| self.inner.frontier.lock().hold_hosts(pick, std::time::Instant::now() + grace));
@@ -196,6 +215,7 @@ impl Crawler {
                 let mut all = weft_frontier::HandOff {
                     queued: given.queued.clone(),
                     done: given.done.iter().filter(|u| !rendering.contains(u.as_str())).cloned().collect(),
+                    waits: given.waits.clone(),
                 };
                 for (w, _) in &held {
                     if !all.done.iter().any(|u| u.as_str() == w.url.as_str()) {

@@ -408,6 +408,74 @@ async fn a_leaving_node_hands_its_queue_over_at_once_and_the_hosts_it_is_request
     first.task.await.unwrap().unwrap();
 }
 
+/// A host that told its owner to back off (429, `Retry-After`) is not asked by its next owner
+/// before that time either: the wait goes with the hand-over. Without it, the next owner asked
+/// the host a hand-over grace (2 s) after the leaving node's refused request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_s_retry_after_goes_with_its_hand_over() {
+    let _network = common::one_network_at_a_time();
+    const RETRY_AFTER: u64 = 20;
+    let server = WebServer::start(
+        (0..20)
+            .map(|i| {
+                let busy = weft_simnet::web::Resource::Raw {
+                    status: 429,
+                    headers: vec![("retry-after".into(), RETRY_AFTER.to_string())],
+                    body: b"slow down".to_vec(),
+                };
+                let page = weft_simnet::web::Resource::Html(format!("<html><body><p>r{i}</p></body></html>"));
+                Site::new(&format!("r{i}.test")).with("/", weft_simnet::web::Resource::Sequence(vec![busy, page]))
+            })
+            .collect(),
+    )
+    .await
+    .unwrap();
+    let first = start(&server, 0, vec![], 0).await;
+    let boot = first.network.status().listen_addrs[0].clone();
+    let second = start(&server, 1, vec![boot], 0).await;
+    members(&[&first, &second], 2).await;
+
+    // Node 1 asks the hosts it owns, and each answers 429.
+    let (ring, id) = (second.network.ring(), second.network.peer_id());
+    let owned: Vec<String> = (0..20).map(|i| format!("r{i}.test")).filter(|h| ring.owner(h) == Some(&id)).collect();
+    assert!(!owned.is_empty(), "node 1 owns some of the twenty hosts");
+    second.crawler.add_seeds(&owned.iter().map(|h| server.url(h, "/")).collect::<Vec<_>>()).await;
+    let refused = |server: &WebServer| -> HashMap<String, Instant> {
+        (server.requests().into_iter())
+            .filter(|r| r.path == "/" && r.status == 429 && node_of(r) == 1)
+            .map(|r| (r.host, r.answered))
+            .collect()
+    };
+    common::until("node 1 is refused by each of its hosts", Duration::from_secs(60), || {
+        refused(&server).len() == owned.len()
+    })
+    .await;
+
+    // It leaves; node 0 takes the hosts and asks each only once its Retry-After is over.
+    second.stop.send(true).unwrap();
+    second.task.await.unwrap().unwrap();
+    members(&[&first], 1).await;
+    let answered = |server: &WebServer| -> Vec<weft_simnet::Request> {
+        (server.requests().into_iter()).filter(|r| r.path == "/" && r.status == 200 && node_of(r) == 0).collect()
+    };
+    common::until("node 0 fetches every host node 1 handed over", Duration::from_secs(90), || {
+        answered(&server).len() == owned.len()
+    })
+    .await;
+    let refused = refused(&server);
+    for r in answered(&server) {
+        let waited = r.started.saturating_duration_since(refused[&r.host]);
+        // Unix seconds on the wire: up to a second lost to rounding.
+        assert!(
+            waited >= Duration::from_secs(RETRY_AFTER - 1),
+            "node 0 asked {} {waited:?} after it told node 1 to wait {RETRY_AFTER} s",
+            r.host
+        );
+    }
+    first.stop.send(true).unwrap();
+    first.task.await.unwrap().unwrap();
+}
+
 /// A leaving node does not wait for its browser: the pages waiting for it whose HTML it holds
 /// are indexed from that HTML and go to their hosts' new owner as done (handed off as queued
 /// they would be fetched a second time; rendered first, a loaded machine spent the whole stop
