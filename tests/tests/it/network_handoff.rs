@@ -97,6 +97,15 @@ async fn start_paused_with(
     (Running { network, crawler, stop, task, _dir: dir }, renders)
 }
 
+/// Nodes 0 and 1, the second joined through the first, once both are members.
+async fn two_members(server: &WebServer, delay_ms: u64) -> (Running, Running) {
+    let first = start(server, 0, vec![], delay_ms).await;
+    let boot = first.network.status().listen_addrs[0].clone();
+    let second = start(server, 1, vec![boot], delay_ms).await;
+    members(&[&first, &second], 2).await;
+    (first, second)
+}
+
 /// Waits until every node of `nodes` counts `n` members: a newcomer's probation (as long as the
 /// network is old, at most `PROBATION`), or a member's death declared by its monitors.
 async fn members(nodes: &[&Running], n: usize) {
@@ -334,10 +343,7 @@ async fn a_leaving_node_hands_its_queue_over_at_once_and_the_hosts_it_is_request
     })
     .await
     .unwrap();
-    let first = start(&server, 0, vec![], 3000).await;
-    let boot = first.network.status().listen_addrs[0].clone();
-    let second = start(&server, 1, vec![boot], 3000).await;
-    members(&[&first, &second], 2).await;
+    let (first, second) = two_members(&server, 3000).await;
 
     // Node 1 is given the hosts it owns (a fresh identity owns none of twenty about once in a
     // million draws): f-hosts, whose /a and /b it queues (3 s apart), and w-hosts, whose first
@@ -430,10 +436,7 @@ async fn a_host_s_retry_after_goes_with_its_hand_over() {
     )
     .await
     .unwrap();
-    let first = start(&server, 0, vec![], 0).await;
-    let boot = first.network.status().listen_addrs[0].clone();
-    let second = start(&server, 1, vec![boot], 0).await;
-    members(&[&first, &second], 2).await;
+    let (first, second) = two_members(&server, 0).await;
 
     // Node 1 asks the hosts it owns, and each answers 429.
     let (ring, id) = (second.network.ring(), second.network.peer_id());
