@@ -169,6 +169,10 @@ enum Command {
         /// Cells postings are placed in (default: the shipped codebook's 256).
         #[arg(long)]
         cells: Option<usize>,
+        /// Members each linked host's URLs go to: 1, its owner (today's); 2 for a frontier kept
+        /// on a second member too.
+        #[arg(long, default_value_t = 1)]
+        url_holders: usize,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// A file for the figures as JSON.
@@ -356,8 +360,8 @@ fn main() {
                 scale(&members, minutes, observers, seed, protocol, out)
             }
             Command::ScalePlot { from, out } => scale_plot(&from, &out),
-            Command::DataPlane { members, pages_per_sec, design, cells, seed, out } => {
-                data_plane(&members, &pages_per_sec, &design, cells, seed, out)
+            Command::DataPlane { members, pages_per_sec, design, cells, url_holders, seed, out } => {
+                data_plane(&members, &pages_per_sec, &design, cells, url_holders, seed, out)
             }
             Command::Demo { seconds, common } => {
                 // Four news sites of twelve articles: enough for the teacher to learn each design
@@ -400,10 +404,14 @@ fn data_plane(
     pages_per_sec: &str,
     design: &str,
     cells: Option<usize>,
+    url_holders: usize,
     seed: u64,
     out: Option<PathBuf>,
 ) -> Result<(), String> {
     use weft_simnet::scale::data_plane::{self, Design, Traffic};
+    if !(1..=3).contains(&url_holders) {
+        return Err(format!("--url-holders {url_holders}: 1, 2 or 3"));
+    }
     let sizes: Vec<usize> = list(members, "--members")?;
     let rates: Vec<f64> = list(pages_per_sec, "--pages-per-sec")?;
     let designs: Vec<Design> = design
@@ -444,7 +452,7 @@ fn data_plane(
     for design in designs {
         for n in &sizes {
             for rate in &rates {
-                let traffic = Traffic { pages_per_sec: *rate, cells, ..Traffic::default() };
+                let traffic = Traffic { pages_per_sec: *rate, cells, url_holders, ..Traffic::default() };
                 let started = std::time::Instant::now();
                 runs.push(data_plane::run(*n, &traffic, design, seed));
                 eprintln!("{design}, {n} members, {rate} pages/s: {:.0} s", started.elapsed().as_secs_f64());

@@ -46,6 +46,9 @@ pub struct Traffic {
     /// codebook that grows with the network (placement only: which cells a chunk's best are
     /// is drawn at random either way).
     pub cells: Option<usize>,
+    /// Members each linked host's URLs go to: 1 today (its owner); 2 for a frontier kept on a
+    /// second member too (the host's next owner on the ring), which no crash can strand.
+    pub url_holders: usize,
     /// Owners of each cell (`search.replicas`) and copies of each document (`index.replicas`).
     pub cell_replicas: usize,
     pub doc_replicas: usize,
@@ -84,6 +87,7 @@ impl Default for Traffic {
             zipf: 1.0,
             extra_page_cells: 1,
             cells: None,
+            url_holders: 1,
             cell_replicas: 2,
             doc_replicas: 3,
             posting: true,
@@ -301,8 +305,10 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
                 linked.insert(zipf.draw(&mut rng));
             }
             for host in linked {
-                let owner = ring.owner(&format!("h{host}.example")).expect("a member");
-                send(Kind::Urls, index[owner], traffic.url_bytes);
+                let point = weft_p2p::ring::host_point(&format!("h{host}.example"));
+                for holder in ring.owners_of_point(point, traffic.url_holders.max(1)) {
+                    send(Kind::Urls, index[&holder], traffic.url_bytes);
+                }
             }
             // Its chunks' postings, to the owners of the page's cells.
             for _ in 0..page_cells {
@@ -663,6 +669,19 @@ mod tests {
         assert_eq!(b.punches_per_sec, 0.0);
         // The grid's links between two members behind NAT whose punch failed are relayed too.
         assert!(b.relayed_share > 0.0 && b.hops > a.hops, "{} {} {}", b.relayed_share, b.hops, a.hops);
+    }
+
+    #[test]
+    fn a_second_holder_of_each_host_s_urls_adds_their_bytes_once_more() {
+        let only_urls = Traffic { posting: false, doc_replicas: 0, ..Traffic::default() };
+        let one = run(300, &only_urls, Design::Direct, 4);
+        let two = run(300, &Traffic { url_holders: 2, ..only_urls.clone() }, Design::Direct, 4);
+        let (urls, records) = (one.by_kind[Kind::Urls as usize], one.by_kind[Kind::Records as usize]);
+        assert!(urls.mean > 0.0 && two.by_kind[Kind::Urls as usize].mean > urls.mean, "{urls:?}");
+        // URLs are ~180 bytes a linked host, records 16 × 130 a page: twice the URLs adds theirs.
+        let url_kb = 12.0 * 180.0 / 1000.0;
+        assert!((two.up_kb.0 - one.up_kb.0 - url_kb).abs() < 0.25 * url_kb, "{} {}", one.up_kb.0, two.up_kb.0);
+        assert!(records.mean > 0.0);
     }
 
     #[test]
