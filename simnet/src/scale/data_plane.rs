@@ -247,8 +247,6 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
     let nat_over_grid = matches!(design, Design::Hybrid { nat_over_grid: true, .. });
     let nat = Nat::draw(members, traffic, seed);
     let mut pairs: Vec<HashSet<u64>> = KINDS.iter().map(|_| HashSet::new()).collect();
-    let pair =
-        |a: u32, b: u32| if a < b { (u64::from(a) << 32) | u64::from(b) } else { (u64::from(b) << 32) | u64::from(a) };
     let (mut messages, mut links, mut straight) = (0u64, 0u64, 0u64);
     let mut load = Load::new(members);
     // Pairs that exchanged something straight (opened a connection) in the window.
@@ -280,7 +278,7 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
                 if held {
                     pairs[kind as usize].insert(pair(me, to));
                 }
-                let relay = nat.relay_between(me, to, pair(me, to));
+                let relay = nat.relay_between(me, to);
                 load.carry(me, to, bytes, relay.map(|r| (r, held.then_some(pair(me, to)))));
                 return;
             }
@@ -293,7 +291,7 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
             for hop in path {
                 links += 1;
                 pairs[kind as usize].insert(pair(at, hop));
-                let relay = nat.relay_between(at, hop, pair(at, hop));
+                let relay = nat.relay_between(at, hop);
                 load.carry(at, hop, bytes, relay.map(|r| (r, Some(pair(at, hop)))));
                 at = hop;
             }
@@ -420,14 +418,21 @@ impl Nat {
     /// The relay that carries what `from` and `to` send each other: one holding a reservation
     /// of one of them (the one dialled; both directions share the connection), when both are
     /// behind NAT and their punch fails; `None` when they talk straight.
-    fn relay_between(&self, from: u32, to: u32, pair: u64) -> Option<u32> {
-        if !(self.behind[from as usize] && self.behind[to as usize]) || self.punches(pair) || self.public.is_empty() {
+    fn relay_between(&self, from: u32, to: u32) -> Option<u32> {
+        let both_behind = self.behind[from as usize] && self.behind[to as usize];
+        if !both_behind || self.punches(pair(from, to)) || self.public.is_empty() {
             return None;
         }
         let dialled = from.max(to);
         let at = (hashed(u64::from(dialled), self.seed.rotate_left(7)) * self.public.len() as f64) as usize;
         Some(self.public[at.min(self.public.len() - 1)])
     }
+}
+
+/// Two members as one key, the same either way round.
+fn pair(a: u32, b: u32) -> u64 {
+    let (low, high) = (a.min(b), a.max(b));
+    (u64::from(low) << 32) | u64::from(high)
 }
 
 /// A uniform draw in [0, 1) from `value` and `salt`, the same every run.
