@@ -26,6 +26,7 @@ use crate::host::HostKey;
 use crate::migrate::OldLayout;
 use crate::politeness::HostPoliteness;
 use crate::score::{is_binary, score, UrlKind, HUB_BOOST, INLINK_WEIGHT};
+use crate::second::SecondCopy;
 use crate::seen::SeenSet;
 use crate::store::{self, HostRecord, QKey, Store, Stored};
 pub use crate::store::{CompactJob, FrontierError, Result, SnapshotJob};
@@ -41,6 +42,7 @@ mod handover;
 mod import;
 mod report;
 mod resident;
+mod second;
 mod types;
 pub use handover::{HandOff, Received};
 pub use resident::IDLE_FOR;
@@ -99,6 +101,9 @@ pub struct Frontier {
     /// node (re)joined, until the members that held its hosts have said what they did with them
     /// (see [`Frontier::hold_new_hosts`]).
     new_host_hold: Option<(Instant, HostFilter)>,
+    /// Whether each queue change writes a note for its host's second holder (in a network:
+    /// see [`crate::second`]).
+    second_copies: bool,
 }
 
 /// Queue entries removed before a compaction is considered (see [`Frontier::compaction_due`]).
@@ -135,6 +140,7 @@ impl Frontier {
             removed_since_compact: 0,
             blocked: store.blocked()?.into_iter().collect(),
             new_host_hold: None,
+            second_copies: false,
         };
         // Only the hosts with work come into memory; the rest wait in their records.
         for (name, record) in store.host_records()? {
@@ -384,6 +390,11 @@ impl Frontier {
         let key = store::qkey(id, priority, seq);
         self.store.put_entry(&mut batch, &key, &entry, url)?;
         self.store.journal(&mut batch, self.next_jseq, url);
+        if self.second_copies {
+            let note = SecondCopy::Keep { host: host.clone(), url: url.to_string(), depth: c.depth, kind: c.kind };
+            let seq = self.take_seq(&mut batch);
+            self.store.put_note(&mut batch, seq, &note)?;
+        }
         self.hosts[id as usize].queued += 1;
         self.put_record(&mut batch, id, now)?;
         if let Err(e) = self.store.commit(batch) {
@@ -520,6 +531,11 @@ impl Frontier {
         self.store.remove_entry(&mut batch, key, url);
         if done {
             self.store.put_done(&mut batch, id, url, &self.hosts[id as usize].name);
+        }
+        if self.second_copies {
+            let note = SecondCopy::Forget { host: self.hosts[id as usize].name.clone(), url: url.to_string() };
+            let seq = self.take_seq(&mut batch);
+            self.store.put_note(&mut batch, seq, &note)?;
         }
         let h = &mut self.hosts[id as usize];
         h.queued = h.queued.saturating_sub(1);

@@ -8,6 +8,7 @@
 //! - `politeness`: per-host token bucket, `Crawl-delay`, 429/503 backoff.
 //! - `robots`: RFC 9309 semantics of a robots.txt fetch and a 24 h cache in sled.
 //! - `frontier`: durable per-host queues with a ready-time schedule across hosts.
+//! - `second`: second copies of a host's queue, kept by its next owner on the ring.
 //! - `store`: the frontier's files: an LSM tree (fjall) keyed by host and priority, so
 //!   memory grows with hosts, not URLs; the seen-set snapshot.
 //! - `tables`: the small tables the node's stores keep in the frontier's store (the URL
@@ -27,7 +28,7 @@
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
 //! checks it): discovery, fanout, generation, health, politeness, revisits, robots, score, seen
-//! → store → tables → outcomes, patterns → migrate → frontier.
+//! → second → store → tables → outcomes, patterns → migrate → frontier.
 
 use weft_url::host;
 
@@ -43,6 +44,7 @@ mod politeness;
 pub mod revisits;
 mod robots;
 mod score;
+mod second;
 mod seen;
 mod store;
 mod tables;
@@ -56,6 +58,7 @@ pub use outcomes::{Fate, Outcomes, UrlOutcome};
 pub use politeness::PolitenessPolicy;
 pub use robots::{HostRobots, RobotsCache, RobotsFetch, RobotsOutcome, Verdict, ROBOTS_TRIES};
 pub use score::UrlKind;
+pub use second::SecondCopy;
 pub use seen::{LegacySeenSet, SeenSet};
 pub use tables::Tables;
 

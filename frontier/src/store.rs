@@ -24,6 +24,7 @@
 //! | `meta` | `seq`, `b` + host | reserved sequence numbers; blocked hosts |
 //! | `outcomes` | URL | what happened to it when last tried ([`crate::Outcomes`]) |
 //! | `tables` | table name · 0 · key | the node's small stores' records ([`Store::table`]): the URL patterns (`url_patterns`), the layout store (`layout.*`) |
+//! | `second` | `o` · seq (u64 BE); `k` · host · 0 · URL without scheme and host | a [`SecondCopy`] note waiting for this node's host's second holder; (depth, kind) of a URL kept for another owner |
 //!
 //! Keys of one host share their first four bytes, and within a host sort by priority (higher
 //! first) then age, so a host's next URL is the first key at or after its floor — nothing
@@ -36,6 +37,7 @@
 //! syncs it for power loss, and callers do that before they acknowledge anything.
 
 use crate::score::UrlKind;
+use crate::second::SecondCopy;
 use crate::seen::{LegacySeenSet, SeenSet};
 use fjall::{Database, Keyspace, PersistMode};
 use serde::{Deserialize, Serialize};
@@ -240,6 +242,23 @@ fn done_key(id: u32, url: &str, host: &str) -> Vec<u8> {
     k
 }
 
+fn note_key(seq: u64) -> Vec<u8> {
+    let mut k = b"o".to_vec();
+    k.extend_from_slice(&seq.to_be_bytes());
+    k
+}
+
+/// Where the URLs kept for `host`'s owner start.
+fn kept_prefix(host: &str) -> Vec<u8> {
+    [b"k", host.as_bytes(), &[0u8][..]].concat()
+}
+
+fn kept_key(host: &str, url: &str) -> Vec<u8> {
+    let mut k = kept_prefix(host);
+    k.extend_from_slice(&url_tail(url, host));
+    k
+}
+
 fn blocked_key(host: &str) -> Vec<u8> {
     let mut k = b"b".to_vec();
     k.extend_from_slice(host.as_bytes());
@@ -279,6 +298,10 @@ pub struct Store {
     outcomes: Keyspace,
     /// The small tables of the node's other stores ([`Store::table`]).
     tables: Keyspace,
+    /// Second copies ([`crate::second`]): notes for this node's hosts' second holders, waiting
+    /// to be sent (`o` · seq), and the URLs this node keeps for other owners (`k` · host · 0 ·
+    /// URL tail).
+    second: Keyspace,
     snapshot_path: PathBuf,
     /// An earlier release's snapshot, read once and removed when the first new one is written.
     legacy_snapshot_path: PathBuf,
@@ -313,6 +336,7 @@ impl Store {
             meta: ks("meta")?,
             outcomes: ks("outcomes")?,
             tables: ks("tables")?,
+            second: ks("second")?,
             snapshot_path: dir.join("seen.gens"),
             legacy_snapshot_path: dir.join("seen.bloom"),
             syncs: Default::default(),
@@ -364,8 +388,18 @@ impl Store {
         Ok(())
     }
 
-    fn keyspaces(&self) -> [&Keyspace; 8] {
-        [&self.queue, &self.urls, &self.done, &self.journal, &self.hosts, &self.meta, &self.outcomes, &self.tables]
+    fn keyspaces(&self) -> [&Keyspace; 9] {
+        [
+            &self.queue,
+            &self.urls,
+            &self.done,
+            &self.journal,
+            &self.hosts,
+            &self.meta,
+            &self.outcomes,
+            &self.tables,
+            &self.second,
+        ]
     }
 
     /// Bytes on disk (LSM files, journal and snapshot).
@@ -515,6 +549,66 @@ impl Store {
             v.push(url_from_tail(&k[4..], host));
         }
         Ok(v)
+    }
+
+    // --- second copies ---
+
+    /// Queues `note` for a host's second holder, in the batch of the write it follows.
+    pub fn put_note(&self, b: &mut Batch, seq: u64, note: &SecondCopy) -> Result<()> {
+        b.inner.insert(&self.second, note_key(seq), postcard::to_allocvec(note)?);
+        Ok(())
+    }
+
+    /// The first `max` notes waiting to be sent, oldest first, with their sequence numbers.
+    pub fn notes(&self, max: usize) -> Result<Vec<(u64, SecondCopy)>> {
+        let mut v = Vec::new();
+        for item in self.second.prefix(b"o").take(max) {
+            let (k, val) = item.into_inner()?;
+            let Some(seq) = k.get(1..9).and_then(|b| b.try_into().ok()).map(u64::from_be_bytes) else { continue };
+            v.push((seq, postcard::from_bytes(&val)?));
+        }
+        Ok(v)
+    }
+
+    pub fn remove_note(&self, b: &mut Batch, seq: u64) {
+        b.inner.remove(&self.second, note_key(seq));
+    }
+
+    /// Keeps `url` of `host` for the host's owner.
+    pub fn put_kept(&self, b: &mut Batch, host: &str, url: &str, depth: u32, kind: UrlKind) -> Result<()> {
+        b.inner.insert(&self.second, kept_key(host, url), postcard::to_allocvec(&(depth, kind))?);
+        Ok(())
+    }
+
+    pub fn remove_kept(&self, b: &mut Batch, host: &str, url: &str) {
+        b.inner.remove(&self.second, kept_key(host, url));
+    }
+
+    /// The URLs kept for `host`'s owner: (URL, depth, kind).
+    pub fn kept_of(&self, host: &str) -> Result<Vec<(String, u32, UrlKind)>> {
+        let prefix = kept_prefix(host);
+        let mut v = Vec::new();
+        for item in self.second.prefix(&prefix) {
+            let (k, val) = item.into_inner()?;
+            let (depth, kind): (u32, UrlKind) = postcard::from_bytes(&val)?;
+            v.push((url_from_tail(&k[prefix.len()..], host), depth, kind));
+        }
+        Ok(v)
+    }
+
+    /// The hosts with URLs kept here, each read once however many it has: a seek past each
+    /// host's keys.
+    pub fn kept_hosts(&self) -> Result<Vec<String>> {
+        let mut hosts = Vec::new();
+        let mut from = b"k".to_vec();
+        loop {
+            let Some(item) = self.second.range(from.clone()..b"l".to_vec()).next() else { return Ok(hosts) };
+            let k = item.key()?;
+            let Some(end) = k.iter().skip(1).position(|b| *b == 0) else { return Ok(hosts) };
+            let host = &k[1..1 + end];
+            hosts.push(String::from_utf8_lossy(host).into_owned());
+            from = [b"k", host, &[1u8][..]].concat();
+        }
     }
 
     // --- seen-set: snapshot file + journal ---

@@ -25,6 +25,8 @@
 //! cargo run --release -p weft-simnet --example placement -- --nodes 100,1000 --chunks 100000
 //! ```
 //!
+//! `--grow 0.125,0.25,0.5,1` judges cells that grow with the network instead (see [`grow`]).
+//!
 //! `WEFT_PLACEMENT_DOCS` (colon-separated directories) replaces the default manuals.
 //! `--write-codebook PATH --cells N` trains the codebook the network ships (N cells, on a seeded
 //! sample of every host's chunks) and writes it to PATH instead of measuring.
@@ -74,9 +76,20 @@ struct Args {
     /// Also measure codebooks balanced on their training sample: no cell takes more than
     /// (1 + this) × its even share of the sample (see [`balance`]).
     balance: Option<f32>,
+    /// `--grow`: instead of the fixed-size runs, the network growing with its content (see
+    /// [`grow`]): these shares of the hosts, ...
+    grow: Vec<f64>,
+    /// ... each member bringing this many chunks ...
+    per_member: usize,
+    /// ... and a codebook of as many cells as make each owner hold these many cells.
+    held: Vec<f64>,
 }
 
 fn list(s: &str) -> Vec<usize> {
+    s.split(',').map(|x| x.trim().parse().expect("a number")).collect()
+}
+
+fn floats(s: &str) -> Vec<f64> {
     s.split(',').map(|x| x.trim().parse().expect("a number")).collect()
 }
 
@@ -90,6 +103,9 @@ fn args() -> Args {
         replicas: 3,
         write_codebook: None,
         balance: None,
+        grow: Vec::new(),
+        per_member: 100,
+        held: vec![3.0, 1.5, 0.77],
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -103,6 +119,9 @@ fn args() -> Args {
             "--replicas" => a.replicas = v.parse().expect("a number"),
             "--write-codebook" => a.write_codebook = Some(PathBuf::from(v)),
             "--balance" => a.balance = Some(v.parse().expect("a number")),
+            "--grow" => a.grow = floats(v),
+            "--per-member" => a.per_member = v.parse().expect("a number"),
+            "--held" => a.held = floats(v),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -484,15 +503,13 @@ fn main() -> anyhow::Result<()> {
 
     // Questions and their exact answers.
     let mut embedder = Embedder::open(&weft_index::testing::embed_config(), 2)?;
+    if !a.grow.is_empty() {
+        return grow(&corpus, &a, &mut embedder);
+    }
     let qs = questions(&corpus, a.queries, &held_out);
     let started = Instant::now();
-    let qvecs: Vec<Vec<f32>> = qs
-        .chunks(32)
-        .map(|b| embedder.embed(&b.iter().map(String::as_str).collect::<Vec<_>>()))
-        .collect::<Result<Vec<_>, _>>()?
-        .concat();
-    let truth: Vec<Vec<u32>> =
-        qvecs.iter().map(|q| top_docs(&corpus, q, 0..corpus.len(), 10).into_iter().map(|(_, d)| d).collect()).collect();
+    let qvecs = embed_all(&mut embedder, &qs)?;
+    let truth = exact(&corpus, &qvecs);
     println!("{} questions, exact answers in {:.1} s", qs.len(), started.elapsed().as_secs_f64());
 
     // Codebooks: trained on the other half of the hosts (held-out), or on a sample of all.
@@ -528,10 +545,8 @@ fn main() -> anyhow::Result<()> {
         }
     }
     // Each chunk's three best cells.
-    let chunk_cells: Vec<Vec<Vec<(u32, f32)>>> = codebooks
-        .iter()
-        .map(|(_, book)| (0..corpus.len()).map(|c| book.nearest(corpus.vector(c), 3)).collect())
-        .collect();
+    let chunk_cells: Vec<Vec<Vec<(u32, f32)>>> =
+        codebooks.iter().map(|(_, book)| nearest_cells(&corpus, book, 3)).collect();
 
     for &n in &a.nodes {
         let members = peers(n);
@@ -627,36 +642,12 @@ fn main() -> anyhow::Result<()> {
                 } else {
                     spill.to_string()
                 };
-                let mut held: Vec<Vec<usize>> = vec![Vec::new(); n];
-                for c in 0..corpus.len() {
-                    let best = &chunk_cells[bi][c];
-                    let mut nodes: Vec<usize> = best
-                        .iter()
-                        .enumerate()
-                        .take_while(|(i, (_, sim))| *i < always || (*i < most && best[0].1 - sim <= margin))
-                        .flat_map(|(_, (cell, _))| owners[*cell as usize].iter().map(|m| node_of[m]))
-                        .collect();
-                    nodes.sort_unstable();
-                    nodes.dedup();
-                    for node in nodes {
-                        held[node].push(c);
-                    }
-                }
-                // Postings held, in units of the mean node's own index (corpus / N).
-                let mean_own = corpus.len() as f64 / n as f64;
-                let storage = held.iter().map(Vec::len).sum::<usize>() as f64 / n as f64 / mean_own;
-                let storage_max = held.iter().map(Vec::len).max().unwrap_or(0) as f64 / mean_own;
+                let held = place(&corpus, &node_of, &owners, &chunk_cells[bi], always, most, margin);
+                let (storage, storage_max) = storage(&held, corpus.len());
                 for &budget in &a.budgets {
-                    let (recall_mean, asked_mean, asked_max) = judge(qvecs.len(), |qi| {
-                        let (q, asker) = (&qvecs[qi], askers[qi]);
-                        let ranked = book.nearest(q, 64);
-                        let cells = ranked.iter().map(|(c, _)| (*c, owners[*c as usize].as_slice()));
-                        let chosen: Vec<usize> =
-                            plan(cells, &members[asker], budget, |_| true).iter().map(|(p, _)| node_of[p]).collect();
-                        let mut lists = vec![top_docs(&corpus, q, own[asker].iter().chain(&held[asker]).copied(), 10)];
-                        lists.extend(chosen.iter().map(|p| top_docs(&corpus, q, held[*p].iter().copied(), 10)));
-                        (recall(&merge(lists, 10), &truth[qi]), chosen.len())
-                    });
+                    let (recall_mean, asked_mean, asked_max) = ask_by_cell(
+                        &corpus, &qvecs, &truth, book, &owners, &members, &node_of, &own, &held, &askers, budget,
+                    );
                     rows.push(Row {
                         what: format!("by cell, {name}, {spill}, r = {}, budget {budget}", a.replicas),
                         recall: recall_mean,
@@ -674,6 +665,201 @@ fn main() -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The corpus of the hosts whose share point (a blake3 of the name, drawn apart from the
+/// held-out bit) falls below `share`: the content of a network `share` times the size, each
+/// member bringing as much.
+fn subset(corpus: &Corpus, share: f64) -> Corpus {
+    let point = |host: &str| {
+        let h = blake3::hash(host.as_bytes());
+        f64::from(u32::from_le_bytes(h.as_bytes()[4..8].try_into().expect("four bytes"))) / 4_294_967_296.0
+    };
+    let mut host_map: HashMap<usize, usize> = HashMap::new();
+    let mut hosts = Vec::new();
+    for (i, h) in corpus.hosts.iter().enumerate() {
+        if point(h) < share {
+            host_map.insert(i, hosts.len());
+            hosts.push(h.clone());
+        }
+    }
+    let mut doc_map: HashMap<u32, u32> = HashMap::new();
+    let mut docs = Vec::new();
+    for (i, (url, title, h)) in corpus.docs.iter().enumerate() {
+        if let Some(nh) = host_map.get(h) {
+            doc_map.insert(i as u32, docs.len() as u32);
+            docs.push((url.clone(), title.clone(), *nh));
+        }
+    }
+    let (mut chunk_doc, mut vectors) = (Vec::new(), Vec::new());
+    for c in 0..corpus.len() {
+        if let Some(d) = doc_map.get(&corpus.chunk_doc[c]) {
+            chunk_doc.push(*d);
+            vectors.extend_from_slice(corpus.vector(c));
+        }
+    }
+    Corpus { dims: corpus.dims, docs, hosts, chunk_doc, vectors }
+}
+
+/// Training chunks a codebook's cell gets (the fixed-size runs train 256 cells on 20,000).
+const SAMPLE_PER_CELL: usize = 80;
+
+/// `--grow`: cells that grow with the network, judged the way the network grows. At each share
+/// of the hosts the network has `chunks / per_member` members (each bringing the same content
+/// as at every other size) and a codebook of `held × members / replicas` cells, so that an
+/// owner holds `held` cells at every size and a cell holds the same number of chunks. If
+/// recall@10 holds as the share grows, it holds at sizes this corpus cannot reach, as long as
+/// cells keep growing with the members. Codebooks are trained on the other half of the hosts,
+/// `SAMPLE_PER_CELL` chunks a cell.
+fn grow(corpus: &Corpus, a: &Args, embedder: &mut Embedder) -> anyhow::Result<()> {
+    let budget = a.budgets.iter().copied().max().unwrap_or(8);
+    println!(
+        "\nCells growing with the network: {} chunks a member, r = {}, at most {budget} peers asked",
+        a.per_member, a.replicas
+    );
+    println!(
+        "| share of hosts | chunks | members | cells | an owner holds | chunks a cell | recall@10: best two | peers asked | postings × own, mean / max | recall@10: best three | peers asked | postings × own, mean / max |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for &share in &a.grow {
+        let started = Instant::now();
+        let sub = subset(corpus, share);
+        let n = (sub.len() / a.per_member.max(1)).max(2);
+        let qs = questions(&sub, a.queries, &held_out);
+        let qvecs = embed_all(embedder, &qs)?;
+        let truth = exact(&sub, &qvecs);
+        let members = peers(n);
+        let ring = Ring::new(members.clone(), DEFAULT_VNODES);
+        let node_of: HashMap<&PeerId, usize> = members.iter().enumerate().map(|(i, m)| (m, i)).collect();
+        let mut own: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for c in 0..sub.len() {
+            let host = &sub.hosts[sub.docs[sub.chunk_doc[c] as usize].2];
+            own[node_of[ring.owner(host).unwrap()]].push(c);
+        }
+        let askers: Vec<usize> = (0..qs.len()).map(|i| (i * 7919) % n).collect();
+        let mut train: Vec<usize> =
+            (0..sub.len()).filter(|c| !held_out(&sub.hosts[sub.docs[sub.chunk_doc[*c] as usize].2])).collect();
+        Rng(0x434f_4445).shuffle(&mut train); // "CODE"
+        for &h in &a.held {
+            let cells = ((h * n as f64 / a.replicas as f64).round() as usize).max(1);
+            let sample: Vec<Vec<f32>> =
+                train.iter().take(SAMPLE_PER_CELL * cells).map(|c| sub.vector(*c).to_vec()).collect();
+            let book = Codebook::new(&kmeans(&sample, cells).centroids)?;
+            let chunk_cells = nearest_cells(&sub, &book, 3);
+            let owners: Vec<Vec<PeerId>> =
+                (0..book.len() as u32).map(|c| cell_owners(&ring, book.id(), c, a.replicas)).collect();
+            let mut cols = Vec::new();
+            for m in [2, 3] {
+                let held = place(&sub, &node_of, &owners, &chunk_cells, m, m, 0.0);
+                let (mean, most) = storage(&held, sub.len());
+                let (recall, asked, _) =
+                    ask_by_cell(&sub, &qvecs, &truth, &book, &owners, &members, &node_of, &own, &held, &askers, budget);
+                cols.push(format!("{recall:.3} | {asked:.1} | {mean:.1} / {most:.1}"));
+            }
+            println!(
+                "| {share} | {} | {n} | {} | {:.2} | {:.0} | {} | {} |",
+                sub.len(),
+                book.len(),
+                (book.len() * a.replicas) as f64 / n as f64,
+                sub.len() as f64 / book.len() as f64,
+                cols[0],
+                cols[1]
+            );
+        }
+        eprintln!("  share {share}: {} questions, {:.0} s", qs.len(), started.elapsed().as_secs_f64());
+    }
+    Ok(())
+}
+
+/// Each chunk's `n` best cells, on two threads.
+fn nearest_cells(corpus: &Corpus, book: &Codebook, n: usize) -> Vec<Vec<(u32, f32)>> {
+    let mid = corpus.len() / 2;
+    std::thread::scope(|s| {
+        let a = s.spawn(|| (0..mid).map(|c| book.nearest(corpus.vector(c), n)).collect::<Vec<_>>());
+        let b = s.spawn(|| (mid..corpus.len()).map(|c| book.nearest(corpus.vector(c), n)).collect::<Vec<_>>());
+        [a.join().expect("a thread"), b.join().expect("a thread")].concat()
+    })
+}
+
+/// The questions' vectors.
+fn embed_all(embedder: &mut Embedder, qs: &[String]) -> anyhow::Result<Vec<Vec<f32>>> {
+    Ok(qs
+        .chunks(32)
+        .map(|b| embedder.embed(&b.iter().map(String::as_str).collect::<Vec<_>>()))
+        .collect::<Result<Vec<_>, _>>()?
+        .concat())
+}
+
+/// Each question's exact top 10 documents over the whole corpus.
+fn exact(corpus: &Corpus, qvecs: &[Vec<f32>]) -> Vec<Vec<u32>> {
+    qvecs.iter().map(|q| top_docs(corpus, q, 0..corpus.len(), 10).into_iter().map(|(_, d)| d).collect()).collect()
+}
+
+/// Where each chunk's postings are held: the owners of its best `always` cells, and of up to
+/// `most` when within `margin` of the best. Per node, the chunks it holds.
+fn place(
+    corpus: &Corpus,
+    node_of: &HashMap<&PeerId, usize>,
+    owners: &[Vec<PeerId>],
+    chunk_cells: &[Vec<(u32, f32)>],
+    always: usize,
+    most: usize,
+    margin: f32,
+) -> Vec<Vec<usize>> {
+    let mut held: Vec<Vec<usize>> = vec![Vec::new(); node_of.len()];
+    for (c, best) in chunk_cells.iter().enumerate().take(corpus.len()) {
+        let mut nodes: Vec<usize> = best
+            .iter()
+            .enumerate()
+            .take_while(|(i, (_, sim))| *i < always || (*i < most && best[0].1 - sim <= margin))
+            .flat_map(|(_, (cell, _))| owners[*cell as usize].iter().map(|m| node_of[m]))
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        for node in nodes {
+            held[node].push(c);
+        }
+    }
+    held
+}
+
+/// Postings held per node, in units of the mean node's own index (corpus / N): mean and most.
+fn storage(held: &[Vec<usize>], corpus_len: usize) -> (f64, f64) {
+    let n = held.len().max(1) as f64;
+    let mean_own = corpus_len as f64 / n;
+    (
+        held.iter().map(Vec::len).sum::<usize>() as f64 / n / mean_own,
+        held.iter().map(Vec::len).max().unwrap_or(0) as f64 / mean_own,
+    )
+}
+
+/// Every question asked by cell, as a node plans it: the owners of its best cells until
+/// `budget` peers; each answers from the postings it holds, the asker from its own index and
+/// its postings. Mean recall@10, mean and most peers asked.
+#[allow(clippy::too_many_arguments)]
+fn ask_by_cell(
+    corpus: &Corpus,
+    qvecs: &[Vec<f32>],
+    truth: &[Vec<u32>],
+    book: &Codebook,
+    owners: &[Vec<PeerId>],
+    members: &[PeerId],
+    node_of: &HashMap<&PeerId, usize>,
+    own: &[Vec<usize>],
+    held: &[Vec<usize>],
+    askers: &[usize],
+    budget: usize,
+) -> (f64, f64, usize) {
+    judge(qvecs.len(), |qi| {
+        let (q, asker) = (&qvecs[qi], askers[qi]);
+        let ranked = book.nearest(q, 64);
+        let cells = ranked.iter().map(|(c, _)| (*c, owners[*c as usize].as_slice()));
+        let chosen: Vec<usize> =
+            plan(cells, &members[asker], budget, |_| true).iter().map(|(p, _)| node_of[p]).collect();
+        let mut lists = vec![top_docs(corpus, q, own[asker].iter().chain(&held[asker]).copied(), 10)];
+        lists.extend(chosen.iter().map(|p| top_docs(corpus, q, held[*p].iter().copied(), 10)));
+        (recall(&merge(lists, 10), &truth[qi]), chosen.len())
+    })
 }
 
 /// How much of a member's content is close to `query` by its routing summary, as the network

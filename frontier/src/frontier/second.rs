@@ -1,0 +1,114 @@
+//! The frontier's side of second copies ([`crate::second`]): the notes this node writes for
+//! its hosts' second holders, and the URLs it keeps for other owners.
+
+use super::{Candidate, Frontier, Received, Result};
+use crate::second::SecondCopy;
+
+impl Frontier {
+    /// From now on every URL queued or done here writes a note for its host's second holder
+    /// ([`Frontier::second_copies`]): a node in a network turns this on; a node alone has no
+    /// one to tell.
+    pub fn send_second_copies(&mut self, on: bool) {
+        self.second_copies = on;
+    }
+
+    /// The first `max` notes waiting for second holders, oldest first, with their sequence
+    /// numbers for [`Frontier::second_copies_sent`].
+    pub fn second_copies(&self, max: usize) -> Result<Vec<(u64, SecondCopy)>> {
+        self.store.notes(max)
+    }
+
+    /// The notes `seqs` reached their second holders (or are not needed): they go. Durable
+    /// with the next flush.
+    pub fn second_copies_sent(&mut self, seqs: &[u64]) -> Result<()> {
+        let mut batch = self.store.batch();
+        for seq in seqs {
+            self.store.remove_note(&mut batch, *seq);
+        }
+        self.store.commit(batch)
+    }
+
+    /// Writes a [`SecondCopy::Keep`] note for every URL queued on the hosts `pick` chooses:
+    /// their second holder changed (a member joined or left beside this node on the ring), and
+    /// the new one has none of them. Returns how many notes.
+    pub fn send_queues_again(&mut self, mut pick: impl FnMut(&str) -> bool) -> Result<usize> {
+        let mut batch = self.store.batch();
+        let mut n = 0;
+        for (name, record) in self.store.host_records()? {
+            if record.queued == 0 || !pick(&name) {
+                continue;
+            }
+            for (_, entry) in self.store.entries_of_host(record.id)? {
+                let note = SecondCopy::Keep {
+                    url: entry.url(&name),
+                    host: name.clone(),
+                    depth: entry.depth,
+                    kind: entry.kind,
+                };
+                let seq = self.take_seq(&mut batch);
+                self.store.put_note(&mut batch, seq, &note)?;
+                n += 1;
+            }
+        }
+        self.store.commit(batch)?;
+        Ok(n)
+    }
+
+    /// Takes notes from the owner of their hosts: a kept URL for each `Keep`, none for each
+    /// `Forget`. The caller has checked that the sender owns the hosts and that this node is
+    /// their second holder. Durable with the next flush.
+    pub fn keep(&mut self, notes: &[SecondCopy]) -> Result<()> {
+        let mut batch = self.store.batch();
+        for note in notes {
+            match note {
+                SecondCopy::Keep { host, url, depth, kind } => {
+                    self.store.put_kept(&mut batch, host, url, *depth, *kind)?
+                }
+                SecondCopy::Forget { host, url } => self.store.remove_kept(&mut batch, host, url),
+            }
+        }
+        self.store.commit(batch)
+    }
+
+    /// The hosts this node keeps URLs for.
+    pub fn kept_hosts(&self) -> Result<Vec<String>> {
+        self.store.kept_hosts()
+    }
+
+    /// The URLs kept for `host`'s owner: (URL, depth).
+    pub fn kept_of(&self, host: &str) -> Result<Vec<(String, u32)>> {
+        Ok(self.store.kept_of(host)?.into_iter().map(|(url, depth, _)| (url, depth)).collect())
+    }
+
+    /// This node owns `host` now (its owner is gone): the URLs kept for it are queued here as
+    /// if its owner had handed them over ([`Frontier::push_received`]: one queued or done here
+    /// already stays as it is) and are kept no longer. Returns how many were queued.
+    pub fn adopt_kept(&mut self, host: &str) -> Result<usize> {
+        let kept = self.store.kept_of(host)?;
+        let mut queued = 0;
+        for (url, depth, kind) in &kept {
+            let Ok(parsed) = url::Url::parse(url) else { continue };
+            if self.push_received(Candidate::of(parsed, *kind, *depth))? == Received::Queued {
+                queued += 1;
+            }
+        }
+        self.forget_kept(host, kept.iter().map(|(url, _, _)| url.as_str()))?;
+        Ok(queued)
+    }
+
+    /// This node is no longer `host`'s second holder: what it kept for the host goes. Returns
+    /// how many URLs.
+    pub fn drop_kept(&mut self, host: &str) -> Result<usize> {
+        let kept = self.store.kept_of(host)?;
+        self.forget_kept(host, kept.iter().map(|(url, _, _)| url.as_str()))?;
+        Ok(kept.len())
+    }
+
+    fn forget_kept<'a>(&mut self, host: &str, urls: impl Iterator<Item = &'a str>) -> Result<()> {
+        let mut batch = self.store.batch();
+        for url in urls {
+            self.store.remove_kept(&mut batch, host, url);
+        }
+        self.store.commit(batch)
+    }
+}

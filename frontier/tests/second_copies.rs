@@ -1,0 +1,126 @@
+//! Second copies of a host's queue (`weft_frontier::SecondCopy`): an owner's notes, a second
+//! holder's kept URLs, and what the second holder queues once it owns the host.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+use weft_frontier::*;
+use weft_url::*;
+
+fn settings() -> FrontierSettings {
+    let mut s = FrontierSettings::default();
+    s.politeness.default_delay = Duration::from_millis(1);
+    s.seen_capacity = 10_000;
+    s
+}
+
+fn page(u: &str) -> Candidate {
+    Candidate::page(normalize(u, None).unwrap(), 1)
+}
+
+fn open(dir: &std::path::Path) -> (sled::Db, Frontier) {
+    let db = open_db(&dir.join("db"), 8 << 20).unwrap();
+    let f = Frontier::open(&db, &dir.join("frontier"), settings()).unwrap();
+    (db, f)
+}
+
+fn urls(notes: &[(u64, SecondCopy)], keep: bool) -> BTreeSet<String> {
+    notes
+        .iter()
+        .filter(|(_, n)| matches!(n, SecondCopy::Keep { .. }) == keep)
+        .map(|(_, n)| n.url().to_string())
+        .collect()
+}
+
+/// Drains the frontier: every ready URL fetched, in order.
+fn crawl_all(f: &mut Frontier) -> Vec<String> {
+    let mut fetched = Vec::new();
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        match f.next(Instant::now()).unwrap() {
+            Next::Ready(l) => {
+                fetched.push(l.entry.url.clone());
+                f.complete(l, Completion::Done { page: true }, true, Instant::now()).unwrap();
+            }
+            Next::Empty => break,
+            _ => std::thread::sleep(Duration::from_millis(2)),
+        }
+    }
+    fetched
+}
+
+#[test]
+fn what_an_owner_queues_its_second_holder_keeps_and_queues_once_the_owner_is_gone() {
+    let owner_dir = tempfile::tempdir().unwrap();
+    let (db, mut owner) = open(owner_dir.path());
+    owner.send_second_copies(true);
+    for u in ["http://a.test/1", "https://a.test/2", "http://a.test/3", "http://b.test/1"] {
+        assert_eq!(owner.push(page(u)).unwrap(), PushOutcome::Queued);
+    }
+    // Seen already: no second note.
+    assert_eq!(owner.push(page("http://a.test/1")).unwrap(), PushOutcome::AlreadySeen);
+    // One fetched: its note says so.
+    let lease = match owner.next(Instant::now()).unwrap() {
+        Next::Ready(l) => l,
+        other => panic!("{other:?}"),
+    };
+    let fetched = lease.entry.url.clone();
+    owner.complete(lease, Completion::Done { page: true }, true, Instant::now()).unwrap();
+
+    // The notes outlive the process that wrote them (nothing was sent yet).
+    drop((owner, db));
+    let (_db, mut owner) = open(owner_dir.path());
+    let notes = owner.second_copies(100).unwrap();
+    let queued: BTreeSet<String> =
+        ["http://a.test/1", "https://a.test/2", "http://a.test/3", "http://b.test/1"].map(String::from).into();
+    assert_eq!(urls(&notes, true), queued);
+    assert_eq!(urls(&notes, false), BTreeSet::from([fetched.clone()]));
+    assert!(notes.windows(2).all(|w| w[0].0 < w[1].0), "oldest first");
+    assert_eq!(notes.iter().map(|(_, n)| n.host()).filter(|h| *h == "b.test").count(), 1);
+
+    // The second holder keeps them aside: nothing of it is queued or crawled.
+    let second_dir = tempfile::tempdir().unwrap();
+    let (_db2, mut second) = open(second_dir.path());
+    second.keep(&notes.iter().map(|(_, n)| n.clone()).collect::<Vec<_>>()).unwrap();
+    assert_eq!(second.kept_hosts().unwrap(), ["a.test", "b.test"]);
+    let mut kept: Vec<String> = second.kept_of("a.test").unwrap().into_iter().map(|(u, _)| u).collect();
+    kept.sort();
+    let mut left: Vec<String> = queued.iter().filter(|u| u.contains("a.test") && **u != fetched).cloned().collect();
+    left.sort();
+    assert_eq!(kept, left, "the fetched URL is not kept");
+    assert!(matches!(second.next(Instant::now()).unwrap(), Next::Empty));
+
+    // Sent: the owner's notes go.
+    let seqs: Vec<u64> = notes.iter().map(|(s, _)| *s).collect();
+    owner.second_copies_sent(&seqs).unwrap();
+    assert!(owner.second_copies(100).unwrap().is_empty());
+
+    // The owner is gone and the second holder owns a.test: it queues what was kept, crawls it,
+    // and keeps it no more. b.test it no longer holds for anyone.
+    assert_eq!(second.adopt_kept("a.test").unwrap(), left.len());
+    assert_eq!(second.drop_kept("b.test").unwrap(), 1);
+    assert!(second.kept_hosts().unwrap().is_empty());
+    let mut crawled = crawl_all(&mut second);
+    crawled.sort();
+    assert_eq!(crawled, left);
+    // Adopted twice (a note arriving late): queued once.
+    second
+        .keep(&[SecondCopy::Keep { host: "a.test".into(), url: left[0].clone(), depth: 1, kind: UrlKind::Page }])
+        .unwrap();
+    assert_eq!(second.adopt_kept("a.test").unwrap(), 0, "done here already");
+}
+
+#[test]
+fn a_new_second_holder_is_sent_the_whole_queue_and_a_node_alone_writes_no_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut f) = open(dir.path());
+    for u in ["http://a.test/1", "http://a.test/2", "http://b.test/1"] {
+        f.push(page(u)).unwrap();
+    }
+    assert!(f.second_copies(10).unwrap().is_empty(), "alone: no one to tell");
+    f.send_second_copies(true);
+    assert_eq!(f.send_queues_again(|host| host == "a.test").unwrap(), 2);
+    let notes = f.second_copies(10).unwrap();
+    assert_eq!(urls(&notes, true), BTreeSet::from(["http://a.test/1".to_string(), "http://a.test/2".to_string()]));
+    // A bounded read.
+    assert_eq!(f.second_copies(1).unwrap().len(), 1);
+}
