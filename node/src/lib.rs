@@ -15,14 +15,15 @@
 //! 2. `crawl`: the crawl loop and its pure decisions; it reaches the network and the browser
 //!    through the [`Route`] and [`Renders`] traits it is given. `second_opinion` beside it.
 //! 3. [`layouts`]: layout learning and the JavaScript tier (store, worker, teacher, rendering,
-//!    browser); `routing` (URLs between members); then `pipeline` (extraction + the worker),
+//!    browser); `second_copies` (this node's hosts' queues copied to their second holders, and
+//!    what it keeps for other owners) → `routing` (URLs between members); then `pipeline` (extraction + the worker),
 //!    `memory` (the memory target) and [`doctor`]; `indexing` (the index stage).
 //! 4. `search`, [`quota`] and `status` (`/status` and `/metrics`), then [`api`] (the local HTTP
 //!    API), then `node`, which wires everything from a config, and the CLI's helpers
 //!    ([`export`], [`join`], [`mcp`], `templates_cli`).
 //!
 //! Module order: blocking, extract_cli, guard, hand_over, page, procmem, received, responses, storage,
-//! token, urls → replicas → copy_sync, cells → cell_upkeep, fetcher, metrics, reextract → crawl, second_opinion → layouts, routing → doctor, memory,
+//! token, urls → replicas → copy_sync, cells → cell_upkeep, fetcher, metrics, reextract → crawl, second_opinion → layouts, second_copies → routing → doctor, memory,
 //! pipeline → indexing → quota, search, status → api → export, join, mcp, node, templates_cli.
 
 pub mod api;
@@ -54,6 +55,7 @@ mod replicas;
 pub mod responses;
 mod routing;
 mod search;
+mod second_copies;
 mod second_opinion;
 mod status;
 pub mod storage;

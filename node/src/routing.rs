@@ -512,7 +512,19 @@ pub async fn receive(
     handover: Handover,
     mut inbound: tokio::sync::mpsc::Receiver<Inbound>,
 ) {
-    while let Some(Inbound { urls, forward, reply, from, handoff }) = inbound.recv().await {
+    while let Some(Inbound { urls, forward, reply, from, handoff, second }) = inbound.recv().await {
+        if second {
+            // Notes from the owner of their hosts, kept aside (see `second_copies`).
+            let max_depth = crawler.max_depth();
+            let notes: Vec<_> =
+                urls.into_iter().filter_map(|u| crate::second_copies::from_wire(u, max_depth)).collect();
+            let n = notes.len() as u32;
+            // Not on disk: no acknowledgement (the owner keeps its notes and sends them again).
+            if let (Ok(true), Some(reply)) = (crawler.keep_second_copies(notes).await, reply) {
+                let _ = reply.send(n);
+            }
+            continue;
+        }
         // URLs of this node's own outbox that came back (the ring changed) are queued here now.
         let returned: Vec<String> = urls.iter().map(|u| u.url.clone()).collect();
         let mut done = Vec::new();

@@ -131,7 +131,18 @@ pub struct UrlBatch {
     /// before requesting those hosts (see the node's `routing`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub handoff: bool,
+    /// Second copies (see `weft_frontier::SecondCopy`): notes from the owner of these URLs'
+    /// hosts to the hosts' second holder, not URLs to queue. A `Page` or `Sitemap` is queued
+    /// at the owner (the receiver keeps it aside), a `Done` is done there (the receiver keeps
+    /// it no longer). Sent to one member and never forwarded.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub second: bool,
 }
+
+/// A member keeps second copies ([`UrlBatch::second`]) of the hosts for which it is among the
+/// first this many members on its ring: the second holder itself, and one more for a ring
+/// that has not yet taken a join the sender's has.
+pub const SECOND_HOLDER_WITHIN: usize = 3;
 
 /// `/weft/urls/1` on the wire (see [`crate::codec`]).
 pub struct UrlWire;
@@ -321,7 +332,7 @@ impl Outbox {
                 let handoff = i == last && self.markers.remove(&owner);
                 due.batches.push(InFlight {
                     owner,
-                    batch: UrlBatch { urls: chunk.to_vec(), hops, handoff },
+                    batch: UrlBatch { urls: chunk.to_vec(), hops, handoff, second: false },
                     attempts: attempts.get(&owner).copied().unwrap_or(0),
                 });
             }
@@ -331,7 +342,7 @@ impl Outbox {
             if owner != *me && ring.contains(&owner) {
                 due.batches.push(InFlight {
                     owner,
-                    batch: UrlBatch { urls: Vec::new(), hops: 0, handoff: true },
+                    batch: UrlBatch { urls: Vec::new(), hops: 0, handoff: true, second: false },
                     attempts: 0,
                 });
             }
@@ -580,11 +591,15 @@ mod tests {
 
     #[test]
     fn batches_and_urls_are_validated() {
-        assert_eq!(check_batch(&UrlBatch { urls: vec![], hops: 0, handoff: false }), Err(InvalidBatch::Empty));
-        let many = UrlBatch { urls: vec![page("http://a.test/"); BATCH_URLS + 1], hops: 0, handoff: false };
+        assert_eq!(
+            check_batch(&UrlBatch { urls: vec![], hops: 0, handoff: false, second: false }),
+            Err(InvalidBatch::Empty)
+        );
+        let many =
+            UrlBatch { urls: vec![page("http://a.test/"); BATCH_URLS + 1], hops: 0, handoff: false, second: false };
         assert_eq!(check_batch(&many), Err(InvalidBatch::TooMany(BATCH_URLS + 1)));
         assert_eq!(
-            check_batch(&UrlBatch { urls: vec![page("http://a.test/")], hops: 3, handoff: false }),
+            check_batch(&UrlBatch { urls: vec![page("http://a.test/")], hops: 3, handoff: false, second: false }),
             Err(InvalidBatch::TooManyHops(3))
         );
         assert!(check_url(&mut page("https://a.test/x"), false).is_ok());
@@ -623,8 +638,12 @@ mod tests {
 
     #[test]
     fn batches_round_trip_and_garbage_or_size_is_refused_not_an_error() {
-        let batch =
-            UrlBatch { urls: vec![WireUrl::new("http://a.test/", 2, UrlKind::Sitemap)], hops: 1, handoff: false };
+        let batch = UrlBatch {
+            urls: vec![WireUrl::new("http://a.test/", 2, UrlKind::Sitemap)],
+            hops: 1,
+            handoff: false,
+            second: false,
+        };
         let bytes = cbor4ii::serde::to_vec(Vec::new(), &batch).unwrap();
         assert_eq!(decode_request::<UrlWire>(&bytes), Frame::Request(batch));
         assert!(matches!(decode_request::<UrlWire>(b"\xff\xfe garbage"), Frame::Refused(Refusal::Malformed { .. })));
@@ -658,6 +677,7 @@ mod tests {
             panic!("an older sender's batch is refused")
         };
         assert_eq!(read.urls[0].host_wait_until, None);
+        assert!(!read.second, "an older sender's batch holds URLs to queue");
         // Without a wait nothing more goes on the wire; with one, it arrives.
         let plain = cbor4ii::serde::to_vec(Vec::new(), &WireUrl::new("http://a.test/", 1, UrlKind::Page)).unwrap();
         assert_eq!(plain, cbor4ii::serde::to_vec(Vec::new(), &old.urls[0]).unwrap());
@@ -665,6 +685,7 @@ mod tests {
             urls: vec![WireUrl::new("http://a.test/", 1, UrlKind::Page).with_host_wait(Some(1_800_000_300))],
             hops: 0,
             handoff: true,
+            second: false,
         };
         let Frame::Request(read) = decode_request::<UrlWire>(&cbor4ii::serde::to_vec(Vec::new(), &waiting).unwrap())
         else {

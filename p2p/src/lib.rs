@@ -58,7 +58,7 @@ pub mod search;
 pub(crate) mod signing;
 pub mod versions;
 
-pub use exchange::{UrlKind, WireUrl};
+pub use exchange::{UrlKind, WireUrl, SECOND_HOLDER_WITHIN};
 pub use libp2p::PeerId;
 pub use network::{
     start, DocAnswer, DocInbound, DocsStatus, Inbound, Joining, NetworkAnswer, NetworkConfig, NetworkHandle,

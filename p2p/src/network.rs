@@ -146,6 +146,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         ring: ring_tx,
         outbox: Outbox::default(),
         in_flight: HashMap::new(),
+        second_in_flight: HashMap::new(),
         replies: FuturesUnordered::new(),
         inbound: inbound_tx,
         acked: acked_tx,
@@ -187,6 +188,7 @@ struct Counts {
     not_member: u64,
     from_newcomers: u64,
     done_refused: u64,
+    second_copies: u64,
 }
 
 /// What the relay this node offers is doing.
@@ -253,6 +255,8 @@ struct EventLoop {
     ring: watch::Sender<Arc<Ring>>,
     outbox: Outbox,
     in_flight: HashMap<OutboundRequestId, InFlight>,
+    /// Second copies sent, and who waits to hear whether they arrived.
+    second_in_flight: HashMap<OutboundRequestId, oneshot::Sender<bool>>,
     replies: FuturesUnordered<PendingReply>,
     inbound: mpsc::Sender<Inbound>,
     acked: mpsc::UnboundedSender<Vec<String>>,
@@ -578,6 +582,7 @@ impl EventLoop {
             Command::HandOverReplicas { to, replicas } => self.hand_over_replicas(to, replicas),
             Command::AskDocument { peer, ask, reply } => self.ask_document(peer, ask, reply),
             Command::HandOverPostings { to, postings } => self.hand_over_postings(to, postings),
+            Command::SendSecondCopies { peer, urls, reply } => self.send_second_copies(peer, urls, reply),
             Command::Publish(entry) => self.publish_record(entry),
         }
     }

@@ -16,6 +16,8 @@
 //! - `outcome.rs`: the decisions, pure: how a response ends a lease, redirects, candidates.
 //! - `robots.rs`: fetching robots.txt (a lease of its own) and the sitemaps it names.
 //! - `borrowed.rs`: requests made for the browser under the crawl's rules.
+//! - `second.rs`: second copies of this node's hosts' queues for their second holders, and the
+//!   URLs it keeps for other owners' hosts (see [`weft_frontier::SecondCopy`]).
 //! - `adapt.rs`: what the crawl learns about its hosts and acts on — URL patterns and scheme
 //!   changes, hosts refusing the crawler, archive hints for hosts whose queue ran dry, hubs
 //!   revisited on a schedule — and `stall.rs`, whether the crawl as a whole is stuck.
@@ -33,6 +35,7 @@ mod members;
 pub mod outcome;
 mod robots;
 mod run_loop;
+mod second;
 mod stall;
 mod status;
 

@@ -40,6 +40,12 @@ pub(super) enum Command {
         to: PeerId,
         postings: Vec<Posting>,
     },
+    /// Second copies for `peer`, the second holder of their hosts.
+    SendSecondCopies {
+        peer: PeerId,
+        urls: Vec<WireUrl>,
+        reply: oneshot::Sender<bool>,
+    },
 }
 
 /// URLs for this node to queue: from another member (with a reply to acknowledge them once
@@ -59,6 +65,9 @@ pub struct Inbound {
     /// The sender's hand-over marker ([`crate::exchange::UrlBatch::handoff`]): with these
     /// URLs, it has said what it had for this node's hosts.
     pub handoff: bool,
+    /// These are second copies from the owner of their hosts, for this node to keep aside
+    /// ([`crate::exchange::UrlBatch::second`]), not to queue.
+    pub second: bool,
 }
 
 /// Talks to the running network task.
@@ -122,6 +131,17 @@ impl NetworkHandle {
     pub async fn wait_for(&self, mut check: impl FnMut(&NetworkStatus) -> bool) {
         let mut rx = self.status.clone();
         let _ = rx.wait_for(|s| check(s)).await;
+    }
+
+    /// Sends second copies (notes about URLs of hosts this node owns) to `peer`, the hosts'
+    /// second holder on this node's ring; true once it has them durably. Not retried: the
+    /// caller keeps its notes until this says true.
+    pub async fn send_second_copies(&self, peer: PeerId, urls: Vec<WireUrl>) -> bool {
+        let (reply, answer) = oneshot::channel();
+        if self.commands.send(Command::SendSecondCopies { peer, urls, reply }).is_err() {
+            return false;
+        }
+        answer.await.unwrap_or(false)
     }
 
     /// Sends URLs of hosts other members own to them (batched, retried, re-routed). Call it

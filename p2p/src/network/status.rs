@@ -68,6 +68,10 @@ pub struct NetworkStatus {
     /// URLs sent as done by a peer that did not own their host, now or before the last
     /// membership changes: refused, so a peer cannot keep pages from being fetched.
     pub done_refused: u64,
+    /// Second copies taken from the owners of the hosts this node is second holder of (URLs
+    /// kept aside, and URLs done there), see `crate::exchange::UrlBatch::second`.
+    #[serde(default)]
+    pub second_copies_received: u64,
     pub banned_peers: usize,
     /// Peers refused for speaking another version of the protocol, with the version each
     /// announced (see `crate::versions`).
@@ -200,6 +204,7 @@ impl EventLoop {
             batches_rate_limited: self.counts.rate_limited,
             batches_not_member: self.counts.not_member,
             urls_from_newcomers: self.counts.from_newcomers,
+            second_copies_received: self.counts.second_copies,
             requests_buffered_bytes: self.budgets.iter().map(|b| b.held()).sum(),
             requests_cut: self.budgets.iter().map(|b| b.cut()).sum(),
             done_refused: self.counts.done_refused,

@@ -13,6 +13,8 @@ pub(super) struct Received {
     forward: Vec<WireUrl>,
     hops: u8,
     rejected: u32,
+    /// Second copies for this node to keep ([`UrlBatch::second`]), not URLs to queue.
+    second: bool,
 }
 
 /// A received batch the node has answered for: `queued` is how many URLs it took (None: it
@@ -28,7 +30,7 @@ impl EventLoop {
     pub(super) fn deliver(&mut self, urls: Vec<WireUrl>, from: Option<Received>, handoff: bool) {
         let Some(received) = from else {
             if !urls.is_empty() {
-                let inbound = Inbound { urls, forward: Vec::new(), from: None, reply: None, handoff };
+                let inbound = Inbound { urls, forward: Vec::new(), from: None, reply: None, handoff, second: false };
                 if let Err(e) = self.inbound.try_send(inbound) {
                     tracing::debug!("URLs not delivered to the node: {e}");
                 }
@@ -47,6 +49,7 @@ impl EventLoop {
             from: Some(received.peer),
             reply: Some(reply_tx),
             handoff,
+            second: received.second,
         };
         match self.inbound.try_send(inbound) {
             Ok(()) => self.replies.push(Box::pin(async move { Taken { received, queued: reply_rx.await.ok() } })),
@@ -115,6 +118,10 @@ impl EventLoop {
                     self.refused(peer, &why);
                 }
                 request_response::Message::Response { request_id, response } => {
+                    if let Some(reply) = self.second_in_flight.remove(&request_id) {
+                        let _ = reply.send(matches!(response, BatchReply::Ack { .. }));
+                        return;
+                    }
                     let Some(f) = self.in_flight.remove(&request_id) else { return };
                     match response {
                         BatchReply::Ack { accepted, forwarded, .. } => {
@@ -131,6 +138,10 @@ impl EventLoop {
                 }
             },
             request_response::Event::OutboundFailure { request_id, error, peer, .. } => {
+                if let Some(reply) = self.second_in_flight.remove(&request_id) {
+                    tracing::debug!(%peer, "second copies not delivered ({error})");
+                    let _ = reply.send(false);
+                }
                 if let Some(f) = self.in_flight.remove(&request_id) {
                     tracing::debug!(%peer, "URL batch not delivered ({error}); retrying");
                     self.outbox.retry(f, std::time::Instant::now());
@@ -153,6 +164,10 @@ impl EventLoop {
             return;
         }
         let now = std::time::Instant::now();
+        if batch.second {
+            self.on_second_copies(peer, batch, channel, now);
+            return;
+        }
         // Only members queue URLs here (or members that just left, handing their hosts over):
         // a stranger's batch would steer this node's crawl. The one exception is a newcomer on
         // its probation that this member will monitor, within the allowance all newcomers
@@ -198,7 +213,54 @@ impl EventLoop {
         };
         self.counts.forwarded += forward.len() as u64;
         self.counts.rejected += u64::from(rejected);
-        let received = Received { peer, channel, forward, hops: batch.hops.saturating_add(1), rejected };
+        let received = Received { peer, channel, forward, hops: batch.hops.saturating_add(1), rejected, second: false };
         self.deliver(mine, Some(received), batch.handoff);
+    }
+
+    /// Sends second copies to `peer`, the second holder of their hosts; `reply` says whether
+    /// it took them (see [`UrlBatch::second`]). Not retried here: the notes stay in the
+    /// frontier until a send succeeds.
+    pub(super) fn send_second_copies(&mut self, peer: PeerId, urls: Vec<WireUrl>, reply: oneshot::Sender<bool>) {
+        let batch = UrlBatch { urls, hops: 0, handoff: false, second: true };
+        let id = self.swarm.behaviour_mut().urls.send_request(&peer, Frame::Request(batch));
+        self.second_in_flight.insert(id, reply);
+    }
+
+    /// Second copies from a member: each is kept when the sender owns its host (or did
+    /// lately) and this node is among the host's first [`crate::exchange::SECOND_HOLDER_WITHIN`] members on its
+    /// ring (its second holder, or about to be). Only a host's owner says what is queued
+    /// there, and only for members that would take the host over. The rest are dropped and
+    /// the batch is acknowledged all the same: such a note is of no use sent again.
+    fn on_second_copies(
+        &mut self,
+        peer: PeerId,
+        batch: UrlBatch,
+        channel: ResponseChannel<BatchReply>,
+        now: std::time::Instant,
+    ) {
+        if !self.members.knows(&peer, now) {
+            self.counts.not_member += 1;
+            let _ = self.swarm.behaviour_mut().urls.send_response(channel, BatchReply::NotMember);
+            return;
+        }
+        let me = *self.swarm.local_peer_id();
+        let mut valid = Vec::with_capacity(batch.urls.len());
+        let mut rejected = 0u32;
+        for mut u in batch.urls {
+            let theirs = check_url(&mut u, self.config.allow_private).is_ok()
+                && u.ring_host().is_some_and(|h| {
+                    self.members.owned_recently(&peer, &h, now)
+                        && self.members.near_owner(&me, &h, crate::exchange::SECOND_HOLDER_WITHIN)
+                });
+            if theirs {
+                valid.push(u);
+            } else {
+                rejected += 1;
+            }
+        }
+        self.counts.second_copies += valid.len() as u64;
+        self.counts.rejected += u64::from(rejected);
+        let received = Received { peer, channel, forward: Vec::new(), hops: 0, rejected, second: true };
+        self.deliver(valid, Some(received), false);
     }
 }

@@ -319,6 +319,7 @@ async fn malformed_and_oversized_batches_get_their_sender_banned_and_the_node_go
         urls: (0..1001).map(|i| url(&format!("http://a.test/{i}"))).collect(),
         hops: 0,
         handoff: false,
+        second: false,
     });
     let oversized = vec![0x61; MAX_BATCH_BYTES as usize + 10];
     let garbage = b"\xff\xfe definitely not CBOR".to_vec();
@@ -332,7 +333,12 @@ async fn malformed_and_oversized_batches_get_their_sender_banned_and_the_node_go
 
     // The node goes on, and a well-formed batch from a peer that is not a member is answered
     // but not taken: a stranger cannot queue what this node crawls.
-    let good = UrlBatch { urls: vec![url("http://a.test/1"), url("https://b.test/x")], hops: 0, handoff: false };
+    let good = UrlBatch {
+        urls: vec![url("http://a.test/1"), url("https://b.test/x")],
+        hops: 0,
+        handoff: false,
+        second: false,
+    };
     let (reply, closed) = raw_send(&addr, cbor(&good)).await;
     assert_eq!((reply, closed), (Some(BatchReply::NotMember), false));
     // The reply may reach the stranger before the node's status says so (a loaded run saw 0).
@@ -415,7 +421,7 @@ async fn only_a_hosts_previous_owner_can_say_its_pages_are_done() {
     // A stranger's twenty "done" pages.
     let done: Vec<WireUrl> =
         (0..20).map(|i| WireUrl::new(format!("http://victim{i}.test/"), 0, UrlKind::Done)).collect();
-    let (reply, _) = raw_send(&addr, cbor(&UrlBatch { urls: done, hops: 0, handoff: true })).await;
+    let (reply, _) = raw_send(&addr, cbor(&UrlBatch { urls: done, hops: 0, handoff: true, second: false })).await;
     assert_eq!(reply, Some(BatchReply::NotMember));
     assert!(got.lock().unwrap().is_empty(), "nothing of a stranger's reaches the node");
 
@@ -459,6 +465,51 @@ async fn only_a_hosts_previous_owner_can_say_its_pages_are_done() {
     }
     for h in &never_a {
         assert!(!delivered.contains(&format!("http://{h}/page")), "{h} was never a's: {delivered:?}");
+    }
+    for (m, t) in [(a, a_task), (b, b_task), (n, n_task)] {
+        m.stop();
+        t.await.unwrap();
+    }
+}
+
+/// Second copies (`UrlBatch::second`) say what a host's owner has queued: the member that would
+/// take the host over keeps them and crawls them if the owner dies. A stranger's are not
+/// taken; a member's only for hosts it owns (or owned lately), so that no peer plants URLs to
+/// be crawled for hosts it never held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_hosts_owner_leaves_second_copies_with_the_member_that_would_take_it_over() {
+    use weft_p2p::exchange::{BatchReply, UrlBatch, UrlKind, WireUrl};
+    let (n, n_task, got) = recording_node(vec![]).await;
+    let addr = crate::tcp_addr(&n).await;
+    let page = |h: &str| WireUrl::new(format!("http://{h}/page"), 1, UrlKind::Page);
+    let (reply, _) =
+        raw_send(&addr, cbor(&UrlBatch { urls: vec![page("a.test")], hops: 0, handoff: false, second: true })).await;
+    assert_eq!(reply, Some(BatchReply::NotMember));
+
+    let (a, a_task) = node(vec![addr.clone()]).await;
+    let (b, b_task) = node(vec![addr.clone()]).await;
+    for m in [&n, &a, &b] {
+        within(60, "three members", m.wait_for(|s| s.members.len() == 3)).await;
+    }
+    let (nid, aid, bid) = (n.peer_id(), a.peer_id(), b.peer_id());
+    let ring = |ms: &[weft_p2p::PeerId]| weft_p2p::Ring::new(ms.iter().copied(), weft_p2p::DEFAULT_VNODES);
+    // Every ring n went through on the way to three members, and the ring without n.
+    let rings = [ring(&[nid]), ring(&[nid, aid]), ring(&[nid, bid]), ring(&[nid, aid, bid]), ring(&[aid, bid])];
+    let hosts: Vec<String> = (0..2000).map(|i| format!("h{i}.test")).collect();
+    // a's hosts, and hosts a owned on no ring n knows of.
+    let of_a: Vec<&String> = hosts.iter().filter(|h| rings[3].owner(h) == Some(&aid)).take(5).collect();
+    let never_a: Vec<&String> =
+        hosts.iter().filter(|h| rings.iter().all(|r| r.owner(h) != Some(&aid))).take(5).collect();
+    assert!(of_a.len() == 5 && never_a.len() == 5);
+    let urls: Vec<WireUrl> = of_a.iter().chain(&never_a).map(|h| page(h)).collect();
+    assert!(a.send_second_copies(nid, urls).await, "the batch is acknowledged");
+    assert_eq!(n.status().second_copies_received, 5);
+    let kept: Vec<String> = got.lock().unwrap().iter().map(|u| u.url.clone()).collect();
+    for h in &of_a {
+        assert!(kept.contains(&format!("http://{h}/page")), "{h}: {kept:?}");
+    }
+    for h in &never_a {
+        assert!(!kept.contains(&format!("http://{h}/page")), "{h} was never a's: {kept:?}");
     }
     for (m, t) in [(a, a_task), (b, b_task), (n, n_task)] {
         m.stop();

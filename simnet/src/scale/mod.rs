@@ -371,7 +371,7 @@ impl Summary {
     /// The crawl backlog crashes stranded, one row per run that measured it.
     pub fn backlog_table(rows: &[Summary]) -> String {
         let mut out = String::from(
-            "| design | members | crashes a member-hour | backlog stranded: today | kept twice | back after p50 / p90 min | lost in the run (today) |\n|---|---|---|---|---|---|---|\n",
+            "| design | members | crashes a member-hour | backlog stranded: owner alone | kept twice (the node's) | back after p50 / p90 min | lost in the run (owner alone) |\n|---|---|---|---|---|---|---|\n",
         );
         for r in rows {
             let Some(b) = r.backlog else { continue };

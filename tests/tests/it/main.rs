@@ -6,6 +6,7 @@ mod data_dir;
 mod extract_in_crawl;
 mod module_graph;
 mod network_cells;
+mod network_crash;
 mod network_crawl;
 mod network_dedup;
 mod network_handoff;

@@ -6,11 +6,11 @@
 //! this counts what the design itself keeps or loses.
 //!
 //! Each crashed member holds its share of the network's backlog: one member's share of the
-//! hosts, 1 / the members at the time. Two designs are measured on the same crashes: today's,
-//! where the backlog is stranded until its member comes back (lost if it never does), and a
-//! frontier kept on a second member as well (each host's queue also held by its next owner on
-//! the ring, as document copies are), where it is stranded only until two monitors sign the
-//! death and the next owner, holding the queue already, takes the hosts.
+//! hosts, 1 / the members at the time. Two designs are measured on the same crashes: a queue
+//! held by its owner alone, stranded until its member comes back (lost if it never does), and
+//! the frontier the node runs, each host's queue also kept by its next owner on the ring (its
+//! second holder: `weft_frontier::SecondCopy`), where it is stranded only until two monitors
+//! sign the death and the second holder, holding the queue already, takes the hosts.
 
 use std::collections::HashMap;
 
@@ -41,7 +41,8 @@ pub struct Backlog {
     /// Crashes of members a member-hour.
     pub crashes_per_member_hour: f64,
     /// The share of the network's backlog stranded on a disk offline, on average over the
-    /// span: today's design, and with each queue kept on a second member too.
+    /// span: with each queue held by its owner alone, and also kept by a second member (the
+    /// node's design).
     pub stranded: f64,
     pub stranded_kept_twice: f64,
     /// Over the crashed members that came back within the run: how long their backlog waited,
@@ -49,7 +50,8 @@ pub struct Backlog {
     pub back_p50_min: f64,
     pub back_p90_min: f64,
     /// The share of the network's backlog lost over the span: on members that crashed and never
-    /// come back (newcomers of a burst; the run has one, halfway). Kept twice, a queue is lost
+    /// come back (newcomers of a burst; the run has one, halfway), held by the owner alone. Kept
+    /// twice, a queue is lost
     /// only when both its holders vanish before the death of the first is signed, which this
     /// does not count.
     pub lost: f64,

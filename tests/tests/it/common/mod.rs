@@ -109,6 +109,13 @@ impl Member {
         self.run.await.unwrap().unwrap();
     }
 
+    /// Goes away as a crashed process does: its connections close, it says goodbye to no one,
+    /// and nothing more of it runs.
+    pub fn crash(self) {
+        self.net.stop();
+        self.run.abort();
+    }
+
     /// Its first listen address, for others to bootstrap from.
     pub fn bootstrap(&self) -> Vec<String> {
         vec![self.net.status().listen_addrs[0].clone()]

@@ -1,0 +1,184 @@
+//! Second copies of this node's hosts' queues, in a network (see [`weft_frontier::SecondCopy`]):
+//! the notes its frontier writes go to each host's second holder (the next member on the ring,
+//! the one that owns the host once this node is gone), and what other owners send here is kept
+//! aside until this node owns their hosts.
+//!
+//! A note leaves the frontier only when its second holder has it on disk, or when nobody needs
+//! it (the host is not this node's any more, or the ring has no second member). A second holder
+//! that is down keeps its notes waiting here until it answers or the ring replaces it; its
+//! replacement is sent the whole queue of the hosts it now holds second.
+
+use crate::crawl::Crawler;
+use std::collections::HashMap;
+use std::time::Duration;
+use weft_frontier::{SecondCopy, UrlKind};
+use weft_p2p::ring::host_point;
+use weft_p2p::{NetworkHandle, PeerId, Ring, WireUrl, SECOND_HOLDER_WITHIN};
+use weft_url::{normalize_url, HostKey};
+
+/// Notes in one batch: the URL exchange's limit.
+const BATCH: usize = weft_p2p::exchange::BATCH_URLS;
+/// Notes read from the frontier a round: a second holder that does not answer holds up at most
+/// this many of the others' notes for a round.
+const ROUND: usize = 20 * BATCH;
+/// How often the notes waiting are sent.
+const EVERY: Duration = Duration::from_secs(1);
+
+/// The first `k` members of a frontier host (which carries its port; the ring places names)
+/// on `ring`: its owner, then the member that would own it without the owner, and so on.
+fn holders(ring: &Ring, host: &str, k: usize) -> Vec<PeerId> {
+    ring.owners_of_point(host_point(HostKey::from_stored(host).name()), k)
+}
+
+/// The member that would own `host` after its owner: its second holder on `ring`.
+fn second_holder(ring: &Ring, host: &str) -> Option<PeerId> {
+    holders(ring, host, 2).get(1).copied()
+}
+
+fn owner_is(ring: &Ring, host: &str, me: &PeerId) -> bool {
+    holders(ring, host, 1).first() == Some(me)
+}
+
+/// A note as the URL exchange carries it ([`weft_p2p::exchange::UrlBatch::second`]).
+fn to_wire(note: &SecondCopy) -> WireUrl {
+    match note {
+        SecondCopy::Keep { url, depth, kind, .. } => {
+            let kind = match kind {
+                UrlKind::Sitemap => weft_p2p::UrlKind::Sitemap,
+                UrlKind::Page | UrlKind::Revisit => weft_p2p::UrlKind::Page,
+            };
+            WireUrl::new(url.clone(), *depth, kind)
+        }
+        SecondCopy::Forget { url, .. } => WireUrl::new(url.clone(), 0, weft_p2p::UrlKind::Done),
+    }
+}
+
+/// A received note, normalized here (the sender is not trusted to have done it); `None` for a
+/// URL that does not normalize.
+pub fn from_wire(u: WireUrl, max_depth: u32) -> Option<SecondCopy> {
+    let (depth, kind) = (u.depth.min(max_depth), u.kind);
+    let url = normalize_url(u.into_url()?).ok()?;
+    let host = HostKey::of(&url).into_string();
+    let url = url.to_string();
+    Some(match kind {
+        weft_p2p::UrlKind::Page => SecondCopy::Keep { host, url, depth, kind: UrlKind::Page },
+        weft_p2p::UrlKind::Sitemap => SecondCopy::Keep { host, url, depth, kind: UrlKind::Sitemap },
+        weft_p2p::UrlKind::Done => SecondCopy::Forget { host, url },
+    })
+}
+
+/// Sends the frontier's notes to their second holders, every [`EVERY`] (a task of the node's,
+/// ended with it). Each batch goes at once to its holder; the notes of the batches a holder
+/// took leave the frontier.
+pub async fn send(crawler: Crawler, network: NetworkHandle) {
+    crawler.send_second_copies();
+    let me = network.peer_id();
+    loop {
+        tokio::time::sleep(EVERY).await;
+        let notes = crawler.second_copies(ROUND);
+        if notes.is_empty() {
+            continue;
+        }
+        let ring = network.ring();
+        let mut unneeded = Vec::new();
+        let mut by_holder: HashMap<PeerId, Vec<(u64, WireUrl)>> = HashMap::new();
+        for (seq, note) in &notes {
+            match second_holder(&ring, note.host()) {
+                Some(holder) if owner_is(&ring, note.host(), &me) => {
+                    by_holder.entry(holder).or_default().push((*seq, to_wire(note)))
+                }
+                // Not this node's host any more (its new owner tells its own second holder),
+                // or no second member to tell.
+                _ => unneeded.push(*seq),
+            }
+        }
+        crawler.second_copies_sent(&unneeded);
+        let sends = by_holder.into_iter().flat_map(|(holder, notes)| {
+            notes
+                .chunks(BATCH)
+                .map(|batch| {
+                    let (seqs, urls): (Vec<u64>, Vec<WireUrl>) = batch.iter().cloned().unzip();
+                    let network = network.clone();
+                    async move { network.send_second_copies(holder, urls).await.then_some(seqs) }
+                })
+                .collect::<Vec<_>>()
+        });
+        for seqs in futures::future::join_all(sends).await.into_iter().flatten() {
+            crawler.second_copies_sent(&seqs);
+        }
+    }
+}
+
+/// On every ring change: what was kept for hosts this node now owns is queued, what it would
+/// no longer take over goes, and the queues of its hosts whose second holder changed are
+/// written again for the new one. Runs until the network stops.
+pub async fn follow_ring(crawler: Crawler, network: NetworkHandle) {
+    let me = network.peer_id();
+    let mut rings = network.ring_changes();
+    let mut before = rings.borrow_and_update().clone();
+    while rings.changed().await.is_ok() {
+        let now = rings.borrow_and_update().clone();
+        let moved = crawler
+            .second_copies_after_change(
+                |host| owner_is(&now, host, &me),
+                |host| holders(&now, host, SECOND_HOLDER_WITHIN).contains(&me),
+                |host| owner_is(&now, host, &me) && second_holder(&before, host) != second_holder(&now, host),
+            )
+            .await;
+        match moved {
+            Ok(m) if m != Default::default() => {
+                tracing::info!(
+                    adopted = m.adopted,
+                    dropped = m.dropped,
+                    sent_again = m.sent_again,
+                    "second copies after a ring change"
+                )
+            }
+            Ok(_) => {}
+            // A storage fault stops the node.
+            Err(_) => return,
+        }
+        before = now;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_note_crosses_the_wire_and_back() {
+        let keep =
+            SecondCopy::Keep { host: "a.test".into(), url: "http://a.test/x".into(), depth: 3, kind: UrlKind::Sitemap };
+        assert_eq!(from_wire(to_wire(&keep), 16), Some(keep));
+        let forget = SecondCopy::Forget { host: "a.test".into(), url: "http://a.test/y".into() };
+        assert_eq!(from_wire(to_wire(&forget), 16), Some(forget));
+        // A peer's depth is capped; a revisit is kept as a page.
+        let deep = WireUrl::new("http://A.test/z#frag", u32::MAX, weft_p2p::UrlKind::Page);
+        assert_eq!(
+            from_wire(deep, 16),
+            Some(SecondCopy::Keep {
+                host: "a.test".into(),
+                url: "http://a.test/z".into(),
+                depth: 16,
+                kind: UrlKind::Page
+            })
+        );
+    }
+
+    #[test]
+    fn the_second_holder_is_who_owns_the_host_without_its_owner() {
+        let members: Vec<PeerId> = (0..5).map(|_| PeerId::random()).collect();
+        let ring = Ring::new(members.clone(), weft_p2p::DEFAULT_VNODES);
+        for i in 0..50 {
+            // As the frontier names a host: with its port when it has one.
+            let (name, host) = (format!("h{i}.test"), format!("h{i}.test:8080"));
+            let owner = *ring.owner(&name).unwrap();
+            assert!(owner_is(&ring, &host, &owner));
+            let second = second_holder(&ring, &host).unwrap();
+            assert_ne!(owner, second);
+            assert_eq!(ring.without(&owner).owner(&name), Some(&second));
+        }
+        assert_eq!(second_holder(&Ring::new([members[0]], weft_p2p::DEFAULT_VNODES), "a.test"), None);
+    }
+}
