@@ -24,7 +24,7 @@
 //! | `meta` | `seq`, `b` + host | reserved sequence numbers; blocked hosts |
 //! | `outcomes` | URL | what happened to it when last tried ([`crate::Outcomes`]) |
 //! | `tables` | table name · 0 · key | the node's small stores' records ([`Store::table`]): the URL patterns (`url_patterns`), the layout store (`layout.*`) |
-//! | `second` | `o` · seq (u64 BE); `k` · host · 0 · URL without scheme and host | a [`SecondCopy`] note waiting for this node's host's second holder; (depth, kind) of a URL kept for another owner |
+//! | `second` | `o` · seq (u64 BE); `k` · host · 0 · URL without scheme and host; `h` · host | a [`SecondCopy`] note waiting for this node's host's second holder; (depth, kind) of a URL kept for another owner; whom this node's host's queue was last written for |
 //!
 //! Keys of one host share their first four bytes, and within a host sort by priority (higher
 //! first) then age, so a host's next URL is the first key at or after its floor — nothing
@@ -246,6 +246,10 @@ fn note_key(seq: u64) -> Vec<u8> {
     let mut k = b"o".to_vec();
     k.extend_from_slice(&seq.to_be_bytes());
     k
+}
+
+fn holder_key(host: &str) -> Vec<u8> {
+    [b"h", host.as_bytes()].concat()
 }
 
 /// Where the URLs kept for `host`'s owner start.
@@ -594,6 +598,15 @@ impl Store {
             v.push((url_from_tail(&k[prefix.len()..], host), depth, kind));
         }
         Ok(v)
+    }
+
+    /// Whom `host`'s queue was last written for in full ([`crate::Frontier::send_queues_to`]).
+    pub fn second_holder(&self, host: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.second.get(holder_key(host))?.map(|v| v.to_vec()))
+    }
+
+    pub fn put_second_holder(&self, b: &mut Batch, host: &str, holder: &[u8]) {
+        b.inner.insert(&self.second, holder_key(host), holder);
     }
 
     /// The hosts with URLs kept here, each read once however many it has: a seek past each

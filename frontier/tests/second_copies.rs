@@ -110,17 +110,26 @@ fn what_an_owner_queues_its_second_holder_keeps_and_queues_once_the_owner_is_gon
 }
 
 #[test]
-fn a_new_second_holder_is_sent_the_whole_queue_and_a_node_alone_writes_no_notes() {
+fn a_new_second_holder_is_sent_the_whole_queue_once_and_a_node_alone_writes_no_notes() {
     let dir = tempfile::tempdir().unwrap();
-    let (_db, mut f) = open(dir.path());
+    let (db, mut f) = open(dir.path());
     for u in ["http://a.test/1", "http://a.test/2", "http://b.test/1"] {
         f.push(page(u)).unwrap();
     }
     assert!(f.second_copies(10).unwrap().is_empty(), "alone: no one to tell");
     f.send_second_copies(true);
-    assert_eq!(f.send_queues_again(|host| host == "a.test").unwrap(), 2);
+    // a.test has a second holder now (a member joined); b.test none yet.
+    let holder = |h: &str| (h == "a.test").then(|| b"peer-1".to_vec());
+    assert_eq!(f.send_queues_to(holder).unwrap(), 2);
     let notes = f.second_copies(10).unwrap();
     assert_eq!(urls(&notes, true), BTreeSet::from(["http://a.test/1".to_string(), "http://a.test/2".to_string()]));
-    // A bounded read.
-    assert_eq!(f.second_copies(1).unwrap().len(), 1);
+    assert_eq!(f.second_copies(1).unwrap().len(), 1, "a bounded read");
+    // The same holder again, after a restart too: nothing more to write.
+    assert_eq!(f.send_queues_to(holder).unwrap(), 0);
+    drop((f, db));
+    let (_db, mut f) = open(dir.path());
+    f.send_second_copies(true);
+    assert_eq!(f.send_queues_to(holder).unwrap(), 0);
+    // Another holder: it gets the whole queue.
+    assert_eq!(f.send_queues_to(|h| (h == "a.test").then(|| b"peer-2".to_vec())).unwrap(), 2);
 }

@@ -73,6 +73,9 @@ pub fn from_wire(u: WireUrl, max_depth: u32) -> Option<SecondCopy> {
 pub async fn send(crawler: Crawler, network: NetworkHandle) {
     crawler.send_second_copies();
     let me = network.peer_id();
+    // Not before the roster came: on the ring of this node alone no host has a second holder,
+    // and the notes left from before a restart would go as unneeded.
+    network.wait_for(|s| !s.members.is_empty() && s.roster.stage != "pulling").await;
     loop {
         tokio::time::sleep(EVERY).await;
         let notes = crawler.second_copies(ROUND);
@@ -109,36 +112,47 @@ pub async fn send(crawler: Crawler, network: NetworkHandle) {
     }
 }
 
-/// On every ring change: what was kept for hosts this node now owns is queued, what it would
-/// no longer take over goes, and the queues of its hosts whose second holder changed are
-/// written again for the new one. Runs until the network stops.
+/// At the start and on every ring change: what was kept for hosts this node now owns is
+/// queued, what it would no longer take over goes, and each of its hosts' queues is written
+/// whole for its second holder when it was last written for another (a member joined next to
+/// this node, the holder left, or the network had no second member). Runs until the network
+/// stops.
 pub async fn follow_ring(crawler: Crawler, network: NetworkHandle) {
     let me = network.peer_id();
+    // Not before the roster came: on the ring of this node alone it would own every host it
+    // keeps URLs for.
+    network.wait_for(|s| !s.members.is_empty() && s.roster.stage != "pulling").await;
     let mut rings = network.ring_changes();
-    let mut before = rings.borrow_and_update().clone();
-    while rings.changed().await.is_ok() {
+    loop {
         let now = rings.borrow_and_update().clone();
-        let moved = crawler
-            .second_copies_after_change(
-                |host| owner_is(&now, host, &me),
-                |host| holders(&now, host, SECOND_HOLDER_WITHIN).contains(&me),
-                |host| owner_is(&now, host, &me) && second_holder(&before, host) != second_holder(&now, host),
-            )
-            .await;
-        match moved {
-            Ok(m) if m != Default::default() => {
-                tracing::info!(
-                    adopted = m.adopted,
-                    dropped = m.dropped,
-                    sent_again = m.sent_again,
-                    "second copies after a ring change"
+        if !now.is_empty() {
+            let moved = crawler
+                .second_copies_after_change(
+                    |host| owner_is(&now, host, &me),
+                    |host| holders(&now, host, SECOND_HOLDER_WITHIN).contains(&me),
+                    |host| {
+                        let holder = second_holder(&now, host).filter(|_| owner_is(&now, host, &me))?;
+                        Some(holder.to_bytes())
+                    },
                 )
+                .await;
+            match moved {
+                Ok(m) if m != Default::default() => {
+                    tracing::info!(
+                        adopted = m.adopted,
+                        dropped = m.dropped,
+                        sent_again = m.sent_again,
+                        "second copies after a ring change"
+                    )
+                }
+                Ok(_) => {}
+                // A storage fault stops the node.
+                Err(_) => return,
             }
-            Ok(_) => {}
-            // A storage fault stops the node.
-            Err(_) => return,
         }
-        before = now;
+        if rings.changed().await.is_err() {
+            return;
+        }
     }
 }
 

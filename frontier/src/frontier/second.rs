@@ -28,14 +28,21 @@ impl Frontier {
         self.store.commit(batch)
     }
 
-    /// Writes a [`SecondCopy::Keep`] note for every URL queued on the hosts `pick` chooses:
-    /// their second holder changed (a member joined or left beside this node on the ring), and
-    /// the new one has none of them. Returns how many notes.
-    pub fn send_queues_again(&mut self, mut pick: impl FnMut(&str) -> bool) -> Result<usize> {
+    /// Makes sure each host with URLs queued here has its whole queue written for its second
+    /// holder now: `holder_of(host)` names it (opaque bytes: a peer id), or `None` when there is
+    /// none. A host whose queue was last written for another holder (or for none: the network's
+    /// founder, alone until now) gets a [`SecondCopy::Keep`] note for every URL queued, and the
+    /// holder is remembered, durably, so a restart does not send it all again. Returns how
+    /// many notes were written.
+    pub fn send_queues_to(&mut self, mut holder_of: impl FnMut(&str) -> Option<Vec<u8>>) -> Result<usize> {
         let mut batch = self.store.batch();
         let mut n = 0;
         for (name, record) in self.store.host_records()? {
-            if record.queued == 0 || !pick(&name) {
+            if record.queued == 0 {
+                continue;
+            }
+            let Some(holder) = holder_of(&name) else { continue };
+            if self.store.second_holder(&name)?.as_deref() == Some(holder.as_slice()) {
                 continue;
             }
             for (_, entry) in self.store.entries_of_host(record.id)? {
@@ -49,6 +56,7 @@ impl Frontier {
                 self.store.put_note(&mut batch, seq, &note)?;
                 n += 1;
             }
+            self.store.put_second_holder(&mut batch, &name, &holder);
         }
         self.store.commit(batch)?;
         Ok(n)

@@ -57,15 +57,16 @@ impl Crawler {
         Ok(true)
     }
 
-    /// After a ring change: queues what was kept for the hosts this node owns now (`owns`),
-    /// drops what was kept for hosts it would no longer take over (`near`: among their first
-    /// few members), and writes the queues of its hosts whose second holder changed
-    /// (`second_changed`) again for the new one. Durable before it returns.
+    /// After a ring change (and at the start): queues what was kept for the hosts this node
+    /// owns now (`owns`), drops what was kept for hosts it would no longer take over (`near`:
+    /// among their first few members), and writes the whole queue of each of its hosts for
+    /// its second holder (`holder_of`) when the queue was last written for another (see
+    /// [`weft_frontier::Frontier::send_queues_to`]). Durable before it returns.
     pub async fn second_copies_after_change(
         &self,
         owns: impl Fn(&str) -> bool,
         near: impl Fn(&str) -> bool,
-        second_changed: impl FnMut(&str) -> bool,
+        holder_of: impl FnMut(&str) -> Option<Vec<u8>>,
     ) -> Result<SecondCopiesMoved, StorageFault> {
         let metrics = self.inner.metrics.clone();
         let moved = blocking(|| -> Result<SecondCopiesMoved, weft_frontier::FrontierError> {
@@ -80,7 +81,7 @@ impl Crawler {
                     moved.dropped += frontier.drop_kept(&host)?;
                 }
             }
-            moved.sent_again = frontier.send_queues_again(second_changed)?;
+            moved.sent_again = frontier.send_queues_to(holder_of)?;
             Ok(moved)
         });
         // A refused write leaves the rest for the next change (what is kept stays kept).
