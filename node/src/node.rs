@@ -470,8 +470,7 @@ async fn spawn_network(
     let receiver =
         tokio::spawn(crate::routing::receive(crawler.clone(), journal.clone(), handover.clone(), started.inbound));
     tasks.spawn(crate::routing::forget_acknowledged(journal.clone(), started.acked));
-    tasks.spawn(crate::second_copies::send(crawler.clone(), handle.clone()));
-    tasks.spawn(crate::second_copies::follow_ring(crawler.clone(), handle.clone()));
+
     let grace = Duration::from_millis(config.politeness.handover_grace_ms);
     let waits = crate::routing::HandoverWaits {
         grace,
@@ -479,6 +478,8 @@ async fn spawn_network(
         // A render on a host given away is waited for up to its own timeout.
         renders: Duration::from_secs(config.layouts.render_timeout_secs),
     };
+    tasks.spawn(crate::second_copies::send(crawler.clone(), handle.clone()));
+    tasks.spawn(crate::second_copies::follow_ring(crawler.clone(), handle.clone(), waits.bound));
     tasks.spawn(crate::routing::hand_off_on_changes(
         crawler.clone(),
         handle.clone(),

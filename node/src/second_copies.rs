@@ -9,8 +9,8 @@
 //! replacement is sent the whole queue of the hosts it now holds second.
 
 use crate::crawl::Crawler;
-use std::collections::HashMap;
-use std::time::Duration;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
 use weft_frontier::{SecondCopy, UrlKind};
 use weft_p2p::ring::host_point;
 use weft_p2p::{NetworkHandle, PeerId, Ring, WireUrl, SECOND_HOLDER_WITHIN};
@@ -112,24 +112,63 @@ pub async fn send(crawler: Crawler, network: NetworkHandle) {
     }
 }
 
-/// At the start and on every ring change: what was kept for hosts this node now owns is
-/// queued, what it would no longer take over goes, and each of its hosts' queues is written
+/// How often [`follow_ring`] looks again without a ring change: hosts gained wait out the
+/// hand-over bound before what was kept for them is queued.
+const LOOK_EVERY: Duration = Duration::from_secs(2);
+
+/// A host this node kept URLs for and owns now: since when, and who owned it before.
+struct Gained {
+    since: Instant,
+    from: Option<PeerId>,
+}
+
+/// At the start, on every ring change and every [`LOOK_EVERY`] while some host waits: what was
+/// kept for a host this node gained is queued once the hand-over bound has passed, if the
+/// member it gained it from crashed. A member that left with a last word handed the host over
+/// itself, its queue and what it fetched, and may still be finishing a request to it: what was
+/// kept for it goes. One still on the ring (a ring not yet agreed) is left to hand over too.
+/// What this node would no longer take over goes; and each of its hosts' queues is written
 /// whole for its second holder when it was last written for another (a member joined next to
 /// this node, the holder left, or the network had no second member). Runs until the network
 /// stops.
-pub async fn follow_ring(crawler: Crawler, network: NetworkHandle) {
+pub async fn follow_ring(crawler: Crawler, network: NetworkHandle, handover_bound: Duration) {
     let me = network.peer_id();
     // Not before the roster came: on the ring of this node alone it would own every host it
     // keeps URLs for.
     network.wait_for(|s| !s.members.is_empty() && s.roster.stage != "pulling").await;
     let mut rings = network.ring_changes();
+    let mut before = rings.borrow().clone();
+    let mut gained: HashMap<String, Gained> = HashMap::new();
+    let mut changed = true;
     loop {
         let now = rings.borrow_and_update().clone();
-        if !now.is_empty() {
+        // Without a change, only when some host waits to be adopted.
+        if !now.is_empty() && (changed || !gained.is_empty()) {
+            let at = Instant::now();
+            let kept = crawler.kept_hosts();
+            gained.retain(|host, _| kept.contains(host) && owner_is(&now, host, &me));
+            let (mut adopt, mut handed_over) = (HashSet::new(), HashSet::new());
+            for host in kept.iter().filter(|h| owner_is(&now, h, &me)) {
+                let from = holders(&before, host, 1).first().copied().filter(|p| *p != me);
+                let g = gained.entry(host.clone()).or_insert(Gained { since: at, from });
+                if at.duration_since(g.since) < handover_bound {
+                    continue;
+                }
+                match g.from {
+                    Some(p) if now.contains(&p) => {}
+                    Some(p) if network.left_with_last_word(p).await => {
+                        handed_over.insert(host.clone());
+                    }
+                    _ => {
+                        adopt.insert(host.clone());
+                    }
+                }
+                gained.remove(host);
+            }
             let moved = crawler
                 .second_copies_after_change(
-                    |host| owner_is(&now, host, &me),
-                    |host| holders(&now, host, SECOND_HOLDER_WITHIN).contains(&me),
+                    |host| adopt.contains(host),
+                    |host| !handed_over.contains(host) && holders(&now, host, SECOND_HOLDER_WITHIN).contains(&me),
                     |host| {
                         let holder = second_holder(&now, host).filter(|_| owner_is(&now, host, &me))?;
                         Some(holder.to_bytes())
@@ -138,21 +177,18 @@ pub async fn follow_ring(crawler: Crawler, network: NetworkHandle) {
                 .await;
             match moved {
                 Ok(m) if m != Default::default() => {
-                    tracing::info!(
-                        adopted = m.adopted,
-                        dropped = m.dropped,
-                        sent_again = m.sent_again,
-                        "second copies after a ring change"
-                    )
+                    tracing::info!(adopted = m.adopted, dropped = m.dropped, sent_again = m.sent_again, "second copies")
                 }
                 Ok(_) => {}
                 // A storage fault stops the node.
                 Err(_) => return,
             }
+            before = now;
         }
-        if rings.changed().await.is_err() {
-            return;
-        }
+        changed = tokio::select! {
+            result = rings.changed() => if result.is_err() { return } else { true },
+            _ = tokio::time::sleep(LOOK_EVERY) => false,
+        };
     }
 }
 

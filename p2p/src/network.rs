@@ -583,6 +583,10 @@ impl EventLoop {
             Command::AskDocument { peer, ask, reply } => self.ask_document(peer, ask, reply),
             Command::HandOverPostings { to, postings } => self.hand_over_postings(to, postings),
             Command::SendSecondCopies { peer, urls, reply } => self.send_second_copies(peer, urls, reply),
+            Command::LeftWithLastWord { peer, reply } => {
+                let event = self.roster.node.roster().event_of(&peer);
+                let _ = reply.send(event.is_some_and(|e| matches!(e.what, crate::roster::event::What::Left)));
+            }
             Command::Publish(entry) => self.publish_record(entry),
         }
     }

@@ -5,6 +5,7 @@
 use super::Crawler;
 use crate::metrics::inc;
 use crate::storage::{blocking, StorageFault};
+use std::collections::HashSet;
 use weft_frontier::SecondCopy;
 
 /// What a ring change did to second copies ([`Crawler::second_copies_after_change`]).
@@ -12,7 +13,8 @@ use weft_frontier::SecondCopy;
 pub struct SecondCopiesMoved {
     /// URLs kept for a host this node owns now (its owner is gone), queued here.
     pub adopted: usize,
-    /// URLs kept for hosts this node is no longer near enough on the ring to take over.
+    /// URLs kept for hosts this node is no longer near enough on the ring to take over, or
+    /// that their owner handed over as it left.
     pub dropped: usize,
     /// Queued URLs of this node's hosts written again for their new second holders.
     pub sent_again: usize,
@@ -57,15 +59,26 @@ impl Crawler {
         Ok(true)
     }
 
-    /// After a ring change (and at the start): queues what was kept for the hosts this node
-    /// owns now (`owns`), drops what was kept for hosts it would no longer take over (`near`:
-    /// among their first few members), and writes the whole queue of each of its hosts for
-    /// its second holder (`holder_of`) when the queue was last written for another (see
+    /// The hosts this node keeps URLs for.
+    pub fn kept_hosts(&self) -> HashSet<String> {
+        match blocking(|| self.inner.frontier.lock().kept_hosts()) {
+            Ok(hosts) => hosts.into_iter().collect(),
+            Err(e) => {
+                self.inner.storage.error("frontier kept hosts", e);
+                HashSet::new()
+            }
+        }
+    }
+
+    /// After a ring change (and from time to time): queues what was kept for the hosts `adopt`
+    /// picks (their owner crashed), drops what was kept for the hosts `keep` does not (this
+    /// node would no longer take them over, or their owner handed them over), and writes the whole queue of each of its hosts for its second
+    /// holder (`holder_of`) when the queue was last written for another (see
     /// [`weft_frontier::Frontier::send_queues_to`]). Durable before it returns.
     pub async fn second_copies_after_change(
         &self,
-        owns: impl Fn(&str) -> bool,
-        near: impl Fn(&str) -> bool,
+        adopt: impl Fn(&str) -> bool,
+        keep: impl Fn(&str) -> bool,
         holder_of: impl FnMut(&str) -> Option<Vec<u8>>,
     ) -> Result<SecondCopiesMoved, StorageFault> {
         let metrics = self.inner.metrics.clone();
@@ -73,11 +86,11 @@ impl Crawler {
             let mut frontier = self.inner.frontier.lock();
             let mut moved = SecondCopiesMoved::default();
             for host in frontier.kept_hosts()? {
-                if owns(&host) {
+                if adopt(&host) {
                     let queued = frontier.adopt_kept(&host)?;
                     (0..queued).for_each(|_| inc(&metrics.urls_queued));
                     moved.adopted += queued;
-                } else if !near(&host) {
+                } else if !keep(&host) {
                     moved.dropped += frontier.drop_kept(&host)?;
                 }
             }

@@ -40,6 +40,11 @@ pub(super) enum Command {
         to: PeerId,
         postings: Vec<Posting>,
     },
+    /// Whether `peer` left with a signed Left (not a Dead: it crashed, or is still a member).
+    LeftWithLastWord {
+        peer: PeerId,
+        reply: oneshot::Sender<bool>,
+    },
     /// Second copies for `peer`, the second holder of their hosts.
     SendSecondCopies {
         peer: PeerId,
@@ -131,6 +136,17 @@ impl NetworkHandle {
     pub async fn wait_for(&self, mut check: impl FnMut(&NetworkStatus) -> bool) {
         let mut rx = self.status.clone();
         let _ = rx.wait_for(|s| check(s)).await;
+    }
+
+    /// Whether `peer` left the network with a last word (its signed Left is in this node's
+    /// roster): it handed its hosts over as it went. False for a member that crashed (its
+    /// death signed by its monitors), for one still a member, and for one this node never knew.
+    pub async fn left_with_last_word(&self, peer: PeerId) -> bool {
+        let (reply, answer) = oneshot::channel();
+        if self.commands.send(Command::LeftWithLastWord { peer, reply }).is_err() {
+            return false;
+        }
+        answer.await.unwrap_or(false)
     }
 
     /// Sends second copies (notes about URLs of hosts this node owns) to `peer`, the hosts'
