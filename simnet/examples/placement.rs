@@ -710,17 +710,13 @@ const SAMPLE_PER_CELL: usize = 80;
 /// owner holds `held` cells at every size and a cell holds the same number of chunks. If
 /// recall@10 holds as the share grows, it holds at sizes this corpus cannot reach, as long as
 /// cells keep growing with the members. Codebooks are trained on the other half of the hosts,
-/// `SAMPLE_PER_CELL` chunks a cell.
+/// `SAMPLE_PER_CELL` chunks a cell. Each budget of `--budget` is judged on the same network.
 fn grow(corpus: &Corpus, a: &Args, embedder: &mut Embedder) -> anyhow::Result<()> {
-    let budget = a.budgets.iter().copied().max().unwrap_or(8);
+    println!("\nCells growing with the network: {} chunks a member, r = {}", a.per_member, a.replicas);
     println!(
-        "\nCells growing with the network: {} chunks a member, r = {}, at most {budget} peers asked",
-        a.per_member, a.replicas
+        "| share of hosts | chunks | members | cells | an owner holds | chunks a cell | peers at most | recall@10: best two | peers asked | postings × own, mean / max | recall@10: best three | peers asked | postings × own, mean / max |"
     );
-    println!(
-        "| share of hosts | chunks | members | cells | an owner holds | chunks a cell | recall@10: best two | peers asked | postings × own, mean / max | recall@10: best three | peers asked | postings × own, mean / max |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &share in &a.grow {
         let started = Instant::now();
         let sub = subset(corpus, share);
@@ -748,23 +744,27 @@ fn grow(corpus: &Corpus, a: &Args, embedder: &mut Embedder) -> anyhow::Result<()
             let chunk_cells = nearest_cells(&sub, &book, 3);
             let owners: Vec<Vec<PeerId>> =
                 (0..book.len() as u32).map(|c| cell_owners(&ring, book.id(), c, a.replicas)).collect();
-            let mut cols = Vec::new();
-            for m in [2, 3] {
-                let held = place(&sub, &node_of, &owners, &chunk_cells, m, m, 0.0);
-                let (mean, most) = storage(&held, sub.len());
-                let (recall, asked, _) =
-                    ask_by_cell(&sub, &qvecs, &truth, &book, &owners, &members, &node_of, &own, &held, &askers, budget);
-                cols.push(format!("{recall:.3} | {asked:.1} | {mean:.1} / {most:.1}"));
+            let placed: Vec<Vec<Vec<usize>>> =
+                [2, 3].iter().map(|m| place(&sub, &node_of, &owners, &chunk_cells, *m, *m, 0.0)).collect();
+            for &budget in &a.budgets {
+                let mut cols = Vec::new();
+                for held in &placed {
+                    let (mean, most) = storage(held, sub.len());
+                    let (recall, asked, _) = ask_by_cell(
+                        &sub, &qvecs, &truth, &book, &owners, &members, &node_of, &own, held, &askers, budget,
+                    );
+                    cols.push(format!("{recall:.3} | {asked:.1} | {mean:.1} / {most:.1}"));
+                }
+                println!(
+                    "| {share} | {} | {n} | {} | {:.2} | {:.0} | {budget} | {} | {} |",
+                    sub.len(),
+                    book.len(),
+                    (book.len() * a.replicas) as f64 / n as f64,
+                    sub.len() as f64 / book.len() as f64,
+                    cols[0],
+                    cols[1]
+                );
             }
-            println!(
-                "| {share} | {} | {n} | {} | {:.2} | {:.0} | {} | {} |",
-                sub.len(),
-                book.len(),
-                (book.len() * a.replicas) as f64 / n as f64,
-                sub.len() as f64 / book.len() as f64,
-                cols[0],
-                cols[1]
-            );
         }
         eprintln!("  share {share}: {} questions, {:.0} s", qs.len(), started.elapsed().as_secs_f64());
     }
