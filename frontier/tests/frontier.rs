@@ -1,3 +1,5 @@
+mod common;
+use common::*;
 use std::time::{Duration, Instant};
 use weft_frontier::*;
 use weft_url::*;
@@ -7,16 +9,6 @@ fn settings() -> FrontierSettings {
     s.politeness.default_delay = Duration::from_millis(100);
     s.seen_capacity = 10_000;
     s
-}
-
-fn page(u: &str, depth: u32) -> Candidate {
-    Candidate::page(normalize(u, None).unwrap(), depth)
-}
-
-fn open(dir: &std::path::Path, s: FrontierSettings) -> (sled::Db, Frontier) {
-    let db = open_db(&dir.join("db"), 8 << 20).unwrap();
-    let f = Frontier::open(&db, &dir.join("frontier"), s).unwrap();
-    (db, f)
 }
 
 fn take(f: &mut Frontier, now: Instant) -> Lease {

@@ -1,10 +1,10 @@
 //! Second copies of a host's queue (`weft_frontier::SecondCopy`): an owner's notes, a second
 //! holder's kept URLs, and what the second holder queues once it owns the host.
 
+mod common;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use weft_frontier::*;
-use weft_url::*;
 
 fn settings() -> FrontierSettings {
     let mut s = FrontierSettings::default();
@@ -14,13 +14,11 @@ fn settings() -> FrontierSettings {
 }
 
 fn page(u: &str) -> Candidate {
-    Candidate::page(normalize(u, None).unwrap(), 1)
+    common::page(u, 1)
 }
 
 fn open(dir: &std::path::Path) -> (sled::Db, Frontier) {
-    let db = open_db(&dir.join("db"), 8 << 20).unwrap();
-    let f = Frontier::open(&db, &dir.join("frontier"), settings()).unwrap();
-    (db, f)
+    common::open(dir, settings())
 }
 
 fn urls(notes: &[(u64, SecondCopy)], keep: bool) -> BTreeSet<String> {

@@ -1,9 +1,9 @@
 //! The seen-set in generations: its memory stays fixed however many URLs a crawl meets, and
 //! what its filters forgot the store still knows (real fjall and sled files).
 
+mod common;
 use std::time::{Duration, Instant};
 use weft_frontier::*;
-use weft_url::*;
 
 fn settings() -> FrontierSettings {
     let mut s = FrontierSettings::default();
@@ -14,13 +14,11 @@ fn settings() -> FrontierSettings {
 }
 
 fn page(u: &str) -> Candidate {
-    Candidate::page(normalize(u, None).unwrap(), 1)
+    common::page(u, 1)
 }
 
 fn open(dir: &std::path::Path) -> (sled::Db, Frontier) {
-    let db = open_db(&dir.join("db"), 8 << 20).unwrap();
-    let f = Frontier::open(&db, &dir.join("frontier"), settings()).unwrap();
-    (db, f)
+    common::open(dir, settings())
 }
 
 fn ours(i: usize) -> String {

@@ -409,6 +409,35 @@ async fn forwarding_node(
     (n, task, got, forwarded)
 }
 
+/// Members a and b, joined through `addr` (node n's), once n, a and b count three members;
+/// with every ring n went through on the way (n alone, n and a, n and b, all three) and, last,
+/// the ring without n: what a member may say about a host is judged against these.
+async fn two_more_members(
+    n: &NetworkHandle,
+    addr: &str,
+) -> ((NetworkHandle, tokio::task::JoinHandle<()>), (NetworkHandle, tokio::task::JoinHandle<()>), [weft_p2p::Ring; 5]) {
+    let (a, a_task) = node(vec![addr.to_string()]).await;
+    let (b, b_task) = node(vec![addr.to_string()]).await;
+    for m in [n, &a, &b] {
+        within(60, "three members", m.wait_for(|s| s.members.len() == 3)).await;
+    }
+    let (nid, aid, bid) = (n.peer_id(), a.peer_id(), b.peer_id());
+    let ring = |ms: &[weft_p2p::PeerId]| weft_p2p::Ring::new(ms.iter().copied(), weft_p2p::DEFAULT_VNODES);
+    let rings = [ring(&[nid]), ring(&[nid, aid]), ring(&[nid, bid]), ring(&[nid, aid, bid]), ring(&[aid, bid])];
+    ((a, a_task), (b, b_task), rings)
+}
+
+/// `http://{host}/page` reached the node for each of `taken`, for none of `never`.
+fn only_these_reached(got: &Recorded, taken: &[&String], never: &[&String]) {
+    let delivered: Vec<String> = got.lock().unwrap().iter().map(|u| u.url.clone()).collect();
+    for h in taken {
+        assert!(delivered.contains(&format!("http://{h}/page")), "{h}: {delivered:?}");
+    }
+    for h in never {
+        assert!(!delivered.contains(&format!("http://{h}/page")), "{h} was never a's: {delivered:?}");
+    }
+}
+
 /// The page-suppression attack: URLs sent as done are marked seen by their receiver and never
 /// fetched. A stranger's batch of them is not taken at all; a member's "done" counts only for
 /// hosts it owned (now, before a membership change, or while the receiver was away).
@@ -426,25 +455,14 @@ async fn only_a_hosts_previous_owner_can_say_its_pages_are_done() {
     assert!(got.lock().unwrap().is_empty(), "nothing of a stranger's reaches the node");
 
     // Two members, a and b.
-    let (a, a_task) = node(vec![addr.clone()]).await;
-    let (b, b_task) = node(vec![addr.clone()]).await;
-    for m in [&n, &a, &b] {
-        within(60, "three members", m.wait_for(|s| s.members.len() == 3)).await;
-    }
-    let (nid, aid, bid) = (n.peer_id(), a.peer_id(), b.peer_id());
-    let ring = |ms: &[weft_p2p::PeerId]| weft_p2p::Ring::new(ms.iter().copied(), weft_p2p::DEFAULT_VNODES);
-    // Every ring n went through on the way to three members, and the ring without n.
-    let rings = [ring(&[nid]), ring(&[nid, aid]), ring(&[nid, bid]), ring(&[nid, aid, bid])];
-    let apart = ring(&[aid, bid]);
+    let ((a, a_task), (b, b_task), rings) = two_more_members(&n, &addr).await;
+    let (nid, aid) = (n.peer_id(), a.peer_id());
+    let apart = &rings[4];
     let hosts: Vec<String> = (0..2000).map(|i| format!("h{i}.test")).collect();
     let now_n = |h: &&String| rings[3].owner(h) == Some(&nid);
     // Hosts n owns that a never owned on any of those rings: a cannot be done with them.
-    let never_a: Vec<&String> = hosts
-        .iter()
-        .filter(now_n)
-        .filter(|h| rings.iter().chain([&apart]).all(|r| r.owner(h) != Some(&aid)))
-        .take(5)
-        .collect();
+    let never_a: Vec<&String> =
+        hosts.iter().filter(now_n).filter(|h| rings.iter().all(|r| r.owner(h) != Some(&aid))).take(5).collect();
     // Hosts n owns that were a's before n was there (n just started): a hands them over.
     let a_before_n: Vec<&String> =
         hosts.iter().filter(now_n).filter(|h| apart.owner(h) == Some(&aid)).take(5).collect();
@@ -459,13 +477,7 @@ async fn only_a_hosts_previous_owner_can_say_its_pages_are_done() {
         }
     })
     .await;
-    let delivered: Vec<String> = got.lock().unwrap().iter().map(|u| u.url.clone()).collect();
-    for h in &a_before_n {
-        assert!(delivered.contains(&format!("http://{h}/page")), "{h}: {delivered:?}");
-    }
-    for h in &never_a {
-        assert!(!delivered.contains(&format!("http://{h}/page")), "{h} was never a's: {delivered:?}");
-    }
+    only_these_reached(&got, &a_before_n, &never_a);
     for (m, t) in [(a, a_task), (b, b_task), (n, n_task)] {
         m.stop();
         t.await.unwrap();
@@ -486,15 +498,8 @@ async fn only_a_hosts_owner_leaves_second_copies_with_the_member_that_would_take
         raw_send(&addr, cbor(&UrlBatch { urls: vec![page("a.test")], hops: 0, handoff: false, second: true })).await;
     assert_eq!(reply, Some(BatchReply::NotMember));
 
-    let (a, a_task) = node(vec![addr.clone()]).await;
-    let (b, b_task) = node(vec![addr.clone()]).await;
-    for m in [&n, &a, &b] {
-        within(60, "three members", m.wait_for(|s| s.members.len() == 3)).await;
-    }
-    let (nid, aid, bid) = (n.peer_id(), a.peer_id(), b.peer_id());
-    let ring = |ms: &[weft_p2p::PeerId]| weft_p2p::Ring::new(ms.iter().copied(), weft_p2p::DEFAULT_VNODES);
-    // Every ring n went through on the way to three members, and the ring without n.
-    let rings = [ring(&[nid]), ring(&[nid, aid]), ring(&[nid, bid]), ring(&[nid, aid, bid]), ring(&[aid, bid])];
+    let ((a, a_task), (b, b_task), rings) = two_more_members(&n, &addr).await;
+    let (nid, aid) = (n.peer_id(), a.peer_id());
     let hosts: Vec<String> = (0..2000).map(|i| format!("h{i}.test")).collect();
     // a's hosts, and hosts a owned on no ring n knows of.
     let of_a: Vec<&String> = hosts.iter().filter(|h| rings[3].owner(h) == Some(&aid)).take(5).collect();
@@ -504,13 +509,7 @@ async fn only_a_hosts_owner_leaves_second_copies_with_the_member_that_would_take
     let urls: Vec<WireUrl> = of_a.iter().chain(&never_a).map(|h| page(h)).collect();
     assert!(a.send_second_copies(nid, urls).await, "the batch is acknowledged");
     assert_eq!(n.status().second_copies_received, 5);
-    let kept: Vec<String> = got.lock().unwrap().iter().map(|u| u.url.clone()).collect();
-    for h in &of_a {
-        assert!(kept.contains(&format!("http://{h}/page")), "{h}: {kept:?}");
-    }
-    for h in &never_a {
-        assert!(!kept.contains(&format!("http://{h}/page")), "{h} was never a's: {kept:?}");
-    }
+    only_these_reached(&got, &of_a, &never_a);
     for (m, t) in [(a, a_task), (b, b_task), (n, n_task)] {
         m.stop();
         t.await.unwrap();
