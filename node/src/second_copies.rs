@@ -126,7 +126,7 @@ struct Gained {
 /// kept for a host this node gained is queued once the hand-over bound has passed, if the
 /// member it gained it from crashed. A member that left with a last word handed the host over
 /// itself, its queue and what it fetched, and may still be finishing a request to it: what was
-/// kept for it goes. One still on the ring (a ring not yet agreed) is left to hand over too.
+/// kept for it goes, as for one still on the ring (this node joined in front of it).
 /// What this node would no longer take over goes; and each of its hosts' queues is written
 /// whole for its second holder when it was last written for another (a member joined next to
 /// this node, the holder left, or the network had no second member). Runs until the network
@@ -155,10 +155,12 @@ pub async fn follow_ring(crawler: Crawler, network: NetworkHandle, handover_boun
                     continue;
                 }
                 match g.from {
-                    Some(p) if now.contains(&p) => {}
-                    Some(p) if network.left_with_last_word(p).await => {
+                    // Gained from a member that hands over: one still on the ring (this node
+                    // joined before it), or one that left with a last word.
+                    Some(p) if now.contains(&p) || network.left_with_last_word(p).await => {
                         handed_over.insert(host.clone());
                     }
+                    // From one that crashed, or from nobody this node saw (it was away).
                     _ => {
                         adopt.insert(host.clone());
                     }
