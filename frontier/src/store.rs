@@ -24,7 +24,7 @@
 //! | `meta` | `seq`, `b` + host | reserved sequence numbers; blocked hosts |
 //! | `outcomes` | URL | what happened to it when last tried ([`crate::Outcomes`]) |
 //! | `tables` | table name · 0 · key | the node's small stores' records ([`Store::table`]): the URL patterns (`url_patterns`), the layout store (`layout.*`) |
-//! | `second` | `o` · seq (u64 BE); `k` · host · 0 · URL without scheme and host; `h` · host | a [`SecondCopy`] note waiting for this node's host's second holder; (depth, kind) of a URL kept for another owner; whom this node's host's queue was last written for |
+//! | `second` | `o` · seq (u64 BE); `k` · host · 0 · URL without scheme and host; `h` · host | a [`crate::SecondCopy`] note waiting for this node's host's second holder; (depth, kind) of a URL kept for another owner; whom this node's host's queue was last written for |
 //!
 //! Keys of one host share their first four bytes, and within a host sort by priority (higher
 //! first) then age, so a host's next URL is the first key at or after its floor — nothing
@@ -37,12 +37,14 @@
 //! syncs it for power loss, and callers do that before they acknowledge anything.
 
 use crate::score::UrlKind;
-use crate::second::SecondCopy;
 use crate::seen::{LegacySeenSet, SeenSet};
 use fjall::{Database, Keyspace, PersistMode};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+/// The `second` keyspace's notes, kept URLs and holders.
+mod second;
 
 /// Errors of the frontier's storage.
 #[derive(Debug, thiserror::Error)]
@@ -238,27 +240,6 @@ fn url_hash(url: &str) -> [u8; 8] {
 
 fn done_key(id: u32, url: &str, host: &str) -> Vec<u8> {
     let mut k = id.to_be_bytes().to_vec();
-    k.extend_from_slice(&url_tail(url, host));
-    k
-}
-
-fn note_key(seq: u64) -> Vec<u8> {
-    let mut k = b"o".to_vec();
-    k.extend_from_slice(&seq.to_be_bytes());
-    k
-}
-
-fn holder_key(host: &str) -> Vec<u8> {
-    [b"h", host.as_bytes()].concat()
-}
-
-/// Where the URLs kept for `host`'s owner start.
-fn kept_prefix(host: &str) -> Vec<u8> {
-    [b"k", host.as_bytes(), &[0u8][..]].concat()
-}
-
-fn kept_key(host: &str, url: &str) -> Vec<u8> {
-    let mut k = kept_prefix(host);
     k.extend_from_slice(&url_tail(url, host));
     k
 }
@@ -553,75 +534,6 @@ impl Store {
             v.push(url_from_tail(&k[4..], host));
         }
         Ok(v)
-    }
-
-    // --- second copies ---
-
-    /// Queues `note` for a host's second holder, in the batch of the write it follows.
-    pub fn put_note(&self, b: &mut Batch, seq: u64, note: &SecondCopy) -> Result<()> {
-        b.inner.insert(&self.second, note_key(seq), postcard::to_allocvec(note)?);
-        Ok(())
-    }
-
-    /// The first `max` notes waiting to be sent, oldest first, with their sequence numbers.
-    pub fn notes(&self, max: usize) -> Result<Vec<(u64, SecondCopy)>> {
-        let mut v = Vec::new();
-        for item in self.second.prefix(b"o").take(max) {
-            let (k, val) = item.into_inner()?;
-            let Some(seq) = k.get(1..9).and_then(|b| b.try_into().ok()).map(u64::from_be_bytes) else { continue };
-            v.push((seq, postcard::from_bytes(&val)?));
-        }
-        Ok(v)
-    }
-
-    pub fn remove_note(&self, b: &mut Batch, seq: u64) {
-        b.inner.remove(&self.second, note_key(seq));
-    }
-
-    /// Keeps `url` of `host` for the host's owner.
-    pub fn put_kept(&self, b: &mut Batch, host: &str, url: &str, depth: u32, kind: UrlKind) -> Result<()> {
-        b.inner.insert(&self.second, kept_key(host, url), postcard::to_allocvec(&(depth, kind))?);
-        Ok(())
-    }
-
-    pub fn remove_kept(&self, b: &mut Batch, host: &str, url: &str) {
-        b.inner.remove(&self.second, kept_key(host, url));
-    }
-
-    /// The URLs kept for `host`'s owner: (URL, depth, kind).
-    pub fn kept_of(&self, host: &str) -> Result<Vec<(String, u32, UrlKind)>> {
-        let prefix = kept_prefix(host);
-        let mut v = Vec::new();
-        for item in self.second.prefix(&prefix) {
-            let (k, val) = item.into_inner()?;
-            let (depth, kind): (u32, UrlKind) = postcard::from_bytes(&val)?;
-            v.push((url_from_tail(&k[prefix.len()..], host), depth, kind));
-        }
-        Ok(v)
-    }
-
-    /// Whom `host`'s queue was last written for in full ([`crate::Frontier::send_queues_to`]).
-    pub fn second_holder(&self, host: &str) -> Result<Option<Vec<u8>>> {
-        Ok(self.second.get(holder_key(host))?.map(|v| v.to_vec()))
-    }
-
-    pub fn put_second_holder(&self, b: &mut Batch, host: &str, holder: &[u8]) {
-        b.inner.insert(&self.second, holder_key(host), holder);
-    }
-
-    /// The hosts with URLs kept here, each read once however many it has: a seek past each
-    /// host's keys.
-    pub fn kept_hosts(&self) -> Result<Vec<String>> {
-        let mut hosts = Vec::new();
-        let mut from = b"k".to_vec();
-        loop {
-            let Some(item) = self.second.range(from.clone()..b"l".to_vec()).next() else { return Ok(hosts) };
-            let k = item.key()?;
-            let Some(end) = k.iter().skip(1).position(|b| *b == 0) else { return Ok(hosts) };
-            let host = &k[1..1 + end];
-            hosts.push(String::from_utf8_lossy(host).into_owned());
-            from = [b"k", host, &[1u8][..]].concat();
-        }
     }
 
     // --- seen-set: snapshot file + journal ---

@@ -15,9 +15,8 @@
 //!   hands (URLs other members send, hand-offs, what a leaving node keeps until its requests end).
 //! - `outcome.rs`: the decisions, pure: how a response ends a lease, redirects, candidates.
 //! - `robots.rs`: fetching robots.txt (a lease of its own) and the sitemaps it names.
-//! - `borrowed.rs`: requests made for the browser under the crawl's rules.
-//! - `second.rs`: second copies of this node's hosts' queues for their second holders, and the
-//!   URLs it keeps for other owners' hosts (see [`weft_frontier::SecondCopy`]).
+//! - `borrowed.rs`: requests made for the browser under the crawl's rules; `second.rs`: second
+//!   copies of queues, this node's for others and others' kept here ([`weft_frontier::SecondCopy`]).
 //! - `adapt.rs`: what the crawl learns about its hosts and acts on — URL patterns and scheme
 //!   changes, hosts refusing the crawler, archive hints for hosts whose queue ran dry, hubs
 //!   revisited on a schedule — and `stall.rs`, whether the crawl as a whole is stuck.
