@@ -67,7 +67,10 @@ impl EventLoop {
         let Taken { received, queued } = taken;
         let reply = match queued {
             Some(accepted) => {
-                self.counts.received += u64::from(accepted);
+                // Second copies are counted as they arrive (`second_copies`), not as URLs received.
+                if !received.second {
+                    self.counts.received += u64::from(accepted);
+                }
                 let forwarded = received.forward.len() as u32;
                 if forwarded > 0 {
                     tracing::debug!(from = %received.peer, urls = forwarded, "stored; passing URLs on to their hosts' owners");
@@ -227,10 +230,11 @@ impl EventLoop {
     }
 
     /// Second copies from a member: each is kept when the sender owns its host (or did
-    /// lately) and this node is among the host's first [`crate::exchange::SECOND_HOLDER_WITHIN`] members on its
-    /// ring (its second holder, or about to be). Only a host's owner says what is queued
-    /// there, and only for members that would take the host over. The rest are dropped and
-    /// the batch is acknowledged all the same: such a note is of no use sent again.
+    /// lately) and this node is among the host's first
+    /// [`crate::exchange::SECOND_HOLDER_WITHIN`] members on its ring (its second holder, or
+    /// about to be). Only a host's owner says what is queued there, and only for members that
+    /// would take the host over. The rest are dropped and the batch is acknowledged all the
+    /// same: such a note is of no use sent again.
     fn on_second_copies(
         &mut self,
         peer: PeerId,
