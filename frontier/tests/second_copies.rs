@@ -130,4 +130,11 @@ fn a_new_second_holder_is_sent_the_whole_queue_once_and_a_node_alone_writes_no_n
     assert_eq!(f.send_queues_to(holder).unwrap(), 0);
     // Another holder: it gets the whole queue.
     assert_eq!(f.send_queues_to(|h| (h == "a.test").then(|| b"peer-2".to_vec())).unwrap(), 2);
+    // Given away and back (its holder may have dropped what it kept meanwhile): written whole
+    // again, to the same holder too.
+    let given = f.hand_off(|h| h != "a.test", |_| Ok(())).unwrap();
+    for q in &given.queued {
+        f.push_received(common::page(&q.url, q.depth)).unwrap();
+    }
+    assert_eq!(f.send_queues_to(|h| (h == "a.test").then(|| b"peer-2".to_vec())).unwrap(), 2);
 }

@@ -117,6 +117,7 @@ impl Frontier {
                 waits.push((name.clone(), Duration::from_millis(record.next_allowed_unix_ms - now_ms)));
             }
             self.store.remove_host(&mut batch, &name, record.id)?;
+            self.store.forget_second_holder(&mut batch, &name);
             forgotten += 1;
         }
         for id in self.hosts.ids() {
@@ -125,6 +126,8 @@ impl Frontier {
                 continue;
             }
             given.push(id);
+            // Its queue is its new owner's to copy; back here some day, it is written whole again.
+            self.store.forget_second_holder(&mut batch, &h.name);
             done.extend(self.store.done_of_host(id, &h.name)?);
             if h.politeness.backoff_level > 0 && h.politeness.next_allowed > now {
                 waits.push((h.name.clone(), h.politeness.next_allowed - now));

@@ -80,6 +80,10 @@ impl Store {
         b.inner.insert(&self.second, holder_key(host), holder);
     }
 
+    pub fn forget_second_holder(&self, b: &mut Batch, host: &str) {
+        b.inner.remove(&self.second, holder_key(host));
+    }
+
     /// The hosts with URLs kept here, each read once however many it has: a seek past each
     /// host's keys.
     pub fn kept_hosts(&self) -> Result<Vec<String>> {
