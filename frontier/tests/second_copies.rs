@@ -78,7 +78,7 @@ fn what_an_owner_queues_its_second_holder_keeps_and_queues_once_the_owner_is_gon
     // The second holder keeps them aside: nothing of it is queued or crawled.
     let second_dir = tempfile::tempdir().unwrap();
     let (_db2, mut second) = open(second_dir.path());
-    second.keep(&notes.iter().map(|(_, n)| n.clone()).collect::<Vec<_>>()).unwrap();
+    assert_eq!(second.keep(&notes.iter().map(|(_, n)| n.clone()).collect::<Vec<_>>()).unwrap(), 0);
     assert_eq!(second.kept_hosts().unwrap(), ["a.test", "b.test"]);
     let mut kept: Vec<String> = second.kept_of("a.test").unwrap().into_iter().map(|(u, _)| u).collect();
     kept.sort();
@@ -137,4 +137,45 @@ fn a_new_second_holder_is_sent_the_whole_queue_once_and_a_node_alone_writes_no_n
         f.push_received(common::page(&q.url, q.depth)).unwrap();
     }
     assert_eq!(f.send_queues_to(|h| (h == "a.test").then(|| b"peer-2".to_vec())).unwrap(), 2);
+}
+
+#[test]
+fn a_host_keeps_no_more_urls_than_its_owner_may_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = settings();
+    s.max_pages_per_host = 3;
+    let (_db, mut f) = common::open(dir.path(), s);
+    let keep = |host: &str, i: usize| SecondCopy::Keep {
+        host: host.into(),
+        url: format!("http://{host}/{i}"),
+        depth: 1,
+        kind: UrlKind::Page,
+    };
+    let notes: Vec<SecondCopy> = (0..5).map(|i| keep("a.test", i)).chain([keep("b.test", 0)]).collect();
+    assert_eq!(f.keep(&notes).unwrap(), 2, "two past a.test's budget");
+    assert_eq!(f.kept_of("a.test").unwrap().len(), 3);
+    assert_eq!(f.kept_of("b.test").unwrap().len(), 1);
+    // Later batches count what is kept already; a URL forgotten makes room for one more.
+    assert_eq!(f.keep(&[keep("a.test", 9)]).unwrap(), 1);
+    let forget = SecondCopy::Forget { host: "a.test".into(), url: "http://a.test/0".into() };
+    assert_eq!(f.keep(&[forget, keep("a.test", 9)]).unwrap(), 0);
+    let mut kept: Vec<String> = f.kept_of("a.test").unwrap().into_iter().map(|(u, _)| u).collect();
+    kept.sort();
+    assert_eq!(kept, ["http://a.test/1", "http://a.test/2", "http://a.test/9"]);
+}
+
+#[test]
+fn a_blocked_hosts_queue_is_forgotten_at_its_second_holder_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut f) = open(dir.path());
+    f.send_second_copies(true);
+    for u in ["http://a.test/1", "http://a.test/2", "http://b.test/1"] {
+        f.push(page(u)).unwrap();
+    }
+    let sent: Vec<u64> = f.second_copies(10).unwrap().into_iter().map(|(seq, _)| seq).collect();
+    f.second_copies_sent(&sent).unwrap();
+    assert_eq!(f.block_host("a.test").unwrap(), 2);
+    let notes = f.second_copies(10).unwrap();
+    assert_eq!(urls(&notes, false), BTreeSet::from(["http://a.test/1".to_string(), "http://a.test/2".to_string()]));
+    assert!(urls(&notes, true).is_empty());
 }

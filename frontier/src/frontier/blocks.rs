@@ -4,13 +4,14 @@ use super::*;
 
 impl Frontier {
     /// Blocks `host` (a host key, `name` or `name:port`) for good: its queued URLs are dropped
-    /// (they stay in the seen-set), and nothing of it is queued again until
-    /// [`Frontier::unblock_host`]. A request in flight finishes. Returns how many queued URLs
-    /// were dropped. Durable with the next flush.
+    /// (they stay in the seen-set; the host's second holder is told to forget them too), and
+    /// nothing of it is queued again until [`Frontier::unblock_host`]. A request in flight
+    /// finishes. Returns how many queued URLs were dropped. Durable with the next flush.
     pub fn block_host(&mut self, host: &str) -> Result<u64> {
         self.store.set_blocked(host, true)?;
         self.blocked.insert(host.to_string());
         let dropped = self.hand_off(|h| h != host, |_| Ok(()))?;
+        self.forget_at_second_holder(dropped.queued.iter().map(|q| (q.host.as_str(), q.url.as_str())))?;
         Ok(dropped.queued.len() as u64)
     }
 

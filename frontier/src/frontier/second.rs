@@ -3,6 +3,7 @@
 
 use super::{Candidate, Frontier, Received, Result};
 use crate::second::SecondCopy;
+use std::collections::hash_map::{Entry, HashMap};
 
 impl Frontier {
     /// From now on every URL queued or done here writes a note for its host's second holder
@@ -62,20 +63,58 @@ impl Frontier {
         Ok(n)
     }
 
-    /// Takes notes from the owner of their hosts: a kept URL for each `Keep`, none for each
-    /// `Forget`. The caller has checked that the sender owns the hosts and that this node is
-    /// their second holder. Durable with the next flush.
-    pub fn keep(&mut self, notes: &[SecondCopy]) -> Result<()> {
+    /// Notes for the second holders of these (host, URL)s, which left the queue without a
+    /// note of their own (a block drops a host's queue whole): they are not to be crawled
+    /// should this node crash. Nothing when notes are off.
+    pub(super) fn forget_at_second_holder<'a>(
+        &mut self,
+        urls: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<()> {
+        if !self.second_copies {
+            return Ok(());
+        }
         let mut batch = self.store.batch();
-        for note in notes {
-            match note {
-                SecondCopy::Keep { host, url, depth, kind } => {
-                    self.store.put_kept(&mut batch, host, url, *depth, *kind)?
-                }
-                SecondCopy::Forget { host, url } => self.store.remove_kept(&mut batch, host, url),
-            }
+        for (host, url) in urls {
+            let note = SecondCopy::Forget { host: host.to_string(), url: url.to_string() };
+            let seq = self.take_seq(&mut batch);
+            self.store.put_note(&mut batch, seq, &note)?;
         }
         self.store.commit(batch)
+    }
+
+    /// Takes notes from the owner of their hosts: a kept URL for each `Keep`, none for each
+    /// `Forget`. The caller has checked that the sender owns the hosts and that this node is
+    /// their second holder. A host keeps at most `max_pages_per_host` URLs, as many as its
+    /// owner may queue: an owner that sends more is not believed, and what it sends past that
+    /// is not kept. Returns how many `Keep`s went over that. Durable with the next flush.
+    pub fn keep(&mut self, notes: &[SecondCopy]) -> Result<usize> {
+        let mut batch = self.store.batch();
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        let mut over = 0;
+        for note in notes {
+            let n = match counts.entry(note.host()) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => e.insert(self.store.kept_count(note.host())?),
+            };
+            let kept = self.store.is_kept(note.host(), note.url())?;
+            match note {
+                SecondCopy::Keep { host, url, depth, kind } => {
+                    if !kept && *n as u64 >= self.settings.max_pages_per_host {
+                        over += 1;
+                        continue;
+                    }
+                    // (A URL twice in one batch counts twice: the cap errs low, never high.)
+                    *n += usize::from(!kept);
+                    self.store.put_kept(&mut batch, host, url, *depth, *kind)?
+                }
+                SecondCopy::Forget { host, url } => {
+                    self.store.remove_kept(&mut batch, host, url);
+                    *n = n.saturating_sub(usize::from(kept));
+                }
+            }
+        }
+        self.store.commit(batch)?;
+        Ok(over)
     }
 
     /// The hosts this node keeps URLs for.

@@ -71,6 +71,21 @@ impl Store {
         Ok(v)
     }
 
+    /// Whether `url` is kept for `host`'s owner.
+    pub fn is_kept(&self, host: &str, url: &str) -> Result<bool> {
+        Ok(self.second.contains_key(kept_key(host, url))?)
+    }
+
+    /// How many URLs are kept for `host`'s owner.
+    pub fn kept_count(&self, host: &str) -> Result<usize> {
+        let mut n = 0;
+        for item in self.second.prefix(&kept_prefix(host)) {
+            item.key()?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// Whom `host`'s queue was last written for in full ([`crate::Frontier::send_queues_to`]).
     pub fn second_holder(&self, host: &str) -> Result<Option<Vec<u8>>> {
         Ok(self.second.get(holder_key(host))?.map(|v| v.to_vec()))

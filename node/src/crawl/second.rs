@@ -48,12 +48,17 @@ impl Crawler {
     }
 
     /// Keeps the notes a host's owner sent (the network checked that it owns the hosts and
-    /// that this node would take them over); true once they are durable, false when the
-    /// frontier refused them (not to be acknowledged: the owner sends them again).
+    /// that this node would take them over; the frontier keeps no more of a host than its page
+    /// budget); true once they are durable, false when the frontier refused them (not to be
+    /// acknowledged: the owner sends them again).
     pub async fn keep_second_copies(&self, notes: Vec<SecondCopy>) -> Result<bool, StorageFault> {
-        if let Err(e) = blocking(|| self.inner.frontier.lock().keep(&notes)) {
-            self.inner.storage.error("frontier keep", e);
-            return Ok(false);
+        match blocking(|| self.inner.frontier.lock().keep(&notes)) {
+            Ok(0) => {}
+            Ok(over) => tracing::warn!(urls = over, "second copies past a host's page budget were not kept"),
+            Err(e) => {
+                self.inner.storage.error("frontier keep", e);
+                return Ok(false);
+            }
         }
         self.inner.flush().await?;
         Ok(true)
