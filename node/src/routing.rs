@@ -8,11 +8,12 @@
 
 use crate::crawl::{Crawler, Route};
 use crate::page::HeldCopy;
+use crate::second_copies::holds_second;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use weft_frontier::{Candidate, UrlKind};
+use weft_frontier::{Candidate, SecondCopy, UrlKind};
 use weft_p2p::{Inbound, NetworkHandle, PeerId, WireUrl};
 use weft_url::{normalize_url, HostKey};
 
@@ -112,12 +113,17 @@ fn wire(q: &weft_frontier::QueuedUrl) -> WireUrl {
 
 /// Hands the hosts `keep` rejects to their owners: the queued URLs, and the URLs this node is
 /// done with (so the new owners do not fetch them again), journaled before they leave the
-/// frontier and sent at once. Returns how many queued URLs went.
+/// frontier and sent at once. The queued URLs of the hosts `second_here` picks (this node is
+/// their new owner's second holder) are also kept here as second copies: until the new owner's
+/// own notes arrive, this node's copy is the only other one, and a new owner that crashed
+/// before it sent them would otherwise take the queue with it. Returns how many queued URLs
+/// went.
 async fn give_away(
     crawler: &Crawler,
     network: &NetworkHandle,
     journal: &Journal,
     keep: impl FnMut(&str) -> bool,
+    second_here: impl Fn(&str) -> bool,
     joined: Vec<PeerId>,
 ) -> usize {
     let to_wire = |given: &weft_frontier::HandOff| -> Vec<WireUrl> {
@@ -147,6 +153,18 @@ async fn give_away(
     // but the markers (the members that joined then wait out their bound).
     if given.is_empty() {
         urls.clear();
+    }
+    // Kept before the URLs go: the copy is here by the time the new owner has the queue.
+    let kept: Vec<SecondCopy> = given
+        .queued
+        .iter()
+        .filter(|q| second_here(&q.host))
+        .map(|q| SecondCopy::Keep { host: q.host.clone(), url: q.url.clone(), depth: q.depth, kind: q.kind })
+        .collect();
+    // Refused (logged by the crawler) or a storage fault (which stops the node): the new
+    // owner's notes still come.
+    if !kept.is_empty() && crawler.keep_second_copies(kept).await.unwrap_or(false) {
+        tracing::debug!("kept the hand-over as the new owners' second holder");
     }
     network.hand_off(urls, joined);
     given.queued.len()
@@ -295,7 +313,8 @@ pub async fn hand_off_on_changes(
     // nodes on one host for thirty seconds).
     let ring = previous.clone();
     let keep = |host: &str| owner(&ring, host).map(|o| *o == me).unwrap_or(true);
-    let urls = give_away(&crawler, &network, &journal, keep, Vec::new()).await;
+    let second_here = |host: &str| holds_second(&ring, host, &me);
+    let urls = give_away(&crawler, &network, &journal, keep, second_here, Vec::new()).await;
     if urls > 0 {
         tracing::info!(urls, members = ring.members().len(), "handed hosts the restored queue held to their owners");
     }
@@ -334,7 +353,8 @@ pub async fn hand_off_on_changes(
             }
             keep
         };
-        let urls = give_away(&crawler, &network, &journal, keep, Vec::new()).await;
+        let second_here = |host: &str| holds_second(&ring, host, &me);
+        let urls = give_away(&crawler, &network, &journal, keep, second_here, Vec::new()).await;
         if !given.is_empty() {
             tracing::info!(
                 urls,
@@ -415,7 +435,7 @@ pub async fn leave_early(crawler: &Crawler, network: &NetworkHandle, journal: &J
         return;
     }
     let busy = crawler.busy_hosts();
-    let urls = give_away(crawler, network, journal, |host| busy.contains(host), Vec::new()).await;
+    let urls = give_away(crawler, network, journal, |host| busy.contains(host), |_| false, Vec::new()).await;
     // The busy hosts' next owners learn now what is done on them: links other members find
     // meanwhile reach them, and without it a page fetched here was fetched again (the sweep's
     // seed 15). Their queues follow in `leave`; pages completed meanwhile are reported done as
@@ -472,7 +492,7 @@ pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal
     if !off_the_ring(network).await {
         return;
     }
-    let urls = give_away(crawler, network, journal, |_| false, Vec::new()).await;
+    let urls = give_away(crawler, network, journal, |_| false, |_| false, Vec::new()).await;
     tracing::info!(urls, "handing the rest of the queue to the remaining members");
     let done = async {
         loop {

@@ -35,6 +35,11 @@ fn second_holder(ring: &Ring, host: &str) -> Option<PeerId> {
     holders(ring, host, 2).get(1).copied()
 }
 
+/// Whether `me` is `host`'s second holder on `ring`.
+pub(crate) fn holds_second(ring: &Ring, host: &str, me: &PeerId) -> bool {
+    second_holder(ring, host).as_ref() == Some(me)
+}
+
 fn owner_is(ring: &Ring, host: &str, me: &PeerId) -> bool {
     holders(ring, host, 1).first() == Some(me)
 }
