@@ -25,7 +25,8 @@
 //! cargo run --release -p weft-simnet --example placement -- --nodes 100,1000 --chunks 100000
 //! ```
 //!
-//! `--grow 0.125,0.25,0.5,1` judges cells that grow with the network instead (see [`grow`]).
+//! `--grow 0.125,0.25,0.5,1` judges cells that grow with the network instead (see [`grow`]),
+//! for each of `--designs` (`3x3,1x9s`: owners a cell × cells a chunk, `s` for spread cells).
 //!
 //! `WEFT_PLACEMENT_DOCS` (colon-separated directories) replaces the default manuals.
 //! `--write-codebook PATH --cells N` trains the codebook the network ships (N cells, on a seeded
@@ -81,8 +82,10 @@ struct Args {
     grow: Vec<f64>,
     /// ... each member bringing this many chunks ...
     per_member: usize,
-    /// ... and a codebook of as many cells as make each owner hold these many cells.
+    /// ... and a codebook of as many cells as make each owner hold these many cells ...
     held: Vec<f64>,
+    /// ... for each of these designs.
+    designs: Vec<Design>,
 }
 
 fn list(s: &str) -> Vec<usize> {
@@ -106,6 +109,7 @@ fn args() -> Args {
         grow: Vec::new(),
         per_member: 100,
         held: vec![3.0, 1.5, 0.77],
+        designs: designs("3x2,3x3"),
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -122,6 +126,7 @@ fn args() -> Args {
             "--grow" => a.grow = floats(v),
             "--per-member" => a.per_member = v.parse().expect("a number"),
             "--held" => a.held = floats(v),
+            "--designs" => a.designs = designs(v),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -704,19 +709,50 @@ fn subset(corpus: &Corpus, share: f64) -> Corpus {
 /// Training chunks a codebook's cell gets (the fixed-size runs train 256 cells on 20,000).
 const SAMPLE_PER_CELL: usize = 80;
 
+/// How postings are placed in a `--grow` run: each cell owned by `replicas` members, each
+/// chunk posted to `per_chunk` cells: its best ones, or (`spread`) its best one and then, one
+/// at a time, the cell that is near the chunk but off the directions it already has (see
+/// [`spread_cells`]). Storage is `replicas × per_chunk` copies of each chunk either way.
+#[derive(Clone, Copy, Debug)]
+struct Design {
+    replicas: usize,
+    per_chunk: usize,
+    spread: bool,
+}
+
+impl std::fmt::Display for Design {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let how = if self.spread { "spread" } else { "best" };
+        write!(f, "r = {}, {} {how} cells", self.replicas, self.per_chunk)
+    }
+}
+
+/// `3x3,1x9s`: replicas × cells a chunk, `s` for spread cells.
+fn designs(s: &str) -> Vec<Design> {
+    s.split(',')
+        .map(|d| {
+            let d = d.trim();
+            let spread = d.ends_with('s');
+            let (r, k) = d.trim_end_matches('s').split_once('x').expect("a design is RxK, e.g. 3x3");
+            Design { replicas: r.parse().expect("a number"), per_chunk: k.parse().expect("a number"), spread }
+        })
+        .collect()
+}
+
 /// `--grow`: cells that grow with the network, judged the way the network grows. At each share
 /// of the hosts the network has `chunks / per_member` members (each bringing the same content
-/// as at every other size) and a codebook of `held × members / replicas` cells, so that an
-/// owner holds `held` cells at every size and a cell holds the same number of chunks. If
-/// recall@10 holds as the share grows, it holds at sizes this corpus cannot reach, as long as
-/// cells keep growing with the members. Codebooks are trained on the other half of the hosts,
-/// `SAMPLE_PER_CELL` chunks a cell. Each budget of `--budget` is judged on the same network.
+/// as at every other size) and, for each design, a codebook of `held × members / replicas`
+/// cells, so that an owner holds `held` cells at every size and a cell holds the same number of
+/// chunks. If recall@10 holds as the share grows, it holds at sizes this corpus cannot reach,
+/// as long as cells keep growing with the members. Codebooks are trained on the other half of
+/// the hosts, `SAMPLE_PER_CELL` chunks a cell. Each budget of `--budget` is judged on the same
+/// network.
 fn grow(corpus: &Corpus, a: &Args, embedder: &mut Embedder) -> anyhow::Result<()> {
-    println!("\nCells growing with the network: {} chunks a member, r = {}", a.per_member, a.replicas);
+    println!("\nCells growing with the network: {} chunks a member", a.per_member);
     println!(
-        "| share of hosts | chunks | members | cells | an owner holds | chunks a cell | peers at most | recall@10: best two | peers asked | postings × own, mean / max | recall@10: best three | peers asked | postings × own, mean / max |"
+        "| share of hosts | chunks | members | design | cells | an owner holds | chunks a cell | peers at most | recall@10 | peers asked | postings × own, mean / max |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for &share in &a.grow {
         let started = Instant::now();
         let sub = subset(corpus, share);
@@ -737,38 +773,72 @@ fn grow(corpus: &Corpus, a: &Args, embedder: &mut Embedder) -> anyhow::Result<()
             (0..sub.len()).filter(|c| !held_out(&sub.hosts[sub.docs[sub.chunk_doc[*c] as usize].2])).collect();
         Rng(0x434f_4445).shuffle(&mut train); // "CODE"
         for &h in &a.held {
-            let cells = ((h * n as f64 / a.replicas as f64).round() as usize).max(1);
-            let sample: Vec<Vec<f32>> =
-                train.iter().take(SAMPLE_PER_CELL * cells).map(|c| sub.vector(*c).to_vec()).collect();
-            let book = Codebook::new(&kmeans(&sample, cells).centroids)?;
-            let chunk_cells = nearest_cells(&sub, &book, 3);
-            let owners: Vec<Vec<PeerId>> =
-                (0..book.len() as u32).map(|c| cell_owners(&ring, book.id(), c, a.replicas)).collect();
-            let placed: Vec<Vec<Vec<usize>>> =
-                [2, 3].iter().map(|m| place(&sub, &node_of, &owners, &chunk_cells, *m, *m, 0.0)).collect();
-            for &budget in &a.budgets {
-                let mut cols = Vec::new();
-                for held in &placed {
-                    let (mean, most) = storage(held, sub.len());
+            for d in &a.designs {
+                let cells = ((h * n as f64 / d.replicas as f64).round() as usize).max(1);
+                let sample: Vec<Vec<f32>> =
+                    train.iter().take(SAMPLE_PER_CELL * cells).map(|c| sub.vector(*c).to_vec()).collect();
+                let book = Codebook::new(&kmeans(&sample, cells).centroids)?;
+                let near = nearest_cells(&sub, &book, if d.spread { SPREAD_FROM } else { d.per_chunk });
+                let chunk_cells: Vec<Vec<(u32, f32)>> = if d.spread {
+                    near.iter().map(|best| spread_cells(&book, best, d.per_chunk)).collect()
+                } else {
+                    near
+                };
+                let owners: Vec<Vec<PeerId>> =
+                    (0..book.len() as u32).map(|c| cell_owners(&ring, book.id(), c, d.replicas)).collect();
+                let held = place(&sub, &node_of, &owners, &chunk_cells, d.per_chunk, d.per_chunk, 0.0);
+                let (mean, most) = storage(&held, sub.len());
+                for &budget in &a.budgets {
                     let (recall, asked, _) = ask_by_cell(
-                        &sub, &qvecs, &truth, &book, &owners, &members, &node_of, &own, held, &askers, budget,
+                        &sub, &qvecs, &truth, &book, &owners, &members, &node_of, &own, &held, &askers, budget,
                     );
-                    cols.push(format!("{recall:.3} | {asked:.1} | {mean:.1} / {most:.1}"));
+                    println!(
+                        "| {share} | {} | {n} | {d} | {} | {:.2} | {:.0} | {budget} | {recall:.3} | {asked:.1} | {mean:.1} / {most:.1} |",
+                        sub.len(),
+                        book.len(),
+                        (book.len() * d.replicas) as f64 / n as f64,
+                        (sub.len() * d.per_chunk) as f64 / book.len() as f64,
+                    );
                 }
-                println!(
-                    "| {share} | {} | {n} | {} | {:.2} | {:.0} | {budget} | {} | {} |",
-                    sub.len(),
-                    book.len(),
-                    (book.len() * a.replicas) as f64 / n as f64,
-                    sub.len() as f64 / book.len() as f64,
-                    cols[0],
-                    cols[1]
-                );
             }
         }
         eprintln!("  share {share}: {} questions, {:.0} s", qs.len(), started.elapsed().as_secs_f64());
     }
     Ok(())
+}
+
+/// The cells a spread placement chooses among: a chunk's best these many.
+const SPREAD_FROM: usize = 24;
+
+/// A chunk's `k` cells chosen spread out (after SOAR, Sun et al., "SOAR: Improved Indexing for
+/// Approximate Nearest Neighbor Search", NeurIPS 2023): its best cell, then each next the one
+/// of `best` that minimizes `‖x − c‖² + Σⱼ ⟨rⱼ, x − c⟩² / ‖rⱼ‖²` over the residuals
+/// `rⱼ = x − cⱼ` of the cells already chosen. A question near the chunk along a residual's
+/// direction misses the cell that residual came from; a cell whose residual is orthogonal to it
+/// is the one most likely to catch that question.
+fn spread_cells(book: &Codebook, best: &[(u32, f32)], k: usize) -> Vec<(u32, f32)> {
+    let mut chosen: Vec<(u32, f32)> = best.iter().take(1).copied().collect();
+    while chosen.len() < k.min(best.len()) {
+        let next = best
+            .iter()
+            .filter(|(c, _)| !chosen.iter().any(|(d, _)| d == c))
+            .map(|&(c, sim)| {
+                let mut loss = 2.0 - 2.0 * sim;
+                for &(j, sim_j) in &chosen {
+                    // ⟨x − cⱼ, x − c⟩ with unit x, c, cⱼ.
+                    let along = 1.0 - sim - sim_j + weft_vecmath::dot(book.cell(j), book.cell(c));
+                    loss += along * along / (2.0 - 2.0 * sim_j).max(1e-6);
+                }
+                ((c, sim), loss)
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(c, _)| c);
+        match next {
+            Some(c) => chosen.push(c),
+            None => break,
+        }
+    }
+    chosen
 }
 
 /// Each chunk's `n` best cells, on two threads.
