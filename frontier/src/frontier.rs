@@ -104,6 +104,8 @@ pub struct Frontier {
     /// Whether each queue change writes a note for its host's second holder (in a network:
     /// see [`crate::second`]).
     second_copies: bool,
+    /// URLs kept for other owners, by host, as far as read ([`Frontier::keep`] caps them).
+    kept_counts: HashMap<String, usize>,
 }
 
 /// Queue entries removed before a compaction is considered (see [`Frontier::compaction_due`]).
@@ -141,6 +143,7 @@ impl Frontier {
             blocked: store.blocked()?.into_iter().collect(),
             new_host_hold: None,
             second_copies: false,
+            kept_counts: HashMap::new(),
         };
         // Only the hosts with work come into memory; the rest wait in their records.
         for (name, record) in store.host_records()? {

@@ -162,6 +162,14 @@ fn a_host_keeps_no_more_urls_than_its_owner_may_queue() {
     let mut kept: Vec<String> = f.kept_of("a.test").unwrap().into_iter().map(|(u, _)| u).collect();
     kept.sort();
     assert_eq!(kept, ["http://a.test/1", "http://a.test/2", "http://a.test/9"]);
+    // Kept and forgotten in one batch, then sent twice in one: each URL counts once.
+    let again = [keep("a.test", 1), SecondCopy::Forget { host: "a.test".into(), url: "http://a.test/1".into() }];
+    assert_eq!(f.keep(&again).unwrap(), 0);
+    assert_eq!(f.keep(&[keep("a.test", 1), keep("a.test", 1)]).unwrap(), 0);
+    assert_eq!(f.kept_of("a.test").unwrap().len(), 3);
+    // Dropped, the host starts again from nothing.
+    assert_eq!(f.drop_kept("a.test").unwrap(), 3);
+    assert_eq!(f.keep(&(0..4).map(|i| keep("a.test", i)).collect::<Vec<_>>()).unwrap(), 1);
 }
 
 #[test]

@@ -89,31 +89,42 @@ impl Frontier {
     /// is not kept. Returns how many `Keep`s went over that. Durable with the next flush.
     pub fn keep(&mut self, notes: &[SecondCopy]) -> Result<usize> {
         let mut batch = self.store.batch();
+        // Each host's count as this batch leaves it, and whether each URL it names is kept.
         let mut counts: HashMap<&str, usize> = HashMap::new();
+        let mut kept: HashMap<(&str, &str), bool> = HashMap::new();
         let mut over = 0;
         for note in notes {
-            let n = match counts.entry(note.host()) {
+            let (host, url) = (note.host(), note.url());
+            let n = match counts.entry(host) {
                 Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(e) => e.insert(self.store.kept_count(note.host())?),
+                Entry::Vacant(e) => e.insert(match self.kept_counts.get(host) {
+                    Some(n) => *n,
+                    None => self.store.kept_count(host)?,
+                }),
             };
-            let kept = self.store.is_kept(note.host(), note.url())?;
+            let was = match kept.get(&(host, url)) {
+                Some(k) => *k,
+                None => self.store.is_kept(host, url)?,
+            };
             match note {
-                SecondCopy::Keep { host, url, depth, kind } => {
-                    if !kept && *n as u64 >= self.settings.max_pages_per_host {
+                SecondCopy::Keep { depth, kind, .. } => {
+                    if !was && *n as u64 >= self.settings.max_pages_per_host {
                         over += 1;
                         continue;
                     }
-                    // (A URL twice in one batch counts twice: the cap errs low, never high.)
-                    *n += usize::from(!kept);
-                    self.store.put_kept(&mut batch, host, url, *depth, *kind)?
+                    *n += usize::from(!was);
+                    self.store.put_kept(&mut batch, host, url, *depth, *kind)?;
+                    kept.insert((host, url), true);
                 }
-                SecondCopy::Forget { host, url } => {
+                SecondCopy::Forget { .. } => {
                     self.store.remove_kept(&mut batch, host, url);
-                    *n = n.saturating_sub(usize::from(kept));
+                    *n = n.saturating_sub(usize::from(was));
+                    kept.insert((host, url), false);
                 }
             }
         }
         self.store.commit(batch)?;
+        self.kept_counts.extend(counts.into_iter().map(|(host, n)| (host.to_string(), n)));
         Ok(over)
     }
 
@@ -151,11 +162,14 @@ impl Frontier {
         Ok(kept.len())
     }
 
+    /// Forgets every URL kept for `host` (`urls`).
     fn forget_kept<'a>(&mut self, host: &str, urls: impl Iterator<Item = &'a str>) -> Result<()> {
         let mut batch = self.store.batch();
         for url in urls {
             self.store.remove_kept(&mut batch, host, url);
         }
-        self.store.commit(batch)
+        self.store.commit(batch)?;
+        self.kept_counts.remove(host);
+        Ok(())
     }
 }
