@@ -99,8 +99,9 @@ pub fn postings(doc: CellDoc, book: &Codebook, model: &str) -> Vec<Posting> {
 
 /// The cells the document stored under `url` may have been posted to (each chunk's first
 /// [`MAX_CELLS_PER_CHUNK`] spread cells: whether the third was, depended on the network's size
-/// when it was published; and its best ones, as posted before spread cells), and its fetch time: what a withdrawal of it names. A withdrawal reaching an
-/// owner that never had the document drops nothing there; one reaching an owner that holds it
+/// when it was published; and its best ones, as posted before spread cells), and its fetch
+/// time: what a withdrawal of it names. A withdrawal reaching an owner that never had the
+/// document drops nothing there; one reaching an owner that holds it
 /// through a cell the new version still reaches drops the old version only, which the new
 /// postings, sent with it, replace (see [`withdrawal`]). `None` for a document not indexed
 /// here.
