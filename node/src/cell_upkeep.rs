@@ -248,7 +248,6 @@ pub fn kept_cells(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use weft_p2p::placement::spread;
     use weft_p2p::postings::MAX_CELLS_PER_CHUNK;
 
     #[test]
@@ -286,14 +285,14 @@ mod tests {
         let (first, second) = (a.postings, b.postings);
         let urls: std::collections::BTreeSet<&str> = first.iter().chain(&second).map(|p| p.page.url.as_str()).collect();
         assert_eq!(urls, ["http://h0.test/0", "http://h0.test/2", "http://h0.test/4"].into_iter().collect());
-        // Each chunk to its first two spread cells, as when it was indexed.
+        // Each chunk to its best two cells, as when it was indexed.
         assert_eq!(first.len() + second.len(), 3 * 2);
-        assert!(first.iter().chain(&second).all(|p| spread(book, &p.vector(), 2).iter().any(|c| c.0 == p.cell)));
-        // In a large network, to its first three.
+        assert!(first.iter().chain(&second).all(|p| book.nearest(&p.vector(), 2).iter().any(|c| c.0 == p.cell)));
+        // In a large network, to its best three.
         let large = Placing { cells: 3, ..placing };
         let third = announce_slice(&index, None, 5, owned, large, false).unwrap().postings;
         assert_eq!(third.len(), 3 * MAX_CELLS_PER_CHUNK);
-        assert!(third.iter().all(|p| spread(book, &p.vector(), 3).iter().any(|c| c.0 == p.cell)));
+        assert!(third.iter().all(|p| book.nearest(&p.vector(), 3).iter().any(|c| c.0 == p.cell)));
     }
 
     #[test]

@@ -276,14 +276,12 @@ pub fn check_content(p: &Posting, codebook: &Codebook, model: &str) -> Result<(l
     if v.iter().any(|x| !x.is_finite()) || !(0.98..=1.02).contains(&norm) {
         return Err(BadPosting::Vector);
     }
-    // The vector must belong to the cell it claims: among its spread cells (what a publisher
-    // posts to: `placement::spread`) or its best ones (what a release before spread cells
-    // posted to), the best within a little slack (f16 rounding, another CPU's arithmetic).
+    // The vector must belong to the cell it claims: among its best cells, within a little
+    // slack (f16 rounding, another CPU's arithmetic).
     let best = codebook.nearest(&v, MAX_CELLS_PER_CHUNK);
     let claimed = weft_vecmath::dot(codebook.cell(p.cell), &v);
     let last = best.last().map_or(1.0, |b| b.1);
-    let spread = || crate::placement::spread(codebook, &v, MAX_CELLS_PER_CHUNK);
-    if !best.iter().any(|b| b.0 == p.cell) && claimed < last - CELL_SLACK && !spread().iter().any(|c| c.0 == p.cell) {
+    if !best.iter().any(|b| b.0 == p.cell) && claimed < last - CELL_SLACK {
         return Err(BadPosting::WrongCell(p.cell));
     }
     let publisher = p.verify()?;
