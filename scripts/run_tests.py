@@ -123,7 +123,7 @@ def main():
         args += ["--skip", s]
     # Biggest binaries first: they hold the system tests, the longest runs, so the small ones
     # fill the gaps beside them. Tests that run a network of nodes take turns across binaries
-    # (weft_simnet::failures::one_network_at_a_time).
+    # (weft_simnet::failures: one_network_at_a_time, two_networks_at_a_time).
     found = sorted(executables(o.build_json), key=lambda e: -os.path.getsize(e[2]))
     tagged = o.jobs > 1
 
@@ -177,16 +177,20 @@ def main():
     for label, test, _, secs in sorted(results, key=lambda r: -r[3])[:10]:
         print(f"  {secs:8.1f} s  {label} {test}")
     if os.path.exists(turns):
-        held = []
+        held = []  # (secs held, secs waited, test, slots held)
         with open(turns) as f:
             for line in f:
                 parts = line.rstrip("\n").split("\t")
-                if len(parts) == 3:
-                    held.append((float(parts[2]), float(parts[1]), parts[0]))
-        # One network at a time: what the turns held is the suite's floor on any machine.
-        print(f"network turns: {len(held)}, held {sum(h for h, _, _ in held):.0f} s in all, one after another:")
-        for h, w, test in sorted(held, reverse=True)[:10]:
-            print(f"  {h:8.1f} s  {test} (waited {w:.0f} s)")
+                if len(parts) == 4:
+                    held.append((float(parts[2]), float(parts[1]), parts[0], int(parts[3])))
+        # A slot is held by one test at a time: the slot-seconds held, over the slots, are the
+        # suite's floor on any machine.
+        slots = max((n for _, _, _, n in held), default=1)
+        floor = sum(h * n for h, _, _, n in held) / slots
+        print(f"network turns: {len(held)}, held {sum(h for h, _, _, _ in held):.0f} s in all, "
+              f"a floor of {floor:.0f} s ({slots} slots; a whole turn holds them all):")
+        for h, w, test, n in sorted(held, reverse=True)[:10]:
+            print(f"  {h:8.1f} s  {test} (waited {w:.0f} s{', whole' if n == slots and slots > 1 else ''})")
     print("binaries (wall time):")
     for label, secs, code, ran in sorted(binaries, key=lambda b: -b[1]):
         if ran or code != 0:

@@ -1,8 +1,8 @@
 //! What system tests need to fail readably: a work dir — node data dirs and logs, the web
 //! server's request log — removed when the test passes and kept under
 //! `target/test-failures/<test>/` when it fails, in CI too (a failure whose logs went away with
-//! its temporary dir cannot be read, only re-run); and one network at a time, so a test does
-//! not fail for its neighbour's load.
+//! its temporary dir cannot be read, only re-run); and turns for networks (one or two at a
+//! time), so a test does not fail for its neighbour's load.
 
 use std::path::{Path, PathBuf};
 
@@ -49,52 +49,121 @@ impl WorkDir {
     }
 }
 
-/// Tests that run a network of nodes take this first: on two cores, two networks at once slow
-/// each other past their bounds. Lighter tests run beside them. The turn is held across
-/// processes too (an `flock` on `network.lock` in the target dir), because the test runner
-/// runs several test binaries at once and each crate's tests share one process.
+/// Tests whose network works the machine or is timed tightly (the NAT lab, search hedges, the
+/// churn scenarios' real processes) take this first: it holds every one of the [`SLOTS`]. On
+/// two cores, two such networks at once slow each other past their bounds. Lighter tests run
+/// beside them.
+/// The turn is held across processes too (an `flock` on each slot's file in the target dir),
+/// because the test runner runs several test binaries at once and each crate's tests share one
+/// process.
 pub fn one_network_at_a_time() -> NetworkTurn {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    turn(&locks_dir(), Weight::Whole)
+}
+
+/// Tests whose network mostly waits — on politeness delays, membership timers, a newcomer's
+/// probation — and whose bounds are generous take this first: one of the [`SLOTS`], so two
+/// such networks run at once. While they took whole turns, the machine's cores sat ~90% idle
+/// and their waits, one after another, were the suite's floor.
+pub fn two_networks_at_a_time() -> NetworkTurn {
+    turn(&locks_dir(), Weight::Slot)
+}
+
+/// How many networks may run at once (see [`two_networks_at_a_time`]); a whole turn takes them
+/// all.
+pub const SLOTS: usize = 2;
+
+/// What a turn holds: one slot, or all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Weight {
+    Slot,
+    Whole,
+}
+
+/// A turn of `weight` among the slot files in `dir`.
+fn turn(dir: &Path, weight: Weight) -> NetworkTurn {
     let asked = std::time::Instant::now();
-    let in_process = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let path = network_lock();
-    if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .unwrap_or_else(|e| panic!("the network lock {}: {e}", path.display()));
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock on a descriptor this function owns; released when `file` closes.
-    while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        let e = std::io::Error::last_os_error();
-        assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "the network lock {}: {e}", path.display());
-    }
+    let _ = std::fs::create_dir_all(dir);
+    let open = |slot: usize| {
+        let path = slot_file(dir, slot);
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("the network lock {}: {e}", path.display()))
+    };
+    // An `flock` belongs to the open file, not the process: two tests of one binary exclude each
+    // other as two processes do.
+    let held: Vec<(usize, std::fs::File)> = match weight {
+        // Every slot, always in the same order: two whole turns never hold one slot each.
+        Weight::Whole => (0..SLOTS)
+            .map(|slot| {
+                let file = open(slot);
+                flock(&file, false, &slot_file(dir, slot));
+                (slot, file)
+            })
+            .collect(),
+        // Any free slot, looked for again until one is: a shared turn does not wait for one
+        // slot while the other is free.
+        Weight::Slot => loop {
+            if let Some(file) = (0..SLOTS).find_map(|slot| {
+                let file = open(slot);
+                flock(&file, true, &slot_file(dir, slot)).then_some((slot, file))
+            }) {
+                break vec![file];
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        },
+    };
     let test = std::thread::current().name().unwrap_or("unnamed").to_string();
-    NetworkTurn { _file: file, _in_process: in_process, test, asked, got: std::time::Instant::now() }
+    NetworkTurn { held, log: dir.join(TURNS_LOG), test, asked, got: std::time::Instant::now() }
+}
+
+/// Takes `file`'s exclusive `flock`, waiting for it unless `try_only`; whether it was taken.
+fn flock(file: &std::fs::File, try_only: bool, path: &Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let how = if try_only { libc::LOCK_EX | libc::LOCK_NB } else { libc::LOCK_EX };
+    loop {
+        // SAFETY: flock on a descriptor the caller owns; released when the file closes.
+        if unsafe { libc::flock(file.as_raw_fd(), how) } == 0 {
+            return true;
+        }
+        let e = std::io::Error::last_os_error();
+        match e.kind() {
+            std::io::ErrorKind::Interrupted => continue,
+            std::io::ErrorKind::WouldBlock if try_only => return false,
+            _ => panic!("the network lock {}: {e}", path.display()),
+        }
+    }
 }
 
 /// Where each network turn is written down when it ends, a line each: the test, the seconds it
-/// waited for its turn and the seconds it held it. The turns run one after another, so what
-/// they held is the suite's floor; the runner sums them (`scripts/run_tests.py`).
+/// waited for its turn, the seconds it held it and the slots it held. A slot is held by one
+/// test at a time, so the slot-seconds held, over [`SLOTS`], are the suite's floor; the runner
+/// sums them (`scripts/run_tests.py`).
 pub fn turns_log() -> PathBuf {
-    network_lock().with_file_name("network-turns.tsv")
+    locks_dir().join(TURNS_LOG)
 }
 
-/// The file whose `flock` is the network's turn: `network.lock` in the target dir.
-fn network_lock() -> PathBuf {
-    failures_dir().parent().map_or_else(std::env::temp_dir, Path::to_path_buf).join("network.lock")
+const TURNS_LOG: &str = "network-turns.tsv";
+
+/// Where the slot files are: the target dir.
+fn locks_dir() -> PathBuf {
+    failures_dir().parent().map_or_else(std::env::temp_dir, Path::to_path_buf)
 }
 
-/// A test's turn to run a network (see [`one_network_at_a_time`]); the next test's starts
-/// when it is dropped.
+/// The file whose `flock` is a network slot: `network.lock`, `network-2.lock`, … in `dir`.
+fn slot_file(dir: &Path, slot: usize) -> PathBuf {
+    dir.join(if slot == 0 { "network.lock".to_string() } else { format!("network-{}.lock", slot + 1) })
+}
+
+/// A test's turn to run a network (see [`one_network_at_a_time`] and [`two_networks_at_a_time`]); the
+/// slots it holds are free again when it is dropped.
 pub struct NetworkTurn {
-    // Field order is drop order: the file lock goes first, then the in-process one.
-    _file: std::fs::File,
-    _in_process: std::sync::MutexGuard<'static, ()>,
+    /// The slots held, each with the file whose `flock` holds it.
+    held: Vec<(usize, std::fs::File)>,
+    /// Where the turn is written down (see [`turns_log`]).
+    log: PathBuf,
     test: String,
     asked: std::time::Instant,
     got: std::time::Instant,
@@ -106,8 +175,9 @@ impl Drop for NetworkTurn {
     fn drop(&mut self) {
         use std::io::Write;
         let (waited, held) = (self.got - self.asked, self.got.elapsed());
-        let line = format!("{}\t{:.1}\t{:.1}\n", self.test, waited.as_secs_f64(), held.as_secs_f64());
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(turns_log());
+        let slots = self.held.len();
+        let line = format!("{}\t{:.1}\t{:.1}\t{slots}\n", self.test, waited.as_secs_f64(), held.as_secs_f64());
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log);
         if let Ok(mut f) = log {
             let _ = f.write_all(line.as_bytes());
         }
@@ -200,14 +270,34 @@ mod tests {
 
     #[test]
     fn networks_take_turns_across_processes() {
-        use std::os::fd::AsRawFd;
-        let turn = one_network_at_a_time();
-        let other = std::fs::File::open(network_lock()).unwrap();
-        // SAFETY: a non-blocking flock on a descriptor this test owns, as another process would.
-        let try_lock = || unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        assert_ne!(try_lock(), 0, "taken while a test holds its turn");
-        // Not asserted free after `drop(turn)`: a test binary running beside this one may take
-        // its turn in between.
-        drop(turn);
+        // Slot files of its own: the suite's are held by the networks of tests running beside.
+        let dir = tempfile::tempdir().unwrap();
+        // Whether another process could take `slot` now (it is let go again at once).
+        let free = |slot: usize| {
+            let other = std::fs::File::open(slot_file(dir.path(), slot)).unwrap();
+            flock(&other, true, &slot_file(dir.path(), slot))
+        };
+        let whole = turn(dir.path(), Weight::Whole);
+        assert_eq!(whole.held.iter().map(|(s, _)| *s).collect::<Vec<_>>(), (0..SLOTS).collect::<Vec<_>>());
+        assert!((0..SLOTS).all(|s| !free(s)), "a slot taken during a whole turn");
+        // A shared turn waits for a whole one to end.
+        let waiting = std::thread::spawn({
+            let dir = dir.path().to_path_buf();
+            move || turn(&dir, Weight::Slot)
+        });
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(!waiting.is_finished(), "a shared turn began during a whole one");
+        drop(whole);
+        let first = waiting.join().unwrap();
+        let second = turn(dir.path(), Weight::Slot);
+        assert_ne!(first.held[0].0, second.held[0].0, "two shared turns hold the two slots");
+        assert!((0..SLOTS).all(|s| !free(s)));
+        let freed = first.held[0].0;
+        drop(first);
+        assert!(free(freed), "a slot is free again when its turn ends");
+        drop(second);
+        let log = std::fs::read_to_string(dir.path().join(TURNS_LOG)).unwrap();
+        let slots: Vec<&str> = log.lines().map(|l| l.rsplit('\t').next().unwrap()).collect();
+        assert_eq!(slots, ["2", "1", "1"], "{log}");
     }
 }
