@@ -47,6 +47,7 @@ mod types;
 pub use handover::{HandOff, Received};
 pub use resident::IDLE_FOR;
 use resident::{HostQueue, Resident};
+pub use second::SecondCopiesCounts;
 pub use types::*;
 
 /// Makes frontier writes durable without holding the frontier's lock.
@@ -101,11 +102,9 @@ pub struct Frontier {
     /// node (re)joined, until the members that held its hosts have said what they did with them
     /// (see [`Frontier::hold_new_hosts`]).
     new_host_hold: Option<(Instant, HostFilter)>,
-    /// Whether each queue change writes a note for its host's second holder (in a network:
-    /// see [`crate::second`]).
-    second_copies: bool,
-    /// URLs kept for other owners, by host, as far as read ([`Frontier::keep`] caps them).
-    kept_counts: HashMap<String, usize>,
+    /// Second copies: the notes for this node's hosts' second holders, the URLs kept for
+    /// other owners.
+    second: second::Second,
 }
 
 /// Queue entries removed before a compaction is considered (see [`Frontier::compaction_due`]).
@@ -142,8 +141,7 @@ impl Frontier {
             removed_since_compact: 0,
             blocked: store.blocked()?.into_iter().collect(),
             new_host_hold: None,
-            second_copies: false,
-            kept_counts: HashMap::new(),
+            second: second::Second::open(&store)?,
         };
         // Only the hosts with work come into memory; the rest wait in their records.
         for (name, record) in store.host_records()? {
@@ -393,10 +391,9 @@ impl Frontier {
         let key = store::qkey(id, priority, seq);
         self.store.put_entry(&mut batch, &key, &entry, url)?;
         self.store.journal(&mut batch, self.next_jseq, url);
-        if self.second_copies {
+        if self.second.sending {
             let note = SecondCopy::Keep { host: host.clone(), url: url.to_string(), depth: c.depth, kind: c.kind };
-            let seq = self.take_seq(&mut batch);
-            self.store.put_note(&mut batch, seq, &note)?;
+            self.put_note(&mut batch, &note)?;
         }
         self.hosts[id as usize].queued += 1;
         self.put_record(&mut batch, id, now)?;
@@ -535,10 +532,9 @@ impl Frontier {
         if done {
             self.store.put_done(&mut batch, id, url, &self.hosts[id as usize].name);
         }
-        if self.second_copies {
+        if self.second.sending {
             let note = SecondCopy::Forget { host: self.hosts[id as usize].name.clone(), url: url.to_string() };
-            let seq = self.take_seq(&mut batch);
-            self.store.put_note(&mut batch, seq, &note)?;
+            self.put_note(&mut batch, &note)?;
         }
         let h = &mut self.hosts[id as usize];
         h.queued = h.queued.saturating_sub(1);

@@ -51,8 +51,8 @@ mod tables;
 
 pub use frontier::{
     Borrow, Candidate, CompactJob, Completed, Completion, Durability, Frontier, FrontierError, FrontierSettings,
-    FrontierStats, HandOff, HostFilter, HostLoad, Lease, Next, PushOutcome, QueuedUrl, Received, Returned, SnapshotJob,
-    UrlState, IDLE_FOR,
+    FrontierStats, HandOff, HostFilter, HostLoad, Lease, Next, PushOutcome, QueuedUrl, Received, Returned,
+    SecondCopiesCounts, SnapshotJob, UrlState, IDLE_FOR,
 };
 pub use outcomes::{Fate, Outcomes, UrlOutcome};
 pub use politeness::PolitenessPolicy;

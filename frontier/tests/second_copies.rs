@@ -64,10 +64,13 @@ fn what_an_owner_queues_its_second_holder_keeps_and_queues_once_the_owner_is_gon
     let fetched = lease.entry.url.clone();
     owner.complete(lease, Completion::Done { page: true }, true, Instant::now()).unwrap();
 
-    // The notes outlive the process that wrote them (nothing was sent yet).
+    // The notes outlive the process that wrote them (nothing was sent yet), and so does their
+    // count.
+    assert_eq!(owner.stats().second_copies.notes_waiting, 5);
     drop((owner, db));
     let (_db, mut owner) = open(owner_dir.path());
-    let notes = owner.second_copies(100).unwrap();
+    assert_eq!(owner.stats().second_copies.notes_waiting, 5);
+    let notes = owner.second_copies(0, 100).unwrap();
     let queued: BTreeSet<String> =
         ["http://a.test/1", "https://a.test/2", "http://a.test/3", "http://b.test/1"].map(String::from).into();
     assert_eq!(urls(&notes, true), queued);
@@ -80,6 +83,12 @@ fn what_an_owner_queues_its_second_holder_keeps_and_queues_once_the_owner_is_gon
     let (_db2, mut second) = open(second_dir.path());
     assert_eq!(second.keep(&notes.iter().map(|(_, n)| n.clone()).collect::<Vec<_>>()).unwrap(), 0);
     assert_eq!(second.kept_hosts().unwrap(), ["a.test", "b.test"]);
+    let counts = second.stats().second_copies;
+    assert_eq!((counts.kept_urls, counts.kept_hosts, counts.notes_waiting), (3, 2, 0), "{counts:?}");
+    drop(second);
+    drop(_db2);
+    let (_db2, mut second) = open(second_dir.path());
+    assert_eq!(second.stats().second_copies, counts, "counted again at open");
     let mut kept: Vec<String> = second.kept_of("a.test").unwrap().into_iter().map(|(u, _)| u).collect();
     kept.sort();
     let mut left: Vec<String> = queued.iter().filter(|u| u.contains("a.test") && **u != fetched).cloned().collect();
@@ -90,13 +99,15 @@ fn what_an_owner_queues_its_second_holder_keeps_and_queues_once_the_owner_is_gon
     // Sent: the owner's notes go.
     let seqs: Vec<u64> = notes.iter().map(|(s, _)| *s).collect();
     owner.second_copies_sent(&seqs).unwrap();
-    assert!(owner.second_copies(100).unwrap().is_empty());
+    assert!(owner.second_copies(0, 100).unwrap().is_empty());
+    assert_eq!(owner.stats().second_copies.notes_waiting, 0);
 
     // The owner is gone and the second holder owns a.test: it queues what was kept, crawls it,
     // and keeps it no more. b.test it no longer holds for anyone.
     assert_eq!(second.adopt_kept("a.test").unwrap(), left.len());
     assert_eq!(second.drop_kept("b.test").unwrap(), 1);
     assert!(second.kept_hosts().unwrap().is_empty());
+    assert_eq!(second.stats().second_copies, SecondCopiesCounts::default());
     let mut crawled = crawl_all(&mut second);
     crawled.sort();
     assert_eq!(crawled, left);
@@ -114,14 +125,18 @@ fn a_new_second_holder_is_sent_the_whole_queue_once_and_a_node_alone_writes_no_n
     for u in ["http://a.test/1", "http://a.test/2", "http://b.test/1"] {
         f.push(page(u)).unwrap();
     }
-    assert!(f.second_copies(10).unwrap().is_empty(), "alone: no one to tell");
+    assert!(f.second_copies(0, 10).unwrap().is_empty(), "alone: no one to tell");
     f.send_second_copies(true);
     // a.test has a second holder now (a member joined); b.test none yet.
     let holder = |h: &str| (h == "a.test").then(|| b"peer-1".to_vec());
     assert_eq!(f.send_queues_to(holder).unwrap(), 2);
-    let notes = f.second_copies(10).unwrap();
+    let notes = f.second_copies(0, 10).unwrap();
     assert_eq!(urls(&notes, true), BTreeSet::from(["http://a.test/1".to_string(), "http://a.test/2".to_string()]));
-    assert_eq!(f.second_copies(1).unwrap().len(), 1, "a bounded read");
+    assert_eq!(f.second_copies(0, 1).unwrap().len(), 1, "a bounded read");
+    // Read on from past a note: the ones after it.
+    let rest = f.second_copies(notes[0].0 + 1, 10).unwrap();
+    assert_eq!(rest, notes[1..]);
+    assert!(f.second_copies(notes[1].0 + 1, 10).unwrap().is_empty());
     // The same holder again, after a restart too: nothing more to write.
     assert_eq!(f.send_queues_to(holder).unwrap(), 0);
     drop((f, db));
@@ -180,10 +195,10 @@ fn a_blocked_hosts_queue_is_forgotten_at_its_second_holder_too() {
     for u in ["http://a.test/1", "http://a.test/2", "http://b.test/1"] {
         f.push(page(u)).unwrap();
     }
-    let sent: Vec<u64> = f.second_copies(10).unwrap().into_iter().map(|(seq, _)| seq).collect();
+    let sent: Vec<u64> = f.second_copies(0, 10).unwrap().into_iter().map(|(seq, _)| seq).collect();
     f.second_copies_sent(&sent).unwrap();
     assert_eq!(f.block_host("a.test").unwrap(), 2);
-    let notes = f.second_copies(10).unwrap();
+    let notes = f.second_copies(0, 10).unwrap();
     assert_eq!(urls(&notes, false), BTreeSet::from(["http://a.test/1".to_string(), "http://a.test/2".to_string()]));
     assert!(urls(&notes, true).is_empty());
 }

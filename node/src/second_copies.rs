@@ -74,46 +74,105 @@ pub fn from_wire(u: WireUrl, max_depth: u32) -> Option<SecondCopy> {
 
 /// Sends the frontier's notes to their second holders, every [`EVERY`] (a task of the node's,
 /// ended with it). Each batch goes at once to its holder; the notes of the batches a holder
-/// took leave the frontier.
+/// took leave the frontier. A holder that did not take a batch is not asked again for a while
+/// ([`Backoff`]), and each round reads on from where the last one stopped, so the notes of one
+/// holder that does not answer hold up no one else's: read from the oldest every round, a
+/// holder with a round's worth of notes waiting kept every other holder's from going.
 pub async fn send(crawler: Crawler, network: NetworkHandle) {
     crawler.send_second_copies();
     let me = network.peer_id();
     // Not before the roster came: on the ring of this node alone no host has a second holder,
     // and the notes left from before a restart would go as unneeded.
     network.wait_for(|s| !s.members.is_empty() && s.roster.stage != "pulling").await;
+    let mut backoff = Backoff::default();
+    let mut from = 0;
     loop {
         tokio::time::sleep(EVERY).await;
-        let notes = crawler.second_copies(ROUND);
+        let notes = crawler.second_copies(from, ROUND);
+        // The next round reads on past these, or from the oldest again after the last.
+        from = match notes.last() {
+            Some((seq, _)) if notes.len() == ROUND => seq + 1,
+            _ => 0,
+        };
         if notes.is_empty() {
             continue;
         }
-        let ring = network.ring();
-        let mut unneeded = Vec::new();
-        let mut by_holder: HashMap<PeerId, Vec<(u64, WireUrl)>> = HashMap::new();
-        for (seq, note) in &notes {
-            match second_holder(&ring, note.host()) {
-                Some(holder) if owner_is(&ring, note.host(), &me) => {
-                    by_holder.entry(holder).or_default().push((*seq, to_wire(note)))
-                }
-                // Not this node's host any more (its new owner tells its own second holder),
-                // or no second member to tell.
-                _ => unneeded.push(*seq),
-            }
-        }
-        crawler.second_copies_sent(&unneeded);
-        let sends = by_holder.into_iter().flat_map(|(holder, notes)| {
+        let now = Instant::now();
+        let round = plan(&notes, &network.ring(), &me, |holder| backoff.waits(holder, now));
+        crawler.second_copies_sent(&round.unneeded);
+        let sends = round.by_holder.into_iter().flat_map(|(holder, notes)| {
             notes
                 .chunks(BATCH)
                 .map(|batch| {
                     let (seqs, urls): (Vec<u64>, Vec<WireUrl>) = batch.iter().cloned().unzip();
                     let network = network.clone();
-                    async move { network.send_second_copies(holder, urls).await.then_some(seqs) }
+                    async move { (holder, network.send_second_copies(holder, urls).await.then_some(seqs)) }
                 })
                 .collect::<Vec<_>>()
         });
-        for seqs in futures::future::join_all(sends).await.into_iter().flatten() {
-            crawler.second_copies_sent(&seqs);
+        for (holder, taken) in futures::future::join_all(sends).await {
+            match taken {
+                Some(seqs) => {
+                    backoff.answered(&holder);
+                    crawler.second_copies_sent(&seqs);
+                }
+                None => backoff.failed(holder, Instant::now()),
+            }
         }
+    }
+}
+
+/// What a round of [`send`] does with the notes it read.
+#[derive(Debug, Default, PartialEq)]
+struct Round {
+    /// Notes no one needs: their host is not this node's any more (its new owner tells its own
+    /// second holder), or it has no second member to tell.
+    unneeded: Vec<u64>,
+    /// Notes to send, by second holder.
+    by_holder: HashMap<PeerId, Vec<(u64, WireUrl)>>,
+}
+
+/// Sorts `notes` on `ring` for `me`: each goes to its host's second holder, unless `waiting`
+/// says that holder is not asked now (its notes stay for a later round).
+fn plan(notes: &[(u64, SecondCopy)], ring: &Ring, me: &PeerId, waiting: impl Fn(&PeerId) -> bool) -> Round {
+    let mut round = Round::default();
+    for (seq, note) in notes {
+        match second_holder(ring, note.host()) {
+            Some(holder) if owner_is(ring, note.host(), me) => {
+                if !waiting(&holder) {
+                    round.by_holder.entry(holder).or_default().push((*seq, to_wire(note)));
+                }
+            }
+            _ => round.unneeded.push(*seq),
+        }
+    }
+    round
+}
+
+/// The longest a holder that does not take its notes waits to be asked again.
+const BACKOFF_MAX: Duration = Duration::from_secs(60);
+
+/// Second holders that did not take a batch, and when each is asked again: a round later after
+/// the first failure, then twice as long each time up to [`BACKOFF_MAX`]; at once after it
+/// takes one. A holder that is down but still on the ring (not yet replaced) costs a request a
+/// minute, not one a second.
+#[derive(Debug, Default)]
+struct Backoff {
+    holders: HashMap<PeerId, (Instant, Duration)>,
+}
+
+impl Backoff {
+    fn waits(&self, holder: &PeerId, now: Instant) -> bool {
+        self.holders.get(holder).is_some_and(|(until, _)| now < *until)
+    }
+
+    fn failed(&mut self, holder: PeerId, now: Instant) {
+        let wait = self.holders.get(&holder).map_or(EVERY, |(_, wait)| (*wait * 2).min(BACKOFF_MAX));
+        self.holders.insert(holder, (now + wait, wait));
+    }
+
+    fn answered(&mut self, holder: &PeerId) {
+        self.holders.remove(holder);
     }
 }
 
@@ -237,5 +296,53 @@ mod tests {
             assert_eq!(ring.without(&owner).owner(&name), Some(&second));
         }
         assert_eq!(second_holder(&Ring::new([members[0]], weft_p2p::DEFAULT_VNODES), "a.test"), None);
+    }
+
+    #[test]
+    fn a_holder_that_is_not_asked_now_keeps_its_notes_and_holds_up_no_one_else() {
+        let members: Vec<PeerId> = (0..4).map(|_| PeerId::random()).collect();
+        let ring = Ring::new(members.clone(), weft_p2p::DEFAULT_VNODES);
+        let me = members[0];
+        let hosts: Vec<String> = (0..200).map(|i| format!("h{i}.test")).collect();
+        let mine: Vec<&String> = hosts.iter().filter(|h| owner_is(&ring, h, &me)).collect();
+        let other = hosts.iter().find(|h| !owner_is(&ring, h, &me)).unwrap();
+        let note = |host: &str| SecondCopy::Forget { host: host.into(), url: format!("http://{host}/") };
+        let notes: Vec<(u64, SecondCopy)> =
+            mine.iter().map(|h| note(h)).chain([note(other)]).enumerate().map(|(i, n)| (i as u64, n)).collect();
+        let holders: HashSet<PeerId> = mine.iter().filter_map(|h| second_holder(&ring, h)).collect();
+        assert!(holders.len() >= 2, "this node's hosts have more than one second holder");
+        let down = *holders.iter().next().unwrap();
+
+        let all = plan(&notes, &ring, &me, |_| false);
+        assert_eq!(all.unneeded, [notes.len() as u64 - 1], "a host this node does not own");
+        assert_eq!(all.by_holder.values().map(Vec::len).sum::<usize>(), mine.len());
+        let round = plan(&notes, &ring, &me, |h| *h == down);
+        assert!(!round.by_holder.contains_key(&down));
+        assert_eq!(round.by_holder.len(), holders.len() - 1);
+        for (holder, sent) in &round.by_holder {
+            assert_eq!(sent, &all.by_holder[holder], "the others' notes go as they would");
+        }
+        assert_eq!(round.unneeded, all.unneeded);
+    }
+
+    #[test]
+    fn a_holder_that_does_not_take_its_notes_is_asked_less_often_until_it_does() {
+        let (peer, t0) = (PeerId::random(), Instant::now());
+        let mut b = Backoff::default();
+        assert!(!b.waits(&peer, t0));
+        let mut at = t0;
+        let mut waits = Vec::new();
+        for _ in 0..10 {
+            b.failed(peer, at);
+            let wait = b.holders[&peer].1;
+            assert!(b.waits(&peer, at + wait - Duration::from_millis(1)) && !b.waits(&peer, at + wait));
+            waits.push(wait.as_secs());
+            at += wait;
+        }
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60, 60, 60]);
+        b.answered(&peer);
+        assert!(!b.waits(&peer, at));
+        b.failed(peer, at);
+        assert_eq!(b.holders[&peer].1, EVERY, "after an answer, from the start again");
     }
 }

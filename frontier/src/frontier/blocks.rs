@@ -10,8 +10,7 @@ impl Frontier {
     pub fn block_host(&mut self, host: &str) -> Result<u64> {
         self.store.set_blocked(host, true)?;
         self.blocked.insert(host.to_string());
-        let dropped = self.hand_off(|h| h != host, |_| Ok(()))?;
-        self.forget_at_second_holder(dropped.queued.iter().map(|q| (q.host.as_str(), q.url.as_str())))?;
+        let dropped = self.give_away(|h| h != host, |_| Ok(()), true)?;
         Ok(dropped.queued.len() as u64)
     }
 

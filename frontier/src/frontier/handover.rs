@@ -10,6 +10,7 @@
 use super::{Candidate, Frontier, HostFilter, PushOutcome, QueuedUrl, Result};
 use crate::host::HostKey;
 use crate::score::UrlKind;
+use crate::second::SecondCopy;
 use std::time::{Duration, Instant};
 use url::Url;
 
@@ -94,8 +95,21 @@ impl Frontier {
     /// with the next flush.
     pub fn hand_off(
         &mut self,
+        keep: impl FnMut(&str) -> bool,
+        persist: impl FnOnce(&HandOff) -> std::result::Result<(), sled::Error>,
+    ) -> Result<HandOff> {
+        self.give_away(keep, persist, false)
+    }
+
+    /// [`Frontier::hand_off`]; with `forget`, each URL that leaves the queue also leaves a
+    /// [`SecondCopy::Forget`] note for its host's second holder, in the same batch (a block drops
+    /// a host's queue: not to be crawled by the second holder should this node crash, and no
+    /// crash between the two leaves it there).
+    pub(super) fn give_away(
+        &mut self,
         mut keep: impl FnMut(&str) -> bool,
         persist: impl FnOnce(&HandOff) -> std::result::Result<(), sled::Error>,
+        forget: bool,
     ) -> Result<HandOff> {
         let now = Instant::now();
         let now_ms = weft_clock::now_ms();
@@ -154,6 +168,11 @@ impl Frontier {
                 live += 1;
             }
             taken.push((id, live));
+        }
+        if forget && self.second.sending {
+            for q in &entries {
+                self.put_note(&mut batch, &SecondCopy::Forget { host: q.host.clone(), url: q.url.clone() })?;
+            }
         }
         let given_away = HandOff { queued: entries, done, waits };
         persist(&given_away)?;

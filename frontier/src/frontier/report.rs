@@ -51,6 +51,7 @@ impl Frontier {
             seen_bytes: self.seen.memory_bytes() as u64,
             seen_recalled: self.seen_recalled,
             store_memory_bytes: self.store.memory().total(),
+            second_copies: self.second_copies_counts(),
         }
     }
 

@@ -1,22 +1,70 @@
 //! The frontier's side of second copies ([`crate::second`]): the notes this node writes for
 //! its hosts' second holders, and the URLs it keeps for other owners.
 
-use super::{Candidate, Frontier, Received, Result};
+use super::{store, Candidate, Frontier, Received, Result};
 use crate::second::SecondCopy;
+use crate::store::Store;
 use std::collections::hash_map::{Entry, HashMap};
+
+/// The frontier's second-copies state.
+pub(super) struct Second {
+    /// Whether each queue change writes a note for its host's second holder (in a network).
+    pub(super) sending: bool,
+    /// Notes waiting for their second holders.
+    notes_waiting: u64,
+    /// URLs kept for other owners, by host (read whole at open; [`Frontier::keep`] caps them).
+    kept: HashMap<String, usize>,
+}
+
+impl Second {
+    pub(super) fn open(store: &Store) -> Result<Second> {
+        Ok(Second { sending: false, notes_waiting: store.note_count()?, kept: store.kept_counts()? })
+    }
+}
+
+/// What a node holds of second copies, for `/status`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SecondCopiesCounts {
+    /// Notes waiting for this node's hosts' second holders (a holder that is down, or a burst
+    /// not sent yet).
+    pub notes_waiting: u64,
+    /// URLs kept for other members' hosts ...
+    pub kept_urls: u64,
+    /// ... on this many hosts.
+    pub kept_hosts: u64,
+}
 
 impl Frontier {
     /// From now on every URL queued or done here writes a note for its host's second holder
     /// ([`Frontier::second_copies`]): a node in a network turns this on; a node alone has no
     /// one to tell.
     pub fn send_second_copies(&mut self, on: bool) {
-        self.second_copies = on;
+        self.second.sending = on;
     }
 
-    /// The first `max` notes waiting for second holders, oldest first, with their sequence
-    /// numbers for [`Frontier::second_copies_sent`].
-    pub fn second_copies(&self, max: usize) -> Result<Vec<(u64, SecondCopy)>> {
-        self.store.notes(max)
+    /// The notes waiting and the URLs kept, counted as they change.
+    pub fn second_copies_counts(&self) -> SecondCopiesCounts {
+        SecondCopiesCounts {
+            notes_waiting: self.second.notes_waiting,
+            kept_urls: self.second.kept.values().sum::<usize>() as u64,
+            kept_hosts: self.second.kept.values().filter(|n| **n > 0).count() as u64,
+        }
+    }
+
+    /// Writes `note` for its host's second holder in `batch`, with the next sequence number.
+    pub(super) fn put_note(&mut self, batch: &mut store::Batch, note: &SecondCopy) -> Result<()> {
+        let seq = self.take_seq(batch);
+        self.store.put_note(batch, seq, note)?;
+        self.second.notes_waiting += 1;
+        Ok(())
+    }
+
+    /// The first `max` notes waiting for second holders from sequence number `from` on, oldest
+    /// first, with their sequence numbers for [`Frontier::second_copies_sent`]. A sender reads
+    /// on from past the last one (rather than from 0 again) to reach the notes behind those of
+    /// a holder that is not answering.
+    pub fn second_copies(&self, from: u64, max: usize) -> Result<Vec<(u64, SecondCopy)>> {
+        self.store.notes(from, max)
     }
 
     /// The notes `seqs` reached their second holders (or are not needed): they go. Durable
@@ -26,7 +74,9 @@ impl Frontier {
         for seq in seqs {
             self.store.remove_note(&mut batch, *seq);
         }
-        self.store.commit(batch)
+        self.store.commit(batch)?;
+        self.second.notes_waiting = self.second.notes_waiting.saturating_sub(seqs.len() as u64);
+        Ok(())
     }
 
     /// Makes sure each host with URLs queued here has its whole queue written for its second
@@ -53,33 +103,13 @@ impl Frontier {
                     depth: entry.depth,
                     kind: entry.kind,
                 };
-                let seq = self.take_seq(&mut batch);
-                self.store.put_note(&mut batch, seq, &note)?;
+                self.put_note(&mut batch, &note)?;
                 n += 1;
             }
             self.store.put_second_holder(&mut batch, &name, &holder);
         }
         self.store.commit(batch)?;
         Ok(n)
-    }
-
-    /// Notes for the second holders of these (host, URL)s, which left the queue without a
-    /// note of their own (a block drops a host's queue whole): they are not to be crawled
-    /// should this node crash. Nothing when notes are off.
-    pub(super) fn forget_at_second_holder<'a>(
-        &mut self,
-        urls: impl IntoIterator<Item = (&'a str, &'a str)>,
-    ) -> Result<()> {
-        if !self.second_copies {
-            return Ok(());
-        }
-        let mut batch = self.store.batch();
-        for (host, url) in urls {
-            let note = SecondCopy::Forget { host: host.to_string(), url: url.to_string() };
-            let seq = self.take_seq(&mut batch);
-            self.store.put_note(&mut batch, seq, &note)?;
-        }
-        self.store.commit(batch)
     }
 
     /// Takes notes from the owner of their hosts: a kept URL for each `Keep`, none for each
@@ -97,10 +127,7 @@ impl Frontier {
             let (host, url) = (note.host(), note.url());
             let n = match counts.entry(host) {
                 Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(e) => e.insert(match self.kept_counts.get(host) {
-                    Some(n) => *n,
-                    None => self.store.kept_count(host)?,
-                }),
+                Entry::Vacant(e) => e.insert(self.second.kept.get(host).copied().unwrap_or(0)),
             };
             let was = match kept.get(&(host, url)) {
                 Some(k) => *k,
@@ -124,7 +151,8 @@ impl Frontier {
             }
         }
         self.store.commit(batch)?;
-        self.kept_counts.extend(counts.into_iter().map(|(host, n)| (host.to_string(), n)));
+        self.second.kept.extend(counts.into_iter().map(|(host, n)| (host.to_string(), n)));
+        self.second.kept.retain(|_, n| *n > 0);
         Ok(over)
     }
 
@@ -169,7 +197,7 @@ impl Frontier {
             self.store.remove_kept(&mut batch, host, url);
         }
         self.store.commit(batch)?;
-        self.kept_counts.remove(host);
+        self.second.kept.remove(host);
         Ok(())
     }
 }

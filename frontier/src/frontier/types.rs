@@ -179,4 +179,6 @@ pub struct FrontierStats {
     pub seen_recalled: u64,
     /// The store's memory: its block cache as filled, pinned blocks and write buffer.
     pub store_memory_bytes: u64,
+    /// Second copies: notes waiting for this node's hosts' second holders, URLs kept for others.
+    pub second_copies: super::SecondCopiesCounts,
 }

@@ -34,10 +34,11 @@ impl Store {
         Ok(())
     }
 
-    /// The first `max` notes waiting to be sent, oldest first, with their sequence numbers.
-    pub fn notes(&self, max: usize) -> Result<Vec<(u64, SecondCopy)>> {
+    /// The first `max` notes waiting to be sent from sequence number `from` on, oldest first,
+    /// with their sequence numbers.
+    pub fn notes(&self, from: u64, max: usize) -> Result<Vec<(u64, SecondCopy)>> {
         let mut v = Vec::new();
-        for item in self.second.prefix(b"o").take(max) {
+        for item in self.second.range(note_key(from)..b"p".to_vec()).take(max) {
             let (k, val) = item.into_inner()?;
             let Some(seq) = k.get(1..9).and_then(|b| b.try_into().ok()).map(u64::from_be_bytes) else { continue };
             v.push((seq, postcard::from_bytes(&val)?));
@@ -76,14 +77,25 @@ impl Store {
         Ok(self.second.contains_key(kept_key(host, url))?)
     }
 
-    /// How many URLs are kept for `host`'s owner.
-    pub fn kept_count(&self, host: &str) -> Result<usize> {
+    /// How many notes wait to be sent: a scan, for the frontier's count at open.
+    pub fn note_count(&self) -> Result<u64> {
         let mut n = 0;
-        for item in self.second.prefix(&kept_prefix(host)) {
+        for item in self.second.prefix(b"o") {
             item.key()?;
             n += 1;
         }
         Ok(n)
+    }
+
+    /// How many URLs are kept for each host's owner: a scan, for the frontier's counts at open.
+    pub fn kept_counts(&self) -> Result<std::collections::HashMap<String, usize>> {
+        let mut counts = std::collections::HashMap::new();
+        for item in self.second.prefix(b"k") {
+            let k = item.key()?;
+            let Some(end) = k.iter().skip(1).position(|b| *b == 0) else { continue };
+            *counts.entry(String::from_utf8_lossy(&k[1..1 + end]).into_owned()).or_insert(0) += 1;
+        }
+        Ok(counts)
     }
 
     /// Whom `host`'s queue was last written for in full ([`crate::Frontier::send_queues_to`]).

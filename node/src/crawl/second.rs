@@ -27,10 +27,10 @@ impl Crawler {
         blocking(|| self.inner.frontier.lock().send_second_copies(true));
     }
 
-    /// The first `max` notes waiting for second holders, oldest first, with their sequence
-    /// numbers.
-    pub fn second_copies(&self, max: usize) -> Vec<(u64, SecondCopy)> {
-        match blocking(|| self.inner.frontier.lock().second_copies(max)) {
+    /// The first `max` notes waiting for second holders from sequence number `from` on, oldest
+    /// first, with their sequence numbers.
+    pub fn second_copies(&self, from: u64, max: usize) -> Vec<(u64, SecondCopy)> {
+        match blocking(|| self.inner.frontier.lock().second_copies(from, max)) {
             Ok(notes) => notes,
             Err(e) => {
                 self.inner.storage.error("frontier second copies", e);

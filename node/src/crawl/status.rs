@@ -54,6 +54,10 @@ pub struct CrawlStatus {
     /// What became of the URLs other members sent (hand-overs, links to this node's hosts).
     #[serde(default)]
     pub received: crate::received::ReceivedStatus,
+    /// Second copies (in a network): notes waiting for this node's hosts' second holders — a
+    /// number that grows while a holder is down — and the URLs kept for other members' hosts.
+    #[serde(default)]
+    pub second_copies: weft_frontier::SecondCopiesCounts,
     pub errors_total: u64,
     /// Errors by kind (`timeout`, `body_too_large`, `url_scheme`, ...).
     pub errors: BTreeMap<String, u64>,
@@ -139,6 +143,7 @@ impl CrawlStatus {
             seen_bytes: frontier.seen_bytes,
             seen_recalled: frontier.seen_recalled,
             frontier_store_bytes: frontier.store_memory_bytes,
+            second_copies: frontier.second_copies,
         }
     }
 }
