@@ -77,7 +77,10 @@ pub fn from_wire(u: WireUrl, max_depth: u32) -> Option<SecondCopy> {
 /// took leave the frontier. A holder that did not take a batch is not asked again for a while
 /// ([`Backoff`]), and each round reads on from where the last one stopped, so the notes of one
 /// holder that does not answer hold up no one else's: read from the oldest every round, a
-/// holder with a round's worth of notes waiting kept every other holder's from going.
+/// holder with a round's worth of notes waiting kept every other holder's from going. A holder
+/// whose notes were left behind is sent no later ones until the reading comes round to the
+/// oldest again: it gets its notes in order (a `Forget` before the `Keep` it follows would
+/// leave a done URL kept).
 pub async fn send(crawler: Crawler, network: NetworkHandle) {
     crawler.send_second_copies();
     let me = network.peer_id();
@@ -86,8 +89,13 @@ pub async fn send(crawler: Crawler, network: NetworkHandle) {
     network.wait_for(|s| !s.members.is_empty() && s.roster.stage != "pulling").await;
     let mut backoff = Backoff::default();
     let mut from = 0;
+    // Holders with notes left behind since the reading last started from the oldest.
+    let mut behind: HashSet<PeerId> = HashSet::new();
     loop {
         tokio::time::sleep(EVERY).await;
+        if from == 0 {
+            behind.clear();
+        }
         let notes = crawler.second_copies(from, ROUND);
         // The next round reads on past these, or from the oldest again after the last.
         from = match notes.last() {
@@ -98,7 +106,8 @@ pub async fn send(crawler: Crawler, network: NetworkHandle) {
             continue;
         }
         let now = Instant::now();
-        let round = plan(&notes, &network.ring(), &me, |holder| backoff.waits(holder, now));
+        let round = plan(&notes, &network.ring(), &me, |h| behind.contains(h) || backoff.waits(h, now));
+        behind.extend(round.left);
         crawler.second_copies_sent(&round.unneeded);
         let sends = round.by_holder.into_iter().flat_map(|(holder, notes)| {
             notes
@@ -116,7 +125,10 @@ pub async fn send(crawler: Crawler, network: NetworkHandle) {
                     backoff.answered(&holder);
                     crawler.second_copies_sent(&seqs);
                 }
-                None => backoff.failed(holder, Instant::now()),
+                None => {
+                    backoff.failed(holder, Instant::now());
+                    behind.insert(holder);
+                }
             }
         }
     }
@@ -130,6 +142,8 @@ struct Round {
     unneeded: Vec<u64>,
     /// Notes to send, by second holder.
     by_holder: HashMap<PeerId, Vec<(u64, WireUrl)>>,
+    /// The holders whose notes were left for a later round.
+    left: HashSet<PeerId>,
 }
 
 /// Sorts `notes` on `ring` for `me`: each goes to its host's second holder, unless `waiting`
@@ -139,7 +153,9 @@ fn plan(notes: &[(u64, SecondCopy)], ring: &Ring, me: &PeerId, waiting: impl Fn(
     for (seq, note) in notes {
         match second_holder(ring, note.host()) {
             Some(holder) if owner_is(ring, note.host(), me) => {
-                if !waiting(&holder) {
+                if waiting(&holder) {
+                    round.left.insert(holder);
+                } else {
                     round.by_holder.entry(holder).or_default().push((*seq, to_wire(note)));
                 }
             }
@@ -318,6 +334,8 @@ mod tests {
         assert_eq!(all.by_holder.values().map(Vec::len).sum::<usize>(), mine.len());
         let round = plan(&notes, &ring, &me, |h| *h == down);
         assert!(!round.by_holder.contains_key(&down));
+        assert_eq!(round.left, HashSet::from([down]));
+        assert!(all.left.is_empty());
         assert_eq!(round.by_holder.len(), holders.len() - 1);
         for (holder, sent) in &round.by_holder {
             assert_eq!(sent, &all.by_holder[holder], "the others' notes go as they would");
