@@ -29,6 +29,7 @@ import xml.etree.ElementTree as ET
 RESULT = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored)(?: <([0-9.]+)s>)?")
 
 
+
 def executables(build_json):
     """(package name, package dir, executable, binary label) of every test binary."""
     found = []
@@ -123,7 +124,7 @@ def main():
         args += ["--skip", s]
     # Biggest binaries first: they hold the system tests, the longest runs, so the small ones
     # fill the gaps beside them. Tests that run a network of nodes take turns across binaries
-    # (weft_simnet::failures: one_network_at_a_time, two_networks_at_a_time).
+    # (weft_simnet::failures: one_network_at_a_time, one_of_several_networks).
     found = sorted(executables(o.build_json), key=lambda e: -os.path.getsize(e[2]))
     tagged = o.jobs > 1
 

@@ -28,7 +28,7 @@ fn documented() -> BTreeSet<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_a_node_keeps_is_in_the_documented_data_dir_layout() {
-    let _one = common::two_networks_at_a_time();
+    let _one = common::one_of_several_networks();
     let server = WebServer::start(vec![topic_site("topics.test")]).await.unwrap();
     let dir = common::work_dir();
     // A network of one: the network's files and trees are written as in any network.

@@ -17,7 +17,7 @@ fn prose(n: usize) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crawled_pages_are_extracted_and_low_confidence_ones_get_a_second_opinion() {
     // A node with the model: beside a network test it slows that test's 800 ms search deadline.
-    let _one = common::two_networks_at_a_time();
+    let _one = common::one_of_several_networks();
     let hub_links: String =
         (0..12).map(|i| format!("<li><a href=\"/2019/11/19/story-number-{i}-long-slug\">Story {i}</a></li>")).collect();
     let mut site = Site::new("news.test")

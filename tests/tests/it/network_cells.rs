@@ -41,7 +41,7 @@ impl Holds for Member {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pages_indexed_on_a_node_that_left_are_found_through_their_cells_owners() {
-    let _network = common::two_networks_at_a_time();
+    let _network = common::one_of_several_networks();
     let sites: Vec<Site> = (0..TOPICS.len())
         .flat_map(|t| (0..CANDIDATES).map(move |j| Site::new(&host(t, j)).html("/", &topic_page(&TOPICS[t]))))
         .collect();

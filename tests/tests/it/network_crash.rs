@@ -39,7 +39,7 @@ fn fetches_on(server: &WebServer, host: &str) -> HashMap<String, Vec<usize>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_queue_of_a_member_that_crashed_for_good_is_crawled_by_its_hosts_second_holder() {
-    let _network = common::two_networks_at_a_time();
+    let _network = common::one_of_several_networks();
     let server = WebServer::start(vec![site()]).await.unwrap();
     let dirs: Vec<common::WorkDir> = (0..3).map(|_| common::work_dir()).collect();
     let tweak = |c: &mut weft_config::Config| c.politeness.default_delay_ms = DELAY_MS;
@@ -101,7 +101,7 @@ async fn the_queue_of_a_member_that_crashed_for_good_is_crawled_by_its_hosts_sec
 /// only other one: a joiner that crashes as the queue arrives does not take it along.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queue_handed_to_a_member_that_crashes_as_it_arrives_is_crawled_by_the_member_that_gave_it() {
-    let _network = common::two_networks_at_a_time();
+    let _network = common::one_of_several_networks();
     let dirs: Vec<common::WorkDir> = (0..3).map(|_| common::work_dir()).collect();
     // The identities first, to name a host the third member takes from the first two.
     let peers: Vec<weft_p2p::PeerId> =

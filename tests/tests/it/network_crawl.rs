@@ -35,7 +35,7 @@ fn config(server: &WebServer, dir: &std::path::Path, n: usize, bootstrap: Vec<St
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_host_is_crawled_by_its_owner_alone() {
-    let _network = common::two_networks_at_a_time();
+    let _network = common::one_of_several_networks();
     let server = WebServer::start_with(sites).await.unwrap();
     let dirs: Vec<_> = (0..3).map(|_| common::work_dir()).collect();
 

@@ -19,7 +19,7 @@ fn config(server: &WebServer, dir: &std::path::Path, n: usize, bootstrap: Vec<St
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_syndicated_story_is_indexed_once_in_the_network() {
-    let _network = common::two_networks_at_a_time();
+    let _network = common::one_of_several_networks();
     let sites: Vec<Site> =
         (0..16).map(|i| Site::new(&format!("s{i}.test")).html("/story", &story(&format!("Site {i}")))).collect();
     let server = WebServer::start(sites).await.unwrap();

@@ -79,7 +79,7 @@ async fn export_copies(api: std::net::SocketAddr) -> Vec<serde_json::Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn documents_are_held_by_three_members_readable_from_any_and_repaired_when_their_crawler_leaves() {
-    let _network = common::two_networks_at_a_time();
+    let _network = common::one_of_several_networks();
     let sites: Vec<Site> = (0..TOPICS.len())
         .flat_map(|t| (0..CANDIDATES).map(move |j| Site::new(&host(t, j)).html("/", &topic_page(&TOPICS[t]))))
         .collect();
@@ -323,7 +323,7 @@ fn long_page(host: &str, words: usize) -> String {
 /// pages refused are still read — from their crawler.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_publisher_past_its_quota_is_refused_counted_and_still_read_from_its_crawler() {
-    let _network = common::two_networks_at_a_time();
+    let _network = common::one_of_several_networks();
     const PAGES: usize = 36;
     let hosts: Vec<String> = (0..400).map(|j| format!("q{j}.test")).collect();
     let sites: Vec<Site> = hosts.iter().map(|h| Site::new(h).html("/", &long_page(h, 1600))).collect();

@@ -29,7 +29,7 @@ async fn get_json(client: &reqwest::Client, url: String) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_topic_question_finds_its_page_first_and_survives_a_restart() {
     // A node with the model: beside a network test it slows that test's 800 ms search deadline.
-    let _one = common::two_networks_at_a_time();
+    let _one = common::one_of_several_networks();
     let server = WebServer::start(vec![site()]).await.unwrap();
     let dir = common::work_dir();
     let c = common::loopback_config(&server, "topics.test", dir.path(), 0);

@@ -16,7 +16,7 @@ fn gzip(data: &str) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sitemaps_feed_the_frontier_and_the_api_reports_it() {
     // A node with the model: beside a network test it slows that test's 800 ms search deadline.
-    let _one = common::two_networks_at_a_time();
+    let _one = common::one_of_several_networks();
     // Pages /hidden/N are linked from nowhere: only the sitemaps know them. The sitemaps name
     // absolute URLs, so the site is built once the server's port is known.
     let site = |port: u16| {

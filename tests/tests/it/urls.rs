@@ -40,7 +40,7 @@ fn site() -> Site {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_url_says_why_it_is_or_is_not_in_the_index() {
     // A node with the model: beside a network test it slows that test's 800 ms search deadline.
-    let _one = common::two_networks_at_a_time();
+    let _one = common::one_of_several_networks();
     let server = WebServer::start(vec![site()]).await.unwrap();
     let dir = common::work_dir();
     let mut c = common::loopback_config(&server, HOST, dir.path(), 20);

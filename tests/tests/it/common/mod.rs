@@ -122,7 +122,7 @@ impl Member {
     }
 }
 
-pub use weft_simnet::failures::{one_network_at_a_time, two_networks_at_a_time, WorkDir};
+pub use weft_simnet::failures::{one_network_at_a_time, one_of_several_networks, WorkDir};
 
 /// A data dir for this test's node: removed when the test passes, kept under
 /// `target/test-failures/<module>-<test>[-n]/` when it fails (in CI too), with the node's files
