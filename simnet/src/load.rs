@@ -171,19 +171,30 @@ mod tests {
         assert_eq!(thread_ticks("7 (short) R 1"), None);
     }
 
+    /// The CPU time the calling thread has had.
+    fn thread_cpu() -> Duration {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime writes the timespec it is given.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        assert_eq!(rc, 0, "clock_gettime: {}", std::io::Error::last_os_error());
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+
     #[test]
     fn the_sampler_sees_this_process_work() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("load.tsv");
         let me = std::process::id();
         let sampler = LoadSampler::start(vec![(0, me)], out.clone());
-        // Keep a thread busy for over two seconds.
+        // Keep a thread busy for over two seconds, and until it has had 1.5 s of CPU: on a box
+        // saturated by other work a thread spinning 2.3 s of wall time got 0.98 s of it, and the
+        // sampler, rightly, saw no more.
         let spin = std::thread::Builder::new()
             .name("busy-test".into())
             .spawn(|| {
                 let t = std::time::Instant::now();
                 let mut x = 0u64;
-                while t.elapsed() < Duration::from_millis(2300) {
+                while t.elapsed() < Duration::from_millis(2300) || thread_cpu() < Duration::from_millis(1500) {
                     x = x.wrapping_mul(31).wrapping_add(7);
                 }
                 x
