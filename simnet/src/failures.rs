@@ -69,11 +69,8 @@ pub fn one_of_several_networks() -> NetworkTurn {
 }
 
 /// How many networks may run at once (see [`one_of_several_networks`]); a whole turn takes them
-/// all. Alone, the `tests` binary (whose tests all run networks) took 960 s of wall time one
-/// network at a time, 597 s two at a time and 420 s three at a time (three test threads), on
-/// ~20–33% of one core. In the whole suite, beside the other binaries, three were no faster
-/// than two (712 s against 681): the CPU-bound binaries beside them became the floor and
-/// slowed, and the whole turns waited ~150 s for three slots to drain.
+/// all. Two, not more: past two the CPU-bound test binaries running beside the networks, not
+/// the networks' waits, set the suite's length (measured in `docs/src/testing.md`).
 pub const SLOTS: usize = 2;
 
 /// What a turn holds: one slot, or all of them.
@@ -87,34 +84,33 @@ enum Weight {
 fn turn(dir: &Path, weight: Weight) -> NetworkTurn {
     let asked = std::time::Instant::now();
     let _ = std::fs::create_dir_all(dir);
-    let open = |slot: usize| {
-        let path = slot_file(dir, slot);
-        std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .unwrap_or_else(|e| panic!("the network lock {}: {e}", path.display()))
-    };
     // An `flock` belongs to the open file, not the process: two tests of one binary exclude each
     // other as two processes do.
-    let held: Vec<(usize, std::fs::File)> = match weight {
+    let mut files: Vec<(usize, std::fs::File)> = (0..SLOTS)
+        .map(|slot| {
+            let path = slot_file(dir, slot);
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .unwrap_or_else(|e| panic!("the network lock {}: {e}", path.display()));
+            (slot, file)
+        })
+        .collect();
+    let held = match weight {
         // Every slot, always in the same order: two whole turns never hold one slot each.
-        Weight::Whole => (0..SLOTS)
-            .map(|slot| {
-                let file = open(slot);
-                flock(&file, false, &slot_file(dir, slot));
-                (slot, file)
-            })
-            .collect(),
+        Weight::Whole => {
+            for (slot, file) in &files {
+                flock(file, false, &slot_file(dir, *slot));
+            }
+            files
+        }
         // Any free slot, looked for again until one is: a shared turn does not wait for one
         // slot while the other is free.
         Weight::Slot => loop {
-            if let Some(file) = (0..SLOTS).find_map(|slot| {
-                let file = open(slot);
-                flock(&file, true, &slot_file(dir, slot)).then_some((slot, file))
-            }) {
-                break vec![file];
+            if let Some(i) = files.iter().position(|(slot, file)| flock(file, true, &slot_file(dir, *slot))) {
+                break vec![files.swap_remove(i)];
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         },

@@ -187,8 +187,8 @@ mod tests {
         let me = std::process::id();
         let sampler = LoadSampler::start(vec![(0, me)], out.clone());
         // Keep a thread busy for over two seconds, and until it has had 1.5 s of CPU: on a box
-        // saturated by other work a thread spinning 2.3 s of wall time got 0.98 s of it, and the
-        // sampler, rightly, saw no more.
+        // saturated by other work, wall time alone buys a thread less CPU than the sampler is
+        // asked to see.
         let spin = std::thread::Builder::new()
             .name("busy-test".into())
             .spawn(|| {

@@ -12,7 +12,8 @@ pub(super) struct Second {
     pub(super) sending: bool,
     /// Notes waiting for their second holders.
     notes_waiting: u64,
-    /// URLs kept for other owners, by host (read whole at open; [`Frontier::keep`] caps them).
+    /// URLs kept for other owners, by host, only hosts with some (read whole at open;
+    /// [`Frontier::keep`] caps them).
     kept: HashMap<String, usize>,
 }
 
@@ -47,7 +48,7 @@ impl Frontier {
         SecondCopiesCounts {
             notes_waiting: self.second.notes_waiting,
             kept_urls: self.second.kept.values().sum::<usize>() as u64,
-            kept_hosts: self.second.kept.values().filter(|n| **n > 0).count() as u64,
+            kept_hosts: self.second.kept.len() as u64,
         }
     }
 

@@ -133,10 +133,10 @@ fn seeded_key(n: u64) -> Keypair {
 }
 
 /// The draw [`hostile_identities`] starts at: the first that fits this test's members (fixed
-/// identities, fixed questions). Counted from 1 the search took ~50 s of a core in a debug
-/// build, and the network grew that much older, so the three's probation (as long as the
-/// network is old) was as much longer. Should the members, the questions or the ring change,
-/// the search goes on past it and wraps around to 1.
+/// identities, fixed questions). Counted from 1 the search costs tens of seconds in a debug
+/// build, and the network grows that much older, so the three's probation (as long as the
+/// network is old) grows as much. Should the members, the questions or the ring change, the
+/// search goes on past it and wraps around to 1.
 const FIRST_DRAW: u64 = 24_348;
 
 /// Identities for three misbehaving members and a question each, from `questions` (vectors
