@@ -81,59 +81,96 @@ enum Weight {
 }
 
 /// A turn of `weight` among the slot files in `dir`.
+///
+/// A whole turn first takes the gate (`network-gate.lock`) exclusively and keeps it while it
+/// waits and runs; a shared turn takes it shared only while it looks for a free slot. So a
+/// whole turn waiting for the slots to drain is not starved by shared turns asked after it,
+/// which would otherwise keep taking each slot as it frees.
 fn turn(dir: &Path, weight: Weight) -> NetworkTurn {
     let asked = std::time::Instant::now();
     let _ = std::fs::create_dir_all(dir);
     // An `flock` belongs to the open file, not the process: two tests of one binary exclude each
     // other as two processes do.
-    let mut files: Vec<(usize, std::fs::File)> = (0..SLOTS)
-        .map(|slot| {
-            let path = slot_file(dir, slot);
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&path)
-                .unwrap_or_else(|e| panic!("the network lock {}: {e}", path.display()));
-            (slot, file)
-        })
-        .collect();
-    let held = match weight {
-        // Every slot, always in the same order: two whole turns never hold one slot each.
+    let open = |path: &Path| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .unwrap_or_else(|e| panic!("the network lock {}: {e}", path.display()))
+    };
+    let gate_path = dir.join(GATE);
+    let gate = open(&gate_path);
+    let mut files: Vec<(usize, std::fs::File)> = (0..SLOTS).map(|slot| (slot, open(&slot_file(dir, slot)))).collect();
+    let (held, gate) = match weight {
+        // Every slot, always in the same order, behind the gate: two whole turns never hold one
+        // slot each, and no shared turn starts while one waits.
         Weight::Whole => {
+            flock(&gate, Lock::Exclusive, &gate_path);
             for (slot, file) in &files {
-                flock(file, false, &slot_file(dir, *slot));
+                flock(file, Lock::Exclusive, &slot_file(dir, *slot));
             }
-            files
+            (files, Some(gate))
         }
         // Any free slot, looked for again until one is: a shared turn does not wait for one
         // slot while the other is free.
         Weight::Slot => loop {
-            if let Some(i) = files.iter().position(|(slot, file)| flock(file, true, &slot_file(dir, *slot))) {
-                break vec![files.swap_remove(i)];
+            flock(&gate, Lock::Shared, &gate_path);
+            let free = files.iter().position(|(slot, file)| flock(file, Lock::TryExclusive, &slot_file(dir, *slot)));
+            unlock(&gate, &gate_path);
+            if let Some(i) = free {
+                break (vec![files.swap_remove(i)], None);
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         },
     };
     let test = std::thread::current().name().unwrap_or("unnamed").to_string();
-    NetworkTurn { held, log: dir.join(TURNS_LOG), test, asked, got: std::time::Instant::now() }
+    NetworkTurn { held, _gate: gate, log: dir.join(TURNS_LOG), test, asked, got: std::time::Instant::now() }
 }
 
-/// Takes `file`'s exclusive `flock`, waiting for it unless `try_only`; whether it was taken.
-fn flock(file: &std::fs::File, try_only: bool, path: &Path) -> bool {
+/// The file a whole turn holds while it waits and runs (see [`turn`]).
+const GATE: &str = "network-gate.lock";
+
+/// An `flock` to take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lock {
+    /// Exclusive, waiting for it.
+    Exclusive,
+    /// Exclusive if free now.
+    TryExclusive,
+    /// Shared, waiting for it.
+    Shared,
+}
+
+/// Takes `file`'s `flock` as `how` says; whether it was taken (always, unless
+/// [`Lock::TryExclusive`]).
+fn flock(file: &std::fs::File, how: Lock, path: &Path) -> bool {
     use std::os::fd::AsRawFd;
-    let how = if try_only { libc::LOCK_EX | libc::LOCK_NB } else { libc::LOCK_EX };
+    let op = match how {
+        Lock::Exclusive => libc::LOCK_EX,
+        Lock::TryExclusive => libc::LOCK_EX | libc::LOCK_NB,
+        Lock::Shared => libc::LOCK_SH,
+    };
     loop {
         // SAFETY: flock on a descriptor the caller owns; released when the file closes.
-        if unsafe { libc::flock(file.as_raw_fd(), how) } == 0 {
+        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
             return true;
         }
         let e = std::io::Error::last_os_error();
         match e.kind() {
             std::io::ErrorKind::Interrupted => continue,
-            std::io::ErrorKind::WouldBlock if try_only => return false,
+            std::io::ErrorKind::WouldBlock if how == Lock::TryExclusive => return false,
             _ => panic!("the network lock {}: {e}", path.display()),
         }
+    }
+}
+
+/// Lets go of `file`'s `flock`.
+fn unlock(file: &std::fs::File, path: &Path) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor the caller owns.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) } != 0 {
+        panic!("the network lock {}: {}", path.display(), std::io::Error::last_os_error());
     }
 }
 
@@ -162,6 +199,8 @@ fn slot_file(dir: &Path, slot: usize) -> PathBuf {
 pub struct NetworkTurn {
     /// The slots held, each with the file whose `flock` holds it.
     held: Vec<(usize, std::fs::File)>,
+    /// A whole turn's gate, held until it ends (see [`turn`]).
+    _gate: Option<std::fs::File>,
     /// Where the turn is written down (see [`turns_log`]).
     log: PathBuf,
     test: String,
@@ -275,7 +314,7 @@ mod tests {
         // Whether another process could take `slot` now (it is let go again at once).
         let free = |slot: usize| {
             let other = std::fs::File::open(slot_file(dir.path(), slot)).unwrap();
-            flock(&other, true, &slot_file(dir.path(), slot))
+            flock(&other, Lock::TryExclusive, &slot_file(dir.path(), slot))
         };
         let whole = turn(dir.path(), Weight::Whole);
         assert_eq!(whole.held.iter().map(|(s, _)| *s).collect::<Vec<_>>(), (0..SLOTS).collect::<Vec<_>>());
@@ -305,5 +344,32 @@ mod tests {
         let mut want = vec![SLOTS.to_string()];
         want.extend(std::iter::repeat_n("1".to_string(), SLOTS));
         assert_eq!(slots, want, "{log}");
+    }
+
+    #[test]
+    fn a_waiting_whole_turn_is_not_overtaken_by_shared_turns_asked_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        let running = turn(&path, Weight::Slot);
+        let whole = std::thread::spawn({
+            let path = path.clone();
+            move || turn(&path, Weight::Whole)
+        });
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(!whole.is_finished(), "a whole turn began beside a shared one");
+        // A slot is free, but a whole turn waits for it: a shared turn asked now waits too.
+        let later = std::thread::spawn({
+            let path = path.clone();
+            move || turn(&path, Weight::Slot)
+        });
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(!later.is_finished(), "a shared turn overtook the waiting whole one");
+        drop(running);
+        let whole = whole.join().unwrap();
+        assert_eq!(whole.held.len(), SLOTS);
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(!later.is_finished(), "a shared turn began during a whole one");
+        drop(whole);
+        assert_eq!(later.join().unwrap().held.len(), 1);
     }
 }
