@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The semantic-placement benchmark (simnet/examples/placement.rs): installs the Debian manuals
+# The semantic-placement benchmark (simnet/examples/placement/main.rs): installs the Debian manuals
 # it reads (PostgreSQL, Python, Rust, Git, Linux, Django and SQLite manuals, the Debian reference and
 # handbook), then runs it in release mode.
 # The first run embeds ~100,000 chunks into target/placement/ (about two hours on 2 cores at the

@@ -13,7 +13,7 @@
 //! holds, not from one cell), else by its first owner that is up, until the budget of peers is
 //! spent. Pure: the event loop does the I/O.
 //!
-//! Measured in `simnet/examples/placement.rs` (Debian's manuals, real model, simulated members).
+//! Measured in `simnet/examples/placement/main.rs` (Debian's manuals, real model, simulated members).
 //!
 //! The network's codebook ships inside the binary ([`shipped`]): 256 cells trained by k-means
 //! (a fixed seed) on 20,000 chunks of Debian's manuals embedded by all-MiniLM-L6-v2, written
@@ -183,7 +183,7 @@ pub const TWO_CELLS_DOWN_TO: f64 = 2.0;
 /// Why it depends on the size: a question asks at most 8 peers and each answers from every
 /// cell it holds. In a small network an owner holds many cells, so 8 peers reach most of a
 /// question's neighbourhood; at 1,000 members an owner holds about one, and 8 peers reach about
-/// 8 cells. Measured over 100,118 chunks of Debian's manuals (`simnet/examples/placement.rs`):
+/// 8 cells. Measured over 100,118 chunks of Debian's manuals (`simnet/examples/placement/main.rs`):
 /// the best two reach 0.984 of the exact top 10 at 100 members and 0.944 at 1,000, the best
 /// three 0.964 at 1,000 — at half as much storage again (each node 9× its own chunks instead of
 /// 6×), paid only where it buys recall. A publisher decides alone, by its own ring; a receiver

@@ -25,12 +25,17 @@
 //! cargo run --release -p weft-simnet --example placement -- --nodes 100,1000 --chunks 100000
 //! ```
 //!
+//! `--churn HOURS` (with `--grow`, `--held`, `--designs`, `--seed`) asks the questions while
+//! members come and go instead (see [`churn`]).
+//!
 //! `--grow 0.125,0.25,0.5,1` judges cells that grow with the network instead (see [`grow`]),
 //! for each of `--designs` (`3x3,1x9s`: owners a cell × cells a chunk, `s` for spread cells).
 //!
 //! `WEFT_PLACEMENT_DOCS` (colon-separated directories) replaces the default manuals.
 //! `--write-codebook PATH --cells N` trains the codebook the network ships (N cells, on a seeded
 //! sample of every host's chunks) and writes it to PATH instead of measuring.
+
+mod churn;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -86,6 +91,10 @@ struct Args {
     held: Vec<f64>,
     /// ... for each of these designs.
     designs: Vec<Design>,
+    /// `--churn HOURS`: instead, questions asked while members come and go (see [`churn`]).
+    churn_hours: f64,
+    /// The churn's draw.
+    seed: u64,
 }
 
 fn list(s: &str) -> Vec<usize> {
@@ -110,6 +119,8 @@ fn args() -> Args {
         per_member: 100,
         held: vec![3.0, 1.5, 0.77],
         designs: designs("3x2,3x3"),
+        churn_hours: 0.0,
+        seed: 1,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -127,6 +138,8 @@ fn args() -> Args {
             "--per-member" => a.per_member = v.parse().expect("a number"),
             "--held" => a.held = floats(v),
             "--designs" => a.designs = designs(v),
+            "--churn" => a.churn_hours = v.parse().expect("a number of hours"),
+            "--seed" => a.seed = v.parse().expect("a number"),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -508,6 +521,9 @@ fn main() -> anyhow::Result<()> {
 
     // Questions and their exact answers.
     let mut embedder = Embedder::open(&weft_index::testing::embed_config(), 2)?;
+    if a.churn_hours > 0.0 {
+        return churn::churn(&corpus, &a, &mut embedder);
+    }
     if !a.grow.is_empty() {
         return grow(&corpus, &a, &mut embedder);
     }
