@@ -248,6 +248,7 @@ pub fn kept_cells(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use weft_p2p::placement::spread;
     use weft_p2p::postings::MAX_CELLS_PER_CHUNK;
 
     #[test]
@@ -288,11 +289,11 @@ mod tests {
         // Each chunk to its best two cells, as when it was indexed.
         assert_eq!(first.len() + second.len(), 3 * 2);
         assert!(first.iter().chain(&second).all(|p| book.nearest(&p.vector(), 2).iter().any(|c| c.0 == p.cell)));
-        // In a large network, to its best three.
+        // In a large network, to its three spread cells.
         let large = Placing { cells: 3, ..placing };
         let third = announce_slice(&index, None, 5, owned, large, false).unwrap().postings;
         assert_eq!(third.len(), 3 * MAX_CELLS_PER_CHUNK);
-        assert!(third.iter().all(|p| book.nearest(&p.vector(), 3).iter().any(|c| c.0 == p.cell)));
+        assert!(third.iter().all(|p| spread(book, &p.vector(), 3).iter().any(|c| c.0 == p.cell)));
     }
 
     #[test]

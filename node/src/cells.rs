@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use weft_index::cells::{CellChunk, CellDoc, CellStore, CellStoreError, Limits};
 use weft_index::{DocId, DocState, Hit, IndexError, LocalIndex};
-use weft_p2p::placement::Codebook;
+use weft_p2p::placement::{cells_of, spread, Codebook};
 use weft_p2p::postings::{Posting, Tombstone, MAX_CELLS_PER_CHUNK};
 use weft_p2p::publishing::Withdrawal;
 use weft_p2p::PostingsInbound;
@@ -31,7 +31,7 @@ pub fn open(
 }
 
 /// How a document's postings are made: the network's codebook, the model's id, and how many
-/// of its best cells each chunk goes to (two, or three in a large network:
+/// cells each chunk goes to (its best two, or three spread ones in a large network:
 /// `NetworkHandle::cells_per_chunk` says which, and why).
 #[derive(Debug, Clone, Copy)]
 pub struct Placing<'a> {
@@ -40,8 +40,8 @@ pub struct Placing<'a> {
     pub cells: usize,
 }
 
-/// The postings of the document stored under `url` in `index`, each chunk to its best cells as
-/// `placing` says. Nothing for a document not indexed.
+/// The postings of the document stored under `url` in `index`, each chunk to as many cells as
+/// `placing` says ([`cells_of`]). Nothing for a document not indexed.
 pub fn postings_of(index: &LocalIndex, url: &str, placing: Placing<'_>) -> Result<Vec<Posting>, IndexError> {
     let Placing { book, model, cells } = placing;
     let cells = cells.clamp(1, MAX_CELLS_PER_CHUNK);
@@ -54,7 +54,7 @@ pub fn postings_of(index: &LocalIndex, url: &str, placing: Placing<'_>) -> Resul
     for key in &record.chunks {
         let (Some(chunk), Some(vector)) = (index.store().chunk(*key)?, index.store().vector(*key)?) else { continue };
         let text = chunk.text()?;
-        for (cell, _) in book.nearest(&vector, cells) {
+        for (cell, _) in cells_of(book, &vector, cells) {
             // Signed by the network layer as it publishes them.
             let signature = Vec::new();
             chunks.push(CellChunk {
@@ -98,8 +98,8 @@ pub fn postings(doc: CellDoc, book: &Codebook, model: &str) -> Vec<Posting> {
 }
 
 /// The cells the document stored under `url` may have been posted to (each chunk's best
-/// [`MAX_CELLS_PER_CHUNK`]: whether the third was, depended on the network's size when it was
-/// published), and its fetch time: what a withdrawal of it names. A withdrawal reaching an
+/// [`MAX_CELLS_PER_CHUNK`] and its spread ones: which, depended on the network's size when it
+/// was published), and its fetch time: what a withdrawal of it names. A withdrawal reaching an
 /// owner that never had the document drops nothing there; one reaching an owner that holds it
 /// through a cell the new version still reaches drops the old version only, which the new
 /// postings, sent with it, replace (see [`withdrawal`]). `None` for a document not indexed
@@ -112,7 +112,11 @@ pub fn posted(index: &LocalIndex, url: &str, book: &Codebook) -> Result<Option<(
     let mut cells = Vec::new();
     for key in &record.chunks {
         if let Some(vector) = index.store().vector(*key)? {
-            cells.extend(book.nearest(&vector, MAX_CELLS_PER_CHUNK).into_iter().map(|(c, _)| c));
+            // Its spread cells (a large network's) and its best ones (a small network's).
+            let posted = spread(book, &vector, MAX_CELLS_PER_CHUNK)
+                .into_iter()
+                .chain(book.nearest(&vector, MAX_CELLS_PER_CHUNK));
+            cells.extend(posted.map(|(c, _)| c));
         }
     }
     cells.sort_unstable();

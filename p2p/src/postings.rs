@@ -276,12 +276,14 @@ pub fn check_content(p: &Posting, codebook: &Codebook, model: &str) -> Result<(l
     if v.iter().any(|x| !x.is_finite()) || !(0.98..=1.02).contains(&norm) {
         return Err(BadPosting::Vector);
     }
-    // The vector must belong to the cell it claims: among its best cells, within a little
-    // slack (f16 rounding, another CPU's arithmetic).
+    // The vector must belong to the cell it claims: among its best cells (what a small network
+    // posts to), the best within a little slack (f16 rounding, another CPU's arithmetic), or
+    // its spread ones (a large network's: `placement::cells_of`).
     let best = codebook.nearest(&v, MAX_CELLS_PER_CHUNK);
     let claimed = weft_vecmath::dot(codebook.cell(p.cell), &v);
     let last = best.last().map_or(1.0, |b| b.1);
-    if !best.iter().any(|b| b.0 == p.cell) && claimed < last - CELL_SLACK {
+    let spread = || crate::placement::spread(codebook, &v, MAX_CELLS_PER_CHUNK);
+    if !best.iter().any(|b| b.0 == p.cell) && claimed < last - CELL_SLACK && !spread().iter().any(|c| c.0 == p.cell) {
         return Err(BadPosting::WrongCell(p.cell));
     }
     let publisher = p.verify()?;
@@ -355,6 +357,26 @@ mod tests {
         // It survives the wire.
         let bytes = cbor4ii::serde::to_vec(Vec::new(), &p).unwrap();
         assert_eq!(cbor4ii::serde::from_slice::<Posting>(&bytes).unwrap(), p);
+    }
+
+    #[test]
+    fn a_posting_to_one_of_its_spread_cells_is_taken_though_not_among_its_best() {
+        // Cells 0–2 lie on one side of the vector, cell 3 across: its spread cells are 0, 1, 3.
+        let b = Codebook::new(&[
+            unit(&[0.95, 0.31, 0.0]),
+            unit(&[0.9, 0.44, 0.0]),
+            unit(&[0.88, 0.47, 0.05]),
+            unit(&[0.8, -0.2, 0.55]),
+            unit(&[-1.0, 0.0, 0.0]),
+        ])
+        .unwrap();
+        let v = [1.0, 0.0, 0.0];
+        let cells = |k| crate::placement::spread(&b, &v, k).into_iter().map(|c| c.0).collect::<Vec<_>>();
+        assert_eq!(cells(3), [0, 1, 3]);
+        assert!(!b.nearest(&v, MAX_CELLS_PER_CHUNK).iter().any(|c| c.0 == 3), "not among its best three");
+        let all = |_: &libp2p::PeerId, _: &str| true;
+        assert!(check(&posting(&b, 3, &v), &b, "m", all).is_ok());
+        assert_eq!(check(&posting(&b, 4, &v), &b, "m", all), Err(BadPosting::WrongCell(4)), "neither");
     }
 
     #[test]

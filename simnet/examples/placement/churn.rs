@@ -25,8 +25,8 @@
 //! before anyone came or went, are the figure without churn.
 
 use crate::{
-    embed_all, exact, held_out, merge, nearest_cells, questions, recall, spread_cells, subset, top_docs, Args,
-    Corpus, Design, SAMPLE_PER_CELL, SPREAD_FROM,
+    design_cells, embed_all, exact, held_out, merge, questions, recall, subset, top_docs, Args, Corpus, Design,
+    SAMPLE_PER_CELL,
 };
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
@@ -219,7 +219,10 @@ impl Postings {
 /// without churn and under it.
 pub(crate) fn churn(corpus: &Corpus, a: &Args, embedder: &mut Embedder) -> anyhow::Result<()> {
     let span = a.churn_hours * 3600.0;
-    println!("\nQuestions asked under churn: {} h, {} chunks a member, seed {}", a.churn_hours, a.per_member, a.seed);
+    println!(
+        "\nQuestions asked under churn: {} h, {} chunks a member, {} cells ranked, seed {}",
+        a.churn_hours, a.per_member, a.nprobe, a.seed
+    );
     println!(
         "| members online | identities | design | cells | peers at most | recall@10 without churn | under churn | postings on a cell owner at the end | comings and goings | postings handed over | wall s |"
     );
@@ -253,14 +256,8 @@ pub(crate) fn churn(corpus: &Corpus, a: &Args, embedder: &mut Embedder) -> anyho
                 let sample: Vec<Vec<f32>> =
                     train.iter().take(SAMPLE_PER_CELL * cells_n).map(|c| sub.vector(*c).to_vec()).collect();
                 let book = Codebook::new(&kmeans(&sample, cells_n).centroids)?;
-                let near = nearest_cells(&sub, &book, if d.spread { SPREAD_FROM } else { d.per_chunk });
-                let cells: Vec<Vec<u32>> = near
-                    .iter()
-                    .map(|best| {
-                        let chosen = if d.spread { spread_cells(&book, best, d.per_chunk) } else { best.clone() };
-                        chosen.into_iter().map(|(c, _)| c).collect()
-                    })
-                    .collect();
+                let cells: Vec<Vec<u32>> =
+                    design_cells(&sub, &book, *d).into_iter().map(|cs| cs.into_iter().map(|(c, _)| c).collect()).collect();
                 let mut postings = Postings::place(*d, book, cells, &ring, &index);
                 // Each document's chunks and its announcement's phase within the week.
                 let mut doc_chunks: Vec<Vec<u32>> = vec![Vec::new(); sub.docs.len()];
@@ -278,7 +275,7 @@ pub(crate) fn churn(corpus: &Corpus, a: &Args, embedder: &mut Embedder) -> anyho
                         .map(|&qi| {
                             let asker = ring_members[rng.below(ring_members.len())];
                             let q = &qvecs[qi];
-                            let ranked = postings.book.nearest(q, 64);
+                            let ranked = postings.book.nearest(q, a.nprobe);
                             let owners: Vec<Vec<PeerId>> = ranked
                                 .iter()
                                 .map(|(c, _)| postings.owners[*c as usize].iter().map(|o| ids[*o as usize]).collect())

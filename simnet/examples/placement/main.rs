@@ -45,7 +45,7 @@ use weft_config::IndexConfig;
 use weft_index::embed::cosine;
 use weft_index::kmeans::kmeans;
 use weft_index::{Document, Embedder, Indexer, LocalIndex};
-use weft_p2p::placement::{cell_owners, cells_per_chunk, plan, Codebook};
+use weft_p2p::placement::{cell_owners, cells_per_chunk, plan, spread, Codebook};
 use weft_p2p::ring::{Ring, DEFAULT_VNODES};
 use weft_p2p::PeerId;
 use weft_simnet::rng::Rng;
@@ -95,6 +95,8 @@ struct Args {
     churn_hours: f64,
     /// The churn's draw.
     seed: u64,
+    /// `--nprobe`: cells a question ranks in a `--churn` run (the node's `search.nprobe`).
+    nprobe: usize,
 }
 
 fn list(s: &str) -> Vec<usize> {
@@ -121,6 +123,7 @@ fn args() -> Args {
         designs: designs("3x2,3x3"),
         churn_hours: 0.0,
         seed: 1,
+        nprobe: weft_config::SearchConfig::default().nprobe,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -140,6 +143,7 @@ fn args() -> Args {
             "--designs" => a.designs = designs(v),
             "--churn" => a.churn_hours = v.parse().expect("a number of hours"),
             "--seed" => a.seed = v.parse().expect("a number"),
+            "--nprobe" => a.nprobe = v.parse().expect("a number"),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -728,7 +732,7 @@ const SAMPLE_PER_CELL: usize = 80;
 /// How postings are placed in a `--grow` run: each cell owned by `replicas` members, each
 /// chunk posted to `per_chunk` cells: its best ones, or (`spread`) its best one and then, one
 /// at a time, the cell that is near the chunk but off the directions it already has (see
-/// [`spread_cells`]). Storage is `replicas × per_chunk` copies of each chunk either way.
+/// [`spread`]). Storage is `replicas × per_chunk` copies of each chunk either way.
 #[derive(Clone, Copy, Debug)]
 struct Design {
     replicas: usize,
@@ -794,12 +798,7 @@ fn grow(corpus: &Corpus, a: &Args, embedder: &mut Embedder) -> anyhow::Result<()
                 let sample: Vec<Vec<f32>> =
                     train.iter().take(SAMPLE_PER_CELL * cells).map(|c| sub.vector(*c).to_vec()).collect();
                 let book = Codebook::new(&kmeans(&sample, cells).centroids)?;
-                let near = nearest_cells(&sub, &book, if d.spread { SPREAD_FROM } else { d.per_chunk });
-                let chunk_cells: Vec<Vec<(u32, f32)>> = if d.spread {
-                    near.iter().map(|best| spread_cells(&book, best, d.per_chunk)).collect()
-                } else {
-                    near
-                };
+                let chunk_cells = design_cells(&sub, &book, *d);
                 let owners: Vec<Vec<PeerId>> =
                     (0..book.len() as u32).map(|c| cell_owners(&ring, book.id(), c, d.replicas)).collect();
                 let held = place(&sub, &node_of, &owners, &chunk_cells, d.per_chunk, d.per_chunk, 0.0);
@@ -823,38 +822,19 @@ fn grow(corpus: &Corpus, a: &Args, embedder: &mut Embedder) -> anyhow::Result<()
     Ok(())
 }
 
-/// The cells a spread placement chooses among: a chunk's best these many.
-const SPREAD_FROM: usize = 24;
-
-/// A chunk's `k` cells chosen spread out (after SOAR, Sun et al., "SOAR: Improved Indexing for
-/// Approximate Nearest Neighbor Search", NeurIPS 2023): its best cell, then each next the one
-/// of `best` that minimizes `‖x − c‖² + Σⱼ ⟨rⱼ, x − c⟩² / ‖rⱼ‖²` over the residuals
-/// `rⱼ = x − cⱼ` of the cells already chosen. A question near the chunk along a residual's
-/// direction misses the cell that residual came from; a cell whose residual is orthogonal to it
-/// is the one most likely to catch that question.
-fn spread_cells(book: &Codebook, best: &[(u32, f32)], k: usize) -> Vec<(u32, f32)> {
-    let mut chosen: Vec<(u32, f32)> = best.iter().take(1).copied().collect();
-    while chosen.len() < k.min(best.len()) {
-        let next = best
-            .iter()
-            .filter(|(c, _)| !chosen.iter().any(|(d, _)| d == c))
-            .map(|&(c, sim)| {
-                let mut loss = 2.0 - 2.0 * sim;
-                for &(j, sim_j) in &chosen {
-                    // ⟨x − cⱼ, x − c⟩ with unit x, c, cⱼ.
-                    let along = 1.0 - sim - sim_j + weft_vecmath::dot(book.cell(j), book.cell(c));
-                    loss += along * along / (2.0 - 2.0 * sim_j).max(1e-6);
-                }
-                ((c, sim), loss)
-            })
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-            .map(|(c, _)| c);
-        match next {
-            Some(c) => chosen.push(c),
-            None => break,
-        }
+/// Each chunk's cells under `design`: its best `per_chunk`, or its first `per_chunk` spread
+/// cells as the node chooses them ([`spread`]); on two threads.
+fn design_cells(corpus: &Corpus, book: &Codebook, design: Design) -> Vec<Vec<(u32, f32)>> {
+    if !design.spread {
+        return nearest_cells(corpus, book, design.per_chunk);
     }
-    chosen
+    let mid = corpus.len() / 2;
+    let k = design.per_chunk;
+    std::thread::scope(|s| {
+        let a = s.spawn(|| (0..mid).map(|c| spread(book, corpus.vector(c), k)).collect::<Vec<_>>());
+        let b = s.spawn(|| (mid..corpus.len()).map(|c| spread(book, corpus.vector(c), k)).collect::<Vec<_>>());
+        [a.join().expect("a thread"), b.join().expect("a thread")].concat()
+    })
 }
 
 /// Each chunk's `n` best cells, on two threads.
