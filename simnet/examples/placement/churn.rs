@@ -153,10 +153,8 @@ impl Postings {
     fn ring_changed(&mut self, ring: &Ring, index: &HashMap<PeerId, u32>, on: &[bool]) -> usize {
         let mut handed = 0;
         for c in 0..self.book.len() {
-            let new: Vec<u32> = cell_owners(ring, self.book.id(), c as u32, self.design.replicas)
-                .iter()
-                .map(|p| index[p])
-                .collect();
+            let new: Vec<u32> =
+                cell_owners(ring, self.book.id(), c as u32, self.design.replicas).iter().map(|p| index[p]).collect();
             if new == self.owners[c] {
                 continue;
             }
@@ -215,10 +213,31 @@ impl Postings {
     }
 }
 
+/// A share's questions: their vectors and exact answers over its corpus.
+struct Questions<'a> {
+    sub: &'a Corpus,
+    vectors: Vec<Vec<f32>>,
+    truth: Vec<Vec<u32>>,
+}
+
+/// What one design's span came to.
+struct Day {
+    online: usize,
+    identities: usize,
+    cells: usize,
+    /// Mean recall@10 on the first ring, and at the moments under churn.
+    still: f64,
+    under: f64,
+    /// The share of postings on one of their cell's owners at the end.
+    on_owner: f64,
+    /// Members that came or went, and postings handed over.
+    moved: usize,
+    handed: usize,
+}
+
 /// `--churn HOURS`: for each share of `--grow`, each `--held` and each design, recall@10
 /// without churn and under it.
 pub(crate) fn churn(corpus: &Corpus, a: &Args, embedder: &mut Embedder) -> anyhow::Result<()> {
-    let span = a.churn_hours * 3600.0;
     println!(
         "\nQuestions asked under churn: {} h, {} chunks a member, {} cells ranked, seed {}",
         a.churn_hours, a.per_member, a.nprobe, a.seed
@@ -229,124 +248,160 @@ pub(crate) fn churn(corpus: &Corpus, a: &Args, embedder: &mut Embedder) -> anyho
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for &share in &a.grow {
         let sub = subset(corpus, share);
-        let n = (sub.len() / a.per_member.max(1)).max(2);
-        let qs = questions(&sub, a.queries, &held_out);
-        let qvecs = embed_all(embedder, &qs)?;
-        let truth = exact(&sub, &qvecs);
-        eprintln!("  share {share}: {} chunks, {} questions", sub.len(), qs.len());
+        let titles = questions(&sub, a.queries, &held_out);
+        let vectors = embed_all(embedder, &titles)?;
+        let truth = exact(&sub, &vectors);
+        eprintln!("  share {share}: {} chunks, {} questions", sub.len(), titles.len());
+        let qs = Questions { sub: &sub, vectors, truth };
         let mut train: Vec<usize> =
             (0..sub.len()).filter(|c| !held_out(&sub.hosts[sub.docs[sub.chunk_doc[*c] as usize].2])).collect();
         Rng(0x434f_4445).shuffle(&mut train); // "CODE"
         for &h in &a.held {
             for d in &a.designs {
                 let started = Instant::now();
-                let mut churn = Churn::new(n, span, a.seed);
-                let ids = churn.ids.clone();
-                let index: HashMap<PeerId, u32> = ids.iter().enumerate().map(|(i, p)| (*p, i as u32)).collect();
-                let mut on: Vec<bool> = churn.members.iter().map(|m| m.online).collect();
-                let online: Vec<u32> = churn.online().collect();
-                let mut ring = Ring::new(online.iter().map(|i| churn.ids[*i as usize]), DEFAULT_VNODES);
-                // Who crawled each host: its owner on the first ring.
-                let crawler: Vec<u32> = sub.hosts.iter().map(|host| index[ring.owner(host).expect("a member")]).collect();
-                let mut own: HashMap<u32, Vec<usize>> = HashMap::new();
-                for c in 0..sub.len() {
-                    own.entry(crawler[sub.docs[sub.chunk_doc[c] as usize].2]).or_default().push(c);
-                }
-                let cells_n = ((h * online.len() as f64 / d.replicas as f64).round() as usize).max(1);
-                let sample: Vec<Vec<f32>> =
-                    train.iter().take(SAMPLE_PER_CELL * cells_n).map(|c| sub.vector(*c).to_vec()).collect();
-                let book = Codebook::new(&kmeans(&sample, cells_n).centroids)?;
-                let cells: Vec<Vec<u32>> =
-                    design_cells(&sub, &book, *d).into_iter().map(|cs| cs.into_iter().map(|(c, _)| c).collect()).collect();
-                let mut postings = Postings::place(*d, book, cells, &ring, &index);
-                // Each document's chunks and its announcement's phase within the week.
-                let mut doc_chunks: Vec<Vec<u32>> = vec![Vec::new(); sub.docs.len()];
-                for c in 0..sub.len() {
-                    doc_chunks[sub.chunk_doc[c] as usize].push(c as u32);
-                }
-                let mut phase_rng = Rng(a.seed ^ 0x414e_4e4f); // "ANNO"
-                let phases: Vec<f64> =
-                    (0..sub.docs.len()).map(|_| phase_rng.below_u64(REANNOUNCE_SECS as u64) as f64).collect();
-
-                let ask = |postings: &Postings, on: &[bool], ring_members: &[u32], qis: &[usize], rng: &mut Rng| {
-                    let (held, _) = postings.held(on);
-                    let none = Vec::new();
-                    qis.iter()
-                        .map(|&qi| {
-                            let asker = ring_members[rng.below(ring_members.len())];
-                            let q = &qvecs[qi];
-                            let ranked = postings.book.nearest(q, a.nprobe);
-                            let owners: Vec<Vec<PeerId>> = ranked
-                                .iter()
-                                .map(|(c, _)| postings.owners[*c as usize].iter().map(|o| ids[*o as usize]).collect())
-                                .collect();
-                            let route = ranked.iter().zip(&owners).map(|((c, _), o)| (*c, o.as_slice()));
-                            let me = ids[asker as usize];
-                            let chosen = plan(route, &me, a.budgets[0], |_| true);
-                            let mine = own.get(&asker).unwrap_or(&none).iter().chain(held.get(&asker).unwrap_or(&none));
-                            let mut lists = vec![top_docs(&sub, q, mine.copied(), 10)];
-                            for (p, _) in &chosen {
-                                let chunks = held.get(&index[p]).unwrap_or(&none);
-                                lists.push(top_docs(&sub, q, chunks.iter().copied(), 10));
-                            }
-                            recall(&merge(lists, 10), &truth[qi])
-                        })
-                        .collect::<Vec<f64>>()
-                };
-                let all: Vec<usize> = (0..qs.len()).collect();
-                let mut ask_rng = Rng(a.seed ^ 0x4153_4b53); // "ASKS"
-                let still = ask(&postings, &on, &online, &all, &mut ask_rng);
-
-                let (mut moved, mut handed, mut under) = (0usize, 0usize, Vec::new());
-                let steps = (span / STEP_SECS).ceil() as usize;
-                let per_moment = qs.len().div_ceil(MOMENTS);
-                for step in 1..=steps {
-                    let now = step as f64 * STEP_SECS;
-                    let went = churn.advance(now);
-                    let now_on: Vec<bool> = churn.members.iter().map(|m| m.online).collect();
-                    let came = now_on.iter().zip(&on).filter(|(n, o)| **n && !**o).count();
-                    moved += went + came;
-                    on = now_on;
-                    if went + came > 0 {
-                        ring = ring.rebuilt(churn.online().map(|i| (churn.ids[i as usize], DEFAULT_VNODES)));
-                        handed += postings.ring_changed(&ring, &index, &on);
-                    }
-                    // Documents due for their weekly announcement, by their crawler if it is
-                    // online and owns their host now.
-                    let due: Vec<u32> = (0..sub.docs.len())
-                        .filter(|d| phases[*d] >= now - STEP_SECS && phases[*d] < now)
-                        .filter(|d| {
-                            let host = &sub.hosts[sub.docs[*d].2];
-                            let c = crawler[sub.docs[*d].2];
-                            on[c as usize] && ring.owner(host).is_some_and(|o| index[o] == c)
-                        })
-                        .flat_map(|d| doc_chunks[d].iter().copied())
-                        .collect();
-                    postings.announce(&due);
-                    // Questions at MOMENTS moments, the last at the span's end.
-                    let moment = step * MOMENTS / steps;
-                    if (step * MOMENTS).is_multiple_of(steps) && moment >= 1 {
-                        let from = (moment - 1) * per_moment;
-                        let qis: Vec<usize> = (from..(from + per_moment).min(qs.len())).collect();
-                        let members: Vec<u32> = churn.online().collect();
-                        under.extend(ask(&postings, &on, &members, &qis, &mut ask_rng));
-                    }
-                }
-                let (_, on_owner) = postings.held(&on);
-                let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+                let day = day(&qs, &train, a, h, *d)?;
                 println!(
-                    "| {} | {} | {d} | {} | {} | {:.3} | {:.3} | {:.3} | {moved} | {handed} | {:.0} |",
-                    online.len(),
-                    churn.members.len(),
-                    postings.book.len(),
+                    "| {} | {} | {d} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} | {:.0} |",
+                    day.online,
+                    day.identities,
+                    day.cells,
                     a.budgets[0],
-                    mean(&still),
-                    mean(&under),
-                    on_owner,
+                    day.still,
+                    day.under,
+                    day.on_owner,
+                    day.moved,
+                    day.handed,
                     started.elapsed().as_secs_f64(),
                 );
             }
         }
     }
     Ok(())
+}
+
+/// One design's span: the first ring's placement and questions, then the comings and goings
+/// minute by minute, questions at [`MOMENTS`] moments.
+fn day(qs: &Questions<'_>, train: &[usize], a: &Args, held: f64, d: Design) -> anyhow::Result<Day> {
+    let sub = qs.sub;
+    let span = a.churn_hours * 3600.0;
+    let n = (sub.len() / a.per_member.max(1)).max(2);
+    let mut churn = Churn::new(n, span, a.seed);
+    let ids = churn.ids.clone();
+    let index: HashMap<PeerId, u32> = ids.iter().enumerate().map(|(i, p)| (*p, i as u32)).collect();
+    let mut on: Vec<bool> = churn.members.iter().map(|m| m.online).collect();
+    let online: Vec<u32> = churn.online().collect();
+    let mut ring = Ring::new(online.iter().map(|i| ids[*i as usize]), DEFAULT_VNODES);
+    // Who crawled each host: its owner on the first ring.
+    let crawler: Vec<u32> = sub.hosts.iter().map(|host| index[ring.owner(host).expect("a member")]).collect();
+    let mut own: HashMap<u32, Vec<usize>> = HashMap::new();
+    for c in 0..sub.len() {
+        own.entry(crawler[sub.docs[sub.chunk_doc[c] as usize].2]).or_default().push(c);
+    }
+    let cells_n = ((held * online.len() as f64 / d.replicas as f64).round() as usize).max(1);
+    let sample: Vec<Vec<f32>> = train.iter().take(SAMPLE_PER_CELL * cells_n).map(|c| sub.vector(*c).to_vec()).collect();
+    let book = Codebook::new(&kmeans(&sample, cells_n).centroids)?;
+    let cells: Vec<Vec<u32>> =
+        design_cells(sub, &book, d).into_iter().map(|cs| cs.into_iter().map(|(c, _)| c).collect()).collect();
+    let mut postings = Postings::place(d, book, cells, &ring, &index);
+    // Each document's chunks and its announcement's phase within the week.
+    let mut doc_chunks: Vec<Vec<u32>> = vec![Vec::new(); sub.docs.len()];
+    for c in 0..sub.len() {
+        doc_chunks[sub.chunk_doc[c] as usize].push(c as u32);
+    }
+    let mut phase_rng = Rng(a.seed ^ 0x414e_4e4f); // "ANNO"
+    let phases: Vec<f64> = (0..sub.docs.len()).map(|_| phase_rng.below_u64(REANNOUNCE_SECS as u64) as f64).collect();
+
+    let asking = Asking { qs, ids: &ids, index: &index, own: &own, nprobe: a.nprobe, budget: a.budgets[0] };
+    let all: Vec<usize> = (0..qs.vectors.len()).collect();
+    let mut ask_rng = Rng(a.seed ^ 0x4153_4b53); // "ASKS"
+    let still = asking.ask(&postings, &on, &online, &all, &mut ask_rng);
+
+    let (mut moved, mut handed, mut under) = (0usize, 0usize, Vec::new());
+    let steps = (span / STEP_SECS).ceil() as usize;
+    let per_moment = all.len().div_ceil(MOMENTS);
+    for step in 1..=steps {
+        let now = step as f64 * STEP_SECS;
+        let went = churn.advance(now);
+        let now_on: Vec<bool> = churn.members.iter().map(|m| m.online).collect();
+        let came = now_on.iter().zip(&on).filter(|(n, o)| **n && !**o).count();
+        moved += went + came;
+        on = now_on;
+        if went + came > 0 {
+            ring = ring.rebuilt(churn.online().map(|i| (ids[i as usize], DEFAULT_VNODES)));
+            handed += postings.ring_changed(&ring, &index, &on);
+        }
+        // Documents due for their weekly announcement, by their crawler if it is online and
+        // owns their host now.
+        let due: Vec<u32> = (0..sub.docs.len())
+            .filter(|d| phases[*d] >= now - STEP_SECS && phases[*d] < now)
+            .filter(|d| {
+                let (host, c) = (&sub.hosts[sub.docs[*d].2], crawler[sub.docs[*d].2]);
+                on[c as usize] && ring.owner(host).is_some_and(|o| index[o] == c)
+            })
+            .flat_map(|d| doc_chunks[d].iter().copied())
+            .collect();
+        postings.announce(&due);
+        // Questions at MOMENTS moments, the last at the span's end.
+        let moment = step * MOMENTS / steps;
+        if (step * MOMENTS).is_multiple_of(steps) && moment >= 1 {
+            let from = (moment - 1) * per_moment;
+            let qis: Vec<usize> = (from..(from + per_moment).min(all.len())).collect();
+            let members: Vec<u32> = churn.online().collect();
+            under.extend(asking.ask(&postings, &on, &members, &qis, &mut ask_rng));
+        }
+    }
+    let (_, on_owner) = postings.held(&on);
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    Ok(Day {
+        online: online.len(),
+        identities: churn.members.len(),
+        cells: postings.book.len(),
+        still: mean(&still),
+        under: mean(&under),
+        on_owner,
+        moved,
+        handed,
+    })
+}
+
+/// What a question is asked with: the members' identities, what each crawled, and the node's
+/// routing settings.
+struct Asking<'a> {
+    qs: &'a Questions<'a>,
+    ids: &'a [PeerId],
+    index: &'a HashMap<PeerId, u32>,
+    own: &'a HashMap<u32, Vec<usize>>,
+    nprobe: usize,
+    budget: usize,
+}
+
+impl Asking<'_> {
+    /// Questions `qis`, each by a member of `members` drawn by `rng`, planned on the cells'
+    /// owners of the moment: recall@10 of each. An asked peer answers from every posting it
+    /// holds (`on`: the members online), the asker from its own index and its postings.
+    fn ask(&self, postings: &Postings, on: &[bool], members: &[u32], qis: &[usize], rng: &mut Rng) -> Vec<f64> {
+        let (held, _) = postings.held(on);
+        let none = Vec::new();
+        let sub = self.qs.sub;
+        qis.iter()
+            .map(|&qi| {
+                let asker = members[rng.below(members.len())];
+                let q = &self.qs.vectors[qi];
+                let ranked = postings.book.nearest(q, self.nprobe);
+                let owners: Vec<Vec<PeerId>> = ranked
+                    .iter()
+                    .map(|(c, _)| postings.owners[*c as usize].iter().map(|o| self.ids[*o as usize]).collect())
+                    .collect();
+                let route = ranked.iter().zip(&owners).map(|((c, _), o)| (*c, o.as_slice()));
+                let chosen = plan(route, &self.ids[asker as usize], self.budget, |_| true);
+                let mine = self.own.get(&asker).unwrap_or(&none).iter().chain(held.get(&asker).unwrap_or(&none));
+                let mut lists = vec![top_docs(sub, q, mine.copied(), 10)];
+                for (p, _) in &chosen {
+                    let chunks = held.get(&self.index[p]).unwrap_or(&none);
+                    lists.push(top_docs(sub, q, chunks.iter().copied(), 10));
+                }
+                recall(&merge(lists, 10), &self.qs.truth[qi])
+            })
+            .collect()
+    }
 }
