@@ -206,9 +206,9 @@ pub fn cells_per_chunk(members: usize, cells: usize, replicas: usize) -> usize {
 /// ones (+0.015 to +0.04 recall@10 at the same storage from 354 to 6,300 members, and as much
 /// under a day of churn: `placement --designs` and `--churn`, benchmarks). In a small network
 /// the asker and its peers hold most cells either way (0.992 best, 0.994 spread at 50 members),
-/// and the five-node search test, whose asker asks one peer first, lost a page worded far from
-/// its question when its second cell was a spread one: the best two cells are the ones a
-/// question near either of them ranks.
+/// and where a question asks a single peer, a page worded far from it is found through a cell
+/// the question ranks well: a chunk's second-best cell is one more often than a spread one
+/// (benchmarks: why spread cells lost a page in the five-node search test).
 pub fn cells_of(book: &Codebook, v: &[f32], k: usize) -> Vec<(u32, f32)> {
     if k >= SPREAD_AT {
         spread(book, v, k)

@@ -51,8 +51,8 @@ impl WorkDir {
 
 /// Tests whose network works the machine or is timed tightly (the NAT lab, search hedges, the
 /// churn scenarios' real processes) take this first: it holds every one of the [`SLOTS`]. On
-/// two cores, two such networks at once slow each other past their bounds. Lighter tests run
-/// beside them.
+/// two cores, two such networks at once slow each other past their bounds. Tests that run no
+/// network run beside them; shared turns asked while one waits wait behind it (see [`turn`]).
 /// The turn is held across processes too (an `flock` on each slot's file in the target dir),
 /// because the test runner runs several test binaries at once and each crate's tests share one
 /// process.
