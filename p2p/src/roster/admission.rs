@@ -7,7 +7,7 @@
 //! sponsors' attention for five minutes each before they touch the ring.
 
 use crate::roster::event::{Event, Proof, What};
-use crate::roster::{Refused, Roster, Snapshot, Trust, MONITORS};
+use crate::roster::{Refused, Roster, Snapshot, Trust, MONITORS, SPONSORED_PER_HOUR};
 use libp2p::identity::Keypair;
 use libp2p::PeerId;
 use std::collections::HashMap;
@@ -163,10 +163,17 @@ impl Admission {
     }
 }
 
-/// A member's side: the newcomers it has been connected to, and since when.
+/// A member's side: the newcomers it has been connected to, and since when; and the joins it
+/// signed in the last hour.
 #[derive(Debug, Clone, Default)]
 pub struct Sponsoring {
     met: HashMap<PeerId, u64>,
+    /// Whom it signed a join for, and when. Its roster counts only the joins that have come
+    /// back to it, and a newcomer publishes its join after it has every signature: without its
+    /// own count a member asked by a burst of newcomers could sign more than the hourly
+    /// [`SPONSORED_PER_HOUR`] before the first of their joins came back, and members that took
+    /// those joins in different orders would each refuse a different one.
+    signed: Vec<(PeerId, u64)>,
 }
 
 impl Sponsoring {
@@ -200,7 +207,7 @@ impl Sponsoring {
     /// relayed): its own Joined, dated now, after a probation connected to `me`, `me` one of
     /// its would-be monitors, the Sybil limits kept.
     pub fn sponsor(
-        &self,
+        &mut self,
         key: &Keypair,
         roster: &Roster,
         from: &PeerId,
@@ -234,8 +241,17 @@ impl Sponsoring {
             return Err("this member is not among its monitors".into());
         }
         roster.may_sponsor(&me, &peer, block, now).map_err(|e| e.to_string())?;
+        self.signed.retain(|(_, at)| at + 3600 > now);
+        let again = self.signed.iter().any(|(p, _)| *p == peer);
+        if !again && !roster.young_at(now) && self.signed.len() >= SPONSORED_PER_HOUR {
+            return Err(format!("signed {SPONSORED_PER_HOUR} joins in the last hour already"));
+        }
         let signed = joined.clone().signed_by(key);
-        signed.proofs.last().cloned().ok_or_else(|| "no signature".into())
+        let proof = signed.proofs.last().cloned().ok_or("no signature")?;
+        if !again {
+            self.signed.push((peer, now));
+        }
+        Ok(proof)
     }
 }
 
@@ -243,7 +259,7 @@ impl Sponsoring {
 mod tests {
     use super::{Admission, Sponsoring, Stage};
     use crate::roster::event::{Event, What};
-    use crate::roster::{Roster, Trust, PROBATION};
+    use crate::roster::{Roster, Trust, MONITORS, PROBATION, SPONSORED_PER_HOUR};
     use libp2p::identity::Keypair;
 
     const T0: u64 = 1_780_000_000;
@@ -285,7 +301,7 @@ mod tests {
         let mut met = Sponsoring::default();
         met.connected(me, T0);
         assert!(met.sponsor(stranger, &full, &me, &joined, 0, now).unwrap_err().contains("not among its monitors"));
-        let fresh = Sponsoring::default();
+        let mut fresh = Sponsoring::default();
         assert!(fresh.sponsor(key_of(monitors[0]), &full, &me, &joined, 0, now).is_err());
         // Sent by another peer, or naming another block, it is declined too.
         assert!(sponsoring[0].sponsor(key_of(monitors[0]), &full, &monitors[1], &joined, 0, now).is_err());
@@ -296,7 +312,7 @@ mod tests {
         rejoined.connected(me, now);
         assert!(rejoined.sponsor(key_of(monitors[2]), &full, &me, &joined, 0, now).unwrap_err().contains("probation"));
         let mut became = false;
-        for (s, m) in sponsoring.iter().zip(&monitors).take(2) {
+        for (s, m) in sponsoring.iter_mut().zip(&monitors).take(2) {
             let proof = s.sponsor(key_of(*m), &full, &me, &joined, 0, now).unwrap();
             became = admission.signed(*m, proof, &mut mine, now).unwrap();
         }
@@ -304,5 +320,51 @@ mod tests {
         // Every member takes the sponsored join.
         let event = mine.event_of(&me).unwrap().clone();
         assert!(full.apply(event, now, Trust::Member).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_member_signs_no_more_joins_an_hour_than_the_count_before_any_comes_back() {
+        // Four members in a network older than a probation.
+        let keys: Vec<Keypair> = (0..4).map(|_| Keypair::generate_ed25519()).collect();
+        let mut roster = Roster::new(8);
+        for (i, k) in keys.iter().enumerate() {
+            let at = T0 + i as u64;
+            let e = keys[i.saturating_sub(2)..i].iter().fold(
+                Event::new(&k.public().to_peer_id(), at, What::Joined { vnodes: 8, since: at, block: 0 }).signed_by(k),
+                |e, s| e.signed_by(s),
+            );
+            roster.apply(e, at, Trust::Member).unwrap();
+        }
+        let sponsor = &keys[0];
+        let me = sponsor.public().to_peer_id();
+        // Newcomers it would monitor, each met a probation ago; none of their joins comes back
+        // to its roster (they are still collecting signatures).
+        let mut now = T0 + 10 * PROBATION;
+        let newcomers: Vec<Keypair> = std::iter::repeat_with(Keypair::generate_ed25519)
+            .filter(|k| roster.successors(&k.public().to_peer_id(), MONITORS).contains(&me))
+            .take(SPONSORED_PER_HOUR + 1)
+            .collect();
+        let mut sponsoring = Sponsoring::default();
+        for k in &newcomers {
+            sponsoring.connected(k.public().to_peer_id(), now - PROBATION);
+        }
+        let join = |k: &Keypair, at: u64| {
+            let peer = k.public().to_peer_id();
+            Event::new(&peer, at, What::Joined { vnodes: 8, since: at, block: 0 }).signed_by(k)
+        };
+        let ask = |s: &mut Sponsoring, k: &Keypair, now: u64| {
+            s.sponsor(sponsor, &roster, &k.public().to_peer_id(), &join(k, now), 0, now)
+        };
+        for k in &newcomers[..SPONSORED_PER_HOUR] {
+            assert!(ask(&mut sponsoring, k, now).is_ok());
+            now += 60;
+        }
+        let last = &newcomers[SPONSORED_PER_HOUR];
+        assert!(ask(&mut sponsoring, last, now).unwrap_err().contains("in the last hour"));
+        // One it signed for asks again (its sponsors did not all answer): signed again.
+        assert!(ask(&mut sponsoring, &newcomers[0], now).is_ok());
+        // An hour after the first signature, there is room for one more.
+        now = T0 + 10 * PROBATION + 3600;
+        assert!(ask(&mut sponsoring, last, now).is_ok());
     }
 }
