@@ -326,15 +326,7 @@ mod tests {
     fn a_member_signs_no_more_joins_an_hour_than_the_count_before_any_comes_back() {
         // Four members in a network older than a probation.
         let keys: Vec<Keypair> = (0..4).map(|_| Keypair::generate_ed25519()).collect();
-        let mut roster = Roster::new(8);
-        for (i, k) in keys.iter().enumerate() {
-            let at = T0 + i as u64;
-            let e = keys[i.saturating_sub(2)..i].iter().fold(
-                Event::new(&k.public().to_peer_id(), at, What::Joined { vnodes: 8, since: at, block: 0 }).signed_by(k),
-                |e, s| e.signed_by(s),
-            );
-            roster.apply(e, at, Trust::Member).unwrap();
-        }
+        let (roster, _) = crate::roster::tests::founded(&keys, T0);
         let sponsor = &keys[0];
         let me = sponsor.public().to_peer_id();
         // Newcomers it would monitor, each met a probation ago; none of their joins comes back

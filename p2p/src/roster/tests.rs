@@ -21,7 +21,7 @@ fn joined(k: &Keypair, at: u64, block: u64, sponsors: &[&Keypair]) -> Event {
 }
 
 /// A roster of `keys`, each sponsored by the two before it.
-fn founded(keys: &[Keypair], at: u64) -> (Roster, Vec<Event>) {
+pub(super) fn founded(keys: &[Keypair], at: u64) -> (Roster, Vec<Event>) {
     let mut roster = Roster::new(8);
     let mut events = Vec::new();
     for (i, k) in keys.iter().enumerate() {
