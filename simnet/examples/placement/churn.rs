@@ -36,6 +36,7 @@ use weft_p2p::placement::{cell_owners, plan, Codebook};
 use weft_p2p::ring::{Ring, DEFAULT_VNODES};
 use weft_p2p::PeerId;
 use weft_simnet::rng::Rng;
+use weft_simnet::scale::member_key;
 use weft_simnet::scale::sessions::{Kind, SessionModel};
 
 /// The simulation's step: the ring is rebuilt and cells handed over once a minute.
@@ -80,7 +81,7 @@ impl Churn {
                 }
             })
             .collect();
-        let ids = (0..members.len()).map(|i| key(seed, i)).collect();
+        let ids = (0..members.len()).map(|i| member_key(seed, i).public().to_peer_id()).collect();
         Churn { model, members, ids, rng }
     }
 
@@ -108,17 +109,6 @@ impl Churn {
         }
         went
     }
-}
-
-/// Member `i`'s identity in a run seeded `seed` (as `weft-simnet scale` derives its keys).
-fn key(seed: u64, i: usize) -> PeerId {
-    let mut bytes = [0u8; 16];
-    bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    bytes[8..].copy_from_slice(&(i as u64).to_le_bytes());
-    libp2p::identity::Keypair::ed25519_from_bytes(*blake3::hash(&bytes).as_bytes())
-        .expect("32 bytes make a key")
-        .public()
-        .to_peer_id()
 }
 
 /// One design's postings as they move: every (chunk, cell) and who holds it.

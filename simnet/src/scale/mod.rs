@@ -264,6 +264,12 @@ fn mean(v: &[f64]) -> f64 {
     }
 }
 
+/// The key of member `i` in a run seeded `seed`: the same members in every run of a seed (the
+/// placement benchmark's churn draws its members so too).
+pub fn member_key(seed: u64, i: usize) -> libp2p::identity::Keypair {
+    member::Node::key(seed, i)
+}
+
 /// The `q` quantile (nearest rank), `None` when there is nothing.
 pub fn quantile(v: &[f64], q: f64) -> Option<f64> {
     if v.is_empty() {
