@@ -30,12 +30,15 @@
 //!
 //! `--grow 0.125,0.25,0.5,1` judges cells that grow with the network instead (see [`grow`]),
 //! for each of `--designs` (`3x3,1x9s`: owners a cell × cells a chunk, `s` for spread cells).
+//! With `--ladder DEPTH`, those cells are split from the shipped size rather than trained
+//! afresh at each size (see [`ladder`]).
 //!
 //! `WEFT_PLACEMENT_DOCS` (colon-separated directories) replaces the default manuals.
 //! `--write-codebook PATH --cells N` trains the codebook the network ships (N cells, on a seeded
 //! sample of every host's chunks) and writes it to PATH instead of measuring.
 
 mod churn;
+mod ladder;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -97,6 +100,9 @@ struct Args {
     seed: u64,
     /// `--nprobe`: cells a question ranks in a `--churn` run (the node's `search.nprobe`).
     nprobe: usize,
+    /// `--ladder DEPTH`: instead, a codebook grown by splitting its cells this many times,
+    /// judged at the sizes of `--grow` (see [`ladder`]).
+    ladder: Option<usize>,
 }
 
 fn list(s: &str) -> Vec<usize> {
@@ -124,6 +130,7 @@ fn args() -> Args {
         churn_hours: 0.0,
         seed: 1,
         nprobe: weft_config::SearchConfig::default().nprobe,
+        ladder: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -144,6 +151,7 @@ fn args() -> Args {
             "--churn" => a.churn_hours = v.parse().expect("a number of hours"),
             "--seed" => a.seed = v.parse().expect("a number"),
             "--nprobe" => a.nprobe = v.parse().expect("a number"),
+            "--ladder" => a.ladder = Some(v.parse().expect("a number of levels")),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -528,6 +536,9 @@ fn main() -> anyhow::Result<()> {
     if a.churn_hours > 0.0 {
         return churn::churn(&corpus, &a, &mut embedder);
     }
+    if let Some(depth) = a.ladder {
+        return ladder::ladder(&corpus, &a, depth, &mut embedder);
+    }
     if !a.grow.is_empty() {
         return grow(&corpus, &a, &mut embedder);
     }
@@ -584,6 +595,15 @@ fn main() -> anyhow::Result<()> {
             own[node_of[ring.owner(host).unwrap()]].push(c);
         }
         let askers: Vec<usize> = (0..qs.len()).map(|i| (i * 7919) % n).collect();
+        let network = Network {
+            corpus: &corpus,
+            qvecs: &qvecs,
+            truth: &truth,
+            members: &members,
+            node_of: &node_of,
+            own: &own,
+            askers: &askers,
+        };
         let mut rows = Vec::new();
         // Today: summaries of 32 centroids, the best-scoring peers asked.
         let summaries: Vec<_> = own
@@ -670,9 +690,7 @@ fn main() -> anyhow::Result<()> {
                 let held = place(&corpus, &node_of, &owners, &chunk_cells[bi], always, most, margin);
                 let (storage, storage_max) = storage(&held, corpus.len());
                 for &budget in &a.budgets {
-                    let (recall_mean, asked_mean, asked_max) = ask_by_cell(
-                        &corpus, &qvecs, &truth, book, &owners, &members, &node_of, &own, &held, &askers, budget,
-                    );
+                    let (recall_mean, asked_mean, asked_max) = network.ask_by_cell(book, &owners, &held, budget);
                     rows.push(Row {
                         what: format!("by cell, {name}, {spill}, r = {}, budget {budget}", a.replicas),
                         recall: recall_mean,
@@ -776,19 +794,11 @@ fn grow(corpus: &Corpus, a: &Args, embedder: &mut Embedder) -> anyhow::Result<()
     for &share in &a.grow {
         let started = Instant::now();
         let sub = subset(corpus, share);
-        let n = (sub.len() / a.per_member.max(1)).max(2);
-        let qs = questions(&sub, a.queries, &held_out);
-        let qvecs = embed_all(embedder, &qs)?;
-        let truth = exact(&sub, &qvecs);
-        let members = peers(n);
-        let ring = Ring::new(members.clone(), DEFAULT_VNODES);
-        let node_of: HashMap<&PeerId, usize> = members.iter().enumerate().map(|(i, m)| (m, i)).collect();
-        let mut own: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for c in 0..sub.len() {
-            let host = &sub.hosts[sub.docs[sub.chunk_doc[c] as usize].2];
-            own[node_of[ring.owner(host).unwrap()]].push(c);
-        }
-        let askers: Vec<usize> = (0..qs.len()).map(|i| (i * 7919) % n).collect();
+        let g = Grown::new(&sub, a, embedder)?;
+        let n = g.members.len();
+        let node_of = g.node_of();
+        let own = g.own(&sub, &node_of);
+        let network = g.network(&sub, &node_of, &own);
         let mut train: Vec<usize> =
             (0..sub.len()).filter(|c| !held_out(&sub.hosts[sub.docs[sub.chunk_doc[*c] as usize].2])).collect();
         Rng(0x434f_4445).shuffle(&mut train); // "CODE"
@@ -800,13 +810,11 @@ fn grow(corpus: &Corpus, a: &Args, embedder: &mut Embedder) -> anyhow::Result<()
                 let book = Codebook::new(&kmeans(&sample, cells).centroids)?;
                 let chunk_cells = design_cells(&sub, &book, *d);
                 let owners: Vec<Vec<PeerId>> =
-                    (0..book.len() as u32).map(|c| cell_owners(&ring, book.id(), c, d.replicas)).collect();
+                    (0..book.len() as u32).map(|c| cell_owners(&g.ring, book.id(), c, d.replicas)).collect();
                 let held = place(&sub, &node_of, &owners, &chunk_cells, d.per_chunk, d.per_chunk, 0.0);
                 let (mean, most) = storage(&held, sub.len());
                 for &budget in &a.budgets {
-                    let (recall, asked, _) = ask_by_cell(
-                        &sub, &qvecs, &truth, &book, &owners, &members, &node_of, &own, &held, &askers, budget,
-                    );
+                    let (recall, asked, _) = network.ask_by_cell(&book, &owners, &held, budget);
                     println!(
                         "| {share} | {} | {n} | {d} | {} | {:.2} | {:.0} | {budget} | {recall:.3} | {asked:.1} | {mean:.1} / {most:.1} |",
                         sub.len(),
@@ -817,7 +825,7 @@ fn grow(corpus: &Corpus, a: &Args, embedder: &mut Embedder) -> anyhow::Result<()
                 }
             }
         }
-        eprintln!("  share {share}: {} questions, {:.0} s", qs.len(), started.elapsed().as_secs_f64());
+        eprintln!("  share {share}: {} questions, {:.0} s", g.qvecs.len(), started.elapsed().as_secs_f64());
     }
     Ok(())
 }
@@ -899,33 +907,96 @@ fn storage(held: &[Vec<usize>], corpus_len: usize) -> (f64, f64) {
     )
 }
 
-/// Every question asked by cell, as a node plans it: the owners of its best cells until
-/// `budget` peers; each answers from the postings it holds, the asker from its own index and
-/// its postings. Mean recall@10, mean and most peers asked.
-#[allow(clippy::too_many_arguments)]
-fn ask_by_cell(
-    corpus: &Corpus,
-    qvecs: &[Vec<f32>],
-    truth: &[Vec<u32>],
-    book: &Codebook,
-    owners: &[Vec<PeerId>],
-    members: &[PeerId],
-    node_of: &HashMap<&PeerId, usize>,
-    own: &[Vec<usize>],
-    held: &[Vec<usize>],
-    askers: &[usize],
-    budget: usize,
-) -> (f64, f64, usize) {
-    judge(qvecs.len(), |qi| {
-        let (q, asker) = (&qvecs[qi], askers[qi]);
-        let ranked = book.nearest(q, 64);
-        let cells = ranked.iter().map(|(c, _)| (*c, owners[*c as usize].as_slice()));
-        let chosen: Vec<usize> =
-            plan(cells, &members[asker], budget, |_| true).iter().map(|(p, _)| node_of[p]).collect();
-        let mut lists = vec![top_docs(corpus, q, own[asker].iter().chain(&held[asker]).copied(), 10)];
-        lists.extend(chosen.iter().map(|p| top_docs(corpus, q, held[*p].iter().copied(), 10)));
-        (recall(&merge(lists, 10), &truth[qi]), chosen.len())
-    })
+/// A network grown over a share of the corpus, a member for every `--per-member` chunks: the
+/// questions (titles of held-out hosts) and their exact answers, the members on one ring, and
+/// who asks each question.
+struct Grown {
+    qvecs: Vec<Vec<f32>>,
+    truth: Vec<Vec<u32>>,
+    members: Vec<PeerId>,
+    ring: Ring,
+    askers: Vec<usize>,
+}
+
+impl Grown {
+    fn new(sub: &Corpus, a: &Args, embedder: &mut Embedder) -> anyhow::Result<Grown> {
+        let n = (sub.len() / a.per_member.max(1)).max(2);
+        let qs = questions(sub, a.queries, &held_out);
+        let qvecs = embed_all(embedder, &qs)?;
+        let truth = exact(sub, &qvecs);
+        let members = peers(n);
+        let ring = Ring::new(members.clone(), DEFAULT_VNODES);
+        let askers = (0..qs.len()).map(|i| (i * 7919) % n).collect();
+        Ok(Grown { qvecs, truth, members, ring, askers })
+    }
+
+    fn node_of(&self) -> HashMap<&PeerId, usize> {
+        self.members.iter().enumerate().map(|(i, m)| (m, i)).collect()
+    }
+
+    /// Per member, the chunks it crawled: those of the hosts it owns.
+    fn own(&self, sub: &Corpus, node_of: &HashMap<&PeerId, usize>) -> Vec<Vec<usize>> {
+        let mut own: Vec<Vec<usize>> = vec![Vec::new(); self.members.len()];
+        for c in 0..sub.len() {
+            let host = &sub.hosts[sub.docs[sub.chunk_doc[c] as usize].2];
+            own[node_of[self.ring.owner(host).expect("members")]].push(c);
+        }
+        own
+    }
+
+    fn network<'a>(
+        &'a self,
+        corpus: &'a Corpus,
+        node_of: &'a HashMap<&'a PeerId, usize>,
+        own: &'a [Vec<usize>],
+    ) -> Network<'a> {
+        Network {
+            corpus,
+            qvecs: &self.qvecs,
+            truth: &self.truth,
+            members: &self.members,
+            node_of,
+            own,
+            askers: &self.askers,
+        }
+    }
+}
+
+/// A network as the questions find it: its chunks, the questions and their exact answers, the
+/// members (each crawled the hosts it owns on one ring: `own`) and who asks each question.
+struct Network<'a> {
+    corpus: &'a Corpus,
+    qvecs: &'a [Vec<f32>],
+    truth: &'a [Vec<u32>],
+    members: &'a [PeerId],
+    node_of: &'a HashMap<&'a PeerId, usize>,
+    own: &'a [Vec<usize>],
+    askers: &'a [usize],
+}
+
+impl Network<'_> {
+    /// Every question asked by cell, as a node plans it: the owners of its best cells of `book`
+    /// until `budget` peers; each answers from the postings it holds (`held`), the asker from
+    /// its own index and its postings. Mean recall@10, mean and most peers asked.
+    fn ask_by_cell(
+        &self,
+        book: &Codebook,
+        owners: &[Vec<PeerId>],
+        held: &[Vec<usize>],
+        budget: usize,
+    ) -> (f64, f64, usize) {
+        judge(self.qvecs.len(), |qi| {
+            let (q, asker) = (&self.qvecs[qi], self.askers[qi]);
+            let ranked = book.nearest(q, 64);
+            let cells = ranked.iter().map(|(c, _)| (*c, owners[*c as usize].as_slice()));
+            let chosen: Vec<usize> =
+                plan(cells, &self.members[asker], budget, |_| true).iter().map(|(p, _)| self.node_of[p]).collect();
+            let mine = self.own[asker].iter().chain(&held[asker]).copied();
+            let mut lists = vec![top_docs(self.corpus, q, mine, 10)];
+            lists.extend(chosen.iter().map(|p| top_docs(self.corpus, q, held[*p].iter().copied(), 10)));
+            (recall(&merge(lists, 10), &self.truth[qi]), chosen.len())
+        })
+    }
 }
 
 /// How much of a member's content is close to `query` by its routing summary, as the network
