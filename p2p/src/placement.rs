@@ -28,8 +28,11 @@
 //! best three cells reaches 0.964–0.967 there, at 1.5× the storage — so a large network does
 //! ([`cells_per_chunk`]).
 
+pub mod ladder;
+
 use crate::ring::Ring;
 use half::f16;
+pub use ladder::Ladder;
 use libp2p::PeerId;
 
 /// The largest codebook accepted.
@@ -40,10 +43,22 @@ const MAGIC: &[u8; 8] = b"WEFTCB01";
 /// The codebook this release ships (see the module doc).
 const SHIPPED: &[u8] = include_bytes!("../codebook/cells-256.bin");
 
+/// The levels this release ships below [`SHIPPED`] (see [`ladder`]).
+const SHIPPED_LADDER: &[u8] = include_bytes!("../codebook/ladder-256.bin");
+
 /// The network's codebook: the one every node of this release uses.
 pub fn shipped() -> &'static Codebook {
     static BOOK: std::sync::OnceLock<Codebook> = std::sync::OnceLock::new();
     BOOK.get_or_init(|| Codebook::decode(SHIPPED).expect("the shipped codebook decodes (a unit test holds it)"))
+}
+
+/// The network's ladder of codebooks, [`shipped`] at its first level: the cells every node of
+/// this release grows into as the network grows (see [`ladder`]).
+pub fn shipped_ladder() -> &'static Ladder {
+    static LADDER: std::sync::OnceLock<Ladder> = std::sync::OnceLock::new();
+    LADDER.get_or_init(|| {
+        Ladder::decode(shipped().clone(), SHIPPED_LADDER).expect("the shipped ladder decodes (a unit test holds it)")
+    })
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -171,6 +186,10 @@ pub fn cell_owners(ring: &Ring, codebook_id: &str, cell: u32, replicas: usize) -
     ring.owners_of_point(cell_point(codebook_id, cell), replicas)
 }
 
+/// A chunk may be posted to its best cells; this many at most a level (its publisher posts to
+/// two or three by the network's size: [`cells_per_chunk`]).
+pub const MAX_CELLS_PER_CHUNK: usize = 3;
+
 /// The cells a chunk is posted to while its owners hold this few cells each, on average, or
 /// more: two. Below it, three (see [`cells_per_chunk`]).
 pub const TWO_CELLS_DOWN_TO: f64 = 2.0;
@@ -188,7 +207,7 @@ pub const TWO_CELLS_DOWN_TO: f64 = 2.0;
 /// three 0.964 at 1,000 — at half as much storage again (each node 9× its own chunks instead of
 /// 6×), paid only where it buys recall. A publisher decides alone, by its own ring; a receiver
 /// accepts any of a chunk's best three cells or its three spread ones
-/// ([`crate::postings::MAX_CELLS_PER_CHUNK`]).
+/// ([`MAX_CELLS_PER_CHUNK`]).
 pub fn cells_per_chunk(members: usize, cells: usize, replicas: usize) -> usize {
     let held = (cells * replicas.max(1)) as f64 / members.max(1) as f64;
     if held >= TWO_CELLS_DOWN_TO {

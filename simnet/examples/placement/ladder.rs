@@ -22,7 +22,10 @@
 //!    ancestor has fewer copies there).
 //!
 //! The ladder and the trained codebooks learn from the chunks of the training half of the hosts
-//! (the questions come from the other half), at most `SAMPLE_PER_CELL` chunks a cell.
+//! (the questions come from the other half), at most `SAMPLE_PER_CELL` chunks a cell. A fourth
+//! row, `shipped ladder`, is the release's own (`weft_p2p::placement::shipped_ladder`) at the
+//! level the node takes: split over every host's chunks (`--write-ladder`), so it has seen the
+//! text of the questions' hosts, though not the questions.
 
 use crate::{design_cells, held_out, place, storage, subset, Args, Corpus, Design, Grown, Network, SAMPLE_PER_CELL};
 use std::collections::hash_map::Entry;
@@ -30,7 +33,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 use weft_index::kmeans::kmeans;
 use weft_index::Embedder;
-use weft_p2p::placement::{cell_owners, Codebook};
+use weft_p2p::placement::{cell_owners, Codebook, Ladder};
 use weft_p2p::ring::Ring;
 use weft_p2p::PeerId;
 use weft_simnet::rng::Rng;
@@ -38,59 +41,36 @@ use weft_simnet::rng::Rng;
 /// The ladder's first level: the size of the codebook the network ships.
 const FIRST_LEVEL: usize = 256;
 
-/// Codebooks of `FIRST_LEVEL × 2^l` cells, each level's cells the halves of the level above's.
-struct Ladder {
-    levels: Vec<Codebook>,
-    /// `parent[l][c]`: the cell of level `l − 1` that cell `c` of level `l` was split from
-    /// (empty for level 0).
-    parent: Vec<Vec<u32>>,
+/// A ladder `depth` levels below `base`: each next level by splitting every cell in two
+/// (2-means over the training chunks nearest it), cell `p`'s halves numbered `2p` and `2p + 1`.
+/// A cell with fewer than two chunks keeps its place twice (the copy never wins a chunk: ties
+/// go to the lower cell).
+pub fn split(base: Codebook, train: &[Vec<f32>], depth: usize) -> anyhow::Result<Ladder> {
+    let mut levels = vec![base];
+    for _ in 0..depth {
+        let above = levels.last().expect("level 0");
+        let mut members: Vec<Vec<Vec<f32>>> = vec![Vec::new(); above.len()];
+        for (v, c) in train.iter().zip(nearest_of(above, train)) {
+            members[c as usize].push(v.clone());
+        }
+        let mut cells = Vec::new();
+        for (c, points) in members.iter().enumerate() {
+            let halves = kmeans(points, 2).centroids;
+            cells.extend(if halves.len() == 2 { halves } else { vec![above.cell(c as u32).to_vec(); 2] });
+        }
+        levels.push(Codebook::new(&cells)?);
+    }
+    Ok(Ladder::new(levels)?)
 }
 
-impl Ladder {
-    /// Level 0 by k-means over `train`; each next level by splitting every cell in two over the
-    /// training chunks nearest it. A cell with fewer than two chunks keeps its place twice
-    /// (the copy never wins a chunk: ties go to the lower cell).
-    fn build(train: &[Vec<f32>], depth: usize) -> anyhow::Result<Ladder> {
-        let mut levels = vec![Codebook::new(&kmeans(train, FIRST_LEVEL).centroids)?];
-        let mut parent = vec![Vec::new()];
-        for _ in 0..depth {
-            let above = levels.last().expect("level 0");
-            let mut members: Vec<Vec<Vec<f32>>> = vec![Vec::new(); above.len()];
-            for (v, c) in train.iter().zip(nearest_of(above, train)) {
-                members[c as usize].push(v.clone());
-            }
-            let (mut cells, mut up) = (Vec::new(), Vec::new());
-            for (c, points) in members.iter().enumerate() {
-                let halves = kmeans(points, 2).centroids;
-                let halves = if halves.len() == 2 { halves } else { vec![above.cell(c as u32).to_vec(); 2] };
-                for h in halves {
-                    cells.push(h);
-                    up.push(c as u32);
-                }
-            }
-            levels.push(Codebook::new(&cells)?);
-            parent.push(up);
-        }
-        Ok(Ladder { levels, parent })
-    }
-
-    /// The cell of level `to` that cell `cell` of level `from` (≥ `to`) descends from.
-    fn ancestor(&self, mut cell: u32, from: usize, to: usize) -> u32 {
-        for l in (to + 1..=from).rev() {
-            cell = self.parent[l][cell as usize];
-        }
-        cell
-    }
-
-    /// The level whose owners hold closest to `held` cells each (on a log scale) in a network
-    /// of `members`, each cell owned by `replicas`.
-    fn level_for(&self, members: usize, replicas: usize, held: f64) -> usize {
-        let distance = |l: usize| {
-            let h = (self.levels[l].len() * replicas) as f64 / members.max(1) as f64;
-            (h / held).ln().abs()
-        };
-        (0..self.levels.len()).min_by(|a, b| distance(*a).total_cmp(&distance(*b))).unwrap_or(0)
-    }
+/// The level whose owners hold closest to `held` cells each (on a log scale) in a network of
+/// `members`, each cell owned by `replicas`.
+fn level_for(ladder: &Ladder, members: usize, replicas: usize, held: f64) -> usize {
+    let distance = |l: usize| {
+        let h = (ladder.level(l).len() * replicas) as f64 / members.max(1) as f64;
+        (h / held).ln().abs()
+    };
+    (0..=ladder.depth()).min_by(|a, b| distance(*a).total_cmp(&distance(*b))).unwrap_or(0)
 }
 
 /// Each vector's nearest cell, on two threads.
@@ -113,7 +93,7 @@ pub fn ladder(corpus: &Corpus, a: &Args, depth: usize, embedder: &mut Embedder) 
         train.iter().take(SAMPLE_PER_CELL * cells).map(|c| corpus.vector(*c).to_vec()).collect()
     };
     let finest = FIRST_LEVEL << depth;
-    let ladder = Ladder::build(&sample(finest), depth)?;
+    let ladder = split(Codebook::new(&kmeans(&sample(finest), FIRST_LEVEL).centroids)?, &sample(finest), depth)?;
     println!(
         "\nA ladder of {} levels ({}–{} cells) over {} training chunks, built in {:.0} s; {} chunks a member",
         depth + 1,
@@ -138,18 +118,18 @@ pub fn ladder(corpus: &Corpus, a: &Args, depth: usize, embedder: &mut Embedder) 
         let network = g.network(&sub, &node_of, &own);
         for &held in &a.held {
             for d in &a.designs {
-                let level = ladder.level_for(n, d.replicas, held);
-                let cells = ladder.levels[level].len();
+                let level = level_for(&ladder, n, d.replicas, held);
+                let cells = ladder.level(level).len();
                 if let Entry::Vacant(e) = trained.entry(cells) {
                     e.insert(Codebook::new(&kmeans(&sample(cells), cells).centroids)?);
                 }
-                let fine_cells = design_cells(&sub, &ladder.levels[depth], *d);
+                let fine_cells = design_cells(&sub, ladder.level(depth), *d);
                 let fine: Vec<Vec<(u32, f32)>> = fine_cells
                     .iter()
                     .map(|cs| {
                         let mut up: Vec<(u32, f32)> = Vec::new();
                         for &(c, sim) in cs {
-                            let a = ladder.ancestor(c, depth, level);
+                            let a = Ladder::ancestor(c, depth, level);
                             if !up.iter().any(|(u, _)| *u == a) {
                                 up.push((a, sim));
                             }
@@ -159,10 +139,16 @@ pub fn ladder(corpus: &Corpus, a: &Args, depth: usize, embedder: &mut Embedder) 
                     .collect();
                 let runs = [
                     ("trained", &trained[&cells], design_cells(&sub, &trained[&cells], *d)),
-                    ("ladder", &ladder.levels[level], design_cells(&sub, &ladder.levels[level], *d)),
-                    ("ladder, fine", &ladder.levels[level], fine),
+                    ("ladder", ladder.level(level), design_cells(&sub, ladder.level(level), *d)),
+                    ("ladder, fine", ladder.level(level), fine),
                 ];
-                for (what, book, chunk_cells) in runs {
+                // The product's own ladder at the level the node takes: split over every host's
+                // chunks, those of the questions' hosts among them.
+                let shipped = weft_p2p::placement::shipped_ladder();
+                let at = shipped.asked_level(n, d.replicas);
+                let own_row = ("shipped ladder", shipped.level(at), design_cells(&sub, shipped.level(at), *d));
+                for (what, book, chunk_cells) in runs.into_iter().chain([own_row]) {
+                    let level = if what == "shipped ladder" { at } else { level };
                     one_row(&network, &g.ring, book, &chunk_cells, *d, a, n, (what, level))?;
                 }
             }
