@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use weft_index::cells::CellStore;
 use weft_index::{DocId, IndexError, LocalIndex};
-use weft_p2p::placement::Codebook;
+use weft_p2p::placement::Ladder;
 use weft_p2p::postings::Posting;
 
 /// A cell's owner drops a document not announced again for this long (see
@@ -72,7 +72,7 @@ impl Round {
 /// from its host's owner only). Runs until the network stops.
 pub async fn reannounce(index: Arc<LocalIndex>, network: weft_p2p::NetworkHandle, model: String, copies: bool) {
     let me = network.peer_id();
-    let book = weft_p2p::placement::shipped();
+    let ladder = weft_p2p::placement::shipped_ladder();
     let mut round = Round::new();
     let steps = round.steps;
     let mut cursor: Option<DocId> = None;
@@ -82,12 +82,13 @@ pub async fn reannounce(index: Arc<LocalIndex>, network: weft_p2p::NetworkHandle
         // Two cells a chunk, or three once the network is large: a network that grew past the
         // line has its older postings reach their third cell within a round; one that shrank
         // below it lets them expire there.
-        let cells = network.cells_per_chunk();
+        let (cells, levels) = (network.cells_per_chunk(), network.posted_levels());
         let (index, model, after) = (index.clone(), model.clone(), cursor);
         let slice = move || {
             let take = index.store().doc_count().div_ceil(steps).max(1);
             let owned = |host: &str| ring.owner(host) == Some(&me);
-            announce_slice(&index, after.as_ref(), take, owned, Placing { book, model: &model, cells }, copies)
+            let placing = Placing { ladder, levels, model: &model, cells };
+            announce_slice(&index, after.as_ref(), take, owned, placing, copies)
         };
         if let Some(Announced { postings, copies, last }) = bounded("re-announce", STORE_BOUND * 4, slice).await {
             cursor = last;
@@ -166,7 +167,7 @@ pub fn announce_slice(
         out.last = Some(id);
         let host = url::Url::parse(&record.url).ok().map(|u| weft_url::HostKey::of(&u).name().to_string());
         if host.is_some_and(|h| owned(&h)) {
-            out.postings.extend(postings_of(index, &record.url, placing)?);
+            out.postings.extend(postings_of(index, &record.url, placing.clone())?);
             if copies {
                 out.copies.extend(crate::replicas::replica_of(index, &id)?);
             }
@@ -195,7 +196,7 @@ pub async fn drop_unowned(
     doc_replicas: usize,
 ) {
     let me = network.peer_id();
-    let book = weft_p2p::placement::shipped();
+    let ladder = weft_p2p::placement::shipped_ladder();
     let mut members = network.ring().members().to_vec();
     let mut since = tokio::time::Instant::now();
     let mut dropped_for: Option<Vec<weft_p2p::PeerId>> = None;
@@ -213,7 +214,8 @@ pub async fn drop_unowned(
         if !settled || ring.is_empty() || dropped_for.as_ref() == Some(&members) {
             continue;
         }
-        let keep = kept_cells(&ring, book, replicas, &me);
+        let levels = ladder.accepted_levels(ring.members().len(), replicas);
+        let keep = kept_cells(&ring, ladder, levels, replicas, &me);
         let s = store.clone();
         let drop = move || s.keep_cells(|c| keep.contains(&c));
         match bounded("cell store: dropping cells no longer owned", STORE_BOUND * 4, drop).await {
@@ -233,16 +235,17 @@ pub async fn drop_unowned(
     }
 }
 
-/// The cells this node keeps on `ring`: those it is among the first `replicas + 1` owners of.
+/// The cells of `levels` (those postings are taken at now) this node keeps on `ring`: those it
+/// is among the first `replicas + 1` owners of. A level the network has left is dropped whole:
+/// its postings were placed at the level it went to as it came in (`cell_levels`).
 pub fn kept_cells(
     ring: &weft_p2p::Ring,
-    book: &Codebook,
+    ladder: &Ladder,
+    levels: std::ops::RangeInclusive<usize>,
     replicas: usize,
     me: &weft_p2p::PeerId,
 ) -> std::collections::BTreeSet<u32> {
-    (0..book.len() as u32)
-        .filter(|c| weft_p2p::placement::cell_owners(ring, book.id(), *c, replicas + 1).contains(me))
-        .collect()
+    ladder.cells_of_levels(levels).filter(|c| ladder.owners(ring, *c, replicas + 1).contains(me)).collect()
 }
 
 #[cfg(test)]
@@ -254,7 +257,8 @@ mod tests {
     #[test]
     fn the_index_is_announced_again_slice_by_slice_for_the_hosts_this_node_owns() {
         use weft_index::store::{ChunkRecord, NewChunk};
-        let book = weft_p2p::placement::shipped();
+        let ladder = weft_p2p::placement::shipped_ladder();
+        let book = ladder.level(0);
         let dir = tempfile::tempdir().unwrap();
         let (_db, index) = weft_index::testing::open_index(dir.path());
         for i in 0..5u32 {
@@ -273,8 +277,8 @@ mod tests {
         }
         // h0.test is this node's (pages 0, 2 and 4); three documents a slice.
         let owned = |h: &str| h == "h0.test";
-        let placing = Placing { book, model: "m", cells: 2 };
-        let slice = |after: Option<&DocId>| announce_slice(&index, after, 3, owned, placing, true).unwrap();
+        let placing = Placing { ladder, levels: 0..=0, model: "m", cells: 2 };
+        let slice = |after: Option<&DocId>| announce_slice(&index, after, 3, owned, placing.clone(), true).unwrap();
         let a = slice(None);
         let b = slice(a.last.as_ref());
         let c = slice(b.last.as_ref());
@@ -290,7 +294,7 @@ mod tests {
         assert_eq!(first.len() + second.len(), 3 * 2);
         assert!(first.iter().chain(&second).all(|p| book.nearest(&p.vector(), 2).iter().any(|c| c.0 == p.cell)));
         // In a large network, to its three spread cells.
-        let large = Placing { cells: 3, ..placing };
+        let large = Placing { cells: 3, ..placing.clone() };
         let third = announce_slice(&index, None, 5, owned, large, false).unwrap().postings;
         assert_eq!(third.len(), 3 * MAX_CELLS_PER_CHUNK);
         assert!(third.iter().all(|p| spread(book, &p.vector(), 3).iter().any(|c| c.0 == p.cell)));
@@ -298,10 +302,11 @@ mod tests {
 
     #[test]
     fn a_member_keeps_what_it_owns_and_one_owner_more_and_drops_the_rest() {
-        let book = weft_p2p::placement::shipped();
+        let ladder = weft_p2p::placement::shipped_ladder();
+        let book = ladder.level(0);
         let members: Vec<weft_p2p::PeerId> = (0..8).map(|_| weft_p2p::PeerId::random()).collect();
         let ring = weft_p2p::Ring::new(members.clone(), 50);
-        let kept: Vec<_> = members.iter().map(|m| kept_cells(&ring, book, 3, m)).collect();
+        let kept: Vec<_> = members.iter().map(|m| kept_cells(&ring, ladder, 0..=0, 3, m)).collect();
         for cell in 0..book.len() as u32 {
             let owners = weft_p2p::placement::cell_owners(&ring, book.id(), cell, 3);
             // Every owner keeps the cell, and so does one member more: four keep it.
@@ -310,6 +315,6 @@ mod tests {
         }
         // Alone, a node keeps every cell.
         let alone = weft_p2p::Ring::new([members[0]], 50);
-        assert_eq!(kept_cells(&alone, book, 3, &members[0]).len(), book.len());
+        assert_eq!(kept_cells(&alone, ladder, 0..=0, 3, &members[0]).len(), book.len());
     }
 }

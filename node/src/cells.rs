@@ -6,12 +6,13 @@
 //! dropping cells no longer owned, announcing again, expiring — is `cell_upkeep.rs`.
 
 use crate::blocking::{bounded, STORE_BOUND};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::time::Duration;
 use weft_index::cells::{CellChunk, CellDoc, CellStore, CellStoreError, Limits};
 use weft_index::{DocId, DocState, Hit, IndexError, LocalIndex};
-use weft_p2p::placement::{cells_of, spread, Codebook};
+use weft_p2p::placement::Ladder;
 use weft_p2p::postings::{Posting, Tombstone, MAX_CELLS_PER_CHUNK};
 use weft_p2p::publishing::Withdrawal;
 use weft_p2p::PostingsInbound;
@@ -30,20 +31,23 @@ pub fn open(
     CellStore::open(&data_dir.join("cells"), dims, config, Limits::of(MAX_CELL_CHUNKS))
 }
 
-/// How a document's postings are made: the network's codebook, the model's id, and how many
-/// cells each chunk goes to (its best two, or three spread ones in a large network:
-/// `NetworkHandle::cells_per_chunk` says which, and why).
-#[derive(Debug, Clone, Copy)]
+/// How a document's postings are made: the network's ladder of codebooks and the levels of it
+/// chunks go to now (one, or two near a level's step: `NetworkHandle::posted_levels`), the
+/// model's id, and how many cells each chunk goes to at a level (its best two, or three spread
+/// ones in a large network: `NetworkHandle::cells_per_chunk` says which, and why).
+#[derive(Debug, Clone)]
 pub struct Placing<'a> {
-    pub book: &'a Codebook,
+    pub ladder: &'a Ladder,
+    pub levels: RangeInclusive<usize>,
     pub model: &'a str,
     pub cells: usize,
 }
 
 /// The postings of the document stored under `url` in `index`, each chunk to as many cells as
-/// `placing` says ([`cells_of`]). Nothing for a document not indexed.
+/// `placing` says at each of its levels ([`Ladder::placed`]). Nothing for a document not
+/// indexed.
 pub fn postings_of(index: &LocalIndex, url: &str, placing: Placing<'_>) -> Result<Vec<Posting>, IndexError> {
-    let Placing { book, model, cells } = placing;
+    let Placing { ladder, levels, model, cells } = placing;
     let cells = cells.clamp(1, MAX_CELLS_PER_CHUNK);
     let id = DocId::of_url(url);
     let Some(record) = index.store().doc(&id)? else { return Ok(Vec::new()) };
@@ -54,7 +58,7 @@ pub fn postings_of(index: &LocalIndex, url: &str, placing: Placing<'_>) -> Resul
     for key in &record.chunks {
         let (Some(chunk), Some(vector)) = (index.store().chunk(*key)?, index.store().vector(*key)?) else { continue };
         let text = chunk.text()?;
-        for (cell, _) in cells_of(book, &vector, cells) {
+        for cell in ladder.placed(&vector, levels.clone(), cells) {
             // Signed by the network layer as it publishes them.
             let signature = Vec::new();
             chunks.push(CellChunk {
@@ -70,17 +74,17 @@ pub fn postings_of(index: &LocalIndex, url: &str, placing: Placing<'_>) -> Resul
     let (language, simhash, fetched_at) = (record.language, record.simhash, record.fetched_at);
     let publisher = weft_index::cells::SELF.into();
     let doc = CellDoc { id, page, language, simhash, fetched_at, publisher, publisher_key: Vec::new(), chunks };
-    Ok(postings(doc, book, model))
+    Ok(postings(doc, ladder, model))
 }
 
 /// A document's chunks as postings, one per (chunk, cell): what is published (signed then),
 /// and what a cell's former owner hands to its new one (as their publisher signed them).
-pub fn postings(doc: CellDoc, book: &Codebook, model: &str) -> Vec<Posting> {
+pub fn postings(doc: CellDoc, ladder: &Ladder, model: &str) -> Vec<Posting> {
     let doc_hex = doc.id.hex();
     doc.chunks
         .into_iter()
         .map(|c| Posting {
-            codebook: book.id().to_string(),
+            codebook: ladder.level(0).id().to_string(),
             cell: c.cell,
             model: model.to_string(),
             doc: doc_hex.clone(),
@@ -97,14 +101,20 @@ pub fn postings(doc: CellDoc, book: &Codebook, model: &str) -> Vec<Posting> {
         .collect()
 }
 
-/// The cells the document stored under `url` may have been posted to (each chunk's best
-/// [`MAX_CELLS_PER_CHUNK`] and its spread ones: which, depended on the network's size when it
-/// was published), and its fetch time: what a withdrawal of it names. A withdrawal reaching an
+/// The cells the document stored under `url` may have been posted to at `levels` (each chunk's
+/// best [`MAX_CELLS_PER_CHUNK`] and its spread ones at each: which, and at which levels,
+/// depended on the network's size when it was published), and its fetch time: what a
+/// withdrawal of it names. A withdrawal reaching an
 /// owner that never had the document drops nothing there; one reaching an owner that holds it
 /// through a cell the new version still reaches drops the old version only, which the new
 /// postings, sent with it, replace (see [`withdrawal`]). `None` for a document not indexed
 /// here.
-pub fn posted(index: &LocalIndex, url: &str, book: &Codebook) -> Result<Option<(Vec<u32>, u64)>, IndexError> {
+pub fn posted(
+    index: &LocalIndex,
+    url: &str,
+    ladder: &Ladder,
+    levels: RangeInclusive<usize>,
+) -> Result<Option<(Vec<u32>, u64)>, IndexError> {
     let Some(record) = index.store().doc(&DocId::of_url(url))? else { return Ok(None) };
     if record.state != DocState::Indexed {
         return Ok(None);
@@ -113,10 +123,7 @@ pub fn posted(index: &LocalIndex, url: &str, book: &Codebook) -> Result<Option<(
     for key in &record.chunks {
         if let Some(vector) = index.store().vector(*key)? {
             // Its spread cells (a large network's) and its best ones (a small network's).
-            let posted = spread(book, &vector, MAX_CELLS_PER_CHUNK)
-                .into_iter()
-                .chain(book.nearest(&vector, MAX_CELLS_PER_CHUNK));
-            cells.extend(posted.map(|(c, _)| c));
+            cells.extend(ladder.cells_near(&vector, levels.clone()));
         }
     }
     cells.sort_unstable();
@@ -240,8 +247,9 @@ pub async fn store_postings(
 
 /// Hands the postings this node holds for its cells to the cells' new owners whenever the
 /// member set changes, so that a cell keeps its postings while its owners come and go. Of a
-/// cell's former owners still members, the first sends (one copy for each new owner). Runs
-/// until the network stops.
+/// cell's former owners still members, the first sends (one copy for each new owner). When the
+/// change brings a level of the codebook's ladder into the posted levels, the postings held
+/// are placed at that level too (`cell_levels`). Runs until the network stops.
 pub async fn hand_over_on_changes(
     store: Arc<CellStore>,
     network: weft_p2p::NetworkHandle,
@@ -249,17 +257,24 @@ pub async fn hand_over_on_changes(
     model: String,
 ) {
     let me = network.peer_id();
-    let book = weft_p2p::placement::shipped();
+    let ladder = weft_p2p::placement::shipped_ladder();
     let mut rings = network.ring_changes();
     let mut previous = rings.borrow_and_update().clone();
     while rings.changed().await.is_ok() {
         let ring = rings.borrow_and_update().clone();
-        let gained = gained_owners(&previous, &ring, book, replicas, &me);
-        previous = ring;
-        if gained.is_empty() {
+        let levels = ladder.accepted_levels(ring.members().len(), replicas);
+        let gained = gained_owners(&previous, &ring, ladder, levels, replicas, &me);
+        let climbs = ladder.climbs(previous.members().len(), ring.members().len(), replicas);
+        let placing: Vec<(weft_p2p::placement::ladder::Climb, BTreeSet<u32>)> = climbs
+            .into_iter()
+            .map(|c| (c, crate::cell_levels::placing_cells(ladder, &c, &previous, &ring, replicas, &me)))
+            .collect();
+        let before = std::mem::replace(&mut previous, ring.clone());
+        let mut cells: BTreeSet<u32> = gained.keys().copied().collect();
+        cells.extend(placing.iter().flat_map(|(_, cells)| cells.iter().copied()));
+        if cells.is_empty() {
             continue;
         }
-        let cells: std::collections::BTreeSet<u32> = gained.keys().copied().collect();
         // A piece at a time (see `hand_over`): the store may hold far more than memory should.
         let mut after = None;
         let mut sent: BTreeMap<weft_p2p::PeerId, usize> = BTreeMap::new();
@@ -281,10 +296,30 @@ pub async fn hand_over_on_changes(
                 }
             };
             let mut to: BTreeMap<weft_p2p::PeerId, Vec<Posting>> = BTreeMap::new();
-            for posting in held.into_iter().flat_map(|doc| postings(doc, book, &model)) {
-                for owner in &gained[&posting.cell] {
+            let mut mine = Vec::new();
+            for doc in &held {
+                for (climb, _) in &placing {
+                    let (others, own) =
+                        crate::cell_levels::placed_anew(doc, ladder, climb, (&before, &ring), replicas, &me);
+                    for (owner, chunks) in others {
+                        let placed = CellDoc { chunks, ..doc.clone() };
+                        to.entry(owner).or_default().extend(postings(placed, ladder, &model));
+                    }
+                    if !own.is_empty() {
+                        mine.push(CellDoc { chunks: own, ..doc.clone() });
+                    }
+                }
+            }
+            for posting in held.into_iter().flat_map(|doc| postings(doc, ladder, &model)) {
+                for owner in gained.get(&posting.cell).into_iter().flatten() {
                     to.entry(*owner).or_default().push(posting.clone());
                 }
+            }
+            if !mine.is_empty() {
+                let s = store.clone();
+                let put = move || mine.into_iter().try_for_each(|doc| s.put(doc).map(|_| ()));
+                // Logged and given up on failure: the publishers' re-announce places them too.
+                let _ = bounded("cells placed at a new level", STORE_BOUND, put).await;
             }
             for (owner, postings) in to {
                 *sent.entry(owner).or_default() += postings.len();
@@ -302,25 +337,26 @@ pub async fn hand_over_on_changes(
     }
 }
 
-/// For each cell this node must hand over after the ring went from `before` to `after`: the
-/// cell's owners on `after` that were not owners on `before`. A cell is this node's to hand
-/// over when it is the first of the cell's owners on `before` that is still a member.
+/// For each cell of `levels` this node must hand over after the ring went from `before` to
+/// `after`: the cell's owners on `after` that were not owners on `before`. A cell is this
+/// node's to hand over when it is the first of the cell's owners on `before` that is still a
+/// member.
 pub fn gained_owners(
     before: &weft_p2p::Ring,
     after: &weft_p2p::Ring,
-    book: &Codebook,
+    ladder: &Ladder,
+    levels: RangeInclusive<usize>,
     replicas: usize,
     me: &weft_p2p::PeerId,
 ) -> BTreeMap<u32, Vec<weft_p2p::PeerId>> {
-    use weft_p2p::placement::cell_owners;
     let mut out = BTreeMap::new();
-    for cell in 0..book.len() as u32 {
-        let old = cell_owners(before, book.id(), cell, replicas);
+    for cell in ladder.cells_of_levels(levels) {
+        let old = ladder.owners(before, cell, replicas);
         if old.iter().find(|o| after.contains(o)) != Some(me) {
             continue;
         }
         let new: Vec<weft_p2p::PeerId> =
-            cell_owners(after, book.id(), cell, replicas).into_iter().filter(|o| !old.contains(o) && o != me).collect();
+            ladder.owners(after, cell, replicas).into_iter().filter(|o| !old.contains(o) && o != me).collect();
         if !new.is_empty() {
             out.insert(cell, new);
         }
@@ -401,14 +437,15 @@ mod tests {
 
     #[test]
     fn the_first_former_owner_still_there_hands_a_cell_to_each_new_owner() {
-        let book = weft_p2p::placement::shipped();
+        let ladder = weft_p2p::placement::shipped_ladder();
+        let book = ladder.level(0);
         let members: Vec<weft_p2p::PeerId> = (0..6).map(|_| weft_p2p::PeerId::random()).collect();
         let before = weft_p2p::Ring::new(members[..5].to_vec(), 50);
         let after = weft_p2p::Ring::new(members.to_vec(), 50); // members[5] joined
         let joined = members[5];
         let mut handed: BTreeMap<u32, Vec<weft_p2p::PeerId>> = BTreeMap::new();
         for me in &members[..5] {
-            for (cell, owners) in gained_owners(&before, &after, book, 3, me) {
+            for (cell, owners) in gained_owners(&before, &after, ladder, 0..=0, 3, me) {
                 assert!(handed.insert(cell, owners.clone()).is_none(), "cell {cell} handed over twice");
                 assert_eq!(owners, vec![joined], "only the newcomer gained cells");
             }
@@ -423,7 +460,7 @@ mod tests {
         let gone = weft_p2p::Ring::new(members[1..].to_vec(), 50);
         let mut total = 0;
         for me in &members[1..] {
-            total += gained_owners(&after, &gone, book, 3, me).len();
+            total += gained_owners(&after, &gone, ladder, 0..=0, 3, me).len();
         }
         let held = (0..book.len() as u32)
             .filter(|c| weft_p2p::placement::cell_owners(&after, book.id(), *c, 3).contains(&members[0]))

@@ -103,9 +103,10 @@ fn publishing(status: Option<&serde_json::Value>) -> Check {
     };
     let n = |k: &str| p[k].as_u64().unwrap_or(0);
     let detail = format!(
-        "{} published (each chunk to {} cells), {} waiting ({} KiB), {} dropped; {} cells owned, {} postings received, {} refused",
+        "{} published (each chunk to {} cells of level {}), {} waiting ({} KiB), {} dropped; {} cells owned, {} postings received, {} refused",
         n("published"),
         n("cells_per_chunk"),
+        n("level"),
         n("backlog"),
         n("backlog_bytes") / 1024,
         n("dropped"),

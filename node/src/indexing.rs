@@ -300,8 +300,9 @@ impl IndexService {
         let (simhash, url, fetched_at) = (doc.simhash, doc.url.clone(), doc.fetched_at);
         // Where an earlier version of the page was posted: the cells its new version leaves
         // get a withdrawal.
-        let book = weft_p2p::placement::shipped();
-        let before = crate::cells::posted(&self.index, &url, book).unwrap_or_default();
+        let ladder = weft_p2p::placement::shipped_ladder();
+        let posted_levels = network.0.posted_levels();
+        let before = crate::cells::posted(&self.index, &url, ladder, posted_levels.clone()).unwrap_or_default();
         let outcome = self.index_job(doc, remote);
         if let Ok(Outcome::Indexed { .. }) = &outcome {
             // Kept for the document's copies (see `replicas.rs`).
@@ -313,8 +314,12 @@ impl IndexService {
             weft_index::duplicates::publish_indexed(network, self.max_distance, outcome, simhash, &url, fetched_at);
             let postings = match outcome {
                 Outcome::Indexed { .. } => {
-                    let placing =
-                        crate::cells::Placing { book, model: &self.model, cells: network.0.cells_per_chunk() };
+                    let placing = crate::cells::Placing {
+                        ladder,
+                        levels: posted_levels,
+                        model: &self.model,
+                        cells: network.0.cells_per_chunk(),
+                    };
                     crate::cells::postings_of(&self.index, &url, placing)
                 }
                 _ => Ok(Vec::new()),
@@ -437,11 +442,13 @@ impl IndexService {
     /// Evicts the `n` documents fetched longest ago (blocking); returns how many went.
     pub fn evict_oldest(&self, n: usize) -> Result<usize, IndexError> {
         let mut gone = 0;
-        let book = weft_p2p::placement::shipped();
+        let ladder = weft_p2p::placement::shipped_ladder();
+        let levels = self.network.as_ref().map(|n| n.0.posted_levels()).unwrap_or(0..=0);
         let mut withdrawals = Vec::new();
         for (id, record) in self.index.oldest(n)? {
             // Its postings go too: the cells' owners hear it.
-            let posted = self.network.as_ref().map(|_| crate::cells::posted(&self.index, &record.url, book));
+            let posted =
+                self.network.as_ref().map(|_| crate::cells::posted(&self.index, &record.url, ladder, levels.clone()));
             if self.index.remove(id)? {
                 tracing::debug!(url = record.url, "evicted by the disk quota");
                 gone += 1;

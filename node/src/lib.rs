@@ -10,7 +10,8 @@
 //!    `fetcher`, [`token`], `received` (URLs from peers), `urls` (why a URL is or is not
 //!    indexed), `procmem`, the pure [`extract_cli`]; [`metrics`] (counters); the
 //!    network's stores: `replicas` (document copies) → `copy_sync` (serving `/weft/doc/1`,
-//!    comparing copies with co-holders) and `cells` (postings) → `cell_upkeep`; `reextract` (the
+//!    comparing copies with co-holders) and `cells` (postings; `cell_levels`, the postings a
+//!    growing network places at a new level of cells) → `cell_upkeep`; `reextract` (the
 //!    extractor a node runs, and extracting its kept responses again when that changes).
 //! 2. `crawl`: the crawl loop and its pure decisions; it reaches the network and the browser
 //!    through the [`Route`] and [`Renders`] traits it is given. `second_opinion` beside it.
@@ -22,12 +23,13 @@
 //!    API), then `node`, which wires everything from a config, and the CLI's helpers
 //!    ([`export`], [`join`], [`mcp`], `templates_cli`).
 //!
-//! Module order: blocking, extract_cli, guard, hand_over, page, procmem, received, responses, storage,
+//! Module order: blocking, cell_levels, extract_cli, guard, hand_over, page, procmem, received, responses, storage,
 //! token, urls → replicas → copy_sync, cells → cell_upkeep, fetcher, metrics, reextract → crawl, second_opinion → layouts, second_copies → routing → doctor, memory,
 //! pipeline → indexing → quota, search, status → api → export, join, mcp, node, templates_cli.
 
 pub mod api;
 mod blocking;
+mod cell_levels;
 mod cell_upkeep;
 mod cells;
 mod copy_sync;

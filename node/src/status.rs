@@ -389,14 +389,19 @@ impl prometheus_client::collector::Collector for StatusCollector {
                 ),
             ];
             encode_counters(&mut enc, &counters)?;
-            let gauges: [Plain; 4] = [
+            let gauges: [Plain; 5] = [
                 ("weft_postings_backlog", "Postings waiting to be sent or acknowledged", p.backlog),
                 (
                     "weft_postings_backlog_bytes",
                     "Estimated bytes of the postings and copies waiting to be sent or acknowledged",
                     p.backlog_bytes,
                 ),
-                ("weft_cells_owned", "Cells of the network's codebook this node owns", p.cells_owned as u64),
+                ("weft_cells_owned", "Cells of the level asked at this node owns", p.cells_owned as u64),
+                (
+                    "weft_cells_level",
+                    "The level of the codebook's ladder questions ask at (0: its first 256 cells)",
+                    p.level as u64,
+                ),
                 (
                     "weft_postings_cells_per_chunk",
                     "Cells each chunk this node indexes is posted to (two, three in a large network)",

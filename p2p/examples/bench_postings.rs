@@ -63,7 +63,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let key = libp2p::identity::Keypair::generate_ed25519();
-    let book = shipped();
+    let ladder = weft_p2p::placement::shipped_ladder();
     let all = postings(&key);
     let encoded: Vec<Vec<u8>> = all.iter().map(|p| cbor4ii::serde::to_vec(Vec::new(), p).unwrap()).collect();
     let bytes = encoded.iter().map(Vec::len).sum::<usize>() as f64 / POSTINGS as f64;
@@ -88,12 +88,12 @@ fn main() {
 
         let t = Instant::now();
         for p in &all {
-            check(p, book, &p.model, |_, _| true).unwrap();
+            check(p, ladder, 0..=0, &p.model, |_, _| true).unwrap();
         }
         checked.push(t.elapsed().as_secs_f64() * 1e6 / POSTINGS as f64);
     }
     println!("{POSTINGS} postings, {ROUNDS} rounds, medians");
-    println!("bytes per posting on the wire: {bytes:.0} (text {text:.0}, vector {})", book.dims() * 2);
+    println!("bytes per posting on the wire: {bytes:.0} (text {text:.0}, vector {})", ladder.level(0).dims() * 2);
     println!("a full batch of {MAX_BATCH_ITEMS}: {:.2} MB", batch_bytes as f64 / 1e6);
     println!("sign (publisher): {:.1} µs per posting", median(sign));
     println!("check (cell owner, signature included): {:.1} µs per posting", median(checked.clone()));

@@ -13,20 +13,19 @@
 //! on a recent ring ([`crate::membership::Members::owned_recently`]), as for `done` URLs. Pure:
 //! the event loop does the I/O and keeps the per-peer quotas.
 
-use crate::placement::Codebook;
+use crate::placement::Ladder;
 use crate::replicas::Replica;
 use crate::signing::{self, BadSignature, SignedBytes};
 use half::f16;
 use serde::{Deserialize, Serialize};
+use std::ops::RangeInclusive;
 pub use weft_page::PageMeta;
 
 /// A chunk's text a posting may carry, at most (a 256-token chunk is 1–2 KB).
 pub const MAX_TEXT_BYTES: usize = 8 * 1024;
 const MAX_TITLE_BYTES: usize = 1024;
 const MAX_AUTHOR_BYTES: usize = 256;
-/// A chunk may be posted to its best cells; this many at most (its publisher posts to two or
-/// three by the network's size: [`crate::placement::cells_per_chunk`]).
-pub const MAX_CELLS_PER_CHUNK: usize = 3;
+pub use crate::placement::MAX_CELLS_PER_CHUNK;
 /// Cosine below which a vector is not near enough a claimed cell (it must be among the
 /// chunk's best cells; small f16 differences between nodes are allowed).
 const CELL_SLACK: f32 = 0.02;
@@ -154,6 +153,9 @@ pub enum BadPosting {
     Model,
     #[error("cell {0} is not in the codebook")]
     NoCell(u32),
+    /// Not an offence: the sender counts the network bigger or smaller than this node does.
+    #[error("cell {0} is of level {1}, which this node does not take postings at")]
+    OtherLevel(u32, usize),
     #[error("{0} over its size limit")]
     TooLarge(&'static str),
     #[error("the vector is not a unit vector of the model's dimensions")]
@@ -218,17 +220,19 @@ impl Posting {
 /// The host of a posting's URL, if it is an http(s) URL within the size limit.
 pub use crate::exchange::page_host as host_of;
 
-/// Checks a posting received for `codebook` and `model`, and its publisher's signature.
+/// Checks a posting received for `model`, a cell of `ladder` at one of `levels` (the levels
+/// this node takes postings at: [`Ladder::accepted_levels`]), and its publisher's signature.
 /// `owned` says whether the publisher (the signer) may speak for the page's host — owned it
 /// on a recent ring, and sent it itself, or handed on a cell it held: the caller's
 /// membership knows. Returns the publisher.
 pub fn check(
     p: &Posting,
-    codebook: &Codebook,
+    ladder: &Ladder,
+    levels: RangeInclusive<usize>,
     model: &str,
     owned: impl Fn(&libp2p::PeerId, &str) -> bool,
 ) -> Result<libp2p::PeerId, BadPosting> {
-    let (publisher, host) = check_content(p, codebook, model)?;
+    let (publisher, host) = check_content(p, ladder, levels, model)?;
     if !owned(&publisher, &host) {
         return Err(BadPosting::NotOwner(host));
     }
@@ -239,15 +243,28 @@ pub fn check(
 /// the membership (and is the costly part: ~130 µs a posting, the signature and the nearest
 /// cells — a network event loop is not to spend 30 ms on a full batch). Returns the
 /// publisher and the page's host.
-pub fn check_content(p: &Posting, codebook: &Codebook, model: &str) -> Result<(libp2p::PeerId, String), BadPosting> {
-    if p.codebook != codebook.id() {
-        return Err(BadPosting::Codebook(codebook.id().to_string()));
+///
+/// A posting names its ladder by the ladder's first codebook (the one every release has
+/// shipped) and its cell by the ladder's global number ([`Ladder::global`]), which says the
+/// level; the cell is not signed, so a holder can place a chunk at a level the network climbs
+/// to, and the vector proves the cell wherever it is posted.
+pub fn check_content(
+    p: &Posting,
+    ladder: &Ladder,
+    levels: RangeInclusive<usize>,
+    model: &str,
+) -> Result<(libp2p::PeerId, String), BadPosting> {
+    let base = ladder.level(0);
+    if p.codebook != base.id() {
+        return Err(BadPosting::Codebook(base.id().to_string()));
     }
+    let Some((level, cell)) = ladder.locate(p.cell) else { return Err(BadPosting::NoCell(p.cell)) };
+    if !levels.contains(&level) {
+        return Err(BadPosting::OtherLevel(p.cell, level));
+    }
+    let codebook = ladder.level(level);
     if p.model != model {
         return Err(BadPosting::Model);
-    }
-    if p.cell as usize >= codebook.len() {
-        return Err(BadPosting::NoCell(p.cell));
     }
     if p.text.len() > MAX_TEXT_BYTES {
         return Err(BadPosting::TooLarge("text"));
@@ -280,10 +297,10 @@ pub fn check_content(p: &Posting, codebook: &Codebook, model: &str) -> Result<(l
     // posts to), the best within a little slack (f16 rounding, another CPU's arithmetic), or
     // its spread ones (a large network's: `placement::cells_of`).
     let best = codebook.nearest(&v, MAX_CELLS_PER_CHUNK);
-    let claimed = weft_vecmath::dot(codebook.cell(p.cell), &v);
+    let claimed = weft_vecmath::dot(codebook.cell(cell), &v);
     let last = best.last().map_or(1.0, |b| b.1);
     let spread = || crate::placement::spread(codebook, &v, MAX_CELLS_PER_CHUNK);
-    if !best.iter().any(|b| b.0 == p.cell) && claimed < last - CELL_SLACK && !spread().iter().any(|c| c.0 == p.cell) {
+    if !best.iter().any(|b| b.0 == cell) && claimed < last - CELL_SLACK && !spread().iter().any(|c| c.0 == cell) {
         return Err(BadPosting::WrongCell(p.cell));
     }
     let publisher = p.verify()?;
@@ -293,10 +310,61 @@ pub fn check_content(p: &Posting, codebook: &Codebook, model: &str) -> Result<(l
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::placement::Codebook;
 
     fn unit(v: &[f32]) -> Vec<f32> {
         let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
         v.iter().map(|x| x / n).collect()
+    }
+
+    /// [`super::check`] in a network of one codebook (a ladder of one level).
+    fn check(
+        p: &Posting,
+        book: &Codebook,
+        model: &str,
+        owned: impl Fn(&libp2p::PeerId, &str) -> bool,
+    ) -> Result<libp2p::PeerId, BadPosting> {
+        super::check(p, &Ladder::new(vec![book.clone()]).unwrap(), 0..=0, model, owned)
+    }
+
+    #[test]
+    fn a_posting_names_its_level_by_its_cell_and_is_taken_at_the_levels_this_node_takes() {
+        // Level 1 splits each of the four cells in two (cell p's halves are 2p and 2p + 1).
+        let b = book();
+        let halves: Vec<Vec<f32>> = (0..4u32)
+            .flat_map(|c| {
+                let cell = b.cell(c).to_vec();
+                let turned: Vec<f32> = cell.iter().map(|x| x * 0.9).chain([]).collect();
+                let mut a = turned.clone();
+                let mut z = turned;
+                // Lean each half a little towards a different axis.
+                let (i, j) = ((c as usize + 1) % 3, (c as usize + 2) % 3);
+                a[i] += 0.3;
+                z[j] += 0.3;
+                [unit(&a), unit(&z)]
+            })
+            .collect();
+        let ladder = Ladder::new(vec![b.clone(), Codebook::new(&halves).unwrap()]).unwrap();
+        let v = [1.0, 0.25, 0.0];
+        let fine = ladder.level(1).nearest(&unit(&v), 1)[0].0;
+        let at_1 = ladder.global(1, fine);
+        assert!(at_1 >= 4, "level 1's cells come after level 0's");
+        let mut p = posting(&b, at_1, &v);
+        p.codebook = b.id().to_string();
+        let all = |_: &libp2p::PeerId, _: &str| true;
+        assert!(super::check(&p, &ladder, 0..=1, "m", all).is_ok());
+        assert_eq!(super::check(&p, &ladder, 0..=0, "m", all), Err(BadPosting::OtherLevel(at_1, 1)));
+        // The cell is not signed: the same posting filed at level 0 is as good.
+        let at_0 = ladder.nearest(0, &unit(&v), 1)[0].0;
+        let again = Posting { cell: at_0, ..p.clone() };
+        assert!(super::check(&again, &ladder, 0..=0, "m", all).is_ok());
+        // A level-1 cell the vector is far from, and a number past the ladder.
+        let far = ladder.global(1, ladder.level(1).nearest(&unit(&[-1.0, 0.0, 0.1]), 1)[0].0);
+        assert_eq!(
+            super::check(&Posting { cell: far, ..p.clone() }, &ladder, 0..=1, "m", all),
+            Err(BadPosting::WrongCell(far))
+        );
+        assert_eq!(super::check(&Posting { cell: 12, ..p }, &ladder, 0..=1, "m", all), Err(BadPosting::NoCell(12)));
     }
 
     fn book() -> Codebook {

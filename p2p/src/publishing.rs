@@ -1,5 +1,5 @@
 //! The outbox of postings: each [`Posting`] goes to the owners of its cell on the current ring
-//! (`replicas` of them, see [`crate::placement::cell_owners`]), and each document copy
+//! (`replicas` of them, see [`crate::placement::Ladder::owners`]), and each document copy
 //! ([`Replica`]) to the owners of its document's id (`doc_replicas` of them, see
 //! [`crate::replicas::doc_owners`]), in batches of at most
 //! [`MAX_BATCH_ITEMS`], one batch in flight per owner at a time. A batch that fails is tried
@@ -16,7 +16,7 @@
 //! dropped, wait for room instead ([`Publisher::waiting_bytes`] is what they watch, through
 //! the node's status). Pure: the event loop sends and times.
 
-use crate::placement::cell_owners;
+use crate::placement::Ladder;
 use crate::postings::{Posting, PostingBatch, Tombstone, MAX_BATCH_ITEMS};
 use crate::replicas::{doc_holders, Replica};
 use crate::ring::Ring;
@@ -103,7 +103,7 @@ pub struct Flight {
 /// See the module doc.
 #[derive(Debug)]
 pub struct Publisher {
-    codebook: String,
+    ladder: &'static Ladder,
     replicas: usize,
     doc_replicas: usize,
     max_waiting: usize,
@@ -125,18 +125,18 @@ pub struct Publisher {
 }
 
 impl Publisher {
-    /// An outbox for cells of `codebook` with `replicas` owners each, and documents with
-    /// `doc_replicas` holders each (0: no copies), holding at most `max_waiting` items and
-    /// `max_bytes` of them.
+    /// An outbox for the cells of `ladder` (by their global numbers) with `replicas` owners
+    /// each, and documents with `doc_replicas` holders each (0: no copies), holding at most
+    /// `max_waiting` items and `max_bytes` of them.
     pub fn new(
-        codebook: &str,
+        ladder: &'static Ladder,
         replicas: usize,
         doc_replicas: usize,
         max_waiting: usize,
         max_bytes: usize,
     ) -> Publisher {
         Publisher {
-            codebook: codebook.to_string(),
+            ladder,
             replicas: replicas.max(1),
             doc_replicas,
             max_waiting,
@@ -222,7 +222,7 @@ impl Publisher {
     /// The members `place` goes to on `ring` (`me`: this node).
     fn owners(&self, ring: &Ring, place: Place<'_>, me: &PeerId) -> Vec<PeerId> {
         match place {
-            Place::Cell(cell) => cell_owners(ring, &self.codebook, cell, self.replicas),
+            Place::Cell(cell) => self.ladder.owners(ring, cell, self.replicas),
             Place::Doc(doc, publisher) => doc_holders(ring, doc, self.doc_replicas, &publisher.unwrap_or(*me)),
         }
     }
@@ -380,7 +380,7 @@ fn batch_of(items: &[Item]) -> PostingBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::placement::cell_owners;
+    use crate::placement::shipped_ladder;
     use crate::postings::PageMeta;
     use std::collections::HashMap;
 
@@ -407,14 +407,14 @@ mod tests {
         let members: Vec<PeerId> = (0..5).map(|_| PeerId::random()).collect();
         let me = members[0];
         let ring = Ring::new(members.clone(), 50);
-        let mut p = Publisher::new("cb", 3, 3, 10_000, usize::MAX);
+        let mut p = Publisher::new(shipped_ladder(), 3, 3, 10_000, usize::MAX);
         let postings: Vec<Posting> = (0..600).map(|i| posting(i % 7, i)).collect();
         let mine = p.publish(postings.clone(), Vec::new(), Vec::new(), &ring, &me);
         // Every posting reaches its three owners: this node keeps its own share.
         let mut expected_mine = 0;
         let mut expected_out = 0;
         for q in &postings {
-            let owners = cell_owners(&ring, "cb", q.cell, 3);
+            let owners = shipped_ladder().owners(&ring, q.cell, 3);
             assert_eq!(owners.len(), 3);
             if owners.contains(&me) {
                 expected_mine += 1;
@@ -430,7 +430,7 @@ mod tests {
         let now = Instant::now() + LINGER;
         p = {
             // Start over so the first batches are the lingered ones.
-            let mut q = Publisher::new("cb", 3, 3, 10_000, usize::MAX);
+            let mut q = Publisher::new(shipped_ladder(), 3, 3, 10_000, usize::MAX);
             q.publish(postings.clone(), Vec::new(), Vec::new(), &ring, &me);
             q
         };
@@ -459,10 +459,10 @@ mod tests {
         let members: Vec<PeerId> = (0..4).map(|_| PeerId::random()).collect();
         let me = members[0];
         let ring = Ring::new(members.clone(), 50);
-        let mut p = Publisher::new("cb", 1, 3, 10_000, usize::MAX);
+        let mut p = Publisher::new(shipped_ladder(), 1, 3, 10_000, usize::MAX);
         // A cell some other member owns alone.
-        let cell = (0..100).find(|c| cell_owners(&ring, "cb", *c, 1)[0] != me).unwrap();
-        let owner = cell_owners(&ring, "cb", cell, 1)[0];
+        let cell = (0..100).find(|c| shipped_ladder().owners(&ring, *c, 1)[0] != me).unwrap();
+        let owner = shipped_ladder().owners(&ring, cell, 1)[0];
         assert!(p.publish(vec![posting(cell, 1)], Vec::new(), Vec::new(), &ring, &me).is_empty());
         assert!(p.due(&ring, &me, Instant::now()).is_empty(), "a batch of one lingers");
         let now = Instant::now() + LINGER;
@@ -474,7 +474,7 @@ mod tests {
         // Its owner left: the retry goes to the cell's next owner.
         let rest: Vec<PeerId> = members.iter().copied().filter(|m| *m != owner).collect();
         let ring2 = Ring::new(rest, 50);
-        let next = cell_owners(&ring2, "cb", cell, 1)[0];
+        let next = shipped_ladder().owners(&ring2, cell, 1)[0];
         let later = now + FIRST_RETRY;
         let mut due = p.due(&ring2, &me, later);
         if next == me {
@@ -490,7 +490,7 @@ mod tests {
         let members: Vec<PeerId> = (0..3).map(|_| PeerId::random()).collect();
         let (me, new) = (members[0], members[1]);
         let ring = Ring::new(members.clone(), 50);
-        let mut p = Publisher::new("cb", 3, 3, 100, usize::MAX);
+        let mut p = Publisher::new(shipped_ladder(), 3, 3, 100, usize::MAX);
         p.hand_over(new, vec![posting(1, 1), posting(2, 2)]);
         p.publish(vec![posting(1, 3)], Vec::new(), Vec::new(), &ring, &me);
         let due = p.due(&ring, &me, Instant::now() + LINGER);
@@ -509,11 +509,11 @@ mod tests {
         let members: Vec<PeerId> = (0..3).map(|_| PeerId::random()).collect();
         let me = members[0];
         let ring = Ring::new(members.clone(), 50);
-        let mut p = Publisher::new("cb", 3, 3, 4, usize::MAX);
+        let mut p = Publisher::new(shipped_ladder(), 3, 3, 4, usize::MAX);
         p.publish((0..10).map(|i| posting(1, i)).collect(), Vec::new(), Vec::new(), &ring, &me);
         assert_eq!(p.waiting(), 4);
         assert_eq!(p.dropped, 20 - 4, "ten postings to two other owners each, four kept");
-        let mut p = Publisher::new("cb", 3, 3, 100, usize::MAX);
+        let mut p = Publisher::new(shipped_ladder(), 3, 3, 100, usize::MAX);
         let t = Tombstone { doc: format!("{:032x}", 1), url: "http://a.test/1".into(), at: 2 };
         let mine =
             p.publish(Vec::new(), vec![Withdrawal { tombstone: t.clone(), cells: vec![1, 2] }], Vec::new(), &ring, &me);
@@ -530,7 +530,7 @@ mod tests {
         let ring = Ring::new(members.clone(), 50);
         let one = Item::Posting(posting(1, 0)).bytes();
         // Room for five owners' copies: ten postings to two other owners each need twenty.
-        let mut p = Publisher::new("cb", 3, 3, 10_000, 5 * one);
+        let mut p = Publisher::new(shipped_ladder(), 3, 3, 10_000, 5 * one);
         p.publish((0..10).map(|i| posting(1, i)).collect(), Vec::new(), Vec::new(), &ring, &me);
         assert_eq!((p.waiting(), p.waiting_bytes(), p.dropped), (5, 5 * one, 15));
         let due = p.due(&ring, &me, Instant::now() + LINGER);
@@ -566,7 +566,7 @@ mod tests {
     fn a_documents_copy_goes_to_its_holders_but_never_to_its_publisher() {
         let members: Vec<PeerId> = (0..6).map(|_| PeerId::random()).collect();
         let ring = Ring::new(members.clone(), 50);
-        let mut p = Publisher::new("cb", 3, 3, 1000, usize::MAX);
+        let mut p = Publisher::new(shipped_ladder(), 3, 3, 1000, usize::MAX);
         let urls: Vec<String> = (0..40).map(|i| format!("http://a.test/{i}")).collect();
         for me in &members[..1] {
             let mine = p.publish(Vec::new(), Vec::new(), urls.iter().map(|u| replica(u)).collect(), &ring, me);
@@ -590,13 +590,13 @@ mod tests {
             }
         }
         // Handed over: to the one member named, in a batch marked so.
-        let mut p = Publisher::new("cb", 3, 3, 1000, usize::MAX);
+        let mut p = Publisher::new(shipped_ladder(), 3, 3, 1000, usize::MAX);
         p.hand_over_replicas(members[3], vec![replica("http://b.test/")]);
         let due = p.due(&ring, &members[0], Instant::now() + LINGER);
         assert_eq!(due.len(), 1);
         assert!(due[0].owner == members[3] && due[0].batch.handover && due[0].batch.replicas.len() == 1);
         // No copies when the network keeps none.
-        let mut p = Publisher::new("cb", 3, 0, 1000, usize::MAX);
+        let mut p = Publisher::new(shipped_ladder(), 3, 0, 1000, usize::MAX);
         p.publish(Vec::new(), Vec::new(), vec![replica("http://c.test/")], &ring, &members[0]);
         assert_eq!(p.waiting(), 0);
     }

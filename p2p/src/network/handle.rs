@@ -119,12 +119,27 @@ impl NetworkHandle {
         self.ring.borrow().clone()
     }
 
-    /// How many cells each chunk this node indexes is posted to now: its best two, or three in
-    /// a network where a cell's owners hold few cells each ([`crate::placement::cells_per_chunk`]
-    /// of the current ring).
+    /// How many cells each chunk this node indexes is posted to now, at each level it is
+    /// posted at: its best two, or three in a network where a cell's owners hold few cells each
+    /// ([`crate::placement::cells_per_chunk`] of the current ring, at the level asked).
     pub fn cells_per_chunk(&self) -> usize {
         let members = self.ring.borrow().members().len();
-        crate::placement::cells_per_chunk(members, crate::placement::shipped().len(), self.cell_replicas)
+        let ladder = crate::placement::shipped_ladder();
+        let level = ladder.level(ladder.asked_level(members, self.cell_replicas));
+        crate::placement::cells_per_chunk(members, level.len(), self.cell_replicas)
+    }
+
+    /// The levels of the codebook's ladder a chunk is posted at now
+    /// ([`crate::placement::Ladder::posted_levels`] of the current ring): one, or two near a
+    /// level's step.
+    pub fn posted_levels(&self) -> std::ops::RangeInclusive<usize> {
+        let members = self.ring.borrow().members().len();
+        crate::placement::shipped_ladder().posted_levels(members, self.cell_replicas)
+    }
+
+    /// How many owners each cell has.
+    pub fn cell_replicas(&self) -> usize {
+        self.cell_replicas
     }
 
     /// A receiver that sees every new ring (a member joined or left).

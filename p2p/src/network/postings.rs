@@ -7,7 +7,7 @@
 //! times is banned.
 
 use super::*;
-use crate::placement::{cell_owners, Codebook};
+use crate::placement::Ladder;
 use crate::postings::{check_content, check_tombstone, BadPosting, PostingBatch, PostingReply};
 use crate::publishing::{Flight, Publisher, Withdrawal, MAX_WAITING_BYTES};
 use crate::replicas::{self, BadReplica, Replica};
@@ -58,10 +58,15 @@ pub struct PostingsInbound {
 /// `/status`'s view of publishing and holding postings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PostingsStatus {
-    /// The network's codebook and how many replicas each cell has.
+    /// The network's codebook (the first level of its ladder) and how many replicas each cell
+    /// has.
     pub codebook: String,
     pub replicas: usize,
-    /// Cells this node is an owner of on the current ring.
+    /// The ladder's level questions ask at on the current ring (0: the shipped 256 cells; see
+    /// [`crate::placement::ladder`]).
+    #[serde(default)]
+    pub level: usize,
+    /// Cells of that level this node is an owner of on the current ring.
     pub cells_owned: usize,
     /// Cells each chunk this node indexes is posted to on the current ring (two, or three in a
     /// large network: [`crate::placement::cells_per_chunk`]).
@@ -102,6 +107,9 @@ pub(super) struct Checked {
     peer: PeerId,
     batch: PostingBatch,
     verdicts: Vec<Result<(PeerId, String), BadPosting>>,
+    /// For a hand-over, each posting's cells at the levels around those taken
+    /// ([`Ladder::cells_near`]): a holder of any of them may hand it on.
+    near: Vec<Vec<u32>>,
     replica_verdicts: Vec<Result<(PeerId, String), BadReplica>>,
     channel: ResponseChannel<PostingReply>,
 }
@@ -109,7 +117,7 @@ pub(super) struct Checked {
 pub(super) struct State {
     /// This node's key: it signs the postings it publishes.
     key: libp2p::identity::Keypair,
-    codebook: &'static Codebook,
+    ladder: &'static Ladder,
     /// The embedding model's id; `None`: this node keeps no index, and holds no postings.
     model: Option<String>,
     publisher: Publisher,
@@ -121,9 +129,9 @@ pub(super) struct State {
     rate: RateLimit,
     strikes: HashMap<PeerId, u32>,
     counts: PostingsStatus,
-    /// Cells owned on the ring last counted, and that ring (the status is published after
-    /// every event; the ring changes seldom).
-    owned: Option<(Arc<Ring>, usize)>,
+    /// The level asked at and the cells of it owned on the ring last counted, and that ring
+    /// (the status is published after every event; the ring changes seldom).
+    owned: Option<(Arc<Ring>, usize, usize)>,
 }
 
 impl State {
@@ -134,12 +142,12 @@ impl State {
         doc_replicas: usize,
         inbound: mpsc::Sender<PostingsInbound>,
     ) -> State {
-        let codebook = crate::placement::shipped();
+        let ladder = crate::placement::shipped_ladder();
         State {
             key,
-            codebook,
+            ladder,
             model,
-            publisher: Publisher::new(codebook.id(), replicas, doc_replicas, MAX_WAITING, MAX_WAITING_BYTES),
+            publisher: Publisher::new(ladder, replicas, doc_replicas, MAX_WAITING, MAX_WAITING_BYTES),
             in_flight: HashMap::new(),
             replies: FuturesUnordered::new(),
             checking: FuturesUnordered::new(),
@@ -147,7 +155,7 @@ impl State {
             rate: RateLimit::new(BATCHES_PER_SEC),
             strikes: HashMap::new(),
             counts: PostingsStatus {
-                codebook: codebook.id().to_string(),
+                codebook: ladder.level(0).id().to_string(),
                 replicas: replicas.max(1),
                 doc_replicas,
                 ..Default::default()
@@ -162,22 +170,27 @@ impl State {
     }
 
     pub(super) fn status(&mut self, ring: &Arc<Ring>, me: &PeerId) -> PostingsStatus {
-        let cells_owned = match &self.owned {
-            Some((counted, n)) if Arc::ptr_eq(counted, ring) => *n,
+        let replicas = self.counts.replicas;
+        let (level, cells_owned) = match &self.owned {
+            Some((counted, level, n)) if Arc::ptr_eq(counted, ring) => (*level, *n),
             _ => {
-                let n = (0..self.codebook.len() as u32)
-                    .filter(|c| cell_owners(ring, self.codebook.id(), *c, self.counts.replicas).contains(me))
+                let level = self.ladder.asked_level(ring.members().len(), replicas);
+                let n = self
+                    .ladder
+                    .cells_of_levels(level..=level)
+                    .filter(|c| self.ladder.owners(ring, *c, replicas).contains(me))
                     .count();
-                self.owned = Some((ring.clone(), n));
-                n
+                self.owned = Some((ring.clone(), level, n));
+                (level, n)
             }
         };
         PostingsStatus {
+            level,
             cells_owned,
             cells_per_chunk: crate::placement::cells_per_chunk(
                 ring.members().len(),
-                self.codebook.len(),
-                self.counts.replicas,
+                self.ladder.level(level).len(),
+                replicas,
             ),
             published: self.publisher.delivered,
             backlog: self.publisher.waiting() as u64,
@@ -293,16 +306,25 @@ impl EventLoop {
             self.postings.counts.busy += 1;
             return self.respond(channel, PostingReply::Busy);
         }
-        let book = self.postings.codebook;
+        let ladder = self.postings.ladder;
+        let levels = ladder.accepted_levels(self.members.ring().members().len(), self.postings.counts.replicas);
         self.postings.checking.push(Box::pin(async move {
             let checked = tokio::task::spawn_blocking(move || {
-                let verdicts = batch.postings.iter().map(|p| check_content(p, book, &model)).collect();
+                let verdicts: Vec<_> =
+                    batch.postings.iter().map(|p| check_content(p, ladder, levels.clone(), &model)).collect();
+                // A handed-over posting may come from a level next to its own: the network
+                // climbed, and a holder of the chunk at that level placed it anew.
+                let around = levels.start().saturating_sub(1)..=levels.end() + 1;
+                let near: Vec<Vec<u32>> = match batch.handover {
+                    true => batch.postings.iter().map(|p| ladder.cells_near(&p.vector(), around.clone())).collect(),
+                    false => Vec::new(),
+                };
                 let replica_verdicts = batch.replicas.iter().map(replicas::check_content).collect();
-                (batch, verdicts, replica_verdicts)
+                (batch, verdicts, near, replica_verdicts)
             });
             // A panic in a check drops the request: its sender retries, and is not believed.
-            let (batch, verdicts, replica_verdicts) = checked.await.ok()?;
-            Some(Checked { peer, batch, verdicts, replica_verdicts, channel })
+            let (batch, verdicts, near, replica_verdicts) = checked.await.ok()?;
+            Some(Checked { peer, batch, verdicts, near, replica_verdicts, channel })
         }));
     }
 
@@ -310,13 +332,13 @@ impl EventLoop {
     /// sender's to the cells it hands over) is decided here, then what passed goes to the
     /// node's store and the sender hears how much was taken.
     pub(super) fn on_posting_checked(&mut self, checked: Checked) {
-        let Checked { peer, batch, verdicts, replica_verdicts, channel } = checked;
+        let Checked { peer, batch, verdicts, near: near_cells, replica_verdicts, channel } = checked;
         if self.banned.contains_key(&peer) {
             return; // banned while its batch was being checked
         }
         let now = Instant::now();
         let me = *self.swarm.local_peer_id();
-        let (book, replicas) = (self.postings.codebook, self.postings.counts.replicas);
+        let (ladder, replicas) = (self.postings.ladder, self.postings.counts.replicas);
         let total = batch.len() as u32;
         let mut kept = PostingBatch::default();
         let mut refused = 0u32;
@@ -331,18 +353,19 @@ impl EventLoop {
         // and sent again, rather than refused and lost.
         let mut lagging = false;
         let mut replicas_refused = 0u64;
-        for (p, verdict) in batch.postings.into_iter().zip(verdicts) {
+        for (i, (p, verdict)) in batch.postings.into_iter().zip(verdicts).enumerate() {
             // A publisher speaks for the pages of its hosts, and sends its postings itself; a
             // cell's former owner, handing the cell over, passes on the postings of its cells
             // as their publishers signed them.
             let cell_held = |cell: u32| {
-                self.members.owned_point_recently(&peer, crate::placement::cell_point(book.id(), cell), replicas, now)
+                ladder.point(cell).is_some_and(|point| self.members.owned_point_recently(&peer, point, replicas, now))
             };
             let owned = |publisher: &PeerId, host: &str| {
                 let own_host = || self.members.owned_recently(&peer, host, now);
                 if handover {
                     // Its own postings it hands on only for hosts it owned, as it publishes.
-                    cell_held(p.cell) && (*publisher != peer || own_host())
+                    let held = || near_cells.get(i).is_some_and(|cells| cells.iter().any(|c| cell_held(*c)));
+                    (cell_held(p.cell) || held()) && (*publisher != peer || own_host())
                 } else {
                     *publisher == peer && own_host()
                 }
@@ -367,6 +390,8 @@ impl EventLoop {
                         offence = true;
                     }
                 }
+                // The sender counts the network across a level's step from this node: no offence.
+                Err(BadPosting::OtherLevel(..)) => {}
                 Err(_) => offence = true,
                 Ok(()) => {}
             }
@@ -377,7 +402,7 @@ impl EventLoop {
             }
             // A cell this node does not hold (the sender's ring is another): not an offence,
             // not kept. One owner more than the replicas is tolerated while rings settle.
-            if !cell_owners(self.members.ring(), book.id(), p.cell, replicas + 1).contains(&me) {
+            if !ladder.owners(self.members.ring(), p.cell, replicas + 1).contains(&me) {
                 refused += 1;
                 continue;
             }

@@ -18,7 +18,7 @@
 use super::{EventLoop, Latencies};
 use crate::codec::Frame;
 use crate::exchange::RateLimit;
-use crate::placement::{cell_owners, plan};
+use crate::placement::plan;
 use crate::search::{check_reply, RemoteHit, SearchReply, SearchRequest};
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
@@ -269,13 +269,15 @@ impl EventLoop {
         fanout: usize,
         now: Instant,
     ) -> (Vec<(String, Vec<u32>)>, Vec<String>, HashMap<PeerId, Vec<String>>, Vec<(u32, Vec<PeerId>)>) {
-        let book = crate::placement::shipped();
+        let ladder = crate::placement::shipped_ladder();
         let (replicas, nprobe) = (self.config.search.replicas, self.config.search.nprobe);
-        let cells = book.nearest(vector, nprobe);
         let ring = self.members.ring();
+        // The level the network's size calls for (its postings are there: see `ladder`).
+        let level = ladder.asked_level(ring.members().len(), replicas);
+        let cells = ladder.nearest(level, vector, nprobe);
         let me = *self.swarm.local_peer_id();
         let owners: Vec<(u32, Vec<PeerId>)> =
-            cells.iter().map(|(c, _)| (*c, cell_owners(ring, book.id(), *c, replicas))).collect();
+            cells.iter().map(|(c, _)| (*c, ladder.owners(ring, *c, replicas))).collect();
         let up = |p: &PeerId| *p != me && !self.querying.penalised(&p.to_string(), now);
         let chosen = plan(owners.iter().map(|(c, o)| (*c, o.as_slice())), &me, fanout, up);
         let mut order: Vec<String> = chosen.iter().map(|(p, _)| p.to_string()).collect();

@@ -26,7 +26,8 @@
 //! ```
 //!
 //! `--churn HOURS` (with `--grow`, `--held`, `--designs`, `--seed`) asks the questions while
-//! members come and go instead (see [`churn`]).
+//! members come and go instead (see [`churn`]); `--climb FROM,TO` while the network grows
+//! across the codebook ladder's levels (see [`climb`]).
 //!
 //! `--grow 0.125,0.25,0.5,1` judges cells that grow with the network instead (see [`grow`]),
 //! for each of `--designs` (`3x3,1x9s`: owners a cell × cells a chunk, `s` for spread cells).
@@ -35,9 +36,12 @@
 //!
 //! `WEFT_PLACEMENT_DOCS` (colon-separated directories) replaces the default manuals.
 //! `--write-codebook PATH --cells N` trains the codebook the network ships (N cells, on a seeded
-//! sample of every host's chunks) and writes it to PATH instead of measuring.
+//! sample of every host's chunks) and writes it to PATH instead of measuring;
+//! `--write-ladder PATH` splits the shipped codebook into the levels the network grows into
+//! (`weft_p2p::placement::ladder`), over every host's chunks.
 
 mod churn;
+mod climb;
 mod ladder;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -103,6 +107,12 @@ struct Args {
     /// `--ladder DEPTH`: instead, a codebook grown by splitting its cells this many times,
     /// judged at the sizes of `--grow` (see [`ladder`]).
     ladder: Option<usize>,
+    /// `--climb FROM,TO`: instead, a network growing from FROM to TO members over `--churn`
+    /// hours, its postings climbing the ladder (see [`climb`]).
+    climb: Option<(usize, usize)>,
+    /// `--write-ladder PATH`: split the shipped codebook `--ladder` times (4 unless given) over
+    /// every host's chunks and write the levels below it here instead of measuring.
+    write_ladder: Option<PathBuf>,
 }
 
 fn list(s: &str) -> Vec<usize> {
@@ -131,6 +141,8 @@ fn args() -> Args {
         seed: 1,
         nprobe: weft_config::SearchConfig::default().nprobe,
         ladder: None,
+        write_ladder: None,
+        climb: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -152,6 +164,11 @@ fn args() -> Args {
             "--seed" => a.seed = v.parse().expect("a number"),
             "--nprobe" => a.nprobe = v.parse().expect("a number"),
             "--ladder" => a.ladder = Some(v.parse().expect("a number of levels")),
+            "--write-ladder" => a.write_ladder = Some(PathBuf::from(v)),
+            "--climb" => {
+                let l = list(v);
+                a.climb = Some((l[0], *l.get(1).expect("--climb FROM,TO")));
+            }
             other => panic!("unknown flag {other}"),
         }
     }
@@ -531,8 +548,31 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
 
+    if let Some(path) = &a.write_ladder {
+        // Like the shipped codebook, every host's chunks may be in the sample: all of them.
+        let mut idx: Vec<usize> = (0..corpus.len()).collect();
+        Rng(0x434f_4445).shuffle(&mut idx); // "CODE"
+        let sample: Vec<Vec<f32>> = idx.into_iter().map(|c| corpus.vector(c).to_vec()).collect();
+        let started = Instant::now();
+        let depth = a.ladder.unwrap_or(4);
+        let ladder = ladder::split(weft_p2p::placement::shipped().clone(), &sample, depth)?;
+        std::fs::write(path, ladder.encode_below())?;
+        println!(
+            "a ladder of {} levels below the shipped codebook ({} cells at the deepest), split over {} chunks in {:.0} s: {}",
+            depth,
+            ladder.level(depth).len(),
+            sample.len(),
+            started.elapsed().as_secs_f64(),
+            path.display()
+        );
+        return Ok(());
+    }
+
     // Questions and their exact answers.
     let mut embedder = Embedder::open(&weft_index::testing::embed_config(), 2)?;
+    if let Some(sizes) = a.climb {
+        return climb::climb(&corpus, &a, sizes, &mut embedder);
+    }
     if a.churn_hours > 0.0 {
         return churn::churn(&corpus, &a, &mut embedder);
     }
