@@ -176,19 +176,54 @@ pub fn announce_slice(
     Ok(out)
 }
 
-/// How long the member set must stay as it is before this node drops the cells it no longer
-/// owns: their new owners were handed them at the change, and a member that comes back soon
-/// (a restart) takes its cells back from here.
+/// How long a cell must have been another's before this node drops what it holds of it: its
+/// new owners were handed it at the change, and a member that comes back soon (a restart) takes
+/// its cells back from here. Copies wait for the member set to stand still this long.
 const DROP_AFTER: Duration = Duration::from_secs(10 * 60);
-/// How often the member set is looked at for that.
+/// How often the ring is looked at for that.
 const DROP_CHECK: Duration = Duration::from_secs(30);
 
-/// Drops what the cell store holds for cells this node no longer owns — one owner more than
-/// the replicas is kept, as a receiver does while rings settle — and the copies of documents
-/// whose ids it no longer owns (one holder more than `doc_replicas` likewise), once the
-/// member set has not changed for [`DROP_AFTER`] and nothing waits to be handed over. Without
-/// it, a node's stores only grew as members joined: everything it ever owned stayed. Runs
-/// until the network stops.
+/// The cells this node has not kept since when: a cell is dropped once it has been another's
+/// for [`DROP_AFTER`] without a break. Counted per cell, not from the last change of the
+/// member set: a large network changes every few seconds and never stands still for ten
+/// minutes, and a store that waited for that would keep everything it ever owned.
+#[derive(Debug, Default)]
+pub struct Unowned {
+    since: std::collections::BTreeMap<u32, tokio::time::Instant>,
+}
+
+impl Unowned {
+    /// Records which of `cells` this node keeps now (`keep`); returns whether any has been
+    /// another's for [`DROP_AFTER`].
+    pub fn observe(
+        &mut self,
+        cells: impl Iterator<Item = u32>,
+        keep: &std::collections::BTreeSet<u32>,
+        now: tokio::time::Instant,
+    ) -> bool {
+        for cell in cells {
+            if keep.contains(&cell) {
+                self.since.remove(&cell);
+            } else {
+                self.since.entry(cell).or_insert(now);
+            }
+        }
+        self.since.values().any(|t| now.duration_since(*t) >= DROP_AFTER)
+    }
+
+    /// Whether this node still keeps what it holds of `cell` at `now`.
+    pub fn keeps(&self, cell: u32, now: tokio::time::Instant) -> bool {
+        self.since.get(&cell).is_none_or(|t| now.duration_since(*t) < DROP_AFTER)
+    }
+}
+
+/// Drops what the cell store holds for cells this node has not kept for [`DROP_AFTER`] — it
+/// keeps the cells of the levels taken it is among the first `replicas + 1` owners of, as a
+/// receiver does while rings settle ([`kept_cells`]) — at most once every [`DROP_AFTER`], and
+/// the copies of documents whose ids it no longer owns (one holder more than `doc_replicas`
+/// likewise) once the member set has not changed for [`DROP_AFTER`]; both only while nothing
+/// waits to be handed over. Without it, a node's stores only grew as members joined:
+/// everything it ever owned stayed. Runs until the network stops.
 pub async fn drop_unowned(
     store: Arc<CellStore>,
     network: weft_p2p::NetworkHandle,
@@ -199,30 +234,43 @@ pub async fn drop_unowned(
     let ladder = weft_p2p::placement::shipped_ladder();
     let mut members = network.ring().members().to_vec();
     let mut since = tokio::time::Instant::now();
-    let mut dropped_for: Option<Vec<weft_p2p::PeerId>> = None;
+    let mut copies_for: Option<Vec<weft_p2p::PeerId>> = None;
+    let mut unowned = Unowned::default();
+    let mut dropped_at: Option<tokio::time::Instant> = None;
     let mut tick = tokio::time::interval(DROP_CHECK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
         let ring = network.ring();
-        if ring.members() != members.as_slice() {
-            members = ring.members().to_vec();
-            since = tokio::time::Instant::now();
+        if ring.is_empty() {
             continue;
         }
-        let settled = since.elapsed() >= DROP_AFTER && network.status().postings.backlog == 0;
-        if !settled || ring.is_empty() || dropped_for.as_ref() == Some(&members) {
-            continue;
-        }
+        let now = tokio::time::Instant::now();
         let levels = ladder.accepted_levels(ring.members().len(), replicas);
         let keep = kept_cells(&ring, ladder, levels, replicas, &me);
-        let s = store.clone();
-        let drop = move || s.keep_cells(|c| keep.contains(&c));
-        match bounded("cell store: dropping cells no longer owned", STORE_BOUND * 4, drop).await {
-            None | Some((0, 0)) => {}
-            Some((docs, chunks)) => {
-                tracing::info!(docs, chunks, "dropped the postings of cells this node no longer owns")
+        let due = unowned.observe(ladder.cells_of_levels(0..=ladder.depth()), &keep, now);
+        let idle = network.status().postings.backlog == 0;
+        if due && idle && dropped_at.is_none_or(|t| now.duration_since(t) >= DROP_AFTER) {
+            dropped_at = Some(now);
+            let keeps: std::collections::BTreeSet<u32> =
+                ladder.cells_of_levels(0..=ladder.depth()).filter(|c| unowned.keeps(*c, now)).collect();
+            let s = store.clone();
+            let drop = move || s.keep_cells(|c| keeps.contains(&c));
+            match bounded("cell store: dropping cells no longer owned", STORE_BOUND * 4, drop).await {
+                None | Some((0, 0)) => {}
+                Some((docs, chunks)) => {
+                    tracing::info!(docs, chunks, "dropped the postings of cells this node no longer owns")
+                }
             }
+        }
+        if ring.members() != members.as_slice() {
+            members = ring.members().to_vec();
+            since = now;
+            continue;
+        }
+        let settled = since.elapsed() >= DROP_AFTER && idle;
+        if !settled || copies_for.as_ref() == Some(&members) {
+            continue;
         }
         let (s, r) = (store.clone(), ring.clone());
         let keep = move |id: &DocId| weft_p2p::replicas::doc_owners(&r, &id.hex(), doc_replicas + 1).contains(&me);
@@ -231,7 +279,7 @@ pub async fn drop_unowned(
         {
             tracing::info!(copies, "dropped the document copies of ids this node no longer owns");
         }
-        dropped_for = Some(members.clone());
+        copies_for = Some(members.clone());
     }
 }
 
@@ -298,6 +346,24 @@ mod tests {
         let third = announce_slice(&index, None, 5, owned, large, false).unwrap().postings;
         assert_eq!(third.len(), 3 * MAX_CELLS_PER_CHUNK);
         assert!(third.iter().all(|p| spread(book, &p.vector(), 3).iter().any(|c| c.0 == p.cell)));
+    }
+
+    #[test]
+    fn a_cell_is_dropped_once_it_has_been_anothers_for_ten_minutes_without_a_break() {
+        let t0 = tokio::time::Instant::now();
+        let mut unowned = Unowned::default();
+        let keep = |cells: &[u32]| cells.iter().copied().collect::<std::collections::BTreeSet<u32>>();
+        // Cells 0..4; this node keeps 0 and 1.
+        assert!(!unowned.observe(0..4, &keep(&[0, 1]), t0));
+        assert!(!unowned.observe(0..4, &keep(&[0, 1]), t0 + DROP_AFTER / 2));
+        // Cell 2 comes back for a while (a restart): its time starts again.
+        assert!(!unowned.observe(0..4, &keep(&[0, 1, 2]), t0 + DROP_AFTER * 3 / 4));
+        assert!(unowned.observe(0..4, &keep(&[0, 1]), t0 + DROP_AFTER), "cell 3, ten minutes another's");
+        let now = t0 + DROP_AFTER;
+        assert_eq!((0..4).filter(|c| unowned.keeps(*c, now)).collect::<Vec<_>>(), [0, 1, 2]);
+        // However often the members change: counted per cell.
+        assert!(unowned.keeps(2, t0 + DROP_AFTER * 2 - Duration::from_secs(1)));
+        assert!(!unowned.keeps(2, t0 + DROP_AFTER * 2));
     }
 
     #[test]

@@ -12,8 +12,9 @@
 //! - at every change, the first of a cell's former owners still on the ring hands the postings
 //!   it holds to each new owner (`weft_node::cells::gained_owners`); a member that left or
 //!   crashed hands nothing over, and keeps what it held on its disk for when it comes back;
-//! - nothing is dropped: a node drops the cells it no longer owns only after the member set has
-//!   stood still for ten minutes (`cell_upkeep::DROP_AFTER`), which at these sizes it never does;
+//! - nothing is dropped: a node drops a cell's postings once the cell has been another's for ten
+//!   minutes (`cell_upkeep::DROP_AFTER`), which changes nothing here — a question asks the
+//!   cells' owners of the moment, and a cell is handed on by a former owner of the last ring;
 //! - each document is announced again once a week (`cell_upkeep::REANNOUNCE_EVERY`), at a phase
 //!   of its own, by the member that crawled it, if that member is online and owns its host then;
 //!   its postings go to its cells' owners of the moment.
