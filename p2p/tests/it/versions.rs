@@ -1,8 +1,8 @@
 //! A peer that speaks another version of the protocol is refused with a message naming both
 //! versions — by a node it connects to, and by a node that tries to join through it — never
 //! taken into the member set. The other peer is a bare rust-libp2p peer announcing
-//! `/weft/0.1.0` in identify — the version before the roster, whose members heartbeat and would
-//! compute other rings — over real TCP on loopback.
+//! `/weft/0.2.0` in identify — the version before the codebook's ladder, whose members would
+//! refuse a large network's postings and strike their senders — over real TCP on loopback.
 
 use futures::StreamExt;
 use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::tcp_config as config;
 
-const THEIRS: &str = "/weft/0.1.0";
+const THEIRS: &str = "/weft/0.2.0";
 
 #[derive(NetworkBehaviour)]
 struct Other {

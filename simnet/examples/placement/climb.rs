@@ -17,7 +17,8 @@
 //!
 //! Reported per moment: members, the level asked, recall@10; at the end, postings placed anew,
 //! chunks no placer held, and the share of the asked level's postings on one of their owners.
-//! The ladder is split from 256 cells trained on the training half of the hosts (as `--ladder`).
+//! The ladder is split from 256 cells trained on the training half of the hosts (as `--ladder`),
+//! `--ladder DEPTH` levels deep (4 unless given; `--ladder 0` is the fixed codebook of before).
 
 use crate::{embed_all, exact, held_out, merge, questions, recall, subset, top_docs, Args, Corpus, SAMPLE_PER_CELL};
 use std::collections::{BTreeSet, HashMap};
@@ -32,8 +33,6 @@ use weft_simnet::rng::Rng;
 const STEP_SECS: f64 = 60.0;
 const MOMENTS: usize = 24;
 const REANNOUNCE_SECS: f64 = 7.0 * 86_400.0;
-/// The ladder's depth: 256 to 4,096 cells.
-const DEPTH: usize = 4;
 
 /// Every posting: per global cell, the chunks in it and who holds each.
 struct Held {
@@ -138,9 +137,11 @@ pub fn climb(corpus: &Corpus, a: &Args, (from, to): (usize, usize), embedder: &m
     let mut train: Vec<usize> =
         (0..sub.len()).filter(|c| !held_out(&sub.hosts[sub.docs[sub.chunk_doc[*c] as usize].2])).collect();
     Rng(0x434f_4445).shuffle(&mut train); // "CODE"
+                                          // `--ladder 0`: the first level alone, the fixed codebook of before.
+    let depth = a.ladder.unwrap_or(4);
     let sample: Vec<Vec<f32>> =
-        train.iter().take(SAMPLE_PER_CELL * (256 << DEPTH)).map(|c| sub.vector(*c).to_vec()).collect();
-    let ladder = crate::ladder::split(Codebook::new(&kmeans(&sample, 256).centroids)?, &sample, DEPTH)?;
+        train.iter().take(SAMPLE_PER_CELL * (256 << depth)).map(|c| sub.vector(*c).to_vec()).collect();
+    let ladder = crate::ladder::split(Codebook::new(&kmeans(&sample, 256).centroids)?, &sample, depth)?;
     let replicas = a.replicas;
     let hours = if a.churn_hours > 0.0 { a.churn_hours } else { 24.0 };
     let span = hours * 3600.0;
@@ -274,9 +275,28 @@ pub fn climb(corpus: &Corpus, a: &Args, (from, to): (usize, usize), embedder: &m
         }
     }
     let level = ladder.asked_level(members, replicas);
-    let (_, on_owner) = held.held(&ladder, level..=level);
+    let (holding, on_owner) = held.held(&ladder, level..=level);
+    // What a member holds at the end, in units of a member's own share of the corpus.
+    let share = sub.len() as f64 / members as f64;
+    let mean = holding.values().map(Vec::len).sum::<usize>() as f64 / members as f64 / share;
+    let most = holding.values().map(Vec::len).max().unwrap_or(0) as f64 / share;
+    let holders = holding.values().filter(|h| !h.is_empty()).count();
+    // What they keep once the node drops what it does not own (`cell_upkeep::drop_unowned`:
+    // the cells of the levels taken it is among the first `replicas + 1` owners of).
+    let mut kept: HashMap<u32, BTreeSet<u32>> = HashMap::new();
+    for cell in ladder.cells_of_levels(ladder.accepted_levels(members, replicas)) {
+        let keepers: Vec<u32> = ladder.owners(&ring, cell, replicas + 1).iter().map(|p| index[p]).collect();
+        for (chunk, holders) in held.by_cell.get(&cell).into_iter().flatten() {
+            for h in holders.iter().filter(|h| keepers.contains(h)) {
+                kept.entry(*h).or_default().insert(*chunk);
+            }
+        }
+    }
+    let kept_mean = kept.values().map(BTreeSet::len).sum::<usize>() as f64 / members as f64 / share;
+    let kept_most = kept.values().map(BTreeSet::len).max().unwrap_or(0) as f64 / share;
     println!(
-        "recall@10 over the span {:.3}; postings handed over {handed}, placed at a new level {placed}; chunks no placer held {missed}; the asked level's postings on an owner at the end {on_owner:.3}; {:.0} s",
+        "recall@10 over the span {:.3}; postings handed over {handed}, placed at a new level {placed}; chunks no placer held {missed}; the asked level's postings on an owner at the end {on_owner:.3}; at the end {holders} of {members} members hold postings, chunks held × own mean {mean:.1} / most {most:.1}, once what is not owned is dropped {kept_mean:.1} / {kept_most:.1} ({} members); {:.0} s",
+        kept.len(),
         recalls.iter().sum::<f64>() / recalls.len().max(1) as f64,
         started.elapsed().as_secs_f64()
     );
