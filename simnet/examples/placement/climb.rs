@@ -18,7 +18,8 @@
 //! Reported per moment: members, the level asked, recall@10; at the end, postings placed anew,
 //! chunks no placer held, and the share of the asked level's postings on one of their owners.
 //! The ladder is split from 256 cells trained on the training half of the hosts (as `--ladder`),
-//! `--ladder DEPTH` levels deep (4 unless given; `--ladder 0` is the fixed codebook of before).
+//! `--ladder DEPTH` levels deep (4 unless given; `--ladder 0` is the fixed codebook of before);
+//! `--held H` (one value) aims at another share of cells an owner than the node's.
 
 use crate::{embed_all, exact, held_out, merge, questions, recall, subset, top_docs, Args, Corpus, SAMPLE_PER_CELL};
 use std::collections::{BTreeSet, HashMap};
@@ -142,15 +143,25 @@ pub fn climb(corpus: &Corpus, a: &Args, (from, to): (usize, usize), embedder: &m
     let sample: Vec<Vec<f32>> =
         train.iter().take(SAMPLE_PER_CELL * (256 << depth)).map(|c| sub.vector(*c).to_vec()).collect();
     let ladder = crate::ladder::split(Codebook::new(&kmeans(&sample, 256).centroids)?, &sample, depth)?;
+    // `--held H`: another aim than the node's (`ladder::HELD`).
+    let ladder = match a.held.as_slice() {
+        [h] => ladder.aiming_at(*h),
+        _ => ladder,
+    };
     let replicas = a.replicas;
     let hours = if a.churn_hours > 0.0 { a.churn_hours } else { 24.0 };
     let span = hours * 3600.0;
     println!(
-        "\nA network growing from {from} to {to} members over {hours} h: {} chunks, {} questions, {} peers at most, {} cells ranked",
+        "\nA network growing from {from} to {to} members over {hours} h: {} chunks, {} questions, {} peers at most, {} cells ranked, {} levels, aiming at {} cells an owner",
         sub.len(),
         titles.len(),
         a.budgets[0],
-        a.nprobe
+        a.nprobe,
+        depth + 1,
+        match a.held.as_slice() {
+            [h] => *h,
+            _ => weft_p2p::placement::ladder::HELD,
+        }
     );
 
     // Identities and arrivals: the first `from` at once, the rest evenly over the span.
@@ -296,8 +307,8 @@ pub fn climb(corpus: &Corpus, a: &Args, (from, to): (usize, usize), embedder: &m
     let kept_most = kept.values().map(BTreeSet::len).max().unwrap_or(0) as f64 / share;
     println!(
         "recall@10 over the span {:.3}; postings handed over {handed}, placed at a new level {placed}; chunks no placer held {missed}; the asked level's postings on an owner at the end {on_owner:.3}; at the end {holders} of {members} members hold postings, chunks held × own mean {mean:.1} / most {most:.1}, once what is not owned is dropped {kept_mean:.1} / {kept_most:.1} ({} members); {:.0} s",
-        kept.len(),
         recalls.iter().sum::<f64>() / recalls.len().max(1) as f64,
+        kept.len(),
         started.elapsed().as_secs_f64()
     );
     Ok(())

@@ -112,10 +112,7 @@ pub fn ladder(corpus: &Corpus, a: &Args, depth: usize, embedder: &mut Embedder) 
         let started = Instant::now();
         let sub = subset(corpus, share);
         let g = Grown::new(&sub, a, embedder)?;
-        let n = g.members.len();
-        let node_of = g.node_of();
-        let own = g.own(&sub, &node_of);
-        let network = g.network(&sub, &node_of, &own);
+        let (n, network) = (g.members.len(), g.network(&sub));
         for &held in &a.held {
             for d in &a.designs {
                 let level = level_for(&ladder, n, d.replicas, held);

@@ -627,7 +627,7 @@ fn main() -> anyhow::Result<()> {
     for &n in &a.nodes {
         let members = peers(n);
         let ring = Ring::new(members.clone(), DEFAULT_VNODES);
-        let node_of: HashMap<&PeerId, usize> = members.iter().enumerate().map(|(i, m)| (m, i)).collect();
+        let node_of: HashMap<PeerId, usize> = members.iter().enumerate().map(|(i, m)| (*m, i)).collect();
         // Host placement: what each node crawled.
         let mut own: Vec<Vec<usize>> = vec![Vec::new(); n];
         for c in 0..corpus.len() {
@@ -835,10 +835,7 @@ fn grow(corpus: &Corpus, a: &Args, embedder: &mut Embedder) -> anyhow::Result<()
         let started = Instant::now();
         let sub = subset(corpus, share);
         let g = Grown::new(&sub, a, embedder)?;
-        let n = g.members.len();
-        let node_of = g.node_of();
-        let own = g.own(&sub, &node_of);
-        let network = g.network(&sub, &node_of, &own);
+        let (n, network) = (g.members.len(), g.network(&sub));
         let mut train: Vec<usize> =
             (0..sub.len()).filter(|c| !held_out(&sub.hosts[sub.docs[sub.chunk_doc[*c] as usize].2])).collect();
         Rng(0x434f_4445).shuffle(&mut train); // "CODE"
@@ -851,7 +848,7 @@ fn grow(corpus: &Corpus, a: &Args, embedder: &mut Embedder) -> anyhow::Result<()
                 let chunk_cells = design_cells(&sub, &book, *d);
                 let owners: Vec<Vec<PeerId>> =
                     (0..book.len() as u32).map(|c| cell_owners(&g.ring, book.id(), c, d.replicas)).collect();
-                let held = place(&sub, &node_of, &owners, &chunk_cells, d.per_chunk, d.per_chunk, 0.0);
+                let held = place(&sub, &g.node_of, &owners, &chunk_cells, d.per_chunk, d.per_chunk, 0.0);
                 let (mean, most) = storage(&held, sub.len());
                 for &budget in &a.budgets {
                     let (recall, asked, _) = network.ask_by_cell(&book, &owners, &held, budget);
@@ -913,7 +910,7 @@ fn exact(corpus: &Corpus, qvecs: &[Vec<f32>]) -> Vec<Vec<u32>> {
 /// `most` when within `margin` of the best. Per node, the chunks it holds.
 fn place(
     corpus: &Corpus,
-    node_of: &HashMap<&PeerId, usize>,
+    node_of: &HashMap<PeerId, usize>,
     owners: &[Vec<PeerId>],
     chunk_cells: &[Vec<(u32, f32)>],
     always: usize,
@@ -954,7 +951,10 @@ struct Grown {
     qvecs: Vec<Vec<f32>>,
     truth: Vec<Vec<u32>>,
     members: Vec<PeerId>,
+    node_of: HashMap<PeerId, usize>,
     ring: Ring,
+    /// Per member, the chunks it crawled: those of the hosts it owns.
+    own: Vec<Vec<usize>>,
     askers: Vec<usize>,
 }
 
@@ -967,36 +967,24 @@ impl Grown {
         let members = peers(n);
         let ring = Ring::new(members.clone(), DEFAULT_VNODES);
         let askers = (0..qs.len()).map(|i| (i * 7919) % n).collect();
-        Ok(Grown { qvecs, truth, members, ring, askers })
-    }
-
-    fn node_of(&self) -> HashMap<&PeerId, usize> {
-        self.members.iter().enumerate().map(|(i, m)| (m, i)).collect()
-    }
-
-    /// Per member, the chunks it crawled: those of the hosts it owns.
-    fn own(&self, sub: &Corpus, node_of: &HashMap<&PeerId, usize>) -> Vec<Vec<usize>> {
-        let mut own: Vec<Vec<usize>> = vec![Vec::new(); self.members.len()];
+        let node_of: HashMap<PeerId, usize> = members.iter().enumerate().map(|(i, m)| (*m, i)).collect();
+        let mut own: Vec<Vec<usize>> = vec![Vec::new(); n];
         for c in 0..sub.len() {
             let host = &sub.hosts[sub.docs[sub.chunk_doc[c] as usize].2];
-            own[node_of[self.ring.owner(host).expect("members")]].push(c);
+            own[node_of[ring.owner(host).expect("members")]].push(c);
         }
-        own
+        Ok(Grown { qvecs, truth, members, node_of, ring, own, askers })
     }
 
-    fn network<'a>(
-        &'a self,
-        corpus: &'a Corpus,
-        node_of: &'a HashMap<&'a PeerId, usize>,
-        own: &'a [Vec<usize>],
-    ) -> Network<'a> {
+    /// The network as `corpus`'s questions find it.
+    fn network<'a>(&'a self, corpus: &'a Corpus) -> Network<'a> {
         Network {
             corpus,
             qvecs: &self.qvecs,
             truth: &self.truth,
             members: &self.members,
-            node_of,
-            own,
+            node_of: &self.node_of,
+            own: &self.own,
             askers: &self.askers,
         }
     }
@@ -1009,7 +997,7 @@ struct Network<'a> {
     qvecs: &'a [Vec<f32>],
     truth: &'a [Vec<u32>],
     members: &'a [PeerId],
-    node_of: &'a HashMap<&'a PeerId, usize>,
+    node_of: &'a HashMap<PeerId, usize>,
     own: &'a [Vec<usize>],
     askers: &'a [usize],
 }
