@@ -107,7 +107,7 @@ pub(super) struct Checked {
     peer: PeerId,
     batch: PostingBatch,
     verdicts: Vec<Result<(PeerId, String), BadPosting>>,
-    /// For a hand-over, each posting's cells at the levels around those taken
+    /// For a hand-over while more than one level is taken, each posting's cells at those levels
     /// ([`Ladder::cells_near`]): a holder of any of them may hand it on.
     near: Vec<Vec<u32>>,
     replica_verdicts: Vec<Result<(PeerId, String), BadReplica>>,
@@ -312,11 +312,12 @@ impl EventLoop {
             let checked = tokio::task::spawn_blocking(move || {
                 let verdicts: Vec<_> =
                     batch.postings.iter().map(|p| check_content(p, ladder, levels.clone(), &model)).collect();
-                // A handed-over posting may come from a level next to its own: the network
-                // climbed, and a holder of the chunk at that level placed it anew.
-                let around = levels.start().saturating_sub(1)..=levels.end() + 1;
-                let near: Vec<Vec<u32>> = match batch.handover {
-                    true => batch.postings.iter().map(|p| ladder.cells_near(&p.vector(), around.clone())).collect(),
+                // A handed-over posting may come from another level this node takes: the
+                // network climbed, and a holder of the chunk at that level placed it anew
+                // (`Ladder::placer`: that level was posted at by a member counting within the
+                // margin, so this node takes it). At one level, as nearly always, there is none.
+                let near: Vec<Vec<u32>> = match batch.handover && levels.start() != levels.end() {
+                    true => batch.postings.iter().map(|p| ladder.cells_near(&p.vector(), levels.clone())).collect(),
                     false => Vec::new(),
                 };
                 let replica_verdicts = batch.replicas.iter().map(replicas::check_content).collect();
