@@ -176,7 +176,7 @@ pub fn announce_slice(
     Ok(out)
 }
 
-/// How long a cell must have been another's before this node drops what it holds of it: its
+/// How long a cell must have been another's for this node to drop what it holds of it: its
 /// new owners were handed it at the change, and a member that comes back soon (a restart) takes
 /// its cells back from here. Copies wait for the member set to stand still this long.
 const DROP_AFTER: Duration = Duration::from_secs(10 * 60);

@@ -137,11 +137,6 @@ impl NetworkHandle {
         crate::placement::shipped_ladder().posted_levels(members, self.cell_replicas)
     }
 
-    /// How many owners each cell has.
-    pub fn cell_replicas(&self) -> usize {
-        self.cell_replicas
-    }
-
     /// A receiver that sees every new ring (a member joined or left).
     pub fn ring_changes(&self) -> watch::Receiver<Arc<Ring>> {
         self.ring.clone()
