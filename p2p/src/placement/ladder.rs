@@ -34,6 +34,13 @@ pub const HELD: f64 = 0.77;
 /// storage: 14% of all sizes at 5%, 40% at 15%.
 pub const LEVEL_MARGIN: f64 = 0.05;
 
+/// The counts a member counting within [`LEVEL_MARGIN`] of `members` may have.
+fn within_margin(members: usize) -> (usize, usize) {
+    let fewer = (members as f64 / (1.0 + LEVEL_MARGIN)).floor() as usize;
+    let more = (members as f64 * (1.0 + LEVEL_MARGIN)).ceil() as usize;
+    (fewer, more)
+}
+
 /// The deepest ladder accepted.
 pub const MAX_DEPTH: usize = 8;
 
@@ -220,8 +227,7 @@ impl Ladder {
     /// The levels a receiver takes postings at in a network of `members`: those any member
     /// counting within [`LEVEL_MARGIN`] of it would post at ([`Ladder::posted_levels`]).
     pub fn accepted_levels(&self, members: usize, replicas: usize) -> RangeInclusive<usize> {
-        let fewer = (members as f64 / (1.0 + LEVEL_MARGIN)).floor() as usize;
-        let more = (members as f64 * (1.0 + LEVEL_MARGIN)).ceil() as usize;
+        let (fewer, more) = within_margin(members);
         *self.posted_levels(fewer, replicas).start()..=*self.posted_levels(more, replicas).end()
     }
 
@@ -253,9 +259,15 @@ impl Ladder {
     /// the one whose owners hold closest to [`HELD`] cells each, on a log scale (a tie goes to
     /// the bigger cells).
     pub fn asked_level(&self, members: usize, replicas: usize) -> usize {
+        self.level_holding(members, replicas, self.held)
+    }
+
+    /// The level whose owners hold closest to `held` cells each, on a log scale, in a network
+    /// of `members` with `replicas` owners a cell (a tie goes to the bigger cells).
+    pub fn level_holding(&self, members: usize, replicas: usize, held: f64) -> usize {
         let distance = |l: usize| {
-            let held = (self.levels[l].len() * replicas.max(1)) as f64 / members.max(1) as f64;
-            (held / self.held).ln().abs()
+            let h = (self.levels[l].len() * replicas.max(1)) as f64 / members.max(1) as f64;
+            (h / held).ln().abs()
         };
         (0..self.levels.len()).fold(0, |best, l| if distance(l) < distance(best) { l } else { best })
     }
@@ -263,8 +275,7 @@ impl Ladder {
     /// The levels a chunk is posted at in a network of `members`: every level a member counting
     /// up to [`LEVEL_MARGIN`] fewer or more members would ask at.
     pub fn posted_levels(&self, members: usize, replicas: usize) -> RangeInclusive<usize> {
-        let fewer = (members as f64 / (1.0 + LEVEL_MARGIN)).floor() as usize;
-        let more = (members as f64 * (1.0 + LEVEL_MARGIN)).ceil() as usize;
+        let (fewer, more) = within_margin(members);
         self.asked_level(fewer, replicas)..=self.asked_level(more, replicas)
     }
 }

@@ -63,16 +63,6 @@ pub fn split(base: Codebook, train: &[Vec<f32>], depth: usize) -> anyhow::Result
     Ok(Ladder::new(levels)?)
 }
 
-/// The level whose owners hold closest to `held` cells each (on a log scale) in a network of
-/// `members`, each cell owned by `replicas`.
-fn level_for(ladder: &Ladder, members: usize, replicas: usize, held: f64) -> usize {
-    let distance = |l: usize| {
-        let h = (ladder.level(l).len() * replicas) as f64 / members.max(1) as f64;
-        (h / held).ln().abs()
-    };
-    (0..=ladder.depth()).min_by(|a, b| distance(*a).total_cmp(&distance(*b))).unwrap_or(0)
-}
-
 /// Each vector's nearest cell, on two threads.
 fn nearest_of(book: &Codebook, vectors: &[Vec<f32>]) -> Vec<u32> {
     let mid = vectors.len() / 2;
@@ -115,7 +105,7 @@ pub fn ladder(corpus: &Corpus, a: &Args, depth: usize, embedder: &mut Embedder) 
         let (n, network) = (g.members.len(), g.network(&sub));
         for &held in &a.held {
             for d in &a.designs {
-                let level = level_for(&ladder, n, d.replicas, held);
+                let level = ladder.level_holding(n, d.replicas, held);
                 let cells = ladder.level(level).len();
                 if let Entry::Vacant(e) = trained.entry(cells) {
                     e.insert(Codebook::new(&kmeans(&sample(cells), cells).centroids)?);
