@@ -176,54 +176,82 @@ pub fn announce_slice(
     Ok(out)
 }
 
-/// How long a cell must have been another's for this node to drop what it holds of it: its
-/// new owners were handed it at the change, and a member that comes back soon (a restart) takes
-/// its cells back from here. Copies wait for the member set to stand still this long.
+/// How long a cell or a copy must have been another's for this node to drop it: its new
+/// owners were handed it at the change, and a member that comes back soon (a restart) takes
+/// it back from here.
 const DROP_AFTER: Duration = Duration::from_secs(10 * 60);
 /// How often the ring is looked at for that.
 const DROP_CHECK: Duration = Duration::from_secs(30);
 
-/// The cells this node has not kept since when: a cell is dropped once it has been another's
-/// for [`DROP_AFTER`] without a break. Counted per cell, not from the last change of the
-/// member set: a large network changes every few seconds and never stands still for ten
-/// minutes, and a store that waited for that would keep everything it ever owned.
-#[derive(Debug, Default)]
-pub struct Unowned {
-    since: std::collections::BTreeMap<u32, tokio::time::Instant>,
+/// What this node has not kept since when — cells, or the ids of document copies: each is
+/// dropped once it has been another's for [`DROP_AFTER`] without a break. Counted per cell and
+/// per id, not from the last change of the member set: a large network changes every few
+/// seconds and never stands still for ten minutes, and a store that waited for that would keep
+/// everything it ever owned.
+#[derive(Debug, Clone)]
+pub struct Unowned<K> {
+    since: std::collections::BTreeMap<K, tokio::time::Instant>,
 }
 
-impl Unowned {
-    /// Records which of `cells` this node keeps now (`keep`); returns whether any has been
-    /// another's for [`DROP_AFTER`].
+impl<K> Default for Unowned<K> {
+    fn default() -> Self {
+        Unowned { since: std::collections::BTreeMap::new() }
+    }
+}
+
+impl<K: Ord + Clone> Unowned<K> {
+    /// Records which of `held` (everything held now: what is not among them is forgotten) this
+    /// node keeps now; returns whether any has been another's for [`DROP_AFTER`].
     pub fn observe(
         &mut self,
-        cells: impl Iterator<Item = u32>,
-        keep: &std::collections::BTreeSet<u32>,
+        held: impl Iterator<Item = (K, bool)>,
         now: tokio::time::Instant,
     ) -> bool {
-        for cell in cells {
-            if keep.contains(&cell) {
-                self.since.remove(&cell);
-            } else {
-                self.since.entry(cell).or_insert(now);
+        let mut since = std::collections::BTreeMap::new();
+        for (key, kept) in held {
+            if !kept {
+                let t = self.since.get(&key).copied().unwrap_or(now);
+                since.insert(key, t);
             }
         }
+        self.since = since;
+        self.any_due(now)
+    }
+
+    /// Whether anything has been another's for [`DROP_AFTER`] at `now`.
+    pub fn any_due(&self, now: tokio::time::Instant) -> bool {
         self.since.values().any(|t| now.duration_since(*t) >= DROP_AFTER)
     }
 
-    /// Whether this node still keeps what it holds of `cell` at `now`.
-    pub fn keeps(&self, cell: u32, now: tokio::time::Instant) -> bool {
-        self.since.get(&cell).is_none_or(|t| now.duration_since(*t) < DROP_AFTER)
+    /// Whether this node still keeps `key` at `now`.
+    pub fn keeps(&self, key: &K, now: tokio::time::Instant) -> bool {
+        self.since.get(key).is_none_or(|t| now.duration_since(*t) < DROP_AFTER)
     }
 }
 
-/// Drops what the cell store holds for cells this node has not kept for [`DROP_AFTER`] — it
-/// keeps the cells of the levels taken it is among the first `replicas + 1` owners of, as a
-/// receiver does while rings settle ([`kept_cells`]) — at most once every [`DROP_AFTER`], and
-/// the copies of documents whose ids it no longer owns (one holder more than `doc_replicas`
-/// likewise) once the member set has not changed for [`DROP_AFTER`]; both only while nothing
-/// waits to be handed over. Without it, a node's stores only grew as members joined:
-/// everything it ever owned stayed. Runs until the network stops.
+/// When a store may drop what has been another's for [`DROP_AFTER`]: some has, nothing waits
+/// to be handed over, and it has not dropped within [`DROP_AFTER`] (each drop scans it whole).
+#[derive(Debug, Default)]
+struct DropPace {
+    last: Option<tokio::time::Instant>,
+}
+
+impl DropPace {
+    fn due(&mut self, any: bool, idle: bool, now: tokio::time::Instant) -> bool {
+        let due = any && idle && self.last.is_none_or(|t| now.duration_since(t) >= DROP_AFTER);
+        if due {
+            self.last = Some(now);
+        }
+        due
+    }
+}
+
+/// Drops what this node has not kept for [`DROP_AFTER`] ([`Unowned`]): the postings of the
+/// cells of the levels taken it is not among the first `replicas + 1` owners of, as a receiver
+/// keeps them while rings settle ([`kept_cells`]), and the copies of documents whose ids it is
+/// not among the first `doc_replicas + 1` holders of; each store at most once every
+/// [`DROP_AFTER`], and only while nothing waits to be handed over. Without it, a node's stores
+/// only grew as members joined: everything it ever owned stayed. Runs until the network stops.
 pub async fn drop_unowned(
     store: Arc<CellStore>,
     network: weft_p2p::NetworkHandle,
@@ -232,11 +260,14 @@ pub async fn drop_unowned(
 ) {
     let me = network.peer_id();
     let ladder = weft_p2p::placement::shipped_ladder();
-    let mut members = network.ring().members().to_vec();
-    let mut since = tokio::time::Instant::now();
-    let mut copies_for: Option<Vec<weft_p2p::PeerId>> = None;
-    let mut unowned = Unowned::default();
-    let mut dropped_at: Option<tokio::time::Instant> = None;
+    let mut cells = Unowned::default();
+    let mut cells_pace = DropPace::default();
+    let mut copies: Unowned<DocId> = Unowned::default();
+    let mut copies_pace = DropPace::default();
+    // The members the copies were last looked at for, and when: an id's holders change only
+    // with the ring, so the store is read again at a change (or every `DROP_AFTER`, for
+    // copies that came in meanwhile).
+    let mut copies_seen: Option<(Vec<weft_p2p::PeerId>, tokio::time::Instant)> = None;
     let mut tick = tokio::time::interval(DROP_CHECK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -246,14 +277,13 @@ pub async fn drop_unowned(
             continue;
         }
         let now = tokio::time::Instant::now();
+        let idle = network.status().postings.backlog == 0;
         let levels = ladder.accepted_levels(ring.members().len(), replicas);
         let keep = kept_cells(&ring, ladder, levels, replicas, &me);
-        let due = unowned.observe(ladder.cells_of_levels(0..=ladder.depth()), &keep, now);
-        let idle = network.status().postings.backlog == 0;
-        if due && idle && dropped_at.is_none_or(|t| now.duration_since(t) >= DROP_AFTER) {
-            dropped_at = Some(now);
-            let keeps: std::collections::BTreeSet<u32> =
-                ladder.cells_of_levels(0..=ladder.depth()).filter(|c| unowned.keeps(*c, now)).collect();
+        let all = || ladder.cells_of_levels(0..=ladder.depth());
+        let any = cells.observe(all().map(|c| (c, keep.contains(&c))), now);
+        if cells_pace.due(any, idle, now) {
+            let keeps: std::collections::BTreeSet<u32> = all().filter(|c| cells.keeps(c, now)).collect();
             let s = store.clone();
             let drop = move || s.keep_cells(|c| keeps.contains(&c));
             match bounded("cell store: dropping cells no longer owned", STORE_BOUND * 4, drop).await {
@@ -263,24 +293,41 @@ pub async fn drop_unowned(
                 }
             }
         }
-        if ring.members() != members.as_slice() {
-            members = ring.members().to_vec();
-            since = now;
-            continue;
+
+        let stale = copies_seen
+            .as_ref()
+            .is_none_or(|(m, at)| m.as_slice() != ring.members() || now.duration_since(*at) >= DROP_AFTER);
+        if stale {
+            let (s, r) = (store.clone(), ring.clone());
+            let look = move || -> Result<Vec<(DocId, bool)>, IndexError> {
+                let held = s.replicas().heads()?;
+                Ok(held.into_iter().map(|(id, _)| (id, holds_copy(&r, &id, doc_replicas, &me))).collect())
+            };
+            match bounded("replica store: looking at the ids held", STORE_BOUND * 4, look).await {
+                Some(held) => {
+                    copies.observe(held.into_iter(), now);
+                    copies_seen = Some((ring.members().to_vec(), now));
+                }
+                None => continue,
+            }
         }
-        let settled = since.elapsed() >= DROP_AFTER && idle;
-        if !settled || copies_for.as_ref() == Some(&members) {
-            continue;
+        if copies_pace.due(copies.any_due(now), idle, now) {
+            let (s, kept) = (store.clone(), copies.clone());
+            let keep = move |id: &DocId| kept.keeps(id, now);
+            let drop = move || s.replicas().keep(keep);
+            if let Some(n @ 1..) = bounded("replica store: dropping ids no longer owned", STORE_BOUND * 4, drop).await
+            {
+                tracing::info!(copies = n, "dropped the document copies of ids this node no longer owns");
+            }
         }
-        let (s, r) = (store.clone(), ring.clone());
-        let keep = move |id: &DocId| weft_p2p::replicas::doc_owners(&r, &id.hex(), doc_replicas + 1).contains(&me);
-        let drop = move || s.replicas().keep(keep);
-        if let Some(copies @ 1..) = bounded("replica store: dropping ids no longer owned", STORE_BOUND * 4, drop).await
-        {
-            tracing::info!(copies, "dropped the document copies of ids this node no longer owns");
-        }
-        copies_for = Some(members.clone());
     }
+}
+
+/// Whether this node keeps the copy of document `id` on `ring`: it is among the first
+/// `doc_replicas + 1` holders of the id (one more than hold it, as for cells: a receiver keeps
+/// what it may own again as rings settle).
+pub fn holds_copy(ring: &weft_p2p::Ring, id: &DocId, doc_replicas: usize, me: &weft_p2p::PeerId) -> bool {
+    weft_p2p::replicas::doc_owners(ring, &id.hex(), doc_replicas + 1).contains(me)
 }
 
 /// The cells of `levels` (those postings are taken at now) this node keeps on `ring`: those it
@@ -352,18 +399,61 @@ mod tests {
     fn a_cell_is_dropped_once_it_has_been_anothers_for_ten_minutes_without_a_break() {
         let t0 = tokio::time::Instant::now();
         let mut unowned = Unowned::default();
-        let keep = |cells: &[u32]| cells.iter().copied().collect::<std::collections::BTreeSet<u32>>();
+        let keep = |cells: &[u32]| (0..4).map(|c| (c, cells.contains(&c))).collect::<Vec<_>>().into_iter();
         // Cells 0..4; this node keeps 0 and 1.
-        assert!(!unowned.observe(0..4, &keep(&[0, 1]), t0));
-        assert!(!unowned.observe(0..4, &keep(&[0, 1]), t0 + DROP_AFTER / 2));
+        assert!(!unowned.observe(keep(&[0, 1]), t0));
+        assert!(!unowned.observe(keep(&[0, 1]), t0 + DROP_AFTER / 2));
         // Cell 2 comes back for a while (a restart): its time starts again.
-        assert!(!unowned.observe(0..4, &keep(&[0, 1, 2]), t0 + DROP_AFTER * 3 / 4));
-        assert!(unowned.observe(0..4, &keep(&[0, 1]), t0 + DROP_AFTER), "cell 3, ten minutes another's");
+        assert!(!unowned.observe(keep(&[0, 1, 2]), t0 + DROP_AFTER * 3 / 4));
+        assert!(unowned.observe(keep(&[0, 1]), t0 + DROP_AFTER), "cell 3, ten minutes another's");
         let now = t0 + DROP_AFTER;
-        assert_eq!((0..4).filter(|c| unowned.keeps(*c, now)).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!((0..4).filter(|c| unowned.keeps(c, now)).collect::<Vec<_>>(), [0, 1, 2]);
         // However often the members change: counted per cell.
-        assert!(unowned.keeps(2, t0 + DROP_AFTER * 2 - Duration::from_secs(1)));
-        assert!(!unowned.keeps(2, t0 + DROP_AFTER * 2));
+        assert!(unowned.keeps(&2, t0 + DROP_AFTER * 2 - Duration::from_secs(1)));
+        assert!(!unowned.keeps(&2, t0 + DROP_AFTER * 2));
+    }
+
+    #[test]
+    fn a_copy_is_dropped_per_id_while_the_members_never_stand_still() {
+        // Twelve members on the ring, some replaced every 30 s for an hour: the member set
+        // never stands still for ten minutes, as in a large network. A node keeps a copy while it is among an id's
+        // first `doc_replicas + 1` holders; an id that stopped being its for ten minutes
+        // without a break is dropped, one it owns is never.
+        let members: Vec<weft_p2p::PeerId> = (0..40).map(|_| weft_p2p::PeerId::random()).collect();
+        let me = members[0];
+        let ids: Vec<DocId> = (0..300).map(|i| DocId::of_url(&format!("http://h{i}.test/"))).collect();
+        let ring_at = |step: usize| {
+            // `me` and eleven others, one of them replaced every step.
+            let mut on = vec![me];
+            on.extend((0..11).map(|k| members[1 + (step + k * 3) % 39]));
+            weft_p2p::Ring::new(on, 50)
+        };
+        let t0 = tokio::time::Instant::now();
+        let mut unowned = Unowned::default();
+        let mut held: std::collections::BTreeSet<DocId> = ids.iter().copied().collect();
+        let mut not_mine_since: std::collections::BTreeMap<DocId, tokio::time::Instant> = Default::default();
+        let mut dropped = 0;
+        for step in 0..120 {
+            let now = t0 + DROP_CHECK * step as u32;
+            let ring = ring_at(step);
+            unowned.observe(held.iter().map(|id| (*id, holds_copy(&ring, id, 3, &me))), now);
+            for id in &ids {
+                if holds_copy(&ring, id, 3, &me) {
+                    not_mine_since.remove(id);
+                } else {
+                    not_mine_since.entry(*id).or_insert(now);
+                }
+            }
+            let before: Vec<DocId> = held.iter().copied().collect();
+            held.retain(|id| unowned.keeps(id, now));
+            let long = |id: &DocId| not_mine_since.get(id).is_some_and(|t| now.duration_since(*t) >= DROP_AFTER);
+            for id in before.iter().filter(|id| !held.contains(id)) {
+                assert!(long(id), "step {step}: {id:?} dropped before it was another's for ten minutes");
+                dropped += 1;
+            }
+            assert!(held.iter().all(|id| !long(id)), "step {step}: a copy another's for ten minutes is kept");
+        }
+        assert!(dropped > 0, "some ids stopped being this node's for ten minutes");
     }
 
     #[test]
