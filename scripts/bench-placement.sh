@@ -2,9 +2,9 @@
 # The semantic-placement benchmark (simnet/examples/placement/main.rs): installs the Debian manuals
 # it reads (PostgreSQL, Python, Rust, Git, Linux, Django and SQLite manuals, the Debian reference and
 # handbook), then runs it in release mode.
-# The first run embeds ~100,000 chunks into target/placement/ (about two hours on 2 cores at the
-# ~13 chunks/s measured 2026-12-02 with 256-token chunks; it resumes where a stopped run left off);
-# later runs reuse that index. Arguments go to the example (--nodes, --chunks, --cells, ...).
+# The first run embeds up to `--chunks` chunks (the nine manuals hold ~100,000) into
+# target/placement/, at ~35 chunks/s on 2 cores (about 50 minutes for all of them; it resumes where
+# a stopped run left off); later runs reuse that index. Arguments go to the example (--nodes, --chunks, --cells, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
