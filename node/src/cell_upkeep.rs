@@ -202,11 +202,7 @@ impl<K> Default for Unowned<K> {
 impl<K: Ord + Clone> Unowned<K> {
     /// Records which of `held` (everything held now: what is not among them is forgotten) this
     /// node keeps now; returns whether any has been another's for [`DROP_AFTER`].
-    pub fn observe(
-        &mut self,
-        held: impl Iterator<Item = (K, bool)>,
-        now: tokio::time::Instant,
-    ) -> bool {
+    pub fn observe(&mut self, held: impl Iterator<Item = (K, bool)>, now: tokio::time::Instant) -> bool {
         let mut since = std::collections::BTreeMap::new();
         for (key, kept) in held {
             if !kept {
@@ -315,8 +311,7 @@ pub async fn drop_unowned(
             let (s, kept) = (store.clone(), copies.clone());
             let keep = move |id: &DocId| kept.keeps(id, now);
             let drop = move || s.replicas().keep(keep);
-            if let Some(n @ 1..) = bounded("replica store: dropping ids no longer owned", STORE_BOUND * 4, drop).await
-            {
+            if let Some(n @ 1..) = bounded("replica store: dropping ids no longer owned", STORE_BOUND * 4, drop).await {
                 tracing::info!(copies = n, "dropped the document copies of ids this node no longer owns");
             }
         }
