@@ -159,7 +159,8 @@ enum Command {
         /// Pages each member indexes per second, one run each.
         #[arg(long, default_value = "1,4")]
         pages_per_sec: String,
-        /// How messages reach their member, one run each: direct (today's), gridD:M (at most
+        /// How messages reach their member, one run each: direct (today's), direct:S (straight,
+        /// over connections closed S seconds after their last use), gridD:M (at most
         /// D hops over a fixed overlay of D coordinates, ~M members a bucket), or hybridD:M:S
         /// (URLs and records over that grid, postings and copies straight over connections
         /// closed S seconds after their last use; with a fourth part, :nat-grid, over the grid
@@ -437,11 +438,13 @@ fn data_plane(
                 }
                 _ => None,
             };
-            match (d, overlay) {
+            let brief = d.strip_prefix("direct:").and_then(positive).map(|secs| Design::Brief { secs });
+            match (d, overlay.or(brief)) {
                 ("direct", _) => Ok(Design::Direct),
                 (_, Some(o)) => Ok(o),
                 _ => Err(format!(
-                    "--design {d:?}: direct, gridD:M (D of 1–6 coordinates, M members a bucket) or hybridD:M:S \
+                    "--design {d:?}: direct, direct:S (connections closed S s after their last use), gridD:M \
+                     (D of 1–6 coordinates, M members a bucket) or hybridD:M:S \
                      (postings and copies straight, their connections closed after S s; hybridD:M:S:nat-grid \
                      sends them over the grid between two members behind NAT)"
                 )),

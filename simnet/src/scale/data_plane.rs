@@ -107,6 +107,10 @@ impl Default for Traffic {
 pub enum Design {
     /// Straight to it, over a connection kept while it carries something (today's).
     Direct,
+    /// Straight to it, over a connection closed `secs` after its last use: what a member holds
+    /// at a moment rather than over the idle timeout, with a handshake each time a pair talks
+    /// again after that.
+    Brief { secs: f64 },
     /// Over a fixed overlay ([`Grid`]) of `dims` coordinates with about `per_bucket` members in
     /// each bucket: a member keeps connections to the members that differ from it in one
     /// coordinate, and a message changes one coordinate a hop.
@@ -121,6 +125,7 @@ impl std::fmt::Display for Design {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Design::Direct => write!(f, "direct"),
+            Design::Brief { secs } => write!(f, "direct:{secs}"),
             Design::Grid { dims, per_bucket } => write!(f, "grid{dims}:{per_bucket}"),
             Design::Hybrid { dims, per_bucket, bulk_secs, nat_over_grid } => {
                 write!(f, "hybrid{dims}:{per_bucket}:{bulk_secs}{}", if *nat_over_grid { ":nat-grid" } else { "" })
@@ -233,15 +238,18 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
     let pages = (traffic.pages_per_sec * traffic.window_secs).round().max(1.0) as usize;
 
     let grid = match design {
-        Design::Direct => None,
+        Design::Direct | Design::Brief { .. } => None,
         Design::Grid { dims, per_bucket } | Design::Hybrid { dims, per_bucket, .. } => {
             Some(Grid::new(&ids, dims, per_bucket))
         }
     };
     // Under the hybrid design a bulky message's connection counts only if it falls within the
-    // last `bulk_secs` of the window (it closes that long after its last use).
+    // last `bulk_secs` of the window (it closes that long after its last use); under the brief
+    // one, every message's.
     let bulk_share = match design {
-        Design::Hybrid { bulk_secs, .. } => Some((bulk_secs / traffic.window_secs).min(1.0)),
+        Design::Hybrid { bulk_secs: secs, .. } | Design::Brief { secs } => {
+            Some((secs / traffic.window_secs).min(1.0))
+        }
         _ => None,
     };
     let nat_over_grid = matches!(design, Design::Hybrid { nat_over_grid: true, .. });
@@ -266,7 +274,7 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
             let bulky = matches!(kind, Kind::Postings | Kind::Copies);
             let punch = nat.behind[me as usize] && nat.behind[to as usize];
             let direct = match (&grid, bulk_share) {
-                (None, _) => Some(1.0),
+                (None, share) => Some(share.unwrap_or(1.0)),
                 (Some(_), Some(_)) if bulky && punch && nat_over_grid => None,
                 (Some(_), Some(share)) if bulky => Some(share),
                 _ => None,
@@ -589,6 +597,20 @@ mod tests {
         let urls = f.by_kind[Kind::Urls as usize];
         assert!(urls.max as f64 > 0.7 * 299.0, "{urls:?}");
         assert!(urls.mean < urls.max as f64 / 3.0, "{urls:?}");
+    }
+
+    #[test]
+    fn connections_closed_soon_after_use_hold_the_window_s_share_of_the_pairs_and_carry_the_same_bytes() {
+        let traffic = Traffic::default();
+        let direct = run(1000, &traffic, Design::Direct, 9);
+        let brief = run(1000, &traffic, Design::Brief { secs: 1.0 }, 9);
+        // A twentieth of the window: about a twentieth of the pairs are held at its end (a pair
+        // that talks often is held more often than its share).
+        let share = brief.all.mean / direct.all.mean;
+        assert!(share > 1.0 / 20.0 && share < 3.0 / 20.0, "{share}");
+        assert_eq!((brief.up_kb, brief.hops), (direct.up_kb, direct.hops));
+        let whole = run(1000, &traffic, Design::Brief { secs: traffic.window_secs }, 9);
+        assert_eq!(whole.all, direct.all);
     }
 
     #[test]
