@@ -159,8 +159,9 @@ enum Command {
         /// Pages each member indexes per second, one run each.
         #[arg(long, default_value = "1,4")]
         pages_per_sec: String,
-        /// How messages reach their member, one run each: direct (today's), direct:S (straight,
-        /// over connections closed S seconds after their last use), gridD:M (at most
+        /// How messages reach their member, one run each: direct (today's), direct:S[:L]
+        /// (straight, over connections closed S seconds after their last use; with L, URLs sent
+        /// to each owner in one batch every L seconds), gridD:M (at most
         /// D hops over a fixed overlay of D coordinates, ~M members a bucket), or hybridD:M:S
         /// (URLs and records over that grid, postings and copies straight over connections
         /// closed S seconds after their last use; with a fourth part, :nat-grid, over the grid
@@ -438,12 +439,19 @@ fn data_plane(
                 }
                 _ => None,
             };
-            let brief = d.strip_prefix("direct:").and_then(positive).map(|secs| Design::Brief { secs });
+            let brief = match &parts[..] {
+                ["direct", secs] => positive(secs).map(|secs| Design::Brief { secs, url_linger: None }),
+                ["direct", secs, linger] => {
+                    positive(secs).zip(positive(linger)).map(|(secs, l)| Design::Brief { secs, url_linger: Some(l) })
+                }
+                _ => None,
+            };
             match (d, overlay.or(brief)) {
                 ("direct", _) => Ok(Design::Direct),
                 (_, Some(o)) => Ok(o),
                 _ => Err(format!(
-                    "--design {d:?}: direct, direct:S (connections closed S s after their last use), gridD:M \
+                    "--design {d:?}: direct, direct:S[:L] (connections closed S s after their last use; URLs \
+                     sent to each owner once every L s), gridD:M \
                      (D of 1–6 coordinates, M members a bucket) or hybridD:M:S \
                      (postings and copies straight, their connections closed after S s; hybridD:M:S:nat-grid \
                      sends them over the grid between two members behind NAT)"

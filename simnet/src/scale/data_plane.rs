@@ -109,8 +109,10 @@ pub enum Design {
     Direct,
     /// Straight to it, over a connection closed `secs` after its last use: what a member holds
     /// at a moment rather than over the idle timeout, with a handshake each time a pair talks
-    /// again after that.
-    Brief { secs: f64 },
+    /// again after that. With `url_linger`, a member sends each owner the URLs it has for it
+    /// once every that many seconds (one batch a pair), so a pair's URL connection is open
+    /// `secs` of every `url_linger`.
+    Brief { secs: f64, url_linger: Option<f64> },
     /// Over a fixed overlay ([`Grid`]) of `dims` coordinates with about `per_bucket` members in
     /// each bucket: a member keeps connections to the members that differ from it in one
     /// coordinate, and a message changes one coordinate a hop.
@@ -125,7 +127,8 @@ impl std::fmt::Display for Design {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Design::Direct => write!(f, "direct"),
-            Design::Brief { secs } => write!(f, "direct:{secs}"),
+            Design::Brief { secs, url_linger: None } => write!(f, "direct:{secs}"),
+            Design::Brief { secs, url_linger: Some(l) } => write!(f, "direct:{secs}:{l}"),
             Design::Grid { dims, per_bucket } => write!(f, "grid{dims}:{per_bucket}"),
             Design::Hybrid { dims, per_bucket, bulk_secs, nat_over_grid } => {
                 write!(f, "hybrid{dims}:{per_bucket}:{bulk_secs}{}", if *nat_over_grid { ":nat-grid" } else { "" })
@@ -247,7 +250,7 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
     // last `bulk_secs` of the window (it closes that long after its last use); under the brief
     // one, every message's.
     let bulk_share = match design {
-        Design::Hybrid { bulk_secs: secs, .. } | Design::Brief { secs } => {
+        Design::Hybrid { bulk_secs: secs, .. } | Design::Brief { secs, .. } => {
             Some((secs / traffic.window_secs).min(1.0))
         }
         _ => None,
@@ -282,7 +285,14 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
             if let Some(share) = direct {
                 links += 1;
                 opened.insert(pair(me, to));
-                let held = share >= 1.0 || route.unit() <= share;
+                let held = match design {
+                    // One batch a pair every `linger` seconds: the pair is held or not, whatever
+                    // it sent.
+                    Design::Brief { secs, url_linger: Some(linger) } if kind == Kind::Urls => {
+                        hashed(pair(me, to), seed) <= (secs / linger).min(1.0)
+                    }
+                    _ => share >= 1.0 || route.unit() <= share,
+                };
                 if held {
                     pairs[kind as usize].insert(pair(me, to));
                 }
@@ -603,14 +613,20 @@ mod tests {
     fn connections_closed_soon_after_use_hold_the_window_s_share_of_the_pairs_and_carry_the_same_bytes() {
         let traffic = Traffic::default();
         let direct = run(1000, &traffic, Design::Direct, 9);
-        let brief = run(1000, &traffic, Design::Brief { secs: 1.0 }, 9);
+        let brief = run(1000, &traffic, Design::Brief { secs: 1.0, url_linger: None }, 9);
         // A twentieth of the window: about a twentieth of the pairs are held at its end (a pair
         // that talks often is held more often than its share).
         let share = brief.all.mean / direct.all.mean;
         assert!(share > 1.0 / 20.0 && share < 3.0 / 20.0, "{share}");
         assert_eq!((brief.up_kb, brief.hops), (direct.up_kb, direct.hops));
-        let whole = run(1000, &traffic, Design::Brief { secs: traffic.window_secs }, 9);
+        let whole = run(1000, &traffic, Design::Brief { secs: traffic.window_secs, url_linger: None }, 9);
         assert_eq!(whole.all, direct.all);
+        // URLs sent in a batch a minute to each owner: the popular hosts' owners, who hear
+        // from most members, hold far fewer at a moment.
+        let batched = run(1000, &traffic, Design::Brief { secs: 1.0, url_linger: Some(60.0) }, 9);
+        let (u, b) = (brief.by_kind[Kind::Urls as usize], batched.by_kind[Kind::Urls as usize]);
+        assert!(b.max * 2 < u.max, "{b:?} against {u:?}");
+        assert_eq!(batched.up_kb, brief.up_kb);
     }
 
     #[test]
