@@ -144,10 +144,11 @@ pub fn climb(corpus: &Corpus, a: &Args, (from, to): (usize, usize), embedder: &m
         train.iter().take(SAMPLE_PER_CELL * (256 << depth)).map(|c| sub.vector(*c).to_vec()).collect();
     let ladder = crate::ladder::split(Codebook::new(&kmeans(&sample, 256).centroids)?, &sample, depth)?;
     // `--held H`: another aim than the node's (`ladder::HELD`).
-    let ladder = match a.held.as_slice() {
-        [h] => ladder.aiming_at(*h),
-        _ => ladder,
+    let aim = match a.held.as_slice() {
+        [h] => *h,
+        _ => weft_p2p::placement::ladder::HELD,
     };
+    let ladder = ladder.aiming_at(aim);
     let replicas = a.replicas;
     let hours = if a.churn_hours > 0.0 { a.churn_hours } else { 24.0 };
     let span = hours * 3600.0;
@@ -158,10 +159,7 @@ pub fn climb(corpus: &Corpus, a: &Args, (from, to): (usize, usize), embedder: &m
         a.budgets[0],
         a.nprobe,
         depth + 1,
-        match a.held.as_slice() {
-            [h] => *h,
-            _ => weft_p2p::placement::ladder::HELD,
-        }
+        aim
     );
 
     // Identities and arrivals: the first `from` at once, the rest evenly over the span.

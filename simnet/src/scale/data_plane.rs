@@ -246,10 +246,11 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
             Some(Grid::new(&ids, dims, per_bucket))
         }
     };
-    // Under the hybrid design a bulky message's connection counts only if it falls within the
-    // last `bulk_secs` of the window (it closes that long after its last use); under the brief
-    // one, every message's.
-    let bulk_share = match design {
+    // The share of the window a short-lived connection stays open after its last use: under the
+    // hybrid design a bulky message's connection counts only if it falls within the last
+    // `bulk_secs` of the window (it closes that long after its last use); under the brief one,
+    // every message's.
+    let open_share = match design {
         Design::Hybrid { bulk_secs: secs, .. } | Design::Brief { secs, .. } => {
             Some((secs / traffic.window_secs).min(1.0))
         }
@@ -276,7 +277,7 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
             messages += 1;
             let bulky = matches!(kind, Kind::Postings | Kind::Copies);
             let punch = nat.behind[me as usize] && nat.behind[to as usize];
-            let direct = match (&grid, bulk_share) {
+            let direct = match (&grid, open_share) {
                 (None, share) => Some(share.unwrap_or(1.0)),
                 (Some(_), Some(_)) if bulky && punch && nat_over_grid => None,
                 (Some(_), Some(share)) if bulky => Some(share),
