@@ -6,6 +6,8 @@
 //!   remembers of the rings before (pure).
 //! - [`identity`]: the persistent ed25519 key in the data dir.
 //! - [`address_book`]: where the peers this node may dial are, for the swarm's dials.
+//! - [`grid`]: the data plane's overlay — members in a grid of buckets by identity, links one
+//!   coordinate away, messages forwarded a coordinate a hop (pure).
 //! - [`keep_alive`]: which idle connections stay open (the roster's peers; others close soon).
 //! - [`behaviour`]: the composed `NetworkBehaviour` (identify, ping, the address book, which
 //!   connections are kept, the request-response protocols, connection limits, AutoNAT, relay, hole punching, UPnP).
@@ -32,7 +34,7 @@
 //! - [`network`]: the swarm, its event loop, and the handle the node talks to.
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
-//! checks it): address_book, codec, identity, keep_alive, reachability, ring, signing, versions → exchange,
+//! checks it): address_book, codec, grid, identity, keep_alive, reachability, ring, signing, versions → exchange,
 //! membership, placement, records → replicas, roster → copy_sync, postings, search → doc_wire,
 //! publishing → behaviour → network.
 
@@ -42,6 +44,7 @@ pub mod codec;
 pub mod copy_sync;
 pub mod doc_wire;
 pub mod exchange;
+pub mod grid;
 pub mod identity;
 pub mod keep_alive;
 pub mod membership;

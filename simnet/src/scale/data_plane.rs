@@ -13,9 +13,9 @@
 //! measured where they could be (see each field). Searches (a few peers per question) and the
 //! copies' periodic comparisons are left out: they are rarer than a crawl's pages.
 
-use super::grid::Grid;
 use crate::rng::Rng;
 use std::collections::HashSet;
+use weft_p2p::grid::{Grid, Shape};
 use weft_p2p::placement::{cell_owners, cells_per_chunk, shipped};
 use weft_p2p::records::{keys, RECORD_OWNERS};
 use weft_p2p::replicas::{doc_holders, doc_id};
@@ -113,7 +113,7 @@ pub enum Design {
     /// once every that many seconds (one batch a pair), so a pair's URL connection is open
     /// `secs` of every `url_linger`.
     Brief { secs: f64, url_linger: Option<f64> },
-    /// Over a fixed overlay ([`Grid`]) of `dims` coordinates with about `per_bucket` members in
+    /// Over a fixed overlay (the product's [`Grid`]) of `dims` coordinates with about `per_bucket` members in
     /// each bucket: a member keeps connections to the members that differ from it in one
     /// coordinate, and a message changes one coordinate a hop.
     Grid { dims: u32, per_bucket: f64 },
@@ -201,10 +201,23 @@ pub struct Figures {
     pub straight: f64,
     /// The grid's neighbours a member keeps (0 for direct delivery).
     pub neighbours: Spread,
-    /// Connections opened straight between two members behind NAT, a second a member (each a
-    /// hole punch): every pair's first message in the window opens one — at least: a pair whose
-    /// short-lived connection closed between two messages opens another. A grid's links are
-    /// kept, punched once.
+    /// Connections a member opens or accepts a second (each a handshake at both ends): mean and
+    /// 99th percentile over the members. A pair's messages are taken to come as a Poisson
+    /// stream at the rate the window saw (a page's messages to one peer at once), so a message
+    /// opens a connection when the one before it is more than the connection's linger ago:
+    /// λ·e^(−λ·S) a second for a pair at rate λ held S seconds after use, and for URLs sent in
+    /// one batch every L seconds the share of batches with anything in them over L. A grid's
+    /// links are kept, opened once (churn aside).
+    pub opens_per_sec: (f64, f64),
+    /// What those handshakes cost each member, in KB/s sent (mean, 99th percentile): a
+    /// connection's handshake is [`HANDSHAKE_BYTES`] each way, and a punch adds
+    /// [`PUNCH_BYTES`] each way (the relayed connection first, then the direct one).
+    pub handshake_kb: (f64, f64),
+    /// Hole punches a second a public member's relay starts (each opens a circuit to the
+    /// member behind NAT first): mean and most over the public members.
+    pub circuit_opens_per_sec: (f64, f64),
+    /// Of the connections opened, those between two members behind NAT, a second a member
+    /// (each a hole punch).
     pub punches_per_sec: f64,
     /// Of those, the punches that fail, a second a member: their pair talks through a relay.
     pub failed_punches_per_sec: f64,
@@ -222,6 +235,18 @@ pub struct Figures {
     pub up_kb: (f64, f64),
     pub down_kb: (f64, f64),
 }
+
+/// Bytes each side of a new connection sends to set it up, estimated from the protocols: the
+/// transport's own (TCP's handshake and close, or QUIC's padded first packets), multistream's
+/// negotiation, Noise's three messages with the identity key and its signature, and identify's
+/// answer (the public key, ~4 listen addresses, the ~20 protocols a node speaks, the observed
+/// address and the agent).
+pub const HANDSHAKE_BYTES: u64 = 1_600;
+
+/// Bytes each side sends on top of a handshake to punch a hole: the relayed connection's own
+/// handshake and identify, the relay's HOP and STOP messages, and DCUtR's CONNECT and SYNC with
+/// the observed addresses.
+pub const PUNCH_BYTES: u64 = 2_400;
 
 /// Draws one window of every member's traffic among `members` members; deterministic from
 /// `seed`.
@@ -242,9 +267,10 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
 
     let grid = match design {
         Design::Direct | Design::Brief { .. } => None,
-        Design::Grid { dims, per_bucket } | Design::Hybrid { dims, per_bucket, .. } => {
-            Some(Grid::new(&ids, dims, per_bucket))
-        }
+        Design::Grid { dims, per_bucket } | Design::Hybrid { dims, per_bucket, .. } => Some(Grid::new(
+            Shape::fitting(members, dims, per_bucket),
+            ids.iter().enumerate().map(|(i, p)| (i as u32, p)),
+        )),
     };
     // The share of the window a short-lived connection stays open after its last use: under the
     // hybrid design a bulky message's connection counts only if it falls within the last
@@ -261,8 +287,12 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
     let mut pairs: Vec<HashSet<u64>> = KINDS.iter().map(|_| HashSet::new()).collect();
     let (mut messages, mut links, mut straight) = (0u64, 0u64, 0u64);
     let mut load = Load::new(members);
-    // Pairs that exchanged something straight (opened a connection) in the window.
-    let mut opened: HashSet<u64> = HashSet::new();
+    // For each pair that exchanged something straight, the pages that sent it URLs and the
+    // pages that sent it anything else (a page's messages to one peer leave together), and the
+    // page each last counted.
+    let mut events: std::collections::HashMap<u64, [u32; 2]> = std::collections::HashMap::new();
+    let mut counted: std::collections::HashMap<(u64, bool), u64> = std::collections::HashMap::new();
+    let page_serial = std::cell::Cell::new(0u64);
     // A page's postings: each chunk to the owners of its best cells, batched to each owner.
     let page_cells = if traffic.posting { per_chunk + traffic.extra_page_cells } else { 0 };
     let posting_batch =
@@ -285,7 +315,10 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
             };
             if let Some(share) = direct {
                 links += 1;
-                opened.insert(pair(me, to));
+                let urls = kind == Kind::Urls;
+                if counted.insert((pair(me, to), urls), page_serial.get()) != Some(page_serial.get()) {
+                    events.entry(pair(me, to)).or_default()[usize::from(!urls)] += 1;
+                }
                 let held = match design {
                     // One batch a pair every `linger` seconds: the pair is held or not, whatever
                     // it sent.
@@ -303,7 +336,7 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
             }
             let Some(grid) = &grid else { return };
             let path = grid.path(me, to, |n| route.below(n));
-            if path.len() == 1 && grid.differ(me, to) > 1 {
+            if path.len() == 1 && grid.differ(me, to) > Some(1) {
                 straight += 1;
             }
             let mut at = me;
@@ -316,6 +349,7 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
             }
         };
         for _ in 0..pages {
+            page_serial.set(page_serial.get() + 1);
             // Its links' hosts, each to its owner.
             let mut linked = std::collections::BTreeSet::new();
             while linked.len() < traffic.foreign_hosts {
@@ -367,14 +401,59 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
         (super::mean(&per_sec), per_sec.get(rank(per_sec.len(), 0.99)).copied().unwrap_or(0.0))
     };
     let (up_kb, down_kb) = (kb(&load.up), kb(&load.down));
-    let punched: Vec<u64> = opened
-        .iter()
-        .copied()
-        .filter(|p| nat.behind[(p >> 32) as usize] && nat.behind[(p & 0xffff_ffff) as usize])
-        .collect();
-    let per_member_sec = |n: usize| 2.0 * n as f64 / members as f64 / traffic.window_secs;
-    let punches_per_sec = per_member_sec(punched.len());
-    let failed_punches_per_sec = per_member_sec(punched.iter().filter(|p| !nat.punches(**p)).count());
+    // Connections opened a second, per pair, from its messages' rates.
+    let linger = match design {
+        Design::Direct | Design::Grid { .. } => traffic.window_secs,
+        Design::Brief { secs, .. } => secs,
+        Design::Hybrid { bulk_secs, .. } => bulk_secs,
+    };
+    let url_linger = match design {
+        Design::Brief { url_linger, .. } => url_linger,
+        _ => None,
+    };
+    let opens_of = |[urls, other]: [u32; 2]| {
+        let rate = |n: u32| f64::from(n) / traffic.window_secs;
+        let held = |rate: f64| rate * (-rate * linger).exp();
+        match url_linger {
+            Some(l) => held(rate(other)) + (1.0 - (-rate(urls) * l).exp()) / l,
+            None => held(rate(urls + other)),
+        }
+    };
+    let mut opens = vec![0.0f64; members];
+    let mut handshakes = vec![0.0f64; members];
+    let mut circuit_opens = vec![0.0f64; members];
+    let (mut punched, mut failed) = (0.0f64, 0.0f64);
+    for (p, e) in &events {
+        let (a, b) = ((p >> 32) as u32, (p & 0xffff_ffff) as u32);
+        let o = opens_of(*e);
+        let punch = nat.behind[a as usize] && nat.behind[b as usize];
+        let bytes = o * (HANDSHAKE_BYTES + if punch { PUNCH_BYTES } else { 0 }) as f64;
+        for end in [a, b] {
+            opens[end as usize] += o;
+            handshakes[end as usize] += bytes;
+        }
+        if punch {
+            punched += o;
+            if !nat.punches(*p) {
+                failed += o;
+            }
+            if let Some(relay) = nat.relay_of(a.max(b)) {
+                circuit_opens[relay as usize] += o;
+            }
+        }
+    }
+    let quantiles = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (super::mean(&v), v.get(rank(v.len(), 0.99)).copied().unwrap_or(0.0))
+    };
+    let opens_per_sec = quantiles(opens);
+    let handshake_kb = quantiles(handshakes.iter().map(|b| b / 1000.0).collect());
+    let circuit_opens_per_sec = {
+        let public: Vec<f64> = (0..members).filter(|i| !nat.behind[*i]).map(|i| circuit_opens[i]).collect();
+        (super::mean(&public), public.iter().copied().fold(0.0, f64::max))
+    };
+    let punches_per_sec = 2.0 * punched / members as f64;
+    let failed_punches_per_sec = 2.0 * failed / members as f64;
     let relayed_share = load.relayed as f64 / load.sent.max(1) as f64;
     let public: Vec<u64> = (0..members).filter(|i| !nat.behind[*i]).map(|i| load.forwarded[i]).collect();
     let relay_kb = kb(&public);
@@ -385,14 +464,18 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
         let mean = public.iter().sum::<usize>() as f64 / public.len().max(1) as f64;
         (mean, public.iter().copied().max().unwrap_or(0))
     };
-    let neighbours =
-        grid.as_ref().map_or(Spread::default(), |g| Spread::of((0..members as u32).map(|a| g.neighbours(a)).collect()));
+    let neighbours = grid
+        .as_ref()
+        .map_or(Spread::default(), |g| Spread::of((0..members as u32).map(|a| g.neighbours(a).len()).collect()));
     Figures {
         members,
         design,
         hops: links as f64 / messages.max(1) as f64,
         straight: straight as f64 / messages.max(1) as f64,
         neighbours,
+        opens_per_sec,
+        handshake_kb,
+        circuit_opens_per_sec,
         punches_per_sec,
         failed_punches_per_sec,
         relayed_share,
@@ -442,9 +525,14 @@ impl Nat {
         if !both_behind || self.punches(pair(from, to)) || self.public.is_empty() {
             return None;
         }
-        let dialled = from.max(to);
-        let at = (hashed(u64::from(dialled), self.seed.rotate_left(7)) * self.public.len() as f64) as usize;
-        Some(self.public[at.min(self.public.len() - 1)])
+        self.relay_of(from.max(to))
+    }
+
+    /// The public member holding `member`'s reservation (the one dialled of a pair is reached
+    /// through its relay); `None` in a network with no public member.
+    fn relay_of(&self, member: u32) -> Option<u32> {
+        let at = (hashed(u64::from(member), self.seed.rotate_left(7)) * self.public.len() as f64) as usize;
+        self.public.get(at.min(self.public.len().saturating_sub(1))).copied()
     }
 }
 
@@ -538,8 +626,8 @@ impl Zipf {
 /// The rows of a Markdown table, one per run.
 pub fn table(runs: &[Figures]) -> String {
     let mut out = String::from(
-        "| design | members | pages/s | cells/chunk, cell owners | URLs | postings | records | copies | all: mean | p50 | p99 | max | > 64 | > 256 | hops | neighbours: mean, max | KB/s up: mean, p99 | down: mean, p99 | punches/s | failed | relayed | relay KB/s: mean, p99 | circuits: mean, max |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| design | members | pages/s | cells/chunk, cell owners | URLs | postings | records | copies | all: mean | p50 | p99 | max | > 64 | > 256 | hops | neighbours: mean, max | KB/s up: mean, p99 | down: mean, p99 | opens/s: mean, p99 | handshake KB/s: mean, p99 | punches/s | failed | circuits opened/s: mean, max | relayed | relay KB/s: mean, p99 | circuits: mean, max |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for f in runs {
         let kind = |k: Kind| {
@@ -547,7 +635,7 @@ pub fn table(runs: &[Figures]) -> String {
             format!("{:.0} (max {})", s.mean, s.max)
         };
         out.push_str(&format!(
-            "| {} | {} | {} | {}, {} | {} | {} | {} | {} | {:.0} | {} | {} | {} | {:.1}% | {:.1}% | {:.2} | {:.0}, {} | {:.0}, {:.0} | {:.0}, {:.0} | {:.1} | {:.1} | {:.1}% | {:.0}, {:.0} | {:.0}, {} |\n",
+            "| {} | {} | {} | {}, {} | {} | {} | {} | {} | {:.0} | {} | {} | {} | {:.1}% | {:.1}% | {:.2} | {:.0}, {} | {:.0}, {:.0} | {:.0}, {:.0} | {:.1}, {:.1} | {:.1}, {:.1} | {:.1} | {:.1} | {:.2}, {:.1} | {:.1}% | {:.0}, {:.0} | {:.0}, {} |\n",
             f.design,
             f.members,
             f.traffic.pages_per_sec,
@@ -570,8 +658,14 @@ pub fn table(runs: &[Figures]) -> String {
             f.up_kb.1,
             f.down_kb.0,
             f.down_kb.1,
+            f.opens_per_sec.0,
+            f.opens_per_sec.1,
+            f.handshake_kb.0,
+            f.handshake_kb.1,
             f.punches_per_sec,
             f.failed_punches_per_sec,
+            f.circuit_opens_per_sec.0,
+            f.circuit_opens_per_sec.1,
             100.0 * f.relayed_share,
             f.relay_kb.0,
             f.relay_kb.1,
@@ -675,11 +769,47 @@ mod tests {
         let none = run(300, &Traffic { nat_share: 0.0, ..Traffic::default() }, Design::Direct, 8);
         assert_eq!(none.punches_per_sec, 0.0);
         let all = run(300, &Traffic { nat_share: 1.0, ..Traffic::default() }, Design::Direct, 8);
-        let per_window = all.punches_per_sec * all.traffic.window_secs;
-        assert!((per_window - all.all.mean).abs() < 1e-9, "{per_window} against {}", all.all.mean);
+        assert!(all.punches_per_sec > 0.0);
+        assert!(
+            (all.punches_per_sec - all.opens_per_sec.0).abs() < 1e-9,
+            "{} against {:?}",
+            all.punches_per_sec,
+            all.opens_per_sec
+        );
         let grid =
             run(300, &Traffic { nat_share: 1.0, ..Traffic::default() }, Design::Grid { dims: 3, per_bucket: 2.0 }, 8);
         assert_eq!(grid.punches_per_sec, 0.0, "a grid's links are kept");
+    }
+
+    #[test]
+    fn a_connection_closed_soon_after_use_is_opened_again_by_the_next_message() {
+        // Copies and records alone: a page's 3 copies and its 4 keys' 3 owners each go to ~15
+        // members, so a member opens ~15 connections a second and accepts ~15 (a little fewer:
+        // a page's messages to one member share one).
+        let copies = Traffic { foreign_hosts: 0, posting: false, nat_share: 0.0, ..Traffic::default() };
+        let at_once = run(400, &copies, Design::Brief { secs: 0.01, url_linger: None }, 3);
+        let sends = (copies.doc_replicas + 4 * weft_p2p::records::RECORD_OWNERS) as f64 * 2.0;
+        let o = at_once.opens_per_sec.0;
+        assert!(o <= sends && o > 0.95 * sends, "{:?} against {sends}", at_once.opens_per_sec);
+        let kb = at_once.opens_per_sec.0 * HANDSHAKE_BYTES as f64 / 1000.0;
+        assert!((at_once.handshake_kb.0 - kb).abs() < 1e-9, "{:?} against {kb}", at_once.handshake_kb);
+        assert_eq!(at_once.punches_per_sec, 0.0);
+        // Kept 20 s, a pair that talks again within them reuses its connection.
+        let kept = run(400, &copies, Design::Direct, 3);
+        assert!(kept.opens_per_sec.0 < at_once.opens_per_sec.0, "{:?}", kept.opens_per_sec);
+        // A member's URL batches open at most one connection a pair every linger.
+        let urls = Traffic { posting: false, doc_replicas: 0, nat_share: 0.0, ..Traffic::default() };
+        let batched = run(400, &urls, Design::Brief { secs: 0.5, url_linger: Some(60.0) }, 3);
+        let each = run(400, &urls, Design::Brief { secs: 0.5, url_linger: None }, 3);
+        assert!(
+            batched.opens_per_sec.0 < each.opens_per_sec.0,
+            "{:?} against {:?}",
+            batched.opens_per_sec,
+            each.opens_per_sec
+        );
+        // Over a grid, links are kept.
+        let grid = run(400, &Traffic::default(), Design::Grid { dims: 3, per_bucket: 2.0 }, 3);
+        assert_eq!((grid.opens_per_sec.0, grid.handshake_kb.0), (0.0, 0.0));
     }
 
     #[test]

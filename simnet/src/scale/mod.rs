@@ -14,7 +14,6 @@
 pub mod compact;
 pub mod data_plane;
 pub mod gossip;
-pub mod grid;
 pub mod heartbeats;
 mod member;
 pub mod rings;
