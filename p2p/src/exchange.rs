@@ -18,8 +18,12 @@ pub const BATCH_WAIT: Duration = Duration::from_secs(5);
 pub const MAX_URL_BYTES: usize = 2048;
 /// Largest encoded batch accepted: 1000 URLs of the longest kind, with room to spare.
 pub const MAX_BATCH_BYTES: u64 = 4 * 1024 * 1024;
-/// A URL is forwarded at most this many times (the sender's ring was stale, then ours).
-pub const MAX_HOPS: u8 = 2;
+/// A URL is forwarded at most this many times: over the grid at scale (see `crate::grid`), up
+/// to [`GRID_HOPS`], and twice more where the sender's ring was stale, then the next one's.
+pub const MAX_HOPS: u8 = GRID_HOPS + 2;
+/// Hops a batch may take over the grid: a path's five at most, and a detour around an empty
+/// bucket. Past them it goes straight to its owner.
+pub const GRID_HOPS: u8 = 6;
 /// First retry of an unacknowledged batch; doubles up to [`MAX_RETRY_DELAY`].
 pub const FIRST_RETRY_DELAY: Duration = Duration::from_secs(2);
 pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(120);
@@ -599,9 +603,16 @@ mod tests {
             UrlBatch { urls: vec![page("http://a.test/"); BATCH_URLS + 1], hops: 0, handoff: false, second: false };
         assert_eq!(check_batch(&many), Err(InvalidBatch::TooMany(BATCH_URLS + 1)));
         assert_eq!(
-            check_batch(&UrlBatch { urls: vec![page("http://a.test/")], hops: 3, handoff: false, second: false }),
-            Err(InvalidBatch::TooManyHops(3))
+            check_batch(&UrlBatch {
+                urls: vec![page("http://a.test/")],
+                hops: MAX_HOPS + 1,
+                handoff: false,
+                second: false
+            }),
+            Err(InvalidBatch::TooManyHops(MAX_HOPS + 1))
         );
+        let last = UrlBatch { urls: vec![page("http://a.test/")], hops: MAX_HOPS, handoff: false, second: false };
+        assert_eq!(check_batch(&last), Ok(()));
         assert!(check_url(&mut page("https://a.test/x"), false).is_ok());
         assert_eq!(check_url(&mut page("ftp://a.test/"), false), Err(BadUrl::Scheme));
         assert_eq!(check_url(&mut page("not a url"), false), Err(BadUrl::Unparseable));

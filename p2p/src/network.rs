@@ -11,7 +11,7 @@ use crate::behaviour::{Behaviour, BehaviourEvent};
 use crate::codec::{Codec, Frame, RequestBudget};
 use crate::exchange::{
     check_batch, check_url, BatchReply, InFlight, NewcomerAllowance, Outbox, RateLimit, UrlBatch, UrlKind, WireUrl,
-    BUSY_DELAY, MAX_HOPS, NOT_MEMBER_DELAY,
+    BUSY_DELAY, GRID_HOPS, MAX_HOPS, NOT_MEMBER_DELAY,
 };
 use crate::membership::{Change, Members};
 use crate::postings::Posting;
@@ -111,6 +111,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
 
     let reach = Reachability::new(config.private_addrs, upnp, std::time::Instant::now());
     let members = Members::new(peer_id, config.vnodes, std::time::Instant::now());
+    let overlay = overlay::Overlay::new(peer_id, config.grid_from_members);
     let (status_tx, status) = watch::channel(NetworkStatus { peer_id: peer_id.to_string(), ..Default::default() });
     let (ring_tx, ring) = watch::channel(Arc::new(members.ring().clone()));
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -160,6 +161,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         shown: Shown::default(),
         budgets: [urls_budget, search_budget, postings_budget, docs_budget, roster_budget, records_budget],
         roster,
+        overlay,
     };
     event_loop.dial_bootstrap();
     event_loop.dial_saved(saved_peers);
@@ -203,6 +205,7 @@ mod config;
 mod dht;
 mod documents;
 mod handle;
+mod overlay;
 mod peers;
 mod postings;
 mod querying;
@@ -219,7 +222,7 @@ pub use handle::{Inbound, NetworkHandle, Started};
 pub use postings::{PostingsInbound, PostingsStatus};
 pub use querying::{NetworkAnswer, PeerAnswer, SearchInbound, SearchStatus};
 pub use roster::RosterStatus;
-pub use status::{Joining, NetworkStatus};
+pub use status::{GridStatus, Joining, NetworkStatus};
 use status::{Latencies, Shown};
 
 /// A received batch waiting for the node to queue its URLs: the answer goes out when it has.
@@ -278,6 +281,8 @@ struct EventLoop {
     budgets: [Arc<RequestBudget>; 6],
     /// The roster: the member set, kept with the other members (see `network/roster.rs`).
     roster: roster::State,
+    /// The grid URL batches are forwarded over at scale (see `network/overlay.rs`).
+    overlay: overlay::Overlay,
 }
 
 impl EventLoop {

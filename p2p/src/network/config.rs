@@ -44,6 +44,9 @@ pub struct NetworkConfig {
     /// Where the members this node is connected to are written down, and read at the next
     /// start (see `network/saved.rs`; the node keeps it in its data dir). `None`: not kept.
     pub saved_peers: Option<std::path::PathBuf>,
+    /// URL batches go over the grid (`crate::grid`) once the ring holds more members than this
+    /// ([`crate::grid::FROM_MEMBERS`]); straight below.
+    pub grid_from_members: usize,
 }
 
 impl NetworkConfig {
@@ -75,6 +78,7 @@ impl NetworkConfig {
             model: None,
             doc_replicas: 0,
             saved_peers: None,
+            grid_from_members: crate::grid::FROM_MEMBERS,
         })
     }
 }

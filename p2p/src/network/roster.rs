@@ -129,8 +129,16 @@ impl EventLoop {
         self.send_roster(sends);
         let instant = std::time::Instant::now();
         let mut unknown = Vec::new();
-        self.swarm.behaviour().keep_alive.set(self.roster.node.kept());
-        for peer in self.roster.node.wanted() {
+        // The roster's peers and, at scale, the grid's links (see `network/overlay.rs`).
+        let grid = self.overlay.neighbours().to_vec();
+        self.swarm.behaviour().keep_alive.set(self.roster.node.kept().into_iter().chain(grid.iter().copied()));
+        let mut wanted = self.roster.node.wanted();
+        for peer in grid {
+            if !wanted.contains(&peer) {
+                wanted.push(peer);
+            }
+        }
+        for peer in wanted {
             if self.connected.contains(&peer) || self.banned.contains_key(&peer) {
                 continue;
             }

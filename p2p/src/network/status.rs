@@ -103,6 +103,19 @@ pub struct NetworkStatus {
     /// The roster the member set comes from: this node's stage in it, members, entries.
     #[serde(default)]
     pub roster: RosterStatus,
+    /// The grid URL batches go over (see `crate::grid`); absent while they go straight (at
+    /// [`crate::grid::FROM_MEMBERS`] members or fewer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid: Option<GridStatus>,
+}
+
+/// The grid's shape and this node's links on it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GridStatus {
+    pub dims: u32,
+    pub side: u32,
+    /// The members this node keeps connections to for the grid.
+    pub links: usize,
 }
 
 /// Recent latencies (milliseconds) and their percentiles for the status.
@@ -222,6 +235,11 @@ impl EventLoop {
             documents: self.documents.counts.clone(),
             roster: self.roster.status(),
             reachability: shown.reachability.clone(),
+            grid: self.overlay.shape().map(|s| GridStatus {
+                dims: s.dims,
+                side: s.side,
+                links: self.overlay.neighbours().len(),
+            }),
         };
         self.status.send_if_modified(|s| {
             if *s == status {

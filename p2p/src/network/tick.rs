@@ -34,6 +34,7 @@ impl EventLoop {
             self.log_change(change);
         }
         self.ring.send_replace(Arc::new(self.members.ring().clone()));
+        self.overlay.follow(self.members.ring());
     }
 
     fn log_change(&mut self, change: &Change) {

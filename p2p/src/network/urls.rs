@@ -24,6 +24,14 @@ pub(super) struct Taken {
     queued: Option<u32>,
 }
 
+/// Whether a batch may go over the grid (see `network/overlay.rs`): a hand-over and a "done"
+/// go straight, since only a host's owner may say so (a member passing them on may not); a
+/// batch that has taken [`GRID_HOPS`] hops goes straight too, leaving the last hops of
+/// [`MAX_HOPS`] for rings that changed on the way.
+fn over_grid(batch: &UrlBatch) -> bool {
+    !batch.handoff && !batch.second && batch.hops < GRID_HOPS && batch.urls.iter().all(|u| u.kind != UrlKind::Done)
+}
+
 impl EventLoop {
     /// Hands URLs to the node: `mine` to queue and, for a received batch, `forward` to store
     /// before the batch is answered (see [`Inbound::forward`]).
@@ -103,6 +111,8 @@ impl EventLoop {
                 }
                 f.owner = via;
                 f.batch.handoff = false;
+            } else if over_grid(&f.batch) {
+                f.owner = self.overlay.next_hop(f.owner);
             }
             let id = self.swarm.behaviour_mut().urls.send_request(&f.owner, Frame::Request(f.batch.clone()));
             self.in_flight.insert(id, f);

@@ -3,6 +3,7 @@
 
 mod cell_hedging;
 mod cell_routing;
+mod grid;
 mod hostile_postings;
 mod hostile_replicas;
 mod hostile_roster;
