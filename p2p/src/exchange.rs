@@ -282,6 +282,21 @@ impl Outbox {
         mine
     }
 
+    /// Adds URLs received to pass on to their owners, as [`Outbox::route`] does, due at once:
+    /// they waited for a batch at their sender already, and over the grid every hop would add
+    /// [`BATCH_WAIT`] again.
+    pub fn pass_on(&mut self, urls: Vec<WireUrl>, hops: u8, ring: &Ring, me: &PeerId, now: Instant) -> Vec<WireUrl> {
+        let owners: BTreeSet<PeerId> =
+            urls.iter().filter_map(|u| u.ring_host().and_then(|h| ring.owner(&h).copied())).collect();
+        let mine = self.route(urls, hops, ring, me, now);
+        for owner in owners {
+            if let Some(entry) = self.waiting.get_mut(&owner) {
+                entry.1 = entry.1.min(now.checked_sub(BATCH_WAIT).unwrap_or(entry.1));
+            }
+        }
+        mine
+    }
+
     /// URLs waiting (not in flight).
     pub fn waiting(&self) -> usize {
         self.waiting.values().map(|(v, _, _)| v.len()).sum::<usize>()
@@ -547,6 +562,22 @@ mod tests {
         out.route(urls, 0, &r, &a, t0);
         let due = out.due(&r, &a, t0, false);
         assert_eq!(due.batches.iter().map(|b| b.batch.urls.len()).collect::<Vec<_>>(), vec![BATCH_URLS, 5]);
+    }
+
+    #[test]
+    fn urls_passed_on_leave_at_once_with_what_waited_for_their_owner() {
+        let ((r, a, b, c), t0) = (ring(), Instant::now() + BATCH_WAIT);
+        let mut out = Outbox::default();
+        let (to_b, to_c) = (host_of(&r, &b, 0), host_of(&r, &c, 0));
+        out.route(vec![page(&format!("http://{to_b}/own")), page(&format!("http://{to_c}/own"))], 0, &r, &a, t0);
+        let mine = out.pass_on(vec![page(&format!("http://{to_b}/passed"))], 2, &r, &a, t0);
+        assert!(mine.is_empty());
+        // The batch for b leaves now, with the URL of this node's own that waited for it and
+        // the hops of the one passed on; c's waits its five seconds.
+        let due = out.due(&r, &a, t0, false);
+        assert_eq!(due.batches.len(), 1);
+        assert_eq!((due.batches[0].owner, due.batches[0].batch.hops, due.batches[0].batch.urls.len()), (b, 2, 2));
+        assert_eq!(out.next_due(), Some(t0 + BATCH_WAIT));
     }
 
     #[test]

@@ -84,9 +84,10 @@ impl EventLoop {
                     tracing::debug!(from = %received.peer, urls = forwarded, "stored; passing URLs on to their hosts' owners");
                     let me = *self.swarm.local_peer_id();
                     let now = std::time::Instant::now();
-                    let back = self.outbox.route(received.forward, received.hops, self.members.ring(), &me, now);
+                    let back = self.outbox.pass_on(received.forward, received.hops, self.members.ring(), &me, now);
                     // Owned here by now (the ring changed meanwhile): queued like a batch's own.
                     self.deliver(back, None, false);
+                    self.flush(false);
                 }
                 BatchReply::Ack { accepted, forwarded, rejected: received.rejected }
             }

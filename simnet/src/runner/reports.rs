@@ -20,6 +20,10 @@ pub struct NodeReport {
     /// URLs it sent to other members and had acknowledged.
     pub urls_sent: u64,
     pub urls_received: u64,
+    /// URLs it received for other members' hosts and passed on (over the grid, or past a stale
+    /// ring), and its links on the grid when last seen (0 while batches go straight).
+    pub urls_passed_on: u64,
+    pub grid_links: u64,
     /// DHT lookups and publications (near-duplicate records).
     pub dht_lookups: u64,
     pub dht_published: u64,
@@ -227,6 +231,8 @@ pub struct RunReport {
     pub fetch_rate: BTreeMap<usize, Vec<(u64, usize)>>,
     /// Messages between nodes: URLs exchanged, DHT lookups and publications, in all.
     pub urls_exchanged: u64,
+    /// Of the URLs received, those passed on to another member (see [`NodeReport`]).
+    pub urls_passed_on: u64,
     pub dht_messages: u64,
     pub dedup_hits: u64,
     pub mean_rss_mib: f64,
