@@ -29,7 +29,7 @@ pub(super) struct Taken {
 /// batch that has taken [`GRID_HOPS`] hops goes straight too, leaving the last hops of
 /// [`MAX_HOPS`] for rings that changed on the way.
 fn over_grid(batch: &UrlBatch) -> bool {
-    !batch.handoff && !batch.second && batch.hops < GRID_HOPS && batch.urls.iter().all(|u| u.kind != UrlKind::Done)
+    !batch.handoff && batch.hops < GRID_HOPS && batch.urls.iter().all(|u| u.kind != UrlKind::Done)
 }
 
 impl EventLoop {
