@@ -14,7 +14,9 @@ use libp2p::identity::Keypair;
 use libp2p::request_response::{self, ProtocolSupport};
 use libp2p::swarm::behaviour::toggle::Toggle;
 use libp2p::swarm::NetworkBehaviour;
-use libp2p::{allow_block_list, autonat, connection_limits, dcutr, identify, ping, relay, upnp, StreamProtocol};
+use libp2p::{
+    allow_block_list, autonat, connection_limits, dcutr, identify, ping, relay, upnp, PeerId, StreamProtocol,
+};
 use std::time::Duration;
 use weft_config::RelayConfig;
 
@@ -181,6 +183,31 @@ impl Behaviour {
             dcutr: dcutr::Behaviour::new(peer),
             upnp: Toggle::from(upnp.then(upnp::tokio::Behaviour::default)),
         })
+    }
+}
+
+impl BehaviourEvent {
+    /// The peer a Weft message (a request, an answer or their failure) went to or came from;
+    /// none for the transport's own chatter (pings, identify, AutoNAT, relays), which does not
+    /// count as using a connection (see `crate::keep_alive`).
+    pub fn message_peer(&self) -> Option<PeerId> {
+        fn peer<Q, A>(event: &request_response::Event<Q, A>) -> PeerId {
+            match event {
+                request_response::Event::Message { peer, .. }
+                | request_response::Event::OutboundFailure { peer, .. }
+                | request_response::Event::InboundFailure { peer, .. }
+                | request_response::Event::ResponseSent { peer, .. } => *peer,
+            }
+        }
+        match self {
+            BehaviourEvent::Urls(e) => Some(peer(e)),
+            BehaviourEvent::Search(e) => Some(peer(e)),
+            BehaviourEvent::Postings(e) => Some(peer(e)),
+            BehaviourEvent::Docs(e) => Some(peer(e)),
+            BehaviourEvent::Roster(e) => Some(peer(e)),
+            BehaviourEvent::Records(e) => Some(peer(e)),
+            _ => None,
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //!
 //! Why: a member's URLs and near-duplicate records go to the owners of their keys, which at
 //! thousands of members is someone new for most pages. Sent straight, a member talks to about a
-//! thousand peers within the 20 s idle timeout, or, closing each connection half a second after
+//! thousand peers within 20 s, or, closing each connection half a second after
 //! use, opens forty a second (each a handshake, a third of them hole punches: `weft-simnet
 //! data-plane`, in `docs/src/benchmarks.md`). Over a grid of [`DIMS`] coordinates with about
 //! [`PER_BUCKET`] members a bucket, a member keeps ~40 links whatever it sends, opened once,

@@ -8,7 +8,8 @@
 //! - [`address_book`]: where the peers this node may dial are, for the swarm's dials.
 //! - [`grid`]: the data plane's overlay — members in a grid of buckets by identity, links one
 //!   coordinate away, messages forwarded a coordinate a hop (pure).
-//! - [`keep_alive`]: which idle connections stay open (the roster's peers; others close soon).
+//! - [`keep_alive`]: which idle connections stay open (the roster's peers, grid links) and how
+//!   long the others linger.
 //! - [`behaviour`]: the composed `NetworkBehaviour` (identify, ping, the address book, which
 //!   connections are kept, the request-response protocols, connection limits, AutoNAT, relay, hole punching, UPnP).
 //! - [`reachability`]: whether others can reach this node, and what follows — addresses

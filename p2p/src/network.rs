@@ -407,6 +407,13 @@ impl EventLoop {
     }
 
     fn on_event(&mut self, event: SwarmEvent<BehaviourEvent>) {
+        if let Some(peer) = match &event {
+            SwarmEvent::Behaviour(event) => event.message_peer(),
+            SwarmEvent::ConnectionEstablished { peer_id, .. } => Some(*peer_id),
+            _ => None,
+        } {
+            self.swarm.behaviour().keep_alive.used(peer);
+        }
         match event {
             SwarmEvent::NewListenAddr { address, .. } if reachability::is_relayed(&address) => {
                 tracing::info!(addr = %address, "reachable through a relay");

@@ -159,13 +159,14 @@ enum Command {
         /// Pages each member indexes per second, one run each.
         #[arg(long, default_value = "1,4")]
         pages_per_sec: String,
-        /// How messages reach their member, one run each: direct (today's), direct:S[:L]
+        /// How messages reach their member, one run each: direct (a small network's), direct:S[:L]
         /// (straight, over connections closed S seconds after their last use; with L, URLs sent
         /// to each owner in one batch every L seconds), gridD:M (at most
         /// D hops over a fixed overlay of D coordinates, ~M members a bucket), or hybridD:M:S
         /// (URLs and records over that grid, postings and copies straight over connections
-        /// closed S seconds after their last use; with a fourth part, :nat-grid, over the grid
-        /// when both ends are behind NAT), e.g. direct,grid4:1.5,hybrid4:1.5:2,hybrid5:1.5:0.5:nat-grid.
+        /// closed S seconds after their last use; with :nat-grid, over the grid when both ends
+        /// are behind NAT; with :urls-only, records straight too, as a large network runs today),
+        /// e.g. direct,grid4:1.5,hybrid4:1.5:2,hybrid5:1.5:0.5:nat-grid,hybrid5:1.5:0.5:urls-only.
         #[arg(long, default_value = "direct,grid3:2,grid4:2")]
         design: String,
         /// Cells postings are placed in (default: the shipped codebook's 256).
@@ -429,11 +430,15 @@ fn data_plane(
                     .and_then(dims)
                     .zip(positive(per))
                     .map(|(dims, per_bucket)| Design::Grid { dims, per_bucket }),
-                [first, per, bulk, rest @ ..] if rest.is_empty() || rest == ["nat-grid"] => {
+                [first, per, bulk, rest @ ..] if rest.iter().all(|r| ["nat-grid", "urls-only"].contains(r)) => {
                     match (first.strip_prefix("hybrid").and_then(dims), positive(per), positive(bulk)) {
-                        (Some(dims), Some(per_bucket), Some(bulk_secs)) => {
-                            Some(Design::Hybrid { dims, per_bucket, bulk_secs, nat_over_grid: !rest.is_empty() })
-                        }
+                        (Some(dims), Some(per_bucket), Some(bulk_secs)) => Some(Design::Hybrid {
+                            dims,
+                            per_bucket,
+                            bulk_secs,
+                            nat_over_grid: rest.contains(&"nat-grid"),
+                            records_over_grid: !rest.contains(&"urls-only"),
+                        }),
                         _ => None,
                     }
                 }
@@ -453,8 +458,9 @@ fn data_plane(
                     "--design {d:?}: direct, direct:S[:L] (connections closed S s after their last use; URLs \
                      sent to each owner once every L s), gridD:M \
                      (D of 1–6 coordinates, M members a bucket) or hybridD:M:S \
-                     (postings and copies straight, their connections closed after S s; hybridD:M:S:nat-grid \
-                     sends them over the grid between two members behind NAT)"
+                     (postings and copies straight, their connections closed after S s; :nat-grid \
+                     sends them over the grid between two members behind NAT, :urls-only sends records \
+                     straight too)"
                 )),
             }
         })

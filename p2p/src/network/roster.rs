@@ -5,6 +5,7 @@
 use super::EventLoop;
 use crate::codec::Frame;
 use crate::exchange::RateLimit;
+use crate::keep_alive;
 use crate::membership::FORMER_RINGS_FOR;
 use crate::reachability::address_block;
 use crate::roster::event::{block_hash, position};
@@ -18,6 +19,7 @@ use libp2p::PeerId;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Roster requests one peer may make per second on average (burst of twice that): a member
 /// sends one digest round every two seconds, and a newcomer a page at a time.
@@ -129,9 +131,11 @@ impl EventLoop {
         self.send_roster(sends);
         let instant = std::time::Instant::now();
         let mut unknown = Vec::new();
-        // The roster's peers and, at scale, the grid's links (see `network/overlay.rs`).
+        // The roster's peers and, at scale, the grid's links (see `network/overlay.rs`); the
+        // others' connections linger on a small network only (see `crate::keep_alive`).
         let grid = self.overlay.neighbours().to_vec();
-        self.swarm.behaviour().keep_alive.set(self.roster.node.kept().into_iter().chain(grid.iter().copied()));
+        let linger = if self.overlay.shape().is_some() { Duration::ZERO } else { keep_alive::LINGER };
+        self.swarm.behaviour().keep_alive.set(self.roster.node.kept().into_iter().chain(grid.iter().copied()), linger);
         let mut wanted = self.roster.node.wanted();
         for peer in grid {
             if !wanted.contains(&peer) {

@@ -2,8 +2,8 @@
 //! sent besides the roster — URL hand-overs, postings, near-duplicate records, copies — in a
 //! network of thousands of members.
 //!
-//! A connection stays open while it carries something at least every
-//! [`weft_p2p::keep_alive::IDLE_TIMEOUT`] (the roster keeps its own few open, see
+//! Under the `direct` design a connection stays open while it carries something at least every
+//! [`weft_p2p::keep_alive::LINGER`] (the roster keeps its own few open, see
 //! `RosterNode::kept`), so the peers a member is connected to for data are the peers it sent to,
 //! or was sent by, in the last such window. This model draws one window of every member's
 //! traffic on the real ring of `members` members and counts, for each member, the distinct
@@ -177,6 +177,7 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
         _ => None,
     };
     let nat_over_grid = matches!(design, Design::Hybrid { nat_over_grid: true, .. });
+    let records_straight = matches!(design, Design::Hybrid { records_over_grid: false, .. });
     let nat = Nat::draw(members, traffic, seed);
     let mut pairs: Vec<HashSet<u64>> = KINDS.iter().map(|_| HashSet::new()).collect();
     let (mut messages, mut links, mut straight) = (0u64, 0u64, 0u64);
@@ -199,7 +200,7 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
                 return;
             }
             messages += 1;
-            let bulky = matches!(kind, Kind::Postings | Kind::Copies);
+            let bulky = matches!(kind, Kind::Postings | Kind::Copies) || (kind == Kind::Records && records_straight);
             let punch = nat.behind[me as usize] && nat.behind[to as usize];
             let direct = match (&grid, open_share) {
                 (None, share) => Some(share.unwrap_or(1.0)),
@@ -416,8 +417,9 @@ mod tests {
     fn a_hybrid_sends_its_bulk_straight_and_holds_those_connections_briefly() {
         let traffic = Traffic::default();
         let grid = run(1000, &traffic, Design::Grid { dims: 3, per_bucket: 2.0 }, 6);
-        let hybrid =
-            run(1000, &traffic, Design::Hybrid { dims: 3, per_bucket: 2.0, bulk_secs: 2.0, nat_over_grid: false }, 6);
+        let hybrid_design =
+            Design::Hybrid { dims: 3, per_bucket: 2.0, bulk_secs: 2.0, nat_over_grid: false, records_over_grid: true };
+        let hybrid = run(1000, &traffic, hybrid_design, 6);
         // The same small messages over the same grid; the bulk takes no hop.
         let (a, b) = (grid.by_kind[Kind::Urls as usize].mean, hybrid.by_kind[Kind::Urls as usize].mean);
         assert!((a - b).abs() < 0.02 * a, "{a} against {b}");
@@ -426,6 +428,14 @@ mod tests {
         let direct = run(1000, &traffic, Design::Direct, 6);
         let (held, all) = (hybrid.by_kind[Kind::Copies as usize].mean, direct.by_kind[Kind::Copies as usize].mean);
         assert!(held > 0.05 * all && held < 0.2 * all, "{held} of {all}");
+        // With records straight too, their connections are held as briefly as the copies'.
+        let urls_only =
+            Design::Hybrid { dims: 3, per_bucket: 2.0, bulk_secs: 2.0, nat_over_grid: false, records_over_grid: false };
+        let urls_only = run(1000, &traffic, urls_only, 6);
+        let records = |f: &Figures| f.by_kind[Kind::Records as usize].mean;
+        let (straight, all) = (records(&urls_only), records(&direct));
+        assert!(straight > 0.05 * all && straight < 0.2 * all, "{straight} of {all}");
+        assert_eq!(urls_only.by_kind[Kind::Urls as usize].mean, hybrid.by_kind[Kind::Urls as usize].mean);
     }
 
     #[test]
@@ -500,8 +510,10 @@ mod tests {
     #[test]
     fn a_hybrid_can_keep_its_bulk_off_punches_by_sending_it_over_the_grid() {
         let traffic = Traffic::default();
-        let straight = Design::Hybrid { dims: 3, per_bucket: 1.5, bulk_secs: 1.0, nat_over_grid: false };
-        let over_grid = Design::Hybrid { dims: 3, per_bucket: 1.5, bulk_secs: 1.0, nat_over_grid: true };
+        let straight =
+            Design::Hybrid { dims: 3, per_bucket: 1.5, bulk_secs: 1.0, nat_over_grid: false, records_over_grid: true };
+        let over_grid =
+            Design::Hybrid { dims: 3, per_bucket: 1.5, bulk_secs: 1.0, nat_over_grid: true, records_over_grid: true };
         let (a, b) = (run(600, &traffic, straight, 3), run(600, &traffic, over_grid, 3));
         assert!(a.punches_per_sec > 1.0, "{}", a.punches_per_sec);
         assert_eq!(b.punches_per_sec, 0.0);
@@ -524,7 +536,8 @@ mod tests {
 
     #[test]
     fn a_run_is_the_same_from_the_same_seed() {
-        let design = Design::Hybrid { dims: 3, per_bucket: 1.0, bulk_secs: 1.0, nat_over_grid: false };
+        let design =
+            Design::Hybrid { dims: 3, per_bucket: 1.0, bulk_secs: 1.0, nat_over_grid: false, records_over_grid: true };
         let (a, b) = (run(400, &Traffic::default(), design, 9), run(400, &Traffic::default(), design, 9));
         assert_eq!((a.by_kind, a.all, a.hops, a.up_kb), (b.by_kind, b.all, b.hops, b.up_kb));
     }

@@ -61,7 +61,7 @@ impl Default for Traffic {
     fn default() -> Traffic {
         Traffic {
             pages_per_sec: 1.0,
-            window_secs: weft_p2p::keep_alive::IDLE_TIMEOUT.as_secs_f64(),
+            window_secs: weft_p2p::keep_alive::LINGER.as_secs_f64(),
             foreign_hosts: 12,
             hosts: 1_000_000,
             zipf: 1.0,
@@ -100,7 +100,9 @@ pub enum Design {
     /// The small messages (URLs, records) over the grid; the bulky ones (postings, copies)
     /// straight to their member over a connection closed `bulk_secs` after its last use — or,
     /// with `nat_over_grid`, over the grid too when both ends are behind NAT (no hole punch).
-    Hybrid { dims: u32, per_bucket: f64, bulk_secs: f64, nat_over_grid: bool },
+    /// Without `records_over_grid`, records go straight like the bulk (what runs while only URL
+    /// batches are forwarded over the grid).
+    Hybrid { dims: u32, per_bucket: f64, bulk_secs: f64, nat_over_grid: bool, records_over_grid: bool },
 }
 
 impl std::fmt::Display for Design {
@@ -110,8 +112,15 @@ impl std::fmt::Display for Design {
             Design::Brief { secs, url_linger: None } => write!(f, "direct:{secs}"),
             Design::Brief { secs, url_linger: Some(l) } => write!(f, "direct:{secs}:{l}"),
             Design::Grid { dims, per_bucket } => write!(f, "grid{dims}:{per_bucket}"),
-            Design::Hybrid { dims, per_bucket, bulk_secs, nat_over_grid } => {
-                write!(f, "hybrid{dims}:{per_bucket}:{bulk_secs}{}", if *nat_over_grid { ":nat-grid" } else { "" })
+            Design::Hybrid { dims, per_bucket, bulk_secs, nat_over_grid, records_over_grid } => {
+                write!(f, "hybrid{dims}:{per_bucket}:{bulk_secs}")?;
+                if *nat_over_grid {
+                    write!(f, ":nat-grid")?;
+                }
+                if !records_over_grid {
+                    write!(f, ":urls-only")?;
+                }
+                Ok(())
             }
         }
     }
