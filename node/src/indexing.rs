@@ -692,13 +692,7 @@ impl weft_index::duplicates::NetworkDuplicates for DhtDuplicates {
     }
 
     fn publish(&self, simhash: u64, url: &str, fetched_at: u64) {
-        let peer = self.0.peer_id().to_string();
-        self.0.publish_fingerprint(weft_p2p::records::DupEntry {
-            simhash,
-            url: url.to_string(),
-            peer,
-            time: fetched_at,
-        });
+        self.0.publish_fingerprint(simhash, url.to_string(), fetched_at);
     }
 }
 

@@ -42,7 +42,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use weft_p2p::codec::{Codec, Frame};
-use weft_p2p::records::{self, RecordReply, RecordRequest, RecordWire, RECORD_OWNERS};
+use weft_p2p::records::{self, Addressed, RecordReply, RecordRequest, RecordWire, RECORD_OWNERS};
 use weft_p2p::ring::Ring;
 
 /// The Kademlia protocol Weft ran (a network of its own, not the public IPFS DHT).
@@ -203,7 +203,8 @@ fn spawn(port: u64, with_kad: bool) -> Handle {
                             continue;
                         }
                         for (p, a) in &to {
-                            let r = swarm.behaviour_mut().records.send_request_with_addresses(p, Frame::Request(request.clone()), vec![a.clone()]);
+                            let addressed = Addressed { to: p.to_string(), hops: 1, request: request.clone() };
+                            let r = swarm.behaviour_mut().records.send_request_with_addresses(p, Frame::Request(addressed), vec![a.clone()]);
                             asked.insert(r, asks.len());
                         }
                         asks.push((to.len(), Some(reply)));
@@ -233,7 +234,7 @@ fn spawn(port: u64, with_kad: bool) -> Handle {
                                 message: request_response::Message::Request { request: Frame::Request(r), channel, .. },
                                 ..
                             } => {
-                                let reply = match r {
+                                let reply = match r.request {
                                     RecordRequest::Get { .. } => RecordReply::Found { entries: Vec::new() },
                                     RecordRequest::Put { .. } => RecordReply::Stored,
                                 };
@@ -396,12 +397,9 @@ async fn measure(n: usize, seed: u64) {
             let ask = if request {
                 RecordRequest::Get { hash }
             } else {
-                let entry = records::DupEntry {
-                    simhash: hash,
-                    url: format!("https://example.test/{}", h.peer),
-                    peer: h.peer.to_string(),
-                    time: 1,
-                };
+                // Signed as every entry is (by a key of its own: the owners here do not check).
+                let key = identity::Keypair::generate_ed25519();
+                let entry = records::DupEntry::signed(&key, hash, format!("https://example.test/{}", h.peer), 1);
                 RecordRequest::Put { entry }
             };
             let _ = h.commands.send(Command::Ask(owners(hash, r, h.peer), ask, tx));

@@ -11,7 +11,6 @@
 
 use std::time::{Duration, Instant};
 use weft_config::P2pConfig;
-use weft_p2p::records::DupEntry;
 use weft_p2p::{NetworkConfig, Started, UrlKind, WireUrl};
 
 fn config(bootstrap: Vec<String>) -> NetworkConfig {
@@ -109,7 +108,7 @@ fn main() {
         let published: Vec<u64> = (0..200).map(|_| next()).collect();
         for (i, h) in published.iter().enumerate() {
             let n = &nodes[i % 5].handle;
-            n.publish_fingerprint(DupEntry { simhash: *h, url: format!("https://p{i}.example/"), peer: n.peer_id().to_string(), time: 1 });
+            n.publish_fingerprint(*h, format!("https://p{i}.example/"), 1);
         }
         tokio::time::sleep(Duration::from_secs(3)).await;
         let handles: Vec<_> = nodes.iter().map(|s| s.handle.clone()).collect();

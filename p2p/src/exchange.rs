@@ -18,12 +18,7 @@ pub const BATCH_WAIT: Duration = Duration::from_secs(5);
 pub const MAX_URL_BYTES: usize = 2048;
 /// Largest encoded batch accepted: 1000 URLs of the longest kind, with room to spare.
 pub const MAX_BATCH_BYTES: u64 = 4 * 1024 * 1024;
-/// A URL is forwarded at most this many times: over the grid at scale (see `crate::grid`), up
-/// to [`GRID_HOPS`], and twice more where the sender's ring was stale, then the next one's.
-pub const MAX_HOPS: u8 = GRID_HOPS + 2;
-/// Hops a batch may take over the grid: a path's five at most, and a detour around an empty
-/// bucket. Past them it goes straight to its owner.
-pub const GRID_HOPS: u8 = 6;
+pub use crate::grid::{GRID_HOPS, MAX_HOPS};
 /// First retry of an unacknowledged batch; doubles up to [`MAX_RETRY_DELAY`].
 pub const FIRST_RETRY_DELAY: Duration = Duration::from_secs(2);
 pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(120);

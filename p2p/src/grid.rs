@@ -16,11 +16,19 @@
 //! every member's links change at once: ~40 new connections a member, once, which a member
 //! sending postings straight opens within a few seconds anyway. Members whose counts straddle
 //! a step for a moment disagree on paths; a batch then takes more hops, and past
-//! `crate::exchange::GRID_HOPS` goes straight, so nothing is lost.
+//! [`GRID_HOPS`] goes straight, so nothing is lost.
 
 use libp2p::PeerId;
 use std::collections::HashMap;
 use std::hash::Hash;
+
+/// Hops a message may take over the grid: a path's five at most, and a detour around an empty
+/// bucket. Past them it goes straight to its member.
+pub const GRID_HOPS: u8 = 6;
+/// A message (a URL batch, a record request) is handed on at most this many times: over the
+/// grid up to [`GRID_HOPS`], and twice more where the sender's ring was stale, then the next
+/// one's.
+pub const MAX_HOPS: u8 = GRID_HOPS + 2;
 
 /// Coordinates of the grid the network uses.
 pub const DIMS: u32 = 5;

@@ -92,6 +92,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let may_found = config.bootstrap.is_empty();
     let roster = roster::State::new(key.clone(), config.vnodes, boot_peers, may_found, config.saved_peers.clone());
     let signer = key.clone();
+    let record_signer = key.clone();
     let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
         .with_tokio()
         .with_tcp(tcp::Config::default().nodelay(true), noise::Config::new, yamux::Config::default)
@@ -157,7 +158,7 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         other_versions: versions::Refused::default(),
         stalls: HashMap::new(),
         counts: Counts::default(),
-        dht: dht::State::new(),
+        dht: dht::State::new(record_signer),
         shown: Shown::default(),
         budgets: [urls_budget, search_budget, postings_budget, docs_budget, roster_budget, records_budget],
         roster,
@@ -599,7 +600,7 @@ impl EventLoop {
                 let event = self.roster.node.roster().event_of(&peer);
                 let _ = reply.send(event.is_some_and(|e| matches!(e.what, crate::roster::event::What::Left)));
             }
-            Command::Publish(entry) => self.publish_record(entry),
+            Command::Publish { simhash, url, time } => self.publish_record(simhash, url, time),
         }
     }
 

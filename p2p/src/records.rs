@@ -15,8 +15,14 @@
 //!
 //! `/weft/records/1` ([`RecordWire`]) carries it: a [`RecordRequest::Get`] of a fingerprint
 //! (the owner answers every entry it holds under the fingerprint's four keys) or a
-//! [`RecordRequest::Put`] of one entry, which must name its sender as the peer that indexed it.
+//! [`RecordRequest::Put`] of one entry, addressed to an owner ([`Addressed`]). On a large network
+//! a request goes over the grid (`crate::grid`), a member one coordinate nearer its owner a hop:
+//! a hop hands a put on at once and holds a lookup until the next one answers, then passes the
+//! answer back. So an entry is signed by the peer that indexed it ([`DupEntry::signed`]): the
+//! members it passes through can neither change nor invent one, and an asker checks the entry
+//! it is answered with.
 
+use crate::signing::{self, SignedBytes};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 
@@ -28,7 +34,9 @@ pub const RECORD_OWNERS: usize = 3;
 pub const MAX_URL_BYTES: usize = 2048;
 /// Longest peer id an entry may carry (an ed25519 peer id is 52 characters).
 pub const MAX_PEER_BYTES: usize = 128;
-/// Largest request: one entry.
+/// Longest public key or signature an entry may carry (ed25519: 36 and 64 bytes).
+pub const MAX_SIGNING_BYTES: usize = 128;
+/// Largest request: one entry and its address.
 pub const MAX_REQUEST_BYTES: u64 = 4 * 1024;
 /// Entries one answer carries at most: four records' worth.
 pub const MAX_FOUND: usize = 4 * MAX_ENTRIES;
@@ -46,16 +54,52 @@ pub struct DupEntry {
     pub peer: String,
     /// Seconds since the Unix epoch.
     pub time: u64,
+    /// The publisher's public key (libp2p's protobuf encoding), which must be `peer`'s.
+    #[serde(with = "serde_bytes")]
+    pub publisher: Vec<u8>,
+    /// The publisher's signature over the fields above ([`DupEntry::signed_bytes`]).
+    #[serde(with = "serde_bytes")]
+    pub signature: Vec<u8>,
 }
 
 impl DupEntry {
+    /// An entry for a document `key`'s node indexed, signed by it.
+    pub fn signed(key: &libp2p::identity::Keypair, simhash: u64, url: String, time: u64) -> DupEntry {
+        let peer = key.public().to_peer_id().to_string();
+        let mut entry = DupEntry { simhash, url, peer, time, publisher: Vec::new(), signature: Vec::new() };
+        (entry.publisher, entry.signature) = signing::sign(key, &entry.signed_bytes());
+        entry
+    }
+
+    /// What its publisher signs: every field but the key and signature, each length-prefixed.
+    fn signed_bytes(&self) -> Vec<u8> {
+        let mut out = SignedBytes::new("weft-dup-entry/1", self.url.len() + self.peer.len() + 16);
+        out.field(&self.simhash.to_le_bytes()).field(self.url.as_bytes());
+        out.field(self.peer.as_bytes()).field(&self.time.to_le_bytes());
+        out.into_bytes()
+    }
+
+    /// Checks the entry is of bounded size and signed by the peer it names.
+    pub fn check(&self) -> Result<(), RecordError> {
+        if !self.fits() {
+            return Err(RecordError::Shape);
+        }
+        match signing::verify(&self.publisher, &self.signature, &self.signed_bytes()) {
+            Ok(signer) if signer.to_string() == self.peer => Ok(()),
+            _ => Err(RecordError::Forged(self.peer.chars().take(60).collect())),
+        }
+    }
+
     /// What the entry holds in memory, roughly.
     fn bytes(&self) -> usize {
-        self.url.len() + self.peer.len() + 48
+        self.url.len() + self.peer.len() + self.publisher.len() + self.signature.len() + 96
     }
 
     fn fits(&self) -> bool {
-        self.url.len() <= MAX_URL_BYTES && self.peer.len() <= MAX_PEER_BYTES
+        self.url.len() <= MAX_URL_BYTES
+            && self.peer.len() <= MAX_PEER_BYTES
+            && self.publisher.len() <= MAX_SIGNING_BYTES
+            && self.signature.len() <= MAX_SIGNING_BYTES
     }
 }
 
@@ -93,6 +137,15 @@ pub enum RecordRequest {
     Put { entry: DupEntry },
 }
 
+/// A request on the wire: for `to` (a peer id), sent straight or handed on over the grid.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Addressed {
+    pub to: String,
+    /// Members it went through so far, the sender counted: 1 when sent straight.
+    pub hops: u8,
+    pub request: RecordRequest,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RecordReply {
     Found {
@@ -106,44 +159,54 @@ pub enum RecordReply {
     NotMember,
     /// The sender is over its rate: try later, or not at all.
     Busy,
+    /// A hop could not hand the request on (its next hop failed, or the member it is for is
+    /// not on the hop's ring): ask another owner.
+    Unreached,
 }
 
 /// `/weft/records/1`.
 pub struct RecordWire;
 
 impl crate::codec::Wire for RecordWire {
-    type Request = RecordRequest;
+    type Request = Addressed;
     type Response = RecordReply;
     const NAME: &'static str = "record request";
     const MAX_REQUEST_BYTES: u64 = MAX_REQUEST_BYTES;
     /// [`MAX_FOUND`] entries of the longest URLs.
-    const MAX_RESPONSE_BYTES: u64 = (MAX_FOUND * (MAX_URL_BYTES + MAX_PEER_BYTES + 64)) as u64;
+    const MAX_RESPONSE_BYTES: u64 = (MAX_FOUND * (MAX_URL_BYTES + MAX_PEER_BYTES + 2 * MAX_SIGNING_BYTES + 64)) as u64;
     /// Sixty-four requests of the largest size.
     const MAX_BUFFERED_BYTES: u64 = 64 * MAX_REQUEST_BYTES;
 }
 
-/// Why an entry a peer sent was refused: an honest node never sends either.
+/// Why an entry or a request a peer sent was refused: an honest node never sends any.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum RecordError {
-    #[error("an entry with a URL or peer id over its bound")]
+    #[error("an entry with a URL, peer id, key or signature over its bound")]
     Shape,
-    #[error("an entry attributed to {0}, not its sender")]
+    #[error("an entry attributed to {0} without its signature")]
     Forged(String),
+    #[error("a request for {0:?}, which is no peer id")]
+    Address(String),
+    #[error("a request {0} hops along, over the limit of {max}", max = crate::grid::MAX_HOPS)]
+    TooManyHops(u8),
 }
 
-/// Checks an entry `sender` asks this node to keep: of bounded size, and naming its sender as
-/// the node that indexed it (a peer speaks for itself only).
-pub fn check_entry(entry: &DupEntry, sender: &str) -> Result<(), RecordError> {
-    if !entry.fits() {
-        return Err(RecordError::Shape);
+/// Checks a request a peer sent: addressed to a peer, within the hop limit, and an entry to
+/// keep bounded and signed by the peer it names (a member speaks for itself only, whoever
+/// carries its entry).
+pub fn check_request(request: &Addressed) -> Result<libp2p::PeerId, RecordError> {
+    let to = request.to.parse().map_err(|_| RecordError::Address(request.to.chars().take(60).collect()))?;
+    if request.hops > crate::grid::MAX_HOPS {
+        return Err(RecordError::TooManyHops(request.hops));
     }
-    if entry.peer != sender {
-        return Err(RecordError::Forged(entry.peer.chars().take(60).collect()));
+    if let RecordRequest::Put { entry } = &request.request {
+        entry.check()?;
     }
-    Ok(())
+    Ok(to)
 }
 
-/// An answer's entries as this node keeps them: bounded in number and size.
+/// An answer's entries as this node keeps them: bounded in number and size (their signatures
+/// are checked on the one [`nearest`] picks).
 pub fn sanitize(mut entries: Vec<DupEntry>) -> Vec<DupEntry> {
     entries.retain(DupEntry::fits);
     entries.truncate(MAX_FOUND);
@@ -225,28 +288,35 @@ impl Store {
     }
 }
 
-/// The entry nearest to `hash` within `max_distance` bits, other than `url` itself.
+/// The entry nearest to `hash` within `max_distance` bits, other than `url` itself, among those
+/// signed by the peers they name.
 pub fn nearest<'a>(
     entries: impl IntoIterator<Item = &'a DupEntry>,
     hash: u64,
     max_distance: u32,
     url: &str,
 ) -> Option<(DupEntry, u32)> {
-    entries
+    let mut near: Vec<(&DupEntry, u32)> = entries
         .into_iter()
         .filter(|e| e.url != url)
         .map(|e| (e, (e.simhash ^ hash).count_ones()))
         .filter(|(_, d)| *d <= max_distance)
-        .min_by(|(a, da), (b, db)| da.cmp(db).then_with(|| a.time.cmp(&b.time)))
-        .map(|(e, d)| (e.clone(), d))
+        .collect();
+    // Nearest first; a signature is checked only on the candidate about to be picked.
+    near.sort_by(|(a, da), (b, db)| da.cmp(db).then_with(|| a.time.cmp(&b.time)));
+    near.into_iter().find(|(e, _)| e.check().is_ok()).map(|(e, d)| (e.clone(), d))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn key() -> libp2p::identity::Keypair {
+        libp2p::identity::Keypair::ed25519_from_bytes([7; 32]).unwrap()
+    }
+
     fn entry(url: &str, simhash: u64, time: u64) -> DupEntry {
-        DupEntry { simhash, url: url.into(), peer: "p".into(), time }
+        DupEntry::signed(&key(), simhash, url.into(), time)
     }
 
     #[test]
@@ -277,18 +347,56 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_is_bounded_and_names_its_sender() {
-        let mut e = entry("http://a.test/1", 1, 1);
-        e.peer = "me".into();
-        assert_eq!(check_entry(&e, "me"), Ok(()));
-        assert_eq!(check_entry(&e, "other"), Err(RecordError::Forged("me".into())));
-        let long = DupEntry { url: format!("http://a.test/{}", "x".repeat(MAX_URL_BYTES)), ..e.clone() };
-        assert_eq!(check_entry(&long, "me"), Err(RecordError::Shape));
+    fn an_entry_is_bounded_and_signed_by_the_peer_it_names() {
+        let e = entry("http://a.test/1", 1, 1);
+        assert_eq!(e.peer, key().public().to_peer_id().to_string());
+        assert_eq!(e.check(), Ok(()));
+        let forged = |e: DupEntry| Err(RecordError::Forged(e.peer.chars().take(60).collect()));
+        // Changed on the way, or attributed to another peer: not its publisher's.
+        let moved = DupEntry { url: "http://a.test/2".into(), ..e.clone() };
+        assert_eq!(moved.check(), forged(moved.clone()));
+        let other = libp2p::identity::Keypair::generate_ed25519();
+        let framed = DupEntry { peer: other.public().to_peer_id().to_string(), ..e.clone() };
+        assert_eq!(framed.check(), forged(framed.clone()));
+        let mut claimed = DupEntry::signed(&other, 1, "http://a.test/1".into(), 1);
+        claimed.peer = e.peer.clone();
+        assert_eq!(claimed.check(), forged(claimed.clone()));
+        let long = DupEntry::signed(&key(), 1, format!("http://a.test/{}", "x".repeat(MAX_URL_BYTES)), 1);
+        assert_eq!(long.check(), Err(RecordError::Shape));
         let mut many: Vec<DupEntry> = (0..MAX_FOUND + 5).map(|i| entry(&format!("http://a.test/{i}"), 1, 1)).collect();
         many.push(long);
         let kept = sanitize(many);
         assert_eq!(kept.len(), MAX_FOUND);
         assert!(kept.iter().all(|e| e.url.len() <= MAX_URL_BYTES));
+    }
+
+    #[test]
+    fn a_request_names_a_peer_stays_within_the_hops_and_carries_signed_entries_only() {
+        let to = libp2p::PeerId::random();
+        let put =
+            |entry: DupEntry, hops: u8| Addressed { to: to.to_string(), hops, request: RecordRequest::Put { entry } };
+        assert_eq!(check_request(&put(entry("http://a.test/", 1, 1), 1)), Ok(to));
+        let max = crate::grid::MAX_HOPS;
+        assert_eq!(check_request(&put(entry("http://a.test/", 1, 1), max)), Ok(to));
+        assert_eq!(check_request(&put(entry("http://a.test/", 1, 1), max + 1)), Err(RecordError::TooManyHops(max + 1)));
+        let changed = DupEntry { time: 2, ..entry("http://a.test/", 1, 1) };
+        assert!(matches!(check_request(&put(changed, 2)), Err(RecordError::Forged(_))));
+        let get = Addressed { to: "not a peer".into(), hops: 1, request: RecordRequest::Get { hash: 1 } };
+        assert_eq!(check_request(&get), Err(RecordError::Address("not a peer".into())));
+    }
+
+    /// The data-plane model's `record_bytes` (300) comes from these sizes.
+    #[test]
+    fn an_addressed_put_and_lookup_are_a_few_hundred_bytes_on_the_wire() {
+        let to = libp2p::PeerId::random().to_string();
+        let url = "https://www.example-news.test/2026/12/07/a-story-about-something.html".to_string();
+        let put =
+            Addressed { to: to.clone(), hops: 1, request: RecordRequest::Put { entry: entry(&url, 1 << 63, 1 << 31) } };
+        let get = Addressed { to, hops: 1, request: RecordRequest::Get { hash: 1 << 63 } };
+        let size = |a: &Addressed| cbor4ii::serde::to_vec(Vec::new(), a).unwrap().len();
+        let (put, get) = (size(&put), size(&get));
+        assert!((300..=420).contains(&put), "{put}");
+        assert!((70..=130).contains(&get), "{get}");
     }
 
     #[test]
@@ -326,5 +434,12 @@ mod tests {
             Some(("http://near.test/".into(), 2))
         );
         assert_eq!(nearest(&entries, h, 1, "http://me.test/"), None);
+        // An entry that is not its publisher's is passed over, however near.
+        let forged = DupEntry { url: "http://forged.test/".into(), ..entry("http://x.test/", h ^ 1, 1) };
+        let with_forged = [entries[2].clone(), forged];
+        assert_eq!(
+            nearest(&with_forged, h, 3, "http://me.test/").map(|(e, d)| (e.url, d)),
+            Some(("http://near.test/".into(), 2))
+        );
     }
 }

@@ -673,8 +673,8 @@ fn print_summary(r: &RunReport) {
     let grid: Vec<u64> = r.nodes.iter().filter(|n| n.state == "up").map(|n| n.grid_links).collect();
     let links = grid.iter().sum::<u64>() as f64 / grid.len().max(1) as f64;
     println!(
-        "URLs exchanged    {} ({} passed on; grid links {links:.1} a node)   DHT messages {}",
-        r.urls_exchanged, r.urls_passed_on, r.dht_messages
+        "URLs exchanged    {} ({} passed on; grid links {links:.1} a node)   DHT messages {} ({} passed on)",
+        r.urls_exchanged, r.urls_passed_on, r.dht_messages, r.dht_passed_on
     );
     println!("connections       {:.1} per node on average, {} at most", r.connections_mean, r.connections_max);
     println!(

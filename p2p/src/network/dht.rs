@@ -1,13 +1,17 @@
 //! The event loop's part of the near-duplicate records (see `crate::records`): a lookup asks the
 //! first owner of each of a fingerprint's four keys on this node's ring (the next owner when one
 //! fails), a publication sends the entry to every owner of its keys, and the records this node
-//! owns are kept and served under a per-peer rate.
+//! owns are kept and served under a per-peer rate. Requests go over the grid when it is in use
+//! (`network/overlay.rs`); this node hands on those for other members, a put at once, a lookup
+//! held until the next hop answers.
 
 use super::{EventLoop, Latencies};
 use crate::codec::Frame;
 use crate::exchange::RateLimit;
-use crate::records::{self, DupEntry, RecordReply, RecordRequest, Store, RECORD_OWNERS};
+use crate::grid::{GRID_HOPS, MAX_HOPS};
+use crate::records::{self, Addressed, DupEntry, RecordReply, RecordRequest, Store, RECORD_OWNERS};
 use crate::ring::Ring;
+use libp2p::identity::Keypair;
 use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
 use libp2p::PeerId;
 use std::collections::{BTreeMap, HashMap};
@@ -42,15 +46,20 @@ pub(super) struct Counts {
     /// Requests refused: malformed, forged, over the rate, from strangers, or for keys this
     /// node does not own.
     pub refused: u64,
+    /// Requests for other members handed on.
+    pub forwarded: u64,
 }
 
 /// The records this node holds and the lookups it waits on.
-#[derive(Default)]
 pub(super) struct State {
+    /// Signs the entries this node publishes.
+    signer: Keypair,
     store: Store,
     lookups: HashMap<u64, Lookup>,
     /// Request → (lookup, the keys it asks for).
     asked: HashMap<OutboundRequestId, (u64, Vec<usize>)>,
+    /// Lookups for other members handed on: the asker waits on the channel.
+    forwarded: HashMap<OutboundRequestId, ResponseChannel<RecordReply>>,
     next: u64,
     rate: RateLimit,
     /// Requests refused per peer for being over its rate (a flood is banned).
@@ -60,8 +69,19 @@ pub(super) struct State {
 }
 
 impl State {
-    pub(super) fn new() -> State {
-        State { rate: RateLimit::new(DHT_STORES_PER_SEC), ..State::default() }
+    pub(super) fn new(signer: Keypair) -> State {
+        State {
+            signer,
+            store: Store::default(),
+            lookups: HashMap::new(),
+            asked: HashMap::new(),
+            forwarded: HashMap::new(),
+            next: 0,
+            rate: RateLimit::new(DHT_STORES_PER_SEC),
+            over: HashMap::new(),
+            counts: Counts::default(),
+            latencies: Latencies::default(),
+        }
     }
 
     /// Records held.
@@ -76,6 +96,16 @@ fn owners_of(ring: &Ring, hash: u64) -> [Vec<PeerId>; 4] {
 }
 
 impl EventLoop {
+    /// Sends `request` for `to`, `hops` members along with this one: to the first hop of a
+    /// path over the grid while under [`GRID_HOPS`], else straight.
+    fn send_record(&mut self, to: PeerId, hops: u8, request: RecordRequest) -> OutboundRequestId {
+        let me = *self.swarm.local_peer_id();
+        let next = if hops < GRID_HOPS { self.overlay.next_hop(to) } else { to };
+        let next = if next == me { to } else { next };
+        let addressed = Addressed { to: to.to_string(), hops, request };
+        self.swarm.behaviour_mut().records.send_request(&next, Frame::Request(addressed))
+    }
+
     /// Asks the owners of `hash`'s keys for the entries near it.
     pub(super) fn find_duplicate(
         &mut self,
@@ -119,8 +149,7 @@ impl EventLoop {
         let hash = lookup.hash;
         lookup.waiting += by_owner.len();
         for (owner, keys) in by_owner {
-            let request = Frame::Request(RecordRequest::Get { hash });
-            let r = self.swarm.behaviour_mut().records.send_request(&owner, request);
+            let r = self.send_record(owner, 1, RecordRequest::Get { hash });
             self.dht.asked.insert(r, (id, keys));
         }
         self.finish_if_answered(id);
@@ -151,9 +180,10 @@ impl EventLoop {
         }
     }
 
-    /// Sends `entry` (one this node indexed) to every owner of its keys; keeps it under the
-    /// keys this node owns.
-    pub(super) fn publish_record(&mut self, entry: DupEntry) {
+    /// Signs the entry of a document this node indexed and sends it to every owner of its keys;
+    /// keeps it under the keys this node owns.
+    pub(super) fn publish_record(&mut self, simhash: u64, url: String, time: u64) {
+        let entry = DupEntry::signed(&self.dht.signer, simhash, url, time);
         self.dht.counts.published += 1;
         let me = *self.swarm.local_peer_id();
         let mut to: Vec<PeerId> = Vec::new();
@@ -167,12 +197,11 @@ impl EventLoop {
         to.sort();
         to.dedup();
         for owner in to {
-            let request = Frame::Request(RecordRequest::Put { entry: entry.clone() });
-            self.swarm.behaviour_mut().records.send_request(&owner, request);
+            self.send_record(owner, 1, RecordRequest::Put { entry: entry.clone() });
         }
     }
 
-    pub(super) fn on_records(&mut self, event: request_response::Event<Frame<RecordRequest>, RecordReply>) {
+    pub(super) fn on_records(&mut self, event: request_response::Event<Frame<Addressed>, RecordReply>) {
         match event {
             request_response::Event::Message { peer, message, .. } => match message {
                 request_response::Message::Request { request: Frame::Request(request), channel, .. } => {
@@ -183,35 +212,56 @@ impl EventLoop {
                     drop(channel);
                     self.refused(peer, &why);
                 }
-                request_response::Message::Response { request_id, response } => match response {
-                    RecordReply::Found { entries } => {
-                        let Some((id, _)) = self.dht.asked.remove(&request_id) else { return };
-                        if let Some(lookup) = self.dht.lookups.get_mut(&id) {
-                            lookup.entries.extend(records::sanitize(entries));
-                            lookup.waiting -= 1;
-                        }
-                        self.finish_if_answered(id);
+                request_response::Message::Response { request_id, response } => {
+                    if let Some(channel) = self.dht.forwarded.remove(&request_id) {
+                        let response = match response {
+                            RecordReply::Found { entries } => {
+                                RecordReply::Found { entries: records::sanitize(entries) }
+                            }
+                            other => other,
+                        };
+                        return self.answer_record(channel, response);
                     }
-                    RecordReply::Stored => {}
-                    other => {
-                        tracing::debug!(%peer, "record request answered {other:?}");
-                        self.ask_next(request_id);
-                    }
-                },
+                    self.on_record_reply(peer, request_id, response)
+                }
             },
             request_response::Event::OutboundFailure { request_id, peer, error, .. } => {
                 tracing::debug!(%peer, "record request failed: {error}");
-                self.ask_next(request_id);
+                match self.dht.forwarded.remove(&request_id) {
+                    Some(channel) => self.answer_record(channel, RecordReply::Unreached),
+                    None => self.ask_next(request_id),
+                }
             }
             _ => {}
         }
     }
 
-    /// A peer asks for the entries near a fingerprint, or sends one to keep: at most
-    /// [`DHT_STORES_PER_SEC`] a second from one peer (a flood bans), from members only; an
-    /// entry must be of bounded size and name its sender (anything else bans: an honest node
-    /// never sends it) and is kept only under the keys this node owns on its ring.
-    fn on_record_request(&mut self, peer: PeerId, request: RecordRequest, channel: ResponseChannel<RecordReply>) {
+    /// An owner's (or its last hop's) answer to this node's own request.
+    fn on_record_reply(&mut self, peer: PeerId, request_id: OutboundRequestId, response: RecordReply) {
+        match response {
+            RecordReply::Found { entries } => {
+                let Some((id, _)) = self.dht.asked.remove(&request_id) else { return };
+                if let Some(lookup) = self.dht.lookups.get_mut(&id) {
+                    lookup.entries.extend(records::sanitize(entries));
+                    lookup.waiting -= 1;
+                }
+                self.finish_if_answered(id);
+            }
+            RecordReply::Stored => {}
+            other => {
+                tracing::debug!(%peer, "record request answered {other:?}");
+                self.ask_next(request_id);
+            }
+        }
+    }
+
+    /// A peer asks for the entries near a fingerprint, or sends one to keep, for this node or
+    /// for a member further on: at most [`DHT_STORES_PER_SEC`] a second from one peer (a flood
+    /// bans), from members only; a request must name a peer within the hop limit and an entry
+    /// be of bounded size and signed by the peer it names (anything else bans: an honest node
+    /// never sends it, nor hands it on). An entry is kept only under the keys this node owns on
+    /// its ring.
+    fn on_record_request(&mut self, peer: PeerId, request: Addressed, channel: ResponseChannel<RecordReply>) {
         let now = std::time::Instant::now();
         if !self.dht.rate.allow(&peer.to_string(), now) {
             self.dht.counts.refused += 1;
@@ -225,19 +275,23 @@ impl EventLoop {
             }
             return self.answer_record(channel, RecordReply::Busy);
         }
-        if let RecordRequest::Put { entry } = &request {
-            if let Err(why) = records::check_entry(entry, &peer.to_string()) {
+        let to = match records::check_request(&request) {
+            Ok(to) => to,
+            Err(why) => {
                 self.dht.counts.refused += 1;
                 drop(channel);
                 self.ban(peer, &format!("record refused: {why}"));
                 return;
             }
-        }
+        };
         if !self.members.knows(&peer, now) {
             self.dht.counts.refused += 1;
             return self.answer_record(channel, RecordReply::NotMember);
         }
-        let reply = match request {
+        if to != *self.swarm.local_peer_id() {
+            return self.hand_on(to, request, channel);
+        }
+        let reply = match request.request {
             RecordRequest::Get { hash } => {
                 let mut entries = self.dht.store.found(hash);
                 entries.truncate(records::MAX_FOUND);
@@ -261,6 +315,24 @@ impl EventLoop {
             }
         };
         self.answer_record(channel, reply);
+    }
+
+    /// A request for member `to` reached this node over the grid: hands it on one hop nearer,
+    /// a put answered at once (nobody waits on a put's answer), a lookup once the next hop
+    /// answers. A request past the hop limit, or for a peer that is not on this node's ring,
+    /// is answered [`RecordReply::Unreached`] (the asker tries another owner).
+    fn hand_on(&mut self, to: PeerId, request: Addressed, channel: ResponseChannel<RecordReply>) {
+        if request.hops >= MAX_HOPS || !self.members.is_member(&to) {
+            return self.answer_record(channel, RecordReply::Unreached);
+        }
+        self.dht.counts.forwarded += 1;
+        let get = matches!(request.request, RecordRequest::Get { .. });
+        let id = self.send_record(to, request.hops + 1, request.request);
+        if get {
+            self.dht.forwarded.insert(id, channel);
+        } else {
+            self.answer_record(channel, RecordReply::Stored);
+        }
     }
 
     fn answer_record(&mut self, channel: ResponseChannel<RecordReply>, reply: RecordReply) {

@@ -10,7 +10,11 @@ pub(super) enum Command {
         url: String,
         reply: std::sync::mpsc::SyncSender<Option<(DupEntry, u32)>>,
     },
-    Publish(DupEntry),
+    Publish {
+        simhash: u64,
+        url: String,
+        time: u64,
+    },
     Leave,
     /// Ask the owners of the query's best cells.
     Search {
@@ -236,9 +240,10 @@ impl NetworkHandle {
         }
     }
 
-    /// Publishes an indexed document's fingerprint under its four block keys.
-    pub fn publish_fingerprint(&self, entry: DupEntry) {
-        let _ = self.commands.send(Command::Publish(entry));
+    /// Publishes the fingerprint of a document this node indexed (`url`, fetched at `time`, Unix
+    /// seconds) under its four block keys, signed by this node.
+    pub fn publish_fingerprint(&self, simhash: u64, url: String, time: u64) {
+        let _ = self.commands.send(Command::Publish { simhash, url, time });
     }
 
     /// Leaves the network for good: signs its departure and tells members at once (every

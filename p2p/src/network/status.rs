@@ -89,6 +89,9 @@ pub struct NetworkStatus {
     /// Near-duplicate records this node holds for the keys it owns.
     #[serde(default)]
     pub dht_records: u64,
+    /// Record requests for other members this node handed on over the grid.
+    #[serde(default)]
+    pub dht_forwarded: u64,
     /// Latency of the recent lookups, milliseconds.
     pub dht_lookup_ms_p50: f64,
     pub dht_lookup_ms_p99: f64,
@@ -228,6 +231,7 @@ impl EventLoop {
             dht_published: self.dht.counts.published,
             dht_refused: self.dht.counts.refused,
             dht_records: self.dht.held() as u64,
+            dht_forwarded: self.dht.counts.forwarded,
             dht_lookup_ms_p50: self.dht.latencies.quantile(0.5),
             dht_lookup_ms_p99: self.dht.latencies.quantile(0.99),
             search,

@@ -1,11 +1,14 @@
-//! URL batches over the grid (`weft_p2p::grid`, the node's `network/overlay.rs`): a batch for
-//! an owner beyond a member's links goes to one of its links first, which stores the URLs,
-//! acknowledges them and passes them on; the owner queues them from that link.
+//! URL batches and record requests over the grid (`weft_p2p::grid`, the node's
+//! `network/overlay.rs`): a batch for an owner beyond a member's links goes to one of its links
+//! first, which stores the URLs, acknowledges them and passes them on; the owner queues them
+//! from that link. A near-duplicate record is handed on the same way to its owners, and a
+//! lookup's answer comes back along its path.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use weft_p2p::exchange::{UrlKind, WireUrl};
 use weft_p2p::grid::{Grid, Shape};
+use weft_p2p::records::{self, RECORD_OWNERS};
 use weft_p2p::{NetworkConfig, PeerId};
 
 const NODES: usize = 12;
@@ -20,7 +23,7 @@ fn config(bootstrap: Vec<String>) -> NetworkConfig {
 type Arrived = Arc<Mutex<Vec<(PeerId, String, Option<PeerId>, bool)>>>;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_batch_for_an_owner_beyond_a_member_s_links_is_passed_on_by_a_link() {
+async fn urls_and_records_for_an_owner_beyond_a_member_s_links_are_passed_on_by_a_link() {
     let mut nodes = crate::members(NODES, config).await;
     let arrived = Arrived::default();
     for n in nodes.iter_mut() {
@@ -84,6 +87,49 @@ async fn a_batch_for_an_owner_beyond_a_member_s_links_is_passed_on_by_a_link() {
     // Queued once, by its owner alone.
     let queued: Vec<_> = arrived.iter().filter(|(_, u, _, pass)| *u == url && !pass).collect();
     assert_eq!(queued.len(), 1, "{queued:?}");
+
+    // A record whose owners include one beyond its publisher's links, looked up by a member
+    // that is none of the first owners and has one of them beyond its links.
+    let owners = |hash: u64| records::keys(hash).map(|k| ring.owners_of_point(k.point(), RECORD_OWNERS));
+    let beyond = |from: PeerId, to: PeerId| grid.differ(from, to) >= Some(2) && grid.path(from, to, |_| 0).len() > 1;
+    let (publisher, asker) = (nodes[sender].handle.clone(), nodes[(sender + 1) % NODES].handle.clone());
+    let (p, a) = (publisher.peer_id(), asker.peer_id());
+    let hash = (1..100_000u64)
+        .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .find(|h| {
+            // The lookup is for a fingerprint two bits away (in the last block): it asks the
+            // first owners of that one's keys.
+            let firsts: Vec<PeerId> = owners(h ^ 0b101).iter().map(|o| o[0]).collect();
+            owners(*h).iter().flatten().any(|o| beyond(p, *o))
+                && !firsts.contains(&a)
+                && !firsts.contains(&p)
+                && firsts.iter().any(|o| beyond(a, *o))
+        })
+        .expect("a fingerprint whose owners lie beyond both members' links");
+    let forwarded = |nodes: &[weft_p2p::Started]| nodes.iter().map(|n| n.handle.status().dht_forwarded).sum::<u64>();
+    publisher.publish_fingerprint(hash, "http://r.test/story".into(), 1);
+    let held = |n: &PeerId| owners(hash).iter().filter(|o| o.contains(n)).count() as u64;
+    for n in &nodes {
+        let want = held(&n.handle.peer_id());
+        crate::network::within(30, "the record at its owners", n.handle.wait_for(move |s| s.dht_records >= want)).await;
+    }
+    let after_put = forwarded(&nodes);
+    assert!(after_put > 0, "no put was handed on");
+    let near = hash ^ 0b101;
+    let found = tokio::task::spawn_blocking(move || {
+        asker.find_duplicate_blocking(near, 3, "http://r.test/other", Duration::from_secs(15))
+    })
+    .await
+    .unwrap();
+    let (entry, distance) = found.expect("the record found over the grid");
+    assert_eq!(entry.check(), Ok(()));
+    assert_eq!((entry.url.as_str(), entry.peer, distance), ("http://r.test/story", p.to_string(), 2));
+    crate::network::within(10, "the lookup handed on", async {
+        while forwarded(&nodes) <= after_put {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
     for n in nodes {
         n.handle.stop();
         n.task.await.unwrap();

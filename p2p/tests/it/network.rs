@@ -61,11 +61,18 @@ async fn five_nodes_agree_on_members_and_owners_and_notice_one_leaving() {
 
     // A near-duplicate record lives on the owners of each of its fingerprint's four blocks and
     // nowhere else, and any member finds a fingerprint within 3 bits of it.
-    use weft_p2p::records::{self, DupEntry, RECORD_OWNERS};
+    use weft_p2p::records::{self, RECORD_OWNERS};
     let hash = 0x0123_4567_89ab_cdefu64;
     let me = nodes[0].0.peer_id().to_string();
-    let entry = DupEntry { simhash: hash, url: "https://a.test/story".into(), peer: me, time: 1 };
-    nodes[0].0.publish_fingerprint(entry.clone());
+    nodes[0].0.publish_fingerprint(hash, "https://a.test/story".into(), 1);
+    // What an answer says of the entry (signed by its publisher, the node that indexed it).
+    let entry = (hash, "https://a.test/story".to_string(), me, 1u64);
+    let said = |found: Option<(records::DupEntry, u32)>| {
+        found.map(|(e, d)| {
+            assert_eq!(e.check(), Ok(()));
+            ((e.simhash, e.url, e.peer, e.time), d)
+        })
+    };
     let owners = |key: &records::RecordKey| rings[0].owners_of_point(key.point(), RECORD_OWNERS);
     let keys_of = |p: &libp2p::PeerId| records::keys(hash).iter().filter(|k| owners(k).contains(p)).count() as u64;
     for (n, _) in &nodes {
@@ -85,7 +92,7 @@ async fn five_nodes_agree_on_members_and_owners_and_notice_one_leaving() {
     };
     let first_owner = owners(&records::keys(hash)[0])[0];
     let asker = nodes.iter().map(|(n, _)| n.clone()).find(|n| n.peer_id() != first_owner).unwrap();
-    assert_eq!(ask(&asker, near).await.unwrap(), Some((entry.clone(), 3)));
+    assert_eq!(said(ask(&asker, near).await.unwrap()), Some((entry.clone(), 3)));
     assert_eq!(ask(&asker, !hash).await.unwrap(), None);
 
     // The first owner of block 0 stops without a word: its monitors declare it dead, the others
@@ -106,7 +113,7 @@ async fn five_nodes_agree_on_members_and_owners_and_notice_one_leaving() {
         assert_ne!(owner.to_string(), gone_id);
         assert!(rings.iter().all(|r| r.owner(&host) == Some(owner)));
     }
-    assert_eq!(ask(&asker, near).await.unwrap(), Some((entry, 3)));
+    assert_eq!(said(ask(&asker, near).await.unwrap()), Some((entry, 3)));
     // The answer can reach the asker before the loop publishes its status (a lookup answered
     // from this node's own records is sent within the command that counts it).
     within(10, "the third lookup counted", asker.wait_for(|s| s.dht_lookups == 3)).await;
@@ -757,7 +764,8 @@ async fn raw_records(
             }
             while in_flight < 8 {
                 let Some(r) = requests.next() else { break };
-                swarm.behaviour_mut().send_request(&peer, Frame::Request(r));
+                let addressed = weft_p2p::records::Addressed { to: peer.to_string(), hops: 1, request: r };
+                swarm.behaviour_mut().send_request(&peer, Frame::Request(addressed));
                 in_flight += 1;
             }
             // A request that failed may be the node closing the connection: the stream's
@@ -771,8 +779,8 @@ async fn raw_records(
     (replies, closed)
 }
 
-/// Record requests are bounded, attributable and rate-limited: an entry a peer attributes to
-/// another bans it; a stranger's lookups are answered `NotMember` (nothing a node holds is
+/// Record requests are bounded, attributable and rate-limited: an entry not signed by the peer
+/// it names bans its sender; a stranger's lookups are answered `NotMember` (nothing a node holds is
 /// told to a peer outside its network), and a flood of them over the sender's rate is refused
 /// and then banned. (The memory attack this guards against: one peer once had a node store
 /// 50,000 records of 8 KiB.)
@@ -782,7 +790,9 @@ async fn record_requests_are_attributable_and_rate_limited() {
     let (n, n_task, _) = recording_node(vec![]).await;
     let addr = crate::tcp_addr(&n).await;
 
-    let forged = DupEntry { simhash: 1, url: "http://a.test/".into(), peer: n.peer_id().to_string(), time: 1 };
+    // Signed, but by another key than that of the peer it names.
+    let mut forged = DupEntry::signed(&libp2p::identity::Keypair::generate_ed25519(), 1, "http://a.test/".into(), 1);
+    forged.peer = n.peer_id().to_string();
     let (replies, closed) = raw_records(&addr, vec![RecordRequest::Put { entry: forged }]).await;
     assert!(replies.is_empty() && closed, "{replies:?}");
     within(10, "the forger banned", n.wait_for(|s| s.banned_peers == 1)).await;

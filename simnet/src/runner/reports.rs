@@ -24,9 +24,12 @@ pub struct NodeReport {
     /// ring), and its links on the grid when last seen (0 while batches go straight).
     pub urls_passed_on: u64,
     pub grid_links: u64,
-    /// DHT lookups and publications (near-duplicate records).
+    /// DHT lookups and publications (near-duplicate records), and the record requests for other
+    /// members it passed on over the grid.
     pub dht_lookups: u64,
     pub dht_published: u64,
+    #[serde(default)]
+    pub dht_passed_on: u64,
     /// Resident memory when last seen, and the peak of its last process, in MiB.
     pub rss_mib: f64,
     pub peak_rss_mib: f64,
@@ -234,6 +237,9 @@ pub struct RunReport {
     /// Of the URLs received, those passed on to another member (see [`NodeReport`]).
     pub urls_passed_on: u64,
     pub dht_messages: u64,
+    /// Of the record requests, the hops that passed one on (see [`NodeReport`]).
+    #[serde(default)]
+    pub dht_passed_on: u64,
     pub dedup_hits: u64,
     pub mean_rss_mib: f64,
     /// Open connections per node over the run, every node's samples together: the mean and

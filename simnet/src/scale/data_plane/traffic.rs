@@ -48,8 +48,9 @@ pub struct Traffic {
     pub punch_success: f64,
     /// Bytes on the wire, estimated from the messages' fields: the URLs sent for a linked host
     /// (two of ~90 bytes), a posting (the chunk's text ~1.1 KB, its f16 vector 768 bytes, the
-    /// page's metadata, the publisher's key and signature), a record request (a lookup ~30
-    /// bytes, an entry ~160), a copy (the page's text, ~10 KB at 1,703 words, and its first
+    /// page's metadata, the publisher's key and signature), a record request (addressed to its
+    /// owner: a lookup ~100 bytes, an entry with its publisher's key and signature ~360; a
+    /// page's twelve and four ~300 on average), a copy (the page's text, ~10 KB at 1,703 words, and its first
     /// hundred links).
     pub url_bytes: u64,
     pub posting_bytes: u64,
@@ -76,7 +77,7 @@ impl Default for Traffic {
             punch_success: 0.7,
             url_bytes: 180,
             posting_bytes: 2_300,
-            record_bytes: 130,
+            record_bytes: 300,
             copy_bytes: 19_000,
         }
     }
