@@ -85,6 +85,10 @@ impl KeepAlive {
 
     /// A message went to or came from `peer`: its connection lingers from now.
     pub fn used(&self, peer: PeerId) {
+        // At scale nothing lingers: no write lock on every message while handlers read.
+        if self.state.read().unwrap_or_else(|e| e.into_inner()).linger.is_zero() {
+            return;
+        }
         let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());
         if !state.linger.is_zero() {
             state.used.insert(peer, Instant::now());
