@@ -27,6 +27,9 @@ pub struct SeedRun {
     pub formed_secs: f64,
     /// What broke the invariant; empty when it held.
     pub broken: Vec<String>,
+    /// The roster as the nodes reported it (see `runner::roster_line`): a broken seed's first
+    /// clue, since two members crawl one host only while their rings differ.
+    pub roster: String,
 }
 
 /// The schedules' events start `from` into the run and end by `span`.
@@ -94,6 +97,7 @@ pub async fn sweep(
                     secs: 0.0,
                     formed_secs: 0.0,
                     broken: vec![format!("the run could not be carried out: {e}")],
+                    roster: String::new(),
                 };
                 done(&run);
                 runs.push(run);
@@ -112,6 +116,7 @@ pub async fn sweep(
             secs: report.elapsed_secs,
             formed_secs: report.formed_secs,
             broken: schedule::verdict(w),
+            roster: runner::roster_line(&report.roster),
         };
         done(&run);
         runs.push(run);

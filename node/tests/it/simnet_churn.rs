@@ -60,6 +60,7 @@ async fn five_nodes_with_a_crash_a_join_and_a_leave_crawl_everything_politely_on
         w.politeness_violations.len(),
         report.elapsed_secs
     );
+    eprintln!("roster: {}", weft_simnet::runner::roster_line(&report.roster));
 
     let events: Vec<&str> = report.churn.iter().map(|m| m.event.as_str()).collect();
     assert_eq!(events, ["kill 3", "restart 3", "join 5", "leave 1"]);
@@ -152,10 +153,11 @@ async fn random_churn_schedules_lose_nothing_and_repeat_only_what_a_kill_explain
     let work_path = work.path().to_path_buf();
     let models = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
     let (base, window) = standard(env!("CARGO_BIN_EXE_weft").into(), work_path, models);
-    let runs = sweep(&base, seeds, window, |r| eprintln!("{}", line(r)))
+    let runs = sweep(&base, seeds, window, |r| eprintln!("{}\n  roster: {}", line(r), r.roster))
         .await
         .unwrap_or_else(|(seed, e)| panic!("seed {seed} could not run: {e}"));
-    let failed: Vec<String> =
-        runs.iter().filter(|r| !r.broken.is_empty()).map(|r| format!("{}: {}", line(r), r.broken.join("; "))).collect();
+    let failed: Vec<String> = (runs.iter().filter(|r| !r.broken.is_empty()))
+        .map(|r| format!("{}\n  roster: {}\n  {}", line(r), r.roster, r.broken.join("; ")))
+        .collect();
     assert!(failed.is_empty(), "seeds broke the invariant:\n{}", failed.join("\n"));
 }

@@ -23,6 +23,11 @@ pub struct RosterReport {
     pub not_members_at_end: Vec<String>,
     /// Roster events the nodes refused, in all (at the last look at each).
     pub refused_events: u64,
+    /// The longest stretch of looks with every node up a member but their rosters unlike:
+    /// seconds from the first node's start to its first look, and its length (a stretch that
+    /// ends the run counts to its last look). A ring disagreement the crawl pays for in
+    /// hosts crawled by two members at once.
+    pub longest_apart: Option<(f64, f64)>,
 }
 
 #[derive(Debug)]
@@ -31,11 +36,13 @@ pub struct RosterWatch {
     report: RosterReport,
     same: u64,
     matched: u64,
+    /// When the current stretch of unlike rosters began (seconds from the start).
+    apart_since: Option<f64>,
 }
 
 impl RosterWatch {
     pub fn new(started: Instant) -> RosterWatch {
-        RosterWatch { started, report: RosterReport::default(), same: 0, matched: 0 }
+        RosterWatch { started, report: RosterReport::default(), same: 0, matched: 0, apart_since: None }
     }
 
     /// One look at the statuses of the nodes up; `expected`: how many the run starts with.
@@ -54,15 +61,23 @@ impl RosterWatch {
             return;
         }
         self.report.samples += 1;
+        let at = self.started.elapsed().as_secs_f64();
         if !rosters.iter().all(|r| r["stage"] == "member") {
+            self.apart_since = None;
             return;
         }
         self.report.all_members += 1;
         if self.report.all_members_after_secs.is_none() {
-            self.report.all_members_after_secs = Some(self.started.elapsed().as_secs_f64());
+            self.report.all_members_after_secs = Some(at);
         }
         if rosters.iter().all(|r| r["fingerprint"] == rosters[0]["fingerprint"]) {
             self.same += 1;
+            self.apart_since = None;
+        } else {
+            let from = *self.apart_since.get_or_insert(at);
+            if self.report.longest_apart.is_none_or(|(_, secs)| at - from > secs) {
+                self.report.longest_apart = Some((from, at - from));
+            }
         }
         let on_ring = |s: &serde_json::Value| s["network"]["members"].as_array().map_or(0, Vec::len) as u64;
         if statuses.iter().zip(&rosters).all(|(s, r)| r["members"].as_u64() == Some(on_ring(s))) {
@@ -80,8 +95,9 @@ impl RosterWatch {
 /// The report in a line.
 pub fn roster_line(r: &RosterReport) -> String {
     let after = r.all_members_after_secs.map_or("never".into(), |s| format!("after {s:.0} s"));
+    let apart = r.longest_apart.map_or("never".into(), |(from, secs)| format!("{secs:.0} s from {from:.0} s"));
     format!(
-        "every node a roster member {after}; {} of {} looks with every node up a member, of which {:.1}% with every node's roster alike and {:.1}% with each ring holding its roster's members; {} roster events refused; not members at the end: {}",
+        "every node a roster member {after}; {} of {} looks with every node up a member, of which {:.1}% with every node's roster alike (longest unlike: {apart}) and {:.1}% with each ring holding its roster's members; {} roster events refused; not members at the end: {}",
         r.all_members,
         r.samples,
         100.0 * r.same_roster,
@@ -121,6 +137,14 @@ mod tests {
         watch.sample(&[&a, &b, &c2], 3);
         let r = watch.report();
         assert_eq!((r.samples, r.all_members, r.same_roster, r.ring_follows), (3, 2, 0.5, 0.5));
+        assert_eq!(r.longest_apart.map(|(_, secs)| secs), Some(0.0), "one look apart");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        watch.sample(&[&a, &b, &c2], 3);
+        let (from, secs) = watch.report().longest_apart.unwrap();
+        assert!(secs >= 0.02 && from < 1.0, "two looks apart: {secs} s");
+        watch.sample(&[&a, &b, &c], 3);
+        watch.sample(&[&a, &b, &c2], 3);
+        assert_eq!(watch.report().longest_apart.unwrap(), (from, secs), "a shorter stretch after");
         assert!(r.all_members_after_secs.is_some() && r.not_members_at_end.is_empty());
     }
 }
