@@ -13,9 +13,10 @@
 //! measured where they could be (see each field). Searches (a few peers per question) and the
 //! copies' periodic comparisons are left out: they are rarer than a crawl's pages.
 //!
-//! Module order: traffic, nat, load, zipf → handshakes → table.
+//! Module order: traffic, nat, load, zipf → handshakes, held → table.
 
 mod handshakes;
+mod held;
 mod load;
 mod nat;
 mod table;
@@ -23,6 +24,7 @@ mod traffic;
 mod zipf;
 
 pub use handshakes::{HANDSHAKE_BYTES, PUNCH_BYTES};
+pub use held::{Held, ViewFrom};
 pub use table::table;
 pub use traffic::{Design, Traffic};
 
@@ -134,6 +136,13 @@ pub struct Figures {
     /// and 99th percentile over the members, in KB/s.
     pub up_kb: (f64, f64),
     pub down_kb: (f64, f64),
+    /// Connections held in all — the data's, every grid link, and the roster's view and
+    /// monitors (see [`held`]) — with the view drawn at random as the roster does alone, and
+    /// drawn among the grid's links.
+    #[serde(default)]
+    pub held: Held,
+    #[serde(default)]
+    pub held_grid_view: Held,
 }
 
 /// The mean and the 99th percentile of `v`.
@@ -306,9 +315,15 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
     let neighbours = grid
         .as_ref()
         .map_or(Spread::default(), |g| Spread::of((0..members as u32).map(|a| g.neighbours(a).len()).collect()));
+    let (held, held_grid_view) = (
+        held::held(&pairs, grid.as_ref(), &ids, ViewFrom::Random, seed),
+        held::held(&pairs, grid.as_ref(), &ids, ViewFrom::GridLinks, seed),
+    );
     Figures {
         members,
         design,
+        held,
+        held_grid_view,
         hops: links as f64 / messages.max(1) as f64,
         straight: straight as f64 / messages.max(1) as f64,
         neighbours,

@@ -1,12 +1,17 @@
 //! A model run's figures as a Markdown table.
 
-use super::{Figures, Kind};
+use super::{Figures, Held, Kind};
+
+/// Connections held in all: mean, 99th percentile, most, and the share over 64.
+fn held(h: &Held) -> String {
+    format!("{:.0}, {}, {}, {:.1}%", h.spread.mean, h.spread.p99, h.spread.max, 100.0 * h.over_64)
+}
 
 /// The rows of a Markdown table, one per run.
 pub fn table(runs: &[Figures]) -> String {
     let mut out = String::from(
-        "| design | members | pages/s | cells/chunk, cell owners | URLs | postings | records | copies | all: mean | p50 | p99 | max | > 64 | > 256 | hops | neighbours: mean, max | KB/s up: mean, p99 | down: mean, p99 | opens/s: mean, p99 | handshake KB/s: mean, p99 | punches/s | failed | circuits opened/s: mean, max | relayed | relay KB/s: mean, p99 | circuits: mean, max |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| design | members | pages/s | cells/chunk, cell owners | URLs | postings | records | copies | all: mean | p50 | p99 | max | > 64 | > 256 | hops | neighbours: mean, max | KB/s up: mean, p99 | down: mean, p99 | opens/s: mean, p99 | handshake KB/s: mean, p99 | punches/s | failed | circuits opened/s: mean, max | relayed | relay KB/s: mean, p99 | circuits: mean, max | held in all, view at random: mean, p99, max, > 64 | view among grid links |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for f in runs {
         let kind = |k: Kind| {
@@ -14,7 +19,7 @@ pub fn table(runs: &[Figures]) -> String {
             format!("{:.0} (max {})", s.mean, s.max)
         };
         out.push_str(&format!(
-            "| {} | {} | {} | {}, {} | {} | {} | {} | {} | {:.0} | {} | {} | {} | {:.1}% | {:.1}% | {:.2} | {:.0}, {} | {:.0}, {:.0} | {:.0}, {:.0} | {:.1}, {:.1} | {:.1}, {:.1} | {:.1} | {:.1} | {:.2}, {:.1} | {:.1}% | {:.0}, {:.0} | {:.0}, {} |\n",
+            "| {} | {} | {} | {}, {} | {} | {} | {} | {} | {:.0} | {} | {} | {} | {:.1}% | {:.1}% | {:.2} | {:.0}, {} | {:.0}, {:.0} | {:.0}, {:.0} | {:.1}, {:.1} | {:.1}, {:.1} | {:.1} | {:.1} | {:.2}, {:.1} | {:.1}% | {:.0}, {:.0} | {:.0}, {} | {} | {} |\n",
             f.design,
             f.members,
             f.traffic.pages_per_sec,
@@ -50,6 +55,8 @@ pub fn table(runs: &[Figures]) -> String {
             f.relay_kb.1,
             f.relay_circuits.0,
             f.relay_circuits.1,
+            held(&f.held),
+            held(&f.held_grid_view),
         ));
     }
     out
