@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 /// What identify announces: the version of the protocol this node speaks. 0.5.0: record
 /// requests are addressed to a member and handed on over the grid, their entries signed by
-/// their publishers (`crate::records::Addressed`), which a 0.4.0 member cannot read. 0.4.0: past
+/// their publishers (`crate::records::Addressed`), which a 0.4.0 member cannot read; the grid
+/// links a member to one member of each bucket one coordinate away (a 0.4.0 member would route
+/// through links no one keeps) and a message may take up to `crate::grid::MAX_HOPS` hops. 0.4.0: past
 /// `crate::grid::FROM_MEMBERS` members, URL batches are forwarded over the grid, up to
 /// `crate::grid::MAX_HOPS` hops, which a 0.3.0 member would ban their sender for. 0.3.0: cells are the
 /// codebook's ladder's (`crate::placement::ladder`): a network past ~1,200 members posts and

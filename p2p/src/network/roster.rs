@@ -127,13 +127,15 @@ impl EventLoop {
         let now = unix_now();
         let own = self.swarm.external_addresses().find_map(address_block);
         self.roster.node.set_block(block_hash(own.as_deref()));
+        // At scale the view is drawn among the grid's links (see `network/overlay.rs`).
+        let grid = self.overlay.neighbours().to_vec();
+        self.roster.node.set_links(&grid);
         let sends = self.roster.node.tick(now);
         self.send_roster(sends);
         let instant = std::time::Instant::now();
         let mut unknown = Vec::new();
-        // The roster's peers and, at scale, the grid's links (see `network/overlay.rs`); the
-        // others' connections linger on a small network only (see `crate::keep_alive`).
-        let grid = self.overlay.neighbours().to_vec();
+        // The roster's peers and the grid's links; the others' connections linger on a small
+        // network only (see `crate::keep_alive`).
         let linger = if self.overlay.shape().is_some() { Duration::ZERO } else { keep_alive::LINGER };
         self.swarm.behaviour().keep_alive.set(self.roster.node.kept().into_iter().chain(grid.iter().copied()), linger);
         let mut wanted = self.roster.node.wanted();

@@ -10,7 +10,8 @@
 //! peer, none saved from a last run), else after [`FOUND_AFTER`] with no page from anyone; it
 //! signs its own Joined, which needs no sponsor in an empty roster. Once it holds the roster
 //! it compares digests every [`ROUND_SECS`] with a member of its *view* ([`VIEW`] members picked
-//! at random, one swapped every [`SHUFFLE_SECS`]), keeps connections with the members it watches
+//! at random, one swapped every [`SHUFFLE_SECS`]; at scale all but one among the data plane's grid
+//! links, [`RosterNode::set_links`]), keeps connections with the members it watches
 //! and those that watch it, waits out its probation, and asks its would-be monitors to sponsor
 //! it. This is the design `weft-simnet scale --design roster` measures at 10,000 members.
 //!
@@ -102,6 +103,9 @@ pub struct RosterNode {
     accusing: HashMap<PeerId, Event>,
     next_round: u64,
     view: Vec<PeerId>,
+    /// The data plane's grid links while the grid is in use (see `crate::grid`): the view is
+    /// drawn among them, the connections being held anyway, but for one member at random.
+    links: Vec<PeerId>,
     shuffled_at: u64,
     rng: u64,
     expired_at: u64,
@@ -139,6 +143,7 @@ impl RosterNode {
             accusing: HashMap::new(),
             next_round: now,
             view: Vec::new(),
+            links: Vec::new(),
             shuffled_at: now,
             // Any odd seed: views need only differ between nodes.
             rng: u64::from_le_bytes(key.public().to_peer_id().to_bytes()[2..10].try_into().unwrap_or([7; 8])) | 1,
@@ -212,6 +217,19 @@ impl RosterNode {
     /// This node's public address block as others see it (see `event::block_hash`).
     pub fn set_block(&mut self, block: u64) {
         self.block = block;
+    }
+
+    /// The grid's links this node keeps for the data plane (none while the grid is not in use):
+    /// its view is drawn among them from the next tick.
+    pub fn set_links(&mut self, links: &[PeerId]) {
+        if self.links != links {
+            self.links = links.to_vec();
+        }
+    }
+
+    /// The members it compares digests with.
+    pub fn view(&self) -> &[PeerId] {
+        &self.view
     }
 
     /// The peers this node wants a connection with: its view, those it watches and those that
@@ -562,14 +580,35 @@ impl RosterNode {
         (!near.is_empty()).then(|| near[self.random(near.len())])
     }
 
-    /// Keeps the view to members, swaps one now and then, and fills it at random.
+    /// Keeps the view to members, swaps one now and then, and fills it: among the grid's links
+    /// first while there are any — a connection the data plane holds anyway, where a random
+    /// member would be one more each way (at ten thousand members that is what keeps a member
+    /// within 64 connections: `weft-simnet data-plane`) — and at random, for at least one
+    /// member: the view's way across what the links do not cross, such as the two sides of a
+    /// healed partition, whose grids held only their own side.
     fn refresh_view(&mut self, now: u64) {
         let (roster, me) = (&self.roster, self.me);
         self.view.retain(|p| *p != me && roster.is_member(p));
+        if !self.links.is_empty() {
+            let links = &self.links;
+            let mut outside = 0;
+            self.view.retain(|p| {
+                outside += usize::from(!links.contains(p));
+                links.contains(p) || outside <= 1
+            });
+        }
         if self.view.len() >= VIEW && now >= self.shuffled_at + SHUFFLE_SECS {
             self.shuffled_at = now;
             let out = self.random(self.view.len());
             self.view.remove(out);
+        }
+        let mut candidates: Vec<PeerId> = (self.links.iter())
+            .filter(|p| **p != self.me && self.roster.is_member(p) && !self.view.contains(p))
+            .copied()
+            .collect();
+        while self.view.iter().filter(|p| self.links.contains(p)).count() < VIEW - 1 && !candidates.is_empty() {
+            let k = self.random(candidates.len());
+            self.view.push(candidates.swap_remove(k));
         }
         let others = self.roster.len().saturating_sub(usize::from(self.is_member()));
         let mut tries = 4 * VIEW;

@@ -455,3 +455,41 @@ fn a_member_keeps_its_connections_to_the_newcomers_it_would_sponsor_and_they_to_
     // Members now, each watching the other.
     assert!(net.nodes[0].kept().contains(&net.id(newcomer)));
 }
+
+/// At scale a member's view is drawn among the grid's links (connections the data plane holds
+/// anyway) but for one member at random, and it is drawn at random again once the grid is out
+/// of use.
+#[test]
+fn a_view_is_drawn_among_the_grid_s_links_but_for_one_member_at_random() {
+    use super::VIEW;
+    let mut net = Net { nodes: Vec::new(), up: Vec::new(), now: T0 };
+    net.add(true);
+    for _ in 0..19 {
+        net.add(false);
+    }
+    net.until_agreed(30);
+    let links: Vec<PeerId> = (5..15).map(|i| net.id(i)).collect();
+    net.nodes[0].set_links(&links);
+    net.run(2);
+    let view = net.nodes[0].view().to_vec();
+    let outside: Vec<&PeerId> = view.iter().filter(|p| !links.contains(p)).collect();
+    assert_eq!(view.len(), VIEW, "{view:?}");
+    assert!(outside.len() <= 1, "{} of the view outside the links", outside.len());
+    assert!(view.iter().filter(|p| links.contains(p)).count() >= VIEW - 1);
+    // The digests go on: a departure reaches node 0 through its view.
+    let leaver = 19;
+    let sends = net.nodes[leaver].leave(net.now);
+    net.deliver(leaver, sends);
+    net.up[leaver] = false;
+    let gone = net.id(leaver);
+    let mut waited = 0;
+    while net.members_of(0).contains(&gone) {
+        assert!(waited < 30, "the departure never reached node 0");
+        net.run(1);
+        waited += 1;
+    }
+    // Out of use: the view is the roster's own again, kept as it is until a shuffle.
+    net.nodes[0].set_links(&[]);
+    net.run(2);
+    assert_eq!(net.nodes[0].view().len(), VIEW);
+}
