@@ -207,6 +207,10 @@ enum Command {
         /// The odds that a roster exchange is lost after its digest (the roster design).
         #[arg(long, default_value_t = 0.0)]
         loss: f64,
+        /// The roster design's views drawn at random (the roster alone), not among the grid's
+        /// links as past 32 members.
+        #[arg(long)]
+        random_views: bool,
         /// Members online on average, one run each, e.g. 100,1000,3000.
         #[arg(long, default_value = "100,1000")]
         members: String,
@@ -347,6 +351,7 @@ fn main() {
                 round_secs,
                 real_everywhere,
                 loss,
+                random_views,
                 members,
                 minutes,
                 observers,
@@ -359,7 +364,18 @@ fn main() {
                 out,
             } => {
                 let protocol =
-                    Protocol { design, stable, summaries: !no_summaries, heartbeat_secs, missed_heartbeats, partition, round_secs, real_everywhere, loss };
+                    Protocol {
+                    design,
+                    stable,
+                    summaries: !no_summaries,
+                    heartbeat_secs,
+                    missed_heartbeats,
+                    partition,
+                    round_secs,
+                    real_everywhere,
+                    loss,
+                    random_views,
+                };
                 scale(&members, minutes, observers, seed, protocol, out)
             }
             Command::ScalePlot { from, out } => scale_plot(&from, &out),
@@ -498,6 +514,7 @@ struct Protocol {
     round_secs: f64,
     real_everywhere: bool,
     loss: f64,
+    random_views: bool,
     stable: bool,
     summaries: bool,
     heartbeat_secs: f64,
@@ -529,6 +546,7 @@ fn scale(
         scenario.round_secs = protocol.round_secs;
         scenario.real_everywhere = protocol.real_everywhere;
         scenario.loss = protocol.loss;
+        scenario.random_views = protocol.random_views;
         scenario.observers = observers;
         scenario.stable = protocol.stable;
         scenario.summaries = protocol.summaries;

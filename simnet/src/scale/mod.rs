@@ -63,6 +63,10 @@ pub struct Scenario {
     /// The odds that a request-response exchange of the roster's is lost after its first
     /// message (and that a leaving member's last word to a view member is).
     pub loss: f64,
+    /// The roster design's views drawn at random, as the roster alone draws them, instead of
+    /// among the data plane's grid links (what a network past
+    /// `weft_p2p::grid::FROM_MEMBERS` members does).
+    pub random_views: bool,
 }
 
 /// A partition: `share` of the members (observers among them) cannot reach the others from
@@ -121,6 +125,7 @@ impl Scenario {
             round_secs: 2.0,
             real_everywhere: false,
             loss: 0.0,
+            random_views: false,
         }
     }
 }

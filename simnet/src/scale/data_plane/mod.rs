@@ -408,10 +408,13 @@ mod tests {
     fn over_a_grid_a_member_s_connections_are_its_neighbours_however_much_it_sends() {
         let traffic = Traffic { pages_per_sec: 2.0, ..Traffic::default() };
         let f = run(1000, &traffic, Design::Grid { dims: 3, per_bucket: 2.0 }, 2);
-        // 3·(side − 1)·2 + 1 with a side of 8: about 43.
-        assert!((f.neighbours.mean - 43.0).abs() < 5.0, "{:?}", f.neighbours);
+        // A side of 8, ~1.95 members a bucket (Poisson): its bucket-mates, and one link into
+        // each of the 3·(side − 1) = 21 buckets one coordinate away holding more members than
+        // its rank — about 14.8 (see `weft_p2p::grid`'s tests).
+        assert!((f.neighbours.mean - 14.8).abs() < 1.5, "{:?}", f.neighbours);
         assert!(f.all.max <= f.neighbours.max + 20, "{:?} against {:?}; {} straight", f.all, f.neighbours, f.straight);
-        assert!(f.hops > 1.5 && f.hops < 3.0, "{}", f.hops);
+        // Under three coordinates a message, and hops to bucket-mates with the links.
+        assert!(f.hops > 1.5 && f.hops < 4.0, "{}", f.hops);
         let direct = run(1000, &traffic, Design::Direct, 2);
         assert!(direct.all.mean > 10.0 * f.all.mean, "{} against {}", direct.all.mean, f.all.mean);
     }
@@ -450,7 +453,9 @@ mod tests {
         let records = |f: &Figures| f.by_kind[Kind::Records as usize].mean;
         let (straight, all) = (records(&urls_only), records(&direct));
         assert!(straight > 0.05 * all && straight < 0.2 * all, "{straight} of {all}");
-        assert_eq!(urls_only.by_kind[Kind::Urls as usize].mean, hybrid.by_kind[Kind::Urls as usize].mean);
+        // The URLs' paths draw from the stream the records' paths draw from too.
+        let (a, b) = (urls_only.by_kind[Kind::Urls as usize].mean, hybrid.by_kind[Kind::Urls as usize].mean);
+        assert!((a - b).abs() < 0.01 * a, "{a} against {b}");
     }
 
     #[test]

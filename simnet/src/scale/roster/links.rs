@@ -5,6 +5,7 @@
 use crate::rng::Rng;
 use crate::scale::member::{Conn, Node, Relaying, HANDSHAKE_BYTES, MAX_CIRCUITS, RELAYS};
 use crate::scale::Partition;
+use weft_p2p::grid::Grid;
 
 /// A member's random view: it dials this many members and takes at most `VIEW_MAX` in.
 pub const VIEW: usize = 8;
@@ -25,18 +26,49 @@ pub struct Net {
     pub measuring: bool,
     /// Handshake bytes received network-wide while measured.
     pub handshakes: f64,
+    /// The data plane's grid over every member, when views are drawn among its links (as past
+    /// `weft_p2p::grid::FROM_MEMBERS` members, `RosterNode::set_links`): a member's view is
+    /// then `VIEW` − 1 of its links online and one member at random. A link is a connection
+    /// the data plane holds anyway, so a member takes it in past `VIEW_MAX`.
+    pub grid: Option<Grid<u32>>,
 }
 
 impl Net {
     pub fn new(nodes: Vec<Node>, rng: Rng, punch: f64, seed: u64, partition: Option<Partition>) -> Net {
-        Net { nodes, rng, punch, seed, partition, partitioned: false, now: 0.0, measuring: false, handshakes: 0.0 }
+        Net {
+            nodes,
+            rng,
+            punch,
+            seed,
+            partition,
+            partitioned: false,
+            now: 0.0,
+            measuring: false,
+            handshakes: 0.0,
+            grid: None,
+        }
     }
 
-    /// Refills `i`'s view with random members online (`online` of them), each dialled.
+    /// Refills `i`'s view with members online (`online` of them), each dialled: among its grid
+    /// links first when views are drawn there, then at random.
     pub fn refill_view(&mut self, i: u32, online: usize) {
         let iu = i as usize;
         let gone: Vec<u32> = self.nodes[iu].mesh.iter().copied().filter(|j| !self.nodes[*j as usize].online).collect();
         self.nodes[iu].mesh.retain(|j| !gone.contains(j) && *j != i);
+        if let Some(grid) = &self.grid {
+            let links = grid.neighbours(i);
+            let mut candidates: Vec<u32> = (links.iter().copied())
+                .filter(|j| self.nodes[*j as usize].online && !self.nodes[iu].mesh.contains(j))
+                .collect();
+            let linked = |net: &Net| net.nodes[iu].mesh.iter().filter(|j| links.contains(j)).count();
+            while linked(self) + 1 < VIEW && !candidates.is_empty() {
+                let j = candidates.swap_remove(self.rng.below(candidates.len()));
+                if !self.cut(i, j) && self.dial(i, j) {
+                    self.nodes[iu].mesh.push(j);
+                    self.nodes[j as usize].mesh.push(i);
+                }
+            }
+        }
         let mut tries = 0;
         while self.nodes[iu].mesh.len() < VIEW && tries < 3 * VIEW && online > 1 {
             tries += 1;

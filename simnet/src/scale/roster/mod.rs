@@ -185,7 +185,15 @@ impl Sim {
         Sim {
             scenario: scenario.clone(),
             sessions,
-            net: Net::new(nodes, rng, scenario.punch, scenario.seed, scenario.partition),
+            net: {
+                let mut net = Net::new(nodes, rng, scenario.punch, scenario.seed, scenario.partition);
+                if !scenario.random_views && scenario.members > weft_p2p::grid::FROM_MEMBERS {
+                    let shape = weft_p2p::grid::Shape::network(scenario.members);
+                    net.grid =
+                        Some(weft_p2p::grid::Grid::new(shape, ids.iter().enumerate().map(|(i, p)| (i as u32, p))));
+                }
+                net
+            },
             states,
             keys,
             index,
