@@ -584,8 +584,8 @@ impl RosterNode {
     /// first while there are any — a connection the data plane holds anyway, where a random
     /// member would be one more each way (at ten thousand members that is what keeps a member
     /// within 64 connections: `weft-simnet data-plane`) — and at random, for at least one
-    /// member: the view's way across what the links do not cross, such as the two sides of a
-    /// healed partition, whose grids held only their own side.
+    /// member: links are a fixed pattern, and a member drawn from the whole roster keeps views
+    /// mixing as before (the two sides of a healed partition meet again through it).
     fn refresh_view(&mut self, now: u64) {
         let (roster, me) = (&self.roster, self.me);
         self.view.retain(|p| *p != me && roster.is_member(p));
