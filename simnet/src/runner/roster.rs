@@ -23,10 +23,11 @@ pub struct RosterReport {
     pub not_members_at_end: Vec<String>,
     /// Roster events the nodes refused, in all (at the last look at each).
     pub refused_events: u64,
-    /// The longest stretch of looks with every node up a member but their rosters unlike:
-    /// seconds from the first node's start to its first look, and its length (a stretch that
-    /// ends the run counts to its last look). A ring disagreement the crawl pays for in
-    /// hosts crawled by two members at once.
+    /// The longest stretch of looks at which the nodes up that are members held unlike
+    /// rosters: seconds from the first node's start to its first look, and its length (a
+    /// stretch that ends the run counts to its last look). A ring disagreement the crawl pays
+    /// for in hosts crawled by two members at once. (Nodes outside the roster, such as one
+    /// back from a crash on its probation, are left out of the comparison, not the look.)
     pub longest_apart: Option<(f64, f64)>,
 }
 
@@ -57,13 +58,21 @@ impl RosterWatch {
                 format!("{} {stage}", s["network"]["peer_id"].as_str().unwrap_or("?"))
             })
             .collect();
+        let at = self.started.elapsed().as_secs_f64();
+        let members: Vec<&serde_json::Value> = rosters.iter().filter(|r| r["stage"] == "member").collect();
+        if members.iter().all(|r| r["fingerprint"] == members[0]["fingerprint"]) {
+            self.apart_since = None;
+        } else {
+            let from = *self.apart_since.get_or_insert(at);
+            if self.report.longest_apart.is_none_or(|(_, secs)| at - from > secs) {
+                self.report.longest_apart = Some((from, at - from));
+            }
+        }
         if statuses.len() < expected.max(1) {
             return;
         }
         self.report.samples += 1;
-        let at = self.started.elapsed().as_secs_f64();
         if !rosters.iter().all(|r| r["stage"] == "member") {
-            self.apart_since = None;
             return;
         }
         self.report.all_members += 1;
@@ -72,12 +81,6 @@ impl RosterWatch {
         }
         if rosters.iter().all(|r| r["fingerprint"] == rosters[0]["fingerprint"]) {
             self.same += 1;
-            self.apart_since = None;
-        } else {
-            let from = *self.apart_since.get_or_insert(at);
-            if self.report.longest_apart.is_none_or(|(_, secs)| at - from > secs) {
-                self.report.longest_apart = Some((from, at - from));
-            }
         }
         let on_ring = |s: &serde_json::Value| s["network"]["members"].as_array().map_or(0, Vec::len) as u64;
         if statuses.iter().zip(&rosters).all(|(s, r)| r["members"].as_u64() == Some(on_ring(s))) {
@@ -97,7 +100,7 @@ pub fn roster_line(r: &RosterReport) -> String {
     let after = r.all_members_after_secs.map_or("never".into(), |s| format!("after {s:.0} s"));
     let apart = r.longest_apart.map_or("never".into(), |(from, secs)| format!("{secs:.0} s from {from:.0} s"));
     format!(
-        "every node a roster member {after}; {} of {} looks with every node up a member, of which {:.1}% with every node's roster alike (longest unlike: {apart}) and {:.1}% with each ring holding its roster's members; {} roster events refused; not members at the end: {}",
+        "every node a roster member {after}; {} of {} looks with every node up a member, of which {:.1}% with every node's roster alike and {:.1}% with each ring holding its roster's members; {} roster events refused; the members' rosters longest unlike: {apart}; not members at the end: {}",
         r.all_members,
         r.samples,
         100.0 * r.same_roster,
@@ -131,6 +134,7 @@ mod tests {
         let r = watch.report();
         assert_eq!((r.samples, r.all_members, r.refused_events), (1, 0, 3));
         assert_eq!(r.not_members_at_end, vec!["c probation".to_string()]);
+        assert_eq!(r.longest_apart, None, "a node outside the roster holds a roster of its own");
         let c = status("c", "member", "f1", 0);
         watch.sample(&[&a, &b, &c], 3);
         let c2 = status("c", "member", "f2", 1);
