@@ -6,7 +6,7 @@
 //! them are new.
 
 use super::nat::pair;
-use super::Spread;
+use super::{degrees, share_over, Spread};
 use crate::rng::Rng;
 use std::collections::HashSet;
 use weft_p2p::grid::Grid;
@@ -84,13 +84,8 @@ pub fn held(data: &[HashSet<u64>], grid: Option<&Grid<u32>>, ids: &[PeerId], fro
     }
     all.extend(monitor_pairs(ids));
     all.extend(view_pairs(members, grid, from, seed));
-    let mut degrees = vec![0usize; members];
-    for p in &all {
-        degrees[(p >> 32) as usize] += 1;
-        degrees[(p & 0xffff_ffff) as usize] += 1;
-    }
-    let over_64 = degrees.iter().filter(|d| **d > 64).count() as f64 / members.max(1) as f64;
-    Held { spread: Spread::of(degrees), over_64 }
+    let degrees = degrees(members, &[&all]);
+    Held { over_64: share_over(&degrees, 64), spread: Spread::of(degrees) }
 }
 
 #[cfg(test)]

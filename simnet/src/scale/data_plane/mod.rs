@@ -145,6 +145,24 @@ pub struct Figures {
     pub held_grid_view: Held,
 }
 
+/// Each of `members` members' distinct peers among the pairs of `sets` (see [`nat::pair`]).
+fn degrees(members: usize, sets: &[&HashSet<u64>]) -> Vec<usize> {
+    let mut d = vec![0usize; members];
+    let mut seen = HashSet::new();
+    for p in sets.iter().flat_map(|s| s.iter()) {
+        if seen.insert(*p) {
+            d[(p >> 32) as usize] += 1;
+            d[(p & 0xffff_ffff) as usize] += 1;
+        }
+    }
+    d
+}
+
+/// The share of members with more than `n` peers.
+fn share_over(degrees: &[usize], n: usize) -> f64 {
+    degrees.iter().filter(|d| **d > n).count() as f64 / degrees.len().max(1) as f64
+}
+
 /// The mean and the 99th percentile of `v`.
 fn mean_p99(mut v: Vec<f64>) -> (f64, f64) {
     v.sort_by(f64::total_cmp);
@@ -284,21 +302,9 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
             }
         }
     }
-    let degrees = |sets: &[&HashSet<u64>]| {
-        let mut d = vec![0usize; members];
-        let mut seen = HashSet::new();
-        for p in sets.iter().flat_map(|s| s.iter()) {
-            if seen.insert(*p) {
-                d[(p >> 32) as usize] += 1;
-                d[(p & 0xffff_ffff) as usize] += 1;
-            }
-        }
-        d
-    };
-    let by_kind = pairs.iter().map(|s| Spread::of(degrees(&[s]))).collect();
-    let all = degrees(&pairs.iter().collect::<Vec<_>>());
-    let share = |n: usize| all.iter().filter(|d| **d > n).count() as f64 / members as f64;
-    let (over_64, over_256) = (share(64), share(256));
+    let by_kind = pairs.iter().map(|s| Spread::of(degrees(members, &[s]))).collect();
+    let all = degrees(members, &pairs.iter().collect::<Vec<_>>());
+    let (over_64, over_256) = (share_over(&all, 64), share_over(&all, 256));
     let kb = |v: &[u64]| mean_p99(v.iter().map(|b| *b as f64 / traffic.window_secs / 1000.0).collect());
     let (up_kb, down_kb) = (kb(&load.up), kb(&load.down));
     let priced = handshakes::price(&events, design, traffic, &nat, members);
