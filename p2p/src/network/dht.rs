@@ -8,7 +8,7 @@
 use super::{EventLoop, Latencies};
 use crate::codec::Frame;
 use crate::exchange::RateLimit;
-use crate::grid::{GRID_HOPS, MAX_HOPS};
+use crate::grid::MAX_HOPS;
 use crate::records::{self, Addressed, DupEntry, RecordReply, RecordRequest, Store, RECORD_OWNERS};
 use crate::ring::Ring;
 use libp2p::identity::Keypair;
@@ -97,9 +97,9 @@ fn owners_of(ring: &Ring, hash: u64) -> [Vec<PeerId>; 4] {
 
 impl EventLoop {
     /// Sends `request` for `to`, `hops` members along with this one: to the first hop of a
-    /// path over the grid while under [`GRID_HOPS`], else straight.
+    /// path over the grid (see [`Overlay::next_hop`](super::overlay::Overlay::next_hop)).
     fn send_record(&mut self, to: PeerId, hops: u8, request: RecordRequest) -> OutboundRequestId {
-        let next = if hops < GRID_HOPS { self.overlay.next_hop(to) } else { to };
+        let next = self.overlay.next_hop(to, hops);
         let addressed = Addressed { to: to.to_string(), hops, request };
         self.swarm.behaviour_mut().records.send_request(&next, Frame::Request(addressed))
     }

@@ -3,7 +3,7 @@
 //! [`NetworkConfig::grid_from_members`](super::NetworkConfig) members. Below that a member can
 //! hold a connection to every other within the 64 the network aims at, so batches go straight.
 
-use crate::grid::{Grid, Shape};
+use crate::grid::{Grid, Shape, GRID_HOPS};
 use crate::ring::Ring;
 use libp2p::PeerId;
 
@@ -47,10 +47,15 @@ impl Overlay {
         self.grid.as_ref().map(Grid::shape)
     }
 
-    /// Whom a batch for `owner` goes to: the first hop of a path over the grid, or `owner`
-    /// itself when the grid is not in use or has no path (it then goes straight).
-    pub(super) fn next_hop(&mut self, owner: PeerId) -> PeerId {
+    /// Whom a message for `owner` that has taken `hops` hops goes to: the first hop of a path
+    /// over the grid, or `owner` itself when the grid is not in use, has no path, or the message
+    /// has taken [`GRID_HOPS`] hops already (the last hops of [`MAX_HOPS`](crate::grid::MAX_HOPS)
+    /// are left for rings that changed on the way).
+    pub(super) fn next_hop(&mut self, owner: PeerId, hops: u8) -> PeerId {
         let Some(grid) = &self.grid else { return owner };
+        if hops >= GRID_HOPS {
+            return owner;
+        }
         let draws = &mut self.draws;
         let mut pick = |n: usize| {
             // SplitMix64: the draws only spread paths, so any fair stream will do.
@@ -67,6 +72,7 @@ impl Overlay {
 #[cfg(test)]
 mod tests {
     use super::Overlay;
+    use crate::grid::GRID_HOPS;
     use crate::ring::Ring;
     use libp2p::PeerId;
 
@@ -77,20 +83,22 @@ mod tests {
         let mut overlay = Overlay::new(me, 32);
         overlay.follow(&Ring::new(members[..20].iter().copied(), 10));
         assert!(overlay.neighbours().is_empty() && overlay.shape().is_none());
-        assert_eq!(overlay.next_hop(members[7]), members[7]);
+        assert_eq!(overlay.next_hop(members[7], 0), members[7]);
 
         overlay.follow(&Ring::new(members.iter().copied(), 10));
         let neighbours = overlay.neighbours().to_vec();
         assert!(!neighbours.is_empty() && neighbours.len() < 64, "{}", neighbours.len());
         for owner in &members[1..] {
-            let hop = overlay.next_hop(*owner);
+            let hop = overlay.next_hop(*owner, 0);
             assert!(hop == *owner || neighbours.contains(&hop), "{hop} is neither the owner nor a link");
         }
         // Some owners are beyond the links: their batches take a hop first.
-        assert!(members[1..].iter().any(|o| !neighbours.contains(o) && overlay.next_hop(*o) != *o));
+        assert!(members[1..].iter().any(|o| !neighbours.contains(o) && overlay.next_hop(*o, 0) != *o));
+        // One that has taken the grid's hops goes straight.
+        assert!(members[1..].iter().all(|o| overlay.next_hop(*o, GRID_HOPS) == *o));
 
         // A node off the ring (it left) sends straight.
         overlay.follow(&Ring::new(members[1..].iter().copied(), 10));
-        assert_eq!(overlay.next_hop(members[9]), members[9]);
+        assert_eq!(overlay.next_hop(members[9], 0), members[9]);
     }
 }

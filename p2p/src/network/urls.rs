@@ -25,11 +25,9 @@ pub(super) struct Taken {
 }
 
 /// Whether a batch may go over the grid (see `network/overlay.rs`): a hand-over and a "done"
-/// go straight, since only a host's owner may say so (a member passing them on may not); a
-/// batch that has taken [`GRID_HOPS`] hops goes straight too, leaving the last hops of
-/// [`MAX_HOPS`] for rings that changed on the way.
+/// go straight, since only a host's owner may say so (a member passing them on may not).
 fn over_grid(batch: &UrlBatch) -> bool {
-    !batch.handoff && batch.hops < GRID_HOPS && batch.urls.iter().all(|u| u.kind != UrlKind::Done)
+    !batch.handoff && batch.urls.iter().all(|u| u.kind != UrlKind::Done)
 }
 
 impl EventLoop {
@@ -113,7 +111,7 @@ impl EventLoop {
                 f.owner = via;
                 f.batch.handoff = false;
             } else if over_grid(&f.batch) {
-                f.owner = self.overlay.next_hop(f.owner);
+                f.owner = self.overlay.next_hop(f.owner, f.batch.hops);
             }
             let id = self.swarm.behaviour_mut().urls.send_request(&f.owner, Frame::Request(f.batch.clone()));
             self.in_flight.insert(id, f);
