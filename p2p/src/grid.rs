@@ -161,6 +161,12 @@ impl<T: Copy + Eq + Hash> Grid<T> {
         out
     }
 
+    /// `me`'s place in its bucket, by identity (`None` for a non-member): the buckets one
+    /// coordinate away it has a link into are those holding more members than this.
+    pub fn rank(&self, me: T) -> Option<usize> {
+        self.rank.get(&me).copied()
+    }
+
     /// In how many coordinates `a`'s and `b`'s buckets differ (`None` for a non-member).
     pub fn differ(&self, a: T, b: T) -> Option<usize> {
         Some(self.bucket_of.get(&a)?.differ(self.bucket_of.get(&b)?))

@@ -19,12 +19,14 @@ mod handshakes;
 mod held;
 mod load;
 mod nat;
+mod ranks;
 mod table;
 mod traffic;
 mod zipf;
 
 pub use handshakes::{HANDSHAKE_BYTES, PUNCH_BYTES};
 pub use held::{Held, ViewFrom};
+pub use ranks::{join_churn, ByRank, JoinChurn, RANKS};
 pub use table::table;
 pub use traffic::{Design, Traffic};
 
@@ -143,7 +145,16 @@ pub struct Figures {
     pub held: Held,
     #[serde(default)]
     pub held_grid_view: Held,
+    /// Over a grid, what its members of each rank send (see [`ranks`]), and what a join
+    /// changes.
+    #[serde(default)]
+    pub by_rank: ByRank,
+    #[serde(default)]
+    pub join_churn: JoinChurn,
 }
+
+/// Joins averaged over for [`Figures::join_churn`].
+const JOINS: usize = 20;
 
 /// Each of `members` members' distinct peers among the pairs of `sets` (see [`nat::pair`]).
 fn degrees(members: usize, sets: &[&HashSet<u64>]) -> Vec<usize> {
@@ -325,10 +336,14 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
         held::held(&pairs, grid.as_ref(), &ids, ViewFrom::Random, seed),
         held::held(&pairs, grid.as_ref(), &ids, ViewFrom::GridLinks, seed),
     );
+    let by_rank = grid.as_ref().map_or(ByRank::default(), |g| ranks::by_rank(g, &load, traffic.window_secs));
+    let join_churn = grid.as_ref().map_or(JoinChurn::default(), |g| ranks::join_churn(g.shape(), &ids, JOINS, seed));
     Figures {
         members,
         design,
         held,
+        by_rank,
+        join_churn,
         held_grid_view,
         hops: links as f64 / messages.max(1) as f64,
         straight: straight as f64 / messages.max(1) as f64,
