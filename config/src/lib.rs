@@ -50,6 +50,7 @@ pub struct Config {
     pub layouts: LayoutsConfig,
     pub storage: StorageConfig,
     pub api: ApiConfig,
+    pub search_page: SearchPageConfig,
     pub log: LogConfig,
 }
 
@@ -69,6 +70,7 @@ impl Default for Config {
             layouts: LayoutsConfig::default(),
             storage: StorageConfig::default(),
             api: ApiConfig::default(),
+            search_page: SearchPageConfig::default(),
             log: LogConfig::default(),
         }
     }
@@ -445,6 +447,43 @@ pub struct ApiConfig {
 impl Default for ApiConfig {
     fn default() -> Self {
         ApiConfig { enabled: true, listen: SocketAddr::from(([127, 0, 0, 1], 7700)), allowed_hosts: Vec::new() }
+    }
+}
+
+/// The search page for people (`/find`, `/find.json`, `/opensearch.xml`). The operator's API
+/// serves it too; with `enabled` it also has an address of its own that serves nothing else —
+/// read-only, no token, each client address rate-limited — so a household or a LAN can search
+/// without reaching the operator's controls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SearchPageConfig {
+    /// Off by default.
+    pub enabled: bool,
+    /// Loopback by default; `0.0.0.0:7701` serves the LAN.
+    pub listen: SocketAddr,
+    /// Requests a minute one client address may make of that address (a quarter of it, at
+    /// least 10, at once).
+    pub requests_per_minute: u32,
+    /// The longest question taken, in bytes.
+    pub max_query_bytes: usize,
+    /// Results a page shows.
+    pub per_page: usize,
+    /// The address browsers and metasearch engines are told to use in `/opensearch.xml`
+    /// (`https://search.home.arpa`, behind a reverse proxy); empty: the address a request
+    /// reached, over http.
+    pub public_url: String,
+}
+
+impl Default for SearchPageConfig {
+    fn default() -> Self {
+        SearchPageConfig {
+            enabled: false,
+            listen: SocketAddr::from(([127, 0, 0, 1], 7701)),
+            requests_per_minute: 60,
+            max_query_bytes: 512,
+            per_page: 10,
+            public_url: String::new(),
+        }
     }
 }
 

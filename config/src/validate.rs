@@ -281,11 +281,39 @@ impl Config {
         c.range("index.compare_copies_secs", ix.compare_copies_secs, 1, 7 * 24 * 3600);
         c.range("index.snapshot_interval_secs", ix.snapshot_interval_secs, 1, 86_400);
         c.range("index.queue", ix.queue, 1, 100_000);
+        let sp = &self.search_page;
+        c.range("search_page.requests_per_minute", sp.requests_per_minute, 1, 100_000);
+        c.range("search_page.max_query_bytes", sp.max_query_bytes, 16, 4096);
+        c.range("search_page.per_page", sp.per_page, 1, 50);
+        if let Err(why) = check_public_url(&sp.public_url) {
+            c.fail("search_page.public_url", why);
+        }
+        if sp.enabled && self.api.enabled && sp.listen == self.api.listen {
+            c.fail("search_page.listen", format!("{} is api.listen already: give the search page its own", sp.listen));
+        }
         if c.problems.is_empty() {
             Ok(())
         } else {
             Err(ConfigError::from_problems(c.problems))
         }
+    }
+}
+
+/// Where the search page is reached from outside: empty, or an `http(s)://` address with a host
+/// and no query (the page's paths are added to it).
+fn check_public_url(url: &str) -> Result<(), String> {
+    if url.is_empty() {
+        return Ok(());
+    }
+    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
+    let ok = rest.is_some_and(|r| {
+        let host = r.split('/').next().unwrap_or("");
+        !host.is_empty() && !r.contains(['?', '#', '"', '<', '>', ' ', '\\']) && r.is_ascii()
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{url:?} must be an http:// or https:// address with a host and no query"))
     }
 }
 

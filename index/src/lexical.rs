@@ -74,7 +74,7 @@ const WORDS: &str = "weft_words";
 /// Words that say how a question is asked, not what it is about: Lucene's English stop words
 /// and the function words of questions. Left in, "what to do if someone scalds their skin"
 /// ranks the page on SQL's `DO` first by BM25, and the fusion follows it.
-const STOP_WORDS: &[&str] = &[
+pub const STOP_WORDS: &[&str] = &[
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of",
     "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with",
     "what", "how", "why", "when", "where", "which", "who", "whom", "do", "does", "did", "i", "me", "my", "you", "your",

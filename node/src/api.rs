@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 /// Results a search returns at most.
 mod documents;
+pub(crate) use documents::read_document;
 use documents::{get_document, get_response, list_copies, list_documents, recent_documents};
 pub use documents::{DocumentAnswer, DocumentParams, DocumentSource, DocumentsParams, DEFAULT_PAGE};
 
@@ -40,6 +41,8 @@ pub struct AppState {
     pub token: crate::token::ApiToken,
     /// Host names requests may name besides IP addresses and `localhost` (`api.allowed_hosts`).
     pub allowed_hosts: Arc<Vec<String>>,
+    /// The search page's settings (`/find`; see [`crate::find`]).
+    pub search_page: Arc<weft_config::SearchPageConfig>,
 }
 
 /// Every route, as `(method, path)` — what `docs/openapi.json` must document.
@@ -58,6 +61,10 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/status"),
     ("GET", "/metrics"),
     ("GET", "/search"),
+    ("GET", "/find"),
+    ("GET", "/find.json"),
+    ("GET", "/find/doc/{id}"),
+    ("GET", "/opensearch.xml"),
     ("GET", "/templates"),
     ("GET", "/templates/{host}"),
     ("GET", "/templates/{host}/changes"),
@@ -141,6 +148,7 @@ pub fn router(state: AppState) -> Router {
         .route("/templates/{host}", get(templates_of))
         .route("/templates/{host}/changes", get(changes_of))
         .route("/hosts/blocked", get(blocked))
+        .merge(crate::find::routes())
         .merge(writes)
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route (see docs/openapi.json)")
@@ -165,14 +173,8 @@ async fn guard(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    if request.uri().path_and_query().map_or(0, |p| p.as_str().len()) > MAX_URI_BYTES {
-        let msg = format!("the request target is over {MAX_URI_BYTES} bytes");
-        return ApiError::new(StatusCode::URI_TOO_LONG, "uri_too_long", msg).into_response();
-    }
-    let header_bytes: usize = request.headers().iter().map(|(k, v)| k.as_str().len() + v.len() + 4).sum();
-    if header_bytes > MAX_HEADER_BYTES {
-        let msg = format!("the request's headers are over {MAX_HEADER_BYTES} bytes");
-        return ApiError::new(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large", msg).into_response();
+    if let Some(refused) = oversized(&request) {
+        return refused.into_response();
     }
     if let Some(host) = request.headers().get(header::HOST) {
         if !host_allowed(host.to_str().unwrap_or(""), &state.allowed_hosts) {
@@ -181,6 +183,20 @@ async fn guard(
         }
     }
     json_errors(next.run(request).await).await
+}
+
+/// A request whose target or headers are over [`MAX_URI_BYTES`] or [`MAX_HEADER_BYTES`].
+pub(crate) fn oversized(request: &axum::extract::Request) -> Option<ApiError> {
+    if request.uri().path_and_query().map_or(0, |p| p.as_str().len()) > MAX_URI_BYTES {
+        let msg = format!("the request target is over {MAX_URI_BYTES} bytes");
+        return Some(ApiError::new(StatusCode::URI_TOO_LONG, "uri_too_long", msg));
+    }
+    let header_bytes: usize = request.headers().iter().map(|(k, v)| k.as_str().len() + v.len() + 4).sum();
+    if header_bytes > MAX_HEADER_BYTES {
+        let msg = format!("the request's headers are over {MAX_HEADER_BYTES} bytes");
+        return Some(ApiError::new(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large", msg));
+    }
+    None
 }
 
 /// Whether a `Host` header names this API: an IP address, `localhost`, or a listed name (any
@@ -197,7 +213,7 @@ fn host_allowed(host: &str, allowed: &[String]) -> bool {
 }
 
 /// A client error answered in plain text by an extractor becomes `{"error": {...}}`.
-async fn json_errors(response: Response) -> Response {
+pub(crate) async fn json_errors(response: Response) -> Response {
     let status = response.status();
     let is_json = response
         .headers()
@@ -429,7 +445,7 @@ async fn unblock(State(state): State<AppState>, Path(host): Path<String>) -> Res
     Ok(Json(serde_json::json!({ "host": host, "blocked": false, "was_blocked": was })))
 }
 
-fn internal(e: impl std::fmt::Display) -> ApiError {
+pub(crate) fn internal(e: impl std::fmt::Display) -> ApiError {
     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
 }
 
@@ -583,7 +599,10 @@ pub async fn bind(
 /// The accept loop: at most [`MAX_CONNECTIONS`] at once, each with [`HEADER_READ_TIMEOUT`]
 /// and [`CONNECTION_LIFETIME`]. (`axum::serve` has neither bound: 20,000 half-sent requests
 /// once held 20,000 descriptors and 850 MB.)
-async fn serve(listener: tokio::net::TcpListener, app: Router, live: Connections) -> std::io::Result<()> {
+///
+/// Each request carries its client's address (`ConnectInfo<SocketAddr>`), which the search
+/// page's rate limit reads.
+pub(crate) async fn serve(listener: tokio::net::TcpListener, app: Router, live: Connections) -> std::io::Result<()> {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     // Owned here: when the server's task ends, its connections end with it.
     let mut connections = tokio::task::JoinSet::new();
@@ -593,8 +612,8 @@ async fn serve(listener: tokio::net::TcpListener, app: Router, live: Connections
     loop {
         while connections.try_join_next().is_some() {}
         let slot = slots.clone().acquire_owned().await.expect("the semaphore is never closed");
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
+        let (stream, client) = match listener.accept().await {
+            Ok(accepted) => accepted,
             Err(e) => {
                 // Out of descriptors, or a connection reset before it was accepted: go on.
                 tracing::debug!("API accept: {e}");
@@ -605,6 +624,7 @@ async fn serve(listener: tokio::net::TcpListener, app: Router, live: Connections
         let (app, http, live) = (app.clone(), http.clone(), live.clone());
         connections.spawn(async move {
             let _held = (slot, live);
+            let app = app.layer(axum::Extension(axum::extract::ConnectInfo(client)));
             let service = hyper_util::service::TowerToHyperService::new(app);
             let conn = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
             tokio::pin!(conn);

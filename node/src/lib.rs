@@ -38,6 +38,7 @@ pub mod doctor;
 pub mod export;
 pub mod extract_cli;
 mod fetcher;
+pub mod find;
 mod guard;
 mod hand_over;
 mod indexing;

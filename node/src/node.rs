@@ -157,13 +157,15 @@ impl Node {
         }
         // The API first: a node's status, dashboard and health answer while it joins (it learns
         // the members before it crawls, see `wait_for_members`).
-        let mut api_connections = None;
-        if config.api.enabled {
+        let mut api_connections = Vec::new();
+        if config.api.enabled || config.search_page.enabled {
             let handle = network.as_ref().map(|(started, _)| started.handle.clone());
             let (addr, connections) =
                 spawn_api(&config, &crawler, index.as_ref(), handle, layouts.as_ref(), &mut background).await?;
-            api_connections = Some(connections);
-            on_api(addr);
+            api_connections = connections;
+            if let Some(addr) = addr {
+                on_api(addr);
+            }
         }
         let network = match network {
             Some((started, journal)) => {
@@ -236,7 +238,7 @@ impl Node {
         // Wait for the API (its connections too) and the timers to be gone: they hold the state
         // a restart reopens.
         while background.join_next().await.is_some() {}
-        if let Some(c) = api_connections {
+        for c in api_connections {
             c.closed(Duration::from_secs(5)).await;
         }
         if let Some(l) = &layouts {
@@ -538,7 +540,8 @@ const ROSTER_WAIT: Duration = Duration::from_secs(60);
 /// The member set has settled when it did not change for this long (a digest round or two).
 const ROSTER_SETTLE: Duration = Duration::from_secs(3);
 
-/// Binds the API and serves it on `tasks`; returns its address.
+/// Binds the API (when `api.enabled`) and the search page's own address (when
+/// `search_page.enabled`) and serves them on `tasks`; returns the API's address.
 async fn spawn_api(
     config: &Config,
     crawler: &Crawler,
@@ -546,7 +549,7 @@ async fn spawn_api(
     network: Option<weft_p2p::NetworkHandle>,
     layouts: Option<&Layouts>,
     tasks: &mut JoinSet<()>,
-) -> anyhow::Result<(SocketAddr, api::Connections)> {
+) -> anyhow::Result<(Option<SocketAddr>, Vec<api::Connections>)> {
     let searcher = index.map(|i| {
         let (search, distance) = (config.search.clone(), config.index.dedup_max_distance);
         Arc::new(crate::search::Searcher::new(i.clone(), network.clone(), search, distance))
@@ -560,17 +563,36 @@ async fn spawn_api(
         token: crate::token::ApiToken::load_or_create(&config.data_dir)
             .context("cannot read or create the API token")?,
         allowed_hosts: Arc::new(config.api.allowed_hosts.clone()),
+        search_page: Arc::new(config.search_page.clone()),
     };
-    let (addr, serve, connections) = api::bind(config.api.listen, state)
+    let mut connections = Vec::new();
+    if config.search_page.enabled {
+        let listen = config.search_page.listen;
+        let (addr, serve, held) = crate::find::bind(listen, state.clone())
+            .await
+            .with_context(|| format!("cannot listen on {listen} (search_page.listen)"))?;
+        tracing::info!(%addr, "search page listening: http://{addr}/find");
+        tasks.spawn(async move {
+            if let Err(e) = serve.await {
+                tracing::error!("search page server stopped: {e}");
+            }
+        });
+        connections.push(held);
+    }
+    if !config.api.enabled {
+        return Ok((None, connections));
+    }
+    let (addr, serve, held) = api::bind(config.api.listen, state)
         .await
         .with_context(|| format!("cannot listen on {} (api.listen)", config.api.listen))?;
-    tracing::info!(%addr, "API listening: /health /status /metrics /search");
+    tracing::info!(%addr, "API listening: /health /status /metrics /search; dashboard http://{addr}/, search page http://{addr}/find");
     tasks.spawn(async move {
         if let Err(e) = serve.await {
             tracing::error!("API server stopped: {e}");
         }
     });
-    Ok((addr, connections))
+    connections.push(held);
+    Ok((Some(addr), connections))
 }
 
 /// The node's timers: disk quota, storage health, memory, the dashboard's samples, and the

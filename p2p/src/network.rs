@@ -11,7 +11,7 @@ use crate::behaviour::{Behaviour, BehaviourEvent};
 use crate::codec::{Codec, Frame, RequestBudget};
 use crate::exchange::{
     check_batch, check_url, BatchReply, InFlight, NewcomerAllowance, Outbox, RateLimit, UrlBatch, UrlKind, WireUrl,
-    BUSY_DELAY, GRID_HOPS, MAX_HOPS, NOT_MEMBER_DELAY,
+    BUSY_DELAY, MAX_HOPS, NOT_MEMBER_DELAY,
 };
 use crate::membership::{Change, Members};
 use crate::postings::Posting;

@@ -143,8 +143,6 @@ pub(super) async fn get_document(
     Path(id): Path<String>,
     Query(p): Query<DocumentParams>,
 ) -> Result<Json<DocumentAnswer>, ApiError> {
-    let id = weft_index::DocId::parse_hex(&id)
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_id", e.to_string()))?;
     let network_scope = match p.scope.as_deref() {
         None | Some("network") => true,
         Some("local") => false,
@@ -152,14 +150,27 @@ pub(super) async fn get_document(
             return Err(ApiError::new(StatusCode::BAD_REQUEST, "bad_scope", format!("{other:?}: use local or network")))
         }
     };
-    let first: Vec<weft_p2p::PeerId> = match p.peer.as_deref() {
+    read_document(&state, &id, network_scope, p.peer.as_deref()).await.map(Json)
+}
+
+/// The document of id `id` (hex): from this node's index, a copy it holds, or — with
+/// `network_scope` — a member that holds it, `first` asked first.
+pub(crate) async fn read_document(
+    state: &AppState,
+    id: &str,
+    network_scope: bool,
+    first: Option<&str>,
+) -> Result<DocumentAnswer, ApiError> {
+    let id = weft_index::DocId::parse_hex(id)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_id", e.to_string()))?;
+    let first: Vec<weft_p2p::PeerId> = match first {
         Some(peer) => vec![peer
             .parse()
             .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "bad_peer", format!("{peer:?} is not a peer id")))?],
         None => Vec::new(),
     };
     let cells = state.index.as_ref().and_then(|i| i.cells().cloned());
-    let found = index_read(&state, move |store| {
+    let found = index_read(state, move |store| {
         if let Some(view) = weft_index::documents::document(store, &id).map_err(internal)? {
             let source =
                 DocumentSource { held: "local".into(), peer: None, crawled_by: None, ms: None, asked: Vec::new() };
@@ -178,7 +189,7 @@ pub(super) async fn get_document(
     })
     .await?;
     if let Some(answer) = found {
-        return Ok(Json(answer));
+        return Ok(answer);
     }
     let missing = |m: String| ApiError::new(StatusCode::NOT_FOUND, "no_document", m);
     let Some(network) = state.network.as_ref().filter(|_| network_scope) else {
@@ -197,7 +208,7 @@ pub(super) async fn get_document(
                 ms: Some(answer.ms),
                 asked,
             };
-            Ok(Json(DocumentAnswer { document, source }))
+            Ok(DocumentAnswer { document, source })
         }
         None => Err(missing(format!(
             "no member holds a document with that id ({} asked: {})",

@@ -12,6 +12,7 @@ mod default_node;
 mod docs;
 mod doctor;
 mod export;
+mod find;
 mod layouts;
 mod mcp;
 mod memory;
