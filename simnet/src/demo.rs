@@ -99,8 +99,12 @@ fn shorten(s: &str, max: usize) -> String {
     }
 }
 
-/// Runs the demo of `spec` (three nodes, a small web, no churn).
-pub async fn run(spec: &RunSpec) -> Result<(), RunError> {
+/// Questions the search page is timed with: page titles the network holds.
+const TIMED_QUESTIONS: usize = 100;
+
+/// Runs the demo of `spec` (three nodes, a small web, no churn); the nodes stay up `linger`
+/// after the questions, for a person to open the dashboard and the search page.
+pub async fn run(spec: &RunSpec, linger: Duration) -> Result<(), RunError> {
     println!(
         "Weft demo: {} nodes on 127.0.0.1 crawl {} pages of the PostgreSQL manual served as {} web sites, \
          politely ({} ms between requests to a host, robots.txt obeyed), and index them by meaning.",
@@ -163,6 +167,24 @@ pub async fn run(spec: &RunSpec) -> Result<(), RunError> {
                     println!("  {:.2}  node {}{from}  {}  {}", a.score, a.node, a.title, a.url);
                     println!("        {}", shorten(&a.snippet, 110));
                 }
+            }
+            let api = nodes[0].api;
+            println!("\nThe dashboard: http://{api}/   The search page: http://{api}/find");
+            let mut titles = Vec::new();
+            for n in nodes {
+                let more = crate::find_timing::titles(&http, n.api, TIMED_QUESTIONS - titles.len()).await;
+                titles.extend(more);
+            }
+            if let Some(t) = crate::find_timing::time(&http, api, &titles).await {
+                println!(
+                    "  {} questions through the search page (page titles, asked of the network): first byte \
+                     p50 {:.0} ms, p95 {:.0} ms; a page of results {:.1} KB; {} partial",
+                    t.questions, t.p50_ms, t.p95_ms, t.mean_kb, t.partial
+                );
+            }
+            if !linger.is_zero() {
+                println!("  the nodes stay up for {} s (--linger): open the addresses above", linger.as_secs());
+                tokio::time::sleep(linger).await;
             }
         },
     )

@@ -23,6 +23,7 @@ pub mod churn;
 pub mod demo;
 pub mod docs;
 pub mod failures;
+pub mod find_timing;
 pub mod load;
 pub mod natlab;
 pub mod news;

@@ -146,6 +146,10 @@ enum Command {
         /// Seconds of crawling at most (it stops earlier when everything is fetched).
         #[arg(long, default_value_t = 90)]
         seconds: u64,
+        /// Seconds the nodes stay up after the questions, to open the dashboard and the search
+        /// page in a browser.
+        #[arg(long, default_value_t = 0)]
+        linger: u64,
         #[command(flatten)]
         common: Common,
     },
@@ -382,12 +386,12 @@ fn main() {
             Command::DataPlane { members, pages_per_sec, design, cells, url_holders, seed, out } => {
                 data_plane(&members, &pages_per_sec, &design, cells, url_holders, seed, out)
             }
-            Command::Demo { seconds, common } => {
+            Command::Demo { seconds, linger, common } => {
                 // Four news sites of twelve articles: enough for the teacher to learn each design
                 // within the minute.
                 let web = WebSpec { hosts: 12, pages: 180, seed: common.seed, news_articles: 12, ..WebSpec::default() };
                 let (spec, _tmp) = spec(&common, 3, web, Duration::from_secs(seconds), Vec::new(), true, true)?;
-                demo::run(&spec).await.map_err(|e| e.to_string())?;
+                demo::run(&spec, Duration::from_secs(linger)).await.map_err(|e| e.to_string())?;
                 keep_note(&common, &spec);
                 Ok(())
             }
