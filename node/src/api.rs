@@ -121,7 +121,9 @@ impl AppState {
     }
 }
 
-pub fn router(state: AppState) -> Router {
+/// The API's routes, with `pages` — routes served beside them, over the same state (the search
+/// page's, `crate::find::routes`, which uses this module and so is handed in).
+pub fn router(state: AppState, pages: Router<AppState>) -> Router {
     let writes = Router::new()
         .route("/seeds", post(add_seeds))
         .route("/crawl/pause", post(pause))
@@ -148,7 +150,7 @@ pub fn router(state: AppState) -> Router {
         .route("/templates/{host}", get(templates_of))
         .route("/templates/{host}/changes", get(changes_of))
         .route("/hosts/blocked", get(blocked))
-        .merge(crate::find::routes())
+        .merge(pages)
         .merge(writes)
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route (see docs/openapi.json)")
@@ -589,11 +591,12 @@ impl Connections {
 pub async fn bind(
     addr: SocketAddr,
     state: AppState,
+    pages: Router<AppState>,
 ) -> std::io::Result<(SocketAddr, impl std::future::Future<Output = std::io::Result<()>>, Connections)> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     let connections = Connections::default();
-    Ok((local, serve(listener, router(state), connections.clone()), connections))
+    Ok((local, serve(listener, router(state, pages), connections.clone()), connections))
 }
 
 /// The accept loop: at most [`MAX_CONNECTIONS`] at once, each with [`HEADER_READ_TIMEOUT`]

@@ -25,7 +25,7 @@
 //!
 //! Module order: blocking, cell_levels, extract_cli, guard, hand_over, page, procmem, received, responses, storage,
 //! token, urls → replicas → copy_sync, cells → cell_upkeep, fetcher, metrics, reextract → crawl, second_opinion → layouts, second_copies → routing → doctor, memory,
-//! pipeline → indexing → quota, search, status → api → export, join, mcp, node, templates_cli.
+//! pipeline → indexing → quota, search, status → api → find → export, join, mcp, node, templates_cli.
 
 pub mod api;
 mod blocking;

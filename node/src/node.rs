@@ -582,7 +582,7 @@ async fn spawn_api(
     if !config.api.enabled {
         return Ok((None, connections));
     }
-    let (addr, serve, held) = api::bind(config.api.listen, state)
+    let (addr, serve, held) = api::bind(config.api.listen, state, crate::find::routes())
         .await
         .with_context(|| format!("cannot listen on {} (api.listen)", config.api.listen))?;
     tracing::info!(%addr, "API listening: /health /status /metrics /search; dashboard http://{addr}/, search page http://{addr}/find");

@@ -16,7 +16,7 @@
 //! routers that masquerade (cone and symmetric NAT) and runs real nodes behind them.
 //!
 //! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
-//! checks it): churn, failures, load, ports, rng, web → scale, news, report, search_eval, topics →
+//! checks it): churn, failures, find_timing, load, ports, rng, web → scale, news, report, search_eval, topics →
 //! docs, schedule → runner → demo, natlab, plot, sweep.
 
 pub mod churn;
