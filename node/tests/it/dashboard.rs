@@ -10,20 +10,8 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use weft_node::browser::{BrowserError, BrowserPool, BrowserSettings, Fetch};
+use weft_node::browser::BrowserError;
 use weft_simnet::{topic_site, WebServer, TOPICS};
-
-/// Answers the page's requests from the node's API; anything else is refused and remembered.
-fn api_fetch(api: std::net::SocketAddr, foreign: Arc<Mutex<Vec<String>>>) -> Fetch {
-    common::forward_fetch(move |url| {
-        let ours = url.host_str() == Some("127.0.0.1") && url.port() == Some(api.port());
-        if !ours {
-            foreign.lock().unwrap().push(url.to_string());
-            return None;
-        }
-        Some((url.to_string(), format!("127.0.0.1:{}", api.port())))
-    })
-}
 
 async fn eval<T: serde::de::DeserializeOwned>(page: &chromiumoxide::Page, js: &str) -> Result<T, BrowserError> {
     let err = |e: &dyn std::fmt::Display| BrowserError::Render { url: "dashboard".into(), reason: e.to_string() };
@@ -74,15 +62,12 @@ async fn the_dashboard_shows_the_node_and_answers_a_search_in_chromium() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
-    let pool =
-        BrowserPool::launch(BrowserSettings { instances: 1, timeout: Duration::from_secs(60), ..Default::default() })
-            .await
-            .expect("Debian's chromium starts (scripts/setup.sh)");
+    let pool = common::browser().await;
     let foreign = Arc::new(Mutex::new(Vec::new()));
     let topic = &TOPICS[1];
     let question = topic.question.to_string();
     let shot = pool
-        .with_page(&format!("http://{api}/"), api_fetch(api, foreign.clone()), |page| {
+        .with_page(&format!("http://{api}/"), common::only_from(api, foreign.clone()), |page| {
             Box::pin(async move {
                 until(page, "document.getElementById('state').textContent === 'idle'", "the state").await?;
                 until(

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use weft_node::browser::{BrowserError, BrowserPool, BrowserSettings, Fetch};
+use weft_node::browser::BrowserError;
 use weft_simnet::{topic_site, Site, WebServer, TOPICS};
 
 /// The hostile page: its title is markup, its text about something no topic page is.
@@ -41,19 +41,6 @@ fn hostile_site() -> Site {
 /// A port free now on 127.0.0.1 (the search page's address is fixed in its config).
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// Answers the page's requests from the search page's address; anything else is refused and
-/// remembered.
-fn page_fetch(addr: SocketAddr, foreign: Arc<Mutex<Vec<String>>>) -> Fetch {
-    common::forward_fetch(move |url| {
-        let ours = url.host_str() == Some("127.0.0.1") && url.port() == Some(addr.port());
-        if !ours {
-            foreign.lock().unwrap().push(url.to_string());
-            return None;
-        }
-        Some((url.to_string(), format!("127.0.0.1:{}", addr.port())))
-    })
 }
 
 fn err(e: &dyn std::fmt::Display) -> BrowserError {
@@ -196,17 +183,14 @@ async fn a_person_searches_from_the_search_page_a_browser_and_searxng_can_use() 
     let base = format!("http://{page_addr}");
 
     // In Chromium, with JavaScript off.
-    let pool =
-        BrowserPool::launch(BrowserSettings { instances: 1, timeout: Duration::from_secs(60), ..Default::default() })
-            .await
-            .expect("Debian's chromium starts (scripts/setup.sh)");
+    let pool = common::browser().await;
     let foreign = Arc::new(Mutex::new(Vec::new()));
     let topic = &TOPICS[1];
     let question = topic.question.to_string();
     let find = format!("{base}/find");
     let typed = question.clone();
     let driven = pool
-        .with_page(&find, page_fetch(page_addr, foreign.clone()), |page| {
+        .with_page(&find, common::only_from(page_addr, foreign.clone()), |page| {
             let find = find.clone();
             Box::pin(async move {
                 use chromiumoxide::cdp::browser_protocol::emulation::{

@@ -179,6 +179,29 @@ pub fn forward_fetch(
     })
 }
 
+/// One of Debian's headless Chromium, for a test that drives a page the node serves.
+pub async fn browser() -> weft_node::browser::BrowserPool {
+    use weft_node::browser::{BrowserPool, BrowserSettings};
+    let settings = BrowserSettings { instances: 1, timeout: Duration::from_secs(60), ..Default::default() };
+    BrowserPool::launch(settings).await.expect("Debian's chromium starts (scripts/setup.sh)")
+}
+
+/// Answers a page's requests from the server at `addr` (a node's API or search page) alone;
+/// anything else is refused and remembered in `foreign`.
+pub fn only_from(
+    addr: std::net::SocketAddr,
+    foreign: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) -> weft_node::browser::Fetch {
+    forward_fetch(move |url| {
+        let ours = url.host_str() == Some("127.0.0.1") && url.port() == Some(addr.port());
+        if !ours {
+            foreign.lock().unwrap().push(url.to_string());
+            return None;
+        }
+        Some((url.to_string(), format!("127.0.0.1:{}", addr.port())))
+    })
+}
+
 /// Answers `.test` hosts from the loopback server and blocks everything else.
 pub fn loopback_fetch(server: &WebServer) -> weft_node::browser::Fetch {
     let port = server.port();
