@@ -477,6 +477,8 @@ pub struct SearchPageConfig {
 impl Default for SearchPageConfig {
     fn default() -> Self {
         SearchPageConfig {
+            // Off: an address of its own is the operator's choice to serve people beyond this
+            // machine; the API's address serves the same page meanwhile.
             enabled: false,
             listen: SocketAddr::from(([127, 0, 0, 1], 7701)),
             requests_per_minute: 60,

@@ -52,7 +52,7 @@ fn web_url(url: &str) -> Option<url::Url> {
     url::Url::parse(url).ok().filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
 }
 
-/// The date part of an RFC 3339 moment (`2024-05-01T…` → `2024-05-01`).
+/// The date part of an RFC 3339 moment (`YYYY-MM-DDThh:mm:ssZ` → `YYYY-MM-DD`).
 fn day(moment: &str) -> Option<String> {
     let d = moment.get(..10)?;
     let ok = d.bytes().enumerate().all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() });
