@@ -115,6 +115,33 @@ pub fn error_message(body: &[u8]) -> String {
 }
 
 impl AppState {
+    /// Asks the searcher for `k` results (`index_disabled` on a node that does not index),
+    /// timing the answer in the search histograms; its errors answered as the API answers them.
+    pub(crate) async fn search(
+        &self,
+        q: &str,
+        k: usize,
+        scope: Option<Scope>,
+        mode: crate::search::Mode,
+    ) -> Result<SearchResponse, ApiError> {
+        let Some(searcher) = &self.searcher else {
+            let why = "this node does not index (index.enabled = false)";
+            return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "index_disabled", why));
+        };
+        let started = std::time::Instant::now();
+        let answer = searcher.search(q, k, scope, mode).await.map_err(|e| match e {
+            SearchError::EmptyQuery => {
+                ApiError::new(StatusCode::BAD_REQUEST, "empty_query", format!("{e}: pass ?q=..."))
+            }
+            SearchError::Busy => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", e.to_string()),
+            e => internal(e),
+        })?;
+        let h = &self.crawler.metrics().histograms;
+        let h = if answer.scope == Scope::Local { &h.search_local } else { &h.search_network };
+        h.observe(started.elapsed().as_secs_f64());
+        Ok(answer)
+    }
+
     /// The node's status: the crawl's and each part's section.
     pub fn status(&self) -> Status {
         Status::gather(&self.crawler, self.index.as_ref(), self.network.as_ref(), self.layouts.as_ref())
@@ -478,32 +505,12 @@ pub struct SearchParams {
     pub mode: crate::search::Mode,
 }
 
-async fn search(State(state): State<AppState>, Query(params): Query<SearchParams>) -> Response {
-    let Some(searcher) = &state.searcher else {
-        return ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "index_disabled",
-            "this node does not index (index.enabled = false)",
-        )
-        .into_response();
-    };
+async fn search(
+    State(state): State<AppState>,
+    Query(params): Query<SearchParams>,
+) -> Result<Json<SearchResponse>, ApiError> {
     let k = params.k.unwrap_or(10).clamp(1, MAX_K);
-    let started = std::time::Instant::now();
-    match searcher.search(&params.q, k, params.scope, params.mode).await {
-        Ok(answer) => {
-            let h = &state.crawler.metrics().histograms;
-            let h = if answer.scope == Scope::Local { &h.search_local } else { &h.search_network };
-            h.observe(started.elapsed().as_secs_f64());
-            Json(answer).into_response()
-        }
-        Err(e @ SearchError::EmptyQuery) => {
-            ApiError::new(StatusCode::BAD_REQUEST, "empty_query", format!("{e}: pass ?q=...")).into_response()
-        }
-        Err(e @ SearchError::Busy) => {
-            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", e.to_string()).into_response()
-        }
-        Err(e) => internal(e).into_response(),
-    }
+    state.search(&params.q, k, params.scope, params.mode).await.map(Json)
 }
 
 /// Runs a layout-store read on the blocking pool and answers it as JSON.

@@ -18,8 +18,7 @@ pub use answer::{last_page, results_wanted, FindAnswer, FindResult, MAX_RESULTS}
 pub use opensearch::SHORT_NAME;
 pub use rate::RateLimit;
 
-use crate::api::{internal, read_document, ApiError, AppState, Connections};
-use crate::indexing::SearchError;
+use crate::api::{read_document, ApiError, AppState, Connections};
 use crate::search::Mode;
 use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -94,20 +93,8 @@ fn check(params: FindParams, state: &AppState) -> Result<Asked, ApiError> {
 
 /// Asks the network (or this node alone, outside one) for the page `asked` wants.
 async fn search(state: &AppState, asked: &Asked) -> Result<FindAnswer, ApiError> {
-    let Some(searcher) = &state.searcher else {
-        let why = "this node does not index (index.enabled = false)";
-        return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "index_disabled", why));
-    };
-    let started = std::time::Instant::now();
     let k = results_wanted(asked.page, asked.per_page);
-    let response = searcher.search(&asked.query, k, None, Mode::Hybrid).await.map_err(|e| match e {
-        SearchError::EmptyQuery => bad("empty_query", format!("{e}: pass ?q=...")),
-        SearchError::Busy => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", e.to_string()),
-        e => internal(e),
-    })?;
-    let histograms = &state.crawler.metrics().histograms;
-    let histogram = if response.network.is_some() { &histograms.search_network } else { &histograms.search_local };
-    histogram.observe(started.elapsed().as_secs_f64());
+    let response = state.search(&asked.query, k, None, Mode::Hybrid).await?;
     Ok(FindAnswer::from_search(response, asked.page, asked.per_page))
 }
 
