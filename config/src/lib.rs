@@ -273,9 +273,9 @@ pub struct FrontierConfig {
     /// Known inlinks beyond this add nothing to a URL's score.
     pub inlink_cap: u32,
     /// MiB of the queue store's block cache (fjall): the blocks of queued URLs read lately.
-    /// Blocks not cached are read from the files, which the kernel caches; a small cache costs
-    /// a busy crawl little (issue 37). At 16 it was still filling twenty minutes into the
-    /// hour-long crawl (a heap profile, 2026-12-04).
+    /// Blocks not cached are read from the files, which the kernel caches, so a small cache
+    /// costs a busy crawl little; a larger one keeps filling long into a crawl, memory that
+    /// buys reads the kernel answers anyway.
     pub cache_mb: u64,
     /// MiB each of the queue store's six keyspaces may buffer before writing a table (fjall's
     /// memtable). Most of the time only the queue's and the URL records' buffers fill.

@@ -1,8 +1,8 @@
 //! Benchmark: extraction time on hostile pages at three sizes, against an ordinary page of the
 //! same size in the same run. Linear means the milliseconds per MiB stay flat as the size grows
-//! (and near the ordinary page's). For the inputs that used to be quadratic, html5ever alone on
-//! the unsanitized page (what extraction did before) is timed too, at 64 and 256 KiB (larger
-//! takes minutes).
+//! (and near the ordinary page's). For the inputs quadratic in html5ever itself, html5ever
+//! alone on the unsanitized page (extraction without its sanitizer) is timed too, at 64 and
+//! 256 KiB (larger takes minutes).
 //!
 //! `cargo run --release -p weft-extract --example hostile [-- ROUNDS]`
 //!

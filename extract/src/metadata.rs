@@ -209,7 +209,7 @@ fn midnight(d: NaiveDate) -> Option<String> {
     d.and_hms_opt(0, 0, 0).map(|t| Utc.from_utc_datetime(&t).to_rfc3339())
 }
 
-/// `/2019/11/19/` or `/2019-11-19/` in a URL path.
+/// `/YYYY/MM/DD/` or `/YYYY-MM-DD/` in a URL path.
 fn date_in_url(url: &Url) -> Option<String> {
     let segs: Vec<&str> = url.path_segments()?.collect();
     for w in segs.windows(3) {

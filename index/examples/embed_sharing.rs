@@ -9,8 +9,8 @@
 //! ```
 //!
 //! Each round runs the layouts, rotating which goes first, each in a fresh process (resident
-//! memory is per process): `separate` opens a second embedder for questions, as nodes did
-//! before 2026-11; `shared` hands the questions a handle on the indexer's; `yielding` is
+//! memory is per process): `separate` opens a second embedder for questions (the earlier
+//! design, the reference); `shared` hands the questions a handle on the indexer's; `yielding` is
 //! `shared` with the indexer yielding its runs to the questions, as a node runs now. In each,
 //! one thread embeds pages of 16 chunks of 256 tokens without pause (the indexer during a
 //! crawl, `embed.threads` = 1) while another asks a one-line question every 100 ms; then the

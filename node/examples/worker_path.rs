@@ -4,7 +4,7 @@
 //! html5ever once more), alternating per page in one run, medians.
 //!
 //! Every page's host gets an operator template (content `body`, title `title, h1`), so the
-//! worker applies a template to every page: the case where it used to parse again. The store
+//! worker applies a template to every page: the case a second parse would cost most. The store
 //! is a real sled database; the worker is the node's.
 //!
 //! `cargo run --release -p weft-node --example worker_path -- [DEVSET_DIR ...]`

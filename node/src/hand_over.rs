@@ -3,12 +3,9 @@
 //! a month old holds hundreds of thousands of them: read all at once and queued at once, they
 //! would take hundreds of MiB for as long as the new owners take to store them — and the
 //! outbox's byte bound would drop what does not fit. So a hand-over reads a piece, queues it,
-//! and waits for the outbox to hold less than [`HAND_OVER_ROOM`] before the next.
-//!
-//! Measured (`weft-simnet run --nodes 50`, 2026-11-30, before this): at fifty members on this
-//! 2-core machine, membership views churned under the load, every change started hand-overs of
-//! whole cells, and a node's Rust heap grew by 110 MiB in ten minutes, most of it postings and
-//! copies waiting in its outbox (jemalloc's heap profile).
+//! and waits for the outbox to hold less than [`HAND_OVER_ROOM`] before the next: under a
+//! loaded network every ring change starts hand-overs of whole cells, and queued at once they
+//! grow a node's heap by a hundred MiB in minutes.
 
 use std::time::Duration;
 use weft_p2p::publishing::HAND_OVER_ROOM;

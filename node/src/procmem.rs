@@ -4,8 +4,8 @@
 //! Measuring is not free: a process's proportional set size (`smaps_rollup`) makes the kernel
 //! walk that process's page tables under its memory lock. So only the trees asked for are
 //! read (found through the cheap `/proc/*/stat`), and callers measure on a timer, on the
-//! blocking pool. (Reading every process on the machine from every `/status` call once cost a
-//! box of six nodes most of its CPU in system time.)
+//! blocking pool: reading every process on the machine from every `/status` call costs a box
+//! of several nodes most of its CPU in system time.
 
 /// This process's resident set, bytes (0 where `/proc` is not there).
 pub fn own_rss() -> u64 {
@@ -66,16 +66,12 @@ pub fn trim() {
 /// glibc gives threads their own arenas, up to eight per core, and memory freed in one arena
 /// serves only that arena's threads. A node's threads are many (tokio's blocking pool grows to
 /// 100+ threads under a crawl's storage calls, plus ONNX Runtime's, sled's, fjall's, tantivy's),
-/// so its freed memory sat in 16 arenas of 20–60 MiB each that no other thread could reuse: a
-/// crawling node held 784 MiB at 3.5 minutes with the default, **495 MiB with two arenas** at
-/// the same page rate (`crawl_soak`, docs/src/benchmarks.md). **One** does better still: freed
-/// memory then serves every thread, and the hour-long crawl held its heaps at 133 → 140 MiB
-/// from minute 10 to 60 against 144 → 149 for the main heap and a second arena, RSS by medians
-/// 333 → 357 MiB, fetching 38.6 pages a second against 37.1 and 39.5 with two. On two cores at
-/// most two threads allocate at once, and ONNX Runtime's tensors come from its own arena, so the
-/// one lock is not where a crawl waits. (The hour again with one arena as the default: RSS by
-/// medians 354 → 376 MiB, +6.1%.) Not measured on four cores, such as a Raspberry Pi's:
-/// `MALLOC_ARENA_MAX=2` there gives the two back.
+/// so its freed memory sits in many arenas of tens of MiB that no other thread can reuse. With
+/// **one**, freed memory serves every thread: a crawling node holds far less at the same page
+/// rate (`crawl_soak`; the figures are in docs/src/benchmarks.md). On two cores at most two
+/// threads allocate at once, and ONNX Runtime's tensors come from its own arena, so the one
+/// lock is not where a crawl waits. Not measured on four cores, such as a Raspberry Pi's:
+/// `MALLOC_ARENA_MAX=2` there gives two.
 ///
 /// It also fixes the size from which an allocation gets its own mapping at [`MMAP_THRESHOLD`],
 /// unless `MALLOC_MMAP_THRESHOLD_` is set. glibc starts at 128 KiB but raises the threshold to

@@ -1,8 +1,8 @@
 //! Where to dial a peer: the addresses this node learned for the peers it may dial (identify,
 //! the roster's `Where` answers, the members saved at the last run), offered to the swarm when a
 //! protocol sends to a peer it is not connected to. Without it a request-response send to a
-//! member not connected would have nothing to dial; Kademlia's routing table used to be that
-//! book, and Weft runs no Kademlia. A dial that found no address, or none that answered, is
+//! member not connected would have nothing to dial (Weft runs no Kademlia, whose routing table
+//! would be that book). A dial that found no address, or none that answered, is
 //! reported ([`Event::Unreached`]): the event loop then asks a member that met the peer where
 //! it is, so a URL batch, posting or record for a member this node never met goes at its retry.
 

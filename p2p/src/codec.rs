@@ -192,9 +192,9 @@ fn frame_of<W: Wire>(read: Result<Vec<u8>, u64>) -> io::Result<Frame<W::Request>
         }
         Ok(bytes) => Ok(decode_request::<W>(&bytes)),
         // Nor is a stream silent from its start: it holds none of this node's buffers, and a
-        // sender whose box is loaded opens a stream and writes it many seconds later. Fifty
-        // nodes on two cores banned each other ~1,500 times in ten minutes for stalls "after 0
-        // bytes" (2026-12-01), and the bans tore their views of the network apart.
+        // sender whose box is loaded opens a stream and writes it many seconds later: banned
+        // for that, loaded honest members ban each other by the thousand and tear their views
+        // of the network apart.
         Err(0) => Err(io::Error::new(
             io::ErrorKind::TimedOut,
             format!("no byte of a {} within {} s", W::NAME, STALL_LIMIT.as_secs()),

@@ -23,10 +23,10 @@
 //! 0.965 at 1,000 over 100,838 chunks, 1,024 cells 0.958 at 100 and 4,096 cells 0.930 at
 //! 57,500 chunks: finer cells scatter a question's neighbours over more owners than the
 //! budget reaches. The cost is balance: at 1,000 members a few owners hold up to 66× an
-//! average node's own chunks. With the current plan over 100,118 chunks (2026-12-03): 0.984 at
-//! 100 members and 0.944 at 1,000, where an asked peer holds about one cell; posting to the
-//! best three cells reaches 0.964–0.967 there, at 1.5× the storage — so a large network does
-//! ([`cells_per_chunk`]).
+//! average node's own chunks. Where an asked peer holds about one cell (1,000 members),
+//! posting each chunk to three cells instead of two buys back what the small cells lose, at
+//! 1.5× the storage — so a large network does ([`cells_per_chunk`]; the figures are in the
+//! book's benchmarks).
 
 pub mod ladder;
 

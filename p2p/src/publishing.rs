@@ -10,9 +10,8 @@
 //! Bounded: at most `max_waiting` items and `max_bytes` of them wait (queued, in flight or
 //! waiting for a retry); more are dropped and counted (a document's postings go out again when
 //! it is indexed again, and with its periodic announcement). The bytes matter more than the
-//! items: a posting is ~2.6 KB and a document's copy up to its whole text, so 200,000 items were
-//! up to ~1 GB — a node at fifty members on this 2-core machine held 77 MiB more in its outbox
-//! within ten minutes (`weft-simnet run --nodes 50`, 2026-11-30). Hand-overs, which must not be
+//! items: a posting is ~2.6 KB and a document's copy up to its whole text, so 200,000 items
+//! could be ~1 GB, and a busy node's outbox grows by tens of MiB in minutes. Hand-overs, which must not be
 //! dropped, wait for room instead ([`Publisher::waiting_bytes`] is what they watch, through
 //! the node's status). Pure: the event loop sends and times.
 

@@ -162,8 +162,8 @@ pub struct Reachability {
     connections: HashMap<libp2p::swarm::ConnectionId, (PeerId, Multiaddr)>,
     /// Of `connections`: how many go to a private address, and how many to a private or a
     /// relayed one. Kept as they open and close: [`Reachability::kind`] is asked after every
-    /// event, and walking fifty connections' addresses each time was among an idle node's
-    /// hottest work at fifty members (profiled, 2026-12-02).
+    /// event, and walking fifty connections' addresses each time is among an idle node's
+    /// hottest work at fifty members.
     private_connections: usize,
     private_or_relayed_connections: usize,
     /// Relay peer → when its reservation was accepted.

@@ -24,7 +24,8 @@ fn shipped_plan(cells: &[(u32, Vec<PeerId>)], me: &PeerId, budget: usize) -> Vec
     plan(cells.iter().map(|(c, o)| (*c, o.as_slice())), me, budget, |_| true).into_iter().map(|(p, _)| p).collect()
 }
 
-/// The plan before (2026-12-02): for each cell in order not yet covered, its first owner.
+/// The earlier plan, the replay's reference: for each cell in order not yet covered, its first
+/// owner.
 fn first_owner(cells: &[(u32, Vec<PeerId>)], me: &PeerId, budget: usize) -> Vec<PeerId> {
     let mut chosen: Vec<PeerId> = Vec::new();
     for (_, owners) in cells {

@@ -223,9 +223,8 @@ pub struct DocStore {
 pub const DIR: &str = "documents";
 /// fjall's block cache for the documents: hits, context chunks and near-duplicate lookups
 /// read through it, the rest through the kernel's page cache. Those reads land anywhere in the
-/// store, so a cache serves few of them again; at 8 MiB it was still filling half an hour into
-/// the hour-long crawl (a heap profile, 2026-12-04), memory that arrived after the node looked
-/// settled for reads the kernel's cache answers in microseconds.
+/// store, so a cache serves few of them again: a larger one keeps filling long after the node
+/// looks settled, for reads the kernel's cache answers in microseconds.
 const CACHE_BYTES: u64 = 4 << 20;
 /// The memtable of one keyspace: with the cache, what the store holds in memory (six
 /// keyspaces, most of them written little).

@@ -86,8 +86,8 @@ const MAX_FIRST_MET: usize = 4096;
 /// stretches in proportion, so a node hears at most this many heartbeats a period however large
 /// the network. Every member hears every heartbeat, several copies of it through gossipsub's
 /// mesh, and each copy wakes a connection, decrypts, decodes and checks a signature: at 20
-/// members on one loopback box, heartbeats every second against every five took an idle node
-/// from 1.5% to 3.7% of a core (2026-12-02), and that cost grows with the network's size.
+/// members, heartbeats every second instead of every five more than double an idle node's CPU,
+/// and that cost grows with the network's size.
 pub const FULL_RATE_MEMBERS: usize = 20;
 /// The longest a stretched period gets (at 240 members with the default five seconds).
 pub const MAX_PERIOD: Duration = Duration::from_secs(60);
