@@ -13,7 +13,7 @@
 //! The commented example at `config/weft.example.toml` documents every key; a test parses it
 //! and checks that it covers the whole tree.
 //!
-//! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
+//! Module order (each module uses only those before it; `tests/architecture/tests/module_graph.rs`
 //! checks it): index, network, validate → load.
 
 mod index;

@@ -18,7 +18,7 @@
 //! The slow reference extractor (Mozilla Readability in QuickJS) lives in [`reference`] behind
 //! the `reference` feature; the node runs it off the hot path.
 //!
-//! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
+//! Module order (each module uses only those before it; `tests/architecture/tests/module_graph.rs`
 //! checks it): decode, devset, fingerprint, reference, sanitize, sitemap → dom → content, js,
 //! links, metadata, template → changes, classify, learned, teacher.
 

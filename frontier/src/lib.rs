@@ -26,7 +26,7 @@
 //! decides. That keeps the rules unit-testable and the crate free of async runtimes. The modules
 //! named in code spans above are private; what other crates need of them is re-exported here.
 //!
-//! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
+//! Module order (each module uses only those before it; `tests/architecture/tests/module_graph.rs`
 //! checks it): discovery, fanout, generation, health, politeness, revisits, robots, score, seen
 //! → second → store → tables → outcomes, patterns → migrate → frontier.
 

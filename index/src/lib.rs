@@ -20,7 +20,7 @@
 //! it, in its database, [`replicas::ReplicaStore`] holds whole copies of the documents whose
 //! ids this node owns (see `weft_p2p::replicas`).
 //!
-//! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
+//! Module order (each module uses only those before it; `tests/architecture/tests/module_graph.rs`
 //! checks it): dedup, kmeans, segments, testing, tokenizer → chunk, embed, store → documents,
 //! lexical, vectors → indexer, local, replicas → cells, duplicates.
 

@@ -2,7 +2,7 @@
 //!
 //! Modules are private unless the CLI, the tests or the examples need them; what others use
 //! is re-exported below. The modules depend on each other one way: a module uses only those
-//! before it in this order, and `tests/tests/it/module_graph.rs` checks it.
+//! before it in this order, and `tests/architecture/tests/module_graph.rs` checks it.
 //!
 //! 1. The page and its seams: [`page`] (the page and the [`page::Pipeline`] seam), [`storage`]
 //!    (bounded durable writes), `blocking` (bounded store calls), `hand_over` (hand-overs paced

@@ -34,7 +34,7 @@
 //! - [`versions`]: the protocol version a peer speaks, and peers refused for another (pure).
 //! - [`network`]: the swarm, its event loop, and the handle the node talks to.
 //!
-//! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
+//! Module order (each module uses only those before it; `tests/architecture/tests/module_graph.rs`
 //! checks it): address_book, codec, grid, identity, keep_alive, reachability, ring, signing, versions → exchange,
 //! membership, placement, records → replicas, roster → copy_sync, postings, search → doc_wire,
 //! publishing → behaviour → network.

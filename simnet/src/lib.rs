@@ -15,7 +15,7 @@
 //! [`plot`] draws the run and [`demo`] is `weft demo`. [`natlab`] builds a small internet of Linux network namespaces with home
 //! routers that masquerade (cone and symmetric NAT) and runs real nodes behind them.
 //!
-//! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
+//! Module order (each module uses only those before it; `tests/architecture/tests/module_graph.rs`
 //! checks it): churn, failures, find_timing, load, ports, rng, web → scale, news, report, search_eval, topics →
 //! docs, schedule → runner → demo, natlab, plot, sweep.
 

@@ -8,7 +8,7 @@
 //! - [`address`]: the addresses a crawler is never sent to (the SSRF guard's table, also
 //!   applied to the URLs peers send).
 //!
-//! Module order (each module uses only those before it; `tests/tests/it/module_graph.rs`
+//! Module order (each module uses only those before it; `tests/architecture/tests/module_graph.rs`
 //! checks it): address, host, normalize.
 
 pub mod address;

@@ -4,7 +4,6 @@
 mod common;
 mod data_dir;
 mod extract_in_crawl;
-mod module_graph;
 mod network_cells;
 mod network_crash;
 mod network_crawl;

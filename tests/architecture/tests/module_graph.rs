@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 const CRATES: &[&str] = &["config", "frontier/url", "frontier", "extract", "index", "p2p", "simnet", "node"];
 
 fn src_of(krate: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(krate).join("src")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(krate).join("src")
 }
 
 /// Top-level module → the top-level modules it names (`crate::x`, `crate::{x, y::z}`). The
