@@ -96,7 +96,8 @@ impl Node {
         let route = network.as_ref().map(|(started, journal)| {
             // Copies are looked for only by a node that can index them.
             let replicas = if config.index.enabled { config.index.replicas } else { 0 };
-            Arc::new(Router::new(started.handle.clone(), journal.clone(), replicas)) as Arc<dyn Route>
+            let held = index.as_ref().and_then(|i| i.cells().cloned());
+            Arc::new(Router::new(started.handle.clone(), journal.clone(), replicas, held)) as Arc<dyn Route>
         });
         let renders = layouts.as_ref().map(|l| Arc::new(l.renders.clone()) as Arc<dyn Renders>);
         let storage = Storage::new(&config.data_dir, Duration::from_secs(config.storage.flush_timeout_secs));

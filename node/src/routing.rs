@@ -14,6 +14,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft_frontier::{Candidate, SecondCopy, UrlKind};
+use weft_index::cells::CellStore;
 use weft_p2p::{Inbound, NetworkHandle, PeerId, WireUrl};
 use weft_url::{normalize_url, HostKey};
 
@@ -179,8 +180,8 @@ pub const ADOPT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 const COPY_DEADLINE: Duration = Duration::from_millis(1500);
 const COPY_HEDGE: Duration = Duration::ZERO;
 
-/// Sends the URLs this node does not own to their owners, and finds the copies other members
-/// hold of the pages this node is about to fetch.
+/// Sends the URLs this node does not own to their owners, and finds the copies held of the
+/// pages this node is about to fetch: its own first, then other members'.
 #[derive(Clone)]
 pub struct Router {
     network: NetworkHandle,
@@ -188,12 +189,14 @@ pub struct Router {
     me: PeerId,
     /// `index.replicas` (0: copies are not looked for).
     replicas: usize,
+    /// The copies this node holds of other members' pages, when it indexes.
+    held: Option<Arc<CellStore>>,
 }
 
 impl Router {
-    pub fn new(network: NetworkHandle, journal: Journal, replicas: usize) -> Router {
+    pub fn new(network: NetworkHandle, journal: Journal, replicas: usize, held: Option<Arc<CellStore>>) -> Router {
         let me = network.peer_id();
-        Router { network, journal, me, replicas }
+        Router { network, journal, me, replicas, held }
     }
 }
 
@@ -220,6 +223,19 @@ pub fn adoptable(copy: weft_p2p::replicas::Replica, url: &url::Url, holder: &Pee
         simhash: copy.simhash,
     };
     Some(HeldCopy { document, links, holder: holder.to_string() })
+}
+
+/// The copy of the page at `url` this node holds itself (`me`: the holder), if fresh enough
+/// to be taken instead of the page (see [`adoptable`]). Blocking.
+fn own_copy(cells: &CellStore, url: &url::Url, me: &PeerId, now: u64) -> Option<HeldCopy> {
+    let id = weft_index::DocId::of_url(url.as_str());
+    match crate::replicas::held(cells, &id) {
+        Ok(copy) => adoptable(copy?, url, me, now),
+        Err(e) => {
+            tracing::warn!(url = %url, "a copy held here could not be read: {e}");
+            None
+        }
+    }
 }
 
 impl Route for Router {
@@ -253,8 +269,22 @@ impl Route for Router {
 
     fn copy_of(&self, url: &url::Url) -> futures::future::BoxFuture<'static, Option<HeldCopy>> {
         let (network, replicas, url) = (self.network.clone(), self.replicas, url.clone());
+        let (held, me) = (self.held.clone(), self.me);
         Box::pin(async move {
-            if replicas == 0 || network.ring().members().len() < 2 {
+            if replicas == 0 {
+                return None;
+            }
+            // This node's own copy first: the pages of a crawler gone for good are queued again
+            // by the first of their holders still a member (`replicas::orphaned`), often the
+            // host's new owner, whose copy the network lookup below does not ask for.
+            if let Some(cells) = held {
+                let page = url.clone();
+                let own = tokio::task::spawn_blocking(move || own_copy(&cells, &page, &me, weft_clock::now_secs()));
+                if let Ok(Some(copy)) = own.await {
+                    return Some(copy);
+                }
+            }
+            if network.ring().members().len() < 2 {
                 return None;
             }
             let doc = weft_index::DocId::of_url(url.as_str()).hex();
@@ -772,5 +802,34 @@ mod tests {
         assert!(adoptable(copy.clone(), &url, &holder, stale).is_none(), "too old: fetched again");
         let other = url::Url::parse("http://a.test/q").unwrap();
         assert!(adoptable(copy, &other, &holder, now).is_none(), "another page's copy");
+    }
+
+    #[test]
+    fn a_copy_this_node_holds_is_found_in_its_own_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let cells = crate::cells::open(dir.path(), 384, &weft_config::IndexConfig::default()).unwrap();
+        let (url, me) = (url::Url::parse("http://a.test/p").unwrap(), PeerId::random());
+        assert!(own_copy(&cells, &url, &me, 2_000_000).is_none(), "nothing held yet");
+        let mut copy = weft_p2p::replicas::Replica {
+            doc: weft_p2p::replicas::doc_id(url.as_str()),
+            page: weft_index::PageMeta { url: url.to_string(), title: "P".into(), ..Default::default() },
+            facts: weft_index::PageFacts::default(),
+            word_count: 3,
+            simhash: None,
+            text: "three words here".into(),
+            chunks: Vec::new(),
+            fetched_at: 1_000_000,
+            links: Vec::new(),
+            publisher: Vec::new(),
+            signature: Vec::new(),
+        };
+        copy.sign(&weft_p2p::identity::Keypair::generate_ed25519());
+        assert_eq!(crate::replicas::store(&cells, &[copy], None, &|_| 0).unwrap(), 1);
+        let found = own_copy(&cells, &url, &me, 1_000_000 + 3600).expect("held here");
+        assert_eq!((found.document.text.as_str(), found.holder), ("three words here", me.to_string()));
+        let stale = 1_000_000 + ADOPT_MAX_AGE.as_secs() + 1;
+        assert!(own_copy(&cells, &url, &me, stale).is_none(), "too old: the page is fetched");
+        let other = url::Url::parse("http://a.test/q").unwrap();
+        assert!(own_copy(&cells, &other, &me, 1_000_000).is_none());
     }
 }
