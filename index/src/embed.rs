@@ -57,6 +57,13 @@ fn environment(library: &Path) -> Result<Environment, IndexError> {
     }
 }
 
+/// The model's identity: blake3 of the model file, 16 hex digits.
+pub fn model_id(path: &std::path::Path) -> Result<String, crate::IndexError> {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update_reader(std::fs::File::open(path)?)?;
+    Ok(hasher.finalize().to_hex()[..16].to_string())
+}
+
 /// The process's heap, bytes: in use (glibc's `mallinfo2`: arenas and large mappings) and held
 /// free in the arenas; zeros where that is not known. Process-wide: a difference in use across
 /// a step measures the step only while nothing else allocates much, as when the node loads its

@@ -106,14 +106,6 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// The `message` of an API error body (or the body itself), for clients.
-pub fn error_message(body: &[u8]) -> String {
-    serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
-        .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned())
-}
-
 impl AppState {
     /// Asks the searcher for `k` results (`index_disabled` on a node that does not index),
     /// timing the answer in the search histograms; its errors answered as the API answers them.
@@ -313,13 +305,14 @@ pub struct OutcomesParams {
 async fn list_outcomes(
     State(state): State<AppState>,
     Query(p): Query<OutcomesParams>,
-) -> Result<Json<crate::urls::OutcomePage>, ApiError> {
-    let limit = p.limit.unwrap_or(DEFAULT_PAGE).clamp(1, crate::urls::MAX_OUTCOMES_PAGE);
+) -> Result<Json<weft_content::urls::OutcomePage>, ApiError> {
+    let limit = p.limit.unwrap_or(DEFAULT_PAGE).clamp(1, weft_content::urls::MAX_OUTCOMES_PAGE);
     let outcomes = state.crawler.outcomes();
-    let page = tokio::task::spawn_blocking(move || crate::urls::outcomes_page(&outcomes, p.cursor.as_deref(), limit))
-        .await
-        .map_err(internal)?
-        .map_err(internal)?;
+    let page =
+        tokio::task::spawn_blocking(move || weft_content::urls::outcomes_page(&outcomes, p.cursor.as_deref(), limit))
+            .await
+            .map_err(internal)?
+            .map_err(internal)?;
     Ok(Json(page))
 }
 
@@ -327,7 +320,7 @@ async fn list_outcomes(
 async fn url_report(
     State(state): State<AppState>,
     Query(p): Query<UrlParams>,
-) -> Result<Json<crate::urls::UrlReport>, ApiError> {
+) -> Result<Json<weft_content::urls::UrlReport>, ApiError> {
     let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, "bad_url", m);
     let raw = p.url.filter(|u| !u.trim().is_empty()).ok_or_else(|| bad("pass ?url=https://...".into()))?;
     let url = weft_url::normalize(raw.trim(), None).map_err(|e| bad(format!("{raw:?}: {e}")))?;
@@ -345,7 +338,7 @@ async fn url_report(
             }
             None => None,
         };
-        anyhow::Ok(crate::urls::UrlReport::new(url.to_string(), crawl, document))
+        anyhow::Ok(weft_content::urls::UrlReport::new(url.to_string(), crawl, document))
     })
     .await
     .map_err(internal)?

@@ -169,7 +169,7 @@ pub fn announce_slice(
         if host.is_some_and(|h| owned(&h)) {
             out.postings.extend(postings_of(index, &record.url, placing.clone())?);
             if copies {
-                out.copies.extend(crate::replicas::replica_of(index, &id)?);
+                out.copies.extend(weft_content::copies::replica_of(index, &id)?);
             }
         }
     }

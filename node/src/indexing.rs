@@ -216,7 +216,7 @@ impl IndexService {
         network: Option<weft_p2p::NetworkHandle>,
         cells: Option<Arc<CellStore>>,
     ) -> Result<Arc<IndexService>, IndexError> {
-        let model = model_id(&config.embed.model)?;
+        let model = weft_index::embed::model_id(&config.embed.model)?;
         let counters = Arc::new(Counters::default());
         let (jobs, job_rx) = sync_channel::<Job>(config.index.queue);
         let (embeds, embed_rx) = sync_channel::<Embed>(QUERY_QUEUE);
@@ -327,7 +327,7 @@ impl IndexService {
             // And a copy of the document for the owners of its id (`index.replicas`).
             let copy = match outcome {
                 Outcome::Indexed { .. } if self.replicas > 0 => {
-                    crate::replicas::replica_of(&self.index, &DocId::of_url(&url))
+                    weft_content::copies::replica_of(&self.index, &DocId::of_url(&url))
                 }
                 _ => Ok(None),
             };
@@ -694,13 +694,6 @@ impl weft_index::duplicates::NetworkDuplicates for DhtDuplicates {
     fn publish(&self, simhash: u64, url: &str, fetched_at: u64) {
         self.0.publish_fingerprint(simhash, url.to_string(), fetched_at);
     }
-}
-
-/// The model's identity: blake3 of the model file, 16 hex digits.
-pub(crate) fn model_id(path: &std::path::Path) -> Result<String, IndexError> {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update_reader(std::fs::File::open(path)?)?;
-    Ok(hasher.finalize().to_hex()[..16].to_string())
 }
 
 /// The document the index stores for an extracted page.

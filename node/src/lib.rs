@@ -7,8 +7,8 @@
 //! 1. The page and its seams: [`page`] (the page and the [`page::Pipeline`] seam), [`storage`]
 //!    (bounded durable writes), `blocking` (bounded store calls), `hand_over` (hand-overs paced
 //!    by the postings outbox), `guard` (the SSRF guard) →
-//!    `fetcher`, [`token`], `received` (URLs from peers), `urls` (why a URL is or is not
-//!    indexed), `procmem`, the pure [`extract_cli`]; [`metrics`] (counters); the
+//!    `fetcher`, [`token`], `received` (URLs from peers), `procmem`, the pure [`extract_cli`];
+//!    [`metrics`] (counters); the
 //!    network's stores: `replicas` (document copies) → `copy_sync` (serving `/weft/doc/1`,
 //!    comparing copies with co-holders) and `cells` (postings; `cell_levels`, the postings a
 //!    growing network places at a new level of cells) → `cell_upkeep`; `reextract` (the
@@ -21,11 +21,14 @@
 //!    `memory` (the memory target) and [`doctor`]; `indexing` (the index stage).
 //! 4. `search`, [`quota`] and `status` (`/status` and `/metrics`), then [`api`] (the local HTTP
 //!    API), then `node`, which wires everything from a config, and the CLI's helpers
-//!    ([`export`], [`join`], [`mcp`], `templates_cli`).
+//!    ([`join`], `templates_cli`).
 //!
-//! Module order: blocking, cell_levels, extract_cli, guard, hand_over, page, procmem, received, responses, storage,
-//! token, urls → replicas → copy_sync, cells → cell_upkeep, fetcher, metrics, reextract → crawl, second_opinion → layouts, second_copies → routing → doctor, memory,
-//! pipeline → indexing → quota, search, status → api → find → export, join, mcp, node, templates_cli.
+//! What the node hands out — documents and copies as views, kept responses, URL outcomes,
+//! `weft export` and `weft mcp` — is the `weft-content` crate's.
+//!
+//! Module order: blocking, cell_levels, extract_cli, guard, hand_over, page, procmem, received, storage,
+//! token → replicas → copy_sync, cells → cell_upkeep, fetcher, metrics, reextract → crawl, second_opinion → layouts, second_copies → routing → doctor, memory,
+//! pipeline → indexing → quota, search, status → api → find → join, node, templates_cli.
 
 pub mod api;
 mod blocking;
@@ -35,7 +38,6 @@ mod cells;
 mod copy_sync;
 mod crawl;
 pub mod doctor;
-pub mod export;
 pub mod extract_cli;
 mod fetcher;
 pub mod find;
@@ -44,7 +46,6 @@ mod hand_over;
 mod indexing;
 pub mod join;
 pub mod layouts;
-pub mod mcp;
 mod memory;
 pub mod metrics;
 mod node;
@@ -55,7 +56,6 @@ pub mod quota;
 mod received;
 pub mod reextract;
 mod replicas;
-pub mod responses;
 mod routing;
 mod search;
 mod second_copies;
@@ -64,7 +64,6 @@ mod status;
 pub mod storage;
 pub mod templates_cli;
 pub mod token;
-pub mod urls;
 
 pub use crawl::PROCESSING_GRACE;
 pub use crawl::{CrawlSettings, CrawlState, CrawlStatus, Crawler, Renders, Route};

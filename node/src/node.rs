@@ -117,7 +117,7 @@ impl Node {
             route,
             renders,
             responses: match config.crawl.keep_responses {
-                true => Some(crate::responses::ResponseStore::open(&db)?),
+                true => Some(weft_content::responses::ResponseStore::open(&db)?),
                 false => None,
             },
         });
@@ -396,7 +396,7 @@ fn start_network(config: &Config, db: &sled::Db) -> anyhow::Result<(weft_p2p::St
     settings.allow_private = config.fetch.allow_private_networks;
     settings.search = config.search.clone();
     // Postings of another model are refused; a node without an index holds none.
-    settings.model = config.index.enabled.then(|| crate::indexing::model_id(&config.embed.model).ok()).flatten();
+    settings.model = config.index.enabled.then(|| weft_index::embed::model_id(&config.embed.model).ok()).flatten();
     // A node without an index keeps no copies either, and makes none.
     settings.doc_replicas = if settings.model.is_some() { config.index.replicas } else { 0 };
     // A restart without bootstrap peers finds the network through the members saved here.

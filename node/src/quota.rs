@@ -64,8 +64,8 @@ pub fn check(
     let evicted = index.evict_oldest(n)?;
     // The kept responses (`crawl.keep_responses`) of the documents that went go with them.
     let store = index.index().store();
-    let responses =
-        crate::responses::ResponseStore::open(db)?.keep_only(|id| store.doc(id).map_or(true, |d| d.is_some()))?;
+    let responses = weft_content::responses::ResponseStore::open(db)?
+        .keep_only(|id| store.doc(id).map_or(true, |d| d.is_some()))?;
     db.flush()?;
     reclaim(store.clone(), reclaiming)?;
     tracing::warn!(

@@ -11,11 +11,11 @@
 //! on one blocking thread beside the crawl, a page at a time, and yields to a stop at once.
 
 use crate::page::{FetchedPage, Pipeline, Reextracted};
-use crate::responses::ResponseStore;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
+use weft_content::responses::ResponseStore;
 
 /// How a node chooses each page's blocks: the built-in classifier over the rules, or the rules
 /// alone (`extract.learned = false`).
@@ -197,7 +197,7 @@ pub fn run(
 
 /// A kept response as the pipeline takes a fetched page.
 /// `None` when its URL does not parse (a damaged record).
-fn page_of(kept: crate::responses::KeptResponse) -> Option<FetchedPage> {
+fn page_of(kept: weft_content::responses::KeptResponse) -> Option<FetchedPage> {
     let header = |name: &str| kept.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
     Some(FetchedPage {
         url: url::Url::parse(&kept.url).ok()?,
@@ -256,7 +256,16 @@ mod tests {
         // A node before the record, holding five kept responses.
         let urls: Vec<String> = (0..5).map(|i| format!("http://a.test/{i}")).collect();
         for u in &urls {
-            responses.keep(&crate::responses::response(u, "<p>page</p>")).unwrap();
+            let kept = weft_content::responses::KeptResponse {
+                url: u.clone(),
+                fetched_at_ms: 1_780_000_000_000,
+                version: "HTTP/1.1".into(),
+                status: 200,
+                headers: vec![("content-type".into(), "text/html".into())],
+                request_headers: Vec::new(),
+                body: b"<p>page</p>".to_vec(),
+            };
+            responses.keep(&kept).unwrap();
         }
         let pipeline = Counting::default();
         let tally = Tally::new("new".into(), true);

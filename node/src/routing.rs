@@ -229,7 +229,7 @@ pub fn adoptable(copy: weft_p2p::replicas::Replica, url: &url::Url, holder: &Pee
 /// to be taken instead of the page (see [`adoptable`]). Blocking.
 fn own_copy(cells: &CellStore, url: &url::Url, me: &PeerId, now: u64) -> Option<HeldCopy> {
     let id = weft_index::DocId::of_url(url.as_str());
-    match crate::replicas::held(cells, &id) {
+    match weft_content::copies::held(cells, &id) {
         Ok(copy) => adoptable(copy?, url, me, now),
         Err(e) => {
             tracing::warn!(url = %url, "a copy held here could not be read: {e}");

@@ -96,7 +96,7 @@ async fn ask(api: SocketAddr, path: &str, token: Option<&str>) -> anyhow::Result
     let status = resp.status();
     let body = resp.bytes().await?.to_vec();
     if !status.is_success() {
-        let message = crate::api::error_message(&body);
+        let message = weft_content::client::error_message(&body);
         anyhow::bail!("the node at {api} answered {status}: {message}");
     }
     Ok(Some(body))

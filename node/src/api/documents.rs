@@ -80,7 +80,7 @@ pub struct CopiesParams {
 pub(super) async fn list_copies(
     State(state): State<AppState>,
     Query(p): Query<CopiesParams>,
-) -> Result<Json<crate::replicas::HeldPage>, ApiError> {
+) -> Result<Json<weft_content::copies::HeldPage>, ApiError> {
     let cursor = p
         .cursor
         .as_deref()
@@ -90,8 +90,8 @@ pub(super) async fn list_copies(
     let limit = p.limit.unwrap_or(DEFAULT_PAGE).clamp(1, weft_index::documents::MAX_PAGE);
     let cells = state.index.as_ref().and_then(|i| i.cells().cloned());
     let page = index_read(&state, move |_| match cells {
-        Some(c) => crate::replicas::held_page(c.replicas(), cursor.as_ref(), limit).map_err(internal),
-        None => Ok(crate::replicas::HeldPage::default()),
+        Some(c) => weft_content::copies::held_page(c.replicas(), cursor.as_ref(), limit).map_err(internal),
+        None => Ok(weft_content::copies::HeldPage::default()),
     })
     .await?;
     Ok(Json(page))
@@ -176,10 +176,11 @@ pub(crate) async fn read_document(
                 DocumentSource { held: "local".into(), peer: None, crawled_by: None, ms: None, asked: Vec::new() };
             return Ok(Some(DocumentAnswer { document: view, source }));
         }
-        let Some(copy) = cells.map(|c| crate::replicas::held(&c, &id)).transpose().map_err(internal)?.flatten() else {
+        let Some(copy) = cells.map(|c| weft_content::copies::held(&c, &id)).transpose().map_err(internal)?.flatten()
+        else {
             return Ok(None);
         };
-        Ok(crate::replicas::view_of(&copy).map(|document| {
+        Ok(weft_content::copies::view_of(&copy).map(|document| {
             let crawled_by = copy.publisher_id().map(|p| p.to_string());
             DocumentAnswer {
                 document,
@@ -199,7 +200,7 @@ pub(crate) async fn read_document(
     let everyone = network.ring().members().len();
     let answer = network.get_document(&id.hex(), &first, everyone, DOC_HEDGE, DOC_DEADLINE).await;
     let asked: Vec<(String, String)> = answer.asked.iter().map(|(p, said)| (p.to_string(), said.clone())).collect();
-    match answer.found.and_then(|(peer, copy)| crate::replicas::view_of(&copy).map(|v| (peer, copy, v))) {
+    match answer.found.and_then(|(peer, copy)| weft_content::copies::view_of(&copy).map(|v| (peer, copy, v))) {
         Some((peer, copy, document)) => {
             let source = DocumentSource {
                 held: "peer".into(),
@@ -223,7 +224,7 @@ pub(crate) async fn read_document(
 pub(super) async fn get_response(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<crate::responses::ResponseJson>, ApiError> {
+) -> Result<Json<weft_content::responses::ResponseJson>, ApiError> {
     let id = weft_index::DocId::parse_hex(&id)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_id", e.to_string()))?;
     let missing = |m: &str| ApiError::new(StatusCode::NOT_FOUND, "no_response", m.to_string());

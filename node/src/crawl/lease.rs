@@ -230,13 +230,13 @@ impl Inner {
     /// it is counted and logged; the page is still indexed.
     fn keep_response(
         &self,
-        responses: &crate::responses::ResponseStore,
+        responses: &weft_content::responses::ResponseStore,
         url: &Url,
         status: u16,
         head: crate::fetcher::HttpHead,
         body: &[u8],
     ) {
-        let kept = crate::responses::KeptResponse {
+        let kept = weft_content::responses::KeptResponse {
             url: url.to_string(),
             fetched_at_ms: weft_clock::now_ms(),
             version: format!("{:?}", head.version),

@@ -212,7 +212,7 @@ pub struct Parts {
     /// The JavaScript tier, when layouts are enabled.
     pub renders: Option<Arc<dyn Renders>>,
     /// Where pages' HTTP responses are kept, with `crawl.keep_responses`.
-    pub responses: Option<crate::responses::ResponseStore>,
+    pub responses: Option<weft_content::responses::ResponseStore>,
 }
 
 /// At a stop, how long pages already fetched may still take to be processed once unanswered
@@ -246,7 +246,7 @@ struct Inner {
     state: AtomicU8,
     route: Option<Arc<dyn Route>>,
     renders: Option<Arc<dyn Renders>>,
-    responses: Option<crate::responses::ResponseStore>,
+    responses: Option<weft_content::responses::ResponseStore>,
     /// The operator paused the crawl: no new requests start (in-flight ones finish).
     paused: std::sync::atomic::AtomicBool,
     /// Over the memory target: no new requests start until memory is back down.
@@ -314,7 +314,7 @@ impl Crawler {
     }
 
     /// Where pages' responses are kept, with `crawl.keep_responses`.
-    pub fn responses(&self) -> Option<&crate::responses::ResponseStore> {
+    pub fn responses(&self) -> Option<&weft_content::responses::ResponseStore> {
         self.inner.responses.as_ref()
     }
 
@@ -402,12 +402,12 @@ impl Crawler {
     /// What this node's crawl knows of a normalized URL: where it stands in the frontier, what
     /// happened when it was tried, and who owns its host when another member does. Blocking
     /// (sled reads): call it from the blocking pool.
-    pub fn url_report(&self, url: &Url) -> anyhow::Result<crate::urls::CrawlView> {
+    pub fn url_report(&self, url: &Url) -> anyhow::Result<weft_content::urls::CrawlView> {
         let host = HostKey::of(url);
         let state = self.inner.frontier.lock().url_state(url)?;
         let outcome = self.inner.outcomes.get(url.as_str())?;
         let owner = self.inner.route.as_ref().and_then(|r| r.owner(host.as_str()));
-        Ok(crate::urls::CrawlView { host: host.into_string(), frontier: state, outcome, owner })
+        Ok(weft_content::urls::CrawlView { host: host.into_string(), frontier: state, outcome, owner })
     }
 
     /// The recorded outcomes, in URL order after `after` (for the export).

@@ -62,7 +62,7 @@ async fn read(http: &reqwest::Client, member: &Member, doc: &DocId) -> (serde_js
 /// `weft export --copies` of the node whose API is at `api`, as JSON lines.
 async fn export_copies(api: std::net::SocketAddr) -> Vec<serde_json::Value> {
     tokio::task::spawn_blocking(move || {
-        use weft_node::export::{self, Jsonl, What};
+        use weft_content::export::{self, Jsonl, What};
         let mut source = export::Api::connect(api).unwrap();
         let mut out = Vec::new();
         let listing = weft_index::Listing { host: None, since: None, cursor: None, limit: 100 };
@@ -182,7 +182,7 @@ async fn documents_are_held_by_three_members_readable_from_any_and_repaired_when
     let (client_io, server_io) = tokio::io::duplex(1 << 20);
     let api = c.api;
     let server_side = tokio::spawn(async move {
-        let running = weft_node::mcp::WeftMcp::new(api).unwrap().serve(server_io).await.unwrap();
+        let running = weft_content::mcp::WeftMcp::new(api).unwrap().serve(server_io).await.unwrap();
         let _ = running.waiting().await;
     });
     let client = ().serve(client_io).await.expect("initialize");

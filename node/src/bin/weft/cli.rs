@@ -96,9 +96,9 @@ pub(super) enum Command {
         cfg: ConfigArgs,
         /// One record per document, per chunk, or per URL met (its latest crawl outcome).
         #[arg(long, value_enum, default_value = "documents")]
-        what: weft_node::export::What,
+        what: weft_content::export::What,
         #[arg(long, value_enum, default_value = "jsonl")]
-        format: weft_node::export::Format,
+        format: weft_content::export::Format,
         /// Where to write (`-`: standard output; Parquet needs a file).
         #[arg(short, long, default_value = "-", value_name = "FILE")]
         output: PathBuf,

@@ -149,7 +149,7 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
         }
         Command::Export { cfg, what, format, output, cursor, host, since, api, copies, quiet } => {
             let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
-            let request = weft_node::export::Request {
+            let request = weft_content::export::Request {
                 what,
                 format,
                 output,
@@ -160,15 +160,15 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
                 progress: !quiet,
                 copies,
             };
-            let done = weft_node::export::command(&config, request)?;
+            let done = weft_content::export::command(&config, request)?;
             let resume =
                 done.cursor.map(|c| format!("; the last was {c} (--cursor resumes after it)")).unwrap_or_default();
-            if matches!(format, weft_node::export::Format::Warc) {
+            if matches!(format, weft_content::export::Format::Warc) {
                 eprintln!(
                     "exported {} documents as WARC; {} had no kept response (crawl.keep_responses){resume}",
                     done.documents, done.urls
                 );
-            } else if what == weft_node::export::What::Urls {
+            } else if what == weft_content::export::What::Urls {
                 eprintln!("exported {} URL outcomes{resume}", done.urls);
             } else {
                 let copies = if done.copies > 0 {
@@ -183,7 +183,7 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
         Command::Mcp { cfg, api } => {
             let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
             let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-            runtime.block_on(weft_node::mcp::serve(api.unwrap_or(config.api.listen)))?;
+            runtime.block_on(weft_content::mcp::serve(api.unwrap_or(config.api.listen)))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Doctor { cfg, json } => {

@@ -36,7 +36,7 @@ pub(super) async fn search_api(
     let status = resp.status();
     let body = resp.bytes().await.map_err(|e| SearchVia::Failed(e.into()))?;
     if !status.is_success() {
-        let message = weft_node::api::error_message(&body);
+        let message = weft_content::client::error_message(&body);
         return Err(SearchVia::Failed(anyhow::anyhow!("the node at {addr} answered {status}: {message}")));
     }
     serde_json::from_slice(&body).map_err(|e| SearchVia::Failed(e.into()))

@@ -123,7 +123,7 @@ pub trait Source {
     /// Up to `limit` URL outcomes after the URL `cursor`, in URL order.
     fn outcomes(&mut self, cursor: Option<&str>, limit: usize) -> anyhow::Result<crate::urls::OutcomePage>;
     /// Up to `limit` of the copies held for other members after the id `cursor`, in id order.
-    fn copies(&mut self, cursor: Option<&str>, limit: usize) -> anyhow::Result<crate::replicas::HeldPage>;
+    fn copies(&mut self, cursor: Option<&str>, limit: usize) -> anyhow::Result<crate::copies::HeldPage>;
     /// The HTTP response kept for the document `id` (`crawl.keep_responses`), if any.
     fn response(&mut self, id: &str) -> anyhow::Result<Option<crate::responses::KeptResponse>>;
 }
@@ -161,7 +161,7 @@ impl DataDir {
             .then(|| weft_p2p::identity::load_or_create(&config.data_dir).ok())
             .flatten()
             .map(|k| k.public().to_peer_id().to_string());
-        let model = crate::indexing::model_id(&config.embed.model).ok();
+        let model = weft_index::embed::model_id(&config.embed.model).ok();
         let cells = config.data_dir.join("cells").join("db");
         let copies = if cells.exists() {
             let db =
@@ -198,10 +198,10 @@ impl Source for DataDir {
         Ok(crate::urls::outcomes_page(&self.outcomes, cursor, limit)?)
     }
 
-    fn copies(&mut self, cursor: Option<&str>, limit: usize) -> anyhow::Result<crate::replicas::HeldPage> {
-        let Some(c) = &self.copies else { return Ok(crate::replicas::HeldPage::default()) };
+    fn copies(&mut self, cursor: Option<&str>, limit: usize) -> anyhow::Result<crate::copies::HeldPage> {
+        let Some(c) = &self.copies else { return Ok(crate::copies::HeldPage::default()) };
         let cursor = cursor.map(weft_index::DocId::parse_hex).transpose()?;
-        Ok(crate::replicas::held_page(&c.store, cursor.as_ref(), limit)?)
+        Ok(crate::copies::held_page(&c.store, cursor.as_ref(), limit)?)
     }
 
     fn response(&mut self, id: &str) -> anyhow::Result<Option<crate::responses::KeptResponse>> {
@@ -225,7 +225,7 @@ impl Api {
         let runtime = Arc::new(tokio::runtime::Builder::new_current_thread().enable_all().build()?);
         let client = reqwest::Client::builder().no_proxy().timeout(std::time::Duration::from_secs(60)).build()?;
         let base = format!("http://{addr}");
-        let status: crate::status::Status = runtime
+        let status: crate::client::NodeFacts = runtime
             .block_on(async { client.get(format!("{base}/status")).send().await?.error_for_status()?.json().await })
             .with_context(|| format!("no weft node answers at {addr}"))?;
         let index = status.index.as_ref();
@@ -249,7 +249,7 @@ impl Api {
             if !resp.status().is_success() {
                 let status = resp.status();
                 let body = resp.bytes().await.unwrap_or_default();
-                anyhow::bail!("{url}: HTTP {status}: {}", crate::api::error_message(&body));
+                anyhow::bail!("{url}: HTTP {status}: {}", crate::client::error_message(&body));
             }
             Ok(Some(resp.json().await?))
         })
@@ -292,7 +292,7 @@ impl Source for Api {
         self.get(&query)?.context("the node has no /outcomes (an older version?)")
     }
 
-    fn copies(&mut self, cursor: Option<&str>, limit: usize) -> anyhow::Result<crate::replicas::HeldPage> {
+    fn copies(&mut self, cursor: Option<&str>, limit: usize) -> anyhow::Result<crate::copies::HeldPage> {
         let mut query = format!("/copies?limit={limit}");
         if let Some(c) = cursor {
             query.push_str(&format!("&cursor={c}"));

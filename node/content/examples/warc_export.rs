@@ -5,11 +5,11 @@
 //! `weft export --format warc` reads and writes them. Prints the pages' HTML size, the bytes
 //! kept and the bytes written per page, and the keep and export rates (medians of 5 rounds).
 //!
-//! `cargo run --release -p weft-node --example warc_export -- [HTML_DIR]`
+//! `cargo run --release -p weft-content --example warc_export -- [HTML_DIR]`
 
 use std::io::Write;
 use std::time::Instant;
-use weft_node::responses::{KeptResponse, ResponseStore};
+use weft_content::responses::{KeptResponse, ResponseStore};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -66,10 +66,10 @@ fn main() -> anyhow::Result<()> {
         keep_rates.push(n as f64 / t.elapsed().as_secs_f64());
         let t = Instant::now();
         let mut out = std::io::BufWriter::new(std::fs::File::create(work.path().join("out.warc.gz"))?);
-        out.write_all(&weft_node::export::to_warc::warcinfo(weft_node::export::to_warc::Kind::Warc, None, 0)?)?;
+        out.write_all(&weft_content::export::to_warc::warcinfo(weft_content::export::to_warc::Kind::Warc, None, 0)?)?;
         for r in &responses {
             let kept = store.get(&weft_index::DocId::of_url(&r.url))?.expect("kept");
-            out.write_all(&weft_node::export::to_warc::exchange(&kept)?)?;
+            out.write_all(&weft_content::export::to_warc::exchange(&kept)?)?;
         }
         out.flush()?;
         drop(out);

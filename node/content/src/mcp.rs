@@ -115,7 +115,7 @@ impl WeftMcp {
             return Ok(None);
         }
         if !status.is_success() {
-            return Err(ToolError(format!("the node answered HTTP {status}: {}", crate::api::error_message(&body))));
+            return Err(ToolError(format!("the node answered HTTP {status}: {}", crate::client::error_message(&body))));
         }
         Ok(Some(serde_json::from_slice(&body)?))
     }
