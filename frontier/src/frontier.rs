@@ -34,7 +34,6 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
-use url::Url;
 
 mod blocks;
 mod borrow;

@@ -8,34 +8,25 @@
 //! One task owns the swarm; everything else talks to it through [`NetworkHandle`].
 
 use crate::behaviour::{Behaviour, BehaviourEvent};
-use crate::codec::{Codec, Frame, RequestBudget};
-use crate::exchange::{
-    check_batch, check_url, BatchReply, InFlight, NewcomerAllowance, Outbox, RateLimit, UrlBatch, UrlKind, WireUrl,
-    BUSY_DELAY, MAX_HOPS, NOT_MEMBER_DELAY,
-};
-use crate::membership::{Change, Members};
-use crate::postings::Posting;
-use crate::reachability::{self, Reachability, ReachabilityStatus};
-use crate::records::DupEntry;
+use crate::codec::{Codec, RequestBudget};
+use crate::exchange::{InFlight, NewcomerAllowance, Outbox, RateLimit, WireUrl};
+use crate::membership::Members;
+use crate::reachability::{self, Reachability};
 use crate::ring::Ring;
-use crate::search::SearchRequest;
 use crate::versions;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use libp2p::core::transport::ListenerId;
 use libp2p::identity::Keypair;
-use libp2p::multiaddr::Protocol;
-use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
+use libp2p::request_response::OutboundRequestId;
 use libp2p::swarm::SwarmEvent;
 use libp2p::{autonat, dcutr, identify, noise, ping, relay, tcp, upnp, yamux, Multiaddr, PeerId, Swarm};
-use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
-use weft_config::P2pConfig;
 
 /// First delay before dialling the bootstrap peers again when none answered; doubles up to
 /// [`MAX_RETRY`].

@@ -1,6 +1,7 @@
 //! What an element is, from its tag and attributes: a block, skipped, boilerplate, hidden.
 
-use super::*;
+use regex::RegexSet;
+use std::sync::OnceLock;
 
 /// Class/id patterns, after Mozilla Readability (the widely tested set).
 pub(super) const UNLIKELY: usize = 0;

@@ -1,7 +1,7 @@
 //! The facts the walk records: the element arena, text blocks, links, metadata carriers and the
 //! raw material of the JS-need score.
 
-use super::*;
+use crate::Warning;
 
 /// Index into [`Walk::elems`].
 pub type ElemId = u32;

@@ -17,12 +17,8 @@
 //! hidden), `state` the walk's state as it descends and climbs.
 
 use crate::fingerprint::Fingerprinter;
-use crate::Warning;
-use ego_tree::iter::Edge;
 use ego_tree::NodeRef;
-use regex::RegexSet;
 use scraper::{Html, Node};
-use std::sync::OnceLock;
 use url::Url;
 
 mod classify;

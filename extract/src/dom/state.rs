@@ -1,6 +1,15 @@
 //! The walk's state as it descends and climbs: open blocks, inline runs, links being read.
 
-use super::*;
+use super::{
+    is_block_tag, is_boiler_role, is_boiler_tag, is_hidden, is_skipped_tag, markup_text_chars, node_text,
+    node_text_raw, patterns, read_attrs, Attrs, Block, BoilerBy, Elem, ElemId, RawLink, Walk, MAX_WALK_DEPTH, MAYBE,
+    NEGATIVE, NOSCRIPT_MIN_CHARS, NO_PARENT, POSITIVE, UNLIKELY,
+};
+use crate::fingerprint::Fingerprinter;
+use crate::Warning;
+use ego_tree::iter::Edge;
+use ego_tree::NodeRef;
+use scraper::Node;
 
 /// Appends `text` to `buf` with whitespace runs collapsed to one space (none at the start of
 /// the buffer). Returns the number of non-whitespace characters added.

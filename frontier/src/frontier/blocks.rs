@@ -1,6 +1,7 @@
 //! Hosts the operator blocked.
 
-use super::*;
+use super::Frontier;
+use crate::store::Result;
 
 impl Frontier {
     /// Blocks `host` (a host key, `name` or `name:port`) for good: its queued URLs are dropped

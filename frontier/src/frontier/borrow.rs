@@ -1,7 +1,10 @@
 //! A host borrowed for one request outside the queue (the browser's pages and subresources),
 //! under a lease's rules.
 
-use super::*;
+use super::Frontier;
+use crate::store::Result;
+use crate::{Borrow, Returned};
+use std::time::Instant;
 
 impl Frontier {
     /// Takes `host` for one request outside the queue — a browser's page or subresource — under

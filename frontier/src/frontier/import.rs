@@ -1,6 +1,11 @@
 //! Importing the frontier a node kept in sled before this layout.
 
-use super::*;
+use super::Frontier;
+use crate::migrate::OldLayout;
+use crate::seen::SeenSet;
+use crate::store;
+use crate::store::{Result, Stored};
+use std::time::{Duration, Instant};
 
 impl Frontier {
     /// Imports the frontier a node kept in sled before (see [`crate::migrate`]), then drops it.

@@ -1,6 +1,12 @@
 //! What the frontier says about itself and its URLs: states, counters, the busiest hosts.
 
-use super::*;
+use super::resident::HostQueue;
+use super::Frontier;
+use crate::host::HostKey;
+use crate::store::Result;
+use crate::{FrontierStats, HostLoad, UrlState};
+use std::time::Instant;
+use url::Url;
 
 impl Frontier {
     /// Is this URL in the seen-set?

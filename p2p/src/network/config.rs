@@ -1,7 +1,10 @@
 //! The network's configuration as the event loop uses it (parsed and checked from
 //! `[p2p]`), and its typed errors.
 
-use super::*;
+use libp2p::multiaddr::Protocol;
+use libp2p::{Multiaddr, PeerId};
+use std::time::Duration;
+use weft_config::P2pConfig;
 
 #[derive(Debug, thiserror::Error)]
 pub enum P2pError {

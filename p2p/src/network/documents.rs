@@ -9,11 +9,22 @@
 //! copy whose signature and id check out arrives or the deadline passes; and
 //! [`NetworkHandle::ask_documents`] for one request of a comparison.
 
-use super::*;
+use super::handle::{Command, NetworkHandle};
+use super::EventLoop;
+use crate::codec::Frame;
 use crate::copy_sync::{self, BUCKETS, MAX_SEND};
 use crate::doc_wire::{DocReply, DocRequest};
+use crate::exchange::RateLimit;
 use crate::replicas::{self, Replica};
-use std::time::Instant;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use futures::StreamExt;
+use libp2p::request_response::{OutboundRequestId, ResponseChannel};
+use libp2p::{request_response, PeerId};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot};
 
 /// Documents one peer may ask for per second (bursts of twice that).
 const READS_PER_SEC: f64 = 20.0;

@@ -1,6 +1,17 @@
 //! How the node talks to the network task: the handle, its commands, what `start` returns.
 
-use super::*;
+use super::postings::PostingsInbound;
+use super::querying::{NetworkAnswer, SearchInbound};
+use super::status::NetworkStatus;
+use crate::exchange::WireUrl;
+use crate::postings::Posting;
+use crate::records::DupEntry;
+use crate::ring::Ring;
+use crate::search::SearchRequest;
+use libp2p::PeerId;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
 
 /// Requests to the network task besides URLs.
 pub(super) enum Command {

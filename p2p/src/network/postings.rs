@@ -6,12 +6,23 @@
 //! acknowledged once the node has stored them. A peer whose batches are refused whole three
 //! times is banned.
 
-use super::*;
+use super::EventLoop;
+use crate::codec::Frame;
+use crate::exchange::RateLimit;
 use crate::placement::Ladder;
-use crate::postings::{check_content, check_tombstone, BadPosting, PostingBatch, PostingReply};
+use crate::postings::{check_content, check_tombstone, BadPosting, Posting, PostingBatch, PostingReply};
 use crate::publishing::{Flight, Publisher, Withdrawal, MAX_WAITING_BYTES};
 use crate::replicas::{self, BadReplica, Replica};
-use std::time::Instant;
+use crate::ring::Ring;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use libp2p::request_response::{OutboundRequestId, ResponseChannel};
+use libp2p::{request_response, PeerId};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot};
 
 /// Posting batches one peer may send per second (bursts of twice that): 256 postings each.
 const BATCHES_PER_SEC: f64 = 4.0;

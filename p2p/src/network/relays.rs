@@ -1,7 +1,10 @@
 //! The event loop's part of reachability: what the relay this node offers is doing, what it
 //! advertises as it learns whether others can reach it, and the relay slots it holds behind NAT.
 
-use super::*;
+use super::EventLoop;
+use crate::reachability;
+use libp2p::multiaddr::Protocol;
+use libp2p::{relay, Multiaddr, PeerId};
 
 impl EventLoop {
     pub(super) fn on_relay_served(&mut self, event: relay::Event) {

@@ -14,8 +14,7 @@ use crate::roster::wire::{RosterReply, RosterRequest, MAX_ADDRS_EACH, MAX_WHERE}
 use libp2p::identity::Keypair;
 use libp2p::request_response::{self, OutboundRequestId};
 use libp2p::swarm::dial_opts::{DialOpts, PeerCondition};
-use libp2p::Multiaddr;
-use libp2p::PeerId;
+use libp2p::{Multiaddr, PeerId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;

@@ -1,7 +1,15 @@
 //! What the network tells `/status`: how joining stands ([`Joining`]) and everything the event
 //! loop counts ([`NetworkStatus`]), published on a watch channel after each event.
 
-use super::*;
+use super::documents::DocsStatus;
+use super::postings::PostingsStatus;
+use super::querying::SearchStatus;
+use super::roster::RosterStatus;
+use super::EventLoop;
+use crate::reachability::ReachabilityStatus;
+use libp2p::PeerId;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Where joining the network stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -1,7 +1,10 @@
 //! The event loop's housekeeping: the periodic tick (reachability, relays, saved members,
 //! bans lifted), and member changes published as the new ring.
 
-use super::*;
+use super::EventLoop;
+use crate::membership::Change;
+use libp2p::PeerId;
+use std::sync::Arc;
 
 impl EventLoop {
     /// The housekeeping tick: reachability applied, relay slots, members saved when due, bans

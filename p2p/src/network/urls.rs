@@ -3,7 +3,16 @@
 //! host's owner, the rest forwarded), acknowledged once the node has queued them and stored
 //! those it passes on.
 
-use super::*;
+use super::handle::Inbound;
+use super::EventLoop;
+use crate::codec::Frame;
+use crate::exchange::{
+    check_batch, check_url, BatchReply, UrlBatch, UrlKind, WireUrl, BUSY_DELAY, MAX_HOPS, NOT_MEMBER_DELAY,
+};
+use libp2p::request_response;
+use libp2p::request_response::ResponseChannel;
+use libp2p::PeerId;
+use tokio::sync::oneshot;
 
 /// A batch from another member, or handed over by one, that the node is queueing.
 pub(super) struct Received {
