@@ -3,7 +3,11 @@
 //! this node lost the completion in a crash), and the pages of a crawler gone for good are
 //! queued again so that their hosts' new owners do that (see `node/src/replicas.rs`).
 
-use super::*;
+use super::{outcome, Crawler, Inner};
+use crate::metrics::inc;
+use url::Url;
+use weft_frontier::{Candidate, Lease};
+use weft_url::normalize;
 
 impl Crawler {
     /// Queues pages again whose crawler is gone for good (their copies survive on this node):

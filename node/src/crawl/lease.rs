@@ -1,7 +1,18 @@
 //! One lease from request to completion: robots.txt first, the fetch (cut at a stop if still
 //! unanswered), the decision of `outcome.rs`, and the completion that makes it durable.
 
-use super::*;
+use super::outcome::Action;
+use super::{outcome, Inner};
+use crate::fetcher::{Expect, Fetched};
+use crate::metrics::inc;
+use crate::page::FetchedPage;
+use crate::storage::blocking;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use url::Url;
+use weft_extract::parse_sitemap;
+use weft_frontier::{health, Candidate, Completed, Completion, Fate, Lease, UrlKind, Verdict};
 
 impl Inner {
     pub(super) async fn process(self: Arc<Self>, lease: Lease) {

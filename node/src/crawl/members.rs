@@ -2,7 +2,14 @@
 //! (queued, done, or sent on to their owner by now), holds on hosts gained, and giving hosts
 //! away with their queues, done URLs and pages waiting for the browser.
 
-use super::*;
+use super::{Crawler, WaitingPage};
+use crate::metrics::{inc, Event, Render};
+use crate::page::FetchedPage;
+use crate::storage::{blocking, StorageFault};
+use std::collections::HashSet;
+use url::Url;
+use weft_frontier::{Candidate, UrlKind};
+use weft_url::HostKey;
 
 impl Crawler {
     /// Queues URLs whose hosts this node owns (sent by other members): not routed again, not

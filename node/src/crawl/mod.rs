@@ -38,31 +38,23 @@ mod second;
 mod stall;
 mod status;
 
-pub use adapt::{Adapt, AdaptSettings, BlockedHost};
+pub use adapt::{Adapt, AdaptSettings};
 pub use borrowed::BrowserFetchError;
-pub use stall::Stall;
 pub use status::CrawlStatus;
 
-use crate::fetcher::{Expect, Fetched, Fetcher};
+use crate::fetcher::{Fetched, Fetcher};
 use crate::metrics::{inc, Event, Metrics, Render};
 use crate::page::{FetchedPage, Pipeline, RenderReason};
 use crate::storage::{blocking, Storage, StorageFault};
-use outcome::Action;
 use parking_lot::Mutex;
-use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 use tokio::sync::{watch, Notify};
-use tokio::task::JoinSet;
 use url::Url;
-use weft_extract::{parse_sitemap, PageType};
-use weft_frontier::health;
-use weft_frontier::{
-    Candidate, Completed, Completion, Durability, Fate, Frontier, FrontierStats, Lease, Next, PushOutcome, RobotsCache,
-    UrlKind, Verdict,
-};
+use weft_extract::PageType;
+use weft_frontier::{Candidate, Durability, Fate, Frontier, Lease, PushOutcome, RobotsCache, UrlKind};
 use weft_url::{normalize, HostKey};
 
 /// Where discovered URLs go in a network (see `routing.rs`).

@@ -1,7 +1,13 @@
 //! The crawl loop itself: lease what is ready, up to the concurrency limit, until the stop;
 //! then the stop's grace for requests in flight and the pages already fetched.
 
-use super::*;
+use super::{CrawlState, Crawler, PROCESSING_GRACE};
+use crate::storage::blocking;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use weft_frontier::Next;
 
 impl Crawler {
     /// Runs until `shutdown` turns true (or, with `exit_when_idle`, until nothing is left to

@@ -1,6 +1,12 @@
 //! The crawl's part of `/status`.
 
-use super::*;
+use super::adapt::BlockedHost;
+use super::stall::Stall;
+use super::CrawlState;
+use crate::metrics::Metrics;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use weft_frontier::FrontierStats;
 
 /// The crawl's part of `/status`: its counters and the frontier's.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

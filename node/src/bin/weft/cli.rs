@@ -1,6 +1,8 @@
 //! The command line: every command, its flags and their help (clap).
 
-use super::*;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
 
 #[derive(Parser)]
 #[command(name = "weft", version, about = "A peer-to-peer crawling and semantic-search node")]

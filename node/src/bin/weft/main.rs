@@ -1,14 +1,12 @@
 //! `weft`: the command-line interface of a Weft node.
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use std::net::SocketAddr;
+use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use weft_config::{LogFormat, Overrides, Sources};
-use weft_node::api::{ApiHit, Scope, SearchResponse};
-use weft_node::{Node, RunOptions, Status};
+use weft_node::api::Scope;
 
 mod cli;
 mod search;

@@ -1,6 +1,8 @@
 //! `weft search`: through the running node's API, or from the data dir when none runs.
 
-use super::*;
+use anyhow::Context;
+use std::net::SocketAddr;
+use weft_node::api::{ApiHit, Scope, SearchResponse};
 
 pub(super) enum SearchVia {
     /// Nothing listens: search the data dir directly.

@@ -1,6 +1,7 @@
 //! `weft start`: runs the node until a signal or a storage fault ends it, within bounds.
 
-use super::*;
+use std::time::Duration;
+use weft_node::{Node, RunOptions};
 
 /// Exit code of a node stopped by a storage fault (`EX_IOERR`).
 const EXIT_STORAGE: i32 = 74;

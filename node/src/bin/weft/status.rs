@@ -1,6 +1,8 @@
 //! `weft status`: the running node's `/status`, printed for a person or as JSON.
 
-use super::*;
+use anyhow::Context;
+use std::net::SocketAddr;
+use weft_node::Status;
 
 pub(super) async fn fetch_status(addr: SocketAddr) -> anyhow::Result<Status> {
     let url = format!("http://{addr}/status");

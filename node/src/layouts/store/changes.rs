@@ -1,6 +1,7 @@
 //! Layout changes recorded when a template stopped validating (`layout.changes`).
 
-use super::*;
+use super::{host_prefix, LayoutError, LayoutStore};
+use weft_extract::changes::Change;
 
 impl LayoutStore {
     /// Records a change of `host`'s layout (one that broke no template: a drift, a migration

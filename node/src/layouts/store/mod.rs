@@ -37,8 +37,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use weft_db::Table as Tree;
-use weft_extract::changes::{Change, Snapshot};
-use weft_extract::template::{Level, Origin, Selectors, Template};
+use weft_extract::template::Level;
 
 mod changes;
 mod overrides;

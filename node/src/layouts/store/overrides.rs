@@ -1,6 +1,12 @@
 //! The operator's templates: the override file, read and checked at start; they win for their hosts.
 
-use super::*;
+use super::LayoutStore;
+use crate::layouts::Learned;
+use serde::Deserialize;
+use std::path::Path;
+use std::sync::Arc;
+use weft_extract::changes::Snapshot;
+use weft_extract::template::{Level, Origin, Selectors, Template};
 
 /// A problem with the operator's override file.
 #[derive(Debug, thiserror::Error)]

@@ -1,7 +1,7 @@
 //! Pages' HTML kept for the browser (`layout.pages`): the teacher's samples and the pages waiting
 //! to be rendered, so the browser never fetches what the crawl already has.
 
-use super::*;
+use super::{LayoutError, LayoutStore};
 
 /// A page's HTML as the crawl fetched it, kept for the browser.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,7 +1,8 @@
 //! Which hosts' pages go through the browser (`layout.hosts`, `layout.js_needs`) and the pages
 //! waiting for it (`layout.renders`, `layout.render_urls`).
 
-use super::*;
+use super::{LayoutError, LayoutStore};
+use serde::{Deserialize, Serialize};
 
 /// A host's pages all go to the browser once this many of its last [`HOST_RENDER_WINDOW`]
 /// statically fetched pages needed it.

@@ -1,6 +1,10 @@
 //! The teacher's queue (`layout.jobs`): one job per signature that needs a template.
 
-use super::*;
+use super::{key, LayoutError, LayoutStore, PageRole};
+use crate::layouts::{Learned, SignatureRecord};
+use serde::{Deserialize, Serialize};
+use weft_extract::changes::Change;
+use weft_extract::template::{Level, Origin};
 
 /// How a teacher job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

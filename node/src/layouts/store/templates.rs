@@ -1,6 +1,9 @@
 //! Layout signatures and the templates learned for them (`layout.signatures`, `layout.templates`).
 
-use super::*;
+use super::{host_prefix, key, JobOutcome, LayoutError, LayoutStore, TeacherJob};
+use serde::{Deserialize, Serialize};
+use weft_extract::changes::Snapshot;
+use weft_extract::template::{Level, Origin, Template};
 
 /// Sightings of a layout before an unsure page of it queues the teacher (`teach_after` for the
 /// others).

@@ -1,6 +1,7 @@
-use super::*;
-use weft_extract::changes::ChangeKind;
-use weft_extract::template::Selectors;
+use super::{key, JobOutcome, LayoutStore, RenderJob, TeacherJob};
+use crate::layouts::{load_overrides, HostRendering, Learned, OverrideError, Relearned, SignatureRecord};
+use weft_extract::changes::{Change, ChangeKind, Snapshot};
+use weft_extract::template::{Level, Origin, Selectors, Template};
 
 fn store(threshold: u64) -> (tempfile::TempDir, LayoutStore) {
     let dir = tempfile::tempdir().unwrap();

@@ -1,6 +1,9 @@
 //! What the store shows the operator: `weft templates list | show`, `/status`, the dashboard.
 
-use super::*;
+use super::{host_prefix, LayoutError, LayoutStore};
+use crate::layouts::{HostRendering, Learned, SignatureRecord};
+use serde::{Deserialize, Serialize};
+use weft_extract::template::Level;
 
 /// One host in `weft templates list`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
