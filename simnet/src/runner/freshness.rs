@@ -12,8 +12,12 @@
 //! A title can be too plain for its page ever to reach the top 10 (an "Overview" among many);
 //! such a probe is reported as not found, not dropped.
 
-use super::*;
-use crate::web::Request;
+use super::user_agent;
+use crate::docs::DocsWeb;
+use crate::search_eval;
+use crate::web::{Request, WebServer};
+use serde::Serialize;
+use std::time::{Duration, Instant};
 
 /// A probe starts this often while the crawl goes on.
 pub(super) const EVERY: Duration = Duration::from_secs(10);

@@ -18,14 +18,11 @@ use crate::churn::{Action, Event};
 use crate::docs::{self, DocsError, DocsWeb, WebSpec};
 use crate::load;
 use crate::ports::free_port;
-use crate::report::{self, Expectations, Report};
+use crate::report::{self, Expectations};
 use crate::search_eval::{self, Asked, SearchReport, SearchSpec};
 use crate::web::WebServer;
-use serde::Serialize;
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 pub mod documents;

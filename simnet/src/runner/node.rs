@@ -1,6 +1,11 @@
 //! One simulated node: its `weft` process, its configuration, its log, its memory.
 
-use super::*;
+use super::{io, RunError, RunSpec};
+use crate::docs::DocsWeb;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum State {

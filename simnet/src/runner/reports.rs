@@ -1,6 +1,9 @@
 //! What a run reports: per node, per churn event, and the whole run.
 
-use super::*;
+use crate::report::Report;
+use crate::search_eval::SearchReport;
+use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// One node as the report shows it.
 #[derive(Debug, Clone, Serialize)]
