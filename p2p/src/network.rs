@@ -9,42 +9,26 @@
 
 use crate::behaviour::{Behaviour, BehaviourEvent};
 use crate::codec::{Codec, RequestBudget};
-use crate::exchange::{InFlight, NewcomerAllowance, Outbox, RateLimit, WireUrl};
+use crate::exchange::{RateLimit, WireUrl};
 use crate::membership::Members;
 use crate::reachability::{self, Reachability};
 use crate::ring::Ring;
 use crate::versions;
-use futures::future::BoxFuture;
-use futures::stream::FuturesUnordered;
 use futures::StreamExt;
-use libp2p::core::transport::ListenerId;
 use libp2p::identity::Keypair;
-use libp2p::request_response::OutboundRequestId;
 use libp2p::swarm::SwarmEvent;
 use libp2p::{autonat, dcutr, identify, noise, ping, relay, tcp, upnp, yamux, Multiaddr, PeerId, Swarm};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-/// First delay before dialling the bootstrap peers again when none answered; doubles up to
-/// [`MAX_RETRY`].
-const FIRST_RETRY: Duration = Duration::from_secs(1);
-const MAX_RETRY: Duration = Duration::from_secs(60);
 /// The housekeeping tick (see `network/tick.rs`).
 const TICK: Duration = Duration::from_secs(5);
-/// How long a peer that sent invalid data stays banned.
-pub const BAN: Duration = Duration::from_secs(600);
-/// A peer whose requests stalled mid-way this many times within [`BAN`] is banned. One stall
-/// is not enough: at fifty nodes on a box loaded to ~150, an honest member's 256 KB posting
-/// batch stalled for 10 s, and banning it at once took it off the ring. A peer holding streams
-/// open on purpose stalls many at a time (sixteen fit on a connection) and is banned as soon.
-const MAX_STALLS: u32 = 3;
-/// Peers whose stalls are remembered, at most.
-const MAX_STALLERS: usize = 1024;
 /// URL deliveries to the node that may wait for it.
 const INBOUND_QUEUE: usize = 64;
+pub use conduct::BAN;
 pub use dht::{DHT_FLOOD, DHT_STORES_PER_SEC};
 
 /// Starts listening and joining (inside a tokio runtime); the task runs until
@@ -128,30 +112,23 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
         peers: peers::Directory::default(),
         listen: BTreeSet::new(),
         reach,
-        relay_listeners: HashMap::new(),
-        relay_served: RelayServed::default(),
-        applied: None,
+        relaying: relays::Relaying::default(),
         connected: HashSet::new(),
-        joining: Joining::First,
-        retry_at: None,
-        attempt: 0,
+        bootstrap: bootstrap::Bootstrap::default(),
         status: status_tx,
         ring: ring_tx,
-        outbox: Outbox::default(),
-        in_flight: HashMap::new(),
-        second_in_flight: HashMap::new(),
-        replies: FuturesUnordered::new(),
-        inbound: inbound_tx,
-        acked: acked_tx,
-        rate: RateLimit::default(),
-        newcomers: NewcomerAllowance::new(std::time::Instant::now()),
-        banned: HashMap::new(),
-        other_versions: versions::Refused::default(),
-        stalls: HashMap::new(),
-        counts: Counts::default(),
+        urls: urls::State::new(inbound_tx, acked_tx),
+        conduct: conduct::Conduct::default(),
         dht: dht::State::new(record_signer),
         shown: Shown::default(),
-        budgets: [urls_budget, search_budget, postings_budget, docs_budget, roster_budget, records_budget],
+        budgets: Budgets {
+            urls: urls_budget,
+            search: search_budget,
+            postings: postings_budget,
+            docs: docs_budget,
+            roster: roster_budget,
+            records: records_budget,
+        },
         roster,
         overlay,
     };
@@ -170,29 +147,24 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     Ok(Started { handle, task, inbound, acked, queries, postings: postings_rx, documents: docs_rx })
 }
 
-/// Counters for the status.
-#[derive(Debug, Default)]
-struct Counts {
-    sent: u64,
-    received: u64,
-    forwarded: u64,
-    rejected: u64,
-    refused: u64,
-    rate_limited: u64,
-    not_member: u64,
-    from_newcomers: u64,
-    done_refused: u64,
-    second_copies: u64,
+/// The bytes each protocol's requests hold while they are read (see [`RequestBudget`]).
+struct Budgets {
+    urls: Arc<RequestBudget>,
+    search: Arc<RequestBudget>,
+    postings: Arc<RequestBudget>,
+    docs: Arc<RequestBudget>,
+    roster: Arc<RequestBudget>,
+    records: Arc<RequestBudget>,
 }
 
-/// What the relay this node offers is doing.
-#[derive(Debug, Default)]
-struct RelayServed {
-    reservations: HashSet<PeerId>,
-    circuits: usize,
-    circuits_served: u64,
+impl Budgets {
+    fn all(&self) -> [&RequestBudget; 6] {
+        [&self.urls, &self.search, &self.postings, &self.docs, &self.roster, &self.records]
+    }
 }
 
+mod bootstrap;
+mod conduct;
 mod config;
 mod dht;
 mod documents;
@@ -217,9 +189,6 @@ pub use roster::RosterStatus;
 pub use status::{GridStatus, Joining, NetworkStatus};
 use status::{Latencies, Shown};
 
-/// A received batch waiting for the node to queue its URLs: the answer goes out when it has.
-type PendingReply = BoxFuture<'static, urls::Taken>;
-
 struct EventLoop {
     swarm: Swarm<Behaviour>,
     /// Network search: queries in flight, answers to others' queries.
@@ -236,41 +205,23 @@ struct EventLoop {
     listen: BTreeSet<Multiaddr>,
     /// Reachability: what this node advertises, DHT and relay roles, relay slots it needs.
     reach: Reachability,
-    /// Relay → the `/p2p-circuit` listener reserving a slot on it.
-    relay_listeners: HashMap<PeerId, ListenerId>,
-    relay_served: RelayServed,
-    /// What reachability decided when last applied: the addresses advertised, the relay
-    /// offered.
-    applied: Option<(Vec<Multiaddr>, bool)>,
+    /// Relay slots held, the relay offered, and what reachability last applied.
+    relaying: relays::Relaying,
     connected: HashSet<PeerId>,
-    joining: Joining,
-    retry_at: Option<Instant>,
-    attempt: u32,
+    /// Joining through the bootstrap peers, and dialling them again while none answers.
+    bootstrap: bootstrap::Bootstrap,
     status: watch::Sender<NetworkStatus>,
     ring: watch::Sender<Arc<Ring>>,
-    outbox: Outbox,
-    in_flight: HashMap<OutboundRequestId, InFlight>,
-    /// Second copies sent, and who waits to hear whether they arrived.
-    second_in_flight: HashMap<OutboundRequestId, oneshot::Sender<bool>>,
-    replies: FuturesUnordered<PendingReply>,
-    inbound: mpsc::Sender<Inbound>,
-    acked: mpsc::UnboundedSender<Vec<String>>,
-    rate: RateLimit,
-    /// Page URLs this member takes from newcomers on their probation, all together.
-    newcomers: NewcomerAllowance,
-    banned: HashMap<PeerId, std::time::Instant>,
-    /// Peers refused for speaking another version of the protocol (see `crate::versions`).
-    other_versions: versions::Refused,
-    /// Requests that stalled, per peer: how many, and when the count started.
-    stalls: HashMap<PeerId, (u32, std::time::Instant)>,
-    counts: Counts,
+    /// URL exchange: batches out to their hosts' owners, batches in for the node to queue.
+    urls: urls::State,
+    /// Bans, stalls and peers refused for another protocol version.
+    conduct: conduct::Conduct,
     /// The near-duplicate records this node holds and the lookups it waits on.
     dht: dht::State,
     /// The costly parts of the status, kept until what they show changes.
     shown: Shown,
-    /// What requests being read hold: URL batches, search requests, posting batches, reads,
-    /// roster requests, record requests.
-    budgets: [Arc<RequestBudget>; 6],
+    /// What requests being read hold, by protocol.
+    budgets: Budgets,
     /// The roster: the member set, kept with the other members (see `network/roster.rs`).
     roster: roster::State,
     /// The grid URL batches are forwarded over at scale (see `network/overlay.rs`).
@@ -290,12 +241,12 @@ impl EventLoop {
         roster_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let retry = async {
-                match self.retry_at {
+                match self.bootstrap.retry_at() {
                     Some(t) => tokio::time::sleep_until(t).await,
                     None => std::future::pending().await,
                 }
             };
-            let next_due = self.outbox.next_due();
+            let next_due = self.urls.outbox.next_due();
             let flush = async {
                 match next_due {
                     Some(t) => tokio::time::sleep_until(t.into()).await,
@@ -336,20 +287,17 @@ impl EventLoop {
                 }
                 _ = tick.tick() => self.on_tick(),
                 _ = roster_tick.tick() => self.roster_tick(),
-                _ = retry => {
-                    self.retry_at = None;
-                    self.dial_bootstrap();
-                }
+                _ = retry => self.dial_bootstrap(),
                 Some((batch, now, joined)) = urls.recv() => {
                     let me = *self.swarm.local_peer_id();
-                    self.outbox.mark_handoff(joined);
-                    let mine = self.outbox.route(batch, 0, self.members.ring(), &me, std::time::Instant::now());
+                    self.urls.outbox.mark_handoff(joined);
+                    let mine = self.urls.outbox.route(batch, 0, self.members.ring(), &me, std::time::Instant::now());
                     self.deliver(mine, None, false);
                     self.flush(now);
                 }
                 _ = flush => self.flush(false),
                 Some(command) = commands.recv() => self.on_command(command),
-                Some(taken) = self.replies.next(), if !self.replies.is_empty() => self.answer(taken),
+                Some(taken) = self.urls.replies.next(), if !self.urls.replies.is_empty() => self.answer(taken),
                 _ = stop.changed() => {
                     self.save_members();
                     break;
@@ -365,9 +313,7 @@ impl EventLoop {
         if self.config.bootstrap.is_empty() {
             return;
         }
-        if matches!(self.joining, Joining::First) {
-            self.joining = Joining::Connecting;
-        }
+        self.bootstrap.dialing();
         for (peer, addr) in self.config.bootstrap.clone() {
             if peer == *self.swarm.local_peer_id() {
                 continue;
@@ -385,17 +331,14 @@ impl EventLoop {
 
     /// Schedules the next round of bootstrap dials while no bootstrap peer is connected.
     fn schedule_retry(&mut self, error: String) {
-        if self.config.bootstrap.is_empty()
-            || self.retry_at.is_some()
-            || self.config.bootstrap.iter().any(|(p, _)| self.connected.contains(p))
-        {
+        if self.config.bootstrap.is_empty() || self.config.bootstrap.iter().any(|(p, _)| self.connected.contains(p)) {
             return;
         }
-        let delay = FIRST_RETRY.saturating_mul(1 << self.attempt.min(10)).min(MAX_RETRY);
-        self.attempt += 1;
-        self.retry_at = Some(Instant::now() + delay);
-        tracing::warn!(attempt = self.attempt, retry_in_secs = delay.as_secs(), "no bootstrap peer answers: {error}");
-        self.joining = Joining::Retrying { attempt: self.attempt, next_in_secs: delay.as_secs(), last_error: error };
+        let shown = error.clone();
+        if let Some(delay) = self.bootstrap.retry(error, Instant::now()) {
+            let attempt = self.bootstrap.attempt();
+            tracing::warn!(attempt, retry_in_secs = delay.as_secs(), "no bootstrap peer answers: {shown}");
+        }
     }
 
     fn on_event(&mut self, event: SwarmEvent<BehaviourEvent>) {
@@ -421,10 +364,10 @@ impl EventLoop {
                 self.reach.listen_addr(address, false);
             }
             SwarmEvent::ListenerClosed { listener_id, reason, .. } => {
-                let relay = self.relay_listeners.iter().find(|(_, l)| **l == listener_id).map(|(p, _)| *p);
+                let relay = self.relaying.listeners.iter().find(|(_, l)| **l == listener_id).map(|(p, _)| *p);
                 if let Some(relay) = relay {
                     tracing::info!(%relay, "relay slot closed: {reason:?}");
-                    self.relay_listeners.remove(&relay);
+                    self.relaying.listeners.remove(&relay);
                     self.reach.reservation(relay, false, std::time::Instant::now());
                 }
             }
@@ -454,14 +397,11 @@ impl EventLoop {
                 self.roster.node.connected(peer_id, roster::unix_now());
                 self.members.alive(&peer_id);
                 // A URL batch waiting for this peer can go now.
-                if self.outbox.next_due().is_some() {
+                if self.urls.outbox.next_due().is_some() {
                     self.flush(false);
                 }
-                if self.is_bootstrap(&peer_id) && !matches!(self.joining, Joining::Joined) {
+                if self.is_bootstrap(&peer_id) && self.bootstrap.joined() {
                     tracing::info!(peer = %peer_id, addr = %endpoint.get_remote_address(), "joined the network");
-                    self.joining = Joining::Joined;
-                    self.attempt = 0;
-                    self.retry_at = None;
                 }
             }
             SwarmEvent::ConnectionClosed { peer_id, num_established, connection_id, cause, .. } => {
@@ -473,8 +413,8 @@ impl EventLoop {
                     self.connected.remove(&peer_id);
                     self.roster.node.disconnected(&peer_id, roster::unix_now());
                     if self.connected.is_empty() && !self.config.bootstrap.is_empty() {
-                        self.joining = Joining::Connecting;
-                        let why = match self.other_versions.get(&peer_id) {
+                        self.bootstrap.cut_off();
+                        let why = match self.conduct.other_version(&peer_id) {
                             Some(other) => format!("bootstrap peer {peer_id} refused: {other}"),
                             None => "every connection closed".into(),
                         };
@@ -596,26 +536,13 @@ impl EventLoop {
     }
 
     /// A request from `peer` was not one: oversized or undecodable bans at once; a stall
-    /// bans at the [`MAX_STALLS`]th within [`BAN`] (a loaded box stalls honest senders too).
+    /// bans at the [`conduct::MAX_STALLS`]th within [`BAN`] (a loaded box stalls honest senders too).
     fn refused(&mut self, peer: PeerId, why: &crate::codec::Refusal) {
         if let crate::codec::Refusal::Stalled { .. } = why {
-            let now = std::time::Instant::now();
-            if self.stalls.len() >= MAX_STALLERS && !self.stalls.contains_key(&peer) {
-                self.stalls.retain(|_, (_, since)| now.saturating_duration_since(*since) < BAN);
-                if self.stalls.len() >= MAX_STALLERS {
-                    return self.ban(peer, &why.to_string());
-                }
-            }
-            let entry = self.stalls.entry(peer).or_insert((0, now));
-            if now.saturating_duration_since(entry.1) >= BAN {
-                *entry = (0, now);
-            }
-            entry.0 += 1;
-            if entry.0 < MAX_STALLS {
-                tracing::info!(%peer, stalls = entry.0, "a request stalled: {why}");
+            if let conduct::Stall::Counted(stalls) = self.conduct.stalled(peer, std::time::Instant::now()) {
+                tracing::info!(%peer, stalls, "a request stalled: {why}");
                 return;
             }
-            self.stalls.remove(&peer);
         }
         self.ban(peer, &why.to_string());
     }
@@ -623,14 +550,14 @@ impl EventLoop {
     /// Bans `peer` for [`BAN`]: its connections close and new ones are refused.
     fn ban(&mut self, peer: PeerId, why: &str) {
         tracing::warn!(%peer, "peer banned for {} s: {why}", BAN.as_secs());
-        self.banned.insert(peer, std::time::Instant::now() + BAN);
+        self.conduct.ban(peer, std::time::Instant::now());
         self.swarm.behaviour_mut().blocked.block_peer(peer);
     }
 
     /// Refuses a peer that speaks another version: disconnected, never asked for the roster, blocked
     /// for [`versions::REFUSED_FOR`] (see `crate::versions`).
     fn refuse_version(&mut self, peer: PeerId, other: versions::OtherVersion) {
-        if self.other_versions.refuse(peer, other.clone(), std::time::Instant::now()) {
+        if self.conduct.refuse_version(peer, other.clone(), std::time::Instant::now()) {
             tracing::warn!(%peer, "peer refused for {} s: {other}", versions::REFUSED_FOR.as_secs());
         }
         self.swarm.behaviour_mut().blocked.block_peer(peer);

@@ -20,7 +20,7 @@ impl Crawler {
             urls.iter().filter_map(|u| normalize(u, None).ok()).map(|u| Candidate::page(u, 1)).collect();
         let queued = self.inner.push_all(candidates);
         let _ = self.inner.flush().await;
-        self.inner.wake.notify_one();
+        self.inner.control.wake();
         queued
     }
 }

@@ -67,7 +67,7 @@ impl Inner {
         if let Err(e) = blocking(|| self.frontier.lock().return_host(host, returned, Instant::now())) {
             self.storage.error("frontier return host", e);
         }
-        self.wake.notify_one();
+        self.control.wake();
     }
 
     /// Waits until `host` is free and its delay has passed, then takes it.

@@ -58,12 +58,12 @@ impl Inner {
         }
         let _ = self.flush().await;
         self.unflushed.fetch_sub(1, Ordering::AcqRel);
-        self.wake.notify_one();
+        self.control.wake();
     }
 
     /// Runs a request until it is answered, or `None` once a stop's grace cut requests short.
     async fn until_cut<F: std::future::Future>(&self, request: F) -> Option<F::Output> {
-        let mut cut = self.requests_cut.subscribe();
+        let mut cut = self.control.requests_cut();
         tokio::select! {
             answered = request => Some(answered),
             _ = cut.wait_for(|cut| *cut) => None,

@@ -73,7 +73,7 @@ impl Crawler {
             });
         }
         self.inner.flush().await?;
-        self.inner.wake.notify_one();
+        self.inner.control.wake();
         Ok((accepted, sent_on))
     }
 
@@ -99,7 +99,7 @@ impl Crawler {
     /// Holds back the hosts `pick` selects for `grace` (see [`Frontier::hold_hosts`]).
     pub fn hold_hosts(&self, pick: impl FnMut(&str) -> bool, grace: std::time::Duration) -> usize {
         let held = blocking(|| self.inner.frontier.lock().hold_hosts(pick, std::time::Instant::now() + grace));
-        self.inner.wake.notify_one();
+        self.inner.control.wake();
         held
     }
 
@@ -107,7 +107,7 @@ impl Crawler {
     /// [`Frontier::release_hosts`]).
     pub fn release_hosts(&self, pick: impl FnMut(&str) -> bool, at: std::time::Instant) -> usize {
         let released = blocking(|| self.inner.frontier.lock().release_hosts(pick, at));
-        self.inner.wake.notify_one();
+        self.inner.control.wake();
         released
     }
 
@@ -115,7 +115,7 @@ impl Crawler {
     /// [`Frontier::hold_new_hosts`]).
     pub fn hold_new_hosts(&self, hold: Option<(std::time::Instant, weft_frontier::HostFilter)>) {
         blocking(|| self.inner.frontier.lock().hold_new_hosts(hold));
-        self.inner.wake.notify_one();
+        self.inner.control.wake();
     }
 
     /// Marks URLs the previous owner of their host already fetched as seen (see

@@ -29,6 +29,7 @@
 mod adapt;
 mod adopt;
 mod borrowed;
+mod control;
 mod lease;
 mod members;
 pub mod outcome;
@@ -40,6 +41,8 @@ mod status;
 
 pub use adapt::{Adapt, AdaptSettings};
 pub use borrowed::BrowserFetchError;
+use control::Control;
+pub use control::CrawlState;
 pub use status::CrawlStatus;
 
 use crate::fetcher::{Fetched, Fetcher};
@@ -48,10 +51,9 @@ use crate::page::{FetchedPage, Pipeline, RenderReason};
 use crate::storage::{blocking, Storage, StorageFault};
 use parking_lot::Mutex;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{watch, Notify};
 use url::Url;
 use weft_extract::PageType;
 use weft_frontier::{Candidate, Durability, Fate, Frontier, Lease, PushOutcome, RobotsCache, UrlKind};
@@ -147,42 +149,6 @@ impl CrawlSettings {
     }
 }
 
-/// What the crawl loop is doing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum CrawlState {
-    Crawling = 0,
-    /// Nothing queued and nothing in flight.
-    Idle = 1,
-    Stopping = 2,
-    /// The operator paused it.
-    Paused = 3,
-    /// Over the memory target: no new requests until memory is back down.
-    Throttled = 4,
-}
-
-impl CrawlState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CrawlState::Crawling => "crawling",
-            CrawlState::Idle => "idle",
-            CrawlState::Stopping => "stopping",
-            CrawlState::Paused => "paused",
-            CrawlState::Throttled => "throttled",
-        }
-    }
-
-    fn from_u8(v: u8) -> CrawlState {
-        match v {
-            0 => CrawlState::Crawling,
-            1 => CrawlState::Idle,
-            3 => CrawlState::Paused,
-            4 => CrawlState::Throttled,
-            _ => CrawlState::Stopping,
-        }
-    }
-}
-
 /// What a crawler is made of. The collaborators it calls out to are given here, once: none is
 /// filled in after construction.
 pub struct Parts {
@@ -230,19 +196,14 @@ struct Inner {
     pipeline: Arc<dyn Pipeline>,
     metrics: Arc<Metrics>,
     settings: CrawlSettings,
-    wake: Notify,
     seed_hosts: Mutex<HashSet<HostKey>>,
     /// The other hosts each host's links brought in (bounded per source host).
     fanout: Mutex<weft_frontier::fanout::Fanout>,
-    /// A [`CrawlState`].
-    state: AtomicU8,
+    /// Crawling, idle, paused, throttled or stopping, and the wake-up.
+    control: Control,
     route: Option<Arc<dyn Route>>,
     renders: Option<Arc<dyn Renders>>,
     responses: Option<weft_content::responses::ResponseStore>,
-    /// The operator paused the crawl: no new requests start (in-flight ones finish).
-    paused: std::sync::atomic::AtomicBool,
-    /// Over the memory target: no new requests start until memory is back down.
-    throttled: std::sync::atomic::AtomicBool,
     /// Leases completed in memory whose completion is not on disk yet: a crash now would
     /// fetch them again (`/status` `unflushed`).
     unflushed: std::sync::atomic::AtomicU64,
@@ -250,9 +211,6 @@ struct Inner {
     /// indexer's queue): fetched, but not on the done list until their completion. A leaving
     /// node tells them done with its busy hosts' done lists ([`Crawler::done_of`]). (host, URL).
     processing: Mutex<HashSet<(String, String)>>,
-    /// Turns true when a stop's grace is over: requests still waiting for their answer give
-    /// up (their URLs go back to the queue), pages already fetched are still processed.
-    requests_cut: watch::Sender<bool>,
 }
 
 impl Crawler {
@@ -284,18 +242,14 @@ impl Crawler {
                 pipeline,
                 metrics,
                 settings,
-                wake: Notify::new(),
                 seed_hosts: Mutex::new(HashSet::new()),
                 fanout: Mutex::new(weft_frontier::fanout::Fanout::new(max_hosts_per_source)),
-                state: AtomicU8::new(CrawlState::Crawling as u8),
+                control: Control::default(),
                 route,
                 renders,
                 responses,
-                paused: std::sync::atomic::AtomicBool::new(false),
-                throttled: std::sync::atomic::AtomicBool::new(false),
                 unflushed: std::sync::atomic::AtomicU64::new(0),
                 processing: Mutex::new(HashSet::new()),
-                requests_cut: watch::Sender::new(false),
             }),
         }
     }
@@ -334,7 +288,7 @@ impl Crawler {
                 *r = Err(fault.to_string());
             }
         }
-        self.inner.wake.notify_one();
+        self.inner.control.wake();
         results
     }
 
@@ -347,27 +301,24 @@ impl Crawler {
     /// Stops starting requests (in-flight ones finish); `resume` starts again. Not persisted:
     /// a restarted node crawls.
     pub fn pause(&self) {
-        self.inner.paused.store(true, Ordering::Release);
-        self.inner.wake.notify_one();
+        self.inner.control.pause(true);
     }
 
     /// Returns once the crawl is neither paused nor throttled: the browser's work (renders,
     /// lessons) starts no request while the crawl's does not either.
     pub async fn until_running(&self) {
-        while self.inner.paused.load(Ordering::Acquire) || self.inner.throttled.load(Ordering::Acquire) {
+        while self.inner.control.held().is_some() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
 
     /// Holds back (or releases) new requests because of memory (see `memory.rs`).
     pub fn throttle(&self, on: bool) {
-        self.inner.throttled.store(on, Ordering::Release);
-        self.inner.wake.notify_one();
+        self.inner.control.throttle(on);
     }
 
     pub fn resume(&self) {
-        self.inner.paused.store(false, Ordering::Release);
-        self.inner.wake.notify_one();
+        self.inner.control.pause(false);
     }
 
     /// Blocks a host for good (see [`Frontier::block_host`]); returns the queued URLs dropped.
@@ -437,7 +388,7 @@ impl Crawler {
 
     /// Wakes the crawl loop (new URLs, or work finished elsewhere).
     pub fn wake(&self) {
-        self.inner.wake.notify_one();
+        self.inner.control.wake();
     }
 
     /// A page the browser rendered (or fetched again after the browser failed on it) goes
@@ -452,7 +403,7 @@ impl Crawler {
     }
 
     pub fn state(&self) -> CrawlState {
-        CrawlState::from_u8(self.inner.state.load(Ordering::Relaxed))
+        self.inner.control.state()
     }
 
     /// The crawl's part of `/status`.
@@ -514,11 +465,11 @@ impl Crawler {
 
 impl Inner {
     fn set_state(&self, state: CrawlState) {
-        self.state.store(state as u8, Ordering::Relaxed);
+        self.control.set_state(state);
     }
 
     fn is_stopping(&self) -> bool {
-        CrawlState::from_u8(self.state.load(Ordering::Relaxed)) == CrawlState::Stopping
+        self.control.is_stopping()
     }
 
     /// Candidates this node should queue itself (all of them, outside a network).
@@ -590,7 +541,7 @@ impl Inner {
             .collect();
         let queued = self.push_all(candidates);
         self.metrics.revisits.fetch_add(queued as u64, Ordering::Relaxed);
-        self.wake.notify_one();
+        self.control.wake();
     }
 
     /// `host`'s queue ran dry: its archive hints, and `/sitemap.xml` if never tried, are queued.

@@ -34,11 +34,10 @@ impl Crawler {
                     tracing::error!("crawl task failed: {e}");
                 }
             }
-            let paused = inner.paused.load(Ordering::Acquire);
-            if paused || inner.throttled.load(Ordering::Acquire) {
-                inner.set_state(if paused { CrawlState::Paused } else { CrawlState::Throttled });
+            if let Some(held) = inner.control.held() {
+                inner.set_state(held);
                 tokio::select! {
-                    _ = inner.wake.notified() => {}
+                    _ = inner.control.woken() => {}
                     Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
                     _ = shutdown.changed() => {}
                     _ = fault.changed() => {}
@@ -94,7 +93,7 @@ impl Crawler {
             };
             tokio::select! {
                 _ = sleep => {}
-                _ = inner.wake.notified() => {}
+                _ = inner.control.woken() => {}
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
                 _ = revisit_tick.tick(), if revisiting => {}
                 _ = shutdown.changed() => {}
@@ -119,7 +118,7 @@ impl Crawler {
                 // it went to its host's next owner as queued and was fetched a second time
                 // (the churn scenario caught it on a loaded machine: indexing outlasted the
                 // grace). PROCESSING_GRACE bounds a processing that does not end.
-                inner.requests_cut.send_replace(true);
+                inner.control.cut_requests();
                 tracing::info!(left = tasks.len(), "grace period over; unanswered requests go back to the queue");
                 drained =
                     tokio::time::timeout(PROCESSING_GRACE, async { while tasks.join_next().await.is_some() {} }).await;

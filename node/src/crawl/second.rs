@@ -109,7 +109,7 @@ impl Crawler {
         });
         self.inner.flush().await?;
         if moved.adopted > 0 {
-            self.inner.wake.notify_one();
+            self.inner.control.wake();
         }
         Ok(moved)
     }

@@ -345,7 +345,7 @@ impl EventLoop {
     /// node's store and the sender hears how much was taken.
     pub(super) fn on_posting_checked(&mut self, checked: Checked) {
         let Checked { peer, batch, verdicts, near: near_cells, replica_verdicts, channel } = checked;
-        if self.banned.contains_key(&peer) {
+        if self.conduct.is_banned(&peer) {
             return; // banned while its batch was being checked
         }
         let now = Instant::now();

@@ -3,12 +3,33 @@
 
 use super::EventLoop;
 use crate::reachability;
+use libp2p::core::transport::ListenerId;
 use libp2p::multiaddr::Protocol;
 use libp2p::{relay, Multiaddr, PeerId};
+use std::collections::{HashMap, HashSet};
+
+/// Relays, both ways: the slots this node holds on others' relays behind NAT, what the relay it
+/// offers is doing, and what reachability decided when last applied.
+#[derive(Debug, Default)]
+pub(super) struct Relaying {
+    /// Relay → the `/p2p-circuit` listener reserving a slot on it.
+    pub(super) listeners: HashMap<PeerId, ListenerId>,
+    pub(super) served: RelayServed,
+    /// The addresses advertised and whether a relay is offered, as last applied.
+    pub(super) applied: Option<(Vec<Multiaddr>, bool)>,
+}
+
+/// What the relay this node offers is doing.
+#[derive(Debug, Default)]
+pub(super) struct RelayServed {
+    pub(super) reservations: HashSet<PeerId>,
+    pub(super) circuits: usize,
+    pub(super) circuits_served: u64,
+}
 
 impl EventLoop {
     pub(super) fn on_relay_served(&mut self, event: relay::Event) {
-        let served = &mut self.relay_served;
+        let served = &mut self.relaying.served;
         match event {
             relay::Event::ReservationReqAccepted { src_peer_id, renewed, .. } => {
                 if !renewed {
@@ -35,10 +56,10 @@ impl EventLoop {
         let advertised = self.reach.advertised();
         let relay_server = self.reach.relay_server();
         let applied = (advertised.clone(), relay_server);
-        if self.applied.as_ref() == Some(&applied) {
+        if self.relaying.applied.as_ref() == Some(&applied) {
             return;
         }
-        if self.applied.as_ref().map(|a| a.1) != Some(relay_server) {
+        if self.relaying.applied.as_ref().map(|a| a.1) != Some(relay_server) {
             tracing::info!(kind = ?self.reach.kind(), "reachability: relay {}", if relay_server { "offered" } else { "not offered" });
         }
         let status = if relay_server { relay::Status::Enable } else { relay::Status::Disable };
@@ -57,11 +78,11 @@ impl EventLoop {
         // The peers connected hear the new addresses now: identify pushes a change of protocols
         // (the relay on or off) by itself, not one of external addresses, and a member behind
         // NAT is found only at the circuits the peers it met heard of.
-        if self.applied.as_ref().map(|a| &a.0) != Some(&applied.0) {
+        if self.relaying.applied.as_ref().map(|a| &a.0) != Some(&applied.0) {
             let peers: Vec<PeerId> = self.connected.iter().copied().collect();
             self.swarm.behaviour_mut().identify.push(peers);
         }
-        self.applied = Some(applied);
+        self.relaying.applied = Some(applied);
         self.manage_relays();
     }
 
@@ -76,15 +97,15 @@ impl EventLoop {
         } else {
             Vec::new()
         };
-        let gone: Vec<PeerId> = self.relay_listeners.keys().filter(|p| !wanted.contains(p)).copied().collect();
+        let gone: Vec<PeerId> = self.relaying.listeners.keys().filter(|p| !wanted.contains(p)).copied().collect();
         for relay in gone {
-            if let Some(id) = self.relay_listeners.remove(&relay) {
+            if let Some(id) = self.relaying.listeners.remove(&relay) {
                 self.swarm.remove_listener(id);
                 self.reach.reservation(relay, false, std::time::Instant::now());
             }
         }
         for relay in wanted {
-            if self.relay_listeners.contains_key(&relay) {
+            if self.relaying.listeners.contains_key(&relay) {
                 continue;
             }
             let Some(addr) = (self.peers.addrs(&relay).iter())
@@ -97,7 +118,7 @@ impl EventLoop {
             match self.swarm.listen_on(circuit.clone()) {
                 Ok(id) => {
                     tracing::info!(%relay, addr = %circuit, "behind NAT: reserving a relay slot");
-                    self.relay_listeners.insert(relay, id);
+                    self.relaying.listeners.insert(relay, id);
                 }
                 Err(e) => tracing::warn!(%relay, "cannot reserve a relay slot: {e}"),
             }

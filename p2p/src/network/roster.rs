@@ -144,7 +144,7 @@ impl EventLoop {
             }
         }
         for peer in wanted {
-            if self.connected.contains(&peer) || self.banned.contains_key(&peer) {
+            if self.connected.contains(&peer) || self.conduct.is_banned(&peer) {
                 continue;
             }
             // Addresses from identify, if this node met it before; those of a member never met

@@ -195,7 +195,7 @@ impl EventLoop {
             shown.share = self.members.ring().share(&local);
             shown.admitted = self.members.points_of(&local) as f64 / self.members.ring().vnodes().max(1) as f64;
         }
-        let served = &self.relay_served;
+        let served = &self.relaying.served;
         let reach = (self.reach.generation(), served.reservations.len(), served.circuits, served.circuits_served);
         if shown.reach != Some(reach) {
             shown.reach = Some(reach);
@@ -217,23 +217,23 @@ impl EventLoop {
             members: shown.members.clone(),
             ring_share: shown.share,
             admitted: shown.admitted,
-            joining: self.joining.clone(),
-            urls_sent: self.counts.sent,
-            urls_received: self.counts.received,
-            urls_forwarded: self.counts.forwarded,
-            urls_rejected: self.counts.rejected,
-            urls_waiting: self.outbox.waiting() as u64,
-            urls_in_flight: self.in_flight.values().map(|f| f.batch.urls.len() as u64).sum(),
-            batches_refused: self.counts.refused,
-            batches_rate_limited: self.counts.rate_limited,
-            batches_not_member: self.counts.not_member,
-            urls_from_newcomers: self.counts.from_newcomers,
-            second_copies_received: self.counts.second_copies,
-            requests_buffered_bytes: self.budgets.iter().map(|b| b.held()).sum(),
-            requests_cut: self.budgets.iter().map(|b| b.cut()).sum(),
-            done_refused: self.counts.done_refused,
-            banned_peers: self.banned.len(),
-            other_versions: self.other_versions.status(),
+            joining: self.bootstrap.joining().clone(),
+            urls_sent: self.urls.counts.sent,
+            urls_received: self.urls.counts.received,
+            urls_forwarded: self.urls.counts.forwarded,
+            urls_rejected: self.urls.counts.rejected,
+            urls_waiting: self.urls.outbox.waiting() as u64,
+            urls_in_flight: self.urls.in_flight.values().map(|f| f.batch.urls.len() as u64).sum(),
+            batches_refused: self.urls.counts.refused,
+            batches_rate_limited: self.urls.counts.rate_limited,
+            batches_not_member: self.urls.counts.not_member,
+            urls_from_newcomers: self.urls.counts.from_newcomers,
+            second_copies_received: self.urls.counts.second_copies,
+            requests_buffered_bytes: self.budgets.all().iter().map(|b| b.held()).sum(),
+            requests_cut: self.budgets.all().iter().map(|b| b.cut()).sum(),
+            done_refused: self.urls.counts.done_refused,
+            banned_peers: self.conduct.banned_count(),
+            other_versions: self.conduct.other_versions().status(),
             dht_lookups: self.dht.counts.lookups,
             dht_duplicates_found: self.dht.counts.found,
             dht_published: self.dht.counts.published,

@@ -3,7 +3,6 @@
 
 use super::EventLoop;
 use crate::membership::Change;
-use libp2p::PeerId;
 use std::sync::Arc;
 
 impl EventLoop {
@@ -15,16 +14,9 @@ impl EventLoop {
         self.manage_relays();
         self.save_members_when_due();
         let now = std::time::Instant::now();
-        let expired: Vec<PeerId> = self.banned.iter().filter(|(_, until)| **until <= now).map(|(p, _)| *p).collect();
-        for peer in expired {
-            self.banned.remove(&peer);
+        for peer in self.conduct.lift(now) {
             self.swarm.behaviour_mut().blocked.unblock_peer(peer);
-            tracing::info!(%peer, "ban lifted");
-        }
-        for peer in self.other_versions.lifted(now) {
-            if !self.banned.contains_key(&peer) {
-                self.swarm.behaviour_mut().blocked.unblock_peer(peer);
-            }
+            tracing::info!(%peer, "ban or version refusal lifted");
         }
     }
 

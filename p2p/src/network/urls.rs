@@ -7,12 +7,66 @@ use super::handle::Inbound;
 use super::EventLoop;
 use crate::codec::Frame;
 use crate::exchange::{
-    check_batch, check_url, BatchReply, UrlBatch, UrlKind, WireUrl, BUSY_DELAY, MAX_HOPS, NOT_MEMBER_DELAY,
+    check_batch, check_url, BatchReply, InFlight, NewcomerAllowance, Outbox, RateLimit, UrlBatch, UrlKind, WireUrl,
+    BUSY_DELAY, MAX_HOPS, NOT_MEMBER_DELAY,
 };
-use libp2p::request_response;
-use libp2p::request_response::ResponseChannel;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
 use libp2p::PeerId;
-use tokio::sync::oneshot;
+use std::collections::HashMap;
+use tokio::sync::{mpsc, oneshot};
+
+/// The URL exchange's part of the event loop: batches on their way to their hosts' owners and
+/// the answers awaited, received batches waiting for the node to queue them, and the limits on
+/// what others send.
+pub(super) struct State {
+    pub(super) outbox: Outbox,
+    pub(super) in_flight: HashMap<OutboundRequestId, InFlight>,
+    /// Second copies sent, and who waits to hear whether they arrived.
+    pub(super) second_in_flight: HashMap<OutboundRequestId, oneshot::Sender<bool>>,
+    /// Received batches the node is queueing: each is answered when it has.
+    pub(super) replies: FuturesUnordered<BoxFuture<'static, Taken>>,
+    /// To the node: the URLs to queue.
+    pub(super) inbound: mpsc::Sender<Inbound>,
+    /// To the node: the URLs other members acknowledged (it forgets them).
+    pub(super) acked: mpsc::UnboundedSender<Vec<String>>,
+    pub(super) rate: RateLimit,
+    /// Page URLs this member takes from newcomers on their probation, all together.
+    pub(super) newcomers: NewcomerAllowance,
+    pub(super) counts: Counts,
+}
+
+impl State {
+    pub(super) fn new(inbound: mpsc::Sender<Inbound>, acked: mpsc::UnboundedSender<Vec<String>>) -> State {
+        State {
+            outbox: Outbox::default(),
+            in_flight: HashMap::new(),
+            second_in_flight: HashMap::new(),
+            replies: FuturesUnordered::new(),
+            inbound,
+            acked,
+            rate: RateLimit::default(),
+            newcomers: NewcomerAllowance::new(std::time::Instant::now()),
+            counts: Counts::default(),
+        }
+    }
+}
+
+/// Counters for the status.
+#[derive(Debug, Default)]
+pub(super) struct Counts {
+    pub(super) sent: u64,
+    pub(super) received: u64,
+    pub(super) forwarded: u64,
+    pub(super) rejected: u64,
+    pub(super) refused: u64,
+    pub(super) rate_limited: u64,
+    pub(super) not_member: u64,
+    pub(super) from_newcomers: u64,
+    pub(super) done_refused: u64,
+    pub(super) second_copies: u64,
+}
 
 /// A batch from another member, or handed over by one, that the node is queueing.
 pub(super) struct Received {
@@ -46,7 +100,7 @@ impl EventLoop {
         let Some(received) = from else {
             if !urls.is_empty() {
                 let inbound = Inbound { urls, forward: Vec::new(), from: None, reply: None, handoff, second: false };
-                if let Err(e) = self.inbound.try_send(inbound) {
+                if let Err(e) = self.urls.inbound.try_send(inbound) {
                     tracing::debug!("URLs not delivered to the node: {e}");
                 }
             }
@@ -66,8 +120,8 @@ impl EventLoop {
             handoff,
             second: received.second,
         };
-        match self.inbound.try_send(inbound) {
-            Ok(()) => self.replies.push(Box::pin(async move { Taken { received, queued: reply_rx.await.ok() } })),
+        match self.urls.inbound.try_send(inbound) {
+            Ok(()) => self.urls.replies.push(Box::pin(async move { Taken { received, queued: reply_rx.await.ok() } })),
             Err(e) => {
                 // The node is behind (or gone): the sender keeps the batch and retries.
                 tracing::debug!("URLs not delivered to the node: {e}");
@@ -84,14 +138,14 @@ impl EventLoop {
             Some(accepted) => {
                 // Second copies are counted as they arrive (`second_copies`), not as URLs received.
                 if !received.second {
-                    self.counts.received += u64::from(accepted);
+                    self.urls.counts.received += u64::from(accepted);
                 }
                 let forwarded = received.forward.len() as u32;
                 if forwarded > 0 {
                     tracing::debug!(from = %received.peer, urls = forwarded, "stored; passing URLs on to their hosts' owners");
                     let me = *self.swarm.local_peer_id();
                     let now = std::time::Instant::now();
-                    let back = self.outbox.pass_on(received.forward, received.hops, self.members.ring(), &me, now);
+                    let back = self.urls.outbox.pass_on(received.forward, received.hops, self.members.ring(), &me, now);
                     // Owned here by now (the ring changed meanwhile): queued like a batch's own.
                     self.deliver(back, None, false);
                     self.flush(false);
@@ -106,7 +160,7 @@ impl EventLoop {
     /// Sends the batches that are due.
     pub(super) fn flush(&mut self, all: bool) {
         let me = *self.swarm.local_peer_id();
-        let due = self.outbox.due(self.members.ring(), &me, std::time::Instant::now(), all);
+        let due = self.urls.outbox.due(self.members.ring(), &me, std::time::Instant::now(), all);
         self.deliver(due.mine, None, false);
         // On its way in this node is no member of the owners' rosters: its URLs go to a
         // would-be monitor, which takes a newcomer's (see `RosterNode::watching_newcomer`).
@@ -123,7 +177,7 @@ impl EventLoop {
                 f.owner = self.overlay.next_hop(f.owner, f.batch.hops);
             }
             let id = self.swarm.behaviour_mut().urls.send_request(&f.owner, Frame::Request(f.batch.clone()));
-            self.in_flight.insert(id, f);
+            self.urls.in_flight.insert(id, f);
         }
     }
 
@@ -134,38 +188,38 @@ impl EventLoop {
                     self.on_batch(peer, batch, channel)
                 }
                 request_response::Message::Request { request: Frame::Refused(why), channel, .. } => {
-                    self.counts.refused += 1;
+                    self.urls.counts.refused += 1;
                     drop(channel);
                     self.refused(peer, &why);
                 }
                 request_response::Message::Response { request_id, response } => {
-                    if let Some(reply) = self.second_in_flight.remove(&request_id) {
+                    if let Some(reply) = self.urls.second_in_flight.remove(&request_id) {
                         let _ = reply.send(matches!(response, BatchReply::Ack { .. }));
                         return;
                     }
-                    let Some(f) = self.in_flight.remove(&request_id) else { return };
+                    let Some(f) = self.urls.in_flight.remove(&request_id) else { return };
                     match response {
                         BatchReply::Ack { accepted, forwarded, .. } => {
-                            self.counts.sent += u64::from(accepted + forwarded);
-                            let _ = self.acked.send(f.batch.urls.into_iter().map(|u| u.url).collect());
+                            self.urls.counts.sent += u64::from(accepted + forwarded);
+                            let _ = self.urls.acked.send(f.batch.urls.into_iter().map(|u| u.url).collect());
                         }
-                        BatchReply::Busy => self.outbox.retry_later(f, BUSY_DELAY, std::time::Instant::now()),
+                        BatchReply::Busy => self.urls.outbox.retry_later(f, BUSY_DELAY, std::time::Instant::now()),
                         // This node's admission has not reached the owner's roster yet (or it is
                         // still in its probation): the batch waits.
                         BatchReply::NotMember => {
-                            self.outbox.retry_later(f, NOT_MEMBER_DELAY, std::time::Instant::now())
+                            self.urls.outbox.retry_later(f, NOT_MEMBER_DELAY, std::time::Instant::now())
                         }
                     }
                 }
             },
             request_response::Event::OutboundFailure { request_id, error, peer, .. } => {
-                if let Some(reply) = self.second_in_flight.remove(&request_id) {
+                if let Some(reply) = self.urls.second_in_flight.remove(&request_id) {
                     tracing::debug!(%peer, "second copies not delivered ({error})");
                     let _ = reply.send(false);
                 }
-                if let Some(f) = self.in_flight.remove(&request_id) {
+                if let Some(f) = self.urls.in_flight.remove(&request_id) {
                     tracing::debug!(%peer, "URL batch not delivered ({error}); retrying");
-                    self.outbox.retry(f, std::time::Instant::now());
+                    self.urls.outbox.retry(f, std::time::Instant::now());
                 }
             }
             _ => {}
@@ -173,13 +227,13 @@ impl EventLoop {
     }
 
     pub(super) fn on_batch(&mut self, peer: PeerId, mut batch: UrlBatch, channel: ResponseChannel<BatchReply>) {
-        if !self.rate.allow(&peer.to_string(), std::time::Instant::now()) {
-            self.counts.rate_limited += 1;
+        if !self.urls.rate.allow(&peer.to_string(), std::time::Instant::now()) {
+            self.urls.counts.rate_limited += 1;
             let _ = self.swarm.behaviour_mut().urls.send_response(channel, BatchReply::Busy);
             return;
         }
         if let Err(e) = check_batch(&batch) {
-            self.counts.refused += 1;
+            self.urls.counts.refused += 1;
             drop(channel);
             self.ban(peer, &e.to_string());
             return;
@@ -196,13 +250,13 @@ impl EventLoop {
         // neither say a page is done nor hand hosts over, owning none.
         if !self.members.knows(&peer, now) {
             let newcomer = self.roster.node.watching_newcomer(&peer, super::roster::unix_now());
-            if !newcomer || !self.newcomers.take(batch.urls.len(), now) {
-                self.counts.not_member += 1;
+            if !newcomer || !self.urls.newcomers.take(batch.urls.len(), now) {
+                self.urls.counts.not_member += 1;
                 let _ = self.swarm.behaviour_mut().urls.send_response(channel, BatchReply::NotMember);
                 return;
             }
             batch.handoff = false;
-            self.counts.from_newcomers += batch.urls.len() as u64;
+            self.urls.counts.from_newcomers += batch.urls.len() as u64;
             tracing::debug!(%peer, urls = batch.urls.len(), "took a newcomer's URLs");
         }
         let mut valid = Vec::with_capacity(batch.urls.len());
@@ -215,7 +269,7 @@ impl EventLoop {
             // "Done" keeps a page from being fetched: only its host's owner, or its owner
             // before the latest membership changes (handing the host over), may say so.
             if u.kind == UrlKind::Done && !u.ring_host().is_some_and(|h| self.members.owned_recently(&peer, &h, now)) {
-                self.counts.done_refused += 1;
+                self.urls.counts.done_refused += 1;
                 rejected += 1;
                 continue;
             }
@@ -232,8 +286,8 @@ impl EventLoop {
             rejected += others.len() as u32;
             Vec::new()
         };
-        self.counts.forwarded += forward.len() as u64;
-        self.counts.rejected += u64::from(rejected);
+        self.urls.counts.forwarded += forward.len() as u64;
+        self.urls.counts.rejected += u64::from(rejected);
         let received = Received { peer, channel, forward, hops: batch.hops.saturating_add(1), rejected, second: false };
         self.deliver(mine, Some(received), batch.handoff);
     }
@@ -244,7 +298,7 @@ impl EventLoop {
     pub(super) fn send_second_copies(&mut self, peer: PeerId, urls: Vec<WireUrl>, reply: oneshot::Sender<bool>) {
         let batch = UrlBatch { urls, hops: 0, handoff: false, second: true };
         let id = self.swarm.behaviour_mut().urls.send_request(&peer, Frame::Request(batch));
-        self.second_in_flight.insert(id, reply);
+        self.urls.second_in_flight.insert(id, reply);
     }
 
     /// Second copies from a member: each is kept when the sender owns its host (or did
@@ -261,7 +315,7 @@ impl EventLoop {
         now: std::time::Instant,
     ) {
         if !self.members.knows(&peer, now) {
-            self.counts.not_member += 1;
+            self.urls.counts.not_member += 1;
             let _ = self.swarm.behaviour_mut().urls.send_response(channel, BatchReply::NotMember);
             return;
         }
@@ -280,8 +334,8 @@ impl EventLoop {
                 rejected += 1;
             }
         }
-        self.counts.second_copies += valid.len() as u64;
-        self.counts.rejected += u64::from(rejected);
+        self.urls.counts.second_copies += valid.len() as u64;
+        self.urls.counts.rejected += u64::from(rejected);
         let received = Received { peer, channel, forward: Vec::new(), hops: 0, rejected, second: true };
         self.deliver(valid, Some(received), false);
     }

@@ -13,10 +13,8 @@ fn repo() -> PathBuf {
 /// Every `.rs` file under the product crates' `src/` directories.
 fn sources() -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let mut stack: Vec<PathBuf> = ["config", "frontier", "extract", "index", "p2p", "node", "simnet"]
-        .iter()
-        .map(|d| repo().join(d))
-        .collect();
+    let mut stack: Vec<PathBuf> =
+        ["config", "frontier", "extract", "index", "p2p", "node", "simnet"].iter().map(|d| repo().join(d)).collect();
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
