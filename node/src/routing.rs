@@ -8,15 +8,19 @@
 
 use crate::crawl::{Crawler, Route};
 use crate::page::HeldCopy;
-use crate::second_copies::holds_second;
-use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-use weft_frontier::{Candidate, SecondCopy, UrlKind};
+use std::time::Duration;
+use weft_frontier::{Candidate, UrlKind};
 use weft_index::cells::CellStore;
 use weft_p2p::{Inbound, NetworkHandle, PeerId, WireUrl};
 use weft_url::{normalize_url, HostKey};
+
+mod hand_offs;
+mod leaving;
+
+pub use hand_offs::{hand_off_on_changes, Handover, HandoverWaits};
+pub use leaving::{leave, leave_early};
 
 /// URLs sent to other members and not acknowledged yet: url → (depth, kind).
 #[derive(Clone)]
@@ -110,65 +114,6 @@ fn from_wire(kind: weft_p2p::UrlKind) -> Option<UrlKind> {
 
 fn wire(q: &weft_frontier::QueuedUrl) -> WireUrl {
     WireUrl::new(q.url.clone(), q.depth, to_wire(q.kind))
-}
-
-/// Hands the hosts `keep` rejects to their owners: the queued URLs, and the URLs this node is
-/// done with (so the new owners do not fetch them again), journaled before they leave the
-/// frontier and sent at once. The queued URLs of the hosts `second_here` picks (this node is
-/// their new owner's second holder) are also kept here as second copies: until the new owner's
-/// own notes arrive, this node's copy is the only other one, and a new owner that crashed
-/// before it sent them would otherwise take the queue with it. Returns how many queued URLs
-/// went.
-async fn give_away(
-    crawler: &Crawler,
-    network: &NetworkHandle,
-    journal: &Journal,
-    keep: impl FnMut(&str) -> bool,
-    second_here: impl Fn(&str) -> bool,
-    joined: Vec<PeerId>,
-) -> usize {
-    let to_wire = |given: &weft_frontier::HandOff| -> Vec<WireUrl> {
-        // Hosts that asked this node to back off: their new owners wait as long.
-        let now = weft_clock::now_secs();
-        let waits: HashMap<&str, u64> =
-            given.waits.iter().map(|(host, wait)| (host.as_str(), now + wait.as_secs_f64().ceil() as u64)).collect();
-        let wait_of = |url: &str| {
-            let host = url::Url::parse(url).ok().map(|u| HostKey::of(&u).into_string())?;
-            waits.get(host.as_str()).copied()
-        };
-        let done = given.done.iter().map(|url| {
-            let wait = if waits.is_empty() { None } else { wait_of(url) };
-            WireUrl::new(url.clone(), 0, weft_p2p::UrlKind::Done).with_host_wait(wait)
-        });
-        let queued = given.queued.iter().map(|q| wire(q).with_host_wait(waits.get(q.host.as_str()).copied()));
-        queued.chain(done).collect()
-    };
-    let mut urls = Vec::new();
-    let given = crawler
-        .hand_off(keep, |given| {
-            urls = to_wire(given);
-            journal.insert(&urls)
-        })
-        .await;
-    // `urls` is what was journaled; a failed hand-off left everything queued and sends nothing
-    // but the markers (the members that joined then wait out their bound).
-    if given.is_empty() {
-        urls.clear();
-    }
-    // Kept before the URLs go: the copy is here by the time the new owner has the queue.
-    let kept: Vec<SecondCopy> = given
-        .queued
-        .iter()
-        .filter(|q| second_here(&q.host))
-        .map(|q| SecondCopy::Keep { host: q.host.clone(), url: q.url.clone(), depth: q.depth, kind: q.kind })
-        .collect();
-    // Refused (logged by the crawler) or a storage fault (which stops the node): the new
-    // owner's notes still come.
-    if !kept.is_empty() && crawler.keep_second_copies(kept).await.unwrap_or(false) {
-        tracing::debug!("kept the hand-over as the new owners' second holder");
-    }
-    network.hand_off(urls, joined);
-    given.queued.len()
 }
 
 /// A copy fetched longer ago than this is not taken instead of the page: the page is fetched.
@@ -321,239 +266,6 @@ fn owner<'r>(ring: &'r weft_p2p::Ring, host: &str) -> Option<&'r PeerId> {
     ring.owner(HostKey::from_stored(host).name())
 }
 
-/// Whenever the member set changes, moves the queued and done URLs of hosts this node no longer
-/// owns to their new owners, so that politeness and the robots.txt cache of a host stay on one
-/// node, and holds back the hosts it gained for `grace`. A fetch in flight finishes here. Runs
-/// until the network stops.
-pub async fn hand_off_on_changes(
-    crawler: Crawler,
-    network: NetworkHandle,
-    journal: Journal,
-    handover: Handover,
-    waits: HandoverWaits,
-) {
-    let HandoverWaits { grace, bound, renders } = waits;
-    let me = network.peer_id();
-    let mut rings = network.ring_changes();
-    let mut previous = rings.borrow_and_update().clone();
-    // The frontier was filled under an older ring (before a restart): the hosts it holds that
-    // another member owns on the ring known now go to it at once. Waiting for a change missed
-    // them when the whole member set was known before this task started — a node restarted as
-    // another joined kept crawling a host the newcomer owned (the churn sweep caught it: two
-    // nodes on one host for thirty seconds).
-    let ring = previous.clone();
-    let keep = |host: &str| owner(&ring, host).map(|o| *o == me).unwrap_or(true);
-    let second_here = |host: &str| holds_second(&ring, host, &me);
-    let urls = give_away(&crawler, &network, &journal, keep, second_here, Vec::new()).await;
-    if urls > 0 {
-        tracing::info!(urls, members = ring.members().len(), "handed hosts the restored queue held to their owners");
-    }
-    while rings.changed().await.is_ok() {
-        let ring = rings.borrow_and_update().clone();
-        if crawler.stopping() {
-            // Leaving: `leave_early` and `leave` hand the hosts over, keeping those with a
-            // request in flight until it ends; this would give those away at once.
-            previous = ring;
-            continue;
-        }
-        // This node is on the ring again, or for the first time (admitted after its probation,
-        // or back after it was declared dead): the others learn it a few digest rounds later,
-        // and until then go on crawling its hosts. Every host waits for the hand-over of the
-        // member that held it, as at the start (bounded).
-        if ring.contains(&me) && !previous.contains(&me) && !previous.members().is_empty() {
-            handover.start(&me, &ring, grace, bound, &crawler);
-        }
-        // Hosts that became this node's: their previous owner may be asking them right now.
-        let gained = |host: &str| {
-            owner(&ring, host).is_some_and(|o| *o == me) && owner(&previous, host).is_some_and(|o| *o != me)
-        };
-        let held = crawler.hold_hosts(gained, grace);
-        if held > 0 {
-            tracing::debug!(hosts = held, "hosts gained from another member wait the hand-over grace");
-        }
-        // Members that just joined gained hosts from this node: they wait for its word.
-        let joined: Vec<PeerId> =
-            ring.members().iter().filter(|m| **m != me && !previous.contains(m)).copied().collect();
-        previous = ring.clone();
-        let mut given: HashSet<String> = HashSet::new();
-        let keep = |host: &str| {
-            let keep = owner(&ring, host).map(|o| *o == me).unwrap_or(true);
-            if !keep {
-                given.insert(host.to_string());
-            }
-            keep
-        };
-        let second_here = |host: &str| holds_second(&ring, host, &me);
-        let urls = give_away(&crawler, &network, &journal, keep, second_here, Vec::new()).await;
-        if !given.is_empty() {
-            tracing::info!(
-                urls,
-                hosts = given.len(),
-                members = ring.members().len(),
-                "handed hosts to their new owners"
-            );
-        }
-        tell_joined_after_renders(&crawler, &network, given, joined, renders);
-    }
-}
-
-/// How long hosts gained wait: at least `grace` (their previous owner may be asking them), at
-/// most `bound` for the previous owner's hand-over, and up to `renders` for this node's own
-/// renders on hosts it gave away.
-#[derive(Debug, Clone, Copy)]
-pub struct HandoverWaits {
-    pub grace: Duration,
-    pub bound: Duration,
-    pub renders: Duration,
-}
-
-/// Tells the members that joined that this node's hand-over is complete (their marker), once
-/// the requests in flight and the browser's renders on hosts just given away have ended — for
-/// at most `bound`. A joiner starts on its hosts when the marker arrives (and the grace has passed): a
-/// render still running here went on asking the host's scripts and styles after the joiner's
-/// first request (the churn sweep's seed 3: 125 ms apart). The URLs went out already; only
-/// the word that they are complete waits.
-fn tell_joined_after_renders(
-    crawler: &Crawler,
-    network: &NetworkHandle,
-    given: HashSet<String>,
-    joined: Vec<PeerId>,
-    bound: Duration,
-) {
-    if joined.is_empty() {
-        return;
-    }
-    let rendering_given = move |crawler: &Crawler| crawler.busy_hosts().iter().any(|h| given.contains(h));
-    if !rendering_given(crawler) {
-        network.hand_off(Vec::new(), joined);
-        return;
-    }
-    let (crawler, network) = (crawler.clone(), network.clone());
-    tokio::spawn(async move {
-        let until = Instant::now() + bound;
-        while rendering_given(&crawler) && Instant::now() < until {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        network.hand_off(Vec::new(), joined);
-    });
-}
-
-/// The first step of leaving, taken as soon as the crawl stops starting requests — not after
-/// its in-flight work ends: on a loaded machine that work outlasted the whole stop bound once,
-/// and the node exited having handed nothing over (CI's churn scenario here: 29 pages never
-/// fetched, 20 fetched twice by the hosts' next owners). The browser takes no further page
-/// and the pages it is rendering end (for up to `renders`), this node leaves the ring, and
-/// every host it is not requesting right now goes to its new owner (journaled first, like any
-/// hand-off). Hosts with a request in flight follow in [`leave`]. Alone, nothing happens.
-pub async fn leave_early(crawler: &Crawler, network: &NetworkHandle, journal: &Journal, renders: Duration) {
-    if others(network) == 0 {
-        return;
-    }
-    // The crawl loop answers the stop at once; from then on it leases nothing.
-    let until = Instant::now() + Duration::from_secs(5);
-    while !crawler.stopping() && Instant::now() < until {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    crawler.close_renders();
-    // While this node still owns their hosts: a render's many requests (scripts, styles) are
-    // not to meet the host's next owner's. The links they find are routed as usual.
-    let until = Instant::now() + renders;
-    while !crawler.hosts_rendering().is_empty() && Instant::now() < until {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    if !off_the_ring(network).await {
-        return;
-    }
-    let busy = crawler.busy_hosts();
-    let urls = give_away(crawler, network, journal, |host| busy.contains(host), |_| false, Vec::new()).await;
-    // The busy hosts' next owners learn now what is done on them: links other members find
-    // meanwhile reach them, and without it a page fetched here was fetched again (the sweep's
-    // seed 15). Their queues follow in `leave`; pages completed meanwhile are reported done as
-    // they complete (their hosts are another member's on the ring now).
-    let done: Vec<WireUrl> =
-        crawler.done_of(&busy).into_iter().map(|url| WireUrl::new(url, 0, weft_p2p::UrlKind::Done)).collect();
-    let told = done.len();
-    if !done.is_empty() {
-        match crate::storage::blocking(|| journal.insert(&done)) {
-            Ok(()) => network.hand_off(done, Vec::new()),
-            Err(e) => tracing::error!("outbox journal: {e}"),
-        }
-    }
-    tracing::info!(
-        urls,
-        busy = busy.len(),
-        done_told = told,
-        "left the ring; handed the queue to the remaining members"
-    );
-}
-
-/// Members other than this node.
-fn others(network: &NetworkHandle) -> usize {
-    let me = network.peer_id();
-    network.ring().members().iter().filter(|m| **m != me).count()
-}
-
-/// Announces the leave and waits until this node is off its own ring (at most 5 s): handed
-/// off before, URLs would be routed back to it.
-async fn off_the_ring(network: &NetworkHandle) -> bool {
-    network.leave();
-    let me = network.peer_id();
-    let mut rings = network.ring_changes();
-    let off = rings.wait_for(|ring| !ring.contains(&me));
-    if tokio::time::timeout(Duration::from_secs(5), off).await.is_err() {
-        tracing::warn!("the network task did not take this node off the ring; staying");
-        return false;
-    }
-    true
-}
-
-/// Leaves the network after the crawl stopped ([`leave_early`] did most of it): hands every
-/// URL still queued here — requests the stop cut, hosts that were busy, pages still waiting
-/// for the browser — to the members that own its host without this node (journaled first),
-/// and waits up to `wait` until every hand-off and every batch forwarded meanwhile is
-/// acknowledged, the postings and document copies of its last pages are delivered, and the
-/// renders in flight are done. Alone, the node keeps its queue: there is
-/// nobody to give it to.
-pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal, wait: Duration) {
-    if others(network) == 0 {
-        return;
-    }
-    crawler.close_renders();
-    if !off_the_ring(network).await {
-        return;
-    }
-    let urls = give_away(crawler, network, journal, |_| false, |_| false, Vec::new()).await;
-    tracing::info!(urls, "handing the rest of the queue to the remaining members");
-    let done = async {
-        loop {
-            let s = network.status();
-            // The postings and document copies of the pages indexed last go out too: a page
-            // handed over as done whose copies never left would be lost with this node.
-            let sent = crate::storage::blocking(|| journal.is_empty())
-                && s.urls_waiting == 0
-                && s.urls_in_flight == 0
-                && s.postings.backlog == 0;
-            // A render that was running when the queue closed: its page and links are this
-            // node's to finish (the links then go out like any other).
-            if sent && crawler.rendering() == 0 {
-                break true;
-            }
-            if network.ring().is_empty() {
-                // Every other member left too (a whole network stopping): nobody to wait for.
-                break false;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
-    match tokio::time::timeout(wait, done).await {
-        Ok(true) => tracing::info!("left the network; every handed-off URL was acknowledged"),
-        Ok(false) | Err(_) => tracing::warn!(
-            unacknowledged = crate::storage::blocking(|| journal.len()),
-            "left the network with URLs unacknowledged; they stay journaled and go out at the next start"
-        ),
-    }
-}
-
 /// Queues URLs other members sent (their hosts are this node's) and acknowledges them once
 /// the frontier has them on disk. Runs until the network stops.
 pub async fn receive(
@@ -642,78 +354,6 @@ pub async fn receive(
         }
         if let (true, Some(peer)) = (handoff, from) {
             handover.arrived(peer, &crawler);
-        }
-    }
-}
-
-/// When this node (re)joins, the members that held its hosts meanwhile hand them over: what
-/// they queued, and what they fetched. Until a member's hand-over (its marker, see
-/// `UrlBatch::handoff`) has arrived, the hosts it held wait — or a page it fetched would be
-/// fetched again from this node's queue, or from a link that got here first. Bounded: a member
-/// that never answers delays its hosts by the bound, no more. Hosts are released no sooner
-/// than the hand-over grace after the join (a member's last request may still be in flight).
-#[derive(Clone, Default)]
-pub struct Handover {
-    /// Members whose marker arrived since the start (markers can come before the wait starts).
-    arrived: Arc<Mutex<HashSet<PeerId>>>,
-    waiting: Arc<Mutex<Option<Waiting>>>,
-}
-
-#[derive(Clone)]
-struct Waiting {
-    /// The ring as the others used it while this node was away.
-    away: Arc<weft_p2p::Ring>,
-    /// Members not heard from yet (also read under the frontier's lock: never held across a
-    /// call into the crawler).
-    pending: Arc<Mutex<HashSet<PeerId>>>,
-    /// Hosts are released no sooner than this.
-    not_before: Instant,
-}
-
-/// Does `host` belong to `member` on `ring`?
-fn held_by(ring: &weft_p2p::Ring, host: &str, member: &PeerId) -> bool {
-    owner(ring, host).is_some_and(|o| o == member)
-}
-
-impl Handover {
-    /// Starts waiting for the hand-over of the other members of `ring` (this node is `me`):
-    /// every host waits until the member that held it has handed it over, at most `bound`,
-    /// and at least `grace`.
-    pub fn start(&self, me: &PeerId, ring: &weft_p2p::Ring, grace: Duration, bound: Duration, crawler: &Crawler) {
-        let now = Instant::now();
-        let away = Arc::new(ring.without(me));
-        let heard: HashSet<PeerId> = self.arrived.lock().clone();
-        let pending: HashSet<PeerId> =
-            ring.members().iter().filter(|m| *m != me && !heard.contains(*m)).copied().collect();
-        let not_before = now + grace;
-        crawler.hold_hosts(|_| true, bound.max(grace));
-        crawler.release_hosts(|host| heard.iter().any(|m| held_by(&away, host, m)), not_before);
-        if pending.is_empty() {
-            crawler.release_hosts(|_| true, not_before);
-            return;
-        }
-        tracing::info!(members = pending.len(), "waiting for the members' hand-over of this node's hosts");
-        let pending = Arc::new(Mutex::new(pending));
-        let (p, a) = (pending.clone(), away.clone());
-        let filter: weft_frontier::HostFilter =
-            Box::new(move |host: &str| owner(&a, host).is_some_and(|o| p.lock().contains(o)));
-        crawler.hold_new_hosts(Some((now + bound.max(grace), filter)));
-        *self.waiting.lock() = Some(Waiting { away, pending, not_before });
-    }
-
-    /// `peer`'s hand-over marker arrived (its URLs are queued): the hosts it held may go.
-    pub fn arrived(&self, peer: PeerId, crawler: &Crawler) {
-        self.arrived.lock().insert(peer);
-        let Some(w) = self.waiting.lock().clone() else { return };
-        if !w.pending.lock().remove(&peer) {
-            return;
-        }
-        let released = crawler.release_hosts(|host| held_by(&w.away, host, &peer), w.not_before);
-        tracing::debug!(%peer, hosts = released, "hand-over received");
-        if w.pending.lock().is_empty() {
-            crawler.hold_new_hosts(None);
-            *self.waiting.lock() = None;
-            tracing::info!("every member handed this node's hosts over");
         }
     }
 }
