@@ -17,7 +17,7 @@ use crate::versions;
 use futures::StreamExt;
 use libp2p::identity::Keypair;
 use libp2p::swarm::SwarmEvent;
-use libp2p::{autonat, dcutr, identify, noise, ping, relay, tcp, upnp, yamux, Multiaddr, PeerId, Swarm};
+use libp2p::{identify, noise, ping, tcp, yamux, Multiaddr, PeerId, Swarm};
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -166,6 +166,7 @@ impl Budgets {
 mod bootstrap;
 mod conduct;
 mod config;
+mod connections;
 mod dht;
 mod documents;
 mod handle;
@@ -341,6 +342,7 @@ impl EventLoop {
         }
     }
 
+    /// One event of the swarm, dispatched to the part of the loop it concerns.
     fn on_event(&mut self, event: SwarmEvent<BehaviourEvent>) {
         if let Some(peer) = match &event {
             SwarmEvent::Behaviour(event) => event.message_peer(),
@@ -350,144 +352,17 @@ impl EventLoop {
             self.swarm.behaviour().keep_alive.used(peer);
         }
         match event {
-            SwarmEvent::NewListenAddr { address, .. } if reachability::is_relayed(&address) => {
-                tracing::info!(addr = %address, "reachable through a relay");
-            }
-            SwarmEvent::NewListenAddr { address, .. } => {
-                let full = address.clone().with_p2p(*self.swarm.local_peer_id()).unwrap_or(address.clone());
-                tracing::info!(addr = %full, "p2p listening (bootstrap other nodes from this address)");
-                self.listen.insert(address.clone());
-                self.reach.listen_addr(address, true);
-            }
-            SwarmEvent::ExpiredListenAddr { address, .. } => {
-                self.listen.remove(&address);
-                self.reach.listen_addr(address, false);
-            }
-            SwarmEvent::ListenerClosed { listener_id, reason, .. } => {
-                let relay = self.relaying.listeners.iter().find(|(_, l)| **l == listener_id).map(|(p, _)| *p);
-                if let Some(relay) = relay {
-                    tracing::info!(%relay, "relay slot closed: {reason:?}");
-                    self.relaying.listeners.remove(&relay);
-                    self.reach.reservation(relay, false, std::time::Instant::now());
-                }
-            }
-            SwarmEvent::ExternalAddrConfirmed { address } => {
-                tracing::info!(addr = %address, "external address confirmed");
-                self.reach.external(address, true, std::time::Instant::now());
-            }
-            SwarmEvent::ExternalAddrExpired { address } => {
-                self.reach.external(address, false, std::time::Instant::now());
-            }
             SwarmEvent::ConnectionEstablished { peer_id, endpoint, connection_id, .. } => {
-                self.reach.connected(connection_id, peer_id, endpoint.get_remote_address().clone());
-                // A connection accepted from outside on a public address of this node proves
-                // it reachable there (AutoNAT v2 only probes over connections this node
-                // dialled, and a public node that others join through may dial nobody).
-                if let libp2p::core::ConnectedPoint::Listener { local_addr, send_back_addr } = &endpoint {
-                    if reachability::proves_reachable(local_addr, send_back_addr)
-                        && !self.swarm.external_addresses().any(|a| a == local_addr)
-                    {
-                        tracing::info!(addr = %local_addr, from = %send_back_addr, "reachable: a peer connected in from outside");
-                        // (The swarm tells the behaviours, not this loop.)
-                        self.swarm.add_external_address(local_addr.clone());
-                        self.reach.external(local_addr.clone(), true, std::time::Instant::now());
-                    }
-                }
-                self.connected.insert(peer_id);
-                self.roster.node.connected(peer_id, roster::unix_now());
-                self.members.alive(&peer_id);
-                // A URL batch waiting for this peer can go now.
-                if self.urls.outbox.next_due().is_some() {
-                    self.flush(false);
-                }
-                if self.is_bootstrap(&peer_id) && self.bootstrap.joined() {
-                    tracing::info!(peer = %peer_id, addr = %endpoint.get_remote_address(), "joined the network");
-                }
+                self.on_connected(peer_id, &endpoint, connection_id)
             }
             SwarmEvent::ConnectionClosed { peer_id, num_established, connection_id, cause, .. } => {
-                self.reach.disconnected(connection_id);
-                if self.members.is_member(&peer_id) {
-                    tracing::debug!(peer = %peer_id, remaining = num_established, "a member's connection closed: {cause:?}");
-                }
-                if num_established == 0 {
-                    self.connected.remove(&peer_id);
-                    self.roster.node.disconnected(&peer_id, roster::unix_now());
-                    if self.connected.is_empty() && !self.config.bootstrap.is_empty() {
-                        self.bootstrap.cut_off();
-                        let why = match self.conduct.other_version(&peer_id) {
-                            Some(other) => format!("bootstrap peer {peer_id} refused: {other}"),
-                            None => "every connection closed".into(),
-                        };
-                        self.schedule_retry(why);
-                    }
-                }
+                self.on_disconnected(peer_id, num_established, connection_id, cause.map(|c| c.to_string()))
             }
             SwarmEvent::OutgoingConnectionError { peer_id: Some(peer), error, .. } => {
-                if !self.connected.contains(&peer) {
-                    self.roster.node.disconnected(&peer, roster::unix_now());
-                    self.members.unreached(&peer, std::time::Instant::now());
-                    self.peers.unreached(&peer);
-                }
-                if self.is_bootstrap(&peer) {
-                    self.schedule_retry(error.to_string());
-                }
+                self.on_dial_failed(peer, error.to_string())
             }
             SwarmEvent::Behaviour(BehaviourEvent::Identify(identify::Event::Received { peer_id, info, .. })) => {
-                if let Err(other) = versions::check(&info.protocol_version) {
-                    self.refuse_version(peer_id, other);
-                    return;
-                }
-                // What a peer says it can be reached at goes into the address book, so requests
-                // to it can dial it (private addresses only from the same network).
-                let relay = info.protocols.iter().any(|p| *p == relay::HOP_PROTOCOL_NAME);
-                self.peers.identified(peer_id, &info.listen_addrs, relay);
-                for addr in info.listen_addrs.into_iter().take(16) {
-                    self.add_peer_address(peer_id, addr);
-                }
-            }
-            SwarmEvent::Behaviour(BehaviourEvent::Autonat(autonat::v2::client::Event {
-                tested_addr,
-                server,
-                result,
-                ..
-            })) => {
-                match &result {
-                    Ok(()) => tracing::info!(addr = %tested_addr, %server, "AutoNAT: reachable at this address"),
-                    Err(e) => {
-                        tracing::info!(addr = %tested_addr, %server, "AutoNAT: not reachable at this address: {e}")
-                    }
-                }
-                self.reach.probe(result.is_ok());
-            }
-            SwarmEvent::Behaviour(BehaviourEvent::RelayClient(relay::client::Event::ReservationReqAccepted {
-                relay_peer_id,
-                renewal,
-                ..
-            })) => {
-                if !renewal {
-                    tracing::info!(relay = %relay_peer_id, "relay slot reserved");
-                }
-                self.reach.reservation(relay_peer_id, true, std::time::Instant::now());
-            }
-            SwarmEvent::Behaviour(BehaviourEvent::Relay(event)) => self.on_relay_served(event),
-            SwarmEvent::Behaviour(BehaviourEvent::Dcutr(dcutr::Event { remote_peer_id, result })) => {
-                match &result {
-                    Ok(_) => tracing::info!(peer = %remote_peer_id, "hole punched: direct connection"),
-                    Err(e) => tracing::info!(peer = %remote_peer_id, "hole punching failed, staying relayed: {e}"),
-                }
-                self.reach.hole_punch(remote_peer_id, result.is_ok(), std::time::Instant::now());
-            }
-            SwarmEvent::Behaviour(BehaviourEvent::Upnp(event)) => {
-                let state = match event {
-                    upnp::Event::NewExternalAddr { external_addr, .. } => {
-                        tracing::info!(addr = %external_addr, "UPnP: the router maps a port to this node");
-                        "mapped"
-                    }
-                    upnp::Event::ExpiredExternalAddr { .. } => "expired",
-                    upnp::Event::GatewayNotFound => "no gateway",
-                    upnp::Event::NonRoutableGateway => "gateway not public",
-                };
-                self.reach.upnp(state);
+                self.on_identified(peer_id, info)
             }
             SwarmEvent::Behaviour(BehaviourEvent::Ping(ping::Event { peer, result, .. })) => match result {
                 Ok(_) => self.members.alive(&peer),
@@ -502,7 +377,9 @@ impl EventLoop {
             SwarmEvent::Behaviour(BehaviourEvent::Addresses(crate::address_book::Event::Unreached(peer))) => {
                 self.unreached(peer)
             }
-            _ => {}
+            SwarmEvent::Behaviour(BehaviourEvent::Relay(event)) => self.on_relay_served(event),
+            // Listen and external addresses, AutoNAT, relay slots, hole punching, UPnP.
+            other => self.on_reachability_event(other),
         }
     }
 

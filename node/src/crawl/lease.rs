@@ -3,7 +3,7 @@
 
 use super::outcome::Action;
 use super::{outcome, Inner};
-use crate::fetcher::{Expect, Fetched};
+use crate::fetcher::{Expect, FetchError, Fetched};
 use crate::metrics::inc;
 use crate::page::FetchedPage;
 use crate::storage::blocking;
@@ -72,63 +72,10 @@ impl Inner {
 
     /// Does the work of one lease; returns how it ended and whether the host was contacted.
     async fn handle(&self, lease: &Lease, url: &Url) -> (Completion, bool) {
-        let host = &lease.entry.host;
-        if self.frontier.lock().is_blocked(host) {
-            // Leased just before the operator blocked its host.
-            return (Completion::Done { page: false }, false);
+        if let Some(ended) = self.before_request(lease, url).await {
+            return ended;
         }
-        if lease.entry.kind == UrlKind::Page {
-            // A page another member holds a fresh copy of is indexed from it, not fetched
-            // again: its host changed hands when its crawler left or died, or this node lost
-            // the completion in a crash. (No request: robots.txt is not needed either.)
-            if let Some(route) = &self.route {
-                if let Some(copy) = self.until_cut(route.copy_of(url)).await.flatten() {
-                    if self.adopt(lease, url, copy).await {
-                        return (Completion::Done { page: true }, false);
-                    }
-                }
-            }
-        }
-        let now = weft_clock::now_secs();
-        let cached = blocking(|| self.robots.lock().get(host, now));
-        let Some(rules) = cached else {
-            let cut = (Completion::Requeue { wait: Duration::ZERO }, false);
-            return self.until_cut(self.fetch_robots(lease, url)).await.unwrap_or(cut);
-        };
-        if let Err(e) = blocking(|| self.frontier.lock().set_crawl_delay(host, rules.crawl_delay())) {
-            self.storage.error("frontier crawl delay", e);
-        }
-        match rules.check(url.as_str(), now) {
-            Verdict::Allowed => {}
-            Verdict::Disallowed => {
-                inc(&self.metrics.robots_disallowed);
-                self.note(url.as_str(), Fate::Disallowed);
-                return (Completion::Done { page: false }, false);
-            }
-            Verdict::Unavailable { retry_in } => return (Completion::Requeue { wait: retry_in }, false),
-            Verdict::GaveUp => {
-                let why = format!("robots.txt unreachable {} times in a row", weft_frontier::ROBOTS_TRIES);
-                self.metrics.error("robots_gave_up", url.as_str(), &why);
-                self.note(url.as_str(), Fate::Skipped { reason: "robots_unreachable".into() });
-                return (Completion::Done { page: false }, false);
-            }
-        }
-
         let kind = lease.entry.kind;
-        if kind == UrlKind::Page {
-            if let Some(r) = &self.renders {
-                if let Some(reason) = r.host_renders(host) {
-                    // Known to need the browser: it fetches the page itself, under the same rules.
-                    match r.push(url, lease.entry.depth, &reason, None) {
-                        Ok(()) => {
-                            self.note(url.as_str(), Fate::Rendering);
-                            return (Completion::Done { page: false }, false);
-                        }
-                        Err(e) => tracing::error!("render queue: {e}"),
-                    }
-                }
-            }
-        }
         let expect = if kind == UrlKind::Sitemap { Expect::Sitemap } else { Expect::Html };
         // A revisit asks for the page only if it changed since it was last served.
         let validators = if kind == UrlKind::Revisit { blocking(|| self.adapt.validators(url.as_str())) } else { None };
@@ -140,7 +87,90 @@ impl Inner {
         };
         self.metrics.histograms.fetch.observe(started.elapsed().as_secs_f64());
         let mut outcome = outcome::of_fetch(kind, &fetched);
-        match blocking(|| self.adapt.answer(host, url.as_str(), outcome::answer(&fetched))) {
+        self.judge_host(lease, url, &fetched, &mut outcome);
+        self.note(url.as_str(), outcome::fate(url, &fetched, &outcome.completion));
+        if let Some((kind, detail)) = &outcome.error {
+            self.metrics.error(kind, url.as_str(), detail);
+        }
+        self.act(lease, url, outcome.action.clone(), fetched).await;
+        (outcome.completion, outcome.requested)
+    }
+
+    /// What may end a lease before its request: its host blocked meanwhile, a copy another
+    /// member holds (indexed instead), robots.txt (fetched first, or forbidding the URL), or
+    /// a host whose pages go to the browser. `None`: the request goes out.
+    async fn before_request(&self, lease: &Lease, url: &Url) -> Option<(Completion, bool)> {
+        let host = &lease.entry.host;
+        if self.frontier.lock().is_blocked(host) {
+            // Leased just before the operator blocked its host.
+            return Some((Completion::Done { page: false }, false));
+        }
+        if lease.entry.kind == UrlKind::Page {
+            // A page another member holds a fresh copy of is indexed from it, not fetched
+            // again: its host changed hands when its crawler left or died, or this node lost
+            // the completion in a crash. (No request: robots.txt is not needed either.)
+            if let Some(route) = &self.route {
+                if let Some(copy) = self.until_cut(route.copy_of(url)).await.flatten() {
+                    if self.adopt(lease, url, copy).await {
+                        return Some((Completion::Done { page: true }, false));
+                    }
+                }
+            }
+        }
+        let now = weft_clock::now_secs();
+        let cached = blocking(|| self.robots.lock().get(host, now));
+        let Some(rules) = cached else {
+            let cut = (Completion::Requeue { wait: Duration::ZERO }, false);
+            return Some(self.until_cut(self.fetch_robots(lease, url)).await.unwrap_or(cut));
+        };
+        if let Err(e) = blocking(|| self.frontier.lock().set_crawl_delay(host, rules.crawl_delay())) {
+            self.storage.error("frontier crawl delay", e);
+        }
+        match rules.check(url.as_str(), now) {
+            Verdict::Allowed => {}
+            Verdict::Disallowed => {
+                inc(&self.metrics.robots_disallowed);
+                self.note(url.as_str(), Fate::Disallowed);
+                return Some((Completion::Done { page: false }, false));
+            }
+            Verdict::Unavailable { retry_in } => return Some((Completion::Requeue { wait: retry_in }, false)),
+            Verdict::GaveUp => {
+                let why = format!("robots.txt unreachable {} times in a row", weft_frontier::ROBOTS_TRIES);
+                self.metrics.error("robots_gave_up", url.as_str(), &why);
+                self.note(url.as_str(), Fate::Skipped { reason: "robots_unreachable".into() });
+                return Some((Completion::Done { page: false }, false));
+            }
+        }
+
+        if lease.entry.kind == UrlKind::Page {
+            if let Some(r) = &self.renders {
+                if let Some(reason) = r.host_renders(host) {
+                    // Known to need the browser: it fetches the page itself, under the same rules.
+                    match r.push(url, lease.entry.depth, &reason, None) {
+                        Ok(()) => {
+                            self.note(url.as_str(), Fate::Rendering);
+                            return Some((Completion::Done { page: false }, false));
+                        }
+                        Err(e) => tracing::error!("render queue: {e}"),
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// What the response says of its host (see `Adapt::answer`): a host refusing the crawler
+    /// pauses its queue and the URL waits with it; a host answering again gets what it
+    /// refused queued again.
+    fn judge_host(
+        &self,
+        lease: &Lease,
+        url: &Url,
+        fetched: &Result<Fetched, FetchError>,
+        outcome: &mut outcome::Outcome,
+    ) {
+        let host = &lease.entry.host;
+        match blocking(|| self.adapt.answer(host, url.as_str(), outcome::answer(fetched))) {
             health::Verdict::Continue => {}
             health::Verdict::Pause { pause, newly } => {
                 if newly {
@@ -168,16 +198,18 @@ impl Inner {
                 self.push_all(candidates);
             }
         }
-        match (&fetched, outcome.action == Action::Nothing && outcome.error.is_some()) {
+        match (fetched, outcome.action == Action::Nothing && outcome.error.is_some()) {
             (Ok(Fetched::Body { .. } | Fetched::NotModified), false) => self.adapt.progress(),
             (Err(e), _) => self.adapt.no_progress(Some(e.kind())),
             _ => self.adapt.no_progress(None),
         }
-        self.note(url.as_str(), outcome::fate(url, &fetched, &outcome.completion));
-        if let Some((kind, detail)) = &outcome.error {
-            self.metrics.error(kind, url.as_str(), detail);
-        }
-        match (outcome.action, fetched) {
+    }
+
+    /// Does what the response calls for: a page processed (and a hub scheduled for revisits),
+    /// a sitemap read, a redirect followed, the counters.
+    async fn act(&self, lease: &Lease, url: &Url, action: Action, fetched: Result<Fetched, FetchError>) {
+        let (host, kind) = (&lease.entry.host, lease.entry.kind);
+        match (action, fetched) {
             (
                 Action::ProcessPage,
                 Ok(Fetched::Body { status, content_type, content_language, body, validators, head }),
@@ -234,7 +266,6 @@ impl Inner {
             (_, Ok(Fetched::RateLimited { .. })) => inc(&self.metrics.rate_limited),
             _ => {}
         }
-        (outcome.completion, outcome.requested)
     }
 
     /// Keeps a page's HTTP response for WARC export (`crawl.keep_responses`). A failure to keep

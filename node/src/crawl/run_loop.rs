@@ -1,9 +1,10 @@
 //! The crawl loop itself: lease what is ready, up to the concurrency limit, until the stop;
 //! then the stop's grace for requests in flight and the pages already fetched.
 
-use super::{CrawlState, Crawler, PROCESSING_GRACE};
+use super::{CrawlState, Crawler, Inner, PROCESSING_GRACE};
 use crate::storage::blocking;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -52,38 +53,10 @@ impl Crawler {
                 }
                 continue;
             }
-            let next = blocking(|| inner.frontier.lock().next(Instant::now()));
-            let wait_until = match next {
-                Ok(Next::Ready(lease)) => {
-                    inner.set_state(CrawlState::Crawling);
-                    let inner = inner.clone();
-                    tasks.spawn(async move { inner.process(lease).await });
-                    continue;
-                }
-                Ok(Next::WaitUntil(t)) => {
-                    if tasks.is_empty() {
-                        // Nothing in flight: the crawl waits on politeness alone.
-                        let wait = t.saturating_duration_since(Instant::now());
-                        inner.metrics.histograms.politeness_wait.observe(wait.as_secs_f64());
-                    }
-                    Some(t)
-                }
-                Ok(Next::Busy) => None,
-                Ok(Next::Empty) => {
-                    let rendering = inner.renders.as_ref().map_or(0, |r| r.pending());
-                    if tasks.is_empty() && rendering == 0 {
-                        inner.set_state(CrawlState::Idle);
-                        inner.adapt.idle_crawl();
-                        if exit_when_idle {
-                            break;
-                        }
-                    }
-                    None
-                }
-                Err(e) => {
-                    inner.storage.error("frontier lease (retrying in 1 s)", e);
-                    Some(Instant::now() + Duration::from_secs(1))
-                }
+            let wait_until = match inner.next_step(&mut tasks, exit_when_idle) {
+                Step::Leased => continue,
+                Step::Wait(until) => until,
+                Step::Exit => break,
             };
             let sleep = async {
                 match wait_until {
@@ -101,6 +74,19 @@ impl Crawler {
             }
         }
 
+        self.finish(tasks).await?;
+        // Writing the snapshot also flushes every pending frontier write.
+        let bytes = self.snapshot().await?;
+        let pages_fetched = inner.metrics.pages_fetched.load(Ordering::Relaxed);
+        tracing::info!(pages_fetched, seen_snapshot_bytes = bytes, "crawl state flushed");
+        Ok(())
+    }
+
+    /// Winds the crawl down: the requests in flight get the stop's grace; past it, those still
+    /// unanswered go back to the queue and the pages already fetched get
+    /// [`PROCESSING_GRACE`] to be processed; what is left then stays queued for the next start.
+    async fn finish(&self, mut tasks: JoinSet<()>) -> anyhow::Result<()> {
+        let inner = &self.inner;
         inner.set_state(CrawlState::Stopping);
         if let Some(fault) = inner.storage.fault() {
             // Nothing more can be made durable; what was acknowledged already is.
@@ -133,10 +119,56 @@ impl Crawler {
                 }
             }
         }
-        // Writing the snapshot also flushes every pending frontier write.
-        let bytes = self.snapshot().await?;
-        let pages_fetched = inner.metrics.pages_fetched.load(Ordering::Relaxed);
-        tracing::info!(pages_fetched, seen_snapshot_bytes = bytes, "crawl state flushed");
         Ok(())
+    }
+}
+
+/// What the loop does after asking the frontier.
+enum Step {
+    /// A lease was started.
+    Leased,
+    /// Nothing to start: wait until then (or for a wake-up).
+    Wait(Option<Instant>),
+    /// Idle, and the crawl exits when idle.
+    Exit,
+}
+
+impl Inner {
+    /// Leases the next URL that is ready and starts its work in `tasks`, or says how long to
+    /// wait; an empty frontier with nothing in flight or rendering is idle.
+    fn next_step(self: &Arc<Self>, tasks: &mut JoinSet<()>, exit_when_idle: bool) -> Step {
+        let next = blocking(|| self.frontier.lock().next(Instant::now()));
+        match next {
+            Ok(Next::Ready(lease)) => {
+                self.set_state(CrawlState::Crawling);
+                let inner = self.clone();
+                tasks.spawn(async move { inner.process(lease).await });
+                Step::Leased
+            }
+            Ok(Next::WaitUntil(t)) => {
+                if tasks.is_empty() {
+                    // Nothing in flight: the crawl waits on politeness alone.
+                    let wait = t.saturating_duration_since(Instant::now());
+                    self.metrics.histograms.politeness_wait.observe(wait.as_secs_f64());
+                }
+                Step::Wait(Some(t))
+            }
+            Ok(Next::Busy) => Step::Wait(None),
+            Ok(Next::Empty) => {
+                let rendering = self.renders.as_ref().map_or(0, |r| r.pending());
+                if tasks.is_empty() && rendering == 0 {
+                    self.set_state(CrawlState::Idle);
+                    self.adapt.idle_crawl();
+                    if exit_when_idle {
+                        return Step::Exit;
+                    }
+                }
+                Step::Wait(None)
+            }
+            Err(e) => {
+                self.storage.error("frontier lease (retrying in 1 s)", e);
+                Step::Wait(Some(Instant::now() + Duration::from_secs(1)))
+            }
+        }
     }
 }

@@ -10,7 +10,7 @@ use super::EventLoop;
 use crate::codec::Frame;
 use crate::exchange::RateLimit;
 use crate::placement::Ladder;
-use crate::postings::{check_content, check_tombstone, BadPosting, Posting, PostingBatch, PostingReply};
+use crate::postings::{check_content, check_tombstone, BadPosting, Posting, PostingBatch, PostingReply, Tombstone};
 use crate::publishing::{Flight, Publisher, Withdrawal, MAX_WAITING_BYTES};
 use crate::replicas::{self, BadReplica, Replica};
 use crate::ring::Ring;
@@ -123,6 +123,38 @@ pub(super) struct Checked {
     near: Vec<Vec<u32>>,
     replica_verdicts: Vec<Result<(PeerId, String), BadReplica>>,
     channel: ResponseChannel<PostingReply>,
+}
+
+/// Who sent a batch being judged, and what the judging takes from the moment.
+struct Sender {
+    peer: PeerId,
+    /// A hand-over: a former owner passing on what others signed.
+    handover: bool,
+    now: Instant,
+    me: PeerId,
+    /// A sender this near a host's owner on this node's ring disputes the owner, no offence.
+    near: usize,
+}
+
+/// What a batch's checks came to: refusals (and the first reason), copies refused, disputed
+/// owners, whether any refusal was an offence, whether this node's ring may lag the sender's.
+#[derive(Debug, Default)]
+struct Tally {
+    refused: u32,
+    replicas_refused: u64,
+    disputed: u64,
+    why: Option<String>,
+    offence: bool,
+    lagging: bool,
+}
+
+impl Tally {
+    fn refuse(&mut self, why: Option<String>) {
+        self.refused += 1;
+        if let Some(why) = why {
+            self.why.get_or_insert(why);
+        }
+    }
 }
 
 pub(super) struct State {
@@ -348,38 +380,63 @@ impl EventLoop {
         if self.conduct.is_banned(&peer) {
             return; // banned while its batch was being checked
         }
-        let now = Instant::now();
-        let me = *self.swarm.local_peer_id();
-        let (ladder, replicas) = (self.postings.ladder, self.postings.counts.replicas);
+        let from = Sender {
+            peer,
+            handover: batch.handover,
+            now: Instant::now(),
+            me: *self.swarm.local_peer_id(),
+            near: disputed_owners(self.members.peers().len()),
+        };
         let total = batch.len() as u32;
-        let mut kept = PostingBatch::default();
-        let mut refused = 0u32;
-        let mut why = None;
-        // Whether anything refused is an offence (not a disagreement about a host's owner).
-        let mut offence = false;
-        let mut disputed = 0u64;
-        let near = disputed_owners(self.members.peers().len());
-        let handover = batch.handover;
-        // A page of a host whose owner here is a member gone silent: this node's ring may lag
-        // the sender's (the owner died; its expiry comes later), so the batch is answered busy
-        // and sent again, rather than refused and lost.
-        let mut lagging = false;
-        let mut replicas_refused = 0u64;
-        for (i, (p, verdict)) in batch.postings.into_iter().zip(verdicts).enumerate() {
-            // A publisher speaks for the pages of its hosts, and sends its postings itself; a
-            // cell's former owner, handing the cell over, passes on the postings of its cells
-            // as their publishers signed them.
-            let cell_held = |cell: u32| {
-                ladder.point(cell).is_some_and(|point| self.members.owned_point_recently(&peer, point, replicas, now))
-            };
+        let mut tally = Tally::default();
+        let kept = PostingBatch {
+            postings: self.postings_kept(&from, batch.postings, verdicts, &near_cells, &mut tally),
+            tombstones: self.tombstones_kept(&from, batch.tombstones, &mut tally),
+            replicas: self.replicas_kept(&from, batch.replicas, replica_verdicts, &mut tally),
+            // What is kept is this node's now, whoever handed it on.
+            handover: false,
+        };
+        self.settle(peer, channel, kept, tally, total);
+    }
+
+    /// A refusal for a host `from` does not own on this node's ring: `lagging` when its owner
+    /// here is silent, a dispute when `from` stands near the owner, else an offence.
+    fn judge_not_owner(&self, from: &Sender, host: &str, tally: &mut Tally) {
+        let (silent, near_owner) = self.not_owner(&from.peer, host, from.handover, from.near);
+        tally.lagging |= silent;
+        if near_owner {
+            tally.disputed += 1;
+        } else {
+            tally.offence = true;
+        }
+    }
+
+    /// The postings of a batch this node keeps: a publisher speaks for the pages of its hosts,
+    /// and sends its postings itself; a cell's former owner, handing the cell over, passes on
+    /// the postings of its cells as their publishers signed them.
+    fn postings_kept(
+        &self,
+        from: &Sender,
+        postings: Vec<Posting>,
+        verdicts: Vec<Result<(PeerId, String), BadPosting>>,
+        near_cells: &[Vec<u32>],
+        tally: &mut Tally,
+    ) -> Vec<Posting> {
+        let (ladder, replicas) = (self.postings.ladder, self.postings.counts.replicas);
+        let (peer, now) = (&from.peer, from.now);
+        let cell_held = |cell: u32| {
+            ladder.point(cell).is_some_and(|point| self.members.owned_point_recently(peer, point, replicas, now))
+        };
+        let mut kept = Vec::with_capacity(postings.len());
+        for (i, (p, verdict)) in postings.into_iter().zip(verdicts).enumerate() {
             let owned = |publisher: &PeerId, host: &str| {
-                let own_host = || self.members.owned_recently(&peer, host, now);
-                if handover {
+                let own_host = || self.members.owned_recently(peer, host, now);
+                if from.handover {
                     // Its own postings it hands on only for hosts it owned, as it publishes.
                     let held = || near_cells.get(i).is_some_and(|cells| cells.iter().any(|c| cell_held(*c)));
-                    (cell_held(p.cell) || held()) && (*publisher != peer || own_host())
+                    (cell_held(p.cell) || held()) && (publisher != peer || own_host())
                 } else {
-                    *publisher == peer && own_host()
+                    publisher == peer && own_host()
                 }
             };
             let verdict =
@@ -393,61 +450,72 @@ impl EventLoop {
                     },
                 );
             match &verdict {
-                Err(BadPosting::NotOwner(host)) => {
-                    let (silent, near_owner) = self.not_owner(&peer, host, handover, near);
-                    lagging |= silent;
-                    if near_owner {
-                        disputed += 1;
-                    } else {
-                        offence = true;
-                    }
-                }
+                Err(BadPosting::NotOwner(host)) => self.judge_not_owner(from, host, tally),
                 // The sender counts the network across a level's step from this node: no offence.
                 Err(BadPosting::OtherLevel(..)) => {}
-                Err(_) => offence = true,
+                Err(_) => tally.offence = true,
                 Ok(()) => {}
             }
             if let Err(e) = verdict {
-                refused += 1;
-                why.get_or_insert(e.to_string());
+                tally.refuse(Some(e.to_string()));
                 continue;
             }
             // A cell this node does not hold (the sender's ring is another): not an offence,
             // not kept. One owner more than the replicas is tolerated while rings settle.
-            if !ladder.owners(self.members.ring(), p.cell, replicas + 1).contains(&me) {
-                refused += 1;
+            if !ladder.owners(self.members.ring(), p.cell, replicas + 1).contains(&from.me) {
+                tally.refuse(None);
                 continue;
             }
-            kept.postings.push(p);
+            kept.push(p);
         }
-        for t in batch.tombstones {
-            if let Err(e) = check_tombstone(&t, |host| self.members.owned_recently(&peer, host, now)) {
+        kept
+    }
+
+    /// The withdrawals of a batch this node keeps: only for the sender's own hosts.
+    fn tombstones_kept(&self, from: &Sender, tombstones: Vec<Tombstone>, tally: &mut Tally) -> Vec<Tombstone> {
+        let mut kept = Vec::with_capacity(tombstones.len());
+        for t in tombstones {
+            if let Err(e) = check_tombstone(&t, |host| self.members.owned_recently(&from.peer, host, from.now)) {
                 match &e {
-                    BadPosting::NotOwner(host) if !handover && self.members.near_owner(&peer, host, near) => {
-                        disputed += 1
+                    BadPosting::NotOwner(host)
+                        if !from.handover && self.members.near_owner(&from.peer, host, from.near) =>
+                    {
+                        tally.disputed += 1
                     }
-                    _ => offence = true,
+                    _ => tally.offence = true,
                 }
-                refused += 1;
-                why.get_or_insert(e.to_string());
+                tally.refuse(Some(e.to_string()));
                 continue;
             }
-            kept.tombstones.push(t);
+            kept.push(t);
         }
+        kept
+    }
+
+    /// The document copies of a batch this node keeps. As for postings: a publisher sends
+    /// copies of its hosts' pages itself; a holder of the document's id (or its publisher, for
+    /// its hosts) hands them on as signed.
+    fn replicas_kept(
+        &self,
+        from: &Sender,
+        copies: Vec<Replica>,
+        verdicts: Vec<Result<(PeerId, String), BadReplica>>,
+        tally: &mut Tally,
+    ) -> Vec<Replica> {
         let doc_replicas = self.postings.counts.doc_replicas;
-        for (r, verdict) in batch.replicas.into_iter().zip(replica_verdicts) {
-            // As for postings: a publisher sends copies of its hosts' pages itself; a holder of
-            // the document's id (or its publisher, for its hosts) hands them on as signed.
+        let (peer, now) = (&from.peer, from.now);
+        let mut kept = Vec::with_capacity(copies.len());
+        for (r, verdict) in copies.into_iter().zip(verdicts) {
             let point = replicas::doc_point(&r.doc).unwrap_or(0);
             let verdict = verdict.and_then(|(publisher, host)| {
-                let own_host = self.members.owned_recently(&peer, &host, now);
-                let allowed = if handover {
+                let own_host = self.members.owned_recently(peer, &host, now);
+                let allowed = if from.handover {
                     // A holder passes on what a publisher signed; its own pages only for the
                     // hosts it owned, as it publishes them.
-                    let held = self.members.owned_point_recently(&peer, point, doc_replicas + 1, now);
-                    (held && publisher != peer) || (publisher == peer && own_host)
+                    let held = self.members.owned_point_recently(peer, point, doc_replicas + 1, now);
+                    (held && publisher != *peer) || (publisher == *peer && own_host)
                 } else {
-                    publisher == peer && own_host
+                    publisher == *peer && own_host
                 };
                 if allowed {
                     Ok(())
@@ -456,34 +524,43 @@ impl EventLoop {
                 }
             });
             match &verdict {
-                Err(BadReplica::NotOwner(host)) => {
-                    let (silent, near_owner) = self.not_owner(&peer, host, handover, near);
-                    lagging |= silent;
-                    if near_owner {
-                        disputed += 1;
-                    } else {
-                        offence = true;
-                    }
-                }
-                Err(_) => offence = true,
+                Err(BadReplica::NotOwner(host)) => self.judge_not_owner(from, host, tally),
+                Err(_) => tally.offence = true,
                 Ok(()) => {}
             }
             if let Err(e) = verdict {
-                refused += 1;
-                replicas_refused += 1;
-                why.get_or_insert(e.to_string());
+                tally.replicas_refused += 1;
+                tally.refuse(Some(e.to_string()));
                 continue;
             }
             // An id this node does not own (the sender's ring is another): not an offence. The
             // holders are the id's first owners but its publisher, and one more is tolerated
             // while rings settle.
-            if doc_replicas == 0 || !replicas::doc_owners(self.members.ring(), &r.doc, doc_replicas + 2).contains(&me) {
-                refused += 1;
-                replicas_refused += 1;
+            if doc_replicas == 0
+                || !replicas::doc_owners(self.members.ring(), &r.doc, doc_replicas + 2).contains(&from.me)
+            {
+                tally.replicas_refused += 1;
+                tally.refuse(None);
                 continue;
             }
-            kept.replicas.push(r);
+            kept.push(r);
         }
+        kept
+    }
+
+    /// Answers a checked batch: busy when this node's ring may lag the sender's (a page of a
+    /// host whose owner here is a member gone silent: the owner died and its expiry comes
+    /// later — refused, the batch would be lost), a strike toward a ban when the whole batch
+    /// was an offence, else what is kept goes to the node and the answer waits for it.
+    fn settle(
+        &mut self,
+        peer: PeerId,
+        channel: ResponseChannel<PostingReply>,
+        kept: PostingBatch,
+        tally: Tally,
+        total: u32,
+    ) {
+        let Tally { refused, replicas_refused, disputed, why, offence, lagging } = tally;
         if lagging {
             self.postings.counts.busy += 1;
             tracing::debug!(%peer, "a posting batch names a host whose owner here is silent: answered busy");

@@ -2,10 +2,12 @@
 //! advertises as it learns whether others can reach it, and the relay slots it holds behind NAT.
 
 use super::EventLoop;
+use crate::behaviour::BehaviourEvent;
 use crate::reachability;
 use libp2p::core::transport::ListenerId;
 use libp2p::multiaddr::Protocol;
-use libp2p::{relay, Multiaddr, PeerId};
+use libp2p::swarm::SwarmEvent;
+use libp2p::{autonat, dcutr, relay, upnp, Multiaddr, PeerId};
 use std::collections::{HashMap, HashSet};
 
 /// Relays, both ways: the slots this node holds on others' relays behind NAT, what the relay it
@@ -28,6 +30,85 @@ pub(super) struct RelayServed {
 }
 
 impl EventLoop {
+    /// What the swarm says of this node's reachability: its listen and external addresses,
+    /// AutoNAT's probes, relay slots reserved, hole punches, UPnP mappings. Other events are
+    /// of no concern here.
+    pub(super) fn on_reachability_event(&mut self, event: SwarmEvent<BehaviourEvent>) {
+        let now = std::time::Instant::now();
+        match event {
+            SwarmEvent::NewListenAddr { address, .. } if reachability::is_relayed(&address) => {
+                tracing::info!(addr = %address, "reachable through a relay");
+            }
+            SwarmEvent::NewListenAddr { address, .. } => {
+                let full = address.clone().with_p2p(*self.swarm.local_peer_id()).unwrap_or(address.clone());
+                tracing::info!(addr = %full, "p2p listening (bootstrap other nodes from this address)");
+                self.listen.insert(address.clone());
+                self.reach.listen_addr(address, true);
+            }
+            SwarmEvent::ExpiredListenAddr { address, .. } => {
+                self.listen.remove(&address);
+                self.reach.listen_addr(address, false);
+            }
+            SwarmEvent::ListenerClosed { listener_id, reason, .. } => {
+                let relay = self.relaying.listeners.iter().find(|(_, l)| **l == listener_id).map(|(p, _)| *p);
+                if let Some(relay) = relay {
+                    tracing::info!(%relay, "relay slot closed: {reason:?}");
+                    self.relaying.listeners.remove(&relay);
+                    self.reach.reservation(relay, false, now);
+                }
+            }
+            SwarmEvent::ExternalAddrConfirmed { address } => {
+                tracing::info!(addr = %address, "external address confirmed");
+                self.reach.external(address, true, now);
+            }
+            SwarmEvent::ExternalAddrExpired { address } => self.reach.external(address, false, now),
+            SwarmEvent::Behaviour(BehaviourEvent::Autonat(autonat::v2::client::Event {
+                tested_addr,
+                server,
+                result,
+                ..
+            })) => {
+                match &result {
+                    Ok(()) => tracing::info!(addr = %tested_addr, %server, "AutoNAT: reachable at this address"),
+                    Err(e) => {
+                        tracing::info!(addr = %tested_addr, %server, "AutoNAT: not reachable at this address: {e}")
+                    }
+                }
+                self.reach.probe(result.is_ok());
+            }
+            SwarmEvent::Behaviour(BehaviourEvent::RelayClient(relay::client::Event::ReservationReqAccepted {
+                relay_peer_id,
+                renewal,
+                ..
+            })) => {
+                if !renewal {
+                    tracing::info!(relay = %relay_peer_id, "relay slot reserved");
+                }
+                self.reach.reservation(relay_peer_id, true, now);
+            }
+            SwarmEvent::Behaviour(BehaviourEvent::Dcutr(dcutr::Event { remote_peer_id, result })) => {
+                match &result {
+                    Ok(_) => tracing::info!(peer = %remote_peer_id, "hole punched: direct connection"),
+                    Err(e) => tracing::info!(peer = %remote_peer_id, "hole punching failed, staying relayed: {e}"),
+                }
+                self.reach.hole_punch(remote_peer_id, result.is_ok(), now);
+            }
+            SwarmEvent::Behaviour(BehaviourEvent::Upnp(event)) => {
+                let state = match event {
+                    upnp::Event::NewExternalAddr { external_addr, .. } => {
+                        tracing::info!(addr = %external_addr, "UPnP: the router maps a port to this node");
+                        "mapped"
+                    }
+                    upnp::Event::ExpiredExternalAddr { .. } => "expired",
+                    upnp::Event::GatewayNotFound => "no gateway",
+                    upnp::Event::NonRoutableGateway => "gateway not public",
+                };
+                self.reach.upnp(state);
+            }
+            _ => {}
+        }
+    }
+
     pub(super) fn on_relay_served(&mut self, event: relay::Event) {
         let served = &mut self.relaying.served;
         match event {
