@@ -124,7 +124,7 @@ def main():
         args += ["--skip", s]
     # Biggest binaries first: they hold the system tests, the longest runs, so the small ones
     # fill the gaps beside them. Tests that run a network of nodes take turns across binaries
-    # (weft_simnet::failures: one_network_at_a_time, one_of_several_networks).
+    # (weft_test_support::failures: one_network_at_a_time, one_of_several_networks).
     found = sorted(executables(o.build_json), key=lambda e: -os.path.getsize(e[2]))
     tagged = o.jobs > 1
 
@@ -134,7 +134,7 @@ def main():
             print(f"\n==> {label} ({os.path.basename(exe)})", flush=True)
         return e, run(exe, pkg_dir, args, o.bound, f"[{label}] " if tagged else "")
 
-    # Each network turn is written down as it ends (weft_simnet::failures::turns_log).
+    # Each network turn is written down as it ends (weft_test_support::failures::turns_log).
     turns = os.path.join(os.environ.get("CARGO_TARGET_DIR")
                          or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "target"),
                          "network-turns.tsv")

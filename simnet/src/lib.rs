@@ -16,13 +16,12 @@
 //! routers that masquerade (cone and symmetric NAT) and runs real nodes behind them.
 //!
 //! Module order (each module uses only those before it; `tests/architecture/tests/module_graph.rs`
-//! checks it): churn, failures, find_timing, load, ports, rng, web → scale, news, report, search_eval, topics →
+//! checks it): churn, find_timing, load, ports, rng, web → scale, news, report, search_eval, topics →
 //! docs, schedule → runner → demo, natlab, plot, sweep.
 
 pub mod churn;
 pub mod demo;
 pub mod docs;
-pub mod failures;
 pub mod find_timing;
 pub mod load;
 pub mod natlab;

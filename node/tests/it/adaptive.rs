@@ -19,6 +19,7 @@
 //! crawl is stalled, and why.
 
 use crate::common;
+use weft_test_support::until;
 
 use std::time::Duration;
 use weft_simnet::news::news_site_at;
@@ -121,14 +122,6 @@ fn fetched(server: &WebServer, host: &str, prefix: &str) -> std::collections::BT
     out
 }
 
-async fn until(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_follows_a_scheme_move_revisits_hubs_pauses_a_refusing_host_and_finds_a_deep_archive() {
     let server = WebServer::start(vec![moved_before(), growing(12), refusing(), deep()]).await.unwrap();
@@ -147,10 +140,19 @@ async fn a_node_follows_a_scheme_move_revisits_hubs_pauses_a_refusing_host_and_f
     let key = |h: &str| format!("{h}:{}", server.port());
 
     // The first pages arrive; then refusing.test starts refusing.
-    until("refusing.test's first articles", 60, || fetched(&server, "refusing.test", "/r/").len() >= 2).await;
+    until("refusing.test's first articles", Duration::from_secs(60), || {
+        fetched(&server, "refusing.test", "/r/").len() >= 2
+    })
+    .await;
     server.replace_site(refusing_blocked());
-    until("moved.test's old-scheme articles", 60, || fetched(&server, "moved.test", "/blog/").len() == 12).await;
-    until("growing.test's first twelve articles", 60, || fetched(&server, "growing.test", "/news/").len() == 12).await;
+    until("moved.test's old-scheme articles", Duration::from_secs(60), || {
+        fetched(&server, "moved.test", "/blog/").len() == 12
+    })
+    .await;
+    until("growing.test's first twelve articles", Duration::from_secs(60), || {
+        fetched(&server, "growing.test", "/news/").len() == 12
+    })
+    .await;
 
     // refusing.test is blocked, with the evidence, and paused rather than worked through.
     let mut blocked = serde_json::Value::Null;
@@ -200,8 +202,11 @@ async fn a_node_follows_a_scheme_move_revisits_hubs_pauses_a_refusing_host_and_f
     server.replace_site(growing(18));
 
     // growing.test: the six new articles, no old one twice, and a 304 once nothing changed.
-    until("growing.test's new articles", 60, || fetched(&server, "growing.test", "/news/").len() == 18).await;
-    until("a 304 from growing.test's front page", 60, || {
+    until("growing.test's new articles", Duration::from_secs(60), || {
+        fetched(&server, "growing.test", "/news/").len() == 18
+    })
+    .await;
+    until("a 304 from growing.test's front page", Duration::from_secs(60), || {
         server.requests().iter().any(|r| r.host == "growing.test" && r.path == "/" && r.status == 304)
     })
     .await;
@@ -209,7 +214,10 @@ async fn a_node_follows_a_scheme_move_revisits_hubs_pauses_a_refusing_host_and_f
     assert!(news.values().all(|&n| n == 1), "articles fetched again: {news:?}");
 
     // moved.test: the new scheme's pages, the stale links through their redirects.
-    until("moved.test's new-scheme articles", 60, || fetched(&server, "moved.test", "/articles/").len() == 16).await;
+    until("moved.test's new-scheme articles", Duration::from_secs(60), || {
+        fetched(&server, "moved.test", "/articles/").len() == 16
+    })
+    .await;
     let changes = node.get(&format!("/templates/{}/changes", key("moved.test"))).await;
     let schemes: Vec<&serde_json::Value> = changes
         .as_array()
@@ -247,8 +255,10 @@ async fn a_node_follows_a_scheme_move_revisits_hubs_pauses_a_refusing_host_and_f
     );
 
     // refusing.test: unblocked by a served probe; every article fetched, none twice.
-    until("refusing.test's articles after the block", 90, || fetched(&server, "refusing.test", "/r/").len() == 20)
-        .await;
+    until("refusing.test's articles after the block", Duration::from_secs(90), || {
+        fetched(&server, "refusing.test", "/r/").len() == 20
+    })
+    .await;
     let r = fetched(&server, "refusing.test", "/r/");
     assert!(r.values().all(|&n| n == 1), "articles fetched twice: {r:?}");
     let status = node.get("/status").await;
@@ -259,7 +269,7 @@ async fn a_node_follows_a_scheme_move_revisits_hubs_pauses_a_refusing_host_and_f
     );
 
     // deep.test: the archive (too deep to follow) was found when the host ran dry.
-    until("deep.test's archive", 60, || fetched(&server, "deep.test", "/old/").len() == 3).await;
+    until("deep.test's archive", Duration::from_secs(60), || fetched(&server, "deep.test", "/old/").len() == 3).await;
     assert!(node.get("/status").await["found_when_idle"].as_u64().unwrap() >= 1);
 
     // Relearning a host: refused without the token, done with it.

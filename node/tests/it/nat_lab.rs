@@ -23,7 +23,7 @@ async fn nodes_behind_cone_and_symmetric_nat_get_their_urls_and_answer_searches(
         return;
     }
     // Kept under target/test-failures/ if the test fails (SIMNET_KEEP=1: kept anyway).
-    let work = weft_simnet::failures::WorkDir::new("nat_lab").unwrap();
+    let work = weft_test_support::failures::WorkDir::new("nat_lab").unwrap();
     let work_path = work.path().to_path_buf();
     let spec = LabSpec {
         weft: env!("CARGO_BIN_EXE_weft").into(),

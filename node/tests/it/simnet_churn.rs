@@ -10,9 +10,9 @@ use crate::common;
 use std::time::Duration;
 use weft_simnet::churn;
 use weft_simnet::docs::{docs_dir, WebSpec};
-use weft_simnet::failures::WorkDir;
 use weft_simnet::runner::{run, RunSpec};
 use weft_simnet::search_eval::SearchSpec;
+use weft_test_support::failures::WorkDir;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_nodes_with_a_crash_a_join_and_a_leave_crawl_everything_politely_once() {

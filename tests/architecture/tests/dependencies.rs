@@ -18,7 +18,7 @@ fn short(package: &str) -> Option<&str> {
 }
 
 /// The packages that hold only tests: not part of the product's graph.
-const TEST_PACKAGES: &[&str] = &["tests", "architecture"];
+const TEST_PACKAGES: &[&str] = &["tests", "architecture", "test-support"];
 
 /// Each product crate → the crates of ours it depends on, from `cargo metadata`.
 fn manifests() -> BTreeMap<String, BTreeSet<String>> {

@@ -10,8 +10,18 @@ use std::path::{Path, PathBuf};
 
 /// The workspace's library crates, by source directory (`config/clock` and `index/page` are one
 /// file each: no modules to order).
-const CRATES: &[&str] =
-    &["config", "frontier/url", "frontier", "extract", "index", "p2p", "simnet", "node/content", "node"];
+const CRATES: &[&str] = &[
+    "config",
+    "frontier/url",
+    "frontier",
+    "extract",
+    "index",
+    "p2p",
+    "simnet",
+    "node/content",
+    "node",
+    "tests/support",
+];
 
 fn src_of(krate: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(krate).join("src")

@@ -39,32 +39,6 @@ pub fn member_config(server: &WebServer, data_dir: &Path, n: usize, bootstrap: V
     c
 }
 
-/// A node started on its own task with its API on an ephemeral port.
-pub struct Running {
-    pub api: std::net::SocketAddr,
-    pub stop: tokio::sync::watch::Sender<bool>,
-    pub task: tokio::task::JoinHandle<anyhow::Result<()>>,
-}
-
-impl Running {
-    /// Opens and runs a node on `config`; returns once its API listens.
-    pub async fn start(config: Config) -> Running {
-        let node = weft_node::Node::open(config).expect("node opens");
-        let (stop, rx) = tokio::sync::watch::channel(false);
-        let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
-        let task = tokio::spawn(node.run(weft_node::RunOptions::default(), rx, move |addr| {
-            let _ = addr_tx.send(addr);
-        }));
-        Running { api: addr_rx.await.expect("the API listens"), stop, task }
-    }
-
-    /// Stops the node gracefully and waits until it has flushed everything.
-    pub async fn shutdown(self) {
-        self.stop.send(true).expect("node still running");
-        self.task.await.expect("node task").expect("node stops cleanly");
-    }
-}
-
 /// A member of a test network, run on its own task: its network handle, index and crawler at
 /// hand, its API on an ephemeral port.
 pub struct Member {
@@ -122,7 +96,7 @@ impl Member {
     }
 }
 
-pub use weft_simnet::failures::{one_network_at_a_time, one_of_several_networks, WorkDir};
+pub use weft_test_support::{one_network_at_a_time, one_of_several_networks, until, Running, WorkDir};
 
 /// A data dir for this test's node: removed when the test passes, kept under
 /// `target/test-failures/<module>-<test>[-n]/` when it fails (in CI too), with the node's files
@@ -138,18 +112,6 @@ fn log_if_asked() {
         let filter = tracing_subscriber::EnvFilter::from_default_env();
         let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
     }
-}
-
-/// Waits until `ok` holds, checking every 100 ms; fails the test after `limit`, naming `what`.
-/// Prints how long it waited: a test's phases and where its time goes, in its captured output.
-pub async fn until(what: &str, limit: std::time::Duration, mut ok: impl FnMut() -> bool) {
-    let started = std::time::Instant::now();
-    let deadline = started + limit;
-    while !ok() {
-        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    eprintln!("waited {:.1} s for {what}", started.elapsed().as_secs_f64());
 }
 
 /// Waits until every one of `nets` counts `n` members; after `limit`, fails the test with each

@@ -228,7 +228,7 @@ impl Drop for NetworkTurn {
 pub fn failures_dir() -> PathBuf {
     match std::env::var_os("CARGO_TARGET_DIR") {
         Some(t) => PathBuf::from(t).join("test-failures"),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-failures"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-failures"),
     }
 }
 
