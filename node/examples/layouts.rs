@@ -184,7 +184,7 @@ fn main() -> anyhow::Result<()> {
         // instances.
         let dir2 = tempfile::tempdir()?;
         let node = Node::open(config(&server, dir2.path(), 0))?;
-        let fetcher = RenderFetcher::new(node.crawler().clone(), c.layouts.max_subresources);
+        let fetcher = RenderFetcher::new(Arc::new(node.crawler().clone()), c.layouts.max_subresources);
         let fetch_for = move |u: &str| fetcher.for_page(&url::Url::parse(u).unwrap(), None, Duration::from_secs(30)).0;
         let urls: Vec<String> = news
             .iter()

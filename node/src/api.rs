@@ -5,7 +5,6 @@
 //! `{"error": {"code": "empty_query", "message": "..."}}`. Bound to 127.0.0.1 by default — it
 //! is the operator's window into the node.
 
-use crate::crawl::Crawler;
 use crate::indexing::{IndexService, SearchError};
 use crate::search::Searcher;
 pub use crate::search::{ApiHit, Scope, SearchResponse, Timings};
@@ -18,6 +17,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use weft_crawl::Crawler;
 
 /// Results a search returns at most.
 mod documents;
@@ -36,7 +36,7 @@ pub struct AppState {
     /// `None` when the node does not index.
     pub searcher: Option<Arc<Searcher>>,
     /// `None` when `layouts.enabled = false`.
-    pub layouts: Option<crate::layouts::Layouts>,
+    pub layouts: Option<weft_layouts::Layouts>,
     /// The write endpoints' token.
     pub token: crate::token::ApiToken,
     /// Host names requests may name besides IP addresses and `localhost` (`api.allowed_hosts`).
@@ -476,13 +476,13 @@ async fn blocked(State(state): State<AppState>) -> Response {
 }
 
 async fn status(State(state): State<AppState>) -> impl IntoResponse {
-    Json(crate::storage::blocking(|| state.status()))
+    Json(weft_crawl::storage::blocking(|| state.status()))
 }
 
 async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
-        render_prometheus(&crate::storage::blocking(|| state.status()), &state.crawler.metrics().histograms),
+        render_prometheus(&weft_crawl::storage::blocking(|| state.status()), &state.crawler.metrics().histograms),
     )
 }
 
@@ -509,7 +509,7 @@ async fn search(
 /// Runs a layout-store read on the blocking pool and answers it as JSON.
 async fn layout_read<T: serde::Serialize + Send + 'static>(
     state: &AppState,
-    read: impl FnOnce(&crate::layouts::LayoutStore) -> Result<T, crate::layouts::LayoutError> + Send + 'static,
+    read: impl FnOnce(&weft_layouts::LayoutStore) -> Result<T, weft_layouts::LayoutError> + Send + 'static,
 ) -> Response {
     let Some(store) = state.layouts.as_ref().map(|l| l.store.clone()) else {
         return ApiError::new(
@@ -545,7 +545,7 @@ async fn templates_of(State(state): State<AppState>, Path(host): Path<String>) -
 async fn changes_of(State(state): State<AppState>, Path(host): Path<String>) -> Response {
     let patterns = state.crawler.patterns().clone();
     let store = state.layouts.as_ref().map(|l| l.store.clone());
-    let read = move || crate::layouts::change_log(store.as_ref(), patterns.changes(&host)?, &host);
+    let read = move || weft_layouts::change_log(store.as_ref(), patterns.changes(&host)?, &host);
     match tokio::task::spawn_blocking(read).await {
         Ok(Ok(v)) => Json(v).into_response(),
         Ok(Err(e)) => internal(e).into_response(),
@@ -558,7 +558,7 @@ async fn changes_of(State(state): State<AppState>, Path(host): Path<String>) -> 
 async fn relearn(State(state): State<AppState>, Path(host): Path<String>) -> Response {
     let host = host.trim().to_ascii_lowercase();
     let patterns = state.crawler.patterns().clone();
-    layout_read(&state, move |s| crate::layouts::relearn(s, &patterns, &host)).await
+    layout_read(&state, move |s| weft_layouts::relearn(s, &patterns, &host)).await
 }
 
 /// Connections served at once; more wait in the kernel's backlog (no descriptor, no memory

@@ -10,7 +10,7 @@ pub(crate) const STORE_BOUND: Duration = Duration::from_secs(30);
 
 /// Runs `op` (a cell store, replica store or index call: sled underneath) on the blocking pool
 /// and waits at most `bound`; a failure or a timeout is logged as `what` and gives `None` —
-/// the work goes on without it (unlike [`crate::storage::Storage::bounded`], nothing here
+/// the work goes on without it (unlike [`weft_crawl::storage::Storage::bounded`], nothing here
 /// stops the node: postings and copies are the network's, not this node's own data).
 pub(crate) async fn bounded<T: Send + 'static, E: std::fmt::Display + Send + 'static>(
     what: &str,

@@ -492,7 +492,7 @@ async fn chromium(config: &Config) -> Check {
     if !config.layouts.enabled {
         return check(name, Verdict::Skip, "layouts.enabled = false", None);
     }
-    let path = match crate::layouts::browser::find_chromium(Some(&config.layouts.chromium)) {
+    let path = match weft_layouts::browser::find_chromium(Some(&config.layouts.chromium)) {
         Ok(p) => p,
         Err(e) => {
             return check(
@@ -503,14 +503,14 @@ async fn chromium(config: &Config) -> Check {
             )
         }
     };
-    let settings = crate::layouts::browser::BrowserSettings {
+    let settings = weft_layouts::browser::BrowserSettings {
         executable: path.clone(),
         instances: 1,
         timeout: Duration::from_secs(20),
         ..Default::default()
     };
     let started = Instant::now();
-    match tokio::time::timeout(Duration::from_secs(40), crate::layouts::browser::BrowserPool::launch(settings)).await {
+    match tokio::time::timeout(Duration::from_secs(40), weft_layouts::browser::BrowserPool::launch(settings)).await {
         Ok(Ok(pool)) => {
             pool.close().await;
             check(name, Verdict::Ok, format!("{} starts headless in {} ms", path.display(), started.elapsed().as_millis()), None)

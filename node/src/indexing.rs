@@ -22,8 +22,6 @@
 //! peer's search never waits behind this node's own questions being embedded, nor a question
 //! behind a queue of peers' searches.
 
-use crate::metrics::Metrics;
-use crate::page::{FetchedPage, Pipeline, Processed};
 use crate::pipeline::ExtractPipeline;
 use crate::second_opinion::Improved;
 use parking_lot::Mutex;
@@ -34,6 +32,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use weft_config::Config;
+use weft_crawl::metrics::Metrics;
+use weft_fetch::page::{FetchedPage, Pipeline, Processed};
 use weft_index::cells::CellStore;
 use weft_index::{DocId, Document, Embedder, Hit, IndexError, IndexStats, Indexer, LocalIndex, Outcome};
 
@@ -742,8 +742,8 @@ impl Pipeline for IndexPipeline {
         processed
     }
 
-    fn reextract(&self, page: &FetchedPage) -> crate::page::Reextracted {
-        use crate::page::Reextracted;
+    fn reextract(&self, page: &FetchedPage) -> weft_fetch::page::Reextracted {
+        use weft_fetch::page::Reextracted;
         let processed = self.extract.process_again(page);
         if processed.render.is_some() {
             return Reextracted::ForBrowser;
@@ -771,7 +771,7 @@ impl Pipeline for IndexPipeline {
         }
     }
 
-    fn adopt(&self, copy: &crate::page::HeldCopy) -> bool {
+    fn adopt(&self, copy: &weft_fetch::page::HeldCopy) -> bool {
         let links: Vec<String> = copy.links.iter().map(url::Url::to_string).collect();
         self.service.index_blocking(copy.document.clone(), &links).is_ok()
     }

@@ -6,11 +6,11 @@
 //! ones, `throttled`, and `weft_memory_bytes` in `/metrics`. Every 15th measurement first
 //! hands the allocator's free pages back to the system ([`crate::procmem::trim`]).
 
-use crate::crawl::Crawler;
-use crate::layouts::browser::LazyPool;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
+use weft_crawl::Crawler;
+use weft_layouts::browser::LazyPool;
 
 /// The allocator's free pages go back to the system on the first measurement and every this
 /// many after it ([`crate::procmem::trim`]).

@@ -7,15 +7,9 @@
 //! `spawn_timers`), crawls, then stops them in the reverse order.
 
 use crate::api::{self, AppState};
-use crate::crawl::{CrawlSettings, Crawler, Parts, Renders, Route};
-use crate::fetcher::Fetcher;
 use crate::indexing::{IndexPipeline, IndexService};
-use crate::layouts::Layouts;
-use crate::metrics::Metrics;
-use crate::page::Pipeline;
 use crate::pipeline::ExtractPipeline;
 use crate::routing::{Handover, Journal, Router};
-use crate::storage::Storage;
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,8 +17,14 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use weft_config::Config;
+use weft_crawl::metrics::Metrics;
+use weft_crawl::storage::Storage;
+use weft_crawl::{CrawlSettings, Crawler, Parts, Renders, Route};
+use weft_fetch::fetcher::Fetcher;
+use weft_fetch::page::Pipeline;
 use weft_frontier::{open_db, Frontier, FrontierSettings, RobotsCache};
 use weft_index::LocalIndex;
+use weft_layouts::Layouts;
 
 /// A node that has opened its state but is not crawling yet.
 pub struct Node {
@@ -102,8 +102,7 @@ impl Node {
         let renders = layouts.as_ref().map(|l| Arc::new(l.renders.clone()) as Arc<dyn Renders>);
         let storage = Storage::new(&config.data_dir, Duration::from_secs(config.storage.flush_timeout_secs));
         let outcomes = frontier.outcomes()?;
-        let adapt =
-            crate::crawl::Adapt::open(&db, &frontier.tables(), crate::crawl::AdaptSettings::from_config(&config))?;
+        let adapt = weft_crawl::Adapt::open(&db, &frontier.tables(), weft_crawl::AdaptSettings::from_config(&config))?;
         let crawler = Crawler::new(Parts {
             frontier,
             outcomes,
@@ -154,7 +153,7 @@ impl Node {
         let Node { config, crawler, index, network, layouts, db } = self;
         let mut background = JoinSet::new();
         if let Some(l) = &layouts {
-            l.spawn(&config, &crawler, &mut background);
+            l.spawn(&config, &(Arc::new(crawler.clone()) as weft_layouts::CrawlHandle), &mut background);
         }
         // The API first: a node's status, dashboard and health answer while it joins (it learns
         // the members before it crawls, see `wait_for_members`).
@@ -496,7 +495,7 @@ async fn spawn_network(
     // member that held it said what it fetched (bounded).
     handover.start(&handle.peer_id(), &handle.ring(), grace, waits.bound, crawler);
     // URLs sent before a crash or stop and never acknowledged go out again.
-    let unsent = crate::storage::blocking(|| journal.all());
+    let unsent = weft_crawl::storage::blocking(|| journal.all());
     if !unsent.is_empty() {
         tracing::info!(urls = unsent.len(), "sending URLs their owners had not acknowledged");
         handle.send_urls(unsent);

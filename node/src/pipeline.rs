@@ -5,14 +5,14 @@
 //! once). Deduplication, chunking, embedding and indexing plug in after it (fetch → extract →
 //! dedup → chunk → embed → index, see `indexing.rs`) without touching the loop.
 
-use crate::layouts::Worker;
-use crate::metrics::{Event, Metrics};
-use crate::page::{FetchedPage, Pipeline, Processed};
 use crate::second_opinion::SecondOpinion;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use weft_crawl::metrics::{Event, Metrics};
 use weft_extract::learned::Selector;
 use weft_extract::Extracted;
+use weft_fetch::page::{FetchedPage, Pipeline, Processed};
+use weft_layouts::Worker;
 
 /// Extraction: the first stage after fetching.
 pub struct ExtractPipeline {

@@ -10,12 +10,12 @@
 //! halfway goes on where it stopped; the new extractor is recorded when the pass ends. It runs
 //! on one blocking thread beside the crawl, a page at a time, and yields to a stop at once.
 
-use crate::page::{FetchedPage, Pipeline, Reextracted};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 use weft_content::responses::ResponseStore;
+use weft_fetch::page::{FetchedPage, Pipeline, Reextracted};
 
 /// How a node chooses each page's blocks: the built-in classifier over the rules, or the rules
 /// alone (`extract.learned = false`).
@@ -231,7 +231,7 @@ pub fn spawn(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::page::Processed;
+    use weft_fetch::page::Processed;
 
     /// Counts the pages it is asked to extract again; says each changed.
     #[derive(Default)]

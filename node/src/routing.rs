@@ -6,11 +6,11 @@
 //! owner acknowledges them, and sent again after a restart: a crash of the sending node repeats
 //! a URL at worst, never loses it.
 
-use crate::crawl::{Crawler, Route};
-use crate::page::HeldCopy;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
+use weft_crawl::{Crawler, Route};
+use weft_fetch::page::HeldCopy;
 use weft_frontier::{Candidate, UrlKind};
 use weft_index::cells::CellStore;
 use weft_p2p::{Inbound, NetworkHandle, PeerId, WireUrl};
@@ -256,7 +256,7 @@ impl Route for Router {
 /// Forgets the URLs their owners acknowledged. Runs until the network stops.
 pub async fn forget_acknowledged(journal: Journal, mut acked: tokio::sync::mpsc::UnboundedReceiver<Vec<String>>) {
     while let Some(urls) = acked.recv().await {
-        crate::storage::blocking(|| journal.remove(urls.iter().map(String::as_str)));
+        weft_crawl::storage::blocking(|| journal.remove(urls.iter().map(String::as_str)));
     }
 }
 
@@ -327,7 +327,7 @@ pub async fn receive(
         // The batch's URLs for other members' hosts: the network sends them on once they are
         // on disk here (the queue's flush below covers the journal), for once the batch is
         // acknowledged they are this node's to deliver.
-        if let Err(e) = crate::storage::blocking(|| journal.insert(&forward)) {
+        if let Err(e) = weft_crawl::storage::blocking(|| journal.insert(&forward)) {
             tracing::error!("outbox journal: {e}");
             continue;
         }
@@ -339,14 +339,14 @@ pub async fn receive(
             }
             // Not on disk: no acknowledgement (the sender keeps the URLs and sends them again).
             _ => {
-                crate::storage::blocking(|| journal.remove(forward.iter().map(|u| u.url.as_str())));
+                weft_crawl::storage::blocking(|| journal.remove(forward.iter().map(|u| u.url.as_str())));
                 continue;
             }
         };
         crawler.defer_hosts(waits);
         // Those sent on to their owner stay journaled until it acknowledges them.
         let sent_on: HashSet<&str> = sent_on.iter().map(String::as_str).collect();
-        crate::storage::blocking(|| {
+        weft_crawl::storage::blocking(|| {
             journal.remove(returned.iter().map(String::as_str).filter(|u| !sent_on.contains(u)))
         });
         if let Some(reply) = reply {

@@ -8,9 +8,9 @@
 //! that is down keeps its notes waiting here until it answers or the ring replaces it; its
 //! replacement is sent the whole queue of the hosts it now holds second.
 
-use crate::crawl::Crawler;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
+use weft_crawl::Crawler;
 use weft_frontier::{SecondCopy, UrlKind};
 use weft_p2p::ring::host_point;
 use weft_p2p::{NetworkHandle, PeerId, Ring, WireUrl, SECOND_HOLDER_WITHIN};

@@ -14,13 +14,13 @@
 //! counted. Taken opinions are delivered on [`SecondOpinion::take_improved`]'s channel for the
 //! index to use.
 
-use crate::metrics::{Event, Metrics, SecondOpinion as Opinion};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use url::Url;
 use weft_config::{ExtractConfig, SecondOpinion as Policy};
+use weft_crawl::metrics::{Event, Metrics, SecondOpinion as Opinion};
 
 /// Pages the `always` policy may have waiting.
 const QUEUE: usize = 32;

@@ -2,10 +2,7 @@
 //! Prometheus encoding for `/metrics`. Counters are kept where the work happens
 //! (`metrics.rs`, the crawl, the index, the network); this module only reads them.
 
-use crate::crawl::{CrawlStatus, Crawler};
 use crate::indexing::{IndexService, IndexStatus};
-use crate::layouts::{Layouts, LayoutsStatus};
-use crate::metrics::Histograms;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
@@ -13,6 +10,9 @@ use prometheus_client::metrics::MetricType;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use weft_crawl::metrics::Histograms;
+use weft_crawl::{CrawlStatus, Crawler};
+use weft_layouts::{Layouts, LayoutsStatus};
 
 /// `GET /status`: the crawl's counters and every subsystem's section.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -490,9 +490,9 @@ pub fn render_prometheus(status: &Status, histograms: &Histograms) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crawl::CrawlState;
-    use crate::metrics::{inc, Metrics};
     use std::collections::HashSet;
+    use weft_crawl::metrics::{inc, Metrics};
+    use weft_crawl::CrawlState;
     use weft_frontier::FrontierStats;
 
     fn status_of(m: &Metrics) -> Status {

@@ -3,13 +3,13 @@
 //! (`relearn` with the write token from the data dir); when no node answers, opens the data dir
 //! itself (sled allows one process per database).
 
-use crate::layouts::{change_log, load_overrides, relearn, HostDetail, HostSummary, LayoutStore};
 use anyhow::Context;
 use serde::de::DeserializeOwned;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::time::{Duration, UNIX_EPOCH};
 use weft_extract::changes::{Change, ChangeKind};
+use weft_layouts::{change_log, load_overrides, relearn, HostDetail, HostSummary, LayoutStore};
 
 /// What to show.
 pub enum What {

@@ -8,7 +8,8 @@
 //! made), [`Syncs`] (coalesced syncs), [`LsmMemory`] (what a store holds in memory, for
 //! `/status`), [`MemtableAge`] (slow memtables written out by age, so a store's write buffer
 //! stops growing minutes after start), [`Table`] (a named table in a keyspace, for the small
-//! stores that left sled) and [`FirstFailure`] (the cause behind fjall's `Poisoned`).
+//! stores that left sled) and [`FirstFailure`] (the cause behind fjall's `Poisoned`); and
+//! [`blocking`], how async code calls a store without holding up the runtime.
 
 mod aging;
 mod failure;
@@ -20,6 +21,16 @@ pub use failure::FirstFailure;
 pub use lsm::{keyspace_options, LsmMemory};
 pub use syncs::Syncs;
 pub use table::{move_sled_tree, Entry, Ids, MoveError, Table, MOVE_BATCH};
+
+/// Runs a storage call that may block (sled, fjall) without holding up the async runtime: on a
+/// multi-threaded runtime the worker hands its other tasks to another thread first; elsewhere
+/// (a current-thread runtime, a plain thread) it simply runs.
+pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
 
 /// Opens the node's sled database with a bounded page cache (sled's default is 1 GiB, far
 /// too much for a homelab box that also runs an embedding model).

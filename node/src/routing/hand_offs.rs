@@ -3,12 +3,12 @@
 //! gains wait for their previous owners' hand-over ([`Handover`]) before they are crawled here.
 
 use super::{owner, wire, Journal};
-use crate::crawl::Crawler;
 use crate::second_copies::holds_second;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use weft_crawl::Crawler;
 use weft_frontier::SecondCopy;
 use weft_p2p::{NetworkHandle, PeerId, WireUrl};
 use weft_url::HostKey;

@@ -4,8 +4,8 @@
 
 use super::hand_offs::give_away;
 use super::Journal;
-use crate::crawl::Crawler;
 use std::time::{Duration, Instant};
+use weft_crawl::Crawler;
 use weft_p2p::{NetworkHandle, WireUrl};
 
 /// The first step of leaving, taken as soon as the crawl stops starting requests — not after
@@ -44,7 +44,7 @@ pub async fn leave_early(crawler: &Crawler, network: &NetworkHandle, journal: &J
         crawler.done_of(&busy).into_iter().map(|url| WireUrl::new(url, 0, weft_p2p::UrlKind::Done)).collect();
     let told = done.len();
     if !done.is_empty() {
-        match crate::storage::blocking(|| journal.insert(&done)) {
+        match weft_crawl::storage::blocking(|| journal.insert(&done)) {
             Ok(()) => network.hand_off(done, Vec::new()),
             Err(e) => tracing::error!("outbox journal: {e}"),
         }
@@ -99,7 +99,7 @@ pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal
             let s = network.status();
             // The postings and document copies of the pages indexed last go out too: a page
             // handed over as done whose copies never left would be lost with this node.
-            let sent = crate::storage::blocking(|| journal.is_empty())
+            let sent = weft_crawl::storage::blocking(|| journal.is_empty())
                 && s.urls_waiting == 0
                 && s.urls_in_flight == 0
                 && s.postings.backlog == 0;
@@ -118,7 +118,7 @@ pub async fn leave(crawler: &Crawler, network: &NetworkHandle, journal: &Journal
     match tokio::time::timeout(wait, done).await {
         Ok(true) => tracing::info!("left the network; every handed-off URL was acknowledged"),
         Ok(false) | Err(_) => tracing::warn!(
-            unacknowledged = crate::storage::blocking(|| journal.len()),
+            unacknowledged = weft_crawl::storage::blocking(|| journal.len()),
             "left the network with URLs unacknowledged; they stay journaled and go out at the next start"
         ),
     }

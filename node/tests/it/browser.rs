@@ -125,7 +125,7 @@ async fn rendering_through_the_crawler_is_polite_and_obeys_robots() {
     let max_subresources = config.layouts.max_subresources;
     let node = weft_node::Node::open(config).unwrap();
     let page_url = url::Url::parse(&format!("http://polite.test:{}/page", server.port())).unwrap();
-    let fetcher = weft_node::layouts::RenderFetcher::new(node.crawler().clone(), max_subresources);
+    let fetcher = weft_node::layouts::RenderFetcher::new(std::sync::Arc::new(node.crawler().clone()), max_subresources);
     let (fetch, _) = fetcher.for_page(&page_url, None, Duration::from_secs(20));
     let pool =
         BrowserPool::launch(BrowserSettings { instances: 1, timeout: Duration::from_secs(30), ..Default::default() })
@@ -220,7 +220,11 @@ async fn a_page_whose_host_failed_during_its_render_is_rendered_again_after_its_
     let reason = weft_node::page::RenderReason::HostRenders("the test".into());
     layouts.renders.push_stored(&url, 1, &reason, None).unwrap();
     let mut tasks = tokio::task::JoinSet::new();
-    layouts.spawn(&config, node.crawler(), &mut tasks);
+    layouts.spawn(
+        &config,
+        &(std::sync::Arc::new(node.crawler().clone()) as weft_node::layouts::CrawlHandle),
+        &mut tasks,
+    );
     let metrics = node.crawler().metrics();
     let count = |k: &str| metrics.extractions().get(k).copied().unwrap_or(0);
     let index = node.index().expect("the index is on by default");

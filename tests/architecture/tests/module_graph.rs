@@ -197,11 +197,33 @@ fn every_crates_modules_follow_its_documented_order() {
 }
 
 #[test]
-fn the_nodes_page_seam_and_its_crawl_stand_on_their_own() {
-    let g = graph(&src_of("node"));
-    assert_eq!(g["page"], BTreeSet::new(), "page.rs imports nothing else of the node");
-    for kept_out in ["layouts", "routing", "indexing", "pipeline", "status", "api", "node", "search"] {
-        assert!(!g["crawl"].contains(kept_out), "the crawl reaches {kept_out} only through a trait it is given");
+fn the_crawl_reaches_the_network_and_the_browser_only_through_traits() {
+    // `weft-crawl` is handed a `Route` (the network) and a `Renders` (the browser's queue): it
+    // names neither the network's crate nor the node, and the layout tier only in the file
+    // that implements the layout tier's two traits for it.
+    let src = src_of("node/crawl");
+    let mut stack = vec![src.clone()];
+    let mut files = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            files += 1;
+            let text = std::fs::read_to_string(&path).unwrap();
+            let code: String = text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            for crate_name in ["weft_p2p", "weft_node"] {
+                assert!(!code.contains(crate_name), "{name} names {crate_name}");
+            }
+            if name != "layout_tier.rs" && name != "metrics.rs" {
+                assert!(!code.contains("weft_layouts"), "{name} names weft_layouts");
+            }
+        }
     }
-    assert!(!g["metrics"].contains("indexing") && !g["metrics"].contains("layouts"), "metrics: counters only");
+    assert!(files > 10, "read the crawl's sources: {files}");
+    let g = graph(&src_of("node"));
+    assert!(!g.contains_key("crawl"), "the crawl is a crate of its own");
 }

@@ -3,12 +3,12 @@
 
 use super::outcome::robots_sitemaps;
 use super::Inner;
-use crate::fetcher::{Expect, FetchError, Fetched};
 use crate::metrics::inc;
 use crate::storage::blocking;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use url::Url;
+use weft_fetch::fetcher::{Expect, FetchError, Fetched};
 use weft_frontier::{Completion, Lease, RobotsFetch, RobotsOutcome, UrlKind};
 
 impl Inner {

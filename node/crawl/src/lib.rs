@@ -22,32 +22,42 @@
 //!   revisited on a schedule — and `stall.rs`, whether the crawl as a whole is stuck.
 //!
 //! What the crawl does not own it reaches through two small traits given at construction:
-//! [`Route`] (in a network, URLs of hosts another member owns go to it: `routing.rs`) and
-//! [`Renders`] (pages that need JavaScript go to the browser: `layouts/rendering.rs`). Both
-//! depend on this module, never the other way round.
+//! [`Route`] (in a network, URLs of hosts another member owns go to it: the node's
+//! `routing.rs`) and [`Renders`] (pages that need JavaScript go to the browser:
+//! `weft_layouts::RenderQueue`). Neither the network nor the browser is a dependency.
+//!
+//! Beside the loop, what it and the node share: [`metrics`] (the node's counters), [`storage`]
+//! (bounded durable writes; a fault stops the node), [`received`] (what became of the URLs
+//! other members sent); and `layout_tier.rs`, the crawl and the counters as the layout tier
+//! sees them (`weft_layouts::Crawl`, `weft_layouts::Tally`).
+//!
+//! Module order: layout_tier, metrics, received, storage → adapt, control, outcome, robots,
+//! stall → adopt, borrowed, lease, members, run_loop, second, status.
 
 mod adapt;
 mod adopt;
 mod borrowed;
 mod control;
+mod layout_tier;
 mod lease;
 mod members;
+pub mod metrics;
 pub mod outcome;
+pub mod received;
 mod robots;
 mod run_loop;
 mod second;
 mod stall;
 mod status;
+pub mod storage;
 
 pub use adapt::{Adapt, AdaptSettings};
-pub use borrowed::BrowserFetchError;
 use control::Control;
 pub use control::CrawlState;
 pub use status::CrawlStatus;
+pub use weft_fetch::{BrowserFetchError, Renders, WaitingPage};
 
-use crate::fetcher::{Fetched, Fetcher};
 use crate::metrics::{inc, Event, Metrics, Render};
-use crate::page::{FetchedPage, Pipeline, RenderReason};
 use crate::storage::{blocking, Storage, StorageFault};
 use parking_lot::Mutex;
 use std::collections::HashSet;
@@ -56,6 +66,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use url::Url;
 use weft_extract::PageType;
+use weft_fetch::fetcher::{Fetched, Fetcher};
+use weft_fetch::page::{FetchedPage, Pipeline};
 use weft_frontier::{Candidate, Durability, Fate, Frontier, Lease, PushOutcome, RobotsCache, UrlKind};
 use weft_url::{normalize, HostKey};
 
@@ -71,50 +83,10 @@ pub trait Route: Send + Sync + 'static {
     /// A fresh copy of the page at `url` that another member holds (`index.replicas`): the
     /// crawl indexes it instead of fetching the page again. `None` when no holder has one
     /// (answered within a short deadline).
-    fn copy_of(&self, url: &Url) -> futures::future::BoxFuture<'static, Option<crate::page::HeldCopy>> {
+    fn copy_of(&self, url: &Url) -> futures::future::BoxFuture<'static, Option<weft_fetch::page::HeldCopy>> {
         let _ = url;
         Box::pin(std::future::ready(None))
     }
-}
-
-/// The browser tier's queue, as the crawl sees it (see `layouts/rendering.rs`).
-pub trait Renders: Send + Sync + 'static {
-    /// Queues a page for the browser, with the page the crawl fetched when it has one (the
-    /// browser is answered from it rather than fetching the page again).
-    fn push(&self, url: &Url, depth: u32, reason: &RenderReason, fetched: Option<&FetchedPage>) -> anyhow::Result<()>;
-    /// Why every page of `host` goes straight to the browser, if it does.
-    fn host_renders(&self, host: &str) -> Option<RenderReason>;
-    /// Pages waiting for the browser (not being rendered) whose host `pick` selects, claimed
-    /// until [`Renders::forget`] or [`Renders::release`]: the renderer will not take them.
-    fn waiting(&self, pick: &mut dyn FnMut(&str) -> bool) -> Vec<WaitingPage>;
-    /// The HTML this node fetched for a waiting page, as the page to index when it will not be
-    /// rendered here (its host changed hands); `None` when the crawl never fetched it.
-    fn held_page(&self, page: &WaitingPage) -> Option<FetchedPage>;
-    /// Takes pages off the queue (handed over with their host, or their host blocked).
-    fn forget(&self, pages: &[WaitingPage]);
-    /// Gives back pages [`Renders::waiting`] returned and that stay (a hand-off failed).
-    fn release(&self, pages: &[WaitingPage]);
-    /// Pages queued or being rendered, and work that may queue more: the crawl is not idle.
-    fn pending(&self) -> usize;
-    /// Pages queued for the browser or being rendered now.
-    fn rendering(&self) -> usize;
-    /// Hosts of the pages the browser is rendering now (or claimed for a hand-off): a node
-    /// leaving keeps them until those renders end.
-    fn hosts_rendering(&self) -> Vec<String>;
-    /// The renderer takes no further page: the node is leaving, and what still waits goes
-    /// with its host ([`Renders::waiting`]; a page fetched here is indexed from its HTML).
-    fn close(&self);
-}
-
-/// A page waiting for the browser: part of its host's queue.
-#[derive(Debug, Clone)]
-pub struct WaitingPage {
-    /// The queue's key for it.
-    pub key: Vec<u8>,
-    pub url: Url,
-    pub depth: u32,
-    /// When it was queued, seconds since the Unix epoch.
-    pub queued_unix: u64,
 }
 
 /// Crawl-loop settings (the rest lives in the frontier and the fetcher).

@@ -20,8 +20,7 @@
 //! (links, metadata, classification) stays the generic extractor's.
 
 use super::store::{HostRendering, LayoutError, LayoutStore, Learned, PageRole, StoredPage};
-use crate::metrics::{Event, Layout, Metrics, Render};
-use crate::page::{FetchedPage, RenderReason};
+use crate::events::{Event, Layout, Render, Tally};
 use scraper::Html;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -29,6 +28,7 @@ use tokio::sync::Notify;
 use weft_extract::changes::{diagnose, repair, ChangeKind};
 use weft_extract::template::{apply, TemplateText, MIN_WORDS};
 use weft_extract::{ContentBlock, Extracted};
+use weft_fetch::page::{FetchedPage, RenderReason};
 
 /// Host templates tried on a page of a new layout, newest first.
 const HOST_TEMPLATES_TRIED: usize = 4;
@@ -45,7 +45,7 @@ pub struct Worked {
 /// The worker, shared by the crawl's blocking threads.
 pub struct Worker {
     store: LayoutStore,
-    metrics: Arc<Metrics>,
+    metrics: Arc<dyn Tally>,
     render_above: f64,
     render_maybe_above: f64,
     /// A page extracted with less confidence than this queues its layout at once.
@@ -65,7 +65,7 @@ impl Worker {
     pub fn new(
         store: LayoutStore,
         config: &weft_config::LayoutsConfig,
-        metrics: Arc<Metrics>,
+        metrics: Arc<dyn Tally>,
         can_render: Arc<AtomicBool>,
         teacher: Arc<Notify>,
     ) -> Worker {

@@ -29,7 +29,7 @@ impl Inner {
     /// Indexes the page at `url` from a copy another member held instead of fetching it, and
     /// follows its links as if it had been fetched; `false` when it could not be indexed (the
     /// page is fetched then).
-    pub(super) async fn adopt(&self, lease: &Lease, url: &Url, copy: crate::page::HeldCopy) -> bool {
+    pub(super) async fn adopt(&self, lease: &Lease, url: &Url, copy: weft_fetch::page::HeldCopy) -> bool {
         let pipeline = self.pipeline.clone();
         let (fetched_at, holder) = (copy.document.fetched_at, copy.holder.clone());
         let links = copy.links.clone();

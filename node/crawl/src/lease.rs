@@ -3,15 +3,15 @@
 
 use super::outcome::Action;
 use super::{outcome, Inner};
-use crate::fetcher::{Expect, FetchError, Fetched};
 use crate::metrics::inc;
-use crate::page::FetchedPage;
 use crate::storage::blocking;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use url::Url;
 use weft_extract::parse_sitemap;
+use weft_fetch::fetcher::{Expect, FetchError, Fetched};
+use weft_fetch::page::FetchedPage;
 use weft_frontier::{health, Candidate, Completed, Completion, Fate, Lease, UrlKind, Verdict};
 
 impl Inner {
@@ -275,7 +275,7 @@ impl Inner {
         responses: &weft_content::responses::ResponseStore,
         url: &Url,
         status: u16,
-        head: crate::fetcher::HttpHead,
+        head: weft_fetch::fetcher::HttpHead,
         body: &[u8],
     ) {
         let kept = weft_content::responses::KeptResponse {
@@ -283,8 +283,8 @@ impl Inner {
             fetched_at_ms: weft_clock::now_ms(),
             version: format!("{:?}", head.version),
             status,
-            headers: crate::fetcher::header_list(&head.headers),
-            request_headers: crate::fetcher::header_list(&head.request),
+            headers: weft_fetch::fetcher::header_list(&head.headers),
+            request_headers: weft_fetch::fetcher::header_list(&head.request),
             body: body.to_vec(),
         };
         if let Err(e) = blocking(|| responses.keep(&kept)) {

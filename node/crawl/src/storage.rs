@@ -62,15 +62,7 @@ fn identity(path: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
-/// Runs a storage call that may block (sled) without holding up the async runtime: on a
-/// multi-threaded runtime the worker hands its other tasks to another thread first; elsewhere
-/// (a current-thread runtime, a plain thread) it simply runs.
-pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
-        _ => f(),
-    }
-}
+pub use weft_db::blocking;
 
 impl Storage {
     /// A guard for the data dir `data_dir`, with flushes bounded by `timeout`.

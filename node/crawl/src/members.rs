@@ -4,10 +4,10 @@
 
 use super::{Crawler, WaitingPage};
 use crate::metrics::{inc, Event, Render};
-use crate::page::FetchedPage;
 use crate::storage::{blocking, StorageFault};
 use std::collections::HashSet;
 use url::Url;
+use weft_fetch::page::FetchedPage;
 use weft_frontier::{Candidate, UrlKind};
 use weft_url::HostKey;
 

@@ -1,26 +1,36 @@
-//! Layout learning and the JavaScript tier (seed 000's teacher/worker design): everything the
-//! node does with page layouts and the browser, together.
+//! Layout learning and the JavaScript tier (the teacher/worker design): everything a node does
+//! with page layouts and the browser, together.
 //!
-//! - `store.rs`: the layout store in sled — signatures, templates, changes, the teacher's and
+//! - `store/`: the layout store in sled — signatures, templates, changes, the teacher's and
 //!   the browser's queues, the pages they work on.
 //! - `worker.rs`: the fast path, on every fetched page, on the DOM the extractor parsed.
 //! - `teacher.rs`: the slow path, with the browser, in the background.
 //! - `rendering.rs`: pages that need JavaScript, rendered and sent down the pipeline; the crawl
-//!   reaches it through [`crate::Renders`].
+//!   reaches it through [`weft_fetch::Renders`], which [`RenderQueue`] implements.
 //! - `render_fetch.rs`: what a rendered page may fetch, under the crawl's rules.
-//! - `browser.rs`, `chromium.rs`: the Chromium pool and the process it runs.
+//! - `browser.rs`, `chromium.rs`: the Chromium pool and the process it runs;
+//!   `process_tree.rs` its processes' memory.
+//! - `crawl.rs`: what this tier needs of the crawl ([`Crawl`]: the browser's requests go
+//!   through it, rendered pages down its pipeline); `events.rs` what it counts ([`Tally`]).
 //!
-//! This module uses the crawl (requests for the browser go through it); the crawl does not use
-//! this module.
+//! The node gives it the crawl and the metrics; nothing here knows the node.
+//!
+//! Module order: chromium, crawl, events, process_tree, store → browser, render_fetch → rendering,
+//! worker → teacher.
 
 pub mod browser;
 pub(crate) mod chromium;
+pub mod crawl;
+pub mod events;
+mod process_tree;
 mod render_fetch;
 mod rendering;
 mod store;
 mod teacher;
 mod worker;
 
+pub use crawl::{Crawl, CrawlHandle};
+pub use events::{Event, Tally};
 pub use render_fetch::{decide, Decision, DocumentFailure, RenderFetcher, RenderSession};
 pub use rendering::{retry_after, RenderQueue, RENDER_RETRY_SECS};
 pub use store::{
@@ -30,8 +40,6 @@ pub use store::{
 pub use teacher::Teacher;
 pub use worker::{Worked, Worker};
 
-use crate::crawl::Crawler;
-use crate::metrics::Metrics;
 use browser::{BrowserSettings, LazyPool};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -119,7 +127,7 @@ fn scheme_entry(c: weft_frontier::patterns::SchemeChange) -> weft_extract::chang
 pub struct Layouts {
     pub store: LayoutStore,
     pub pool: Arc<LazyPool>,
-    /// Pages for the browser; given to the crawler as its [`crate::Renders`].
+    /// Pages for the browser; given to the crawler as its [`weft_fetch::Renders`].
     pub renders: RenderQueue,
     teacher_wake: Arc<tokio::sync::Notify>,
 }
@@ -156,14 +164,14 @@ impl Layouts {
     }
 
     /// The worker for the extraction pipeline.
-    pub fn worker(&self, config: &Config, metrics: Arc<Metrics>) -> Worker {
+    pub fn worker(&self, config: &Config, metrics: Arc<dyn Tally>) -> Worker {
         Worker::new(self.store.clone(), &config.layouts, metrics, self.pool.available(), self.teacher_wake.clone())
     }
 
     /// Starts the renderer, the teacher and the browser's idle stop on `tasks`.
-    pub fn spawn(&self, config: &Config, crawler: &Crawler, tasks: &mut JoinSet<()>) {
+    pub fn spawn(&self, config: &Config, crawler: &CrawlHandle, tasks: &mut JoinSet<()>) {
         let patience = Duration::from_secs(config.layouts.render_patience_secs);
-        let metrics = crawler.metrics();
+        let metrics = crawler.tally();
         let fetcher = RenderFetcher::new(crawler.clone(), config.layouts.max_subresources);
         tasks.spawn(rendering::run(
             self.renders.clone(),

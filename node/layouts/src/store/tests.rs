@@ -1,5 +1,5 @@
 use super::{key, JobOutcome, LayoutStore, RenderJob, TeacherJob};
-use crate::layouts::{load_overrides, HostRendering, Learned, OverrideError, Relearned, SignatureRecord};
+use crate::{load_overrides, HostRendering, Learned, OverrideError, Relearned, SignatureRecord};
 use weft_extract::changes::{Change, ChangeKind, Snapshot};
 use weft_extract::template::{Level, Origin, Selectors, Template};
 

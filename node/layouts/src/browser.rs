@@ -357,7 +357,7 @@ impl BrowserPool {
     /// blocking pool.
     pub fn measure_memory(&self) -> Vec<u64> {
         let pids = self.pids.lock().clone();
-        let figures = crate::procmem::tree_pss(&pids);
+        let figures = crate::process_tree::tree_pss(&pids);
         *self.memory.lock() = figures.clone();
         figures
     }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
+pub use weft_layouts::events::{Layout, Render, RenderRequest, Teacher};
 
 /// Latency distributions, observed where the work happens (Prometheus histograms; seconds).
 #[derive(Debug, Clone)]
@@ -40,7 +41,7 @@ impl Default for Histograms {
 }
 
 impl Histograms {
-    pub(crate) fn register(&self, registry: &mut prometheus_client::registry::Registry) {
+    pub fn register(&self, registry: &mut prometheus_client::registry::Registry) {
         let all: [(&str, &str, &Histogram); 6] = [
             ("weft_fetch_seconds", "One HTTP fetch of the crawl loop, body included", &self.fetch),
             (
@@ -238,6 +239,28 @@ pub enum Event {
     SecondOpinion(SecondOpinion),
 }
 
+impl From<weft_layouts::Event> for Event {
+    fn from(e: weft_layouts::Event) -> Event {
+        match e {
+            weft_layouts::Event::Layout(l) => Event::Layout(l),
+            weft_layouts::Event::Render(r) => Event::Render(r),
+            weft_layouts::Event::RenderRequest(r) => Event::RenderRequest(r),
+            weft_layouts::Event::Teacher(t) => Event::Teacher(t),
+        }
+    }
+}
+
+/// The layout tier's counts and errors go to the node's metrics.
+impl weft_layouts::Tally for Metrics {
+    fn count_event(&self, event: weft_layouts::Event) {
+        Metrics::count_event(self, event.into());
+    }
+
+    fn error(&self, kind: &'static str, url: &str, detail: &dyn std::fmt::Display) {
+        Metrics::error(self, kind, url, detail);
+    }
+}
+
 impl Event {
     /// `group:value`.
     pub fn key(&self) -> String {
@@ -271,60 +294,6 @@ macro_rules! counted {
 }
 
 counted!(
-    /// What the layout worker did with a page.
-    Layout {
-        /// A template extracted it.
-        Template => "template",
-        /// The generic extraction stands.
-        Generic => "generic",
-        /// The layout's template did not validate.
-        TemplateFailed => "template_failed",
-        /// The template's selectors all matched a page too short for it (the generic
-        /// extractor found no more text either): a short page, not a layout change.
-        ShortPage => "short_page",
-        /// A class rename was repaired on the spot.
-        Repaired => "repaired",
-        /// A template of another layout of the host fitted a new signature.
-        Adopted => "adopted",
-        /// The layout went to the teacher.
-        TeacherQueued => "teacher_queued",
-    }
-);
-
-counted!(
-    /// The JavaScript tier.
-    Render {
-        Queued => "queued",
-        Rendered => "rendered",
-        /// A host's pages now all go to the browser.
-        HostDecided => "host_decided",
-        /// A host's expired decision was checked again and its pages are static again.
-        HostStatic => "host_static_again",
-        /// A page waiting for the browser that another member reported fetched: not rendered.
-        DoneElsewhere => "done_elsewhere",
-        /// A page whose host failed for now (its render and a fetch of its HTML): queued again
-        /// for later.
-        Retried => "retried",
-        /// A page whose host kept failing (or refused it for good): not indexed.
-        GaveUp => "gave_up",
-    }
-);
-
-counted!(
-    /// What the teacher did.
-    Teacher {
-        Runs => "runs",
-        Learned => "learned",
-        JsRequired => "js_required",
-        Failed => "failed",
-        Adopted => "adopted",
-        /// A sample whose HTML is not kept (a store of an older version) was left out: the
-        /// teacher never fetches a page the crawl fetched.
-        SampleMissing => "sample_missing",
-    }
-);
-
-counted!(
     /// The Readability.js second opinion.
     SecondOpinion {
         Sent => "sent",
@@ -338,31 +307,6 @@ counted!(
         DroppedUnconsumed => "dropped_unconsumed",
     }
 );
-
-/// A rendered page's request (see `layouts/render_fetch.rs`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RenderRequest {
-    DocumentFromCrawl,
-    DocumentFetched,
-    SubresourceCached,
-    SubresourceFetched,
-    SubresourceOverCap,
-    /// Refused outright, and why (the resource type).
-    Refused(&'static str),
-}
-
-impl RenderRequest {
-    fn as_str(&self) -> &'static str {
-        match self {
-            RenderRequest::DocumentFromCrawl => "document_from_crawl",
-            RenderRequest::DocumentFetched => "document_fetched",
-            RenderRequest::SubresourceCached => "subresource_cached",
-            RenderRequest::SubresourceFetched => "subresource_fetched",
-            RenderRequest::SubresourceOverCap => "subresource_over_cap",
-            RenderRequest::Refused(_) => "refused",
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -4,12 +4,13 @@
 //! (fetched first if not cached), and the SSRF guard applies.
 
 use super::Inner;
-use crate::fetcher::{Expect, FetchError, Fetched};
 use crate::metrics::inc;
 use crate::storage::blocking;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use url::Url;
+use weft_fetch::fetcher::{Expect, FetchError, Fetched};
+use weft_fetch::BrowserFetchError;
 use weft_frontier::{Borrow, Returned, RobotsOutcome, Verdict};
 
 impl Inner {
@@ -86,23 +87,4 @@ impl Inner {
             tokio::time::sleep_until(wait).await;
         }
     }
-}
-
-/// Why a browser's request was not made.
-#[derive(Debug, thiserror::Error)]
-pub enum BrowserFetchError {
-    #[error("the URL has no host")]
-    NoHost,
-    #[error("robots.txt disallows it")]
-    Disallowed,
-    #[error("robots.txt is unavailable for now")]
-    RobotsUnavailable,
-    #[error("the SSRF guard blocks the host")]
-    Blocked,
-    #[error("the host's politeness delay runs past the render's patience")]
-    Impatient,
-    /// The request failed; `transient`: it may succeed later (a timeout, a refused
-    /// connection, the frontier's storage), not so for a malformed answer or an SSRF refusal.
-    #[error("{error}")]
-    Fetch { error: String, transient: bool },
 }

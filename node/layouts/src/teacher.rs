@@ -17,25 +17,25 @@ use super::browser::{LazyPool, VIEWPORT};
 use super::render_fetch::RenderFetcher;
 use super::rendering::RenderQueue;
 use super::store::{HostRendering, JobOutcome, LayoutStore, Learned, PageRole, StoredPage, TeacherJob};
-use crate::crawl::Crawler;
-use crate::metrics::{Event, Metrics, Teacher as Taught};
-use crate::page::RenderReason;
-use crate::storage::blocking;
+use crate::crawl::CrawlHandle;
+use crate::events::{Event, Tally, Teacher as Taught};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
 use url::Url;
+use weft_db::blocking;
 use weft_extract::teacher::{learn, LearnError};
+use weft_fetch::page::RenderReason;
 
 /// Everything the teacher works with.
 pub struct Teacher {
     pub store: LayoutStore,
-    pub crawler: Crawler,
+    pub crawler: CrawlHandle,
     /// The fetch function of its renders (requests under the crawl's rules).
     pub fetcher: RenderFetcher,
     pub pool: Arc<LazyPool>,
     pub renders: RenderQueue,
-    pub metrics: Arc<Metrics>,
+    pub metrics: Arc<dyn Tally>,
     /// Longest a request waits for its host's politeness delay.
     pub patience: Duration,
     pub wake: Arc<Notify>,

@@ -1,7 +1,7 @@
 //! The operator's templates: the override file, read and checked at start; they win for their hosts.
 
 use super::LayoutStore;
-use crate::layouts::Learned;
+use crate::Learned;
 use serde::Deserialize;
 use std::path::Path;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! What the store shows the operator: `weft templates list | show`, `/status`, the dashboard.
 
 use super::{host_prefix, LayoutError, LayoutStore};
-use crate::layouts::{HostRendering, Learned, SignatureRecord};
+use crate::{HostRendering, Learned, SignatureRecord};
 use serde::{Deserialize, Serialize};
 use weft_extract::template::Level;
 
@@ -95,14 +95,14 @@ impl LayoutStore {
     }
 
     /// What `/status` shows.
-    pub fn status(&self) -> crate::layouts::LayoutsStatus {
+    pub fn status(&self) -> crate::LayoutsStatus {
         let rendering = self
             .hosts
             .iter()
             .flatten()
             .map(|(_, v)| v)
             .filter(|v| serde_json::from_slice::<HostRendering>(v).is_ok_and(|h| h.render));
-        crate::layouts::LayoutsStatus {
+        crate::LayoutsStatus {
             templates: self.templates.len() as u64 + self.overrides.len() as u64,
             hosts_rendering: rendering.count() as u64,
             teacher_queue: self.jobs.len() as u64,

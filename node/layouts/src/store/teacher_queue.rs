@@ -1,7 +1,7 @@
 //! The teacher's queue (`layout.jobs`): one job per signature that needs a template.
 
 use super::{key, LayoutError, LayoutStore, PageRole};
-use crate::layouts::{Learned, SignatureRecord};
+use crate::{Learned, SignatureRecord};
 use serde::{Deserialize, Serialize};
 use weft_extract::changes::Change;
 use weft_extract::template::{Level, Origin};

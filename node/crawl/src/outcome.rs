@@ -4,9 +4,9 @@
 //! The crawl loop (`mod.rs`) does the fetching, counting and queueing; every choice it makes
 //! about a response is a function here, tested case by case in milliseconds.
 
-use crate::fetcher::{FetchError, Fetched};
 use url::Url;
 use weft_extract::{Link, Sitemap, SitemapError};
+use weft_fetch::fetcher::{FetchError, Fetched};
 use weft_frontier::health::Answer;
 use weft_frontier::{Candidate, Completion, Fate, UrlKind};
 use weft_url::{normalize, normalize_url, HostKey, NormalizeError};
@@ -396,9 +396,9 @@ mod tests {
 
     #[test]
     fn a_host_the_guard_refuses_was_not_contacted() {
-        let blocked = crate::guard::check_literal(
+        let blocked = weft_fetch::guard::check_literal(
             &url("http://127.0.0.1/"),
-            crate::guard::Reach { private: false, public: true },
+            weft_fetch::guard::Reach { private: false, public: true },
         )
         .unwrap_err();
         let o = of_fetch(UrlKind::Page, &Err(FetchError::Blocked(blocked)));

@@ -1,8 +1,10 @@
-//! A page on its way from the fetcher to the index, and the seam it crosses: the crawl loop
-//! hands every fetched HTML page to a [`Pipeline`] and queues the links it returns.
+//! A page on its way from the fetcher to the index, and the seams it crosses: the crawl loop
+//! hands every fetched HTML page to a [`Pipeline`] and queues the links it returns, and hands
+//! the pages that need JavaScript to the browser tier's queue ([`Renders`]), whose requests it
+//! makes under its own rules (or says why not: [`BrowserFetchError`]).
 //!
-//! This module imports nothing else of the node: the crawl loop, the pipeline's stages and the
-//! browser tier all speak these types, and none of them needs another to do so.
+//! The crawl loop, the pipeline's stages and the browser tier all speak these types, and none
+//! of them needs another to do so.
 
 use bytes::Bytes;
 use std::fmt;
@@ -114,6 +116,65 @@ impl fmt::Display for RenderReason {
             ),
         }
     }
+}
+
+/// The browser tier's queue, as the crawl sees it (`weft_layouts::RenderQueue` implements it).
+pub trait Renders: Send + Sync + 'static {
+    /// Queues a page for the browser, with the page the crawl fetched when it has one (the
+    /// browser is answered from it rather than fetching the page again).
+    fn push(&self, url: &Url, depth: u32, reason: &RenderReason, fetched: Option<&FetchedPage>) -> anyhow::Result<()>;
+    /// Why every page of `host` goes straight to the browser, if it does.
+    fn host_renders(&self, host: &str) -> Option<RenderReason>;
+    /// Pages waiting for the browser (not being rendered) whose host `pick` selects, claimed
+    /// until [`Renders::forget`] or [`Renders::release`]: the renderer will not take them.
+    fn waiting(&self, pick: &mut dyn FnMut(&str) -> bool) -> Vec<WaitingPage>;
+    /// The HTML this node fetched for a waiting page, as the page to index when it will not be
+    /// rendered here (its host changed hands); `None` when the crawl never fetched it.
+    fn held_page(&self, page: &WaitingPage) -> Option<FetchedPage>;
+    /// Takes pages off the queue (handed over with their host, or their host blocked).
+    fn forget(&self, pages: &[WaitingPage]);
+    /// Gives back pages [`Renders::waiting`] returned and that stay (a hand-off failed).
+    fn release(&self, pages: &[WaitingPage]);
+    /// Pages queued or being rendered, and work that may queue more: the crawl is not idle.
+    fn pending(&self) -> usize;
+    /// Pages queued for the browser or being rendered now.
+    fn rendering(&self) -> usize;
+    /// Hosts of the pages the browser is rendering now (or claimed for a hand-off): a node
+    /// leaving keeps them until those renders end.
+    fn hosts_rendering(&self) -> Vec<String>;
+    /// The renderer takes no further page: the node is leaving, and what still waits goes
+    /// with its host ([`Renders::waiting`]; a page fetched here is indexed from its HTML).
+    fn close(&self);
+}
+
+/// A page waiting for the browser: part of its host's queue.
+#[derive(Debug, Clone)]
+pub struct WaitingPage {
+    /// The queue's key for it.
+    pub key: Vec<u8>,
+    pub url: Url,
+    pub depth: u32,
+    /// When it was queued, seconds since the Unix epoch.
+    pub queued_unix: u64,
+}
+
+/// Why a browser's request was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum BrowserFetchError {
+    #[error("the URL has no host")]
+    NoHost,
+    #[error("robots.txt disallows it")]
+    Disallowed,
+    #[error("robots.txt is unavailable for now")]
+    RobotsUnavailable,
+    #[error("the SSRF guard blocks the host")]
+    Blocked,
+    #[error("the host's politeness delay runs past the render's patience")]
+    Impatient,
+    /// The request failed; `transient`: it may succeed later (a timeout, a refused
+    /// connection, the frontier's storage), not so for a malformed answer or an SSRF refusal.
+    #[error("{error}")]
+    Fetch { error: String, transient: bool },
 }
 
 #[cfg(test)]

@@ -15,15 +15,15 @@
 
 use super::browser::{Fetch, PageRequest, PageResponse};
 use super::store::StoredPage;
-use crate::crawl::Crawler;
-use crate::fetcher::Fetched;
-use crate::metrics::{Event, Metrics, RenderRequest};
+use crate::crawl::CrawlHandle;
+use crate::events::{Event, RenderRequest, Tally};
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use url::Url;
+use weft_fetch::fetcher::Fetched;
 
 /// Memory for rendered pages' subresources kept for the run.
 const SUBRESOURCE_CACHE_BYTES: usize = 32 << 20;
@@ -32,8 +32,8 @@ const SUBRESOURCE_CACHE_BYTES: usize = 32 << 20;
 /// one subresource cache for the node's run.
 #[derive(Clone)]
 pub struct RenderFetcher {
-    crawler: Crawler,
-    metrics: Arc<Metrics>,
+    crawler: CrawlHandle,
+    metrics: Arc<dyn Tally>,
     cache: Arc<Mutex<SubresourceCache>>,
     /// Subresources being fetched, one gate each: two renders asking for the same one at once
     /// (pages of one site share their scripts) fetch it once, the second reading the cache.
@@ -43,8 +43,8 @@ pub struct RenderFetcher {
 }
 
 impl RenderFetcher {
-    pub fn new(crawler: Crawler, max_subresources: usize) -> RenderFetcher {
-        let metrics = crawler.metrics();
+    pub fn new(crawler: CrawlHandle, max_subresources: usize) -> RenderFetcher {
+        let metrics = crawler.tally();
         let cache = Arc::new(Mutex::new(SubresourceCache::new(SUBRESOURCE_CACHE_BYTES)));
         RenderFetcher { crawler, metrics, cache, fetching: Arc::default(), max_subresources }
     }
@@ -311,8 +311,8 @@ impl DocumentFailure {
     /// the page: `None` for a body, and for a redirect — the browser follows it, and the page
     /// it lands on is what is rendered (a redirect met by the fetch after a failed render
     /// leaves the page as before: not indexed, not tried again).
-    pub fn of(fetched: &Result<Fetched, crate::crawl::BrowserFetchError>) -> Option<DocumentFailure> {
-        use crate::crawl::BrowserFetchError as E;
+    pub fn of(fetched: &Result<Fetched, weft_fetch::BrowserFetchError>) -> Option<DocumentFailure> {
+        use weft_fetch::BrowserFetchError as E;
         let (reason, transient) = match fetched {
             Ok(Fetched::Body { .. }) => return None,
             Ok(Fetched::Status { status }) => (format!("HTTP {status}"), *status >= 500),

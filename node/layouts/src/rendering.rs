@@ -16,22 +16,23 @@
 //! (counted, with the reason in the error log) only after the last wait or for a failure that
 //! is for good (a 4xx, robots.txt, the SSRF guard), as the crawl gives up a static page.
 //!
-//! The crawl loop reaches the queue through [`crate::Renders`], which [`RenderQueue`]
+//! The crawl loop reaches the queue through [`weft_fetch::Renders`], which [`RenderQueue`]
 //! implements: this module depends on the crawl, not the other way round.
 
 use super::browser::{BrowserPool, LazyPool};
 use super::render_fetch::{DocumentFailure, RenderFetcher};
 use super::store::{LayoutStore, PageRole, RenderJob, StoredPage};
-use crate::crawl::{Crawler, Renders, WaitingPage};
-use crate::metrics::{Event, Metrics, Render};
-use crate::page::{FetchedPage, RenderReason};
-use crate::storage::blocking;
+use crate::crawl::CrawlHandle;
+use crate::events::{Event, Render, Tally};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::Notify;
 use url::Url;
+use weft_db::blocking;
+use weft_fetch::page::{FetchedPage, RenderReason};
+use weft_fetch::{Renders, WaitingPage};
 use weft_url::HostKey;
 
 /// The queue of pages for the browser (in the layout store).
@@ -212,11 +213,11 @@ impl Renders for RenderQueue {
 /// Renders queued pages until the task is dropped, `pool.instances` at a time.
 pub async fn run(
     queue: RenderQueue,
-    crawler: Crawler,
+    crawler: CrawlHandle,
     fetcher: RenderFetcher,
     pool: Arc<LazyPool>,
     patience: Duration,
-    metrics: Arc<Metrics>,
+    metrics: Arc<dyn Tally>,
 ) {
     let limit = Arc::new(tokio::sync::Semaphore::new(0));
     let mut started = false;
@@ -244,7 +245,7 @@ pub async fn run(
         let Some((key, job)) = queue.next_unclaimed(true) else { continue };
         let (queue, crawler, fetcher, metrics) = (queue.clone(), crawler.clone(), fetcher.clone(), metrics.clone());
         tasks.spawn(async move {
-            let failed = render_one(&queue, &crawler, &fetcher, browser, &job, patience, &metrics).await;
+            let failed = render_one(&queue, &crawler, &fetcher, browser, &job, patience, metrics.as_ref()).await;
             let again = failed.as_ref().and_then(|f| retry_after(job.tries, f));
             match (failed, again) {
                 (Some(f), Some(wait)) => {
@@ -291,12 +292,12 @@ pub fn retry_after(tries: u32, failure: &DocumentFailure) -> Option<Duration> {
 /// not be had when it could not (the host answered an error or nothing): nothing was indexed.
 async fn render_one(
     queue: &RenderQueue,
-    crawler: &Crawler,
+    crawler: &CrawlHandle,
     fetcher: &RenderFetcher,
     browser: Option<Arc<BrowserPool>>,
     job: &RenderJob,
     patience: Duration,
-    metrics: &Metrics,
+    metrics: &dyn Tally,
 ) -> Option<DocumentFailure> {
     let Ok(url) = Url::parse(&job.url) else { return None };
     let host = HostKey::of(&url);
@@ -334,7 +335,7 @@ async fn render_one(
             // document request) already has, fetched again only if there is none — and not
             // again at once when the browser's own request for it just failed.
             let static_page = match (session.document(), session.document_failed()) {
-                (Some(d), _) => Ok(crate::fetcher::Fetched::Body {
+                (Some(d), _) => Ok(weft_fetch::fetcher::Fetched::Body {
                     status: d.status,
                     content_type: d.content_type,
                     content_language: None,
@@ -346,16 +347,18 @@ async fn render_one(
                 (None, None) => crawler.fetch_for_browser(&url, patience).await,
             };
             match static_page {
-                Ok(crate::fetcher::Fetched::Body { status, content_type, content_language, body, .. }) => FetchedPage {
-                    url: url.clone(),
-                    status,
-                    content_type,
-                    content_language,
-                    body,
-                    depth: job.depth,
-                    fetched_at: SystemTime::now(),
-                    rendered: true,
-                },
+                Ok(weft_fetch::fetcher::Fetched::Body { status, content_type, content_language, body, .. }) => {
+                    FetchedPage {
+                        url: url.clone(),
+                        status,
+                        content_type,
+                        content_language,
+                        body,
+                        depth: job.depth,
+                        fetched_at: SystemTime::now(),
+                        rendered: true,
+                    }
+                }
                 other => {
                     let f = DocumentFailure::of(&other)?;
                     metrics.error("render_fallback_failed", url.as_str(), &f.reason);
@@ -386,8 +389,8 @@ mod tests {
 
     #[test]
     fn a_host_failing_for_now_is_tried_again_later_and_a_refusal_is_final() {
-        use crate::crawl::BrowserFetchError;
-        use crate::fetcher::Fetched;
+        use weft_fetch::fetcher::Fetched;
+        use weft_fetch::BrowserFetchError;
         let status = |s: u16| DocumentFailure::of(&Ok(Fetched::Status { status: s })).unwrap();
         assert!(status(503).transient && !status(404).transient);
         let timeout = Err(BrowserFetchError::Fetch { error: "timed out".into(), transient: true });
