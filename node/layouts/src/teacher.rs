@@ -24,7 +24,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use url::Url;
 use weft_db::blocking;
-use weft_extract::teacher::{learn, LearnError};
+use weft_extract::teacher::{learn, LearnError, Lesson};
 use weft_fetch::page::RenderReason;
 
 /// Everything the teacher works with.
@@ -95,32 +95,7 @@ impl Teacher {
         let Some(pool) = self.pool.get().await else {
             return JobOutcome::Failed;
         };
-        // The static pages, in the job's order, as the crawl fetched them (kept by the
-        // worker), then the layout's samples kept since the job was queued (pages of a changed
-        // layout that failed its template meanwhile). Nothing is fetched again: the crawl
-        // fetched every one of them, and the web server sees a page once. The first is
-        // rendered.
-        let mut statics: Vec<(Url, String)> = Vec::new();
-        // Their HTML, in the same order: a page queued for rendering takes it along (the
-        // browser is answered from it).
-        let mut held: Vec<StoredPage> = Vec::new();
-        let mut urls = job.urls.clone();
-        let later = blocking(|| self.store.samples(&job.host, job.level, &job.signature)).unwrap_or_default();
-        urls.extend(later.into_iter().filter(|u| !job.urls.contains(u)));
-        for u in &urls {
-            let Ok(url) = Url::parse(u) else { continue };
-            let kept = blocking(|| self.store.page(PageRole::Sample, u)).ok().flatten();
-            let Some(page) = kept else {
-                self.metrics.count_event(Event::Teacher(Taught::SampleMissing));
-                continue;
-            };
-            let tld = url.host_str().and_then(|h| h.rsplit('.').next()).map(str::to_string);
-            let text =
-                weft_extract::decode::decode(&page.body, page.content_type.as_deref(), tld.as_deref(), &mut Vec::new())
-                    .text;
-            held.push(page);
-            statics.push((url, text));
-        }
+        let (statics, held) = self.kept_samples(job);
         let Some((first, first_html)) = statics.first().cloned() else {
             tracing::info!(
                 host = job.host,
@@ -173,28 +148,7 @@ impl Teacher {
             Ok(Ok(l)) => l,
             Ok(Err(LearnError::NotInStaticHtml(why))) => {
                 tracing::info!(host = job.host, url = %first, "the layout's text is only in the rendered page ({why}): rendering its pages");
-                let decision = HostRendering {
-                    render: true,
-                    score: f64::from(js),
-                    signals: page.js.signals.clone(),
-                    reason: format!("the teacher found the text only in the rendered page ({why})"),
-                    url: first.to_string(),
-                    decided_at: weft_clock::now_secs(),
-                    rendered: 0,
-                    rechecking: false,
-                };
-                if let Err(e) = blocking(|| self.store.decide_rendering(&job.host, decision)) {
-                    tracing::error!("teacher: {e}");
-                }
-                let _ = blocking(|| {
-                    self.store.job_done(&job.host, weft_extract::template::Level::L1, &l1, JobOutcome::JsRequired)
-                });
-                for ((url, _), page) in statics.iter().zip(&held) {
-                    if let Err(e) = self.renders.push_stored(url, 0, &RenderReason::LayoutNeedsJs, Some(page)) {
-                        tracing::error!("render queue: {e}");
-                    }
-                }
-                return JobOutcome::JsRequired;
+                return self.render_layout(job, &l1, &page.js, &first, &why.to_string(), &statics, &held);
             }
             Ok(Err(e)) => {
                 tracing::info!(host = job.host, url = %first, "teacher learned nothing: {e}");
@@ -205,14 +159,95 @@ impl Teacher {
                 return JobOutcome::Failed;
             }
         };
+        self.keep_lesson(job, lesson, (&first, &first_html), rendered.html, (&l1, &l2), js).await
+    }
+
+    /// The layout's static pages, in the job's order, as the crawl fetched them (kept by the
+    /// worker), then its samples kept since the job was queued (pages of a changed layout
+    /// that failed its template meanwhile): each page's decoded text, and its HTML as kept (a
+    /// page queued for rendering takes it along). Nothing is fetched again: the crawl fetched
+    /// every one of them, and the web server sees a page once. The first is rendered.
+    fn kept_samples(&self, job: &TeacherJob) -> (Vec<(Url, String)>, Vec<StoredPage>) {
+        let mut statics: Vec<(Url, String)> = Vec::new();
+        // Their HTML, in the same order: a page queued for rendering takes it along (the
+        // browser is answered from it).
+        let mut held: Vec<StoredPage> = Vec::new();
+        let mut urls = job.urls.clone();
+        let later = blocking(|| self.store.samples(&job.host, job.level, &job.signature)).unwrap_or_default();
+        urls.extend(later.into_iter().filter(|u| !job.urls.contains(u)));
+        for u in &urls {
+            let Ok(url) = Url::parse(u) else { continue };
+            let kept = blocking(|| self.store.page(PageRole::Sample, u)).ok().flatten();
+            let Some(page) = kept else {
+                self.metrics.count_event(Event::Teacher(Taught::SampleMissing));
+                continue;
+            };
+            let tld = url.host_str().and_then(|h| h.rsplit('.').next()).map(str::to_string);
+            let text =
+                weft_extract::decode::decode(&page.body, page.content_type.as_deref(), tld.as_deref(), &mut Vec::new())
+                    .text;
+            held.push(page);
+            statics.push((url, text));
+        }
+        (statics, held)
+    }
+
+    /// The layout's text is only in the rendered page: its host's pages go to the browser
+    /// from now on, and the pages taught with go to it now, their HTML along.
+    #[allow(clippy::too_many_arguments)]
+    fn render_layout(
+        &self,
+        job: &TeacherJob,
+        l1: &str,
+        js: &weft_extract::JsScore,
+        first: &Url,
+        why: &str,
+        statics: &[(Url, String)],
+        held: &[StoredPage],
+    ) -> JobOutcome {
+        let decision = HostRendering {
+            render: true,
+            score: f64::from(js.score as f32),
+            signals: js.signals.clone(),
+            reason: format!("the teacher found the text only in the rendered page ({why})"),
+            url: first.to_string(),
+            decided_at: weft_clock::now_secs(),
+            rendered: 0,
+            rechecking: false,
+        };
+        if let Err(e) = blocking(|| self.store.decide_rendering(&job.host, decision)) {
+            tracing::error!("teacher: {e}");
+        }
+        let _ =
+            blocking(|| self.store.job_done(&job.host, weft_extract::template::Level::L1, l1, JobOutcome::JsRequired));
+        for ((url, _), page) in statics.iter().zip(held) {
+            if let Err(e) = self.renders.push_stored(url, 0, &RenderReason::LayoutNeedsJs, Some(page)) {
+                tracing::error!("render queue: {e}");
+            }
+        }
+        JobOutcome::JsRequired
+    }
+
+    /// Keeps what the teacher learned, cross-checked with Readability.js on the rendered page
+    /// (its agreement moves the template's confidence), with the layout's snapshot for telling
+    /// later changes apart.
+    async fn keep_lesson(
+        &self,
+        job: &TeacherJob,
+        lesson: Lesson,
+        (first, first_html): (&Url, &str),
+        rendered_html: String,
+        (l1, l2): (&str, &str),
+        js: f32,
+    ) -> JobOutcome {
         let mut template = lesson.template;
         let mut evidence = lesson.evidence;
         evidence.push(format!("validated on {} of {} static pages of the layout", lesson.validated, lesson.pages));
         // Cross-check with Readability.js on the rendered DOM (seconds: its own thread).
-        let ours = weft_extract::template::apply(&scraper::Html::parse_document(&first_html), &template)
+        let ours = weft_extract::template::apply(&scraper::Html::parse_document(first_html), &template)
             .map(|t| t.text)
             .unwrap_or_default();
-        match cross_check(rendered.html.clone(), first.to_string(), ours).await {
+        match cross_check(rendered_html, first.to_string(), ours).await {
             Some(agreement) => {
                 evidence.push(format!(
                     "Readability.js on the rendered page: word F1 {:.2} with the template's text",
@@ -223,12 +258,12 @@ impl Teacher {
             None => evidence.push("Readability.js found no article on the rendered page".into()),
         }
         let snapshot = weft_extract::changes::snapshot(
-            &scraper::Html::parse_document(&first_html),
+            &scraper::Html::parse_document(first_html),
             &template.selectors.content,
             js,
         );
         let learned = Learned { template, snapshot, evidence };
-        match blocking(|| self.store.learned(learned, Some(&l2))) {
+        match blocking(|| self.store.learned(learned, Some(l2))) {
             Ok(version) => {
                 tracing::info!(host = job.host, signature = l1, version, reason = job.reason, "layout learned");
                 if job.signature != l1 {

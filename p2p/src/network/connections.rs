@@ -82,7 +82,7 @@ impl EventLoop {
         }
         // What a peer says it can be reached at goes into the address book, so requests to it
         // can dial it (private addresses only from the same network).
-        let relay = info.protocols.iter().any(|p| *p == relay::HOP_PROTOCOL_NAME);
+        let relay = info.protocols.contains(&relay::HOP_PROTOCOL_NAME);
         self.peers.identified(peer_id, &info.listen_addrs, relay);
         for addr in info.listen_addrs.into_iter().take(16) {
             self.add_peer_address(peer_id, addr);

@@ -121,62 +121,9 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Search { cfg, query, k, local, api, json } => {
-            let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
-            let addr = api.unwrap_or(config.api.listen);
-            let query = query.join(" ");
-            let k = k.clamp(1, weft_node::api::MAX_K);
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            let scope = if local { Scope::Local } else { Scope::Network };
-            let answer = match runtime.block_on(search_api(addr, &query, k, scope)) {
-                Ok(answer) => answer,
-                Err(SearchVia::NoNode(e)) => {
-                    tracing::debug!("no node at {addr} ({e}); opening the data dir");
-                    search_offline(&config, &query, k).with_context(|| {
-                        format!("no weft node answers at {addr}, and the data dir could not be searched")
-                    })?
-                }
-                Err(SearchVia::Failed(e)) => return Err(e),
-            };
-            if json {
-                println!("{}", serde_json::to_string_pretty(&answer)?);
-            } else {
-                print_hits(&answer);
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Search { cfg, query, k, local, api, json } => search_command(cfg, query, k, local, api, json),
         Command::Export { cfg, what, format, output, cursor, host, since, api, copies, quiet } => {
-            let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
-            let request = weft_content::export::Request {
-                what,
-                format,
-                output,
-                cursor,
-                host,
-                since,
-                api: api.unwrap_or(config.api.listen),
-                progress: !quiet,
-                copies,
-            };
-            let done = weft_content::export::command(&config, request)?;
-            let resume =
-                done.cursor.map(|c| format!("; the last was {c} (--cursor resumes after it)")).unwrap_or_default();
-            if matches!(format, weft_content::export::Format::Warc) {
-                eprintln!(
-                    "exported {} documents as WARC; {} had no kept response (crawl.keep_responses){resume}",
-                    done.documents, done.urls
-                );
-            } else if what == weft_content::export::What::Urls {
-                eprintln!("exported {} URL outcomes{resume}", done.urls);
-            } else {
-                let copies = if done.copies > 0 {
-                    format!(", {} of them copies held for others", done.copies)
-                } else {
-                    String::new()
-                };
-                eprintln!("exported {} documents ({} chunks){copies}{resume}", done.documents, done.chunks);
-            }
-            Ok(ExitCode::SUCCESS)
+            export_command(cfg, what, format, output, cursor, host, since, api, copies, quiet)
         }
         Command::Mcp { cfg, api } => {
             let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
@@ -222,24 +169,7 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
             print!("{}", config.to_toml());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Demo { args } => {
-            let me = std::env::current_exe()?;
-            let simnet = me.with_file_name("weft-simnet");
-            if !simnet.is_file() {
-                anyhow::bail!(
-                    "`weft demo` runs {}, which is not there; build it with `cargo build --release -p weft-simnet`",
-                    simnet.display()
-                );
-            }
-            let status = std::process::Command::new(&simnet)
-                .arg("demo")
-                .arg("--weft")
-                .arg(&me)
-                .args(&args)
-                .status()
-                .with_context(|| format!("running {}", simnet.display()))?;
-            Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
-        }
+        Command::Demo { args } => demo(args),
         Command::Join { cfg, bootstrap, contact, service, no_start, wait_secs } => {
             let sources = sources(&cfg, Overrides::default());
             // The file the node reads: --config (or WEFT_CONFIG), else <data dir>/weft.toml.
@@ -276,4 +206,99 @@ fn run(command: Command, log_format: Option<LogFormat>) -> anyhow::Result<ExitCo
             }
         },
     }
+}
+
+/// `weft search`: the running node's API, else the data dir searched offline.
+fn search_command(
+    cfg: ConfigArgs,
+    query: Vec<String>,
+    k: usize,
+    local: bool,
+    api: Option<std::net::SocketAddr>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
+    let addr = api.unwrap_or(config.api.listen);
+    let query = query.join(" ");
+    let k = k.clamp(1, weft_node::api::MAX_K);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let scope = if local { Scope::Local } else { Scope::Network };
+    let answer = match runtime.block_on(search_api(addr, &query, k, scope)) {
+        Ok(answer) => answer,
+        Err(SearchVia::NoNode(e)) => {
+            tracing::debug!("no node at {addr} ({e}); opening the data dir");
+            search_offline(&config, &query, k)
+                .with_context(|| format!("no weft node answers at {addr}, and the data dir could not be searched"))?
+        }
+        Err(SearchVia::Failed(e)) => return Err(e),
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&answer)?);
+    } else {
+        print_hits(&answer);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `weft export`, and what it says it wrote.
+#[allow(clippy::too_many_arguments)]
+fn export_command(
+    cfg: ConfigArgs,
+    what: weft_content::export::What,
+    format: weft_content::export::Format,
+    output: std::path::PathBuf,
+    cursor: Option<String>,
+    host: Option<String>,
+    since: Option<String>,
+    api: Option<std::net::SocketAddr>,
+    copies: bool,
+    quiet: bool,
+) -> anyhow::Result<ExitCode> {
+    let config = weft_config::load(&sources(&cfg, Overrides::default()))?;
+    let request = weft_content::export::Request {
+        what,
+        format,
+        output,
+        cursor,
+        host,
+        since,
+        api: api.unwrap_or(config.api.listen),
+        progress: !quiet,
+        copies,
+    };
+    let done = weft_content::export::command(&config, request)?;
+    let resume = done.cursor.map(|c| format!("; the last was {c} (--cursor resumes after it)")).unwrap_or_default();
+    if matches!(format, weft_content::export::Format::Warc) {
+        eprintln!(
+            "exported {} documents as WARC; {} had no kept response (crawl.keep_responses){resume}",
+            done.documents, done.urls
+        );
+    } else if what == weft_content::export::What::Urls {
+        eprintln!("exported {} URL outcomes{resume}", done.urls);
+    } else {
+        let copies =
+            if done.copies > 0 { format!(", {} of them copies held for others", done.copies) } else { String::new() };
+        eprintln!("exported {} documents ({} chunks){copies}{resume}", done.documents, done.chunks);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `weft demo`: runs the `weft-simnet` program built beside this binary.
+fn demo(args: Vec<String>) -> anyhow::Result<ExitCode> {
+    let me = std::env::current_exe()?;
+    let simnet = me.with_file_name("weft-simnet");
+    if !simnet.is_file() {
+        anyhow::bail!(
+            "`weft demo` runs {}, which is not there; build it with `cargo build --release -p weft-simnet`",
+            simnet.display()
+        );
+    }
+    let status = std::process::Command::new(&simnet)
+        .arg("demo")
+        .arg("--weft")
+        .arg(&me)
+        .args(&args)
+        .status()
+        .with_context(|| format!("running {}", simnet.display()))?;
+    Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

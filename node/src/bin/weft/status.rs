@@ -74,77 +74,84 @@ pub(super) fn print_status(status: &Status) {
         x("js:try_static_first")
     );
     if let Some(i) = &status.index {
-        println!(
-            "index          {} documents, {} chunks, {} aliases, {} failed; {} KiB of vectors",
-            i.stored.documents,
-            i.stored.chunks,
-            i.stored.aliases,
-            i.stored.failed,
-            i.stored.vector_memory_bytes / 1024
-        );
-        println!(
-            "  this run     {} pages indexed ({} replaced), {} aliased, {} failed; {} chunks at {:.1}/s; {} waiting",
-            i.pages_indexed,
-            i.pages_replaced,
-            i.pages_aliased,
-            i.pages_failed,
-            i.chunks_embedded,
-            i.chunks_per_sec,
-            i.queue
-        );
-        for (url, reason) in &i.stored.recent_failures {
-            println!("  failed       {url}: {reason}");
-        }
+        print_index(i);
     }
     if let Some(n) = &status.network {
-        let joining = match &n.joining {
-            weft_p2p::Joining::First => "first node (others bootstrap from it)".to_string(),
-            weft_p2p::Joining::Connecting => "connecting to bootstrap peers".to_string(),
-            weft_p2p::Joining::Joined => "joined".to_string(),
-            weft_p2p::Joining::Retrying { attempt, next_in_secs, last_error } => {
-                format!("no bootstrap peer answers (attempt {attempt}, next in {next_in_secs} s): {last_error}")
-            }
-        };
-        println!("network        {joining}; peer id {}", n.peer_id);
-        println!(
-            "  peers        {} connected, {} members; this node owns {:.1}% of the ring{}",
-            n.connected_peers,
-            n.members.len(),
-            n.ring_share * 100.0,
-            if n.admitted < 1.0 {
-                format!(
-                    " (admitted to {:.0}% of its points: a newcomer's share grows over 90 minutes)",
-                    n.admitted * 100.0
-                )
-            } else {
-                String::new()
-            }
-        );
-        for addr in &n.listen_addrs {
-            println!("  listening    {addr}");
-        }
-        let r = &n.reachability;
-        println!(
-            "  reachable    {} ({} peers direct, {} relayed only; {} hole punches, {} failed)",
-            r.summary, r.direct_peers, r.relayed_peers, r.hole_punches, r.hole_punch_failures
-        );
-        for addr in &r.advertised {
-            println!("  advertised   {addr}");
-        }
-        if r.relay_reservations + r.relay_circuits > 0 || r.relay_circuits_served > 0 {
-            println!(
-                "  relay        holding {} slots for nodes behind NAT, {} circuits open, {} served",
-                r.relay_reservations, r.relay_circuits, r.relay_circuits_served
-            );
-        }
-        let q = &n.search;
-        println!(
-            "  search       {} queries sent (p50 {:.0} ms, p95 {:.0} ms, {} partial), {} answered, {} busy, {} bad answers",
-            q.queries, q.ms_p50, q.ms_p95, q.partial, q.answered, q.busy, q.bad_replies
-        );
+        print_network(n);
     }
     println!("errors         {}", s.errors_total);
     for (kind, n) in &s.errors {
         println!("  {kind:<20} {n}");
     }
+}
+
+/// The index's lines of `weft status`.
+fn print_index(i: &weft_node::IndexStatus) {
+    println!(
+        "index          {} documents, {} chunks, {} aliases, {} failed; {} KiB of vectors",
+        i.stored.documents,
+        i.stored.chunks,
+        i.stored.aliases,
+        i.stored.failed,
+        i.stored.vector_memory_bytes / 1024
+    );
+    println!(
+        "  this run     {} pages indexed ({} replaced), {} aliased, {} failed; {} chunks at {:.1}/s; {} waiting",
+        i.pages_indexed,
+        i.pages_replaced,
+        i.pages_aliased,
+        i.pages_failed,
+        i.chunks_embedded,
+        i.chunks_per_sec,
+        i.queue
+    );
+    for (url, reason) in &i.stored.recent_failures {
+        println!("  failed       {url}: {reason}");
+    }
+}
+
+/// The network's lines of `weft status`.
+fn print_network(n: &weft_p2p::NetworkStatus) {
+    let joining = match &n.joining {
+        weft_p2p::Joining::First => "first node (others bootstrap from it)".to_string(),
+        weft_p2p::Joining::Connecting => "connecting to bootstrap peers".to_string(),
+        weft_p2p::Joining::Joined => "joined".to_string(),
+        weft_p2p::Joining::Retrying { attempt, next_in_secs, last_error } => {
+            format!("no bootstrap peer answers (attempt {attempt}, next in {next_in_secs} s): {last_error}")
+        }
+    };
+    println!("network        {joining}; peer id {}", n.peer_id);
+    println!(
+        "  peers        {} connected, {} members; this node owns {:.1}% of the ring{}",
+        n.connected_peers,
+        n.members.len(),
+        n.ring_share * 100.0,
+        if n.admitted < 1.0 {
+            format!(" (admitted to {:.0}% of its points: a newcomer's share grows over 90 minutes)", n.admitted * 100.0)
+        } else {
+            String::new()
+        }
+    );
+    for addr in &n.listen_addrs {
+        println!("  listening    {addr}");
+    }
+    let r = &n.reachability;
+    println!(
+        "  reachable    {} ({} peers direct, {} relayed only; {} hole punches, {} failed)",
+        r.summary, r.direct_peers, r.relayed_peers, r.hole_punches, r.hole_punch_failures
+    );
+    for addr in &r.advertised {
+        println!("  advertised   {addr}");
+    }
+    if r.relay_reservations + r.relay_circuits > 0 || r.relay_circuits_served > 0 {
+        println!(
+            "  relay        holding {} slots for nodes behind NAT, {} circuits open, {} served",
+            r.relay_reservations, r.relay_circuits, r.relay_circuits_served
+        );
+    }
+    let q = &n.search;
+    println!(
+        "  search       {} queries sent (p50 {:.0} ms, p95 {:.0} ms, {} partial), {} answered, {} busy, {} bad answers",
+        q.queries, q.ms_p50, q.ms_p95, q.partial, q.answered, q.busy, q.bad_replies
+    );
 }
