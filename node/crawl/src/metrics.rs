@@ -268,45 +268,46 @@ impl Event {
             Event::PageType(v) => ("page_type", v),
             Event::Js(v) => ("js", v),
             Event::Warning(v) => ("warning", v),
-            Event::Layout(l) => ("layout", l.as_str()),
-            Event::Render(r) => ("render", r.as_str()),
-            Event::RenderRequest(RenderRequest::Refused(why)) => return format!("render_requests:refused_{why}"),
-            Event::RenderRequest(r) => ("render_requests", r.as_str()),
-            Event::Teacher(t) => ("teacher", t.as_str()),
+            // The layout tier's groups are keyed as it keys them.
+            Event::Layout(l) => return weft_layouts::Event::Layout(*l).key(),
+            Event::Render(r) => return weft_layouts::Event::Render(*r).key(),
+            Event::RenderRequest(r) => return weft_layouts::Event::RenderRequest(*r).key(),
+            Event::Teacher(t) => return weft_layouts::Event::Teacher(*t).key(),
             Event::SecondOpinion(o) => ("second_opinion", o.as_str()),
         };
         format!("{group}:{value}")
     }
 }
 
-/// Defines a counted group: an enum of unit variants and their names.
-macro_rules! counted {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub enum $name { $($(#[$vdoc])* $variant),+ }
-        impl $name {
-            pub fn as_str(&self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-        }
-    };
+/// The Readability.js second opinion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecondOpinion {
+    Sent,
+    Taken,
+    KeptNative,
+    Failed,
+    Unavailable,
+    OverBudget,
+    SkippedBusy,
+    SkippedQueueFull,
+    DroppedUnconsumed,
 }
 
-counted!(
-    /// The Readability.js second opinion.
-    SecondOpinion {
-        Sent => "sent",
-        Taken => "taken",
-        KeptNative => "kept_native",
-        Failed => "failed",
-        Unavailable => "unavailable",
-        OverBudget => "over_budget",
-        SkippedBusy => "skipped_busy",
-        SkippedQueueFull => "skipped_queue_full",
-        DroppedUnconsumed => "dropped_unconsumed",
+impl SecondOpinion {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SecondOpinion::Sent => "sent",
+            SecondOpinion::Taken => "taken",
+            SecondOpinion::KeptNative => "kept_native",
+            SecondOpinion::Failed => "failed",
+            SecondOpinion::Unavailable => "unavailable",
+            SecondOpinion::OverBudget => "over_budget",
+            SecondOpinion::SkippedBusy => "skipped_busy",
+            SecondOpinion::SkippedQueueFull => "skipped_queue_full",
+            SecondOpinion::DroppedUnconsumed => "dropped_unconsumed",
+        }
     }
-);
+}
 
 #[cfg(test)]
 mod tests {
