@@ -30,31 +30,19 @@ fn src_of(krate: &str) -> PathBuf {
 /// Top-level module → the top-level modules it names (`crate::x`, `crate::{x, y::z}`). The
 /// crate root and binaries (`lib.rs`, `main.rs`, `bin/`) are not modules of the library.
 fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let src = src.to_path_buf();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut stack = vec![src.clone()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            if path.extension().is_none_or(|e| e != "rs") {
-                continue;
-            }
-            let rel = path.strip_prefix(&src).unwrap();
-            let first = rel.components().next().unwrap().as_os_str().to_string_lossy().to_string();
-            let module = first.trim_end_matches(".rs").to_string();
-            if module == "lib" || module == "main" || module == "bin" {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap();
-            let deps = graph.entry(module.clone()).or_default();
-            for name in named_modules(&text) {
-                if name != module {
-                    deps.insert(name);
-                }
+    for path in rust_files(src) {
+        let rel = path.strip_prefix(src).unwrap();
+        let first = rel.components().next().unwrap().as_os_str().to_string_lossy().to_string();
+        let module = first.trim_end_matches(".rs").to_string();
+        if module == "lib" || module == "main" || module == "bin" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let deps = graph.entry(module.clone()).or_default();
+        for name in named_modules(&text) {
+            if name != module {
+                deps.insert(name);
             }
         }
     }
@@ -199,31 +187,38 @@ fn every_crates_modules_follow_its_documented_order() {
 #[test]
 fn the_crawl_reaches_the_network_and_the_browser_only_through_traits() {
     // `weft-crawl` is handed a `Route` (the network) and a `Renders` (the browser's queue): it
-    // names neither the network's crate nor the node, and the layout tier only in the file
-    // that implements the layout tier's two traits for it.
-    let src = src_of("node/crawl");
-    let mut stack = vec![src.clone()];
-    let mut files = 0;
+    // names neither the network's crate nor the node, and the layout tier only where it
+    // implements the layout tier's two traits (`layout_tier.rs`, and `metrics.rs` for `Tally`).
+    let files = rust_files(&src_of("node/crawl"));
+    assert!(files.len() > 10, "read the crawl's sources: {}", files.len());
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code: String = text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        for crate_name in ["weft_p2p", "weft_node"] {
+            assert!(!code.contains(crate_name), "{name} names {crate_name}");
+        }
+        if name != "layout_tier.rs" && name != "metrics.rs" {
+            assert!(!code.contains("weft_layouts"), "{name} names weft_layouts");
+        }
+    }
+    let g = graph(&src_of("node"));
+    assert!(!g.contains_key("crawl"), "the crawl is a crate of its own");
+}
+
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 stack.push(path);
-                continue;
-            }
-            files += 1;
-            let text = std::fs::read_to_string(&path).unwrap();
-            let code: String = text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
-            let name = path.file_name().unwrap().to_string_lossy().to_string();
-            for crate_name in ["weft_p2p", "weft_node"] {
-                assert!(!code.contains(crate_name), "{name} names {crate_name}");
-            }
-            if name != "layout_tier.rs" && name != "metrics.rs" {
-                assert!(!code.contains("weft_layouts"), "{name} names weft_layouts");
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
             }
         }
     }
-    assert!(files > 10, "read the crawl's sources: {files}");
-    let g = graph(&src_of("node"));
-    assert!(!g.contains_key("crawl"), "the crawl is a crate of its own");
+    out
 }
