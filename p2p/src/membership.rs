@@ -300,7 +300,7 @@ mod tests {
         assert!(!m.knows(&p[3], t1), "never a member");
     }
 
-    /// The churn sweep's seeds 25 and 29: a node back from a crash never had on a ring a member
+    /// A node back from a crash never had on a ring a member
     /// that left while it was down, and takes its hand-off because the roster holds the
     /// departure — only for the hosts the leaver would have owned.
     #[test]

@@ -245,8 +245,7 @@ impl Frontier {
     /// Takes `urls` off their hosts' done lists: pages this node took off its queue but never
     /// fetched, which left with their host as queued URLs (pages waiting for the browser when
     /// their host was handed over). Left done here, the host coming back with them later would
-    /// drop them as done ([`Frontier::push_received`]) and nobody would ever fetch them (churn
-    /// sweep seed 2: five pages of a rendered host lost when its owner got it back). Durable
+    /// drop them as done ([`Frontier::push_received`]) and nobody would ever fetch them. Durable
     /// with the next flush; returns how many were done.
     pub fn undo_done(&mut self, urls: &[Url]) -> Result<usize> {
         let mut batch = self.store.batch();

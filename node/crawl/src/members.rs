@@ -190,9 +190,9 @@ impl Crawler {
     /// this returns. Pages of those hosts waiting for the browser are part of their queue:
     /// those not fetched yet go as queued URLs (the new owner fetches and decides for itself),
     /// not as done. Those whose HTML this node fetched stay done and are indexed here from that
-    /// HTML, without the browser: handed over they were fetched a second time, and rendered
-    /// here the browser's requests (scripts) reached a host another node now crawls, closer
-    /// than its delay (the churn scenario caught both).
+    /// HTML, without the browser: handed over they would be fetched a second time, and
+    /// rendered here the browser's requests (scripts) would reach a host another node now
+    /// crawls, closer than its delay.
     pub async fn hand_off(
         &self,
         mut keep: impl FnMut(&str) -> bool,
@@ -312,8 +312,8 @@ impl Crawler {
 
     /// The URLs done here on `hosts` (see [`weft_frontier::Frontier::done_of`]), and those
     /// fetched whose processing has not ended yet: a leaving node tells its busy hosts' next
-    /// owner at once, and a page still in the indexer's queue when a link reached that owner
-    /// was fetched twice (churn sweep seed 3: processing took 6 s under load).
+    /// owner at once: a page still in the indexer's queue (seconds, under load) when a link
+    /// reaches that owner would be fetched twice.
     pub fn done_of(&self, hosts: &std::collections::HashSet<String>) -> Vec<String> {
         let mut done = match blocking(|| self.inner.frontier.lock().done_of(hosts)) {
             Ok(done) => done,

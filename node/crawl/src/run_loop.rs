@@ -101,9 +101,9 @@ impl Crawler {
             if drained.is_err() {
                 // Requests still unanswered give up and go back to the queue; a page already
                 // here is processed to the end (its links queued, its lease done): cut short,
-                // it went to its host's next owner as queued and was fetched a second time
-                // (the churn scenario caught it on a loaded machine: indexing outlasted the
-                // grace). PROCESSING_GRACE bounds a processing that does not end.
+                // it would go to its host's next owner as queued and be fetched a second time
+                // (indexing can outlast the grace on a loaded machine). PROCESSING_GRACE bounds
+                // a processing that does not end.
                 inner.control.cut_requests();
                 tracing::info!(left = tasks.len(), "grace period over; unanswered requests go back to the queue");
                 drained =

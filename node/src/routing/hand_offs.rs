@@ -88,10 +88,9 @@ pub async fn hand_off_on_changes(
     let mut rings = network.ring_changes();
     let mut previous = rings.borrow_and_update().clone();
     // The frontier was filled under an older ring (before a restart): the hosts it holds that
-    // another member owns on the ring known now go to it at once. Waiting for a change missed
-    // them when the whole member set was known before this task started — a node restarted as
-    // another joined kept crawling a host the newcomer owned (the churn sweep caught it: two
-    // nodes on one host for thirty seconds).
+    // another member owns on the ring known now go to it at once. No change would show them
+    // when the whole member set was known before this task started, and two nodes would crawl
+    // one host.
     let ring = previous.clone();
     let keep = |host: &str| owner(&ring, host).map(|o| *o == me).unwrap_or(true);
     let second_here = |host: &str| holds_second(&ring, host, &me);
@@ -161,8 +160,8 @@ pub struct HandoverWaits {
 /// Tells the members that joined that this node's hand-over is complete (their marker), once
 /// the requests in flight and the browser's renders on hosts just given away have ended — for
 /// at most `bound`. A joiner starts on its hosts when the marker arrives (and the grace has passed): a
-/// render still running here went on asking the host's scripts and styles after the joiner's
-/// first request (the churn sweep's seed 3: 125 ms apart). The URLs went out already; only
+/// render still running here would go on asking the host's scripts and styles after the joiner's
+/// first request, closer than the host's delay. The URLs went out already; only
 /// the word that they are complete waits.
 fn tell_joined_after_renders(
     crawler: &Crawler,

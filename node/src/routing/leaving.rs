@@ -9,9 +9,9 @@ use weft_crawl::Crawler;
 use weft_p2p::{NetworkHandle, WireUrl};
 
 /// The first step of leaving, taken as soon as the crawl stops starting requests — not after
-/// its in-flight work ends: on a loaded machine that work outlasted the whole stop bound once,
-/// and the node exited having handed nothing over (CI's churn scenario here: 29 pages never
-/// fetched, 20 fetched twice by the hosts' next owners). The browser takes no further page
+/// its in-flight work ends: on a loaded machine that work can outlast the whole stop bound, and
+/// the node would exit having handed nothing over (pages never fetched, others fetched twice by
+/// the hosts' next owners). The browser takes no further page
 /// and the pages it is rendering end (for up to `renders`), this node leaves the ring, and
 /// every host it is not requesting right now goes to its new owner (journaled first, like any
 /// hand-off). Hosts with a request in flight follow in [`leave`]. Alone, nothing happens.
@@ -37,8 +37,8 @@ pub async fn leave_early(crawler: &Crawler, network: &NetworkHandle, journal: &J
     let busy = crawler.busy_hosts();
     let urls = give_away(crawler, network, journal, |host| busy.contains(host), |_| false, Vec::new()).await;
     // The busy hosts' next owners learn now what is done on them: links other members find
-    // meanwhile reach them, and without it a page fetched here was fetched again (the sweep's
-    // seed 15). Their queues follow in `leave`; pages completed meanwhile are reported done as
+    // meanwhile reach them, and without it a page fetched here would be fetched again. Their
+    // queues follow in `leave`; pages completed meanwhile are reported done as
     // they complete (their hosts are another member's on the ring now).
     let done: Vec<WireUrl> =
         crawler.done_of(&busy).into_iter().map(|url| WireUrl::new(url, 0, weft_p2p::UrlKind::Done)).collect();
