@@ -89,8 +89,8 @@ pub async fn hand_off_on_changes(
     let mut previous = rings.borrow_and_update().clone();
     // The frontier was filled under an older ring (before a restart): the hosts it holds that
     // another member owns on the ring known now go to it at once. No change would show them
-    // when the whole member set was known before this task started, and two nodes would crawl
-    // one host.
+    // when the member set was already complete at this task's start, and two nodes would
+    // crawl one host.
     let ring = previous.clone();
     let keep = |host: &str| owner(&ring, host).map(|o| *o == me).unwrap_or(true);
     let second_here = |host: &str| holds_second(&ring, host, &me);
