@@ -2,7 +2,7 @@
 //! unanswered), the decision of `outcome.rs`, and the completion that makes it durable.
 
 use super::outcome::Action;
-use super::{outcome, Inner};
+use super::{outcome, HostedUrl, Inner};
 use crate::metrics::inc;
 use crate::storage::blocking;
 use std::sync::atomic::Ordering;
@@ -30,7 +30,7 @@ impl Inner {
         let result = blocking(|| self.frontier.lock().complete(lease, completion, requested, Instant::now()));
         if let Some(url) = url_string.clone() {
             // On the done list now (or back in the queue).
-            self.processing.lock().remove(&(host.clone(), url));
+            self.processing.lock().remove(&HostedUrl { host: host.clone(), url });
         }
         if matches!(result, Ok(Completed::Removed | Completed::GaveUp)) {
             // The host may have changed hands while this lease was out: its new owner learns
@@ -230,7 +230,7 @@ impl Inner {
                     rendered: false,
                 };
                 // Removed once completed ([`Inner::process`]).
-                self.processing.lock().insert((host.clone(), url.to_string()));
+                self.processing.lock().insert(HostedUrl { host: host.clone(), url: url.to_string() });
                 let learned = self.process_page(page).await;
                 let scheduled = kind == UrlKind::Revisit && blocking(|| self.adapt.is_scheduled(url.as_str()));
                 if learned.hub || scheduled {

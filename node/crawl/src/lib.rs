@@ -181,8 +181,15 @@ struct Inner {
     unflushed: std::sync::atomic::AtomicU64,
     /// Pages fetched whose lease is still open while they are processed (extraction, the
     /// indexer's queue): fetched, but not on the done list until their completion. A leaving
-    /// node tells them done with its busy hosts' done lists ([`Crawler::done_of`]). (host, URL).
-    processing: Mutex<HashSet<(String, String)>>,
+    /// node tells them done with its busy hosts' done lists ([`Crawler::done_of`]).
+    processing: Mutex<HashSet<HostedUrl>>,
+}
+
+/// A URL and the frontier host it is queued under (`name:port` as the frontier keys hosts).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct HostedUrl {
+    host: String,
+    url: String,
 }
 
 impl Crawler {

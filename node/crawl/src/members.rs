@@ -307,7 +307,7 @@ impl Crawler {
     /// Pages fetched here on the hosts `pick` selects whose processing has not ended yet.
     fn processing_on(&self, mut pick: impl FnMut(&str) -> bool) -> Vec<String> {
         let processing = self.inner.processing.lock();
-        processing.iter().filter(|(host, _)| pick(host)).map(|(_, url)| url.clone()).collect()
+        processing.iter().filter(|p| pick(&p.host)).map(|p| p.url.clone()).collect()
     }
 
     /// The URLs done here on `hosts` (see [`weft_frontier::Frontier::done_of`]), and those
