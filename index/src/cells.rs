@@ -20,11 +20,17 @@
 //! ([`CellStoreError::Quota`], counted) — a publisher owns the hosts it crawls and could
 //! otherwise fill every store it posts to with pages it makes up on them.
 
+/// What a cell's next owner is handed, and what this node keeps after.
+mod hand_over;
+/// How much one publisher and one cell may hold.
+mod quotas;
+
 use crate::replicas::ReplicaStore;
 use crate::store::{ChunkRecord, DocRecord, DocState, NewChunk};
 use crate::{DocId, Hit, IndexError, LocalIndex};
+pub use quotas::Limits;
+use quotas::{positions, Over, Tallies};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use weft_config::IndexConfig;
@@ -101,57 +107,6 @@ pub enum Put {
     Stored,
     /// Nothing new: an older fetch, or chunks already held.
     Unchanged,
-}
-
-/// How much a cell store holds, at most.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// Chunks in all.
-    pub chunks: usize,
-    /// Chunks of one publisher.
-    pub per_publisher: usize,
-    /// Chunks posted to one cell.
-    pub per_cell: usize,
-}
-
-impl Limits {
-    /// `chunks` in all; a quarter of them for one publisher, an eighth for one cell.
-    pub fn of(chunks: usize) -> Limits {
-        Limits { chunks, per_publisher: (chunks / 4).max(1), per_cell: (chunks / 8).max(1) }
-    }
-}
-
-/// Chunks held by publisher and by cell (rebuilt from the provenance at open).
-#[derive(Debug, Default)]
-struct Tallies {
-    publishers: HashMap<String, usize>,
-    cells: HashMap<u32, usize>,
-}
-
-impl Tallies {
-    fn add(&mut self, p: &Provenance, sign: isize) {
-        let chunks = positions(p);
-        let n = self.publishers.entry(p.publisher.clone()).or_default();
-        *n = n.saturating_add_signed(sign * chunks as isize);
-        if *n == 0 {
-            self.publishers.remove(&p.publisher);
-        }
-        for (_, cell) in &p.cells {
-            let n = self.cells.entry(*cell).or_default();
-            *n = n.saturating_add_signed(sign);
-            if *n == 0 {
-                self.cells.remove(cell);
-            }
-        }
-    }
-}
-
-/// Distinct chunks (positions) a provenance names.
-fn positions(p: &Provenance) -> usize {
-    let mut positions: Vec<u32> = p.cells.iter().map(|(position, _)| *position).collect();
-    positions.sort_unstable();
-    positions.dedup();
-    positions.len()
 }
 
 /// See the module doc.
@@ -308,128 +263,6 @@ impl CellStore {
         }
     }
 
-    /// The chunks held for `cells` (to hand to a cell's new owner), by document: each as its
-    /// publisher sent it, with the chunks of those cells only (a chunk once per cell). Reads
-    /// every document's provenance: a ring change is rare next to what a store holds. All at
-    /// once: for a store of any size, read them a page at a time ([`CellStore::held_in_page`]).
-    pub fn held_in(&self, cells: &std::collections::BTreeSet<u32>) -> Result<Vec<CellDoc>, IndexError> {
-        let mut out = Vec::new();
-        let mut after = None;
-        loop {
-            let (page, next) = self.held_in_page(cells, after, usize::MAX)?;
-            out.extend(page);
-            match next {
-                Some(next) => after = Some(next),
-                None => return Ok(out),
-            }
-        }
-    }
-
-    /// At most `max` of the documents [`CellStore::held_in`] returns, the first ones after
-    /// document `after` (`None`: from the start), and where the next page starts (`None`: no
-    /// more). A node holding a million postings hands a cell over in pieces this way, not by
-    /// reading them all into memory.
-    pub fn held_in_page(
-        &self,
-        cells: &std::collections::BTreeSet<u32>,
-        after: Option<DocId>,
-        max: usize,
-    ) -> Result<(Vec<CellDoc>, Option<DocId>), IndexError> {
-        let mut out = Vec::new();
-        let from = match after {
-            Some(id) => std::ops::Bound::Excluded(id.0.to_vec()),
-            None => std::ops::Bound::Unbounded,
-        };
-        for entry in self.provenance.range::<Vec<u8>, _>((from, std::ops::Bound::Unbounded)) {
-            let (key, bytes) = entry.map_err(IndexError::Store)?;
-            if out.len() >= max {
-                // The next page resumes after the last document returned.
-                let last = out.last().map(|d: &CellDoc| d.id);
-                return Ok((out, last));
-            }
-            let Ok(raw) = <[u8; 16]>::try_from(key.as_ref()) else { continue };
-            let id = DocId(raw);
-            let prov: Provenance =
-                postcard::from_bytes(&bytes).map_err(|e| IndexError::Corrupt(format!("provenance: {e}")))?;
-            if !prov.cells.iter().any(|(_, c)| cells.contains(c)) {
-                continue;
-            }
-            let Some(record) = self.index.store().doc(&id)? else { continue };
-            let signed = self.signed(&id)?;
-            let mut chunks = Vec::new();
-            for (position, cell) in prov.cells.iter().filter(|(_, c)| cells.contains(c)) {
-                let key = id.chunk_key(*position);
-                let (Some(chunk), Some(vector)) = (self.index.store().chunk(key)?, self.index.store().vector(key)?)
-                else {
-                    continue;
-                };
-                let signature = signed.of(*position);
-                chunks.push(CellChunk { cell: *cell, position: *position, text: chunk.text()?, vector, signature });
-            }
-            out.push(CellDoc {
-                id,
-                page: record.page(),
-                language: record.language,
-                simhash: record.simhash,
-                fetched_at: record.fetched_at,
-                publisher: prov.publisher,
-                publisher_key: signed.key,
-                chunks,
-            });
-        }
-        Ok((out, None))
-    }
-
-    /// Drops what is held for cells `keep` says no to — cells this node no longer owns, once
-    /// their new owners were handed them: a document keeps its chunks posted to kept cells
-    /// (a chunk posted to two cells stays while either is kept) and goes when none is left.
-    /// Returns the documents and chunks dropped.
-    pub fn keep_cells(&self, keep: impl Fn(u32) -> bool) -> Result<(usize, usize), IndexError> {
-        let (mut docs, mut chunks) = (0, 0);
-        for entry in self.provenance.iter() {
-            let (key, bytes) = entry.map_err(IndexError::Store)?;
-            let prov: Provenance =
-                postcard::from_bytes(&bytes).map_err(|e| IndexError::Corrupt(format!("provenance: {e}")))?;
-            let kept: Vec<(u32, u32)> = prov.cells.iter().copied().filter(|(_, c)| keep(*c)).collect();
-            if kept.len() == prov.cells.len() {
-                continue;
-            }
-            let Ok(raw) = <[u8; 16]>::try_from(key.as_ref()) else { continue };
-            let id = DocId(raw);
-            let Some(mut record) = self.index.store().doc(&id)? else { continue };
-            if kept.is_empty() {
-                chunks += record.chunks.len();
-                docs += 1;
-                self.forget(id)?;
-                continue;
-            }
-            let mut new = Vec::new();
-            for key in &record.chunks {
-                let (Some(chunk), Some(vector)) = (self.index.store().chunk(*key)?, self.index.store().vector(*key)?)
-                else {
-                    continue;
-                };
-                if kept.iter().any(|(position, _)| *position == chunk.position) {
-                    new.push(NewChunk { key: *key, record: chunk, vector });
-                }
-            }
-            chunks += record.chunks.len() - new.len();
-            record.chunks = new.iter().map(|c| c.key).collect();
-            self.index.commit(id, &record, new)?;
-            let provenance = Provenance { publisher: prov.publisher.clone(), cells: kept };
-            let bytes = postcard::to_stdvec(&provenance).expect("provenance serializes");
-            self.provenance.insert(id.0, bytes).map_err(IndexError::Store)?;
-            let mut tallies = self.tallies.lock();
-            tallies.add(&prov, -1);
-            tallies.add(&provenance, 1);
-            drop(tallies);
-            let mut signed = self.signed(&id)?;
-            signed.signatures.retain(|(position, _)| provenance.cells.iter().any(|(p, _)| p == position));
-            self.put_signed(&id, &signed)?;
-        }
-        Ok((docs, chunks))
-    }
-
     fn touch(&self, id: &DocId, now: u64) -> Result<(), IndexError> {
         self.announced.insert(id.0, &now.to_be_bytes()).map_err(IndexError::Store)?;
         Ok(())
@@ -470,25 +303,10 @@ impl CellStore {
     }
 
     /// Whether storing `new` in place of `held` keeps its publisher and its cells within
-    /// their quotas (what it already holds counts once).
+    /// their quotas; what is refused is counted.
     fn within_quotas(&self, held: Option<&Provenance>, new: &Provenance) -> Result<(), CellStoreError> {
-        let tallies = self.tallies.lock();
-        let mut publisher = tallies.publishers.get(&new.publisher).copied().unwrap_or(0);
-        if let Some(h) = held.filter(|h| h.publisher == new.publisher) {
-            publisher = publisher.saturating_sub(positions(h));
-        }
-        let over = if publisher + positions(new) > self.limits.per_publisher {
-            Some(("publisher", self.limits.per_publisher))
-        } else {
-            new.cells.iter().find_map(|(_, cell)| {
-                let before = held.map_or(0, |h| h.cells.iter().filter(|(_, c)| c == cell).count());
-                let after = new.cells.iter().filter(|(_, c)| c == cell).count();
-                let now = tallies.cells.get(cell).copied().unwrap_or(0).saturating_sub(before);
-                (now + after > self.limits.per_cell).then_some(("cell", self.limits.per_cell))
-            })
-        };
-        match over {
-            Some((what, max)) => {
+        match self.tallies.lock().over(&self.limits, held, new) {
+            Some(Over { what, max }) => {
                 self.over_quota.fetch_add(positions(new) as u64, Ordering::Relaxed);
                 Err(CellStoreError::Quota { what, max })
             }

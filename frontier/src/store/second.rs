@@ -2,7 +2,8 @@
 //! hosts' second holders, the URLs kept for other owners, and whom each host's queue was last
 //! written for — the `second` keyspace.
 
-use super::{url_from_tail, url_tail, Batch, Result, Store};
+use super::keys::{url_from_tail, url_tail};
+use super::{Batch, Result, Store};
 use crate::score::UrlKind;
 use crate::second::SecondCopy;
 
