@@ -10,6 +10,8 @@
 //! stops growing minutes after start), [`Table`] (a named table in a keyspace, for the small
 //! stores that left sled) and [`FirstFailure`] (the cause behind fjall's `Poisoned`); and
 //! [`blocking`], how async code calls a store without holding up the runtime.
+//!
+//! Module order: aging, failure, lsm, syncs, table.
 
 mod aging;
 mod failure;

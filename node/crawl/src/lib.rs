@@ -14,6 +14,8 @@
 //!   to completion; `status.rs`: the crawl's part of `/status`; `members.rs`: hosts changing
 //!   hands (URLs other members send, hand-offs, what a leaving node keeps until its requests end).
 //! - `outcome.rs`: the decisions, pure: how a response ends a lease, redirects, candidates.
+//! - `processing.rs`: a fetched page through the pipeline, and what it teaches;
+//!   `queueing.rs`: what the crawl finds, to this node's frontier or to its hosts' owners.
 //! - `robots.rs`: fetching robots.txt (a lease of its own) and the sitemaps it names.
 //! - `borrowed.rs`: requests made for the browser under the crawl's rules; `second.rs`: second
 //!   copies of queues, this node's for others and others' kept here ([`weft_frontier::SecondCopy`]).
@@ -31,8 +33,8 @@
 //! other members sent); and `layout_tier.rs`, the crawl and the counters as the layout tier
 //! sees them (`weft_layouts::Crawl`, `weft_layouts::Tally`).
 //!
-//! Module order: layout_tier, metrics, received, storage → adapt, control, outcome, robots,
-//! stall → adopt, borrowed, lease, members, run_loop, second, status.
+//! Module order: received, storage → metrics → layout_tier, adapt, control, outcome, robots,
+//! stall → queueing → processing → adopt, borrowed, lease, members, run_loop, second, status.
 
 mod adapt;
 mod adopt;
@@ -43,6 +45,8 @@ mod lease;
 mod members;
 pub mod metrics;
 pub mod outcome;
+mod processing;
+mod queueing;
 pub mod received;
 mod robots;
 mod run_loop;
@@ -57,7 +61,7 @@ pub use control::CrawlState;
 pub use status::CrawlStatus;
 pub use weft_fetch::{BrowserFetchError, Renders, WaitingPage};
 
-use crate::metrics::{inc, Event, Metrics, Render};
+use crate::metrics::Metrics;
 use crate::storage::{blocking, Storage, StorageFault};
 use parking_lot::Mutex;
 use std::collections::HashSet;
@@ -65,10 +69,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use url::Url;
-use weft_extract::PageType;
 use weft_fetch::fetcher::{Fetched, Fetcher};
 use weft_fetch::page::{FetchedPage, Pipeline};
-use weft_frontier::{Candidate, Durability, Fate, Frontier, Lease, PushOutcome, RobotsCache, UrlKind};
+use weft_frontier::{Candidate, Durability, Fate, Frontier, PushOutcome, RobotsCache};
 use weft_url::{normalize, HostKey};
 
 /// Where discovered URLs go in a network (see `routing.rs`).
@@ -451,108 +454,6 @@ impl Inner {
         self.control.is_stopping()
     }
 
-    /// Candidates this node should queue itself (all of them, outside a network).
-    fn routed(&self, candidates: Vec<Candidate>) -> Vec<Candidate> {
-        let Some(route) = &self.route else { return candidates };
-        // Pages past the depth limit stay here to be refused as too deep: their owner caps
-        // the depth a peer sends rather than refusing on its word.
-        let (max_depth, stopping) = (self.frontier.lock().settings().max_depth, self.is_stopping());
-        let (mut kept, to_route): (Vec<Candidate>, Vec<Candidate>) = candidates.into_iter().partition(|c| {
-            (c.kind == UrlKind::Page && c.depth > max_depth)
-                // Leaving, off the ring already: a link to a host whose queue this node still
-                // holds (a request in flight) joins that queue and goes over with it, rather
-                // than reaching the host's next owner while this node still asks the host.
-                || (stopping && self.frontier.lock().holds(HostKey::of(&c.url).as_str()))
-        });
-        kept.extend(route.route(to_route));
-        kept
-    }
-
-    /// Queues `c` here, or sends it to the member that owns its host (`None`).
-    fn push(&self, c: Candidate) -> Result<Option<PushOutcome>, weft_frontier::FrontierError> {
-        let Some(c) = blocking(|| self.routed(vec![c])).pop() else { return Ok(None) };
-        let url = c.url.to_string();
-        let outcome = blocking(|| self.frontier.lock().push(c))?;
-        if outcome == PushOutcome::Queued {
-            inc(&self.metrics.urls_queued);
-        }
-        blocking(|| self.note_refused(&url, outcome));
-        Ok(Some(outcome))
-    }
-
-    /// Queues the candidates this node owns (sending the rest to their owners); returns how
-    /// many were newly queued here.
-    fn push_all(&self, candidates: Vec<Candidate>) -> usize {
-        blocking(|| {
-            let candidates = self.routed(candidates);
-            let mut refused = Vec::new();
-            let mut queued = 0;
-            let mut frontier = self.frontier.lock();
-            for c in candidates {
-                let url = c.url.to_string();
-                match frontier.push(c) {
-                    Ok(PushOutcome::Queued) => {
-                        inc(&self.metrics.urls_queued);
-                        queued += 1;
-                    }
-                    Ok(PushOutcome::AlreadySeen) => {}
-                    Ok(other) => refused.push((url, other)),
-                    Err(e) => self.storage.error("frontier push", e),
-                }
-            }
-            drop(frontier);
-            for (url, outcome) in refused {
-                self.note_refused(&url, outcome);
-            }
-            queued
-        })
-    }
-
-    /// Queues the revisits that are due (the freshness loop).
-    fn queue_revisits(&self) {
-        let due = blocking(|| self.adapt.due(256));
-        if due.is_empty() {
-            return;
-        }
-        let candidates: Vec<Candidate> = due
-            .iter()
-            .filter_map(|r| Url::parse(&r.url).ok().map(|u| Candidate::of(u, UrlKind::Revisit, r.depth)))
-            .collect();
-        let queued = self.push_all(candidates);
-        self.metrics.revisits.fetch_add(queued as u64, Ordering::Relaxed);
-        self.control.wake();
-    }
-
-    /// `host`'s queue ran dry: its archive hints, and `/sitemap.xml` if never tried, are queued.
-    fn host_ran_dry(&self, host: &str, scheme: &str) {
-        if blocking(|| self.frontier.lock().host_has_work(host)) {
-            return;
-        }
-        let found = blocking(|| self.adapt.idle(host, scheme));
-        if found.is_empty() {
-            return;
-        }
-        let mut candidates: Vec<Candidate> = found
-            .archives
-            .iter()
-            .filter_map(|u| normalize(u, None).ok())
-            .map(|u| {
-                let kind = outcome::link_kind(&u);
-                Candidate::of(u, kind, 1)
-            })
-            .collect();
-        if self.settings.follow_sitemaps {
-            candidates.extend(
-                found.sitemap.and_then(|u| normalize(&u, None).ok()).map(|u| Candidate::of(u, UrlKind::Sitemap, 0)),
-            );
-        }
-        let queued = self.push_all(candidates);
-        if queued > 0 {
-            tracing::debug!(host, queued, "queue ran dry: archive hints and sitemap queued");
-            self.metrics.found_when_idle.fetch_add(queued as u64, Ordering::Relaxed);
-        }
-    }
-
     /// Makes frontier writes durable, and the pipeline's (the index's documents): on the
     /// blocking pool, bounded; a failure is a storage fault (it stops the node).
     async fn flush(&self) -> Result<(), StorageFault> {
@@ -581,142 +482,4 @@ impl Inner {
         // Not an attempt of its own: written as is.
         let _ = blocking(|| self.outcomes.settle(url, fate));
     }
-
-    /// Records why a candidate was not queued, when it was refused outright.
-    fn note_refused(&self, url: &str, outcome: PushOutcome) {
-        let reason = match outcome {
-            PushOutcome::Binary => "binary",
-            PushOutcome::TooDeep => "too_deep",
-            PushOutcome::HostBudgetExhausted => "host_budget_exhausted",
-            PushOutcome::Blocked => "host_blocked",
-            PushOutcome::Queued | PushOutcome::AlreadySeen => return,
-        };
-        if let Err(e) = self.outcomes.record_skip(url, reason) {
-            tracing::warn!(url, "recording a URL's outcome failed: {e}");
-        }
-    }
-
-    fn may_follow(&self, url: &Url) -> bool {
-        self.settings.follow_external_links || self.seed_hosts.lock().contains(&HostKey::of(url))
-    }
-
-    async fn process_page(&self, page: FetchedPage) -> PageLearned {
-        let depth = page.depth;
-        let page_url = page.url.clone();
-        let rendered = page.rendered;
-        let pipeline = self.pipeline.clone();
-        // The page stays here (the pipeline borrows it): if it goes to the browser, its HTML
-        // goes with it and the browser never fetches it again.
-        let (page, processed) = match tokio::task::spawn_blocking(move || {
-            let processed = pipeline.process(&page);
-            (page, processed)
-        })
-        .await
-        {
-            Ok(p) => p,
-            Err(e) => {
-                self.metrics.error("pipeline_panic", page_url.as_str(), &e);
-                return PageLearned::default();
-            }
-        };
-        if let (Some(reason), Some(r), false) = (&processed.render, &self.renders, rendered) {
-            match r.push(&page_url, depth, reason, Some(&page)) {
-                Ok(()) => self.metrics.count_event(Event::Render(Render::Queued)),
-                Err(e) => tracing::error!("render queue: {e}"),
-            }
-        }
-        self.metrics.links_found.fetch_add(processed.links.len() as u64, Ordering::Relaxed);
-        let mut learned = PageLearned::default();
-        if let Some(e) = &processed.extracted {
-            learned.hub = self.learn_from_page(&page_url, e, rendered);
-        }
-        let next = processed.extracted.as_ref().and_then(|e| e.classification.hints.next_page.clone());
-        let from_hub = processed.extracted.as_ref().is_some_and(|e| e.classification.page_type == PageType::Hub);
-        let candidates = outcome::page_candidates(processed.links, next, depth, from_hub, |u| self.may_follow(u));
-        learned.queued = self.queue_links(&page_url, candidates);
-        learned
-    }
-
-    /// Queues the links found on `page_url` within the caps on new hosts per page and per
-    /// source host; returns how many were new.
-    fn queue_links(&self, page_url: &Url, candidates: Vec<Candidate>) -> usize {
-        let source = HostKey::of(page_url);
-        let (candidates, dropped) = outcome::cap_hosts(candidates, &source);
-        if dropped > 0 {
-            let why = format!("{dropped} links to hosts past the first {}", outcome::MAX_HOSTS_PER_PAGE);
-            self.metrics.error("hosts_per_page_capped", page_url.as_str(), &why);
-        }
-        let (candidates, dropped) =
-            outcome::cap_source(candidates, &source, &mut self.fanout.lock(), std::time::Instant::now());
-        if dropped > 0 {
-            let why = format!(
-                "{dropped} links to hosts past the {} this host's pages brought in today",
-                self.settings.max_hosts_per_source
-            );
-            self.metrics.error("hosts_per_source_capped", page_url.as_str(), &why);
-        }
-        self.push_all(candidates)
-    }
-
-    /// Counts the page's URL template (a scheme change it completes is logged and counted),
-    /// remembers its archive links; says whether it is a hub to revisit.
-    fn learn_from_page(&self, url: &Url, e: &weft_extract::Extracted, rendered: bool) -> bool {
-        let host = HostKey::of(url).into_string();
-        let c = &e.classification;
-        let page_type = match c.page_type {
-            PageType::Article => "article",
-            PageType::Hub => "hub",
-            PageType::Other => "other",
-        };
-        let archives: Vec<&str> =
-            c.hints.archives.iter().filter(|a| HostKey::of(a).as_str() == host).map(Url::as_str).collect();
-        blocking(|| self.adapt.archives(&host, archives));
-        if rendered {
-            // Counted when it was fetched.
-            return false;
-        }
-        let lesson = blocking(|| self.adapt.page(&host, url.as_str(), &c.template, page_type));
-        if let Some(change) = &lesson.change {
-            inc(&self.metrics.scheme_changes);
-            tracing::info!(host, from = %change.from, to = %change.to, "URL scheme changed: {}", change.reason);
-        }
-        lesson.revisit
-    }
-
-    fn follow_redirect(&self, lease: &Lease, url: &Url, location: &str) {
-        let e = &lease.entry;
-        let max = self.settings.max_redirects;
-        match outcome::redirect(e.kind, e.depth, &e.redirects, url, location, max) {
-            Ok(target) if self.may_follow(&target.url) => {
-                let host = HostKey::of(url);
-                if HostKey::of(&target.url) == host && e.kind != UrlKind::Sitemap {
-                    // Old URLs redirecting to another template: the host moved its scheme.
-                    let (from, to) =
-                        (weft_extract::classify::template(url), weft_extract::classify::template(&target.url));
-                    let change = blocking(|| {
-                        self.adapt.redirected(host.as_str(), (&from, url.as_str()), (&to, target.url.as_str()))
-                    });
-                    if let Some(change) = change {
-                        inc(&self.metrics.scheme_changes);
-                        tracing::info!(host = %host, from = %change.from, to = %change.to, "URL scheme changed: {}", change.reason);
-                    }
-                }
-                if let Err(e) = self.push(target) {
-                    self.storage.error("frontier push", e);
-                }
-            }
-            Ok(_) => {}
-            Err(err @ outcome::RedirectError::Location(_)) => self.metrics.error(err.kind(), location, &err),
-            Err(err) => self.metrics.error(err.kind(), url.as_str(), &err),
-        }
-    }
-}
-
-/// What a processed page brought.
-#[derive(Debug, Default)]
-struct PageLearned {
-    /// Links newly queued.
-    queued: usize,
-    /// A hub of a known template: revisit it.
-    hub: bool,
 }

@@ -15,7 +15,7 @@
 //!
 //! The node gives it the crawl and the metrics; nothing here knows the node.
 //!
-//! Module order: chromium, crawl, events, process_tree, store → browser, render_fetch → rendering,
+//! Module order: chromium, events, process_tree, store → crawl → browser, render_fetch → rendering,
 //! worker → teacher.
 
 pub mod browser;

@@ -8,10 +8,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The workspace's library crates, by source directory (`config/clock` and `index/page` are one
+/// The workspace's library crates, by source directory (`config/clock`, `index/page` and `index/vecmath` are one
 /// file each: no modules to order).
 const CRATES: &[&str] = &[
     "config",
+    "config/db",
     "frontier/url",
     "frontier",
     "extract",
@@ -19,6 +20,9 @@ const CRATES: &[&str] = &[
     "p2p",
     "simnet",
     "node/content",
+    "node/fetch",
+    "node/layouts",
+    "node/crawl",
     "node",
     "tests/support",
 ];
