@@ -22,23 +22,27 @@
 //! peer's search never waits behind this node's own questions being embedded, nor a question
 //! behind a queue of peers' searches.
 
+/// The index section of `/status`.
+mod status;
+/// The indexer, question and search threads.
+mod threads;
+
 use crate::pipeline::ExtractPipeline;
 use crate::second_opinion::Improved;
 use parking_lot::Mutex;
-use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+pub use status::{CellsHeld, IndexStatus, RecentDocument};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use threads::{count_outcome, embed_loop, indexer_loop, search_loop, Counters, Embed, Job, Search};
 use weft_config::Config;
 use weft_crawl::metrics::Metrics;
 use weft_fetch::page::{FetchedPage, Pipeline, Processed};
 use weft_index::cells::CellStore;
-use weft_index::{DocId, Document, Embedder, Hit, IndexError, IndexStats, Indexer, LocalIndex, Outcome};
+use weft_index::{DocId, Document, Embedder, Hit, IndexError, Indexer, LocalIndex, Outcome};
 
-/// Documents the indexer takes into one call at most (their chunks are embedded together).
-const MAX_BATCH_DOCS: usize = 32;
 /// Questions waiting for the question thread, and searches for the search thread; beyond
 /// this `/search` answers 503 (and a peer's search is refused as busy).
 const QUERY_QUEUE: usize = 64;
@@ -46,131 +50,6 @@ const QUERY_QUEUE: usize = 64;
 const DHT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest query text embedded (the model reads at most 256 tokens anyway).
 pub const MAX_QUERY_BYTES: usize = 2048;
-
-struct Job {
-    doc: Document,
-    /// A near duplicate indexed by another node (url, distance), found in the DHT.
-    remote: Option<(String, u32)>,
-    reply: SyncSender<Result<Outcome, String>>,
-}
-
-/// Work for the question thread: embed the text, for a search whose vector goes to this
-/// node's index and to other nodes.
-struct Embed {
-    text: String,
-    reply: tokio::sync::oneshot::Sender<Result<Vec<f32>, IndexError>>,
-}
-
-/// Work for the search thread: the `k` best local documents for a query vector (this node's,
-/// or another node's), and its words when known (hybrid search).
-struct Search {
-    vector: Vec<f32>,
-    text: Option<String>,
-    k: usize,
-    reply: tokio::sync::oneshot::Sender<Result<Vec<Hit>, IndexError>>,
-}
-
-/// Counters of this run.
-#[derive(Default)]
-struct Counters {
-    indexed: AtomicU64,
-    replaced: AtomicU64,
-    aliases: AtomicU64,
-    failed: AtomicU64,
-    improved: AtomicU64,
-    chunks: AtomicU64,
-    embed_micros: AtomicU64,
-    queries: AtomicU64,
-    queued: AtomicU64,
-    evicted: AtomicU64,
-    /// The latest documents indexed, newest last.
-    recent: parking_lot::Mutex<std::collections::VecDeque<RecentDocument>>,
-}
-
-/// Documents kept for the dashboard's "recently indexed".
-const RECENT: usize = 20;
-
-/// A document just indexed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RecentDocument {
-    pub url: String,
-    pub title: String,
-    pub chunks: usize,
-    pub unix_ms: u64,
-}
-
-/// The index section of `/status`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct IndexStatus {
-    /// What the index holds (all runs).
-    #[serde(flatten)]
-    pub stored: IndexStats,
-    /// Pages indexed in this run (re-indexed ones included), and how many replaced a version.
-    pub pages_indexed: u64,
-    pub pages_replaced: u64,
-    pub pages_aliased: u64,
-    pub pages_failed: u64,
-    /// Pages re-indexed with the reference extractor's better text.
-    pub pages_improved: u64,
-    pub chunks_embedded: u64,
-    /// Chunks per second of indexing-thread time (dedup, chunking, embedding, commit).
-    pub chunks_per_sec: f64,
-    /// Pages waiting for the indexer.
-    pub queue: u64,
-    /// Documents evicted by the disk quota in this run.
-    #[serde(default)]
-    pub evicted: u64,
-    pub queries: u64,
-    /// The embedding model's id (16 hex digits of blake3 of the model file): vectors compare
-    /// only between nodes with the same one.
-    #[serde(default)]
-    pub model: String,
-    /// What the embedding model's sessions took from the heap when they loaded, bytes
-    /// (`embed.sessions` copies of the weights).
-    #[serde(default)]
-    pub model_memory_bytes: u64,
-    /// Runs of the indexer stopped so that a question could use the model at once; each was
-    /// run again after (`Embedder::set_yielding`).
-    #[serde(default)]
-    pub runs_yielded: u64,
-    /// Extracting the pages held again with this build's extractor, from their kept responses.
-    #[serde(default)]
-    pub reextraction: crate::reextract::ReextractionStatus,
-    /// What the cell store holds for the cells this node owns (semantic placement): documents,
-    /// chunks and the bytes of their vectors in memory. `None` without the network.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cells: Option<CellsHeld>,
-}
-
-/// See [`IndexStatus::cells`].
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct CellsHeld {
-    pub documents: u64,
-    pub chunks: u64,
-    pub vector_memory_bytes: u64,
-    /// Its document store in memory.
-    #[serde(default)]
-    pub store_memory_bytes: u64,
-    /// Chunks refused since the start because their publisher or their cell was over its
-    /// quota here.
-    pub over_quota: u64,
-    /// Copies of other members' documents held for the ids this node owns, and their bytes
-    /// (`index.replicas`, bounded by `index.replica_quota_mb`).
-    #[serde(default)]
-    pub copies: u64,
-    #[serde(default)]
-    pub copy_bytes: u64,
-    /// Copies refused since the start for the bound or a publisher's quota.
-    #[serde(default)]
-    pub copies_refused: u64,
-    /// Copies evicted since the start to make room, under the bound, for copies of ids this
-    /// node stands nearer to (the farthest first).
-    #[serde(default)]
-    pub copies_evicted: u64,
-    /// What repair after changes of the member set has sent.
-    #[serde(default)]
-    pub repair: crate::replicas::RepairStatus,
-}
 
 /// The index of a running node: the indexer, question and search threads and the shared
 /// [`LocalIndex`].
@@ -535,147 +414,6 @@ fn truncate_at_char(s: &str, max: usize) -> &str {
         end -= 1;
     }
     &s[..end]
-}
-
-fn count_outcome(counters: &Counters, metrics: &Metrics, outcome: &Result<Outcome, String>, url: &str) {
-    match outcome {
-        Ok(Outcome::Indexed { replaced, .. }) => {
-            counters.indexed.fetch_add(1, Relaxed);
-            if *replaced {
-                counters.replaced.fetch_add(1, Relaxed);
-            }
-        }
-        Ok(Outcome::Alias { .. }) => {
-            counters.aliases.fetch_add(1, Relaxed);
-        }
-        Ok(Outcome::Failed { reason }) => {
-            counters.failed.fetch_add(1, Relaxed);
-            metrics.error("index_failed", url, reason);
-        }
-        Err(e) => {
-            counters.failed.fetch_add(1, Relaxed);
-            metrics.error("index_store", url, e);
-        }
-    }
-}
-
-fn indexer_loop(
-    mut indexer: Indexer,
-    jobs: Receiver<Job>,
-    improved: Option<Receiver<Improved>>,
-    counters: Arc<Counters>,
-    metrics: Arc<Metrics>,
-) {
-    loop {
-        // With a second opinion running, wake up now and then to take its better texts.
-        let first = match &improved {
-            None => jobs.recv().map_err(|_| RecvTimeoutError::Disconnected),
-            Some(_) => jobs.recv_timeout(Duration::from_millis(500)),
-        };
-        let mut batch = match first {
-            Ok(job) => vec![job],
-            Err(RecvTimeoutError::Timeout) => Vec::new(),
-            Err(RecvTimeoutError::Disconnected) => return,
-        };
-        while batch.len() < MAX_BATCH_DOCS {
-            match jobs.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
-        let mut docs: Vec<Document> = Vec::with_capacity(batch.len());
-        let mut replies = Vec::with_capacity(batch.len());
-        for job in batch {
-            if let Some((canonical, distance)) = job.remote {
-                // A near duplicate of a page another node indexed: recorded, not embedded.
-                let outcome = indexer.record_alias(&job.doc, &canonical, distance).map_err(|e| e.to_string());
-                count_outcome(&counters, &metrics, &outcome, &job.doc.url);
-                let _ = job.reply.send(outcome);
-                continue;
-            }
-            docs.push(job.doc);
-            replies.push(Some(job.reply));
-        }
-        if let Some(rx) = &improved {
-            while docs.len() < MAX_BATCH_DOCS {
-                let Ok(better) = rx.try_recv() else { break };
-                if let Some(doc) = improved_document(indexer.index_handle(), better) {
-                    counters.improved.fetch_add(1, Relaxed);
-                    docs.push(doc);
-                    replies.push(None);
-                }
-            }
-        }
-        if docs.is_empty() {
-            continue;
-        }
-        let urls: Vec<String> = docs.iter().map(|d| d.url.clone()).collect();
-        let titles: Vec<String> = docs.iter().map(|d| d.title.clone()).collect();
-        let started = Instant::now();
-        let outcomes = indexer.index(docs);
-        counters.embed_micros.fetch_add(started.elapsed().as_micros() as u64, Relaxed);
-        metrics.histograms.index_batch.observe(started.elapsed().as_secs_f64());
-        match outcomes {
-            Ok(outcomes) => {
-                for (((outcome, reply), url), title) in outcomes.into_iter().zip(replies).zip(&urls).zip(&titles) {
-                    if let Outcome::Indexed { chunks, .. } = outcome {
-                        counters.chunks.fetch_add(chunks as u64, Relaxed);
-                        let unix_ms = weft_clock::now_ms();
-                        let mut recent = counters.recent.lock();
-                        if recent.len() == RECENT {
-                            recent.pop_front();
-                        }
-                        recent.push_back(RecentDocument { url: url.clone(), title: title.clone(), chunks, unix_ms });
-                    }
-                    let outcome = Ok(outcome);
-                    count_outcome(&counters, &metrics, &outcome, url);
-                    if let Some(reply) = reply {
-                        let _ = reply.send(outcome);
-                    }
-                }
-            }
-            Err(e) => {
-                // The store itself failed: every page of the batch is reported, none dropped.
-                let reason = e.to_string();
-                for (reply, url) in replies.into_iter().zip(&urls) {
-                    let outcome = Err(reason.clone());
-                    count_outcome(&counters, &metrics, &outcome, url);
-                    if let Some(reply) = reply {
-                        let _ = reply.send(outcome);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The stored document of `better.url`, with the reference extractor's text.
-fn improved_document(index: &LocalIndex, better: Improved) -> Option<Document> {
-    let record = index.document(better.url.as_str()).ok().flatten()?;
-    Some(Document::with_new_text(record, better.text))
-}
-
-fn embed_loop(mut embedder: Embedder, questions: Receiver<Embed>) {
-    while let Ok(Embed { text, reply }) = questions.recv() {
-        let _ = reply.send(embedder.embed(&[text.as_str()]).map(|mut v| v.pop().unwrap_or_default()));
-    }
-}
-
-fn search_loop(index: Arc<LocalIndex>, cells: Option<Arc<CellStore>>, searches: Receiver<Search>) {
-    while let Ok(Search { vector, text, k, reply }) = searches.recv() {
-        let hits = match &text {
-            Some(text) => index.search_hybrid(text, &vector, k),
-            None => index.search(&vector, k),
-        };
-        // With the postings of the cells this node owns: one answer of both.
-        let hits = match (&cells, hits) {
-            (Some(cells), Ok(hits)) => {
-                cells.search(text.as_deref(), &vector, k).map(|held| crate::cells::merge(hits, held, k))
-            }
-            (_, hits) => hits,
-        };
-        let _ = reply.send(hits);
-    }
 }
 
 /// The network's fingerprints, in the DHT: the node's side of the index's near-duplicate
