@@ -20,15 +20,16 @@
 //! relays (64 circuits each) and hole punching makes the connection direct or not. Gossip's
 //! bytes are counted per message from [`super::gossip`]'s sizes and flood measurements; pings
 //! (every 15 s on every connection), IHAVE gossip and connection handshakes on top.
+//!
+//! `connections.rs` holds the dials and closes under those limits, `sampling.rs` the minute's
+//! figures.
 
+mod connections;
+mod sampling;
 use super::compact::Compact;
 use super::gossip::{self, Flood, Sizes};
 use super::heartbeats::{Change, Members};
-use super::member::{
-    draw_public, Conn, Node, Relaying, Shared, Table, HANDSHAKE_BYTES, IDLE_SECS, MAX_CIRCUITS, MAX_CONNECTIONS,
-    MAX_INBOUND, PING_BYTES_PER_SEC, RELAYS,
-};
-use super::rings;
+use super::member::{draw_public, Node, Relaying, Shared, Table, RELAYS};
 use super::sessions::{Kind, SessionModel};
 use super::{Figures, Scenario};
 use crate::rng::Rng;
@@ -515,115 +516,6 @@ impl Sim {
         dial
     }
 
-    /// `i` dials `j`: the connection stands if both sides' limits allow it (a member behind NAT
-    /// through a relay with a free circuit). `kept`: a mesh peer or a relay, held open.
-    fn dial(&mut self, i: u32, j: u32, kept: bool) -> bool {
-        let (iu, ju) = (i as usize, j as usize);
-        let counted = u64::from(self.measuring());
-        self.nodes[iu].dials += counted;
-        if !self.nodes[ju].online || self.cut(i, j) {
-            self.nodes[iu].refused += counted;
-            return false;
-        }
-        if let Some(c) = self.nodes[iu].conns.get_mut(&j) {
-            c.kept |= kept;
-            if kept {
-                if let Some(c) = self.nodes[ju].conns.get_mut(&i) {
-                    c.kept = true;
-                }
-            }
-            return true;
-        }
-        let relay = if self.nodes[ju].public {
-            None
-        } else {
-            let relays = self.nodes[ju].relays.clone();
-            match relays
-                .into_iter()
-                .find(|r| self.nodes[*r as usize].online && self.nodes[*r as usize].circuits < MAX_CIRCUITS)
-            {
-                Some(r) => Some(r),
-                None => {
-                    self.nodes[iu].refused += counted;
-                    return false;
-                }
-            }
-        };
-        // The handshake is spent whether the limits then keep the connection or not.
-        for k in [iu, ju] {
-            self.nodes[k].up += HANDSHAKE_BYTES;
-            self.nodes[k].down += HANDSHAKE_BYTES;
-            self.nodes[k].msgs += 8.0;
-        }
-        if let Some(r) = relay {
-            self.nodes[r as usize].up += 2.0 * HANDSHAKE_BYTES;
-            self.nodes[r as usize].down += 2.0 * HANDSHAKE_BYTES;
-        }
-        if counted == 1 {
-            self.figures.received.handshakes += if relay.is_some() { 4.0 } else { 2.0 } * HANDSHAKE_BYTES;
-        }
-        if self.nodes[iu].conns.len() >= MAX_CONNECTIONS
-            || self.nodes[ju].conns.len() >= MAX_CONNECTIONS
-            || self.nodes[ju].inbound >= MAX_INBOUND
-        {
-            self.nodes[iu].refused += counted;
-            return false;
-        }
-        // Hole punching makes it direct, or the circuit carries it.
-        let punched = relay.is_none() || (self.rng.below(1000) as f64) < self.scenario.punch * 1000.0;
-        let relay = if punched { None } else { relay };
-        if let Some(r) = relay {
-            self.nodes[r as usize].circuits += 1;
-        }
-        let conn = Conn { dialer: i, kept, relay, opened: self.now };
-        self.nodes[iu].conns.insert(j, conn);
-        self.nodes[ju].conns.insert(i, conn);
-        self.nodes[ju].inbound += 1;
-        self.at(self.now + IDLE_SECS, Ev::Close { a: i, b: j, opened_ms: ms(self.now) });
-        for (a, b) in [(i, j), (j, i)] {
-            if self.nodes[a as usize].observer.is_some() {
-                let now = self.instant();
-                let (peer, addr) = (self.nodes[b as usize].id, self.nodes[b as usize].addr.clone());
-                if let Table::Real(m) = &mut self.nodes[a as usize].table {
-                    let change = m.present(&peer, &addr, now);
-                    self.changes(a, change.into_iter().collect());
-                }
-            }
-        }
-        true
-    }
-
-    fn close_idle(&mut self, a: u32, b: u32, opened_ms: u64) {
-        let Some(c) = self.nodes[a as usize].conns.get(&b) else { return };
-        if c.kept || ms(c.opened) != opened_ms {
-            return;
-        }
-        self.disconnect(a, b);
-    }
-
-    fn disconnect(&mut self, a: u32, b: u32) {
-        let Some(c) = self.nodes[a as usize].conns.remove(&b) else { return };
-        self.nodes[b as usize].conns.remove(&a);
-        let inbound_side = if c.dialer == a { b } else { a };
-        let n = &mut self.nodes[inbound_side as usize];
-        n.inbound = n.inbound.saturating_sub(1);
-        if let Some(r) = c.relay {
-            let relay = &mut self.nodes[r as usize];
-            relay.circuits = relay.circuits.saturating_sub(1);
-        }
-        for (x, y) in [(a, b), (b, a)] {
-            let peer = self.nodes[y as usize].id;
-            let node = &mut self.nodes[x as usize];
-            node.mesh.retain(|m| *m != y);
-            if node.relays.contains(&y) {
-                node.relays.retain(|m| *m != y);
-            }
-            if let Table::Real(m) = &mut node.table {
-                m.disconnected(&peer);
-            }
-        }
-    }
-
     /// A heartbeat reaches observer `to`, as `network::heartbeats::on_gossip` takes it.
     fn deliver(&mut self, to: u32, from: u32, session: u32, leaving: bool) {
         let (tu, fu) = (to as usize, from as usize);
@@ -679,91 +571,6 @@ impl Sim {
                     }
                 }
             }
-        }
-    }
-
-    fn sample(&mut self) {
-        let now = self.now;
-        self.at(now + 60.0, Ev::Sample);
-        let online = self.online.max(1) as f64;
-        let mut ihave_total = 0.0;
-        let rates = [self.published[0] / 60.0, self.published[1] / 60.0];
-        let measuring = now > self.scenario.warmup_minutes * 60.0;
-        let mut rates_up = Vec::new();
-        let mut rates_down = Vec::new();
-        let mut msg_rates = Vec::new();
-        let mut conns = Vec::new();
-        for node in self.nodes.iter_mut().filter(|n| n.online) {
-            let outside = node.conns.len().saturating_sub(node.mesh.len());
-            let (peers, ihave) = gossip::ihave_per_minute(outside, &rates);
-            ihave_total += ihave;
-            let pings = node.conns.len() as f64 * PING_BYTES_PER_SEC * 60.0;
-            if measuring {
-                self.figures.received.pings += pings;
-            }
-            node.up += ihave + pings;
-            node.down += pings;
-            node.msgs += 120.0 * peers + node.conns.len() as f64 * 8.0;
-            conns.push(node.conns.len() as f64);
-        }
-        self.shared.down += ihave_total / online;
-        if measuring {
-            self.figures.received.ihave += ihave_total;
-            self.figures.received.member_secs += 60.0 * self.online as f64;
-        }
-        for node in self.nodes.iter_mut() {
-            if node.online {
-                if let Some(at_join) = node.joined_shared {
-                    let whole = at_join.up == 0.0 && at_join.down == 0.0 && at_join.msgs == 0.0;
-                    let up = (node.up + self.shared.up - at_join.up) / 60.0;
-                    let down = (node.down + self.shared.down - at_join.down) / 60.0;
-                    let msgs = (node.msgs + self.shared.msgs - at_join.msgs) / 60.0;
-                    // A member online for the whole minute (it came before the last sample).
-                    if measuring && whole {
-                        rates_up.push(up);
-                        rates_down.push(down);
-                        msg_rates.push(msgs);
-                    }
-                }
-                node.joined_shared = Some(Shared::default());
-            }
-            (node.up, node.down, node.msgs) = (0.0, 0.0, 0.0);
-        }
-        // Members that came during the minute start counting from now.
-        self.shared = Shared::default();
-        self.published = [0.0; 2];
-        if measuring {
-            self.figures.up.extend(rates_up);
-            self.figures.down.extend(rates_down);
-            self.figures.msgs.extend(msg_rates);
-            self.figures.connections.extend(conns);
-            self.figures.online.push(self.online as f64);
-        }
-        self.measure_rings(measuring);
-    }
-
-    /// Ring disagreement among the observers and the share of hosts whose owner is gone.
-    fn measure_rings(&mut self, measuring: bool) {
-        let rings: Vec<&Members> = (self.observers.iter())
-            .filter_map(|o| match &self.nodes[*o as usize].table {
-                Table::Real(m) if self.nodes[*o as usize].online => Some(m.as_ref()),
-                _ => None,
-            })
-            .collect();
-        let (nodes, index) = (&self.nodes, &self.index);
-        let online = |p: &PeerId| index.get(p).is_some_and(|j| nodes[*j as usize].online);
-        let ring_refs: Vec<&weft_p2p::Ring> = rings.iter().map(|m| m.ring()).collect();
-        let Some(compared) = rings::compare(&ring_refs, &self.hosts, online) else { return };
-        let (disagreement, gone) = (compared.disagreement, compared.owner_gone);
-        let view = rings.iter().map(|m| m.len() as f64).sum::<f64>() / rings.len() as f64 / self.online.max(1) as f64;
-        let quiet = self.now - self.last_change;
-        if measuring {
-            self.figures.disagreement.push(disagreement);
-            self.figures.owner_gone.push(gone);
-            self.figures.view.push(view);
-        }
-        if self.now >= self.churn_until && quiet >= 59.0 {
-            self.figures.quiet_disagreement.push((quiet, disagreement));
         }
     }
 }

@@ -28,9 +28,12 @@
 //! oldest member's stage, so a network whose members all started together (a fresh network,
 //! a test) has the plain ring from the first second.
 
-use departures::{quorum, Departure, Departures};
+mod heartbeat;
+
+pub use heartbeat::{Heartbeat, HeartbeatError, MAX_HEARTBEAT_BYTES, TOPIC};
+mod rings;
+use departures::{quorum, Departures};
 use libp2p::{Multiaddr, PeerId};
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 use weft_p2p::membership::{ADMISSION_STAGES, ADMISSION_STEP, FORMER_RINGS_FOR, MAX_MEMBERS_PER_PREFIX};
@@ -91,85 +94,6 @@ const MAX_FIRST_MET: usize = 4096;
 pub const FULL_RATE_MEMBERS: usize = 20;
 /// The longest a stretched period gets (at 240 members with the default five seconds).
 pub const MAX_PERIOD: Duration = Duration::from_secs(60);
-
-/// The gossipsub topic of membership heartbeats.
-pub const TOPIC: &str = "/weft/members/2";
-
-/// Largest heartbeat accepted (a peer id, a few addresses, two numbers).
-pub const MAX_HEARTBEAT_BYTES: usize = 4096;
-
-/// A member's announcement of itself.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Heartbeat {
-    /// Base58 peer id; must be the sealed message's author (`crate::sealed`).
-    pub peer: String,
-    /// Multiaddrs it can be reached at.
-    pub addrs: Vec<String>,
-    /// Pages per second it offers to crawl.
-    pub capacity: u32,
-    /// Its last word: it is leaving for good, so drop it now rather than after missed
-    /// heartbeats (its queued URLs are on their way to their new owners).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub leaving: bool,
-    /// It is publicly reachable and offers a Circuit Relay v2: members behind NAT may reserve a
-    /// slot on it (see `crate::reachability`).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub relay: bool,
-    /// Unix seconds since it has been a member without a break, as it says (see the module
-    /// doc: those that saw it arrive hold it to when they did). Its ring points grow with it.
-    #[serde(default)]
-    pub joined: u64,
-    /// Members it saw leave lately: a node that was away then takes their hand-offs once
-    /// enough members say so (see [`departures`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub left: Vec<Departure>,
-    /// Seconds between its heartbeats (see [`Members::period`]): a member that hears fewer
-    /// members than this one keeps a shorter period and would otherwise drop it early. 0 from a
-    /// node that does not say.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub every: u32,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum HeartbeatError {
-    #[error("heartbeat of {0} bytes is over the {MAX_HEARTBEAT_BYTES}-byte cap")]
-    TooLarge(usize),
-    #[error("undecodable heartbeat: {0}")]
-    Decode(String),
-    #[error("heartbeat for {claimed} was signed by {source_peer}")]
-    Impostor { claimed: String, source_peer: String },
-}
-
-impl Heartbeat {
-    pub fn encode(&self) -> Vec<u8> {
-        serde_json::to_vec(self).expect("heartbeats serialize")
-    }
-
-    /// Decodes a heartbeat and checks that `source` (the signed author) is the member it names.
-    pub fn decode(bytes: &[u8], source: &str) -> Result<Heartbeat, HeartbeatError> {
-        if bytes.len() > MAX_HEARTBEAT_BYTES {
-            return Err(HeartbeatError::TooLarge(bytes.len()));
-        }
-        let hb: Heartbeat = serde_json::from_slice(bytes).map_err(|e| HeartbeatError::Decode(e.to_string()))?;
-        if hb.peer != source {
-            return Err(HeartbeatError::Impostor { claimed: hb.peer, source_peer: source.to_string() });
-        }
-        if hb.peer.parse::<PeerId>().is_err() {
-            return Err(HeartbeatError::Decode(format!("{:?} is not a peer id", hb.peer)));
-        }
-        if hb.addrs.len() > 32 || hb.addrs.iter().any(|a| a.len() > 256) {
-            return Err(HeartbeatError::Decode("too many or too long addresses".into()));
-        }
-        if hb.left.len() > departures::MAX_TOLD {
-            return Err(HeartbeatError::Decode(format!("{} departures told", hb.left.len())));
-        }
-        Ok(hb)
-    }
-}
 
 #[derive(Debug, Clone)]
 struct Member {
@@ -663,37 +587,6 @@ impl Members {
         self.latest = self.latest.max(now);
     }
 
-    fn rebuild(&mut self, now: Instant) {
-        self.seen_time(now);
-        let points = self.points(self.latest);
-        let apart = points.iter().filter(|(p, _)| *p != self.me_id).copied().collect::<Vec<_>>();
-        let ring = self.ring.rebuilt(points);
-        let old = std::mem::replace(&mut self.ring, ring);
-        self.generation += 1;
-        self.apart = self.apart.rebuilt(apart);
-        let now = self.latest;
-        while self.former.len() >= FORMER_RINGS
-            || self.former.front().is_some_and(|(at, _)| now.saturating_duration_since(*at) > FORMER_RINGS_FOR)
-        {
-            self.former.pop_front();
-        }
-        self.former.push_back((now, old));
-        if !self.leavers.is_empty() {
-            self.refresh_leavers(now, true);
-        }
-    }
-
-    /// Rings current within [`FORMER_RINGS_FOR`] of `now`, the current one first.
-    fn recent_rings(&self, now: Instant) -> impl Iterator<Item = &Ring> {
-        let former = self
-            .former
-            .iter()
-            .rev()
-            .take_while(move |(at, _)| now.saturating_duration_since(*at) <= FORMER_RINGS_FOR)
-            .map(|(_, r)| r);
-        std::iter::once(&self.ring).chain(former)
-    }
-
     /// This node's last connection with `peer` closed: from now on the member needs its
     /// heartbeats within the ttl (see [`CONNECTED_GRACE`]).
     pub fn disconnected(&mut self, peer: &PeerId) {
@@ -714,34 +607,6 @@ impl Members {
     /// retries.
     pub fn knows(&self, peer: &PeerId, now: Instant) -> bool {
         self.recent_rings(now).any(|r| r.contains(peer)) || self.leavers.contains_key(peer)
-    }
-
-    /// Whether `peer` owns `host` (a ring host name) now or did within [`FORMER_RINGS_FOR`],
-    /// or — in this node's first [`FORMER_RINGS_FOR`] — does on the ring without this node (it
-    /// held this node's hosts before it joined, or while it was away): only the owner, or the
-    /// owner before a membership change, can say it is done with a URL of the host. A leaver
-    /// this node only heard of owned what it would own among the current members.
-    pub fn owned_recently(&self, peer: &PeerId, host: &str, now: Instant) -> bool {
-        let starting = now.saturating_duration_since(self.started) <= FORMER_RINGS_FOR;
-        (starting && self.apart.owner(host) == Some(peer))
-            || self.recent_rings(now).any(|r| r.owner(host) == Some(peer))
-            || self.leavers.get(peer).is_some_and(|rings| rings.iter().any(|r| r.owner(host) == Some(peer)))
-    }
-
-    /// Whether `peer` is among the first `k` members clockwise from `host` on the current
-    /// ring: it would own the host on a ring that lacks the members before it. A member that
-    /// has not yet heard of some members (a loaded network learns a newcomer in minutes, not
-    /// seconds) owns such hosts by its own ring and crawls them in good faith: what it then
-    /// says about them is refused, but it is no offender (see `network::postings`).
-    pub fn near_owner(&self, peer: &PeerId, host: &str, k: usize) -> bool {
-        self.ring.owners_of_point(weft_p2p::ring::host_point(host), k).contains(peer)
-    }
-
-    /// Whether `peer` was among the first `replicas` members clockwise from `point` (a cell's
-    /// point: see `crate::placement`) now or within [`FORMER_RINGS_FOR`]: a cell's owner
-    /// before a membership change hands its postings to the cell's new owners.
-    pub fn owned_point_recently(&self, peer: &PeerId, point: u64, replicas: usize, now: Instant) -> bool {
-        self.recent_rings(now).any(|r| r.owners_of_point(point, replicas).contains(peer))
     }
 
     /// Whether `peer` is a member (not this node) not heard from for longer than `quiet`: it
