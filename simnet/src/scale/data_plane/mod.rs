@@ -13,7 +13,7 @@
 //! measured where they could be (see each field). Searches (a few peers per question) and the
 //! copies' periodic comparisons are left out: they are rarer than a crawl's pages.
 //!
-//! Module order: traffic, nat, load, zipf → handshakes, held → table.
+//! Module order: traffic, nat, load, zipf → handshakes, held, ranks, wire → table.
 
 mod handshakes;
 mod held;
@@ -22,6 +22,7 @@ mod nat;
 mod ranks;
 mod table;
 mod traffic;
+mod wire;
 mod zipf;
 
 pub use handshakes::{HANDSHAKE_BYTES, PUNCH_BYTES};
@@ -32,13 +33,14 @@ pub use traffic::{Design, Traffic};
 
 use crate::rng::Rng;
 use load::Load;
-use nat::{hashed, pair, Nat};
-use std::collections::HashSet;
+use nat::Nat;
+use std::collections::{HashMap, HashSet};
 use weft_p2p::grid::{Grid, Shape};
 use weft_p2p::placement::{cell_owners, cells_per_chunk, shipped};
 use weft_p2p::records::{keys, RECORD_OWNERS};
 use weft_p2p::replicas::{doc_holders, doc_id};
 use weft_p2p::{PeerId, Ring, DEFAULT_VNODES};
+use wire::{Sent, Wire};
 use zipf::Zipf;
 
 /// What a member's data traffic is for.
@@ -185,7 +187,7 @@ fn mean_p99(mut v: Vec<f64>) -> (f64, f64) {
 pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figures {
     let mut rng = Rng(seed);
     let ids: Vec<PeerId> = (0..members).map(|_| peer(&mut rng)).collect();
-    let index: std::collections::HashMap<PeerId, u32> = ids.iter().enumerate().map(|(i, p)| (*p, i as u32)).collect();
+    let index: HashMap<PeerId, u32> = ids.iter().enumerate().map(|(i, p)| (*p, i as u32)).collect();
     let ring = Ring::new(ids.iter().copied(), DEFAULT_VNODES);
     let book = shipped();
     let cells = traffic.cells.unwrap_or(book.len()).max(1);
@@ -196,7 +198,6 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
     let cell_owner_count = owners_of.iter().flatten().collect::<HashSet<_>>().len();
     let zipf = Zipf::new(traffic.hosts, traffic.zipf);
     let pages = (traffic.pages_per_sec * traffic.window_secs).round().max(1.0) as usize;
-
     let grid = match design {
         Design::Direct | Design::Brief { .. } => None,
         Design::Grid { dims, per_bucket } | Design::Hybrid { dims, per_bucket, .. } => Some(Grid::new(
@@ -204,85 +205,16 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
             ids.iter().enumerate().map(|(i, p)| (i as u32, p)),
         )),
     };
-    // The share of the window a short-lived connection stays open after its last use: under the
-    // hybrid design a bulky message's connection counts only if it falls within the last
-    // `bulk_secs` of the window (it closes that long after its last use); under the brief one,
-    // every message's.
-    let open_share = match design {
-        Design::Hybrid { bulk_secs: secs, .. } | Design::Brief { secs, .. } => {
-            Some((secs / traffic.window_secs).min(1.0))
-        }
-        _ => None,
-    };
-    let nat_over_grid = matches!(design, Design::Hybrid { nat_over_grid: true, .. });
-    let records_straight = matches!(design, Design::Hybrid { records_over_grid: false, .. });
     let nat = Nat::draw(members, traffic, seed);
-    let mut pairs: Vec<HashSet<u64>> = KINDS.iter().map(|_| HashSet::new()).collect();
-    let (mut messages, mut links, mut straight) = (0u64, 0u64, 0u64);
-    let mut load = Load::new(members);
-    // For each pair that exchanged something straight, the pages that sent it URLs and the
-    // pages that sent it anything else (a page's messages to one peer leave together), and the
-    // page each last counted.
-    let mut events: std::collections::HashMap<u64, [u32; 2]> = std::collections::HashMap::new();
-    let mut counted: std::collections::HashMap<(u64, bool), u64> = std::collections::HashMap::new();
-    let page_serial = std::cell::Cell::new(0u64);
+    let mut wire = Wire::new(design, grid.as_ref(), traffic, &nat, members, seed);
     // A page's postings: each chunk to the owners of its best cells, batched to each owner.
     let page_cells = if traffic.posting { per_chunk + traffic.extra_page_cells } else { 0 };
     let posting_batch =
         (traffic.chunks * per_chunk * traffic.posting_bytes as usize).checked_div(page_cells).unwrap_or(0) as u64;
-    let mut route = Rng(seed ^ 0x5eed);
     for (me, my_id) in ids.iter().enumerate() {
         let me = me as u32;
-        let mut send = |kind: Kind, to: u32, bytes: u64| {
-            if to == me {
-                return;
-            }
-            messages += 1;
-            let bulky = matches!(kind, Kind::Postings | Kind::Copies) || (kind == Kind::Records && records_straight);
-            let punch = nat.behind[me as usize] && nat.behind[to as usize];
-            let direct = match (&grid, open_share) {
-                (None, share) => Some(share.unwrap_or(1.0)),
-                (Some(_), Some(_)) if bulky && punch && nat_over_grid => None,
-                (Some(_), Some(share)) if bulky => Some(share),
-                _ => None,
-            };
-            if let Some(share) = direct {
-                links += 1;
-                let urls = kind == Kind::Urls;
-                if counted.insert((pair(me, to), urls), page_serial.get()) != Some(page_serial.get()) {
-                    events.entry(pair(me, to)).or_default()[usize::from(!urls)] += 1;
-                }
-                let held = match design {
-                    // One batch a pair every `linger` seconds: the pair is held or not, whatever
-                    // it sent.
-                    Design::Brief { secs, url_linger: Some(linger) } if kind == Kind::Urls => {
-                        hashed(pair(me, to), seed) <= (secs / linger).min(1.0)
-                    }
-                    _ => share >= 1.0 || route.unit() <= share,
-                };
-                if held {
-                    pairs[kind as usize].insert(pair(me, to));
-                }
-                let relay = nat.relay_between(me, to);
-                load.carry(me, to, bytes, relay.map(|r| (r, held.then_some(pair(me, to)))));
-                return;
-            }
-            let Some(grid) = &grid else { return };
-            let path = grid.path(me, to, |n| route.below(n));
-            if path.len() == 1 && grid.differ(me, to) > Some(1) {
-                straight += 1;
-            }
-            let mut at = me;
-            for hop in path {
-                links += 1;
-                pairs[kind as usize].insert(pair(at, hop));
-                let relay = nat.relay_between(at, hop);
-                load.carry(at, hop, bytes, relay.map(|r| (r, Some(pair(at, hop)))));
-                at = hop;
-            }
-        };
         for _ in 0..pages {
-            page_serial.set(page_serial.get() + 1);
+            wire.next_page();
             // Its links' hosts, each to its owner.
             let mut linked = std::collections::BTreeSet::new();
             while linked.len() < traffic.foreign_hosts {
@@ -291,34 +223,56 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
             for host in linked {
                 let point = weft_p2p::ring::host_point(&format!("h{host}.example"));
                 for holder in ring.owners_of_point(point, traffic.url_holders.max(1)) {
-                    send(Kind::Urls, index[&holder], traffic.url_bytes);
+                    wire.send(me, Kind::Urls, index[&holder], traffic.url_bytes);
                 }
             }
             // Its chunks' postings, to the owners of the page's cells.
             for _ in 0..page_cells {
                 for to in &owners_of[rng.below(cells)] {
-                    send(Kind::Postings, *to, posting_batch);
+                    wire.send(me, Kind::Postings, *to, posting_batch);
                 }
             }
             // Its fingerprint: a lookup to the first owner of each key, the entry to all of them.
             for key in keys(rng.next()) {
                 for to in ring.owners_of_point(key.point(), RECORD_OWNERS) {
-                    send(Kind::Records, index[&to], traffic.record_bytes);
+                    wire.send(me, Kind::Records, index[&to], traffic.record_bytes);
                 }
             }
             // Its copies.
             let doc = doc_id(&format!("https://h{}.example/{}", zipf.draw(&mut rng), rng.next()));
             for to in doc_holders(&ring, &doc, traffic.doc_replicas, my_id) {
-                send(Kind::Copies, index[&to], traffic.copy_bytes);
+                wire.send(me, Kind::Copies, index[&to], traffic.copy_bytes);
             }
         }
     }
+    let placement = Placement { per_chunk, cell_owners: cell_owner_count };
+    figures(wire.sent(), &ids, grid.as_ref(), traffic, &nat, placement, seed)
+}
+
+/// What the cells' placement gave: cells a chunk is posted to, members owning a cell.
+struct Placement {
+    per_chunk: usize,
+    cell_owners: usize,
+}
+
+/// A window's figures, from what its messages did.
+fn figures(
+    sent: Sent,
+    ids: &[PeerId],
+    grid: Option<&Grid<u32>>,
+    traffic: &Traffic,
+    nat: &Nat,
+    placement: Placement,
+    seed: u64,
+) -> Figures {
+    let Sent { design, pairs, load, events, messages, links, straight } = sent;
+    let members = ids.len();
     let by_kind = pairs.iter().map(|s| Spread::of(degrees(members, &[s]))).collect();
     let all = degrees(members, &pairs.iter().collect::<Vec<_>>());
     let (over_64, over_256) = (share_over(&all, 64), share_over(&all, 256));
     let kb = |v: &[u64]| mean_p99(v.iter().map(|b| *b as f64 / traffic.window_secs / 1000.0).collect());
     let (up_kb, down_kb) = (kb(&load.up), kb(&load.down));
-    let priced = handshakes::price(&events, design, traffic, &nat, members);
+    let priced = handshakes::price(&events, design, traffic, nat, members);
     let relayed_share = load.relayed as f64 / load.sent.max(1) as f64;
     let public: Vec<u64> = (0..members).filter(|i| !nat.behind[*i]).map(|i| load.forwarded[i]).collect();
     let relay_kb = kb(&public);
@@ -329,15 +283,14 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
         let mean = public.iter().sum::<usize>() as f64 / public.len().max(1) as f64;
         (mean, public.iter().copied().max().unwrap_or(0))
     };
-    let neighbours = grid
-        .as_ref()
-        .map_or(Spread::default(), |g| Spread::of((0..members as u32).map(|a| g.neighbours(a).len()).collect()));
+    let neighbours =
+        grid.map_or(Spread::default(), |g| Spread::of((0..members as u32).map(|a| g.neighbours(a).len()).collect()));
     let (held, held_grid_view) = (
-        held::held(&pairs, grid.as_ref(), &ids, ViewFrom::Random, seed),
-        held::held(&pairs, grid.as_ref(), &ids, ViewFrom::GridLinks, seed),
+        held::held(&pairs, grid, ids, ViewFrom::Random, seed),
+        held::held(&pairs, grid, ids, ViewFrom::GridLinks, seed),
     );
-    let by_rank = grid.as_ref().map_or(ByRank::default(), |g| ranks::by_rank(g, &load, traffic.window_secs));
-    let join_churn = grid.as_ref().map_or(JoinChurn::default(), |g| ranks::join_churn(g.shape(), &ids, JOINS, seed));
+    let by_rank = grid.map_or(ByRank::default(), |g| ranks::by_rank(g, &load, traffic.window_secs));
+    let join_churn = grid.map_or(JoinChurn::default(), |g| ranks::join_churn(g.shape(), ids, JOINS, seed));
     Figures {
         members,
         design,
@@ -359,8 +312,8 @@ pub fn run(members: usize, traffic: &Traffic, design: Design, seed: u64) -> Figu
         up_kb,
         down_kb,
         traffic: traffic.clone(),
-        cells_per_chunk: per_chunk,
-        cell_owners: cell_owner_count,
+        cells_per_chunk: placement.per_chunk,
+        cell_owners: placement.cell_owners,
         by_kind,
         all: Spread::of(all),
         over_64,
