@@ -114,51 +114,19 @@ fn is_raw_text(name: &[u8]) -> bool {
 
 /// Returns the repaired document, borrowing when nothing had to change.
 pub fn sanitize<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> Cow<'a, str> {
-    let mut input = input;
-    if input.len() > MAX_HTML_BYTES {
-        let mut cut = MAX_HTML_BYTES;
-        while !input.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        // Inside an unfinished tag, cut before it; in text (a page whose tail is one large
-        // text node), keep the text up to the cut rather than going back to its opening tag.
-        let head = &input[..cut];
-        let cut = match (head.rfind('<'), head.rfind('>')) {
-            (Some(lt), gt) if lt > 0 && gt.is_none_or(|gt| gt < lt) => lt,
-            _ => cut,
-        };
-        warnings.push(Warning::Truncated { bytes: input.len(), kept: cut });
-        input = &input[..cut];
-    }
+    let input = truncated(input, warnings);
     let bytes = input.as_bytes();
-    let mut out: Option<String> = None;
-    // Copies input[from..to] to the output if we are rewriting.
-    let mut copied = 0usize; // input bytes before this index are already accounted for
-    let mut depth = 0usize;
-    // Open `<svg>`/`<math>` elements: inside them `/>` closes an element.
-    let mut foreign = 0usize;
-    // Open `<ruby>` and `<select>`/`<datalist>` elements: inside them, ruby annotations and
-    // option groups close one another.
-    let (mut ruby, mut select) = (0usize, 0usize);
-    let mut dropped_tags = 0usize;
+    let mut out = Output { input, out: None, copied: 0 };
+    let mut nesting = Nesting::default();
     let mut limited_elements = 0usize;
     let mut i = 0usize;
-
-    macro_rules! rewrite {
-        ($upto:expr) => {{
-            let o = out.get_or_insert_with(|| String::with_capacity(input.len()));
-            o.push_str(&input[copied..$upto]);
-        }};
-    }
-
     while i < bytes.len() {
         // Jump to the next '<', dropping control characters on the way.
         let next = memchr::memchr(b'<', &bytes[i..]).map(|p| i + p).unwrap_or(bytes.len());
         if bytes[i..next].iter().any(|&b| is_control(b)) {
             for k in i..next {
                 if is_control(bytes[k]) {
-                    rewrite!(k);
-                    copied = k + 1;
+                    out.drop(k, k + 1);
                 }
             }
         }
@@ -168,9 +136,8 @@ pub fn sanitize<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> Cow<'a, str>
         }
         // `<<tag` → `<tag`
         if bytes.get(i + 1) == Some(&b'<') && bytes.get(i + 2).is_some_and(|c| c.is_ascii_alphabetic() || *c == b'/') {
-            rewrite!(i);
+            out.drop(i, i + 1);
             i += 1;
-            copied = i;
             continue;
         }
         // Comments are skipped whole.
@@ -184,25 +151,152 @@ pub fn sanitize<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> Cow<'a, str>
             i += 1;
             continue;
         }
-        let mut name_end = name_start;
-        while name_end < bytes.len() && !matches!(bytes[name_end], b' ' | b'\t' | b'\n' | b'\r' | 0x0c | b'/' | b'>') {
-            name_end += 1;
+        let tag = TagName::at(bytes, name_start);
+        let name = tag.as_bytes();
+        let drop_tag = nesting.tag(name, closing, bytes, tag.end);
+        if drop_tag {
+            out.keep_to(i);
         }
-        // Lowercased name in a stack buffer; longer names are none of the special ones.
-        let mut name_buf = [0u8; 16];
-        let name_len = (name_end - name_start).min(16);
-        for (k, c) in bytes[name_start..name_start + name_len].iter().enumerate() {
-            name_buf[k] = c.to_ascii_lowercase();
+        let (j, cut_from) = attributes(bytes, tag.end, drop_tag, &mut out);
+        if let Some(from) = cut_from {
+            // Keep the tag up to the first attribute past the cap, then its end.
+            out.drop(from, j.min(bytes.len()));
+            limited_elements += 1;
         }
-        let name: &[u8] = if name_end - name_start <= 16 { &name_buf[..name_len] } else { b"-" };
+        let tag_end = (j + 1).min(bytes.len()); // one past '>'
+        if drop_tag {
+            out.copied = tag_end;
+        }
+        // `<<p>>`: drop a doubled closing bracket right after a tag that began with one.
+        let doubled_close = i > 0 && bytes[i - 1] == b'<' && bytes.get(tag_end) == Some(&b'>');
+        i = tag_end;
+        if doubled_close {
+            out.drop(i, i + 1);
+            i += 1;
+        }
+        // Raw text: skip to the matching end tag, verbatim.
+        if !closing && is_raw_text(name) {
+            i = raw_text_end(bytes, i, name);
+        }
+    }
+    if nesting.dropped_tags > 0 {
+        warnings.push(Warning::DepthLimited { max_depth: MAX_DEPTH, dropped_tags: nesting.dropped_tags });
+    }
+    if limited_elements > 0 {
+        warnings.push(Warning::AttributesLimited { max_attributes: MAX_ATTRIBUTES, elements: limited_elements });
+    }
+    out.finish()
+}
+
+/// `input` cut to [`MAX_HTML_BYTES`] (with a warning), before an unfinished tag at the cut.
+fn truncated<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> &'a str {
+    if input.len() <= MAX_HTML_BYTES {
+        return input;
+    }
+    let mut cut = MAX_HTML_BYTES;
+    while !input.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    // Inside an unfinished tag, cut before it; in text (a page whose tail is one large text
+    // node), keep the text up to the cut rather than going back to its opening tag.
+    let head = &input[..cut];
+    let cut = match (head.rfind('<'), head.rfind('>')) {
+        (Some(lt), gt) if lt > 0 && gt.is_none_or(|gt| gt < lt) => lt,
+        _ => cut,
+    };
+    warnings.push(Warning::Truncated { bytes: input.len(), kept: cut });
+    &input[..cut]
+}
+
+/// The sanitized text: the input itself until the first change, then a copy being written.
+struct Output<'a> {
+    input: &'a str,
+    out: Option<String>,
+    /// Input bytes before this index are accounted for (copied, or dropped).
+    copied: usize,
+}
+
+impl<'a> Output<'a> {
+    /// Copies the input from where it was last accounted for up to `upto`.
+    fn keep_to(&mut self, upto: usize) {
+        let o = self.out.get_or_insert_with(|| String::with_capacity(self.input.len()));
+        o.push_str(&self.input[self.copied..upto]);
+    }
+
+    /// Keeps the input up to `at` and drops it up to `next`.
+    fn drop(&mut self, at: usize, next: usize) {
+        self.keep_to(at);
+        self.copied = next;
+    }
+
+    fn finish(self) -> Cow<'a, str> {
+        match self.out {
+            Some(mut o) => {
+                o.push_str(&self.input[self.copied..]);
+                Cow::Owned(o)
+            }
+            None => Cow::Borrowed(self.input),
+        }
+    }
+}
+
+/// A tag's name, lowercased in a stack buffer (longer names are none of the special ones),
+/// and where it ends.
+struct TagName {
+    buf: [u8; 16],
+    len: usize,
+    long: bool,
+    end: usize,
+}
+
+impl TagName {
+    fn at(bytes: &[u8], start: usize) -> TagName {
+        let mut end = start;
+        while end < bytes.len() && !matches!(bytes[end], b' ' | b'\t' | b'\n' | b'\r' | 0x0c | b'/' | b'>') {
+            end += 1;
+        }
+        let mut buf = [0u8; 16];
+        let len = (end - start).min(16);
+        for (k, c) in bytes[start..start + len].iter().enumerate() {
+            buf[k] = c.to_ascii_lowercase();
+        }
+        TagName { buf, len, long: end - start > 16, end }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        if self.long {
+            b"-"
+        } else {
+            &self.buf[..self.len]
+        }
+    }
+}
+
+/// The elements open where the scan is: how deep, and how many `<svg>`/`<math>` (inside them
+/// `/>` closes an element), `<ruby>` and `<select>`/`<datalist>` (inside them ruby annotations
+/// and option groups close one another).
+#[derive(Default)]
+struct Nesting {
+    depth: usize,
+    foreign: usize,
+    ruby: usize,
+    select: usize,
+    /// Tags dropped for nesting past [`MAX_DEPTH`].
+    dropped_tags: usize,
+}
+
+impl Nesting {
+    /// Takes the tag `name` (whose name ends at `name_end`); says whether it is dropped, as an
+    /// element past [`MAX_DEPTH`] or the closer of one.
+    fn tag(&mut self, name: &[u8], closing: bool, bytes: &[u8], name_end: usize) -> bool {
         // html5ever ignores `/>` on HTML elements, so self-closing syntax changes nothing there;
-        // inside `<svg>` and `<math>` it closes the element (below, once the tag's end is
-        // found). Raw-text elements hold no markup: never dropped (their text would show),
-        // never counted. A self-closed start tag opens nothing.
-        let self_closing = (foreign > 0 || matches!(name, b"svg" | b"math")) && tag_self_closes(bytes, name_end);
+        // inside `<svg>` and `<math>` it closes the element. Raw-text elements hold no markup:
+        // never dropped (their text would show), never counted. A self-closed start tag opens
+        // nothing.
+        let self_closing = (self.foreign > 0 || matches!(name, b"svg" | b"math")) && tag_self_closes(bytes, name_end);
         let nests_here = match name {
-            b"rb" | b"rt" | b"rtc" | b"rp" => ruby == 0,
-            b"optgroup" => select == 0,
+            b"rb" | b"rt" | b"rtc" | b"rp" => self.ruby == 0,
+            b"optgroup" => self.select == 0,
             _ => false,
         };
         let counts = !is_void(name)
@@ -210,9 +304,9 @@ pub fn sanitize<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> Cow<'a, str>
             && !is_raw_text(name)
             && (closing || !self_closing);
         let open = match name {
-            b"svg" | b"math" => Some(&mut foreign),
-            b"ruby" => Some(&mut ruby),
-            b"select" | b"datalist" => Some(&mut select),
+            b"svg" | b"math" => Some(&mut self.foreign),
+            b"ruby" => Some(&mut self.ruby),
+            b"select" | b"datalist" => Some(&mut self.select),
             _ => None,
         };
         if let Some(open) = open {
@@ -224,124 +318,90 @@ pub fn sanitize<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> Cow<'a, str>
         }
         let mut drop_tag = false;
         if closing {
-            if counts && depth > 0 {
-                drop_tag = depth > MAX_DEPTH; // closer of a dropped element
-                depth -= 1;
+            if counts && self.depth > 0 {
+                drop_tag = self.depth > MAX_DEPTH; // closer of a dropped element
+                self.depth -= 1;
             }
         } else if counts {
-            depth += 1;
-            if depth > MAX_DEPTH {
+            self.depth += 1;
+            if self.depth > MAX_DEPTH {
                 drop_tag = true;
-                dropped_tags += 1;
+                self.dropped_tags += 1;
             }
         }
-        if drop_tag {
-            rewrite!(i);
-        }
-        // Find the end of the tag, honouring quoted attribute values; fix `==`; count the
-        // attributes (a name starts after whitespace, or after a value, outside quotes) and
-        // drop those past the cap.
-        let mut j = name_end;
-        let mut quote = 0u8;
-        let mut attributes = 0usize;
-        // Between attributes (after whitespace, a value, or the name): the next name starts one.
-        let mut between = true;
-        // After `=`: the next non-space is a value, not a name.
-        let mut value_next = false;
-        let mut cut_from: Option<usize> = None;
-        while j < bytes.len() {
-            let c = bytes[j];
-            if quote != 0 {
-                if c == quote {
-                    quote = 0;
-                    between = true;
-                }
-            } else if is_control(c) {
-                if !drop_tag && cut_from.is_none() {
-                    rewrite!(j);
-                    copied = j + 1;
-                }
-            } else if c == b'"' || c == b'\'' {
-                quote = c;
-                value_next = false;
-            } else if c == b'>' {
-                break;
-            } else if matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0c) {
-                if !value_next {
-                    between = true;
-                }
-            } else if c == b'=' {
-                value_next = true;
-                between = false;
-                if !drop_tag && cut_from.is_none() && bytes.get(j + 1) == Some(&b'=') {
-                    rewrite!(j);
-                    copied = j + 1; // drop the first '='
-                }
-            } else if c == b'/' {
+        drop_tag
+    }
+}
+
+/// Scans a tag's attributes from the end of its name to its `>` (returned), honouring quoted
+/// values: control characters and the first `=` of `==` are dropped, and the attributes are
+/// counted (a name starts after whitespace, or after a value, outside quotes); where one past
+/// [`MAX_ATTRIBUTES`] starts is returned too. A dropped tag is only scanned.
+fn attributes(bytes: &[u8], name_end: usize, drop_tag: bool, out: &mut Output<'_>) -> (usize, Option<usize>) {
+    let mut j = name_end;
+    let mut quote = 0u8;
+    let mut attributes = 0usize;
+    // Between attributes (after whitespace, a value, or the name): the next name starts one.
+    let mut between = true;
+    // After `=`: the next non-space is a value, not a name.
+    let mut value_next = false;
+    let mut cut_from: Option<usize> = None;
+    while j < bytes.len() {
+        let c = bytes[j];
+        if quote != 0 {
+            if c == quote {
+                quote = 0;
                 between = true;
-                value_next = false;
-            } else if value_next {
-                value_next = false; // an unquoted value; whitespace ends it
-            } else if between {
-                between = false;
-                attributes += 1;
-                if attributes > MAX_ATTRIBUTES && cut_from.is_none() && !drop_tag {
-                    cut_from = Some(j);
-                }
             }
-            j += 1;
-        }
-        if let Some(from) = cut_from {
-            // Keep the tag up to the first attribute past the cap, then its end.
-            rewrite!(from);
-            copied = j.min(bytes.len());
-            limited_elements += 1;
-        }
-        let tag_end = (j + 1).min(bytes.len()); // one past '>'
-        if drop_tag {
-            copied = tag_end;
-        }
-        // `<<p>>`: drop a doubled closing bracket right after a tag that began with one.
-        let doubled_close = i > 0 && bytes[i - 1] == b'<' && bytes.get(tag_end) == Some(&b'>');
-        i = tag_end;
-        if doubled_close {
-            rewrite!(i);
-            i += 1;
-            copied = i;
-        }
-        // Raw text: skip to the matching end tag, verbatim.
-        if !closing && is_raw_text(name) {
-            let mut k = i;
-            loop {
-                match find(bytes, k, b"</") {
-                    Some(p)
-                        if bytes.len() >= p + 2 + name.len()
-                            && bytes[p + 2..p + 2 + name.len()].eq_ignore_ascii_case(name) =>
-                    {
-                        i = p;
-                        break;
-                    }
-                    Some(p) => k = p + 2,
-                    None => {
-                        i = bytes.len();
-                        break;
-                    }
-                }
+        } else if is_control(c) {
+            if !drop_tag && cut_from.is_none() {
+                out.drop(j, j + 1);
+            }
+        } else if c == b'"' || c == b'\'' {
+            quote = c;
+            value_next = false;
+        } else if c == b'>' {
+            break;
+        } else if matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0c) {
+            if !value_next {
+                between = true;
+            }
+        } else if c == b'=' {
+            value_next = true;
+            between = false;
+            if !drop_tag && cut_from.is_none() && bytes.get(j + 1) == Some(&b'=') {
+                out.drop(j, j + 1); // the first '='
+            }
+        } else if c == b'/' {
+            between = true;
+            value_next = false;
+        } else if value_next {
+            value_next = false; // an unquoted value; whitespace ends it
+        } else if between {
+            between = false;
+            attributes += 1;
+            if attributes > MAX_ATTRIBUTES && cut_from.is_none() && !drop_tag {
+                cut_from = Some(j);
             }
         }
+        j += 1;
     }
-    if dropped_tags > 0 {
-        warnings.push(Warning::DepthLimited { max_depth: MAX_DEPTH, dropped_tags });
-    }
-    if limited_elements > 0 {
-        warnings.push(Warning::AttributesLimited { max_attributes: MAX_ATTRIBUTES, elements: limited_elements });
-    }
-    match out {
-        Some(mut o) => {
-            o.push_str(&input[copied..]);
-            Cow::Owned(o)
+    (j, cut_from)
+}
+
+/// Where the raw text of `name` that starts at `from` ends: its end tag, verbatim (or the end).
+fn raw_text_end(bytes: &[u8], from: usize, name: &[u8]) -> usize {
+    let mut k = from;
+    loop {
+        match find(bytes, k, b"</") {
+            Some(p)
+                if bytes.len() >= p + 2 + name.len() && bytes[p + 2..p + 2 + name.len()].eq_ignore_ascii_case(name) =>
+            {
+                return p;
+            }
+            Some(p) => k = p + 2,
+            None => return bytes.len(),
         }
-        None => Cow::Borrowed(input),
     }
 }
 
