@@ -124,8 +124,8 @@ pub fn sanitize<'a>(input: &'a str, warnings: &mut Vec<Warning>) -> Cow<'a, str>
         // Jump to the next '<', dropping control characters on the way.
         let next = memchr::memchr(b'<', &bytes[i..]).map(|p| i + p).unwrap_or(bytes.len());
         if bytes[i..next].iter().any(|&b| is_control(b)) {
-            for k in i..next {
-                if is_control(bytes[k]) {
+            for (k, &c) in bytes.iter().enumerate().take(next).skip(i) {
+                if is_control(c) {
                     out.drop(k, k + 1);
                 }
             }
