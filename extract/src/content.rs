@@ -367,128 +367,168 @@ const LEVELS: usize = 5;
 /// the parent scores higher (articles split into several wrappers), and siblings that score
 /// close to it or read as prose join it (Readability's sibling rule).
 fn containers(walk: &Walk) -> Option<(Vec<ElemId>, f32)> {
-    let n = walk.elems.len();
-    let mut score = vec![0f32; n];
-    let mut scored = vec![false; n];
-    let mut prose_total = 0f32;
     let tally = tallies(walk);
-    for b in &walk.blocks {
-        let owner = &walk.elems[b.elem as usize];
-        if owner.boiler || b.chars < 25 || is_heading(b.tag) {
-            continue;
-        }
-        let commas = b.text.matches([',', '\u{060C}', '\u{FE50}', '\u{3001}', '\u{FF0C}']).count() as f32;
-        let s = 1.0 + (commas + 1.0) + (b.chars as f32 / 100.0).floor().min(3.0);
-        if b.chars >= GOOD_CHARS && link_density(b) <= MAX_GOOD_LINK_DENSITY {
-            prose_total += (b.chars - b.link_chars) as f32;
-        }
-        // The owner element itself counts as level 0 when it is a plain text container
-        // (a `<div>` with text directly inside); a `<p>` credits its parent first.
-        let mut e = if matches!(b.tag, "p" | "pre" | "li" | "dd" | "dt" | "blockquote" | "figcaption") {
-            owner.parent
-        } else {
-            b.elem
-        };
-        let mut level = 0;
-        while e != NO_PARENT && level < LEVELS {
-            let el = &walk.elems[e as usize];
-            if el.boiler {
-                break;
+    let scores = Scores::of(walk, &tally);
+    let Some((top, top_score)) = scores.best(walk) else {
+        // No paragraph anywhere: the body, if it has text.
+        let body = walk.elems.iter().position(|e| e.tag == "body")?;
+        return Some((vec![body as ElemId], 0.0));
+    };
+    let (top, top_score) = scores.climb(walk, top, top_score);
+    let top = grow(walk, top, &tally);
+    let top = repeated(walk, top, &tally).unwrap_or(top);
+    let roots = scores.with_siblings(walk, top, top_score);
+    Some(widened(walk, &tally, scores.prose_total, roots))
+}
+
+/// Stage 1's scores: what each element's paragraphs credited it with.
+struct Scores {
+    score: Vec<f32>,
+    scored: Vec<bool>,
+    /// The page's prose: good blocks' text outside links, characters.
+    prose_total: f32,
+}
+
+impl Scores {
+    fn of(walk: &Walk, tally: &[Tally]) -> Scores {
+        let n = walk.elems.len();
+        let mut score = vec![0f32; n];
+        let mut scored = vec![false; n];
+        let mut prose_total = 0f32;
+        for b in &walk.blocks {
+            let owner = &walk.elems[b.elem as usize];
+            if owner.boiler || b.chars < 25 || is_heading(b.tag) {
+                continue;
             }
-            if !scored[e as usize] {
-                scored[e as usize] = true;
-                // A class name's hint weighs in full only on an element holding a page of
-                // prose: a 100-character box called `modal-content` must not outscore the
-                // article beside it.
-                let hinted = (tally[e as usize].good as f32 / HINT_FULL_PROSE).min(1.0);
-                score[e as usize] = tag_bonus(el.tag) + el.weight as f32 * hinted;
+            let commas = b.text.matches([',', '\u{060C}', '\u{FE50}', '\u{3001}', '\u{FF0C}']).count() as f32;
+            let s = 1.0 + (commas + 1.0) + (b.chars as f32 / 100.0).floor().min(3.0);
+            if b.chars >= GOOD_CHARS && link_density(b) <= MAX_GOOD_LINK_DENSITY {
+                prose_total += (b.chars - b.link_chars) as f32;
             }
-            let div = match level {
-                0 => 1.0,
-                1 => 2.0,
-                l => l as f32 * 3.0,
+            // The owner element itself counts as level 0 when it is a plain text container
+            // (a `<div>` with text directly inside); a `<p>` credits its parent first.
+            let mut e = if matches!(b.tag, "p" | "pre" | "li" | "dd" | "dt" | "blockquote" | "figcaption") {
+                owner.parent
+            } else {
+                b.elem
             };
-            score[e as usize] += s / div;
-            e = el.parent;
-            level += 1;
+            let mut level = 0;
+            while e != NO_PARENT && level < LEVELS {
+                let el = &walk.elems[e as usize];
+                if el.boiler {
+                    break;
+                }
+                if !scored[e as usize] {
+                    scored[e as usize] = true;
+                    // A class name's hint weighs in full only on an element holding a page of
+                    // prose: a 100-character box called `modal-content` must not outscore the
+                    // article beside it.
+                    let hinted = (tally[e as usize].good as f32 / HINT_FULL_PROSE).min(1.0);
+                    score[e as usize] = tag_bonus(el.tag) + el.weight as f32 * hinted;
+                }
+                let div = match level {
+                    0 => 1.0,
+                    1 => 2.0,
+                    l => l as f32 * 3.0,
+                };
+                score[e as usize] += s / div;
+                e = el.parent;
+                level += 1;
+            }
         }
+        Scores { score, scored, prose_total }
     }
-    let final_score = |i: usize| -> f32 {
+
+    /// An element's score once its link density and content hint count.
+    fn final_score(&self, walk: &Walk, i: usize) -> f32 {
         let el = &walk.elems[i];
         let ld = if el.text_chars > 0 { el.link_chars as f32 / el.text_chars as f32 } else { 0.0 };
         let hint = if el.content_hint { 1.1 } else { 1.0 };
-        score[i] * (1.0 - ld) * hint
-    };
-    let mut top: Option<(usize, f32)> = None;
-    for (i, el) in walk.elems.iter().enumerate() {
-        if !scored[i] || matches!(el.tag, "html" | "body") {
-            continue;
-        }
-        let f = final_score(i);
-        if top.is_none_or(|(_, t)| f > t) {
-            top = Some((i, f));
-        }
+        self.score[i] * (1.0 - ld) * hint
     }
-    let (mut top, mut top_score) = match top {
-        Some(t) => t,
-        None => {
-            // No paragraph anywhere: the body, if it has text.
-            let body = walk.elems.iter().position(|e| e.tag == "body")?;
-            return Some((vec![body as ElemId], 0.0));
-        }
-    };
-    // Move up while the parent is at least as good (Readability's parent loop).
-    let threshold = top_score / 3.0;
-    let mut last = top_score;
-    let mut p = walk.elems[top].parent;
-    while p != NO_PARENT && !matches!(walk.elems[p as usize].tag, "body" | "html") {
-        if !scored[p as usize] {
-            p = walk.elems[p as usize].parent;
-            continue;
-        }
-        let ps = final_score(p as usize);
-        if ps < threshold {
-            break;
-        }
-        if ps > last {
-            top = p as usize;
-            top_score = ps;
-            break;
-        }
-        last = ps;
-        p = walk.elems[p as usize].parent;
-    }
-    // An only child moves up to its parent (same content, fuller context).
-    loop {
-        let parent = walk.elems[top].parent;
-        if parent == NO_PARENT || matches!(walk.elems[parent as usize].tag, "body" | "html") {
-            break;
-        }
-        if walk.elems[parent as usize].text_chars != walk.elems[top].text_chars {
-            break;
-        }
-        top = parent as usize;
-    }
-    let top = grow(walk, top, &tally);
-    let top = repeated(walk, top, &tally).unwrap_or(top);
-    // Siblings.
-    let mut roots = vec![top as ElemId];
-    let parent = walk.elems[top].parent;
-    if parent != NO_PARENT {
-        let sib_threshold = (top_score * 0.2).max(10.0);
+
+    /// The best-scoring element below `<body>`, and its score.
+    fn best(&self, walk: &Walk) -> Option<(usize, f32)> {
+        let mut top: Option<(usize, f32)> = None;
         for (i, el) in walk.elems.iter().enumerate() {
-            if el.parent != parent || i == top || el.boiler || el.text_chars == 0 {
+            if !self.scored[i] || matches!(el.tag, "html" | "body") {
                 continue;
             }
-            let ss = if scored[i] { final_score(i) } else { 0.0 };
-            let ld = el.link_chars as f32 / el.text_chars as f32;
-            let prose_sibling =
-                el.tag == "p" && ((el.text_chars > 80 && ld < 0.25) || (el.text_chars <= 80 && ld == 0.0));
-            if ss >= sib_threshold || prose_sibling {
-                roots.push(i as ElemId);
+            let f = self.final_score(walk, i);
+            if top.is_none_or(|(_, t)| f > t) {
+                top = Some((i, f));
             }
         }
+        top
     }
+
+    /// `top` moved up while its parent is at least as good (Readability's parent loop), then
+    /// while it is an only child (same content, fuller context).
+    fn climb(&self, walk: &Walk, top: usize, top_score: f32) -> (usize, f32) {
+        let (mut top, mut top_score) = (top, top_score);
+        // Move up while the parent is at least as good (Readability's parent loop).
+        let threshold = top_score / 3.0;
+        let mut last = top_score;
+        let mut p = walk.elems[top].parent;
+        while p != NO_PARENT && !matches!(walk.elems[p as usize].tag, "body" | "html") {
+            if !self.scored[p as usize] {
+                p = walk.elems[p as usize].parent;
+                continue;
+            }
+            let ps = self.final_score(walk, p as usize);
+            if ps < threshold {
+                break;
+            }
+            if ps > last {
+                top = p as usize;
+                top_score = ps;
+                break;
+            }
+            last = ps;
+            p = walk.elems[p as usize].parent;
+        }
+        // An only child moves up to its parent (same content, fuller context).
+        loop {
+            let parent = walk.elems[top].parent;
+            if parent == NO_PARENT || matches!(walk.elems[parent as usize].tag, "body" | "html") {
+                break;
+            }
+            if walk.elems[parent as usize].text_chars != walk.elems[top].text_chars {
+                break;
+            }
+            top = parent as usize;
+        }
+        (top, top_score)
+    }
+
+    /// `top` and its siblings that score close to it or read as prose (Readability's sibling
+    /// rule).
+    fn with_siblings(&self, walk: &Walk, top: usize, top_score: f32) -> Vec<ElemId> {
+        let mut roots = vec![top as ElemId];
+        let parent = walk.elems[top].parent;
+        if parent != NO_PARENT {
+            let sib_threshold = (top_score * 0.2).max(10.0);
+            for (i, el) in walk.elems.iter().enumerate() {
+                if el.parent != parent || i == top || el.boiler || el.text_chars == 0 {
+                    continue;
+                }
+                let ss = if self.scored[i] { self.final_score(walk, i) } else { 0.0 };
+                let ld = el.link_chars as f32 / el.text_chars as f32;
+                let prose_sibling =
+                    el.tag == "p" && ((el.text_chars > 80 && ld < 0.25) || (el.text_chars <= 80 && ld == 0.0));
+                if ss >= sib_threshold || prose_sibling {
+                    roots.push(i as ElemId);
+                }
+            }
+        }
+        roots
+    }
+}
+
+/// The confidence in `roots`, and `roots` widened when they hold too little of the page's
+/// prose.
+fn widened(walk: &Walk, tally: &[Tally], prose_total: f32, roots: Vec<ElemId>) -> (Vec<ElemId>, f32) {
+    let mut roots = roots;
     let chosen: f32 = walk
         .blocks
         .iter()
@@ -514,7 +554,7 @@ fn containers(walk: &Walk) -> Option<(Vec<ElemId>, f32)> {
             roots = vec![e];
         }
     }
-    Some((roots, confidence))
+    (roots, confidence)
 }
 
 /// What an element holds: the prose of its non-boilerplate blocks (good blocks' text outside

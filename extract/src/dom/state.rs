@@ -179,23 +179,47 @@ impl<'a> State<'a> {
         // until a script reveals it); hidden inline text is skipped here, inside its block.
         let block = is_block_tag(tag);
         if is_skipped_tag(tag) || (hidden && !block) || parent == NO_PARENT && tag != "html" && tag != "body" {
-            // Skipped subtrees still count toward the fingerprint skeleton (not their text).
-            if tag == "head" {
-                // Head children are metadata, not content: visit them without a parent.
-                stack.push(Step::Exit(Exit { block: None, link: None }));
-                for child in node.children().rev() {
-                    stack.push(Step::Enter(child, NO_PARENT, depth + 1));
-                }
-                return;
-            }
-            if !pruned {
-                self.fingerprint_subtree(node);
-                self.fp.close();
+            self.skip(node, tag, pruned, depth, stack);
+            return;
+        }
+        let id = self.register(tag, &a, parent, depth, hidden);
+        let saved_owner = self.owner;
+        if block {
+            self.flush();
+            self.owner = id;
+            self.separate_link_text();
+        }
+        let is_link = (tag == "a" || tag == "area") && a.href.is_some();
+        let saved_link = self.link;
+        if is_link {
+            self.open_link(&a, parent);
+        }
+        self.inline_break(tag);
+        stack.push(Step::Exit(Exit { block: block.then_some(saved_owner), link: is_link.then_some(saved_link) }));
+        for child in node.children().rev() {
+            stack.push(Step::Enter(child, id, depth + 1));
+        }
+    }
+
+    /// A subtree that holds no content: `<head>`'s children are visited without a parent (they
+    /// are metadata); any other still counts toward the fingerprint's skeleton (not its text).
+    fn skip(&mut self, node: NodeRef<'a, Node>, tag: &str, pruned: bool, depth: u16, stack: &mut Vec<Step<'a>>) {
+        if tag == "head" {
+            stack.push(Step::Exit(Exit { block: None, link: None }));
+            for child in node.children().rev() {
+                stack.push(Step::Enter(child, NO_PARENT, depth + 1));
             }
             return;
         }
+        if !pruned {
+            self.fingerprint_subtree(node);
+            self.fp.close();
+        }
+    }
 
-        // Register the element.
+    /// Adds the element to the walk, with what its class, id, role and itemprop say of it
+    /// (weight, content hint, boilerplate), and notes an app's mount point.
+    fn register(&mut self, tag: &'a str, a: &Attrs<'a>, parent: ElemId, depth: u16, hidden: bool) -> ElemId {
         let mut weight = 0i16;
         let mut unlikely = false;
         let class_id = match (a.class, a.id) {
@@ -258,26 +282,25 @@ impl<'a> State<'a> {
             }
         }
 
-        let saved_owner = self.owner;
-        if block {
-            self.flush();
-            self.owner = id;
-            self.separate_link_text();
-        }
-        let is_link = (tag == "a" || tag == "area") && a.href.is_some();
-        let saved_link = self.link;
-        if is_link {
-            let l = self.walk.links.len() as u32;
-            self.walk.links.push(RawLink {
-                href: a.href.unwrap_or_default().to_string(),
-                text: String::new(),
-                rel: a.rel.unwrap_or_default().to_string(),
-                block: None,
-                elem: parent,
-            });
-            self.buf_links.push(l);
-            self.link = Some(l);
-        }
+        id
+    }
+
+    /// Opens the link `a` describes, inside `parent`.
+    fn open_link(&mut self, a: &Attrs<'a>, parent: ElemId) {
+        let l = self.walk.links.len() as u32;
+        self.walk.links.push(RawLink {
+            href: a.href.unwrap_or_default().to_string(),
+            text: String::new(),
+            rel: a.rel.unwrap_or_default().to_string(),
+            block: None,
+            elem: parent,
+        });
+        self.buf_links.push(l);
+        self.link = Some(l);
+    }
+
+    /// A `<br>` is a line boundary inside the block, an `<img>` separates words.
+    fn inline_break(&mut self, tag: &str) {
         if matches!(tag, "br" | "img") {
             self.separate_link_text();
         }
@@ -294,10 +317,6 @@ impl<'a> State<'a> {
             if !self.buf.is_empty() && !self.buf.ends_with([' ', '\n']) {
                 self.buf.push(' ');
             }
-        }
-        stack.push(Step::Exit(Exit { block: block.then_some(saved_owner), link: is_link.then_some(saved_link) }));
-        for child in node.children().rev() {
-            stack.push(Step::Enter(child, id, depth + 1));
         }
     }
 
