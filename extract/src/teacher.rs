@@ -146,8 +146,45 @@ pub fn learn(
 ) -> Result<Lesson, LearnError> {
     let visible: Vec<&ElementBox> = boxes.iter().filter(|b| b.visible).collect();
     let mut evidence = Vec::new();
+    let content = find_content(&visible, viewport_width, &mut evidence)?;
+    let title = find_title(&visible, content, &mut evidence)?;
+    let (date, author) = date_and_author(&visible, content, title);
+    let excluded = exclusions(&visible, content);
+    let found = Found { title, content, date, author, excluded };
+    let (selectors, exclusions) = selectors(rendered_html, &found, &mut evidence)?;
+    let mut template = Template {
+        host: host.to_string(),
+        signature: signature.0.to_string(),
+        level: signature.1,
+        selectors,
+        exclusions,
+        confidence: 0.0,
+        version: 1,
+        origin: Origin::Learned,
+        learned_at: now,
+    };
+    let validated = validate(&mut template, statics, content, &mut evidence)?;
+    let share = validated as f32 / statics.len().max(1) as f32;
+    template.confidence = (0.5 * template.confidence + 0.5 * share).clamp(0.0, 1.0);
+    Ok(Lesson { template, validated, pages: statics.len(), evidence })
+}
 
-    // Content: the most text, then tighter while one child holds most of it.
+/// The boxes a lesson found on the rendered page.
+struct Found<'b> {
+    title: &'b ElementBox,
+    content: &'b ElementBox,
+    date: Option<&'b ElementBox>,
+    author: Option<&'b ElementBox>,
+    /// The outermost boilerplate blocks inside the content.
+    excluded: Vec<&'b ElementBox>,
+}
+
+/// The content's box: the most text, then tighter while one child holds most of it.
+fn find_content<'b>(
+    visible: &[&'b ElementBox],
+    viewport_width: f64,
+    evidence: &mut Vec<String>,
+) -> Result<&'b ElementBox, LearnError> {
     let centrality = |b: &ElementBox| {
         let centre = b.x + b.width / 2.0;
         1.0 - 0.5 * ((centre - viewport_width / 2.0).abs() / (viewport_width / 2.0)).min(1.0)
@@ -174,7 +211,16 @@ pub fn learn(
         centrality(content) * 100.0
     ));
 
-    // The body text's size: the font most characters are set in.
+    Ok(content)
+}
+
+/// The title's box: the largest text at or above the content's top, short enough to be a
+/// title, and larger than the body text (the font most of the content's characters are set in).
+fn find_title<'b>(
+    visible: &[&'b ElementBox],
+    content: &ElementBox,
+    evidence: &mut Vec<String>,
+) -> Result<&'b ElementBox, LearnError> {
     let body_font = {
         let mut sizes: Vec<(f64, usize)> = visible
             .iter()
@@ -184,7 +230,6 @@ pub fn learn(
         sizes.sort_by_key(|s| std::cmp::Reverse(s.1));
         sizes.first().map_or(16.0, |s| s.0)
     };
-    // Title: the largest text at or above the content's top, short enough to be a title.
     let title = visible
         .iter()
         .filter(|b| (5..=300).contains(&b.text_chars) && b.link_chars * 2 < b.text_chars.max(1))
@@ -197,7 +242,15 @@ pub fn learn(
         title.tag, title.font_size, body_font, title.text
     ));
 
-    // Date and author: short, near the top, named so.
+    Ok(title)
+}
+
+/// The date's and the author's boxes: short, near the top, named so.
+fn date_and_author<'b>(
+    visible: &[&'b ElementBox],
+    content: &ElementBox,
+    title: &ElementBox,
+) -> (Option<&'b ElementBox>, Option<&'b ElementBox>) {
     let near_top =
         |b: &&&ElementBox| b.text_chars > 0 && b.text_chars <= 80 && b.y <= content.y + 200.0 && b.y + 400.0 >= title.y;
     let date = visible.iter().filter(near_top).find(|b| {
@@ -206,8 +259,12 @@ pub fn learn(
     // An element named for the author beats the byline around it (which often holds the date).
     let named = |words: &[&str]| visible.iter().filter(near_top).find(|b| words.iter().any(|w| b.names().contains(w)));
     let author = named(&["author", "writer"]).or_else(|| named(&["byline"]));
-    // Exclusions: the outermost boilerplate blocks inside the content. Containers only: a
-    // link inside a paragraph is text, and a paragraph is never boilerplate by itself.
+    (date.copied(), author.copied())
+}
+
+/// The outermost boilerplate blocks inside the content. Containers only: a link inside a
+/// paragraph is text, and a paragraph is never boilerplate by itself.
+fn exclusions<'b>(visible: &[&'b ElementBox], content: &ElementBox) -> Vec<&'b ElementBox> {
     const CONTAINERS: [&str; 13] = [
         "div",
         "section",
@@ -231,6 +288,16 @@ pub fn learn(
         }
     }
 
+    excluded
+}
+
+/// The selectors of what was found, stable ones read from the rendered HTML, and the
+/// exclusions' (an exclusion found only by position is left out).
+fn selectors(
+    rendered_html: &str,
+    found: &Found<'_>,
+    evidence: &mut Vec<String>,
+) -> Result<(Selectors, Vec<String>), LearnError> {
     let doc = Html::parse_document(rendered_html);
     let selector_of = |b: &ElementBox| -> Result<String, LearnError> {
         let sel = Selector::parse(&b.path).map_err(|_| LearnError::Lost(b.path.clone()))?;
@@ -238,14 +305,14 @@ pub fn learn(
         Ok(stable_selector(&doc, el))
     };
     let selectors = Selectors {
-        title: selector_of(title)?,
-        content: selector_of(content)?,
-        date: date.map(|b| selector_of(b)).transpose()?,
-        author: author.map(|b| selector_of(b)).transpose()?,
+        title: selector_of(found.title)?,
+        content: selector_of(found.content)?,
+        date: found.date.map(|b| selector_of(b)).transpose()?,
+        author: found.author.map(|b| selector_of(b)).transpose()?,
     };
     // An exclusion found by position would remove whatever sits there on other pages.
     let mut exclusions: Vec<String> = Vec::new();
-    for b in &excluded {
+    for b in &found.excluded {
         let s = selector_of(b)?;
         if s.contains(":nth-of-type") {
             evidence.push(format!("not excluded (no stable name): <{}> {:?}", b.tag, b.text));
@@ -254,22 +321,20 @@ pub fn learn(
         }
     }
     evidence.push(format!("selectors: {selectors:?}, exclusions {exclusions:?}"));
-    let mut template = Template {
-        host: host.to_string(),
-        signature: signature.0.to_string(),
-        level: signature.1,
-        selectors,
-        exclusions,
-        confidence: 0.0,
-        version: 1,
-        origin: Origin::Learned,
-        learned_at: now,
-    };
+    Ok((selectors, exclusions))
+}
 
-    // Validate on the static HTML: this page must work; the others say how general it is.
+/// Validates `template` on the static HTML: the page it was learned on must work (its text
+/// sets the template's confidence), the others say how general it is; returns how many work.
+fn validate(
+    template: &mut Template,
+    statics: &[&str],
+    content: &ElementBox,
+    evidence: &mut Vec<String>,
+) -> Result<usize, LearnError> {
     let mut validated = 0;
     for (i, html) in statics.iter().enumerate() {
-        match apply(&Html::parse_document(html), &template) {
+        match apply(&Html::parse_document(html), template) {
             Ok(text) => {
                 validated += 1;
                 if i == 0 {
@@ -297,7 +362,5 @@ pub fn learn(
             Err(e) => evidence.push(format!("page {} of the layout: {e}", i + 1)),
         }
     }
-    let share = validated as f32 / statics.len().max(1) as f32;
-    template.confidence = (0.5 * template.confidence + 0.5 * share).clamp(0.0, 1.0);
-    Ok(Lesson { template, validated, pages: statics.len(), evidence })
+    Ok(validated)
 }
