@@ -105,71 +105,139 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
     let mut log: Vec<&Request> = log.iter().collect();
     log.sort_by_key(|r| r.started);
     let start = expect.start.or(log.first().map(|r| r.started)).unwrap_or_else(Instant::now);
+    let fetched = Fetched::of(&log, expect, start);
+    let covered = expect.reachable.iter().filter(|k| fetched.seen.contains(*k)).count();
+    let mut lost: Vec<String> =
+        expect.reachable.iter().filter(|k| !fetched.seen.contains(*k)).map(|(h, p)| format!("{h}{p}")).collect();
+    lost.sort();
+    let violations = politeness(&log, expect, start);
+    let coverage_over_time = coverage_over_time(&log, start, &fetched.points);
+    let subresources = Subresources::of(&log, expect);
+    let reachable = expect.reachable.len();
+    let Fetched {
+        seen,
+        duplicate_fetches,
+        duplicates_after_kill,
+        repeats_with_a_copy,
+        repeated_pages,
+        unexplained,
+        ..
+    } = fetched;
+    let pages = seen.len() + duplicate_fetches + duplicates_after_kill;
+    Report {
+        reachable,
+        covered,
+        coverage: if reachable == 0 { 1.0 } else { covered as f64 / reachable as f64 },
+        duplicate_fetches,
+        duplicate_rate: if pages == 0 { 0.0 } else { duplicate_fetches as f64 / pages as f64 },
+        duplicates_after_kill,
+        repeats_with_a_copy,
+        repeated_pages,
+        unexplained,
+        robots_requests: log.iter().filter(|r| r.path == "/robots.txt").count(),
+        sitemap_requests: log.iter().filter(|r| r.path.contains("sitemap")).count(),
+        subresource_requests: subresources.requests,
+        subresource_repeats_by_a_node: subresources.repeats_by_a_node,
+        subresource_max_requests: subresources.max_requests,
+        lost,
+        politeness_violations: violations,
+        requests: log.len(),
+        ok_responses: log.iter().filter(|r| (200..300).contains(&r.status)).count(),
+        coverage_over_time,
+    }
+}
 
-    let mut seen: HashSet<(String, String)> = HashSet::new();
-    // Who fetched each page, and when: a repeat is explained by a kill of an earlier fetcher.
-    let mut fetchers: HashMap<(String, String), Vec<(&str, Instant)>> = HashMap::new();
-    // A request the server logs up to `KILL_SLACK` after its node's SIGKILL was sent before it:
-    // the server reads the bytes a little later (on a loaded machine, hundreds of ms), and a
-    // node killed does not start again that fast. Its repeat is the kill's.
-    let killed_between = |agent: &str, from: Instant, to: Instant| {
-        expect.kills.iter().any(|(a, at)| agent.starts_with(a.as_str()) && *at + KILL_SLACK >= from && *at <= to)
-    };
-    let mut duplicate_fetches = 0;
-    let mut duplicates_after_kill = 0;
-    let mut repeats_with_a_copy = Vec::new();
-    let mut repeated_pages: BTreeMap<String, usize> = BTreeMap::new();
-    let mut unexplained = Vec::new();
-    let mut covered_so_far = 0;
-    let mut points: BTreeMap<u64, usize> = BTreeMap::new();
-    for r in log.iter().filter(|r| is_page(r) && (200..300).contains(&r.status)) {
-        let key = (r.host.clone(), r.path.clone());
-        let reachable = expect.reachable.contains(&key);
-        let before = fetchers.entry(key.clone()).or_default();
-        // Explained only by the latest earlier fetch: its node died before acknowledging it, or
-        // left and a node was killed between the leave and the repeat.
-        let left_then_a_kill = |agent: &str, from: Instant, to: Instant| {
-            expect.leaves.iter().any(|(a, left)| {
-                agent.starts_with(a.as_str())
-                    && *left >= from
-                    && *left <= to
-                    && expect.kills.iter().any(|(_, killed)| *killed >= *left && *killed <= to)
-            })
-        };
-        let explained = before.last().is_some_and(|(agent, at)| {
-            killed_between(agent, *at, r.started) || left_then_a_kill(agent, *at, r.started)
-        });
-        before.push((r.user_agent.as_str(), r.started));
-        if !seen.insert(key) {
-            if explained {
-                duplicates_after_kill += 1;
-                if expect.held_at_kill.contains(&(r.host.clone(), r.path.clone())) {
-                    repeats_with_a_copy.push(format!("{}{}", r.host, r.path));
+/// Whether the node of `agent` was killed between `from` and `to`. A request the server logs up
+/// to `KILL_SLACK` after its node's SIGKILL was sent before it: the server reads the bytes a
+/// little later (on a loaded machine, hundreds of ms), and a node killed does not start again
+/// that fast. Its repeat is the kill's.
+fn killed_between(expect: &Expectations, agent: &str, from: Instant, to: Instant) -> bool {
+    expect.kills.iter().any(|(a, at)| agent.starts_with(a.as_str()) && *at + KILL_SLACK >= from && *at <= to)
+}
+
+/// The pages fetched (answered 2xx), in the order their requests started: which were fetched
+/// again, and whether a kill explains each repeat.
+struct Fetched {
+    seen: HashSet<(String, String)>,
+    duplicate_fetches: usize,
+    duplicates_after_kill: usize,
+    repeats_with_a_copy: Vec<String>,
+    repeated_pages: BTreeMap<String, usize>,
+    unexplained: Vec<String>,
+    /// Reachable pages covered so far, by the second of the run.
+    points: BTreeMap<u64, usize>,
+}
+
+impl Fetched {
+    fn of(log: &[&Request], expect: &Expectations, start: Instant) -> Fetched {
+        let mut seen: HashSet<(String, String)> = HashSet::new();
+        // Who fetched each page, and when: a repeat is explained by a kill of an earlier fetcher.
+        let mut fetchers: HashMap<(String, String), Vec<(&str, Instant)>> = HashMap::new();
+        let mut duplicate_fetches = 0;
+        let mut duplicates_after_kill = 0;
+        let mut repeats_with_a_copy = Vec::new();
+        let mut repeated_pages: BTreeMap<String, usize> = BTreeMap::new();
+        let mut unexplained = Vec::new();
+        let mut covered_so_far = 0;
+        let mut points: BTreeMap<u64, usize> = BTreeMap::new();
+        for r in log.iter().filter(|r| is_page(r) && (200..300).contains(&r.status)) {
+            let key = (r.host.clone(), r.path.clone());
+            let reachable = expect.reachable.contains(&key);
+            let before = fetchers.entry(key.clone()).or_default();
+            // Explained only by the latest earlier fetch: its node died before acknowledging it, or
+            // left and a node was killed between the leave and the repeat.
+            let left_then_a_kill = |agent: &str, from: Instant, to: Instant| {
+                expect.leaves.iter().any(|(a, left)| {
+                    agent.starts_with(a.as_str())
+                        && *left >= from
+                        && *left <= to
+                        && expect.kills.iter().any(|(_, killed)| *killed >= *left && *killed <= to)
+                })
+            };
+            let explained = before.last().is_some_and(|(agent, at)| {
+                killed_between(expect, agent, *at, r.started) || left_then_a_kill(agent, *at, r.started)
+            });
+            before.push((r.user_agent.as_str(), r.started));
+            if !seen.insert(key) {
+                if explained {
+                    duplicates_after_kill += 1;
+                    if expect.held_at_kill.contains(&(r.host.clone(), r.path.clone())) {
+                        repeats_with_a_copy.push(format!("{}{}", r.host, r.path));
+                    }
+                } else {
+                    duplicate_fetches += 1;
+                    let fetches: Vec<String> = before
+                        .iter()
+                        .map(|(agent, at)| {
+                            format!("{agent} at {:.1} s", at.saturating_duration_since(start).as_secs_f64())
+                        })
+                        .collect();
+                    unexplained.push(format!("{}{}: {}", r.host, r.path, fetches.join(", ")));
                 }
-            } else {
-                duplicate_fetches += 1;
-                let fetches: Vec<String> = before
-                    .iter()
-                    .map(|(agent, at)| format!("{agent} at {:.1} s", at.saturating_duration_since(start).as_secs_f64()))
-                    .collect();
-                unexplained.push(format!("{}{}: {}", r.host, r.path, fetches.join(", ")));
+                *repeated_pages.entry(format!("{}{}", r.host, r.path)).or_insert(1) += 1;
+            } else if reachable {
+                covered_so_far += 1;
+                points.insert(r.started.saturating_duration_since(start).as_secs(), covered_so_far);
             }
-            *repeated_pages.entry(format!("{}{}", r.host, r.path)).or_insert(1) += 1;
-        } else if reachable {
-            covered_so_far += 1;
-            points.insert(r.started.saturating_duration_since(start).as_secs(), covered_so_far);
+        }
+        Fetched {
+            seen,
+            duplicate_fetches,
+            duplicates_after_kill,
+            repeats_with_a_copy,
+            repeated_pages,
+            unexplained,
+            points,
         }
     }
-    let covered = expect.reachable.iter().filter(|k| seen.contains(*k)).count();
-    let mut lost: Vec<String> =
-        expect.reachable.iter().filter(|k| !seen.contains(*k)).map(|(h, p)| format!("{h}{p}")).collect();
-    lost.sort();
+}
 
-    // Politeness: per host, each request starts no sooner than `gap` after the previous one
-    // was answered, and never while it is still being answered.
+/// Politeness: per host, each request starts no sooner than `gap` after the previous one was
+/// answered, and never while it is still being answered; and nothing robots.txt disallows.
+fn politeness(log: &[&Request], expect: &Expectations, start: Instant) -> Vec<String> {
     let mut violations = Vec::new();
     let mut by_host: HashMap<&str, Vec<&Request>> = HashMap::new();
-    for r in &log {
+    for r in log {
         by_host.entry(r.host.as_str()).or_default().push(r);
     }
     for (host, requests) in by_host {
@@ -194,14 +262,18 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
             }
         }
     }
-    for r in &log {
+    for r in log {
         if expect.disallowed.iter().any(|(h, prefix)| *h == r.host && r.path.starts_with(prefix.as_str())) {
             violations.push(format!("{}: {} is disallowed by robots.txt", r.host, r.path));
         }
     }
     violations.sort();
 
-    // One point per second, carrying the last value forward.
+    violations
+}
+
+/// Reachable pages covered, one point per second, carrying the last value forward.
+fn coverage_over_time(log: &[&Request], start: Instant, points: &BTreeMap<u64, usize>) -> Vec<(u64, usize)> {
     let last = log.last().map_or(0, |r| r.started.saturating_duration_since(start).as_secs());
     let mut coverage_over_time = Vec::new();
     let mut value = 0;
@@ -211,38 +283,37 @@ pub fn judge(log: &[Request], expect: &Expectations) -> Report {
         }
         coverage_over_time.push((s, value));
     }
-    let mut by_node: HashMap<(&str, &str, &str), Vec<Instant>> = HashMap::new();
-    let mut by_url: HashMap<(&str, &str), usize> = HashMap::new();
-    for r in log.iter().filter(|r| is_subresource(&r.path)) {
-        by_node.entry((r.user_agent.as_str(), r.host.as_str(), r.path.as_str())).or_default().push(r.started);
-        *by_url.entry((r.host.as_str(), r.path.as_str())).or_default() += 1;
-    }
-    // A node asking again for a subresource its cache holds — unless it was killed in between
-    // (the cache is memory: it died with the process).
-    let subresource_repeats_by_a_node =
-        by_node.iter().filter(|((agent, _, _), at)| at.windows(2).any(|w| !killed_between(agent, w[0], w[1]))).count();
-    let reachable = expect.reachable.len();
-    let pages = seen.len() + duplicate_fetches + duplicates_after_kill;
-    Report {
-        reachable,
-        covered,
-        coverage: if reachable == 0 { 1.0 } else { covered as f64 / reachable as f64 },
-        duplicate_fetches,
-        duplicate_rate: if pages == 0 { 0.0 } else { duplicate_fetches as f64 / pages as f64 },
-        duplicates_after_kill,
-        repeats_with_a_copy,
-        repeated_pages,
-        unexplained,
-        robots_requests: log.iter().filter(|r| r.path == "/robots.txt").count(),
-        sitemap_requests: log.iter().filter(|r| r.path.contains("sitemap")).count(),
-        subresource_requests: by_url.values().sum(),
-        subresource_repeats_by_a_node,
-        subresource_max_requests: by_url.values().copied().max().unwrap_or(0),
-        lost,
-        politeness_violations: violations,
-        requests: log.len(),
-        ok_responses: log.iter().filter(|r| (200..300).contains(&r.status)).count(),
-        coverage_over_time,
+    coverage_over_time
+}
+
+/// Requests for subresources (a page's images, scripts, styles).
+struct Subresources {
+    requests: usize,
+    /// Subresources a node asked for again while its cache held them.
+    repeats_by_a_node: usize,
+    /// The most requests for one subresource.
+    max_requests: usize,
+}
+
+impl Subresources {
+    fn of(log: &[&Request], expect: &Expectations) -> Subresources {
+        let mut by_node: HashMap<(&str, &str, &str), Vec<Instant>> = HashMap::new();
+        let mut by_url: HashMap<(&str, &str), usize> = HashMap::new();
+        for r in log.iter().filter(|r| is_subresource(&r.path)) {
+            by_node.entry((r.user_agent.as_str(), r.host.as_str(), r.path.as_str())).or_default().push(r.started);
+            *by_url.entry((r.host.as_str(), r.path.as_str())).or_default() += 1;
+        }
+        // A node asking again for a subresource its cache holds — unless it was killed in between
+        // (the cache is memory: it died with the process).
+        let subresource_repeats_by_a_node = by_node
+            .iter()
+            .filter(|((agent, _, _), at)| at.windows(2).any(|w| !killed_between(expect, agent, w[0], w[1])))
+            .count();
+        Subresources {
+            requests: by_url.values().sum(),
+            repeats_by_a_node: subresource_repeats_by_a_node,
+            max_requests: by_url.values().copied().max().unwrap_or(0),
+        }
     }
 }
 
