@@ -167,8 +167,47 @@ pub fn build(docs: &[DocPage], spec: &WebSpec, port: u16) -> Result<DocsWeb, Doc
     if spec.hosts == 0 || spec.pages < spec.hosts {
         return Err(DocsError::Empty);
     }
-    // Choose the pages: a seeded sample of the ones short enough, then in name order, so
-    // related pages (sql-*, functions-*) tend to share a host as they share a manual chapter.
+    let pool = choose(docs, spec)?;
+    let per_host = spec.pages.div_ceil(spec.hosts);
+    let home: HashMap<&str, usize> =
+        pool.iter().enumerate().map(|(i, d)| (d.name.as_str(), (i / per_host).min(spec.hosts - 1))).collect();
+    let hosts: Vec<String> = (0..spec.hosts).map(host_name).collect();
+    let layout = Layout { spec, port, hosts: &hosts, home: &home, per_host };
+    let mut sites: Vec<Site> = hosts.iter().map(|h| Site::new(h)).collect();
+    let mut toc: Vec<Vec<(String, String)>> = vec![Vec::new(); spec.hosts];
+    let mut sitemap: Vec<Vec<String>> = vec![Vec::new(); spec.hosts];
+    for (k, doc) in pool.iter().enumerate() {
+        layout.place(&pool, k, doc, &mut sites, &mut toc, &mut sitemap);
+    }
+    let mut gaps = HashMap::new();
+    let mut disallowed = Vec::new();
+    for (h, site) in sites.iter_mut().enumerate() {
+        layout.host_pages(h, site, &toc[h], &sitemap[h], &mut gaps, &mut disallowed);
+    }
+    if spec.hosts > 8 {
+        sites[8].routes.insert("/static/app.js".into(), Resource::text("application/javascript", APP_JS));
+    }
+    let mut seeds: Vec<String> = (0..spec.hosts).map(|h| layout.url(h, "/")).collect();
+    let mut hosts = hosts.clone();
+    for i in 0..spec.news_sites {
+        let host = news_host(i);
+        let news = crate::news::news_site(&host, i, spec.news_articles.max(1));
+        let site = news.site.with("/robots.txt", Resource::robots("User-agent: *\nAllow: /\n"));
+        seeds.push(format!("http://{host}:{port}/"));
+        sites.push(site);
+        hosts.push(host);
+    }
+    let reachable = reachable(&sites, &seeds, &disallowed);
+    let titles = pool
+        .iter()
+        .map(|d| ((hosts[home[d.name.as_str()]].clone(), format!("/{}", d.name)), d.title.clone()))
+        .collect();
+    Ok(DocsWeb { sites, seeds, reachable, gaps, disallowed, hosts, titles })
+}
+
+/// The pages served: a seeded sample of the ones short enough, then in name order, so related
+/// pages (sql-*, functions-*) tend to share a host as they share a manual chapter.
+fn choose<'d>(docs: &'d [DocPage], spec: &WebSpec) -> Result<Vec<&'d DocPage>, DocsError> {
     let mut pool: Vec<&DocPage> =
         docs.iter().filter(|d| d.words <= spec.max_words && d.name != "bookindex.html").collect();
     if pool.len() < spec.pages {
@@ -182,17 +221,38 @@ pub fn build(docs: &[DocPage], spec: &WebSpec, port: u16) -> Result<DocsWeb, Doc
     pool.sort_by_key(|d| mix(spec.seed, &d.name));
     pool.truncate(spec.pages);
     pool.sort_by(|a, b| a.name.cmp(&b.name));
-    let per_host = spec.pages.div_ceil(spec.hosts);
-    let home: HashMap<&str, usize> =
-        pool.iter().enumerate().map(|(i, d)| (d.name.as_str(), (i / per_host).min(spec.hosts - 1))).collect();
-    let hosts: Vec<String> = (0..spec.hosts).map(host_name).collect();
-    let url = |host: usize, path: &str| format!("http://{}:{port}{path}", hosts[host]);
-    let has = |i: usize| spec.hosts > i;
+    Ok(pool)
+}
 
-    let mut sites: Vec<Site> = hosts.iter().map(|h| Site::new(h)).collect();
-    let mut toc: Vec<Vec<(String, String)>> = vec![Vec::new(); spec.hosts];
-    let mut sitemap: Vec<Vec<String>> = vec![Vec::new(); spec.hosts];
-    for (k, doc) in pool.iter().enumerate() {
+/// Where the pages go: the hosts, each page's home host, and the addresses on them.
+struct Layout<'a> {
+    spec: &'a WebSpec,
+    port: u16,
+    hosts: &'a [String],
+    home: &'a HashMap<&'a str, usize>,
+    per_host: usize,
+}
+
+impl Layout<'_> {
+    fn url(&self, host: usize, path: &str) -> String {
+        format!("http://{}:{}{path}", self.hosts[host], self.port)
+    }
+
+    /// Places page `k`, `doc`, on its home host, as each host's kind of trouble wants it
+    /// (rendered by a script, rate-limited, failing at first, slow, behind redirects, copied
+    /// behind a Disallow, mirrored).
+    fn place(
+        &self,
+        pool: &[&DocPage],
+        k: usize,
+        doc: &DocPage,
+        sites: &mut [Site],
+        toc: &mut [Vec<(String, String)>],
+        sitemap: &mut [Vec<String>],
+    ) {
+        let (spec, hosts, home, per_host) = (self.spec, self.hosts, self.home, self.per_host);
+        let url = |host: usize, path: &str| self.url(host, path);
+        let has = |i: usize| spec.hosts > i;
         let h = home[doc.name.as_str()];
         let nth = k % per_host;
         let path = format!("/{}", doc.name);
@@ -234,8 +294,8 @@ pub fn build(docs: &[DocPage], spec: &WebSpec, port: u16) -> Result<DocsWeb, Doc
             let body = BODY.captures(&html).map_or(html.as_str(), |c| c.get(1).expect("group").as_str());
             let page = format!(
                 "<!doctype html><html><head><title>{} (mirror)</title></head><body>\
-                 <header><p>Mirrored documentation, kept in sync nightly.</p></header>{body}\
-                 <footer><p>Mirror of {}</p></footer></body></html>",
+                     <header><p>Mirrored documentation, kept in sync nightly.</p></header>{body}\
+                     <footer><p>Mirror of {}</p></footer></body></html>",
                 doc.title, hosts[0]
             );
             sites[7].routes.insert(mirrored.clone(), Resource::Html(page));
@@ -244,9 +304,20 @@ pub fn build(docs: &[DocPage], spec: &WebSpec, port: u16) -> Result<DocsWeb, Doc
         }
     }
 
-    let mut gaps = HashMap::new();
-    let mut disallowed = Vec::new();
-    for (h, site) in sites.iter_mut().enumerate() {
+    /// Host `h`'s own pages: its index (its table of contents and links to two other hosts),
+    /// robots.txt (a Disallow on host 1, a Crawl-delay on host 2) and its sitemap (none on
+    /// host 9).
+    fn host_pages(
+        &self,
+        h: usize,
+        site: &mut Site,
+        toc: &[(String, String)],
+        sitemap: &[String],
+        gaps: &mut HashMap<String, Duration>,
+        disallowed: &mut Vec<(String, String)>,
+    ) {
+        let (spec, hosts) = (self.spec, self.hosts);
+        let url = |host: usize, path: &str| self.url(host, path);
         let others: String = [1, 2]
             .iter()
             .map(|d| (h + d) % spec.hosts)
@@ -254,13 +325,13 @@ pub fn build(docs: &[DocPage], spec: &WebSpec, port: u16) -> Result<DocsWeb, Doc
             .map(|o| format!("<li><a href=\"{}\">{} manual pages</a></li>", url(o, "/"), hosts[o]))
             .collect();
         let entries: String =
-            toc[h].iter().map(|(p, t)| format!("<li><a href=\"{p}\">{}</a></li>\n", escape(t))).collect();
+            toc.iter().map(|(p, t)| format!("<li><a href=\"{p}\">{}</a></li>\n", escape(t))).collect();
         let index = format!(
             "<!doctype html><html><head><title>{host}: PostgreSQL manual, part {h}</title></head><body>\
              <h1>PostgreSQL manual, part {h}</h1><p>This host serves {n} pages of the PostgreSQL \
              documentation.</p><ul>{entries}</ul><h2>Elsewhere</h2><ul>{others}</ul></body></html>",
             host = hosts[h],
-            n = toc[h].len()
+            n = toc.len()
         );
         site.routes.insert("/".into(), Resource::Html(index));
         let mut robots = String::from("User-agent: *\n");
@@ -275,7 +346,7 @@ pub fn build(docs: &[DocPage], spec: &WebSpec, port: u16) -> Result<DocsWeb, Doc
         robots.push_str("Allow: /\n");
         if h != 9 {
             robots.push_str(&format!("Sitemap: {}\n", url(h, "/sitemap.xml")));
-            let urls: String = sitemap[h].iter().map(|u| format!("<url><loc>{u}</loc></url>")).collect();
+            let urls: String = sitemap.iter().map(|u| format!("<url><loc>{u}</loc></url>")).collect();
             let xml = format!(
                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\
                  <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">{urls}</urlset>"
@@ -284,25 +355,6 @@ pub fn build(docs: &[DocPage], spec: &WebSpec, port: u16) -> Result<DocsWeb, Doc
         }
         site.routes.insert("/robots.txt".into(), Resource::robots(&robots));
     }
-    if has(8) {
-        sites[8].routes.insert("/static/app.js".into(), Resource::text("application/javascript", APP_JS));
-    }
-    let mut seeds: Vec<String> = (0..spec.hosts).map(|h| url(h, "/")).collect();
-    let mut hosts = hosts.clone();
-    for i in 0..spec.news_sites {
-        let host = news_host(i);
-        let news = crate::news::news_site(&host, i, spec.news_articles.max(1));
-        let site = news.site.with("/robots.txt", Resource::robots("User-agent: *\nAllow: /\n"));
-        seeds.push(format!("http://{host}:{port}/"));
-        sites.push(site);
-        hosts.push(host);
-    }
-    let reachable = reachable(&sites, &seeds, &disallowed);
-    let titles = pool
-        .iter()
-        .map(|d| ((hosts[home[d.name.as_str()]].clone(), format!("/{}", d.name)), d.title.clone()))
-        .collect();
-    Ok(DocsWeb { sites, seeds, reachable, gaps, disallowed, hosts, titles })
 }
 
 fn too_many() -> Resource {
