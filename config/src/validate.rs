@@ -165,6 +165,20 @@ impl Config {
 
     pub(crate) fn validate_with(&self, source_of: impl Fn(&str) -> Source) -> Result<(), ConfigError> {
         let mut c = Checker { source_of: &source_of, problems: Vec::new() };
+        self.check_crawl(&mut c);
+        self.check_pages(&mut c);
+        self.check_network(&mut c);
+        self.check_index(&mut c);
+        self.check_search_page(&mut c);
+        if c.problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError::from_problems(c.problems))
+        }
+    }
+
+    /// The data dir, the crawl, fetching, politeness and the frontier.
+    fn check_crawl(&self, c: &mut Checker<'_>) {
         if self.data_dir.as_os_str().is_empty() {
             c.fail("data_dir", "must not be empty".into());
         }
@@ -219,6 +233,10 @@ impl Config {
             self.crawl.blocked_pause_secs,
             30 * 86_400,
         );
+    }
+
+    /// What becomes of a page: the layout tier, storage, extraction and the embedding model.
+    fn check_pages(&self, c: &mut Checker<'_>) {
         let la = &self.layouts;
         c.range("layouts.teach_after", la.teach_after, 1, 1_000_000);
         c.range("layouts.browsers", la.browsers, 1, 64);
@@ -246,6 +264,10 @@ impl Config {
         c.range("embed.sessions", em.sessions, 1, 256);
         c.range("embed.batch_size", em.batch_size, 1, 1024);
         c.range("embed.batch_tokens", em.batch_tokens, 64, 1 << 20);
+    }
+
+    /// The network and its searches.
+    fn check_network(&self, c: &mut Checker<'_>) {
         let p2p = &self.p2p;
         c.range("p2p.vnodes", p2p.vnodes, 1, 10_000);
         c.range("p2p.max_connections", p2p.max_connections, 1, 100_000);
@@ -268,6 +290,10 @@ impl Config {
         c.range("search.peer_queries_per_sec", se.peer_queries_per_sec, 0.1, 10_000.0);
         c.range("search.replicas", se.replicas, 1, 8);
         c.range("search.nprobe", se.nprobe, 1, 256);
+    }
+
+    /// The index.
+    fn check_index(&self, c: &mut Checker<'_>) {
         let ix = &self.index;
         c.range("index.chunk_overlap", ix.chunk_overlap, 0.0, 0.5);
         c.range("index.dedup_max_distance", ix.dedup_max_distance, 0, 3);
@@ -281,6 +307,10 @@ impl Config {
         c.range("index.compare_copies_secs", ix.compare_copies_secs, 1, 7 * 24 * 3600);
         c.range("index.snapshot_interval_secs", ix.snapshot_interval_secs, 1, 86_400);
         c.range("index.queue", ix.queue, 1, 100_000);
+    }
+
+    /// The search page, and its address apart from the API's.
+    fn check_search_page(&self, c: &mut Checker<'_>) {
         let sp = &self.search_page;
         c.range("search_page.requests_per_minute", sp.requests_per_minute, 1, 100_000);
         c.range("search_page.max_query_bytes", sp.max_query_bytes, 16, 4096);
@@ -290,11 +320,6 @@ impl Config {
         }
         if sp.enabled && self.api.enabled && sp.listen == self.api.listen {
             c.fail("search_page.listen", format!("{} is api.listen already: give the search page its own", sp.listen));
-        }
-        if c.problems.is_empty() {
-            Ok(())
-        } else {
-            Err(ConfigError::from_problems(c.problems))
         }
     }
 }

@@ -359,7 +359,12 @@ fn encode_network(enc: &mut DescriptorEncoder, n: &weft_p2p::NetworkStatus) -> R
         ("weft_p2p_dht_records", "Near-duplicate records this node holds for the blocks it owns", n.dht_records),
     ];
     encode_gauges(enc, &gauges)?;
-    let p = &n.postings;
+    encode_postings(enc, &n.postings)?;
+    encode_search(enc, &n.search)
+}
+
+/// Semantic placement: the postings this node publishes and holds, and its cells.
+fn encode_postings(enc: &mut DescriptorEncoder, p: &weft_p2p::PostingsStatus) -> Result<(), std::fmt::Error> {
     let counters: [Plain; 5] = [
         ("weft_postings_published", "Postings and withdrawals their cells' owners acknowledged", p.published),
         ("weft_postings_dropped", "Postings dropped because the publish backlog was full", p.dropped),
@@ -392,7 +397,11 @@ fn encode_network(enc: &mut DescriptorEncoder, n: &weft_p2p::NetworkStatus) -> R
         ),
     ];
     encode_gauges(enc, &gauges)?;
-    let q = &n.search;
+    Ok(())
+}
+
+/// Network search: the questions this node asks and answers.
+fn encode_search(enc: &mut DescriptorEncoder, q: &weft_p2p::SearchStatus) -> Result<(), std::fmt::Error> {
     let counters: [Plain; 6] = [
         ("weft_search_queries", "Network queries this node sent", q.queries),
         ("weft_search_peers_contacted", "Peers asked by this node's network queries", q.peers_contacted),
