@@ -5,118 +5,15 @@
 //! Every feature is cheap (one pass over the elements for the inherited ones, one over the
 //! blocks) and bounded (ratios, logarithms, flags): nothing here can make a page slow.
 
+/// The words looked for, and a text's counts.
+mod words;
+
 use crate::content::{self, Verdict};
 use crate::dom::{Block, ElemId, Walk, NO_PARENT};
-
-/// Class/id word groups, looked for in the class and id of the block's element and its
-/// ancestors (each group one feature: is it on the element itself or above it).
-const GROUPS: &[&[&str]] = &[
-    &["nav", "menu", "breadcrumb", "toolbar", "pagination", "pager"],
-    &["footer", "copyright", "legal", "colophon"],
-    &["header", "masthead", "topbar", "banner"],
-    &["sidebar", "aside", "widget", "rail"],
-    &["comment", "reply", "discuss", "respond", "thread", "forum", "post"],
-    &["share", "social", "follow"],
-    &["related", "recommend", "more", "trending", "popular", "teaser", "card"],
-    &["ad", "ads", "advert", "sponsor", "promo", "banner"],
-    &["content", "article", "entry", "body", "main", "text", "story", "prose", "rich"],
-    &["author", "byline", "bio", "profile"],
-    &["meta", "date", "tag", "tags", "categor", "label"],
-    &["cookie", "consent", "newsletter", "subscribe", "signup", "modal", "popup"],
-    &["product", "price", "sku", "offer", "buy", "purchase"],
-    &["description", "spec", "specs", "detail", "details", "feature", "features", "overview", "summary"],
-    &["review", "reviews", "rating", "ratings", "testimonial", "question", "questions", "qa"],
-    &["title", "heading", "headline", "caption"],
-];
-
-/// What a page says it is, in its JSON-LD `@type`s and `og:type` (matched as quoted words in
-/// the JSON-LD, whole values in `og:type`): one feature each, for every block of the page.
-const PAGE_KINDS: &[&[&str]] = &[
-    &["Article", "NewsArticle", "BlogPosting", "Report", "ScholarlyArticle", "article"],
-    &["Product", "Offer", "AggregateOffer", "product", "og:product"],
-    &["DiscussionForumPosting", "QAPage", "Question", "Answer", "Comment", "SocialMediaPosting"],
-    &["ItemList", "CollectionPage", "SearchResultsPage", "OfferCatalog"],
-    &["FAQPage", "HowTo", "Recipe", "TechArticle", "APIReference"],
-    &["Service", "Organization", "LocalBusiness", "WebSite", "website"],
-];
-
-/// Words of the URL's path that say what a page is (whole path segments or their words).
-const URL_KINDS: &[&[&str]] = &[
-    &["news", "blog", "article", "articles", "story", "post", "posts", "opinion"],
-    &["product", "products", "p", "dp", "item", "shop", "store", "buy"],
-    &["forum", "forums", "thread", "threads", "t", "topic", "community", "discussion", "questions", "comments", "r"],
-    &["docs", "doc", "documentation", "guide", "guides", "manual", "reference", "api", "help", "learn", "wiki"],
-    &["category", "categories", "collection", "collections", "tag", "tags", "search", "list", "c"],
-    &["services", "service", "solutions", "pricing", "features", "about", "contact"],
-];
-
-/// Words of a block's own text that say what it is — interface, legal, commerce, a forum's
-/// chrome — as groups; each group is one feature, the share of the block's words in it.
-/// English only for now (most of the labelled pages are); a block in another language reads 0.
-const TEXT_GROUPS: &[&[&str]] = &[
-    &["copyright", "rights", "reserved", "privacy", "terms", "cookie", "cookies", "policy", "consent", "gdpr"],
-    &["sign", "login", "log", "account", "cart", "checkout", "wishlist", "basket", "register", "password"],
-    &[
-        "subscribe",
-        "newsletter",
-        "follow",
-        "share",
-        "facebook",
-        "twitter",
-        "instagram",
-        "linkedin",
-        "youtube",
-        "pinterest",
-        "tiktok",
-        "whatsapp",
-        "email",
-    ],
-    &[
-        "home", "menu", "search", "next", "previous", "prev", "back", "top", "skip", "more", "see", "view", "all",
-        "page",
-    ],
-    &[
-        "reply", "replies", "quote", "posted", "joined", "member", "members", "likes", "like", "report", "edited",
-        "views", "votes", "answers", "comments", "thread",
-    ],
-    &[
-        "price", "shipping", "delivery", "returns", "stock", "sale", "add", "buy", "order", "reviews", "rating",
-        "stars", "usd", "qty",
-    ],
-    &[
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-        "ago",
-        "am",
-        "pm",
-        "min",
-        "read",
-    ],
-    &[
-        "related",
-        "recommended",
-        "popular",
-        "trending",
-        "latest",
-        "also",
-        "stories",
-        "articles",
-        "posts",
-        "sponsored",
-        "advertisement",
-        "ad",
-    ],
-];
+use words::{
+    group_bits, heading_level, page_kinds, text_groups, text_stats, url_kinds, word_set, TextStats, GROUPS, PAGE_KINDS,
+    TEXT_GROUPS, URL_KINDS,
+};
 
 /// Blocks either side of a block that its context features look at.
 const WINDOW: usize = 3;
@@ -234,22 +131,6 @@ fn path_hashes(walk: &Walk) -> Vec<u64> {
     out
 }
 
-/// The share of `text`'s words in each of [`TEXT_GROUPS`].
-fn text_groups(text: &str) -> [f32; TEXT_GROUPS.len()] {
-    let mut counts = [0u32; TEXT_GROUPS.len()];
-    let mut words = 0u32;
-    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).take(400) {
-        words += 1;
-        let lower = w.to_lowercase();
-        for (g, group) in TEXT_GROUPS.iter().enumerate() {
-            if group.contains(&lower.as_str()) {
-                counts[g] += 1;
-            }
-        }
-    }
-    counts.map(|c| ratio(c, words))
-}
-
 /// The element's ancestors, nearest first, the element included.
 fn ancestors<'w>(walk: &'w Walk<'_>, mut e: ElemId) -> impl Iterator<Item = ElemId> + 'w {
     std::iter::from_fn(move || {
@@ -262,65 +143,6 @@ fn ancestors<'w>(walk: &'w Walk<'_>, mut e: ElemId) -> impl Iterator<Item = Elem
     })
 }
 
-/// Which of [`PAGE_KINDS`] the page declares, as bits.
-fn page_kinds(walk: &Walk) -> u32 {
-    let og: Vec<&str> = walk.meta.metas.iter().filter(|(k, _)| k == "og:type").map(|(_, v)| v.as_str()).collect();
-    let mut bits = 0u32;
-    for (k, words) in PAGE_KINDS.iter().enumerate() {
-        let said = words.iter().any(|w| {
-            let quoted = format!("\"{w}\"");
-            walk.meta.json_ld.iter().any(|j| j.contains(&quoted)) || og.iter().any(|o| o.eq_ignore_ascii_case(w))
-        });
-        if said {
-            bits |= 1 << k;
-        }
-    }
-    bits
-}
-
-/// Which of [`URL_KINDS`] the URL's path says, as bits, and its depth (segments).
-fn url_kinds(url: Option<&url::Url>) -> (u32, u32) {
-    let Some(url) = url else { return (0, 0) };
-    let mut bits = 0u32;
-    let mut depth = 0;
-    for segment in url.path_segments().into_iter().flatten().filter(|s| !s.is_empty()) {
-        depth += 1;
-        let lower = segment.to_ascii_lowercase();
-        for (k, words) in URL_KINDS.iter().enumerate() {
-            let whole = words.contains(&lower.as_str());
-            let word = lower.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w.len() > 2 && words.contains(&w));
-            if whole || word {
-                bits |= 1 << k;
-            }
-        }
-    }
-    (bits, depth)
-}
-
-/// The lowercase words of a text, for overlaps.
-fn word_set(text: &str) -> std::collections::HashSet<String> {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
-}
-
-/// The class/id word groups an element's `class id` label carries, as bits.
-fn group_bits(label: &str) -> u32 {
-    let mut bits = 0u32;
-    if label.is_empty() {
-        return bits;
-    }
-    for token in label.split(|c: char| !c.is_ascii_alphanumeric()).filter(|t| !t.is_empty()) {
-        let t = token.to_ascii_lowercase();
-        for (g, words) in GROUPS.iter().enumerate() {
-            // Short words match whole tokens (`ad` must not match `header`); longer ones match
-            // as prefixes (`comment` in `comments`, `categor` in `category`).
-            if words.iter().any(|w| if w.len() <= 3 { t == *w } else { t.starts_with(w) }) {
-                bits |= 1 << g;
-            }
-        }
-    }
-    bits
-}
-
 fn ratio(a: u32, b: u32) -> f32 {
     if b == 0 {
         0.0
@@ -331,51 +153,6 @@ fn ratio(a: u32, b: u32) -> f32 {
 
 fn ln(x: u32) -> f32 {
     (1.0 + x as f32).ln()
-}
-
-fn heading_level(tag: &str) -> f32 {
-    match tag {
-        "h1" => 1.0,
-        "h2" => 2.0,
-        "h3" => 3.0,
-        "h4" => 4.0,
-        "h5" => 5.0,
-        "h6" => 6.0,
-        _ => 0.0,
-    }
-}
-
-/// Word, punctuation, digit and capitalisation counts of a block's text.
-struct TextStats {
-    words: u32,
-    word_chars: u32,
-    punctuation: u32,
-    digits: u32,
-    capitalised: u32,
-    commas: u32,
-}
-
-fn text_stats(text: &str) -> TextStats {
-    let mut s = TextStats { words: 0, word_chars: 0, punctuation: 0, digits: 0, capitalised: 0, commas: 0 };
-    for w in text.split_whitespace() {
-        s.words += 1;
-        s.word_chars += w.chars().count() as u32;
-        if w.chars().next().is_some_and(char::is_uppercase) {
-            s.capitalised += 1;
-        }
-    }
-    for c in text.chars() {
-        if matches!(c, '.' | ',' | ';' | ':' | '!' | '?' | '。' | '、' | '，') {
-            s.punctuation += 1;
-        }
-        if matches!(c, ',' | '，' | '、') {
-            s.commas += 1;
-        }
-        if c.is_ascii_digit() {
-            s.digits += 1;
-        }
-    }
-    s
 }
 
 fn verdict_kept(v: Option<&Verdict>) -> f32 {
