@@ -42,35 +42,23 @@
 
 mod churn;
 mod climb;
+mod compare;
+mod corpus;
 mod ladder;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use corpus::{corpus, subset, Corpus, DEFAULT_DOCS};
+
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
-use weft_config::IndexConfig;
 use weft_index::embed::cosine;
 use weft_index::kmeans::kmeans;
-use weft_index::{Document, Embedder, Indexer, LocalIndex};
-use weft_p2p::placement::{cell_owners, cells_per_chunk, plan, spread, Codebook};
+use weft_index::Embedder;
+use weft_p2p::placement::{cell_owners, plan, spread, Codebook};
 use weft_p2p::ring::{Ring, DEFAULT_VNODES};
 use weft_p2p::PeerId;
 use weft_simnet::rng::Rng;
 
-/// The manuals read unless `WEFT_PLACEMENT_DOCS` names others.
-const DEFAULT_DOCS: &[&str] = &[
-    "/usr/share/doc/postgresql-doc-15/html",
-    "/usr/share/doc/python3.11/html",
-    "/usr/share/doc/rust-doc/html",
-    "/usr/share/doc/git-doc",
-    "/usr/share/doc/debian-reference-common/docs",
-    "/usr/share/doc/linux-doc-6.1/html",
-    "/usr/share/doc/debian-handbook/html/en-US",
-    "/usr/share/doc/python-django-doc/html",
-    "/usr/share/doc/sqlite3",
-];
-/// Pages per simulated host.
-const PAGES_PER_HOST: usize = 40;
 /// Centroids in today's routing summary.
 const SUMMARY_CENTROIDS: usize = 32;
 /// Chunks the codebooks are trained on.
@@ -173,194 +161,6 @@ fn args() -> Args {
         }
     }
     a
-}
-
-/// A page of a manual and the simulated host it is served from.
-struct Page {
-    path: PathBuf,
-    host: String,
-    url: String,
-}
-
-fn html_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            html_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "html" || x == "htm")
-            // Rendered sources (rustdoc's, Sphinx's) and trait-implementor lists are code, not prose.
-            && !p.components().any(|c| ["src", "implementors", "_modules", "_sources"].iter().any(|x| c.as_os_str() == *x))
-        {
-            out.push(p);
-        }
-    }
-}
-
-fn slug(s: &str) -> String {
-    let s: String = s.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
-    s.split('-').filter(|p| !p.is_empty()).collect::<Vec<_>>().join("-")
-}
-
-/// Every page of the manuals, each on a host: a directory's pages, forty to a host, in name
-/// order. Interleaved across the manuals (seeded), so a capped corpus holds some of each.
-fn pages(roots: &[PathBuf]) -> Vec<Page> {
-    let mut per_root: Vec<Vec<Page>> = Vec::new();
-    for root in roots {
-        let mut files = Vec::new();
-        html_files(root, &mut files);
-        files.sort();
-        let mut by_dir: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
-        for f in files {
-            by_dir.entry(f.parent().unwrap().to_path_buf()).or_default().push(f);
-        }
-        let mut out = Vec::new();
-        for (dir, files) in by_dir {
-            let rel = dir.strip_prefix(root).unwrap_or(&dir).to_string_lossy().into_owned();
-            let base = slug(&format!("{}-{}", root.to_string_lossy(), rel));
-            for (i, group) in files.chunks(PAGES_PER_HOST).enumerate() {
-                let host = format!("{base}-{i}.test");
-                for f in group {
-                    let name = f.file_name().unwrap().to_string_lossy().into_owned();
-                    out.push(Page { path: f.clone(), url: format!("http://{host}/{name}"), host: host.clone() });
-                }
-            }
-        }
-        println!("  {}: {} pages", root.display(), out.len());
-        per_root.push(out);
-    }
-    let mut rng = Rng(0x504c_4143); // "PLAC"
-    for p in &mut per_root {
-        rng.shuffle(p);
-    }
-    let mut mixed = Vec::new();
-    let mut iters: Vec<_> = per_root.into_iter().map(|v| v.into_iter()).collect();
-    loop {
-        let before = mixed.len();
-        for it in &mut iters {
-            mixed.extend(it.next());
-        }
-        if mixed.len() == before {
-            return mixed;
-        }
-    }
-}
-
-/// The corpus as indexed: documents, their hosts, their chunks' vectors.
-struct Corpus {
-    dims: usize,
-    /// Per document: (url, title, host index).
-    docs: Vec<(String, String, usize)>,
-    hosts: Vec<String>,
-    /// Per chunk: its document.
-    chunk_doc: Vec<u32>,
-    /// Chunk vectors, `dims` each, unit length.
-    vectors: Vec<f32>,
-}
-
-impl Corpus {
-    fn vector(&self, i: usize) -> &[f32] {
-        &self.vectors[i * self.dims..(i + 1) * self.dims]
-    }
-    fn len(&self) -> usize {
-        self.chunk_doc.len()
-    }
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
-}
-
-/// Indexes pages until the index holds `chunks` chunks (resuming an index left by an earlier
-/// run), then reads every chunk's vector back.
-fn corpus(roots: &[PathBuf], chunks: usize) -> anyhow::Result<Corpus> {
-    let dir = target_dir().join("placement").join("index");
-    std::fs::create_dir_all(&dir)?;
-    let db = sled::open(dir.join("db"))?;
-    let config = IndexConfig::default();
-    let index = Arc::new(LocalIndex::open(&db, &dir, 384, &config)?);
-    let pages = pages(roots);
-    anyhow::ensure!(
-        !pages.is_empty(),
-        "no pages under {roots:?}: run scripts/bench-placement.sh (or set WEFT_PLACEMENT_DOCS)"
-    );
-    if index.store().chunk_count() < chunks {
-        let embed = weft_index::testing::embed_config();
-        let mut indexer = Indexer::new(index.clone(), &embed, &config)?;
-        let started = Instant::now();
-        let at_start = index.store().chunk_count();
-        println!("indexing into {} until it holds {chunks} chunks (has {at_start})", dir.display());
-        let mut batch = Vec::new();
-        for page in &pages {
-            if index.store().chunk_count() >= chunks {
-                break;
-            }
-            if index.document(&page.url)?.is_some() {
-                continue;
-            }
-            let body = std::fs::read(&page.path)?;
-            let url = url::Url::parse(&page.url)?;
-            let e = weft_extract::extract(&body, &[("content-type", "text/html")], &url);
-            if e.word_count < 20 {
-                continue;
-            }
-            batch.push(Document {
-                url: page.url.clone(),
-                title: e.metadata.title.clone().unwrap_or_default(),
-                text: e.text.clone(),
-                fetched_at: 1,
-                ..Default::default()
-            });
-            // Large batches: every batch ends in a sled sync and a tantivy commit.
-            if batch.len() == 64 {
-                indexer.index(std::mem::take(&mut batch))?;
-                let n = index.store().chunk_count();
-                let rate = (n - at_start) as f64 / started.elapsed().as_secs_f64();
-                print!(
-                    "\r  {n} chunks, {rate:.1} chunks/s, ~{:.0} min left   ",
-                    chunks.saturating_sub(n) as f64 / rate.max(0.1) / 60.0
-                );
-                use std::io::Write;
-                std::io::stdout().flush()?;
-            }
-        }
-        if !batch.is_empty() {
-            indexer.index(batch)?;
-        }
-        println!();
-    }
-    let host_of: HashMap<&str, &str> = pages.iter().map(|p| (p.url.as_str(), p.host.as_str())).collect();
-    let mut hosts: Vec<String> = Vec::new();
-    let mut host_index: HashMap<String, usize> = HashMap::new();
-    let mut docs = Vec::new();
-    let mut doc_index: HashMap<weft_index::DocId, u32> = HashMap::new();
-    let mut chunk_doc = Vec::new();
-    let mut vectors = Vec::new();
-    let store = index.store();
-    for item in store.vectors() {
-        let (key, v) = item?;
-        let Some(chunk) = store.chunk(key)? else { continue };
-        let d = match doc_index.get(&chunk.doc) {
-            Some(d) => *d,
-            None => {
-                let Some(record) = store.doc(&chunk.doc)? else { continue };
-                let host = host_of.get(record.url.as_str()).copied().unwrap_or("unknown.test").to_string();
-                let next = host_index.len();
-                let h = *host_index.entry(host.clone()).or_insert_with(|| {
-                    hosts.push(host);
-                    next
-                });
-                docs.push((record.url, record.title, h));
-                doc_index.insert(chunk.doc, docs.len() as u32 - 1);
-                docs.len() as u32 - 1
-            }
-        };
-        chunk_doc.push(d);
-        vectors.extend_from_slice(&v);
-    }
-    Ok(Corpus { dims: 384, docs, hosts, chunk_doc, vectors })
 }
 
 /// The best `k` documents among `chunks` for `q`: (score, doc), a document's best chunk.
@@ -527,48 +327,12 @@ fn main() -> anyhow::Result<()> {
         corpus.hosts.len(),
         corpus.dims
     );
-
     if let Some(path) = &a.write_codebook {
-        // The shipped codebook: every host's chunks may be in the sample (it is public text).
-        let mut idx: Vec<usize> = (0..corpus.len()).collect();
-        Rng(0x434f_4445).shuffle(&mut idx); // "CODE"
-        idx.truncate(TRAIN_SAMPLE);
-        let sample: Vec<Vec<f32>> = idx.into_iter().map(|c| corpus.vector(c).to_vec()).collect();
-        let started = Instant::now();
-        let book = Codebook::new(&kmeans(&sample, a.cells[0]).centroids)?;
-        std::fs::write(path, book.encode())?;
-        println!(
-            "codebook of {} cells trained on {} chunks in {:.0} s: {} (id {})",
-            book.len(),
-            sample.len(),
-            started.elapsed().as_secs_f64(),
-            path.display(),
-            book.id()
-        );
-        return Ok(());
+        return write_codebook(&corpus, &a, path);
     }
-
     if let Some(path) = &a.write_ladder {
-        // Like the shipped codebook, every host's chunks may be in the sample: all of them.
-        let mut idx: Vec<usize> = (0..corpus.len()).collect();
-        Rng(0x434f_4445).shuffle(&mut idx); // "CODE"
-        let sample: Vec<Vec<f32>> = idx.into_iter().map(|c| corpus.vector(c).to_vec()).collect();
-        let started = Instant::now();
-        let depth = a.ladder.unwrap_or(4);
-        let ladder = ladder::split(weft_p2p::placement::shipped().clone(), &sample, depth)?;
-        std::fs::write(path, ladder.encode_below())?;
-        println!(
-            "a ladder of {} levels below the shipped codebook ({} cells at the deepest), split over {} chunks in {:.0} s: {}",
-            depth,
-            ladder.level(depth).len(),
-            sample.len(),
-            started.elapsed().as_secs_f64(),
-            path.display()
-        );
-        return Ok(());
+        return write_ladder(&corpus, &a, path);
     }
-
-    // Questions and their exact answers.
     let mut embedder = Embedder::open(&weft_index::testing::embed_config(), 2)?;
     if let Some(sizes) = a.climb {
         return climb::climb(&corpus, &a, sizes, &mut embedder);
@@ -582,206 +346,48 @@ fn main() -> anyhow::Result<()> {
     if !a.grow.is_empty() {
         return grow(&corpus, &a, &mut embedder);
     }
-    let qs = questions(&corpus, a.queries, &held_out);
+    compare::compare(&corpus, &a, &mut embedder)
+}
+
+/// The shipped codebook: every host's chunks may be in the sample (it is public text).
+fn write_codebook(corpus: &Corpus, a: &Args, path: &Path) -> anyhow::Result<()> {
+    let mut idx: Vec<usize> = (0..corpus.len()).collect();
+    Rng(0x434f_4445).shuffle(&mut idx); // "CODE"
+    idx.truncate(TRAIN_SAMPLE);
+    let sample: Vec<Vec<f32>> = idx.into_iter().map(|c| corpus.vector(c).to_vec()).collect();
     let started = Instant::now();
-    let qvecs = embed_all(&mut embedder, &qs)?;
-    let truth = exact(&corpus, &qvecs);
-    println!("{} questions, exact answers in {:.1} s", qs.len(), started.elapsed().as_secs_f64());
-
-    // Codebooks: trained on the other half of the hosts (held-out), or on a sample of all.
-    let mut rng = Rng(0x434f_4445); // "CODE"
-    let sample = |filter: &dyn Fn(usize) -> bool, rng: &mut Rng| -> Vec<Vec<f32>> {
-        let mut idx: Vec<usize> = (0..corpus.len()).filter(|c| filter(*c)).collect();
-        rng.shuffle(&mut idx);
-        idx.truncate(TRAIN_SAMPLE);
-        idx.into_iter().map(|c| corpus.vector(c).to_vec()).collect()
-    };
-    let train_half = sample(&|c| !held_out(&corpus.hosts[corpus.docs[corpus.chunk_doc[c] as usize].2]), &mut rng);
-    let mut codebooks: Vec<(String, Codebook)> = Vec::new();
-    for &cells in &a.cells {
-        let started = Instant::now();
-        let centroids = kmeans(&train_half, cells).centroids;
-        let book = Codebook::new(&centroids)?;
-        println!(
-            "codebook of {cells} cells ({} kept) in {:.0} s; fullest cell {:.1}× the mean over the corpus",
-            book.len(),
-            started.elapsed().as_secs_f64(),
-            cell_spread(&book, &corpus)
-        );
-        codebooks.push((format!("{cells} cells"), book));
-        if let Some(slack) = a.balance {
-            let started = Instant::now();
-            let book = Codebook::new(&balance(&train_half, centroids, slack, 10))?;
-            println!(
-                "balanced (slack {slack}) in {:.0} s; fullest cell {:.1}× the mean over the corpus",
-                started.elapsed().as_secs_f64(),
-                cell_spread(&book, &corpus)
-            );
-            codebooks.push((format!("{cells} cells balanced ({slack})"), book));
-        }
-    }
-    // Each chunk's three best cells.
-    let chunk_cells: Vec<Vec<Vec<(u32, f32)>>> =
-        codebooks.iter().map(|(_, book)| nearest_cells(&corpus, book, 3)).collect();
-
-    for &n in &a.nodes {
-        let members = peers(n);
-        let ring = Ring::new(members.clone(), DEFAULT_VNODES);
-        let node_of: HashMap<PeerId, usize> = members.iter().enumerate().map(|(i, m)| (*m, i)).collect();
-        // Host placement: what each node crawled.
-        let mut own: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for c in 0..corpus.len() {
-            let host = &corpus.hosts[corpus.docs[corpus.chunk_doc[c] as usize].2];
-            own[node_of[ring.owner(host).unwrap()]].push(c);
-        }
-        let askers: Vec<usize> = (0..qs.len()).map(|i| (i * 7919) % n).collect();
-        let network = Network {
-            corpus: &corpus,
-            qvecs: &qvecs,
-            truth: &truth,
-            members: &members,
-            node_of: &node_of,
-            own: &own,
-            askers: &askers,
-        };
-        let mut rows = Vec::new();
-        // Today: summaries of 32 centroids, the best-scoring peers asked.
-        let summaries: Vec<_> = own
-            .iter()
-            .map(|chunks| {
-                let vs: Vec<Vec<f32>> = chunks.iter().map(|c| corpus.vector(*c).to_vec()).collect();
-                kmeans(&vs, SUMMARY_CENTROIDS)
-            })
-            .collect();
-        for &budget in &a.budgets {
-            let (recall_mean, asked_mean, asked_max) = judge(qvecs.len(), |qi| {
-                let (q, asker) = (&qvecs[qi], askers[qi]);
-                let mut ranked: Vec<(f32, usize)> = (0..n)
-                    .filter(|p| *p != asker)
-                    .filter_map(|p| summary_score(&summaries[p].centroids, &summaries[p].weights, q).map(|s| (s, p)))
-                    .collect();
-                ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
-                let asked: Vec<usize> = ranked.iter().take(budget).map(|(_, p)| *p).collect();
-                let mut lists = vec![top_docs(&corpus, q, own[asker].iter().copied(), 10)];
-                lists.extend(asked.iter().map(|p| top_docs(&corpus, q, own[*p].iter().copied(), 10)));
-                (recall(&merge(lists, 10), &truth[qi]), asked.len())
-            });
-            rows.push(Row {
-                what: format!("by host, {SUMMARY_CENTROIDS}-centroid summaries, budget {budget}"),
-                recall: recall_mean,
-                asked_mean,
-                asked_max,
-                storage: 0.0,
-                storage_max: 0.0,
-            });
-        }
-        // The ceiling of host placement: an oracle asks the peers holding most of the answer.
-        let node_of_doc: Vec<usize> =
-            corpus.docs.iter().map(|(_, _, h)| node_of[ring.owner(&corpus.hosts[*h]).unwrap()]).collect();
-        for &budget in &a.budgets {
-            let (recall_mean, asked_mean, asked_max) = judge(qvecs.len(), |qi| {
-                let mut holding: HashMap<usize, usize> = HashMap::new();
-                for d in &truth[qi] {
-                    *holding.entry(node_of_doc[*d as usize]).or_default() += 1;
-                }
-                let mut best: Vec<(usize, usize)> = holding.into_iter().map(|(node, k)| (k, node)).collect();
-                best.sort_by(|a, b| b.cmp(a));
-                let asker = askers[qi];
-                let asked: Vec<usize> = best.iter().map(|(_, p)| *p).filter(|p| *p != asker).take(budget).collect();
-                let found = truth[qi].iter().filter(|d| {
-                    let holder = node_of_doc[**d as usize];
-                    holder == asker || asked.contains(&holder)
-                });
-                (found.count() as f64 / truth[qi].len().max(1) as f64, asked.len())
-            });
-            rows.push(Row {
-                what: format!("by host, an oracle's best peers (the ceiling), budget {budget}"),
-                recall: recall_mean,
-                asked_mean,
-                asked_max,
-                storage: 0.0,
-                storage_max: 0.0,
-            });
-        }
-        // By cell: each chunk posted to the owners of its best cell (or two), queries asking
-        // owners of the best cells until the budget is spent.
-        for (bi, (name, book)) in codebooks.iter().enumerate() {
-            let owners: Vec<Vec<PeerId>> =
-                (0..book.len() as u32).map(|c| cell_owners(&ring, book.id(), c, a.replicas)).collect();
-            // Its best `always` cells, and up to `most` when within `margin` of the best (a
-            // chunk near a border): the best cell; the second only near it; the best two (what
-            // a small network ships); the third only near the best; the best three (what a
-            // large network ships).
-            let spills = [
-                ("top 1", 1, 1, 0.0f32),
-                ("top 2 within 0.03", 1, 2, 0.03),
-                ("top 2", 2, 2, 0.0),
-                ("top 2, a third within 0.03", 2, 3, 0.03),
-                ("top 3", 3, 3, 0.0),
-            ];
-            // What a node of this network posts to (two cells, three in a large network).
-            let shipped = cells_per_chunk(n, book.len(), a.replicas);
-            for (spill, always, most, margin) in spills {
-                let spill = if always == shipped && most == shipped {
-                    format!("{spill} (shipped at this size)")
-                } else {
-                    spill.to_string()
-                };
-                let held = place(&corpus, &node_of, &owners, &chunk_cells[bi], always, most, margin);
-                let (storage, storage_max) = storage(&held, corpus.len());
-                for &budget in &a.budgets {
-                    let (recall_mean, asked_mean, asked_max) = network.ask_by_cell(book, &owners, &held, budget);
-                    rows.push(Row {
-                        what: format!("by cell, {name}, {spill}, r = {}, budget {budget}", a.replicas),
-                        recall: recall_mean,
-                        asked_mean,
-                        asked_max,
-                        storage,
-                        storage_max,
-                    });
-                }
-            }
-        }
-        print_rows(
-            &format!("N = {n} ({} questions, codebook trained on the other half of the hosts)", qs.len()),
-            &rows,
-        );
-    }
+    let book = Codebook::new(&kmeans(&sample, a.cells[0]).centroids)?;
+    std::fs::write(path, book.encode())?;
+    println!(
+        "codebook of {} cells trained on {} chunks in {:.0} s: {} (id {})",
+        book.len(),
+        sample.len(),
+        started.elapsed().as_secs_f64(),
+        path.display(),
+        book.id()
+    );
     Ok(())
 }
 
-/// The corpus of the hosts whose share point (a blake3 of the name, drawn apart from the
-/// held-out bit) falls below `share`: the content of a network `share` times the size, each
-/// member bringing as much.
-fn subset(corpus: &Corpus, share: f64) -> Corpus {
-    let point = |host: &str| {
-        let h = blake3::hash(host.as_bytes());
-        f64::from(u32::from_le_bytes(h.as_bytes()[4..8].try_into().expect("four bytes"))) / 4_294_967_296.0
-    };
-    let mut host_map: HashMap<usize, usize> = HashMap::new();
-    let mut hosts = Vec::new();
-    for (i, h) in corpus.hosts.iter().enumerate() {
-        if point(h) < share {
-            host_map.insert(i, hosts.len());
-            hosts.push(h.clone());
-        }
-    }
-    let mut doc_map: HashMap<u32, u32> = HashMap::new();
-    let mut docs = Vec::new();
-    for (i, (url, title, h)) in corpus.docs.iter().enumerate() {
-        if let Some(nh) = host_map.get(h) {
-            doc_map.insert(i as u32, docs.len() as u32);
-            docs.push((url.clone(), title.clone(), *nh));
-        }
-    }
-    let (mut chunk_doc, mut vectors) = (Vec::new(), Vec::new());
-    for c in 0..corpus.len() {
-        if let Some(d) = doc_map.get(&corpus.chunk_doc[c]) {
-            chunk_doc.push(*d);
-            vectors.extend_from_slice(corpus.vector(c));
-        }
-    }
-    Corpus { dims: corpus.dims, docs, hosts, chunk_doc, vectors }
+/// The ladder below the shipped codebook. Like the shipped codebook, every host's chunks may be
+/// in the sample: all of them.
+fn write_ladder(corpus: &Corpus, a: &Args, path: &Path) -> anyhow::Result<()> {
+    let mut idx: Vec<usize> = (0..corpus.len()).collect();
+    Rng(0x434f_4445).shuffle(&mut idx); // "CODE"
+    let sample: Vec<Vec<f32>> = idx.into_iter().map(|c| corpus.vector(c).to_vec()).collect();
+    let started = Instant::now();
+    let depth = a.ladder.unwrap_or(4);
+    let ladder = ladder::split(weft_p2p::placement::shipped().clone(), &sample, depth)?;
+    std::fs::write(path, ladder.encode_below())?;
+    println!(
+        "a ladder of {} levels below the shipped codebook ({} cells at the deepest), split over {} chunks in {:.0} s: {}",
+        depth,
+        ladder.level(depth).len(),
+        sample.len(),
+        started.elapsed().as_secs_f64(),
+        path.display()
+    );
+    Ok(())
 }
 
 /// Training chunks a codebook's cell gets (the fixed-size runs train 256 cells on 20,000).
