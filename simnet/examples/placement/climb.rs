@@ -205,35 +205,9 @@ pub fn climb(corpus: &Corpus, a: &Args, (from, to): (usize, usize), embedder: &m
             let changed = held.reown(&ladder, &ring, ladder.accepted_levels(members, replicas), &index);
             handed += held.hand_over(&changed, &on);
             for climb in ladder.climbs(before_n, members, replicas) {
-                // Each chunk held at `climb.from` is placed at `climb.to` by its placer, if the
-                // placer holds it.
-                let chunks: BTreeSet<u32> = ladder
-                    .cells_of_levels(climb.from..=climb.from)
-                    .flat_map(|c| held.by_cell.get(&c).into_iter().flat_map(|m| m.keys().copied()))
-                    .collect();
-                for chunk in chunks {
-                    let v = sub.vector(chunk as usize);
-                    let Some(placer) = ladder.placer(&climb, v, &before, &ring, replicas) else { continue };
-                    let p = index[&placer];
-                    let holds = ladder
-                        .placed(v, climb.from..=climb.from, climb.from_cells)
-                        .iter()
-                        .any(|c| held.by_cell.get(c).and_then(|m| m.get(&chunk)).is_some_and(|h| h.contains(&p)));
-                    if !holds {
-                        missed += 1;
-                        continue;
-                    }
-                    for cell in ladder.placed(v, climb.to..=climb.to, climb.to_cells) {
-                        let owners = held.owners.get(&cell).cloned().unwrap_or_default();
-                        let holders = held.by_cell.entry(cell).or_default().entry(chunk).or_default();
-                        for o in owners {
-                            if !holders.contains(&o) {
-                                holders.push(o);
-                                placed += 1;
-                            }
-                        }
-                    }
-                }
+                let (p, m) = place_on_climb(&climb, &ladder, &mut held, &sub, (&before, &ring), &index, replicas);
+                placed += p;
+                missed += m;
             }
         }
         // Weekly announcements, by a crawler online that owns its host now.
@@ -251,28 +225,8 @@ pub fn climb(corpus: &Corpus, a: &Args, (from, to): (usize, usize), embedder: &m
         if step > 0 && (step * MOMENTS).is_multiple_of(steps) && moment >= 1 {
             let qis: Vec<usize> = ((moment - 1) * per_moment..(moment * per_moment).min(vectors.len())).collect();
             let level = ladder.asked_level(members, replicas);
-            let (holding, _) = held.held(&ladder, level..=level);
-            let none = Vec::new();
-            let mut asked = 0usize;
-            let rs: Vec<f64> = qis
-                .iter()
-                .map(|&qi| {
-                    let asker = rng.below(members) as u32;
-                    let q = &vectors[qi];
-                    let ranked = ladder.nearest(level, q, a.nprobe);
-                    let owners: Vec<Vec<PeerId>> =
-                        ranked.iter().map(|(c, _)| held.owners[c].iter().map(|o| ids[*o as usize]).collect()).collect();
-                    let route = ranked.iter().zip(&owners).map(|((c, _), o)| (*c, o.as_slice()));
-                    let chosen = plan(route, &ids[asker as usize], a.budgets[0], |_| true);
-                    asked += chosen.len();
-                    let mine = own.get(&asker).unwrap_or(&none).iter().chain(holding.get(&asker).unwrap_or(&none));
-                    let mut lists = vec![top_docs(&sub, q, mine.copied(), 10)];
-                    for (p, _) in &chosen {
-                        lists.push(top_docs(&sub, q, holding.get(&index[p]).unwrap_or(&none).iter().copied(), 10));
-                    }
-                    recall(&merge(lists, 10), &truth[qi])
-                })
-                .collect();
+            let asking = Asking { ladder: &ladder, held: &held, sub: &sub, ids: &ids, index: &index, own: &own };
+            let (rs, asked) = asking.ask(&qis, &vectors, &truth, level, members, a, &mut rng);
             let mean = rs.iter().sum::<f64>() / rs.len().max(1) as f64;
             recalls.extend(rs);
             println!(
@@ -283,31 +237,152 @@ pub fn climb(corpus: &Corpus, a: &Args, (from, to): (usize, usize), embedder: &m
             );
         }
     }
-    let level = ladder.asked_level(members, replicas);
-    let (holding, on_owner) = held.held(&ladder, level..=level);
-    // What a member holds at the end, in units of a member's own share of the corpus.
-    let share = sub.len() as f64 / members as f64;
-    let mean = holding.values().map(Vec::len).sum::<usize>() as f64 / members as f64 / share;
-    let most = holding.values().map(Vec::len).max().unwrap_or(0) as f64 / share;
-    let holders = holding.values().filter(|h| !h.is_empty()).count();
-    // What they keep once the node drops what it does not own (`cell_upkeep::drop_unowned`:
-    // the cells of the levels taken it is among the first `replicas + 1` owners of).
-    let mut kept: HashMap<u32, BTreeSet<u32>> = HashMap::new();
-    for cell in ladder.cells_of_levels(ladder.accepted_levels(members, replicas)) {
-        let keepers: Vec<u32> = ladder.owners(&ring, cell, replicas + 1).iter().map(|p| index[p]).collect();
-        for (chunk, holders) in held.by_cell.get(&cell).into_iter().flatten() {
-            for h in holders.iter().filter(|h| keepers.contains(h)) {
-                kept.entry(*h).or_default().insert(*chunk);
+    let end = End { ladder: &ladder, held: &held, ring: &ring, index: &index, sub: &sub };
+    end.print(members, replicas, (handed, placed, missed), &recalls, started);
+    Ok(())
+}
+
+/// A climb to a new level: each chunk held at the level climbed from is placed at the level
+/// climbed to by its placer, if the placer holds it. Returns the postings placed and the chunks
+/// no placer held.
+fn place_on_climb(
+    climb: &weft_p2p::placement::ladder::Climb,
+    ladder: &Ladder,
+    held: &mut Held,
+    sub: &Corpus,
+    (before, ring): (&Ring, &Ring),
+    index: &HashMap<PeerId, u32>,
+    replicas: usize,
+) -> (usize, usize) {
+    let (mut placed, mut missed) = (0, 0);
+    let chunks: BTreeSet<u32> = ladder
+        .cells_of_levels(climb.from..=climb.from)
+        .flat_map(|c| held.by_cell.get(&c).into_iter().flat_map(|m| m.keys().copied()))
+        .collect();
+    for chunk in chunks {
+        let v = sub.vector(chunk as usize);
+        let Some(placer) = ladder.placer(climb, v, before, ring, replicas) else { continue };
+        let p = index[&placer];
+        let holds = ladder
+            .placed(v, climb.from..=climb.from, climb.from_cells)
+            .iter()
+            .any(|c| held.by_cell.get(c).and_then(|m| m.get(&chunk)).is_some_and(|h| h.contains(&p)));
+        if !holds {
+            missed += 1;
+            continue;
+        }
+        for cell in ladder.placed(v, climb.to..=climb.to, climb.to_cells) {
+            let owners = held.owners.get(&cell).cloned().unwrap_or_default();
+            let holders = held.by_cell.entry(cell).or_default().entry(chunk).or_default();
+            for o in owners {
+                if !holders.contains(&o) {
+                    holders.push(o);
+                    placed += 1;
+                }
             }
         }
     }
-    let kept_mean = kept.values().map(BTreeSet::len).sum::<usize>() as f64 / members as f64 / share;
-    let kept_most = kept.values().map(BTreeSet::len).max().unwrap_or(0) as f64 / share;
-    println!(
-        "recall@10 over the span {:.3}; postings handed over {handed}, placed at a new level {placed}; chunks no placer held {missed}; the asked level's postings on an owner at the end {on_owner:.3}; at the end {holders} of {members} members hold postings, chunks held × own mean {mean:.1} / most {most:.1}, once what is not owned is dropped {kept_mean:.1} / {kept_most:.1} ({} members); {:.0} s",
-        recalls.iter().sum::<f64>() / recalls.len().max(1) as f64,
-        kept.len(),
-        started.elapsed().as_secs_f64()
-    );
-    Ok(())
+    (placed, missed)
+}
+
+/// What a question sees at one moment of the climb.
+struct Asking<'a> {
+    ladder: &'a Ladder,
+    held: &'a Held,
+    sub: &'a Corpus,
+    ids: &'a [PeerId],
+    index: &'a HashMap<PeerId, u32>,
+    /// What each member crawled.
+    own: &'a HashMap<u32, Vec<usize>>,
+}
+
+impl Asking<'_> {
+    /// Questions `qis` asked at `level` by random members: each one's recall@10, and the peers
+    /// asked in all.
+    #[allow(clippy::too_many_arguments)]
+    fn ask(
+        &self,
+        qis: &[usize],
+        vectors: &[Vec<f32>],
+        truth: &[Vec<u32>],
+        level: usize,
+        members: usize,
+        a: &Args,
+        rng: &mut Rng,
+    ) -> (Vec<f64>, usize) {
+        let (ladder, held, sub, ids, index, own) = (self.ladder, self.held, self.sub, self.ids, self.index, self.own);
+        let (holding, _) = held.held(&ladder, level..=level);
+        let none = Vec::new();
+        let mut asked = 0usize;
+        let rs: Vec<f64> = qis
+            .iter()
+            .map(|&qi| {
+                let asker = rng.below(members) as u32;
+                let q = &vectors[qi];
+                let ranked = ladder.nearest(level, q, a.nprobe);
+                let owners: Vec<Vec<PeerId>> =
+                    ranked.iter().map(|(c, _)| held.owners[c].iter().map(|o| ids[*o as usize]).collect()).collect();
+                let route = ranked.iter().zip(&owners).map(|((c, _), o)| (*c, o.as_slice()));
+                let chosen = plan(route, &ids[asker as usize], a.budgets[0], |_| true);
+                asked += chosen.len();
+                let mine = own.get(&asker).unwrap_or(&none).iter().chain(holding.get(&asker).unwrap_or(&none));
+                let mut lists = vec![top_docs(&sub, q, mine.copied(), 10)];
+                for (p, _) in &chosen {
+                    lists.push(top_docs(&sub, q, holding.get(&index[p]).unwrap_or(&none).iter().copied(), 10));
+                }
+                recall(&merge(lists, 10), &truth[qi])
+            })
+            .collect();
+        (rs, asked)
+    }
+}
+
+/// The climb's end.
+struct End<'a> {
+    ladder: &'a Ladder,
+    held: &'a Held,
+    ring: &'a Ring,
+    index: &'a HashMap<PeerId, u32>,
+    sub: &'a Corpus,
+}
+
+impl End<'_> {
+    /// Recall over the span, what was handed over and placed, and what members hold at the end
+    /// (and keep once they drop what they do not own).
+    fn print(
+        &self,
+        members: usize,
+        replicas: usize,
+        (handed, placed, missed): (usize, usize, usize),
+        recalls: &[f64],
+        started: Instant,
+    ) {
+        let (ladder, held, ring, index, sub) = (self.ladder, self.held, self.ring, self.index, self.sub);
+        let level = ladder.asked_level(members, replicas);
+        let (holding, on_owner) = held.held(&ladder, level..=level);
+        // What a member holds at the end, in units of a member's own share of the corpus.
+        let share = sub.len() as f64 / members as f64;
+        let mean = holding.values().map(Vec::len).sum::<usize>() as f64 / members as f64 / share;
+        let most = holding.values().map(Vec::len).max().unwrap_or(0) as f64 / share;
+        let holders = holding.values().filter(|h| !h.is_empty()).count();
+        // What they keep once the node drops what it does not own (`cell_upkeep::drop_unowned`:
+        // the cells of the levels taken it is among the first `replicas + 1` owners of).
+        let mut kept: HashMap<u32, BTreeSet<u32>> = HashMap::new();
+        for cell in ladder.cells_of_levels(ladder.accepted_levels(members, replicas)) {
+            let keepers: Vec<u32> = ladder.owners(&ring, cell, replicas + 1).iter().map(|p| index[p]).collect();
+            for (chunk, holders) in held.by_cell.get(&cell).into_iter().flatten() {
+                for h in holders.iter().filter(|h| keepers.contains(h)) {
+                    kept.entry(*h).or_default().insert(*chunk);
+                }
+            }
+        }
+        let kept_mean = kept.values().map(BTreeSet::len).sum::<usize>() as f64 / members as f64 / share;
+        let kept_most = kept.values().map(BTreeSet::len).max().unwrap_or(0) as f64 / share;
+        println!(
+            "recall@10 over the span {:.3}; postings handed over {handed}, placed at a new level {placed}; chunks no placer held {missed}; the asked level's postings on an owner at the end {on_owner:.3}; at the end {holders} of {members} members hold postings, chunks held × own mean {mean:.1} / most {most:.1}, once what is not owned is dropped {kept_mean:.1} / {kept_most:.1} ({} members); {:.0} s",
+            recalls.iter().sum::<f64>() / recalls.len().max(1) as f64,
+            kept.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
 }
