@@ -118,6 +118,57 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         names.iter().map(|n| Site::link_farm(n, farm.clone())).collect()
     })
     .await?;
+    let Node { mut child, work, data, api_port } = start_node(&server, &names, &weft, &models)?;
+    let pid = child.id().unwrap_or(0);
+    let api = format!("http://127.0.0.1:{api_port}");
+    let client = reqwest::Client::new();
+    println!(
+        "crawl soak: {minutes} min, {hosts} link-farm hosts, {links} links per page (every fifth to another host), default config"
+    );
+    Sample::print_header();
+    let started = Instant::now();
+    let mut samples: Vec<Sample> = Vec::new();
+    while started.elapsed() < Duration::from_secs(minutes * 60) {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        if let Ok(Some(status)) = child.try_wait() {
+            // Kept for reading: the log says why.
+            let kept = work.keep();
+            let log = std::fs::read_to_string(kept.join("weft.log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().filter(|l| !l.contains("\"INFO\"")).take(20).collect();
+            for l in tail.iter().rev() {
+                eprintln!("{l}");
+            }
+            return Err(format!("weft exited early ({status}); see {}", kept.join("weft.log").display()).into());
+        }
+        let s = Sample::take(&client, &api, pid, &data, started).await;
+        s.print_row();
+        samples.push(s);
+    }
+    let _ = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+    let _ = tokio::time::timeout(Duration::from_secs(60), child.wait()).await;
+    summarize(&samples);
+    // `--keep`: the data dir stays for a look afterwards (`weft doctor --data-dir DIR`).
+    if std::env::args().any(|a| a == "--keep") {
+        println!("kept the data dir: {}", work.keep().join("data").display());
+    }
+    Ok(())
+}
+
+/// The node under soak: its process, work dir, data dir and API port.
+struct Node {
+    child: tokio::process::Child,
+    work: tempfile::TempDir,
+    data: PathBuf,
+    api_port: u16,
+}
+
+/// One node with the default configuration alone, seeded with every host's root.
+fn start_node(
+    server: &WebServer,
+    names: &[String],
+    weft: &Path,
+    models: &Path,
+) -> Result<Node, Box<dyn std::error::Error>> {
     let work = tempfile::tempdir()?;
     let data = work.path().join("data");
     let api_port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
@@ -137,7 +188,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config = work.path().join("weft.toml");
     std::fs::write(&config, c.to_toml())?;
     let log = std::fs::File::create(work.path().join("weft.log"))?;
-    let mut child = tokio::process::Command::new(&weft)
+    let child = tokio::process::Command::new(weft)
         .args(["start", "--config"])
         .arg(&config)
         // The node reads every `WEFT_*` variable as configuration: `WEFT_BIN` is ours.
@@ -147,49 +198,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .stderr(log)
         .kill_on_drop(true)
         .spawn()?;
-    let pid = child.id().unwrap_or(0);
-    let api = format!("http://127.0.0.1:{api_port}");
-    let client = reqwest::Client::new();
-    println!(
-        "crawl soak: {minutes} min, {hosts} link-farm hosts, {links} links per page (every fifth to another host), default config"
-    );
-    println!(
-        "{:>7} {:>9} {:>10} {:>9} {:>6} {:>6} {:>8} {:>8} {:>9} {:>5} {:>6} {:>10} {:>9} {:>13} {:>10}",
-        "minutes",
-        "pages",
-        "queued",
-        "RSS MiB",
-        "anon",
-        "file",
-        "vectors",
-        "storage",
-        "(frontier",
-        "docs)",
-        "other",
-        "heap live",
-        "browsers",
-        "frontier MiB",
-        "data MiB"
-    );
-    let started = Instant::now();
-    let mut samples: Vec<Sample> = Vec::new();
-    while started.elapsed() < Duration::from_secs(minutes * 60) {
-        tokio::time::sleep(Duration::from_secs(30)).await;
-        if let Ok(Some(status)) = child.try_wait() {
-            // Kept for reading: the log says why.
-            let kept = work.keep();
-            let log = std::fs::read_to_string(kept.join("weft.log")).unwrap_or_default();
-            let tail: Vec<&str> = log.lines().rev().filter(|l| !l.contains("\"INFO\"")).take(20).collect();
-            for l in tail.iter().rev() {
-                eprintln!("{l}");
-            }
-            return Err(format!("weft exited early ({status}); see {}", kept.join("weft.log").display()).into());
-        }
-        let m = metrics(&client, &api).await;
-        let status = status(&client, &api).await;
+    Ok(Node { child, work, data, api_port })
+}
+
+impl Sample {
+    /// The node's figures now, from `/metrics`, `/status` and the data dir.
+    async fn take(client: &reqwest::Client, api: &str, pid: u32, data: &Path, started: Instant) -> Sample {
+        let m = metrics(client, api).await;
+        let status = status(client, api).await;
         let store = |pointer: &str| status.pointer(pointer).and_then(|v| v.as_f64()).unwrap_or(0.0) / 1048576.0;
         let mib = |k: &str| m.get(k).copied().unwrap_or(0.0) / 1048576.0;
-        let s = Sample {
+        Sample {
             minutes: started.elapsed().as_secs_f64() / 60.0,
             pages: m.get("weft_pages_fetched_total").copied().unwrap_or(0.0),
             queued: m.get("weft_frontier_queued").copied().unwrap_or(0.0),
@@ -204,8 +223,33 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             frontier_store: store("/frontier_store_bytes"),
             doc_store: store("/index/store_memory_bytes"),
             frontier_mib: dir_size(&data.join("frontier")) as f64 / 1048576.0,
-            data_mib: dir_size(&data) as f64 / 1048576.0,
-        };
+            data_mib: dir_size(data) as f64 / 1048576.0,
+        }
+    }
+
+    fn print_header() {
+        println!(
+            "{:>7} {:>9} {:>10} {:>9} {:>6} {:>6} {:>8} {:>8} {:>9} {:>5} {:>6} {:>10} {:>9} {:>13} {:>10}",
+            "minutes",
+            "pages",
+            "queued",
+            "RSS MiB",
+            "anon",
+            "file",
+            "vectors",
+            "storage",
+            "(frontier",
+            "docs)",
+            "other",
+            "heap live",
+            "browsers",
+            "frontier MiB",
+            "data MiB"
+        );
+    }
+
+    fn print_row(&self) {
+        let s = self;
         println!(
             "{:>7.1} {:>9.0} {:>10.0} {:>9.0} {:>6.0} {:>6.0} {:>8.0} {:>8.0} {:>9.0} {:>5.0} {:>6.0} {:>10.0} {:>9.0} {:>13.0} {:>10.0}",
             s.minutes,
@@ -224,10 +268,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             s.frontier_mib,
             s.data_mib
         );
-        samples.push(s);
     }
-    let _ = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
-    let _ = tokio::time::timeout(Duration::from_secs(60), child.wait()).await;
+}
+
+/// RSS at the checkpoints, its growth after the warm-up (from single samples and from
+/// medians), and the crawl's totals.
+fn summarize(samples: &[Sample]) {
     // The checkpoints (37): RSS at 1, 10, 30 and 60 min, and the growth after the
     // first 10 minutes (warm-up) to the end.
     let at = |min: f64| samples.iter().min_by(|a, b| (a.minutes - min).abs().total_cmp(&(b.minutes - min).abs()));
@@ -284,9 +330,4 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             first.rss,
         );
     }
-    // `--keep`: the data dir stays for a look afterwards (`weft doctor --data-dir DIR`).
-    if std::env::args().any(|a| a == "--keep") {
-        println!("kept the data dir: {}", work.keep().join("data").display());
-    }
-    Ok(())
 }
