@@ -128,8 +128,30 @@ fn spawn(port: u64, with_kad: bool) -> Handle {
     let key = identity::Keypair::generate_ed25519();
     let peer = key.public().to_peer_id();
     let counters = Arc::new(Counters::default());
-    let c = counters.clone();
-    let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
+    let mut swarm = swarm(key, with_kad, counters.clone());
+    let addr: Multiaddr = format!("/memory/{port}").parse().expect("address");
+    swarm.listen_on(addr.clone()).expect("listen");
+    // A public node's address, as AutoNAT confirms it: identify tells it, and what a peer says
+    // it can be reached at goes into the routing table (as `weft_p2p::network` does).
+    swarm.add_external_address(addr.clone());
+    let (commands, rx) = mpsc::unbounded_channel();
+    let driver = Driver {
+        swarm,
+        counters: counters.clone(),
+        bootstraps: Default::default(),
+        lookups: Default::default(),
+        asks: Vec::new(),
+        asked: Default::default(),
+    };
+    tokio::spawn(driver.run(rx));
+    Handle { peer, addr, commands, counters }
+}
+
+/// A node's swarm: Kademlia with Weft's former settings (or none), identify, and the records
+/// protocol, over the memory transport with its bytes counted.
+fn swarm(key: identity::Keypair, with_kad: bool, c: Arc<Counters>) -> libp2p::Swarm<Node> {
+    let peer = key.public().to_peer_id();
+    libp2p::SwarmBuilder::with_existing_identity(key)
         .with_tokio()
         .with_other_transport(|key| {
             let c = c.clone();
@@ -163,126 +185,142 @@ fn spawn(port: u64, with_kad: bool) -> Handle {
         })
         .expect("behaviour")
         .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(3600)))
-        .build();
-    let addr: Multiaddr = format!("/memory/{port}").parse().expect("address");
-    swarm.listen_on(addr.clone()).expect("listen");
-    // A public node's address, as AutoNAT confirms it: identify tells it, and what a peer says
-    // it can be reached at goes into the routing table (as `weft_p2p::network` does).
-    swarm.add_external_address(addr.clone());
-    let (commands, mut rx) = mpsc::unbounded_channel();
-    let opened = counters.clone();
-    tokio::spawn(async move {
-        let mut bootstraps: std::collections::HashMap<kad::QueryId, oneshot::Sender<()>> = Default::default();
-        let mut lookups: std::collections::HashMap<kad::QueryId, oneshot::Sender<usize>> = Default::default();
-        let mut asks: Vec<(usize, Option<oneshot::Sender<()>>)> = Vec::new();
-        let mut asked: std::collections::HashMap<request_response::OutboundRequestId, usize> = Default::default();
+        .build()
+}
+
+/// One node's event loop: the commands it is given and the swarm's events.
+struct Driver {
+    swarm: libp2p::Swarm<Node>,
+    counters: Arc<Counters>,
+    bootstraps: std::collections::HashMap<kad::QueryId, oneshot::Sender<()>>,
+    lookups: std::collections::HashMap<kad::QueryId, oneshot::Sender<usize>>,
+    /// Each `Ask`: the answers still awaited and whom to tell when none is.
+    asks: Vec<(usize, Option<oneshot::Sender<()>>)>,
+    asked: std::collections::HashMap<request_response::OutboundRequestId, usize>,
+}
+
+impl Driver {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Command>) {
         loop {
             tokio::select! {
                 command = rx.recv() => match command {
                     None => break,
-                    Some(Command::Know(p, a)) => {
-                        if let Some(kad) = swarm.behaviour_mut().kad.as_mut() {
-                            kad.add_address(&p, a);
-                        }
-                    }
-                    Some(Command::Bootstrap(reply)) => match swarm.behaviour_mut().kad.as_mut().expect("kad").bootstrap() {
-                        Ok(id) => {
-                            bootstraps.insert(id, reply);
-                        }
-                        Err(_) => {
-                            let _ = reply.send(());
-                        }
-                    },
-                    Some(Command::Lookup(key, reply)) => {
-                        let id = swarm.behaviour_mut().kad.as_mut().expect("kad").get_record(key);
-                        lookups.insert(id, reply);
-                    }
-                    Some(Command::Ask(to, request, reply)) => {
-                        if to.is_empty() {
-                            let _ = reply.send(());
-                            continue;
-                        }
-                        for (p, a) in &to {
-                            let addressed = Addressed { to: p.to_string(), hops: 1, request: request.clone() };
-                            let r = swarm.behaviour_mut().records.send_request_with_addresses(p, Frame::Request(addressed), vec![a.clone()]);
-                            asked.insert(r, asks.len());
-                        }
-                        asks.push((to.len(), Some(reply)));
-                    }
-                    Some(Command::Disconnect) => {
-                        let peers: Vec<PeerId> = swarm.connected_peers().copied().collect();
-                        for p in peers {
-                            let _ = swarm.disconnect_peer_id(p);
-                        }
-                    }
+                    Some(command) => self.on_command(command),
                 },
-                event = swarm.select_next_some() => match event {
-                    SwarmEvent::ConnectionEstablished { .. } => {
-                        opened.opened.fetch_add(1, Ordering::Relaxed);
+                event = self.swarm.select_next_some() => self.on_event(event),
+            }
+        }
+    }
+
+    fn on_command(&mut self, command: Command) {
+        match command {
+            Command::Know(p, a) => {
+                if let Some(kad) = self.swarm.behaviour_mut().kad.as_mut() {
+                    kad.add_address(&p, a);
+                }
+            }
+            Command::Bootstrap(reply) => match self.swarm.behaviour_mut().kad.as_mut().expect("kad").bootstrap() {
+                Ok(id) => {
+                    self.bootstraps.insert(id, reply);
+                }
+                Err(_) => {
+                    let _ = reply.send(());
+                }
+            },
+            Command::Lookup(key, reply) => {
+                let id = self.swarm.behaviour_mut().kad.as_mut().expect("kad").get_record(key);
+                self.lookups.insert(id, reply);
+            }
+            Command::Ask(to, request, reply) => {
+                if to.is_empty() {
+                    let _ = reply.send(());
+                    return;
+                }
+                for (p, a) in &to {
+                    let addressed = Addressed { to: p.to_string(), hops: 1, request: request.clone() };
+                    let r = self.swarm.behaviour_mut().records.send_request_with_addresses(
+                        p,
+                        Frame::Request(addressed),
+                        vec![a.clone()],
+                    );
+                    self.asked.insert(r, self.asks.len());
+                }
+                self.asks.push((to.len(), Some(reply)));
+            }
+            Command::Disconnect => {
+                let peers: Vec<PeerId> = self.swarm.connected_peers().copied().collect();
+                for p in peers {
+                    let _ = self.swarm.disconnect_peer_id(p);
+                }
+            }
+        }
+    }
+
+    fn on_event(&mut self, event: SwarmEvent<NodeEvent>) {
+        match event {
+            SwarmEvent::ConnectionEstablished { .. } => {
+                self.counters.opened.fetch_add(1, Ordering::Relaxed);
+            }
+            SwarmEvent::Behaviour(NodeEvent::Identify(identify::Event::Received { peer_id, info, .. })) => {
+                for a in info.listen_addrs.into_iter().take(16) {
+                    if let Some(kad) = self.swarm.behaviour_mut().kad.as_mut() {
+                        kad.add_address(&peer_id, a);
                     }
-                    SwarmEvent::Behaviour(NodeEvent::Identify(identify::Event::Received { peer_id, info, .. })) => {
-                        for a in info.listen_addrs.into_iter().take(16) {
-                            if let Some(kad) = swarm.behaviour_mut().kad.as_mut() {
-                                kad.add_address(&peer_id, a);
-                            }
-                        }
-                    }
-                    SwarmEvent::Behaviour(NodeEvent::Records(event)) => {
-                        let done = match event {
-                            // An owner that holds nothing for the fingerprint, or takes the entry.
-                            request_response::Event::Message {
-                                message: request_response::Message::Request { request: Frame::Request(r), channel, .. },
-                                ..
-                            } => {
-                                let reply = match r.request {
-                                    RecordRequest::Get { .. } => RecordReply::Found { entries: Vec::new() },
-                                    RecordRequest::Put { .. } => RecordReply::Stored,
-                                };
-                                let _ = swarm.behaviour_mut().records.send_response(channel, reply);
-                                None
-                            }
-                            request_response::Event::Message {
-                                message: request_response::Message::Response { request_id, .. },
-                                ..
-                            } => Some(request_id),
-                            request_response::Event::OutboundFailure { request_id, .. } => Some(request_id),
-                            _ => None,
+                }
+            }
+            SwarmEvent::Behaviour(NodeEvent::Records(event)) => {
+                let done = match event {
+                    // An owner that holds nothing for the fingerprint, or takes the entry.
+                    request_response::Event::Message {
+                        message: request_response::Message::Request { request: Frame::Request(r), channel, .. },
+                        ..
+                    } => {
+                        let reply = match r.request {
+                            RecordRequest::Get { .. } => RecordReply::Found { entries: Vec::new() },
+                            RecordRequest::Put { .. } => RecordReply::Stored,
                         };
-                        if let Some(i) = done.and_then(|r| asked.remove(&r)) {
-                            let (left, reply) = &mut asks[i];
-                            *left -= 1;
-                            if *left == 0 {
-                                if let Some(reply) = reply.take() {
-                                    let _ = reply.send(());
-                                }
-                            }
+                        let _ = self.swarm.behaviour_mut().records.send_response(channel, reply);
+                        None
+                    }
+                    request_response::Event::Message {
+                        message: request_response::Message::Response { request_id, .. },
+                        ..
+                    } => Some(request_id),
+                    request_response::Event::OutboundFailure { request_id, .. } => Some(request_id),
+                    _ => None,
+                };
+                if let Some(i) = done.and_then(|r| self.asked.remove(&r)) {
+                    let (left, reply) = &mut self.asks[i];
+                    *left -= 1;
+                    if *left == 0 {
+                        if let Some(reply) = reply.take() {
+                            let _ = reply.send(());
                         }
                     }
-                    SwarmEvent::Behaviour(NodeEvent::Kad(kad::Event::OutboundQueryProgressed { id, result, step, stats })) => {
-                        match result {
-                            kad::QueryResult::Bootstrap(Ok(kad::BootstrapOk { num_remaining: 0, .. }))
-                            | kad::QueryResult::Bootstrap(Err(_)) => {
-                                if let Some(reply) = bootstraps.remove(&id) {
-                                    let _ = reply.send(());
-                                }
-                            }
-                            kad::QueryResult::Bootstrap(Ok(_)) => {
-                                // Its next step (a bucket refresh) goes on under the same id.
-                            }
-                            kad::QueryResult::GetRecord(_) if step.last => {
-                                if let Some(reply) = lookups.remove(&id) {
-                                    let _ = reply.send(stats.num_successes() as usize);
-                                }
-                            }
-                            _ => {}
+                }
+            }
+            SwarmEvent::Behaviour(NodeEvent::Kad(kad::Event::OutboundQueryProgressed { id, result, step, stats })) => {
+                match result {
+                    kad::QueryResult::Bootstrap(Ok(kad::BootstrapOk { num_remaining: 0, .. }))
+                    | kad::QueryResult::Bootstrap(Err(_)) => {
+                        if let Some(reply) = self.bootstraps.remove(&id) {
+                            let _ = reply.send(());
+                        }
+                    }
+                    kad::QueryResult::Bootstrap(Ok(_)) => {
+                        // Its next step (a bucket refresh) goes on under the same id.
+                    }
+                    kad::QueryResult::GetRecord(_) if step.last => {
+                        if let Some(reply) = self.lookups.remove(&id) {
+                            let _ = reply.send(stats.num_successes() as usize);
                         }
                     }
                     _ => {}
-                },
+                }
             }
+            _ => {}
         }
-    });
-    Handle { peer, addr, commands, counters }
+    }
 }
 
 /// Runs `start` on every node, `CONCURRENT` at a time, and waits for each.
