@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft_config::IndexConfig;
 use weft_index::{Document, Embedder, Fusion, Indexer, LocalIndex};
-use weft_simnet::docs::{build, docs_dir, load, WebSpec};
+use weft_simnet::docs::{build, docs_dir, load, DocPage, WebSpec};
 use weft_simnet::topics::topic_page;
 use weft_simnet::TOPICS;
 
@@ -131,12 +131,72 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
 
+    let embed = weft_index::testing::embed_config();
+    let indexed = index_all(&pages, &embed)?;
+    let index = &indexed.index;
+    let mut questions: Vec<(&str, String, &str)> =
+        TOPICS.iter().map(|t| ("topic web", t.question.to_string(), t.slug)).collect();
+    let mut missing = Vec::new();
+    for (q, page) in KEYWORD_QUESTIONS {
+        if served.contains(*page) {
+            questions.push(("PostgreSQL keywords", q.to_string(), page));
+        } else {
+            missing.push(*page);
+        }
+    }
+    if !missing.is_empty() {
+        println!("left out (their page is not among the 500 served): {missing:?}");
+    }
+
+    let fusions = fusions();
+    let sets = ["topic web", "PostgreSQL keywords"];
+    let Asked { tally, dense_times, hybrid_times } = ask_all(index, &questions, &fusions, &sets, &embed)?;
+    println!();
+    println!("| questions | n | fusion | hit@1 | hit@3 |");
+    println!("|---|---|---|---|---|");
+    for (s, set) in sets.iter().enumerate() {
+        for (f, (name, _)) in fusions.iter().enumerate() {
+            let (n, at1, at3) = tally[s][f];
+            let pct = |x: usize| 100.0 * x as f64 / n.max(1) as f64;
+            println!("| {set} | {n} | {name} | {:.0}% | {:.0}% |", pct(at1), pct(at3));
+        }
+    }
+    println!();
+    println!(
+        "lexical index: {} chunks, {:.1} MiB on disk (vector snapshot {:.1} MiB); indexing them all \
+         lexically takes {:.2} s of the {:.1} s the whole indexing took",
+        indexed.stats.lexical_chunks,
+        indexed.stats.lexical_bytes as f64 / (1 << 20) as f64,
+        indexed.vectors_bytes as f64 / (1 << 20) as f64,
+        indexed.lexical_took.as_secs_f64(),
+        indexed.took.as_secs_f64()
+    );
+    println!(
+        "query latency after embedding, median of {}: dense {:.2} ms, hybrid (default) {:.2} ms",
+        dense_times.len(),
+        median(dense_times).as_secs_f64() * 1e3,
+        median(hybrid_times).as_secs_f64() * 1e3
+    );
+    Ok(())
+}
+
+/// The topic web's pages and the manual's, indexed by the real indexer.
+struct Indexed {
+    _work: tempfile::TempDir,
+    index: Arc<LocalIndex>,
+    took: Duration,
+    /// What the lexical side alone takes: all of it again, from sled.
+    lexical_took: Duration,
+    stats: weft_index::IndexStats,
+    vectors_bytes: u64,
+}
+
+fn index_all(pages: &[&DocPage], embed: &weft_config::EmbedConfig) -> anyhow::Result<Indexed> {
     let work = tempfile::tempdir()?;
     let db = sled::open(work.path().join("db"))?;
     let config = IndexConfig::default();
     let index = Arc::new(LocalIndex::open(&db, work.path(), 384, &config)?);
-    let embed = weft_index::testing::embed_config();
-    let mut indexer = Indexer::new(index.clone(), &embed, &config)?;
+    let mut indexer = Indexer::new(index.clone(), embed, &config)?;
     let mut all: Vec<Document> =
         TOPICS.iter().map(|t| document(&format!("https://topics.test/t/{}", t.slug), &topic_page(t))).collect();
     all.extend(pages.iter().map(|p| document(&format!("https://pg.test/{}", p.name), &p.html)));
@@ -161,23 +221,13 @@ fn main() -> anyhow::Result<()> {
         took.as_secs_f64()
     );
 
-    let mut questions: Vec<(&str, String, &str)> =
-        TOPICS.iter().map(|t| ("topic web", t.question.to_string(), t.slug)).collect();
-    let mut missing = Vec::new();
-    for (q, page) in KEYWORD_QUESTIONS {
-        if served.contains(*page) {
-            questions.push(("PostgreSQL keywords", q.to_string(), page));
-        } else {
-            missing.push(*page);
-        }
-    }
-    if !missing.is_empty() {
-        println!("left out (their page is not among the 500 served): {missing:?}");
-    }
+    Ok(Indexed { _work: work, index, took, lexical_took, stats, vectors_bytes })
+}
 
-    // The ways compared: the vectors alone, textbook RRF, and the cosine plus a bonus for the
-    // words' rank at a few weights (the default among them).
-    let fusions: Vec<(String, Option<Fusion>)> = [
+/// The ways compared: the vectors alone, textbook RRF, and the cosine plus a bonus for the
+/// words' rank at a few weights (the default among them).
+fn fusions() -> Vec<(String, Option<Fusion>)> {
+    [
         ("dense only", None),
         ("RRF, k = 60", Some(Fusion::Rrf { k: 60.0 })),
         ("cosine + 0.05 / rank", Some(Fusion::CosinePlusRank { weight: 0.05 })),
@@ -186,11 +236,27 @@ fn main() -> anyhow::Result<()> {
     ]
     .into_iter()
     .map(|(name, f)| (if f == Some(Fusion::DEFAULT) { format!("{name} (default)") } else { name.to_string() }, f))
-    .collect();
-    let sets = ["topic web", "PostgreSQL keywords"];
-    // tally[set][fusion] = (questions, hit@1, hit@3)
+    .collect()
+}
+
+/// What the questions found.
+struct Asked {
+    /// `tally[set][fusion]`: (questions, hit@1, hit@3).
+    tally: Vec<Vec<(usize, usize, usize)>>,
+    dense_times: Vec<Duration>,
+    hybrid_times: Vec<Duration>,
+}
+
+/// Asks every question every way, and times the vectors alone against the default.
+fn ask_all(
+    index: &LocalIndex,
+    questions: &[(&str, String, &str)],
+    fusions: &[(String, Option<Fusion>)],
+    sets: &[&str],
+    embed: &weft_config::EmbedConfig,
+) -> anyhow::Result<Asked> {
     let mut tally = vec![vec![(0usize, 0usize, 0usize); fusions.len()]; sets.len()];
-    let mut embedder = Embedder::open(&embed, 1)?;
+    let mut embedder = Embedder::open(embed, 1)?;
     let (mut dense_times, mut hybrid_times) = (Vec::new(), Vec::new());
     let verbose = std::env::var_os("HYBRID_VERBOSE").is_some();
     for (round, (set, q, want)) in questions.iter().enumerate() {
@@ -237,31 +303,5 @@ fn main() -> anyhow::Result<()> {
             }
         }
     }
-    println!();
-    println!("| questions | n | fusion | hit@1 | hit@3 |");
-    println!("|---|---|---|---|---|");
-    for (s, set) in sets.iter().enumerate() {
-        for (f, (name, _)) in fusions.iter().enumerate() {
-            let (n, at1, at3) = tally[s][f];
-            let pct = |x: usize| 100.0 * x as f64 / n.max(1) as f64;
-            println!("| {set} | {n} | {name} | {:.0}% | {:.0}% |", pct(at1), pct(at3));
-        }
-    }
-    println!();
-    println!(
-        "lexical index: {} chunks, {:.1} MiB on disk (vector snapshot {:.1} MiB); indexing them all \
-         lexically takes {:.2} s of the {:.1} s the whole indexing took",
-        stats.lexical_chunks,
-        stats.lexical_bytes as f64 / (1 << 20) as f64,
-        vectors_bytes as f64 / (1 << 20) as f64,
-        lexical_took.as_secs_f64(),
-        took.as_secs_f64()
-    );
-    println!(
-        "query latency after embedding, median of {}: dense {:.2} ms, hybrid (default) {:.2} ms",
-        dense_times.len(),
-        median(dense_times).as_secs_f64() * 1e3,
-        median(hybrid_times).as_secs_f64() * 1e3
-    );
-    Ok(())
+    Ok(Asked { tally, dense_times, hybrid_times })
 }
