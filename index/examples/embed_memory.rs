@@ -63,55 +63,85 @@ enum Loaded {
     Mapped(ort::session::InMemorySession<'static>),
 }
 
+/// What the command line asks for.
+struct Probe {
+    arena: bool,
+    pattern: bool,
+    sessions: usize,
+    rows: usize,
+    tokens: usize,
+    runs: usize,
+    /// One arena in the environment for all sessions (`shared`: growing by powers of two as a
+    /// session's own does; `shared-same`: by what a run asks for).
+    shared_arena: Option<bool>,
+    prepack: String,
+    opt: String,
+    /// Graph transformers to leave out (ONNX Runtime's `optimization.disable_specified_optimizers`,
+    /// names comma-separated, e.g. `ConstantFolding`).
+    disable: String,
+    /// Sessions load the model as ONNX Runtime saved it optimised (its `.ort` format), reading
+    /// the weights in place from one read-only mapping of that file shared by all sessions.
+    ort_format: bool,
+}
+
+impl Probe {
+    fn read() -> Probe {
+        let mut p = Probe {
+            arena: true,
+            pattern: true,
+            sessions: 2,
+            rows: 8,
+            tokens: 256,
+            runs: 20,
+            shared_arena: None,
+            prepack: "on".into(),
+            opt: "all".into(),
+            disable: String::new(),
+            ort_format: false,
+        };
+        let mut it = std::env::args().skip(1);
+        while let Some(flag) = it.next() {
+            let v = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
+            match flag.as_str() {
+                "--arena" => {
+                    p.arena = v != "off";
+                    p.shared_arena = match v.as_str() {
+                        "shared" => Some(false),
+                        "shared-same" => Some(true),
+                        _ => None,
+                    };
+                }
+                "--pattern" => p.pattern = v == "on",
+                "--sessions" => p.sessions = v.parse().unwrap(),
+                "--rows" => p.rows = v.parse().unwrap(),
+                "--tokens" => p.tokens = v.parse().unwrap(),
+                "--runs" => p.runs = v.parse().unwrap(),
+                "--prepack" => p.prepack = v,
+                "--opt" => p.opt = v,
+                "--disable" => p.disable = v,
+                "--ort-format" => p.ort_format = v == "on",
+                other => panic!("unknown flag {other}"),
+            }
+        }
+        p
+    }
+}
+
 fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let (mut arena, mut pattern, mut sessions, mut rows, mut tokens, mut runs) = (true, true, 2, 8, 256, 20);
-    // One arena in the environment for all sessions (`shared`: growing by powers of two as a
-    // session's own does; `shared-same`: by what a run asks for).
-    let mut shared_arena: Option<bool> = None;
-    let (mut prepack, mut opt) = (String::from("on"), String::from("all"));
-    // Graph transformers to leave out (ONNX Runtime's `optimization.disable_specified_optimizers`,
-    // names comma-separated, e.g. `ConstantFolding`).
-    let mut disable = String::new();
-    // Sessions load the model as ONNX Runtime saved it optimised (its `.ort` format), reading
-    // the weights in place from one read-only mapping of that file shared by all sessions.
-    let mut ort_format = false;
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let v = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
-        match flag.as_str() {
-            "--arena" => {
-                arena = v != "off";
-                shared_arena = match v.as_str() {
-                    "shared" => Some(false),
-                    "shared-same" => Some(true),
-                    _ => None,
-                };
-            }
-            "--pattern" => pattern = v == "on",
-            "--sessions" => sessions = v.parse().unwrap(),
-            "--rows" => rows = v.parse().unwrap(),
-            "--tokens" => tokens = v.parse().unwrap(),
-            "--runs" => runs = v.parse().unwrap(),
-            "--prepack" => prepack = v,
-            "--opt" => opt = v,
-            "--disable" => disable = v,
-            "--ort-format" => ort_format = v == "on",
-            other => panic!("unknown flag {other}"),
-        }
-    }
+    let probe = Probe::read();
     let models = root.join("models");
     let env = ort::init_from(models.join("onnxruntime-1.31.1/libonnxruntime.so"))
         .unwrap()
         .with_name("probe")
         .build()
         .unwrap();
-    if let Some(same) = shared_arena {
+    if let Some(same) = probe.shared_arena {
         register_shared_arena(&env, same).unwrap();
     }
     let model = models.join("all-MiniLM-L6-v2-int8/model.onnx");
     let optimised = std::env::temp_dir().join(format!("embed_memory-{}.ort", std::process::id()));
-    if ort_format {
+    if probe.ort_format {
         // Saving the optimised graph is a side effect of committing a session.
         let saved = Session::builder(&env)
             .unwrap()
@@ -125,51 +155,80 @@ fn main() {
         trim();
     }
     // SAFETY: the file is this process's own and nothing writes it while mapped.
-    let mapped = ort_format.then(|| unsafe { memmap2::Mmap::map(&std::fs::File::open(&optimised).unwrap()).unwrap() });
+    let mapped =
+        probe.ort_format.then(|| unsafe { memmap2::Mmap::map(&std::fs::File::open(&optimised).unwrap()).unwrap() });
     let start = rss_mib();
-    let mut all = Vec::new();
     let shared = ort::session::builder::PrepackedWeights::new();
-    for _ in 0..sessions {
-        let level = match opt.as_str() {
-            "basic" => GraphOptimizationLevel::Level1,
-            "ext" => GraphOptimizationLevel::Level2,
-            "none" => GraphOptimizationLevel::Disable,
-            _ => GraphOptimizationLevel::All,
-        };
-        let mut b = Session::builder(&env).unwrap().with_optimization_level(level).unwrap();
-        match prepack.as_str() {
-            "off" => b = b.with_prepacking(false).unwrap(),
-            "shared" => b = b.with_prepacked_weights(&shared).unwrap(),
-            _ => {}
-        }
-        b = b.with_intra_threads(1).unwrap().with_inter_threads(1).unwrap();
-        if !disable.is_empty() {
-            b = b.with_config_entry("optimization.disable_specified_optimizers", &disable).unwrap();
-        }
-        b = b.with_memory_pattern(pattern).unwrap();
-        b = b.with_execution_providers([ort::ep::CPU::default().with_arena_allocator(arena).build()]).unwrap();
-        if shared_arena.is_some() {
-            b = b.with_env_allocators().unwrap();
-        }
-        match &mapped {
-            Some(bytes) => {
-                let session = b.commit_from_memory_directly(bytes).unwrap();
-                // SAFETY (experiment): the mapping outlives the sessions, dropped at the end of main.
-                all.push(Loaded::Mapped(unsafe {
-                    std::mem::transmute::<ort::session::InMemorySession<'_>, ort::session::InMemorySession<'static>>(
-                        session,
-                    )
-                }));
-            }
-            None => all.push(Loaded::File(b.commit_from_file(&model).unwrap())),
-        }
-    }
+    let mut all: Vec<Loaded> =
+        (0..probe.sessions).map(|_| load(&probe, &env, &shared, &model, mapped.as_deref())).collect();
     let untrimmed = rss_mib();
     trim();
     let loaded = rss_mib();
     println!("sessions loaded: {untrimmed:.0} MiB, after malloc_trim {loaded:.0} MiB");
     let t = std::time::Instant::now();
-    // Each session on its own thread, as the node's indexer and questions run them.
+    run_all(&mut all, &probe);
+    let secs = t.elapsed().as_secs_f64();
+    let after = rss_mib();
+    let (anon, file) = rss_parts_mib();
+    println!("at the end: anonymous {anon:.0} MiB, mapped files {file:.0} MiB");
+    drop(all);
+    drop(mapped);
+    let _ = std::fs::remove_file(&optimised);
+    let Probe { opt, disable, ort_format, prepack, arena, shared_arena, pattern, sessions, rows, tokens, .. } = probe;
+    println!(
+        "opt={opt} disable={disable:?} ort_format={ort_format} prepack={prepack} arena={arena} shared arena={shared_arena:?} pattern={pattern} sessions={sessions} rows={rows} tokens={tokens}: start {start:.0} MiB, sessions +{:.0} MiB, runs +{:.0} MiB, total {after:.0} MiB, runs took {secs:.2} s",
+        loaded - start,
+        after - loaded
+    );
+}
+
+/// One session, built as `probe` says, from the model file or from the mapped `.ort` bytes.
+fn load(
+    probe: &Probe,
+    env: &ort::environment::Environment,
+    shared: &ort::session::builder::PrepackedWeights,
+    model: &std::path::Path,
+    mapped: Option<&[u8]>,
+) -> Loaded {
+    let Probe { opt, prepack, disable, pattern, arena, shared_arena, .. } = probe;
+    let level = match opt.as_str() {
+        "basic" => GraphOptimizationLevel::Level1,
+        "ext" => GraphOptimizationLevel::Level2,
+        "none" => GraphOptimizationLevel::Disable,
+        _ => GraphOptimizationLevel::All,
+    };
+    let mut b = Session::builder(env).unwrap().with_optimization_level(level).unwrap();
+    match prepack.as_str() {
+        "off" => b = b.with_prepacking(false).unwrap(),
+        "shared" => b = b.with_prepacked_weights(shared).unwrap(),
+        _ => {}
+    }
+    b = b.with_intra_threads(1).unwrap().with_inter_threads(1).unwrap();
+    if !disable.is_empty() {
+        b = b.with_config_entry("optimization.disable_specified_optimizers", disable).unwrap();
+    }
+    b = b.with_memory_pattern(*pattern).unwrap();
+    b = b.with_execution_providers([ort::ep::CPU::default().with_arena_allocator(*arena).build()]).unwrap();
+    if shared_arena.is_some() {
+        b = b.with_env_allocators().unwrap();
+    }
+    match mapped {
+        Some(bytes) => {
+            let session = b.commit_from_memory_directly(bytes).unwrap();
+            // SAFETY (experiment): the mapping outlives the sessions, dropped at the end of main.
+            Loaded::Mapped(unsafe {
+                std::mem::transmute::<ort::session::InMemorySession<'_>, ort::session::InMemorySession<'static>>(
+                    session,
+                )
+            })
+        }
+        None => Loaded::File(b.commit_from_file(model).unwrap()),
+    }
+}
+
+/// Each session on its own thread, as the node's indexer and questions run them.
+fn run_all(all: &mut [Loaded], probe: &Probe) {
+    let (runs, rows, tokens) = (probe.runs, probe.rows, probe.tokens);
     std::thread::scope(|scope| {
         for s in all.iter_mut() {
             scope.spawn(move || {
@@ -191,16 +250,4 @@ fn main() {
             });
         }
     });
-    let secs = t.elapsed().as_secs_f64();
-    let after = rss_mib();
-    let (anon, file) = rss_parts_mib();
-    println!("at the end: anonymous {anon:.0} MiB, mapped files {file:.0} MiB");
-    drop(all);
-    drop(mapped);
-    let _ = std::fs::remove_file(&optimised);
-    println!(
-        "opt={opt} disable={disable:?} ort_format={ort_format} prepack={prepack} arena={arena} shared arena={shared_arena:?} pattern={pattern} sessions={sessions} rows={rows} tokens={tokens}: start {start:.0} MiB, sessions +{:.0} MiB, runs +{:.0} MiB, total {after:.0} MiB, runs took {secs:.2} s",
-        loaded - start,
-        after - loaded
-    );
 }
