@@ -91,10 +91,39 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let db = sled::Config::new().path(dir.path().join("db")).cache_capacity(64 << 20).open().unwrap();
     let index = LocalIndex::open(&db, dir.path(), DIMS, &config).unwrap();
-    let text = "A chunk of about two hundred bytes of text stands in for the real thing here, compressed with \
-        LZ4 in the document store the way every indexed chunk is, so the store's size is realistic enough.";
 
     let started = Instant::now();
+    let keys = insert_all(&index, &vectors, &mut rng);
+    let insert = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    index.snapshot().unwrap();
+    let snapshot = started.elapsed().as_secs_f64();
+    println!(
+        "\ninsert (sled + HNSW, {CHUNKS_PER_DOC} chunks per document): {:.0} chunks/s ({insert:.1} s)",
+        n as f64 / insert
+    );
+    println!("snapshot (flush sled, write + fsync + rename vectors.usearch): {snapshot:.2} s");
+
+    latency(&index, &queries);
+    recall(&index, &vectors, &keys, &queries);
+    let hnsw_bytes = index.vectors().memory_usage();
+    let snapshot_bytes = weft_index::vectors::disk_bytes(dir.path());
+    db.flush().unwrap();
+    let sled_bytes = dir_size(&dir.path().join("db"));
+    let per = |b: u64| b as f64 * 100_000.0 / n as f64 / (1 << 20) as f64;
+    println!(
+        "memory per 100k chunks: HNSW {:.1} MiB in RAM (snapshot file {:.1} MiB); sled on disk {:.1} MiB (texts, f16 vectors, records)",
+        per(hnsw_bytes as u64),
+        per(snapshot_bytes),
+        per(sled_bytes)
+    );
+}
+
+/// Commits the vectors as documents of `CHUNKS_PER_DOC` chunks; returns the chunks' keys.
+fn insert_all(index: &LocalIndex, vectors: &[Vec<f32>], rng: &mut Rng) -> Vec<u64> {
+    let n = vectors.len();
+    let text = "A chunk of about two hundred bytes of text stands in for the real thing here, compressed with \
+        LZ4 in the document store the way every indexed chunk is, so the store's size is realistic enough.";
     let mut keys = Vec::with_capacity(n);
     for (d, doc_vectors) in vectors.chunks(CHUNKS_PER_DOC).enumerate() {
         let url = format!("https://site{}.test/page/{d}", d % 500);
@@ -129,19 +158,14 @@ fn main() {
         };
         index.commit(id, &record, chunks).unwrap();
     }
-    let insert = started.elapsed().as_secs_f64();
-    let started = Instant::now();
-    index.snapshot().unwrap();
-    let snapshot = started.elapsed().as_secs_f64();
-    println!(
-        "\ninsert (sled + HNSW, {CHUNKS_PER_DOC} chunks per document): {:.0} chunks/s ({insert:.1} s)",
-        n as f64 / insert
-    );
-    println!("snapshot (flush sled, write + fsync + rename vectors.usearch): {snapshot:.2} s");
+    keys
+}
 
+/// The vector index's kNN and the local search, p50 and p99 over the queries.
+fn latency(index: &LocalIndex, queries: &[Vec<f32>]) {
     let mut hnsw = Vec::new();
     let mut local = Vec::new();
-    for q in &queries {
+    for q in queries {
         let t = Instant::now();
         let hits = index.vectors().search(q, 10).unwrap();
         hnsw.push(t.elapsed().as_secs_f64() * 1e3);
@@ -159,28 +183,18 @@ fn main() {
         percentile(&local, 0.5),
         percentile(&local, 0.99)
     );
+}
 
-    // Recall@10 against exact search over the original f32 vectors.
+/// Recall@10 against exact search over the original f32 vectors.
+fn recall(index: &LocalIndex, vectors: &[Vec<f32>], keys: &[u64], queries: &[Vec<f32>]) {
     let probes = 200;
     let mut found = 0;
     for q in queries.iter().take(probes) {
         let mut exact: Vec<(f32, u64)> =
-            vectors.iter().zip(&keys).map(|(v, k)| (weft_index::embed::cosine(q, v), *k)).collect();
+            vectors.iter().zip(keys).map(|(v, k)| (weft_index::embed::cosine(q, v), *k)).collect();
         exact.select_nth_unstable_by(9, |a, b| b.0.total_cmp(&a.0));
         let truth: std::collections::HashSet<u64> = exact[..10].iter().map(|(_, k)| *k).collect();
         found += index.vectors().search(q, 10).unwrap().iter().filter(|(k, _)| truth.contains(k)).count();
     }
     println!("recall@10 vs exact f32 search ({probes} queries): {:.4}", found as f64 / (probes * 10) as f64);
-
-    let hnsw_bytes = index.vectors().memory_usage();
-    let snapshot_bytes = weft_index::vectors::disk_bytes(dir.path());
-    db.flush().unwrap();
-    let sled_bytes = dir_size(&dir.path().join("db"));
-    let per = |b: u64| b as f64 * 100_000.0 / n as f64 / (1 << 20) as f64;
-    println!(
-        "memory per 100k chunks: HNSW {:.1} MiB in RAM (snapshot file {:.1} MiB); sled on disk {:.1} MiB (texts, f16 vectors, records)",
-        per(hnsw_bytes as u64),
-        per(snapshot_bytes),
-        per(sled_bytes)
-    );
 }
