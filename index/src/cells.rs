@@ -34,9 +34,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use weft_config::IndexConfig;
-
-/// The publisher's name for this node's own postings.
-pub const SELF: &str = "self";
+use weft_page::PeerName;
 
 /// A chunk published to a cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,7 +59,7 @@ pub struct CellDoc {
     /// Unix seconds: when the publisher fetched the page (a newer fetch replaces an older).
     pub fetched_at: u64,
     /// The publishing peer.
-    pub publisher: String,
+    pub publisher: PeerName,
     /// The publishing peer's public key (libp2p's protobuf encoding), kept with the chunks'
     /// signatures.
     pub publisher_key: Vec<u8>,
@@ -81,7 +79,7 @@ pub enum CellStoreError {
 /// Who published a stored document, and the cells of its stored chunks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Provenance {
-    pub publisher: String,
+    pub publisher: PeerName,
     /// (position, cell) of each stored chunk and each cell it was posted to.
     pub cells: Vec<(u32, u32)>,
 }
@@ -349,7 +347,7 @@ impl CellStore {
         for h in &mut hits {
             if let Some(p) = self.provenance(&DocId::of_url(&h.page.url))? {
                 h.cell = p.cells.iter().find(|(pos, _)| *pos == h.chunk).map(|(_, c)| *c);
-                h.crawled_by = Some(p.publisher).filter(|p| p != SELF);
+                h.crawled_by = Some(p.publisher).filter(|p| !p.is_this_node());
             }
         }
         Ok(hits)
@@ -445,7 +443,7 @@ mod tests {
         assert_eq!(hits[0].page.url, url);
         assert_eq!(hits[0].chunk, 3);
         assert_eq!(hits[0].page.title, "Title of http://a.test/p");
-        assert_eq!((hits[0].cell, hits[0].crawled_by.as_deref()), (Some(3), Some("peer-a")));
+        assert_eq!((hits[0].cell, hits[0].crawled_by.as_ref().map(PeerName::as_str)), (Some(3), Some("peer-a")));
         let prov = store.provenance(&DocId::of_url(url)).unwrap().unwrap();
         assert_eq!((prov.publisher.as_str(), prov.cells.len()), ("peer-a", 2));
         // What a cell's new owner is handed: the chunks of that cell only.

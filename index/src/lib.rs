@@ -49,7 +49,7 @@ pub use embed::Embedder;
 pub use indexer::{Document, Indexer, Outcome};
 pub use local::{fuse, Fusion, Hit, IndexStats, LocalIndex};
 pub use store::{DocRecord, DocState};
-pub use weft_page::{PageFacts, PageMeta};
+pub use weft_page::{PageFacts, PageMeta, PeerName};
 
 use std::fmt;
 use std::path::Path;

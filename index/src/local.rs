@@ -11,6 +11,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use weft_config::IndexConfig;
 use weft_page::PageMeta;
+use weft_page::PeerName;
 use weft_vecmath::dot;
 
 /// Snippets are cut to about this many characters.
@@ -44,7 +45,7 @@ pub struct Hit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cell: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub crawled_by: Option<String>,
+    pub crawled_by: Option<PeerName>,
 }
 
 /// How a ranking by meaning (cosine) and a ranking by words (BM25 rank) become one.

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use sled::transaction::{ConflictableTransactionError, TransactionError, Transactional};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use weft_page::PeerName;
 
 /// What is kept beside each copy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,7 +33,7 @@ pub struct Head {
     /// The copy's size in bytes.
     pub bytes: u32,
     /// The publishing peer.
-    pub publisher: String,
+    pub publisher: PeerName,
 }
 
 /// What [`ReplicaStore::put`] did.
@@ -60,7 +61,7 @@ pub enum ReplicaError {
 struct Tallies {
     bytes: u64,
     count: usize,
-    by_publisher: HashMap<String, u64>,
+    by_publisher: HashMap<PeerName, u64>,
 }
 
 impl Tallies {
@@ -162,7 +163,7 @@ impl ReplicaStore {
         if old.as_ref().is_some_and(|o| o.fetched_at >= fetched_at) {
             return Ok(Put::Kept);
         }
-        let head = Head { fetched_at, bytes: body.len() as u32, publisher: publisher.to_string() };
+        let head = Head { fetched_at, bytes: body.len() as u32, publisher: PeerName::from(publisher) };
         let freed = old.as_ref().map_or(0, |o| u64::from(o.bytes));
         let freed_own = old.as_ref().filter(|o| o.publisher == publisher).map_or(0, |o| u64::from(o.bytes));
         let quota = self.max_bytes / 4;

@@ -72,7 +72,7 @@ pub fn postings_of(index: &LocalIndex, url: &str, placing: Placing<'_>) -> Resul
     }
     let page = record.page();
     let (language, simhash, fetched_at) = (record.language, record.simhash, record.fetched_at);
-    let publisher = weft_index::cells::SELF.into();
+    let publisher = weft_index::PeerName::this_node();
     let doc = CellDoc { id, page, language, simhash, fetched_at, publisher, publisher_key: Vec::new(), chunks };
     Ok(postings(doc, ladder, model))
 }

@@ -16,12 +16,12 @@ use weft_p2p::{PeerId, Ring};
 
 /// Who a received record (a posting, a copy) is counted against: the peer that signed it —
 /// for a hand-over, not the member that passed it on — or the sender of an unsigned one;
-/// [`weft_index::cells::SELF`] for this node's own (`from` is `None`).
-pub fn publisher_name(from: Option<PeerId>, signer: Option<PeerId>) -> String {
+/// [`weft_index::PeerName::this_node`] for this node's own (`from` is `None`).
+pub fn publisher_name(from: Option<PeerId>, signer: Option<PeerId>) -> weft_index::PeerName {
     match (from, signer) {
-        (None, _) => weft_index::cells::SELF.to_string(),
-        (Some(_), Some(signer)) => signer.to_string(),
-        (Some(from), None) => from.to_string(),
+        (None, _) => weft_index::PeerName::this_node(),
+        (Some(_), Some(signer)) => signer.to_string().into(),
+        (Some(from), None) => from.to_string().into(),
     }
 }
 

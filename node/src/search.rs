@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Instant;
 use weft_config::SearchConfig;
+use weft_index::PeerName;
 use weft_index::{Hit, PageMeta};
 use weft_p2p::search::{check_request, flatten, merge_ranked, RemoteHit, SearchReply, SearchRequest, MAX_K};
 use weft_p2p::{NetworkHandle, SearchInbound};
@@ -60,11 +61,11 @@ pub struct ApiHit {
     #[serde(flatten)]
     pub hit: Hit,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peer: Option<String>,
+    pub peer: Option<PeerName>,
 }
 
 impl ApiHit {
-    pub fn new(hit: Hit, peer: Option<String>) -> ApiHit {
+    pub fn new(hit: Hit, peer: Option<PeerName>) -> ApiHit {
         ApiHit { id: weft_index::DocId::of_url(&hit.page.url).hex(), rank_score: hit.rank_score(), hit, peer }
     }
 }
@@ -73,7 +74,7 @@ impl ApiHit {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetworkReport {
     /// This node's peer id (its own results carry it).
-    pub peer_id: String,
+    pub peer_id: PeerName,
     pub members: usize,
     /// Peers worth asking: the owners of the question's best cells.
     pub candidates: usize,
@@ -84,7 +85,7 @@ pub struct NetworkReport {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_cell: Vec<(String, Vec<u32>)>,
     /// Peers that answered: id, results, milliseconds.
-    pub answered: Vec<(String, usize, f64)>,
+    pub answered: Vec<(PeerName, usize, f64)>,
     /// Peers that did not, and why.
     pub failed: Vec<(String, String)>,
     /// Peers not waited for: silent past the hedge when other owners had answered for all the
@@ -212,7 +213,7 @@ impl Searcher {
         let mut timings = Timings { embed_ms: ms_since(started), ..Timings::default() };
         let network = self.network.as_ref().filter(|_| scope != Some(Scope::Local));
         let Some(network) = network else {
-            let me = self.network.as_ref().map(|n| n.peer_id().to_string());
+            let me = self.network.as_ref().map(|n| PeerName::from(n.peer_id().to_string()));
             let local = Instant::now();
             let hits = self.index.search_query(vector, words, k).await?;
             timings.local_ms = ms_since(local);
@@ -227,7 +228,7 @@ impl Searcher {
                 timings,
             });
         };
-        let me = network.peer_id().to_string();
+        let me = PeerName::from(network.peer_id().to_string());
         let members = network.status().members.len();
         let request = SearchRequest {
             model: self.index.model().to_string(),

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
+use weft_page::PeerName;
 
 /// The housekeeping tick (see `network/tick.rs`).
 const TICK: Duration = Duration::from_secs(5);
@@ -88,7 +89,8 @@ pub fn start(key: Keypair, config: NetworkConfig) -> Result<Started, P2pError> {
     let reach = Reachability::new(config.private_addrs, upnp, std::time::Instant::now());
     let members = Members::new(peer_id, config.vnodes, std::time::Instant::now());
     let overlay = overlay::Overlay::new(peer_id, config.grid_from_members);
-    let (status_tx, status) = watch::channel(NetworkStatus { peer_id: peer_id.to_string(), ..Default::default() });
+    let (status_tx, status) =
+        watch::channel(NetworkStatus { peer_id: PeerName::from(peer_id.to_string()), ..Default::default() });
     let (ring_tx, ring) = watch::channel(Arc::new(members.ring().clone()));
     let (stop_tx, stop_rx) = watch::channel(false);
     let (urls_tx, urls_rx) = mpsc::unbounded_channel();

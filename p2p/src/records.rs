@@ -25,6 +25,7 @@
 use crate::signing::{self, SignedBytes};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
+use weft_page::PeerName;
 
 /// Entries a record keeps (the most recent).
 pub const MAX_ENTRIES: usize = 16;
@@ -51,7 +52,7 @@ pub struct DupEntry {
     pub simhash: u64,
     pub url: String,
     /// Peer id of the node that indexed it (the one that published it).
-    pub peer: String,
+    pub peer: PeerName,
     /// Seconds since the Unix epoch.
     pub time: u64,
     /// The publisher's public key (libp2p's protobuf encoding), which must be `peer`'s.
@@ -66,7 +67,8 @@ impl DupEntry {
     /// An entry for a document `key`'s node indexed, signed by it.
     pub fn signed(key: &libp2p::identity::Keypair, simhash: u64, url: String, time: u64) -> DupEntry {
         let peer = key.public().to_peer_id().to_string();
-        let mut entry = DupEntry { simhash, url, peer, time, publisher: Vec::new(), signature: Vec::new() };
+        let mut entry =
+            DupEntry { simhash, url, peer: PeerName::from(peer), time, publisher: Vec::new(), signature: Vec::new() };
         (entry.publisher, entry.signature) = signing::sign(key, &entry.signed_bytes());
         entry
     }
@@ -356,7 +358,7 @@ mod tests {
         let moved = DupEntry { url: "http://a.test/2".into(), ..e.clone() };
         assert_eq!(moved.check(), forged(moved.clone()));
         let other = libp2p::identity::Keypair::generate_ed25519();
-        let framed = DupEntry { peer: other.public().to_peer_id().to_string(), ..e.clone() };
+        let framed = DupEntry { peer: PeerName::from(other.public().to_peer_id().to_string()), ..e.clone() };
         assert_eq!(framed.check(), forged(framed.clone()));
         let mut claimed = DupEntry::signed(&other, 1, "http://a.test/1".into(), 1);
         claimed.peer = e.peer.clone();

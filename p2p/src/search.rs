@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 pub use weft_page::PageMeta;
+use weft_page::PeerName;
 
 /// Results a peer is asked for at most.
 pub const MAX_K: u32 = 50;
@@ -58,7 +59,7 @@ pub struct RemoteHit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cell: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub crawled_by: Option<String>,
+    pub crawled_by: Option<PeerName>,
 }
 
 /// The answer to a [`SearchRequest`].
@@ -184,21 +185,21 @@ pub fn check_reply(hits: &[RemoteHit], k: u32) -> Result<(), BadReply> {
 /// One merged result: the hit and the peer that holds it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MergedHit {
-    pub peer: String,
+    pub peer: PeerName,
     #[serde(flatten)]
     pub hit: RemoteHit,
 }
 
 /// Merges the answers of several peers: best score first, one result per URL, and documents
 /// whose SimHashes are within `max_distance` bits folded into the better one as aliases.
-pub fn merge(answers: Vec<(String, Vec<RemoteHit>)>, k: usize, max_distance: u32) -> Vec<MergedHit> {
+pub fn merge(answers: Vec<(PeerName, Vec<RemoteHit>)>, k: usize, max_distance: u32) -> Vec<MergedHit> {
     let mut all = flatten(answers);
     all.sort_by(|a, b| b.hit.score.total_cmp(&a.hit.score).then_with(|| a.hit.page.url.cmp(&b.hit.page.url)));
     merge_ranked(all, k, max_distance)
 }
 
 /// Every peer's hits in one list, each with its peer.
-pub fn flatten(answers: Vec<(String, Vec<RemoteHit>)>) -> Vec<MergedHit> {
+pub fn flatten(answers: Vec<(PeerName, Vec<RemoteHit>)>) -> Vec<MergedHit> {
     answers
         .into_iter()
         .flat_map(|(peer, hits)| hits.into_iter().map(move |hit| MergedHit { peer: peer.clone(), hit }))

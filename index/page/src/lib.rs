@@ -14,6 +14,9 @@
 //! fields, because postcard lays a record out by field position and the records on disk fix
 //! that order; it hands out a `PageMeta` instead. Checking a peer's copy (sizes, dates, URLs)
 //! stays in `weft-p2p`, which owns what peers send.
+//!
+//! [`PeerName`] names the member a page came from (who crawled it, published its chunks,
+//! answered for it), in the same crates, as its peer id's text.
 
 use serde::{Deserialize, Serialize};
 
@@ -54,6 +57,107 @@ pub struct PageFacts {
     pub page_type: Option<String>,
 }
 
+/// A member of the network by its peer id's text (base58), as a page's provenance names it:
+/// who crawled a page, published its chunks or answered a question. Serialized as the bare
+/// string, so stored records and the API read as before. This node's own postings are
+/// published as [`PeerName::this_node`], which is no peer id.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PeerName(String);
+
+impl PeerName {
+    pub fn new(name: impl Into<String>) -> PeerName {
+        PeerName(name.into())
+    }
+
+    /// The publisher of this node's own postings in its cell store.
+    pub fn this_node() -> PeerName {
+        PeerName("self".into())
+    }
+
+    pub fn is_this_node(&self) -> bool {
+        self.0 == "self"
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl std::fmt::Display for PeerName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A name reads as its text (its length, its bytes, what it starts with).
+impl std::ops::Deref for PeerName {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for PeerName {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<PeerName> for String {
+    fn eq(&self, other: &PeerName) -> bool {
+        *self == other.0
+    }
+}
+
+impl PartialEq<PeerName> for &str {
+    fn eq(&self, other: &PeerName) -> bool {
+        *self == other.0
+    }
+}
+
+/// A name hashes as its text, so maps keyed by names are looked up by `&str`.
+impl std::borrow::Borrow<str> for PeerName {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for PeerName {
+    fn from(name: String) -> PeerName {
+        PeerName(name)
+    }
+}
+
+impl From<&str> for PeerName {
+    fn from(name: &str) -> PeerName {
+        PeerName(name.to_string())
+    }
+}
+
+impl PartialEq<str> for PeerName {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for PeerName {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for PeerName {
+    fn eq(&self, other: &String) -> bool {
+        &self.0 == other
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +188,13 @@ mod tests {
             serde_json::json!({"id": 7, "url": "http://a.test/", "title": "A", "author": "Ada", "score": 0.5})
         );
         assert_eq!(serde_json::from_value::<Holder>(v).unwrap(), h);
+    }
+
+    #[test]
+    fn a_peer_name_is_its_bare_string_on_the_wire() {
+        let name = PeerName::new("12D3KooWExample");
+        assert_eq!(serde_json::to_value(&name).unwrap(), serde_json::json!("12D3KooWExample"));
+        assert_eq!(serde_json::from_value::<PeerName>(serde_json::json!("12D3KooWExample")).unwrap(), name);
+        assert!(PeerName::this_node().is_this_node() && !name.is_this_node());
     }
 }

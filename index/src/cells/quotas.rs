@@ -4,6 +4,7 @@
 
 use super::Provenance;
 use std::collections::HashMap;
+use weft_page::PeerName;
 
 /// How much a cell store holds, at most.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +27,7 @@ impl Limits {
 /// Chunks held by publisher and by cell (rebuilt from the provenance at open).
 #[derive(Debug, Default)]
 pub(super) struct Tallies {
-    publishers: HashMap<String, usize>,
+    publishers: HashMap<PeerName, usize>,
     cells: HashMap<u32, usize>,
 }
 

@@ -3,6 +3,7 @@
 //! stamps its records with.
 
 use serde::Deserialize;
+use weft_index::PeerName;
 
 /// The message of an API error answer (`{"error": {"message": …}}`), else the body as text.
 pub fn error_message(body: &[u8]) -> String {
@@ -24,7 +25,7 @@ pub struct NodeFacts {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct NetworkFacts {
-    pub peer_id: String,
+    pub peer_id: PeerName,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

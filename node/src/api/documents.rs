@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
+use weft_index::PeerName;
 
 pub(super) async fn recent_documents(State(state): State<AppState>) -> Response {
     let documents = state.index.as_ref().map(|i| i.recent()).unwrap_or_default();
@@ -117,7 +118,7 @@ pub struct DocumentSource {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub crawled_by: Option<String>,
+    pub crawled_by: Option<PeerName>,
     /// For `peer`: how long the read took, and the members asked before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ms: Option<f64>,
@@ -181,7 +182,7 @@ pub(crate) async fn read_document(
             return Ok(None);
         };
         Ok(weft_content::copies::view_of(&copy).map(|document| {
-            let crawled_by = copy.publisher_id().map(|p| p.to_string());
+            let crawled_by = copy.publisher_id().map(|p| PeerName::from(p.to_string()));
             DocumentAnswer {
                 document,
                 source: DocumentSource { held: "copy".into(), peer: None, crawled_by, ms: None, asked: Vec::new() },
@@ -205,7 +206,7 @@ pub(crate) async fn read_document(
             let source = DocumentSource {
                 held: "peer".into(),
                 peer: Some(peer.to_string()),
-                crawled_by: copy.publisher_id().map(|p| p.to_string()),
+                crawled_by: copy.publisher_id().map(|p| PeerName::from(p.to_string())),
                 ms: Some(answer.ms),
                 asked,
             };

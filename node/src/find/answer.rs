@@ -5,6 +5,7 @@
 
 use crate::search::SearchResponse;
 use serde::{Deserialize, Serialize};
+use weft_index::PeerName;
 
 /// Results at most across every page: a search is asked for the results up to the end of the
 /// page shown (and one more, to know whether another page follows), never more than this.
@@ -43,8 +44,8 @@ pub struct FindResult {
     /// The document's id: `/find/doc/{id}` shows the network's stored copy of its text.
     pub id: String,
     /// The node whose index answered, and the node that crawled the page (when another did).
-    pub answered_by: Option<String>,
-    pub crawled_by: Option<String>,
+    pub answered_by: Option<PeerName>,
+    pub crawled_by: Option<PeerName>,
 }
 
 /// A page's address as the page may link it: absolute `http(s)` with a host.

@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
+use weft_page::PeerName;
 
 /// Queries from other nodes waiting for this node's index.
 pub(super) const INBOUND_QUERIES: usize = 64;
@@ -65,7 +66,7 @@ pub struct SearchInbound {
 /// One peer's answer to a query.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PeerAnswer {
-    pub peer: String,
+    pub peer: PeerName,
     pub hits: Vec<RemoteHit>,
     pub ms: f64,
 }
@@ -405,7 +406,7 @@ impl EventLoop {
         match outcome {
             Ok(hits) => {
                 let ms = sent.elapsed().as_secs_f64() * 1e3;
-                q.answer.answers.push(PeerAnswer { peer: peer.to_string(), hits, ms });
+                q.answer.answers.push(PeerAnswer { peer: PeerName::from(peer.to_string()), hits, ms });
                 q.answered.extend(q.cells.iter().filter(|(_, os)| os.contains(&peer)).map(|(c, _)| *c));
                 self.drop_superseded(id);
             }

@@ -10,6 +10,7 @@ use crate::reachability::ReachabilityStatus;
 use libp2p::PeerId;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use weft_page::PeerName;
 
 /// Where joining the network stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -32,7 +33,7 @@ pub enum Joining {
 /// `/status`'s view of the network.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct NetworkStatus {
-    pub peer_id: String,
+    pub peer_id: PeerName,
     /// Full addresses, `/p2p/<peer id>` included: what another volunteer bootstraps from.
     pub listen_addrs: Vec<String>,
     pub connected_peers: usize,
@@ -211,7 +212,7 @@ impl EventLoop {
         let shown = &self.shown;
         let search = self.querying.status();
         let status = NetworkStatus {
-            peer_id: local.to_string(),
+            peer_id: PeerName::from(local.to_string()),
             listen_addrs: shown.listen.clone(),
             connected_peers: self.connected.len(),
             members: shown.members.clone(),

@@ -77,7 +77,7 @@ async fn a_dead_cell_owner_is_replaced_by_another_owner_of_its_cells() {
 
     let request = SearchRequest { model: "m".into(), vector: question.clone(), k: 5, text: None };
     let answer = a.search(request, 4).await;
-    let answered: Vec<String> = answer.answers.iter().map(|x| x.peer.clone()).collect();
+    let answered: Vec<String> = answer.answers.iter().map(|x| x.peer.to_string()).collect();
     assert!(answer.failed.iter().any(|(p, _)| *p == victim.to_string()), "{answer:?}");
     assert!(
         alternates.iter().any(|alt| answered.contains(&alt.to_string())),

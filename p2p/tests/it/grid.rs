@@ -123,7 +123,7 @@ async fn urls_and_records_for_an_owner_beyond_a_member_s_links_are_passed_on_by_
     .unwrap();
     let (entry, distance) = found.expect("the record found over the grid");
     assert_eq!(entry.check(), Ok(()));
-    assert_eq!((entry.url.as_str(), entry.peer, distance), ("http://r.test/story", p.to_string(), 2));
+    assert_eq!((entry.url.as_str(), entry.peer.to_string(), distance), ("http://r.test/story", p.to_string(), 2));
     crate::network::within(10, "the lookup handed on", async {
         while forwarded(&nodes) <= after_put {
             tokio::time::sleep(Duration::from_millis(100)).await;

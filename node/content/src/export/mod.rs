@@ -230,7 +230,7 @@ impl Api {
             .with_context(|| format!("no weft node answers at {addr}"))?;
         let index = status.index.as_ref();
         Ok(Api {
-            node: status.network.as_ref().map(|n| n.peer_id.clone()),
+            node: status.network.as_ref().map(|n| n.peer_id.to_string()),
             model: index.map(|i| i.model.clone()).filter(|m| !m.is_empty()),
             total: index.map(|i| i.stored.documents + i.stored.aliases + i.stored.failed),
             base,

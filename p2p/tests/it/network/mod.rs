@@ -75,7 +75,7 @@ async fn five_nodes_agree_on_members_and_owners_and_notice_one_leaving() {
     let said = |found: Option<(records::DupEntry, u32)>| {
         found.map(|(e, d)| {
             assert_eq!(e.check(), Ok(()));
-            ((e.simhash, e.url, e.peer, e.time), d)
+            ((e.simhash, e.url, e.peer.to_string(), e.time), d)
         })
     };
     let owners = |key: &records::RecordKey| rings[0].owners_of_point(key.point(), RECORD_OWNERS);

@@ -84,7 +84,7 @@ async fn record_requests_are_attributable_and_rate_limited() {
 
     // Signed, but by another key than that of the peer it names.
     let mut forged = DupEntry::signed(&libp2p::identity::Keypair::generate_ed25519(), 1, "http://a.test/".into(), 1);
-    forged.peer = n.peer_id().to_string();
+    forged.peer = n.peer_id().to_string().into();
     let (replies, closed) = raw_records(&addr, vec![RecordRequest::Put { entry: forged }]).await;
     assert!(replies.is_empty() && closed, "{replies:?}");
     within(10, "the forger banned", n.wait_for(|s| s.banned_peers == 1)).await;
