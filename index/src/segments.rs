@@ -55,6 +55,18 @@ fn str_path(p: &Path) -> Result<&str, IndexError> {
     p.to_str().ok_or_else(|| vx("data dir path is not UTF-8"))
 }
 
+/// What is wrong with a vector snapshot on disk (the node then rebuilds it from the document
+/// store).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SnapshotDamage {
+    #[error("the snapshot has no checksum")]
+    NoChecksum,
+    #[error("cannot read {what}: {error}")]
+    Unreadable { what: String, error: String },
+    #[error("{} does not match its checksum: its bytes changed on disk", .0.display())]
+    Changed(std::path::PathBuf),
+}
+
 impl Segment {
     /// Writes `index` (holding exactly `keys`) as segment `id` in `dir` — each file to a
     /// temporary name, fsynced, renamed, the checksum last, the directory fsynced — and opens
@@ -175,21 +187,21 @@ impl Segment {
     }
 
     /// Whether every segment in `dir` matches its checksum (what `weft doctor` checks).
-    pub fn verify_all(dir: &Path) -> Result<usize, String> {
+    pub fn verify_all(dir: &Path) -> Result<usize, SnapshotDamage> {
         let Ok(entries) = std::fs::read_dir(dir) else { return Ok(0) };
         let mut n = 0;
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().to_string();
             let Some(id) = name.strip_prefix("seg-").and_then(|r| r.strip_suffix(".blake3")) else { continue };
             let Ok(id) = id.parse::<u64>() else { continue };
-            let expected = std::fs::read_to_string(e.path()).map_err(|e| format!("segment {id}: {e}"))?;
-            let actual = checksum(&path(dir, id, "usearch"), &path(dir, id, "keys"))
-                .map_err(|e| format!("segment {id}: {e}"))?;
+            let unreadable = |error: std::io::Error| SnapshotDamage::Unreadable {
+                what: format!("segment {id}"),
+                error: error.to_string(),
+            };
+            let expected = std::fs::read_to_string(e.path()).map_err(unreadable)?;
+            let actual = checksum(&path(dir, id, "usearch"), &path(dir, id, "keys")).map_err(unreadable)?;
             if actual != expected.trim() {
-                return Err(format!(
-                    "{} does not match its checksum: its bytes changed on disk",
-                    path(dir, id, "usearch").display()
-                ));
+                return Err(SnapshotDamage::Changed(path(dir, id, "usearch")));
             }
             n += 1;
         }

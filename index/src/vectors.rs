@@ -26,6 +26,7 @@
 //! Scalar quantization is configurable (`index.quantization`, default f16: half the memory of
 //! f32, recall unchanged for unit vectors; measured in docs/src/benchmarks.md).
 
+pub use crate::segments::SnapshotDamage;
 use crate::segments::{self, Segment};
 use crate::store::DocStore;
 use crate::IndexError;
@@ -65,7 +66,7 @@ fn hash_file(path: &Path) -> std::io::Result<String> {
 /// Whether the snapshot in `dir` — the delta's and every sealed segment's — is the one its
 /// checksum was written for. `Ok(false)`: there is no snapshot. An error says what is wrong
 /// (the node rebuilds the index from the document store).
-pub fn verify_snapshot(dir: &Path) -> Result<bool, String> {
+pub fn verify_snapshot(dir: &Path) -> Result<bool, SnapshotDamage> {
     let segments = Segment::verify_all(&dir.join(segments::DIR))?;
     let path = dir.join(FILE);
     if !path.exists() {
@@ -73,12 +74,13 @@ pub fn verify_snapshot(dir: &Path) -> Result<bool, String> {
     }
     let expected = match std::fs::read_to_string(dir.join(CHECKSUM_FILE)) {
         Ok(s) => s.trim().to_string(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err("the snapshot has no checksum".into()),
-        Err(e) => return Err(format!("cannot read {CHECKSUM_FILE}: {e}")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(SnapshotDamage::NoChecksum),
+        Err(e) => return Err(SnapshotDamage::Unreadable { what: CHECKSUM_FILE.into(), error: e.to_string() }),
     };
-    let actual = hash_file(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let actual = hash_file(&path)
+        .map_err(|e| SnapshotDamage::Unreadable { what: path.display().to_string(), error: e.to_string() })?;
     if actual != expected {
-        return Err(format!("{} does not match its checksum: its bytes changed on disk", path.display()));
+        return Err(SnapshotDamage::Changed(path));
     }
     Ok(true)
 }
@@ -286,7 +288,7 @@ impl VectorIndex {
         // The delta: its snapshot, unless it is older than the last segment sealed (a crash
         // between the sealing and the next snapshot) — then what it held is caught up below.
         if self.path.exists() {
-            verify_snapshot(&dir)?;
+            verify_snapshot(&dir).map_err(|e| e.to_string())?;
             let keys = std::fs::read(dir.join(KEYS_FILE)).map_err(|e| format!("{KEYS_FILE}: {e}"))?;
             let words: Vec<u64> =
                 keys.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();

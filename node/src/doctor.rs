@@ -225,7 +225,7 @@ fn vectors(dir: &Path) -> Check {
         Err(why) => check(
             name,
             Verdict::Warn,
-            why,
+            why.to_string(),
             Some("nothing to do: the node rebuilds the vector index from its document store at the next start"),
         ),
     }

@@ -285,7 +285,7 @@ pub async fn answer_queries(index: Option<Arc<IndexService>>, mut queries: tokio
         };
         if let Err(why) = check_request(&q.request, index.dims(), index.model()) {
             tracing::debug!(peer = %q.from, "query refused: {why}");
-            let _ = q.reply.send(SearchReply::Refused(why));
+            let _ = q.reply.send(SearchReply::Refused(why.to_string()));
             continue;
         }
         tokio::spawn(async move {

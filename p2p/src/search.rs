@@ -87,26 +87,43 @@ impl crate::codec::Wire for SearchWire {
     const MAX_BUFFERED_BYTES: u64 = 64 * 64 * 1024;
 }
 
-/// Checks a query before answering it; the error is sent back as [`SearchReply::Refused`].
-pub fn check_request(r: &SearchRequest, dims: usize, model: &str) -> Result<(), String> {
+/// Why a query is refused; its text is sent back as [`SearchReply::Refused`].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BadQuery {
+    #[error("this node embeds with model {ours}, the query with {theirs}")]
+    Model { ours: String, theirs: String },
+    #[error("a {got}-dimension vector; this node's are {dims}")]
+    Dimensions { got: usize, dims: usize },
+    #[error("a vector with non-finite components")]
+    NotFinite,
+    #[error("a vector of norm {0}, not a unit vector")]
+    NotUnit(f32),
+    #[error("k = {0}; allowed 1 ..= {MAX_K}")]
+    K(u32),
+    #[error("a query text over {MAX_QUERY_TEXT_BYTES} bytes")]
+    TextTooLong,
+}
+
+/// Checks a query before answering it.
+pub fn check_request(r: &SearchRequest, dims: usize, model: &str) -> Result<(), BadQuery> {
     if r.model != model {
-        return Err(format!("this node embeds with model {model}, the query with {}", r.model));
+        return Err(BadQuery::Model { ours: model.to_string(), theirs: r.model.clone() });
     }
     if r.vector.len() != dims {
-        return Err(format!("a {}-dimension vector; this node's are {dims}", r.vector.len()));
+        return Err(BadQuery::Dimensions { got: r.vector.len(), dims });
     }
     if r.vector.iter().any(|x| !x.is_finite()) {
-        return Err("a vector with non-finite components".into());
+        return Err(BadQuery::NotFinite);
     }
     let norm = weft_vecmath::norm(&r.vector);
     if !(0.9..=1.1).contains(&norm) {
-        return Err(format!("a vector of norm {norm}, not a unit vector"));
+        return Err(BadQuery::NotUnit(norm));
     }
     if r.k == 0 || r.k > MAX_K {
-        return Err(format!("k = {}; allowed 1 ..= {MAX_K}", r.k));
+        return Err(BadQuery::K(r.k));
     }
     if r.text.as_ref().is_some_and(|t| t.len() > MAX_QUERY_TEXT_BYTES) {
-        return Err(format!("a query text over {MAX_QUERY_TEXT_BYTES} bytes"));
+        return Err(BadQuery::TextTooLong);
     }
     Ok(())
 }
@@ -254,14 +271,14 @@ mod tests {
         v[0] = 1.0;
         let good = SearchRequest { model: "m".into(), vector: v.clone(), k: 10, text: Some("a query".into()) };
         assert!(check_request(&good, 8, "m").is_ok());
-        assert!(check_request(&good, 8, "other").unwrap_err().contains("model"));
+        assert!(matches!(check_request(&good, 8, "other"), Err(BadQuery::Model { .. })));
         assert!(check_request(&good, 16, "m").is_err());
         let mut nan = good.clone();
         nan.vector[1] = f32::NAN;
         assert!(check_request(&nan, 8, "m").is_err());
         let mut long = good.clone();
         long.vector[1] = 3.0;
-        assert!(check_request(&long, 8, "m").unwrap_err().contains("norm"));
+        assert!(matches!(check_request(&long, 8, "m"), Err(BadQuery::NotUnit(_))));
         assert!(check_request(&SearchRequest { k: 51, ..good.clone() }, 8, "m").is_err());
         assert!(check_request(&SearchRequest { k: 0, ..good.clone() }, 8, "m").is_err());
         assert!(check_request(&SearchRequest { text: Some("x".repeat(2000)), ..good }, 8, "m").is_err());

@@ -188,7 +188,7 @@ fn a_snapshot_whose_bytes_changed_on_disk_is_rebuilt_not_trusted() {
     }
     std::fs::write(&path, &bytes).unwrap();
     let why = weft_index::vectors::verify_snapshot(dir.path()).unwrap_err();
-    assert!(why.contains("does not match its checksum"), "{why}");
+    assert!(matches!(why, weft_index::vectors::SnapshotDamage::Changed(_)), "{why}");
     let (_db, index) = open(dir.path());
     let Opened::Rebuilt { reason, .. } = index.opened() else { panic!("{:?}", index.opened()) };
     assert!(reason.contains("checksum"), "{reason}");
