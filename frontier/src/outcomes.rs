@@ -5,9 +5,9 @@
 //! host blocked). The latest outcome per URL is kept, with when and how many attempts.
 //!
 //! One keyspace of the frontier's LSM store, `outcomes` (URL → JSON); writes are independent
-//! of the frontier's lock. It was a sled tree (`url_outcomes`) until sled's memory was measured
-//! to grow with every entry written, whatever its cache (one entry per URL tried: a crawling
-//! node's largest tree); an earlier release's tree is moved over once
+//! of the frontier's lock. Not a sled tree: sled's memory grows with every entry written,
+//! whatever its cache, and this is a crawling node's largest table (one entry per URL tried).
+//! An earlier release's sled tree (`url_outcomes`) is moved over once
 //! ([`Outcomes::move_from_sled`]). The index adds the other half of the answer (indexed, alias
 //! of another page, failed to embed): see the node's `/urls`.
 

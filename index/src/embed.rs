@@ -200,16 +200,12 @@ impl Embedder {
     /// way to its questions): a run of another handle that finds a session busy with a run of
     /// this one stops it — ONNX Runtime checks its terminate flag between operators, well
     /// under a millisecond apart for MiniLM — and takes the session; this handle runs the
-    /// stopped batch again once no other run waits, and that second run is not stopped. The
-    /// indexing loses at most the part of each run done when it was stopped; a question saves
-    /// the rest of that run, ~40 ms of one full chunk on an idle core and far more on a busy
-    /// box.
+    /// stopped batch again once no other run waits, and that second run is not stopped. A
+    /// question so waits for no indexer run; the indexing loses at most the part of a run done.
     ///
-    /// The indexer is not also run at a lower priority (a higher nice value): tried at nice 19
-    /// with fifty nodes on two cores, it got ~6% of the CPU against the network's 84%, and a
-    /// snapshot waiting on work the starved indexer had started (tantivy's commit) passed its
-    /// 60 s bound and stopped a node. An unprivileged thread cannot raise its priority back,
-    /// so anything that waits on it inherits the wait.
+    /// The indexer does not also run at a lower priority: an unprivileged thread cannot raise
+    /// its priority back, so whatever waits on its work (a snapshot waiting on tantivy's
+    /// commit) would inherit a starved thread's wait.
     pub fn set_yielding(&mut self, yielding: bool) {
         self.yielding = yielding;
     }

@@ -60,27 +60,18 @@ pub fn trim() {
 }
 
 /// How many heaps (arenas) glibc's malloc may keep: [`ARENAS`], unless `MALLOC_ARENA_MAX` is
-/// set in the environment (then glibc reads that); and its mapping threshold (below). Called
-/// first thing in `main`, before any thread starts.
+/// set in the environment (then glibc reads that); and its mapping threshold, [`MMAP_THRESHOLD`],
+/// unless `MALLOC_MMAP_THRESHOLD_` is set. Called first thing in `main`, before any thread starts.
 ///
-/// glibc gives threads their own arenas, up to eight per core, and memory freed in one arena
-/// serves only that arena's threads. A node's threads are many (tokio's blocking pool grows to
-/// 100+ threads under a crawl's storage calls, plus ONNX Runtime's, sled's, fjall's, tantivy's),
-/// so its freed memory sits in many arenas of tens of MiB that no other thread can reuse. With
-/// **one**, freed memory serves every thread: a crawling node holds far less at the same page
-/// rate (`crawl_soak`; the figures are in docs/src/benchmarks.md). On two cores at most two
-/// threads allocate at once, and ONNX Runtime's tensors come from its own arena, so the one
-/// lock is not where a crawl waits. Not measured on four cores, such as a Raspberry Pi's:
-/// `MALLOC_ARENA_MAX=2` there gives two.
+/// Arenas: glibc gives threads their own, up to eight per core, and memory freed in one serves
+/// only its threads; a node runs 100+ threads (tokio's blocking pool, ONNX Runtime's, the
+/// stores'), so freed memory would sit in many arenas no other thread reuses. With one, it
+/// serves every thread; on two cores at most two threads allocate at once, and ONNX Runtime's
+/// tensors come from its own arena, so the one lock is not where a crawl waits.
 ///
-/// It also fixes the size from which an allocation gets its own mapping at [`MMAP_THRESHOLD`],
-/// unless `MALLOC_MMAP_THRESHOLD_` is set. glibc starts at 128 KiB but raises the threshold to
-/// the size of each large block freed (up to 32 MiB), so after warm-up a crawl's large buffers
-/// (pages, storage blocks, batches) came from the heaps and left them fragmented: from minute 5
-/// to 17 of a crawl, anonymous memory grew 74 MiB of which the live heap 12 and the free memory
-/// glibc kept 66. With the threshold fixed, the hour-long crawl held 380 / 498 MiB at 10 / 60
-/// minutes against 438 / 580, glibc's free memory 23 → 80 MiB over it (`crawl_soak`,
-/// docs/src/benchmarks.md).
+/// Threshold: glibc raises it to the size of each large block freed, so after warm-up a crawl's
+/// large buffers would come from the heaps and fragment them; fixed, they get their own
+/// mappings. Both measured with `crawl_soak` (docs/src/benchmarks.md).
 pub fn tune_malloc() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     for (variable, parameter, value) in [
@@ -99,22 +90,16 @@ pub fn tune_malloc() {
 
 /// glibc's per-thread caches off for a long-running node: when `GLIBC_TUNABLES` does not
 /// already set `glibc.malloc.tcache_count`, re-executes this program (same arguments, same
-/// process id) with it set to 0, and does not return; returns when it is set (the user's
-/// choice, or the re-executed process) or the program cannot be re-executed (a binary replaced
-/// on disk, or an aarch64 binary run by `qemu-user` on another machine), which only costs the
-/// memory. It calls `execve` itself: `Command::exec` goes through `execvp`, which hands a file
-/// the kernel cannot run to `/bin/sh` instead of failing (under `qemu-user` the node then died
-/// with "Syntax error" from the shell reading the binary). glibc reads its tunables from the
-/// environment when the program starts and offers no call to change them later. Call it early
-/// in `main`, before any thread starts, and only for `weft start`: a short command has no use
-/// for it.
+/// process id) with it set to 0, and does not return. It returns when the tunable is set (the
+/// user's choice, or the re-executed process) or the program cannot be re-executed (a binary
+/// replaced on disk, one run by `qemu-user`), which only costs the memory. glibc reads its
+/// tunables when a program starts and offers no call to change them later. Call it early in
+/// `main`, before any thread starts, and only for `weft start`.
 ///
-/// Why: each thread keeps up to seven freed chunks of each small size for itself, apart from
-/// the heaps, where they serve no other thread and do not coalesce with their neighbours. A
-/// crawling node runs ~140 threads, most of them tokio's blocking pool idle between bursts of
-/// storage calls, and side by side for 30 minutes the same crawl held 24–34 MiB less at every
-/// minute from the fifth with the caches off, growing 15 MiB after minute 10 against 25, at
-/// the same page rate (`crawl_soak`, docs/src/benchmarks.md).
+/// It calls `execve` itself: `Command::exec` goes through `execvp`, which hands a file the
+/// kernel cannot run to `/bin/sh` rather than failing. Why the caches go: each thread keeps
+/// freed small chunks for itself, where they serve no other thread and do not coalesce, and a
+/// node's ~140 threads are mostly idle between bursts (`crawl_soak`, docs/src/benchmarks.md).
 pub fn drop_thread_caches() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

@@ -201,13 +201,11 @@ pub const TWO_CELLS_DOWN_TO: f64 = 2.0;
 ///
 /// Why it depends on the size: a question asks at most 8 peers and each answers from every
 /// cell it holds. In a small network an owner holds many cells, so 8 peers reach most of a
-/// question's neighbourhood; at 1,000 members an owner holds about one, and 8 peers reach about
-/// 8 cells. Measured over 100,118 chunks of Debian's manuals (`simnet/examples/placement/main.rs`):
-/// the best two reach 0.984 of the exact top 10 at 100 members and 0.944 at 1,000, the best
-/// three 0.964 at 1,000 — at half as much storage again (each node 9× its own chunks instead of
-/// 6×), paid only where it buys recall. A publisher decides alone, by its own ring; a receiver
-/// accepts any of a chunk's best three cells or its three spread ones
-/// ([`MAX_CELLS_PER_CHUNK`]).
+/// question's neighbourhood; in a large one an owner holds about one, and a third cell buys
+/// the recall two lose, at half as much storage again, paid only where it buys recall (the
+/// figures: the book's search measurements, `simnet/examples/placement`). A publisher decides
+/// alone, by its own ring; a receiver accepts any of a chunk's best three cells or its three
+/// spread ones ([`MAX_CELLS_PER_CHUNK`]).
 pub fn cells_per_chunk(members: usize, cells: usize, replicas: usize) -> usize {
     let held = (cells * replicas.max(1)) as f64 / members.max(1) as f64;
     if held >= TWO_CELLS_DOWN_TO {
@@ -293,12 +291,9 @@ pub fn unanswered(cells: &[u32], answered: &std::collections::HashSet<u32>) -> O
 /// which searches its own store anyway) covers the cells it owns. Returns the peers in the
 /// order chosen and, for each, the cells it was chosen for.
 ///
-/// Taking each cell's first owner instead covered 13.1 of a question's 16 best cells with 8
-/// peers at N = 50; choosing the widest owner covers 15.6. Replayed over live runs
-/// (`simnet/examples/cell_replay.rs`), recall@10 went from 0.948 (what the run measured) to
-/// 0.961, and 0.970 → 0.982 at N = 50 with 8 peers, 0.971 → 0.980 at N = 20 with 4; over two
-/// later runs at N = 50 it read 0.965 → 0.963 and 0.962 → 0.980. How ties break moves it by a
-/// point or two either way.
+/// Choosing the owner that covers most, rather than each cell's first owner, covers more of a
+/// question's best cells with the same peers (replayed over live runs with
+/// `simnet/examples/cell_replay.rs`; the figures are in the book's search measurements).
 pub fn plan<'a>(
     ranked: impl IntoIterator<Item = (u32, &'a [PeerId])>,
     me: &PeerId,

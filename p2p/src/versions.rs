@@ -12,18 +12,11 @@ use libp2p::PeerId;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// What identify announces: the version of the protocol this node speaks. 0.5.0: record
-/// requests are addressed to a member and handed on over the grid, their entries signed by
-/// their publishers (`crate::records::Addressed`), which a 0.4.0 member cannot read; the grid
-/// links a member to one member of each bucket one coordinate away (a 0.4.0 member would route
-/// through links no one keeps) and a message may take up to `crate::grid::MAX_HOPS` hops. 0.4.0: past
-/// `crate::grid::FROM_MEMBERS` members, URL batches are forwarded over the grid, up to
-/// `crate::grid::MAX_HOPS` hops, which a 0.3.0 member would ban their sender for. 0.3.0: cells are the
-/// codebook's ladder's (`crate::placement::ladder`): a network past ~1,200 members posts and
-/// asks at levels below the shipped 256 cells, whose postings a 0.2.0 member would refuse as
-/// cells of no codebook, and strike their senders for. 0.2.0: the member set is the roster's
-/// (`crate::roster`); 0.1.0 members heartbeat on a gossip topic and count the members they
-/// meet, and would compute other rings.
+/// What identify announces: the version of the protocol this node speaks. A member speaking
+/// another reads or routes something differently (records addressed over the grid since 0.5.0,
+/// URL batches over it since 0.4.0, the codebook's ladder since 0.3.0, the roster since 0.2.0),
+/// so it is refused rather than mis-ringed; what each version changed is in the book's network
+/// chapter.
 pub const PROTOCOL_VERSION: &str = "/weft/0.5.0";
 /// A refused peer is not dialled or accepted again for this long (it may have been upgraded).
 pub const REFUSED_FOR: Duration = Duration::from_secs(600);

@@ -42,10 +42,9 @@ pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
 /// restart in the same process, a test) can find the lock still held. The lock is retried
 /// for up to [`LOCK_WAIT`]; a lock held longer belongs to another process and is reported.
 ///
-/// sled panics on some damaged files instead of returning an error (16 flipped bytes in
-/// `db/db`: "tried to serialize Uninitialized" while rebuilding its page table): that panic is
-/// caught and returned as [`sled::Error::Corruption`], so the node can say which files are
-/// damaged instead of crashing.
+/// sled panics on some damaged files instead of returning an error: that panic is caught and
+/// returned as [`sled::Error::Corruption`], so the node can say which files are damaged
+/// instead of crashing.
 pub fn open_db(path: &std::path::Path, cache_bytes: u64) -> Result<sled::Db, sled::Error> {
     let config = sled::Config::new().path(path).cache_capacity(cache_bytes).flush_every_ms(Some(500));
     let deadline = std::time::Instant::now() + LOCK_WAIT;

@@ -5,12 +5,11 @@
 //!
 //! It is its own crate for two reasons. `weft-p2p` does not link the index (its storage and
 //! model runtime), yet both place vectors by the same dot product. And the test profile builds
-//! Weft's crates at opt-level 0, where this loop is not inlined and runs tens of times slower:
-//! the five-node churn scenario spent about a quarter of its CPU in such loops (a profile of
-//! its six nodes), and took 301 s. This one crate is built optimised in every profile
-//! (`Cargo.toml`, `[profile.dev.package.weft-vecmath]`): the same test took 200 s, and the
-//! crate builds in under a second. Building `weft-p2p`, `weft-index` and `weft-extract` at
-//! opt-level 1 instead cost ~300 s more CPU per clean build for 233 s.
+//! Weft's crates at opt-level 0, where this loop is not inlined and runs tens of times slower,
+//! in the multi-node tests' hottest code; this one crate is built optimised in every profile
+//! (`Cargo.toml`, `[profile.dev.package.weft-vecmath]`), which takes under a second, where
+//! optimising the crates that call it would cost minutes of every clean build (the profile and
+//! the figures: the book's benchmarks, "vector arithmetic in the test profile").
 //!
 //! The sums run in order, element by element, so every caller gets bit-for-bit the scores it
 //! got from its own copy before.

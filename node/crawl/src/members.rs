@@ -13,21 +13,17 @@ use weft_url::HostKey;
 
 impl Crawler {
     /// Queues URLs whose hosts this node owns (sent by other members): not routed again, not
-    /// filtered by this run's seed hosts. Returns how many are queued or were already known,
-    /// once they are durable; an error means they are not (do not acknowledge them).
-    ///
-    /// Judged by the queue and the done list, not the seen-set (see
-    /// [`weft_frontier::Frontier::push_received`]): a URL this node gave away with its host
-    /// and gets back is queued again. Each URL's fate is counted (`/status` `received`).
+    /// filtered by this run's seed hosts, judged by the queue and the done list rather than the
+    /// seen-set ([`weft_frontier::Frontier::push_received`]: a URL given away with its host and
+    /// got back is queued again). Each URL's fate is counted (`/status` `received`).
     ///
     /// A URL whose host another member owns by now goes on to it. Ownership is read under the
-    /// frontier's lock, which the hand-off on a ring change takes too: a URL queued before a
-    /// change is handed off by it, one that arrives after goes to its owner — never left with
-    /// a node that no longer owns its host (a batch handed over on a stale ring, queued just
-    /// after the hand-off of the change that made it stale, had two nodes crawl one host).
+    /// frontier's lock, which a ring change's hand-off takes too, so a URL is handed off by the
+    /// change or goes to the new owner — never left with a node that no longer owns its host.
     ///
-    /// Returns how many were taken (queued, known, or sent on) and the URLs sent on (journaled
-    /// in the outbox again: the caller must not forget them).
+    /// Returns, once durable, how many were taken (queued, known, or sent on) and the URLs sent
+    /// on (journaled in the outbox again: the caller must not forget them); an error means
+    /// nothing is durable (do not acknowledge).
     pub async fn add_owned(&self, candidates: Vec<Candidate>) -> Result<(u32, Vec<String>), StorageFault> {
         let metrics = self.inner.metrics.clone();
         let not_mine = |c: &Candidate| {

@@ -34,16 +34,11 @@ pub(super) const INBOUND_POSTINGS: usize = 16;
 const BUSY_DELAY: Duration = Duration::from_secs(5);
 /// Batches refused whole in a row before the sender is banned. A batch of which anything is
 /// taken clears the count: a member whose ring lags or leads this node's (an event has not
-/// reached its roster yet) has a run of pages this node gives to another, and
-/// at 50 nodes on two cores counting those for good banned ~250 honest members in half an
-/// hour; each ban dropped a member from this node's ring and made the rings disagree more. A
+/// reached its roster yet) sends a run of pages this node gives to another, and banning it
+/// would take it off this node's ring and make the rings disagree more. For the same reason a
+/// batch refused only for hosts its sender would own on a ring lacking a few of the members
+/// before it ([`disputed_owners`]) is no strike: it is refused and counted as disputed. A
 /// publisher that sends nothing but pages of others' hosts is still banned on its third batch.
-/// Still, a member that had not heard of a few members for minutes (seen at 50 nodes on a
-/// loaded box: four members unknown to one node for nine) publishes nothing *but* such pages
-/// for a while, and each ban took a member off the banning node's ring, so that it crawled
-/// and published the banned member's hosts in turn and was banned by others. A batch refused
-/// only for hosts its sender would own on a ring lacking a few of the members before it
-/// ([`disputed_owners`]) is therefore no strike: it is refused and counted as disputed.
 const MAX_STRIKES: u32 = 3;
 /// How far down a host's owners a publisher may stand and still be taken to own the host by
 /// its own ring (one that lacks the members before it): the owner and a tenth of the members
