@@ -63,11 +63,9 @@ pub fn trim() {
 /// set in the environment (then glibc reads that); and its mapping threshold, [`MMAP_THRESHOLD`],
 /// unless `MALLOC_MMAP_THRESHOLD_` is set. Called first thing in `main`, before any thread starts.
 ///
-/// Arenas: glibc gives threads their own, up to eight per core, and memory freed in one serves
-/// only its threads; a node runs 100+ threads (tokio's blocking pool, ONNX Runtime's, the
-/// stores'), so freed memory would sit in many arenas no other thread reuses. With one, it
-/// serves every thread; on two cores at most two threads allocate at once, and ONNX Runtime's
-/// tensors come from its own arena, so the one lock is not where a crawl waits.
+/// Arenas: memory freed in a thread's arena serves only its threads, and a node runs 100+
+/// threads; with one arena it serves every thread, and on two cores (ONNX Runtime's tensors
+/// coming from its own arena) the one lock is not where a crawl waits.
 ///
 /// Threshold: glibc raises it to the size of each large block freed, so after warm-up a crawl's
 /// large buffers would come from the heaps and fragment them; fixed, they get their own
@@ -96,10 +94,9 @@ pub fn tune_malloc() {
 /// tunables when a program starts and offers no call to change them later. Call it early in
 /// `main`, before any thread starts, and only for `weft start`.
 ///
-/// It calls `execve` itself: `Command::exec` goes through `execvp`, which hands a file the
-/// kernel cannot run to `/bin/sh` rather than failing. Why the caches go: each thread keeps
-/// freed small chunks for itself, where they serve no other thread and do not coalesce, and a
-/// node's ~140 threads are mostly idle between bursts (`crawl_soak`, docs/src/benchmarks.md).
+/// It calls `execve` itself (`Command::exec`'s `execvp` hands a file the kernel cannot run to
+/// `/bin/sh`). The caches go because each thread keeps freed small chunks for itself, and a
+/// node's ~140 threads are mostly idle (`crawl_soak`, docs/src/benchmarks.md).
 pub fn drop_thread_caches() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

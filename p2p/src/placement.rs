@@ -194,10 +194,9 @@ pub const MAX_CELLS_PER_CHUNK: usize = 3;
 /// more: two. Below it, three (see [`cells_per_chunk`]).
 pub const TWO_CELLS_DOWN_TO: f64 = 2.0;
 
-/// How many cells each chunk is posted to ([`cells_of`]) in a network of `members` members,
-/// with a codebook of `cells` cells each owned by `replicas` members: two while an owner holds
-/// at least [`TWO_CELLS_DOWN_TO`] cells on average (`cells × replicas / members`), three in a
-/// larger network.
+/// How many cells each chunk is posted to ([`cells_of`]) in a network of `members` members
+/// and `cells` cells of `replicas` owners: two while an owner holds at least
+/// [`TWO_CELLS_DOWN_TO`] cells on average (`cells × replicas / members`), else three.
 ///
 /// Why it depends on the size: a question asks at most 8 peers and each answers from every
 /// cell it holds. In a small network an owner holds many cells, so 8 peers reach most of a

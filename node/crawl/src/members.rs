@@ -21,9 +21,8 @@ impl Crawler {
     /// frontier's lock, which a ring change's hand-off takes too, so a URL is handed off by the
     /// change or goes to the new owner — never left with a node that no longer owns its host.
     ///
-    /// Returns, once durable, how many were taken (queued, known, or sent on) and the URLs sent
-    /// on (journaled in the outbox again: the caller must not forget them); an error means
-    /// nothing is durable (do not acknowledge).
+    /// Returns, once durable, how many were taken and the URLs sent on (journaled in the outbox
+    /// again: the caller must not forget them); an error: nothing is durable (acknowledge none).
     pub async fn add_owned(&self, candidates: Vec<Candidate>) -> Result<(u32, Vec<String>), StorageFault> {
         let metrics = self.inner.metrics.clone();
         let not_mine = |c: &Candidate| {
