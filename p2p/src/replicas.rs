@@ -115,6 +115,11 @@ pub fn doc_holders(ring: &Ring, doc: &str, r: usize, publisher: &PeerId) -> Vec<
     owners
 }
 
+/// A stored copy whose bytes do not read as a copy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a stored copy cannot be read: {0}")]
+pub struct UnreadableCopy(pub String);
+
 impl Replica {
     /// What the publisher signs: every field but the signature, each length-prefixed.
     pub fn signed_bytes(&self) -> Vec<u8> {
@@ -161,8 +166,8 @@ impl Replica {
     }
 
     /// A stored copy read back (checked when it was received; read as data all the same).
-    pub fn decode(bytes: &[u8]) -> Result<Replica, String> {
-        cbor4ii::serde::from_slice(bytes).map_err(|e| e.to_string())
+    pub fn decode(bytes: &[u8]) -> Result<Replica, UnreadableCopy> {
+        cbor4ii::serde::from_slice(bytes).map_err(|e| UnreadableCopy(e.to_string()))
     }
 
     /// Its size as the outbox estimates a batch.

@@ -29,6 +29,17 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
+/// What a check of the data dir found wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DataDirFault {
+    #[error("the data dir is gone")]
+    Gone,
+    #[error("the data dir was replaced by another directory")]
+    Replaced,
+    #[error("cannot write {}: {error}", probe.display())]
+    Unwritable { probe: PathBuf, error: String },
+}
+
 /// Why the node's storage can no longer be trusted.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("storage fault in {path}: {what}: {error}")]
@@ -136,13 +147,11 @@ impl Storage {
     }
 
     /// One check of the data dir: there, the same directory, and writable to the disk.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), DataDirFault> {
         let dir = &self.inner.data_dir;
         match (identity(dir), self.inner.identity) {
-            (None, _) => return Err("the data dir is gone".into()),
-            (Some(now), Some(then)) if now != then => {
-                return Err("the data dir was replaced by another directory".into())
-            }
+            (None, _) => return Err(DataDirFault::Gone),
+            (Some(now), Some(then)) if now != then => return Err(DataDirFault::Replaced),
             _ => {}
         }
         // Checks may run at once (the watch, the database's generation): each its own probe,
@@ -157,9 +166,9 @@ impl Storage {
             f.sync_all()?;
             std::fs::remove_file(&probe)
         };
-        write().map_err(|e| {
+        write().map_err(|error| {
             let _ = std::fs::remove_file(&probe);
-            format!("cannot write {}: {e}", probe.display())
+            DataDirFault::Unwritable { probe: probe.clone(), error: error.to_string() }
         })
     }
 
@@ -239,6 +248,6 @@ mod tests {
         let s = Storage::new(&dir, Duration::from_secs(1));
         assert!(s.check().is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
-        assert!(s.check().unwrap_err().contains("gone"));
+        assert_eq!(s.check(), Err(DataDirFault::Gone));
     }
 }

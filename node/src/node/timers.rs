@@ -65,7 +65,7 @@ async fn record_generation(storage: Storage, db: sled::Db, dir: std::path::PathB
         // The data dir checked first: a dir gone or full is named as such, not as a failed
         // flush of the generation.
         let record = move || {
-            guard.check()?;
+            guard.check().map_err(|e| e.to_string())?;
             weft_frontier::generation::advance(&db, &dir).map_err(|e| e.to_string())
         };
         if storage.bounded("recording the database generation", record).await.is_err() {
