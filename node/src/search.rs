@@ -79,19 +79,19 @@ pub struct NetworkReport {
     /// Peers worth asking: the owners of the question's best cells.
     pub candidates: usize,
     /// Peers asked, in order (hedges included).
-    pub contacted: Vec<String>,
+    pub contacted: Vec<PeerName>,
     /// The peers chosen as owners of the question's best cells, each with those cells, in the
     /// order asked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub by_cell: Vec<(String, Vec<u32>)>,
+    pub by_cell: Vec<(PeerName, Vec<u32>)>,
     /// Peers that answered: id, results, milliseconds.
     pub answered: Vec<(PeerName, usize, f64)>,
     /// Peers that did not, and why.
-    pub failed: Vec<(String, String)>,
+    pub failed: Vec<(PeerName, String)>,
     /// Peers not waited for: silent past the hedge when other owners had answered for all the
     /// cells they were asked for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub superseded: Vec<String>,
+    pub superseded: Vec<PeerName>,
 }
 
 /// The body of a `/search` answer.

@@ -24,7 +24,7 @@ pub struct FindAnswer {
     pub partial: bool,
     /// Peers asked that did not answer (their ids).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub unanswered: Vec<String>,
+    pub unanswered: Vec<PeerName>,
     pub took_ms: f64,
     pub results: Vec<FindResult>,
 }

@@ -76,10 +76,10 @@ pub struct PeerAnswer {
 pub struct NetworkAnswer {
     pub answers: Vec<PeerAnswer>,
     /// Peers the query was sent to, in order.
-    pub contacted: Vec<String>,
+    pub contacted: Vec<PeerName>,
     /// Peers that failed, were busy, refused, answered garbage, or were still silent at the
     /// deadline — and why.
-    pub failed: Vec<(String, String)>,
+    pub failed: Vec<(PeerName, String)>,
     /// Some peer that was asked did not contribute.
     pub partial: bool,
     /// Peers that were worth asking: the owners of the question's best cells.
@@ -87,11 +87,11 @@ pub struct NetworkAnswer {
     /// Peers chosen as owners of the question's best cells (semantic placement), each with
     /// the cells it was chosen for, in the order asked; the cells' other owners follow them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub by_cell: Vec<(String, Vec<u32>)>,
+    pub by_cell: Vec<(PeerName, Vec<u32>)>,
     /// Peers chosen for cells that were still silent past the hedge when every one of their
     /// cells had been answered by another owner: the answer did not wait for them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub superseded: Vec<String>,
+    pub superseded: Vec<PeerName>,
     pub ms: f64,
 }
 
@@ -247,7 +247,7 @@ impl EventLoop {
         let (by_cell, ranked, replicas, cells) = self.by_cell(&q.request.vector, q.fanout, now);
         let q = self.querying.queries.get_mut(&id).expect("query present");
         q.answer.candidates = ranked.len();
-        q.answer.by_cell = by_cell;
+        q.answer.by_cell = by_cell.into_iter().map(|(p, cells)| (PeerName::from(p), cells)).collect();
         q.ranked = ranked;
         q.replicas = replicas;
         q.cells = cells;
@@ -308,7 +308,7 @@ impl EventLoop {
     /// Sends the query to its next candidate not asked yet; false when there is none.
     fn send_next(&mut self, id: u64) -> bool {
         let Some(q) = self.querying.queries.get_mut(&id) else { return false };
-        while q.ranked.get(q.next).is_some_and(|c| q.answer.contacted.contains(c)) {
+        while q.ranked.get(q.next).is_some_and(|c| q.answer.contacted.iter().any(|x| x == c)) {
             q.next += 1;
         }
         let Some(candidate) = q.ranked.get(q.next) else { return false };
@@ -322,7 +322,7 @@ impl EventLoop {
         let Some(q) = self.querying.queries.get_mut(&id) else { return false };
         let Ok(peer) = peer.parse::<PeerId>() else { return false };
         let request = Frame::Request(q.request.clone());
-        q.answer.contacted.push(peer.to_string());
+        q.answer.contacted.push(PeerName::from(peer.to_string()));
         let rid = self.swarm.behaviour_mut().search.send_request(&peer, request);
         let q = self.querying.queries.get_mut(&id).expect("query present");
         q.pending.insert(rid, (peer, Instant::now(), false));
@@ -340,7 +340,7 @@ impl EventLoop {
             return;
         }
         let mut alternates = q.replicas.remove(&peer).unwrap_or_default();
-        let at = alternates.iter().position(|a| !q.answer.contacted.contains(a));
+        let at = alternates.iter().position(|a| !q.answer.contacted.iter().any(|x| x == a));
         if let Some(at) = at {
             let next = alternates.remove(at);
             // Should it fail too, the cells' owners left take its place.
@@ -411,7 +411,7 @@ impl EventLoop {
                 self.drop_superseded(id);
             }
             Err(why) => {
-                q.answer.failed.push((peer.to_string(), why.clone()));
+                q.answer.failed.push((PeerName::from(peer.to_string()), why.clone()));
                 if why.starts_with("garbage") {
                     self.strike(peer, &why);
                 }
@@ -468,7 +468,7 @@ impl EventLoop {
         for rid in late {
             if let Some((peer, _, _)) = q.pending.remove(&rid) {
                 self.querying.requests.remove(&rid);
-                q.answer.superseded.push(peer.to_string());
+                q.answer.superseded.push(PeerName::from(peer.to_string()));
                 self.querying.counts.superseded += 1;
             }
         }
@@ -484,7 +484,7 @@ impl EventLoop {
         let Some(mut q) = self.querying.queries.remove(&id) else { return };
         for (rid, (peer, _, _)) in q.pending.drain() {
             self.querying.requests.remove(&rid);
-            q.answer.failed.push((peer.to_string(), "no answer by the deadline".into()));
+            q.answer.failed.push((PeerName::from(peer.to_string()), "no answer by the deadline".into()));
         }
         q.answer.partial = !q.answer.failed.is_empty();
         q.answer.ms = q.started.elapsed().as_secs_f64() * 1e3;
