@@ -24,7 +24,41 @@ type Arrived = Arc<Mutex<Vec<(PeerId, String, Option<PeerId>, bool)>>>;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn urls_and_records_for_an_owner_beyond_a_member_s_links_are_passed_on_by_a_link() {
-    let mut nodes = crate::members(NODES, config).await;
+    // Identities are random: twelve members may fall in the grid's buckets so that no pair is
+    // two coordinates apart with a member between (the test would have no path to show); such
+    // a network is stopped and another drawn.
+    let mut attempts = 0;
+    let (mut nodes, ring, grid, (sender, owner, host)) = loop {
+        attempts += 1;
+        let nodes = crate::members(NODES, config).await;
+        // The grid every member computes from the ring they agree on.
+        let ring = nodes[0].handle.ring();
+        let members = ring.members().to_vec();
+        assert_eq!(members.len(), NODES);
+        let grid = Grid::new(Shape::network(NODES), members.iter().map(|p| (*p, p)));
+        // A sender and a host whose owner is beyond its links (they differ in two coordinates or
+        // more), with a bucket between them that holds a member.
+        let mut chosen = None;
+        'search: for (i, n) in nodes.iter().enumerate() {
+            let me = n.handle.peer_id();
+            for h in 0..5000 {
+                let host = format!("g{h}.test");
+                let Some(owner) = ring.owner(&host).copied() else { continue };
+                if owner != me && grid.differ(me, owner) >= Some(2) && grid.path(me, owner, |_| 0).len() > 1 {
+                    chosen = Some((i, owner, host));
+                    break 'search;
+                }
+            }
+        }
+        if let Some(chosen) = chosen {
+            break (nodes, ring, grid, chosen);
+        }
+        assert!(attempts < 5, "five networks of twelve members in a row had no pair two coordinates apart");
+        for n in nodes {
+            n.handle.stop();
+            n.task.await.unwrap();
+        }
+    };
     let arrived = Arrived::default();
     for n in nodes.iter_mut() {
         let me = n.handle.peer_id();
@@ -41,26 +75,6 @@ async fn urls_and_records_for_an_owner_beyond_a_member_s_links_are_passed_on_by_
             }
         });
     }
-    // The grid every member computes from the ring they agree on.
-    let ring = nodes[0].handle.ring();
-    let members = ring.members().to_vec();
-    assert_eq!(members.len(), NODES);
-    let grid = Grid::new(Shape::network(NODES), members.iter().map(|p| (*p, p)));
-    // A sender and a host whose owner is beyond its links (they differ in two coordinates or
-    // more), with a bucket between them that holds a member.
-    let mut chosen = None;
-    'search: for (i, n) in nodes.iter().enumerate() {
-        let me = n.handle.peer_id();
-        for h in 0..5000 {
-            let host = format!("g{h}.test");
-            let Some(owner) = ring.owner(&host).copied() else { continue };
-            if owner != me && grid.differ(me, owner) >= Some(2) && grid.path(me, owner, |_| 0).len() > 1 {
-                chosen = Some((i, owner, host));
-                break 'search;
-            }
-        }
-    }
-    let (sender, owner, host) = chosen.expect("twelve members in eight buckets: some pair is two coordinates apart");
     let me = nodes[sender].handle.peer_id();
     let links = grid.neighbours(me);
     assert!(!links.contains(&owner));
